@@ -1,0 +1,522 @@
+//! The budget: a fixed set of buckets charged all or none.
+//!
+//! Drive order: call [`Budget::try_charge`] before a request goes out; then exactly
+//! one of [`Budget::refund`] (never written) or [`Ticket::sent`] followed later by
+//! [`Budget::complete`]. Feed the server's word back with [`Budget::observe_used`],
+//! [`Budget::throttled`], [`Budget::banned`] and [`Budget::charge_after`]. Call
+//! [`Budget::tick`] while idle so the catch-up walk of the rings stays off the send
+//! path.
+//!
+//! Every call takes `now_ns` on the caller's monotonic clock. A time earlier than one
+//! already seen is read as the latest one seen: a clock that steps back neither
+//! drops charges early (minting budget) nor holds them longer than the window.
+//!
+//! Never allocates, locks, logs or reads a clock.
+
+use arrayvec::{ArrayString, ArrayVec};
+
+use crate::fixed::Windows;
+use crate::gcra::Gcra;
+use crate::ring::Ring;
+use crate::spec::{validate_parts, Kind, Spec};
+use crate::stats::Stats;
+use crate::ticket::{BucketId, Charged, Class, Flight, Limited, Part, Ticket, Why};
+use crate::{Builder, ConfigError, MAX_BUCKETS, MAX_NAME, MAX_PARTS};
+
+/// How long a throttle without a server wait holds a gate or an in-flight limit,
+/// which have no window of their own.
+const GATE_HOLD_NS: i64 = 1_000_000_000;
+
+#[derive(Clone, Debug)]
+enum State {
+    Sliding(Ring),
+    Fixed(Windows),
+    Token(Gcra),
+    InFlight(u64),
+    Gate,
+}
+
+#[derive(Clone, Debug)]
+struct Bucket {
+    state: State,
+    /// Units each class may use, by [`Class::index`].
+    allowances: [u64; 3],
+    /// Holds end here; `i64::MIN` when none was ever set.
+    hold_until_ns: i64,
+    halted: bool,
+    name: ArrayString<MAX_NAME>,
+    stats: Stats,
+}
+
+impl Bucket {
+    fn new(name: ArrayString<MAX_NAME>, spec: &Spec, now: i64) -> Self {
+        let state = match spec.kind() {
+            Kind::Sliding {
+                window_ns, slots, ..
+            } => State::Sliding(Ring::new(window_ns, slots, now)),
+            Kind::Fixed {
+                window_ns,
+                phase_ns,
+                guard_ns,
+                ..
+            } => State::Fixed(Windows::new(window_ns, phase_ns, guard_ns, now)),
+            Kind::Token { interval_ns, .. } => State::Token(Gcra::new(interval_ns, now)),
+            Kind::InFlight { .. } => State::InFlight(0),
+            Kind::Gate => State::Gate,
+        };
+        Bucket {
+            state,
+            allowances: spec.allowances(),
+            hold_until_ns: i64::MIN,
+            halted: false,
+            name,
+            stats: Stats {
+                limit: spec.limit(),
+                ..Stats::default()
+            },
+        }
+    }
+
+    #[inline]
+    fn advance(&mut self, now: i64) {
+        match &mut self.state {
+            State::Sliding(ring) => ring.advance(now),
+            State::Fixed(windows) => windows.advance(now),
+            _ => {}
+        }
+    }
+
+    /// Whether `cost` passes at `now` for `class`. The bucket must be advanced.
+    #[inline]
+    fn admits(&self, cost: u64, class: Class, now: i64) -> bool {
+        if self.halted || now < self.hold_until_ns {
+            return false;
+        }
+        let allowance = self.allowances[class.index()];
+        match &self.state {
+            State::Sliding(ring) => ring.used() + cost <= allowance,
+            State::Fixed(windows) => windows.fits(cost, allowance, now),
+            State::Token(gcra) => cost <= allowance && gcra.fits(cost, allowance, now),
+            State::InFlight(outstanding) => outstanding + cost <= allowance,
+            State::Gate => true,
+        }
+    }
+
+    /// Why `cost` does not pass at `now`, and when it will. The bucket must be advanced.
+    fn refusal(&self, cost: u64, class: Class, now: i64) -> Option<(Why, i64)> {
+        if self.halted {
+            return Some((Why::Halted, i64::MAX));
+        }
+        let allowance = self.allowances[class.index()];
+        if cost > allowance && !matches!(self.state, State::Gate) {
+            return Some((Why::TooBig, i64::MAX));
+        }
+        let full_until = match &self.state {
+            State::Sliding(ring) if ring.used() + cost > allowance => {
+                Some(ring.ready_at(cost, allowance))
+            }
+            State::Fixed(windows) if !windows.fits(cost, allowance, now) => {
+                Some(windows.ready_at(cost, allowance, now))
+            }
+            State::Token(gcra) if !gcra.fits(cost, allowance, now) => {
+                Some(gcra.ready_at(cost, allowance))
+            }
+            State::InFlight(outstanding) if outstanding + cost > allowance => Some(i64::MAX),
+            _ => None,
+        };
+        let held_until = (now < self.hold_until_ns).then_some(self.hold_until_ns);
+        match (held_until, full_until) {
+            (None, None) => None,
+            (Some(h), Some(f)) if f > h => Some((Why::Full, f)),
+            (Some(h), _) => Some((Why::Held, h)),
+            (None, Some(f)) => Some((Why::Full, f)),
+        }
+    }
+
+    #[inline]
+    fn commit(&mut self, cost: u64, now: i64, seq: u64) {
+        match &mut self.state {
+            State::Sliding(ring) => ring.add(cost),
+            State::Fixed(windows) => windows.add(cost, now),
+            State::Token(gcra) => gcra.add(cost, now, seq),
+            State::InFlight(outstanding) => *outstanding += cost,
+            State::Gate => {}
+        }
+        self.stats.admitted += cost;
+    }
+
+    fn refund(&mut self, cost: u64, at: i64, seq: u64) {
+        match &mut self.state {
+            State::Sliding(ring) => ring.refund(cost, at),
+            State::Fixed(windows) => windows.refund(cost, at),
+            State::Token(gcra) => gcra.refund(seq),
+            State::InFlight(outstanding) => *outstanding = outstanding.saturating_sub(cost),
+            State::Gate => {}
+        }
+    }
+
+    fn used_at(&self, now: i64) -> u64 {
+        match &self.state {
+            State::Sliding(ring) => ring.used_at(now),
+            State::Fixed(windows) => windows.used_at(now),
+            State::Token(gcra) => gcra.used_at(now),
+            State::InFlight(outstanding) => *outstanding,
+            State::Gate => 0,
+        }
+    }
+
+    fn window_ns(&self) -> i64 {
+        match &self.state {
+            State::Sliding(ring) => ring.window_ns(),
+            State::Fixed(windows) => windows.window_ns(),
+            State::Token(gcra) => gcra
+                .interval_ns()
+                .saturating_mul(self.stats.limit.min(i64::MAX as u64) as i64),
+            State::InFlight(_) | State::Gate => GATE_HOLD_NS,
+        }
+    }
+}
+
+/// The total cost of the parts naming the bucket of `parts[i]`, or `None` if an
+/// earlier part names it too (it was counted there). A charge that lists a bucket
+/// twice is checked and charged once, for the sum.
+#[inline]
+fn combined(parts: &[Part], i: usize) -> Option<u64> {
+    let bucket = parts[i].bucket;
+    if parts[..i].iter().any(|p| p.bucket == bucket) {
+        return None;
+    }
+    Some(
+        parts[i..]
+            .iter()
+            .filter(|p| p.bucket == bucket)
+            .map(|p| u64::from(p.cost))
+            .sum(),
+    )
+}
+
+/// A fixed set of rate limits, charged all or none. See the [crate] docs.
+#[derive(Clone, Debug)]
+pub struct Budget {
+    now_ns: i64,
+    hold_guard_ns: i64,
+    seq: u64,
+    buckets: ArrayVec<Bucket, MAX_BUCKETS>,
+}
+
+impl Budget {
+    /// A builder to declare the buckets.
+    pub fn builder() -> Builder {
+        Builder::default()
+    }
+
+    pub(crate) fn new(
+        specs: &[(ArrayString<MAX_NAME>, Spec)],
+        hold_guard_ns: i64,
+        now_ns: i64,
+    ) -> Self {
+        Budget {
+            now_ns,
+            hold_guard_ns,
+            seq: 0,
+            buckets: specs
+                .iter()
+                .map(|(name, spec)| Bucket::new(*name, spec, now_ns))
+                .collect(),
+        }
+    }
+
+    /// Reads `now_ns` as no earlier than any time already seen.
+    #[inline]
+    fn clock(&mut self, now_ns: i64) -> i64 {
+        if now_ns > self.now_ns {
+            self.now_ns = now_ns;
+        }
+        self.now_ns
+    }
+
+    fn bucket_mut(&mut self, id: BucketId) -> Option<&mut Bucket> {
+        self.buckets.get_mut(id.index())
+    }
+
+    /// Charges every part, all or none.
+    ///
+    /// On refusal nothing is charged anywhere; [`Limited`] names the bucket that is
+    /// ready last and when this same charge would pass if nothing else is charged.
+    /// A part naming a bucket this budget lacks, or more than
+    /// [`MAX_PARTS`] parts, is refused as [`Why::TooBig`]; check part lists once with
+    /// [`Budget::validate_parts`].
+    ///
+    /// ```
+    /// # use ergon_core::{Budget, Class, Part, Spec, Why};
+    /// let mut b = Budget::builder();
+    /// let w = b.add("w", Spec::sliding(2, 1_000, 10)).unwrap();
+    /// let mut budget = b.build(0).unwrap();
+    /// let t1 = budget.try_charge(&[Part::new(w, 2)], Class::Normal, 0).unwrap();
+    /// let no = budget.try_charge(&[Part::new(w, 1)], Class::Normal, 5).unwrap_err();
+    /// assert_eq!((no.why, no.ready_at_ns), (Why::Full, 1_100));
+    /// # let _ = t1.sent();
+    /// ```
+    #[inline]
+    pub fn try_charge(
+        &mut self,
+        parts: &[Part],
+        class: Class,
+        now_ns: i64,
+    ) -> Result<Ticket, Limited> {
+        let now = self.clock(now_ns);
+        if parts.len() > MAX_PARTS {
+            return Err(self.refuse(parts[MAX_PARTS].bucket, i64::MAX, Why::TooBig));
+        }
+        for i in 0..parts.len() {
+            let Some(cost) = combined(parts, i) else {
+                continue;
+            };
+            let id = parts[i].bucket;
+            let Some(bucket) = self.bucket_mut(id) else {
+                return Err(self.refuse(id, i64::MAX, Why::TooBig));
+            };
+            bucket.advance(now);
+            if !bucket.admits(cost, class, now) {
+                return Err(self.explain(parts, class, now));
+            }
+        }
+        self.seq += 1;
+        let seq = self.seq;
+        for i in 0..parts.len() {
+            if let Some(cost) = combined(parts, i) {
+                self.buckets[parts[i].bucket.index()].commit(cost, now, seq);
+            }
+        }
+        let mut charged = Charged::new();
+        charged
+            .try_extend_from_slice(parts)
+            .expect("parts.len() <= MAX_PARTS was checked");
+        Ok(Ticket {
+            at_ns: now,
+            seq,
+            parts: charged,
+        })
+    }
+
+    /// The refusal of a charge some part of which did not pass: every part is asked,
+    /// so the answer names the bucket that will be ready last. Halts come first, then
+    /// costs that can never pass.
+    #[cold]
+    fn explain(&mut self, parts: &[Part], class: Class, now: i64) -> Limited {
+        let mut worst: Option<(BucketId, Why, i64)> = None;
+        for i in 0..parts.len() {
+            let Some(cost) = combined(parts, i) else {
+                continue;
+            };
+            let id = parts[i].bucket;
+            let Some((why, ready)) = self.buckets[id.index()].refusal(cost, class, now) else {
+                continue;
+            };
+            let rank = |why: Why| match why {
+                Why::Halted => 2,
+                Why::TooBig => 1,
+                Why::Full | Why::Held => 0,
+            };
+            let better = match worst {
+                None => true,
+                Some((_, w, r)) => (rank(why), ready) > (rank(w), r),
+            };
+            if better {
+                worst = Some((id, why, ready));
+            }
+        }
+        let (bucket, why, ready) = worst.expect("explain is called on a refused charge");
+        self.refuse(bucket, ready, why)
+    }
+
+    fn refuse(&mut self, bucket: BucketId, ready_at_ns: i64, why: Why) -> Limited {
+        if let Some(b) = self.bucket_mut(bucket) {
+            let r = &mut b.stats.refusals;
+            match why {
+                Why::Full => r.full += 1,
+                Why::Held => r.held += 1,
+                Why::Halted => r.halted += 1,
+                Why::TooBig => r.too_big += 1,
+            }
+        }
+        Limited {
+            bucket,
+            ready_at_ns,
+            why,
+        }
+    }
+
+    /// Gives back a charge whose request never left: no connection, not one byte
+    /// written. A part whose window already passed is not touched (it no longer
+    /// counts anyway). A token bucket gets its units back only if no other charge
+    /// came after this one: anything else could mint budget.
+    pub fn refund(&mut self, ticket: Ticket, now_ns: i64) {
+        let now = self.clock(now_ns);
+        for part in &ticket.parts {
+            if let Some(bucket) = self.bucket_mut(part.bucket) {
+                bucket.advance(now);
+                bucket.refund(u64::from(part.cost), ticket.at_ns, ticket.seq);
+                bucket.stats.refunds += 1;
+            }
+        }
+    }
+
+    /// The answer to a sent request arrived, or its outcome was settled: releases its
+    /// in-flight limits. Rate limits keep the charge: the venue counted the request.
+    pub fn complete(&mut self, flight: Flight, now_ns: i64) {
+        self.clock(now_ns);
+        for part in &flight.parts {
+            if let Some(Bucket {
+                state: State::InFlight(outstanding),
+                ..
+            }) = self.buckets.get_mut(part.bucket.index())
+            {
+                *outstanding = outstanding.saturating_sub(u64::from(part.cost));
+            }
+        }
+    }
+
+    /// Adds cost known only from the response (Hyperliquid adds weight per 20 items
+    /// returned). Never refused: it may push the bucket past its limit, which then
+    /// refuses until it drains. In-flight limits and gates have nothing to add to.
+    pub fn charge_after(&mut self, bucket: BucketId, cost: u32, now_ns: i64) {
+        let now = self.clock(now_ns);
+        let Some(b) = self.bucket_mut(bucket) else {
+            return;
+        };
+        b.advance(now);
+        let cost = u64::from(cost);
+        match &mut b.state {
+            State::Sliding(ring) => ring.add(cost),
+            State::Fixed(windows) => windows.add(cost, now),
+            State::Token(gcra) => gcra.add(cost, now, 0),
+            State::InFlight(_) | State::Gate => return,
+        }
+        b.stats.charged_after += cost;
+    }
+
+    /// The server's count for this scope (a usage header such as
+    /// `X-MBX-USED-WEIGHT-1M`). Raises the local count to it, never lowers it; other
+    /// senders on the same IP show up here. The difference is kept as drift.
+    pub fn observe_used(&mut self, bucket: BucketId, used: u64, now_ns: i64) {
+        let now = self.clock(now_ns);
+        let Some(b) = self.bucket_mut(bucket) else {
+            return;
+        };
+        b.advance(now);
+        let local = b.used_at(now);
+        b.stats.drift = (used as i64).saturating_sub(local as i64);
+        if used <= local {
+            return;
+        }
+        match &mut b.state {
+            State::Sliding(ring) => ring.add(used - local),
+            State::Fixed(windows) => windows.raise_to(used),
+            State::Token(gcra) => gcra.raise_to(used, now),
+            State::InFlight(_) | State::Gate => {}
+        }
+    }
+
+    /// The server throttled this scope (a 429 or its body code). With a server wait,
+    /// holds the bucket for that wait plus the budget's hold guard (the clock
+    /// uncertainty, [`Builder::hold_guard`]); without one, for one window of the
+    /// bucket (one second for gates and in-flight limits). The count is kept: venues
+    /// count throttled requests too.
+    pub fn throttled(&mut self, bucket: BucketId, wait_ns: Option<i64>, now_ns: i64) {
+        let guard_ns = self.hold_guard_ns;
+        let now = self.clock(now_ns);
+        let Some(b) = self.bucket_mut(bucket) else {
+            return;
+        };
+        let hold = match wait_ns {
+            Some(wait) => wait.max(0).saturating_add(guard_ns.max(0)),
+            None => b.window_ns(),
+        };
+        b.hold_until_ns = b.hold_until_ns.max(now.saturating_add(hold));
+        b.stats.throttles += 1;
+    }
+
+    /// The venue banned this scope until `until_ns` (its word, on the caller's clock).
+    /// Halts the bucket: the end of the venue's wait does not resume it, only
+    /// [`Budget::clear_halt`] does. Halting the IP gate stops every request and
+    /// connect.
+    pub fn banned(&mut self, bucket: BucketId, until_ns: i64, now_ns: i64) {
+        self.clock(now_ns);
+        if let Some(b) = self.bucket_mut(bucket) {
+            b.halted = true;
+            b.stats.bans += 1;
+            b.stats.ban_until_ns = Some(until_ns);
+        }
+    }
+
+    /// A person's decision to resume a halted scope.
+    pub fn clear_halt(&mut self, bucket: BucketId) {
+        if let Some(b) = self.bucket_mut(bucket) {
+            b.halted = false;
+        }
+    }
+
+    /// The halted buckets.
+    pub fn halted(&self) -> impl Iterator<Item = BucketId> + '_ {
+        self.ids().filter(|id| self.buckets[id.index()].halted)
+    }
+
+    /// Whether `bucket` is halted.
+    pub fn is_halted(&self, bucket: BucketId) -> bool {
+        self.buckets.get(bucket.index()).is_some_and(|b| b.halted)
+    }
+
+    /// Moves every window to `now_ns`. Call it while idle: the catch-up walk of a ring
+    /// after a long gap then happens here instead of on the next charge.
+    pub fn tick(&mut self, now_ns: i64) {
+        let now = self.clock(now_ns);
+        for b in &mut self.buckets {
+            b.advance(now);
+        }
+    }
+
+    /// A snapshot of one bucket at the latest time the budget has seen.
+    pub fn stats(&self, bucket: BucketId) -> Stats {
+        let Some(b) = self.buckets.get(bucket.index()) else {
+            return Stats::default();
+        };
+        Stats {
+            used: b.used_at(self.now_ns),
+            held_until_ns: (self.now_ns < b.hold_until_ns).then_some(b.hold_until_ns),
+            halted: b.halted,
+            ..b.stats
+        }
+    }
+
+    /// Checks a part list once (at start-up) against this budget's buckets and the
+    /// capacity of a ticket.
+    pub fn validate_parts(&self, parts: &[Part]) -> Result<(), ConfigError> {
+        validate_parts(parts, self.buckets.len())
+    }
+
+    /// The bucket declared under `name`.
+    pub fn bucket(&self, name: &str) -> Option<BucketId> {
+        self.buckets
+            .iter()
+            .position(|b| b.name.as_str() == name)
+            .map(|i| BucketId(i as u8))
+    }
+
+    /// The name `bucket` was declared under ("" for an id of another budget).
+    pub fn name(&self, bucket: BucketId) -> &str {
+        self.buckets
+            .get(bucket.index())
+            .map_or("", |b| b.name.as_str())
+    }
+
+    /// Every bucket, in declaration order.
+    pub fn ids(&self) -> impl Iterator<Item = BucketId> {
+        (0..self.buckets.len() as u8).map(BucketId)
+    }
+
+    /// The latest time the budget has seen.
+    pub fn now_ns(&self) -> i64 {
+        self.now_ns
+    }
+}

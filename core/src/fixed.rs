@@ -1,0 +1,172 @@
+//! Fixed windows aligned to the venue's clock, with a guard at each boundary.
+//!
+//! The venue resets its counter at its own boundary, which differs from ours by the
+//! clock offset and the one-way latency. A charge within `guard` of a boundary is
+//! counted in the windows on both sides of it, so every window the venue could be
+//! using (ours shifted by any offset within ±guard) holds at most the limit.
+//!
+//! State: the counts of the previous, current and next window. Never allocates; the
+//! steady path is one compare.
+
+#[derive(Clone, Debug)]
+pub(crate) struct Windows {
+    window_ns: i64,
+    phase_ns: i64,
+    guard_ns: i64,
+    /// Index of the current window: windows are `[phase + n·W, phase + (n+1)·W)`.
+    index: i64,
+    start_ns: i64,
+    end_ns: i64,
+    /// Counts of windows index-1, index, index+1.
+    counts: [u64; 3],
+}
+
+impl Windows {
+    pub(crate) fn new(window_ns: i64, phase_ns: i64, guard_ns: i64, now: i64) -> Self {
+        let phase_ns = phase_ns.rem_euclid(window_ns);
+        let mut w = Windows {
+            window_ns,
+            phase_ns,
+            guard_ns,
+            index: 0,
+            start_ns: 0,
+            end_ns: 0,
+            counts: [0; 3],
+        };
+        w.set_index(w.index_of(now));
+        w
+    }
+
+    pub(crate) fn window_ns(&self) -> i64 {
+        self.window_ns
+    }
+
+    fn index_of(&self, t: i64) -> i64 {
+        t.saturating_sub(self.phase_ns).div_euclid(self.window_ns)
+    }
+
+    fn start_of(&self, index: i64) -> i64 {
+        index
+            .saturating_mul(self.window_ns)
+            .saturating_add(self.phase_ns)
+    }
+
+    fn set_index(&mut self, index: i64) {
+        self.index = index;
+        self.start_ns = self.start_of(index);
+        self.end_ns = self.start_ns.saturating_add(self.window_ns);
+    }
+
+    #[inline]
+    pub(crate) fn advance(&mut self, now: i64) {
+        if now < self.end_ns {
+            return;
+        }
+        self.roll(now);
+    }
+
+    #[cold]
+    fn roll(&mut self, now: i64) {
+        let index = self.index_of(now);
+        self.counts = match index - self.index {
+            1 => [self.counts[1], self.counts[2], 0],
+            2 => [self.counts[2], 0, 0],
+            _ => [0; 3],
+        };
+        self.set_index(index);
+    }
+
+    fn count(&self, index: i64) -> u64 {
+        match index - self.index {
+            -1 => self.counts[0],
+            0 => self.counts[1],
+            1 => self.counts[2],
+            _ => 0,
+        }
+    }
+
+    /// The windows (relative to the current one, -1..=1) a charge at `t` counts in.
+    /// `t` must lie in the current window.
+    #[inline]
+    fn sides(&self, t: i64) -> (bool, bool) {
+        let pos = t - self.start_ns;
+        (pos < self.guard_ns, pos >= self.window_ns - self.guard_ns)
+    }
+
+    /// Whether `cost` fits at `now` (after [`Windows::advance`]).
+    #[inline]
+    pub(crate) fn fits(&self, cost: u64, allowance: u64, now: i64) -> bool {
+        let (before, after) = self.sides(now);
+        self.counts[1] + cost <= allowance
+            && (!before || self.counts[0] + cost <= allowance)
+            && (!after || self.counts[2] + cost <= allowance)
+    }
+
+    /// Whether `cost` would fit at any `t`, counting windows as they are now.
+    fn fits_at(&self, cost: u64, allowance: u64, t: i64) -> bool {
+        let index = self.index_of(t);
+        let pos = t - self.start_of(index);
+        self.count(index) + cost <= allowance
+            && (pos >= self.guard_ns || self.count(index - 1) + cost <= allowance)
+            && (pos < self.window_ns - self.guard_ns || self.count(index + 1) + cost <= allowance)
+    }
+
+    /// The earliest time after `now` at which `cost` fits if nothing else is charged.
+    /// Counts only change at a boundary or a guard edge, and two windows on every
+    /// window tracked is empty, so those few instants are the only candidates.
+    pub(crate) fn ready_at(&self, cost: u64, allowance: u64, now: i64) -> i64 {
+        let g = self.guard_ns;
+        let b1 = self.end_ns;
+        let b2 = b1.saturating_add(self.window_ns);
+        let candidates = [b1 - g, b1, b1 + g, b2 - g, b2, b2 + g];
+        candidates
+            .into_iter()
+            .filter(|&t| t > now)
+            .find(|&t| self.fits_at(cost, allowance, t))
+            .unwrap_or(b2 + g)
+    }
+
+    #[inline]
+    pub(crate) fn add(&mut self, cost: u64, now: i64) {
+        let (before, after) = self.sides(now);
+        self.counts[1] = self.counts[1].saturating_add(cost);
+        if before {
+            self.counts[0] = self.counts[0].saturating_add(cost);
+        }
+        if after {
+            self.counts[2] = self.counts[2].saturating_add(cost);
+        }
+    }
+
+    /// Takes back `cost` charged at `at` from every window it counted in that is still
+    /// tracked.
+    pub(crate) fn refund(&mut self, cost: u64, at: i64) {
+        let index = self.index_of(at);
+        let pos = at - self.start_of(index);
+        let mut take = |i: i64| {
+            if let Some(slot) = usize::try_from(i - self.index + 1)
+                .ok()
+                .and_then(|k| self.counts.get_mut(k))
+            {
+                *slot = slot.saturating_sub(cost);
+            }
+        };
+        take(index);
+        if pos < self.guard_ns {
+            take(index - 1);
+        }
+        if pos >= self.window_ns - self.guard_ns {
+            take(index + 1);
+        }
+    }
+
+    /// Units that would be counted at `now`, without rolling.
+    pub(crate) fn used_at(&self, now: i64) -> u64 {
+        self.count(self.index_of(now))
+    }
+
+    /// Raises the current window's count to the server's figure.
+    pub(crate) fn raise_to(&mut self, used: u64) {
+        self.counts[1] = self.counts[1].max(used);
+    }
+}

@@ -1,0 +1,77 @@
+//! Token buckets as GCRA: one `i64` theoretical arrival time.
+//!
+//! Admitting `n` units at `t` moves the TAT to `max(TAT, t) + n·T`; it is allowed
+//! while `TAT - t <= allowance·T`. Over any span Δt at most `burst + Δt/T` units pass.
+
+#[derive(Clone, Debug)]
+pub(crate) struct Gcra {
+    interval_ns: i64,
+    tat: i64,
+    /// The ticket sequence of the last charge, and the TAT before it: a refund of
+    /// that very charge restores it exactly. Any other refund would have to know
+    /// what came after it, so it gives nothing back (conservative, never minting).
+    last_seq: u64,
+    tat_before: i64,
+}
+
+impl Gcra {
+    pub(crate) fn new(interval_ns: i64, now: i64) -> Self {
+        Gcra {
+            interval_ns,
+            tat: now,
+            last_seq: 0,
+            tat_before: now,
+        }
+    }
+
+    pub(crate) fn interval_ns(&self) -> i64 {
+        self.interval_ns
+    }
+
+    fn span(&self, units: u64) -> i64 {
+        // Costs are bounded by the burst, whose span the builder checked fits.
+        (units as i64).saturating_mul(self.interval_ns)
+    }
+
+    #[inline]
+    pub(crate) fn fits(&self, cost: u64, allowance: u64, now: i64) -> bool {
+        self.tat.max(now) + self.span(cost) - now <= self.span(allowance)
+    }
+
+    /// Call only when it does not fit now, with `cost <= allowance`.
+    pub(crate) fn ready_at(&self, cost: u64, allowance: u64) -> i64 {
+        self.tat + self.span(cost) - self.span(allowance)
+    }
+
+    #[inline]
+    pub(crate) fn add(&mut self, cost: u64, now: i64, seq: u64) {
+        self.tat_before = self.tat;
+        self.last_seq = seq;
+        self.tat = self.tat.max(now).saturating_add(self.span(cost));
+    }
+
+    pub(crate) fn refund(&mut self, seq: u64) {
+        if seq != 0 && seq == self.last_seq {
+            self.tat = self.tat_before;
+            self.last_seq = 0;
+        }
+    }
+
+    /// Units not yet drained at `now`, rounded up.
+    pub(crate) fn used_at(&self, now: i64) -> u64 {
+        let ahead = self.tat - now;
+        if ahead <= 0 {
+            0
+        } else {
+            (ahead as u64).div_ceil(self.interval_ns as u64)
+        }
+    }
+
+    /// Raises the count to the server's figure.
+    pub(crate) fn raise_to(&mut self, used: u64, now: i64) {
+        if used > self.used_at(now) {
+            self.tat = now.saturating_add(self.span(used));
+            self.last_seq = 0;
+        }
+    }
+}

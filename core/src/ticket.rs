@@ -1,0 +1,146 @@
+//! Charges and their receipts: what a request asks for ([`Part`], [`Class`]), what a
+//! refusal says ([`Limited`]) and the typestate that makes a refund after sending
+//! impossible ([`Ticket`] → [`Flight`]).
+
+use arrayvec::ArrayVec;
+
+use crate::MAX_PARTS;
+
+/// A bucket of one [`Budget`](crate::Budget), as handed out by
+/// [`Builder::add`](crate::Builder::add).
+///
+/// Ids are small indices: an id from another budget names another bucket, or none.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct BucketId(pub(crate) u8);
+
+impl BucketId {
+    /// The bucket's index in its budget, in the order the buckets were added.
+    pub fn index(self) -> usize {
+        usize::from(self.0)
+    }
+}
+
+/// One bucket a request counts against, and how much.
+///
+/// A cost of 0 on a gate is the usual part: gates count nothing, they only carry
+/// holds and halts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Part {
+    /// The bucket charged.
+    pub bucket: BucketId,
+    /// Units charged to it (weight, requests, orders ...).
+    pub cost: u32,
+}
+
+impl Part {
+    /// `cost` units of `bucket`.
+    pub const fn new(bucket: BucketId, cost: u32) -> Self {
+        Part { bucket, cost }
+    }
+}
+
+/// Who is asking. Each bucket keeps headroom that only higher classes may use, so a
+/// protective close is never starved by background reads. There is no queue: a
+/// refused charge is refused at once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Class {
+    /// May use the whole limit: protective closes, cancels of resting risk.
+    Urgent = 0,
+    /// May not use the Normal headroom: quoting, decision reads.
+    Normal = 1,
+    /// May not use the Bulk headroom: background reads, reconciliation sweeps.
+    Bulk = 2,
+}
+
+impl Class {
+    pub(crate) const fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// Why a charge was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Why {
+    /// The bucket has no room now; it will at `ready_at_ns` if nothing else is charged.
+    Full,
+    /// The server throttled this scope (a 429 or its body code); the hold ends at
+    /// `ready_at_ns`.
+    Held,
+    /// The scope is halted after a ban. Only [`Budget::clear_halt`](crate::Budget::clear_halt),
+    /// a person's action, resumes it; `ready_at_ns` is `i64::MAX`.
+    Halted,
+    /// The cost is above what this class may ever use in this bucket: it can never
+    /// pass, split the request. `ready_at_ns` is `i64::MAX`.
+    TooBig,
+}
+
+/// A refused charge. Nothing was charged anywhere.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Limited {
+    /// The bucket that refused (for Full and Held, the one that is ready last).
+    pub bucket: BucketId,
+    /// The earliest time at which this same charge passes if nothing else is charged,
+    /// on the caller's clock; `i64::MAX` for Halted, TooBig and in-flight limits.
+    pub ready_at_ns: i64,
+    /// Why.
+    pub why: Why,
+}
+
+/// The parts of one charge, as they were charged.
+pub(crate) type Charged = ArrayVec<Part, MAX_PARTS>;
+
+/// The receipt of an admitted charge whose request has not left yet.
+///
+/// Consume it exactly once: [`Budget::refund`](crate::Budget::refund) if the request was
+/// never written, or [`Ticket::sent`] as soon as one byte was. There is no way back
+/// from a [`Flight`] to a refund.
+#[must_use = "a ticket is refunded if never sent, or turned into a Flight by sent()"]
+#[derive(Debug, PartialEq, Eq)]
+pub struct Ticket {
+    pub(crate) at_ns: i64,
+    pub(crate) seq: u64,
+    pub(crate) parts: Charged,
+}
+
+impl Ticket {
+    /// At least one byte of the request was written: from now on the venue may have
+    /// counted or executed it, and no refund exists.
+    pub fn sent(self) -> Flight {
+        Flight {
+            at_ns: self.at_ns,
+            parts: self.parts,
+        }
+    }
+
+    /// The parts this ticket charged.
+    pub fn parts(&self) -> &[Part] {
+        &self.parts
+    }
+
+    /// When it was charged, on the budget's clock.
+    pub fn charged_at_ns(&self) -> i64 {
+        self.at_ns
+    }
+}
+
+/// A request that has (at least partly) left. Hand it to
+/// [`Budget::complete`](crate::Budget::complete) when its answer arrives or its
+/// outcome is settled, to release in-flight limits.
+#[must_use = "a flight is completed when its answer arrives, to release in-flight limits"]
+#[derive(Debug, PartialEq, Eq)]
+pub struct Flight {
+    pub(crate) at_ns: i64,
+    pub(crate) parts: Charged,
+}
+
+impl Flight {
+    /// The parts its ticket charged.
+    pub fn parts(&self) -> &[Part] {
+        &self.parts
+    }
+
+    /// When it was charged, on the budget's clock.
+    pub fn charged_at_ns(&self) -> i64 {
+        self.at_ns
+    }
+}
