@@ -41,6 +41,7 @@
 mod budget;
 mod fixed;
 mod gcra;
+pub mod response;
 mod ring;
 mod spec;
 mod stats;
