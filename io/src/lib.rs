@@ -4,3 +4,6 @@
 //! this crate drives it.
 
 pub use ergon_core as core;
+
+pub mod boundary;
+mod sync;
