@@ -74,8 +74,8 @@ fn each_request_answered_exactly_once() {
 fn two_submitters_each_get_their_own_answer_once() {
     loom::model(|| {
         let (tx, mut rx) = bounded::<(usize, Req)>(2).unwrap();
-        let (out_a, mut in_a) = mailbox::<u32>(2).unwrap();
-        let (out_b, mut in_b) = mailbox::<u32>(2).unwrap();
+        let (out_a, in_a) = mailbox::<u32>(2).unwrap();
+        let (out_b, in_b) = mailbox::<u32>(2).unwrap();
         let submitter = |tx: Producer<(usize, Req)>, mut inbox: Inbox<u32>, who: usize| {
             thread::spawn(move || {
                 let credit = inbox.reserve().unwrap();
