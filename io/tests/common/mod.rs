@@ -2,6 +2,7 @@
 //! loopback servers run on threads inside the tests.
 #![allow(dead_code)]
 
+pub mod driver;
 pub mod server;
 
 use ergon_io::core::response::Header;
