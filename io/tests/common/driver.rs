@@ -176,7 +176,7 @@ impl ClientHandler for One<'_, '_> {
         cx.stop();
     }
 
-    fn on_timer(&mut self, _cx: &mut Context<'_>, token: u64) {
+    fn on_timer(&mut self, cx: &mut Context<'_>, token: u64) {
         if token == GUARD {
             cx.stop();
         }
