@@ -203,6 +203,9 @@ pub struct EventLoop {
     events: Vec<libc::epoll_event>,
     now: i64,
     last_tick: i64,
+    /// The next wait polls instead of blocking (the first turn of a run: the
+    /// handler has not had a turn yet).
+    poll_next: bool,
 }
 
 impl EventLoop {
@@ -223,6 +226,7 @@ impl EventLoop {
             events: vec![libc::epoll_event { events: 0, u64: 0 }; cfg.max_events.max(1)],
             now,
             last_tick: now,
+            poll_next: true,
         })
     }
 
@@ -287,6 +291,7 @@ impl EventLoop {
             self.ctl.cpu = Some(pin_current_thread(cpu)?);
         }
         self.ctl.stop = false;
+        self.poll_next = true;
         while !self.ctl.stop {
             self.turn(h)?;
         }
@@ -295,7 +300,8 @@ impl EventLoop {
 
     /// One turn (see the module doc for its order).
     pub fn turn<H: ClientHandler + ?Sized>(&mut self, h: &mut H) -> Result<(), LoopError> {
-        let timeout = if self.cfg.busy_poll || self.ctl.stop {
+        let timeout = if self.cfg.busy_poll || self.ctl.stop || core::mem::take(&mut self.poll_next)
+        {
             0
         } else {
             let next = [
