@@ -57,7 +57,7 @@ struct Ignored {
 }
 
 enum Phase {
-    Declaring(Builder),
+    Declaring(Box<Builder>),
     Running(Box<Budget>),
 }
 
@@ -73,7 +73,7 @@ struct Replay {
 /// Replays `input` and writes the decisions to `out`, flushing after each line.
 pub fn run(input: impl BufRead, mut out: impl Write) -> Result<(), ReplayError> {
     let mut replay = Replay {
-        phase: Phase::Declaring(Budget::builder()),
+        phase: Phase::Declaring(Box::new(Budget::builder())),
         last_t: None,
         charges: HashMap::new(),
         ok: 0,
