@@ -118,13 +118,18 @@ pub enum Refused {
     Invalid(Ticket, InvalidRequest),
     /// No such pool.
     UnknownPool(Ticket),
+    /// The deadline had already passed: a late request is not sent at all.
+    Expired(Ticket),
 }
 
 impl Refused {
     /// The unsent ticket, to refund.
     pub fn into_ticket(self) -> Ticket {
         match self {
-            Refused::Busy(t) | Refused::Invalid(t, _) | Refused::UnknownPool(t) => t,
+            Refused::Busy(t)
+            | Refused::Invalid(t, _)
+            | Refused::UnknownPool(t)
+            | Refused::Expired(t) => t,
         }
     }
 }
@@ -363,9 +368,9 @@ impl Client {
 
     /// Sends `req` on an idle connection of `pool`, or hands the ticket back.
     ///
-    /// `deadline_ns` is on the loop's clock: when it passes before the response is
-    /// complete, the request fails with [`Error::Timeout`] and its connection is
-    /// closed. A write error found here is reported through
+    /// `deadline_ns` is on the loop's clock: a request already past it is refused
+    /// ([`Refused::Expired`]); when it passes before the response is complete, the
+    /// request fails with [`Error::Timeout`] and its connection is closed. A write error found here is reported through
     /// [`ClientHandler::on_error`] once the current handler call returns.
     pub fn request(
         &mut self,
@@ -378,6 +383,9 @@ impl Client {
         let Some(p) = self.pools.get(pool.index()) else {
             return Err(Refused::UnknownPool(ticket));
         };
+        if deadline_ns <= now {
+            return Err(Refused::Expired(ticket));
+        }
         let (range, idle_timeout, max_age, delay) = (
             p.slots.clone(),
             p.cfg.idle_timeout_ns,

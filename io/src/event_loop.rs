@@ -18,9 +18,9 @@
 use std::os::raw::c_int;
 
 use arrayvec::ArrayVec;
-use ergon_core::{Budget, Ticket};
+use ergon_core::{Budget, Flight, Ticket};
 
-use crate::client::{Client, ClientHandler, PoolConfig, PoolId, Refused, RequestId};
+use crate::client::{Client, ClientHandler, PoolConfig, PoolId, Refused, RequestId, Sent};
 use crate::http::Request;
 use crate::{clock, sys};
 
@@ -138,6 +138,32 @@ impl<'a> Context<'a> {
     /// The budget, to charge before a request and to settle after.
     pub fn budget(&mut self) -> &mut Budget {
         self.budget
+    }
+
+    /// Settles an answered request's flight at this turn's time
+    /// ([`Budget::complete`]).
+    pub fn complete(&mut self, flight: Flight) {
+        self.budget.complete(flight, self.now);
+    }
+
+    /// Refunds a ticket whose request never left ([`Budget::refund`]).
+    pub fn refund(&mut self, ticket: Ticket) {
+        self.budget.refund(ticket, self.now);
+    }
+
+    /// Settles a failed request: refunds [`Sent::No`], completes [`Sent::Maybe`].
+    /// Returns whether it may have run (then reconcile it; never assume it did not).
+    pub fn settle(&mut self, sent: Sent) -> bool {
+        match sent {
+            Sent::No(t) => {
+                self.refund(t);
+                false
+            }
+            Sent::Maybe(f) => {
+                self.complete(f);
+                true
+            }
+        }
     }
 
     /// The client, for counters and idle connections.

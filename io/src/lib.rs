@@ -11,22 +11,41 @@
 //! - [`clock`]: the monotonic nanosecond clock everything here shares.
 //!
 //! ```no_run
-//! use ergon_core::{response::Response, Budget, Flight, Spec};
-//! use ergon_io::client::{ClientHandler, Error, PoolConfig, RequestId, Sent};
+//! use ergon_core::{response::Response, Budget, Class, Flight, Part, Spec};
+//! use ergon_io::client::{ClientHandler, Error, PoolConfig, PoolId, RequestId, Sent};
 //! use ergon_io::event_loop::{Config, Context, EventLoop};
+//! use ergon_io::http::Request;
 //!
-//! struct Once;
+//! struct Once {
+//!     parts: [Part; 1],
+//! }
+//!
 //! impl ClientHandler for Once {
+//!     fn on_ready(&mut self, cx: &mut Context<'_>, pool: PoolId) {
+//!         let now = cx.now();
+//!         let Ok(ticket) = cx.budget().try_charge(&self.parts, Class::Normal, now) else { return };
+//!         if let Err(refused) = cx.request(pool, &Request::get("/time"), ticket, now + 5_000_000_000) {
+//!             cx.refund(refused.into_ticket());
+//!         }
+//!     }
 //!     fn on_response(&mut self, cx: &mut Context<'_>, _: RequestId, r: Response<'_>, f: Flight) {
 //!         println!("{} {}", r.status, r.body.len());
-//!         cx.budget().complete(f, cx.now());
+//!         cx.complete(f);
 //!         cx.stop();
 //!     }
-//!     fn on_error(&mut self, cx: &mut Context<'_>, _: RequestId, _: Sent, e: Error) {
-//!         println!("error {e}");
+//!     fn on_error(&mut self, cx: &mut Context<'_>, _: RequestId, sent: Sent, e: Error) {
+//!         let maybe = cx.settle(sent);
+//!         println!("error sent={} {}", if maybe { "maybe" } else { "no" }, e.kind());
 //!         cx.stop();
 //!     }
 //! }
+//!
+//! let mut b = Budget::builder();
+//! let weight = b.add("weight", Spec::sliding(1200, 60_000_000_000, 60)).unwrap();
+//! let budget = b.build(ergon_io::clock::now_ns()).unwrap();
+//! let mut lp = EventLoop::new(Config { cpu: Some(1), ..Config::default() }, budget).unwrap();
+//! lp.add_pool(PoolConfig::new("127.0.0.1:8080".parse().unwrap(), "127.0.0.1:8080")).unwrap();
+//! lp.run(&mut Once { parts: [Part::new(weight, 1)] }).unwrap();
 //! ```
 
 #![warn(missing_docs)]

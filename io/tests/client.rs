@@ -138,7 +138,7 @@ impl ClientHandler for Two {
                 ..Request::get("/")
             },
             t3,
-            now,
+            now + SEC,
         ) {
             Err(Refused::Busy(t)) => cx.budget().refund(t, now),
             other => panic!("expected Busy before validation, got {other:?}"),
@@ -166,7 +166,7 @@ fn a_busy_pool_hands_the_ticket_back() {
 }
 
 #[test]
-fn an_invalid_request_hands_the_ticket_back_and_writes_nothing() {
+fn an_invalid_or_late_request_hands_the_ticket_back_and_writes_nothing() {
     let server = Server::start(|p| p.echo());
     let mut d = Driver::new(server.addr, |_| {});
     d.wait_ready();
@@ -184,6 +184,11 @@ fn an_invalid_request_hands_the_ticket_back_and_writes_nothing() {
             Err(Refused::Invalid(t, InvalidRequest::ReservedHeader)) => cx.budget().refund(t, now),
             other => panic!("expected Invalid, got {other:?}"),
         }
+        let t = cx.budget().try_charge(&parts, Class::Normal, now).unwrap();
+        match cx.request(pool, &order("id=late"), t, now) {
+            Err(Refused::Expired(t)) => cx.budget().refund(t, now),
+            other => panic!("expected Expired, got {other:?}"),
+        }
         true
     });
     let (answer, _) = d.send(&order("id=10"), 10 * SEC);
@@ -196,5 +201,6 @@ fn an_invalid_request_hands_the_ticket_back_and_writes_nothing() {
     );
     let log = server.log.lock().unwrap();
     assert_eq!(log.count(b"id=9"), 0);
+    assert_eq!(log.count(b"id=late"), 0);
     assert_eq!(log.conns.len(), 1);
 }
