@@ -8,7 +8,10 @@
 //!   request twice and always say whether any byte left ([`client::Sent`]);
 //! - [`event_loop`]: one pinned thread running epoll, timers, the client, the
 //!   budget's idle ticks and the caller's handler;
-//! - [`clock`]: the monotonic nanosecond clock everything here shares.
+//! - [`clock`]: the monotonic nanosecond clock everything here shares;
+//! - [`boundary`]: how other threads submit requests to the loop and get answers,
+//!   through bounded lock-free queues, an eventfd wake and a seqlock'd stats
+//!   snapshot, all loom-checked.
 //!
 //! ```no_run
 //! use ergon_core::{response::Response, Budget, Class, Flight, Part, Spec};
