@@ -15,7 +15,7 @@
 //!   its handler, charges the budget on its own thread, sends, and answers each
 //!   submission exactly once into the submitter's mailbox. [`build`] makes them all.
 //!
-//! Every atomic and cell here goes through [`crate::sync`]; the loom models in
+//! Every atomic and cell here goes through `crate::sync`; the loom models in
 //! `io/tests/loom_*.rs` check these structures under `--cfg ergon_loom`.
 //!
 //! What this must never do: lock, block a submitter, block the loop, allocate

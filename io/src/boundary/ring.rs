@@ -9,7 +9,7 @@
 //! A full queue is an immediate [`Full`] that hands the value back: `push` never
 //! waits for room and never drops. Each pushed value is popped exactly once.
 //!
-//! Every atomic and cell goes through [`crate::sync`], so the loom models in
+//! Every atomic and cell goes through `crate::sync`, so the loom models in
 //! `io/tests/loom_ring.rs` check this very code.
 
 use core::fmt;
