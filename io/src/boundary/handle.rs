@@ -335,6 +335,17 @@ impl Handle {
     pub fn capacity(&self) -> usize {
         self.inbox.capacity()
     }
+
+    /// Eventfd writes all handles of this boundary made so far (each woke a
+    /// parked loop); stays 0 against a busy-polling loop.
+    pub fn eventfd_writes(&self) -> u64 {
+        self.waker.writes()
+    }
+
+    /// Parks the loop announced so far.
+    pub fn loop_parks(&self) -> u64 {
+        self.waker.parks()
+    }
 }
 
 /// One answer; its buffers return to the [`Handle`] when it is dropped.
