@@ -20,6 +20,7 @@ use super::ring::{Full, Producer};
 use super::wake::Waker;
 use crate::client::{Error, PoolId};
 use crate::http::{InvalidRequest, Request, MAX_HEADERS};
+use crate::sync::{Arc, AtomicU8, Ordering};
 
 /// Most headers a submitted request may carry.
 pub const MAX_REQUEST_HEADERS: usize = 32;
@@ -49,6 +50,8 @@ pub enum SubmitError {
     TooManyHeaders,
     /// More parts than `ergon_core::MAX_PARTS`.
     TooManyParts,
+    /// The loop was asked to stop ([`Stopper::stop`](super::service::Stopper::stop)).
+    Stopped,
 }
 
 impl core::fmt::Display for SubmitError {
@@ -66,6 +69,7 @@ impl core::fmt::Display for SubmitError {
                 write!(f, "more than {MAX_REQUEST_HEADERS} request headers")
             }
             SubmitError::TooManyParts => write!(f, "more than {MAX_PARTS} parts"),
+            SubmitError::Stopped => f.write_str("the loop was asked to stop"),
         }
     }
 }
@@ -257,6 +261,7 @@ pub struct Handle {
     pub(crate) free: Vec<Box<Exchange>>,
     pub(crate) next_id: u64,
     pub(crate) max_request: usize,
+    pub(crate) stop: Arc<AtomicU8>,
 }
 
 impl Handle {
@@ -271,6 +276,9 @@ impl Handle {
         class: Class,
         deadline_ns: i64,
     ) -> Result<SubmitId, SubmitError> {
+        if self.stop.load(Ordering::Relaxed) != 0 {
+            return Err(SubmitError::Stopped);
+        }
         if parts.len() > MAX_PARTS {
             return Err(SubmitError::TooManyParts);
         }

@@ -126,6 +126,7 @@ mod build {
         let (parker, waker) =
             pair().map_err(|e| BuildError::EventFd(e.raw_os_error().unwrap_or(0)))?;
         let (publisher, reader) = stats_channel();
+        let stop = Arc::new(AtomicU8::new(0));
         let mut outboxes = Vec::with_capacity(cfg.handles);
         let mut handles = Vec::with_capacity(cfg.handles);
         for i in 0..cfg.handles {
@@ -142,9 +143,9 @@ mod build {
                 free,
                 next_id: 0,
                 max_request: cfg.max_request,
+                stop: stop.clone(),
             });
         }
-        let stop = Arc::new(AtomicU8::new(0));
         let service = Service {
             submit: rx,
             parker,
@@ -158,6 +159,7 @@ mod build {
             parked: false,
             stop: stop.clone(),
             taken: 0,
+            settle: None,
         };
         Ok((service, handles, reader, Stopper { stop, waker }))
     }

@@ -15,7 +15,7 @@
 //! reserved for every credit there is), or deliver twice.
 
 use ergon_core::response::Response;
-use ergon_core::Flight;
+use ergon_core::{Budget, Flight, Part};
 
 use super::handle::{Exchange, Outcome, Refusal, SentKind, Submission};
 use super::mailbox::{Credit, Outbox};
@@ -25,6 +25,22 @@ use super::wake::Parker;
 use crate::client::{ClientHandler, Error, Refused, RequestId, Sent};
 use crate::event_loop::{Context, EventLoop, LoopError};
 use crate::sync::{Arc, AtomicU8, Ordering};
+
+/// What the venue's answer says about the budget, applied on the loop thread
+/// before the answer goes back: usage headers ([`Budget::observe_used`]), throttles
+/// ([`Budget::throttled`]), bans ([`Budget::banned`]). Submitting threads cannot
+/// reach the budget; this is where a venue adapter's reading of a response runs.
+pub trait Settle: Send {
+    /// Called with every complete response, the parts its request charged, and the
+    /// loop's `now`. Must not block.
+    fn on_response(
+        &mut self,
+        budget: &mut Budget,
+        parts: &[Part],
+        response: &Response<'_>,
+        now_ns: i64,
+    );
+}
 
 /// The token the boundary's eventfd is registered under (see [`Service::attach`]).
 pub const WAKE_TOKEN: u64 = 0x4552_474F_4E57_414B;
@@ -50,6 +66,7 @@ pub struct Service {
     pub(crate) parked: bool,
     pub(crate) stop: Arc<AtomicU8>,
     pub(crate) taken: u64,
+    pub(crate) settle: Option<Box<dyn Settle>>,
 }
 
 impl core::fmt::Debug for Service {
@@ -67,6 +84,11 @@ impl Service {
     /// before [`EventLoop::run`].
     pub fn attach(&self, lp: &mut EventLoop) -> Result<(), LoopError> {
         lp.register_fd(self.parker.fd(), WAKE_TOKEN)
+    }
+
+    /// Runs `settle` on every response, on the loop thread, before it is delivered.
+    pub fn settle_with(&mut self, settle: Box<dyn Settle>) {
+        self.settle = Some(settle);
     }
 
     /// Submissions taken from the queue so far.
@@ -170,6 +192,10 @@ impl ClientHandler for Service {
     ) {
         cx.complete(flight);
         if let Some(mut p) = self.pending(id) {
+            if let Some(settle) = self.settle.as_mut() {
+                let now = cx.now();
+                settle.on_response(cx.budget(), &p.ex.parts, &response, now);
+            }
             p.ex.set_response(&response);
             self.deliver(p.handle, p.credit, p.ex, Outcome::Response);
         }
@@ -238,7 +264,10 @@ impl core::fmt::Debug for Stopper {
 }
 
 impl Stopper {
-    /// Ends [`EventLoop::run`] within a turn (waking a parked loop).
+    /// Ends [`EventLoop::run`] within a turn (waking a parked loop). Submits from
+    /// then on fail with [`SubmitError::Stopped`](super::handle::SubmitError::Stopped);
+    /// one racing this call may still be queued, which [`Service::shutdown`] answers
+    /// (call it once the submitting threads are done).
     pub fn stop(&self) {
         self.stop.store(1, Ordering::Release);
         self.waker.notify();
