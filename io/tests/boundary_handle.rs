@@ -27,6 +27,15 @@ fn budget() -> (Budget, BucketId) {
 }
 
 #[test]
+fn handles_and_the_service_move_to_their_threads() {
+    fn send<T: Send>() {}
+    send::<ergon_io::boundary::handle::Handle>();
+    send::<ergon_io::boundary::service::Service>();
+    send::<ergon_io::boundary::service::Stopper>();
+    send::<ergon_io::boundary::stats::StatsReader>();
+}
+
+#[test]
 fn bad_configurations_are_refused() {
     let bad = |cfg: Config| build(cfg).unwrap_err();
     assert_eq!(

@@ -144,15 +144,18 @@ fn run(busy_poll: bool) {
                 }
                 assert!(owed.is_empty(), "answers missing: {owed:?}");
                 assert_eq!(h.outstanding(), 0);
-                (tally, accepted)
+                (tally, accepted, h.eventfd_writes(), h.loop_parks())
             })
         })
         .collect();
 
     let mut total = Tally::default();
     let mut accepted = 0;
+    let (mut writes, mut parks) = (0, 0);
     for h in producers {
-        let (t, a) = h.join().unwrap();
+        let (t, a, w, p) = h.join().unwrap();
+        // Shared counters: the last thread's reading is the largest.
+        (writes, parks) = (writes.max(w), parks.max(p));
         total.responses += t.responses;
         total.limited += t.limited;
         total.busy += t.busy;
@@ -192,7 +195,16 @@ fn run(busy_poll: bool) {
     assert_eq!(snap.client.requests, CAP, "client requests in the snapshot");
     assert_eq!(snap.client.busy, total.busy);
     assert_eq!((snap.client.sent_no, snap.client.sent_maybe), (0, 0));
-    eprintln!("busy_poll={busy_poll}: {total:?}, accepted {accepted}");
+    if busy_poll {
+        assert_eq!(
+            (writes, parks),
+            (0, 0),
+            "busy-poll: no park, no eventfd write"
+        );
+    } else {
+        assert!(writes <= parks, "{writes} eventfd writes for {parks} parks");
+    }
+    eprintln!("busy_poll={busy_poll}: {total:?}, accepted {accepted}, eventfd writes {writes}, parks {parks}");
 }
 
 #[test]

@@ -120,3 +120,35 @@ fn at_most_one_write_per_park() {
         assert!(rx.pop().is_some() && rx.pop().is_some());
     });
 }
+
+#[test]
+fn a_stop_request_wakes_a_parking_loop() {
+    // The service's park declines on a submission or a stop flag; a stopper sets
+    // the flag, then notifies. The loop must not sleep through the stop.
+    use loom::sync::atomic::{AtomicU8, Ordering};
+    use loom::sync::Arc;
+    loom::model(|| {
+        let (_tx, rx) = bounded::<u32>(2).unwrap();
+        let (mut parker, waker) = pair().unwrap();
+        let stop = Arc::new(AtomicU8::new(0));
+        let s = {
+            let stop = stop.clone();
+            thread::spawn(move || {
+                stop.store(1, Ordering::Release);
+                waker.notify();
+            })
+        };
+        let mut turns = 0;
+        while stop.load(Ordering::Acquire) == 0 {
+            turns += 1;
+            assert!(turns <= 3, "the loop spins");
+            thread::yield_now();
+            let pending = || rx.ready() || stop.load(Ordering::Acquire) != 0;
+            if parker.prepare_park(pending) {
+                parker.wait(None);
+                parker.unpark();
+            }
+        }
+        s.join().unwrap();
+    });
+}
