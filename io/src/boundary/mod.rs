@@ -21,21 +21,16 @@
 //! What this must never do: lock, block a submitter, block the loop, allocate
 //! after construction, or lose or duplicate a value.
 
+pub mod handle;
 pub mod mailbox;
 pub mod ring;
 pub mod seqlock;
+pub mod service;
 pub mod stats;
 pub mod wake;
-// Built on the event loop (epoll): not part of the loom build.
-#[cfg(not(ergon_loom))]
-pub mod handle;
-#[cfg(not(ergon_loom))]
-pub mod service;
 
-#[cfg(not(ergon_loom))]
 pub use build::{build, BuildError, Config};
 
-#[cfg(not(ergon_loom))]
 mod build {
     use super::handle::{Exchange, Handle};
     use super::mailbox::mailbox;
