@@ -819,6 +819,18 @@ impl Client {
         );
     }
 
+    /// Installs an already connected descriptor as slot `i`'s idle connection, so
+    /// tests can reach failure paths a TCP peer cannot produce on demand.
+    #[cfg(test)]
+    pub(crate) fn adopt(&mut self, i: usize, fd: c_int, now: i64) {
+        self.drop_conn(i, i64::MAX);
+        sys::epoll_ctl(self.epfd, libc::EPOLL_CTL_ADD, fd, EV_READ, i as u64).unwrap();
+        let s = &mut self.slots[i];
+        s.fd = fd;
+        s.phase = Phase::Idle { since: now };
+        s.opened_at = now;
+    }
+
     /// The earliest time the client needs the loop to wake for.
     pub(crate) fn next_deadline(&self) -> Option<i64> {
         let mut next: Option<i64> = None;

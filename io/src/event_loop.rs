@@ -439,3 +439,107 @@ pub fn pin_current_thread(cpu: usize) -> Result<usize, LoopError> {
         ran_on => Err(LoopError::Pin { cpu, ran_on }),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! Failure paths a TCP peer cannot produce on demand, on a Unix socket pair
+    //! installed as a pool's connection.
+
+    use std::os::fd::IntoRawFd;
+    use std::os::unix::net::UnixStream;
+
+    use ergon_core::response::Response;
+    use ergon_core::{Class, Part, Spec};
+
+    use super::*;
+    use crate::client::{Error, PoolConfig, RequestId};
+
+    struct Fails {
+        pool: PoolId,
+        parts: [Part; 1],
+        deadline_ns: i64,
+        sent: bool,
+        got: Option<(bool, Error)>,
+    }
+
+    impl ClientHandler for Fails {
+        fn on_response(&mut self, _: &mut Context<'_>, _: RequestId, _: Response<'_>, _: Flight) {
+            panic!("no response expected");
+        }
+        fn on_error(&mut self, cx: &mut Context<'_>, _: RequestId, sent: Sent, e: Error) {
+            let maybe = cx.settle(sent);
+            self.got = Some((maybe, e));
+            cx.stop();
+        }
+        fn on_turn(&mut self, cx: &mut Context<'_>) {
+            if self.sent {
+                return;
+            }
+            self.sent = true;
+            let now = cx.now();
+            let t = cx
+                .budget()
+                .try_charge(&self.parts, Class::Normal, now)
+                .unwrap();
+            let req = Request {
+                method: "POST",
+                target: "/o",
+                headers: &[],
+                body: b"id=1",
+            };
+            cx.request(self.pool, &req, t, now + self.deadline_ns)
+                .unwrap();
+        }
+    }
+
+    fn setup(ours: UnixStream, deadline_ns: i64) -> (EventLoop, Fails, ergon_core::BucketId) {
+        let mut b = Budget::builder();
+        let orders = b
+            .add("orders", Spec::sliding(10, 1_000_000_000, 10))
+            .unwrap();
+        let mut lp = EventLoop::new(Config::default(), b.build(clock::now_ns()).unwrap()).unwrap();
+        let pool = lp
+            .add_pool(PoolConfig::new("127.0.0.1:9".parse().unwrap(), "h"))
+            .unwrap();
+        let now = lp.now;
+        lp.client.adopt(0, ours.into_raw_fd(), now);
+        let h = Fails {
+            pool,
+            parts: [Part::new(orders, 1)],
+            deadline_ns,
+            sent: false,
+            got: None,
+        };
+        (lp, h, orders)
+    }
+
+    #[test]
+    fn a_first_write_that_fails_reports_sent_no_and_the_ticket_comes_back() {
+        let (ours, peer) = UnixStream::pair().unwrap();
+        // The peer stops reading: our next write fails with EPIPE, while a peek
+        // still sees an open, quiet connection.
+        peer.shutdown(std::net::Shutdown::Read).unwrap();
+        let (mut lp, mut h, orders) = setup(ours, 5_000_000_000);
+        lp.run(&mut h).unwrap();
+        assert_eq!(h.got, Some((false, Error::Io(libc::EPIPE))));
+        assert_eq!(lp.client().counters().sent_no, 1);
+        // Refunded: the charge is gone.
+        assert_eq!(lp.budget().stats(orders).used, 0);
+        drop(peer);
+    }
+
+    #[test]
+    fn a_deadline_with_nothing_written_reports_sent_no() {
+        let (ours, peer) = UnixStream::pair().unwrap();
+        ours.set_nonblocking(true).unwrap();
+        // Fill our send buffer: the request cannot get one byte out.
+        let junk = [0u8; 65536];
+        while std::io::Write::write(&mut &ours, &junk).is_ok() {}
+        let (mut lp, mut h, orders) = setup(ours, 50_000_000);
+        lp.run(&mut h).unwrap();
+        assert_eq!(h.got, Some((false, Error::Timeout)));
+        assert_eq!(lp.client().counters().timeouts, 1);
+        assert_eq!(lp.budget().stats(orders).used, 0);
+        drop(peer);
+    }
+}
