@@ -19,6 +19,17 @@
 //! The send path (`request`) allocates nothing, takes no lock and logs nothing; it
 //! makes two system calls: a peek that drops a connection the server closed while
 //! idle (so it is never written to), and the write.
+//!
+//! Where later layers plug in: bytes move between a socket and its
+//! [`Conn`] in exactly two places, `Client::flush` (the
+//! [`Conn::transmit`](crate::http::Conn::transmit) bytes out, the first byte out
+//! turning the ticket into a flight) and `Client::read` (socket bytes into
+//! [`Conn::recv_buf`](crate::http::Conn::recv_buf)). TLS goes between them as
+//! another sans-IO state machine (plaintext from `transmit` into the TLS writer,
+//! records to the socket; records from the socket, plaintext into `recv_buf`), with
+//! a handshake phase between connecting and idle so a failed handshake happens
+//! before any request byte (`Sent::No`). An egress lane is a local address bound in
+//! `Client::connect` before the connect and checked after it.
 
 use std::net::SocketAddr;
 use std::os::raw::c_int;
