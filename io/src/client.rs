@@ -19,6 +19,17 @@
 //! The send path (`request`) allocates nothing, takes no lock and logs nothing; it
 //! makes two system calls: a peek that drops a connection the server closed while
 //! idle (so it is never written to), and the write.
+//!
+//! Where later layers plug in: bytes move between a socket and its
+//! [`Conn`] in exactly two places, `Client::flush` (the
+//! [`Conn::transmit`](crate::http::Conn::transmit) bytes out, the first byte out
+//! turning the ticket into a flight) and `Client::read` (socket bytes into
+//! [`Conn::recv_buf`](crate::http::Conn::recv_buf)). TLS goes between them as
+//! another sans-IO state machine (plaintext from `transmit` into the TLS writer,
+//! records to the socket; records from the socket, plaintext into `recv_buf`), with
+//! a handshake phase between connecting and idle so a failed handshake happens
+//! before any request byte (`Sent::No`). An egress lane is a local address bound in
+//! `Client::connect` before the connect and checked after it.
 
 use std::net::SocketAddr;
 use std::os::raw::c_int;
@@ -26,7 +37,7 @@ use std::os::raw::c_int;
 use ergon_core::response::{Header, Response};
 use ergon_core::{Budget, Class, Flight, Part, Ticket};
 
-use crate::event_loop::{Context, Ctl};
+use crate::event_loop::{Context, Ctl, Readiness};
 use crate::http::{Conn, InvalidRequest, Limits, ParseError, Progress, Request, MAX_HEADERS};
 use crate::sys::{self, Connecting, Read};
 
@@ -160,9 +171,9 @@ pub trait ClientHandler {
     /// A timer set with [`Context::set_timer`] is due.
     fn on_timer(&mut self, _cx: &mut Context<'_>, _token: u64) {}
 
-    /// A descriptor registered with
-    /// [`EventLoop::register_fd`](crate::event_loop::EventLoop::register_fd) is readable.
-    fn on_fd(&mut self, _cx: &mut Context<'_>, _token: u64) {}
+    /// A descriptor watched with
+    /// [`EventLoop::watch_fd`](crate::event_loop::EventLoop::watch_fd) is ready.
+    fn on_fd(&mut self, _cx: &mut Context<'_>, _token: u64, _ready: Readiness) {}
 
     /// Once per loop turn, after events, timers and the pools were handled.
     fn on_turn(&mut self, _cx: &mut Context<'_>) {}
@@ -344,6 +355,10 @@ impl Client {
             slots: start..self.slots.len(),
         });
         Ok(PoolId(id))
+    }
+
+    pub(crate) fn epfd(&self) -> c_int {
+        self.epfd
     }
 
     /// What the client did so far.
@@ -817,6 +832,18 @@ impl Client {
             PoolId(pool as u16),
             Error::Io(error),
         );
+    }
+
+    /// Installs an already connected descriptor as slot `i`'s idle connection, so
+    /// tests can reach failure paths a TCP peer cannot produce on demand.
+    #[cfg(test)]
+    pub(crate) fn adopt(&mut self, i: usize, fd: c_int, now: i64) {
+        self.drop_conn(i, i64::MAX);
+        sys::epoll_ctl(self.epfd, libc::EPOLL_CTL_ADD, fd, EV_READ, i as u64).unwrap();
+        let s = &mut self.slots[i];
+        s.fd = fd;
+        s.phase = Phase::Idle { since: now };
+        s.opened_at = now;
     }
 
     /// The earliest time the client needs the loop to wake for.

@@ -8,8 +8,9 @@
 //! handler's [`on_turn`](ClientHandler::on_turn). Every failure found inside a
 //! handler call is reported as soon as that call returns.
 //!
-//! Seams for what plugs in later: [`EventLoop::register_fd`] adds a descriptor
-//! (an eventfd of the cross-thread boundary) whose readiness reaches
+//! Seams for what plugs in later: [`EventLoop::watch_fd`] (or
+//! [`Context::watch_fd`] from a handler) adds a descriptor (the eventfd of the
+//! cross-thread boundary, a WebSocket's socket) whose readiness reaches
 //! [`ClientHandler::on_fd`]; [`ClientHandler::on_turn`] and
 //! [`ClientHandler::before_park`] run every turn and before blocking.
 //!
@@ -98,6 +99,80 @@ impl core::fmt::Display for LoopError {
 }
 
 impl std::error::Error for LoopError {}
+
+/// What a watched descriptor is watched for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Interest {
+    /// Readable (and hang-ups).
+    pub read: bool,
+    /// Writable.
+    pub write: bool,
+}
+
+impl Interest {
+    /// Readability only (an eventfd, a socket waiting for data).
+    pub const READ: Interest = Interest {
+        read: true,
+        write: false,
+    };
+    /// Writability only.
+    pub const WRITE: Interest = Interest {
+        read: false,
+        write: true,
+    };
+    /// Both.
+    pub const BOTH: Interest = Interest {
+        read: true,
+        write: true,
+    };
+
+    fn bits(self) -> u32 {
+        let mut b = 0;
+        if self.read {
+            b |= (libc::EPOLLIN | libc::EPOLLRDHUP) as u32;
+        }
+        if self.write {
+            b |= libc::EPOLLOUT as u32;
+        }
+        b
+    }
+}
+
+/// What a watched descriptor is ready for, as epoll reported it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Readiness(u32);
+
+impl Readiness {
+    /// Data (or an end of stream) to read.
+    pub fn readable(self) -> bool {
+        self.0 & (libc::EPOLLIN | libc::EPOLLRDHUP | libc::EPOLLHUP) as u32 != 0
+    }
+    /// Room to write.
+    pub fn writable(self) -> bool {
+        self.0 & libc::EPOLLOUT as u32 != 0
+    }
+    /// The peer hung up (or half-closed its sending side).
+    pub fn hangup(self) -> bool {
+        self.0 & (libc::EPOLLHUP | libc::EPOLLRDHUP) as u32 != 0
+    }
+    /// An error is pending on the descriptor.
+    pub fn error(self) -> bool {
+        self.0 & libc::EPOLLERR as u32 != 0
+    }
+}
+
+fn watch(
+    epfd: c_int,
+    op: c_int,
+    fd: c_int,
+    token: u64,
+    interest: Interest,
+) -> Result<(), LoopError> {
+    if token & FD_BIT != 0 {
+        return Err(LoopError::Epoll(libc::EINVAL));
+    }
+    sys::epoll_ctl(epfd, op, fd, interest.bits(), token | FD_BIT).map_err(LoopError::Epoll)
+}
 
 /// Loop state the handler reaches through its [`Context`].
 #[derive(Debug)]
@@ -207,6 +282,26 @@ impl<'a> Context<'a> {
         }
     }
 
+    /// Watches `fd` from inside the loop (see [`EventLoop::watch_fd`]).
+    pub fn watch_fd(&mut self, fd: c_int, token: u64, interest: Interest) -> Result<(), LoopError> {
+        watch(self.client.epfd(), libc::EPOLL_CTL_ADD, fd, token, interest)
+    }
+
+    /// Changes what `fd` is watched for (see [`EventLoop::rewatch_fd`]).
+    pub fn rewatch_fd(
+        &mut self,
+        fd: c_int,
+        token: u64,
+        interest: Interest,
+    ) -> Result<(), LoopError> {
+        watch(self.client.epfd(), libc::EPOLL_CTL_MOD, fd, token, interest)
+    }
+
+    /// Stops watching `fd`.
+    pub fn unwatch_fd(&mut self, fd: c_int) -> Result<(), LoopError> {
+        sys::epoll_ctl(self.client.epfd(), libc::EPOLL_CTL_DEL, fd, 0, 0).map_err(LoopError::Epoll)
+    }
+
     /// Ends [`EventLoop::run`] after this turn.
     pub fn stop(&mut self) {
         self.ctl.stop = true;
@@ -261,26 +356,27 @@ impl EventLoop {
         self.client.add_pool(cfg, self.now).map_err(LoopError::Pool)
     }
 
-    /// Watches `fd` for readability (level-triggered); each turn it is readable,
-    /// [`ClientHandler::on_fd`] gets `token`. The caller keeps owning `fd` and
-    /// calls [`deregister_fd`](Self::deregister_fd) before closing it. `token` must
-    /// be below 2^63.
-    pub fn register_fd(&mut self, fd: c_int, token: u64) -> Result<(), LoopError> {
-        if token & FD_BIT != 0 {
-            return Err(LoopError::Epoll(libc::EINVAL));
-        }
-        sys::epoll_ctl(
-            self.epfd,
-            libc::EPOLL_CTL_ADD,
-            fd,
-            libc::EPOLLIN as u32,
-            token | FD_BIT,
-        )
-        .map_err(LoopError::Epoll)
+    /// Watches `fd` (level-triggered) for `interest`; each turn it is ready,
+    /// [`ClientHandler::on_fd`] gets `token` and the [`Readiness`]. The caller keeps
+    /// owning `fd` and calls [`unwatch_fd`](Self::unwatch_fd) before closing it.
+    /// `token` must be below 2^63. Handlers do the same through
+    /// [`Context::watch_fd`].
+    pub fn watch_fd(&mut self, fd: c_int, token: u64, interest: Interest) -> Result<(), LoopError> {
+        watch(self.epfd, libc::EPOLL_CTL_ADD, fd, token, interest)
+    }
+
+    /// Changes what a watched `fd` is watched for.
+    pub fn rewatch_fd(
+        &mut self,
+        fd: c_int,
+        token: u64,
+        interest: Interest,
+    ) -> Result<(), LoopError> {
+        watch(self.epfd, libc::EPOLL_CTL_MOD, fd, token, interest)
     }
 
     /// Stops watching `fd`.
-    pub fn deregister_fd(&mut self, fd: c_int) -> Result<(), LoopError> {
+    pub fn unwatch_fd(&mut self, fd: c_int) -> Result<(), LoopError> {
         sys::epoll_ctl(self.epfd, libc::EPOLL_CTL_DEL, fd, 0, 0).map_err(LoopError::Epoll)
     }
 
@@ -363,6 +459,7 @@ impl EventLoop {
                 h.on_fd(
                     &mut Context::new(&mut self.client, &mut self.budget, &mut self.ctl, now),
                     token & !FD_BIT,
+                    Readiness(bits),
                 );
             } else {
                 self.client.handle_event(
@@ -437,5 +534,109 @@ pub fn pin_current_thread(cpu: usize) -> Result<usize, LoopError> {
     match current_cpu() {
         Some(c) if c == cpu => Ok(cpu),
         ran_on => Err(LoopError::Pin { cpu, ran_on }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Failure paths a TCP peer cannot produce on demand, on a Unix socket pair
+    //! installed as a pool's connection.
+
+    use std::os::fd::IntoRawFd;
+    use std::os::unix::net::UnixStream;
+
+    use ergon_core::response::Response;
+    use ergon_core::{Class, Part, Spec};
+
+    use super::*;
+    use crate::client::{Error, PoolConfig, RequestId};
+
+    struct Fails {
+        pool: PoolId,
+        parts: [Part; 1],
+        deadline_ns: i64,
+        sent: bool,
+        got: Option<(bool, Error)>,
+    }
+
+    impl ClientHandler for Fails {
+        fn on_response(&mut self, _: &mut Context<'_>, _: RequestId, _: Response<'_>, _: Flight) {
+            panic!("no response expected");
+        }
+        fn on_error(&mut self, cx: &mut Context<'_>, _: RequestId, sent: Sent, e: Error) {
+            let maybe = cx.settle(sent);
+            self.got = Some((maybe, e));
+            cx.stop();
+        }
+        fn on_turn(&mut self, cx: &mut Context<'_>) {
+            if self.sent {
+                return;
+            }
+            self.sent = true;
+            let now = cx.now();
+            let t = cx
+                .budget()
+                .try_charge(&self.parts, Class::Normal, now)
+                .unwrap();
+            let req = Request {
+                method: "POST",
+                target: "/o",
+                headers: &[],
+                body: b"id=1",
+            };
+            cx.request(self.pool, &req, t, now + self.deadline_ns)
+                .unwrap();
+        }
+    }
+
+    fn setup(ours: UnixStream, deadline_ns: i64) -> (EventLoop, Fails, ergon_core::BucketId) {
+        let mut b = Budget::builder();
+        let orders = b
+            .add("orders", Spec::sliding(10, 1_000_000_000, 10))
+            .unwrap();
+        let mut lp = EventLoop::new(Config::default(), b.build(clock::now_ns()).unwrap()).unwrap();
+        let pool = lp
+            .add_pool(PoolConfig::new("127.0.0.1:9".parse().unwrap(), "h"))
+            .unwrap();
+        let now = lp.now;
+        lp.client.adopt(0, ours.into_raw_fd(), now);
+        let h = Fails {
+            pool,
+            parts: [Part::new(orders, 1)],
+            deadline_ns,
+            sent: false,
+            got: None,
+        };
+        (lp, h, orders)
+    }
+
+    #[test]
+    fn a_first_write_that_fails_reports_sent_no_and_the_ticket_comes_back() {
+        let (ours, peer) = UnixStream::pair().unwrap();
+        // The peer stops reading: our next write fails with EPIPE, while a peek
+        // still sees an open, quiet connection.
+        peer.shutdown(std::net::Shutdown::Read).unwrap();
+        let (mut lp, mut h, orders) = setup(ours, 5_000_000_000);
+        lp.run(&mut h).unwrap();
+        assert_eq!(h.got, Some((false, Error::Io(libc::EPIPE))));
+        assert_eq!(lp.client().counters().sent_no, 1);
+        // Refunded: the charge is gone.
+        assert_eq!(lp.budget().stats(orders).used, 0);
+        drop(peer);
+    }
+
+    #[test]
+    fn a_deadline_with_nothing_written_reports_sent_no() {
+        let (ours, peer) = UnixStream::pair().unwrap();
+        ours.set_nonblocking(true).unwrap();
+        // Fill our send buffer: the request cannot get one byte out.
+        let junk = [0u8; 65536];
+        while std::io::Write::write(&mut &ours, &junk).is_ok() {}
+        let (mut lp, mut h, orders) = setup(ours, 50_000_000);
+        lp.run(&mut h).unwrap();
+        assert_eq!(h.got, Some((false, Error::Timeout)));
+        assert_eq!(lp.client().counters().timeouts, 1);
+        assert_eq!(lp.budget().stats(orders).used, 0);
+        drop(peer);
     }
 }

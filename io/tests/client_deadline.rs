@@ -67,16 +67,24 @@ fn a_connect_that_never_completes_times_out_and_requests_stay_busy() {
         pc.reconnect_delay_ns = 50_000_000;
     });
     // Fill the accept queue so our pool's SYN is dropped (bounded attempts).
-    let mut full = false;
-    for _ in 0..2000 {
-        match std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(50)) {
-            Ok(s) => fillers.push(s),
+    // Full once two connects in a row get no answer (one slow connect on a loaded
+    // machine is no proof).
+    let mut misses = 0;
+    for _ in 0..4000 {
+        match std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(100)) {
+            Ok(s) => {
+                fillers.push(s);
+                misses = 0;
+            }
             Err(_) => {
-                full = true;
-                break;
+                misses += 1;
+                if misses == 2 {
+                    break;
+                }
             }
         }
     }
+    let full = misses == 2;
     assert!(
         full,
         "could not fill the accept queue: no hanging connect to test against"
