@@ -23,7 +23,7 @@ use super::ring::Consumer;
 use super::stats::{ClientCounters, StatsPublisher};
 use super::wake::Parker;
 use crate::client::{ClientHandler, Error, Refused, RequestId, Sent};
-use crate::event_loop::{Context, EventLoop, LoopError};
+use crate::event_loop::{Context, EventLoop, LoopError, Readiness};
 use crate::sync::{Arc, AtomicU8, Ordering};
 
 /// What the venue's answer says about the budget, applied on the loop thread
@@ -84,7 +84,11 @@ impl Service {
     /// before [`EventLoop::run`].
     pub fn attach(&self, lp: &mut EventLoop) -> Result<(), LoopError> {
         #[cfg(not(ergon_loom))]
-        return lp.register_fd(self.parker.fd(), WAKE_TOKEN);
+        return lp.watch_fd(
+            self.parker.fd(),
+            WAKE_TOKEN,
+            crate::event_loop::Interest::READ,
+        );
         // The loom build's eventfd is a model with no descriptor: nothing to poll.
         #[cfg(ergon_loom)]
         {
@@ -219,7 +223,7 @@ impl ClientHandler for Service {
         }
     }
 
-    fn on_fd(&mut self, _cx: &mut Context<'_>, token: u64) {
+    fn on_fd(&mut self, _cx: &mut Context<'_>, token: u64, _ready: Readiness) {
         if token == WAKE_TOKEN {
             self.parker.drain();
         }
