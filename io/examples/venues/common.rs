@@ -5,6 +5,9 @@
 //! The file reader is for captured responses and fixtures, not the client's parser
 //! (that one lives in `ergon_io`): it may allocate, but never panics on bad bytes.
 
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
 use ergon_core::adapt::{self, Clock, Request, Venue};
 use ergon_core::response::{Header, Response};
 use ergon_core::{Budget, Class, Verdict};
@@ -284,4 +287,112 @@ pub fn classify(
         warning,
         budget,
     })
+}
+
+/// UTC when the shipped fixtures were answered: Tue, 14 Nov 2023 22:13:20 GMT.
+pub const FIXTURE_NOW_UTC_MS: i64 = 1_700_000_000_000;
+
+/// How to call the program.
+pub const USAGE: &str =
+    "usage: venues [classify --venue VENUE --request REQUEST --now-utc-ms MS FILE]
+  VENUE:   binance-spot | binance-futures | bybit | okx | hyperliquid
+  REQUEST: order | cancel | cancel-replace | batch:N | read:W | info:TYPE";
+
+/// The shipped fixtures.
+pub fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/venues")
+}
+
+/// One line of a `CASES` file: `case request source-url`.
+#[derive(Clone, Debug)]
+pub struct Case {
+    /// The fixture, `CASE.http`.
+    pub name: String,
+    /// The request it answers, as the command line writes it.
+    pub request: String,
+    /// The documentation page it was written from.
+    pub source: String,
+}
+
+/// The fixtures of `venue`, from its `CASES` file.
+pub fn cases(venue: &str) -> Result<Vec<Case>, String> {
+    let path = fixtures().join(venue).join("CASES");
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut out = Vec::new();
+    for line in text.lines().map(str::trim) {
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let mut words = line.split_whitespace();
+        match (words.next(), words.next(), words.next(), words.next()) {
+            (Some(name), Some(request), Some(source), None) => out.push(Case {
+                name: name.into(),
+                request: request.into(),
+                source: source.into(),
+            }),
+            _ => return Err(format!("{}: bad line {line:?}", path.display())),
+        }
+    }
+    Ok(out)
+}
+
+fn show_fixtures(out: &mut dyn Write) -> Result<(), String> {
+    for venue in VENUES {
+        for case in cases(venue)? {
+            let path = fixtures().join(venue).join(format!("{}.http", case.name));
+            let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+            let d = classify(venue, &case.request, FIXTURE_NOW_UTC_MS, &bytes)
+                .map_err(|e| format!("{venue}/{}: {e}", case.name))?;
+            let warn = d.warning.map(|w| format!("  ({w})")).unwrap_or_default();
+            writeln!(
+                out,
+                "{venue}/{} [{}]: {}{warn}",
+                case.name, case.request, d.line
+            )
+            .map_err(|e| e.to_string())?;
+        }
+    }
+    Ok(())
+}
+
+fn classify_args(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> Result<(), String> {
+    let (mut venue, mut request, mut now, mut file) = (None, None, None, None);
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let mut value = || it.next().ok_or(format!("{a} needs a value"));
+        match a.as_str() {
+            "--venue" => venue = Some(value()?),
+            "--request" => request = Some(value()?),
+            "--now-utc-ms" => {
+                let v = value()?;
+                let ms = v
+                    .parse::<i64>()
+                    .map_err(|_| format!("--now-utc-ms {v:?} is not an integer"))?;
+                now = Some(ms);
+            }
+            f if !f.starts_with("--") && file.is_none() => file = Some(f),
+            other => return Err(format!("unexpected argument {other:?}\n{USAGE}")),
+        }
+    }
+    let venue = venue.ok_or(format!("--venue is required\n{USAGE}"))?;
+    let request = request.ok_or(format!("--request is required\n{USAGE}"))?;
+    let now = now.ok_or(format!("--now-utc-ms is required\n{USAGE}"))?;
+    let file = file.ok_or(format!("FILE is required\n{USAGE}"))?;
+    let bytes = std::fs::read(file).map_err(|e| format!("{file}: {e}"))?;
+    let d = classify(venue, request, now, &bytes).map_err(|e| format!("{file}: {e}"))?;
+    if let Some(w) = d.warning {
+        let _ = writeln!(err, "warning: {file}: {w}");
+    }
+    writeln!(out, "{}", d.line).map_err(|e| e.to_string())
+}
+
+/// The program: no arguments prints the decision for every shipped fixture;
+/// `classify ...` prints one line for one file. `Err` is for a non-zero exit.
+pub fn run(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> Result<(), String> {
+    match args.first().map(String::as_str) {
+        None => show_fixtures(out),
+        Some("classify") => classify_args(&args[1..], out, err),
+        Some("-h" | "--help") => writeln!(out, "{USAGE}").map_err(|e| e.to_string()),
+        Some(other) => Err(format!("unknown command {other:?}\n{USAGE}")),
+    }
 }
