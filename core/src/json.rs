@@ -459,7 +459,7 @@ impl<'a> Value<'a> {
         Ok(self.items()?.nth(index))
     }
 
-    /// Items in an array (0 for anything else is an error: [`JsonError::WrongType`]).
+    /// Items in an array; anything else is [`JsonError::WrongType`].
     pub fn len(&self) -> Result<usize, JsonError> {
         Ok(self.items()?.count())
     }

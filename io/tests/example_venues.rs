@@ -775,6 +775,38 @@ fn bybit_batch_charges_per_order_and_usage_comes_from_its_headers() {
 }
 
 #[test]
+fn bybit_403_is_a_ban_unless_its_body_has_a_ret_code() {
+    let now = NOW_NS;
+    let clock = Clock::anchor(now, FIXTURE_NOW_UTC_MS);
+    let mut b = Budget::builder();
+    let mut bybit = bybit::Bybit::new(&mut b, clock, bybit::Config::default()).unwrap();
+    let mut budget = b.build(now).unwrap();
+    let ip = budget.bucket("ip").unwrap();
+    // The body decides first: a retCode body is read by its code.
+    let body = br#"{"retCode":10003,"retMsg":"API key is invalid."}"#;
+    let mut raw = format!(
+        "HTTP/1.1 403 Forbidden\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
+    raw.extend_from_slice(body);
+    let file = HttpFile::parse(&raw).unwrap();
+    let v = file.with_response(|r| bybit.on_response(Request::Order, r, &mut budget, now));
+    assert_eq!(v, Ok(Verdict::Rejected));
+    assert!(!budget.is_halted(ip));
+    let file = HttpFile::parse(&fixture("bybit", "ban_403")).unwrap();
+    let v = file.with_response(|r| bybit.on_response(Request::Order, r, &mut budget, now));
+    assert_eq!(
+        v,
+        Ok(Verdict::Banned {
+            bucket: ip,
+            until_ns: now + 600 * SEC
+        })
+    );
+    assert!(budget.is_halted(ip));
+}
+
+#[test]
 fn hyperliquid_weights() {
     let clock = Clock::anchor(0, FIXTURE_NOW_UTC_MS);
     let mut b = Budget::builder();

@@ -216,8 +216,9 @@ impl Venue for Bybit {
             .and_then(|v| v.get("retCode").ok().flatten())
             .and_then(|c| c.as_i64().ok());
         let verdict = match (r.status, ret_code, body) {
-            // "403, access too frequent": stop every session, at least 10 minutes.
-            (403, _, _) => adapt::ban(budget, self.ip, now.saturating_add(BAN_NS), now),
+            // "403, access too frequent" (not a retCode body): stop every session,
+            // at least 10 minutes.
+            (403, None, _) => adapt::ban(budget, self.ip, now.saturating_add(BAN_NS), now),
             (_, Some(0), Some(v)) if matches!(request, Request::Batch(_)) => {
                 self.batch(v, request, r, budget, now, &mut bad)
             }

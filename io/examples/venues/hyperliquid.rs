@@ -341,6 +341,9 @@ impl Venue for Hyperliquid {
         });
         let body = json::parse(r.body).ok();
         let verdict = match (r.status, body) {
+            // The venue does not say which window refused: the short one is the
+            // one it enforces below the minute budget, and our own minute count
+            // keeps the minute.
             (429, _) => adapt::hold(budget, self.burst, wait, now),
             (200..=299, Some(v)) if request.is_write() => self.exchange(v, budget, now),
             (200..=299, Some(v)) => {
