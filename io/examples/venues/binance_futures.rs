@@ -69,10 +69,7 @@ impl Venue for BinanceFutures {
     fn parts(&self, request: Request<'_>) -> Result<Parts, Error> {
         let l = &self.limits;
         match request {
-            Request::Connect => l.parts(0, 0, 0).map(|mut p| {
-                p.truncate(1);
-                p
-            }),
+            Request::Connect => Ok(l.connect_parts()),
             Request::Order => l.parts(1, 1, 0),
             Request::Cancel => l.parts(1, 0, 0),
             // Modify order: weight 1, counts as an order.

@@ -175,6 +175,13 @@ impl Limits {
         Ok(())
     }
 
+    /// Parts of a connect: the IP gate alone.
+    pub fn connect_parts(&self) -> Parts {
+        let mut parts = Parts::new();
+        parts.push(Part::new(self.ip, 0));
+        parts
+    }
+
     /// Parts of a request: the IP gate, then each kind of limit.
     pub fn parts(&self, weight: u32, orders: u32, raw: u32) -> Result<Parts, Error> {
         let mut parts = Parts::new();
@@ -329,10 +336,7 @@ impl Venue for BinanceSpot {
     fn parts(&self, request: Request<'_>) -> Result<Parts, Error> {
         let l = &self.limits;
         match request {
-            Request::Connect => l.parts(0, 0, 0).map(|mut p| {
-                p.truncate(1);
-                p
-            }),
+            Request::Connect => Ok(l.connect_parts()),
             Request::Order | Request::CancelReplace => l.parts(1, 1, 1),
             Request::Cancel => l.parts(1, 0, 1),
             // An order list (OCO/OTO): weight 1, each order counts.

@@ -348,6 +348,8 @@ impl Venue for Hyperliquid {
             (200..=299, Some(v)) if request.is_write() => self.exchange(v, budget, now),
             (200..=299, Some(v)) => {
                 if let Request::Info(kind) = request {
+                    // One more weight per `per` items, rounded up: at most one
+                    // weight over the venue's count, never under it.
                     if let (Some(per), Ok(items)) = (info_items_per_weight(kind), v.items()) {
                         let n = u32::try_from(items.count()).unwrap_or(u32::MAX);
                         budget.charge_after(self.weight, n.div_ceil(per), now);
