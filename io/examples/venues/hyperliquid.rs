@@ -357,7 +357,9 @@ impl Venue for Hyperliquid {
                     if kind == "userRateLimit" {
                         match Reading::parse(r.body, now) {
                             Ok(reading) => self.address.read(reading),
-                            Err(_) => return Ok(Verdict::Unknown),
+                            // Not the documented answer: the address budget is
+                            // not known from it.
+                            Err(_) => return adapt::finish(Verdict::Unknown, bad),
                         }
                     }
                 }
