@@ -406,13 +406,15 @@ impl Budget {
         };
         b.advance(now);
         let local = b.used_at(now);
-        b.stats.drift = (used as i64).saturating_sub(local as i64);
+        b.stats.drift = i64::try_from(used)
+            .unwrap_or(i64::MAX)
+            .saturating_sub(i64::try_from(local).unwrap_or(i64::MAX));
         if used <= local {
             return;
         }
         match &mut b.state {
             State::Sliding(ring) => ring.add(used - local),
-            State::Fixed(windows) => windows.raise_to(used),
+            State::Fixed(windows) => windows.raise_to(used, now),
             State::Token(gcra) => gcra.raise_to(used, now),
             State::InFlight(_) | State::Gate => {}
         }
