@@ -302,6 +302,9 @@ impl Budget {
     /// The refusal of a charge some part of which did not pass: every part is asked,
     /// so the answer names the bucket that will be ready last. Halts come first, then
     /// costs that can never pass.
+    ///
+    /// The check stopped at the first part refused, so the parts after it are
+    /// advanced here: asked unadvanced, they would answer from windows already past.
     #[cold]
     fn explain(&mut self, parts: &[Part], class: Class, now: i64) -> Limited {
         let mut worst: Option<(BucketId, Why, i64)> = None;
@@ -310,7 +313,9 @@ impl Budget {
                 continue;
             };
             let id = parts[i].bucket;
-            let Some((why, ready)) = self.buckets[id.index()].refusal(cost, class, now) else {
+            let bucket = &mut self.buckets[id.index()];
+            bucket.advance(now);
+            let Some((why, ready)) = bucket.refusal(cost, class, now) else {
                 continue;
             };
             let rank = |why: Why| match why {
