@@ -859,7 +859,27 @@ impl Driver {
         let caller = self.caller;
         let t = self.tick_model();
         let (ticket, id, costs) = self.tickets.remove(i);
+        let before: Vec<u64> = if self.checks.refund {
+            let mut b = self.budget.clone();
+            b.tick(t);
+            self.ids.iter().map(|&id| b.stats(id).used).collect()
+        } else {
+            vec![]
+        };
         self.budget.refund(ticket, caller);
+        if self.checks.refund {
+            for (b, &was) in before.iter().enumerate() {
+                let now = self.budget.stats(self.ids[b]).used;
+                let gives = costs.iter().find(|&&(c, _)| c == b).map_or(0, |&(_, c)| c);
+                match self.cfg.buckets[b].kind {
+                    RKind::InFlight => assert_eq!(now, was - gives, "in-flight refund"),
+                    _ => assert!(
+                        now <= was && was - now <= gives,
+                        "a refund gives back at most what was charged: {was} -> {now}, charged {gives}"
+                    ),
+                }
+            }
+        }
         for (b, c) in costs {
             match self.cfg.buckets[b].kind {
                 RKind::Sliding { .. } | RKind::Fixed { .. } => {
@@ -874,7 +894,6 @@ impl Driver {
                 RKind::Gate => {}
             }
         }
-        let _ = t;
         let now = self.now;
         if let Some((twin, tickets, _)) = &mut self.twin {
             twin.refund(tickets.remove(i), now);
