@@ -117,3 +117,65 @@ fn saturating_demand_on_every_small_fixed_window() {
         }
     }
 }
+
+/// Server figures and response weights are network input: the largest ones neither
+/// panic nor wrap into admitting.
+#[test]
+fn huge_server_figures_never_wrap_into_admitting() {
+    use ergon_core::{Budget, Class, Part, Spec};
+    for spec in [
+        Spec::sliding(10, 1000, 10),
+        Spec::fixed(10, 1000).guard(100),
+        Spec::token_every(1000, 10),
+        Spec::token_every(i64::MAX / 64, 4),
+    ] {
+        for observe in [true, false] {
+            let mut b = Budget::builder();
+            let id = b.add("x", spec).unwrap();
+            let mut budget = b.build(0).unwrap();
+            for i in 0..4 {
+                if observe {
+                    budget.observe_used(id, u64::MAX - i, 950);
+                } else {
+                    budget.charge_after(id, u32::MAX, 950);
+                }
+            }
+            for t in [950, 951, 999, 1000] {
+                assert!(
+                    budget
+                        .try_charge(&[Part::new(id, 1)], Class::Urgent, t)
+                        .is_err(),
+                    "{spec:?} admitted at {t} after observe={observe}"
+                );
+            }
+            assert!(budget.stats(id).used >= 10);
+            let s = budget.stats(id);
+            assert!(s.drift >= 0, "{s:?}");
+        }
+    }
+}
+
+/// What the server reports near a fixed boundary may belong to the window after it:
+/// it is counted there too, as a charge at that moment would be.
+#[test]
+fn a_server_figure_in_the_guard_counts_on_both_sides() {
+    use ergon_core::{Budget, Class, Part, Spec};
+    let mut b = Budget::builder();
+    let f = b.add("f", Spec::fixed(10, 1000).guard(50)).unwrap();
+    let mut budget = b.build(0).unwrap();
+    budget.observe_used(f, 10, 980);
+    // The venue may already be in [1000, 2000) and have counted the 10 there: the
+    // figure counts in that window, until the end of the next boundary's guard.
+    for t in [1020, 1050, 1999, 2049] {
+        assert!(
+            budget
+                .clone()
+                .try_charge(&[Part::new(f, 1)], Class::Urgent, t)
+                .is_err(),
+            "{t}"
+        );
+    }
+    assert!(budget
+        .try_charge(&[Part::new(f, 1)], Class::Urgent, 2050)
+        .is_ok());
+}
