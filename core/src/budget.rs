@@ -27,6 +27,9 @@ use crate::{Builder, ConfigError, MAX_BUCKETS, MAX_NAME, MAX_PARTS};
 /// which have no window of their own.
 const GATE_HOLD_NS: i64 = 1_000_000_000;
 
+// The ring is inline on purpose: buckets live in one fixed array, and boxing would
+// allocate. A budget holds at most MAX_BUCKETS of them, built once.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug)]
 enum State {
     Sliding(Ring),

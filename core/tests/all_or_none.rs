@@ -42,7 +42,7 @@ fn parts_before_the_refusing_one_are_not_charged() {
     let c = b.add("c", Spec::in_flight(10)).unwrap();
     let small = b.add("small", Spec::sliding(1, 1000, 10)).unwrap();
     let mut budget = b.build(0).unwrap();
-    budget
+    let _ = budget
         .try_charge(&[Part::new(small, 1)], Class::Urgent, 0)
         .unwrap()
         .sent();
@@ -77,7 +77,7 @@ fn a_bucket_named_twice_is_checked_for_the_sum() {
         .try_charge(&[Part::new(w, 3), Part::new(w, 3)], Class::Urgent, 0)
         .unwrap_err();
     assert_eq!(l.why, Why::TooBig);
-    budget
+    let _ = budget
         .try_charge(&[Part::new(w, 3)], Class::Urgent, 0)
         .unwrap()
         .sent();

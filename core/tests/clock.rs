@@ -48,7 +48,7 @@ fn stepping_back_does_not_drop_a_charge_early() {
         let mut b = Budget::builder();
         let w = b.add("w", spec).unwrap();
         let mut budget = b.build(0).unwrap();
-        budget
+        let _ = budget
             .try_charge(&[Part::new(w, 1)], Class::Urgent, 50)
             .unwrap()
             .sent();
@@ -69,7 +69,7 @@ fn stepping_back_does_not_withhold() {
     let mut b = Budget::builder();
     let w = b.add("w", Spec::sliding(1, 100, 10)).unwrap();
     let mut budget = b.build(0).unwrap();
-    budget
+    let _ = budget
         .try_charge(&[Part::new(w, 1)], Class::Urgent, 0)
         .unwrap()
         .sent();

@@ -52,7 +52,7 @@ fn sliding_ready_when_the_charges_slot_leaves_the_window() {
     let w = b.add("w", Spec::sliding(3, 100, 10)).unwrap();
     let mut budget = b.build(0).unwrap();
     for t in [5, 37, 38] {
-        budget
+        let _ = budget
             .try_charge(&[Part::new(w, 1)], Class::Normal, t)
             .unwrap()
             .sent();
@@ -74,7 +74,7 @@ fn fixed_window_full_only_on_the_previous_side_is_ready_at_the_guard_end() {
     let mut b = Budget::builder();
     let f = b.add("f", Spec::fixed(2, 100).guard(10)).unwrap();
     let mut budget = b.build(0).unwrap();
-    budget
+    let _ = budget
         .try_charge(&[Part::new(f, 2)], Class::Urgent, 50)
         .unwrap()
         .sent();
@@ -93,7 +93,7 @@ fn fixed_window_full_is_ready_after_the_next_boundary_guard() {
     let mut budget = b.build(0).unwrap();
     // In the trailing guard of [30, 130): counts in [130, 230) too, which in turn
     // counts within the leading guard of [230, 330): ready at 240.
-    budget
+    let _ = budget
         .try_charge(&[Part::new(f, 2)], Class::Urgent, 125)
         .unwrap()
         .sent();
@@ -105,7 +105,7 @@ fn fixed_window_full_is_ready_after_the_next_boundary_guard() {
     let mut b = Budget::builder();
     let f = b.add("f", Spec::fixed(2, 100).phase(30).guard(10)).unwrap();
     let mut budget = b.build(0).unwrap();
-    budget
+    let _ = budget
         .try_charge(&[Part::new(f, 2)], Class::Urgent, 60)
         .unwrap()
         .sent();
@@ -120,7 +120,7 @@ fn token_ready_when_enough_has_drained() {
     let mut b = Budget::builder();
     let t = b.add("t", Spec::token_every(10, 4)).unwrap();
     let mut budget = b.build(0).unwrap();
-    budget
+    let _ = budget
         .try_charge(&[Part::new(t, 4)], Class::Urgent, 0)
         .unwrap()
         .sent();
@@ -143,7 +143,7 @@ fn a_multi_part_charge_is_ready_when_its_last_bucket_is() {
     let g = b.add("g", Spec::gate()).unwrap();
     let mut budget = b.build(0).unwrap();
     let all = [Part::new(w, 1), Part::new(t, 1), Part::new(g, 0)];
-    budget.try_charge(&all, Class::Urgent, 0).unwrap().sent();
+    let _ = budget.try_charge(&all, Class::Urgent, 0).unwrap().sent();
     budget.throttled(g, Some(90), 0);
     // w is ready at 125, t at 60, the hold on g ends at 90: the charge at 125, and
     // the refusal names w.
@@ -162,7 +162,7 @@ fn a_multi_part_charge_is_ready_when_its_last_bucket_is() {
     assert_eq!((l.bucket, l.why, l.ready_at_ns), (g, Why::Held, 300));
     assert_eq!(exact(&budget, &all, Class::Urgent, 1), (Why::Held, 300));
     // A fixed bucket full until its next window.
-    budget
+    let _ = budget
         .try_charge(&[Part::new(f, 1)], Class::Urgent, 500)
         .unwrap()
         .sent();
@@ -181,7 +181,7 @@ fn a_refusal_on_an_early_part_reads_the_later_parts_at_now() {
     let f = b.add("f", Spec::fixed(5, 67).phase(19).guard(16)).unwrap();
     let g = b.add("g", Spec::gate()).unwrap();
     let mut budget = b.build(18).unwrap();
-    budget
+    let _ = budget
         .try_charge(&[Part::new(f, 3)], Class::Urgent, 168)
         .unwrap()
         .sent();

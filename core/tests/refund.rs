@@ -125,7 +125,7 @@ fn sliding_refund_goes_back_to_its_slot_until_it_leaves() {
         .is_ok());
     // At 160 the slot of 50 has left: refunding it does nothing (and cannot take
     // units from the charge made since in the same cell of the ring).
-    budget
+    let _ = budget
         .try_charge(&[Part::new(w, 1)], Class::Urgent, 160)
         .unwrap()
         .sent();
@@ -155,7 +155,7 @@ fn token_refund_is_exact_when_last_and_never_mints_otherwise() {
     let mut never = Budget::builder();
     let t2 = never.add("t", Spec::token_every(10, 4)).unwrap();
     let mut never = never.build(0).unwrap();
-    never
+    let _ = never
         .try_charge(&[Part::new(t2, 2)], Class::Urgent, 0)
         .unwrap()
         .sent();

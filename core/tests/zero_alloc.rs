@@ -189,7 +189,7 @@ fn a_million_mixed_operations_allocate_nothing() {
                         budget.refund(t, now);
                     }
                     other => {
-                        std::hint::black_box(other);
+                        let _ = std::hint::black_box(other);
                     }
                 }
             }

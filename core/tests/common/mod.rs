@@ -317,6 +317,9 @@ pub struct Checks {
     pub resend: bool,
 }
 
+/// Total cost per bucket index of one charge.
+pub type Costs = Vec<(usize, u64)>;
+
 #[derive(Clone, Copy, Debug)]
 pub struct Event {
     pub t: i64,
@@ -338,8 +341,8 @@ pub struct Driver {
     pub hold_until: Vec<i64>,
     pub halted: Vec<bool>,
     /// Tickets with their model id and combined costs per bucket.
-    pub tickets: Vec<(Ticket, u64, Vec<(usize, u64)>)>,
-    pub flights: Vec<(Flight, Vec<(usize, u64)>)>,
+    pub tickets: Vec<(Ticket, u64, Costs)>,
+    pub flights: Vec<(Flight, Costs)>,
     next_ticket: u64,
     pub checks: Checks,
     /// The clock twin: the same budget fed `max(seen, caller)`.
@@ -581,13 +584,25 @@ impl Driver {
                 let after = self.budget.stats(id).used;
                 match self.cfg.buckets[i].kind {
                     RKind::InFlight | RKind::Gate => assert_eq!(after, before),
-                    _ => {
+                    kind => {
                         assert_eq!(
                             after,
                             before.max(*used),
                             "observe_used raises to the figure"
                         );
-                        if after > before {
+                        // Within the leading guard of a fixed window the figure may be
+                        // the previous window's count, already booked there: no single
+                        // event says that, so the model books nothing (weaker, never
+                        // wrong). Elsewhere the raise is a charge at `t`.
+                        let leading_guard = match kind {
+                            RKind::Fixed {
+                                window,
+                                phase,
+                                guard,
+                            } => (t - phase).rem_euclid(window) < guard,
+                            _ => false,
+                        };
+                        if after > before && !leading_guard {
                             self.logs[i].push(Event {
                                 t,
                                 cost: after - before,
@@ -966,10 +981,22 @@ impl Driver {
     }
 }
 
-/// A config with proptest's usual settings but `cases` cases.
+/// A config with proptest's usual settings with `n` cases scaled by build: in
+/// release `5 n` cases (the CI run), a quarter of `n` in a debug build, so that
+/// `cargo test` stays quick.
+///
+/// The seed is fixed so that every run checks the same cases (determinism is a rule
+/// of the house); set `PROPTEST_RNG_SEED` to explore others.
 pub fn cases(n: u32) -> ProptestConfig {
+    let cases = if cfg!(debug_assertions) { n / 4 } else { 5 * n };
+    let default = ProptestConfig::default();
+    let rng_seed = match default.rng_seed {
+        prop::test_runner::RngSeed::Random => prop::test_runner::RngSeed::Fixed(0x6572_676f_6e),
+        seed => seed,
+    };
     ProptestConfig {
-        cases: n,
-        ..ProptestConfig::default()
+        cases,
+        rng_seed,
+        ..default
     }
 }
