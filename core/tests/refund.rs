@@ -193,3 +193,34 @@ fn in_flight_refund_and_complete_release() {
     budget.complete(flight, 2);
     assert_eq!(budget.stats(c).used, 0);
 }
+
+/// The server's figure never includes a request that was not sent: a refund after
+/// `observe_used` raised the count must not take the units off the raised count.
+#[test]
+fn a_refund_after_a_server_figure_keeps_the_figure() {
+    for spec in [
+        Spec::sliding(20, 1000, 10),
+        Spec::fixed(20, 1000),
+        Spec::token_every(100, 20),
+    ] {
+        let mut b = Budget::builder();
+        let w = b.add("w", spec).unwrap();
+        let mut budget = b.build(0).unwrap();
+        let unsent = budget
+            .try_charge(&[Part::new(w, 2)], Class::Urgent, 10)
+            .unwrap();
+        // Others on the IP used 10; ours was never sent, so it is not in the figure.
+        budget.observe_used(w, 10, 11);
+        assert_eq!(budget.stats(w).used, 10);
+        budget.refund(unsent, 12);
+        assert_eq!(budget.stats(w).used, 10, "{spec:?}");
+        assert_eq!(budget.stats(w).refunds, 1);
+        // A figure that raises nothing leaves refunds exact.
+        let t = budget
+            .try_charge(&[Part::new(w, 3)], Class::Urgent, 13)
+            .unwrap();
+        budget.observe_used(w, 5, 14);
+        budget.refund(t, 15);
+        assert_eq!(budget.stats(w).used, 10, "{spec:?}");
+    }
+}

@@ -326,6 +326,8 @@ pub struct Event {
     pub cost: u64,
     /// The ticket that charged it (None for charge_after and observe_used).
     pub ticket: Option<u64>,
+    /// Booked by observe_used.
+    pub observed: bool,
 }
 
 pub struct Driver {
@@ -521,6 +523,7 @@ impl Driver {
                         t,
                         cost: u64::from(*cost),
                         ticket: None,
+                        observed: false,
                     });
                 }
                 let id = self.ids[i];
@@ -607,6 +610,7 @@ impl Driver {
                                 t,
                                 cost: after - before,
                                 ticket: None,
+                                observed: true,
                             });
                         }
                     }
@@ -756,6 +760,7 @@ impl Driver {
                         t,
                         cost: c,
                         ticket: Some(id),
+                        observed: false,
                     }),
                 RKind::InFlight => self.outstanding[b] += c,
                 RKind::Gate => {}
@@ -898,7 +903,14 @@ impl Driver {
         for (b, c) in costs {
             match self.cfg.buckets[b].kind {
                 RKind::Sliding { .. } | RKind::Fixed { .. } => {
-                    self.logs[b].retain(|e| e.ticket != Some(id));
+                    // A server figure booked after the charge never included it: the
+                    // charge stays.
+                    let log = &mut self.logs[b];
+                    if let Some(k) = log.iter().position(|e| e.ticket == Some(id)) {
+                        if !log[k..].iter().any(|e| e.observed) {
+                            log.remove(k);
+                        }
+                    }
                 }
                 RKind::Token { .. } => {
                     if self.logs[b].last().is_some_and(|e| e.ticket == Some(id)) {
