@@ -122,12 +122,20 @@ impl Windows {
         let g = self.guard_ns;
         let b1 = self.end_ns;
         let b2 = b1.saturating_add(self.window_ns);
-        let candidates = [self.start_ns + g, b1 - g, b1, b1 + g, b2 - g, b2, b2 + g];
+        let candidates = [
+            self.start_ns.saturating_add(g),
+            b1.saturating_sub(g),
+            b1,
+            b1.saturating_add(g),
+            b2.saturating_sub(g),
+            b2,
+            b2.saturating_add(g),
+        ];
         candidates
             .into_iter()
             .filter(|&t| t > now)
             .find(|&t| self.fits_at(cost, allowance, t))
-            .unwrap_or(b2 + g)
+            .unwrap_or(b2.saturating_add(g))
     }
 
     #[inline]

@@ -103,3 +103,37 @@ fn a_ticket_after_a_step_back_refunds_to_its_slot() {
     budget.refund(ticket, 96);
     assert_eq!(budget.stats(w).used, 0);
 }
+
+proptest! {
+    #![proptest_config(cases(100))]
+
+    /// Times at either end of the clock's range: nothing panics (a debug build checks
+    /// every overflow), and a refusal's ready time is later than now (or the end of
+    /// the range).
+    #[test]
+    fn times_at_the_ends_of_the_range_do_not_panic(
+        cfg in cfg_strategy(),
+        start in prop_oneof![Just(i64::MIN), Just(i64::MAX - 1_000_000), Just(-1i64 << 62)],
+        ops in prop::collection::vec((0u8..6, any::<u8>(), 0u32..8, 0i64..100_000), 1..100),
+    ) {
+        let (mut budget, ids) = Cfg { start, ..cfg }.build();
+        let mut now = start;
+        let mut tickets = vec![];
+        for (op, b, cost, dt) in ops {
+            now = now.saturating_add(dt);
+            let id = ids[usize::from(b) % ids.len()];
+            match op {
+                0 | 1 => match budget.try_charge(&[Part::new(id, cost)], Class::Urgent, now) {
+                    Ok(t) => tickets.push(t),
+                    // At the very end of the range a time can only saturate to it.
+                    Err(l) => prop_assert!(l.ready_at_ns > now || l.ready_at_ns == i64::MAX, "{l:?} at {now}"),
+                },
+                2 => if let Some(t) = tickets.pop() { budget.refund(t, now) },
+                3 => budget.throttled(id, Some(dt), now),
+                4 => budget.charge_after(id, cost, now),
+                _ => budget.observe_used(id, u64::from(cost) * 3, now),
+            }
+            let _ = budget.stats(id);
+        }
+    }
+}
