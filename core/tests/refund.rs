@@ -224,3 +224,18 @@ fn a_refund_after_a_server_figure_keeps_the_figure() {
         assert_eq!(budget.stats(w).used, 10, "{spec:?}");
     }
 }
+
+/// The refund counter counts tickets: one that names a bucket twice counts once.
+#[test]
+fn a_ticket_naming_a_bucket_twice_is_one_refund() {
+    let mut b = Budget::builder();
+    let w = b.add("w", Spec::sliding(10, 1000, 10)).unwrap();
+    let mut budget = b.build(0).unwrap();
+    let t = budget
+        .try_charge(&[Part::new(w, 2), Part::new(w, 3)], Class::Urgent, 0)
+        .unwrap();
+    assert_eq!(budget.stats(w).used, 5);
+    budget.refund(t, 1);
+    assert_eq!(budget.stats(w).used, 0);
+    assert_eq!(budget.stats(w).refunds, 1);
+}
