@@ -9,13 +9,17 @@
 //!
 //! One request at a time (no queueing in the figures). For each it prints, in ns
 //! on the loop's clock (quanta):
-//! - `submit->written`: from just before `Handle::submit` to just after the loop's
-//!   `write` of the request returned (the loop stamps it: `Config::stamp`);
+//! - `submit->sending`: from just before `Handle::submit` to the moment the loop,
+//!   having taken the submission and charged the budget, hands the request to the
+//!   client, which encodes and writes it right away (the cross-thread part);
+//! - `submit->written`: to just after the client's `write` returned (both stamped
+//!   by the loop: `Config::stamp`); on a busy machine this includes whatever
+//!   preempted the loop during the syscall (often the server being woken);
 //! - `submit->answer`: from the same start to the moment `Handle::poll` returned
 //!   the answer on the submitting thread (includes the server's turnaround).
 //!
 //! Output, one line per mode:
-//! `mode=<m> requests=<n> submit->written p50=<ns> p99=<ns> max=<ns> submit->answer p50=<ns> p99=<ns> max=<ns> eventfd_writes=<n> parks=<n>`
+//! `mode=<m> requests=<n> submit->sending p50=<ns> p99=<ns> max=<ns> submit->written ... submit->answer ... eventfd_writes=<n> parks=<n>`
 
 use std::io::{Read, Write};
 use std::net::TcpListener;
@@ -163,6 +167,7 @@ fn run(args: &Args, addr: std::net::SocketAddr, busy_poll: bool) {
     let parts = [Part::new(weight, 1)];
     let req = Request::get("/bench");
     let total = args.warmup + args.requests;
+    let mut sending = Vec::with_capacity(args.requests);
     let mut written = Vec::with_capacity(args.requests);
     let mut answered = Vec::with_capacity(args.requests);
     let (mut writes0, mut parks0) = (0, 0);
@@ -177,10 +182,11 @@ fn run(args: &Args, addr: std::net::SocketAddr, busy_poll: bool) {
         {
             usage("submit refused with nothing outstanding");
         }
-        let (t_written, t_answer, ok) = loop {
+        let (t_sending, t_written, t_answer, ok) = loop {
             if let Some(a) = h.poll() {
                 let t = clock::now_ns();
                 break (
+                    a.sending_at_ns(),
                     a.written_at_ns(),
                     t,
                     matches!(a.outcome(), Outcome::Response),
@@ -193,6 +199,7 @@ fn run(args: &Args, addr: std::net::SocketAddr, busy_poll: bool) {
             continue;
         }
         if i >= args.warmup {
+            sending.push(t_sending.map_or(0, |w| w - t0));
             written.push(t_written.map_or(0, |w| w - t0));
             answered.push(t_answer - t0);
         }
@@ -201,12 +208,16 @@ fn run(args: &Args, addr: std::net::SocketAddr, busy_poll: bool) {
     let (writes, parks) = (h.eventfd_writes() - writes0, h.loop_parks() - parks0);
     stopper.stop();
     lp.join().expect("loop thread");
+    sending.sort_unstable();
     written.sort_unstable();
     answered.sort_unstable();
     println!(
-        "mode={} requests={} submit->written p50={} p99={} max={} submit->answer p50={} p99={} max={} eventfd_writes={} parks={}",
+        "mode={} requests={} submit->sending p50={} p99={} max={} submit->written p50={} p99={} max={} submit->answer p50={} p99={} max={} eventfd_writes={} parks={}",
         if busy_poll { "busy" } else { "parked" },
         args.requests,
+        pct(&sending, 0.5),
+        pct(&sending, 0.99),
+        sending[sending.len() - 1],
         pct(&written, 0.5),
         pct(&written, 0.99),
         written[written.len() - 1],

@@ -143,6 +143,7 @@ pub struct Exchange {
     resp: Vec<u8>,
     resp_headers: ArrayVec<(u32, u32), MAX_HEADERS>,
     resp_body: u32,
+    pub(crate) sending_at_ns: i64,
     pub(crate) written_at_ns: i64,
 }
 
@@ -164,6 +165,7 @@ impl Exchange {
             resp: Vec::with_capacity(max_response),
             resp_headers: ArrayVec::new(),
             resp_body: 0,
+            sending_at_ns: 0,
             written_at_ns: 0,
         }
     }
@@ -235,6 +237,7 @@ impl Exchange {
         }
         self.body = self.req.len() as u32;
         self.req.extend_from_slice(req.body);
+        self.sending_at_ns = 0;
         self.written_at_ns = 0;
     }
 }
@@ -422,8 +425,17 @@ impl Answer<'_> {
         }
     }
 
-    /// When the loop had written the request ([`crate::clock`] ns), if the loop
-    /// was built with [`Config::stamp`](super::Config::stamp) and it was written.
+    /// When the loop, having charged the budget, handed the request to the client,
+    /// which encodes and writes it at once ([`crate::clock`] ns; with
+    /// [`Config::stamp`](super::Config::stamp), for a request that was sent).
+    pub fn sending_at_ns(&self) -> Option<i64> {
+        let t = self.ex().sending_at_ns;
+        (t != 0 && self.ex().written_at_ns != 0).then_some(t)
+    }
+
+    /// When the client's write of the request had returned ([`crate::clock`] ns),
+    /// if the loop was built with [`Config::stamp`](super::Config::stamp) and it was
+    /// written. On a busy machine this includes any preemption during the write.
     pub fn written_at_ns(&self) -> Option<i64> {
         let t = self.ex().written_at_ns;
         (t != 0).then_some(t)

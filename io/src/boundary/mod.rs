@@ -59,8 +59,10 @@ mod build {
         pub per_turn: usize,
         /// How often the loop publishes the stats snapshot.
         pub stats_every_ns: i64,
-        /// Record when each request was written ([`Answer::written_at_ns`](super::handle::Answer::written_at_ns)):
-        /// one extra clock read per request, for measurement.
+        /// Record when each request went to the client and when its write returned
+        /// ([`Answer::sending_at_ns`](super::handle::Answer::sending_at_ns),
+        /// [`Answer::written_at_ns`](super::handle::Answer::written_at_ns)): two extra
+        /// clock reads per request, for measurement.
         pub stamp: bool,
     }
 

@@ -145,10 +145,13 @@ impl Service {
             Ok(t) => t,
             Err(limited) => return self.deliver(handle, credit, ex, Outcome::Limited(limited)),
         };
+        let mut ex = ex;
+        if self.stamp {
+            ex.sending_at_ns = crate::clock::now_ns();
+        }
         let sent = ex.with_request(|req| cx.request(ex.pool, req, ticket, ex.deadline_ns));
         match sent {
             Ok(id) => {
-                let mut ex = ex;
                 if self.stamp {
                     ex.written_at_ns = crate::clock::now_ns();
                 }
