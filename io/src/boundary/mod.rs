@@ -91,6 +91,8 @@ mod build {
         Handles(usize),
         /// `per_turn` must be at least 1.
         PerTurn,
+        /// `max_request` and `max_response` must each be at most 1 GiB.
+        Size(usize),
         /// The eventfd could not be made (`errno`).
         EventFd(i32),
     }
@@ -101,6 +103,9 @@ mod build {
                 BuildError::Capacity(e) => write!(f, "{e}"),
                 BuildError::Handles(n) => write!(f, "{n} handles: must be 1 to 65536"),
                 BuildError::PerTurn => f.write_str("per_turn must be at least 1"),
+                BuildError::Size(n) => {
+                    write!(f, "{n} bytes per request or response: at most 1 GiB")
+                }
                 BuildError::EventFd(e) => {
                     write!(f, "eventfd: {}", std::io::Error::from_raw_os_error(*e))
                 }
@@ -118,6 +123,12 @@ mod build {
         }
         if cfg.per_turn == 0 {
             return Err(BuildError::PerTurn);
+        }
+        // Offsets inside an exchange are u32.
+        for size in [cfg.max_request, cfg.max_response] {
+            if size > 1 << 30 {
+                return Err(BuildError::Size(size));
+            }
         }
         let (tx, rx) = bounded(cfg.queue).map_err(BuildError::Capacity)?;
         let (parker, waker) =
