@@ -1,0 +1,116 @@
+//! Fixed windows aligned on the venue clock, counted at receipt, per IP or per
+//! account, as Binance counts them.
+//!
+//! A window of length W starts at every multiple of W on the venue's clock (a
+//! 1-minute window starts at each :00). A count belongs to the window its request
+//! was received in, and resets to zero when the next window starts. Nothing here
+//! reads a clock: `now_ms` is the venue time of receipt.
+
+use std::collections::{BTreeMap, HashMap};
+use std::net::IpAddr;
+
+use crate::config::RateLimit;
+use crate::report::LimitUsage;
+
+/// Who a count belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Key {
+    Ip(IpAddr),
+    Account(usize),
+}
+
+/// The start of the window that contains `now_ms`.
+pub(crate) fn window_start(now_ms: i64, window_ms: i64) -> i64 {
+    now_ms.div_euclid(window_ms) * window_ms
+}
+
+pub(crate) struct LimitState {
+    pub(crate) spec: RateLimit,
+    counters: HashMap<Key, (i64, u64)>,
+    peak: u64,
+    windows_over: u64,
+    history: BTreeMap<i64, u64>,
+    history_cap: usize,
+}
+
+impl LimitState {
+    pub(crate) fn new(spec: RateLimit, history_cap: usize) -> Self {
+        LimitState {
+            spec,
+            counters: HashMap::new(),
+            peak: 0,
+            windows_over: 0,
+            history: BTreeMap::new(),
+            history_cap,
+        }
+    }
+
+    /// Adds `amount` to `key`'s count in the window of `now_ms`; returns the new count.
+    pub(crate) fn charge(&mut self, key: Key, amount: u64, now_ms: i64) -> u64 {
+        let start = window_start(now_ms, self.spec.window_ms());
+        let c = self.counters.entry(key).or_insert((start, 0));
+        if c.0 != start {
+            *c = (start, 0);
+        }
+        let before = c.1;
+        c.1 = c.1.saturating_add(amount);
+        let used = c.1;
+        if before <= self.spec.limit && used > self.spec.limit {
+            self.windows_over += 1;
+        }
+        self.peak = self.peak.max(used);
+        let h = self.history.entry(start).or_insert(0);
+        *h = (*h).max(used);
+        while self.history.len() > self.history_cap.max(1) {
+            self.history.pop_first();
+        }
+        used
+    }
+
+    /// `key`'s count in the window of `now_ms`.
+    pub(crate) fn used(&self, key: Key, now_ms: i64) -> u64 {
+        let start = window_start(now_ms, self.spec.window_ms());
+        match self.counters.get(&key) {
+            Some(&(s, u)) if s == start => u,
+            _ => 0,
+        }
+    }
+
+    /// When the window of `now_ms` ends.
+    pub(crate) fn window_end(&self, now_ms: i64) -> i64 {
+        window_start(now_ms, self.spec.window_ms()) + self.spec.window_ms()
+    }
+
+    pub(crate) fn usage(&self) -> LimitUsage {
+        LimitUsage {
+            rate_limit: self.spec,
+            peak: self.peak,
+            windows_over: self.windows_over,
+            windows: self.history.iter().map(|(&s, &u)| (s, u)).collect(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{Interval, LimitType};
+
+    #[test]
+    fn windows_align_on_the_clock_and_reset() {
+        let spec = RateLimit::new(LimitType::RequestWeight, Interval::Second, 1, 10);
+        let mut l = LimitState::new(spec, 100);
+        let k = Key::Account(0);
+        assert_eq!(l.charge(k, 6, 1_999), 6);
+        assert_eq!(l.charge(k, 6, 1_999), 12);
+        assert_eq!(l.used(k, 1_999), 12);
+        assert_eq!(l.used(k, 2_000), 0, "a new window starts at the second");
+        assert_eq!(l.charge(k, 1, 2_000), 1);
+        assert_eq!(l.window_end(2_500), 3_000);
+        let u = l.usage();
+        assert_eq!(u.peak, 12);
+        assert_eq!(u.windows_over, 1);
+        assert_eq!(u.windows, vec![(1_000, 12), (2_000, 1)]);
+        assert_eq!(window_start(-1, 1_000), -1_000);
+    }
+}
