@@ -22,6 +22,8 @@
 //!   query and body, query string wins, endpoint weights and response shapes:
 //!   <https://developers.binance.com/docs/binance-spot-api-docs/rest-api/public-rest-api-for-binance-2024-10-17>
 //!   and <https://raw.githubusercontent.com/binance/binance-spot-api-docs/master/rest-api.md>
+//! - the unfilled order count (successful placements count, a first fill takes one
+//!   off): <https://developers.binance.com/docs/binance-spot-api-docs/faqs/order_count_decrement>
 //!
 //! Simplifications, each visible in responses: one symbol; orders never match each
 //! other (LIMIT orders rest as NEW, MARKET orders fill at the synthetic mid);
@@ -482,6 +484,44 @@ impl Venue {
             .collect()
     }
 
+    fn order_headers(&self, account: usize, now: i64) -> Vec<(String, String)> {
+        self.limits
+            .iter()
+            .filter(|l| l.spec.kind == LimitType::Orders)
+            .filter_map(|l| {
+                Some((
+                    l.spec.header_name()?,
+                    l.used(Key::Account(account), now).to_string(),
+                ))
+            })
+            .collect()
+    }
+
+    /// Adds `n` to (or, negative, takes it from) the account's unfilled order
+    /// counts in the windows of `at`.
+    fn count_order(&mut self, account: usize, n: i64, at: i64) {
+        for l in &mut self.limits {
+            if l.spec.kind != LimitType::Orders {
+                continue;
+            }
+            if n >= 0 {
+                l.charge(Key::Account(account), n.unsigned_abs(), at);
+            } else {
+                l.uncharge(Key::Account(account), n.unsigned_abs(), at);
+            }
+        }
+    }
+
+    /// An admitted placement that never reached the engine (a fault closed or
+    /// failed it first): it was not a successful placement, so it does not stay in
+    /// the unfilled order count. A cancel-replace keeps its count: Binance counts
+    /// its new order even when it is not attempted.
+    pub(crate) fn not_executed(&mut self, op: &Op, account: usize, admitted: i64) {
+        if matches!(op, Op::NewOrder(_)) {
+            self.count_order(account, -1, admitted);
+        }
+    }
+
     fn retry_after(until: i64, now: i64) -> String {
         let ms = (until - now).max(1);
         ((ms + 999) / 1000).to_string()
@@ -600,37 +640,33 @@ impl Venue {
 
         let mut headers = headers;
         if endpoint.places_order() {
-            let mut over = None;
-            for (i, l) in self.limits.iter_mut().enumerate() {
-                if l.spec.kind != LimitType::Orders {
-                    continue;
-                }
-                let used = l.charge(Key::Account(account), 1, now);
-                if used > l.spec.limit && over.is_none() {
-                    over = Some(i);
-                }
-                if let Some(h) = l.spec.header_name() {
-                    headers.push((h, used.to_string()));
-                }
-            }
-            if let Some(i) = over {
-                let spec = self.limits[i].spec;
+            // The unfilled order count: checked all or none, and only a placement
+            // the venue accepts adds to it (a -1015 refusal does not).
+            let key = Key::Account(account);
+            let over = self
+                .limits
+                .iter()
+                .find(|l| l.spec.kind == LimitType::Orders && l.used(key, now) + 1 > l.spec.limit);
+            if let Some(l) = over {
+                let spec = l.spec;
+                let h = self.order_headers(account, now);
                 self.report.order_rate_limited += 1;
                 // Documented: a 429 without Retry-After.
-                return with(
-                    err(
-                        429,
-                        -1015,
-                        &format!(
-                            "Too many new orders; current limit is {} orders per {} {}.",
-                            spec.limit,
-                            spec.interval_num,
-                            spec.interval.name()
-                        ),
+                let mut r = err(
+                    429,
+                    -1015,
+                    &format!(
+                        "Too many new orders; current limit is {} orders per {} {}.",
+                        spec.limit,
+                        spec.interval_num,
+                        spec.interval.name()
                     ),
-                    &headers,
                 );
+                r.headers.extend(h);
+                return with(r, &headers);
             }
+            self.count_order(account, 1, now);
+            headers.extend(self.order_headers(account, now));
         }
 
         let fault = self.draw_fault(&op);
@@ -872,8 +908,9 @@ impl Venue {
 
     // ---- step 2: execution ----
 
-    /// Step 2 of the drive order: run an admitted request.
-    pub(crate) fn execute(&mut self, op: Op, account: usize, now: i64) -> Response {
+    /// Step 2 of the drive order: run an admitted request at `now`, admitted at
+    /// `admitted` (the same instant unless a fault delayed it).
+    pub(crate) fn execute(&mut self, op: Op, account: usize, now: i64, admitted: i64) -> Response {
         match op {
             Op::Ping => Response::json(200, "{}".into()),
             Op::Time => Response::json(200, json!({ "serverTime": now }).to_string()),
@@ -891,7 +928,11 @@ impl Venue {
             }
             Op::NewOrder(n) => match self.place(account, n, now) {
                 Ok(v) => Response::json(200, v.to_string()),
-                Err((status, code, msg)) => Response::error(status, code, &msg),
+                Err((status, code, msg)) => {
+                    // Refused by the engine: not a successful placement, not counted.
+                    self.count_order(account, -1, admitted);
+                    Response::error(status, code, &msg)
+                }
             },
             Op::Cancel(r, cid) => match self.cancel(account, &r, cid, now) {
                 Ok(v) => Response::json(200, v.to_string()),
@@ -968,6 +1009,11 @@ impl Venue {
         self.by_client.insert((account, client_id.clone()), idx);
         self.by_id.insert(order_id, idx);
         self.report.executions += 1;
+        if filled {
+            // Binance decrements the unfilled order count when an order first fills
+            // (after the answer's headers were written, as there).
+            self.count_order(account, -1, now);
+        }
         let count = self.executed.entry((account, client_id)).or_insert(0);
         *count += 1;
         if *count > 1 {

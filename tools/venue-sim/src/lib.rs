@@ -16,7 +16,10 @@
 //! - 429 with `Retry-After` and code -1003 over an IP limit; an IP that keeps sending
 //!   inside that Retry-After is banned: 418, `Retry-After`, -1003 "IP banned until",
 //!   the ban doubling from 2 minutes up to 3 days for repeat offenders ([`BanPolicy`]);
-//! - 429 -1015 without `Retry-After` over an order-count limit;
+//! - 429 -1015 without `Retry-After` over an order-count limit; only placements the
+//!   engine accepts stay counted (a refused or never-executed one does not; a
+//!   cancel-replace always does), and an order's first fill takes one off the count,
+//!   after its own answer, as the Unfilled Order Count rules say;
 //! - `X-MBX-APIKEY` (-2014 missing, -2015 unknown), HMAC-SHA256 over query string +
 //!   body (-1022), `timestamp`/`recvWindow` (-1021, -1131);
 //! - exchangeInfo, depth, account, openOrders, order (POST with newClientOrderId,
@@ -45,6 +48,7 @@
 //! - <https://developers.binance.com/docs/binance-spot-api-docs/rest-api/endpoint-security-type>
 //! - <https://developers.binance.com/docs/binance-spot-api-docs/rest-api/public-rest-api-for-binance-2024-10-17>
 //! - <https://raw.githubusercontent.com/binance/binance-spot-api-docs/master/rest-api.md>
+//! - <https://developers.binance.com/docs/binance-spot-api-docs/faqs/order_count_decrement>
 //!
 //! ## What it never does
 //! It never listens on a non-loopback address, never panics on bytes from a client

@@ -67,6 +67,17 @@ impl LimitState {
         used
     }
 
+    /// Takes `amount` back from `key`'s count if the window of `at_ms` is still the
+    /// current one for that key (a later window is never touched). The peak stays.
+    pub(crate) fn uncharge(&mut self, key: Key, amount: u64, at_ms: i64) {
+        let start = window_start(at_ms, self.spec.window_ms());
+        if let Some(c) = self.counters.get_mut(&key) {
+            if c.0 == start {
+                c.1 = c.1.saturating_sub(amount);
+            }
+        }
+    }
+
     /// `key`'s count in the window of `now_ms`.
     pub(crate) fn used(&self, key: Key, now_ms: i64) -> u64 {
         let start = window_start(now_ms, self.spec.window_ms());

@@ -274,7 +274,7 @@ fn handle(stream: &mut TcpStream, ip: IpAddr, req: &http::Request, shared: &Shar
         } => (op, account, headers, fault),
     };
     let Some(fault) = fault else {
-        let mut r = venue.execute(op, account, now);
+        let mut r = venue.execute(op, account, now, now);
         r.headers.extend(headers);
         venue.note_status(r.status);
         drop(venue);
@@ -282,13 +282,16 @@ fn handle(stream: &mut TcpStream, ip: IpAddr, req: &http::Request, shared: &Shar
     };
     venue.note_fault(fault);
     match fault {
-        Fault::CloseBeforeExecute => false,
+        Fault::CloseBeforeExecute => {
+            venue.not_executed(&op, account, now);
+            false
+        }
         Fault::ExecuteThenClose => {
-            venue.execute(op, account, now);
+            venue.execute(op, account, now, now);
             false
         }
         Fault::ServerErrorAfterExecute => {
-            venue.execute(op, account, now);
+            venue.execute(op, account, now, now);
             let mut r = Response::error(
                 503,
                 -1006,
@@ -300,6 +303,7 @@ fn handle(stream: &mut TcpStream, ip: IpAddr, req: &http::Request, shared: &Shar
             write(stream, &r, req.close)
         }
         Fault::ServerErrorNoExecute => {
+            venue.not_executed(&op, account, now);
             let mut r = Response::error(
                 503,
                 -1007,
@@ -316,7 +320,7 @@ fn handle(stream: &mut TcpStream, ip: IpAddr, req: &http::Request, shared: &Shar
             sleep_unless_stopped(delay, shared);
             let later = shared.clock.now_ms();
             let mut venue = shared.venue();
-            let mut r = venue.execute(op, account, later);
+            let mut r = venue.execute(op, account, later, now);
             r.headers.extend(headers);
             venue.note_status(r.status);
             drop(venue);

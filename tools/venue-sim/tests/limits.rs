@@ -222,3 +222,28 @@ fn weight_from_another_sender_on_the_ip_shows_in_the_headers() {
     let d = c.get("/api/v3/ping").header_u64("X-MBX-USED-WEIGHT-2S");
     assert!(d >= b + 5_001, "b {b} d {d}");
 }
+
+#[test]
+fn only_successful_unfilled_orders_stay_in_the_order_count() {
+    let s = server(vec![
+        RateLimit::new(LimitType::RequestWeight, Interval::Minute, 1, 6000),
+        RateLimit::new(LimitType::Orders, Interval::Second, 2, 3),
+    ]);
+    let mut c = Client::connect(s.addr());
+    at_window_start(&s, 2_000);
+    let mut place = |p: &str| c.signed(&s, "POST", "/api/v3/order", p).unwrap();
+    let r = place(&order_params("u1"));
+    assert_eq!(r.header_u64("X-MBX-ORDER-COUNT-2S"), 1);
+    // Refused by the engine (duplicate client id): not a successful placement.
+    assert_eq!(place(&order_params("u1")).code(), -2010);
+    let r = place(&order_params("u2"));
+    assert_eq!(r.header_u64("X-MBX-ORDER-COUNT-2S"), 2);
+    // A MARKET order fills at once: counted in its own answer, decremented after.
+    let r = place("symbol=BTCUSDT&side=BUY&type=MARKET&quantity=0.01&newClientOrderId=m1");
+    assert_eq!(r.json()["status"], "FILLED");
+    assert_eq!(r.header_u64("X-MBX-ORDER-COUNT-2S"), 3);
+    let r = place(&order_params("u3"));
+    assert_eq!(r.status, 200, "the fill made room: {}", r.body);
+    assert_eq!(r.header_u64("X-MBX-ORDER-COUNT-2S"), 3);
+    assert_eq!(place(&order_params("u4")).code(), -1015);
+}
