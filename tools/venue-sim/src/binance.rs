@@ -1,4 +1,5 @@
-//! The Binance Spot profile: what happens to one request, from receipt to answer.
+//! The Binance profiles (Spot and USD-M futures): what happens to one request, from
+//! receipt to answer.
 //!
 //! The drive order, one request at a time under the server's lock:
 //! 1. [`Venue::admit`] at receipt: ban check (418), IP weight and raw-request counts
@@ -25,6 +26,12 @@
 //! - the unfilled order count (successful placements count, a first fill takes one
 //!   off): <https://developers.binance.com/docs/binance-spot-api-docs/faqs/order_count_decrement>
 //!
+//! USD-M futures (`/fapi/v1`, account `/fapi/v2` or `/fapi/v3`; modify with `PUT
+//! /fapi/v1/order`; no cancel-replace; every order request counts, fills never
+//! decrement; the 503 texts that mean "unknown" and "failed"):
+//! <https://developers.binance.com/docs/derivatives/usds-margined-futures/general-info>,
+//! <https://developers.binance.com/docs/derivatives/usds-margined-futures/error-code>.
+//!
 //! Simplifications, each visible in responses: one symbol; orders never match each
 //! other (LIMIT orders rest as NEW, MARKET orders fill at the synthetic mid);
 //! balances are fixed. This module never touches a socket or reads a clock.
@@ -34,7 +41,7 @@ use std::net::IpAddr;
 
 use serde_json::{json, Value};
 
-use crate::config::{Config, Fault, FaultScope, LimitType};
+use crate::config::{Config, Fault, FaultScope, LimitType, Profile};
 use crate::http::{Request, Response};
 use crate::limits::{window_start, Key, LimitState};
 use crate::params::{self, Params, SignatureError};
@@ -138,6 +145,13 @@ pub(crate) enum Op {
     NewOrder(NewOrder),
     Cancel(OrderRef, Option<String>),
     Query(OrderRef),
+    /// Futures `PUT /fapi/v1/order`: new price and quantity for a resting order.
+    Modify {
+        target: OrderRef,
+        side: Side,
+        qty_e8: u64,
+        price_e8: u64,
+    },
     CancelReplace {
         mode: ReplaceMode,
         cancel: OrderRef,
@@ -150,7 +164,7 @@ impl Op {
     fn changes_orders(&self) -> bool {
         matches!(
             self,
-            Op::NewOrder(_) | Op::Cancel(..) | Op::CancelReplace { .. }
+            Op::NewOrder(_) | Op::Cancel(..) | Op::CancelReplace { .. } | Op::Modify { .. }
         )
     }
 }
@@ -181,22 +195,38 @@ enum Endpoint {
     CancelOrder,
     QueryOrder,
     CancelReplace,
+    Modify,
 }
 
 impl Endpoint {
-    fn route(method: &str, path: &str) -> Option<Endpoint> {
-        Some(match (method, path) {
-            ("GET", "/api/v3/ping") => Endpoint::Ping,
-            ("GET", "/api/v3/time") => Endpoint::Time,
-            ("GET", "/api/v3/exchangeInfo") => Endpoint::ExchangeInfo,
-            ("GET", "/api/v3/depth") => Endpoint::Depth,
-            ("GET", "/api/v3/account") => Endpoint::Account,
-            ("GET", "/api/v3/openOrders") => Endpoint::OpenOrders,
-            ("POST", "/api/v3/order") => Endpoint::NewOrder,
-            ("DELETE", "/api/v3/order") => Endpoint::CancelOrder,
-            ("GET", "/api/v3/order") => Endpoint::QueryOrder,
-            ("POST", "/api/v3/order/cancelReplace") => Endpoint::CancelReplace,
-            _ => return None,
+    fn route(profile: Profile, method: &str, path: &str) -> Option<Endpoint> {
+        Some(match profile {
+            Profile::BinanceSpot => match (method, path) {
+                ("GET", "/api/v3/ping") => Endpoint::Ping,
+                ("GET", "/api/v3/time") => Endpoint::Time,
+                ("GET", "/api/v3/exchangeInfo") => Endpoint::ExchangeInfo,
+                ("GET", "/api/v3/depth") => Endpoint::Depth,
+                ("GET", "/api/v3/account") => Endpoint::Account,
+                ("GET", "/api/v3/openOrders") => Endpoint::OpenOrders,
+                ("POST", "/api/v3/order") => Endpoint::NewOrder,
+                ("DELETE", "/api/v3/order") => Endpoint::CancelOrder,
+                ("GET", "/api/v3/order") => Endpoint::QueryOrder,
+                ("POST", "/api/v3/order/cancelReplace") => Endpoint::CancelReplace,
+                _ => return None,
+            },
+            Profile::BinanceFutures => match (method, path) {
+                ("GET", "/fapi/v1/ping") => Endpoint::Ping,
+                ("GET", "/fapi/v1/time") => Endpoint::Time,
+                ("GET", "/fapi/v1/exchangeInfo") => Endpoint::ExchangeInfo,
+                ("GET", "/fapi/v1/depth") => Endpoint::Depth,
+                ("GET", "/fapi/v2/account" | "/fapi/v3/account") => Endpoint::Account,
+                ("GET", "/fapi/v1/openOrders") => Endpoint::OpenOrders,
+                ("POST", "/fapi/v1/order") => Endpoint::NewOrder,
+                ("PUT", "/fapi/v1/order") => Endpoint::Modify,
+                ("DELETE", "/fapi/v1/order") => Endpoint::CancelOrder,
+                ("GET", "/fapi/v1/order") => Endpoint::QueryOrder,
+                _ => return None,
+            },
         })
     }
 
@@ -208,46 +238,73 @@ impl Endpoint {
     }
 
     fn places_order(self) -> bool {
-        matches!(self, Endpoint::NewOrder | Endpoint::CancelReplace)
+        matches!(
+            self,
+            Endpoint::NewOrder | Endpoint::CancelReplace | Endpoint::Modify
+        )
     }
 
-    /// Request weight as documented for each endpoint.
-    fn weight(self, p: &Params) -> u64 {
-        match self {
-            Endpoint::Ping | Endpoint::Time => 1,
-            Endpoint::ExchangeInfo => 20,
-            Endpoint::Depth => depth_weight(depth_limit(p).unwrap_or(100)),
-            Endpoint::Account => 20,
-            Endpoint::OpenOrders => {
-                if p.get("symbol").is_some() {
-                    6
-                } else {
-                    80
-                }
-            }
-            Endpoint::NewOrder | Endpoint::CancelOrder | Endpoint::CancelReplace => 1,
-            Endpoint::QueryOrder => 4,
+    /// Request weight as documented for each endpoint of each profile.
+    fn weight(self, profile: Profile, p: &Params) -> u64 {
+        let with_symbol = p.get("symbol").is_some();
+        match profile {
+            Profile::BinanceSpot => match self {
+                Endpoint::Ping | Endpoint::Time => 1,
+                Endpoint::ExchangeInfo => 20,
+                Endpoint::Depth => depth_weight(profile, depth_limit(profile, p).unwrap_or(100)),
+                Endpoint::Account => 20,
+                Endpoint::OpenOrders if with_symbol => 6,
+                Endpoint::OpenOrders => 80,
+                Endpoint::NewOrder | Endpoint::CancelOrder | Endpoint::CancelReplace => 1,
+                Endpoint::QueryOrder => 4,
+                Endpoint::Modify => 1,
+            },
+            // New and modified orders weigh 0 on the IP limit, 1 on each order limit.
+            Profile::BinanceFutures => match self {
+                Endpoint::Ping | Endpoint::Time | Endpoint::ExchangeInfo => 1,
+                Endpoint::Depth => depth_weight(profile, depth_limit(profile, p).unwrap_or(500)),
+                Endpoint::Account => 5,
+                Endpoint::OpenOrders if with_symbol => 1,
+                Endpoint::OpenOrders => 40,
+                Endpoint::NewOrder | Endpoint::Modify | Endpoint::CancelReplace => 0,
+                Endpoint::CancelOrder | Endpoint::QueryOrder => 1,
+            },
         }
     }
 }
 
-fn depth_limit(p: &Params) -> Option<usize> {
-    match p.get("limit") {
-        None => Some(100),
-        Some(s) => s
-            .parse::<usize>()
-            .ok()
-            .filter(|&n| n >= 1)
-            .map(|n| n.min(5000)),
+/// The depth `limit` parameter: Spot takes 1..=5000 (more is cut to 5000), futures
+/// one of 5, 10, 20, 50, 100, 500, 1000.
+fn depth_limit(profile: Profile, p: &Params) -> Option<usize> {
+    let n = match p.get("limit") {
+        None => {
+            return Some(match profile {
+                Profile::BinanceSpot => 100,
+                Profile::BinanceFutures => 500,
+            })
+        }
+        Some(s) => s.parse::<usize>().ok()?,
+    };
+    match profile {
+        Profile::BinanceSpot => (n >= 1).then_some(n.min(5000)),
+        Profile::BinanceFutures => [5, 10, 20, 50, 100, 500, 1000].contains(&n).then_some(n),
     }
 }
 
-fn depth_weight(limit: usize) -> u64 {
-    match limit {
-        0..=100 => 5,
-        101..=500 => 25,
-        501..=1000 => 50,
-        _ => 250,
+fn depth_weight(profile: Profile, limit: usize) -> u64 {
+    match profile {
+        Profile::BinanceSpot => match limit {
+            0..=100 => 5,
+            101..=500 => 25,
+            501..=1000 => 50,
+            _ => 250,
+        },
+        Profile::BinanceFutures => match limit {
+            0..=50 => 2,
+            51..=100 => 5,
+            101..=500 => 10,
+            _ => 20,
+        },
     }
 }
 
@@ -517,7 +574,7 @@ impl Venue {
     /// the unfilled order count. A cancel-replace keeps its count: Binance counts
     /// its new order even when it is not attempted.
     pub(crate) fn not_executed(&mut self, op: &Op, account: usize, admitted: i64) {
-        if matches!(op, Op::NewOrder(_)) {
+        if self.spot() && matches!(op, Op::NewOrder(_)) {
             self.count_order(account, -1, admitted);
         }
     }
@@ -547,10 +604,11 @@ impl Venue {
         if self.ips.get(&ip).is_some_and(|s| s.banned_until > now) {
             return self.banned(ip, now);
         }
-        let endpoint = Endpoint::route(&req.method, &req.path);
+        let profile = self.cfg.profile;
+        let endpoint = Endpoint::route(profile, &req.method, &req.path);
         let params = Params::parse(&req.query, &req.body);
         let weight = match (&endpoint, &params) {
-            (Some(e), Ok(p)) => e.weight(p),
+            (Some(e), Ok(p)) => e.weight(profile, p),
             _ => 1,
         };
 
@@ -760,6 +818,7 @@ impl Venue {
     }
 
     fn new_order(&self, p: &Params, cid_name: &str) -> Result<NewOrder, Response> {
+        let futures = self.cfg.profile == Profile::BinanceFutures;
         self.check_symbol(p)?;
         let side = match p.non_empty("side") {
             None => return Err(mandatory("side")),
@@ -770,7 +829,7 @@ impl Venue {
         let kind = match p.non_empty("type") {
             None => return Err(mandatory("type")),
             Some("LIMIT") => OrdType::Limit,
-            Some("LIMIT_MAKER") => OrdType::LimitMaker,
+            Some("LIMIT_MAKER") if !futures => OrdType::LimitMaker,
             Some("MARKET") => OrdType::Market,
             Some(_) => return Err(err(400, -1116, "Invalid orderType.")),
         };
@@ -790,6 +849,7 @@ impl Venue {
                         Some("GTC") => "GTC",
                         Some("IOC") => "IOC",
                         Some("FOK") => "FOK",
+                        Some("GTX") if futures => "GTX",
                         Some(_) => return Err(err(400, -1115, "Invalid timeInForce.")),
                     }
                 } else {
@@ -817,11 +877,11 @@ impl Venue {
             }
         };
         let resp = match p.non_empty("newOrderRespType") {
-            None if kind == OrdType::LimitMaker => RespType::Ack,
+            None if futures || kind == OrdType::LimitMaker => RespType::Ack,
             None => RespType::Full,
             Some("ACK") => RespType::Ack,
             Some("RESULT") => RespType::Result,
-            Some("FULL") => RespType::Full,
+            Some("FULL") if !futures => RespType::Full,
             Some(_) => return Err(illegal("newOrderRespType")),
         };
         Ok(NewOrder {
@@ -842,7 +902,9 @@ impl Venue {
             Endpoint::ExchangeInfo => Op::ExchangeInfo,
             Endpoint::Depth => {
                 self.check_symbol(p)?;
-                Op::Depth(depth_limit(p).ok_or_else(|| illegal("limit"))?)
+                Op::Depth(depth_limit(self.cfg.profile, p).ok_or_else(|| {
+                    err(400, -1130, "Data sent for parameter 'limit' is not valid.")
+                })?)
             }
             Endpoint::Account => Op::Account,
             Endpoint::OpenOrders => {
@@ -860,6 +922,34 @@ impl Venue {
             Endpoint::QueryOrder => {
                 self.check_symbol(p)?;
                 Op::Query(Self::order_ref(p, "orderId", "origClientOrderId")?)
+            }
+            Endpoint::Modify => {
+                self.check_symbol(p)?;
+                let target = Self::order_ref(p, "orderId", "origClientOrderId")?;
+                let side = match p.non_empty("side") {
+                    None => return Err(mandatory("side")),
+                    Some("BUY") => Side::Buy,
+                    Some("SELL") => Side::Sell,
+                    Some(_) => return Err(err(400, -1117, "Invalid side.")),
+                };
+                let qty_e8 = match p.non_empty("quantity") {
+                    None => return Err(mandatory("quantity")),
+                    Some(q) => parse_e8(q)
+                        .filter(|&q| q > 0)
+                        .ok_or_else(|| illegal("quantity"))?,
+                };
+                let price_e8 = match p.non_empty("price") {
+                    None => return Err(mandatory("price")),
+                    Some(q) => parse_e8(q)
+                        .filter(|&q| q > 0)
+                        .ok_or_else(|| illegal("price"))?,
+                };
+                Op::Modify {
+                    target,
+                    side,
+                    qty_e8,
+                    price_e8,
+                }
             }
             Endpoint::CancelReplace => {
                 let mode = match p.non_empty("cancelReplaceMode") {
@@ -922,24 +1012,52 @@ impl Venue {
                     .orders
                     .iter()
                     .filter(|o| o.account == account && o.status == Status::New)
-                    .map(|o| self.order_query_json(o))
+                    .map(|o| self.order_json(o, true))
                     .collect();
                 Response::json(200, Value::Array(list).to_string())
             }
             Op::NewOrder(n) => match self.place(account, n, now) {
                 Ok(v) => Response::json(200, v.to_string()),
                 Err((status, code, msg)) => {
-                    // Refused by the engine: not a successful placement, not counted.
-                    self.count_order(account, -1, admitted);
+                    // Spot: refused by the engine is not a successful placement.
+                    if self.spot() {
+                        self.count_order(account, -1, admitted);
+                    }
                     Response::error(status, code, &msg)
                 }
             },
+            Op::Modify {
+                target,
+                side,
+                qty_e8,
+                price_e8,
+            } => {
+                let Some(i) = self
+                    .find(account, &target)
+                    .filter(|&i| self.orders[i].status == Status::New)
+                else {
+                    return Response::error(400, -2013, "Order does not exist.");
+                };
+                if self.orders[i].side != side {
+                    return Response::error(
+                        400,
+                        -4064,
+                        "Original order side and modified side must be the same.",
+                    );
+                }
+                let o = &mut self.orders[i];
+                o.qty_e8 = qty_e8;
+                o.price_e8 = price_e8;
+                o.update_time = now;
+                self.report.modifies += 1;
+                Response::json(200, self.order_json(&self.orders[i], false).to_string())
+            }
             Op::Cancel(r, cid) => match self.cancel(account, &r, cid, now) {
                 Ok(v) => Response::json(200, v.to_string()),
                 Err((status, code, msg)) => Response::error(status, code, &msg),
             },
             Op::Query(r) => match self.find(account, &r) {
-                Some(i) => Response::json(200, self.order_query_json(&self.orders[i]).to_string()),
+                Some(i) => Response::json(200, self.order_json(&self.orders[i], true).to_string()),
                 None => Response::error(400, -2013, "Order does not exist."),
             },
             Op::CancelReplace {
@@ -979,7 +1097,11 @@ impl Venue {
             if let Some(&i) = self.by_client.get(&(account, c.clone())) {
                 if self.orders[i].status == Status::New {
                     self.report.duplicate_rejects += 1;
-                    return Err((400, -2010, "Duplicate order sent.".into()));
+                    return Err(if self.spot() {
+                        (400, -2010, "Duplicate order sent.".into())
+                    } else {
+                        (400, -4116, "ClientOrderId is duplicated.".into())
+                    });
                 }
             }
         }
@@ -1009,8 +1131,8 @@ impl Venue {
         self.by_client.insert((account, client_id.clone()), idx);
         self.by_id.insert(order_id, idx);
         self.report.executions += 1;
-        if filled {
-            // Binance decrements the unfilled order count when an order first fills
+        if filled && self.spot() {
+            // Binance Spot decrements the unfilled order count when an order first fills
             // (after the answer's headers were written, as there).
             self.count_order(account, -1, now);
         }
@@ -1018,6 +1140,9 @@ impl Venue {
         *count += 1;
         if *count > 1 {
             self.report.duplicates += 1;
+        }
+        if !self.spot() {
+            return Ok(self.order_json(&self.orders[idx], false));
         }
         Ok(self.order_ack_json(idx, n.resp, now))
     }
@@ -1044,6 +1169,9 @@ impl Venue {
         o.update_time = now;
         self.report.cancels += 1;
         let o = &self.orders[i];
+        if !self.spot() {
+            return Ok(self.order_json(o, false));
+        }
         Ok(json!({
             "symbol": self.cfg.symbol,
             "origClientOrderId": o.client_id,
@@ -1167,6 +1295,50 @@ impl Venue {
         v
     }
 
+    fn spot(&self) -> bool {
+        self.cfg.profile == Profile::BinanceSpot
+    }
+
+    /// The order as a query answers it (`with_time`) or as a futures place, modify
+    /// or cancel answers it.
+    fn order_json(&self, o: &Order, with_time: bool) -> Value {
+        if self.spot() {
+            return self.order_query_json(o);
+        }
+        let mut v = json!({
+            "orderId": o.order_id,
+            "symbol": self.cfg.symbol,
+            "status": o.status.name(),
+            "clientOrderId": o.client_id,
+            "price": fmt_e8(if o.kind == OrdType::Market { 0 } else { o.price_e8 }),
+            "avgPrice": fmt_e8(if o.executed_e8 > 0 { o.price_e8 } else { 0 }),
+            "origQty": fmt_e8(o.qty_e8),
+            "executedQty": fmt_e8(o.executed_e8),
+            "cumQty": fmt_e8(o.executed_e8),
+            "cumQuote": fmt_e8(quote(o.price_e8, o.executed_e8)),
+            "timeInForce": o.tif,
+            "type": o.kind.name(),
+            "reduceOnly": false,
+            "closePosition": false,
+            "side": o.side.name(),
+            "positionSide": "BOTH",
+            "stopPrice": fmt_e8(0),
+            "workingType": "CONTRACT_PRICE",
+            "priceProtect": false,
+            "origType": o.kind.name(),
+            "priceMatch": "NONE",
+            "selfTradePreventionMode": "EXPIRE_MAKER",
+            "goodTillDate": 0,
+            "updateTime": o.update_time,
+        });
+        if with_time {
+            if let Value::Object(m) = &mut v {
+                m.insert("time".into(), json!(o.time));
+            }
+        }
+        v
+    }
+
     fn order_query_json(&self, o: &Order) -> Value {
         json!({
             "symbol": self.cfg.symbol,
@@ -1192,7 +1364,40 @@ impl Venue {
         })
     }
 
+    /// The 503 of a 5xx fault. Spot documents every 5xx as unknown and has two
+    /// codes for it: -1006 for a request the engine ran, -1007 ("send status
+    /// unknown") for one it never got. USD-M futures documents which 503 texts mean
+    /// "may have run" and which mean "failed": the emulator sends the first after
+    /// executing and the -1001 text, a documented failure, without executing.
+    pub(crate) fn server_error(&self, executed: bool) -> Response {
+        match (self.cfg.profile, executed) {
+            (Profile::BinanceSpot, true) => Response::error(
+                503,
+                -1006,
+                "An unexpected response was received from the message bus. Execution status unknown.",
+            ),
+            (Profile::BinanceSpot, false) => Response::error(
+                503,
+                -1007,
+                "Timeout waiting for response from backend server. Send status unknown; execution status unknown.",
+            ),
+            (Profile::BinanceFutures, true) => Response::error(
+                503,
+                -1000,
+                "Unknown error, please check your request or try again later.",
+            ),
+            (Profile::BinanceFutures, false) => Response::error(
+                503,
+                -1001,
+                "Internal error; unable to process your request. Please try again.",
+            ),
+        }
+    }
+
     fn exchange_info(&self, now: i64) -> Value {
+        if !self.spot() {
+            return self.exchange_info_futures(now);
+        }
         let limits: Vec<Value> = self
             .cfg
             .rate_limits
@@ -1240,6 +1445,50 @@ impl Venue {
         })
     }
 
+    fn exchange_info_futures(&self, now: i64) -> Value {
+        let limits: Vec<Value> = self
+            .cfg
+            .rate_limits
+            .iter()
+            .map(|l| {
+                json!({
+                    "rateLimitType": l.kind.name(),
+                    "interval": l.interval.name(),
+                    "intervalNum": l.interval_num,
+                    "limit": l.limit,
+                })
+            })
+            .collect();
+        let sym = &self.cfg.symbol;
+        json!({
+            "timezone": "UTC",
+            "serverTime": now,
+            "futuresType": "U_MARGINED",
+            "rateLimits": limits,
+            "exchangeFilters": [],
+            "assets": [{ "asset": quote_asset(sym), "marginAvailable": true, "autoAssetExchange": "0" }],
+            "symbols": [{
+                "symbol": sym,
+                "pair": sym,
+                "contractType": "PERPETUAL",
+                "status": "TRADING",
+                "baseAsset": base_asset(sym),
+                "quoteAsset": quote_asset(sym),
+                "marginAsset": quote_asset(sym),
+                "pricePrecision": 2,
+                "quantityPrecision": 3,
+                "baseAssetPrecision": 8,
+                "quotePrecision": 8,
+                "orderTypes": ["LIMIT", "MARKET"],
+                "timeInForce": ["GTC", "IOC", "FOK", "GTX"],
+                "filters": [
+                    { "filterType": "PRICE_FILTER", "minPrice": "0.01", "maxPrice": "1000000", "tickSize": "0.01" },
+                    { "filterType": "LOT_SIZE", "minQty": "0.001", "maxQty": "1000", "stepSize": "0.001" }
+                ]
+            }]
+        })
+    }
+
     fn depth(&self, limit: usize, now: i64) -> Value {
         let tick = 1_000_000u64; // 0.01
         let mid = self.cfg.mid_price_e8;
@@ -1250,11 +1499,42 @@ impl Venue {
             .map(level)
             .collect();
         let asks: Vec<Value> = (1..=limit as u64).map(|i| level(mid + i * tick)).collect();
-        json!({ "lastUpdateId": now, "bids": bids, "asks": asks })
+        if self.spot() {
+            json!({ "lastUpdateId": now, "bids": bids, "asks": asks })
+        } else {
+            json!({ "lastUpdateId": now, "E": now, "T": now, "bids": bids, "asks": asks })
+        }
     }
 
     fn account(&self, _account: usize, now: i64) -> Value {
         let sym = &self.cfg.symbol;
+        if !self.spot() {
+            let q = quote_asset(sym);
+            return json!({
+                "feeTier": 0,
+                "canTrade": true,
+                "canDeposit": true,
+                "canWithdraw": true,
+                "updateTime": 0,
+                "multiAssetsMargin": false,
+                "totalInitialMargin": "0.00000000",
+                "totalMaintMargin": "0.00000000",
+                "totalWalletBalance": "100000.00000000",
+                "totalUnrealizedProfit": "0.00000000",
+                "totalMarginBalance": "100000.00000000",
+                "availableBalance": "100000.00000000",
+                "maxWithdrawAmount": "100000.00000000",
+                "assets": [{
+                    "asset": q,
+                    "walletBalance": "100000.00000000",
+                    "unrealizedProfit": "0.00000000",
+                    "marginBalance": "100000.00000000",
+                    "availableBalance": "100000.00000000",
+                    "updateTime": now
+                }],
+                "positions": []
+            });
+        }
         json!({
             "makerCommission": 10,
             "takerCommission": 10,

@@ -15,6 +15,8 @@ use std::str::FromStr;
 pub enum Profile {
     /// Binance Spot REST (`/api/v3/...`).
     BinanceSpot,
+    /// Binance USD-M futures REST (`/fapi/v1/...`).
+    BinanceFutures,
 }
 
 impl Profile {
@@ -22,6 +24,7 @@ impl Profile {
     pub fn name(self) -> &'static str {
         match self {
             Profile::BinanceSpot => "binance-spot",
+            Profile::BinanceFutures => "binance-futures",
         }
     }
 }
@@ -31,9 +34,8 @@ impl FromStr for Profile {
     fn from_str(s: &str) -> Result<Self, ConfigError> {
         match s {
             "binance-spot" => Ok(Profile::BinanceSpot),
-            "binance-futures" | "bybit" | "okx" | "hyperliquid" => {
-                Err(ConfigError::ProfileNotBuilt(s.to_string()))
-            }
+            "binance-futures" => Ok(Profile::BinanceFutures),
+            "bybit" | "okx" | "hyperliquid" => Err(ConfigError::ProfileNotBuilt(s.to_string())),
             _ => Err(ConfigError::UnknownProfile(s.to_string())),
         }
     }
@@ -207,6 +209,13 @@ pub const BINANCE_SPOT_LIMITS: [RateLimit; 4] = [
     RateLimit::new(LimitType::RawRequests, Interval::Minute, 5, 61_000),
 ];
 
+/// Binance USD-M futures' published default limits.
+pub const BINANCE_FUTURES_LIMITS: [RateLimit; 3] = [
+    RateLimit::new(LimitType::RequestWeight, Interval::Minute, 1, 2400),
+    RateLimit::new(LimitType::Orders, Interval::Minute, 1, 1200),
+    RateLimit::new(LimitType::Orders, Interval::Second, 10, 300),
+];
+
 /// When a client that keeps sending into a 429 is banned, and for how long.
 ///
 /// Binance documents the escalation ("from 2 minutes to 3 days for repeat
@@ -257,11 +266,13 @@ pub enum Fault {
     /// Wait [`Faults::delay_ms`], then execute and reply (the client's deadline has
     /// usually passed, so the order appears after the client gave up).
     Delay,
-    /// Execute, then answer HTTP 503 with code -1006 (execution status unknown).
+    /// Execute, then answer HTTP 503 with the profile's "execution status unknown"
+    /// body (Spot -1006; futures "Unknown error, please check your request or try
+    /// again later.").
     ServerErrorAfterExecute,
-    /// Do not execute; answer HTTP 503 with code -1007. The emulator guarantees the
-    /// request did not run; the venue's documentation still calls every 5xx
-    /// "execution status UNKNOWN", so a client must reconcile, not re-send.
+    /// Do not execute; answer HTTP 503 (Spot -1007, which Spot still documents as
+    /// unknown, so a Spot client must reconcile; futures -1001 "Internal error;
+    /// unable to process your request. Please try again.", documented as failed).
     ServerErrorNoExecute,
 }
 
@@ -399,6 +410,24 @@ impl Config {
         }
     }
 
+    /// Binance USD-M futures with its published limits; otherwise as
+    /// [`Config::binance_spot`].
+    pub fn binance_futures() -> Self {
+        Config {
+            profile: Profile::BinanceFutures,
+            rate_limits: BINANCE_FUTURES_LIMITS.to_vec(),
+            ..Config::binance_spot()
+        }
+    }
+
+    /// The defaults of `profile`.
+    pub fn for_profile(profile: Profile) -> Self {
+        match profile {
+            Profile::BinanceSpot => Config::binance_spot(),
+            Profile::BinanceFutures => Config::binance_futures(),
+        }
+    }
+
     /// Checks everything [`crate::Server::start`] relies on.
     pub fn validate(&self) -> Result<(), ConfigError> {
         if !self.bind.ip().is_loopback() {
@@ -472,10 +501,10 @@ impl fmt::Display for ConfigError {
             }
             ConfigError::UnknownProfile(p) => write!(
                 f,
-                "unknown profile {p:?} (known: binance-spot; planned: binance-futures, bybit, okx, hyperliquid)"
+                "unknown profile {p:?} (known: binance-spot, binance-futures; planned: bybit, okx, hyperliquid)"
             ),
             ConfigError::ProfileNotBuilt(p) => {
-                write!(f, "profile {p:?} is not built yet; only binance-spot is")
+                write!(f, "profile {p:?} is not built yet; binance-spot and binance-futures are")
             }
             ConfigError::BadLimit(s) => write!(
                 f,

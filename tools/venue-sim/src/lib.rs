@@ -5,7 +5,10 @@
 //! around the venue state. Tests and examples start it in-process with
 //! [`Server::start`]; the `ergon-venue-sim` binary runs the same server standalone.
 //!
-//! Profile `binance-spot` (the only one built so far) plays Binance Spot REST:
+//! Profile `binance-spot` plays Binance Spot REST; `binance-futures` plays USD-M
+//! futures (`/fapi`) with the same machinery, its own limits, weights, shapes and
+//! 503 texts (see the `binance` module). Bybit, OKX and Hyperliquid are not built.
+//! Binance Spot in detail:
 //! - its own clock ([`VenueClock`]: host UTC plus [`Config::clock_offset_ms`]);
 //! - fixed windows aligned on that clock, counted at receipt, per IP for
 //!   `REQUEST_WEIGHT` and `RAW_REQUESTS` and per API key for `ORDERS`; the limits are
@@ -73,7 +76,8 @@ mod server;
 
 pub use config::{
     Account, BanPolicy, Config, ConfigError, Fault, FaultScope, Faults, Interval, LimitType,
-    Profile, RateLimit, BINANCE_SPOT_LIMITS, DEFAULT_API_KEY, DEFAULT_API_SECRET,
+    Profile, RateLimit, BINANCE_FUTURES_LIMITS, BINANCE_SPOT_LIMITS, DEFAULT_API_KEY,
+    DEFAULT_API_SECRET,
 };
 pub use report::{FaultCounts, LimitUsage, Report};
 pub use server::{Server, StartError, VenueClock};

@@ -10,14 +10,14 @@ use std::time::Duration;
 
 use ergon_venue_sim::{Account, Config, Fault, FaultScope, RateLimit, Server};
 
-const USAGE: &str = "usage: ergon-venue-sim [--profile binance-spot] [--listen 127.0.0.1:PORT]
+const USAGE: &str = "usage: ergon-venue-sim [--profile binance-spot|binance-futures] [--listen 127.0.0.1:PORT]
   [--clock-offset-ms MS] [--limit TYPE:INTERVAL:NUM:LIMIT]... [--api-key K --api-secret S]
   [--ban-after N] [--ban-first-ms MS] [--ban-max-ms MS]
   [--fault KIND:PROBABILITY]... [--fault-at N:KIND]... [--fault-delay-ms MS]
   [--fault-scope orders|all] [--seed N] [--other-sender-weight PER_SECOND]
   [--symbol SYMBOL] [--duration SECS] [--report FILE]
 fault kinds: close-before-execute, execute-then-close, delay, 5xx-after-execute, 5xx-not-executed
-limits (default: Binance Spot's): e.g. --limit REQUEST_WEIGHT:MINUTE:1:6000 --limit ORDERS:SECOND:10:100";
+limits (default: the profile's published ones): e.g. --limit REQUEST_WEIGHT:MINUTE:1:6000 --limit ORDERS:SECOND:10:100";
 
 #[derive(Debug)]
 struct Args {
@@ -26,8 +26,17 @@ struct Args {
     report: Option<String>,
 }
 
-fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
-    let mut config = Config::binance_spot();
+fn parse(it: impl Iterator<Item = String>) -> Result<Args, String> {
+    let all: Vec<String> = it.collect();
+    // The profile picks the defaults every other flag then adjusts.
+    let mut config = match all.iter().position(|a| a == "--profile") {
+        Some(i) => {
+            let name = all.get(i + 1).ok_or("--profile needs a value")?;
+            Config::for_profile(name.parse().map_err(|e| format!("{e}"))?)
+        }
+        None => Config::binance_spot(),
+    };
+    let mut it = all.into_iter();
     let mut limits: Vec<RateLimit> = Vec::new();
     let mut key = None;
     let mut secret = None;
@@ -43,7 +52,9 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
                 .map_err(|_| format!("{flag}: {v:?} is not an integer"))
         };
         match flag.as_str() {
-            "--profile" => config.profile = value()?.parse().map_err(|e| format!("{e}"))?,
+            "--profile" => {
+                value()?; // read above
+            }
             "--listen" => {
                 let v = value()?;
                 config.bind = v
@@ -198,6 +209,13 @@ mod tests {
             .unwrap_err()
             .contains("loopback"));
         assert!(args("--profile okx").unwrap_err().contains("not built"));
+        let f = args("--fault delay:0.1 --profile binance-futures").unwrap();
+        assert_eq!(f.config.rate_limits.len(), 3, "futures defaults");
+        assert_eq!(
+            f.config.faults.chances.len(),
+            1,
+            "flags before --profile are kept"
+        );
         assert!(args("--fault nope:0.1").unwrap_err().contains("nope"));
         assert!(args("--api-key k").unwrap_err().contains("together"));
         assert!(args("--frobnicate").unwrap_err().contains("unknown"));

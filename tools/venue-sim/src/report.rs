@@ -98,6 +98,8 @@ pub struct Report {
     pub duplicate_rejects: u64,
     /// Cancels that found their order open and canceled it.
     pub cancels: u64,
+    /// Futures modifications applied to a resting order.
+    pub modifies: u64,
     /// Faults injected.
     pub faults: FaultCounts,
     /// Usage of each configured limit.
@@ -148,6 +150,7 @@ impl Report {
             "duplicates": self.duplicates,
             "duplicateRejects": self.duplicate_rejects,
             "cancels": self.cancels,
+            "modifies": self.modifies,
             "faults": faults,
             "limits": limits,
         })

@@ -292,11 +292,7 @@ fn handle(stream: &mut TcpStream, ip: IpAddr, req: &http::Request, shared: &Shar
         }
         Fault::ServerErrorAfterExecute => {
             venue.execute(op, account, now, now);
-            let mut r = Response::error(
-                503,
-                -1006,
-                "An unexpected response was received from the message bus. Execution status unknown.",
-            );
+            let mut r = venue.server_error(true);
             r.headers.extend(headers);
             venue.note_status(503);
             drop(venue);
@@ -304,11 +300,7 @@ fn handle(stream: &mut TcpStream, ip: IpAddr, req: &http::Request, shared: &Shar
         }
         Fault::ServerErrorNoExecute => {
             venue.not_executed(&op, account, now);
-            let mut r = Response::error(
-                503,
-                -1007,
-                "Timeout waiting for response from backend server. Send status unknown; execution status unknown.",
-            );
+            let mut r = venue.server_error(false);
             r.headers.extend(headers);
             venue.note_status(503);
             drop(venue);

@@ -307,7 +307,7 @@ fn depth_and_account_have_their_shapes() {
     );
     assert!(d.get("lastUpdateId").is_some());
     let r = c.get("/api/v3/depth?symbol=BTCUSDT&limit=0");
-    assert_eq!(r.code(), -1100);
+    assert_eq!(r.code(), -1130);
     let a = c.signed(&s, "GET", "/api/v3/account", "").unwrap().json();
     assert_eq!(a["balances"][0]["asset"], "BTC");
     assert_eq!(a["canTrade"], true);
