@@ -473,6 +473,10 @@ impl Venue {
         *self.report.responses.entry(status).or_insert(0) += 1;
     }
 
+    pub(crate) fn note_connection(&mut self) {
+        self.report.connections += 1;
+    }
+
     pub(crate) fn note_malformed(&mut self) {
         self.report.malformed += 1;
     }

@@ -221,7 +221,8 @@ pub const BINANCE_FUTURES_LIMITS: [RateLimit; 3] = [
 /// Binance documents the escalation ("from 2 minutes to 3 days for repeat
 /// offenders") but not the trigger; the trigger here is the emulator's choice:
 /// `after_violations` requests received from an IP while it is inside the
-/// Retry-After of a 429 it was given.
+/// Retry-After of a 429 it was given. The default, 5, lets the few requests a
+/// client already had in flight when its 429 was written arrive without a ban.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BanPolicy {
     /// Requests sent into an unexpired 429 before the IP is banned (at least 1).
@@ -235,7 +236,7 @@ pub struct BanPolicy {
 impl Default for BanPolicy {
     fn default() -> Self {
         BanPolicy {
-            after_violations: 3,
+            after_violations: 5,
             first_ms: 2 * 60_000,
             max_ms: 3 * 86_400_000,
         }

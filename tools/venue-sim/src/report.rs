@@ -68,6 +68,8 @@ pub struct LimitUsage {
 pub struct Report {
     /// The profile played.
     pub profile: String,
+    /// TCP connections accepted.
+    pub connections: u64,
     /// Complete requests received (parsed, whatever happened next).
     pub requests: u64,
     /// Byte streams that were not acceptable HTTP requests.
@@ -136,6 +138,7 @@ impl Report {
             .collect();
         json!({
             "profile": self.profile,
+            "connections": self.connections,
             "requests": self.requests,
             "malformed": self.malformed,
             "responses": responses,

@@ -198,6 +198,7 @@ fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
             break;
         }
         let Ok(stream) = stream else { continue };
+        shared.venue().note_connection();
         let s = Arc::clone(&shared);
         let spawned = thread::Builder::new()
             .name("venue-sim-conn".into())

@@ -23,6 +23,7 @@ fn the_report_counts_what_happened() {
     let v = rep.to_json();
     assert_eq!(v["profile"], "binance-spot");
     assert_eq!(v["requests"], 3);
+    assert_eq!(v["connections"], 1, "one keep-alive connection");
     assert_eq!(v["executions"], 1);
     assert_eq!(v["duplicateRejects"], 1);
     assert_eq!(v["duplicates"], 0);
