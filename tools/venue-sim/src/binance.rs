@@ -47,6 +47,8 @@ use crate::limits::{window_start, Key, LimitState};
 use crate::params::{self, Params, SignatureError};
 use crate::report::Report;
 
+mod bybit;
+
 /// Largest recvWindow Binance accepts.
 const MAX_RECV_WINDOW: u64 = 60_000;
 /// Default recvWindow.
@@ -145,6 +147,8 @@ pub(crate) enum Op {
     NewOrder(NewOrder),
     Cancel(OrderRef, Option<String>),
     Query(OrderRef),
+    /// A Bybit request (the `bybit` module runs it).
+    Bybit(bybit::BybitOp),
     /// Futures `PUT /fapi/v1/order`: new price and quantity for a resting order.
     Modify {
         target: OrderRef,
@@ -165,7 +169,7 @@ impl Op {
         matches!(
             self,
             Op::NewOrder(_) | Op::Cancel(..) | Op::CancelReplace { .. } | Op::Modify { .. }
-        )
+        ) || matches!(self, Op::Bybit(b) if b.changes_orders())
     }
 }
 
@@ -227,6 +231,8 @@ impl Endpoint {
                 ("GET", "/fapi/v1/order") => Endpoint::QueryOrder,
                 _ => return None,
             },
+            // Bybit has its own router (the `bybit` module).
+            Profile::Bybit => return None,
         })
     }
 
@@ -269,6 +275,7 @@ impl Endpoint {
                 Endpoint::NewOrder | Endpoint::Modify | Endpoint::CancelReplace => 0,
                 Endpoint::CancelOrder | Endpoint::QueryOrder => 1,
             },
+            Profile::Bybit => 1,
         }
     }
 }
@@ -279,20 +286,21 @@ fn depth_limit(profile: Profile, p: &Params) -> Option<usize> {
     let n = match p.get("limit") {
         None => {
             return Some(match profile {
-                Profile::BinanceSpot => 100,
+                Profile::BinanceSpot | Profile::Bybit => 100,
                 Profile::BinanceFutures => 500,
             })
         }
         Some(s) => s.parse::<usize>().ok()?,
     };
     match profile {
-        Profile::BinanceSpot => (n >= 1).then_some(n.min(5000)),
+        Profile::BinanceSpot | Profile::Bybit => (n >= 1).then_some(n.min(5000)),
         Profile::BinanceFutures => [5, 10, 20, 50, 100, 500, 1000].contains(&n).then_some(n),
     }
 }
 
 fn depth_weight(profile: Profile, limit: usize) -> u64 {
     match profile {
+        Profile::Bybit => 1,
         Profile::BinanceSpot => match limit {
             0..=100 => 5,
             101..=500 => 25,
@@ -367,6 +375,8 @@ pub(crate) struct Venue {
     fault_seq: u64,
     script: HashMap<u64, Fault>,
     report: Report,
+    /// The venue time of the latest receipt (for answers built without one).
+    now_hint: i64,
 }
 
 fn err(status: u16, code: i32, msg: &str) -> Response {
@@ -455,6 +465,7 @@ impl Venue {
             fault_seq: 0,
             script,
             report,
+            now_hint: 0,
         }
     }
 
@@ -604,6 +615,10 @@ impl Venue {
     /// Step 1 of the drive order: everything the venue decides at receipt.
     pub(crate) fn admit(&mut self, req: &Request, ip: IpAddr, now: i64) -> Admission {
         self.report.requests += 1;
+        self.now_hint = now;
+        if self.cfg.profile == Profile::Bybit {
+            return self.admit_bybit(req, ip, now);
+        }
         self.phantom(ip, now);
         if self.ips.get(&ip).is_some_and(|s| s.banned_until > now) {
             return self.banned(ip, now);
@@ -622,7 +637,7 @@ impl Venue {
             let amount = match l.spec.kind {
                 LimitType::RequestWeight => weight,
                 LimitType::RawRequests => 1,
-                LimitType::Orders => continue,
+                _ => continue,
             };
             let used = l.charge(Key::Ip(ip), amount, now);
             if used > l.spec.limit && over.is_none() {
@@ -1006,6 +1021,7 @@ impl Venue {
     /// `admitted` (the same instant unless a fault delayed it).
     pub(crate) fn execute(&mut self, op: Op, account: usize, now: i64, admitted: i64) -> Response {
         match op {
+            Op::Bybit(b) => self.execute_bybit(b, account, now),
             Op::Ping => Response::json(200, "{}".into()),
             Op::Time => Response::json(200, json!({ "serverTime": now }).to_string()),
             Op::ExchangeInfo => Response::json(200, self.exchange_info(now).to_string()),
@@ -1395,6 +1411,7 @@ impl Venue {
                 -1001,
                 "Internal error; unable to process your request. Please try again.",
             ),
+            (Profile::Bybit, executed) => bybit::server_error(executed, self.now_hint),
         }
     }
 

@@ -17,6 +17,8 @@ pub enum Profile {
     BinanceSpot,
     /// Binance USD-M futures REST (`/fapi/v1/...`).
     BinanceFutures,
+    /// Bybit v5 REST (`/v5/...`, linear contracts).
+    Bybit,
 }
 
 impl Profile {
@@ -25,6 +27,7 @@ impl Profile {
         match self {
             Profile::BinanceSpot => "binance-spot",
             Profile::BinanceFutures => "binance-futures",
+            Profile::Bybit => "bybit",
         }
     }
 }
@@ -35,7 +38,8 @@ impl FromStr for Profile {
         match s {
             "binance-spot" => Ok(Profile::BinanceSpot),
             "binance-futures" => Ok(Profile::BinanceFutures),
-            "bybit" | "okx" | "hyperliquid" => Err(ConfigError::ProfileNotBuilt(s.to_string())),
+            "bybit" => Ok(Profile::Bybit),
+            "okx" | "hyperliquid" => Err(ConfigError::ProfileNotBuilt(s.to_string())),
             _ => Err(ConfigError::UnknownProfile(s.to_string())),
         }
     }
@@ -50,6 +54,16 @@ pub enum LimitType {
     RawRequests,
     /// Order placements per account (`ORDERS`, the unfilled order count).
     Orders,
+    /// Bybit, per UID: `/v5/order/create`.
+    BybitCreate,
+    /// Bybit, per UID: `/v5/order/amend`.
+    BybitAmend,
+    /// Bybit, per UID: `/v5/order/cancel`.
+    BybitCancel,
+    /// Bybit, per UID: `/v5/order/realtime`.
+    BybitRealtime,
+    /// Bybit, per UID: `/v5/account/wallet-balance`.
+    BybitWallet,
 }
 
 impl LimitType {
@@ -59,12 +73,17 @@ impl LimitType {
             LimitType::RequestWeight => "REQUEST_WEIGHT",
             LimitType::RawRequests => "RAW_REQUESTS",
             LimitType::Orders => "ORDERS",
+            LimitType::BybitCreate => "/v5/order/create",
+            LimitType::BybitAmend => "/v5/order/amend",
+            LimitType::BybitCancel => "/v5/order/cancel",
+            LimitType::BybitRealtime => "/v5/order/realtime",
+            LimitType::BybitWallet => "/v5/account/wallet-balance",
         }
     }
 
     /// Whether the limit is counted per IP (true) or per account (false).
     pub fn per_ip(self) -> bool {
-        !matches!(self, LimitType::Orders)
+        matches!(self, LimitType::RequestWeight | LimitType::RawRequests)
     }
 }
 
@@ -124,6 +143,9 @@ pub struct RateLimit {
     pub interval_num: u32,
     /// Most units admitted per window.
     pub limit: u64,
+    /// Counted over any window of this length (Bybit's "rolling time window"),
+    /// not in windows aligned on the clock (Binance).
+    pub rolling: bool,
 }
 
 impl RateLimit {
@@ -134,7 +156,14 @@ impl RateLimit {
             interval,
             interval_num,
             limit,
+            rolling: false,
         }
+    }
+
+    /// The same limit counted over a rolling window.
+    pub const fn rolling(mut self) -> Self {
+        self.rolling = true;
+        self
     }
 
     /// The window length in milliseconds.
@@ -148,7 +177,7 @@ impl RateLimit {
         let prefix = match self.kind {
             LimitType::RequestWeight => "X-MBX-USED-WEIGHT-",
             LimitType::Orders => "X-MBX-ORDER-COUNT-",
-            LimitType::RawRequests => return None,
+            _ => return None,
         };
         Some(format!(
             "{prefix}{}{}",
@@ -170,19 +199,29 @@ impl RateLimit {
 
 impl FromStr for RateLimit {
     type Err = ConfigError;
-    /// `TYPE:INTERVAL:NUM:LIMIT`, e.g. `REQUEST_WEIGHT:MINUTE:1:6000`.
+    /// `TYPE:INTERVAL:NUM:LIMIT[:ROLLING]`, e.g. `REQUEST_WEIGHT:MINUTE:1:6000`;
+    /// TYPE is a Binance `rateLimitType` or a Bybit path (`/v5/order/create`).
     fn from_str(s: &str) -> Result<Self, ConfigError> {
         let bad = || ConfigError::BadLimit(s.to_string());
         let mut it = s.split(':');
-        let (Some(t), Some(i), Some(n), Some(l), None) =
-            (it.next(), it.next(), it.next(), it.next(), it.next())
+        let (Some(t), Some(i), Some(n), Some(l)) = (it.next(), it.next(), it.next(), it.next())
         else {
             return Err(bad());
+        };
+        let rolling = match (it.next(), it.next()) {
+            (None, None) => false,
+            (Some("ROLLING"), None) => true,
+            _ => return Err(bad()),
         };
         let kind = match t {
             "REQUEST_WEIGHT" => LimitType::RequestWeight,
             "RAW_REQUESTS" => LimitType::RawRequests,
             "ORDERS" => LimitType::Orders,
+            "/v5/order/create" => LimitType::BybitCreate,
+            "/v5/order/amend" => LimitType::BybitAmend,
+            "/v5/order/cancel" => LimitType::BybitCancel,
+            "/v5/order/realtime" => LimitType::BybitRealtime,
+            "/v5/account/wallet-balance" => LimitType::BybitWallet,
             _ => return Err(bad()),
         };
         let interval = match i {
@@ -197,7 +236,8 @@ impl FromStr for RateLimit {
         if num == 0 {
             return Err(bad());
         }
-        Ok(RateLimit::new(kind, interval, num, limit))
+        let l = RateLimit::new(kind, interval, num, limit);
+        Ok(if rolling { l.rolling() } else { l })
     }
 }
 
@@ -214,6 +254,18 @@ pub const BINANCE_FUTURES_LIMITS: [RateLimit; 3] = [
     RateLimit::new(LimitType::RequestWeight, Interval::Minute, 1, 2400),
     RateLimit::new(LimitType::Orders, Interval::Minute, 1, 1200),
     RateLimit::new(LimitType::Orders, Interval::Second, 10, 300),
+];
+
+/// Bybit v5's documented defaults: 600 requests per IP in any 5 s, and per UID per
+/// rolling second 10 creates, 10 amends, 10 cancels (linear, VIP 0) and 50 reads
+/// of each read endpoint.
+pub const BYBIT_LIMITS: [RateLimit; 6] = [
+    RateLimit::new(LimitType::RawRequests, Interval::Second, 5, 600).rolling(),
+    RateLimit::new(LimitType::BybitCreate, Interval::Second, 1, 10).rolling(),
+    RateLimit::new(LimitType::BybitAmend, Interval::Second, 1, 10).rolling(),
+    RateLimit::new(LimitType::BybitCancel, Interval::Second, 1, 10).rolling(),
+    RateLimit::new(LimitType::BybitRealtime, Interval::Second, 1, 50).rolling(),
+    RateLimit::new(LimitType::BybitWallet, Interval::Second, 1, 50).rolling(),
 ];
 
 /// When a client that keeps sending into a 429 is banned, and for how long.
@@ -421,11 +473,28 @@ impl Config {
         }
     }
 
+    /// Bybit v5 with its documented limits; an IP over its limit is banned at
+    /// once for 10 minutes ("403, access too frequent ... wait for at least 10
+    /// minutes"); otherwise as [`Config::binance_spot`].
+    pub fn bybit() -> Self {
+        Config {
+            profile: Profile::Bybit,
+            rate_limits: BYBIT_LIMITS.to_vec(),
+            ban: BanPolicy {
+                after_violations: 1,
+                first_ms: 600_000,
+                max_ms: 600_000,
+            },
+            ..Config::binance_spot()
+        }
+    }
+
     /// The defaults of `profile`.
     pub fn for_profile(profile: Profile) -> Self {
         match profile {
             Profile::BinanceSpot => Config::binance_spot(),
             Profile::BinanceFutures => Config::binance_futures(),
+            Profile::Bybit => Config::bybit(),
         }
     }
 
@@ -502,10 +571,10 @@ impl fmt::Display for ConfigError {
             }
             ConfigError::UnknownProfile(p) => write!(
                 f,
-                "unknown profile {p:?} (known: binance-spot, binance-futures; planned: bybit, okx, hyperliquid)"
+                "unknown profile {p:?} (known: binance-spot, binance-futures, bybit; planned: okx, hyperliquid)"
             ),
             ConfigError::ProfileNotBuilt(p) => {
-                write!(f, "profile {p:?} is not built yet; binance-spot and binance-futures are")
+                write!(f, "profile {p:?} is not built yet; binance-spot, binance-futures and bybit are")
             }
             ConfigError::BadLimit(s) => write!(
                 f,
@@ -555,9 +624,13 @@ mod tests {
     #[test]
     fn other_profiles_say_they_are_not_built() {
         assert_eq!(
-            "bybit".parse::<Profile>(),
-            Err(ConfigError::ProfileNotBuilt("bybit".into()))
+            "okx".parse::<Profile>(),
+            Err(ConfigError::ProfileNotBuilt("okx".into()))
         );
+        assert_eq!("bybit".parse::<Profile>(), Ok(Profile::Bybit));
+        let l: RateLimit = "/v5/order/create:SECOND:1:10:ROLLING".parse().unwrap();
+        assert!(l.rolling);
+        assert_eq!(l.kind, LimitType::BybitCreate);
         assert!(matches!(
             "nasdaq".parse::<Profile>(),
             Err(ConfigError::UnknownProfile(_))

@@ -24,8 +24,20 @@ pub struct Request {
     pub body: Vec<u8>,
     /// The `X-MBX-APIKEY` header, if sent.
     pub api_key: Option<String>,
+    /// Every header whose value is UTF-8: name lowercased, value trimmed.
+    pub headers: Vec<(String, String)>,
     /// The client asked to close after this request (`Connection: close` or HTTP/1.0).
     pub close: bool,
+}
+
+impl Request {
+    /// The first header named `name` (compared case-insensitively).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
 }
 
 /// What the buffer holds.
@@ -62,8 +74,12 @@ pub fn parse_request(buf: &[u8]) -> Parsed {
     };
     let mut content_length: Option<usize> = None;
     let mut api_key = None;
+    let mut all = Vec::with_capacity(req.headers.len());
     let mut close = version == 0;
     for h in req.headers.iter() {
+        if let Ok(v) = std::str::from_utf8(h.value) {
+            all.push((h.name.to_ascii_lowercase(), v.trim().to_string()));
+        }
         if h.name.eq_ignore_ascii_case("content-length") {
             let Some(n) = std::str::from_utf8(h.value)
                 .ok()
@@ -110,6 +126,7 @@ pub fn parse_request(buf: &[u8]) -> Parsed {
             query,
             body: buf[head_len..total].to_vec(),
             api_key,
+            headers: all,
             close,
         },
         total,
@@ -199,6 +216,8 @@ mod tests {
         assert_eq!(r.query, "symbol=BTCUSDT");
         assert_eq!(r.body, b"a=1");
         assert_eq!(r.api_key.as_deref(), Some("k"));
+        assert_eq!(r.header("x-mbx-apikey"), Some("k"));
+        assert_eq!(r.header("HOST"), Some("x"));
         assert!(!r.close);
     }
 

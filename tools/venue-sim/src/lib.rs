@@ -7,7 +7,9 @@
 //!
 //! Profile `binance-spot` plays Binance Spot REST; `binance-futures` plays USD-M
 //! futures (`/fapi`) with the same machinery, its own limits, weights, shapes and
-//! 503 texts (see the `binance` module). Bybit, OKX and Hyperliquid are not built.
+//! 503 texts; `bybit` plays Bybit v5 linear (rolling per-UID endpoint limits with
+//! the `X-Bapi-Limit*` headers, 600 per IP per 5 s with an immediate 403 ban, v5
+//! signing, `retCode` answers). OKX and Hyperliquid are not built.
 //! Binance Spot in detail:
 //! - its own clock ([`VenueClock`]: host UTC plus [`Config::clock_offset_ms`]);
 //! - fixed windows aligned on that clock, counted at receipt, per IP for
@@ -76,7 +78,7 @@ mod server;
 
 pub use config::{
     Account, BanPolicy, Config, ConfigError, Fault, FaultScope, Faults, Interval, LimitType,
-    Profile, RateLimit, BINANCE_FUTURES_LIMITS, BINANCE_SPOT_LIMITS, DEFAULT_API_KEY,
+    Profile, RateLimit, BINANCE_FUTURES_LIMITS, BINANCE_SPOT_LIMITS, BYBIT_LIMITS, DEFAULT_API_KEY,
     DEFAULT_API_SECRET,
 };
 pub use report::{FaultCounts, LimitUsage, Report};

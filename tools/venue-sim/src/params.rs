@@ -38,6 +38,11 @@ impl Params {
             .map(|(_, v)| v.as_str())
     }
 
+    /// The query string's pairs, decoded, in order.
+    pub fn pairs(&self) -> &[(String, String)] {
+        &self.query
+    }
+
     /// The value of `name` if present and non-empty.
     pub fn non_empty(&self, name: &str) -> Option<&str> {
         self.get(name).filter(|v| !v.is_empty())

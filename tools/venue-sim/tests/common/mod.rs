@@ -82,6 +82,23 @@ impl Client {
         self.read_response()
     }
 
+    /// Sends one request with arbitrary headers.
+    pub fn send_with(
+        &mut self,
+        method: &str,
+        target: &str,
+        headers: &[(&str, &str)],
+        body: &str,
+    ) -> io::Result<Resp> {
+        let mut req = format!("{method} {target} HTTP/1.1\r\nHost: sim\r\n");
+        for (k, v) in headers {
+            req.push_str(&format!("{k}: {v}\r\n"));
+        }
+        req.push_str(&format!("Content-Length: {}\r\n\r\n{body}", body.len()));
+        self.stream.write_all(req.as_bytes())?;
+        self.read_response()
+    }
+
     pub fn get(&mut self, target: &str) -> Resp {
         self.send("GET", target, None, "").expect("answer")
     }
