@@ -167,6 +167,8 @@ pub struct Summary {
     pub sent_while_halted: u64,
     /// Halts cleared by a person.
     pub halts_cleared: u64,
+    /// Alerts raised (one per halt).
+    pub alerts: u64,
     /// Admitted units over the run's windows, of the binding limit (0..1).
     pub utilization: f64,
     /// The binding limit's bucket name.
@@ -619,6 +621,7 @@ impl Mm {
             return;
         }
         self.alerted = true;
+        self.s.alerts += 1;
         let now = cx.now();
         for a in adapt::alerts(cx.budget()) {
             eprintln!(
@@ -1117,7 +1120,8 @@ fn table(s: &Summary) -> String {
     out
 }
 
-fn to_json(s: &Summary) -> serde_json::Value {
+/// The summary as the one JSON object `--json` prints.
+pub fn to_json(s: &Summary) -> serde_json::Value {
     serde_json::json!({
         "sent": s.sent,
         "done": s.done,
@@ -1137,13 +1141,15 @@ fn to_json(s: &Summary) -> serde_json::Value {
         "reconciled": s.reconciled,
         "reconciledFound": s.reconciled_found,
         "resent": s.resent,
+        "alerts": s.alerts,
         "utilization": s.utilization,
         "binding": s.binding,
         "venue": s.venue.as_ref().map(|v| v.to_json()),
     })
 }
 
-fn parse_args(mut it: impl Iterator<Item = String>) -> Result<Options, String> {
+/// The command line, as the usage line says.
+pub fn parse_args(mut it: impl Iterator<Item = String>) -> Result<Options, String> {
     let mut o = Options::default();
     while let Some(a) = it.next() {
         let mut value = || it.next().ok_or_else(|| format!("{a} needs a value"));

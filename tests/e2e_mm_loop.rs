@@ -22,7 +22,7 @@ use std::thread;
 use std::time::Duration;
 
 use ergon_venue_sim::{Config, Fault, Interval, LimitType, RateLimit, Report, Server};
-use mm_loop::{run, Control, Options, Summary};
+use mm_loop::{parse_args, run, to_json, Control, Options, Summary};
 
 const ORDERS_1S: RateLimit = RateLimit::new(LimitType::Orders, Interval::Second, 1, 20);
 const WEIGHT_1S: RateLimit = RateLimit::new(LimitType::RequestWeight, Interval::Second, 1, 150);
@@ -170,24 +170,46 @@ fn a_forced_ban_halts_sending_and_connecting_until_cleared() {
     let (srv, ctl) = (Arc::clone(&server), Arc::clone(&control));
     let runner = thread::spawn(move || run(&o, ctl, Some(srv)));
 
-    thread::sleep(Duration::from_millis(1_500));
-    assert!(server.report().executions > 0, "the loop is trading");
-    server.ban(IpAddr::V4(Ipv4Addr::LOCALHOST), 1_000);
-    thread::sleep(Duration::from_millis(500));
-    let before = server.report();
+    // Polls the emulator's report until `ok`, for at most `ms`.
+    let wait_for = |ms: u64, ok: &dyn Fn(&Report) -> bool| {
+        let t0 = std::time::Instant::now();
+        while t0.elapsed() < Duration::from_millis(ms) {
+            let r = server.report();
+            if ok(&r) {
+                return r;
+            }
+            thread::sleep(Duration::from_millis(20));
+        }
+        server.report()
+    };
+    let r = wait_for(5_000, &|r| r.executions > 10);
+    assert!(r.executions > 10, "the loop is trading");
+    let ban_ms = 2_500;
+    let banned_at = std::time::Instant::now();
+    server.ban(IpAddr::V4(Ipv4Addr::LOCALHOST), ban_ms);
+    let before = wait_for(2_000, &|r| r.banned_requests >= 1);
     assert!(before.banned_requests >= 1, "the loop met the ban");
-    // The venue's ban ends after 1 s; the loop stays halted until a person clears it.
-    thread::sleep(Duration::from_millis(2_000));
+    // Let answers already in flight land, then nothing may arrive.
+    thread::sleep(Duration::from_millis(200));
+    let before = server.report();
+    thread::sleep(Duration::from_millis(1_500));
     let during = server.report();
     assert_eq!(during.requests, before.requests, "no request while halted");
     assert_eq!(
         during.connections, before.connections,
         "no connect while halted"
     );
+    // The venue's ban ends; the loop stays halted until a person clears it.
+    let left = Duration::from_millis(ban_ms as u64 + 200).saturating_sub(banned_at.elapsed());
+    thread::sleep(left);
+    assert_eq!(
+        server.report().requests,
+        during.requests,
+        "still halted after the venue's ban"
+    );
 
     control.clear_halt();
-    thread::sleep(Duration::from_millis(1_000));
-    let after = server.report();
+    let after = wait_for(3_000, &|r| r.executions > during.executions);
     assert!(
         after.requests > during.requests,
         "resumed after the halt was cleared"
@@ -197,8 +219,94 @@ fn a_forced_ban_halts_sending_and_connecting_until_cleared() {
     let s = runner.join().unwrap().unwrap();
     assert!(s.banned >= 1, "{s:?}");
     assert_eq!(s.halts_cleared, 1);
+    assert_eq!(s.alerts, 1, "one alert for the halt");
     assert_eq!(s.sent_while_halted, 0);
     assert!(s.refused_halted > 0, "the budget refused while halted");
     let r = server.report();
     assert_eq!(r.bans, 1, "the forced one only");
+}
+
+#[test]
+fn against_an_external_base_it_signs_with_the_given_key() {
+    let mut c = sim();
+    c.accounts = vec![ergon_venue_sim::Account {
+        api_key: "external-key".into(),
+        secret: "external-secret".into(),
+    }];
+    let server = Server::start(c).unwrap();
+    let mut o = options(2.0, sim());
+    o.base = Some(server.base_url());
+    o.api_key = Some("external-key".into());
+    o.api_secret = Some("external-secret".into());
+    let s = run(&o, Arc::new(Control::default()), None).unwrap();
+    assert!(s.venue.is_none(), "no emulator of its own");
+    let r = server.stop();
+    assert!(r.executions > 0, "orders went through: {s:?}");
+    assert_eq!(
+        (r.signature_rejects, r.api_key_rejects, r.timestamp_rejects),
+        (0, 0, 0)
+    );
+    assert_eq!(r.throttled + r.order_rate_limited, 0);
+
+    let mut wrong = o.clone();
+    wrong.api_secret = Some("not-the-secret".into());
+    wrong.duration_s = 1.0;
+    let server = Server::start({
+        let mut c = sim();
+        c.accounts[0].api_key = "external-key".into();
+        c.accounts[0].secret = "external-secret".into();
+        c
+    })
+    .unwrap();
+    wrong.base = Some(server.base_url());
+    let s = run(&wrong, Arc::new(Control::default()), None).unwrap();
+    assert_eq!(s.done, s.sent - s.rejected - s.not_run - s.unknown, "{s:?}");
+    assert!(
+        server.stop().signature_rejects > 0,
+        "a wrong secret is refused by the venue"
+    );
+}
+
+#[test]
+fn the_command_line_is_the_documented_one() {
+    let args = |s: &str| parse_args(s.split_whitespace().map(String::from));
+    let o = args("--venue binance-spot --base http://127.0.0.1:9 --duration 3 --demand 2.5 --cpu 0 --api-key k --api-secret s --json").unwrap();
+    assert_eq!(o.base.as_deref(), Some("http://127.0.0.1:9"));
+    assert_eq!(
+        (o.duration_s, o.demand, o.cpu, o.json),
+        (3.0, 2.5, Some(0), true)
+    );
+    assert_eq!(
+        (o.api_key.as_deref(), o.api_secret.as_deref()),
+        (Some("k"), Some("s"))
+    );
+    assert!(args("--demand 0").is_err());
+    assert!(args("--duration -1").is_err());
+    assert!(args("--frobnicate").is_err());
+
+    let no_keys = args("--base http://127.0.0.1:9").unwrap();
+    let e = run(&no_keys, Arc::new(Control::default()), None).unwrap_err();
+    assert!(e.contains("--api-key"), "{e}");
+    let okx = args("--venue okx").unwrap();
+    assert!(run(&okx, Arc::new(Control::default()), None)
+        .unwrap_err()
+        .contains("binance-spot"));
+    let tls = args("--base https://api.binance.com --api-key k --api-secret s").unwrap();
+    assert!(run(&tls, Arc::new(Control::default()), None)
+        .unwrap_err()
+        .contains("https"));
+
+    let v = to_json(&Summary::default());
+    for k in [
+        "sent",
+        "done",
+        "refused",
+        "throttled",
+        "unknown",
+        "reconciled",
+        "utilization",
+        "alerts",
+    ] {
+        assert!(v.get(k).is_some(), "--json lacks {k}");
+    }
 }
