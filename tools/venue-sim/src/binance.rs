@@ -48,6 +48,7 @@ use crate::params::{self, Params, SignatureError};
 use crate::report::Report;
 
 mod bybit;
+mod okx;
 
 /// Largest recvWindow Binance accepts.
 const MAX_RECV_WINDOW: u64 = 60_000;
@@ -149,6 +150,8 @@ pub(crate) enum Op {
     Query(OrderRef),
     /// A Bybit request (the `bybit` module runs it).
     Bybit(bybit::BybitOp),
+    /// An OKX request (the `okx` module runs it).
+    Okx(okx::OkxOp),
     /// Futures `PUT /fapi/v1/order`: new price and quantity for a resting order.
     Modify {
         target: OrderRef,
@@ -170,6 +173,7 @@ impl Op {
             self,
             Op::NewOrder(_) | Op::Cancel(..) | Op::CancelReplace { .. } | Op::Modify { .. }
         ) || matches!(self, Op::Bybit(b) if b.changes_orders())
+            || matches!(self, Op::Okx(o) if o.changes_orders())
     }
 }
 
@@ -231,8 +235,8 @@ impl Endpoint {
                 ("GET", "/fapi/v1/order") => Endpoint::QueryOrder,
                 _ => return None,
             },
-            // Bybit has its own router (the `bybit` module).
-            Profile::Bybit => return None,
+            // Bybit and OKX have their own routers (their modules).
+            Profile::Bybit | Profile::Okx => return None,
         })
     }
 
@@ -275,7 +279,7 @@ impl Endpoint {
                 Endpoint::NewOrder | Endpoint::Modify | Endpoint::CancelReplace => 0,
                 Endpoint::CancelOrder | Endpoint::QueryOrder => 1,
             },
-            Profile::Bybit => 1,
+            Profile::Bybit | Profile::Okx => 1,
         }
     }
 }
@@ -286,21 +290,21 @@ fn depth_limit(profile: Profile, p: &Params) -> Option<usize> {
     let n = match p.get("limit") {
         None => {
             return Some(match profile {
-                Profile::BinanceSpot | Profile::Bybit => 100,
+                Profile::BinanceSpot | Profile::Bybit | Profile::Okx => 100,
                 Profile::BinanceFutures => 500,
             })
         }
         Some(s) => s.parse::<usize>().ok()?,
     };
     match profile {
-        Profile::BinanceSpot | Profile::Bybit => (n >= 1).then_some(n.min(5000)),
+        Profile::BinanceSpot | Profile::Bybit | Profile::Okx => (n >= 1).then_some(n.min(5000)),
         Profile::BinanceFutures => [5, 10, 20, 50, 100, 500, 1000].contains(&n).then_some(n),
     }
 }
 
 fn depth_weight(profile: Profile, limit: usize) -> u64 {
     match profile {
-        Profile::Bybit => 1,
+        Profile::Bybit | Profile::Okx => 1,
         Profile::BinanceSpot => match limit {
             0..=100 => 5,
             101..=500 => 25,
@@ -616,8 +620,10 @@ impl Venue {
     pub(crate) fn admit(&mut self, req: &Request, ip: IpAddr, now: i64) -> Admission {
         self.report.requests += 1;
         self.now_hint = now;
-        if self.cfg.profile == Profile::Bybit {
-            return self.admit_bybit(req, ip, now);
+        match self.cfg.profile {
+            Profile::Bybit => return self.admit_bybit(req, ip, now),
+            Profile::Okx => return self.admit_okx(req, ip, now),
+            Profile::BinanceSpot | Profile::BinanceFutures => {}
         }
         self.phantom(ip, now);
         if self.ips.get(&ip).is_some_and(|s| s.banned_until > now) {
@@ -1022,6 +1028,7 @@ impl Venue {
     pub(crate) fn execute(&mut self, op: Op, account: usize, now: i64, admitted: i64) -> Response {
         match op {
             Op::Bybit(b) => self.execute_bybit(b, account, now),
+            Op::Okx(o) => self.execute_okx(o, account, now),
             Op::Ping => Response::json(200, "{}".into()),
             Op::Time => Response::json(200, json!({ "serverTime": now }).to_string()),
             Op::ExchangeInfo => Response::json(200, self.exchange_info(now).to_string()),
@@ -1412,6 +1419,7 @@ impl Venue {
                 "Internal error; unable to process your request. Please try again.",
             ),
             (Profile::Bybit, executed) => bybit::server_error(executed, self.now_hint),
+            (Profile::Okx, executed) => okx::server_error(executed),
         }
     }
 

@@ -19,6 +19,8 @@ pub enum Profile {
     BinanceFutures,
     /// Bybit v5 REST (`/v5/...`, linear contracts).
     Bybit,
+    /// OKX v5 REST (`/api/v5/...`).
+    Okx,
 }
 
 impl Profile {
@@ -28,6 +30,7 @@ impl Profile {
             Profile::BinanceSpot => "binance-spot",
             Profile::BinanceFutures => "binance-futures",
             Profile::Bybit => "bybit",
+            Profile::Okx => "okx",
         }
     }
 }
@@ -39,7 +42,8 @@ impl FromStr for Profile {
             "binance-spot" => Ok(Profile::BinanceSpot),
             "binance-futures" => Ok(Profile::BinanceFutures),
             "bybit" => Ok(Profile::Bybit),
-            "okx" | "hyperliquid" => Err(ConfigError::ProfileNotBuilt(s.to_string())),
+            "okx" => Ok(Profile::Okx),
+            "hyperliquid" => Err(ConfigError::ProfileNotBuilt(s.to_string())),
             _ => Err(ConfigError::UnknownProfile(s.to_string())),
         }
     }
@@ -64,6 +68,18 @@ pub enum LimitType {
     BybitRealtime,
     /// Bybit, per UID: `/v5/account/wallet-balance`.
     BybitWallet,
+    /// OKX, per user and instrument: `POST /api/v5/trade/order`.
+    OkxOrder,
+    /// OKX, per user and instrument: `POST /api/v5/trade/cancel-order`.
+    OkxCancel,
+    /// OKX, per user and instrument: `POST /api/v5/trade/amend-order`.
+    OkxAmend,
+    /// OKX, per user: `GET /api/v5/trade/order` and `orders-pending`.
+    OkxQuery,
+    /// OKX, per sub-account: new and amended orders over all instruments.
+    OkxSubAccount,
+    /// OKX, per IP: `GET /api/v5/market/books`.
+    OkxBooks,
 }
 
 impl LimitType {
@@ -78,12 +94,21 @@ impl LimitType {
             LimitType::BybitCancel => "/v5/order/cancel",
             LimitType::BybitRealtime => "/v5/order/realtime",
             LimitType::BybitWallet => "/v5/account/wallet-balance",
+            LimitType::OkxOrder => "/api/v5/trade/order",
+            LimitType::OkxCancel => "/api/v5/trade/cancel-order",
+            LimitType::OkxAmend => "/api/v5/trade/amend-order",
+            LimitType::OkxQuery => "/api/v5/trade/order (GET)",
+            LimitType::OkxSubAccount => "OKX sub-account orders",
+            LimitType::OkxBooks => "/api/v5/market/books",
         }
     }
 
     /// Whether the limit is counted per IP (true) or per account (false).
     pub fn per_ip(self) -> bool {
-        matches!(self, LimitType::RequestWeight | LimitType::RawRequests)
+        matches!(
+            self,
+            LimitType::RequestWeight | LimitType::RawRequests | LimitType::OkxBooks
+        )
     }
 }
 
@@ -222,6 +247,12 @@ impl FromStr for RateLimit {
             "/v5/order/cancel" => LimitType::BybitCancel,
             "/v5/order/realtime" => LimitType::BybitRealtime,
             "/v5/account/wallet-balance" => LimitType::BybitWallet,
+            "/api/v5/trade/order" => LimitType::OkxOrder,
+            "/api/v5/trade/cancel-order" => LimitType::OkxCancel,
+            "/api/v5/trade/amend-order" => LimitType::OkxAmend,
+            "/api/v5/trade/order(GET)" => LimitType::OkxQuery,
+            "okx-sub-account" => LimitType::OkxSubAccount,
+            "/api/v5/market/books" => LimitType::OkxBooks,
             _ => return Err(bad()),
         };
         let interval = match i {
@@ -266,6 +297,20 @@ pub const BYBIT_LIMITS: [RateLimit; 6] = [
     RateLimit::new(LimitType::BybitCancel, Interval::Second, 1, 10).rolling(),
     RateLimit::new(LimitType::BybitRealtime, Interval::Second, 1, 50).rolling(),
     RateLimit::new(LimitType::BybitWallet, Interval::Second, 1, 50).rolling(),
+];
+
+/// OKX v5's documented limits, all per 2 s: 60 places, 60 cancels, 60 amends and 60
+/// order queries per user and instrument, 1000 new and amended orders per
+/// sub-account, 40 order-book reads per IP. OKX does not say whether its windows
+/// roll; the emulator rolls them, which never admits more than fixed windows would
+/// in any 2 s.
+pub const OKX_LIMITS: [RateLimit; 6] = [
+    RateLimit::new(LimitType::OkxOrder, Interval::Second, 2, 60).rolling(),
+    RateLimit::new(LimitType::OkxCancel, Interval::Second, 2, 60).rolling(),
+    RateLimit::new(LimitType::OkxAmend, Interval::Second, 2, 60).rolling(),
+    RateLimit::new(LimitType::OkxQuery, Interval::Second, 2, 60).rolling(),
+    RateLimit::new(LimitType::OkxSubAccount, Interval::Second, 2, 1000).rolling(),
+    RateLimit::new(LimitType::OkxBooks, Interval::Second, 2, 40).rolling(),
 ];
 
 /// When a client that keeps sending into a 429 is banned, and for how long.
@@ -434,7 +479,12 @@ pub struct Config {
     pub mid_price_e8: u64,
     /// Most window records kept per limit in the report.
     pub history_cap: usize,
+    /// The OKX API passphrase (`OK-ACCESS-PASSPHRASE`) of every account.
+    pub passphrase: String,
 }
+
+/// Default OKX passphrase of the embedded emulator.
+pub const DEFAULT_PASSPHRASE: &str = "ergon-sim-passphrase";
 
 /// Default API key of the embedded emulator (no real venue accepts it).
 pub const DEFAULT_API_KEY: &str = "ergon-sim-key";
@@ -460,6 +510,7 @@ impl Config {
             symbol: "BTCUSDT".to_string(),
             mid_price_e8: 50_000 * 100_000_000,
             history_cap: 10_000,
+            passphrase: DEFAULT_PASSPHRASE.to_string(),
         }
     }
 
@@ -469,6 +520,17 @@ impl Config {
         Config {
             profile: Profile::BinanceFutures,
             rate_limits: BINANCE_FUTURES_LIMITS.to_vec(),
+            ..Config::binance_spot()
+        }
+    }
+
+    /// OKX v5 with its documented limits, instrument `BTC-USDT-SWAP`, passphrase
+    /// [`DEFAULT_PASSPHRASE`]; otherwise as [`Config::binance_spot`].
+    pub fn okx() -> Self {
+        Config {
+            profile: Profile::Okx,
+            rate_limits: OKX_LIMITS.to_vec(),
+            symbol: "BTC-USDT-SWAP".to_string(),
             ..Config::binance_spot()
         }
     }
@@ -495,6 +557,7 @@ impl Config {
             Profile::BinanceSpot => Config::binance_spot(),
             Profile::BinanceFutures => Config::binance_futures(),
             Profile::Bybit => Config::bybit(),
+            Profile::Okx => Config::okx(),
         }
     }
 
@@ -534,7 +597,12 @@ impl Config {
         if self.accounts.is_empty() {
             return Err(ConfigError::NoAccount);
         }
-        if self.symbol.is_empty() || !self.symbol.bytes().all(|b| b.is_ascii_alphanumeric()) {
+        if self.symbol.is_empty()
+            || !self
+                .symbol
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-')
+        {
             return Err(ConfigError::BadSymbol(self.symbol.clone()));
         }
         Ok(())
@@ -571,10 +639,10 @@ impl fmt::Display for ConfigError {
             }
             ConfigError::UnknownProfile(p) => write!(
                 f,
-                "unknown profile {p:?} (known: binance-spot, binance-futures, bybit; planned: okx, hyperliquid)"
+                "unknown profile {p:?} (known: binance-spot, binance-futures, bybit, okx; planned: hyperliquid)"
             ),
             ConfigError::ProfileNotBuilt(p) => {
-                write!(f, "profile {p:?} is not built yet; binance-spot, binance-futures and bybit are")
+                write!(f, "profile {p:?} is not built yet; binance-spot, binance-futures, bybit and okx are")
             }
             ConfigError::BadLimit(s) => write!(
                 f,
@@ -624,9 +692,10 @@ mod tests {
     #[test]
     fn other_profiles_say_they_are_not_built() {
         assert_eq!(
-            "okx".parse::<Profile>(),
-            Err(ConfigError::ProfileNotBuilt("okx".into()))
+            "hyperliquid".parse::<Profile>(),
+            Err(ConfigError::ProfileNotBuilt("hyperliquid".into()))
         );
+        assert_eq!("okx".parse::<Profile>(), Ok(Profile::Okx));
         assert_eq!("bybit".parse::<Profile>(), Ok(Profile::Bybit));
         let l: RateLimit = "/v5/order/create:SECOND:1:10:ROLLING".parse().unwrap();
         assert!(l.rolling);

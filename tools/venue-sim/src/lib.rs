@@ -9,7 +9,9 @@
 //! futures (`/fapi`) with the same machinery, its own limits, weights, shapes and
 //! 503 texts; `bybit` plays Bybit v5 linear (rolling per-UID endpoint limits with
 //! the `X-Bapi-Limit*` headers, 600 per IP per 5 s with an immediate 403 ban, v5
-//! signing, `retCode` answers). OKX and Hyperliquid are not built.
+//! signing, `retCode` answers); `okx` plays OKX v5 (limits per 2 s answered 429
+//! 50011/50061, passphrase and base64 signing over ISO timestamps, `sCode` per
+//! order). Hyperliquid is not built.
 //! Binance Spot in detail:
 //! - its own clock ([`VenueClock`]: host UTC plus [`Config::clock_offset_ms`]);
 //! - fixed windows aligned on that clock, counted at receipt, per IP for
@@ -79,7 +81,7 @@ mod server;
 pub use config::{
     Account, BanPolicy, Config, ConfigError, Fault, FaultScope, Faults, Interval, LimitType,
     Profile, RateLimit, BINANCE_FUTURES_LIMITS, BINANCE_SPOT_LIMITS, BYBIT_LIMITS, DEFAULT_API_KEY,
-    DEFAULT_API_SECRET,
+    DEFAULT_API_SECRET, DEFAULT_PASSPHRASE, OKX_LIMITS,
 };
 pub use report::{FaultCounts, LimitUsage, Report};
 pub use server::{Server, StartError, VenueClock};

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use ergon_venue_sim::{Account, Config, Fault, FaultScope, RateLimit, Server};
 
-const USAGE: &str = "usage: ergon-venue-sim [--profile binance-spot|binance-futures|bybit] [--listen 127.0.0.1:PORT]
+const USAGE: &str = "usage: ergon-venue-sim [--profile binance-spot|binance-futures|bybit|okx] [--listen 127.0.0.1:PORT]
   [--clock-offset-ms MS] [--limit TYPE:INTERVAL:NUM:LIMIT]... [--api-key K --api-secret S]
   [--ban-after N] [--ban-first-ms MS] [--ban-max-ms MS]
   [--fault KIND:PROBABILITY]... [--fault-at N:KIND]... [--fault-delay-ms MS]

@@ -152,6 +152,99 @@ pub fn sign(payload: &str, secret: &str) -> String {
         .collect()
 }
 
+/// The base64 (standard alphabet, padded) HMAC-SHA256 of `payload` under `secret`:
+/// OKX's `OK-ACCESS-SIGN`.
+pub fn sign_base64(payload: &str, secret: &str) -> String {
+    let mut mac = match HmacSha256::new_from_slice(secret.as_bytes()) {
+        Ok(m) => m,
+        Err(_) => return String::new(),
+    };
+    mac.update(payload.as_bytes());
+    base64(&mac.finalize().into_bytes())
+}
+
+fn base64(bytes: &[u8]) -> String {
+    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(A[((n >> (18 - 6 * i)) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// `YYYY-MM-DDTHH:MM:SS.sssZ` (OKX's `OK-ACCESS-TIMESTAMP`) as UTC milliseconds.
+pub fn parse_iso8601_ms(s: &str) -> Option<i64> {
+    let b = s.as_bytes();
+    if b.len() != 24
+        || b[4] != b'-'
+        || b[7] != b'-'
+        || b[10] != b'T'
+        || b[13] != b':'
+        || b[16] != b':'
+        || b[19] != b'.'
+        || b[23] != b'Z'
+    {
+        return None;
+    }
+    let num = |r: std::ops::Range<usize>| -> Option<i64> {
+        let t = s.get(r)?;
+        t.bytes()
+            .all(|c| c.is_ascii_digit())
+            .then(|| t.parse().ok())?
+    };
+    let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    let (h, mi, se, ms) = (num(11..13)?, num(14..16)?, num(17..19)?, num(20..23)?);
+    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || se > 60 {
+        return None;
+    }
+    Some((((days_from_civil(y, mo, d) * 24 + h) * 60 + mi) * 60 + se) * 1000 + ms)
+}
+
+/// UTC milliseconds as `YYYY-MM-DDTHH:MM:SS.sssZ`.
+pub fn iso8601_ms(ms: i64) -> String {
+    let days = ms.div_euclid(86_400_000);
+    let rem = ms.rem_euclid(86_400_000);
+    // civil_from_days (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3_600_000,
+        rem / 60_000 % 60,
+        rem / 1000 % 60,
+        rem % 1000
+    )
+}
+
 fn hex_decode(s: &str) -> Option<Vec<u8>> {
     if s.len() % 2 != 0 {
         return None;
@@ -201,6 +294,21 @@ mod tests {
         assert_eq!(verify(&not_last, b"", SECRET), Err(SignatureError::Missing));
         let junk = format!("{QUERY}&signature=zz");
         assert_eq!(verify(&junk, b"", SECRET), Err(SignatureError::Invalid));
+    }
+
+    #[test]
+    fn okx_timestamps_and_base64_signatures() {
+        assert_eq!(
+            parse_iso8601_ms("2020-12-08T09:08:57.715Z"),
+            Some(1_607_418_537_715)
+        );
+        assert_eq!(iso8601_ms(1_607_418_537_715), "2020-12-08T09:08:57.715Z");
+        assert_eq!(parse_iso8601_ms("2020-12-08 09:08:57.715Z"), None);
+        assert_eq!(parse_iso8601_ms("2020-13-08T09:08:57.715Z"), None);
+        assert_eq!(base64(b"foobar"), "Zm9vYmFy");
+        assert_eq!(base64(b"fooba"), "Zm9vYmE=");
+        assert_eq!(base64(b"foob"), "Zm9vYg==");
+        assert_eq!(sign_base64("x", "k").len(), 44);
     }
 
     #[test]
