@@ -1,4 +1,4 @@
-//! Response bytes into the sans-IO connection, in pieces whose sizes the input
+//! Response bytes into the sans-IO HTTP/1.1 connection (ergon-io), in pieces whose sizes the input
 //! chooses, under small limits so every bound is reachable. Must never panic; a
 //! complete response must be readable and consistent.
 #![no_main]
