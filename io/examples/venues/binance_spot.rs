@@ -67,6 +67,13 @@ pub struct Limits {
     pub clock: Clock,
 }
 
+/// Normal (quotes, decision reads) may not use the last 1/50 of a limit, so protective
+/// closes (Urgent) always find room; Bulk (background reads) may not use the last 1/5,
+/// so it never starves quoting. Both round down: a tiny limit keeps no headroom.
+const NORMAL_HEADROOM_DIV: u64 = 50;
+/// See [`NORMAL_HEADROOM_DIV`].
+const BULK_HEADROOM_DIV: u64 = 5;
+
 fn interval(word: &str) -> Option<(i64, char)> {
     Some(match word {
         "SECOND" => (SEC, 'S'),
@@ -100,7 +107,8 @@ impl Limits {
             let name = format!("{}_{suffix}", counts.name());
             let spec = Spec::fixed(limit, window_ns)
                 .phase(clock.phase_ns(window_ns))
-                .guard(guard_ns);
+                .guard(guard_ns)
+                .headroom(limit / NORMAL_HEADROOM_DIV, limit / BULK_HEADROOM_DIV);
             let bucket = builder.add(&name, spec)?;
             limits.push(Limit {
                 counts,
