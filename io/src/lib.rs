@@ -4,3 +4,5 @@
 //! this crate drives it.
 
 pub use ergon_core as core;
+
+pub mod ws;
