@@ -60,6 +60,10 @@ pub struct Peer {
 impl Peer {
     pub fn accept(listener: &TcpListener) -> Peer {
         let (stream, _) = listener.accept().expect("accept");
+        Peer::from_stream(stream)
+    }
+
+    pub fn from_stream(stream: TcpStream) -> Peer {
         stream.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
         stream.set_nodelay(true).unwrap();
         Peer {
