@@ -8,7 +8,9 @@
 //!   request twice and always say whether any byte left ([`client::Sent`]);
 //! - [`event_loop`]: one pinned thread running epoll, timers, the client, the
 //!   budget's idle ticks and the caller's handler;
-//! - [`clock`]: the monotonic nanosecond clock everything here shares.
+//! - [`clock`]: the monotonic nanosecond clock everything here shares;
+//! - [`ws`]: the WebSocket client whose every frame (automatic pongs included) and
+//!   connect attempt is charged, sans-IO, with a TCP shell on the event loop.
 //!
 //! ```no_run
 //! use ergon_core::{response::Response, Budget, Class, Flight, Part, Spec};

@@ -11,18 +11,22 @@
 //! caller's buffer); [`Session`] is the sans-IO client (handshake, reassembly,
 //! control frames, close handshake, budget). Neither reads a clock, touches a socket
 //! or allocates after [`Session::new`]: the event loop (or a test driver) moves the
-//! bytes and passes the time in.
+//! bytes and passes the time in. [`WsClient`] is the thin I/O shell: sessions over
+//! non-blocking TCP sockets, driven from the [`event_loop`](crate::event_loop).
+//! TLS is not there yet: it comes with the TLS layer of the HTTP client.
 
 mod accept;
 pub mod frame;
 mod handshake;
 mod session;
+mod tcp;
 
 pub use handshake::{HandshakeError, Request};
 pub use session::{
     Cause, Closed, Config, ConnectError, Event, Outcome, SendError, Session, SetupError, State,
     WsStats,
 };
+pub use tcp::{WsClient, WsId};
 
 /// What the peer did wrong: a frame or message that breaks RFC 6455 or our bounds.
 /// The connection is failed with the close code of [`ProtocolError::close_code`].

@@ -405,6 +405,11 @@ impl Limits {
 /// A budget with `connects` connects per minute and `messages` messages per second
 /// (a sliding window of 4 slots: conservative by at most 250 ms).
 pub fn budget(connects: u64, messages: u64) -> (Budget, Limits) {
+    budget_at(connects, messages, 0)
+}
+
+/// [`budget`], built at `now` (the event loop's clock).
+pub fn budget_at(connects: u64, messages: u64, now: i64) -> (Budget, Limits) {
     let mut b = Budget::builder();
     let ip = b.add("ip", Spec::gate()).unwrap();
     let connects = b
@@ -414,7 +419,7 @@ pub fn budget(connects: u64, messages: u64) -> (Budget, Limits) {
         .add("ws_messages", Spec::sliding(messages, SEC, 4))
         .unwrap();
     (
-        b.build(0).unwrap(),
+        b.build(now).unwrap(),
         Limits {
             ip,
             connects,
