@@ -60,15 +60,21 @@ fn ping_flood_stays_under_the_message_limit() {
         frames.len()
     );
 
-    // The venue's view: no one-second window holds more than the limit.
+    // The venue's view: no window of one second holds more than the limit. The
+    // server stamps a frame when its reader thread gets to it, so two stamps may
+    // be skewed by scheduling on a loaded machine: the window is shortened by a
+    // 50 ms tolerance (the budget's ring is conservative by up to one 250 ms slot,
+    // which may be nothing for a given charge). Without the budget's pacing the
+    // count here is ten times the limit.
+    let window = Duration::from_millis(950);
     for (i, f) in frames.iter().enumerate() {
         let in_window = frames[i..]
             .iter()
-            .take_while(|g| g.at.duration_since(f.at) < Duration::from_secs(1))
+            .take_while(|g| g.at.duration_since(f.at) < window)
             .count();
         assert!(
             in_window as u64 <= LIMIT,
-            "{in_window} frames within 1 s from frame {i}"
+            "{in_window} frames within {window:?} from frame {i}"
         );
     }
     let pongs: Vec<&Frame> = frames.iter().filter(|f| f.opcode == 0xA).collect();

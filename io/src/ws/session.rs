@@ -1243,7 +1243,9 @@ impl Session {
 /// buffer (`i64::MAX`: [`Session::handle_written`] wakes it).
 fn retry_at(e: SendError, now: i64) -> i64 {
     match e {
-        SendError::Limited(l) if l.ready_at_ns != i64::MAX => l.ready_at_ns.max(now + 1),
+        SendError::Limited(l) if l.ready_at_ns != i64::MAX => {
+            l.ready_at_ns.max(now.saturating_add(1))
+        }
         SendError::Limited(_) => now.saturating_add(HALT_RETRY_NS),
         _ => i64::MAX,
     }
