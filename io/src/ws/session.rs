@@ -36,7 +36,10 @@ pub struct Config {
     pub handshake_timeout_ns: i64,
     /// From our close frame to the server's.
     pub close_timeout_ns: i64,
-    /// The class automatic pongs are charged with.
+    /// The class automatic pongs are charged with. Urgent by default: a venue cuts
+    /// a connection whose pongs stop, and a pong may use the headroom kept for
+    /// protective closes. Close frames the session owes (echoes, protocol errors)
+    /// are always Urgent.
     pub pong_class: Class,
 }
 

@@ -146,41 +146,7 @@ impl Peer {
     }
 
     fn try_parse(&mut self) -> Option<Frame> {
-        let b = &self.buf;
-        if b.len() < 2 {
-            return None;
-        }
-        let fin = b[0] & 0x80 != 0;
-        assert_eq!(b[0] & 0x70, 0, "client set reserved bits");
-        let opcode = b[0] & 0x0F;
-        assert!(b[1] & 0x80 != 0, "client frame not masked");
-        let (len, mut at) = match b[1] & 0x7F {
-            126 if b.len() >= 4 => (u16::from_be_bytes([b[2], b[3]]) as usize, 4),
-            127 if b.len() >= 10 => (
-                u64::from_be_bytes(b[2..10].try_into().unwrap()) as usize,
-                10,
-            ),
-            126 | 127 => return None,
-            n => (n as usize, 2),
-        };
-        if b.len() < at + 4 + len {
-            return None;
-        }
-        let mask = [b[at], b[at + 1], b[at + 2], b[at + 3]];
-        at += 4;
-        let payload: Vec<u8> = b[at..at + len]
-            .iter()
-            .enumerate()
-            .map(|(i, x)| x ^ mask[i % 4])
-            .collect();
-        self.buf.drain(..at + len);
-        Some(Frame {
-            fin,
-            opcode,
-            payload,
-            mask,
-            at: Instant::now(),
-        })
+        parse_client_frame(&mut self.buf)
     }
 
     /// Reads frames until a close; returns its code (None for an empty close) and
@@ -202,6 +168,45 @@ impl Peer {
     pub fn expect_eof(&mut self) {
         while self.fill() {}
     }
+}
+
+/// Takes one whole client frame off the front of `buf`; checks it is masked.
+pub fn parse_client_frame(buf: &mut Vec<u8>) -> Option<Frame> {
+    let b = &*buf;
+    if b.len() < 2 {
+        return None;
+    }
+    let fin = b[0] & 0x80 != 0;
+    assert_eq!(b[0] & 0x70, 0, "client set reserved bits");
+    let opcode = b[0] & 0x0F;
+    assert!(b[1] & 0x80 != 0, "client frame not masked");
+    let (len, mut at) = match b[1] & 0x7F {
+        126 if b.len() >= 4 => (u16::from_be_bytes([b[2], b[3]]) as usize, 4),
+        127 if b.len() >= 10 => (
+            u64::from_be_bytes(b[2..10].try_into().unwrap()) as usize,
+            10,
+        ),
+        126 | 127 => return None,
+        n => (n as usize, 2),
+    };
+    if b.len() < at + 4 + len {
+        return None;
+    }
+    let mask = [b[at], b[at + 1], b[at + 2], b[at + 3]];
+    at += 4;
+    let payload: Vec<u8> = b[at..at + len]
+        .iter()
+        .enumerate()
+        .map(|(i, x)| x ^ mask[i % 4])
+        .collect();
+    buf.drain(..at + len);
+    Some(Frame {
+        fin,
+        opcode,
+        payload,
+        mask,
+        at: Instant::now(),
+    })
 }
 
 /// An unmasked frame as a server writes it.
@@ -444,4 +449,46 @@ pub fn driver_with(config: Config, connects: u64, messages: u64) -> (Driver, Lim
 
 pub fn driver() -> (Driver, Limits) {
     driver_with(Config::default(), 100, 1000)
+}
+
+/// A session past a good handshake, all in memory (no socket), at time 0.
+pub fn open_in_memory(config: Config, budget: &mut Budget, limits: &Limits) -> Session {
+    let mut s = Session::new(
+        config,
+        budget,
+        &limits.connect_parts(),
+        &limits.message_parts(),
+        3,
+    )
+    .unwrap();
+    s.connect(&REQ, Class::Normal, budget, 0).unwrap();
+    let request = String::from_utf8(s.poll_transmit().unwrap().to_vec()).unwrap();
+    s.handle_written(request.len(), budget, 0);
+    let key = request
+        .lines()
+        .find_map(|l| l.strip_prefix("Sec-WebSocket-Key: "))
+        .unwrap();
+    let answer = format!(
+        "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\
+         Connection: Upgrade\r\nSec-WebSocket-Accept: {}\r\n\r\n",
+        accept_key(key)
+    );
+    assert_eq!(s.handle_input(answer.as_bytes()), answer.len());
+    assert_eq!(s.poll_event(budget, 0), Some(Event::Open));
+    s
+}
+
+/// Takes what the session wants to write, as (opcode, unmasked payload) frames.
+pub fn take_frames(s: &mut Session, budget: &mut Budget, now: i64) -> Vec<(u8, Vec<u8>)> {
+    let mut out = Vec::new();
+    while let Some(bytes) = s.poll_transmit() {
+        let n = bytes.len();
+        let mut buf = bytes.to_vec();
+        while let Some(f) = parse_client_frame(&mut buf) {
+            out.push((f.opcode, f.payload));
+        }
+        assert!(buf.is_empty(), "a partial frame queued");
+        s.handle_written(n, budget, now);
+    }
+    out
 }
