@@ -37,7 +37,7 @@ use std::os::raw::c_int;
 use ergon_core::response::{Header, Response};
 use ergon_core::{Budget, Class, Flight, Part, Ticket};
 
-use crate::event_loop::{Context, Ctl};
+use crate::event_loop::{Context, Ctl, Readiness};
 use crate::http::{Conn, InvalidRequest, Limits, ParseError, Progress, Request, MAX_HEADERS};
 use crate::sys::{self, Connecting, Read};
 
@@ -171,9 +171,9 @@ pub trait ClientHandler {
     /// A timer set with [`Context::set_timer`] is due.
     fn on_timer(&mut self, _cx: &mut Context<'_>, _token: u64) {}
 
-    /// A descriptor registered with
-    /// [`EventLoop::register_fd`](crate::event_loop::EventLoop::register_fd) is readable.
-    fn on_fd(&mut self, _cx: &mut Context<'_>, _token: u64) {}
+    /// A descriptor watched with
+    /// [`EventLoop::watch_fd`](crate::event_loop::EventLoop::watch_fd) is ready.
+    fn on_fd(&mut self, _cx: &mut Context<'_>, _token: u64, _ready: Readiness) {}
 
     /// Once per loop turn, after events, timers and the pools were handled.
     fn on_turn(&mut self, _cx: &mut Context<'_>) {}
@@ -355,6 +355,10 @@ impl Client {
             slots: start..self.slots.len(),
         });
         Ok(PoolId(id))
+    }
+
+    pub(crate) fn epfd(&self) -> c_int {
+        self.epfd
     }
 
     /// What the client did so far.

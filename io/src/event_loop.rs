@@ -8,8 +8,9 @@
 //! handler's [`on_turn`](ClientHandler::on_turn). Every failure found inside a
 //! handler call is reported as soon as that call returns.
 //!
-//! Seams for what plugs in later: [`EventLoop::register_fd`] adds a descriptor
-//! (an eventfd of the cross-thread boundary) whose readiness reaches
+//! Seams for what plugs in later: [`EventLoop::watch_fd`] (or
+//! [`Context::watch_fd`] from a handler) adds a descriptor (the eventfd of the
+//! cross-thread boundary, a WebSocket's socket) whose readiness reaches
 //! [`ClientHandler::on_fd`]; [`ClientHandler::on_turn`] and
 //! [`ClientHandler::before_park`] run every turn and before blocking.
 //!
@@ -98,6 +99,80 @@ impl core::fmt::Display for LoopError {
 }
 
 impl std::error::Error for LoopError {}
+
+/// What a watched descriptor is watched for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Interest {
+    /// Readable (and hang-ups).
+    pub read: bool,
+    /// Writable.
+    pub write: bool,
+}
+
+impl Interest {
+    /// Readability only (an eventfd, a socket waiting for data).
+    pub const READ: Interest = Interest {
+        read: true,
+        write: false,
+    };
+    /// Writability only.
+    pub const WRITE: Interest = Interest {
+        read: false,
+        write: true,
+    };
+    /// Both.
+    pub const BOTH: Interest = Interest {
+        read: true,
+        write: true,
+    };
+
+    fn bits(self) -> u32 {
+        let mut b = 0;
+        if self.read {
+            b |= (libc::EPOLLIN | libc::EPOLLRDHUP) as u32;
+        }
+        if self.write {
+            b |= libc::EPOLLOUT as u32;
+        }
+        b
+    }
+}
+
+/// What a watched descriptor is ready for, as epoll reported it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Readiness(u32);
+
+impl Readiness {
+    /// Data (or an end of stream) to read.
+    pub fn readable(self) -> bool {
+        self.0 & (libc::EPOLLIN | libc::EPOLLRDHUP | libc::EPOLLHUP) as u32 != 0
+    }
+    /// Room to write.
+    pub fn writable(self) -> bool {
+        self.0 & libc::EPOLLOUT as u32 != 0
+    }
+    /// The peer hung up (or half-closed its sending side).
+    pub fn hangup(self) -> bool {
+        self.0 & (libc::EPOLLHUP | libc::EPOLLRDHUP) as u32 != 0
+    }
+    /// An error is pending on the descriptor.
+    pub fn error(self) -> bool {
+        self.0 & libc::EPOLLERR as u32 != 0
+    }
+}
+
+fn watch(
+    epfd: c_int,
+    op: c_int,
+    fd: c_int,
+    token: u64,
+    interest: Interest,
+) -> Result<(), LoopError> {
+    if token & FD_BIT != 0 {
+        return Err(LoopError::Epoll(libc::EINVAL));
+    }
+    sys::epoll_ctl(epfd, op, fd, interest.bits(), token | FD_BIT).map_err(LoopError::Epoll)
+}
 
 /// Loop state the handler reaches through its [`Context`].
 #[derive(Debug)]
@@ -207,6 +282,26 @@ impl<'a> Context<'a> {
         }
     }
 
+    /// Watches `fd` from inside the loop (see [`EventLoop::watch_fd`]).
+    pub fn watch_fd(&mut self, fd: c_int, token: u64, interest: Interest) -> Result<(), LoopError> {
+        watch(self.client.epfd(), libc::EPOLL_CTL_ADD, fd, token, interest)
+    }
+
+    /// Changes what `fd` is watched for (see [`EventLoop::rewatch_fd`]).
+    pub fn rewatch_fd(
+        &mut self,
+        fd: c_int,
+        token: u64,
+        interest: Interest,
+    ) -> Result<(), LoopError> {
+        watch(self.client.epfd(), libc::EPOLL_CTL_MOD, fd, token, interest)
+    }
+
+    /// Stops watching `fd`.
+    pub fn unwatch_fd(&mut self, fd: c_int) -> Result<(), LoopError> {
+        sys::epoll_ctl(self.client.epfd(), libc::EPOLL_CTL_DEL, fd, 0, 0).map_err(LoopError::Epoll)
+    }
+
     /// Ends [`EventLoop::run`] after this turn.
     pub fn stop(&mut self) {
         self.ctl.stop = true;
@@ -261,26 +356,27 @@ impl EventLoop {
         self.client.add_pool(cfg, self.now).map_err(LoopError::Pool)
     }
 
-    /// Watches `fd` for readability (level-triggered); each turn it is readable,
-    /// [`ClientHandler::on_fd`] gets `token`. The caller keeps owning `fd` and
-    /// calls [`deregister_fd`](Self::deregister_fd) before closing it. `token` must
-    /// be below 2^63.
-    pub fn register_fd(&mut self, fd: c_int, token: u64) -> Result<(), LoopError> {
-        if token & FD_BIT != 0 {
-            return Err(LoopError::Epoll(libc::EINVAL));
-        }
-        sys::epoll_ctl(
-            self.epfd,
-            libc::EPOLL_CTL_ADD,
-            fd,
-            libc::EPOLLIN as u32,
-            token | FD_BIT,
-        )
-        .map_err(LoopError::Epoll)
+    /// Watches `fd` (level-triggered) for `interest`; each turn it is ready,
+    /// [`ClientHandler::on_fd`] gets `token` and the [`Readiness`]. The caller keeps
+    /// owning `fd` and calls [`unwatch_fd`](Self::unwatch_fd) before closing it.
+    /// `token` must be below 2^63. Handlers do the same through
+    /// [`Context::watch_fd`].
+    pub fn watch_fd(&mut self, fd: c_int, token: u64, interest: Interest) -> Result<(), LoopError> {
+        watch(self.epfd, libc::EPOLL_CTL_ADD, fd, token, interest)
+    }
+
+    /// Changes what a watched `fd` is watched for.
+    pub fn rewatch_fd(
+        &mut self,
+        fd: c_int,
+        token: u64,
+        interest: Interest,
+    ) -> Result<(), LoopError> {
+        watch(self.epfd, libc::EPOLL_CTL_MOD, fd, token, interest)
     }
 
     /// Stops watching `fd`.
-    pub fn deregister_fd(&mut self, fd: c_int) -> Result<(), LoopError> {
+    pub fn unwatch_fd(&mut self, fd: c_int) -> Result<(), LoopError> {
         sys::epoll_ctl(self.epfd, libc::EPOLL_CTL_DEL, fd, 0, 0).map_err(LoopError::Epoll)
     }
 
@@ -363,6 +459,7 @@ impl EventLoop {
                 h.on_fd(
                     &mut Context::new(&mut self.client, &mut self.budget, &mut self.ctl, now),
                     token & !FD_BIT,
+                    Readiness(bits),
                 );
             } else {
                 self.client.handle_event(

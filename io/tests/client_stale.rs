@@ -11,7 +11,7 @@ use common::server::Server;
 use ergon_io::client::{ClientHandler, Error, PoolId, RequestId, Sent};
 use ergon_io::core::response::Response;
 use ergon_io::core::{Class, Flight, Part};
-use ergon_io::event_loop::Context;
+use ergon_io::event_loop::{Context, Interest, Readiness};
 
 /// Answers one request per connection, then closes it once `close` is set.
 fn server(close: Arc<AtomicBool>, closed: Arc<AtomicBool>) -> Server {
@@ -102,8 +102,9 @@ impl ClientHandler for FromPipe {
     fn on_error(&mut self, _: &mut Context<'_>, _: RequestId, sent: Sent, e: Error) {
         panic!("the request failed: {e} ({sent:?})");
     }
-    fn on_fd(&mut self, cx: &mut Context<'_>, token: u64) {
+    fn on_fd(&mut self, cx: &mut Context<'_>, token: u64, ready: Readiness) {
         assert_eq!(token, 7);
+        assert!(ready.readable());
         let mut b = [0u8; 1];
         // SAFETY: reading one byte into a live buffer from our own pipe.
         assert_eq!(
@@ -144,7 +145,7 @@ fn the_send_path_never_writes_to_a_connection_closed_while_idle() {
     let mut fds = [0i32; 2];
     // SAFETY: fds is a live two-int array.
     assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
-    d.lp.register_fd(fds[0], 7).unwrap();
+    d.lp.watch_fd(fds[0], 7, Interest::READ).unwrap();
     // The pipe becomes ready first, then the server closes: epoll lists the pipe
     // first, so the request is tried before the loop sees the EOF.
     // SAFETY: writing one byte from a live buffer into our own pipe.
@@ -165,7 +166,7 @@ fn the_send_path_never_writes_to_a_connection_closed_while_idle() {
     assert_eq!(h.body.as_deref(), Some(&b"id=second"[..]));
     assert!(h.busy >= 1);
     assert_eq!(d.lp.client().counters().stale, 1);
-    d.lp.deregister_fd(fds[0]).unwrap();
+    d.lp.unwatch_fd(fds[0]).unwrap();
     // SAFETY: closing our own pipe.
     unsafe {
         libc::close(fds[0]);

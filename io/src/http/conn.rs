@@ -1,4 +1,8 @@
 //! One client connection's HTTP/1.1 state: one request at a time, no pipelining.
+//!
+//! It never touches a socket or a clock and never allocates after [`Conn::new`];
+//! it never offers a written byte again, and never accepts a request while one is
+//! in flight or after an error.
 
 use ergon_core::response::{Header, Response};
 
