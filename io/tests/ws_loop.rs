@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use ergon_io::client::{ClientHandler, Error, RequestId, Sent};
 use ergon_io::core::response::Response;
 use ergon_io::core::{Class, Flight, Why};
-use ergon_io::event_loop::{Config as LoopConfig, Context, EventLoop};
+use ergon_io::event_loop::{Config as LoopConfig, Context, EventLoop, Interest, Readiness};
 use ergon_io::ws::{Cause, Config, ConnectError, Event, Request, Session, WsClient, WsId};
 use ws_common::*;
 
@@ -106,7 +106,7 @@ impl ClientHandler for App {
     fn on_error(&mut self, _: &mut Context<'_>, _: RequestId, _: Sent, _: Error) {
         unreachable!("no HTTP here");
     }
-    fn on_fd(&mut self, cx: &mut Context<'_>, token: u64) {
+    fn on_fd(&mut self, cx: &mut Context<'_>, token: u64, _ready: Readiness) {
         assert_eq!(token, WS_FD);
         self.pump(cx);
     }
@@ -143,7 +143,7 @@ fn setup(
     ws.connect(id, &REQ_LOOP, Class::Normal, &mut budget, now)
         .unwrap();
     let mut lp = EventLoop::new(LoopConfig::default(), budget).unwrap();
-    lp.register_fd(ws.fd(), WS_FD).unwrap();
+    lp.watch_fd(ws.fd(), WS_FD, Interest::READ).unwrap();
     let app = App {
         ws,
         id,

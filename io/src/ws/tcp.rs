@@ -34,7 +34,7 @@ struct Conn {
 ///
 /// [`WsClient`] owns the sockets of its sessions and an epoll instance of its own;
 /// that epoll's descriptor ([`WsClient::fd`]) is registered once with
-/// [`EventLoop::register_fd`], so a readable socket makes it readable and the loop
+/// [`EventLoop::watch_fd`], so a readable socket makes it readable and the loop
 /// calls [`ClientHandler::on_fd`]. The handler then calls [`WsClient::drive`]; after
 /// it queues frames it calls [`WsClient::flush`]; it keeps a loop timer at
 /// [`WsClient::next_deadline`] and drives again when it fires. The shell follows the
@@ -47,7 +47,7 @@ struct Conn {
 /// ```no_run
 /// use ergon_core::{response::Response, Budget, Class, Flight, Part, Spec};
 /// use ergon_io::client::{ClientHandler, Error, RequestId, Sent};
-/// use ergon_io::event_loop::{Config, Context, EventLoop};
+/// use ergon_io::event_loop::{Config, Context, EventLoop, Interest, Readiness};
 /// use ergon_io::ws::{self, Event, Request, Session, WsClient, WsId};
 ///
 /// const WS_FD: u64 = 1;
@@ -75,7 +75,7 @@ struct Conn {
 /// impl ClientHandler for App {
 ///     fn on_response(&mut self, _: &mut Context<'_>, _: RequestId, _: Response<'_>, _: Flight) {}
 ///     fn on_error(&mut self, _: &mut Context<'_>, _: RequestId, _: Sent, _: Error) {}
-///     fn on_fd(&mut self, cx: &mut Context<'_>, token: u64) {
+///     fn on_fd(&mut self, cx: &mut Context<'_>, token: u64, _ready: Readiness) {
 ///         if token == WS_FD {
 ///             self.pump(cx);
 ///         }
@@ -106,12 +106,12 @@ struct Conn {
 /// let req = Request { host: "127.0.0.1:9443", path: "/ws", headers: &[] };
 /// ws.connect(id, &req, Class::Normal, &mut budget, now).unwrap();
 /// let mut lp = EventLoop::new(Config::default(), budget).unwrap();
-/// lp.register_fd(ws.fd(), WS_FD).unwrap();
+/// lp.watch_fd(ws.fd(), WS_FD, Interest::READ).unwrap();
 /// lp.run(&mut App { ws, id }).unwrap();
 /// ```
 ///
 /// [`event_loop`]: crate::event_loop
-/// [`EventLoop::register_fd`]: crate::event_loop::EventLoop::register_fd
+/// [`EventLoop::watch_fd`]: crate::event_loop::EventLoop::watch_fd
 /// [`ClientHandler::on_fd`]: crate::client::ClientHandler::on_fd
 #[derive(Debug)]
 pub struct WsClient {
@@ -133,7 +133,7 @@ impl WsClient {
     }
 
     /// The descriptor to register with
-    /// [`EventLoop::register_fd`](crate::event_loop::EventLoop::register_fd): readable
+    /// [`EventLoop::watch_fd`](crate::event_loop::EventLoop::watch_fd): readable
     /// when a socket of this client is ready.
     pub fn fd(&self) -> c_int {
         self.epfd
