@@ -288,7 +288,8 @@ fn tcp_shell_steady_state_allocates_nothing() {
         assert!(Instant::now() < deadline, "no handshake");
         ws.drive(&mut budget, now(), &mut |_, ev, _| {
             opened |= ev == Event::Open;
-        });
+        })
+        .unwrap();
     }
     let rounds = 2_000u64;
     let warmup = 10u64;
@@ -318,7 +319,8 @@ fn tcp_shell_steady_state_allocates_nothing() {
                     assert_eq!(t, "{\"method\":\"order.place\"}");
                     echoed += 1;
                 }
-            });
+            })
+            .unwrap();
         }
     }
     COUNTING.with(|c| c.set(false));

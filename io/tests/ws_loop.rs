@@ -47,11 +47,13 @@ impl App {
         let now = cx.now();
         let mut todo = Vec::new();
         let (events, react) = (&mut self.events, self.react);
-        self.ws.drive(cx.budget(), now, &mut |_, ev, _| {
-            let ev = ev_of(ev);
-            todo.push(react(&ev));
-            events.push(ev);
-        });
+        self.ws
+            .drive(cx.budget(), now, &mut |_, ev, _| {
+                let ev = ev_of(ev);
+                todo.push(react(&ev));
+                events.push(ev);
+            })
+            .unwrap();
         for then in todo {
             match then {
                 Then::Nothing => {}

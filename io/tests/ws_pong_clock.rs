@@ -178,3 +178,30 @@ fn frames_never_written_are_refunded() {
     assert_eq!(s.stats().frames_refunded, 1);
     assert_eq!(s.poll_transmit(), None);
 }
+
+#[test]
+fn closes_crossing_still_answer_the_server() {
+    let (mut budget, limits) = budget(10, 100);
+    let mut s = open_in_memory(Config::default(), &mut budget, &limits);
+    s.close(1000, "bye", Class::Normal, &mut budget, MS)
+        .unwrap();
+    assert_eq!(s.state(), State::Closing);
+    // The server's close arrives before ours has left.
+    s.handle_input(&server_frame(true, 0x8, &1001u16.to_be_bytes()));
+    assert!(matches!(
+        s.poll_event(&mut budget, 2 * MS),
+        Some(Event::Closed(Closed {
+            cause: Cause::Local,
+            code: Some(1001),
+            ..
+        }))
+    ));
+    assert_eq!(
+        take_frames(&mut s, &mut budget, 2 * MS),
+        vec![(0x8, 1001u16.to_be_bytes().to_vec())],
+        "one close frame goes out"
+    );
+    assert!(s.is_finished());
+    let st = budget.stats(limits.messages);
+    assert_eq!((st.admitted, st.refunds, st.used), (2, 1, 1));
+}

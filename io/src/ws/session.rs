@@ -754,21 +754,25 @@ impl Session {
             return self.fail(ProtocolError::InvalidUtf8, budget, now);
         }
         let reason = &reason[..reason_len];
+        let cause = if self.close_sent {
+            Cause::Local
+        } else {
+            Cause::Peer
+        };
+        if self.close_sent && !self.queue.is_empty() {
+            // Both sides closed at once and ours (the last frame queued after
+            // close()) has not left: it is refunded with the rest, and the echo
+            // below takes its place.
+            self.close_sent = false;
+        }
         if self.close_sent {
-            self.finish(Cause::Local, code, reason, None, budget, now);
+            self.finish(cause, code, reason, None, budget, now);
         } else {
             let echo = code.map(u16::to_be_bytes);
             let echo: &[u8] = echo.as_ref().map_or(&[], |c| c.as_slice());
             let mut owed = [0u8; 2];
             owed[..echo.len()].copy_from_slice(echo);
-            self.finish(
-                Cause::Peer,
-                code,
-                reason,
-                Some(&owed[..echo.len()]),
-                budget,
-                now,
-            );
+            self.finish(cause, code, reason, Some(&owed[..echo.len()]), budget, now);
         }
     }
 

@@ -61,11 +61,13 @@ struct Conn {
 /// impl App {
 ///     fn pump(&mut self, cx: &mut Context<'_>) {
 ///         let now = cx.now();
-///         self.ws.drive(cx.budget(), now, &mut |_id, ev, _budget| {
-///             if let Event::Text(t) = ev {
-///                 println!("{t}");
-///             }
-///         });
+///         self.ws
+///             .drive(cx.budget(), now, &mut |_id, ev, _budget| {
+///                 if let Event::Text(t) = ev {
+///                     println!("{t}");
+///                 }
+///             })
+///             .expect("our own epoll");
 ///         if let Some(at) = self.ws.next_deadline() {
 ///             let _ = cx.set_timer(WS_TIMER, at);
 ///         }
@@ -202,14 +204,17 @@ impl WsClient {
     /// Handles what is ready: completes connects, reads, hands every event to
     /// `on_event`, fires due session timeouts, writes. Call it when the loop says
     /// [`WsClient::fd`] is readable and when the timer at
-    /// [`WsClient::next_deadline`] fires.
+    /// [`WsClient::next_deadline`] fires. Fails only if this client's own epoll
+    /// cannot be read (`errno`); the sessions are then still served for timeouts
+    /// and writes.
     pub fn drive(
         &mut self,
         budget: &mut Budget,
         now_ns: i64,
         on_event: &mut dyn FnMut(WsId, Event<'_>, &mut Budget),
-    ) {
-        let n = sys::epoll_wait(self.epfd, &mut self.events, 0).unwrap_or(0);
+    ) -> Result<(), i32> {
+        let waited = sys::epoll_wait(self.epfd, &mut self.events, 0);
+        let n = *waited.as_ref().unwrap_or(&0);
         for k in 0..n {
             let ev = self.events[k];
             let i = ev.u64 as usize;
@@ -226,6 +231,7 @@ impl WsClient {
             self.write(i, budget, now_ns);
             self.events_out(i, budget, now_ns, on_event);
         }
+        waited.map(|_| ())
     }
 
     /// Writes what session `id` has queued (after a send).
@@ -330,9 +336,12 @@ impl WsClient {
         }
         if blocked != c.want_out {
             let interest = if blocked { IN | OUT } else { IN };
-            if sys::epoll_ctl(self.epfd, libc::EPOLL_CTL_MOD, fd, interest, i as u64).is_ok() {
-                c.want_out = blocked;
+            if sys::epoll_ctl(self.epfd, libc::EPOLL_CTL_MOD, fd, interest, i as u64).is_err() {
+                // A socket we can no longer watch would stall: end it.
+                self.lost(i, budget, now);
+                return;
             }
+            c.want_out = blocked;
         }
         if c.session.is_finished() {
             sys::close(fd);
