@@ -130,8 +130,17 @@ fn setup(
     connects: u64,
     react: fn(&Ev) -> Then,
 ) -> (EventLoop, App, Limits) {
+    setup_with(addr, connects, 100, react)
+}
+
+fn setup_with(
+    addr: std::net::SocketAddr,
+    connects: u64,
+    messages: u64,
+    react: fn(&Ev) -> Then,
+) -> (EventLoop, App, Limits) {
     let now = ergon_io::clock::now_ns();
-    let (mut budget, limits) = budget_at(connects, 100, now);
+    let (mut budget, limits) = budget_at(connects, messages, now);
     let session = Session::new(
         Config::default(),
         &budget,
@@ -262,4 +271,62 @@ fn refused_tcp_connect_is_refunded_on_the_loop() {
     );
     let st = lp.budget().stats(limits.connects);
     assert_eq!((st.admitted, st.refunds, st.used), (1, 1, 0));
+}
+
+#[test]
+fn ping_flood_on_the_loop_pongs_paced_by_loop_timers() {
+    const PINGS: usize = 30;
+    let (addr, server) = serve(|l| {
+        let mut p = Peer::accept(&l);
+        p.handshake();
+        let mut reader = Peer::from_stream(p.stream.try_clone().unwrap());
+        let last = format!("ping-{}", PINGS - 1).into_bytes();
+        let got = std::thread::spawn(move || {
+            let mut frames = Vec::new();
+            // Until the pong of the last ping (it may take a window or two).
+            while let Some(f) = reader.read_frame() {
+                let done = f.opcode == 0xA && f.payload == last;
+                frames.push(f);
+                if done {
+                    break;
+                }
+            }
+            frames
+        });
+        let start = Instant::now();
+        for i in 0..PINGS {
+            let at = start + Duration::from_millis(20 * i as u64);
+            std::thread::sleep(at.saturating_duration_since(Instant::now()));
+            p.write_frame(true, 0x9, format!("ping-{i}").as_bytes());
+        }
+        let frames = got.join().unwrap();
+        p.write_frame(true, 0x8, &1000u16.to_be_bytes());
+        let (code, _) = p.read_until_close();
+        (frames, code)
+    });
+    let (mut lp, mut app, limits) = setup_with(addr, 10, 5, |ev| match ev {
+        Ev::Closed(..) => Then::Stop,
+        _ => Then::Nothing,
+    });
+    lp.run(&mut app).unwrap();
+    let (frames, code) = server.join().unwrap();
+    // The echo of the server's close was owed too, and paced like the rest.
+    assert_eq!(code, Some(1000));
+    let window = Duration::from_millis(950);
+    for (i, f) in frames.iter().enumerate() {
+        let n = frames[i..]
+            .iter()
+            .take_while(|g| g.at.duration_since(f.at) < window)
+            .count();
+        assert!(n <= 5, "{n} frames within {window:?} from frame {i}");
+    }
+    let st = app.ws.session(app.id).stats();
+    assert_eq!(st.pings_received, PINGS as u64);
+    assert!(st.pongs_delayed >= 1 && st.pongs_coalesced >= 1, "{st:?}");
+    assert_eq!(
+        st.pongs_sent + st.pongs_coalesced + st.pongs_abandoned,
+        st.pings_received
+    );
+    assert_eq!(st.pongs_sent as usize, frames.len());
+    assert_eq!(lp.budget().stats(limits.messages).admitted, st.frames_sent);
 }
