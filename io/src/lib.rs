@@ -9,6 +9,9 @@
 //! - [`event_loop`]: one pinned thread running epoll, timers, the client, the
 //!   budget's idle ticks and the caller's handler;
 //! - [`clock`]: the monotonic nanosecond clock everything here shares;
+//! - [`boundary`]: how other threads submit requests to the loop and get answers,
+//!   through bounded lock-free queues, an eventfd wake and a seqlock'd stats
+//!   snapshot, all loom-checked;
 //! - [`ws`]: the WebSocket client whose every frame (automatic pongs included) and
 //!   connect attempt is charged, sans-IO, with a TCP shell on the event loop.
 //!
@@ -54,9 +57,11 @@
 
 pub use ergon_core as core;
 
+pub mod boundary;
 pub mod client;
 pub mod clock;
 pub mod event_loop;
 pub mod http;
+mod sync;
 mod sys;
 pub mod ws;
