@@ -11,7 +11,9 @@
 //! - [`clock`]: the monotonic nanosecond clock everything here shares;
 //! - [`boundary`]: how other threads submit requests to the loop and get answers,
 //!   through bounded lock-free queues, an eventfd wake and a seqlock'd stats
-//!   snapshot, all loom-checked.
+//!   snapshot, all loom-checked;
+//! - [`ws`]: the WebSocket client whose every frame (automatic pongs included) and
+//!   connect attempt is charged, sans-IO, with a TCP shell on the event loop.
 //!
 //! ```no_run
 //! use ergon_core::{response::Response, Budget, Class, Flight, Part, Spec};
@@ -62,3 +64,4 @@ pub mod event_loop;
 pub mod http;
 mod sync;
 mod sys;
+pub mod ws;
