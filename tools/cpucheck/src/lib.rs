@@ -364,8 +364,7 @@ fn irq_names(paths: &Paths) -> Vec<(u32, String)> {
             let num = num.parse::<u32>().ok()?;
             let name = rest
                 .split_whitespace()
-                .filter(|w| w.parse::<u64>().is_err())
-                .last()
+                .rfind(|w| w.parse::<u64>().is_err())
                 .unwrap_or("")
                 .to_string();
             Some((num, name))
