@@ -195,6 +195,23 @@ fn combined(parts: &[Part], i: usize) -> Option<u64> {
     )
 }
 
+/// Whether every part names a different bucket, each a valid index below 32 (the
+/// usual charge). Then each part's cost is its bucket's total and [`combined`]'s
+/// quadratic scan is skipped; one pass over a bitmask decides.
+#[inline]
+fn distinct(parts: &[Part]) -> bool {
+    const _: () = assert!(MAX_BUCKETS <= 32, "the mask holds one bit per bucket");
+    let mut seen = 0u32;
+    for p in parts {
+        let bit = 1u32.checked_shl(u32::from(p.bucket.0)).unwrap_or(0);
+        if bit == 0 || seen & bit != 0 {
+            return false;
+        }
+        seen |= bit;
+    }
+    true
+}
+
 /// A fixed set of rate limits, charged all or none. See the [crate] docs.
 #[derive(Clone, Debug)]
 pub struct Budget {
@@ -268,8 +285,16 @@ impl Budget {
         if parts.len() > MAX_PARTS {
             return Err(self.refuse(parts[MAX_PARTS].bucket, i64::MAX, Why::TooBig));
         }
+        let distinct = distinct(parts);
+        let cost_of = |i: usize| {
+            if distinct {
+                Some(u64::from(parts[i].cost))
+            } else {
+                combined(parts, i)
+            }
+        };
         for i in 0..parts.len() {
-            let Some(cost) = combined(parts, i) else {
+            let Some(cost) = cost_of(i) else {
                 continue;
             };
             let id = parts[i].bucket;
@@ -284,7 +309,7 @@ impl Budget {
         self.seq += 1;
         let seq = self.seq;
         for i in 0..parts.len() {
-            if let Some(cost) = combined(parts, i) {
+            if let Some(cost) = cost_of(i) {
                 self.buckets[parts[i].bucket.index()].commit(cost, now, seq);
             }
         }
