@@ -1,0 +1,306 @@
+//! Drives a [`Budget`] through a parsed trace and writes what it decided.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::io::{BufRead, Write};
+
+use ergon_core::{BucketId, Budget, Builder, Flight, Part, Ticket, Why};
+use serde_json::{json, Map, Value};
+
+use crate::trace::{parse, Event, Line};
+
+/// Why a replay stopped.
+#[derive(Debug)]
+pub enum ReplayError {
+    /// A line of the trace is wrong; nothing after it was processed.
+    Line {
+        /// 1-based line number.
+        line: usize,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// Reading the trace or writing the output failed.
+    Io(std::io::Error),
+}
+
+impl fmt::Display for ReplayError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ReplayError::Line { line, message } => write!(f, "line {line}: {message}"),
+            ReplayError::Io(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for ReplayError {}
+
+impl From<std::io::Error> for ReplayError {
+    fn from(e: std::io::Error) -> Self {
+        ReplayError::Io(e)
+    }
+}
+
+/// Where one charge of the trace stands.
+enum Charge {
+    Admitted(Ticket),
+    InFlight(Flight),
+    Refused,
+    Ended,
+}
+
+/// Counts of lifecycle events that named a refused charge.
+#[derive(Default)]
+struct Ignored {
+    refund: u64,
+    sent: u64,
+    complete: u64,
+}
+
+enum Phase {
+    Declaring(Box<Builder>),
+    Running(Box<Budget>),
+}
+
+struct Replay {
+    phase: Phase,
+    last_t: Option<i64>,
+    charges: HashMap<String, Charge>,
+    ok: u64,
+    refused: u64,
+    ignored: Ignored,
+}
+
+/// Replays `input` and writes the decisions to `out`, flushing after each line.
+pub fn run(input: impl BufRead, mut out: impl Write) -> Result<(), ReplayError> {
+    let mut replay = Replay {
+        phase: Phase::Declaring(Box::new(Budget::builder())),
+        last_t: None,
+        charges: HashMap::new(),
+        ok: 0,
+        refused: 0,
+        ignored: Ignored::default(),
+    };
+    for (index, text) in input.lines().enumerate() {
+        let text = text?;
+        if text.trim().is_empty() {
+            continue;
+        }
+        let line = index + 1;
+        let fail = |message: String| ReplayError::Line { line, message };
+        let parsed = parse(&text).map_err(fail)?;
+        if let Some(output) = replay.apply(parsed).map_err(fail)? {
+            writeln!(out, "{output}")?;
+        }
+    }
+    let summary = replay
+        .summary()
+        .map_err(|message| ReplayError::Line { line: 0, message })?;
+    writeln!(out, "{summary}")?;
+    out.flush()?;
+    Ok(())
+}
+
+/// The budget, built from the declarations at the first event's time.
+fn running(phase: &mut Phase, t: i64) -> Result<&mut Budget, String> {
+    if let Phase::Declaring(builder) = phase {
+        let budget = std::mem::take(builder)
+            .build(t)
+            .map_err(|e| format!("the declarations make no budget: {e}"))?;
+        *phase = Phase::Running(Box::new(budget));
+    }
+    match phase {
+        Phase::Running(budget) => Ok(budget),
+        Phase::Declaring(_) => unreachable!("built above"),
+    }
+}
+
+impl Replay {
+    fn apply(&mut self, line: Line) -> Result<Option<Value>, String> {
+        match line {
+            Line::Declare { name, spec } => {
+                let Phase::Declaring(builder) = &mut self.phase else {
+                    return Err("declarations must come before the first event".into());
+                };
+                builder
+                    .add(&name, spec)
+                    .map_err(|e| format!("bucket {name:?}: {e}"))?;
+                Ok(None)
+            }
+            Line::Event { t, event } => {
+                if let Some(last) = self.last_t {
+                    if t < last {
+                        return Err(format!("out of order: t {t} is before {last}"));
+                    }
+                }
+                self.last_t = Some(t);
+                self.event(t, event)
+            }
+        }
+    }
+
+    fn event(&mut self, t: i64, event: Event) -> Result<Option<Value>, String> {
+        let budget = running(&mut self.phase, t)?;
+        let id_of = |budget: &Budget, name: &str| {
+            budget
+                .bucket(name)
+                .ok_or_else(|| format!("no bucket named {name:?} was declared"))
+        };
+        match event {
+            Event::Charge { id, class, parts } => {
+                if self.charges.contains_key(&id) {
+                    return Err(format!("charge id {id:?} is used twice"));
+                }
+                let parts = parts
+                    .iter()
+                    .map(|(name, cost)| Ok(Part::new(id_of(budget, name)?, *cost)))
+                    .collect::<Result<Vec<Part>, String>>()?;
+                budget
+                    .validate_parts(&parts)
+                    .map_err(|e| format!("charge {id:?}: {e}"))?;
+                let line = match budget.try_charge(&parts, class, t) {
+                    Ok(ticket) => {
+                        self.ok += 1;
+                        self.charges.insert(id.clone(), Charge::Admitted(ticket));
+                        json!({"id": id, "t": t, "ok": true})
+                    }
+                    Err(limited) => {
+                        self.refused += 1;
+                        self.charges.insert(id.clone(), Charge::Refused);
+                        let why = match limited.why {
+                            Why::Full => "full",
+                            Why::Held => "held",
+                            Why::Halted => "halted",
+                            Why::TooBig => "too_big",
+                        };
+                        let ready_at = match limited.ready_at_ns {
+                            i64::MAX => Value::Null,
+                            ready => ready.into(),
+                        };
+                        json!({
+                            "id": id, "t": t, "ok": false,
+                            "bucket": budget.name(limited.bucket), "why": why, "ready_at": ready_at,
+                        })
+                    }
+                };
+                return Ok(Some(line));
+            }
+            Event::Refund(id) => self.lifecycle(&id, t, Lifecycle::Refund)?,
+            Event::Sent(id) => self.lifecycle(&id, t, Lifecycle::Sent)?,
+            Event::Complete(id) => self.lifecycle(&id, t, Lifecycle::Complete)?,
+            Event::Throttled { bucket, wait_ns } => {
+                let b = id_of(budget, &bucket)?;
+                budget.throttled(b, wait_ns, t);
+            }
+            Event::Banned { bucket, wait_ns } => {
+                let b = id_of(budget, &bucket)?;
+                budget.banned(b, wait_ns.map_or(t, |w| t.saturating_add(w)), t);
+            }
+            Event::ClearHalt(bucket) => {
+                let b = id_of(budget, &bucket)?;
+                budget.clear_halt(b);
+            }
+            Event::Observe { bucket, used } => {
+                let b = id_of(budget, &bucket)?;
+                budget.observe_used(b, used, t);
+            }
+            Event::Extra { bucket, cost } => {
+                let b = id_of(budget, &bucket)?;
+                budget.charge_after(b, cost, t);
+            }
+            Event::Tick => budget.tick(t),
+        }
+        Ok(None)
+    }
+
+    fn lifecycle(&mut self, id: &str, t: i64, step: Lifecycle) -> Result<(), String> {
+        let Some(state) = self.charges.get_mut(id) else {
+            return Err(format!(
+                "{} names {id:?}, which was never charged",
+                step.verb()
+            ));
+        };
+        let Phase::Running(budget) = &mut self.phase else {
+            unreachable!("a charge exists, so the budget was built");
+        };
+        match (std::mem::replace(state, Charge::Ended), step) {
+            (Charge::Refused, step) => {
+                *state = Charge::Refused;
+                match step {
+                    Lifecycle::Refund => self.ignored.refund += 1,
+                    Lifecycle::Sent => self.ignored.sent += 1,
+                    Lifecycle::Complete => self.ignored.complete += 1,
+                }
+            }
+            (Charge::Admitted(ticket), Lifecycle::Refund) => budget.refund(ticket, t),
+            (Charge::Admitted(ticket), Lifecycle::Sent) => *state = Charge::InFlight(ticket.sent()),
+            (Charge::InFlight(flight), Lifecycle::Complete) => budget.complete(flight, t),
+            (previous, step) => {
+                let why = match (&previous, step) {
+                    (Charge::Admitted(_), Lifecycle::Complete) => "it was never sent",
+                    (Charge::InFlight(_), Lifecycle::Refund) => {
+                        "it was sent, and a sent request is never refunded"
+                    }
+                    (Charge::InFlight(_), Lifecycle::Sent) => "it was already sent",
+                    _ => "it already ended (refunded or completed)",
+                };
+                *state = previous;
+                return Err(format!("{} of {id:?}: {why}", step.verb()));
+            }
+        }
+        Ok(())
+    }
+
+    fn summary(&mut self) -> Result<Value, String> {
+        let t = self.last_t.unwrap_or(0);
+        let budget = running(&mut self.phase, t)?;
+        let mut buckets = Map::new();
+        for id in budget.ids() {
+            buckets.insert(budget.name(id).to_owned(), bucket_summary(budget, id));
+        }
+        Ok(json!({"summary": {
+            "charges": self.ok + self.refused,
+            "ok": self.ok,
+            "refused": self.refused,
+            "ignored": {
+                "refund": self.ignored.refund,
+                "sent": self.ignored.sent,
+                "complete": self.ignored.complete,
+            },
+            "buckets": buckets,
+        }}))
+    }
+}
+
+fn bucket_summary(budget: &Budget, id: BucketId) -> Value {
+    let s = budget.stats(id);
+    json!({
+        "admitted": s.admitted,
+        "refusals": {
+            "full": s.refusals.full,
+            "held": s.refusals.held,
+            "halted": s.refusals.halted,
+            "too_big": s.refusals.too_big,
+        },
+        "refunds": s.refunds,
+        "extra": s.charged_after,
+        "throttles": s.throttles,
+        "bans": s.bans,
+    })
+}
+
+#[derive(Clone, Copy)]
+enum Lifecycle {
+    Refund,
+    Sent,
+    Complete,
+}
+
+impl Lifecycle {
+    fn verb(self) -> &'static str {
+        match self {
+            Lifecycle::Refund => "refund",
+            Lifecycle::Sent => "sent",
+            Lifecycle::Complete => "complete",
+        }
+    }
+}

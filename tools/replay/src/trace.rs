@@ -1,0 +1,296 @@
+//! The trace format: one JSON object per line, bucket declarations first, then
+//! events in time order. Parsing only: a line becomes a [`Line`] or an error that says
+//! what is wrong with it. Unknown fields are errors, so a typo never passes silently.
+
+use ergon_core::{Class, Spec};
+use serde_json::{Map, Value};
+
+const NS_PER_MS: i64 = 1_000_000;
+
+/// One line of a trace.
+#[derive(Debug, PartialEq)]
+pub enum Line {
+    /// `{"bucket":NAME,"kind":...}`.
+    Declare {
+        /// The bucket's name.
+        name: String,
+        /// Its limit.
+        spec: Spec,
+    },
+    /// An event at `t` nanoseconds.
+    Event {
+        /// When, in nanoseconds.
+        t: i64,
+        /// What.
+        event: Event,
+    },
+}
+
+/// What happened at one instant of the trace.
+#[derive(Debug, PartialEq)]
+pub enum Event {
+    /// A request asked to go out.
+    Charge {
+        /// The request's id in the trace.
+        id: String,
+        /// Its class.
+        class: Class,
+        /// `(bucket name, cost)` in the order written.
+        parts: Vec<(String, u32)>,
+    },
+    /// The request never left.
+    Refund(String),
+    /// The request's first byte left.
+    Sent(String),
+    /// The request's answer arrived.
+    Complete(String),
+    /// The server throttled a bucket, with its wait if it gave one.
+    Throttled {
+        /// The bucket.
+        bucket: String,
+        /// The server's wait.
+        wait_ns: Option<i64>,
+    },
+    /// The server banned a bucket, with its wait if it gave one.
+    Banned {
+        /// The bucket.
+        bucket: String,
+        /// The server's wait.
+        wait_ns: Option<i64>,
+    },
+    /// A person cleared a halt.
+    ClearHalt(String),
+    /// A usage header.
+    Observe {
+        /// The bucket.
+        bucket: String,
+        /// The server's count.
+        used: u64,
+    },
+    /// Cost known only from the response.
+    Extra {
+        /// The bucket.
+        bucket: String,
+        /// Units added.
+        cost: u32,
+    },
+    /// Time passes with nothing to send.
+    Tick,
+}
+
+/// Parses one non-blank line.
+pub fn parse(text: &str) -> Result<Line, String> {
+    let value: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+    let Value::Object(obj) = value else {
+        return Err("a line must be a JSON object".into());
+    };
+    if obj.contains_key("bucket") {
+        return declaration(&obj);
+    }
+    let t = int(&obj, "t")?.ok_or("an event needs \"t\" (integer nanoseconds)")?;
+    let event = event(&obj)?;
+    Ok(Line::Event { t, event })
+}
+
+fn declaration(obj: &Map<String, Value>) -> Result<Line, String> {
+    let name = string(obj, "bucket")?;
+    let kind = obj
+        .get("kind")
+        .and_then(Value::as_str)
+        .ok_or("a declaration needs \"kind\": sliding, fixed, token, inflight or gate")?;
+    let (spec, fields): (Spec, &[&str]) = match kind {
+        "sliding" => (
+            Spec::sliding(
+                need_u64(obj, "limit")?,
+                ms(obj, "window_ms")?.ok_or("missing \"window_ms\"")?,
+                u32::try_from(need_u64(obj, "slots")?).map_err(|_| "\"slots\" is too large")?,
+            ),
+            &["limit", "window_ms", "slots"],
+        ),
+        "fixed" => (
+            Spec::fixed(
+                need_u64(obj, "limit")?,
+                ms(obj, "window_ms")?.ok_or("missing \"window_ms\"")?,
+            )
+            .phase(ms(obj, "phase_ms")?.unwrap_or(0))
+            .guard(ms(obj, "guard_ms")?.unwrap_or(0)),
+            &["limit", "window_ms", "phase_ms", "guard_ms"],
+        ),
+        "token" => (
+            Spec::token(
+                u32::try_from(need_u64(obj, "rate_per_s")?)
+                    .map_err(|_| "\"rate_per_s\" is too large")?,
+                need_u64(obj, "burst")?,
+            ),
+            &["rate_per_s", "burst"],
+        ),
+        "inflight" => (Spec::in_flight(need_u64(obj, "limit")?), &["limit"]),
+        "gate" => (Spec::gate(), &[]),
+        other => {
+            return Err(format!(
+                "unknown kind {other:?}: sliding, fixed, token, inflight or gate"
+            ))
+        }
+    };
+    let mut allowed = vec!["bucket", "kind", "headroom"];
+    allowed.extend_from_slice(fields);
+    only(obj, &allowed)?;
+    let spec = match obj.get("headroom") {
+        None => spec,
+        Some(Value::Object(h)) => {
+            only(h, &["normal", "bulk"])?;
+            let normal = u64_field(h, "normal")?.unwrap_or(0);
+            let bulk = u64_field(h, "bulk")?.unwrap_or(0);
+            spec.headroom(normal, bulk)
+        }
+        Some(_) => return Err("\"headroom\" must be an object {\"normal\":N,\"bulk\":M}".into()),
+    };
+    Ok(Line::Declare { name, spec })
+}
+
+fn event(obj: &Map<String, Value>) -> Result<Event, String> {
+    let verbs = [
+        "charge",
+        "refund",
+        "sent",
+        "complete",
+        "throttled",
+        "banned",
+        "clear_halt",
+        "observe",
+        "extra",
+        "tick",
+    ];
+    let mut present = verbs.iter().filter(|v| obj.contains_key(**v));
+    let verb = match (present.next(), present.next()) {
+        (Some(v), None) => *v,
+        (None, _) => return Err(format!("an event needs one of {}", verbs.join(", "))),
+        (Some(a), Some(b)) => return Err(format!("one event per line: both {a:?} and {b:?}")),
+    };
+    let (event, fields): (Event, &[&str]) = match verb {
+        "charge" => (charge(obj)?, &["class", "parts"]),
+        "refund" => (Event::Refund(string(obj, verb)?), &[]),
+        "sent" => (Event::Sent(string(obj, verb)?), &[]),
+        "complete" => (Event::Complete(string(obj, verb)?), &[]),
+        "throttled" => (
+            Event::Throttled {
+                bucket: string(obj, verb)?,
+                wait_ns: ms(obj, "wait_ms")?,
+            },
+            &["wait_ms"],
+        ),
+        "banned" => (
+            Event::Banned {
+                bucket: string(obj, verb)?,
+                wait_ns: ms(obj, "wait_ms")?,
+            },
+            &["wait_ms"],
+        ),
+        "clear_halt" => (Event::ClearHalt(string(obj, verb)?), &[]),
+        "observe" => (
+            Event::Observe {
+                bucket: string(obj, verb)?,
+                used: need_u64(obj, "used")?,
+            },
+            &["used"],
+        ),
+        "extra" => (
+            Event::Extra {
+                bucket: string(obj, verb)?,
+                cost: cost(obj.get("cost"), "cost")?,
+            },
+            &["cost"],
+        ),
+        _ => {
+            if obj.get("tick") != Some(&Value::Bool(true)) {
+                return Err("\"tick\" must be true".into());
+            }
+            (Event::Tick, &[])
+        }
+    };
+    let mut allowed = vec!["t", verb];
+    allowed.extend_from_slice(fields);
+    only(obj, &allowed)?;
+    Ok(event)
+}
+
+fn charge(obj: &Map<String, Value>) -> Result<Event, String> {
+    let id = string(obj, "charge")?;
+    let class = match obj.get("class") {
+        None => Class::Normal,
+        Some(Value::String(c)) => match c.as_str() {
+            "urgent" => Class::Urgent,
+            "normal" => Class::Normal,
+            "bulk" => Class::Bulk,
+            other => return Err(format!("unknown class {other:?}: urgent, normal or bulk")),
+        },
+        Some(_) => return Err("\"class\" must be a string: urgent, normal or bulk".into()),
+    };
+    let Some(Value::Object(parts)) = obj.get("parts") else {
+        return Err("a charge needs \"parts\": {\"bucket\": cost, ...}".into());
+    };
+    let parts = parts
+        .iter()
+        .map(|(name, c)| Ok((name.clone(), cost(Some(c), name)?)))
+        .collect::<Result<Vec<_>, String>>()?;
+    Ok(Event::Charge { id, class, parts })
+}
+
+fn only(obj: &Map<String, Value>, allowed: &[&str]) -> Result<(), String> {
+    match obj.keys().find(|k| !allowed.contains(&k.as_str())) {
+        Some(k) => Err(format!("unknown field {k:?}")),
+        None => Ok(()),
+    }
+}
+
+fn string(obj: &Map<String, Value>, key: &str) -> Result<String, String> {
+    match obj.get(key) {
+        Some(Value::String(s)) if !s.is_empty() => Ok(s.clone()),
+        _ => Err(format!("\"{key}\" must be a non-empty string")),
+    }
+}
+
+fn int(obj: &Map<String, Value>, key: &str) -> Result<Option<i64>, String> {
+    match obj.get(key) {
+        None => Ok(None),
+        Some(v) => v
+            .as_i64()
+            .map(Some)
+            .ok_or_else(|| format!("\"{key}\" must be an integer")),
+    }
+}
+
+fn u64_field(obj: &Map<String, Value>, key: &str) -> Result<Option<u64>, String> {
+    match obj.get(key) {
+        None => Ok(None),
+        Some(v) => v
+            .as_u64()
+            .map(Some)
+            .ok_or_else(|| format!("\"{key}\" must be a non-negative integer")),
+    }
+}
+
+fn need_u64(obj: &Map<String, Value>, key: &str) -> Result<u64, String> {
+    u64_field(obj, key)?.ok_or_else(|| format!("missing \"{key}\""))
+}
+
+fn ms(obj: &Map<String, Value>, key: &str) -> Result<Option<i64>, String> {
+    match int(obj, key)? {
+        None => Ok(None),
+        Some(v) => v
+            .checked_mul(NS_PER_MS)
+            .map(Some)
+            .ok_or_else(|| format!("\"{key}\" is too large")),
+    }
+}
+
+fn cost(v: Option<&Value>, what: &str) -> Result<u32, String> {
+    v.and_then(Value::as_u64)
+        .and_then(|c| u32::try_from(c).ok())
+        .ok_or_else(|| {
+            format!(
+                "the cost of {what:?} must be an integer from 0 to {}",
+                u32::MAX
+            )
+        })
+}
