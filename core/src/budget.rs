@@ -313,9 +313,9 @@ impl Budget {
         }
         self.seq += 1;
         let seq = self.seq;
-        for i in 0..parts.len() {
+        for (i, part) in parts.iter().enumerate() {
             if let Some(cost) = cost_of(i) {
-                self.buckets[parts[i].bucket.index()].commit(cost, now, seq);
+                self.buckets[part.bucket.index()].commit(cost, now, seq);
             }
         }
         let mut charged = Charged::new();

@@ -70,11 +70,11 @@ const USAGE: &str =
     "usage: limit_bench --samples 200000 --batch 64 [--cpu N] [--json] [--strict] [--case NAME]
        limit_bench --icount CALLS --case NAME [--batch 64] [--cpu N]
   --samples N    batches per case (default 200000)
-  --batch N      calls per batch, 1..=100 (default 64)
+  --batch N      calls per batch, 1..=99 (default 64)
   --cpu N        pin to CPU N (default: the CPU it starts on)
   --json         one JSON line per case on stdout instead of the table
   --strict       exit non-zero if anything was allocated inside a timed loop
-  --case NAME    run only this case (see --list)
+  --case NAME    run only this case (see --list); NAME,NAME,... for several
   --icount N     run N calls of --case in its non-inlined loop, for
                  valgrind --tool=callgrind --toggle-collect='*timed_calls*'
   --list         print the case names";
@@ -212,10 +212,15 @@ fn main() -> ExitCode {
         }
         return ExitCode::SUCCESS;
     }
-    if let Some(name) = &args.case {
-        all.retain(|c| c.name() == name);
-        if all.is_empty() {
-            eprintln!("limit_bench: no case {name:?} (see --list)");
+    if let Some(names) = &args.case {
+        let names: Vec<&str> = names.split(',').collect();
+        if let Some(bad) = names.iter().find(|n| !all.iter().any(|c| c.name() == **n)) {
+            eprintln!("limit_bench: no case {bad:?} (see --list)");
+            return ExitCode::from(2);
+        }
+        all.retain(|c| names.contains(&c.name()));
+        if args.icount.is_some() && all.len() != 1 {
+            eprintln!("limit_bench: --icount runs exactly one case");
             return ExitCode::from(2);
         }
     }
@@ -274,7 +279,7 @@ fn main() -> ExitCode {
     }
 
     let mut failed = false;
-    if args.case.is_none() || args.case.as_deref().is_some_and(|c| c.starts_with("gov")) {
+    if args.case.is_none() || all.iter().any(|c| c.name().starts_with("gov")) {
         match cases::agreement(200_000, 0x5eed) {
             Ok(a) => {
                 let line = format!(
