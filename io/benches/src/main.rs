@@ -21,40 +21,53 @@ mod cases;
 mod stats;
 
 use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
 use std::hint::black_box;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
 use cases::{Case, Expect, TscClock, MAX_BATCH};
 use ergon_cpucheck::{Isolation, Paths};
 use stats::Summary;
 
-/// Counts every allocation of the process; the harness reads it around each timed
-/// loop.
+/// Counts the allocations of each thread; the harness reads its own thread's counts
+/// around each timed loop, so nothing another thread does can show up there.
 struct Counting;
 
-static ALLOCS: AtomicU64 = AtomicU64::new(0);
-static BYTES: AtomicU64 = AtomicU64::new(0);
+thread_local! {
+    /// Allocations and bytes asked for by this thread. Const-initialised cells with
+    /// no destructor: reading them never allocates, so the allocator may use them.
+    static COUNTS: (Cell<u64>, Cell<u64>) = const { (Cell::new(0), Cell::new(0)) };
+}
 
-// SAFETY: every method forwards to the system allocator unchanged; the counters are
-// plain atomics and never allocate.
+fn count(bytes: usize) {
+    // try_with: during thread teardown the slot may be gone; then nothing is timed.
+    let _ = COUNTS.try_with(|(n, b)| {
+        n.set(n.get() + 1);
+        b.set(b.get() + bytes as u64);
+    });
+}
+
+/// (allocations, bytes) of this thread so far.
+fn allocated() -> (u64, u64) {
+    COUNTS.with(|(n, b)| (n.get(), b.get()))
+}
+
+// SAFETY: every method forwards to the system allocator unchanged; counting touches
+// only a const thread-local that never allocates.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCS.fetch_add(1, Relaxed);
-        BYTES.fetch_add(layout.size() as u64, Relaxed);
+        count(layout.size());
         System.alloc(layout)
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        ALLOCS.fetch_add(1, Relaxed);
-        BYTES.fetch_add(layout.size() as u64, Relaxed);
+        count(layout.size());
         System.alloc_zeroed(layout)
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCS.fetch_add(1, Relaxed);
-        BYTES.fetch_add(new_size as u64, Relaxed);
+        count(new_size);
         System.realloc(ptr, layout, new_size)
     }
 
@@ -376,13 +389,11 @@ fn run(all: &mut [Box<dyn Case>], clock: &TscClock, samples: usize, batch: usize
             let case = &mut all[i];
             case.prepare();
             let sw0 = involuntary_switches();
-            let a0 = ALLOCS.load(Relaxed);
-            let b0 = BYTES.load(Relaxed);
+            let (a0, b0) = allocated();
             let t0 = clock.raw();
             let refused = case.timed_calls(batch);
             let t1 = clock.raw();
-            let a1 = ALLOCS.load(Relaxed);
-            let b1 = BYTES.load(Relaxed);
+            let (a1, b1) = allocated();
             let sw1 = involuntary_switches();
             let r = &mut records[i];
             r.batch_ns.push(clock.delta_ns(t0, t1));
@@ -550,4 +561,76 @@ fn json_line(case: &dyn Case, r: &Record, s: &Summary, m: &Machine) -> String {
         r.bytes,
         r.refused
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A case that allocates on its "send path": what --strict exists to catch.
+    struct Allocating;
+
+    impl Case for Allocating {
+        fn name(&self) -> &'static str {
+            "allocating"
+        }
+        fn what(&self) -> &'static str {
+            "a Vec per call"
+        }
+        fn expect(&self) -> Expect {
+            Expect::Nothing
+        }
+        fn prepare(&mut self) {
+            // Allocations outside the timed loop are not counted against it.
+            black_box(vec![0u8; 64]);
+        }
+        fn timed_calls(&mut self, n: usize) -> u64 {
+            for _ in 0..n {
+                black_box(Vec::<u8>::with_capacity(24));
+            }
+            0
+        }
+    }
+
+    #[test]
+    fn allocations_in_timed_loops_are_counted_and_only_there() {
+        let clock = TscClock::new();
+        let mut all: Vec<Box<dyn Case>> = cases::all(&clock);
+        all.push(Box::new(Allocating));
+        let records = run(&mut all, &clock, 50, 8);
+        for (case, r) in all.iter().zip(&records) {
+            if case.name() == "allocating" {
+                assert_eq!((r.allocs, r.bytes), (50 * 8, 50 * 8 * 24));
+            } else {
+                assert_eq!((r.allocs, r.bytes), (0, 0), "{}", case.name());
+            }
+            assert_eq!(r.batch_ns.len(), 50);
+        }
+    }
+
+    #[test]
+    fn arguments_are_checked() {
+        let args = |s: &str| -> Vec<String> { s.split_whitespace().map(String::from).collect() };
+        let a = parse(&args(
+            "--samples 10 --batch 8 --cpu 1 --json --strict --case charge4",
+        ))
+        .unwrap();
+        assert_eq!(
+            (a.samples, a.batch, a.cpu, a.json, a.strict),
+            (10, 8, Some(1), true, true)
+        );
+        assert_eq!(a.case.as_deref(), Some("charge4"));
+        assert!(parse(&args("--batch 100")).is_err());
+        assert!(parse(&args("--batch 0")).is_err());
+        assert!(parse(&args("--samples 0")).is_err());
+        assert!(parse(&args("--samples x")).is_err());
+        assert!(parse(&args("--icount 10")).is_err());
+        assert!(parse(&args("--frobnicate")).is_err());
+        assert!(parse(&args("--cpu")).is_err());
+    }
+
+    #[test]
+    fn json_strings_are_escaped() {
+        assert_eq!(json_str("a\"b\\c\n"), "\"a\\\"b\\\\c\\u000a\"");
+    }
 }
