@@ -511,6 +511,10 @@ fn print_targets(all: &[Box<dyn Case>], summaries: &[Summary]) {
             if ratio <= 2.0 { "met" } else { "missed" },
             t.p999 / s.median
         );
+        println!(
+            "        (the steady case's own slowest batch is {:.2}x its median: what a quiet CPU removes)",
+            s.slowest_batch_ns as f64 / s.median_batch_ns as f64
+        );
     }
     if let (Some(w), Some(s)) = (
         find(all, summaries, "idle_walk"),
