@@ -67,6 +67,16 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // SAFETY: sysconf only reads a configuration value.
+    let configured = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_CONF) };
+    if configured > 0 && args.cpu >= configured as usize {
+        eprintln!(
+            "ergon-cpucheck: no cpu {} here: {configured} CPUs are configured (0..={})",
+            args.cpu,
+            configured - 1
+        );
+        return ExitCode::from(2);
+    }
     println!("cpu {}", args.cpu);
     let findings = check(
         &Paths::default(),
