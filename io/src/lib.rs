@@ -1,6 +1,59 @@
 //! ergon-io: everything of ergon that touches the operating system.
 //!
 //! The budget itself lives in `ergon-core` and never reads a clock or a socket;
-//! this crate drives it.
+//! this crate drives it:
+//!
+//! - [`http`]: the sans-IO HTTP/1.1 connection (encoding, bounded zero-copy parsing);
+//! - [`client`]: the native client and its per-origin pools, which never write a
+//!   request twice and always say whether any byte left ([`client::Sent`]);
+//! - [`event_loop`]: one pinned thread running epoll, timers, the client, the
+//!   budget's idle ticks and the caller's handler;
+//! - [`clock`]: the monotonic nanosecond clock everything here shares.
+//!
+//! ```no_run
+//! use ergon_core::{response::Response, Budget, Class, Flight, Part, Spec};
+//! use ergon_io::client::{ClientHandler, Error, PoolConfig, PoolId, RequestId, Sent};
+//! use ergon_io::event_loop::{Config, Context, EventLoop};
+//! use ergon_io::http::Request;
+//!
+//! struct Once {
+//!     parts: [Part; 1],
+//! }
+//!
+//! impl ClientHandler for Once {
+//!     fn on_ready(&mut self, cx: &mut Context<'_>, pool: PoolId) {
+//!         let now = cx.now();
+//!         let Ok(ticket) = cx.budget().try_charge(&self.parts, Class::Normal, now) else { return };
+//!         if let Err(refused) = cx.request(pool, &Request::get("/time"), ticket, now + 5_000_000_000) {
+//!             cx.refund(refused.into_ticket());
+//!         }
+//!     }
+//!     fn on_response(&mut self, cx: &mut Context<'_>, _: RequestId, r: Response<'_>, f: Flight) {
+//!         println!("{} {}", r.status, r.body.len());
+//!         cx.complete(f);
+//!         cx.stop();
+//!     }
+//!     fn on_error(&mut self, cx: &mut Context<'_>, _: RequestId, sent: Sent, e: Error) {
+//!         let maybe = cx.settle(sent);
+//!         println!("error sent={} {}", if maybe { "maybe" } else { "no" }, e.kind());
+//!         cx.stop();
+//!     }
+//! }
+//!
+//! let mut b = Budget::builder();
+//! let weight = b.add("weight", Spec::sliding(1200, 60_000_000_000, 60)).unwrap();
+//! let budget = b.build(ergon_io::clock::now_ns()).unwrap();
+//! let mut lp = EventLoop::new(Config { cpu: Some(1), ..Config::default() }, budget).unwrap();
+//! lp.add_pool(PoolConfig::new("127.0.0.1:8080".parse().unwrap(), "127.0.0.1:8080")).unwrap();
+//! lp.run(&mut Once { parts: [Part::new(weight, 1)] }).unwrap();
+//! ```
+
+#![warn(missing_docs)]
 
 pub use ergon_core as core;
+
+pub mod client;
+pub mod clock;
+pub mod event_loop;
+pub mod http;
+mod sys;

@@ -1,0 +1,894 @@
+//! The native HTTP/1.1 client: per-origin pools of keep-alive connections that never
+//! write a request twice.
+//!
+//! [`Context::request`](crate::event_loop::Context::request) returns at once, with a
+//! [`RequestId`] or with the [`Ticket`] handed back ([`Refused::Busy`]) when no
+//! connection of the pool is ready. Every accepted request ends in exactly one
+//! call: [`ClientHandler::on_response`] with the [`Flight`], or
+//! [`ClientHandler::on_error`] with [`Sent::No`] (not one byte was written: refund
+//! the ticket) or [`Sent::Maybe`] (it may have run: reconcile).
+//!
+//! Why a request cannot be written twice, by construction: it is encoded once into
+//! its connection's send buffer, whose position only moves forward; the ticket (or
+//! flight) travels with that connection and leaves it only to be reported; a
+//! connection that failed is closed and its buffers reset before it carries
+//! anything again; and nothing here keeps a request to send later. There is no
+//! retry path to misuse: re-sending is the caller's decision
+//! ([`Budget::resend`](ergon_core::Budget::resend)).
+//!
+//! The send path (`request`) allocates nothing, takes no lock and logs nothing; it
+//! makes two system calls: a peek that drops a connection the server closed while
+//! idle (so it is never written to), and the write.
+//!
+//! Where later layers plug in: bytes move between a socket and its
+//! [`Conn`] in exactly two places, `Client::flush` (the
+//! [`Conn::transmit`](crate::http::Conn::transmit) bytes out, the first byte out
+//! turning the ticket into a flight) and `Client::read` (socket bytes into
+//! [`Conn::recv_buf`](crate::http::Conn::recv_buf)). TLS goes between them as
+//! another sans-IO state machine (plaintext from `transmit` into the TLS writer,
+//! records to the socket; records from the socket, plaintext into `recv_buf`), with
+//! a handshake phase between connecting and idle so a failed handshake happens
+//! before any request byte (`Sent::No`). An egress lane is a local address bound in
+//! `Client::connect` before the connect and checked after it.
+
+use std::net::SocketAddr;
+use std::os::raw::c_int;
+
+use ergon_core::response::{Header, Response};
+use ergon_core::{Budget, Class, Flight, Part, Ticket};
+
+use crate::event_loop::{Context, Ctl, Readiness};
+use crate::http::{Conn, InvalidRequest, Limits, ParseError, Progress, Request, MAX_HEADERS};
+use crate::sys::{self, Connecting, Read};
+
+/// The id of one accepted request, unique for the client's life.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct RequestId(pub u64);
+
+/// A pool of connections to one origin, as returned by
+/// [`EventLoop::add_pool`](crate::event_loop::EventLoop::add_pool).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct PoolId(pub(crate) u16);
+
+impl PoolId {
+    /// The pool's index, in the order pools were added.
+    pub fn index(self) -> usize {
+        usize::from(self.0)
+    }
+}
+
+/// Whether any byte of a failed request left.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Sent {
+    /// Not one byte was written: the request surely did not run. Refund the ticket.
+    No(Ticket),
+    /// At least one byte was written: the server may have run it. Complete the
+    /// flight and reconcile; never assume it did not run.
+    Maybe(Flight),
+}
+
+impl Sent {
+    /// Whether any byte may have left.
+    pub fn maybe(&self) -> bool {
+        matches!(self, Sent::Maybe(_))
+    }
+}
+
+/// Why a request failed or a connect did not succeed.
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Error {
+    /// A socket error (`errno`).
+    Io(i32),
+    /// The server closed the connection before a complete response.
+    Closed,
+    /// The server sent bytes that are not a valid response.
+    Parse(ParseError),
+    /// The request's deadline passed before its response was complete.
+    Timeout,
+    /// A connect did not complete within the pool's connect timeout.
+    ConnectTimeout,
+}
+
+impl Error {
+    /// A one-word kind for logs and the `send` example: `io`, `reset`, `closed`,
+    /// `parse`, `timeout` or `connect-timeout`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Error::Io(e) if *e == libc::ECONNRESET || *e == libc::EPIPE => "reset",
+            Error::Io(e) if *e == libc::ECONNREFUSED => "refused",
+            Error::Io(_) => "io",
+            Error::Closed => "closed",
+            Error::Parse(_) => "parse",
+            Error::Timeout => "timeout",
+            Error::ConnectTimeout => "connect-timeout",
+        }
+    }
+}
+
+impl core::fmt::Display for Error {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            Error::Io(e) => write!(f, "{}", std::io::Error::from_raw_os_error(*e)),
+            Error::Closed => f.write_str("connection closed before a complete response"),
+            Error::Parse(p) => write!(f, "invalid response: {p}"),
+            Error::Timeout => f.write_str("request deadline passed"),
+            Error::ConnectTimeout => f.write_str("connect timed out"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// A request the client did not accept; the ticket comes back unsent, to refund.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Refused {
+    /// No connection of the pool is ready now (all busy, connecting or down).
+    Busy(Ticket),
+    /// The request cannot be encoded (the caller's mistake).
+    Invalid(Ticket, InvalidRequest),
+    /// No such pool.
+    UnknownPool(Ticket),
+    /// The deadline had already passed: a late request is not sent at all.
+    Expired(Ticket),
+}
+
+impl Refused {
+    /// The unsent ticket, to refund.
+    pub fn into_ticket(self) -> Ticket {
+        match self {
+            Refused::Busy(t)
+            | Refused::Invalid(t, _)
+            | Refused::UnknownPool(t)
+            | Refused::Expired(t) => t,
+        }
+    }
+}
+
+/// What the caller does with answers. Every method runs on the loop thread; they
+/// may call back into the [`Context`] (send the next request, set timers, stop).
+pub trait ClientHandler {
+    /// The response to `id`. The view borrows the connection's buffer: copy out what
+    /// must outlive the call. Complete (or otherwise settle) the `flight`.
+    fn on_response(
+        &mut self,
+        cx: &mut Context<'_>,
+        id: RequestId,
+        response: Response<'_>,
+        flight: Flight,
+    );
+
+    /// Request `id` failed; `sent` says whether any byte left. Its connection is
+    /// closed and will not be reused.
+    fn on_error(&mut self, cx: &mut Context<'_>, id: RequestId, sent: Sent, error: Error);
+
+    /// A new connection of `pool` is open and idle.
+    fn on_ready(&mut self, _cx: &mut Context<'_>, _pool: PoolId) {}
+
+    /// A connect of `pool` failed; the pool tries again after its reconnect delay.
+    fn on_connect_error(&mut self, _cx: &mut Context<'_>, _pool: PoolId, _error: Error) {}
+
+    /// A timer set with [`Context::set_timer`] is due.
+    fn on_timer(&mut self, _cx: &mut Context<'_>, _token: u64) {}
+
+    /// A descriptor watched with
+    /// [`EventLoop::watch_fd`](crate::event_loop::EventLoop::watch_fd) is ready.
+    fn on_fd(&mut self, _cx: &mut Context<'_>, _token: u64, _ready: Readiness) {}
+
+    /// Once per loop turn, after events, timers and the pools were handled.
+    fn on_turn(&mut self, _cx: &mut Context<'_>) {}
+
+    /// The loop is about to block in epoll (never called in busy-poll mode). Return
+    /// false if work arrived meanwhile: the loop then polls instead of blocking.
+    fn before_park(&mut self, _cx: &mut Context<'_>) -> bool {
+        true
+    }
+}
+
+/// One origin's pool: where to connect and how.
+#[derive(Clone, Debug)]
+pub struct PoolConfig {
+    /// The server address (resolve names before; nothing here blocks on DNS).
+    pub addr: SocketAddr,
+    /// The Host header value (`name` or `name:port`).
+    pub host: String,
+    /// How many connections the pool keeps open ahead of need.
+    pub connections: usize,
+    /// What every connect charges (the IP gate, the venue's connect bucket).
+    pub connect_parts: Vec<Part>,
+    /// The class connects are charged at.
+    pub connect_class: Class,
+    /// How long a connect may take.
+    pub connect_timeout_ns: i64,
+    /// A connection idle this long is closed and replaced (set it below the
+    /// server's own keep-alive timeout).
+    pub idle_timeout_ns: i64,
+    /// A connection this old is replaced when it next becomes idle.
+    pub max_age_ns: i64,
+    /// Wait before reopening after a failure, so a dead server is not hammered.
+    pub reconnect_delay_ns: i64,
+    /// Buffer sizes and parsing bounds of every connection.
+    pub limits: Limits,
+}
+
+impl PoolConfig {
+    /// One connection to `addr`, sending `Host: host`, with conservative defaults:
+    /// connect timeout 5 s, idle timeout 30 s, maximum age 10 min, reconnect delay
+    /// 20 ms, default [`Limits`], connects charged nothing at [`Class::Normal`].
+    pub fn new(addr: SocketAddr, host: impl Into<String>) -> Self {
+        PoolConfig {
+            addr,
+            host: host.into(),
+            connections: 1,
+            connect_parts: Vec::new(),
+            connect_class: Class::Normal,
+            connect_timeout_ns: 5_000_000_000,
+            idle_timeout_ns: 30_000_000_000,
+            max_age_ns: 600_000_000_000,
+            reconnect_delay_ns: 20_000_000,
+            limits: Limits::default(),
+        }
+    }
+}
+
+/// What the client did, counted since it started.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counters {
+    /// Requests accepted.
+    pub requests: u64,
+    /// Responses delivered.
+    pub responses: u64,
+    /// Errors reported with [`Sent::No`].
+    pub sent_no: u64,
+    /// Errors reported with [`Sent::Maybe`].
+    pub sent_maybe: u64,
+    /// Requests refused as [`Refused::Busy`].
+    pub busy: u64,
+    /// Requests that hit their deadline.
+    pub timeouts: u64,
+    /// Connect attempts started (each one charged).
+    pub connects: u64,
+    /// Connects that completed.
+    pub connected: u64,
+    /// Connects that failed or timed out.
+    pub connect_failures: u64,
+    /// Connects the budget refused.
+    pub connects_limited: u64,
+    /// Idle connections dropped because the server closed them (or sent unasked).
+    pub stale: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    Down {
+        retry_at: i64,
+    },
+    Connecting {
+        deadline: i64,
+    },
+    Idle {
+        since: i64,
+    },
+    Busy {
+        deadline: i64,
+    },
+    /// Failed inside a handler call; reported when it returns.
+    Failed(Error),
+}
+
+#[derive(Debug)]
+enum InFlight {
+    Unsent(RequestId, Ticket),
+    Sent(RequestId, Flight),
+}
+
+#[derive(Debug)]
+struct Slot {
+    pool: u16,
+    fd: c_int,
+    phase: Phase,
+    conn: Conn,
+    flight: Option<InFlight>,
+    opened_at: i64,
+    want_write: bool,
+}
+
+#[derive(Debug)]
+struct Pool {
+    cfg: PoolConfig,
+    slots: core::ops::Range<usize>,
+}
+
+const EV_READ: u32 = (libc::EPOLLIN | libc::EPOLLRDHUP) as u32;
+const EV_WRITE: u32 = libc::EPOLLOUT as u32;
+const EV_END: u32 = (libc::EPOLLRDHUP | libc::EPOLLHUP | libc::EPOLLERR) as u32;
+
+/// The client: every pool's connections, owned by the event loop.
+#[derive(Debug)]
+pub struct Client {
+    epfd: c_int,
+    pools: Vec<Pool>,
+    slots: Vec<Slot>,
+    next_id: u64,
+    dirty: Vec<usize>,
+    counters: Counters,
+}
+
+impl Client {
+    pub(crate) fn new(epfd: c_int) -> Self {
+        Client {
+            epfd,
+            pools: Vec::new(),
+            slots: Vec::new(),
+            next_id: 1,
+            dirty: Vec::new(),
+            counters: Counters::default(),
+        }
+    }
+
+    pub(crate) fn add_pool(&mut self, cfg: PoolConfig, now: i64) -> Result<PoolId, &'static str> {
+        if cfg.connections == 0 {
+            return Err("a pool needs at least one connection");
+        }
+        if cfg.host.is_empty() || !cfg.host.bytes().all(|b| b > 0x20 && b < 0x7f) {
+            return Err("the Host value must be visible ASCII without spaces");
+        }
+        if cfg.limits.max_response < 64 || cfg.limits.max_request < 64 {
+            return Err("buffers under 64 bytes");
+        }
+        let id = u16::try_from(self.pools.len()).map_err(|_| "too many pools")?;
+        let start = self.slots.len();
+        for _ in 0..cfg.connections {
+            self.slots.push(Slot {
+                pool: id,
+                fd: -1,
+                phase: Phase::Down { retry_at: now },
+                conn: Conn::new(cfg.limits),
+                flight: None,
+                opened_at: now,
+                want_write: false,
+            });
+        }
+        self.dirty.reserve(self.slots.len());
+        self.pools.push(Pool {
+            cfg,
+            slots: start..self.slots.len(),
+        });
+        Ok(PoolId(id))
+    }
+
+    pub(crate) fn epfd(&self) -> c_int {
+        self.epfd
+    }
+
+    /// What the client did so far.
+    pub fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
+    /// How many connections of `pool` are open and idle now.
+    pub fn idle(&self, pool: PoolId) -> usize {
+        self.pools.get(pool.index()).map_or(0, |p| {
+            self.slots[p.slots.clone()]
+                .iter()
+                .filter(|s| matches!(s.phase, Phase::Idle { .. }))
+                .count()
+        })
+    }
+
+    /// How many requests are in flight now.
+    pub fn in_flight(&self) -> usize {
+        self.slots.iter().filter(|s| s.flight.is_some()).count()
+    }
+
+    /// Sends `req` on an idle connection of `pool`, or hands the ticket back.
+    ///
+    /// `deadline_ns` is on the loop's clock: a request already past it is refused
+    /// ([`Refused::Expired`]); when it passes before the response is complete, the
+    /// request fails with [`Error::Timeout`] and its connection is closed. A write error found here is reported through
+    /// [`ClientHandler::on_error`] once the current handler call returns.
+    pub fn request(
+        &mut self,
+        pool: PoolId,
+        req: &Request<'_>,
+        ticket: Ticket,
+        deadline_ns: i64,
+        now: i64,
+    ) -> Result<RequestId, Refused> {
+        let Some(p) = self.pools.get(pool.index()) else {
+            return Err(Refused::UnknownPool(ticket));
+        };
+        if deadline_ns <= now {
+            return Err(Refused::Expired(ticket));
+        }
+        let (range, idle_timeout, max_age, delay) = (
+            p.slots.clone(),
+            p.cfg.idle_timeout_ns,
+            p.cfg.max_age_ns,
+            p.cfg.reconnect_delay_ns,
+        );
+        let mut chosen = None;
+        for i in range {
+            let s = &mut self.slots[i];
+            let Phase::Idle { since } = s.phase else {
+                continue;
+            };
+            if now - since >= idle_timeout || now - s.opened_at >= max_age {
+                self.drop_conn(i, now);
+                continue;
+            }
+            match sys::peek(s.fd) {
+                Ok(Read::WouldBlock) => {
+                    chosen = Some(i);
+                    break;
+                }
+                _ => {
+                    // Closed by the server (or talking unasked) while idle: never
+                    // write to it.
+                    self.counters.stale += 1;
+                    self.drop_conn(i, now + delay);
+                }
+            }
+        }
+        let Some(i) = chosen else {
+            self.counters.busy += 1;
+            return Err(Refused::Busy(ticket));
+        };
+        let host = &self.pools[pool.index()].cfg.host;
+        let s = &mut self.slots[i];
+        if let Err(e) = s.conn.send(req, host) {
+            return Err(Refused::Invalid(ticket, e));
+        }
+        let id = RequestId(self.next_id);
+        self.next_id += 1;
+        s.flight = Some(InFlight::Unsent(id, ticket));
+        s.phase = Phase::Busy {
+            deadline: deadline_ns,
+        };
+        self.counters.requests += 1;
+        if let Err(e) = self.flush(i) {
+            self.fail_later(i, Error::Io(e));
+        }
+        Ok(id)
+    }
+
+    /// Writes what the connection offers; the first byte out turns the ticket into
+    /// a flight.
+    fn flush(&mut self, i: usize) -> Result<(), i32> {
+        let epfd = self.epfd;
+        let s = &mut self.slots[i];
+        loop {
+            let out = s.conn.transmit();
+            if out.is_empty() {
+                if s.want_write {
+                    s.want_write = false;
+                    sys::epoll_ctl(epfd, libc::EPOLL_CTL_MOD, s.fd, EV_READ, i as u64)?;
+                }
+                return Ok(());
+            }
+            match sys::send(s.fd, out)? {
+                0 => {
+                    if !s.want_write {
+                        s.want_write = true;
+                        sys::epoll_ctl(
+                            epfd,
+                            libc::EPOLL_CTL_MOD,
+                            s.fd,
+                            EV_READ | EV_WRITE,
+                            i as u64,
+                        )?;
+                    }
+                    return Ok(());
+                }
+                n => {
+                    s.conn.handle_written(n);
+                    s.flight = match s.flight.take() {
+                        Some(InFlight::Unsent(id, t)) => Some(InFlight::Sent(id, t.sent())),
+                        other => other,
+                    };
+                }
+            }
+        }
+    }
+
+    /// Closes slot `i`'s connection; it reopens at `retry_at`.
+    fn drop_conn(&mut self, i: usize, retry_at: i64) {
+        let s = &mut self.slots[i];
+        if s.fd >= 0 {
+            sys::close(s.fd);
+            s.fd = -1;
+        }
+        s.conn.reset();
+        s.want_write = false;
+        s.phase = Phase::Down { retry_at };
+    }
+
+    fn fail_later(&mut self, i: usize, e: Error) {
+        let s = &mut self.slots[i];
+        if s.fd >= 0 {
+            sys::close(s.fd);
+            s.fd = -1;
+        }
+        s.conn.break_off();
+        s.phase = Phase::Failed(e);
+        self.dirty.push(i);
+    }
+
+    fn fail_now<H: ClientHandler + ?Sized>(
+        &mut self,
+        i: usize,
+        e: Error,
+        budget: &mut Budget,
+        ctl: &mut Ctl,
+        h: &mut H,
+        now: i64,
+    ) {
+        let delay = self.pools[usize::from(self.slots[i].pool)]
+            .cfg
+            .reconnect_delay_ns;
+        self.drop_conn(i, now + delay);
+        let (id, sent) = match self.slots[i].flight.take() {
+            Some(InFlight::Unsent(id, t)) => {
+                self.counters.sent_no += 1;
+                (id, Sent::No(t))
+            }
+            Some(InFlight::Sent(id, f)) => {
+                self.counters.sent_maybe += 1;
+                (id, Sent::Maybe(f))
+            }
+            None => return,
+        };
+        h.on_error(&mut Context::new(self, budget, ctl, now), id, sent, e);
+    }
+
+    /// Reports failures that happened inside handler calls.
+    pub(crate) fn drain<H: ClientHandler + ?Sized>(
+        &mut self,
+        budget: &mut Budget,
+        ctl: &mut Ctl,
+        h: &mut H,
+        now: i64,
+    ) {
+        while let Some(i) = self.dirty.pop() {
+            if let Phase::Failed(e) = self.slots[i].phase {
+                self.fail_now(i, e, budget, ctl, h, now);
+            }
+        }
+    }
+
+    /// Readiness of slot `i`'s socket.
+    pub(crate) fn handle_event<H: ClientHandler + ?Sized>(
+        &mut self,
+        i: usize,
+        events: u32,
+        budget: &mut Budget,
+        ctl: &mut Ctl,
+        h: &mut H,
+        now: i64,
+    ) {
+        let Some(s) = self.slots.get_mut(i) else {
+            return;
+        };
+        let pool = PoolId(s.pool);
+        let delay = self.pools[pool.index()].cfg.reconnect_delay_ns;
+        match s.phase {
+            Phase::Connecting { .. } => {
+                if events & (EV_WRITE | EV_END) == 0 {
+                    return;
+                }
+                let e = sys::so_error(s.fd);
+                let e = if e == 0 && events & EV_END != 0 {
+                    libc::ECONNRESET
+                } else {
+                    e
+                };
+                let e = if e == 0 {
+                    sys::epoll_ctl(self.epfd, libc::EPOLL_CTL_MOD, s.fd, EV_READ, i as u64)
+                        .err()
+                        .unwrap_or(0)
+                } else {
+                    e
+                };
+                if e != 0 {
+                    self.counters.connect_failures += 1;
+                    self.drop_conn(i, now + delay);
+                    h.on_connect_error(
+                        &mut Context::new(self, budget, ctl, now),
+                        pool,
+                        Error::Io(e),
+                    );
+                    return;
+                }
+                s.phase = Phase::Idle { since: now };
+                s.opened_at = now;
+                self.counters.connected += 1;
+                h.on_ready(&mut Context::new(self, budget, ctl, now), pool);
+            }
+            Phase::Idle { .. } => {
+                // Anything on an idle connection ends it: the server closed it, or
+                // sent bytes that answer nothing.
+                self.counters.stale += 1;
+                self.drop_conn(i, now + delay);
+            }
+            Phase::Busy { .. } => {
+                if events & EV_WRITE != 0 && s.want_write {
+                    if let Err(e) = self.flush(i) {
+                        self.fail_now(i, Error::Io(e), budget, ctl, h, now);
+                        return;
+                    }
+                }
+                if events & (EV_READ | EV_END) != 0 {
+                    self.read(i, budget, ctl, h, now);
+                }
+            }
+            Phase::Down { .. } | Phase::Failed(_) => {}
+        }
+    }
+
+    fn read<H: ClientHandler + ?Sized>(
+        &mut self,
+        i: usize,
+        budget: &mut Budget,
+        ctl: &mut Ctl,
+        h: &mut H,
+        now: i64,
+    ) {
+        // Bounded: a fast server cannot keep the loop on one connection for ever.
+        for _ in 0..64 {
+            let s = &mut self.slots[i];
+            let fd = s.fd;
+            let buf = s.conn.recv_buf();
+            let room = buf.len();
+            if room == 0 {
+                self.fail_now(
+                    i,
+                    Error::Parse(ParseError::ResponseTooLarge),
+                    budget,
+                    ctl,
+                    h,
+                    now,
+                );
+                return;
+            }
+            let step = match sys::recv(fd, buf) {
+                Ok(Read::Data(n)) => match s.conn.handle_recv(n) {
+                    Ok(Progress::Partial) if n < room => return,
+                    Ok(Progress::Partial) => continue,
+                    Ok(Progress::Complete) => Ok(()),
+                    Err(e) => Err(Error::Parse(e)),
+                },
+                Ok(Read::WouldBlock) => return,
+                Ok(Read::Eof) => match s.conn.handle_eof() {
+                    Some(_) => Ok(()),
+                    None => Err(Error::Closed),
+                },
+                Err(e) => Err(Error::Io(e)),
+            };
+            match step {
+                Ok(()) => self.deliver(i, budget, ctl, h, now),
+                Err(e) => self.fail_now(i, e, budget, ctl, h, now),
+            }
+            return;
+        }
+    }
+
+    fn deliver<H: ClientHandler + ?Sized>(
+        &mut self,
+        i: usize,
+        budget: &mut Budget,
+        ctl: &mut Ctl,
+        h: &mut H,
+        now: i64,
+    ) {
+        let s = &mut self.slots[i];
+        let (id, flight) = match s.flight.take() {
+            Some(InFlight::Sent(id, f)) => (id, f),
+            other => {
+                // An answer before any byte of the request left answers nothing.
+                s.flight = other;
+                self.fail_now(
+                    i,
+                    Error::Parse(ParseError::Unsolicited),
+                    budget,
+                    ctl,
+                    h,
+                    now,
+                );
+                return;
+            }
+        };
+        let max_age = self.pools[usize::from(s.pool)].cfg.max_age_ns;
+        let buf = s.conn.take_buffer();
+        let mut headers = [Header {
+            name: &[],
+            value: &[],
+        }; MAX_HEADERS];
+        let response = s.conn.response_in(&buf, &mut headers);
+        let reusable = s.conn.finish() && now - s.opened_at < max_age;
+        if reusable {
+            s.phase = Phase::Idle { since: now };
+        } else {
+            self.drop_conn(i, now);
+        }
+        self.counters.responses += 1;
+        h.on_response(
+            &mut Context::new(self, budget, ctl, now),
+            id,
+            response,
+            flight,
+        );
+        self.slots[i].conn.restore_buffer(buf);
+    }
+
+    /// Deadlines, idle timeouts and reconnects, once per loop turn.
+    pub(crate) fn service<H: ClientHandler + ?Sized>(
+        &mut self,
+        budget: &mut Budget,
+        ctl: &mut Ctl,
+        h: &mut H,
+        now: i64,
+    ) {
+        for i in 0..self.slots.len() {
+            let pool = usize::from(self.slots[i].pool);
+            let cfg = &self.pools[pool].cfg;
+            let (idle_timeout, max_age, delay) =
+                (cfg.idle_timeout_ns, cfg.max_age_ns, cfg.reconnect_delay_ns);
+            match self.slots[i].phase {
+                Phase::Busy { deadline } if deadline <= now => {
+                    self.counters.timeouts += 1;
+                    self.fail_now(i, Error::Timeout, budget, ctl, h, now);
+                }
+                Phase::Connecting { deadline } if deadline <= now => {
+                    self.counters.connect_failures += 1;
+                    self.drop_conn(i, now + delay);
+                    h.on_connect_error(
+                        &mut Context::new(self, budget, ctl, now),
+                        PoolId(pool as u16),
+                        Error::ConnectTimeout,
+                    );
+                }
+                Phase::Idle { since }
+                    if now - since >= idle_timeout || now - self.slots[i].opened_at >= max_age =>
+                {
+                    self.drop_conn(i, now);
+                }
+                _ => {}
+            }
+            if let Phase::Down { retry_at } = self.slots[i].phase {
+                if retry_at <= now {
+                    self.connect(i, budget, ctl, h, now);
+                }
+            }
+        }
+    }
+
+    fn connect<H: ClientHandler + ?Sized>(
+        &mut self,
+        i: usize,
+        budget: &mut Budget,
+        ctl: &mut Ctl,
+        h: &mut H,
+        now: i64,
+    ) {
+        let pool = usize::from(self.slots[i].pool);
+        let cfg = &self.pools[pool].cfg;
+        let delay = cfg.reconnect_delay_ns;
+        let ticket = match budget.try_charge(&cfg.connect_parts, cfg.connect_class, now) {
+            Ok(t) => t,
+            Err(limited) => {
+                // Look again when the budget says, at least once a second (a halt
+                // reports no end).
+                let at = limited.ready_at_ns.clamp(now + 1, now + 1_000_000_000);
+                self.counters.connects_limited += 1;
+                self.slots[i].phase = Phase::Down { retry_at: at };
+                return;
+            }
+        };
+        let error = match sys::connect(&cfg.addr) {
+            Connecting::Started(fd) => {
+                budget.complete(ticket.sent(), now);
+                self.counters.connects += 1;
+                let s = &mut self.slots[i];
+                s.fd = fd;
+                s.conn.reset();
+                s.want_write = false;
+                s.opened_at = now;
+                s.phase = Phase::Connecting {
+                    deadline: now + cfg.connect_timeout_ns,
+                };
+                match sys::epoll_ctl(
+                    self.epfd,
+                    libc::EPOLL_CTL_ADD,
+                    fd,
+                    EV_READ | EV_WRITE,
+                    i as u64,
+                ) {
+                    Ok(()) => return,
+                    Err(e) => {
+                        self.drop_conn(i, now + delay);
+                        e
+                    }
+                }
+            }
+            Connecting::NotSent(e) => {
+                budget.refund(ticket, now);
+                self.slots[i].phase = Phase::Down {
+                    retry_at: now + delay,
+                };
+                e
+            }
+            Connecting::Failed(e) => {
+                budget.complete(ticket.sent(), now);
+                self.counters.connects += 1;
+                self.slots[i].phase = Phase::Down {
+                    retry_at: now + delay,
+                };
+                e
+            }
+        };
+        self.counters.connect_failures += 1;
+        h.on_connect_error(
+            &mut Context::new(self, budget, ctl, now),
+            PoolId(pool as u16),
+            Error::Io(error),
+        );
+    }
+
+    /// Installs an already connected descriptor as slot `i`'s idle connection, so
+    /// tests can reach failure paths a TCP peer cannot produce on demand.
+    #[cfg(test)]
+    pub(crate) fn adopt(&mut self, i: usize, fd: c_int, now: i64) {
+        self.drop_conn(i, i64::MAX);
+        sys::epoll_ctl(self.epfd, libc::EPOLL_CTL_ADD, fd, EV_READ, i as u64).unwrap();
+        let s = &mut self.slots[i];
+        s.fd = fd;
+        s.phase = Phase::Idle { since: now };
+        s.opened_at = now;
+    }
+
+    /// The earliest time the client needs the loop to wake for.
+    pub(crate) fn next_deadline(&self) -> Option<i64> {
+        let mut next: Option<i64> = None;
+        for s in &self.slots {
+            let cfg = &self.pools[usize::from(s.pool)].cfg;
+            let at = match s.phase {
+                Phase::Down { retry_at } => retry_at,
+                Phase::Connecting { deadline } | Phase::Busy { deadline } => deadline,
+                Phase::Idle { since } => {
+                    (since + cfg.idle_timeout_ns).min(s.opened_at + cfg.max_age_ns)
+                }
+                Phase::Failed(_) => i64::MIN,
+            };
+            next = Some(next.map_or(at, |n| n.min(at)));
+        }
+        next
+    }
+
+    /// Closes every connection (the loop is shutting down). In-flight requests are
+    /// reported as failed.
+    pub(crate) fn close_all<H: ClientHandler + ?Sized>(
+        &mut self,
+        budget: &mut Budget,
+        ctl: &mut Ctl,
+        h: &mut H,
+        now: i64,
+    ) {
+        for i in 0..self.slots.len() {
+            if self.slots[i].flight.is_some() {
+                self.fail_now(i, Error::Closed, budget, ctl, h, now);
+            }
+            self.drop_conn(i, i64::MAX);
+        }
+    }
+}
+
+impl Drop for Client {
+    fn drop(&mut self) {
+        for s in &mut self.slots {
+            if s.fd >= 0 {
+                sys::close(s.fd);
+                s.fd = -1;
+            }
+        }
+    }
+}

@@ -1,0 +1,642 @@
+//! The event loop: one thread, epoll, timers, the client, the budget's idle ticks
+//! and the caller's handler, optionally pinned to a CPU.
+//!
+//! Drive invariant, one turn: wait in epoll (not at all in busy-poll mode, else
+//! until the next deadline) → read the clock once, that is `now` for the whole
+//! turn → handle every ready descriptor → fire due timers → let the client expire
+//! deadlines and reopen connections → [`Budget::tick`] if the turn was idle → the
+//! handler's [`on_turn`](ClientHandler::on_turn). Every failure found inside a
+//! handler call is reported as soon as that call returns.
+//!
+//! Seams for what plugs in later: [`EventLoop::watch_fd`] (or
+//! [`Context::watch_fd`] from a handler) adds a descriptor (the eventfd of the
+//! cross-thread boundary, a WebSocket's socket) whose readiness reaches
+//! [`ClientHandler::on_fd`]; [`ClientHandler::on_turn`] and
+//! [`ClientHandler::before_park`] run every turn and before blocking.
+//!
+//! Nothing here allocates after [`EventLoop::new`] and [`EventLoop::add_pool`].
+
+use std::os::raw::c_int;
+
+use arrayvec::ArrayVec;
+use ergon_core::{Budget, Flight, Ticket};
+
+use crate::client::{Client, ClientHandler, PoolConfig, PoolId, Refused, RequestId, Sent};
+use crate::http::Request;
+use crate::{clock, sys};
+
+pub use crate::sys::{allowed_cpus, current_cpu};
+
+/// Most timers set at once through [`Context::set_timer`].
+pub const MAX_TIMERS: usize = 64;
+
+const FD_BIT: u64 = 1 << 63;
+
+/// How the loop runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Config {
+    /// Pin the loop thread to this CPU in [`EventLoop::run`] (and verify it runs
+    /// there). None leaves the thread where the OS puts it.
+    pub cpu: Option<usize>,
+    /// Never sleep: poll epoll with a zero timeout every turn. Burns the CPU, saves
+    /// the wake-up latency.
+    pub busy_poll: bool,
+    /// Events taken from epoll per turn.
+    pub max_events: usize,
+    /// How often an idle loop calls [`Budget::tick`].
+    pub idle_tick_ns: i64,
+    /// Longest a parked loop sleeps with nothing due.
+    pub max_park_ns: i64,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            cpu: None,
+            busy_poll: false,
+            max_events: 64,
+            idle_tick_ns: 1_000_000,
+            max_park_ns: 100_000_000,
+        }
+    }
+}
+
+/// Why the loop could not start or go on.
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LoopError {
+    /// An epoll call failed (`errno`).
+    Epoll(i32),
+    /// The CPU is not one this thread may run on.
+    CpuNotAllowed(usize),
+    /// Pinning failed, or the thread was found on another CPU afterwards.
+    Pin {
+        /// The CPU asked for.
+        cpu: usize,
+        /// Where the thread ran instead, if the kernel said.
+        ran_on: Option<usize>,
+    },
+    /// A pool's configuration is invalid.
+    Pool(&'static str),
+    /// All timer slots are in use.
+    TimersFull,
+}
+
+impl core::fmt::Display for LoopError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            LoopError::Epoll(e) => write!(f, "epoll: {}", std::io::Error::from_raw_os_error(*e)),
+            LoopError::CpuNotAllowed(c) => {
+                write!(f, "CPU {c} is not in this thread's affinity mask")
+            }
+            LoopError::Pin { cpu, ran_on } => {
+                write!(f, "pinned to CPU {cpu} but ran on {ran_on:?}")
+            }
+            LoopError::Pool(why) => write!(f, "pool: {why}"),
+            LoopError::TimersFull => write!(f, "all {MAX_TIMERS} timers in use"),
+        }
+    }
+}
+
+impl std::error::Error for LoopError {}
+
+/// What a watched descriptor is watched for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Interest {
+    /// Readable (and hang-ups).
+    pub read: bool,
+    /// Writable.
+    pub write: bool,
+}
+
+impl Interest {
+    /// Readability only (an eventfd, a socket waiting for data).
+    pub const READ: Interest = Interest {
+        read: true,
+        write: false,
+    };
+    /// Writability only.
+    pub const WRITE: Interest = Interest {
+        read: false,
+        write: true,
+    };
+    /// Both.
+    pub const BOTH: Interest = Interest {
+        read: true,
+        write: true,
+    };
+
+    fn bits(self) -> u32 {
+        let mut b = 0;
+        if self.read {
+            b |= (libc::EPOLLIN | libc::EPOLLRDHUP) as u32;
+        }
+        if self.write {
+            b |= libc::EPOLLOUT as u32;
+        }
+        b
+    }
+}
+
+/// What a watched descriptor is ready for, as epoll reported it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Readiness(u32);
+
+impl Readiness {
+    /// Data (or an end of stream) to read.
+    pub fn readable(self) -> bool {
+        self.0 & (libc::EPOLLIN | libc::EPOLLRDHUP | libc::EPOLLHUP) as u32 != 0
+    }
+    /// Room to write.
+    pub fn writable(self) -> bool {
+        self.0 & libc::EPOLLOUT as u32 != 0
+    }
+    /// The peer hung up (or half-closed its sending side).
+    pub fn hangup(self) -> bool {
+        self.0 & (libc::EPOLLHUP | libc::EPOLLRDHUP) as u32 != 0
+    }
+    /// An error is pending on the descriptor.
+    pub fn error(self) -> bool {
+        self.0 & libc::EPOLLERR as u32 != 0
+    }
+}
+
+fn watch(
+    epfd: c_int,
+    op: c_int,
+    fd: c_int,
+    token: u64,
+    interest: Interest,
+) -> Result<(), LoopError> {
+    if token & FD_BIT != 0 {
+        return Err(LoopError::Epoll(libc::EINVAL));
+    }
+    sys::epoll_ctl(epfd, op, fd, interest.bits(), token | FD_BIT).map_err(LoopError::Epoll)
+}
+
+/// Loop state the handler reaches through its [`Context`].
+#[derive(Debug)]
+pub(crate) struct Ctl {
+    stop: bool,
+    timers: ArrayVec<(u64, i64), MAX_TIMERS>,
+    cpu: Option<usize>,
+}
+
+/// What a handler call may do: send, charge, set timers, stop the loop.
+pub struct Context<'a> {
+    client: &'a mut Client,
+    budget: &'a mut Budget,
+    ctl: &'a mut Ctl,
+    now: i64,
+}
+
+impl<'a> Context<'a> {
+    pub(crate) fn new(
+        client: &'a mut Client,
+        budget: &'a mut Budget,
+        ctl: &'a mut Ctl,
+        now: i64,
+    ) -> Self {
+        Context {
+            client,
+            budget,
+            ctl,
+            now,
+        }
+    }
+
+    /// This turn's time, on the [`clock`].
+    pub fn now(&self) -> i64 {
+        self.now
+    }
+
+    /// The budget, to charge before a request and to settle after.
+    pub fn budget(&mut self) -> &mut Budget {
+        self.budget
+    }
+
+    /// Settles an answered request's flight at this turn's time
+    /// ([`Budget::complete`]).
+    pub fn complete(&mut self, flight: Flight) {
+        self.budget.complete(flight, self.now);
+    }
+
+    /// Refunds a ticket whose request never left ([`Budget::refund`]).
+    pub fn refund(&mut self, ticket: Ticket) {
+        self.budget.refund(ticket, self.now);
+    }
+
+    /// Settles a failed request: refunds [`Sent::No`], completes [`Sent::Maybe`].
+    /// Returns whether it may have run (then reconcile it; never assume it did not).
+    pub fn settle(&mut self, sent: Sent) -> bool {
+        match sent {
+            Sent::No(t) => {
+                self.refund(t);
+                false
+            }
+            Sent::Maybe(f) => {
+                self.complete(f);
+                true
+            }
+        }
+    }
+
+    /// The client, for counters and idle connections.
+    pub fn client(&self) -> &Client {
+        self.client
+    }
+
+    /// Sends `req` on `pool` now, or hands the ticket back (see [`Client::request`]).
+    pub fn request(
+        &mut self,
+        pool: PoolId,
+        req: &Request<'_>,
+        ticket: Ticket,
+        deadline_ns: i64,
+    ) -> Result<RequestId, Refused> {
+        self.client
+            .request(pool, req, ticket, deadline_ns, self.now)
+    }
+
+    /// Calls [`ClientHandler::on_timer`] with `token` once `at_ns` has passed;
+    /// replaces a timer with the same token.
+    pub fn set_timer(&mut self, token: u64, at_ns: i64) -> Result<(), LoopError> {
+        if let Some(t) = self.ctl.timers.iter_mut().find(|t| t.0 == token) {
+            t.1 = at_ns;
+            return Ok(());
+        }
+        self.ctl
+            .timers
+            .try_push((token, at_ns))
+            .map_err(|_| LoopError::TimersFull)
+    }
+
+    /// Cancels the timer `token`; false if none was set.
+    pub fn cancel_timer(&mut self, token: u64) -> bool {
+        match self.ctl.timers.iter().position(|t| t.0 == token) {
+            Some(i) => {
+                self.ctl.timers.swap_remove(i);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Watches `fd` from inside the loop (see [`EventLoop::watch_fd`]).
+    pub fn watch_fd(&mut self, fd: c_int, token: u64, interest: Interest) -> Result<(), LoopError> {
+        watch(self.client.epfd(), libc::EPOLL_CTL_ADD, fd, token, interest)
+    }
+
+    /// Changes what `fd` is watched for (see [`EventLoop::rewatch_fd`]).
+    pub fn rewatch_fd(
+        &mut self,
+        fd: c_int,
+        token: u64,
+        interest: Interest,
+    ) -> Result<(), LoopError> {
+        watch(self.client.epfd(), libc::EPOLL_CTL_MOD, fd, token, interest)
+    }
+
+    /// Stops watching `fd`.
+    pub fn unwatch_fd(&mut self, fd: c_int) -> Result<(), LoopError> {
+        sys::epoll_ctl(self.client.epfd(), libc::EPOLL_CTL_DEL, fd, 0, 0).map_err(LoopError::Epoll)
+    }
+
+    /// Ends [`EventLoop::run`] after this turn.
+    pub fn stop(&mut self) {
+        self.ctl.stop = true;
+    }
+
+    /// The CPU the loop was pinned to and verified on, if any.
+    pub fn cpu(&self) -> Option<usize> {
+        self.ctl.cpu
+    }
+}
+
+/// The loop: owns the epoll instance, the client and the budget.
+#[derive(Debug)]
+pub struct EventLoop {
+    cfg: Config,
+    epfd: c_int,
+    client: Client,
+    budget: Budget,
+    ctl: Ctl,
+    events: Vec<libc::epoll_event>,
+    now: i64,
+    last_tick: i64,
+    /// The next wait polls instead of blocking (the first turn of a run: the
+    /// handler has not had a turn yet).
+    poll_next: bool,
+}
+
+impl EventLoop {
+    /// A loop driving `budget`, built on the [`clock`].
+    pub fn new(cfg: Config, budget: Budget) -> Result<Self, LoopError> {
+        let epfd = sys::epoll_create().map_err(LoopError::Epoll)?;
+        let now = clock::now_ns();
+        Ok(EventLoop {
+            cfg,
+            epfd,
+            client: Client::new(epfd),
+            budget,
+            ctl: Ctl {
+                stop: false,
+                timers: ArrayVec::new(),
+                cpu: None,
+            },
+            events: vec![libc::epoll_event { events: 0, u64: 0 }; cfg.max_events.max(1)],
+            now,
+            last_tick: now,
+            poll_next: true,
+        })
+    }
+
+    /// Adds a pool; its connections open on the next turns, each connect charged.
+    pub fn add_pool(&mut self, cfg: PoolConfig) -> Result<PoolId, LoopError> {
+        self.client.add_pool(cfg, self.now).map_err(LoopError::Pool)
+    }
+
+    /// Watches `fd` (level-triggered) for `interest`; each turn it is ready,
+    /// [`ClientHandler::on_fd`] gets `token` and the [`Readiness`]. The caller keeps
+    /// owning `fd` and calls [`unwatch_fd`](Self::unwatch_fd) before closing it.
+    /// `token` must be below 2^63. Handlers do the same through
+    /// [`Context::watch_fd`].
+    pub fn watch_fd(&mut self, fd: c_int, token: u64, interest: Interest) -> Result<(), LoopError> {
+        watch(self.epfd, libc::EPOLL_CTL_ADD, fd, token, interest)
+    }
+
+    /// Changes what a watched `fd` is watched for.
+    pub fn rewatch_fd(
+        &mut self,
+        fd: c_int,
+        token: u64,
+        interest: Interest,
+    ) -> Result<(), LoopError> {
+        watch(self.epfd, libc::EPOLL_CTL_MOD, fd, token, interest)
+    }
+
+    /// Stops watching `fd`.
+    pub fn unwatch_fd(&mut self, fd: c_int) -> Result<(), LoopError> {
+        sys::epoll_ctl(self.epfd, libc::EPOLL_CTL_DEL, fd, 0, 0).map_err(LoopError::Epoll)
+    }
+
+    /// The budget.
+    pub fn budget(&self) -> &Budget {
+        &self.budget
+    }
+
+    /// The budget, to change between runs.
+    pub fn budget_mut(&mut self) -> &mut Budget {
+        &mut self.budget
+    }
+
+    /// The client (counters, idle connections).
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// The time of the last turn.
+    pub fn now(&self) -> i64 {
+        self.now
+    }
+
+    /// The CPU the loop is pinned to and was verified on, once [`run`](Self::run)
+    /// started with [`Config::cpu`] set.
+    pub fn cpu(&self) -> Option<usize> {
+        self.ctl.cpu
+    }
+
+    /// Pins the calling thread (per [`Config::cpu`]), then runs turns until the
+    /// handler calls [`Context::stop`].
+    pub fn run<H: ClientHandler + ?Sized>(&mut self, h: &mut H) -> Result<(), LoopError> {
+        if let Some(cpu) = self.cfg.cpu {
+            self.ctl.cpu = Some(pin_current_thread(cpu)?);
+        }
+        self.ctl.stop = false;
+        self.poll_next = true;
+        while !self.ctl.stop {
+            self.turn(h)?;
+        }
+        Ok(())
+    }
+
+    /// One turn (see the module doc for its order).
+    pub fn turn<H: ClientHandler + ?Sized>(&mut self, h: &mut H) -> Result<(), LoopError> {
+        let timeout = if self.cfg.busy_poll || self.ctl.stop || core::mem::take(&mut self.poll_next)
+        {
+            0
+        } else {
+            let next = [
+                self.client.next_deadline(),
+                self.ctl.timers.iter().map(|t| t.1).min(),
+            ]
+            .into_iter()
+            .flatten()
+            .min()
+            .unwrap_or(i64::MAX);
+            let wait = next.saturating_sub(self.now).clamp(0, self.cfg.max_park_ns);
+            let park = wait > 0
+                && h.before_park(&mut Context::new(
+                    &mut self.client,
+                    &mut self.budget,
+                    &mut self.ctl,
+                    self.now,
+                ));
+            if park {
+                // Round up: waking early would only spin.
+                ((wait + 999_999) / 1_000_000) as c_int
+            } else {
+                0
+            }
+        };
+        let n = sys::epoll_wait(self.epfd, &mut self.events, timeout).map_err(LoopError::Epoll)?;
+        let now = clock::now_ns();
+        self.now = now;
+        for k in 0..n {
+            let ev = self.events[k];
+            let (token, bits) = (ev.u64, ev.events);
+            if token & FD_BIT != 0 {
+                h.on_fd(
+                    &mut Context::new(&mut self.client, &mut self.budget, &mut self.ctl, now),
+                    token & !FD_BIT,
+                    Readiness(bits),
+                );
+            } else {
+                self.client.handle_event(
+                    token as usize,
+                    bits,
+                    &mut self.budget,
+                    &mut self.ctl,
+                    h,
+                    now,
+                );
+            }
+            self.client.drain(&mut self.budget, &mut self.ctl, h, now);
+        }
+        // Timers due now; one set again for now fires next turn, not in a loop here.
+        let mut due = self.ctl.timers.len();
+        while due > 0 {
+            due -= 1;
+            let Some(i) = self.ctl.timers.iter().position(|t| t.1 <= now) else {
+                break;
+            };
+            let (token, _) = self.ctl.timers.swap_remove(i);
+            h.on_timer(
+                &mut Context::new(&mut self.client, &mut self.budget, &mut self.ctl, now),
+                token,
+            );
+            self.client.drain(&mut self.budget, &mut self.ctl, h, now);
+        }
+        self.client.service(&mut self.budget, &mut self.ctl, h, now);
+        self.client.drain(&mut self.budget, &mut self.ctl, h, now);
+        if n == 0 && now - self.last_tick >= self.cfg.idle_tick_ns {
+            self.budget.tick(now);
+            self.last_tick = now;
+        }
+        h.on_turn(&mut Context::new(
+            &mut self.client,
+            &mut self.budget,
+            &mut self.ctl,
+            now,
+        ));
+        self.client.drain(&mut self.budget, &mut self.ctl, h, now);
+        Ok(())
+    }
+
+    /// Closes every connection; requests still in flight are reported to `h` as
+    /// failed with [`Error::Closed`](crate::client::Error::Closed).
+    pub fn close_all<H: ClientHandler + ?Sized>(&mut self, h: &mut H) {
+        let now = self.now;
+        self.client
+            .close_all(&mut self.budget, &mut self.ctl, h, now);
+        self.client.drain(&mut self.budget, &mut self.ctl, h, now);
+    }
+}
+
+impl Drop for EventLoop {
+    fn drop(&mut self) {
+        sys::close(self.epfd);
+    }
+}
+
+/// Pins the calling thread to `cpu` and verifies with `sched_getcpu` that it runs
+/// there. Returns the CPU.
+pub fn pin_current_thread(cpu: usize) -> Result<usize, LoopError> {
+    if !allowed_cpus().contains(&cpu) {
+        return Err(LoopError::CpuNotAllowed(cpu));
+    }
+    if !core_affinity::set_for_current(core_affinity::CoreId { id: cpu }) {
+        return Err(LoopError::Pin {
+            cpu,
+            ran_on: current_cpu(),
+        });
+    }
+    match current_cpu() {
+        Some(c) if c == cpu => Ok(cpu),
+        ran_on => Err(LoopError::Pin { cpu, ran_on }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Failure paths a TCP peer cannot produce on demand, on a Unix socket pair
+    //! installed as a pool's connection.
+
+    use std::os::fd::IntoRawFd;
+    use std::os::unix::net::UnixStream;
+
+    use ergon_core::response::Response;
+    use ergon_core::{Class, Part, Spec};
+
+    use super::*;
+    use crate::client::{Error, PoolConfig, RequestId};
+
+    struct Fails {
+        pool: PoolId,
+        parts: [Part; 1],
+        deadline_ns: i64,
+        sent: bool,
+        got: Option<(bool, Error)>,
+    }
+
+    impl ClientHandler for Fails {
+        fn on_response(&mut self, _: &mut Context<'_>, _: RequestId, _: Response<'_>, _: Flight) {
+            panic!("no response expected");
+        }
+        fn on_error(&mut self, cx: &mut Context<'_>, _: RequestId, sent: Sent, e: Error) {
+            let maybe = cx.settle(sent);
+            self.got = Some((maybe, e));
+            cx.stop();
+        }
+        fn on_turn(&mut self, cx: &mut Context<'_>) {
+            if self.sent {
+                return;
+            }
+            self.sent = true;
+            let now = cx.now();
+            let t = cx
+                .budget()
+                .try_charge(&self.parts, Class::Normal, now)
+                .unwrap();
+            let req = Request {
+                method: "POST",
+                target: "/o",
+                headers: &[],
+                body: b"id=1",
+            };
+            cx.request(self.pool, &req, t, now + self.deadline_ns)
+                .unwrap();
+        }
+    }
+
+    fn setup(ours: UnixStream, deadline_ns: i64) -> (EventLoop, Fails, ergon_core::BucketId) {
+        let mut b = Budget::builder();
+        let orders = b
+            .add("orders", Spec::sliding(10, 1_000_000_000, 10))
+            .unwrap();
+        let mut lp = EventLoop::new(Config::default(), b.build(clock::now_ns()).unwrap()).unwrap();
+        let pool = lp
+            .add_pool(PoolConfig::new("127.0.0.1:9".parse().unwrap(), "h"))
+            .unwrap();
+        let now = lp.now;
+        lp.client.adopt(0, ours.into_raw_fd(), now);
+        let h = Fails {
+            pool,
+            parts: [Part::new(orders, 1)],
+            deadline_ns,
+            sent: false,
+            got: None,
+        };
+        (lp, h, orders)
+    }
+
+    #[test]
+    fn a_first_write_that_fails_reports_sent_no_and_the_ticket_comes_back() {
+        let (ours, peer) = UnixStream::pair().unwrap();
+        // The peer stops reading: our next write fails with EPIPE, while a peek
+        // still sees an open, quiet connection.
+        peer.shutdown(std::net::Shutdown::Read).unwrap();
+        let (mut lp, mut h, orders) = setup(ours, 5_000_000_000);
+        lp.run(&mut h).unwrap();
+        assert_eq!(h.got, Some((false, Error::Io(libc::EPIPE))));
+        assert_eq!(lp.client().counters().sent_no, 1);
+        // Refunded: the charge is gone.
+        assert_eq!(lp.budget().stats(orders).used, 0);
+        drop(peer);
+    }
+
+    #[test]
+    fn a_deadline_with_nothing_written_reports_sent_no() {
+        let (ours, peer) = UnixStream::pair().unwrap();
+        ours.set_nonblocking(true).unwrap();
+        // Fill our send buffer: the request cannot get one byte out.
+        let junk = [0u8; 65536];
+        while std::io::Write::write(&mut &ours, &junk).is_ok() {}
+        let (mut lp, mut h, orders) = setup(ours, 50_000_000);
+        lp.run(&mut h).unwrap();
+        assert_eq!(h.got, Some((false, Error::Timeout)));
+        assert_eq!(lp.client().counters().timeouts, 1);
+        assert_eq!(lp.budget().stats(orders).used, 0);
+        drop(peer);
+    }
+}

@@ -1,0 +1,267 @@
+//! Request encoding into a caller-owned, preallocated buffer.
+//!
+//! The client owns framing: callers may not set Host, Content-Length,
+//! Transfer-Encoding or Connection, so a request can never carry two framings.
+//! Encoding never grows the buffer; a request that does not fit is refused.
+
+/// One request as the caller describes it. Nothing is copied until it is encoded.
+#[derive(Clone, Copy, Debug)]
+pub struct Request<'a> {
+    /// The method token (`GET`, `POST`, `DELETE` ...).
+    pub method: &'a str,
+    /// The request target: the path and query, starting with `/`.
+    pub target: &'a str,
+    /// Extra header fields, in order. Host, Content-Length, Transfer-Encoding and
+    /// Connection are set by the client and refused here.
+    pub headers: &'a [(&'a str, &'a str)],
+    /// The body; a Content-Length is sent whenever it is not empty, or the method is
+    /// not GET, HEAD, DELETE or OPTIONS.
+    pub body: &'a [u8],
+}
+
+impl<'a> Request<'a> {
+    /// A GET of `target` with no headers and no body.
+    pub const fn get(target: &'a str) -> Self {
+        Request {
+            method: "GET",
+            target,
+            headers: &[],
+            body: &[],
+        }
+    }
+}
+
+/// Why a request could not be encoded. The caller's mistake, found before any byte
+/// is written.
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum InvalidRequest {
+    /// The method is empty or not an HTTP token.
+    Method,
+    /// The target is empty, or holds a space or control byte.
+    Target,
+    /// A header name is empty or not an HTTP token.
+    HeaderName,
+    /// A header value holds CR, LF or another control byte.
+    HeaderValue,
+    /// A header the client sets itself (Host, Content-Length, Transfer-Encoding,
+    /// Connection).
+    ReservedHeader,
+    /// The encoded request is larger than the send buffer
+    /// ([`Limits::max_request`](super::Limits::max_request)).
+    TooLarge,
+    /// The connection is not idle (a request is already in flight on it).
+    NotIdle,
+}
+
+impl core::fmt::Display for InvalidRequest {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let s = match self {
+            InvalidRequest::Method => "invalid method",
+            InvalidRequest::Target => "invalid request target",
+            InvalidRequest::HeaderName => "invalid header name",
+            InvalidRequest::HeaderValue => "invalid header value",
+            InvalidRequest::ReservedHeader => "header set by the client itself",
+            InvalidRequest::TooLarge => "request larger than the send buffer",
+            InvalidRequest::NotIdle => "connection not idle",
+        };
+        f.write_str(s)
+    }
+}
+
+impl std::error::Error for InvalidRequest {}
+
+fn is_tchar(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
+}
+
+fn is_token(s: &str) -> bool {
+    !s.is_empty() && s.bytes().all(is_tchar)
+}
+
+fn valid_value(s: &str) -> bool {
+    s.bytes().all(|b| b == b'\t' || (b >= 0x20 && b != 0x7f))
+}
+
+fn valid_target(s: &str) -> bool {
+    !s.is_empty() && s.bytes().all(|b| b > 0x20 && b != 0x7f)
+}
+
+const RESERVED: [&str; 4] = ["host", "content-length", "transfer-encoding", "connection"];
+
+/// Decimal digits of `n` into `out`, returning the used tail.
+fn decimal(mut n: usize, out: &mut [u8; 20]) -> &[u8] {
+    let mut i = out.len();
+    loop {
+        i -= 1;
+        out[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            return &out[i..];
+        }
+    }
+}
+
+/// Encodes `req` for `host` into `out` (cleared first), never beyond its capacity.
+pub(crate) fn encode(
+    req: &Request<'_>,
+    host: &str,
+    out: &mut Vec<u8>,
+) -> Result<(), InvalidRequest> {
+    if !is_token(req.method) {
+        return Err(InvalidRequest::Method);
+    }
+    if !valid_target(req.target) {
+        return Err(InvalidRequest::Target);
+    }
+    let mut len = req.method.len() + 1 + req.target.len() + 11 + 6 + host.len() + 2;
+    for (name, value) in req.headers {
+        if !is_token(name) {
+            return Err(InvalidRequest::HeaderName);
+        }
+        if !valid_value(value) {
+            return Err(InvalidRequest::HeaderValue);
+        }
+        if RESERVED.iter().any(|r| name.eq_ignore_ascii_case(r)) {
+            return Err(InvalidRequest::ReservedHeader);
+        }
+        len += name.len() + 2 + value.len() + 2;
+    }
+    let bodyless = matches!(req.method, "GET" | "HEAD" | "DELETE" | "OPTIONS");
+    let mut digits = [0u8; 20];
+    let cl = decimal(req.body.len(), &mut digits);
+    let send_length = !req.body.is_empty() || !bodyless;
+    if send_length {
+        len += 16 + cl.len() + 2;
+    }
+    len += 2 + req.body.len();
+    out.clear();
+    if len > out.capacity() {
+        return Err(InvalidRequest::TooLarge);
+    }
+    out.extend_from_slice(req.method.as_bytes());
+    out.push(b' ');
+    out.extend_from_slice(req.target.as_bytes());
+    out.extend_from_slice(b" HTTP/1.1\r\nHost: ");
+    out.extend_from_slice(host.as_bytes());
+    out.extend_from_slice(b"\r\n");
+    for (name, value) in req.headers {
+        out.extend_from_slice(name.as_bytes());
+        out.extend_from_slice(b": ");
+        out.extend_from_slice(value.as_bytes());
+        out.extend_from_slice(b"\r\n");
+    }
+    if send_length {
+        out.extend_from_slice(b"Content-Length: ");
+        out.extend_from_slice(cl);
+        out.extend_from_slice(b"\r\n");
+    }
+    out.extend_from_slice(b"\r\n");
+    out.extend_from_slice(req.body);
+    debug_assert_eq!(out.len(), len);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn enc(req: &Request<'_>) -> Result<Vec<u8>, InvalidRequest> {
+        let mut out = Vec::with_capacity(256);
+        encode(req, "h:1", &mut out).map(|()| out)
+    }
+
+    #[test]
+    fn encodes_get_without_length_and_post_with() {
+        assert_eq!(
+            enc(&Request::get("/a?b=1")).unwrap(),
+            b"GET /a?b=1 HTTP/1.1\r\nHost: h:1\r\n\r\n"
+        );
+        let post = Request {
+            method: "POST",
+            target: "/o",
+            headers: &[("X-K", "v 1")],
+            body: b"id=7",
+        };
+        assert_eq!(
+            enc(&post).unwrap(),
+            b"POST /o HTTP/1.1\r\nHost: h:1\r\nX-K: v 1\r\nContent-Length: 4\r\n\r\nid=7"
+        );
+        let empty_post = Request { body: b"", ..post };
+        assert!(enc(&empty_post)
+            .unwrap()
+            .ends_with(b"Content-Length: 0\r\n\r\n"));
+    }
+
+    #[test]
+    fn refuses_bad_requests() {
+        let base = Request::get("/");
+        assert_eq!(
+            enc(&Request {
+                method: "G T",
+                ..base
+            }),
+            Err(InvalidRequest::Method)
+        );
+        assert_eq!(
+            enc(&Request {
+                target: "/a b",
+                ..base
+            }),
+            Err(InvalidRequest::Target)
+        );
+        assert_eq!(
+            enc(&Request { target: "", ..base }),
+            Err(InvalidRequest::Target)
+        );
+        let h = [("X\r\nY", "1")];
+        assert_eq!(
+            enc(&Request {
+                headers: &h,
+                ..base
+            }),
+            Err(InvalidRequest::HeaderName)
+        );
+        let h = [("X", "1\r\nY: 2")];
+        assert_eq!(
+            enc(&Request {
+                headers: &h,
+                ..base
+            }),
+            Err(InvalidRequest::HeaderValue)
+        );
+        let h = [("content-LENGTH", "3")];
+        assert_eq!(
+            enc(&Request {
+                headers: &h,
+                ..base
+            }),
+            Err(InvalidRequest::ReservedHeader)
+        );
+        let big = [0u8; 300];
+        assert_eq!(
+            enc(&Request {
+                method: "POST",
+                body: &big,
+                ..base
+            }),
+            Err(InvalidRequest::TooLarge)
+        );
+    }
+
+    #[test]
+    fn never_grows_the_buffer() {
+        let mut out = Vec::with_capacity(64);
+        let cap = out.capacity();
+        let body = [b'x'; 40];
+        let req = Request {
+            method: "POST",
+            target: "/",
+            headers: &[],
+            body: &body,
+        };
+        assert_eq!(encode(&req, "h", &mut out), Err(InvalidRequest::TooLarge));
+        encode(&Request::get("/"), "h", &mut out).unwrap();
+        assert_eq!(out.capacity(), cap);
+    }
+}

@@ -1,0 +1,206 @@
+//! The native client against a loopback server: round trips on a keep-alive pool,
+//! connects charged to the budget, Busy and Invalid hand the ticket back.
+
+mod common;
+
+use common::driver::{order, Answer, Driver, SEC};
+use common::server::Server;
+use ergon_io::client::{ClientHandler, Error, PoolId, Refused, RequestId, Sent};
+use ergon_io::core::response::Response;
+use ergon_io::core::{Class, Flight, Part};
+use ergon_io::event_loop::Context;
+use ergon_io::http::{InvalidRequest, Request};
+
+#[test]
+fn requests_reuse_one_keep_alive_connection() {
+    let server = Server::start(|p| p.echo());
+    let mut d = Driver::new(server.addr, |_| {});
+    for i in 0..20 {
+        let body = format!("id={i}");
+        let (answer, _) = d.send(&order(&body), 10 * SEC);
+        assert_eq!(
+            answer,
+            Answer::Response {
+                status: 200,
+                body: body.clone().into_bytes()
+            }
+        );
+    }
+    let c = *d.lp.client().counters();
+    assert_eq!(
+        (c.requests, c.responses, c.sent_no, c.sent_maybe),
+        (20, 20, 0, 0)
+    );
+    assert_eq!(c.connected, 1, "{c:?}");
+    // Every connect was charged to the connects bucket.
+    assert_eq!(d.lp.budget().stats(d.connects).used, c.connects);
+    let log = server.log.lock().unwrap();
+    assert_eq!(log.conns.len(), 1);
+    assert_eq!(log.count(b"POST /api/v3/order HTTP/1.1\r\n"), 20);
+}
+
+#[test]
+fn a_get_and_a_chunked_answer_round_trip() {
+    let server = Server::start(|p| {
+        while let Some(req) = p.read_request() {
+            assert!(req.starts_with(b"GET /time HTTP/1.1\r\nHost: 127.0.0.1:"));
+            assert!(!req
+                .windows(15)
+                .any(|w| w.eq_ignore_ascii_case(b"content-length:")));
+            p.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n4;x=1\r\n{\"a\"\r\n2\r\n:1\r\n1\r\n}\r\n0\r\nT: v\r\n\r\n");
+        }
+    });
+    let mut d = Driver::new(server.addr, |_| {});
+    for _ in 0..3 {
+        let (answer, _) = d.send(&Request::get("/time"), 10 * SEC);
+        assert_eq!(
+            answer,
+            Answer::Response {
+                status: 200,
+                body: b"{\"a\":1}".to_vec()
+            }
+        );
+    }
+    assert_eq!(server.log.lock().unwrap().conns.len(), 1);
+}
+
+#[test]
+fn connection_close_opens_a_fresh_connection_for_the_next_request() {
+    let server = Server::start(|p| {
+        if p.read_request().is_some() {
+            p.write(b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok");
+        }
+    });
+    let mut d = Driver::new(server.addr, |_| {});
+    for i in 0..3 {
+        let body = format!("id={i}");
+        let (answer, _) = d.send(&order(&body), 10 * SEC);
+        assert_eq!(
+            answer,
+            Answer::Response {
+                status: 200,
+                body: b"ok".to_vec()
+            }
+        );
+    }
+    let log = server.log.lock().unwrap();
+    for i in 0..3 {
+        assert_eq!(log.conns_with(format!("id={i}").as_bytes()), vec![i]);
+    }
+}
+
+/// Sends two requests in the same turn on a pool of one connection.
+struct Two {
+    pool: PoolId,
+    parts: [Part; 1],
+    outcome: Vec<String>,
+}
+
+impl ClientHandler for Two {
+    fn on_response(&mut self, cx: &mut Context<'_>, _: RequestId, r: Response<'_>, flight: Flight) {
+        let now = cx.now();
+        cx.budget().complete(flight, now);
+        self.outcome
+            .push(format!("response {}", String::from_utf8_lossy(r.body)));
+        cx.stop();
+    }
+    fn on_error(&mut self, cx: &mut Context<'_>, _: RequestId, _: Sent, e: Error) {
+        self.outcome.push(format!("error {e}"));
+        cx.stop();
+    }
+    fn on_ready(&mut self, cx: &mut Context<'_>, pool: PoolId) {
+        let now = cx.now();
+        let t1 = cx
+            .budget()
+            .try_charge(&self.parts, Class::Normal, now)
+            .unwrap();
+        let first = cx.request(pool, &order("id=1"), t1, now + 10 * SEC);
+        assert!(first.is_ok());
+        let t2 = cx
+            .budget()
+            .try_charge(&self.parts, Class::Normal, now)
+            .unwrap();
+        match cx.request(pool, &order("id=2"), t2, now + 10 * SEC) {
+            Err(Refused::Busy(t)) => {
+                cx.budget().refund(t, now);
+                self.outcome.push("busy".into());
+            }
+            other => panic!("expected Busy, got {other:?}"),
+        }
+        let t3 = cx
+            .budget()
+            .try_charge(&self.parts, Class::Normal, now)
+            .unwrap();
+        match cx.request(
+            PoolId::clone(&self.pool),
+            &Request {
+                method: "BAD METHOD",
+                ..Request::get("/")
+            },
+            t3,
+            now + SEC,
+        ) {
+            Err(Refused::Busy(t)) => cx.budget().refund(t, now),
+            other => panic!("expected Busy before validation, got {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn a_busy_pool_hands_the_ticket_back() {
+    let server = Server::start(|p| p.echo());
+    let mut d = Driver::new(server.addr, |_| {});
+    let mut h = Two {
+        pool: d.pool,
+        parts: [Part::new(d.requests, 1)],
+        outcome: Vec::new(),
+    };
+    d.lp.run(&mut h).unwrap();
+    assert_eq!(
+        h.outcome,
+        vec!["busy".to_string(), "response id=1".to_string()]
+    );
+    // id=1 charged and sent; id=2 and the third refunded.
+    assert_eq!(d.lp.budget().stats(d.requests).used, 1);
+    assert_eq!(server.log.lock().unwrap().count(b"id=2"), 0);
+}
+
+#[test]
+fn an_invalid_or_late_request_hands_the_ticket_back_and_writes_nothing() {
+    let server = Server::start(|p| p.echo());
+    let mut d = Driver::new(server.addr, |_| {});
+    d.wait_ready();
+    let pool = d.pool;
+    let parts = [Part::new(d.requests, 1)];
+    d.run_until(|cx| {
+        let now = cx.now();
+        let t = cx.budget().try_charge(&parts, Class::Normal, now).unwrap();
+        let headers = [("Content-Length", "5")];
+        let bad = Request {
+            headers: &headers,
+            ..order("id=9")
+        };
+        match cx.request(pool, &bad, t, now + SEC) {
+            Err(Refused::Invalid(t, InvalidRequest::ReservedHeader)) => cx.budget().refund(t, now),
+            other => panic!("expected Invalid, got {other:?}"),
+        }
+        let t = cx.budget().try_charge(&parts, Class::Normal, now).unwrap();
+        match cx.request(pool, &order("id=late"), t, now) {
+            Err(Refused::Expired(t)) => cx.budget().refund(t, now),
+            other => panic!("expected Expired, got {other:?}"),
+        }
+        true
+    });
+    let (answer, _) = d.send(&order("id=10"), 10 * SEC);
+    assert_eq!(
+        answer,
+        Answer::Response {
+            status: 200,
+            body: b"id=10".to_vec()
+        }
+    );
+    let log = server.log.lock().unwrap();
+    assert_eq!(log.count(b"id=9"), 0);
+    assert_eq!(log.count(b"id=late"), 0);
+    assert_eq!(log.conns.len(), 1);
+}

@@ -1,0 +1,209 @@
+//! Loopback test servers: a listener thread that hands every accepted connection,
+//! numbered from 0 in accept order, to the test's behaviour on its own thread, and
+//! records every byte each connection received.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// Every byte each connection received, by connection number.
+#[derive(Default, Debug)]
+pub struct Log {
+    pub conns: Vec<Vec<u8>>,
+}
+
+impl Log {
+    /// How many times `needle` occurs in all bytes received, over all connections.
+    pub fn count(&self, needle: &[u8]) -> usize {
+        self.conns
+            .iter()
+            .map(|c| c.windows(needle.len()).filter(|w| *w == needle).count())
+            .sum()
+    }
+
+    /// The connections whose bytes contain `needle`.
+    pub fn conns_with(&self, needle: &[u8]) -> Vec<usize> {
+        (0..self.conns.len())
+            .filter(|&i| self.conns[i].windows(needle.len()).any(|w| w == needle))
+            .collect()
+    }
+
+    /// Bytes received in all.
+    pub fn total(&self) -> usize {
+        self.conns.iter().map(Vec::len).sum()
+    }
+}
+
+/// One accepted connection, handed to the behaviour.
+pub struct Peer {
+    pub no: usize,
+    pub stream: TcpStream,
+    log: Arc<Mutex<Log>>,
+}
+
+/// A generous bound for anything a test server waits for.
+pub const PATIENCE: Duration = Duration::from_secs(20);
+
+impl Peer {
+    fn record(&self, bytes: &[u8]) {
+        self.log.lock().unwrap().conns[self.no].extend_from_slice(bytes);
+    }
+
+    /// Reads exactly `k` bytes (fewer if the client closes first).
+    pub fn read_exact_k(&mut self, k: usize) -> usize {
+        let mut buf = vec![0u8; k];
+        let mut got = 0;
+        while got < k {
+            match self.stream.read(&mut buf[got..]) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => got += n,
+            }
+        }
+        self.record(&buf[..got]);
+        got
+    }
+
+    /// Waits until the client sent something (or closed), without reading it.
+    pub fn wait_readable(&mut self) {
+        let mut b = [0u8; 1];
+        let _ = self.stream.peek(&mut b);
+    }
+
+    /// Reads one whole request (head and Content-Length body). None if the client
+    /// closed first. The client sends one request at a time, so a read never takes
+    /// bytes of the next one.
+    pub fn read_request(&mut self) -> Option<Vec<u8>> {
+        let mut req = Vec::new();
+        let mut b = [0u8; 4096];
+        loop {
+            if let Some(end) = find(&req, b"\r\n\r\n") {
+                let head = String::from_utf8_lossy(&req[..end]).to_ascii_lowercase();
+                let len = head
+                    .lines()
+                    .find_map(|l| l.strip_prefix("content-length:"))
+                    .map_or(0, |v| v.trim().parse::<usize>().unwrap());
+                if req.len() >= end + 4 + len {
+                    return Some(req);
+                }
+            }
+            match self.stream.read(&mut b) {
+                Ok(0) | Err(_) => return None,
+                Ok(n) => {
+                    self.record(&b[..n]);
+                    req.extend_from_slice(&b[..n]);
+                }
+            }
+        }
+    }
+
+    /// Writes `bytes`, ignoring a client that went away.
+    pub fn write(&mut self, bytes: &[u8]) {
+        let _ = self.stream.write_all(bytes);
+        let _ = self.stream.flush();
+    }
+
+    /// A 200 with `body` and a Content-Length.
+    pub fn respond(&mut self, body: &[u8]) {
+        let mut out =
+            format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", body.len()).into_bytes();
+        out.extend_from_slice(body);
+        self.write(&out);
+    }
+
+    /// Answers every request with its own body, until the client closes.
+    pub fn echo(&mut self) {
+        while let Some(req) = self.read_request() {
+            let at = find(&req, b"\r\n\r\n").unwrap() + 4;
+            let body = req[at..].to_vec();
+            self.respond(&body);
+        }
+    }
+}
+
+/// The first position of `needle` in `hay`.
+pub fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+/// A running server; stops and joins its threads when dropped.
+pub struct Server {
+    pub addr: SocketAddr,
+    pub log: Arc<Mutex<Log>>,
+    stop: Arc<AtomicBool>,
+    accept: Option<JoinHandle<()>>,
+}
+
+impl Server {
+    /// Listens on 127.0.0.1 and runs `behaviour` for every accepted connection.
+    pub fn start<F>(behaviour: F) -> Server
+    where
+        F: Fn(&mut Peer) + Send + Sync + 'static,
+    {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let log = Arc::new(Mutex::new(Log::default()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let behaviour = Arc::new(behaviour);
+        let (log2, stop2) = (log.clone(), stop.clone());
+        let accept = std::thread::spawn(move || {
+            let mut workers = Vec::new();
+            while !stop2.load(Ordering::Acquire) {
+                match listener.accept() {
+                    Ok((stream, _)) => {
+                        stream.set_nonblocking(false).unwrap();
+                        stream.set_read_timeout(Some(PATIENCE)).unwrap();
+                        stream.set_nodelay(true).unwrap();
+                        let no = {
+                            let mut l = log2.lock().unwrap();
+                            l.conns.push(Vec::new());
+                            l.conns.len() - 1
+                        };
+                        let mut peer = Peer {
+                            no,
+                            stream,
+                            log: log2.clone(),
+                        };
+                        let b = behaviour.clone();
+                        workers.push(std::thread::spawn(move || b(&mut peer)));
+                    }
+                    Err(_) => std::thread::sleep(Duration::from_millis(1)),
+                }
+            }
+            drop(listener);
+            for w in workers {
+                let _ = w.join();
+            }
+        });
+        Server {
+            addr,
+            log,
+            stop,
+            accept: Some(accept),
+        }
+    }
+
+    /// Waits (bounded) until `cond` holds on the log.
+    pub fn wait_for(&self, cond: impl Fn(&Log) -> bool) -> bool {
+        let end = Instant::now() + PATIENCE;
+        while Instant::now() < end {
+            if cond(&self.log.lock().unwrap()) {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        false
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        if let Some(t) = self.accept.take() {
+            let _ = t.join();
+        }
+    }
+}
