@@ -188,8 +188,10 @@ impl Bucket {
 
 /// The total cost of the parts naming the bucket of `parts[i]`, or `None` if an
 /// earlier part names it too (it was counted there). A charge that lists a bucket
-/// twice is checked and charged once, for the sum.
-#[inline]
+/// twice is checked and charged once, for the sum. Only the cold paths (repeated
+/// buckets, refusals) scan like this.
+#[cold]
+#[inline(never)]
 fn combined(parts: &[Part], i: usize) -> Option<u64> {
     let bucket = parts[i].bucket;
     if parts[..i].iter().any(|p| p.bucket == bucket) {
@@ -277,6 +279,44 @@ impl Budget {
         if parts.len() > MAX_PARTS {
             return Err(self.refuse(parts[MAX_PARTS].bucket, i64::MAX, Why::TooBig));
         }
+        // One optimistic pass: each part at its own cost, finding repeated buckets on
+        // the way (a bitmask over the at most 32 bucket indices). A refusal found here
+        // stands, since a repeat only adds cost; on a repeat the summing path decides
+        // from the start (advancing a bucket twice at the same instant changes nothing).
+        const _: () = assert!(MAX_BUCKETS <= 32, "the mask holds one bit per bucket");
+        let mut seen = 0u32;
+        for part in parts {
+            let bit = 1u32.checked_shl(u32::from(part.bucket.0)).unwrap_or(0);
+            if seen & bit != 0 {
+                return self.charge_repeated(parts, class, now);
+            }
+            seen |= bit;
+            let Some(bucket) = self.bucket_mut(part.bucket) else {
+                return Err(self.refuse(part.bucket, i64::MAX, Why::TooBig));
+            };
+            bucket.advance(now);
+            if !bucket.admits(u64::from(part.cost), class, now) {
+                return Err(self.explain(parts, class, now));
+            }
+        }
+        self.seq += 1;
+        let seq = self.seq;
+        for part in parts {
+            self.buckets[part.bucket.index()].commit(u64::from(part.cost), now, seq);
+        }
+        Ok(self.ticket(parts, now, seq))
+    }
+
+    /// [`Budget::try_charge`] for a charge naming some bucket more than once: each
+    /// bucket is checked and charged once, for the sum of its parts.
+    #[cold]
+    #[inline(never)]
+    fn charge_repeated(
+        &mut self,
+        parts: &[Part],
+        class: Class,
+        now: i64,
+    ) -> Result<Ticket, Limited> {
         for i in 0..parts.len() {
             let Some(cost) = combined(parts, i) else {
                 continue;
@@ -292,20 +332,26 @@ impl Budget {
         }
         self.seq += 1;
         let seq = self.seq;
-        for i in 0..parts.len() {
+        for (i, part) in parts.iter().enumerate() {
             if let Some(cost) = combined(parts, i) {
-                self.buckets[parts[i].bucket.index()].commit(cost, now, seq);
+                self.buckets[part.bucket.index()].commit(cost, now, seq);
             }
         }
+        Ok(self.ticket(parts, now, seq))
+    }
+
+    /// The receipt of a charge just committed.
+    #[inline]
+    fn ticket(&self, parts: &[Part], now: i64, seq: u64) -> Ticket {
         let mut charged = Charged::new();
         charged
             .try_extend_from_slice(parts)
             .expect("parts.len() <= MAX_PARTS was checked");
-        Ok(Ticket {
+        Ticket {
             at_ns: now,
             seq,
             parts: charged,
-        })
+        }
     }
 
     /// The refusal of a charge some part of which did not pass: every part is asked,
