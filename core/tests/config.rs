@@ -226,7 +226,7 @@ fn a_part_naming_a_bucket_of_another_budget_is_refused_not_a_panic() {
     let mut b = Budget::builder();
     let a = b.add("a", Spec::sliding(1, 1000, 10)).unwrap();
     let mut budget = b.build(0).unwrap();
-    budget
+    let _fills_a = budget
         .try_charge(&[Part::new(a, 1)], Class::Urgent, 0)
         .unwrap();
     // `a` is full, so the refusal is explained part by part, the foreign one included.
