@@ -8,7 +8,8 @@
 //!   request twice and always say whether any byte left ([`client::Sent`]);
 //! - [`event_loop`]: one pinned thread running epoll, timers, the client, the
 //!   budget's idle ticks and the caller's handler;
-//! - [`clock`]: the monotonic nanosecond clock everything here shares.
+//! - [`clock`]: the monotonic nanosecond clock everything here shares;
+//! - `tls` (feature `tls`, on by default): rustls driven by the same client.
 //!
 //! ```no_run
 //! use ergon_core::{response::Response, Budget, Class, Flight, Part, Spec};
@@ -57,3 +58,8 @@ pub mod clock;
 pub mod event_loop;
 pub mod http;
 mod sys;
+#[cfg(feature = "tls")]
+pub mod tls;
+#[cfg(not(feature = "tls"))]
+#[path = "tls_off.rs"]
+mod tls;
