@@ -48,6 +48,8 @@ use std::os::raw::c_int;
 use ergon_core::response::{Header, Response};
 use ergon_core::{Budget, Class, Flight, Part, Ticket};
 
+#[cfg(feature = "curl")]
+use crate::curl::{Curl, CurlConfig, Ended};
 use crate::event_loop::{Context, Ctl, Readiness};
 use crate::http::{Conn, InvalidRequest, Limits, ParseError, Progress, Request, MAX_HEADERS};
 use crate::sys::{self, Connecting, Read};
@@ -115,6 +117,13 @@ pub enum Error {
         /// The address the socket actually had.
         got: SocketAddr,
     },
+    /// A libcurl pool refused a method libcurl may send twice on its own (see
+    /// [`crate::curl`]); nothing was sent.
+    #[cfg(feature = "curl")]
+    CurlResend,
+    /// libcurl failed (its `CURLcode`, or `CURLMcode` of the multi handle).
+    #[cfg(feature = "curl")]
+    Curl(i32),
 }
 
 impl Error {
@@ -132,6 +141,10 @@ impl Error {
             #[cfg(feature = "tls")]
             Error::Tls(_) => "tls",
             Error::LocalAddr { .. } => "local-addr",
+            #[cfg(feature = "curl")]
+            Error::CurlResend => "curl-resend",
+            #[cfg(feature = "curl")]
+            Error::Curl(_) => "curl",
         }
     }
 }
@@ -149,6 +162,13 @@ impl core::fmt::Display for Error {
             Error::LocalAddr { asked, got } => {
                 write!(f, "bound to {asked} but the socket has {got}")
             }
+            #[cfg(feature = "curl")]
+            Error::CurlResend => f.write_str(
+                "libcurl may send this method twice on its own: refused \
+                 (curl_allow_non_idempotent_methods is off)",
+            ),
+            #[cfg(feature = "curl")]
+            Error::Curl(code) => write!(f, "libcurl error {code}"),
         }
     }
 }
@@ -250,6 +270,10 @@ pub struct PoolConfig {
     /// Speak TLS on every connection of the pool (handshake before idle).
     #[cfg(feature = "tls")]
     pub tls: Option<TlsConfig>,
+    /// Send through libcurl instead of the native connections (see
+    /// [`crate::curl`]); `connections` is then the most requests in flight.
+    #[cfg(feature = "curl")]
+    pub curl: Option<CurlConfig>,
 }
 
 impl PoolConfig {
@@ -272,6 +296,8 @@ impl PoolConfig {
             local_addr: None,
             #[cfg(feature = "tls")]
             tls: None,
+            #[cfg(feature = "curl")]
+            curl: None,
         }
     }
 }
@@ -349,6 +375,9 @@ struct Pool {
     slots: core::ops::Range<usize>,
     /// Set when the pool was refused for good (an ignored local binding).
     refused: Option<Error>,
+    /// A libcurl pool's transfers.
+    #[cfg(feature = "curl")]
+    transfers: core::ops::Range<usize>,
 }
 
 const EV_READ: u32 = (libc::EPOLLIN | libc::EPOLLRDHUP) as u32;
@@ -364,6 +393,10 @@ pub struct Client {
     next_id: u64,
     dirty: Vec<usize>,
     counters: Counters,
+    #[cfg(feature = "curl")]
+    curl: Curl,
+    #[cfg(feature = "curl")]
+    curl_ended: Vec<usize>,
 }
 
 impl Client {
@@ -375,6 +408,10 @@ impl Client {
             next_id: 1,
             dirty: Vec::new(),
             counters: Counters::default(),
+            #[cfg(feature = "curl")]
+            curl: Curl::new(),
+            #[cfg(feature = "curl")]
+            curl_ended: Vec::new(),
         }
     }
 
@@ -390,7 +427,20 @@ impl Client {
         }
         let id = u16::try_from(self.pools.len()).map_err(|_| "too many pools")?;
         let start = self.slots.len();
-        for _ in 0..cfg.connections {
+        #[cfg(feature = "curl")]
+        let transfers = match cfg.curl {
+            Some(_) => {
+                let r = self.curl.add_pool(id, cfg.connections, &cfg.limits);
+                self.curl_ended.reserve(r.len());
+                r
+            }
+            None => 0..0,
+        };
+        #[cfg(feature = "curl")]
+        let native = cfg.curl.is_none();
+        #[cfg(not(feature = "curl"))]
+        let native = true;
+        for _ in 0..if native { cfg.connections } else { 0 } {
             self.slots.push(Slot {
                 pool: id,
                 fd: -1,
@@ -407,6 +457,8 @@ impl Client {
             cfg,
             slots: start..self.slots.len(),
             refused: None,
+            #[cfg(feature = "curl")]
+            transfers,
         });
         Ok(PoolId(id))
     }
@@ -423,6 +475,10 @@ impl Client {
     /// How many connections of `pool` are open and idle now.
     pub fn idle(&self, pool: PoolId) -> usize {
         self.pools.get(pool.index()).map_or(0, |p| {
+            #[cfg(feature = "curl")]
+            if p.cfg.curl.is_some() {
+                return self.curl.idle(p.transfers.clone());
+            }
             self.slots[p.slots.clone()]
                 .iter()
                 .filter(|s| matches!(s.phase, Phase::Idle { .. }))
@@ -437,7 +493,11 @@ impl Client {
 
     /// How many requests are in flight now.
     pub fn in_flight(&self) -> usize {
-        self.slots.iter().filter(|s| s.flight.is_some()).count()
+        let native = self.slots.iter().filter(|s| s.flight.is_some()).count();
+        #[cfg(feature = "curl")]
+        return native + self.curl.in_flight();
+        #[cfg(not(feature = "curl"))]
+        native
     }
 
     /// Sends `req` on an idle connection of `pool`, or hands the ticket back.
@@ -459,6 +519,25 @@ impl Client {
         };
         if deadline_ns <= now {
             return Err(Refused::Expired(ticket));
+        }
+        #[cfg(feature = "curl")]
+        if let Some(curl) = p.cfg.curl {
+            let id = RequestId(self.next_id);
+            let range = p.transfers.clone();
+            return match self
+                .curl
+                .request(range, &p.cfg, curl, req, id, ticket, deadline_ns, now)
+            {
+                Ok(()) => {
+                    self.next_id += 1;
+                    self.counters.requests += 1;
+                    Ok(id)
+                }
+                Err(t) => {
+                    self.counters.busy += 1;
+                    Err(Refused::Busy(t))
+                }
+            };
         }
         let (range, idle_timeout, max_age, delay) = (
             p.slots.clone(),
@@ -665,6 +744,72 @@ impl Client {
                 self.fail_now(i, e, budget, ctl, h, now);
             }
         }
+        #[cfg(feature = "curl")]
+        self.curl_report(CurlStep::Failed, budget, ctl, h, now);
+    }
+
+    /// Runs libcurl (or only collects requests it refused) and reports what ended.
+    #[cfg(feature = "curl")]
+    fn curl_report<H: ClientHandler + ?Sized>(
+        &mut self,
+        step: CurlStep,
+        budget: &mut Budget,
+        ctl: &mut Ctl,
+        h: &mut H,
+        now: i64,
+    ) {
+        if !self.curl.busy() {
+            return;
+        }
+        let mut ended = core::mem::take(&mut self.curl_ended);
+        ended.clear();
+        match step {
+            CurlStep::Failed => self.curl.failed_now(&mut ended),
+            CurlStep::Perform => {
+                let (pools, counters) = (&self.pools, &mut self.counters);
+                self.curl.drive(now, &mut ended, |pool, n| {
+                    counters.connects += u64::from(n);
+                    for p in &pools[usize::from(pool)].cfg.connect_parts {
+                        budget.charge_after(p.bucket, p.cost.saturating_mul(n), now);
+                    }
+                });
+            }
+            CurlStep::Abort => self.curl.abort_all(&mut ended),
+        }
+        for &k in &ended {
+            match self.curl.take(k) {
+                Some(Ended::Response(id, ticket, f)) => {
+                    self.counters.responses += 1;
+                    let mut headers = [Header {
+                        name: &[],
+                        value: &[],
+                    }; MAX_HEADERS];
+                    let response = f.response(&mut headers);
+                    h.on_response(
+                        &mut Context::new(self, budget, ctl, now),
+                        id,
+                        response,
+                        ticket.sent(),
+                    );
+                    self.curl.restore(f);
+                }
+                Some(Ended::Error(id, ticket, sent, e)) => {
+                    let sent = if sent {
+                        self.counters.sent_maybe += 1;
+                        Sent::Maybe(ticket.sent())
+                    } else {
+                        self.counters.sent_no += 1;
+                        Sent::No(ticket)
+                    };
+                    if e == Error::Timeout {
+                        self.counters.timeouts += 1;
+                    }
+                    h.on_error(&mut Context::new(self, budget, ctl, now), id, sent, e);
+                }
+                None => {}
+            }
+        }
+        self.curl_ended = ended;
     }
 
     /// Readiness of slot `i`'s socket.
@@ -1070,6 +1215,8 @@ impl Client {
         h: &mut H,
         now: i64,
     ) {
+        #[cfg(feature = "curl")]
+        self.curl_report(CurlStep::Perform, budget, ctl, h, now);
         for i in 0..self.slots.len() {
             let pool = usize::from(self.slots[i].pool);
             let cfg = &self.pools[pool].cfg;
@@ -1211,6 +1358,11 @@ impl Client {
             };
             next = Some(next.map_or(at, |n| n.min(at)));
         }
+        #[cfg(feature = "curl")]
+        if self.curl.busy() {
+            // libcurl's sockets are not in epoll: poll while it has work.
+            return Some(i64::MIN);
+        }
         next
     }
 
@@ -1229,6 +1381,8 @@ impl Client {
             }
             self.drop_conn(i, i64::MAX);
         }
+        #[cfg(feature = "curl")]
+        self.curl_report(CurlStep::Abort, budget, ctl, h, now);
     }
 }
 
@@ -1258,6 +1412,18 @@ fn tls_idle_ok(t: &mut Session, fd: c_int) -> bool {
         }
     }
     false
+}
+
+/// What [`Client::curl_report`] does.
+#[cfg(feature = "curl")]
+#[derive(Clone, Copy)]
+enum CurlStep {
+    /// Collect only the requests that failed before reaching libcurl.
+    Failed,
+    /// Run libcurl and collect what ended.
+    Perform,
+    /// End everything (shutdown).
+    Abort,
 }
 
 fn fault(f: Fault) -> Error {

@@ -9,7 +9,9 @@
 //! - [`event_loop`]: one pinned thread running epoll, timers, the client, the
 //!   budget's idle ticks and the caller's handler;
 //! - [`clock`]: the monotonic nanosecond clock everything here shares;
-//! - `tls` (feature `tls`, on by default): rustls driven by the same client.
+//! - `tls` (feature `tls`, on by default): rustls driven by the same client;
+//! - `curl` (feature `curl`): the same contract over libcurl, which refuses the
+//!   methods libcurl may send twice on its own.
 //!
 //! ```no_run
 //! use ergon_core::{response::Response, Budget, Class, Flight, Part, Spec};
@@ -55,6 +57,8 @@ pub use ergon_core as core;
 
 pub mod client;
 pub mod clock;
+#[cfg(feature = "curl")]
+pub mod curl;
 pub mod event_loop;
 pub mod http;
 mod sys;
