@@ -46,6 +46,11 @@ struct Bucket {
     allowances: [u64; 3],
     /// Holds end here; `i64::MIN` when none was ever set.
     hold_until_ns: i64,
+    /// The budget's charge sequence when `observe_used` last raised the count: the
+    /// server's figure excludes every request not yet sent, so a ticket charged
+    /// before the raise and refunded after it must not take its units back from the
+    /// raised count (that would mint them).
+    raised_seq: u64,
     halted: bool,
     name: ArrayString<MAX_NAME>,
     stats: Stats,
@@ -71,6 +76,7 @@ impl Bucket {
             state,
             allowances: spec.allowances(),
             hold_until_ns: i64::MIN,
+            raised_seq: 0,
             halted: false,
             name,
             stats: Stats {
@@ -305,6 +311,9 @@ impl Budget {
     /// The refusal of a charge some part of which did not pass: every part is asked,
     /// so the answer names the bucket that will be ready last. Halts come first, then
     /// costs that can never pass.
+    ///
+    /// The check stopped at the first part refused, so the parts after it are
+    /// advanced here: asked unadvanced, they would answer from windows already past.
     #[cold]
     fn explain(&mut self, parts: &[Part], class: Class, now: i64) -> Limited {
         let mut worst: Option<(BucketId, Why, i64)> = None;
@@ -313,7 +322,9 @@ impl Budget {
                 continue;
             };
             let id = parts[i].bucket;
-            let Some((why, ready)) = self.buckets[id.index()].refusal(cost, class, now) else {
+            let bucket = &mut self.buckets[id.index()];
+            bucket.advance(now);
+            let Some((why, ready)) = bucket.refusal(cost, class, now) else {
                 continue;
             };
             let rank = |why: Why| match why {
@@ -353,14 +364,22 @@ impl Budget {
     /// Gives back a charge whose request never left: no connection, not one byte
     /// written. A part whose window already passed is not touched (it no longer
     /// counts anyway). A token bucket gets its units back only if no other charge
-    /// came after this one: anything else could mint budget.
+    /// came after this one: anything else could mint budget. A rate bucket whose
+    /// count `observe_used` raised after this charge keeps it: the server's figure
+    /// never included this request, so taking it off would undercount.
     pub fn refund(&mut self, ticket: Ticket, now_ns: i64) {
         let now = self.clock(now_ns);
-        for part in &ticket.parts {
+        for (i, part) in ticket.parts.iter().enumerate() {
+            let first = !ticket.parts[..i].iter().any(|p| p.bucket == part.bucket);
             if let Some(bucket) = self.bucket_mut(part.bucket) {
                 bucket.advance(now);
-                bucket.refund(u64::from(part.cost), ticket.at_ns, ticket.seq);
-                bucket.stats.refunds += 1;
+                let raised_since = ticket.seq <= bucket.raised_seq;
+                if !raised_since || matches!(bucket.state, State::InFlight(_)) {
+                    bucket.refund(u64::from(part.cost), ticket.at_ns, ticket.seq);
+                }
+                if first {
+                    bucket.stats.refunds += 1;
+                }
             }
         }
     }
@@ -404,18 +423,24 @@ impl Budget {
     /// senders on the same IP show up here. The difference is kept as drift.
     pub fn observe_used(&mut self, bucket: BucketId, used: u64, now_ns: i64) {
         let now = self.clock(now_ns);
+        let seq = self.seq;
         let Some(b) = self.bucket_mut(bucket) else {
             return;
         };
         b.advance(now);
         let local = b.used_at(now);
-        b.stats.drift = (used as i64).saturating_sub(local as i64);
+        b.stats.drift = i64::try_from(used)
+            .unwrap_or(i64::MAX)
+            .saturating_sub(i64::try_from(local).unwrap_or(i64::MAX));
         if used <= local {
             return;
         }
+        if !matches!(b.state, State::InFlight(_) | State::Gate) {
+            b.raised_seq = seq;
+        }
         match &mut b.state {
             State::Sliding(ring) => ring.add(used - local),
-            State::Fixed(windows) => windows.raise_to(used),
+            State::Fixed(windows) => windows.raise_to(used, now),
             State::Token(gcra) => gcra.raise_to(used, now),
             State::InFlight(_) | State::Gate => {}
         }

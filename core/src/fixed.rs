@@ -97,33 +97,45 @@ impl Windows {
     #[inline]
     pub(crate) fn fits(&self, cost: u64, allowance: u64, now: i64) -> bool {
         let (before, after) = self.sides(now);
-        self.counts[1] + cost <= allowance
-            && (!before || self.counts[0] + cost <= allowance)
-            && (!after || self.counts[2] + cost <= allowance)
+        let fits = |count: u64| count.saturating_add(cost) <= allowance;
+        fits(self.counts[1])
+            && (!before || fits(self.counts[0]))
+            && (!after || fits(self.counts[2]))
     }
 
     /// Whether `cost` would fit at any `t`, counting windows as they are now.
     fn fits_at(&self, cost: u64, allowance: u64, t: i64) -> bool {
         let index = self.index_of(t);
         let pos = t - self.start_of(index);
-        self.count(index) + cost <= allowance
-            && (pos >= self.guard_ns || self.count(index - 1) + cost <= allowance)
-            && (pos < self.window_ns - self.guard_ns || self.count(index + 1) + cost <= allowance)
+        let fits = |i: i64| self.count(i).saturating_add(cost) <= allowance;
+        fits(index)
+            && (pos >= self.guard_ns || fits(index - 1))
+            && (pos < self.window_ns - self.guard_ns || fits(index + 1))
     }
 
     /// The earliest time after `now` at which `cost` fits if nothing else is charged.
-    /// Counts only change at a boundary or a guard edge, and two windows on every
-    /// window tracked is empty, so those few instants are the only candidates.
+    /// Which counts a charge must fit changes only at a boundary or a guard edge, and
+    /// two windows on every window tracked is empty, so those few instants are the
+    /// only candidates. The first is the end of the current window's leading guard:
+    /// a window that is full only on the previous window's side is ready there.
     pub(crate) fn ready_at(&self, cost: u64, allowance: u64, now: i64) -> i64 {
         let g = self.guard_ns;
         let b1 = self.end_ns;
         let b2 = b1.saturating_add(self.window_ns);
-        let candidates = [b1 - g, b1, b1 + g, b2 - g, b2, b2 + g];
+        let candidates = [
+            self.start_ns.saturating_add(g),
+            b1.saturating_sub(g),
+            b1,
+            b1.saturating_add(g),
+            b2.saturating_sub(g),
+            b2,
+            b2.saturating_add(g),
+        ];
         candidates
             .into_iter()
             .filter(|&t| t > now)
             .find(|&t| self.fits_at(cost, allowance, t))
-            .unwrap_or(b2 + g)
+            .unwrap_or(b2.saturating_add(g))
     }
 
     #[inline]
@@ -165,8 +177,17 @@ impl Windows {
         self.count(self.index_of(now))
     }
 
-    /// Raises the current window's count to the server's figure.
-    pub(crate) fn raise_to(&mut self, used: u64) {
+    /// Raises the count to the server's figure. Within a guard of a boundary the
+    /// server may already (or still) be in the neighbouring window, so that window is
+    /// raised too, as a charge at `now` would be.
+    pub(crate) fn raise_to(&mut self, used: u64, now: i64) {
+        let (before, after) = self.sides(now);
         self.counts[1] = self.counts[1].max(used);
+        if before {
+            self.counts[0] = self.counts[0].max(used);
+        }
+        if after {
+            self.counts[2] = self.counts[2].max(used);
+        }
     }
 }

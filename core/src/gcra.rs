@@ -28,19 +28,27 @@ impl Gcra {
         self.interval_ns
     }
 
+    /// The time `units` take to drain, saturating: a charge is bounded by the burst
+    /// (whose span the builder checked fits), but a server figure is not.
     fn span(&self, units: u64) -> i64 {
-        // Costs are bounded by the burst, whose span the builder checked fits.
-        (units as i64).saturating_mul(self.interval_ns)
+        i64::try_from(units)
+            .unwrap_or(i64::MAX)
+            .saturating_mul(self.interval_ns)
     }
 
+    /// In `i128`: `charge_after` may have pushed the TAT to the end of the clock's
+    /// range, and an overflow here would wrap into admitting.
     #[inline]
     pub(crate) fn fits(&self, cost: u64, allowance: u64, now: i64) -> bool {
-        self.tat.max(now) + self.span(cost) - now <= self.span(allowance)
+        i128::from(self.tat.max(now)) + i128::from(self.span(cost)) - i128::from(now)
+            <= i128::from(self.span(allowance))
     }
 
     /// Call only when it does not fit now, with `cost <= allowance`.
     pub(crate) fn ready_at(&self, cost: u64, allowance: u64) -> i64 {
-        self.tat + self.span(cost) - self.span(allowance)
+        let ready =
+            i128::from(self.tat) + i128::from(self.span(cost)) - i128::from(self.span(allowance));
+        i64::try_from(ready).unwrap_or(i64::MAX)
     }
 
     #[inline]
@@ -59,7 +67,7 @@ impl Gcra {
 
     /// Units not yet drained at `now`, rounded up.
     pub(crate) fn used_at(&self, now: i64) -> u64 {
-        let ahead = self.tat - now;
+        let ahead = self.tat.saturating_sub(now);
         if ahead <= 0 {
             0
         } else {

@@ -36,7 +36,7 @@ impl Ring {
             span,
             head,
             head_pos: head.rem_euclid(i64::from(span)) as u32,
-            head_end_ns: (head + 1).saturating_mul(slot_ns),
+            head_end_ns: head.saturating_add(1).saturating_mul(slot_ns),
             sum: 0,
             cells: [0; MAX_SLOTS + 1],
         }
@@ -75,7 +75,7 @@ impl Ring {
             }
         }
         self.head = k;
-        self.head_end_ns = (k + 1).saturating_mul(self.slot_ns);
+        self.head_end_ns = k.saturating_add(1).saturating_mul(self.slot_ns);
     }
 
     /// Units counted now (after [`Ring::advance`]).
@@ -89,10 +89,16 @@ impl Ring {
         if now < self.head_end_ns {
             return self.sum;
         }
-        let oldest_kept = now.div_euclid(self.slot_ns) - i64::from(self.span) + 1;
-        (oldest_kept.max(self.head - i64::from(self.span) + 1)..=self.head)
+        let oldest_kept = self.oldest(now.div_euclid(self.slot_ns));
+        (oldest_kept.max(self.oldest(self.head))..=self.head)
             .map(|a| u64::from(self.cells[self.pos(a)]))
             .sum()
+    }
+
+    /// The oldest slot still in the window when `head` is the newest (saturating at
+    /// the start of the clock's range).
+    fn oldest(&self, head: i64) -> i64 {
+        head.saturating_sub(i64::from(self.span) - 1)
     }
 
     fn pos(&self, abs: i64) -> usize {
@@ -112,7 +118,7 @@ impl Ring {
     /// Takes back `cost` charged at `at` if its slot is still in the window.
     pub(crate) fn refund(&mut self, cost: u64, at: i64) {
         let abs = at.div_euclid(self.slot_ns);
-        if abs > self.head || abs <= self.head - i64::from(self.span) {
+        if abs > self.head || abs < self.oldest(self.head) {
             return;
         }
         let pos = self.pos(abs);
@@ -127,9 +133,9 @@ impl Ring {
         let span = i64::from(self.span);
         let mut remaining = self.sum;
         let mut ready = self.head_end_ns;
-        for abs in self.head - span + 1..=self.head {
+        for abs in self.oldest(self.head)..=self.head {
             remaining -= u64::from(self.cells[self.pos(abs)]);
-            ready = (abs + span).saturating_mul(self.slot_ns);
+            ready = abs.saturating_add(span).saturating_mul(self.slot_ns);
             if remaining + cost <= allowance {
                 break;
             }

@@ -61,7 +61,8 @@ impl Budget {
     /// Unknown is always [`Resend::Reconcile`], whatever the time. Done and Rejected
     /// are [`Resend::Final`]. A Banned scope stays halted: [`Resend::Wait`]. For what
     /// surely did not run (Throttled, NotRun, ClockSkew): [`Resend::Stale`] once
-    /// `now_ns >= deadline_ns`, else the charge is tried again, [`Resend::Send`] with
+    /// `now_ns >= deadline_ns` (`now_ns` read as no earlier than any time the
+    /// budget has seen), else the charge is tried again, [`Resend::Send`] with
     /// its ticket or [`Resend::Wait`].
     ///
     /// ```
@@ -91,7 +92,9 @@ impl Budget {
                 why: Why::Halted,
             }),
             Verdict::Throttled { .. } | Verdict::NotRun | Verdict::ClockSkew => {
-                if now_ns >= deadline_ns {
+                // The deadline is judged on the budget's clock: a caller's clock that
+                // stepped back must not make a stale request fresh again.
+                if self.now_ns().max(now_ns) >= deadline_ns {
                     return Resend::Stale;
                 }
                 match self.try_charge(parts, class, now_ns) {

@@ -11,7 +11,10 @@
 //! - [`clock`]: the monotonic nanosecond clock everything here shares;
 //! - `tls` (feature `tls`, on by default): rustls driven by the same client;
 //! - `curl` (feature `curl`): the same contract over libcurl, which refuses the
-//!   methods libcurl may send twice on its own.
+//!   methods libcurl may send twice on its own;
+//! - [`boundary`]: how other threads submit requests to the loop and get answers,
+//!   through bounded lock-free queues, an eventfd wake and a seqlock'd stats
+//!   snapshot, all loom-checked.
 //!
 //! ```no_run
 //! use ergon_core::{response::Response, Budget, Class, Flight, Part, Spec};
@@ -55,12 +58,14 @@
 
 pub use ergon_core as core;
 
+pub mod boundary;
 pub mod client;
 pub mod clock;
 #[cfg(feature = "curl")]
 pub mod curl;
 pub mod event_loop;
 pub mod http;
+mod sync;
 mod sys;
 #[cfg(feature = "tls")]
 pub mod tls;

@@ -1,0 +1,682 @@
+//! What every venue adapter needs: the venue's UTC clock read from `now`, the
+//! `Retry-After` header (seconds or HTTP-date), usage headers fed to
+//! [`Budget::observe_used`], holds and bans with the [`Verdict`] they make, the
+//! generic status rule, the verdict of a batch, alerts for halted buckets, and the
+//! [`Venue`] trait an adapter implements.
+//!
+//! Adapters read a [`Response`] and decide: the venue's body code first, the status
+//! second. This module never reads a clock, allocates or performs I/O, and never
+//! lets a malformed header undo a hold or a halt already applied: the header is
+//! reported ([`Error::BadHeader`]) with the verdict it could not change.
+
+use arrayvec::ArrayVec;
+
+use crate::json::JsonError;
+use crate::response::Response;
+use crate::{BucketId, Budget, ConfigError, Part, Verdict, MAX_PARTS};
+
+const NS_PER_MS: i64 = 1_000_000;
+const NS_PER_S: i64 = 1_000_000_000;
+
+/// The parts one request charges.
+pub type Parts = ArrayVec<Part, MAX_PARTS>;
+
+/// What kind of request an answer is for: the adapter reads the answer (and charges
+/// the request) differently for each.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Request<'a> {
+    /// Opening a connection: charges the IP gate (and the venue's connect bucket).
+    Connect,
+    /// One new order.
+    Order,
+    /// One cancel.
+    Cancel,
+    /// Cancel one order and place another in one request.
+    CancelReplace,
+    /// A batch of this many new orders in one request.
+    Batch(u16),
+    /// A read of this weight.
+    Read(u32),
+    /// A read named by its type; the venue derives its weight from the name
+    /// (Hyperliquid `info` requests: `l2Book`, `userFills` ...).
+    Info(&'a str),
+}
+
+impl Request<'_> {
+    /// Whether the request may change state at the venue (an order, cancel or batch):
+    /// for these, an answer that cannot be read is [`Verdict::Unknown`].
+    pub fn is_write(&self) -> bool {
+        matches!(
+            self,
+            Request::Order | Request::Cancel | Request::CancelReplace | Request::Batch(_)
+        )
+    }
+}
+
+/// What went wrong in an adapter. Every variant says what to look at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Error {
+    /// A header the venue documents (usage, reset time, `Retry-After`) could not be
+    /// read. The `verdict` stands and every hold or halt was applied: only the
+    /// header's own effect (a usage count, an exact wait) was skipped.
+    BadHeader {
+        /// The verdict of the answer, which the bad header did not change.
+        verdict: Verdict,
+        /// The header, as the venue documents its name.
+        header: &'static str,
+    },
+    /// A configuration body (Binance `exchangeInfo`, Hyperliquid `userRateLimit`)
+    /// is not valid JSON.
+    Json(JsonError),
+    /// A configuration body lacks a field the adapter needs, or holds a value it
+    /// cannot use; names the field.
+    BadField(&'static str),
+    /// The buckets could not be declared.
+    Config(ConfigError),
+    /// This venue has no such request kind.
+    Unsupported,
+}
+
+impl From<JsonError> for Error {
+    fn from(e: JsonError) -> Self {
+        Error::Json(e)
+    }
+}
+
+impl From<ConfigError> for Error {
+    fn from(e: ConfigError) -> Self {
+        Error::Config(e)
+    }
+}
+
+impl core::fmt::Display for Error {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            Error::BadHeader { verdict, header } => write!(
+                f,
+                "header {header} could not be read (the verdict {verdict:?} stands)"
+            ),
+            Error::Json(e) => write!(f, "configuration body: {e}"),
+            Error::BadField(name) => write!(f, "configuration body: field {name} missing or bad"),
+            Error::Config(e) => write!(f, "bucket configuration: {e}"),
+            Error::Unsupported => f.write_str("this venue has no such request kind"),
+        }
+    }
+}
+
+/// The venue's UTC clock, read from the caller's monotonic `now`: one offset, set
+/// from a moment where both were known (at start, or from a server time).
+///
+/// ```
+/// use ergon_core::adapt::Clock;
+/// let clock = Clock::anchor(5_000_000_000, 1_700_000_000_000); // now = 5 s, UTC ms
+/// assert_eq!(clock.utc_ms(6_000_000_000), 1_700_000_001_000);
+/// assert_eq!(clock.now_ns_at(1_700_000_002_000), 7_000_000_000);
+/// // 1_700_000_000_000 ms is 20 s into a UTC minute: the next minute starts in 40 s.
+/// assert_eq!(clock.to_boundary_ns(60_000_000_000, 5_000_000_000), 40_000_000_000);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Clock {
+    /// UTC nanoseconds minus the caller's nanoseconds.
+    offset_ns: i64,
+}
+
+impl Clock {
+    /// The clock on which `now_ns` is `utc_ms` (ms since the Unix epoch).
+    pub const fn anchor(now_ns: i64, utc_ms: i64) -> Self {
+        Clock {
+            offset_ns: utc_ms.saturating_mul(NS_PER_MS).saturating_sub(now_ns),
+        }
+    }
+
+    /// UTC milliseconds at `now_ns`.
+    pub fn utc_ms(&self, now_ns: i64) -> i64 {
+        now_ns.saturating_add(self.offset_ns).div_euclid(NS_PER_MS)
+    }
+
+    /// The caller's time of the UTC instant `utc_ms`.
+    pub fn now_ns_at(&self, utc_ms: i64) -> i64 {
+        utc_ms
+            .saturating_mul(NS_PER_MS)
+            .saturating_sub(self.offset_ns)
+    }
+
+    /// A boundary of UTC-aligned windows of `window_ns` on the caller's clock, for
+    /// [`Spec::phase`](crate::Spec::phase) (Binance minutes, 10 s, days).
+    pub fn phase_ns(&self, window_ns: i64) -> i64 {
+        if window_ns <= 0 {
+            return 0;
+        }
+        self.offset_ns.saturating_neg().rem_euclid(window_ns)
+    }
+
+    /// Time from `now_ns` to the end of the UTC-aligned window of `window_ns` it is
+    /// in: how long a fixed window the venue says is full stays full.
+    pub fn to_boundary_ns(&self, window_ns: i64, now_ns: i64) -> i64 {
+        if window_ns <= 0 {
+            return 0;
+        }
+        let utc = now_ns.saturating_add(self.offset_ns);
+        window_ns - utc.rem_euclid(window_ns)
+    }
+}
+
+/// Trims ASCII whitespace from both ends.
+fn trim(v: &[u8]) -> &[u8] {
+    let start = v
+        .iter()
+        .position(|c| !c.is_ascii_whitespace())
+        .unwrap_or(v.len());
+    let end = v
+        .iter()
+        .rposition(|c| !c.is_ascii_whitespace())
+        .map_or(start, |e| e + 1);
+    v.get(start..end).unwrap_or(&[])
+}
+
+/// A header's value as a non-negative decimal integer: digits only, surrounding
+/// whitespace allowed, nothing else (no sign, no fraction, no overflow).
+pub fn header_u64(value: &[u8]) -> Option<u64> {
+    let v = trim(value);
+    if v.is_empty() || v.len() > 20 {
+        return None;
+    }
+    let mut n: u64 = 0;
+    for &c in v {
+        if !c.is_ascii_digit() {
+            return None;
+        }
+        n = n.checked_mul(10)?.checked_add(u64::from(c - b'0'))?;
+    }
+    Some(n)
+}
+
+/// The wait a `Retry-After` value asks for, in nanoseconds from `now_ns`: either
+/// delay-seconds or an HTTP-date (read on the venue's UTC `clock`; a date already
+/// past is a wait of 0). `None` if it is neither.
+///
+/// ```
+/// use ergon_core::adapt::{retry_after_ns, Clock};
+/// let clock = Clock::anchor(0, 784_111_777_000); // Sun, 06 Nov 1994 08:49:37 GMT
+/// assert_eq!(retry_after_ns(b"120", &clock, 0), Some(120_000_000_000));
+/// assert_eq!(retry_after_ns(b"Sun, 06 Nov 1994 08:50:37 GMT", &clock, 0), Some(60_000_000_000));
+/// assert_eq!(retry_after_ns(b"soon", &clock, 0), None);
+/// ```
+pub fn retry_after_ns(value: &[u8], clock: &Clock, now_ns: i64) -> Option<i64> {
+    if let Some(s) = header_u64(value) {
+        return Some(i64::try_from(s).ok()?.saturating_mul(NS_PER_S));
+    }
+    let at_ms = http_date_ms(value)?;
+    let wait_ms = at_ms.saturating_sub(clock.utc_ms(now_ns)).max(0);
+    Some(wait_ms.saturating_mul(NS_PER_MS))
+}
+
+/// An HTTP-date as UTC milliseconds since the epoch: IMF-fixdate
+/// (`Sun, 06 Nov 1994 08:49:37 GMT`) and the two obsolete forms every recipient
+/// must accept (RFC 850 `Sunday, 06-Nov-94 08:49:37 GMT`, asctime
+/// `Sun Nov  6 08:49:37 1994`). The weekday is not checked against the date.
+pub fn http_date_ms(value: &[u8]) -> Option<i64> {
+    let v = trim(value);
+    let (day, month, year, time) = if let Some(comma) = v.iter().position(|&c| c == b',') {
+        let rest = v.get(comma + 1..)?;
+        let rest = rest.strip_prefix(b" ")?;
+        if rest.get(2) == Some(&b' ') {
+            // IMF-fixdate: "06 Nov 1994 08:49:37 GMT"
+            if rest.len() != 24 || rest.get(20..) != Some(b" GMT") {
+                return None;
+            }
+            (
+                num(rest.get(0..2)?)?,
+                month(rest.get(3..6)?)?,
+                num(rest.get(7..11)?)?,
+                rest.get(12..20)?,
+            )
+        } else {
+            // RFC 850: "06-Nov-94 08:49:37 GMT"; two-digit years are read as the
+            // nearest century (RFC 9110: more than 50 years ahead is the past).
+            if rest.len() != 22 || rest.get(18..) != Some(b" GMT") {
+                return None;
+            }
+            if rest.get(2) != Some(&b'-') || rest.get(6) != Some(&b'-') {
+                return None;
+            }
+            let yy = num(rest.get(7..9)?)?;
+            let year = if yy < 70 { 2000 + yy } else { 1900 + yy };
+            (
+                num(rest.get(0..2)?)?,
+                month(rest.get(3..6)?)?,
+                year,
+                rest.get(10..18)?,
+            )
+        }
+    } else {
+        // asctime: "Sun Nov  6 08:49:37 1994"
+        if v.len() != 24 || v.get(3) != Some(&b' ') || v.get(7) != Some(&b' ') {
+            return None;
+        }
+        let day_field = v.get(8..10)?;
+        let day = match day_field {
+            [b' ', d] => num(&[*d])?,
+            _ => num(day_field)?,
+        };
+        if v.get(19) != Some(&b' ') {
+            return None;
+        }
+        (
+            day,
+            month(v.get(4..7)?)?,
+            num(v.get(20..24)?)?,
+            v.get(11..19)?,
+        )
+    };
+    if time.get(2) != Some(&b':') || time.get(5) != Some(&b':') {
+        return None;
+    }
+    let (h, m, s) = (
+        num(time.get(0..2)?)?,
+        num(time.get(3..5)?)?,
+        num(time.get(6..8)?)?,
+    );
+    if h > 23 || m > 59 || s > 60 || day == 0 || day > days_in_month(year, month) {
+        return None;
+    }
+    let days = days_from_civil(year, month, day);
+    Some((days * 86_400 + h * 3600 + m * 60 + s) * 1000)
+}
+
+fn num(b: &[u8]) -> Option<i64> {
+    if b.is_empty() {
+        return None;
+    }
+    let mut n = 0i64;
+    for &c in b {
+        if !c.is_ascii_digit() {
+            return None;
+        }
+        n = n * 10 + i64::from(c - b'0');
+    }
+    Some(n)
+}
+
+fn month(b: &[u8]) -> Option<i64> {
+    const NAMES: [&[u8; 3]; 12] = [
+        b"Jan", b"Feb", b"Mar", b"Apr", b"May", b"Jun", b"Jul", b"Aug", b"Sep", b"Oct", b"Nov",
+        b"Dec",
+    ];
+    NAMES.iter().position(|n| &n[..] == b).map(|i| i as i64 + 1)
+}
+
+fn days_in_month(year: i64, month: i64) -> i64 {
+    match month {
+        2 if (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    }
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm).
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// Feeds a usage header (the venue's count for `bucket`) to
+/// [`Budget::observe_used`]. A value that is not a count is refused, and changes
+/// nothing: the caller reports it with the verdict it already has.
+pub fn observe_header(
+    budget: &mut Budget,
+    bucket: BucketId,
+    value: &[u8],
+    now_ns: i64,
+) -> Result<(), ()> {
+    let used = header_u64(value).ok_or(())?;
+    budget.observe_used(bucket, used, now_ns);
+    Ok(())
+}
+
+/// Holds `bucket` after a throttle (`wait_ns` from the venue, or `None` for one
+/// window) and returns the verdict, carrying the end of the hold in force.
+pub fn hold(budget: &mut Budget, bucket: BucketId, wait_ns: Option<i64>, now_ns: i64) -> Verdict {
+    budget.throttled(bucket, wait_ns, now_ns);
+    let until_ns = budget
+        .stats(bucket)
+        .held_until_ns
+        .unwrap_or_else(|| now_ns.saturating_add(wait_ns.unwrap_or(0).max(0)));
+    Verdict::Throttled { bucket, until_ns }
+}
+
+/// Halts `bucket` after a ban that the venue says ends at `until_ns` (the halt does
+/// not end there: only [`Budget::clear_halt`] resumes it) and returns the verdict.
+/// Halting the IP gate stops every request and every connect.
+pub fn ban(budget: &mut Budget, bucket: BucketId, until_ns: i64, now_ns: i64) -> Verdict {
+    budget.banned(bucket, until_ns, now_ns);
+    Verdict::Banned { bucket, until_ns }
+}
+
+/// The generic status rule, for answers whose body names no venue code: 2xx Done,
+/// 429 Throttled (holding `throttle` for `wait_ns`, or one window without it), other
+/// 4xx Rejected, 5xx and anything else Unknown.
+pub fn status_rule(
+    status: u16,
+    budget: &mut Budget,
+    throttle: BucketId,
+    wait_ns: Option<i64>,
+    now_ns: i64,
+) -> Verdict {
+    match status {
+        200..=299 => Verdict::Done,
+        429 => hold(budget, throttle, wait_ns, now_ns),
+        400..=499 => Verdict::Rejected,
+        _ => Verdict::Unknown,
+    }
+}
+
+/// Reads `Retry-After` from `response`: `Ok(None)` when absent, `Err(())` when it is
+/// present but neither seconds nor an HTTP-date.
+pub fn response_retry_after(
+    response: &Response<'_>,
+    clock: &Clock,
+    now_ns: i64,
+) -> Result<Option<i64>, ()> {
+    match response.header("retry-after") {
+        None => Ok(None),
+        Some(v) => retry_after_ns(v, clock, now_ns).map(Some).ok_or(()),
+    }
+}
+
+/// The one verdict of a request that carried several orders, each with its own
+/// outcome (OKX `data[i].sCode`, Hyperliquid `statuses[i]`, Bybit batch lists).
+///
+/// All done is Done. If any order's outcome is unknown, or some ran and others did
+/// not, the request as a whole is Unknown: only a reconcile by client order id can
+/// say which orders exist, and re-sending the batch could duplicate the ones that
+/// ran. If none ran: Banned before Throttled (latest end) before ClockSkew before
+/// NotRun before Rejected, so a batch is re-sent only when every order may be.
+///
+/// ```
+/// use ergon_core::{adapt::Batch, Verdict};
+/// let mut b = Batch::new();
+/// b.add(Verdict::Done);
+/// b.add(Verdict::Rejected);
+/// assert_eq!(b.verdict(), Some(Verdict::Unknown));
+/// ```
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Batch {
+    items: u32,
+    done: u32,
+    unknown: bool,
+    worst: Option<Verdict>,
+}
+
+impl Batch {
+    /// No item yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// One order's outcome.
+    pub fn add(&mut self, v: Verdict) {
+        self.items += 1;
+        let rank = |v: &Verdict| match v {
+            Verdict::Banned { .. } => 5,
+            Verdict::Throttled { .. } => 4,
+            Verdict::ClockSkew => 3,
+            Verdict::NotRun => 2,
+            Verdict::Rejected => 1,
+            Verdict::Done | Verdict::Unknown => 0,
+        };
+        match v {
+            Verdict::Done => self.done += 1,
+            Verdict::Unknown => self.unknown = true,
+            _ => {
+                let better = match &self.worst {
+                    None => true,
+                    Some(w) => match (w, &v) {
+                        (
+                            Verdict::Throttled { until_ns: a, .. },
+                            Verdict::Throttled { until_ns: b, .. },
+                        ) => b > a,
+                        _ => rank(&v) > rank(w),
+                    },
+                };
+                if better {
+                    self.worst = Some(v);
+                }
+            }
+        }
+    }
+
+    /// Items added.
+    pub fn len(&self) -> u32 {
+        self.items
+    }
+
+    /// Whether no item was added.
+    pub fn is_empty(&self) -> bool {
+        self.items == 0
+    }
+
+    /// The request's verdict; `None` if no item was added.
+    pub fn verdict(&self) -> Option<Verdict> {
+        if self.items == 0 {
+            return None;
+        }
+        if self.unknown || (self.done > 0 && self.done < self.items) {
+            return Some(Verdict::Unknown);
+        }
+        if self.done == self.items {
+            return Some(Verdict::Done);
+        }
+        self.worst
+    }
+}
+
+/// A halted bucket, for a person to look at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Alert<'b> {
+    /// The bucket.
+    pub bucket: BucketId,
+    /// Its name.
+    pub name: &'b str,
+    /// Bans it received over the budget's life.
+    pub bans: u32,
+    /// The venue's end of the last ban, on the caller's clock.
+    pub ban_until_ns: Option<i64>,
+}
+
+/// Every halted bucket, in declaration order, with its ban count.
+///
+/// ```
+/// use ergon_core::{adapt, Budget, Spec};
+/// let mut b = Budget::builder();
+/// let ip = b.add("ip", Spec::gate()).unwrap();
+/// let mut budget = b.build(0).unwrap();
+/// budget.banned(ip, 300, 0);
+/// let a: Vec<_> = adapt::alerts(&budget).collect();
+/// assert_eq!((a[0].name, a[0].bans), ("ip", 1));
+/// ```
+pub fn alerts(budget: &Budget) -> impl Iterator<Item = Alert<'_>> {
+    budget.halted().map(move |bucket| {
+        let stats = budget.stats(bucket);
+        Alert {
+            bucket,
+            name: budget.name(bucket),
+            bans: stats.bans,
+            ban_until_ns: stats.ban_until_ns,
+        }
+    })
+}
+
+/// A venue adapter: the parts each request charges, and what an answer means.
+///
+/// Drive order: [`Venue::parts`] → [`Budget::try_charge`] → send →
+/// [`Venue::on_response`] with the answer (its budget effects are applied there) →
+/// [`Budget::complete`] → [`Budget::resend`] with the verdict if it did not run.
+pub trait Venue {
+    /// The parts `request` charges, all or none.
+    fn parts(&self, request: Request<'_>) -> Result<Parts, Error>;
+
+    /// Reads the answer to `request`: applies what the venue said to `budget`
+    /// (usage, holds, bans, extra cost) and returns the verdict. The body code
+    /// decides before the status. A body that cannot be read is a verdict, not an
+    /// error (Unknown for writes); `Err` only reports a header that could not be
+    /// read, with the verdict it left standing.
+    fn on_response(
+        &mut self,
+        request: Request<'_>,
+        response: &Response<'_>,
+        budget: &mut Budget,
+        now_ns: i64,
+    ) -> Result<Verdict, Error>;
+}
+
+/// Returns `verdict`, or [`Error::BadHeader`] carrying it if a header was bad.
+pub fn finish(verdict: Verdict, bad_header: Option<&'static str>) -> Result<Verdict, Error> {
+    match bad_header {
+        None => Ok(verdict),
+        Some(header) => Err(Error::BadHeader { verdict, header }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Class, Spec, Why};
+
+    #[test]
+    fn http_dates_in_all_three_forms() {
+        let t = 784_111_777_000;
+        assert_eq!(http_date_ms(b"Sun, 06 Nov 1994 08:49:37 GMT"), Some(t));
+        assert_eq!(http_date_ms(b"Sunday, 06-Nov-94 08:49:37 GMT"), Some(t));
+        assert_eq!(http_date_ms(b"Sun Nov  6 08:49:37 1994"), Some(t));
+        assert_eq!(
+            http_date_ms(b"Tue, 14 Nov 2023 22:13:20 GMT"),
+            Some(1_700_000_000_000)
+        );
+        assert_eq!(
+            http_date_ms(b"Thu, 29 Feb 2024 00:00:00 GMT"),
+            Some(1_709_164_800_000)
+        );
+        for bad in [
+            &b""[..],
+            b"Sun, 06 Nov 1994 08:49:37 UTC",
+            b"Sun, 31 Nov 1994 08:49:37 GMT",
+            b"Sun, 06 Nox 1994 08:49:37 GMT",
+            b"Sun, 06 Nov 1994 24:49:37 GMT",
+            b"Sun, 06 Nov 1994 08-49-37 GMT",
+            b"Thu, 29 Feb 2023 00:00:00 GMT",
+            b"Sun Nov 6 08:49:37 1994",
+            b", ",
+            b"\xff\xfe",
+        ] {
+            assert_eq!(http_date_ms(bad), None, "{:?}", bad);
+        }
+    }
+
+    #[test]
+    fn retry_after_seconds_date_and_garbage() {
+        let clock = Clock::anchor(10 * NS_PER_S, 1_700_000_000_000);
+        let now = 10 * NS_PER_S;
+        assert_eq!(retry_after_ns(b" 37 ", &clock, now), Some(37 * NS_PER_S));
+        assert_eq!(
+            retry_after_ns(b"Tue, 14 Nov 2023 22:13:50 GMT", &clock, now),
+            Some(30 * NS_PER_S)
+        );
+        // A date in the past is no wait, never a negative one.
+        assert_eq!(
+            retry_after_ns(b"Tue, 14 Nov 2023 22:00:00 GMT", &clock, now),
+            Some(0)
+        );
+        assert_eq!(retry_after_ns(b"-5", &clock, now), None);
+        assert_eq!(retry_after_ns(b"1.5", &clock, now), None);
+        assert_eq!(
+            retry_after_ns(b"99999999999999999999999", &clock, now),
+            None
+        );
+    }
+
+    #[test]
+    fn clock_phase_aligns_fixed_windows_to_utc() {
+        // UTC 1_700_000_000_000 ms is 20 s into its minute, at now = 3 s.
+        let clock = Clock::anchor(3 * NS_PER_S, 1_700_000_000_000);
+        let minute = 60 * NS_PER_S;
+        let phase = clock.phase_ns(minute);
+        assert_eq!(phase, 43 * NS_PER_S);
+        assert_eq!(clock.utc_ms(phase) % 60_000, 0);
+        assert_eq!(clock.to_boundary_ns(minute, 3 * NS_PER_S), 40 * NS_PER_S);
+        assert_eq!(clock.to_boundary_ns(minute, phase), minute);
+    }
+
+    #[test]
+    fn status_rule_and_hold() {
+        let mut b = Budget::builder();
+        let w = b.add("w", Spec::sliding(10, NS_PER_S, 10)).unwrap();
+        let mut budget = b.build(0).unwrap();
+        assert_eq!(status_rule(204, &mut budget, w, None, 0), Verdict::Done);
+        assert_eq!(status_rule(404, &mut budget, w, None, 0), Verdict::Rejected);
+        assert_eq!(status_rule(503, &mut budget, w, None, 0), Verdict::Unknown);
+        assert_eq!(status_rule(302, &mut budget, w, None, 0), Verdict::Unknown);
+        assert_eq!(
+            status_rule(429, &mut budget, w, Some(5 * NS_PER_S), 0),
+            Verdict::Throttled {
+                bucket: w,
+                until_ns: 5 * NS_PER_S
+            }
+        );
+        let refused = budget
+            .try_charge(&[Part::new(w, 1)], Class::Urgent, NS_PER_S)
+            .unwrap_err();
+        assert_eq!(
+            (refused.why, refused.ready_at_ns),
+            (Why::Held, 5 * NS_PER_S)
+        );
+    }
+
+    #[test]
+    fn observe_header_refuses_garbage_and_keeps_counts() {
+        let mut b = Budget::builder();
+        let w = b.add("w", Spec::sliding(100, NS_PER_S, 10)).unwrap();
+        let mut budget = b.build(0).unwrap();
+        assert_eq!(observe_header(&mut budget, w, b"17", 0), Ok(()));
+        assert_eq!(budget.stats(w).used, 17);
+        assert_eq!(observe_header(&mut budget, w, b"1e3", 0), Err(()));
+        assert_eq!(observe_header(&mut budget, w, b"", 0), Err(()));
+        assert_eq!(budget.stats(w).used, 17);
+    }
+
+    #[test]
+    fn batch_verdicts() {
+        let t = |u| Verdict::Throttled {
+            bucket: BucketId(0),
+            until_ns: u,
+        };
+        let of = |vs: &[Verdict]| {
+            let mut b = Batch::new();
+            vs.iter().for_each(|v| b.add(*v));
+            b.verdict()
+        };
+        assert_eq!(of(&[]), None);
+        assert_eq!(of(&[Verdict::Done, Verdict::Done]), Some(Verdict::Done));
+        assert_eq!(of(&[Verdict::Done, t(5)]), Some(Verdict::Unknown));
+        assert_eq!(
+            of(&[Verdict::Rejected, Verdict::Unknown]),
+            Some(Verdict::Unknown)
+        );
+        assert_eq!(of(&[Verdict::Rejected, t(5), t(9), t(7)]), Some(t(9)));
+        assert_eq!(
+            of(&[Verdict::Rejected, Verdict::NotRun]),
+            Some(Verdict::NotRun)
+        );
+        assert_eq!(
+            of(&[Verdict::Rejected, Verdict::Rejected]),
+            Some(Verdict::Rejected)
+        );
+    }
+}

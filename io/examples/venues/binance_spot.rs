@@ -1,0 +1,395 @@
+//! Binance Spot: limits loaded from `GET /api/v3/exchangeInfo` `rateLimits`, fixed
+//! windows aligned to the UTC minute, 10 s and day, usage from `X-MBX-USED-WEIGHT-*`
+//! and `X-MBX-ORDER-COUNT-*`, and the error codes of
+//! <https://developers.binance.com/docs/binance-spot-api-docs/errors>.
+//!
+//! Sources: <https://developers.binance.com/docs/binance-spot-api-docs/rest-api/limits>,
+//! <https://developers.binance.com/docs/binance-spot-api-docs/rest-api/general-api-information>.
+//!
+//! The Binance table (buckets named after `rateLimits`, header matching, messages
+//! that name a window) is shared with `binance_futures`. Reading an answer never
+//! allocates.
+
+use ergon_core::adapt::{self, Clock, Error, Parts, Request, Venue};
+use ergon_core::json::{self, Value};
+use ergon_core::response::Response;
+use ergon_core::{BucketId, Budget, Builder, ConfigError, Part, Spec, Verdict};
+
+const MS: i64 = 1_000_000;
+const SEC: i64 = 1_000 * MS;
+
+/// The least IP ban Binance documents ("from 2 minutes to 3 days"): the venue's end
+/// of a ban that names none. The halt itself lasts until a person clears it.
+pub const MIN_BAN_NS: i64 = 120 * SEC;
+
+/// What a Binance rate limit counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Counts {
+    /// `REQUEST_WEIGHT`: the IP's weight.
+    Weight,
+    /// `ORDERS`: the account's new orders.
+    Orders,
+    /// `RAW_REQUESTS`: the IP's requests, whatever their weight.
+    Raw,
+}
+
+impl Counts {
+    fn name(self) -> &'static str {
+        match self {
+            Counts::Weight => "REQUEST_WEIGHT",
+            Counts::Orders => "ORDERS",
+            Counts::Raw => "RAW_REQUESTS",
+        }
+    }
+}
+
+/// One declared Binance limit.
+#[derive(Clone, Debug)]
+pub struct Limit {
+    /// What it counts.
+    pub counts: Counts,
+    /// Its bucket.
+    pub bucket: BucketId,
+    /// Its window.
+    pub window_ns: i64,
+    /// The interval as the headers write it: `1M`, `10S`, `1D`.
+    pub suffix: String,
+}
+
+/// The Binance limits of one budget, and the IP gate.
+#[derive(Clone, Debug)]
+pub struct Limits {
+    /// Every declared limit.
+    pub limits: Vec<Limit>,
+    /// The IP gate every request and connect charges.
+    pub ip: BucketId,
+    /// The venue's UTC clock.
+    pub clock: Clock,
+}
+
+fn interval(word: &str) -> Option<(i64, char)> {
+    Some(match word {
+        "SECOND" => (SEC, 'S'),
+        "MINUTE" => (60 * SEC, 'M'),
+        "HOUR" => (3600 * SEC, 'H'),
+        "DAY" => (86_400 * SEC, 'D'),
+        _ => return None,
+    })
+}
+
+impl Limits {
+    /// Declares the IP gate and one fixed window per `(counts, interval_num,
+    /// INTERVAL, limit)`, aligned to UTC on `clock`, each charge within `guard_ns` of
+    /// a boundary counting on both sides of it.
+    pub fn declare(
+        builder: &mut Builder,
+        clock: Clock,
+        guard_ns: i64,
+        table: &[(Counts, u64, &str, u64)],
+    ) -> Result<Self, Error> {
+        let ip = builder.add("ip", Spec::gate())?;
+        let mut limits = Vec::new();
+        for &(counts, num, unit, limit) in table {
+            let (unit_ns, letter) = interval(unit).ok_or(Error::BadField("interval"))?;
+            let window_ns = i64::try_from(num)
+                .ok()
+                .filter(|n| *n > 0)
+                .and_then(|n| n.checked_mul(unit_ns))
+                .ok_or(Error::BadField("intervalNum"))?;
+            let suffix = format!("{num}{letter}");
+            let name = format!("{}_{suffix}", counts.name());
+            let spec = Spec::fixed(limit, window_ns)
+                .phase(clock.phase_ns(window_ns))
+                .guard(guard_ns);
+            let bucket = builder.add(&name, spec)?;
+            limits.push(Limit {
+                counts,
+                bucket,
+                window_ns,
+                suffix,
+            });
+        }
+        let me = Limits { limits, ip, clock };
+        if me.narrowest(Counts::Weight).is_none() {
+            return Err(Error::BadField("rateLimits: no REQUEST_WEIGHT limit"));
+        }
+        if me.narrowest(Counts::Orders).is_none() {
+            return Err(Error::BadField("rateLimits: no ORDERS limit"));
+        }
+        Ok(me)
+    }
+
+    /// Reads the `rateLimits` of an `exchangeInfo` body into a table for
+    /// [`Limits::declare`].
+    pub fn table_from_exchange_info(body: &[u8]) -> Result<Vec<(Counts, u64, String, u64)>, Error> {
+        let v = json::parse(body)?;
+        let list = v.get("rateLimits")?.ok_or(Error::BadField("rateLimits"))?;
+        let mut table = Vec::new();
+        let mut buf = [0u8; 32];
+        for item in list.items()? {
+            let field = |name: &'static str| -> Result<Value<'_>, Error> {
+                item.get(name)?.ok_or(Error::BadField(name))
+            };
+            let counts = match field("rateLimitType")?.decode_str(&mut buf)? {
+                "REQUEST_WEIGHT" => Counts::Weight,
+                "ORDERS" => Counts::Orders,
+                "RAW_REQUESTS" => Counts::Raw,
+                _ => return Err(Error::BadField("rateLimitType")),
+            };
+            let unit = field("interval")?.decode_str(&mut buf)?.to_owned();
+            let num = field("intervalNum")?
+                .as_u64()
+                .map_err(|_| Error::BadField("intervalNum"))?;
+            let limit = field("limit")?
+                .as_u64()
+                .map_err(|_| Error::BadField("limit"))?;
+            table.push((counts, num, unit, limit));
+        }
+        Ok(table)
+    }
+
+    /// Every limit counting `counts`.
+    pub fn of(&self, counts: Counts) -> impl Iterator<Item = &Limit> {
+        self.limits.iter().filter(move |l| l.counts == counts)
+    }
+
+    /// The limit of the shortest window counting `counts`.
+    pub fn narrowest(&self, counts: Counts) -> Option<&Limit> {
+        self.of(counts).min_by_key(|l| l.window_ns)
+    }
+
+    /// The limit counting `counts` whose window is `window_ns`, or the narrowest.
+    pub fn named_or_narrowest(&self, counts: Counts, window_ns: Option<i64>) -> Option<&Limit> {
+        window_ns
+            .and_then(|w| self.of(counts).find(|l| l.window_ns == w))
+            .or_else(|| self.narrowest(counts))
+    }
+
+    /// Pushes `cost` on every limit counting `counts`.
+    pub fn push(&self, parts: &mut Parts, counts: Counts, cost: u32) -> Result<(), Error> {
+        for l in self.of(counts) {
+            parts
+                .try_push(Part::new(l.bucket, cost))
+                .map_err(|_| Error::Config(ConfigError::TooManyParts))?;
+        }
+        Ok(())
+    }
+
+    /// Parts of a connect: the IP gate alone.
+    pub fn connect_parts(&self) -> Parts {
+        let mut parts = Parts::new();
+        parts.push(Part::new(self.ip, 0));
+        parts
+    }
+
+    /// Parts of a request: the IP gate, then each kind of limit.
+    pub fn parts(&self, weight: u32, orders: u32, raw: u32) -> Result<Parts, Error> {
+        let mut parts = Parts::new();
+        parts.push(Part::new(self.ip, 0));
+        self.push(&mut parts, Counts::Weight, weight)?;
+        if orders > 0 {
+            self.push(&mut parts, Counts::Orders, orders)?;
+        }
+        if raw > 0 {
+            self.push(&mut parts, Counts::Raw, raw)?;
+        }
+        Ok(parts)
+    }
+
+    /// Holds `limit` for the venue's wait, or else until its UTC window ends.
+    pub fn hold(&self, budget: &mut Budget, limit: &Limit, wait: Option<i64>, now: i64) -> Verdict {
+        let wait = wait.unwrap_or_else(|| self.clock.to_boundary_ns(limit.window_ns, now));
+        adapt::hold(budget, limit.bucket, Some(wait), now)
+    }
+
+    /// Halts the IP gate; the venue's end of the ban is its `Retry-After`, else the
+    /// `IP banned until <ms>` of the message, else [`MIN_BAN_NS`] from now.
+    pub fn ban(&self, budget: &mut Budget, wait: Option<i64>, msg: &Msg, now: i64) -> Verdict {
+        let until = match (wait, msg.banned_until_ms()) {
+            (Some(w), _) => now.saturating_add(w),
+            (None, Some(ms)) => self.clock.now_ns_at(ms),
+            (None, None) => now.saturating_add(MIN_BAN_NS),
+        };
+        adapt::ban(budget, self.ip, until, now)
+    }
+
+    /// Feeds `X-MBX-USED-WEIGHT-<interval>` and `X-MBX-ORDER-COUNT-<interval>` to
+    /// the limits of that interval; returns the family of the first bad header.
+    pub fn observe(&self, r: &Response<'_>, budget: &mut Budget, now: i64) -> Option<&'static str> {
+        let mut bad = None;
+        for (prefix, counts, family) in [
+            ("X-MBX-USED-WEIGHT-", Counts::Weight, "X-MBX-USED-WEIGHT-*"),
+            ("X-MBX-ORDER-COUNT-", Counts::Orders, "X-MBX-ORDER-COUNT-*"),
+        ] {
+            for h in r.headers_with_prefix(prefix) {
+                let suffix = &h.name[prefix.len()..];
+                let Some(limit) = self
+                    .of(counts)
+                    .find(|l| l.suffix.as_bytes().eq_ignore_ascii_case(suffix))
+                else {
+                    continue; // an interval this budget does not declare
+                };
+                if adapt::observe_header(budget, limit.bucket, h.value, now).is_err() {
+                    bad = bad.or(Some(family));
+                }
+            }
+        }
+        bad
+    }
+}
+
+/// The `code` and `msg` of a Binance error body (`{"code":-1003,"msg":"..."}`),
+/// read in place.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Msg<'a> {
+    /// The body parsed, if it is JSON.
+    pub json: Option<Value<'a>>,
+    /// `code`, if present and an integer.
+    pub code: Option<i64>,
+    msg: Option<Value<'a>>,
+}
+
+impl<'a> Msg<'a> {
+    /// Reads `body`.
+    pub fn read(body: &'a [u8]) -> Self {
+        let Ok(json) = json::parse(body) else {
+            return Msg::default();
+        };
+        let field = |name| json.get(name).ok().flatten();
+        Msg {
+            json: Some(json),
+            code: field("code").and_then(|c| c.as_i64().ok()),
+            msg: field("msg").filter(|m| m.kind() == json::Kind::String),
+        }
+    }
+
+    /// Whether `msg` contains `needle`.
+    pub fn says(&self, needle: &str) -> bool {
+        self.msg
+            .is_some_and(|m| m.str_contains(needle).unwrap_or(false))
+    }
+
+    /// Whether `msg` is `text`.
+    pub fn is(&self, text: &str) -> bool {
+        self.msg.is_some_and(|m| m.str_eq(text).unwrap_or(false))
+    }
+
+    /// The window a message names: `... per 10 SECOND.`, `... per 1 MINUTE.`
+    pub fn window_ns(&self) -> Option<i64> {
+        let mut buf = [0u8; 256];
+        let text = self.msg?.decode_str(&mut buf).ok()?;
+        let at = text.rfind("per ")?;
+        let mut words = text[at + 4..].split([' ', '.', ';']);
+        let num: i64 = words.next()?.parse().ok()?;
+        let (unit, _) = interval(words.next()?)?;
+        num.checked_mul(unit)
+    }
+
+    /// The end of a ban a message names: `IP banned until 1700000300000.`
+    pub fn banned_until_ms(&self) -> Option<i64> {
+        let mut buf = [0u8; 256];
+        let text = self.msg?.decode_str(&mut buf).ok()?;
+        let at = text.find("banned until ")? + "banned until ".len();
+        let digits: &str = text[at..].split(|c: char| !c.is_ascii_digit()).next()?;
+        digits.parse().ok()
+    }
+}
+
+/// The Binance Spot adapter.
+#[derive(Clone, Debug)]
+pub struct BinanceSpot {
+    /// Its limits.
+    pub limits: Limits,
+}
+
+impl BinanceSpot {
+    /// Declares the buckets of an `exchangeInfo` body: the IP gate `ip` and one fixed
+    /// window per `rateLimits` entry, named after it (`REQUEST_WEIGHT_1M`,
+    /// `ORDERS_10S`, `ORDERS_1D`, `RAW_REQUESTS_5M`).
+    pub fn from_exchange_info(
+        body: &[u8],
+        builder: &mut Builder,
+        clock: Clock,
+        guard_ns: i64,
+    ) -> Result<Self, Error> {
+        let table = Limits::table_from_exchange_info(body)?;
+        let table: Vec<_> = table
+            .iter()
+            .map(|(c, n, u, l)| (*c, *n, u.as_str(), *l))
+            .collect();
+        let limits = Limits::declare(builder, clock, guard_ns, &table)?;
+        let me = BinanceSpot { limits };
+        me.parts(Request::CancelReplace)?; // the widest part list must fit a ticket
+        Ok(me)
+    }
+
+    /// The deadline of a signed request: its `timestamp` plus `recvWindow`, on the
+    /// caller's clock. The venue refuses it after that, so never re-send it later.
+    pub fn deadline_ns(&self, timestamp_ms: i64, recv_window_ms: i64) -> i64 {
+        self.limits
+            .clock
+            .now_ns_at(timestamp_ms.saturating_add(recv_window_ms))
+    }
+}
+
+impl Venue for BinanceSpot {
+    fn parts(&self, request: Request<'_>) -> Result<Parts, Error> {
+        let l = &self.limits;
+        match request {
+            Request::Connect => Ok(l.connect_parts()),
+            Request::Order | Request::CancelReplace => l.parts(1, 1, 1),
+            Request::Cancel => l.parts(1, 0, 1),
+            // An order list (OCO/OTO): weight 1, each order counts.
+            Request::Batch(n) => l.parts(1, u32::from(n), 1),
+            Request::Read(w) => l.parts(w, 0, 1),
+            Request::Info(_) => Err(Error::Unsupported),
+        }
+    }
+
+    fn on_response(
+        &mut self,
+        request: Request<'_>,
+        r: &Response<'_>,
+        budget: &mut Budget,
+        now: i64,
+    ) -> Result<Verdict, Error> {
+        let l = &self.limits;
+        let mut bad = None;
+        let wait = adapt::response_retry_after(r, &l.clock, now).unwrap_or_else(|()| {
+            bad = Some("Retry-After");
+            None
+        });
+        let m = Msg::read(r.body);
+        let weight = |window| l.named_or_narrowest(Counts::Weight, window);
+        let verdict = match (r.status, m.code) {
+            (418 | 403, _) => l.ban(budget, wait, &m, now),
+            (_, Some(-1003)) if m.says("banned until") => l.ban(budget, wait, &m, now),
+            (_, Some(-1003)) => {
+                let raw = l.narrowest(Counts::Raw).filter(|_| m.says("queued"));
+                match raw.or_else(|| weight(m.window_ns())) {
+                    Some(limit) => l.hold(budget, limit, wait, now),
+                    None => Verdict::Unknown,
+                }
+            }
+            (_, Some(-1015)) => match l.named_or_narrowest(Counts::Orders, m.window_ns()) {
+                Some(limit) => l.hold(budget, limit, wait, now),
+                None => Verdict::Unknown,
+            },
+            (_, Some(-1021)) => Verdict::ClockSkew,
+            // -1006 UNEXPECTED_RESP, -1007 TIMEOUT, -1008 SERVER_BUSY: execution status unknown.
+            (_, Some(-1008..=-1006)) => Verdict::Unknown,
+            // cancelReplace: -2022 both failed (nothing ran), -2021 one half ran.
+            (_, Some(-2022)) => Verdict::NotRun,
+            (_, Some(-2021)) => Verdict::Unknown,
+            (429, _) => match weight(None) {
+                Some(limit) => l.hold(budget, limit, wait, now),
+                None => Verdict::Unknown,
+            },
+            (200..=299, _) if m.json.is_none() => Verdict::Unknown,
+            (400..=499, None) if m.json.is_none() && request.is_write() => Verdict::Unknown,
+            (s, _) => adapt::status_rule(s, budget, l.ip, wait, now),
+        };
+        bad = bad.or(l.observe(r, budget, now));
+        adapt::finish(verdict, bad)
+    }
+}

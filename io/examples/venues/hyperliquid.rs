@@ -1,0 +1,386 @@
+//! Hyperliquid: 1200 weight per minute per IP, with a short-window bucket in front
+//! of it (the venue refuses bursts well below the minute budget; window and size are
+//! configuration); info weights by request type (2, 20, 60) plus weight per items
+//! returned, charged after the answer; exchange actions weigh 1 + floor(n / 40);
+//! and the address budget (10,000 + 1 request per USDC traded, then 1 request per
+//! 10 s) read from `userRateLimit`.
+//!
+//! Sources: <https://hyperliquid.gitbook.io/hyperliquid-docs/for-developers/api/rate-limits-and-user-limits>,
+//! <https://hyperliquid.gitbook.io/hyperliquid-docs/for-developers/api/info-endpoint#query-user-rate-limits>,
+//! <https://hyperliquid.gitbook.io/hyperliquid-docs/for-developers/api/exchange-endpoint>.
+//!
+//! Reading an answer never allocates.
+
+use ergon_core::adapt::{self, Batch, Clock, Error, Parts, Request, Venue};
+use ergon_core::json::{self, Kind, Value};
+use ergon_core::response::Response;
+use ergon_core::{BucketId, Budget, Builder, Part, Spec, Verdict};
+
+const MS: i64 = 1_000_000;
+const SEC: i64 = 1_000 * MS;
+const HOUR: i64 = 3600 * SEC;
+
+/// Requests every address starts with.
+pub const INITIAL_REQUESTS: u64 = 10_000;
+/// Once the address budget is spent: one request per this long.
+pub const EXHAUSTED_EVERY_NS: i64 = 10 * SEC;
+
+/// The IP limits.
+#[derive(Clone, Copy, Debug)]
+pub struct Config {
+    /// Weight per minute per IP.
+    pub weight_per_min: u64,
+    /// The short window in front of the minute one: its weight ...
+    pub burst_weight: u64,
+    /// ... and its length.
+    pub burst_window_ns: i64,
+}
+
+impl Default for Config {
+    /// 1200 per minute, and at most 100 weight in any 2 s (configuration, not a
+    /// documented figure).
+    fn default() -> Self {
+        Config {
+            weight_per_min: 1200,
+            burst_weight: 100,
+            burst_window_ns: 2 * SEC,
+        }
+    }
+}
+
+/// The weight of an `info` request by its `type`.
+pub fn info_weight(kind: &str) -> u32 {
+    match kind {
+        "l2Book"
+        | "allMids"
+        | "clearinghouseState"
+        | "orderStatus"
+        | "spotClearinghouseState"
+        | "exchangeStatus" => 2,
+        "userRole" => 60,
+        _ => 20,
+    }
+}
+
+/// Items per unit of extra weight an `info` answer adds (`None`: no extra weight).
+pub fn info_items_per_weight(kind: &str) -> Option<u32> {
+    match kind {
+        "recentTrades"
+        | "historicalOrders"
+        | "userFills"
+        | "userFillsByTime"
+        | "fundingHistory"
+        | "userFunding"
+        | "nonUserFundingUpdates"
+        | "twapHistory"
+        | "userTwapSliceFills"
+        | "userTwapSliceFillsByTime"
+        | "delegatorHistory"
+        | "delegatorRewards"
+        | "validatorStats" => Some(20),
+        "candleSnapshot" => Some(60),
+        _ => None,
+    }
+}
+
+/// One reading of `userRateLimit`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Reading {
+    /// When it was read, on the caller's clock.
+    pub at_ns: i64,
+    /// `floor(cumVlm)`, USDC.
+    pub volume: u64,
+    /// `nRequestsUsed`.
+    pub used: u64,
+    /// `nRequestsCap`.
+    pub cap: u64,
+    /// `nRequestsSurplus`: requests bought with `reserveRequestWeight`.
+    pub surplus: u64,
+}
+
+impl Reading {
+    /// Reads a `userRateLimit` answer.
+    pub fn parse(body: &[u8], at_ns: i64) -> Result<Self, Error> {
+        let v = json::parse(body)?;
+        let field = |name: &'static str| -> Result<Value<'_>, Error> {
+            v.get(name)?.ok_or(Error::BadField(name))
+        };
+        let int = |name: &'static str| -> Result<u64, Error> {
+            field(name)?.as_u64().map_err(|_| Error::BadField(name))
+        };
+        Ok(Reading {
+            at_ns,
+            volume: whole_usdc(field("cumVlm")?).ok_or(Error::BadField("cumVlm"))?,
+            used: int("nRequestsUsed")?,
+            cap: int("nRequestsCap")?,
+            surplus: int("nRequestsSurplus").or_else(|e| match v.get("nRequestsSurplus") {
+                Ok(None) => Ok(0),
+                _ => Err(e),
+            })?,
+        })
+    }
+
+    /// Requests the address may send in all: the cap, plus the surplus bought
+    /// unless the cap already grew by it. The cap the volume earns is
+    /// 10,000 + floor(volume); whatever the cap holds above that is a purchase
+    /// already counted, and only the surplus beyond it is added.
+    pub fn allowance(&self) -> u64 {
+        let earned = INITIAL_REQUESTS.saturating_add(self.volume);
+        let bought_in_cap = self.cap.saturating_sub(earned);
+        self.cap
+            .saturating_add(self.surplus.saturating_sub(bought_in_cap))
+    }
+
+    /// Requests left before the address is down to one per 10 s.
+    pub fn remaining(&self) -> u64 {
+        self.allowance().saturating_sub(self.used)
+    }
+}
+
+/// `cumVlm` (a decimal string, or a number) rounded down to whole USDC.
+fn whole_usdc(v: Value<'_>) -> Option<u64> {
+    let mut buf = [0u8; 64];
+    let text: &str = match v.kind() {
+        Kind::String => v.decode_str(&mut buf).ok()?,
+        Kind::Number => core::str::from_utf8(v.raw()).ok()?,
+        _ => return None,
+    };
+    let whole = text.split('.').next()?;
+    if whole.is_empty() || !whole.bytes().all(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    let frac = text.get(whole.len() + 1..).unwrap_or("");
+    if !frac.bytes().all(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    whole.parse().ok()
+}
+
+/// The address budget: the last two readings of `userRateLimit`, and the actions
+/// sent since the last one.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Address {
+    last: Option<Reading>,
+    before: Option<Reading>,
+    sent_since: u64,
+}
+
+impl Address {
+    /// Takes a new reading; actions counted locally before it are now in it.
+    pub fn read(&mut self, reading: Reading) {
+        self.before = self.last.replace(reading);
+        self.sent_since = 0;
+    }
+
+    /// Requests left: the last reading's, less what was sent since. `None` before
+    /// the first reading.
+    pub fn remaining(&self) -> Option<u64> {
+        self.last
+            .map(|r| r.remaining().saturating_sub(self.sent_since))
+    }
+
+    /// Counts actions sent.
+    pub fn sent(&mut self, n: u64) {
+        self.sent_since = self.sent_since.saturating_add(n);
+    }
+
+    /// Hours until the address budget runs out at the pace between the last two
+    /// readings (requests used, less requests earned by volume and bought). `None`
+    /// without two readings, or if the budget is not shrinking.
+    pub fn hours_to_exhaustion(&self) -> Option<f64> {
+        let (a, b) = (self.before?, self.last?);
+        let hours = (b.at_ns - a.at_ns) as f64 / HOUR as f64;
+        if hours <= 0.0 {
+            return None;
+        }
+        let burned = b.remaining() as f64 - a.remaining() as f64;
+        let per_hour = -burned / hours;
+        if per_hour <= 0.0 {
+            return None;
+        }
+        Some(b.remaining() as f64 / per_hour)
+    }
+}
+
+/// The Hyperliquid adapter.
+#[derive(Clone, Debug)]
+pub struct Hyperliquid {
+    clock: Clock,
+    /// The IP gate.
+    pub ip: BucketId,
+    /// 1200 weight per minute per IP.
+    pub weight: BucketId,
+    /// The short window in front of it.
+    pub burst: BucketId,
+    /// The address gate: held 10 s after each action once the budget is spent.
+    pub address_gate: BucketId,
+    /// The address budget.
+    pub address: Address,
+}
+
+impl Hyperliquid {
+    /// Declares `ip`, `ip_weight_1m`, `ip_burst` and `address`.
+    pub fn new(builder: &mut Builder, clock: Clock, c: Config) -> Result<Self, Error> {
+        // The most slots (at most 64) that cut the window into whole nanoseconds.
+        let slots = (1..=64u32)
+            .rev()
+            .find(|s| c.burst_window_ns > 0 && c.burst_window_ns % i64::from(*s) == 0)
+            .ok_or(Error::BadField("burst_window_ns"))?;
+        Ok(Hyperliquid {
+            clock,
+            ip: builder.add("ip", Spec::gate())?,
+            weight: builder.add(
+                "ip_weight_1m",
+                Spec::sliding(c.weight_per_min, 60 * SEC, 60),
+            )?,
+            burst: builder.add(
+                "ip_burst",
+                Spec::sliding(c.burst_weight, c.burst_window_ns, slots),
+            )?,
+            address_gate: builder.add("address", Spec::gate())?,
+            address: Address::default(),
+        })
+    }
+
+    /// The deadline of an action sent with `expiresAfter` (UTC ms).
+    pub fn deadline_ns(&self, expires_after_ms: i64) -> i64 {
+        self.clock.now_ns_at(expires_after_ms)
+    }
+
+    fn weight_parts(&self, w: u32, address: bool) -> Parts {
+        let mut p = Parts::new();
+        p.push(Part::new(self.ip, 0));
+        p.push(Part::new(self.weight, w));
+        p.push(Part::new(self.burst, w));
+        if address {
+            p.push(Part::new(self.address_gate, 0));
+        }
+        p
+    }
+
+    /// One exchange status: `"success"`, `{"resting":..}`, `{"filled":..}`,
+    /// `{"error":".."}`.
+    fn status(&self, s: Value<'_>, budget: &mut Budget, now: i64) -> Verdict {
+        match s.kind() {
+            Kind::String => Verdict::Done,
+            Kind::Object => match s.get("error") {
+                Ok(Some(e)) => self.error(e, budget, now),
+                Ok(None) => Verdict::Done,
+                Err(_) => Verdict::Unknown,
+            },
+            _ => Verdict::Unknown,
+        }
+    }
+
+    fn error(&self, e: Value<'_>, budget: &mut Budget, now: i64) -> Verdict {
+        let says = |t| e.str_contains(t).unwrap_or(false);
+        if says("Too many cumulative requests") {
+            adapt::hold(budget, self.address_gate, Some(EXHAUSTED_EVERY_NS), now)
+        } else if says("nonce") || says("Nonce") {
+            Verdict::ClockSkew
+        } else {
+            Verdict::Rejected
+        }
+    }
+
+    fn exchange(&self, v: Value<'_>, budget: &mut Budget, now: i64) -> Verdict {
+        let Ok(Some(status)) = v.get("status") else {
+            return Verdict::Unknown;
+        };
+        if status.str_eq("err").unwrap_or(false) {
+            return match v.get("response") {
+                Ok(Some(e)) if e.kind() == Kind::String => self.error(e, budget, now),
+                _ => Verdict::Unknown,
+            };
+        }
+        if !status.str_eq("ok").unwrap_or(false) {
+            return Verdict::Unknown;
+        }
+        match v
+            .path("response.data.statuses")
+            .map(|s| s.map(|s| s.items()))
+        {
+            Ok(Some(Ok(items))) => {
+                let mut batch = Batch::new();
+                items.for_each(|s| batch.add(self.status(s, budget, now)));
+                batch.verdict().unwrap_or(Verdict::Done)
+            }
+            // Actions without statuses (leverage, transfers ...): ok is done.
+            Ok(None) => Verdict::Done,
+            _ => Verdict::Unknown,
+        }
+    }
+}
+
+impl Venue for Hyperliquid {
+    fn parts(&self, request: Request<'_>) -> Result<Parts, Error> {
+        Ok(match request {
+            Request::Connect => {
+                let mut p = Parts::new();
+                p.push(Part::new(self.ip, 0));
+                p
+            }
+            Request::Order | Request::Cancel | Request::CancelReplace => self.weight_parts(1, true),
+            Request::Batch(n) => self.weight_parts(1 + u32::from(n) / 40, true),
+            Request::Read(w) => self.weight_parts(w, false),
+            Request::Info(kind) => self.weight_parts(info_weight(kind), false),
+        })
+    }
+
+    fn on_response(
+        &mut self,
+        request: Request<'_>,
+        r: &Response<'_>,
+        budget: &mut Budget,
+        now: i64,
+    ) -> Result<Verdict, Error> {
+        let mut bad = None;
+        let wait = adapt::response_retry_after(r, &self.clock, now).unwrap_or_else(|()| {
+            bad = Some("Retry-After");
+            None
+        });
+        let body = json::parse(r.body).ok();
+        let verdict = match (r.status, body) {
+            // The venue does not say which window refused: the short one is the
+            // one it enforces below the minute budget, and our own minute count
+            // keeps the minute.
+            (429, _) => adapt::hold(budget, self.burst, wait, now),
+            (200..=299, Some(v)) if request.is_write() => self.exchange(v, budget, now),
+            (200..=299, Some(v)) => {
+                if let Request::Info(kind) = request {
+                    // One more weight per `per` items, rounded up: at most one
+                    // weight over the venue's count, never under it.
+                    if let (Some(per), Ok(items)) = (info_items_per_weight(kind), v.items()) {
+                        let n = u32::try_from(items.count()).unwrap_or(u32::MAX);
+                        budget.charge_after(self.weight, n.div_ceil(per), now);
+                    }
+                    if kind == "userRateLimit" {
+                        match Reading::parse(r.body, now) {
+                            Ok(reading) => self.address.read(reading),
+                            // Not the documented answer: the address budget is
+                            // not known from it.
+                            Err(_) => return adapt::finish(Verdict::Unknown, bad),
+                        }
+                    }
+                }
+                Verdict::Done
+            }
+            (_, _) if request.is_write() => Verdict::Unknown,
+            (200..=299, None) => Verdict::Unknown,
+            (s, _) => adapt::status_rule(s, budget, self.burst, wait, now),
+        };
+        if request.is_write() && r.status != 429 {
+            // Every action answered counts against the address, each order of a
+            // batch as one.
+            let n = match request {
+                Request::Batch(n) => u64::from(n),
+                _ => 1,
+            };
+            self.address.sent(n);
+            if self.address.remaining() == Some(0) {
+                budget.throttled(self.address_gate, Some(EXHAUSTED_EVERY_NS), now);
+            }
+        }
+        adapt::finish(verdict, bad)
+    }
+}
