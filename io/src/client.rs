@@ -18,7 +18,12 @@
 //!
 //! The send path (`request`) allocates nothing, takes no lock and logs nothing; it
 //! makes two system calls: a peek that drops a connection the server closed while
-//! idle (so it is never written to), and the write.
+//! idle (so it is never written to), and the write. Over TLS the peek is a read into
+//! the session (an idle TLS connection receives session tickets that must be taken
+//! in), and rustls's buffered API allocates per record (see [`crate::tls`]).
+//!
+//! A pool with `PoolConfig::curl` set (feature `curl`) sends through libcurl under
+//! the same contract instead; see the `curl` module for what it refuses and why.
 //!
 //! Where later layers plug in: bytes move between a socket and its
 //! [`Conn`] in exactly two places, `Client::flush` (the
