@@ -527,6 +527,9 @@ impl Client {
         }
         #[cfg(feature = "curl")]
         if let Some(curl) = p.cfg.curl {
+            if let Err(e) = self.curl.validate(req, &p.cfg.host) {
+                return Err(Refused::Invalid(ticket, e));
+            }
             let id = RequestId(self.next_id);
             let range = p.transfers.clone();
             return match self

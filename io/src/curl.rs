@@ -34,7 +34,7 @@ use ergon_core::response::{Header, Response};
 use ergon_core::Ticket;
 
 use crate::client::{Error, RequestId};
-use crate::http::{Limits, Request, MAX_HEADERS};
+use crate::http::{encode, InvalidRequest, Limits, Request, MAX_HEADERS};
 
 /// How a pool uses libcurl.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -158,6 +158,8 @@ impl Finished {
 /// Every libcurl pool's transfers, on one multi handle.
 pub(crate) struct Curl {
     multi: Multi,
+    /// Scratch for validating requests the way the native client encodes them.
+    check: Vec<u8>,
     transfers: Vec<Transfer>,
     active: usize,
     failed: usize,
@@ -176,6 +178,7 @@ impl Curl {
     pub(crate) fn new() -> Self {
         Curl {
             multi: Multi::new(),
+            check: Vec::new(),
             transfers: Vec::new(),
             active: 0,
             failed: 0,
@@ -189,6 +192,9 @@ impl Curl {
         n: usize,
         limits: &Limits,
     ) -> core::ops::Range<usize> {
+        // Validation encodes into this, bounded by its capacity as the native
+        // connection's send buffer is (the largest pool's bound wins).
+        self.check.reserve(limits.max_request);
         let start = self.transfers.len();
         for _ in 0..n {
             let easy = Easy2::new(Collector {
@@ -206,6 +212,16 @@ impl Curl {
             });
         }
         start..self.transfers.len()
+    }
+
+    /// Checks `req` by the native client's rules (method token, target, header
+    /// names and values, no Host or framing headers from the caller), so both
+    /// clients refuse the same requests.
+    pub(crate) fn validate(&mut self, req: &Request<'_>, host: &str) -> Result<(), InvalidRequest> {
+        self.check.clear();
+        let r = encode(req, host, &mut self.check);
+        self.check.clear();
+        r
     }
 
     /// Whether anything is in flight (the loop must poll, not park).

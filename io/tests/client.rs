@@ -322,6 +322,31 @@ mod curl {
     }
 
     #[test]
+    fn an_invalid_request_is_refused_as_by_the_native_client() {
+        let server = Server::start(|p| p.echo());
+        let mut d = Driver::new(server.addr, curl_pool(false));
+        d.wait_ready();
+        let pool = d.pool;
+        let parts = [Part::new(d.requests, 1)];
+        d.run_until(|cx| {
+            let now = cx.now();
+            let t = cx.budget().try_charge(&parts, Class::Normal, now).unwrap();
+            let headers = [("Content-Length", "5")];
+            let bad = Request {
+                headers: &headers,
+                ..Request::get("/x")
+            };
+            match cx.request(pool, &bad, t, now + SEC) {
+                Err(Refused::Invalid(t, InvalidRequest::ReservedHeader)) => cx.refund(t),
+                other => panic!("expected Invalid, got {other:?}"),
+            }
+            true
+        });
+        assert_eq!(d.lp.budget().stats(d.requests).used, 0);
+        assert_eq!(server.log.lock().unwrap().total(), 0);
+    }
+
+    #[test]
     fn a_refused_connect_is_sent_no() {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
