@@ -270,7 +270,9 @@ pub struct PoolConfig {
     /// Buffer sizes and parsing bounds of every connection.
     pub limits: Limits,
     /// The egress lane: bind every connection to this local address (port 0 for
-    /// any port) and verify the binding after connect. None: the OS picks.
+    /// any port) and verify the binding after connect. None: the OS picks. An
+    /// unspecified address (0.0.0.0) never verifies: the socket ends up on a real
+    /// one, and the pool is refused at its first connect.
     pub local_addr: Option<SocketAddr>,
     /// Speak TLS on every connection of the pool (handshake before idle).
     #[cfg(feature = "tls")]
