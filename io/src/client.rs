@@ -54,7 +54,7 @@ use ergon_core::response::{Header, Response};
 use ergon_core::{Budget, Class, Flight, Part, Ticket};
 
 #[cfg(feature = "curl")]
-use crate::curl::{Curl, CurlConfig, Ended};
+use crate::curl::{Curl, CurlConfig, Ended, CURL_TOKEN};
 use crate::event_loop::{Context, Ctl, Readiness};
 use crate::http::{Conn, InvalidRequest, Limits, ParseError, Progress, Request, MAX_HEADERS};
 use crate::sys::{self, Connecting, Read};
@@ -416,7 +416,7 @@ impl Client {
             dirty: Vec::new(),
             counters: Counters::default(),
             #[cfg(feature = "curl")]
-            curl: Curl::new(),
+            curl: Curl::new(epfd),
             #[cfg(feature = "curl")]
             curl_ended: Vec::new(),
         }
@@ -832,6 +832,12 @@ impl Client {
         h: &mut H,
         now: i64,
     ) {
+        #[cfg(feature = "curl")]
+        if i as u64 & CURL_TOKEN != 0 {
+            self.curl
+                .on_socket((i as u64 & !CURL_TOKEN) as c_int, events, now);
+            return;
+        }
         let Some(s) = self.slots.get_mut(i) else {
             return;
         };
@@ -1369,9 +1375,8 @@ impl Client {
             next = Some(next.map_or(at, |n| n.min(at)));
         }
         #[cfg(feature = "curl")]
-        if self.curl.busy() {
-            // libcurl's sockets are not in epoll: poll while it has work.
-            return Some(i64::MIN);
+        if let Some(at) = self.curl.next_deadline() {
+            next = Some(next.map_or(at, |n| n.min(at)));
         }
         next
     }

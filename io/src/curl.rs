@@ -21,15 +21,18 @@
 //! connect parts after the fact, with
 //! [`Budget::charge_after`](ergon_core::Budget::charge_after)), it speaks plain
 //! HTTP here (libcurl is built from the crate's bundled source without a TLS
-//! library, so a fresh machine needs nothing installed), and while a transfer is
-//! in flight the loop polls instead of parking. What it must never do: re-send a
+//! library, so a fresh machine needs nothing installed). Its sockets are watched
+//! in the loop's epoll and its timer is one of the loop's deadlines, so a loop in
+//! epoll mode parks while libcurl waits. What it must never do: re-send a
 //! request of a method it refuses, or report `Sent::No` after a byte left.
 
 use std::os::raw::c_int;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use curl::easy::{Easy2, Handler, InfoType, List, WriteError};
-use curl::multi::{Easy2Handle, Multi};
+use curl::multi::{Easy2Handle, Events, Multi};
 use ergon_core::response::{Header, Response};
 use ergon_core::Ticket;
 
@@ -158,6 +161,11 @@ impl Finished {
 /// Every libcurl pool's transfers, on one multi handle.
 pub(crate) struct Curl {
     multi: Multi,
+    /// libcurl's timer as it last set it: nanoseconds from that call, -1 for none,
+    /// `UNCHANGED` once read.
+    timer: Arc<AtomicI64>,
+    /// When libcurl wants [`Multi::timeout`] called, on the loop's clock.
+    timer_at: Option<i64>,
     /// Scratch for validating requests the way the native client encodes them.
     check: Vec<u8>,
     transfers: Vec<Transfer>,
@@ -174,10 +182,46 @@ impl core::fmt::Debug for Curl {
     }
 }
 
+/// Epoll tokens of libcurl's sockets: this bit and the descriptor.
+pub(crate) const CURL_TOKEN: u64 = 1 << 62;
+
+const UNCHANGED: i64 = i64::MIN;
+
 impl Curl {
-    pub(crate) fn new() -> Self {
+    /// libcurl's sockets are watched in the loop's epoll `epfd`, so a loop in
+    /// epoll mode parks while transfers wait.
+    pub(crate) fn new(epfd: c_int) -> Self {
+        let mut multi = Multi::new();
+        let _ = multi.socket_function(move |fd, ev, _| {
+            if ev.remove() {
+                // Already gone if libcurl closed it first; nothing to undo then.
+                let _ = crate::sys::epoll_ctl(epfd, libc::EPOLL_CTL_DEL, fd, 0, 0);
+                return;
+            }
+            let mut bits = 0;
+            if ev.input() || ev.input_and_output() {
+                bits |= (libc::EPOLLIN | libc::EPOLLRDHUP) as u32;
+            }
+            if ev.output() || ev.input_and_output() {
+                bits |= libc::EPOLLOUT as u32;
+            }
+            let token = CURL_TOKEN | fd as u64;
+            let modified = crate::sys::epoll_ctl(epfd, libc::EPOLL_CTL_MOD, fd, bits, token);
+            if modified == Err(libc::ENOENT) {
+                let _ = crate::sys::epoll_ctl(epfd, libc::EPOLL_CTL_ADD, fd, bits, token);
+            }
+        });
+        let timer = Arc::new(AtomicI64::new(UNCHANGED));
+        let t = timer.clone();
+        let _ = multi.timer_function(move |d| {
+            let ns = d.map_or(-1, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX));
+            t.store(ns, Ordering::Relaxed);
+            true
+        });
         Curl {
-            multi: Multi::new(),
+            multi,
+            timer,
+            timer_at: None,
             check: Vec::new(),
             transfers: Vec::new(),
             active: 0,
@@ -224,9 +268,45 @@ impl Curl {
         r
     }
 
-    /// Whether anything is in flight (the loop must poll, not park).
+    /// Whether anything is in flight or waits to be reported.
     pub(crate) fn busy(&self) -> bool {
         self.active > 0 || self.failed > 0
+    }
+
+    /// When the loop must run next for libcurl: its timer, a transfer's
+    /// deadline, or at once for a request that failed before reaching it.
+    pub(crate) fn next_deadline(&self) -> Option<i64> {
+        if self.failed > 0 {
+            return Some(i64::MIN);
+        }
+        if self.active == 0 {
+            return self.timer_at;
+        }
+        let deadlines = self
+            .transfers
+            .iter()
+            .filter(|t| t.running.is_some())
+            .map(|t| t.deadline);
+        deadlines.chain(self.timer_at).min()
+    }
+
+    /// Takes in a timer libcurl set during the call that just returned.
+    fn sync_timer(&mut self, now: i64) {
+        match self.timer.swap(UNCHANGED, Ordering::Relaxed) {
+            UNCHANGED => {}
+            ns if ns < 0 => self.timer_at = None,
+            ns => self.timer_at = Some(now.saturating_add(ns)),
+        }
+    }
+
+    /// Readiness of one of libcurl's sockets.
+    pub(crate) fn on_socket(&mut self, fd: c_int, events: u32, now: i64) {
+        let mut ev = Events::new();
+        ev.input(events & (libc::EPOLLIN | libc::EPOLLRDHUP | libc::EPOLLHUP) as u32 != 0);
+        ev.output(events & libc::EPOLLOUT as u32 != 0);
+        ev.error(events & libc::EPOLLERR as u32 != 0);
+        let _ = self.multi.action(fd, &ev);
+        self.sync_timer(now);
     }
 
     /// Free transfers of `range`.
@@ -279,6 +359,7 @@ impl Curl {
                 let _ = h.set_token(k);
                 t.running = Some(h);
                 self.active += 1;
+                self.sync_timer(now);
             }
             Err(e) => {
                 t.outcome = Some(Err(e));
@@ -297,8 +378,12 @@ impl Curl {
         ended: &mut Vec<usize>,
         mut opened: impl FnMut(u16, u32),
     ) {
+        if self.timer_at.is_some_and(|at| at <= now) {
+            self.timer_at = None;
+            let _ = self.multi.timeout();
+            self.sync_timer(now);
+        }
         if self.active > 0 {
-            let _ = self.multi.perform();
             let transfers = &mut self.transfers;
             self.multi.messages(|m| {
                 let Some(t) = m.token().ok().and_then(|k| transfers.get_mut(k)) else {
@@ -341,7 +426,9 @@ impl Curl {
             return Some(Ended::Error(id, ticket, false, e));
         };
         self.active -= 1;
-        let mut easy = match self.multi.remove2(h) {
+        let removed = self.multi.remove2(h);
+        // Removing may change libcurl's timer; it is read on the next call.
+        let mut easy = match removed {
             Ok(e) => e,
             // The handle is gone with the error; a fresh one replaces it on the
             // next request. Whether anything left is unknown: say maybe.
