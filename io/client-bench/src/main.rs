@@ -8,7 +8,7 @@
 //! ```
 //!
 //! `--client-cpu` pins the thread that runs every client (and the loops), and
-//! `--server-cpu` the server's threads; on a small shared machine pinning them
+//! `--server-cpu` the server's thread; on a small shared machine pinning them
 //! apart takes the scheduler's placement out of the comparison.
 //!
 //! Clients, all sending the same GET to the same server (one keep-alive connection
@@ -66,36 +66,80 @@ const TARGET: &str = "/api/v3/order?symbol=BTCUSDT&orderId=28";
 const RESPONSE: &[u8] =
     b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 27\r\n\r\n{\"symbol\":\"BTCUSDT\",\"id\":1}";
 
-/// The test server: one thread per connection, fixed buffers, the same answer
-/// to every request (no allocation per request on its side either).
+/// The test server: one thread for every connection (clients take turns, so one
+/// is active at a time; one thread means every client meets the same server
+/// thread, wherever the scheduler put it), fixed buffers, the same answer to every
+/// request, no allocation per request on its side either.
 fn serve(listener: TcpListener, cpu: Option<usize>) {
-    for stream in listener.incoming() {
-        let Ok(mut s) = stream else { continue };
-        let _ = s.set_nodelay(true);
-        std::thread::spawn(move || {
-            if let Some(c) = cpu {
-                pin_current_thread(c).expect("pinning a server thread");
-            }
-            let mut buf = [0u8; 8192];
-            let mut len = 0;
-            loop {
-                match s.read(&mut buf[len..]) {
-                    Ok(0) | Err(_) => return,
-                    Ok(n) => len += n,
-                }
-                // Answer every complete head (GETs carry no body).
-                while let Some(end) = buf[..len].windows(4).position(|w| w == b"\r\n\r\n") {
-                    if s.write_all(RESPONSE).is_err() {
-                        return;
-                    }
-                    buf.copy_within(end + 4..len, 0);
-                    len -= end + 4;
-                }
-                if len == buf.len() {
-                    return;
-                }
-            }
+    use std::os::fd::AsRawFd;
+    if let Some(c) = cpu {
+        pin_current_thread(c).expect("pinning the server thread");
+    }
+    struct Peer {
+        s: TcpStream,
+        buf: [u8; 8192],
+        len: usize,
+    }
+    let mut peers: Vec<Peer> = Vec::with_capacity(16);
+    let mut fds: Vec<libc::pollfd> = Vec::with_capacity(17);
+    loop {
+        fds.clear();
+        fds.push(libc::pollfd {
+            fd: listener.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
         });
+        for p in &peers {
+            fds.push(libc::pollfd {
+                fd: p.s.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            });
+        }
+        // SAFETY: fds is a live array of fds.len() pollfd entries.
+        let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, -1) };
+        if n <= 0 {
+            continue;
+        }
+        if fds[0].revents != 0 {
+            if let Ok((s, _)) = listener.accept() {
+                let _ = s.set_nodelay(true);
+                peers.push(Peer {
+                    s,
+                    buf: [0; 8192],
+                    len: 0,
+                });
+            }
+        }
+        let mut k = 0;
+        while k < peers.len() {
+            if fds.get(k + 1).is_none_or(|f| f.revents == 0) {
+                k += 1;
+                continue;
+            }
+            let p = &mut peers[k];
+            let alive = match p.s.read(&mut p.buf[p.len..]) {
+                Ok(0) | Err(_) => false,
+                Ok(n) => {
+                    p.len += n;
+                    let mut ok = true;
+                    // Answer every complete head (GETs carry no body).
+                    while let Some(end) = p.buf[..p.len].windows(4).position(|w| w == b"\r\n\r\n") {
+                        ok &= p.s.write_all(RESPONSE).is_ok();
+                        p.buf.copy_within(end + 4..p.len, 0);
+                        p.len -= end + 4;
+                    }
+                    ok && p.len < p.buf.len()
+                }
+            };
+            if alive {
+                k += 1;
+            } else {
+                // Order of fds no longer matches: poll again before reading more.
+                peers.swap_remove(k);
+                break;
+            }
+        }
     }
 }
 
