@@ -20,8 +20,9 @@
 //! connection whose handshake failed become idle. Known cost: rustls's buffered
 //! API allocates a buffer per TLS record it writes or reads (measured: two
 //! allocations per request and response), so over TLS the send path is not
-//! allocation-free (plain HTTP is); its unbuffered API would remove that and is
-//! the next step.
+//! allocation-free (plain HTTP is). rustls 0.23's unbuffered API would only remove
+//! the write side's: it still decrypts each received record into a new buffer
+//! (`ReadTraffic::next_record`; in-place decryption is an upstream to-do).
 
 use std::io;
 use std::os::raw::c_int;
