@@ -378,17 +378,31 @@ pub fn status_rule(
     }
 }
 
-/// Reads `Retry-After` from `response`: `Ok(None)` when absent, `Err(())` when it is
-/// present but neither seconds nor an HTTP-date.
-pub fn response_retry_after(
-    response: &Response<'_>,
-    clock: &Clock,
-    now_ns: i64,
-) -> Result<Option<i64>, ()> {
-    match response.header("retry-after") {
-        None => Ok(None),
-        Some(v) => retry_after_ns(v, clock, now_ns).map(Some).ok_or(()),
+/// What the `Retry-After` headers of a response say.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RetryAfter {
+    /// The longest wait asked by a well-formed `Retry-After`, if any.
+    pub wait_ns: Option<i64>,
+    /// Some `Retry-After` was neither seconds nor an HTTP-date (report it).
+    pub malformed: bool,
+}
+
+/// Reads every `Retry-After` of `response`. A malformed one is flagged and otherwise
+/// ignored, so it can neither shorten nor lengthen the wait a well-formed one asks
+/// for; of several well-formed ones the longest wins.
+pub fn response_retry_after(response: &Response<'_>, clock: &Clock, now_ns: i64) -> RetryAfter {
+    let mut retry = RetryAfter::default();
+    for header in response
+        .headers
+        .iter()
+        .filter(|h| h.name.eq_ignore_ascii_case(b"retry-after"))
+    {
+        match retry_after_ns(header.value, clock, now_ns) {
+            Some(wait) => retry.wait_ns = Some(retry.wait_ns.map_or(wait, |w| w.max(wait))),
+            None => retry.malformed = true,
+        }
     }
+    retry
 }
 
 /// The one verdict of a request that carried several orders, each with its own

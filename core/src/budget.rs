@@ -11,6 +11,15 @@
 //! already seen is read as the latest one seen: a clock that steps back neither
 //! drops charges early (minting budget) nor holds them longer than the window.
 //!
+//! The charge path has two speeds. Each bucket keeps a *lane*: the room Urgent has
+//! left and the instant until which that room can only change by charging (the end
+//! of the ring's slot, the next guard edge of a fixed window; never for a held or
+//! halted bucket, nor for a token bucket whose room grows with time). While every
+//! part's lane is open, a charge is a compare and a subtraction per part; what the
+//! lanes took is settled into the buckets' state by the next call that needs that
+//! state (a refusal, a refund, a server figure, a new slot ...). Each of those
+//! settles first and reopens the lane after.
+//!
 //! Never allocates, locks, logs or reads a clock.
 
 use arrayvec::{ArrayString, ArrayVec};
@@ -39,8 +48,28 @@ enum State {
     Gate,
 }
 
+/// The fast path of one bucket. See the module docs.
+#[derive(Clone, Copy, Debug)]
+struct Lane {
+    /// The lane holds before this instant; `i64::MIN` closes it.
+    until_ns: i64,
+    /// Units Urgent may still charge before `until_ns`.
+    room: u64,
+    /// `room` when the lane opened: `base - room` is what the lane has charged.
+    base: u64,
+    /// When the lane opened: its charges count as made then (same slot, same windows).
+    at_ns: i64,
+    /// Units each class must leave, by [`Class::index`] (0 for Urgent).
+    headroom: [u64; 3],
+}
+
+impl Lane {
+    const CLOSED: i64 = i64::MIN;
+}
+
 #[derive(Clone, Debug)]
 struct Bucket {
+    lane: Lane,
     state: State,
     /// Units each class may use, by [`Class::index`].
     allowances: [u64; 3],
@@ -72,9 +101,17 @@ impl Bucket {
             Kind::InFlight { .. } => State::InFlight(0),
             Kind::Gate => State::Gate,
         };
-        Bucket {
+        let allowances = spec.allowances();
+        let mut bucket = Bucket {
+            lane: Lane {
+                until_ns: Lane::CLOSED,
+                room: 0,
+                base: 0,
+                at_ns: now,
+                headroom: allowances.map(|a| allowances[0] - a),
+            },
             state,
-            allowances: spec.allowances(),
+            allowances,
             hold_until_ns: i64::MIN,
             raised_seq: 0,
             halted: false,
@@ -83,7 +120,70 @@ impl Bucket {
                 limit: spec.limit(),
                 ..Stats::default()
             },
+        };
+        bucket.open_lane(now);
+        bucket
+    }
+
+    /// Books what the lane charged into the bucket's state, as made when the lane
+    /// opened. Call before anything reads or moves the state.
+    #[inline]
+    fn settle(&mut self) {
+        let lane = &mut self.lane;
+        let charged = lane.base - lane.room;
+        if charged == 0 {
+            return;
         }
+        lane.base = lane.room;
+        match &mut self.state {
+            State::Sliding(ring) => ring.add(charged),
+            State::Fixed(windows) => windows.add(charged, lane.at_ns),
+            State::InFlight(outstanding) => *outstanding += charged,
+            // A token lane never opens; a gate counts nothing.
+            State::Token(_) | State::Gate => {}
+        }
+        self.stats.admitted += charged;
+    }
+
+    /// Settles, then moves the state to `now`.
+    #[inline]
+    fn sync(&mut self, now: i64) {
+        self.settle();
+        self.advance(now);
+    }
+
+    /// Opens the lane at `now` from the (settled, advanced) state, or closes it where
+    /// a charge needs the full check.
+    fn open_lane(&mut self, now: i64) {
+        let limit = self.allowances[0];
+        let steady = if self.halted || now < self.hold_until_ns {
+            None
+        } else {
+            match &self.state {
+                State::Sliding(ring) => Some((ring.used(), ring.steady_until_ns())),
+                State::Fixed(windows) => Some(windows.steady(now)),
+                State::InFlight(outstanding) => Some((*outstanding, i64::MAX)),
+                State::Gate => Some((0, i64::MAX)),
+                State::Token(_) => None,
+            }
+        };
+        let lane = &mut self.lane;
+        lane.at_ns = now;
+        match steady {
+            Some((used, until)) if used <= limit => {
+                lane.room = if matches!(self.state, State::Gate) {
+                    u64::MAX
+                } else {
+                    limit - used
+                };
+                lane.until_ns = until;
+            }
+            _ => {
+                lane.room = 0;
+                lane.until_ns = Lane::CLOSED;
+            }
+        }
+        lane.base = lane.room;
     }
 
     #[inline]
@@ -188,8 +288,10 @@ impl Bucket {
 
 /// The total cost of the parts naming the bucket of `parts[i]`, or `None` if an
 /// earlier part names it too (it was counted there). A charge that lists a bucket
-/// twice is checked and charged once, for the sum.
-#[inline]
+/// twice is checked and charged once, for the sum. Only the cold paths (repeated
+/// buckets, refusals) scan like this.
+#[cold]
+#[inline(never)]
 fn combined(parts: &[Part], i: usize) -> Option<u64> {
     let bucket = parts[i].bucket;
     if parts[..i].iter().any(|p| p.bucket == bucket) {
@@ -274,9 +376,97 @@ impl Budget {
         now_ns: i64,
     ) -> Result<Ticket, Limited> {
         let now = self.clock(now_ns);
+        if parts.len() <= MAX_PARTS {
+            // The lanes: reserve each part's cost in turn (a repeated bucket sees the
+            // earlier reservation), and give the reservations back if one lane is
+            // closed or short, for the full check to decide.
+            let headroom = class.index();
+            let mut reserved = 0;
+            for part in parts {
+                let Some(bucket) = self.buckets.get_mut(part.bucket.index()) else {
+                    break;
+                };
+                let lane = &mut bucket.lane;
+                let cost = u64::from(part.cost);
+                if now >= lane.until_ns || cost + lane.headroom[headroom] > lane.room {
+                    break;
+                }
+                lane.room -= cost;
+                reserved += 1;
+            }
+            if reserved == parts.len() {
+                self.seq += 1;
+                return Ok(self.ticket(parts, now, self.seq));
+            }
+            for part in &parts[..reserved] {
+                self.buckets[part.bucket.index()].lane.room += u64::from(part.cost);
+            }
+        }
+        self.charge_slow(parts, class, now)
+    }
+
+    /// [`Budget::try_charge`] past the lanes: every bucket named is settled and
+    /// moved to `now`, checked in full, and its lane reopened whatever the outcome.
+    #[cold]
+    #[inline(never)]
+    fn charge_slow(&mut self, parts: &[Part], class: Class, now: i64) -> Result<Ticket, Limited> {
+        for part in parts {
+            if let Some(bucket) = self.bucket_mut(part.bucket) {
+                bucket.sync(now);
+            }
+        }
+        let result = self.charge_full(parts, class, now);
+        for part in parts {
+            if let Some(bucket) = self.bucket_mut(part.bucket) {
+                bucket.open_lane(now);
+            }
+        }
+        result
+    }
+
+    /// The full check and commit, on settled buckets.
+    fn charge_full(&mut self, parts: &[Part], class: Class, now: i64) -> Result<Ticket, Limited> {
         if parts.len() > MAX_PARTS {
             return Err(self.refuse(parts[MAX_PARTS].bucket, i64::MAX, Why::TooBig));
         }
+        // One optimistic pass: each part at its own cost, finding repeated buckets on
+        // the way (a bitmask over the at most 32 bucket indices). A refusal found here
+        // stands, since a repeat only adds cost; on a repeat the summing path decides
+        // from the start (advancing a bucket twice at the same instant changes nothing).
+        const _: () = assert!(MAX_BUCKETS <= 32, "the mask holds one bit per bucket");
+        let mut seen = 0u32;
+        for part in parts {
+            let bit = 1u32.checked_shl(u32::from(part.bucket.0)).unwrap_or(0);
+            if seen & bit != 0 {
+                return self.charge_repeated(parts, class, now);
+            }
+            seen |= bit;
+            let Some(bucket) = self.bucket_mut(part.bucket) else {
+                return Err(self.refuse(part.bucket, i64::MAX, Why::TooBig));
+            };
+            bucket.advance(now);
+            if !bucket.admits(u64::from(part.cost), class, now) {
+                return Err(self.explain(parts, class, now));
+            }
+        }
+        self.seq += 1;
+        let seq = self.seq;
+        for part in parts {
+            self.buckets[part.bucket.index()].commit(u64::from(part.cost), now, seq);
+        }
+        Ok(self.ticket(parts, now, seq))
+    }
+
+    /// [`Budget::try_charge`] for a charge naming some bucket more than once: each
+    /// bucket is checked and charged once, for the sum of its parts.
+    #[cold]
+    #[inline(never)]
+    fn charge_repeated(
+        &mut self,
+        parts: &[Part],
+        class: Class,
+        now: i64,
+    ) -> Result<Ticket, Limited> {
         for i in 0..parts.len() {
             let Some(cost) = combined(parts, i) else {
                 continue;
@@ -292,20 +482,26 @@ impl Budget {
         }
         self.seq += 1;
         let seq = self.seq;
-        for i in 0..parts.len() {
+        for (i, part) in parts.iter().enumerate() {
             if let Some(cost) = combined(parts, i) {
-                self.buckets[parts[i].bucket.index()].commit(cost, now, seq);
+                self.buckets[part.bucket.index()].commit(cost, now, seq);
             }
         }
+        Ok(self.ticket(parts, now, seq))
+    }
+
+    /// The receipt of a charge just committed.
+    #[inline]
+    fn ticket(&self, parts: &[Part], now: i64, seq: u64) -> Ticket {
         let mut charged = Charged::new();
         charged
             .try_extend_from_slice(parts)
             .expect("parts.len() <= MAX_PARTS was checked");
-        Ok(Ticket {
+        Ticket {
             at_ns: now,
             seq,
             parts: charged,
-        })
+        }
     }
 
     /// The refusal of a charge some part of which did not pass: every part is asked,
@@ -322,9 +518,14 @@ impl Budget {
                 continue;
             };
             let id = parts[i].bucket;
-            let bucket = &mut self.buckets[id.index()];
-            bucket.advance(now);
-            let Some((why, ready)) = bucket.refusal(cost, class, now) else {
+            let refusal = match self.bucket_mut(id) {
+                Some(bucket) => {
+                    bucket.advance(now);
+                    bucket.refusal(cost, class, now)
+                }
+                None => Some((Why::TooBig, i64::MAX)),
+            };
+            let Some((why, ready)) = refusal else {
                 continue;
             };
             let rank = |why: Why| match why {
@@ -371,8 +572,7 @@ impl Budget {
         let now = self.clock(now_ns);
         for (i, part) in ticket.parts.iter().enumerate() {
             let first = !ticket.parts[..i].iter().any(|p| p.bucket == part.bucket);
-            if let Some(bucket) = self.bucket_mut(part.bucket) {
-                bucket.advance(now);
+            self.change(part.bucket, now, |bucket| {
                 let raised_since = ticket.seq <= bucket.raised_seq;
                 if !raised_since || matches!(bucket.state, State::InFlight(_)) {
                     bucket.refund(u64::from(part.cost), ticket.at_ns, ticket.seq);
@@ -380,21 +580,40 @@ impl Budget {
                 if first {
                     bucket.stats.refunds += 1;
                 }
-            }
+            });
         }
+    }
+
+    /// Settles `bucket` and moves it to `now`, lets `f` change it, then reopens its
+    /// lane. Every change outside the charge path goes through here.
+    fn change<R>(
+        &mut self,
+        bucket: BucketId,
+        now: i64,
+        f: impl FnOnce(&mut Bucket) -> R,
+    ) -> Option<R> {
+        let b = self.bucket_mut(bucket)?;
+        b.sync(now);
+        let result = f(b);
+        b.open_lane(now);
+        Some(result)
     }
 
     /// The answer to a sent request arrived, or its outcome was settled: releases its
     /// in-flight limits. Rate limits keep the charge: the venue counted the request.
     pub fn complete(&mut self, flight: Flight, now_ns: i64) {
-        self.clock(now_ns);
+        let now = self.clock(now_ns);
         for part in &flight.parts {
-            if let Some(Bucket {
-                state: State::InFlight(outstanding),
-                ..
-            }) = self.buckets.get_mut(part.bucket.index())
-            {
-                *outstanding = outstanding.saturating_sub(u64::from(part.cost));
+            let in_flight = self
+                .buckets
+                .get(part.bucket.index())
+                .is_some_and(|b| matches!(b.state, State::InFlight(_)));
+            if in_flight {
+                self.change(part.bucket, now, |b| {
+                    if let State::InFlight(outstanding) = &mut b.state {
+                        *outstanding = outstanding.saturating_sub(u64::from(part.cost));
+                    }
+                });
             }
         }
     }
@@ -404,18 +623,16 @@ impl Budget {
     /// refuses until it drains. In-flight limits and gates have nothing to add to.
     pub fn charge_after(&mut self, bucket: BucketId, cost: u32, now_ns: i64) {
         let now = self.clock(now_ns);
-        let Some(b) = self.bucket_mut(bucket) else {
-            return;
-        };
-        b.advance(now);
-        let cost = u64::from(cost);
-        match &mut b.state {
-            State::Sliding(ring) => ring.add(cost),
-            State::Fixed(windows) => windows.add(cost, now),
-            State::Token(gcra) => gcra.add(cost, now, 0),
-            State::InFlight(_) | State::Gate => return,
-        }
-        b.stats.charged_after += cost;
+        self.change(bucket, now, |b| {
+            let cost = u64::from(cost);
+            match &mut b.state {
+                State::Sliding(ring) => ring.add(cost),
+                State::Fixed(windows) => windows.add(cost, now),
+                State::Token(gcra) => gcra.add(cost, now, 0),
+                State::InFlight(_) | State::Gate => return,
+            }
+            b.stats.charged_after += cost;
+        });
     }
 
     /// The server's count for this scope (a usage header such as
@@ -424,26 +641,24 @@ impl Budget {
     pub fn observe_used(&mut self, bucket: BucketId, used: u64, now_ns: i64) {
         let now = self.clock(now_ns);
         let seq = self.seq;
-        let Some(b) = self.bucket_mut(bucket) else {
-            return;
-        };
-        b.advance(now);
-        let local = b.used_at(now);
-        b.stats.drift = i64::try_from(used)
-            .unwrap_or(i64::MAX)
-            .saturating_sub(i64::try_from(local).unwrap_or(i64::MAX));
-        if used <= local {
-            return;
-        }
-        if !matches!(b.state, State::InFlight(_) | State::Gate) {
-            b.raised_seq = seq;
-        }
-        match &mut b.state {
-            State::Sliding(ring) => ring.add(used - local),
-            State::Fixed(windows) => windows.raise_to(used, now),
-            State::Token(gcra) => gcra.raise_to(used, now),
-            State::InFlight(_) | State::Gate => {}
-        }
+        self.change(bucket, now, |b| {
+            let local = b.used_at(now);
+            b.stats.drift = i64::try_from(used)
+                .unwrap_or(i64::MAX)
+                .saturating_sub(i64::try_from(local).unwrap_or(i64::MAX));
+            if used <= local {
+                return;
+            }
+            if !matches!(b.state, State::InFlight(_) | State::Gate) {
+                b.raised_seq = seq;
+            }
+            match &mut b.state {
+                State::Sliding(ring) => ring.add(used - local),
+                State::Fixed(windows) => windows.raise_to(used, now),
+                State::Token(gcra) => gcra.raise_to(used, now),
+                State::InFlight(_) | State::Gate => {}
+            }
+        });
     }
 
     /// The server throttled this scope (a 429 or its body code). With a server wait,
@@ -454,15 +669,14 @@ impl Budget {
     pub fn throttled(&mut self, bucket: BucketId, wait_ns: Option<i64>, now_ns: i64) {
         let guard_ns = self.hold_guard_ns;
         let now = self.clock(now_ns);
-        let Some(b) = self.bucket_mut(bucket) else {
-            return;
-        };
-        let hold = match wait_ns {
-            Some(wait) => wait.max(0).saturating_add(guard_ns.max(0)),
-            None => b.window_ns(),
-        };
-        b.hold_until_ns = b.hold_until_ns.max(now.saturating_add(hold));
-        b.stats.throttles += 1;
+        self.change(bucket, now, |b| {
+            let hold = match wait_ns {
+                Some(wait) => wait.max(0).saturating_add(guard_ns.max(0)),
+                None => b.window_ns(),
+            };
+            b.hold_until_ns = b.hold_until_ns.max(now.saturating_add(hold));
+            b.stats.throttles += 1;
+        });
     }
 
     /// The venue banned this scope until `until_ns` (its word, on the caller's clock).
@@ -470,19 +684,18 @@ impl Budget {
     /// [`Budget::clear_halt`] does. Halting the IP gate stops every request and
     /// connect.
     pub fn banned(&mut self, bucket: BucketId, until_ns: i64, now_ns: i64) {
-        self.clock(now_ns);
-        if let Some(b) = self.bucket_mut(bucket) {
+        let now = self.clock(now_ns);
+        self.change(bucket, now, |b| {
             b.halted = true;
             b.stats.bans += 1;
             b.stats.ban_until_ns = Some(until_ns);
-        }
+        });
     }
 
     /// A person's decision to resume a halted scope.
     pub fn clear_halt(&mut self, bucket: BucketId) {
-        if let Some(b) = self.bucket_mut(bucket) {
-            b.halted = false;
-        }
+        let now = self.now_ns;
+        self.change(bucket, now, |b| b.halted = false);
     }
 
     /// The halted buckets.
@@ -500,7 +713,11 @@ impl Budget {
     pub fn tick(&mut self, now_ns: i64) {
         let now = self.clock(now_ns);
         for b in &mut self.buckets {
-            b.advance(now);
+            // A bucket whose lane still holds has nothing to catch up.
+            if now >= b.lane.until_ns {
+                b.sync(now);
+                b.open_lane(now);
+            }
         }
     }
 
@@ -509,6 +726,9 @@ impl Budget {
         let Some(b) = self.buckets.get(bucket.index()) else {
             return Stats::default();
         };
+        // Read what the lane charged without touching the live bucket.
+        let mut b = b.clone();
+        b.settle();
         Stats {
             used: b.used_at(self.now_ns),
             held_until_ns: (self.now_ns < b.hold_until_ns).then_some(b.hold_until_ns),

@@ -93,6 +93,28 @@ impl Windows {
         (pos < self.guard_ns, pos >= self.window_ns - self.guard_ns)
     }
 
+    /// At `now` (after [`Windows::advance`]): the most any window a charge counts in
+    /// holds, and the instant until which a charge counts in those same windows
+    /// (the next guard edge or boundary).
+    pub(crate) fn steady(&self, now: i64) -> (u64, i64) {
+        let (before, after) = self.sides(now);
+        let mut most = self.counts[1];
+        if before {
+            most = most.max(self.counts[0]);
+        }
+        if after {
+            most = most.max(self.counts[2]);
+        }
+        let until = if before {
+            self.start_ns.saturating_add(self.guard_ns)
+        } else if !after {
+            self.end_ns.saturating_sub(self.guard_ns)
+        } else {
+            self.end_ns
+        };
+        (most, until)
+    }
+
     /// Whether `cost` fits at `now` (after [`Windows::advance`]).
     #[inline]
     pub(crate) fn fits(&self, cost: u64, allowance: u64, now: i64) -> bool {

@@ -78,6 +78,13 @@ impl Ring {
         self.head_end_ns = k.saturating_add(1).saturating_mul(self.slot_ns);
     }
 
+    /// The first instant after the slot of the last advance: until then
+    /// [`Ring::used`] stays what it is unless something is charged.
+    #[inline]
+    pub(crate) fn steady_until_ns(&self) -> i64 {
+        self.head_end_ns
+    }
+
     /// Units counted now (after [`Ring::advance`]).
     #[inline]
     pub(crate) fn used(&self) -> u64 {

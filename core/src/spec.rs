@@ -244,6 +244,10 @@ fn nonzero(limit: u64, window_ns: i64) -> Result<(), ConfigError> {
     if limit == 0 {
         return Err(ConfigError::ZeroLimit);
     }
+    // Costs and headroom add up in u64 on the charge path without overflow checks.
+    if limit > i64::MAX as u64 {
+        return Err(ConfigError::TooLong);
+    }
     if window_ns <= 0 {
         return Err(ConfigError::ZeroWindow);
     }
@@ -270,7 +274,7 @@ pub enum ConfigError {
     BadHeadroom,
     /// `phase` or `guard` given for a bucket that is not fixed.
     OptionNotForKind,
-    /// A window or burst too long for the nanosecond clock.
+    /// A window or burst too long for the nanosecond clock, or a limit above `i64::MAX`.
     TooLong,
     /// Two buckets with one name.
     DuplicateName,
@@ -303,7 +307,9 @@ impl fmt::Display for ConfigError {
                 "headroom must satisfy normal <= bulk < limit, and gates take none"
             }
             ConfigError::OptionNotForKind => "phase and guard apply to fixed windows only",
-            ConfigError::TooLong => "the window or burst is too long for a nanosecond clock",
+            ConfigError::TooLong => {
+                "the window, burst or limit is too large (limits go up to i64::MAX)"
+            }
             ConfigError::DuplicateName => "two buckets have the same name",
             ConfigError::EmptyName => "a bucket name is empty",
             ConfigError::NameTooLong => "a bucket name is longer than MAX_NAME (32) bytes",

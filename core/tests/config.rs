@@ -214,3 +214,39 @@ fn too_big_is_refused_at_once_for_every_kind() {
         .try_charge(&[Part::new(g, u32::MAX)], Class::Bulk, 0)
         .is_ok());
 }
+
+#[test]
+fn a_part_naming_a_bucket_of_another_budget_is_refused_not_a_panic() {
+    let mut big = Budget::builder();
+    let mut foreign = None;
+    for i in 0..6 {
+        foreign = Some(big.add(&format!("b{i}"), Spec::gate()).unwrap());
+    }
+    let foreign = foreign.unwrap();
+    let mut b = Budget::builder();
+    let a = b.add("a", Spec::sliding(1, 1000, 10)).unwrap();
+    let mut budget = b.build(0).unwrap();
+    budget
+        .try_charge(&[Part::new(a, 1)], Class::Urgent, 0)
+        .unwrap();
+    // `a` is full, so the refusal is explained part by part, the foreign one included.
+    let refused = budget
+        .try_charge(&[Part::new(a, 1), Part::new(foreign, 0)], Class::Urgent, 1)
+        .unwrap_err();
+    assert_eq!(refused.why, Why::TooBig);
+    assert_eq!(refused.bucket, foreign);
+    assert_eq!(
+        budget.validate_parts(&[Part::new(foreign, 0)]),
+        Err(ConfigError::UnknownBucket)
+    );
+}
+
+#[test]
+fn limits_above_i64_max_are_refused() {
+    assert_eq!(
+        add(Spec::sliding(u64::MAX, 1000, 10)),
+        Err(ConfigError::TooLong)
+    );
+    assert_eq!(add(Spec::in_flight(1 << 63)), Err(ConfigError::TooLong));
+    assert_eq!(add(Spec::fixed(i64::MAX as u64, 1000)), Ok(()));
+}

@@ -1295,7 +1295,7 @@ impl Client {
                 return;
             }
         };
-        let error = match sys::connect(&cfg.addr, cfg.local_addr.as_ref()) {
+        let error = match sys::connect_from(&cfg.addr, cfg.local_addr.as_ref()) {
             Connecting::Started(fd) => {
                 budget.complete(ticket.sent(), now);
                 self.counters.connects += 1;

@@ -14,7 +14,9 @@
 //!   methods libcurl may send twice on its own;
 //! - [`boundary`]: how other threads submit requests to the loop and get answers,
 //!   through bounded lock-free queues, an eventfd wake and a seqlock'd stats
-//!   snapshot, all loom-checked.
+//!   snapshot, all loom-checked;
+//! - [`ws`]: the WebSocket client whose every frame (automatic pongs included) and
+//!   connect attempt is charged, sans-IO, with a TCP shell on the event loop.
 //!
 //! ```no_run
 //! use ergon_core::{response::Response, Budget, Class, Flight, Part, Spec};
@@ -72,3 +74,4 @@ pub mod tls;
 #[cfg(not(feature = "tls"))]
 #[path = "tls_off.rs"]
 mod tls;
+pub mod ws;

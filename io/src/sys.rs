@@ -58,9 +58,13 @@ pub(crate) enum Connecting {
     Failed(i32),
 }
 
-/// A non-blocking, close-on-exec TCP socket with TCP_NODELAY, bound to `local`
-/// when given (an egress lane), connecting to `addr`.
-pub(crate) fn connect(addr: &SocketAddr, local: Option<&SocketAddr>) -> Connecting {
+/// A non-blocking, close-on-exec TCP socket with TCP_NODELAY, connecting to `addr`.
+pub(crate) fn connect(addr: &SocketAddr) -> Connecting {
+    connect_from(addr, None)
+}
+
+/// [`connect`], bound first to `local` when given (an egress lane).
+pub(crate) fn connect_from(addr: &SocketAddr, local: Option<&SocketAddr>) -> Connecting {
     let family = if addr.is_ipv4() {
         libc::AF_INET
     } else {

@@ -89,11 +89,9 @@ impl Venue for BinanceFutures {
         now: i64,
     ) -> Result<Verdict, Error> {
         let l = &self.limits;
-        let mut bad = None;
-        let wait = adapt::response_retry_after(r, &l.clock, now).unwrap_or_else(|()| {
-            bad = Some("Retry-After");
-            None
-        });
+        let retry = adapt::response_retry_after(r, &l.clock, now);
+        let mut bad = retry.malformed.then_some("Retry-After");
+        let wait = retry.wait_ns;
         let m = Msg::read(r.body);
         let verdict = match (r.status, m.code) {
             (418 | 403, _) => l.ban(budget, wait, &m, now),

@@ -67,6 +67,13 @@ pub struct Limits {
     pub clock: Clock,
 }
 
+/// Normal (quotes, decision reads) may not use the last 1/50 of a limit, so protective
+/// closes (Urgent) always find room; Bulk (background reads) may not use the last 1/5,
+/// so it never starves quoting. Both round down: a tiny limit keeps no headroom.
+const NORMAL_HEADROOM_DIV: u64 = 50;
+/// See [`NORMAL_HEADROOM_DIV`].
+const BULK_HEADROOM_DIV: u64 = 5;
+
 fn interval(word: &str) -> Option<(i64, char)> {
     Some(match word {
         "SECOND" => (SEC, 'S'),
@@ -100,7 +107,8 @@ impl Limits {
             let name = format!("{}_{suffix}", counts.name());
             let spec = Spec::fixed(limit, window_ns)
                 .phase(clock.phase_ns(window_ns))
-                .guard(guard_ns);
+                .guard(guard_ns)
+                .headroom(limit / NORMAL_HEADROOM_DIV, limit / BULK_HEADROOM_DIV);
             let bucket = builder.add(&name, spec)?;
             limits.push(Limit {
                 counts,
@@ -354,11 +362,9 @@ impl Venue for BinanceSpot {
         now: i64,
     ) -> Result<Verdict, Error> {
         let l = &self.limits;
-        let mut bad = None;
-        let wait = adapt::response_retry_after(r, &l.clock, now).unwrap_or_else(|()| {
-            bad = Some("Retry-After");
-            None
-        });
+        let retry = adapt::response_retry_after(r, &l.clock, now);
+        let mut bad = retry.malformed.then_some("Retry-After");
+        let wait = retry.wait_ns;
         let m = Msg::read(r.body);
         let weight = |window| l.named_or_narrowest(Counts::Weight, window);
         let verdict = match (r.status, m.code) {

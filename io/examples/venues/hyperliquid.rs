@@ -334,11 +334,9 @@ impl Venue for Hyperliquid {
         budget: &mut Budget,
         now: i64,
     ) -> Result<Verdict, Error> {
-        let mut bad = None;
-        let wait = adapt::response_retry_after(r, &self.clock, now).unwrap_or_else(|()| {
-            bad = Some("Retry-After");
-            None
-        });
+        let retry = adapt::response_retry_after(r, &self.clock, now);
+        let bad = retry.malformed.then_some("Retry-After");
+        let wait = retry.wait_ns;
         let body = json::parse(r.body).ok();
         let verdict = match (r.status, body) {
             // The venue does not say which window refused: the short one is the

@@ -1,0 +1,309 @@
+//! The opening handshake (RFC 6455 §4.1): the upgrade request we write and the
+//! checks on the server's answer.
+//!
+//! Writes into and reads from the session's buffers: no allocation, no I/O, no panic
+//! on any response bytes.
+
+use super::accept::{accept_for, ACCEPT_LEN, KEY_LEN};
+
+/// Most response headers read; more is a malformed answer.
+const MAX_HEADERS: usize = 32;
+
+/// What the upgrade request says besides the fixed WebSocket headers.
+#[derive(Clone, Copy, Debug)]
+pub struct Request<'a> {
+    /// The `Host` header (`host` or `host:port`).
+    pub host: &'a str,
+    /// The request target, starting with `/` (`/ws?streams=...`).
+    pub path: &'a str,
+    /// Extra headers (an API key, `Origin` ...). The WebSocket headers are ours.
+    pub headers: &'a [(&'a str, &'a str)],
+}
+
+/// Why the server's answer to the upgrade is refused. The connection is failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum HandshakeError {
+    /// Not a parsable HTTP/1.1 response (or more than 32 headers).
+    Malformed,
+    /// The response header did not fit the handshake bound.
+    TooLarge,
+    /// A status other than 101. 429 and 418 are the venue's throttle and ban: feed
+    /// them to the budget.
+    Status(u16),
+    /// No `Upgrade: websocket`.
+    MissingUpgrade,
+    /// No `upgrade` token in `Connection`.
+    MissingConnection,
+    /// No `Sec-WebSocket-Accept`.
+    MissingAccept,
+    /// A `Sec-WebSocket-Accept` that is not base64(SHA-1(key + GUID)), or two of them.
+    BadAccept,
+    /// An extension or subprotocol we did not offer.
+    Unrequested,
+}
+
+impl core::fmt::Display for HandshakeError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            HandshakeError::Malformed => f.write_str("malformed upgrade response"),
+            HandshakeError::TooLarge => f.write_str("upgrade response header too large"),
+            HandshakeError::Status(s) => write!(f, "upgrade answered with status {s}"),
+            HandshakeError::MissingUpgrade => f.write_str("no Upgrade: websocket"),
+            HandshakeError::MissingConnection => f.write_str("no Connection: upgrade"),
+            HandshakeError::MissingAccept => f.write_str("no Sec-WebSocket-Accept"),
+            HandshakeError::BadAccept => f.write_str("wrong Sec-WebSocket-Accept"),
+            HandshakeError::Unrequested => f.write_str("extension or subprotocol not offered"),
+        }
+    }
+}
+
+impl std::error::Error for HandshakeError {}
+
+/// A request field with a byte that would end a line or a header early.
+fn clean(s: &str) -> bool {
+    !s.bytes().any(|b| b == b'\r' || b == b'\n' || b == 0)
+}
+
+fn token(s: &str) -> bool {
+    !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+}
+
+/// Whether `req` can be written as it is: no line breaks, a path starting with `/`
+/// and without spaces, header names that are tokens and not our own.
+pub(crate) fn valid(req: &Request<'_>) -> bool {
+    let ours = [
+        "host",
+        "upgrade",
+        "connection",
+        "sec-websocket-key",
+        "sec-websocket-version",
+        "sec-websocket-extensions",
+    ];
+    !req.host.is_empty()
+        && clean(req.host)
+        && !req.host.contains(' ')
+        && req.path.starts_with('/')
+        && clean(req.path)
+        && !req.path.contains(' ')
+        && req.headers.iter().all(|(name, value)| {
+            token(name) && clean(value) && !ours.iter().any(|o| name.eq_ignore_ascii_case(o))
+        })
+}
+
+/// Bytes `req` takes once written.
+pub(crate) fn request_len(req: &Request<'_>) -> usize {
+    let fixed = "GET  HTTP/1.1\r\nHost: \r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+                 Sec-WebSocket-Key: \r\nSec-WebSocket-Version: 13\r\n\r\n"
+        .len();
+    fixed
+        + req.path.len()
+        + req.host.len()
+        + KEY_LEN
+        + req
+            .headers
+            .iter()
+            .map(|(n, v)| n.len() + v.len() + 4)
+            .sum::<usize>()
+}
+
+/// Writes the upgrade request into `out`, which holds [`request_len`] bytes.
+pub(crate) fn write_request(req: &Request<'_>, key: &[u8; KEY_LEN], out: &mut [u8]) -> usize {
+    let mut w = Cursor { out, at: 0 };
+    w.put(b"GET ");
+    w.put(req.path.as_bytes());
+    w.put(b" HTTP/1.1\r\nHost: ");
+    w.put(req.host.as_bytes());
+    w.put(b"\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: ");
+    w.put(key);
+    w.put(b"\r\nSec-WebSocket-Version: 13\r\n");
+    for (name, value) in req.headers {
+        w.put(name.as_bytes());
+        w.put(b": ");
+        w.put(value.as_bytes());
+        w.put(b"\r\n");
+    }
+    w.put(b"\r\n");
+    w.at
+}
+
+struct Cursor<'a> {
+    out: &'a mut [u8],
+    at: usize,
+}
+
+impl Cursor<'_> {
+    fn put(&mut self, b: &[u8]) {
+        self.out[self.at..self.at + b.len()].copy_from_slice(b);
+        self.at += b.len();
+    }
+}
+
+/// Whether the comma-separated header value `list` holds `tok` (case-insensitive).
+fn has_token(list: &[u8], tok: &str) -> bool {
+    list.split(|&b| b == b',')
+        .any(|t| t.trim_ascii().eq_ignore_ascii_case(tok.as_bytes()))
+}
+
+/// Reads the server's answer at the start of `buf`. `Ok(Some(n))`: a valid 101
+/// whose header is the first `n` bytes (what follows is frames). `Ok(None)`: more
+/// bytes needed; the caller fails with [`HandshakeError::TooLarge`] once its bound
+/// is reached.
+pub(crate) fn read_response(
+    buf: &[u8],
+    key: &[u8; KEY_LEN],
+) -> Result<Option<usize>, HandshakeError> {
+    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut resp = httparse::Response::new(&mut headers);
+    let n = match resp.parse(buf) {
+        Ok(httparse::Status::Complete(n)) => n,
+        Ok(httparse::Status::Partial) => return Ok(None),
+        Err(_) => return Err(HandshakeError::Malformed),
+    };
+    let code = resp.code.ok_or(HandshakeError::Malformed)?;
+    if code != 101 {
+        return Err(HandshakeError::Status(code));
+    }
+    let expected: [u8; ACCEPT_LEN] = accept_for(key);
+    let (mut upgrade, mut connection, mut accepts, mut accepted) = (false, false, 0, false);
+    for h in resp.headers.iter() {
+        let name = h.name;
+        if name.eq_ignore_ascii_case("upgrade") {
+            upgrade |= h.value.trim_ascii().eq_ignore_ascii_case(b"websocket");
+        } else if name.eq_ignore_ascii_case("connection") {
+            connection |= has_token(h.value, "upgrade");
+        } else if name.eq_ignore_ascii_case("sec-websocket-accept") {
+            accepts += 1;
+            accepted = h.value.trim_ascii() == expected;
+        } else if name.eq_ignore_ascii_case("sec-websocket-extensions")
+            || name.eq_ignore_ascii_case("sec-websocket-protocol")
+        {
+            return Err(HandshakeError::Unrequested);
+        }
+    }
+    if !upgrade {
+        return Err(HandshakeError::MissingUpgrade);
+    }
+    if !connection {
+        return Err(HandshakeError::MissingConnection);
+    }
+    match (accepts, accepted) {
+        (0, _) => Err(HandshakeError::MissingAccept),
+        (1, true) => Ok(Some(n)),
+        _ => Err(HandshakeError::BadAccept),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const KEY: &[u8; KEY_LEN] = b"dGhlIHNhbXBsZSBub25jZQ==";
+
+    fn resp(extra: &str) -> Vec<u8> {
+        format!("HTTP/1.1 101 Switching Protocols\r\n{extra}\r\n").into_bytes()
+    }
+
+    #[test]
+    fn request_is_exactly_its_length() {
+        let req = Request {
+            host: "stream.example:443",
+            path: "/ws?x=1",
+            headers: &[("X-MBX-APIKEY", "abc")],
+        };
+        assert!(valid(&req));
+        let mut out = vec![0u8; request_len(&req)];
+        let n = write_request(&req, KEY, &mut out);
+        assert_eq!(n, out.len());
+        let text = std::str::from_utf8(&out).unwrap();
+        assert!(text.starts_with("GET /ws?x=1 HTTP/1.1\r\nHost: stream.example:443\r\n"));
+        assert!(text.contains("Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"));
+        assert!(text.ends_with("X-MBX-APIKEY: abc\r\n\r\n"));
+    }
+
+    #[test]
+    fn request_injection_refused() {
+        let bad = [
+            Request {
+                host: "a\r\nX: y",
+                path: "/",
+                headers: &[],
+            },
+            Request {
+                host: "a",
+                path: "ws",
+                headers: &[],
+            },
+            Request {
+                host: "a",
+                path: "/ HTTP/1.0",
+                headers: &[],
+            },
+            Request {
+                host: "a",
+                path: "/",
+                headers: &[("Bad Name", "v")],
+            },
+            Request {
+                host: "a",
+                path: "/",
+                headers: &[("X", "v\nY: z")],
+            },
+            Request {
+                host: "a",
+                path: "/",
+                headers: &[("Sec-WebSocket-Key", "x")],
+            },
+        ];
+        for req in bad {
+            assert!(!valid(&req), "{req:?}");
+        }
+    }
+
+    #[test]
+    fn response_checks() {
+        let good = "Upgrade: WebSocket\r\nConnection: keep-alive, Upgrade\r\n\
+                    Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n";
+        let r = resp(good);
+        assert_eq!(read_response(&r, KEY), Ok(Some(r.len())));
+        assert_eq!(read_response(&r[..r.len() - 1], KEY), Ok(None));
+        let wrong = good.replace("s3pP", "s3pQ");
+        assert_eq!(
+            read_response(&resp(&wrong), KEY),
+            Err(HandshakeError::BadAccept)
+        );
+        let twice = format!("{good}Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n");
+        assert_eq!(
+            read_response(&resp(&twice), KEY),
+            Err(HandshakeError::BadAccept)
+        );
+        let no_up = good.replace("Upgrade: WebSocket\r\n", "");
+        assert_eq!(
+            read_response(&resp(&no_up), KEY),
+            Err(HandshakeError::MissingUpgrade)
+        );
+        let no_conn = good.replace("keep-alive, Upgrade", "keep-alive");
+        assert_eq!(
+            read_response(&resp(&no_conn), KEY),
+            Err(HandshakeError::MissingConnection)
+        );
+        let ext = format!("{good}Sec-WebSocket-Extensions: permessage-deflate\r\n");
+        assert_eq!(
+            read_response(&resp(&ext), KEY),
+            Err(HandshakeError::Unrequested)
+        );
+        let status = b"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 5\r\n\r\n";
+        assert_eq!(read_response(status, KEY), Err(HandshakeError::Status(429)));
+        assert_eq!(
+            read_response(b"HTTP/1.1 1x1\r\n\r\n", KEY),
+            Err(HandshakeError::Malformed)
+        );
+        let no_accept = good.replace("Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n", "");
+        assert_eq!(
+            read_response(&resp(&no_accept), KEY),
+            Err(HandshakeError::MissingAccept)
+        );
+    }
+}

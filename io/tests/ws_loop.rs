@@ -1,0 +1,332 @@
+//! The WebSocket session on the event loop over real TCP sockets: messages, a
+//! server ping answered, the close handshake, reconnects from inside the loop
+//! refused by the connect budget, and a refused TCP connect refunded.
+
+mod ws_common;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ergon_io::client::{ClientHandler, Error, RequestId, Sent};
+use ergon_io::core::response::Response;
+use ergon_io::core::{Class, Flight, Why};
+use ergon_io::event_loop::{Config as LoopConfig, Context, EventLoop, Interest, Readiness};
+use ergon_io::ws::{Cause, Config, ConnectError, Event, Request, Session, WsClient, WsId};
+use ws_common::*;
+
+const WS_FD: u64 = 7;
+const WS_TIMER: u64 = 8;
+
+/// What the test app does on each event; runs after `drive` returns, when the
+/// session may be used again.
+enum Then {
+    Nothing,
+    Reply(String),
+    Reconnect,
+    Stop,
+}
+
+struct App {
+    ws: WsClient,
+    id: WsId,
+    events: Vec<Ev>,
+    refused: Vec<ConnectError>,
+    /// What to do on an event.
+    react: fn(&Ev) -> Then,
+    deadline: Instant,
+}
+
+impl App {
+    fn pump(&mut self, cx: &mut Context<'_>) {
+        assert!(
+            Instant::now() < self.deadline,
+            "timed out: {:?}",
+            self.events
+        );
+        let now = cx.now();
+        let mut todo = Vec::new();
+        let (events, react) = (&mut self.events, self.react);
+        self.ws
+            .drive(cx.budget(), now, &mut |_, ev, _| {
+                let ev = ev_of(ev);
+                todo.push(react(&ev));
+                events.push(ev);
+            })
+            .unwrap();
+        for then in todo {
+            match then {
+                Then::Nothing => {}
+                Then::Reply(text) => {
+                    let s = self.ws.session_mut(self.id);
+                    s.send_text(&text, Class::Normal, cx.budget(), now).unwrap();
+                    self.ws.flush(self.id, cx.budget(), now);
+                }
+                Then::Reconnect => {
+                    let req = REQ_LOOP;
+                    match self
+                        .ws
+                        .connect(self.id, &req, Class::Normal, cx.budget(), now)
+                    {
+                        Ok(()) => {}
+                        Err(e) => {
+                            self.refused.push(e);
+                            cx.stop();
+                        }
+                    }
+                }
+                Then::Stop => cx.stop(),
+            }
+        }
+        if let Some(at) = self.ws.next_deadline() {
+            cx.set_timer(WS_TIMER, at).unwrap();
+        }
+    }
+}
+
+const REQ_LOOP: Request<'static> = Request {
+    host: "127.0.0.1",
+    path: "/loop",
+    headers: &[],
+};
+
+fn ev_of(ev: Event<'_>) -> Ev {
+    match ev {
+        Event::Open => Ev::Open,
+        Event::Text(t) => Ev::Text(t.to_string()),
+        Event::Binary(b) => Ev::Binary(b.to_vec()),
+        Event::Pong(p) => Ev::Pong(p.to_vec()),
+        Event::Outcome(o) => Ev::Outcome(o.id, o.verdict),
+        Event::Closed(c) => Ev::Closed(c.cause, c.code, c.reason.to_string()),
+    }
+}
+
+impl ClientHandler for App {
+    fn on_response(&mut self, _: &mut Context<'_>, _: RequestId, _: Response<'_>, _: Flight) {
+        unreachable!("no HTTP here");
+    }
+    fn on_error(&mut self, _: &mut Context<'_>, _: RequestId, _: Sent, _: Error) {
+        unreachable!("no HTTP here");
+    }
+    fn on_fd(&mut self, cx: &mut Context<'_>, token: u64, _ready: Readiness) {
+        assert_eq!(token, WS_FD);
+        self.pump(cx);
+    }
+    fn on_timer(&mut self, cx: &mut Context<'_>, token: u64) {
+        assert_eq!(token, WS_TIMER);
+        self.pump(cx);
+    }
+    fn on_turn(&mut self, cx: &mut Context<'_>) {
+        // The first turn: settle a connect that failed at once.
+        if self.events.is_empty() {
+            self.pump(cx);
+        }
+    }
+}
+
+/// Builds a loop with a budget and a WsClient of one session connected to `addr`.
+fn setup(
+    addr: std::net::SocketAddr,
+    connects: u64,
+    react: fn(&Ev) -> Then,
+) -> (EventLoop, App, Limits) {
+    setup_with(addr, connects, 100, react)
+}
+
+fn setup_with(
+    addr: std::net::SocketAddr,
+    connects: u64,
+    messages: u64,
+    react: fn(&Ev) -> Then,
+) -> (EventLoop, App, Limits) {
+    let now = ergon_io::clock::now_ns();
+    let (mut budget, limits) = budget_at(connects, messages, now);
+    let session = Session::new(
+        Config::default(),
+        &budget,
+        &limits.connect_parts(),
+        &limits.message_parts(),
+        now as u64,
+    )
+    .unwrap();
+    let mut ws = WsClient::new(4).unwrap();
+    let id = ws.add(session, addr);
+    ws.connect(id, &REQ_LOOP, Class::Normal, &mut budget, now)
+        .unwrap();
+    let mut lp = EventLoop::new(LoopConfig::default(), budget).unwrap();
+    lp.watch_fd(ws.fd(), WS_FD, Interest::READ).unwrap();
+    let app = App {
+        ws,
+        id,
+        events: Vec::new(),
+        refused: Vec::new(),
+        react,
+        deadline: Instant::now() + IO_TIMEOUT,
+    };
+    (lp, app, limits)
+}
+
+#[test]
+fn messages_ping_and_close_on_the_event_loop() {
+    let (addr, server) = serve(|l| {
+        let mut p = Peer::accept(&l);
+        p.handshake();
+        assert!(p.request.starts_with("GET /loop HTTP/1.1\r\n"));
+        p.write_frame(true, 0x1, b"hello");
+        p.write_frame(true, 0x9, b"are you there");
+        let mut got = Vec::new();
+        for _ in 0..2 {
+            let f = p.read_frame().unwrap();
+            got.push((f.opcode, f.payload));
+        }
+        got.sort();
+        p.write_frame(true, 0x8, &1000u16.to_be_bytes());
+        let (code, _) = p.read_until_close();
+        p.expect_eof();
+        (got, code)
+    });
+    let (mut lp, mut app, limits) = setup(addr, 10, |ev| match ev {
+        Ev::Text(t) => Then::Reply(format!("echo: {t}")),
+        Ev::Closed(..) => Then::Stop,
+        _ => Then::Nothing,
+    });
+    lp.run(&mut app).unwrap();
+    assert_eq!(
+        app.events,
+        vec![
+            Ev::Open,
+            Ev::Text("hello".into()),
+            Ev::Closed(Cause::Peer, Some(1000), String::new())
+        ]
+    );
+    // The close echo is written and the socket closed after the Closed event.
+    let (got, code) = server.join().unwrap();
+    assert_eq!(
+        got,
+        vec![
+            (0x1, b"echo: hello".to_vec()),
+            (0xA, b"are you there".to_vec())
+        ]
+    );
+    assert_eq!(code, Some(1000));
+    // Reply, pong and close echo: three frames charged.
+    assert_eq!(lp.budget().stats(limits.messages).admitted, 3);
+    assert_eq!(app.ws.session(app.id).stats().pongs_sent, 1);
+}
+
+#[test]
+fn reconnects_inside_the_loop_stop_at_the_connect_budget() {
+    let stop = Arc::new(AtomicBool::new(false));
+    let stop2 = stop.clone();
+    let (addr, server) = serve(move |l| {
+        let mut accepted = 0;
+        l.set_nonblocking(true).unwrap();
+        while !stop2.load(Ordering::SeqCst) {
+            match l.accept() {
+                Ok((s, _)) => {
+                    s.set_nonblocking(false).unwrap();
+                    let mut p = Peer::from_stream(s);
+                    p.handshake();
+                    accepted += 1;
+                    // The venue drops the connection right away.
+                    drop(p);
+                }
+                Err(_) => std::thread::sleep(Duration::from_millis(5)),
+            }
+        }
+        accepted
+    });
+    let (mut lp, mut app, limits) = setup(addr, 3, |ev| match ev {
+        Ev::Closed(..) => Then::Reconnect,
+        _ => Then::Nothing,
+    });
+    lp.run(&mut app).unwrap();
+    stop.store(true, Ordering::SeqCst);
+    let opens = app.events.iter().filter(|e| **e == Ev::Open).count();
+    assert_eq!(opens, 3, "{:?}", app.events);
+    assert_eq!(app.refused.len(), 1);
+    match app.refused[0] {
+        ConnectError::Limited(l) => assert_eq!((l.bucket, l.why), (limits.connects, Why::Full)),
+        e => panic!("{e:?}"),
+    }
+    assert_eq!(
+        server.join().unwrap(),
+        3,
+        "the server saw only admitted connects"
+    );
+}
+
+#[test]
+fn refused_tcp_connect_is_refunded_on_the_loop() {
+    // Port 1: nobody listens there.
+    let addr = "127.0.0.1:1".parse().unwrap();
+    let (mut lp, mut app, limits) = setup(addr, 10, |ev| match ev {
+        Ev::Closed(..) => Then::Stop,
+        _ => Then::Nothing,
+    });
+    lp.run(&mut app).unwrap();
+    assert_eq!(
+        app.events,
+        vec![Ev::Closed(Cause::Transport, None, String::new())]
+    );
+    let st = lp.budget().stats(limits.connects);
+    assert_eq!((st.admitted, st.refunds, st.used), (1, 1, 0));
+}
+
+#[test]
+fn ping_flood_on_the_loop_pongs_paced_by_loop_timers() {
+    const PINGS: usize = 30;
+    let (addr, server) = serve(|l| {
+        let mut p = Peer::accept(&l);
+        p.handshake();
+        let mut reader = Peer::from_stream(p.stream.try_clone().unwrap());
+        let last = format!("ping-{}", PINGS - 1).into_bytes();
+        let got = std::thread::spawn(move || {
+            let mut frames = Vec::new();
+            // Until the pong of the last ping (it may take a window or two).
+            while let Some(f) = reader.read_frame() {
+                let done = f.opcode == 0xA && f.payload == last;
+                frames.push(f);
+                if done {
+                    break;
+                }
+            }
+            frames
+        });
+        let start = Instant::now();
+        for i in 0..PINGS {
+            let at = start + Duration::from_millis(20 * i as u64);
+            std::thread::sleep(at.saturating_duration_since(Instant::now()));
+            p.write_frame(true, 0x9, format!("ping-{i}").as_bytes());
+        }
+        let frames = got.join().unwrap();
+        p.write_frame(true, 0x8, &1000u16.to_be_bytes());
+        let (code, _) = p.read_until_close();
+        (frames, code)
+    });
+    let (mut lp, mut app, limits) = setup_with(addr, 10, 5, |ev| match ev {
+        Ev::Closed(..) => Then::Stop,
+        _ => Then::Nothing,
+    });
+    lp.run(&mut app).unwrap();
+    let (frames, code) = server.join().unwrap();
+    // The echo of the server's close was owed too, and paced like the rest.
+    assert_eq!(code, Some(1000));
+    let window = Duration::from_millis(950);
+    for (i, f) in frames.iter().enumerate() {
+        let n = frames[i..]
+            .iter()
+            .take_while(|g| g.at.duration_since(f.at) < window)
+            .count();
+        assert!(n <= 5, "{n} frames within {window:?} from frame {i}");
+    }
+    let st = app.ws.session(app.id).stats();
+    assert_eq!(st.pings_received, PINGS as u64);
+    assert!(st.pongs_delayed >= 1 && st.pongs_coalesced >= 1, "{st:?}");
+    assert_eq!(
+        st.pongs_sent + st.pongs_coalesced + st.pongs_abandoned,
+        st.pings_received
+    );
+    assert_eq!(st.pongs_sent as usize, frames.len());
+    assert_eq!(lp.budget().stats(limits.messages).admitted, st.frames_sent);
+}

@@ -1,0 +1,312 @@
+//! End to end: the market-making example through ergon (budget, native client,
+//! Binance Spot adapter) against the venue emulator on loopback, with limits of one
+//! second served from exchangeInfo so ten windows take ten seconds.
+//!
+//! 1. Demand 3x the limits for at least 10 windows: zero 429s, zero bans, the
+//!    binding limit used at 90% or more.
+//! 2. Faults (5% execute-then-close, 5% close-before-execute, 2% 5xx after
+//!    executing): no duplicate execution, every Unknown reconciled, the venue's count
+//!    never above what the local budget admitted.
+//! 3. Venue clock offset of +/-200 ms with the guard set to match: zero 429s.
+//! 4. Another sender on the same IP: the loop follows the usage headers; no ban.
+//! 5. A ban forced by the venue: the loop stops sending and connecting at once,
+//!    alerts, and resumes only after the halt is cleared.
+
+#[allow(dead_code)]
+#[path = "../examples/mm_loop.rs"]
+mod mm_loop;
+
+use std::net::{IpAddr, Ipv4Addr};
+use std::sync::Arc;
+use std::thread;
+use std::time::Duration;
+
+use ergon_venue_sim::{Config, Fault, Interval, LimitType, RateLimit, Report, Server};
+use mm_loop::{parse_args, run, to_json, Control, Options, Summary};
+
+const ORDERS_1S: RateLimit = RateLimit::new(LimitType::Orders, Interval::Second, 1, 20);
+const WEIGHT_1S: RateLimit = RateLimit::new(LimitType::RequestWeight, Interval::Second, 1, 150);
+
+fn sim() -> Config {
+    let mut c = Config::binance_spot();
+    c.rate_limits = vec![
+        WEIGHT_1S,
+        ORDERS_1S,
+        RateLimit::new(LimitType::Orders, Interval::Day, 1, 1_000_000),
+        RateLimit::new(LimitType::RawRequests, Interval::Minute, 5, 1_000_000),
+    ];
+    c
+}
+
+fn options(duration_s: f64, sim: Config) -> Options {
+    Options {
+        duration_s,
+        demand: 3.0,
+        quiet: true,
+        guard_ms: 30,
+        sim,
+        ..Options::default()
+    }
+}
+
+fn go(o: &Options) -> (Summary, Report) {
+    let s = run(o, Arc::new(Control::default()), None).expect("the loop runs");
+    let r = s.venue.clone().expect("the emulator's report");
+    (s, r)
+}
+
+/// Mean use of `limit` over the emulator's windows, leaving out the first and the
+/// last (partial) ones.
+fn venue_utilization(r: &Report, limit: &RateLimit) -> (f64, usize) {
+    let w = &r.limit(limit).expect("limit reported").windows;
+    if w.len() < 3 {
+        return (0.0, 0);
+    }
+    let inner = &w[1..w.len() - 1];
+    let sum: f64 = inner
+        .iter()
+        .map(|&(_, u)| (u.min(limit.limit)) as f64 / limit.limit as f64)
+        .sum();
+    (sum / inner.len() as f64, inner.len())
+}
+
+fn no_429_no_ban(s: &Summary, r: &Report) {
+    assert_eq!(r.throttled, 0, "venue 429s (-1003): {s:?}");
+    assert_eq!(r.order_rate_limited, 0, "venue 429s (-1015): {s:?}");
+    assert_eq!(r.bans, 0);
+    assert_eq!(s.throttled, 0);
+    assert_eq!(s.banned, 0);
+    for l in &r.limits {
+        assert_eq!(l.windows_over, 0, "{:?} went over", l.rate_limit);
+        assert!(
+            l.peak <= l.rate_limit.limit,
+            "{:?} peak {}",
+            l.rate_limit,
+            l.peak
+        );
+    }
+}
+
+#[test]
+fn three_times_the_demand_for_ten_windows_no_429_and_the_limit_used() {
+    let (s, r) = go(&options(11.5, sim()));
+    no_429_no_ban(&s, &r);
+    assert!(
+        s.refused_full > 0,
+        "demand above the limit is refused locally: {s:?}"
+    );
+    let (orders, n) = venue_utilization(&r, &ORDERS_1S);
+    let (weight, m) = venue_utilization(&r, &WEIGHT_1S);
+    assert!(n >= 10 && m >= 10, "{n} and {m} full windows");
+    let binding = orders.max(weight);
+    assert!(
+        binding >= 0.9,
+        "binding limit used at {binding:.3} (orders {orders:.3}, weight {weight:.3})"
+    );
+    assert_eq!(r.duplicates, 0);
+    assert_eq!(s.unknown, 0);
+}
+
+#[test]
+fn faults_cause_no_duplicate_and_every_unknown_is_reconciled() {
+    let mut c = sim();
+    c.faults.seed = 7;
+    c.faults.chances = vec![
+        (Fault::ExecuteThenClose, 0.05),
+        (Fault::CloseBeforeExecute, 0.05),
+        (Fault::ServerErrorAfterExecute, 0.02),
+    ];
+    let (s, r) = go(&options(6.0, c));
+    let injected = r.faults.execute_then_close
+        + r.faults.close_before_execute
+        + r.faults.server_error_after_execute;
+    assert!(injected >= 3, "faults injected: {:?}", r.faults);
+    assert!(s.unknown > 0, "faults made outcomes unknown: {s:?}");
+    assert_eq!(s.reconciled, s.unknown, "every Unknown reconciled: {s:?}");
+    assert_eq!(r.duplicates, 0, "no order executed twice");
+    assert_eq!(
+        r.duplicate_rejects, 0,
+        "no Unknown order re-sent under its id"
+    );
+    no_429_no_ban(&s, &r);
+}
+
+#[test]
+fn a_venue_clock_off_by_200_ms_either_way_gives_no_429() {
+    for offset in [200, -200] {
+        let mut c = sim();
+        c.clock_offset_ms = offset;
+        let mut o = options(4.0, c);
+        o.guard_ms = 250;
+        let (s, r) = go(&o);
+        no_429_no_ban(&s, &r);
+        assert_eq!(r.timestamp_rejects, 0, "offset {offset}");
+        assert_eq!(s.clock_skew, 0);
+        assert!(s.done > 20, "offset {offset}: the loop worked: {s:?}");
+    }
+}
+
+#[test]
+fn another_sender_on_the_ip_is_followed_through_the_headers() {
+    let mut c = sim();
+    c.other_sender_weight_per_s = 40;
+    let (s, r) = go(&options(5.0, c));
+    assert!(
+        s.weight_drift > 0,
+        "the headers showed weight the loop did not send: {s:?}"
+    );
+    assert_eq!(r.bans, 0);
+    assert_eq!(s.banned, 0);
+    // The other sender adds weight between two answers, so a 429 can slip in at a
+    // window's edge; the loop then holds and never earns a ban.
+    assert!(r.throttled <= 5, "429s: {}", r.throttled);
+}
+
+#[test]
+fn a_forced_ban_halts_sending_and_connecting_until_cleared() {
+    let server = Arc::new(Server::start(sim()).unwrap());
+    let control = Arc::new(Control::default());
+    let o = options(30.0, sim());
+    let (srv, ctl) = (Arc::clone(&server), Arc::clone(&control));
+    let runner = thread::spawn(move || run(&o, ctl, Some(srv)));
+
+    // Polls the emulator's report until `ok`, for at most `ms`.
+    let wait_for = |ms: u64, ok: &dyn Fn(&Report) -> bool| {
+        let t0 = std::time::Instant::now();
+        while t0.elapsed() < Duration::from_millis(ms) {
+            let r = server.report();
+            if ok(&r) {
+                return r;
+            }
+            thread::sleep(Duration::from_millis(20));
+        }
+        server.report()
+    };
+    let r = wait_for(5_000, &|r| r.executions > 10);
+    assert!(r.executions > 10, "the loop is trading");
+    let ban_ms = 2_500;
+    let banned_at = std::time::Instant::now();
+    server.ban(IpAddr::V4(Ipv4Addr::LOCALHOST), ban_ms);
+    let before = wait_for(2_000, &|r| r.banned_requests >= 1);
+    assert!(before.banned_requests >= 1, "the loop met the ban");
+    // Let answers already in flight land, then nothing may arrive.
+    thread::sleep(Duration::from_millis(200));
+    let before = server.report();
+    thread::sleep(Duration::from_millis(1_500));
+    let during = server.report();
+    assert_eq!(during.requests, before.requests, "no request while halted");
+    assert_eq!(
+        during.connections, before.connections,
+        "no connect while halted"
+    );
+    // The venue's ban ends; the loop stays halted until a person clears it.
+    let left = Duration::from_millis(ban_ms as u64 + 200).saturating_sub(banned_at.elapsed());
+    thread::sleep(left);
+    assert_eq!(
+        server.report().requests,
+        during.requests,
+        "still halted after the venue's ban"
+    );
+
+    control.clear_halt();
+    let after = wait_for(3_000, &|r| r.executions > during.executions);
+    assert!(
+        after.requests > during.requests,
+        "resumed after the halt was cleared"
+    );
+    assert!(after.executions > during.executions);
+    control.stop();
+    let s = runner.join().unwrap().unwrap();
+    assert!(s.banned >= 1, "{s:?}");
+    assert_eq!(s.halts_cleared, 1);
+    assert_eq!(s.alerts, 1, "one alert for the halt");
+    assert_eq!(s.sent_while_halted, 0);
+    assert!(s.refused_halted > 0, "the budget refused while halted");
+    let r = server.report();
+    assert_eq!(r.bans, 1, "the forced one only");
+}
+
+#[test]
+fn against_an_external_base_it_signs_with_the_given_key() {
+    let mut c = sim();
+    c.accounts = vec![ergon_venue_sim::Account {
+        api_key: "external-key".into(),
+        secret: "external-secret".into(),
+    }];
+    let server = Server::start(c).unwrap();
+    let mut o = options(2.0, sim());
+    o.base = Some(server.base_url());
+    o.api_key = Some("external-key".into());
+    o.api_secret = Some("external-secret".into());
+    let s = run(&o, Arc::new(Control::default()), None).unwrap();
+    assert!(s.venue.is_none(), "no emulator of its own");
+    let r = server.stop();
+    assert!(r.executions > 0, "orders went through: {s:?}");
+    assert_eq!(
+        (r.signature_rejects, r.api_key_rejects, r.timestamp_rejects),
+        (0, 0, 0)
+    );
+    assert_eq!(r.throttled + r.order_rate_limited, 0);
+
+    let mut wrong = o.clone();
+    wrong.api_secret = Some("not-the-secret".into());
+    wrong.duration_s = 1.0;
+    let server = Server::start({
+        let mut c = sim();
+        c.accounts[0].api_key = "external-key".into();
+        c.accounts[0].secret = "external-secret".into();
+        c
+    })
+    .unwrap();
+    wrong.base = Some(server.base_url());
+    let s = run(&wrong, Arc::new(Control::default()), None).unwrap();
+    assert_eq!(s.done, s.sent - s.rejected - s.not_run - s.unknown, "{s:?}");
+    assert!(
+        server.stop().signature_rejects > 0,
+        "a wrong secret is refused by the venue"
+    );
+}
+
+#[test]
+fn the_command_line_is_the_documented_one() {
+    let args = |s: &str| parse_args(s.split_whitespace().map(String::from));
+    let o = args("--venue binance-spot --base http://127.0.0.1:9 --duration 3 --demand 2.5 --cpu 0 --api-key k --api-secret s --json").unwrap();
+    assert_eq!(o.base.as_deref(), Some("http://127.0.0.1:9"));
+    assert_eq!(
+        (o.duration_s, o.demand, o.cpu, o.json),
+        (3.0, 2.5, Some(0), true)
+    );
+    assert_eq!(
+        (o.api_key.as_deref(), o.api_secret.as_deref()),
+        (Some("k"), Some("s"))
+    );
+    assert!(args("--demand 0").is_err());
+    assert!(args("--duration -1").is_err());
+    assert!(args("--frobnicate").is_err());
+
+    let no_keys = args("--base http://127.0.0.1:9").unwrap();
+    let e = run(&no_keys, Arc::new(Control::default()), None).unwrap_err();
+    assert!(e.contains("--api-key"), "{e}");
+    let okx = args("--venue okx").unwrap();
+    assert!(run(&okx, Arc::new(Control::default()), None)
+        .unwrap_err()
+        .contains("binance-spot"));
+    let tls = args("--base https://api.binance.com --api-key k --api-secret s").unwrap();
+    assert!(run(&tls, Arc::new(Control::default()), None)
+        .unwrap_err()
+        .contains("https"));
+
+    let v = to_json(&Summary::default());
+    for k in [
+        "sent",
+        "done",
+        "refused",
+        "throttled",
+        "unknown",
+        "reconciled",
+        "utilization",
+        "alerts",
+    ] {
+        assert!(v.get(k).is_some(), "--json lacks {k}");
+    }
+}

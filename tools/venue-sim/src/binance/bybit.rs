@@ -1,0 +1,616 @@
+//! The Bybit v5 profile (linear contracts): what happens to one request.
+//!
+//! - IP limit: 600 requests in any 5 s per IP; over it, "403, access too frequent"
+//!   and a ban of at least 10 minutes (no 429 step, no `Retry-After`).
+//! - Per-UID limits per endpoint over a rolling second; over one, HTTP 200 with
+//!   `retCode` 10006 "Too many visits!". Every private answer carries
+//!   `X-Bapi-Limit` (the endpoint's limit), `X-Bapi-Limit-Status` (what is left)
+//!   and `X-Bapi-Limit-Reset-Timestamp` (the current time, or when the limit resets
+//!   if it was exceeded).
+//! - Signing: `X-BAPI-API-KEY`, `X-BAPI-TIMESTAMP`, `X-BAPI-RECV-WINDOW` (default
+//!   5000), `X-BAPI-SIGN` = hex HMAC-SHA256 of timestamp + key + recv window +
+//!   (the query string for GET, the raw JSON body for POST); 10003 bad key, 10004
+//!   bad signature, 10002 when not `server - recvWindow <= timestamp < server + 1000`.
+//! - Answers `{"retCode","retMsg","result","retExtInfo","time"}`; order ids are
+//!   strings, `orderLinkId` must be unique (110072), an order that is not open
+//!   cannot be amended or canceled (110001).
+//! - Faults: the 5xx faults answer HTTP 500 with `retCode` 10016 after executing
+//!   and 10000 "Server Timeout" without; Bybit documents neither as "not run".
+//!
+//! Sources: <https://bybit-exchange.github.io/docs/v5/rate-limit>,
+//! <https://bybit-exchange.github.io/docs/v5/error>,
+//! <https://bybit-exchange.github.io/docs/v5/guide> (authentication),
+//! <https://bybit-exchange.github.io/docs/v5/order/create-order>.
+//!
+//! Like its parent module it never touches a socket or reads a clock.
+
+use std::net::IpAddr;
+
+use serde_json::{json, Map, Value};
+
+use super::{
+    fmt_e8, parse_e8, quote, valid_client_id, Admission, Op, OrdType, Order, Side, Status, Venue,
+};
+use crate::config::LimitType;
+use crate::http::{Request, Response};
+use crate::limits::Key;
+use crate::params::sign;
+
+const DEFAULT_RECV_WINDOW: i64 = 5_000;
+
+/// An admitted Bybit request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum BybitOp {
+    Time,
+    Orderbook(usize),
+    Create {
+        side: Side,
+        kind: OrdType,
+        tif: &'static str,
+        qty_e8: u64,
+        price_e8: u64,
+        link_id: Option<String>,
+    },
+    Amend {
+        target: Target,
+        qty_e8: Option<u64>,
+        price_e8: Option<u64>,
+    },
+    Cancel(Target),
+    Realtime(Option<Target>),
+    Wallet,
+}
+
+impl BybitOp {
+    pub(crate) fn changes_orders(&self) -> bool {
+        matches!(
+            self,
+            BybitOp::Create { .. } | BybitOp::Amend { .. } | BybitOp::Cancel(_)
+        )
+    }
+}
+
+/// An order named by `orderId` or `orderLinkId`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Target {
+    Id(String),
+    Link(String),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Endpoint {
+    Time,
+    Orderbook,
+    Create,
+    Amend,
+    Cancel,
+    Realtime,
+    Wallet,
+}
+
+impl Endpoint {
+    fn route(method: &str, path: &str) -> Option<Endpoint> {
+        Some(match (method, path) {
+            ("GET", "/v5/market/time") => Endpoint::Time,
+            ("GET", "/v5/market/orderbook") => Endpoint::Orderbook,
+            ("POST", "/v5/order/create") => Endpoint::Create,
+            ("POST", "/v5/order/amend") => Endpoint::Amend,
+            ("POST", "/v5/order/cancel") => Endpoint::Cancel,
+            ("GET", "/v5/order/realtime") => Endpoint::Realtime,
+            ("GET", "/v5/account/wallet-balance") => Endpoint::Wallet,
+            _ => return None,
+        })
+    }
+
+    fn limit_type(self) -> Option<LimitType> {
+        Some(match self {
+            Endpoint::Time | Endpoint::Orderbook => return None,
+            Endpoint::Create => LimitType::BybitCreate,
+            Endpoint::Amend => LimitType::BybitAmend,
+            Endpoint::Cancel => LimitType::BybitCancel,
+            Endpoint::Realtime => LimitType::BybitRealtime,
+            Endpoint::Wallet => LimitType::BybitWallet,
+        })
+    }
+}
+
+/// Bybit's envelope.
+fn envelope(code: i64, msg: &str, result: Value, now: i64) -> String {
+    json!({
+        "retCode": code,
+        "retMsg": msg,
+        "result": result,
+        "retExtInfo": {},
+        "time": now,
+    })
+    .to_string()
+}
+
+fn fail(code: i64, msg: &str, now: i64) -> Response {
+    Response::json(200, envelope(code, msg, json!({}), now))
+}
+
+/// The answer of a 5xx fault.
+pub(super) fn server_error(executed: bool, now: i64) -> Response {
+    let (code, msg) = if executed {
+        (10016, "Internal server error.")
+    } else {
+        (10000, "Server Timeout")
+    };
+    Response::json(500, envelope(code, msg, json!({}), now))
+}
+
+/// Bybit writes decimals without trailing zeros.
+fn fmt_dec(v: u64) -> String {
+    let s = fmt_e8(v);
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+struct Fields {
+    body: Map<String, Value>,
+    query: Vec<(String, String)>,
+}
+
+impl Fields {
+    fn get(&self, name: &str) -> Option<String> {
+        if let Some(v) = self.body.get(name) {
+            return match v {
+                Value::String(s) => Some(s.clone()),
+                Value::Number(n) => Some(n.to_string()),
+                _ => None,
+            };
+        }
+        self.query
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
+    }
+}
+
+impl Venue {
+    /// Everything Bybit decides at receipt.
+    pub(super) fn admit_bybit(&mut self, req: &Request, ip: IpAddr, now: i64) -> Admission {
+        let too_frequent = || {
+            Admission::Final(Response::json(
+                403,
+                json!({ "retCode": 10018, "retMsg": "access too frequent" }).to_string(),
+            ))
+        };
+        if self.ips.get(&ip).is_some_and(|s| s.banned_until > now) {
+            self.report.banned_requests += 1;
+            return too_frequent();
+        }
+        // The IP limit: over it is a ban at once.
+        let mut over = false;
+        for l in &mut self.limits {
+            if l.spec.kind == LimitType::RawRequests {
+                over |= l.charge(Key::Ip(ip), 1, now) > l.spec.limit;
+            }
+        }
+        if over {
+            let level = self.ips.get(&ip).map_or(0, |s| s.ban_level);
+            let d = self.cfg.ban.duration_ms(level);
+            self.ban(ip, d, now);
+            self.report.banned_requests += 1;
+            return too_frequent();
+        }
+        let Some(endpoint) = Endpoint::route(&req.method, &req.path) else {
+            return Admission::Final(Response::json(
+                404,
+                json!({ "retCode": 404, "retMsg": "Not Found" }).to_string(),
+            ));
+        };
+        let query = match crate::params::Params::parse(&req.query, b"") {
+            Ok(p) => p.pairs().to_vec(),
+            Err(name) => {
+                return Admission::Final(fail(10001, &format!("params error: {name}"), now))
+            }
+        };
+        let body = if req.method == "POST" {
+            match serde_json::from_slice::<Value>(&req.body) {
+                Ok(Value::Object(m)) => m,
+                _ => {
+                    return Admission::Final(fail(
+                        10001,
+                        "params error: the body is not a JSON object",
+                        now,
+                    ))
+                }
+            }
+        } else {
+            Map::new()
+        };
+        let f = Fields { body, query };
+
+        let mut account = 0;
+        let mut headers = Vec::new();
+        if let Some(kind) = endpoint.limit_type() {
+            account = match self.authenticate_bybit(req, now) {
+                Ok(a) => a,
+                Err(r) => return Admission::Final(r),
+            };
+            let Some(l) = self.limits.iter_mut().find(|l| l.spec.kind == kind) else {
+                return Admission::Final(fail(10001, "endpoint not configured", now));
+            };
+            let used = l.charge(Key::Account(account), 1, now);
+            let limit = l.spec.limit;
+            let reset = if used > limit {
+                l.window_end_for(Key::Account(account), now)
+            } else {
+                now
+            };
+            headers.push(("X-Bapi-Limit".to_string(), limit.to_string()));
+            headers.push((
+                "X-Bapi-Limit-Status".to_string(),
+                limit.saturating_sub(used).to_string(),
+            ));
+            headers.push((
+                "X-Bapi-Limit-Reset-Timestamp".to_string(),
+                reset.to_string(),
+            ));
+            if used > limit {
+                self.report.throttled += 1;
+                let mut r = fail(10006, "Too many visits!", now);
+                r.headers = headers;
+                return Admission::Final(r);
+            }
+        }
+        let op = match self.bybit_op(endpoint, &f) {
+            Ok(op) => op,
+            Err(msg) => {
+                let mut r = fail(10001, &format!("params error: {msg}"), now);
+                r.headers = headers;
+                return Admission::Final(r);
+            }
+        };
+        let op = Op::Bybit(op);
+        let fault = self.draw_fault(&op);
+        Admission::Run {
+            op,
+            account,
+            headers,
+            fault,
+        }
+    }
+
+    fn authenticate_bybit(&mut self, req: &Request, now: i64) -> Result<usize, Response> {
+        let key = req.header("x-bapi-api-key").unwrap_or("");
+        let Some(account) = self.cfg.accounts.iter().position(|a| a.api_key == key) else {
+            self.report.api_key_rejects += 1;
+            return Err(fail(10003, "API key is invalid.", now));
+        };
+        let ts_text = req.header("x-bapi-timestamp").unwrap_or("");
+        let recv_text = req.header("x-bapi-recv-window").unwrap_or("");
+        let (Ok(ts), Ok(recv)) = (
+            ts_text.parse::<i64>(),
+            if recv_text.is_empty() {
+                Ok(DEFAULT_RECV_WINDOW)
+            } else {
+                recv_text.parse::<i64>()
+            },
+        ) else {
+            self.report.timestamp_rejects += 1;
+            return Err(fail(
+                10002,
+                "invalid request, please check your server timestamp or recv_window param",
+                now,
+            ));
+        };
+        let payload = if req.method == "GET" {
+            req.query.clone()
+        } else {
+            String::from_utf8_lossy(&req.body).into_owned()
+        };
+        let origin = format!("{ts_text}{key}{recv_text}{payload}");
+        let expected = sign(&origin, &self.cfg.accounts[account].secret);
+        let given = req.header("x-bapi-sign").unwrap_or("");
+        if !constant_time_eq_ignore_case(expected.as_bytes(), given.as_bytes()) {
+            self.report.signature_rejects += 1;
+            return Err(fail(
+                10004,
+                &format!("error sign! origin_string[{origin}]"),
+                now,
+            ));
+        }
+        if !(now - recv <= ts && ts < now + 1_000) {
+            self.report.timestamp_rejects += 1;
+            return Err(fail(
+                10002,
+                &format!("invalid request, please check your server timestamp or recv_window param. req_timestamp[{ts}],server_timestamp[{now}],recv_window[{recv}]"),
+                now,
+            ));
+        }
+        Ok(account)
+    }
+
+    fn bybit_op(&self, e: Endpoint, f: &Fields) -> Result<BybitOp, String> {
+        let symbol_ok = |f: &Fields| match f.get("symbol") {
+            Some(s) if s == self.cfg.symbol => Ok(()),
+            Some(_) => Err("symbol invalid".to_string()),
+            None => Err("symbol missing".to_string()),
+        };
+        let category_ok = |f: &Fields| match f.get("category").as_deref() {
+            Some("linear") => Ok(()),
+            Some(_) => Err("category not supported here (linear only)".to_string()),
+            None => Err("category missing".to_string()),
+        };
+        let target = |f: &Fields| match (f.get("orderId"), f.get("orderLinkId")) {
+            (Some(id), _) if !id.is_empty() => Ok(Target::Id(id)),
+            (_, Some(l)) if !l.is_empty() => Ok(Target::Link(l)),
+            _ => Err("orderId or orderLinkId is required".to_string()),
+        };
+        let dec = |f: &Fields, name: &str| -> Result<Option<u64>, String> {
+            match f.get(name) {
+                None => Ok(None),
+                Some(v) => parse_e8(&v)
+                    .filter(|&x| x > 0)
+                    .map(Some)
+                    .ok_or_else(|| format!("{name} invalid")),
+            }
+        };
+        Ok(match e {
+            Endpoint::Time => BybitOp::Time,
+            Endpoint::Wallet => BybitOp::Wallet,
+            Endpoint::Orderbook => {
+                category_ok(f)?;
+                symbol_ok(f)?;
+                let limit = match f.get("limit") {
+                    None => 25,
+                    Some(v) => v
+                        .parse::<usize>()
+                        .ok()
+                        .filter(|n| (1..=500).contains(n))
+                        .ok_or("limit invalid")?,
+                };
+                BybitOp::Orderbook(limit)
+            }
+            Endpoint::Create => {
+                category_ok(f)?;
+                symbol_ok(f)?;
+                let side = match f.get("side").as_deref() {
+                    Some("Buy") => Side::Buy,
+                    Some("Sell") => Side::Sell,
+                    _ => return Err("side invalid".into()),
+                };
+                let kind = match f.get("orderType").as_deref() {
+                    Some("Limit") => OrdType::Limit,
+                    Some("Market") => OrdType::Market,
+                    _ => return Err("orderType invalid".into()),
+                };
+                let qty_e8 = dec(f, "qty")?.ok_or("qty missing")?;
+                let (price_e8, tif) = match kind {
+                    OrdType::Market => (self.cfg.mid_price_e8, "IOC"),
+                    _ => {
+                        let p = dec(f, "price")?.ok_or("price missing")?;
+                        let tif = match f.get("timeInForce").as_deref() {
+                            None | Some("GTC") => "GTC",
+                            Some("IOC") => "IOC",
+                            Some("FOK") => "FOK",
+                            Some("PostOnly") => "PostOnly",
+                            Some(_) => return Err("timeInForce invalid".into()),
+                        };
+                        (p, tif)
+                    }
+                };
+                let link_id = match f.get("orderLinkId") {
+                    None => None,
+                    Some(l) if l.is_empty() => None,
+                    Some(l) if valid_client_id(&l) => Some(l),
+                    Some(_) => return Err("orderLinkId invalid".into()),
+                };
+                BybitOp::Create {
+                    side,
+                    kind,
+                    tif,
+                    qty_e8,
+                    price_e8,
+                    link_id,
+                }
+            }
+            Endpoint::Amend => {
+                category_ok(f)?;
+                symbol_ok(f)?;
+                BybitOp::Amend {
+                    target: target(f)?,
+                    qty_e8: dec(f, "qty")?,
+                    price_e8: dec(f, "price")?,
+                }
+            }
+            Endpoint::Cancel => {
+                category_ok(f)?;
+                symbol_ok(f)?;
+                BybitOp::Cancel(target(f)?)
+            }
+            Endpoint::Realtime => {
+                category_ok(f)?;
+                BybitOp::Realtime(target(f).ok())
+            }
+        })
+    }
+
+    fn find_bybit(&self, account: usize, t: &Target) -> Option<usize> {
+        let i = match t {
+            Target::Id(id) => *self.by_id.get(&id.parse::<u64>().ok()?)?,
+            Target::Link(l) => *self.by_client.get(&(account, l.clone()))?,
+        };
+        (self.orders[i].account == account).then_some(i)
+    }
+
+    /// Runs an admitted Bybit request.
+    pub(super) fn execute_bybit(&mut self, op: BybitOp, account: usize, now: i64) -> Response {
+        let ok = |result: Value| Response::json(200, envelope(0, "OK", result, now));
+        match op {
+            BybitOp::Time => ok(json!({
+                "timeSecond": (now / 1000).to_string(),
+                "timeNano": (i128::from(now) * 1_000_000).to_string(),
+            })),
+            BybitOp::Orderbook(limit) => {
+                let tick = 1_000_000u64;
+                let mid = self.cfg.mid_price_e8;
+                let level = |p: u64| json!([fmt_dec(p), "1"]);
+                let b: Vec<Value> = (1..=limit as u64)
+                    .filter_map(|i| mid.checked_sub(i * tick))
+                    .map(level)
+                    .collect();
+                let a: Vec<Value> = (1..=limit as u64).map(|i| level(mid + i * tick)).collect();
+                ok(
+                    json!({ "s": self.cfg.symbol, "b": b, "a": a, "ts": now, "u": now, "seq": now, "cts": now }),
+                )
+            }
+            BybitOp::Wallet => ok(json!({ "list": [{
+                "accountType": "UNIFIED",
+                "totalEquity": "100000",
+                "totalWalletBalance": "100000",
+                "totalAvailableBalance": "100000",
+                "coin": [{ "coin": "USDT", "equity": "100000", "walletBalance": "100000", "locked": "0" }]
+            }]})),
+            BybitOp::Create {
+                side,
+                kind,
+                tif,
+                qty_e8,
+                price_e8,
+                link_id,
+            } => {
+                if let Some(l) = &link_id {
+                    if self.by_client.contains_key(&(account, l.clone())) {
+                        self.report.duplicate_rejects += 1;
+                        return fail(110072, "OrderLinkedID is duplicate", now);
+                    }
+                }
+                let order_id = self.next_order_id;
+                self.next_order_id += 1;
+                let client_id = link_id.unwrap_or_else(|| format!("sim-{order_id}"));
+                let filled = kind == OrdType::Market;
+                let idx = self.orders.len();
+                self.orders.push(Order {
+                    order_id,
+                    account,
+                    client_id: client_id.clone(),
+                    side,
+                    kind,
+                    tif,
+                    price_e8,
+                    qty_e8,
+                    executed_e8: if filled { qty_e8 } else { 0 },
+                    status: if filled { Status::Filled } else { Status::New },
+                    time: now,
+                    update_time: now,
+                });
+                self.by_client.insert((account, client_id.clone()), idx);
+                self.by_id.insert(order_id, idx);
+                self.report.executions += 1;
+                let count = self
+                    .executed
+                    .entry((account, client_id.clone()))
+                    .or_insert(0);
+                *count += 1;
+                if *count > 1 {
+                    self.report.duplicates += 1;
+                }
+                ok(json!({ "orderId": order_id.to_string(), "orderLinkId": client_id }))
+            }
+            BybitOp::Amend {
+                target,
+                qty_e8,
+                price_e8,
+            } => {
+                let Some(i) = self
+                    .find_bybit(account, &target)
+                    .filter(|&i| self.orders[i].status == Status::New)
+                else {
+                    return fail(110001, "order not exists or too late to replace", now);
+                };
+                let o = &mut self.orders[i];
+                if let Some(q) = qty_e8 {
+                    o.qty_e8 = q;
+                }
+                if let Some(p) = price_e8 {
+                    o.price_e8 = p;
+                }
+                o.update_time = now;
+                self.report.modifies += 1;
+                ok(json!({ "orderId": o.order_id.to_string(), "orderLinkId": o.client_id }))
+            }
+            BybitOp::Cancel(target) => {
+                let Some(i) = self
+                    .find_bybit(account, &target)
+                    .filter(|&i| self.orders[i].status == Status::New)
+                else {
+                    return fail(110001, "order not exists or too late to cancel", now);
+                };
+                let o = &mut self.orders[i];
+                o.status = Status::Canceled;
+                o.update_time = now;
+                self.report.cancels += 1;
+                ok(json!({ "orderId": o.order_id.to_string(), "orderLinkId": o.client_id }))
+            }
+            BybitOp::Realtime(target) => {
+                let list: Vec<Value> = match target {
+                    Some(t) => self
+                        .find_bybit(account, &t)
+                        .map(|i| self.bybit_order_json(&self.orders[i]))
+                        .into_iter()
+                        .collect(),
+                    None => self
+                        .orders
+                        .iter()
+                        .filter(|o| o.account == account && o.status == Status::New)
+                        .map(|o| self.bybit_order_json(o))
+                        .collect(),
+                };
+                ok(json!({ "list": list, "nextPageCursor": "", "category": "linear" }))
+            }
+        }
+    }
+
+    fn bybit_order_json(&self, o: &Order) -> Value {
+        let status = match o.status {
+            Status::New => "New",
+            Status::Filled => "Filled",
+            Status::Canceled => "Cancelled",
+        };
+        json!({
+            "orderId": o.order_id.to_string(),
+            "orderLinkId": o.client_id,
+            "symbol": self.cfg.symbol,
+            "price": fmt_dec(if o.kind == OrdType::Market { 0 } else { o.price_e8 }),
+            "qty": fmt_dec(o.qty_e8),
+            "side": if o.side == Side::Buy { "Buy" } else { "Sell" },
+            "positionIdx": 0,
+            "orderStatus": status,
+            "avgPrice": fmt_dec(if o.executed_e8 > 0 { o.price_e8 } else { 0 }),
+            "leavesQty": fmt_dec(if o.status == Status::New { o.qty_e8 - o.executed_e8 } else { 0 }),
+            "cumExecQty": fmt_dec(o.executed_e8),
+            "cumExecValue": fmt_dec(quote(o.price_e8, o.executed_e8)),
+            "cumExecFee": "0",
+            "timeInForce": o.tif,
+            "orderType": if o.kind == OrdType::Market { "Market" } else { "Limit" },
+            "reduceOnly": false,
+            "createdTime": o.time.to_string(),
+            "updatedTime": o.update_time.to_string(),
+        })
+    }
+}
+
+fn constant_time_eq_ignore_case(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| {
+        acc | (x.to_ascii_lowercase() ^ y.to_ascii_lowercase())
+    }) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decimals_lose_trailing_zeros() {
+        assert_eq!(fmt_dec(4_900_000_000_000), "49000");
+        assert_eq!(fmt_dec(1_000_000), "0.01");
+        assert!(constant_time_eq_ignore_case(b"aB", b"Ab"));
+        assert!(!constant_time_eq_ignore_case(b"ab", b"ac"));
+    }
+}

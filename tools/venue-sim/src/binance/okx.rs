@@ -1,0 +1,594 @@
+//! The OKX v5 profile: what happens to one request.
+//!
+//! - Limits per 2 s: per user and instrument for place, cancel, amend and order
+//!   queries, per sub-account for new and amended orders, per IP for the order book
+//!   (see [`crate::OKX_LIMITS`]); over one, HTTP 429 with `code` 50011 (50061 for the
+//!   sub-account). OKX documents no automatic REST ban.
+//! - Signing: `OK-ACCESS-KEY`, `OK-ACCESS-PASSPHRASE`, `OK-ACCESS-TIMESTAMP`
+//!   (ISO 8601 UTC with milliseconds), `OK-ACCESS-SIGN` = base64 HMAC-SHA256 of
+//!   timestamp + method + request path (with its query) + body; 50103/50111 key,
+//!   50105 passphrase, 50112 timestamp format, 50113 signature, 50102 a timestamp
+//!   more than 30 s from the server's.
+//! - Answers `{"code":"0","msg":"","data":[...]}`, codes as strings; a failed order
+//!   is `code` "1" with its own `sCode`/`sMsg` in `data[0]`: 51016 duplicated
+//!   `clOrdId`, 51400 nothing to cancel, 51503 nothing to amend; a query for an
+//!   unknown order is `code` 51603.
+//! - Faults: 5xx after executing answers 500 with 50004 ("does not mean that the
+//!   request was successful or failed"), without executing 503 with 50001 ("Service
+//!   temporarily unavailable").
+//! - Not emulated: `expTime` (the request header that bounds when OKX may run it).
+//!
+//! Sources: <https://www.okx.com/docs-v5/en/#overview-rest-authentication>,
+//! <https://www.okx.com/docs-v5/en/#overview-rate-limits>,
+//! <https://www.okx.com/docs-v5/en/#error-code-rest-api>,
+//! <https://www.okx.com/docs-v5/en/#order-book-trading-trade-post-place-order>.
+//!
+//! Like its parent module it never touches a socket or reads a clock.
+
+use std::net::IpAddr;
+
+use serde_json::{json, Map, Value};
+
+use super::{fmt_e8, parse_e8, quote, Admission, Op, OrdType, Order, Side, Status, Venue};
+use crate::config::LimitType;
+use crate::http::{Request, Response};
+use crate::limits::Key;
+use crate::params::{parse_iso8601_ms, sign_base64};
+
+/// An admitted OKX request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum OkxOp {
+    Time,
+    Books(usize),
+    Balance,
+    Place {
+        side: Side,
+        kind: OrdType,
+        qty_e8: u64,
+        price_e8: u64,
+        cl_id: Option<String>,
+    },
+    Cancel(Target),
+    Amend {
+        target: Target,
+        qty_e8: Option<u64>,
+        price_e8: Option<u64>,
+    },
+    Query(Target),
+    Pending,
+}
+
+impl OkxOp {
+    pub(crate) fn changes_orders(&self) -> bool {
+        matches!(
+            self,
+            OkxOp::Place { .. } | OkxOp::Cancel(_) | OkxOp::Amend { .. }
+        )
+    }
+}
+
+/// An order named by `ordId` or `clOrdId`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Target {
+    Id(String),
+    Client(String),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Endpoint {
+    Time,
+    Books,
+    Balance,
+    Place,
+    Cancel,
+    Amend,
+    Query,
+    Pending,
+}
+
+impl Endpoint {
+    fn route(method: &str, path: &str) -> Option<Endpoint> {
+        Some(match (method, path) {
+            ("GET", "/api/v5/public/time") => Endpoint::Time,
+            ("GET", "/api/v5/market/books") => Endpoint::Books,
+            ("GET", "/api/v5/account/balance") => Endpoint::Balance,
+            ("POST", "/api/v5/trade/order") => Endpoint::Place,
+            ("POST", "/api/v5/trade/cancel-order") => Endpoint::Cancel,
+            ("POST", "/api/v5/trade/amend-order") => Endpoint::Amend,
+            ("GET", "/api/v5/trade/order") => Endpoint::Query,
+            ("GET", "/api/v5/trade/orders-pending") => Endpoint::Pending,
+            _ => return None,
+        })
+    }
+
+    fn private(self) -> bool {
+        !matches!(self, Endpoint::Time | Endpoint::Books)
+    }
+
+    /// The limits a request of this endpoint counts against.
+    fn limits(self) -> &'static [LimitType] {
+        match self {
+            Endpoint::Time | Endpoint::Balance => &[],
+            Endpoint::Books => &[LimitType::OkxBooks],
+            Endpoint::Place => &[LimitType::OkxOrder, LimitType::OkxSubAccount],
+            Endpoint::Amend => &[LimitType::OkxAmend, LimitType::OkxSubAccount],
+            Endpoint::Cancel => &[LimitType::OkxCancel],
+            Endpoint::Query | Endpoint::Pending => &[LimitType::OkxQuery],
+        }
+    }
+}
+
+fn answer(status: u16, code: &str, msg: &str, data: Value) -> Response {
+    Response::json(
+        status,
+        json!({ "code": code, "msg": msg, "data": data }).to_string(),
+    )
+}
+
+/// A failed order operation: `code` "1", the order's own `sCode` in `data[0]`.
+fn order_failed(s_code: &str, s_msg: &str, ord_id: &str, cl_id: &str) -> Response {
+    answer(
+        200,
+        "1",
+        "All operations failed",
+        json!([{ "clOrdId": cl_id, "ordId": ord_id, "tag": "", "sCode": s_code, "sMsg": s_msg }]),
+    )
+}
+
+/// The answer of a 5xx fault.
+pub(super) fn server_error(executed: bool) -> Response {
+    if executed {
+        answer(
+            500,
+            "50004",
+            "Endpoint request timeout (does not mean that the request was successful or failed, please check the request result)",
+            json!([]),
+        )
+    } else {
+        answer(
+            503,
+            "50001",
+            "Service temporarily unavailable. Please try again later",
+            json!([]),
+        )
+    }
+}
+
+/// OKX writes decimals without trailing zeros.
+fn fmt_dec(v: u64) -> String {
+    let s = fmt_e8(v);
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+fn text(body: &Map<String, Value>, query: &[(String, String)], name: &str) -> Option<String> {
+    if let Some(Value::String(s)) = body.get(name) {
+        return Some(s.clone());
+    }
+    query
+        .iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.clone())
+}
+
+impl Venue {
+    /// Everything OKX decides at receipt.
+    pub(super) fn admit_okx(&mut self, req: &Request, ip: IpAddr, now: i64) -> Admission {
+        let Some(endpoint) = Endpoint::route(&req.method, &req.path) else {
+            return Admission::Final(answer(404, "404", "Not Found", json!([])));
+        };
+        let query = match crate::params::Params::parse(&req.query, b"") {
+            Ok(p) => p.pairs().to_vec(),
+            Err(name) => {
+                return Admission::Final(answer(
+                    400,
+                    "50014",
+                    &format!("Parameter {name} can not be empty"),
+                    json!([]),
+                ))
+            }
+        };
+        let body = if req.method == "POST" {
+            match serde_json::from_slice::<Value>(&req.body) {
+                Ok(Value::Object(m)) => m,
+                _ => {
+                    return Admission::Final(answer(
+                        400,
+                        "50000",
+                        "Body can not be empty",
+                        json!([]),
+                    ))
+                }
+            }
+        } else {
+            Map::new()
+        };
+        let mut account = 0;
+        if endpoint.private() {
+            account = match self.authenticate_okx(req, now) {
+                Ok(a) => a,
+                Err(r) => return Admission::Final(r),
+            };
+        }
+        for &kind in endpoint.limits() {
+            let key = if kind.per_ip() {
+                Key::Ip(ip)
+            } else {
+                Key::Account(account)
+            };
+            let Some(l) = self.limits.iter_mut().find(|l| l.spec.kind == kind) else {
+                continue;
+            };
+            if l.charge(key, 1, now) > l.spec.limit {
+                self.report.throttled += 1;
+                let (code, msg) = if kind == LimitType::OkxSubAccount {
+                    ("50061", "Sub-account rate limit exceeded")
+                } else {
+                    (
+                        "50011",
+                        "Rate limit reached. Please refer to API documentation and throttle requests accordingly",
+                    )
+                };
+                return Admission::Final(answer(429, code, msg, json!([])));
+            }
+        }
+        let op = match self.okx_op(endpoint, &body, &query) {
+            Ok(op) => op,
+            Err(r) => return Admission::Final(r),
+        };
+        let op = Op::Okx(op);
+        let fault = self.draw_fault(&op);
+        Admission::Run {
+            op,
+            account,
+            headers: Vec::new(),
+            fault,
+        }
+    }
+
+    fn authenticate_okx(&mut self, req: &Request, now: i64) -> Result<usize, Response> {
+        let unauthorized = |code: &str, msg: &str| answer(401, code, msg, json!([]));
+        let key = req.header("ok-access-key").unwrap_or("");
+        if key.is_empty() {
+            self.report.api_key_rejects += 1;
+            return Err(unauthorized(
+                "50103",
+                "Request header OK-ACCESS-KEY cannot be empty.",
+            ));
+        }
+        let Some(account) = self.cfg.accounts.iter().position(|a| a.api_key == key) else {
+            self.report.api_key_rejects += 1;
+            return Err(unauthorized("50111", "Invalid OK-ACCESS-KEY."));
+        };
+        if req.header("ok-access-passphrase") != Some(self.cfg.passphrase.as_str()) {
+            self.report.api_key_rejects += 1;
+            return Err(unauthorized(
+                "50105",
+                "Request header OK-ACCESS-PASSPHRASE incorrect.",
+            ));
+        }
+        let ts_text = req.header("ok-access-timestamp").unwrap_or("");
+        let Some(ts) = parse_iso8601_ms(ts_text) else {
+            self.report.timestamp_rejects += 1;
+            return Err(unauthorized("50112", "Invalid OK-ACCESS-TIMESTAMP."));
+        };
+        let path = if req.query.is_empty() {
+            req.path.clone()
+        } else {
+            format!("{}?{}", req.path, req.query)
+        };
+        let prehash = format!(
+            "{ts_text}{}{path}{}",
+            req.method,
+            String::from_utf8_lossy(&req.body)
+        );
+        let expected = sign_base64(&prehash, &self.cfg.accounts[account].secret);
+        if req.header("ok-access-sign") != Some(expected.as_str()) {
+            self.report.signature_rejects += 1;
+            return Err(unauthorized("50113", "Invalid signature."));
+        }
+        if (now - ts).abs() > 30_000 {
+            self.report.timestamp_rejects += 1;
+            return Err(unauthorized("50102", "Timestamp request expired."));
+        }
+        Ok(account)
+    }
+
+    fn okx_op(
+        &self,
+        e: Endpoint,
+        body: &Map<String, Value>,
+        query: &[(String, String)],
+    ) -> Result<OkxOp, Response> {
+        let get = |name: &str| text(body, query, name);
+        let param_err =
+            |name: &str| answer(200, "51000", &format!("Parameter {name} error"), json!([]));
+        let inst_ok = || match get("instId") {
+            Some(s) if s == self.cfg.symbol => Ok(()),
+            Some(_) => Err(answer(
+                200,
+                "51001",
+                "Instrument ID does not exist",
+                json!([]),
+            )),
+            None => Err(answer(
+                200,
+                "50014",
+                "Parameter instId can not be empty",
+                json!([]),
+            )),
+        };
+        let target = || match (get("ordId"), get("clOrdId")) {
+            (Some(id), _) if !id.is_empty() => Ok(Target::Id(id)),
+            (_, Some(c)) if !c.is_empty() => Ok(Target::Client(c)),
+            _ => Err(answer(
+                200,
+                "51000",
+                "Parameter ordId or clOrdId error",
+                json!([]),
+            )),
+        };
+        let dec = |name: &str| -> Result<Option<u64>, Response> {
+            match get(name) {
+                None => Ok(None),
+                Some(v) => parse_e8(&v)
+                    .filter(|&x| x > 0)
+                    .map(Some)
+                    .ok_or_else(|| param_err(name)),
+            }
+        };
+        Ok(match e {
+            Endpoint::Time => OkxOp::Time,
+            Endpoint::Balance => OkxOp::Balance,
+            Endpoint::Pending => OkxOp::Pending,
+            Endpoint::Books => {
+                inst_ok()?;
+                let sz = match get("sz") {
+                    None => 1,
+                    Some(v) => v
+                        .parse::<usize>()
+                        .ok()
+                        .filter(|n| (1..=400).contains(n))
+                        .ok_or_else(|| param_err("sz"))?,
+                };
+                OkxOp::Books(sz)
+            }
+            Endpoint::Place => {
+                inst_ok()?;
+                let side = match get("side").as_deref() {
+                    Some("buy") => Side::Buy,
+                    Some("sell") => Side::Sell,
+                    _ => return Err(param_err("side")),
+                };
+                let kind = match get("ordType").as_deref() {
+                    Some("limit") | Some("post_only") => OrdType::Limit,
+                    Some("market") => OrdType::Market,
+                    _ => return Err(param_err("ordType")),
+                };
+                let qty_e8 = dec("sz")?.ok_or_else(|| param_err("sz"))?;
+                let price_e8 = match kind {
+                    OrdType::Market => self.cfg.mid_price_e8,
+                    _ => dec("px")?.ok_or_else(|| param_err("px"))?,
+                };
+                let cl_id = match get("clOrdId") {
+                    None => None,
+                    Some(c) if c.is_empty() => None,
+                    Some(c) if c.len() <= 32 && c.bytes().all(|b| b.is_ascii_alphanumeric()) => {
+                        Some(c)
+                    }
+                    Some(_) => return Err(param_err("clOrdId")),
+                };
+                OkxOp::Place {
+                    side,
+                    kind,
+                    qty_e8,
+                    price_e8,
+                    cl_id,
+                }
+            }
+            Endpoint::Cancel => {
+                inst_ok()?;
+                OkxOp::Cancel(target()?)
+            }
+            Endpoint::Amend => {
+                inst_ok()?;
+                OkxOp::Amend {
+                    target: target()?,
+                    qty_e8: dec("newSz")?,
+                    price_e8: dec("newPx")?,
+                }
+            }
+            Endpoint::Query => {
+                inst_ok()?;
+                OkxOp::Query(target()?)
+            }
+        })
+    }
+
+    fn find_okx(&self, account: usize, t: &Target) -> Option<usize> {
+        let i = match t {
+            Target::Id(id) => *self.by_id.get(&id.parse::<u64>().ok()?)?,
+            Target::Client(c) => *self.by_client.get(&(account, c.clone()))?,
+        };
+        (self.orders[i].account == account).then_some(i)
+    }
+
+    /// Runs an admitted OKX request.
+    pub(super) fn execute_okx(&mut self, op: OkxOp, account: usize, now: i64) -> Response {
+        let ok = |data: Value| answer(200, "0", "", data);
+        let names = |t: &Target| match t {
+            Target::Id(i) => (i.clone(), String::new()),
+            Target::Client(c) => (String::new(), c.clone()),
+        };
+        match op {
+            OkxOp::Time => ok(json!([{ "ts": now.to_string() }])),
+            OkxOp::Balance => ok(json!([{
+                "totalEq": "100000",
+                "details": [{ "ccy": "USDT", "eq": "100000", "availBal": "100000", "frozenBal": "0" }]
+            }])),
+            OkxOp::Books(sz) => {
+                let tick = 1_000_000u64;
+                let mid = self.cfg.mid_price_e8;
+                let level = |p: u64| json!([fmt_dec(p), "1", "0", "1"]);
+                let bids: Vec<Value> = (1..=sz as u64)
+                    .filter_map(|i| mid.checked_sub(i * tick))
+                    .map(level)
+                    .collect();
+                let asks: Vec<Value> = (1..=sz as u64).map(|i| level(mid + i * tick)).collect();
+                ok(json!([{ "asks": asks, "bids": bids, "ts": now.to_string() }]))
+            }
+            OkxOp::Place {
+                side,
+                kind,
+                qty_e8,
+                price_e8,
+                cl_id,
+            } => {
+                if let Some(c) = &cl_id {
+                    if self.by_client.contains_key(&(account, c.clone())) {
+                        self.report.duplicate_rejects += 1;
+                        return order_failed("51016", "Duplicated clOrdId", "", c);
+                    }
+                }
+                let order_id = self.next_order_id;
+                self.next_order_id += 1;
+                let client_id = cl_id.unwrap_or_else(|| format!("sim{order_id}"));
+                let filled = kind == OrdType::Market;
+                let idx = self.orders.len();
+                self.orders.push(Order {
+                    order_id,
+                    account,
+                    client_id: client_id.clone(),
+                    side,
+                    kind,
+                    tif: "GTC",
+                    price_e8,
+                    qty_e8,
+                    executed_e8: if filled { qty_e8 } else { 0 },
+                    status: if filled { Status::Filled } else { Status::New },
+                    time: now,
+                    update_time: now,
+                });
+                self.by_client.insert((account, client_id.clone()), idx);
+                self.by_id.insert(order_id, idx);
+                self.report.executions += 1;
+                let count = self
+                    .executed
+                    .entry((account, client_id.clone()))
+                    .or_insert(0);
+                *count += 1;
+                if *count > 1 {
+                    self.report.duplicates += 1;
+                }
+                ok(json!([{
+                    "clOrdId": client_id,
+                    "ordId": order_id.to_string(),
+                    "tag": "",
+                    "ts": now.to_string(),
+                    "sCode": "0",
+                    "sMsg": "Order placed",
+                }]))
+            }
+            OkxOp::Cancel(t) => {
+                let Some(i) = self
+                    .find_okx(account, &t)
+                    .filter(|&i| self.orders[i].status == Status::New)
+                else {
+                    let (id, cl) = names(&t);
+                    return order_failed(
+                        "51400",
+                        "Order cancellation failed as the order has been filled, canceled or does not exist",
+                        &id,
+                        &cl,
+                    );
+                };
+                let o = &mut self.orders[i];
+                o.status = Status::Canceled;
+                o.update_time = now;
+                self.report.cancels += 1;
+                ok(json!([{
+                    "clOrdId": o.client_id,
+                    "ordId": o.order_id.to_string(),
+                    "ts": now.to_string(),
+                    "sCode": "0",
+                    "sMsg": "",
+                }]))
+            }
+            OkxOp::Amend {
+                target,
+                qty_e8,
+                price_e8,
+            } => {
+                let Some(i) = self
+                    .find_okx(account, &target)
+                    .filter(|&i| self.orders[i].status == Status::New)
+                else {
+                    let (id, cl) = names(&target);
+                    return order_failed(
+                        "51503",
+                        "Order modification failed as the order has been filled, canceled or does not exist",
+                        &id,
+                        &cl,
+                    );
+                };
+                let o = &mut self.orders[i];
+                if let Some(q) = qty_e8 {
+                    o.qty_e8 = q;
+                }
+                if let Some(p) = price_e8 {
+                    o.price_e8 = p;
+                }
+                o.update_time = now;
+                self.report.modifies += 1;
+                ok(json!([{
+                    "clOrdId": o.client_id,
+                    "ordId": o.order_id.to_string(),
+                    "reqId": "",
+                    "ts": now.to_string(),
+                    "sCode": "0",
+                    "sMsg": "",
+                }]))
+            }
+            OkxOp::Query(t) => match self.find_okx(account, &t) {
+                Some(i) => ok(json!([self.okx_order_json(&self.orders[i])])),
+                None => answer(200, "51603", "Order does not exist", json!([])),
+            },
+            OkxOp::Pending => {
+                let list: Vec<Value> = self
+                    .orders
+                    .iter()
+                    .filter(|o| o.account == account && o.status == Status::New)
+                    .map(|o| self.okx_order_json(o))
+                    .collect();
+                ok(Value::Array(list))
+            }
+        }
+    }
+
+    fn okx_order_json(&self, o: &Order) -> Value {
+        let state = match o.status {
+            Status::New => "live",
+            Status::Filled => "filled",
+            Status::Canceled => "canceled",
+        };
+        json!({
+            "instType": "SWAP",
+            "instId": self.cfg.symbol,
+            "ordId": o.order_id.to_string(),
+            "clOrdId": o.client_id,
+            "tag": "",
+            "px": if o.kind == OrdType::Market { String::new() } else { fmt_dec(o.price_e8) },
+            "sz": fmt_dec(o.qty_e8),
+            "ordType": if o.kind == OrdType::Market { "market" } else { "limit" },
+            "side": if o.side == Side::Buy { "buy" } else { "sell" },
+            "posSide": "net",
+            "tdMode": "cross",
+            "accFillSz": fmt_dec(o.executed_e8),
+            "fillPx": if o.executed_e8 > 0 { fmt_dec(o.price_e8) } else { String::new() },
+            "avgPx": if o.executed_e8 > 0 { fmt_dec(o.price_e8) } else { String::new() },
+            "fillNotionalUsd": fmt_dec(quote(o.price_e8, o.executed_e8)),
+            "state": state,
+            "cTime": o.time.to_string(),
+            "uTime": o.update_time.to_string(),
+        })
+    }
+}

@@ -1,0 +1,708 @@
+//! What the emulator is told before it starts: profile, address, clock offset,
+//! limits, ban policy, faults and credentials.
+//!
+//! Everything here is plain data with documented defaults taken from the venue's
+//! documentation; parsing from command-line text returns a [`ConfigError`] that says
+//! what was wrong, never a silent default.
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::str::FromStr;
+
+/// Which venue the emulator plays.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Profile {
+    /// Binance Spot REST (`/api/v3/...`).
+    BinanceSpot,
+    /// Binance USD-M futures REST (`/fapi/v1/...`).
+    BinanceFutures,
+    /// Bybit v5 REST (`/v5/...`, linear contracts).
+    Bybit,
+    /// OKX v5 REST (`/api/v5/...`).
+    Okx,
+}
+
+impl Profile {
+    /// The profile's name on the command line and in the report.
+    pub fn name(self) -> &'static str {
+        match self {
+            Profile::BinanceSpot => "binance-spot",
+            Profile::BinanceFutures => "binance-futures",
+            Profile::Bybit => "bybit",
+            Profile::Okx => "okx",
+        }
+    }
+}
+
+impl FromStr for Profile {
+    type Err = ConfigError;
+    fn from_str(s: &str) -> Result<Self, ConfigError> {
+        match s {
+            "binance-spot" => Ok(Profile::BinanceSpot),
+            "binance-futures" => Ok(Profile::BinanceFutures),
+            "bybit" => Ok(Profile::Bybit),
+            "okx" => Ok(Profile::Okx),
+            "hyperliquid" => Err(ConfigError::ProfileNotBuilt(s.to_string())),
+            _ => Err(ConfigError::UnknownProfile(s.to_string())),
+        }
+    }
+}
+
+/// Binance's `rateLimitType`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum LimitType {
+    /// Summed request weight per IP (`REQUEST_WEIGHT`).
+    RequestWeight,
+    /// Raw request count per IP (`RAW_REQUESTS`).
+    RawRequests,
+    /// Order placements per account (`ORDERS`, the unfilled order count).
+    Orders,
+    /// Bybit, per UID: `/v5/order/create`.
+    BybitCreate,
+    /// Bybit, per UID: `/v5/order/amend`.
+    BybitAmend,
+    /// Bybit, per UID: `/v5/order/cancel`.
+    BybitCancel,
+    /// Bybit, per UID: `/v5/order/realtime`.
+    BybitRealtime,
+    /// Bybit, per UID: `/v5/account/wallet-balance`.
+    BybitWallet,
+    /// OKX, per user and instrument: `POST /api/v5/trade/order`.
+    OkxOrder,
+    /// OKX, per user and instrument: `POST /api/v5/trade/cancel-order`.
+    OkxCancel,
+    /// OKX, per user and instrument: `POST /api/v5/trade/amend-order`.
+    OkxAmend,
+    /// OKX, per user: `GET /api/v5/trade/order` and `orders-pending`.
+    OkxQuery,
+    /// OKX, per sub-account: new and amended orders over all instruments.
+    OkxSubAccount,
+    /// OKX, per IP: `GET /api/v5/market/books`.
+    OkxBooks,
+}
+
+impl LimitType {
+    /// The enum value as Binance writes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            LimitType::RequestWeight => "REQUEST_WEIGHT",
+            LimitType::RawRequests => "RAW_REQUESTS",
+            LimitType::Orders => "ORDERS",
+            LimitType::BybitCreate => "/v5/order/create",
+            LimitType::BybitAmend => "/v5/order/amend",
+            LimitType::BybitCancel => "/v5/order/cancel",
+            LimitType::BybitRealtime => "/v5/order/realtime",
+            LimitType::BybitWallet => "/v5/account/wallet-balance",
+            LimitType::OkxOrder => "/api/v5/trade/order",
+            LimitType::OkxCancel => "/api/v5/trade/cancel-order",
+            LimitType::OkxAmend => "/api/v5/trade/amend-order",
+            LimitType::OkxQuery => "/api/v5/trade/order (GET)",
+            LimitType::OkxSubAccount => "OKX sub-account orders",
+            LimitType::OkxBooks => "/api/v5/market/books",
+        }
+    }
+
+    /// Whether the limit is counted per IP (true) or per account (false).
+    pub fn per_ip(self) -> bool {
+        matches!(
+            self,
+            LimitType::RequestWeight | LimitType::RawRequests | LimitType::OkxBooks
+        )
+    }
+}
+
+/// Binance's rate-limit `interval`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Interval {
+    /// `SECOND`, header letter `S`.
+    Second,
+    /// `MINUTE`, header letter `M`.
+    Minute,
+    /// `HOUR`, header letter `H`.
+    Hour,
+    /// `DAY`, header letter `D`.
+    Day,
+}
+
+impl Interval {
+    /// The enum value as Binance writes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Interval::Second => "SECOND",
+            Interval::Minute => "MINUTE",
+            Interval::Hour => "HOUR",
+            Interval::Day => "DAY",
+        }
+    }
+
+    /// The letter in usage header names (`X-MBX-USED-WEIGHT-1M`).
+    pub fn letter(self) -> char {
+        match self {
+            Interval::Second => 'S',
+            Interval::Minute => 'M',
+            Interval::Hour => 'H',
+            Interval::Day => 'D',
+        }
+    }
+
+    /// Length of one interval in milliseconds.
+    pub fn ms(self) -> i64 {
+        match self {
+            Interval::Second => 1_000,
+            Interval::Minute => 60_000,
+            Interval::Hour => 3_600_000,
+            Interval::Day => 86_400_000,
+        }
+    }
+}
+
+/// One entry of `exchangeInfo.rateLimits`: a fixed window aligned on the venue clock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct RateLimit {
+    /// What is counted.
+    pub kind: LimitType,
+    /// The interval unit.
+    pub interval: Interval,
+    /// How many units one window spans (`intervalNum`).
+    pub interval_num: u32,
+    /// Most units admitted per window.
+    pub limit: u64,
+    /// Counted over any window of this length (Bybit's "rolling time window"),
+    /// not in windows aligned on the clock (Binance).
+    pub rolling: bool,
+}
+
+impl RateLimit {
+    /// A limit; `interval_num` must be at least 1 (checked by [`Config::validate`]).
+    pub const fn new(kind: LimitType, interval: Interval, interval_num: u32, limit: u64) -> Self {
+        RateLimit {
+            kind,
+            interval,
+            interval_num,
+            limit,
+            rolling: false,
+        }
+    }
+
+    /// The same limit counted over a rolling window.
+    pub const fn rolling(mut self) -> Self {
+        self.rolling = true;
+        self
+    }
+
+    /// The window length in milliseconds.
+    pub fn window_ms(&self) -> i64 {
+        self.interval.ms() * i64::from(self.interval_num)
+    }
+
+    /// The usage header this limit is reported in, if Binance reports it
+    /// (`RAW_REQUESTS` has none).
+    pub fn header_name(&self) -> Option<String> {
+        let prefix = match self.kind {
+            LimitType::RequestWeight => "X-MBX-USED-WEIGHT-",
+            LimitType::Orders => "X-MBX-ORDER-COUNT-",
+            _ => return None,
+        };
+        Some(format!(
+            "{prefix}{}{}",
+            self.interval_num,
+            self.interval.letter()
+        ))
+    }
+
+    /// Human form used in error messages: `6000 request weight per 1 MINUTE`.
+    pub fn describe(&self) -> String {
+        format!(
+            "{} per {} {}",
+            self.limit,
+            self.interval_num,
+            self.interval.name()
+        )
+    }
+}
+
+impl FromStr for RateLimit {
+    type Err = ConfigError;
+    /// `TYPE:INTERVAL:NUM:LIMIT[:ROLLING]`, e.g. `REQUEST_WEIGHT:MINUTE:1:6000`;
+    /// TYPE is a Binance `rateLimitType` or a Bybit path (`/v5/order/create`).
+    fn from_str(s: &str) -> Result<Self, ConfigError> {
+        let bad = || ConfigError::BadLimit(s.to_string());
+        let mut it = s.split(':');
+        let (Some(t), Some(i), Some(n), Some(l)) = (it.next(), it.next(), it.next(), it.next())
+        else {
+            return Err(bad());
+        };
+        let rolling = match (it.next(), it.next()) {
+            (None, None) => false,
+            (Some("ROLLING"), None) => true,
+            _ => return Err(bad()),
+        };
+        let kind = match t {
+            "REQUEST_WEIGHT" => LimitType::RequestWeight,
+            "RAW_REQUESTS" => LimitType::RawRequests,
+            "ORDERS" => LimitType::Orders,
+            "/v5/order/create" => LimitType::BybitCreate,
+            "/v5/order/amend" => LimitType::BybitAmend,
+            "/v5/order/cancel" => LimitType::BybitCancel,
+            "/v5/order/realtime" => LimitType::BybitRealtime,
+            "/v5/account/wallet-balance" => LimitType::BybitWallet,
+            "/api/v5/trade/order" => LimitType::OkxOrder,
+            "/api/v5/trade/cancel-order" => LimitType::OkxCancel,
+            "/api/v5/trade/amend-order" => LimitType::OkxAmend,
+            "/api/v5/trade/order(GET)" => LimitType::OkxQuery,
+            "okx-sub-account" => LimitType::OkxSubAccount,
+            "/api/v5/market/books" => LimitType::OkxBooks,
+            _ => return Err(bad()),
+        };
+        let interval = match i {
+            "SECOND" => Interval::Second,
+            "MINUTE" => Interval::Minute,
+            "HOUR" => Interval::Hour,
+            "DAY" => Interval::Day,
+            _ => return Err(bad()),
+        };
+        let num: u32 = n.parse().map_err(|_| bad())?;
+        let limit: u64 = l.parse().map_err(|_| bad())?;
+        if num == 0 {
+            return Err(bad());
+        }
+        let l = RateLimit::new(kind, interval, num, limit);
+        Ok(if rolling { l.rolling() } else { l })
+    }
+}
+
+/// Binance Spot's published default limits (the `rateLimits` of `exchangeInfo`).
+pub const BINANCE_SPOT_LIMITS: [RateLimit; 4] = [
+    RateLimit::new(LimitType::RequestWeight, Interval::Minute, 1, 6000),
+    RateLimit::new(LimitType::Orders, Interval::Second, 10, 100),
+    RateLimit::new(LimitType::Orders, Interval::Day, 1, 200_000),
+    RateLimit::new(LimitType::RawRequests, Interval::Minute, 5, 61_000),
+];
+
+/// Binance USD-M futures' published default limits.
+pub const BINANCE_FUTURES_LIMITS: [RateLimit; 3] = [
+    RateLimit::new(LimitType::RequestWeight, Interval::Minute, 1, 2400),
+    RateLimit::new(LimitType::Orders, Interval::Minute, 1, 1200),
+    RateLimit::new(LimitType::Orders, Interval::Second, 10, 300),
+];
+
+/// Bybit v5's documented defaults: 600 requests per IP in any 5 s, and per UID per
+/// rolling second 10 creates, 10 amends, 10 cancels (linear, VIP 0) and 50 reads
+/// of each read endpoint.
+pub const BYBIT_LIMITS: [RateLimit; 6] = [
+    RateLimit::new(LimitType::RawRequests, Interval::Second, 5, 600).rolling(),
+    RateLimit::new(LimitType::BybitCreate, Interval::Second, 1, 10).rolling(),
+    RateLimit::new(LimitType::BybitAmend, Interval::Second, 1, 10).rolling(),
+    RateLimit::new(LimitType::BybitCancel, Interval::Second, 1, 10).rolling(),
+    RateLimit::new(LimitType::BybitRealtime, Interval::Second, 1, 50).rolling(),
+    RateLimit::new(LimitType::BybitWallet, Interval::Second, 1, 50).rolling(),
+];
+
+/// OKX v5's documented limits, all per 2 s: 60 places, 60 cancels, 60 amends and 60
+/// order queries per user and instrument, 1000 new and amended orders per
+/// sub-account, 40 order-book reads per IP. OKX does not say whether its windows
+/// roll; the emulator rolls them, which never admits more than fixed windows would
+/// in any 2 s.
+pub const OKX_LIMITS: [RateLimit; 6] = [
+    RateLimit::new(LimitType::OkxOrder, Interval::Second, 2, 60).rolling(),
+    RateLimit::new(LimitType::OkxCancel, Interval::Second, 2, 60).rolling(),
+    RateLimit::new(LimitType::OkxAmend, Interval::Second, 2, 60).rolling(),
+    RateLimit::new(LimitType::OkxQuery, Interval::Second, 2, 60).rolling(),
+    RateLimit::new(LimitType::OkxSubAccount, Interval::Second, 2, 1000).rolling(),
+    RateLimit::new(LimitType::OkxBooks, Interval::Second, 2, 40).rolling(),
+];
+
+/// When a client that keeps sending into a 429 is banned, and for how long.
+///
+/// Binance documents the escalation ("from 2 minutes to 3 days for repeat
+/// offenders") but not the trigger; the trigger here is the emulator's choice:
+/// `after_violations` requests received from an IP while it is inside the
+/// Retry-After of a 429 it was given. The default, 5, lets the few requests a
+/// client already had in flight when its 429 was written arrive without a ban.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BanPolicy {
+    /// Requests sent into an unexpired 429 before the IP is banned (at least 1).
+    pub after_violations: u32,
+    /// The first ban's length; each later ban doubles it.
+    pub first_ms: i64,
+    /// The longest ban.
+    pub max_ms: i64,
+}
+
+impl Default for BanPolicy {
+    fn default() -> Self {
+        BanPolicy {
+            after_violations: 5,
+            first_ms: 2 * 60_000,
+            max_ms: 3 * 86_400_000,
+        }
+    }
+}
+
+impl BanPolicy {
+    /// Length of the ban number `level` (0 for the first).
+    pub fn duration_ms(&self, level: u32) -> i64 {
+        let mut d = self.first_ms.max(1);
+        for _ in 0..level {
+            d = d.saturating_mul(2);
+            if d >= self.max_ms {
+                return self.max_ms;
+            }
+        }
+        d.min(self.max_ms)
+    }
+}
+
+/// One injected fault.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Fault {
+    /// Read the request, count it, close the connection, never execute.
+    CloseBeforeExecute,
+    /// Execute, then close the connection without a reply.
+    ExecuteThenClose,
+    /// Wait [`Faults::delay_ms`], then execute and reply (the client's deadline has
+    /// usually passed, so the order appears after the client gave up).
+    Delay,
+    /// Execute, then answer HTTP 503 with the profile's "execution status unknown"
+    /// body (Spot -1006; futures "Unknown error, please check your request or try
+    /// again later.").
+    ServerErrorAfterExecute,
+    /// Do not execute; answer HTTP 503 (Spot -1007, which Spot still documents as
+    /// unknown, so a Spot client must reconcile; futures -1001 "Internal error;
+    /// unable to process your request. Please try again.", documented as failed).
+    ServerErrorNoExecute,
+}
+
+impl Fault {
+    /// All faults, in report order.
+    pub const ALL: [Fault; 5] = [
+        Fault::CloseBeforeExecute,
+        Fault::ExecuteThenClose,
+        Fault::Delay,
+        Fault::ServerErrorAfterExecute,
+        Fault::ServerErrorNoExecute,
+    ];
+
+    /// The name on the command line and in the report.
+    pub fn name(self) -> &'static str {
+        match self {
+            Fault::CloseBeforeExecute => "close-before-execute",
+            Fault::ExecuteThenClose => "execute-then-close",
+            Fault::Delay => "delay",
+            Fault::ServerErrorAfterExecute => "5xx-after-execute",
+            Fault::ServerErrorNoExecute => "5xx-not-executed",
+        }
+    }
+}
+
+impl FromStr for Fault {
+    type Err = ConfigError;
+    fn from_str(s: &str) -> Result<Self, ConfigError> {
+        Fault::ALL
+            .into_iter()
+            .find(|f| f.name() == s)
+            .ok_or_else(|| ConfigError::BadFault(s.to_string()))
+    }
+}
+
+/// Which requests faults may hit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FaultScope {
+    /// Only order placements, cancels and cancel-replaces (the ones that change state).
+    Orders,
+    /// Every request that passed the limit and auth checks.
+    All,
+}
+
+/// Fault injection: a script by eligible-request number, then chances drawn from a
+/// seeded generator, so a run is repeatable.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Faults {
+    /// Seed of the generator that draws the chances.
+    pub seed: u64,
+    /// `(n, fault)`: the n-th eligible request (1-based) gets `fault`. Wins over chances.
+    pub script: Vec<(u64, Fault)>,
+    /// `(fault, p)`: each eligible request gets `fault` with probability `p`; the sum
+    /// must not exceed 1.
+    pub chances: Vec<(Fault, f64)>,
+    /// How long [`Fault::Delay`] holds a request.
+    pub delay_ms: u64,
+    /// Which requests are eligible.
+    pub scope: FaultScope,
+}
+
+impl Default for Faults {
+    fn default() -> Self {
+        Faults {
+            seed: 1,
+            script: Vec::new(),
+            chances: Vec::new(),
+            delay_ms: 2_000,
+            scope: FaultScope::Orders,
+        }
+    }
+}
+
+/// One API key and its HMAC secret.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Account {
+    /// Sent by the client in `X-MBX-APIKEY`.
+    pub api_key: String,
+    /// The HMAC-SHA256 key.
+    pub secret: String,
+}
+
+/// The emulator's configuration. Start from [`Config::binance_spot`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct Config {
+    /// The venue played.
+    pub profile: Profile,
+    /// Where to listen; must be a loopback address (port 0 picks a free port).
+    pub bind: SocketAddr,
+    /// Venue clock minus host clock, in milliseconds (positive: the venue is ahead).
+    pub clock_offset_ms: i64,
+    /// The limits enforced and served from `exchangeInfo`.
+    pub rate_limits: Vec<RateLimit>,
+    /// Ban trigger and escalation.
+    pub ban: BanPolicy,
+    /// Fault injection.
+    pub faults: Faults,
+    /// Accepted API keys.
+    pub accounts: Vec<Account>,
+    /// Weight another sender on the same IP adds per second (to every IP that has
+    /// sent at least one request), which the client never sent.
+    pub other_sender_weight_per_s: u64,
+    /// The one listed symbol.
+    pub symbol: String,
+    /// Mid price of the synthetic book, in units of 1e-8.
+    pub mid_price_e8: u64,
+    /// Most window records kept per limit in the report.
+    pub history_cap: usize,
+    /// The OKX API passphrase (`OK-ACCESS-PASSPHRASE`) of every account.
+    pub passphrase: String,
+}
+
+/// Default OKX passphrase of the embedded emulator.
+pub const DEFAULT_PASSPHRASE: &str = "ergon-sim-passphrase";
+
+/// Default API key of the embedded emulator (no real venue accepts it).
+pub const DEFAULT_API_KEY: &str = "ergon-sim-key";
+/// Default HMAC secret of the embedded emulator.
+pub const DEFAULT_API_SECRET: &str = "ergon-sim-secret";
+
+impl Config {
+    /// Binance Spot with its published limits, one account
+    /// ([`DEFAULT_API_KEY`]/[`DEFAULT_API_SECRET`]), symbol BTCUSDT, on `127.0.0.1:0`.
+    pub fn binance_spot() -> Self {
+        Config {
+            profile: Profile::BinanceSpot,
+            bind: SocketAddr::from(([127, 0, 0, 1], 0)),
+            clock_offset_ms: 0,
+            rate_limits: BINANCE_SPOT_LIMITS.to_vec(),
+            ban: BanPolicy::default(),
+            faults: Faults::default(),
+            accounts: vec![Account {
+                api_key: DEFAULT_API_KEY.to_string(),
+                secret: DEFAULT_API_SECRET.to_string(),
+            }],
+            other_sender_weight_per_s: 0,
+            symbol: "BTCUSDT".to_string(),
+            mid_price_e8: 50_000 * 100_000_000,
+            history_cap: 10_000,
+            passphrase: DEFAULT_PASSPHRASE.to_string(),
+        }
+    }
+
+    /// Binance USD-M futures with its published limits; otherwise as
+    /// [`Config::binance_spot`].
+    pub fn binance_futures() -> Self {
+        Config {
+            profile: Profile::BinanceFutures,
+            rate_limits: BINANCE_FUTURES_LIMITS.to_vec(),
+            ..Config::binance_spot()
+        }
+    }
+
+    /// OKX v5 with its documented limits, instrument `BTC-USDT-SWAP`, passphrase
+    /// [`DEFAULT_PASSPHRASE`]; otherwise as [`Config::binance_spot`].
+    pub fn okx() -> Self {
+        Config {
+            profile: Profile::Okx,
+            rate_limits: OKX_LIMITS.to_vec(),
+            symbol: "BTC-USDT-SWAP".to_string(),
+            ..Config::binance_spot()
+        }
+    }
+
+    /// Bybit v5 with its documented limits; an IP over its limit is banned at
+    /// once for 10 minutes ("403, access too frequent ... wait for at least 10
+    /// minutes"); otherwise as [`Config::binance_spot`].
+    pub fn bybit() -> Self {
+        Config {
+            profile: Profile::Bybit,
+            rate_limits: BYBIT_LIMITS.to_vec(),
+            ban: BanPolicy {
+                after_violations: 1,
+                first_ms: 600_000,
+                max_ms: 600_000,
+            },
+            ..Config::binance_spot()
+        }
+    }
+
+    /// The defaults of `profile`.
+    pub fn for_profile(profile: Profile) -> Self {
+        match profile {
+            Profile::BinanceSpot => Config::binance_spot(),
+            Profile::BinanceFutures => Config::binance_futures(),
+            Profile::Bybit => Config::bybit(),
+            Profile::Okx => Config::okx(),
+        }
+    }
+
+    /// Checks everything [`crate::Server::start`] relies on.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if !self.bind.ip().is_loopback() {
+            return Err(ConfigError::NotLoopback(self.bind));
+        }
+        for l in &self.rate_limits {
+            if l.interval_num == 0 {
+                return Err(ConfigError::BadLimit(format!("{l:?}")));
+            }
+        }
+        if self.ban.after_violations == 0
+            || self.ban.first_ms <= 0
+            || self.ban.max_ms < self.ban.first_ms
+        {
+            return Err(ConfigError::BadBanPolicy);
+        }
+        let mut sum = 0.0;
+        for &(f, p) in &self.faults.chances {
+            if !(0.0..=1.0).contains(&p) {
+                return Err(ConfigError::BadFault(format!("{}:{p}", f.name())));
+            }
+            sum += p;
+        }
+        if sum > 1.0 + 1e-9 {
+            return Err(ConfigError::BadFault(format!(
+                "chances add up to {sum} > 1"
+            )));
+        }
+        if self.faults.script.iter().any(|&(n, _)| n == 0) {
+            return Err(ConfigError::BadFault(
+                "scripted request numbers start at 1".into(),
+            ));
+        }
+        if self.accounts.is_empty() {
+            return Err(ConfigError::NoAccount);
+        }
+        if self.symbol.is_empty()
+            || !self
+                .symbol
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-')
+        {
+            return Err(ConfigError::BadSymbol(self.symbol.clone()));
+        }
+        Ok(())
+    }
+}
+
+/// A configuration the emulator refuses.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// The bind address is not loopback: the emulator never listens beyond the host.
+    NotLoopback(SocketAddr),
+    /// A profile name nobody knows.
+    UnknownProfile(String),
+    /// A profile the issue lists but this emulator does not play yet.
+    ProfileNotBuilt(String),
+    /// A rate limit that is not `TYPE:INTERVAL:NUM:LIMIT` with NUM >= 1.
+    BadLimit(String),
+    /// A ban policy with a zero trigger, a non-positive first ban or max < first.
+    BadBanPolicy,
+    /// A fault name, chance or script entry that does not parse or add up.
+    BadFault(String),
+    /// No API key configured.
+    NoAccount,
+    /// A symbol that is empty or not alphanumeric.
+    BadSymbol(String),
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ConfigError::NotLoopback(a) => {
+                write!(f, "refusing to bind {a}: the emulator listens on loopback only")
+            }
+            ConfigError::UnknownProfile(p) => write!(
+                f,
+                "unknown profile {p:?} (known: binance-spot, binance-futures, bybit, okx; planned: hyperliquid)"
+            ),
+            ConfigError::ProfileNotBuilt(p) => {
+                write!(f, "profile {p:?} is not built yet; binance-spot, binance-futures, bybit and okx are")
+            }
+            ConfigError::BadLimit(s) => write!(
+                f,
+                "bad rate limit {s:?}: want TYPE:INTERVAL:NUM:LIMIT, e.g. REQUEST_WEIGHT:MINUTE:1:6000"
+            ),
+            ConfigError::BadBanPolicy => {
+                write!(f, "bad ban policy: need violations >= 1 and 0 < first <= max")
+            }
+            ConfigError::BadFault(s) => write!(f, "bad fault {s:?}"),
+            ConfigError::NoAccount => write!(f, "no API key configured"),
+            ConfigError::BadSymbol(s) => write!(f, "bad symbol {s:?}"),
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limit_parses_and_names_its_header() {
+        let l: RateLimit = "ORDERS:SECOND:10:100".parse().unwrap();
+        assert_eq!(l.header_name().as_deref(), Some("X-MBX-ORDER-COUNT-10S"));
+        assert_eq!(l.window_ms(), 10_000);
+        assert!("ORDERS:SECOND:0:100".parse::<RateLimit>().is_err());
+        assert!("ORDERS:WEEK:1:100".parse::<RateLimit>().is_err());
+        assert!("REQUEST_WEIGHT:MINUTE:1".parse::<RateLimit>().is_err());
+    }
+
+    #[test]
+    fn bans_escalate_from_two_minutes_to_three_days() {
+        let p = BanPolicy::default();
+        assert_eq!(p.duration_ms(0), 120_000);
+        assert_eq!(p.duration_ms(1), 240_000);
+        assert_eq!(p.duration_ms(40), 259_200_000);
+    }
+
+    #[test]
+    fn non_loopback_is_refused() {
+        let mut c = Config::binance_spot();
+        c.bind = "0.0.0.0:0".parse().unwrap();
+        assert!(matches!(c.validate(), Err(ConfigError::NotLoopback(_))));
+    }
+
+    #[test]
+    fn other_profiles_say_they_are_not_built() {
+        assert_eq!(
+            "hyperliquid".parse::<Profile>(),
+            Err(ConfigError::ProfileNotBuilt("hyperliquid".into()))
+        );
+        assert_eq!("okx".parse::<Profile>(), Ok(Profile::Okx));
+        assert_eq!("bybit".parse::<Profile>(), Ok(Profile::Bybit));
+        let l: RateLimit = "/v5/order/create:SECOND:1:10:ROLLING".parse().unwrap();
+        assert!(l.rolling);
+        assert_eq!(l.kind, LimitType::BybitCreate);
+        assert!(matches!(
+            "nasdaq".parse::<Profile>(),
+            Err(ConfigError::UnknownProfile(_))
+        ));
+    }
+}

@@ -1,0 +1,87 @@
+//! ergon-venue-sim: a venue emulator on loopback that enforces a venue's documented
+//! request rules strictly, injects faults on demand, and reports what it counted.
+//!
+//! It is a test peer, not the product: std threads and blocking sockets, one lock
+//! around the venue state. Tests and examples start it in-process with
+//! [`Server::start`]; the `ergon-venue-sim` binary runs the same server standalone.
+//!
+//! Profile `binance-spot` plays Binance Spot REST; `binance-futures` plays USD-M
+//! futures (`/fapi`) with the same machinery, its own limits, weights, shapes and
+//! 503 texts; `bybit` plays Bybit v5 linear (rolling per-UID endpoint limits with
+//! the `X-Bapi-Limit*` headers, 600 per IP per 5 s with an immediate 403 ban, v5
+//! signing, `retCode` answers); `okx` plays OKX v5 (limits per 2 s answered 429
+//! 50011/50061, passphrase and base64 signing over ISO timestamps, `sCode` per
+//! order). Hyperliquid is not built.
+//! Binance Spot in detail:
+//! - its own clock ([`VenueClock`]: host UTC plus [`Config::clock_offset_ms`]);
+//! - fixed windows aligned on that clock, counted at receipt, per IP for
+//!   `REQUEST_WEIGHT` and `RAW_REQUESTS` and per API key for `ORDERS`; the limits are
+//!   configurable and served from `/api/v3/exchangeInfo` `rateLimits`, so a test can
+//!   use a 1-second weight window instead of waiting minutes;
+//! - `X-MBX-USED-WEIGHT-(n)(letter)` on every answer, `X-MBX-ORDER-COUNT-(n)(letter)`
+//!   on order placements;
+//! - 429 with `Retry-After` and code -1003 over an IP limit; an IP that keeps sending
+//!   inside that Retry-After is banned: 418, `Retry-After`, -1003 "IP banned until",
+//!   the ban doubling from 2 minutes up to 3 days for repeat offenders ([`BanPolicy`]);
+//! - 429 -1015 without `Retry-After` over an order-count limit; only placements the
+//!   engine accepts stay counted (a refused or never-executed one does not; a
+//!   cancel-replace always does), and an order's first fill takes one off the count,
+//!   after its own answer, as the Unfilled Order Count rules say;
+//! - `X-MBX-APIKEY` (-2014 missing, -2015 unknown), HMAC-SHA256 over query string +
+//!   body (-1022), `timestamp`/`recvWindow` (-1021, -1131);
+//! - exchangeInfo, depth, account, openOrders, order (POST with newClientOrderId,
+//!   DELETE and GET by origClientOrderId or orderId), order/cancelReplace, time, ping;
+//!   orders rest in a simple book;
+//! - faults ([`Fault`]) by script or by seeded chance: close before executing,
+//!   execute then close without a reply, delay past the client's deadline, 503 after
+//!   executing, 503 without executing;
+//! - a registry by client order id that counts executions, so duplicates are counted
+//!   ([`Report::duplicates`]), and a final [`Report`] as JSON.
+//!
+//! ## The two 5xx faults
+//! Binance Spot documents every 5XX as "execution status UNKNOWN; could have been a
+//! success" and lists two codes for it: -1006 "An unexpected response was received
+//! from the message bus. Execution status unknown." and -1007 "Timeout waiting for
+//! response from backend server. Send status unknown; execution status unknown."
+//! The emulator answers [`Fault::ServerErrorAfterExecute`] with 503 -1006 (the engine
+//! ran it; the reply was lost) and [`Fault::ServerErrorNoExecute`] with 503 -1007
+//! (it never reached the engine: "send status unknown"). Only the emulator knows
+//! which happened; a client must treat both as Unknown and reconcile by client order
+//! id, and it finds the order in the first case and not in the second.
+//!
+//! ## Sources
+//! - <https://developers.binance.com/docs/binance-spot-api-docs/rest-api/limits>
+//! - <https://developers.binance.com/docs/binance-spot-api-docs/errors>
+//! - <https://developers.binance.com/docs/binance-spot-api-docs/rest-api/endpoint-security-type>
+//! - <https://developers.binance.com/docs/binance-spot-api-docs/rest-api/public-rest-api-for-binance-2024-10-17>
+//! - <https://raw.githubusercontent.com/binance/binance-spot-api-docs/master/rest-api.md>
+//! - <https://developers.binance.com/docs/binance-spot-api-docs/faqs/order_count_decrement>
+//!
+//! ## What it never does
+//! It never listens on a non-loopback address, never panics on bytes from a client
+//! (bad requests get a 4xx and the connection closed), and never guesses a count:
+//! every figure in the report is one it recorded.
+//!
+//! ```
+//! use ergon_venue_sim::{Config, Server};
+//! let server = Server::start(Config::binance_spot()).unwrap();
+//! assert!(server.addr().ip().is_loopback());
+//! let report = server.stop();
+//! assert_eq!(report.requests, 0);
+//! ```
+
+mod binance;
+pub mod config;
+pub mod http;
+mod limits;
+pub mod params;
+pub mod report;
+mod server;
+
+pub use config::{
+    Account, BanPolicy, Config, ConfigError, Fault, FaultScope, Faults, Interval, LimitType,
+    Profile, RateLimit, BINANCE_FUTURES_LIMITS, BINANCE_SPOT_LIMITS, BYBIT_LIMITS, DEFAULT_API_KEY,
+    DEFAULT_API_SECRET, DEFAULT_PASSPHRASE, OKX_LIMITS,
+};
+pub use report::{FaultCounts, LimitUsage, Report};
+pub use server::{Server, StartError, VenueClock};

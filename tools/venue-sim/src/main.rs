@@ -1,0 +1,228 @@
+//! `ergon-venue-sim`: runs the venue emulator standalone on loopback.
+//!
+//! Prints `listening on http://ADDR` on the first line of stdout, serves until
+//! `--duration` has passed (or, without it, until stdin closes), then prints the
+//! final report as one JSON object (to stdout, or to `--report FILE`).
+
+use std::io::Read;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use ergon_venue_sim::{Account, Config, Fault, FaultScope, RateLimit, Server};
+
+const USAGE: &str = "usage: ergon-venue-sim [--profile binance-spot|binance-futures|bybit|okx] [--listen 127.0.0.1:PORT]
+  [--clock-offset-ms MS] [--limit TYPE:INTERVAL:NUM:LIMIT]... [--api-key K --api-secret S]
+  [--ban-after N] [--ban-first-ms MS] [--ban-max-ms MS]
+  [--fault KIND:PROBABILITY]... [--fault-at N:KIND]... [--fault-delay-ms MS]
+  [--fault-scope orders|all] [--seed N] [--other-sender-weight PER_SECOND]
+  [--symbol SYMBOL] [--duration SECS] [--report FILE]
+fault kinds: close-before-execute, execute-then-close, delay, 5xx-after-execute, 5xx-not-executed
+limits (default: the profile's published ones): e.g. --limit REQUEST_WEIGHT:MINUTE:1:6000 --limit ORDERS:SECOND:10:100";
+
+#[derive(Debug)]
+struct Args {
+    config: Config,
+    duration: Option<Duration>,
+    report: Option<String>,
+}
+
+fn parse(it: impl Iterator<Item = String>) -> Result<Args, String> {
+    let all: Vec<String> = it.collect();
+    // The profile picks the defaults every other flag then adjusts.
+    let mut config = match all.iter().position(|a| a == "--profile") {
+        Some(i) => {
+            let name = all.get(i + 1).ok_or("--profile needs a value")?;
+            Config::for_profile(name.parse().map_err(|e| format!("{e}"))?)
+        }
+        None => Config::binance_spot(),
+    };
+    let mut it = all.into_iter();
+    let mut limits: Vec<RateLimit> = Vec::new();
+    let mut key = None;
+    let mut secret = None;
+    let mut duration = None;
+    let mut report = None;
+    while let Some(flag) = it.next() {
+        if flag == "--help" || flag == "-h" {
+            return Err(String::new());
+        }
+        let mut value = || it.next().ok_or_else(|| format!("{flag} needs a value"));
+        let num = |v: String| -> Result<i64, String> {
+            v.parse::<i64>()
+                .map_err(|_| format!("{flag}: {v:?} is not an integer"))
+        };
+        match flag.as_str() {
+            "--profile" => {
+                value()?; // read above
+            }
+            "--listen" => {
+                let v = value()?;
+                config.bind = v
+                    .parse()
+                    .map_err(|_| format!("--listen: bad address {v:?}"))?;
+            }
+            "--clock-offset-ms" => config.clock_offset_ms = num(value()?)?,
+            "--limit" => limits.push(value()?.parse().map_err(|e| format!("{e}"))?),
+            "--api-key" => key = Some(value()?),
+            "--api-secret" => secret = Some(value()?),
+            "--ban-after" => {
+                config.ban.after_violations = u32::try_from(num(value()?)?)
+                    .map_err(|_| "--ban-after: out of range".to_string())?
+            }
+            "--ban-first-ms" => config.ban.first_ms = num(value()?)?,
+            "--ban-max-ms" => config.ban.max_ms = num(value()?)?,
+            "--fault" => {
+                let v = value()?;
+                let (k, p) = v
+                    .rsplit_once(':')
+                    .ok_or_else(|| format!("--fault: want KIND:PROBABILITY, got {v:?}"))?;
+                let f: Fault = k.parse().map_err(|e| format!("{e}"))?;
+                let p: f64 = p
+                    .parse()
+                    .map_err(|_| format!("--fault: bad probability {p:?}"))?;
+                config.faults.chances.push((f, p));
+            }
+            "--fault-at" => {
+                let v = value()?;
+                let (n, k) = v
+                    .split_once(':')
+                    .ok_or_else(|| format!("--fault-at: want N:KIND, got {v:?}"))?;
+                let n: u64 = n.parse().map_err(|_| format!("--fault-at: bad N {n:?}"))?;
+                let f: Fault = k.parse().map_err(|e| format!("{e}"))?;
+                config.faults.script.push((n, f));
+            }
+            "--fault-delay-ms" => {
+                config.faults.delay_ms = u64::try_from(num(value()?)?)
+                    .map_err(|_| "--fault-delay-ms: negative".to_string())?
+            }
+            "--fault-scope" => {
+                config.faults.scope = match value()?.as_str() {
+                    "orders" => FaultScope::Orders,
+                    "all" => FaultScope::All,
+                    v => return Err(format!("--fault-scope: want orders or all, got {v:?}")),
+                }
+            }
+            "--seed" => {
+                let v = value()?;
+                config.faults.seed = v.parse().map_err(|_| format!("--seed: bad {v:?}"))?;
+            }
+            "--other-sender-weight" => {
+                config.other_sender_weight_per_s = u64::try_from(num(value()?)?)
+                    .map_err(|_| "--other-sender-weight: negative".to_string())?
+            }
+            "--symbol" => config.symbol = value()?,
+            "--duration" => {
+                let v = value()?;
+                let s: f64 = v
+                    .parse()
+                    .ok()
+                    .filter(|s: &f64| s.is_finite() && *s >= 0.0)
+                    .ok_or_else(|| format!("--duration: bad seconds {v:?}"))?;
+                duration = Some(Duration::from_secs_f64(s));
+            }
+            "--report" => report = Some(value()?),
+            other => return Err(format!("unknown argument {other:?}")),
+        }
+    }
+    if !limits.is_empty() {
+        config.rate_limits = limits;
+    }
+    match (key, secret) {
+        (Some(k), Some(s)) => {
+            config.accounts = vec![Account {
+                api_key: k,
+                secret: s,
+            }]
+        }
+        (None, None) => {}
+        _ => return Err("--api-key and --api-secret go together".into()),
+    }
+    config.validate().map_err(|e| e.to_string())?;
+    Ok(Args {
+        config,
+        duration,
+        report,
+    })
+}
+
+fn main() -> ExitCode {
+    let args = match parse(std::env::args().skip(1)) {
+        Ok(a) => a,
+        Err(e) if e.is_empty() => {
+            println!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            eprintln!("ergon-venue-sim: {e}\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    let server = match Server::start(args.config) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("ergon-venue-sim: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    println!("listening on {}", server.base_url());
+    match args.duration {
+        Some(d) => std::thread::sleep(d),
+        None => {
+            let mut sink = Vec::new();
+            let _ = std::io::stdin().read_to_end(&mut sink);
+        }
+    }
+    let report = server.stop().to_json().to_string();
+    match args.report {
+        Some(path) => {
+            if let Err(e) = std::fs::write(&path, report + "\n") {
+                eprintln!("ergon-venue-sim: cannot write {path}: {e}");
+                return ExitCode::from(1);
+            }
+        }
+        None => println!("{report}"),
+    }
+    ExitCode::SUCCESS
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(s: &str) -> Result<Args, String> {
+        parse(s.split_whitespace().map(String::from))
+    }
+
+    #[test]
+    fn flags_parse_into_the_config() {
+        let a = args("--limit REQUEST_WEIGHT:SECOND:1:50 --fault delay:0.5 --fault-at 3:execute-then-close --clock-offset-ms -200 --duration 1.5").unwrap();
+        assert_eq!(a.config.rate_limits.len(), 1);
+        assert_eq!(a.config.faults.chances, vec![(Fault::Delay, 0.5)]);
+        assert_eq!(a.config.faults.script, vec![(3, Fault::ExecuteThenClose)]);
+        assert_eq!(a.config.clock_offset_ms, -200);
+        assert_eq!(a.duration, Some(Duration::from_millis(1500)));
+    }
+
+    #[test]
+    fn bad_flags_say_what_is_wrong() {
+        assert!(args("--listen 0.0.0.0:8080")
+            .unwrap_err()
+            .contains("loopback"));
+        assert!(args("--profile hyperliquid")
+            .unwrap_err()
+            .contains("not built"));
+        let f = args("--fault delay:0.1 --profile binance-futures").unwrap();
+        assert_eq!(f.config.rate_limits.len(), 3, "futures defaults");
+        assert_eq!(
+            f.config.faults.chances.len(),
+            1,
+            "flags before --profile are kept"
+        );
+        assert!(args("--fault nope:0.1").unwrap_err().contains("nope"));
+        assert!(args("--api-key k").unwrap_err().contains("together"));
+        assert!(args("--frobnicate").unwrap_err().contains("unknown"));
+        assert!(args("--fault delay:0.7 --fault execute-then-close:0.7")
+            .unwrap_err()
+            .contains("add up"));
+    }
+}

@@ -1,0 +1,166 @@
+//! The final report: what the emulator saw and did, as counts a test can assert on
+//! and one JSON object a person can read.
+//!
+//! Counts come from the emulator's own registry (executions by client order id,
+//! windows by venue-clock start), never from what a client says about itself.
+
+use std::collections::BTreeMap;
+
+use serde_json::{json, Value};
+
+use crate::config::{Fault, RateLimit};
+
+/// How often each fault was injected.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FaultCounts {
+    /// [`Fault::CloseBeforeExecute`].
+    pub close_before_execute: u64,
+    /// [`Fault::ExecuteThenClose`].
+    pub execute_then_close: u64,
+    /// [`Fault::Delay`].
+    pub delay: u64,
+    /// [`Fault::ServerErrorAfterExecute`].
+    pub server_error_after_execute: u64,
+    /// [`Fault::ServerErrorNoExecute`].
+    pub server_error_no_execute: u64,
+}
+
+impl FaultCounts {
+    pub(crate) fn bump(&mut self, f: Fault) {
+        match f {
+            Fault::CloseBeforeExecute => self.close_before_execute += 1,
+            Fault::ExecuteThenClose => self.execute_then_close += 1,
+            Fault::Delay => self.delay += 1,
+            Fault::ServerErrorAfterExecute => self.server_error_after_execute += 1,
+            Fault::ServerErrorNoExecute => self.server_error_no_execute += 1,
+        }
+    }
+
+    /// The count for one fault.
+    pub fn get(&self, f: Fault) -> u64 {
+        match f {
+            Fault::CloseBeforeExecute => self.close_before_execute,
+            Fault::ExecuteThenClose => self.execute_then_close,
+            Fault::Delay => self.delay,
+            Fault::ServerErrorAfterExecute => self.server_error_after_execute,
+            Fault::ServerErrorNoExecute => self.server_error_no_execute,
+        }
+    }
+}
+
+/// Usage of one configured limit over the run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LimitUsage {
+    /// The limit as configured and served.
+    pub rate_limit: RateLimit,
+    /// Highest count any one key (IP or account) reached in any window. Requests the
+    /// venue refused still count, so this can exceed the limit.
+    pub peak: u64,
+    /// Windows (per key) whose count went above the limit.
+    pub windows_over: u64,
+    /// `(window start on the venue clock in ms, highest count of any key in it)`,
+    /// oldest first, the most recent [`crate::Config::history_cap`] windows.
+    pub windows: Vec<(i64, u64)>,
+}
+
+/// Everything the emulator counted.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Report {
+    /// The profile played.
+    pub profile: String,
+    /// TCP connections accepted.
+    pub connections: u64,
+    /// Complete requests received (parsed, whatever happened next).
+    pub requests: u64,
+    /// Byte streams that were not acceptable HTTP requests.
+    pub malformed: u64,
+    /// Responses written, by status code.
+    pub responses: BTreeMap<u16, u64>,
+    /// 429s for IP limits (code -1003).
+    pub throttled: u64,
+    /// 429s for order-count limits (code -1015).
+    pub order_rate_limited: u64,
+    /// IP bans imposed (automatic and forced).
+    pub bans: u64,
+    /// Requests answered 418 because their IP was banned.
+    pub banned_requests: u64,
+    /// Requests refused with -1021 (timestamp outside recvWindow or ahead of the venue).
+    pub timestamp_rejects: u64,
+    /// Requests refused with -1022 (bad signature).
+    pub signature_rejects: u64,
+    /// Requests refused for a missing or unknown API key (-2014, -2015).
+    pub api_key_rejects: u64,
+    /// Orders the matching engine accepted (placements and the new half of
+    /// cancel-replaces).
+    pub executions: u64,
+    /// Executions of a client order id that had already executed once.
+    pub duplicates: u64,
+    /// Placements refused with -2010 because an open order had the same client id
+    /// (a re-send that the venue caught).
+    pub duplicate_rejects: u64,
+    /// Cancels that found their order open and canceled it.
+    pub cancels: u64,
+    /// Futures modifications applied to a resting order.
+    pub modifies: u64,
+    /// Faults injected.
+    pub faults: FaultCounts,
+    /// Usage of each configured limit.
+    pub limits: Vec<LimitUsage>,
+}
+
+impl Report {
+    /// The report as one JSON value.
+    pub fn to_json(&self) -> Value {
+        let responses: serde_json::Map<String, Value> = self
+            .responses
+            .iter()
+            .map(|(k, v)| (k.to_string(), json!(v)))
+            .collect();
+        let faults: serde_json::Map<String, Value> = Fault::ALL
+            .iter()
+            .map(|f| (f.name().to_string(), json!(self.faults.get(*f))))
+            .collect();
+        let limits: Vec<Value> = self
+            .limits
+            .iter()
+            .map(|l| {
+                json!({
+                    "rateLimitType": l.rate_limit.kind.name(),
+                    "interval": l.rate_limit.interval.name(),
+                    "intervalNum": l.rate_limit.interval_num,
+                    "limit": l.rate_limit.limit,
+                    "scope": if l.rate_limit.kind.per_ip() { "ip" } else { "account" },
+                    "peak": l.peak,
+                    "windowsOver": l.windows_over,
+                    "windows": l.windows.iter().map(|&(s, u)| json!([s, u])).collect::<Vec<_>>(),
+                })
+            })
+            .collect();
+        json!({
+            "profile": self.profile,
+            "connections": self.connections,
+            "requests": self.requests,
+            "malformed": self.malformed,
+            "responses": responses,
+            "throttled429": self.throttled,
+            "orderRateLimited429": self.order_rate_limited,
+            "bans": self.bans,
+            "bannedRequests418": self.banned_requests,
+            "timestampRejects": self.timestamp_rejects,
+            "signatureRejects": self.signature_rejects,
+            "apiKeyRejects": self.api_key_rejects,
+            "executions": self.executions,
+            "duplicates": self.duplicates,
+            "duplicateRejects": self.duplicate_rejects,
+            "cancels": self.cancels,
+            "modifies": self.modifies,
+            "faults": faults,
+            "limits": limits,
+        })
+    }
+
+    /// The usage record of the first limit equal to `limit`.
+    pub fn limit(&self, limit: &RateLimit) -> Option<&LimitUsage> {
+        self.limits.iter().find(|l| &l.rate_limit == limit)
+    }
+}

@@ -1,0 +1,261 @@
+//! The bybit profile: v5 signing, per-UID rolling limits with the X-Bapi headers,
+//! the IP limit's immediate 403 ban, orders by orderLinkId.
+
+mod common;
+
+use std::time::Duration;
+
+use common::Client;
+use ergon_venue_sim::params::sign;
+use ergon_venue_sim::{
+    Config, Interval, LimitType, RateLimit, Server, DEFAULT_API_KEY, DEFAULT_API_SECRET,
+};
+
+/// A signed v5 request: `payload` is the query string (GET) or the JSON body (POST).
+fn v5(c: &mut Client, s: &Server, method: &str, path: &str, payload: &str) -> common::Resp {
+    v5_at(
+        c,
+        method,
+        path,
+        payload,
+        s.clock().now_ms(),
+        DEFAULT_API_SECRET,
+    )
+}
+
+fn v5_at(
+    c: &mut Client,
+    method: &str,
+    path: &str,
+    payload: &str,
+    ts: i64,
+    secret: &str,
+) -> common::Resp {
+    let recv = "5000";
+    let sig = sign(&format!("{ts}{DEFAULT_API_KEY}{recv}{payload}"), secret);
+    let (target, body) = if method == "GET" {
+        (format!("{path}?{payload}"), String::new())
+    } else {
+        (path.to_string(), payload.to_string())
+    };
+    c.send_with(
+        method,
+        &target,
+        &[
+            ("X-BAPI-API-KEY", DEFAULT_API_KEY),
+            ("X-BAPI-TIMESTAMP", &ts.to_string()),
+            ("X-BAPI-RECV-WINDOW", recv),
+            ("X-BAPI-SIGN", &sig),
+        ],
+        &body,
+    )
+    .unwrap()
+}
+
+fn create(link: &str) -> String {
+    format!(
+        r#"{{"category":"linear","symbol":"BTCUSDT","side":"Buy","orderType":"Limit","qty":"0.01","price":"49000","timeInForce":"GTC","orderLinkId":"{link}"}}"#
+    )
+}
+
+fn ret_code(r: &common::Resp) -> i64 {
+    r.json()["retCode"].as_i64().unwrap()
+}
+
+#[test]
+fn orders_by_link_id_in_v5_shapes() {
+    let s = Server::start(Config::bybit()).unwrap();
+    let mut c = Client::connect(s.addr());
+    let r = v5(&mut c, &s, "POST", "/v5/order/create", &create("bb-1"));
+    assert_eq!((r.status, ret_code(&r)), (200, 0), "{}", r.body);
+    assert_eq!(r.json()["result"]["orderLinkId"], "bb-1");
+    assert_eq!(r.header("X-Bapi-Limit"), Some("10"));
+    assert_eq!(r.header("X-Bapi-Limit-Status"), Some("9"));
+    assert!(r.header("X-Bapi-Limit-Reset-Timestamp").is_some());
+
+    let dup = v5(&mut c, &s, "POST", "/v5/order/create", &create("bb-1"));
+    assert_eq!(ret_code(&dup), 110072);
+
+    let q = v5(
+        &mut c,
+        &s,
+        "GET",
+        "/v5/order/realtime",
+        "category=linear&symbol=BTCUSDT&orderLinkId=bb-1",
+    );
+    let o = &q.json()["result"]["list"][0];
+    assert_eq!(o["orderStatus"], "New");
+    assert_eq!(o["price"], "49000");
+
+    let a = v5(
+        &mut c,
+        &s,
+        "POST",
+        "/v5/order/amend",
+        r#"{"category":"linear","symbol":"BTCUSDT","orderLinkId":"bb-1","price":"49100"}"#,
+    );
+    assert_eq!(ret_code(&a), 0, "{}", a.body);
+    let x = v5(
+        &mut c,
+        &s,
+        "POST",
+        "/v5/order/cancel",
+        r#"{"category":"linear","symbol":"BTCUSDT","orderLinkId":"bb-1"}"#,
+    );
+    assert_eq!(ret_code(&x), 0);
+    let x = v5(
+        &mut c,
+        &s,
+        "POST",
+        "/v5/order/cancel",
+        r#"{"category":"linear","symbol":"BTCUSDT","orderLinkId":"bb-1"}"#,
+    );
+    assert_eq!(ret_code(&x), 110001, "not open any more");
+    let q = v5(
+        &mut c,
+        &s,
+        "GET",
+        "/v5/order/realtime",
+        "category=linear&symbol=BTCUSDT&orderLinkId=bb-1",
+    );
+    assert_eq!(q.json()["result"]["list"][0]["orderStatus"], "Cancelled");
+    let q = v5(
+        &mut c,
+        &s,
+        "GET",
+        "/v5/order/realtime",
+        "category=linear&symbol=BTCUSDT&orderLinkId=never",
+    );
+    assert_eq!(q.json()["result"]["list"].as_array().unwrap().len(), 0);
+
+    let book = c.get("/v5/market/orderbook?category=linear&symbol=BTCUSDT&limit=5");
+    assert_eq!(book.json()["result"]["b"].as_array().unwrap().len(), 5);
+    let rep = s.stop();
+    assert_eq!(
+        (
+            rep.executions,
+            rep.cancels,
+            rep.modifies,
+            rep.duplicate_rejects
+        ),
+        (1, 1, 1, 1)
+    );
+}
+
+#[test]
+fn v5_signatures_and_timestamps_are_checked() {
+    let s = Server::start(Config::bybit()).unwrap();
+    let mut c = Client::connect(s.addr());
+    let now = s.clock().now_ms();
+    let r = v5_at(
+        &mut c,
+        "POST",
+        "/v5/order/create",
+        &create("t1"),
+        now,
+        "wrong",
+    );
+    assert_eq!(ret_code(&r), 10004);
+    let r = v5_at(
+        &mut c,
+        "POST",
+        "/v5/order/create",
+        &create("t2"),
+        now + 2_000,
+        DEFAULT_API_SECRET,
+    );
+    assert_eq!(ret_code(&r), 10002, "ahead of the server");
+    let r = v5_at(
+        &mut c,
+        "POST",
+        "/v5/order/create",
+        &create("t3"),
+        now - 6_000,
+        DEFAULT_API_SECRET,
+    );
+    assert_eq!(ret_code(&r), 10002, "older than recv_window");
+    let r = c
+        .send("POST", "/v5/order/create", None, &create("t4"))
+        .unwrap();
+    assert_eq!(ret_code(&r), 10003);
+    let rep = s.stop();
+    assert_eq!(rep.executions, 0);
+    assert_eq!(
+        (
+            rep.signature_rejects,
+            rep.timestamp_rejects,
+            rep.api_key_rejects
+        ),
+        (1, 2, 1)
+    );
+}
+
+#[test]
+fn uid_limits_roll_and_say_when_they_reset() {
+    let mut cfg = Config::bybit();
+    cfg.rate_limits = vec![
+        RateLimit::new(LimitType::RawRequests, Interval::Second, 5, 600).rolling(),
+        RateLimit::new(LimitType::BybitCreate, Interval::Second, 1, 3).rolling(),
+    ];
+    let s = Server::start(cfg).unwrap();
+    let mut c = Client::connect(s.addr());
+    for i in 0..3 {
+        let r = v5(
+            &mut c,
+            &s,
+            "POST",
+            "/v5/order/create",
+            &create(&format!("r{i}")),
+        );
+        assert_eq!(ret_code(&r), 0);
+        assert_eq!(
+            r.header("X-Bapi-Limit-Status"),
+            Some((2 - i).to_string().as_str())
+        );
+    }
+    let first_at = s.clock().now_ms();
+    let r = v5(&mut c, &s, "POST", "/v5/order/create", &create("r3"));
+    assert_eq!((r.status, ret_code(&r)), (200, 10006));
+    let reset: i64 = r
+        .header("X-Bapi-Limit-Reset-Timestamp")
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(
+        reset > first_at && reset <= first_at + 1_000,
+        "resets when the oldest expires"
+    );
+    std::thread::sleep(Duration::from_millis(
+        (reset - s.clock().now_ms() + 20).max(0) as u64,
+    ));
+    let r = v5(&mut c, &s, "POST", "/v5/order/create", &create("r4"));
+    assert_eq!(
+        ret_code(&r),
+        0,
+        "room again once the oldest left the rolling second"
+    );
+    assert_eq!(s.stop().throttled, 1);
+}
+
+#[test]
+fn over_the_ip_limit_is_an_immediate_403_ban() {
+    let mut cfg = Config::bybit();
+    cfg.rate_limits =
+        vec![RateLimit::new(LimitType::RawRequests, Interval::Second, 5, 5).rolling()];
+    cfg.ban.first_ms = 800;
+    cfg.ban.max_ms = 800;
+    let s = Server::start(cfg).unwrap();
+    let mut c = Client::connect(s.addr());
+    for _ in 0..5 {
+        assert_eq!(c.get("/v5/market/time").status, 200);
+    }
+    let r = c.get("/v5/market/time");
+    assert_eq!(r.status, 403);
+    assert!(
+        r.header("Retry-After").is_none(),
+        "Bybit gives no Retry-After"
+    );
+    assert_eq!(c.get("/v5/market/time").status, 403, "banned");
+    let rep = s.report();
+    assert_eq!((rep.bans, rep.banned_requests), (1, 2));
+}

@@ -1,0 +1,193 @@
+//! The okx profile: v5 signing with passphrase and ISO timestamps, per-instrument
+//! limits over 2 s answered 429/50011, orders by clOrdId with sCode per order.
+
+mod common;
+
+use common::{Client, Resp};
+use ergon_venue_sim::params::{iso8601_ms, sign_base64};
+use ergon_venue_sim::{
+    Config, Interval, LimitType, RateLimit, Server, DEFAULT_API_KEY, DEFAULT_API_SECRET,
+    DEFAULT_PASSPHRASE,
+};
+
+fn signed(c: &mut Client, s: &Server, method: &str, target: &str, body: &str) -> Resp {
+    signed_at(
+        c,
+        method,
+        target,
+        body,
+        s.clock().now_ms(),
+        DEFAULT_API_SECRET,
+        DEFAULT_PASSPHRASE,
+    )
+}
+
+fn signed_at(
+    c: &mut Client,
+    method: &str,
+    target: &str,
+    body: &str,
+    ts_ms: i64,
+    secret: &str,
+    passphrase: &str,
+) -> Resp {
+    let ts = iso8601_ms(ts_ms);
+    let sig = sign_base64(&format!("{ts}{method}{target}{body}"), secret);
+    c.send_with(
+        method,
+        target,
+        &[
+            ("OK-ACCESS-KEY", DEFAULT_API_KEY),
+            ("OK-ACCESS-SIGN", &sig),
+            ("OK-ACCESS-TIMESTAMP", &ts),
+            ("OK-ACCESS-PASSPHRASE", passphrase),
+            ("Content-Type", "application/json"),
+        ],
+        body,
+    )
+    .unwrap()
+}
+
+fn place(cl: &str) -> String {
+    format!(
+        r#"{{"instId":"BTC-USDT-SWAP","tdMode":"cross","side":"buy","ordType":"limit","sz":"1","px":"49000","clOrdId":"{cl}"}}"#
+    )
+}
+
+fn code(r: &Resp) -> String {
+    r.json()["code"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn orders_by_client_id_in_v5_shapes() {
+    let s = Server::start(Config::okx()).unwrap();
+    let mut c = Client::connect(s.addr());
+    let r = signed(&mut c, &s, "POST", "/api/v5/trade/order", &place("ok1"));
+    assert_eq!((r.status, code(&r)), (200, "0".to_string()), "{}", r.body);
+    assert_eq!(r.json()["data"][0]["sCode"], "0");
+    assert_eq!(r.json()["data"][0]["clOrdId"], "ok1");
+
+    let dup = signed(&mut c, &s, "POST", "/api/v5/trade/order", &place("ok1"));
+    assert_eq!(code(&dup), "1");
+    assert_eq!(dup.json()["data"][0]["sCode"], "51016");
+
+    let q = signed(
+        &mut c,
+        &s,
+        "GET",
+        "/api/v5/trade/order?instId=BTC-USDT-SWAP&clOrdId=ok1",
+        "",
+    );
+    assert_eq!(q.json()["data"][0]["state"], "live");
+    assert_eq!(q.json()["data"][0]["px"], "49000");
+    let a = signed(
+        &mut c,
+        &s,
+        "POST",
+        "/api/v5/trade/amend-order",
+        r#"{"instId":"BTC-USDT-SWAP","clOrdId":"ok1","newPx":"49100"}"#,
+    );
+    assert_eq!(code(&a), "0", "{}", a.body);
+    let x = signed(
+        &mut c,
+        &s,
+        "POST",
+        "/api/v5/trade/cancel-order",
+        r#"{"instId":"BTC-USDT-SWAP","clOrdId":"ok1"}"#,
+    );
+    assert_eq!(code(&x), "0");
+    let x = signed(
+        &mut c,
+        &s,
+        "POST",
+        "/api/v5/trade/cancel-order",
+        r#"{"instId":"BTC-USDT-SWAP","clOrdId":"ok1"}"#,
+    );
+    assert_eq!(x.json()["data"][0]["sCode"], "51400");
+    let q = signed(
+        &mut c,
+        &s,
+        "GET",
+        "/api/v5/trade/order?instId=BTC-USDT-SWAP&clOrdId=ok1",
+        "",
+    );
+    assert_eq!(q.json()["data"][0]["state"], "canceled");
+    let q = signed(
+        &mut c,
+        &s,
+        "GET",
+        "/api/v5/trade/order?instId=BTC-USDT-SWAP&clOrdId=never",
+        "",
+    );
+    assert_eq!(code(&q), "51603");
+    let b = c.get("/api/v5/market/books?instId=BTC-USDT-SWAP&sz=5");
+    assert_eq!(b.json()["data"][0]["bids"].as_array().unwrap().len(), 5);
+    let rep = s.stop();
+    assert_eq!(
+        (
+            rep.executions,
+            rep.cancels,
+            rep.modifies,
+            rep.duplicate_rejects
+        ),
+        (1, 1, 1, 1)
+    );
+}
+
+#[test]
+fn okx_signatures_passphrases_and_timestamps_are_checked() {
+    let s = Server::start(Config::okx()).unwrap();
+    let mut c = Client::connect(s.addr());
+    let now = s.clock().now_ms();
+    let post = |c: &mut Client, ts: i64, secret: &str, pass: &str| {
+        signed_at(
+            c,
+            "POST",
+            "/api/v5/trade/order",
+            &place("t1"),
+            ts,
+            secret,
+            pass,
+        )
+    };
+    let r = post(&mut c, now, "wrong", DEFAULT_PASSPHRASE);
+    assert_eq!((r.status, code(&r)), (401, "50113".to_string()));
+    let r = post(&mut c, now, DEFAULT_API_SECRET, "wrong");
+    assert_eq!(code(&r), "50105");
+    let r = post(&mut c, now - 31_000, DEFAULT_API_SECRET, DEFAULT_PASSPHRASE);
+    assert_eq!(code(&r), "50102");
+    let r = c
+        .send("POST", "/api/v5/trade/order", None, &place("t2"))
+        .unwrap();
+    assert_eq!(code(&r), "50103");
+    let r = post(&mut c, now, DEFAULT_API_SECRET, DEFAULT_PASSPHRASE);
+    assert_eq!(code(&r), "0");
+    let rep = s.stop();
+    assert_eq!(rep.executions, 1);
+    assert_eq!((rep.signature_rejects, rep.timestamp_rejects), (1, 1));
+}
+
+#[test]
+fn over_a_two_second_limit_is_429_50011() {
+    let mut cfg = Config::okx();
+    cfg.rate_limits = vec![
+        RateLimit::new(LimitType::OkxOrder, Interval::Second, 2, 2).rolling(),
+        RateLimit::new(LimitType::OkxSubAccount, Interval::Second, 2, 1000).rolling(),
+    ];
+    let s = Server::start(cfg).unwrap();
+    let mut c = Client::connect(s.addr());
+    for i in 0..2 {
+        let r = signed(
+            &mut c,
+            &s,
+            "POST",
+            "/api/v5/trade/order",
+            &place(&format!("l{i}")),
+        );
+        assert_eq!(code(&r), "0");
+    }
+    let r = signed(&mut c, &s, "POST", "/api/v5/trade/order", &place("l2"));
+    assert_eq!((r.status, code(&r)), (429, "50011".to_string()));
+    let rep = s.stop();
+    assert_eq!((rep.throttled, rep.executions), (1, 2));
+}
