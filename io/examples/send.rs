@@ -3,8 +3,12 @@
 //!
 //! ```text
 //! cargo run --release -p ergon-io --example send -- [--method POST] [--header 'K: V']
-//!     [--body TEXT] [--repeat N] [--interval-ms MS] [--timeout-ms MS] URL
+//!     [--body TEXT] [--repeat N] [--interval-ms MS] [--timeout-ms MS] [--cafile PATH] URL
 //! ```
+//!
+//! URL is `http://` or `https://` (TLS, the certificate verified against the
+//! compiled-in Mozilla roots, or only against the PEM certificates of `--cafile`).
+//! A certificate that does not verify sends nothing: `error sent=no tls`.
 //!
 //! Each attempt has a deadline (default 5000 ms) and prints exactly one line:
 //! `response STATUS BODY_BYTES RTT_US`, or `error sent=no|maybe KIND`. It never
@@ -23,7 +27,7 @@ use ergon_io::event_loop::{Config, Context, EventLoop};
 use ergon_io::http::{Conn, Limits, Request};
 
 const USAGE: &str = "usage: send [--method M] [--header 'K: V']... [--body TEXT] [--repeat N] \
-[--interval-ms MS] [--timeout-ms MS] http://HOST[:PORT][/PATH]";
+[--interval-ms MS] [--timeout-ms MS] [--cafile PATH] http[s]://HOST[:PORT][/PATH]";
 
 struct Args {
     method: String,
@@ -32,6 +36,7 @@ struct Args {
     repeat: u64,
     interval_ms: i64,
     timeout_ms: i64,
+    cafile: Option<String>,
     url: String,
 }
 
@@ -43,6 +48,7 @@ fn parse_args(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
         repeat: 1,
         interval_ms: 0,
         timeout_ms: 5000,
+        cafile: None,
         url: String::new(),
     };
     let mut url = None;
@@ -61,6 +67,7 @@ fn parse_args(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
             "--repeat" => a.repeat = number(&value("--repeat")?, "--repeat")?,
             "--interval-ms" => a.interval_ms = number(&value("--interval-ms")?, "--interval-ms")?,
             "--timeout-ms" => a.timeout_ms = number(&value("--timeout-ms")?, "--timeout-ms")?,
+            "--cafile" => a.cafile = Some(value("--cafile")?),
             "-h" | "--help" => return Err(String::new()),
             s if s.starts_with("--") => return Err(format!("unknown option {s}")),
             _ if url.is_some() => return Err(format!("one URL only, got a second: {arg}")),
@@ -84,14 +91,22 @@ fn number<T: std::str::FromStr + PartialOrd + Default>(s: &str, name: &str) -> R
     }
 }
 
-/// `http://host[:port][/path]` → (address, Host header, target).
-fn parse_url(url: &str) -> Result<(SocketAddr, String, String), String> {
-    let rest = match url.split_once("://") {
-        Some(("http", rest)) => rest,
-        Some(("https", _)) => {
-            return Err("https:// is not supported yet: plain http:// only".into())
-        }
-        _ => return Err(format!("{url:?}: expected http://HOST[:PORT][/PATH]")),
+/// A parsed URL.
+struct Url {
+    addr: SocketAddr,
+    /// The Host header value.
+    host: String,
+    target: String,
+    /// The TLS server name, for https.
+    tls_name: Option<String>,
+}
+
+/// `http[s]://host[:port][/path]`.
+fn parse_url(url: &str) -> Result<Url, String> {
+    let (rest, tls, port) = match url.split_once("://") {
+        Some(("http", rest)) => (rest, false, 80),
+        Some(("https", rest)) => (rest, true, 443),
+        _ => return Err(format!("{url:?}: expected http[s]://HOST[:PORT][/PATH]")),
     };
     let (authority, target) = match rest.find(['/', '?']) {
         Some(i) if rest.as_bytes()[i] == b'/' => (&rest[..i], rest[i..].to_string()),
@@ -108,14 +123,34 @@ fn parse_url(url: &str) -> Result<(SocketAddr, String, String), String> {
     {
         authority.to_string()
     } else {
-        format!("{authority}:80")
+        format!("{authority}:{port}")
     };
+    let name = with_port.rsplit_once(':').map_or("", |(n, _)| n);
+    let name = name.trim_start_matches('[').trim_end_matches(']');
     let addr = with_port
         .to_socket_addrs()
         .map_err(|e| format!("{authority}: {e}"))?
         .next()
         .ok_or_else(|| format!("{authority}: no address"))?;
-    Ok((addr, authority.to_string(), target))
+    Ok(Url {
+        addr,
+        host: authority.to_string(),
+        target,
+        tls_name: tls.then(|| name.to_string()),
+    })
+}
+
+#[cfg(feature = "tls")]
+fn tls_config(name: &str, cafile: Option<&str>) -> Result<ergon_io::tls::TlsConfig, String> {
+    use ergon_io::tls::{roots_from_pem_file, TlsConfig};
+    match cafile {
+        Some(path) => {
+            let roots =
+                roots_from_pem_file(std::path::Path::new(path)).map_err(|e| e.to_string())?;
+            TlsConfig::with_roots(roots, name).map_err(|e| e.to_string())
+        }
+        None => TlsConfig::webpki_roots(name).map_err(|e| e.to_string()),
+    }
 }
 
 enum Phase {
@@ -257,7 +292,15 @@ impl ClientHandler for Send<'_> {
 }
 
 fn run(a: Args) -> Result<(), String> {
-    let (addr, host, target) = parse_url(&a.url)?;
+    let Url {
+        addr,
+        host,
+        target,
+        tls_name,
+    } = parse_url(&a.url)?;
+    if a.cafile.is_some() && tls_name.is_none() {
+        return Err("--cafile needs an https:// URL".into());
+    }
     let headers: Vec<(&str, &str)> = a
         .headers
         .iter()
@@ -289,6 +332,14 @@ fn run(a: Args) -> Result<(), String> {
     let mut pc = PoolConfig::new(addr, host);
     pc.connect_timeout_ns = a.timeout_ms * 1_000_000;
     pc.limits = limits;
+    if let Some(name) = tls_name {
+        #[cfg(feature = "tls")]
+        {
+            pc.tls = Some(tls_config(&name, a.cafile.as_deref())?);
+        }
+        #[cfg(not(feature = "tls"))]
+        return Err(format!("https://{name}: built without the tls feature"));
+    }
     let pool = lp.add_pool(pc).map_err(|e| e.to_string())?;
     let mut h = Send {
         pool,

@@ -18,7 +18,12 @@
 //!
 //! The send path (`request`) allocates nothing, takes no lock and logs nothing; it
 //! makes two system calls: a peek that drops a connection the server closed while
-//! idle (so it is never written to), and the write.
+//! idle (so it is never written to), and the write. Over TLS the peek is a read into
+//! the session (an idle TLS connection receives session tickets that must be taken
+//! in), and rustls's buffered API allocates per record (see [`crate::tls`]).
+//!
+//! A pool with `PoolConfig::curl` set (feature `curl`) sends through libcurl under
+//! the same contract instead; see the `curl` module for what it refuses and why.
 //!
 //! Where later layers plug in: bytes move between a socket and its
 //! [`Conn`] in exactly two places, `Client::flush` (the
@@ -28,8 +33,19 @@
 //! another sans-IO state machine (plaintext from `transmit` into the TLS writer,
 //! records to the socket; records from the socket, plaintext into `recv_buf`), with
 //! a handshake phase between connecting and idle so a failed handshake happens
-//! before any request byte (`Sent::No`). An egress lane is a local address bound in
-//! `Client::connect` before the connect and checked after it.
+//! before any request byte: such a connection never becomes idle, never carries a
+//! request, and the caller keeps (and refunds) the ticket. See [`crate::tls`].
+//!
+//! Egress lanes: [`PoolConfig::local_addr`] binds every connection of a pool to a
+//! local address before it connects, so trading and monitoring traffic leave from
+//! different IPs and each IP gets its own budget. Some stacks silently ignore a
+//! binding, so after each connect the client reads the socket's local address back
+//! (`getsockname`); if it differs from the one asked, the pool is refused for good
+//! ([`Error::LocalAddr`], [`Client::refused`]): no request ever leaves from an IP
+//! whose budget is not the one charged. Venues count limits per source IP: two
+//! budgets that believe they own the same real IP each spend the whole limit, so
+//! together they send twice what the venue allows, a guaranteed 429 storm (and
+//! then a ban). One budget per IP, one IP per budget.
 
 use std::net::SocketAddr;
 use std::os::raw::c_int;
@@ -37,9 +53,14 @@ use std::os::raw::c_int;
 use ergon_core::response::{Header, Response};
 use ergon_core::{Budget, Class, Flight, Part, Ticket};
 
+#[cfg(feature = "curl")]
+use crate::curl::{Curl, CurlConfig, Ended, CURL_TOKEN};
 use crate::event_loop::{Context, Ctl, Readiness};
 use crate::http::{Conn, InvalidRequest, Limits, ParseError, Progress, Request, MAX_HEADERS};
 use crate::sys::{self, Connecting, Read};
+use crate::tls::{Fault, Input, Session};
+#[cfg(feature = "tls")]
+use crate::tls::{TlsConfig, TlsError};
 
 /// The id of one accepted request, unique for the client's life.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -86,13 +107,33 @@ pub enum Error {
     Parse(ParseError),
     /// The request's deadline passed before its response was complete.
     Timeout,
-    /// A connect did not complete within the pool's connect timeout.
+    /// A connect (TLS handshake included) did not complete within the pool's
+    /// connect timeout.
     ConnectTimeout,
+    /// The TLS handshake or session failed (a certificate that does not verify,
+    /// an alert, a protocol violation).
+    #[cfg(feature = "tls")]
+    Tls(TlsError),
+    /// The socket's local address after connect is not the one the pool asked
+    /// for: the stack ignored the binding. The pool is refused for good.
+    LocalAddr {
+        /// The address the pool asked to bind.
+        asked: SocketAddr,
+        /// The address the socket actually had.
+        got: SocketAddr,
+    },
+    /// A libcurl pool refused a method libcurl may send twice on its own (see
+    /// [`crate::curl`]); nothing was sent.
+    #[cfg(feature = "curl")]
+    CurlResend,
+    /// libcurl failed (its `CURLcode`, or `CURLMcode` of the multi handle).
+    #[cfg(feature = "curl")]
+    Curl(i32),
 }
 
 impl Error {
-    /// A one-word kind for logs and the `send` example: `io`, `reset`, `closed`,
-    /// `parse`, `timeout` or `connect-timeout`.
+    /// A one-word kind for logs and the `send` example: `io`, `reset`, `refused`,
+    /// `closed`, `parse`, `timeout`, `connect-timeout`, `tls` or `local-addr`.
     pub fn kind(&self) -> &'static str {
         match self {
             Error::Io(e) if *e == libc::ECONNRESET || *e == libc::EPIPE => "reset",
@@ -102,6 +143,13 @@ impl Error {
             Error::Parse(_) => "parse",
             Error::Timeout => "timeout",
             Error::ConnectTimeout => "connect-timeout",
+            #[cfg(feature = "tls")]
+            Error::Tls(_) => "tls",
+            Error::LocalAddr { .. } => "local-addr",
+            #[cfg(feature = "curl")]
+            Error::CurlResend => "curl-resend",
+            #[cfg(feature = "curl")]
+            Error::Curl(_) => "curl",
         }
     }
 }
@@ -114,6 +162,18 @@ impl core::fmt::Display for Error {
             Error::Parse(p) => write!(f, "invalid response: {p}"),
             Error::Timeout => f.write_str("request deadline passed"),
             Error::ConnectTimeout => f.write_str("connect timed out"),
+            #[cfg(feature = "tls")]
+            Error::Tls(e) => write!(f, "TLS: {e}"),
+            Error::LocalAddr { asked, got } => {
+                write!(f, "bound to {asked} but the socket has {got}")
+            }
+            #[cfg(feature = "curl")]
+            Error::CurlResend => f.write_str(
+                "libcurl may send this method twice on its own: refused \
+                 (curl_allow_non_idempotent_methods is off)",
+            ),
+            #[cfg(feature = "curl")]
+            Error::Curl(code) => write!(f, "libcurl error {code}"),
         }
     }
 }
@@ -209,12 +269,25 @@ pub struct PoolConfig {
     pub reconnect_delay_ns: i64,
     /// Buffer sizes and parsing bounds of every connection.
     pub limits: Limits,
+    /// The egress lane: bind every connection to this local address (port 0 for
+    /// any port) and verify the binding after connect. None: the OS picks. An
+    /// unspecified address (0.0.0.0) never verifies: the socket ends up on a real
+    /// one, and the pool is refused at its first connect.
+    pub local_addr: Option<SocketAddr>,
+    /// Speak TLS on every connection of the pool (handshake before idle).
+    #[cfg(feature = "tls")]
+    pub tls: Option<TlsConfig>,
+    /// Send through libcurl instead of the native connections (see
+    /// [`crate::curl`]); `connections` is then the most requests in flight.
+    #[cfg(feature = "curl")]
+    pub curl: Option<CurlConfig>,
 }
 
 impl PoolConfig {
     /// One connection to `addr`, sending `Host: host`, with conservative defaults:
     /// connect timeout 5 s, idle timeout 30 s, maximum age 10 min, reconnect delay
-    /// 20 ms, default [`Limits`], connects charged nothing at [`Class::Normal`].
+    /// 20 ms, default [`Limits`], connects charged nothing at [`Class::Normal`], no
+    /// local binding, plain TCP.
     pub fn new(addr: SocketAddr, host: impl Into<String>) -> Self {
         PoolConfig {
             addr,
@@ -227,6 +300,11 @@ impl PoolConfig {
             max_age_ns: 600_000_000_000,
             reconnect_delay_ns: 20_000_000,
             limits: Limits::default(),
+            local_addr: None,
+            #[cfg(feature = "tls")]
+            tls: None,
+            #[cfg(feature = "curl")]
+            curl: None,
         }
     }
 }
@@ -266,6 +344,10 @@ enum Phase {
     Connecting {
         deadline: i64,
     },
+    /// TCP is up; the TLS handshake runs until `deadline` (the connect's).
+    Handshaking {
+        deadline: i64,
+    },
     Idle {
         since: i64,
     },
@@ -291,12 +373,18 @@ struct Slot {
     flight: Option<InFlight>,
     opened_at: i64,
     want_write: bool,
+    tls: Option<Session>,
 }
 
 #[derive(Debug)]
 struct Pool {
     cfg: PoolConfig,
     slots: core::ops::Range<usize>,
+    /// Set when the pool was refused for good (an ignored local binding).
+    refused: Option<Error>,
+    /// A libcurl pool's transfers.
+    #[cfg(feature = "curl")]
+    transfers: core::ops::Range<usize>,
 }
 
 const EV_READ: u32 = (libc::EPOLLIN | libc::EPOLLRDHUP) as u32;
@@ -312,6 +400,10 @@ pub struct Client {
     next_id: u64,
     dirty: Vec<usize>,
     counters: Counters,
+    #[cfg(feature = "curl")]
+    curl: Curl,
+    #[cfg(feature = "curl")]
+    curl_ended: Vec<usize>,
 }
 
 impl Client {
@@ -323,6 +415,10 @@ impl Client {
             next_id: 1,
             dirty: Vec::new(),
             counters: Counters::default(),
+            #[cfg(feature = "curl")]
+            curl: Curl::new(epfd),
+            #[cfg(feature = "curl")]
+            curl_ended: Vec::new(),
         }
     }
 
@@ -338,7 +434,20 @@ impl Client {
         }
         let id = u16::try_from(self.pools.len()).map_err(|_| "too many pools")?;
         let start = self.slots.len();
-        for _ in 0..cfg.connections {
+        #[cfg(feature = "curl")]
+        let transfers = match cfg.curl {
+            Some(_) => {
+                let r = self.curl.add_pool(id, cfg.connections, &cfg.limits);
+                self.curl_ended.reserve(r.len());
+                r
+            }
+            None => 0..0,
+        };
+        #[cfg(feature = "curl")]
+        let native = cfg.curl.is_none();
+        #[cfg(not(feature = "curl"))]
+        let native = true;
+        for _ in 0..if native { cfg.connections } else { 0 } {
             self.slots.push(Slot {
                 pool: id,
                 fd: -1,
@@ -347,12 +456,16 @@ impl Client {
                 flight: None,
                 opened_at: now,
                 want_write: false,
+                tls: None,
             });
         }
         self.dirty.reserve(self.slots.len());
         self.pools.push(Pool {
             cfg,
             slots: start..self.slots.len(),
+            refused: None,
+            #[cfg(feature = "curl")]
+            transfers,
         });
         Ok(PoolId(id))
     }
@@ -369,6 +482,10 @@ impl Client {
     /// How many connections of `pool` are open and idle now.
     pub fn idle(&self, pool: PoolId) -> usize {
         self.pools.get(pool.index()).map_or(0, |p| {
+            #[cfg(feature = "curl")]
+            if p.cfg.curl.is_some() {
+                return self.curl.idle(p.transfers.clone());
+            }
             self.slots[p.slots.clone()]
                 .iter()
                 .filter(|s| matches!(s.phase, Phase::Idle { .. }))
@@ -376,9 +493,18 @@ impl Client {
         })
     }
 
+    /// Why `pool` was refused for good, if it was (see [`Error::LocalAddr`]).
+    pub fn refused(&self, pool: PoolId) -> Option<Error> {
+        self.pools.get(pool.index()).and_then(|p| p.refused)
+    }
+
     /// How many requests are in flight now.
     pub fn in_flight(&self) -> usize {
-        self.slots.iter().filter(|s| s.flight.is_some()).count()
+        let native = self.slots.iter().filter(|s| s.flight.is_some()).count();
+        #[cfg(feature = "curl")]
+        return native + self.curl.in_flight();
+        #[cfg(not(feature = "curl"))]
+        native
     }
 
     /// Sends `req` on an idle connection of `pool`, or hands the ticket back.
@@ -401,6 +527,28 @@ impl Client {
         if deadline_ns <= now {
             return Err(Refused::Expired(ticket));
         }
+        #[cfg(feature = "curl")]
+        if let Some(curl) = p.cfg.curl {
+            if let Err(e) = self.curl.validate(req, &p.cfg.host) {
+                return Err(Refused::Invalid(ticket, e));
+            }
+            let id = RequestId(self.next_id);
+            let range = p.transfers.clone();
+            return match self
+                .curl
+                .request(range, &p.cfg, curl, req, id, ticket, deadline_ns, now)
+            {
+                Ok(()) => {
+                    self.next_id += 1;
+                    self.counters.requests += 1;
+                    Ok(id)
+                }
+                Err(t) => {
+                    self.counters.busy += 1;
+                    Err(Refused::Busy(t))
+                }
+            };
+        }
         let (range, idle_timeout, max_age, delay) = (
             p.slots.clone(),
             p.cfg.idle_timeout_ns,
@@ -417,18 +565,18 @@ impl Client {
                 self.drop_conn(i, now);
                 continue;
             }
-            match sys::peek(s.fd) {
-                Ok(Read::WouldBlock) => {
-                    chosen = Some(i);
-                    break;
-                }
-                _ => {
-                    // Closed by the server (or talking unasked) while idle: never
-                    // write to it.
-                    self.counters.stale += 1;
-                    self.drop_conn(i, now + delay);
-                }
+            let open = match s.tls.as_mut() {
+                None => matches!(sys::peek(s.fd), Ok(Read::WouldBlock)),
+                Some(t) => tls_idle_ok(t, s.fd),
+            };
+            if open {
+                chosen = Some(i);
+                break;
             }
+            // Closed by the server (or talking unasked) while idle: never write
+            // to it.
+            self.counters.stale += 1;
+            self.drop_conn(i, now + delay);
         }
         let Some(i) = chosen else {
             self.counters.busy += 1;
@@ -455,6 +603,9 @@ impl Client {
     /// Writes what the connection offers; the first byte out turns the ticket into
     /// a flight.
     fn flush(&mut self, i: usize) -> Result<(), i32> {
+        if self.slots[i].tls.is_some() {
+            return self.flush_tls(i);
+        }
         let epfd = self.epfd;
         let s = &mut self.slots[i];
         loop {
@@ -491,6 +642,54 @@ impl Client {
         }
     }
 
+    /// [`flush`](Self::flush) over TLS: plaintext into the session, records to the
+    /// socket. The first record byte written after the request's plaintext went
+    /// into the session turns the ticket into a flight (a record queued before it,
+    /// if any, only makes that conservative: Maybe, never a wrong No).
+    fn flush_tls(&mut self, i: usize) -> Result<(), i32> {
+        let epfd = self.epfd;
+        let s = &mut self.slots[i];
+        let Some(t) = s.tls.as_mut() else {
+            return Ok(());
+        };
+        // Bounded: each turn either moves plaintext into the session or drains it.
+        for _ in 0..1024 {
+            let out = s.conn.transmit();
+            if !out.is_empty() {
+                let n = t.take_plaintext(out);
+                s.conn.handle_written(n);
+            }
+            let (wrote, blocked) = t.write_records(s.fd)?;
+            if wrote > 0 {
+                s.flight = match s.flight.take() {
+                    Some(InFlight::Unsent(id, t)) => Some(InFlight::Sent(id, t.sent())),
+                    other => other,
+                };
+            }
+            if blocked {
+                if !s.want_write {
+                    s.want_write = true;
+                    sys::epoll_ctl(
+                        epfd,
+                        libc::EPOLL_CTL_MOD,
+                        s.fd,
+                        EV_READ | EV_WRITE,
+                        i as u64,
+                    )?;
+                }
+                return Ok(());
+            }
+            if s.conn.transmit().is_empty() {
+                break;
+            }
+        }
+        if s.want_write {
+            s.want_write = false;
+            sys::epoll_ctl(epfd, libc::EPOLL_CTL_MOD, s.fd, EV_READ, i as u64)?;
+        }
+        Ok(())
+    }
+
     /// Closes slot `i`'s connection; it reopens at `retry_at`.
     fn drop_conn(&mut self, i: usize, retry_at: i64) {
         let s = &mut self.slots[i];
@@ -500,6 +699,7 @@ impl Client {
         }
         s.conn.reset();
         s.want_write = false;
+        s.tls = None;
         s.phase = Phase::Down { retry_at };
     }
 
@@ -554,6 +754,72 @@ impl Client {
                 self.fail_now(i, e, budget, ctl, h, now);
             }
         }
+        #[cfg(feature = "curl")]
+        self.curl_report(CurlStep::Failed, budget, ctl, h, now);
+    }
+
+    /// Runs libcurl (or only collects requests it refused) and reports what ended.
+    #[cfg(feature = "curl")]
+    fn curl_report<H: ClientHandler + ?Sized>(
+        &mut self,
+        step: CurlStep,
+        budget: &mut Budget,
+        ctl: &mut Ctl,
+        h: &mut H,
+        now: i64,
+    ) {
+        if !self.curl.busy() {
+            return;
+        }
+        let mut ended = core::mem::take(&mut self.curl_ended);
+        ended.clear();
+        match step {
+            CurlStep::Failed => self.curl.failed_now(&mut ended),
+            CurlStep::Perform => {
+                let (pools, counters) = (&self.pools, &mut self.counters);
+                self.curl.drive(now, &mut ended, |pool, n| {
+                    counters.connects += u64::from(n);
+                    for p in &pools[usize::from(pool)].cfg.connect_parts {
+                        budget.charge_after(p.bucket, p.cost.saturating_mul(n), now);
+                    }
+                });
+            }
+            CurlStep::Abort => self.curl.abort_all(&mut ended),
+        }
+        for &k in &ended {
+            match self.curl.take(k) {
+                Some(Ended::Response(id, ticket, f)) => {
+                    self.counters.responses += 1;
+                    let mut headers = [Header {
+                        name: &[],
+                        value: &[],
+                    }; MAX_HEADERS];
+                    let response = f.response(&mut headers);
+                    h.on_response(
+                        &mut Context::new(self, budget, ctl, now),
+                        id,
+                        response,
+                        ticket.sent(),
+                    );
+                    self.curl.restore(f);
+                }
+                Some(Ended::Error(id, ticket, sent, e)) => {
+                    let sent = if sent {
+                        self.counters.sent_maybe += 1;
+                        Sent::Maybe(ticket.sent())
+                    } else {
+                        self.counters.sent_no += 1;
+                        Sent::No(ticket)
+                    };
+                    if e == Error::Timeout {
+                        self.counters.timeouts += 1;
+                    }
+                    h.on_error(&mut Context::new(self, budget, ctl, now), id, sent, e);
+                }
+                None => {}
+            }
+        }
+        self.curl_ended = ended;
     }
 
     /// Readiness of slot `i`'s socket.
@@ -566,13 +832,19 @@ impl Client {
         h: &mut H,
         now: i64,
     ) {
+        #[cfg(feature = "curl")]
+        if i as u64 & CURL_TOKEN != 0 {
+            self.curl
+                .on_socket((i as u64 & !CURL_TOKEN) as c_int, events, now);
+            return;
+        }
         let Some(s) = self.slots.get_mut(i) else {
             return;
         };
         let pool = PoolId(s.pool);
         let delay = self.pools[pool.index()].cfg.reconnect_delay_ns;
         match s.phase {
-            Phase::Connecting { .. } => {
+            Phase::Connecting { deadline } => {
                 if events & (EV_WRITE | EV_END) == 0 {
                     return;
                 }
@@ -590,23 +862,54 @@ impl Client {
                     e
                 };
                 if e != 0 {
-                    self.counters.connect_failures += 1;
-                    self.drop_conn(i, now + delay);
-                    h.on_connect_error(
-                        &mut Context::new(self, budget, ctl, now),
-                        pool,
-                        Error::Io(e),
-                    );
+                    self.connect_failed(i, Error::Io(e), budget, ctl, h, now);
                     return;
                 }
-                s.phase = Phase::Idle { since: now };
-                s.opened_at = now;
-                self.counters.connected += 1;
-                h.on_ready(&mut Context::new(self, budget, ctl, now), pool);
+                if let Some(asked) = self.pools[pool.index()].cfg.local_addr {
+                    match sys::local_addr(s.fd) {
+                        Ok(got) if same_lane(asked, got) => {}
+                        Ok(got) => {
+                            self.refuse_pool(
+                                pool,
+                                Error::LocalAddr { asked, got },
+                                budget,
+                                ctl,
+                                h,
+                                now,
+                            );
+                            return;
+                        }
+                        Err(e) => {
+                            self.connect_failed(i, Error::Io(e), budget, ctl, h, now);
+                            return;
+                        }
+                    }
+                }
+                match self.start_tls(i) {
+                    Ok(false) => {}
+                    Ok(true) => {
+                        self.slots[i].phase = Phase::Handshaking { deadline };
+                        self.handshake(i, budget, ctl, h, now);
+                        return;
+                    }
+                    Err(e) => {
+                        self.connect_failed(i, e, budget, ctl, h, now);
+                        return;
+                    }
+                }
+                self.ready(i, budget, ctl, h, now);
             }
+            Phase::Handshaking { .. } => self.handshake(i, budget, ctl, h, now),
             Phase::Idle { .. } => {
                 // Anything on an idle connection ends it: the server closed it, or
-                // sent bytes that answer nothing.
+                // sent bytes that answer nothing. Over TLS, records that carry no
+                // data (session tickets) are taken in and the connection stays.
+                let fd = s.fd;
+                if let Some(t) = s.tls.as_mut() {
+                    if tls_idle_ok(t, fd) {
+                        return;
+                    }
+                }
                 self.counters.stale += 1;
                 self.drop_conn(i, now + delay);
             }
@@ -625,6 +928,138 @@ impl Client {
         }
     }
 
+    /// Slot `i`'s connection is open (and its handshake done): idle, announced.
+    fn ready<H: ClientHandler + ?Sized>(
+        &mut self,
+        i: usize,
+        budget: &mut Budget,
+        ctl: &mut Ctl,
+        h: &mut H,
+        now: i64,
+    ) {
+        let s = &mut self.slots[i];
+        let pool = PoolId(s.pool);
+        s.phase = Phase::Idle { since: now };
+        s.opened_at = now;
+        self.counters.connected += 1;
+        h.on_ready(&mut Context::new(self, budget, ctl, now), pool);
+    }
+
+    /// A connect (or its handshake) failed: close, retry after the delay, report.
+    fn connect_failed<H: ClientHandler + ?Sized>(
+        &mut self,
+        i: usize,
+        e: Error,
+        budget: &mut Budget,
+        ctl: &mut Ctl,
+        h: &mut H,
+        now: i64,
+    ) {
+        let pool = PoolId(self.slots[i].pool);
+        let delay = self.pools[pool.index()].cfg.reconnect_delay_ns;
+        self.counters.connect_failures += 1;
+        self.drop_conn(i, now + delay);
+        h.on_connect_error(&mut Context::new(self, budget, ctl, now), pool, e);
+    }
+
+    /// Refuses `pool` for good: every connection closed, none reopened.
+    fn refuse_pool<H: ClientHandler + ?Sized>(
+        &mut self,
+        pool: PoolId,
+        e: Error,
+        budget: &mut Budget,
+        ctl: &mut Ctl,
+        h: &mut H,
+        now: i64,
+    ) {
+        self.counters.connect_failures += 1;
+        let p = &mut self.pools[pool.index()];
+        p.refused = Some(e);
+        for i in p.slots.clone() {
+            // An idle pool has no request in flight; a busy connection of a pool
+            // refused later finishes its request and is not reused (see deliver).
+            if self.slots[i].flight.is_none() {
+                self.drop_conn(i, i64::MAX);
+            }
+        }
+        h.on_connect_error(&mut Context::new(self, budget, ctl, now), pool, e);
+    }
+
+    /// Starts a TLS session on slot `i` if its pool wants one.
+    #[cfg(feature = "tls")]
+    fn start_tls(&mut self, i: usize) -> Result<bool, Error> {
+        let s = &mut self.slots[i];
+        let Some(cfg) = self.pools[usize::from(s.pool)].cfg.tls.as_ref() else {
+            return Ok(false);
+        };
+        s.tls = Some(Session::new(cfg).map_err(Error::Tls)?);
+        Ok(true)
+    }
+
+    #[cfg(not(feature = "tls"))]
+    fn start_tls(&mut self, _: usize) -> Result<bool, Error> {
+        Ok(false)
+    }
+
+    /// Drives slot `i`'s handshake as far as the socket allows.
+    fn handshake<H: ClientHandler + ?Sized>(
+        &mut self,
+        i: usize,
+        budget: &mut Budget,
+        ctl: &mut Ctl,
+        h: &mut H,
+        now: i64,
+    ) {
+        let epfd = self.epfd;
+        let s = &mut self.slots[i];
+        let fd = s.fd;
+        let Some(t) = s.tls.as_mut() else {
+            return;
+        };
+        let mut done = Err(Error::ConnectTimeout);
+        // Bounded: a handshake is a few flights; anything longer waits for events.
+        for _ in 0..64 {
+            let blocked = match t.write_records(fd) {
+                Ok((_, blocked)) => blocked,
+                Err(e) => {
+                    done = Err(Error::Io(e));
+                    break;
+                }
+            };
+            if blocked != s.want_write {
+                let ev = if blocked { EV_READ | EV_WRITE } else { EV_READ };
+                if let Err(e) = sys::epoll_ctl(epfd, libc::EPOLL_CTL_MOD, fd, ev, i as u64) {
+                    done = Err(Error::Io(e));
+                    break;
+                }
+                s.want_write = blocked;
+            }
+            if blocked {
+                return;
+            }
+            if !t.is_handshaking() {
+                done = Ok(());
+                break;
+            }
+            match t.read_records(fd) {
+                Ok(Input::WouldBlock) => return,
+                Ok(Input::Eof) => {
+                    done = Err(Error::Closed);
+                    break;
+                }
+                Ok(Input::Data { .. }) => {}
+                Err(f) => {
+                    done = Err(fault(f));
+                    break;
+                }
+            }
+        }
+        match done {
+            Ok(()) => self.ready(i, budget, ctl, h, now),
+            Err(e) => self.connect_failed(i, e, budget, ctl, h, now),
+        }
+    }
+
     fn read<H: ClientHandler + ?Sized>(
         &mut self,
         i: usize,
@@ -633,6 +1068,9 @@ impl Client {
         h: &mut H,
         now: i64,
     ) {
+        if self.slots[i].tls.is_some() {
+            return self.read_tls(i, budget, ctl, h, now);
+        }
         // Bounded: a fast server cannot keep the loop on one connection for ever.
         for _ in 0..64 {
             let s = &mut self.slots[i];
@@ -672,6 +1110,70 @@ impl Client {
         }
     }
 
+    /// [`read`](Self::read) over TLS: records in, plaintext into the connection.
+    fn read_tls<H: ClientHandler + ?Sized>(
+        &mut self,
+        i: usize,
+        budget: &mut Budget,
+        ctl: &mut Ctl,
+        h: &mut H,
+        now: i64,
+    ) {
+        // Bounded in socket reads; decrypted plaintext is always drained before
+        // returning, since no event would come for it.
+        let mut reads = 0;
+        let step = loop {
+            let s = &mut self.slots[i];
+            let fd = s.fd;
+            let Some(t) = s.tls.as_mut() else {
+                return;
+            };
+            let buf = s.conn.recv_buf();
+            if buf.is_empty() {
+                break Err(Error::Parse(ParseError::ResponseTooLarge));
+            }
+            match t.read_plaintext(buf) {
+                Some(0) => {
+                    break match s.conn.handle_eof() {
+                        Some(_) => Ok(()),
+                        None => Err(Error::Closed),
+                    }
+                }
+                Some(n) => match s.conn.handle_recv(n) {
+                    Ok(Progress::Partial) => continue,
+                    Ok(Progress::Complete) => break Ok(()),
+                    Err(e) => break Err(Error::Parse(e)),
+                },
+                None => {}
+            }
+            if reads == 64 {
+                return;
+            }
+            reads += 1;
+            match t.read_records(fd) {
+                Ok(Input::WouldBlock) => return,
+                Ok(Input::Eof) => {
+                    break match s.conn.handle_eof() {
+                        Some(_) => Ok(()),
+                        None => Err(Error::Closed),
+                    }
+                }
+                Ok(Input::Data { .. }) => {
+                    if t.wants_write() {
+                        if let Err(e) = self.flush(i) {
+                            break Err(Error::Io(e));
+                        }
+                    }
+                }
+                Err(f) => break Err(fault(f)),
+            }
+        };
+        match step {
+            Ok(()) => self.deliver(i, budget, ctl, h, now),
+            Err(e) => self.fail_now(i, e, budget, ctl, h, now),
+        }
+    }
+
     fn deliver<H: ClientHandler + ?Sized>(
         &mut self,
         i: usize,
@@ -697,18 +1199,19 @@ impl Client {
                 return;
             }
         };
-        let max_age = self.pools[usize::from(s.pool)].cfg.max_age_ns;
+        let pool = &self.pools[usize::from(s.pool)];
+        let (max_age, refused) = (pool.cfg.max_age_ns, pool.refused.is_some());
         let buf = s.conn.take_buffer();
         let mut headers = [Header {
             name: &[],
             value: &[],
         }; MAX_HEADERS];
         let response = s.conn.response_in(&buf, &mut headers);
-        let reusable = s.conn.finish() && now - s.opened_at < max_age;
+        let reusable = s.conn.finish() && now - s.opened_at < max_age && !refused;
         if reusable {
             s.phase = Phase::Idle { since: now };
         } else {
-            self.drop_conn(i, now);
+            self.drop_conn(i, if refused { i64::MAX } else { now });
         }
         self.counters.responses += 1;
         h.on_response(
@@ -728,6 +1231,8 @@ impl Client {
         h: &mut H,
         now: i64,
     ) {
+        #[cfg(feature = "curl")]
+        self.curl_report(CurlStep::Perform, budget, ctl, h, now);
         for i in 0..self.slots.len() {
             let pool = usize::from(self.slots[i].pool);
             let cfg = &self.pools[pool].cfg;
@@ -738,7 +1243,9 @@ impl Client {
                     self.counters.timeouts += 1;
                     self.fail_now(i, Error::Timeout, budget, ctl, h, now);
                 }
-                Phase::Connecting { deadline } if deadline <= now => {
+                Phase::Connecting { deadline } | Phase::Handshaking { deadline }
+                    if deadline <= now =>
+                {
                     self.counters.connect_failures += 1;
                     self.drop_conn(i, now + delay);
                     h.on_connect_error(
@@ -771,6 +1278,10 @@ impl Client {
         now: i64,
     ) {
         let pool = usize::from(self.slots[i].pool);
+        if self.pools[pool].refused.is_some() {
+            self.slots[i].phase = Phase::Down { retry_at: i64::MAX };
+            return;
+        }
         let cfg = &self.pools[pool].cfg;
         let delay = cfg.reconnect_delay_ns;
         let ticket = match budget.try_charge(&cfg.connect_parts, cfg.connect_class, now) {
@@ -784,7 +1295,7 @@ impl Client {
                 return;
             }
         };
-        let error = match sys::connect(&cfg.addr) {
+        let error = match sys::connect_from(&cfg.addr, cfg.local_addr.as_ref()) {
             Connecting::Started(fd) => {
                 budget.complete(ticket.sent(), now);
                 self.counters.connects += 1;
@@ -853,12 +1364,18 @@ impl Client {
             let cfg = &self.pools[usize::from(s.pool)].cfg;
             let at = match s.phase {
                 Phase::Down { retry_at } => retry_at,
-                Phase::Connecting { deadline } | Phase::Busy { deadline } => deadline,
+                Phase::Connecting { deadline }
+                | Phase::Handshaking { deadline }
+                | Phase::Busy { deadline } => deadline,
                 Phase::Idle { since } => {
                     (since + cfg.idle_timeout_ns).min(s.opened_at + cfg.max_age_ns)
                 }
                 Phase::Failed(_) => i64::MIN,
             };
+            next = Some(next.map_or(at, |n| n.min(at)));
+        }
+        #[cfg(feature = "curl")]
+        if let Some(at) = self.curl.next_deadline() {
             next = Some(next.map_or(at, |n| n.min(at)));
         }
         next
@@ -879,6 +1396,8 @@ impl Client {
             }
             self.drop_conn(i, i64::MAX);
         }
+        #[cfg(feature = "curl")]
+        self.curl_report(CurlStep::Abort, budget, ctl, h, now);
     }
 }
 
@@ -890,5 +1409,63 @@ impl Drop for Client {
                 s.fd = -1;
             }
         }
+    }
+}
+
+/// Whether an idle TLS connection is still usable: records that carry no data
+/// (session tickets, key updates) are taken in; data, a close or an error end it.
+fn tls_idle_ok(t: &mut Session, fd: c_int) -> bool {
+    // Bounded: a peer sending records without end is not idle.
+    for _ in 0..16 {
+        match t.read_records(fd) {
+            Ok(Input::WouldBlock) => return true,
+            Ok(Input::Data {
+                plaintext: false,
+                closed: false,
+            }) => {}
+            Ok(_) | Err(_) => return false,
+        }
+    }
+    false
+}
+
+/// What [`Client::curl_report`] does.
+#[cfg(feature = "curl")]
+#[derive(Clone, Copy)]
+enum CurlStep {
+    /// Collect only the requests that failed before reaching libcurl.
+    Failed,
+    /// Run libcurl and collect what ended.
+    Perform,
+    /// End everything (shutdown).
+    Abort,
+}
+
+fn fault(f: Fault) -> Error {
+    match f {
+        Fault::Io(e) => Error::Io(e),
+        #[cfg(feature = "tls")]
+        Fault::Tls(e) => Error::Tls(e),
+    }
+}
+
+/// Whether the socket's local address `got` is the lane `asked` for: the same IP,
+/// and the same port if one was asked.
+fn same_lane(asked: SocketAddr, got: SocketAddr) -> bool {
+    asked.ip() == got.ip() && (asked.port() == 0 || asked.port() == got.port())
+}
+
+#[cfg(test)]
+mod lane_tests {
+    use super::*;
+
+    #[test]
+    fn a_lane_is_the_same_ip_and_the_asked_port_if_any() {
+        let a = |s: &str| s.parse::<SocketAddr>().unwrap();
+        assert!(same_lane(a("127.0.0.2:0"), a("127.0.0.2:40000")));
+        assert!(same_lane(a("127.0.0.2:40000"), a("127.0.0.2:40000")));
+        assert!(!same_lane(a("127.0.0.2:0"), a("127.0.0.1:40000")));
+        assert!(!same_lane(a("127.0.0.2:40001"), a("127.0.0.2:40000")));
+        assert!(!same_lane(a("[::1]:0"), a("127.0.0.1:40000")));
     }
 }

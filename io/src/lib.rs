@@ -9,6 +9,9 @@
 //! - [`event_loop`]: one pinned thread running epoll, timers, the client, the
 //!   budget's idle ticks and the caller's handler;
 //! - [`clock`]: the monotonic nanosecond clock everything here shares;
+//! - `tls` (feature `tls`, on by default): rustls driven by the same client;
+//! - `curl` (feature `curl`): the same contract over libcurl, which refuses the
+//!   methods libcurl may send twice on its own;
 //! - [`boundary`]: how other threads submit requests to the loop and get answers,
 //!   through bounded lock-free queues, an eventfd wake and a seqlock'd stats
 //!   snapshot, all loom-checked;
@@ -60,8 +63,15 @@ pub use ergon_core as core;
 pub mod boundary;
 pub mod client;
 pub mod clock;
+#[cfg(feature = "curl")]
+pub mod curl;
 pub mod event_loop;
 pub mod http;
 mod sync;
 mod sys;
+#[cfg(feature = "tls")]
+pub mod tls;
+#[cfg(not(feature = "tls"))]
+#[path = "tls_off.rs"]
+mod tls;
 pub mod ws;

@@ -60,6 +60,11 @@ pub(crate) enum Connecting {
 
 /// A non-blocking, close-on-exec TCP socket with TCP_NODELAY, connecting to `addr`.
 pub(crate) fn connect(addr: &SocketAddr) -> Connecting {
+    connect_from(addr, None)
+}
+
+/// [`connect`], bound first to `local` when given (an egress lane).
+pub(crate) fn connect_from(addr: &SocketAddr, local: Option<&SocketAddr>) -> Connecting {
     let family = if addr.is_ipv4() {
         libc::AF_INET
     } else {
@@ -87,6 +92,17 @@ pub(crate) fn connect(addr: &SocketAddr) -> Connecting {
             std::mem::size_of::<c_int>() as libc::socklen_t,
         )
     };
+    if let Some(local) = local {
+        let (ls, llen) = sockaddr(local);
+        // SAFETY: ls holds a valid sockaddr of length llen; fd is ours.
+        let r = unsafe { libc::bind(fd, &ls as *const _ as *const libc::sockaddr, llen) };
+        if r != 0 {
+            // Nothing left: a bind that fails sends no packet.
+            let e = errno();
+            close(fd);
+            return Connecting::NotSent(e);
+        }
+    }
     let (ss, len) = sockaddr(addr);
     // SAFETY: ss holds a valid sockaddr of length len.
     let r = unsafe { libc::connect(fd, &ss as *const _ as *const libc::sockaddr, len) };
@@ -105,6 +121,38 @@ pub(crate) fn connect(addr: &SocketAddr) -> Connecting {
         | libc::EACCES
         | libc::EPERM => Connecting::NotSent(e),
         _ => Connecting::Failed(e),
+    }
+}
+
+/// The local address of a socket (`getsockname`).
+pub(crate) fn local_addr(fd: c_int) -> Result<SocketAddr, i32> {
+    // SAFETY: sockaddr_storage is plain old data; all-zero is a valid value.
+    let mut ss: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+    // SAFETY: ss and len are live; len is ss's size.
+    let r = unsafe { libc::getsockname(fd, &mut ss as *mut _ as *mut libc::sockaddr, &mut len) };
+    if r < 0 {
+        return Err(errno());
+    }
+    match c_int::from(ss.ss_family) {
+        libc::AF_INET => {
+            // SAFETY: the kernel wrote a sockaddr_in (family AF_INET) into ss.
+            let sin = unsafe { &*(&ss as *const _ as *const libc::sockaddr_in) };
+            let ip = std::net::Ipv4Addr::from(sin.sin_addr.s_addr.to_ne_bytes());
+            Ok(SocketAddr::from((ip, u16::from_be(sin.sin_port))))
+        }
+        libc::AF_INET6 => {
+            // SAFETY: the kernel wrote a sockaddr_in6 (family AF_INET6) into ss.
+            let sin6 = unsafe { &*(&ss as *const _ as *const libc::sockaddr_in6) };
+            let ip = std::net::Ipv6Addr::from(sin6.sin6_addr.s6_addr);
+            Ok(SocketAddr::V6(std::net::SocketAddrV6::new(
+                ip,
+                u16::from_be(sin6.sin6_port),
+                sin6.sin6_flowinfo,
+                sin6.sin6_scope_id,
+            )))
+        }
+        _ => Err(libc::EAFNOSUPPORT),
     }
 }
 

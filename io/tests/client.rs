@@ -204,3 +204,162 @@ fn an_invalid_or_late_request_hands_the_ticket_back_and_writes_nothing() {
     assert_eq!(log.count(b"id=late"), 0);
     assert_eq!(log.conns.len(), 1);
 }
+
+/// The libcurl client: the same handler contract, and why it refuses POST.
+#[cfg(feature = "curl")]
+mod curl {
+    use super::*;
+    use common::driver::SentKind;
+    use ergon_io::curl::CurlConfig;
+
+    fn curl_pool(allow: bool) -> impl FnOnce(&mut ergon_io::client::PoolConfig) {
+        move |pc| {
+            pc.curl = Some(CurlConfig {
+                curl_allow_non_idempotent_methods: allow,
+            })
+        }
+    }
+
+    #[test]
+    fn gets_round_trip_over_one_keep_alive_connection() {
+        let server = Server::start(|p| {
+            while let Some(req) = p.read_request() {
+                assert!(req.starts_with(b"GET /time HTTP/1.1\r\n"));
+                p.write(b"HTTP/1.1 200 OK\r\nX-Used: 7\r\nContent-Length: 2\r\n\r\nok");
+            }
+        });
+        let mut d = Driver::new(server.addr, curl_pool(false));
+        for _ in 0..5 {
+            let (answer, _) = d.send(&Request::get("/time"), 10 * SEC);
+            assert_eq!(
+                answer,
+                Answer::Response {
+                    status: 200,
+                    body: b"ok".to_vec()
+                }
+            );
+        }
+        let c = *d.lp.client().counters();
+        assert_eq!((c.requests, c.responses, c.connects), (5, 5, 1), "{c:?}");
+        // The socket libcurl opened was charged as a connect.
+        assert_eq!(d.lp.budget().stats(d.connects).used, 1);
+        assert_eq!(server.log.lock().unwrap().conns.len(), 1);
+    }
+
+    #[test]
+    fn libcurl_sends_the_same_post_twice_when_a_reused_connection_dies() {
+        // Connection 0 answers the first request, then reads the second and closes
+        // without a reply byte; later connections answer.
+        let server = Server::start(|p| {
+            if p.no == 0 {
+                let _ = p.read_request();
+                p.respond(b"first");
+                let _ = p.read_request();
+            } else {
+                p.echo();
+            }
+        });
+        let mut d = Driver::new(server.addr, curl_pool(true));
+        let (first, _) = d.send(&order("id=1"), 10 * SEC);
+        assert_eq!(
+            first,
+            Answer::Response {
+                status: 200,
+                body: b"first".to_vec()
+            }
+        );
+        let (second, _) = d.send(&order("id=2"), 10 * SEC);
+        assert_eq!(
+            second,
+            Answer::Response {
+                status: 200,
+                body: b"id=2".to_vec()
+            }
+        );
+        // One request from the caller, two on the wire: a duplicated order.
+        let log = server.log.lock().unwrap();
+        assert_eq!(log.count(b"id=2"), 2);
+        assert_eq!(log.conns_with(b"id=2"), vec![0, 1]);
+    }
+
+    #[test]
+    fn a_curl_pool_refuses_post_unless_allowed() {
+        let server = Server::start(|p| p.echo());
+        let mut d = Driver::new(server.addr, curl_pool(false));
+        for method in ["POST", "PUT", "PATCH"] {
+            let req = Request {
+                method,
+                ..order("id=refused")
+            };
+            let (answer, _) = d.send(&req, 10 * SEC);
+            assert_eq!(
+                answer,
+                Answer::Error {
+                    sent: SentKind::No,
+                    error: Error::CurlResend
+                },
+                "{method}"
+            );
+        }
+        // Refunded: nothing left.
+        assert_eq!(d.lp.budget().stats(d.requests).used, 0);
+        for method in ["GET", "DELETE", "OPTIONS", "HEAD"] {
+            let (answer, _) = d.send(
+                &Request {
+                    method,
+                    ..Request::get("/x")
+                },
+                10 * SEC,
+            );
+            assert!(
+                matches!(answer, Answer::Response { status: 200, .. }),
+                "{method}: {answer:?}"
+            );
+        }
+        let log = server.log.lock().unwrap();
+        assert_eq!(log.count(b"id=refused"), 0);
+        assert_eq!(log.count(b"DELETE /x HTTP/1.1\r\n"), 1);
+    }
+
+    #[test]
+    fn an_invalid_request_is_refused_as_by_the_native_client() {
+        let server = Server::start(|p| p.echo());
+        let mut d = Driver::new(server.addr, curl_pool(false));
+        d.wait_ready();
+        let pool = d.pool;
+        let parts = [Part::new(d.requests, 1)];
+        d.run_until(|cx| {
+            let now = cx.now();
+            let t = cx.budget().try_charge(&parts, Class::Normal, now).unwrap();
+            let headers = [("Content-Length", "5")];
+            let bad = Request {
+                headers: &headers,
+                ..Request::get("/x")
+            };
+            match cx.request(pool, &bad, t, now + SEC) {
+                Err(Refused::Invalid(t, InvalidRequest::ReservedHeader)) => cx.refund(t),
+                other => panic!("expected Invalid, got {other:?}"),
+            }
+            true
+        });
+        assert_eq!(d.lp.budget().stats(d.requests).used, 0);
+        assert_eq!(server.log.lock().unwrap().total(), 0);
+    }
+
+    #[test]
+    fn a_refused_connect_is_sent_no() {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let addr = format!("127.0.0.1:{port}").parse().unwrap();
+        let mut d = Driver::new(addr, curl_pool(false));
+        let (answer, _) = d.send(&Request::get("/"), 10 * SEC);
+        let Answer::Error { sent, error } = answer else {
+            panic!("{answer:?}");
+        };
+        assert_eq!(sent, SentKind::No);
+        assert!(matches!(error, Error::Curl(7)), "{error:?}");
+    }
+}

@@ -128,3 +128,75 @@ fn bad_arguments_are_refused_with_usage() {
         assert!(!out.stderr.is_empty());
     }
 }
+
+#[cfg(feature = "tls")]
+mod tls {
+    use super::*;
+    use common::tls::Pki;
+
+    fn cafile(pki: &Pki, tag: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("ergon-send-{}-{tag}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("ca.pem");
+        std::fs::write(&path, &pki.ca_pem).unwrap();
+        path
+    }
+
+    #[test]
+    fn https_with_a_cafile_round_trips() {
+        let pki = Pki::new();
+        let server = Server::start_tls(pki.server.clone(), |p| p.echo());
+        let ca = cafile(&pki, "ok");
+        let url = format!("https://{}/api/v3/order", server.addr);
+        let (lines, ok) = send(&[
+            "--method",
+            "POST",
+            "--body",
+            "id=7",
+            "--repeat",
+            "2",
+            "--cafile",
+            ca.to_str().unwrap(),
+            &url,
+        ]);
+        assert!(ok);
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        for l in &lines {
+            assert!(l.starts_with("response 200 4 "), "{l}");
+        }
+        let log = server.log.lock().unwrap();
+        assert_eq!(log.conns.len(), 1);
+        assert_eq!(log.count(b"id=7"), 2);
+    }
+
+    #[test]
+    fn an_untrusted_certificate_sends_nothing() {
+        let pki = Pki::new();
+        let server = Server::start_tls(pki.server.clone(), |p| p.echo());
+        // No --cafile: the compiled-in roots do not know the test CA.
+        let url = format!("https://{}/x", server.addr);
+        let (lines, ok) = send(&["--timeout-ms", "300", &url]);
+        assert!(ok);
+        assert_eq!(lines, vec!["error sent=no tls"]);
+        assert!(server.wait_for(|l| l.tls_failures >= 1));
+        assert_eq!(server.log.lock().unwrap().total(), 0);
+    }
+
+    #[test]
+    fn a_cafile_without_a_certificate_is_refused_with_usage() {
+        let dir = std::env::temp_dir().join(format!("ergon-send-{}-bad", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("empty.pem");
+        std::fs::write(&path, "not a certificate\n").unwrap();
+        for args in [
+            &["--cafile", path.to_str().unwrap(), "https://127.0.0.1:1/"][..],
+            &["--cafile", "/nonexistent/ca.pem", "https://127.0.0.1:1/"],
+            &["--cafile", path.to_str().unwrap(), "http://127.0.0.1:1/"],
+        ] {
+            let out = Command::new(example()).args(args).output().unwrap();
+            assert_eq!(out.status.code(), Some(2), "{args:?}");
+            assert!(out.stdout.is_empty());
+            assert!(!out.stderr.is_empty());
+        }
+    }
+}

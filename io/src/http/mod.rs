@@ -15,6 +15,8 @@ mod encode;
 
 pub use conn::{Conn, Progress};
 pub use decode::MAX_HEADERS;
+#[cfg(feature = "curl")]
+pub(crate) use encode::encode;
 pub use encode::{InvalidRequest, Request};
 
 /// Bounds on what one connection accepts and buffers.

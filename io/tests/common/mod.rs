@@ -3,7 +3,10 @@
 #![allow(dead_code)]
 
 pub mod driver;
+pub mod faults;
 pub mod server;
+#[cfg(feature = "tls")]
+pub mod tls;
 
 use ergon_io::core::response::Header;
 use ergon_io::http::{Conn, Limits, ParseError, Progress, Request, MAX_HEADERS};

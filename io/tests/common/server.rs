@@ -1,6 +1,7 @@
 //! Loopback test servers: a listener thread that hands every accepted connection,
 //! numbered from 0 in accept order, to the test's behaviour on its own thread, and
-//! records every byte each connection received.
+//! records every byte each connection received (the plaintext, over TLS) and the
+//! address each connection came from.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -13,6 +14,10 @@ use std::time::{Duration, Instant};
 #[derive(Default, Debug)]
 pub struct Log {
     pub conns: Vec<Vec<u8>>,
+    /// The client's address of each connection, by number.
+    pub peers: Vec<SocketAddr>,
+    /// TLS handshakes that failed (those connections never reach the behaviour).
+    pub tls_failures: usize,
 }
 
 impl Log {
@@ -37,10 +42,53 @@ impl Log {
     }
 }
 
+/// A server-side connection: plain TCP or a rustls server session over it.
+pub enum Stream {
+    Plain(TcpStream),
+    Tls(Box<rustls::StreamOwned<rustls::ServerConnection, TcpStream>>),
+}
+
+impl Stream {
+    pub fn tcp(&self) -> &TcpStream {
+        match self {
+            Stream::Plain(s) => s,
+            Stream::Tls(s) => &s.sock,
+        }
+    }
+
+    pub fn shutdown(&self, how: std::net::Shutdown) -> std::io::Result<()> {
+        self.tcp().shutdown(how)
+    }
+}
+
+impl Read for Stream {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Stream::Plain(s) => s.read(buf),
+            Stream::Tls(s) => s.read(buf),
+        }
+    }
+}
+
+impl Write for Stream {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Stream::Plain(s) => s.write(buf),
+            Stream::Tls(s) => s.write(buf),
+        }
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Stream::Plain(s) => s.flush(),
+            Stream::Tls(s) => s.flush(),
+        }
+    }
+}
+
 /// One accepted connection, handed to the behaviour.
 pub struct Peer {
     pub no: usize,
-    pub stream: TcpStream,
+    pub stream: Stream,
     log: Arc<Mutex<Log>>,
 }
 
@@ -66,10 +114,21 @@ impl Peer {
         got
     }
 
-    /// Waits until the client sent something (or closed), without reading it.
+    /// Waits until the client sent something (or closed), without reading it (over
+    /// TLS: until records arrive after the handshake, without decrypting them).
     pub fn wait_readable(&mut self) {
+        if let Stream::Tls(s) = &mut self.stream {
+            // The request's records may have come with the handshake's last flight
+            // and already be decrypted.
+            if s.conn
+                .process_new_packets()
+                .is_ok_and(|st| st.plaintext_bytes_to_read() > 0)
+            {
+                return;
+            }
+        }
         let mut b = [0u8; 1];
-        let _ = self.stream.peek(&mut b);
+        let _ = self.stream.tcp().peek(&mut b);
     }
 
     /// Reads one whole request (head and Content-Length body). None if the client
@@ -142,6 +201,23 @@ impl Server {
     where
         F: Fn(&mut Peer) + Send + Sync + 'static,
     {
+        Server::start_with(None, behaviour)
+    }
+
+    /// [`start`](Self::start) over TLS: each connection's handshake completes
+    /// before `behaviour` runs; a failed one is counted in `Log::tls_failures`.
+    pub fn start_tls<F>(config: Arc<rustls::ServerConfig>, behaviour: F) -> Server
+    where
+        F: Fn(&mut Peer) + Send + Sync + 'static,
+    {
+        Server::start_with(Some(config), behaviour)
+    }
+
+    /// Plain or TLS, as `tls` says.
+    pub fn start_with<F>(tls: Option<Arc<rustls::ServerConfig>>, behaviour: F) -> Server
+    where
+        F: Fn(&mut Peer) + Send + Sync + 'static,
+    {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         listener.set_nonblocking(true).unwrap();
         let addr = listener.local_addr().unwrap();
@@ -153,22 +229,30 @@ impl Server {
             let mut workers = Vec::new();
             while !stop2.load(Ordering::Acquire) {
                 match listener.accept() {
-                    Ok((stream, _)) => {
+                    Ok((stream, from)) => {
                         stream.set_nonblocking(false).unwrap();
                         stream.set_read_timeout(Some(PATIENCE)).unwrap();
                         stream.set_nodelay(true).unwrap();
                         let no = {
                             let mut l = log2.lock().unwrap();
                             l.conns.push(Vec::new());
+                            l.peers.push(from);
                             l.conns.len() - 1
                         };
-                        let mut peer = Peer {
-                            no,
-                            stream,
-                            log: log2.clone(),
-                        };
-                        let b = behaviour.clone();
-                        workers.push(std::thread::spawn(move || b(&mut peer)));
+                        let (b, tls, log) = (behaviour.clone(), tls.clone(), log2.clone());
+                        workers.push(std::thread::spawn(move || {
+                            let stream = match tls {
+                                None => Stream::Plain(stream),
+                                Some(cfg) => match handshake(cfg, stream) {
+                                    Some(s) => Stream::Tls(Box::new(s)),
+                                    None => {
+                                        log.lock().unwrap().tls_failures += 1;
+                                        return;
+                                    }
+                                },
+                            };
+                            b(&mut Peer { no, stream, log })
+                        }));
                     }
                     Err(_) => std::thread::sleep(Duration::from_millis(1)),
                 }
@@ -197,6 +281,21 @@ impl Server {
         }
         false
     }
+}
+
+fn handshake(
+    cfg: Arc<rustls::ServerConfig>,
+    mut tcp: TcpStream,
+) -> Option<rustls::StreamOwned<rustls::ServerConnection, TcpStream>> {
+    let mut conn = rustls::ServerConnection::new(cfg).ok()?;
+    while conn.is_handshaking() {
+        conn.complete_io(&mut tcp).ok()?;
+    }
+    // Flush the last flight (and session tickets) before the behaviour reads.
+    while conn.wants_write() {
+        conn.write_tls(&mut tcp).ok()?;
+    }
+    Some(rustls::StreamOwned::new(conn, tcp))
 }
 
 impl Drop for Server {
