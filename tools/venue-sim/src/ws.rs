@@ -17,8 +17,9 @@
 //!   and an IP refused [`WsLimits::ban_after_refused`] times inside one window is
 //!   banned (418 to every request and connect, as a REST ban).
 //! - The server pings every [`WsLimits::ping_interval_ms`] and cuts a connection
-//!   whose pong (with the ping's payload) has not come within
-//!   [`WsLimits::pong_timeout_ms`].
+//!   that leaves a ping unanswered for [`WsLimits::pong_timeout_ms`]; a pong
+//!   carries its ping's payload and answers that ping and every older one (a
+//!   client may answer only the latest of several, RFC 6455 §5.5.3).
 //!
 //! Binance has since moved Spot user data to a subscription on its WebSocket API;
 //! the listenKey flow played here is the one documented for `/ws/<listenKey>`.
@@ -333,7 +334,8 @@ pub(crate) fn serve(
     let mut recent: VecDeque<i64> = VecDeque::new();
     let start = shared.clock.now_ms();
     let mut next_ping = start + lim.ping_interval_ms;
-    let mut awaiting: Option<(Vec<u8>, i64)> = None;
+    // Pings not answered yet, oldest first.
+    let mut awaiting: VecDeque<(Vec<u8>, i64)> = VecDeque::new();
     let end = 'conn: loop {
         if shared.stop.load(Ordering::SeqCst) {
             let _ = stream.write_all(&encode(OP_CLOSE, &1001u16.to_be_bytes()));
@@ -362,12 +364,10 @@ pub(crate) fn serve(
                 break End::Io;
             }
             shared.venue().ws_note(|w| w.pings += 1);
-            if awaiting.is_none() {
-                awaiting = Some((payload, now));
-            }
+            awaiting.push_back((payload, now));
         }
         if awaiting
-            .as_ref()
+            .front()
             .is_some_and(|(_, at)| now - at > lim.pong_timeout_ms)
         {
             break End::Pong;
@@ -398,8 +398,12 @@ pub(crate) fn serve(
                         OP_PING if stream.write_all(&encode(OP_PONG, &f.payload)).is_err() => {
                             break 'conn End::Io;
                         }
-                        OP_PONG if awaiting.as_ref().is_some_and(|(p, _)| *p == f.payload) => {
-                            awaiting = None;
+                        // A pong answers its ping and every older one (RFC 6455
+                        // §5.5.3 lets a client answer only the latest ping).
+                        OP_PONG => {
+                            if let Some(i) = awaiting.iter().position(|(p, _)| *p == f.payload) {
+                                awaiting.drain(..=i);
+                            }
                         }
                         OP_CLOSE => {
                             let code = f

@@ -1,0 +1,152 @@
+//! End to end: the market-making example taking order updates and fills from the
+//! emulator's user data stream (a WebSocket whose limits the emulator enforces),
+//! checking over REST only every few seconds.
+//!
+//! 1. With the stream, at 3x demand: zero 429s, zero bans, zero duplicates, zero
+//!    WebSocket cuts, and every order's state from the stream equals the
+//!    emulator's registry.
+//! 2. The venue pings faster than the client's message limit: pongs are delayed
+//!    and coalesced by the budget, the connection is never cut.
+//! 3. `--no-stream`: no WebSocket at all; open orders are polled instead.
+
+#[allow(dead_code)]
+#[path = "../examples/mm_loop.rs"]
+mod mm_loop;
+
+use std::sync::Arc;
+
+use ergon_venue_sim::{Config, Interval, LimitType, RateLimit, Report};
+use mm_loop::{parse_args, run, to_json, Control, Options, Summary};
+
+fn sim() -> Config {
+    let mut c = Config::binance_spot();
+    c.rate_limits = vec![
+        RateLimit::new(LimitType::RequestWeight, Interval::Second, 1, 150),
+        RateLimit::new(LimitType::Orders, Interval::Second, 1, 20),
+        RateLimit::new(LimitType::Orders, Interval::Day, 1, 1_000_000),
+        RateLimit::new(LimitType::RawRequests, Interval::Minute, 5, 1_000_000),
+    ];
+    // Pings often enough that pongs matter (about 3 a second against the
+    // client's 4 and the venue's 5), a pong due within 2 s.
+    c.ws.ping_interval_ms = 300;
+    c.ws.pong_timeout_ms = 2_000;
+    c
+}
+
+fn go(duration_s: f64, sim: Config, stream: bool) -> (Summary, Report) {
+    let o = Options {
+        duration_s,
+        demand: 3.0,
+        quiet: true,
+        sim,
+        stream,
+        ..Options::default()
+    };
+    let s = run(&o, Arc::new(Control::default()), None).expect("the loop runs");
+    let r = s.venue.clone().expect("the emulator's report");
+    (s, r)
+}
+
+fn clean(s: &Summary, r: &Report) {
+    assert_eq!(r.throttled + r.order_rate_limited, 0, "venue 429s: {s:?}");
+    assert_eq!(r.bans, 0);
+    assert_eq!((s.throttled, s.banned), (0, 0));
+    assert_eq!(r.duplicates, 0);
+    for l in &r.limits {
+        assert_eq!(l.windows_over, 0, "{:?} went over", l.rate_limit);
+    }
+}
+
+#[test]
+fn with_the_stream_no_429_no_cut_and_the_stream_matches_the_registry() {
+    let (s, r) = go(6.0, sim(), true);
+    clean(&s, &r);
+    let st = &s.stream;
+    assert!(st.enabled);
+    assert_eq!(
+        (st.connects, st.cuts),
+        (1, 0),
+        "one connection, never cut: {st:?}"
+    );
+    assert_eq!(r.ws.connects, 1);
+    assert_eq!(r.ws.cuts(), 0, "the venue cut nothing: {:?}", r.ws);
+    assert!(
+        r.ws.messages_peak <= 4,
+        "never more than 4 frames in a second: {:?}",
+        r.ws
+    );
+    assert!(r.ws.pings >= 10 && st.pongs >= 10, "pings answered: {st:?}");
+    assert!(st.rest_checks >= 2, "open orders checked over REST: {st:?}");
+    assert_eq!(st.mismatches, 0, "stream and REST agreed: {st:?}");
+
+    // Every order the venue holds, as the stream reported it.
+    let registry = r_orders(&s);
+    assert!(registry.len() > 20, "the loop traded: {}", registry.len());
+    assert_eq!(st.events, r.ws.events, "every event the venue sent arrived");
+    for (cid, status, executed) in &registry {
+        let got = st.orders.get(cid);
+        assert_eq!(
+            got.map(|(s, e)| (s.as_str(), e.as_str())),
+            Some((status.as_str(), executed.as_str())),
+            "order {cid}"
+        );
+    }
+    assert_eq!(st.orders.len(), registry.len(), "no order the venue lacks");
+    let filled = registry.iter().filter(|o| o.1 == "FILLED").count() as u64;
+    assert_eq!(
+        st.fills, filled,
+        "one fill event per filled protective close"
+    );
+    assert_eq!(s.unknown, 0);
+}
+
+/// The registry the emulator reported at the end of the run.
+fn r_orders(s: &Summary) -> Vec<(String, String, String)> {
+    s.venue_orders
+        .iter()
+        .map(|o| {
+            (
+                o.client_id.clone(),
+                o.status.clone(),
+                o.executed_qty.clone(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn pings_faster_than_the_message_limit_are_answered_within_it() {
+    let mut c = sim();
+    c.ws.ping_interval_ms = 100; // 10 a second: twice the venue's own limit
+    let (s, r) = go(3.0, c, true);
+    clean(&s, &r);
+    let st = &s.stream;
+    assert_eq!(st.cuts, 0, "{st:?}");
+    assert_eq!(r.ws.cuts(), 0, "{:?}", r.ws);
+    assert!(r.ws.messages_peak <= 4, "{:?}", r.ws);
+    assert!(st.pings >= 20, "{st:?}");
+    assert!(st.pongs_delayed > 0, "the budget delayed pongs: {st:?}");
+    assert!(
+        st.pongs < st.pings,
+        "later pings answered for earlier ones: {st:?}"
+    );
+}
+
+#[test]
+fn without_the_stream_open_orders_are_polled() {
+    let (s, r) = go(2.0, sim(), false);
+    clean(&s, &r);
+    assert!(!s.stream.enabled);
+    assert_eq!(r.ws.connects + r.ws.listen_keys, 0, "no stream at all");
+    // Polls every 500 ms compete with the quotes' reads for weight; some wait.
+    assert!(s.stream.rest_checks >= 2, "polled: {:?}", s.stream);
+    let o = parse_args(["--no-stream".to_string()].into_iter()).unwrap();
+    assert!(!o.stream);
+    assert!(
+        parse_args(std::iter::empty()).unwrap().stream,
+        "on by default"
+    );
+    let v = to_json(&s);
+    assert_eq!(v["stream"]["enabled"], false);
+    assert!(v["stream"].get("cuts").is_some());
+}
