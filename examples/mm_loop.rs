@@ -356,8 +356,13 @@ impl ClientHandler for Boot {
         let now = cx.now();
         cx.complete(f);
         if r.status != 200 {
+            let hint = if self.step == 12 {
+                " (no user data stream there? --no-stream polls open orders instead)"
+            } else {
+                ""
+            };
             self.error = Some(format!(
-                "bootstrap request answered {}: {}",
+                "bootstrap request answered {}: {}{hint}",
                 r.status,
                 String::from_utf8_lossy(r.body)
             ));
@@ -1256,7 +1261,10 @@ impl ClientHandler for Mm {
         if self.wait_stream_until > 0 {
             // Quote only once the stream is open, so it misses no order's NEW; a
             // stream that does not open in time is left to reconnect on its own.
-            let open = !self.stream.as_ref().is_some_and(|st| st.opened_at.is_none());
+            let open = !self
+                .stream
+                .as_ref()
+                .is_some_and(|st| st.opened_at.is_none());
             if !open && now < self.wait_stream_until && now < self.end_at {
                 let _ = cx.set_timer(3, (now + 20 * MS).min(self.wait_stream_until));
                 return;

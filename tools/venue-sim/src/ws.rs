@@ -23,6 +23,9 @@
 //!
 //! Binance has since moved Spot user data to a subscription on its WebSocket API;
 //! the listenKey flow played here is the one documented for `/ws/<listenKey>`.
+//! Simplifications: listenKeys do not expire (Binance: 60 minutes without a
+//! keepalive; a run is shorter), connections are not closed at 24 hours, and only
+//! `executionReport` is sent (no `outboundAccountPosition`: balances are fixed).
 //!
 //! Sources:
 //! - user data stream, listenKey endpoints, `executionReport` fields:
@@ -59,6 +62,8 @@ use crate::server::Shared;
 const MAX_FRAME: usize = 16 * 1024;
 /// How long a read waits before the loop looks at events, pings and the stop flag.
 const TICK: Duration = Duration::from_millis(2);
+/// Longest a write to a client may block.
+const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
 
 const OP_TEXT: u8 = 0x1;
 const OP_CLOSE: u8 = 0x8;
@@ -329,6 +334,8 @@ pub(crate) fn serve(
 ) {
     let lim = shared.venue().config().ws;
     let _ = stream.set_read_timeout(Some(TICK));
+    // A client that stops reading must not hold this thread (and the stop) forever.
+    let _ = stream.set_write_timeout(Some(WRITE_TIMEOUT));
     let mut buf = rest;
     let mut chunk = [0u8; 4096];
     let mut recent: VecDeque<i64> = VecDeque::new();
