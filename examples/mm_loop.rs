@@ -240,6 +240,9 @@ pub struct StreamSummary {
     pub events: u64,
     /// ... of which fills (`x` = `TRADE`).
     pub fills: u64,
+    /// Resting quotes the stream showed ended by the venue (filled, expired,
+    /// canceled by someone else), quoted afresh.
+    pub quotes_ended: u64,
     /// Open-order reads over REST (checks of the stream, or the polls without it).
     pub rest_checks: u64,
     /// Orders whose state the stream and a REST read disagreed on (outside the
@@ -715,6 +718,17 @@ impl Mm {
                 cid.to_string(),
                 (f("X").to_string(), f("z").to_string(), now),
             );
+            // A resting quote the venue ended on its own (a fill, an expiry, a
+            // cancel by someone else): quote afresh instead of replacing it.
+            for slot in 0..2 {
+                if !self.slot_busy[slot]
+                    && f("X") != "NEW"
+                    && self.slots[slot].as_deref() == Some(cid)
+                {
+                    self.slots[slot] = None;
+                    self.s.stream.quotes_ended += 1;
+                }
+            }
         }
         if let Some(cause) = ended {
             if !(st.closing && cause == Cause::Local) {
@@ -751,17 +765,29 @@ impl Mm {
             let _ = cx.set_timer(3, settled_at + STREAM_GRACE);
             return false;
         }
-        if !st.closing && state == WsState::Open {
-            st.closing = true;
-            let _ = st
-                .client
-                .session_mut(st.id)
-                .close(1000, "", Class::Urgent, cx.budget(), now);
-            st.client.flush(st.id, cx.budget(), now);
-        } else if !st.closing {
+        if st.closing {
+            return false;
+        }
+        if state != WsState::Open {
             return true; // still handshaking at the end: nothing to close
         }
-        false
+        match st
+            .client
+            .session_mut(st.id)
+            .close(1000, "", Class::Urgent, cx.budget(), now)
+        {
+            Ok(()) => {
+                st.closing = true;
+                st.client.flush(st.id, cx.budget(), now);
+                false
+            }
+            // The message bucket is full: close when it has room.
+            Err(ws::SendError::Limited(l)) => {
+                let _ = cx.set_timer(3, l.ready_at_ns);
+                false
+            }
+            Err(_) => true,
+        }
     }
 
     /// Reads open orders over REST: a check of the stream, or the poll without it.
@@ -1008,7 +1034,20 @@ impl Mm {
             } => {
                 self.slot_busy[slot] = false;
                 match verdict {
-                    Verdict::Done => self.slots[slot] = Some(cid),
+                    Verdict::Done => {
+                        // The stream may have told its end before this answer came.
+                        let ended = self
+                            .stream
+                            .as_ref()
+                            .and_then(|st| st.orders.get(&cid))
+                            .is_some_and(|o| o.0 != "NEW");
+                        if ended {
+                            self.s.stream.quotes_ended += 1;
+                            self.slots[slot] = None;
+                        } else {
+                            self.slots[slot] = Some(cid);
+                        }
+                    }
                     Verdict::Unknown => {
                         // Neither half is known: look both up, quote afresh.
                         self.slots[slot] = None;
@@ -1629,6 +1668,7 @@ pub fn to_json(s: &Summary) -> serde_json::Value {
             "pongsDelayed": s.stream.pongs_delayed,
             "events": s.stream.events,
             "fills": s.stream.fills,
+            "quotesEnded": s.stream.quotes_ended,
             "restChecks": s.stream.rest_checks,
             "mismatches": s.stream.mismatches,
         },

@@ -7,16 +7,26 @@
 //!    emulator's registry.
 //! 2. The venue pings faster than the client's message limit: pongs are delayed
 //!    and coalesced by the budget, the connection is never cut.
-//! 3. `--no-stream`: no WebSocket at all; open orders are polled instead.
+//! 3. A resting quote canceled by someone else: the stream tells the loop, which
+//!    quotes afresh instead of sending a cancel-replace that would fail.
+//! 4. `--no-stream`: no WebSocket at all; open orders are polled instead.
 
 #[allow(dead_code)]
 #[path = "../examples/mm_loop.rs"]
 mod mm_loop;
 
+use std::io::{Read, Write};
+use std::net::TcpStream;
 use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
 
-use ergon_venue_sim::{Config, Interval, LimitType, RateLimit, Report};
+use ergon_venue_sim::{
+    Config, Interval, LimitType, RateLimit, Report, Server, DEFAULT_API_KEY, DEFAULT_API_SECRET,
+};
+use hmac::{Hmac, Mac};
 use mm_loop::{parse_args, run, to_json, Control, Options, Summary};
+use sha2::Sha256;
 
 fn sim() -> Config {
     let mut c = Config::binance_spot();
@@ -129,6 +139,79 @@ fn pings_faster_than_the_message_limit_are_answered_within_it() {
     assert!(
         st.pongs < st.pings,
         "later pings answered for earlier ones: {st:?}"
+    );
+}
+
+/// Cancels `cid` at the emulator as another process of the same account would.
+fn cancel_as_someone_else(server: &Server, cid: &str) -> String {
+    let q = format!(
+        "symbol=BTCUSDT&origClientOrderId={cid}&timestamp={}",
+        server.clock().now_ms()
+    );
+    let mut mac = Hmac::<Sha256>::new_from_slice(DEFAULT_API_SECRET.as_bytes()).unwrap();
+    mac.update(q.as_bytes());
+    let sig: String = mac
+        .finalize()
+        .into_bytes()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let mut c = TcpStream::connect(server.addr()).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(
+        c,
+        "DELETE /api/v3/order?{q}&signature={sig} HTTP/1.1\r\nHost: sim\r\nX-MBX-APIKEY: {DEFAULT_API_KEY}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut out = String::new();
+    let _ = c.read_to_string(&mut out);
+    out
+}
+
+#[test]
+fn a_quote_canceled_by_someone_else_is_quoted_afresh() {
+    let server = Arc::new(Server::start(sim()).unwrap());
+    let o = Options {
+        duration_s: 30.0,
+        demand: 0.1, // about one cycle a second: quotes rest between cycles
+        quiet: true,
+        ..Options::default()
+    };
+    let control = Arc::new(Control::default());
+    let (srv, ctl) = (Arc::clone(&server), Arc::clone(&control));
+    let runner = thread::spawn(move || run(&o, ctl, Some(srv)));
+    let t0 = Instant::now();
+    let resting = loop {
+        let open: Vec<String> = server
+            .orders()
+            .into_iter()
+            .filter(|o| o.status == "NEW")
+            .map(|o| o.client_id)
+            .collect();
+        if let Some(cid) = open.first() {
+            break cid.clone();
+        }
+        assert!(t0.elapsed() < Duration::from_secs(10), "no quote rests");
+        thread::sleep(Duration::from_millis(20));
+    };
+    thread::sleep(Duration::from_millis(100));
+    let answer = cancel_as_someone_else(&server, &resting);
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    // Two more cycles, then stop.
+    thread::sleep(Duration::from_millis(2_500));
+    control.stop();
+    let s = runner.join().unwrap().unwrap();
+    let r = server.report();
+    assert_eq!(s.stream.quotes_ended, 1, "{:?}", s.stream);
+    assert_eq!(
+        s.rejected, 0,
+        "no cancel-replace of the canceled quote: {s:?}"
+    );
+    assert_eq!(s.stream.cuts, 0);
+    assert_eq!(r.ws.cuts(), 0);
+    assert_eq!(
+        s.stream.orders.get(&resting).map(|o| o.0.as_str()),
+        Some("CANCELED")
     );
 }
 
