@@ -673,7 +673,13 @@ impl Mm {
             }
             Err(ws::ConnectError::Limited(l)) => {
                 self.s.stream.connects_refused += 1;
-                st.retry_at = l.ready_at_ns.max(now + 100 * MS);
+                // A halt has no ready time (a person clears it): look again soon,
+                // the budget refuses locally at no cost.
+                st.retry_at = if l.why == Why::Halted {
+                    now + 100 * MS
+                } else {
+                    l.ready_at_ns.max(now + 100 * MS)
+                };
             }
             Err(_) => st.retry_at = now + 100 * MS,
         }

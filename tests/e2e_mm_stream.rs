@@ -10,6 +10,8 @@
 //! 3. A resting quote canceled by someone else: the stream tells the loop, which
 //!    quotes afresh instead of sending a cancel-replace that would fail.
 //! 4. `--no-stream`: no WebSocket at all; open orders are polled instead.
+//! 5. A ban halts the IP gate: a stream that drops meanwhile is not reconnected
+//!    until a person clears the halt (its connect charges the gate).
 
 #[allow(dead_code)]
 #[path = "../examples/mm_loop.rs"]
@@ -234,4 +236,69 @@ fn without_the_stream_open_orders_are_polled() {
     let v = to_json(&s);
     assert_eq!(v["stream"]["enabled"], false);
     assert!(v["stream"].get("cuts").is_some());
+}
+
+#[test]
+fn a_stream_dropped_during_a_ban_reconnects_only_after_the_halt_is_cleared() {
+    let server = Arc::new(Server::start(sim()).unwrap());
+    let o = Options {
+        duration_s: 30.0,
+        demand: 1.0,
+        quiet: true,
+        ..Options::default()
+    };
+    let control = Arc::new(Control::default());
+    let (srv, ctl) = (Arc::clone(&server), Arc::clone(&control));
+    let runner = thread::spawn(move || run(&o, ctl, Some(srv)));
+    let wait_for = |ms: u64, ok: &dyn Fn(&Report) -> bool| {
+        let t0 = Instant::now();
+        while t0.elapsed() < Duration::from_millis(ms) {
+            let r = server.report();
+            if ok(&r) {
+                return r;
+            }
+            thread::sleep(Duration::from_millis(20));
+        }
+        server.report()
+    };
+    let r = wait_for(5_000, &|r| r.executions > 5 && r.ws.connects == 1);
+    assert!(
+        r.executions > 5 && r.ws.connects == 1,
+        "trading with the stream"
+    );
+    let ban_ms = 1_000;
+    let banned_at = Instant::now();
+    server.ban(std::net::IpAddr::from([127, 0, 0, 1]), ban_ms);
+    let r = wait_for(3_000, &|r| r.banned_requests >= 1);
+    assert!(r.banned_requests >= 1, "the loop met the ban");
+    assert_eq!(server.close_streams(), 1);
+    // The venue's ban ends; the halt stays until a person clears it.
+    thread::sleep(Duration::from_millis(ban_ms as u64 + 500).saturating_sub(banned_at.elapsed()));
+    let during = server.report();
+    assert_eq!(during.ws.connects, 1, "no reconnect while halted");
+    assert_eq!(
+        during.ws.connects_refused, 0,
+        "not even one the venue refused"
+    );
+    control.clear_halt();
+    let after = wait_for(5_000, &|r| r.ws.connects == 2);
+    assert_eq!(
+        after.ws.connects, 2,
+        "reconnected once the halt was cleared"
+    );
+    control.stop();
+    let s = runner.join().unwrap().unwrap();
+    assert_eq!(s.sent_while_halted, 0);
+    assert_eq!(s.stream.connects, 2, "{:?}", s.stream);
+    assert!(
+        s.stream.connects_refused > 0,
+        "the budget refused: {:?}",
+        s.stream
+    );
+    assert_eq!(s.stream.cuts, 1, "the venue's close");
+    assert_eq!(
+        server.report().ws.cuts(),
+        0,
+        "the venue cut nothing for limits"
+    );
 }

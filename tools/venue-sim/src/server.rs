@@ -160,6 +160,12 @@ impl Server {
         self.shared.venue().orders()
     }
 
+    /// Ends every user data stream connection with a close frame (1000), as a
+    /// venue's maintenance would; their listenKeys stay valid. Returns how many.
+    pub fn close_streams(&self) -> usize {
+        self.shared.venue().ws_close_all()
+    }
+
     /// Adds `weight` to `ip`'s current REQUEST_WEIGHT windows: another sender on the
     /// same IP that the client does not know about.
     pub fn add_weight(&self, ip: IpAddr, weight: u64) {

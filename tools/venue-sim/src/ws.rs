@@ -171,6 +171,13 @@ impl WsHub {
         (self.next, rx)
     }
 
+    /// Ends every connection (each gets a close 1000); the listenKeys stay valid.
+    pub(crate) fn close_all(&mut self) -> usize {
+        let n = self.subs.len();
+        self.subs.clear();
+        n
+    }
+
     pub(crate) fn unsubscribe(&mut self, id: u64) {
         self.subs.retain(|s| s.id != id);
     }
