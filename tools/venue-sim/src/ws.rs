@@ -9,15 +9,15 @@
 //!   M O Z Y Q W V`): `NEW` on placement, `CANCELED` on cancel (`c` the cancel's
 //!   client order id, `C` the original one), `TRADE` on a fill.
 //! - Incoming messages are limited per connection: at most
-//!   [`WsLimits::messages_per_s`] frames (pings, pongs and closes included) in any
+//!   [`WsLimits::messages_per_s`](crate::WsLimits::messages_per_s) frames (pings, pongs and closes included) in any
 //!   rolling second; the frame over it cuts the connection (TCP closed, no close
 //!   frame).
-//! - Connects are limited per IP: at most [`WsLimits::connects`] attempts in any
-//!   rolling [`WsLimits::connect_window_ms`]; over it the upgrade is answered 429,
-//!   and an IP refused [`WsLimits::ban_after_refused`] times inside one window is
+//! - Connects are limited per IP: at most [`WsLimits::connects`](crate::WsLimits::connects) attempts in any
+//!   rolling [`WsLimits::connect_window_ms`](crate::WsLimits::connect_window_ms); over it the upgrade is answered 429,
+//!   and an IP refused [`WsLimits::ban_after_refused`](crate::WsLimits::ban_after_refused) times inside one window is
 //!   banned (418 to every request and connect, as a REST ban).
-//! - The server pings every [`WsLimits::ping_interval_ms`] and cuts a connection
-//!   that leaves a ping unanswered for [`WsLimits::pong_timeout_ms`]; a pong
+//! - The server pings every [`WsLimits::ping_interval_ms`](crate::WsLimits::ping_interval_ms) and cuts a connection
+//!   that leaves a ping unanswered for [`WsLimits::pong_timeout_ms`](crate::WsLimits::pong_timeout_ms); a pong
 //!   carries its ping's payload and answers that ping and every older one (a
 //!   client may answer only the latest of several, RFC 6455 §5.5.3).
 //!
