@@ -524,6 +524,8 @@ struct Mm {
     run_tag: String,
     slots: [Option<String>; 2],
     slot_busy: [bool; 2],
+    /// When each slot's order was known to rest (its answer came).
+    slot_since: [i64; 2],
     inflight: HashMap<RequestId, Pending>,
     reconcile: VecDeque<(String, bool)>,
     cleanup: VecDeque<String>,
@@ -872,6 +874,29 @@ impl Mm {
         }
     }
 
+    /// Without the stream, a poll of open orders is how the loop learns that a
+    /// resting quote ended (filled, expired, canceled by someone else).
+    fn on_polled_orders(&mut self, body: &[u8], sent_at: i64) {
+        self.s.stream.rest_checks += 1;
+        let Ok(serde_json::Value::Array(list)) = serde_json::from_slice(body) else {
+            return;
+        };
+        let open: Vec<&str> = list
+            .iter()
+            .filter_map(|o| o.get("clientOrderId")?.as_str())
+            .collect();
+        for slot in 0..2 {
+            let Some(cid) = self.slots[slot].as_deref() else {
+                continue;
+            };
+            // Only a quote that rested before the poll was sent can be missing.
+            if !self.slot_busy[slot] && self.slot_since[slot] < sent_at && !open.contains(&cid) {
+                self.slots[slot] = None;
+                self.s.stream.quotes_ended += 1;
+            }
+        }
+    }
+
     fn cycle(&mut self, cx: &mut Context<'_>) {
         let now = cx.now();
         self.cycle += 1;
@@ -1052,6 +1077,7 @@ impl Mm {
                             self.slots[slot] = None;
                         } else {
                             self.slots[slot] = Some(cid);
+                            self.slot_since[slot] = cx.now();
                         }
                     }
                     Verdict::Unknown => {
@@ -1222,7 +1248,7 @@ impl ClientHandler for Mm {
             if r.status == 200 && self.stream.is_some() {
                 self.on_open_orders(r.body, sent_at);
             } else if r.status == 200 {
-                self.s.stream.rest_checks += 1;
+                self.on_polled_orders(r.body, sent_at);
             }
         }
         if let Job::Reconcile { cid, primary } = &p.job {
@@ -1541,6 +1567,7 @@ pub fn run(
         run_tag: format!("mm{}", server_ms % 100_000),
         slots: [None, None],
         slot_busy: [false, false],
+        slot_since: [0, 0],
         inflight: HashMap::new(),
         reconcile: VecDeque::new(),
         cleanup: VecDeque::new(),

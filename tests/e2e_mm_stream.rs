@@ -174,11 +174,23 @@ fn cancel_as_someone_else(server: &Server, cid: &str) -> String {
 
 #[test]
 fn a_quote_canceled_by_someone_else_is_quoted_afresh() {
+    canceled_by_someone_else(true);
+}
+
+#[test]
+fn without_the_stream_the_poll_finds_the_canceled_quote() {
+    canceled_by_someone_else(false);
+}
+
+fn canceled_by_someone_else(stream: bool) {
     let server = Arc::new(Server::start(sim()).unwrap());
     let o = Options {
         duration_s: 30.0,
-        demand: 0.1, // about one cycle a second: quotes rest between cycles
+        // With the stream about one cycle a second; without it one every 2 s, so
+        // the polls (every 500 ms) come before the next cycle would.
+        demand: if stream { 0.1 } else { 0.05 },
         quiet: true,
+        stream,
         ..Options::default()
     };
     let control = Arc::new(Control::default());
@@ -201,8 +213,8 @@ fn a_quote_canceled_by_someone_else_is_quoted_afresh() {
     thread::sleep(Duration::from_millis(100));
     let answer = cancel_as_someone_else(&server, &resting);
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
-    // Two more cycles, then stop.
-    thread::sleep(Duration::from_millis(2_500));
+    // The stream tells at once; a poll within 500 ms, before the next cycle.
+    thread::sleep(Duration::from_millis(if stream { 2_500 } else { 1_000 }));
     control.stop();
     let s = runner.join().unwrap().unwrap();
     let r = server.report();
@@ -213,10 +225,14 @@ fn a_quote_canceled_by_someone_else_is_quoted_afresh() {
     );
     assert_eq!(s.stream.cuts, 0);
     assert_eq!(r.ws.cuts(), 0);
-    assert_eq!(
-        s.stream.orders.get(&resting).map(|o| o.0.as_str()),
-        Some("CANCELED")
-    );
+    if stream {
+        assert_eq!(
+            s.stream.orders.get(&resting).map(|o| o.0.as_str()),
+            Some("CANCELED")
+        );
+    } else {
+        assert_eq!(r.ws.connects, 0);
+    }
 }
 
 #[test]
