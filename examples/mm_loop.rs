@@ -544,6 +544,9 @@ struct Mm {
     /// Next open-orders read over REST.
     next_check: i64,
     check_in_flight: bool,
+    /// An open-orders answer waiting to be compared: open orders (client order id
+    /// -> venue time placed), when the read was sent, when to compare.
+    pending_check: Option<(HashMap<String, i64>, i64, i64)>,
     /// The run waits for the stream to open before it quotes, at most until then.
     wait_stream_until: i64,
     /// Settled at this time; the stream then has [`STREAM_GRACE`] for late events.
@@ -827,17 +830,14 @@ impl Mm {
         let _ = cx.set_timer(CHECK_TIMER, self.next_check);
     }
 
-    /// Compares an open-orders answer with the stream's view; disagreements outside
-    /// the crossing margin are counted and the REST answer wins.
-    fn on_open_orders(&mut self, body: &[u8], sent_at: i64) {
+    /// Keeps an open-orders answer to compare with the stream's view once the
+    /// events that may have crossed it had time to arrive (the answer can overtake
+    /// an event the venue published before it).
+    fn on_open_orders(&mut self, body: &[u8], sent_at: i64, now: i64) {
         self.s.stream.rest_checks += 1;
         let Ok(serde_json::Value::Array(list)) = serde_json::from_slice(body) else {
             return;
         };
-        let Some(st) = self.stream.as_mut() else {
-            return;
-        };
-        let sent_ms = self.clock.utc_ms(sent_at);
         let mut open: HashMap<String, i64> = HashMap::new();
         for o in &list {
             if let (Some(c), Some(t)) = (
@@ -847,6 +847,28 @@ impl Mm {
                 open.insert(c.to_string(), t);
             }
         }
+        self.pending_check = Some((open, sent_at, now + CROSSING));
+    }
+
+    /// Compares a kept open-orders answer with the stream's view when it is due;
+    /// disagreements outside the crossing margin are counted and REST wins.
+    fn compare_open_orders(&mut self, cx: &mut Context<'_>) {
+        let now = cx.now();
+        match &self.pending_check {
+            Some((_, _, due)) if *due > now => {
+                let _ = cx.set_timer(CHECK_TIMER, *due);
+                return;
+            }
+            Some(_) => {}
+            None => return,
+        }
+        let Some((open, sent_at, _)) = self.pending_check.take() else {
+            return;
+        };
+        let Some(st) = self.stream.as_mut() else {
+            return;
+        };
+        let sent_ms = self.clock.utc_ms(sent_at);
         let settled = |at: i64| at < sent_at - CROSSING;
         let mut wrong: Vec<(String, &'static str)> = Vec::new();
         for (cid, (status, _, at)) in &st.orders {
@@ -1246,7 +1268,7 @@ impl ClientHandler for Mm {
         if let Job::OpenOrders { sent_at } = p.job {
             self.check_in_flight = false;
             if r.status == 200 && self.stream.is_some() {
-                self.on_open_orders(r.body, sent_at);
+                self.on_open_orders(r.body, sent_at, now);
             } else if r.status == 200 {
                 self.on_polled_orders(r.body, sent_at);
             }
@@ -1361,11 +1383,14 @@ impl ClientHandler for Mm {
             }
             let _ = cx.set_timer(1, self.next_cycle.min(self.end_at));
         }
+        self.compare_open_orders(cx);
         self.housekeeping(cx);
         self.progress(cx);
         let _ = cx.set_timer(2, self.next_progress);
-        let settled =
-            self.inflight.is_empty() && self.reconcile.is_empty() && self.cleanup.is_empty();
+        let settled = self.inflight.is_empty()
+            && self.reconcile.is_empty()
+            && self.cleanup.is_empty()
+            && self.pending_check.is_none();
         if now >= self.end_at && ((settled && self.stream_finished(cx)) || now >= self.drain_until)
         {
             self.s.utilization = self.utilization(cx.budget(), now);
@@ -1585,6 +1610,7 @@ pub fn run(
         windows: Vec::new(),
         next_check: started,
         check_in_flight: false,
+        pending_check: None,
         wait_stream_until: started + 5 * SEC,
         settled_at: None,
         stream,
