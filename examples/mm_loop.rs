@@ -3,6 +3,7 @@
 //! ```text
 //! cargo run --release --example mm_loop -- [--venue binance-spot] [--base URL]
 //!     [--duration SECS] [--demand X] [--cpu N] [--api-key K --api-secret S] [--json]
+//!     [--no-stream]
 //! ```
 //!
 //! Without `--base` it starts `ergon-venue-sim` in-process on loopback (no network,
@@ -21,6 +22,15 @@
 //! - every request has a deadline (timestamp + recvWindow) and the native client
 //!   never re-sends: Unknown is reconciled by client order id (a query), never
 //!   re-sent; what surely did not run goes through `Budget::resend`;
+//! - order updates and fills come from the user data stream (a listenKey from
+//!   `POST /api/v3/userDataStream`, a WebSocket at `/ws/<listenKey>` on the same
+//!   host and port as `--base`, `executionReport` events); open orders are read over
+//!   REST only every few seconds (Bulk) to check the stream's view, and Unknown
+//!   outcomes are still reconciled by client order id. The WebSocket connect charges
+//!   the IP gate and a connect bucket (290 per 5 minutes, under Binance's 300);
+//!   every frame it writes, automatic pongs included, charges a message bucket of 4
+//!   per second (under Binance's 5). `--no-stream` polls open orders instead (twice
+//!   a second);
 //! - a ban halts the IP gate: no request and no connect until the halt is cleared
 //!   (by a person: [`Control::clear_halt`] in-process; the command line has no way
 //!   to clear it and keeps reporting the halt).
@@ -37,7 +47,7 @@
 #[path = "../io/examples/venues/binance_spot.rs"]
 mod binance_spot;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::io::Write;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -49,8 +59,9 @@ use ergon_core::json;
 use ergon_core::response::Response;
 use ergon_core::{BucketId, Budget, Class, Flight, Part, Resend, Spec, Verdict, Why};
 use ergon_io::client::{ClientHandler, Error, PoolConfig, PoolId, RequestId, Sent};
-use ergon_io::event_loop::{Config as LoopConfig, Context, EventLoop};
+use ergon_io::event_loop::{Config as LoopConfig, Context, EventLoop, Interest, Readiness};
 use ergon_io::http::Request;
+use ergon_io::ws::{self, Cause, Event as WsEvent, Session, State as WsState, WsClient, WsId};
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
@@ -59,7 +70,26 @@ const SEC: i64 = 1_000 * MS;
 const SYMBOL: &str = "BTCUSDT";
 
 const USAGE: &str = "usage: mm_loop [--venue binance-spot] [--base URL] [--duration SECS] \
-[--demand X] [--cpu N] [--api-key K --api-secret S] [--json]";
+[--demand X] [--cpu N] [--api-key K --api-secret S] [--json] [--no-stream]";
+
+/// Loop tokens: timers 1-3 are the cycle, progress and drain timers.
+const WS_FD: u64 = 10;
+const WS_TIMER: u64 = 11;
+const CHECK_TIMER: u64 = 12;
+/// Binance Spot: 300 WebSocket connects per 5 minutes per IP; we keep under it.
+const WS_CONNECTS: u64 = 290;
+const WS_CONNECT_WINDOW: i64 = 300 * SEC;
+/// Binance Spot: 5 incoming messages a second per connection, pings and pongs
+/// included; we send at most 4 in any second.
+const WS_MESSAGES_PER_S: u64 = 4;
+/// How often open orders are read over REST: to check the stream, or (without it)
+/// as the only source.
+const CHECK_WITH_STREAM: i64 = 3 * SEC;
+const POLL_WITHOUT_STREAM: i64 = 500 * MS;
+/// A stream update this close to a REST read may have crossed it: not compared.
+const CROSSING: i64 = 300 * MS;
+/// After the last answer, how long stream events still have to arrive.
+const STREAM_GRACE: i64 = 300 * MS;
 
 /// What to run.
 #[derive(Clone, Debug)]
@@ -88,6 +118,8 @@ pub struct Options {
     pub recv_window_ms: i64,
     /// The emulator to start when `base` is None.
     pub sim: ergon_venue_sim::Config,
+    /// Take order updates from the user data stream (false: poll open orders).
+    pub stream: bool,
 }
 
 impl Default for Options {
@@ -105,6 +137,7 @@ impl Default for Options {
             guard_ms: 30,
             recv_window_ms: 2_000,
             sim: ergon_venue_sim::Config::binance_spot(),
+            stream: true,
         }
     }
 }
@@ -178,6 +211,46 @@ pub struct Summary {
     pub weight_drift: i64,
     /// The emulator's report, when it ran in-process.
     pub venue: Option<ergon_venue_sim::Report>,
+    /// The user data stream, as the loop saw it.
+    pub stream: StreamSummary,
+    /// The emulator's order registry at the end, when it ran in-process.
+    pub venue_orders: Vec<ergon_venue_sim::OrderView>,
+}
+
+/// The user data stream, counted on the loop's side.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct StreamSummary {
+    /// The stream was used (not `--no-stream`).
+    pub enabled: bool,
+    /// WebSocket connects admitted by the budget.
+    pub connects: u64,
+    /// WebSocket connects the budget refused.
+    pub connects_refused: u64,
+    /// Connections that ended without our close (cut by the venue, transport).
+    pub cuts: u64,
+    /// Frames written (pongs and closes included).
+    pub frames_sent: u64,
+    /// Pings received and pongs sent.
+    pub pings: u64,
+    /// Pongs sent.
+    pub pongs: u64,
+    /// Pongs the message bucket delayed.
+    pub pongs_delayed: u64,
+    /// `executionReport` events.
+    pub events: u64,
+    /// ... of which fills (`x` = `TRADE`).
+    pub fills: u64,
+    /// Resting quotes the stream showed ended by the venue (filled, expired,
+    /// canceled by someone else), quoted afresh.
+    pub quotes_ended: u64,
+    /// Open-order reads over REST (checks of the stream, or the polls without it).
+    pub rest_checks: u64,
+    /// Orders whose state the stream and a REST read disagreed on (outside the
+    /// crossing margin).
+    pub mismatches: u64,
+    /// Each order's last state from the stream: client order id -> (status,
+    /// executed quantity), as the venue writes them.
+    pub orders: BTreeMap<String, (String, String)>,
 }
 
 /// `http://host:port` → address and Host header.
@@ -237,6 +310,9 @@ struct Boot {
     info: Option<Vec<u8>>,
     used: Vec<(String, u64)>,
     error: Option<String>,
+    /// The API key, to ask for a listenKey (None: no stream).
+    stream_key: Option<String>,
+    listen_key: Option<String>,
 }
 
 impl Boot {
@@ -250,12 +326,25 @@ impl Boot {
         let target = match self.step {
             0 => "/api/v3/time",
             1 => "/api/v3/exchangeInfo",
+            2 if self.stream_key.is_some() => "/api/v3/userDataStream",
             _ => return,
         };
         let Ok(ticket) = cx.budget().try_charge(&self.parts, Class::Normal, now) else {
             return;
         };
-        match cx.request(self.pool, &Request::get(target), ticket, self.deadline) {
+        let key = self.stream_key.clone().unwrap_or_default();
+        let headers = [("X-MBX-APIKEY", key.as_str())];
+        let req = if self.step == 2 {
+            Request {
+                method: "POST",
+                target,
+                headers: &headers,
+                body: b"",
+            }
+        } else {
+            Request::get(target)
+        };
+        match cx.request(self.pool, &req, ticket, self.deadline) {
             Ok(_) => {
                 self.sent_at = now;
                 self.step += 10; // in flight
@@ -270,8 +359,13 @@ impl ClientHandler for Boot {
         let now = cx.now();
         cx.complete(f);
         if r.status != 200 {
+            let hint = if self.step == 12 {
+                " (no user data stream there? --no-stream polls open orders instead)"
+            } else {
+                ""
+            };
             self.error = Some(format!(
-                "bootstrap request answered {}: {}",
+                "bootstrap request answered {}: {}{hint}",
                 r.status,
                 String::from_utf8_lossy(r.body)
             ));
@@ -294,16 +388,40 @@ impl ClientHandler for Boot {
                 self.step = 1;
                 self.next(cx);
             }
-            11 => {
-                self.info = Some(r.body.to_vec());
+            11 | 12 => {
+                if self.step == 11 {
+                    self.info = Some(r.body.to_vec());
+                } else {
+                    let k = serde_json::from_slice::<serde_json::Value>(r.body)
+                        .ok()
+                        .and_then(|v| v.get("listenKey")?.as_str().map(str::to_string));
+                    match k {
+                        Some(k)
+                            if !k.is_empty() && k.bytes().all(|b| b.is_ascii_alphanumeric()) =>
+                        {
+                            self.listen_key = Some(k)
+                        }
+                        _ => {
+                            self.error = Some("/api/v3/userDataStream: no usable listenKey".into());
+                            cx.stop();
+                            return;
+                        }
+                    }
+                }
+                self.used.clear();
                 for h in r.headers_with_prefix("X-MBX-USED-WEIGHT-") {
                     if let Some(v) = adapt::header_u64(h.value) {
                         let suffix = String::from_utf8_lossy(&h.name[18..]).into_owned();
                         self.used.push((suffix, v));
                     }
                 }
-                self.step = 2;
-                cx.stop();
+                self.step -= 9;
+                if self.step == 2 && self.stream_key.is_some() {
+                    self.next(cx);
+                } else {
+                    self.step = 3;
+                    cx.stop();
+                }
             }
             _ => {}
         }
@@ -320,7 +438,7 @@ impl ClientHandler for Boot {
     }
 
     fn on_turn(&mut self, cx: &mut Context<'_>) {
-        if self.step < 2 {
+        if self.step < 3 {
             self.next(cx);
         }
     }
@@ -351,6 +469,24 @@ enum Job {
     Reconcile { cid: String, primary: bool },
     /// Depth or account.
     Read,
+    /// Open orders over REST, sent at this time (the loop's clock).
+    OpenOrders { sent_at: i64 },
+}
+
+/// The user data stream: one WebSocket session and the order states it reported.
+struct Stream {
+    client: WsClient,
+    id: WsId,
+    host: String,
+    path: String,
+    /// Connect (again) no earlier than this.
+    retry_at: i64,
+    /// We started the close at the end of the run.
+    closing: bool,
+    /// When the stream first opened (None: not yet).
+    opened_at: Option<i64>,
+    /// Client order id -> (status, executed quantity, when the stream said so).
+    orders: HashMap<String, (String, String, i64)>,
 }
 
 struct Pending {
@@ -388,6 +524,8 @@ struct Mm {
     run_tag: String,
     slots: [Option<String>; 2],
     slot_busy: [bool; 2],
+    /// When each slot's order was known to rest (its answer came).
+    slot_since: [i64; 2],
     inflight: HashMap<RequestId, Pending>,
     reconcile: VecDeque<(String, bool)>,
     cleanup: VecDeque<String>,
@@ -401,6 +539,18 @@ struct Mm {
     binding: BucketId,
     /// Units of the binding limit sent, per window of it (venue clock, ms).
     windows: Vec<(i64, u64)>,
+    /// The user data stream (None with `--no-stream`).
+    stream: Option<Stream>,
+    /// Next open-orders read over REST.
+    next_check: i64,
+    check_in_flight: bool,
+    /// An open-orders answer waiting to be compared: open orders (client order id
+    /// -> venue time placed), when the read was sent, when to compare.
+    pending_check: Option<(HashMap<String, i64>, i64, i64)>,
+    /// The run waits for the stream to open before it quotes, at most until then.
+    wait_stream_until: i64,
+    /// Settled at this time; the stream then has [`STREAM_GRACE`] for late events.
+    settled_at: Option<i64>,
 }
 
 impl Mm {
@@ -493,6 +643,278 @@ impl Mm {
                 self.s.busy += 1;
                 cx.refund(refused.into_ticket());
                 false
+            }
+        }
+    }
+
+    /// Connects the stream if it is down and its retry time has come. A refusal by
+    /// the budget (a halt, the connect bucket) waits for the bucket's ready time.
+    fn stream_connect(&mut self, cx: &mut Context<'_>) {
+        let now = cx.now();
+        let ending = now >= self.end_at;
+        let Some(st) = self.stream.as_mut() else {
+            return;
+        };
+        let state = st.client.session(st.id).state();
+        if ending
+            || st.closing
+            || now < st.retry_at
+            || !matches!(state, WsState::Idle | WsState::Closed)
+        {
+            return;
+        }
+        let req = ws::Request {
+            host: &st.host,
+            path: &st.path,
+            headers: &[],
+        };
+        match st
+            .client
+            .connect(st.id, &req, Class::Normal, cx.budget(), now)
+        {
+            Ok(()) => {
+                self.s.stream.connects += 1;
+                st.retry_at = now + SEC;
+            }
+            Err(ws::ConnectError::Limited(l)) => {
+                self.s.stream.connects_refused += 1;
+                // A halt has no ready time (a person clears it): look again soon,
+                // the budget refuses locally at no cost.
+                st.retry_at = if l.why == Why::Halted {
+                    now + 100 * MS
+                } else {
+                    l.ready_at_ns.max(now + 100 * MS)
+                };
+            }
+            Err(_) => st.retry_at = now + 100 * MS,
+        }
+        let _ = cx.set_timer(WS_TIMER, st.retry_at);
+        self.stream_pump(cx);
+    }
+
+    /// Reads what the stream has, applies its events, writes what it owes.
+    fn stream_pump(&mut self, cx: &mut Context<'_>) {
+        let now = cx.now();
+        let Some(st) = self.stream.as_mut() else {
+            return;
+        };
+        let mut texts: Vec<String> = Vec::new();
+        let mut opened = false;
+        let mut ended: Option<Cause> = None;
+        let _ = st.client.drive(cx.budget(), now, &mut |_, ev, _| match ev {
+            WsEvent::Open => opened = true,
+            WsEvent::Text(t) => texts.push(t.to_string()),
+            WsEvent::Closed(c) => ended = Some(c.cause),
+            _ => {}
+        });
+        if opened && st.opened_at.is_none() {
+            st.opened_at = Some(now);
+        }
+        for t in &texts {
+            let Ok(v) = serde_json::from_str::<serde_json::Value>(t) else {
+                eprintln!("warning: stream message is not JSON");
+                continue;
+            };
+            if v.get("e").and_then(|e| e.as_str()) != Some("executionReport") {
+                continue;
+            }
+            let f = |k: &str| v.get(k).and_then(|x| x.as_str()).unwrap_or("");
+            self.s.stream.events += 1;
+            // A cancel names the canceled order in `C`; everything else in `c`.
+            let cid = if f("x") == "CANCELED" { f("C") } else { f("c") };
+            if f("x") == "TRADE" {
+                self.s.stream.fills += 1;
+            }
+            st.orders.insert(
+                cid.to_string(),
+                (f("X").to_string(), f("z").to_string(), now),
+            );
+            // A resting quote the venue ended on its own (a fill, an expiry, a
+            // cancel by someone else): quote afresh instead of replacing it.
+            for slot in 0..2 {
+                if !self.slot_busy[slot]
+                    && f("X") != "NEW"
+                    && self.slots[slot].as_deref() == Some(cid)
+                {
+                    self.slots[slot] = None;
+                    self.s.stream.quotes_ended += 1;
+                }
+            }
+        }
+        if let Some(cause) = ended {
+            if !(st.closing && cause == Cause::Local) {
+                self.s.stream.cuts += 1;
+                eprintln!("warning: user data stream ended ({cause:?}); reconnecting");
+                st.retry_at = now + SEC;
+                let _ = cx.set_timer(WS_TIMER, st.retry_at);
+            }
+        }
+        if let Some(at) = st.client.next_deadline() {
+            let _ = cx.set_timer(WS_TIMER, at);
+        }
+        let stats = st.client.session(st.id).stats();
+        let ss = &mut self.s.stream;
+        ss.frames_sent = stats.frames_sent;
+        ss.pings = stats.pings_received;
+        ss.pongs = stats.pongs_sent;
+        ss.pongs_delayed = stats.pongs_delayed;
+    }
+
+    /// Whether the stream is done for the run: after the grace for late events,
+    /// closes it and waits for the close to finish.
+    fn stream_finished(&mut self, cx: &mut Context<'_>) -> bool {
+        let now = cx.now();
+        let settled_at = *self.settled_at.get_or_insert(now);
+        let Some(st) = self.stream.as_mut() else {
+            return true;
+        };
+        let state = st.client.session(st.id).state();
+        if matches!(state, WsState::Idle | WsState::Closed) {
+            return true;
+        }
+        if now < settled_at + STREAM_GRACE {
+            let _ = cx.set_timer(3, settled_at + STREAM_GRACE);
+            return false;
+        }
+        if st.closing {
+            return false;
+        }
+        if state != WsState::Open {
+            return true; // still handshaking at the end: nothing to close
+        }
+        match st
+            .client
+            .session_mut(st.id)
+            .close(1000, "", Class::Urgent, cx.budget(), now)
+        {
+            Ok(()) => {
+                st.closing = true;
+                st.client.flush(st.id, cx.budget(), now);
+                false
+            }
+            // The message bucket is full: close when it has room.
+            Err(ws::SendError::Limited(l)) => {
+                let _ = cx.set_timer(3, l.ready_at_ns);
+                false
+            }
+            Err(_) => true,
+        }
+    }
+
+    /// Reads open orders over REST: a check of the stream, or the poll without it.
+    fn check_open_orders(&mut self, cx: &mut Context<'_>) {
+        let now = cx.now();
+        if self.check_in_flight || now < self.next_check || now >= self.end_at {
+            return;
+        }
+        let (t, deadline) =
+            self.signed_target("/api/v3/openOrders", &format!("symbol={SYMBOL}"), now);
+        let class = if self.stream.is_some() {
+            Class::Bulk
+        } else {
+            Class::Normal
+        };
+        let job = Job::OpenOrders { sent_at: now };
+        if self.send(cx, Kind::Read(6), class, "GET", &t, deadline, job) {
+            self.check_in_flight = true;
+            self.next_check = now
+                + if self.stream.is_some() {
+                    CHECK_WITH_STREAM
+                } else {
+                    POLL_WITHOUT_STREAM
+                };
+        } else {
+            // Refused (the weight is shared with the quotes' reads): try again soon.
+            self.next_check = now + 20 * MS;
+        }
+        let _ = cx.set_timer(CHECK_TIMER, self.next_check);
+    }
+
+    /// Keeps an open-orders answer to compare with the stream's view once the
+    /// events that may have crossed it had time to arrive (the answer can overtake
+    /// an event the venue published before it).
+    fn on_open_orders(&mut self, body: &[u8], sent_at: i64, now: i64) {
+        self.s.stream.rest_checks += 1;
+        let Ok(serde_json::Value::Array(list)) = serde_json::from_slice(body) else {
+            return;
+        };
+        let mut open: HashMap<String, i64> = HashMap::new();
+        for o in &list {
+            if let (Some(c), Some(t)) = (
+                o.get("clientOrderId").and_then(|c| c.as_str()),
+                o.get("time").and_then(|t| t.as_i64()),
+            ) {
+                open.insert(c.to_string(), t);
+            }
+        }
+        self.pending_check = Some((open, sent_at, now + CROSSING));
+    }
+
+    /// Compares a kept open-orders answer with the stream's view when it is due;
+    /// disagreements outside the crossing margin are counted and REST wins.
+    fn compare_open_orders(&mut self, cx: &mut Context<'_>) {
+        let now = cx.now();
+        match &self.pending_check {
+            Some((_, _, due)) if *due > now => {
+                let _ = cx.set_timer(CHECK_TIMER, *due);
+                return;
+            }
+            Some(_) => {}
+            None => return,
+        }
+        let Some((open, sent_at, _)) = self.pending_check.take() else {
+            return;
+        };
+        let Some(st) = self.stream.as_mut() else {
+            return;
+        };
+        let sent_ms = self.clock.utc_ms(sent_at);
+        let settled = |at: i64| at < sent_at - CROSSING;
+        let mut wrong: Vec<(String, &'static str)> = Vec::new();
+        for (cid, (status, _, at)) in &st.orders {
+            if status == "NEW" && settled(*at) && !open.contains_key(cid) {
+                wrong.push((cid.clone(), "CLOSED?"));
+            }
+        }
+        for (cid, placed_ms) in &open {
+            let ours = st.orders.get(cid);
+            let crossing = ours.is_some_and(|(_, _, at)| !settled(*at))
+                || (ours.is_none() && *placed_ms >= sent_ms - CROSSING / MS);
+            if !crossing && !ours.is_some_and(|(s, _, _)| s == "NEW") {
+                wrong.push((cid.clone(), "NEW"));
+            }
+        }
+        for (cid, status) in wrong {
+            self.s.stream.mismatches += 1;
+            eprintln!("warning: stream and REST disagree on {cid}: REST says {status}");
+            if status == "NEW" {
+                let executed = st.orders.get(&cid).map(|o| o.1.clone()).unwrap_or_default();
+                st.orders.insert(cid, ("NEW".into(), executed, sent_at));
+            } else {
+                self.reconcile.push_back((cid, false));
+            }
+        }
+    }
+
+    /// Without the stream, a poll of open orders is how the loop learns that a
+    /// resting quote ended (filled, expired, canceled by someone else).
+    fn on_polled_orders(&mut self, body: &[u8], sent_at: i64) {
+        self.s.stream.rest_checks += 1;
+        let Ok(serde_json::Value::Array(list)) = serde_json::from_slice(body) else {
+            return;
+        };
+        let open: Vec<&str> = list
+            .iter()
+            .filter_map(|o| o.get("clientOrderId")?.as_str())
+            .collect();
+        for slot in 0..2 {
+            let Some(cid) = self.slots[slot].as_deref() else {
+                continue;
+            };
+            // Only a quote that rested before the poll was sent can be missing.
+            if !self.slot_busy[slot] && self.slot_since[slot] < sent_at && !open.contains(&cid) {
+                self.slots[slot] = None;
+                self.s.stream.quotes_ended += 1;
             }
         }
     }
@@ -647,7 +1069,12 @@ impl Mm {
             Verdict::NotRun => self.s.not_run += 1,
             Verdict::ClockSkew => self.s.clock_skew += 1,
             // Only a write can leave an order in an unknown state.
-            Verdict::Unknown if !matches!(job, Job::Reconcile { .. } | Job::Read) => {
+            Verdict::Unknown
+                if !matches!(
+                    job,
+                    Job::Reconcile { .. } | Job::Read | Job::OpenOrders { .. }
+                ) =>
+            {
                 self.s.unknown += 1
             }
             Verdict::Unknown => {}
@@ -660,7 +1087,21 @@ impl Mm {
             } => {
                 self.slot_busy[slot] = false;
                 match verdict {
-                    Verdict::Done => self.slots[slot] = Some(cid),
+                    Verdict::Done => {
+                        // The stream may have told its end before this answer came.
+                        let ended = self
+                            .stream
+                            .as_ref()
+                            .and_then(|st| st.orders.get(&cid))
+                            .is_some_and(|o| o.0 != "NEW");
+                        if ended {
+                            self.s.stream.quotes_ended += 1;
+                            self.slots[slot] = None;
+                        } else {
+                            self.slots[slot] = Some(cid);
+                            self.slot_since[slot] = cx.now();
+                        }
+                    }
                     Verdict::Unknown => {
                         // Neither half is known: look both up, quote afresh.
                         self.slots[slot] = None;
@@ -715,6 +1156,7 @@ impl Mm {
                 }
             }
             Job::Read => {}
+            Job::OpenOrders { .. } => self.check_in_flight = false,
             Job::Reconcile { cid, primary } => {
                 if matches!(
                     verdict,
@@ -823,6 +1265,14 @@ impl ClientHandler for Mm {
         for l in self.venue.limits.of(Counts::Weight) {
             self.s.weight_drift = self.s.weight_drift.max(cx.budget().stats(l.bucket).drift);
         }
+        if let Job::OpenOrders { sent_at } = p.job {
+            self.check_in_flight = false;
+            if r.status == 200 && self.stream.is_some() {
+                self.on_open_orders(r.body, sent_at, now);
+            } else if r.status == 200 {
+                self.on_polled_orders(r.body, sent_at);
+            }
+        }
         if let Job::Reconcile { cid, primary } = &p.job {
             let m = binance_spot::Msg::read(r.body);
             if r.status == 200 {
@@ -873,6 +1323,18 @@ impl ClientHandler for Mm {
         self.on_verdict(cx, p.job, verdict, false);
     }
 
+    fn on_fd(&mut self, cx: &mut Context<'_>, token: u64, _ready: Readiness) {
+        if token == WS_FD {
+            self.stream_pump(cx);
+        }
+    }
+
+    fn on_timer(&mut self, cx: &mut Context<'_>, token: u64) {
+        if token == WS_TIMER {
+            self.stream_pump(cx);
+        }
+    }
+
     fn on_turn(&mut self, cx: &mut Context<'_>) {
         let now = cx.now();
         if self.control.clear_halt.swap(false, Ordering::SeqCst) {
@@ -888,7 +1350,29 @@ impl ClientHandler for Mm {
             self.end_at = self.end_at.min(now);
             self.drain_until = now + 3 * SEC;
         }
+        self.stream_connect(cx);
+        if self.wait_stream_until > 0 {
+            // Quote only once the stream is open, so it misses no order's NEW; a
+            // stream that does not open in time is left to reconnect on its own.
+            let open = !self
+                .stream
+                .as_ref()
+                .is_some_and(|st| st.opened_at.is_none());
+            if !open && now < self.wait_stream_until && now < self.end_at {
+                let _ = cx.set_timer(3, (now + 20 * MS).min(self.wait_stream_until));
+                return;
+            }
+            self.wait_stream_until = 0;
+            let d = now - self.started;
+            self.started = now;
+            self.end_at += d;
+            self.drain_until += d;
+            self.next_cycle = now;
+            self.next_progress = now + SEC;
+            self.next_check = now;
+        }
         if now < self.end_at {
+            self.check_open_orders(cx);
             // Offer cycles at the demanded rate; after a stall, do not burst.
             if self.next_cycle < now - SEC {
                 self.next_cycle = now;
@@ -899,12 +1383,16 @@ impl ClientHandler for Mm {
             }
             let _ = cx.set_timer(1, self.next_cycle.min(self.end_at));
         }
+        self.compare_open_orders(cx);
         self.housekeeping(cx);
         self.progress(cx);
         let _ = cx.set_timer(2, self.next_progress);
-        let settled =
-            self.inflight.is_empty() && self.reconcile.is_empty() && self.cleanup.is_empty();
-        if now >= self.end_at && (settled || now >= self.drain_until) {
+        let settled = self.inflight.is_empty()
+            && self.reconcile.is_empty()
+            && self.cleanup.is_empty()
+            && self.pending_check.is_none();
+        if now >= self.end_at && ((settled && self.stream_finished(cx)) || now >= self.drain_until)
+        {
             self.s.utilization = self.utilization(cx.budget(), now);
             cx.stop();
         } else if now >= self.end_at {
@@ -985,6 +1473,8 @@ pub fn run(
         info: None,
         used: Vec::new(),
         error: None,
+        stream_key: o.stream.then(|| key.clone()),
+        listen_key: None,
     };
     lp.run(&mut boot).map_err(|e| e.to_string())?;
     drop(lp);
@@ -1000,6 +1490,21 @@ pub fn run(
     let mut builder = Budget::builder();
     let venue = BinanceSpot::from_exchange_info(&info, &mut builder, clock, o.guard_ms * MS)
         .map_err(|e| format!("exchangeInfo: {e}"))?;
+    // The stream's buckets: connects per IP, frames per connection.
+    let ws_buckets = match &boot.listen_key {
+        Some(_) => Some((
+            builder
+                .add(
+                    "ws_connects",
+                    Spec::sliding(WS_CONNECTS, WS_CONNECT_WINDOW, 60),
+                )
+                .map_err(|e| e.to_string())?,
+            builder
+                .add("ws_messages", Spec::sliding(WS_MESSAGES_PER_S, SEC, 10))
+                .map_err(|e| e.to_string())?,
+        )),
+        None => None,
+    };
     let now = ergon_io::clock::now_ns();
     let mut budget = builder.build(now).map_err(|e| e.to_string())?;
     for (suffix, used) in &boot.used {
@@ -1031,11 +1536,43 @@ pub fn run(
     let period_ns = ((SEC as f64 / offered) as i64).max(1);
 
     let mut lp = EventLoop::new(loop_cfg, budget).map_err(|e| e.to_string())?;
+    let host_header = host.clone();
     let mut pc = PoolConfig::new(addr, host);
     pc.connections = 4;
     pc.connect_parts = vec![Part::new(venue.limits.ip, 0)];
     pc.connect_class = Class::Urgent;
     let pool = lp.add_pool(pc).map_err(|e| e.to_string())?;
+    let stream = match (&boot.listen_key, ws_buckets) {
+        (Some(listen_key), Some((connects, messages))) => {
+            let session = Session::new(
+                ws::Config::default(),
+                lp.budget(),
+                &[Part::new(venue.limits.ip, 0), Part::new(connects, 1)],
+                // Frames are not requests: a halted IP gate does not stop the pongs
+                // an open connection owes (the venue would cut it).
+                &[Part::new(messages, 1)],
+                // The masking keys need no secrecy here (loopback, a test venue);
+                // take the seed from the OS in production.
+                (ergon_io::clock::now_ns() as u64) ^ u64::from(std::process::id()),
+            )
+            .map_err(|e| format!("WebSocket session: {e:?}"))?;
+            let mut client = WsClient::new(1).map_err(|e| format!("epoll: errno {e}"))?;
+            let id = client.add(session, addr);
+            lp.watch_fd(client.fd(), WS_FD, Interest::READ)
+                .map_err(|e| e.to_string())?;
+            Some(Stream {
+                client,
+                id,
+                host: host_header.clone(),
+                path: format!("/ws/{listen_key}"),
+                retry_at: 0,
+                closing: false,
+                opened_at: None,
+                orders: HashMap::new(),
+            })
+        }
+        _ => None,
+    };
     let started = lp.now();
     let end_at = started + (o.duration_s * SEC as f64) as i64;
     let binding_name = lp.budget().name(binding).to_string();
@@ -1055,6 +1592,7 @@ pub fn run(
         run_tag: format!("mm{}", server_ms % 100_000),
         slots: [None, None],
         slot_busy: [false, false],
+        slot_since: [0, 0],
         inflight: HashMap::new(),
         reconcile: VecDeque::new(),
         cleanup: VecDeque::new(),
@@ -1070,10 +1608,27 @@ pub fn run(
         alerted: false,
         binding,
         windows: Vec::new(),
+        next_check: started,
+        check_in_flight: false,
+        pending_check: None,
+        wait_stream_until: started + 5 * SEC,
+        settled_at: None,
+        stream,
     };
+    mm.s.stream.enabled = mm.stream.is_some();
     lp.run(&mut mm).map_err(|e| e.to_string())?;
     drop(lp);
+    if let Some(st) = mm.stream.take() {
+        mm.s.stream.orders = st
+            .orders
+            .into_iter()
+            .map(|(cid, (status, executed, _))| (cid, (status, executed)))
+            .collect();
+    }
     let mut s = mm.s;
+    if let Some(srv) = &sim {
+        s.venue_orders = srv.orders();
+    }
     s.venue = sim.map(|srv| match Arc::try_unwrap(srv) {
         Ok(srv) if own_sim => srv.stop(),
         Ok(srv) => srv.report(),
@@ -1107,6 +1662,23 @@ fn table(s: &Summary) -> String {
         "utilization",
         format!("{:.1}% of {}", s.utilization * 100.0, s.binding),
     );
+    if s.stream.enabled {
+        let st = &s.stream;
+        row(
+            "stream: events (fills)",
+            format!("{} ({})", st.events, st.fills),
+        );
+        row(
+            "stream: ws connects (cuts)",
+            format!("{} ({})", st.connects, st.cuts),
+        );
+        row(
+            "stream: REST checks",
+            format!("{} ({} mismatches)", st.rest_checks, st.mismatches),
+        );
+    } else {
+        row("open-order polls", s.stream.rest_checks.to_string());
+    }
     if let Some(v) = &s.venue {
         row("venue: requests", v.requests.to_string());
         row(
@@ -1144,6 +1716,21 @@ pub fn to_json(s: &Summary) -> serde_json::Value {
         "alerts": s.alerts,
         "utilization": s.utilization,
         "binding": s.binding,
+        "stream": {
+            "enabled": s.stream.enabled,
+            "connects": s.stream.connects,
+            "connectsRefused": s.stream.connects_refused,
+            "cuts": s.stream.cuts,
+            "framesSent": s.stream.frames_sent,
+            "pings": s.stream.pings,
+            "pongs": s.stream.pongs,
+            "pongsDelayed": s.stream.pongs_delayed,
+            "events": s.stream.events,
+            "fills": s.stream.fills,
+            "quotesEnded": s.stream.quotes_ended,
+            "restChecks": s.stream.rest_checks,
+            "mismatches": s.stream.mismatches,
+        },
         "venue": s.venue.as_ref().map(|v| v.to_json()),
     })
 }
@@ -1182,6 +1769,7 @@ pub fn parse_args(mut it: impl Iterator<Item = String>) -> Result<Options, Strin
             "--api-key" => o.api_key = Some(value()?),
             "--api-secret" => o.api_secret = Some(value()?),
             "--json" => o.json = true,
+            "--no-stream" => o.stream = false,
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument {other:?}")),
         }

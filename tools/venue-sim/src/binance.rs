@@ -45,7 +45,8 @@ use crate::config::{Config, Fault, FaultScope, LimitType, Profile};
 use crate::http::{Request, Response};
 use crate::limits::{window_start, Key, LimitState};
 use crate::params::{self, Params, SignatureError};
-use crate::report::Report;
+use crate::report::{OrderView, Report, WsCounts};
+use crate::ws::{self, Attempt, WsHub};
 
 mod bybit;
 mod okx;
@@ -148,6 +149,12 @@ pub(crate) enum Op {
     NewOrder(NewOrder),
     Cancel(OrderRef, Option<String>),
     Query(OrderRef),
+    /// `POST /api/v3/userDataStream`.
+    StreamStart,
+    /// `PUT /api/v3/userDataStream` with this listenKey.
+    StreamKeepalive(String),
+    /// `DELETE /api/v3/userDataStream` with this listenKey.
+    StreamClose(String),
     /// A Bybit request (the `bybit` module runs it).
     Bybit(bybit::BybitOp),
     /// An OKX request (the `okx` module runs it).
@@ -204,6 +211,9 @@ enum Endpoint {
     QueryOrder,
     CancelReplace,
     Modify,
+    StreamStart,
+    StreamKeepalive,
+    StreamClose,
 }
 
 impl Endpoint {
@@ -220,6 +230,9 @@ impl Endpoint {
                 ("DELETE", "/api/v3/order") => Endpoint::CancelOrder,
                 ("GET", "/api/v3/order") => Endpoint::QueryOrder,
                 ("POST", "/api/v3/order/cancelReplace") => Endpoint::CancelReplace,
+                ("POST", "/api/v3/userDataStream") => Endpoint::StreamStart,
+                ("PUT", "/api/v3/userDataStream") => Endpoint::StreamKeepalive,
+                ("DELETE", "/api/v3/userDataStream") => Endpoint::StreamClose,
                 _ => return None,
             },
             Profile::BinanceFutures => match (method, path) {
@@ -244,6 +257,14 @@ impl Endpoint {
         !matches!(
             self,
             Endpoint::Ping | Endpoint::Time | Endpoint::ExchangeInfo | Endpoint::Depth
+        ) && !self.user_stream()
+    }
+
+    /// USER_STREAM security: an API key, no signature.
+    fn user_stream(self) -> bool {
+        matches!(
+            self,
+            Endpoint::StreamStart | Endpoint::StreamKeepalive | Endpoint::StreamClose
         )
     }
 
@@ -268,6 +289,7 @@ impl Endpoint {
                 Endpoint::NewOrder | Endpoint::CancelOrder | Endpoint::CancelReplace => 1,
                 Endpoint::QueryOrder => 4,
                 Endpoint::Modify => 1,
+                Endpoint::StreamStart | Endpoint::StreamKeepalive | Endpoint::StreamClose => 2,
             },
             // New and modified orders weigh 0 on the IP limit, 1 on each order limit.
             Profile::BinanceFutures => match self {
@@ -278,6 +300,7 @@ impl Endpoint {
                 Endpoint::OpenOrders => 40,
                 Endpoint::NewOrder | Endpoint::Modify | Endpoint::CancelReplace => 0,
                 Endpoint::CancelOrder | Endpoint::QueryOrder => 1,
+                Endpoint::StreamStart | Endpoint::StreamKeepalive | Endpoint::StreamClose => 1,
             },
             Profile::Bybit | Profile::Okx => 1,
         }
@@ -381,6 +404,8 @@ pub(crate) struct Venue {
     report: Report,
     /// The venue time of the latest receipt (for answers built without one).
     now_hint: i64,
+    /// Listen keys and stream subscribers.
+    hub: WsHub,
 }
 
 fn err(status: u16, code: i32, msg: &str) -> Response {
@@ -470,6 +495,7 @@ impl Venue {
             script,
             report,
             now_hint: 0,
+            hub: WsHub::default(),
         }
     }
 
@@ -482,6 +508,155 @@ impl Venue {
         let mut r = self.report.clone();
         r.limits = self.limits.iter().map(LimitState::usage).collect();
         r
+    }
+
+    /// The order registry, oldest first.
+    pub(crate) fn orders(&self) -> Vec<OrderView> {
+        self.orders
+            .iter()
+            .map(|o| OrderView {
+                account: o.account,
+                order_id: o.order_id,
+                client_id: o.client_id.clone(),
+                status: o.status.name().to_string(),
+                executed_qty: fmt_e8(o.executed_e8),
+            })
+            .collect()
+    }
+
+    /// Updates the WebSocket counts.
+    pub(crate) fn ws_note(&mut self, f: impl FnOnce(&mut WsCounts)) {
+        f(&mut self.report.ws);
+    }
+
+    /// Ends every stream connection, as a venue restart would; returns how many.
+    pub(crate) fn ws_close_all(&mut self) -> usize {
+        self.hub.close_all()
+    }
+
+    pub(crate) fn ws_unsubscribe(&mut self, sub: u64) {
+        self.hub.unsubscribe(sub);
+    }
+
+    /// A WebSocket upgrade at receipt: the ban, the per-IP connect limit, the
+    /// handshake and the listenKey. On success: the accept key, the subscription
+    /// and its events.
+    pub(crate) fn admit_ws(
+        &mut self,
+        req: &Request,
+        ip: IpAddr,
+        now: i64,
+    ) -> Result<(String, u64, std::sync::mpsc::Receiver<String>), Response> {
+        self.now_hint = now;
+        if self.cfg.profile != Profile::BinanceSpot {
+            return Err(err(404, -1000, "No WebSocket endpoint in this profile."));
+        }
+        if self.ips.get(&ip).is_some_and(|s| s.banned_until > now) {
+            self.report.ws.connects_refused += 1;
+            return match self.banned(ip, now) {
+                Admission::Final(r) => Err(r),
+                Admission::Run { .. } => Err(err(418, -1003, "IP banned.")),
+            };
+        }
+        let lim = self.cfg.ws;
+        match self.hub.attempt(ip, &lim, now) {
+            Attempt::Ok => {}
+            Attempt::Refused { retry_at } => {
+                self.report.ws.connects_refused += 1;
+                let mut r = err(
+                    429,
+                    -1003,
+                    &format!(
+                        "Too many connection attempts; current limit is {} connects per {} ms per IP.",
+                        lim.connects, lim.connect_window_ms
+                    ),
+                );
+                r.headers
+                    .push(("Retry-After".into(), Self::retry_after(retry_at, now)));
+                return Err(r);
+            }
+            Attempt::Ban => {
+                self.report.ws.connects_refused += 1;
+                let level = self.ips.get(&ip).map_or(0, |s| s.ban_level);
+                let d = self.cfg.ban.duration_ms(level);
+                self.ban(ip, d, now);
+                return match self.banned(ip, now) {
+                    Admission::Final(r) => Err(r),
+                    Admission::Run { .. } => Err(err(418, -1003, "IP banned.")),
+                };
+            }
+        }
+        let accept = ws::check_handshake(req)?;
+        let key = req.path.strip_prefix("/ws/").unwrap_or("");
+        let Some(account) = self.hub.account_of(key) else {
+            return Err(err(400, -1125, "This listenKey does not exist."));
+        };
+        let (sub, rx) = self.hub.subscribe(account, key);
+        self.report.ws.connects += 1;
+        Ok((accept, sub, rx))
+    }
+
+    /// Pushes an `executionReport` for order `idx` to the account's streams.
+    #[allow(clippy::too_many_arguments)]
+    fn emit(
+        &mut self,
+        idx: usize,
+        exec: &str,
+        cid: &str,
+        orig: &str,
+        last_e8: u64,
+        trade: i64,
+        now: i64,
+    ) {
+        if !self.spot() {
+            return;
+        }
+        let o = &self.orders[idx];
+        let price = if o.kind == OrdType::Market {
+            0
+        } else {
+            o.price_e8
+        };
+        let last_price = if last_e8 > 0 { o.price_e8 } else { 0 };
+        let ev = json!({
+            "e": "executionReport",
+            "E": now,
+            "s": self.cfg.symbol,
+            "c": cid,
+            "S": o.side.name(),
+            "o": o.kind.name(),
+            "f": o.tif,
+            "q": fmt_e8(o.qty_e8),
+            "p": fmt_e8(price),
+            "P": fmt_e8(0),
+            "F": fmt_e8(0),
+            "g": -1,
+            "C": orig,
+            "x": exec,
+            "X": o.status.name(),
+            "r": "NONE",
+            "i": o.order_id,
+            "l": fmt_e8(last_e8),
+            "z": fmt_e8(o.executed_e8),
+            "L": fmt_e8(last_price),
+            "n": fmt_e8(0),
+            "N": null,
+            "T": now,
+            "t": trade,
+            "I": self.report.ws.events,
+            "w": o.status == Status::New,
+            "m": false,
+            "M": trade >= 0,
+            "O": o.time,
+            "Z": fmt_e8(quote(o.price_e8, o.executed_e8)),
+            "Y": fmt_e8(quote(last_price, last_e8)),
+            "Q": fmt_e8(0),
+            "W": o.time,
+            "V": "EXPIRE_MAKER",
+        })
+        .to_string();
+        let account = o.account;
+        self.report.ws.events += self.hub.publish(account, &ev);
     }
 
     pub(crate) fn note_status(&mut self, status: u16) {
@@ -712,6 +887,11 @@ impl Venue {
                 Ok(a) => a,
                 Err(a) => return with(a, &headers),
             }
+        } else if endpoint.user_stream() {
+            match self.api_key_account(req) {
+                Ok(a) => a,
+                Err(a) => return with(a, &headers),
+            }
         } else {
             0
         };
@@ -758,6 +938,25 @@ impl Venue {
             account,
             headers,
             fault,
+        }
+    }
+
+    /// USER_STREAM security: the account of `X-MBX-APIKEY`, no signature.
+    fn api_key_account(&mut self, req: &Request) -> Result<usize, Response> {
+        let Some(key) = req.api_key.as_deref().filter(|k| !k.is_empty()) else {
+            self.report.api_key_rejects += 1;
+            return Err(err(401, -2014, "API-key format invalid."));
+        };
+        match self.cfg.accounts.iter().position(|a| a.api_key == key) {
+            Some(a) => Ok(a),
+            None => {
+                self.report.api_key_rejects += 1;
+                Err(err(
+                    401,
+                    -2015,
+                    "Invalid API-key, IP, or permissions for action.",
+                ))
+            }
         }
     }
 
@@ -948,6 +1147,17 @@ impl Venue {
                 self.check_symbol(p)?;
                 Op::Query(Self::order_ref(p, "orderId", "origClientOrderId")?)
             }
+            Endpoint::StreamStart => Op::StreamStart,
+            Endpoint::StreamKeepalive | Endpoint::StreamClose => {
+                let Some(k) = p.non_empty("listenKey") else {
+                    return Err(mandatory("listenKey"));
+                };
+                if matches!(e, Endpoint::StreamKeepalive) {
+                    Op::StreamKeepalive(k.to_string())
+                } else {
+                    Op::StreamClose(k.to_string())
+                }
+            }
             Endpoint::Modify => {
                 self.check_symbol(p)?;
                 let target = Self::order_ref(p, "orderId", "origClientOrderId")?;
@@ -1083,6 +1293,22 @@ impl Venue {
                 Ok(v) => Response::json(200, v.to_string()),
                 Err((status, code, msg)) => Response::error(status, code, &msg),
             },
+            Op::StreamStart => {
+                let (key, new) = self.hub.listen_key(account, now);
+                self.report.ws.listen_keys += u64::from(new);
+                Response::json(200, json!({ "listenKey": key }).to_string())
+            }
+            Op::StreamKeepalive(k) | Op::StreamClose(k)
+                if self.hub.account_of(&k) != Some(account) =>
+            {
+                let _ = k;
+                Response::error(400, -1125, "This listenKey does not exist.")
+            }
+            Op::StreamKeepalive(_) => Response::json(200, "{}".into()),
+            Op::StreamClose(k) => {
+                self.hub.close_key(&k);
+                Response::json(200, "{}".into())
+            }
             Op::Query(r) => match self.find(account, &r) {
                 Some(i) => Response::json(200, self.order_json(&self.orders[i], true).to_string()),
                 None => Response::error(400, -2013, "Order does not exist."),
@@ -1163,10 +1389,26 @@ impl Venue {
             // (after the answer's headers were written, as there).
             self.count_order(account, -1, now);
         }
-        let count = self.executed.entry((account, client_id)).or_insert(0);
+        let count = self
+            .executed
+            .entry((account, client_id.clone()))
+            .or_insert(0);
         *count += 1;
         if *count > 1 {
             self.report.duplicates += 1;
+        }
+        // The stream: accepted as NEW, then (a MARKET order) its fill.
+        if filled {
+            self.orders[idx].status = Status::New;
+            self.orders[idx].executed_e8 = 0;
+            self.emit(idx, "NEW", &client_id, "", 0, -1, now);
+            self.orders[idx].status = Status::Filled;
+            self.orders[idx].executed_e8 = n.qty_e8;
+            let t = self.next_trade_id as i64;
+            self.next_trade_id += 1;
+            self.emit(idx, "TRADE", &client_id, "", n.qty_e8, t, now);
+        } else {
+            self.emit(idx, "NEW", &client_id, "", 0, -1, now);
         }
         if !self.spot() {
             return Ok(self.order_json(&self.orders[idx], false));
@@ -1195,6 +1437,8 @@ impl Venue {
         o.status = Status::Canceled;
         o.update_time = now;
         self.report.cancels += 1;
+        let orig = self.orders[i].client_id.clone();
+        self.emit(i, "CANCELED", &cancel_id, &orig, 0, -1, now);
         let o = &self.orders[i];
         if !self.spot() {
             return Ok(self.order_json(o, false));

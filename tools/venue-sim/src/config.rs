@@ -481,6 +481,44 @@ pub struct Config {
     pub history_cap: usize,
     /// The OKX API passphrase (`OK-ACCESS-PASSPHRASE`) of every account.
     pub passphrase: String,
+    /// The WebSocket endpoint's limits (Binance Spot user data stream).
+    pub ws: WsLimits,
+}
+
+/// The limits of the WebSocket endpoint, as Binance Spot documents them for its
+/// streams: 5 incoming messages a second per connection (pings and pongs
+/// included; over it the connection is cut), 300 connects per 5 minutes per IP
+/// (over it the connect is refused, and an IP that keeps trying is banned), a ping
+/// from the server every 3 minutes that must be answered within 10.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WsLimits {
+    /// Frames a client may send on one connection in any rolling second.
+    pub messages_per_s: u32,
+    /// Connects per IP in any rolling [`WsLimits::connect_window_ms`].
+    pub connects: u32,
+    /// The connect window.
+    pub connect_window_ms: i64,
+    /// Connects refused for the connect limit, inside one connect window, after
+    /// which the IP is banned (the emulator's choice: Binance says only that
+    /// repeats get the IP banned). The ban follows [`Config::ban`].
+    pub ban_after_refused: u32,
+    /// How often the server pings each connection.
+    pub ping_interval_ms: i64,
+    /// How long a ping may go unanswered before the connection is cut.
+    pub pong_timeout_ms: i64,
+}
+
+impl Default for WsLimits {
+    fn default() -> Self {
+        WsLimits {
+            messages_per_s: 5,
+            connects: 300,
+            connect_window_ms: 5 * 60_000,
+            ban_after_refused: 10,
+            ping_interval_ms: 3 * 60_000,
+            pong_timeout_ms: 10 * 60_000,
+        }
+    }
 }
 
 /// Default OKX passphrase of the embedded emulator.
@@ -511,6 +549,7 @@ impl Config {
             mid_price_e8: 50_000 * 100_000_000,
             history_cap: 10_000,
             passphrase: DEFAULT_PASSPHRASE.to_string(),
+            ws: WsLimits::default(),
         }
     }
 
@@ -605,6 +644,16 @@ impl Config {
         {
             return Err(ConfigError::BadSymbol(self.symbol.clone()));
         }
+        let w = &self.ws;
+        if w.messages_per_s == 0
+            || w.connects == 0
+            || w.connect_window_ms <= 0
+            || w.ban_after_refused == 0
+            || w.ping_interval_ms <= 0
+            || w.pong_timeout_ms <= 0
+        {
+            return Err(ConfigError::BadWsLimits);
+        }
         Ok(())
     }
 }
@@ -629,6 +678,8 @@ pub enum ConfigError {
     NoAccount,
     /// A symbol that is empty or not alphanumeric.
     BadSymbol(String),
+    /// A WebSocket limit, window or interval that is zero or negative.
+    BadWsLimits,
 }
 
 impl fmt::Display for ConfigError {
@@ -654,6 +705,10 @@ impl fmt::Display for ConfigError {
             ConfigError::BadFault(s) => write!(f, "bad fault {s:?}"),
             ConfigError::NoAccount => write!(f, "no API key configured"),
             ConfigError::BadSymbol(s) => write!(f, "bad symbol {s:?}"),
+            ConfigError::BadWsLimits => write!(
+                f,
+                "bad WebSocket limits: every limit, window and interval must be positive"
+            ),
         }
     }
 }

@@ -36,7 +36,13 @@
 //!   execute then close without a reply, delay past the client's deadline, 503 after
 //!   executing, 503 without executing;
 //! - a registry by client order id that counts executions, so duplicates are counted
-//!   ([`Report::duplicates`]), and a final [`Report`] as JSON.
+//!   ([`Report::duplicates`]), and a final [`Report`] as JSON;
+//! - the user data stream on the same port: listenKey endpoints
+//!   (`/api/v3/userDataStream`), a WebSocket at `/ws/<listenKey>` pushing
+//!   `executionReport` events, with Binance's WebSocket limits enforced ([`WsLimits`]:
+//!   5 incoming frames a second per connection, 300 connects per 5 minutes per IP,
+//!   server pings that must be answered); counted in [`Report::ws`]. See the `ws`
+//!   module for the rules and sources.
 //!
 //! ## The two 5xx faults
 //! Binance Spot documents every 5XX as "execution status UNKNOWN; could have been a
@@ -77,11 +83,12 @@ mod limits;
 pub mod params;
 pub mod report;
 mod server;
+mod ws;
 
 pub use config::{
     Account, BanPolicy, Config, ConfigError, Fault, FaultScope, Faults, Interval, LimitType,
-    Profile, RateLimit, BINANCE_FUTURES_LIMITS, BINANCE_SPOT_LIMITS, BYBIT_LIMITS, DEFAULT_API_KEY,
-    DEFAULT_API_SECRET, DEFAULT_PASSPHRASE, OKX_LIMITS,
+    Profile, RateLimit, WsLimits, BINANCE_FUTURES_LIMITS, BINANCE_SPOT_LIMITS, BYBIT_LIMITS,
+    DEFAULT_API_KEY, DEFAULT_API_SECRET, DEFAULT_PASSPHRASE, OKX_LIMITS,
 };
-pub use report::{FaultCounts, LimitUsage, Report};
+pub use report::{FaultCounts, LimitUsage, OrderView, Report, WsCounts};
 pub use server::{Server, StartError, VenueClock};

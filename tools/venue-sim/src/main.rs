@@ -16,6 +16,8 @@ const USAGE: &str = "usage: ergon-venue-sim [--profile binance-spot|binance-futu
   [--fault KIND:PROBABILITY]... [--fault-at N:KIND]... [--fault-delay-ms MS]
   [--fault-scope orders|all] [--seed N] [--other-sender-weight PER_SECOND]
   [--symbol SYMBOL] [--duration SECS] [--report FILE]
+  [--ws-messages-per-s N] [--ws-connects N] [--ws-connect-window-ms MS] [--ws-ban-after N]
+  [--ws-ping-ms MS] [--ws-pong-timeout-ms MS]
 fault kinds: close-before-execute, execute-then-close, delay, 5xx-after-execute, 5xx-not-executed
 limits (default: the profile's published ones): e.g. --limit REQUEST_WEIGHT:MINUTE:1:6000 --limit ORDERS:SECOND:10:100";
 
@@ -121,6 +123,18 @@ fn parse(it: impl Iterator<Item = String>) -> Result<Args, String> {
                 duration = Some(Duration::from_secs_f64(s));
             }
             "--report" => report = Some(value()?),
+            "--ws-messages-per-s" | "--ws-connects" | "--ws-ban-after" => {
+                let v =
+                    u32::try_from(num(value()?)?).map_err(|_| format!("{flag}: out of range"))?;
+                match flag.as_str() {
+                    "--ws-messages-per-s" => config.ws.messages_per_s = v,
+                    "--ws-connects" => config.ws.connects = v,
+                    _ => config.ws.ban_after_refused = v,
+                }
+            }
+            "--ws-connect-window-ms" => config.ws.connect_window_ms = num(value()?)?,
+            "--ws-ping-ms" => config.ws.ping_interval_ms = num(value()?)?,
+            "--ws-pong-timeout-ms" => config.ws.pong_timeout_ms = num(value()?)?,
             other => return Err(format!("unknown argument {other:?}")),
         }
     }
@@ -201,6 +215,25 @@ mod tests {
         assert_eq!(a.config.faults.script, vec![(3, Fault::ExecuteThenClose)]);
         assert_eq!(a.config.clock_offset_ms, -200);
         assert_eq!(a.duration, Some(Duration::from_millis(1500)));
+    }
+
+    #[test]
+    fn websocket_limits_parse_and_bad_ones_are_refused() {
+        let a = args("--ws-messages-per-s 3 --ws-connects 7 --ws-connect-window-ms 1000 --ws-ban-after 2 --ws-ping-ms 50 --ws-pong-timeout-ms 80").unwrap();
+        let w = a.config.ws;
+        assert_eq!(
+            (w.messages_per_s, w.connects, w.ban_after_refused),
+            (3, 7, 2)
+        );
+        assert_eq!(
+            (w.connect_window_ms, w.ping_interval_ms, w.pong_timeout_ms),
+            (1000, 50, 80)
+        );
+        assert!(args("--ws-connects -1").unwrap_err().contains("range"));
+        assert!(args("--ws-ping-ms 0").unwrap_err().contains("WebSocket"));
+        assert!(args("--ws-messages-per-s x")
+            .unwrap_err()
+            .contains("integer"));
     }
 
     #[test]

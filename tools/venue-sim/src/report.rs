@@ -106,6 +106,56 @@ pub struct Report {
     pub faults: FaultCounts,
     /// Usage of each configured limit.
     pub limits: Vec<LimitUsage>,
+    /// The WebSocket endpoint's counts.
+    pub ws: WsCounts,
+}
+
+/// What the WebSocket endpoint (the user data stream) saw.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct WsCounts {
+    /// Upgrades accepted (101 written).
+    pub connects: u64,
+    /// Upgrades refused for the per-IP connect limit (429, or 418 once banned).
+    pub connects_refused: u64,
+    /// The most frames one connection sent in any rolling second (the connection
+    /// that broke the limit included, so this can exceed it).
+    pub messages_peak: u64,
+    /// Frames received from clients, over all connections.
+    pub messages: u64,
+    /// Connections cut for sending more than the message limit.
+    pub cut_rate: u64,
+    /// Connections cut for leaving a ping unanswered past the pong timeout.
+    pub cut_pong: u64,
+    /// Connections closed for a protocol error (1002/1009).
+    pub protocol_errors: u64,
+    /// Events written to streams (`executionReport`).
+    pub events: u64,
+    /// Pings the server sent.
+    pub pings: u64,
+    /// listenKeys created.
+    pub listen_keys: u64,
+}
+
+impl WsCounts {
+    /// Connections the venue cut (message rate or missing pong).
+    pub fn cuts(&self) -> u64 {
+        self.cut_rate + self.cut_pong
+    }
+}
+
+/// One order of the registry, as the venue holds it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OrderView {
+    /// The account's index in [`crate::Config::accounts`].
+    pub account: usize,
+    /// The venue's order id.
+    pub order_id: u64,
+    /// The client order id.
+    pub client_id: String,
+    /// `NEW`, `FILLED` or `CANCELED`.
+    pub status: String,
+    /// Executed quantity, as the venue writes it (`0.01000000`).
+    pub executed_qty: String,
 }
 
 impl Report {
@@ -156,6 +206,19 @@ impl Report {
             "modifies": self.modifies,
             "faults": faults,
             "limits": limits,
+            "ws": {
+                "connects": self.ws.connects,
+                "connectsRefused": self.ws.connects_refused,
+                "messagesPeakPerSecond": self.ws.messages_peak,
+                "messages": self.ws.messages,
+                "cuts": self.ws.cuts(),
+                "cutForRate": self.ws.cut_rate,
+                "cutForPong": self.ws.cut_pong,
+                "protocolErrors": self.ws.protocol_errors,
+                "events": self.ws.events,
+                "pings": self.ws.pings,
+                "listenKeys": self.ws.listen_keys,
+            },
         })
     }
 

@@ -40,15 +40,15 @@ impl VenueClock {
     }
 }
 
-struct Shared {
+pub(crate) struct Shared {
     venue: Mutex<Venue>,
-    stop: AtomicBool,
-    clock: VenueClock,
+    pub(crate) stop: AtomicBool,
+    pub(crate) clock: VenueClock,
     conns: Mutex<Vec<JoinHandle<()>>>,
 }
 
 impl Shared {
-    fn venue(&self) -> MutexGuard<'_, Venue> {
+    pub(crate) fn venue(&self) -> MutexGuard<'_, Venue> {
         // A poisoned lock means a handler panicked; the counts are still the best
         // record there is, so keep serving them.
         self.venue.lock().unwrap_or_else(|e| e.into_inner())
@@ -155,6 +155,17 @@ impl Server {
         self.shared.venue().ban(ip, duration_ms, now);
     }
 
+    /// The order registry: every order the engine accepted, oldest first.
+    pub fn orders(&self) -> Vec<crate::report::OrderView> {
+        self.shared.venue().orders()
+    }
+
+    /// Ends every user data stream connection with a close frame (1000), as a
+    /// venue's maintenance would; their listenKeys stay valid. Returns how many.
+    pub fn close_streams(&self) -> usize {
+        self.shared.venue().ws_close_all()
+    }
+
     /// Adds `weight` to `ip`'s current REQUEST_WEIGHT windows: another sender on the
     /// same IP that the client does not know about.
     pub fn add_weight(&self, ip: IpAddr, weight: u64) {
@@ -226,6 +237,10 @@ fn serve(mut stream: TcpStream, shared: Arc<Shared>) {
             Parsed::Complete(req, used) => {
                 buf.drain(..used);
                 idle = Duration::ZERO;
+                if crate::ws::is_upgrade(&req) {
+                    upgrade(stream, peer.ip(), &req, buf, &shared);
+                    return;
+                }
                 if !handle(&mut stream, peer.ip(), &req, &shared) || req.close {
                     let _ = stream.shutdown(Shutdown::Both);
                     return;
@@ -318,6 +333,31 @@ fn handle(stream: &mut TcpStream, ip: IpAddr, req: &http::Request, shared: &Shar
             venue.note_status(r.status);
             drop(venue);
             write(stream, &r, req.close)
+        }
+    }
+}
+
+/// A WebSocket upgrade: admitted (limits, ban, listenKey, handshake) under the
+/// lock, then served on this thread until it ends.
+fn upgrade(mut stream: TcpStream, ip: IpAddr, req: &http::Request, rest: Vec<u8>, shared: &Shared) {
+    let now = shared.clock.now_ms();
+    let admitted = shared.venue().admit_ws(req, ip, now);
+    match admitted {
+        Err(r) => {
+            shared.venue().note_status(r.status);
+            let _ = stream.write_all(&r.to_bytes(true));
+            let _ = stream.shutdown(Shutdown::Both);
+        }
+        Ok((accept, sub, events)) => {
+            let head = format!(
+                "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {accept}\r\n\r\n"
+            );
+            shared.venue().note_status(101);
+            if stream.write_all(head.as_bytes()).is_err() {
+                shared.venue().ws_unsubscribe(sub);
+                return;
+            }
+            crate::ws::serve(stream, rest, sub, events, shared);
         }
     }
 }
