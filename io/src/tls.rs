@@ -15,6 +15,9 @@
 //! [`TlsConfig::from_client_config`] can turn verification off, and only with a
 //! verifier the caller built on purpose through rustls's `dangerous()` API.
 //!
+//! The WebSocket shell ([`WsClient`](crate::ws::WsClient)) drives the same session
+//! the same way: TLS handshake first, then the upgrade request.
+//!
 //! What this module must never do: write a plaintext byte twice (rustls takes each
 //! byte once; the HTTP connection's send position only moves forward), or let a
 //! connection whose handshake failed become idle. Known cost: rustls's buffered
@@ -288,6 +291,11 @@ impl Session {
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(Input::WouldBlock),
             Err(e) => Err(Fault::Io(errno(&e))),
         }
+    }
+
+    /// Queues a close_notify alert; [`Session::write_records`] sends it.
+    pub(crate) fn send_close_notify(&mut self) {
+        self.0.send_close_notify();
     }
 
     /// Moves decrypted plaintext into `buf`: `Some(n)` bytes (0: the peer closed,

@@ -101,6 +101,10 @@ pub enum Cause {
     /// No 101 within the handshake timeout, or no answer to our close within the
     /// close timeout.
     Timeout,
+    /// TLS failed (a certificate that does not verify, a bad record, an alert). A
+    /// failure in the TLS handshake comes before any byte of the upgrade request.
+    #[cfg(feature = "tls")]
+    Tls(crate::tls::TlsError),
 }
 
 /// The end of a connection, as [`Event::Closed`] reports it.
@@ -939,10 +943,21 @@ impl Session {
     /// connection if it was not over: unwritten frames refunded, written requests
     /// Unknown, [`Event::Closed`] with [`Cause::Transport`].
     pub fn handle_transport_closed(&mut self, budget: &mut Budget, now_ns: i64) {
+        self.transport_ended(Cause::Transport, budget, now_ns);
+    }
+
+    /// The TLS layer under the connection failed with `e` (the transport is gone
+    /// with it): like [`Session::handle_transport_closed`], with [`Cause::Tls`].
+    #[cfg(feature = "tls")]
+    pub fn handle_tls_failed(&mut self, e: crate::tls::TlsError, budget: &mut Budget, now_ns: i64) {
+        self.transport_ended(Cause::Tls(e), budget, now_ns);
+    }
+
+    fn transport_ended(&mut self, cause: Cause, budget: &mut Budget, now_ns: i64) {
         match self.state {
             State::Idle => {}
             State::Closed => self.drop_unsent(budget, now_ns),
-            _ => self.finish(Cause::Transport, None, b"", None, budget, now_ns),
+            _ => self.finish(cause, None, b"", None, budget, now_ns),
         }
         if self.close_owed.take().is_some() {
             self.stats.closes_abandoned += 1;

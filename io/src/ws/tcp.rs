@@ -1,6 +1,9 @@
-//! WebSocket sessions over non-blocking TCP sockets, on the event loop: the thin
-//! I/O shell around [`Session`]. Never blocks, never allocates after
-//! [`WsClient::add`]; see [`WsClient`] for how to drive it.
+//! WebSocket sessions over non-blocking TCP sockets, plain (`ws://`) or TLS
+//! (`wss://`, rustls through [`crate::tls`]), on the event loop: the thin I/O shell
+//! around [`Session`]. Never blocks; over plain TCP never allocates after
+//! [`WsClient::add`] (over TLS rustls allocates per record: see [`WsClient`]); never
+//! writes a byte of the upgrade request before the TLS handshake verified the
+//! server. See [`WsClient`] for how to drive it.
 
 use std::net::SocketAddr;
 use std::os::raw::c_int;
@@ -9,9 +12,15 @@ use ergon_core::{Budget, Class};
 
 use super::{ConnectError, Event, Request, Session, State};
 use crate::sys;
+use crate::tls::{Fault, Input, Session as Tls};
+#[cfg(feature = "tls")]
+use crate::tls::{TlsConfig, TlsError};
 
 /// Reads per socket per drive: bounds the time one busy connection takes.
 const MAX_READS: usize = 16;
+/// Turns of plaintext-in, records-out per write over TLS: each turn moves bytes
+/// into rustls or drains it, so this only bounds a pathological peer.
+const MAX_TLS_TURNS: usize = 64;
 
 const IN: u32 = (libc::EPOLLIN | libc::EPOLLRDHUP) as u32;
 const OUT: u32 = libc::EPOLLOUT as u32;
@@ -28,6 +37,11 @@ struct Conn {
     connecting: bool,
     /// EPOLLOUT is in the interest set.
     want_out: bool,
+    /// `wss://`: what each connection's TLS session is built from.
+    #[cfg(feature = "tls")]
+    tls_config: Option<TlsConfig>,
+    /// The TLS session of the current connection (`wss://`, once TCP connected).
+    tls: Option<Tls>,
 }
 
 /// WebSocket sessions over non-blocking TCP sockets, on the [`event_loop`].
@@ -43,6 +57,18 @@ struct Conn {
 /// It never blocks and never allocates after [`WsClient::add`]; it makes only the
 /// syscalls the bytes need (recv, send, epoll), none when a frame is queued until
 /// [`WsClient::flush`].
+///
+/// `wss://` ([`WsClient::add_tls`]): once TCP connects, the rustls handshake runs
+/// first (certificate and name verified, as [`TlsConfig`] says); the upgrade
+/// request goes into rustls only after it, so a server that fails verification
+/// never receives a byte of it, and the connect charge is refunded
+/// ([`Cause::Tls`](super::Cause::Tls)). A frame counts as written (its charge
+/// kept, a request Unknown if the connection drops) once rustls has taken its
+/// bytes: rustls writes them on its own from then on, so this errs on the safe
+/// side. Known cost: rustls's buffered API allocates a buffer per TLS record, one
+/// for each record written and one for each record read (measured in
+/// `io/tests/ws_tls.rs`: 2 allocations per echoed message), so over TLS the send
+/// path is not allocation-free; plain TCP is.
 ///
 /// ```no_run
 /// use ergon_core::{response::Response, Budget, Class, Flight, Part, Spec};
@@ -149,8 +175,21 @@ impl WsClient {
             fd: None,
             connecting: false,
             want_out: false,
+            #[cfg(feature = "tls")]
+            tls_config: None,
+            tls: None,
         });
         WsId(self.conns.len() - 1)
+    }
+
+    /// Adds a `wss://` session that connects to `addr` and runs TLS over it,
+    /// verified as `tls` says ([`TlsConfig::webpki_roots`] for a venue), before the
+    /// upgrade request (setup time: may allocate).
+    #[cfg(feature = "tls")]
+    pub fn add_tls(&mut self, session: Session, addr: SocketAddr, tls: TlsConfig) -> WsId {
+        let id = self.add(session, addr);
+        self.conns[id.0].tls_config = Some(tls);
+        id
     }
 
     /// The session `id`, to read its state and stats.
@@ -166,7 +205,9 @@ impl WsClient {
     /// Charges the connect parts ([`Session::connect`]) and, only if admitted, opens
     /// a non-blocking socket. A connect that fails at once ends the session with
     /// [`Cause::Transport`](super::Cause::Transport) on the next drive, its charge
-    /// refunded: no request byte left.
+    /// refunded: no request byte left. Over TLS the same holds for a TLS handshake
+    /// that fails ([`Cause::Tls`](super::Cause::Tls)) or does not end within the
+    /// session's handshake timeout.
     pub fn connect(
         &mut self,
         id: WsId,
@@ -181,6 +222,7 @@ impl WsClient {
             // The last connection's socket, kept for a close frame still owed.
             sys::close(old);
         }
+        c.tls = None;
         match sys::connect(&c.addr) {
             sys::Connecting::Started(fd) => {
                 if sys::epoll_ctl(self.epfd, libc::EPOLL_CTL_ADD, fd, IN | OUT, id.0 as u64)
@@ -268,11 +310,32 @@ impl WsClient {
                 return;
             }
             self.conns[i].connecting = false;
+            if let Err(e) = self.start_tls(i) {
+                self.tls_failed(i, e, budget, now);
+                self.events_out(i, budget, now, on_event);
+                return;
+            }
             self.write(i, budget, now);
         }
         if bits & OUT != 0 {
             self.write(i, budget, now);
         }
+        if self.conns[i].tls.is_some() {
+            self.read_tls(i, budget, now, on_event);
+        } else {
+            self.read_plain(i, budget, now, on_event);
+        }
+        self.events_out(i, budget, now, on_event);
+        self.write(i, budget, now);
+    }
+
+    fn read_plain(
+        &mut self,
+        i: usize,
+        budget: &mut Budget,
+        now: i64,
+        on_event: &mut dyn FnMut(WsId, Event<'_>, &mut Budget),
+    ) {
         for _ in 0..MAX_READS {
             let Some(fd) = self.conns[i].fd else { break };
             let c = &mut self.conns[i];
@@ -297,8 +360,86 @@ impl WsClient {
                 }
             }
         }
-        self.events_out(i, budget, now, on_event);
-        self.write(i, budget, now);
+    }
+
+    /// [`read_plain`](Self::read_plain) over TLS: records in, plaintext into the
+    /// session. Decrypted plaintext is always drained before returning, since no
+    /// readiness event would come for it.
+    fn read_tls(
+        &mut self,
+        i: usize,
+        budget: &mut Budget,
+        now: i64,
+        on_event: &mut dyn FnMut(WsId, Event<'_>, &mut Budget),
+    ) {
+        for _ in 0..MAX_READS {
+            if !self.plaintext_in(i, budget, now, on_event) {
+                return;
+            }
+            let c = &mut self.conns[i];
+            let (Some(fd), Some(t)) = (c.fd, c.tls.as_mut()) else {
+                return;
+            };
+            let handshaking = t.is_handshaking();
+            match t.read_records(fd) {
+                Ok(Input::WouldBlock) => return,
+                Ok(Input::Eof) => {
+                    self.plaintext_in(i, budget, now, on_event);
+                    self.lost(i, budget, now);
+                    return;
+                }
+                Ok(Input::Data { .. }) => {
+                    // A finished handshake lets the upgrade request go; rustls may
+                    // also owe the peer records (its Finished, a key update).
+                    if (handshaking && !t.is_handshaking()) || t.wants_write() {
+                        self.write(i, budget, now);
+                    }
+                }
+                Err(f) => {
+                    self.fault(i, f, budget, now);
+                    return;
+                }
+            }
+        }
+        self.plaintext_in(i, budget, now, on_event);
+    }
+
+    /// Moves the plaintext rustls holds into the session, polling events as it
+    /// goes. `false` if the connection ended.
+    fn plaintext_in(
+        &mut self,
+        i: usize,
+        budget: &mut Budget,
+        now: i64,
+        on_event: &mut dyn FnMut(WsId, Event<'_>, &mut Budget),
+    ) -> bool {
+        loop {
+            let c = &mut self.conns[i];
+            let Some(t) = c.tls.as_mut() else {
+                return false;
+            };
+            let buf = c.session.read_buf();
+            if buf.is_empty() {
+                // Complete frames wait to be polled: poll, then read on.
+                self.events_out(i, budget, now, on_event);
+                if self.conns[i].session.read_buf().is_empty() {
+                    return true;
+                }
+                continue;
+            }
+            match t.read_plaintext(buf) {
+                None => return true,
+                Some(0) => {
+                    // close_notify, or the socket ended without it.
+                    self.lost(i, budget, now);
+                    return false;
+                }
+                Some(n) => {
+                    c.session.handle_read(n);
+                    self.events_out(i, budget, now, on_event);
+                }
+            }
+        }
     }
 
     fn events_out(
@@ -319,6 +460,9 @@ impl WsClient {
         let Some(fd) = c.fd else { return };
         if c.connecting {
             return;
+        }
+        if c.tls.is_some() {
+            return self.write_tls(i, budget, now);
         }
         let mut blocked = false;
         while let Some(bytes) = c.session.poll_transmit() {
@@ -350,12 +494,124 @@ impl WsClient {
         }
     }
 
+    /// [`write`](Self::write) over TLS: while the handshake runs only its records
+    /// go out; after it, the session's bytes go into rustls and records to the
+    /// socket.
+    fn write_tls(&mut self, i: usize, budget: &mut Budget, now: i64) {
+        let c = &mut self.conns[i];
+        let (Some(fd), Some(t)) = (c.fd, c.tls.as_mut()) else {
+            return;
+        };
+        let mut blocked = false;
+        let mut failed = false;
+        for _ in 0..MAX_TLS_TURNS {
+            if !t.is_handshaking() {
+                if let Some(bytes) = c.session.poll_transmit() {
+                    let n = t.take_plaintext(bytes);
+                    if n > 0 {
+                        // rustls writes them on its own from here: counted as
+                        // written (see the type's docs).
+                        c.session.handle_written(n, budget, now);
+                    }
+                }
+            }
+            match t.write_records(fd) {
+                Ok((_, true)) => {
+                    blocked = true;
+                    break;
+                }
+                Ok((_, false)) => {}
+                Err(_) => {
+                    failed = true;
+                    break;
+                }
+            }
+            if t.is_handshaking() || c.session.poll_transmit().is_none() {
+                break;
+            }
+        }
+        if failed {
+            self.lost(i, budget, now);
+            return;
+        }
+        if blocked != c.want_out {
+            let interest = if blocked { IN | OUT } else { IN };
+            if sys::epoll_ctl(self.epfd, libc::EPOLL_CTL_MOD, fd, interest, i as u64).is_err() {
+                self.lost(i, budget, now);
+                return;
+            }
+            c.want_out = blocked;
+        }
+        // Over when the session says so and rustls wrote all it holds; a session
+        // that ended inside the TLS handshake (its timeout) owes nothing.
+        if c.session.is_finished() && (t.is_handshaking() || !blocked) {
+            if !t.is_handshaking() {
+                t.send_close_notify();
+                let _ = t.write_records(fd);
+            }
+            sys::close(fd);
+            c.fd = None;
+            c.tls = None;
+            c.want_out = false;
+            c.session.handle_transport_closed(budget, now);
+        }
+    }
+
+    /// Starts the TLS session of connection `i` if it is `wss://`.
+    #[cfg(feature = "tls")]
+    fn start_tls(&mut self, i: usize) -> Result<(), TlsError> {
+        let c = &mut self.conns[i];
+        if let Some(cfg) = c.tls_config.as_ref() {
+            c.tls = Some(Tls::new(cfg)?);
+        }
+        Ok(())
+    }
+
+    #[cfg(not(feature = "tls"))]
+    fn start_tls(&mut self, _: usize) -> Result<(), core::convert::Infallible> {
+        Ok(())
+    }
+
+    /// A TLS read of connection `i` failed.
+    fn fault(&mut self, i: usize, f: Fault, budget: &mut Budget, now: i64) {
+        match f {
+            Fault::Io(_) => self.lost(i, budget, now),
+            #[cfg(feature = "tls")]
+            Fault::Tls(e) => self.tls_failed(i, e, budget, now),
+        }
+    }
+
+    /// TLS failed on connection `i`: send the alert rustls queued (best effort),
+    /// close, settle the session with [`Cause::Tls`](super::Cause::Tls).
+    #[cfg(feature = "tls")]
+    fn tls_failed(&mut self, i: usize, e: TlsError, budget: &mut Budget, now: i64) {
+        let c = &mut self.conns[i];
+        if let (Some(fd), Some(t)) = (c.fd, c.tls.as_mut()) {
+            let _ = t.write_records(fd);
+        }
+        if let Some(fd) = c.fd.take() {
+            sys::close(fd);
+        }
+        c.tls = None;
+        c.connecting = false;
+        c.want_out = false;
+        if c.session.state() != State::Idle {
+            c.session.handle_tls_failed(e, budget, now);
+        }
+    }
+
+    #[cfg(not(feature = "tls"))]
+    fn tls_failed(&mut self, _: usize, e: core::convert::Infallible, _: &mut Budget, _: i64) {
+        match e {}
+    }
+
     /// The transport of session `i` ended: close it, settle the session.
     fn lost(&mut self, i: usize, budget: &mut Budget, now: i64) {
         let c = &mut self.conns[i];
         if let Some(fd) = c.fd.take() {
             sys::close(fd);
         }
+        c.tls = None;
         c.connecting = false;
         c.want_out = false;
         if c.session.state() != State::Idle {

@@ -1,0 +1,630 @@
+//! `wss://`: the WebSocket shell ([`WsClient::add_tls`]) over rustls, against a
+//! loopback rustls server thread with certificates made in the test (rcgen).
+//!
+//! - the handshake and an echo, a message crossing many TLS records included, on
+//!   the event loop;
+//! - ping/pong both ways and a close we start;
+//! - a wrong server name and an untrusted CA fail in the TLS handshake: the server
+//!   never completes its handshake (so never reads a byte of the upgrade), the
+//!   session ends with `Cause::Tls`, and the connect charge is refunded;
+//! - a server that never answers the ClientHello: the handshake timeout ends it,
+//!   refunded too;
+//! - allocations per echoed message in steady state over TLS, counted and stated:
+//!   rustls's buffered API allocates one buffer per record written and one per
+//!   record read, 2 per echoed message; plain TCP is 0 (`ws_alloc.rs`).
+#![cfg(feature = "tls")]
+
+mod ws_common;
+
+#[allow(dead_code)]
+#[path = "common/tls.rs"]
+mod pki;
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::Arc;
+use std::time::Instant;
+
+use ergon_io::client::{ClientHandler, Error, RequestId, Sent};
+use ergon_io::core::response::Response;
+use ergon_io::core::{Class, Flight};
+use ergon_io::event_loop::{Config as LoopConfig, Context, EventLoop, Interest, Readiness};
+use ergon_io::tls::{TlsConfig, TlsError};
+use ergon_io::ws::{Cause, Config, Event, Request, Session, WsClient, WsId};
+use pki::Pki;
+use rustls::{ServerConnection, StreamOwned};
+use ws_common::*;
+
+// Counting allocator: only the thread that sets COUNTING is counted.
+struct Counting;
+
+thread_local! {
+    static COUNTING: Cell<bool> = const { Cell::new(false) };
+    static ALLOCS: Cell<u64> = const { Cell::new(0) };
+}
+
+fn counted() {
+    if COUNTING.with(Cell::get) {
+        ALLOCS.with(|a| a.set(a.get() + 1));
+    }
+}
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        counted();
+        System.alloc(layout)
+    }
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        counted();
+        System.alloc_zeroed(layout)
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        counted();
+        System.realloc(ptr, layout, new_size)
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        System.dealloc(ptr, layout)
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+const WS_FD: u64 = 7;
+const WS_TIMER: u64 = 8;
+
+const REQ_WSS: Request<'static> = Request {
+    host: "localhost",
+    path: "/wss",
+    headers: &[],
+};
+
+/// One TLS connection, server side: the same framing as `ws_common::Peer`.
+struct TlsPeer {
+    stream: StreamOwned<ServerConnection, TcpStream>,
+    buf: Vec<u8>,
+    request: String,
+}
+
+/// Accepts one connection and runs the server's TLS handshake. `Err` says how
+/// the handshake failed; no application byte can have been read then.
+fn tls_accept(l: &TcpListener, cfg: Arc<rustls::ServerConfig>) -> Result<TlsPeer, String> {
+    let (mut tcp, _) = l.accept().expect("accept");
+    tcp.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
+    tcp.set_nodelay(true).unwrap();
+    let mut conn = ServerConnection::new(cfg).unwrap();
+    while conn.is_handshaking() {
+        if let Err(e) = conn.complete_io(&mut tcp) {
+            return Err(e.to_string());
+        }
+    }
+    Ok(TlsPeer {
+        stream: StreamOwned::new(conn, tcp),
+        buf: Vec::new(),
+        request: String::new(),
+    })
+}
+
+impl TlsPeer {
+    fn fill(&mut self) -> bool {
+        let mut chunk = [0u8; 16384];
+        match self.stream.read(&mut chunk) {
+            Ok(0) => false,
+            Ok(n) => {
+                self.buf.extend_from_slice(&chunk[..n]);
+                true
+            }
+            // The client closed without close_notify.
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => false,
+            Err(e) => panic!("server read: {e}"),
+        }
+    }
+
+    /// Reads the upgrade request and answers 101.
+    fn handshake(&mut self) {
+        loop {
+            if let Some(end) = self.buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                let head: Vec<u8> = self.buf.drain(..end + 4).collect();
+                self.request = String::from_utf8(head).unwrap();
+                break;
+            }
+            assert!(self.fill(), "client closed before its request");
+        }
+        let key = self
+            .request
+            .lines()
+            .find_map(|l| l.strip_prefix("Sec-WebSocket-Key: "))
+            .expect("a key")
+            .to_string();
+        let answer = format!(
+            "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\
+             Connection: Upgrade\r\nSec-WebSocket-Accept: {}\r\n\r\n",
+            accept_key(&key)
+        );
+        self.write_raw(answer.as_bytes());
+    }
+
+    fn write_raw(&mut self, bytes: &[u8]) {
+        self.stream.write_all(bytes).unwrap();
+        self.stream.flush().unwrap();
+    }
+
+    fn write_frame(&mut self, opcode: u8, payload: &[u8]) {
+        self.write_raw(&server_frame(true, opcode, payload));
+    }
+
+    fn read_frame(&mut self) -> Option<Frame> {
+        loop {
+            if let Some(f) = parse_client_frame(&mut self.buf) {
+                return Some(f);
+            }
+            if !self.fill() {
+                return None;
+            }
+        }
+    }
+
+    /// Waits for the client to end the connection; `true` if it sent close_notify.
+    fn expect_end(&mut self) -> bool {
+        let mut chunk = [0u8; 4096];
+        loop {
+            match self.stream.read(&mut chunk) {
+                // rustls reads 0 only after close_notify.
+                Ok(0) => return true,
+                Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return false,
+                Err(e) => panic!("server read: {e}"),
+            }
+        }
+    }
+}
+
+/// What the test app does on an event; runs after `drive` returns.
+enum Then {
+    Nothing,
+    Echo(Vec<u8>, bool),
+    Ping,
+    Close,
+    Stop,
+}
+
+struct App {
+    ws: WsClient,
+    id: WsId,
+    events: Vec<Ev>,
+    react: fn(&Ev) -> Then,
+    deadline: Instant,
+}
+
+impl App {
+    fn pump(&mut self, cx: &mut Context<'_>) {
+        assert!(
+            Instant::now() < self.deadline,
+            "timed out: {:?}",
+            self.events
+        );
+        let now = cx.now();
+        let mut todo = Vec::new();
+        let (events, react) = (&mut self.events, self.react);
+        self.ws
+            .drive(cx.budget(), now, &mut |_, ev, _| {
+                let ev = ev_of(ev);
+                todo.push(react(&ev));
+                events.push(ev);
+            })
+            .unwrap();
+        for then in todo {
+            let s = self.ws.session_mut(self.id);
+            match then {
+                Then::Nothing => {}
+                Then::Echo(bytes, text) => {
+                    if text {
+                        let t = String::from_utf8(bytes).unwrap();
+                        s.send_text(&t, Class::Normal, cx.budget(), now).unwrap();
+                    } else {
+                        s.send_binary(&bytes, Class::Normal, cx.budget(), now)
+                            .unwrap();
+                    }
+                }
+                Then::Ping => s
+                    .send_ping(b"client ping", Class::Normal, cx.budget(), now)
+                    .unwrap(),
+                Then::Close => s
+                    .close(1000, "bye", Class::Normal, cx.budget(), now)
+                    .unwrap(),
+                Then::Stop => cx.stop(),
+            }
+            self.ws.flush(self.id, cx.budget(), now);
+        }
+        if let Some(at) = self.ws.next_deadline() {
+            cx.set_timer(WS_TIMER, at).unwrap();
+        }
+    }
+}
+
+fn ev_of(ev: Event<'_>) -> Ev {
+    match ev {
+        Event::Open => Ev::Open,
+        Event::Text(t) => Ev::Text(t.to_string()),
+        Event::Binary(b) => Ev::Binary(b.to_vec()),
+        Event::Pong(p) => Ev::Pong(p.to_vec()),
+        Event::Outcome(o) => Ev::Outcome(o.id, o.verdict),
+        Event::Closed(c) => Ev::Closed(c.cause, c.code, c.reason.to_string()),
+    }
+}
+
+impl ClientHandler for App {
+    fn on_response(&mut self, _: &mut Context<'_>, _: RequestId, _: Response<'_>, _: Flight) {
+        unreachable!("no HTTP here");
+    }
+    fn on_error(&mut self, _: &mut Context<'_>, _: RequestId, _: Sent, _: Error) {
+        unreachable!("no HTTP here");
+    }
+    fn on_fd(&mut self, cx: &mut Context<'_>, token: u64, _ready: Readiness) {
+        assert_eq!(token, WS_FD);
+        self.pump(cx);
+    }
+    fn on_timer(&mut self, cx: &mut Context<'_>, token: u64) {
+        assert_eq!(token, WS_TIMER);
+        self.pump(cx);
+    }
+    fn on_turn(&mut self, cx: &mut Context<'_>) {
+        if self.events.is_empty() {
+            self.pump(cx);
+        }
+    }
+}
+
+/// A loop with one `wss://` session to `addr`, connected.
+fn setup(
+    addr: std::net::SocketAddr,
+    tls: TlsConfig,
+    config: Config,
+    react: fn(&Ev) -> Then,
+) -> (EventLoop, App, Limits) {
+    let now = ergon_io::clock::now_ns();
+    let (mut budget, limits) = budget_at(10, 100, now);
+    let session = Session::new(
+        config,
+        &budget,
+        &limits.connect_parts(),
+        &limits.message_parts(),
+        now as u64,
+    )
+    .unwrap();
+    let mut ws = WsClient::new(4).unwrap();
+    let id = ws.add_tls(session, addr, tls);
+    ws.connect(id, &REQ_WSS, Class::Normal, &mut budget, now)
+        .unwrap();
+    let mut lp = EventLoop::new(LoopConfig::default(), budget).unwrap();
+    lp.watch_fd(ws.fd(), WS_FD, Interest::READ).unwrap();
+    let app = App {
+        ws,
+        id,
+        events: Vec::new(),
+        react,
+        deadline: Instant::now() + IO_TIMEOUT,
+    };
+    (lp, app, limits)
+}
+
+/// 60,000 bytes: four TLS records each way.
+fn big_text() -> String {
+    (0..60_000u32)
+        .map(|i| (b'a' + (i % 26) as u8) as char)
+        .collect()
+}
+
+#[test]
+fn handshake_and_echo_over_wss_on_the_event_loop() {
+    let pki = Pki::new();
+    let server_cfg = pki.server.clone();
+    let (addr, server) = serve(move |l| {
+        let mut p = tls_accept(&l, server_cfg).expect("TLS handshake");
+        p.handshake();
+        let request = p.request.clone();
+        p.write_frame(0x1, b"hello over tls");
+        p.write_frame(0x2, &[0, 1, 2, 255]);
+        p.write_frame(0x1, big_text().as_bytes());
+        let mut got = Vec::new();
+        for _ in 0..3 {
+            let f = p.read_frame().expect("an echo");
+            got.push((f.opcode, f.payload));
+        }
+        p.write_frame(0x8, &1000u16.to_be_bytes());
+        let close = p.read_frame().expect("the close echo");
+        let notify = p.expect_end();
+        (request, got, close.opcode, close.payload, notify)
+    });
+    let (mut lp, mut app, limits) =
+        setup(
+            addr,
+            pki.client("localhost"),
+            Config::default(),
+            |ev| match ev {
+                Ev::Text(t) => Then::Echo(t.clone().into_bytes(), true),
+                Ev::Binary(b) => Then::Echo(b.clone(), false),
+                Ev::Closed(..) => Then::Stop,
+                _ => Then::Nothing,
+            },
+        );
+    lp.run(&mut app).unwrap();
+    let big = big_text();
+    assert_eq!(
+        app.events,
+        vec![
+            Ev::Open,
+            Ev::Text("hello over tls".into()),
+            Ev::Binary(vec![0, 1, 2, 255]),
+            Ev::Text(big.clone()),
+            Ev::Closed(Cause::Peer, Some(1000), String::new())
+        ]
+    );
+    let (request, got, close_op, close_payload, notify) = server.join().unwrap();
+    assert!(request.starts_with("GET /wss HTTP/1.1\r\n"), "{request}");
+    assert!(request.contains("\r\nHost: localhost\r\n"), "{request}");
+    assert_eq!(
+        got,
+        vec![
+            (0x1, b"hello over tls".to_vec()),
+            (0x2, vec![0, 1, 2, 255]),
+            (0x1, big.into_bytes())
+        ]
+    );
+    assert_eq!(
+        (close_op, close_payload),
+        (0x8, 1000u16.to_be_bytes().to_vec())
+    );
+    assert!(notify, "the client ends TLS with close_notify");
+    // Three echoes and the close echo charged; one connect, kept.
+    assert_eq!(lp.budget().stats(limits.messages).admitted, 4);
+    let c = lp.budget().stats(limits.connects);
+    assert_eq!((c.admitted, c.refunds, c.used), (1, 0, 1));
+}
+
+#[test]
+fn ping_pong_and_our_close_over_wss() {
+    let pki = Pki::new();
+    let server_cfg = pki.server.clone();
+    let (addr, server) = serve(move |l| {
+        let mut p = tls_accept(&l, server_cfg).expect("TLS handshake");
+        p.handshake();
+        p.write_frame(0x9, b"server ping");
+        let mut frames = Vec::new();
+        // The automatic pong, then the client's ping, answered.
+        while let Some(f) = p.read_frame() {
+            let op = f.opcode;
+            if op == 0x9 {
+                p.write_frame(0xA, &f.payload);
+            }
+            frames.push((op, f.payload));
+            if op == 0x8 {
+                break;
+            }
+        }
+        // Echo the client's close.
+        p.write_frame(0x8, &1000u16.to_be_bytes());
+        p.expect_end();
+        frames
+    });
+    let (mut lp, mut app, limits) =
+        setup(
+            addr,
+            pki.client("127.0.0.1"),
+            Config::default(),
+            |ev| match ev {
+                Ev::Open => Then::Ping,
+                Ev::Pong(_) => Then::Close,
+                Ev::Closed(..) => Then::Stop,
+                _ => Then::Nothing,
+            },
+        );
+    lp.run(&mut app).unwrap();
+    assert_eq!(
+        app.events,
+        vec![
+            Ev::Open,
+            Ev::Pong(b"client ping".to_vec()),
+            Ev::Closed(Cause::Local, Some(1000), String::new())
+        ]
+    );
+    let mut frames = server.join().unwrap();
+    let close = frames.pop().unwrap();
+    assert_eq!(close, (0x8, [&1000u16.to_be_bytes()[..], b"bye"].concat()));
+    frames.sort();
+    assert_eq!(
+        frames,
+        vec![
+            (0x9, b"client ping".to_vec()),
+            (0xA, b"server ping".to_vec())
+        ]
+    );
+    let st = app.ws.session(app.id).stats();
+    assert_eq!((st.pings_received, st.pongs_sent), (1, 1));
+    // Ping, pong and close: every frame charged, the automatic pong included.
+    assert_eq!(lp.budget().stats(limits.messages).admitted, 3);
+    assert_eq!(st.frames_sent, 3);
+}
+
+/// Runs a `wss://` connect with `tls` against a server with `pki`'s certificate
+/// and expects it to fail in the TLS handshake with `want`.
+fn fails_before_any_websocket_byte(tls: TlsConfig, pki: &Pki, want: TlsError) {
+    let server_cfg = pki.server.clone();
+    let (addr, server) = serve(move |l| match tls_accept(&l, server_cfg) {
+        Ok(mut p) => {
+            // Only reached if the client accepted the server: say what it sent.
+            let mut buf = [0u8; 4096];
+            let n = p.stream.read(&mut buf).unwrap_or(0);
+            Ok(n)
+        }
+        Err(e) => Err(e),
+    });
+    let (mut lp, mut app, limits) = setup(addr, tls, Config::default(), |ev| match ev {
+        Ev::Closed(..) => Then::Stop,
+        _ => Then::Nothing,
+    });
+    lp.run(&mut app).unwrap();
+    assert_eq!(
+        app.events,
+        vec![Ev::Closed(Cause::Tls(want), None, String::new())]
+    );
+    // The server's handshake failed: the client's alert ended it before the
+    // client could have written an application byte.
+    let refused = server.join().unwrap();
+    assert!(
+        refused.as_ref().is_err_and(|e| e.contains("alert")),
+        "{refused:?}"
+    );
+    let c = lp.budget().stats(limits.connects);
+    assert_eq!((c.admitted, c.refunds, c.used), (1, 1, 0), "{c:?}");
+    assert_eq!(lp.budget().stats(limits.messages).admitted, 0);
+    let st = app.ws.session(app.id).stats();
+    assert_eq!((st.connects, st.frames_sent), (1, 0));
+}
+
+#[test]
+fn wrong_hostname_fails_before_any_websocket_byte_and_refunds() {
+    let pki = Pki::new();
+    let tls = pki.client("venue.example");
+    fails_before_any_websocket_byte(tls, &pki, TlsError::NotValidForName);
+}
+
+#[test]
+fn untrusted_ca_fails_before_any_websocket_byte_and_refunds() {
+    let pki = Pki::new();
+    fails_before_any_websocket_byte(Pki::stranger("localhost"), &pki, TlsError::UnknownIssuer);
+}
+
+#[test]
+fn a_silent_tls_server_times_out_the_handshake_refunded() {
+    let pki = Pki::new();
+    let (addr, server) = serve(|l| {
+        // Accepts, reads the ClientHello, never answers.
+        let (mut s, _) = l.accept().unwrap();
+        s.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
+        let mut buf = [0u8; 4096];
+        let hello = s.read(&mut buf).unwrap();
+        // Then waits for the client to give up.
+        let mut rest = 0;
+        while let Ok(n @ 1..) = s.read(&mut buf) {
+            rest += n;
+        }
+        (hello > 0 && buf[0] == 0x16, rest)
+    });
+    let config = Config {
+        handshake_timeout_ns: 300_000_000,
+        ..Config::default()
+    };
+    let (mut lp, mut app, limits) = setup(addr, pki.client("localhost"), config, |ev| match ev {
+        Ev::Closed(..) => Then::Stop,
+        _ => Then::Nothing,
+    });
+    lp.run(&mut app).unwrap();
+    assert_eq!(
+        app.events,
+        vec![Ev::Closed(Cause::Timeout, None, String::new())]
+    );
+    let (hello, rest) = server.join().unwrap();
+    assert!(hello, "a TLS handshake record came first");
+    assert_eq!(rest, 0, "nothing after the ClientHello");
+    let c = lp.budget().stats(limits.connects);
+    assert_eq!((c.admitted, c.refunds, c.used), (1, 1, 0), "{c:?}");
+}
+
+#[test]
+fn allocations_per_message_over_wss_are_counted() {
+    let pki = Pki::new();
+    let server_cfg = pki.server.clone();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    // An echo server: the client thread is the one counted.
+    let server = std::thread::spawn(move || {
+        let mut p = tls_accept(&listener, server_cfg).expect("TLS handshake");
+        p.handshake();
+        let mut echoed = 0u64;
+        while let Some(f) = p.read_frame() {
+            if f.opcode == 0x8 {
+                break;
+            }
+            p.write_frame(f.opcode, &f.payload);
+            echoed += 1;
+        }
+        echoed
+    });
+    let t0 = Instant::now();
+    let now = || t0.elapsed().as_nanos() as i64;
+    let (mut budget, limits) = budget_at(10, 1 << 40, 0);
+    let session = Session::new(
+        Config::default(),
+        &budget,
+        &limits.connect_parts(),
+        &limits.message_parts(),
+        9,
+    )
+    .unwrap();
+    let mut ws = WsClient::new(1).unwrap();
+    let id = ws.add_tls(session, addr, pki.client("localhost"));
+    ws.connect(id, &REQ_WSS, Class::Normal, &mut budget, now())
+        .unwrap();
+    let deadline = Instant::now() + IO_TIMEOUT;
+    let mut opened = false;
+    while !opened {
+        assert!(Instant::now() < deadline, "no handshake");
+        ws.drive(&mut budget, now(), &mut |_, ev, _| {
+            opened |= ev == Event::Open;
+        })
+        .unwrap();
+    }
+    let msg = "{\"method\":\"order.place\"}";
+    let rounds = 2_000u64;
+    // Session tickets and the first buffers' growth happen in the warm-up.
+    let warmup = 50u64;
+    let mut echoed = 0u64;
+    for round in 0..rounds + warmup {
+        if round == warmup {
+            COUNTING.with(|c| c.set(true));
+        }
+        let t = now();
+        ws.session_mut(id)
+            .send_text(msg, Class::Normal, &mut budget, t)
+            .unwrap();
+        ws.flush(id, &mut budget, t);
+        let before = echoed;
+        while echoed == before {
+            if Instant::now() > deadline {
+                COUNTING.with(|c| c.set(false));
+                panic!("echo {round} never came");
+            }
+            ws.drive(&mut budget, now(), &mut |_, ev, _| {
+                if let Event::Text(t) = ev {
+                    assert_eq!(t, msg);
+                    echoed += 1;
+                }
+            })
+            .unwrap();
+        }
+    }
+    COUNTING.with(|c| c.set(false));
+    let allocs = ALLOCS.with(Cell::get);
+    eprintln!(
+        "wss: {rounds} echoed messages, {allocs} allocations ({:.2} per message)",
+        allocs as f64 / rounds as f64
+    );
+    assert_eq!(echoed, rounds + warmup);
+    // One record written (rustls encrypts into a new buffer) and one read (rustls
+    // copies the plaintext out into a new buffer) per echoed message.
+    assert_eq!(
+        allocs,
+        2 * rounds,
+        "allocations per echoed message over TLS"
+    );
+    let t = now();
+    ws.session_mut(id)
+        .close(1000, "", Class::Normal, &mut budget, t)
+        .unwrap();
+    ws.flush(id, &mut budget, t);
+    assert_eq!(server.join().unwrap(), rounds + warmup);
+    assert_eq!(budget.stats(limits.messages).admitted, rounds + warmup + 1);
+}
