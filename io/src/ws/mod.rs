@@ -12,8 +12,9 @@
 //! control frames, close handshake, budget). Neither reads a clock, touches a socket
 //! or allocates after [`Session::new`]: the event loop (or a test driver) moves the
 //! bytes and passes the time in. [`WsClient`] is the thin I/O shell: sessions over
-//! non-blocking TCP sockets, driven from the [`event_loop`](crate::event_loop).
-//! TLS is not there yet: it comes with the TLS layer of the HTTP client.
+//! non-blocking TCP sockets, plain or TLS (`wss://`, [`WsClient::add_tls`], the
+//! rustls layer of the HTTP client, verification always on), driven from the
+//! [`event_loop`](crate::event_loop).
 
 mod accept;
 pub mod frame;
