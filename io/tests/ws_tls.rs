@@ -9,6 +9,8 @@
 //!   session ends with `Cause::Tls`, and the connect charge is refunded;
 //! - a server that never answers the ClientHello: the handshake timeout ends it,
 //!   refunded too;
+//! - only a verifier the caller built on purpose (`TlsConfig::from_client_config`
+//!   with rustls's `dangerous()` API) accepts a name the certificate lacks;
 //! - allocations per echoed message in steady state over TLS, counted and stated:
 //!   rustls's buffered API allocates one buffer per record written and one per
 //!   record read, 2 per echoed message; plain TCP is 0 (`ws_alloc.rs`).
@@ -627,4 +629,96 @@ fn allocations_per_message_over_wss_are_counted() {
     ws.flush(id, &mut budget, t);
     assert_eq!(server.join().unwrap(), rounds + warmup);
     assert_eq!(budget.stats(limits.messages).admitted, rounds + warmup + 1);
+}
+
+/// A caller's own verifier, built on purpose through rustls's `dangerous()` API:
+/// it ignores the name and accepts any chain that carries the pinned CA.
+#[derive(Debug)]
+struct PinnedCa {
+    ca: rustls::pki_types::CertificateDer<'static>,
+    algs: rustls::crypto::WebPkiSupportedAlgorithms,
+}
+
+impl rustls::client::danger::ServerCertVerifier for PinnedCa {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &rustls::pki_types::CertificateDer<'_>,
+        intermediates: &[rustls::pki_types::CertificateDer<'_>],
+        _name: &rustls::pki_types::ServerName<'_>,
+        _ocsp: &[u8],
+        _now: rustls::pki_types::UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        if intermediates.iter().any(|c| c.as_ref() == self.ca.as_ref()) {
+            Ok(rustls::client::danger::ServerCertVerified::assertion())
+        } else {
+            Err(rustls::Error::InvalidCertificate(
+                rustls::CertificateError::UnknownIssuer,
+            ))
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.algs)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.algs)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.algs.supported_schemes()
+    }
+}
+
+#[test]
+fn only_a_callers_own_verifier_accepts_another_name() {
+    let pki = Pki::new();
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let verifier = Arc::new(PinnedCa {
+        ca: pki.ca_der.clone(),
+        algs: provider.signature_verification_algorithms,
+    });
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .dangerous()
+        .with_custom_certificate_verifier(verifier)
+        .with_no_client_auth();
+    // The same name the default verification refuses (see above).
+    let tls = TlsConfig::from_client_config(Arc::new(config), "venue.example").unwrap();
+    let server_cfg = pki.server.clone();
+    let (addr, server) = serve(move |l| {
+        let mut p = tls_accept(&l, server_cfg).expect("TLS handshake");
+        p.handshake();
+        let close = p.read_frame().expect("the client's close");
+        p.write_frame(0x8, &1000u16.to_be_bytes());
+        p.expect_end();
+        close.opcode
+    });
+    let (mut lp, mut app, limits) = setup(addr, tls, Config::default(), |ev| match ev {
+        Ev::Open => Then::Close,
+        Ev::Closed(..) => Then::Stop,
+        _ => Then::Nothing,
+    });
+    lp.run(&mut app).unwrap();
+    assert_eq!(
+        app.events,
+        vec![
+            Ev::Open,
+            Ev::Closed(Cause::Local, Some(1000), String::new())
+        ]
+    );
+    assert_eq!(server.join().unwrap(), 0x8);
+    let c = lp.budget().stats(limits.connects);
+    assert_eq!((c.admitted, c.refunds, c.used), (1, 0, 1));
 }
