@@ -67,7 +67,9 @@ pub enum Why {
     /// `ready_at_ns`.
     Held,
     /// The scope is halted after a ban. Only [`Budget::clear_halt`](crate::Budget::clear_halt),
-    /// a person's action, resumes it; `ready_at_ns` is `i64::MAX`.
+    /// a person's action, resumes it; `ready_at_ns` is `i64::MAX`, so a caller that
+    /// waits for `ready_at_ns` must also retry once the halt is cleared (watch
+    /// [`Budget::halted`](crate::Budget::halted)).
     Halted,
     /// The cost is above what this class may ever use in this bucket: it can never
     /// pass, split the request. `ready_at_ns` is `i64::MAX`.
