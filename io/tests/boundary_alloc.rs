@@ -3,12 +3,13 @@
 //! (take, charge, send, copy the answer, deliver), counted by a global allocator
 //! over 2,000 round trips after a warm-up.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
+#[path = "common/alloc.rs"]
+mod alloc;
+
+use alloc::Counting;
 use ergon_io::boundary::handle::Outcome;
 use ergon_io::boundary::{build, Config};
 use ergon_io::client::PoolConfig;
@@ -17,47 +18,8 @@ use ergon_io::core::{Budget, Class, Part, Spec};
 use ergon_io::event_loop::{Config as LoopConfig, EventLoop};
 use ergon_io::http::Request;
 
-struct Counting;
-
-static ALLOCS: AtomicU64 = AtomicU64::new(0);
-static COUNTING: AtomicBool = AtomicBool::new(false);
-
-thread_local! {
-    /// Only the submitting thread and the loop thread are watched.
-    static WATCHED: Cell<bool> = const { Cell::new(false) };
-}
-
-fn note() {
-    if COUNTING.load(Ordering::Relaxed) && WATCHED.try_with(Cell::get).unwrap_or(false) {
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
-    }
-}
-
-// SAFETY: forwards to the system allocator; counting has no effect on memory.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        note();
-        // SAFETY: same contract as ours.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        note();
-        // SAFETY: same contract as ours.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        note();
-        // SAFETY: same contract as ours.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: same contract as ours.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: Counting = Counting::gated();
 
 const WARMUP: usize = 200;
 const MEASURED: usize = 2_000;
@@ -116,7 +78,7 @@ fn no_allocation_per_request_on_either_side() {
     .unwrap();
     let (pool_tx, pool_rx) = std::sync::mpsc::channel();
     let lp = thread::spawn(move || {
-        WATCHED.with(|w| w.set(true));
+        alloc::watch(true);
         let mut lp = EventLoop::new(LoopConfig::default(), budget).unwrap();
         pool_tx
             .send(lp.add_pool(PoolConfig::new(addr, "127.0.0.1")).unwrap())
@@ -126,7 +88,7 @@ fn no_allocation_per_request_on_either_side() {
     });
     let pool = pool_rx.recv().unwrap();
     let mut h = handles.into_iter().next().unwrap();
-    WATCHED.with(|w| w.set(true));
+    alloc::watch(true);
 
     let parts = [Part::new(weight, 1)];
     let headers = [("X-Key", "abc"), ("Content-Type", "text/plain")];
@@ -141,7 +103,7 @@ fn no_allocation_per_request_on_either_side() {
     while ok < WARMUP + MEASURED {
         assert!(Instant::now() < give_up, "stuck after {ok} answers");
         if ok == WARMUP {
-            COUNTING.store(true, Ordering::SeqCst);
+            alloc::open(true);
         }
         let deadline = clock::now_ns() + 10_000_000_000;
         h.submit(pool, &req, &parts, Class::Normal, deadline)
@@ -162,12 +124,8 @@ fn no_allocation_per_request_on_either_side() {
             thread::yield_now();
         }
     }
-    COUNTING.store(false, Ordering::SeqCst);
+    alloc::open(false);
     stopper.stop();
     lp.join().unwrap();
-    assert_eq!(
-        ALLOCS.load(Ordering::SeqCst),
-        0,
-        "allocations over {MEASURED} round trips"
-    );
+    assert_eq!(alloc::total(), 0, "allocations over {MEASURED} round trips");
 }

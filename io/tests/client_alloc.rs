@@ -3,11 +3,9 @@
 
 mod common;
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 use std::io::{Read, Write};
-use std::sync::atomic::{AtomicU64, Ordering};
 
+use common::alloc::{self, Counting};
 use common::driver::{Driver, SEC};
 use ergon_io::client::{ClientHandler, Error, PoolId, RequestId, Sent};
 use ergon_io::core::response::Response;
@@ -15,45 +13,8 @@ use ergon_io::core::{Class, Flight, Part};
 use ergon_io::event_loop::Context;
 use ergon_io::http::Request;
 
-struct Counting;
-
-static ALLOCS: AtomicU64 = AtomicU64::new(0);
-
-thread_local! {
-    static COUNT_HERE: Cell<bool> = const { Cell::new(false) };
-}
-
-fn note() {
-    if COUNT_HERE.try_with(Cell::get).unwrap_or(false) {
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
-    }
-}
-
-// SAFETY: forwards to the system allocator; counting has no effect on memory.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        note();
-        // SAFETY: same contract as ours.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        note();
-        // SAFETY: same contract as ours.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        note();
-        // SAFETY: same contract as ours.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: same contract as ours.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: Counting = Counting::new();
 
 const WARMUP: u64 = 1_000;
 const MEASURED: u64 = 10_000;
@@ -95,10 +56,10 @@ impl ClientHandler for Loop {
         self.bytes += r.body.len() + r.header("x-mbx-used-weight-1m").map_or(0, <[u8]>::len);
         self.done += 1;
         if self.done == WARMUP {
-            self.at_warm = ALLOCS.load(Ordering::Relaxed);
+            self.at_warm = alloc::total();
         }
         if self.done == WARMUP + MEASURED {
-            self.at_end = ALLOCS.load(Ordering::Relaxed);
+            self.at_end = alloc::total();
             cx.stop();
             return;
         }
@@ -148,16 +109,16 @@ fn no_allocation_per_request_in_steady_state() {
         at_end: 0,
         bytes: 0,
     };
-    COUNT_HERE.with(|c| c.set(true));
+    alloc::watch(true);
     // The counter sees this thread's allocations.
-    let before = ALLOCS.load(Ordering::Relaxed);
+    let before = alloc::total();
     drop(std::hint::black_box(Box::new(7u64)));
     assert!(
-        ALLOCS.load(Ordering::Relaxed) > before,
+        alloc::total() > before,
         "the counting allocator counts nothing"
     );
     d.lp.run(&mut h).unwrap();
-    COUNT_HERE.with(|c| c.set(false));
+    alloc::watch(false);
     assert_eq!(h.done, WARMUP + MEASURED);
     assert_eq!(d.lp.client().counters().connected, 1);
     assert_eq!(h.bytes, 12 * h.done as usize);

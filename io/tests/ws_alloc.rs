@@ -5,53 +5,17 @@
 //! messages. Run in release by CI (`cargo test --workspace --release`); it holds
 //! in debug too.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
+#[path = "common/alloc.rs"]
+mod alloc;
 
+use alloc::Counting;
 use base64::Engine;
 use ergon_io::core::{Budget, Class, Part, Spec};
 use ergon_io::ws::{Config, Event, Request, Session, WsClient};
 use sha1::{Digest, Sha1};
 
-struct Counting;
-
-thread_local! {
-    // Per thread: the tests of this file run side by side, and the loopback
-    // server's thread allocates freely.
-    static COUNTING: Cell<bool> = const { Cell::new(false) };
-    static ALLOCS: Cell<u64> = const { Cell::new(0) };
-}
-
-fn counted() {
-    if COUNTING.with(Cell::get) {
-        ALLOCS.with(|a| a.set(a.get() + 1));
-    }
-}
-
-fn allocations() -> u64 {
-    ALLOCS.with(Cell::get)
-}
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        counted();
-        System.alloc(layout)
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        counted();
-        System.alloc_zeroed(layout)
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        counted();
-        System.realloc(ptr, layout, new_size)
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        System.dealloc(ptr, layout)
-    }
-}
-
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: Counting = Counting::new();
 
 fn frame(fin: bool, opcode: u8, payload: &[u8], out: &mut Vec<u8>) {
     out.push((if fin { 0x80 } else { 0 }) | opcode);
@@ -135,7 +99,7 @@ fn steady_state_allocates_nothing() {
     let mut now = 0i64;
     for round in 0..rounds + warmup {
         if round == warmup {
-            COUNTING.with(|c| c.set(true));
+            alloc::watch(true);
         }
         now += 1_000_000;
         s.send_text("{\"method\":\"ping\"}", Class::Normal, &mut budget, now)
@@ -164,8 +128,8 @@ fn steady_state_allocates_nothing() {
         written += drain_tx(&mut s, &mut budget, now);
         assert!(s.resolve(round, &mut budget, now));
     }
-    COUNTING.with(|c| c.set(false));
-    let allocs = allocations();
+    alloc::watch(false);
+    let allocs = alloc::here();
     let total = rounds + warmup;
     let st = s.stats();
     eprintln!(
@@ -181,11 +145,11 @@ fn steady_state_allocates_nothing() {
     assert_eq!(budget.stats(orders).used, 0);
 
     // The counter sees allocations at all.
-    COUNTING.with(|c| c.set(true));
+    alloc::watch(true);
     let v = std::hint::black_box(vec![0u8; 64]);
-    COUNTING.with(|c| c.set(false));
+    alloc::watch(false);
     drop(v);
-    assert_eq!(allocations(), 1, "the counting allocator counts");
+    assert_eq!(alloc::here(), 1, "the counting allocator counts");
 }
 
 #[test]
@@ -296,7 +260,7 @@ fn tcp_shell_steady_state_allocates_nothing() {
     let mut echoed = 0u64;
     for round in 0..rounds + warmup {
         if round == warmup {
-            COUNTING.with(|c| c.set(true));
+            alloc::watch(true);
         }
         let t = now();
         ws.session_mut(id)
@@ -311,7 +275,7 @@ fn tcp_shell_steady_state_allocates_nothing() {
         let before = echoed;
         while echoed == before {
             if Instant::now() > deadline {
-                COUNTING.with(|c| c.set(false));
+                alloc::watch(false);
                 panic!("echo {round} never came");
             }
             ws.drive(&mut budget, now(), &mut |_, ev, _| {
@@ -323,8 +287,8 @@ fn tcp_shell_steady_state_allocates_nothing() {
             .unwrap();
         }
     }
-    COUNTING.with(|c| c.set(false));
-    let allocs = allocations();
+    alloc::watch(false);
+    let allocs = alloc::here();
     eprintln!("tcp shell: {rounds} echoed messages, {allocs} allocations");
     assert_eq!(allocs, 0, "allocations in steady state");
     assert_eq!(echoed, rounds + warmup);

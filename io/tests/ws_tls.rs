@@ -16,19 +16,20 @@
 //!   record read, 2 per echoed message; plain TCP is 0 (`ws_alloc.rs`).
 #![cfg(feature = "tls")]
 
+#[path = "common/alloc.rs"]
+mod alloc;
 mod ws_common;
 
 #[allow(dead_code)]
 #[path = "common/tls.rs"]
 mod pki;
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::Arc;
 use std::time::Instant;
 
+use alloc::Counting;
 use ergon_io::client::{ClientHandler, Error, RequestId, Sent};
 use ergon_io::core::response::Response;
 use ergon_io::core::{Class, Flight};
@@ -39,40 +40,8 @@ use pki::Pki;
 use rustls::{ServerConnection, StreamOwned};
 use ws_common::*;
 
-// Counting allocator: only the thread that sets COUNTING is counted.
-struct Counting;
-
-thread_local! {
-    static COUNTING: Cell<bool> = const { Cell::new(false) };
-    static ALLOCS: Cell<u64> = const { Cell::new(0) };
-}
-
-fn counted() {
-    if COUNTING.with(Cell::get) {
-        ALLOCS.with(|a| a.set(a.get() + 1));
-    }
-}
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        counted();
-        System.alloc(layout)
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        counted();
-        System.alloc_zeroed(layout)
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        counted();
-        System.realloc(ptr, layout, new_size)
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        System.dealloc(ptr, layout)
-    }
-}
-
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: Counting = Counting::new();
 
 const WS_FD: u64 = 7;
 const WS_TIMER: u64 = 8;
@@ -586,7 +555,7 @@ fn allocations_per_message_over_wss_are_counted() {
     let mut echoed = 0u64;
     for round in 0..rounds + warmup {
         if round == warmup {
-            COUNTING.with(|c| c.set(true));
+            alloc::watch(true);
         }
         let t = now();
         ws.session_mut(id)
@@ -596,7 +565,7 @@ fn allocations_per_message_over_wss_are_counted() {
         let before = echoed;
         while echoed == before {
             if Instant::now() > deadline {
-                COUNTING.with(|c| c.set(false));
+                alloc::watch(false);
                 panic!("echo {round} never came");
             }
             ws.drive(&mut budget, now(), &mut |_, ev, _| {
@@ -608,8 +577,8 @@ fn allocations_per_message_over_wss_are_counted() {
             .unwrap();
         }
     }
-    COUNTING.with(|c| c.set(false));
-    let allocs = ALLOCS.with(Cell::get);
+    alloc::watch(false);
+    let allocs = alloc::here();
     eprintln!(
         "wss: {rounds} echoed messages, {allocs} allocations ({:.2} per message)",
         allocs as f64 / rounds as f64

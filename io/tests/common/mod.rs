@@ -2,6 +2,7 @@
 //! loopback servers run on threads inside the tests.
 #![allow(dead_code)]
 
+pub mod alloc;
 pub mod driver;
 pub mod faults;
 pub mod server;
