@@ -8,15 +8,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ergon_io::client::{ClientHandler, Error, RequestId, Sent};
-use ergon_io::core::response::Response;
-use ergon_io::core::{Class, Flight, Why};
-use ergon_io::event_loop::{Config as LoopConfig, Context, EventLoop, Interest, Readiness};
-use ergon_io::ws::{Cause, Config, ConnectError, Event, Request, Session, WsClient, WsId};
+use ergon_io::core::{Class, Why};
+use ergon_io::event_loop::{Context, EventLoop};
+use ergon_io::ws::{Cause, Config, ConnectError, Request};
+use ws_common::app::{on_loop, App, React};
 use ws_common::*;
-
-const WS_FD: u64 = 7;
-const WS_TIMER: u64 = 8;
 
 /// What the test app does on each event; runs after `drive` returns, when the
 /// session may be used again.
@@ -27,59 +23,29 @@ enum Then {
     Stop,
 }
 
-struct App {
-    ws: WsClient,
-    id: WsId,
-    events: Vec<Ev>,
-    refused: Vec<ConnectError>,
-    /// What to do on an event.
-    react: fn(&Ev) -> Then,
-    deadline: Instant,
-}
-
-impl App {
-    fn pump(&mut self, cx: &mut Context<'_>) {
-        assert!(
-            Instant::now() < self.deadline,
-            "timed out: {:?}",
-            self.events
-        );
-        let now = cx.now();
-        let mut todo = Vec::new();
-        let (events, react) = (&mut self.events, self.react);
-        self.ws
-            .drive(cx.budget(), now, &mut |_, ev, _| {
-                let ev = ev_of(ev);
-                todo.push(react(&ev));
-                events.push(ev);
-            })
-            .unwrap();
-        for then in todo {
-            match then {
-                Then::Nothing => {}
-                Then::Reply(text) => {
-                    let s = self.ws.session_mut(self.id);
-                    s.send_text(&text, Class::Normal, cx.budget(), now).unwrap();
-                    self.ws.flush(self.id, cx.budget(), now);
-                }
-                Then::Reconnect => {
-                    let req = REQ_LOOP;
-                    match self
-                        .ws
-                        .connect(self.id, &req, Class::Normal, cx.budget(), now)
-                    {
-                        Ok(()) => {}
-                        Err(e) => {
-                            self.refused.push(e);
-                            cx.stop();
-                        }
+impl React for Then {
+    fn run(self, app: &mut App<Then>, cx: &mut Context<'_>, now: i64) {
+        match self {
+            Then::Nothing => {}
+            Then::Reply(text) => {
+                let s = app.ws.session_mut(app.id);
+                s.send_text(&text, Class::Normal, cx.budget(), now).unwrap();
+                app.ws.flush(app.id, cx.budget(), now);
+            }
+            Then::Reconnect => {
+                let req = REQ_LOOP;
+                match app
+                    .ws
+                    .connect(app.id, &req, Class::Normal, cx.budget(), now)
+                {
+                    Ok(()) => {}
+                    Err(e) => {
+                        app.refused.push(e);
+                        cx.stop();
                     }
                 }
-                Then::Stop => cx.stop(),
             }
-        }
-        if let Some(at) = self.ws.next_deadline() {
-            cx.set_timer(WS_TIMER, at).unwrap();
+            Then::Stop => cx.stop(),
         }
     }
 }
@@ -90,46 +56,12 @@ const REQ_LOOP: Request<'static> = Request {
     headers: &[],
 };
 
-fn ev_of(ev: Event<'_>) -> Ev {
-    match ev {
-        Event::Open => Ev::Open,
-        Event::Text(t) => Ev::Text(t.to_string()),
-        Event::Binary(b) => Ev::Binary(b.to_vec()),
-        Event::Pong(p) => Ev::Pong(p.to_vec()),
-        Event::Outcome(o) => Ev::Outcome(o.id, o.verdict),
-        Event::Closed(c) => Ev::Closed(c.cause, c.code, c.reason.to_string()),
-    }
-}
-
-impl ClientHandler for App {
-    fn on_response(&mut self, _: &mut Context<'_>, _: RequestId, _: Response<'_>, _: Flight) {
-        unreachable!("no HTTP here");
-    }
-    fn on_error(&mut self, _: &mut Context<'_>, _: RequestId, _: Sent, _: Error) {
-        unreachable!("no HTTP here");
-    }
-    fn on_fd(&mut self, cx: &mut Context<'_>, token: u64, _ready: Readiness) {
-        assert_eq!(token, WS_FD);
-        self.pump(cx);
-    }
-    fn on_timer(&mut self, cx: &mut Context<'_>, token: u64) {
-        assert_eq!(token, WS_TIMER);
-        self.pump(cx);
-    }
-    fn on_turn(&mut self, cx: &mut Context<'_>) {
-        // The first turn: settle a connect that failed at once.
-        if self.events.is_empty() {
-            self.pump(cx);
-        }
-    }
-}
-
 /// Builds a loop with a budget and a WsClient of one session connected to `addr`.
 fn setup(
     addr: std::net::SocketAddr,
     connects: u64,
     react: fn(&Ev) -> Then,
-) -> (EventLoop, App, Limits) {
+) -> (EventLoop, App<Then>, Limits) {
     setup_with(addr, connects, 100, react)
 }
 
@@ -138,32 +70,14 @@ fn setup_with(
     connects: u64,
     messages: u64,
     react: fn(&Ev) -> Then,
-) -> (EventLoop, App, Limits) {
-    let now = ergon_io::clock::now_ns();
-    let (mut budget, limits) = budget_at(connects, messages, now);
-    let session = Session::new(
+) -> (EventLoop, App<Then>, Limits) {
+    on_loop(
         Config::default(),
-        &budget,
-        &limits.connect_parts(),
-        &limits.message_parts(),
-        now as u64,
-    )
-    .unwrap();
-    let mut ws = WsClient::new(4).unwrap();
-    let id = ws.add(session, addr);
-    ws.connect(id, &REQ_LOOP, Class::Normal, &mut budget, now)
-        .unwrap();
-    let mut lp = EventLoop::new(LoopConfig::default(), budget).unwrap();
-    lp.watch_fd(ws.fd(), WS_FD, Interest::READ).unwrap();
-    let app = App {
-        ws,
-        id,
-        events: Vec::new(),
-        refused: Vec::new(),
+        (connects, messages),
+        &REQ_LOOP,
+        |ws, session| ws.add(session, addr),
         react,
-        deadline: Instant::now() + IO_TIMEOUT,
-    };
-    (lp, app, limits)
+    )
 }
 
 #[test]

@@ -30,21 +30,17 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use alloc::Counting;
-use ergon_io::client::{ClientHandler, Error, RequestId, Sent};
-use ergon_io::core::response::Response;
-use ergon_io::core::{Class, Flight};
-use ergon_io::event_loop::{Config as LoopConfig, Context, EventLoop, Interest, Readiness};
+use ergon_io::core::Class;
+use ergon_io::event_loop::{Context, EventLoop};
 use ergon_io::tls::{TlsConfig, TlsError};
-use ergon_io::ws::{Cause, Config, Event, Request, Session, WsClient, WsId};
+use ergon_io::ws::{Cause, Config, Event, Request, Session, WsClient};
 use pki::Pki;
 use rustls::{ServerConnection, StreamOwned};
+use ws_common::app::{on_loop, App, React};
 use ws_common::*;
 
 #[global_allocator]
 static GLOBAL: Counting = Counting::new();
-
-const WS_FD: u64 = 7;
-const WS_TIMER: u64 = 8;
 
 const REQ_WSS: Request<'static> = Request {
     host: "localhost",
@@ -161,90 +157,29 @@ enum Then {
     Stop,
 }
 
-struct App {
-    ws: WsClient,
-    id: WsId,
-    events: Vec<Ev>,
-    react: fn(&Ev) -> Then,
-    deadline: Instant,
-}
-
-impl App {
-    fn pump(&mut self, cx: &mut Context<'_>) {
-        assert!(
-            Instant::now() < self.deadline,
-            "timed out: {:?}",
-            self.events
-        );
-        let now = cx.now();
-        let mut todo = Vec::new();
-        let (events, react) = (&mut self.events, self.react);
-        self.ws
-            .drive(cx.budget(), now, &mut |_, ev, _| {
-                let ev = ev_of(ev);
-                todo.push(react(&ev));
-                events.push(ev);
-            })
-            .unwrap();
-        for then in todo {
-            let s = self.ws.session_mut(self.id);
-            match then {
-                Then::Nothing => {}
-                Then::Echo(bytes, text) => {
-                    if text {
-                        let t = String::from_utf8(bytes).unwrap();
-                        s.send_text(&t, Class::Normal, cx.budget(), now).unwrap();
-                    } else {
-                        s.send_binary(&bytes, Class::Normal, cx.budget(), now)
-                            .unwrap();
-                    }
+impl React for Then {
+    fn run(self, app: &mut App<Then>, cx: &mut Context<'_>, now: i64) {
+        let s = app.ws.session_mut(app.id);
+        match self {
+            Then::Nothing => {}
+            Then::Echo(bytes, text) => {
+                if text {
+                    let t = String::from_utf8(bytes).unwrap();
+                    s.send_text(&t, Class::Normal, cx.budget(), now).unwrap();
+                } else {
+                    s.send_binary(&bytes, Class::Normal, cx.budget(), now)
+                        .unwrap();
                 }
-                Then::Ping => s
-                    .send_ping(b"client ping", Class::Normal, cx.budget(), now)
-                    .unwrap(),
-                Then::Close => s
-                    .close(1000, "bye", Class::Normal, cx.budget(), now)
-                    .unwrap(),
-                Then::Stop => cx.stop(),
             }
-            self.ws.flush(self.id, cx.budget(), now);
+            Then::Ping => s
+                .send_ping(b"client ping", Class::Normal, cx.budget(), now)
+                .unwrap(),
+            Then::Close => s
+                .close(1000, "bye", Class::Normal, cx.budget(), now)
+                .unwrap(),
+            Then::Stop => cx.stop(),
         }
-        if let Some(at) = self.ws.next_deadline() {
-            cx.set_timer(WS_TIMER, at).unwrap();
-        }
-    }
-}
-
-fn ev_of(ev: Event<'_>) -> Ev {
-    match ev {
-        Event::Open => Ev::Open,
-        Event::Text(t) => Ev::Text(t.to_string()),
-        Event::Binary(b) => Ev::Binary(b.to_vec()),
-        Event::Pong(p) => Ev::Pong(p.to_vec()),
-        Event::Outcome(o) => Ev::Outcome(o.id, o.verdict),
-        Event::Closed(c) => Ev::Closed(c.cause, c.code, c.reason.to_string()),
-    }
-}
-
-impl ClientHandler for App {
-    fn on_response(&mut self, _: &mut Context<'_>, _: RequestId, _: Response<'_>, _: Flight) {
-        unreachable!("no HTTP here");
-    }
-    fn on_error(&mut self, _: &mut Context<'_>, _: RequestId, _: Sent, _: Error) {
-        unreachable!("no HTTP here");
-    }
-    fn on_fd(&mut self, cx: &mut Context<'_>, token: u64, _ready: Readiness) {
-        assert_eq!(token, WS_FD);
-        self.pump(cx);
-    }
-    fn on_timer(&mut self, cx: &mut Context<'_>, token: u64) {
-        assert_eq!(token, WS_TIMER);
-        self.pump(cx);
-    }
-    fn on_turn(&mut self, cx: &mut Context<'_>) {
-        if self.events.is_empty() {
-            self.pump(cx);
-        }
+        app.ws.flush(app.id, cx.budget(), now);
     }
 }
 
@@ -254,31 +189,14 @@ fn setup(
     tls: TlsConfig,
     config: Config,
     react: fn(&Ev) -> Then,
-) -> (EventLoop, App, Limits) {
-    let now = ergon_io::clock::now_ns();
-    let (mut budget, limits) = budget_at(10, 100, now);
-    let session = Session::new(
+) -> (EventLoop, App<Then>, Limits) {
+    on_loop(
         config,
-        &budget,
-        &limits.connect_parts(),
-        &limits.message_parts(),
-        now as u64,
-    )
-    .unwrap();
-    let mut ws = WsClient::new(4).unwrap();
-    let id = ws.add_tls(session, addr, tls);
-    ws.connect(id, &REQ_WSS, Class::Normal, &mut budget, now)
-        .unwrap();
-    let mut lp = EventLoop::new(LoopConfig::default(), budget).unwrap();
-    lp.watch_fd(ws.fd(), WS_FD, Interest::READ).unwrap();
-    let app = App {
-        ws,
-        id,
-        events: Vec::new(),
+        (10, 100),
+        &REQ_WSS,
+        |ws, session| ws.add_tls(session, addr, tls),
         react,
-        deadline: Instant::now() + IO_TIMEOUT,
-    };
-    (lp, app, limits)
+    )
 }
 
 /// 60,000 bytes: four TLS records each way.

@@ -1,12 +1,15 @@
 //! Test support for the WebSocket tests: a loopback server written for the tests
 //! (std threads and sockets, its own frame code, an independent SHA-1), and a
 //! blocking driver that runs a [`Session`] over a real TCP socket following the
-//! session's drive order.
+//! session's drive order, and ([`app`]) a client of one session run
+//! on the event loop.
 //!
 //! The server's framing is written here on purpose, not taken from `ergon_io::ws`:
 //! a shared bug would pass both sides.
 
 #![allow(dead_code)]
+
+pub mod app;
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -238,7 +241,8 @@ pub enum Ev {
 }
 
 impl Ev {
-    fn of(ev: Event<'_>) -> Ev {
+    /// Copies an event out of the session.
+    pub fn of(ev: Event<'_>) -> Ev {
         match ev {
             Event::Open => Ev::Open,
             Event::Text(t) => Ev::Text(t.to_string()),
