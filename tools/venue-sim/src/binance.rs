@@ -114,6 +114,15 @@ impl Status {
     }
 }
 
+/// What a placement books, whatever the venue.
+struct Placement {
+    side: Side,
+    kind: OrdType,
+    tif: &'static str,
+    qty_e8: u64,
+    price_e8: u64,
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct NewOrder {
     side: Side,
@@ -1246,9 +1255,7 @@ impl Venue {
             Op::Account => Response::json(200, self.account(account, now).to_string()),
             Op::OpenOrders => {
                 let list: Vec<Value> = self
-                    .orders
-                    .iter()
-                    .filter(|o| o.account == account && o.status == Status::New)
+                    .open_orders(account)
                     .map(|o| self.order_json(o, true))
                     .collect();
                 Response::json(200, Value::Array(list).to_string())
@@ -1282,11 +1289,7 @@ impl Venue {
                         "Original order side and modified side must be the same.",
                     );
                 }
-                let o = &mut self.orders[i];
-                o.qty_e8 = qty_e8;
-                o.price_e8 = price_e8;
-                o.update_time = now;
-                self.report.modifies += 1;
+                self.amend_order(i, Some(qty_e8), Some(price_e8), now);
                 Response::json(200, self.order_json(&self.orders[i], false).to_string())
             }
             Op::Cancel(r, cid) => match self.cancel(account, &r, cid, now) {
@@ -1340,6 +1343,89 @@ impl Venue {
         Some(i)
     }
 
+    /// Books a new order (the next order id; the caller's client id or
+    /// `{fresh}{order_id}`), filled at once if MARKET, indexes it and counts its
+    /// execution: a client id executed twice is a duplicate. The venue's own
+    /// checks and answer stay with the caller. Returns its index.
+    fn book_order(
+        &mut self,
+        account: usize,
+        client_id: Option<String>,
+        fresh: &str,
+        new: Placement,
+        now: i64,
+    ) -> usize {
+        let order_id = self.next_order_id;
+        self.next_order_id += 1;
+        let client_id = client_id.unwrap_or_else(|| format!("{fresh}{order_id}"));
+        let filled = new.kind == OrdType::Market;
+        let idx = self.orders.len();
+        self.orders.push(Order {
+            order_id,
+            account,
+            client_id: client_id.clone(),
+            side: new.side,
+            kind: new.kind,
+            tif: new.tif,
+            price_e8: new.price_e8,
+            qty_e8: new.qty_e8,
+            executed_e8: if filled { new.qty_e8 } else { 0 },
+            status: if filled { Status::Filled } else { Status::New },
+            time: now,
+            update_time: now,
+        });
+        self.by_client.insert((account, client_id.clone()), idx);
+        self.by_id.insert(order_id, idx);
+        self.report.executions += 1;
+        let count = self.executed.entry((account, client_id)).or_insert(0);
+        *count += 1;
+        if *count > 1 {
+            self.report.duplicates += 1;
+        }
+        idx
+    }
+
+    /// Sets the quantity and the price given of order `i`, and counts the modify.
+    fn amend_order(&mut self, i: usize, qty_e8: Option<u64>, price_e8: Option<u64>, now: i64) {
+        let o = &mut self.orders[i];
+        if let Some(q) = qty_e8 {
+            o.qty_e8 = q;
+        }
+        if let Some(p) = price_e8 {
+            o.price_e8 = p;
+        }
+        o.update_time = now;
+        self.report.modifies += 1;
+    }
+
+    /// Cancels order `i` and counts the cancel.
+    fn cancel_order(&mut self, i: usize, now: i64) {
+        let o = &mut self.orders[i];
+        o.status = Status::Canceled;
+        o.update_time = now;
+        self.report.cancels += 1;
+    }
+
+    /// `n` book levels each side of the mid, a tick (0.01) apart, written by
+    /// `level`: the bids below the mid (none under zero), then the asks above.
+    fn ladder(&self, n: usize, level: impl Fn(u64) -> Value) -> (Vec<Value>, Vec<Value>) {
+        let tick = 1_000_000u64;
+        let mid = self.cfg.mid_price_e8;
+        let bids = (1..=n as u64)
+            .filter_map(|i| mid.checked_sub(i * tick))
+            .map(&level)
+            .collect();
+        let asks = (1..=n as u64).map(|i| level(mid + i * tick)).collect();
+        (bids, asks)
+    }
+
+    /// The account's open orders, in the order they were placed.
+    fn open_orders(&self, account: usize) -> impl Iterator<Item = &Order> {
+        self.orders
+            .iter()
+            .filter(move |o| o.account == account && o.status == Status::New)
+    }
+
     fn place(
         &mut self,
         account: usize,
@@ -1358,44 +1444,20 @@ impl Venue {
                 }
             }
         }
-        let order_id = self.next_order_id;
-        self.next_order_id += 1;
-        let client_id = n
-            .client_id
-            .clone()
-            .unwrap_or_else(|| format!("sim-{order_id}"));
-        let filled = n.kind == OrdType::Market;
-        let order = Order {
-            order_id,
-            account,
-            client_id: client_id.clone(),
+        let placement = Placement {
             side: n.side,
             kind: n.kind,
             tif: n.tif,
-            price_e8: n.price_e8,
             qty_e8: n.qty_e8,
-            executed_e8: if filled { n.qty_e8 } else { 0 },
-            status: if filled { Status::Filled } else { Status::New },
-            time: now,
-            update_time: now,
+            price_e8: n.price_e8,
         };
-        let idx = self.orders.len();
-        self.orders.push(order);
-        self.by_client.insert((account, client_id.clone()), idx);
-        self.by_id.insert(order_id, idx);
-        self.report.executions += 1;
+        let idx = self.book_order(account, n.client_id.clone(), "sim-", placement, now);
+        let client_id = self.orders[idx].client_id.clone();
+        let filled = n.kind == OrdType::Market;
         if filled && self.spot() {
             // Binance Spot decrements the unfilled order count when an order first fills
             // (after the answer's headers were written, as there).
             self.count_order(account, -1, now);
-        }
-        let count = self
-            .executed
-            .entry((account, client_id.clone()))
-            .or_insert(0);
-        *count += 1;
-        if *count > 1 {
-            self.report.duplicates += 1;
         }
         // The stream: accepted as NEW, then (a MARKET order) its fill.
         if filled {
@@ -1433,10 +1495,7 @@ impl Venue {
             self.next_cancel_id += 1;
             format!("sim-cancel-{}", self.next_cancel_id)
         });
-        let o = &mut self.orders[i];
-        o.status = Status::Canceled;
-        o.update_time = now;
-        self.report.cancels += 1;
+        self.cancel_order(i, now);
         let orig = self.orders[i].client_id.clone();
         self.emit(i, "CANCELED", &cancel_id, &orig, 0, -1, now);
         let o = &self.orders[i];

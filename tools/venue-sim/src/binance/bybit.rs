@@ -29,7 +29,8 @@ use std::net::IpAddr;
 use serde_json::{json, Map, Value};
 
 use super::{
-    fmt_e8, parse_e8, quote, valid_client_id, Admission, Op, OrdType, Order, Side, Status, Venue,
+    fmt_e8, parse_e8, quote, valid_client_id, Admission, Op, OrdType, Order, Placement, Side,
+    Status, Venue,
 };
 use crate::config::LimitType;
 use crate::http::{Request, Response};
@@ -445,14 +446,7 @@ impl Venue {
                 "timeNano": (i128::from(now) * 1_000_000).to_string(),
             })),
             BybitOp::Orderbook(limit) => {
-                let tick = 1_000_000u64;
-                let mid = self.cfg.mid_price_e8;
-                let level = |p: u64| json!([fmt_dec(p), "1"]);
-                let b: Vec<Value> = (1..=limit as u64)
-                    .filter_map(|i| mid.checked_sub(i * tick))
-                    .map(level)
-                    .collect();
-                let a: Vec<Value> = (1..=limit as u64).map(|i| level(mid + i * tick)).collect();
+                let (b, a) = self.ladder(limit, |p| json!([fmt_dec(p), "1"]));
                 ok(
                     json!({ "s": self.cfg.symbol, "b": b, "a": a, "ts": now, "u": now, "seq": now, "cts": now }),
                 )
@@ -478,36 +472,16 @@ impl Venue {
                         return fail(110072, "OrderLinkedID is duplicate", now);
                     }
                 }
-                let order_id = self.next_order_id;
-                self.next_order_id += 1;
-                let client_id = link_id.unwrap_or_else(|| format!("sim-{order_id}"));
-                let filled = kind == OrdType::Market;
-                let idx = self.orders.len();
-                self.orders.push(Order {
-                    order_id,
-                    account,
-                    client_id: client_id.clone(),
+                let placement = Placement {
                     side,
                     kind,
                     tif,
-                    price_e8,
                     qty_e8,
-                    executed_e8: if filled { qty_e8 } else { 0 },
-                    status: if filled { Status::Filled } else { Status::New },
-                    time: now,
-                    update_time: now,
-                });
-                self.by_client.insert((account, client_id.clone()), idx);
-                self.by_id.insert(order_id, idx);
-                self.report.executions += 1;
-                let count = self
-                    .executed
-                    .entry((account, client_id.clone()))
-                    .or_insert(0);
-                *count += 1;
-                if *count > 1 {
-                    self.report.duplicates += 1;
-                }
+                    price_e8,
+                };
+                let idx = self.book_order(account, link_id, "sim-", placement, now);
+                let (order_id, client_id) =
+                    (self.orders[idx].order_id, &self.orders[idx].client_id);
                 ok(json!({ "orderId": order_id.to_string(), "orderLinkId": client_id }))
             }
             BybitOp::Amend {
@@ -521,15 +495,8 @@ impl Venue {
                 else {
                     return fail(110001, "order not exists or too late to replace", now);
                 };
-                let o = &mut self.orders[i];
-                if let Some(q) = qty_e8 {
-                    o.qty_e8 = q;
-                }
-                if let Some(p) = price_e8 {
-                    o.price_e8 = p;
-                }
-                o.update_time = now;
-                self.report.modifies += 1;
+                self.amend_order(i, qty_e8, price_e8, now);
+                let o = &self.orders[i];
                 ok(json!({ "orderId": o.order_id.to_string(), "orderLinkId": o.client_id }))
             }
             BybitOp::Cancel(target) => {
@@ -539,10 +506,8 @@ impl Venue {
                 else {
                     return fail(110001, "order not exists or too late to cancel", now);
                 };
-                let o = &mut self.orders[i];
-                o.status = Status::Canceled;
-                o.update_time = now;
-                self.report.cancels += 1;
+                self.cancel_order(i, now);
+                let o = &self.orders[i];
                 ok(json!({ "orderId": o.order_id.to_string(), "orderLinkId": o.client_id }))
             }
             BybitOp::Realtime(target) => {
@@ -553,9 +518,7 @@ impl Venue {
                         .into_iter()
                         .collect(),
                     None => self
-                        .orders
-                        .iter()
-                        .filter(|o| o.account == account && o.status == Status::New)
+                        .open_orders(account)
                         .map(|o| self.bybit_order_json(o))
                         .collect(),
                 };

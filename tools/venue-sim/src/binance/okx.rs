@@ -29,7 +29,9 @@ use std::net::IpAddr;
 
 use serde_json::{json, Map, Value};
 
-use super::{fmt_e8, parse_e8, quote, Admission, Op, OrdType, Order, Side, Status, Venue};
+use super::{
+    fmt_e8, parse_e8, quote, Admission, Op, OrdType, Order, Placement, Side, Status, Venue,
+};
 use crate::config::LimitType;
 use crate::http::{Request, Response};
 use crate::limits::Key;
@@ -426,14 +428,7 @@ impl Venue {
                 "details": [{ "ccy": "USDT", "eq": "100000", "availBal": "100000", "frozenBal": "0" }]
             }])),
             OkxOp::Books(sz) => {
-                let tick = 1_000_000u64;
-                let mid = self.cfg.mid_price_e8;
-                let level = |p: u64| json!([fmt_dec(p), "1", "0", "1"]);
-                let bids: Vec<Value> = (1..=sz as u64)
-                    .filter_map(|i| mid.checked_sub(i * tick))
-                    .map(level)
-                    .collect();
-                let asks: Vec<Value> = (1..=sz as u64).map(|i| level(mid + i * tick)).collect();
+                let (bids, asks) = self.ladder(sz, |p| json!([fmt_dec(p), "1", "0", "1"]));
                 ok(json!([{ "asks": asks, "bids": bids, "ts": now.to_string() }]))
             }
             OkxOp::Place {
@@ -449,36 +444,16 @@ impl Venue {
                         return order_failed("51016", "Duplicated clOrdId", "", c);
                     }
                 }
-                let order_id = self.next_order_id;
-                self.next_order_id += 1;
-                let client_id = cl_id.unwrap_or_else(|| format!("sim{order_id}"));
-                let filled = kind == OrdType::Market;
-                let idx = self.orders.len();
-                self.orders.push(Order {
-                    order_id,
-                    account,
-                    client_id: client_id.clone(),
+                let placement = Placement {
                     side,
                     kind,
                     tif: "GTC",
-                    price_e8,
                     qty_e8,
-                    executed_e8: if filled { qty_e8 } else { 0 },
-                    status: if filled { Status::Filled } else { Status::New },
-                    time: now,
-                    update_time: now,
-                });
-                self.by_client.insert((account, client_id.clone()), idx);
-                self.by_id.insert(order_id, idx);
-                self.report.executions += 1;
-                let count = self
-                    .executed
-                    .entry((account, client_id.clone()))
-                    .or_insert(0);
-                *count += 1;
-                if *count > 1 {
-                    self.report.duplicates += 1;
-                }
+                    price_e8,
+                };
+                let idx = self.book_order(account, cl_id, "sim", placement, now);
+                let (order_id, client_id) =
+                    (self.orders[idx].order_id, &self.orders[idx].client_id);
                 ok(json!([{
                     "clOrdId": client_id,
                     "ordId": order_id.to_string(),
@@ -501,10 +476,8 @@ impl Venue {
                         &cl,
                     );
                 };
-                let o = &mut self.orders[i];
-                o.status = Status::Canceled;
-                o.update_time = now;
-                self.report.cancels += 1;
+                self.cancel_order(i, now);
+                let o = &self.orders[i];
                 ok(json!([{
                     "clOrdId": o.client_id,
                     "ordId": o.order_id.to_string(),
@@ -530,15 +503,8 @@ impl Venue {
                         &cl,
                     );
                 };
-                let o = &mut self.orders[i];
-                if let Some(q) = qty_e8 {
-                    o.qty_e8 = q;
-                }
-                if let Some(p) = price_e8 {
-                    o.price_e8 = p;
-                }
-                o.update_time = now;
-                self.report.modifies += 1;
+                self.amend_order(i, qty_e8, price_e8, now);
+                let o = &self.orders[i];
                 ok(json!([{
                     "clOrdId": o.client_id,
                     "ordId": o.order_id.to_string(),
@@ -554,9 +520,7 @@ impl Venue {
             },
             OkxOp::Pending => {
                 let list: Vec<Value> = self
-                    .orders
-                    .iter()
-                    .filter(|o| o.account == account && o.status == Status::New)
+                    .open_orders(account)
                     .map(|o| self.okx_order_json(o))
                     .collect();
                 ok(Value::Array(list))
