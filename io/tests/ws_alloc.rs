@@ -7,12 +7,14 @@
 
 #[path = "common/alloc.rs"]
 mod alloc;
+mod ws_common;
 
 use alloc::Counting;
 use base64::Engine;
 use ergon_io::core::{Budget, Class, Part, Spec};
 use ergon_io::ws::{Config, Event, Request, Session, WsClient};
 use sha1::{Digest, Sha1};
+use ws_common::open_and_echo;
 
 #[global_allocator]
 static GLOBAL: Counting = Counting::new();
@@ -246,48 +248,17 @@ fn tcp_shell_steady_state_allocates_nothing() {
     };
     ws.connect(id, &req, Class::Normal, &mut budget, now())
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let mut opened = false;
-    while !opened {
-        assert!(Instant::now() < deadline, "no handshake");
-        ws.drive(&mut budget, now(), &mut |_, ev, _| {
-            opened |= ev == Event::Open;
-        })
-        .unwrap();
-    }
     let rounds = 2_000u64;
     let warmup = 10u64;
-    let mut echoed = 0u64;
-    for round in 0..rounds + warmup {
-        if round == warmup {
-            alloc::watch(true);
-        }
-        let t = now();
-        ws.session_mut(id)
-            .send_text(
-                "{\"method\":\"order.place\"}",
-                Class::Normal,
-                &mut budget,
-                t,
-            )
-            .unwrap();
-        ws.flush(id, &mut budget, t);
-        let before = echoed;
-        while echoed == before {
-            if Instant::now() > deadline {
-                alloc::watch(false);
-                panic!("echo {round} never came");
-            }
-            ws.drive(&mut budget, now(), &mut |_, ev, _| {
-                if let Event::Text(t) = ev {
-                    assert_eq!(t, "{\"method\":\"order.place\"}");
-                    echoed += 1;
-                }
-            })
-            .unwrap();
-        }
-    }
-    alloc::watch(false);
+    let echoed = open_and_echo(
+        &mut ws,
+        id,
+        &mut budget,
+        &now,
+        "{\"method\":\"order.place\"}",
+        (warmup, rounds),
+        alloc::watch,
+    );
     let allocs = alloc::here();
     eprintln!("tcp shell: {rounds} echoed messages, {allocs} allocations");
     assert_eq!(allocs, 0, "allocations in steady state");

@@ -33,7 +33,7 @@ use alloc::Counting;
 use ergon_io::core::Class;
 use ergon_io::event_loop::{Context, EventLoop};
 use ergon_io::tls::{TlsConfig, TlsError};
-use ergon_io::ws::{Cause, Config, Event, Request, Session, WsClient};
+use ergon_io::ws::{Cause, Config, Request, Session, WsClient};
 use pki::Pki;
 use rustls::{ServerConnection, StreamOwned};
 use ws_common::app::{on_loop, App, React};
@@ -457,45 +457,19 @@ fn allocations_per_message_over_wss_are_counted() {
     let id = ws.add_tls(session, addr, pki.client("localhost"));
     ws.connect(id, &REQ_WSS, Class::Normal, &mut budget, now())
         .unwrap();
-    let deadline = Instant::now() + IO_TIMEOUT;
-    let mut opened = false;
-    while !opened {
-        assert!(Instant::now() < deadline, "no handshake");
-        ws.drive(&mut budget, now(), &mut |_, ev, _| {
-            opened |= ev == Event::Open;
-        })
-        .unwrap();
-    }
     let msg = "{\"method\":\"order.place\"}";
     let rounds = 2_000u64;
     // Session tickets and the first buffers' growth happen in the warm-up.
     let warmup = 50u64;
-    let mut echoed = 0u64;
-    for round in 0..rounds + warmup {
-        if round == warmup {
-            alloc::watch(true);
-        }
-        let t = now();
-        ws.session_mut(id)
-            .send_text(msg, Class::Normal, &mut budget, t)
-            .unwrap();
-        ws.flush(id, &mut budget, t);
-        let before = echoed;
-        while echoed == before {
-            if Instant::now() > deadline {
-                alloc::watch(false);
-                panic!("echo {round} never came");
-            }
-            ws.drive(&mut budget, now(), &mut |_, ev, _| {
-                if let Event::Text(t) = ev {
-                    assert_eq!(t, msg);
-                    echoed += 1;
-                }
-            })
-            .unwrap();
-        }
-    }
-    alloc::watch(false);
+    let echoed = open_and_echo(
+        &mut ws,
+        id,
+        &mut budget,
+        &now,
+        msg,
+        (warmup, rounds),
+        alloc::watch,
+    );
     let allocs = alloc::here();
     eprintln!(
         "wss: {rounds} echoed messages, {allocs} allocations ({:.2} per message)",

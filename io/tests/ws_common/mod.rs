@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use base64::Engine;
 use ergon_io::core::{BucketId, Budget, Class, Part, Spec, Verdict};
-use ergon_io::ws::{Cause, Config, ConnectError, Event, Request, Session};
+use ergon_io::ws::{Cause, Config, ConnectError, Event, Request, Session, WsClient, WsId};
 use sha1::{Digest, Sha1};
 
 /// Generous: the machine is shared and loaded.
@@ -495,4 +495,55 @@ pub fn take_frames(s: &mut Session, budget: &mut Budget, now: i64) -> Vec<(u8, V
         s.handle_written(n, budget, now);
     }
     out
+}
+
+/// Waits for `ws`'s session `id` to open, then sends `msg` and waits for its echo,
+/// `warmup + rounds` times; calls `watch(true)` after the warm-up and
+/// `watch(false)` at the end (or before it panics). One deadline, [`IO_TIMEOUT`],
+/// for all of it. Returns the echoes seen.
+pub fn open_and_echo(
+    ws: &mut WsClient,
+    id: WsId,
+    budget: &mut Budget,
+    now: &dyn Fn() -> i64,
+    msg: &str,
+    (warmup, rounds): (u64, u64),
+    watch: fn(bool),
+) -> u64 {
+    let deadline = Instant::now() + IO_TIMEOUT;
+    let mut opened = false;
+    while !opened {
+        assert!(Instant::now() < deadline, "no handshake");
+        ws.drive(budget, now(), &mut |_, ev, _| {
+            opened |= ev == Event::Open;
+        })
+        .unwrap();
+    }
+    let mut echoed = 0u64;
+    for round in 0..rounds + warmup {
+        if round == warmup {
+            watch(true);
+        }
+        let t = now();
+        ws.session_mut(id)
+            .send_text(msg, Class::Normal, budget, t)
+            .unwrap();
+        ws.flush(id, budget, t);
+        let before = echoed;
+        while echoed == before {
+            if Instant::now() > deadline {
+                watch(false);
+                panic!("echo {round} never came");
+            }
+            ws.drive(budget, now(), &mut |_, ev, _| {
+                if let Event::Text(t) = ev {
+                    assert_eq!(t, msg);
+                    echoed += 1;
+                }
+            })
+            .unwrap();
+        }
+    }
+    watch(false);
+    echoed
 }
