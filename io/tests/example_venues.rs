@@ -713,20 +713,35 @@ fn run(args: &[&str]) -> (Result<(), String>, String, String) {
     )
 }
 
+/// `classify --venue V --request R --now-utc-ms NOW FILE`, as [`run`] gives it.
+fn classify_cli(
+    venue: &str,
+    request: &str,
+    now_utc_ms: &str,
+    file: &str,
+) -> (Result<(), String>, String, String) {
+    run(&[
+        "classify",
+        "--venue",
+        venue,
+        "--request",
+        request,
+        "--now-utc-ms",
+        now_utc_ms,
+        file,
+    ])
+}
+
 #[test]
 fn classify_prints_one_line() {
     let dir = common::fixtures();
     let file = |v: &str, c: &str| dir.join(v).join(format!("{c}.http")).display().to_string();
-    let (r, out, _) = run(&[
-        "classify",
-        "--venue",
+    let (r, out, _) = classify_cli(
         "binance-spot",
-        "--request",
         "order",
-        "--now-utc-ms",
         "1700000000000",
         &file("binance-spot", "weight_429"),
-    ]);
+    );
     assert_eq!(
         (r, out.as_str()),
         (
@@ -735,42 +750,30 @@ fn classify_prints_one_line() {
         )
     );
     // Another now: the UTC window ends elsewhere.
-    let (r, out, _) = run(&[
-        "classify",
-        "--venue",
+    let (r, out, _) = classify_cli(
         "binance-spot",
-        "--request",
         "read:1",
-        "--now-utc-ms",
         "1700000090000",
         &file("binance-spot", "queued_429"),
-    ]);
+    );
     assert_eq!(
         (r, out.as_str()),
         (Ok(()), "Throttled bucket=RAW_REQUESTS_5M until_ms=10000\n")
     );
-    let (r, out, _) = run(&[
-        "classify",
-        "--venue",
+    let (r, out, _) = classify_cli(
         "hyperliquid",
-        "--request",
         "info:userFills",
-        "--now-utc-ms",
         "1700000000000",
         &file("hyperliquid", "info_user_fills"),
-    ]);
+    );
     assert_eq!((r, out.as_str()), (Ok(()), "Done\n"));
     // A bad header: the line, and a warning on the side.
-    let (r, out, err) = run(&[
-        "classify",
-        "--venue",
+    let (r, out, err) = classify_cli(
         "binance-spot",
-        "--request",
         "order",
-        "--now-utc-ms",
         "1700000000000",
         &file("binance-spot", "bad_usage_header_429"),
-    ]);
+    );
     assert_eq!(
         (r, out.as_str()),
         (
@@ -816,16 +819,7 @@ fn classify_refuses_what_is_not_an_http_response() {
             &tmp.join("missing.http").display().to_string(),
         ),
     ] {
-        let (r, out, _) = run(&[
-            "classify",
-            "--venue",
-            venue,
-            "--request",
-            req,
-            "--now-utc-ms",
-            "1",
-            path,
-        ]);
+        let (r, out, _) = classify_cli(venue, req, "1", path);
         assert!(r.is_err(), "{venue} {req} {path}: {out}");
         assert_eq!(out, "");
     }
@@ -841,28 +835,10 @@ fn classify_refuses_what_is_not_an_http_response() {
     let (r, _, _) = run(&["frobnicate"]);
     assert!(r.is_err());
     // A body that is not the venue's JSON is a verdict: Unknown for an order.
-    let (r, out, _) = run(&[
-        "classify",
-        "--venue",
-        "okx",
-        "--request",
-        "order",
-        "--now-utc-ms",
-        "1",
-        &html_order,
-    ]);
+    let (r, out, _) = classify_cli("okx", "order", "1", &html_order);
     assert_eq!((r, out.as_str()), (Ok(()), "Unknown\n"));
     // Chunked bodies are de-chunked.
-    let (r, out, _) = run(&[
-        "classify",
-        "--venue",
-        "okx",
-        "--request",
-        "order",
-        "--now-utc-ms",
-        "1",
-        &chunked,
-    ]);
+    let (r, out, _) = classify_cli("okx", "order", "1", &chunked);
     assert_eq!((r, out.as_str()), (Ok(()), "ClockSkew\n"));
     std::fs::remove_dir_all(&tmp).unwrap();
 }
