@@ -191,17 +191,13 @@ fn cancel_replace_succeeds_fails_and_partially_fails_as_documented() {
     let (s, mut c) = start();
     c.signed(&s, "POST", "/api/v3/order", &order_params("q1"))
         .unwrap();
-    let cr = |cancel: &str, new: &str, mode: &str| {
-        format!("symbol=BTCUSDT&side=BUY&type=LIMIT&timeInForce=GTC&quantity=0.01&price=49001&cancelReplaceMode={mode}&cancelOrigClientOrderId={cancel}&newClientOrderId={new}")
+    // A signed cancel-replace of `cancel` by `new`, in `mode`.
+    let mut cr = |cancel: &str, new: &str, mode: &str| {
+        let params = format!("symbol=BTCUSDT&side=BUY&type=LIMIT&timeInForce=GTC&quantity=0.01&price=49001&cancelReplaceMode={mode}&cancelOrigClientOrderId={cancel}&newClientOrderId={new}");
+        c.signed(&s, "POST", "/api/v3/order/cancelReplace", &params)
+            .unwrap()
     };
-    let r = c
-        .signed(
-            &s,
-            "POST",
-            "/api/v3/order/cancelReplace",
-            &cr("q1", "q2", "STOP_ON_FAILURE"),
-        )
-        .unwrap();
+    let r = cr("q1", "q2", "STOP_ON_FAILURE");
     assert_eq!(r.status, 200, "{}", r.body);
     let v = r.json();
     assert_eq!(v["cancelResult"], "SUCCESS");
@@ -211,14 +207,7 @@ fn cancel_replace_succeeds_fails_and_partially_fails_as_documented() {
     assert!(r.header("X-MBX-ORDER-COUNT-10S").is_some());
 
     // q1 is gone: stop on failure, the new order is not attempted.
-    let r = c
-        .signed(
-            &s,
-            "POST",
-            "/api/v3/order/cancelReplace",
-            &cr("q1", "q3", "STOP_ON_FAILURE"),
-        )
-        .unwrap();
+    let r = cr("q1", "q3", "STOP_ON_FAILURE");
     assert_eq!((r.status, r.code()), (400, -2022));
     let v = r.json();
     assert_eq!(v["data"]["cancelResult"], "FAILURE");
@@ -226,26 +215,12 @@ fn cancel_replace_succeeds_fails_and_partially_fails_as_documented() {
     assert_eq!(v["data"]["cancelResponse"]["code"], -2011);
 
     // Allow failure: the cancel fails, the new order goes in: 409 partial.
-    let r = c
-        .signed(
-            &s,
-            "POST",
-            "/api/v3/order/cancelReplace",
-            &cr("q1", "q4", "ALLOW_FAILURE"),
-        )
-        .unwrap();
+    let r = cr("q1", "q4", "ALLOW_FAILURE");
     assert_eq!((r.status, r.code()), (409, -2021));
     assert_eq!(r.json()["data"]["newOrderResult"], "SUCCESS");
 
     // The cancel works but the new id is taken by an open order: 409 partial.
-    let r = c
-        .signed(
-            &s,
-            "POST",
-            "/api/v3/order/cancelReplace",
-            &cr("q2", "q4", "STOP_ON_FAILURE"),
-        )
-        .unwrap();
+    let r = cr("q2", "q4", "STOP_ON_FAILURE");
     assert_eq!((r.status, r.code()), (409, -2021));
     assert_eq!(r.json()["data"]["newOrderResponse"]["code"], -2010);
 
