@@ -66,6 +66,14 @@ fn ret_code(r: &common::Resp) -> i64 {
 fn orders_by_link_id_in_v5_shapes() {
     let s = Server::start(Config::bybit()).unwrap();
     let mut c = Client::connect(s.addr());
+    let realtime = |c: &mut Client, link: &str| {
+        let q = format!("category=linear&symbol=BTCUSDT&orderLinkId={link}");
+        v5(c, &s, "GET", "/v5/order/realtime", &q)
+    };
+    let cancel = |c: &mut Client, link: &str| {
+        let x = format!(r#"{{"category":"linear","symbol":"BTCUSDT","orderLinkId":"{link}"}}"#);
+        v5(c, &s, "POST", "/v5/order/cancel", &x)
+    };
     let r = v5(&mut c, &s, "POST", "/v5/order/create", &create("bb-1"));
     assert_eq!((r.status, ret_code(&r)), (200, 0), "{}", r.body);
     assert_eq!(r.json()["result"]["orderLinkId"], "bb-1");
@@ -76,13 +84,7 @@ fn orders_by_link_id_in_v5_shapes() {
     let dup = v5(&mut c, &s, "POST", "/v5/order/create", &create("bb-1"));
     assert_eq!(ret_code(&dup), 110072);
 
-    let q = v5(
-        &mut c,
-        &s,
-        "GET",
-        "/v5/order/realtime",
-        "category=linear&symbol=BTCUSDT&orderLinkId=bb-1",
-    );
+    let q = realtime(&mut c, "bb-1");
     let o = &q.json()["result"]["list"][0];
     assert_eq!(o["orderStatus"], "New");
     assert_eq!(o["price"], "49000");
@@ -95,37 +97,13 @@ fn orders_by_link_id_in_v5_shapes() {
         r#"{"category":"linear","symbol":"BTCUSDT","orderLinkId":"bb-1","price":"49100"}"#,
     );
     assert_eq!(ret_code(&a), 0, "{}", a.body);
-    let x = v5(
-        &mut c,
-        &s,
-        "POST",
-        "/v5/order/cancel",
-        r#"{"category":"linear","symbol":"BTCUSDT","orderLinkId":"bb-1"}"#,
-    );
+    let x = cancel(&mut c, "bb-1");
     assert_eq!(ret_code(&x), 0);
-    let x = v5(
-        &mut c,
-        &s,
-        "POST",
-        "/v5/order/cancel",
-        r#"{"category":"linear","symbol":"BTCUSDT","orderLinkId":"bb-1"}"#,
-    );
+    let x = cancel(&mut c, "bb-1");
     assert_eq!(ret_code(&x), 110001, "not open any more");
-    let q = v5(
-        &mut c,
-        &s,
-        "GET",
-        "/v5/order/realtime",
-        "category=linear&symbol=BTCUSDT&orderLinkId=bb-1",
-    );
+    let q = realtime(&mut c, "bb-1");
     assert_eq!(q.json()["result"]["list"][0]["orderStatus"], "Cancelled");
-    let q = v5(
-        &mut c,
-        &s,
-        "GET",
-        "/v5/order/realtime",
-        "category=linear&symbol=BTCUSDT&orderLinkId=never",
-    );
+    let q = realtime(&mut c, "never");
     assert_eq!(q.json()["result"]["list"].as_array().unwrap().len(), 0);
 
     let book = c.get("/v5/market/orderbook?category=linear&symbol=BTCUSDT&limit=5");

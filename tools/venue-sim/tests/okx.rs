@@ -62,6 +62,14 @@ fn code(r: &Resp) -> String {
 fn orders_by_client_id_in_v5_shapes() {
     let s = Server::start(Config::okx()).unwrap();
     let mut c = Client::connect(s.addr());
+    let query = |c: &mut Client, cl: &str| {
+        let path = format!("/api/v5/trade/order?instId=BTC-USDT-SWAP&clOrdId={cl}");
+        signed(c, &s, "GET", &path, "")
+    };
+    let cancel = |c: &mut Client, cl: &str| {
+        let x = format!(r#"{{"instId":"BTC-USDT-SWAP","clOrdId":"{cl}"}}"#);
+        signed(c, &s, "POST", "/api/v5/trade/cancel-order", &x)
+    };
     let r = signed(&mut c, &s, "POST", "/api/v5/trade/order", &place("ok1"));
     assert_eq!((r.status, code(&r)), (200, "0".to_string()), "{}", r.body);
     assert_eq!(r.json()["data"][0]["sCode"], "0");
@@ -71,13 +79,7 @@ fn orders_by_client_id_in_v5_shapes() {
     assert_eq!(code(&dup), "1");
     assert_eq!(dup.json()["data"][0]["sCode"], "51016");
 
-    let q = signed(
-        &mut c,
-        &s,
-        "GET",
-        "/api/v5/trade/order?instId=BTC-USDT-SWAP&clOrdId=ok1",
-        "",
-    );
+    let q = query(&mut c, "ok1");
     assert_eq!(q.json()["data"][0]["state"], "live");
     assert_eq!(q.json()["data"][0]["px"], "49000");
     let a = signed(
@@ -88,37 +90,13 @@ fn orders_by_client_id_in_v5_shapes() {
         r#"{"instId":"BTC-USDT-SWAP","clOrdId":"ok1","newPx":"49100"}"#,
     );
     assert_eq!(code(&a), "0", "{}", a.body);
-    let x = signed(
-        &mut c,
-        &s,
-        "POST",
-        "/api/v5/trade/cancel-order",
-        r#"{"instId":"BTC-USDT-SWAP","clOrdId":"ok1"}"#,
-    );
+    let x = cancel(&mut c, "ok1");
     assert_eq!(code(&x), "0");
-    let x = signed(
-        &mut c,
-        &s,
-        "POST",
-        "/api/v5/trade/cancel-order",
-        r#"{"instId":"BTC-USDT-SWAP","clOrdId":"ok1"}"#,
-    );
+    let x = cancel(&mut c, "ok1");
     assert_eq!(x.json()["data"][0]["sCode"], "51400");
-    let q = signed(
-        &mut c,
-        &s,
-        "GET",
-        "/api/v5/trade/order?instId=BTC-USDT-SWAP&clOrdId=ok1",
-        "",
-    );
+    let q = query(&mut c, "ok1");
     assert_eq!(q.json()["data"][0]["state"], "canceled");
-    let q = signed(
-        &mut c,
-        &s,
-        "GET",
-        "/api/v5/trade/order?instId=BTC-USDT-SWAP&clOrdId=never",
-        "",
-    );
+    let q = query(&mut c, "never");
     assert_eq!(code(&q), "51603");
     let b = c.get("/api/v5/market/books?instId=BTC-USDT-SWAP&sz=5");
     assert_eq!(b.json()["data"][0]["bids"].as_array().unwrap().len(), 5);
