@@ -1726,12 +1726,9 @@ impl Venue {
         }
     }
 
-    fn exchange_info(&self, now: i64) -> Value {
-        if !self.spot() {
-            return self.exchange_info_futures(now);
-        }
-        let limits: Vec<Value> = self
-            .cfg
+    /// The configured limits as `exchangeInfo` lists them (`rateLimits`).
+    fn rate_limits_json(&self) -> Vec<Value> {
+        self.cfg
             .rate_limits
             .iter()
             .map(|l| {
@@ -1742,7 +1739,14 @@ impl Venue {
                     "limit": l.limit,
                 })
             })
-            .collect();
+            .collect()
+    }
+
+    fn exchange_info(&self, now: i64) -> Value {
+        if !self.spot() {
+            return self.exchange_info_futures(now);
+        }
+        let limits = self.rate_limits_json();
         let sym = &self.cfg.symbol;
         json!({
             "timezone": "UTC",
@@ -1778,19 +1782,7 @@ impl Venue {
     }
 
     fn exchange_info_futures(&self, now: i64) -> Value {
-        let limits: Vec<Value> = self
-            .cfg
-            .rate_limits
-            .iter()
-            .map(|l| {
-                json!({
-                    "rateLimitType": l.kind.name(),
-                    "interval": l.interval.name(),
-                    "intervalNum": l.interval_num,
-                    "limit": l.limit,
-                })
-            })
-            .collect();
+        let limits = self.rate_limits_json();
         let sym = &self.cfg.symbol;
         json!({
             "timezone": "UTC",
