@@ -11,7 +11,7 @@ mod ws_common;
 
 use alloc::Counting;
 use base64::Engine;
-use ergon_io::core::{Budget, Class, Part, Spec};
+use ergon_io::core::{Budget, Builder, Class, Part, Spec};
 use ergon_io::ws::{Config, Event, Request, Session, WsClient};
 use sha1::{Digest, Sha1};
 use ws_common::open_and_echo;
@@ -38,9 +38,9 @@ fn drain_tx(s: &mut Session, budget: &mut Budget, now: i64) -> usize {
     total
 }
 
-#[test]
-fn steady_state_allocates_nothing() {
-    let mut b = Budget::builder();
+/// The session's buckets in both tests: an IP gate, 10 connects a minute,
+/// messages without a practical limit. Returns the connect and message parts.
+fn ws_buckets(b: &mut Builder) -> ([Part; 2], [Part; 2]) {
     let ip = b.add("ip", Spec::gate()).unwrap();
     let connects = b
         .add("connects", Spec::sliding(10, 60_000_000_000, 60))
@@ -48,16 +48,19 @@ fn steady_state_allocates_nothing() {
     let messages = b
         .add("messages", Spec::sliding(1 << 40, 1_000_000_000, 10))
         .unwrap();
+    (
+        [Part::new(ip, 0), Part::new(connects, 1)],
+        [Part::new(ip, 0), Part::new(messages, 1)],
+    )
+}
+
+#[test]
+fn steady_state_allocates_nothing() {
+    let mut b = Budget::builder();
+    let (connect, message) = ws_buckets(&mut b);
     let orders = b.add("orders", Spec::in_flight(8)).unwrap();
     let mut budget = b.build(0).unwrap();
-    let mut s = Session::new(
-        Config::default(),
-        &budget,
-        &[Part::new(ip, 0), Part::new(connects, 1)],
-        &[Part::new(ip, 0), Part::new(messages, 1)],
-        42,
-    )
-    .unwrap();
+    let mut s = Session::new(Config::default(), &budget, &connect, &message, 42).unwrap();
     let req = Request {
         host: "venue",
         path: "/ws",
@@ -221,24 +224,11 @@ fn tcp_shell_steady_state_allocates_nothing() {
     });
 
     let mut b = Budget::builder();
-    let ip = b.add("ip", Spec::gate()).unwrap();
-    let connects = b
-        .add("connects", Spec::sliding(10, 60_000_000_000, 60))
-        .unwrap();
-    let messages = b
-        .add("messages", Spec::sliding(1 << 40, 1_000_000_000, 10))
-        .unwrap();
+    let (connect, message) = ws_buckets(&mut b);
     let t0 = Instant::now();
     let now = || t0.elapsed().as_nanos() as i64;
     let mut budget = b.build(0).unwrap();
-    let session = Session::new(
-        Config::default(),
-        &budget,
-        &[Part::new(ip, 0), Part::new(connects, 1)],
-        &[Part::new(ip, 0), Part::new(messages, 1)],
-        9,
-    )
-    .unwrap();
+    let session = Session::new(Config::default(), &budget, &connect, &message, 9).unwrap();
     let mut ws = WsClient::new(1).unwrap();
     let id = ws.add(session, addr);
     let req = Request {
