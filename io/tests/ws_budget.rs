@@ -7,7 +7,7 @@ mod ws_common;
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use ergon_io::core::{Class, Part, Spec, Verdict, Why};
 use ergon_io::ws::{Cause, Config, ConnectError, Event, Session};
@@ -22,25 +22,9 @@ fn ping_flood_stays_under_the_message_limit() {
         let mut p = Peer::accept(&l);
         p.handshake();
         // A reader records every frame the client sends, with its arrival time.
-        let mut reader = Peer::from_stream(p.stream.try_clone().unwrap());
-        let got = std::thread::spawn(move || {
-            let mut frames = Vec::new();
-            while let Some(f) = reader.read_frame() {
-                let close = f.opcode == 0x8;
-                frames.push(f);
-                if close {
-                    break;
-                }
-            }
-            frames
-        });
+        let got = p.record_frames(|f| f.opcode == 0x8);
         // 50 pings a second for two seconds: ten times the limit.
-        let start = Instant::now();
-        for i in 0..PINGS {
-            let at = start + Duration::from_millis(20 * i as u64);
-            std::thread::sleep(at.saturating_duration_since(Instant::now()));
-            p.write_frame(true, 0x9, format!("ping-{i}").as_bytes());
-        }
+        p.ping_every_20ms(PINGS);
         // Time for the pong of the last ping to get through the budget.
         std::thread::sleep(Duration::from_millis(1500));
         p.write_frame(true, 0x8, &1000u16.to_be_bytes());

@@ -6,7 +6,7 @@ mod ws_common;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use ergon_io::core::{Class, Why};
 use ergon_io::event_loop::{Context, EventLoop};
@@ -193,26 +193,10 @@ fn ping_flood_on_the_loop_pongs_paced_by_loop_timers() {
     let (addr, server) = serve(|l| {
         let mut p = Peer::accept(&l);
         p.handshake();
-        let mut reader = Peer::from_stream(p.stream.try_clone().unwrap());
         let last = format!("ping-{}", PINGS - 1).into_bytes();
-        let got = std::thread::spawn(move || {
-            let mut frames = Vec::new();
-            // Until the pong of the last ping (it may take a window or two).
-            while let Some(f) = reader.read_frame() {
-                let done = f.opcode == 0xA && f.payload == last;
-                frames.push(f);
-                if done {
-                    break;
-                }
-            }
-            frames
-        });
-        let start = Instant::now();
-        for i in 0..PINGS {
-            let at = start + Duration::from_millis(20 * i as u64);
-            std::thread::sleep(at.saturating_duration_since(Instant::now()));
-            p.write_frame(true, 0x9, format!("ping-{i}").as_bytes());
-        }
+        // Until the pong of the last ping (it may take a window or two).
+        let got = p.record_frames(move |f| f.opcode == 0xA && f.payload == last);
+        p.ping_every_20ms(PINGS);
         let frames = got.join().unwrap();
         p.write_frame(true, 0x8, &1000u16.to_be_bytes());
         let (code, _) = p.read_until_close();

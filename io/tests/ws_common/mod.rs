@@ -66,6 +66,36 @@ impl Peer {
         Peer::from_stream(stream)
     }
 
+    /// A thread reading the client's frames on a clone of this connection, up to
+    /// and including the first that `last` accepts (or the end of the stream).
+    pub fn record_frames(
+        &self,
+        last: impl Fn(&Frame) -> bool + Send + 'static,
+    ) -> JoinHandle<Vec<Frame>> {
+        let mut reader = Peer::from_stream(self.stream.try_clone().unwrap());
+        std::thread::spawn(move || {
+            let mut frames = Vec::new();
+            while let Some(f) = reader.read_frame() {
+                let done = last(&f);
+                frames.push(f);
+                if done {
+                    break;
+                }
+            }
+            frames
+        })
+    }
+
+    /// Writes `n` pings (`ping-0`, `ping-1`, ...), one every 20 ms: 50 a second.
+    pub fn ping_every_20ms(&mut self, n: usize) {
+        let start = Instant::now();
+        for i in 0..n {
+            let at = start + Duration::from_millis(20 * i as u64);
+            std::thread::sleep(at.saturating_duration_since(Instant::now()));
+            self.write_frame(true, 0x9, format!("ping-{i}").as_bytes());
+        }
+    }
+
     pub fn from_stream(stream: TcpStream) -> Peer {
         stream.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
         stream.set_nodelay(true).unwrap();
