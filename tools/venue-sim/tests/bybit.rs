@@ -109,15 +109,7 @@ fn orders_by_link_id_in_v5_shapes() {
     let book = c.get("/v5/market/orderbook?category=linear&symbol=BTCUSDT&limit=5");
     assert_eq!(book.json()["result"]["b"].as_array().unwrap().len(), 5);
     let rep = s.stop();
-    assert_eq!(
-        (
-            rep.executions,
-            rep.cancels,
-            rep.modifies,
-            rep.duplicate_rejects
-        ),
-        (1, 1, 1, 1)
-    );
+    assert_eq!(common::order_counts(&rep), (1, 1, 1, 1));
 }
 
 #[test]

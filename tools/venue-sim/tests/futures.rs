@@ -94,15 +94,7 @@ fn futures_paths_limits_and_shapes() {
     let d = c.get("/fapi/v1/depth?symbol=BTCUSDT&limit=7");
     assert_eq!(d.code(), -1130, "futures depth limits are a fixed set");
     let rep = s.stop();
-    assert_eq!(
-        (
-            rep.executions,
-            rep.modifies,
-            rep.cancels,
-            rep.duplicate_rejects
-        ),
-        (1, 1, 1, 1)
-    );
+    assert_eq!(common::order_counts(&rep), (1, 1, 1, 1));
 }
 
 #[test]

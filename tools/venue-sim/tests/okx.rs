@@ -101,15 +101,7 @@ fn orders_by_client_id_in_v5_shapes() {
     let b = c.get("/api/v5/market/books?instId=BTC-USDT-SWAP&sz=5");
     assert_eq!(b.json()["data"][0]["bids"].as_array().unwrap().len(), 5);
     let rep = s.stop();
-    assert_eq!(
-        (
-            rep.executions,
-            rep.cancels,
-            rep.modifies,
-            rep.duplicate_rejects
-        ),
-        (1, 1, 1, 1)
-    );
+    assert_eq!(common::order_counts(&rep), (1, 1, 1, 1));
 }
 
 #[test]

@@ -7,7 +7,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
 use ergon_venue_sim::params::sign;
-use ergon_venue_sim::{Server, DEFAULT_API_KEY, DEFAULT_API_SECRET};
+use ergon_venue_sim::{Report, Server, DEFAULT_API_KEY, DEFAULT_API_SECRET};
 use serde_json::Value;
 
 /// One answer.
@@ -180,4 +180,14 @@ pub fn at_window_start(server: &Server, window_ms: i64) {
     let now = server.clock().now_ms();
     let next = (now.div_euclid(window_ms) + 1) * window_ms;
     std::thread::sleep(Duration::from_millis((next - now + 20) as u64));
+}
+
+/// The report's order counts: (executions, cancels, modifies, duplicate rejects).
+pub fn order_counts(rep: &Report) -> (u64, u64, u64, u64) {
+    (
+        rep.executions,
+        rep.cancels,
+        rep.modifies,
+        rep.duplicate_rejects,
+    )
 }
