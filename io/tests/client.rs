@@ -75,13 +75,7 @@ fn connection_close_opens_a_fresh_connection_for_the_next_request() {
     for i in 0..3 {
         let body = format!("id={i}");
         let (answer, _) = d.send(&order(&body), 10 * SEC);
-        assert_eq!(
-            answer,
-            Answer::Response {
-                status: 200,
-                body: b"ok".to_vec()
-            }
-        );
+        assert_eq!(answer, Answer::ok(b"ok"));
     }
     let log = server.log.lock().unwrap();
     for i in 0..3 {
@@ -192,13 +186,7 @@ fn an_invalid_or_late_request_hands_the_ticket_back_and_writes_nothing() {
         true
     });
     let (answer, _) = d.send(&order("id=10"), 10 * SEC);
-    assert_eq!(
-        answer,
-        Answer::Response {
-            status: 200,
-            body: b"id=10".to_vec()
-        }
-    );
+    assert_eq!(answer, Answer::ok(b"id=10"));
     let log = server.log.lock().unwrap();
     assert_eq!(log.count(b"id=9"), 0);
     assert_eq!(log.count(b"id=late"), 0);
@@ -231,13 +219,7 @@ mod curl {
         let mut d = Driver::new(server.addr, curl_pool(false));
         for _ in 0..5 {
             let (answer, _) = d.send(&Request::get("/time"), 10 * SEC);
-            assert_eq!(
-                answer,
-                Answer::Response {
-                    status: 200,
-                    body: b"ok".to_vec()
-                }
-            );
+            assert_eq!(answer, Answer::ok(b"ok"));
         }
         let c = *d.lp.client().counters();
         assert_eq!((c.requests, c.responses, c.connects), (5, 5, 1), "{c:?}");
@@ -261,21 +243,9 @@ mod curl {
         });
         let mut d = Driver::new(server.addr, curl_pool(true));
         let (first, _) = d.send(&order("id=1"), 10 * SEC);
-        assert_eq!(
-            first,
-            Answer::Response {
-                status: 200,
-                body: b"first".to_vec()
-            }
-        );
+        assert_eq!(first, Answer::ok(b"first"));
         let (second, _) = d.send(&order("id=2"), 10 * SEC);
-        assert_eq!(
-            second,
-            Answer::Response {
-                status: 200,
-                body: b"id=2".to_vec()
-            }
-        );
+        assert_eq!(second, Answer::ok(b"id=2"));
         // One request from the caller, two on the wire: a duplicated order.
         let log = server.log.lock().unwrap();
         assert_eq!(log.count(b"id=2"), 2);

@@ -43,13 +43,7 @@ fn a_request_past_its_deadline_fails_maybe_sent_and_its_connection_is_closed() {
     assert!(server.wait_for(|_| saw_close.load(Ordering::Acquire)));
     // The next request goes out on a new connection.
     let (a, _) = d.send(&order("id=next"), 10 * SEC);
-    assert_eq!(
-        a,
-        Answer::Response {
-            status: 200,
-            body: b"id=next".to_vec()
-        }
-    );
+    assert_eq!(a, Answer::ok(b"id=next"));
     let log = server.log.lock().unwrap();
     assert_eq!(log.conns_with(b"id=slow"), vec![0]);
     assert_eq!(log.conns_with(b"id=next"), vec![1]);

@@ -21,13 +21,7 @@ fn connections_open_ahead_of_need_and_each_connect_is_charged() {
     );
     assert_eq!(d.lp.budget().stats(d.connects).used, 3);
     let (a, _) = d.send(&order("id=1"), 10 * SEC);
-    assert_eq!(
-        a,
-        Answer::Response {
-            status: 200,
-            body: b"id=1".to_vec()
-        }
-    );
+    assert_eq!(a, Answer::ok(b"id=1"));
 }
 
 #[test]

@@ -41,23 +41,11 @@ fn the_loop_drops_a_connection_closed_while_idle() {
     let server = server(close.clone(), closed.clone());
     let mut d = Driver::new(server.addr, |pc| pc.reconnect_delay_ns = 1_000_000);
     let (a, _) = d.send(&order("id=first"), 10 * SEC);
-    assert_eq!(
-        a,
-        Answer::Response {
-            status: 200,
-            body: b"id=first".to_vec()
-        }
-    );
+    assert_eq!(a, Answer::ok(b"id=first"));
     close.store(true, Ordering::Release);
     assert!(server.wait_for(|_| closed.load(Ordering::Acquire)));
     let (a, _) = d.send(&order("id=second"), 10 * SEC);
-    assert_eq!(
-        a,
-        Answer::Response {
-            status: 200,
-            body: b"id=second".to_vec()
-        }
-    );
+    assert_eq!(a, Answer::ok(b"id=second"));
     assert_eq!(d.lp.client().counters().stale, 1);
     let log = server.log.lock().unwrap();
     assert_eq!(log.count(b"id=second"), 1);
@@ -134,13 +122,7 @@ fn the_send_path_never_writes_to_a_connection_closed_while_idle() {
     let server = server(close.clone(), closed.clone());
     let mut d = Driver::new(server.addr, |pc| pc.reconnect_delay_ns = 1_000_000);
     let (a, _) = d.send(&order("id=first"), 10 * SEC);
-    assert_eq!(
-        a,
-        Answer::Response {
-            status: 200,
-            body: b"id=first".to_vec()
-        }
-    );
+    assert_eq!(a, Answer::ok(b"id=first"));
 
     let mut fds = [0i32; 2];
     // SAFETY: fds is a live two-int array.

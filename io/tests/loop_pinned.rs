@@ -64,13 +64,7 @@ fn a_pinned_busy_polling_loop_runs_on_its_cpu_and_serves_requests() {
         assert_eq!(d.lp.cpu(), Some(cpu));
         // Requests still work (and the pin holds) in the same thread.
         let (a, _) = d.send(&order("id=pinned"), 10 * SEC);
-        assert_eq!(
-            a,
-            Answer::Response {
-                status: 200,
-                body: b"id=pinned".to_vec()
-            }
-        );
+        assert_eq!(a, Answer::ok(b"id=pinned"));
         (h.turns, h.off_cpu, current_cpu())
     });
     let (turns, off, after) = t.join().unwrap();

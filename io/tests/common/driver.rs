@@ -18,6 +18,16 @@ pub enum Answer {
     Error { sent: SentKind, error: Error },
 }
 
+impl Answer {
+    /// A 200 response with `body`.
+    pub fn ok(body: &[u8]) -> Answer {
+        Answer::Response {
+            status: 200,
+            body: body.to_vec(),
+        }
+    }
+}
+
 /// `Sent` without the ticket or flight (those went back to the budget).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SentKind {
