@@ -32,8 +32,9 @@ fn server(close: Arc<AtomicBool>, closed: Arc<AtomicBool>) -> Server {
     })
 }
 
-#[test]
-fn the_loop_drops_a_connection_closed_while_idle() {
+/// The [`server`], its `close` and `closed` flags, and a driver whose first
+/// request (`id=first`) was answered on connection 0.
+fn first_answered() -> (Server, Arc<AtomicBool>, Arc<AtomicBool>, Driver) {
     let (close, closed) = (
         Arc::new(AtomicBool::new(false)),
         Arc::new(AtomicBool::new(false)),
@@ -42,6 +43,12 @@ fn the_loop_drops_a_connection_closed_while_idle() {
     let mut d = Driver::new(server.addr, |pc| pc.reconnect_delay_ns = 1_000_000);
     let (a, _) = d.send(&order("id=first"), 10 * SEC);
     assert_eq!(a, Answer::ok(b"id=first"));
+    (server, close, closed, d)
+}
+
+#[test]
+fn the_loop_drops_a_connection_closed_while_idle() {
+    let (server, close, closed, mut d) = first_answered();
     close.store(true, Ordering::Release);
     assert!(server.wait_for(|_| closed.load(Ordering::Acquire)));
     let (a, _) = d.send(&order("id=second"), 10 * SEC);
@@ -115,14 +122,7 @@ impl ClientHandler for FromPipe {
 
 #[test]
 fn the_send_path_never_writes_to_a_connection_closed_while_idle() {
-    let (close, closed) = (
-        Arc::new(AtomicBool::new(false)),
-        Arc::new(AtomicBool::new(false)),
-    );
-    let server = server(close.clone(), closed.clone());
-    let mut d = Driver::new(server.addr, |pc| pc.reconnect_delay_ns = 1_000_000);
-    let (a, _) = d.send(&order("id=first"), 10 * SEC);
-    assert_eq!(a, Answer::ok(b"id=first"));
+    let (server, close, closed, mut d) = first_answered();
 
     let mut fds = [0i32; 2];
     // SAFETY: fds is a live two-int array.
