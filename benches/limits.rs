@@ -4,7 +4,7 @@
 //! The Binance-like budget: weight 6000/min and raw requests 61000/5 min (sliding, 60
 //! slots), orders 100/10 s and 200000/day (fixed, 20 ms guard); governor gets one
 //! limiter per bucket with the same rate and burst, checked in a row. Every batch of
-//! [`BATCH`] calls starts from the same state, set up outside the timed region, so
+//! `common::BATCH` calls starts from the same state, set up outside the timed region, so
 //! a steady charge never drifts into refusals however many iterations criterion asks
 //! for.
 //!
@@ -12,8 +12,11 @@
 
 use std::hint::black_box;
 use std::num::NonZeroU32;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+mod common;
+
+use common::batched;
 use criterion::Criterion;
 use ergon_core::{BucketId, Budget, Class, Part, Spec};
 use governor::clock::{Clock, FakeRelativeClock, QuantaClock};
@@ -25,33 +28,8 @@ const SEC: i64 = 1_000_000_000;
 const STEADY_NS: i64 = SEC / 2;
 /// Just under one turn of the weight ring: the next charge walks 60 cells.
 const IDLE_GAP_NS: i64 = 60 * SEC;
-/// Calls per batch; at most the orders/10 s limit.
-const BATCH: u64 = 64;
 
 type Limiter<C> = RateLimiter<NotKeyed, InMemoryState, C, NoOpMiddleware<<C as Clock>::Instant>>;
-
-/// Runs `iters` calls in batches, each batch after an untimed `prepare`, and returns
-/// the time spent in the calls only.
-fn batched<S>(
-    iters: u64,
-    state: &mut S,
-    mut prepare: impl FnMut(&mut S),
-    mut call: impl FnMut(&mut S),
-) -> Duration {
-    let mut total = Duration::ZERO;
-    let mut left = iters;
-    while left > 0 {
-        let n = left.min(BATCH);
-        prepare(state);
-        let start = Instant::now();
-        for _ in 0..n {
-            call(state);
-        }
-        total += start.elapsed();
-        left -= n;
-    }
-    total
-}
 
 struct Binance {
     fresh: Budget,

@@ -9,8 +9,11 @@
 
 use std::hint::black_box;
 use std::num::NonZeroU32;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+mod common;
+
+use common::batched;
 use criterion::{BenchmarkId, Criterion};
 use ergon_core::{Budget, Class, Part, Spec, MAX_PARTS};
 use governor::clock::{Clock, FakeRelativeClock};
@@ -19,7 +22,6 @@ use governor::state::{InMemoryState, NotKeyed};
 use governor::{Quota, RateLimiter};
 
 const SEC: i64 = 1_000_000_000;
-const BATCH: u64 = 64;
 const SIZES: [usize; 5] = [1, 2, 4, 8, 16];
 
 type Limiter = RateLimiter<
@@ -28,28 +30,6 @@ type Limiter = RateLimiter<
     FakeRelativeClock,
     NoOpMiddleware<<FakeRelativeClock as Clock>::Instant>,
 >;
-
-/// `iters` calls in batches of [`BATCH`], each after an untimed reset.
-fn batched<S>(
-    iters: u64,
-    state: &mut S,
-    mut reset: impl FnMut(&mut S),
-    mut call: impl FnMut(&mut S),
-) -> Duration {
-    let mut total = Duration::ZERO;
-    let mut left = iters;
-    while left > 0 {
-        let n = left.min(BATCH);
-        reset(state);
-        let start = Instant::now();
-        for _ in 0..n {
-            call(state);
-        }
-        total += start.elapsed();
-        left -= n;
-    }
-    total
-}
 
 fn scaling(c: &mut Criterion) {
     let mut g = c.benchmark_group("buckets");
