@@ -43,25 +43,21 @@
 //! flight): it is a driver to read, not the hot path. The budget and the client it
 //! drives do not allocate per request.
 
-#[allow(dead_code)]
-#[path = "../io/examples/venues/binance_spot.rs"]
-mod binance_spot;
-
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::io::Write;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use binance_spot::{BinanceSpot, Counts};
-use ergon_core::adapt::{self, Clock, Request as Kind, Venue};
-use ergon_core::json;
-use ergon_core::response::Response;
 use ergon_core::{BucketId, Budget, Class, Flight, Part, Resend, Spec, Verdict, Why};
 use ergon_io::client::{ClientHandler, Error, PoolConfig, PoolId, RequestId, Sent};
 use ergon_io::event_loop::{Config as LoopConfig, Context, EventLoop, Interest, Readiness};
 use ergon_io::http::Request;
 use ergon_io::ws::{self, Cause, Event as WsEvent, Session, State as WsState, WsClient, WsId};
+use ergon_venues::adapt::{self, Clock, Request as Kind, Venue};
+use ergon_venues::binance_spot::{self, BinanceSpot, Counts};
+use ergon_venues::json;
+use ergon_venues::response::Response;
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 

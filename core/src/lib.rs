@@ -38,12 +38,9 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-pub mod adapt;
 mod budget;
 mod fixed;
 mod gcra;
-pub mod json;
-pub mod response;
 mod ring;
 mod spec;
 mod stats;

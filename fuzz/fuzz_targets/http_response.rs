@@ -3,7 +3,7 @@
 //! complete response must be readable and consistent.
 #![no_main]
 
-use ergon_io::core::response::Header;
+use ergon_venues::response::Header;
 use ergon_io::http::{Conn, Limits, Progress, Request, MAX_HEADERS};
 use libfuzzer_sys::fuzz_target;
 

@@ -1,7 +1,7 @@
 //! The JSON reader: any bytes, every lookup. Errors are fine; panics are not.
 #![no_main]
 
-use ergon_core::json::{self, Kind, Value};
+use ergon_venues::json::{self, Kind, Value};
 use libfuzzer_sys::fuzz_target;
 
 fn walk(v: Value<'_>, budget: &mut u32) {

@@ -20,11 +20,11 @@ use std::io::Write;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::process::ExitCode;
 
-use ergon_core::response::Response;
 use ergon_core::{Budget, Class, Flight, Part, Spec};
 use ergon_io::client::{ClientHandler, Error, PoolConfig, PoolId, RequestId, Sent};
 use ergon_io::event_loop::{Config, Context, EventLoop};
 use ergon_io::http::{Conn, Limits, Request};
+use ergon_venues::response::Response;
 
 const USAGE: &str = "usage: send [--method M] [--header 'K: V']... [--body TEXT] [--repeat N] \
 [--interval-ms MS] [--timeout-ms MS] [--cafile PATH] http[s]://HOST[:PORT][/PATH]";

@@ -50,8 +50,8 @@
 use std::net::SocketAddr;
 use std::os::raw::c_int;
 
-use ergon_core::response::{Header, Response};
 use ergon_core::{Budget, Class, Flight, Part, Ticket};
+use ergon_venues::response::{Header, Response};
 
 #[cfg(feature = "curl")]
 use crate::curl::{Curl, CurlConfig, Ended, CURL_TOKEN};

@@ -33,8 +33,8 @@ use std::time::Duration;
 
 use curl::easy::{Easy2, Handler, InfoType, List, WriteError};
 use curl::multi::{Easy2Handle, Events, Multi};
-use ergon_core::response::{Header, Response};
 use ergon_core::Ticket;
+use ergon_venues::response::{Header, Response};
 
 use crate::client::{Error, RequestId};
 use crate::http::{encode, InvalidRequest, Limits, Request, MAX_HEADERS};

@@ -545,8 +545,8 @@ mod tests {
     use std::os::fd::IntoRawFd;
     use std::os::unix::net::UnixStream;
 
-    use ergon_core::response::Response;
     use ergon_core::{Class, Part, Spec};
+    use ergon_venues::response::Response;
 
     use super::*;
     use crate::client::{Error, PoolConfig, RequestId};

@@ -19,7 +19,8 @@
 //!   connect attempt is charged, sans-IO, with a TCP shell on the event loop.
 //!
 //! ```no_run
-//! use ergon_core::{response::Response, Budget, Class, Flight, Part, Spec};
+//! use ergon_core::{Budget, Class, Flight, Part, Spec};
+//! use ergon_venues::response::Response;
 //! use ergon_io::client::{ClientHandler, Error, PoolConfig, PoolId, RequestId, Sent};
 //! use ergon_io::event_loop::{Config, Context, EventLoop};
 //! use ergon_io::http::Request;

@@ -13,10 +13,10 @@ use ergon_io::boundary::service::Settle;
 use ergon_io::boundary::{build, BuildError, Config};
 use ergon_io::client::PoolConfig;
 use ergon_io::clock;
-use ergon_io::core::response::Response;
 use ergon_io::core::{BucketId, Budget, Class, Part, Spec, MAX_PARTS};
 use ergon_io::event_loop::{Config as LoopConfig, EventLoop};
 use ergon_io::http::Request;
+use ergon_venues::response::Response;
 
 fn budget() -> (Budget, BucketId) {
     let mut b = Budget::builder();

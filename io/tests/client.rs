@@ -6,10 +6,10 @@ mod common;
 use common::driver::{order, Answer, Driver, SEC};
 use common::server::Server;
 use ergon_io::client::{ClientHandler, Error, PoolId, Refused, RequestId, Sent};
-use ergon_io::core::response::Response;
 use ergon_io::core::{Class, Flight, Part};
 use ergon_io::event_loop::Context;
 use ergon_io::http::{InvalidRequest, Request};
+use ergon_venues::response::Response;
 
 #[test]
 fn requests_reuse_one_keep_alive_connection() {

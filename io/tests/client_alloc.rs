@@ -8,10 +8,10 @@ use std::io::{Read, Write};
 use common::alloc::{self, Counting};
 use common::driver::{Driver, SEC};
 use ergon_io::client::{ClientHandler, Error, PoolId, RequestId, Sent};
-use ergon_io::core::response::Response;
 use ergon_io::core::{Class, Flight, Part};
 use ergon_io::event_loop::Context;
 use ergon_io::http::Request;
+use ergon_venues::response::Response;
 
 #[global_allocator]
 static GLOBAL: Counting = Counting::new();

@@ -9,9 +9,9 @@ use std::sync::Arc;
 use common::driver::{order, Answer, Driver, SEC};
 use common::server::Server;
 use ergon_io::client::{ClientHandler, Error, PoolId, RequestId, Sent};
-use ergon_io::core::response::Response;
 use ergon_io::core::{Class, Flight, Part};
 use ergon_io::event_loop::{Context, Interest, Readiness};
+use ergon_venues::response::Response;
 
 /// Answers one request per connection, then closes it once `close` is set.
 fn server(close: Arc<AtomicBool>, closed: Arc<AtomicBool>) -> Server {

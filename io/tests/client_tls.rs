@@ -10,10 +10,10 @@ use common::driver::{order, Answer, Driver, SEC};
 use common::server::Server;
 use common::tls::Pki;
 use ergon_io::client::{ClientHandler, Error, PoolId, RequestId, Sent};
-use ergon_io::core::response::Response;
 use ergon_io::core::{Class, Flight, Part};
 use ergon_io::event_loop::Context;
 use ergon_io::tls::{TlsConfig, TlsError};
+use ergon_venues::response::Response;
 
 #[test]
 fn requests_round_trip_over_one_tls_connection() {

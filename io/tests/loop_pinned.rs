@@ -5,11 +5,11 @@ mod common;
 use common::driver::{order, Answer, Driver, SEC};
 use common::server::Server;
 use ergon_io::client::{ClientHandler, Error, RequestId, Sent};
-use ergon_io::core::response::Response;
 use ergon_io::core::Flight;
 use ergon_io::event_loop::{
     allowed_cpus, current_cpu, pin_current_thread, Config, Context, LoopError,
 };
+use ergon_venues::response::Response;
 
 struct Sample {
     turns: u64,

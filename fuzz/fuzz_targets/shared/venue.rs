@@ -1,28 +1,9 @@
-// Included by every venue fuzz target: the adapters name each other from the crate
-// root, so they are included, not a module. Each target reads any bytes as a captured
+// Included by every venue fuzz target. Each target reads any bytes as a captured
 // response file, the answer to every request kind by one venue's adapter. A file that
 // is not HTTP is an error; nothing panics.
 
-#[path = "../../../io/examples/venues/binance_futures.rs"]
-#[allow(dead_code)]
-mod binance_futures;
-#[path = "../../../io/examples/venues/binance_spot.rs"]
-#[allow(dead_code)]
-mod binance_spot;
-#[path = "../../../io/examples/venues/bybit.rs"]
-#[allow(dead_code)]
-mod bybit;
-#[path = "../../../io/examples/venues/common.rs"]
-#[allow(dead_code)]
-mod common;
-#[path = "../../../io/examples/venues/hyperliquid.rs"]
-#[allow(dead_code)]
-mod hyperliquid;
-#[path = "../../../io/examples/venues/okx.rs"]
-#[allow(dead_code)]
-mod okx;
-
-use ergon_core::adapt::Request;
+use ergon_venues::adapt::Request;
+use ergon_venues::classify as common;
 
 pub const REQUESTS: [Request<'static>; 8] = [
     Request::Order,

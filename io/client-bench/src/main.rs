@@ -32,7 +32,7 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use ergon_core::response::Response;
+use ergon_venues::response::Response;
 use ergon_core::{Budget, Class, Flight, Part, Spec};
 use ergon_io::client::{ClientHandler, Error, PoolConfig, PoolId, RequestId, Sent};
 use ergon_io::clock::now_ns;

@@ -193,7 +193,7 @@ impl Exchange {
 
     /// Copies a response in (loop side). Grows the buffer if the response is larger
     /// than any before: that allocates once, on the receive path, never on a send.
-    pub(crate) fn set_response(&mut self, r: &ergon_core::response::Response<'_>) {
+    pub(crate) fn set_response(&mut self, r: &ergon_venues::response::Response<'_>) {
         self.outcome = Outcome::Response;
         self.status = r.status;
         self.resp.clear();

@@ -14,8 +14,8 @@
 //! What this must never do: block, allocate per request (the in-flight table is
 //! reserved for every credit there is), or deliver twice.
 
-use ergon_core::response::Response;
 use ergon_core::{Budget, Flight, Part};
+use ergon_venues::response::Response;
 
 use super::handle::{Exchange, Outcome, Refusal, SentKind, Submission};
 use super::mailbox::{Credit, Outbox};

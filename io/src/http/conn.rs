@@ -4,7 +4,7 @@
 //! it never offers a written byte again, and never accepts a request while one is
 //! in flight or after an error.
 
-use ergon_core::response::{Header, Response};
+use ergon_venues::response::{Header, Response};
 
 use super::decode::{Decoder, Step};
 use super::encode::{encode, InvalidRequest, Request};

@@ -71,7 +71,8 @@ struct Conn {
 /// path is not allocation-free; plain TCP is.
 ///
 /// ```no_run
-/// use ergon_core::{response::Response, Budget, Class, Flight, Part, Spec};
+/// use ergon_core::{Budget, Class, Flight, Part, Spec};
+/// use ergon_venues::response::Response;
 /// use ergon_io::client::{ClientHandler, Error, RequestId, Sent};
 /// use ergon_io::event_loop::{Config, Context, EventLoop, Interest, Readiness};
 /// use ergon_io::ws::{self, Event, Request, Session, WsClient, WsId};

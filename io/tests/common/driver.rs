@@ -2,10 +2,10 @@
 //! to their end, with a guard timer so a bug fails the test instead of hanging it.
 
 use ergon_io::client::{ClientHandler, Error, PoolConfig, PoolId, RequestId, Sent};
-use ergon_io::core::response::Response;
 use ergon_io::core::{BucketId, Budget, Class, Flight, Part, Spec};
 use ergon_io::event_loop::{Config, Context, EventLoop};
 use ergon_io::http::Request;
+use ergon_venues::response::Response;
 use std::net::SocketAddr;
 
 pub const SEC: i64 = 1_000_000_000;

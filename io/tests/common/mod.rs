@@ -9,8 +9,8 @@ pub mod server;
 #[cfg(feature = "tls")]
 pub mod tls;
 
-use ergon_io::core::response::Header;
 use ergon_io::http::{Conn, Limits, ParseError, Progress, Request, MAX_HEADERS};
+use ergon_venues::response::Header;
 
 /// A response copied out of the connection.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -6,10 +6,10 @@
 use std::time::Instant;
 
 use ergon_io::client::{ClientHandler, Error, RequestId, Sent};
-use ergon_io::core::response::Response;
 use ergon_io::core::{Class, Flight};
 use ergon_io::event_loop::{Config as LoopConfig, Context, EventLoop, Interest, Readiness};
 use ergon_io::ws::{Config, ConnectError, Request, Session, WsClient, WsId};
+use ergon_venues::response::Response;
 
 use super::{budget_at, Ev, Limits, IO_TIMEOUT};
 

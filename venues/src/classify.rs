@@ -8,8 +8,8 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use ergon_core::adapt::{self, Clock, Request, Venue};
-use ergon_core::response::{Header, Response};
+use crate::adapt::{self, Clock, Request, Venue};
+use crate::response::{Header, Response};
 use ergon_core::{Budget, Class, Verdict};
 
 use crate::binance_futures::{self, BinanceFutures};
@@ -23,7 +23,7 @@ const MS: i64 = 1_000_000;
 /// The `exchangeInfo` the program loads Binance Spot limits from unless told
 /// otherwise (`rateLimits` as documented).
 pub const SPOT_EXCHANGE_INFO: &[u8] =
-    include_bytes!("../../tests/fixtures/venues/binance-spot/exchangeInfo.json");
+    include_bytes!("../tests/fixtures/binance-spot/exchangeInfo.json");
 
 /// The guard of Binance's fixed windows: clock offset plus one-way latency.
 pub const BINANCE_GUARD_NS: i64 = 50 * MS;
@@ -300,7 +300,7 @@ pub const USAGE: &str =
 
 /// The shipped fixtures.
 pub fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/venues")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
 }
 
 /// One line of a `CASES` file: `case request source-url`.

@@ -9,9 +9,9 @@
 //!
 //! Reading an answer never allocates.
 
-use ergon_core::adapt::{self, Batch, Clock, Error, Parts, Request, Venue};
-use ergon_core::json::{self, Value};
-use ergon_core::response::Response;
+use crate::adapt::{self, Batch, Clock, Error, Parts, Request, Venue};
+use crate::json::{self, Value};
+use crate::response::Response;
 use ergon_core::{BucketId, Budget, Builder, Part, Spec, Verdict};
 
 const MS: i64 = 1_000_000;

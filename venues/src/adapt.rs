@@ -13,7 +13,7 @@ use arrayvec::ArrayVec;
 
 use crate::json::JsonError;
 use crate::response::Response;
-use crate::{BucketId, Budget, ConfigError, Part, Verdict, MAX_PARTS};
+use ergon_core::{BucketId, Budget, ConfigError, Part, Verdict, MAX_PARTS};
 
 const NS_PER_MS: i64 = 1_000_000;
 const NS_PER_S: i64 = 1_000_000_000;
@@ -109,7 +109,7 @@ impl core::fmt::Display for Error {
 /// from a moment where both were known (at start, or from a server time).
 ///
 /// ```
-/// use ergon_core::adapt::Clock;
+/// use ergon_venues::adapt::Clock;
 /// let clock = Clock::anchor(5_000_000_000, 1_700_000_000_000); // now = 5 s, UTC ms
 /// assert_eq!(clock.utc_ms(6_000_000_000), 1_700_000_001_000);
 /// assert_eq!(clock.now_ns_at(1_700_000_002_000), 7_000_000_000);
@@ -143,7 +143,7 @@ impl Clock {
     }
 
     /// A boundary of UTC-aligned windows of `window_ns` on the caller's clock, for
-    /// [`Spec::phase`](crate::Spec::phase) (Binance minutes, 10 s, days).
+    /// [`Spec::phase`](ergon_core::Spec::phase) (Binance minutes, 10 s, days).
     pub fn phase_ns(&self, window_ns: i64) -> i64 {
         if window_ns <= 0 {
             return 0;
@@ -197,7 +197,7 @@ pub fn header_u64(value: &[u8]) -> Option<u64> {
 /// past is a wait of 0). `None` if it is neither.
 ///
 /// ```
-/// use ergon_core::adapt::{retry_after_ns, Clock};
+/// use ergon_venues::adapt::{retry_after_ns, Clock};
 /// let clock = Clock::anchor(0, 784_111_777_000); // Sun, 06 Nov 1994 08:49:37 GMT
 /// assert_eq!(retry_after_ns(b"120", &clock, 0), Some(120_000_000_000));
 /// assert_eq!(retry_after_ns(b"Sun, 06 Nov 1994 08:50:37 GMT", &clock, 0), Some(60_000_000_000));
@@ -330,6 +330,7 @@ fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
 /// Feeds a usage header (the venue's count for `bucket`) to
 /// [`Budget::observe_used`]. A value that is not a count is refused, and changes
 /// nothing: the caller reports it with the verdict it already has.
+#[allow(clippy::result_unit_err)] // the caller reports the header by name; nothing more to say
 pub fn observe_header(
     budget: &mut Budget,
     bucket: BucketId,
@@ -415,7 +416,8 @@ pub fn response_retry_after(response: &Response<'_>, clock: &Clock, now_ns: i64)
 /// NotRun before Rejected, so a batch is re-sent only when every order may be.
 ///
 /// ```
-/// use ergon_core::{adapt::Batch, Verdict};
+/// use ergon_core::Verdict;
+/// use ergon_venues::adapt::Batch;
 /// let mut b = Batch::new();
 /// b.add(Verdict::Done);
 /// b.add(Verdict::Rejected);
@@ -508,7 +510,8 @@ pub struct Alert<'b> {
 /// Every halted bucket, in declaration order, with its ban count.
 ///
 /// ```
-/// use ergon_core::{adapt, Budget, Spec};
+/// use ergon_core::{Budget, Spec};
+/// use ergon_venues::adapt;
 /// let mut b = Budget::builder();
 /// let ip = b.add("ip", Spec::gate()).unwrap();
 /// let mut budget = b.build(0).unwrap();
@@ -562,7 +565,7 @@ pub fn finish(verdict: Verdict, bad_header: Option<&'static str>) -> Result<Verd
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Class, Spec, Why};
+    use ergon_core::{Class, Spec, Why};
 
     #[test]
     fn http_dates_in_all_three_forms() {
@@ -667,8 +670,10 @@ mod tests {
 
     #[test]
     fn batch_verdicts() {
+        let mut b = Budget::builder();
+        let bucket = b.add("w", Spec::gate()).unwrap();
         let t = |u| Verdict::Throttled {
-            bucket: BucketId(0),
+            bucket,
             until_ns: u,
         };
         let of = |vs: &[Verdict]| {

@@ -5,31 +5,13 @@
 //! never changes the verdict nor undoes a hold or a halt: the same answer without
 //! the bad header gives the same verdict and the same holds and halts.
 
-#[path = "../examples/venues/binance_futures.rs"]
-#[allow(dead_code)]
-mod binance_futures;
-#[path = "../examples/venues/binance_spot.rs"]
-#[allow(dead_code)]
-mod binance_spot;
-#[path = "../examples/venues/bybit.rs"]
-#[allow(dead_code)]
-mod bybit;
-#[path = "../examples/venues/common.rs"]
-#[allow(dead_code)]
-mod common;
-#[path = "../examples/venues/hyperliquid.rs"]
-#[allow(dead_code)]
-mod hyperliquid;
-#[path = "../examples/venues/okx.rs"]
-#[allow(dead_code)]
-mod okx;
-
-use ergon_core::adapt::{self, Clock, Error, Request, Venue};
-use ergon_core::response::{Header, Response};
 use ergon_core::{Budget, Verdict};
+use ergon_venues::adapt::{self, Clock, Error, Request, Venue};
+use ergon_venues::classify;
+use ergon_venues::response::{Header, Response};
 use proptest::prelude::*;
 
-use common::{HttpFile, FIXTURE_NOW_UTC_MS, NOW_NS};
+use ergon_venues::classify::{HttpFile, FIXTURE_NOW_UTC_MS, NOW_NS};
 
 const REQUESTS: [Request<'static>; 9] = [
     Request::Order,
@@ -60,9 +42,9 @@ const STATUSES: [u16; 12] = [200, 400, 401, 403, 404, 408, 409, 418, 429, 500, 5
 
 fn bodies() -> Vec<Vec<u8>> {
     let mut out = Vec::new();
-    for venue in common::VENUES {
-        for case in common::cases(venue).unwrap() {
-            let path = common::fixtures()
+    for venue in classify::VENUES {
+        for case in classify::cases(venue).unwrap() {
+            let path = classify::fixtures()
                 .join(venue)
                 .join(format!("{}.http", case.name));
             let file = HttpFile::parse(&std::fs::read(path).unwrap()).unwrap();
@@ -73,7 +55,7 @@ fn bodies() -> Vec<Vec<u8>> {
 }
 
 fn adapter(venue: &str) -> (Box<dyn Venue>, Budget) {
-    common::venue(venue, NOW_NS, FIXTURE_NOW_UTC_MS).unwrap()
+    classify::venue(venue, NOW_NS, FIXTURE_NOW_UTC_MS).unwrap()
 }
 
 /// Whether an adapter would call this header's value bad.
@@ -133,7 +115,7 @@ proptest! {
         with_head.extend_from_slice(&bytes);
         for raw in [&bytes, &with_head] {
             if let Ok(file) = HttpFile::parse(raw) {
-                for venue in common::VENUES {
+                for venue in classify::VENUES {
                     let (mut a, mut budget) = adapter(venue);
                     for req in REQUESTS {
                         let _ = file.with_response(|r| a.on_response(req, r, &mut budget, NOW_NS));
@@ -166,7 +148,7 @@ proptest! {
             .collect();
         let with = Response { status, headers: &hs, body: &body };
         let without = Response { status, headers: &good, body: &body };
-        for venue in common::VENUES {
+        for venue in classify::VENUES {
             for req in REQUESTS {
                 let (mut a1, mut b1) = adapter(venue);
                 let (mut a2, mut b2) = adapter(venue);

@@ -10,9 +10,9 @@
 //! that name a window) is shared with `binance_futures`. Reading an answer never
 //! allocates.
 
-use ergon_core::adapt::{self, Clock, Error, Parts, Request, Venue};
-use ergon_core::json::{self, Value};
-use ergon_core::response::Response;
+use crate::adapt::{self, Clock, Error, Parts, Request, Venue};
+use crate::json::{self, Value};
+use crate::response::Response;
 use ergon_core::{BucketId, Budget, Builder, ConfigError, Part, Spec, Verdict};
 
 const MS: i64 = 1_000_000;

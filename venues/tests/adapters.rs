@@ -1,33 +1,15 @@
-//! The venue adapters of `io/examples/venues`, tested like library code: every
+//! The venue adapters of ergon-venues, tested like library code: every
 //! shipped fixture with its expected verdict and budget effect, the Spot ban step by
 //! step, limits loaded from `exchangeInfo`, the address budget of Hyperliquid, and
 //! the `classify` command line.
 
-#[path = "../examples/venues/binance_futures.rs"]
-#[allow(dead_code)]
-mod binance_futures;
-#[path = "../examples/venues/binance_spot.rs"]
-#[allow(dead_code)]
-mod binance_spot;
-#[path = "../examples/venues/bybit.rs"]
-#[allow(dead_code)]
-mod bybit;
-#[path = "../examples/venues/common.rs"]
-#[allow(dead_code)]
-mod common;
-#[path = "../examples/venues/hyperliquid.rs"]
-#[allow(dead_code)]
-mod hyperliquid;
-#[path = "../examples/venues/okx.rs"]
-#[allow(dead_code)]
-mod okx;
-
 use std::collections::BTreeSet;
 
-use ergon_core::adapt::{self, Clock, Error, Request, Venue};
 use ergon_core::{Budget, Class, Resend, Verdict, Why};
+use ergon_venues::adapt::{self, Clock, Error, Request, Venue};
+use ergon_venues::{binance_futures, binance_spot, bybit, classify, hyperliquid, okx};
 
-use common::{classify, HttpFile, FIXTURE_NOW_UTC_MS, NOW_NS};
+use ergon_venues::classify::{classify, HttpFile, FIXTURE_NOW_UTC_MS, NOW_NS};
 
 const MS: i64 = 1_000_000;
 const SEC: i64 = 1_000 * MS;
@@ -130,12 +112,14 @@ const TABLE: &[(&str, &str, &str, &[Effect])] = &[
 ];
 
 fn fixture(venue: &str, case: &str) -> Vec<u8> {
-    let path = common::fixtures().join(venue).join(format!("{case}.http"));
+    let path = classify::fixtures()
+        .join(venue)
+        .join(format!("{case}.http"));
     std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
 fn request_of(venue: &str, case: &str) -> String {
-    common::cases(venue)
+    classify::cases(venue)
         .unwrap()
         .into_iter()
         .find(|c| c.name == case)
@@ -225,10 +209,10 @@ fn every_fixture_gives_its_verdict_and_budget_effect() {
 fn every_fixture_is_in_the_table_and_cites_its_page() {
     let table: BTreeSet<(&str, &str)> = TABLE.iter().map(|(v, c, ..)| (*v, *c)).collect();
     assert_eq!(table.len(), TABLE.len(), "a case is in the table twice");
-    for venue in common::VENUES {
-        let cases = common::cases(venue).unwrap();
+    for venue in classify::VENUES {
+        let cases = classify::cases(venue).unwrap();
         assert!(cases.len() >= 6, "{venue}: fewer than six fixtures");
-        let mut files: BTreeSet<String> = std::fs::read_dir(common::fixtures().join(venue))
+        let mut files: BTreeSet<String> = std::fs::read_dir(classify::fixtures().join(venue))
             .unwrap()
             .map(|e| e.unwrap().file_name().into_string().unwrap())
             .filter(|n| n.ends_with(".http"))
@@ -263,7 +247,7 @@ fn every_fixture_is_in_the_table_and_cites_its_page() {
         );
     }
     for (venue, case) in table {
-        common::cases(venue)
+        classify::cases(venue)
             .unwrap()
             .iter()
             .find(|c| c.name == case)
@@ -275,10 +259,10 @@ fn spot(now_ns: i64) -> (binance_spot::BinanceSpot, Budget) {
     let clock = Clock::anchor(now_ns, FIXTURE_NOW_UTC_MS);
     let mut b = Budget::builder();
     let spot = binance_spot::BinanceSpot::from_exchange_info(
-        common::SPOT_EXCHANGE_INFO,
+        classify::SPOT_EXCHANGE_INFO,
         &mut b,
         clock,
-        common::BINANCE_GUARD_NS,
+        classify::BINANCE_GUARD_NS,
     )
     .unwrap();
     (spot, b.build(now_ns).unwrap())
@@ -407,7 +391,7 @@ fn spot_limits_come_from_exchange_info_aligned_to_utc() {
     // Free again when the venue's minute ends (40 s on), plus the guard: not 60 s on.
     let minute_end = now + 40 * SEC;
     assert!(refused.ready_at_ns >= minute_end);
-    assert!(refused.ready_at_ns <= minute_end + common::BINANCE_GUARD_NS);
+    assert!(refused.ready_at_ns <= minute_end + classify::BINANCE_GUARD_NS);
     let t = budget
         .try_charge(&one, Class::Urgent, refused.ready_at_ns)
         .unwrap();
@@ -451,7 +435,7 @@ fn futures_503_not_run_is_resent_inside_its_deadline_only() {
     let mut fut = binance_futures::BinanceFutures::new(
         &mut b,
         clock,
-        common::BINANCE_GUARD_NS,
+        classify::BINANCE_GUARD_NS,
         binance_futures::DEFAULT_TABLE,
     )
     .unwrap();
@@ -705,7 +689,7 @@ fn hyperliquid_spent_address_is_one_request_per_ten_seconds() {
 fn run(args: &[&str]) -> (Result<(), String>, String, String) {
     let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
     let (mut out, mut err) = (Vec::new(), Vec::new());
-    let r = common::run(&args, &mut out, &mut err);
+    let r = classify::run(&args, &mut out, &mut err);
     (
         r,
         String::from_utf8(out).unwrap(),
@@ -734,7 +718,7 @@ fn classify_cli(
 
 #[test]
 fn classify_prints_one_line() {
-    let dir = common::fixtures();
+    let dir = classify::fixtures();
     let file = |v: &str, c: &str| dir.join(v).join(format!("{c}.http")).display().to_string();
     let (r, out, _) = classify_cli(
         "binance-spot",

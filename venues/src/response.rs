@@ -15,7 +15,7 @@ pub struct Header<'a> {
 /// A complete response: status, headers and the (de-chunked) body.
 ///
 /// ```
-/// use ergon_core::response::{Header, Response};
+/// use ergon_venues::response::{Header, Response};
 /// let headers = [Header { name: b"X-MBX-USED-WEIGHT-1M", value: b"17" }];
 /// let r = Response { status: 200, headers: &headers, body: b"{}" };
 /// assert_eq!(r.header("x-mbx-used-weight-1m"), Some(&b"17"[..]));

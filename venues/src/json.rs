@@ -99,7 +99,7 @@ pub struct Value<'a> {
 /// Checks `body` and returns its one top-level value.
 ///
 /// ```
-/// use ergon_core::json;
+/// use ergon_venues::json;
 /// let v = json::parse(br#"{"code":"0","data":[{"sCode":"51008","sMsg":"Insufficient \"USDT\""}]}"#).unwrap();
 /// assert_eq!(v.path("data[0].sCode").unwrap().unwrap().parse_i64(), Ok(51008));
 /// let mut buf = [0u8; 64];

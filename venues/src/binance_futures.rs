@@ -8,8 +8,8 @@
 //!
 //! Reading an answer never allocates.
 
-use ergon_core::adapt::{self, Clock, Error, Parts, Request, Venue};
-use ergon_core::response::Response;
+use crate::adapt::{self, Clock, Error, Parts, Request, Venue};
+use crate::response::Response;
 use ergon_core::{Budget, Builder, Verdict};
 
 use crate::binance_spot::{Counts, Limits, Msg};

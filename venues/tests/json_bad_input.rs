@@ -1,8 +1,8 @@
 //! The JSON reader and the header helpers never panic, whatever the bytes: every
 //! entry point is driven with arbitrary input and with mutations of valid bodies.
 
-use ergon_core::adapt::{http_date_ms, retry_after_ns, Clock};
-use ergon_core::json::{self, Kind, Value};
+use ergon_venues::adapt::{http_date_ms, retry_after_ns, Clock};
+use ergon_venues::json::{self, Kind, Value};
 use proptest::prelude::*;
 
 const BODIES: &[&[u8]] = &[
