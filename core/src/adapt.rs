@@ -344,12 +344,7 @@ pub fn observe_header(
 /// Holds `bucket` after a throttle (`wait_ns` from the venue, or `None` for one
 /// window) and returns the verdict, carrying the end of the hold in force.
 pub fn hold(budget: &mut Budget, bucket: BucketId, wait_ns: Option<i64>, now_ns: i64) -> Verdict {
-    budget.throttled(bucket, wait_ns, now_ns);
-    let until_ns = budget
-        .stats(bucket)
-        .held_until_ns
-        .unwrap_or_else(|| now_ns.saturating_add(wait_ns.unwrap_or(0).max(0)));
-    Verdict::Throttled { bucket, until_ns }
+    budget.throttled(bucket, wait_ns, now_ns)
 }
 
 /// Halts `bucket` after a ban that the venue says ends at `until_ns` (the halt does
@@ -631,6 +626,7 @@ mod tests {
     #[test]
     fn status_rule_and_hold() {
         let mut b = Budget::builder();
+        b.hold_guard(0).unwrap();
         let w = b.add("w", Spec::sliding(10, NS_PER_S, 10)).unwrap();
         let mut budget = b.build(0).unwrap();
         assert_eq!(status_rule(204, &mut budget, w, None, 0), Verdict::Done);

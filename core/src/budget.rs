@@ -30,11 +30,15 @@ use crate::ring::Ring;
 use crate::spec::{validate_parts, Kind, Spec};
 use crate::stats::Stats;
 use crate::ticket::{BucketId, Charged, Class, Flight, Limited, Part, Ticket, Why};
+use crate::verdict::Verdict;
 use crate::{Builder, ConfigError, MAX_BUCKETS, MAX_NAME, MAX_PARTS};
 
 /// How long a throttle without a server wait holds a gate or an in-flight limit,
 /// which have no window of their own.
 const GATE_HOLD_NS: i64 = 1_000_000_000;
+
+/// The floor of the default [`Spec::max_wait`]: 5 minutes.
+const DEFAULT_MAX_WAIT_NS: i64 = 300_000_000_000;
 
 // Inline on purpose: the ring lives in the bucket so the budget never allocates and a
 // charge touches one cache-friendly array of buckets.
@@ -80,6 +84,8 @@ struct Bucket {
     /// before the raise and refunded after it must not take its units back from the
     /// raised count (that would mint them).
     raised_seq: u64,
+    /// The longest server wait read as a throttle; a longer one halts.
+    max_wait_ns: i64,
     halted: bool,
     name: ArrayString<MAX_NAME>,
     stats: Stats,
@@ -114,6 +120,7 @@ impl Bucket {
             allowances,
             hold_until_ns: i64::MIN,
             raised_seq: 0,
+            max_wait_ns: 0,
             halted: false,
             name,
             stats: Stats {
@@ -121,6 +128,12 @@ impl Bucket {
                 ..Stats::default()
             },
         };
+        bucket.max_wait_ns = spec.max_wait_ns().unwrap_or_else(|| {
+            bucket
+                .window_ns()
+                .saturating_mul(2)
+                .max(DEFAULT_MAX_WAIT_NS)
+        });
         bucket.open_lane(now);
         bucket
     }
@@ -272,6 +285,21 @@ impl Bucket {
             State::InFlight(outstanding) => *outstanding,
             State::Gate => 0,
         }
+    }
+
+    /// Halts after a ban the venue says ends at `until_ns`.
+    fn halt(&mut self, until_ns: i64) {
+        self.halted = true;
+        self.stats.bans += 1;
+        self.stats.ban_until_ns = Some(until_ns);
+    }
+
+    /// The most a server figure may make this bucket count: its limit (the burst for
+    /// token buckets). A figure above it (a usage header of 10^18, a huge extra cost)
+    /// fills the bucket, which drains within one window like any full bucket;
+    /// unclamped it would push a token bucket's clock to the end of time.
+    fn capacity(&self) -> u64 {
+        self.stats.limit
     }
 
     fn window_ns(&self) -> i64 {
@@ -619,16 +647,20 @@ impl Budget {
     }
 
     /// Adds cost known only from the response (Hyperliquid adds weight per 20 items
-    /// returned). Never refused: it may push the bucket past its limit, which then
-    /// refuses until it drains. In-flight limits and gates have nothing to add to.
+    /// returned). Never refused: it may fill the bucket, which then refuses until it
+    /// drains. Like every server figure it is clamped so that the count stays within
+    /// what the bucket can hold (its limit, the burst for token buckets): a huge
+    /// figure fills the bucket for one window, not for ever. In-flight limits and
+    /// gates have nothing to add to.
     pub fn charge_after(&mut self, bucket: BucketId, cost: u32, now_ns: i64) {
         let now = self.clock(now_ns);
         self.change(bucket, now, |b| {
+            let cap = b.capacity();
             let cost = u64::from(cost);
             match &mut b.state {
-                State::Sliding(ring) => ring.add(cost),
-                State::Fixed(windows) => windows.add(cost, now),
-                State::Token(gcra) => gcra.add(cost, now, 0),
+                State::Sliding(ring) => ring.add(cost.min(cap.saturating_sub(ring.used()))),
+                State::Fixed(windows) => windows.add_capped(cost, now, cap),
+                State::Token(gcra) => gcra.add_capped(cost, now, cap),
                 State::InFlight(_) | State::Gate => return,
             }
             b.stats.charged_after += cost;
@@ -637,7 +669,9 @@ impl Budget {
 
     /// The server's count for this scope (a usage header such as
     /// `X-MBX-USED-WEIGHT-1M`). Raises the local count to it, never lowers it; other
-    /// senders on the same IP show up here. The difference is kept as drift.
+    /// senders on the same IP show up here. The difference is kept as drift. A figure
+    /// above what the bucket can hold (its limit, the burst for token buckets) raises
+    /// it only to full, which drains within one window.
     pub fn observe_used(&mut self, bucket: BucketId, used: u64, now_ns: i64) {
         let now = self.clock(now_ns);
         let seq = self.seq;
@@ -646,6 +680,7 @@ impl Budget {
             b.stats.drift = i64::try_from(used)
                 .unwrap_or(i64::MAX)
                 .saturating_sub(i64::try_from(local).unwrap_or(i64::MAX));
+            let used = used.min(b.capacity());
             if used <= local {
                 return;
             }
@@ -661,22 +696,49 @@ impl Budget {
         });
     }
 
-    /// The server throttled this scope (a 429 or its body code). With a server wait,
-    /// holds the bucket for that wait plus the budget's hold guard (the clock
-    /// uncertainty, [`Builder::hold_guard`]); without one, for one window of the
-    /// bucket (one second for gates and in-flight limits). The count is kept: venues
-    /// count throttled requests too.
-    pub fn throttled(&mut self, bucket: BucketId, wait_ns: Option<i64>, now_ns: i64) {
+    /// The server throttled this scope (a 429 or its body code), and the verdict that
+    /// applies, for the venue adapter to return.
+    ///
+    /// - A server wait above zero and within the bucket's cap ([`Spec::max_wait`]):
+    ///   holds the bucket for that wait plus the budget's hold guard (the clock
+    ///   uncertainty, [`Builder::hold_guard`]).
+    /// - No wait, or a wait of zero or less (`Retry-After: 0`, a past date, a reset
+    ///   time already gone): holds for one window of the bucket (one second for gates
+    ///   and in-flight limits), as if the server had named none: sending into a 429
+    ///   again at once is what venues ban for.
+    ///
+    /// Either way the count is kept (venues count throttled requests too) and the
+    /// answer is [`Verdict::Throttled`] with the end of the hold in force.
+    ///
+    /// A wait above the cap is no throttle: the bucket is halted as a ban (counted in
+    /// [`Stats::bans`], only [`Budget::clear_halt`] resumes it) and the answer is
+    /// [`Verdict::Banned`] with the venue's end, `now + wait`, saturating.
+    pub fn throttled(&mut self, bucket: BucketId, wait_ns: Option<i64>, now_ns: i64) -> Verdict {
         let guard_ns = self.hold_guard_ns;
         let now = self.clock(now_ns);
-        self.change(bucket, now, |b| {
-            let hold = match wait_ns {
-                Some(wait) => wait.max(0).saturating_add(guard_ns.max(0)),
-                None => b.window_ns(),
-            };
-            b.hold_until_ns = b.hold_until_ns.max(now.saturating_add(hold));
-            b.stats.throttles += 1;
+        let applied = self.change(bucket, now, |b| match wait_ns {
+            Some(wait) if wait > b.max_wait_ns => {
+                let until_ns = now.saturating_add(wait);
+                b.halt(until_ns);
+                Verdict::Banned { bucket, until_ns }
+            }
+            _ => {
+                let hold = match wait_ns {
+                    Some(wait) if wait > 0 => wait.saturating_add(guard_ns),
+                    _ => b.window_ns(),
+                };
+                b.hold_until_ns = b.hold_until_ns.max(now.saturating_add(hold));
+                b.stats.throttles += 1;
+                Verdict::Throttled {
+                    bucket,
+                    until_ns: b.hold_until_ns,
+                }
+            }
         });
+        applied.unwrap_or(Verdict::Throttled {
+            bucket,
+            until_ns: now,
+        })
     }
 
     /// The venue banned this scope until `until_ns` (its word, on the caller's clock).
@@ -685,11 +747,7 @@ impl Budget {
     /// connect.
     pub fn banned(&mut self, bucket: BucketId, until_ns: i64, now_ns: i64) {
         let now = self.clock(now_ns);
-        self.change(bucket, now, |b| {
-            b.halted = true;
-            b.stats.bans += 1;
-            b.stats.ban_until_ns = Some(until_ns);
-        });
+        self.change(bucket, now, |b| b.halt(until_ns));
     }
 
     /// A person's decision to resume a halted scope.

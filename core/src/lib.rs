@@ -51,7 +51,7 @@ mod ticket;
 mod verdict;
 
 pub use budget::Budget;
-pub use spec::{Builder, ConfigError, Kind, Spec};
+pub use spec::{Builder, ConfigError, Kind, Spec, DEFAULT_HOLD_GUARD_NS};
 pub use stats::{Refusals, Stats};
 pub use ticket::{BucketId, Class, Flight, Limited, Part, Ticket, Why};
 pub use verdict::{Resend, Verdict};

@@ -129,7 +129,7 @@ proptest! {
                     Err(l) => prop_assert!(l.ready_at_ns > now || l.ready_at_ns == i64::MAX, "{l:?} at {now}"),
                 },
                 2 => if let Some(t) = tickets.pop() { budget.refund(t, now) },
-                3 => budget.throttled(id, Some(dt), now),
+                3 => { budget.throttled(id, Some(dt), now); }
                 4 => budget.charge_after(id, cost, now),
                 _ => budget.observe_used(id, u64::from(cost) * 3, now),
             }

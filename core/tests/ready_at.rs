@@ -137,6 +137,7 @@ fn token_ready_when_enough_has_drained() {
 #[test]
 fn a_multi_part_charge_is_ready_when_its_last_bucket_is() {
     let mut b = Budget::builder();
+    b.hold_guard(0).unwrap();
     let w = b.add("w", Spec::sliding(1, 100, 4)).unwrap();
     let t = b.add("t", Spec::token_every(60, 1)).unwrap();
     let f = b.add("f", Spec::fixed(1, 1000)).unwrap();
@@ -178,6 +179,7 @@ fn a_multi_part_charge_is_ready_when_its_last_bucket_is() {
 #[test]
 fn a_refusal_on_an_early_part_reads_the_later_parts_at_now() {
     let mut b = Budget::builder();
+    b.hold_guard(0).unwrap();
     let f = b.add("f", Spec::fixed(5, 67).phase(19).guard(16)).unwrap();
     let g = b.add("g", Spec::gate()).unwrap();
     let mut budget = b.build(18).unwrap();

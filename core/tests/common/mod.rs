@@ -513,20 +513,28 @@ impl Driver {
             Op::ChargeAfter(b, cost) => {
                 let i = self.b(*b);
                 let t = self.tick_model();
-                self.budget.charge_after(self.ids[i], *cost, caller);
+                let id = self.ids[i];
+                let mut ticked = self.budget.clone();
+                ticked.tick(t);
+                let before = ticked.stats(id).used;
+                self.budget.charge_after(id, *cost, caller);
+                // The figure is clamped so that the bucket's count stays within its
+                // limit: the model books what the budget's count took (a fixed
+                // window's neighbour within the guard may take more, never less).
+                let booked = self.budget.stats(id).used - before;
+                assert!(booked <= u64::from(*cost));
                 if matches!(
                     self.cfg.buckets[i].kind,
                     RKind::Sliding { .. } | RKind::Fixed { .. } | RKind::Token { .. }
-                ) && *cost > 0
+                ) && booked > 0
                 {
                     self.logs[i].push(Event {
                         t,
-                        cost: u64::from(*cost),
+                        cost: booked,
                         ticket: None,
                         observed: false,
                     });
                 }
-                let id = self.ids[i];
                 self.twin_do(|b, now| b.charge_after(id, *cost, now));
             }
             Op::Tick => {
@@ -537,14 +545,24 @@ impl Driver {
             Op::Throttled(b, wait) => {
                 let i = self.b(*b);
                 let t = self.tick_model();
-                self.budget.throttled(self.ids[i], *wait, caller);
+                let verdict = self.budget.throttled(self.ids[i], *wait, caller);
+                // A wait of zero or less holds like none: one window.
                 let hold = match wait {
-                    Some(w) => (*w).max(0) + self.cfg.hold_guard,
-                    None => self.cfg.buckets[i].hold_without_wait(),
+                    Some(w) if *w > 0 => *w + self.cfg.hold_guard,
+                    _ => self.cfg.buckets[i].hold_without_wait(),
                 };
                 self.hold_until[i] = self.hold_until[i].max(t + hold);
                 let id = self.ids[i];
-                self.twin_do(|b, now| b.throttled(id, *wait, now));
+                assert_eq!(
+                    verdict,
+                    Verdict::Throttled {
+                        bucket: id,
+                        until_ns: self.hold_until[i]
+                    }
+                );
+                self.twin_do(|b, now| {
+                    b.throttled(id, *wait, now);
+                });
                 if self.checks.holds {
                     let s = self.budget.stats(id);
                     let want = (t < self.hold_until[i]).then_some(self.hold_until[i]);
@@ -588,9 +606,10 @@ impl Driver {
                 match self.cfg.buckets[i].kind {
                     RKind::InFlight | RKind::Gate => assert_eq!(after, before),
                     kind => {
+                        // A figure above the limit fills the bucket, no more.
                         assert_eq!(
                             after,
-                            before.max(*used),
+                            before.max((*used).min(self.cfg.buckets[i].limit)),
                             "observe_used raises to the figure"
                         );
                         // Within the leading guard of a fixed window the figure may be
