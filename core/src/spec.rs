@@ -4,6 +4,7 @@
 
 use arrayvec::{ArrayString, ArrayVec};
 use core::fmt;
+use core::sync::atomic::{AtomicU32, Ordering};
 
 use crate::budget::Budget;
 use crate::ticket::BucketId;
@@ -316,7 +317,7 @@ pub enum ConfigError {
     TooManyBuckets,
     /// More parts than [`MAX_PARTS`](crate::MAX_PARTS).
     TooManyParts,
-    /// A part names a bucket this budget does not have.
+    /// A part names a bucket this budget does not have (an id of another budget).
     UnknownBucket,
     /// A budget with no bucket.
     NoBuckets,
@@ -363,16 +364,25 @@ impl fmt::Display for ConfigError {
 /// assert_eq!(b.add("weight", Spec::gate()), Err(ConfigError::DuplicateName));
 /// assert_eq!(b.add("bad", Spec::sliding(10, 1000, 7)), Err(ConfigError::SlotsDoNotDivideWindow));
 /// ```
+///
+/// Each builder takes a fresh tag (a process-wide counter) that every id, ticket and
+/// flight of its budget carries, so that one budget refuses another's.
 #[derive(Debug)]
 pub struct Builder {
     buckets: ArrayVec<(ArrayString<MAX_NAME>, Spec), MAX_BUCKETS>,
+    tag: u16,
     hold_guard_ns: i64,
 }
+
+/// The tag of the next builder. Wraps after 65536 budgets in one process: two
+/// budgets that far apart could share a tag, which only weakens the check.
+static NEXT_TAG: AtomicU32 = AtomicU32::new(0);
 
 impl Default for Builder {
     fn default() -> Self {
         Builder {
             buckets: ArrayVec::new(),
+            tag: NEXT_TAG.fetch_add(1, Ordering::Relaxed) as u16,
             hold_guard_ns: DEFAULT_HOLD_GUARD_NS,
         }
     }
@@ -392,7 +402,10 @@ impl Builder {
         if self.buckets.iter().any(|(n, _)| *n == name) {
             return Err(ConfigError::DuplicateName);
         }
-        let id = BucketId(self.buckets.len() as u8);
+        let id = BucketId {
+            budget: self.tag,
+            index: self.buckets.len() as u8,
+        };
         self.buckets
             .try_push((name, spec))
             .map_err(|_| ConfigError::TooManyBuckets)?;
@@ -417,17 +430,29 @@ impl Builder {
         if self.buckets.is_empty() {
             return Err(ConfigError::NoBuckets);
         }
-        Ok(Budget::new(&self.buckets, self.hold_guard_ns, now_ns))
+        Ok(Budget::new(
+            &self.buckets,
+            self.tag,
+            self.hold_guard_ns,
+            now_ns,
+        ))
     }
 }
 
 /// Checks a part list against the capacities once, at start-up, so the charge path
 /// never meets a list it cannot carry.
-pub(crate) fn validate_parts(parts: &[crate::Part], buckets: usize) -> Result<(), ConfigError> {
+pub(crate) fn validate_parts(
+    parts: &[crate::Part],
+    tag: u16,
+    buckets: usize,
+) -> Result<(), ConfigError> {
     if parts.len() > MAX_PARTS {
         return Err(ConfigError::TooManyParts);
     }
-    if parts.iter().any(|p| p.bucket.index() >= buckets) {
+    if parts
+        .iter()
+        .any(|p| p.bucket.budget != tag || p.bucket.index() >= buckets)
+    {
         return Err(ConfigError::UnknownBucket);
     }
     Ok(())

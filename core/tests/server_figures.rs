@@ -25,8 +25,8 @@ fn a_huge_usage_figure_recovers_within_one_window() {
         let (mut budget, ids) = budget();
         let at = 5 * SEC;
         for (id, ready) in ids.into_iter().zip(drained(at)) {
-            budget.observe_used(id, figure, at);
-            let s = budget.stats(id);
+            budget.observe_used(id, figure, at).unwrap();
+            let s = budget.stats(id).unwrap();
             assert_eq!(s.used, s.limit, "a figure fills the bucket, no more");
             assert!(s.drift > 0, "the drift keeps the server's figure");
             let l = budget
@@ -49,9 +49,9 @@ fn a_huge_extra_cost_recovers_within_one_window() {
     let at = 5 * SEC;
     for (id, ready) in ids.into_iter().zip(drained(at)) {
         for _ in 0..3 {
-            budget.charge_after(id, u32::MAX, at);
+            budget.charge_after(id, u32::MAX, at).unwrap();
         }
-        let s = budget.stats(id);
+        let s = budget.stats(id).unwrap();
         assert_eq!(s.used, s.limit);
         assert_eq!(s.charged_after, 3 * u64::from(u32::MAX));
         let l = budget
@@ -70,13 +70,13 @@ fn a_huge_extra_cost_recovers_within_one_window() {
 #[test]
 fn a_figure_within_the_limit_is_kept_exactly() {
     let (mut budget, [t, w, f]) = budget();
-    budget.observe_used(t, 7, SEC);
-    budget.observe_used(w, 70, SEC);
-    budget.observe_used(f, 70, SEC);
-    budget.charge_after(w, 20, SEC);
-    assert_eq!(budget.stats(t).used, 7);
-    assert_eq!(budget.stats(w).used, 90);
-    assert_eq!(budget.stats(f).used, 70);
-    budget.charge_after(w, 20, SEC);
-    assert_eq!(budget.stats(w).used, 100);
+    budget.observe_used(t, 7, SEC).unwrap();
+    budget.observe_used(w, 70, SEC).unwrap();
+    budget.observe_used(f, 70, SEC).unwrap();
+    budget.charge_after(w, 20, SEC).unwrap();
+    assert_eq!(budget.stats(t).unwrap().used, 7);
+    assert_eq!(budget.stats(w).unwrap().used, 90);
+    assert_eq!(budget.stats(f).unwrap().used, 70);
+    budget.charge_after(w, 20, SEC).unwrap();
+    assert_eq!(budget.stats(w).unwrap().used, 100);
 }

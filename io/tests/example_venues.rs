@@ -160,14 +160,14 @@ fn check_effects(
                 let b = budget
                     .bucket(name)
                     .unwrap_or_else(|| panic!("{at}: no bucket {name}"));
-                assert_eq!(budget.stats(b).used, n, "{at}: used of {name}");
+                assert_eq!(budget.stats(b).unwrap().used, n, "{at}: used of {name}");
             }
             Held(name, ms) => {
                 let b = budget
                     .bucket(name)
                     .unwrap_or_else(|| panic!("{at}: no bucket {name}"));
                 assert_eq!(
-                    budget.stats(b).held_until_ns,
+                    budget.stats(b).unwrap().held_until_ns,
                     Some(NOW_NS + ms * MS),
                     "{at}: hold of {name}"
                 );
@@ -177,7 +177,7 @@ fn check_effects(
                 let b = budget
                     .bucket(name)
                     .unwrap_or_else(|| panic!("{at}: no bucket {name}"));
-                let s = budget.stats(b);
+                let s = budget.stats(b).unwrap();
                 assert!(s.halted, "{at}: {name} is not halted");
                 assert_eq!(s.bans, 1, "{at}: bans of {name}");
                 assert_eq!(
@@ -191,8 +191,8 @@ fn check_effects(
         }
     }
     for b in budget.ids() {
-        let name = budget.name(b);
-        let s = budget.stats(b);
+        let name = budget.name(b).unwrap();
+        let s = budget.stats(b).unwrap();
         if !held.contains(name) {
             assert_eq!(
                 s.held_until_ns, None,
@@ -302,7 +302,7 @@ fn spot_ban_step_by_step() {
     let verdict = file
         .with_response(|r| spot.on_response(Request::Order, r, &mut budget, now))
         .unwrap();
-    budget.complete(flight, now);
+    budget.complete(flight, now).unwrap();
     assert_eq!(
         verdict,
         Verdict::Banned {
@@ -330,12 +330,12 @@ fn spot_ban_step_by_step() {
     assert_eq!(alerts[0].ban_until_ns, Some(now + 300 * SEC));
 
     // A person clears it: both pass.
-    budget.clear_halt(ip);
+    budget.clear_halt(ip).unwrap();
     assert_eq!(adapt::alerts(&budget).count(), 0);
     let t = budget.try_charge(&order, Class::Normal, later).unwrap();
-    budget.refund(t, later);
+    budget.refund(t, later).unwrap();
     let t = budget.try_charge(&connect, Class::Normal, later).unwrap();
-    budget.refund(t, later);
+    budget.refund(t, later).unwrap();
 }
 
 #[test]
@@ -357,7 +357,7 @@ fn a_bad_header_is_reported_and_undoes_no_hold_or_halt() {
         })
     );
     assert_eq!(
-        budget.stats(weight).held_until_ns,
+        budget.stats(weight).unwrap().held_until_ns,
         Some(now + 37 * SEC + DEFAULT_HOLD_GUARD_NS)
     );
 
@@ -382,7 +382,7 @@ fn a_bad_header_is_reported_and_undoes_no_hold_or_halt() {
             header: "Retry-After"
         })
     );
-    assert!(budget.is_halted(ip));
+    assert!(budget.is_halted(ip).unwrap());
 }
 
 #[test]
@@ -396,7 +396,7 @@ fn spot_limits_come_from_exchange_info_aligned_to_utc() {
         ("RAW_REQUESTS_5M", 61_000),
     ] {
         let b = budget.bucket(name).unwrap();
-        assert_eq!(budget.stats(b).limit, limit, "{name}");
+        assert_eq!(budget.stats(b).unwrap().limit, limit, "{name}");
     }
     // The whole minute's weight, at once.
     let read = spot.parts(Request::Read(6000)).unwrap();
@@ -551,7 +551,7 @@ fn bybit_batch_charges_per_order_and_usage_comes_from_its_headers() {
             header: "X-Bapi-Limit-Status"
         })
     );
-    assert_eq!(budget.stats(create).used, 0);
+    assert_eq!(budget.stats(create).unwrap().used, 0);
 }
 
 #[test]
@@ -573,7 +573,7 @@ fn bybit_403_is_a_ban_unless_its_body_has_a_ret_code() {
     let file = HttpFile::parse(&raw).unwrap();
     let v = file.with_response(|r| bybit.on_response(Request::Order, r, &mut budget, now));
     assert_eq!(v, Ok(Verdict::Rejected));
-    assert!(!budget.is_halted(ip));
+    assert!(!budget.is_halted(ip).unwrap());
     let file = HttpFile::parse(&fixture("bybit", "ban_403")).unwrap();
     let v = file.with_response(|r| bybit.on_response(Request::Order, r, &mut budget, now));
     assert_eq!(
@@ -583,7 +583,7 @@ fn bybit_403_is_a_ban_unless_its_body_has_a_ret_code() {
             until_ns: now + 600 * SEC
         })
     );
-    assert!(budget.is_halted(ip));
+    assert!(budget.is_halted(ip).unwrap());
 }
 
 #[test]
@@ -604,7 +604,7 @@ fn hyperliquid_weights() {
     assert_eq!(cost(Request::Info("l2Book")), 2);
     assert_eq!(cost(Request::Info("userRole")), 60);
     assert_eq!(cost(Request::Info("meta")), 20);
-    assert_eq!(budget.stats(weight).limit, 1200);
+    assert_eq!(budget.stats(weight).unwrap().limit, 1200);
 }
 
 fn user_rate_limit(

@@ -97,7 +97,7 @@ fn verdict_of(r: Result<Verdict, Error>) -> Verdict {
 fn state(b: &Budget) -> Vec<(Option<i64>, bool)> {
     b.ids()
         .map(|id| {
-            let s = b.stats(id);
+            let s = b.stats(id).unwrap();
             (s.held_until_ns, s.halted)
         })
         .collect()
