@@ -117,12 +117,8 @@ fn declaration(obj: &Map<String, Value>) -> Result<Line, String> {
             &["limit", "window_ms", "phase_ms", "guard_ms"],
         ),
         "token" => (
-            Spec::token(
-                u32::try_from(need_u64(obj, "rate_per_s")?)
-                    .map_err(|_| "\"rate_per_s\" is too large")?,
-                need_u64(obj, "burst")?,
-            ),
-            &["rate_per_s", "burst"],
+            Spec::token_every(interval_ns(obj)?, need_u64(obj, "burst")?),
+            &["rate_per_s", "interval_ms", "burst"],
         ),
         "inflight" => (Spec::in_flight(need_u64(obj, "limit")?), &["limit"]),
         "gate" => (Spec::gate(), &[]),
@@ -281,6 +277,37 @@ fn ms(obj: &Map<String, Value>, key: &str) -> Result<Option<i64>, String> {
             .checked_mul(NS_PER_MS)
             .map(Some)
             .ok_or_else(|| format!("\"{key}\" is too large")),
+    }
+}
+
+/// A token bucket's drain interval, from `"rate_per_s"` (units per second) or
+/// `"interval_ms"` (time per unit): exactly one of them, any positive finite number.
+/// The interval is rounded up to the nanosecond, so the bucket never admits more than
+/// the rate written.
+fn interval_ns(obj: &Map<String, Value>) -> Result<i64, String> {
+    let ns = match (obj.get("rate_per_s"), obj.get("interval_ms")) {
+        (Some(rate), None) => 1e9 / positive(rate, "rate_per_s")?,
+        (None, Some(interval)) => positive(interval, "interval_ms")? * 1e6,
+        (Some(_), Some(_)) => {
+            return Err("a token bucket takes \"rate_per_s\" or \"interval_ms\", not both".into())
+        }
+        (None, None) => {
+            return Err("a token bucket needs \"rate_per_s\" (units per second) or \"interval_ms\" (time per unit)".into())
+        }
+    };
+    // i64::MAX as f64 is 2^63: anything at or above it does not fit the clock.
+    if ns.ceil() >= i64::MAX as f64 {
+        return Err("the token interval is too long (the rate is too small)".into());
+    }
+    // A positive quotient rounds up to at least 1 ns: a rate above 10^9 per second
+    // is served at one unit per nanosecond, less than written, never more.
+    Ok(ns.ceil() as i64)
+}
+
+fn positive(v: &Value, key: &str) -> Result<f64, String> {
+    match v.as_f64() {
+        Some(x) if x.is_finite() && x > 0.0 => Ok(x),
+        _ => Err(format!("\"{key}\" must be a positive number")),
     }
 }
 
