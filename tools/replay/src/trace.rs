@@ -8,15 +8,10 @@ use serde_json::{Map, Value};
 const NS_PER_MS: i64 = 1_000_000;
 
 /// One line of a trace.
-#[derive(Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum Line {
     /// `{"bucket":NAME,"kind":...}`.
-    Declare {
-        /// The bucket's name.
-        name: String,
-        /// Its limit.
-        spec: Spec,
-    },
+    Declare(Declaration),
     /// An event at `t` nanoseconds.
     Event {
         /// When, in nanoseconds.
@@ -26,8 +21,20 @@ pub enum Line {
     },
 }
 
+/// One bucket's declaration.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Declaration {
+    /// The bucket's name.
+    pub name: String,
+    /// Its limit, headroom included.
+    pub spec: Spec,
+    /// The headroom as written, `[normal, bulk]`: units those classes may not use
+    /// (the spec keeps it too; this copy is for pictures of it).
+    pub headroom: [u64; 2],
+}
+
 /// What happened at one instant of the trace.
-#[derive(Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum Event {
     /// A request asked to go out.
     Charge {
@@ -37,6 +44,8 @@ pub enum Event {
         class: Class,
         /// `(bucket name, cost)` in the order written.
         parts: Vec<(String, u32)>,
+        /// Who asked (`"label"`, e.g. `trade:order`, `mon:book`), if the trace says.
+        label: Option<String>,
     },
     /// The request never left.
     Refund(String),
@@ -131,17 +140,26 @@ fn declaration(obj: &Map<String, Value>) -> Result<Line, String> {
     let mut allowed = vec!["bucket", "kind", "headroom"];
     allowed.extend_from_slice(fields);
     only(obj, &allowed)?;
-    let spec = match obj.get("headroom") {
-        None => spec,
+    let headroom = match obj.get("headroom") {
+        None => [0, 0],
         Some(Value::Object(h)) => {
             only(h, &["normal", "bulk"])?;
-            let normal = u64_field(h, "normal")?.unwrap_or(0);
-            let bulk = u64_field(h, "bulk")?.unwrap_or(0);
-            spec.headroom(normal, bulk)
+            [
+                u64_field(h, "normal")?.unwrap_or(0),
+                u64_field(h, "bulk")?.unwrap_or(0),
+            ]
         }
         Some(_) => return Err("\"headroom\" must be an object {\"normal\":N,\"bulk\":M}".into()),
     };
-    Ok(Line::Declare { name, spec })
+    let spec = match headroom {
+        [0, 0] => spec,
+        [normal, bulk] => spec.headroom(normal, bulk),
+    };
+    Ok(Line::Declare(Declaration {
+        name,
+        spec,
+        headroom,
+    }))
 }
 
 fn event(obj: &Map<String, Value>) -> Result<Event, String> {
@@ -164,7 +182,7 @@ fn event(obj: &Map<String, Value>) -> Result<Event, String> {
         (Some(a), Some(b)) => return Err(format!("one event per line: both {a:?} and {b:?}")),
     };
     let (event, fields): (Event, &[&str]) = match verb {
-        "charge" => (charge(obj)?, &["class", "parts"]),
+        "charge" => (charge(obj)?, &["class", "parts", "label"]),
         "refund" => (Event::Refund(string(obj, verb)?), &[]),
         "sent" => (Event::Sent(string(obj, verb)?), &[]),
         "complete" => (Event::Complete(string(obj, verb)?), &[]),
@@ -229,7 +247,16 @@ fn charge(obj: &Map<String, Value>) -> Result<Event, String> {
         .iter()
         .map(|(name, c)| Ok((name.clone(), cost(Some(c), name)?)))
         .collect::<Result<Vec<_>, String>>()?;
-    Ok(Event::Charge { id, class, parts })
+    let label = match obj.get("label") {
+        None => None,
+        Some(_) => Some(string(obj, "label")?),
+    };
+    Ok(Event::Charge {
+        id,
+        class,
+        parts,
+        label,
+    })
 }
 
 fn only(obj: &Map<String, Value>, allowed: &[&str]) -> Result<(), String> {
