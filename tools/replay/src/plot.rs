@@ -65,6 +65,7 @@ pub struct Labels {
 const WIDTH: u32 = 1200;
 const LEGEND: u32 = 230;
 const PANEL: u32 = 250;
+const LOW_PANEL: u32 = 150;
 const GATE_PANEL: u32 = 120;
 const TITLE: u32 = 50;
 /// Beyond this many changes a use line is cut into bins that keep each bin's peak.
@@ -76,15 +77,32 @@ const HOLD: RGBColor = RGBColor(255, 150, 30);
 const HALT: RGBColor = RGBColor(214, 39, 40);
 const GRAY: RGBColor = RGBColor(110, 110, 110);
 const TOO_BIG: RGBColor = RGBColor(140, 86, 75);
+/// The opacity of hold and halt bands.
+const BAND: f64 = 0.3;
+/// Opaque light fills for the label stack, unlabelled (index 0) gray.
+const LABELS: [RGBColor; 10] = [
+    RGBColor(205, 205, 205),
+    RGBColor(174, 199, 232),
+    RGBColor(152, 223, 138),
+    RGBColor(197, 176, 213),
+    RGBColor(247, 182, 210),
+    RGBColor(158, 218, 229),
+    RGBColor(219, 219, 141),
+    RGBColor(196, 156, 148),
+    RGBColor(255, 200, 140),
+    RGBColor(255, 170, 168),
+];
 
 /// Draws `main` (and `compare`, the same trace against other declarations) as an SVG
 /// document.
 pub fn svg(main: &Timeline, compare: Option<&Timeline>, labels: &Labels) -> Result<String, String> {
+    // A bucket used far below its limit gets a low panel: a flat line says enough.
     let heights: Vec<u32> = main
         .buckets
         .iter()
         .map(|b| match b.kind {
             Kind::Gate => GATE_PANEL,
+            _ if peak(b).saturating_mul(20) < b.allowances[0] => LOW_PANEL,
             _ => PANEL,
         })
         .collect();
@@ -143,7 +161,7 @@ fn draw_title(area: &Area<'_>, labels: &Labels) -> Result<(), String> {
         .map_err(err)?;
     let mut line = format!("blue: use against {}", labels.primary);
     if let Some(c) = &labels.compare {
-        line.push_str(&format!("   purple, dashed: use against {c}"));
+        line.push_str(&format!(";  purple, dashed: use against {c}"));
     }
     area.draw(&Text::new(line, (10, 30), small)).map_err(err)
 }
@@ -161,6 +179,7 @@ struct Panel<'a> {
 enum Key {
     Line(RGBColor, bool),
     Band(RGBColor),
+    Area(RGBColor),
     Mark(Why, RGBColor),
 }
 
@@ -178,18 +197,23 @@ impl Panel<'_> {
             .map_err(err)?;
         let mut mesh = chart.configure_mesh();
         mesh.x_desc("seconds since the first event")
+            .y_desc("units")
             .light_line_style(WHITE)
-            .label_style(("sans-serif", 12));
+            .label_style(("sans-serif", 12))
+            .y_label_formatter(&|y| format!("{y:.0}"))
+            .x_label_formatter(&|x| format!("{x}"));
         if gate {
-            mesh.disable_y_axis().disable_y_mesh();
+            mesh.disable_y_axis().disable_y_mesh().y_desc("");
+        } else if plot_area.dim_in_pixel().1 < PANEL {
+            mesh.y_labels(3);
         }
         mesh.draw().map_err(err)?;
         let mut keys = Vec::new();
+        if self.by_label && !gate {
+            self.draw_labels(&mut chart, &mut keys)?;
+        }
         self.draw_bands(&mut chart, y_max, &mut keys)?;
         if !gate {
-            if self.by_label {
-                self.draw_labels(&mut chart, &mut keys)?;
-            }
             self.draw_limits(&mut chart, self.track, false, &mut keys)?;
             if let Some(other) = self.other {
                 self.draw_limits(&mut chart, other, true, &mut keys)?;
@@ -225,26 +249,32 @@ impl Panel<'_> {
             Kind::InFlight { limit } => format!("in flight, at most {limit}"),
             Kind::Gate => "gate: holds and halts only".to_owned(),
         };
-        let mut caption = format!("{}  ({what}; {refused} refused", t.name);
+        if matches!(t.kind, Kind::Gate) {
+            return format!("{}  ({what}; {refused} refused)", t.name);
+        }
+        let mut caption = format!("{}  ({what}; peak {}, {refused} refused", t.name, peak(t));
         if let Some(o) = self.other {
-            caption.push_str(&format!(", {} with compare", o.refusals.len()));
+            caption.push_str(&format!(
+                "; compare: peak {}, {} refused",
+                peak(o),
+                o.refusals.len()
+            ));
         }
         caption.push(')');
         caption
     }
 
     fn y_max(&self) -> f64 {
-        let peak = |t: &Track| {
-            let used = t.used.iter().map(|&(_, u)| u).max().unwrap_or(0);
+        let top = |t: &Track| {
             let stacked = t
                 .by_label
                 .iter()
                 .map(|(_, s)| s.iter().sum::<u64>())
                 .max()
                 .unwrap_or(0);
-            used.max(stacked).max(t.allowances[0])
+            peak(t).max(stacked).max(t.allowances[0])
         };
-        let top = peak(self.track).max(self.other.map_or(0, peak));
+        let top = top(self.track).max(self.other.map_or(0, top));
         (top as f64 * 1.08).max(1.0)
     }
 
@@ -259,7 +289,7 @@ impl Panel<'_> {
         let band = |from: f64, to: f64, color: RGBColor| {
             Rectangle::new(
                 [(from, 0.0), (to.min(end), y_max)],
-                color.mix(0.25).filled(),
+                color.mix(BAND).filled(),
             )
         };
         if !t.holds.is_empty() {
@@ -290,26 +320,24 @@ impl Panel<'_> {
         compare: bool,
         keys: &mut Vec<(String, Key)>,
     ) -> Result<(), String> {
-        let [limit, normal, bulk] = track.allowances.map(|a| a as f64);
+        let [limit, normal, bulk] = track.allowances;
         let (x0, x1) = self.x;
-        let suffix = if compare { " (compare)" } else { "" };
         let lines = [
-            (limit, format!("limit: urgent {limit}{suffix}"), 2),
-            (normal, format!("normal up to {normal}{suffix}"), 1),
-            (bulk, format!("bulk up to {bulk}{suffix}"), 1),
+            (limit, format!("limit (urgent) {limit}"), 2),
+            (normal, format!("normal up to {normal}"), 1),
+            (bulk, format!("bulk up to {bulk}"), 1),
         ];
-        for (i, (y, name, width)) in lines.into_iter().enumerate() {
-            if i > 0 && y == limit {
+        for (i, (units, name, width)) in lines.into_iter().enumerate() {
+            if i > 0 && units == limit {
                 continue;
             }
-            let color = if compare {
-                COMPARE
-            } else if i == 0 {
-                BLACK
-            } else {
-                GRAY
+            let color = match (compare, i) {
+                (true, _) => COMPARE,
+                (false, 0) => BLACK,
+                _ => GRAY,
             };
             let style = color.stroke_width(width);
+            let y = units as f64;
             if compare || i > 0 {
                 chart
                     .draw_series(DashedLineSeries::new([(x0, y), (x1, y)], 6, 4, style))
@@ -319,7 +347,23 @@ impl Panel<'_> {
                     .draw_series(LineSeries::new([(x0, y), (x1, y)], style))
                     .map_err(err)?;
             }
-            keys.push((name, Key::Line(color, compare || i > 0)));
+            if !compare {
+                keys.push((name, Key::Line(color, i > 0)));
+            }
+        }
+        if compare {
+            // One legend line for the three: a panel has little room.
+            let mut all = vec![limit.to_string()];
+            all.extend(
+                [normal, bulk]
+                    .iter()
+                    .filter(|&&a| a != limit)
+                    .map(u64::to_string),
+            );
+            keys.push((
+                format!("compare: {}", all.join(" / ")),
+                Key::Line(COMPARE, true),
+            ));
         }
         Ok(())
     }
@@ -371,15 +415,15 @@ impl Panel<'_> {
                 self.t0,
                 self.x.1,
             );
-            let color = Palette99::pick(label + 1).to_rgba();
+            let color = LABELS[label % LABELS.len()];
             chart
-                .draw_series(AreaSeries::new(points, 0.0, color.mix(0.45)))
+                .draw_series(AreaSeries::new(points, 0.0, color.filled()))
                 .map_err(err)?;
             let name = match self.labels[label].as_str() {
                 "" => "(no label)".to_owned(),
                 l => l.to_owned(),
             };
-            keys.push((name, Key::Band(RGBColor(color.0, color.1, color.2))));
+            keys.push((name, Key::Area(color)));
         }
         Ok(())
     }
@@ -449,6 +493,11 @@ impl Panel<'_> {
     }
 }
 
+/// The most the bucket counted at once.
+fn peak(t: &Track) -> u64 {
+    t.used.iter().map(|&(_, u)| u).max().unwrap_or(0)
+}
+
 fn mark_color(why: Why) -> RGBColor {
     match why {
         Why::Full => HALT,
@@ -470,7 +519,7 @@ fn why_name(why: Why) -> &'static str {
 fn draw_legend(area: &Area<'_>, keys: &[(String, Key)]) -> Result<(), String> {
     let font = ("sans-serif", 13).into_font();
     for (i, (name, key)) in keys.iter().enumerate() {
-        let y = 34 + 17 * i as i32;
+        let y = 30 + 16 * i as i32;
         let x = 8;
         match *key {
             Key::Line(color, dashed) => {
@@ -485,12 +534,13 @@ fn draw_legend(area: &Area<'_>, keys: &[(String, Key)]) -> Result<(), String> {
                         .map_err(err)?;
                 }
             }
-            Key::Band(color) => {
-                area.draw(&Rectangle::new(
-                    [(x, y - 6), (x + 24, y + 6)],
-                    color.mix(0.45).filled(),
-                ))
-                .map_err(err)?;
+            Key::Band(color) | Key::Area(color) => {
+                let fill = match key {
+                    Key::Band(_) => color.mix(BAND).filled(),
+                    _ => color.filled(),
+                };
+                area.draw(&Rectangle::new([(x, y - 6), (x + 24, y + 6)], fill))
+                    .map_err(err)?;
             }
             Key::Mark(why, color) => {
                 marks!(why, color, f => area.draw(&f((x + 12, y))).map_err(err))?;
