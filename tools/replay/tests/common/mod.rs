@@ -19,10 +19,16 @@ pub fn replay(args: &[&str], stdin: &str) -> Output {
         .spawn()
         .expect("ergon-replay starts");
     let mut input = child.stdin.take().expect("stdin is piped");
-    // A replay that stops at a bad line closes stdin early: a broken pipe is fine.
-    let _ = input.write_all(stdin.as_bytes());
-    drop(input);
-    child.wait_with_output().expect("ergon-replay ends")
+    let stdin = stdin.to_owned();
+    // Written from a thread: a long trace's output fills the stdout pipe before the
+    // whole trace is in. A replay that stops at a bad line closes stdin early: a
+    // broken pipe is fine.
+    let writer = std::thread::spawn(move || {
+        let _ = input.write_all(stdin.as_bytes());
+    });
+    let out = child.wait_with_output().expect("ergon-replay ends");
+    writer.join().expect("the writer thread ends");
+    out
 }
 
 /// The JSON lines of stdout.
