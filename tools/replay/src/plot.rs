@@ -70,6 +70,8 @@ const GATE_PANEL: u32 = 120;
 const TITLE: u32 = 50;
 /// Beyond this many changes a use line is cut into bins that keep each bin's peak.
 const MAX_STEPS: usize = 3000;
+/// At most this many refusal marks of one reason per panel.
+const MAX_MARKS: f64 = 1500.0;
 
 const USE: RGBColor = RGBColor(31, 119, 180);
 const COMPARE: RGBColor = RGBColor(148, 52, 190);
@@ -473,14 +475,17 @@ impl Panel<'_> {
     ) -> Result<(), String> {
         let compare = color == COMPARE;
         for why in [Why::Full, Why::Held, Why::Halted, Why::TooBig] {
-            let of: Vec<&Refusal> = track.refusals.iter().filter(|r| r.why == why).collect();
+            let at = |r: &Refusal| (secs(r.t, self.t0), if gate { 0.5 } else { r.used as f64 });
+            let of = thin(
+                track.refusals.iter().filter(|r| r.why == why).map(at),
+                self.x.1,
+            );
             if of.is_empty() {
                 continue;
             }
             let c = if compare { COMPARE } else { mark_color(why) };
-            let at = |r: &Refusal| (secs(r.t, self.t0), if gate { 0.5 } else { r.used as f64 });
             marks!(why, c, f => chart
-                .draw_series(of.iter().map(|r| f(at(r))))
+                .draw_series(of.iter().map(|&p| f(p)))
                 .map(|_| ())
                 .map_err(err))?;
             let suffix = if compare { " (compare)" } else { "" };
@@ -491,6 +496,25 @@ impl Panel<'_> {
         }
         Ok(())
     }
+}
+
+/// Marks in time order, at most one per [`MAX_MARKS`]th of the time axis (the highest):
+/// a refusal every millisecond for an hour draws as a line of marks, not a million.
+fn thin(marks: impl Iterator<Item = (f64, f64)>, end: f64) -> Vec<(f64, f64)> {
+    let width = end / MAX_MARKS;
+    let mut kept: Vec<(f64, f64, f64)> = Vec::new();
+    for (x, y) in marks {
+        let bin = (x / width).floor();
+        match kept.last_mut() {
+            Some((b, _, top)) if *b == bin => {
+                if y > *top {
+                    *top = y;
+                }
+            }
+            _ => kept.push((bin, x, y)),
+        }
+    }
+    kept.into_iter().map(|(_, x, y)| (x, y)).collect()
 }
 
 /// The most the bucket counted at once.
