@@ -64,7 +64,7 @@ pub struct Labels {
 
 const WIDTH: u32 = 1200;
 const LEGEND: u32 = 230;
-const PANEL: u32 = 250;
+const PANEL: u32 = 270;
 const LOW_PANEL: u32 = 150;
 const GATE_PANEL: u32 = 120;
 const TITLE: u32 = 50;
@@ -543,7 +543,7 @@ fn why_name(why: Why) -> &'static str {
 fn draw_legend(area: &Area<'_>, keys: &[(String, Key)]) -> Result<(), String> {
     let font = ("sans-serif", 13).into_font();
     for (i, (name, key)) in keys.iter().enumerate() {
-        let y = 30 + 16 * i as i32;
+        let y = 28 + 15 * i as i32;
         let x = 8;
         match *key {
             Key::Line(color, dashed) => {

@@ -186,3 +186,25 @@ fn help_documents_every_flag() {
         assert!(help.contains(flag), "--help documents {flag}");
     }
 }
+
+#[test]
+fn the_committed_picture_is_what_the_readme_command_draws() {
+    let (trace, tight) = shipped();
+    let path = scratch("readme.svg");
+    let args = [
+        "--plot",
+        path.to_str().expect("path"),
+        "--compare",
+        &tight,
+        "--by-label",
+        &trace,
+    ];
+    let out = replay(&args, "");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let drawn = fs::read_to_string(&path).expect("picture written");
+    let committed = fs::read_to_string(example("binance-spot.svg")).expect("committed picture");
+    assert!(
+        drawn == committed,
+        "examples/traces/binance-spot.svg is stale: rerun the README's --plot command"
+    );
+}
