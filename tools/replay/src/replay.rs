@@ -131,12 +131,16 @@ pub fn run_with(
         }
         let fail = |message: String| ReplayError::Line { line, message };
         let parsed = parse(&text).map_err(fail)?;
-        if let Some(other) = &mut compare {
-            other
-                .apply(parsed.clone())
+        let other = compare.as_ref().map(|_| parsed.clone());
+        let output = replay.apply(parsed).map_err(fail)?;
+        // The comparison's error wins over this line's output: nothing of a bad line
+        // is written.
+        if let (Some(compare), Some(parsed)) = (&mut compare, other) {
+            compare
+                .apply(parsed)
                 .map_err(|m| fail(format!("with the --compare declarations: {m}")))?;
         }
-        if let Some(output) = replay.apply(parsed).map_err(fail)? {
+        if let Some(output) = output {
             writeln!(out, "{output}")?;
         }
     }
@@ -148,18 +152,9 @@ pub fn run_with(
     if let Some(p) = progress {
         p.end();
     }
-    let compare = match compare {
-        Some(mut other) => {
-            other
-                .summary()
-                .map_err(|message| ReplayError::Line { line: 0, message })?;
-            other.timeline
-        }
-        None => None,
-    };
     Ok(Replayed {
         timeline: replay.timeline,
-        compare,
+        compare: compare.and_then(|c| c.timeline),
     })
 }
 

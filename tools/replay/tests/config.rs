@@ -212,3 +212,47 @@ fn a_bad_config_names_its_file_and_line() {
     let out = replay(&["--config", "/nonexistent/ergon.jsonl"], TRACE);
     assert_eq!(out.status.code(), Some(2), "a file that cannot be opened");
 }
+
+#[test]
+fn a_compare_file_without_a_bucket_the_trace_names_stops_at_that_line() {
+    let no_orders = config_file(
+        "compare-no-orders.jsonl",
+        r#"{"bucket":"weight","kind":"sliding","limit":3,"window_ms":1000,"slots":10}"#,
+    );
+    let picture = scratch("compare-no-orders.svg");
+    let args = [
+        "--plot",
+        picture.to_str().expect("path"),
+        "--compare",
+        &no_orders,
+    ];
+    let out = replay(&args, TRACE);
+    fails_at(
+        &out,
+        5,
+        "with the --compare declarations: no bucket named \"orders\"",
+    );
+    assert!(!picture.exists(), "no picture of a replay that stopped");
+}
+
+#[test]
+fn a_bad_trace_line_is_the_traces_error_even_with_a_compare_file() {
+    let same = config_file(
+        "compare-same.jsonl",
+        &TRACE.lines().take(2).collect::<Vec<_>>().join("\n"),
+    );
+    let picture = scratch("compare-same.svg");
+    let trace = format!("{TRACE}{{\"t\":1,\"tick\":true}}\n");
+    let out = replay(
+        &[
+            "--plot",
+            picture.to_str().expect("path"),
+            "--compare",
+            &same,
+        ],
+        &trace,
+    );
+    fails_at(&out, 6, "out of order");
+    assert!(!stderr(&out).contains("--compare"), "{}", stderr(&out));
+    assert_eq!(lines(&out).len(), 3, "the three charges before it");
+}
