@@ -3,11 +3,13 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::io::{BufRead, Write};
+use std::time::{Duration, Instant};
 
 use ergon_core::{BucketId, Budget, Builder, Flight, ForeignId, Part, Ticket, Why};
 use serde_json::{json, Map, Value};
 
-use crate::trace::{parse, Event, Line};
+use crate::timeline::{Seen, Timeline};
+use crate::trace::{parse, Declaration, Event, Line};
 
 /// Why a replay stopped.
 #[derive(Debug)]
@@ -61,34 +63,84 @@ enum Phase {
     Running(Box<Budget>),
 }
 
+/// How to replay, besides the trace.
+#[derive(Debug, Default)]
+pub struct Options {
+    /// Declarations that replace the trace's own (`--config FILE`); the trace's
+    /// declaration lines are then parsed but not used.
+    pub config: Option<Vec<Declaration>>,
+    /// A second set of declarations replayed on the same events, for the picture only
+    /// (`--compare FILE`); its decisions are not written.
+    pub compare: Option<Vec<Declaration>>,
+    /// Keep a [`Timeline`] of what each budget did, for `--plot`.
+    pub timeline: bool,
+    /// Once the replay has run this long (wall clock), print a progress line on
+    /// stderr with the lines per second, then one a second, and a last one at the end.
+    pub progress_after: Option<Duration>,
+}
+
+/// What a replay keeps besides its output lines.
+#[derive(Debug, Default)]
+pub struct Replayed {
+    /// The budget's history, if [`Options::timeline`] asked for it.
+    pub timeline: Option<Timeline>,
+    /// The same for the `--compare` declarations.
+    pub compare: Option<Timeline>,
+}
+
 struct Replay {
     phase: Phase,
+    /// Declarations given up front (`--config`, `--compare`): the trace's are skipped.
+    fixed: bool,
+    declared: Vec<Declaration>,
     last_t: Option<i64>,
     charges: HashMap<String, Charge>,
     ok: u64,
     refused: u64,
     ignored: Ignored,
+    timeline: Option<Timeline>,
 }
 
 /// Replays `input` and writes the decisions to `out`, flushing after each line.
-pub fn run(input: impl BufRead, mut out: impl Write) -> Result<(), ReplayError> {
-    let mut replay = Replay {
-        phase: Phase::Declaring(Box::new(Budget::builder())),
-        last_t: None,
-        charges: HashMap::new(),
-        ok: 0,
-        refused: 0,
-        ignored: Ignored::default(),
-    };
+pub fn run(input: impl BufRead, out: impl Write) -> Result<(), ReplayError> {
+    run_with(input, out, Options::default()).map(|_| ())
+}
+
+/// [`run`] with [`Options`]: other declarations, a comparison, a timeline, progress.
+/// The output lines are the same as [`run`]'s for the same declarations.
+pub fn run_with(
+    input: impl BufRead,
+    mut out: impl Write,
+    options: Options,
+) -> Result<Replayed, ReplayError> {
+    let keep = options.timeline;
+    let mut replay = Replay::new(options.config, keep)?;
+    let mut compare = options
+        .compare
+        .map(|decls| Replay::new(Some(decls), keep))
+        .transpose()?;
+    let mut progress = options.progress_after.map(Progress::new);
     for (index, text) in input.lines().enumerate() {
         let text = text?;
+        let line = index + 1;
+        if let Some(p) = &mut progress {
+            p.line(line);
+        }
         if text.trim().is_empty() {
             continue;
         }
-        let line = index + 1;
         let fail = |message: String| ReplayError::Line { line, message };
         let parsed = parse(&text).map_err(fail)?;
-        if let Some(output) = replay.apply(parsed).map_err(fail)? {
+        let other = compare.as_ref().map(|_| parsed.clone());
+        let output = replay.apply(parsed).map_err(fail)?;
+        // The comparison's error wins over this line's output: nothing of a bad line
+        // is written.
+        if let (Some(compare), Some(parsed)) = (&mut compare, other) {
+            compare
+                .apply(parsed)
+                .map_err(|m| fail(format!("with the --compare declarations: {m}")))?;
+        }
+        if let Some(output) = output {
             writeln!(out, "{output}")?;
         }
     }
@@ -97,7 +149,61 @@ pub fn run(input: impl BufRead, mut out: impl Write) -> Result<(), ReplayError> 
         .map_err(|message| ReplayError::Line { line: 0, message })?;
     writeln!(out, "{summary}")?;
     out.flush()?;
-    Ok(())
+    if let Some(p) = progress {
+        p.end();
+    }
+    Ok(Replayed {
+        timeline: replay.timeline,
+        compare: compare.and_then(|c| c.timeline),
+    })
+}
+
+/// Progress on stderr for long replays: wall-clock time, read only every 1024 lines.
+struct Progress {
+    start: Instant,
+    next: Duration,
+    lines: usize,
+    printed: bool,
+}
+
+impl Progress {
+    fn new(after: Duration) -> Self {
+        Progress {
+            start: Instant::now(),
+            next: after,
+            lines: 0,
+            printed: false,
+        }
+    }
+
+    fn line(&mut self, line: usize) {
+        self.lines = line;
+        if line % 1024 != 0 {
+            return;
+        }
+        let elapsed = self.start.elapsed();
+        if elapsed >= self.next {
+            eprintln!("ergon-replay: line {line}, {} lines/s", rate(line, elapsed));
+            self.printed = true;
+            self.next = elapsed + Duration::from_secs(1);
+        }
+    }
+
+    fn end(self) {
+        if self.printed {
+            let elapsed = self.start.elapsed();
+            eprintln!(
+                "ergon-replay: {} lines in {:.1} s, {} lines/s",
+                self.lines,
+                elapsed.as_secs_f64(),
+                rate(self.lines, elapsed)
+            );
+        }
+    }
+}
+
+fn rate(lines: usize, elapsed: Duration) -> u64 {
+    (lines as f64 / elapsed.as_secs_f64().max(1e-9)) as u64
 }
 
 /// The budget, built from the declarations at the first event's time.
@@ -115,15 +221,46 @@ fn running(phase: &mut Phase, t: i64) -> Result<&mut Budget, String> {
 }
 
 impl Replay {
+    /// A replay of the trace's own declarations, or of `declarations` if given
+    /// (already checked by [`crate::config::read`]).
+    fn new(declarations: Option<Vec<Declaration>>, timeline: bool) -> Result<Self, ReplayError> {
+        let mut builder = Budget::builder();
+        let fixed = declarations.is_some();
+        let declared = declarations.unwrap_or_default();
+        for d in &declared {
+            builder
+                .add(&d.name, d.spec)
+                .map_err(|e| ReplayError::Line {
+                    line: 0,
+                    message: format!("bucket {:?}: {e}", d.name),
+                })?;
+        }
+        Ok(Replay {
+            phase: Phase::Declaring(Box::new(builder)),
+            fixed,
+            declared,
+            last_t: None,
+            charges: HashMap::new(),
+            ok: 0,
+            refused: 0,
+            ignored: Ignored::default(),
+            timeline: timeline.then(Timeline::default),
+        })
+    }
+
     fn apply(&mut self, line: Line) -> Result<Option<Value>, String> {
         match line {
-            Line::Declare { name, spec } => {
+            Line::Declare(d) => {
                 let Phase::Declaring(builder) = &mut self.phase else {
                     return Err("declarations must come before the first event".into());
                 };
+                if self.fixed {
+                    return Ok(None);
+                }
                 builder
-                    .add(&name, spec)
-                    .map_err(|e| format!("bucket {name:?}: {e}"))?;
+                    .add(&d.name, d.spec)
+                    .map_err(|e| format!("bucket {:?}: {e}", d.name))?;
+                self.declared.push(d);
                 Ok(None)
             }
             Line::Event { t, event } => {
@@ -139,6 +276,14 @@ impl Replay {
     }
 
     fn event(&mut self, t: i64, event: Event) -> Result<Option<Value>, String> {
+        let (output, seen) = self.decide(t, event)?;
+        if let (Some(timeline), Phase::Running(budget)) = (&mut self.timeline, &self.phase) {
+            timeline.record(t, budget, &self.declared, seen);
+        }
+        Ok(output)
+    }
+
+    fn decide(&mut self, t: i64, event: Event) -> Result<(Option<Value>, Seen), String> {
         let budget = running(&mut self.phase, t)?;
         let id_of = |budget: &Budget, name: &str| {
             budget
@@ -146,7 +291,12 @@ impl Replay {
                 .ok_or_else(|| format!("no bucket named {name:?} was declared"))
         };
         match event {
-            Event::Charge { id, class, parts } => {
+            Event::Charge {
+                id,
+                class,
+                parts,
+                label,
+            } => {
                 if self.charges.contains_key(&id) {
                     return Err(format!("charge id {id:?} is used twice"));
                 }
@@ -157,11 +307,12 @@ impl Replay {
                 budget
                     .validate_parts(&parts)
                     .map_err(|e| format!("charge {id:?}: {e}"))?;
-                let line = match budget.try_charge(&parts, class, t) {
+                let (line, seen) = match budget.try_charge(&parts, class, t) {
                     Ok(ticket) => {
                         self.ok += 1;
                         self.charges.insert(id.clone(), Charge::Admitted(ticket));
-                        json!({"id": id, "t": t, "ok": true})
+                        let line = json!({"id": id, "t": t, "ok": true});
+                        (line, Seen::Admitted { id, parts, label })
                     }
                     Err(limited) => {
                         self.refused += 1;
@@ -177,26 +328,35 @@ impl Replay {
                             i64::MAX => Value::Null,
                             ready => ready.into(),
                         };
-                        json!({
+                        let line = json!({
                             "id": id, "t": t, "ok": false,
                             "bucket": budget.name(limited.bucket).unwrap_or(""), "why": why, "ready_at": ready_at,
-                        })
+                        });
+                        (line, Seen::Refused(limited))
                     }
                 };
-                return Ok(Some(line));
+                return Ok((Some(line), seen));
             }
-            Event::Refund(id) => self.lifecycle(&id, t, Lifecycle::Refund)?,
+            Event::Refund(id) => {
+                self.lifecycle(&id, t, Lifecycle::Refund)?;
+                return Ok((None, Seen::Ended(id)));
+            }
             Event::Sent(id) => self.lifecycle(&id, t, Lifecycle::Sent)?,
-            Event::Complete(id) => self.lifecycle(&id, t, Lifecycle::Complete)?,
+            Event::Complete(id) => {
+                self.lifecycle(&id, t, Lifecycle::Complete)?;
+                return Ok((None, Seen::Completed(id)));
+            }
             Event::Throttled { bucket, wait_ns } => {
                 let b = id_of(budget, &bucket)?;
                 budget.throttled(b, wait_ns, t).map_err(own)?;
+                return Ok((None, Seen::Throttled(b)));
             }
             Event::Banned { bucket, wait_ns } => {
                 let b = id_of(budget, &bucket)?;
                 budget
                     .banned(b, wait_ns.map_or(t, |w| t.saturating_add(w)), t)
                     .map_err(own)?;
+                return Ok((None, Seen::Banned(b)));
             }
             Event::ClearHalt(bucket) => {
                 let b = id_of(budget, &bucket)?;
@@ -212,7 +372,7 @@ impl Replay {
             }
             Event::Tick => budget.tick(t),
         }
-        Ok(None)
+        Ok((None, Seen::Other))
     }
 
     fn lifecycle(&mut self, id: &str, t: i64, step: Lifecycle) -> Result<(), String> {

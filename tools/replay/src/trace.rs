@@ -8,15 +8,10 @@ use serde_json::{Map, Value};
 const NS_PER_MS: i64 = 1_000_000;
 
 /// One line of a trace.
-#[derive(Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum Line {
     /// `{"bucket":NAME,"kind":...}`.
-    Declare {
-        /// The bucket's name.
-        name: String,
-        /// Its limit.
-        spec: Spec,
-    },
+    Declare(Declaration),
     /// An event at `t` nanoseconds.
     Event {
         /// When, in nanoseconds.
@@ -26,8 +21,20 @@ pub enum Line {
     },
 }
 
+/// One bucket's declaration.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Declaration {
+    /// The bucket's name.
+    pub name: String,
+    /// Its limit, headroom included.
+    pub spec: Spec,
+    /// The headroom as written, `[normal, bulk]`: units those classes may not use
+    /// (the spec keeps it too; this copy is for pictures of it).
+    pub headroom: [u64; 2],
+}
+
 /// What happened at one instant of the trace.
-#[derive(Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum Event {
     /// A request asked to go out.
     Charge {
@@ -37,6 +44,8 @@ pub enum Event {
         class: Class,
         /// `(bucket name, cost)` in the order written.
         parts: Vec<(String, u32)>,
+        /// Who asked (`"label"`, e.g. `trade:order`, `mon:book`), if the trace says.
+        label: Option<String>,
     },
     /// The request never left.
     Refund(String),
@@ -117,12 +126,8 @@ fn declaration(obj: &Map<String, Value>) -> Result<Line, String> {
             &["limit", "window_ms", "phase_ms", "guard_ms"],
         ),
         "token" => (
-            Spec::token(
-                u32::try_from(need_u64(obj, "rate_per_s")?)
-                    .map_err(|_| "\"rate_per_s\" is too large")?,
-                need_u64(obj, "burst")?,
-            ),
-            &["rate_per_s", "burst"],
+            Spec::token_every(interval_ns(obj)?, need_u64(obj, "burst")?),
+            &["rate_per_s", "interval_ms", "burst"],
         ),
         "inflight" => (Spec::in_flight(need_u64(obj, "limit")?), &["limit"]),
         "gate" => (Spec::gate(), &[]),
@@ -135,17 +140,26 @@ fn declaration(obj: &Map<String, Value>) -> Result<Line, String> {
     let mut allowed = vec!["bucket", "kind", "headroom"];
     allowed.extend_from_slice(fields);
     only(obj, &allowed)?;
-    let spec = match obj.get("headroom") {
-        None => spec,
+    let headroom = match obj.get("headroom") {
+        None => [0, 0],
         Some(Value::Object(h)) => {
             only(h, &["normal", "bulk"])?;
-            let normal = u64_field(h, "normal")?.unwrap_or(0);
-            let bulk = u64_field(h, "bulk")?.unwrap_or(0);
-            spec.headroom(normal, bulk)
+            [
+                u64_field(h, "normal")?.unwrap_or(0),
+                u64_field(h, "bulk")?.unwrap_or(0),
+            ]
         }
         Some(_) => return Err("\"headroom\" must be an object {\"normal\":N,\"bulk\":M}".into()),
     };
-    Ok(Line::Declare { name, spec })
+    let spec = match headroom {
+        [0, 0] => spec,
+        [normal, bulk] => spec.headroom(normal, bulk),
+    };
+    Ok(Line::Declare(Declaration {
+        name,
+        spec,
+        headroom,
+    }))
 }
 
 fn event(obj: &Map<String, Value>) -> Result<Event, String> {
@@ -168,7 +182,7 @@ fn event(obj: &Map<String, Value>) -> Result<Event, String> {
         (Some(a), Some(b)) => return Err(format!("one event per line: both {a:?} and {b:?}")),
     };
     let (event, fields): (Event, &[&str]) = match verb {
-        "charge" => (charge(obj)?, &["class", "parts"]),
+        "charge" => (charge(obj)?, &["class", "parts", "label"]),
         "refund" => (Event::Refund(string(obj, verb)?), &[]),
         "sent" => (Event::Sent(string(obj, verb)?), &[]),
         "complete" => (Event::Complete(string(obj, verb)?), &[]),
@@ -233,7 +247,16 @@ fn charge(obj: &Map<String, Value>) -> Result<Event, String> {
         .iter()
         .map(|(name, c)| Ok((name.clone(), cost(Some(c), name)?)))
         .collect::<Result<Vec<_>, String>>()?;
-    Ok(Event::Charge { id, class, parts })
+    let label = match obj.get("label") {
+        None => None,
+        Some(_) => Some(string(obj, "label")?),
+    };
+    Ok(Event::Charge {
+        id,
+        class,
+        parts,
+        label,
+    })
 }
 
 fn only(obj: &Map<String, Value>, allowed: &[&str]) -> Result<(), String> {
@@ -281,6 +304,37 @@ fn ms(obj: &Map<String, Value>, key: &str) -> Result<Option<i64>, String> {
             .checked_mul(NS_PER_MS)
             .map(Some)
             .ok_or_else(|| format!("\"{key}\" is too large")),
+    }
+}
+
+/// A token bucket's drain interval, from `"rate_per_s"` (units per second) or
+/// `"interval_ms"` (time per unit): exactly one of them, any positive finite number.
+/// The interval is rounded up to the nanosecond, so the bucket never admits more than
+/// the rate written.
+fn interval_ns(obj: &Map<String, Value>) -> Result<i64, String> {
+    let ns = match (obj.get("rate_per_s"), obj.get("interval_ms")) {
+        (Some(rate), None) => 1e9 / positive(rate, "rate_per_s")?,
+        (None, Some(interval)) => positive(interval, "interval_ms")? * 1e6,
+        (Some(_), Some(_)) => {
+            return Err("a token bucket takes \"rate_per_s\" or \"interval_ms\", not both".into())
+        }
+        (None, None) => {
+            return Err("a token bucket needs \"rate_per_s\" (units per second) or \"interval_ms\" (time per unit)".into())
+        }
+    };
+    // i64::MAX as f64 is 2^63: anything at or above it does not fit the clock.
+    if ns.ceil() >= i64::MAX as f64 {
+        return Err("the token interval is too long (the rate is too small)".into());
+    }
+    // A positive quotient rounds up to at least 1 ns: a rate above 10^9 per second
+    // is served at one unit per nanosecond, less than written, never more.
+    Ok(ns.ceil() as i64)
+}
+
+fn positive(v: &Value, key: &str) -> Result<f64, String> {
+    match v.as_f64() {
+        Some(x) if x.is_finite() && x > 0.0 => Ok(x),
+        _ => Err(format!("\"{key}\" must be a positive number")),
     }
 }
 
