@@ -42,7 +42,7 @@
 //!   `executionReport` events, with Binance's WebSocket limits enforced ([`WsLimits`]:
 //!   5 incoming frames a second per connection, 300 connects per 5 minutes per IP,
 //!   server pings that must be answered); counted in [`Report::ws`]. See the `ws`
-//!   module for the rules and sources.
+//!   `server::ws_conn` module for the rules and sources.
 //!
 //! ## The two 5xx faults
 //! Binance Spot documents every 5XX as "execution status UNKNOWN; could have been a
@@ -76,19 +76,35 @@
 //! assert_eq!(report.requests, 0);
 //! ```
 
-mod binance;
+//! ## Layout
+//! No module cycles: each line depends only on the lines above it.
+//! - `config`, `http`, `params`, `report`, `clock`, `limits`: plain data and
+//!   parsers;
+//! - `ws::frame`: RFC 6455 on the server side (handshake, frames);
+//! - `engine`: the venue state with no venue's rules (`book` orders and decimals,
+//!   `hub` stream subscribers, `state` limits, bans, registry, faults, report);
+//! - `profiles`: one module per venue (`binance/`, `bybit`, `okx`), each adding
+//!   its admit and execute steps to the state;
+//! - `dispatch`: picks the profile for each request;
+//! - `server`: the I/O shell (listener, `http_conn`, `ws_conn`, `shared`).
+
+mod clock;
 pub mod config;
+mod dispatch;
+mod engine;
 pub mod http;
 mod limits;
 pub mod params;
+mod profiles;
 pub mod report;
 mod server;
 mod ws;
 
+pub use clock::VenueClock;
 pub use config::{
     Account, BanPolicy, Config, ConfigError, Fault, FaultScope, Faults, Interval, LimitType,
     Profile, RateLimit, WsLimits, BINANCE_FUTURES_LIMITS, BINANCE_SPOT_LIMITS, BYBIT_LIMITS,
     DEFAULT_API_KEY, DEFAULT_API_SECRET, DEFAULT_PASSPHRASE, OKX_LIMITS,
 };
 pub use report::{FaultCounts, LimitUsage, OrderView, Report, WsCounts};
-pub use server::{Server, StartError, VenueClock};
+pub use server::{Server, StartError};

@@ -23,16 +23,15 @@
 //! <https://www.okx.com/docs-v5/en/#error-code-rest-api>,
 //! <https://www.okx.com/docs-v5/en/#order-book-trading-trade-post-place-order>.
 //!
-//! Like its parent module it never touches a socket or reads a clock.
+//! It never touches a socket or reads a clock.
 
 use std::net::IpAddr;
 
 use serde_json::{json, Map, Value};
 
-use super::{
-    fmt_e8, parse_e8, quote, Admission, Op, OrdType, Order, Placement, Side, Status, Venue,
-};
 use crate::config::LimitType;
+use crate::engine::book::{fmt_e8, parse_e8, quote, OrdType, Order, Placement, Side, Status};
+use crate::engine::state::{Admission, Venue};
 use crate::http::{Request, Response};
 use crate::limits::Key;
 use crate::params::{parse_iso8601_ms, sign_base64};
@@ -138,7 +137,7 @@ fn order_failed(s_code: &str, s_msg: &str, ord_id: &str, cl_id: &str) -> Respons
 }
 
 /// The answer of a 5xx fault.
-pub(super) fn server_error(executed: bool) -> Response {
+pub(crate) fn server_error(executed: bool) -> Response {
     if executed {
         answer(
             500,
@@ -174,7 +173,7 @@ fn text(body: &Map<String, Value>, query: &[(String, String)], name: &str) -> Op
 
 impl Venue {
     /// Everything OKX decides at receipt.
-    pub(super) fn admit_okx(&mut self, req: &Request, ip: IpAddr, now: i64) -> Admission {
+    pub(crate) fn admit_okx(&mut self, req: &Request, ip: IpAddr, now: i64) -> Admission<OkxOp> {
         let Some(endpoint) = Endpoint::route(&req.method, &req.path) else {
             return Admission::Final(answer(404, "404", "Not Found", json!([])));
         };
@@ -237,8 +236,7 @@ impl Venue {
             Ok(op) => op,
             Err(r) => return Admission::Final(r),
         };
-        let op = Op::Okx(op);
-        let fault = self.draw_fault(&op);
+        let fault = self.draw_fault(op.changes_orders());
         Admission::Run {
             op,
             account,
@@ -415,7 +413,7 @@ impl Venue {
     }
 
     /// Runs an admitted OKX request.
-    pub(super) fn execute_okx(&mut self, op: OkxOp, account: usize, now: i64) -> Response {
+    pub(crate) fn execute_okx(&mut self, op: OkxOp, account: usize, now: i64) -> Response {
         let ok = |data: Value| answer(200, "0", "", data);
         let names = |t: &Target| match t {
             Target::Id(i) => (i.clone(), String::new()),

@@ -22,17 +22,17 @@
 //! <https://bybit-exchange.github.io/docs/v5/guide> (authentication),
 //! <https://bybit-exchange.github.io/docs/v5/order/create-order>.
 //!
-//! Like its parent module it never touches a socket or reads a clock.
+//! It never touches a socket or reads a clock.
 
 use std::net::IpAddr;
 
 use serde_json::{json, Map, Value};
 
-use super::{
-    fmt_e8, parse_e8, quote, valid_client_id, Admission, Op, OrdType, Order, Placement, Side,
-    Status, Venue,
-};
 use crate::config::LimitType;
+use crate::engine::book::{
+    fmt_e8, parse_e8, quote, valid_client_id, OrdType, Order, Placement, Side, Status,
+};
+use crate::engine::state::{Admission, Venue};
 use crate::http::{Request, Response};
 use crate::limits::Key;
 use crate::params::sign;
@@ -132,7 +132,7 @@ fn fail(code: i64, msg: &str, now: i64) -> Response {
 }
 
 /// The answer of a 5xx fault.
-pub(super) fn server_error(executed: bool, now: i64) -> Response {
+pub(crate) fn server_error(executed: bool, now: i64) -> Response {
     let (code, msg) = if executed {
         (10016, "Internal server error.")
     } else {
@@ -170,7 +170,12 @@ impl Fields {
 
 impl Venue {
     /// Everything Bybit decides at receipt.
-    pub(super) fn admit_bybit(&mut self, req: &Request, ip: IpAddr, now: i64) -> Admission {
+    pub(crate) fn admit_bybit(
+        &mut self,
+        req: &Request,
+        ip: IpAddr,
+        now: i64,
+    ) -> Admission<BybitOp> {
         let too_frequent = || {
             Admission::Final(Response::json(
                 403,
@@ -264,8 +269,7 @@ impl Venue {
                 return Admission::Final(r);
             }
         };
-        let op = Op::Bybit(op);
-        let fault = self.draw_fault(&op);
+        let fault = self.draw_fault(op.changes_orders());
         Admission::Run {
             op,
             account,
@@ -438,7 +442,7 @@ impl Venue {
     }
 
     /// Runs an admitted Bybit request.
-    pub(super) fn execute_bybit(&mut self, op: BybitOp, account: usize, now: i64) -> Response {
+    pub(crate) fn execute_bybit(&mut self, op: BybitOp, account: usize, now: i64) -> Response {
         let ok = |result: Value| Response::json(200, envelope(0, "OK", result, now));
         match op {
             BybitOp::Time => ok(json!({

@@ -1,0 +1,283 @@
+//! Step 1 for Binance: everything the venue decides at receipt (bans, IP limits,
+//! routing, API key, signature and timestamp, the order counts, the fault draw).
+
+use std::net::IpAddr;
+
+use crate::config::LimitType;
+use crate::engine::state::{Admission, Venue};
+use crate::http::{Request, Response};
+use crate::limits::Key;
+use crate::params::{self, Params, SignatureError};
+use crate::profiles::binance::endpoint::Endpoint;
+use crate::profiles::binance::request::{err, illegal, mandatory, BinanceOp};
+
+/// Largest recvWindow Binance accepts.
+pub(crate) const MAX_RECV_WINDOW: u64 = 60_000;
+
+/// Default recvWindow.
+pub(crate) const DEFAULT_RECV_WINDOW: u64 = 5_000;
+
+/// How far ahead of the server a timestamp may be.
+pub(crate) const AHEAD_MS: i64 = 1_000;
+
+impl Venue {
+    pub(crate) fn banned(&mut self, ip: IpAddr, now: i64) -> Response {
+        self.report.banned_requests += 1;
+        let until = self.ips.get(&ip).map(|s| s.banned_until).unwrap_or(now);
+        let mut r = Response::error(
+            418,
+            -1003,
+            &format!("Way too much request weight used; IP banned until {until}. Please use WebSocket Streams for live updates to avoid bans."),
+        );
+        r.headers
+            .push(("Retry-After".into(), Self::retry_after(until, now)));
+        r
+    }
+
+    /// Step 1 of the drive order: everything the venue decides at receipt.
+    pub(crate) fn admit_binance(
+        &mut self,
+        req: &Request,
+        ip: IpAddr,
+        now: i64,
+    ) -> Admission<BinanceOp> {
+        self.phantom(ip, now);
+        if self.ips.get(&ip).is_some_and(|s| s.banned_until > now) {
+            return Admission::Final(self.banned(ip, now));
+        }
+        let profile = self.cfg.profile;
+        let endpoint = Endpoint::route(profile, &req.method, &req.path);
+        let params = Params::parse(&req.query, &req.body);
+        let weight = match (&endpoint, &params) {
+            (Some(e), Ok(p)) => e.weight(profile, p),
+            _ => 1,
+        };
+
+        // IP limits, counted at receipt whatever happens next.
+        let mut over = None;
+        for (i, l) in self.limits.iter_mut().enumerate() {
+            let amount = match l.spec.kind {
+                LimitType::RequestWeight => weight,
+                LimitType::RawRequests => 1,
+                _ => continue,
+            };
+            let used = l.charge(Key::Ip(ip), amount, now);
+            if used > l.spec.limit && over.is_none() {
+                over = Some(i);
+            }
+        }
+        let headers = self.weight_headers(ip, now);
+        let st = self.ips.entry(ip).or_default();
+        if st.throttled_until > now {
+            // Sending inside the Retry-After of a 429 is what gets an IP banned.
+            st.violations += 1;
+            if st.violations >= self.cfg.ban.after_violations {
+                let d = self.cfg.ban.duration_ms(st.ban_level);
+                self.ban(ip, d, now);
+                return Admission::Final(self.banned(ip, now));
+            }
+        }
+        let throttled_until = st.throttled_until;
+        if let Some(i) = over {
+            let spec = self.limits[i].spec;
+            let end = self.limits[i].window_end(now).max(throttled_until);
+            let st = self.ips.entry(ip).or_default();
+            if st.throttled_until <= now {
+                st.violations = 0;
+            }
+            st.throttled_until = end;
+            self.report.throttled += 1;
+            let msg = match spec.kind {
+                LimitType::RawRequests => format!(
+                    "Too many requests; current limit of IP is {} requests per {} {}.",
+                    spec.limit, spec.interval_num, spec.interval.name()
+                ),
+                _ => format!(
+                    "Too much request weight used; current limit is {} request weight per {} {}. Please use WebSocket Streams for live updates to avoid polling the API.",
+                    spec.limit, spec.interval_num, spec.interval.name()
+                ),
+            };
+            let mut r = Response::error(429, -1003, &msg);
+            r.headers = headers;
+            r.headers
+                .push(("Retry-After".into(), Self::retry_after(end, now)));
+            return Admission::Final(r);
+        }
+
+        let with = |mut r: Response, h: &[(String, String)]| {
+            r.headers.extend_from_slice(h);
+            Admission::Final(r)
+        };
+        let Some(endpoint) = endpoint else {
+            return with(
+                err(
+                    404,
+                    -1000,
+                    &format!("Unknown path or method: {} {}.", req.method, req.path),
+                ),
+                &headers,
+            );
+        };
+        let params = match params {
+            Ok(p) => p,
+            Err(name) => return with(illegal(&name), &headers),
+        };
+
+        let account = if endpoint.signed() {
+            match self.authenticate(req, &params, now) {
+                Ok(a) => a,
+                Err(a) => return with(a, &headers),
+            }
+        } else if endpoint.user_stream() {
+            match self.api_key_account(req) {
+                Ok(a) => a,
+                Err(a) => return with(a, &headers),
+            }
+        } else {
+            0
+        };
+
+        let op = match self.build_op(endpoint, &params) {
+            Ok(op) => op,
+            Err(a) => return with(a, &headers),
+        };
+
+        let mut headers = headers;
+        if endpoint.places_order() {
+            // The unfilled order count: checked all or none, and only a placement
+            // the venue accepts adds to it (a -1015 refusal does not).
+            let key = Key::Account(account);
+            let over = self
+                .limits
+                .iter()
+                .find(|l| l.spec.kind == LimitType::Orders && l.used(key, now) + 1 > l.spec.limit);
+            if let Some(l) = over {
+                let spec = l.spec;
+                let h = self.order_headers(account, now);
+                self.report.order_rate_limited += 1;
+                // Documented: a 429 without Retry-After.
+                let mut r = err(
+                    429,
+                    -1015,
+                    &format!(
+                        "Too many new orders; current limit is {} orders per {} {}.",
+                        spec.limit,
+                        spec.interval_num,
+                        spec.interval.name()
+                    ),
+                );
+                r.headers.extend(h);
+                return with(r, &headers);
+            }
+            self.count_order(account, 1, now);
+            headers.extend(self.order_headers(account, now));
+        }
+
+        let fault = self.draw_fault(op.changes_orders());
+        Admission::Run {
+            op,
+            account,
+            headers,
+            fault,
+        }
+    }
+
+    pub(crate) fn weight_headers(&self, ip: IpAddr, now: i64) -> Vec<(String, String)> {
+        self.limits
+            .iter()
+            .filter(|l| l.spec.kind == LimitType::RequestWeight)
+            .filter_map(|l| Some((l.spec.header_name()?, l.used(Key::Ip(ip), now).to_string())))
+            .collect()
+    }
+
+    pub(crate) fn order_headers(&self, account: usize, now: i64) -> Vec<(String, String)> {
+        self.limits
+            .iter()
+            .filter(|l| l.spec.kind == LimitType::Orders)
+            .filter_map(|l| {
+                Some((
+                    l.spec.header_name()?,
+                    l.used(Key::Account(account), now).to_string(),
+                ))
+            })
+            .collect()
+    }
+
+    /// USER_STREAM security: the account of `X-MBX-APIKEY`, no signature.
+    pub(crate) fn api_key_account(&mut self, req: &Request) -> Result<usize, Response> {
+        let Some(key) = req.api_key.as_deref().filter(|k| !k.is_empty()) else {
+            self.report.api_key_rejects += 1;
+            return Err(err(401, -2014, "API-key format invalid."));
+        };
+        match self.cfg.accounts.iter().position(|a| a.api_key == key) {
+            Some(a) => Ok(a),
+            None => {
+                self.report.api_key_rejects += 1;
+                Err(err(
+                    401,
+                    -2015,
+                    "Invalid API-key, IP, or permissions for action.",
+                ))
+            }
+        }
+    }
+
+    pub(crate) fn authenticate(
+        &mut self,
+        req: &Request,
+        p: &Params,
+        now: i64,
+    ) -> Result<usize, Response> {
+        let Some(key) = req.api_key.as_deref().filter(|k| !k.is_empty()) else {
+            self.report.api_key_rejects += 1;
+            return Err(err(401, -2014, "API-key format invalid."));
+        };
+        let Some(account) = self.cfg.accounts.iter().position(|a| a.api_key == key) else {
+            self.report.api_key_rejects += 1;
+            return Err(err(
+                401,
+                -2015,
+                "Invalid API-key, IP, or permissions for action.",
+            ));
+        };
+        let Some(ts) = p.non_empty("timestamp") else {
+            return Err(mandatory("timestamp"));
+        };
+        let Ok(ts) = ts.parse::<i64>() else {
+            return Err(illegal("timestamp"));
+        };
+        let recv = match p.get("recvWindow") {
+            None => DEFAULT_RECV_WINDOW,
+            Some(s) => match s.parse::<u64>() {
+                Ok(v) if v <= MAX_RECV_WINDOW => v,
+                Ok(_) => return Err(err(400, -1131, "recvWindow must be less than 60000.")),
+                Err(_) => return Err(illegal("recvWindow")),
+            },
+        };
+        match params::verify(&req.query, &req.body, &self.cfg.accounts[account].secret) {
+            Ok(()) => {}
+            Err(SignatureError::Missing) => return Err(mandatory("signature")),
+            Err(SignatureError::Invalid) => {
+                self.report.signature_rejects += 1;
+                return Err(err(400, -1022, "Signature for this request is not valid."));
+            }
+        }
+        if ts >= now + AHEAD_MS {
+            self.report.timestamp_rejects += 1;
+            return Err(err(
+                400,
+                -1021,
+                "Timestamp for this request was 1000ms ahead of the server's time.",
+            ));
+        }
+        if now - ts > recv as i64 {
+            self.report.timestamp_rejects += 1;
+            return Err(err(
+                400,
+                -1021,
+                "Timestamp for this request is outside of the recvWindow.",
+            ));
+        }
+        Ok(account)
+    }
+}

@@ -1,0 +1,150 @@
+//! Binance's routes, and each endpoint's request weight as documented for Spot and
+//! USD-M futures.
+
+use crate::config::Profile;
+use crate::params::Params;
+
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Endpoint {
+    Ping,
+    Time,
+    ExchangeInfo,
+    Depth,
+    Account,
+    OpenOrders,
+    NewOrder,
+    CancelOrder,
+    QueryOrder,
+    CancelReplace,
+    Modify,
+    StreamStart,
+    StreamKeepalive,
+    StreamClose,
+}
+
+impl Endpoint {
+    pub(crate) fn route(profile: Profile, method: &str, path: &str) -> Option<Endpoint> {
+        Some(match profile {
+            Profile::BinanceSpot => match (method, path) {
+                ("GET", "/api/v3/ping") => Endpoint::Ping,
+                ("GET", "/api/v3/time") => Endpoint::Time,
+                ("GET", "/api/v3/exchangeInfo") => Endpoint::ExchangeInfo,
+                ("GET", "/api/v3/depth") => Endpoint::Depth,
+                ("GET", "/api/v3/account") => Endpoint::Account,
+                ("GET", "/api/v3/openOrders") => Endpoint::OpenOrders,
+                ("POST", "/api/v3/order") => Endpoint::NewOrder,
+                ("DELETE", "/api/v3/order") => Endpoint::CancelOrder,
+                ("GET", "/api/v3/order") => Endpoint::QueryOrder,
+                ("POST", "/api/v3/order/cancelReplace") => Endpoint::CancelReplace,
+                ("POST", "/api/v3/userDataStream") => Endpoint::StreamStart,
+                ("PUT", "/api/v3/userDataStream") => Endpoint::StreamKeepalive,
+                ("DELETE", "/api/v3/userDataStream") => Endpoint::StreamClose,
+                _ => return None,
+            },
+            Profile::BinanceFutures => match (method, path) {
+                ("GET", "/fapi/v1/ping") => Endpoint::Ping,
+                ("GET", "/fapi/v1/time") => Endpoint::Time,
+                ("GET", "/fapi/v1/exchangeInfo") => Endpoint::ExchangeInfo,
+                ("GET", "/fapi/v1/depth") => Endpoint::Depth,
+                ("GET", "/fapi/v2/account" | "/fapi/v3/account") => Endpoint::Account,
+                ("GET", "/fapi/v1/openOrders") => Endpoint::OpenOrders,
+                ("POST", "/fapi/v1/order") => Endpoint::NewOrder,
+                ("PUT", "/fapi/v1/order") => Endpoint::Modify,
+                ("DELETE", "/fapi/v1/order") => Endpoint::CancelOrder,
+                ("GET", "/fapi/v1/order") => Endpoint::QueryOrder,
+                _ => return None,
+            },
+            // Bybit and OKX have their own routers (their modules).
+            Profile::Bybit | Profile::Okx => return None,
+        })
+    }
+
+    pub(crate) fn signed(self) -> bool {
+        !matches!(
+            self,
+            Endpoint::Ping | Endpoint::Time | Endpoint::ExchangeInfo | Endpoint::Depth
+        ) && !self.user_stream()
+    }
+
+    /// USER_STREAM security: an API key, no signature.
+    pub(crate) fn user_stream(self) -> bool {
+        matches!(
+            self,
+            Endpoint::StreamStart | Endpoint::StreamKeepalive | Endpoint::StreamClose
+        )
+    }
+
+    pub(crate) fn places_order(self) -> bool {
+        matches!(
+            self,
+            Endpoint::NewOrder | Endpoint::CancelReplace | Endpoint::Modify
+        )
+    }
+
+    /// Request weight as documented for each endpoint of each profile.
+    pub(crate) fn weight(self, profile: Profile, p: &Params) -> u64 {
+        let with_symbol = p.get("symbol").is_some();
+        match profile {
+            Profile::BinanceSpot => match self {
+                Endpoint::Ping | Endpoint::Time => 1,
+                Endpoint::ExchangeInfo => 20,
+                Endpoint::Depth => depth_weight(profile, depth_limit(profile, p).unwrap_or(100)),
+                Endpoint::Account => 20,
+                Endpoint::OpenOrders if with_symbol => 6,
+                Endpoint::OpenOrders => 80,
+                Endpoint::NewOrder | Endpoint::CancelOrder | Endpoint::CancelReplace => 1,
+                Endpoint::QueryOrder => 4,
+                Endpoint::Modify => 1,
+                Endpoint::StreamStart | Endpoint::StreamKeepalive | Endpoint::StreamClose => 2,
+            },
+            // New and modified orders weigh 0 on the IP limit, 1 on each order limit.
+            Profile::BinanceFutures => match self {
+                Endpoint::Ping | Endpoint::Time | Endpoint::ExchangeInfo => 1,
+                Endpoint::Depth => depth_weight(profile, depth_limit(profile, p).unwrap_or(500)),
+                Endpoint::Account => 5,
+                Endpoint::OpenOrders if with_symbol => 1,
+                Endpoint::OpenOrders => 40,
+                Endpoint::NewOrder | Endpoint::Modify | Endpoint::CancelReplace => 0,
+                Endpoint::CancelOrder | Endpoint::QueryOrder => 1,
+                Endpoint::StreamStart | Endpoint::StreamKeepalive | Endpoint::StreamClose => 1,
+            },
+            Profile::Bybit | Profile::Okx => 1,
+        }
+    }
+}
+
+/// The depth `limit` parameter: Spot takes 1..=5000 (more is cut to 5000), futures
+/// one of 5, 10, 20, 50, 100, 500, 1000.
+pub(crate) fn depth_limit(profile: Profile, p: &Params) -> Option<usize> {
+    let n = match p.get("limit") {
+        None => {
+            return Some(match profile {
+                Profile::BinanceSpot | Profile::Bybit | Profile::Okx => 100,
+                Profile::BinanceFutures => 500,
+            })
+        }
+        Some(s) => s.parse::<usize>().ok()?,
+    };
+    match profile {
+        Profile::BinanceSpot | Profile::Bybit | Profile::Okx => (n >= 1).then_some(n.min(5000)),
+        Profile::BinanceFutures => [5, 10, 20, 50, 100, 500, 1000].contains(&n).then_some(n),
+    }
+}
+
+pub(crate) fn depth_weight(profile: Profile, limit: usize) -> u64 {
+    match profile {
+        Profile::Bybit | Profile::Okx => 1,
+        Profile::BinanceSpot => match limit {
+            0..=100 => 5,
+            101..=500 => 25,
+            501..=1000 => 50,
+            _ => 250,
+        },
+        Profile::BinanceFutures => match limit {
+            0..=50 => 2,
+            51..=100 => 5,
+            101..=500 => 10,
+            _ => 20,
+        },
+    }
+}

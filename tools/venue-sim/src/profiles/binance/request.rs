@@ -1,0 +1,297 @@
+//! A Binance request's parameters read into an operation ([`BinanceOp`]), with the
+//! venue's error answers for what is missing or malformed.
+
+use crate::config::Profile;
+use crate::engine::book::{parse_e8, valid_client_id, OrdType, Side};
+use crate::engine::state::Venue;
+use crate::http::Response;
+use crate::params::Params;
+use crate::profiles::binance::endpoint::{depth_limit, Endpoint};
+
+pub(crate) fn err(status: u16, code: i32, msg: &str) -> Response {
+    Response::error(status, code, msg)
+}
+
+pub(crate) fn mandatory(name: &str) -> Response {
+    err(
+        400,
+        -1102,
+        &format!("Mandatory parameter '{name}' was not sent, was empty/null, or malformed."),
+    )
+}
+
+pub(crate) fn illegal(name: &str) -> Response {
+    err(
+        400,
+        -1100,
+        &format!("Illegal characters found in parameter '{name}'; legal range is '^([0-9]{{1,20}})(\\.[0-9]{{1,20}})?$'."),
+    )
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum RespType {
+    Ack,
+    Result,
+    Full,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct NewOrder {
+    pub(crate) side: Side,
+    pub(crate) kind: OrdType,
+    pub(crate) tif: &'static str,
+    pub(crate) qty_e8: u64,
+    pub(crate) price_e8: u64,
+    pub(crate) client_id: Option<String>,
+    pub(crate) resp: RespType,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct OrderRef {
+    pub(crate) order_id: Option<u64>,
+    pub(crate) client_id: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ReplaceMode {
+    StopOnFailure,
+    AllowFailure,
+}
+
+/// An admitted request, ready to run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum BinanceOp {
+    Ping,
+    Time,
+    ExchangeInfo,
+    Depth(usize),
+    Account,
+    OpenOrders,
+    NewOrder(NewOrder),
+    Cancel(OrderRef, Option<String>),
+    Query(OrderRef),
+    /// `POST /api/v3/userDataStream`.
+    StreamStart,
+    /// `PUT /api/v3/userDataStream` with this listenKey.
+    StreamKeepalive(String),
+    /// `DELETE /api/v3/userDataStream` with this listenKey.
+    StreamClose(String),
+    /// Futures `PUT /fapi/v1/order`: new price and quantity for a resting order.
+    Modify {
+        target: OrderRef,
+        side: Side,
+        qty_e8: u64,
+        price_e8: u64,
+    },
+    CancelReplace {
+        mode: ReplaceMode,
+        cancel: OrderRef,
+        cancel_client_id: Option<String>,
+        new: NewOrder,
+    },
+}
+
+impl BinanceOp {
+    pub(crate) fn changes_orders(&self) -> bool {
+        matches!(
+            self,
+            BinanceOp::NewOrder(_)
+                | BinanceOp::Cancel(..)
+                | BinanceOp::CancelReplace { .. }
+                | BinanceOp::Modify { .. }
+        )
+    }
+}
+
+impl Venue {
+    pub(crate) fn check_symbol(&self, p: &Params) -> Result<(), Response> {
+        match p.non_empty("symbol") {
+            None => Err(mandatory("symbol")),
+            Some(s) if s == self.cfg.symbol => Ok(()),
+            Some(_) => Err(err(400, -1121, "Invalid symbol.")),
+        }
+    }
+
+    pub(crate) fn order_ref(p: &Params, id: &str, cid: &str) -> Result<OrderRef, Response> {
+        let order_id = match p.non_empty(id) {
+            None => None,
+            Some(s) => Some(s.parse::<u64>().map_err(|_| illegal(id))?),
+        };
+        let client_id = p.non_empty(cid).map(str::to_string);
+        if order_id.is_none() && client_id.is_none() {
+            return Err(err(
+                400,
+                -1102,
+                &format!("Param '{cid}' or '{id}' must be sent, but both were empty/null!"),
+            ));
+        }
+        Ok(OrderRef {
+            order_id,
+            client_id,
+        })
+    }
+
+    pub(crate) fn new_order(&self, p: &Params, cid_name: &str) -> Result<NewOrder, Response> {
+        let futures = self.cfg.profile == Profile::BinanceFutures;
+        self.check_symbol(p)?;
+        let side = match p.non_empty("side") {
+            None => return Err(mandatory("side")),
+            Some("BUY") => Side::Buy,
+            Some("SELL") => Side::Sell,
+            Some(_) => return Err(err(400, -1117, "Invalid side.")),
+        };
+        let kind = match p.non_empty("type") {
+            None => return Err(mandatory("type")),
+            Some("LIMIT") => OrdType::Limit,
+            Some("LIMIT_MAKER") if !futures => OrdType::LimitMaker,
+            Some("MARKET") => OrdType::Market,
+            Some(_) => return Err(err(400, -1116, "Invalid orderType.")),
+        };
+        let qty_e8 = match p.non_empty("quantity") {
+            None => return Err(mandatory("quantity")),
+            Some(q) => parse_e8(q).ok_or_else(|| illegal("quantity"))?,
+        };
+        if qty_e8 == 0 {
+            return Err(err(400, -1013, "Filter failure: LOT_SIZE"));
+        }
+        let (tif, price_e8) = match kind {
+            OrdType::Market => ("GTC", self.cfg.mid_price_e8),
+            OrdType::Limit | OrdType::LimitMaker => {
+                let tif = if kind == OrdType::Limit {
+                    match p.non_empty("timeInForce") {
+                        None => return Err(mandatory("timeInForce")),
+                        Some("GTC") => "GTC",
+                        Some("IOC") => "IOC",
+                        Some("FOK") => "FOK",
+                        Some("GTX") if futures => "GTX",
+                        Some(_) => return Err(err(400, -1115, "Invalid timeInForce.")),
+                    }
+                } else {
+                    "GTC"
+                };
+                let price = match p.non_empty("price") {
+                    None => return Err(mandatory("price")),
+                    Some(s) => parse_e8(s).ok_or_else(|| illegal("price"))?,
+                };
+                if price == 0 {
+                    return Err(err(400, -1013, "Filter failure: PRICE_FILTER"));
+                }
+                (tif, price)
+            }
+        };
+        let client_id = match p.get(cid_name) {
+            None => None,
+            Some(c) if valid_client_id(c) => Some(c.to_string()),
+            Some(_) => {
+                return Err(err(
+                    400,
+                    -1100,
+                    &format!("Illegal characters found in parameter '{cid_name}'; legal range is '^[\\.A-Z\\:/a-z0-9_-]{{1,36}}$'."),
+                ))
+            }
+        };
+        let resp = match p.non_empty("newOrderRespType") {
+            None if futures || kind == OrdType::LimitMaker => RespType::Ack,
+            None => RespType::Full,
+            Some("ACK") => RespType::Ack,
+            Some("RESULT") => RespType::Result,
+            Some("FULL") if !futures => RespType::Full,
+            Some(_) => return Err(illegal("newOrderRespType")),
+        };
+        Ok(NewOrder {
+            side,
+            kind,
+            tif,
+            qty_e8,
+            price_e8,
+            client_id,
+            resp,
+        })
+    }
+
+    pub(crate) fn build_op(&self, e: Endpoint, p: &Params) -> Result<BinanceOp, Response> {
+        Ok(match e {
+            Endpoint::Ping => BinanceOp::Ping,
+            Endpoint::Time => BinanceOp::Time,
+            Endpoint::ExchangeInfo => BinanceOp::ExchangeInfo,
+            Endpoint::Depth => {
+                self.check_symbol(p)?;
+                BinanceOp::Depth(depth_limit(self.cfg.profile, p).ok_or_else(|| {
+                    err(400, -1130, "Data sent for parameter 'limit' is not valid.")
+                })?)
+            }
+            Endpoint::Account => BinanceOp::Account,
+            Endpoint::OpenOrders => {
+                if p.get("symbol").is_some() {
+                    self.check_symbol(p)?;
+                }
+                BinanceOp::OpenOrders
+            }
+            Endpoint::NewOrder => BinanceOp::NewOrder(self.new_order(p, "newClientOrderId")?),
+            Endpoint::CancelOrder => {
+                self.check_symbol(p)?;
+                let r = Self::order_ref(p, "orderId", "origClientOrderId")?;
+                BinanceOp::Cancel(r, p.non_empty("newClientOrderId").map(str::to_string))
+            }
+            Endpoint::QueryOrder => {
+                self.check_symbol(p)?;
+                BinanceOp::Query(Self::order_ref(p, "orderId", "origClientOrderId")?)
+            }
+            Endpoint::StreamStart => BinanceOp::StreamStart,
+            Endpoint::StreamKeepalive | Endpoint::StreamClose => {
+                let Some(k) = p.non_empty("listenKey") else {
+                    return Err(mandatory("listenKey"));
+                };
+                if matches!(e, Endpoint::StreamKeepalive) {
+                    BinanceOp::StreamKeepalive(k.to_string())
+                } else {
+                    BinanceOp::StreamClose(k.to_string())
+                }
+            }
+            Endpoint::Modify => {
+                self.check_symbol(p)?;
+                let target = Self::order_ref(p, "orderId", "origClientOrderId")?;
+                let side = match p.non_empty("side") {
+                    None => return Err(mandatory("side")),
+                    Some("BUY") => Side::Buy,
+                    Some("SELL") => Side::Sell,
+                    Some(_) => return Err(err(400, -1117, "Invalid side.")),
+                };
+                let qty_e8 = match p.non_empty("quantity") {
+                    None => return Err(mandatory("quantity")),
+                    Some(q) => parse_e8(q)
+                        .filter(|&q| q > 0)
+                        .ok_or_else(|| illegal("quantity"))?,
+                };
+                let price_e8 = match p.non_empty("price") {
+                    None => return Err(mandatory("price")),
+                    Some(q) => parse_e8(q)
+                        .filter(|&q| q > 0)
+                        .ok_or_else(|| illegal("price"))?,
+                };
+                BinanceOp::Modify {
+                    target,
+                    side,
+                    qty_e8,
+                    price_e8,
+                }
+            }
+            Endpoint::CancelReplace => {
+                let mode = match p.non_empty("cancelReplaceMode") {
+                    None => return Err(mandatory("cancelReplaceMode")),
+                    Some("STOP_ON_FAILURE") => ReplaceMode::StopOnFailure,
+                    Some("ALLOW_FAILURE") => ReplaceMode::AllowFailure,
+                    Some(_) => return Err(illegal("cancelReplaceMode")),
+                };
+                let cancel = Self::order_ref(p, "cancelOrderId", "cancelOrigClientOrderId")?;
+                let new = self.new_order(p, "newClientOrderId")?;
+                BinanceOp::CancelReplace {
+                    mode,
+                    cancel,
+                    cancel_client_id: p.non_empty("cancelNewClientOrderId").map(str::to_string),
+                    new,
+                }
+            }
+        })
+    }
+}
