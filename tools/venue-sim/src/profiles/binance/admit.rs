@@ -246,12 +246,12 @@ impl Venue {
         let Ok(ts) = ts.parse::<i64>() else {
             return Err(illegal("timestamp"));
         };
-        let recv = match p.get("recvWindow") {
-            None => DEFAULT_RECV_WINDOW,
-            Some(s) => match s.parse::<u64>() {
-                Ok(v) if v <= MAX_RECV_WINDOW => v,
-                Ok(_) => return Err(err(400, -1131, "recvWindow must be less than 60000.")),
-                Err(_) => return Err(illegal("recvWindow")),
+        let recv_us = match p.get("recvWindow") {
+            None => DEFAULT_RECV_WINDOW * 1_000,
+            Some(s) => match recv_window_us(s) {
+                Some(v) if v <= MAX_RECV_WINDOW * 1_000 => v,
+                Some(_) => return Err(err(400, -1131, "recvWindow must be less than 60000.")),
+                None => return Err(illegal("recvWindow")),
             },
         };
         match params::verify(&req.query, &req.body, &self.cfg.accounts[account].secret) {
@@ -270,7 +270,7 @@ impl Venue {
                 "Timestamp for this request was 1000ms ahead of the server's time.",
             ));
         }
-        if now - ts > recv as i64 {
+        if (now - ts).saturating_mul(1_000) > recv_us as i64 {
             self.report.timestamp_rejects += 1;
             return Err(err(
                 400,
@@ -279,5 +279,42 @@ impl Venue {
             ));
         }
         Ok(account)
+    }
+}
+
+/// `recvWindow` in microseconds: milliseconds with up to three decimals
+/// (`6000.346`), as the Spot documentation now allows.
+pub(crate) fn recv_window_us(s: &str) -> Option<u64> {
+    let (int, frac) = s.split_once('.').unwrap_or((s, ""));
+    if int.is_empty() || frac.len() > 3 || !frac.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let ms: u64 = int
+        .bytes()
+        .all(|b| b.is_ascii_digit())
+        .then(|| int.parse().ok())??;
+    let mut us: u64 = if frac.is_empty() {
+        0
+    } else {
+        frac.parse().ok()?
+    };
+    for _ in frac.len()..3 {
+        us *= 10;
+    }
+    ms.checked_mul(1_000)?.checked_add(us)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recv_window_takes_up_to_three_decimals() {
+        assert_eq!(recv_window_us("5000"), Some(5_000_000));
+        assert_eq!(recv_window_us("6000.346"), Some(6_000_346));
+        assert_eq!(recv_window_us("1.5"), Some(1_500));
+        assert_eq!(recv_window_us("1.2345"), None);
+        assert_eq!(recv_window_us("-1"), None);
+        assert_eq!(recv_window_us(".5"), None);
     }
 }

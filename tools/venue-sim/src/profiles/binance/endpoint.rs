@@ -1,5 +1,14 @@
 //! Binance's routes, and each endpoint's request weight as documented for Spot and
 //! USD-M futures.
+//!
+//! Spot weights are those of `rest-api.md` in
+//! <https://github.com/binance/binance-spot-api-docs> (checked 2026-11-30 at its
+//! commit of 2026-07-21), e.g. `ticker/price` and `ticker/bookTicker` 2 for one
+//! `symbol` and 4 otherwise, `ticker/24hr` 2 for one symbol (or 1-20 `symbols`),
+//! 40 for 21-100, 80 for more or none, `trades` 25, `klines`/`uiKlines` 2,
+//! `avgPrice` 2, `myTrades` 20 (5 with `orderId`), `order/test` 1 (20 with
+//! `computeCommissionRates`), `DELETE openOrders` 1, `allOrders` 20,
+//! `rateLimit/order` 40.
 
 use crate::config::Profile;
 use crate::params::Params;
@@ -20,6 +29,17 @@ pub(crate) enum Endpoint {
     StreamStart,
     StreamKeepalive,
     StreamClose,
+    TickerPrice,
+    BookTicker,
+    Ticker24hr,
+    Trades,
+    Klines,
+    AvgPrice,
+    MyTrades,
+    OrderTest,
+    CancelAll,
+    AllOrders,
+    RateLimitOrder,
 }
 
 impl Endpoint {
@@ -39,6 +59,17 @@ impl Endpoint {
                 ("POST", "/api/v3/userDataStream") => Endpoint::StreamStart,
                 ("PUT", "/api/v3/userDataStream") => Endpoint::StreamKeepalive,
                 ("DELETE", "/api/v3/userDataStream") => Endpoint::StreamClose,
+                ("GET", "/api/v3/ticker/price") => Endpoint::TickerPrice,
+                ("GET", "/api/v3/ticker/bookTicker") => Endpoint::BookTicker,
+                ("GET", "/api/v3/ticker/24hr") => Endpoint::Ticker24hr,
+                ("GET", "/api/v3/trades") => Endpoint::Trades,
+                ("GET", "/api/v3/klines" | "/api/v3/uiKlines") => Endpoint::Klines,
+                ("GET", "/api/v3/avgPrice") => Endpoint::AvgPrice,
+                ("GET", "/api/v3/myTrades") => Endpoint::MyTrades,
+                ("POST", "/api/v3/order/test") => Endpoint::OrderTest,
+                ("DELETE", "/api/v3/openOrders") => Endpoint::CancelAll,
+                ("GET", "/api/v3/allOrders") => Endpoint::AllOrders,
+                ("GET", "/api/v3/rateLimit/order") => Endpoint::RateLimitOrder,
                 _ => return None,
             },
             Profile::BinanceFutures => match (method, path) {
@@ -60,10 +91,24 @@ impl Endpoint {
     }
 
     pub(crate) fn signed(self) -> bool {
-        !matches!(
+        !self.public() && !self.user_stream()
+    }
+
+    /// NONE security: market data, no key.
+    pub(crate) fn public(self) -> bool {
+        matches!(
             self,
-            Endpoint::Ping | Endpoint::Time | Endpoint::ExchangeInfo | Endpoint::Depth
-        ) && !self.user_stream()
+            Endpoint::Ping
+                | Endpoint::Time
+                | Endpoint::ExchangeInfo
+                | Endpoint::Depth
+                | Endpoint::TickerPrice
+                | Endpoint::BookTicker
+                | Endpoint::Ticker24hr
+                | Endpoint::Trades
+                | Endpoint::Klines
+                | Endpoint::AvgPrice
+        )
     }
 
     /// USER_STREAM security: an API key, no signature.
@@ -96,6 +141,22 @@ impl Endpoint {
                 Endpoint::QueryOrder => 4,
                 Endpoint::Modify => 1,
                 Endpoint::StreamStart | Endpoint::StreamKeepalive | Endpoint::StreamClose => 2,
+                Endpoint::TickerPrice | Endpoint::BookTicker if with_symbol => 2,
+                Endpoint::TickerPrice | Endpoint::BookTicker => 4,
+                Endpoint::Ticker24hr if with_symbol => 2,
+                Endpoint::Ticker24hr => match symbols(p).map(|s| s.len()) {
+                    Some(1..=20) => 2,
+                    Some(21..=100) => 40,
+                    _ => 80,
+                },
+                Endpoint::Trades => 25,
+                Endpoint::Klines | Endpoint::AvgPrice => 2,
+                Endpoint::MyTrades if p.get("orderId").is_some() => 5,
+                Endpoint::MyTrades => 20,
+                Endpoint::OrderTest if p.get("computeCommissionRates") == Some("true") => 20,
+                Endpoint::OrderTest | Endpoint::CancelAll => 1,
+                Endpoint::AllOrders => 20,
+                Endpoint::RateLimitOrder => 40,
             },
             // New and modified orders weigh 0 on the IP limit, 1 on each order limit.
             Profile::BinanceFutures => match self {
@@ -107,6 +168,8 @@ impl Endpoint {
                 Endpoint::NewOrder | Endpoint::Modify | Endpoint::CancelReplace => 0,
                 Endpoint::CancelOrder | Endpoint::QueryOrder => 1,
                 Endpoint::StreamStart | Endpoint::StreamKeepalive | Endpoint::StreamClose => 1,
+                // Not routed for futures.
+                _ => 1,
             },
             Profile::Bybit | Profile::Okx => 1,
         }
@@ -147,4 +210,13 @@ pub(crate) fn depth_weight(profile: Profile, limit: usize) -> u64 {
             _ => 20,
         },
     }
+}
+
+/// The `symbols` parameter (`["BTCUSDT","BNBUSDT"]`), if sent and well formed.
+pub(crate) fn symbols(p: &Params) -> Option<Vec<String>> {
+    let v: serde_json::Value = serde_json::from_str(p.get("symbols")?).ok()?;
+    v.as_array()?
+        .iter()
+        .map(|s| s.as_str().map(str::to_string))
+        .collect()
 }

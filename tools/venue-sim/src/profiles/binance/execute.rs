@@ -20,6 +20,34 @@ impl Venue {
         admitted: i64,
     ) -> Response {
         match op {
+            BinanceOp::TickerPrice { .. }
+            | BinanceOp::BookTicker { .. }
+            | BinanceOp::Ticker24hr { .. }
+            | BinanceOp::Trades(_)
+            | BinanceOp::Klines { .. }
+            | BinanceOp::AvgPrice
+            | BinanceOp::MyTrades { .. }
+            | BinanceOp::AllOrders { .. }
+            | BinanceOp::RateLimitOrder
+            | BinanceOp::OrderTest { .. } => self.market_answer(&op, account, now),
+            BinanceOp::CancelAll => {
+                let open: Vec<u64> = self.open_orders(account).map(|o| o.order_id).collect();
+                if open.is_empty() {
+                    return Response::error(400, -2011, "Unknown order sent.");
+                }
+                let mut list = Vec::with_capacity(open.len());
+                for id in open {
+                    let r = OrderRef {
+                        order_id: Some(id),
+                        client_id: None,
+                    };
+                    match self.cancel(account, &r, None, now) {
+                        Ok(v) => list.push(v),
+                        Err((status, code, msg)) => return Response::error(status, code, &msg),
+                    }
+                }
+                Response::json(200, Value::Array(list).to_string())
+            }
             BinanceOp::Ping => Response::json(200, "{}".into()),
             BinanceOp::Time => Response::json(200, json!({ "serverTime": now }).to_string()),
             BinanceOp::ExchangeInfo => Response::json(200, self.exchange_info(now).to_string()),

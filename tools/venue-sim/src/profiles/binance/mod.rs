@@ -37,12 +37,14 @@
 //! balances are fixed. These modules never touch a socket or read a clock.
 //!
 //! Layout: `endpoint` (routes and weights), `request` (parameters into an
-//! operation), `admit` (step 1), `execute` (step 2), `answers` (response bodies),
+//! operation), `admit` (step 1), `execute` (step 2), `answers` (response bodies), `market`
+//! (market data and account history),
 //! `user_stream` (listenKeys and `executionReport`).
 
 pub(crate) mod admit;
 pub(crate) mod answers;
 pub(crate) mod endpoint;
 pub(crate) mod execute;
+pub(crate) mod market;
 pub(crate) mod request;
 pub(crate) mod user_stream;

@@ -6,7 +6,7 @@ use crate::engine::book::{parse_e8, valid_client_id, OrdType, Side};
 use crate::engine::state::Venue;
 use crate::http::Response;
 use crate::params::Params;
-use crate::profiles::binance::endpoint::{depth_limit, Endpoint};
+use crate::profiles::binance::endpoint::{depth_limit, symbols, Endpoint};
 
 pub(crate) fn err(status: u16, code: i32, msg: &str) -> Response {
     Response::error(status, code, msg)
@@ -89,6 +89,47 @@ pub(crate) enum BinanceOp {
         cancel_client_id: Option<String>,
         new: NewOrder,
     },
+    /// `ticker/price`: one object (`symbol`) or a list (`symbols` or neither).
+    TickerPrice {
+        list: bool,
+    },
+    /// `ticker/bookTicker`.
+    BookTicker {
+        list: bool,
+    },
+    /// `ticker/24hr`, `type=MINI` or FULL.
+    Ticker24hr {
+        list: bool,
+        mini: bool,
+    },
+    /// `trades`: the most recent fills, at most this many.
+    Trades(usize),
+    /// `klines`/`uiKlines`: `limit` candles of `interval_ms` ending at `end` (or now).
+    Klines {
+        interval_ms: i64,
+        limit: usize,
+        end: Option<i64>,
+    },
+    /// `avgPrice`.
+    AvgPrice,
+    /// `myTrades`, optionally of one order.
+    MyTrades {
+        order_id: Option<u64>,
+        limit: usize,
+    },
+    /// `order/test`: validated, never run; with the commission rates if asked.
+    OrderTest {
+        commission: bool,
+    },
+    /// `DELETE openOrders`: cancel every open order of the symbol.
+    CancelAll,
+    /// `allOrders`, from `orderId` on.
+    AllOrders {
+        order_id: Option<u64>,
+        limit: usize,
+    },
+    /// `rateLimit/order`: the unfilled order counts.
+    RateLimitOrder,
 }
 
 impl BinanceOp {
@@ -99,6 +140,7 @@ impl BinanceOp {
                 | BinanceOp::Cancel(..)
                 | BinanceOp::CancelReplace { .. }
                 | BinanceOp::Modify { .. }
+                | BinanceOp::CancelAll
         )
     }
 }
@@ -209,8 +251,113 @@ impl Venue {
         })
     }
 
+    /// `symbol` or `symbols` (never both: -1128), each the listed symbol; whether
+    /// the answer is a list.
+    fn symbol_or_symbols(&self, p: &Params) -> Result<bool, Response> {
+        match (p.get("symbol"), p.get("symbols")) {
+            (Some(_), Some(_)) => Err(err(
+                400,
+                -1128,
+                "Combination of optional parameters invalid.",
+            )),
+            (Some(_), None) => self.check_symbol(p).map(|()| false),
+            (None, Some(_)) => {
+                let list = symbols(p).ok_or_else(|| illegal("symbols"))?;
+                if list.is_empty() || list.iter().any(|s| *s != self.cfg.symbol) {
+                    return Err(err(400, -1121, "Invalid symbol."));
+                }
+                Ok(true)
+            }
+            (None, None) => Ok(true),
+        }
+    }
+
+    /// `limit` in 1..=1000, default 500 (trades, klines, myTrades, allOrders).
+    fn limit_1000(p: &Params) -> Result<usize, Response> {
+        match p.get("limit") {
+            None => Ok(500),
+            Some(s) => s
+                .parse::<usize>()
+                .ok()
+                .filter(|n| (1..=1000).contains(n))
+                .ok_or_else(|| err(400, -1130, "Data sent for parameter 'limit' is not valid.")),
+        }
+    }
+
+    fn opt_id(p: &Params, name: &str) -> Result<Option<u64>, Response> {
+        match p.non_empty(name) {
+            None => Ok(None),
+            Some(s) => s.parse::<u64>().map(Some).map_err(|_| illegal(name)),
+        }
+    }
+
     pub(crate) fn build_op(&self, e: Endpoint, p: &Params) -> Result<BinanceOp, Response> {
         Ok(match e {
+            Endpoint::TickerPrice => BinanceOp::TickerPrice {
+                list: self.symbol_or_symbols(p)?,
+            },
+            Endpoint::BookTicker => BinanceOp::BookTicker {
+                list: self.symbol_or_symbols(p)?,
+            },
+            Endpoint::Ticker24hr => {
+                let list = self.symbol_or_symbols(p)?;
+                let mini = match p.get("type") {
+                    None | Some("FULL") => false,
+                    Some("MINI") => true,
+                    Some(_) => return Err(illegal("type")),
+                };
+                BinanceOp::Ticker24hr { list, mini }
+            }
+            Endpoint::Trades => {
+                self.check_symbol(p)?;
+                BinanceOp::Trades(Self::limit_1000(p)?)
+            }
+            Endpoint::Klines => {
+                self.check_symbol(p)?;
+                let interval_ms = match p.non_empty("interval") {
+                    None => return Err(mandatory("interval")),
+                    Some(i) => {
+                        kline_interval_ms(i).ok_or_else(|| err(400, -1120, "Invalid interval."))?
+                    }
+                };
+                BinanceOp::Klines {
+                    interval_ms,
+                    limit: Self::limit_1000(p)?,
+                    end: Self::opt_id(p, "endTime")?.map(|t| t as i64),
+                }
+            }
+            Endpoint::AvgPrice => {
+                self.check_symbol(p)?;
+                BinanceOp::AvgPrice
+            }
+            Endpoint::MyTrades => {
+                self.check_symbol(p)?;
+                BinanceOp::MyTrades {
+                    order_id: Self::opt_id(p, "orderId")?,
+                    limit: Self::limit_1000(p)?,
+                }
+            }
+            Endpoint::OrderTest => {
+                self.new_order(p, "newClientOrderId")?;
+                let commission = match p.get("computeCommissionRates") {
+                    None | Some("false") => false,
+                    Some("true") => true,
+                    Some(_) => return Err(illegal("computeCommissionRates")),
+                };
+                BinanceOp::OrderTest { commission }
+            }
+            Endpoint::CancelAll => {
+                self.check_symbol(p)?;
+                BinanceOp::CancelAll
+            }
+            Endpoint::AllOrders => {
+                self.check_symbol(p)?;
+                BinanceOp::AllOrders {
+                    order_id: Self::opt_id(p, "orderId")?,
+                    limit: Self::limit_1000(p)?,
+                }
+            }
+            Endpoint::RateLimitOrder => BinanceOp::RateLimitOrder,
             Endpoint::Ping => BinanceOp::Ping,
             Endpoint::Time => BinanceOp::Time,
             Endpoint::ExchangeInfo => BinanceOp::ExchangeInfo,
@@ -294,4 +441,29 @@ impl Venue {
             }
         })
     }
+}
+
+/// A kline interval (case-sensitive, as documented) in milliseconds; `1M` is taken
+/// as 30 days.
+fn kline_interval_ms(i: &str) -> Option<i64> {
+    const M: i64 = 60_000;
+    Some(match i {
+        "1s" => 1_000,
+        "1m" => M,
+        "3m" => 3 * M,
+        "5m" => 5 * M,
+        "15m" => 15 * M,
+        "30m" => 30 * M,
+        "1h" => 60 * M,
+        "2h" => 120 * M,
+        "4h" => 240 * M,
+        "6h" => 360 * M,
+        "8h" => 480 * M,
+        "12h" => 720 * M,
+        "1d" => 1_440 * M,
+        "3d" => 3 * 1_440 * M,
+        "1w" => 7 * 1_440 * M,
+        "1M" => 30 * 1_440 * M,
+        _ => return None,
+    })
 }
