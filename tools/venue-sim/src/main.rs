@@ -17,7 +17,8 @@ const USAGE: &str = "usage: ergon-venue-sim [--profile binance-spot|binance-futu
   [--fault-scope orders|all] [--seed N] [--other-sender-weight PER_SECOND]
   [--symbol SYMBOL] [--duration SECS] [--report FILE]
   [--ws-messages-per-s N] [--ws-connects N] [--ws-connect-window-ms MS] [--ws-ban-after N]
-  [--ws-ping-ms MS] [--ws-pong-timeout-ms MS]
+  [--ws-ping-ms MS] [--ws-pong-timeout-ms MS] [--ws-api-ping-ms MS] [--ws-api-pong-timeout-ms MS]
+  [--listen-key on|off]
 fault kinds: close-before-execute, execute-then-close, delay, 5xx-after-execute, 5xx-not-executed
 limits (default: the profile's published ones): e.g. --limit REQUEST_WEIGHT:MINUTE:1:6000 --limit ORDERS:SECOND:10:100";
 
@@ -135,6 +136,15 @@ fn parse(it: impl Iterator<Item = String>) -> Result<Args, String> {
             "--ws-connect-window-ms" => config.ws.connect_window_ms = num(value()?)?,
             "--ws-ping-ms" => config.ws.ping_interval_ms = num(value()?)?,
             "--ws-pong-timeout-ms" => config.ws.pong_timeout_ms = num(value()?)?,
+            "--ws-api-ping-ms" => config.ws.api_ping_interval_ms = num(value()?)?,
+            "--ws-api-pong-timeout-ms" => config.ws.api_pong_timeout_ms = num(value()?)?,
+            "--listen-key" => {
+                config.listen_key = match value()?.as_str() {
+                    "on" => true,
+                    "off" => false,
+                    v => return Err(format!("--listen-key: want on or off, got {v:?}")),
+                }
+            }
             other => return Err(format!("unknown argument {other:?}")),
         }
     }
@@ -234,6 +244,24 @@ mod tests {
         assert!(args("--ws-messages-per-s x")
             .unwrap_err()
             .contains("integer"));
+    }
+
+    #[test]
+    fn the_listen_key_switch_and_websocket_api_pings_parse() {
+        assert!(args("").unwrap().config.listen_key, "on by default");
+        assert!(!args("--listen-key off").unwrap().config.listen_key);
+        assert!(args("--listen-key on").unwrap().config.listen_key);
+        assert!(args("--listen-key maybe")
+            .unwrap_err()
+            .contains("on or off"));
+        let w = args("--ws-api-ping-ms 30 --ws-api-pong-timeout-ms 90")
+            .unwrap()
+            .config
+            .ws;
+        assert_eq!((w.api_ping_interval_ms, w.api_pong_timeout_ms), (30, 90));
+        assert!(args("--ws-api-ping-ms 0")
+            .unwrap_err()
+            .contains("WebSocket"));
     }
 
     #[test]

@@ -110,7 +110,7 @@ pub struct Report {
     pub ws: WsCounts,
 }
 
-/// What the WebSocket endpoint (the user data stream) saw.
+/// What the WebSocket endpoints (the user data stream and the WebSocket API) saw.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct WsCounts {
     /// Upgrades accepted (101 written).
@@ -134,6 +134,12 @@ pub struct WsCounts {
     pub pings: u64,
     /// listenKeys created.
     pub listen_keys: u64,
+    /// WebSocket API (`/ws-api/v3`) upgrades accepted.
+    pub api_connects: u64,
+    /// WebSocket API requests received (text frames).
+    pub api_requests: u64,
+    /// WebSocket API user data stream subscriptions started.
+    pub api_subscriptions: u64,
 }
 
 impl WsCounts {
@@ -218,6 +224,9 @@ impl Report {
                 "events": self.ws.events,
                 "pings": self.ws.pings,
                 "listenKeys": self.ws.listen_keys,
+                "apiConnects": self.ws.api_connects,
+                "apiRequests": self.ws.api_requests,
+                "apiSubscriptions": self.ws.api_subscriptions,
             },
         })
     }

@@ -224,8 +224,15 @@ pub struct Config {
     pub history_cap: usize,
     /// The OKX API passphrase (`OK-ACCESS-PASSPHRASE`) of every account.
     pub passphrase: String,
-    /// The WebSocket endpoint's limits (Binance Spot user data stream).
+    /// The WebSocket endpoints' limits (Binance Spot user data stream and
+    /// WebSocket API).
     pub ws: WsLimits,
+    /// Whether Binance Spot's listenKey user data stream is served
+    /// (`/api/v3/userDataStream`, `/ws/<listenKey>`). Binance removed it on
+    /// 2026-02-20; off, both answer as removed endpoints do there (HTTP 410 Gone
+    /// from the web front). On by default until every example and test has moved
+    /// to the WebSocket API's `userDataStream.subscribe.signature`.
+    pub listen_key: bool,
 }
 
 /// The limits of the WebSocket endpoint, as Binance Spot documents them for its
@@ -249,6 +256,12 @@ pub struct WsLimits {
     pub ping_interval_ms: i64,
     /// How long a ping may go unanswered before the connection is cut.
     pub pong_timeout_ms: i64,
+    /// How often the WebSocket API (`/ws-api/v3`) pings each connection
+    /// (documented: every 20 seconds).
+    pub api_ping_interval_ms: i64,
+    /// How long a WebSocket API ping may go unanswered before the connection is
+    /// cut (documented: a minute).
+    pub api_pong_timeout_ms: i64,
 }
 
 impl Default for WsLimits {
@@ -260,6 +273,8 @@ impl Default for WsLimits {
             ban_after_refused: 10,
             ping_interval_ms: 3 * 60_000,
             pong_timeout_ms: 10 * 60_000,
+            api_ping_interval_ms: 20_000,
+            api_pong_timeout_ms: 60_000,
         }
     }
 }
@@ -293,6 +308,7 @@ impl Config {
             history_cap: 10_000,
             passphrase: DEFAULT_PASSPHRASE.to_string(),
             ws: WsLimits::default(),
+            listen_key: true,
         }
     }
 
@@ -394,6 +410,8 @@ impl Config {
             || w.ban_after_refused == 0
             || w.ping_interval_ms <= 0
             || w.pong_timeout_ms <= 0
+            || w.api_ping_interval_ms <= 0
+            || w.api_pong_timeout_ms <= 0
         {
             return Err(ConfigError::BadWsLimits);
         }

@@ -10,11 +10,15 @@ use std::collections::{HashMap, VecDeque};
 use std::net::IpAddr;
 use std::sync::mpsc::{self, Receiver, Sender};
 
-/// One subscriber: a connection on a listenKey.
+/// One subscriber: a connection on a listenKey, or a WebSocket API subscription.
 struct Sub {
     id: u64,
     account: usize,
+    /// The listenKey; empty for a WebSocket API subscription.
     key: String,
+    /// A WebSocket API subscription's `subscriptionId`: its events are sent
+    /// wrapped as `{"subscriptionId":..,"event":{..}}`.
+    subscription: Option<u64>,
     tx: Sender<String>,
 }
 
@@ -65,7 +69,8 @@ impl WsHub {
     /// Closes a listenKey: its connections are told to close.
     pub(crate) fn close_key(&mut self, key: &str) -> bool {
         let had = self.keys.remove(key).is_some();
-        self.subs.retain(|s| s.key != key);
+        self.subs
+            .retain(|s| s.subscription.is_some() || s.key != key);
         had
     }
 
@@ -106,16 +111,37 @@ impl WsHub {
             id: self.next,
             account,
             key: key.to_string(),
+            subscription: None,
             tx,
         });
         (self.next, rx)
     }
 
-    /// Ends every connection (each gets a close 1000); the listenKeys stay valid.
+    /// Subscribes a WebSocket API connection (its channel `tx`) to `account`'s
+    /// events under its `subscription` id; returns the hub's id for it.
+    pub(crate) fn subscribe_api(
+        &mut self,
+        account: usize,
+        subscription: u64,
+        tx: Sender<String>,
+    ) -> u64 {
+        self.next += 1;
+        self.subs.push(Sub {
+            id: self.next,
+            account,
+            key: String::new(),
+            subscription: Some(subscription),
+            tx,
+        });
+        self.next
+    }
+
+    /// Ends every listenKey connection (each gets a close 1000); the listenKeys
+    /// stay valid. WebSocket API subscriptions are not touched.
     pub(crate) fn close_all(&mut self) -> usize {
         let n = self.subs.len();
-        self.subs.clear();
-        n
+        self.subs.retain(|s| s.subscription.is_some());
+        n - self.subs.len()
     }
 
     pub(crate) fn unsubscribe(&mut self, id: u64) {
@@ -129,7 +155,11 @@ impl WsHub {
             if s.account != account {
                 return true;
             }
-            let ok = s.tx.send(event.to_string()).is_ok();
+            let text = match s.subscription {
+                None => event.to_string(),
+                Some(id) => format!("{{\"subscriptionId\":{id},\"event\":{event}}}"),
+            };
+            let ok = s.tx.send(text).is_ok();
             n += u64::from(ok);
             ok
         });

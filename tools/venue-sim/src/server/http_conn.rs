@@ -6,14 +6,14 @@ use std::io::{ErrorKind, Read, Write};
 use std::net::{IpAddr, Shutdown, TcpStream};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::thread;
 use std::time::Duration;
 
 use crate::config::Fault;
 use crate::engine::state::Admission;
 use crate::http::{self, Parsed, Response};
-use crate::server::shared::{Shared, POLL};
-use crate::server::ws_conn;
+use crate::profiles::binance::ws_api::WS_API_PATH;
+use crate::server::shared::{sleep_unless_stopped, Shared, POLL};
+use crate::server::{ws_api_conn, ws_conn};
 use crate::ws::frame;
 
 /// How long a connection may sit idle before the emulator closes it.
@@ -134,10 +134,35 @@ fn handle(stream: &mut TcpStream, ip: IpAddr, req: &http::Request, shared: &Shar
     }
 }
 
+/// The 101 answer to an upgrade.
+fn switching(accept: &str) -> String {
+    format!(
+        "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {accept}\r\n\r\n"
+    )
+}
+
 /// A WebSocket upgrade: admitted (limits, ban, listenKey, handshake) under the
 /// lock, then served on this thread until it ends.
 fn upgrade(mut stream: TcpStream, ip: IpAddr, req: &http::Request, rest: Vec<u8>, shared: &Shared) {
     let now = shared.clock.now_ms();
+    if req.path == WS_API_PATH {
+        let admitted = shared.venue().admit_ws_api(req, ip, now);
+        match admitted {
+            Err(r) => {
+                shared.venue().note_status(r.status);
+                let _ = stream.write_all(&r.to_bytes(true));
+                let _ = stream.shutdown(Shutdown::Both);
+            }
+            Ok(accept) => {
+                shared.venue().note_status(101);
+                if stream.write_all(switching(&accept).as_bytes()).is_ok() {
+                    let limits = !req.query.split('&').any(|p| p == "returnRateLimits=false");
+                    ws_api_conn::serve(stream, rest, ip, limits, shared);
+                }
+            }
+        }
+        return;
+    }
     let admitted = shared.venue().admit_ws(req, ip, now);
     match admitted {
         Err(r) => {
@@ -146,25 +171,13 @@ fn upgrade(mut stream: TcpStream, ip: IpAddr, req: &http::Request, rest: Vec<u8>
             let _ = stream.shutdown(Shutdown::Both);
         }
         Ok((accept, sub, events)) => {
-            let head = format!(
-                "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {accept}\r\n\r\n"
-            );
             shared.venue().note_status(101);
-            if stream.write_all(head.as_bytes()).is_err() {
+            if stream.write_all(switching(&accept).as_bytes()).is_err() {
                 shared.venue().ws_unsubscribe(sub);
                 return;
             }
             ws_conn::serve(stream, rest, sub, events, shared);
         }
-    }
-}
-
-fn sleep_unless_stopped(total: Duration, shared: &Shared) {
-    let mut left = total;
-    while !left.is_zero() && !shared.stop.load(Ordering::SeqCst) {
-        let step = left.min(POLL);
-        thread::sleep(step);
-        left -= step;
     }
 }
 

@@ -7,6 +7,7 @@
 
 mod http_conn;
 pub(crate) mod shared;
+pub(crate) mod ws_api_conn;
 pub(crate) mod ws_conn;
 
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};

@@ -20,6 +20,45 @@ pub(crate) const DEFAULT_RECV_WINDOW: u64 = 5_000;
 /// How far ahead of the server a timestamp may be.
 pub(crate) const AHEAD_MS: i64 = 1_000;
 
+/// The path of the listenKey endpoints Binance removed on 2026-02-20.
+pub(crate) const LISTEN_KEY_PATH: &str = "/api/v3/userDataStream";
+
+/// What Binance answers on a removed endpoint: its web front's `410 Gone` page,
+/// no API body and no usage headers. Seen on `POST /api/v3/userDataStream` after
+/// 2026-02-20 (the nginx page quoted in
+/// <https://github.com/thrasher-corp/gocryptotrader/issues/2190>, and
+/// <https://github.com/ccxt/node-binance-api/issues/995>).
+pub(crate) fn removed() -> Response {
+    Response::html(
+        410,
+        "<html>\r\n<head><title>410 Gone</title></head>\r\n<body>\r\n<center><h1>410 Gone</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n".into(),
+    )
+}
+
+/// Where a call's credentials are.
+pub(crate) enum Signing<'a> {
+    /// REST: the signature over the query string then the body.
+    Rest { query: &'a str, body: &'a [u8] },
+    /// WebSocket API: the signature over the sorted parameters.
+    Sorted,
+}
+
+/// One Binance call, from REST or the WebSocket API.
+pub(crate) struct Call<'a> {
+    /// What it asks for; `None` if nothing of this name exists.
+    pub(crate) endpoint: Option<Endpoint>,
+    /// Its parameters, or the name of the one that did not decode.
+    pub(crate) params: Result<Params, String>,
+    /// `X-MBX-APIKEY` (REST) or the `apiKey` parameter (WebSocket API).
+    pub(crate) api_key: Option<&'a str>,
+    /// Where the signature is computed over.
+    pub(crate) signing: Signing<'a>,
+}
+
+/// A call that names no endpoint.
+#[derive(Debug)]
+pub(crate) struct Unrouted;
+
 impl Venue {
     pub(crate) fn banned(&mut self, ip: IpAddr, now: i64) -> Response {
         self.report.banned_requests += 1;
@@ -34,20 +73,57 @@ impl Venue {
         r
     }
 
-    /// Step 1 of the drive order: everything the venue decides at receipt.
+    /// Step 1 of the drive order for a REST request: everything the venue decides
+    /// at receipt.
     pub(crate) fn admit_binance(
         &mut self,
         req: &Request,
         ip: IpAddr,
         now: i64,
     ) -> Admission<BinanceOp> {
+        if !self.cfg.listen_key && req.path == LISTEN_KEY_PATH {
+            return Admission::Final(removed());
+        }
+        let call = Call {
+            endpoint: Endpoint::route(self.cfg.profile, &req.method, &req.path),
+            params: Params::parse(&req.query, &req.body),
+            api_key: req.api_key.as_deref(),
+            signing: Signing::Rest {
+                query: &req.query,
+                body: &req.body,
+            },
+        };
+        match self.admit_call(call, ip, now) {
+            Err(Unrouted) => Admission::Final(err(
+                404,
+                -1000,
+                &format!("Unknown path or method: {} {}.", req.method, req.path),
+            )),
+            Ok(a) => a,
+        }
+    }
+
+    /// Step 1 for one call, from REST or the WebSocket API: ban, IP limits, API key,
+    /// signature and timestamp, parameters, the order counts and the fault draw.
+    /// `Err(Unrouted)` (weight 1 counted) when the call names no endpoint; the
+    /// caller answers it in its own words.
+    pub(crate) fn admit_call(
+        &mut self,
+        call: Call<'_>,
+        ip: IpAddr,
+        now: i64,
+    ) -> Result<Admission<BinanceOp>, Unrouted> {
         self.phantom(ip, now);
         if self.ips.get(&ip).is_some_and(|s| s.banned_until > now) {
-            return Admission::Final(self.banned(ip, now));
+            return Ok(Admission::Final(self.banned(ip, now)));
         }
         let profile = self.cfg.profile;
-        let endpoint = Endpoint::route(profile, &req.method, &req.path);
-        let params = Params::parse(&req.query, &req.body);
+        let Call {
+            endpoint,
+            params,
+            api_key,
+            signing,
+        } = call;
         let weight = match (&endpoint, &params) {
             (Some(e), Ok(p)) => e.weight(profile, p),
             _ => 1,
@@ -74,7 +150,7 @@ impl Venue {
             if st.violations >= self.cfg.ban.after_violations {
                 let d = self.cfg.ban.duration_ms(st.ban_level);
                 self.ban(ip, d, now);
-                return Admission::Final(self.banned(ip, now));
+                return Ok(Admission::Final(self.banned(ip, now)));
             }
         }
         let throttled_until = st.throttled_until;
@@ -101,22 +177,15 @@ impl Venue {
             r.headers = headers;
             r.headers
                 .push(("Retry-After".into(), Self::retry_after(end, now)));
-            return Admission::Final(r);
+            return Ok(Admission::Final(r));
         }
 
         let with = |mut r: Response, h: &[(String, String)]| {
             r.headers.extend_from_slice(h);
-            Admission::Final(r)
+            Ok(Admission::Final(r))
         };
         let Some(endpoint) = endpoint else {
-            return with(
-                err(
-                    404,
-                    -1000,
-                    &format!("Unknown path or method: {} {}.", req.method, req.path),
-                ),
-                &headers,
-            );
+            return Err(Unrouted);
         };
         let params = match params {
             Ok(p) => p,
@@ -124,12 +193,12 @@ impl Venue {
         };
 
         let account = if endpoint.signed() {
-            match self.authenticate(req, &params, now) {
+            match self.authenticate(api_key, &signing, &params, now) {
                 Ok(a) => a,
                 Err(a) => return with(a, &headers),
             }
         } else if endpoint.user_stream() {
-            match self.api_key_account(req) {
+            match self.api_key_account(api_key) {
                 Ok(a) => a,
                 Err(a) => return with(a, &headers),
             }
@@ -174,12 +243,12 @@ impl Venue {
         }
 
         let fault = self.draw_fault(op.changes_orders());
-        Admission::Run {
+        Ok(Admission::Run {
             op,
             account,
             headers,
             fault,
-        }
+        })
     }
 
     pub(crate) fn weight_headers(&self, ip: IpAddr, now: i64) -> Vec<(String, String)> {
@@ -204,8 +273,8 @@ impl Venue {
     }
 
     /// USER_STREAM security: the account of `X-MBX-APIKEY`, no signature.
-    pub(crate) fn api_key_account(&mut self, req: &Request) -> Result<usize, Response> {
-        let Some(key) = req.api_key.as_deref().filter(|k| !k.is_empty()) else {
+    pub(crate) fn api_key_account(&mut self, api_key: Option<&str>) -> Result<usize, Response> {
+        let Some(key) = api_key.filter(|k| !k.is_empty()) else {
             self.report.api_key_rejects += 1;
             return Err(err(401, -2014, "API-key format invalid."));
         };
@@ -224,11 +293,12 @@ impl Venue {
 
     pub(crate) fn authenticate(
         &mut self,
-        req: &Request,
+        api_key: Option<&str>,
+        signing: &Signing<'_>,
         p: &Params,
         now: i64,
     ) -> Result<usize, Response> {
-        let Some(key) = req.api_key.as_deref().filter(|k| !k.is_empty()) else {
+        let Some(key) = api_key.filter(|k| !k.is_empty()) else {
             self.report.api_key_rejects += 1;
             return Err(err(401, -2014, "API-key format invalid."));
         };
@@ -254,7 +324,12 @@ impl Venue {
                 None => return Err(illegal("recvWindow")),
             },
         };
-        match params::verify(&req.query, &req.body, &self.cfg.accounts[account].secret) {
+        let secret = &self.cfg.accounts[account].secret;
+        let verdict = match signing {
+            Signing::Rest { query, body } => params::verify(query, body, secret),
+            Signing::Sorted => params::verify_sorted(p, secret),
+        };
+        match verdict {
             Ok(()) => {}
             Err(SignatureError::Missing) => return Err(mandatory("signature")),
             Err(SignatureError::Invalid) => {

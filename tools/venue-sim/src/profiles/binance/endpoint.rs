@@ -8,7 +8,9 @@
 //! 40 for 21-100, 80 for more or none, `trades` 25, `klines`/`uiKlines` 2,
 //! `avgPrice` 2, `myTrades` 20 (5 with `orderId`), `order/test` 1 (20 with
 //! `computeCommissionRates`), `DELETE openOrders` 1, `allOrders` 20,
-//! `rateLimit/order` 40.
+//! `rateLimit/order` 40; on the WebSocket API the same methods weigh the same, and
+//! `userDataStream.subscribe.signature`, `userDataStream.unsubscribe` and
+//! `session.subscriptions` 2 (`web-socket-api.md`).
 
 use crate::config::Profile;
 use crate::params::Params;
@@ -40,6 +42,12 @@ pub(crate) enum Endpoint {
     CancelAll,
     AllOrders,
     RateLimitOrder,
+    /// WebSocket API only: `userDataStream.subscribe.signature`.
+    StreamSubscribe,
+    /// WebSocket API only: `userDataStream.unsubscribe`.
+    StreamUnsubscribe,
+    /// WebSocket API only: `session.subscriptions`.
+    StreamSubscriptions,
 }
 
 impl Endpoint {
@@ -108,6 +116,8 @@ impl Endpoint {
                 | Endpoint::Trades
                 | Endpoint::Klines
                 | Endpoint::AvgPrice
+                | Endpoint::StreamUnsubscribe
+                | Endpoint::StreamSubscriptions
         )
     }
 
@@ -157,6 +167,9 @@ impl Endpoint {
                 Endpoint::OrderTest | Endpoint::CancelAll => 1,
                 Endpoint::AllOrders => 20,
                 Endpoint::RateLimitOrder => 40,
+                Endpoint::StreamSubscribe
+                | Endpoint::StreamUnsubscribe
+                | Endpoint::StreamSubscriptions => 2,
             },
             // New and modified orders weigh 0 on the IP limit, 1 on each order limit.
             Profile::BinanceFutures => match self {

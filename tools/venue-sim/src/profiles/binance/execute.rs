@@ -48,6 +48,12 @@ impl Venue {
                 }
                 Response::json(200, Value::Array(list).to_string())
             }
+            // Only the WebSocket API routes these, and its session runs them.
+            BinanceOp::StreamSubscribe
+            | BinanceOp::StreamUnsubscribe(_)
+            | BinanceOp::StreamSubscriptions => {
+                Response::error(400, -1020, "This operation is not supported.")
+            }
             BinanceOp::Ping => Response::json(200, "{}".into()),
             BinanceOp::Time => Response::json(200, json!({ "serverTime": now }).to_string()),
             BinanceOp::ExchangeInfo => Response::json(200, self.exchange_info(now).to_string()),

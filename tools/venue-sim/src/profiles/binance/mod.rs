@@ -39,7 +39,8 @@
 //! Layout: `endpoint` (routes and weights), `request` (parameters into an
 //! operation), `admit` (step 1), `execute` (step 2), `answers` (response bodies), `market`
 //! (market data and account history),
-//! `user_stream` (listenKeys and `executionReport`).
+//! `user_stream` (listenKeys and `executionReport`), `ws_api` (the WebSocket API:
+//! requests in, answers out, subscriptions).
 
 pub(crate) mod admit;
 pub(crate) mod answers;
@@ -48,3 +49,4 @@ pub(crate) mod execute;
 pub(crate) mod market;
 pub(crate) mod request;
 pub(crate) mod user_stream;
+pub(crate) mod ws_api;

@@ -130,9 +130,25 @@ pub(crate) enum BinanceOp {
     },
     /// `rateLimit/order`: the unfilled order counts.
     RateLimitOrder,
+    /// WebSocket API: subscribe this connection to the account's events.
+    StreamSubscribe,
+    /// WebSocket API: end one subscription of this connection, or all.
+    StreamUnsubscribe(Option<u64>),
+    /// WebSocket API: this connection's subscriptions.
+    StreamSubscriptions,
 }
 
 impl BinanceOp {
+    /// A WebSocket API subscription request, run by the connection's session.
+    pub(crate) fn on_session(&self) -> bool {
+        matches!(
+            self,
+            BinanceOp::StreamSubscribe
+                | BinanceOp::StreamUnsubscribe(_)
+                | BinanceOp::StreamSubscriptions
+        )
+    }
+
     pub(crate) fn changes_orders(&self) -> bool {
         matches!(
             self,
@@ -358,6 +374,11 @@ impl Venue {
                 }
             }
             Endpoint::RateLimitOrder => BinanceOp::RateLimitOrder,
+            Endpoint::StreamSubscribe => BinanceOp::StreamSubscribe,
+            Endpoint::StreamUnsubscribe => {
+                BinanceOp::StreamUnsubscribe(Self::opt_id(p, "subscriptionId")?)
+            }
+            Endpoint::StreamSubscriptions => BinanceOp::StreamSubscriptions,
             Endpoint::Ping => BinanceOp::Ping,
             Endpoint::Time => BinanceOp::Time,
             Endpoint::ExchangeInfo => BinanceOp::ExchangeInfo,

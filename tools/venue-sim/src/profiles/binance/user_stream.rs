@@ -13,6 +13,7 @@ use crate::engine::book::{fmt_e8, quote, OrdType, Status};
 use crate::engine::hub::Attempt;
 use crate::engine::state::Venue;
 use crate::http::{Request, Response};
+use crate::profiles::binance::admit::removed;
 use crate::profiles::binance::request::err;
 use crate::ws::frame;
 
@@ -30,6 +31,23 @@ impl Venue {
         if self.cfg.profile != Profile::BinanceSpot {
             return Err(err(404, -1000, "No WebSocket endpoint in this profile."));
         }
+        if !self.cfg.listen_key {
+            return Err(removed());
+        }
+        self.admit_upgrade(ip, now)?;
+        let accept = frame::check_handshake(req)?;
+        let key = req.path.strip_prefix("/ws/").unwrap_or("");
+        let Some(account) = self.hub.account_of(key) else {
+            return Err(err(400, -1125, "This listenKey does not exist."));
+        };
+        let (sub, rx) = self.hub.subscribe(account, key);
+        self.report.ws.connects += 1;
+        Ok((accept, sub, rx))
+    }
+
+    /// What every WebSocket upgrade passes first: the ban and the per-IP connect
+    /// limit (one record for the streams and the WebSocket API).
+    pub(crate) fn admit_upgrade(&mut self, ip: IpAddr, now: i64) -> Result<(), Response> {
         if self.ips.get(&ip).is_some_and(|s| s.banned_until > now) {
             self.report.ws.connects_refused += 1;
             return Err(self.banned(ip, now));
@@ -59,14 +77,7 @@ impl Venue {
                 return Err(self.banned(ip, now));
             }
         }
-        let accept = frame::check_handshake(req)?;
-        let key = req.path.strip_prefix("/ws/").unwrap_or("");
-        let Some(account) = self.hub.account_of(key) else {
-            return Err(err(400, -1125, "This listenKey does not exist."));
-        };
-        let (sub, rx) = self.hub.subscribe(account, key);
-        self.report.ws.connects += 1;
-        Ok((accept, sub, rx))
+        Ok(())
     }
 
     /// Pushes an `executionReport` for order `idx` to the account's streams.
