@@ -9,6 +9,7 @@ use crate::engine::state::{Admission, Venue};
 use crate::http::{Request, Response};
 use crate::profiles::binance::request::BinanceOp;
 use crate::profiles::bybit::{self, BybitOp};
+use crate::profiles::deribit::{self, DeribitOp};
 use crate::profiles::okx::{self, OkxOp};
 
 /// An admitted request of any profile, ready to run.
@@ -20,6 +21,8 @@ pub(crate) enum Op {
     Bybit(BybitOp),
     /// OKX v5.
     Okx(OkxOp),
+    /// Deribit v2.
+    Deribit(DeribitOp),
 }
 
 /// Wraps a profile's admission into the dispatcher's.
@@ -51,6 +54,7 @@ impl Venue {
             }
             Profile::Bybit => wrap(self.admit_bybit(req, ip, now), Op::Bybit),
             Profile::Okx => wrap(self.admit_okx(req, ip, now), Op::Okx),
+            Profile::Deribit => wrap(self.admit_deribit(req, ip, now), Op::Deribit),
         }
     }
 
@@ -61,6 +65,7 @@ impl Venue {
             Op::Binance(b) => self.execute_binance(b, account, now, admitted),
             Op::Bybit(b) => self.execute_bybit(b, account, now),
             Op::Okx(o) => self.execute_okx(o, account, now),
+            Op::Deribit(d) => self.execute_deribit(d, account, now),
         }
     }
 
@@ -78,6 +83,7 @@ impl Venue {
             Profile::BinanceSpot | Profile::BinanceFutures => self.binance_server_error(executed),
             Profile::Bybit => bybit::server_error(executed, self.now_hint),
             Profile::Okx => okx::server_error(executed),
+            Profile::Deribit => deribit::server_error(executed, self.now_hint),
         }
     }
 }

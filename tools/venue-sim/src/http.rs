@@ -144,6 +144,8 @@ pub struct Response {
     pub body: String,
     /// The `Content-Type` header.
     pub content_type: &'static str,
+    /// Close the connection after this answer (`Connection: close`).
+    pub close: bool,
 }
 
 impl Response {
@@ -154,6 +156,7 @@ impl Response {
             headers: Vec::new(),
             body,
             content_type: "application/json;charset=UTF-8",
+            close: false,
         }
     }
 

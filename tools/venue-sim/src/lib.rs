@@ -102,9 +102,9 @@ mod ws;
 
 pub use clock::VenueClock;
 pub use config::{
-    Account, BanPolicy, Config, ConfigError, Fault, FaultScope, Faults, Interval, LimitType,
-    Profile, RateLimit, WsLimits, BINANCE_FUTURES_LIMITS, BINANCE_SPOT_LIMITS, BYBIT_LIMITS,
-    DEFAULT_API_KEY, DEFAULT_API_SECRET, DEFAULT_PASSPHRASE, OKX_LIMITS,
+    Account, BanPolicy, Config, ConfigError, Credits, Fault, FaultScope, Faults, Interval,
+    LimitType, Profile, RateLimit, WsLimits, BINANCE_FUTURES_LIMITS, BINANCE_SPOT_LIMITS,
+    BYBIT_LIMITS, DEFAULT_API_KEY, DEFAULT_API_SECRET, DEFAULT_PASSPHRASE, OKX_LIMITS,
 };
-pub use report::{FaultCounts, LimitUsage, OrderView, Report, WsCounts};
+pub use report::{CreditUsage, FaultCounts, LimitUsage, OrderView, Report, WsCounts};
 pub use server::{Server, StartError};

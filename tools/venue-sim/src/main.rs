@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use ergon_venue_sim::{Account, Config, Fault, FaultScope, RateLimit, Server};
 
-const USAGE: &str = "usage: ergon-venue-sim [--profile binance-spot|binance-futures|bybit|okx] [--listen 127.0.0.1:PORT]
+const USAGE: &str = "usage: ergon-venue-sim [--profile binance-spot|binance-futures|bybit|okx|deribit] [--listen 127.0.0.1:PORT]
   [--clock-offset-ms MS] [--limit TYPE:INTERVAL:NUM:LIMIT]... [--api-key K --api-secret S]
   [--ban-after N] [--ban-first-ms MS] [--ban-max-ms MS]
   [--fault KIND:PROBABILITY]... [--fault-at N:KIND]... [--fault-delay-ms MS]
@@ -18,7 +18,8 @@ const USAGE: &str = "usage: ergon-venue-sim [--profile binance-spot|binance-futu
   [--symbol SYMBOL] [--duration SECS] [--report FILE]
   [--ws-messages-per-s N] [--ws-connects N] [--ws-connect-window-ms MS] [--ws-ban-after N]
   [--ws-ping-ms MS] [--ws-pong-timeout-ms MS] [--ws-api-ping-ms MS] [--ws-api-pong-timeout-ms MS]
-  [--listen-key on|off]
+  [--listen-key on|off] [--credits MAX:REFILL_PER_S:COST] [--matching-credits MAX:REFILL_PER_S:COST]
+  [--connections-per-ip N]
 fault kinds: close-before-execute, execute-then-close, delay, 5xx-after-execute, 5xx-not-executed
 limits (default: the profile's published ones): e.g. --limit REQUEST_WEIGHT:MINUTE:1:6000 --limit ORDERS:SECOND:10:100";
 
@@ -138,6 +139,24 @@ fn parse(it: impl Iterator<Item = String>) -> Result<Args, String> {
             "--ws-pong-timeout-ms" => config.ws.pong_timeout_ms = num(value()?)?,
             "--ws-api-ping-ms" => config.ws.api_ping_interval_ms = num(value()?)?,
             "--ws-api-pong-timeout-ms" => config.ws.api_pong_timeout_ms = num(value()?)?,
+            "--credits" | "--matching-credits" => {
+                let v = value()?;
+                let parts: Vec<u64> = v.split(':').filter_map(|x| x.parse().ok()).collect();
+                let [max, refill, cost] = parts[..] else {
+                    return Err(format!("{flag}: want MAX:REFILL_PER_S:COST, got {v:?}"));
+                };
+                let c = &mut config.credits;
+                if flag == "--credits" {
+                    (c.max, c.refill_per_s, c.cost) = (max, refill, cost);
+                } else {
+                    (c.matching_max, c.matching_refill_per_s, c.matching_cost) =
+                        (max, refill, cost);
+                }
+            }
+            "--connections-per-ip" => {
+                config.credits.connections_per_ip = u32::try_from(num(value()?)?)
+                    .map_err(|_| "--connections-per-ip: out of range".to_string())?
+            }
             "--listen-key" => {
                 config.listen_key = match value()?.as_str() {
                     "on" => true,
@@ -262,6 +281,23 @@ mod tests {
         assert!(args("--ws-api-ping-ms 0")
             .unwrap_err()
             .contains("WebSocket"));
+    }
+
+    #[test]
+    fn deribit_credit_flags_parse() {
+        let c = args("--profile deribit --credits 1000:100:10 --matching-credits 300:50:30 --connections-per-ip 4")
+            .unwrap()
+            .config;
+        assert_eq!(c.profile, ergon_venue_sim::Profile::Deribit);
+        let k = c.credits;
+        assert_eq!((k.max, k.refill_per_s, k.cost), (1000, 100, 10));
+        assert_eq!(
+            (k.matching_max, k.matching_refill_per_s, k.matching_cost),
+            (300, 50, 30)
+        );
+        assert_eq!(k.connections_per_ip, 4);
+        assert!(args("--credits 1:2").unwrap_err().contains("MAX:REFILL"));
+        assert!(args("--credits 10:0:1").unwrap_err().contains("credits"));
     }
 
     #[test]

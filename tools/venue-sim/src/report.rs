@@ -108,6 +108,30 @@ pub struct Report {
     pub limits: Vec<LimitUsage>,
     /// The WebSocket endpoint's counts.
     pub ws: WsCounts,
+    /// Connections refused at once for the per-IP limit on open connections
+    /// (Deribit: HTTP 429).
+    pub connections_refused: u64,
+    /// The credit pools' use (the `deribit` profile), matching engine first.
+    pub credits: Vec<CreditUsage>,
+}
+
+/// How one kind of credit pool was used over the run, over all its owners.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CreditUsage {
+    /// `matching` (matching-engine requests) or `non-matching`.
+    pub pool: String,
+    /// The pool's size.
+    pub max: u64,
+    /// Credits added per second.
+    pub refill_per_s: u64,
+    /// What one request costs.
+    pub cost: u64,
+    /// Requests that paid.
+    pub paid: u64,
+    /// Requests refused with `too_many_requests` (10028).
+    pub refused: u64,
+    /// The fewest credits any pool of this kind held right after a request paid.
+    pub lowest: u64,
 }
 
 /// What the WebSocket endpoints (the user data stream and the WebSocket API) saw.
@@ -212,6 +236,16 @@ impl Report {
             "modifies": self.modifies,
             "faults": faults,
             "limits": limits,
+            "connectionsRefused": self.connections_refused,
+            "credits": self.credits.iter().map(|c| json!({
+                "pool": c.pool,
+                "max": c.max,
+                "refillPerSecond": c.refill_per_s,
+                "cost": c.cost,
+                "paid": c.paid,
+                "refused": c.refused,
+                "lowest": c.lowest,
+            })).collect::<Vec<_>>(),
             "ws": {
                 "connects": self.ws.connects,
                 "connectsRefused": self.ws.connects_refused,

@@ -28,6 +28,8 @@ pub enum Profile {
     Bybit,
     /// OKX v5 REST (`/api/v5/...`).
     Okx,
+    /// Deribit v2 JSON-RPC over HTTP (`/api/v2/...`).
+    Deribit,
 }
 
 impl Profile {
@@ -38,6 +40,7 @@ impl Profile {
             Profile::BinanceFutures => "binance-futures",
             Profile::Bybit => "bybit",
             Profile::Okx => "okx",
+            Profile::Deribit => "deribit",
         }
     }
 }
@@ -50,6 +53,7 @@ impl FromStr for Profile {
             "binance-futures" => Ok(Profile::BinanceFutures),
             "bybit" => Ok(Profile::Bybit),
             "okx" => Ok(Profile::Okx),
+            "deribit" => Ok(Profile::Deribit),
             "hyperliquid" => Err(ConfigError::ProfileNotBuilt(s.to_string())),
             _ => Err(ConfigError::UnknownProfile(s.to_string())),
         }
@@ -233,6 +237,53 @@ pub struct Config {
     /// from the web front). On by default until every example and test has moved
     /// to the WebSocket API's `userDataStream.subscribe.signature`.
     pub listen_key: bool,
+    /// The credit pools and the connection limit (the `deribit` profile).
+    pub credits: Credits,
+}
+
+/// Deribit's limits: a credit pool per sub-account, refilled continuously, one
+/// for matching-engine requests (`private/buy`, `sell`, `edit`, `cancel`,
+/// `cancel_all*`, `close_position`, `cancel_by_label`) and one for the rest, and
+/// a limit on the connections open at once from one IP.
+///
+/// Defaults, from <https://support.deribit.com/hc/en-us/articles/25944617523357-Rate-Limits>
+/// and <https://support.deribit.com/hc/en-us/articles/25944603459613> (checked
+/// 2026-11-30): non-matching requests cost 500 credits of a 50,000 pool refilled
+/// at 10,000 a second (20 a second, bursts of 100); matching-engine requests of
+/// the lowest tier 5 a second with bursts of 20, written here as 1,000 credits of
+/// a 20,000 pool refilled at 5,000 a second (dearer per request); 32 connections
+/// open at once per IP, the 33rd refused with HTTP 429. Unauthenticated requests
+/// draw from a pool of the IP with the non-matching figures.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Credits {
+    /// Largest non-matching pool.
+    pub max: u64,
+    /// Non-matching credits added per second.
+    pub refill_per_s: u64,
+    /// What a non-matching request costs.
+    pub cost: u64,
+    /// Largest matching-engine pool.
+    pub matching_max: u64,
+    /// Matching-engine credits added per second.
+    pub matching_refill_per_s: u64,
+    /// What a matching-engine request costs.
+    pub matching_cost: u64,
+    /// Connections open at once per IP; the next one is refused with HTTP 429.
+    pub connections_per_ip: u32,
+}
+
+impl Default for Credits {
+    fn default() -> Self {
+        Credits {
+            max: 50_000,
+            refill_per_s: 10_000,
+            cost: 500,
+            matching_max: 20_000,
+            matching_refill_per_s: 5_000,
+            matching_cost: 1_000,
+            connections_per_ip: 32,
+        }
+    }
 }
 
 /// The limits of the WebSocket endpoint, as Binance Spot documents them for its
@@ -309,6 +360,7 @@ impl Config {
             passphrase: DEFAULT_PASSPHRASE.to_string(),
             ws: WsLimits::default(),
             listen_key: true,
+            credits: Credits::default(),
         }
     }
 
@@ -318,6 +370,18 @@ impl Config {
         Config {
             profile: Profile::BinanceFutures,
             rate_limits: BINANCE_FUTURES_LIMITS.to_vec(),
+            ..Config::binance_spot()
+        }
+    }
+
+    /// Deribit with its documented default credit pools and connection limit
+    /// ([`Credits::default`]), instrument `BTC-PERPETUAL`, no windowed limits;
+    /// otherwise as [`Config::binance_spot`].
+    pub fn deribit() -> Self {
+        Config {
+            profile: Profile::Deribit,
+            rate_limits: Vec::new(),
+            symbol: "BTC-PERPETUAL".to_string(),
             ..Config::binance_spot()
         }
     }
@@ -356,6 +420,7 @@ impl Config {
             Profile::BinanceFutures => Config::binance_futures(),
             Profile::Bybit => Config::bybit(),
             Profile::Okx => Config::okx(),
+            Profile::Deribit => Config::deribit(),
         }
     }
 
@@ -391,6 +456,15 @@ impl Config {
             return Err(ConfigError::BadFault(
                 "scripted request numbers start at 1".into(),
             ));
+        }
+        let c = &self.credits;
+        if c.refill_per_s == 0
+            || c.matching_refill_per_s == 0
+            || c.cost > c.max
+            || c.matching_cost > c.matching_max
+            || c.connections_per_ip == 0
+        {
+            return Err(ConfigError::BadCredits);
         }
         if self.accounts.is_empty() {
             return Err(ConfigError::NoAccount);
@@ -441,6 +515,9 @@ pub enum ConfigError {
     BadSymbol(String),
     /// A WebSocket limit, window or interval that is zero or negative.
     BadWsLimits,
+    /// A credit pool that never refills or cannot pay one request, or no
+    /// connection allowed.
+    BadCredits,
 }
 
 impl fmt::Display for ConfigError {
@@ -451,10 +528,10 @@ impl fmt::Display for ConfigError {
             }
             ConfigError::UnknownProfile(p) => write!(
                 f,
-                "unknown profile {p:?} (known: binance-spot, binance-futures, bybit, okx; planned: hyperliquid)"
+                "unknown profile {p:?} (known: binance-spot, binance-futures, bybit, okx, deribit; planned: hyperliquid)"
             ),
             ConfigError::ProfileNotBuilt(p) => {
-                write!(f, "profile {p:?} is not built yet; binance-spot, binance-futures, bybit and okx are")
+                write!(f, "profile {p:?} is not built yet; binance-spot, binance-futures, bybit, okx and deribit are")
             }
             ConfigError::BadLimit(s) => write!(
                 f,
@@ -466,6 +543,10 @@ impl fmt::Display for ConfigError {
             ConfigError::BadFault(s) => write!(f, "bad fault {s:?}"),
             ConfigError::NoAccount => write!(f, "no API key configured"),
             ConfigError::BadSymbol(s) => write!(f, "bad symbol {s:?}"),
+            ConfigError::BadCredits => write!(
+                f,
+                "bad credits: refills must be positive, a cost at most its pool, connections at least 1"
+            ),
             ConfigError::BadWsLimits => write!(
                 f,
                 "bad WebSocket limits: every limit, window and interval must be positive"

@@ -3,5 +3,6 @@
 //! stream hub.
 
 pub(crate) mod book;
+pub(crate) mod credits;
 pub(crate) mod hub;
 pub(crate) mod state;

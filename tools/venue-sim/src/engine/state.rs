@@ -14,6 +14,7 @@ use serde_json::Value;
 
 use crate::config::{Config, Fault, FaultScope, LimitType, Profile};
 use crate::engine::book::{fmt_e8, OrdType, Order, Placement, Status};
+use crate::engine::credits::CreditPool;
 use crate::engine::hub::WsHub;
 use crate::http::Response;
 use crate::limits::{window_start, Key, LimitState};
@@ -81,6 +82,12 @@ pub(crate) struct Venue {
     pub(crate) now_hint: i64,
     /// Listen keys and stream subscribers.
     pub(crate) hub: WsHub,
+    /// Credit pools by owner and kind (`true`: matching engine).
+    pub(crate) pools: HashMap<(Key, bool), CreditPool>,
+    /// Bearer tokens handed out: their account and expiry (venue ms).
+    pub(crate) tokens: HashMap<String, (usize, i64)>,
+    /// Connections open now, by IP.
+    pub(crate) open: HashMap<IpAddr, u32>,
 }
 
 impl Venue {
@@ -113,6 +120,9 @@ impl Venue {
             report,
             now_hint: 0,
             hub: WsHub::default(),
+            pools: HashMap::new(),
+            tokens: HashMap::new(),
+            open: HashMap::new(),
         }
     }
 
@@ -159,8 +169,24 @@ impl Venue {
         *self.report.responses.entry(status).or_insert(0) += 1;
     }
 
-    pub(crate) fn note_connection(&mut self) {
+    /// A connection from `ip` was accepted: whether it may stay (the profile's
+    /// limit on connections open at once per IP, Deribit's).
+    pub(crate) fn note_connection(&mut self, ip: IpAddr) -> bool {
         self.report.connections += 1;
+        let open = self.open.entry(ip).or_insert(0);
+        if self.cfg.profile == Profile::Deribit && *open >= self.cfg.credits.connections_per_ip {
+            self.report.connections_refused += 1;
+            return false;
+        }
+        *open += 1;
+        true
+    }
+
+    /// A connection admitted by [`Venue::note_connection`] ended.
+    pub(crate) fn note_disconnection(&mut self, ip: IpAddr) {
+        if let Some(n) = self.open.get_mut(&ip) {
+            *n = n.saturating_sub(1);
+        }
     }
 
     pub(crate) fn note_malformed(&mut self) {

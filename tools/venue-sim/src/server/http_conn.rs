@@ -182,5 +182,6 @@ fn upgrade(mut stream: TcpStream, ip: IpAddr, req: &http::Request, rest: Vec<u8>
 }
 
 fn write(stream: &mut TcpStream, r: &Response, close: bool) -> bool {
+    let close = close || r.close;
     stream.write_all(&r.to_bytes(close)).is_ok() && !close
 }

@@ -10,7 +10,8 @@ pub(crate) mod shared;
 pub(crate) mod ws_api_conn;
 pub(crate) mod ws_conn;
 
-use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
+use std::io::Write;
+use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
@@ -19,6 +20,7 @@ use std::time::Duration;
 use crate::clock::VenueClock;
 use crate::config::{Config, ConfigError};
 use crate::engine::state::Venue;
+use crate::http::Response;
 use crate::report::Report;
 use shared::Shared;
 
@@ -175,12 +177,30 @@ fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
         if shared.stop.load(Ordering::SeqCst) {
             break;
         }
-        let Ok(stream) = stream else { continue };
-        shared.venue().note_connection();
+        let Ok(mut stream) = stream else { continue };
+        let Ok(peer) = stream.peer_addr() else {
+            continue;
+        };
+        let ip = peer.ip();
+        if !shared.venue().note_connection(ip) {
+            // Deribit: "a 33rd connection from the same IP will be rejected with an
+            // HTTP 429"; the body is the emulator's.
+            let r = Response::json(
+                429,
+                r#"{"message":"too many connections from this IP"}"#.to_string(),
+            );
+            shared.venue().note_status(429);
+            let _ = stream.write_all(&r.to_bytes(true));
+            let _ = stream.shutdown(Shutdown::Both);
+            continue;
+        }
         let s = Arc::clone(&shared);
         let spawned = thread::Builder::new()
             .name("venue-sim-conn".into())
-            .spawn(move || http_conn::serve(stream, s));
+            .spawn(move || {
+                http_conn::serve(stream, Arc::clone(&s));
+                s.venue().note_disconnection(ip);
+            });
         if let Ok(h) = spawned {
             let mut conns = shared.conns.lock().unwrap_or_else(|e| e.into_inner());
             conns.retain(|h| !h.is_finished());
