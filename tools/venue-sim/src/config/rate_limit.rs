@@ -156,7 +156,7 @@ pub struct RateLimit {
 }
 
 impl RateLimit {
-    /// A limit; `interval_num` must be at least 1 (checked by [`Config::validate`]).
+    /// A limit; `interval_num` must be at least 1 (checked by [`crate::Config::validate`]).
     pub const fn new(kind: LimitType, interval: Interval, interval_num: u32, limit: u64) -> Self {
         RateLimit {
             kind,
