@@ -129,8 +129,9 @@ impl Server {
         self.shared.venue().orders()
     }
 
-    /// Ends every user data stream connection with a close frame (1000), as a
+    /// Ends every listenKey stream connection with a close frame (1000), as a
     /// venue's maintenance would; their listenKeys stay valid. Returns how many.
+    /// WebSocket API connections and their subscriptions are not touched.
     pub fn close_streams(&self) -> usize {
         self.shared.venue().ws_close_all()
     }

@@ -17,6 +17,8 @@ pub(crate) const MAX_RECV_WINDOW: u64 = 60_000;
 /// Default recvWindow.
 pub(crate) const DEFAULT_RECV_WINDOW: u64 = 5_000;
 
+/// The smallest `timestamp` read as microseconds (1e14: 5138 A.D. in ms, 1973 in µs).
+const MICROS_FROM: i64 = 100_000_000_000_000;
 /// How far ahead of the server a timestamp may be.
 pub(crate) const AHEAD_MS: i64 = 1_000;
 
@@ -316,6 +318,9 @@ impl Venue {
         let Ok(ts) = ts.parse::<i64>() else {
             return Err(illegal("timestamp"));
         };
+        // "Timestamp parameters ... can be passed in milliseconds or microseconds":
+        // a value past the year 5138 in milliseconds is microseconds.
+        let ts = if ts >= MICROS_FROM { ts / 1_000 } else { ts };
         let recv_us = match p.get("recvWindow") {
             None => DEFAULT_RECV_WINDOW * 1_000,
             Some(s) => match recv_window_us(s) {
