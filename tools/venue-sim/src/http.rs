@@ -140,8 +140,12 @@ pub struct Response {
     pub status: u16,
     /// Extra headers (usage, Retry-After).
     pub headers: Vec<(String, String)>,
-    /// JSON body.
+    /// The body (JSON unless [`Response::content_type`] says otherwise).
     pub body: String,
+    /// The `Content-Type` header.
+    pub content_type: &'static str,
+    /// Close the connection after this answer (`Connection: close`).
+    pub close: bool,
 }
 
 impl Response {
@@ -151,6 +155,16 @@ impl Response {
             status,
             headers: Vec::new(),
             body,
+            content_type: "application/json;charset=UTF-8",
+            close: false,
+        }
+    }
+
+    /// An HTML page, as a front web server (nginx) answers without the API.
+    pub fn html(status: u16, body: String) -> Self {
+        Response {
+            content_type: "text/html",
+            ..Response::json(status, body)
         }
     }
 
@@ -163,9 +177,10 @@ impl Response {
     /// Serializes status line, headers and body; `close` adds `Connection: close`.
     pub fn to_bytes(&self, close: bool) -> Vec<u8> {
         let mut out = format!(
-            "HTTP/1.1 {} {}\r\nContent-Type: application/json;charset=UTF-8\r\nContent-Length: {}\r\n",
+            "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\n",
             self.status,
             reason(self.status),
+            self.content_type,
             self.body.len()
         );
         for (k, v) in &self.headers {
@@ -191,6 +206,7 @@ fn reason(status: u16) -> &'static str {
         401 => "Unauthorized",
         404 => "Not Found",
         409 => "Conflict",
+        410 => "Gone",
         413 => "Payload Too Large",
         418 => "I'm a teapot",
         429 => "Too Many Requests",

@@ -11,7 +11,10 @@
 //! the `X-Bapi-Limit*` headers, 600 per IP per 5 s with an immediate 403 ban, v5
 //! signing, `retCode` answers); `okx` plays OKX v5 (limits per 2 s answered 429
 //! 50011/50061, passphrase and base64 signing over ISO timestamps, `sCode` per
-//! order). Hyperliquid is not built.
+//! order; market data and fills/history); `deribit` plays Deribit v2 JSON-RPC over
+//! HTTP (bearer tokens from `public/auth`, credit pools per sub-account with
+//! matching-engine requests dearer, `too_many_requests` 10028, 32 connections open
+//! per IP). Hyperliquid is not built.
 //! Binance Spot in detail:
 //! - its own clock ([`VenueClock`]: host UTC plus [`Config::clock_offset_ms`]);
 //! - fixed windows aligned on that clock, counted at receipt, per IP for
@@ -31,18 +34,26 @@
 //!   body (-1022), `timestamp`/`recvWindow` (-1021, -1131);
 //! - exchangeInfo, depth, account, openOrders, order (POST with newClientOrderId,
 //!   DELETE and GET by origClientOrderId or orderId), order/cancelReplace, time, ping;
-//!   orders rest in a simple book;
+//!   the market data and account history a third-party client calls (ticker/price,
+//!   ticker/bookTicker, ticker/24hr, trades, klines, uiKlines, avgPrice, myTrades,
+//!   allOrders, rateLimit/order), order/test and DELETE openOrders, each with its
+//!   documented weight; orders rest in a simple book;
 //! - faults ([`Fault`]) by script or by seeded chance: close before executing,
 //!   execute then close without a reply, delay past the client's deadline, 503 after
 //!   executing, 503 without executing;
 //! - a registry by client order id that counts executions, so duplicates are counted
 //!   ([`Report::duplicates`]), and a final [`Report`] as JSON;
-//! - the user data stream on the same port: listenKey endpoints
-//!   (`/api/v3/userDataStream`), a WebSocket at `/ws/<listenKey>` pushing
-//!   `executionReport` events, with Binance's WebSocket limits enforced ([`WsLimits`]:
+//! - the WebSocket API on the same port at `/ws-api/v3`: `{id, method, params}`
+//!   requests signed over the sorted params, `{id, status, result|error,
+//!   rateLimits}` answers, the same weights, counters, bans, faults and registry as
+//!   REST, and the user data stream by `userDataStream.subscribe.signature` on the
+//!   same connection (`profiles::binance::ws_api` has the rules and sources);
+//! - the listenKey user data stream (`/api/v3/userDataStream`, `/ws/<listenKey>`
+//!   pushing `executionReport` events) with Binance's stream limits ([`WsLimits`]:
 //!   5 incoming frames a second per connection, 300 connects per 5 minutes per IP,
-//!   server pings that must be answered); counted in [`Report::ws`]. See the `ws`
-//!   module for the rules and sources.
+//!   server pings that must be answered), while [`Config::listen_key`] is on (the
+//!   default for now); off, it answers 410 Gone as Binance has since 2026-02-20.
+//!   Counted in [`Report::ws`]; `server::ws_conn` has the rules and sources.
 //!
 //! ## The two 5xx faults
 //! Binance Spot documents every 5XX as "execution status UNKNOWN; could have been a
@@ -76,19 +87,35 @@
 //! assert_eq!(report.requests, 0);
 //! ```
 
-mod binance;
+//! ## Layout
+//! No module cycles: each line depends only on the lines above it.
+//! - `config`, `http`, `params`, `report`, `clock`, `limits`: plain data and
+//!   parsers;
+//! - `ws::frame`: RFC 6455 on the server side (handshake, frames);
+//! - `engine`: the venue state with no venue's rules (`book` orders and decimals,
+//!   `hub` stream subscribers, `state` limits, bans, registry, faults, report);
+//! - `profiles`: one module per venue (`binance/`, `bybit`, `okx`), each adding
+//!   its admit and execute steps to the state;
+//! - `dispatch`: picks the profile for each request;
+//! - `server`: the I/O shell (listener, `http_conn`, `ws_conn`, `shared`).
+
+mod clock;
 pub mod config;
+mod dispatch;
+mod engine;
 pub mod http;
 mod limits;
 pub mod params;
+mod profiles;
 pub mod report;
 mod server;
 mod ws;
 
+pub use clock::VenueClock;
 pub use config::{
-    Account, BanPolicy, Config, ConfigError, Fault, FaultScope, Faults, Interval, LimitType,
-    Profile, RateLimit, WsLimits, BINANCE_FUTURES_LIMITS, BINANCE_SPOT_LIMITS, BYBIT_LIMITS,
-    DEFAULT_API_KEY, DEFAULT_API_SECRET, DEFAULT_PASSPHRASE, OKX_LIMITS,
+    Account, BanPolicy, Config, ConfigError, Credits, Fault, FaultScope, Faults, Interval,
+    LimitType, Profile, RateLimit, WsLimits, BINANCE_FUTURES_LIMITS, BINANCE_SPOT_LIMITS,
+    BYBIT_LIMITS, DEFAULT_API_KEY, DEFAULT_API_SECRET, DEFAULT_PASSPHRASE, OKX_LIMITS,
 };
-pub use report::{FaultCounts, LimitUsage, OrderView, Report, WsCounts};
-pub use server::{Server, StartError, VenueClock};
+pub use report::{CreditUsage, FaultCounts, LimitUsage, OrderView, Report, WsCounts};
+pub use server::{Server, StartError};

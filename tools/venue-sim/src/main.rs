@@ -10,14 +10,16 @@ use std::time::Duration;
 
 use ergon_venue_sim::{Account, Config, Fault, FaultScope, RateLimit, Server};
 
-const USAGE: &str = "usage: ergon-venue-sim [--profile binance-spot|binance-futures|bybit|okx] [--listen 127.0.0.1:PORT]
+const USAGE: &str = "usage: ergon-venue-sim [--profile binance-spot|binance-futures|bybit|okx|deribit] [--listen 127.0.0.1:PORT]
   [--clock-offset-ms MS] [--limit TYPE:INTERVAL:NUM:LIMIT]... [--api-key K --api-secret S]
   [--ban-after N] [--ban-first-ms MS] [--ban-max-ms MS]
   [--fault KIND:PROBABILITY]... [--fault-at N:KIND]... [--fault-delay-ms MS]
   [--fault-scope orders|all] [--seed N] [--other-sender-weight PER_SECOND]
   [--symbol SYMBOL] [--duration SECS] [--report FILE]
   [--ws-messages-per-s N] [--ws-connects N] [--ws-connect-window-ms MS] [--ws-ban-after N]
-  [--ws-ping-ms MS] [--ws-pong-timeout-ms MS]
+  [--ws-ping-ms MS] [--ws-pong-timeout-ms MS] [--ws-api-ping-ms MS] [--ws-api-pong-timeout-ms MS]
+  [--listen-key on|off] [--credits MAX:REFILL_PER_S:COST] [--matching-credits MAX:REFILL_PER_S:COST]
+  [--connections-per-ip N]
 fault kinds: close-before-execute, execute-then-close, delay, 5xx-after-execute, 5xx-not-executed
 limits (default: the profile's published ones): e.g. --limit REQUEST_WEIGHT:MINUTE:1:6000 --limit ORDERS:SECOND:10:100";
 
@@ -135,6 +137,33 @@ fn parse(it: impl Iterator<Item = String>) -> Result<Args, String> {
             "--ws-connect-window-ms" => config.ws.connect_window_ms = num(value()?)?,
             "--ws-ping-ms" => config.ws.ping_interval_ms = num(value()?)?,
             "--ws-pong-timeout-ms" => config.ws.pong_timeout_ms = num(value()?)?,
+            "--ws-api-ping-ms" => config.ws.api_ping_interval_ms = num(value()?)?,
+            "--ws-api-pong-timeout-ms" => config.ws.api_pong_timeout_ms = num(value()?)?,
+            "--credits" | "--matching-credits" => {
+                let v = value()?;
+                let parts: Vec<u64> = v.split(':').filter_map(|x| x.parse().ok()).collect();
+                let [max, refill, cost] = parts[..] else {
+                    return Err(format!("{flag}: want MAX:REFILL_PER_S:COST, got {v:?}"));
+                };
+                let c = &mut config.credits;
+                if flag == "--credits" {
+                    (c.max, c.refill_per_s, c.cost) = (max, refill, cost);
+                } else {
+                    (c.matching_max, c.matching_refill_per_s, c.matching_cost) =
+                        (max, refill, cost);
+                }
+            }
+            "--connections-per-ip" => {
+                config.credits.connections_per_ip = u32::try_from(num(value()?)?)
+                    .map_err(|_| "--connections-per-ip: out of range".to_string())?
+            }
+            "--listen-key" => {
+                config.listen_key = match value()?.as_str() {
+                    "on" => true,
+                    "off" => false,
+                    v => return Err(format!("--listen-key: want on or off, got {v:?}")),
+                }
+            }
             other => return Err(format!("unknown argument {other:?}")),
         }
     }
@@ -234,6 +263,41 @@ mod tests {
         assert!(args("--ws-messages-per-s x")
             .unwrap_err()
             .contains("integer"));
+    }
+
+    #[test]
+    fn the_listen_key_switch_and_websocket_api_pings_parse() {
+        assert!(args("").unwrap().config.listen_key, "on by default");
+        assert!(!args("--listen-key off").unwrap().config.listen_key);
+        assert!(args("--listen-key on").unwrap().config.listen_key);
+        assert!(args("--listen-key maybe")
+            .unwrap_err()
+            .contains("on or off"));
+        let w = args("--ws-api-ping-ms 30 --ws-api-pong-timeout-ms 90")
+            .unwrap()
+            .config
+            .ws;
+        assert_eq!((w.api_ping_interval_ms, w.api_pong_timeout_ms), (30, 90));
+        assert!(args("--ws-api-ping-ms 0")
+            .unwrap_err()
+            .contains("WebSocket"));
+    }
+
+    #[test]
+    fn deribit_credit_flags_parse() {
+        let c = args("--profile deribit --credits 1000:100:10 --matching-credits 300:50:30 --connections-per-ip 4")
+            .unwrap()
+            .config;
+        assert_eq!(c.profile, ergon_venue_sim::Profile::Deribit);
+        let k = c.credits;
+        assert_eq!((k.max, k.refill_per_s, k.cost), (1000, 100, 10));
+        assert_eq!(
+            (k.matching_max, k.matching_refill_per_s, k.matching_cost),
+            (300, 50, 30)
+        );
+        assert_eq!(k.connections_per_ip, 4);
+        assert!(args("--credits 1:2").unwrap_err().contains("MAX:REFILL"));
+        assert!(args("--credits 10:0:1").unwrap_err().contains("credits"));
     }
 
     #[test]

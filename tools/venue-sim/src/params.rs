@@ -29,6 +29,14 @@ impl Params {
         })
     }
 
+    /// Parameters given as name/value pairs (the WebSocket API's `params` object).
+    pub fn from_pairs(pairs: Vec<(String, String)>) -> Params {
+        Params {
+            query: pairs,
+            body: Vec::new(),
+        }
+    }
+
     /// The value of `name`, the query string's first.
     pub fn get(&self, name: &str) -> Option<&str> {
         self.query
@@ -132,6 +140,36 @@ pub fn verify(query: &str, body: &[u8], secret: &str) -> Result<(), SignatureErr
         HmacSha256::new_from_slice(secret.as_bytes()).map_err(|_| SignatureError::Invalid)?;
     mac.update(q.as_bytes());
     mac.update(b.as_bytes());
+    mac.verify_slice(&expected)
+        .map_err(|_| SignatureError::Invalid)
+}
+
+/// The WebSocket API's signature payload: every parameter but `signature`, sorted
+/// by name, written `name=value` (values as sent, not percent-encoded) and joined
+/// by `&` ("SIGNED request example (HMAC)" in `web-socket-api.md`).
+pub fn sorted_payload(p: &Params) -> String {
+    let mut pairs: Vec<&(String, String)> =
+        p.query.iter().filter(|(k, _)| k != "signature").collect();
+    pairs.sort_by(|a, b| a.0.cmp(&b.0));
+    pairs
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join("&")
+}
+
+/// Checks a WebSocket API request's `signature` (hex, any case) against `secret`.
+pub fn verify_sorted(p: &Params, secret: &str) -> Result<(), SignatureError> {
+    let sig = match p.get("signature") {
+        None | Some("") => return Err(SignatureError::Missing),
+        Some(s) => s,
+    };
+    let Some(expected) = hex_decode(sig) else {
+        return Err(SignatureError::Invalid);
+    };
+    let mut mac =
+        HmacSha256::new_from_slice(secret.as_bytes()).map_err(|_| SignatureError::Invalid)?;
+    mac.update(sorted_payload(p).as_bytes());
     mac.verify_slice(&expected)
         .map_err(|_| SignatureError::Invalid)
 }
@@ -262,6 +300,45 @@ fn hex_decode(s: &str) -> Option<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn websocket_api_signatures_match_the_documented_example() {
+        // "SIGNED request example (HMAC)" of web-socket-api.md.
+        let key = "vmPUZE6mv9SD5VNHk4HlWFsOr6aKE2zvsw0MuIgwCIPy6utIco14y7Ju91duEh8A";
+        let secret = "NhqPtmdSJYdKjVHjA7PZj4Mge3R5YNiP1e3UZjInClVN65XAbvqqM6A7H5fATj0j";
+        let sig = "aa1b5712c094bc4e57c05a1a5c1fd8d88dcd628338ea863fec7b88e59fe2db24";
+        let pairs = [
+            ("symbol", "BTCUSDT"),
+            ("side", "SELL"),
+            ("type", "LIMIT"),
+            ("timeInForce", "GTC"),
+            ("quantity", "0.01000000"),
+            ("price", "52000.00"),
+            ("recvWindow", "100"),
+            ("timestamp", "1645423376532"),
+            ("apiKey", key),
+            ("signature", sig),
+        ];
+        let p = Params::from_pairs(
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        );
+        assert_eq!(
+            sorted_payload(&p),
+            format!("apiKey={key}&price=52000.00&quantity=0.01000000&recvWindow=100&side=SELL&symbol=BTCUSDT&timeInForce=GTC&timestamp=1645423376532&type=LIMIT")
+        );
+        assert_eq!(verify_sorted(&p, secret), Ok(()));
+        assert_eq!(sign(&sorted_payload(&p), secret), sig);
+        assert_eq!(verify_sorted(&p, "other"), Err(SignatureError::Invalid));
+        let upper = Params::from_pairs(vec![("signature".into(), sig.to_uppercase())]);
+        assert_eq!(verify_sorted(&upper, secret), Err(SignatureError::Invalid));
+        assert_eq!(
+            verify_sorted(&Params::default(), secret),
+            Err(SignatureError::Missing)
+        );
+    }
 
     // The HMAC example of Binance's "SIGNED Endpoint Examples for POST /api/v3/order".
     const SECRET: &str = "NhqPtmdSJYdKjVHjA7PZj4Mge3R5YNiP1e3UZjInClVN65XAbvqqM6A7H5fATj0j";

@@ -108,9 +108,33 @@ pub struct Report {
     pub limits: Vec<LimitUsage>,
     /// The WebSocket endpoint's counts.
     pub ws: WsCounts,
+    /// Connections refused at once for the per-IP limit on open connections
+    /// (Deribit: HTTP 429).
+    pub connections_refused: u64,
+    /// The credit pools' use (the `deribit` profile), matching engine first.
+    pub credits: Vec<CreditUsage>,
 }
 
-/// What the WebSocket endpoint (the user data stream) saw.
+/// How one kind of credit pool was used over the run, over all its owners.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CreditUsage {
+    /// `matching` (matching-engine requests) or `non-matching`.
+    pub pool: String,
+    /// The pool's size.
+    pub max: u64,
+    /// Credits added per second.
+    pub refill_per_s: u64,
+    /// What one request costs.
+    pub cost: u64,
+    /// Requests that paid.
+    pub paid: u64,
+    /// Requests refused with `too_many_requests` (10028).
+    pub refused: u64,
+    /// The fewest credits any pool of this kind held right after a request paid.
+    pub lowest: u64,
+}
+
+/// What the WebSocket endpoints (the user data stream and the WebSocket API) saw.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct WsCounts {
     /// Upgrades accepted (101 written).
@@ -134,6 +158,12 @@ pub struct WsCounts {
     pub pings: u64,
     /// listenKeys created.
     pub listen_keys: u64,
+    /// WebSocket API (`/ws-api/v3`) upgrades accepted.
+    pub api_connects: u64,
+    /// WebSocket API requests received (text frames).
+    pub api_requests: u64,
+    /// WebSocket API user data stream subscriptions started.
+    pub api_subscriptions: u64,
 }
 
 impl WsCounts {
@@ -206,6 +236,16 @@ impl Report {
             "modifies": self.modifies,
             "faults": faults,
             "limits": limits,
+            "connectionsRefused": self.connections_refused,
+            "credits": self.credits.iter().map(|c| json!({
+                "pool": c.pool,
+                "max": c.max,
+                "refillPerSecond": c.refill_per_s,
+                "cost": c.cost,
+                "paid": c.paid,
+                "refused": c.refused,
+                "lowest": c.lowest,
+            })).collect::<Vec<_>>(),
             "ws": {
                 "connects": self.ws.connects,
                 "connectsRefused": self.ws.connects_refused,
@@ -218,6 +258,9 @@ impl Report {
                 "events": self.ws.events,
                 "pings": self.ws.pings,
                 "listenKeys": self.ws.listen_keys,
+                "apiConnects": self.ws.api_connects,
+                "apiRequests": self.ws.api_requests,
+                "apiSubscriptions": self.ws.api_subscriptions,
             },
         })
     }

@@ -176,7 +176,20 @@ fn timestamps_must_fall_inside_recv_window_and_not_run_ahead() {
     assert_eq!(r.code(), -1021);
     let r = ask("timestamp=yesterday".to_string());
     assert_eq!(r.code(), -1100);
-    assert_eq!(s.stop().timestamp_rejects, 3);
+    // Microseconds and fractional recvWindows, as the docs now allow.
+    let r = ask(format!(
+        "recvWindow=6000.346&timestamp={}",
+        (now - 5_500) * 1_000
+    ));
+    assert_eq!(r.status, 200, "microseconds: {}", r.body);
+    let r = ask(format!(
+        "recvWindow=5000.5&timestamp={}",
+        (now - 6_000) * 1_000
+    ));
+    assert_eq!(r.code(), -1021, "microseconds past the window");
+    let r = ask(format!("recvWindow=1.2345&timestamp={now}"));
+    assert_eq!(r.code(), -1100, "at most three decimals");
+    assert_eq!(s.stop().timestamp_rejects, 4);
 }
 
 #[test]

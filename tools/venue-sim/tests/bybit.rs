@@ -229,3 +229,83 @@ fn over_the_ip_limit_is_an_immediate_403_ban() {
     let rep = s.report();
     assert_eq!((rep.bans, rep.banned_requests), (1, 2));
 }
+
+#[test]
+fn market_data_and_history_endpoints_answer_in_v5_shapes() {
+    let s = Server::start(Config::bybit()).unwrap();
+    let mut c = Client::connect(s.addr());
+    let q = "category=linear&symbol=BTCUSDT";
+    let r = c.get(&format!("/v5/market/tickers?{q}"));
+    assert_eq!((r.status, ret_code(&r)), (200, 0), "{}", r.body);
+    let t = &r.json()["result"]["list"][0];
+    assert_eq!(
+        (t["bid1Price"].as_str(), t["ask1Price"].as_str()),
+        (Some("49999.99"), Some("50000.01"))
+    );
+    assert!(
+        r.header("X-Bapi-Limit").is_none(),
+        "market data: IP limit only"
+    );
+    let r = c.get(&format!("/v5/market/kline?{q}&interval=15&limit=3"));
+    let k = r.json()["result"]["list"].clone();
+    assert_eq!(k.as_array().unwrap().len(), 3, "{}", r.body);
+    let (t0, t1): (i64, i64) = (
+        k[0][0].as_str().unwrap().parse().unwrap(),
+        k[1][0].as_str().unwrap().parse().unwrap(),
+    );
+    assert_eq!(t0 - t1, 900_000, "newest first");
+    let r = c.get(&format!("/v5/market/kline?{q}&interval=7"));
+    assert_eq!(ret_code(&r), 10001, "bad interval");
+    let r = c.get(&format!("/v5/market/recent-trade?{q}&limit=5"));
+    assert_eq!(r.json()["result"]["list"], serde_json::json!([]));
+
+    let m = r#"{"category":"linear","symbol":"BTCUSDT","side":"Sell","orderType":"Market","qty":"0.5","orderLinkId":"m1"}"#;
+    assert_eq!(ret_code(&v5(&mut c, &s, "POST", "/v5/order/create", m)), 0);
+    assert_eq!(
+        ret_code(&v5(&mut c, &s, "POST", "/v5/order/create", &create("l1"))),
+        0
+    );
+    let r = v5(
+        &mut c,
+        &s,
+        "GET",
+        "/v5/execution/list",
+        "category=linear&symbol=BTCUSDT",
+    );
+    assert_eq!(ret_code(&r), 0, "{}", r.body);
+    assert_eq!(
+        r.header("X-Bapi-Limit"),
+        Some("50"),
+        "its own per-UID limit"
+    );
+    let e = &r.json()["result"]["list"];
+    assert_eq!(
+        (e[0]["orderLinkId"].as_str(), e[0]["execQty"].as_str()),
+        (Some("m1"), Some("0.5"))
+    );
+    assert_eq!(
+        e.as_array().unwrap().len(),
+        1,
+        "the resting order has no fill"
+    );
+    let r = v5(
+        &mut c,
+        &s,
+        "GET",
+        "/v5/order/history",
+        "category=linear&limit=10",
+    );
+    let h = &r.json()["result"]["list"];
+    assert_eq!(h.as_array().unwrap().len(), 2);
+    assert_eq!(h[0]["orderLinkId"], "l1", "newest first");
+    assert_eq!(h[1]["orderStatus"], "Filled");
+    let r = v5(
+        &mut c,
+        &s,
+        "GET",
+        "/v5/order/history",
+        "category=linear&limit=51",
+    );
+    assert_eq!(ret_code(&r), 10001, "limit above 50");
+    s.stop();
+}

@@ -161,3 +161,83 @@ fn over_a_two_second_limit_is_429_50011() {
     let rep = s.stop();
     assert_eq!((rep.throttled, rep.executions), (1, 2));
 }
+
+#[test]
+fn market_data_fills_and_history_answer_in_v5_shapes() {
+    let s = Server::start(Config::okx()).unwrap();
+    let mut c = Client::connect(s.addr());
+    let r = c.get("/api/v5/market/ticker?instId=BTC-USDT-SWAP");
+    assert_eq!((r.status, code(&r)), (200, "0".to_string()), "{}", r.body);
+    assert_eq!(r.json()["data"][0]["askPx"], "50000.01");
+    let r = c.get("/api/v5/market/candles?instId=BTC-USDT-SWAP&bar=1H&limit=2");
+    let k = r.json()["data"].clone();
+    assert_eq!(k.as_array().unwrap().len(), 2, "{}", r.body);
+    assert_eq!(k[0].as_array().unwrap().len(), 9);
+    assert_eq!(
+        (k[0][8].as_str(), k[1][8].as_str()),
+        (Some("0"), Some("1")),
+        "the current bar is unconfirmed"
+    );
+    let r = c.get("/api/v5/market/candles?instId=BTC-USDT-SWAP&bar=7m");
+    assert_eq!(code(&r), "51000");
+    let r = c.get("/api/v5/market/trades?instId=BTC-USDT-SWAP");
+    assert_eq!(r.json()["data"], serde_json::json!([]));
+
+    let m = r#"{"instId":"BTC-USDT-SWAP","tdMode":"cross","side":"buy","ordType":"market","sz":"2","clOrdId":"m1"}"#;
+    assert_eq!(
+        code(&signed(&mut c, &s, "POST", "/api/v5/trade/order", m)),
+        "0"
+    );
+    assert_eq!(
+        code(&signed(
+            &mut c,
+            &s,
+            "POST",
+            "/api/v5/trade/order",
+            &place("r1")
+        )),
+        "0"
+    );
+    let r = signed(&mut c, &s, "GET", "/api/v5/trade/fills?instType=SWAP", "");
+    assert_eq!(code(&r), "0", "{}", r.body);
+    let f = &r.json()["data"];
+    assert_eq!(f.as_array().unwrap().len(), 1);
+    assert_eq!(
+        (f[0]["clOrdId"].as_str(), f[0]["fillSz"].as_str()),
+        (Some("m1"), Some("2"))
+    );
+    let r = signed(
+        &mut c,
+        &s,
+        "GET",
+        "/api/v5/trade/orders-history?instType=SWAP",
+        "",
+    );
+    let h = &r.json()["data"];
+    assert_eq!(
+        h.as_array().unwrap().len(),
+        1,
+        "only finished orders: {}",
+        r.body
+    );
+    assert_eq!(h[0]["state"], "filled");
+    let r = signed(&mut c, &s, "GET", "/api/v5/trade/orders-history", "");
+    assert_eq!(code(&r), "50014", "instType is required");
+    let r = c.get("/api/v5/trade/fills");
+    assert_eq!(r.status, 401, "private");
+    s.stop();
+}
+
+#[test]
+fn the_ticker_limit_is_twenty_per_two_seconds_per_ip() {
+    let s = Server::start(Config::okx()).unwrap();
+    let mut c = Client::connect(s.addr());
+    for i in 0..20 {
+        let r = c.get("/api/v5/market/ticker?instId=BTC-USDT-SWAP");
+        assert_eq!(r.status, 200, "request {i}");
+    }
+    let r = c.get("/api/v5/market/ticker?instId=BTC-USDT-SWAP");
+    assert_eq!((r.status, code(&r)), (429, "50011".to_string()));
+    let l = RateLimit::new(LimitType::OkxTicker, Interval::Second, 2, 20).rolling();
+    assert_eq!(s.stop().limit(&l).map(|u| u.peak), Some(21));
+}

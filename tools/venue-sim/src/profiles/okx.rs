@@ -16,23 +16,30 @@
 //! - Faults: 5xx after executing answers 500 with 50004 ("does not mean that the
 //!   request was successful or failed"), without executing 503 with 50001 ("Service
 //!   temporarily unavailable").
+//! - Market data (`market/ticker`, `books`, `candles`, `trades`) is limited per
+//!   IP, `trade/fills` and `orders-history` per user; the market is synthetic (the
+//!   mid price, the emulator's own fills as trades, flat candles).
 //! - Not emulated: `expTime` (the request header that bounds when OKX may run it).
 //!
 //! Sources: <https://www.okx.com/docs-v5/en/#overview-rest-authentication>,
 //! <https://www.okx.com/docs-v5/en/#overview-rate-limits>,
 //! <https://www.okx.com/docs-v5/en/#error-code-rest-api>,
-//! <https://www.okx.com/docs-v5/en/#order-book-trading-trade-post-place-order>.
+//! <https://www.okx.com/docs-v5/en/#order-book-trading-trade-post-place-order>,
+//! <https://www.okx.com/docs-v5/en/#order-book-trading-market-data-get-ticker>,
+//! <https://www.okx.com/docs-v5/en/#order-book-trading-market-data-get-candlesticks>,
+//! <https://www.okx.com/docs-v5/en/#order-book-trading-market-data-get-trades>,
+//! <https://www.okx.com/docs-v5/en/#order-book-trading-trade-get-transaction-details-last-3-days>,
+//! <https://www.okx.com/docs-v5/en/#order-book-trading-trade-get-order-history-last-7-days>.
 //!
-//! Like its parent module it never touches a socket or reads a clock.
+//! It never touches a socket or reads a clock.
 
 use std::net::IpAddr;
 
 use serde_json::{json, Map, Value};
 
-use super::{
-    fmt_e8, parse_e8, quote, Admission, Op, OrdType, Order, Placement, Side, Status, Venue,
-};
 use crate::config::LimitType;
+use crate::engine::book::{fmt_e8, parse_e8, quote, OrdType, Order, Placement, Side, Status};
+use crate::engine::state::{Admission, Venue};
 use crate::http::{Request, Response};
 use crate::limits::Key;
 use crate::params::{parse_iso8601_ms, sign_base64};
@@ -58,6 +65,19 @@ pub(crate) enum OkxOp {
     },
     Query(Target),
     Pending,
+    /// `GET /api/v5/market/ticker`.
+    Ticker,
+    /// `GET /api/v5/market/candles`: `limit` bars of `bar_ms`, newest first.
+    Candles {
+        bar_ms: i64,
+        limit: usize,
+    },
+    /// `GET /api/v5/market/trades`: the most recent fills.
+    Trades(usize),
+    /// `GET /api/v5/trade/fills`: the account's fills, newest first.
+    Fills(usize),
+    /// `GET /api/v5/trade/orders-history`: the account's finished orders.
+    History(usize),
 }
 
 impl OkxOp {
@@ -86,6 +106,11 @@ enum Endpoint {
     Amend,
     Query,
     Pending,
+    Ticker,
+    Candles,
+    Trades,
+    Fills,
+    History,
 }
 
 impl Endpoint {
@@ -99,12 +124,24 @@ impl Endpoint {
             ("POST", "/api/v5/trade/amend-order") => Endpoint::Amend,
             ("GET", "/api/v5/trade/order") => Endpoint::Query,
             ("GET", "/api/v5/trade/orders-pending") => Endpoint::Pending,
+            ("GET", "/api/v5/market/ticker") => Endpoint::Ticker,
+            ("GET", "/api/v5/market/candles") => Endpoint::Candles,
+            ("GET", "/api/v5/market/trades") => Endpoint::Trades,
+            ("GET", "/api/v5/trade/fills") => Endpoint::Fills,
+            ("GET", "/api/v5/trade/orders-history") => Endpoint::History,
             _ => return None,
         })
     }
 
     fn private(self) -> bool {
-        !matches!(self, Endpoint::Time | Endpoint::Books)
+        !matches!(
+            self,
+            Endpoint::Time
+                | Endpoint::Books
+                | Endpoint::Ticker
+                | Endpoint::Candles
+                | Endpoint::Trades
+        )
     }
 
     /// The limits a request of this endpoint counts against.
@@ -116,6 +153,11 @@ impl Endpoint {
             Endpoint::Amend => &[LimitType::OkxAmend, LimitType::OkxSubAccount],
             Endpoint::Cancel => &[LimitType::OkxCancel],
             Endpoint::Query | Endpoint::Pending => &[LimitType::OkxQuery],
+            Endpoint::Ticker => &[LimitType::OkxTicker],
+            Endpoint::Candles => &[LimitType::OkxCandles],
+            Endpoint::Trades => &[LimitType::OkxTrades],
+            Endpoint::Fills => &[LimitType::OkxFills],
+            Endpoint::History => &[LimitType::OkxHistory],
         }
     }
 }
@@ -138,7 +180,7 @@ fn order_failed(s_code: &str, s_msg: &str, ord_id: &str, cl_id: &str) -> Respons
 }
 
 /// The answer of a 5xx fault.
-pub(super) fn server_error(executed: bool) -> Response {
+pub(crate) fn server_error(executed: bool) -> Response {
     if executed {
         answer(
             500,
@@ -154,6 +196,33 @@ pub(super) fn server_error(executed: bool) -> Response {
             json!([]),
         )
     }
+}
+
+/// One tick of the synthetic book (0.01), in units of 1e-8.
+const TICK_E8: u64 = 1_000_000;
+
+/// A candle `bar` (`1m`, `1H`, `1D` ...) in milliseconds; `1M` is 30 days.
+fn bar_ms(b: &str) -> Option<i64> {
+    const MIN: i64 = 60_000;
+    Some(match b {
+        "1s" => 1_000,
+        "1m" => MIN,
+        "3m" => 3 * MIN,
+        "5m" => 5 * MIN,
+        "15m" => 15 * MIN,
+        "30m" => 30 * MIN,
+        "1H" => 60 * MIN,
+        "2H" => 120 * MIN,
+        "4H" => 240 * MIN,
+        "6H" | "6Hutc" => 360 * MIN,
+        "12H" | "12Hutc" => 720 * MIN,
+        "1D" | "1Dutc" => 1_440 * MIN,
+        "2D" | "2Dutc" => 2 * 1_440 * MIN,
+        "3D" | "3Dutc" => 3 * 1_440 * MIN,
+        "1W" | "1Wutc" => 7 * 1_440 * MIN,
+        "1M" | "1Mutc" => 30 * 1_440 * MIN,
+        _ => return None,
+    })
 }
 
 /// OKX writes decimals without trailing zeros.
@@ -174,7 +243,7 @@ fn text(body: &Map<String, Value>, query: &[(String, String)], name: &str) -> Op
 
 impl Venue {
     /// Everything OKX decides at receipt.
-    pub(super) fn admit_okx(&mut self, req: &Request, ip: IpAddr, now: i64) -> Admission {
+    pub(crate) fn admit_okx(&mut self, req: &Request, ip: IpAddr, now: i64) -> Admission<OkxOp> {
         let Some(endpoint) = Endpoint::route(&req.method, &req.path) else {
             return Admission::Final(answer(404, "404", "Not Found", json!([])));
         };
@@ -237,8 +306,7 @@ impl Venue {
             Ok(op) => op,
             Err(r) => return Admission::Final(r),
         };
-        let op = Op::Okx(op);
-        let fault = self.draw_fault(&op);
+        let fault = self.draw_fault(op.changes_orders());
         Admission::Run {
             op,
             account,
@@ -338,10 +406,51 @@ impl Venue {
                     .ok_or_else(|| param_err(name)),
             }
         };
+        let limit = |name: &str, default: usize, max: usize| -> Result<usize, Response> {
+            match get(name) {
+                None => Ok(default),
+                Some(v) => v
+                    .parse::<usize>()
+                    .ok()
+                    .filter(|n| (1..=max).contains(n))
+                    .ok_or_else(|| param_err(name)),
+            }
+        };
         Ok(match e {
             Endpoint::Time => OkxOp::Time,
             Endpoint::Balance => OkxOp::Balance,
             Endpoint::Pending => OkxOp::Pending,
+            Endpoint::Ticker => {
+                inst_ok()?;
+                OkxOp::Ticker
+            }
+            Endpoint::Candles => {
+                inst_ok()?;
+                let bar_ms = match get("bar") {
+                    None => 60_000,
+                    Some(b) => bar_ms(&b).ok_or_else(|| param_err("bar"))?,
+                };
+                OkxOp::Candles {
+                    bar_ms,
+                    limit: limit("limit", 100, 300)?,
+                }
+            }
+            Endpoint::Trades => {
+                inst_ok()?;
+                OkxOp::Trades(limit("limit", 100, 500)?)
+            }
+            Endpoint::Fills => OkxOp::Fills(limit("limit", 100, 100)?),
+            Endpoint::History => {
+                if get("instType").is_none() {
+                    return Err(answer(
+                        200,
+                        "50014",
+                        "Parameter instType can not be empty",
+                        json!([]),
+                    ));
+                }
+                OkxOp::History(limit("limit", 100, 100)?)
+            }
             Endpoint::Books => {
                 inst_ok()?;
                 let sz = match get("sz") {
@@ -415,7 +524,7 @@ impl Venue {
     }
 
     /// Runs an admitted OKX request.
-    pub(super) fn execute_okx(&mut self, op: OkxOp, account: usize, now: i64) -> Response {
+    pub(crate) fn execute_okx(&mut self, op: OkxOp, account: usize, now: i64) -> Response {
         let ok = |data: Value| answer(200, "0", "", data);
         let names = |t: &Target| match t {
             Target::Id(i) => (i.clone(), String::new()),
@@ -518,6 +627,92 @@ impl Venue {
                 Some(i) => ok(json!([self.okx_order_json(&self.orders[i])])),
                 None => answer(200, "51603", "Order does not exist", json!([])),
             },
+            OkxOp::Ticker => {
+                let mid = self.cfg.mid_price_e8;
+                let m = fmt_dec(mid);
+                ok(json!([{
+                    "instType": "SWAP", "instId": self.cfg.symbol, "last": m, "lastSz": "0",
+                    "askPx": fmt_dec(mid + TICK_E8), "askSz": "1",
+                    "bidPx": fmt_dec(mid.saturating_sub(TICK_E8)), "bidSz": "1",
+                    "open24h": m, "high24h": m, "low24h": m, "volCcy24h": "0", "vol24h": "0",
+                    "sodUtc0": m, "sodUtc8": m, "ts": now.to_string(),
+                }]))
+            }
+            OkxOp::Candles { bar_ms, limit } => {
+                let m = fmt_dec(self.cfg.mid_price_e8);
+                let last = now.div_euclid(bar_ms) * bar_ms;
+                let list: Vec<Value> = (0..limit as i64)
+                    .map(|i| last - i * bar_ms)
+                    .filter(|&t| t >= 0)
+                    .map(|t| {
+                        let confirm = if t == last { "0" } else { "1" };
+                        json!([t.to_string(), m, m, m, m, "0", "0", "0", confirm])
+                    })
+                    .collect();
+                ok(Value::Array(list))
+            }
+            OkxOp::Trades(limit) => {
+                let list: Vec<Value> = self
+                    .orders
+                    .iter()
+                    .rev()
+                    .filter(|o| o.executed_e8 > 0)
+                    .take(limit)
+                    .map(|o| {
+                        json!({
+                            "instId": self.cfg.symbol,
+                            "side": if o.side == Side::Buy { "buy" } else { "sell" },
+                            "sz": fmt_dec(o.executed_e8),
+                            "px": fmt_dec(o.price_e8),
+                            "tradeId": o.order_id.to_string(),
+                            "ts": o.update_time.to_string(),
+                        })
+                    })
+                    .collect();
+                ok(Value::Array(list))
+            }
+            OkxOp::Fills(limit) => {
+                let list: Vec<Value> = self
+                    .orders
+                    .iter()
+                    .rev()
+                    .filter(|o| o.account == account && o.executed_e8 > 0)
+                    .take(limit)
+                    .map(|o| {
+                        json!({
+                            "instType": "SWAP",
+                            "instId": self.cfg.symbol,
+                            "tradeId": o.order_id.to_string(),
+                            "ordId": o.order_id.to_string(),
+                            "clOrdId": o.client_id,
+                            "billId": o.order_id.to_string(),
+                            "subType": "1",
+                            "tag": "",
+                            "fillPx": fmt_dec(o.price_e8),
+                            "fillSz": fmt_dec(o.executed_e8),
+                            "side": if o.side == Side::Buy { "buy" } else { "sell" },
+                            "posSide": "net",
+                            "execType": "T",
+                            "feeCcy": "USDT",
+                            "fee": "0",
+                            "ts": o.update_time.to_string(),
+                            "fillTime": o.update_time.to_string(),
+                        })
+                    })
+                    .collect();
+                ok(Value::Array(list))
+            }
+            OkxOp::History(limit) => {
+                let list: Vec<Value> = self
+                    .orders
+                    .iter()
+                    .rev()
+                    .filter(|o| o.account == account && o.status != Status::New)
+                    .take(limit)
+                    .map(|o| self.okx_order_json(o))
+                    .collect();
+                ok(Value::Array(list))
+            }
             OkxOp::Pending => {
                 let list: Vec<Value> = self
                     .open_orders(account)

@@ -5,9 +5,16 @@
 //! documentation; parsing from command-line text returns a [`ConfigError`] that says
 //! what was wrong, never a silent default.
 
+mod rate_limit;
+
 use std::fmt;
 use std::net::SocketAddr;
 use std::str::FromStr;
+
+pub use rate_limit::{
+    Interval, LimitType, RateLimit, BINANCE_FUTURES_LIMITS, BINANCE_SPOT_LIMITS, BYBIT_LIMITS,
+    OKX_LIMITS,
+};
 
 /// Which venue the emulator plays.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -21,6 +28,8 @@ pub enum Profile {
     Bybit,
     /// OKX v5 REST (`/api/v5/...`).
     Okx,
+    /// Deribit v2 JSON-RPC over HTTP (`/api/v2/...`).
+    Deribit,
 }
 
 impl Profile {
@@ -31,6 +40,7 @@ impl Profile {
             Profile::BinanceFutures => "binance-futures",
             Profile::Bybit => "bybit",
             Profile::Okx => "okx",
+            Profile::Deribit => "deribit",
         }
     }
 }
@@ -43,275 +53,12 @@ impl FromStr for Profile {
             "binance-futures" => Ok(Profile::BinanceFutures),
             "bybit" => Ok(Profile::Bybit),
             "okx" => Ok(Profile::Okx),
+            "deribit" => Ok(Profile::Deribit),
             "hyperliquid" => Err(ConfigError::ProfileNotBuilt(s.to_string())),
             _ => Err(ConfigError::UnknownProfile(s.to_string())),
         }
     }
 }
-
-/// Binance's `rateLimitType`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum LimitType {
-    /// Summed request weight per IP (`REQUEST_WEIGHT`).
-    RequestWeight,
-    /// Raw request count per IP (`RAW_REQUESTS`).
-    RawRequests,
-    /// Order placements per account (`ORDERS`, the unfilled order count).
-    Orders,
-    /// Bybit, per UID: `/v5/order/create`.
-    BybitCreate,
-    /// Bybit, per UID: `/v5/order/amend`.
-    BybitAmend,
-    /// Bybit, per UID: `/v5/order/cancel`.
-    BybitCancel,
-    /// Bybit, per UID: `/v5/order/realtime`.
-    BybitRealtime,
-    /// Bybit, per UID: `/v5/account/wallet-balance`.
-    BybitWallet,
-    /// OKX, per user and instrument: `POST /api/v5/trade/order`.
-    OkxOrder,
-    /// OKX, per user and instrument: `POST /api/v5/trade/cancel-order`.
-    OkxCancel,
-    /// OKX, per user and instrument: `POST /api/v5/trade/amend-order`.
-    OkxAmend,
-    /// OKX, per user: `GET /api/v5/trade/order` and `orders-pending`.
-    OkxQuery,
-    /// OKX, per sub-account: new and amended orders over all instruments.
-    OkxSubAccount,
-    /// OKX, per IP: `GET /api/v5/market/books`.
-    OkxBooks,
-}
-
-impl LimitType {
-    /// The enum value as Binance writes it.
-    pub fn name(self) -> &'static str {
-        match self {
-            LimitType::RequestWeight => "REQUEST_WEIGHT",
-            LimitType::RawRequests => "RAW_REQUESTS",
-            LimitType::Orders => "ORDERS",
-            LimitType::BybitCreate => "/v5/order/create",
-            LimitType::BybitAmend => "/v5/order/amend",
-            LimitType::BybitCancel => "/v5/order/cancel",
-            LimitType::BybitRealtime => "/v5/order/realtime",
-            LimitType::BybitWallet => "/v5/account/wallet-balance",
-            LimitType::OkxOrder => "/api/v5/trade/order",
-            LimitType::OkxCancel => "/api/v5/trade/cancel-order",
-            LimitType::OkxAmend => "/api/v5/trade/amend-order",
-            LimitType::OkxQuery => "/api/v5/trade/order (GET)",
-            LimitType::OkxSubAccount => "OKX sub-account orders",
-            LimitType::OkxBooks => "/api/v5/market/books",
-        }
-    }
-
-    /// Whether the limit is counted per IP (true) or per account (false).
-    pub fn per_ip(self) -> bool {
-        matches!(
-            self,
-            LimitType::RequestWeight | LimitType::RawRequests | LimitType::OkxBooks
-        )
-    }
-}
-
-/// Binance's rate-limit `interval`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Interval {
-    /// `SECOND`, header letter `S`.
-    Second,
-    /// `MINUTE`, header letter `M`.
-    Minute,
-    /// `HOUR`, header letter `H`.
-    Hour,
-    /// `DAY`, header letter `D`.
-    Day,
-}
-
-impl Interval {
-    /// The enum value as Binance writes it.
-    pub fn name(self) -> &'static str {
-        match self {
-            Interval::Second => "SECOND",
-            Interval::Minute => "MINUTE",
-            Interval::Hour => "HOUR",
-            Interval::Day => "DAY",
-        }
-    }
-
-    /// The letter in usage header names (`X-MBX-USED-WEIGHT-1M`).
-    pub fn letter(self) -> char {
-        match self {
-            Interval::Second => 'S',
-            Interval::Minute => 'M',
-            Interval::Hour => 'H',
-            Interval::Day => 'D',
-        }
-    }
-
-    /// Length of one interval in milliseconds.
-    pub fn ms(self) -> i64 {
-        match self {
-            Interval::Second => 1_000,
-            Interval::Minute => 60_000,
-            Interval::Hour => 3_600_000,
-            Interval::Day => 86_400_000,
-        }
-    }
-}
-
-/// One entry of `exchangeInfo.rateLimits`: a fixed window aligned on the venue clock.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct RateLimit {
-    /// What is counted.
-    pub kind: LimitType,
-    /// The interval unit.
-    pub interval: Interval,
-    /// How many units one window spans (`intervalNum`).
-    pub interval_num: u32,
-    /// Most units admitted per window.
-    pub limit: u64,
-    /// Counted over any window of this length (Bybit's "rolling time window"),
-    /// not in windows aligned on the clock (Binance).
-    pub rolling: bool,
-}
-
-impl RateLimit {
-    /// A limit; `interval_num` must be at least 1 (checked by [`Config::validate`]).
-    pub const fn new(kind: LimitType, interval: Interval, interval_num: u32, limit: u64) -> Self {
-        RateLimit {
-            kind,
-            interval,
-            interval_num,
-            limit,
-            rolling: false,
-        }
-    }
-
-    /// The same limit counted over a rolling window.
-    pub const fn rolling(mut self) -> Self {
-        self.rolling = true;
-        self
-    }
-
-    /// The window length in milliseconds.
-    pub fn window_ms(&self) -> i64 {
-        self.interval.ms() * i64::from(self.interval_num)
-    }
-
-    /// The usage header this limit is reported in, if Binance reports it
-    /// (`RAW_REQUESTS` has none).
-    pub fn header_name(&self) -> Option<String> {
-        let prefix = match self.kind {
-            LimitType::RequestWeight => "X-MBX-USED-WEIGHT-",
-            LimitType::Orders => "X-MBX-ORDER-COUNT-",
-            _ => return None,
-        };
-        Some(format!(
-            "{prefix}{}{}",
-            self.interval_num,
-            self.interval.letter()
-        ))
-    }
-
-    /// Human form used in error messages: `6000 request weight per 1 MINUTE`.
-    pub fn describe(&self) -> String {
-        format!(
-            "{} per {} {}",
-            self.limit,
-            self.interval_num,
-            self.interval.name()
-        )
-    }
-}
-
-impl FromStr for RateLimit {
-    type Err = ConfigError;
-    /// `TYPE:INTERVAL:NUM:LIMIT[:ROLLING]`, e.g. `REQUEST_WEIGHT:MINUTE:1:6000`;
-    /// TYPE is a Binance `rateLimitType` or a Bybit path (`/v5/order/create`).
-    fn from_str(s: &str) -> Result<Self, ConfigError> {
-        let bad = || ConfigError::BadLimit(s.to_string());
-        let mut it = s.split(':');
-        let (Some(t), Some(i), Some(n), Some(l)) = (it.next(), it.next(), it.next(), it.next())
-        else {
-            return Err(bad());
-        };
-        let rolling = match (it.next(), it.next()) {
-            (None, None) => false,
-            (Some("ROLLING"), None) => true,
-            _ => return Err(bad()),
-        };
-        let kind = match t {
-            "REQUEST_WEIGHT" => LimitType::RequestWeight,
-            "RAW_REQUESTS" => LimitType::RawRequests,
-            "ORDERS" => LimitType::Orders,
-            "/v5/order/create" => LimitType::BybitCreate,
-            "/v5/order/amend" => LimitType::BybitAmend,
-            "/v5/order/cancel" => LimitType::BybitCancel,
-            "/v5/order/realtime" => LimitType::BybitRealtime,
-            "/v5/account/wallet-balance" => LimitType::BybitWallet,
-            "/api/v5/trade/order" => LimitType::OkxOrder,
-            "/api/v5/trade/cancel-order" => LimitType::OkxCancel,
-            "/api/v5/trade/amend-order" => LimitType::OkxAmend,
-            "/api/v5/trade/order(GET)" => LimitType::OkxQuery,
-            "okx-sub-account" => LimitType::OkxSubAccount,
-            "/api/v5/market/books" => LimitType::OkxBooks,
-            _ => return Err(bad()),
-        };
-        let interval = match i {
-            "SECOND" => Interval::Second,
-            "MINUTE" => Interval::Minute,
-            "HOUR" => Interval::Hour,
-            "DAY" => Interval::Day,
-            _ => return Err(bad()),
-        };
-        let num: u32 = n.parse().map_err(|_| bad())?;
-        let limit: u64 = l.parse().map_err(|_| bad())?;
-        if num == 0 {
-            return Err(bad());
-        }
-        let l = RateLimit::new(kind, interval, num, limit);
-        Ok(if rolling { l.rolling() } else { l })
-    }
-}
-
-/// Binance Spot's published default limits (the `rateLimits` of `exchangeInfo`).
-pub const BINANCE_SPOT_LIMITS: [RateLimit; 4] = [
-    RateLimit::new(LimitType::RequestWeight, Interval::Minute, 1, 6000),
-    RateLimit::new(LimitType::Orders, Interval::Second, 10, 100),
-    RateLimit::new(LimitType::Orders, Interval::Day, 1, 200_000),
-    RateLimit::new(LimitType::RawRequests, Interval::Minute, 5, 61_000),
-];
-
-/// Binance USD-M futures' published default limits.
-pub const BINANCE_FUTURES_LIMITS: [RateLimit; 3] = [
-    RateLimit::new(LimitType::RequestWeight, Interval::Minute, 1, 2400),
-    RateLimit::new(LimitType::Orders, Interval::Minute, 1, 1200),
-    RateLimit::new(LimitType::Orders, Interval::Second, 10, 300),
-];
-
-/// Bybit v5's documented defaults: 600 requests per IP in any 5 s, and per UID per
-/// rolling second 10 creates, 10 amends, 10 cancels (linear, VIP 0) and 50 reads
-/// of each read endpoint.
-pub const BYBIT_LIMITS: [RateLimit; 6] = [
-    RateLimit::new(LimitType::RawRequests, Interval::Second, 5, 600).rolling(),
-    RateLimit::new(LimitType::BybitCreate, Interval::Second, 1, 10).rolling(),
-    RateLimit::new(LimitType::BybitAmend, Interval::Second, 1, 10).rolling(),
-    RateLimit::new(LimitType::BybitCancel, Interval::Second, 1, 10).rolling(),
-    RateLimit::new(LimitType::BybitRealtime, Interval::Second, 1, 50).rolling(),
-    RateLimit::new(LimitType::BybitWallet, Interval::Second, 1, 50).rolling(),
-];
-
-/// OKX v5's documented limits, all per 2 s: 60 places, 60 cancels, 60 amends and 60
-/// order queries per user and instrument, 1000 new and amended orders per
-/// sub-account, 40 order-book reads per IP. OKX does not say whether its windows
-/// roll; the emulator rolls them, which never admits more than fixed windows would
-/// in any 2 s.
-pub const OKX_LIMITS: [RateLimit; 6] = [
-    RateLimit::new(LimitType::OkxOrder, Interval::Second, 2, 60).rolling(),
-    RateLimit::new(LimitType::OkxCancel, Interval::Second, 2, 60).rolling(),
-    RateLimit::new(LimitType::OkxAmend, Interval::Second, 2, 60).rolling(),
-    RateLimit::new(LimitType::OkxQuery, Interval::Second, 2, 60).rolling(),
-    RateLimit::new(LimitType::OkxSubAccount, Interval::Second, 2, 1000).rolling(),
-    RateLimit::new(LimitType::OkxBooks, Interval::Second, 2, 40).rolling(),
-];
 
 /// When a client that keeps sending into a 429 is banned, and for how long.
 ///
@@ -481,8 +228,62 @@ pub struct Config {
     pub history_cap: usize,
     /// The OKX API passphrase (`OK-ACCESS-PASSPHRASE`) of every account.
     pub passphrase: String,
-    /// The WebSocket endpoint's limits (Binance Spot user data stream).
+    /// The WebSocket endpoints' limits (Binance Spot user data stream and
+    /// WebSocket API).
     pub ws: WsLimits,
+    /// Whether Binance Spot's listenKey user data stream is served
+    /// (`/api/v3/userDataStream`, `/ws/<listenKey>`). Binance removed it on
+    /// 2026-02-20; off, both answer as removed endpoints do there (HTTP 410 Gone
+    /// from the web front). On by default until every example and test has moved
+    /// to the WebSocket API's `userDataStream.subscribe.signature`.
+    pub listen_key: bool,
+    /// The credit pools and the connection limit (the `deribit` profile).
+    pub credits: Credits,
+}
+
+/// Deribit's limits: a credit pool per sub-account, refilled continuously, one
+/// for matching-engine requests (`private/buy`, `sell`, `edit`, `cancel`,
+/// `cancel_all*`, `close_position`, `cancel_by_label`) and one for the rest, and
+/// a limit on the connections open at once from one IP.
+///
+/// Defaults, from <https://support.deribit.com/hc/en-us/articles/25944617523357-Rate-Limits>
+/// and <https://support.deribit.com/hc/en-us/articles/25944603459613> (checked
+/// 2026-11-30): non-matching requests cost 500 credits of a 50,000 pool refilled
+/// at 10,000 a second (20 a second, bursts of 100); matching-engine requests of
+/// the lowest tier 5 a second with bursts of 20, written here as 1,000 credits of
+/// a 20,000 pool refilled at 5,000 a second (dearer per request); 32 connections
+/// open at once per IP, the 33rd refused with HTTP 429. Unauthenticated requests
+/// draw from a pool of the IP with the non-matching figures.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Credits {
+    /// Largest non-matching pool.
+    pub max: u64,
+    /// Non-matching credits added per second.
+    pub refill_per_s: u64,
+    /// What a non-matching request costs.
+    pub cost: u64,
+    /// Largest matching-engine pool.
+    pub matching_max: u64,
+    /// Matching-engine credits added per second.
+    pub matching_refill_per_s: u64,
+    /// What a matching-engine request costs.
+    pub matching_cost: u64,
+    /// Connections open at once per IP; the next one is refused with HTTP 429.
+    pub connections_per_ip: u32,
+}
+
+impl Default for Credits {
+    fn default() -> Self {
+        Credits {
+            max: 50_000,
+            refill_per_s: 10_000,
+            cost: 500,
+            matching_max: 20_000,
+            matching_refill_per_s: 5_000,
+            matching_cost: 1_000,
+            connections_per_ip: 32,
+        }
+    }
 }
 
 /// The limits of the WebSocket endpoint, as Binance Spot documents them for its
@@ -506,6 +307,12 @@ pub struct WsLimits {
     pub ping_interval_ms: i64,
     /// How long a ping may go unanswered before the connection is cut.
     pub pong_timeout_ms: i64,
+    /// How often the WebSocket API (`/ws-api/v3`) pings each connection
+    /// (documented: every 20 seconds).
+    pub api_ping_interval_ms: i64,
+    /// How long a WebSocket API ping may go unanswered before the connection is
+    /// cut (documented: a minute).
+    pub api_pong_timeout_ms: i64,
 }
 
 impl Default for WsLimits {
@@ -517,6 +324,8 @@ impl Default for WsLimits {
             ban_after_refused: 10,
             ping_interval_ms: 3 * 60_000,
             pong_timeout_ms: 10 * 60_000,
+            api_ping_interval_ms: 20_000,
+            api_pong_timeout_ms: 60_000,
         }
     }
 }
@@ -550,6 +359,8 @@ impl Config {
             history_cap: 10_000,
             passphrase: DEFAULT_PASSPHRASE.to_string(),
             ws: WsLimits::default(),
+            listen_key: true,
+            credits: Credits::default(),
         }
     }
 
@@ -559,6 +370,18 @@ impl Config {
         Config {
             profile: Profile::BinanceFutures,
             rate_limits: BINANCE_FUTURES_LIMITS.to_vec(),
+            ..Config::binance_spot()
+        }
+    }
+
+    /// Deribit with its documented default credit pools and connection limit
+    /// ([`Credits::default`]), instrument `BTC-PERPETUAL`, no windowed limits;
+    /// otherwise as [`Config::binance_spot`].
+    pub fn deribit() -> Self {
+        Config {
+            profile: Profile::Deribit,
+            rate_limits: Vec::new(),
+            symbol: "BTC-PERPETUAL".to_string(),
             ..Config::binance_spot()
         }
     }
@@ -597,6 +420,7 @@ impl Config {
             Profile::BinanceFutures => Config::binance_futures(),
             Profile::Bybit => Config::bybit(),
             Profile::Okx => Config::okx(),
+            Profile::Deribit => Config::deribit(),
         }
     }
 
@@ -633,6 +457,15 @@ impl Config {
                 "scripted request numbers start at 1".into(),
             ));
         }
+        let c = &self.credits;
+        if c.refill_per_s == 0
+            || c.matching_refill_per_s == 0
+            || c.cost > c.max
+            || c.matching_cost > c.matching_max
+            || c.connections_per_ip == 0
+        {
+            return Err(ConfigError::BadCredits);
+        }
         if self.accounts.is_empty() {
             return Err(ConfigError::NoAccount);
         }
@@ -651,6 +484,8 @@ impl Config {
             || w.ban_after_refused == 0
             || w.ping_interval_ms <= 0
             || w.pong_timeout_ms <= 0
+            || w.api_ping_interval_ms <= 0
+            || w.api_pong_timeout_ms <= 0
         {
             return Err(ConfigError::BadWsLimits);
         }
@@ -680,6 +515,9 @@ pub enum ConfigError {
     BadSymbol(String),
     /// A WebSocket limit, window or interval that is zero or negative.
     BadWsLimits,
+    /// A credit pool that never refills or cannot pay one request, or no
+    /// connection allowed.
+    BadCredits,
 }
 
 impl fmt::Display for ConfigError {
@@ -690,10 +528,10 @@ impl fmt::Display for ConfigError {
             }
             ConfigError::UnknownProfile(p) => write!(
                 f,
-                "unknown profile {p:?} (known: binance-spot, binance-futures, bybit, okx; planned: hyperliquid)"
+                "unknown profile {p:?} (known: binance-spot, binance-futures, bybit, okx, deribit; planned: hyperliquid)"
             ),
             ConfigError::ProfileNotBuilt(p) => {
-                write!(f, "profile {p:?} is not built yet; binance-spot, binance-futures, bybit and okx are")
+                write!(f, "profile {p:?} is not built yet; binance-spot, binance-futures, bybit, okx and deribit are")
             }
             ConfigError::BadLimit(s) => write!(
                 f,
@@ -705,6 +543,10 @@ impl fmt::Display for ConfigError {
             ConfigError::BadFault(s) => write!(f, "bad fault {s:?}"),
             ConfigError::NoAccount => write!(f, "no API key configured"),
             ConfigError::BadSymbol(s) => write!(f, "bad symbol {s:?}"),
+            ConfigError::BadCredits => write!(
+                f,
+                "bad credits: refills must be positive, a cost at most its pool, connections at least 1"
+            ),
             ConfigError::BadWsLimits => write!(
                 f,
                 "bad WebSocket limits: every limit, window and interval must be positive"

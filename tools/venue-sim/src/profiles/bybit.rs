@@ -17,27 +17,65 @@
 //! - Faults: the 5xx faults answer HTTP 500 with `retCode` 10016 after executing
 //!   and 10000 "Server Timeout" without; Bybit documents neither as "not run".
 //!
+//! - Market data (`market/tickers`, `kline`, `recent-trade`, `orderbook`) counts
+//!   only against the IP limit; `execution/list` and `order/history` have their
+//!   own per-UID limits. The market is synthetic (the mid price, the emulator's
+//!   own fills as trades, flat candles).
+//!
 //! Sources: <https://bybit-exchange.github.io/docs/v5/rate-limit>,
+//! <https://bybit-exchange.github.io/docs/v5/market/tickers>,
+//! <https://bybit-exchange.github.io/docs/v5/market/kline>,
+//! <https://bybit-exchange.github.io/docs/v5/market/recent-trade>,
+//! <https://bybit-exchange.github.io/docs/v5/order/execution>,
+//! <https://bybit-exchange.github.io/docs/v5/order/order-list>,
 //! <https://bybit-exchange.github.io/docs/v5/error>,
 //! <https://bybit-exchange.github.io/docs/v5/guide> (authentication),
 //! <https://bybit-exchange.github.io/docs/v5/order/create-order>.
 //!
-//! Like its parent module it never touches a socket or reads a clock.
+//! It never touches a socket or reads a clock.
 
 use std::net::IpAddr;
 
 use serde_json::{json, Map, Value};
 
-use super::{
-    fmt_e8, parse_e8, quote, valid_client_id, Admission, Op, OrdType, Order, Placement, Side,
-    Status, Venue,
-};
 use crate::config::LimitType;
+use crate::engine::book::{
+    fmt_e8, parse_e8, quote, valid_client_id, OrdType, Order, Placement, Side, Status,
+};
+use crate::engine::state::{Admission, Venue};
 use crate::http::{Request, Response};
 use crate::limits::Key;
 use crate::params::sign;
 
 const DEFAULT_RECV_WINDOW: i64 = 5_000;
+/// One tick of the synthetic book (0.01), in units of 1e-8.
+const TICK_E8: u64 = 1_000_000;
+
+/// A kline `interval` (minutes, or `D`, `W`, `M`) in milliseconds; `M` is 30 days.
+fn kline_interval_ms(i: &str) -> Option<i64> {
+    const MIN: i64 = 60_000;
+    Some(match i {
+        "D" => 1_440 * MIN,
+        "W" => 7 * 1_440 * MIN,
+        "M" => 30 * 1_440 * MIN,
+        _ => match i.parse::<i64>().ok()? {
+            m @ (1 | 3 | 5 | 15 | 30 | 60 | 120 | 240 | 360 | 720) => m * MIN,
+            _ => return None,
+        },
+    })
+}
+
+/// `limit` in `1..=max`, `default` when absent.
+fn limit(f: &Fields, default: usize, max: usize) -> Result<usize, String> {
+    match f.get("limit") {
+        None => Ok(default),
+        Some(v) => v
+            .parse::<usize>()
+            .ok()
+            .filter(|n| (1..=max).contains(n))
+            .ok_or_else(|| "limit invalid".to_string()),
+    }
+}
 
 /// An admitted Bybit request.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -60,6 +98,19 @@ pub(crate) enum BybitOp {
     Cancel(Target),
     Realtime(Option<Target>),
     Wallet,
+    /// `/v5/market/tickers`.
+    Tickers,
+    /// `/v5/market/kline`: `limit` candles of `interval_ms`, newest first.
+    Kline {
+        interval_ms: i64,
+        limit: usize,
+    },
+    /// `/v5/market/recent-trade`: the most recent fills.
+    RecentTrade(usize),
+    /// `/v5/execution/list`: the account's fills, newest first.
+    Executions(usize),
+    /// `/v5/order/history`: the account's orders, newest first.
+    History(usize),
 }
 
 impl BybitOp {
@@ -87,6 +138,11 @@ enum Endpoint {
     Cancel,
     Realtime,
     Wallet,
+    Tickers,
+    Kline,
+    RecentTrade,
+    Executions,
+    History,
 }
 
 impl Endpoint {
@@ -99,13 +155,24 @@ impl Endpoint {
             ("POST", "/v5/order/cancel") => Endpoint::Cancel,
             ("GET", "/v5/order/realtime") => Endpoint::Realtime,
             ("GET", "/v5/account/wallet-balance") => Endpoint::Wallet,
+            ("GET", "/v5/market/tickers") => Endpoint::Tickers,
+            ("GET", "/v5/market/kline") => Endpoint::Kline,
+            ("GET", "/v5/market/recent-trade") => Endpoint::RecentTrade,
+            ("GET", "/v5/execution/list") => Endpoint::Executions,
+            ("GET", "/v5/order/history") => Endpoint::History,
             _ => return None,
         })
     }
 
     fn limit_type(self) -> Option<LimitType> {
         Some(match self {
-            Endpoint::Time | Endpoint::Orderbook => return None,
+            Endpoint::Time
+            | Endpoint::Orderbook
+            | Endpoint::Tickers
+            | Endpoint::Kline
+            | Endpoint::RecentTrade => return None,
+            Endpoint::Executions => LimitType::BybitExecution,
+            Endpoint::History => LimitType::BybitHistory,
             Endpoint::Create => LimitType::BybitCreate,
             Endpoint::Amend => LimitType::BybitAmend,
             Endpoint::Cancel => LimitType::BybitCancel,
@@ -132,7 +199,7 @@ fn fail(code: i64, msg: &str, now: i64) -> Response {
 }
 
 /// The answer of a 5xx fault.
-pub(super) fn server_error(executed: bool, now: i64) -> Response {
+pub(crate) fn server_error(executed: bool, now: i64) -> Response {
     let (code, msg) = if executed {
         (10016, "Internal server error.")
     } else {
@@ -170,7 +237,12 @@ impl Fields {
 
 impl Venue {
     /// Everything Bybit decides at receipt.
-    pub(super) fn admit_bybit(&mut self, req: &Request, ip: IpAddr, now: i64) -> Admission {
+    pub(crate) fn admit_bybit(
+        &mut self,
+        req: &Request,
+        ip: IpAddr,
+        now: i64,
+    ) -> Admission<BybitOp> {
         let too_frequent = || {
             Admission::Final(Response::json(
                 403,
@@ -264,8 +336,7 @@ impl Venue {
                 return Admission::Final(r);
             }
         };
-        let op = Op::Bybit(op);
-        let fault = self.draw_fault(&op);
+        let fault = self.draw_fault(op.changes_orders());
         Admission::Run {
             op,
             account,
@@ -426,6 +497,36 @@ impl Venue {
                 category_ok(f)?;
                 BybitOp::Realtime(target(f).ok())
             }
+            Endpoint::Tickers => {
+                category_ok(f)?;
+                symbol_ok(f)?;
+                BybitOp::Tickers
+            }
+            Endpoint::Kline => {
+                category_ok(f)?;
+                symbol_ok(f)?;
+                let interval_ms = match f.get("interval").as_deref() {
+                    Some(i) => kline_interval_ms(i).ok_or("interval invalid")?,
+                    None => return Err("interval missing".into()),
+                };
+                BybitOp::Kline {
+                    interval_ms,
+                    limit: limit(f, 200, 1000)?,
+                }
+            }
+            Endpoint::RecentTrade => {
+                category_ok(f)?;
+                symbol_ok(f)?;
+                BybitOp::RecentTrade(limit(f, 500, 1000)?)
+            }
+            Endpoint::Executions => {
+                category_ok(f)?;
+                BybitOp::Executions(limit(f, 50, 100)?)
+            }
+            Endpoint::History => {
+                category_ok(f)?;
+                BybitOp::History(limit(f, 20, 50)?)
+            }
         })
     }
 
@@ -438,7 +539,7 @@ impl Venue {
     }
 
     /// Runs an admitted Bybit request.
-    pub(super) fn execute_bybit(&mut self, op: BybitOp, account: usize, now: i64) -> Response {
+    pub(crate) fn execute_bybit(&mut self, op: BybitOp, account: usize, now: i64) -> Response {
         let ok = |result: Value| Response::json(200, envelope(0, "OK", result, now));
         match op {
             BybitOp::Time => ok(json!({
@@ -523,6 +624,95 @@ impl Venue {
                         .collect(),
                 };
                 ok(json!({ "list": list, "nextPageCursor": "", "category": "linear" }))
+            }
+            BybitOp::Tickers => {
+                let mid = self.cfg.mid_price_e8;
+                let (bid, ask) = (fmt_dec(mid.saturating_sub(TICK_E8)), fmt_dec(mid + TICK_E8));
+                let m = fmt_dec(mid);
+                ok(json!({ "category": "linear", "list": [{
+                    "symbol": self.cfg.symbol, "lastPrice": m, "indexPrice": m, "markPrice": m,
+                    "prevPrice24h": m, "price24hPcnt": "0", "highPrice24h": m, "lowPrice24h": m,
+                    "prevPrice1h": m, "openInterest": "0", "openInterestValue": "0",
+                    "turnover24h": "0", "volume24h": "0", "fundingRate": "0.0001",
+                    "nextFundingTime": ((now / 28_800_000 + 1) * 28_800_000).to_string(),
+                    "predictedDeliveryPrice": "", "basisRate": "", "deliveryFeeRate": "",
+                    "deliveryTime": "0", "bid1Price": bid, "bid1Size": "1", "ask1Price": ask,
+                    "ask1Size": "1", "basis": "",
+                }]}))
+            }
+            BybitOp::Kline { interval_ms, limit } => {
+                let m = fmt_dec(self.cfg.mid_price_e8);
+                let last = now.div_euclid(interval_ms) * interval_ms;
+                let list: Vec<Value> = (0..limit as i64)
+                    .map(|i| last - i * interval_ms)
+                    .filter(|&t| t >= 0)
+                    .map(|t| json!([t.to_string(), m, m, m, m, "0", "0"]))
+                    .collect();
+                ok(json!({ "category": "linear", "symbol": self.cfg.symbol, "list": list }))
+            }
+            BybitOp::RecentTrade(limit) => {
+                let list: Vec<Value> = self
+                    .orders
+                    .iter()
+                    .rev()
+                    .filter(|o| o.executed_e8 > 0)
+                    .take(limit)
+                    .map(|o| {
+                        json!({
+                            "execId": o.order_id.to_string(),
+                            "symbol": self.cfg.symbol,
+                            "price": fmt_dec(o.price_e8),
+                            "size": fmt_dec(o.executed_e8),
+                            "side": if o.side == Side::Buy { "Buy" } else { "Sell" },
+                            "time": o.update_time.to_string(),
+                            "isBlockTrade": false,
+                        })
+                    })
+                    .collect();
+                ok(json!({ "category": "linear", "list": list }))
+            }
+            BybitOp::Executions(limit) => {
+                let list: Vec<Value> = self
+                    .orders
+                    .iter()
+                    .rev()
+                    .filter(|o| o.account == account && o.executed_e8 > 0)
+                    .take(limit)
+                    .map(|o| {
+                        json!({
+                            "symbol": self.cfg.symbol,
+                            "orderId": o.order_id.to_string(),
+                            "orderLinkId": o.client_id,
+                            "side": if o.side == Side::Buy { "Buy" } else { "Sell" },
+                            "orderPrice": fmt_dec(o.price_e8),
+                            "orderQty": fmt_dec(o.qty_e8),
+                            "leavesQty": "0",
+                            "orderType": if o.kind == OrdType::Market { "Market" } else { "Limit" },
+                            "execFee": "0",
+                            "execId": o.order_id.to_string(),
+                            "execPrice": fmt_dec(o.price_e8),
+                            "execQty": fmt_dec(o.executed_e8),
+                            "execType": "Trade",
+                            "execValue": fmt_dec(quote(o.price_e8, o.executed_e8)),
+                            "execTime": o.update_time.to_string(),
+                            "isMaker": false,
+                            "feeRate": "0",
+                            "closedSize": "0",
+                        })
+                    })
+                    .collect();
+                ok(json!({ "category": "linear", "list": list, "nextPageCursor": "" }))
+            }
+            BybitOp::History(limit) => {
+                let list: Vec<Value> = self
+                    .orders
+                    .iter()
+                    .rev()
+                    .filter(|o| o.account == account)
+                    .take(limit)
+                    .map(|o| self.bybit_order_json(o))
+                    .collect();
+                ok(json!({ "category": "linear", "list": list, "nextPageCursor": "" }))
             }
         }
     }

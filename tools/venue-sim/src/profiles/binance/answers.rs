@@ -1,0 +1,319 @@
+//! Binance's response bodies as documented: order answers (ACK, RESULT, FULL and
+//! the futures shape), exchangeInfo, depth, account, and the 5xx of a fault.
+
+use serde_json::{json, Value};
+
+use crate::config::Profile;
+use crate::engine::book::{base_asset, fmt_e8, quote, quote_asset, OrdType, Order, Status};
+use crate::engine::state::Venue;
+use crate::http::Response;
+use crate::profiles::binance::request::RespType;
+
+impl Venue {
+    pub(crate) fn order_ack_json(&mut self, idx: usize, resp: RespType, now: i64) -> Value {
+        let o = self.orders[idx].clone();
+        let mut v = json!({
+            "symbol": self.cfg.symbol,
+            "orderId": o.order_id,
+            "orderListId": -1,
+            "clientOrderId": o.client_id,
+            "transactTime": now,
+        });
+        if resp == RespType::Ack {
+            return v;
+        }
+        if let Value::Object(m) = &mut v {
+            m.insert(
+                "price".into(),
+                json!(fmt_e8(if o.kind == OrdType::Market {
+                    0
+                } else {
+                    o.price_e8
+                })),
+            );
+            m.insert("origQty".into(), json!(fmt_e8(o.qty_e8)));
+            m.insert("executedQty".into(), json!(fmt_e8(o.executed_e8)));
+            m.insert("origQuoteOrderQty".into(), json!(fmt_e8(0)));
+            m.insert(
+                "cummulativeQuoteQty".into(),
+                json!(fmt_e8(quote(o.price_e8, o.executed_e8))),
+            );
+            m.insert("status".into(), json!(o.status.name()));
+            m.insert("timeInForce".into(), json!(o.tif));
+            m.insert("type".into(), json!(o.kind.name()));
+            m.insert("side".into(), json!(o.side.name()));
+            m.insert("workingTime".into(), json!(now));
+            m.insert("selfTradePreventionMode".into(), json!("EXPIRE_MAKER"));
+            if resp == RespType::Full {
+                let fills = if o.executed_e8 > 0 {
+                    let t = self.next_trade_id;
+                    self.next_trade_id += 1;
+                    vec![json!({
+                        "price": fmt_e8(o.price_e8),
+                        "qty": fmt_e8(o.executed_e8),
+                        "commission": fmt_e8(0),
+                        "commissionAsset": quote_asset(&self.cfg.symbol),
+                        "tradeId": t,
+                    })]
+                } else {
+                    Vec::new()
+                };
+                m.insert("fills".into(), Value::Array(fills));
+            }
+        }
+        v
+    }
+
+    /// The order as a query answers it (`with_time`) or as a futures place, modify
+    /// or cancel answers it.
+    pub(crate) fn order_json(&self, o: &Order, with_time: bool) -> Value {
+        if self.spot() {
+            return self.order_query_json(o);
+        }
+        let mut v = json!({
+            "orderId": o.order_id,
+            "symbol": self.cfg.symbol,
+            "status": o.status.name(),
+            "clientOrderId": o.client_id,
+            "price": fmt_e8(if o.kind == OrdType::Market { 0 } else { o.price_e8 }),
+            "avgPrice": fmt_e8(if o.executed_e8 > 0 { o.price_e8 } else { 0 }),
+            "origQty": fmt_e8(o.qty_e8),
+            "executedQty": fmt_e8(o.executed_e8),
+            "cumQty": fmt_e8(o.executed_e8),
+            "cumQuote": fmt_e8(quote(o.price_e8, o.executed_e8)),
+            "timeInForce": o.tif,
+            "type": o.kind.name(),
+            "reduceOnly": false,
+            "closePosition": false,
+            "side": o.side.name(),
+            "positionSide": "BOTH",
+            "stopPrice": fmt_e8(0),
+            "workingType": "CONTRACT_PRICE",
+            "priceProtect": false,
+            "origType": o.kind.name(),
+            "priceMatch": "NONE",
+            "selfTradePreventionMode": "EXPIRE_MAKER",
+            "goodTillDate": 0,
+            "updateTime": o.update_time,
+        });
+        if with_time {
+            if let Value::Object(m) = &mut v {
+                m.insert("time".into(), json!(o.time));
+            }
+        }
+        v
+    }
+
+    pub(crate) fn order_query_json(&self, o: &Order) -> Value {
+        json!({
+            "symbol": self.cfg.symbol,
+            "orderId": o.order_id,
+            "orderListId": -1,
+            "clientOrderId": o.client_id,
+            "price": fmt_e8(if o.kind == OrdType::Market { 0 } else { o.price_e8 }),
+            "origQty": fmt_e8(o.qty_e8),
+            "executedQty": fmt_e8(o.executed_e8),
+            "cummulativeQuoteQty": fmt_e8(quote(o.price_e8, o.executed_e8)),
+            "status": o.status.name(),
+            "timeInForce": o.tif,
+            "type": o.kind.name(),
+            "side": o.side.name(),
+            "stopPrice": fmt_e8(0),
+            "icebergQty": fmt_e8(0),
+            "time": o.time,
+            "updateTime": o.update_time,
+            "isWorking": o.status == Status::New,
+            "workingTime": o.time,
+            "origQuoteOrderQty": fmt_e8(0),
+            "selfTradePreventionMode": "EXPIRE_MAKER",
+        })
+    }
+
+    /// The 503 of a 5xx fault. Spot documents every 5xx as unknown and has two
+    /// codes for it: -1006 for a request the engine ran, -1007 ("send status
+    /// unknown") for one it never got. USD-M futures documents which 503 texts mean
+    /// "may have run" and which mean "failed": the emulator sends the first after
+    /// executing and the -1001 text, a documented failure, without executing.
+    pub(crate) fn binance_server_error(&self, executed: bool) -> Response {
+        match (self.cfg.profile, executed) {
+            (Profile::BinanceSpot, true) => Response::error(
+                503,
+                -1006,
+                "An unexpected response was received from the message bus. Execution status unknown.",
+            ),
+            (Profile::BinanceSpot, false) => Response::error(
+                503,
+                -1007,
+                "Timeout waiting for response from backend server. Send status unknown; execution status unknown.",
+            ),
+            (Profile::BinanceFutures, true) => Response::error(
+                503,
+                -1000,
+                "Unknown error, please check your request or try again later.",
+            ),
+            (Profile::BinanceFutures, false) => Response::error(
+                503,
+                -1001,
+                "Internal error; unable to process your request. Please try again.",
+            ),
+            // Not a Binance profile: the dispatcher never asks.
+            _ => Response::error(503, -1000, "Service unavailable."),
+        }
+    }
+
+    /// The configured limits as `exchangeInfo` lists them (`rateLimits`).
+    pub(crate) fn rate_limits_json(&self) -> Vec<Value> {
+        self.cfg
+            .rate_limits
+            .iter()
+            .map(|l| {
+                json!({
+                    "rateLimitType": l.kind.name(),
+                    "interval": l.interval.name(),
+                    "intervalNum": l.interval_num,
+                    "limit": l.limit,
+                })
+            })
+            .collect()
+    }
+
+    pub(crate) fn exchange_info(&self, now: i64) -> Value {
+        if !self.spot() {
+            return self.exchange_info_futures(now);
+        }
+        let limits = self.rate_limits_json();
+        let sym = &self.cfg.symbol;
+        json!({
+            "timezone": "UTC",
+            "serverTime": now,
+            "rateLimits": limits,
+            "exchangeFilters": [],
+            "symbols": [{
+                "symbol": sym,
+                "status": "TRADING",
+                "baseAsset": base_asset(sym),
+                "baseAssetPrecision": 8,
+                "quoteAsset": quote_asset(sym),
+                "quotePrecision": 8,
+                "quoteAssetPrecision": 8,
+                "orderTypes": ["LIMIT", "LIMIT_MAKER", "MARKET"],
+                "icebergAllowed": false,
+                "ocoAllowed": false,
+                "quoteOrderQtyMarketAllowed": false,
+                "allowTrailingStop": false,
+                "cancelReplaceAllowed": true,
+                "isSpotTradingAllowed": true,
+                "isMarginTradingAllowed": false,
+                "filters": [
+                    { "filterType": "PRICE_FILTER", "minPrice": "0.00000001", "maxPrice": "1000000.00000000", "tickSize": "0.00000001" },
+                    { "filterType": "LOT_SIZE", "minQty": "0.00000001", "maxQty": "9000.00000000", "stepSize": "0.00000001" }
+                ],
+                "permissions": [],
+                "permissionSets": [["SPOT"]],
+                "defaultSelfTradePreventionMode": "EXPIRE_MAKER",
+                "allowedSelfTradePreventionModes": ["EXPIRE_TAKER", "EXPIRE_MAKER", "EXPIRE_BOTH"]
+            }]
+        })
+    }
+
+    pub(crate) fn exchange_info_futures(&self, now: i64) -> Value {
+        let limits = self.rate_limits_json();
+        let sym = &self.cfg.symbol;
+        json!({
+            "timezone": "UTC",
+            "serverTime": now,
+            "futuresType": "U_MARGINED",
+            "rateLimits": limits,
+            "exchangeFilters": [],
+            "assets": [{ "asset": quote_asset(sym), "marginAvailable": true, "autoAssetExchange": "0" }],
+            "symbols": [{
+                "symbol": sym,
+                "pair": sym,
+                "contractType": "PERPETUAL",
+                "status": "TRADING",
+                "baseAsset": base_asset(sym),
+                "quoteAsset": quote_asset(sym),
+                "marginAsset": quote_asset(sym),
+                "pricePrecision": 2,
+                "quantityPrecision": 3,
+                "baseAssetPrecision": 8,
+                "quotePrecision": 8,
+                "orderTypes": ["LIMIT", "MARKET"],
+                "timeInForce": ["GTC", "IOC", "FOK", "GTX"],
+                "filters": [
+                    { "filterType": "PRICE_FILTER", "minPrice": "0.01", "maxPrice": "1000000", "tickSize": "0.01" },
+                    { "filterType": "LOT_SIZE", "minQty": "0.001", "maxQty": "1000", "stepSize": "0.001" }
+                ]
+            }]
+        })
+    }
+
+    pub(crate) fn depth(&self, limit: usize, now: i64) -> Value {
+        let tick = 1_000_000u64; // 0.01
+        let mid = self.cfg.mid_price_e8;
+        let level = |p: u64| json!([fmt_e8(p), fmt_e8(100_000_000)]);
+        let bids: Vec<Value> = (1..=limit as u64)
+            .map_while(|i| mid.checked_sub(i * tick))
+            .filter(|&p| p > 0)
+            .map(level)
+            .collect();
+        let asks: Vec<Value> = (1..=limit as u64).map(|i| level(mid + i * tick)).collect();
+        if self.spot() {
+            json!({ "lastUpdateId": now, "bids": bids, "asks": asks })
+        } else {
+            json!({ "lastUpdateId": now, "E": now, "T": now, "bids": bids, "asks": asks })
+        }
+    }
+
+    pub(crate) fn account(&self, _account: usize, now: i64) -> Value {
+        let sym = &self.cfg.symbol;
+        if !self.spot() {
+            let q = quote_asset(sym);
+            return json!({
+                "feeTier": 0,
+                "canTrade": true,
+                "canDeposit": true,
+                "canWithdraw": true,
+                "updateTime": 0,
+                "multiAssetsMargin": false,
+                "totalInitialMargin": "0.00000000",
+                "totalMaintMargin": "0.00000000",
+                "totalWalletBalance": "100000.00000000",
+                "totalUnrealizedProfit": "0.00000000",
+                "totalMarginBalance": "100000.00000000",
+                "availableBalance": "100000.00000000",
+                "maxWithdrawAmount": "100000.00000000",
+                "assets": [{
+                    "asset": q,
+                    "walletBalance": "100000.00000000",
+                    "unrealizedProfit": "0.00000000",
+                    "marginBalance": "100000.00000000",
+                    "availableBalance": "100000.00000000",
+                    "updateTime": now
+                }],
+                "positions": []
+            });
+        }
+        json!({
+            "makerCommission": 10,
+            "takerCommission": 10,
+            "buyerCommission": 0,
+            "sellerCommission": 0,
+            "commissionRates": { "maker": "0.00100000", "taker": "0.00100000", "buyer": "0.00000000", "seller": "0.00000000" },
+            "canTrade": true,
+            "canWithdraw": true,
+            "canDeposit": true,
+            "brokered": false,
+            "requireSelfTradePrevention": false,
+            "preventSor": false,
+            "updateTime": now,
+            "accountType": "SPOT",
+            "balances": [
+                { "asset": base_asset(sym), "free": "1000.00000000", "locked": "0.00000000" },
+                { "asset": quote_asset(sym), "free": "100000000.00000000", "locked": "0.00000000" }
+            ],
+            "permissions": ["SPOT"],
+            "uid": 1
+        })
+    }
+}

@@ -1,0 +1,306 @@
+//! Step 2 for Binance: an admitted request run on the order registry (place,
+//! cancel, cancel-replace, modify, queries), with the unfilled order count kept
+//! as Binance Spot documents it.
+
+use serde_json::{json, Value};
+
+use crate::engine::book::{fmt_e8, quote, OrdType, Placement, Status};
+use crate::engine::state::Venue;
+use crate::http::Response;
+use crate::profiles::binance::request::{BinanceOp, NewOrder, OrderRef, ReplaceMode};
+
+impl Venue {
+    /// Step 2 of the drive order: run an admitted request at `now`, admitted at
+    /// `admitted` (the same instant unless a fault delayed it).
+    pub(crate) fn execute_binance(
+        &mut self,
+        op: BinanceOp,
+        account: usize,
+        now: i64,
+        admitted: i64,
+    ) -> Response {
+        match op {
+            BinanceOp::TickerPrice { .. }
+            | BinanceOp::BookTicker { .. }
+            | BinanceOp::Ticker24hr { .. }
+            | BinanceOp::Trades(_)
+            | BinanceOp::Klines { .. }
+            | BinanceOp::AvgPrice
+            | BinanceOp::MyTrades { .. }
+            | BinanceOp::AllOrders { .. }
+            | BinanceOp::RateLimitOrder
+            | BinanceOp::OrderTest { .. } => self.market_answer(&op, account, now),
+            BinanceOp::CancelAll => {
+                let open: Vec<u64> = self.open_orders(account).map(|o| o.order_id).collect();
+                if open.is_empty() {
+                    return Response::error(400, -2011, "Unknown order sent.");
+                }
+                let mut list = Vec::with_capacity(open.len());
+                for id in open {
+                    let r = OrderRef {
+                        order_id: Some(id),
+                        client_id: None,
+                    };
+                    match self.cancel(account, &r, None, now) {
+                        Ok(v) => list.push(v),
+                        Err((status, code, msg)) => return Response::error(status, code, &msg),
+                    }
+                }
+                Response::json(200, Value::Array(list).to_string())
+            }
+            // Only the WebSocket API routes these, and its session runs them.
+            BinanceOp::StreamSubscribe
+            | BinanceOp::StreamUnsubscribe(_)
+            | BinanceOp::StreamSubscriptions => {
+                Response::error(400, -1020, "This operation is not supported.")
+            }
+            BinanceOp::Ping => Response::json(200, "{}".into()),
+            BinanceOp::Time => Response::json(200, json!({ "serverTime": now }).to_string()),
+            BinanceOp::ExchangeInfo => Response::json(200, self.exchange_info(now).to_string()),
+            BinanceOp::Depth(limit) => Response::json(200, self.depth(limit, now).to_string()),
+            BinanceOp::Account => Response::json(200, self.account(account, now).to_string()),
+            BinanceOp::OpenOrders => {
+                let list: Vec<Value> = self
+                    .open_orders(account)
+                    .map(|o| self.order_json(o, true))
+                    .collect();
+                Response::json(200, Value::Array(list).to_string())
+            }
+            BinanceOp::NewOrder(n) => match self.place(account, n, now) {
+                Ok(v) => Response::json(200, v.to_string()),
+                Err((status, code, msg)) => {
+                    // Spot: refused by the engine is not a successful placement.
+                    if self.spot() {
+                        self.count_order(account, -1, admitted);
+                    }
+                    Response::error(status, code, &msg)
+                }
+            },
+            BinanceOp::Modify {
+                target,
+                side,
+                qty_e8,
+                price_e8,
+            } => {
+                let Some(i) = self
+                    .find(account, &target)
+                    .filter(|&i| self.orders[i].status == Status::New)
+                else {
+                    return Response::error(400, -2013, "Order does not exist.");
+                };
+                if self.orders[i].side != side {
+                    return Response::error(
+                        400,
+                        -4064,
+                        "Original order side and modified side must be the same.",
+                    );
+                }
+                self.amend_order(i, Some(qty_e8), Some(price_e8), now);
+                Response::json(200, self.order_json(&self.orders[i], false).to_string())
+            }
+            BinanceOp::Cancel(r, cid) => match self.cancel(account, &r, cid, now) {
+                Ok(v) => Response::json(200, v.to_string()),
+                Err((status, code, msg)) => Response::error(status, code, &msg),
+            },
+            BinanceOp::StreamStart => {
+                let (key, new) = self.hub.listen_key(account, now);
+                self.report.ws.listen_keys += u64::from(new);
+                Response::json(200, json!({ "listenKey": key }).to_string())
+            }
+            BinanceOp::StreamKeepalive(k) | BinanceOp::StreamClose(k)
+                if self.hub.account_of(&k) != Some(account) =>
+            {
+                let _ = k;
+                Response::error(400, -1125, "This listenKey does not exist.")
+            }
+            BinanceOp::StreamKeepalive(_) => Response::json(200, "{}".into()),
+            BinanceOp::StreamClose(k) => {
+                self.hub.close_key(&k);
+                Response::json(200, "{}".into())
+            }
+            BinanceOp::Query(r) => match self.find(account, &r) {
+                Some(i) => Response::json(200, self.order_json(&self.orders[i], true).to_string()),
+                None => Response::error(400, -2013, "Order does not exist."),
+            },
+            BinanceOp::CancelReplace {
+                mode,
+                cancel,
+                cancel_client_id,
+                new,
+            } => self.cancel_replace(account, mode, &cancel, cancel_client_id, new, now),
+        }
+    }
+
+    /// An admitted placement that never reached the engine (a fault closed or
+    /// failed it first): it was not a successful placement, so it does not stay in
+    /// the unfilled order count. A cancel-replace keeps its count: Binance counts
+    /// its new order even when it is not attempted.
+    pub(crate) fn binance_not_executed(&mut self, op: &BinanceOp, account: usize, admitted: i64) {
+        if self.spot() && matches!(op, BinanceOp::NewOrder(_)) {
+            self.count_order(account, -1, admitted);
+        }
+    }
+
+    pub(crate) fn find(&self, account: usize, r: &OrderRef) -> Option<usize> {
+        let i = match (&r.order_id, &r.client_id) {
+            (Some(id), _) => *self.by_id.get(id)?,
+            (None, Some(c)) => *self.by_client.get(&(account, c.clone()))?,
+            (None, None) => return None,
+        };
+        let o = &self.orders[i];
+        if o.account != account {
+            return None;
+        }
+        if let (Some(_), Some(c)) = (&r.order_id, &r.client_id) {
+            if &o.client_id != c {
+                return None;
+            }
+        }
+        Some(i)
+    }
+
+    pub(crate) fn place(
+        &mut self,
+        account: usize,
+        n: NewOrder,
+        now: i64,
+    ) -> Result<Value, (u16, i32, String)> {
+        if let Some(c) = &n.client_id {
+            if let Some(&i) = self.by_client.get(&(account, c.clone())) {
+                if self.orders[i].status == Status::New {
+                    self.report.duplicate_rejects += 1;
+                    return Err(if self.spot() {
+                        (400, -2010, "Duplicate order sent.".into())
+                    } else {
+                        (400, -4116, "ClientOrderId is duplicated.".into())
+                    });
+                }
+            }
+        }
+        let placement = Placement {
+            side: n.side,
+            kind: n.kind,
+            tif: n.tif,
+            qty_e8: n.qty_e8,
+            price_e8: n.price_e8,
+        };
+        let idx = self.book_order(account, n.client_id.clone(), "sim-", placement, now);
+        let client_id = self.orders[idx].client_id.clone();
+        let filled = n.kind == OrdType::Market;
+        if filled && self.spot() {
+            // Binance Spot decrements the unfilled order count when an order first fills
+            // (after the answer's headers were written, as there).
+            self.count_order(account, -1, now);
+        }
+        // The stream: accepted as NEW, then (a MARKET order) its fill.
+        if filled {
+            self.orders[idx].status = Status::New;
+            self.orders[idx].executed_e8 = 0;
+            self.emit(idx, "NEW", &client_id, "", 0, -1, now);
+            self.orders[idx].status = Status::Filled;
+            self.orders[idx].executed_e8 = n.qty_e8;
+            let t = self.next_trade_id as i64;
+            self.next_trade_id += 1;
+            self.emit(idx, "TRADE", &client_id, "", n.qty_e8, t, now);
+        } else {
+            self.emit(idx, "NEW", &client_id, "", 0, -1, now);
+        }
+        if !self.spot() {
+            return Ok(self.order_json(&self.orders[idx], false));
+        }
+        Ok(self.order_ack_json(idx, n.resp, now))
+    }
+
+    pub(crate) fn cancel(
+        &mut self,
+        account: usize,
+        r: &OrderRef,
+        cancel_id: Option<String>,
+        now: i64,
+    ) -> Result<Value, (u16, i32, String)> {
+        let Some(i) = self
+            .find(account, r)
+            .filter(|&i| self.orders[i].status == Status::New)
+        else {
+            return Err((400, -2011, "Unknown order sent.".into()));
+        };
+        let cancel_id = cancel_id.unwrap_or_else(|| {
+            self.next_cancel_id += 1;
+            format!("sim-cancel-{}", self.next_cancel_id)
+        });
+        self.cancel_order(i, now);
+        let orig = self.orders[i].client_id.clone();
+        self.emit(i, "CANCELED", &cancel_id, &orig, 0, -1, now);
+        let o = &self.orders[i];
+        if !self.spot() {
+            return Ok(self.order_json(o, false));
+        }
+        Ok(json!({
+            "symbol": self.cfg.symbol,
+            "origClientOrderId": o.client_id,
+            "orderId": o.order_id,
+            "orderListId": -1,
+            "clientOrderId": cancel_id,
+            "transactTime": now,
+            "price": fmt_e8(o.price_e8),
+            "origQty": fmt_e8(o.qty_e8),
+            "executedQty": fmt_e8(o.executed_e8),
+            "cummulativeQuoteQty": fmt_e8(quote(o.price_e8, o.executed_e8)),
+            "status": o.status.name(),
+            "timeInForce": o.tif,
+            "type": o.kind.name(),
+            "side": o.side.name(),
+            "selfTradePreventionMode": "EXPIRE_MAKER",
+        }))
+    }
+
+    pub(crate) fn cancel_replace(
+        &mut self,
+        account: usize,
+        mode: ReplaceMode,
+        cancel: &OrderRef,
+        cancel_client_id: Option<String>,
+        new: NewOrder,
+        now: i64,
+    ) -> Response {
+        let err_json = |(_, code, msg): (u16, i32, String)| json!({ "code": code, "msg": msg });
+        let c = self.cancel(account, cancel, cancel_client_id, now);
+        let c_ok = c.is_ok();
+        if !c_ok && mode == ReplaceMode::StopOnFailure {
+            let body = json!({
+                "code": -2022,
+                "msg": "Order cancel-replace failed.",
+                "data": {
+                    "cancelResult": "FAILURE",
+                    "newOrderResult": "NOT_ATTEMPTED",
+                    "cancelResponse": c.map_err(err_json).err(),
+                    "newOrderResponse": null,
+                }
+            });
+            return Response::json(400, body.to_string());
+        }
+        let n = self.place(account, new, now);
+        let n_ok = n.is_ok();
+        let result = |ok: bool| if ok { "SUCCESS" } else { "FAILURE" };
+        let cancel_v = c.unwrap_or_else(err_json);
+        let new_v = n.unwrap_or_else(err_json);
+        let data = json!({
+            "cancelResult": result(c_ok),
+            "newOrderResult": result(n_ok),
+            "cancelResponse": cancel_v,
+            "newOrderResponse": new_v,
+        });
+        match (c_ok, n_ok) {
+            (true, true) => Response::json(200, data.to_string()),
+            (false, false) => Response::json(
+                400,
+                json!({ "code": -2022, "msg": "Order cancel-replace failed.", "data": data }).to_string(),
+            ),
+            _ => Response::json(
+                409,
+                json!({ "code": -2021, "msg": "Order cancel-replace partially failed.", "data": data })
+                    .to_string(),
+            ),
+        }
+    }
+}

@@ -1,0 +1,604 @@
+//! The Deribit profile: JSON-RPC 2.0 over HTTP, credit pools, connection limits.
+//!
+//! - Requests: `GET /api/v2/<method>?<params>`, or `POST /api/v2` (or
+//!   `/api/v2/<method>`) with a JSON-RPC body `{"jsonrpc":"2.0","id":..,
+//!   "method":..,"params":{..}}`. Answers `{"jsonrpc":"2.0","id":..,"result":..}`
+//!   or `{.., "error":{"code","message","data"}}` with `usIn`, `usOut`, `usDiff`
+//!   and `testnet`; errors are HTTP 400.
+//! - Methods: `public/auth` (`grant_type=client_credentials`, `client_id`,
+//!   `client_secret`: a bearer token for 900 s), `public/get_time`,
+//!   `public/get_order_book`, `private/buy`, `private/sell`, `private/edit`,
+//!   `private/cancel`, `private/get_order_state`, `private/get_order_state_by_label`,
+//!   `private/get_open_orders_by_instrument`. Private methods take
+//!   `Authorization: Bearer <token>` (13009 `unauthorized` without a valid one).
+//! - Credits: each request pays its cost from a pool of its sub-account (of its IP
+//!   when unauthenticated), refilled continuously; matching-engine requests (buy,
+//!   sell, edit, cancel) pay from their own pool at a higher cost
+//!   ([`crate::Credits`]). An empty pool answers `too_many_requests` (10028),
+//!   with HTTP 429 and the connection closed ("we immediately send a
+//!   too_many_requests (code 10028) or similar error and terminate the session").
+//! - Connections: at most [`crate::Credits::connections_per_ip`] open at once per
+//!   IP; the next is refused with HTTP 429 (the server's accept loop).
+//! - Orders: `label` is the client order id (Deribit does not require labels to
+//!   be unique: a label placed twice executes twice and the report counts the
+//!   second as a duplicate); order ids are decimal strings; states `open`,
+//!   `filled`, `cancelled`. Cancel of an unknown order is 11044 `not_open_order`.
+//! - Faults: 5xx after executing is HTTP 500 `internal_server_error` (11094, the
+//!   outcome unknown); without executing, HTTP 503 `retry` (10040).
+//!
+//! Readings: the HTTP status of a 10028 answer (429 here) and the body of a
+//! refused connection are not documented. Sessions per API key (16) are not
+//! emulated: every token is connection-independent.
+//!
+//! Sources: <https://docs.deribit.com/articles/rate-limits>,
+//! <https://support.deribit.com/hc/en-us/articles/25944617523357-Rate-Limits>,
+//! <https://support.deribit.com/hc/en-us/articles/25944603459613> (connection
+//! management: 32 connections per IP, HTTP 429 past them),
+//! <https://docs.deribit.com/#public-auth>, <https://docs.deribit.com/#private-buy>,
+//! <https://docs.deribit.com/#public-get_order_book>,
+//! <https://docs.deribit.com/#json-rpc> (checked 2026-11-30).
+//! It never touches a socket or reads a clock.
+
+use std::net::IpAddr;
+
+use serde_json::{json, Map, Value};
+
+use crate::engine::book::{fmt_e8, parse_e8, OrdType, Order, Placement, Side, Status};
+use crate::engine::credits::{CreditPool, PoolSpec};
+use crate::engine::state::{Admission, Venue};
+use crate::http::{Request, Response};
+use crate::limits::Key;
+use crate::params::Params;
+use crate::report::CreditUsage;
+
+/// How long a bearer token lives, in seconds.
+const TOKEN_S: i64 = 900;
+
+/// An admitted Deribit request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct DeribitOp {
+    /// The JSON-RPC id, echoed.
+    id: Value,
+    call: DeribitCall,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum DeribitCall {
+    Auth {
+        client_id: String,
+        secret: String,
+    },
+    Time,
+    Book(usize),
+    Place {
+        side: Side,
+        kind: OrdType,
+        amount_e8: u64,
+        price_e8: u64,
+        label: Option<String>,
+    },
+    Edit {
+        order_id: String,
+        amount_e8: u64,
+        price_e8: u64,
+    },
+    Cancel(String),
+    State(String),
+    ByLabel(String),
+    Open,
+}
+
+impl DeribitOp {
+    /// Whether it changes orders (the requests faults hit by default).
+    pub(crate) fn changes_orders(&self) -> bool {
+        matches!(
+            self.call,
+            DeribitCall::Place { .. } | DeribitCall::Edit { .. } | DeribitCall::Cancel(_)
+        )
+    }
+}
+
+/// Whether `method` is a matching-engine request (the rate limits page's list).
+fn matching(method: &str) -> bool {
+    matches!(
+        method,
+        "private/buy"
+            | "private/sell"
+            | "private/edit"
+            | "private/cancel"
+            | "private/cancel_all"
+            | "private/cancel_all_by_instrument"
+            | "private/cancel_all_by_currency"
+            | "private/cancel_by_label"
+            | "private/close_position"
+    )
+}
+
+/// The JSON-RPC envelope around `body` (`result` or `error`).
+fn envelope(id: &Value, key: &str, body: Value, now: i64) -> String {
+    let us = now.saturating_mul(1_000);
+    let mut m = Map::new();
+    m.insert("jsonrpc".into(), json!("2.0"));
+    if !id.is_null() {
+        m.insert("id".into(), id.clone());
+    }
+    m.insert(key.into(), body);
+    m.insert("usIn".into(), json!(us));
+    m.insert("usOut".into(), json!(us));
+    m.insert("usDiff".into(), json!(0));
+    m.insert("testnet".into(), json!(false));
+    Value::Object(m).to_string()
+}
+
+fn ok(id: &Value, result: Value, now: i64) -> Response {
+    Response::json(200, envelope(id, "result", result, now))
+}
+
+fn fail(status: u16, id: &Value, code: i64, message: &str, now: i64) -> Response {
+    fail_with(status, id, code, message, Value::Null, now)
+}
+
+fn fail_with(status: u16, id: &Value, code: i64, message: &str, data: Value, now: i64) -> Response {
+    let mut e = json!({ "code": code, "message": message });
+    if !data.is_null() {
+        e["data"] = data;
+    }
+    Response::json(status, envelope(id, "error", e, now))
+}
+
+fn invalid(id: &Value, param: &str, now: i64) -> Response {
+    fail_with(
+        400,
+        id,
+        -32602,
+        "Invalid params",
+        json!({ "reason": "bad or missing value", "param": param }),
+        now,
+    )
+}
+
+/// The answer of a 5xx fault.
+pub(crate) fn server_error(executed: bool, now: i64) -> Response {
+    if executed {
+        fail(500, &Value::Null, 11094, "internal_server_error", now)
+    } else {
+        fail(503, &Value::Null, 10040, "retry", now)
+    }
+}
+
+/// Deribit writes numbers as JSON numbers.
+fn num(e8: u64) -> Value {
+    fmt_e8(e8)
+        .trim_end_matches('0')
+        .trim_end_matches('.')
+        .parse::<f64>()
+        .map_or(Value::Null, |f| json!(f))
+}
+
+impl Venue {
+    /// The pools' report entries, created on first use.
+    fn credit_usage(&mut self, matching: bool) -> &mut CreditUsage {
+        if self.report.credits.is_empty() {
+            let c = self.cfg.credits;
+            self.report.credits = vec![
+                CreditUsage {
+                    pool: "matching".into(),
+                    max: c.matching_max,
+                    refill_per_s: c.matching_refill_per_s,
+                    cost: c.matching_cost,
+                    lowest: c.matching_max,
+                    ..CreditUsage::default()
+                },
+                CreditUsage {
+                    pool: "non-matching".into(),
+                    max: c.max,
+                    refill_per_s: c.refill_per_s,
+                    cost: c.cost,
+                    lowest: c.max,
+                    ..CreditUsage::default()
+                },
+            ];
+        }
+        &mut self.report.credits[usize::from(!matching)]
+    }
+
+    /// Pays one request's cost from `key`'s pool; when it cannot, when it could.
+    fn pay(&mut self, key: Key, matching: bool, now: i64) -> Result<(), i64> {
+        let c = self.cfg.credits;
+        let spec = if matching {
+            PoolSpec {
+                max: c.matching_max,
+                refill_per_s: c.matching_refill_per_s,
+                cost: c.matching_cost,
+            }
+        } else {
+            PoolSpec {
+                max: c.max,
+                refill_per_s: c.refill_per_s,
+                cost: c.cost,
+            }
+        };
+        let taken = self
+            .pools
+            .entry((key, matching))
+            .or_insert_with(|| CreditPool::full(spec, now))
+            .take(spec, now);
+        let u = self.credit_usage(matching);
+        match taken {
+            Ok(left) => {
+                u.paid += 1;
+                u.lowest = u.lowest.min(left);
+                Ok(())
+            }
+            Err(at) => {
+                u.refused += 1;
+                Err(at)
+            }
+        }
+    }
+
+    /// Everything Deribit decides at receipt.
+    pub(crate) fn admit_deribit(
+        &mut self,
+        req: &Request,
+        ip: IpAddr,
+        now: i64,
+    ) -> Admission<DeribitOp> {
+        let (id, method, params) = match read_call(req) {
+            Ok(c) => c,
+            Err(r) => return Admission::Final(r(now)),
+        };
+        let private = method.starts_with("private/");
+        let mut account = 0;
+        let key = if private {
+            let token = req
+                .header("authorization")
+                .and_then(|a| a.strip_prefix("Bearer "))
+                .unwrap_or("");
+            match self.tokens.get(token) {
+                Some(&(a, until)) if until > now => {
+                    account = a;
+                    Key::Account(a)
+                }
+                _ => {
+                    self.report.api_key_rejects += 1;
+                    return Admission::Final(fail_with(
+                        400,
+                        &id,
+                        13009,
+                        "unauthorized",
+                        json!({ "reason": "invalid_token" }),
+                        now,
+                    ));
+                }
+            }
+        } else {
+            Key::Ip(ip)
+        };
+        if self.pay(key, matching(&method), now).is_err() {
+            self.report.throttled += 1;
+            let mut r = fail(429, &id, 10028, "too_many_requests", now);
+            r.close = true;
+            return Admission::Final(r);
+        }
+        let get = |name: &str| params.get(name).filter(|v| !v.is_empty());
+        let dec = |name: &str| get(name).and_then(parse_e8).filter(|&v| v > 0);
+        let call = match method.as_str() {
+            "public/auth" => match (get("grant_type"), get("client_id"), get("client_secret")) {
+                (Some("client_credentials"), Some(c), Some(s)) => DeribitCall::Auth {
+                    client_id: c.to_string(),
+                    secret: s.to_string(),
+                },
+                (Some("client_credentials"), _, _) => {
+                    return Admission::Final(invalid(&id, "client_id", now))
+                }
+                _ => return Admission::Final(invalid(&id, "grant_type", now)),
+            },
+            "public/get_time" => DeribitCall::Time,
+            "public/get_order_book" => {
+                if get("instrument_name") != Some(self.cfg.symbol.as_str()) {
+                    return Admission::Final(invalid(&id, "instrument_name", now));
+                }
+                match get("depth").map(str::parse::<usize>) {
+                    None => DeribitCall::Book(5),
+                    Some(Ok(d)) if (1..=10_000).contains(&d) => DeribitCall::Book(d.min(1_000)),
+                    Some(_) => return Admission::Final(invalid(&id, "depth", now)),
+                }
+            }
+            "private/buy" | "private/sell" => {
+                if get("instrument_name") != Some(self.cfg.symbol.as_str()) {
+                    return Admission::Final(invalid(&id, "instrument_name", now));
+                }
+                let Some(amount_e8) = dec("amount") else {
+                    return Admission::Final(invalid(&id, "amount", now));
+                };
+                let kind = match get("type") {
+                    None | Some("limit") => OrdType::Limit,
+                    Some("market") => OrdType::Market,
+                    Some(_) => return Admission::Final(invalid(&id, "type", now)),
+                };
+                let price_e8 = match kind {
+                    OrdType::Market => self.cfg.mid_price_e8,
+                    _ => match dec("price") {
+                        Some(p) => p,
+                        None => return Admission::Final(invalid(&id, "price", now)),
+                    },
+                };
+                let label = match get("label") {
+                    Some(l) if l.len() > 64 => return Admission::Final(invalid(&id, "label", now)),
+                    l => l.map(str::to_string),
+                };
+                let side = if method == "private/buy" {
+                    Side::Buy
+                } else {
+                    Side::Sell
+                };
+                DeribitCall::Place {
+                    side,
+                    kind,
+                    amount_e8,
+                    price_e8,
+                    label,
+                }
+            }
+            "private/edit" => match (get("order_id"), dec("amount"), dec("price")) {
+                (Some(o), Some(a), Some(p)) => DeribitCall::Edit {
+                    order_id: o.to_string(),
+                    amount_e8: a,
+                    price_e8: p,
+                },
+                (None, _, _) => return Admission::Final(invalid(&id, "order_id", now)),
+                (_, None, _) => return Admission::Final(invalid(&id, "amount", now)),
+                _ => return Admission::Final(invalid(&id, "price", now)),
+            },
+            "private/cancel" | "private/get_order_state" => match get("order_id") {
+                Some(o) if method == "private/cancel" => DeribitCall::Cancel(o.to_string()),
+                Some(o) => DeribitCall::State(o.to_string()),
+                None => return Admission::Final(invalid(&id, "order_id", now)),
+            },
+            "private/get_order_state_by_label" => match get("label") {
+                Some(l) => DeribitCall::ByLabel(l.to_string()),
+                None => return Admission::Final(invalid(&id, "label", now)),
+            },
+            "private/get_open_orders_by_instrument" => {
+                if get("instrument_name") != Some(self.cfg.symbol.as_str()) {
+                    return Admission::Final(invalid(&id, "instrument_name", now));
+                }
+                DeribitCall::Open
+            }
+            _ => return Admission::Final(fail(400, &id, -32601, "Method not found", now)),
+        };
+        let op = DeribitOp { id, call };
+        let fault = self.draw_fault(op.changes_orders());
+        Admission::Run {
+            op,
+            account,
+            headers: Vec::new(),
+            fault,
+        }
+    }
+
+    fn find_deribit(&self, account: usize, order_id: &str) -> Option<usize> {
+        let i = *self.by_id.get(&order_id.parse::<u64>().ok()?)?;
+        (self.orders[i].account == account).then_some(i)
+    }
+
+    /// Runs an admitted Deribit request.
+    pub(crate) fn execute_deribit(&mut self, op: DeribitOp, account: usize, now: i64) -> Response {
+        let id = op.id;
+        match op.call {
+            DeribitCall::Auth { client_id, secret } => {
+                let Some(a) = self
+                    .cfg
+                    .accounts
+                    .iter()
+                    .position(|a| a.api_key == client_id && a.secret == secret)
+                else {
+                    self.report.api_key_rejects += 1;
+                    return fail(400, &id, 13004, "invalid_credentials", now);
+                };
+                self.next_cancel_id += 1;
+                let token = format!("sim{:016x}{:08x}", now.unsigned_abs(), self.next_cancel_id);
+                self.tokens
+                    .insert(token.clone(), (a, now + TOKEN_S * 1_000));
+                ok(
+                    &id,
+                    json!({
+                        "access_token": token,
+                        "expires_in": TOKEN_S,
+                        "refresh_token": format!("{token}r"),
+                        "scope": "connection mainaccount",
+                        "token_type": "bearer",
+                    }),
+                    now,
+                )
+            }
+            DeribitCall::Time => ok(&id, json!(now), now),
+            DeribitCall::Book(depth) => {
+                let (bids, asks) = self.ladder(depth, |p| json!([num(p), 10.0]));
+                let mid = num(self.cfg.mid_price_e8);
+                let best = |side: &[Value]| side.first().map_or(Value::Null, |l| l[0].clone());
+                ok(
+                    &id,
+                    json!({
+                        "timestamp": now,
+                        "state": "open",
+                        "instrument_name": self.cfg.symbol,
+                        "change_id": now,
+                        "mark_price": mid,
+                        "index_price": mid,
+                        "last_price": mid,
+                        "best_bid_price": best(&bids),
+                        "best_bid_amount": 10.0,
+                        "best_ask_price": best(&asks),
+                        "best_ask_amount": 10.0,
+                        "bids": bids,
+                        "asks": asks,
+                    }),
+                    now,
+                )
+            }
+            DeribitCall::Place {
+                side,
+                kind,
+                amount_e8,
+                price_e8,
+                label,
+            } => {
+                let placement = Placement {
+                    side,
+                    kind,
+                    tif: "good_til_cancelled",
+                    qty_e8: amount_e8,
+                    price_e8,
+                };
+                // Deribit labels need not be unique; an empty one is no label.
+                let cid = label.unwrap_or_default();
+                let idx = if cid.is_empty() {
+                    let i = self.book_order(account, None, "", placement, now);
+                    self.orders[i].client_id = String::new();
+                    i
+                } else {
+                    self.book_order(account, Some(cid), "", placement, now)
+                };
+                let o = &self.orders[idx];
+                ok(
+                    &id,
+                    json!({ "order": deribit_order(o, &self.cfg.symbol), "trades": [] }),
+                    now,
+                )
+            }
+            DeribitCall::Edit {
+                order_id,
+                amount_e8,
+                price_e8,
+            } => {
+                let Some(i) = self.find_deribit(account, &order_id) else {
+                    return fail(400, &id, 10004, "order_not_found", now);
+                };
+                if self.orders[i].status != Status::New {
+                    return fail(400, &id, 11044, "not_open_order", now);
+                }
+                self.amend_order(i, Some(amount_e8), Some(price_e8), now);
+                let o = &self.orders[i];
+                ok(
+                    &id,
+                    json!({ "order": deribit_order(o, &self.cfg.symbol), "trades": [] }),
+                    now,
+                )
+            }
+            DeribitCall::Cancel(order_id) => {
+                let Some(i) = self.find_deribit(account, &order_id) else {
+                    return fail(400, &id, 10004, "order_not_found", now);
+                };
+                if self.orders[i].status != Status::New {
+                    return fail(400, &id, 11044, "not_open_order", now);
+                }
+                self.cancel_order(i, now);
+                ok(&id, deribit_order(&self.orders[i], &self.cfg.symbol), now)
+            }
+            DeribitCall::State(order_id) => match self.find_deribit(account, &order_id) {
+                Some(i) => ok(&id, deribit_order(&self.orders[i], &self.cfg.symbol), now),
+                None => fail(400, &id, 10004, "order_not_found", now),
+            },
+            DeribitCall::ByLabel(label) => {
+                let list: Vec<Value> = self
+                    .orders
+                    .iter()
+                    .filter(|o| o.account == account && o.client_id == label)
+                    .map(|o| deribit_order(o, &self.cfg.symbol))
+                    .collect();
+                ok(&id, Value::Array(list), now)
+            }
+            DeribitCall::Open => {
+                let list: Vec<Value> = self
+                    .open_orders(account)
+                    .map(|o| deribit_order(o, &self.cfg.symbol))
+                    .collect();
+                ok(&id, Value::Array(list), now)
+            }
+        }
+    }
+}
+
+/// An order as Deribit writes it.
+fn deribit_order(o: &Order, instrument: &str) -> Value {
+    let state = match o.status {
+        Status::New => "open",
+        Status::Filled => "filled",
+        Status::Canceled => "cancelled",
+    };
+    json!({
+        "order_id": o.order_id.to_string(),
+        "label": o.client_id,
+        "instrument_name": instrument,
+        "direction": if o.side == Side::Buy { "buy" } else { "sell" },
+        "order_type": if o.kind == OrdType::Market { "market" } else { "limit" },
+        "order_state": state,
+        "price": if o.kind == OrdType::Market { json!("market_price") } else { num(o.price_e8) },
+        "amount": num(o.qty_e8),
+        "filled_amount": num(o.executed_e8),
+        "average_price": if o.executed_e8 > 0 { num(o.price_e8) } else { json!(0.0) },
+        "time_in_force": o.tif,
+        "post_only": false,
+        "reduce_only": false,
+        "replaced": o.update_time != o.time && o.status == Status::New,
+        "api": true,
+        "creation_timestamp": o.time,
+        "last_update_timestamp": o.update_time,
+    })
+}
+
+/// A failure answer that needs the time.
+type Late = Box<dyn Fn(i64) -> Response>;
+
+/// The JSON-RPC id, method and params of a request.
+fn read_call(req: &Request) -> Result<(Value, String, Params), Late> {
+    let path_method = req.path.strip_prefix("/api/v2/").map(str::to_string);
+    if req.method == "GET" {
+        let Some(method) = path_method else {
+            return Err(Box::new(|now| {
+                fail(404, &Value::Null, -32601, "Method not found", now)
+            }));
+        };
+        return match Params::parse(&req.query, b"") {
+            Ok(p) => Ok((Value::Null, method, p)),
+            Err(name) => Err(Box::new(move |now| invalid(&Value::Null, &name, now))),
+        };
+    }
+    if req.method != "POST" || !(req.path == "/api/v2" || path_method.is_some()) {
+        return Err(Box::new(|now| {
+            fail(404, &Value::Null, -32601, "Method not found", now)
+        }));
+    }
+    let parse_error = |now| fail(400, &Value::Null, -32700, "Parse error", now);
+    let Ok(Value::Object(mut body)) = serde_json::from_slice::<Value>(&req.body) else {
+        return Err(Box::new(parse_error));
+    };
+    let id = body.remove("id").unwrap_or(Value::Null);
+    let method = match (body.remove("method"), path_method) {
+        (Some(Value::String(m)), _) => m,
+        (None, Some(m)) => m,
+        _ => {
+            return Err(Box::new(move |now| {
+                fail(400, &id, -32600, "Invalid Request", now)
+            }))
+        }
+    };
+    let params = match body.remove("params") {
+        None => Map::new(),
+        Some(Value::Object(m)) => m,
+        Some(_) => return Err(Box::new(move |now| invalid(&id, "params", now))),
+    };
+    let pairs = params
+        .into_iter()
+        .map(|(k, v)| {
+            let t = match v {
+                Value::String(s) => s,
+                other => other.to_string(),
+            };
+            (k, t)
+        })
+        .collect();
+    Ok((id, method, Params::from_pairs(pairs)))
+}

@@ -1,0 +1,8 @@
+//! One module per venue played: each adds to [`crate::engine::state::Venue`] what
+//! that venue decides at receipt (admit) and how it runs and answers a request
+//! (execute). Profiles never call each other; `crate::dispatch` picks one.
+
+pub(crate) mod binance;
+pub(crate) mod bybit;
+pub(crate) mod deribit;
+pub(crate) mod okx;

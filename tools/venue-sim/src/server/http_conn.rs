@@ -1,0 +1,187 @@
+//! One HTTP/1.1 connection: requests read one at a time, each admitted and run
+//! under the venue lock, the faults that act on connections (close, delay), and
+//! the hand-over of an upgraded connection to `ws_conn`.
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::{IpAddr, Shutdown, TcpStream};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::config::Fault;
+use crate::engine::state::Admission;
+use crate::http::{self, Parsed, Response};
+use crate::profiles::binance::ws_api::WS_API_PATH;
+use crate::server::shared::{sleep_unless_stopped, Shared, POLL};
+use crate::server::{ws_api_conn, ws_conn};
+use crate::ws::frame;
+
+/// How long a connection may sit idle before the emulator closes it.
+const IDLE_CLOSE: Duration = Duration::from_secs(30);
+
+pub(crate) fn serve(mut stream: TcpStream, shared: Arc<Shared>) {
+    let Ok(peer) = stream.peer_addr() else { return };
+    let _ = stream.set_nodelay(true);
+    let _ = stream.set_read_timeout(Some(POLL));
+    let mut buf: Vec<u8> = Vec::with_capacity(4096);
+    let mut chunk = [0u8; 8192];
+    let mut idle = Duration::ZERO;
+    loop {
+        if shared.stop.load(Ordering::SeqCst) {
+            return;
+        }
+        match http::parse_request(&buf) {
+            Parsed::Complete(req, used) => {
+                buf.drain(..used);
+                idle = Duration::ZERO;
+                if frame::is_upgrade(&req) {
+                    upgrade(stream, peer.ip(), &req, buf, &shared);
+                    return;
+                }
+                if !handle(&mut stream, peer.ip(), &req, &shared) || req.close {
+                    let _ = stream.shutdown(Shutdown::Both);
+                    return;
+                }
+                continue;
+            }
+            Parsed::Bad(status, why) => {
+                shared.venue().note_malformed();
+                let r = Response::error(status, -1000, why);
+                let _ = stream.write_all(&r.to_bytes(true));
+                shared.venue().note_status(status);
+                let _ = stream.shutdown(Shutdown::Both);
+                return;
+            }
+            Parsed::Partial => {}
+        }
+        match stream.read(&mut chunk) {
+            Ok(0) => return,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                idle += POLL;
+                if idle >= IDLE_CLOSE {
+                    return;
+                }
+            }
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(_) => return,
+        }
+    }
+}
+
+/// Handles one request; returns whether the connection stays open.
+fn handle(stream: &mut TcpStream, ip: IpAddr, req: &http::Request, shared: &Shared) -> bool {
+    let now = shared.clock.now_ms();
+    let mut venue = shared.venue();
+    let (op, account, headers, fault) = match venue.admit(req, ip, now) {
+        Admission::Final(r) => {
+            venue.note_status(r.status);
+            drop(venue);
+            return write(stream, &r, req.close);
+        }
+        Admission::Run {
+            op,
+            account,
+            headers,
+            fault,
+        } => (op, account, headers, fault),
+    };
+    let Some(fault) = fault else {
+        let mut r = venue.execute(op, account, now, now);
+        r.headers.extend(headers);
+        venue.note_status(r.status);
+        drop(venue);
+        return write(stream, &r, req.close);
+    };
+    venue.note_fault(fault);
+    match fault {
+        Fault::CloseBeforeExecute => {
+            venue.not_executed(&op, account, now);
+            false
+        }
+        Fault::ExecuteThenClose => {
+            venue.execute(op, account, now, now);
+            false
+        }
+        Fault::ServerErrorAfterExecute => {
+            venue.execute(op, account, now, now);
+            let mut r = venue.server_error(true);
+            r.headers.extend(headers);
+            venue.note_status(503);
+            drop(venue);
+            write(stream, &r, req.close)
+        }
+        Fault::ServerErrorNoExecute => {
+            venue.not_executed(&op, account, now);
+            let mut r = venue.server_error(false);
+            r.headers.extend(headers);
+            venue.note_status(503);
+            drop(venue);
+            write(stream, &r, req.close)
+        }
+        Fault::Delay => {
+            let delay = Duration::from_millis(venue.config().faults.delay_ms);
+            drop(venue);
+            sleep_unless_stopped(delay, shared);
+            let later = shared.clock.now_ms();
+            let mut venue = shared.venue();
+            let mut r = venue.execute(op, account, later, now);
+            r.headers.extend(headers);
+            venue.note_status(r.status);
+            drop(venue);
+            write(stream, &r, req.close)
+        }
+    }
+}
+
+/// The 101 answer to an upgrade.
+fn switching(accept: &str) -> String {
+    format!(
+        "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {accept}\r\n\r\n"
+    )
+}
+
+/// A WebSocket upgrade: admitted (limits, ban, listenKey, handshake) under the
+/// lock, then served on this thread until it ends.
+fn upgrade(mut stream: TcpStream, ip: IpAddr, req: &http::Request, rest: Vec<u8>, shared: &Shared) {
+    let now = shared.clock.now_ms();
+    if req.path == WS_API_PATH {
+        let admitted = shared.venue().admit_ws_api(req, ip, now);
+        match admitted {
+            Err(r) => {
+                shared.venue().note_status(r.status);
+                let _ = stream.write_all(&r.to_bytes(true));
+                let _ = stream.shutdown(Shutdown::Both);
+            }
+            Ok(accept) => {
+                shared.venue().note_status(101);
+                if stream.write_all(switching(&accept).as_bytes()).is_ok() {
+                    let limits = !req.query.split('&').any(|p| p == "returnRateLimits=false");
+                    ws_api_conn::serve(stream, rest, ip, limits, shared);
+                }
+            }
+        }
+        return;
+    }
+    let admitted = shared.venue().admit_ws(req, ip, now);
+    match admitted {
+        Err(r) => {
+            shared.venue().note_status(r.status);
+            let _ = stream.write_all(&r.to_bytes(true));
+            let _ = stream.shutdown(Shutdown::Both);
+        }
+        Ok((accept, sub, events)) => {
+            shared.venue().note_status(101);
+            if stream.write_all(switching(&accept).as_bytes()).is_err() {
+                shared.venue().ws_unsubscribe(sub);
+                return;
+            }
+            ws_conn::serve(stream, rest, sub, events, shared);
+        }
+    }
+}
+
+fn write(stream: &mut TcpStream, r: &Response, close: bool) -> bool {
+    let close = close || r.close;
+    stream.write_all(&r.to_bytes(close)).is_ok() && !close
+}

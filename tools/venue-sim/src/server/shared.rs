@@ -1,0 +1,38 @@
+//! What every connection thread shares: the venue state behind its one lock, the
+//! venue clock and the stop flag.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, MutexGuard};
+use std::thread::{self, JoinHandle};
+use std::time::Duration;
+
+use crate::clock::VenueClock;
+use crate::engine::state::Venue;
+
+/// How often blocked threads look at the stop flag.
+pub(crate) const POLL: Duration = Duration::from_millis(50);
+
+pub(crate) struct Shared {
+    pub(crate) venue: Mutex<Venue>,
+    pub(crate) stop: AtomicBool,
+    pub(crate) clock: VenueClock,
+    pub(crate) conns: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl Shared {
+    pub(crate) fn venue(&self) -> MutexGuard<'_, Venue> {
+        // A poisoned lock means a handler panicked; the counts are still the best
+        // record there is, so keep serving them.
+        self.venue.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Sleeps `total`, in steps, returning early once the server is stopping.
+pub(crate) fn sleep_unless_stopped(total: Duration, shared: &Shared) {
+    let mut left = total;
+    while !left.is_zero() && !shared.stop.load(Ordering::SeqCst) {
+        let step = left.min(POLL);
+        thread::sleep(step);
+        left -= step;
+    }
+}

@@ -1,0 +1,259 @@
+//! The deribit profile: JSON-RPC over HTTP with bearer tokens from `public/auth`,
+//! orders by label, credit pools (matching-engine requests dearer, from their own
+//! pool) answered `too_many_requests` 10028 when empty, and the per-IP limit on
+//! open connections answered HTTP 429.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{Client, Resp};
+use ergon_venue_sim::{Config, Credits, Server, DEFAULT_API_KEY, DEFAULT_API_SECRET};
+use serde_json::{json, Value};
+
+/// A JSON-RPC call over `POST /api/v2`.
+fn rpc(c: &mut Client, token: Option<&str>, id: u64, method: &str, params: Value) -> Resp {
+    let body =
+        json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }).to_string();
+    let auth = token.map(|t| format!("Bearer {t}"));
+    let mut headers = vec![("Content-Type", "application/json")];
+    if let Some(a) = &auth {
+        headers.push(("Authorization", a));
+    }
+    c.send_with("POST", "/api/v2", &headers, &body)
+        .expect("answer")
+}
+
+fn login(c: &mut Client) -> String {
+    let r = rpc(
+        c,
+        None,
+        1,
+        "public/auth",
+        json!({ "grant_type": "client_credentials", "client_id": DEFAULT_API_KEY, "client_secret": DEFAULT_API_SECRET }),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    let v = r.json();
+    assert_eq!(v["result"]["token_type"], "bearer");
+    v["result"]["access_token"].as_str().unwrap().to_string()
+}
+
+fn buy(label: &str) -> Value {
+    json!({ "instrument_name": "BTC-PERPETUAL", "amount": 10, "type": "limit", "price": 49000, "label": label })
+}
+
+fn error_code(r: &Resp) -> i64 {
+    r.json()["error"]["code"].as_i64().unwrap_or(0)
+}
+
+#[test]
+fn orders_by_label_over_json_rpc_with_a_bearer_token() {
+    let s = Server::start(Config::deribit()).unwrap();
+    let mut c = Client::connect(s.addr());
+    let r = c.get("/api/v2/public/get_order_book?instrument_name=BTC-PERPETUAL&depth=3");
+    assert_eq!(r.status, 200, "{}", r.body);
+    let b = r.json();
+    assert_eq!(b["jsonrpc"], "2.0");
+    assert_eq!(b["result"]["bids"].as_array().unwrap().len(), 3);
+    assert_eq!(b["result"]["best_ask_price"], 50000.01);
+    assert!(b["usIn"].is_i64());
+
+    let r = rpc(&mut c, None, 2, "private/buy", buy("q1"));
+    assert_eq!((r.status, error_code(&r)), (400, 13009), "no token");
+    let bad = rpc(
+        &mut c,
+        None,
+        3,
+        "public/auth",
+        json!({ "grant_type": "client_credentials", "client_id": DEFAULT_API_KEY, "client_secret": "nope" }),
+    );
+    assert_eq!(error_code(&bad), 13004);
+    let t = login(&mut c);
+
+    let r = rpc(&mut c, Some(&t), 7, "private/buy", buy("q1"));
+    assert_eq!(r.status, 200, "{}", r.body);
+    let v = r.json();
+    assert_eq!(v["id"], 7, "the id is echoed");
+    let o = &v["result"]["order"];
+    assert_eq!(
+        (
+            o["label"].as_str(),
+            o["order_state"].as_str(),
+            o["direction"].as_str()
+        ),
+        (Some("q1"), Some("open"), Some("buy"))
+    );
+    let order_id = o["order_id"].as_str().unwrap().to_string();
+
+    let r = rpc(
+        &mut c,
+        Some(&t),
+        8,
+        "private/get_order_state_by_label",
+        json!({ "currency": "BTC", "label": "q1" }),
+    );
+    assert_eq!(r.json()["result"][0]["order_id"], order_id.as_str());
+    let r = rpc(
+        &mut c,
+        Some(&t),
+        9,
+        "private/edit",
+        json!({ "order_id": order_id, "amount": 20, "price": 48000 }),
+    );
+    assert_eq!(r.json()["result"]["order"]["price"], 48000.0, "{}", r.body);
+    let r = rpc(
+        &mut c,
+        Some(&t),
+        10,
+        "private/get_open_orders_by_instrument",
+        json!({ "instrument_name": "BTC-PERPETUAL" }),
+    );
+    assert_eq!(r.json()["result"].as_array().unwrap().len(), 1);
+    let r = rpc(
+        &mut c,
+        Some(&t),
+        11,
+        "private/cancel",
+        json!({ "order_id": order_id }),
+    );
+    assert_eq!(r.json()["result"]["order_state"], "cancelled", "{}", r.body);
+    let r = rpc(
+        &mut c,
+        Some(&t),
+        12,
+        "private/cancel",
+        json!({ "order_id": order_id }),
+    );
+    assert_eq!(error_code(&r), 11044, "not open any more");
+    let r = rpc(
+        &mut c,
+        Some(&t),
+        13,
+        "private/cancel",
+        json!({ "order_id": "999999" }),
+    );
+    assert_eq!(error_code(&r), 10004);
+    let r = rpc(&mut c, Some(&t), 14, "private/teleport", json!({}));
+    assert_eq!(error_code(&r), -32601);
+    let r = rpc(
+        &mut c,
+        Some(&t),
+        15,
+        "private/buy",
+        json!({ "instrument_name": "BTC-PERPETUAL", "price": 1 }),
+    );
+    assert_eq!(error_code(&r), -32602, "amount missing");
+    // Labels need not be unique: the second executes, and the report says so.
+    let r = rpc(&mut c, Some(&t), 16, "private/buy", buy("q1"));
+    assert_eq!(r.status, 200);
+    let rep = s.stop();
+    assert_eq!(
+        (rep.executions, rep.duplicates, rep.cancels, rep.modifies),
+        (2, 1, 1, 1)
+    );
+    assert_eq!(rep.credits.len(), 2);
+    assert_eq!(
+        (rep.credits[0].pool.as_str(), rep.credits[0].paid),
+        ("matching", 7),
+        "buy, edit, 3 cancels, 2 buys"
+    );
+}
+
+#[test]
+fn an_empty_pool_is_too_many_requests_and_matching_requests_pay_more_from_their_own() {
+    let mut cfg = Config::deribit();
+    // Bursts of 3 matching requests and 10 others; refills too slow to matter here.
+    cfg.credits = Credits {
+        max: 5_000,
+        refill_per_s: 1,
+        cost: 500,
+        matching_max: 3_000,
+        matching_refill_per_s: 1,
+        matching_cost: 1_000,
+        connections_per_ip: 32,
+    };
+    let s = Server::start(cfg).unwrap();
+    let mut c = Client::connect(s.addr());
+    let t = login(&mut c); // one public request, paid by the IP
+    for i in 0..3 {
+        let r = rpc(&mut c, Some(&t), i, "private/buy", buy(&format!("m{i}")));
+        assert_eq!(r.status, 200, "matching request {i}: {}", r.body);
+    }
+    let r = rpc(&mut c, Some(&t), 9, "private/buy", buy("m9"));
+    assert_eq!(r.status, 429);
+    assert_eq!(
+        (
+            r.json()["error"]["code"].as_i64(),
+            r.json()["error"]["message"].as_str()
+        ),
+        (Some(10028), Some("too_many_requests"))
+    );
+    assert_eq!(r.header("Connection"), Some("close"), "the session ends");
+    assert!(
+        c.send("GET", "/api/v2/public/get_time", None, "").is_err(),
+        "the connection was closed"
+    );
+
+    // The other pool still pays: 10 reads of the account, then empty.
+    let mut c = Client::connect(s.addr());
+    let mut ok = 0;
+    loop {
+        let r = rpc(
+            &mut c,
+            Some(&t),
+            20,
+            "private/get_open_orders_by_instrument",
+            json!({ "instrument_name": "BTC-PERPETUAL" }),
+        );
+        if r.status != 200 {
+            assert_eq!(error_code(&r), 10028);
+            break;
+        }
+        ok += 1;
+        assert!(ok <= 10, "the pool holds 10 reads");
+    }
+    assert_eq!(ok, 10);
+    let rep = s.stop();
+    assert_eq!(rep.executions, 3, "the refused buy never ran");
+    let m = &rep.credits[0];
+    assert_eq!((m.paid, m.refused, m.lowest), (3, 1, 0));
+    let n = &rep.credits[1];
+    assert_eq!(
+        (n.paid, n.refused),
+        (11, 1),
+        "auth by the IP, 10 reads by the account"
+    );
+    assert_eq!(rep.throttled, 2);
+}
+
+#[test]
+fn connections_past_the_per_ip_limit_are_refused_with_429() {
+    let mut cfg = Config::deribit();
+    cfg.credits.connections_per_ip = 2;
+    let s = Server::start(cfg).unwrap();
+    let mut a = Client::connect(s.addr());
+    let mut b = Client::connect(s.addr());
+    assert_eq!(a.get("/api/v2/public/get_time").status, 200);
+    assert_eq!(b.get("/api/v2/public/get_time").status, 200);
+    let mut third = Client::connect(s.addr());
+    let r = third.read_response().expect("an answer without a request");
+    assert_eq!(r.status, 429);
+    drop(a);
+    // The server sees the close when its thread reads EOF; poll for the slot.
+    let until = Instant::now() + Duration::from_secs(5);
+    loop {
+        let mut c = Client::connect(s.addr());
+        match c.send("GET", "/api/v2/public/get_time", None, "") {
+            Ok(r) if r.status == 200 => break,
+            _ => assert!(Instant::now() < until, "the slot never came back"),
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(b.get("/api/v2/public/get_time").status, 200);
+    let rep = s.stop();
+    assert!(rep.connections_refused >= 1);
+    assert_eq!(
+        rep.responses.get(&429).copied().unwrap_or(0),
+        rep.connections_refused
+    );
+}
