@@ -50,7 +50,7 @@ mod stats;
 mod ticket;
 mod verdict;
 
-pub use budget::Budget;
+pub use budget::{Budget, Shape};
 pub use spec::{Builder, ConfigError, Kind, Spec, DEFAULT_HOLD_GUARD_NS};
 pub use stats::{Refusals, Stats};
 pub use ticket::{BucketId, Class, Flight, ForeignId, Limited, Part, Ticket, Why};
@@ -60,6 +60,8 @@ pub use verdict::{Resend, Verdict};
 pub const MAX_BUCKETS: usize = 32;
 /// Most parts one charge may name (one [`Ticket`] carries them all).
 pub const MAX_PARTS: usize = 8;
+/// Most [`Shape`]s one [`Budget`] registers.
+pub const MAX_SHAPES: usize = 32;
 /// Most slots of one sliding window.
 pub const MAX_SLOTS: usize = 64;
 /// Longest bucket name, in bytes.

@@ -6,9 +6,9 @@ use arrayvec::{ArrayString, ArrayVec};
 use core::fmt;
 use core::sync::atomic::{AtomicU32, Ordering};
 
-use crate::budget::Budget;
-use crate::ticket::BucketId;
-use crate::{MAX_BUCKETS, MAX_NAME, MAX_PARTS, MAX_SLOTS};
+use crate::budget::{merge, Budget, Shape};
+use crate::ticket::{BucketId, Charged, Part};
+use crate::{MAX_BUCKETS, MAX_NAME, MAX_PARTS, MAX_SHAPES, MAX_SLOTS};
 
 /// What kind of limit a bucket models.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -321,6 +321,10 @@ pub enum ConfigError {
     UnknownBucket,
     /// A budget with no bucket.
     NoBuckets,
+    /// More shapes than [`MAX_SHAPES`](crate::MAX_SHAPES).
+    TooManyShapes,
+    /// A shape names one bucket in several parts whose costs add up past `u32::MAX`.
+    ShapeCostTooBig,
 }
 
 impl fmt::Display for ConfigError {
@@ -350,6 +354,8 @@ impl fmt::Display for ConfigError {
             ConfigError::TooManyParts => "more parts than MAX_PARTS (8)",
             ConfigError::UnknownBucket => "a part names a bucket this budget does not have",
             ConfigError::NoBuckets => "a budget needs at least one bucket",
+            ConfigError::TooManyShapes => "more shapes than MAX_SHAPES (32)",
+            ConfigError::ShapeCostTooBig => "a shape's costs for one bucket add up past u32::MAX",
         };
         f.write_str(text)
     }
@@ -370,6 +376,7 @@ impl fmt::Display for ConfigError {
 #[derive(Debug)]
 pub struct Builder {
     buckets: ArrayVec<(ArrayString<MAX_NAME>, Spec), MAX_BUCKETS>,
+    shapes: ArrayVec<Charged, MAX_SHAPES>,
     tag: u16,
     hold_guard_ns: i64,
 }
@@ -382,6 +389,7 @@ impl Default for Builder {
     fn default() -> Self {
         Builder {
             buckets: ArrayVec::new(),
+            shapes: ArrayVec::new(),
             tag: NEXT_TAG.fetch_add(1, Ordering::Relaxed) as u16,
             hold_guard_ns: DEFAULT_HOLD_GUARD_NS,
         }
@@ -425,17 +433,30 @@ impl Builder {
         Ok(self)
     }
 
+    /// Registers a request kind of the budget being built: see [`Budget::shape`].
+    /// Its parts must name buckets already added.
+    pub fn shape(&mut self, parts: &[Part]) -> Result<Shape, ConfigError> {
+        let merged = merge(parts, self.tag, self.buckets.len())?;
+        let index = self.shapes.len() as u8;
+        self.shapes
+            .try_push(merged)
+            .map_err(|_| ConfigError::TooManyShapes)?;
+        Ok(Shape {
+            budget: self.tag,
+            index,
+        })
+    }
+
     /// Builds the budget with every bucket empty at `now_ns`.
     pub fn build(self, now_ns: i64) -> Result<Budget, ConfigError> {
         if self.buckets.is_empty() {
             return Err(ConfigError::NoBuckets);
         }
-        Ok(Budget::new(
-            &self.buckets,
-            self.tag,
-            self.hold_guard_ns,
-            now_ns,
-        ))
+        let mut budget = Budget::new(&self.buckets, self.tag, self.hold_guard_ns, now_ns);
+        for parts in &self.shapes {
+            budget.shape(parts)?;
+        }
+        Ok(budget)
     }
 }
 

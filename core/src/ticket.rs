@@ -4,7 +4,7 @@
 
 use arrayvec::ArrayVec;
 
-use crate::MAX_PARTS;
+use crate::{Shape, MAX_PARTS};
 
 /// A bucket of one [`Budget`](crate::Budget), as handed out by
 /// [`Builder::add`](crate::Builder::add).
@@ -111,6 +111,9 @@ pub struct Limited {
 /// The parts of one charge, as they were charged.
 pub(crate) type Charged = ArrayVec<Part, MAX_PARTS>;
 
+/// The `shape` of a ticket charged from a part list.
+pub(crate) const NO_SHAPE: u8 = u8::MAX;
+
 /// The receipt of an admitted charge whose request has not left yet.
 ///
 /// Consume it exactly once: [`Budget::refund`](crate::Budget::refund) if the request was
@@ -123,6 +126,8 @@ pub struct Ticket {
     pub(crate) seq: u64,
     /// The tag of the budget that charged it.
     pub(crate) budget: u16,
+    /// The shape charged, or [`NO_SHAPE`] for a part list (then in `parts`).
+    pub(crate) shape: u8,
     pub(crate) parts: Charged,
 }
 
@@ -133,13 +138,25 @@ impl Ticket {
         Flight {
             at_ns: self.at_ns,
             budget: self.budget,
+            shape: self.shape,
             parts: self.parts,
         }
     }
 
-    /// The parts this ticket charged.
+    /// The parts this ticket charged, for a charge of a part list
+    /// ([`Budget::try_charge`](crate::Budget::try_charge)); empty for a shape's
+    /// ticket, which copies nothing: see [`Ticket::shape`] and
+    /// [`Budget::shape_parts`](crate::Budget::shape_parts).
     pub fn parts(&self) -> &[Part] {
         &self.parts
+    }
+
+    /// The shape this ticket charged, if it was charged as one.
+    pub fn shape(&self) -> Option<Shape> {
+        (self.shape != NO_SHAPE).then_some(Shape {
+            budget: self.budget,
+            index: self.shape,
+        })
     }
 
     /// When it was charged, on the budget's clock.
@@ -156,13 +173,22 @@ impl Ticket {
 pub struct Flight {
     pub(crate) at_ns: i64,
     pub(crate) budget: u16,
+    pub(crate) shape: u8,
     pub(crate) parts: Charged,
 }
 
 impl Flight {
-    /// The parts its ticket charged.
+    /// The parts its ticket charged (empty for a shape's: see [`Ticket::parts`]).
     pub fn parts(&self) -> &[Part] {
         &self.parts
+    }
+
+    /// The shape its ticket charged, if it was charged as one.
+    pub fn shape(&self) -> Option<Shape> {
+        (self.shape != NO_SHAPE).then_some(Shape {
+            budget: self.budget,
+            index: self.shape,
+        })
     }
 
     /// When it was charged, on the budget's clock.

@@ -1,0 +1,295 @@
+//! Shapes: part lists registered once, charged through the lanes with nothing to
+//! check but the lanes, receipts that copy nothing.
+//!
+//! A [`ShapeRow`] keeps, per merged part, the bucket index and each class's need
+//! (the cost plus the headroom that class must leave), all computed at
+//! registration. [`Budget::try_charge_shape`] compares each need with its lane's
+//! room, then subtracts the costs: two short loops over at most [`MAX_PARTS`]
+//! entries, no bounds checks (indices are taken modulo the fixed arrays' lengths,
+//! and were validated below them), no headroom lookups. Its ticket holds the shape,
+//! the sequence number and the time.
+//!
+//! Off the fast path, a refusal whose every lane is open answers from the lanes
+//! (only the short buckets are settled and asked when they will have room); a
+//! closed lane, a hold or a halt takes the full path of [`Budget::try_charge`]. A
+//! refund whose charge is still in every lane gives the units back to the lanes.
+//!
+//! Never allocates, locks, logs or reads a clock.
+
+use super::charge::rank;
+use super::Budget;
+use crate::ticket::{BucketId, Charged, Class, ForeignId, Limited, Part, Ticket, Why};
+use crate::{ConfigError, MAX_BUCKETS, MAX_PARTS, MAX_SHAPES};
+
+/// A request kind registered once with its budget ([`Budget::shape`] or
+/// [`Builder::shape`](crate::Builder::shape)): place, cancel, a book read ...
+///
+/// Charged with [`Budget::try_charge_shape`], it costs a compare and a subtraction
+/// per bucket, and its [`Ticket`] names the shape instead of copying the parts.
+/// Like a [`BucketId`], it carries its budget's tag: another budget refuses it.
+///
+/// ```
+/// use ergon_core::{Budget, Class, Part, Spec};
+/// let mut b = Budget::builder();
+/// let weight = b.add("weight", Spec::sliding(1200, 60_000_000_000, 60)).unwrap();
+/// let orders = b.add("orders", Spec::fixed(50, 10_000_000_000)).unwrap();
+/// let ip = b.add("ip", Spec::gate()).unwrap();
+/// let place = b.shape(&[Part::new(weight, 1), Part::new(orders, 1), Part::new(ip, 0)]).unwrap();
+/// let mut budget = b.build(0).unwrap();
+/// let ticket = budget.try_charge_shape(place, Class::Normal, 1).unwrap();
+/// assert_eq!(ticket.shape(), Some(place));
+/// budget.refund(ticket, 2).unwrap();
+/// assert_eq!(budget.stats(weight).unwrap().used, 0);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Shape {
+    pub(crate) budget: u16,
+    pub(crate) index: u8,
+}
+
+/// One registered shape. See the module docs.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct ShapeRow {
+    len: u8,
+    /// Bucket indices, repeated buckets merged, in first-seen order.
+    index: [u8; MAX_PARTS],
+    /// `need[class][k]`: the cost of part `k` plus the headroom `class` must leave
+    /// in its bucket. `need[0]` (Urgent, no headroom) is the cost.
+    need: [[u64; MAX_PARTS]; 3],
+    /// The merged parts, for the full path.
+    parts: [Part; MAX_PARTS],
+}
+
+const NO_PART: Part = Part {
+    bucket: BucketId {
+        budget: 0,
+        index: 0,
+    },
+    cost: 0,
+};
+
+impl ShapeRow {
+    pub(super) const EMPTY: ShapeRow = ShapeRow {
+        len: 0,
+        index: [0; MAX_PARTS],
+        need: [[0; MAX_PARTS]; 3],
+        parts: [NO_PART; MAX_PARTS],
+    };
+
+    #[inline]
+    fn len(&self) -> usize {
+        usize::from(self.len).min(MAX_PARTS)
+    }
+
+    /// The merged parts.
+    pub(super) fn parts(&self) -> Charged {
+        self.parts[..self.len()].iter().copied().collect()
+    }
+}
+
+/// Merges repeated buckets of `parts` (first-seen order, costs summed) after
+/// checking each names one of the `buckets` buckets of the budget tagged `tag`.
+pub(crate) fn merge(parts: &[Part], tag: u16, buckets: usize) -> Result<Charged, ConfigError> {
+    if parts.len() > MAX_PARTS {
+        return Err(ConfigError::TooManyParts);
+    }
+    let mut merged = Charged::new();
+    for part in parts {
+        if part.bucket.budget != tag || part.bucket.index() >= buckets {
+            return Err(ConfigError::UnknownBucket);
+        }
+        match merged.iter_mut().find(|p| p.bucket == part.bucket) {
+            Some(p) => {
+                p.cost = p
+                    .cost
+                    .checked_add(part.cost)
+                    .ok_or(ConfigError::ShapeCostTooBig)?;
+            }
+            None => merged.push(*part),
+        }
+    }
+    Ok(merged)
+}
+
+impl Budget {
+    /// Registers a request kind: validated now (every part a bucket of this
+    /// budget, at most [`MAX_PARTS`], a bucket named twice merged into one part),
+    /// charged later by [`Budget::try_charge_shape`] with no check but the lanes.
+    /// At most [`MAX_SHAPES`] per budget; [`Builder::shape`](crate::Builder::shape)
+    /// registers them before the budget is built.
+    pub fn shape(&mut self, parts: &[Part]) -> Result<Shape, ConfigError> {
+        let merged = merge(parts, self.tag, self.buckets.len())?;
+        let index = usize::from(self.shape_count);
+        if index >= MAX_SHAPES {
+            return Err(ConfigError::TooManyShapes);
+        }
+        let mut row = ShapeRow::EMPTY;
+        row.len = merged.len() as u8;
+        for (k, part) in merged.iter().enumerate() {
+            let i = part.bucket.index();
+            row.index[k] = i as u8;
+            row.parts[k] = *part;
+            let headroom = self.lanes[i % MAX_BUCKETS].headroom;
+            for (class, need) in row.need.iter_mut().enumerate() {
+                need[k] = u64::from(part.cost) + headroom[class];
+            }
+        }
+        self.shapes[index] = row;
+        self.shape_count += 1;
+        Ok(Shape {
+            budget: self.tag,
+            index: index as u8,
+        })
+    }
+
+    /// The parts of `shape`, as registered (repeated buckets merged).
+    pub fn shape_parts(&self, shape: Shape) -> Result<&[Part], ForeignId> {
+        if shape.budget != self.tag || shape.index >= self.shape_count {
+            return Err(ForeignId);
+        }
+        let row = &self.shapes[usize::from(shape.index) % MAX_SHAPES];
+        Ok(&row.parts[..row.len()])
+    }
+
+    /// [`Budget::try_charge`] for a registered shape, all or none, with the same
+    /// answers: the same admissions, the same refusals (bucket, reason, ready time),
+    /// the same effect on every bucket. The ticket holds the shape, the sequence
+    /// number and the time, not a copy of the parts.
+    ///
+    /// A shape of another budget is refused as [`Why::Foreign`] (its `bucket` is an
+    /// id of that other budget).
+    #[inline]
+    pub fn try_charge_shape(
+        &mut self,
+        shape: Shape,
+        class: Class,
+        now_ns: i64,
+    ) -> Result<Ticket, Limited> {
+        let now = self.clock(now_ns);
+        if shape.budget != self.tag || shape.index >= self.shape_count {
+            return Err(self.foreign_shape(shape));
+        }
+        let row = &self.shapes[usize::from(shape.index) % MAX_SHAPES];
+        let n = row.len();
+        let index = &row.index[..n];
+        for (&i, &need) in index.iter().zip(&row.need[class.index()][..n]) {
+            let lane = &self.lanes[usize::from(i) % MAX_BUCKETS];
+            if now >= lane.until_ns || need > lane.room {
+                return self.shape_missed(shape, class, now);
+            }
+        }
+        for (&i, &cost) in index.iter().zip(&row.need[0][..n]) {
+            self.lanes[usize::from(i) % MAX_BUCKETS].room -= cost;
+        }
+        self.seq += 1;
+        Ok(Ticket {
+            at_ns: now,
+            seq: self.seq,
+            budget: self.tag,
+            shape: shape.index,
+            parts: Charged::new(),
+        })
+    }
+
+    #[cold]
+    fn foreign_shape(&self, shape: Shape) -> Limited {
+        Limited {
+            bucket: BucketId {
+                budget: shape.budget,
+                index: u8::MAX,
+            },
+            ready_at_ns: i64::MAX,
+            why: Why::Foreign,
+        }
+    }
+
+    /// [`Budget::try_charge_shape`] past the lanes: a refusal from the lanes if
+    /// every lane is open, else the full path.
+    #[cold]
+    #[inline(never)]
+    fn shape_missed(&mut self, shape: Shape, class: Class, now: i64) -> Result<Ticket, Limited> {
+        let row = self.shapes[usize::from(shape.index) % MAX_SHAPES];
+        let n = row.len();
+        let all_open = row.index[..n]
+            .iter()
+            .all(|&i| self.lanes[usize::from(i) % MAX_BUCKETS].open_at(now));
+        if all_open {
+            if let Some(refused) = self.refuse_from_lanes(&row, class, now) {
+                return Err(refused);
+            }
+        }
+        let parts = row.parts();
+        self.charge_slow(&parts, class, now).map(|ticket| Ticket {
+            shape: shape.index,
+            parts: Charged::new(),
+            ..ticket
+        })
+    }
+
+    /// The refusal of a shape whose every lane is open and some short: only the
+    /// short buckets are asked (an open lane's bucket is already at `now`: same
+    /// slot, same windows), the one ready last named, as [`Budget::try_charge`]'s
+    /// explanation would. `None` if no lane is short after all.
+    fn refuse_from_lanes(&mut self, row: &ShapeRow, class: Class, now: i64) -> Option<Limited> {
+        let seq = self.seq;
+        let mut worst: Option<(usize, Why, i64)> = None;
+        for k in 0..row.len() {
+            let i = usize::from(row.index[k]) % MAX_BUCKETS;
+            let lane = &self.lanes[i];
+            if row.need[class.index()][k] <= lane.room {
+                continue;
+            }
+            let bucket = self.buckets.get_mut(i)?;
+            bucket.settle(lane, seq);
+            let Some((why, ready)) = bucket.refusal(row.need[0][k], class, now) else {
+                continue;
+            };
+            let better = match worst {
+                None => true,
+                Some((_, w, r)) => (rank(why), ready) > (rank(w), r),
+            };
+            if better {
+                worst = Some((i, why, ready));
+            }
+        }
+        let (i, why, ready) = worst?;
+        Some(self.refuse(self.id(i), ready, why))
+    }
+
+    /// [`Budget::refund`] of a shape's ticket. A charge still in every lane (no lane
+    /// settled since: the common case of a request refused before any byte left)
+    /// goes back to the lanes; any other through the full path.
+    pub(super) fn refund_shape(&mut self, ticket: Ticket, now_ns: i64) -> Result<(), ForeignId> {
+        if ticket.shape >= self.shape_count {
+            return Err(ForeignId);
+        }
+        let row = &self.shapes[usize::from(ticket.shape) % MAX_SHAPES];
+        let n = row.len();
+        let index = &row.index[..n];
+        let in_lanes = index.iter().all(|&i| {
+            self.buckets
+                .get(usize::from(i))
+                .is_some_and(|b| b.settled_seq < ticket.seq)
+        });
+        if !in_lanes {
+            let parts = row.parts();
+            self.refund_parts(&parts, ticket.at_ns, ticket.seq, now_ns);
+            return Ok(());
+        }
+        self.returned += 1;
+        if now_ns > self.now_ns {
+            self.now_ns = now_ns;
+        }
+        for (&i, &cost) in index.iter().zip(&row.need[0][..n]) {
+            let i = usize::from(i) % MAX_BUCKETS;
+            self.lanes[i].room += cost;
+            if let Some(b) = self.buckets.get_mut(i) {
+                // Admitted counts what was charged, refunded or not (as on the
+                // full path); the lane books only what it still holds.
+                b.stats.admitted += cost;
+                b.stats.refunds += 1;
+            }
+        }
+        Ok(())
+    }
+}
