@@ -39,10 +39,16 @@ pub(super) enum State {
 pub(super) struct Lane {
     /// The lane holds before this instant; `i64::MIN` closes it.
     pub(super) until_ns: i64,
-    /// Units Urgent may still charge before `until_ns`.
+    /// One more than the units Urgent may still charge before `until_ns`, and 0
+    /// for a closed lane: a need passes while `need < room`, so a closed lane
+    /// refuses every need, 0 included, with no look at `until_ns`.
     pub(super) room: u64,
     /// Units each class must leave, by [`Class::index`] (0 for Urgent).
     pub(super) headroom: [u64; 3],
+    /// Units refunded into the lane since it last settled (admitted counts them).
+    pub(super) refunded: u64,
+    /// Tickets refunded into the lane since it last settled.
+    pub(super) refunds: u64,
 }
 
 impl Lane {
@@ -54,6 +60,8 @@ impl Lane {
             until_ns: Lane::CLOSED,
             room: 0,
             headroom: [0; 3],
+            refunded: 0,
+            refunds: 0,
         }
     }
 
@@ -110,9 +118,8 @@ impl Bucket {
         };
         let allowances = spec.allowances();
         let mut lane = Lane {
-            until_ns: Lane::CLOSED,
-            room: 0,
             headroom: allowances.map(|a| allowances[0] - a),
+            ..Lane::closed()
         };
         let mut bucket = Bucket {
             state,
@@ -144,8 +151,15 @@ impl Bucket {
     /// opened. Call before anything reads or moves the state; `seq` is the budget's
     /// charge sequence now.
     #[inline]
-    pub(super) fn settle(&mut self, lane: &Lane, seq: u64) {
+    pub(super) fn settle(&mut self, lane: &mut Lane, seq: u64) {
         self.settled_seq = seq;
+        if lane.refunds != 0 {
+            // Refunded units were admitted too (as on the full path).
+            self.stats.admitted += lane.refunded;
+            self.stats.refunds += lane.refunds;
+            lane.refunded = 0;
+            lane.refunds = 0;
+        }
         let charged = self.lane_base - lane.room;
         if charged == 0 {
             return;
@@ -163,7 +177,7 @@ impl Bucket {
 
     /// Settles, then moves the state to `now`.
     #[inline]
-    pub(super) fn sync(&mut self, lane: &Lane, now: i64, seq: u64) {
+    pub(super) fn sync(&mut self, lane: &mut Lane, now: i64, seq: u64) {
         self.settle(lane, seq);
         self.advance(now);
     }
@@ -187,10 +201,11 @@ impl Bucket {
         self.settled_seq = seq;
         match steady {
             Some((used, until)) if used <= limit => {
+                // Limits are at most i64::MAX: the one more never overflows.
                 lane.room = if matches!(self.state, State::Gate) {
                     u64::MAX
                 } else {
-                    limit - used
+                    limit - used + 1
                 };
                 lane.until_ns = until;
             }

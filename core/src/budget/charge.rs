@@ -80,7 +80,7 @@ impl Budget {
                 }
                 let lane = &mut self.lanes[part.bucket.index() % MAX_BUCKETS];
                 let cost = u64::from(part.cost);
-                if now >= lane.until_ns || cost + lane.headroom[headroom] > lane.room {
+                if now >= lane.until_ns || cost + lane.headroom[headroom] >= lane.room {
                     break;
                 }
                 lane.room -= cost;
@@ -117,9 +117,13 @@ impl Budget {
         let seq = self.seq;
         for part in parts {
             if let Some((bucket, lane)) = self.bucket_mut(part.bucket) {
+                let old = lane.until_ns;
                 bucket.open_lane(lane, now, seq);
+                let new = lane.until_ns;
+                self.lane_moved(old, new);
             }
         }
+        self.last_settle_seq = self.seq;
         result
     }
 

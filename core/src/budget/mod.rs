@@ -63,6 +63,12 @@ pub struct Budget {
     /// buckets stay closed. A fixed array so that an index taken modulo its length
     /// needs no bounds check on the charge paths.
     lanes: [Lane; MAX_BUCKETS],
+    /// The earliest end of an open lane (`i64::MAX` if none): before it, every open
+    /// lane holds, so a shape's charge checks rooms only.
+    lanes_until: i64,
+    /// The charge sequence when a lane last settled or reopened: a shape's ticket
+    /// charged after it is still in its lanes.
+    last_settle_seq: u64,
     /// Registered shapes; `shape_count` of them are in use.
     shapes: [ShapeRow; MAX_SHAPES],
     shape_count: u8,
@@ -87,7 +93,7 @@ impl Budget {
             buckets.push(bucket);
             *lane = open;
         }
-        Budget {
+        let mut budget = Budget {
             now_ns,
             hold_guard_ns,
             seq: 0,
@@ -95,8 +101,38 @@ impl Budget {
             tag,
             buckets,
             lanes,
+            lanes_until: i64::MAX,
+            last_settle_seq: 0,
             shapes: [ShapeRow::EMPTY; MAX_SHAPES],
             shape_count: 0,
+        };
+        budget.lanes_changed();
+        budget
+    }
+
+    /// Call after any lane settled, opened or closed: recomputes the earliest end of
+    /// an open lane, and marks the tickets charged so far as settled somewhere.
+    fn lanes_changed(&mut self) {
+        self.last_settle_seq = self.seq;
+        self.lanes_until = self.lanes[..self.buckets.len()]
+            .iter()
+            .filter(|l| l.until_ns != Lane::CLOSED)
+            .map(|l| l.until_ns)
+            .min()
+            .unwrap_or(i64::MAX);
+    }
+
+    /// [`Budget::lanes_changed`] after one lane settled and moved its end from `old`
+    /// to `new`: recomputes the earliest end only if it may have risen.
+    fn lane_moved(&mut self, old: i64, new: i64) {
+        self.last_settle_seq = self.seq;
+        if new == old {
+            return;
+        }
+        if new != Lane::CLOSED && new < self.lanes_until {
+            self.lanes_until = new;
+        } else if old == self.lanes_until {
+            self.lanes_changed();
         }
     }
 
@@ -144,9 +180,12 @@ impl Budget {
     ) -> Result<R, ForeignId> {
         let seq = self.seq;
         let (b, lane) = self.bucket_mut(bucket).ok_or(ForeignId)?;
+        let old = lane.until_ns;
         b.sync(lane, now, seq);
         let result = f(b);
         b.open_lane(lane, now, seq);
+        let new = lane.until_ns;
+        self.lane_moved(old, new);
         Ok(result)
     }
 
@@ -349,6 +388,7 @@ impl Budget {
                 b.open_lane(lane, now, seq);
             }
         }
+        self.lanes_changed();
     }
 
     /// The next instant the budget has work of its own: a lane closes, a hold ends,
@@ -385,7 +425,8 @@ impl Budget {
         let b = self.own(bucket)?;
         // Read what the lane charged without touching the live bucket.
         let mut b = b.clone();
-        b.settle(&self.lanes[bucket.index() % MAX_BUCKETS], self.seq);
+        let mut lane = self.lanes[bucket.index() % MAX_BUCKETS];
+        b.settle(&mut lane, self.seq);
         Ok(Stats {
             used: b.used_at(self.now_ns),
             held_until_ns: (self.now_ns < b.hold_until_ns).then_some(b.hold_until_ns),

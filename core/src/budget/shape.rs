@@ -3,11 +3,12 @@
 //!
 //! A [`ShapeRow`] keeps, per merged part, the bucket index and each class's need
 //! (the cost plus the headroom that class must leave), all computed at
-//! registration. [`Budget::try_charge_shape`] compares each need with its lane's
-//! room, then subtracts the costs: two short loops over at most [`MAX_PARTS`]
-//! entries, no bounds checks (indices are taken modulo the fixed arrays' lengths,
-//! and were validated below them), no headroom lookups. Its ticket holds the shape,
-//! the sequence number and the time.
+//! registration. [`Budget::try_charge_shape`] checks once that no open lane has
+//! ended (the budget keeps the earliest end), then per part compares the need with
+//! its lane's room (a closed lane has none) and subtracts the cost: one short loop
+//! over at most [`MAX_PARTS`] entries, no bounds checks (indices are taken modulo
+//! the fixed arrays' lengths, and were validated below them), no headroom lookups.
+//! Its ticket holds the shape, the sequence number and the time.
 //!
 //! Off the fast path, a refusal whose every lane is open answers from the lanes
 //! (only the short buckets are settled and asked when they will have room); a
@@ -166,29 +167,53 @@ impl Budget {
         now_ns: i64,
     ) -> Result<Ticket, Limited> {
         let now = self.clock(now_ns);
-        if shape.budget != self.tag || shape.index >= self.shape_count {
-            return Err(self.foreign_shape(shape));
+        if now >= self.lanes_until
+            || shape.budget != self.tag
+            || shape.index >= self.shape_count
+            || !self.take_lanes(shape, class)
+        {
+            return self.shape_missed(shape, class, now);
         }
+        Ok(self.shape_ticket(shape, now))
+    }
+
+    /// Takes each part's cost from its lane if every lane has the need, else takes
+    /// nothing. Every lane ended or closed must already have been seen to.
+    #[inline(always)]
+    fn take_lanes(&mut self, shape: Shape, class: Class) -> bool {
         let row = &self.shapes[usize::from(shape.index) % MAX_SHAPES];
-        let n = row.len();
-        let index = &row.index[..n];
-        for (&i, &need) in index.iter().zip(&row.need[class.index()][..n]) {
-            let lane = &self.lanes[usize::from(i) % MAX_BUCKETS];
-            if now >= lane.until_ns || need > lane.room {
-                return self.shape_missed(shape, class, now);
+        let need = &row.need[class.index()];
+        for k in 0..row.len() {
+            let lane = &mut self.lanes[usize::from(row.index[k]) % MAX_BUCKETS];
+            if need[k] >= lane.room {
+                self.give_back(shape, k);
+                return false;
             }
+            lane.room -= row.need[0][k];
         }
-        for (&i, &cost) in index.iter().zip(&row.need[0][..n]) {
-            self.lanes[usize::from(i) % MAX_BUCKETS].room -= cost;
-        }
+        true
+    }
+
+    /// The receipt of a shape just charged.
+    #[inline(always)]
+    fn shape_ticket(&mut self, shape: Shape, now: i64) -> Ticket {
         self.seq += 1;
-        Ok(Ticket {
+        Ticket {
             at_ns: now,
             seq: self.seq,
             budget: self.tag,
             shape: shape.index,
             parts: Charged::new(),
-        })
+        }
+    }
+
+    /// Gives back what the first `k` parts of `shape` took from their lanes.
+    #[cold]
+    fn give_back(&mut self, shape: Shape, k: usize) {
+        let row = &self.shapes[usize::from(shape.index) % MAX_SHAPES];
+        for j in 0..k.min(row.len()) {
+            self.lanes[usize::from(row.index[j]) % MAX_BUCKETS].room += row.need[0][j];
+        }
     }
 
     #[cold]
@@ -208,6 +233,17 @@ impl Budget {
     #[cold]
     #[inline(never)]
     fn shape_missed(&mut self, shape: Shape, class: Class, now: i64) -> Result<Ticket, Limited> {
+        if shape.budget != self.tag || shape.index >= self.shape_count {
+            return Err(self.foreign_shape(shape));
+        }
+        if now >= self.lanes_until {
+            // A lane ended: reopen every ended lane (what an idle tick would have
+            // done), then try the lanes again.
+            self.tick(now);
+            if now < self.lanes_until && self.take_lanes(shape, class) {
+                return Ok(self.shape_ticket(shape, now));
+            }
+        }
         let row = self.shapes[usize::from(shape.index) % MAX_SHAPES];
         let n = row.len();
         let all_open = row.index[..n]
@@ -235,12 +271,13 @@ impl Budget {
         let mut worst: Option<(usize, Why, i64)> = None;
         for k in 0..row.len() {
             let i = usize::from(row.index[k]) % MAX_BUCKETS;
-            let lane = &self.lanes[i];
-            if row.need[class.index()][k] <= lane.room {
+            let lane = &mut self.lanes[i];
+            if row.need[class.index()][k] < lane.room {
                 continue;
             }
             let bucket = self.buckets.get_mut(i)?;
             bucket.settle(lane, seq);
+            self.last_settle_seq = seq;
             let Some((why, ready)) = bucket.refusal(row.need[0][k], class, now) else {
                 continue;
             };
@@ -265,12 +302,13 @@ impl Budget {
         }
         let row = &self.shapes[usize::from(ticket.shape) % MAX_SHAPES];
         let n = row.len();
-        let index = &row.index[..n];
-        let in_lanes = index.iter().all(|&i| {
-            self.buckets
-                .get(usize::from(i))
-                .is_some_and(|b| b.settled_seq < ticket.seq)
-        });
+        // No lane settled since the charge: it is in every lane. Else ask each.
+        let in_lanes = ticket.seq > self.last_settle_seq
+            || row.index[..n].iter().all(|&i| {
+                self.buckets
+                    .get(usize::from(i))
+                    .is_some_and(|b| b.settled_seq < ticket.seq)
+            });
         if !in_lanes {
             let parts = row.parts();
             self.refund_parts(&parts, ticket.at_ns, ticket.seq, now_ns);
@@ -280,15 +318,13 @@ impl Budget {
         if now_ns > self.now_ns {
             self.now_ns = now_ns;
         }
-        for (&i, &cost) in index.iter().zip(&row.need[0][..n]) {
-            let i = usize::from(i) % MAX_BUCKETS;
-            self.lanes[i].room += cost;
-            if let Some(b) = self.buckets.get_mut(i) {
-                // Admitted counts what was charged, refunded or not (as on the
-                // full path); the lane books only what it still holds.
-                b.stats.admitted += cost;
-                b.stats.refunds += 1;
-            }
+        for k in 0..n {
+            let lane = &mut self.lanes[usize::from(row.index[k]) % MAX_BUCKETS];
+            let cost = row.need[0][k];
+            lane.room += cost;
+            // Settled into the bucket's stats with the lane.
+            lane.refunded += cost;
+            lane.refunds += 1;
         }
         Ok(())
     }
