@@ -34,15 +34,16 @@ pub(super) enum State {
     Gate,
 }
 
-/// The fast path of one bucket: see the module docs of the budget.
+/// The fast path of one bucket: see the module docs of the budget. Its room is
+/// kept apart, in the budget's array of rooms (one `u64` per bucket, so that the
+/// charge loops address it directly): one more than the units Urgent may still
+/// charge before `until_ns`, and 0 for a closed lane. A need passes while
+/// `need < room`, so a closed lane refuses every need, 0 included, with no look
+/// at `until_ns`.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Lane {
     /// The lane holds before this instant; `i64::MIN` closes it.
     pub(super) until_ns: i64,
-    /// One more than the units Urgent may still charge before `until_ns`, and 0
-    /// for a closed lane: a need passes while `need < room`, so a closed lane
-    /// refuses every need, 0 included, with no look at `until_ns`.
-    pub(super) room: u64,
     /// Units each class must leave, by [`Class::index`] (0 for Urgent).
     pub(super) headroom: [u64; 3],
     /// Units refunded into the lane since it last settled (admitted counts them).
@@ -58,7 +59,6 @@ impl Lane {
     pub(super) const fn closed() -> Self {
         Lane {
             until_ns: Lane::CLOSED,
-            room: 0,
             headroom: [0; 3],
             refunded: 0,
             refunds: 0,
@@ -94,14 +94,18 @@ pub(super) struct Bucket {
     pub(super) raised_seq: u64,
     /// The longest server wait read as a throttle; a longer one halts.
     pub(super) max_wait_ns: i64,
+    /// The last refusal asked of an open lane (cost, class, answer), valid until
+    /// the state moves: a short lane asked again in the same slot or guard region
+    /// answers the same.
+    refusal_cache: Option<(u64, Class, Option<(Why, i64)>)>,
     pub(super) halted: bool,
     pub(super) name: ArrayString<MAX_NAME>,
     pub(super) stats: Stats,
 }
 
 impl Bucket {
-    /// The bucket and its lane, open at `now`.
-    pub(super) fn new(name: ArrayString<MAX_NAME>, spec: &Spec, now: i64) -> (Self, Lane) {
+    /// The bucket, its lane and its room, open at `now`.
+    pub(super) fn new(name: ArrayString<MAX_NAME>, spec: &Spec, now: i64) -> (Self, Lane, u64) {
         let state = match spec.kind() {
             Kind::Sliding {
                 window_ns, slots, ..
@@ -130,6 +134,7 @@ impl Bucket {
             hold_until_ns: i64::MIN,
             raised_seq: 0,
             max_wait_ns: 0,
+            refusal_cache: None,
             halted: false,
             name,
             stats: Stats {
@@ -143,16 +148,18 @@ impl Bucket {
                 .saturating_mul(2)
                 .max(DEFAULT_MAX_WAIT_NS)
         });
-        bucket.open_lane(&mut lane, now, 0);
-        (bucket, lane)
+        let mut room = 0;
+        bucket.open_lane(&mut lane, &mut room, now, 0);
+        (bucket, lane, room)
     }
 
     /// Books what the lane charged into the bucket's state, as made when the lane
     /// opened. Call before anything reads or moves the state; `seq` is the budget's
     /// charge sequence now.
+    /// Whether anything was booked (tickets charged through the lane are now in
+    /// the state).
     #[inline]
-    pub(super) fn settle(&mut self, lane: &mut Lane, seq: u64) {
-        self.settled_seq = seq;
+    pub(super) fn settle(&mut self, lane: &mut Lane, room: u64, seq: u64) -> bool {
         if lane.refunds != 0 {
             // Refunded units were admitted too (as on the full path).
             self.stats.admitted += lane.refunded;
@@ -160,11 +167,14 @@ impl Bucket {
             lane.refunded = 0;
             lane.refunds = 0;
         }
-        let charged = self.lane_base - lane.room;
+        let charged = self.lane_base - room;
         if charged == 0 {
-            return;
+            // No ticket's units wait in the lane: none is settled by this.
+            return false;
         }
-        self.lane_base = lane.room;
+        self.settled_seq = seq;
+        self.refusal_cache = None;
+        self.lane_base = room;
         match &mut self.state {
             State::Sliding(ring) => ring.add(charged),
             State::Fixed(windows) => windows.add(charged, self.lane_at_ns),
@@ -173,18 +183,20 @@ impl Bucket {
             State::Token(_) | State::Gate => {}
         }
         self.stats.admitted += charged;
+        true
     }
 
     /// Settles, then moves the state to `now`.
     #[inline]
-    pub(super) fn sync(&mut self, lane: &mut Lane, now: i64, seq: u64) {
-        self.settle(lane, seq);
+    pub(super) fn sync(&mut self, lane: &mut Lane, room: u64, now: i64, seq: u64) {
+        self.settle(lane, room, seq);
+        self.settled_seq = seq;
         self.advance(now);
     }
 
     /// Opens the lane at `now` from the (settled, advanced) state, or closes it where
     /// a charge needs the full check.
-    pub(super) fn open_lane(&mut self, lane: &mut Lane, now: i64, seq: u64) {
+    pub(super) fn open_lane(&mut self, lane: &mut Lane, room: &mut u64, now: i64, seq: u64) {
         let limit = self.allowances[0];
         let steady = if self.halted || now < self.hold_until_ns {
             None
@@ -199,10 +211,11 @@ impl Bucket {
         };
         self.lane_at_ns = now;
         self.settled_seq = seq;
+        self.refusal_cache = None;
         match steady {
             Some((used, until)) if used <= limit => {
                 // Limits are at most i64::MAX: the one more never overflows.
-                lane.room = if matches!(self.state, State::Gate) {
+                *room = if matches!(self.state, State::Gate) {
                     u64::MAX
                 } else {
                     limit - used + 1
@@ -210,11 +223,11 @@ impl Bucket {
                 lane.until_ns = until;
             }
             _ => {
-                lane.room = 0;
+                *room = 0;
                 lane.until_ns = Lane::CLOSED;
             }
         }
-        self.lane_base = lane.room;
+        self.lane_base = *room;
     }
 
     #[inline]
@@ -270,6 +283,25 @@ impl Bucket {
             (Some(h), Some(f)) if f > h => Some((Why::Full, f)),
             (Some(h), _) => Some((Why::Held, h)),
             (None, Some(f)) => Some((Why::Full, f)),
+        }
+    }
+
+    /// [`Bucket::refusal`] for a bucket whose lane is open at `now` and settled:
+    /// asked again with the same cost and class before the lane moves, it answers
+    /// from the last time (the state and the slot or guard region are the same).
+    pub(super) fn refusal_cached(
+        &mut self,
+        cost: u64,
+        class: Class,
+        now: i64,
+    ) -> Option<(Why, i64)> {
+        match self.refusal_cache {
+            Some((c, k, answer)) if c == cost && k == class => answer,
+            _ => {
+                let answer = self.refusal(cost, class, now);
+                self.refusal_cache = Some((cost, class, answer));
+                answer
+            }
         }
     }
 
@@ -338,14 +370,14 @@ impl Bucket {
     /// charged or said (halted, a gate, an in-flight limit, an empty fixed window,
     /// a token bucket, whose room grows continuously: a refusal's `ready_at` says
     /// when).
-    pub(super) fn next_event(&self, lane: &Lane, now: i64) -> Option<i64> {
+    pub(super) fn next_event(&self, lane: &Lane, room: u64, now: i64) -> Option<i64> {
         if self.halted {
             return None;
         }
         if now < self.hold_until_ns {
             return Some(self.hold_until_ns);
         }
-        let lane_charged = self.lane_base != lane.room;
+        let lane_charged = self.lane_base != room;
         match &self.state {
             State::Sliding(ring) => Some(ring.steady_until_ns()),
             State::Fixed(windows) if lane_charged || !windows.is_empty() => {

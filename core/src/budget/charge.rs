@@ -78,12 +78,14 @@ impl Budget {
                 if part.bucket.budget != self.tag || part.bucket.index() >= self.buckets.len() {
                     break;
                 }
-                let lane = &mut self.lanes[part.bucket.index() % MAX_BUCKETS];
+                let i = part.bucket.index() % MAX_BUCKETS;
+                let lane = &self.lanes[i];
+                let room = &mut self.rooms[i];
                 let cost = u64::from(part.cost);
-                if now >= lane.until_ns || cost + lane.headroom[headroom] >= lane.room {
+                if now >= lane.until_ns || cost + lane.headroom[headroom] >= *room {
                     break;
                 }
-                lane.room -= cost;
+                *room -= cost;
                 reserved += 1;
             }
             if reserved == parts.len() {
@@ -91,7 +93,7 @@ impl Budget {
                 return Ok(self.ticket(parts, now, self.seq));
             }
             for part in &parts[..reserved] {
-                self.lanes[part.bucket.index() % MAX_BUCKETS].room += u64::from(part.cost);
+                self.rooms[part.bucket.index() % MAX_BUCKETS] += u64::from(part.cost);
             }
         }
         self.charge_slow(parts, class, now)
@@ -109,16 +111,16 @@ impl Budget {
     ) -> Result<Ticket, Limited> {
         let seq = self.seq;
         for part in parts {
-            if let Some((bucket, lane)) = self.bucket_mut(part.bucket) {
-                bucket.sync(lane, now, seq);
+            if let Some((bucket, lane, room)) = self.bucket_mut(part.bucket) {
+                bucket.sync(lane, *room, now, seq);
             }
         }
         let result = self.charge_full(parts, class, now);
         let seq = self.seq;
         for part in parts {
-            if let Some((bucket, lane)) = self.bucket_mut(part.bucket) {
+            if let Some((bucket, lane, room)) = self.bucket_mut(part.bucket) {
                 let old = lane.until_ns;
-                bucket.open_lane(lane, now, seq);
+                bucket.open_lane(lane, room, now, seq);
                 let new = lane.until_ns;
                 self.lane_moved(old, new);
             }
@@ -144,7 +146,7 @@ impl Budget {
                 return self.charge_repeated(parts, class, now);
             }
             seen |= bit;
-            let Some((bucket, _)) = self.bucket_mut(part.bucket) else {
+            let Some((bucket, ..)) = self.bucket_mut(part.bucket) else {
                 return Err(self.refuse(part.bucket, i64::MAX, Why::Foreign));
             };
             bucket.advance(now);
@@ -175,7 +177,7 @@ impl Budget {
                 continue;
             };
             let id = parts[i].bucket;
-            let Some((bucket, _)) = self.bucket_mut(id) else {
+            let Some((bucket, ..)) = self.bucket_mut(id) else {
                 return Err(self.refuse(id, i64::MAX, Why::Foreign));
             };
             bucket.advance(now);
@@ -224,7 +226,7 @@ impl Budget {
             };
             let id = parts[i].bucket;
             let refusal = match self.bucket_mut(id) {
-                Some((bucket, _)) => {
+                Some((bucket, ..)) => {
                     bucket.advance(now);
                     bucket.refusal(cost, class, now)
                 }
@@ -246,7 +248,7 @@ impl Budget {
     }
 
     pub(super) fn refuse(&mut self, bucket: BucketId, ready_at_ns: i64, why: Why) -> Limited {
-        if let Some((b, _)) = self.bucket_mut(bucket) {
+        if let Some((b, ..)) = self.bucket_mut(bucket) {
             let r = &mut b.stats.refusals;
             match why {
                 Why::Full => r.full += 1,

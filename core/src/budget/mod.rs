@@ -63,6 +63,8 @@ pub struct Budget {
     /// buckets stay closed. A fixed array so that an index taken modulo its length
     /// needs no bounds check on the charge paths.
     lanes: [Lane; MAX_BUCKETS],
+    /// The room of each lane (see [`Lane`]), by bucket index.
+    rooms: [u64; MAX_BUCKETS],
     /// The earliest end of an open lane (`i64::MAX` if none): before it, every open
     /// lane holds, so a shape's charge checks rooms only.
     lanes_until: i64,
@@ -87,11 +89,13 @@ impl Budget {
         now_ns: i64,
     ) -> Self {
         let mut lanes = [Lane::closed(); MAX_BUCKETS];
+        let mut rooms = [0; MAX_BUCKETS];
         let mut buckets = ArrayVec::new();
-        for ((name, spec), lane) in specs.iter().zip(&mut lanes) {
-            let (bucket, open) = Bucket::new(*name, spec, now_ns);
+        for (i, (name, spec)) in specs.iter().enumerate().take(MAX_BUCKETS) {
+            let (bucket, lane, room) = Bucket::new(*name, spec, now_ns);
             buckets.push(bucket);
-            *lane = open;
+            lanes[i] = lane;
+            rooms[i] = room;
         }
         let mut budget = Budget {
             now_ns,
@@ -101,6 +105,7 @@ impl Budget {
             tag,
             buckets,
             lanes,
+            rooms,
             lanes_until: i64::MAX,
             last_settle_seq: 0,
             shapes: [ShapeRow::EMPTY; MAX_SHAPES],
@@ -146,12 +151,14 @@ impl Budget {
     }
 
     /// The bucket `id` names and its lane, or `None` for an id of another budget.
-    fn bucket_mut(&mut self, id: BucketId) -> Option<(&mut Bucket, &mut Lane)> {
+    #[allow(clippy::type_complexity)]
+    fn bucket_mut(&mut self, id: BucketId) -> Option<(&mut Bucket, &mut Lane, &mut u64)> {
         if id.budget != self.tag {
             return None;
         }
         let bucket = self.buckets.get_mut(id.index())?;
-        Some((bucket, &mut self.lanes[id.index() % MAX_BUCKETS]))
+        let i = id.index() % MAX_BUCKETS;
+        Some((bucket, &mut self.lanes[i], &mut self.rooms[i]))
     }
 
     /// The bucket `id` names, or [`ForeignId`].
@@ -179,11 +186,11 @@ impl Budget {
         f: impl FnOnce(&mut Bucket) -> R,
     ) -> Result<R, ForeignId> {
         let seq = self.seq;
-        let (b, lane) = self.bucket_mut(bucket).ok_or(ForeignId)?;
+        let (b, lane, room) = self.bucket_mut(bucket).ok_or(ForeignId)?;
         let old = lane.until_ns;
-        b.sync(lane, now, seq);
+        b.sync(lane, *room, now, seq);
         let result = f(b);
-        b.open_lane(lane, now, seq);
+        b.open_lane(lane, room, now, seq);
         let new = lane.until_ns;
         self.lane_moved(old, new);
         Ok(result)
@@ -381,11 +388,12 @@ impl Budget {
     pub fn tick(&mut self, now_ns: i64) {
         let now = self.clock(now_ns);
         let seq = self.seq;
-        for (b, lane) in self.buckets.iter_mut().zip(&mut self.lanes) {
+        let lanes = self.lanes.iter_mut().zip(&mut self.rooms);
+        for (b, (lane, room)) in self.buckets.iter_mut().zip(lanes) {
             // A bucket whose lane still holds has nothing to catch up.
             if !lane.open_at(now) {
-                b.sync(lane, now, seq);
-                b.open_lane(lane, now, seq);
+                b.sync(lane, *room, now, seq);
+                b.open_lane(lane, room, now, seq);
             }
         }
         self.lanes_changed();
@@ -415,8 +423,8 @@ impl Budget {
         let now = now_ns.max(self.now_ns);
         self.buckets
             .iter()
-            .zip(&self.lanes)
-            .filter_map(|(b, lane)| b.next_event(lane, now))
+            .zip(self.lanes.iter().zip(&self.rooms))
+            .filter_map(|(b, (lane, room))| b.next_event(lane, *room, now))
             .min()
     }
 
@@ -425,8 +433,9 @@ impl Budget {
         let b = self.own(bucket)?;
         // Read what the lane charged without touching the live bucket.
         let mut b = b.clone();
-        let mut lane = self.lanes[bucket.index() % MAX_BUCKETS];
-        b.settle(&mut lane, self.seq);
+        let i = bucket.index() % MAX_BUCKETS;
+        let mut lane = self.lanes[i];
+        b.settle(&mut lane, self.rooms[i], self.seq);
         Ok(Stats {
             used: b.used_at(self.now_ns),
             held_until_ns: (self.now_ns < b.hold_until_ns).then_some(b.hold_until_ns),

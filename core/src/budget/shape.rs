@@ -184,12 +184,12 @@ impl Budget {
         let row = &self.shapes[usize::from(shape.index) % MAX_SHAPES];
         let need = &row.need[class.index()];
         for k in 0..row.len() {
-            let lane = &mut self.lanes[usize::from(row.index[k]) % MAX_BUCKETS];
-            if need[k] >= lane.room {
+            let room = &mut self.rooms[usize::from(row.index[k]) % MAX_BUCKETS];
+            if need[k] >= *room {
                 self.give_back(shape, k);
                 return false;
             }
-            lane.room -= row.need[0][k];
+            *room -= row.need[0][k];
         }
         true
     }
@@ -212,7 +212,7 @@ impl Budget {
     fn give_back(&mut self, shape: Shape, k: usize) {
         let row = &self.shapes[usize::from(shape.index) % MAX_SHAPES];
         for j in 0..k.min(row.len()) {
-            self.lanes[usize::from(row.index[j]) % MAX_BUCKETS].room += row.need[0][j];
+            self.rooms[usize::from(row.index[j]) % MAX_BUCKETS] += row.need[0][j];
         }
     }
 
@@ -244,17 +244,17 @@ impl Budget {
                 return Ok(self.shape_ticket(shape, now));
             }
         }
-        let row = self.shapes[usize::from(shape.index) % MAX_SHAPES];
-        let n = row.len();
-        let all_open = row.index[..n]
+        let si = usize::from(shape.index) % MAX_SHAPES;
+        let row = &self.shapes[si];
+        let all_open = row.index[..row.len()]
             .iter()
             .all(|&i| self.lanes[usize::from(i) % MAX_BUCKETS].open_at(now));
         if all_open {
-            if let Some(refused) = self.refuse_from_lanes(&row, class, now) {
+            if let Some(refused) = self.refuse_from_lanes(si, class, now) {
                 return Err(refused);
             }
         }
-        let parts = row.parts();
+        let parts = self.shapes[si].parts();
         self.charge_slow(&parts, class, now).map(|ticket| Ticket {
             shape: shape.index,
             parts: Charged::new(),
@@ -266,19 +266,25 @@ impl Budget {
     /// short buckets are asked (an open lane's bucket is already at `now`: same
     /// slot, same windows), the one ready last named, as [`Budget::try_charge`]'s
     /// explanation would. `None` if no lane is short after all.
-    fn refuse_from_lanes(&mut self, row: &ShapeRow, class: Class, now: i64) -> Option<Limited> {
+    fn refuse_from_lanes(&mut self, si: usize, class: Class, now: i64) -> Option<Limited> {
         let seq = self.seq;
         let mut worst: Option<(usize, Why, i64)> = None;
-        for k in 0..row.len() {
-            let i = usize::from(row.index[k]) % MAX_BUCKETS;
-            let lane = &mut self.lanes[i];
-            if row.need[class.index()][k] < lane.room {
+        for k in 0..self.shapes[si].len() {
+            let row = &self.shapes[si];
+            let (i, need, cost) = (
+                usize::from(row.index[k]) % MAX_BUCKETS,
+                row.need[class.index()][k],
+                row.need[0][k],
+            );
+            let room = self.rooms[i];
+            if need < room {
                 continue;
             }
             let bucket = self.buckets.get_mut(i)?;
-            bucket.settle(lane, seq);
-            self.last_settle_seq = seq;
-            let Some((why, ready)) = bucket.refusal(row.need[0][k], class, now) else {
+            if bucket.settle(&mut self.lanes[i], room, seq) {
+                self.last_settle_seq = seq;
+            }
+            let Some((why, ready)) = bucket.refusal_cached(cost, class, now) else {
                 continue;
             };
             let better = match worst {
@@ -319,9 +325,10 @@ impl Budget {
             self.now_ns = now_ns;
         }
         for k in 0..n {
-            let lane = &mut self.lanes[usize::from(row.index[k]) % MAX_BUCKETS];
+            let i = usize::from(row.index[k]) % MAX_BUCKETS;
             let cost = row.need[0][k];
-            lane.room += cost;
+            self.rooms[i] += cost;
+            let lane = &mut self.lanes[i];
             // Settled into the bucket's stats with the lane.
             lane.refunded += cost;
             lane.refunds += 1;

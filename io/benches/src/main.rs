@@ -487,10 +487,7 @@ fn print_targets(all: &[Box<dyn Case>], summaries: &[Summary]) {
             if e.median < g.median { "met" } else { "missed" }
         );
     }
-    if let (Some(e), Some(g)) = (
-        find(all, summaries, "shape4"),
-        find(all, summaries, "gov4"),
-    ) {
+    if let (Some(e), Some(g)) = (find(all, summaries, "shape4"), find(all, summaries, "gov4")) {
         println!(
             "target: 4-part Shape median {:.1} ns vs four governor checks {:.1} ns: ratio {:.2} ({})",
             e.median,
