@@ -50,10 +50,10 @@ mod stats;
 mod ticket;
 mod verdict;
 
-pub use budget::{Budget, Shape};
-pub use spec::{Builder, ConfigError, Kind, Spec, DEFAULT_HOLD_GUARD_NS};
+pub use budget::{Budget, Builder, DEFAULT_HOLD_GUARD_NS};
+pub use spec::{ConfigError, Kind, Spec};
 pub use stats::{Refusals, Stats};
-pub use ticket::{BucketId, Class, Flight, ForeignId, Limited, Part, Ticket, Why};
+pub use ticket::{BucketId, Class, Flight, ForeignId, Limited, Part, Shape, Ticket, Why};
 pub use verdict::{Resend, Verdict};
 
 /// Most buckets one [`Budget`] holds.

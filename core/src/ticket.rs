@@ -4,7 +4,7 @@
 
 use arrayvec::ArrayVec;
 
-use crate::{Shape, MAX_PARTS};
+use crate::MAX_PARTS;
 
 /// A bucket of one [`Budget`](crate::Budget), as handed out by
 /// [`Builder::add`](crate::Builder::add).
@@ -35,6 +35,32 @@ impl core::fmt::Display for ForeignId {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.write_str("an id, ticket or flight of another budget")
     }
+}
+
+/// A request kind registered once with its budget ([`Budget::shape`](crate::Budget::shape) or
+/// [`Builder::shape`](crate::Builder::shape)): place, cancel, a book read ...
+///
+/// Charged with [`Budget::try_charge_shape`](crate::Budget::try_charge_shape), it costs a compare and a subtraction
+/// per bucket, and its [`Ticket`] names the shape instead of copying the parts.
+/// Like a [`BucketId`], it carries its budget's tag: another budget refuses it.
+///
+/// ```
+/// use ergon_core::{Budget, Class, Part, Spec};
+/// let mut b = Budget::builder();
+/// let weight = b.add("weight", Spec::sliding(1200, 60_000_000_000, 60)).unwrap();
+/// let orders = b.add("orders", Spec::fixed(50, 10_000_000_000)).unwrap();
+/// let ip = b.add("ip", Spec::gate()).unwrap();
+/// let place = b.shape(&[Part::new(weight, 1), Part::new(orders, 1), Part::new(ip, 0)]).unwrap();
+/// let mut budget = b.build(0).unwrap();
+/// let ticket = budget.try_charge_shape(place, Class::Normal, 1).unwrap();
+/// assert_eq!(ticket.shape(), Some(place));
+/// budget.refund(ticket, 2).unwrap();
+/// assert_eq!(budget.stats(weight).unwrap().used, 0);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Shape {
+    pub(crate) budget: u16,
+    pub(crate) index: u8,
 }
 
 /// One bucket a request counts against, and how much.

@@ -72,6 +72,9 @@ impl Lane {
     }
 }
 
+/// Why a cost does not pass, and when it will; `None` if it passes.
+pub(super) type Refusal = Option<(Why, i64)>;
+
 #[derive(Clone, Debug)]
 pub(super) struct Bucket {
     pub(super) state: State,
@@ -97,7 +100,7 @@ pub(super) struct Bucket {
     /// The last refusal asked of an open lane (cost, class, answer), valid until
     /// the state moves: a short lane asked again in the same slot or guard region
     /// answers the same.
-    refusal_cache: Option<(u64, Class, Option<(Why, i64)>)>,
+    refusal_cache: Option<(u64, Class, Refusal)>,
     pub(super) halted: bool,
     pub(super) name: ArrayString<MAX_NAME>,
     pub(super) stats: Stats,

@@ -25,27 +25,31 @@
 //! then, so that charging it is a compare per part on the lanes and a subtraction,
 //! and its ticket names the shape instead of copying the parts.
 //!
-//! Files: `bucket.rs` (one bucket and its lane), `charge.rs` (ad-hoc charges and
-//! refunds), `shape.rs` (shapes), this file (the budget, the server's word, time).
+//! Files: `builder.rs` (the [`Builder`]), `bucket.rs` (one bucket and its lane),
+//! `charge.rs` (ad-hoc charges and refunds), `shape.rs` (shapes), this file (the
+//! budget, the server's word, time).
 //!
 //! Never allocates, locks, logs or reads a clock.
 
 use arrayvec::{ArrayString, ArrayVec};
 
 mod bucket;
+mod builder;
 mod charge;
+mod resend;
 mod shape;
 
 use bucket::{Bucket, Lane, State};
-pub(crate) use shape::merge;
-pub use shape::Shape;
+use builder::validate_parts;
+pub use builder::{Builder, DEFAULT_HOLD_GUARD_NS};
+use shape::merge;
 use shape::ShapeRow;
 
-use crate::spec::{validate_parts, Spec};
+use crate::spec::{ConfigError, Spec};
 use crate::stats::Stats;
 use crate::ticket::{BucketId, Flight, ForeignId, Part, NO_SHAPE};
 use crate::verdict::Verdict;
-use crate::{Builder, ConfigError, MAX_BUCKETS, MAX_NAME, MAX_SHAPES};
+use crate::{MAX_BUCKETS, MAX_NAME, MAX_SHAPES};
 
 /// A fixed set of rate limits, charged all or none. See the [crate] docs.
 #[derive(Clone, Debug)]

@@ -19,34 +19,8 @@
 
 use super::charge::rank;
 use super::Budget;
-use crate::ticket::{BucketId, Charged, Class, ForeignId, Limited, Part, Ticket, Why};
+use crate::ticket::{BucketId, Charged, Class, ForeignId, Limited, Part, Shape, Ticket, Why};
 use crate::{ConfigError, MAX_BUCKETS, MAX_PARTS, MAX_SHAPES};
-
-/// A request kind registered once with its budget ([`Budget::shape`] or
-/// [`Builder::shape`](crate::Builder::shape)): place, cancel, a book read ...
-///
-/// Charged with [`Budget::try_charge_shape`], it costs a compare and a subtraction
-/// per bucket, and its [`Ticket`] names the shape instead of copying the parts.
-/// Like a [`BucketId`], it carries its budget's tag: another budget refuses it.
-///
-/// ```
-/// use ergon_core::{Budget, Class, Part, Spec};
-/// let mut b = Budget::builder();
-/// let weight = b.add("weight", Spec::sliding(1200, 60_000_000_000, 60)).unwrap();
-/// let orders = b.add("orders", Spec::fixed(50, 10_000_000_000)).unwrap();
-/// let ip = b.add("ip", Spec::gate()).unwrap();
-/// let place = b.shape(&[Part::new(weight, 1), Part::new(orders, 1), Part::new(ip, 0)]).unwrap();
-/// let mut budget = b.build(0).unwrap();
-/// let ticket = budget.try_charge_shape(place, Class::Normal, 1).unwrap();
-/// assert_eq!(ticket.shape(), Some(place));
-/// budget.refund(ticket, 2).unwrap();
-/// assert_eq!(budget.stats(weight).unwrap().used, 0);
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Shape {
-    pub(crate) budget: u16,
-    pub(crate) index: u8,
-}
 
 /// One registered shape. See the module docs.
 #[derive(Clone, Copy, Debug)]
@@ -90,7 +64,7 @@ impl ShapeRow {
 
 /// Merges repeated buckets of `parts` (first-seen order, costs summed) after
 /// checking each names one of the `buckets` buckets of the budget tagged `tag`.
-pub(crate) fn merge(parts: &[Part], tag: u16, buckets: usize) -> Result<Charged, ConfigError> {
+pub(super) fn merge(parts: &[Part], tag: u16, buckets: usize) -> Result<Charged, ConfigError> {
     if parts.len() > MAX_PARTS {
         return Err(ConfigError::TooManyParts);
     }
@@ -183,6 +157,10 @@ impl Budget {
     fn take_lanes(&mut self, shape: Shape, class: Class) -> bool {
         let row = &self.shapes[usize::from(shape.index) % MAX_SHAPES];
         let need = &row.need[class.index()];
+        // Indexed, not zipped: the indices are bounded by `len` (at most
+        // MAX_PARTS), so the compiler drops the bounds checks, and one counter
+        // drives all three arrays.
+        #[allow(clippy::needless_range_loop)]
         for k in 0..row.len() {
             let room = &mut self.rooms[usize::from(row.index[k]) % MAX_BUCKETS];
             if need[k] >= *room {
