@@ -76,6 +76,11 @@ pub enum Error {
     Config(ConfigError),
     /// This venue has no such request kind.
     Unsupported,
+    /// An argument of a typed endpoint was refused before anything was written;
+    /// names the argument.
+    BadArgument(&'static str),
+    /// A signed endpoint was prepared on an adapter given no API key.
+    NoKey,
 }
 
 impl From<JsonError> for Error {
@@ -101,6 +106,8 @@ impl core::fmt::Display for Error {
             Error::BadField(name) => write!(f, "configuration body: field {name} missing or bad"),
             Error::Config(e) => write!(f, "bucket configuration: {e}"),
             Error::Unsupported => f.write_str("this venue has no such request kind"),
+            Error::BadArgument(what) => write!(f, "bad argument: {what}"),
+            Error::NoKey => f.write_str("a signed endpoint needs the adapter's API key"),
         }
     }
 }

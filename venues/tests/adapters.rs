@@ -52,6 +52,8 @@ const TABLE: &[(&str, &str, &str, &[Effect])] = &[
     ("binance-spot", "cancel_replace_failed_2022", "NotRun", &[]),
     ("binance-spot", "cancel_replace_partial_2021", "Unknown", &[]),
     ("binance-spot", "garbage_200", "Unknown", &[]),
+    ("binance-spot", "query_found", "Done", &[Used("REQUEST_WEIGHT_1M", 9)]),
+    ("binance-spot", "query_not_found_2013", "Rejected", &[Used("REQUEST_WEIGHT_1M", 9)]),
     ("binance-spot", "bad_usage_header_429", "Throttled bucket=REQUEST_WEIGHT_1M until_ms=37000", &[Held("REQUEST_WEIGHT_1M", 37_000), Used("REQUEST_WEIGHT_1M", 1), Warns("X-MBX-USED-WEIGHT-*")]),
     // Binance USD-M futures: 2400 weight/min, 1200 orders/min, 300/10 s.
     ("binance-futures", "order_ok", "Done", &[Used("REQUEST_WEIGHT_1M", 57), Used("ORDERS_1M", 3), Used("ORDERS_10S", 2)]),
