@@ -73,7 +73,7 @@ fn named(p: &Prepared, budget: &Budget) -> Vec<(String, u32)> {
     let mut v: Vec<_> = p
         .parts()
         .iter()
-        .map(|part| (budget.name(part.bucket).to_string(), part.cost))
+        .map(|part| (budget.name(part.bucket).unwrap().to_string(), part.cost))
         .collect();
     v.sort();
     v
