@@ -265,7 +265,7 @@ fn prepared_request_charges_and_reads_its_answer() {
     let file =
         HttpFile::parse(&std::fs::read(fixture("binance-spot", "order_ok")).unwrap()).unwrap();
     let v = file.with_response(|r| spot.on_response(p.kind().unwrap(), r, &mut budget, 10 * SEC));
-    budget.complete(flight, 10 * SEC);
+    budget.complete(flight, 10 * SEC).unwrap();
     assert_eq!(v, Ok(Verdict::Done));
     let placed = file.with_response(|r| spot.read_placed(r));
     let Placed::Accepted(info) = placed else {
