@@ -194,6 +194,22 @@ impl Limits {
         parts
     }
 
+    /// Pushes `cost` on the limit counting `counts` over `window_ns`, if declared.
+    pub fn push_window(
+        &self,
+        parts: &mut Parts,
+        counts: Counts,
+        window_ns: i64,
+        cost: u32,
+    ) -> Result<(), Error> {
+        for l in self.of(counts).filter(|l| l.window_ns == window_ns) {
+            parts
+                .try_push(Part::new(l.bucket, cost))
+                .map_err(|_| Error::Config(ConfigError::TooManyParts))?;
+        }
+        Ok(())
+    }
+
     /// Parts of a request: the IP gate, then each kind of limit.
     pub fn parts(&self, weight: u32, orders: u32, raw: u32) -> Result<Parts, Error> {
         let mut parts = Parts::new();
@@ -343,6 +359,11 @@ impl Auth {
         })
     }
 
+    /// Whether a key was given.
+    pub fn has_key(&self) -> bool {
+        self.key.is_some()
+    }
+
     /// The receive window, ms.
     pub fn recv_window_ms(&self) -> i64 {
         self.recv_window_ms
@@ -364,6 +385,8 @@ pub(crate) fn param(w: &mut Writer<'_>, first: &mut bool, name: &str, value: &st
 pub(crate) enum PostOnly {
     /// `type=LIMIT_MAKER` (Spot).
     LimitMaker,
+    /// `type=LIMIT&timeInForce=GTX` (USD-M futures).
+    Gtx,
 }
 
 /// The parameters of a new order: `symbol`, `side`, `type`, `timeInForce`,
@@ -393,6 +416,10 @@ pub(crate) fn order_params(
         }
         OrderType::PostOnly => match post_only {
             PostOnly::LimitMaker => param(w, first, "type", "LIMIT_MAKER"),
+            PostOnly::Gtx => {
+                param(w, first, "type", "LIMIT");
+                param(w, first, "timeInForce", "GTX");
+            }
         },
         OrderType::Market => param(w, first, "type", "MARKET"),
     }

@@ -412,6 +412,19 @@ impl<'p> Writer<'p> {
         }
     }
 
+    /// Appends `s` percent-encoded: every byte but `A-Z a-z 0-9 - . _ ~` as `%XX`
+    /// (a JSON value inside a query string).
+    pub(crate) fn enc(&mut self, s: &str) {
+        const HEX: &[u8; 16] = b"0123456789ABCDEF";
+        for &c in s.as_bytes() {
+            if c.is_ascii_alphanumeric() || b"-._~".contains(&c) {
+                self.put(&[c]);
+            } else {
+                self.put(&[b'%', HEX[usize::from(c >> 4)], HEX[usize::from(c & 15)]]);
+            }
+        }
+    }
+
     /// Where the next byte goes.
     pub(crate) fn pos(&self) -> usize {
         self.p.bytes.len()

@@ -69,6 +69,8 @@ const TABLE: &[(&str, &str, &str, &[Effect])] = &[
     ("binance-futures", "timeout_408", "Unknown", &[]),
     ("binance-futures", "would_trigger_2021", "Rejected", &[]),
     ("binance-futures", "reduce_only_2022", "Rejected", &[]),
+    ("binance-futures", "query_found", "Done", &[Used("REQUEST_WEIGHT_1M", 3)]),
+    ("binance-futures", "query_not_found_2013", "Rejected", &[Used("REQUEST_WEIGHT_1M", 3)]),
     // Bybit v5.
     ("bybit", "order_ok", "Done", &[Used("/v5/order/create", 4), Used("ip_5s", 1)]),
     ("bybit", "rate_10006", "Throttled bucket=/v5/order/create until_ms=500", &[Held("/v5/order/create", 500), Used("/v5/order/create", 10)]),

@@ -7,11 +7,12 @@ use std::cell::Cell;
 
 use ergon_core::Budget;
 use ergon_venues::adapt::Clock;
+use ergon_venues::binance_futures::{self, BinanceFutures};
 use ergon_venues::binance_spot::{self, BinanceSpot};
 use ergon_venues::classify::SPOT_EXCHANGE_INFO;
 use ergon_venues::endpoint::{
-    CancelReplace, ClientOrderId, Decimal, Endpoints, NewOrder, OrderRef, OrderType, Prepared,
-    Side, Symbol, TimeInForce,
+    Amend, CancelReplace, ClientOrderId, Decimal, Endpoints, NewOrder, OrderRef, OrderType,
+    Prepared, Side, Symbol, TimeInForce,
 };
 
 struct Counting;
@@ -79,6 +80,14 @@ fn every_kind<E: Endpoints>(venue: &mut E, p: &mut Prepared, n: u32) {
         assert!(venue.query_order(p, &r, now).is_ok());
         assert!(venue.open_orders(p, Some(symbol), now).is_ok());
         assert!(venue.book(p, symbol, 100, now).is_ok());
+        let _ = venue.batch_orders(p, &[order, order], now);
+        let amend = Amend {
+            order: r,
+            side: Side::Sell,
+            price: Some(price),
+            quantity: Some(qty),
+        };
+        let _ = venue.amend(p, &amend, now);
         assert!(venue.account(p, now).is_ok());
     }
 }
@@ -103,4 +112,23 @@ fn binance_spot_preparation_allocates_nothing() {
     // The counter counts: one allocation on this thread shows.
     let v = std::hint::black_box(vec![1u8; 8]);
     assert_eq!(allocs() - before, 1, "{v:?}");
+}
+
+#[test]
+fn binance_futures_preparation_allocates_nothing() {
+    let mut b = Budget::builder();
+    let auth = binance_spot::Auth::new("key", b"secret", 5000).unwrap();
+    let mut f = BinanceFutures::new(
+        &mut b,
+        Clock::anchor(0, 1_700_000_000_000),
+        0,
+        binance_futures::DEFAULT_TABLE,
+    )
+    .unwrap()
+    .with_auth(auth);
+    let mut p = Prepared::with_capacity(1024);
+    every_kind(&mut f, &mut p, 1);
+    let before = allocs();
+    every_kind(&mut f, &mut p, 1000);
+    assert_eq!(allocs() - before, 0);
 }

@@ -5,11 +5,12 @@
 
 use ergon_core::{Budget, Class, Verdict};
 use ergon_venues::adapt::{Clock, Error, Request, Venue};
+use ergon_venues::binance_futures::{self, BinanceFutures};
 use ergon_venues::binance_spot::{self, BinanceSpot};
 use ergon_venues::classify::{HttpFile, SPOT_EXCHANGE_INFO};
 use ergon_venues::endpoint::{
-    CancelReplace, ClientOrderId, Decimal, Endpoints, HmacKey, Lookup, Method, NewOrder, OrderRef,
-    OrderState, OrderType, Placed, Prepared, Side, Symbol, TimeInForce,
+    Amend, CancelReplace, ClientOrderId, Decimal, Endpoints, HmacKey, Lookup, Method, NewOrder,
+    OrderRef, OrderState, OrderType, Placed, Prepared, Side, Symbol, TimeInForce,
 };
 use hmac::{Hmac, Mac};
 
@@ -331,5 +332,170 @@ fn binance_spot_reconcile_reads_found_not_found_and_unknown() {
     assert_eq!(
         read("binance-spot", "gateway_502", |r| spot.read_placed(r)),
         Placed::Unknown
+    );
+}
+
+/// Binance USD-M futures' documented HMAC example (SIGNED endpoint examples for
+/// `POST /fapi/v1/order`,
+/// <https://developers.binance.com/docs/derivatives/usds-margined-futures/general-info>,
+/// checked 2026-11-30).
+const FUTURES_API_KEY: &str = "dbefbc809e3e83c283a984c3a1459732ea7db1360ca80c5c2c8867408d28cc83";
+const FUTURES_SECRET: &str = "2b5eb11e18796d12d88f13dc27dbbd02c2cc51ff7059765ed9821957d82bb4d9";
+const FUTURES_QUERY: &str = "symbol=BTCUSDT&side=BUY&type=LIMIT&quantity=1&price=9000&timeInForce=GTC&recvWindow=5000&timestamp=1591702613943";
+const FUTURES_SIGNATURE: &str = "3c661234138461fcc7a7d8746c6558c9842d4e10870d2ecbedf7777cad694af9";
+
+fn futures() -> (BinanceFutures, Budget) {
+    let mut b = Budget::builder();
+    let clock = Clock::anchor(10 * SEC, 1_591_702_613_943);
+    let auth = binance_spot::Auth::new(FUTURES_API_KEY, FUTURES_SECRET.as_bytes(), 5000).unwrap();
+    let venue = BinanceFutures::new(&mut b, clock, 0, binance_futures::DEFAULT_TABLE)
+        .unwrap()
+        .with_auth(auth);
+    (venue, b.build(0).unwrap())
+}
+
+fn btcusdt(cloid: &str) -> NewOrder<'static> {
+    NewOrder {
+        symbol: sym("BTCUSDT"),
+        side: Side::Buy,
+        order_type: OrderType::Limit(TimeInForce::Gtc),
+        price: Some(dec("9000")),
+        quantity: dec("1"),
+        client_order_id: id(cloid),
+        reduce_only: false,
+    }
+}
+
+#[test]
+fn binance_futures_order_is_signed_as_documented() {
+    let mac = HmacKey::new(FUTURES_SECRET.as_bytes()).sign(&[FUTURES_QUERY.as_bytes()]);
+    assert_eq!(hex(&mac), FUTURES_SIGNATURE);
+    let (mut f, _) = futures();
+    let mut p = Prepared::default();
+    let mut order = btcusdt("mm-1");
+    order.reduce_only = true;
+    let p = f.new_order(&mut p, &order, 10 * SEC).unwrap();
+    let (query, sig) = split_signature(p.target());
+    assert_eq!(
+        query,
+        "symbol=BTCUSDT&side=BUY&type=LIMIT&timeInForce=GTC&quantity=1&price=9000&newClientOrderId=mm-1&reduceOnly=true&recvWindow=5000&timestamp=1591702613943"
+    );
+    let mac = HmacKey::new(FUTURES_SECRET.as_bytes()).sign(&[query.as_bytes()]);
+    assert_eq!(sig, hex(&mac));
+    assert_eq!(p.header("X-MBX-APIKEY"), Some(FUTURES_API_KEY));
+    assert_eq!(p.deadline_ns(), 15 * SEC);
+    let mut post_only = btcusdt("mm-2");
+    post_only.order_type = OrderType::PostOnly;
+    assert!(f
+        .new_order(&mut Prepared::default(), &post_only, 0)
+        .unwrap()
+        .target()
+        .contains("&type=LIMIT&timeInForce=GTX&"));
+}
+
+/// Weights from the USD-M futures REST pages (checked 2026-11-30): new order 1 on
+/// the 10 s and the 1 min order limits and 0 IP weight; cancel 1; modify (PUT) 1 and
+/// one order on each limit; batchOrders 5 weight, 5 on the 10 s and 1 on the minute
+/// order limit; query order 1; open orders 1 (one symbol) or 40; depth 2/5/10/20 by
+/// limit; account (v3) 5
+/// (<https://developers.binance.com/docs/derivatives/usds-margined-futures/trade/rest-api>,
+/// <https://developers.binance.com/docs/derivatives/usds-margined-futures/market-data/rest-api/Order-Book>).
+#[test]
+fn binance_futures_parts_equal_the_documented_weights() {
+    let (mut f, budget) = futures();
+    let mut p = Prepared::default();
+    let parts = |w: u32, o10: u32, o1m: u32| {
+        let mut v = vec![("ip", 0), ("REQUEST_WEIGHT_1M", w)];
+        if o10 > 0 {
+            v.push(("ORDERS_10S", o10));
+            v.push(("ORDERS_1M", o1m));
+        }
+        with(&v)
+    };
+    f.new_order(&mut p, &btcusdt("a"), 0).unwrap();
+    assert_eq!(named(&p, &budget), parts(0, 1, 1));
+    let r = OrderRef {
+        symbol: sym("BTCUSDT"),
+        client_order_id: id("a"),
+    };
+    f.cancel(&mut p, &r, 0).unwrap();
+    assert_eq!(named(&p, &budget), parts(1, 0, 0));
+    let amend = Amend {
+        order: r,
+        side: Side::Buy,
+        price: Some(dec("9001")),
+        quantity: Some(dec("2")),
+    };
+    f.amend(&mut p, &amend, 0).unwrap();
+    assert_eq!(
+        (p.method(), named(&p, &budget)),
+        (Some(Method::Put), parts(1, 1, 1))
+    );
+    assert!(f
+        .amend(
+            &mut p,
+            &Amend {
+                quantity: None,
+                ..amend
+            },
+            0
+        )
+        .is_err());
+    let five: Vec<_> = (0..5).map(|i| btcusdt(&format!("b{i}"))).collect();
+    for n in 1..=5 {
+        f.batch_orders(&mut p, &five[..n], 0).unwrap();
+        assert_eq!(named(&p, &budget), parts(5, 5, 1), "{n} orders");
+        assert_eq!(p.client_order_ids().len(), n);
+    }
+    assert!(p
+        .target()
+        .starts_with("/fapi/v1/batchOrders?batchOrders=%5B%7B%22symbol%22%3A%22BTCUSDT%22"));
+    assert_eq!(
+        f.batch_orders(&mut p, &[five.clone(), five.clone()].concat()[..6], 0)
+            .err(),
+        Some(Error::BadArgument("batch of 1 to 5 orders"))
+    );
+    f.query_order(&mut p, &r, 0).unwrap();
+    assert_eq!(named(&p, &budget), parts(1, 0, 0));
+    f.open_orders(&mut p, Some(sym("BTCUSDT")), 0).unwrap();
+    assert_eq!(named(&p, &budget), parts(1, 0, 0));
+    f.open_orders(&mut p, None, 0).unwrap();
+    assert_eq!(named(&p, &budget), parts(40, 0, 0));
+    for (limit, weight) in [
+        (5, 2),
+        (10, 2),
+        (20, 2),
+        (50, 2),
+        (100, 5),
+        (500, 10),
+        (1000, 20),
+    ] {
+        f.book(&mut p, sym("BTCUSDT"), limit, 0).unwrap();
+        assert_eq!(named(&p, &budget), parts(weight, 0, 0), "depth {limit}");
+    }
+    assert!(f.book(&mut p, sym("BTCUSDT"), 7, 0).is_err());
+    f.account(&mut p, 0).unwrap();
+    assert_eq!(named(&p, &budget), parts(5, 0, 0));
+}
+
+#[test]
+fn binance_futures_reconcile_reads_found_and_not_found() {
+    let (f, _) = futures();
+    let found = read("binance-futures", "query_found", |r| f.read_order(r));
+    let Lookup::Found(info) = found else {
+        panic!("{found:?}")
+    };
+    assert_eq!(
+        (info.state, info.venue_order_id.as_str()),
+        (OrderState::New, "1917641")
+    );
+    assert_eq!(
+        read("binance-futures", "query_not_found_2013", |r| f
+            .read_order(r)),
+        Lookup::NotFound
+    );
+    assert_eq!(
+        read("binance-futures", "unknown_503", |r| f.read_order(r)),
+        Lookup::Unknown
     );
 }
