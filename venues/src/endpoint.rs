@@ -425,6 +425,19 @@ impl<'p> Writer<'p> {
         }
     }
 
+    /// Appends `"name":"value"` after a `,` unless `first` (values are checked
+    /// arguments: no quote or backslash to escape).
+    pub(crate) fn json(&mut self, first: &mut bool, name: &str, value: &str) {
+        if !core::mem::take(first) {
+            self.s(",");
+        }
+        self.s("\"");
+        self.s(name);
+        self.s("\":\"");
+        self.s(value);
+        self.s("\"");
+    }
+
     /// Where the next byte goes.
     pub(crate) fn pos(&self) -> usize {
         self.p.bytes.len()
@@ -459,6 +472,16 @@ impl<'p> Writer<'p> {
         self.open();
         self.put(value);
         self.close_header(name)
+    }
+
+    /// Ends the body span.
+    pub(crate) fn close_body(&mut self) {
+        self.p.body = self.mark..self.pos();
+    }
+
+    /// The body span written so far.
+    pub(crate) fn body_span(&self) -> Range<usize> {
+        self.p.body.clone()
     }
 
     /// Records a client order id.

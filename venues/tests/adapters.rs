@@ -85,6 +85,8 @@ const TABLE: &[(&str, &str, &str, &[Effect])] = &[
     ("bybit", "batch_mixed", "Unknown", &[Used("/v5/order/create", 2)]),
     ("bybit", "system_429", "Throttled bucket=ip until_ms=1000", &[Held("ip", 1_000)]),
     ("bybit", "gateway_502", "Unknown", &[]),
+    ("bybit", "query_found", "Done", &[Used("read", 1)]),
+    ("bybit", "query_not_found", "Done", &[Used("read", 1)]),
     // OKX v5.
     ("okx", "order_ok", "Done", &[Used("/api/v5/trade/order", 1), Used("sub-account", 1)]),
     ("okx", "rate_50011_200", "Throttled bucket=/api/v5/trade/order until_ms=2000", &[Held("/api/v5/trade/order", 2_000)]),

@@ -9,6 +9,7 @@ use ergon_core::Budget;
 use ergon_venues::adapt::Clock;
 use ergon_venues::binance_futures::{self, BinanceFutures};
 use ergon_venues::binance_spot::{self, BinanceSpot};
+use ergon_venues::bybit::{self, Bybit};
 use ergon_venues::classify::SPOT_EXCHANGE_INFO;
 use ergon_venues::endpoint::{
     Amend, CancelReplace, ClientOrderId, Decimal, Endpoints, NewOrder, OrderRef, OrderType,
@@ -130,5 +131,23 @@ fn binance_futures_preparation_allocates_nothing() {
     every_kind(&mut f, &mut p, 1);
     let before = allocs();
     every_kind(&mut f, &mut p, 1000);
+    assert_eq!(allocs() - before, 0);
+}
+
+#[test]
+fn bybit_preparation_allocates_nothing() {
+    let mut b = Budget::builder();
+    let auth = bybit::Auth::new("key", b"secret", 5000).unwrap();
+    let mut v = Bybit::new(
+        &mut b,
+        Clock::anchor(0, 1_700_000_000_000),
+        bybit::Config::default(),
+    )
+    .unwrap()
+    .with_auth(auth);
+    let mut p = Prepared::with_capacity(4096);
+    every_kind(&mut v, &mut p, 1);
+    let before = allocs();
+    every_kind(&mut v, &mut p, 1000);
     assert_eq!(allocs() - before, 0);
 }
