@@ -102,6 +102,8 @@ const TABLE: &[(&str, &str, &str, &[Effect])] = &[
     ("okx", "batch_partial", "Unknown", &[Used("/api/v5/trade/batch-orders", 2), Used("sub-account", 2)]),
     ("okx", "batch_sub_account_50061", "Throttled bucket=sub-account until_ms=2000", &[Held("sub-account", 2_000)]),
     ("okx", "gateway_502", "Unknown", &[]),
+    ("okx", "query_found", "Done", &[]),
+    ("okx", "query_not_found_51603", "Rejected", &[]),
     // Hyperliquid.
     ("hyperliquid", "order_resting", "Done", &[Used("ip_weight_1m", 1), Used("ip_burst", 1)]),
     ("hyperliquid", "batch_mixed", "Unknown", &[Used("ip_weight_1m", 1)]),

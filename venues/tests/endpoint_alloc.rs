@@ -15,6 +15,7 @@ use ergon_venues::endpoint::{
     Amend, CancelReplace, ClientOrderId, Decimal, Endpoints, NewOrder, OrderRef, OrderType,
     Prepared, Side, Symbol, TimeInForce,
 };
+use ergon_venues::okx::{self, Okx};
 
 struct Counting;
 
@@ -52,7 +53,7 @@ fn every_kind<E: Endpoints>(venue: &mut E, p: &mut Prepared, n: u32) {
     );
     for i in 0..n {
         let mut text = arrayvec::ArrayString::<36>::new();
-        let _ = core::fmt::write(&mut text, format_args!("mm-{i}"));
+        let _ = core::fmt::write(&mut text, format_args!("mm{i}"));
         let cloid = ClientOrderId::new(&text).unwrap();
         let order = NewOrder {
             symbol,
@@ -142,6 +143,24 @@ fn bybit_preparation_allocates_nothing() {
         &mut b,
         Clock::anchor(0, 1_700_000_000_000),
         bybit::Config::default(),
+    )
+    .unwrap()
+    .with_auth(auth);
+    let mut p = Prepared::with_capacity(4096);
+    every_kind(&mut v, &mut p, 1);
+    let before = allocs();
+    every_kind(&mut v, &mut p, 1000);
+    assert_eq!(allocs() - before, 0);
+}
+
+#[test]
+fn okx_preparation_allocates_nothing() {
+    let mut b = Budget::builder();
+    let auth = okx::Auth::new("key", b"secret", "pass", 5000).unwrap();
+    let mut v = Okx::new(
+        &mut b,
+        Clock::anchor(0, 1_700_000_000_000),
+        okx::Config::default(),
     )
     .unwrap()
     .with_auth(auth);
