@@ -117,6 +117,8 @@ const TABLE: &[(&str, &str, &str, &[Effect])] = &[
     ("hyperliquid", "info_user_rate_limit", "Done", &[Used("ip_weight_1m", 20)]),
     ("hyperliquid", "cancel_success", "Done", &[]),
     ("hyperliquid", "user_not_found_err", "Rejected", &[]),
+    ("hyperliquid", "order_status_found", "Done", &[Used("ip_weight_1m", 2)]),
+    ("hyperliquid", "order_status_unknown_oid", "Done", &[Used("ip_weight_1m", 2)]),
 ];
 
 fn fixture(venue: &str, case: &str) -> Vec<u8> {
