@@ -11,13 +11,14 @@
 //!
 //! Reading an answer never allocates.
 
-use crate::adapt::{self, Batch, Clock, Error, Parts, Request, Venue};
+use crate::adapt::{self, Batch, Clock, Error, Parts, Request, Venue, MAX_ITEMS};
 use crate::endpoint::{
     self, Amend, ClientOrderId, Endpoints, Lookup, Method, NewOrder, OrderInfo, OrderRef,
     OrderState, OrderType, Placed, Prepared, Side, Symbol, TimeInForce, Writer,
 };
 use crate::json::{self, Kind, Value};
 use crate::response::Response;
+use arrayvec::ArrayVec;
 use ergon_core::{BucketId, Budget, Builder, Part, Spec, Verdict};
 
 const MS: i64 = 1_000_000;
@@ -220,6 +221,7 @@ pub struct Hyperliquid {
     pub address_gate: BucketId,
     /// The address budget.
     pub address: Address,
+    items: ArrayVec<Verdict, MAX_ITEMS>,
 }
 
 impl Hyperliquid {
@@ -243,6 +245,7 @@ impl Hyperliquid {
             )?,
             address_gate: builder.add("address", Spec::gate())?,
             address: Address::default(),
+            items: ArrayVec::new(),
         })
     }
 
@@ -287,7 +290,7 @@ impl Hyperliquid {
         }
     }
 
-    fn exchange(&self, v: Value<'_>, budget: &mut Budget, now: i64) -> Verdict {
+    fn exchange(&mut self, v: Value<'_>, budget: &mut Budget, now: i64) -> Verdict {
         let Ok(Some(status)) = v.get("status") else {
             return Verdict::Unknown;
         };
@@ -307,7 +310,11 @@ impl Hyperliquid {
             Ok(Some(Ok(items))) => {
                 let mut batch = Batch::new();
                 items.for_each(|s| batch.add(self.status(s, budget, now)));
-                batch.verdict().unwrap_or(Verdict::Done)
+                let verdict = batch.verdict().unwrap_or(Verdict::Done);
+                if batch.len() > 1 {
+                    self.items = batch.into_items();
+                }
+                verdict
             }
             // Actions without statuses (leverage, transfers ...): ok is done.
             Ok(None) => Verdict::Done,
@@ -317,6 +324,10 @@ impl Hyperliquid {
 }
 
 impl Venue for Hyperliquid {
+    fn batch_items(&self) -> &[Verdict] {
+        &self.items
+    }
+
     fn parts(&self, request: Request<'_>) -> Result<Parts, Error> {
         Ok(match request {
             Request::Connect => {
@@ -338,6 +349,7 @@ impl Venue for Hyperliquid {
         budget: &mut Budget,
         now: i64,
     ) -> Result<Verdict, Error> {
+        self.items.clear();
         let retry = adapt::response_retry_after(r, &self.clock, now);
         let bad = retry.malformed.then_some("Retry-After");
         let wait = retry.wait_ns;
@@ -658,6 +670,10 @@ impl<S: Signer> Venue for Exchange<S> {
         now: i64,
     ) -> Result<Verdict, Error> {
         self.venue.on_response(request, r, budget, now)
+    }
+
+    fn batch_items(&self) -> &[Verdict] {
+        self.venue.batch_items()
     }
 }
 

@@ -10,13 +10,14 @@
 //! One adapter trades one instrument (the place-order limit is per instrument).
 //! Reading an answer never allocates.
 
-use crate::adapt::{self, Batch, Clock, Error, Parts, Request, Venue};
+use crate::adapt::{self, Batch, Clock, Error, Parts, Request, Venue, MAX_ITEMS};
 use crate::endpoint::{
     self, Amend, ApiKey, ClientOrderId, Endpoints, HmacKey, Lookup, Method, NewOrder, OrderInfo,
     OrderRef, OrderState, OrderType, Placed, Prepared, Side, Symbol, TimeInForce, Writer,
 };
 use crate::json::{self, Value};
 use crate::response::Response;
+use arrayvec::ArrayVec;
 use ergon_core::{BucketId, Budget, Builder, Part, Spec, Verdict};
 
 const MS: i64 = 1_000_000;
@@ -92,6 +93,7 @@ pub struct Okx {
     auth: Option<Auth>,
     /// The trade mode new orders name (`cross`, `isolated`, `cash`).
     pub td_mode: &'static str,
+    items: ArrayVec<Verdict, MAX_ITEMS>,
     /// The IP gate.
     pub ip: BucketId,
     /// Place order, per instrument.
@@ -116,6 +118,7 @@ impl Okx {
             clock,
             auth: None,
             td_mode: "cross",
+            items: ArrayVec::new(),
             ip: builder.add("ip", Spec::gate())?,
             order: builder.add("/api/v5/trade/order", two_s(c.order))?,
             batch_orders: builder.add("/api/v5/trade/batch-orders", two_s(c.batch_orders))?,
@@ -249,18 +252,18 @@ impl Okx {
     }
 
     /// `code` 1 (failed) or 2 (partly): each order's `sCode` decides.
-    fn orders(&self, v: Value<'_>, request: Request<'_>, budget: &mut Budget, now: i64) -> Verdict {
-        let Ok(Some(Ok(items))) = v.get("data").map(|d| d.map(|d| d.items())) else {
-            return Verdict::Unknown;
-        };
+    fn orders(&self, v: Value<'_>, request: Request<'_>, budget: &mut Budget, now: i64) -> Batch {
         let mut batch = Batch::new();
+        let Ok(Some(Ok(items))) = v.get("data").map(|d| d.map(|d| d.items())) else {
+            return batch;
+        };
         for item in items {
             match item.get("sCode").ok().flatten().map(|c| c.parse_i64()) {
                 Some(Ok(code)) => batch.add(self.code(code, request, budget, now)),
                 _ => batch.add(Verdict::Unknown),
             }
         }
-        batch.verdict().unwrap_or(Verdict::Unknown)
+        batch
     }
 }
 
@@ -658,12 +661,26 @@ impl Venue for Okx {
         budget: &mut Budget,
         now: i64,
     ) -> Result<Verdict, Error> {
+        self.items.clear();
         let body = json::parse(r.body).ok();
         let code = body
             .and_then(|v| v.get("code").ok().flatten())
             .and_then(|c| c.parse_i64().ok());
         let verdict = match (r.status, code, body) {
-            (_, Some(1 | 2), Some(v)) => self.orders(v, request, budget, now),
+            (_, Some(1 | 2), Some(v)) => {
+                let batch = self.orders(v, request, budget, now);
+                let verdict = batch.verdict().unwrap_or(Verdict::Unknown);
+                if matches!(request, Request::Batch(_)) {
+                    self.items = batch.into_items();
+                }
+                verdict
+            }
+            // A batch that all went through: each order is done.
+            (_, Some(0), Some(v)) if matches!(request, Request::Batch(_)) => {
+                let batch = self.orders(v, request, budget, now);
+                self.items = batch.into_items();
+                Verdict::Done
+            }
             (_, Some(code), _) => self.code(code, request, budget, now),
             (429, None, _) => adapt::hold(budget, self.endpoint(request), None, now),
             (_, None, _) if request.is_write() => Verdict::Unknown,
@@ -671,5 +688,9 @@ impl Venue for Okx {
             (s, None, _) => adapt::status_rule(s, budget, self.ip, None, now),
         };
         Ok(verdict)
+    }
+
+    fn batch_items(&self) -> &[Verdict] {
+        &self.items
     }
 }

@@ -847,7 +847,81 @@ fn classify_refuses_what_is_not_an_http_response() {
 fn the_program_prints_every_shipped_fixture() {
     let (r, out, _) = run(&[]);
     assert_eq!(r, Ok(()));
-    assert_eq!(out.lines().count(), TABLE.len());
+    assert_eq!(
+        out.lines().filter(|l| !l.starts_with("  item ")).count(),
+        TABLE.len()
+    );
     assert!(out.contains("binance-spot/ban_418 [order]: Banned bucket=ip until_ms=300000\n"));
     assert!(out.contains("okx/batch_partial [batch:2]: Unknown\n"));
+}
+
+/// A batch answer keeps its items: one verdict per order, in the request's order,
+/// after the batch's own line (issue 13).
+#[test]
+fn batches_keep_their_items() {
+    for (venue, case, batch, items) in [
+        (
+            "bybit",
+            "batch_ok",
+            "Done",
+            &["item 0 Done", "item 1 Done"][..],
+        ),
+        (
+            "bybit",
+            "batch_mixed",
+            "Unknown",
+            &["item 0 Done", "item 1 Rejected"],
+        ),
+        (
+            "okx",
+            "batch_partial",
+            "Unknown",
+            &["item 0 Done", "item 1 Rejected"],
+        ),
+        (
+            "okx",
+            "batch_sub_account_50061",
+            "Throttled bucket=sub-account until_ms=2000",
+            &[
+                "item 0 Throttled bucket=sub-account until_ms=2000",
+                "item 1 Throttled bucket=sub-account until_ms=2000",
+            ],
+        ),
+        (
+            "hyperliquid",
+            "batch_mixed",
+            "Unknown",
+            &["item 0 Done", "item 1 Rejected"],
+        ),
+    ] {
+        let d = classify(venue, "batch:2", FIXTURE_NOW_UTC_MS, &fixture(venue, case)).unwrap();
+        assert_eq!(d.line, batch, "{venue}/{case}");
+        assert_eq!(d.item_lines, items, "{venue}/{case}");
+        assert_eq!(d.items.len(), 2);
+        let mut want = format!("{batch}\n");
+        items.iter().for_each(|i| want.push_str(&format!("{i}\n")));
+        let path = classify::fixtures()
+            .join(venue)
+            .join(format!("{case}.http"));
+        let (r, out, _) = classify_cli(
+            venue,
+            "batch:2",
+            &FIXTURE_NOW_UTC_MS.to_string(),
+            path.to_str().unwrap(),
+        );
+        assert_eq!(
+            (r, out),
+            (Ok(()), want),
+            "{venue}/{case} on the command line"
+        );
+    }
+    // A single order has no items.
+    let d = classify(
+        "okx",
+        "order",
+        FIXTURE_NOW_UTC_MS,
+        &fixture("okx", "rejected_51008"),
+    )
+    .unwrap();
+    assert!(d.items.is_empty() && d.item_lines.is_empty());
 }
