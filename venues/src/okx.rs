@@ -237,12 +237,19 @@ impl Okx {
     }
 
     /// The verdict of one code (the request's `code`, or an order's `sCode`).
-    fn code(&self, code: i64, request: Request<'_>, budget: &mut Budget, now: i64) -> Verdict {
+    fn code(
+        &self,
+        code: i64,
+        request: Request<'_>,
+        wait: Option<i64>,
+        budget: &mut Budget,
+        now: i64,
+    ) -> Verdict {
         match code {
             0 => Verdict::Done,
             // Rate limit reached / too frequent: the endpoint's 2 s window.
-            50011 | 50040 => adapt::hold(budget, self.endpoint(request), None, now),
-            50061 => adapt::hold(budget, self.sub_account, None, now),
+            50011 | 50040 => adapt::hold(budget, self.endpoint(request), wait, now),
+            50061 => adapt::hold(budget, self.sub_account, wait, now),
             50102 => Verdict::ClockSkew,
             50004 => Verdict::Unknown,
             50001 | 50013 | 50026 if request.is_write() => Verdict::Unknown,
@@ -252,14 +259,21 @@ impl Okx {
     }
 
     /// `code` 1 (failed) or 2 (partly): each order's `sCode` decides.
-    fn orders(&self, v: Value<'_>, request: Request<'_>, budget: &mut Budget, now: i64) -> Batch {
+    fn orders(
+        &self,
+        v: Value<'_>,
+        request: Request<'_>,
+        wait: Option<i64>,
+        budget: &mut Budget,
+        now: i64,
+    ) -> Batch {
         let mut batch = Batch::new();
         let Ok(Some(Ok(items))) = v.get("data").map(|d| d.map(|d| d.items())) else {
             return batch;
         };
         for item in items {
             match item.get("sCode").ok().flatten().map(|c| c.parse_i64()) {
-                Some(Ok(code)) => batch.add(self.code(code, request, budget, now)),
+                Some(Ok(code)) => batch.add(self.code(code, request, wait, budget, now)),
                 _ => batch.add(Verdict::Unknown),
             }
         }
@@ -662,13 +676,18 @@ impl Venue for Okx {
         now: i64,
     ) -> Result<Verdict, Error> {
         self.items.clear();
+        // OKX documents no wait header; a `Retry-After` (RFC 9110) on a throttle is
+        // read like any other venue's.
+        let retry = adapt::response_retry_after(r, &self.clock, now);
+        let bad = retry.malformed.then_some("Retry-After");
+        let wait = retry.wait_ns;
         let body = json::parse(r.body).ok();
         let code = body
             .and_then(|v| v.get("code").ok().flatten())
             .and_then(|c| c.parse_i64().ok());
         let verdict = match (r.status, code, body) {
             (_, Some(1 | 2), Some(v)) => {
-                let batch = self.orders(v, request, budget, now);
+                let batch = self.orders(v, request, wait, budget, now);
                 let verdict = batch.verdict().unwrap_or(Verdict::Unknown);
                 if matches!(request, Request::Batch(_)) {
                     self.items = batch.into_items();
@@ -677,17 +696,17 @@ impl Venue for Okx {
             }
             // A batch that all went through: each order is done.
             (_, Some(0), Some(v)) if matches!(request, Request::Batch(_)) => {
-                let batch = self.orders(v, request, budget, now);
+                let batch = self.orders(v, request, wait, budget, now);
                 self.items = batch.into_items();
                 Verdict::Done
             }
-            (_, Some(code), _) => self.code(code, request, budget, now),
-            (429, None, _) => adapt::hold(budget, self.endpoint(request), None, now),
+            (_, Some(code), _) => self.code(code, request, wait, budget, now),
+            (429, None, _) => adapt::hold(budget, self.endpoint(request), wait, now),
             (_, None, _) if request.is_write() => Verdict::Unknown,
             (200..=299, None, _) => Verdict::Unknown,
-            (s, None, _) => adapt::status_rule(s, budget, self.ip, None, now),
+            (s, None, _) => adapt::status_rule(s, budget, self.ip, wait, now),
         };
-        Ok(verdict)
+        adapt::finish(verdict, bad)
     }
 
     fn batch_items(&self) -> &[Verdict] {
