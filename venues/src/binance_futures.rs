@@ -35,7 +35,10 @@ pub fn depth_weight(limit: u32) -> Option<u32> {
 }
 
 /// The documented defaults: `REQUEST_WEIGHT_1M` 2400, `ORDERS_1M` 1200,
-/// `ORDERS_10S` 300.
+/// `ORDERS_10S` 300 (<https://developers.binance.com/docs/derivatives/usds-margined-futures/general-info>,
+/// checked 2026-11-30). `GET /fapi/v1/exchangeInfo` publishes the account's own
+/// `rateLimits`: prefer them ([`Limits::table_from_exchange_info`] reads either
+/// product's answer).
 pub const DEFAULT_TABLE: &[(Counts, u64, &str, u64)] = &[
     (Counts::Weight, 1, "MINUTE", 2400),
     (Counts::Orders, 1, "MINUTE", 1200),

@@ -42,7 +42,12 @@ pub struct Config {
 }
 
 impl Default for Config {
-    /// The documented defaults for linear contracts (classic VIP 0).
+    /// The documented defaults for linear contracts (classic account, VIP 0):
+    /// create, amend and cancel 10 per second per UID, reads 50, and 600 requests
+    /// per 5 s per IP. Source: <https://bybit-exchange.github.io/docs/v5/rate-limit>,
+    /// checked 2026-11-30. Raise them to the account's own limits (`GET
+    /// /v5/user/query-api` does not return them; the `X-Bapi-Limit` header of each
+    /// answer does, and [`Bybit`] reads it).
     fn default() -> Self {
         Config {
             create_per_s: 10,

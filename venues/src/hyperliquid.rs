@@ -42,8 +42,11 @@ pub struct Config {
 }
 
 impl Default for Config {
-    /// 1200 per minute, and at most 100 weight in any 2 s (configuration, not a
-    /// documented figure).
+    /// 1200 weight per minute per IP (documented:
+    /// <https://hyperliquid.gitbook.io/hyperliquid-docs/for-developers/api/rate-limits-and-user-limits>,
+    /// checked 2026-11-30), and at most 100 weight in any 2 s (configuration, not a
+    /// documented figure: the venue refuses bursts below the minute budget and does
+    /// not say where).
     fn default() -> Self {
         Config {
             weight_per_min: 1200,

@@ -41,7 +41,13 @@ pub struct Config {
 }
 
 impl Default for Config {
-    /// The documented limits.
+    /// The documented limits per 2 s: place, cancel and amend order 60 per
+    /// instrument, batch orders 300 orders per instrument, 1000 new and amended
+    /// orders per sub-account, reads 20 (order details and pending orders take 60;
+    /// 20 is the lower, shared default). Source:
+    /// <https://www.okx.com/docs-v5/en/#overview-rate-limits> and each endpoint's
+    /// "Rate Limit" line, checked 2026-11-30. The sub-account limit changes with the
+    /// fill ratio (`GET /api/v5/trade/account-rate-limit`): set it from there.
     fn default() -> Self {
         Config {
             order: 60,
