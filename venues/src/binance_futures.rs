@@ -191,7 +191,7 @@ impl Endpoints for BinanceFutures {
     }
 
     /// `PUT /fapi/v1/order` (modify): side, quantity and price are all required;
-    /// one order on each order limit and IP weight 1.
+    /// one order on each order limit and IP weight 0.
     fn amend<'p>(
         &mut self,
         out: &'p mut Prepared,
@@ -350,8 +350,8 @@ impl Venue for BinanceFutures {
             // New order: one on each order limit, IP weight 0.
             Request::Order => l.parts(0, 1, 0),
             Request::Cancel => l.parts(1, 0, 0),
-            // Modify order: IP weight 1, one on each order limit.
-            Request::CancelReplace => l.parts(1, 1, 0),
+            // Modify order: as a new order, IP weight 0, one on each order limit.
+            Request::CancelReplace => l.parts(0, 1, 0),
             // batchOrders (at most 5): weight 5, 5 on the 10 s order limit, 1 on
             // the minute one, whatever the count.
             Request::Batch(n) if usize::from(n) <= MAX_BATCH_ORDERS => {

@@ -397,8 +397,8 @@ fn binance_futures_order_is_signed_as_documented() {
 }
 
 /// Weights from the USD-M futures REST pages (checked 2026-11-30): new order 1 on
-/// the 10 s and the 1 min order limits and 0 IP weight; cancel 1; modify (PUT) 1 and
-/// one order on each limit; batchOrders 5 weight, 5 on the 10 s and 1 on the minute
+/// the 10 s and the 1 min order limits and 0 IP weight; cancel 1; modify (PUT) as a
+/// new order; batchOrders 5 weight, 5 on the 10 s and 1 on the minute
 /// order limit; query order 1; open orders 1 (one symbol) or 40; depth 2/5/10/20 by
 /// limit; account (v3) 5
 /// (<https://developers.binance.com/docs/derivatives/usds-margined-futures/trade/rest-api>,
@@ -432,7 +432,7 @@ fn binance_futures_parts_equal_the_documented_weights() {
     f.amend(&mut p, &amend, 0).unwrap();
     assert_eq!(
         (p.method(), named(&p, &budget)),
-        (Some(Method::Put), parts(1, 1, 1))
+        (Some(Method::Put), parts(0, 1, 1))
     );
     assert!(f
         .amend(
