@@ -8,12 +8,14 @@
 //!
 //! Reading an answer never allocates.
 
-use crate::adapt::{self, Clock, Error, Parts, Request, Venue};
+use crate::adapt::{self, Batch, Clock, Error, Parts, Request, Venue, MAX_ITEMS};
 use crate::endpoint::{
     Amend, Endpoints, Lookup, Method, NewOrder, OrderRef, OrderType, Placed, Prepared, Side,
     Symbol, Writer,
 };
+use crate::json;
 use crate::response::Response;
+use arrayvec::ArrayVec;
 use ergon_core::{Budget, Builder, Verdict};
 
 use crate::binance_spot::{self as spot, Auth, Counts, Limits, Msg, PostOnly};
@@ -59,6 +61,7 @@ pub struct BinanceFutures {
     /// Its limits.
     pub limits: Limits,
     auth: Auth,
+    items: ArrayVec<Verdict, MAX_ITEMS>,
 }
 
 impl BinanceFutures {
@@ -74,6 +77,7 @@ impl BinanceFutures {
         let me = BinanceFutures {
             limits,
             auth: Auth::default(),
+            items: ArrayVec::new(),
         };
         me.parts(Request::Order)?;
         Ok(me)
@@ -337,6 +341,19 @@ impl Endpoints for BinanceFutures {
     }
 }
 
+/// One item of a `batchOrders` answer: an order object is done; an error object
+/// by its code (-1008 not run; -1006/-1007 unknown; any other a rejection of that
+/// order alone).
+fn batch_item_verdict(item: json::Value<'_>) -> Verdict {
+    match item.get("code").ok().flatten().map(|c| c.as_i64()) {
+        None if item.get("orderId").ok().flatten().is_some() => Verdict::Done,
+        Some(Ok(-1008)) => Verdict::NotRun,
+        Some(Ok(-1007 | -1006)) => Verdict::Unknown,
+        Some(Ok(_)) => Verdict::Rejected,
+        _ => Verdict::Unknown,
+    }
+}
+
 /// Whether a 503 body (JSON `msg`, or the plain text) is `text`.
 fn says_503(m: &Msg<'_>, body: &[u8], text: &str) -> bool {
     m.is(text) || body.trim_ascii() == text.as_bytes()
@@ -373,6 +390,7 @@ impl Venue for BinanceFutures {
         budget: &mut Budget,
         now: i64,
     ) -> Result<Verdict, Error> {
+        self.items.clear();
         let l = &self.limits;
         let retry = adapt::response_retry_after(r, &l.clock, now);
         let mut bad = retry.malformed.then_some("Retry-After");
@@ -401,10 +419,27 @@ impl Venue for BinanceFutures {
                 None => Verdict::Unknown,
             },
             (200..=299, _) if m.json.is_none() => Verdict::Unknown,
+            // batchOrders: a list with one order or error object per order.
+            (200..=299, None) if matches!(request, Request::Batch(_)) => {
+                match m.json.map(|v| v.items()) {
+                    Some(Ok(items)) => {
+                        let mut batch = Batch::new();
+                        items.for_each(|i| batch.add(batch_item_verdict(i)));
+                        let verdict = batch.verdict().unwrap_or(Verdict::Unknown);
+                        self.items = batch.into_items();
+                        verdict
+                    }
+                    _ => Verdict::Unknown,
+                }
+            }
             (400..=499, None) if m.json.is_none() && request.is_write() => Verdict::Unknown,
             (s, _) => adapt::status_rule(s, budget, l.ip, wait, now),
         };
-        bad = bad.or(l.observe(r, budget, now));
+        bad = bad.or(self.limits.observe(r, budget, now));
         adapt::finish(verdict, bad)
+    }
+
+    fn batch_items(&self) -> &[Verdict] {
+        &self.items
     }
 }

@@ -74,6 +74,7 @@ const TABLE: &[(&str, &str, &str, &[Effect])] = &[
     ("binance-futures", "reduce_only_2022", "Rejected", &[]),
     ("binance-futures", "weight_429_date_2099", "Banned bucket=REQUEST_WEIGHT_1M until_ms=2370908800000", &[Halted("REQUEST_WEIGHT_1M", 2_370_908_800_000)]),
     ("binance-futures", "weight_429_past_date", "Throttled bucket=REQUEST_WEIGHT_1M until_ms=60000", &[Held("REQUEST_WEIGHT_1M", 60_000)]),
+    ("binance-futures", "batch_mixed", "Unknown", &[Used("REQUEST_WEIGHT_1M", 5), Used("ORDERS_10S", 5), Used("ORDERS_1M", 1)]),
     ("binance-futures", "query_found", "Done", &[Used("REQUEST_WEIGHT_1M", 3)]),
     ("binance-futures", "query_not_found_2013", "Rejected", &[Used("REQUEST_WEIGHT_1M", 3)]),
     // Bybit v5.
