@@ -11,7 +11,7 @@ use std::sync::OnceLock;
 
 use ergon_core::Budget;
 use ergon_io::http::{Conn, Limits, Progress, Request as HttpRequest, MAX_HEADERS};
-use ergon_venues::adapt::{Clock, Error, Request, Venue};
+use ergon_venues::adapt::{Clock, Error, Request};
 use ergon_venues::classify as common;
 use ergon_venues::endpoint::Endpoints;
 use ergon_venues::response::{Header, Response};
