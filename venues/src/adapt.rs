@@ -706,6 +706,22 @@ mod tests {
     }
 
     #[test]
+    fn batch_keeps_items_up_to_its_capacity() {
+        let mut b = Batch::new();
+        for _ in 0..MAX_ITEMS {
+            b.add(Verdict::Done);
+        }
+        b.add(Verdict::Rejected);
+        // The item past the capacity is not kept, and still counts.
+        assert_eq!(b.items().len(), MAX_ITEMS);
+        assert!(b.items().iter().all(|v| *v == Verdict::Done));
+        assert_eq!(
+            (b.len() as usize, b.verdict()),
+            (MAX_ITEMS + 1, Some(Verdict::Unknown))
+        );
+    }
+
+    #[test]
     fn batch_verdicts() {
         let mut b = Budget::builder();
         let w = b.add("w", Spec::gate()).unwrap();
