@@ -633,10 +633,7 @@ impl Client {
                 }
                 n => {
                     s.conn.handle_written(n);
-                    s.flight = match s.flight.take() {
-                        Some(InFlight::Unsent(id, t)) => Some(InFlight::Sent(id, t.sent())),
-                        other => other,
-                    };
+                    mark_sent(&mut s.flight);
                 }
             }
         }
@@ -659,12 +656,19 @@ impl Client {
                 let n = t.take_plaintext(out);
                 s.conn.handle_written(n);
             }
-            let (wrote, blocked) = t.write_records(s.fd)?;
+            let (wrote, blocked) = match t.write_records(s.fd) {
+                Ok(w) => w,
+                Err(f) => {
+                    // Records that left before the error may reach the server:
+                    // the request is Maybe, never a refundable No.
+                    if f.written > 0 {
+                        mark_sent(&mut s.flight);
+                    }
+                    return Err(f.errno);
+                }
+            };
             if wrote > 0 {
-                s.flight = match s.flight.take() {
-                    Some(InFlight::Unsent(id, t)) => Some(InFlight::Sent(id, t.sent())),
-                    other => other,
-                };
+                mark_sent(&mut s.flight);
             }
             if blocked {
                 if !s.want_write {
@@ -1021,8 +1025,8 @@ impl Client {
         for _ in 0..64 {
             let blocked = match t.write_records(fd) {
                 Ok((_, blocked)) => blocked,
-                Err(e) => {
-                    done = Err(Error::Io(e));
+                Err(f) => {
+                    done = Err(Error::Io(f.errno));
                     break;
                 }
             };
@@ -1439,6 +1443,15 @@ enum CurlStep {
     Perform,
     /// End everything (shutdown).
     Abort,
+}
+
+/// The first byte of a request left: its ticket becomes a flight (no refund
+/// from here).
+fn mark_sent(flight: &mut Option<InFlight>) {
+    *flight = match flight.take() {
+        Some(InFlight::Unsent(id, t)) => Some(InFlight::Sent(id, t.sent())),
+        other => other,
+    };
 }
 
 fn fault(f: Fault) -> Error {

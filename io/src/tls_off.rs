@@ -11,6 +11,13 @@ pub(crate) enum Input {
     Eof,
 }
 
+/// A socket write failed after `written` bytes had left.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct WriteFailed {
+    pub(crate) written: usize,
+    pub(crate) errno: i32,
+}
+
 /// Why a session step failed.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Fault {
@@ -31,7 +38,7 @@ impl Session {
     pub(crate) fn take_plaintext(&mut self, _: &[u8]) -> usize {
         match *self {}
     }
-    pub(crate) fn write_records(&mut self, _: c_int) -> Result<(usize, bool), i32> {
+    pub(crate) fn write_records(&mut self, _: c_int) -> Result<(usize, bool), WriteFailed> {
         match *self {}
     }
     pub(crate) fn read_records(&mut self, _: c_int) -> Result<Input, Fault> {
