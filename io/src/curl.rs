@@ -260,8 +260,13 @@ impl Curl {
 
     /// Checks `req` by the native client's rules (method token, target, header
     /// names and values, no Host or framing headers from the caller), so both
-    /// clients refuse the same requests.
+    /// clients refuse the same requests. The target goes into a URL after the
+    /// pool's address, so only the origin form passes: `*` (which libcurl's
+    /// URL cannot carry) is refused here too.
     pub(crate) fn validate(&mut self, req: &Request<'_>, host: &str) -> Result<(), InvalidRequest> {
+        if !req.target.starts_with('/') {
+            return Err(InvalidRequest::Target);
+        }
         self.check.clear();
         let r = encode(req, host, &mut self.check);
         self.check.clear();

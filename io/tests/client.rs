@@ -193,6 +193,48 @@ fn an_invalid_or_late_request_hands_the_ticket_back_and_writes_nothing() {
     assert_eq!(log.conns.len(), 1);
 }
 
+/// Every target that is not origin-form (`/...`, or `*` for OPTIONS) is refused
+/// with `Refused::Invalid` and the ticket back: not a byte reaches the server.
+fn refuses_targets_without_a_leading_slash(d: &mut Driver, server: &Server) {
+    d.wait_ready();
+    let pool = d.pool;
+    let parts = [Part::new(d.requests, 1)];
+    d.run_until(|cx| {
+        for target in [
+            "@other-host/x",
+            "other-host/x",
+            "http://evil/x",
+            "*",
+            "/a#b",
+            "",
+        ] {
+            for method in ["GET", "DELETE"] {
+                let now = cx.now();
+                let t = cx.budget().try_charge(&parts, Class::Normal, now).unwrap();
+                let req = Request {
+                    method,
+                    ..Request::get(target)
+                };
+                match cx.request(pool, &req, t, now + SEC) {
+                    Err(Refused::Invalid(t, InvalidRequest::Target)) => cx.refund(t),
+                    other => panic!("{method} {target:?}: expected Invalid, got {other:?}"),
+                }
+            }
+        }
+        true
+    });
+    assert_eq!(d.lp.budget().stats(d.requests).used, 0);
+    assert_eq!(server.log.lock().unwrap().total(), 0);
+    assert_eq!(d.lp.client().counters().requests, 0);
+}
+
+#[test]
+fn a_target_without_a_leading_slash_is_refused() {
+    let server = Server::start(|p| p.echo());
+    let mut d = Driver::new(server.addr, |_| {});
+    refuses_targets_without_a_leading_slash(&mut d, &server);
+}
+
 /// The libcurl client: the same handler contract, and why it refuses POST.
 #[cfg(feature = "curl")]
 mod curl {
@@ -314,6 +356,13 @@ mod curl {
         });
         assert_eq!(d.lp.budget().stats(d.requests).used, 0);
         assert_eq!(server.log.lock().unwrap().total(), 0);
+    }
+
+    #[test]
+    fn a_target_without_a_leading_slash_is_refused_by_libcurl_too() {
+        let server = Server::start(|p| p.echo());
+        let mut d = Driver::new(server.addr, curl_pool(false));
+        refuses_targets_without_a_leading_slash(&mut d, &server);
     }
 
     #[test]
