@@ -185,6 +185,9 @@ pub enum SendError {
     TooManyPending,
     /// A request with this id is already pending.
     DuplicateId,
+    /// The message parts and the request's parts together are more than a
+    /// ticket holds (`ergon_core::MAX_PARTS`).
+    TooManyParts,
 }
 
 /// Counters of one session, over its life (all connections).
@@ -511,11 +514,16 @@ impl Session {
         raw[8..].copy_from_slice(&self.rng.next_u64().to_le_bytes());
         self.key = encode_key(&raw);
         let n = handshake::write_request(req, &self.key, &mut self.tx);
-        self.queue.push(Queued {
+        // Empty here (the last connection's frames were settled just above); a
+        // full queue is refused rather than a panic on the loop thread.
+        if let Err(e) = self.queue.try_push(Queued {
             start: self.tx_queued,
             what: What::Handshake,
             ticket,
-        });
+        }) {
+            budget.refund(e.element().ticket, now_ns);
+            return Err(ConnectError::Busy);
+        }
         self.tx_end = n;
         self.tx_queued += n as u64;
         self.state = State::Handshaking;
@@ -1139,14 +1147,15 @@ impl Session {
         if self.queue.is_full() || !self.make_room(need) {
             return Err(SendError::Full);
         }
-        let mut parts = ArrayVec::<Part, { 2 * MAX_PARTS }>::new();
-        parts.extend(self.message_parts.iter().copied());
-        for p in extra.iter().take(MAX_PARTS) {
-            parts.push(*p);
-        }
-        if extra.len() > MAX_PARTS {
-            // More parts than a ticket holds: the budget refuses it as TooBig.
-            parts.push(extra[MAX_PARTS]);
+        // A ticket holds MAX_PARTS parts: more is the caller's mistake, refused
+        // before anything is charged (never a panic on the loop thread).
+        let mut parts = ArrayVec::<Part, MAX_PARTS>::new();
+        if parts
+            .try_extend_from_slice(&self.message_parts)
+            .and_then(|()| parts.try_extend_from_slice(extra))
+            .is_err()
+        {
+            return Err(SendError::TooManyParts);
         }
         let ticket = budget
             .try_charge(&parts, class, now)
@@ -1213,11 +1222,12 @@ impl Session {
                 self.stats.pongs_sent += 1;
             }
             Err(e) => {
-                let p = self.pong.as_mut().expect("checked above");
-                p.ready_ns = retry_at(e, now);
-                if !p.delayed {
-                    p.delayed = true;
-                    self.stats.pongs_delayed += 1;
+                if let Some(p) = self.pong.as_mut() {
+                    p.ready_ns = retry_at(e, now);
+                    if !p.delayed {
+                        p.delayed = true;
+                        self.stats.pongs_delayed += 1;
+                    }
                 }
             }
         }
@@ -1249,11 +1259,12 @@ impl Session {
                 self.close_sent = true;
             }
             Err(e) => {
-                let c = self.close_owed.as_mut().expect("checked above");
-                c.ready_ns = retry_at(e, now);
-                if !c.delayed {
-                    c.delayed = true;
-                    self.stats.closes_delayed += 1;
+                if let Some(c) = self.close_owed.as_mut() {
+                    c.ready_ns = retry_at(e, now);
+                    if !c.delayed {
+                        c.delayed = true;
+                        self.stats.closes_delayed += 1;
+                    }
                 }
             }
         }

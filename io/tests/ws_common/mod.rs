@@ -487,14 +487,22 @@ pub fn driver() -> (Driver, Limits) {
 
 /// A session past a good handshake, all in memory (no socket), at time 0.
 pub fn open_in_memory(config: Config, budget: &mut Budget, limits: &Limits) -> Session {
-    let mut s = Session::new(
+    open_in_memory_with(
         config,
         budget,
         &limits.connect_parts(),
         &limits.message_parts(),
-        3,
     )
-    .unwrap();
+}
+
+/// [`open_in_memory`] with the session's connect and message parts given.
+pub fn open_in_memory_with(
+    config: Config,
+    budget: &mut Budget,
+    connect_parts: &[Part],
+    message_parts: &[Part],
+) -> Session {
+    let mut s = Session::new(config, budget, connect_parts, message_parts, 3).unwrap();
     s.connect(&REQ, Class::Normal, budget, 0).unwrap();
     let request = String::from_utf8(s.poll_transmit().unwrap().to_vec()).unwrap();
     s.handle_written(request.len(), budget, 0);
