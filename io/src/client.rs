@@ -58,7 +58,7 @@ use crate::curl::{Curl, CurlConfig, Ended, CURL_TOKEN};
 use crate::event_loop::{Context, Ctl, Readiness};
 use crate::http::{Conn, InvalidRequest, Limits, ParseError, Progress, Request, MAX_HEADERS};
 use crate::sys::{self, Connecting, Read};
-use crate::tls::{Fault, Input, Session};
+use crate::tls::{Fault, Input, Plain, Session};
 #[cfg(feature = "tls")]
 use crate::tls::{TlsConfig, TlsError};
 
@@ -103,6 +103,9 @@ pub enum Error {
     Io(i32),
     /// The server closed the connection before a complete response.
     Closed,
+    /// Over TLS, the connection ended without close_notify while the body was
+    /// read until the close: the body may have been cut, so it is not an answer.
+    Truncated,
     /// The server sent bytes that are not a valid response.
     Parse(ParseError),
     /// The request's deadline passed before its response was complete.
@@ -133,13 +136,14 @@ pub enum Error {
 
 impl Error {
     /// A one-word kind for logs and the `send` example: `io`, `reset`, `refused`,
-    /// `closed`, `parse`, `timeout`, `connect-timeout`, `tls` or `local-addr`.
+    /// `closed`, `truncated`, `parse`, `timeout`, `connect-timeout`, `tls` or `local-addr`.
     pub fn kind(&self) -> &'static str {
         match self {
             Error::Io(e) if *e == libc::ECONNRESET || *e == libc::EPIPE => "reset",
             Error::Io(e) if *e == libc::ECONNREFUSED => "refused",
             Error::Io(_) => "io",
             Error::Closed => "closed",
+            Error::Truncated => "truncated",
             Error::Parse(_) => "parse",
             Error::Timeout => "timeout",
             Error::ConnectTimeout => "connect-timeout",
@@ -159,6 +163,9 @@ impl core::fmt::Display for Error {
         match self {
             Error::Io(e) => write!(f, "{}", std::io::Error::from_raw_os_error(*e)),
             Error::Closed => f.write_str("connection closed before a complete response"),
+            Error::Truncated => {
+                f.write_str("TLS ended without close_notify inside a body read until close")
+            }
             Error::Parse(p) => write!(f, "invalid response: {p}"),
             Error::Timeout => f.write_str("request deadline passed"),
             Error::ConnectTimeout => f.write_str("connect timed out"),
@@ -1137,18 +1144,27 @@ impl Client {
                 break Err(Error::Parse(ParseError::ResponseTooLarge));
             }
             match t.read_plaintext(buf) {
-                Some(0) => {
+                Plain::Closed => {
                     break match s.conn.handle_eof() {
                         Some(_) => Ok(()),
                         None => Err(Error::Closed),
                     }
                 }
-                Some(n) => match s.conn.handle_recv(n) {
+                // Without close_notify, a body read until the close may have been
+                // cut short by anyone on the path: never a complete answer (the
+                // request left: Sent::Maybe). Any other unfinished answer is Closed.
+                Plain::Truncated => {
+                    break Err(match s.conn.handle_eof() {
+                        Some(_) => Error::Truncated,
+                        None => Error::Closed,
+                    })
+                }
+                Plain::Data(n) => match s.conn.handle_recv(n) {
                     Ok(Progress::Partial) => continue,
                     Ok(Progress::Complete) => break Ok(()),
                     Err(e) => break Err(Error::Parse(e)),
                 },
-                None => {}
+                Plain::None => {}
             }
             if reads == 64 {
                 return;
@@ -1156,12 +1172,9 @@ impl Client {
             reads += 1;
             match t.read_records(fd) {
                 Ok(Input::WouldBlock) => return,
-                Ok(Input::Eof) => {
-                    break match s.conn.handle_eof() {
-                        Some(_) => Ok(()),
-                        None => Err(Error::Closed),
-                    }
-                }
+                // The socket ended: rustls now says whether close_notify came
+                // (Closed) or not (Truncated), after the plaintext it holds.
+                Ok(Input::Eof) => continue,
                 Ok(Input::Data { .. }) => {
                     if t.wants_write() {
                         if let Err(e) = self.flush(i) {

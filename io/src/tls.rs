@@ -320,17 +320,30 @@ impl Session {
         self.0.send_close_notify();
     }
 
-    /// Moves decrypted plaintext into `buf`: `Some(n)` bytes (0: the peer closed,
-    /// cleanly or not), or None when none is buffered.
-    pub(crate) fn read_plaintext(&mut self, buf: &mut [u8]) -> Option<usize> {
+    /// Moves decrypted plaintext into `buf`.
+    pub(crate) fn read_plaintext(&mut self, buf: &mut [u8]) -> Plain {
         match io::Read::read(&mut self.0.reader(), buf) {
-            Ok(n) => Some(n),
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => None,
-            // UnexpectedEof: the socket ended without close_notify. The HTTP layer
-            // decides whether the response was complete anyway.
-            Err(_) => Some(0),
+            Ok(0) => Plain::Closed,
+            Ok(n) => Plain::Data(n),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Plain::None,
+            // UnexpectedEof: the socket ended without close_notify.
+            Err(_) => Plain::Truncated,
         }
     }
+}
+
+/// What [`Session::read_plaintext`] gave.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Plain {
+    /// This many bytes.
+    Data(usize),
+    /// None buffered now.
+    None,
+    /// The peer sent close_notify: the stream ended cleanly.
+    Closed,
+    /// The socket ended without close_notify: whatever was being read until the
+    /// end may have been cut by anyone on the path.
+    Truncated,
 }
 
 #[cfg(test)]

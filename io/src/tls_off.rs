@@ -24,6 +24,14 @@ pub(crate) enum Fault {
     Io(i32),
 }
 
+/// What a plaintext read gave.
+pub(crate) enum Plain {
+    Data(usize),
+    None,
+    Closed,
+    Truncated,
+}
+
 /// No session can be built without the feature.
 #[derive(Debug)]
 pub(crate) enum Session {}
@@ -47,7 +55,7 @@ impl Session {
     pub(crate) fn send_close_notify(&mut self) {
         match *self {}
     }
-    pub(crate) fn read_plaintext(&mut self, _: &mut [u8]) -> Option<usize> {
+    pub(crate) fn read_plaintext(&mut self, _: &mut [u8]) -> Plain {
         match *self {}
     }
 }

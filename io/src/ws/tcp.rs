@@ -12,7 +12,7 @@ use ergon_core::{Budget, Class};
 
 use super::{ConnectError, Event, Request, Session, State};
 use crate::sys;
-use crate::tls::{Fault, Input, Session as Tls};
+use crate::tls::{Fault, Input, Plain, Session as Tls};
 #[cfg(feature = "tls")]
 use crate::tls::{TlsConfig, TlsError};
 
@@ -428,13 +428,13 @@ impl WsClient {
                 continue;
             }
             match t.read_plaintext(buf) {
-                None => return true,
-                Some(0) => {
+                Plain::None => return true,
+                Plain::Closed | Plain::Truncated => {
                     // close_notify, or the socket ended without it.
                     self.lost(i, budget, now);
                     return false;
                 }
-                Some(n) => {
+                Plain::Data(n) => {
                     c.session.handle_read(n);
                     self.events_out(i, budget, now, on_event);
                 }

@@ -172,6 +172,14 @@ impl Peer {
         self.write(&out);
     }
 
+    /// Over TLS, sends close_notify (the clean end of the stream); plain: nothing.
+    pub fn close_notify(&mut self) {
+        if let Stream::Tls(s) = &mut self.stream {
+            s.conn.send_close_notify();
+            let _ = s.flush();
+        }
+    }
+
     /// Makes the close that follows a reset (RST), not a FIN: the client's next
     /// write or read fails with ECONNRESET/EPIPE.
     pub fn reset_on_close(&mut self) {
