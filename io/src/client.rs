@@ -229,6 +229,14 @@ pub trait ClientHandler {
     /// closed and will not be reused.
     fn on_error(&mut self, cx: &mut Context<'_>, id: RequestId, sent: Sent, error: Error);
 
+    /// libcurl wrote request `id` `copies` more times than asked (it re-sends on
+    /// a reused connection that died before any reply byte; see the `curl`
+    /// module). Every copy was already charged to the budget on the request's
+    /// own parts ([`Budget::charge_after`]): the venue counted each one. Called
+    /// just before the request's [`on_response`](Self::on_response) or
+    /// [`on_error`](Self::on_error). The native client never calls it.
+    fn on_resent(&mut self, _cx: &mut Context<'_>, _id: RequestId, _copies: u32) {}
+
     /// A new connection of `pool` is open and idle.
     fn on_ready(&mut self, _cx: &mut Context<'_>, _pool: PoolId) {}
 
@@ -341,6 +349,9 @@ pub struct Counters {
     pub connects_limited: u64,
     /// Idle connections dropped because the server closed them (or sent unasked).
     pub stale: u64,
+    /// Extra copies of requests a libcurl pool wrote on its own (each charged to
+    /// the budget after the fact; see [`ClientHandler::on_resent`]).
+    pub resent: u64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -798,8 +809,24 @@ impl Client {
             CurlStep::Abort => self.curl.abort_all(&mut ended),
         }
         for &k in &ended {
-            match self.curl.take(k) {
-                Some(Ended::Response(id, ticket, f)) => {
+            let Some(end) = self.curl.take(k) else {
+                continue;
+            };
+            let (id, ticket, resent) = match &end {
+                Ended::Response(id, ticket, _, n) | Ended::Error(id, ticket, _, _, n) => {
+                    (*id, ticket, *n)
+                }
+            };
+            if resent > 0 {
+                // The venue counted every copy: charge each, after the fact.
+                for p in ticket.parts() {
+                    budget.charge_after(p.bucket, p.cost.saturating_mul(resent), now);
+                }
+                self.counters.resent += u64::from(resent);
+                h.on_resent(&mut Context::new(self, budget, ctl, now), id, resent);
+            }
+            match end {
+                Ended::Response(id, ticket, f, _) => {
                     self.counters.responses += 1;
                     let mut headers = [Header {
                         name: &[],
@@ -814,7 +841,7 @@ impl Client {
                     );
                     self.curl.restore(f);
                 }
-                Some(Ended::Error(id, ticket, sent, e)) => {
+                Ended::Error(id, ticket, sent, e, _) => {
                     let sent = if sent {
                         self.counters.sent_maybe += 1;
                         Sent::Maybe(ticket.sent())
@@ -827,7 +854,6 @@ impl Client {
                     }
                     h.on_error(&mut Context::new(self, budget, ctl, now), id, sent, e);
                 }
-                None => {}
             }
         }
         self.curl_ended = ended;

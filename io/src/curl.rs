@@ -16,6 +16,15 @@
 //! [`CurlConfig::curl_allow_non_idempotent_methods`] is set by a caller who
 //! accepts that. The native client has no such path.
 //!
+//! Even a GET or DELETE re-sent counts at the venue (a late duplicate DELETE can
+//! cancel a newer order). So every request head libcurl writes is counted (the
+//! debug callback sees each one); each copy beyond the first is charged to the
+//! budget after the fact, on the ticket's own parts
+//! ([`Budget::charge_after`](ergon_core::Budget::charge_after)), counted in
+//! [`Counters::resent`](crate::client::Counters::resent) and reported with
+//! [`ClientHandler::on_resent`](crate::client::ClientHandler::on_resent) just
+//! before the request's answer.
+//!
 //! Limits of this client, by design of libcurl: it allocates per request, it
 //! opens connections on its own (each socket it opens is charged to the pool's
 //! connect parts after the fact, with
@@ -61,6 +70,12 @@ pub(crate) struct Collector {
     sent_any: bool,
     too_large: bool,
     opened: u32,
+    /// `METHOD ` of the transfer's request: what each request head libcurl
+    /// writes starts with.
+    request_line: String,
+    /// Request heads libcurl wrote for this transfer: more than one means it
+    /// re-sent the request on its own (`Curl_retry_request`).
+    heads: u32,
 }
 
 impl Handler for Collector {
@@ -83,9 +98,17 @@ impl Handler for Collector {
         true
     }
 
-    fn debug(&mut self, kind: InfoType, _: &[u8]) {
+    fn debug(&mut self, kind: InfoType, data: &[u8]) {
         if matches!(kind, InfoType::HeaderOut | InfoType::DataOut) {
             self.sent_any = true;
+        }
+        // A head may be logged in pieces if its write was partial; only a piece
+        // that starts a request line starts a new copy of the request.
+        if matches!(kind, InfoType::HeaderOut)
+            && !self.request_line.is_empty()
+            && data.starts_with(self.request_line.as_bytes())
+        {
+            self.heads += 1;
         }
     }
 
@@ -112,12 +135,13 @@ struct Transfer {
     max_body: usize,
 }
 
-/// How one transfer ended, taken out of the client to be reported.
+/// How one transfer ended, taken out of the client to be reported, with how
+/// many extra copies of the request libcurl wrote on its own.
 pub(crate) enum Ended {
     /// A response: read it with [`Finished::response`].
-    Response(RequestId, Ticket, Finished),
+    Response(RequestId, Ticket, Finished, u32),
     /// An error; whether anything was sent.
-    Error(RequestId, Ticket, bool, Error),
+    Error(RequestId, Ticket, bool, Error, u32),
 }
 
 /// A completed transfer's handle, kept out of the client while reported.
@@ -428,7 +452,7 @@ impl Curl {
                 Some(Err(e)) => e,
                 _ => Error::Closed,
             };
-            return Some(Ended::Error(id, ticket, false, e));
+            return Some(Ended::Error(id, ticket, false, e, 0));
         };
         self.active -= 1;
         let removed = self.multi.remove2(h);
@@ -437,15 +461,21 @@ impl Curl {
             Ok(e) => e,
             // The handle is gone with the error; a fresh one replaces it on the
             // next request. Whether anything left is unknown: say maybe.
-            Err(e) => return Some(Ended::Error(id, ticket, true, Error::Curl(e.code()))),
+            Err(e) => return Some(Ended::Error(id, ticket, true, Error::Curl(e.code()), 0)),
         };
         let sent = easy.get_ref().sent_any;
+        let resent = easy.get_ref().heads.saturating_sub(1);
         let error = match outcome {
             Some(Ok(())) => {
                 let status = easy.response_code().unwrap_or(0);
                 match u16::try_from(status) {
                     Ok(status) if (100..1000).contains(&status) => {
-                        return Some(Ended::Response(id, ticket, Finished { k, easy, status }))
+                        return Some(Ended::Response(
+                            id,
+                            ticket,
+                            Finished { k, easy, status },
+                            resent,
+                        ))
                     }
                     _ => Error::Parse(crate::http::ParseError::BadStatus),
                 }
@@ -456,7 +486,7 @@ impl Curl {
         };
         reset(&mut easy);
         t.idle = Some(easy);
-        Some(Ended::Error(id, ticket, sent, error))
+        Some(Ended::Error(id, ticket, sent, error, resent))
     }
 
     /// Returns a reported response's handle to its transfer.
@@ -496,6 +526,7 @@ fn reset(easy: &mut Easy2<Collector>) {
     c.sent_any = false;
     c.too_large = false;
     c.opened = 0;
+    c.heads = 0;
 }
 
 fn curl_error(e: &curl::Error, c: &Collector) -> Error {
@@ -516,6 +547,13 @@ fn configure(
 ) -> Result<(), Error> {
     let err = |e: curl::Error| Error::Curl(e.code() as i32);
     easy.reset();
+    let c = easy.get_mut();
+    c.request_line.clear();
+    c.request_line.push_str(req.method);
+    c.request_line.push(' ');
+    c.heads = 0;
+    // Verbose: the debug callback sees every byte sent (Sent::No vs Maybe) and
+    // every request head (the copies libcurl re-sends).
     easy.verbose(true).map_err(err)?;
     easy.tcp_nodelay(true).map_err(err)?;
     let url = format!("http://{}{}", cfg.addr, req.target);

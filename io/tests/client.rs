@@ -288,10 +288,39 @@ mod curl {
         assert_eq!(first, Answer::ok(b"first"));
         let (second, _) = d.send(&order("id=2"), 10 * SEC);
         assert_eq!(second, Answer::ok(b"id=2"));
+        assert_eq!(d.resent, 1);
         // One request from the caller, two on the wire: a duplicated order.
         let log = server.log.lock().unwrap();
         assert_eq!(log.count(b"id=2"), 2);
         assert_eq!(log.conns_with(b"id=2"), vec![0, 1]);
+    }
+
+    #[test]
+    fn a_get_libcurl_sends_twice_is_charged_twice_and_reported_resent() {
+        // Connection 0 answers the first GET, then reads the second one's head and
+        // closes without a reply byte: libcurl re-sends it on a new connection.
+        let server = Server::start(|p| {
+            if p.no == 0 {
+                let _ = p.read_request();
+                p.respond(b"first");
+                let _ = p.read_request();
+            } else {
+                while p.read_request().is_some() {
+                    p.respond(b"second");
+                }
+            }
+        });
+        let mut d = Driver::new(server.addr, curl_pool(false));
+        let (first, _) = d.send(&Request::get("/x?n=1"), 10 * SEC);
+        assert_eq!((first, d.resent), (Answer::ok(b"first"), 0));
+        let (second, _) = d.send(&Request::get("/x?n=2"), 10 * SEC);
+        assert_eq!(second, Answer::ok(b"second"));
+        // Two copies on the wire, and the answer says one of them was libcurl's.
+        assert_eq!(server.log.lock().unwrap().count(b"GET /x?n=2 "), 2);
+        assert_eq!(d.resent, 1);
+        assert_eq!(d.lp.client().counters().resent, 1);
+        // Charged for both requests the caller sent and for the copy.
+        assert_eq!(d.lp.budget().stats(d.requests).used, 3);
     }
 
     #[test]
