@@ -57,7 +57,7 @@ use ergon_core::{Budget, Class, Flight, Part, Ticket};
 use crate::curl::{Curl, CurlConfig, Ended, CURL_TOKEN};
 use crate::event_loop::{Context, Ctl, Readiness};
 use crate::http::{Conn, InvalidRequest, Limits, ParseError, Progress, Request, MAX_HEADERS};
-use crate::sys::{self, Connecting, Read};
+use crate::sys::{self, same_lane, Connecting, Read};
 use crate::tls::{Fault, Input, Plain, Session};
 #[cfg(feature = "tls")]
 use crate::tls::{TlsConfig, TlsError};
@@ -1499,12 +1499,6 @@ fn fault(f: Fault) -> Error {
         #[cfg(feature = "tls")]
         Fault::Tls(e) => Error::Tls(e),
     }
-}
-
-/// Whether the socket's local address `got` is the lane `asked` for: the same IP,
-/// and the same port if one was asked.
-fn same_lane(asked: SocketAddr, got: SocketAddr) -> bool {
-    asked.ip() == got.ip() && (asked.port() == 0 || asked.port() == got.port())
 }
 
 #[cfg(test)]

@@ -58,12 +58,8 @@ pub(crate) enum Connecting {
     Failed(i32),
 }
 
-/// A non-blocking, close-on-exec TCP socket with TCP_NODELAY, connecting to `addr`.
-pub(crate) fn connect(addr: &SocketAddr) -> Connecting {
-    connect_from(addr, None)
-}
-
-/// [`connect`], bound first to `local` when given (an egress lane).
+/// A non-blocking, close-on-exec TCP socket with TCP_NODELAY, connecting to `addr`,
+/// bound first to `local` when given (an egress lane).
 pub(crate) fn connect_from(addr: &SocketAddr, local: Option<&SocketAddr>) -> Connecting {
     let family = if addr.is_ipv4() {
         libc::AF_INET
@@ -125,6 +121,12 @@ pub(crate) fn connect_from(addr: &SocketAddr, local: Option<&SocketAddr>) -> Con
 }
 
 /// The local address of a socket (`getsockname`).
+/// Whether the socket's local address `got` is the lane `asked` for: the same IP,
+/// and the same port if one was asked.
+pub(crate) fn same_lane(asked: SocketAddr, got: SocketAddr) -> bool {
+    asked.ip() == got.ip() && (asked.port() == 0 || asked.port() == got.port())
+}
+
 pub(crate) fn local_addr(fd: c_int) -> Result<SocketAddr, i32> {
     // SAFETY: sockaddr_storage is plain old data; all-zero is a valid value.
     let mut ss: libc::sockaddr_storage = unsafe { std::mem::zeroed() };

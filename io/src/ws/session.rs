@@ -166,6 +166,18 @@ pub enum ConnectError {
     /// The request has a line break, a path without `/`, a bad header name, one of
     /// our own WebSocket headers, or does not fit the send buffer.
     BadRequest,
+    /// No session with this id in the [`WsClient`](super::WsClient).
+    UnknownSession,
+    /// The session's egress lane was refused for good: a connect bound to
+    /// `asked` left from `got` (the stack ignored the binding). No connect is
+    /// tried again: no frame may leave from an IP whose budget is not the one
+    /// charged.
+    LocalAddr {
+        /// The local address the lane asked to bind.
+        asked: std::net::SocketAddr,
+        /// The address the socket actually had.
+        got: std::net::SocketAddr,
+    },
 }
 
 /// Why a frame was not queued. Nothing was charged.

@@ -42,6 +42,10 @@ struct Conn {
     tls_config: Option<TlsConfig>,
     /// The TLS session of the current connection (`wss://`, once TCP connected).
     tls: Option<Tls>,
+    /// The egress lane: every connect binds to it and is verified.
+    local_addr: Option<SocketAddr>,
+    /// Set when the lane was refused for good (an ignored binding).
+    refused: Option<ConnectError>,
 }
 
 /// WebSocket sessions over non-blocking TCP sockets, on the [`event_loop`].
@@ -53,6 +57,11 @@ struct Conn {
 /// it queues frames it calls [`WsClient::flush`]; it keeps a loop timer at
 /// [`WsClient::next_deadline`] and drives again when it fires. The shell follows the
 /// session's drive order: read → drain events → write.
+///
+/// Egress lanes ([`WsClient::set_local_addr`]): a session's connects leave from
+/// its lane's bound address and are verified after connect, as an HTTP pool's
+/// are; a binding that does not hold refuses the lane for good. Unknown ids are
+/// errors ([`ConnectError::UnknownSession`], [`WsClient::get`]).
 ///
 /// It never blocks and never allocates after [`WsClient::add`]; it makes only the
 /// syscalls the bytes need (recv, send, epoll), none when a frame is queued until
@@ -178,8 +187,47 @@ impl WsClient {
             #[cfg(feature = "tls")]
             tls_config: None,
             tls: None,
+            local_addr: None,
+            refused: None,
         });
         WsId(self.conns.len() - 1)
+    }
+
+    /// Puts session `id` on an egress lane: from its next connect on, the socket
+    /// is bound to `local` (port 0 for any port) before it connects, and its local
+    /// address is read back once connected. If it is not the one asked (some
+    /// stacks ignore a binding; an unspecified address never verifies), the
+    /// connection is dropped before a byte of the upgrade request is written (its
+    /// charge refunded) and the lane is refused for good
+    /// ([`ConnectError::LocalAddr`], [`WsClient::refused`]), as an HTTP pool's is:
+    /// a connect charged to one IP's budget never leaves from another IP.
+    pub fn set_local_addr(
+        &mut self,
+        id: WsId,
+        local: Option<SocketAddr>,
+    ) -> Result<(), ConnectError> {
+        let c = self
+            .conns
+            .get_mut(id.0)
+            .ok_or(ConnectError::UnknownSession)?;
+        c.local_addr = local;
+        Ok(())
+    }
+
+    /// Why session `id`'s lane was refused for good, if it was.
+    pub fn refused(&self, id: WsId) -> Option<ConnectError> {
+        self.conns.get(id.0).and_then(|c| c.refused)
+    }
+
+    /// The session `id`, or None if this client has no such session.
+    pub fn get(&self, id: WsId) -> Option<&Session> {
+        self.conns.get(id.0).map(|c| &c.session)
+    }
+
+    /// The session `id` to queue frames on, or None if this client has no such
+    /// session.
+    pub fn get_mut(&mut self, id: WsId) -> Option<&mut Session> {
+        self.conns.get_mut(id.0).map(|c| &mut c.session)
     }
 
     /// Adds a `wss://` session that connects to `addr` and runs TLS over it,
@@ -192,12 +240,15 @@ impl WsClient {
         id
     }
 
-    /// The session `id`, to read its state and stats.
+    /// The session `id`, to read its state and stats. An id is only made by
+    /// [`WsClient::add`]: this panics only for an id of another client (use
+    /// [`WsClient::get`] where that can happen).
     pub fn session(&self, id: WsId) -> &Session {
         &self.conns[id.0].session
     }
 
-    /// The session `id`, to queue frames; then [`WsClient::flush`].
+    /// The session `id`, to queue frames; then [`WsClient::flush`]. Panics only
+    /// for an id of another client (see [`WsClient::get_mut`]).
     pub fn session_mut(&mut self, id: WsId) -> &mut Session {
         &mut self.conns[id.0].session
     }
@@ -216,14 +267,20 @@ impl WsClient {
         budget: &mut Budget,
         now_ns: i64,
     ) -> Result<(), ConnectError> {
-        let c = &mut self.conns[id.0];
+        let c = self
+            .conns
+            .get_mut(id.0)
+            .ok_or(ConnectError::UnknownSession)?;
+        if let Some(e) = c.refused {
+            return Err(e);
+        }
         c.session.connect(req, class, budget, now_ns)?;
         if let Some(old) = c.fd.take() {
             // The last connection's socket, kept for a close frame still owed.
             sys::close(old);
         }
         c.tls = None;
-        match sys::connect(&c.addr) {
+        match sys::connect_from(&c.addr, c.local_addr.as_ref()) {
             sys::Connecting::Started(fd) => {
                 if sys::epoll_ctl(self.epfd, libc::EPOLL_CTL_ADD, fd, IN | OUT, id.0 as u64)
                     .is_err()
@@ -276,9 +333,12 @@ impl WsClient {
         waited.map(|_| ())
     }
 
-    /// Writes what session `id` has queued (after a send).
+    /// Writes what session `id` has queued (after a send). Nothing for an
+    /// unknown id.
     pub fn flush(&mut self, id: WsId, budget: &mut Budget, now_ns: i64) {
-        self.write(id.0, budget, now_ns);
+        if id.0 < self.conns.len() {
+            self.write(id.0, budget, now_ns);
+        }
     }
 
     /// The earliest time a session wants [`WsClient::drive`] called regardless of
@@ -304,7 +364,7 @@ impl WsClient {
             if !failed && bits & OUT == 0 {
                 return;
             }
-            if failed || sys::so_error(fd) != 0 {
+            if failed || sys::so_error(fd) != 0 || !self.lane_holds(i, fd) {
                 self.lost(i, budget, now);
                 self.events_out(i, budget, now, on_event);
                 return;
@@ -554,6 +614,23 @@ impl WsClient {
             c.tls = None;
             c.want_out = false;
             c.session.handle_transport_closed(budget, now);
+        }
+    }
+
+    /// Whether connection `i`'s socket left from its lane's address (always, with
+    /// no lane). A binding that did not hold refuses the lane for good.
+    fn lane_holds(&mut self, i: usize, fd: c_int) -> bool {
+        let c = &mut self.conns[i];
+        let Some(asked) = c.local_addr else {
+            return true;
+        };
+        match sys::local_addr(fd) {
+            Ok(got) if sys::same_lane(asked, got) => true,
+            Ok(got) => {
+                c.refused = Some(ConnectError::LocalAddr { asked, got });
+                false
+            }
+            Err(_) => false,
         }
     }
 
