@@ -34,6 +34,7 @@
 //! in the loop's epoll and its timer is one of the loop's deadlines, so a loop in
 //! epoll mode parks while libcurl waits. What it must never do: re-send a
 //! request of a method it refuses, or report `Sent::No` after a byte left.
+#![allow(unsafe_code)] // libcurl opens its sockets through our callback (libc::socket).
 
 use std::os::raw::c_int;
 use std::sync::atomic::{AtomicI64, Ordering};

@@ -1,7 +1,8 @@
 //! The few system calls the client and the loop make, wrapped once.
 //!
-//! All `unsafe` of the crate lives here, each call with its reason. Errors are
+//! Every system call of the crate lives here, each with its SAFETY reason. Errors are
 //! returned as raw `errno` values so the hot path builds no `io::Error`.
+#![allow(unsafe_code)] // System calls through libc: the crate's unsafe lives here.
 
 use std::net::SocketAddr;
 use std::os::raw::c_int;

@@ -48,6 +48,7 @@ fn a_connect_the_budget_refuses_is_not_made() {
         pool,
         requests,
         connects,
+        resent: 0,
     };
     let (a, _) = d.send(&order("id=1"), 10 * SEC);
     assert_eq!(

@@ -11,6 +11,7 @@
 //!
 //! Every atomic and cell goes through `crate::sync`, so the loom models in
 //! `io/tests/loom_ring.rs` check this very code.
+#![allow(unsafe_code)] // The slots are written and read through raw pointers, guarded by the sequence protocol.
 
 use core::fmt;
 use core::mem::MaybeUninit;
