@@ -187,6 +187,33 @@ impl core::fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
+/// Why a [`PoolConfig`] was refused (the caller's mistake).
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum PoolError {
+    /// `connections` is 0.
+    NoConnections,
+    /// The Host value is empty or not visible ASCII without spaces.
+    BadHost,
+    /// `max_request` or `max_response` under 64 bytes.
+    BuffersTooSmall,
+    /// More pools than a [`PoolId`] can number.
+    TooManyPools,
+}
+
+impl core::fmt::Display for PoolError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(match self {
+            PoolError::NoConnections => "a pool needs at least one connection",
+            PoolError::BadHost => "the Host value must be visible ASCII without spaces",
+            PoolError::BuffersTooSmall => "buffers under 64 bytes",
+            PoolError::TooManyPools => "too many pools",
+        })
+    }
+}
+
+impl std::error::Error for PoolError {}
+
 /// A request the client did not accept; the ticket comes back unsent, to refund.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Refused {
@@ -440,17 +467,17 @@ impl Client {
         }
     }
 
-    pub(crate) fn add_pool(&mut self, cfg: PoolConfig, now: i64) -> Result<PoolId, &'static str> {
+    pub(crate) fn add_pool(&mut self, cfg: PoolConfig, now: i64) -> Result<PoolId, PoolError> {
         if cfg.connections == 0 {
-            return Err("a pool needs at least one connection");
+            return Err(PoolError::NoConnections);
         }
         if cfg.host.is_empty() || !cfg.host.bytes().all(|b| b > 0x20 && b < 0x7f) {
-            return Err("the Host value must be visible ASCII without spaces");
+            return Err(PoolError::BadHost);
         }
         if cfg.limits.max_response < 64 || cfg.limits.max_request < 64 {
-            return Err("buffers under 64 bytes");
+            return Err(PoolError::BuffersTooSmall);
         }
-        let id = u16::try_from(self.pools.len()).map_err(|_| "too many pools")?;
+        let id = u16::try_from(self.pools.len()).map_err(|_| PoolError::TooManyPools)?;
         let start = self.slots.len();
         #[cfg(feature = "curl")]
         let transfers = match cfg.curl {

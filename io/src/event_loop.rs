@@ -21,7 +21,9 @@ use std::os::raw::c_int;
 use arrayvec::ArrayVec;
 use ergon_core::{Budget, Flight, Ticket};
 
-use crate::client::{Client, ClientHandler, PoolConfig, PoolId, Refused, RequestId, Sent};
+use crate::client::{
+    Client, ClientHandler, PoolConfig, PoolError, PoolId, Refused, RequestId, Sent,
+};
 use crate::http::Request;
 use crate::{clock, sys};
 
@@ -77,7 +79,7 @@ pub enum LoopError {
         ran_on: Option<usize>,
     },
     /// A pool's configuration is invalid.
-    Pool(&'static str),
+    Pool(PoolError),
     /// All timer slots are in use.
     TimersFull,
 }
