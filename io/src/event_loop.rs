@@ -431,6 +431,7 @@ impl EventLoop {
             let next = [
                 self.client.next_deadline(),
                 self.ctl.timers.iter().map(|t| t.1).min(),
+                self.budget_deadline(),
             ]
             .into_iter()
             .flatten()
@@ -503,6 +504,15 @@ impl EventLoop {
         ));
         self.client.drain(&mut self.budget, &mut self.ctl, h, now);
         Ok(())
+    }
+
+    /// When the budget next needs the loop: the one call site for
+    /// `Budget::poll_timeout(now)` (the next instant a lane closes, a hold ends or
+    /// a window rolls) once ergon-core has it (issue 14). Until then None: the
+    /// budget is ticked on idle turns ([`Config::idle_tick_ns`]) and a parked
+    /// loop wakes at least every [`Config::max_park_ns`].
+    fn budget_deadline(&self) -> Option<i64> {
+        None
     }
 
     /// Closes every connection; requests still in flight are reported to `h` as

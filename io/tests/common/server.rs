@@ -283,6 +283,7 @@ impl Server {
                             b(&mut Peer { no, stream, log })
                         }));
                     }
+                    // Non-blocking accept, polled so the stop flag is seen.
                     Err(_) => std::thread::sleep(Duration::from_millis(1)),
                 }
             }
@@ -306,6 +307,7 @@ impl Server {
             if cond(&self.log.lock().unwrap()) {
                 return true;
             }
+            // Polls the log another thread writes (bounded by PATIENCE).
             std::thread::sleep(Duration::from_millis(2));
         }
         false

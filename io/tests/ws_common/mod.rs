@@ -91,6 +91,7 @@ impl Peer {
         let start = Instant::now();
         for i in 0..n {
             let at = start + Duration::from_millis(20 * i as u64);
+            // Pacing on the wall clock is the point: a venue's ping rate.
             std::thread::sleep(at.saturating_duration_since(Instant::now()));
             self.write_frame(true, 0x9, format!("ping-{i}").as_bytes());
         }
@@ -390,6 +391,8 @@ impl Driver {
                     Err(_) => self.drop_transport(),
                 }
             } else {
+                // No socket to block on: wait for the session's next deadline,
+                // which is on this driver's real clock.
                 std::thread::sleep(Duration::from_nanos(wait as u64));
             }
             done = self.drain(&mut out, &mut stop);
