@@ -1,7 +1,7 @@
 //! The libcurl client (feature `curl`): the same [`ClientHandler`] contract as
 //! the native client, over a libcurl multi handle driven on the loop thread.
 //!
-//! A pool whose [`PoolConfig::curl`](crate::client::PoolConfig::curl) is set sends
+//! A pool whose [`PoolConfig::curl`](PoolConfig::curl) is set sends
 //! through libcurl instead of the native connections: requests go through
 //! [`Context::request`](crate::event_loop::Context::request) as usual and end in
 //! exactly one [`ClientHandler::on_response`] or [`ClientHandler::on_error`].
@@ -46,16 +46,9 @@ use curl::multi::{Easy2Handle, Events, Multi};
 use ergon_core::response::{Header, Response};
 use ergon_core::Ticket;
 
-use crate::client::{Error, RequestId};
 use crate::http::{encode, InvalidRequest, Limits, Request, MAX_HEADERS};
-
-/// How a pool uses libcurl.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct CurlConfig {
-    /// Let POST, PUT, PATCH and other non-idempotent methods through, knowing that
-    /// libcurl may send them twice on its own. Off by default.
-    pub curl_allow_non_idempotent_methods: bool,
-}
+pub use crate::pool::CurlConfig;
+use crate::pool::{Error, PoolConfig, RequestId};
 
 /// Whether libcurl may carry `method` without the caller's explicit consent.
 pub fn idempotent(method: &str) -> bool {
@@ -357,7 +350,7 @@ impl Curl {
     pub(crate) fn request(
         &mut self,
         range: core::ops::Range<usize>,
-        cfg: &crate::client::PoolConfig,
+        cfg: &PoolConfig,
         curl: CurlConfig,
         req: &Request<'_>,
         id: RequestId,
@@ -542,7 +535,7 @@ fn curl_error(e: &curl::Error, c: &Collector) -> Error {
 
 fn configure(
     easy: &mut Easy2<Collector>,
-    cfg: &crate::client::PoolConfig,
+    cfg: &PoolConfig,
     req: &Request<'_>,
     left_ns: i64,
 ) -> Result<(), Error> {

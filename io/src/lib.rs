@@ -72,6 +72,7 @@ pub mod clock;
 pub mod curl;
 pub mod event_loop;
 pub mod http;
+mod pool;
 mod sync;
 mod sys;
 #[cfg(feature = "tls")]

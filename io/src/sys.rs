@@ -332,3 +332,18 @@ pub fn allowed_cpus() -> Vec<usize> {
         .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
         .collect()
 }
+
+#[cfg(test)]
+mod lane_tests {
+    use super::*;
+
+    #[test]
+    fn a_lane_is_the_same_ip_and_the_asked_port_if_any() {
+        let a = |s: &str| s.parse::<SocketAddr>().unwrap();
+        assert!(same_lane(a("127.0.0.2:0"), a("127.0.0.2:40000")));
+        assert!(same_lane(a("127.0.0.2:40000"), a("127.0.0.2:40000")));
+        assert!(!same_lane(a("127.0.0.2:0"), a("127.0.0.1:40000")));
+        assert!(!same_lane(a("127.0.0.2:40001"), a("127.0.0.2:40000")));
+        assert!(!same_lane(a("[::1]:0"), a("127.0.0.1:40000")));
+    }
+}
