@@ -54,6 +54,7 @@
 //! client is borrowed. A sans-IO pool whose events the loop polls (issue 14) is
 //! what removes that last cycle.
 
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::raw::c_int;
 
 use ergon_core::response::{Header, Response};
@@ -176,6 +177,9 @@ enum InFlight {
 #[derive(Debug)]
 struct Slot {
     pool: u16,
+    /// The socket; closed when dropped (or replaced).
+    sock: Option<OwnedFd>,
+    /// `sock`'s raw descriptor for the system calls, -1 without a socket.
     fd: c_int,
     phase: Phase,
     conn: Conn,
@@ -259,6 +263,7 @@ impl Client {
         for _ in 0..if native { cfg.connections } else { 0 } {
             self.slots.push(Slot {
                 pool: id,
+                sock: None,
                 fd: -1,
                 phase: Phase::Down { retry_at: now },
                 conn: Conn::new(cfg.limits),
@@ -506,10 +511,7 @@ impl Client {
     /// Closes slot `i`'s connection; it reopens at `retry_at`.
     fn drop_conn(&mut self, i: usize, retry_at: i64) {
         let s = &mut self.slots[i];
-        if s.fd >= 0 {
-            sys::close(s.fd);
-            s.fd = -1;
-        }
+        s.close();
         s.conn.reset();
         s.want_write = false;
         s.tls = None;
@@ -518,10 +520,7 @@ impl Client {
 
     fn fail_later(&mut self, i: usize, e: Error) {
         let s = &mut self.slots[i];
-        if s.fd >= 0 {
-            sys::close(s.fd);
-            s.fd = -1;
-        }
+        s.close();
         s.conn.break_off();
         s.phase = Phase::Failed(e);
         self.dirty.push(i);
@@ -1130,11 +1129,11 @@ impl Client {
             }
         };
         let error = match sys::connect_from(&cfg.addr, cfg.local_addr.as_ref()) {
-            Connecting::Started(fd) => {
+            Connecting::Started(sock) => {
                 budget.complete(ticket.sent(), now);
                 self.counters.connects += 1;
                 let s = &mut self.slots[i];
-                s.fd = fd;
+                let fd = s.open(sock);
                 s.conn.reset();
                 s.want_write = false;
                 s.opened_at = now;
@@ -1182,11 +1181,11 @@ impl Client {
     /// Installs an already connected descriptor as slot `i`'s idle connection, so
     /// tests can reach failure paths a TCP peer cannot produce on demand.
     #[cfg(test)]
-    pub(crate) fn adopt(&mut self, i: usize, fd: c_int, now: i64) {
+    pub(crate) fn adopt(&mut self, i: usize, sock: OwnedFd, now: i64) {
         self.drop_conn(i, i64::MAX);
-        sys::epoll_ctl(self.epfd, libc::EPOLL_CTL_ADD, fd, EV_READ, i as u64).unwrap();
         let s = &mut self.slots[i];
-        s.fd = fd;
+        let fd = s.open(sock);
+        sys::epoll_ctl(self.epfd, libc::EPOLL_CTL_ADD, fd, EV_READ, i as u64).unwrap();
         s.phase = Phase::Idle { since: now };
         s.opened_at = now;
     }
@@ -1235,14 +1234,18 @@ impl Client {
     }
 }
 
-impl Drop for Client {
-    fn drop(&mut self) {
-        for s in &mut self.slots {
-            if s.fd >= 0 {
-                sys::close(s.fd);
-                s.fd = -1;
-            }
-        }
+impl Slot {
+    /// Takes `sock` as this slot's socket; returns its raw descriptor.
+    fn open(&mut self, sock: OwnedFd) -> c_int {
+        self.fd = sock.as_raw_fd();
+        self.sock = Some(sock);
+        self.fd
+    }
+
+    /// Closes the socket, if any (leaving epoll with it).
+    fn close(&mut self) {
+        self.sock = None;
+        self.fd = -1;
     }
 }
 

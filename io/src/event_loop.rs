@@ -16,6 +16,7 @@
 //!
 //! Nothing here allocates after [`EventLoop::new`] and [`EventLoop::add_pool`].
 
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::raw::c_int;
 
 use arrayvec::ArrayVec;
@@ -319,7 +320,6 @@ impl<'a> Context<'a> {
 #[derive(Debug)]
 pub struct EventLoop {
     cfg: Config,
-    epfd: c_int,
     client: Client,
     budget: Budget,
     ctl: Ctl,
@@ -329,17 +329,19 @@ pub struct EventLoop {
     /// The next wait polls instead of blocking (the first turn of a run: the
     /// handler has not had a turn yet).
     poll_next: bool,
+    /// The loop's epoll instance (the client holds its raw descriptor); closed
+    /// when the loop drops, after the client's sockets (fields drop in order).
+    epoll: OwnedFd,
 }
 
 impl EventLoop {
     /// A loop driving `budget`, built on the [`clock`].
     pub fn new(cfg: Config, budget: Budget) -> Result<Self, LoopError> {
-        let epfd = sys::epoll_create().map_err(LoopError::Epoll)?;
+        let epoll = sys::epoll_create().map_err(LoopError::Epoll)?;
         let now = clock::now_ns();
         Ok(EventLoop {
             cfg,
-            epfd,
-            client: Client::new(epfd),
+            client: Client::new(epoll.as_raw_fd()),
             budget,
             ctl: Ctl {
                 stop: false,
@@ -350,6 +352,7 @@ impl EventLoop {
             now,
             last_tick: now,
             poll_next: true,
+            epoll,
         })
     }
 
@@ -364,7 +367,13 @@ impl EventLoop {
     /// `token` must be below 2^63. Handlers do the same through
     /// [`Context::watch_fd`].
     pub fn watch_fd(&mut self, fd: c_int, token: u64, interest: Interest) -> Result<(), LoopError> {
-        watch(self.epfd, libc::EPOLL_CTL_ADD, fd, token, interest)
+        watch(
+            self.epoll.as_raw_fd(),
+            libc::EPOLL_CTL_ADD,
+            fd,
+            token,
+            interest,
+        )
     }
 
     /// Changes what a watched `fd` is watched for.
@@ -374,12 +383,19 @@ impl EventLoop {
         token: u64,
         interest: Interest,
     ) -> Result<(), LoopError> {
-        watch(self.epfd, libc::EPOLL_CTL_MOD, fd, token, interest)
+        watch(
+            self.epoll.as_raw_fd(),
+            libc::EPOLL_CTL_MOD,
+            fd,
+            token,
+            interest,
+        )
     }
 
     /// Stops watching `fd`.
     pub fn unwatch_fd(&mut self, fd: c_int) -> Result<(), LoopError> {
-        sys::epoll_ctl(self.epfd, libc::EPOLL_CTL_DEL, fd, 0, 0).map_err(LoopError::Epoll)
+        sys::epoll_ctl(self.epoll.as_raw_fd(), libc::EPOLL_CTL_DEL, fd, 0, 0)
+            .map_err(LoopError::Epoll)
     }
 
     /// The budget.
@@ -452,7 +468,8 @@ impl EventLoop {
                 0
             }
         };
-        let n = sys::epoll_wait(self.epfd, &mut self.events, timeout).map_err(LoopError::Epoll)?;
+        let n = sys::epoll_wait(self.epoll.as_raw_fd(), &mut self.events, timeout)
+            .map_err(LoopError::Epoll)?;
         let now = clock::now_ns();
         self.now = now;
         for k in 0..n {
@@ -525,12 +542,6 @@ impl EventLoop {
     }
 }
 
-impl Drop for EventLoop {
-    fn drop(&mut self) {
-        sys::close(self.epfd);
-    }
-}
-
 /// Pins the calling thread to `cpu` and verifies with `sched_getcpu` that it runs
 /// there. Returns the CPU.
 pub fn pin_current_thread(cpu: usize) -> Result<usize, LoopError> {
@@ -554,7 +565,6 @@ mod tests {
     //! Failure paths a TCP peer cannot produce on demand, on a Unix socket pair
     //! installed as a pool's connection.
 
-    use std::os::fd::IntoRawFd;
     use std::os::unix::net::UnixStream;
 
     use ergon_core::response::Response;
@@ -611,7 +621,7 @@ mod tests {
             .add_pool(PoolConfig::new("127.0.0.1:9".parse().unwrap(), "h"))
             .unwrap();
         let now = lp.now;
-        lp.client.adopt(0, ours.into_raw_fd(), now);
+        lp.client.adopt(0, ours.into(), now);
         let h = Fails {
             pool,
             parts: [Part::new(orders, 1)],

@@ -5,6 +5,7 @@
 #![allow(unsafe_code)] // System calls through libc: the crate's unsafe lives here.
 
 use std::net::SocketAddr;
+use std::os::fd::{FromRawFd, OwnedFd};
 use std::os::raw::c_int;
 
 fn errno() -> i32 {
@@ -52,7 +53,7 @@ fn sockaddr(addr: &SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
 /// How a non-blocking connect started.
 pub(crate) enum Connecting {
     /// The handshake is under way (or already done): wait for writability.
-    Started(c_int),
+    Started(OwnedFd),
     /// Failed before any packet could leave (no socket, no route, bad address).
     NotSent(i32),
     /// Failed after the attempt went out (refused at once on loopback).
@@ -78,6 +79,8 @@ pub(crate) fn connect_from(addr: &SocketAddr, local: Option<&SocketAddr>) -> Con
     if fd < 0 {
         return Connecting::NotSent(errno());
     }
+    // SAFETY: a fresh descriptor nobody else owns; closed when `sock` drops.
+    let sock = unsafe { OwnedFd::from_raw_fd(fd) };
     let one: c_int = 1;
     // SAFETY: fd is ours; the option value points to a live c_int of the given size.
     unsafe {
@@ -95,22 +98,20 @@ pub(crate) fn connect_from(addr: &SocketAddr, local: Option<&SocketAddr>) -> Con
         let r = unsafe { libc::bind(fd, &ls as *const _ as *const libc::sockaddr, llen) };
         if r != 0 {
             // Nothing left: a bind that fails sends no packet.
-            let e = errno();
-            close(fd);
-            return Connecting::NotSent(e);
+            return Connecting::NotSent(errno());
         }
     }
     let (ss, len) = sockaddr(addr);
     // SAFETY: ss holds a valid sockaddr of length len.
     let r = unsafe { libc::connect(fd, &ss as *const _ as *const libc::sockaddr, len) };
     if r == 0 {
-        return Connecting::Started(fd);
+        return Connecting::Started(sock);
     }
     let e = errno();
     if e == libc::EINPROGRESS {
-        return Connecting::Started(fd);
+        return Connecting::Started(sock);
     }
-    close(fd);
+    drop(sock);
     match e {
         libc::ENETUNREACH
         | libc::EADDRNOTAVAIL
@@ -258,21 +259,15 @@ pub(crate) fn peek(fd: c_int) -> Result<Read, i32> {
     }
 }
 
-/// Closes a descriptor this crate opened.
-pub(crate) fn close(fd: c_int) {
-    // SAFETY: fd is owned by the caller, which forgets it after this call.
-    unsafe { libc::close(fd) };
-}
-
-/// A new epoll instance.
-pub(crate) fn epoll_create() -> Result<c_int, i32> {
+/// A new epoll instance, closed when dropped.
+pub(crate) fn epoll_create() -> Result<OwnedFd, i32> {
     // SAFETY: plain syscall.
     let fd = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
     if fd < 0 {
-        Err(errno())
-    } else {
-        Ok(fd)
+        return Err(errno());
     }
+    // SAFETY: a fresh descriptor nobody else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
 /// `epoll_ctl` with `events` and `token` as the user data.

@@ -6,6 +6,7 @@
 //! server. See [`WsClient`] for how to drive it.
 
 use std::net::SocketAddr;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::raw::c_int;
 
 use ergon_core::{Budget, Class};
@@ -33,6 +34,9 @@ pub struct WsId(usize);
 struct Conn {
     session: Session,
     addr: SocketAddr,
+    /// The socket of the current connection; closed when dropped.
+    sock: Option<OwnedFd>,
+    /// `sock`'s raw descriptor, for the system calls.
     fd: Option<c_int>,
     connecting: bool,
     /// EPOLLOUT is in the interest set.
@@ -152,20 +156,22 @@ struct Conn {
 /// [`ClientHandler::on_fd`]: crate::client::ClientHandler::on_fd
 #[derive(Debug)]
 pub struct WsClient {
-    epfd: c_int,
     conns: Vec<Conn>,
     events: Vec<libc::epoll_event>,
+    /// This client's epoll instance; closed when the client drops, after the
+    /// sessions' sockets (fields drop in order).
+    epoll: OwnedFd,
 }
 
 impl WsClient {
     /// A client for up to `max_sessions` sessions (the readiness events taken per
     /// drive). Fails with the `errno` of `epoll_create1`.
     pub fn new(max_sessions: usize) -> Result<Self, i32> {
-        let epfd = sys::epoll_create()?;
+        let epoll = sys::epoll_create()?;
         Ok(WsClient {
-            epfd,
             conns: Vec::with_capacity(max_sessions),
             events: vec![libc::epoll_event { events: 0, u64: 0 }; max_sessions.max(1)],
+            epoll,
         })
     }
 
@@ -173,7 +179,7 @@ impl WsClient {
     /// [`EventLoop::watch_fd`](crate::event_loop::EventLoop::watch_fd): readable
     /// when a socket of this client is ready.
     pub fn fd(&self) -> c_int {
-        self.epfd
+        self.epoll.as_raw_fd()
     }
 
     /// Adds a session that connects to `addr` (setup time: may allocate).
@@ -181,6 +187,7 @@ impl WsClient {
         self.conns.push(Conn {
             session,
             addr,
+            sock: None,
             fd: None,
             connecting: false,
             want_out: false,
@@ -275,21 +282,27 @@ impl WsClient {
             return Err(e);
         }
         c.session.connect(req, class, budget, now_ns)?;
-        if let Some(old) = c.fd.take() {
-            // The last connection's socket, kept for a close frame still owed.
-            sys::close(old);
-        }
+        // The last connection's socket, kept for a close frame still owed.
+        c.close();
         c.tls = None;
         match sys::connect_from(&c.addr, c.local_addr.as_ref()) {
-            sys::Connecting::Started(fd) => {
-                if sys::epoll_ctl(self.epfd, libc::EPOLL_CTL_ADD, fd, IN | OUT, id.0 as u64)
-                    .is_err()
+            sys::Connecting::Started(sock) => {
+                let fd = sock.as_raw_fd();
+                if sys::epoll_ctl(
+                    self.epoll.as_raw_fd(),
+                    libc::EPOLL_CTL_ADD,
+                    fd,
+                    IN | OUT,
+                    id.0 as u64,
+                )
+                .is_err()
                 {
-                    sys::close(fd);
+                    drop(sock);
                     c.session.handle_transport_closed(budget, now_ns);
                     return Ok(());
                 }
                 c.fd = Some(fd);
+                c.sock = Some(sock);
                 c.connecting = true;
                 c.want_out = true;
             }
@@ -312,7 +325,7 @@ impl WsClient {
         now_ns: i64,
         on_event: &mut dyn FnMut(WsId, Event<'_>, &mut Budget),
     ) -> Result<(), i32> {
-        let waited = sys::epoll_wait(self.epfd, &mut self.events, 0);
+        let waited = sys::epoll_wait(self.epoll.as_raw_fd(), &mut self.events, 0);
         let n = *waited.as_ref().unwrap_or(&0);
         for k in 0..n {
             let ev = self.events[k];
@@ -540,7 +553,15 @@ impl WsClient {
         }
         if blocked != c.want_out {
             let interest = if blocked { IN | OUT } else { IN };
-            if sys::epoll_ctl(self.epfd, libc::EPOLL_CTL_MOD, fd, interest, i as u64).is_err() {
+            if sys::epoll_ctl(
+                self.epoll.as_raw_fd(),
+                libc::EPOLL_CTL_MOD,
+                fd,
+                interest,
+                i as u64,
+            )
+            .is_err()
+            {
                 // A socket we can no longer watch would stall: end it.
                 self.lost(i, budget, now);
                 return;
@@ -548,8 +569,7 @@ impl WsClient {
             c.want_out = blocked;
         }
         if c.session.is_finished() {
-            sys::close(fd);
-            c.fd = None;
+            c.close();
             c.session.handle_transport_closed(budget, now);
         }
     }
@@ -596,7 +616,15 @@ impl WsClient {
         }
         if blocked != c.want_out {
             let interest = if blocked { IN | OUT } else { IN };
-            if sys::epoll_ctl(self.epfd, libc::EPOLL_CTL_MOD, fd, interest, i as u64).is_err() {
+            if sys::epoll_ctl(
+                self.epoll.as_raw_fd(),
+                libc::EPOLL_CTL_MOD,
+                fd,
+                interest,
+                i as u64,
+            )
+            .is_err()
+            {
                 self.lost(i, budget, now);
                 return;
             }
@@ -609,8 +637,7 @@ impl WsClient {
                 t.send_close_notify();
                 let _ = t.write_records(fd);
             }
-            sys::close(fd);
-            c.fd = None;
+            c.close();
             c.tls = None;
             c.want_out = false;
             c.session.handle_transport_closed(budget, now);
@@ -666,9 +693,7 @@ impl WsClient {
         if let (Some(fd), Some(t)) = (c.fd, c.tls.as_mut()) {
             let _ = t.write_records(fd);
         }
-        if let Some(fd) = c.fd.take() {
-            sys::close(fd);
-        }
+        c.close();
         c.tls = None;
         c.connecting = false;
         c.want_out = false;
@@ -685,9 +710,7 @@ impl WsClient {
     /// The transport of session `i` ended: close it, settle the session.
     fn lost(&mut self, i: usize, budget: &mut Budget, now: i64) {
         let c = &mut self.conns[i];
-        if let Some(fd) = c.fd.take() {
-            sys::close(fd);
-        }
+        c.close();
         c.tls = None;
         c.connecting = false;
         c.want_out = false;
@@ -697,13 +720,10 @@ impl WsClient {
     }
 }
 
-impl Drop for WsClient {
-    fn drop(&mut self) {
-        for c in &mut self.conns {
-            if let Some(fd) = c.fd.take() {
-                sys::close(fd);
-            }
-        }
-        sys::close(self.epfd);
+impl Conn {
+    /// Closes the socket, if any (leaving the client's epoll with it).
+    fn close(&mut self) {
+        self.fd = None;
+        self.sock = None;
     }
 }
