@@ -6,10 +6,12 @@
 //!
 //! The first byte steers: bits 0-3 the piece size, bit 4 the message bound, bit 5
 //! whether the bytes are the upgrade response itself (the handshake parser) or
-//! frames after a good one. `io/tests/ws_codec_props.rs` is its cargo-test twin.
+//! frames after a good one (a non-101 answer is then kept and read back through
+//! `Session::rejection`). `io/tests/ws_codec_props.rs` is its cargo-test twin.
 #![no_main]
 
 use base64::Engine;
+use ergon_io::core::response::Header;
 use ergon_io::core::{Budget, Class, Part, Spec};
 use ergon_io::ws::frame::{self, Role};
 use ergon_io::ws::{Config, Event, Request, Session, State};
@@ -101,6 +103,23 @@ fuzz_target!(|data: &[u8]| {
         if s.state() == State::Closed || n == 0 {
             break;
         }
+    }
+    // The end of the connection: a non-101 upgrade answer with an unframed body
+    // ends here, and is then kept whole for the venue adapter.
+    s.handle_transport_closed(&mut budget, now);
+    while let Some(ev) = s.poll_event(&mut budget, now) {
+        assert_eq!(closed, 0, "an event after Closed: {ev:?}");
+        if let Event::Closed(_) = ev {
+            closed += 1;
+        }
+    }
+    let mut headers = [Header {
+        name: &[],
+        value: &[],
+    }; 32];
+    if let Some(r) = s.rejection(&mut headers) {
+        assert_ne!(r.status, 101);
+        assert!(r.body.len() <= config.max_handshake);
     }
     // Every ping is answered, coalesced into a later answer or counted abandoned;
     // only an open connection may still owe one pong.

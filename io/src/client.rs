@@ -46,164 +46,27 @@
 //! budgets that believe they own the same real IP each spend the whole limit, so
 //! together they send twice what the venue allows, a guaranteed 429 storm (and
 //! then a ban). One budget per IP, one IP per budget.
+//!
+//! Module shape: the ids, the pool configuration, the outcomes and the errors
+//! live in a leaf module (`pool`, re-exported here), so the libcurl transport
+//! depends on it and not on the client. The client and the event loop still call
+//! each other: results reach the handler through the loop's [`Context`] while the
+//! client is borrowed. A sans-IO pool whose events the loop polls (issue 14) is
+//! what removes that last cycle.
 
-use std::net::SocketAddr;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::raw::c_int;
 
-use ergon_core::{Budget, Class, Flight, Part, Ticket};
+use ergon_core::{Budget, Flight, Ticket};
 use ergon_venues::response::{Header, Response};
 
 #[cfg(feature = "curl")]
-use crate::curl::{Curl, CurlConfig, Ended, CURL_TOKEN};
+use crate::curl::{Curl, Ended, CURL_TOKEN};
 use crate::event_loop::{Context, Ctl, Readiness};
-use crate::http::{Conn, InvalidRequest, Limits, ParseError, Progress, Request, MAX_HEADERS};
-use crate::sys::{self, Connecting, Read};
-use crate::tls::{Fault, Input, Session};
-#[cfg(feature = "tls")]
-use crate::tls::{TlsConfig, TlsError};
-
-/// The id of one accepted request, unique for the client's life.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct RequestId(pub u64);
-
-/// A pool of connections to one origin, as returned by
-/// [`EventLoop::add_pool`](crate::event_loop::EventLoop::add_pool).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct PoolId(pub(crate) u16);
-
-impl PoolId {
-    /// The pool's index, in the order pools were added.
-    pub fn index(self) -> usize {
-        usize::from(self.0)
-    }
-}
-
-/// Whether any byte of a failed request left.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Sent {
-    /// Not one byte was written: the request surely did not run. Refund the ticket.
-    No(Ticket),
-    /// At least one byte was written: the server may have run it. Complete the
-    /// flight and reconcile; never assume it did not run.
-    Maybe(Flight),
-}
-
-impl Sent {
-    /// Whether any byte may have left.
-    pub fn maybe(&self) -> bool {
-        matches!(self, Sent::Maybe(_))
-    }
-}
-
-/// Why a request failed or a connect did not succeed.
-#[non_exhaustive]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Error {
-    /// A socket error (`errno`).
-    Io(i32),
-    /// The server closed the connection before a complete response.
-    Closed,
-    /// The server sent bytes that are not a valid response.
-    Parse(ParseError),
-    /// The request's deadline passed before its response was complete.
-    Timeout,
-    /// A connect (TLS handshake included) did not complete within the pool's
-    /// connect timeout.
-    ConnectTimeout,
-    /// The TLS handshake or session failed (a certificate that does not verify,
-    /// an alert, a protocol violation).
-    #[cfg(feature = "tls")]
-    Tls(TlsError),
-    /// The socket's local address after connect is not the one the pool asked
-    /// for: the stack ignored the binding. The pool is refused for good.
-    LocalAddr {
-        /// The address the pool asked to bind.
-        asked: SocketAddr,
-        /// The address the socket actually had.
-        got: SocketAddr,
-    },
-    /// A libcurl pool refused a method libcurl may send twice on its own (see
-    /// [`crate::curl`]); nothing was sent.
-    #[cfg(feature = "curl")]
-    CurlResend,
-    /// libcurl failed (its `CURLcode`, or `CURLMcode` of the multi handle).
-    #[cfg(feature = "curl")]
-    Curl(i32),
-}
-
-impl Error {
-    /// A one-word kind for logs and the `send` example: `io`, `reset`, `refused`,
-    /// `closed`, `parse`, `timeout`, `connect-timeout`, `tls` or `local-addr`.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            Error::Io(e) if *e == libc::ECONNRESET || *e == libc::EPIPE => "reset",
-            Error::Io(e) if *e == libc::ECONNREFUSED => "refused",
-            Error::Io(_) => "io",
-            Error::Closed => "closed",
-            Error::Parse(_) => "parse",
-            Error::Timeout => "timeout",
-            Error::ConnectTimeout => "connect-timeout",
-            #[cfg(feature = "tls")]
-            Error::Tls(_) => "tls",
-            Error::LocalAddr { .. } => "local-addr",
-            #[cfg(feature = "curl")]
-            Error::CurlResend => "curl-resend",
-            #[cfg(feature = "curl")]
-            Error::Curl(_) => "curl",
-        }
-    }
-}
-
-impl core::fmt::Display for Error {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        match self {
-            Error::Io(e) => write!(f, "{}", std::io::Error::from_raw_os_error(*e)),
-            Error::Closed => f.write_str("connection closed before a complete response"),
-            Error::Parse(p) => write!(f, "invalid response: {p}"),
-            Error::Timeout => f.write_str("request deadline passed"),
-            Error::ConnectTimeout => f.write_str("connect timed out"),
-            #[cfg(feature = "tls")]
-            Error::Tls(e) => write!(f, "TLS: {e}"),
-            Error::LocalAddr { asked, got } => {
-                write!(f, "bound to {asked} but the socket has {got}")
-            }
-            #[cfg(feature = "curl")]
-            Error::CurlResend => f.write_str(
-                "libcurl may send this method twice on its own: refused \
-                 (curl_allow_non_idempotent_methods is off)",
-            ),
-            #[cfg(feature = "curl")]
-            Error::Curl(code) => write!(f, "libcurl error {code}"),
-        }
-    }
-}
-
-impl std::error::Error for Error {}
-
-/// A request the client did not accept; the ticket comes back unsent, to refund.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Refused {
-    /// No connection of the pool is ready now (all busy, connecting or down).
-    Busy(Ticket),
-    /// The request cannot be encoded (the caller's mistake).
-    Invalid(Ticket, InvalidRequest),
-    /// No such pool.
-    UnknownPool(Ticket),
-    /// The deadline had already passed: a late request is not sent at all.
-    Expired(Ticket),
-}
-
-impl Refused {
-    /// The unsent ticket, to refund.
-    pub fn into_ticket(self) -> Ticket {
-        match self {
-            Refused::Busy(t)
-            | Refused::Invalid(t, _)
-            | Refused::UnknownPool(t)
-            | Refused::Expired(t) => t,
-        }
-    }
-}
+use crate::http::{Conn, ParseError, Progress, Request, MAX_HEADERS};
+pub use crate::pool::{Error, PoolConfig, PoolError, PoolId, Refused, RequestId, Sent};
+use crate::sys::{self, same_lane, Connecting, Read};
+use crate::tls::{Fault, Input, Plain, Session};
 
 /// What the caller does with answers. Every method runs on the loop thread; they
 /// may call back into the [`Context`] (send the next request, set timers, stop).
@@ -221,6 +84,14 @@ pub trait ClientHandler {
     /// Request `id` failed; `sent` says whether any byte left. Its connection is
     /// closed and will not be reused.
     fn on_error(&mut self, cx: &mut Context<'_>, id: RequestId, sent: Sent, error: Error);
+
+    /// libcurl wrote request `id` `copies` more times than asked (it re-sends on
+    /// a reused connection that died before any reply byte; see the `curl`
+    /// module). Every copy was already charged to the budget on the request's
+    /// own parts ([`Budget::charge_after`]): the venue counted each one. Called
+    /// just before the request's [`on_response`](Self::on_response) or
+    /// [`on_error`](Self::on_error). The native client never calls it.
+    fn on_resent(&mut self, _cx: &mut Context<'_>, _id: RequestId, _copies: u32) {}
 
     /// A new connection of `pool` is open and idle.
     fn on_ready(&mut self, _cx: &mut Context<'_>, _pool: PoolId) {}
@@ -242,70 +113,6 @@ pub trait ClientHandler {
     /// false if work arrived meanwhile: the loop then polls instead of blocking.
     fn before_park(&mut self, _cx: &mut Context<'_>) -> bool {
         true
-    }
-}
-
-/// One origin's pool: where to connect and how.
-#[derive(Clone, Debug)]
-pub struct PoolConfig {
-    /// The server address (resolve names before; nothing here blocks on DNS).
-    pub addr: SocketAddr,
-    /// The Host header value (`name` or `name:port`).
-    pub host: String,
-    /// How many connections the pool keeps open ahead of need.
-    pub connections: usize,
-    /// What every connect charges (the IP gate, the venue's connect bucket).
-    pub connect_parts: Vec<Part>,
-    /// The class connects are charged at.
-    pub connect_class: Class,
-    /// How long a connect may take.
-    pub connect_timeout_ns: i64,
-    /// A connection idle this long is closed and replaced (set it below the
-    /// server's own keep-alive timeout).
-    pub idle_timeout_ns: i64,
-    /// A connection this old is replaced when it next becomes idle.
-    pub max_age_ns: i64,
-    /// Wait before reopening after a failure, so a dead server is not hammered.
-    pub reconnect_delay_ns: i64,
-    /// Buffer sizes and parsing bounds of every connection.
-    pub limits: Limits,
-    /// The egress lane: bind every connection to this local address (port 0 for
-    /// any port) and verify the binding after connect. None: the OS picks. An
-    /// unspecified address (0.0.0.0) never verifies: the socket ends up on a real
-    /// one, and the pool is refused at its first connect.
-    pub local_addr: Option<SocketAddr>,
-    /// Speak TLS on every connection of the pool (handshake before idle).
-    #[cfg(feature = "tls")]
-    pub tls: Option<TlsConfig>,
-    /// Send through libcurl instead of the native connections (see
-    /// [`crate::curl`]); `connections` is then the most requests in flight.
-    #[cfg(feature = "curl")]
-    pub curl: Option<CurlConfig>,
-}
-
-impl PoolConfig {
-    /// One connection to `addr`, sending `Host: host`, with conservative defaults:
-    /// connect timeout 5 s, idle timeout 30 s, maximum age 10 min, reconnect delay
-    /// 20 ms, default [`Limits`], connects charged nothing at [`Class::Normal`], no
-    /// local binding, plain TCP.
-    pub fn new(addr: SocketAddr, host: impl Into<String>) -> Self {
-        PoolConfig {
-            addr,
-            host: host.into(),
-            connections: 1,
-            connect_parts: Vec::new(),
-            connect_class: Class::Normal,
-            connect_timeout_ns: 5_000_000_000,
-            idle_timeout_ns: 30_000_000_000,
-            max_age_ns: 600_000_000_000,
-            reconnect_delay_ns: 20_000_000,
-            limits: Limits::default(),
-            local_addr: None,
-            #[cfg(feature = "tls")]
-            tls: None,
-            #[cfg(feature = "curl")]
-            curl: None,
-        }
     }
 }
 
@@ -334,6 +141,9 @@ pub struct Counters {
     pub connects_limited: u64,
     /// Idle connections dropped because the server closed them (or sent unasked).
     pub stale: u64,
+    /// Extra copies of requests a libcurl pool wrote on its own (each charged to
+    /// the budget after the fact; see [`ClientHandler::on_resent`]).
+    pub resent: u64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -367,6 +177,9 @@ enum InFlight {
 #[derive(Debug)]
 struct Slot {
     pool: u16,
+    /// The socket; closed when dropped (or replaced).
+    sock: Option<OwnedFd>,
+    /// `sock`'s raw descriptor for the system calls, -1 without a socket.
     fd: c_int,
     phase: Phase,
     conn: Conn,
@@ -422,17 +235,17 @@ impl Client {
         }
     }
 
-    pub(crate) fn add_pool(&mut self, cfg: PoolConfig, now: i64) -> Result<PoolId, &'static str> {
+    pub(crate) fn add_pool(&mut self, cfg: PoolConfig, now: i64) -> Result<PoolId, PoolError> {
         if cfg.connections == 0 {
-            return Err("a pool needs at least one connection");
+            return Err(PoolError::NoConnections);
         }
         if cfg.host.is_empty() || !cfg.host.bytes().all(|b| b > 0x20 && b < 0x7f) {
-            return Err("the Host value must be visible ASCII without spaces");
+            return Err(PoolError::BadHost);
         }
         if cfg.limits.max_response < 64 || cfg.limits.max_request < 64 {
-            return Err("buffers under 64 bytes");
+            return Err(PoolError::BuffersTooSmall);
         }
-        let id = u16::try_from(self.pools.len()).map_err(|_| "too many pools")?;
+        let id = u16::try_from(self.pools.len()).map_err(|_| PoolError::TooManyPools)?;
         let start = self.slots.len();
         #[cfg(feature = "curl")]
         let transfers = match cfg.curl {
@@ -450,6 +263,7 @@ impl Client {
         for _ in 0..if native { cfg.connections } else { 0 } {
             self.slots.push(Slot {
                 pool: id,
+                sock: None,
                 fd: -1,
                 phase: Phase::Down { retry_at: now },
                 conn: Conn::new(cfg.limits),
@@ -633,10 +447,7 @@ impl Client {
                 }
                 n => {
                     s.conn.handle_written(n);
-                    s.flight = match s.flight.take() {
-                        Some(InFlight::Unsent(id, t)) => Some(InFlight::Sent(id, t.sent())),
-                        other => other,
-                    };
+                    mark_sent(&mut s.flight);
                 }
             }
         }
@@ -659,12 +470,19 @@ impl Client {
                 let n = t.take_plaintext(out);
                 s.conn.handle_written(n);
             }
-            let (wrote, blocked) = t.write_records(s.fd)?;
+            let (wrote, blocked) = match t.write_records(s.fd) {
+                Ok(w) => w,
+                Err(f) => {
+                    // Records that left before the error may reach the server:
+                    // the request is Maybe, never a refundable No.
+                    if f.written > 0 {
+                        mark_sent(&mut s.flight);
+                    }
+                    return Err(f.errno);
+                }
+            };
             if wrote > 0 {
-                s.flight = match s.flight.take() {
-                    Some(InFlight::Unsent(id, t)) => Some(InFlight::Sent(id, t.sent())),
-                    other => other,
-                };
+                mark_sent(&mut s.flight);
             }
             if blocked {
                 if !s.want_write {
@@ -693,10 +511,7 @@ impl Client {
     /// Closes slot `i`'s connection; it reopens at `retry_at`.
     fn drop_conn(&mut self, i: usize, retry_at: i64) {
         let s = &mut self.slots[i];
-        if s.fd >= 0 {
-            sys::close(s.fd);
-            s.fd = -1;
-        }
+        s.close();
         s.conn.reset();
         s.want_write = false;
         s.tls = None;
@@ -705,10 +520,7 @@ impl Client {
 
     fn fail_later(&mut self, i: usize, e: Error) {
         let s = &mut self.slots[i];
-        if s.fd >= 0 {
-            sys::close(s.fd);
-            s.fd = -1;
-        }
+        s.close();
         s.conn.break_off();
         s.phase = Phase::Failed(e);
         self.dirty.push(i);
@@ -780,15 +592,33 @@ impl Client {
                 self.curl.drive(now, &mut ended, |pool, n| {
                     counters.connects += u64::from(n);
                     for p in &pools[usize::from(pool)].cfg.connect_parts {
-                        budget.charge_after(p.bucket, p.cost.saturating_mul(n), now);
+                        let own = budget.charge_after(p.bucket, p.cost.saturating_mul(n), now);
+                        debug_assert!(own.is_ok(), "pools charge the budget they are driven with");
                     }
                 });
             }
             CurlStep::Abort => self.curl.abort_all(&mut ended),
         }
         for &k in &ended {
-            match self.curl.take(k) {
-                Some(Ended::Response(id, ticket, f)) => {
+            let Some(end) = self.curl.take(k) else {
+                continue;
+            };
+            let (id, ticket, resent) = match &end {
+                Ended::Response(id, ticket, _, n) | Ended::Error(id, ticket, _, _, n) => {
+                    (*id, ticket, *n)
+                }
+            };
+            if resent > 0 {
+                // The venue counted every copy: charge each, after the fact.
+                for p in ticket.parts() {
+                    let own = budget.charge_after(p.bucket, p.cost.saturating_mul(resent), now);
+                    debug_assert!(own.is_ok(), "pools charge the budget they are driven with");
+                }
+                self.counters.resent += u64::from(resent);
+                h.on_resent(&mut Context::new(self, budget, ctl, now), id, resent);
+            }
+            match end {
+                Ended::Response(id, ticket, f, _) => {
                     self.counters.responses += 1;
                     let mut headers = [Header {
                         name: &[],
@@ -803,7 +633,7 @@ impl Client {
                     );
                     self.curl.restore(f);
                 }
-                Some(Ended::Error(id, ticket, sent, e)) => {
+                Ended::Error(id, ticket, sent, e, _) => {
                     let sent = if sent {
                         self.counters.sent_maybe += 1;
                         Sent::Maybe(ticket.sent())
@@ -816,7 +646,6 @@ impl Client {
                     }
                     h.on_error(&mut Context::new(self, budget, ctl, now), id, sent, e);
                 }
-                None => {}
             }
         }
         self.curl_ended = ended;
@@ -1021,8 +850,8 @@ impl Client {
         for _ in 0..64 {
             let blocked = match t.write_records(fd) {
                 Ok((_, blocked)) => blocked,
-                Err(e) => {
-                    done = Err(Error::Io(e));
+                Err(f) => {
+                    done = Err(Error::Io(f.errno));
                     break;
                 }
             };
@@ -1133,18 +962,27 @@ impl Client {
                 break Err(Error::Parse(ParseError::ResponseTooLarge));
             }
             match t.read_plaintext(buf) {
-                Some(0) => {
+                Plain::Closed => {
                     break match s.conn.handle_eof() {
                         Some(_) => Ok(()),
                         None => Err(Error::Closed),
                     }
                 }
-                Some(n) => match s.conn.handle_recv(n) {
+                // Without close_notify, a body read until the close may have been
+                // cut short by anyone on the path: never a complete answer (the
+                // request left: Sent::Maybe). Any other unfinished answer is Closed.
+                Plain::Truncated => {
+                    break Err(match s.conn.handle_eof() {
+                        Some(_) => Error::Truncated,
+                        None => Error::Closed,
+                    })
+                }
+                Plain::Data(n) => match s.conn.handle_recv(n) {
                     Ok(Progress::Partial) => continue,
                     Ok(Progress::Complete) => break Ok(()),
                     Err(e) => break Err(Error::Parse(e)),
                 },
-                None => {}
+                Plain::None => {}
             }
             if reads == 64 {
                 return;
@@ -1152,12 +990,9 @@ impl Client {
             reads += 1;
             match t.read_records(fd) {
                 Ok(Input::WouldBlock) => return,
-                Ok(Input::Eof) => {
-                    break match s.conn.handle_eof() {
-                        Some(_) => Ok(()),
-                        None => Err(Error::Closed),
-                    }
-                }
+                // The socket ended: rustls now says whether close_notify came
+                // (Closed) or not (Truncated), after the plaintext it holds.
+                Ok(Input::Eof) => continue,
                 Ok(Input::Data { .. }) => {
                     if t.wants_write() {
                         if let Err(e) = self.flush(i) {
@@ -1296,7 +1131,7 @@ impl Client {
             }
         };
         let error = match sys::connect_from(&cfg.addr, cfg.local_addr.as_ref()) {
-            Connecting::Started(fd) => {
+            Connecting::Started(sock) => {
                 let own = budget.complete(ticket.sent(), now);
                 debug_assert!(
                     own.is_ok(),
@@ -1304,7 +1139,7 @@ impl Client {
                 );
                 self.counters.connects += 1;
                 let s = &mut self.slots[i];
-                s.fd = fd;
+                let fd = s.open(sock);
                 s.conn.reset();
                 s.want_write = false;
                 s.opened_at = now;
@@ -1360,11 +1195,11 @@ impl Client {
     /// Installs an already connected descriptor as slot `i`'s idle connection, so
     /// tests can reach failure paths a TCP peer cannot produce on demand.
     #[cfg(test)]
-    pub(crate) fn adopt(&mut self, i: usize, fd: c_int, now: i64) {
+    pub(crate) fn adopt(&mut self, i: usize, sock: OwnedFd, now: i64) {
         self.drop_conn(i, i64::MAX);
-        sys::epoll_ctl(self.epfd, libc::EPOLL_CTL_ADD, fd, EV_READ, i as u64).unwrap();
         let s = &mut self.slots[i];
-        s.fd = fd;
+        let fd = s.open(sock);
+        sys::epoll_ctl(self.epfd, libc::EPOLL_CTL_ADD, fd, EV_READ, i as u64).unwrap();
         s.phase = Phase::Idle { since: now };
         s.opened_at = now;
     }
@@ -1413,14 +1248,18 @@ impl Client {
     }
 }
 
-impl Drop for Client {
-    fn drop(&mut self) {
-        for s in &mut self.slots {
-            if s.fd >= 0 {
-                sys::close(s.fd);
-                s.fd = -1;
-            }
-        }
+impl Slot {
+    /// Takes `sock` as this slot's socket; returns its raw descriptor.
+    fn open(&mut self, sock: OwnedFd) -> c_int {
+        self.fd = sock.as_raw_fd();
+        self.sock = Some(sock);
+        self.fd
+    }
+
+    /// Closes the socket, if any (leaving epoll with it).
+    fn close(&mut self) {
+        self.sock = None;
+        self.fd = -1;
     }
 }
 
@@ -1453,31 +1292,19 @@ enum CurlStep {
     Abort,
 }
 
+/// The first byte of a request left: its ticket becomes a flight (no refund
+/// from here).
+fn mark_sent(flight: &mut Option<InFlight>) {
+    *flight = match flight.take() {
+        Some(InFlight::Unsent(id, t)) => Some(InFlight::Sent(id, t.sent())),
+        other => other,
+    };
+}
+
 fn fault(f: Fault) -> Error {
     match f {
         Fault::Io(e) => Error::Io(e),
         #[cfg(feature = "tls")]
         Fault::Tls(e) => Error::Tls(e),
-    }
-}
-
-/// Whether the socket's local address `got` is the lane `asked` for: the same IP,
-/// and the same port if one was asked.
-fn same_lane(asked: SocketAddr, got: SocketAddr) -> bool {
-    asked.ip() == got.ip() && (asked.port() == 0 || asked.port() == got.port())
-}
-
-#[cfg(test)]
-mod lane_tests {
-    use super::*;
-
-    #[test]
-    fn a_lane_is_the_same_ip_and_the_asked_port_if_any() {
-        let a = |s: &str| s.parse::<SocketAddr>().unwrap();
-        assert!(same_lane(a("127.0.0.2:0"), a("127.0.0.2:40000")));
-        assert!(same_lane(a("127.0.0.2:40000"), a("127.0.0.2:40000")));
-        assert!(!same_lane(a("127.0.0.2:0"), a("127.0.0.1:40000")));
-        assert!(!same_lane(a("127.0.0.2:40001"), a("127.0.0.2:40000")));
-        assert!(!same_lane(a("[::1]:0"), a("127.0.0.1:40000")));
     }
 }

@@ -1,7 +1,7 @@
 //! The libcurl client (feature `curl`): the same [`ClientHandler`] contract as
 //! the native client, over a libcurl multi handle driven on the loop thread.
 //!
-//! A pool whose [`PoolConfig::curl`](crate::client::PoolConfig::curl) is set sends
+//! A pool whose [`PoolConfig::curl`](PoolConfig::curl) is set sends
 //! through libcurl instead of the native connections: requests go through
 //! [`Context::request`](crate::event_loop::Context::request) as usual and end in
 //! exactly one [`ClientHandler::on_response`] or [`ClientHandler::on_error`].
@@ -16,6 +16,15 @@
 //! [`CurlConfig::curl_allow_non_idempotent_methods`] is set by a caller who
 //! accepts that. The native client has no such path.
 //!
+//! Even a GET or DELETE re-sent counts at the venue (a late duplicate DELETE can
+//! cancel a newer order). So every request head libcurl writes is counted (the
+//! debug callback sees each one); each copy beyond the first is charged to the
+//! budget after the fact, on the ticket's own parts
+//! ([`Budget::charge_after`](ergon_core::Budget::charge_after)), counted in
+//! [`Counters::resent`](crate::client::Counters::resent) and reported with
+//! [`ClientHandler::on_resent`](crate::client::ClientHandler::on_resent) just
+//! before the request's answer.
+//!
 //! Limits of this client, by design of libcurl: it allocates per request, it
 //! opens connections on its own (each socket it opens is charged to the pool's
 //! connect parts after the fact, with
@@ -25,6 +34,7 @@
 //! in the loop's epoll and its timer is one of the loop's deadlines, so a loop in
 //! epoll mode parks while libcurl waits. What it must never do: re-send a
 //! request of a method it refuses, or report `Sent::No` after a byte left.
+#![allow(unsafe_code)] // libcurl opens its sockets through our callback (libc::socket).
 
 use std::os::raw::c_int;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -36,16 +46,9 @@ use curl::multi::{Easy2Handle, Events, Multi};
 use ergon_core::Ticket;
 use ergon_venues::response::{Header, Response};
 
-use crate::client::{Error, RequestId};
 use crate::http::{encode, InvalidRequest, Limits, Request, MAX_HEADERS};
-
-/// How a pool uses libcurl.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct CurlConfig {
-    /// Let POST, PUT, PATCH and other non-idempotent methods through, knowing that
-    /// libcurl may send them twice on its own. Off by default.
-    pub curl_allow_non_idempotent_methods: bool,
-}
+pub use crate::pool::CurlConfig;
+use crate::pool::{Error, PoolConfig, RequestId};
 
 /// Whether libcurl may carry `method` without the caller's explicit consent.
 pub fn idempotent(method: &str) -> bool {
@@ -61,6 +64,12 @@ pub(crate) struct Collector {
     sent_any: bool,
     too_large: bool,
     opened: u32,
+    /// `METHOD ` of the transfer's request: what each request head libcurl
+    /// writes starts with.
+    request_line: String,
+    /// Request heads libcurl wrote for this transfer: more than one means it
+    /// re-sent the request on its own (`Curl_retry_request`).
+    heads: u32,
 }
 
 impl Handler for Collector {
@@ -83,9 +92,17 @@ impl Handler for Collector {
         true
     }
 
-    fn debug(&mut self, kind: InfoType, _: &[u8]) {
+    fn debug(&mut self, kind: InfoType, data: &[u8]) {
         if matches!(kind, InfoType::HeaderOut | InfoType::DataOut) {
             self.sent_any = true;
+        }
+        // A head may be logged in pieces if its write was partial; only a piece
+        // that starts a request line starts a new copy of the request.
+        if matches!(kind, InfoType::HeaderOut)
+            && !self.request_line.is_empty()
+            && data.starts_with(self.request_line.as_bytes())
+        {
+            self.heads += 1;
         }
     }
 
@@ -112,12 +129,13 @@ struct Transfer {
     max_body: usize,
 }
 
-/// How one transfer ended, taken out of the client to be reported.
+/// How one transfer ended, taken out of the client to be reported, with how
+/// many extra copies of the request libcurl wrote on its own.
 pub(crate) enum Ended {
     /// A response: read it with [`Finished::response`].
-    Response(RequestId, Ticket, Finished),
+    Response(RequestId, Ticket, Finished, u32),
     /// An error; whether anything was sent.
-    Error(RequestId, Ticket, bool, Error),
+    Error(RequestId, Ticket, bool, Error, u32),
 }
 
 /// A completed transfer's handle, kept out of the client while reported.
@@ -260,8 +278,13 @@ impl Curl {
 
     /// Checks `req` by the native client's rules (method token, target, header
     /// names and values, no Host or framing headers from the caller), so both
-    /// clients refuse the same requests.
+    /// clients refuse the same requests. The target goes into a URL after the
+    /// pool's address, so only the origin form passes: `*` (which libcurl's
+    /// URL cannot carry) is refused here too.
     pub(crate) fn validate(&mut self, req: &Request<'_>, host: &str) -> Result<(), InvalidRequest> {
+        if !req.target.starts_with('/') {
+            return Err(InvalidRequest::Target);
+        }
         self.check.clear();
         let r = encode(req, host, &mut self.check);
         self.check.clear();
@@ -327,7 +350,7 @@ impl Curl {
     pub(crate) fn request(
         &mut self,
         range: core::ops::Range<usize>,
-        cfg: &crate::client::PoolConfig,
+        cfg: &PoolConfig,
         curl: CurlConfig,
         req: &Request<'_>,
         id: RequestId,
@@ -423,7 +446,7 @@ impl Curl {
                 Some(Err(e)) => e,
                 _ => Error::Closed,
             };
-            return Some(Ended::Error(id, ticket, false, e));
+            return Some(Ended::Error(id, ticket, false, e, 0));
         };
         self.active -= 1;
         let removed = self.multi.remove2(h);
@@ -432,15 +455,21 @@ impl Curl {
             Ok(e) => e,
             // The handle is gone with the error; a fresh one replaces it on the
             // next request. Whether anything left is unknown: say maybe.
-            Err(e) => return Some(Ended::Error(id, ticket, true, Error::Curl(e.code()))),
+            Err(e) => return Some(Ended::Error(id, ticket, true, Error::Curl(e.code()), 0)),
         };
         let sent = easy.get_ref().sent_any;
+        let resent = easy.get_ref().heads.saturating_sub(1);
         let error = match outcome {
             Some(Ok(())) => {
                 let status = easy.response_code().unwrap_or(0);
                 match u16::try_from(status) {
                     Ok(status) if (100..1000).contains(&status) => {
-                        return Some(Ended::Response(id, ticket, Finished { k, easy, status }))
+                        return Some(Ended::Response(
+                            id,
+                            ticket,
+                            Finished { k, easy, status },
+                            resent,
+                        ))
                     }
                     _ => Error::Parse(crate::http::ParseError::BadStatus),
                 }
@@ -451,7 +480,7 @@ impl Curl {
         };
         reset(&mut easy);
         t.idle = Some(easy);
-        Some(Ended::Error(id, ticket, sent, error))
+        Some(Ended::Error(id, ticket, sent, error, resent))
     }
 
     /// Returns a reported response's handle to its transfer.
@@ -491,6 +520,7 @@ fn reset(easy: &mut Easy2<Collector>) {
     c.sent_any = false;
     c.too_large = false;
     c.opened = 0;
+    c.heads = 0;
 }
 
 fn curl_error(e: &curl::Error, c: &Collector) -> Error {
@@ -505,12 +535,19 @@ fn curl_error(e: &curl::Error, c: &Collector) -> Error {
 
 fn configure(
     easy: &mut Easy2<Collector>,
-    cfg: &crate::client::PoolConfig,
+    cfg: &PoolConfig,
     req: &Request<'_>,
     left_ns: i64,
 ) -> Result<(), Error> {
     let err = |e: curl::Error| Error::Curl(e.code() as i32);
     easy.reset();
+    let c = easy.get_mut();
+    c.request_line.clear();
+    c.request_line.push_str(req.method);
+    c.request_line.push(' ');
+    c.heads = 0;
+    // Verbose: the debug callback sees every byte sent (Sent::No vs Maybe) and
+    // every request head (the copies libcurl re-sends).
     easy.verbose(true).map_err(err)?;
     easy.tcp_nodelay(true).map_err(err)?;
     let url = format!("http://{}{}", cfg.addr, req.target);

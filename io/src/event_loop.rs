@@ -16,12 +16,15 @@
 //!
 //! Nothing here allocates after [`EventLoop::new`] and [`EventLoop::add_pool`].
 
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::raw::c_int;
 
 use arrayvec::ArrayVec;
 use ergon_core::{Budget, Flight, Ticket};
 
-use crate::client::{Client, ClientHandler, PoolConfig, PoolId, Refused, RequestId, Sent};
+use crate::client::{
+    Client, ClientHandler, PoolConfig, PoolError, PoolId, Refused, RequestId, Sent,
+};
 use crate::http::Request;
 use crate::{clock, sys};
 
@@ -77,7 +80,7 @@ pub enum LoopError {
         ran_on: Option<usize>,
     },
     /// A pool's configuration is invalid.
-    Pool(&'static str),
+    Pool(PoolError),
     /// All timer slots are in use.
     TimersFull,
 }
@@ -321,7 +324,6 @@ impl<'a> Context<'a> {
 #[derive(Debug)]
 pub struct EventLoop {
     cfg: Config,
-    epfd: c_int,
     client: Client,
     budget: Budget,
     ctl: Ctl,
@@ -331,17 +333,19 @@ pub struct EventLoop {
     /// The next wait polls instead of blocking (the first turn of a run: the
     /// handler has not had a turn yet).
     poll_next: bool,
+    /// The loop's epoll instance (the client holds its raw descriptor); closed
+    /// when the loop drops, after the client's sockets (fields drop in order).
+    epoll: OwnedFd,
 }
 
 impl EventLoop {
     /// A loop driving `budget`, built on the [`clock`].
     pub fn new(cfg: Config, budget: Budget) -> Result<Self, LoopError> {
-        let epfd = sys::epoll_create().map_err(LoopError::Epoll)?;
+        let epoll = sys::epoll_create().map_err(LoopError::Epoll)?;
         let now = clock::now_ns();
         Ok(EventLoop {
             cfg,
-            epfd,
-            client: Client::new(epfd),
+            client: Client::new(epoll.as_raw_fd()),
             budget,
             ctl: Ctl {
                 stop: false,
@@ -352,6 +356,7 @@ impl EventLoop {
             now,
             last_tick: now,
             poll_next: true,
+            epoll,
         })
     }
 
@@ -366,7 +371,13 @@ impl EventLoop {
     /// `token` must be below 2^63. Handlers do the same through
     /// [`Context::watch_fd`].
     pub fn watch_fd(&mut self, fd: c_int, token: u64, interest: Interest) -> Result<(), LoopError> {
-        watch(self.epfd, libc::EPOLL_CTL_ADD, fd, token, interest)
+        watch(
+            self.epoll.as_raw_fd(),
+            libc::EPOLL_CTL_ADD,
+            fd,
+            token,
+            interest,
+        )
     }
 
     /// Changes what a watched `fd` is watched for.
@@ -376,12 +387,19 @@ impl EventLoop {
         token: u64,
         interest: Interest,
     ) -> Result<(), LoopError> {
-        watch(self.epfd, libc::EPOLL_CTL_MOD, fd, token, interest)
+        watch(
+            self.epoll.as_raw_fd(),
+            libc::EPOLL_CTL_MOD,
+            fd,
+            token,
+            interest,
+        )
     }
 
     /// Stops watching `fd`.
     pub fn unwatch_fd(&mut self, fd: c_int) -> Result<(), LoopError> {
-        sys::epoll_ctl(self.epfd, libc::EPOLL_CTL_DEL, fd, 0, 0).map_err(LoopError::Epoll)
+        sys::epoll_ctl(self.epoll.as_raw_fd(), libc::EPOLL_CTL_DEL, fd, 0, 0)
+            .map_err(LoopError::Epoll)
     }
 
     /// The budget.
@@ -433,6 +451,7 @@ impl EventLoop {
             let next = [
                 self.client.next_deadline(),
                 self.ctl.timers.iter().map(|t| t.1).min(),
+                self.budget_deadline(),
             ]
             .into_iter()
             .flatten()
@@ -453,7 +472,8 @@ impl EventLoop {
                 0
             }
         };
-        let n = sys::epoll_wait(self.epfd, &mut self.events, timeout).map_err(LoopError::Epoll)?;
+        let n = sys::epoll_wait(self.epoll.as_raw_fd(), &mut self.events, timeout)
+            .map_err(LoopError::Epoll)?;
         let now = clock::now_ns();
         self.now = now;
         for k in 0..n {
@@ -507,6 +527,15 @@ impl EventLoop {
         Ok(())
     }
 
+    /// When the budget next needs the loop: the one call site for
+    /// `Budget::poll_timeout(now)` (the next instant a lane closes, a hold ends or
+    /// a window rolls) once ergon-core has it (issue 14). Until then None: the
+    /// budget is ticked on idle turns ([`Config::idle_tick_ns`]) and a parked
+    /// loop wakes at least every [`Config::max_park_ns`].
+    fn budget_deadline(&self) -> Option<i64> {
+        None
+    }
+
     /// Closes every connection; requests still in flight are reported to `h` as
     /// failed with [`Error::Closed`](crate::client::Error::Closed).
     pub fn close_all<H: ClientHandler + ?Sized>(&mut self, h: &mut H) {
@@ -514,12 +543,6 @@ impl EventLoop {
         self.client
             .close_all(&mut self.budget, &mut self.ctl, h, now);
         self.client.drain(&mut self.budget, &mut self.ctl, h, now);
-    }
-}
-
-impl Drop for EventLoop {
-    fn drop(&mut self) {
-        sys::close(self.epfd);
     }
 }
 
@@ -546,7 +569,6 @@ mod tests {
     //! Failure paths a TCP peer cannot produce on demand, on a Unix socket pair
     //! installed as a pool's connection.
 
-    use std::os::fd::IntoRawFd;
     use std::os::unix::net::UnixStream;
 
     use ergon_core::{Class, Part, Spec};
@@ -603,7 +625,7 @@ mod tests {
             .add_pool(PoolConfig::new("127.0.0.1:9".parse().unwrap(), "h"))
             .unwrap();
         let now = lp.now;
-        lp.client.adopt(0, ours.into_raw_fd(), now);
+        lp.client.adopt(0, ours.into(), now);
         let h = Fails {
             pool,
             parts: [Part::new(orders, 1)],

@@ -58,6 +58,11 @@
 //! ```
 
 #![warn(missing_docs)]
+// Unsafe only where it is needed, each module saying why: sys (system calls),
+// boundary::ring and boundary::wake (the lock-free queue, the eventfd), curl
+// (libcurl's socket callback). Every unsafe block states its SAFETY reason.
+#![deny(unsafe_code)]
+#![warn(clippy::undocumented_unsafe_blocks)]
 
 pub use ergon_core as core;
 
@@ -68,6 +73,7 @@ pub mod clock;
 pub mod curl;
 pub mod event_loop;
 pub mod http;
+mod pool;
 mod sync;
 mod sys;
 #[cfg(feature = "tls")]

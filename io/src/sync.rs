@@ -1,6 +1,6 @@
 //! The one switch between std and loom primitives.
 //!
-//! Every atomic, cell, `Arc` and spin hint of the cross-thread structures
+//! Every atomic, cell, `Arc` and backoff of the cross-thread structures
 //! ([`crate::boundary`]) comes from here, so a build with `--cfg ergon_loom` runs
 //! the very same code under loom's model checker:
 //!
@@ -23,13 +23,31 @@ pub(crate) use loom::sync::Arc;
 #[cfg(ergon_loom)]
 pub(crate) use loom::sync::{Condvar, Mutex};
 
-/// Tells the CPU (or loom's scheduler) that this thread is spinning on another one.
-#[inline]
-pub(crate) fn spin_hint() {
-    #[cfg(not(ergon_loom))]
-    std::hint::spin_loop();
-    #[cfg(ergon_loom)]
-    loom::thread::yield_now();
+/// Backs off in a retry loop on another thread's progress: crossbeam's
+/// exponential spin (then yield) on std; under loom every step yields to loom's
+/// scheduler, which cannot see a bare spin.
+#[cfg(not(ergon_loom))]
+pub(crate) use crossbeam_utils::Backoff;
+
+/// Loom's stand-in for crossbeam's `Backoff`: each step lets another modelled
+/// thread run.
+#[cfg(ergon_loom)]
+#[derive(Debug, Default)]
+pub(crate) struct Backoff;
+
+#[cfg(ergon_loom)]
+impl Backoff {
+    pub(crate) fn new() -> Self {
+        Backoff
+    }
+
+    pub(crate) fn spin(&self) {
+        loom::thread::yield_now();
+    }
+
+    pub(crate) fn snooze(&self) {
+        loom::thread::yield_now();
+    }
 }
 
 /// An `UnsafeCell` with loom's access API (`with`, `with_mut`), so loom can

@@ -1,9 +1,11 @@
 //! The few system calls the client and the loop make, wrapped once.
 //!
-//! All `unsafe` of the crate lives here, each call with its reason. Errors are
+//! Every system call of the crate lives here, each with its SAFETY reason. Errors are
 //! returned as raw `errno` values so the hot path builds no `io::Error`.
+#![allow(unsafe_code)] // System calls through libc: the crate's unsafe lives here.
 
 use std::net::SocketAddr;
+use std::os::fd::{FromRawFd, OwnedFd};
 use std::os::raw::c_int;
 
 fn errno() -> i32 {
@@ -51,19 +53,15 @@ fn sockaddr(addr: &SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
 /// How a non-blocking connect started.
 pub(crate) enum Connecting {
     /// The handshake is under way (or already done): wait for writability.
-    Started(c_int),
+    Started(OwnedFd),
     /// Failed before any packet could leave (no socket, no route, bad address).
     NotSent(i32),
     /// Failed after the attempt went out (refused at once on loopback).
     Failed(i32),
 }
 
-/// A non-blocking, close-on-exec TCP socket with TCP_NODELAY, connecting to `addr`.
-pub(crate) fn connect(addr: &SocketAddr) -> Connecting {
-    connect_from(addr, None)
-}
-
-/// [`connect`], bound first to `local` when given (an egress lane).
+/// A non-blocking, close-on-exec TCP socket with TCP_NODELAY, connecting to `addr`,
+/// bound first to `local` when given (an egress lane).
 pub(crate) fn connect_from(addr: &SocketAddr, local: Option<&SocketAddr>) -> Connecting {
     let family = if addr.is_ipv4() {
         libc::AF_INET
@@ -81,6 +79,8 @@ pub(crate) fn connect_from(addr: &SocketAddr, local: Option<&SocketAddr>) -> Con
     if fd < 0 {
         return Connecting::NotSent(errno());
     }
+    // SAFETY: a fresh descriptor nobody else owns; closed when `sock` drops.
+    let sock = unsafe { OwnedFd::from_raw_fd(fd) };
     let one: c_int = 1;
     // SAFETY: fd is ours; the option value points to a live c_int of the given size.
     unsafe {
@@ -98,22 +98,20 @@ pub(crate) fn connect_from(addr: &SocketAddr, local: Option<&SocketAddr>) -> Con
         let r = unsafe { libc::bind(fd, &ls as *const _ as *const libc::sockaddr, llen) };
         if r != 0 {
             // Nothing left: a bind that fails sends no packet.
-            let e = errno();
-            close(fd);
-            return Connecting::NotSent(e);
+            return Connecting::NotSent(errno());
         }
     }
     let (ss, len) = sockaddr(addr);
     // SAFETY: ss holds a valid sockaddr of length len.
     let r = unsafe { libc::connect(fd, &ss as *const _ as *const libc::sockaddr, len) };
     if r == 0 {
-        return Connecting::Started(fd);
+        return Connecting::Started(sock);
     }
     let e = errno();
     if e == libc::EINPROGRESS {
-        return Connecting::Started(fd);
+        return Connecting::Started(sock);
     }
-    close(fd);
+    drop(sock);
     match e {
         libc::ENETUNREACH
         | libc::EADDRNOTAVAIL
@@ -125,6 +123,12 @@ pub(crate) fn connect_from(addr: &SocketAddr, local: Option<&SocketAddr>) -> Con
 }
 
 /// The local address of a socket (`getsockname`).
+/// Whether the socket's local address `got` is the lane `asked` for: the same IP,
+/// and the same port if one was asked.
+pub(crate) fn same_lane(asked: SocketAddr, got: SocketAddr) -> bool {
+    asked.ip() == got.ip() && (asked.port() == 0 || asked.port() == got.port())
+}
+
 pub(crate) fn local_addr(fd: c_int) -> Result<SocketAddr, i32> {
     // SAFETY: sockaddr_storage is plain old data; all-zero is a valid value.
     let mut ss: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
@@ -255,21 +259,15 @@ pub(crate) fn peek(fd: c_int) -> Result<Read, i32> {
     }
 }
 
-/// Closes a descriptor this crate opened.
-pub(crate) fn close(fd: c_int) {
-    // SAFETY: fd is owned by the caller, which forgets it after this call.
-    unsafe { libc::close(fd) };
-}
-
-/// A new epoll instance.
-pub(crate) fn epoll_create() -> Result<c_int, i32> {
+/// A new epoll instance, closed when dropped.
+pub(crate) fn epoll_create() -> Result<OwnedFd, i32> {
     // SAFETY: plain syscall.
     let fd = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
     if fd < 0 {
-        Err(errno())
-    } else {
-        Ok(fd)
+        return Err(errno());
     }
+    // SAFETY: a fresh descriptor nobody else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
 /// `epoll_ctl` with `events` and `token` as the user data.
@@ -328,4 +326,19 @@ pub fn allowed_cpus() -> Vec<usize> {
     (0..libc::CPU_SETSIZE as usize)
         .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
         .collect()
+}
+
+#[cfg(test)]
+mod lane_tests {
+    use super::*;
+
+    #[test]
+    fn a_lane_is_the_same_ip_and_the_asked_port_if_any() {
+        let a = |s: &str| s.parse::<SocketAddr>().unwrap();
+        assert!(same_lane(a("127.0.0.2:0"), a("127.0.0.2:40000")));
+        assert!(same_lane(a("127.0.0.2:40000"), a("127.0.0.2:40000")));
+        assert!(!same_lane(a("127.0.0.2:0"), a("127.0.0.1:40000")));
+        assert!(!same_lane(a("127.0.0.2:40001"), a("127.0.0.2:40000")));
+        assert!(!same_lane(a("[::1]:0"), a("127.0.0.1:40000")));
+    }
 }

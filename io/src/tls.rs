@@ -231,6 +231,16 @@ pub(crate) enum Input {
     Eof,
 }
 
+/// A socket write failed after `written` bytes of this call had left.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct WriteFailed {
+    /// Bytes written by the same call before the error: if any, the peer may
+    /// have them.
+    pub(crate) written: usize,
+    /// The socket error.
+    pub(crate) errno: i32,
+}
+
 /// Why a session step failed.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Fault {
@@ -263,15 +273,27 @@ impl Session {
     }
 
     /// Writes pending records to `fd`. Returns the bytes written and whether the
-    /// socket would block with records left.
-    pub(crate) fn write_records(&mut self, fd: c_int) -> Result<(usize, bool), i32> {
+    /// socket would block with records left; on a socket error, how many bytes
+    /// this call wrote before it (a request whose bytes partly left is Maybe).
+    pub(crate) fn write_records(&mut self, fd: c_int) -> Result<(usize, bool), WriteFailed> {
+        self.write_records_to(&mut Fd(fd))
+    }
+
+    /// [`write_records`](Self::write_records) into any writer (tests inject a
+    /// socket that fails after some bytes).
+    fn write_records_to(&mut self, w: &mut dyn io::Write) -> Result<(usize, bool), WriteFailed> {
         let mut total = 0;
         while self.0.wants_write() {
-            match self.0.write_tls(&mut Fd(fd)) {
+            match self.0.write_tls(w) {
                 Ok(0) => return Ok((total, true)),
                 Ok(n) => total += n,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok((total, true)),
-                Err(e) => return Err(errno(&e)),
+                Err(e) => {
+                    return Err(WriteFailed {
+                        written: total,
+                        errno: errno(&e),
+                    })
+                }
             }
         }
         Ok((total, false))
@@ -298,15 +320,124 @@ impl Session {
         self.0.send_close_notify();
     }
 
-    /// Moves decrypted plaintext into `buf`: `Some(n)` bytes (0: the peer closed,
-    /// cleanly or not), or None when none is buffered.
-    pub(crate) fn read_plaintext(&mut self, buf: &mut [u8]) -> Option<usize> {
+    /// Moves decrypted plaintext into `buf`.
+    pub(crate) fn read_plaintext(&mut self, buf: &mut [u8]) -> Plain {
         match io::Read::read(&mut self.0.reader(), buf) {
-            Ok(n) => Some(n),
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => None,
-            // UnexpectedEof: the socket ended without close_notify. The HTTP layer
-            // decides whether the response was complete anyway.
-            Err(_) => Some(0),
+            Ok(0) => Plain::Closed,
+            Ok(n) => Plain::Data(n),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Plain::None,
+            // UnexpectedEof: the socket ended without close_notify.
+            Err(_) => Plain::Truncated,
         }
+    }
+}
+
+/// What [`Session::read_plaintext`] gave.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Plain {
+    /// This many bytes.
+    Data(usize),
+    /// None buffered now.
+    None,
+    /// The peer sent close_notify: the stream ended cleanly.
+    Closed,
+    /// The socket ended without close_notify: whatever was being read until the
+    /// end may have been cut by anyone on the path.
+    Truncated,
+}
+
+#[cfg(test)]
+mod tests {
+    //! The session against an in-memory rustls server, with a socket that fails on
+    //! demand: what no loopback peer produces deterministically.
+
+    use super::*;
+    use rcgen::{CertificateParams, KeyPair};
+    use rustls::pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
+    use rustls::ServerConnection;
+
+    /// A client session and a server connection with their handshake done.
+    fn pair() -> (Session, ServerConnection) {
+        let key = KeyPair::generate().unwrap();
+        let cert = CertificateParams::new(vec!["localhost".to_string()])
+            .unwrap()
+            .self_signed(&key)
+            .unwrap();
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let server_cfg = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(
+                vec![cert.der().clone()],
+                PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der())),
+            )
+            .unwrap();
+        let mut roots = RootCertStore::empty();
+        roots.add(cert.der().clone()).unwrap();
+        let cfg = TlsConfig::with_roots(roots, "localhost").unwrap();
+        let mut client = Session::new(&cfg).unwrap();
+        let mut server = ServerConnection::new(Arc::new(server_cfg)).unwrap();
+        for _ in 0..16 {
+            let mut wire = Vec::new();
+            while client.0.wants_write() {
+                client.0.write_tls(&mut wire).unwrap();
+            }
+            server.read_tls(&mut &wire[..]).unwrap();
+            server.process_new_packets().unwrap();
+            wire.clear();
+            while server.wants_write() {
+                server.write_tls(&mut wire).unwrap();
+            }
+            client.0.read_tls(&mut &wire[..]).unwrap();
+            client.0.process_new_packets().unwrap();
+            if !client.is_handshaking() && !server.is_handshaking() && !client.wants_write() {
+                return (client, server);
+            }
+        }
+        panic!("the in-memory handshake did not end");
+    }
+
+    /// Takes `room` bytes, then fails every write as a reset connection.
+    struct ResetAfter {
+        room: usize,
+        took: usize,
+    }
+
+    impl io::Write for ResetAfter {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            if self.room == 0 {
+                return Err(io::Error::from_raw_os_error(libc::ECONNRESET));
+            }
+            let n = buf.len().min(self.room);
+            self.room -= n;
+            self.took += n;
+            Ok(n)
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_reset_after_the_first_record_still_says_how_many_bytes_left() {
+        let (mut client, _server) = pair();
+        // 40 KiB of plaintext: three records of at most 16 KiB each.
+        let body = vec![b'x'; 40 << 10];
+        assert_eq!(client.take_plaintext(&body), body.len());
+        // The socket takes the first record (and a bit), then the peer resets.
+        let mut sock = ResetAfter {
+            room: (16 << 10) + 100,
+            took: 0,
+        };
+        let got = client.write_records_to(&mut sock);
+        assert_eq!(
+            got,
+            Err(WriteFailed {
+                written: sock.took,
+                errno: libc::ECONNRESET
+            })
+        );
+        assert!(sock.took > 16 << 10);
     }
 }

@@ -11,10 +11,25 @@ pub(crate) enum Input {
     Eof,
 }
 
+/// A socket write failed after `written` bytes had left.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct WriteFailed {
+    pub(crate) written: usize,
+    pub(crate) errno: i32,
+}
+
 /// Why a session step failed.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Fault {
     Io(i32),
+}
+
+/// What a plaintext read gave.
+pub(crate) enum Plain {
+    Data(usize),
+    None,
+    Closed,
+    Truncated,
 }
 
 /// No session can be built without the feature.
@@ -31,7 +46,7 @@ impl Session {
     pub(crate) fn take_plaintext(&mut self, _: &[u8]) -> usize {
         match *self {}
     }
-    pub(crate) fn write_records(&mut self, _: c_int) -> Result<(usize, bool), i32> {
+    pub(crate) fn write_records(&mut self, _: c_int) -> Result<(usize, bool), WriteFailed> {
         match *self {}
     }
     pub(crate) fn read_records(&mut self, _: c_int) -> Result<Input, Fault> {
@@ -40,7 +55,7 @@ impl Session {
     pub(crate) fn send_close_notify(&mut self) {
         match *self {}
     }
-    pub(crate) fn read_plaintext(&mut self, _: &mut [u8]) -> Option<usize> {
+    pub(crate) fn read_plaintext(&mut self, _: &mut [u8]) -> Plain {
         match *self {}
     }
 }

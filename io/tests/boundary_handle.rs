@@ -220,10 +220,12 @@ fn settle_reads_each_response_on_the_loop_thread() {
                     a.header("X-MBX-USED-WEIGHT-1M").map(<[u8]>::to_vec),
                 );
             }
+            // A submitter thread polling its answer, as a strategy would.
             thread::sleep(Duration::from_micros(100));
         };
         match outcome {
             // Connecting still: submit again.
+            // (the loop's connect runs on real sockets: give it a moment)
             (Outcome::Refused(Refusal::Busy), _) => thread::sleep(Duration::from_millis(2)),
             other => break other,
         }

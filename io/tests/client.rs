@@ -195,6 +195,48 @@ fn an_invalid_or_late_request_hands_the_ticket_back_and_writes_nothing() {
     assert_eq!(log.conns.len(), 1);
 }
 
+/// Every target that is not origin-form (`/...`, or `*` for OPTIONS) is refused
+/// with `Refused::Invalid` and the ticket back: not a byte reaches the server.
+fn refuses_targets_without_a_leading_slash(d: &mut Driver, server: &Server) {
+    d.wait_ready();
+    let pool = d.pool;
+    let parts = [Part::new(d.requests, 1)];
+    d.run_until(|cx| {
+        for target in [
+            "@other-host/x",
+            "other-host/x",
+            "http://evil/x",
+            "*",
+            "/a#b",
+            "",
+        ] {
+            for method in ["GET", "DELETE"] {
+                let now = cx.now();
+                let t = cx.budget().try_charge(&parts, Class::Normal, now).unwrap();
+                let req = Request {
+                    method,
+                    ..Request::get(target)
+                };
+                match cx.request(pool, &req, t, now + SEC) {
+                    Err(Refused::Invalid(t, InvalidRequest::Target)) => cx.refund(t),
+                    other => panic!("{method} {target:?}: expected Invalid, got {other:?}"),
+                }
+            }
+        }
+        true
+    });
+    assert_eq!(d.lp.budget().stats(d.requests).unwrap().used, 0);
+    assert_eq!(server.log.lock().unwrap().total(), 0);
+    assert_eq!(d.lp.client().counters().requests, 0);
+}
+
+#[test]
+fn a_target_without_a_leading_slash_is_refused() {
+    let server = Server::start(|p| p.echo());
+    let mut d = Driver::new(server.addr, |_| {});
+    refuses_targets_without_a_leading_slash(&mut d, &server);
+}
+
 /// The libcurl client: the same handler contract, and why it refuses POST.
 #[cfg(feature = "curl")]
 mod curl {
@@ -248,10 +290,39 @@ mod curl {
         assert_eq!(first, Answer::ok(b"first"));
         let (second, _) = d.send(&order("id=2"), 10 * SEC);
         assert_eq!(second, Answer::ok(b"id=2"));
+        assert_eq!(d.resent, 1);
         // One request from the caller, two on the wire: a duplicated order.
         let log = server.log.lock().unwrap();
         assert_eq!(log.count(b"id=2"), 2);
         assert_eq!(log.conns_with(b"id=2"), vec![0, 1]);
+    }
+
+    #[test]
+    fn a_get_libcurl_sends_twice_is_charged_twice_and_reported_resent() {
+        // Connection 0 answers the first GET, then reads the second one's head and
+        // closes without a reply byte: libcurl re-sends it on a new connection.
+        let server = Server::start(|p| {
+            if p.no == 0 {
+                let _ = p.read_request();
+                p.respond(b"first");
+                let _ = p.read_request();
+            } else {
+                while p.read_request().is_some() {
+                    p.respond(b"second");
+                }
+            }
+        });
+        let mut d = Driver::new(server.addr, curl_pool(false));
+        let (first, _) = d.send(&Request::get("/x?n=1"), 10 * SEC);
+        assert_eq!((first, d.resent), (Answer::ok(b"first"), 0));
+        let (second, _) = d.send(&Request::get("/x?n=2"), 10 * SEC);
+        assert_eq!(second, Answer::ok(b"second"));
+        // Two copies on the wire, and the answer says one of them was libcurl's.
+        assert_eq!(server.log.lock().unwrap().count(b"GET /x?n=2 "), 2);
+        assert_eq!(d.resent, 1);
+        assert_eq!(d.lp.client().counters().resent, 1);
+        // Charged for both requests the caller sent and for the copy.
+        assert_eq!(d.lp.budget().stats(d.requests).unwrap().used, 3);
     }
 
     #[test]
@@ -316,6 +387,13 @@ mod curl {
         });
         assert_eq!(d.lp.budget().stats(d.requests).unwrap().used, 0);
         assert_eq!(server.log.lock().unwrap().total(), 0);
+    }
+
+    #[test]
+    fn a_target_without_a_leading_slash_is_refused_by_libcurl_too() {
+        let server = Server::start(|p| p.echo());
+        let mut d = Driver::new(server.addr, curl_pool(false));
+        refuses_targets_without_a_leading_slash(&mut d, &server);
     }
 
     #[test]

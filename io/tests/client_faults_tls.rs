@@ -32,3 +32,8 @@ fn server_replies_partially_then_closes() {
 fn server_replies_with_garbage() {
     faults::server_replies_with_garbage(&tls());
 }
+
+#[test]
+fn server_resets_after_the_first_record() {
+    faults::server_resets_after_the_first_record(&tls());
+}

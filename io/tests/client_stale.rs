@@ -22,6 +22,7 @@ fn server(close: Arc<AtomicBool>, closed: Arc<AtomicBool>) -> Server {
         p.respond(&body);
         if p.no == 0 {
             while !close.load(Ordering::Acquire) {
+                // Polls the test's signal to close (real socket timing).
                 std::thread::sleep(std::time::Duration::from_millis(1));
             }
             let _ = p.stream.shutdown(std::net::Shutdown::Both);
@@ -134,6 +135,8 @@ fn the_send_path_never_writes_to_a_connection_closed_while_idle() {
     assert_eq!(unsafe { libc::write(fds[1], b"x".as_ptr().cast(), 1) }, 1);
     close.store(true, Ordering::Release);
     assert!(server.wait_for(|_| closed.load(Ordering::Acquire)));
+    // The FIN must have reached our socket before the loop runs (real socket
+    // timing: what this test is about).
     std::thread::sleep(std::time::Duration::from_millis(20));
 
     let mut h = FromPipe {

@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::driver::{order, Answer, Driver, SEC};
+use common::driver::{order, Answer, Driver, SentKind, SEC};
 use common::server::Server;
 use common::tls::Pki;
 use ergon_io::client::{ClientHandler, Error, PoolId, RequestId, Sent};
@@ -63,6 +63,40 @@ fn a_large_response_crosses_many_records() {
             }
         );
     }
+}
+
+/// A body without Content-Length or chunking is read until the connection ends;
+/// over TLS only close_notify says it ended where the server meant it to.
+fn body_until_close(clean: bool) -> Answer {
+    let pki = Pki::new();
+    let server = Server::start_tls(pki.server.clone(), move |p| {
+        if p.read_request().is_some() {
+            p.write(b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n{\"orderId\":1");
+            if clean {
+                p.close_notify();
+            }
+        }
+    });
+    let client = pki.client("localhost");
+    let mut d = Driver::new(server.addr, |pc| pc.tls = Some(client));
+    let (answer, _) = d.send(&order("id=1"), 10 * SEC);
+    answer
+}
+
+#[test]
+fn a_body_read_until_close_without_close_notify_is_truncated_and_maybe() {
+    assert_eq!(
+        body_until_close(false),
+        Answer::Error {
+            sent: SentKind::Maybe,
+            error: Error::Truncated
+        }
+    );
+}
+
+#[test]
+fn a_body_read_until_close_with_close_notify_is_the_answer() {
+    assert_eq!(body_until_close(true), Answer::ok(b"{\"orderId\":1"));
 }
 
 /// Tries to send every turn until a connect error arrives.

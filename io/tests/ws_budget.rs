@@ -102,6 +102,7 @@ fn connect_storm_is_refused_by_the_budget_not_the_server() {
                     accepted2.fetch_add(1, Ordering::SeqCst);
                     peers.push(p);
                 }
+                // Non-blocking accept, polled so the stop flag is seen.
                 Err(_) => std::thread::sleep(Duration::from_millis(2)),
             }
         }

@@ -6,7 +6,9 @@ mod ws_common;
 use std::time::Duration;
 
 use base64::Engine;
-use ergon_io::ws::{Cause, Config, HandshakeError, Request};
+use ergon_io::core::Why;
+use ergon_io::ws::{Cause, Config, ConnectError, HandshakeError, Request};
+use ergon_venues::response::Header;
 use ws_common::*;
 
 #[test]
@@ -130,7 +132,11 @@ fn missing_upgrade_and_status_are_refused() {
             String::new()
         )]
     );
-    let evs = refused_answer(|_| "HTTP/1.1 429 Too Many Requests\r\nRetry-After: 3\r\n\r\n".into());
+    // Content-Length: 0: the body is over with the head (without it, the body
+    // would run until the close, and this server waits for ours).
+    let evs = refused_answer(|_| {
+        "HTTP/1.1 429 Too Many Requests\r\nRetry-After: 3\r\nContent-Length: 0\r\n\r\n".into()
+    });
     assert_eq!(
         evs,
         vec![Ev::Closed(
@@ -139,6 +145,76 @@ fn missing_upgrade_and_status_are_refused() {
             String::new()
         )]
     );
+}
+
+const BAN_BODY: &str =
+    r#"{"code":-1003,"msg":"Way too many requests; IP(127.0.0.1) banned until 1700000000000."}"#;
+
+/// A server that answers the upgrade 418 with Retry-After and Binance's JSON
+/// body, framed by `framing` ("length", or "chunked" and then a close).
+fn banned_upgrade(framing: &'static str) {
+    let (addr, server) = serve(move |l| {
+        let mut p = Peer::accept(&l);
+        p.read_request();
+        let head = "HTTP/1.1 418 I'm a teapot\r\nRetry-After: 120\r\n\
+                    Content-Type: application/json;charset=UTF-8\r\n";
+        let answer = match framing {
+            "length" => format!("{head}Content-Length: {}\r\n\r\n{BAN_BODY}", BAN_BODY.len()),
+            _ => {
+                let (a, b) = BAN_BODY.split_at(10);
+                format!(
+                    "{head}Transfer-Encoding: chunked\r\n\r\n{:x}\r\n{a}\r\n{:x}\r\n{b}\r\n0\r\n\r\n",
+                    a.len(),
+                    b.len()
+                )
+            }
+        };
+        p.write_raw(answer.as_bytes());
+        if framing == "length" {
+            p.expect_eof();
+        }
+    });
+    let (mut d, limits) = driver();
+    d.connect(addr, &REQ).unwrap();
+    let evs = d.run_until_closed();
+    assert_eq!(
+        evs,
+        vec![Ev::Closed(
+            Cause::Handshake(HandshakeError::Status(418)),
+            None,
+            String::new()
+        )]
+    );
+    // The venue's whole word: status, headers and body, for the venue adapter.
+    let mut headers = [Header {
+        name: &[],
+        value: &[],
+    }; 32];
+    let r = d.session.rejection(&mut headers).expect("the 418 is kept");
+    assert_eq!(r.status, 418);
+    assert_eq!(r.header("retry-after"), Some(&b"120"[..]), "{framing}");
+    assert_eq!(r.body, BAN_BODY.as_bytes(), "{framing}");
+    // What the adapter does with a ban (halts the IP gate): the reconnect then
+    // waits for the budget instead of knocking on a banned IP.
+    let now = d.now();
+    d.budget.banned(limits.ip, now + 120 * SEC, now).unwrap();
+    d.stream = None;
+    match d.connect(addr, &REQ) {
+        Err(ConnectError::Limited(l)) => assert_eq!((l.bucket, l.why), (limits.ip, Why::Halted)),
+        other => panic!("a reconnect into a ban: {other:?}"),
+    }
+    assert_eq!(d.budget.stats(limits.connects).unwrap().admitted, 1);
+    server.join().unwrap();
+}
+
+#[test]
+fn a_418_upgrade_hands_over_status_headers_and_body() {
+    banned_upgrade("length");
+}
+
+#[test]
+fn a_chunked_418_upgrade_ended_by_the_close_hands_over_the_body_dechunked() {
+    banned_upgrade("chunked");
 }
 
 #[test]

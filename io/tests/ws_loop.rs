@@ -145,6 +145,7 @@ fn reconnects_inside_the_loop_stop_at_the_connect_budget() {
                     // The venue drops the connection right away.
                     drop(p);
                 }
+                // Non-blocking accept, polled so the stop flag is seen.
                 Err(_) => std::thread::sleep(Duration::from_millis(5)),
             }
         }
@@ -230,4 +231,132 @@ fn ping_flood_on_the_loop_pongs_paced_by_loop_timers() {
         lp.budget().stats(limits.messages).unwrap().admitted,
         st.frames_sent
     );
+}
+
+/// A session on an egress lane connects from the lane's address (the server sees
+/// it as the peer); a binding the stack does not keep refuses the lane for good,
+/// before a byte of the upgrade request is written.
+fn on_lane(
+    local: &str,
+) -> (
+    EventLoop,
+    App<Then>,
+    Limits,
+    std::thread::JoinHandle<Option<std::net::SocketAddr>>,
+) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    // Both cases connect (the refused lane is dropped after connect), so a
+    // blocking accept; the loop's own deadline fails the test if none comes.
+    let server = std::thread::spawn(move || {
+        let (s, from) = listener.accept().ok()?;
+        let mut p = Peer::from_stream(s);
+        // A lane whose binding did not hold is dropped before the upgrade.
+        if from.ip() == "127.0.0.1".parse::<std::net::IpAddr>().unwrap() {
+            p.expect_eof();
+            assert!(p.request.is_empty());
+            return Some(from);
+        }
+        p.handshake();
+        p.write_frame(true, 0x8, &1000u16.to_be_bytes());
+        let _ = p.read_until_close();
+        Some(from)
+    });
+    let local: std::net::SocketAddr = format!("{local}:0").parse().unwrap();
+    let (lp, app, limits) = on_loop(
+        Config::default(),
+        (10, 100),
+        &REQ_LOOP,
+        |ws, session| {
+            let id = ws.add(session, addr);
+            ws.set_local_addr(id, Some(local)).unwrap();
+            id
+        },
+        |ev| match ev {
+            Ev::Closed(..) => Then::Stop,
+            _ => Then::Nothing,
+        },
+    );
+    (lp, app, limits, server)
+}
+
+#[test]
+fn a_websocket_on_a_lane_connects_from_the_lane_address() {
+    let (mut lp, mut app, limits, server) = on_lane("127.0.0.2");
+    lp.run(&mut app).unwrap();
+    assert_eq!(
+        app.events,
+        vec![Ev::Open, Ev::Closed(Cause::Peer, Some(1000), String::new())]
+    );
+    let from = server.join().unwrap().expect("the server saw a connect");
+    assert_eq!(from.ip().to_string(), "127.0.0.2");
+    assert_eq!(app.ws.refused(app.id), None);
+    assert_eq!(lp.budget().stats(limits.connects).unwrap().admitted, 1);
+}
+
+#[test]
+fn a_websocket_lane_whose_binding_does_not_hold_is_refused() {
+    // The wildcard binds, but the socket ends up on 127.0.0.1: the binding was not
+    // kept as asked, as on a stack that ignores it.
+    let (mut lp, mut app, limits, server) = on_lane("0.0.0.0");
+    lp.run(&mut app).unwrap();
+    assert_eq!(
+        app.events,
+        vec![Ev::Closed(Cause::Transport, None, String::new())]
+    );
+    let Some(ConnectError::LocalAddr { asked, got }) = app.ws.refused(app.id) else {
+        panic!("expected LocalAddr, got {:?}", app.ws.refused(app.id));
+    };
+    assert_eq!(asked.ip().to_string(), "0.0.0.0");
+    assert_eq!(got.ip().to_string(), "127.0.0.1");
+    // The upgrade never left: the connect charge came back.
+    assert_eq!(lp.budget().stats(limits.connects).unwrap().used, 0);
+    server.join().unwrap();
+    // Refused for good: the next connect is refused before any charge.
+    let now = lp.now();
+    let budget = lp.budget_mut();
+    assert_eq!(
+        app.ws
+            .connect(app.id, &REQ_LOOP, Class::Normal, budget, now),
+        Err(ConnectError::LocalAddr { asked, got })
+    );
+    assert_eq!(lp.budget().stats(limits.connects).unwrap().admitted, 1);
+}
+
+#[test]
+fn an_unknown_session_id_is_an_error_not_a_panic() {
+    let (mut lp, mut app, _, server) = on_lane("127.0.0.2");
+    lp.run(&mut app).unwrap();
+    server.join().unwrap();
+    // An id of another client, past this one's sessions.
+    let mut other = ergon_io::ws::WsClient::new(4).unwrap();
+    let (budget, limits) = budget(10, 10);
+    let mut ids = Vec::new();
+    for _ in 0..3 {
+        let s = ergon_io::ws::Session::new(
+            Config::default(),
+            &budget,
+            &limits.connect_parts(),
+            &limits.message_parts(),
+            1,
+        )
+        .unwrap();
+        ids.push(other.add(s, "127.0.0.1:9".parse().unwrap()));
+    }
+    let foreign = ids[2];
+    let now = lp.now();
+    assert!(app.ws.get(foreign).is_none());
+    assert!(app.ws.get_mut(foreign).is_none());
+    assert_eq!(app.ws.refused(foreign), None);
+    assert_eq!(
+        app.ws.set_local_addr(foreign, None),
+        Err(ConnectError::UnknownSession)
+    );
+    let budget = lp.budget_mut();
+    assert_eq!(
+        app.ws
+            .connect(foreign, &REQ_LOOP, Class::Normal, budget, now),
+        Err(ConnectError::UnknownSession)
+    );
+    app.ws.flush(foreign, budget, now);
 }

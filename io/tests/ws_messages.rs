@@ -5,7 +5,7 @@
 
 mod ws_common;
 
-use ergon_io::core::Class;
+use ergon_io::core::{Budget, Class, Part, Spec, MAX_PARTS};
 use ergon_io::ws::{Cause, Config, ProtocolError, SendError};
 use ws_common::*;
 
@@ -360,4 +360,44 @@ fn protocol_errors_close_with_1002() {
         vec![0x82, 126, 0, 5, 1, 2, 3, 4, 5],
         ProtocolError::NonMinimalLength,
     );
+}
+
+#[test]
+fn a_request_with_more_parts_than_a_ticket_holds_is_refused_not_a_panic() {
+    let mut b = Budget::builder();
+    let buckets: Vec<_> = (0..2 * MAX_PARTS + 1)
+        .map(|i| b.add(&format!("b{i}"), Spec::sliding(100, SEC, 4)).unwrap())
+        .collect();
+    let mut budget = b.build(0).unwrap();
+    let message: Vec<Part> = buckets[..MAX_PARTS]
+        .iter()
+        .map(|&k| Part::new(k, 1))
+        .collect();
+    let mut s = open_in_memory_with(Config::default(), &mut budget, &[], &message);
+    let used = |budget: &Budget| -> Vec<u64> {
+        buckets
+            .iter()
+            .map(|&k| budget.stats(k).unwrap().used)
+            .collect()
+    };
+    let before = used(&budget);
+    // 8 message parts and 9 more of the request's own: 17, where the old code
+    // pushed into an array of 16 and panicked on the loop thread.
+    let extra: Vec<Part> = buckets[MAX_PARTS..]
+        .iter()
+        .map(|&k| Part::new(k, 1))
+        .collect();
+    for n in [1, MAX_PARTS, MAX_PARTS + 1] {
+        assert_eq!(
+            s.send_request(7, "{}", &extra[..n], Class::Normal, &mut budget, 0),
+            Err(SendError::TooManyParts),
+            "{n} extra parts"
+        );
+    }
+    // Nothing charged, nothing queued, the session still works.
+    assert_eq!(used(&budget), before);
+    assert!(s.poll_transmit().is_none());
+    s.send_request(7, "{}", &[], Class::Normal, &mut budget, 0)
+        .unwrap();
+    assert!(s.poll_transmit().is_some());
 }

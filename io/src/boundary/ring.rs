@@ -11,11 +11,20 @@
 //!
 //! Every atomic and cell goes through `crate::sync`, so the loom models in
 //! `io/tests/loom_ring.rs` check this very code.
+//!
+//! Why not crossbeam's `ArrayQueue` (the same design): it allocates and owns its
+//! buffer, so it cannot be laid out in a shared-memory segment as the
+//! multi-process gateway needs (a submit ring and an event ring per strategy
+//! process), and its loom models run under crossbeam's own cfg, not ours. The
+//! padding and the backoff are crossbeam's (`CachePadded`, `Backoff`).
+#![allow(unsafe_code)] // The slots are written and read through raw pointers, guarded by the sequence protocol.
 
 use core::fmt;
 use core::mem::MaybeUninit;
 
-use crate::sync::{spin_hint, Arc, AtomicUsize, Ordering, UnsafeCell};
+use crossbeam_utils::CachePadded;
+
+use crate::sync::{Arc, AtomicUsize, Backoff, Ordering, UnsafeCell};
 
 /// Largest capacity [`bounded`] accepts.
 pub const MAX_CAPACITY: usize = 1 << 24;
@@ -52,11 +61,6 @@ impl fmt::Display for CapacityError {
 
 impl std::error::Error for CapacityError {}
 
-/// Keeps the producers' `tail` and the consumer's `head` on separate cache lines
-/// (128 bytes: adjacent-line prefetch pairs lines on x86).
-#[repr(align(128))]
-struct Padded<T>(T);
-
 struct Slot<T> {
     /// `pos` when free for the producer of position `pos`; `pos + 1` once that
     /// value is published; `pos + capacity` once consumed (free for the next lap).
@@ -65,9 +69,11 @@ struct Slot<T> {
 }
 
 struct Ring<T> {
-    tail: Padded<AtomicUsize>,
+    /// The producers' next position, on its own cache line (crossbeam's
+    /// `CachePadded`: 128 bytes on x86, where adjacent-line prefetch pairs lines).
+    tail: CachePadded<AtomicUsize>,
     /// Written only by the single consumer; atomic so `Drop` and loom see it.
-    head: Padded<AtomicUsize>,
+    head: CachePadded<AtomicUsize>,
     slots: Box<[Slot<T>]>,
     mask: usize,
 }
@@ -81,13 +87,14 @@ unsafe impl<T: Send> Sync for Ring<T> {}
 
 impl<T> Ring<T> {
     fn push(&self, value: T) -> Result<(), Full<T>> {
-        let mut pos = self.tail.0.load(Ordering::Relaxed);
+        let backoff = Backoff::new();
+        let mut pos = self.tail.load(Ordering::Relaxed);
         loop {
             let slot = &self.slots[pos & self.mask];
             let seq = slot.seq.load(Ordering::Acquire);
             let lag = seq.wrapping_sub(pos) as isize;
             if lag == 0 {
-                match self.tail.0.compare_exchange(
+                match self.tail.compare_exchange(
                     pos,
                     pos.wrapping_add(1),
                     Ordering::Relaxed,
@@ -108,9 +115,10 @@ impl<T> Ring<T> {
                 return Err(Full(value));
             } else {
                 // Another producer took `pos` since we read `tail`: our view of
-                // `tail` is stale. (Rare; the hint lets loom schedule the others.)
-                spin_hint();
-                pos = self.tail.0.load(Ordering::Relaxed);
+                // `tail` is stale. (Rare; under loom the backoff lets it schedule
+                // the others.)
+                backoff.spin();
+                pos = self.tail.load(Ordering::Relaxed);
             }
         }
     }
@@ -118,7 +126,7 @@ impl<T> Ring<T> {
     /// # Safety
     /// Only one thread at a time may call this (the single consumer, or `Drop`).
     unsafe fn pop(&self) -> Option<T> {
-        let pos = self.head.0.load(Ordering::Relaxed);
+        let pos = self.head.load(Ordering::Relaxed);
         let slot = &self.slots[pos & self.mask];
         let seq = slot.seq.load(Ordering::Acquire);
         if seq != pos.wrapping_add(1) {
@@ -129,12 +137,12 @@ impl<T> Ring<T> {
         let value = slot.value.with(|p| unsafe { (*p).assume_init_read() });
         slot.seq
             .store(pos.wrapping_add(self.mask + 1), Ordering::Release);
-        self.head.0.store(pos.wrapping_add(1), Ordering::Relaxed);
+        self.head.store(pos.wrapping_add(1), Ordering::Relaxed);
         Some(value)
     }
 
     fn ready(&self) -> bool {
-        let pos = self.head.0.load(Ordering::Relaxed);
+        let pos = self.head.load(Ordering::Relaxed);
         let slot = &self.slots[pos & self.mask];
         slot.seq.load(Ordering::Acquire) == pos.wrapping_add(1)
     }
@@ -160,8 +168,8 @@ pub fn bounded<T: Send>(capacity: usize) -> Result<(Producer<T>, Consumer<T>), C
         .collect::<Vec<_>>()
         .into_boxed_slice();
     let ring = Arc::new(Ring {
-        tail: Padded(AtomicUsize::new(0)),
-        head: Padded(AtomicUsize::new(0)),
+        tail: CachePadded::new(AtomicUsize::new(0)),
+        head: CachePadded::new(AtomicUsize::new(0)),
         slots,
         mask: capacity - 1,
     });

@@ -11,7 +11,7 @@
 //! What this must never do: make the writer wait for a reader, allocate after
 //! [`seqlock`], or hand a reader a copy that mixes two publications.
 
-use crate::sync::{fence, spin_hint, Arc, AtomicU64, Ordering};
+use crate::sync::{fence, Arc, AtomicU64, Backoff, Ordering};
 
 struct Shared<const N: usize> {
     seq: AtomicU64,
@@ -101,11 +101,12 @@ impl<const N: usize> SeqReader<N> {
     /// the sense that it never stops the writer: a writer that publishes without
     /// pause can make it spin.
     pub fn read(&self, out: &mut [u64; N]) -> u64 {
+        let backoff = Backoff::new();
         loop {
             if let Some(v) = self.try_read(out) {
                 return v;
             }
-            spin_hint();
+            backoff.snooze();
         }
     }
 }

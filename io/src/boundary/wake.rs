@@ -12,6 +12,7 @@
 //!
 //! What this must never do: write the eventfd when the flag says `AWAKE`, block a
 //! submitter, or allocate after [`pair`].
+#![allow(unsafe_code)] // The eventfd: system calls through libc.
 
 use crate::sync::{fence, Arc, AtomicU64, AtomicU8, Ordering};
 
@@ -190,9 +191,8 @@ impl Signal {
             return Err(std::io::Error::last_os_error());
         }
         // SAFETY: `fd` is a fresh descriptor nobody else owns.
-        Ok(Self {
-            fd: unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) },
-        })
+        let fd = unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) };
+        Ok(Self { fd })
     }
 
     fn write(&self) {

@@ -38,7 +38,8 @@ impl<'a> Request<'a> {
 pub enum InvalidRequest {
     /// The method is empty or not an HTTP token.
     Method,
-    /// The target is empty, or holds a space or control byte.
+    /// The target does not start with `/` (nor is `*` for OPTIONS), or holds a
+    /// space, a control byte or a `#`.
     Target,
     /// A header name is empty or not an HTTP token.
     HeaderName,
@@ -83,8 +84,15 @@ fn valid_value(s: &str) -> bool {
     s.bytes().all(|b| b == b'\t' || (b >= 0x20 && b != 0x7f))
 }
 
-fn valid_target(s: &str) -> bool {
-    !s.is_empty() && s.bytes().all(|b| b > 0x20 && b != 0x7f)
+/// The origin form (`/path?query`), or `*` for OPTIONS (RFC 9112 §3.2). Anything
+/// else could name another host to a proxy or to libcurl's URL parser
+/// (`@other-host/x` turns the pool's address into userinfo), so it is refused
+/// before a byte is written. No fragment: it is never sent on the wire.
+fn valid_target(method: &str, s: &str) -> bool {
+    if s == "*" {
+        return method == "OPTIONS";
+    }
+    s.starts_with('/') && s.bytes().all(|b| b > 0x20 && b != 0x7f && b != b'#')
 }
 
 const RESERVED: [&str; 4] = ["host", "content-length", "transfer-encoding", "connection"];
@@ -111,7 +119,7 @@ pub(crate) fn encode(
     if !is_token(req.method) {
         return Err(InvalidRequest::Method);
     }
-    if !valid_target(req.target) {
+    if !valid_target(req.method, req.target) {
         return Err(InvalidRequest::Target);
     }
     let mut len = req.method.len() + 1 + req.target.len() + 11 + 6 + host.len() + 2;
@@ -210,10 +218,19 @@ mod tests {
             }),
             Err(InvalidRequest::Target)
         );
-        assert_eq!(
-            enc(&Request { target: "", ..base }),
-            Err(InvalidRequest::Target)
-        );
+        for target in ["", "@other-host/x", "x", "http://h/x", "*", "/a#b", "/a\tb"] {
+            assert_eq!(
+                enc(&Request { target, ..base }),
+                Err(InvalidRequest::Target),
+                "{target:?}"
+            );
+        }
+        let star = Request {
+            method: "OPTIONS",
+            target: "*",
+            ..base
+        };
+        assert!(enc(&star).is_ok());
         let h = [("X\r\nY", "1")];
         assert_eq!(
             enc(&Request {

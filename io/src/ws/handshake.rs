@@ -28,8 +28,9 @@ pub enum HandshakeError {
     Malformed,
     /// The response header did not fit the handshake bound.
     TooLarge,
-    /// A status other than 101. 429 and 418 are the venue's throttle and ban: feed
-    /// them to the budget.
+    /// A status other than 101. 429 and 418 are the venue's throttle and ban:
+    /// [`Session::rejection`](super::Session::rejection) holds the whole answer
+    /// (headers and body) for the venue adapter, which feeds it to the budget.
     Status(u16),
     /// No `Upgrade: websocket`.
     MissingUpgrade,
@@ -196,6 +197,84 @@ pub(crate) fn read_response(
     }
 }
 
+/// How the body of a non-101 answer is framed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Body {
+    /// `Content-Length` bytes.
+    Length(usize),
+    /// `Transfer-Encoding: chunked`.
+    Chunked,
+    /// Neither: the body ends with the connection.
+    UntilClose,
+}
+
+/// A non-101 answer's status, head length and body framing, once its head is
+/// complete at the start of `buf`; None before (or if it is not parsable).
+pub(crate) fn read_rejection(buf: &[u8]) -> Option<(u16, usize, Body)> {
+    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut resp = httparse::Response::new(&mut headers);
+    let Ok(httparse::Status::Complete(n)) = resp.parse(buf) else {
+        return None;
+    };
+    let code = resp.code.filter(|&c| c != 101)?;
+    let mut body = Body::UntilClose;
+    for h in resp.headers.iter() {
+        if h.name.eq_ignore_ascii_case("transfer-encoding") && has_token(h.value, "chunked") {
+            body = Body::Chunked;
+            break;
+        }
+        if h.name.eq_ignore_ascii_case("content-length") {
+            let len = core::str::from_utf8(h.value.trim_ascii())
+                .ok()
+                .and_then(|v| v.parse::<usize>().ok());
+            match len {
+                Some(len) => body = Body::Length(len),
+                // A length we cannot read: take the body as it comes.
+                None => body = Body::UntilClose,
+            }
+        }
+    }
+    Some((code, n, body))
+}
+
+/// Walks a chunked body at the start of `buf`, calling `data` with each chunk's
+/// byte range. `Some(end)`: the body (last chunk and trailers) ends at `end`;
+/// None: incomplete or malformed.
+pub(crate) fn walk_chunks(buf: &[u8], mut data: impl FnMut(usize, usize)) -> Option<usize> {
+    let line_end = |from: usize| -> Option<usize> {
+        buf.get(from..)?
+            .windows(2)
+            .position(|w| w == b"\r\n")
+            .map(|p| from + p)
+    };
+    let mut at = 0;
+    loop {
+        let eol = line_end(at)?;
+        let size_text = buf[at..eol].split(|&b| b == b';').next()?.trim_ascii();
+        let size = core::str::from_utf8(size_text)
+            .ok()
+            .and_then(|t| usize::from_str_radix(t, 16).ok())?;
+        at = eol + 2;
+        if size == 0 {
+            // Trailers, up to an empty line.
+            loop {
+                let eol = line_end(at)?;
+                let empty = eol == at;
+                at = eol + 2;
+                if empty {
+                    return Some(at);
+                }
+            }
+        }
+        let end = at.checked_add(size)?;
+        if buf.get(end..end.checked_add(2)?)? != b"\r\n" {
+            return None;
+        }
+        data(at, end);
+        at = end + 2;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -260,6 +339,31 @@ mod tests {
         for req in bad {
             assert!(!valid(&req), "{req:?}");
         }
+    }
+
+    #[test]
+    fn rejections_are_framed_as_http_says() {
+        let r = b"HTTP/1.1 418 I'm a teapot\r\nRetry-After: 7\r\nContent-Length: 2\r\n\r\n{}";
+        assert_eq!(read_rejection(r), Some((418, r.len() - 2, Body::Length(2))));
+        assert_eq!(read_rejection(&r[..20]), None);
+        let r = b"HTTP/1.1 429 x\r\nTransfer-Encoding: chunked\r\n\r\n";
+        assert_eq!(read_rejection(r), Some((429, r.len(), Body::Chunked)));
+        let r = b"HTTP/1.1 403 x\r\n\r\nbody";
+        assert_eq!(
+            read_rejection(r),
+            Some((403, r.len() - 4, Body::UntilClose))
+        );
+        assert_eq!(read_rejection(b"HTTP/1.1 101 x\r\n\r\n"), None);
+        let mut parts = Vec::new();
+        let chunked = b"3;x=y\r\nabc\r\n2\r\nde\r\n0\r\nT: v\r\n\r\nnext";
+        let end = walk_chunks(chunked, |a, b| parts.push(&chunked[a..b]));
+        assert_eq!(end, Some(chunked.len() - 4));
+        assert_eq!(parts, [&b"abc"[..], b"de"]);
+        for cut in 0..chunked.len() - 4 {
+            assert_eq!(walk_chunks(&chunked[..cut], |_, _| {}), None, "{cut}");
+        }
+        assert_eq!(walk_chunks(b"zz\r\n", |_, _| {}), None);
+        assert_eq!(walk_chunks(b"ffffffffffffffffff\r\n", |_, _| {}), None);
     }
 
     #[test]

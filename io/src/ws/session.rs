@@ -7,10 +7,11 @@
 
 use arrayvec::ArrayVec;
 use ergon_core::{Budget, Class, ConfigError, Flight, Limited, Part, Ticket, Verdict, MAX_PARTS};
+use ergon_venues::response::{Header, Response};
 
 use super::accept::{encode_key, KEY_LEN};
 use super::frame::{self, close_code_valid, frame_len, Opcode, Role, MAX_CONTROL, MAX_HEADER};
-use super::handshake::{self, HandshakeError, Request};
+use super::handshake::{self, Body, HandshakeError, Request};
 use super::ProtocolError;
 
 /// Frames written into the send buffer whose first byte has not left yet.
@@ -165,6 +166,18 @@ pub enum ConnectError {
     /// The request has a line break, a path without `/`, a bad header name, one of
     /// our own WebSocket headers, or does not fit the send buffer.
     BadRequest,
+    /// No session with this id in the [`WsClient`](super::WsClient).
+    UnknownSession,
+    /// The session's egress lane was refused for good: a connect bound to
+    /// `asked` left from `got` (the stack ignored the binding). No connect is
+    /// tried again: no frame may leave from an IP whose budget is not the one
+    /// charged.
+    LocalAddr {
+        /// The local address the lane asked to bind.
+        asked: std::net::SocketAddr,
+        /// The address the socket actually had.
+        got: std::net::SocketAddr,
+    },
 }
 
 /// Why a frame was not queued. Nothing was charged.
@@ -185,6 +198,9 @@ pub enum SendError {
     TooManyPending,
     /// A request with this id is already pending.
     DuplicateId,
+    /// The message parts and the request's parts together are more than a
+    /// ticket holds (`ergon_core::MAX_PARTS`).
+    TooManyParts,
 }
 
 /// Counters of one session, over its life (all connections).
@@ -383,6 +399,12 @@ pub struct Session {
     closed_pending: bool,
     last_close: CloseInfo,
     stats: WsStats,
+    /// The last upgrade's non-101 answer (head, then the de-chunked body), at
+    /// most `max_handshake` bytes; see [`Session::rejection`].
+    rejected: Box<[u8]>,
+    rejected_status: Option<u16>,
+    rejected_head: usize,
+    rejected_len: usize,
 }
 
 impl Session {
@@ -448,7 +470,82 @@ impl Session {
                 reason_len: 0,
             },
             stats: WsStats::default(),
+            rejected: vec![0; config.max_handshake].into_boxed_slice(),
+            rejected_status: None,
+            rejected_head: 0,
+            rejected_len: 0,
         })
+    }
+
+    /// The server's answer to the last upgrade when it was not 101 (the
+    /// connection ended with [`Cause::Handshake`]`(`[`HandshakeError::Status`]`)`):
+    /// status, headers (into `headers`, as many as fit) and body (de-chunked, at
+    /// most [`Config::max_handshake`] bytes with the head). Hand it to the venue
+    /// adapter like any HTTP answer: a 418 halts the IP gate, a 429 holds with its
+    /// wait, and the next [`Session::connect`] is then refused by the budget until
+    /// it may go. None if the last upgrade was not answered that way; kept until
+    /// the next connect.
+    pub fn rejection<'a>(&'a self, headers: &'a mut [Header<'a>]) -> Option<Response<'a>> {
+        let status = self.rejected_status?;
+        let head = &self.rejected[..self.rejected_head];
+        let mut parsed = [httparse::EMPTY_HEADER; 32];
+        let mut resp = httparse::Response::new(&mut parsed);
+        let mut n = 0;
+        if let Ok(httparse::Status::Complete(_)) = resp.parse(head) {
+            for (slot, h) in headers.iter_mut().zip(resp.headers.iter()) {
+                *slot = Header {
+                    name: h.name.as_bytes(),
+                    value: h.value.trim_ascii(),
+                };
+                n += 1;
+            }
+        }
+        Some(Response {
+            status,
+            headers: &headers[..n],
+            body: &self.rejected[self.rejected_head..self.rejected_len],
+        })
+    }
+
+    /// If the receive buffer starts with a non-101 answer, keeps it (see
+    /// [`Session::rejection`]) and ends the connection with its status. The body
+    /// is taken as far as it arrived: whole when framed and complete, up to the
+    /// end of the connection when unframed, cut at the bound otherwise.
+    fn reject(&mut self, budget: &mut Budget, now: i64) -> bool {
+        let avail = &self.rx[self.rx_start..self.rx_end];
+        let Some((status, head, body)) = handshake::read_rejection(avail) else {
+            return false;
+        };
+        let out = &mut self.rejected;
+        let cap = out.len();
+        let head_n = head.min(cap);
+        out[..head_n].copy_from_slice(&avail[..head_n]);
+        let mut w = head_n;
+        let rest = &avail[head..];
+        let mut put = |bytes: &[u8]| {
+            let n = bytes.len().min(cap - w);
+            out[w..w + n].copy_from_slice(&bytes[..n]);
+            w += n;
+        };
+        match body {
+            Body::Length(len) => put(&rest[..len.min(rest.len())]),
+            Body::Chunked => {
+                if handshake::walk_chunks(rest, |a, b| put(&rest[a..b])).is_none() {
+                    // Cut short: the raw bytes, as they came.
+                    w = head_n;
+                    let n = rest.len().min(cap - w);
+                    out[w..w + n].copy_from_slice(&rest[..n]);
+                    w += n;
+                }
+            }
+            Body::UntilClose => put(rest),
+        }
+        self.rejected_status = Some(status);
+        self.rejected_head = head_n;
+        self.rejected_len = w;
+        let cause = Cause::Handshake(HandshakeError::Status(status));
+        self.finish(cause, None, b"", None, budget, now);
+        true
     }
 
     /// Where the session is.
@@ -493,6 +590,9 @@ impl Session {
             }
         };
         self.stats.connects += 1;
+        self.rejected_status = None;
+        self.rejected_head = 0;
+        self.rejected_len = 0;
         // Settles what the last connection still owed (its socket is gone).
         self.handle_transport_closed(budget, now_ns);
         self.rx_start = 0;
@@ -511,11 +611,20 @@ impl Session {
         raw[8..].copy_from_slice(&self.rng.next_u64().to_le_bytes());
         self.key = encode_key(&raw);
         let n = handshake::write_request(req, &self.key, &mut self.tx);
-        self.queue.push(Queued {
+        // Empty here (the last connection's frames were settled just above); a
+        // full queue is refused rather than a panic on the loop thread.
+        if let Err(e) = self.queue.try_push(Queued {
             start: self.tx_queued,
             what: What::Handshake,
             ticket,
-        });
+        }) {
+            let own = budget.refund(e.element().ticket, now_ns);
+            debug_assert!(
+                own.is_ok(),
+                "the session charges on the budget it is driven with"
+            );
+            return Err(ConnectError::Busy);
+        }
         self.tx_end = n;
         self.tx_queued += n as u64;
         self.state = State::Handshaking;
@@ -640,6 +749,22 @@ impl Session {
                 Step::Again
             }
             Ok(None) => Step::Need,
+            Err(HandshakeError::Status(_)) => {
+                // Not 101: the venue's word (a ban, a throttle with its wait) is in
+                // the status, the headers and the body. Wait for the whole body.
+                let complete = match handshake::read_rejection(avail) {
+                    Some((_, head, Body::Length(n))) => avail.len() >= head.saturating_add(n),
+                    Some((_, head, Body::Chunked)) => {
+                        handshake::walk_chunks(&avail[head..], |_, _| {}).is_some()
+                    }
+                    _ => false,
+                };
+                if complete || avail.len() >= self.config.max_handshake {
+                    self.reject(budget, now);
+                    return Step::Again;
+                }
+                Step::Need
+            }
             Err(e) => {
                 self.finish(Cause::Handshake(e), None, b"", None, budget, now);
                 Step::Again
@@ -939,7 +1064,11 @@ impl Session {
     /// control frames the budget now admits.
     pub fn handle_timeout(&mut self, budget: &mut Budget, now_ns: i64) {
         if matches!(self.state, State::Handshaking | State::Closing) && now_ns >= self.deadline_ns {
-            self.finish(Cause::Timeout, None, b"", None, budget, now_ns);
+            // A non-101 answer whose body never ended is still the venue's word.
+            let rejected = self.state == State::Handshaking && self.reject(budget, now_ns);
+            if !rejected {
+                self.finish(Cause::Timeout, None, b"", None, budget, now_ns);
+            }
         }
         self.flush_owed(budget, now_ns);
     }
@@ -959,8 +1088,11 @@ impl Session {
     }
 
     fn transport_ended(&mut self, cause: Cause, budget: &mut Budget, now_ns: i64) {
+        // The end of the connection ends a non-101 answer's unframed body.
+        let rejected = self.state == State::Handshaking && self.reject(budget, now_ns);
         match self.state {
             State::Idle => {}
+            _ if rejected => {}
             State::Closed => self.drop_unsent(budget, now_ns),
             _ => self.finish(cause, None, b"", None, budget, now_ns),
         }
@@ -1144,14 +1276,15 @@ impl Session {
         if self.queue.is_full() || !self.make_room(need) {
             return Err(SendError::Full);
         }
-        let mut parts = ArrayVec::<Part, { 2 * MAX_PARTS }>::new();
-        parts.extend(self.message_parts.iter().copied());
-        for p in extra.iter().take(MAX_PARTS) {
-            parts.push(*p);
-        }
-        if extra.len() > MAX_PARTS {
-            // More parts than a ticket holds: the budget refuses it as TooBig.
-            parts.push(extra[MAX_PARTS]);
+        // A ticket holds MAX_PARTS parts: more is the caller's mistake, refused
+        // before anything is charged (never a panic on the loop thread).
+        let mut parts = ArrayVec::<Part, MAX_PARTS>::new();
+        if parts
+            .try_extend_from_slice(&self.message_parts)
+            .and_then(|()| parts.try_extend_from_slice(extra))
+            .is_err()
+        {
+            return Err(SendError::TooManyParts);
         }
         let ticket = budget
             .try_charge(&parts, class, now)
@@ -1218,11 +1351,12 @@ impl Session {
                 self.stats.pongs_sent += 1;
             }
             Err(e) => {
-                let p = self.pong.as_mut().expect("checked above");
-                p.ready_ns = retry_at(e, now);
-                if !p.delayed {
-                    p.delayed = true;
-                    self.stats.pongs_delayed += 1;
+                if let Some(p) = self.pong.as_mut() {
+                    p.ready_ns = retry_at(e, now);
+                    if !p.delayed {
+                        p.delayed = true;
+                        self.stats.pongs_delayed += 1;
+                    }
                 }
             }
         }
@@ -1254,11 +1388,12 @@ impl Session {
                 self.close_sent = true;
             }
             Err(e) => {
-                let c = self.close_owed.as_mut().expect("checked above");
-                c.ready_ns = retry_at(e, now);
-                if !c.delayed {
-                    c.delayed = true;
-                    self.stats.closes_delayed += 1;
+                if let Some(c) = self.close_owed.as_mut() {
+                    c.ready_ns = retry_at(e, now);
+                    if !c.delayed {
+                        c.delayed = true;
+                        self.stats.closes_delayed += 1;
+                    }
                 }
             }
         }

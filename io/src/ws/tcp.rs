@@ -6,13 +6,14 @@
 //! server. See [`WsClient`] for how to drive it.
 
 use std::net::SocketAddr;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::raw::c_int;
 
 use ergon_core::{Budget, Class};
 
 use super::{ConnectError, Event, Request, Session, State};
 use crate::sys;
-use crate::tls::{Fault, Input, Session as Tls};
+use crate::tls::{Fault, Input, Plain, Session as Tls};
 #[cfg(feature = "tls")]
 use crate::tls::{TlsConfig, TlsError};
 
@@ -33,6 +34,9 @@ pub struct WsId(usize);
 struct Conn {
     session: Session,
     addr: SocketAddr,
+    /// The socket of the current connection; closed when dropped.
+    sock: Option<OwnedFd>,
+    /// `sock`'s raw descriptor, for the system calls.
     fd: Option<c_int>,
     connecting: bool,
     /// EPOLLOUT is in the interest set.
@@ -42,6 +46,10 @@ struct Conn {
     tls_config: Option<TlsConfig>,
     /// The TLS session of the current connection (`wss://`, once TCP connected).
     tls: Option<Tls>,
+    /// The egress lane: every connect binds to it and is verified.
+    local_addr: Option<SocketAddr>,
+    /// Set when the lane was refused for good (an ignored binding).
+    refused: Option<ConnectError>,
 }
 
 /// WebSocket sessions over non-blocking TCP sockets, on the [`event_loop`].
@@ -53,6 +61,11 @@ struct Conn {
 /// it queues frames it calls [`WsClient::flush`]; it keeps a loop timer at
 /// [`WsClient::next_deadline`] and drives again when it fires. The shell follows the
 /// session's drive order: read → drain events → write.
+///
+/// Egress lanes ([`WsClient::set_local_addr`]): a session's connects leave from
+/// its lane's bound address and are verified after connect, as an HTTP pool's
+/// are; a binding that does not hold refuses the lane for good. Unknown ids are
+/// errors ([`ConnectError::UnknownSession`], [`WsClient::get`]).
 ///
 /// It never blocks and never allocates after [`WsClient::add`]; it makes only the
 /// syscalls the bytes need (recv, send, epoll), none when a frame is queued until
@@ -144,20 +157,22 @@ struct Conn {
 /// [`ClientHandler::on_fd`]: crate::client::ClientHandler::on_fd
 #[derive(Debug)]
 pub struct WsClient {
-    epfd: c_int,
     conns: Vec<Conn>,
     events: Vec<libc::epoll_event>,
+    /// This client's epoll instance; closed when the client drops, after the
+    /// sessions' sockets (fields drop in order).
+    epoll: OwnedFd,
 }
 
 impl WsClient {
     /// A client for up to `max_sessions` sessions (the readiness events taken per
     /// drive). Fails with the `errno` of `epoll_create1`.
     pub fn new(max_sessions: usize) -> Result<Self, i32> {
-        let epfd = sys::epoll_create()?;
+        let epoll = sys::epoll_create()?;
         Ok(WsClient {
-            epfd,
             conns: Vec::with_capacity(max_sessions),
             events: vec![libc::epoll_event { events: 0, u64: 0 }; max_sessions.max(1)],
+            epoll,
         })
     }
 
@@ -165,7 +180,7 @@ impl WsClient {
     /// [`EventLoop::watch_fd`](crate::event_loop::EventLoop::watch_fd): readable
     /// when a socket of this client is ready.
     pub fn fd(&self) -> c_int {
-        self.epfd
+        self.epoll.as_raw_fd()
     }
 
     /// Adds a session that connects to `addr` (setup time: may allocate).
@@ -173,14 +188,54 @@ impl WsClient {
         self.conns.push(Conn {
             session,
             addr,
+            sock: None,
             fd: None,
             connecting: false,
             want_out: false,
             #[cfg(feature = "tls")]
             tls_config: None,
             tls: None,
+            local_addr: None,
+            refused: None,
         });
         WsId(self.conns.len() - 1)
+    }
+
+    /// Puts session `id` on an egress lane: from its next connect on, the socket
+    /// is bound to `local` (port 0 for any port) before it connects, and its local
+    /// address is read back once connected. If it is not the one asked (some
+    /// stacks ignore a binding; an unspecified address never verifies), the
+    /// connection is dropped before a byte of the upgrade request is written (its
+    /// charge refunded) and the lane is refused for good
+    /// ([`ConnectError::LocalAddr`], [`WsClient::refused`]), as an HTTP pool's is:
+    /// a connect charged to one IP's budget never leaves from another IP.
+    pub fn set_local_addr(
+        &mut self,
+        id: WsId,
+        local: Option<SocketAddr>,
+    ) -> Result<(), ConnectError> {
+        let c = self
+            .conns
+            .get_mut(id.0)
+            .ok_or(ConnectError::UnknownSession)?;
+        c.local_addr = local;
+        Ok(())
+    }
+
+    /// Why session `id`'s lane was refused for good, if it was.
+    pub fn refused(&self, id: WsId) -> Option<ConnectError> {
+        self.conns.get(id.0).and_then(|c| c.refused)
+    }
+
+    /// The session `id`, or None if this client has no such session.
+    pub fn get(&self, id: WsId) -> Option<&Session> {
+        self.conns.get(id.0).map(|c| &c.session)
+    }
+
+    /// The session `id` to queue frames on, or None if this client has no such
+    /// session.
+    pub fn get_mut(&mut self, id: WsId) -> Option<&mut Session> {
+        self.conns.get_mut(id.0).map(|c| &mut c.session)
     }
 
     /// Adds a `wss://` session that connects to `addr` and runs TLS over it,
@@ -193,12 +248,15 @@ impl WsClient {
         id
     }
 
-    /// The session `id`, to read its state and stats.
+    /// The session `id`, to read its state and stats. An id is only made by
+    /// [`WsClient::add`]: this panics only for an id of another client (use
+    /// [`WsClient::get`] where that can happen).
     pub fn session(&self, id: WsId) -> &Session {
         &self.conns[id.0].session
     }
 
-    /// The session `id`, to queue frames; then [`WsClient::flush`].
+    /// The session `id`, to queue frames; then [`WsClient::flush`]. Panics only
+    /// for an id of another client (see [`WsClient::get_mut`]).
     pub fn session_mut(&mut self, id: WsId) -> &mut Session {
         &mut self.conns[id.0].session
     }
@@ -217,23 +275,35 @@ impl WsClient {
         budget: &mut Budget,
         now_ns: i64,
     ) -> Result<(), ConnectError> {
-        let c = &mut self.conns[id.0];
-        c.session.connect(req, class, budget, now_ns)?;
-        if let Some(old) = c.fd.take() {
-            // The last connection's socket, kept for a close frame still owed.
-            sys::close(old);
+        let c = self
+            .conns
+            .get_mut(id.0)
+            .ok_or(ConnectError::UnknownSession)?;
+        if let Some(e) = c.refused {
+            return Err(e);
         }
+        c.session.connect(req, class, budget, now_ns)?;
+        // The last connection's socket, kept for a close frame still owed.
+        c.close();
         c.tls = None;
-        match sys::connect(&c.addr) {
-            sys::Connecting::Started(fd) => {
-                if sys::epoll_ctl(self.epfd, libc::EPOLL_CTL_ADD, fd, IN | OUT, id.0 as u64)
-                    .is_err()
+        match sys::connect_from(&c.addr, c.local_addr.as_ref()) {
+            sys::Connecting::Started(sock) => {
+                let fd = sock.as_raw_fd();
+                if sys::epoll_ctl(
+                    self.epoll.as_raw_fd(),
+                    libc::EPOLL_CTL_ADD,
+                    fd,
+                    IN | OUT,
+                    id.0 as u64,
+                )
+                .is_err()
                 {
-                    sys::close(fd);
+                    drop(sock);
                     c.session.handle_transport_closed(budget, now_ns);
                     return Ok(());
                 }
                 c.fd = Some(fd);
+                c.sock = Some(sock);
                 c.connecting = true;
                 c.want_out = true;
             }
@@ -256,7 +326,7 @@ impl WsClient {
         now_ns: i64,
         on_event: &mut dyn FnMut(WsId, Event<'_>, &mut Budget),
     ) -> Result<(), i32> {
-        let waited = sys::epoll_wait(self.epfd, &mut self.events, 0);
+        let waited = sys::epoll_wait(self.epoll.as_raw_fd(), &mut self.events, 0);
         let n = *waited.as_ref().unwrap_or(&0);
         for k in 0..n {
             let ev = self.events[k];
@@ -277,9 +347,12 @@ impl WsClient {
         waited.map(|_| ())
     }
 
-    /// Writes what session `id` has queued (after a send).
+    /// Writes what session `id` has queued (after a send). Nothing for an
+    /// unknown id.
     pub fn flush(&mut self, id: WsId, budget: &mut Budget, now_ns: i64) {
-        self.write(id.0, budget, now_ns);
+        if id.0 < self.conns.len() {
+            self.write(id.0, budget, now_ns);
+        }
     }
 
     /// The earliest time a session wants [`WsClient::drive`] called regardless of
@@ -305,7 +378,7 @@ impl WsClient {
             if !failed && bits & OUT == 0 {
                 return;
             }
-            if failed || sys::so_error(fd) != 0 {
+            if failed || sys::so_error(fd) != 0 || !self.lane_holds(i, fd) {
                 self.lost(i, budget, now);
                 self.events_out(i, budget, now, on_event);
                 return;
@@ -429,13 +502,13 @@ impl WsClient {
                 continue;
             }
             match t.read_plaintext(buf) {
-                None => return true,
-                Some(0) => {
+                Plain::None => return true,
+                Plain::Closed | Plain::Truncated => {
                     // close_notify, or the socket ended without it.
                     self.lost(i, budget, now);
                     return false;
                 }
-                Some(n) => {
+                Plain::Data(n) => {
                     c.session.handle_read(n);
                     self.events_out(i, budget, now, on_event);
                 }
@@ -481,7 +554,15 @@ impl WsClient {
         }
         if blocked != c.want_out {
             let interest = if blocked { IN | OUT } else { IN };
-            if sys::epoll_ctl(self.epfd, libc::EPOLL_CTL_MOD, fd, interest, i as u64).is_err() {
+            if sys::epoll_ctl(
+                self.epoll.as_raw_fd(),
+                libc::EPOLL_CTL_MOD,
+                fd,
+                interest,
+                i as u64,
+            )
+            .is_err()
+            {
                 // A socket we can no longer watch would stall: end it.
                 self.lost(i, budget, now);
                 return;
@@ -489,8 +570,7 @@ impl WsClient {
             c.want_out = blocked;
         }
         if c.session.is_finished() {
-            sys::close(fd);
-            c.fd = None;
+            c.close();
             c.session.handle_transport_closed(budget, now);
         }
     }
@@ -537,7 +617,15 @@ impl WsClient {
         }
         if blocked != c.want_out {
             let interest = if blocked { IN | OUT } else { IN };
-            if sys::epoll_ctl(self.epfd, libc::EPOLL_CTL_MOD, fd, interest, i as u64).is_err() {
+            if sys::epoll_ctl(
+                self.epoll.as_raw_fd(),
+                libc::EPOLL_CTL_MOD,
+                fd,
+                interest,
+                i as u64,
+            )
+            .is_err()
+            {
                 self.lost(i, budget, now);
                 return;
             }
@@ -550,11 +638,27 @@ impl WsClient {
                 t.send_close_notify();
                 let _ = t.write_records(fd);
             }
-            sys::close(fd);
-            c.fd = None;
+            c.close();
             c.tls = None;
             c.want_out = false;
             c.session.handle_transport_closed(budget, now);
+        }
+    }
+
+    /// Whether connection `i`'s socket left from its lane's address (always, with
+    /// no lane). A binding that did not hold refuses the lane for good.
+    fn lane_holds(&mut self, i: usize, fd: c_int) -> bool {
+        let c = &mut self.conns[i];
+        let Some(asked) = c.local_addr else {
+            return true;
+        };
+        match sys::local_addr(fd) {
+            Ok(got) if sys::same_lane(asked, got) => true,
+            Ok(got) => {
+                c.refused = Some(ConnectError::LocalAddr { asked, got });
+                false
+            }
+            Err(_) => false,
         }
     }
 
@@ -590,9 +694,7 @@ impl WsClient {
         if let (Some(fd), Some(t)) = (c.fd, c.tls.as_mut()) {
             let _ = t.write_records(fd);
         }
-        if let Some(fd) = c.fd.take() {
-            sys::close(fd);
-        }
+        c.close();
         c.tls = None;
         c.connecting = false;
         c.want_out = false;
@@ -609,9 +711,7 @@ impl WsClient {
     /// The transport of session `i` ended: close it, settle the session.
     fn lost(&mut self, i: usize, budget: &mut Budget, now: i64) {
         let c = &mut self.conns[i];
-        if let Some(fd) = c.fd.take() {
-            sys::close(fd);
-        }
+        c.close();
         c.tls = None;
         c.connecting = false;
         c.want_out = false;
@@ -621,13 +721,10 @@ impl WsClient {
     }
 }
 
-impl Drop for WsClient {
-    fn drop(&mut self) {
-        for c in &mut self.conns {
-            if let Some(fd) = c.fd.take() {
-                sys::close(fd);
-            }
-        }
-        sys::close(self.epfd);
+impl Conn {
+    /// Closes the socket, if any (leaving the client's epoll with it).
+    fn close(&mut self) {
+        self.fd = None;
+        self.sock = None;
     }
 }

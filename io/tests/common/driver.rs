@@ -40,6 +40,9 @@ pub struct Driver {
     pub pool: PoolId,
     pub requests: BucketId,
     pub connects: BucketId,
+    /// What `on_resent` said for the last request sent with [`Driver::send`]:
+    /// the extra copies libcurl wrote (0 for the native client).
+    pub resent: u32,
 }
 
 impl Driver {
@@ -71,6 +74,7 @@ impl Driver {
             pool,
             requests,
             connects,
+            resent: 0,
         }
     }
 
@@ -86,8 +90,10 @@ impl Driver {
             answer: None,
             busy: 0,
             armed: false,
+            resent: 0,
         };
         self.lp.run(&mut h).unwrap();
+        self.resent = h.resent;
         let answer = h
             .answer
             .expect("the guard timer fired: the request never ended");
@@ -147,9 +153,16 @@ struct One<'r, 'a> {
     answer: Option<Answer>,
     busy: u64,
     armed: bool,
+    resent: u32,
 }
 
 impl ClientHandler for One<'_, '_> {
+    fn on_resent(&mut self, _: &mut Context<'_>, id: RequestId, copies: u32) {
+        assert_eq!(Some(id), self.id);
+        assert!(self.answer.is_none(), "on_resent comes before the answer");
+        self.resent += copies;
+    }
+
     fn on_response(
         &mut self,
         cx: &mut Context<'_>,

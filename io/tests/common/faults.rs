@@ -121,6 +121,41 @@ pub fn server_reads_k_bytes_then_closes_for_every_k(t: &Transport) {
     assert!(k > 100, "the request was only {k} bytes");
 }
 
+/// A request of several TLS records (a body over 16 KiB) against a server that
+/// resets the connection once the first record arrived: whatever the timing, the
+/// answer is Maybe (bytes left), never a No that would let the caller re-send.
+pub fn server_resets_after_the_first_record(t: &Transport) {
+    let behaviour = |p: &mut Peer| {
+        if p.no == 0 {
+            // One byte of plaintext: the first record arrived (and decrypted).
+            assert_eq!(p.read_exact_k(1), 1);
+            p.reset_on_close();
+        } else {
+            p.echo();
+        }
+    };
+    let server = match t {
+        Transport::Plain => Server::start(behaviour),
+        #[cfg(feature = "tls")]
+        Transport::Tls(cfg, _) => Server::start_tls(cfg.clone(), behaviour),
+    };
+    let mut d = Driver::new(server.addr, |pc| {
+        #[cfg(feature = "tls")]
+        if let Transport::Tls(_, c) = t {
+            pc.tls = Some(c.clone());
+        }
+        let _ = pc;
+    });
+    let body = format!("id=big&pad={}", "x".repeat(48 << 10));
+    let (answer, _) = d.send(&order(&body), 20 * SEC);
+    let Answer::Error { sent, error } = answer else {
+        panic!("a reset exchange gave {answer:?}");
+    };
+    assert_eq!(sent, SentKind::Maybe, "{error:?}");
+    assert!(matches!(error, Error::Io(_) | Error::Closed), "{error:?}");
+    assert!(!server.log.lock().unwrap().conns[0].is_empty());
+}
+
 pub fn server_reads_the_request_and_closes_without_replying(t: &Transport) {
     let answer = run_case(t, "silent", |p| {
         p.read_request().unwrap();

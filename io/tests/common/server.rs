@@ -172,6 +172,35 @@ impl Peer {
         self.write(&out);
     }
 
+    /// Over TLS, sends close_notify (the clean end of the stream); plain: nothing.
+    pub fn close_notify(&mut self) {
+        if let Stream::Tls(s) = &mut self.stream {
+            s.conn.send_close_notify();
+            let _ = s.flush();
+        }
+    }
+
+    /// Makes the close that follows a reset (RST), not a FIN: the client's next
+    /// write or read fails with ECONNRESET/EPIPE.
+    pub fn reset_on_close(&mut self) {
+        use std::os::fd::AsRawFd;
+        let linger = libc::linger {
+            l_onoff: 1,
+            l_linger: 0,
+        };
+        // SAFETY: a live socket and a linger struct of the size passed.
+        let r = unsafe {
+            libc::setsockopt(
+                self.stream.tcp().as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_LINGER,
+                (&linger as *const libc::linger).cast(),
+                std::mem::size_of::<libc::linger>() as libc::socklen_t,
+            )
+        };
+        assert_eq!(r, 0);
+    }
+
     /// Answers every request with its own body, until the client closes.
     pub fn echo(&mut self) {
         while let Some(req) = self.read_request() {
@@ -254,6 +283,7 @@ impl Server {
                             b(&mut Peer { no, stream, log })
                         }));
                     }
+                    // Non-blocking accept, polled so the stop flag is seen.
                     Err(_) => std::thread::sleep(Duration::from_millis(1)),
                 }
             }
@@ -277,6 +307,7 @@ impl Server {
             if cond(&self.log.lock().unwrap()) {
                 return true;
             }
+            // Polls the log another thread writes (bounded by PATIENCE).
             std::thread::sleep(Duration::from_millis(2));
         }
         false

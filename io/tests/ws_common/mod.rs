@@ -91,6 +91,7 @@ impl Peer {
         let start = Instant::now();
         for i in 0..n {
             let at = start + Duration::from_millis(20 * i as u64);
+            // Pacing on the wall clock is the point: a venue's ping rate.
             std::thread::sleep(at.saturating_duration_since(Instant::now()));
             self.write_frame(true, 0x9, format!("ping-{i}").as_bytes());
         }
@@ -390,6 +391,8 @@ impl Driver {
                     Err(_) => self.drop_transport(),
                 }
             } else {
+                // No socket to block on: wait for the session's next deadline,
+                // which is on this driver's real clock.
                 std::thread::sleep(Duration::from_nanos(wait as u64));
             }
             done = self.drain(&mut out, &mut stop);
@@ -487,14 +490,22 @@ pub fn driver() -> (Driver, Limits) {
 
 /// A session past a good handshake, all in memory (no socket), at time 0.
 pub fn open_in_memory(config: Config, budget: &mut Budget, limits: &Limits) -> Session {
-    let mut s = Session::new(
+    open_in_memory_with(
         config,
         budget,
         &limits.connect_parts(),
         &limits.message_parts(),
-        3,
     )
-    .unwrap();
+}
+
+/// [`open_in_memory`] with the session's connect and message parts given.
+pub fn open_in_memory_with(
+    config: Config,
+    budget: &mut Budget,
+    connect_parts: &[Part],
+    message_parts: &[Part],
+) -> Session {
+    let mut s = Session::new(config, budget, connect_parts, message_parts, 3).unwrap();
     s.connect(&REQ, Class::Normal, budget, 0).unwrap();
     let request = String::from_utf8(s.poll_transmit().unwrap().to_vec()).unwrap();
     s.handle_written(request.len(), budget, 0);

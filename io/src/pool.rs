@@ -1,0 +1,265 @@
+//! What a pool is and what a request's end can be, shared by the native client
+//! ([`crate::client`]), the libcurl transport (`curl`, feature `curl`) and the
+//! event loop: the ids, the pool's configuration, the outcomes and the errors.
+//!
+//! A leaf module (it imports no transport), so the transports depend on it and
+//! not on each other. Everything here is re-exported from [`crate::client`],
+//! where callers name it.
+
+use std::net::SocketAddr;
+
+use ergon_core::{Class, Flight, Part, Ticket};
+
+use crate::http::{InvalidRequest, Limits, ParseError};
+#[cfg(feature = "tls")]
+use crate::tls::{TlsConfig, TlsError};
+
+/// The id of one accepted request, unique for the client's life.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct RequestId(pub u64);
+
+/// A pool of connections to one origin, as returned by
+/// [`EventLoop::add_pool`](crate::event_loop::EventLoop::add_pool).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct PoolId(pub(crate) u16);
+
+impl PoolId {
+    /// The pool's index, in the order pools were added.
+    pub fn index(self) -> usize {
+        usize::from(self.0)
+    }
+}
+
+/// Whether any byte of a failed request left.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Sent {
+    /// Not one byte was written: the request surely did not run. Refund the ticket.
+    No(Ticket),
+    /// At least one byte was written: the server may have run it. Complete the
+    /// flight and reconcile; never assume it did not run.
+    Maybe(Flight),
+}
+
+impl Sent {
+    /// Whether any byte may have left.
+    pub fn maybe(&self) -> bool {
+        matches!(self, Sent::Maybe(_))
+    }
+}
+
+/// Why a request failed or a connect did not succeed.
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Error {
+    /// A socket error (`errno`).
+    Io(i32),
+    /// The server closed the connection before a complete response.
+    Closed,
+    /// Over TLS, the connection ended without close_notify while the body was
+    /// read until the close: the body may have been cut, so it is not an answer.
+    Truncated,
+    /// The server sent bytes that are not a valid response.
+    Parse(ParseError),
+    /// The request's deadline passed before its response was complete.
+    Timeout,
+    /// A connect (TLS handshake included) did not complete within the pool's
+    /// connect timeout.
+    ConnectTimeout,
+    /// The TLS handshake or session failed (a certificate that does not verify,
+    /// an alert, a protocol violation).
+    #[cfg(feature = "tls")]
+    Tls(TlsError),
+    /// The socket's local address after connect is not the one the pool asked
+    /// for: the stack ignored the binding. The pool is refused for good.
+    LocalAddr {
+        /// The address the pool asked to bind.
+        asked: SocketAddr,
+        /// The address the socket actually had.
+        got: SocketAddr,
+    },
+    /// A libcurl pool refused a method libcurl may send twice on its own (see
+    /// [`crate::curl`]); nothing was sent.
+    #[cfg(feature = "curl")]
+    CurlResend,
+    /// libcurl failed (its `CURLcode`, or `CURLMcode` of the multi handle).
+    #[cfg(feature = "curl")]
+    Curl(i32),
+}
+
+impl Error {
+    /// A one-word kind for logs and the `send` example: `io`, `reset`, `refused`,
+    /// `closed`, `truncated`, `parse`, `timeout`, `connect-timeout`, `tls` or `local-addr`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Error::Io(e) if *e == libc::ECONNRESET || *e == libc::EPIPE => "reset",
+            Error::Io(e) if *e == libc::ECONNREFUSED => "refused",
+            Error::Io(_) => "io",
+            Error::Closed => "closed",
+            Error::Truncated => "truncated",
+            Error::Parse(_) => "parse",
+            Error::Timeout => "timeout",
+            Error::ConnectTimeout => "connect-timeout",
+            #[cfg(feature = "tls")]
+            Error::Tls(_) => "tls",
+            Error::LocalAddr { .. } => "local-addr",
+            #[cfg(feature = "curl")]
+            Error::CurlResend => "curl-resend",
+            #[cfg(feature = "curl")]
+            Error::Curl(_) => "curl",
+        }
+    }
+}
+
+impl core::fmt::Display for Error {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            Error::Io(e) => write!(f, "{}", std::io::Error::from_raw_os_error(*e)),
+            Error::Closed => f.write_str("connection closed before a complete response"),
+            Error::Truncated => {
+                f.write_str("TLS ended without close_notify inside a body read until close")
+            }
+            Error::Parse(p) => write!(f, "invalid response: {p}"),
+            Error::Timeout => f.write_str("request deadline passed"),
+            Error::ConnectTimeout => f.write_str("connect timed out"),
+            #[cfg(feature = "tls")]
+            Error::Tls(e) => write!(f, "TLS: {e}"),
+            Error::LocalAddr { asked, got } => {
+                write!(f, "bound to {asked} but the socket has {got}")
+            }
+            #[cfg(feature = "curl")]
+            Error::CurlResend => f.write_str(
+                "libcurl may send this method twice on its own: refused \
+                 (curl_allow_non_idempotent_methods is off)",
+            ),
+            #[cfg(feature = "curl")]
+            Error::Curl(code) => write!(f, "libcurl error {code}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// Why a [`PoolConfig`] was refused (the caller's mistake).
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum PoolError {
+    /// `connections` is 0.
+    NoConnections,
+    /// The Host value is empty or not visible ASCII without spaces.
+    BadHost,
+    /// `max_request` or `max_response` under 64 bytes.
+    BuffersTooSmall,
+    /// More pools than a [`PoolId`] can number.
+    TooManyPools,
+}
+
+impl core::fmt::Display for PoolError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(match self {
+            PoolError::NoConnections => "a pool needs at least one connection",
+            PoolError::BadHost => "the Host value must be visible ASCII without spaces",
+            PoolError::BuffersTooSmall => "buffers under 64 bytes",
+            PoolError::TooManyPools => "too many pools",
+        })
+    }
+}
+
+impl std::error::Error for PoolError {}
+
+/// A request the client did not accept; the ticket comes back unsent, to refund.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Refused {
+    /// No connection of the pool is ready now (all busy, connecting or down).
+    Busy(Ticket),
+    /// The request cannot be encoded (the caller's mistake).
+    Invalid(Ticket, InvalidRequest),
+    /// No such pool.
+    UnknownPool(Ticket),
+    /// The deadline had already passed: a late request is not sent at all.
+    Expired(Ticket),
+}
+
+impl Refused {
+    /// The unsent ticket, to refund.
+    pub fn into_ticket(self) -> Ticket {
+        match self {
+            Refused::Busy(t)
+            | Refused::Invalid(t, _)
+            | Refused::UnknownPool(t)
+            | Refused::Expired(t) => t,
+        }
+    }
+}
+
+/// One origin's pool: where to connect and how.
+#[derive(Clone, Debug)]
+pub struct PoolConfig {
+    /// The server address (resolve names before; nothing here blocks on DNS).
+    pub addr: SocketAddr,
+    /// The Host header value (`name` or `name:port`).
+    pub host: String,
+    /// How many connections the pool keeps open ahead of need.
+    pub connections: usize,
+    /// What every connect charges (the IP gate, the venue's connect bucket).
+    pub connect_parts: Vec<Part>,
+    /// The class connects are charged at.
+    pub connect_class: Class,
+    /// How long a connect may take.
+    pub connect_timeout_ns: i64,
+    /// A connection idle this long is closed and replaced (set it below the
+    /// server's own keep-alive timeout).
+    pub idle_timeout_ns: i64,
+    /// A connection this old is replaced when it next becomes idle.
+    pub max_age_ns: i64,
+    /// Wait before reopening after a failure, so a dead server is not hammered.
+    pub reconnect_delay_ns: i64,
+    /// Buffer sizes and parsing bounds of every connection.
+    pub limits: Limits,
+    /// The egress lane: bind every connection to this local address (port 0 for
+    /// any port) and verify the binding after connect. None: the OS picks. An
+    /// unspecified address (0.0.0.0) never verifies: the socket ends up on a real
+    /// one, and the pool is refused at its first connect.
+    pub local_addr: Option<SocketAddr>,
+    /// Speak TLS on every connection of the pool (handshake before idle).
+    #[cfg(feature = "tls")]
+    pub tls: Option<TlsConfig>,
+    /// Send through libcurl instead of the native connections (see
+    /// [`crate::curl`]); `connections` is then the most requests in flight.
+    #[cfg(feature = "curl")]
+    pub curl: Option<CurlConfig>,
+}
+
+impl PoolConfig {
+    /// One connection to `addr`, sending `Host: host`, with conservative defaults:
+    /// connect timeout 5 s, idle timeout 30 s, maximum age 10 min, reconnect delay
+    /// 20 ms, default [`Limits`], connects charged nothing at [`Class::Normal`], no
+    /// local binding, plain TCP.
+    pub fn new(addr: SocketAddr, host: impl Into<String>) -> Self {
+        PoolConfig {
+            addr,
+            host: host.into(),
+            connections: 1,
+            connect_parts: Vec::new(),
+            connect_class: Class::Normal,
+            connect_timeout_ns: 5_000_000_000,
+            idle_timeout_ns: 30_000_000_000,
+            max_age_ns: 600_000_000_000,
+            reconnect_delay_ns: 20_000_000,
+            limits: Limits::default(),
+            local_addr: None,
+            #[cfg(feature = "tls")]
+            tls: None,
+            #[cfg(feature = "curl")]
+            curl: None,
+        }
+    }
+}
+
+#[cfg(feature = "curl")]
+/// How a pool uses libcurl.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CurlConfig {
+    /// Let POST, PUT, PATCH and other non-idempotent methods through, knowing that
+    /// libcurl may send them twice on its own. Off by default.
+    pub curl_allow_non_idempotent_methods: bool,
+}
