@@ -5,8 +5,10 @@
 //! - [`json`]: a zero-allocation JSON reader for venue bodies;
 //! - [`adapt`]: the [`Venue`](adapt::Venue) trait and what every adapter shares (the
 //!   venue's clock, `Retry-After`, usage headers, holds, bans, batches, alerts);
-//! - one module per venue: Binance Spot, Binance USD-M futures, Bybit v5, OKX v5 and
-//!   Hyperliquid;
+//! - one module per venue: Binance Spot, Binance USD-M futures, Bybit v5, OKX v5,
+//!   Hyperliquid (and its WebSocket limits, [`hyperliquid_ws`]), Deribit, Kraken Spot,
+//!   Kraken derivatives and Coinbase Exchange; [`waits`] and [`reconcile`] hold what
+//!   the last four share (server waits and blocks, the order-lookup answer);
 //! - [`classify`]: the `ergon-venues classify` command and the shipped fixtures.
 //!
 //! Venue tables change without notice: they are loaded at start where the venue
@@ -18,7 +20,14 @@ pub mod binance_futures;
 pub mod binance_spot;
 pub mod bybit;
 pub mod classify;
+pub mod coinbase_exchange;
+pub mod deribit;
 pub mod hyperliquid;
+pub mod hyperliquid_ws;
 pub mod json;
+pub mod kraken_futures;
+pub mod kraken_spot;
 pub mod okx;
+pub mod reconcile;
 pub mod response;
+pub mod waits;
