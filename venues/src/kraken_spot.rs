@@ -117,6 +117,11 @@ pub fn batch_cost(n: u16) -> u32 {
     u32::from(n).div_ceil(2)
 }
 
+/// `ns` rounded up to whole milliseconds (a hold never ends early).
+fn whole_ms(ns: i64) -> i64 {
+    ns.saturating_add(MS - 1) / MS * MS
+}
+
 fn by_age(age_ns: i64, costs: [u32; 6]) -> u32 {
     const EDGES: [i64; 6] = [5 * SEC, 10 * SEC, 15 * SEC, 45 * SEC, 90 * SEC, 300 * SEC];
     // An age below zero (clocks) is the youngest order: the dearest cost.
@@ -224,11 +229,16 @@ impl KrakenSpot {
                 // sessions on the pair, an age we misjudged): raise it to full, and
                 // hold until one order's worth has decayed.
                 budget.observe_used(self.trading, self.trading_max, now);
-                adapt::hold(budget, self.trading, Some(self.trading_interval_ns), now)
+                adapt::hold(
+                    budget,
+                    self.trading,
+                    Some(whole_ms(self.trading_interval_ns)),
+                    now,
+                )
             }
             Said::ApiLimit => {
                 budget.observe_used(self.api, self.api_max, now);
-                adapt::hold(budget, self.api, Some(self.api_interval_ns), now)
+                adapt::hold(budget, self.api, Some(whole_ms(self.api_interval_ns)), now)
             }
             Said::Lockout => adapt::ban(budget, self.ip, now.saturating_add(LOCKOUT_NS), now),
             Said::Busy if request.is_write() => Verdict::Unknown,
