@@ -15,16 +15,18 @@
 //! message and one post in flight like any post ([`HyperliquidWs::post_parts`]).
 //!
 //! Sources (checked 2026-11-30):
-//! <https://hyperliquid.gitbook.io/hyperliquid-docs/for-developers/api/rate-limits-and-user-limits>
-//! (10 connections, 30 new connections a minute, 1000 subscriptions, 10 unique
-//! users, 2000 messages a minute, 100 posts in flight),
+//! <https://hyperliquid.gitbook.io/hyperliquid-docs/for-developers/api/rate-limits>
+//! ("Rate limits and user limits": 1000 subscriptions, 10 unique users, 2000
+//! messages a minute, 100 posts in flight),
 //! <https://hyperliquid.gitbook.io/hyperliquid-docs/for-developers/api/websocket/post-requests>
-//! (the `post` channel). Copies disagree on connections: an older copy of the page
-//! (`.../api/rate-limits`) reads "Maximum of 100 websocket connections" and names no
-//! per-minute figure; the newer one (and the SDKs that quote it) reads 10 and 30 a
-//! minute. The stricter, newer figures are the defaults. The users figure is the
-//! documented 10, though a session measured about 20 and was refused with "more than
-//! 15": the venue's figure, when it says one, is kept in
+//! (the `post` channel). Copies disagree on connections: the gitbook page reads
+//! "Maximum of 100 websocket connections" and names no per-minute figure; the SDKs'
+//! copies of the limits (guilder-client-hyperliquid's README on docs.rs,
+//! df-hyperliquid-core's `limits.rs`) read 10 connections and 30 new connections a
+//! minute. The defaults take the stricter 10 and 30: a refused connect costs less
+//! than a cut one, and [`Config`] raises them. The users figure is the documented 10,
+//! though a session measured about 20 and was refused with "more than 15": the
+//! venue's figure, when it says one, is kept in
 //! [`HyperliquidWs::venue_user_limit`].
 
 use arrayvec::ArrayVec;
@@ -60,8 +62,9 @@ pub struct Config {
 }
 
 impl Default for Config {
-    /// The documented figures (rate-limits-and-user-limits, checked 2026-11-30) and
-    /// the 60 s release measured on the venue.
+    /// The documented figures (the gitbook rate-limits page, checked 2026-11-30),
+    /// the stricter connection figures of the SDKs' copies (10, 30 a minute), and the
+    /// 60 s release measured on the venue.
     fn default() -> Self {
         Config {
             connections: 10,

@@ -5,7 +5,7 @@
 use ergon_venues::adapt::Request;
 use ergon_venues::classify as common;
 
-pub const REQUESTS: [Request<'static>; 8] = [
+pub const REQUESTS: [Request<'static>; 10] = [
     Request::Order,
     Request::Cancel,
     Request::CancelReplace,
@@ -13,6 +13,8 @@ pub const REQUESTS: [Request<'static>; 8] = [
     Request::Read(5),
     Request::Info("userFills"),
     Request::Info("userRateLimit"),
+    Request::Info("fills"),
+    Request::Info("public"),
     Request::Connect,
 ];
 
