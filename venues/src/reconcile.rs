@@ -1,5 +1,5 @@
 //! What a venue says of one order looked up by its client order id: the answer a
-//! reconcile reader gives for a request whose outcome was [`Verdict::Unknown`]
+//! reconcile reader gives for a request whose outcome was `Verdict::Unknown`
 //! (ergon_core::Verdict). Every Unknown is settled this way, never by a re-send.
 
 /// The state of an order the venue knows, or that it knows none.
