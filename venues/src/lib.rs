@@ -8,7 +8,8 @@
 //! - one module per venue: Binance Spot, Binance USD-M futures, Bybit v5, OKX v5,
 //!   Hyperliquid (and its WebSocket limits, [`hyperliquid_ws`]), Deribit, Kraken Spot,
 //!   Kraken derivatives and Coinbase Exchange; [`waits`] and [`reconcile`] hold what
-//!   the last four share (server waits and blocks, the order-lookup answer);
+//!   the last four share (server waits and blocks, the order-lookup answer), and
+//!   [`sign`] their request signatures;
 //! - [`classify`]: the `ergon-venues classify` command and the shipped fixtures.
 //!
 //! Venue tables change without notice: they are loaded at start where the venue
@@ -30,4 +31,5 @@ pub mod kraken_spot;
 pub mod okx;
 pub mod reconcile;
 pub mod response;
+pub mod sign;
 pub mod waits;
