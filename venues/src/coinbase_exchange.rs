@@ -104,10 +104,8 @@ impl CoinbaseExchange {
     }
 
     fn said_clock(message: Option<Value<'_>>) -> bool {
-        message.is_some_and(|m| {
-            m.str_contains("timestamp").unwrap_or(false)
-                || m.str_contains("expired").unwrap_or(false)
-        })
+        // "request timestamp expired", "invalid timestamp"; not "API key expired".
+        message.is_some_and(|m| m.str_contains("timestamp").unwrap_or(false))
     }
 
     /// Reads a `GET /orders/client:<client_oid>` answer: `status` `pending`,
