@@ -586,7 +586,8 @@ impl Mm {
                     Why::Full => self.s.refused_full += 1,
                     Why::Held => self.s.refused_held += 1,
                     Why::Halted => self.s.refused_halted += 1,
-                    Why::TooBig => self.s.refused_too_big += 1,
+                    // Neither can ever pass: split the request / a bug in the ids.
+                    Why::TooBig | Why::Foreign => self.s.refused_too_big += 1,
                 }
                 return false;
             }
@@ -612,7 +613,8 @@ impl Mm {
             headers: &headers,
             body: b"",
         };
-        if cx.budget().is_halted(self.venue.limits.ip) {
+        // The IP gate is the budget's own; an error would mean it is not: stop too.
+        if cx.budget().is_halted(self.venue.limits.ip).unwrap_or(true) {
             self.s.sent_while_halted += 1;
         }
         let units: u64 = ticket
@@ -1216,7 +1218,8 @@ impl Mm {
             self.clock.utc_ms(self.started),
             self.clock.utc_ms(now.min(self.end_at)),
         );
-        let limit = budget.stats(self.binding).limit.max(1) as f64;
+        // Every id here is the loop budget's own: `stats` answers it.
+        let limit = budget.stats(self.binding).unwrap_or_default().limit.max(1) as f64;
         let full: Vec<f64> = self
             .windows
             .iter()
@@ -1226,7 +1229,7 @@ impl Mm {
         if !full.is_empty() {
             return full.iter().sum::<f64>() / full.len() as f64;
         }
-        let st = budget.stats(self.binding);
+        let st = budget.stats(self.binding).unwrap_or_default();
         let Some(limit) = self
             .venue
             .limits
@@ -1259,7 +1262,10 @@ impl ClientHandler for Mm {
         };
         cx.complete(f);
         for l in self.venue.limits.of(Counts::Weight) {
-            self.s.weight_drift = self.s.weight_drift.max(cx.budget().stats(l.bucket).drift);
+            self.s.weight_drift = self
+                .s
+                .weight_drift
+                .max(cx.budget().stats(l.bucket).unwrap_or_default().drift);
         }
         if let Job::OpenOrders { sent_at } = p.job {
             self.check_in_flight = false;
@@ -1336,9 +1342,14 @@ impl ClientHandler for Mm {
         if self.control.clear_halt.swap(false, Ordering::SeqCst) {
             let halted: Vec<BucketId> = cx.budget().halted().collect();
             for b in halted {
-                cx.budget().clear_halt(b);
-                self.s.halts_cleared += 1;
-                eprintln!("halt on {} cleared by a person", cx.budget().name(b));
+                // `halted()` yields the budget's own ids: none is refused.
+                if cx.budget().clear_halt(b).is_ok() {
+                    self.s.halts_cleared += 1;
+                }
+                eprintln!(
+                    "halt on {} cleared by a person",
+                    cx.budget().name(b).unwrap_or("?")
+                );
             }
             self.alerted = false;
         }
@@ -1509,7 +1520,9 @@ pub fn run(
             .of(Counts::Weight)
             .find(|l| l.suffix.eq_ignore_ascii_case(suffix))
         {
-            budget.observe_used(l.bucket, *used, now);
+            budget
+                .observe_used(l.bucket, *used, now)
+                .map_err(|e| e.to_string())?;
         }
     }
 
@@ -1519,7 +1532,7 @@ pub fn run(
     let mut cycles_per_s = f64::INFINITY;
     let horizon_ns = ((o.duration_s * SEC as f64) as i64).max(1);
     for l in &venue.limits.limits {
-        let limit = budget.stats(l.bucket).limit as f64;
+        let limit = budget.stats(l.bucket).unwrap_or_default().limit as f64;
         let span_s = l.window_ns.min(horizon_ns) as f64 / SEC as f64;
         let per_s = limit / span_s / cycle_cost(l.counts);
         if per_s < cycles_per_s {
@@ -1571,7 +1584,7 @@ pub fn run(
     };
     let started = lp.now();
     let end_at = started + (o.duration_s * SEC as f64) as i64;
-    let binding_name = lp.budget().name(binding).to_string();
+    let binding_name = lp.budget().name(binding).unwrap_or("?").to_string();
     let mut mm = Mm {
         pool,
         venue,

@@ -61,7 +61,6 @@ impl Default for Config {
 #[derive(Clone, Debug)]
 pub struct CoinbaseExchange {
     clock: Clock,
-    private_window_ns: i64,
     /// The IP gate.
     pub ip: BucketId,
     /// Private requests of the profile.
@@ -72,11 +71,6 @@ pub struct CoinbaseExchange {
     pub public: BucketId,
 }
 
-fn window_ns(per_s: u32, burst: u64) -> i64 {
-    let interval = (1_000_000_000 + i64::from(per_s) - 1) / i64::from(per_s.max(1));
-    interval.saturating_mul(i64::try_from(burst).unwrap_or(i64::MAX))
-}
-
 impl CoinbaseExchange {
     /// Declares `ip`, `private`, `fills` and `public`.
     pub fn new(builder: &mut Builder, clock: Clock, c: Config) -> Result<Self, Error> {
@@ -85,7 +79,6 @@ impl CoinbaseExchange {
         }
         Ok(CoinbaseExchange {
             clock,
-            private_window_ns: window_ns(c.private_per_s, c.private_burst),
             ip: builder.add("ip", Spec::gate())?,
             private: builder.add("private", Spec::token(c.private_per_s, c.private_burst))?,
             fills: builder.add("fills", Spec::token(c.fills_per_s, c.fills_burst))?,
@@ -190,15 +183,7 @@ impl Venue for CoinbaseExchange {
                     Verdict::Done
                 }
             }
-            (429, _) => {
-                let bucket = self.bucket(request);
-                let window = if bucket == self.private {
-                    self.private_window_ns
-                } else {
-                    2_000_000_000
-                };
-                waits::throttle(budget, bucket, retry.wait_ns, window, now)
-            }
+            (429, _) => adapt::hold(budget, self.bucket(request), retry.wait_ns, now),
             (400 | 401, Some(_)) if Self::said_clock(message) => Verdict::ClockSkew,
             (403, None) => waits::block(budget, self.ip, retry, now),
             _ if request.is_write() && !(400..500).contains(&r.status) => Verdict::Unknown,

@@ -34,9 +34,6 @@ use crate::response::Response;
 use crate::waits;
 use ergon_core::{BucketId, Budget, Builder, Part, Spec, Verdict};
 
-const MS: i64 = 1_000_000;
-const SEC: i64 = 1_000 * MS;
-
 /// The limits of one sub-account and IP.
 #[derive(Clone, Copy, Debug)]
 pub struct Config {
@@ -235,7 +232,7 @@ impl Venue for Deribit {
             (_, Some(e), Some(code)) => self.code(code, e, request, budget, now),
             (200..=299, None, _) if has_result => Verdict::Done,
             // Past the connection limit of the IP.
-            (429, ..) => waits::throttle(budget, self.ip, retry.wait_ns, SEC, now),
+            (429, ..) => adapt::hold(budget, self.ip, retry.wait_ns, now),
             (403, ..) if body.is_none() => waits::block(budget, self.ip, retry, now),
             _ if request.is_write() => Verdict::Unknown,
             (200..=299, ..) => Verdict::Unknown,
@@ -251,6 +248,9 @@ mod tests {
     use super::*;
     use ergon_core::{Class, Why};
 
+    const MS: i64 = 1_000_000;
+    const SEC: i64 = 1_000 * MS;
+
     /// 50,000 credits, 500 a read, 10,000 a second: 100 reads at once, then one
     /// every 50 ms; an idle second refills 20 reads, and never more than the pool.
     #[test]
@@ -263,26 +263,26 @@ mod tests {
             let t = budget
                 .try_charge(&read, Class::Normal, 0)
                 .unwrap_or_else(|l| panic!("read {i}: {l:?}"));
-            budget.complete(t.sent(), 0);
+            budget.complete(t.sent(), 0).unwrap();
         }
         let refused = budget.try_charge(&read, Class::Normal, 0).unwrap_err();
         assert_eq!((refused.bucket, refused.why), (d.credits, Why::Full));
         assert_eq!(refused.ready_at_ns, 50 * MS);
         assert!(budget.try_charge(&read, Class::Normal, 49 * MS).is_err());
         let t = budget.try_charge(&read, Class::Normal, 50 * MS).unwrap();
-        budget.complete(t.sent(), 50 * MS);
+        budget.complete(t.sent(), 50 * MS).unwrap();
         // One idle second: 20 more, not 21.
         let at = 1_050 * MS;
         for _ in 0..20 {
             let t = budget.try_charge(&read, Class::Normal, at).unwrap();
-            budget.complete(t.sent(), at);
+            budget.complete(t.sent(), at).unwrap();
         }
         assert!(budget.try_charge(&read, Class::Normal, at).is_err());
         // An idle minute: back to the full pool of 100, no more.
         let later = at + 60 * SEC;
         for _ in 0..100 {
             let t = budget.try_charge(&read, Class::Normal, later).unwrap();
-            budget.complete(t.sent(), later);
+            budget.complete(t.sent(), later).unwrap();
         }
         assert!(budget.try_charge(&read, Class::Normal, later).is_err());
     }
@@ -295,7 +295,7 @@ mod tests {
         let order = d.parts(Request::Order).unwrap();
         for _ in 0..20 {
             let t = budget.try_charge(&order, Class::Normal, 0).unwrap();
-            budget.complete(t.sent(), 0);
+            budget.complete(t.sent(), 0).unwrap();
         }
         assert_eq!(
             budget

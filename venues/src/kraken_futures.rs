@@ -90,7 +90,9 @@ impl KrakenFutures {
         let is = |s| e.str_eq(s).unwrap_or(false);
         if is("apiLimitExceeded") {
             // The venue's count is at the limit: ours too, for one window.
-            budget.observe_used(self.derivatives, self.c.budget_per_10s, now);
+            budget
+                .observe_used(self.derivatives, self.c.budget_per_10s, now)
+                .ok();
             adapt::hold(budget, self.derivatives, None, now)
         } else if is("nonceBelowThreshold") || is("nonceDuplicate") {
             Verdict::ClockSkew
@@ -221,7 +223,7 @@ impl Venue for KrakenFutures {
                 _ => Verdict::Rejected,
             },
             (200..=299, Some(v)) if said("success") => Self::success(v, request),
-            (429, _) => waits::throttle(budget, self.derivatives, retry.wait_ns, WINDOW_NS, now),
+            (429, _) => adapt::hold(budget, self.derivatives, retry.wait_ns, now),
             (403, None) => waits::block(budget, self.ip, retry, now),
             _ if request.is_write() => Verdict::Unknown,
             (200..=299, _) => Verdict::Unknown,

@@ -228,7 +228,9 @@ impl KrakenSpot {
                 // The venue's counter is at its threshold; ours may be lower (other
                 // sessions on the pair, an age we misjudged): raise it to full, and
                 // hold until one order's worth has decayed.
-                budget.observe_used(self.trading, self.trading_max, now);
+                budget
+                    .observe_used(self.trading, self.trading_max, now)
+                    .ok();
                 adapt::hold(
                     budget,
                     self.trading,
@@ -237,7 +239,7 @@ impl KrakenSpot {
                 )
             }
             Said::ApiLimit => {
-                budget.observe_used(self.api, self.api_max, now);
+                budget.observe_used(self.api, self.api_max, now).ok();
                 adapt::hold(budget, self.api, Some(whole_ms(self.api_interval_ns)), now)
             }
             Said::Lockout => adapt::ban(budget, self.ip, now.saturating_add(LOCKOUT_NS), now),
@@ -378,7 +380,7 @@ impl Venue for KrakenSpot {
                     _ => Verdict::Done,
                 }
             }
-            (429, ..) => waits::throttle(budget, self.ip, retry.wait_ns, SEC, now),
+            (429, ..) => adapt::hold(budget, self.ip, retry.wait_ns, now),
             (403, None, _) => waits::block(budget, self.ip, retry, now),
             _ if request.is_write() => Verdict::Unknown,
             (200..=299, ..) => Verdict::Unknown,
@@ -435,7 +437,7 @@ mod tests {
             let t = budget
                 .try_charge(&k.cancel_parts(0), ergon_core::Class::Normal, 0)
                 .unwrap();
-            budget.complete(t.sent(), 0);
+            budget.complete(t.sent(), 0).unwrap();
         }
         assert!(budget
             .try_charge(&k.cancel_parts(0), ergon_core::Class::Normal, 0)
@@ -444,7 +446,7 @@ mod tests {
         let t = budget
             .try_charge(&k.cancel_parts(120 * SEC), ergon_core::Class::Normal, 0)
             .unwrap();
-        budget.complete(t.sent(), 0);
+        budget.complete(t.sent(), 0).unwrap();
         // 177 of 180: a fresh cancel (8) needs 5 units to decay, at 3.75 per second
         // 1.33 s.
         assert!(budget

@@ -10,6 +10,9 @@
 //!   Kraken derivatives and Coinbase Exchange; [`waits`] and [`reconcile`] hold what
 //!   the last four share (server waits and blocks, the order-lookup answer), and
 //!   [`sign`] their request signatures;
+//! - [`endpoint`]: typed endpoints: a request prepared from typed arguments, with
+//!   the parts it charges, its signed target, headers and body, its deadline and
+//!   client order id, and the reconcile readers ([`Endpoints`](endpoint::Endpoints));
 //! - [`classify`]: the `ergon-venues classify` command and the shipped fixtures.
 //!
 //! Venue tables change without notice: they are loaded at start where the venue
@@ -23,6 +26,7 @@ pub mod bybit;
 pub mod classify;
 pub mod coinbase_exchange;
 pub mod deribit;
+pub mod endpoint;
 pub mod hyperliquid;
 pub mod hyperliquid_ws;
 pub mod json;

@@ -63,7 +63,7 @@ proptest! {
         frame.truncate(cut);
         let (mut ws, mut budget) = setup();
         let answer = ws.on_frame(&frame, &mut budget, 0);
-        let held = budget.ids().any(|b| budget.stats(b).held_until_ns.is_some());
+        let held = budget.ids().any(|b| budget.stats(b).unwrap().held_until_ns.is_some());
         prop_assert!(!held || matches!(answer, WsAnswer::Refused(_)), "{answer:?} held a bucket");
         prop_assert!(budget.halted().next().is_none());
     }
@@ -119,7 +119,7 @@ proptest! {
                 }
             }
             prop_assert!(ws.tracked.len() <= 10);
-            prop_assert_eq!(budget.stats(ws.users).used, ws.tracked.len() as u64);
+            prop_assert_eq!(budget.stats(ws.users).unwrap().used, ws.tracked.len() as u64);
         }
         ws.tracked.poll(&mut budget, now);
         model.retain(|s| s.3.is_none_or(|at| at + 60 * SEC > now));
