@@ -155,6 +155,8 @@ const TABLE: &[(&str, &str, &str, &[Effect])] = &[
     ("bybit", "batch_mixed", "Unknown", &[Used("/v5/order/create", 2)]),
     ("bybit", "system_429", "Throttled bucket=ip until_ms=1000", &[Held("ip", 1_000)]),
     ("bybit", "gateway_502", "Unknown", &[]),
+    ("bybit", "query_found", "Done", &[Used("read", 1)]),
+    ("bybit", "query_not_found", "Done", &[Used("read", 1)]),
     // OKX v5.
     ("okx", "order_ok", "Done", &[Used("/api/v5/trade/order", 1), Used("sub-account", 1)]),
     ("okx", "rate_50011_200", "Throttled bucket=/api/v5/trade/order until_ms=2000", &[Held("/api/v5/trade/order", 2_000)]),
@@ -170,6 +172,8 @@ const TABLE: &[(&str, &str, &str, &[Effect])] = &[
     ("okx", "batch_partial", "Unknown", &[Used("/api/v5/trade/batch-orders", 2), Used("sub-account", 2)]),
     ("okx", "batch_sub_account_50061", "Throttled bucket=sub-account until_ms=2000", &[Held("sub-account", 2_000)]),
     ("okx", "gateway_502", "Unknown", &[]),
+    ("okx", "query_found", "Done", &[]),
+    ("okx", "query_not_found_51603", "Rejected", &[]),
     // Hyperliquid.
     ("hyperliquid", "order_resting", "Done", &[Used("ip_weight_1m", 1), Used("ip_burst", 1)]),
     ("hyperliquid", "batch_mixed", "Unknown", &[Used("ip_weight_1m", 1)]),

@@ -9,11 +9,13 @@ use ergon_core::Budget;
 use ergon_venues::adapt::Clock;
 use ergon_venues::binance_futures::{self, BinanceFutures};
 use ergon_venues::binance_spot::{self, BinanceSpot};
+use ergon_venues::bybit::{self, Bybit};
 use ergon_venues::classify::SPOT_EXCHANGE_INFO;
 use ergon_venues::endpoint::{
     Amend, CancelReplace, ClientOrderId, Decimal, Endpoints, NewOrder, OrderRef, OrderType,
     Prepared, Side, Symbol, TimeInForce,
 };
+use ergon_venues::okx::{self, Okx};
 
 struct Counting;
 
@@ -51,7 +53,7 @@ fn every_kind<E: Endpoints>(venue: &mut E, p: &mut Prepared, n: u32) {
     );
     for i in 0..n {
         let mut text = arrayvec::ArrayString::<36>::new();
-        let _ = core::fmt::write(&mut text, format_args!("mm-{i}"));
+        let _ = core::fmt::write(&mut text, format_args!("mm{i}"));
         let cloid = ClientOrderId::new(&text).unwrap();
         let order = NewOrder {
             symbol,
@@ -130,5 +132,41 @@ fn binance_futures_preparation_allocates_nothing() {
     every_kind(&mut f, &mut p, 1);
     let before = allocs();
     every_kind(&mut f, &mut p, 1000);
+    assert_eq!(allocs() - before, 0);
+}
+
+#[test]
+fn bybit_preparation_allocates_nothing() {
+    let mut b = Budget::builder();
+    let auth = bybit::Auth::new("key", b"secret", 5000).unwrap();
+    let mut v = Bybit::new(
+        &mut b,
+        Clock::anchor(0, 1_700_000_000_000),
+        bybit::Config::default(),
+    )
+    .unwrap()
+    .with_auth(auth);
+    let mut p = Prepared::with_capacity(4096);
+    every_kind(&mut v, &mut p, 1);
+    let before = allocs();
+    every_kind(&mut v, &mut p, 1000);
+    assert_eq!(allocs() - before, 0);
+}
+
+#[test]
+fn okx_preparation_allocates_nothing() {
+    let mut b = Budget::builder();
+    let auth = okx::Auth::new("key", b"secret", "pass", 5000).unwrap();
+    let mut v = Okx::new(
+        &mut b,
+        Clock::anchor(0, 1_700_000_000_000),
+        okx::Config::default(),
+    )
+    .unwrap()
+    .with_auth(auth);
+    let mut p = Prepared::with_capacity(4096);
+    every_kind(&mut v, &mut p, 1);
+    let before = allocs();
+    every_kind(&mut v, &mut p, 1000);
     assert_eq!(allocs() - before, 0);
 }
