@@ -24,10 +24,16 @@
 //!
 //! One adapter trades one pair. Reading an answer never allocates.
 
+use arrayvec::ArrayVec;
+
 use crate::adapt::{self, Batch, Clock, Error, Parts, Request, Venue};
+use crate::endpoint::{
+    self, Amend, ApiKey, ClientOrderId, Endpoints, Lookup, Method, NewOrder, OrderInfo, OrderRef,
+    OrderState, OrderType, Placed, Prepared, Side, Symbol, TimeInForce, Writer,
+};
 use crate::json::{self, Kind, Value};
-use crate::reconcile::{Lookup, ReadError};
 use crate::response::Response;
+use crate::sign::{self, Secret};
 use crate::waits;
 use ergon_core::{BucketId, Budget, Builder, Part, Spec, Verdict};
 
@@ -38,6 +44,21 @@ const SEC: i64 = 1_000 * MS;
 /// minutes)"; read as 15 minutes, the figure of Kraken's older call-limit article.
 /// The halt lasts until a person clears it either way.
 pub const LOCKOUT_NS: i64 = 900 * SEC;
+
+/// How long ergon re-sends a Kraken Spot request that surely did not run: Kraken
+/// has no acceptance window unless the key sets a nonce window, so this is
+/// ergon's, not the venue's.
+pub const DEADLINE_NS: i64 = 5 * SEC;
+
+/// The margin taken off an order's age before its cancel or amend cost is read
+/// from the table: the age runs from when the adapter prepared the order, the
+/// venue's from when its engine took it, up to one network trip later. A margin
+/// of 1 s charges the dearer cost near each edge.
+pub const AGE_MARGIN_NS: i64 = SEC;
+
+/// Orders whose age the adapter keeps; past this, the oldest is forgotten (its
+/// cancel then costs the youngest order's 8: never under the venue's count).
+pub const MAX_AGES: usize = 256;
 
 /// The limits of one account tier.
 #[derive(Clone, Copy, Debug)]
@@ -172,6 +193,10 @@ pub struct KrakenSpot {
     pub trading: BucketId,
     /// The key's REST call counter.
     pub api: BucketId,
+    auth: Option<(ApiKey, Secret)>,
+    last_nonce: i64,
+    /// When each order the adapter prepared was placed or last amended.
+    ages: ArrayVec<(ClientOrderId, i64), MAX_AGES>,
 }
 
 impl KrakenSpot {
@@ -191,6 +216,9 @@ impl KrakenSpot {
                 Spec::token_every(trading_interval_ns, c.trading_max),
             )?,
             api: builder.add("api", Spec::token_every(api_interval_ns, c.api_max))?,
+            auth: None,
+            last_nonce: 0,
+            ages: ArrayVec::new(),
         })
     }
 
@@ -286,46 +314,6 @@ impl KrakenSpot {
             }
         }
         batch.verdict().unwrap_or(Verdict::Unknown)
-    }
-
-    /// Reads a `QueryOrders` answer for an order looked up by its client id
-    /// (`cl_ord_id`): `result` maps each txid to an order with a `status` of
-    /// `pending`, `open`, `closed`, `canceled` or `expired`; an empty result, or
-    /// `EOrder:Unknown order`, is an order the venue does not know.
-    pub fn read_order(response: &Response<'_>) -> Result<Lookup, ReadError> {
-        let v = json::parse(response.body).map_err(|_| ReadError::Body("JSON"))?;
-        match Self::first_error(&v) {
-            Ok(Some(e)) if e.str_starts_with("EOrder:Unknown order").unwrap_or(false) => {
-                return Ok(Lookup::Absent)
-            }
-            Ok(Some(_)) => return Err(ReadError::NoAnswer(response.status)),
-            Ok(None) => {}
-            Err(()) => return Err(ReadError::Body("error")),
-        }
-        let result = v
-            .get("result")
-            .ok()
-            .flatten()
-            .ok_or(ReadError::Body("result"))?;
-        let mut members = result.members().map_err(|_| ReadError::Body("result"))?;
-        let Some((_, order)) = members.next() else {
-            return Ok(Lookup::Absent);
-        };
-        let status = order
-            .get("status")
-            .ok()
-            .flatten()
-            .ok_or(ReadError::Body("status"))?;
-        let is = |s| status.str_eq(s).unwrap_or(false);
-        Ok(if is("pending") || is("open") {
-            Lookup::Open
-        } else if is("closed") {
-            Lookup::Filled
-        } else if is("canceled") || is("expired") {
-            Lookup::Cancelled
-        } else {
-            return Err(ReadError::Body("status"));
-        })
     }
 }
 
@@ -468,5 +456,451 @@ mod tests {
             KrakenSpot::new(&mut b, Clock::anchor(0, 0), c).unwrap_err(),
             Error::BadField("decay")
         );
+    }
+}
+
+impl KrakenSpot {
+    /// Signs private requests with `api_key` (`API-Key`) and its base64 `secret`.
+    pub fn with_auth(mut self, api_key: &str, secret_b64: &str) -> Result<Self, Error> {
+        self.auth = Some((ApiKey::new(api_key)?, Secret::from_base64(secret_b64)?));
+        Ok(self)
+    }
+
+    /// A nonce above every one sent: the venue's UTC in microseconds, or one more
+    /// than the last.
+    fn nonce(&mut self, now: i64) -> i64 {
+        let n = self
+            .clock
+            .utc_ms(now)
+            .saturating_mul(1000)
+            .max(self.last_nonce.saturating_add(1));
+        self.last_nonce = n;
+        n
+    }
+
+    /// The age of an order the adapter placed, as the cost table reads it (less
+    /// [`AGE_MARGIN_NS`]); 0, the dearest, for an order it does not know.
+    pub fn age_ns(&self, id: &ClientOrderId, now: i64) -> i64 {
+        self.ages
+            .iter()
+            .find(|(i, _)| i == id)
+            .map_or(0, |(_, at)| {
+                now.saturating_sub(*at).saturating_sub(AGE_MARGIN_NS)
+            })
+    }
+
+    /// Notes that `id` was placed or amended at `now`.
+    fn aged(&mut self, id: ClientOrderId, now: i64) {
+        if let Some(e) = self.ages.iter_mut().find(|(i, _)| *i == id) {
+            e.1 = now;
+            return;
+        }
+        if self.ages.is_full() {
+            let oldest = self
+                .ages
+                .iter()
+                .enumerate()
+                .min_by_key(|(_, (_, at))| *at)
+                .map_or(0, |(i, _)| i);
+            self.ages.swap_remove(oldest);
+        }
+        self.ages.push((id, now));
+    }
+
+    /// A private POST to `path` with a form body: `nonce=` first, then what `body`
+    /// writes, signed. Returns the deadline.
+    fn private(
+        &mut self,
+        w: &mut Writer<'_>,
+        path: &'static str,
+        now: i64,
+        body: impl FnOnce(&mut Writer<'_>) -> Result<(), Error>,
+    ) -> Result<i64, Error> {
+        if self.auth.is_none() {
+            return Err(Error::NoKey);
+        }
+        let nonce = self.nonce(now);
+        w.open();
+        w.s(path);
+        w.close_target();
+        w.open();
+        let body_at = w.pos();
+        w.s("nonce=");
+        let nonce_at = w.pos();
+        w.int(nonce);
+        let nonce_end = w.pos();
+        body(w)?;
+        w.close_body();
+        let body_span = body_at..w.pos();
+        let Some((api_key, secret)) = &self.auth else {
+            return Err(Error::NoKey);
+        };
+        let mac = sign::kraken_spot(
+            secret,
+            path.as_bytes(),
+            w.bytes(nonce_at..nonce_end),
+            w.bytes(body_span),
+        );
+        w.header("API-Key", api_key.as_str().as_bytes())?;
+        w.open();
+        w.base64(&mac);
+        w.close_header("API-Sign")?;
+        w.header("Content-Type", b"application/x-www-form-urlencoded")?;
+        Ok(now.saturating_add(DEADLINE_NS))
+    }
+}
+
+/// `&name=value` of a form body (values are checked arguments).
+fn form(w: &mut Writer<'_>, name: &str, value: &str) {
+    w.s("&");
+    w.s(name);
+    w.s("=");
+    w.s(value);
+}
+
+/// The fields of a new order in a form body.
+fn order_form(w: &mut Writer<'_>, o: &NewOrder<'_>) -> Result<(), Error> {
+    let (ordertype, extra) = match o.order_type {
+        OrderType::Limit(TimeInForce::Gtc) => ("limit", None),
+        OrderType::Limit(TimeInForce::Ioc) => ("limit", Some(("timeinforce", "IOC"))),
+        OrderType::Limit(TimeInForce::Fok) => {
+            return Err(Error::BadArgument("FOK (Kraken Spot has GTC, IOC, GTD)"))
+        }
+        OrderType::PostOnly => ("limit", Some(("oflags", "post"))),
+        OrderType::Market => ("market", None),
+    };
+    form(w, "ordertype", ordertype);
+    form(w, "type", side(o.side));
+    form(w, "volume", o.quantity.as_str());
+    form(w, "pair", o.symbol.as_str());
+    match (o.order_type, o.price) {
+        (OrderType::Market, None) => {}
+        (OrderType::Market, Some(_)) => return Err(Error::BadArgument("price of a market order")),
+        (_, Some(p)) => form(w, "price", p.as_str()),
+        (_, None) => return Err(Error::BadArgument("price of a limit order")),
+    }
+    if let Some((k, v)) = extra {
+        form(w, k, v);
+    }
+    if o.reduce_only {
+        form(w, "reduce_only", "true");
+    }
+    form(w, "cl_ord_id", o.client_order_id.as_str());
+    w.id(o.client_order_id)
+}
+
+fn side(s: Side) -> &'static str {
+    match s {
+        Side::Buy => "buy",
+        Side::Sell => "sell",
+    }
+}
+
+/// An order object of `QueryOrders` (`status`, `vol_exec`) under its txid.
+fn order_info(txid: &str, o: Value<'_>) -> Option<OrderInfo> {
+    let status = o.get("status").ok().flatten()?;
+    let is = |s| status.str_eq(s).unwrap_or(false);
+    let state = if is("pending") {
+        OrderState::Pending
+    } else if is("open") {
+        OrderState::New
+    } else if is("closed") {
+        OrderState::Filled
+    } else if is("canceled") {
+        OrderState::Canceled
+    } else if is("expired") {
+        OrderState::Expired
+    } else {
+        OrderState::Other
+    };
+    Some(OrderInfo {
+        state,
+        venue_order_id: arrayvec::ArrayString::from(txid).ok()?,
+        filled: o
+            .get("vol_exec")
+            .ok()
+            .flatten()
+            .and_then(endpoint::json_text),
+    })
+}
+
+/// Whether a Kraken error string says the request surely did not run.
+fn refused(e: &[u8]) -> bool {
+    !(e.starts_with(b"EService:") || e.starts_with(b"EGeneral:Internal error"))
+}
+
+impl Endpoints for KrakenSpot {
+    /// `POST /0/private/AddOrder`: +1 on the pair's counter; the order's age starts.
+    fn new_order<'p>(
+        &mut self,
+        out: &'p mut Prepared,
+        o: &NewOrder<'_>,
+        now: i64,
+    ) -> Result<&'p Prepared, Error> {
+        let mut w = Writer::start(out);
+        let deadline = self.private(&mut w, "/0/private/AddOrder", now, |w| order_form(w, o))?;
+        self.aged(o.client_order_id, now);
+        w.finish(self, Request::Order, Method::Post, deadline)
+    }
+
+    /// `POST /0/private/CancelOrder` by `cl_ord_id`: the cost of the order's age.
+    fn cancel<'p>(
+        &mut self,
+        out: &'p mut Prepared,
+        o: &OrderRef<'_>,
+        now: i64,
+    ) -> Result<&'p Prepared, Error> {
+        let mut w = Writer::start(out);
+        let deadline = self.private(&mut w, "/0/private/CancelOrder", now, |w| {
+            form(w, "cl_ord_id", o.client_order_id.as_str());
+            w.id(o.client_order_id)
+        })?;
+        let parts = self.cancel_parts(self.age_ns(&o.client_order_id, now));
+        w.finish_with(parts, Request::Cancel, Method::Post, deadline)
+    }
+
+    /// `POST /0/private/AmendOrder` by `cl_ord_id` (`order_qty`, `limit_price`):
+    /// the cost of the order's age, which then starts again.
+    fn amend<'p>(
+        &mut self,
+        out: &'p mut Prepared,
+        a: &Amend<'_>,
+        now: i64,
+    ) -> Result<&'p Prepared, Error> {
+        let mut w = Writer::start(out);
+        if a.price.is_none() && a.quantity.is_none() {
+            return Err(Error::BadArgument("amend changes nothing"));
+        }
+        let id = a.order.client_order_id;
+        let deadline = self.private(&mut w, "/0/private/AmendOrder", now, |w| {
+            form(w, "cl_ord_id", id.as_str());
+            if let Some(q) = a.quantity {
+                form(w, "order_qty", q.as_str());
+            }
+            if let Some(p) = a.price {
+                form(w, "limit_price", p.as_str());
+            }
+            w.id(id)
+        })?;
+        let parts = self.amend_parts(self.age_ns(&id, now));
+        self.aged(id, now);
+        w.finish_with(parts, Request::CancelReplace, Method::Post, deadline)
+    }
+
+    /// `POST /0/private/QueryOrders` by `cl_ord_id`: +1 on the call counter.
+    fn query_order<'p>(
+        &mut self,
+        out: &'p mut Prepared,
+        o: &OrderRef<'_>,
+        now: i64,
+    ) -> Result<&'p Prepared, Error> {
+        let mut w = Writer::start(out);
+        let deadline = self.private(&mut w, "/0/private/QueryOrders", now, |w| {
+            form(w, "cl_ord_id", o.client_order_id.as_str());
+            w.id(o.client_order_id)
+        })?;
+        w.finish(self, Request::Read(1), Method::Post, deadline)
+    }
+
+    /// `POST /0/private/OpenOrders` (every pair: the endpoint has no pair filter):
+    /// +1 on the call counter.
+    fn open_orders<'p>(
+        &mut self,
+        out: &'p mut Prepared,
+        _symbol: Option<Symbol<'_>>,
+        now: i64,
+    ) -> Result<&'p Prepared, Error> {
+        let mut w = Writer::start(out);
+        let deadline = self.private(&mut w, "/0/private/OpenOrders", now, |_| Ok(()))?;
+        w.finish(self, Request::Read(1), Method::Post, deadline)
+    }
+
+    /// `GET /0/public/Depth?pair=..&count=..` (1 to 500): public, on no counter.
+    fn book<'p>(
+        &mut self,
+        out: &'p mut Prepared,
+        symbol: Symbol<'_>,
+        depth: u32,
+        now: i64,
+    ) -> Result<&'p Prepared, Error> {
+        let mut w = Writer::start(out);
+        if !(1..=500).contains(&depth) {
+            return Err(Error::BadArgument("depth (1..=500)"));
+        }
+        w.open();
+        w.s("/0/public/Depth?pair=");
+        w.s(symbol.as_str());
+        w.s("&count=");
+        w.int(i64::from(depth));
+        w.close_target();
+        w.finish(
+            self,
+            Request::Read(0),
+            Method::Get,
+            now.saturating_add(DEADLINE_NS),
+        )
+    }
+
+    /// `POST /0/private/Balance`: +1 on the call counter.
+    fn account<'p>(&mut self, out: &'p mut Prepared, now: i64) -> Result<&'p Prepared, Error> {
+        let mut w = Writer::start(out);
+        let deadline = self.private(&mut w, "/0/private/Balance", now, |_| Ok(()))?;
+        w.finish(self, Request::Read(1), Method::Post, deadline)
+    }
+
+    /// `POST /0/private/AddOrderBatch`: 2 to 15 orders of one pair, JSON body;
+    /// +n/2 on the pair's counter.
+    fn batch_orders<'p>(
+        &mut self,
+        out: &'p mut Prepared,
+        orders: &[NewOrder<'_>],
+        now: i64,
+    ) -> Result<&'p Prepared, Error> {
+        let mut w = Writer::start(out);
+        let (Some(first), 2..=15) = (orders.first(), orders.len()) else {
+            return Err(Error::BadArgument("a batch holds 2 to 15 orders"));
+        };
+        if orders.iter().any(|o| o.symbol != first.symbol) {
+            return Err(Error::BadArgument("a batch's orders share one pair"));
+        }
+        let Some((api_key, secret)) = self.auth.clone() else {
+            return Err(Error::NoKey);
+        };
+        let nonce = self.nonce(now);
+        let path = "/0/private/AddOrderBatch";
+        w.open();
+        w.s(path);
+        w.close_target();
+        w.open();
+        let body_at = w.pos();
+        w.s("{\"nonce\":");
+        let nonce_at = w.pos();
+        w.int(nonce);
+        let nonce_end = w.pos();
+        w.s(",\"pair\":\"");
+        w.s(first.symbol.as_str());
+        w.s("\",\"orders\":[");
+        for (i, o) in orders.iter().enumerate() {
+            if i > 0 {
+                w.s(",");
+            }
+            w.s("{");
+            let mut f = true;
+            let ordertype = match o.order_type {
+                OrderType::Limit(TimeInForce::Gtc) | OrderType::PostOnly => "limit",
+                OrderType::Limit(TimeInForce::Ioc) => {
+                    w.json(&mut f, "timeinforce", "IOC");
+                    "limit"
+                }
+                OrderType::Limit(TimeInForce::Fok) => {
+                    return Err(Error::BadArgument("FOK (Kraken Spot has GTC, IOC, GTD)"))
+                }
+                OrderType::Market => "market",
+            };
+            if o.order_type == OrderType::PostOnly {
+                w.json(&mut f, "oflags", "post");
+            }
+            w.json(&mut f, "ordertype", ordertype);
+            w.json(&mut f, "type", side(o.side));
+            w.json(&mut f, "volume", o.quantity.as_str());
+            match (o.order_type, o.price) {
+                (OrderType::Market, None) => {}
+                (OrderType::Market, Some(_)) => {
+                    return Err(Error::BadArgument("price of a market order"))
+                }
+                (_, Some(p)) => w.json(&mut f, "price", p.as_str()),
+                (_, None) => return Err(Error::BadArgument("price of a limit order")),
+            }
+            w.json(&mut f, "cl_ord_id", o.client_order_id.as_str());
+            w.s("}");
+            w.id(o.client_order_id)?;
+        }
+        w.s("]}");
+        w.close_body();
+        let mac = sign::kraken_spot(
+            &secret,
+            path.as_bytes(),
+            w.bytes(nonce_at..nonce_end),
+            w.bytes(body_at..w.pos()),
+        );
+        w.header("API-Key", api_key.as_str().as_bytes())?;
+        w.open();
+        w.base64(&mac);
+        w.close_header("API-Sign")?;
+        w.header("Content-Type", b"application/json")?;
+        for o in orders {
+            self.aged(o.client_order_id, now);
+        }
+        let n = u16::try_from(orders.len()).unwrap_or(u16::MAX);
+        w.finish(
+            self,
+            Request::Batch(n),
+            Method::Post,
+            now.saturating_add(DEADLINE_NS),
+        )
+    }
+
+    /// `QueryOrders`: the order under its txid; an empty result or `EOrder:Unknown
+    /// order` is no such order; any other error, unknown.
+    fn read_order(&self, r: &Response<'_>) -> Lookup {
+        let Ok(v) = json::parse(r.body) else {
+            return Lookup::Unknown;
+        };
+        match Self::first_error(&v) {
+            Ok(Some(e)) if e.str_starts_with("EOrder:Unknown order").unwrap_or(false) => {
+                return Lookup::NotFound
+            }
+            Ok(None) => {}
+            _ => return Lookup::Unknown,
+        }
+        let Some(Ok(mut members)) = v.get("result").ok().flatten().map(|r| r.members()) else {
+            return Lookup::Unknown;
+        };
+        let Some((txid, order)) = members.next() else {
+            return Lookup::NotFound;
+        };
+        let mut buf = [0u8; 64];
+        match txid
+            .decode_str(&mut buf)
+            .ok()
+            .and_then(|t| order_info(t, order))
+        {
+            Some(info) => Lookup::Found(info),
+            None => Lookup::Unknown,
+        }
+    }
+
+    /// `AddOrder`: `result.txid[0]`; an error that says it did not run is Refused
+    /// (rate limits, lockout, invalid arguments, funds); `EService:*` and internal
+    /// errors are Unknown.
+    fn read_placed(&self, r: &Response<'_>) -> Placed {
+        let Ok(v) = json::parse(r.body) else {
+            return Placed::Unknown;
+        };
+        match Self::first_error(&v) {
+            Ok(Some(e)) => {
+                let mut buf = [0u8; 64];
+                return match e.decode_str(&mut buf) {
+                    Ok(s) if refused(s.as_bytes()) => Placed::Refused,
+                    _ => Placed::Unknown,
+                };
+            }
+            Ok(None) => {}
+            Err(()) => return Placed::Unknown,
+        }
+        match v
+            .path("result.txid")
+            .ok()
+            .flatten()
+            .and_then(|t| t.at(0).ok().flatten())
+            .and_then(endpoint::json_text)
+        {
+            Some(id) => Placed::Accepted(OrderInfo {
+                state: OrderState::Pending,
+                venue_order_id: id,
+                filled: None,
+            }),
+            None => Placed::Unknown,
+        }
     }
 }

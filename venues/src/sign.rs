@@ -1,6 +1,7 @@
-//! Request signatures of the Deribit, Kraken and Coinbase Exchange APIs, as each
-//! venue documents them. Nothing here allocates: secrets are decoded into stack
-//! buffers, signatures come back as fixed-capacity strings.
+//! Request signatures of the Kraken and Coinbase Exchange APIs, as each venue
+//! documents them (Deribit's is HMAC-SHA256 hex, [`HmacKey`](crate::endpoint::HmacKey)).
+//! Nothing here allocates: a [`Secret`] is decoded once, MACs come back as arrays
+//! the endpoint writer encodes.
 //!
 //! - Kraken Spot `API-Sign`: base64(HMAC-SHA512(base64-decoded secret, URI path +
 //!   SHA-256(nonce + POST data))) (<https://docs.kraken.com/api/docs/guides/spot-rest-auth>);
@@ -9,158 +10,98 @@
 //!   (<https://docs.kraken.com/api/docs/guides/futures-rest>);
 //! - Coinbase Exchange `CB-ACCESS-SIGN`: base64(HMAC-SHA256(base64-decoded secret,
 //!   timestamp + METHOD + request path + body))
-//!   (<https://docs.cdp.coinbase.com/exchange/rest-api/authentication>);
-//! - Deribit `deri-hmac-sha256`: hex(HMAC-SHA256(secret, timestamp + "\n" + nonce +
-//!   "\n" + METHOD + "\n" + URI + "\n" + body + "\n"))
-//!   (<https://docs.deribit.com/articles/authentication>).
+//!   (<https://docs.cdp.coinbase.com/exchange/rest-api/authentication>).
 
-use arrayvec::ArrayString;
+use arrayvec::ArrayVec;
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
 use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256, Sha512};
 
-/// Why a request could not be signed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SignError {
-    /// The secret is not base64, or longer than 128 bytes decoded.
-    Secret,
+use crate::adapt::Error;
+
+/// A base64 API secret, decoded (at most 128 bytes). Its `Debug` shows nothing.
+#[derive(Clone)]
+pub struct Secret(ArrayVec<u8, 128>);
+
+impl Secret {
+    /// Decodes a base64 secret (Kraken's, Coinbase's).
+    pub fn from_base64(secret_b64: &str) -> Result<Self, Error> {
+        let mut buf = [0u8; 128];
+        let n = STANDARD
+            .decode_slice(secret_b64.trim(), &mut buf)
+            .map_err(|_| Error::BadArgument("secret (base64 of at most 128 bytes)"))?;
+        let mut v = ArrayVec::new();
+        v.try_extend_from_slice(&buf[..n])
+            .map_err(|_| Error::BadArgument("secret (base64 of at most 128 bytes)"))?;
+        Ok(Secret(v))
+    }
+
+    fn bytes(&self) -> &[u8] {
+        &self.0
+    }
 }
 
-impl core::fmt::Display for SignError {
+impl core::fmt::Debug for Secret {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.write_str("the API secret is not base64 of at most 128 bytes")
+        f.write_str("Secret(..)")
     }
 }
 
-/// A base64 HMAC-SHA512 signature (88 characters).
-pub type Sig512 = ArrayString<88>;
-/// A base64 HMAC-SHA256 signature (44 characters).
-pub type Sig256 = ArrayString<44>;
-/// A hex HMAC-SHA256 signature (64 characters).
-pub type Hex256 = ArrayString<64>;
-
-fn decode_secret(secret_b64: &[u8], buf: &mut [u8; 128]) -> Result<usize, SignError> {
-    STANDARD
-        .decode_slice(secret_b64, buf)
-        .map_err(|_| SignError::Secret)
-}
-
-fn b64<const N: usize>(bytes: &[u8]) -> ArrayString<N> {
-    let mut out = [0u8; N];
-    let n = STANDARD.encode_slice(bytes, &mut out).unwrap_or(0);
-    let mut s = ArrayString::new();
-    // Base64 is ASCII, and N is its exact length for the digest given.
-    if let Ok(text) = core::str::from_utf8(&out[..n]) {
-        let _ = s.try_push_str(text);
-    }
-    s
-}
-
-/// Kraken Spot `API-Sign` of a private request to `path` (`/0/private/AddOrder`)
-/// with `nonce` and the url-encoded `post_data` (which carries the nonce too).
-pub fn kraken_spot(
-    secret_b64: &[u8],
-    path: &str,
-    nonce: &str,
-    post_data: &[u8],
-) -> Result<Sig512, SignError> {
-    let mut key = [0u8; 128];
-    let n = decode_secret(secret_b64, &mut key)?;
-    let inner = Sha256::new()
-        .chain_update(nonce.as_bytes())
-        .chain_update(post_data)
-        .finalize();
-    let mut mac = Hmac::<Sha512>::new_from_slice(&key[..n]).map_err(|_| SignError::Secret)?;
-    mac.update(path.as_bytes());
-    mac.update(&inner);
-    Ok(b64(&mac.finalize().into_bytes()))
-}
-
-/// Kraken derivatives `Authent` of a request to `endpoint_path`
-/// (`/api/v3/sendorder`, without `/derivatives`) with `post_data` and `nonce`.
-pub fn kraken_futures(
-    secret_b64: &[u8],
-    endpoint_path: &str,
-    nonce: &str,
-    post_data: &[u8],
-) -> Result<Sig512, SignError> {
-    let mut key = [0u8; 128];
-    let n = decode_secret(secret_b64, &mut key)?;
-    let inner = Sha256::new()
-        .chain_update(post_data)
-        .chain_update(nonce.as_bytes())
-        .chain_update(endpoint_path.as_bytes())
-        .finalize();
-    let mut mac = Hmac::<Sha512>::new_from_slice(&key[..n]).map_err(|_| SignError::Secret)?;
-    mac.update(&inner);
-    Ok(b64(&mac.finalize().into_bytes()))
-}
-
-/// Coinbase Exchange `CB-ACCESS-SIGN` for `timestamp` (seconds, as sent in
-/// `CB-ACCESS-TIMESTAMP`), `method` (upper case), `request_path` (with its query)
-/// and `body`.
-pub fn coinbase(
-    secret_b64: &[u8],
-    timestamp: &str,
-    method: &str,
-    request_path: &str,
-    body: &[u8],
-) -> Result<Sig256, SignError> {
-    let mut key = [0u8; 128];
-    let n = decode_secret(secret_b64, &mut key)?;
-    let mut mac = Hmac::<Sha256>::new_from_slice(&key[..n]).map_err(|_| SignError::Secret)?;
-    mac.update(timestamp.as_bytes());
-    mac.update(method.as_bytes());
-    mac.update(request_path.as_bytes());
-    mac.update(body);
-    Ok(b64(&mac.finalize().into_bytes()))
-}
-
-/// Deribit's `deri-hmac-sha256` signature for `timestamp` (ms), `nonce`, `method`
-/// (upper case), `uri` (path and query) and `body`.
-pub fn deribit(
-    secret: &[u8],
-    timestamp_ms: i64,
-    nonce: &str,
-    method: &str,
-    uri: &str,
-    body: &[u8],
-) -> Hex256 {
-    // HMAC accepts a key of any length.
-    let mut mac = match Hmac::<Sha256>::new_from_slice(secret) {
-        Ok(m) => m,
-        Err(_) => return Hex256::new(),
+fn hmac512(key: &[u8], pieces: &[&[u8]]) -> [u8; 64] {
+    // HMAC takes a key of any length: this never fails.
+    let Ok(mut mac) = Hmac::<Sha512>::new_from_slice(key) else {
+        return [0; 64];
     };
-    let ts = itoa_buf(timestamp_ms);
-    mac.update(ts.as_bytes());
-    for part in [
-        b"\n",
-        nonce.as_bytes(),
-        b"\n",
-        method.as_bytes(),
-        b"\n",
-        uri.as_bytes(),
-        b"\n",
-    ] {
-        mac.update(part);
-    }
-    mac.update(body);
-    mac.update(b"\n");
-    let digest = mac.finalize().into_bytes();
-    let mut hex = Hex256::new();
-    for byte in digest {
-        for nib in [byte >> 4, byte & 0xf] {
-            hex.push(char::from(b"0123456789abcdef"[usize::from(nib)]));
-        }
-    }
-    hex
+    pieces.iter().for_each(|p| mac.update(p));
+    mac.finalize().into_bytes().into()
 }
 
-fn itoa_buf(v: i64) -> ArrayString<20> {
-    let mut s = ArrayString::new();
-    let _ = core::fmt::write(&mut s, format_args!("{v}"));
-    s
+/// Kraken Spot `API-Sign` (before base64) of a private request to `path`
+/// (`/0/private/AddOrder`) with `nonce` and the POST data (which carries the nonce
+/// too).
+pub fn kraken_spot(secret: &Secret, path: &[u8], nonce: &[u8], post_data: &[u8]) -> [u8; 64] {
+    let inner = Sha256::new()
+        .chain_update(nonce)
+        .chain_update(post_data)
+        .finalize();
+    hmac512(secret.bytes(), &[path, &inner])
+}
+
+/// Kraken derivatives `Authent` (before base64) of a request to `endpoint_path`
+/// (`/api/v3/sendorder`, without `/derivatives`) with `post_data` (the query of a
+/// GET) and `nonce`.
+pub fn kraken_futures(
+    secret: &Secret,
+    endpoint_path: &[u8],
+    nonce: &[u8],
+    post_data: &[u8],
+) -> [u8; 64] {
+    let inner = Sha256::new()
+        .chain_update(post_data)
+        .chain_update(nonce)
+        .chain_update(endpoint_path)
+        .finalize();
+    hmac512(secret.bytes(), &[&inner])
+}
+
+/// Coinbase Exchange `CB-ACCESS-SIGN` (before base64) for `timestamp` (seconds, as
+/// sent in `CB-ACCESS-TIMESTAMP`), `method` (upper case), `request_path` (with its
+/// query) and `body`.
+pub fn coinbase(
+    secret: &Secret,
+    timestamp: &[u8],
+    method: &[u8],
+    request_path: &[u8],
+    body: &[u8],
+) -> [u8; 32] {
+    let Ok(mut mac) = Hmac::<Sha256>::new_from_slice(secret.bytes()) else {
+        return [0; 32];
+    };
+    for p in [timestamp, method, request_path, body] {
+        mac.update(p);
+    }
+    mac.finalize().into_bytes().into()
 }
 
 #[cfg(test)]
@@ -170,72 +111,39 @@ mod tests {
     /// The example of Kraken's Spot REST authentication guide.
     #[test]
     fn kraken_spot_documented_example() {
-        let secret = b"kQH5HW/8p1uGOVjbgWA7FunAmGO8lsSUXNsu3eow76sz84Q18fWxnyRzBHCd3pd5nE9qa99HAZtuZuj6F1huXg==";
+        let secret = Secret::from_base64("kQH5HW/8p1uGOVjbgWA7FunAmGO8lsSUXNsu3eow76sz84Q18fWxnyRzBHCd3pd5nE9qa99HAZtuZuj6F1huXg==").unwrap();
         let post =
             b"nonce=1616492376594&ordertype=limit&pair=XBTUSD&price=37500&type=buy&volume=1.25";
-        let sig = kraken_spot(secret, "/0/private/AddOrder", "1616492376594", post).unwrap();
+        let mac = kraken_spot(&secret, b"/0/private/AddOrder", b"1616492376594", post);
         assert_eq!(
-            sig.as_str(),
+            STANDARD.encode(mac),
             "4/dpxb3iT4tp/ZCVEwSnEsLxx0bqyhLpdfOpc6fn7OR8+UClSV5n9E6aSS8MPtnRfp32bAb0nmbRn6H8ndwLUQ=="
         );
+        assert_eq!(format!("{secret:?}"), "Secret(..)");
     }
 
     #[test]
     fn a_secret_that_is_not_base64_is_an_error() {
-        assert_eq!(
-            kraken_spot(b"not base64!", "/", "1", b""),
-            Err(SignError::Secret)
-        );
-        assert_eq!(
-            kraken_futures(&[b'A'; 400], "/", "1", b""),
-            Err(SignError::Secret)
-        );
-        assert_eq!(
-            coinbase(b"%%", "1", "GET", "/", b""),
-            Err(SignError::Secret)
-        );
+        assert!(Secret::from_base64("not base64!").is_err());
+        assert!(Secret::from_base64(&"A".repeat(400)).is_err());
     }
 
     #[test]
     fn every_input_is_signed() {
-        let secret = b"c2VjcmV0";
-        let base = coinbase(secret, "1700000000", "POST", "/orders", b"{}").unwrap();
-        assert_eq!(base.len(), 44);
+        let s = Secret::from_base64("c2VjcmV0").unwrap();
+        let t = Secret::from_base64("c2VjcmVU").unwrap();
+        let base = coinbase(&s, b"1700000000", b"POST", b"/orders", b"{}");
         for other in [
-            coinbase(secret, "1700000001", "POST", "/orders", b"{}").unwrap(),
-            coinbase(secret, "1700000000", "GET", "/orders", b"{}").unwrap(),
-            coinbase(secret, "1700000000", "POST", "/order", b"{}").unwrap(),
-            coinbase(secret, "1700000000", "POST", "/orders", b"{ }").unwrap(),
-            coinbase(b"c2VjcmVU", "1700000000", "POST", "/orders", b"{}").unwrap(),
+            coinbase(&s, b"1700000001", b"POST", b"/orders", b"{}"),
+            coinbase(&s, b"1700000000", b"GET", b"/orders", b"{}"),
+            coinbase(&s, b"1700000000", b"POST", b"/order", b"{}"),
+            coinbase(&s, b"1700000000", b"POST", b"/orders", b"{ }"),
+            coinbase(&t, b"1700000000", b"POST", b"/orders", b"{}"),
         ] {
             assert_ne!(base, other);
         }
-        let f = kraken_futures(secret, "/api/v3/sendorder", "1", b"a=1").unwrap();
-        assert_eq!(f.len(), 88);
-        assert_ne!(
-            f,
-            kraken_futures(secret, "/api/v3/sendorder", "2", b"a=1").unwrap()
-        );
-        let d = deribit(
-            b"secret",
-            1_700_000_000_000,
-            "abcd",
-            "GET",
-            "/api/v2/private/get_account_summary?currency=BTC",
-            b"",
-        );
-        assert_eq!(d.len(), 64);
-        assert!(d.bytes().all(|c| c.is_ascii_hexdigit()));
-        assert_ne!(
-            d,
-            deribit(
-                b"secret",
-                1_700_000_000_001,
-                "abcd",
-                "GET",
-                "/api/v2/private/get_account_summary?currency=BTC",
-                b""
-            )
-        );
+        let f = kraken_futures(&s, b"/api/v3/sendorder", b"1", b"a=1");
+        assert_ne!(f, kraken_futures(&s, b"/api/v3/sendorder", b"2", b"a=1"));
+        assert_ne!(f, kraken_futures(&s, b"/api/v3/editorder", b"1", b"a=1"));
     }
 }
