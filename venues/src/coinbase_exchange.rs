@@ -19,11 +19,19 @@
 //! Reading an answer never allocates.
 
 use crate::adapt::{self, Clock, Error, Parts, Request, Venue};
+use crate::endpoint::{
+    self, ApiKey, ClientOrderId, Endpoints, Lookup, Method, NewOrder, OrderInfo, OrderRef,
+    OrderState, OrderType, Placed, Prepared, Side, Symbol, TimeInForce, Writer,
+};
 use crate::json::{self, Value};
-use crate::reconcile::{Lookup, ReadError};
 use crate::response::Response;
+use crate::sign::{self, Secret};
 use crate::waits;
 use ergon_core::{BucketId, Budget, Builder, Part, Spec, Verdict};
+
+/// How far `CB-ACCESS-TIMESTAMP` may be from the venue's clock: a request is
+/// refused 30 s after its timestamp, so that is its deadline.
+pub const TIMESTAMP_WINDOW_S: i64 = 30;
 
 /// The buckets' rates and bursts.
 #[derive(Clone, Copy, Debug)]
@@ -69,6 +77,7 @@ pub struct CoinbaseExchange {
     pub fills: BucketId,
     /// Public requests of the IP.
     pub public: BucketId,
+    auth: Option<(ApiKey, Secret, ApiKey)>,
 }
 
 impl CoinbaseExchange {
@@ -83,6 +92,7 @@ impl CoinbaseExchange {
             private: builder.add("private", Spec::token(c.private_per_s, c.private_burst))?,
             fills: builder.add("fills", Spec::token(c.fills_per_s, c.fills_burst))?,
             public: builder.add("public", Spec::token(c.public_per_s, c.public_burst))?,
+            auth: None,
         })
     }
 
@@ -99,45 +109,6 @@ impl CoinbaseExchange {
     fn said_clock(message: Option<Value<'_>>) -> bool {
         // "request timestamp expired", "invalid timestamp"; not "API key expired".
         message.is_some_and(|m| m.str_contains("timestamp").unwrap_or(false))
-    }
-
-    /// Reads a `GET /orders/client:<client_oid>` answer: `status` `pending`,
-    /// `open`, `active` (on the book or accepted), `done` (then `done_reason`
-    /// `filled` or `canceled`) or `rejected`; a 404 is an order the venue does not
-    /// know.
-    pub fn read_order(response: &Response<'_>) -> Result<Lookup, ReadError> {
-        match response.status {
-            404 => return Ok(Lookup::Absent),
-            200..=299 => {}
-            s => return Err(ReadError::NoAnswer(s)),
-        }
-        let v = json::parse(response.body).map_err(|_| ReadError::Body("JSON"))?;
-        let status = v
-            .get("status")
-            .ok()
-            .flatten()
-            .ok_or(ReadError::Body("status"))?;
-        let is = |s| status.str_eq(s).unwrap_or(false);
-        Ok(
-            if is("pending") || is("open") || is("active") || is("received") {
-                Lookup::Open
-            } else if is("rejected") {
-                Lookup::Rejected
-            } else if is("done") {
-                let reason = v
-                    .get("done_reason")
-                    .ok()
-                    .flatten()
-                    .ok_or(ReadError::Body("done_reason"))?;
-                if reason.str_eq("filled").unwrap_or(false) {
-                    Lookup::Filled
-                } else {
-                    Lookup::Cancelled
-                }
-            } else {
-                return Err(ReadError::Body("status"));
-            },
-        )
     }
 }
 
@@ -193,5 +164,312 @@ impl Venue for CoinbaseExchange {
             (s, _) => adapt::status_rule(s, budget, self.ip, None, now),
         };
         adapt::finish(verdict, bad)
+    }
+}
+
+impl CoinbaseExchange {
+    /// Signs private requests with `api_key` (`CB-ACCESS-KEY`), its base64 `secret`
+    /// and its `passphrase` (`CB-ACCESS-PASSPHRASE`).
+    pub fn with_auth(
+        mut self,
+        api_key: &str,
+        secret_b64: &str,
+        passphrase: &str,
+    ) -> Result<Self, Error> {
+        self.auth = Some((
+            ApiKey::new(api_key)?,
+            Secret::from_base64(secret_b64)?,
+            ApiKey::new(passphrase)?,
+        ));
+        Ok(self)
+    }
+
+    /// A private request: `target` writes path and query, `body` the JSON body (or
+    /// nothing); signed. Returns the deadline: the timestamp plus 30 s.
+    fn private(
+        &self,
+        w: &mut Writer<'_>,
+        method: Method,
+        now: i64,
+        target: impl FnOnce(&mut Writer<'_>),
+        body: impl FnOnce(&mut Writer<'_>) -> Result<(), Error>,
+    ) -> Result<i64, Error> {
+        let Some((api_key, secret, passphrase)) = &self.auth else {
+            return Err(Error::NoKey);
+        };
+        let ts = self.clock.utc_ms(now).div_euclid(1000);
+        w.open();
+        let target_at = w.pos();
+        target(w);
+        let target_end = w.pos();
+        w.close_target();
+        w.open();
+        let body_at = w.pos();
+        body(w)?;
+        let body_end = w.pos();
+        w.close_body();
+        w.open();
+        let ts_at = w.pos();
+        w.int(ts);
+        let ts_end = w.pos();
+        w.close_header("CB-ACCESS-TIMESTAMP")?;
+        let mac = sign::coinbase(
+            secret,
+            w.bytes(ts_at..ts_end),
+            method.as_str().as_bytes(),
+            w.bytes(target_at..target_end),
+            w.bytes(body_at..body_end),
+        );
+        w.header("CB-ACCESS-KEY", api_key.as_str().as_bytes())?;
+        w.open();
+        w.base64(&mac);
+        w.close_header("CB-ACCESS-SIGN")?;
+        w.header("CB-ACCESS-PASSPHRASE", passphrase.as_str().as_bytes())?;
+        if body_end > body_at {
+            w.header("Content-Type", b"application/json")?;
+        }
+        Ok(self
+            .clock
+            .now_ns_at(ts.saturating_add(TIMESTAMP_WINDOW_S).saturating_mul(1000)))
+    }
+}
+
+/// `client_oid` must be a UUID (8-4-4-4-12 hex digits).
+fn uuid(id: &ClientOrderId) -> Result<&str, Error> {
+    let s = id.as_str();
+    let groups = [8, 4, 4, 4, 12];
+    let ok = s.len() == 36
+        && s.split('-').map(str::len).eq(groups)
+        && s.bytes().all(|c| c == b'-' || c.is_ascii_hexdigit());
+    if ok {
+        Ok(s)
+    } else {
+        Err(Error::BadArgument("client order id (Coinbase: a UUID)"))
+    }
+}
+
+/// An order object (`id`, `status`, `done_reason`, `filled_size`).
+fn order_info(v: Value<'_>) -> Option<OrderInfo> {
+    let status = v.get("status").ok().flatten()?;
+    let is = |s| status.str_eq(s).unwrap_or(false);
+    let state = if is("pending") || is("received") {
+        OrderState::Pending
+    } else if is("open") || is("active") {
+        OrderState::New
+    } else if is("rejected") {
+        OrderState::Rejected
+    } else if is("done") {
+        let filled = v
+            .get("done_reason")
+            .ok()
+            .flatten()
+            .is_some_and(|r| r.str_eq("filled").unwrap_or(false));
+        if filled {
+            OrderState::Filled
+        } else {
+            OrderState::Canceled
+        }
+    } else {
+        OrderState::Other
+    };
+    Some(OrderInfo {
+        state,
+        venue_order_id: endpoint::json_text(v.get("id").ok().flatten()?)?,
+        filled: v
+            .get("filled_size")
+            .ok()
+            .flatten()
+            .and_then(endpoint::json_text),
+    })
+}
+
+impl Endpoints for CoinbaseExchange {
+    /// `POST /orders` (JSON): one private request.
+    fn new_order<'p>(
+        &mut self,
+        out: &'p mut Prepared,
+        o: &NewOrder<'_>,
+        now: i64,
+    ) -> Result<&'p Prepared, Error> {
+        let mut w = Writer::start(out);
+        if o.reduce_only {
+            return Err(Error::BadArgument(
+                "reduce_only (Coinbase Exchange has no positions)",
+            ));
+        }
+        let cloid = uuid(&o.client_order_id)?;
+        let deadline = self.private(
+            &mut w,
+            Method::Post,
+            now,
+            |w| w.s("/orders"),
+            |w| {
+                w.s("{");
+                let mut f = true;
+                let (kind, tif, post_only) = match o.order_type {
+                    OrderType::Limit(TimeInForce::Gtc) => ("limit", Some("GTC"), false),
+                    OrderType::Limit(TimeInForce::Ioc) => ("limit", Some("IOC"), false),
+                    OrderType::Limit(TimeInForce::Fok) => ("limit", Some("FOK"), false),
+                    OrderType::PostOnly => ("limit", Some("GTC"), true),
+                    OrderType::Market => ("market", None, false),
+                };
+                w.json(&mut f, "type", kind);
+                w.json(
+                    &mut f,
+                    "side",
+                    match o.side {
+                        Side::Buy => "buy",
+                        Side::Sell => "sell",
+                    },
+                );
+                w.json(&mut f, "product_id", o.symbol.as_str());
+                match (o.order_type, o.price) {
+                    (OrderType::Market, None) => {}
+                    (OrderType::Market, Some(_)) => {
+                        return Err(Error::BadArgument("price of a market order"))
+                    }
+                    (_, Some(p)) => w.json(&mut f, "price", p.as_str()),
+                    (_, None) => return Err(Error::BadArgument("price of a limit order")),
+                }
+                w.json(&mut f, "size", o.quantity.as_str());
+                if let Some(t) = tif {
+                    w.json(&mut f, "time_in_force", t);
+                }
+                if post_only {
+                    w.s(",\"post_only\":true");
+                }
+                w.json(&mut f, "client_oid", cloid);
+                w.s("}");
+                w.id(o.client_order_id)
+            },
+        )?;
+        w.finish(self, Request::Order, Method::Post, deadline)
+    }
+
+    /// `DELETE /orders/client:<client_oid>?product_id=..`: one private request.
+    fn cancel<'p>(
+        &mut self,
+        out: &'p mut Prepared,
+        o: &OrderRef<'_>,
+        now: i64,
+    ) -> Result<&'p Prepared, Error> {
+        let mut w = Writer::start(out);
+        let cloid = uuid(&o.client_order_id)?;
+        let deadline = self.private(
+            &mut w,
+            Method::Delete,
+            now,
+            |w| {
+                w.s("/orders/client:");
+                w.s(cloid);
+                w.s("?product_id=");
+                w.s(o.symbol.as_str());
+            },
+            |w| w.id(o.client_order_id),
+        )?;
+        w.finish(self, Request::Cancel, Method::Delete, deadline)
+    }
+
+    /// `GET /orders/client:<client_oid>`: one private request.
+    fn query_order<'p>(
+        &mut self,
+        out: &'p mut Prepared,
+        o: &OrderRef<'_>,
+        now: i64,
+    ) -> Result<&'p Prepared, Error> {
+        let mut w = Writer::start(out);
+        let cloid = uuid(&o.client_order_id)?;
+        let deadline = self.private(
+            &mut w,
+            Method::Get,
+            now,
+            |w| {
+                w.s("/orders/client:");
+                w.s(cloid);
+            },
+            |w| w.id(o.client_order_id),
+        )?;
+        w.finish(self, Request::Read(1), Method::Get, deadline)
+    }
+
+    /// `GET /orders?status=open[&product_id=..]`: one private request.
+    fn open_orders<'p>(
+        &mut self,
+        out: &'p mut Prepared,
+        symbol: Option<Symbol<'_>>,
+        now: i64,
+    ) -> Result<&'p Prepared, Error> {
+        let mut w = Writer::start(out);
+        let deadline = self.private(
+            &mut w,
+            Method::Get,
+            now,
+            |w| {
+                w.s("/orders?status=open");
+                if let Some(s) = symbol {
+                    w.s("&product_id=");
+                    w.s(s.as_str());
+                }
+            },
+            |_| Ok(()),
+        )?;
+        w.finish(self, Request::Read(1), Method::Get, deadline)
+    }
+
+    /// `GET /products/<id>/book?level=2` (`depth` 1 the best bid and ask only,
+    /// level 1): public, per IP.
+    fn book<'p>(
+        &mut self,
+        out: &'p mut Prepared,
+        symbol: Symbol<'_>,
+        depth: u32,
+        now: i64,
+    ) -> Result<&'p Prepared, Error> {
+        let mut w = Writer::start(out);
+        w.open();
+        w.s("/products/");
+        w.s(symbol.as_str());
+        w.s(if depth <= 1 {
+            "/book?level=1"
+        } else {
+            "/book?level=2"
+        });
+        w.close_target();
+        let deadline = now.saturating_add(TIMESTAMP_WINDOW_S.saturating_mul(1_000_000_000));
+        w.finish(self, Request::Info("public"), Method::Get, deadline)
+    }
+
+    /// `GET /accounts`: one private request.
+    fn account<'p>(&mut self, out: &'p mut Prepared, now: i64) -> Result<&'p Prepared, Error> {
+        let mut w = Writer::start(out);
+        let deadline = self.private(&mut w, Method::Get, now, |w| w.s("/accounts"), |_| Ok(()))?;
+        w.finish(self, Request::Read(1), Method::Get, deadline)
+    }
+
+    /// `GET /orders/client:..`: the order, a 404 (no such order), or unknown.
+    fn read_order(&self, r: &Response<'_>) -> Lookup {
+        match r.status {
+            404 => Lookup::NotFound,
+            200..=299 => json::parse(r.body)
+                .ok()
+                .and_then(order_info)
+                .map_or(Lookup::Unknown, Lookup::Found),
+            _ => Lookup::Unknown,
+        }
+    }
+
+    /// `POST /orders`: the order (refused if its status is `rejected`), a 4xx
+    /// with a `message` other than a throttle (refused), or unknown.
+    fn read_placed(&self, r: &Response<'_>) -> Placed {
+        let v = json::parse(r.body).ok();
+        match (r.status, v) {
+            (200..=299, Some(v)) => match order_info(v) {
+                Some(info) if info.state == OrderState::Rejected => Placed::Refused,
+                Some(info) => Placed::Accepted(info),
+                None => Placed::Unknown,
+            },
+            (400..=499, Some(v)) if v.get("message").ok().flatten().is_some() => Placed::Refused,
+            _ => Placed::Unknown,
+        }
     }
 }

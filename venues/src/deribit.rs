@@ -28,11 +28,19 @@
 //! Reading an answer never allocates.
 
 use crate::adapt::{self, Clock, Error, Parts, Request, Venue};
+use crate::endpoint::{
+    self, Amend, ApiKey, Endpoints, HmacKey, Lookup, Method, NewOrder, OrderInfo, OrderRef,
+    OrderState, OrderType, Placed, Prepared, Side, Symbol, TimeInForce, Writer,
+};
 use crate::json::{self, Value};
-use crate::reconcile::{Lookup, ReadError};
 use crate::response::Response;
 use crate::waits;
 use ergon_core::{BucketId, Budget, Builder, Part, Spec, Verdict};
+
+/// How long an order is valid (`valid_until`, UTC ms): the venue rejects it
+/// after that, so it is the order's deadline; other requests use it as ergon's
+/// re-send window.
+pub const VALID_FOR_MS: i64 = 5_000;
 
 /// The limits of one sub-account and IP.
 #[derive(Clone, Copy, Debug)]
@@ -86,6 +94,8 @@ pub struct Deribit {
     pub connections: BucketId,
     /// Open sessions of the key.
     pub sessions: BucketId,
+    auth: Option<(ApiKey, HmacKey)>,
+    nonce: u64,
 }
 
 impl Deribit {
@@ -102,6 +112,8 @@ impl Deribit {
             credits: builder.add("credits", Spec::token(c.credits_per_s, c.credits_max))?,
             connections: builder.add("connections", Spec::in_flight(c.connections))?,
             sessions: builder.add("sessions", Spec::in_flight(c.sessions))?,
+            auth: None,
+            nonce: 0,
         })
     }
 
@@ -146,51 +158,6 @@ impl Deribit {
             }
             _ => Verdict::Rejected,
         }
-    }
-
-    /// Reads a `private/get_order_state_by_label` (or `get_order_state`) answer for
-    /// an order looked up by its label, the client id: `result` (an order, or a list
-    /// of them) with `order_state` `open`, `filled`, `rejected`, `cancelled` or
-    /// `untriggered`; an empty list, or error 10004 (`order_not_found`), is an order
-    /// the venue does not know.
-    pub fn read_order(response: &Response<'_>) -> Result<Lookup, ReadError> {
-        let v = json::parse(response.body).map_err(|_| ReadError::Body("JSON"))?;
-        if let Ok(Some(e)) = v.get("error") {
-            return match e.get("code").ok().flatten().map(|c| c.as_i64()) {
-                Some(Ok(10004)) => Ok(Lookup::Absent),
-                _ => Err(ReadError::NoAnswer(response.status)),
-            };
-        }
-        let result = v
-            .get("result")
-            .ok()
-            .flatten()
-            .ok_or(ReadError::Body("result"))?;
-        let order = match result.kind() {
-            json::Kind::Array => match result.at(0) {
-                Ok(Some(o)) => o,
-                Ok(None) => return Ok(Lookup::Absent),
-                Err(_) => return Err(ReadError::Body("result")),
-            },
-            _ => result,
-        };
-        let state = order
-            .get("order_state")
-            .ok()
-            .flatten()
-            .ok_or(ReadError::Body("order_state"))?;
-        let is = |s| state.str_eq(s).unwrap_or(false);
-        Ok(if is("open") || is("untriggered") {
-            Lookup::Open
-        } else if is("filled") {
-            Lookup::Filled
-        } else if is("cancelled") {
-            Lookup::Cancelled
-        } else if is("rejected") {
-            Lookup::Rejected
-        } else {
-            return Err(ReadError::Body("order_state"));
-        })
     }
 }
 
@@ -240,6 +207,332 @@ impl Venue for Deribit {
             (s, ..) => adapt::status_rule(s, budget, self.ip, None, now),
         };
         adapt::finish(verdict, bad)
+    }
+}
+
+impl Deribit {
+    /// Signs private requests (`deri-hmac-sha256`) as `client_id` with
+    /// `client_secret`.
+    pub fn with_auth(mut self, client_id: &str, client_secret: &str) -> Result<Self, Error> {
+        self.auth = Some((
+            ApiKey::new(client_id)?,
+            HmacKey::new(client_secret.as_bytes()),
+        ));
+        Ok(self)
+    }
+
+    /// A GET of `/api/v2/{method}?` whose query `query` writes; signed when
+    /// `private`. Returns the deadline (`valid_until` for orders).
+    fn get(
+        &mut self,
+        w: &mut Writer<'_>,
+        method: &str,
+        private: bool,
+        now: i64,
+        query: impl FnOnce(&mut Writer<'_>) -> Result<(), Error>,
+    ) -> Result<i64, Error> {
+        if private && self.auth.is_none() {
+            return Err(Error::NoKey);
+        }
+        w.open();
+        let target_at = w.pos();
+        w.s("/api/v2/");
+        w.s(method);
+        w.s("?");
+        query(w)?;
+        let target_end = w.pos();
+        w.close_target();
+        let ts = self.clock.utc_ms(now);
+        if let Some((id, key)) = &self.auth {
+            if private {
+                self.nonce = self.nonce.wrapping_add(1);
+                let nonce = i64::try_from(self.nonce & 0x7fff_ffff_ffff_ffff).unwrap_or(0);
+                w.open();
+                w.s("deri-hmac-sha256 id=");
+                w.s(id.as_str());
+                w.s(",ts=");
+                let ts_at = w.pos();
+                w.int(ts);
+                let ts_end = w.pos();
+                w.s(",nonce=");
+                let nonce_at = w.pos();
+                w.int(nonce);
+                let nonce_end = w.pos();
+                let mac = key.sign(&[
+                    w.bytes(ts_at..ts_end),
+                    b"\n",
+                    w.bytes(nonce_at..nonce_end),
+                    b"\nGET\n",
+                    w.bytes(target_at..target_end),
+                    b"\n\n",
+                ]);
+                w.s(",sig=");
+                w.hex(&mac);
+                w.close_header("Authorization")?;
+            }
+        }
+        Ok(self.clock.now_ns_at(ts.saturating_add(VALID_FOR_MS)))
+    }
+}
+
+/// `&name=value` (or without `&` if `first`).
+fn q(w: &mut Writer<'_>, first: &mut bool, name: &str, value: &str) {
+    if !core::mem::take(first) {
+        w.s("&");
+    }
+    w.s(name);
+    w.s("=");
+    w.s(value);
+}
+
+/// The settlement currency of an instrument: `BTC` of `BTC-PERPETUAL`, `USDC` of
+/// `ETH_USDC-PERPETUAL`.
+fn currency(instrument: &str) -> &str {
+    let head = instrument.split('-').next().unwrap_or(instrument);
+    head.split('_').nth(1).unwrap_or(head)
+}
+
+/// An order object (`order_id`, `order_state`, `filled_amount`).
+fn order_info(o: Value<'_>) -> Option<OrderInfo> {
+    let st = o.get("order_state").ok().flatten()?;
+    let is = |s| st.str_eq(s).unwrap_or(false);
+    let state = if is("open") {
+        OrderState::New
+    } else if is("untriggered") {
+        OrderState::Pending
+    } else if is("filled") {
+        OrderState::Filled
+    } else if is("cancelled") {
+        OrderState::Canceled
+    } else if is("rejected") {
+        OrderState::Rejected
+    } else {
+        OrderState::Other
+    };
+    Some(OrderInfo {
+        state,
+        venue_order_id: endpoint::json_text(o.get("order_id").ok().flatten()?)?,
+        filled: o
+            .get("filled_amount")
+            .ok()
+            .flatten()
+            .and_then(endpoint::json_text),
+    })
+}
+
+fn error_code(v: Value<'_>) -> Option<i64> {
+    v.path("error.code").ok().flatten()?.as_i64().ok()
+}
+
+impl Endpoints for Deribit {
+    /// `private/buy` or `private/sell`, labelled with the client order id, valid
+    /// for [`VALID_FOR_MS`]: one matching-engine request.
+    fn new_order<'p>(
+        &mut self,
+        out: &'p mut Prepared,
+        o: &NewOrder<'_>,
+        now: i64,
+    ) -> Result<&'p Prepared, Error> {
+        let mut w = Writer::start(out);
+        let method = match o.side {
+            Side::Buy => "private/buy",
+            Side::Sell => "private/sell",
+        };
+        let valid_until = self.clock.utc_ms(now).saturating_add(VALID_FOR_MS);
+        let deadline = self.get(&mut w, method, true, now, |w| {
+            let mut f = true;
+            q(w, &mut f, "instrument_name", o.symbol.as_str());
+            q(w, &mut f, "amount", o.quantity.as_str());
+            let (kind, tif) = match o.order_type {
+                OrderType::Limit(TimeInForce::Gtc) | OrderType::PostOnly => {
+                    ("limit", "good_til_cancelled")
+                }
+                OrderType::Limit(TimeInForce::Ioc) => ("limit", "immediate_or_cancel"),
+                OrderType::Limit(TimeInForce::Fok) => ("limit", "fill_or_kill"),
+                OrderType::Market => ("market", "good_til_cancelled"),
+            };
+            q(w, &mut f, "type", kind);
+            match (o.order_type, o.price) {
+                (OrderType::Market, None) => {}
+                (OrderType::Market, Some(_)) => {
+                    return Err(Error::BadArgument("price of a market order"))
+                }
+                (_, Some(p)) => q(w, &mut f, "price", p.as_str()),
+                (_, None) => return Err(Error::BadArgument("price of a limit order")),
+            }
+            q(w, &mut f, "time_in_force", tif);
+            if o.order_type == OrderType::PostOnly {
+                q(w, &mut f, "post_only", "true");
+                q(w, &mut f, "reject_post_only", "true");
+            }
+            if o.reduce_only {
+                q(w, &mut f, "reduce_only", "true");
+            }
+            q(w, &mut f, "label", o.client_order_id.as_str());
+            w.s("&valid_until=");
+            w.int(valid_until);
+            w.id(o.client_order_id)
+        })?;
+        w.finish(self, Request::Order, Method::Get, deadline)
+    }
+
+    /// `private/cancel_by_label` (the label is the client order id): one
+    /// matching-engine request.
+    fn cancel<'p>(
+        &mut self,
+        out: &'p mut Prepared,
+        o: &OrderRef<'_>,
+        now: i64,
+    ) -> Result<&'p Prepared, Error> {
+        let mut w = Writer::start(out);
+        let deadline = self.get(&mut w, "private/cancel_by_label", true, now, |w| {
+            let mut f = true;
+            q(w, &mut f, "label", o.client_order_id.as_str());
+            q(w, &mut f, "currency", currency(o.symbol.as_str()));
+            w.id(o.client_order_id)
+        })?;
+        w.finish(self, Request::Cancel, Method::Get, deadline)
+    }
+
+    /// `private/edit_by_label` (the amount is required): one matching-engine
+    /// request.
+    fn amend<'p>(
+        &mut self,
+        out: &'p mut Prepared,
+        a: &Amend<'_>,
+        now: i64,
+    ) -> Result<&'p Prepared, Error> {
+        let mut w = Writer::start(out);
+        let Some(amount) = a.quantity else {
+            return Err(Error::BadArgument(
+                "quantity (Deribit's edit needs the amount)",
+            ));
+        };
+        let deadline = self.get(&mut w, "private/edit_by_label", true, now, |w| {
+            let mut f = true;
+            q(w, &mut f, "label", a.order.client_order_id.as_str());
+            q(w, &mut f, "instrument_name", a.order.symbol.as_str());
+            q(w, &mut f, "amount", amount.as_str());
+            if let Some(p) = a.price {
+                q(w, &mut f, "price", p.as_str());
+            }
+            w.id(a.order.client_order_id)
+        })?;
+        w.finish(self, Request::CancelReplace, Method::Get, deadline)
+    }
+
+    /// `private/get_order_state_by_label`: 500 credits.
+    fn query_order<'p>(
+        &mut self,
+        out: &'p mut Prepared,
+        o: &OrderRef<'_>,
+        now: i64,
+    ) -> Result<&'p Prepared, Error> {
+        let mut w = Writer::start(out);
+        let deadline = self.get(&mut w, "private/get_order_state_by_label", true, now, |w| {
+            let mut f = true;
+            q(w, &mut f, "currency", currency(o.symbol.as_str()));
+            q(w, &mut f, "label", o.client_order_id.as_str());
+            w.id(o.client_order_id)
+        })?;
+        w.finish(self, Request::Read(1), Method::Get, deadline)
+    }
+
+    /// `private/get_open_orders_by_instrument` (or `get_open_orders`): 500 credits.
+    fn open_orders<'p>(
+        &mut self,
+        out: &'p mut Prepared,
+        symbol: Option<Symbol<'_>>,
+        now: i64,
+    ) -> Result<&'p Prepared, Error> {
+        let mut w = Writer::start(out);
+        let method = if symbol.is_some() {
+            "private/get_open_orders_by_instrument"
+        } else {
+            "private/get_open_orders"
+        };
+        let deadline = self.get(&mut w, method, true, now, |w| {
+            if let Some(s) = symbol {
+                q(w, &mut true, "instrument_name", s.as_str());
+            }
+            Ok(())
+        })?;
+        w.finish(self, Request::Read(1), Method::Get, deadline)
+    }
+
+    /// `public/get_order_book` with `depth` (1 to 10000): 500 credits.
+    fn book<'p>(
+        &mut self,
+        out: &'p mut Prepared,
+        symbol: Symbol<'_>,
+        depth: u32,
+        now: i64,
+    ) -> Result<&'p Prepared, Error> {
+        let mut w = Writer::start(out);
+        if !(1..=10_000).contains(&depth) {
+            return Err(Error::BadArgument("depth (1..=10000)"));
+        }
+        let deadline = self.get(&mut w, "public/get_order_book", false, now, |w| {
+            q(w, &mut true, "instrument_name", symbol.as_str());
+            w.s("&depth=");
+            w.int(i64::from(depth));
+            Ok(())
+        })?;
+        w.finish(self, Request::Read(1), Method::Get, deadline)
+    }
+
+    /// `private/get_account_summaries`: 500 credits.
+    fn account<'p>(&mut self, out: &'p mut Prepared, now: i64) -> Result<&'p Prepared, Error> {
+        let mut w = Writer::start(out);
+        let deadline = self.get(&mut w, "private/get_account_summaries", true, now, |_| {
+            Ok(())
+        })?;
+        w.finish(self, Request::Read(1), Method::Get, deadline)
+    }
+
+    /// `get_order_state_by_label`: the first order of `result` (a list), none, or
+    /// 10004 (`order_not_found`); any other error, unknown.
+    fn read_order(&self, r: &Response<'_>) -> Lookup {
+        let Ok(v) = json::parse(r.body) else {
+            return Lookup::Unknown;
+        };
+        if v.get("error").ok().flatten().is_some() {
+            return match error_code(v) {
+                Some(10004) => Lookup::NotFound,
+                _ => Lookup::Unknown,
+            };
+        }
+        let Some(result) = v.get("result").ok().flatten() else {
+            return Lookup::Unknown;
+        };
+        let order = match result.kind() {
+            json::Kind::Array => match result.at(0) {
+                Ok(Some(o)) => o,
+                Ok(None) => return Lookup::NotFound,
+                Err(_) => return Lookup::Unknown,
+            },
+            _ => result,
+        };
+        order_info(order).map_or(Lookup::Unknown, Lookup::Found)
+    }
+
+    /// `buy`/`sell`: `result.order`; an error code that says it did not run is
+    /// refused; 11094, 13028, 13888 (it may have run) are unknown.
+    fn read_placed(&self, r: &Response<'_>) -> Placed {
+        let Ok(v) = json::parse(r.body) else {
+            return Placed::Unknown;
+        };
+        if v.get("error").ok().flatten().is_some() {
+            return match error_code(v) {
+                Some(11094 | 13028 | 13888) | None => Placed::Unknown,
+                Some(_) => Placed::Refused,
+            };
+        }
+        match v.path("result.order").ok().flatten().and_then(order_info) {
+            Some(info) if info.state == OrderState::Rejected => Placed::Refused,
+            Some(info) => Placed::Accepted(info),
+            None => Placed::Unknown,
+        }
     }
 }
 

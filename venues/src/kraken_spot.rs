@@ -379,86 +379,6 @@ impl Venue for KrakenSpot {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The age table of docs.kraken.com/exchange/guides/general/ratelimits, row by
-    /// row, at each edge.
-    #[test]
-    fn costs_by_age_follow_the_documented_table() {
-        let s = |x: i64| x * SEC;
-        let ages = [
-            0,
-            s(5) - 1,
-            s(5),
-            s(10) - 1,
-            s(10),
-            s(15),
-            s(45) - 1,
-            s(45),
-            s(90),
-            s(300) - 1,
-            s(300),
-            s(3600),
-        ];
-        let cancel = [8, 8, 6, 6, 5, 4, 4, 2, 1, 1, 0, 0];
-        let amend = [4, 4, 3, 3, 2, 1, 1, 1, 1, 1, 1, 1];
-        let edit = [7, 7, 6, 6, 5, 3, 3, 2, 1, 1, 1, 1];
-        for (i, age) in ages.into_iter().enumerate() {
-            assert_eq!(cancel_cost(age), cancel[i], "cancel at {age}");
-            assert_eq!(amend_cost(age), amend[i], "amend at {age}");
-            assert_eq!(edit_cost(age), edit[i], "edit at {age}");
-        }
-        // A negative age (clock step) is the youngest order.
-        assert_eq!(cancel_cost(-1), 8);
-        assert_eq!((batch_cost(1), batch_cost(15)), (1, 8));
-    }
-
-    #[test]
-    fn the_counter_decays_at_the_tier_rate() {
-        let mut b = Budget::builder();
-        let k = KrakenSpot::new(&mut b, Clock::anchor(0, 0), Config::PRO).unwrap();
-        let mut budget = b.build(0).unwrap();
-        // 180 of cancels of fresh orders: 22 of them (176), then the 23rd (8) fails.
-        for _ in 0..22 {
-            let t = budget
-                .try_charge(&k.cancel_parts(0), ergon_core::Class::Normal, 0)
-                .unwrap();
-            budget.complete(t.sent(), 0).unwrap();
-        }
-        assert!(budget
-            .try_charge(&k.cancel_parts(0), ergon_core::Class::Normal, 0)
-            .is_err());
-        // A 2-minute-old order costs 1 and fits.
-        let t = budget
-            .try_charge(&k.cancel_parts(120 * SEC), ergon_core::Class::Normal, 0)
-            .unwrap();
-        budget.complete(t.sent(), 0).unwrap();
-        // 177 of 180: a fresh cancel (8) needs 5 units to decay, at 3.75 per second
-        // 1.33 s.
-        assert!(budget
-            .try_charge(&k.cancel_parts(0), ergon_core::Class::Normal, 1_300 * MS)
-            .is_err());
-        assert!(budget
-            .try_charge(&k.cancel_parts(0), ergon_core::Class::Normal, 1_400 * MS)
-            .is_ok());
-    }
-
-    #[test]
-    fn a_zero_decay_is_refused() {
-        let mut b = Budget::builder();
-        let c = Config {
-            trading_decay_milli_per_s: 0,
-            ..Config::default()
-        };
-        assert_eq!(
-            KrakenSpot::new(&mut b, Clock::anchor(0, 0), c).unwrap_err(),
-            Error::BadField("decay")
-        );
-    }
-}
-
 impl KrakenSpot {
     /// Signs private requests with `api_key` (`API-Key`) and its base64 `secret`.
     pub fn with_auth(mut self, api_key: &str, secret_b64: &str) -> Result<Self, Error> {
@@ -902,5 +822,85 @@ impl Endpoints for KrakenSpot {
             }),
             None => Placed::Unknown,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The age table of docs.kraken.com/exchange/guides/general/ratelimits, row by
+    /// row, at each edge.
+    #[test]
+    fn costs_by_age_follow_the_documented_table() {
+        let s = |x: i64| x * SEC;
+        let ages = [
+            0,
+            s(5) - 1,
+            s(5),
+            s(10) - 1,
+            s(10),
+            s(15),
+            s(45) - 1,
+            s(45),
+            s(90),
+            s(300) - 1,
+            s(300),
+            s(3600),
+        ];
+        let cancel = [8, 8, 6, 6, 5, 4, 4, 2, 1, 1, 0, 0];
+        let amend = [4, 4, 3, 3, 2, 1, 1, 1, 1, 1, 1, 1];
+        let edit = [7, 7, 6, 6, 5, 3, 3, 2, 1, 1, 1, 1];
+        for (i, age) in ages.into_iter().enumerate() {
+            assert_eq!(cancel_cost(age), cancel[i], "cancel at {age}");
+            assert_eq!(amend_cost(age), amend[i], "amend at {age}");
+            assert_eq!(edit_cost(age), edit[i], "edit at {age}");
+        }
+        // A negative age (clock step) is the youngest order.
+        assert_eq!(cancel_cost(-1), 8);
+        assert_eq!((batch_cost(1), batch_cost(15)), (1, 8));
+    }
+
+    #[test]
+    fn the_counter_decays_at_the_tier_rate() {
+        let mut b = Budget::builder();
+        let k = KrakenSpot::new(&mut b, Clock::anchor(0, 0), Config::PRO).unwrap();
+        let mut budget = b.build(0).unwrap();
+        // 180 of cancels of fresh orders: 22 of them (176), then the 23rd (8) fails.
+        for _ in 0..22 {
+            let t = budget
+                .try_charge(&k.cancel_parts(0), ergon_core::Class::Normal, 0)
+                .unwrap();
+            budget.complete(t.sent(), 0).unwrap();
+        }
+        assert!(budget
+            .try_charge(&k.cancel_parts(0), ergon_core::Class::Normal, 0)
+            .is_err());
+        // A 2-minute-old order costs 1 and fits.
+        let t = budget
+            .try_charge(&k.cancel_parts(120 * SEC), ergon_core::Class::Normal, 0)
+            .unwrap();
+        budget.complete(t.sent(), 0).unwrap();
+        // 177 of 180: a fresh cancel (8) needs 5 units to decay, at 3.75 per second
+        // 1.33 s.
+        assert!(budget
+            .try_charge(&k.cancel_parts(0), ergon_core::Class::Normal, 1_300 * MS)
+            .is_err());
+        assert!(budget
+            .try_charge(&k.cancel_parts(0), ergon_core::Class::Normal, 1_400 * MS)
+            .is_ok());
+    }
+
+    #[test]
+    fn a_zero_decay_is_refused() {
+        let mut b = Budget::builder();
+        let c = Config {
+            trading_decay_milli_per_s: 0,
+            ..Config::default()
+        };
+        assert_eq!(
+            KrakenSpot::new(&mut b, Clock::anchor(0, 0), c).unwrap_err(),
+            Error::BadField("decay")
+        );
     }
 }

@@ -7,8 +7,8 @@
 //!   venue's clock, `Retry-After`, usage headers, holds, bans, batches, alerts);
 //! - one module per venue: Binance Spot, Binance USD-M futures, Bybit v5, OKX v5,
 //!   Hyperliquid (and its WebSocket limits, [`hyperliquid_ws`]), Deribit, Kraken Spot,
-//!   Kraken derivatives and Coinbase Exchange; [`waits`] and [`reconcile`] hold what
-//!   the last four share (server waits and blocks, the order-lookup answer), and
+//!   Kraken derivatives and Coinbase Exchange; [`waits`] holds the firewall block
+//!   the last four share, and
 //!   [`sign`] their request signatures;
 //! - [`endpoint`]: typed endpoints: a request prepared from typed arguments, with
 //!   the parts it charges, its signed target, headers and body, its deadline and
@@ -33,7 +33,6 @@ pub mod json;
 pub mod kraken_futures;
 pub mod kraken_spot;
 pub mod okx;
-pub mod reconcile;
 pub mod response;
 pub mod sign;
 pub mod waits;
