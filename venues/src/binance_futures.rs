@@ -8,12 +8,14 @@
 //!
 //! Reading an answer never allocates.
 
-use crate::adapt::{self, Clock, Error, Parts, Request, Venue};
+use crate::adapt::{self, Batch, Clock, Error, Parts, Request, Venue, MAX_ITEMS};
 use crate::endpoint::{
     Amend, Endpoints, Lookup, Method, NewOrder, OrderRef, OrderType, Placed, Prepared, Side,
     Symbol, Writer,
 };
+use crate::json;
 use crate::response::Response;
+use arrayvec::ArrayVec;
 use ergon_core::{Budget, Builder, Verdict};
 
 use crate::binance_spot::{self as spot, Auth, Counts, Limits, Msg, PostOnly};
@@ -35,7 +37,10 @@ pub fn depth_weight(limit: u32) -> Option<u32> {
 }
 
 /// The documented defaults: `REQUEST_WEIGHT_1M` 2400, `ORDERS_1M` 1200,
-/// `ORDERS_10S` 300.
+/// `ORDERS_10S` 300 (<https://developers.binance.com/docs/derivatives/usds-margined-futures/general-info>,
+/// checked 2026-11-30). `GET /fapi/v1/exchangeInfo` publishes the account's own
+/// `rateLimits`: prefer them ([`Limits::table_from_exchange_info`] reads either
+/// product's answer).
 pub const DEFAULT_TABLE: &[(Counts, u64, &str, u64)] = &[
     (Counts::Weight, 1, "MINUTE", 2400),
     (Counts::Orders, 1, "MINUTE", 1200),
@@ -56,6 +61,7 @@ pub struct BinanceFutures {
     /// Its limits.
     pub limits: Limits,
     auth: Auth,
+    items: ArrayVec<Verdict, MAX_ITEMS>,
 }
 
 impl BinanceFutures {
@@ -71,6 +77,7 @@ impl BinanceFutures {
         let me = BinanceFutures {
             limits,
             auth: Auth::default(),
+            items: ArrayVec::new(),
         };
         me.parts(Request::Order)?;
         Ok(me)
@@ -188,7 +195,7 @@ impl Endpoints for BinanceFutures {
     }
 
     /// `PUT /fapi/v1/order` (modify): side, quantity and price are all required;
-    /// one order on each order limit and IP weight 1.
+    /// one order on each order limit and IP weight 0.
     fn amend<'p>(
         &mut self,
         out: &'p mut Prepared,
@@ -334,6 +341,19 @@ impl Endpoints for BinanceFutures {
     }
 }
 
+/// One item of a `batchOrders` answer: an order object is done; an error object
+/// by its code (-1008 not run; -1006/-1007 unknown; any other a rejection of that
+/// order alone).
+fn batch_item_verdict(item: json::Value<'_>) -> Verdict {
+    match item.get("code").ok().flatten().map(|c| c.as_i64()) {
+        None if item.get("orderId").ok().flatten().is_some() => Verdict::Done,
+        Some(Ok(-1008)) => Verdict::NotRun,
+        Some(Ok(-1007 | -1006)) => Verdict::Unknown,
+        Some(Ok(_)) => Verdict::Rejected,
+        _ => Verdict::Unknown,
+    }
+}
+
 /// Whether a 503 body (JSON `msg`, or the plain text) is `text`.
 fn says_503(m: &Msg<'_>, body: &[u8], text: &str) -> bool {
     m.is(text) || body.trim_ascii() == text.as_bytes()
@@ -347,8 +367,8 @@ impl Venue for BinanceFutures {
             // New order: one on each order limit, IP weight 0.
             Request::Order => l.parts(0, 1, 0),
             Request::Cancel => l.parts(1, 0, 0),
-            // Modify order: IP weight 1, one on each order limit.
-            Request::CancelReplace => l.parts(1, 1, 0),
+            // Modify order: as a new order, IP weight 0, one on each order limit.
+            Request::CancelReplace => l.parts(0, 1, 0),
             // batchOrders (at most 5): weight 5, 5 on the 10 s order limit, 1 on
             // the minute one, whatever the count.
             Request::Batch(n) if usize::from(n) <= MAX_BATCH_ORDERS => {
@@ -370,6 +390,7 @@ impl Venue for BinanceFutures {
         budget: &mut Budget,
         now: i64,
     ) -> Result<Verdict, Error> {
+        self.items.clear();
         let l = &self.limits;
         let retry = adapt::response_retry_after(r, &l.clock, now);
         let mut bad = retry.malformed.then_some("Retry-After");
@@ -398,10 +419,27 @@ impl Venue for BinanceFutures {
                 None => Verdict::Unknown,
             },
             (200..=299, _) if m.json.is_none() => Verdict::Unknown,
+            // batchOrders: a list with one order or error object per order.
+            (200..=299, None) if matches!(request, Request::Batch(_)) => {
+                match m.json.map(|v| v.items()) {
+                    Some(Ok(items)) => {
+                        let mut batch = Batch::new();
+                        items.for_each(|i| batch.add(batch_item_verdict(i)));
+                        let verdict = batch.verdict().unwrap_or(Verdict::Unknown);
+                        self.items = batch.into_items();
+                        verdict
+                    }
+                    _ => Verdict::Unknown,
+                }
+            }
             (400..=499, None) if m.json.is_none() && request.is_write() => Verdict::Unknown,
             (s, _) => adapt::status_rule(s, budget, l.ip, wait, now),
         };
-        bad = bad.or(l.observe(r, budget, now));
+        bad = bad.or(self.limits.observe(r, budget, now));
         adapt::finish(verdict, bad)
+    }
+
+    fn batch_items(&self) -> &[Verdict] {
+        &self.items
     }
 }

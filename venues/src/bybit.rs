@@ -9,13 +9,14 @@
 //!
 //! Reading an answer never allocates.
 
-use crate::adapt::{self, Batch, Clock, Error, Parts, Request, Venue};
+use crate::adapt::{self, Batch, Clock, Error, Parts, Request, Venue, MAX_ITEMS};
 use crate::endpoint::{
     self, Amend, ApiKey, Endpoints, HmacKey, Lookup, Method, NewOrder, OrderInfo, OrderRef,
     OrderState, OrderType, Placed, Prepared, Side, Symbol, TimeInForce, Writer,
 };
 use crate::json::{self, Value};
 use crate::response::Response;
+use arrayvec::ArrayVec;
 use ergon_core::{BucketId, Budget, Builder, Part, Spec, Verdict};
 
 const MS: i64 = 1_000_000;
@@ -41,7 +42,12 @@ pub struct Config {
 }
 
 impl Default for Config {
-    /// The documented defaults for linear contracts (classic VIP 0).
+    /// The documented defaults for linear contracts (classic account, VIP 0):
+    /// create, amend and cancel 10 per second per UID, reads 50, and 600 requests
+    /// per 5 s per IP. Source: <https://bybit-exchange.github.io/docs/v5/rate-limit>,
+    /// checked 2026-11-30. Raise them to the account's own limits (`GET
+    /// /v5/user/query-api` does not return them; the `X-Bapi-Limit` header of each
+    /// answer does, and [`Bybit`] reads it).
     fn default() -> Self {
         Config {
             create_per_s: 10,
@@ -90,6 +96,7 @@ pub struct Bybit {
     auth: Option<Auth>,
     /// The `category` every typed endpoint names (`linear`, `inverse`, `spot`).
     pub category: &'static str,
+    items: ArrayVec<Verdict, MAX_ITEMS>,
     /// The IP gate.
     pub ip: BucketId,
     /// 600 requests per 5 s per IP.
@@ -112,6 +119,7 @@ impl Bybit {
             clock,
             auth: None,
             category: "linear",
+            items: ArrayVec::new(),
             ip: builder.add("ip", Spec::gate())?,
             ip_5s: builder.add("ip_5s", Spec::sliding(c.ip_per_5s, 5 * SEC, 50))?,
             create: builder.add("/v5/order/create", second(c.create_per_s))?,
@@ -276,21 +284,21 @@ impl Bybit {
         budget: &mut Budget,
         now: i64,
         bad: &mut Option<&'static str>,
-    ) -> Verdict {
+    ) -> Batch {
+        let mut batch = Batch::new();
         let Ok(Some(list)) = v.path("retExtInfo.list") else {
-            return Verdict::Unknown;
+            return batch;
         };
         let Ok(items) = list.items() else {
-            return Verdict::Unknown;
+            return batch;
         };
-        let mut batch = Batch::new();
         for item in items {
             match item.get("code").ok().flatten().map(|c| c.as_i64()) {
                 Some(Ok(code)) => batch.add(self.code(code, request, r, budget, now, bad)),
                 _ => batch.add(Verdict::Unknown),
             }
         }
-        batch.verdict().unwrap_or(Verdict::Unknown)
+        batch
     }
 
     /// `X-Bapi-Limit` minus `X-Bapi-Limit-Status` is the endpoint's usage.
@@ -653,6 +661,7 @@ impl Venue for Bybit {
         now: i64,
     ) -> Result<Verdict, Error> {
         let mut bad = None;
+        self.items.clear();
         let body = json::parse(r.body).ok();
         let ret_code = body
             .and_then(|v| v.get("retCode").ok().flatten())
@@ -662,7 +671,10 @@ impl Venue for Bybit {
             // at least 10 minutes.
             (403, None, _) => adapt::ban(budget, self.ip, now.saturating_add(BAN_NS), now),
             (_, Some(0), Some(v)) if matches!(request, Request::Batch(_)) => {
-                self.batch(v, request, r, budget, now, &mut bad)
+                let batch = self.batch(v, request, r, budget, now, &mut bad);
+                let verdict = batch.verdict().unwrap_or(Verdict::Unknown);
+                self.items = batch.into_items();
+                verdict
             }
             (_, Some(code), _) => self.code(code, request, r, budget, now, &mut bad),
             (429, None, _) => adapt::hold(budget, self.ip, None, now),
@@ -672,5 +684,9 @@ impl Venue for Bybit {
         };
         bad = bad.or(self.observe(request, r, budget, now));
         adapt::finish(verdict, bad)
+    }
+
+    fn batch_items(&self) -> &[Verdict] {
+        &self.items
     }
 }

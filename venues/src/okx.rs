@@ -10,13 +10,14 @@
 //! One adapter trades one instrument (the place-order limit is per instrument).
 //! Reading an answer never allocates.
 
-use crate::adapt::{self, Batch, Clock, Error, Parts, Request, Venue};
+use crate::adapt::{self, Batch, Clock, Error, Parts, Request, Venue, MAX_ITEMS};
 use crate::endpoint::{
     self, Amend, ApiKey, ClientOrderId, Endpoints, HmacKey, Lookup, Method, NewOrder, OrderInfo,
     OrderRef, OrderState, OrderType, Placed, Prepared, Side, Symbol, TimeInForce, Writer,
 };
 use crate::json::{self, Value};
 use crate::response::Response;
+use arrayvec::ArrayVec;
 use ergon_core::{BucketId, Budget, Builder, Part, Spec, Verdict};
 
 const MS: i64 = 1_000_000;
@@ -40,7 +41,13 @@ pub struct Config {
 }
 
 impl Default for Config {
-    /// The documented limits.
+    /// The documented limits per 2 s: place, cancel and amend order 60 per
+    /// instrument, batch orders 300 orders per instrument, 1000 new and amended
+    /// orders per sub-account, reads 20 (order details and pending orders take 60;
+    /// 20 is the lower, shared default). Source:
+    /// <https://www.okx.com/docs-v5/en/#overview-rate-limits> and each endpoint's
+    /// "Rate Limit" line, checked 2026-11-30. The sub-account limit changes with the
+    /// fill ratio (`GET /api/v5/trade/account-rate-limit`): set it from there.
     fn default() -> Self {
         Config {
             order: 60,
@@ -92,6 +99,7 @@ pub struct Okx {
     auth: Option<Auth>,
     /// The trade mode new orders name (`cross`, `isolated`, `cash`).
     pub td_mode: &'static str,
+    items: ArrayVec<Verdict, MAX_ITEMS>,
     /// The IP gate.
     pub ip: BucketId,
     /// Place order, per instrument.
@@ -116,6 +124,7 @@ impl Okx {
             clock,
             auth: None,
             td_mode: "cross",
+            items: ArrayVec::new(),
             ip: builder.add("ip", Spec::gate())?,
             order: builder.add("/api/v5/trade/order", two_s(c.order))?,
             batch_orders: builder.add("/api/v5/trade/batch-orders", two_s(c.batch_orders))?,
@@ -234,12 +243,19 @@ impl Okx {
     }
 
     /// The verdict of one code (the request's `code`, or an order's `sCode`).
-    fn code(&self, code: i64, request: Request<'_>, budget: &mut Budget, now: i64) -> Verdict {
+    fn code(
+        &self,
+        code: i64,
+        request: Request<'_>,
+        wait: Option<i64>,
+        budget: &mut Budget,
+        now: i64,
+    ) -> Verdict {
         match code {
             0 => Verdict::Done,
             // Rate limit reached / too frequent: the endpoint's 2 s window.
-            50011 | 50040 => adapt::hold(budget, self.endpoint(request), None, now),
-            50061 => adapt::hold(budget, self.sub_account, None, now),
+            50011 | 50040 => adapt::hold(budget, self.endpoint(request), wait, now),
+            50061 => adapt::hold(budget, self.sub_account, wait, now),
             50102 => Verdict::ClockSkew,
             50004 => Verdict::Unknown,
             50001 | 50013 | 50026 if request.is_write() => Verdict::Unknown,
@@ -249,18 +265,25 @@ impl Okx {
     }
 
     /// `code` 1 (failed) or 2 (partly): each order's `sCode` decides.
-    fn orders(&self, v: Value<'_>, request: Request<'_>, budget: &mut Budget, now: i64) -> Verdict {
-        let Ok(Some(Ok(items))) = v.get("data").map(|d| d.map(|d| d.items())) else {
-            return Verdict::Unknown;
-        };
+    fn orders(
+        &self,
+        v: Value<'_>,
+        request: Request<'_>,
+        wait: Option<i64>,
+        budget: &mut Budget,
+        now: i64,
+    ) -> Batch {
         let mut batch = Batch::new();
+        let Ok(Some(Ok(items))) = v.get("data").map(|d| d.map(|d| d.items())) else {
+            return batch;
+        };
         for item in items {
             match item.get("sCode").ok().flatten().map(|c| c.parse_i64()) {
-                Some(Ok(code)) => batch.add(self.code(code, request, budget, now)),
+                Some(Ok(code)) => batch.add(self.code(code, request, wait, budget, now)),
                 _ => batch.add(Verdict::Unknown),
             }
         }
-        batch.verdict().unwrap_or(Verdict::Unknown)
+        batch
     }
 }
 
@@ -658,18 +681,41 @@ impl Venue for Okx {
         budget: &mut Budget,
         now: i64,
     ) -> Result<Verdict, Error> {
+        self.items.clear();
+        // OKX documents no wait header; a `Retry-After` (RFC 9110) on a throttle is
+        // read like any other venue's.
+        let retry = adapt::response_retry_after(r, &self.clock, now);
+        let bad = retry.malformed.then_some("Retry-After");
+        let wait = retry.wait_ns;
         let body = json::parse(r.body).ok();
         let code = body
             .and_then(|v| v.get("code").ok().flatten())
             .and_then(|c| c.parse_i64().ok());
         let verdict = match (r.status, code, body) {
-            (_, Some(1 | 2), Some(v)) => self.orders(v, request, budget, now),
-            (_, Some(code), _) => self.code(code, request, budget, now),
-            (429, None, _) => adapt::hold(budget, self.endpoint(request), None, now),
+            (_, Some(1 | 2), Some(v)) => {
+                let batch = self.orders(v, request, wait, budget, now);
+                let verdict = batch.verdict().unwrap_or(Verdict::Unknown);
+                if matches!(request, Request::Batch(_)) {
+                    self.items = batch.into_items();
+                }
+                verdict
+            }
+            // A batch that all went through: each order is done.
+            (_, Some(0), Some(v)) if matches!(request, Request::Batch(_)) => {
+                let batch = self.orders(v, request, wait, budget, now);
+                self.items = batch.into_items();
+                Verdict::Done
+            }
+            (_, Some(code), _) => self.code(code, request, wait, budget, now),
+            (429, None, _) => adapt::hold(budget, self.endpoint(request), wait, now),
             (_, None, _) if request.is_write() => Verdict::Unknown,
             (200..=299, None, _) => Verdict::Unknown,
-            (s, None, _) => adapt::status_rule(s, budget, self.ip, None, now),
+            (s, None, _) => adapt::status_rule(s, budget, self.ip, wait, now),
         };
-        Ok(verdict)
+        adapt::finish(verdict, bad)
+    }
+
+    fn batch_items(&self) -> &[Verdict] {
+        &self.items
     }
 }

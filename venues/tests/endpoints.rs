@@ -13,6 +13,7 @@ use ergon_venues::endpoint::{
     Amend, CancelReplace, ClientOrderId, Decimal, Endpoints, HmacKey, Lookup, Method, NewOrder,
     OrderRef, OrderState, OrderType, Placed, Prepared, Side, Symbol, TimeInForce,
 };
+use ergon_venues::hyperliquid::{self, Action, Exchange, Hyperliquid, Signature, Signer};
 use ergon_venues::okx::{self, Okx};
 use hmac::{Hmac, Mac};
 
@@ -396,8 +397,8 @@ fn binance_futures_order_is_signed_as_documented() {
 }
 
 /// Weights from the USD-M futures REST pages (checked 2026-11-30): new order 1 on
-/// the 10 s and the 1 min order limits and 0 IP weight; cancel 1; modify (PUT) 1 and
-/// one order on each limit; batchOrders 5 weight, 5 on the 10 s and 1 on the minute
+/// the 10 s and the 1 min order limits and 0 IP weight; cancel 1; modify (PUT) as a
+/// new order; batchOrders 5 weight, 5 on the 10 s and 1 on the minute
 /// order limit; query order 1; open orders 1 (one symbol) or 40; depth 2/5/10/20 by
 /// limit; account (v3) 5
 /// (<https://developers.binance.com/docs/derivatives/usds-margined-futures/trade/rest-api>,
@@ -431,7 +432,7 @@ fn binance_futures_parts_equal_the_documented_weights() {
     f.amend(&mut p, &amend, 0).unwrap();
     assert_eq!(
         (p.method(), named(&p, &budget)),
-        (Some(Method::Put), parts(1, 1, 1))
+        (Some(Method::Put), parts(0, 1, 1))
     );
     assert!(f
         .amend(
@@ -844,5 +845,227 @@ fn okx_reconcile_reads_found_not_found_and_unknown() {
     assert_eq!(
         read("okx", "timeout_50004", |r| v.read_placed(r)),
         Placed::Unknown
+    );
+}
+
+/// A signer that records what it was asked to sign and answers a fixed signature:
+/// the crate holds no key, so the test checks what reaches the signer.
+#[derive(Default)]
+struct Recorder {
+    seen: Vec<(String, String, u64, u64)>,
+}
+
+impl Signer for Recorder {
+    fn address(&self) -> &str {
+        "0x0000000000000000000000000000000000000abc"
+    }
+    fn sign(
+        &mut self,
+        action: Action<'_>,
+        json: &[u8],
+        nonce: u64,
+        expires: u64,
+    ) -> Result<Signature, Error> {
+        let kind = format!("{action:?}").split('(').next().unwrap().to_string();
+        self.seen.push((
+            kind,
+            String::from_utf8(json.to_vec()).unwrap(),
+            nonce,
+            expires,
+        ));
+        Ok(Signature {
+            r: [0x11; 32],
+            s: [0x22; 32],
+            v: 27,
+        })
+    }
+}
+
+fn hl() -> (Exchange<Recorder>, Budget) {
+    let mut b = Budget::builder();
+    let clock = Clock::anchor(10 * SEC, 1_700_000_000_000);
+    let venue = Hyperliquid::new(&mut b, clock, hyperliquid::Config::default()).unwrap();
+    let ex = Exchange::new(venue, Recorder::default(), &[("BTC", 0), ("ETH", 1)], 5000).unwrap();
+    (ex, b.build(0).unwrap())
+}
+
+const CLOID: &str = "0x00000000000000000000000000000001";
+
+fn hl_order(cloid: &str) -> NewOrder<'static> {
+    NewOrder {
+        symbol: sym("BTC"),
+        price: Some(dec("37000")),
+        quantity: dec("0.01"),
+        ..btcusdt(cloid)
+    }
+}
+
+/// Hyperliquid's exchange request: `{"action", "nonce", "signature", "expiresAfter"}`
+/// with the order wire fields `a b p s r t c`
+/// (<https://hyperliquid.gitbook.io/hyperliquid-docs/for-developers/api/exchange-endpoint>,
+/// checked 2026-11-30). The signature is the caller's (EIP-712 over msgpack): the
+/// test checks that the signer sees the action as sent, the nonce and expiry.
+#[test]
+fn hyperliquid_actions_go_through_the_callers_signer() {
+    let (mut ex, _) = hl();
+    let mut p = Prepared::default();
+    ex.new_order(&mut p, &hl_order(CLOID), 10 * SEC).unwrap();
+    let action = r#"{"type":"order","orders":[{"a":0,"b":true,"p":"37000","s":"0.01","r":false,"t":{"limit":{"tif":"Gtc"}},"c":"0x00000000000000000000000000000001"}],"grouping":"na"}"#;
+    let body = std::str::from_utf8(p.body()).unwrap();
+    let r = "11".repeat(32);
+    let s = "22".repeat(32);
+    assert_eq!(
+        body,
+        format!(
+            r#"{{"action":{action},"nonce":1700000000000,"signature":{{"r":"0x{r}","s":"0x{s}","v":27}},"expiresAfter":1700000005000}}"#
+        )
+    );
+    let _: serde_json::Value = serde_json::from_str(body).unwrap();
+    assert_eq!((p.target(), p.method()), ("/exchange", Some(Method::Post)));
+    assert_eq!(p.deadline_ns(), 15 * SEC);
+    // Nonces never repeat, even within one millisecond.
+    ex.noop(&mut p, 10 * SEC).unwrap();
+    assert!(std::str::from_utf8(p.body())
+        .unwrap()
+        .starts_with(r#"{"action":{"type":"noop"},"nonce":1700000000001,"#));
+    let r = OrderRef {
+        symbol: sym("ETH"),
+        client_order_id: id(CLOID),
+    };
+    ex.cancel(&mut p, &r, 10 * SEC).unwrap();
+    ex.query_order(&mut p, &r, 10 * SEC).unwrap();
+    assert_eq!(
+        std::str::from_utf8(p.body()).unwrap(),
+        r#"{"type":"orderStatus","user":"0x0000000000000000000000000000000000000abc","oid":"0x00000000000000000000000000000001"}"#
+    );
+    assert_eq!(p.target(), "/info");
+    assert_eq!(
+        ex.new_order(&mut p, &hl_order("mm-1"), 0).err(),
+        Some(Error::BadArgument(
+            "Hyperliquid cloid: 0x and 32 hex digits"
+        ))
+    );
+    let unknown = NewOrder {
+        symbol: sym("DOGE"),
+        ..hl_order(CLOID)
+    };
+    assert_eq!(
+        ex.new_order(&mut p, &unknown, 0).err(),
+        Some(Error::BadArgument("asset not in the table"))
+    );
+    assert!(p.is_empty());
+}
+
+#[test]
+fn hyperliquid_signer_sees_each_action() {
+    let (mut ex, _) = hl();
+    let mut p = Prepared::default();
+    ex.new_order(&mut p, &hl_order(CLOID), 10 * SEC).unwrap();
+    ex.noop(&mut p, 10 * SEC).unwrap();
+    let amend = Amend {
+        order: OrderRef {
+            symbol: sym("BTC"),
+            client_order_id: id(CLOID),
+        },
+        side: Side::Sell,
+        price: Some(dec("1")),
+        quantity: Some(dec("2")),
+    };
+    ex.amend(&mut p, &amend, 10 * SEC).unwrap();
+    ex.new_order(&mut p, &hl_order(CLOID), 10 * SEC).unwrap();
+    let seen = ex.signer_mut().seen.clone();
+    assert_eq!(
+        seen.iter().map(|s| s.0.as_str()).collect::<Vec<_>>(),
+        ["Order", "Noop", "Modify", "Order"]
+    );
+    assert_eq!(seen[1].1, r#"{"type":"noop"}"#);
+    assert!(seen[2].1.starts_with(r#"{"type":"modify","oid":"0x00000000000000000000000000000001","order":{"a":0,"b":false,"p":"1","s":"2","#));
+    assert!(seen.windows(2).all(|w| w[1].2 > w[0].2), "nonces increase");
+    assert!(
+        seen.iter().all(|s| s.3 == s.2 + 5000),
+        "expiresAfter = nonce + 5 s"
+    );
+}
+
+/// Hyperliquid weighs an exchange action 1 + floor(n / 40) for n orders, and each
+/// counts against the address; info requests by type: `orderStatus`, `l2Book`,
+/// `clearinghouseState` 2, `openOrders` 20
+/// (<https://hyperliquid.gitbook.io/hyperliquid-docs/for-developers/api/rate-limits-and-user-limits>,
+/// checked 2026-11-30).
+#[test]
+fn hyperliquid_parts_equal_the_documented_weights() {
+    let (mut ex, budget) = hl();
+    let mut p = Prepared::default();
+    let action = |w: u32| {
+        with(&[
+            ("ip", 0),
+            ("ip_weight_1m", w),
+            ("ip_burst", w),
+            ("address", 0),
+        ])
+    };
+    let info = |w: u32| with(&[("ip", 0), ("ip_weight_1m", w), ("ip_burst", w)]);
+    ex.new_order(&mut p, &hl_order(CLOID), 0).unwrap();
+    assert_eq!(
+        (p.kind(), named(&p, &budget)),
+        (Some(Request::Order), action(1))
+    );
+    let twenty: Vec<_> = (0..20)
+        .map(|i| hl_order(&format!("0x{:032x}", i + 1)))
+        .collect();
+    ex.batch_orders(&mut p, &twenty, 0).unwrap();
+    assert_eq!(
+        (p.kind(), named(&p, &budget)),
+        (Some(Request::Batch(20)), action(1))
+    );
+    ex.noop(&mut p, 0).unwrap();
+    assert_eq!(named(&p, &budget), action(1));
+    let r = OrderRef {
+        symbol: sym("BTC"),
+        client_order_id: id(CLOID),
+    };
+    ex.query_order(&mut p, &r, 0).unwrap();
+    assert_eq!(
+        (p.kind(), named(&p, &budget)),
+        (Some(Request::Info("orderStatus")), info(2))
+    );
+    ex.open_orders(&mut p, None, 0).unwrap();
+    assert_eq!(named(&p, &budget), info(20));
+    ex.book(&mut p, sym("BTC"), 20, 0).unwrap();
+    assert_eq!(named(&p, &budget), info(2));
+    ex.account(&mut p, 0).unwrap();
+    assert_eq!(named(&p, &budget), info(2));
+}
+
+#[test]
+fn hyperliquid_reconcile_reads_order_status() {
+    let (ex, _) = hl();
+    let found = read("hyperliquid", "order_status_found", |r| ex.read_order(r));
+    let Lookup::Found(info) = found else {
+        panic!("{found:?}")
+    };
+    assert_eq!(
+        (info.state, info.venue_order_id.as_str()),
+        (OrderState::New, "77738308")
+    );
+    assert_eq!(
+        read("hyperliquid", "order_status_unknown_oid", |r| ex
+            .read_order(r)),
+        Lookup::NotFound
+    );
+    assert_eq!(
+        read("hyperliquid", "gateway_502", |r| ex.read_order(r)),
+        Lookup::Unknown
+    );
+    assert!(
+        matches!(read("hyperliquid", "order_resting", |r| ex.read_placed(r)), Placed::Accepted(i) if i.venue_order_id.as_str() == "77738308")
+    );
+    assert_eq!(
+        read("hyperliquid", "order_rejected", |r| ex.read_placed(r)),
+        Placed::Refused
+    );
+    assert_eq!(
+        read("hyperliquid", "user_not_found_err", |r| ex.read_placed(r)),
+        Placed::Refused
     );
 }
