@@ -17,7 +17,7 @@
 //!
 //! Reading an answer never allocates.
 
-use crate::adapt::{self, Batch, Clock, Error, Parts, Request, Venue};
+use crate::adapt::{self, Batch, Clock, Error, Parts, Request, Venue, MAX_ITEMS};
 use crate::endpoint::{
     self, Amend, ApiKey, Endpoints, Lookup, Method, NewOrder, OrderInfo, OrderRef, OrderState,
     OrderType, Placed, Prepared, Side, Symbol, TimeInForce, Writer,
@@ -26,6 +26,7 @@ use crate::json::{self, Kind, Value};
 use crate::response::Response;
 use crate::sign::{self, Secret};
 use crate::waits;
+use arrayvec::ArrayVec;
 use ergon_core::{BucketId, Budget, Builder, Part, Spec, Verdict};
 
 const MS: i64 = 1_000_000;
@@ -72,6 +73,8 @@ pub struct KrakenFutures {
     pub derivatives: BucketId,
     auth: Option<(ApiKey, Secret)>,
     last_nonce: i64,
+    /// The item verdicts of the last batch answer.
+    items: ArrayVec<Verdict, MAX_ITEMS>,
 }
 
 impl KrakenFutures {
@@ -87,6 +90,7 @@ impl KrakenFutures {
             )?,
             auth: None,
             last_nonce: 0,
+            items: ArrayVec::new(),
         })
     }
 
@@ -133,19 +137,22 @@ impl KrakenFutures {
         }
     }
 
+    /// Each instruction's `status` of a `batchStatus` answer.
+    fn batch(v: Value<'_>) -> Batch {
+        let mut batch = Batch::new();
+        if let Ok(Some(Ok(items))) = v.get("batchStatus").map(|b| b.map(|b| b.items())) {
+            items.for_each(|i| batch.add(Self::status(i.get("status").ok().flatten())));
+        }
+        batch
+    }
+
     fn success(v: Value<'_>, request: Request<'_>) -> Verdict {
         let field = match request {
             Request::Order => "sendStatus",
             Request::CancelReplace => "editStatus",
             Request::Cancel => "cancelStatus",
-            Request::Batch(_) => {
-                let Ok(Some(Ok(items))) = v.get("batchStatus").map(|b| b.map(|b| b.items())) else {
-                    return Verdict::Unknown;
-                };
-                let mut batch = Batch::new();
-                items.for_each(|i| batch.add(Self::status(i.get("status").ok().flatten())));
-                return batch.verdict().unwrap_or(Verdict::Unknown);
-            }
+            // Read by `batch`.
+            Request::Batch(_) => return Verdict::Unknown,
             _ => return Verdict::Done,
         };
         match v.get(field) {
@@ -174,6 +181,10 @@ impl Venue for KrakenFutures {
         })
     }
 
+    fn batch_items(&self) -> &[Verdict] {
+        &self.items
+    }
+
     fn on_response(
         &mut self,
         request: Request<'_>,
@@ -181,6 +192,7 @@ impl Venue for KrakenFutures {
         budget: &mut Budget,
         now: i64,
     ) -> Result<Verdict, Error> {
+        self.items.clear();
         let retry = adapt::response_retry_after(r, &self.clock, now);
         let bad = retry.malformed.then_some("Retry-After");
         let body = json::parse(r.body).ok();
@@ -192,6 +204,12 @@ impl Venue for KrakenFutures {
                 _ if request.is_write() => Verdict::Unknown,
                 _ => Verdict::Rejected,
             },
+            (200..=299, Some(v)) if said("success") && matches!(request, Request::Batch(_)) => {
+                let batch = Self::batch(v);
+                let verdict = batch.verdict().unwrap_or(Verdict::Unknown);
+                self.items = batch.into_items();
+                verdict
+            }
             (200..=299, Some(v)) if said("success") => Self::success(v, request),
             (429, _) => adapt::hold(budget, self.derivatives, retry.wait_ns, now),
             (403, None) => waits::block(budget, self.ip, retry, now),

@@ -26,7 +26,7 @@
 
 use arrayvec::ArrayVec;
 
-use crate::adapt::{self, Batch, Clock, Error, Parts, Request, Venue};
+use crate::adapt::{self, Batch, Clock, Error, Parts, Request, Venue, MAX_ITEMS};
 use crate::endpoint::{
     self, Amend, ApiKey, ClientOrderId, Endpoints, Lookup, Method, NewOrder, OrderInfo, OrderRef,
     OrderState, OrderType, Placed, Prepared, Side, Symbol, TimeInForce, Writer,
@@ -197,6 +197,8 @@ pub struct KrakenSpot {
     last_nonce: i64,
     /// When each order the adapter prepared was placed or last amended.
     ages: ArrayVec<(ClientOrderId, i64), MAX_AGES>,
+    /// The item verdicts of the last batch answer.
+    items: ArrayVec<Verdict, MAX_ITEMS>,
 }
 
 impl KrakenSpot {
@@ -219,6 +221,7 @@ impl KrakenSpot {
             auth: None,
             last_nonce: 0,
             ages: ArrayVec::new(),
+            items: ArrayVec::new(),
         })
     }
 
@@ -294,9 +297,9 @@ impl KrakenSpot {
         }
     }
 
-    fn batch(&self, v: Value<'_>, request: Request<'_>, budget: &mut Budget, now: i64) -> Verdict {
+    fn batch(&self, v: Value<'_>, request: Request<'_>, budget: &mut Budget, now: i64) -> Batch {
         let Ok(Some(Ok(orders))) = v.path("result.orders").map(|o| o.map(|o| o.items())) else {
-            return Verdict::Unknown;
+            return Batch::new();
         };
         let mut batch = Batch::new();
         for o in orders {
@@ -313,7 +316,7 @@ impl KrakenSpot {
                 _ => batch.add(Verdict::Unknown),
             }
         }
-        batch.verdict().unwrap_or(Verdict::Unknown)
+        batch
     }
 }
 
@@ -341,6 +344,10 @@ impl Venue for KrakenSpot {
         })
     }
 
+    fn batch_items(&self) -> &[Verdict] {
+        &self.items
+    }
+
     fn on_response(
         &mut self,
         request: Request<'_>,
@@ -348,6 +355,7 @@ impl Venue for KrakenSpot {
         budget: &mut Budget,
         now: i64,
     ) -> Result<Verdict, Error> {
+        self.items.clear();
         let retry = adapt::response_retry_after(r, &self.clock, now);
         let bad = retry.malformed.then_some("Retry-After");
         let body = json::parse(r.body).ok();
@@ -364,7 +372,12 @@ impl Venue for KrakenSpot {
             }
             (200..=299, Some(v), Some(Ok(None))) if v.get("result").ok().flatten().is_some() => {
                 match request {
-                    Request::Batch(_) => self.batch(v, request, budget, now),
+                    Request::Batch(_) => {
+                        let batch = self.batch(v, request, budget, now);
+                        let verdict = batch.verdict().unwrap_or(Verdict::Unknown);
+                        self.items = batch.into_items();
+                        verdict
+                    }
                     _ => Verdict::Done,
                 }
             }

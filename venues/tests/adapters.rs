@@ -982,6 +982,18 @@ fn batches_keep_their_items() {
             "Unknown",
             &["item 0 Done", "item 1 Rejected"],
         ),
+        (
+            "kraken-spot",
+            "batch_mixed",
+            "Unknown",
+            &["item 0 Done", "item 1 Rejected"],
+        ),
+        (
+            "kraken-futures",
+            "batch_mixed",
+            "Unknown",
+            &["item 0 Done", "item 1 Rejected"],
+        ),
     ] {
         let d = classify(venue, "batch:2", FIXTURE_NOW_UTC_MS, &fixture(venue, case)).unwrap();
         assert_eq!(d.line, batch, "{venue}/{case}");
