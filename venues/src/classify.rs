@@ -17,6 +17,7 @@ use crate::binance_spot::BinanceSpot;
 use crate::bybit::{self, Bybit};
 use crate::hyperliquid::{self, Hyperliquid};
 use crate::okx::{self, Okx};
+use crate::{coinbase_exchange, deribit, kraken_futures, kraken_spot};
 
 const MS: i64 = 1_000_000;
 
@@ -33,12 +34,16 @@ pub const BINANCE_GUARD_NS: i64 = 50 * MS;
 pub const NOW_NS: i64 = 1_000_000 * MS;
 
 /// The venues, as the command line names them.
-pub const VENUES: [&str; 5] = [
+pub const VENUES: [&str; 9] = [
     "binance-spot",
     "binance-futures",
     "bybit",
     "okx",
     "hyperliquid",
+    "deribit",
+    "kraken-spot",
+    "kraken-futures",
+    "coinbase-exchange",
 ];
 
 /// Most bytes of a response file.
@@ -212,6 +217,26 @@ pub fn venue(name: &str, now_ns: i64, now_utc_ms: i64) -> Result<(Box<dyn Venue>
             Hyperliquid::new(&mut b, clock, hyperliquid::Config::default())
                 .map_err(|e| e.to_string())?,
         ),
+        "deribit" => Box::new(
+            deribit::Deribit::new(&mut b, clock, deribit::Config::default())
+                .map_err(|e| e.to_string())?,
+        ),
+        "kraken-spot" => Box::new(
+            kraken_spot::KrakenSpot::new(&mut b, clock, kraken_spot::Config::default())
+                .map_err(|e| e.to_string())?,
+        ),
+        "kraken-futures" => Box::new(
+            kraken_futures::KrakenFutures::new(&mut b, clock, kraken_futures::Config::default())
+                .map_err(|e| e.to_string())?,
+        ),
+        "coinbase-exchange" => Box::new(
+            coinbase_exchange::CoinbaseExchange::new(
+                &mut b,
+                clock,
+                coinbase_exchange::Config::default(),
+            )
+            .map_err(|e| e.to_string())?,
+        ),
         _ => return Err(format!("unknown venue {name:?}: {}", VENUES.join(" | "))),
     };
     let budget = b.build(now_ns).map_err(|e| e.to_string())?;
@@ -307,7 +332,8 @@ pub const FIXTURE_NOW_UTC_MS: i64 = 1_700_000_000_000;
 /// How to call the program.
 pub const USAGE: &str =
     "usage: venues [classify --venue VENUE --request REQUEST --now-utc-ms MS FILE]
-  VENUE:   binance-spot | binance-futures | bybit | okx | hyperliquid
+  VENUE:   binance-spot | binance-futures | bybit | okx | hyperliquid | deribit
+           | kraken-spot | kraken-futures | coinbase-exchange
   REQUEST: order | cancel | cancel-replace | batch:N | read:W | info:TYPE";
 
 /// The shipped fixtures.

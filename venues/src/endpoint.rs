@@ -520,6 +520,23 @@ impl<'p> Writer<'p> {
             .map_err(|_| Error::BadArgument("more orders than MAX_BATCH"))
     }
 
+    /// Marks the request ready like [`Writer::finish`], with parts the adapter
+    /// computed from state it keeps instead of `venue.parts(kind)` (Kraken's cancel
+    /// and amend cost, by the age of the order it placed).
+    pub(crate) fn finish_with(
+        self,
+        parts: Parts,
+        kind: Request<'static>,
+        method: Method,
+        deadline_ns: i64,
+    ) -> Result<&'p Prepared, Error> {
+        self.p.parts = parts;
+        self.p.kind = Some(kind);
+        self.p.method = Some(method);
+        self.p.deadline_ns = deadline_ns;
+        Ok(self.p)
+    }
+
     /// Marks the request ready: its kind, the parts `venue` charges for it, its
     /// method and deadline. The parts are asked of the venue here, from the kind
     /// the same call wrote the target for.

@@ -5,8 +5,11 @@
 //! - [`json`]: a zero-allocation JSON reader for venue bodies;
 //! - [`adapt`]: the [`Venue`](adapt::Venue) trait and what every adapter shares (the
 //!   venue's clock, `Retry-After`, usage headers, holds, bans, batches, alerts);
-//! - one module per venue: Binance Spot, Binance USD-M futures, Bybit v5, OKX v5 and
-//!   Hyperliquid;
+//! - one module per venue: Binance Spot, Binance USD-M futures, Bybit v5, OKX v5,
+//!   Hyperliquid (and its WebSocket limits, [`hyperliquid_ws`]), Deribit, Kraken Spot,
+//!   Kraken derivatives and Coinbase Exchange; [`waits`] holds the firewall block
+//!   the last four share, and
+//!   [`sign`] their request signatures;
 //! - [`endpoint`]: typed endpoints: a request prepared from typed arguments, with
 //!   the parts it charges, its signed target, headers and body, its deadline and
 //!   client order id, and the reconcile readers ([`Endpoints`](endpoint::Endpoints));
@@ -21,8 +24,15 @@ pub mod binance_futures;
 pub mod binance_spot;
 pub mod bybit;
 pub mod classify;
+pub mod coinbase_exchange;
+pub mod deribit;
 pub mod endpoint;
 pub mod hyperliquid;
+pub mod hyperliquid_ws;
 pub mod json;
+pub mod kraken_futures;
+pub mod kraken_spot;
 pub mod okx;
 pub mod response;
+pub mod sign;
+pub mod waits;

@@ -21,18 +21,88 @@ enum Effect {
     Used(&'static str, u64),
     /// The bucket is held until this many ms after now.
     Held(&'static str, i64),
+    /// The bucket is held until this many ns after now (a token bucket's window,
+    /// interval times burst, need not be whole milliseconds).
+    HeldNs(&'static str, i64),
     /// The bucket is halted; the venue's end of the ban is this many ms after now.
     Halted(&'static str, i64),
     /// A header could not be read and is reported.
     Warns(&'static str),
 }
 
-use Effect::{Halted, Held, Used, Warns};
+use Effect::{Halted, Held, HeldNs, Used, Warns};
 
 /// venue, case, the line `classify` prints, the budget effects. Every bucket not
 /// named in a Held or Halted effect must be neither.
 #[rustfmt::skip]
 const TABLE: &[(&str, &str, &str, &[Effect])] = &[
+    // Deribit (issue 19): matching 5/s burst 20 (requests), credits 500 of 50,000 refilled 10,000/s.
+    ("deribit", "order_ok", "Done", &[Used("matching", 1), Used("credits", 0)]),
+    ("deribit", "matching_10028", "Throttled bucket=matching until_ms=4000", &[Held("matching", 4_000)]),
+    ("deribit", "credits_10028", "Throttled bucket=credits until_ms=5000", &[Held("credits", 5_000), Used("credits", 500)]),
+    ("deribit", "connections_429", "Throttled bucket=ip until_ms=1000", &[Held("ip", 1_000)]),
+    ("deribit", "ban_403", "Banned bucket=ip until_ms=300000", &[Halted("ip", 300_000)]),
+    ("deribit", "clock_13009", "ClockSkew", &[]),
+    ("deribit", "retry_10040", "NotRun", &[]),
+    ("deribit", "timed_out_13888", "Unknown", &[]),
+    ("deribit", "internal_11094", "NotRun", &[]),
+    ("deribit", "not_enough_funds_10009", "Rejected", &[]),
+    ("deribit", "gateway_502", "Unknown", &[]),
+    // A day's wait is past the cap (5 min): a ban, not a throttle.
+    ("deribit", "far_future_429", "Banned bucket=ip until_ms=86400000", &[Halted("ip", 86_400_000)]),
+    // A zero wait holds one window (a gate's: 1 s).
+    ("deribit", "zero_wait_429", "Throttled bucket=ip until_ms=1000", &[Held("ip", 1_000)]),
+    ("deribit", "malformed_200", "Unknown", &[]),
+    // Kraken Spot (issue 19): Intermediate, trading 125 at -2.34/s (427 ms a unit), calls 20 at -0.5/s.
+    ("kraken-spot", "order_ok", "Done", &[Used("trading", 1)]),
+    // A cancel without the order's age costs the youngest order's 8.
+    ("kraken-spot", "cancel_young", "Done", &[Used("trading", 8)]),
+    ("kraken-spot", "amend_ok", "Done", &[Used("trading", 4)]),
+    // The venue's counter is full: ours is raised to 125 and held for one unit's decay
+    // (in whole ms), plus the 50 ms hold guard.
+    ("kraken-spot", "trading_limit", "Throttled bucket=trading until_ms=478", &[Held("trading", 478), Used("trading", 125)]),
+    ("kraken-spot", "api_limit", "Throttled bucket=api until_ms=2050", &[Held("api", 2_050), Used("api", 20)]),
+    ("kraken-spot", "lockout", "Banned bucket=ip until_ms=900000", &[Halted("ip", 900_000)]),
+    ("kraken-spot", "invalid_nonce", "ClockSkew", &[]),
+    ("kraken-spot", "busy", "Unknown", &[]),
+    ("kraken-spot", "unavailable_read", "NotRun", &[Used("api", 1)]),
+    ("kraken-spot", "insufficient_funds", "Rejected", &[]),
+    ("kraken-spot", "batch_mixed", "Unknown", &[Used("trading", 1)]),
+    ("kraken-spot", "gateway_502", "Unknown", &[]),
+    ("kraken-spot", "far_future_429", "Banned bucket=ip until_ms=86400000", &[Halted("ip", 86_400_000)]),
+    ("kraken-spot", "zero_wait_429", "Throttled bucket=ip until_ms=1000", &[Held("ip", 1_000)]),
+    ("kraken-spot", "malformed_200", "Unknown", &[]),
+    // Kraken derivatives (issue 19): 500 per 10 s; send/edit/cancel 10, a batch 9 + n.
+    ("kraken-futures", "order_ok", "Done", &[Used("derivatives", 10)]),
+    ("kraken-futures", "api_limit", "Throttled bucket=derivatives until_ms=10000", &[Held("derivatives", 10_000), Used("derivatives", 500)]),
+    ("kraken-futures", "nonce_below", "ClockSkew", &[]),
+    ("kraken-futures", "unavailable", "Unknown", &[]),
+    ("kraken-futures", "unavailable_read", "NotRun", &[Used("derivatives", 2)]),
+    ("kraken-futures", "auth_error", "Rejected", &[]),
+    ("kraken-futures", "insufficient_funds", "Rejected", &[]),
+    ("kraken-futures", "edit_ok", "Done", &[Used("derivatives", 10)]),
+    ("kraken-futures", "cancel_not_found", "Rejected", &[]),
+    ("kraken-futures", "batch_mixed", "Unknown", &[Used("derivatives", 11)]),
+    ("kraken-futures", "ban_403", "Banned bucket=ip until_ms=300000", &[Halted("ip", 300_000)]),
+    ("kraken-futures", "far_future_429", "Banned bucket=derivatives until_ms=86400000", &[Halted("derivatives", 86_400_000)]),
+    ("kraken-futures", "zero_wait_429", "Throttled bucket=derivatives until_ms=10000", &[Held("derivatives", 10_000)]),
+    ("kraken-futures", "malformed_200", "Unknown", &[]),
+    // Coinbase Exchange (issue 19): private 15/s burst 30, /fills 10/20, public 10/15.
+    // Without a wait a 429 holds one window: the burst's refill, 30 x 66,666,667 ns.
+    ("coinbase-exchange", "order_ok", "Done", &[Used("private", 1)]),
+    ("coinbase-exchange", "cancel_ok", "Done", &[Used("private", 1)]),
+    ("coinbase-exchange", "private_429", "Throttled bucket=private until_ms=2000", &[HeldNs("private", 2_000_000_010)]),
+    ("coinbase-exchange", "fills_429", "Throttled bucket=fills until_ms=2000", &[Held("fills", 2_000), Used("private", 0)]),
+    ("coinbase-exchange", "public_429", "Throttled bucket=public until_ms=1500", &[Held("public", 1_500)]),
+    ("coinbase-exchange", "timestamp_400", "ClockSkew", &[]),
+    ("coinbase-exchange", "insufficient_400", "Rejected", &[]),
+    ("coinbase-exchange", "post_only_rejected", "Rejected", &[]),
+    ("coinbase-exchange", "internal_500", "Unknown", &[]),
+    ("coinbase-exchange", "read_503", "NotRun", &[]),
+    ("coinbase-exchange", "ban_403", "Banned bucket=ip until_ms=300000", &[Halted("ip", 300_000)]),
+    ("coinbase-exchange", "far_future_429", "Banned bucket=private until_ms=86400000", &[Halted("private", 86_400_000)]),
+    ("coinbase-exchange", "zero_wait_429", "Throttled bucket=private until_ms=2000", &[HeldNs("private", 2_000_000_010)]),
+    ("coinbase-exchange", "malformed_200", "Unknown", &[]),
     // Binance Spot: exchangeInfo 6000 weight/min, 100 orders/10 s, 200000/day, 61000 raw/5 min.
     ("binance-spot", "order_ok", "Done", &[Used("REQUEST_WEIGHT_1M", 1234), Used("ORDERS_10S", 7), Used("ORDERS_1D", 4321), Used("RAW_REQUESTS_5M", 1)]),
     ("binance-spot", "weight_429", "Throttled bucket=REQUEST_WEIGHT_1M until_ms=37050", &[Held("REQUEST_WEIGHT_1M", 37_050), Used("REQUEST_WEIGHT_1M", 6000)]),
@@ -168,13 +238,14 @@ fn check_effects(
                     .unwrap_or_else(|| panic!("{at}: no bucket {name}"));
                 assert_eq!(budget.stats(b).unwrap().used, n, "{at}: used of {name}");
             }
-            Held(name, ms) => {
+            Held(name, ms) | HeldNs(name, ms) => {
+                let ns = if matches!(e, HeldNs(..)) { ms } else { ms * MS };
                 let b = budget
                     .bucket(name)
                     .unwrap_or_else(|| panic!("{at}: no bucket {name}"));
                 assert_eq!(
                     budget.stats(b).unwrap().held_until_ns,
-                    Some(NOW_NS + ms * MS),
+                    Some(NOW_NS + ns),
                     "{at}: hold of {name}"
                 );
                 held.insert(name);
@@ -257,6 +328,10 @@ fn every_fixture_is_in_the_table_and_cites_its_page() {
                 "https://bybit-exchange.github.io/docs/v5/",
                 "https://www.okx.com/docs-v5/",
                 "https://hyperliquid.gitbook.io/hyperliquid-docs/",
+                "https://docs.deribit.com/",
+                "https://docs.kraken.com/",
+                "https://docs.cdp.coinbase.com/exchange/",
+                "https://docs.cdp.coinbase.com/api-reference/exchange-api/",
             ];
             assert!(
                 official.iter().any(|p| c.source.starts_with(p)),
@@ -906,6 +981,18 @@ fn batches_keep_their_items() {
             "hyperliquid",
             "batch_mixed",
             "Done",
+            &["item 0 Done", "item 1 Rejected"],
+        ),
+        (
+            "kraken-spot",
+            "batch_mixed",
+            "Unknown",
+            &["item 0 Done", "item 1 Rejected"],
+        ),
+        (
+            "kraken-futures",
+            "batch_mixed",
+            "Unknown",
             &["item 0 Done", "item 1 Rejected"],
         ),
     ] {

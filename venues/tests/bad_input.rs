@@ -13,7 +13,7 @@ use proptest::prelude::*;
 
 use ergon_venues::classify::{HttpFile, FIXTURE_NOW_UTC_MS, NOW_NS};
 
-const REQUESTS: [Request<'static>; 9] = [
+const REQUESTS: [Request<'static>; 11] = [
     Request::Order,
     Request::Cancel,
     Request::CancelReplace,
@@ -22,6 +22,9 @@ const REQUESTS: [Request<'static>; 9] = [
     Request::Info("userFills"),
     Request::Info("userRateLimit"),
     Request::Info("l2Book"),
+    // Coinbase Exchange's own buckets.
+    Request::Info("fills"),
+    Request::Info("public"),
     Request::Connect,
 ];
 

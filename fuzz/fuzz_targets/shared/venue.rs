@@ -15,7 +15,7 @@ use ergon_venues::adapt::{Clock, Error, Request};
 use ergon_venues::classify as common;
 use ergon_venues::endpoint::Endpoints;
 use ergon_venues::response::{Header, Response};
-use ergon_venues::{binance_futures, binance_spot, bybit, hyperliquid, okx};
+use ergon_venues::{binance_futures, binance_spot, bybit, coinbase_exchange, deribit, hyperliquid, kraken_futures, kraken_spot, okx};
 use libfuzzer_sys::arbitrary::{self, Arbitrary, Unstructured};
 
 /// Header names the adapters read.
@@ -34,7 +34,9 @@ const NAMES: [&str; 10] = [
 
 const STATUSES: [u16; 12] = [200, 400, 401, 403, 404, 408, 418, 429, 500, 502, 503, 504];
 
-const INFO: [&str; 6] = [
+const INFO: [&str; 8] = [
+    "fills",
+    "public",
     "l2Book",
     "userFills",
     "userRateLimit",
@@ -196,6 +198,10 @@ fn readers(venue: &str, r: &Response<'_>) {
         "binance-futures" => Box::new(binance_futures::BinanceFutures::new(&mut b, clock, 0, binance_futures::DEFAULT_TABLE).unwrap()),
         "bybit" => Box::new(bybit::Bybit::new(&mut b, clock, bybit::Config::default()).unwrap()),
         "okx" => Box::new(okx::Okx::new(&mut b, clock, okx::Config::default()).unwrap()),
+        "deribit" => Box::new(deribit::Deribit::new(&mut b, clock, deribit::Config::default()).unwrap()),
+        "kraken-spot" => Box::new(kraken_spot::KrakenSpot::new(&mut b, clock, kraken_spot::Config::default()).unwrap()),
+        "kraken-futures" => Box::new(kraken_futures::KrakenFutures::new(&mut b, clock, kraken_futures::Config::default()).unwrap()),
+        "coinbase-exchange" => Box::new(coinbase_exchange::CoinbaseExchange::new(&mut b, clock, coinbase_exchange::Config::default()).unwrap()),
         _ => {
             let v = hyperliquid::Hyperliquid::new(&mut b, clock, hyperliquid::Config::default()).unwrap();
             Box::new(hyperliquid::Exchange::new(v, NoKey, &[("BTC", 0)], 5000).unwrap())

@@ -1,0 +1,598 @@
+//! Kraken derivatives (futures) REST: a cost budget of 500 per 10 s per API key for
+//! `/derivatives` endpoints (send, edit and cancel cost 10, a batch 9 + its size,
+//! reads 1 to 25), and `"error":"apiLimitExceeded"` past it. Errors come in the body
+//! (`"result":"error"`), often with HTTP 200, and each order's outcome in
+//! `sendStatus.status` / `editStatus.status` / `cancelStatus.status` or
+//! `batchStatus[i].status`. No usage headers.
+//!
+//! "Up to 500 every 10 seconds" is read as any 10 s (a sliding window): never more
+//! than the venue allows, whichever way it counts.
+//!
+//! Sources (checked 2026-11-30):
+//! <https://docs.kraken.com/exchange/guides/futures/ratelimits> (the budget and the
+//! cost table), <https://docs.kraken.com/api/docs/futures-api/trading/send-order>
+//! (`sendStatus` values), <https://docs.kraken.com/api/docs/guides/futures-rest>
+//! (errors: `apiLimitExceeded`, `nonceBelowThreshold`, `nonceDuplicate`,
+//! `authenticationError`, `Unavailable`).
+//!
+//! Reading an answer never allocates.
+
+use crate::adapt::{self, Batch, Clock, Error, Parts, Request, Venue, MAX_ITEMS};
+use crate::endpoint::{
+    self, Amend, ApiKey, Endpoints, Lookup, Method, NewOrder, OrderInfo, OrderRef, OrderState,
+    OrderType, Placed, Prepared, Side, Symbol, TimeInForce, Writer,
+};
+use crate::json::{self, Kind, Value};
+use crate::response::Response;
+use crate::sign::{self, Secret};
+use crate::waits;
+use arrayvec::ArrayVec;
+use ergon_core::{BucketId, Budget, Builder, Part, Spec, Verdict};
+
+const MS: i64 = 1_000_000;
+const SEC: i64 = 1_000 * MS;
+
+/// The cost budget's window.
+pub const WINDOW_NS: i64 = 10 * SEC;
+
+/// How long ergon re-sends a Kraken derivatives request that surely did not run
+/// (the venue has no acceptance window of its own: this is ergon's).
+pub const DEADLINE_NS: i64 = 5 * SEC;
+
+/// The `/derivatives` cost budget and the costs of the requests an adapter sends.
+#[derive(Clone, Copy, Debug)]
+pub struct Config {
+    /// Cost per 10 s.
+    pub budget_per_10s: u64,
+    /// `sendorder`, `editorder`, `cancelorder`.
+    pub order_cost: u32,
+    /// `batchorder`: this plus the number of instructions.
+    pub batch_base_cost: u32,
+}
+
+impl Default for Config {
+    /// 500 per 10 s; 10 per order, edit or cancel; a batch 9 + its size
+    /// (docs.kraken.com/exchange/guides/futures/ratelimits, checked 2026-11-30).
+    fn default() -> Self {
+        Config {
+            budget_per_10s: 500,
+            order_cost: 10,
+            batch_base_cost: 9,
+        }
+    }
+}
+
+/// The Kraken derivatives adapter.
+#[derive(Clone, Debug)]
+pub struct KrakenFutures {
+    clock: Clock,
+    c: Config,
+    /// The IP gate.
+    pub ip: BucketId,
+    /// The key's `/derivatives` cost budget.
+    pub derivatives: BucketId,
+    auth: Option<(ApiKey, Secret)>,
+    last_nonce: i64,
+    /// The item verdicts of the last batch answer.
+    items: ArrayVec<Verdict, MAX_ITEMS>,
+}
+
+impl KrakenFutures {
+    /// Declares `ip` and `derivatives`.
+    pub fn new(builder: &mut Builder, clock: Clock, c: Config) -> Result<Self, Error> {
+        Ok(KrakenFutures {
+            clock,
+            c,
+            ip: builder.add("ip", Spec::gate())?,
+            derivatives: builder.add(
+                "derivatives",
+                Spec::sliding(c.budget_per_10s, WINDOW_NS, 20),
+            )?,
+            auth: None,
+            last_nonce: 0,
+            items: ArrayVec::new(),
+        })
+    }
+
+    fn cost_parts(&self, cost: u32) -> Parts {
+        let mut p = Parts::new();
+        p.push(Part::new(self.ip, 0));
+        p.push(Part::new(self.derivatives, cost));
+        p
+    }
+
+    /// A request-level error string.
+    fn error(&self, e: Value<'_>, request: Request<'_>, budget: &mut Budget, now: i64) -> Verdict {
+        let is = |s| e.str_eq(s).unwrap_or(false);
+        if is("apiLimitExceeded") {
+            // The venue's count is at the limit: ours too, for one window.
+            budget
+                .observe_used(self.derivatives, self.c.budget_per_10s, now)
+                .ok();
+            adapt::hold(budget, self.derivatives, None, now)
+        } else if is("nonceBelowThreshold") || is("nonceDuplicate") {
+            Verdict::ClockSkew
+        } else if is("Unavailable") || is("Server Error") || is("marketUnavailable") {
+            if request.is_write() {
+                Verdict::Unknown
+            } else {
+                Verdict::NotRun
+            }
+        } else {
+            Verdict::Rejected
+        }
+    }
+
+    /// One instruction's `status`.
+    fn status(s: Option<Value<'_>>) -> Verdict {
+        let Some(s) = s.filter(|s| s.kind() == Kind::String) else {
+            return Verdict::Unknown;
+        };
+        let is = |x| s.str_eq(x).unwrap_or(false);
+        if is("placed") || is("edited") || is("cancelled") || is("attempted") {
+            Verdict::Done
+        } else {
+            // insufficientAvailableFunds, notFound, postWouldExecute, marketSuspended ...
+            Verdict::Rejected
+        }
+    }
+
+    /// Each instruction's `status` of a `batchStatus` answer.
+    fn batch(v: Value<'_>) -> Batch {
+        let mut batch = Batch::new();
+        if let Ok(Some(Ok(items))) = v.get("batchStatus").map(|b| b.map(|b| b.items())) {
+            items.for_each(|i| batch.add(Self::status(i.get("status").ok().flatten())));
+        }
+        batch
+    }
+
+    fn success(v: Value<'_>, request: Request<'_>) -> Verdict {
+        let field = match request {
+            Request::Order => "sendStatus",
+            Request::CancelReplace => "editStatus",
+            Request::Cancel => "cancelStatus",
+            // Read by `batch`.
+            Request::Batch(_) => return Verdict::Unknown,
+            _ => return Verdict::Done,
+        };
+        match v.get(field) {
+            Ok(Some(st)) => Self::status(st.get("status").ok().flatten()),
+            _ => Verdict::Unknown,
+        }
+    }
+}
+
+impl Venue for KrakenFutures {
+    fn parts(&self, request: Request<'_>) -> Result<Parts, Error> {
+        Ok(match request {
+            Request::Connect => {
+                let mut p = Parts::new();
+                p.push(Part::new(self.ip, 0));
+                p
+            }
+            Request::Order | Request::Cancel | Request::CancelReplace => {
+                self.cost_parts(self.c.order_cost)
+            }
+            Request::Batch(n) => {
+                self.cost_parts(self.c.batch_base_cost.saturating_add(u32::from(n)))
+            }
+            Request::Read(w) => self.cost_parts(w),
+            Request::Info(_) => return Err(Error::Unsupported),
+        })
+    }
+
+    fn batch_items(&self) -> &[Verdict] {
+        &self.items
+    }
+
+    fn on_response(
+        &mut self,
+        request: Request<'_>,
+        r: &Response<'_>,
+        budget: &mut Budget,
+        now: i64,
+    ) -> Result<Verdict, Error> {
+        self.items.clear();
+        let retry = adapt::response_retry_after(r, &self.clock, now);
+        let bad = retry.malformed.then_some("Retry-After");
+        let body = json::parse(r.body).ok();
+        let result = body.and_then(|v| v.get("result").ok().flatten());
+        let said = |s| result.is_some_and(|r| r.str_eq(s).unwrap_or(false));
+        let verdict = match (r.status, body) {
+            (_, Some(v)) if said("error") => match v.get("error") {
+                Ok(Some(e)) if e.kind() == Kind::String => self.error(e, request, budget, now),
+                _ if request.is_write() => Verdict::Unknown,
+                _ => Verdict::Rejected,
+            },
+            (200..=299, Some(v)) if said("success") && matches!(request, Request::Batch(_)) => {
+                let batch = Self::batch(v);
+                let verdict = batch.verdict().unwrap_or(Verdict::Unknown);
+                self.items = batch.into_items();
+                verdict
+            }
+            (200..=299, Some(v)) if said("success") => Self::success(v, request),
+            (429, _) => adapt::hold(budget, self.derivatives, retry.wait_ns, now),
+            (403, None) => waits::block(budget, self.ip, retry, now),
+            _ if request.is_write() => Verdict::Unknown,
+            (200..=299, _) => Verdict::Unknown,
+            (s, _) if s >= 500 => Verdict::NotRun,
+            (s, _) => adapt::status_rule(s, budget, self.ip, None, now),
+        };
+        adapt::finish(verdict, bad)
+    }
+}
+
+impl KrakenFutures {
+    /// Signs requests with `api_key` (`APIKey`) and its base64 `secret`.
+    pub fn with_auth(mut self, api_key: &str, secret_b64: &str) -> Result<Self, Error> {
+        self.auth = Some((ApiKey::new(api_key)?, Secret::from_base64(secret_b64)?));
+        Ok(self)
+    }
+
+    /// A request to `/derivatives{path}` whose form body `form` writes (a GET has
+    /// none), signed with `Authent`. Returns the deadline.
+    fn signed(
+        &mut self,
+        w: &mut Writer<'_>,
+        method: Method,
+        path: &'static str,
+        now: i64,
+        form: impl FnOnce(&mut Writer<'_>) -> Result<(), Error>,
+    ) -> Result<i64, Error> {
+        let Some((api_key, secret)) = self.auth.clone() else {
+            return Err(Error::NoKey);
+        };
+        let nonce = self
+            .clock
+            .utc_ms(now)
+            .saturating_mul(1000)
+            .max(self.last_nonce.saturating_add(1));
+        self.last_nonce = nonce;
+        w.open();
+        w.s("/derivatives");
+        w.s(path);
+        w.close_target();
+        // A GET here carries no query: its signed data is empty.
+        let (form_at, form_end) = if method == Method::Get {
+            (0, 0)
+        } else {
+            w.open();
+            let at = w.pos();
+            form(w)?;
+            let end = w.pos();
+            w.close_body();
+            w.header("Content-Type", b"application/x-www-form-urlencoded")?;
+            (at, end)
+        };
+        w.open();
+        let nonce_at = w.pos();
+        w.int(nonce);
+        let nonce_end = w.pos();
+        w.close_header("Nonce")?;
+        let mac = sign::kraken_futures(
+            &secret,
+            path.as_bytes(),
+            w.bytes(nonce_at..nonce_end),
+            w.bytes(form_at..form_end),
+        );
+        w.header("APIKey", api_key.as_str().as_bytes())?;
+        w.open();
+        w.base64(&mac);
+        w.close_header("Authent")?;
+        Ok(now.saturating_add(DEADLINE_NS))
+    }
+}
+
+/// `name=value`, after a `&` unless `first`.
+fn form(w: &mut Writer<'_>, first: &mut bool, name: &str, value: &str) {
+    if !core::mem::take(first) {
+        w.s("&");
+    }
+    w.s(name);
+    w.s("=");
+    w.s(value);
+}
+
+fn order_type(o: &NewOrder<'_>) -> Result<&'static str, Error> {
+    Ok(match (o.order_type, o.price) {
+        (OrderType::Limit(TimeInForce::Gtc), Some(_)) => "lmt",
+        (OrderType::Limit(TimeInForce::Ioc), Some(_)) => "ioc",
+        (OrderType::PostOnly, Some(_)) => "post",
+        (OrderType::Market, None) => "mkt",
+        (OrderType::Limit(TimeInForce::Fok), _) => {
+            return Err(Error::BadArgument(
+                "FOK (Kraken derivatives: lmt, post, ioc, mkt)",
+            ))
+        }
+        (OrderType::Market, Some(_)) => return Err(Error::BadArgument("price of a market order")),
+        (_, None) => return Err(Error::BadArgument("price of a limit order")),
+    })
+}
+
+fn side(s: Side) -> &'static str {
+    match s {
+        Side::Buy => "buy",
+        Side::Sell => "sell",
+    }
+}
+
+/// An `orders/status` status word as a state.
+fn order_state(v: Value<'_>) -> OrderState {
+    let is = |s| v.str_eq(s).unwrap_or(false);
+    if is("ENTERED_BOOK") || is("TRIGGER_PLACED") {
+        OrderState::New
+    } else if is("FULLY_EXECUTED") {
+        OrderState::Filled
+    } else if is("CANCELLED") {
+        OrderState::Canceled
+    } else if is("REJECTED") || is("TRIGGER_ACTIVATION_FAILURE") {
+        OrderState::Rejected
+    } else {
+        OrderState::Other
+    }
+}
+
+impl Endpoints for KrakenFutures {
+    /// `POST /derivatives/api/v3/sendorder`: cost 10.
+    fn new_order<'p>(
+        &mut self,
+        out: &'p mut Prepared,
+        o: &NewOrder<'_>,
+        now: i64,
+    ) -> Result<&'p Prepared, Error> {
+        let mut w = Writer::start(out);
+        let t = order_type(o)?;
+        let deadline = self.signed(&mut w, Method::Post, "/api/v3/sendorder", now, |w| {
+            let mut f = true;
+            form(w, &mut f, "orderType", t);
+            form(w, &mut f, "symbol", o.symbol.as_str());
+            form(w, &mut f, "side", side(o.side));
+            form(w, &mut f, "size", o.quantity.as_str());
+            if let Some(p) = o.price {
+                form(w, &mut f, "limitPrice", p.as_str());
+            }
+            if o.reduce_only {
+                form(w, &mut f, "reduceOnly", "true");
+            }
+            form(w, &mut f, "cliOrdId", o.client_order_id.as_str());
+            w.id(o.client_order_id)
+        })?;
+        w.finish(self, Request::Order, Method::Post, deadline)
+    }
+
+    /// `POST /derivatives/api/v3/cancelorder` by `cliOrdId`: cost 10.
+    fn cancel<'p>(
+        &mut self,
+        out: &'p mut Prepared,
+        o: &OrderRef<'_>,
+        now: i64,
+    ) -> Result<&'p Prepared, Error> {
+        let mut w = Writer::start(out);
+        let deadline = self.signed(&mut w, Method::Post, "/api/v3/cancelorder", now, |w| {
+            form(w, &mut true, "cliOrdId", o.client_order_id.as_str());
+            w.id(o.client_order_id)
+        })?;
+        w.finish(self, Request::Cancel, Method::Post, deadline)
+    }
+
+    /// `POST /derivatives/api/v3/editorder` by `cliOrdId` (`size`, `limitPrice`):
+    /// cost 10.
+    fn amend<'p>(
+        &mut self,
+        out: &'p mut Prepared,
+        a: &Amend<'_>,
+        now: i64,
+    ) -> Result<&'p Prepared, Error> {
+        let mut w = Writer::start(out);
+        if a.price.is_none() && a.quantity.is_none() {
+            return Err(Error::BadArgument("amend changes nothing"));
+        }
+        let deadline = self.signed(&mut w, Method::Post, "/api/v3/editorder", now, |w| {
+            let mut f = true;
+            form(w, &mut f, "cliOrdId", a.order.client_order_id.as_str());
+            if let Some(q) = a.quantity {
+                form(w, &mut f, "size", q.as_str());
+            }
+            if let Some(p) = a.price {
+                form(w, &mut f, "limitPrice", p.as_str());
+            }
+            w.id(a.order.client_order_id)
+        })?;
+        w.finish(self, Request::CancelReplace, Method::Post, deadline)
+    }
+
+    /// `POST /derivatives/api/v3/orders/status` by `cliOrdIds`: cost 1.
+    fn query_order<'p>(
+        &mut self,
+        out: &'p mut Prepared,
+        o: &OrderRef<'_>,
+        now: i64,
+    ) -> Result<&'p Prepared, Error> {
+        let mut w = Writer::start(out);
+        let deadline = self.signed(&mut w, Method::Post, "/api/v3/orders/status", now, |w| {
+            form(w, &mut true, "cliOrdIds", o.client_order_id.as_str());
+            w.id(o.client_order_id)
+        })?;
+        w.finish(self, Request::Read(1), Method::Post, deadline)
+    }
+
+    /// `GET /derivatives/api/v3/openorders` (every symbol): cost 2.
+    fn open_orders<'p>(
+        &mut self,
+        out: &'p mut Prepared,
+        _symbol: Option<Symbol<'_>>,
+        now: i64,
+    ) -> Result<&'p Prepared, Error> {
+        let mut w = Writer::start(out);
+        let deadline = self.signed(&mut w, Method::Get, "/api/v3/openorders", now, |_| Ok(()))?;
+        w.finish(self, Request::Read(2), Method::Get, deadline)
+    }
+
+    /// `GET /derivatives/api/v3/orderbook?symbol=..`: public, no cost (the depth is
+    /// the venue's: the whole book).
+    fn book<'p>(
+        &mut self,
+        out: &'p mut Prepared,
+        symbol: Symbol<'_>,
+        _depth: u32,
+        now: i64,
+    ) -> Result<&'p Prepared, Error> {
+        let mut w = Writer::start(out);
+        w.open();
+        w.s("/derivatives/api/v3/orderbook?symbol=");
+        w.s(symbol.as_str());
+        w.close_target();
+        w.finish(
+            self,
+            Request::Read(0),
+            Method::Get,
+            now.saturating_add(DEADLINE_NS),
+        )
+    }
+
+    /// `GET /derivatives/api/v3/accounts`: cost 2.
+    fn account<'p>(&mut self, out: &'p mut Prepared, now: i64) -> Result<&'p Prepared, Error> {
+        let mut w = Writer::start(out);
+        let deadline = self.signed(&mut w, Method::Get, "/api/v3/accounts", now, |_| Ok(()))?;
+        w.finish(self, Request::Read(2), Method::Get, deadline)
+    }
+
+    /// `POST /derivatives/api/v3/batchorder` with `json={"batchOrder":[..]}` of
+    /// `send` instructions: cost 9 + n.
+    fn batch_orders<'p>(
+        &mut self,
+        out: &'p mut Prepared,
+        orders: &[NewOrder<'_>],
+        now: i64,
+    ) -> Result<&'p Prepared, Error> {
+        let mut w = Writer::start(out);
+        if orders.is_empty() || orders.len() > endpoint::MAX_BATCH {
+            return Err(Error::BadArgument("a batch holds 1 to MAX_BATCH orders"));
+        }
+        let deadline = self.signed(&mut w, Method::Post, "/api/v3/batchorder", now, |w| {
+            // The JSON is a form value: every byte outside A-Z a-z 0-9 - . _ ~ is
+            // percent-encoded as the writer goes.
+            w.s("json=");
+            w.enc("{\"batchOrder\":[");
+            for (i, o) in orders.iter().enumerate() {
+                if i > 0 {
+                    w.enc(",");
+                }
+                w.enc("{\"order\":\"send\",\"order_tag\":\"");
+                w.int(i as i64);
+                w.enc("\",\"orderType\":\"");
+                w.enc(order_type(o)?);
+                w.enc("\",\"symbol\":\"");
+                w.enc(o.symbol.as_str());
+                w.enc("\",\"side\":\"");
+                w.enc(side(o.side));
+                w.enc("\",\"size\":");
+                w.enc(o.quantity.as_str());
+                if let Some(p) = o.price {
+                    w.enc(",\"limitPrice\":");
+                    w.enc(p.as_str());
+                }
+                if o.reduce_only {
+                    w.enc(",\"reduceOnly\":true");
+                }
+                w.enc(",\"cliOrdId\":\"");
+                w.enc(o.client_order_id.as_str());
+                w.enc("\"}");
+                w.id(o.client_order_id)?;
+            }
+            w.enc("]}");
+            Ok(())
+        })?;
+        let n = u16::try_from(orders.len()).unwrap_or(u16::MAX);
+        w.finish(self, Request::Batch(n), Method::Post, deadline)
+    }
+
+    /// `orders/status`: the first of `orders`, or none.
+    fn read_order(&self, r: &Response<'_>) -> Lookup {
+        let Ok(v) = json::parse(r.body) else {
+            return Lookup::Unknown;
+        };
+        let ok = v
+            .get("result")
+            .ok()
+            .flatten()
+            .is_some_and(|x| x.str_eq("success").unwrap_or(false));
+        let Some(Ok(mut items)) = v
+            .get("orders")
+            .ok()
+            .flatten()
+            .filter(|_| ok)
+            .map(|o| o.items())
+        else {
+            return Lookup::Unknown;
+        };
+        let Some(first) = items.next() else {
+            return Lookup::NotFound;
+        };
+        let (Some(status), Some(id)) = (
+            first.get("status").ok().flatten(),
+            first
+                .path("order.orderId")
+                .ok()
+                .flatten()
+                .and_then(endpoint::json_text),
+        ) else {
+            return Lookup::Unknown;
+        };
+        Lookup::Found(OrderInfo {
+            state: order_state(status),
+            venue_order_id: id,
+            filled: first
+                .path("order.filled")
+                .ok()
+                .flatten()
+                .and_then(endpoint::json_text),
+        })
+    }
+
+    /// `sendorder`: `sendStatus.status` `placed` with its `order_id` is accepted,
+    /// any other status refused; a request-level error is refused unless it says
+    /// the service failed (`Unavailable`, `Server Error`).
+    fn read_placed(&self, r: &Response<'_>) -> Placed {
+        let Ok(v) = json::parse(r.body) else {
+            return Placed::Unknown;
+        };
+        let result = v.get("result").ok().flatten();
+        let is = |s| result.is_some_and(|x| x.str_eq(s).unwrap_or(false));
+        if is("error") {
+            return match v.get("error").ok().flatten() {
+                Some(e)
+                    if e.str_eq("Unavailable").unwrap_or(true)
+                        || e.str_eq("Server Error").unwrap_or(true) =>
+                {
+                    Placed::Unknown
+                }
+                Some(_) => Placed::Refused,
+                None => Placed::Unknown,
+            };
+        }
+        if !is("success") {
+            return Placed::Unknown;
+        }
+        let Some(st) = v.get("sendStatus").ok().flatten() else {
+            return Placed::Unknown;
+        };
+        match (
+            st.get("status").ok().flatten(),
+            st.get("order_id")
+                .ok()
+                .flatten()
+                .and_then(endpoint::json_text),
+        ) {
+            (Some(s), Some(id)) if s.str_eq("placed").unwrap_or(false) => {
+                Placed::Accepted(OrderInfo {
+                    state: OrderState::New,
+                    venue_order_id: id,
+                    filled: None,
+                })
+            }
+            (Some(s), _) if s.kind() == Kind::String => Placed::Refused,
+            _ => Placed::Unknown,
+        }
+    }
+}

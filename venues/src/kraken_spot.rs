@@ -1,0 +1,919 @@
+//! Kraken Spot REST: errors come as HTTP 200 with an `error` array of strings
+//! (`EOrder:Rate limit exceeded`, `EAPI:Rate limit exceeded`, `EGeneral:Temporary
+//! lockout`, `EAPI:Invalid nonce`, `EService:Busy` ...), checked before the status.
+//!
+//! Two limits, both counters that decay at a tier-dependent rate, which is a token
+//! bucket (GCRA) in ergon's terms:
+//! - the trading counter, per pair, shared by REST, WebSocket and FIX: +1 per new
+//!   order, and a cancel, amend or edit costs more the younger the order is (the
+//!   table in [`cancel_cost`], [`amend_cost`], [`edit_cost`]). The adapter charges
+//!   the cost from the order's age it knows ([`KrakenSpot::cancel_parts`]); when the
+//!   venue says `EOrder:Rate limit exceeded`, its counter was higher than ours, and
+//!   the verdict path raises ours to full ([`Budget::observe_used`]);
+//! - the REST call counter, per API key: +1 per call, +2 for ledger and trade
+//!   history; AddOrder and CancelOrder do not count on it.
+//!
+//! Kraken sends no usage headers: the counts are ours alone.
+//!
+//! Sources (checked 2026-11-30):
+//! <https://docs.kraken.com/exchange/guides/general/ratelimits> (trading counter:
+//! thresholds, decay, the age table), <https://docs.kraken.com/exchange/guides/rest/ratelimits>
+//! (call counter), <https://docs.kraken.com/exchange/guides/general/errors> (errors),
+//! <https://support.kraken.com/articles/360045239571-trading-rate-limits> (the same
+//! thresholds and decay rates per tier).
+//!
+//! One adapter trades one pair. Reading an answer never allocates.
+
+use arrayvec::ArrayVec;
+
+use crate::adapt::{self, Batch, Clock, Error, Parts, Request, Venue, MAX_ITEMS};
+use crate::endpoint::{
+    self, Amend, ApiKey, ClientOrderId, Endpoints, Lookup, Method, NewOrder, OrderInfo, OrderRef,
+    OrderState, OrderType, Placed, Prepared, Side, Symbol, TimeInForce, Writer,
+};
+use crate::json::{self, Kind, Value};
+use crate::response::Response;
+use crate::sign::{self, Secret};
+use crate::waits;
+use ergon_core::{BucketId, Budget, Builder, Part, Spec, Verdict};
+
+const MS: i64 = 1_000_000;
+const SEC: i64 = 1_000 * MS;
+
+/// `EGeneral:Temporary lockout`: "wait for the lockout to expire (typically a few
+/// minutes)"; read as 15 minutes, the figure of Kraken's older call-limit article.
+/// The halt lasts until a person clears it either way.
+pub const LOCKOUT_NS: i64 = 900 * SEC;
+
+/// How long ergon re-sends a Kraken Spot request that surely did not run: Kraken
+/// has no acceptance window unless the key sets a nonce window, so this is
+/// ergon's, not the venue's.
+pub const DEADLINE_NS: i64 = 5 * SEC;
+
+/// The margin taken off an order's age before its cancel or amend cost is read
+/// from the table: the age runs from when the adapter prepared the order, the
+/// venue's from when its engine took it, up to one network trip later. A margin
+/// of 1 s charges the dearer cost near each edge.
+pub const AGE_MARGIN_NS: i64 = SEC;
+
+/// Orders whose age the adapter keeps; past this, the oldest is forgotten (its
+/// cancel then costs the youngest order's 8: never under the venue's count).
+pub const MAX_AGES: usize = 256;
+
+/// The limits of one account tier.
+#[derive(Clone, Copy, Debug)]
+pub struct Config {
+    /// The trading counter's threshold, per pair.
+    pub trading_max: u64,
+    /// The trading counter's decay, in thousandths per second.
+    pub trading_decay_milli_per_s: u64,
+    /// The REST call counter's maximum.
+    pub api_max: u64,
+    /// The REST call counter's decay, in thousandths per second.
+    pub api_decay_milli_per_s: u64,
+}
+
+impl Config {
+    /// Starter: trading 60, -1/s; calls 15, -0.33/s.
+    pub const STARTER: Config = Config {
+        trading_max: 60,
+        trading_decay_milli_per_s: 1000,
+        api_max: 15,
+        api_decay_milli_per_s: 330,
+    };
+    /// Intermediate: trading 125, -2.34/s; calls 20, -0.5/s.
+    pub const INTERMEDIATE: Config = Config {
+        trading_max: 125,
+        trading_decay_milli_per_s: 2340,
+        api_max: 20,
+        api_decay_milli_per_s: 500,
+    };
+    /// Pro: trading 180, -3.75/s; calls 20, -1/s.
+    pub const PRO: Config = Config {
+        trading_max: 180,
+        trading_decay_milli_per_s: 3750,
+        api_max: 20,
+        api_decay_milli_per_s: 1000,
+    };
+}
+
+impl Default for Config {
+    /// Intermediate, the lowest tier that may trade by API without the Starter
+    /// limits (docs.kraken.com trading and REST rate-limit pages, checked 2026-11-30).
+    fn default() -> Self {
+        Config::INTERMEDIATE
+    }
+}
+
+/// Nanoseconds per unit of a counter decaying `milli_per_s` thousandths a second,
+/// rounded up (the bucket never admits more than the venue).
+fn interval_ns(milli_per_s: u64) -> Result<i64, Error> {
+    if milli_per_s == 0 {
+        return Err(Error::BadField("decay"));
+    }
+    let m = i64::try_from(milli_per_s).map_err(|_| Error::BadField("decay"))?;
+    Ok((1_000 * SEC + m - 1) / m)
+}
+
+/// The decaying part of a cancel's cost by the order's age: +8 under 5 s, +6 under
+/// 10 s, +5 under 15 s, +4 under 45 s, +2 under 90 s, +1 under 300 s, 0 after
+/// (the fixed part is 0).
+pub fn cancel_cost(age_ns: i64) -> u32 {
+    by_age(age_ns, [8, 6, 5, 4, 2, 1])
+}
+
+/// An amend's cost: +1 fixed, and +3 under 5 s, +2 under 10 s, +1 under 15 s.
+pub fn amend_cost(age_ns: i64) -> u32 {
+    1 + by_age(age_ns, [3, 2, 1, 0, 0, 0])
+}
+
+/// A (legacy, cancel-new) edit's cost: +1 fixed, and +6 under 5 s, +5 under 10 s,
+/// +4 under 15 s, +2 under 45 s, +1 under 90 s.
+pub fn edit_cost(age_ns: i64) -> u32 {
+    1 + by_age(age_ns, [6, 5, 4, 2, 1, 0])
+}
+
+/// A batch of `n` new orders: +n/2, rounded up.
+pub fn batch_cost(n: u16) -> u32 {
+    u32::from(n).div_ceil(2)
+}
+
+/// `ns` rounded up to whole milliseconds (a hold never ends early).
+fn whole_ms(ns: i64) -> i64 {
+    ns.saturating_add(MS - 1) / MS * MS
+}
+
+fn by_age(age_ns: i64, costs: [u32; 6]) -> u32 {
+    const EDGES: [i64; 6] = [5 * SEC, 10 * SEC, 15 * SEC, 45 * SEC, 90 * SEC, 300 * SEC];
+    // An age below zero (clocks) is the youngest order: the dearest cost.
+    EDGES
+        .iter()
+        .zip(costs)
+        .find(|(edge, _)| age_ns < **edge)
+        .map_or(0, |(_, c)| c)
+}
+
+/// What a Kraken error string means.
+fn error_verdict(e: &[u8]) -> Said {
+    let is = |p: &[u8]| e.starts_with(p);
+    if is(b"EOrder:Rate limit exceeded") {
+        Said::TradingLimit
+    } else if is(b"EAPI:Rate limit exceeded") {
+        Said::ApiLimit
+    } else if is(b"EGeneral:Temporary lockout") {
+        Said::Lockout
+    } else if is(b"EAPI:Invalid nonce") {
+        Said::Verdict(Verdict::ClockSkew)
+    } else if is(b"EService:") || is(b"EGeneral:Internal error") {
+        Said::Busy
+    } else {
+        Said::Verdict(Verdict::Rejected)
+    }
+}
+
+enum Said {
+    TradingLimit,
+    ApiLimit,
+    Lockout,
+    Busy,
+    Verdict(Verdict),
+}
+
+/// The Kraken Spot adapter for one pair.
+#[derive(Clone, Debug)]
+pub struct KrakenSpot {
+    clock: Clock,
+    trading_interval_ns: i64,
+    api_interval_ns: i64,
+    trading_max: u64,
+    api_max: u64,
+    /// The IP gate.
+    pub ip: BucketId,
+    /// The pair's trading counter.
+    pub trading: BucketId,
+    /// The key's REST call counter.
+    pub api: BucketId,
+    auth: Option<(ApiKey, Secret)>,
+    last_nonce: i64,
+    /// When each order the adapter prepared was placed or last amended.
+    ages: ArrayVec<(ClientOrderId, i64), MAX_AGES>,
+    /// The item verdicts of the last batch answer.
+    items: ArrayVec<Verdict, MAX_ITEMS>,
+}
+
+impl KrakenSpot {
+    /// Declares `ip`, `trading` and `api`.
+    pub fn new(builder: &mut Builder, clock: Clock, c: Config) -> Result<Self, Error> {
+        let trading_interval_ns = interval_ns(c.trading_decay_milli_per_s)?;
+        let api_interval_ns = interval_ns(c.api_decay_milli_per_s)?;
+        Ok(KrakenSpot {
+            clock,
+            trading_interval_ns,
+            api_interval_ns,
+            trading_max: c.trading_max,
+            api_max: c.api_max,
+            ip: builder.add("ip", Spec::gate())?,
+            trading: builder.add(
+                "trading",
+                Spec::token_every(trading_interval_ns, c.trading_max),
+            )?,
+            api: builder.add("api", Spec::token_every(api_interval_ns, c.api_max))?,
+            auth: None,
+            last_nonce: 0,
+            ages: ArrayVec::new(),
+            items: ArrayVec::new(),
+        })
+    }
+
+    /// The deadline of an order sent with `deadline` (RFC 3339, as UTC ms): the
+    /// engine does not match it after that.
+    pub fn deadline_ns(&self, deadline_ms: i64) -> i64 {
+        self.clock.now_ns_at(deadline_ms)
+    }
+
+    fn trading_parts(&self, cost: u32) -> Parts {
+        let mut p = Parts::new();
+        p.push(Part::new(self.ip, 0));
+        p.push(Part::new(self.trading, cost));
+        p
+    }
+
+    /// A cancel of an order placed (or last amended) `age_ns` ago.
+    pub fn cancel_parts(&self, age_ns: i64) -> Parts {
+        self.trading_parts(cancel_cost(age_ns))
+    }
+
+    /// An amend (`AmendOrder`) of an order `age_ns` old.
+    pub fn amend_parts(&self, age_ns: i64) -> Parts {
+        self.trading_parts(amend_cost(age_ns))
+    }
+
+    /// A legacy edit (`EditOrder`) of an order `age_ns` old.
+    pub fn edit_parts(&self, age_ns: i64) -> Parts {
+        self.trading_parts(edit_cost(age_ns))
+    }
+
+    fn said(&self, said: Said, request: Request<'_>, budget: &mut Budget, now: i64) -> Verdict {
+        match said {
+            Said::TradingLimit => {
+                // The venue's counter is at its threshold; ours may be lower (other
+                // sessions on the pair, an age we misjudged): raise it to full, and
+                // hold until one order's worth has decayed.
+                budget
+                    .observe_used(self.trading, self.trading_max, now)
+                    .ok();
+                adapt::hold(
+                    budget,
+                    self.trading,
+                    Some(whole_ms(self.trading_interval_ns)),
+                    now,
+                )
+            }
+            Said::ApiLimit => {
+                budget.observe_used(self.api, self.api_max, now).ok();
+                adapt::hold(budget, self.api, Some(whole_ms(self.api_interval_ns)), now)
+            }
+            Said::Lockout => adapt::ban(budget, self.ip, now.saturating_add(LOCKOUT_NS), now),
+            Said::Busy if request.is_write() => Verdict::Unknown,
+            Said::Busy => Verdict::NotRun,
+            Said::Verdict(v) => v,
+        }
+    }
+
+    /// The first error of an `error` array, if any; `Err` if it is not an array of
+    /// strings.
+    fn first_error<'a>(v: &Value<'a>) -> Result<Option<Value<'a>>, ()> {
+        match v.get("error") {
+            Ok(Some(e)) if e.kind() == Kind::Array => {
+                let mut items = e.items().map_err(|_| ())?;
+                match items.next() {
+                    Some(first) if first.kind() == Kind::String => Ok(Some(first)),
+                    Some(_) => Err(()),
+                    None => Ok(None),
+                }
+            }
+            Ok(None) => Ok(None),
+            _ => Err(()),
+        }
+    }
+
+    fn batch(&self, v: Value<'_>, request: Request<'_>, budget: &mut Budget, now: i64) -> Batch {
+        let Ok(Some(Ok(orders))) = v.path("result.orders").map(|o| o.map(|o| o.items())) else {
+            return Batch::new();
+        };
+        let mut batch = Batch::new();
+        for o in orders {
+            match o.get("error") {
+                Ok(Some(e)) if e.kind() == Kind::String => {
+                    let mut buf = [0u8; 64];
+                    let said = match e.decode_str(&mut buf) {
+                        Ok(s) => error_verdict(s.as_bytes()),
+                        Err(_) => Said::Verdict(Verdict::Rejected),
+                    };
+                    batch.add(self.said(said, request, budget, now));
+                }
+                Ok(None) if o.get("txid").ok().flatten().is_some() => batch.add(Verdict::Done),
+                _ => batch.add(Verdict::Unknown),
+            }
+        }
+        batch
+    }
+}
+
+impl Venue for KrakenSpot {
+    fn parts(&self, request: Request<'_>) -> Result<Parts, Error> {
+        Ok(match request {
+            Request::Connect => {
+                let mut p = Parts::new();
+                p.push(Part::new(self.ip, 0));
+                p
+            }
+            Request::Order => self.trading_parts(1),
+            // Without the order's age, the youngest order's cost: never under the
+            // venue's count. A caller who knows the age uses `cancel_parts`.
+            Request::Cancel => self.cancel_parts(0),
+            Request::CancelReplace => self.amend_parts(0),
+            Request::Batch(n) => self.trading_parts(batch_cost(n)),
+            Request::Read(w) => {
+                let mut p = Parts::new();
+                p.push(Part::new(self.ip, 0));
+                p.push(Part::new(self.api, w));
+                p
+            }
+            Request::Info(_) => return Err(Error::Unsupported),
+        })
+    }
+
+    fn batch_items(&self) -> &[Verdict] {
+        &self.items
+    }
+
+    fn on_response(
+        &mut self,
+        request: Request<'_>,
+        r: &Response<'_>,
+        budget: &mut Budget,
+        now: i64,
+    ) -> Result<Verdict, Error> {
+        self.items.clear();
+        let retry = adapt::response_retry_after(r, &self.clock, now);
+        let bad = retry.malformed.then_some("Retry-After");
+        let body = json::parse(r.body).ok();
+        let first = body.as_ref().map(Self::first_error);
+        let verdict = match (r.status, body, first) {
+            // The body decides first, whatever the status.
+            (_, Some(_), Some(Ok(Some(e)))) => {
+                let mut buf = [0u8; 64];
+                let said = match e.decode_str(&mut buf) {
+                    Ok(s) => error_verdict(s.as_bytes()),
+                    Err(_) => Said::Verdict(Verdict::Rejected),
+                };
+                self.said(said, request, budget, now)
+            }
+            (200..=299, Some(v), Some(Ok(None))) if v.get("result").ok().flatten().is_some() => {
+                match request {
+                    Request::Batch(_) => {
+                        let batch = self.batch(v, request, budget, now);
+                        let verdict = batch.verdict().unwrap_or(Verdict::Unknown);
+                        self.items = batch.into_items();
+                        verdict
+                    }
+                    _ => Verdict::Done,
+                }
+            }
+            (429, ..) => adapt::hold(budget, self.ip, retry.wait_ns, now),
+            (403, None, _) => waits::block(budget, self.ip, retry, now),
+            _ if request.is_write() => Verdict::Unknown,
+            (200..=299, ..) => Verdict::Unknown,
+            (s, ..) if s >= 500 => Verdict::NotRun,
+            (s, ..) => adapt::status_rule(s, budget, self.ip, None, now),
+        };
+        adapt::finish(verdict, bad)
+    }
+}
+
+impl KrakenSpot {
+    /// Signs private requests with `api_key` (`API-Key`) and its base64 `secret`.
+    pub fn with_auth(mut self, api_key: &str, secret_b64: &str) -> Result<Self, Error> {
+        self.auth = Some((ApiKey::new(api_key)?, Secret::from_base64(secret_b64)?));
+        Ok(self)
+    }
+
+    /// A nonce above every one sent: the venue's UTC in microseconds, or one more
+    /// than the last.
+    fn nonce(&mut self, now: i64) -> i64 {
+        let n = self
+            .clock
+            .utc_ms(now)
+            .saturating_mul(1000)
+            .max(self.last_nonce.saturating_add(1));
+        self.last_nonce = n;
+        n
+    }
+
+    /// The age of an order the adapter placed, as the cost table reads it (less
+    /// [`AGE_MARGIN_NS`]); 0, the dearest, for an order it does not know.
+    pub fn age_ns(&self, id: &ClientOrderId, now: i64) -> i64 {
+        self.ages
+            .iter()
+            .find(|(i, _)| i == id)
+            .map_or(0, |(_, at)| {
+                now.saturating_sub(*at).saturating_sub(AGE_MARGIN_NS)
+            })
+    }
+
+    /// Notes that `id` was placed or amended at `now`.
+    fn aged(&mut self, id: ClientOrderId, now: i64) {
+        if let Some(e) = self.ages.iter_mut().find(|(i, _)| *i == id) {
+            e.1 = now;
+            return;
+        }
+        if self.ages.is_full() {
+            let oldest = self
+                .ages
+                .iter()
+                .enumerate()
+                .min_by_key(|(_, (_, at))| *at)
+                .map_or(0, |(i, _)| i);
+            self.ages.swap_remove(oldest);
+        }
+        self.ages.push((id, now));
+    }
+
+    /// A private POST to `path` with a form body: `nonce=` first, then what `body`
+    /// writes, signed. Returns the deadline.
+    fn private(
+        &mut self,
+        w: &mut Writer<'_>,
+        path: &'static str,
+        now: i64,
+        body: impl FnOnce(&mut Writer<'_>) -> Result<(), Error>,
+    ) -> Result<i64, Error> {
+        if self.auth.is_none() {
+            return Err(Error::NoKey);
+        }
+        let nonce = self.nonce(now);
+        w.open();
+        w.s(path);
+        w.close_target();
+        w.open();
+        let body_at = w.pos();
+        w.s("nonce=");
+        let nonce_at = w.pos();
+        w.int(nonce);
+        let nonce_end = w.pos();
+        body(w)?;
+        w.close_body();
+        let body_span = body_at..w.pos();
+        let Some((api_key, secret)) = &self.auth else {
+            return Err(Error::NoKey);
+        };
+        let mac = sign::kraken_spot(
+            secret,
+            path.as_bytes(),
+            w.bytes(nonce_at..nonce_end),
+            w.bytes(body_span),
+        );
+        w.header("API-Key", api_key.as_str().as_bytes())?;
+        w.open();
+        w.base64(&mac);
+        w.close_header("API-Sign")?;
+        w.header("Content-Type", b"application/x-www-form-urlencoded")?;
+        Ok(now.saturating_add(DEADLINE_NS))
+    }
+}
+
+/// `&name=value` of a form body (values are checked arguments).
+fn form(w: &mut Writer<'_>, name: &str, value: &str) {
+    w.s("&");
+    w.s(name);
+    w.s("=");
+    w.s(value);
+}
+
+/// The fields of a new order in a form body.
+fn order_form(w: &mut Writer<'_>, o: &NewOrder<'_>) -> Result<(), Error> {
+    let (ordertype, extra) = match o.order_type {
+        OrderType::Limit(TimeInForce::Gtc) => ("limit", None),
+        OrderType::Limit(TimeInForce::Ioc) => ("limit", Some(("timeinforce", "IOC"))),
+        OrderType::Limit(TimeInForce::Fok) => {
+            return Err(Error::BadArgument("FOK (Kraken Spot has GTC, IOC, GTD)"))
+        }
+        OrderType::PostOnly => ("limit", Some(("oflags", "post"))),
+        OrderType::Market => ("market", None),
+    };
+    form(w, "ordertype", ordertype);
+    form(w, "type", side(o.side));
+    form(w, "volume", o.quantity.as_str());
+    form(w, "pair", o.symbol.as_str());
+    match (o.order_type, o.price) {
+        (OrderType::Market, None) => {}
+        (OrderType::Market, Some(_)) => return Err(Error::BadArgument("price of a market order")),
+        (_, Some(p)) => form(w, "price", p.as_str()),
+        (_, None) => return Err(Error::BadArgument("price of a limit order")),
+    }
+    if let Some((k, v)) = extra {
+        form(w, k, v);
+    }
+    if o.reduce_only {
+        form(w, "reduce_only", "true");
+    }
+    form(w, "cl_ord_id", o.client_order_id.as_str());
+    w.id(o.client_order_id)
+}
+
+fn side(s: Side) -> &'static str {
+    match s {
+        Side::Buy => "buy",
+        Side::Sell => "sell",
+    }
+}
+
+/// An order object of `QueryOrders` (`status`, `vol_exec`) under its txid.
+fn order_info(txid: &str, o: Value<'_>) -> Option<OrderInfo> {
+    let status = o.get("status").ok().flatten()?;
+    let is = |s| status.str_eq(s).unwrap_or(false);
+    let state = if is("pending") {
+        OrderState::Pending
+    } else if is("open") {
+        OrderState::New
+    } else if is("closed") {
+        OrderState::Filled
+    } else if is("canceled") {
+        OrderState::Canceled
+    } else if is("expired") {
+        OrderState::Expired
+    } else {
+        OrderState::Other
+    };
+    Some(OrderInfo {
+        state,
+        venue_order_id: arrayvec::ArrayString::from(txid).ok()?,
+        filled: o
+            .get("vol_exec")
+            .ok()
+            .flatten()
+            .and_then(endpoint::json_text),
+    })
+}
+
+/// Whether a Kraken error string says the request surely did not run.
+fn refused(e: &[u8]) -> bool {
+    !(e.starts_with(b"EService:") || e.starts_with(b"EGeneral:Internal error"))
+}
+
+impl Endpoints for KrakenSpot {
+    /// `POST /0/private/AddOrder`: +1 on the pair's counter; the order's age starts.
+    fn new_order<'p>(
+        &mut self,
+        out: &'p mut Prepared,
+        o: &NewOrder<'_>,
+        now: i64,
+    ) -> Result<&'p Prepared, Error> {
+        let mut w = Writer::start(out);
+        let deadline = self.private(&mut w, "/0/private/AddOrder", now, |w| order_form(w, o))?;
+        self.aged(o.client_order_id, now);
+        w.finish(self, Request::Order, Method::Post, deadline)
+    }
+
+    /// `POST /0/private/CancelOrder` by `cl_ord_id`: the cost of the order's age.
+    fn cancel<'p>(
+        &mut self,
+        out: &'p mut Prepared,
+        o: &OrderRef<'_>,
+        now: i64,
+    ) -> Result<&'p Prepared, Error> {
+        let mut w = Writer::start(out);
+        let deadline = self.private(&mut w, "/0/private/CancelOrder", now, |w| {
+            form(w, "cl_ord_id", o.client_order_id.as_str());
+            w.id(o.client_order_id)
+        })?;
+        let parts = self.cancel_parts(self.age_ns(&o.client_order_id, now));
+        w.finish_with(parts, Request::Cancel, Method::Post, deadline)
+    }
+
+    /// `POST /0/private/AmendOrder` by `cl_ord_id` (`order_qty`, `limit_price`):
+    /// the cost of the order's age, which then starts again.
+    fn amend<'p>(
+        &mut self,
+        out: &'p mut Prepared,
+        a: &Amend<'_>,
+        now: i64,
+    ) -> Result<&'p Prepared, Error> {
+        let mut w = Writer::start(out);
+        if a.price.is_none() && a.quantity.is_none() {
+            return Err(Error::BadArgument("amend changes nothing"));
+        }
+        let id = a.order.client_order_id;
+        let deadline = self.private(&mut w, "/0/private/AmendOrder", now, |w| {
+            form(w, "cl_ord_id", id.as_str());
+            if let Some(q) = a.quantity {
+                form(w, "order_qty", q.as_str());
+            }
+            if let Some(p) = a.price {
+                form(w, "limit_price", p.as_str());
+            }
+            w.id(id)
+        })?;
+        let parts = self.amend_parts(self.age_ns(&id, now));
+        self.aged(id, now);
+        w.finish_with(parts, Request::CancelReplace, Method::Post, deadline)
+    }
+
+    /// `POST /0/private/QueryOrders` by `cl_ord_id`: +1 on the call counter.
+    fn query_order<'p>(
+        &mut self,
+        out: &'p mut Prepared,
+        o: &OrderRef<'_>,
+        now: i64,
+    ) -> Result<&'p Prepared, Error> {
+        let mut w = Writer::start(out);
+        let deadline = self.private(&mut w, "/0/private/QueryOrders", now, |w| {
+            form(w, "cl_ord_id", o.client_order_id.as_str());
+            w.id(o.client_order_id)
+        })?;
+        w.finish(self, Request::Read(1), Method::Post, deadline)
+    }
+
+    /// `POST /0/private/OpenOrders` (every pair: the endpoint has no pair filter):
+    /// +1 on the call counter.
+    fn open_orders<'p>(
+        &mut self,
+        out: &'p mut Prepared,
+        _symbol: Option<Symbol<'_>>,
+        now: i64,
+    ) -> Result<&'p Prepared, Error> {
+        let mut w = Writer::start(out);
+        let deadline = self.private(&mut w, "/0/private/OpenOrders", now, |_| Ok(()))?;
+        w.finish(self, Request::Read(1), Method::Post, deadline)
+    }
+
+    /// `GET /0/public/Depth?pair=..&count=..` (1 to 500): public, on no counter.
+    fn book<'p>(
+        &mut self,
+        out: &'p mut Prepared,
+        symbol: Symbol<'_>,
+        depth: u32,
+        now: i64,
+    ) -> Result<&'p Prepared, Error> {
+        let mut w = Writer::start(out);
+        if !(1..=500).contains(&depth) {
+            return Err(Error::BadArgument("depth (1..=500)"));
+        }
+        w.open();
+        w.s("/0/public/Depth?pair=");
+        w.s(symbol.as_str());
+        w.s("&count=");
+        w.int(i64::from(depth));
+        w.close_target();
+        w.finish(
+            self,
+            Request::Read(0),
+            Method::Get,
+            now.saturating_add(DEADLINE_NS),
+        )
+    }
+
+    /// `POST /0/private/Balance`: +1 on the call counter.
+    fn account<'p>(&mut self, out: &'p mut Prepared, now: i64) -> Result<&'p Prepared, Error> {
+        let mut w = Writer::start(out);
+        let deadline = self.private(&mut w, "/0/private/Balance", now, |_| Ok(()))?;
+        w.finish(self, Request::Read(1), Method::Post, deadline)
+    }
+
+    /// `POST /0/private/AddOrderBatch`: 2 to 15 orders of one pair, JSON body;
+    /// +n/2 on the pair's counter.
+    fn batch_orders<'p>(
+        &mut self,
+        out: &'p mut Prepared,
+        orders: &[NewOrder<'_>],
+        now: i64,
+    ) -> Result<&'p Prepared, Error> {
+        let mut w = Writer::start(out);
+        let (Some(first), 2..=15) = (orders.first(), orders.len()) else {
+            return Err(Error::BadArgument("a batch holds 2 to 15 orders"));
+        };
+        if orders.iter().any(|o| o.symbol != first.symbol) {
+            return Err(Error::BadArgument("a batch's orders share one pair"));
+        }
+        let Some((api_key, secret)) = self.auth.clone() else {
+            return Err(Error::NoKey);
+        };
+        let nonce = self.nonce(now);
+        let path = "/0/private/AddOrderBatch";
+        w.open();
+        w.s(path);
+        w.close_target();
+        w.open();
+        let body_at = w.pos();
+        w.s("{\"nonce\":");
+        let nonce_at = w.pos();
+        w.int(nonce);
+        let nonce_end = w.pos();
+        w.s(",\"pair\":\"");
+        w.s(first.symbol.as_str());
+        w.s("\",\"orders\":[");
+        for (i, o) in orders.iter().enumerate() {
+            if i > 0 {
+                w.s(",");
+            }
+            w.s("{");
+            let mut f = true;
+            let ordertype = match o.order_type {
+                OrderType::Limit(TimeInForce::Gtc) | OrderType::PostOnly => "limit",
+                OrderType::Limit(TimeInForce::Ioc) => {
+                    w.json(&mut f, "timeinforce", "IOC");
+                    "limit"
+                }
+                OrderType::Limit(TimeInForce::Fok) => {
+                    return Err(Error::BadArgument("FOK (Kraken Spot has GTC, IOC, GTD)"))
+                }
+                OrderType::Market => "market",
+            };
+            if o.order_type == OrderType::PostOnly {
+                w.json(&mut f, "oflags", "post");
+            }
+            w.json(&mut f, "ordertype", ordertype);
+            w.json(&mut f, "type", side(o.side));
+            w.json(&mut f, "volume", o.quantity.as_str());
+            match (o.order_type, o.price) {
+                (OrderType::Market, None) => {}
+                (OrderType::Market, Some(_)) => {
+                    return Err(Error::BadArgument("price of a market order"))
+                }
+                (_, Some(p)) => w.json(&mut f, "price", p.as_str()),
+                (_, None) => return Err(Error::BadArgument("price of a limit order")),
+            }
+            w.json(&mut f, "cl_ord_id", o.client_order_id.as_str());
+            w.s("}");
+            w.id(o.client_order_id)?;
+        }
+        w.s("]}");
+        w.close_body();
+        let mac = sign::kraken_spot(
+            &secret,
+            path.as_bytes(),
+            w.bytes(nonce_at..nonce_end),
+            w.bytes(body_at..w.pos()),
+        );
+        w.header("API-Key", api_key.as_str().as_bytes())?;
+        w.open();
+        w.base64(&mac);
+        w.close_header("API-Sign")?;
+        w.header("Content-Type", b"application/json")?;
+        for o in orders {
+            self.aged(o.client_order_id, now);
+        }
+        let n = u16::try_from(orders.len()).unwrap_or(u16::MAX);
+        w.finish(
+            self,
+            Request::Batch(n),
+            Method::Post,
+            now.saturating_add(DEADLINE_NS),
+        )
+    }
+
+    /// `QueryOrders`: the order under its txid; an empty result or `EOrder:Unknown
+    /// order` is no such order; any other error, unknown.
+    fn read_order(&self, r: &Response<'_>) -> Lookup {
+        let Ok(v) = json::parse(r.body) else {
+            return Lookup::Unknown;
+        };
+        match Self::first_error(&v) {
+            Ok(Some(e)) if e.str_starts_with("EOrder:Unknown order").unwrap_or(false) => {
+                return Lookup::NotFound
+            }
+            Ok(None) => {}
+            _ => return Lookup::Unknown,
+        }
+        let Some(Ok(mut members)) = v.get("result").ok().flatten().map(|r| r.members()) else {
+            return Lookup::Unknown;
+        };
+        let Some((txid, order)) = members.next() else {
+            return Lookup::NotFound;
+        };
+        let mut buf = [0u8; 64];
+        match txid
+            .decode_str(&mut buf)
+            .ok()
+            .and_then(|t| order_info(t, order))
+        {
+            Some(info) => Lookup::Found(info),
+            None => Lookup::Unknown,
+        }
+    }
+
+    /// `AddOrder`: `result.txid[0]`; an error that says it did not run is Refused
+    /// (rate limits, lockout, invalid arguments, funds); `EService:*` and internal
+    /// errors are Unknown.
+    fn read_placed(&self, r: &Response<'_>) -> Placed {
+        let Ok(v) = json::parse(r.body) else {
+            return Placed::Unknown;
+        };
+        match Self::first_error(&v) {
+            Ok(Some(e)) => {
+                let mut buf = [0u8; 64];
+                return match e.decode_str(&mut buf) {
+                    Ok(s) if refused(s.as_bytes()) => Placed::Refused,
+                    _ => Placed::Unknown,
+                };
+            }
+            Ok(None) => {}
+            Err(()) => return Placed::Unknown,
+        }
+        match v
+            .path("result.txid")
+            .ok()
+            .flatten()
+            .and_then(|t| t.at(0).ok().flatten())
+            .and_then(endpoint::json_text)
+        {
+            Some(id) => Placed::Accepted(OrderInfo {
+                state: OrderState::Pending,
+                venue_order_id: id,
+                filled: None,
+            }),
+            None => Placed::Unknown,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The age table of docs.kraken.com/exchange/guides/general/ratelimits, row by
+    /// row, at each edge.
+    #[test]
+    fn costs_by_age_follow_the_documented_table() {
+        let s = |x: i64| x * SEC;
+        let ages = [
+            0,
+            s(5) - 1,
+            s(5),
+            s(10) - 1,
+            s(10),
+            s(15),
+            s(45) - 1,
+            s(45),
+            s(90),
+            s(300) - 1,
+            s(300),
+            s(3600),
+        ];
+        let cancel = [8, 8, 6, 6, 5, 4, 4, 2, 1, 1, 0, 0];
+        let amend = [4, 4, 3, 3, 2, 1, 1, 1, 1, 1, 1, 1];
+        let edit = [7, 7, 6, 6, 5, 3, 3, 2, 1, 1, 1, 1];
+        for (i, age) in ages.into_iter().enumerate() {
+            assert_eq!(cancel_cost(age), cancel[i], "cancel at {age}");
+            assert_eq!(amend_cost(age), amend[i], "amend at {age}");
+            assert_eq!(edit_cost(age), edit[i], "edit at {age}");
+        }
+        // A negative age (clock step) is the youngest order.
+        assert_eq!(cancel_cost(-1), 8);
+        assert_eq!((batch_cost(1), batch_cost(15)), (1, 8));
+    }
+
+    #[test]
+    fn the_counter_decays_at_the_tier_rate() {
+        let mut b = Budget::builder();
+        let k = KrakenSpot::new(&mut b, Clock::anchor(0, 0), Config::PRO).unwrap();
+        let mut budget = b.build(0).unwrap();
+        // 180 of cancels of fresh orders: 22 of them (176), then the 23rd (8) fails.
+        for _ in 0..22 {
+            let t = budget
+                .try_charge(&k.cancel_parts(0), ergon_core::Class::Normal, 0)
+                .unwrap();
+            budget.complete(t.sent(), 0).unwrap();
+        }
+        assert!(budget
+            .try_charge(&k.cancel_parts(0), ergon_core::Class::Normal, 0)
+            .is_err());
+        // A 2-minute-old order costs 1 and fits.
+        let t = budget
+            .try_charge(&k.cancel_parts(120 * SEC), ergon_core::Class::Normal, 0)
+            .unwrap();
+        budget.complete(t.sent(), 0).unwrap();
+        // 177 of 180: a fresh cancel (8) needs 5 units to decay, at 3.75 per second
+        // 1.33 s.
+        assert!(budget
+            .try_charge(&k.cancel_parts(0), ergon_core::Class::Normal, 1_300 * MS)
+            .is_err());
+        assert!(budget
+            .try_charge(&k.cancel_parts(0), ergon_core::Class::Normal, 1_400 * MS)
+            .is_ok());
+    }
+
+    #[test]
+    fn a_zero_decay_is_refused() {
+        let mut b = Budget::builder();
+        let c = Config {
+            trading_decay_milli_per_s: 0,
+            ..Config::default()
+        };
+        assert_eq!(
+            KrakenSpot::new(&mut b, Clock::anchor(0, 0), c).unwrap_err(),
+            Error::BadField("decay")
+        );
+    }
+}
