@@ -667,12 +667,14 @@ impl Session {
             .and_then(|s| s.as_u64().ok())
             .and_then(|s| u16::try_from(s).ok())
             .unwrap_or(0);
+        // Every read that can fail comes before the first change.
+        let (error, result, rate_limits) =
+            (v.get("error")?, v.get("result")?, v.get("rateLimits")?);
         self.slots[at] = None;
-        let error = v.get("error")?;
         let code = error
             .and_then(|e| e.get("code").ok().flatten())
             .and_then(|c| c.as_i64().ok());
-        let body = match (status, v.get("result")?, error) {
+        let body = match (status, result, error) {
             (200..=299, Some(r), _) => r.raw(),
             (_, _, Some(e)) => e.raw(),
             _ => &[],
@@ -716,7 +718,7 @@ impl Session {
             }
             Err(_) => Verdict::Unknown,
         };
-        if let Some(limits) = v.get("rateLimits")? {
+        if let Some(limits) = rate_limits {
             if self.observe(limits, budget, now).is_err() {
                 bad = bad.or(Some("rateLimits"));
             }
