@@ -38,6 +38,14 @@
 //!    or over REST; never re-send), [`Fate::NotWritten`] for those prepared but never
 //!    written (refund their `Ticket` with `Budget::refund`: the venue never saw them).
 //!
+//! On ergon-io's WebSocket session the charge is made by `ws::Session::send_request`
+//! (with [`Pending::parts`]), which knows whether a byte of the frame left: its
+//! `Event::Outcome` refunds a request never written (`NotRun`) by itself, so call
+//! [`Session::sent`] once `send_request` queued the frame, and on a drop take the
+//! refund from ergon-io and the client order id to reconcile from [`Fate`] (a frame
+//! queued but never written is then reconciled needlessly, never re-sent).
+//! `tests/e2e_ws_api_session.rs` drives the two over a socket.
+//!
 //! Nothing here reads a clock, touches a socket or allocates once the caller's frame
 //! buffer has held the largest request: the table is allocated at construction.
 
