@@ -55,10 +55,10 @@ use arrayvec::{ArrayString, ArrayVec};
 use ergon_core::{Budget, Verdict};
 
 use crate::adapt::{self, Error, Parts, Request, Venue};
-use crate::binance_spot::{order_state, BinanceSpot, Counts, DEFAULT_RECV_WINDOW_MS};
+use crate::binance_spot::{self, order_state, BinanceSpot, Counts, DEFAULT_RECV_WINDOW_MS};
 use crate::endpoint::{
-    json_text, ApiKey, ClientOrderId, HmacKey, NewOrder, OrderRef, OrderState, OrderType, Side,
-    Symbol, TimeInForce,
+    json_text, ApiKey, ClientOrderId, HmacKey, Lookup, NewOrder, OrderRef, OrderState, OrderType,
+    Placed, Side, Symbol, TimeInForce,
 };
 use crate::json::{self, JsonError, Kind, Value};
 use crate::response::{Header, Response};
@@ -782,6 +782,46 @@ impl Session {
         } else {
             Ok(())
         }
+    }
+}
+
+/// An answer as the REST readers see it: its `status`, and its `result` (2xx) or
+/// `error` object as the body; `None` if the frame is not an answer.
+fn as_response(frame: &[u8]) -> Option<(u16, &[u8])> {
+    let v = json::parse(frame).ok()?;
+    let status = v.get("status").ok()??.as_u64().ok()?;
+    let status = u16::try_from(status).ok()?;
+    let body = match (status, v.get("result").ok()?, v.get("error").ok()?) {
+        (200..=299, Some(r), _) => r.raw(),
+        (_, _, Some(e)) => e.raw(),
+        _ => &[],
+    };
+    Some((status, body))
+}
+
+/// Reads the answer frame to [`Call::Status`] for reconcile, by the REST reader:
+/// the order, [`Lookup::NotFound`] on -2013, else [`Lookup::Unknown`].
+pub fn read_order(frame: &[u8]) -> Lookup {
+    match as_response(frame) {
+        Some((status, body)) => binance_spot::read_order(&Response {
+            status,
+            headers: &[],
+            body,
+        }),
+        None => Lookup::Unknown,
+    }
+}
+
+/// Reads the answer frame to [`Call::Place`] by the REST reader: accepted with the
+/// venue's order id, refused by a code that says it did not run, or unknown.
+pub fn read_placed(frame: &[u8]) -> Placed {
+    match as_response(frame) {
+        Some((status, body)) => binance_spot::read_placed(&Response {
+            status,
+            headers: &[],
+            body,
+        }),
+        None => Placed::Unknown,
     }
 }
 

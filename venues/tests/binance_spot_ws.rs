@@ -11,12 +11,12 @@ use ergon_core::{BucketId, Budget, Verdict};
 use ergon_venues::adapt::{Clock, Error, Request, Venue};
 use ergon_venues::binance_spot::{Auth, BinanceSpot};
 use ergon_venues::binance_spot_ws::{
-    signature, Call, Fate, FrameError, Incoming, PrepareError, Session,
+    read_order, read_placed, signature, Call, Fate, FrameError, Incoming, PrepareError, Session,
 };
 use ergon_venues::classify::{BINANCE_GUARD_NS, FIXTURE_NOW_UTC_MS, SPOT_EXCHANGE_INFO};
 use ergon_venues::endpoint::{
-    CancelReplace, ClientOrderId, Decimal, Endpoints, HmacKey, NewOrder, OrderRef, OrderState,
-    OrderType, Prepared, Side, Symbol, TimeInForce,
+    CancelReplace, ClientOrderId, Decimal, Endpoints, HmacKey, Lookup, NewOrder, OrderRef,
+    OrderState, OrderType, Placed, Prepared, Side, Symbol, TimeInForce,
 };
 use hmac::{Hmac, Mac};
 use proptest::prelude::*;
@@ -700,6 +700,7 @@ proptest! {
         }
         for f in frames {
             let (before, in_flight) = (state(&budget), s.in_flight());
+            let _ = (read_order(&f), read_placed(&f));
             match s.on_frame(&f, &mut budget, NOW) {
                 Err(_) => {
                     prop_assert_eq!(state(&budget), before);
@@ -711,4 +712,28 @@ proptest! {
         }
         prop_assert!(s.on_disconnect().count() <= 3);
     }
+}
+
+#[test]
+fn answers_read_for_reconcile_like_rest() {
+    let found = br#"{"id":3,"status":200,"result":{"symbol":"BTCUSDT","orderId":12569099453,"clientOrderId":"mm-1","executedQty":"0.00500000","status":"PARTIALLY_FILLED"}}"#;
+    match read_order(found) {
+        Lookup::Found(o) => {
+            assert_eq!(o.state, OrderState::PartiallyFilled);
+            assert_eq!(o.venue_order_id.as_str(), "12569099453");
+            assert_eq!(o.filled.unwrap().as_str(), "0.00500000");
+        }
+        other => panic!("{other:?}"),
+    }
+    let missing = br#"{"id":3,"status":400,"error":{"code":-2013,"msg":"Order does not exist."}}"#;
+    assert_eq!(read_order(missing), Lookup::NotFound);
+    let busy = br#"{"id":3,"status":503,"error":{"code":-1008,"msg":"busy"}}"#;
+    assert_eq!(read_order(busy), Lookup::Unknown);
+    assert_eq!(read_order(b"\xff"), Lookup::Unknown);
+
+    assert!(matches!(read_placed(found), Placed::Accepted(_)));
+    let refused = br#"{"id":4,"status":400,"error":{"code":-2010,"msg":"Duplicate order sent."}}"#;
+    assert_eq!(read_placed(refused), Placed::Refused);
+    assert_eq!(read_placed(busy), Placed::Unknown);
+    assert_eq!(read_placed(b"{}"), Placed::Unknown);
 }
