@@ -115,6 +115,21 @@ impl Windows {
         (most, until)
     }
 
+    /// Whether no window tracked holds a count.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.counts == [0; 3]
+    }
+
+    /// The next instant after which a charge at `now` counts in other windows (a
+    /// guard edge or a boundary); the current window's end if `now` is past it (the
+    /// windows have yet to roll there).
+    pub(crate) fn next_edge(&self, now: i64) -> i64 {
+        if now >= self.end_ns {
+            return self.end_ns;
+        }
+        self.steady(now).1
+    }
+
     /// Whether `cost` fits at `now` (after [`Windows::advance`]).
     #[inline]
     pub(crate) fn fits(&self, cost: u64, allowance: u64, now: i64) -> bool {

@@ -47,16 +47,18 @@ mod stats;
 mod ticket;
 mod verdict;
 
-pub use budget::Budget;
-pub use spec::{Builder, ConfigError, Kind, Spec, DEFAULT_HOLD_GUARD_NS};
+pub use budget::{Budget, Builder, DEFAULT_HOLD_GUARD_NS};
+pub use spec::{ConfigError, Kind, Spec};
 pub use stats::{Refusals, Stats};
-pub use ticket::{BucketId, Class, Flight, ForeignId, Limited, Part, Ticket, Why};
+pub use ticket::{BucketId, Class, Flight, ForeignId, Limited, Part, Shape, Ticket, Why};
 pub use verdict::{Resend, Verdict};
 
 /// Most buckets one [`Budget`] holds.
 pub const MAX_BUCKETS: usize = 32;
 /// Most parts one charge may name (one [`Ticket`] carries them all).
 pub const MAX_PARTS: usize = 8;
+/// Most [`Shape`]s one [`Budget`] registers.
+pub const MAX_SHAPES: usize = 32;
 /// Most slots of one sliding window.
 pub const MAX_SLOTS: usize = 64;
 /// Longest bucket name, in bytes.

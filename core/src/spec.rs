@@ -1,14 +1,11 @@
-//! Declaring buckets: [`Spec`] says what one limit is, [`Builder`] validates a set of
-//! them and builds the [`Budget`]. All validation happens here, once; nothing on the
-//! charge path checks configuration.
+//! Declaring buckets: [`Spec`] says what one limit is, and [`ConfigError`] what
+//! cannot make a budget. The [`Builder`](crate::Builder) (in the budget's module)
+//! validates a set of specs and builds the budget; nothing on the charge path checks
+//! configuration.
 
-use arrayvec::{ArrayString, ArrayVec};
 use core::fmt;
-use core::sync::atomic::{AtomicU32, Ordering};
 
-use crate::budget::Budget;
-use crate::ticket::BucketId;
-use crate::{MAX_BUCKETS, MAX_NAME, MAX_PARTS, MAX_SLOTS};
+use crate::MAX_SLOTS;
 
 /// What kind of limit a bucket models.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -209,7 +206,7 @@ impl Spec {
         }
     }
 
-    fn validate(&self) -> Result<(), ConfigError> {
+    pub(crate) fn validate(&self) -> Result<(), ConfigError> {
         if self.misapplied {
             return Err(ConfigError::OptionNotForKind);
         }
@@ -321,6 +318,10 @@ pub enum ConfigError {
     UnknownBucket,
     /// A budget with no bucket.
     NoBuckets,
+    /// More shapes than [`MAX_SHAPES`](crate::MAX_SHAPES).
+    TooManyShapes,
+    /// A shape names one bucket in several parts whose costs add up past `u32::MAX`.
+    ShapeCostTooBig,
 }
 
 impl fmt::Display for ConfigError {
@@ -350,110 +351,9 @@ impl fmt::Display for ConfigError {
             ConfigError::TooManyParts => "more parts than MAX_PARTS (8)",
             ConfigError::UnknownBucket => "a part names a bucket this budget does not have",
             ConfigError::NoBuckets => "a budget needs at least one bucket",
+            ConfigError::TooManyShapes => "more shapes than MAX_SHAPES (32)",
+            ConfigError::ShapeCostTooBig => "a shape's costs for one bucket add up past u32::MAX",
         };
         f.write_str(text)
     }
-}
-
-/// Collects and validates bucket declarations, then builds a [`Budget`].
-///
-/// ```
-/// use ergon_core::{Budget, ConfigError, Spec};
-/// let mut b = Budget::builder();
-/// b.add("weight", Spec::sliding(1200, 60_000_000_000, 60)).unwrap();
-/// assert_eq!(b.add("weight", Spec::gate()), Err(ConfigError::DuplicateName));
-/// assert_eq!(b.add("bad", Spec::sliding(10, 1000, 7)), Err(ConfigError::SlotsDoNotDivideWindow));
-/// ```
-///
-/// Each builder takes a fresh tag (a process-wide counter) that every id, ticket and
-/// flight of its budget carries, so that one budget refuses another's.
-#[derive(Debug)]
-pub struct Builder {
-    buckets: ArrayVec<(ArrayString<MAX_NAME>, Spec), MAX_BUCKETS>,
-    tag: u16,
-    hold_guard_ns: i64,
-}
-
-/// The tag of the next builder. Wraps after 65536 budgets in one process: two
-/// budgets that far apart could share a tag, which only weakens the check.
-static NEXT_TAG: AtomicU32 = AtomicU32::new(0);
-
-impl Default for Builder {
-    fn default() -> Self {
-        Builder {
-            buckets: ArrayVec::new(),
-            tag: NEXT_TAG.fetch_add(1, Ordering::Relaxed) as u16,
-            hold_guard_ns: DEFAULT_HOLD_GUARD_NS,
-        }
-    }
-}
-
-/// The default of [`Builder::hold_guard`]: 50 ms.
-pub const DEFAULT_HOLD_GUARD_NS: i64 = 50_000_000;
-
-impl Builder {
-    /// Declares a bucket; its id names it in [`Part`](crate::Part)s.
-    pub fn add(&mut self, name: &str, spec: Spec) -> Result<BucketId, ConfigError> {
-        spec.validate()?;
-        if name.is_empty() {
-            return Err(ConfigError::EmptyName);
-        }
-        let name = ArrayString::from(name).map_err(|_| ConfigError::NameTooLong)?;
-        if self.buckets.iter().any(|(n, _)| *n == name) {
-            return Err(ConfigError::DuplicateName);
-        }
-        let id = BucketId {
-            budget: self.tag,
-            index: self.buckets.len() as u8,
-        };
-        self.buckets
-            .try_push((name, spec))
-            .map_err(|_| ConfigError::TooManyBuckets)?;
-        Ok(id)
-    }
-
-    /// Time added to every server wait before a throttled bucket resumes: the clock
-    /// offset plus one-way latency between the caller and the venue. Default
-    /// [`DEFAULT_HOLD_GUARD_NS`] (50 ms): a wait that ends exactly when the venue's
-    /// does would send into the 429 again on any clock offset, and Binance bans
-    /// clients that do. 0 is allowed for tests that want exact ends.
-    pub fn hold_guard(&mut self, guard_ns: i64) -> Result<&mut Self, ConfigError> {
-        if guard_ns < 0 {
-            return Err(ConfigError::GuardTooWide);
-        }
-        self.hold_guard_ns = guard_ns;
-        Ok(self)
-    }
-
-    /// Builds the budget with every bucket empty at `now_ns`.
-    pub fn build(self, now_ns: i64) -> Result<Budget, ConfigError> {
-        if self.buckets.is_empty() {
-            return Err(ConfigError::NoBuckets);
-        }
-        Ok(Budget::new(
-            &self.buckets,
-            self.tag,
-            self.hold_guard_ns,
-            now_ns,
-        ))
-    }
-}
-
-/// Checks a part list against the capacities once, at start-up, so the charge path
-/// never meets a list it cannot carry.
-pub(crate) fn validate_parts(
-    parts: &[crate::Part],
-    tag: u16,
-    buckets: usize,
-) -> Result<(), ConfigError> {
-    if parts.len() > MAX_PARTS {
-        return Err(ConfigError::TooManyParts);
-    }
-    if parts
-        .iter()
-        .any(|p| p.bucket.budget != tag || p.bucket.index() >= buckets)
-    {
-        return Err(ConfigError::UnknownBucket);
-    }
-    Ok(())
 }

@@ -37,6 +37,32 @@ impl core::fmt::Display for ForeignId {
     }
 }
 
+/// A request kind registered once with its budget ([`Budget::shape`](crate::Budget::shape) or
+/// [`Builder::shape`](crate::Builder::shape)): place, cancel, a book read ...
+///
+/// Charged with [`Budget::try_charge_shape`](crate::Budget::try_charge_shape), it costs a compare and a subtraction
+/// per bucket, and its [`Ticket`] names the shape instead of copying the parts.
+/// Like a [`BucketId`], it carries its budget's tag: another budget refuses it.
+///
+/// ```
+/// use ergon_core::{Budget, Class, Part, Spec};
+/// let mut b = Budget::builder();
+/// let weight = b.add("weight", Spec::sliding(1200, 60_000_000_000, 60)).unwrap();
+/// let orders = b.add("orders", Spec::fixed(50, 10_000_000_000)).unwrap();
+/// let ip = b.add("ip", Spec::gate()).unwrap();
+/// let place = b.shape(&[Part::new(weight, 1), Part::new(orders, 1), Part::new(ip, 0)]).unwrap();
+/// let mut budget = b.build(0).unwrap();
+/// let ticket = budget.try_charge_shape(place, Class::Normal, 1).unwrap();
+/// assert_eq!(ticket.shape(), Some(place));
+/// budget.refund(ticket, 2).unwrap();
+/// assert_eq!(budget.stats(weight).unwrap().used, 0);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Shape {
+    pub(crate) budget: u16,
+    pub(crate) index: u8,
+}
+
 /// One bucket a request counts against, and how much.
 ///
 /// A cost of 0 on a gate is the usual part: gates count nothing, they only carry
@@ -111,6 +137,9 @@ pub struct Limited {
 /// The parts of one charge, as they were charged.
 pub(crate) type Charged = ArrayVec<Part, MAX_PARTS>;
 
+/// The `shape` of a ticket charged from a part list.
+pub(crate) const NO_SHAPE: u8 = u8::MAX;
+
 /// The receipt of an admitted charge whose request has not left yet.
 ///
 /// Consume it exactly once: [`Budget::refund`](crate::Budget::refund) if the request was
@@ -123,6 +152,8 @@ pub struct Ticket {
     pub(crate) seq: u64,
     /// The tag of the budget that charged it.
     pub(crate) budget: u16,
+    /// The shape charged, or [`NO_SHAPE`] for a part list (then in `parts`).
+    pub(crate) shape: u8,
     pub(crate) parts: Charged,
 }
 
@@ -133,13 +164,25 @@ impl Ticket {
         Flight {
             at_ns: self.at_ns,
             budget: self.budget,
+            shape: self.shape,
             parts: self.parts,
         }
     }
 
-    /// The parts this ticket charged.
+    /// The parts this ticket charged, for a charge of a part list
+    /// ([`Budget::try_charge`](crate::Budget::try_charge)); empty for a shape's
+    /// ticket, which copies nothing: see [`Ticket::shape`] and
+    /// [`Budget::shape_parts`](crate::Budget::shape_parts).
     pub fn parts(&self) -> &[Part] {
         &self.parts
+    }
+
+    /// The shape this ticket charged, if it was charged as one.
+    pub fn shape(&self) -> Option<Shape> {
+        (self.shape != NO_SHAPE).then_some(Shape {
+            budget: self.budget,
+            index: self.shape,
+        })
     }
 
     /// When it was charged, on the budget's clock.
@@ -156,13 +199,22 @@ impl Ticket {
 pub struct Flight {
     pub(crate) at_ns: i64,
     pub(crate) budget: u16,
+    pub(crate) shape: u8,
     pub(crate) parts: Charged,
 }
 
 impl Flight {
-    /// The parts its ticket charged.
+    /// The parts its ticket charged (empty for a shape's: see [`Ticket::parts`]).
     pub fn parts(&self) -> &[Part] {
         &self.parts
+    }
+
+    /// The shape its ticket charged, if it was charged as one.
+    pub fn shape(&self) -> Option<Shape> {
+        (self.shape != NO_SHAPE).then_some(Shape {
+            budget: self.budget,
+            index: self.shape,
+        })
     }
 
     /// When it was charged, on the budget's clock.

@@ -17,6 +17,7 @@ const CHECKS: Checks = Checks {
     refund: false,
     holds: true,
     resend: false,
+    shapes: false,
 };
 
 const HOLDS: Mix = Mix {

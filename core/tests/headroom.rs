@@ -17,6 +17,7 @@ const CHECKS: Checks = Checks {
     refund: false,
     holds: false,
     resend: false,
+    shapes: false,
 };
 
 /// Every bucket has headroom.

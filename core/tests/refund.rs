@@ -21,6 +21,7 @@ const CHECKS: Checks = Checks {
     refund: true,
     holds: false,
     resend: false,
+    shapes: false,
 };
 
 fn charge_parts() -> impl Strategy<Value = (Vec<(u8, u32)>, u8)> {

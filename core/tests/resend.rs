@@ -16,6 +16,7 @@ const CHECKS: Checks = Checks {
     refund: false,
     holds: false,
     resend: true,
+    shapes: false,
 };
 
 const RESENDS: Mix = Mix {

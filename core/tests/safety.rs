@@ -25,6 +25,7 @@ const CHECKS: Checks = Checks {
     refund: false,
     holds: false,
     resend: false,
+    shapes: false,
 };
 
 proptest! {

@@ -97,6 +97,19 @@ fn a_million_mixed_operations_allocate_nothing() {
     let conc = b.add("conc", Spec::in_flight(16)).unwrap();
     let ip = b.add("ip", Spec::gate()).unwrap();
     let fine = b.add("fine", Spec::sliding(30, 64 * MS, 64)).unwrap();
+    let mut shapes = [
+        b.shape(&[Part::new(weight, 1), Part::new(orders, 1), Part::new(ip, 0)])
+            .unwrap(),
+        b.shape(&[Part::new(weight, 2), Part::new(conc, 1)])
+            .unwrap(),
+        b.shape(&[
+            Part::new(smooth, 1),
+            Part::new(fine, 1),
+            Part::new(weight, 1),
+        ])
+        .unwrap(),
+        b.shape(&[Part::new(fine, 1), Part::new(fine, 1)]).unwrap(),
+    ];
     let mut budget = b.build(0).unwrap();
     let ids = [weight, orders, smooth, conc, ip, fine];
 
@@ -105,7 +118,7 @@ fn a_million_mixed_operations_allocate_nothing() {
     let mut flights: [Option<ergon_core::Flight>; 16] = Default::default();
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     let mut now: i64 = 0;
-    let (mut ok, mut refused, mut resent) = (0u64, 0u64, 0u64);
+    let (mut ok, mut refused, mut resent, mut shaped) = (0u64, 0u64, 0u64, 0u64);
     let mut parts = [Part::new(ip, 0); 4];
 
     COUNTING.with(|c| c.set(true));
@@ -124,7 +137,19 @@ fn a_million_mixed_operations_allocate_nothing() {
                 for p in parts.iter_mut().take(n) {
                     *p = Part::new(ids[rng.below(6) as usize], rng.below(4) as u32);
                 }
-                match budget.try_charge(&parts[..n], class, now) {
+                let charged = if rng.below(2) == 0 {
+                    shaped += 1;
+                    // Now and then a shape registered while running (until full).
+                    if rng.below(20_000) == 0 {
+                        if let Ok(s) = budget.shape(&parts[..n]) {
+                            shapes[0] = s;
+                        }
+                    }
+                    budget.try_charge_shape(shapes[rng.below(4) as usize], class, now)
+                } else {
+                    budget.try_charge(&parts[..n], class, now)
+                };
+                match charged {
                     Ok(t) => {
                         ok += 1;
                         // A ticket displaced from its slot is sent, then completed.
@@ -172,7 +197,10 @@ fn a_million_mixed_operations_allocate_nothing() {
                     budget.clear_halt(id).unwrap();
                 }
             }
-            17 => budget.tick(now),
+            17 => {
+                std::hint::black_box(budget.poll_timeout(now));
+                budget.tick(now);
+            }
             18 => {
                 let s = budget.stats(ids[rng.below(6) as usize]).unwrap();
                 std::hint::black_box(s);
@@ -205,11 +233,12 @@ fn a_million_mixed_operations_allocate_nothing() {
 
     let allocations = allocations();
     println!(
-        "{OPERATIONS} operations: {ok} charges admitted, {refused} refused, {resent} re-sent, {allocations} allocations"
+        "{OPERATIONS} operations: {ok} charges admitted ({shaped} shapes tried), {refused} refused, {resent} re-sent, {allocations} allocations"
     );
     assert_eq!(allocations, 0, "the budget allocated after construction");
     // The mix really exercised both paths.
     assert!(ok > OPERATIONS / 20 && refused > OPERATIONS / 100 && resent > 0);
+    assert!(shaped > OPERATIONS / 10);
 }
 
 /// The counter works: the same allocator sees an allocation made while counting.

@@ -421,12 +421,15 @@ pub const MAX_ITEMS: usize = 64;
 /// outcome (OKX `data[i].sCode`, Hyperliquid `statuses[i]`, Bybit batch lists): one
 /// per item, in the request's order, and the one verdict of the request.
 ///
-/// All done is Done. If any order's outcome is unknown, or some ran and others did
-/// not, the request as a whole is Unknown: only a reconcile by client order id can
-/// say which orders exist, and re-sending the batch could duplicate the ones that
-/// ran. If none ran: Banned before Throttled (latest end) before ClockSkew before
-/// NotRun before Rejected, so a batch is re-sent only when every order may be. The
-/// items say which order did what: re-send only the items that surely did not run.
+/// An adapter fills a `Batch` only when the venue answered the batch item by item,
+/// so the batch itself was processed: if any order ran or may have run (an item
+/// Done or Unknown), the request is Done and each item carries its own verdict
+/// (reconcile the Unknown ones by client order id; re-send only items that surely
+/// did not run, never the batch, which could duplicate the ones that ran). If no
+/// order ran, the batch's verdict is its items' worst: Banned before Throttled
+/// (latest end) before ClockSkew before NotRun before Rejected, so a batch is re-sent
+/// whole only when every order may be. A batch whose own fate is unknown (a 5xx, an
+/// unreadable body) never gets here: the adapter answers Unknown for it.
 ///
 /// ```
 /// use ergon_core::Verdict;
@@ -434,7 +437,7 @@ pub const MAX_ITEMS: usize = 64;
 /// let mut b = Batch::new();
 /// b.add(Verdict::Done);
 /// b.add(Verdict::Rejected);
-/// assert_eq!(b.verdict(), Some(Verdict::Unknown));
+/// assert_eq!(b.verdict(), Some(Verdict::Done));
 /// assert_eq!(b.items(), &[Verdict::Done, Verdict::Rejected]);
 /// ```
 #[derive(Clone, Debug, Default)]
@@ -511,10 +514,7 @@ impl Batch {
         if self.items == 0 {
             return None;
         }
-        if self.unknown || (self.done > 0 && self.done < self.items) {
-            return Some(Verdict::Unknown);
-        }
-        if self.done == self.items {
+        if self.unknown || self.done > 0 {
             return Some(Verdict::Done);
         }
         self.worst
@@ -706,6 +706,22 @@ mod tests {
     }
 
     #[test]
+    fn batch_keeps_items_up_to_its_capacity() {
+        let mut b = Batch::new();
+        for _ in 0..MAX_ITEMS {
+            b.add(Verdict::NotRun);
+        }
+        b.add(Verdict::Done);
+        // The item past the capacity is not kept, and still counts: one order ran.
+        assert_eq!(b.items().len(), MAX_ITEMS);
+        assert!(b.items().iter().all(|v| *v == Verdict::NotRun));
+        assert_eq!(
+            (b.len() as usize, b.verdict()),
+            (MAX_ITEMS + 1, Some(Verdict::Done))
+        );
+    }
+
+    #[test]
     fn batch_verdicts() {
         let mut b = Budget::builder();
         let bucket = b.add("w", Spec::gate()).unwrap();
@@ -720,10 +736,11 @@ mod tests {
         };
         assert_eq!(of(&[]), None);
         assert_eq!(of(&[Verdict::Done, Verdict::Done]), Some(Verdict::Done));
-        assert_eq!(of(&[Verdict::Done, t(5)]), Some(Verdict::Unknown));
+        // Processed item by item, some ran or may have: Done, each item its own.
+        assert_eq!(of(&[Verdict::Done, t(5)]), Some(Verdict::Done));
         assert_eq!(
             of(&[Verdict::Rejected, Verdict::Unknown]),
-            Some(Verdict::Unknown)
+            Some(Verdict::Done)
         );
         assert_eq!(of(&[Verdict::Rejected, t(5), t(9), t(7)]), Some(t(9)));
         assert_eq!(

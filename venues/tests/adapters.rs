@@ -74,7 +74,7 @@ const TABLE: &[(&str, &str, &str, &[Effect])] = &[
     ("binance-futures", "reduce_only_2022", "Rejected", &[]),
     ("binance-futures", "weight_429_date_2099", "Banned bucket=REQUEST_WEIGHT_1M until_ms=2370908800000", &[Halted("REQUEST_WEIGHT_1M", 2_370_908_800_000)]),
     ("binance-futures", "weight_429_past_date", "Throttled bucket=REQUEST_WEIGHT_1M until_ms=60000", &[Held("REQUEST_WEIGHT_1M", 60_000)]),
-    ("binance-futures", "batch_mixed", "Unknown", &[Used("REQUEST_WEIGHT_1M", 5), Used("ORDERS_10S", 5), Used("ORDERS_1M", 1)]),
+    ("binance-futures", "batch_mixed", "Done", &[Used("REQUEST_WEIGHT_1M", 5), Used("ORDERS_10S", 5), Used("ORDERS_1M", 1)]),
     ("binance-futures", "query_found", "Done", &[Used("REQUEST_WEIGHT_1M", 3)]),
     ("binance-futures", "query_not_found_2013", "Rejected", &[Used("REQUEST_WEIGHT_1M", 3)]),
     // Bybit v5.
@@ -88,7 +88,7 @@ const TABLE: &[(&str, &str, &str, &[Effect])] = &[
     ("bybit", "creation_timeout_170146", "Unknown", &[]),
     ("bybit", "rejected_110007", "Rejected", &[Used("/v5/order/create", 2)]),
     ("bybit", "batch_ok", "Done", &[Used("/v5/order/create", 2), Used("ip_5s", 1)]),
-    ("bybit", "batch_mixed", "Unknown", &[Used("/v5/order/create", 2)]),
+    ("bybit", "batch_mixed", "Done", &[Used("/v5/order/create", 2)]),
     ("bybit", "system_429", "Throttled bucket=ip until_ms=1000", &[Held("ip", 1_000)]),
     ("bybit", "gateway_502", "Unknown", &[]),
     ("bybit", "rate_10006_reset_far_future", "Banned bucket=/v5/order/create until_ms=2402444800000", &[Halted("/v5/order/create", 2_402_444_800_000)]),
@@ -107,7 +107,7 @@ const TABLE: &[(&str, &str, &str, &[Effect])] = &[
     ("okx", "unavailable_50001_read", "NotRun", &[Used("read", 1)]),
     ("okx", "system_error_50026", "Unknown", &[]),
     ("okx", "rejected_51008", "Rejected", &[]),
-    ("okx", "batch_partial", "Unknown", &[Used("/api/v5/trade/batch-orders", 2), Used("sub-account", 2)]),
+    ("okx", "batch_partial", "Done", &[Used("/api/v5/trade/batch-orders", 2), Used("sub-account", 2)]),
     ("okx", "batch_sub_account_50061", "Throttled bucket=sub-account until_ms=2000", &[Held("sub-account", 2_000)]),
     ("okx", "gateway_502", "Unknown", &[]),
     ("okx", "rate_50011_retry_far_future", "Banned bucket=/api/v5/trade/order until_ms=9223371036854", &[Halted("/api/v5/trade/order", i64::MAX)]),
@@ -116,7 +116,7 @@ const TABLE: &[(&str, &str, &str, &[Effect])] = &[
     ("okx", "query_not_found_51603", "Rejected", &[]),
     // Hyperliquid.
     ("hyperliquid", "order_resting", "Done", &[Used("ip_weight_1m", 1), Used("ip_burst", 1)]),
-    ("hyperliquid", "batch_mixed", "Unknown", &[Used("ip_weight_1m", 1)]),
+    ("hyperliquid", "batch_mixed", "Done", &[Used("ip_weight_1m", 1)]),
     ("hyperliquid", "order_rejected", "Rejected", &[]),
     ("hyperliquid", "address_limit", "Throttled bucket=address until_ms=10050", &[Held("address", 10_050)]),
     ("hyperliquid", "ip_429", "Throttled bucket=ip_burst until_ms=2000", &[Held("ip_burst", 2_000), Used("ip_weight_1m", 2)]),
@@ -866,11 +866,12 @@ fn the_program_prints_every_shipped_fixture() {
         TABLE.len()
     );
     assert!(out.contains("binance-spot/ban_418 [order]: Banned bucket=ip until_ms=300000\n"));
-    assert!(out.contains("okx/batch_partial [batch:2]: Unknown\n"));
+    assert!(out.contains("okx/batch_partial [batch:2]: Done\n"));
 }
 
 /// A batch answer keeps its items: one verdict per order, in the request's order,
-/// after the batch's own line (issue 13).
+/// after the batch's own line, which is Done once the venue processed the batch
+/// and some order ran (issue 13).
 #[test]
 fn batches_keep_their_items() {
     for (venue, case, batch, items) in [
@@ -883,13 +884,13 @@ fn batches_keep_their_items() {
         (
             "bybit",
             "batch_mixed",
-            "Unknown",
+            "Done",
             &["item 0 Done", "item 1 Rejected"],
         ),
         (
             "okx",
             "batch_partial",
-            "Unknown",
+            "Done",
             &["item 0 Done", "item 1 Rejected"],
         ),
         (
@@ -904,7 +905,7 @@ fn batches_keep_their_items() {
         (
             "hyperliquid",
             "batch_mixed",
-            "Unknown",
+            "Done",
             &["item 0 Done", "item 1 Rejected"],
         ),
     ] {

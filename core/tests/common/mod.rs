@@ -12,7 +12,8 @@
 #![allow(dead_code)]
 
 use ergon_core::{
-    BucketId, Budget, Class, Flight, Limited, Part, Resend, Spec, Stats, Ticket, Verdict, Why,
+    BucketId, Budget, Class, Flight, Limited, Part, Resend, Shape, Spec, Stats, Ticket, Verdict,
+    Why,
 };
 use proptest::prelude::*;
 
@@ -315,6 +316,49 @@ pub struct Checks {
     pub holds: bool,
     /// 9: the re-send rule.
     pub resend: bool,
+    /// Shapes: a twin budget that charges every part list as a registered shape
+    /// (up to `MAX_SHAPES` distinct lists, then as parts) gives the same answers and
+    /// ends in the same state, step by step.
+    pub shapes: bool,
+}
+
+/// The shape twin: the same budget and the same operations, charges as shapes.
+pub struct Shaped {
+    pub budget: Budget,
+    pub tickets: Vec<Ticket>,
+    pub flights: Vec<Flight>,
+    pub shapes: Vec<(Vec<Part>, Shape)>,
+    /// Charges made as shapes, for tests that want to see the twin did something.
+    pub shaped: u64,
+}
+
+impl Shaped {
+    fn charge(&mut self, parts: &[Part], class: Class, now: i64) -> Result<Ticket, Limited> {
+        let known = self.shapes.iter().find(|(p, _)| p == parts).map(|s| s.1);
+        let shape = known.or_else(|| {
+            let shape = self.budget.shape(parts).ok()?;
+            assert_eq!(self.budget.shape_parts(shape).unwrap().len(), {
+                let mut b: Vec<_> = parts.iter().map(|p| p.bucket).collect();
+                b.sort();
+                b.dedup();
+                b.len()
+            });
+            self.shapes.push((parts.to_vec(), shape));
+            Some(shape)
+        });
+        match shape {
+            Some(shape) => {
+                self.shaped += 1;
+                let r = self.budget.try_charge_shape(shape, class, now);
+                if let Ok(t) = &r {
+                    assert_eq!(t.shape(), Some(shape));
+                    assert!(t.parts().is_empty(), "a shape's ticket copies nothing");
+                }
+                r
+            }
+            None => self.budget.try_charge(parts, class, now),
+        }
+    }
 }
 
 /// Total cost per bucket index of one charge.
@@ -349,6 +393,8 @@ pub struct Driver {
     pub checks: Checks,
     /// The clock twin: the same budget fed `max(seen, caller)`.
     twin: Option<(Budget, Vec<Ticket>, Vec<Flight>)>,
+    /// The shape twin.
+    pub shaped: Option<Shaped>,
     /// Figures, for tests that want to see the scenarios did something.
     pub admitted: u64,
     pub refused: u64,
@@ -427,6 +473,13 @@ impl Driver {
         let (budget, ids) = cfg.build();
         let n = cfg.buckets.len();
         let twin = checks.clock_twin.then(|| (budget.clone(), vec![], vec![]));
+        let shaped = checks.shapes.then(|| Shaped {
+            budget: budget.clone(),
+            tickets: vec![],
+            flights: vec![],
+            shapes: vec![],
+            shaped: 0,
+        });
         Driver {
             cfg: cfg.clone(),
             budget,
@@ -442,6 +495,7 @@ impl Driver {
             next_ticket: 0,
             checks,
             twin,
+            shaped,
             admitted: 0,
             refused: 0,
         }
@@ -491,6 +545,10 @@ impl Driver {
                 if let Some((_, tickets, flights)) = &mut self.twin {
                     flights.push(tickets.remove(i).sent());
                 }
+                if let Some(sh) = &mut self.shaped {
+                    let flight = sh.tickets.remove(i).sent();
+                    sh.flights.push(flight);
+                }
             }
             Op::Complete(i) => {
                 if self.flights.is_empty() {
@@ -508,6 +566,10 @@ impl Driver {
                 let now = self.now;
                 if let Some((twin, _, flights)) = &mut self.twin {
                     twin.complete(flights.remove(i), now).unwrap();
+                }
+                if let Some(sh) = &mut self.shaped {
+                    let flight = sh.flights.remove(i);
+                    sh.budget.complete(flight, caller).unwrap();
                 }
             }
             Op::ChargeAfter(b, cost) => {
@@ -536,11 +598,13 @@ impl Driver {
                     });
                 }
                 self.twin_do(|b, now| b.charge_after(id, *cost, now).unwrap());
+                self.shaped_do(|b| b.charge_after(id, *cost, caller).unwrap());
             }
             Op::Tick => {
                 self.tick_model();
                 self.budget.tick(caller);
                 self.twin_do(|b, now| b.tick(now));
+                self.shaped_do(|b| b.tick(caller));
             }
             Op::Throttled(b, wait) => {
                 let i = self.b(*b);
@@ -563,6 +627,9 @@ impl Driver {
                 self.twin_do(|b, now| {
                     b.throttled(id, *wait, now).unwrap();
                 });
+                self.shaped_do(|b| {
+                    b.throttled(id, *wait, caller).unwrap();
+                });
                 if self.checks.holds {
                     let s = self.budget.stats(id).unwrap();
                     let want = (t < self.hold_until[i]).then_some(self.hold_until[i]);
@@ -581,6 +648,7 @@ impl Driver {
                 self.halted[i] = true;
                 let id = self.ids[i];
                 self.twin_do(|b, now| b.banned(id, caller + 50, now).unwrap());
+                self.shaped_do(|b| b.banned(id, caller + 50, caller).unwrap());
                 if self.checks.holds {
                     assert!(self.budget.is_halted(id).unwrap());
                     assert!(self.budget.halted().any(|h| h == id));
@@ -592,6 +660,7 @@ impl Driver {
                 self.halted[i] = false;
                 let id = self.ids[i];
                 self.twin_do(|b, _| b.clear_halt(id).unwrap());
+                self.shaped_do(|b| b.clear_halt(id).unwrap());
                 if self.checks.holds {
                     assert!(!self.budget.is_halted(id).unwrap());
                 }
@@ -637,6 +706,7 @@ impl Driver {
                     }
                 }
                 self.twin_do(|b, now| b.observe_used(id, *used, now).unwrap());
+                self.shaped_do(|b| b.observe_used(id, *used, caller).unwrap());
             }
             Op::Resend {
                 verdict,
@@ -665,6 +735,30 @@ impl Driver {
             }
         }
         self.compare_twin();
+        self.compare_shaped();
+    }
+
+    fn shaped_do(&mut self, f: impl FnOnce(&mut Budget)) {
+        if let Some(sh) = &mut self.shaped {
+            f(&mut sh.budget);
+        }
+    }
+
+    fn compare_shaped(&self) {
+        if let Some(sh) = &self.shaped {
+            assert_eq!(sh.budget.now_ns(), self.budget.now_ns());
+            assert_eq!(
+                sh.budget.receipts_outstanding(),
+                self.budget.receipts_outstanding()
+            );
+            for id in self.budget.ids() {
+                assert_eq!(
+                    sh.budget.stats(id),
+                    self.budget.stats(id),
+                    "a shape charged differs from its parts charged"
+                );
+            }
+        }
     }
 
     fn twin_do(&mut self, f: impl FnOnce(&mut Budget, i64)) {
@@ -840,6 +934,17 @@ impl Driver {
             b
         });
         let result = self.budget.try_charge(parts, class, caller);
+        if let Some(sh) = &mut self.shaped {
+            let r = sh.charge(parts, class, caller);
+            assert_eq!(
+                r.as_ref().map(|t| t.charged_at_ns()),
+                result.as_ref().map(|t| t.charged_at_ns()),
+                "a shape charged answers as its parts"
+            );
+            if let Ok(ticket) = r {
+                sh.tickets.push(ticket);
+            }
+        }
         if let Some((twin, tickets, _)) = &mut self.twin {
             let r = twin.try_charge(parts, class, t);
             assert_eq!(
@@ -950,6 +1055,10 @@ impl Driver {
         if let Some((twin, tickets, _)) = &mut self.twin {
             twin.refund(tickets.remove(i), now).unwrap();
         }
+        if let Some(sh) = &mut self.shaped {
+            let ticket = sh.tickets.remove(i);
+            sh.budget.refund(ticket, caller).unwrap();
+        }
     }
 
     fn resend(&mut self, verdict: u8, parts: &[Part], class: Class, deadline: i64) {
@@ -980,6 +1089,13 @@ impl Driver {
             self.tick_model();
         }
         let r = self.budget.resend(&v, parts, class, deadline, caller);
+        if let Some(sh) = &mut self.shaped {
+            let sr = sh.budget.resend(&v, parts, class, deadline, caller);
+            assert_eq!(format!("{sr:?}"), format!("{r:?}"));
+            if let Resend::Send(t) = sr {
+                sh.tickets.push(t);
+            }
+        }
         let twin_r = self
             .twin
             .as_mut()

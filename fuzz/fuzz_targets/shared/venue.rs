@@ -208,9 +208,20 @@ fn readers(venue: &str, r: &Response<'_>) {
 /// Feeds `input`'s response, through the production decoder, to `venue`'s adapter
 /// as the answer to each of its requests.
 pub fn run(venue: &str, input: &Input) {
+    // One connection per process, reset per case, with the production limits: a
+    // fresh one zeroes its 4 MiB receive buffer, which would be most of each run.
+    thread_local! {
+        static CONN: std::cell::RefCell<Conn> = std::cell::RefCell::new(Conn::new(Limits::default()));
+    }
+    CONN.with(|c| {
+        let mut conn = c.borrow_mut();
+        conn.reset();
+        decode_and_read(venue, input, &mut conn);
+    });
+}
+
+fn decode_and_read(venue: &str, input: &Input, conn: &mut Conn) {
     let bytes = input.bytes();
-    let limits = Limits::default();
-    let mut conn = Conn::new(limits);
     let req = HttpRequest { method: "POST", target: "/", headers: &[], body: b"" };
     conn.send(&req, "venue").expect("a valid request");
     let n = conn.transmit().len();

@@ -11,12 +11,16 @@
 //! per 5 minutes (sliding windows of 60 slots, so the idle cases exercise the ring),
 //! orders 100 per 10 s and 200000 per day (fixed windows, 20 ms guard). Governor
 //! gets one limiter per bucket with the same rate and burst, checked in a row.
+//!
+//! The steady cases start each batch from a copy of the budget ticked at the
+//! batch's instant, so every lane is open: the first call of a batch pays no lane
+//! reopening that the calls of a real steady state share once per slot.
 
 use std::hint::black_box;
 use std::num::NonZeroU32;
 use std::time::Duration;
 
-use ergon_core::{BucketId, Budget, Class, Part, Spec};
+use ergon_core::{BucketId, Budget, Class, Part, Shape, Spec};
 use governor::clock::{Clock, FakeRelativeClock, QuantaClock};
 use governor::middleware::NoOpMiddleware;
 use governor::state::{InMemoryState, NotKeyed};
@@ -61,9 +65,16 @@ pub trait Case {
 /// The four buckets of the Binance-like budget.
 struct Binance {
     fresh: Budget,
+    /// `fresh` ticked at [`STEADY_NS`]: every lane open there.
+    steady: Budget,
     order: [Part; 4],
     weight: BucketId,
     full: Budget,
+    /// `full` ticked at [`STEADY_NS`]: every lane open, orders/10 s short.
+    full_steady: Budget,
+    /// The order and the one-part weight charge, registered as shapes.
+    order_shape: Shape,
+    one_shape: Shape,
 }
 
 impl Binance {
@@ -82,22 +93,32 @@ impl Binance {
                 Spec::fixed(200_000, 86_400 * SEC).guard(20_000_000),
             )
             .unwrap();
-        let mut fresh = b.build(0).unwrap();
         let order = [
             Part::new(weight, 1),
             Part::new(raw, 1),
             Part::new(orders, 1),
             Part::new(day, 1),
         ];
+        let order_shape = b.shape(&order).unwrap();
+        let one_shape = b.shape(&[Part::new(weight, 1)]).unwrap();
+        let mut fresh = b.build(0).unwrap();
         // One charge at 0, so the rings hold something to walk over.
         let _ = fresh.try_charge(&order, Class::Normal, 0).unwrap().sent();
         let mut full = fresh.clone();
         while full.try_charge(&order, Class::Normal, 0).is_ok() {}
+        let mut steady = fresh.clone();
+        steady.tick(STEADY_NS);
+        let mut full_steady = full.clone();
+        full_steady.tick(STEADY_NS);
         Binance {
             fresh,
+            steady,
             order,
             weight,
             full,
+            full_steady,
+            order_shape,
+            one_shape,
         }
     }
 }
@@ -157,6 +178,14 @@ enum Work {
     IdleTick,
     /// `tick` itself after the gap: where the walk goes.
     Tick,
+    /// The order as a registered shape.
+    Shape4,
+    /// The one-part weight charge as a shape.
+    Shape1,
+    /// The order shape refused, every lane open (orders/10 s short).
+    ShapeRefused,
+    /// The order shape charged then refunded (still in its lanes).
+    ShapeRefund,
 }
 
 struct Ergon {
@@ -221,17 +250,19 @@ impl Case for Ergon {
 
     fn expect(&self) -> Expect {
         match self.work {
-            Work::Refused => Expect::Refuse,
+            Work::Refused | Work::ShapeRefused => Expect::Refuse,
             Work::Tick => Expect::Nothing,
             _ => Expect::Admit,
         }
     }
 
     fn prepare(&mut self) {
-        let source = if self.work == Work::Refused {
-            &self.b.full
-        } else {
-            &self.b.fresh
+        let source = match self.work {
+            Work::Refused => &self.b.full,
+            Work::ShapeRefused => &self.b.full_steady,
+            Work::Charge4 | Work::Charge1 | Work::Refund => &self.b.steady,
+            Work::Shape4 | Work::Shape1 | Work::ShapeRefund => &self.b.steady,
+            Work::IdleWalk | Work::IdleTick | Work::Tick => &self.b.fresh,
         };
         self.budget.clone_from(source);
         self.offset = match self.time {
@@ -309,6 +340,47 @@ fn calls(budget: &mut Budget, b: &Binance, work: Work, n: usize, now: impl Fn() 
         Work::Tick => {
             for _ in 0..n {
                 budget.tick(now());
+            }
+        }
+        Work::Shape4 | Work::ShapeRefused => {
+            let shape = black_box(b.order_shape);
+            for _ in 0..n {
+                match budget.try_charge_shape(shape, Class::Normal, now()) {
+                    Ok(ticket) => drop(black_box(ticket)),
+                    Err(limited) => {
+                        black_box(limited);
+                        refused += 1;
+                    }
+                }
+            }
+        }
+        Work::Shape1 => {
+            let shape = black_box(b.one_shape);
+            for _ in 0..n {
+                match budget.try_charge_shape(shape, Class::Normal, now()) {
+                    Ok(ticket) => drop(black_box(ticket)),
+                    Err(limited) => {
+                        black_box(limited);
+                        refused += 1;
+                    }
+                }
+            }
+        }
+        Work::ShapeRefund => {
+            let shape = black_box(b.order_shape);
+            for _ in 0..n {
+                let t = now();
+                match budget.try_charge_shape(shape, Class::Normal, t) {
+                    Ok(ticket) => {
+                        if budget.refund(black_box(ticket), t).is_err() {
+                            refused += 1;
+                        }
+                    }
+                    Err(limited) => {
+                        black_box(limited);
+                        refused += 1;
+                    }
+                }
             }
         }
     }
@@ -456,6 +528,34 @@ pub fn all(clock: &TscClock) -> Vec<Box<dyn Case>> {
             "refund",
             "ergon: 4-part charge then refund",
             Work::Refund,
+            Time::Fake,
+            clock,
+        )),
+        Box::new(Ergon::new(
+            "shape4",
+            "ergon: the 4-part order as a Shape, steady path",
+            Work::Shape4,
+            Time::Fake,
+            clock,
+        )),
+        Box::new(Ergon::new(
+            "shape1",
+            "ergon: 1-part charge (weight) as a Shape, steady path",
+            Work::Shape1,
+            Time::Fake,
+            clock,
+        )),
+        Box::new(Ergon::new(
+            "shape_refused",
+            "ergon: 4-part Shape refused, lanes open (orders/10s full)",
+            Work::ShapeRefused,
+            Time::Fake,
+            clock,
+        )),
+        Box::new(Ergon::new(
+            "shape_refund",
+            "ergon: 4-part Shape charge then refund (still in its lanes)",
+            Work::ShapeRefund,
             Time::Fake,
             clock,
         )),

@@ -487,6 +487,15 @@ fn print_targets(all: &[Box<dyn Case>], summaries: &[Summary]) {
             if e.median < g.median { "met" } else { "missed" }
         );
     }
+    if let (Some(e), Some(g)) = (find(all, summaries, "shape4"), find(all, summaries, "gov4")) {
+        println!(
+            "target: 4-part Shape median {:.1} ns vs four governor checks {:.1} ns: ratio {:.2} ({})",
+            e.median,
+            g.median,
+            e.median / g.median,
+            if e.median < g.median { "met" } else { "missed" }
+        );
+    }
     if let (Some(e), Some(g)) = (
         find(all, summaries, "charge4_clock"),
         find(all, summaries, "gov4_clock"),

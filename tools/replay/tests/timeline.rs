@@ -58,7 +58,8 @@ fn the_timeline_follows_the_budget() {
         .collect();
     assert_eq!(refusals, [(2 * MS, Why::Full, 3), (6 * MS, Why::Held, 3)]);
     assert_eq!(weight.throttles, [5 * MS]);
-    assert_eq!(weight.holds, [(5 * MS, 105 * MS)]);
+    // The 100 ms wait plus the default 50 ms hold guard.
+    assert_eq!(weight.holds, [(5 * MS, 155 * MS)]);
     // In flight: a and b go out, a completes.
     assert_eq!(conc.used, [(0, 1), (MS, 2), (4 * MS, 1)]);
     assert_eq!(ip.bans, [7 * MS]);

@@ -1,0 +1,306 @@
+//! The charge path: [`Budget::try_charge`] through the lanes, the full check past
+//! them, the refusal's explanation, and [`Budget::refund`].
+//!
+//! Never allocates, locks, logs or reads a clock.
+
+use super::bucket::State;
+use super::Budget;
+use crate::ticket::{BucketId, Charged, Class, ForeignId, Limited, Part, Ticket, Why, NO_SHAPE};
+use crate::{MAX_BUCKETS, MAX_PARTS};
+
+/// How a refusal ranks when several parts refuse: halts first, then costs that can
+/// never pass, then the one ready last.
+pub(super) fn rank(why: Why) -> u8 {
+    match why {
+        Why::Foreign => 3,
+        Why::Halted => 2,
+        Why::TooBig => 1,
+        Why::Full | Why::Held => 0,
+    }
+}
+
+/// The total cost of the parts naming the bucket of `parts[i]`, or `None` if an
+/// earlier part names it too (it was counted there). A charge that lists a bucket
+/// twice is checked and charged once, for the sum. Only the cold paths (repeated
+/// buckets, refusals) scan like this.
+#[cold]
+#[inline(never)]
+fn combined(parts: &[Part], i: usize) -> Option<u64> {
+    let bucket = parts[i].bucket;
+    if parts[..i].iter().any(|p| p.bucket == bucket) {
+        return None;
+    }
+    Some(
+        parts[i..]
+            .iter()
+            .filter(|p| p.bucket == bucket)
+            .map(|p| u64::from(p.cost))
+            .sum(),
+    )
+}
+
+impl Budget {
+    /// Charges every part, all or none.
+    ///
+    /// On refusal nothing is charged anywhere; [`Limited`] names the bucket that is
+    /// ready last and when this same charge would pass if nothing else is charged.
+    /// A part naming a bucket of another budget is refused as [`Why::Foreign`]; more
+    /// than [`MAX_PARTS`] parts as [`Why::TooBig`]. Check part lists once with
+    /// [`Budget::validate_parts`], or register them as a [`Shape`](crate::Shape).
+    ///
+    /// ```
+    /// # use ergon_core::{Budget, Class, Part, Spec, Why};
+    /// let mut b = Budget::builder();
+    /// let w = b.add("w", Spec::sliding(2, 1_000, 10)).unwrap();
+    /// let mut budget = b.build(0).unwrap();
+    /// let t1 = budget.try_charge(&[Part::new(w, 2)], Class::Normal, 0).unwrap();
+    /// let no = budget.try_charge(&[Part::new(w, 1)], Class::Normal, 5).unwrap_err();
+    /// assert_eq!((no.why, no.ready_at_ns), (Why::Full, 1_100));
+    /// # let _ = t1.sent();
+    /// ```
+    #[inline]
+    pub fn try_charge(
+        &mut self,
+        parts: &[Part],
+        class: Class,
+        now_ns: i64,
+    ) -> Result<Ticket, Limited> {
+        let now = self.clock(now_ns);
+        if parts.len() <= MAX_PARTS {
+            // The lanes: reserve each part's cost in turn (a repeated bucket sees the
+            // earlier reservation), and give the reservations back if one lane is
+            // closed or short, for the full check to decide.
+            let headroom = class.index();
+            let mut reserved = 0;
+            for part in parts {
+                // A foreign id, or an index past the buckets (only a foreign id has
+                // one), takes the full path, which refuses it.
+                if part.bucket.budget != self.tag || part.bucket.index() >= self.buckets.len() {
+                    break;
+                }
+                let i = part.bucket.index() % MAX_BUCKETS;
+                let lane = &self.lanes[i];
+                let room = &mut self.rooms[i];
+                let cost = u64::from(part.cost);
+                if now >= lane.until_ns || cost + lane.headroom[headroom] >= *room {
+                    break;
+                }
+                *room -= cost;
+                reserved += 1;
+            }
+            if reserved == parts.len() {
+                self.seq += 1;
+                return Ok(self.ticket(parts, now, self.seq));
+            }
+            for part in &parts[..reserved] {
+                self.rooms[part.bucket.index() % MAX_BUCKETS] += u64::from(part.cost);
+            }
+        }
+        self.charge_slow(parts, class, now)
+    }
+
+    /// [`Budget::try_charge`] past the lanes: every bucket named is settled and
+    /// moved to `now`, checked in full, and its lane reopened whatever the outcome.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn charge_slow(
+        &mut self,
+        parts: &[Part],
+        class: Class,
+        now: i64,
+    ) -> Result<Ticket, Limited> {
+        let seq = self.seq;
+        for part in parts {
+            if let Some((bucket, lane, room)) = self.bucket_mut(part.bucket) {
+                bucket.sync(lane, *room, now, seq);
+            }
+        }
+        let result = self.charge_full(parts, class, now);
+        let seq = self.seq;
+        for part in parts {
+            if let Some((bucket, lane, room)) = self.bucket_mut(part.bucket) {
+                let old = lane.until_ns;
+                bucket.open_lane(lane, room, now, seq);
+                let new = lane.until_ns;
+                self.lane_moved(old, new);
+            }
+        }
+        self.last_settle_seq = self.seq;
+        result
+    }
+
+    /// The full check and commit, on settled buckets.
+    fn charge_full(&mut self, parts: &[Part], class: Class, now: i64) -> Result<Ticket, Limited> {
+        if parts.len() > MAX_PARTS {
+            return Err(self.refuse(parts[MAX_PARTS].bucket, i64::MAX, Why::TooBig));
+        }
+        // One optimistic pass: each part at its own cost, finding repeated buckets on
+        // the way (a bitmask over the at most 32 bucket indices). A refusal found here
+        // stands, since a repeat only adds cost; on a repeat the summing path decides
+        // from the start (advancing a bucket twice at the same instant changes nothing).
+        const _: () = assert!(MAX_BUCKETS <= 32, "the mask holds one bit per bucket");
+        let mut seen = 0u32;
+        for part in parts {
+            let bit = 1u32.checked_shl(u32::from(part.bucket.index)).unwrap_or(0);
+            if seen & bit != 0 {
+                return self.charge_repeated(parts, class, now);
+            }
+            seen |= bit;
+            let Some((bucket, ..)) = self.bucket_mut(part.bucket) else {
+                return Err(self.refuse(part.bucket, i64::MAX, Why::Foreign));
+            };
+            bucket.advance(now);
+            if !bucket.admits(u64::from(part.cost), class, now) {
+                return Err(self.explain(parts, class, now));
+            }
+        }
+        self.seq += 1;
+        let seq = self.seq;
+        for part in parts {
+            self.buckets[part.bucket.index()].commit(u64::from(part.cost), now, seq);
+        }
+        Ok(self.ticket(parts, now, seq))
+    }
+
+    /// [`Budget::try_charge`] for a charge naming some bucket more than once: each
+    /// bucket is checked and charged once, for the sum of its parts.
+    #[cold]
+    #[inline(never)]
+    fn charge_repeated(
+        &mut self,
+        parts: &[Part],
+        class: Class,
+        now: i64,
+    ) -> Result<Ticket, Limited> {
+        for i in 0..parts.len() {
+            let Some(cost) = combined(parts, i) else {
+                continue;
+            };
+            let id = parts[i].bucket;
+            let Some((bucket, ..)) = self.bucket_mut(id) else {
+                return Err(self.refuse(id, i64::MAX, Why::Foreign));
+            };
+            bucket.advance(now);
+            if !bucket.admits(cost, class, now) {
+                return Err(self.explain(parts, class, now));
+            }
+        }
+        self.seq += 1;
+        let seq = self.seq;
+        for (i, part) in parts.iter().enumerate() {
+            if let Some(cost) = combined(parts, i) {
+                self.buckets[part.bucket.index()].commit(cost, now, seq);
+            }
+        }
+        Ok(self.ticket(parts, now, seq))
+    }
+
+    /// The receipt of a charge just committed.
+    #[inline]
+    fn ticket(&self, parts: &[Part], now: i64, seq: u64) -> Ticket {
+        let mut charged = Charged::new();
+        charged
+            .try_extend_from_slice(parts)
+            .expect("parts.len() <= MAX_PARTS was checked");
+        Ticket {
+            at_ns: now,
+            seq,
+            budget: self.tag,
+            shape: NO_SHAPE,
+            parts: charged,
+        }
+    }
+
+    /// The refusal of a charge some part of which did not pass: every part is asked,
+    /// so the answer names the bucket that will be ready last. Halts come first, then
+    /// costs that can never pass.
+    ///
+    /// The check stopped at the first part refused, so the parts after it are
+    /// advanced here: asked unadvanced, they would answer from windows already past.
+    #[cold]
+    fn explain(&mut self, parts: &[Part], class: Class, now: i64) -> Limited {
+        let mut worst: Option<(BucketId, Why, i64)> = None;
+        for i in 0..parts.len() {
+            let Some(cost) = combined(parts, i) else {
+                continue;
+            };
+            let id = parts[i].bucket;
+            let refusal = match self.bucket_mut(id) {
+                Some((bucket, ..)) => {
+                    bucket.advance(now);
+                    bucket.refusal(cost, class, now)
+                }
+                None => Some((Why::Foreign, i64::MAX)),
+            };
+            let Some((why, ready)) = refusal else {
+                continue;
+            };
+            let better = match worst {
+                None => true,
+                Some((_, w, r)) => (rank(why), ready) > (rank(w), r),
+            };
+            if better {
+                worst = Some((id, why, ready));
+            }
+        }
+        let (bucket, why, ready) = worst.expect("explain is called on a refused charge");
+        self.refuse(bucket, ready, why)
+    }
+
+    pub(super) fn refuse(&mut self, bucket: BucketId, ready_at_ns: i64, why: Why) -> Limited {
+        if let Some((b, ..)) = self.bucket_mut(bucket) {
+            let r = &mut b.stats.refusals;
+            match why {
+                Why::Full => r.full += 1,
+                Why::Held => r.held += 1,
+                Why::Halted => r.halted += 1,
+                Why::TooBig => r.too_big += 1,
+                // No bucket of this budget to count it on.
+                Why::Foreign => {}
+            }
+        }
+        Limited {
+            bucket,
+            ready_at_ns,
+            why,
+        }
+    }
+
+    /// Gives back a charge whose request never left: no connection, not one byte
+    /// written. A part whose window already passed is not touched (it no longer
+    /// counts anyway). A token bucket gets its units back only if no other charge
+    /// came after this one: anything else could mint budget. A rate bucket whose
+    /// count `observe_used` raised after this charge keeps it: the server's figure
+    /// never included this request, so taking it off would undercount.
+    ///
+    /// A ticket of another budget is refused with [`ForeignId`], changing nothing.
+    pub fn refund(&mut self, ticket: Ticket, now_ns: i64) -> Result<(), ForeignId> {
+        if ticket.budget != self.tag {
+            return Err(ForeignId);
+        }
+        if ticket.shape != NO_SHAPE {
+            return self.refund_shape(ticket, now_ns);
+        }
+        self.refund_parts(&ticket.parts, ticket.at_ns, ticket.seq, now_ns);
+        Ok(())
+    }
+
+    /// [`Budget::refund`] of a ticket of this budget, given its parts: each bucket
+    /// is settled, given back what the ticket charged it, and reopened.
+    pub(super) fn refund_parts(&mut self, parts: &[Part], at_ns: i64, seq: u64, now_ns: i64) {
+        self.returned += 1;
+        let now = self.clock(now_ns);
+        for (i, part) in parts.iter().enumerate() {
+            let first = !parts[..i].iter().any(|p| p.bucket == part.bucket);
+            let _own = self.change(part.bucket, now, |bucket| {
+                let raised_since = seq <= bucket.raised_seq;
+                if !raised_since || matches!(bucket.state, State::InFlight(_)) {
+                    bucket.refund(u64::from(part.cost), at_ns, seq);
+                }
+                if first {
+                    bucket.stats.refunds += 1;
+                }
+            });
+        }
+    }
+}

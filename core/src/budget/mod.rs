@@ -1,0 +1,480 @@
+//! The budget: a fixed set of buckets charged all or none.
+//!
+//! Drive order: call [`Budget::try_charge`] before a request goes out; then exactly
+//! one of [`Budget::refund`] (never written) or [`Ticket::sent`] followed later by
+//! [`Budget::complete`]. Feed the server's word back with [`Budget::observe_used`],
+//! [`Budget::throttled`], [`Budget::banned`] and [`Budget::charge_after`]. Call
+//! [`Budget::tick`] while idle so the catch-up walk of the rings stays off the send
+//! path.
+//!
+//! Every call takes `now_ns` on the caller's monotonic clock. A time earlier than one
+//! already seen is read as the latest one seen: a clock that steps back neither
+//! drops charges early (minting budget) nor holds them longer than the window.
+//!
+//! The charge path has two speeds. Each bucket keeps a *lane*: the room Urgent has
+//! left and the instant until which that room can only change by charging (the end
+//! of the ring's slot, the next guard edge of a fixed window; never for a held or
+//! halted bucket, nor for a token bucket whose room grows with time). While every
+//! part's lane is open, a charge is a compare and a subtraction per part; what the
+//! lanes took is settled into the buckets' state by the next call that needs that
+//! state (a refusal, a refund, a server figure, a new slot ...). Each of those
+//! settles first and reopens the lane after.
+//!
+//! A [`Shape`](crate::Shape) is a part list registered once: validated, repeated
+//! buckets merged, and each class's need per part (cost plus headroom) computed
+//! then, so that charging it is a compare per part on the lanes and a subtraction,
+//! and its ticket names the shape instead of copying the parts.
+//!
+//! Files: `builder.rs` (the [`Builder`]), `bucket.rs` (one bucket and its lane),
+//! `charge.rs` (ad-hoc charges and refunds), `shape.rs` (shapes), this file (the
+//! budget, the server's word, time).
+//!
+//! Never allocates, locks, logs or reads a clock.
+
+use arrayvec::{ArrayString, ArrayVec};
+
+mod bucket;
+mod builder;
+mod charge;
+mod resend;
+mod shape;
+
+use bucket::{Bucket, Lane, State};
+use builder::validate_parts;
+pub use builder::{Builder, DEFAULT_HOLD_GUARD_NS};
+use shape::merge;
+use shape::ShapeRow;
+
+use crate::spec::{ConfigError, Spec};
+use crate::stats::Stats;
+use crate::ticket::{BucketId, Flight, ForeignId, Part, NO_SHAPE};
+use crate::verdict::Verdict;
+use crate::{MAX_BUCKETS, MAX_NAME, MAX_SHAPES};
+
+/// A fixed set of rate limits, charged all or none. See the [crate] docs.
+#[derive(Clone, Debug)]
+pub struct Budget {
+    now_ns: i64,
+    hold_guard_ns: i64,
+    /// Charges admitted so far: the sequence number of the last ticket.
+    seq: u64,
+    /// Tickets and flights given back (refunded or completed) so far.
+    returned: u64,
+    /// The tag every id, ticket and flight of this budget carries.
+    tag: u16,
+    buckets: ArrayVec<Bucket, MAX_BUCKETS>,
+    /// The hot half of each bucket's lane, by bucket index; the slots past the
+    /// buckets stay closed. A fixed array so that an index taken modulo its length
+    /// needs no bounds check on the charge paths.
+    lanes: [Lane; MAX_BUCKETS],
+    /// The room of each lane (see [`Lane`]), by bucket index.
+    rooms: [u64; MAX_BUCKETS],
+    /// The earliest end of an open lane (`i64::MAX` if none): before it, every open
+    /// lane holds, so a shape's charge checks rooms only.
+    lanes_until: i64,
+    /// The charge sequence when a lane last settled or reopened: a shape's ticket
+    /// charged after it is still in its lanes.
+    last_settle_seq: u64,
+    /// Registered shapes; `shape_count` of them are in use.
+    shapes: [ShapeRow; MAX_SHAPES],
+    shape_count: u8,
+}
+
+impl Budget {
+    /// A builder to declare the buckets.
+    pub fn builder() -> Builder {
+        Builder::default()
+    }
+
+    pub(crate) fn new(
+        specs: &[(ArrayString<MAX_NAME>, Spec)],
+        tag: u16,
+        hold_guard_ns: i64,
+        now_ns: i64,
+    ) -> Self {
+        let mut lanes = [Lane::closed(); MAX_BUCKETS];
+        let mut rooms = [0; MAX_BUCKETS];
+        let mut buckets = ArrayVec::new();
+        for (i, (name, spec)) in specs.iter().enumerate().take(MAX_BUCKETS) {
+            let (bucket, lane, room) = Bucket::new(*name, spec, now_ns);
+            buckets.push(bucket);
+            lanes[i] = lane;
+            rooms[i] = room;
+        }
+        let mut budget = Budget {
+            now_ns,
+            hold_guard_ns,
+            seq: 0,
+            returned: 0,
+            tag,
+            buckets,
+            lanes,
+            rooms,
+            lanes_until: i64::MAX,
+            last_settle_seq: 0,
+            shapes: [ShapeRow::EMPTY; MAX_SHAPES],
+            shape_count: 0,
+        };
+        budget.lanes_changed();
+        budget
+    }
+
+    /// Call after any lane settled, opened or closed: recomputes the earliest end of
+    /// an open lane, and marks the tickets charged so far as settled somewhere.
+    fn lanes_changed(&mut self) {
+        self.last_settle_seq = self.seq;
+        self.lanes_until = self.lanes[..self.buckets.len()]
+            .iter()
+            .filter(|l| l.until_ns != Lane::CLOSED)
+            .map(|l| l.until_ns)
+            .min()
+            .unwrap_or(i64::MAX);
+    }
+
+    /// [`Budget::lanes_changed`] after one lane settled and moved its end from `old`
+    /// to `new`: recomputes the earliest end only if it may have risen.
+    fn lane_moved(&mut self, old: i64, new: i64) {
+        self.last_settle_seq = self.seq;
+        if new == old {
+            return;
+        }
+        if new != Lane::CLOSED && new < self.lanes_until {
+            self.lanes_until = new;
+        } else if old == self.lanes_until {
+            self.lanes_changed();
+        }
+    }
+
+    /// Reads `now_ns` as no earlier than any time already seen.
+    #[inline]
+    fn clock(&mut self, now_ns: i64) -> i64 {
+        if now_ns > self.now_ns {
+            self.now_ns = now_ns;
+        }
+        self.now_ns
+    }
+
+    /// The bucket `id` names and its lane, or `None` for an id of another budget.
+    #[allow(clippy::type_complexity)]
+    fn bucket_mut(&mut self, id: BucketId) -> Option<(&mut Bucket, &mut Lane, &mut u64)> {
+        if id.budget != self.tag {
+            return None;
+        }
+        let bucket = self.buckets.get_mut(id.index())?;
+        let i = id.index() % MAX_BUCKETS;
+        Some((bucket, &mut self.lanes[i], &mut self.rooms[i]))
+    }
+
+    /// The bucket `id` names, or [`ForeignId`].
+    fn own(&self, id: BucketId) -> Result<&Bucket, ForeignId> {
+        if id.budget != self.tag {
+            return Err(ForeignId);
+        }
+        self.buckets.get(id.index()).ok_or(ForeignId)
+    }
+
+    /// The id of the bucket at `index`.
+    fn id(&self, index: usize) -> BucketId {
+        BucketId {
+            budget: self.tag,
+            index: index as u8,
+        }
+    }
+
+    /// Settles `bucket` and moves it to `now`, lets `f` change it, then reopens its
+    /// lane. Every change outside the charge path goes through here.
+    fn change<R>(
+        &mut self,
+        bucket: BucketId,
+        now: i64,
+        f: impl FnOnce(&mut Bucket) -> R,
+    ) -> Result<R, ForeignId> {
+        let seq = self.seq;
+        let (b, lane, room) = self.bucket_mut(bucket).ok_or(ForeignId)?;
+        let old = lane.until_ns;
+        b.sync(lane, *room, now, seq);
+        let result = f(b);
+        b.open_lane(lane, room, now, seq);
+        let new = lane.until_ns;
+        self.lane_moved(old, new);
+        Ok(result)
+    }
+
+    /// The answer to a sent request arrived, or its outcome was settled: releases its
+    /// in-flight limits. Rate limits keep the charge: the venue counted the request.
+    ///
+    /// Every flight must come back here, once: a flight dropped instead keeps its
+    /// in-flight units for good, and shows in [`Budget::receipts_outstanding`]. A
+    /// flight of another budget is refused with [`ForeignId`], changing nothing.
+    pub fn complete(&mut self, flight: Flight, now_ns: i64) -> Result<(), ForeignId> {
+        if flight.budget != self.tag {
+            return Err(ForeignId);
+        }
+        self.returned += 1;
+        let now = self.clock(now_ns);
+        let parts = if flight.shape == NO_SHAPE {
+            flight.parts
+        } else {
+            self.shapes[usize::from(flight.shape) % MAX_SHAPES].parts()
+        };
+        for part in &parts {
+            let in_flight = self
+                .buckets
+                .get(part.bucket.index())
+                .is_some_and(|b| matches!(b.state, State::InFlight(_)));
+            if in_flight {
+                let _own = self.change(part.bucket, now, |b| {
+                    if let State::InFlight(outstanding) = &mut b.state {
+                        *outstanding = outstanding.saturating_sub(u64::from(part.cost));
+                    }
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Adds cost known only from the response (Hyperliquid adds weight per 20 items
+    /// returned). Never refused: it may fill the bucket, which then refuses until it
+    /// drains. Like every server figure it is clamped so that the count stays within
+    /// what the bucket can hold (its limit, the burst for token buckets): a huge
+    /// figure fills the bucket for one window, not for ever. In-flight limits and
+    /// gates have nothing to add to.
+    pub fn charge_after(
+        &mut self,
+        bucket: BucketId,
+        cost: u32,
+        now_ns: i64,
+    ) -> Result<(), ForeignId> {
+        self.own(bucket)?;
+        let now = self.clock(now_ns);
+        self.change(bucket, now, |b| {
+            let cap = b.capacity();
+            let cost = u64::from(cost);
+            match &mut b.state {
+                State::Sliding(ring) => ring.add(cost.min(cap.saturating_sub(ring.used()))),
+                State::Fixed(windows) => windows.add_capped(cost, now, cap),
+                State::Token(gcra) => gcra.add_capped(cost, now, cap),
+                State::InFlight(_) | State::Gate => return,
+            }
+            b.stats.charged_after += cost;
+        })
+    }
+
+    /// The server's count for this scope (a usage header such as
+    /// `X-MBX-USED-WEIGHT-1M`). Raises the local count to it, never lowers it; other
+    /// senders on the same IP show up here. The difference is kept as drift. A figure
+    /// above what the bucket can hold (its limit, the burst for token buckets) raises
+    /// it only to full, which drains within one window.
+    pub fn observe_used(
+        &mut self,
+        bucket: BucketId,
+        used: u64,
+        now_ns: i64,
+    ) -> Result<(), ForeignId> {
+        self.own(bucket)?;
+        let now = self.clock(now_ns);
+        let seq = self.seq;
+        self.change(bucket, now, |b| {
+            let local = b.used_at(now);
+            b.stats.drift = i64::try_from(used)
+                .unwrap_or(i64::MAX)
+                .saturating_sub(i64::try_from(local).unwrap_or(i64::MAX));
+            let used = used.min(b.capacity());
+            if used <= local {
+                return;
+            }
+            if !matches!(b.state, State::InFlight(_) | State::Gate) {
+                b.raised_seq = seq;
+            }
+            match &mut b.state {
+                State::Sliding(ring) => ring.add(used - local),
+                State::Fixed(windows) => windows.raise_to(used, now),
+                State::Token(gcra) => gcra.raise_to(used, now),
+                State::InFlight(_) | State::Gate => {}
+            }
+        })
+    }
+
+    /// The server throttled this scope (a 429 or its body code), and the verdict that
+    /// applies, for the venue adapter to return.
+    ///
+    /// - A server wait above zero and within the bucket's cap ([`Spec::max_wait`]):
+    ///   holds the bucket for that wait plus the budget's hold guard (the clock
+    ///   uncertainty, [`Builder::hold_guard`]).
+    /// - No wait, or a wait of zero or less (`Retry-After: 0`, a past date, a reset
+    ///   time already gone): holds for one window of the bucket (one second for gates
+    ///   and in-flight limits), as if the server had named none: sending into a 429
+    ///   again at once is what venues ban for.
+    ///
+    /// Either way the count is kept (venues count throttled requests too) and the
+    /// answer is [`Verdict::Throttled`] with the end of the hold in force.
+    ///
+    /// A wait above the cap is no throttle: the bucket is halted as a ban (counted in
+    /// [`Stats::bans`], only [`Budget::clear_halt`] resumes it) and the answer is
+    /// [`Verdict::Banned`] with the venue's end, `now + wait`, saturating.
+    ///
+    /// An id of another budget is refused with [`ForeignId`], changing nothing.
+    pub fn throttled(
+        &mut self,
+        bucket: BucketId,
+        wait_ns: Option<i64>,
+        now_ns: i64,
+    ) -> Result<Verdict, ForeignId> {
+        self.own(bucket)?;
+        let guard_ns = self.hold_guard_ns;
+        let now = self.clock(now_ns);
+        self.change(bucket, now, |b| match wait_ns {
+            Some(wait) if wait > b.max_wait_ns => {
+                let until_ns = now.saturating_add(wait);
+                b.halt(until_ns);
+                Verdict::Banned { bucket, until_ns }
+            }
+            _ => {
+                let hold = match wait_ns {
+                    Some(wait) if wait > 0 => wait.saturating_add(guard_ns),
+                    _ => b.window_ns(),
+                };
+                b.hold_until_ns = b.hold_until_ns.max(now.saturating_add(hold));
+                b.stats.throttles += 1;
+                Verdict::Throttled {
+                    bucket,
+                    until_ns: b.hold_until_ns,
+                }
+            }
+        })
+    }
+
+    /// The venue banned this scope until `until_ns` (its word, on the caller's clock).
+    /// Halts the bucket: the end of the venue's wait does not resume it, only
+    /// [`Budget::clear_halt`] does. Halting the IP gate stops every request and
+    /// connect.
+    pub fn banned(
+        &mut self,
+        bucket: BucketId,
+        until_ns: i64,
+        now_ns: i64,
+    ) -> Result<(), ForeignId> {
+        self.own(bucket)?;
+        let now = self.clock(now_ns);
+        self.change(bucket, now, |b| b.halt(until_ns))
+    }
+
+    /// A person's decision to resume a halted scope.
+    pub fn clear_halt(&mut self, bucket: BucketId) -> Result<(), ForeignId> {
+        let now = self.now_ns;
+        self.change(bucket, now, |b| b.halted = false)
+    }
+
+    /// The halted buckets.
+    pub fn halted(&self) -> impl Iterator<Item = BucketId> + '_ {
+        self.ids().filter(|id| self.buckets[id.index()].halted)
+    }
+
+    /// Whether `bucket` is halted.
+    pub fn is_halted(&self, bucket: BucketId) -> Result<bool, ForeignId> {
+        Ok(self.own(bucket)?.halted)
+    }
+
+    /// Tickets and flights this budget handed out and has not had back through
+    /// [`Budget::refund`] or [`Budget::complete`].
+    ///
+    /// The rule: every ticket ends in exactly one of `refund` or `sent` then
+    /// `complete`. A ticket or flight dropped instead (the types are `#[must_use]`,
+    /// but a binding can still be dropped) keeps its in-flight units for good; this
+    /// count is how a driver sees it: with nothing in flight it must be 0, and one
+    /// that only grows is a leak.
+    pub fn receipts_outstanding(&self) -> u64 {
+        self.seq - self.returned
+    }
+
+    /// Moves every window to `now_ns`. Call it while idle: the catch-up walk of a ring
+    /// after a long gap then happens here instead of on the next charge.
+    pub fn tick(&mut self, now_ns: i64) {
+        let now = self.clock(now_ns);
+        let seq = self.seq;
+        let lanes = self.lanes.iter_mut().zip(&mut self.rooms);
+        for (b, (lane, room)) in self.buckets.iter_mut().zip(lanes) {
+            // A bucket whose lane still holds has nothing to catch up.
+            if !lane.open_at(now) {
+                b.sync(lane, *room, now, seq);
+                b.open_lane(lane, room, now, seq);
+            }
+        }
+        self.lanes_changed();
+    }
+
+    /// The next instant the budget has work of its own: a lane closes, a hold ends,
+    /// a window rolls (a sliding window's slot, so that [`Budget::tick`] walks its
+    /// ring off the send path; a fixed window that holds a count). A driver parks
+    /// until then (or until its own next event) and calls [`Budget::tick`]. `None`:
+    /// nothing to do until something is charged or said. An instant at or before
+    /// `now_ns` means: tick now.
+    ///
+    /// Halts end only by a person's [`Budget::clear_halt`], and a token bucket's
+    /// room grows continuously: neither gives a timeout (a refusal's `ready_at_ns`
+    /// says when a charge passes).
+    ///
+    /// ```
+    /// # use ergon_core::{Budget, Spec};
+    /// let mut b = Budget::builder();
+    /// let w = b.add("w", Spec::sliding(10, 1_000, 10)).unwrap();
+    /// let mut budget = b.build(0).unwrap();
+    /// assert_eq!(budget.poll_timeout(5), Some(100)); // the first slot rolls at 100
+    /// budget.tick(100);
+    /// assert_eq!(budget.poll_timeout(100), Some(200));
+    /// ```
+    pub fn poll_timeout(&self, now_ns: i64) -> Option<i64> {
+        let now = now_ns.max(self.now_ns);
+        self.buckets
+            .iter()
+            .zip(self.lanes.iter().zip(&self.rooms))
+            .filter_map(|(b, (lane, room))| b.next_event(lane, *room, now))
+            .min()
+    }
+
+    /// A snapshot of one bucket at the latest time the budget has seen.
+    pub fn stats(&self, bucket: BucketId) -> Result<Stats, ForeignId> {
+        let b = self.own(bucket)?;
+        // Read what the lane charged without touching the live bucket.
+        let mut b = b.clone();
+        let i = bucket.index() % MAX_BUCKETS;
+        let mut lane = self.lanes[i];
+        b.settle(&mut lane, self.rooms[i], self.seq);
+        Ok(Stats {
+            used: b.used_at(self.now_ns),
+            held_until_ns: (self.now_ns < b.hold_until_ns).then_some(b.hold_until_ns),
+            halted: b.halted,
+            ..b.stats
+        })
+    }
+
+    /// Checks a part list once (at start-up) against this budget's buckets and the
+    /// capacity of a ticket.
+    pub fn validate_parts(&self, parts: &[Part]) -> Result<(), ConfigError> {
+        validate_parts(parts, self.tag, self.buckets.len())
+    }
+
+    /// The bucket declared under `name`.
+    pub fn bucket(&self, name: &str) -> Option<BucketId> {
+        self.buckets
+            .iter()
+            .position(|b| b.name.as_str() == name)
+            .map(|i| self.id(i))
+    }
+
+    /// The name `bucket` was declared under.
+    pub fn name(&self, bucket: BucketId) -> Result<&str, ForeignId> {
+        Ok(self.own(bucket)?.name.as_str())
+    }
+
+    /// Every bucket, in declaration order.
+    pub fn ids(&self) -> impl Iterator<Item = BucketId> {
+        let tag = self.tag;
+        (0..self.buckets.len() as u8).map(move |index| BucketId { budget: tag, index })
+    }
+
+    /// The latest time the budget has seen.
+    pub fn now_ns(&self) -> i64 {
+        self.now_ns
+    }
+}

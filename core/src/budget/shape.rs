@@ -1,0 +1,316 @@
+//! Shapes: part lists registered once, charged through the lanes with nothing to
+//! check but the lanes, receipts that copy nothing.
+//!
+//! A [`ShapeRow`] keeps, per merged part, the bucket index and each class's need
+//! (the cost plus the headroom that class must leave), all computed at
+//! registration. [`Budget::try_charge_shape`] checks once that no open lane has
+//! ended (the budget keeps the earliest end), then per part compares the need with
+//! its lane's room (a closed lane has none) and subtracts the cost: one short loop
+//! over at most [`MAX_PARTS`] entries, no bounds checks (indices are taken modulo
+//! the fixed arrays' lengths, and were validated below them), no headroom lookups.
+//! Its ticket holds the shape, the sequence number and the time.
+//!
+//! Off the fast path, a refusal whose every lane is open answers from the lanes
+//! (only the short buckets are settled and asked when they will have room); a
+//! closed lane, a hold or a halt takes the full path of [`Budget::try_charge`]. A
+//! refund whose charge is still in every lane gives the units back to the lanes.
+//!
+//! Never allocates, locks, logs or reads a clock.
+
+use super::charge::rank;
+use super::Budget;
+use crate::ticket::{BucketId, Charged, Class, ForeignId, Limited, Part, Shape, Ticket, Why};
+use crate::{ConfigError, MAX_BUCKETS, MAX_PARTS, MAX_SHAPES};
+
+/// One registered shape. See the module docs.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct ShapeRow {
+    len: u8,
+    /// Bucket indices, repeated buckets merged, in first-seen order.
+    index: [u8; MAX_PARTS],
+    /// `need[class][k]`: the cost of part `k` plus the headroom `class` must leave
+    /// in its bucket. `need[0]` (Urgent, no headroom) is the cost.
+    need: [[u64; MAX_PARTS]; 3],
+    /// The merged parts, for the full path.
+    parts: [Part; MAX_PARTS],
+}
+
+const NO_PART: Part = Part {
+    bucket: BucketId {
+        budget: 0,
+        index: 0,
+    },
+    cost: 0,
+};
+
+impl ShapeRow {
+    pub(super) const EMPTY: ShapeRow = ShapeRow {
+        len: 0,
+        index: [0; MAX_PARTS],
+        need: [[0; MAX_PARTS]; 3],
+        parts: [NO_PART; MAX_PARTS],
+    };
+
+    #[inline]
+    fn len(&self) -> usize {
+        usize::from(self.len).min(MAX_PARTS)
+    }
+
+    /// The merged parts.
+    pub(super) fn parts(&self) -> Charged {
+        self.parts[..self.len()].iter().copied().collect()
+    }
+}
+
+/// Merges repeated buckets of `parts` (first-seen order, costs summed) after
+/// checking each names one of the `buckets` buckets of the budget tagged `tag`.
+pub(super) fn merge(parts: &[Part], tag: u16, buckets: usize) -> Result<Charged, ConfigError> {
+    if parts.len() > MAX_PARTS {
+        return Err(ConfigError::TooManyParts);
+    }
+    let mut merged = Charged::new();
+    for part in parts {
+        if part.bucket.budget != tag || part.bucket.index() >= buckets {
+            return Err(ConfigError::UnknownBucket);
+        }
+        match merged.iter_mut().find(|p| p.bucket == part.bucket) {
+            Some(p) => {
+                p.cost = p
+                    .cost
+                    .checked_add(part.cost)
+                    .ok_or(ConfigError::ShapeCostTooBig)?;
+            }
+            None => merged.push(*part),
+        }
+    }
+    Ok(merged)
+}
+
+impl Budget {
+    /// Registers a request kind: validated now (every part a bucket of this
+    /// budget, at most [`MAX_PARTS`], a bucket named twice merged into one part),
+    /// charged later by [`Budget::try_charge_shape`] with no check but the lanes.
+    /// At most [`MAX_SHAPES`] per budget; [`Builder::shape`](crate::Builder::shape)
+    /// registers them before the budget is built.
+    pub fn shape(&mut self, parts: &[Part]) -> Result<Shape, ConfigError> {
+        let merged = merge(parts, self.tag, self.buckets.len())?;
+        let index = usize::from(self.shape_count);
+        if index >= MAX_SHAPES {
+            return Err(ConfigError::TooManyShapes);
+        }
+        let mut row = ShapeRow::EMPTY;
+        row.len = merged.len() as u8;
+        for (k, part) in merged.iter().enumerate() {
+            let i = part.bucket.index();
+            row.index[k] = i as u8;
+            row.parts[k] = *part;
+            let headroom = self.lanes[i % MAX_BUCKETS].headroom;
+            for (class, need) in row.need.iter_mut().enumerate() {
+                need[k] = u64::from(part.cost) + headroom[class];
+            }
+        }
+        self.shapes[index] = row;
+        self.shape_count += 1;
+        Ok(Shape {
+            budget: self.tag,
+            index: index as u8,
+        })
+    }
+
+    /// The parts of `shape`, as registered (repeated buckets merged).
+    pub fn shape_parts(&self, shape: Shape) -> Result<&[Part], ForeignId> {
+        if shape.budget != self.tag || shape.index >= self.shape_count {
+            return Err(ForeignId);
+        }
+        let row = &self.shapes[usize::from(shape.index) % MAX_SHAPES];
+        Ok(&row.parts[..row.len()])
+    }
+
+    /// [`Budget::try_charge`] for a registered shape, all or none, with the same
+    /// answers: the same admissions, the same refusals (bucket, reason, ready time),
+    /// the same effect on every bucket. The ticket holds the shape, the sequence
+    /// number and the time, not a copy of the parts.
+    ///
+    /// A shape of another budget is refused as [`Why::Foreign`] (its `bucket` is an
+    /// id of that other budget).
+    #[inline]
+    pub fn try_charge_shape(
+        &mut self,
+        shape: Shape,
+        class: Class,
+        now_ns: i64,
+    ) -> Result<Ticket, Limited> {
+        let now = self.clock(now_ns);
+        if now >= self.lanes_until
+            || shape.budget != self.tag
+            || shape.index >= self.shape_count
+            || !self.take_lanes(shape, class)
+        {
+            return self.shape_missed(shape, class, now);
+        }
+        Ok(self.shape_ticket(shape, now))
+    }
+
+    /// Takes each part's cost from its lane if every lane has the need, else takes
+    /// nothing. Every lane ended or closed must already have been seen to.
+    #[inline(always)]
+    fn take_lanes(&mut self, shape: Shape, class: Class) -> bool {
+        let row = &self.shapes[usize::from(shape.index) % MAX_SHAPES];
+        let need = &row.need[class.index()];
+        // Indexed, not zipped: the indices are bounded by `len` (at most
+        // MAX_PARTS), so the compiler drops the bounds checks, and one counter
+        // drives all three arrays.
+        #[allow(clippy::needless_range_loop)]
+        for k in 0..row.len() {
+            let room = &mut self.rooms[usize::from(row.index[k]) % MAX_BUCKETS];
+            if need[k] >= *room {
+                self.give_back(shape, k);
+                return false;
+            }
+            *room -= row.need[0][k];
+        }
+        true
+    }
+
+    /// The receipt of a shape just charged.
+    #[inline(always)]
+    fn shape_ticket(&mut self, shape: Shape, now: i64) -> Ticket {
+        self.seq += 1;
+        Ticket {
+            at_ns: now,
+            seq: self.seq,
+            budget: self.tag,
+            shape: shape.index,
+            parts: Charged::new(),
+        }
+    }
+
+    /// Gives back what the first `k` parts of `shape` took from their lanes.
+    #[cold]
+    fn give_back(&mut self, shape: Shape, k: usize) {
+        let row = &self.shapes[usize::from(shape.index) % MAX_SHAPES];
+        for j in 0..k.min(row.len()) {
+            self.rooms[usize::from(row.index[j]) % MAX_BUCKETS] += row.need[0][j];
+        }
+    }
+
+    #[cold]
+    fn foreign_shape(&self, shape: Shape) -> Limited {
+        Limited {
+            bucket: BucketId {
+                budget: shape.budget,
+                index: u8::MAX,
+            },
+            ready_at_ns: i64::MAX,
+            why: Why::Foreign,
+        }
+    }
+
+    /// [`Budget::try_charge_shape`] past the lanes: a refusal from the lanes if
+    /// every lane is open, else the full path.
+    #[cold]
+    #[inline(never)]
+    fn shape_missed(&mut self, shape: Shape, class: Class, now: i64) -> Result<Ticket, Limited> {
+        if shape.budget != self.tag || shape.index >= self.shape_count {
+            return Err(self.foreign_shape(shape));
+        }
+        if now >= self.lanes_until {
+            // A lane ended: reopen every ended lane (what an idle tick would have
+            // done), then try the lanes again.
+            self.tick(now);
+            if now < self.lanes_until && self.take_lanes(shape, class) {
+                return Ok(self.shape_ticket(shape, now));
+            }
+        }
+        let si = usize::from(shape.index) % MAX_SHAPES;
+        let row = &self.shapes[si];
+        let all_open = row.index[..row.len()]
+            .iter()
+            .all(|&i| self.lanes[usize::from(i) % MAX_BUCKETS].open_at(now));
+        if all_open {
+            if let Some(refused) = self.refuse_from_lanes(si, class, now) {
+                return Err(refused);
+            }
+        }
+        let parts = self.shapes[si].parts();
+        self.charge_slow(&parts, class, now).map(|ticket| Ticket {
+            shape: shape.index,
+            parts: Charged::new(),
+            ..ticket
+        })
+    }
+
+    /// The refusal of a shape whose every lane is open and some short: only the
+    /// short buckets are asked (an open lane's bucket is already at `now`: same
+    /// slot, same windows), the one ready last named, as [`Budget::try_charge`]'s
+    /// explanation would. `None` if no lane is short after all.
+    fn refuse_from_lanes(&mut self, si: usize, class: Class, now: i64) -> Option<Limited> {
+        let seq = self.seq;
+        let mut worst: Option<(usize, Why, i64)> = None;
+        for k in 0..self.shapes[si].len() {
+            let row = &self.shapes[si];
+            let (i, need, cost) = (
+                usize::from(row.index[k]) % MAX_BUCKETS,
+                row.need[class.index()][k],
+                row.need[0][k],
+            );
+            let room = self.rooms[i];
+            if need < room {
+                continue;
+            }
+            let bucket = self.buckets.get_mut(i)?;
+            if bucket.settle(&mut self.lanes[i], room, seq) {
+                self.last_settle_seq = seq;
+            }
+            let Some((why, ready)) = bucket.refusal_cached(cost, class, now) else {
+                continue;
+            };
+            let better = match worst {
+                None => true,
+                Some((_, w, r)) => (rank(why), ready) > (rank(w), r),
+            };
+            if better {
+                worst = Some((i, why, ready));
+            }
+        }
+        let (i, why, ready) = worst?;
+        Some(self.refuse(self.id(i), ready, why))
+    }
+
+    /// [`Budget::refund`] of a shape's ticket. A charge still in every lane (no lane
+    /// settled since: the common case of a request refused before any byte left)
+    /// goes back to the lanes; any other through the full path.
+    pub(super) fn refund_shape(&mut self, ticket: Ticket, now_ns: i64) -> Result<(), ForeignId> {
+        if ticket.shape >= self.shape_count {
+            return Err(ForeignId);
+        }
+        let row = &self.shapes[usize::from(ticket.shape) % MAX_SHAPES];
+        let n = row.len();
+        // No lane settled since the charge: it is in every lane. Else ask each.
+        let in_lanes = ticket.seq > self.last_settle_seq
+            || row.index[..n].iter().all(|&i| {
+                self.buckets
+                    .get(usize::from(i))
+                    .is_some_and(|b| b.settled_seq < ticket.seq)
+            });
+        if !in_lanes {
+            let parts = row.parts();
+            self.refund_parts(&parts, ticket.at_ns, ticket.seq, now_ns);
+            return Ok(());
+        }
+        self.returned += 1;
+        if now_ns > self.now_ns {
+            self.now_ns = now_ns;
+        }
+        for k in 0..n {
+            let i = usize::from(row.index[k]) % MAX_BUCKETS;
+            let cost = row.need[0][k];
+            self.rooms[i] += cost;
+            let lane = &mut self.lanes[i];
+            // Settled into the bucket's stats with the lane.
+            lane.refunded += cost;
+            lane.refunds += 1;
+        }
+        Ok(())
+    }
+}
