@@ -371,31 +371,37 @@ fn hex(out: &mut Vec<u8>, bytes: &[u8]) {
 /// The HMAC-SHA256 of `params`' signature payload (every parameter but
 /// `signature`, sorted by name, as "SIGNED request example (HMAC)" builds it),
 /// written as lowercase hex into `out` (cleared first). `params` need not be
-/// sorted; a name may appear once.
+/// sorted; a name may appear once; more than 16 are refused (`out` left empty).
 ///
 /// ```
 /// use ergon_venues::binance_spot_ws::signature;
 /// use ergon_venues::endpoint::HmacKey;
 /// let key = HmacKey::new(b"secret");
 /// let mut out = Vec::new();
-/// signature(&key, &[("b", "2"), ("a", "1")], &mut out);
+/// signature(&key, &[("b", "2"), ("a", "1")], &mut out).unwrap();
 /// let mut again = Vec::new();
-/// signature(&key, &[("a", "1"), ("b", "2")], &mut again);
+/// signature(&key, &[("a", "1"), ("b", "2")], &mut again).unwrap();
 /// assert_eq!(out, again);
 /// assert_eq!(out.len(), 64);
 /// ```
-pub fn signature(key: &HmacKey, params: &[(&'static str, &str)], out: &mut Vec<u8>) {
-    let mut p: ArrayVec<(&'static str, Val<'_>), MAX_PARAMS> = params
-        .iter()
-        .take(MAX_PARAMS)
-        .map(|(n, v)| (*n, Val::Str(v)))
-        .collect();
+pub fn signature(
+    key: &HmacKey,
+    params: &[(&'static str, &str)],
+    out: &mut Vec<u8>,
+) -> Result<(), Error> {
+    out.clear();
+    if params.len() > MAX_PARAMS {
+        return Err(Error::BadArgument("more than 16 params"));
+    }
+    let mut p: ArrayVec<(&'static str, Val<'_>), MAX_PARAMS> =
+        params.iter().map(|(n, v)| (*n, Val::Str(v))).collect();
     p.sort_unstable_by_key(|(n, _)| *n);
     out.clear();
     payload(out, &p);
     let mac = key.sign(&[out.as_slice()]);
     out.clear();
     hex(out, &mac);
+    Ok(())
 }
 
 fn interval_ns(word: &str) -> Option<i64> {
@@ -570,7 +576,8 @@ impl Session {
             now.saturating_add(self.recv_window_ms.saturating_mul(MS))
         };
         out.extend_from_slice(b"{\"id\":");
-        put_val(out, Val::Int(id as i64), false);
+        // Writing a number into a Vec cannot fail.
+        let _ = write!(out, "{id}");
         out.extend_from_slice(b",\"method\":\"");
         out.extend_from_slice(call.method().as_bytes());
         out.push(b'"');

@@ -120,7 +120,8 @@ fn signature_matches_the_documented_example() {
             ("apiKey", API_KEY),
         ],
         &mut out,
-    );
+    )
+    .unwrap();
     assert_eq!(
         out,
         b"aa1b5712c094bc4e57c05a1a5c1fd8d88dcd628338ea863fec7b88e59fe2db24"
@@ -139,11 +140,18 @@ fn signature_matches_the_documented_example() {
             ("apiKey", API_KEY),
         ],
         &mut out,
-    );
+    )
+    .unwrap();
     assert_eq!(
         out,
         b"b33892ae8e687c939f4468c6268ddd4c40ac1af18ad19a064864c47bae0752cd"
     );
+    let many = [("k", "v"); 17];
+    assert_eq!(
+        signature(&key, &many, &mut out),
+        Err(Error::BadArgument("more than 16 params"))
+    );
+    assert!(out.is_empty());
 }
 
 /// The frame's params, signed as the venue checks them: every param but
