@@ -22,6 +22,7 @@
 pub mod adapt;
 pub mod binance_futures;
 pub mod binance_spot;
+pub mod binance_spot_ws;
 pub mod bybit;
 pub mod classify;
 pub mod coinbase_exchange;

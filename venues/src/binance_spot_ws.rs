@@ -1,0 +1,875 @@
+//! Binance Spot over the WebSocket API (`/ws-api/v3`): a sans-IO session that writes
+//! JSON request frames with ids, matches the answers by id, and says the fate of
+//! every id when the connection drops.
+//!
+//! Sources (`web-socket-api.md` of
+//! <https://github.com/binance/binance-spot-api-docs>, commit of 2026-07-21):
+//! "Request format", "Response format", "SIGNED request example (HMAC)" (the
+//! signature is HMAC-SHA256, hex, over every parameter but `signature`, sorted by
+//! name, `name=value` joined by `&`), "Rate limits" (each answer's `rateLimits`;
+//! a 429 or 418 carries `error.data.retryAfter`, a UTC ms timestamp), and each
+//! method's weight: `time` 1, `exchangeInfo` 20, `order.place` 1 (+1 ORDERS),
+//! `order.cancel` 1, `order.cancelReplace` 1 (+1 ORDERS), `order.status` 4,
+//! `openOrders.status` 6 for one symbol and 80 for all, `account.status` 20,
+//! `userDataStream.subscribe.signature` 2, `userDataStream.unsubscribe` 2.
+//!
+//! Every request charges what its REST twin charges: the parts come from
+//! [`BinanceSpot`]'s [`Venue::parts`], and every answer is read by
+//! [`BinanceSpot`]'s [`Venue::on_response`] (the `error` object as the body, the
+//! status as the status, `retryAfter` as the wait), so a 429 holds and a 418 halts
+//! the IP gate by the REST rules. The `rateLimits` array is fed to
+//! [`Budget::observe_used`] the way the `X-MBX-USED-WEIGHT-*` and
+//! `X-MBX-ORDER-COUNT-*` headers are.
+//!
+//! Drive order (one connection):
+//! 1. [`Session::prepare`] writes the frame into the caller's buffer and reserves
+//!    a slot in the table of requests in flight; it returns a [`Pending`] with the
+//!    parts to charge, the deadline and the client order id.
+//! 2. The caller charges the parts (`Budget::try_charge`). Refused: it calls
+//!    [`Session::unsent`] and nothing was charged. Admitted: it writes the frame,
+//!    then calls [`Session::sent`] (and `Ticket::sent`).
+//! 3. Each text frame that arrives goes to [`Session::on_frame`]: an [`Incoming::Answer`]
+//!    carries the verdict of the request with that id (complete its `Flight`, and
+//!    `Budget::resend` if it did not run); an [`Incoming::Execution`] is an order
+//!    update of the user data stream.
+//! 4. When the connection drops, [`Session::on_disconnect`] yields every id still in
+//!    the table once: [`Fate::Unknown`] for those written (the venue may have run
+//!    them: reconcile by client order id with `order.status` on the next connection
+//!    or over REST; never re-send), [`Fate::NotWritten`] for those prepared but never
+//!    written (refund their `Ticket` with `Budget::refund`: the venue never saw them).
+//!
+//! On ergon-io's WebSocket session the charge is made by `ws::Session::send_request`
+//! (with [`Pending::parts`]), which knows whether a byte of the frame left: its
+//! `Event::Outcome` refunds a request never written (`NotRun`) by itself, so call
+//! [`Session::sent`] once `send_request` queued the frame, and on a drop take the
+//! refund from ergon-io and the client order id to reconcile from [`Fate`] (a frame
+//! queued but never written is then reconciled needlessly, never re-sent).
+//! `tests/e2e_ws_api_session.rs` drives the two over a socket.
+//!
+//! Nothing here reads a clock, touches a socket or allocates once the caller's frame
+//! buffer has held the largest request: the table is allocated at construction.
+
+use std::io::Write as _;
+
+use arrayvec::{ArrayString, ArrayVec};
+use ergon_core::{Budget, Verdict};
+
+use crate::adapt::{self, Error, Parts, Request, Venue};
+use crate::binance_spot::{self, order_state, BinanceSpot, Counts, DEFAULT_RECV_WINDOW_MS};
+use crate::endpoint::{
+    json_text, ApiKey, ClientOrderId, HmacKey, Lookup, NewOrder, OrderRef, OrderState, OrderType,
+    Placed, Side, Symbol, TimeInForce,
+};
+use crate::json::{self, JsonError, Kind, Value};
+use crate::response::{Header, Response};
+
+const MS: i64 = 1_000_000;
+const SEC: i64 = 1_000 * MS;
+/// Most parameters one request carries (a cancel-replace: 12).
+const MAX_PARAMS: usize = 16;
+
+/// One WebSocket API call with its typed arguments.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Call<'a> {
+    /// `time`: weight 1.
+    Time,
+    /// `exchangeInfo`, of one symbol or all: weight 20.
+    ExchangeInfo(Option<Symbol<'a>>),
+    /// `order.place`: weight 1, one order.
+    Place(NewOrder<'a>),
+    /// `order.cancel` by `origClientOrderId`: weight 1.
+    Cancel(OrderRef<'a>),
+    /// `order.cancelReplace` with `STOP_ON_FAILURE`: weight 1, one order.
+    CancelReplace {
+        /// The order to cancel.
+        cancel: ClientOrderId,
+        /// The order to place.
+        new: NewOrder<'a>,
+    },
+    /// `order.status` by `origClientOrderId`: weight 4.
+    Status(OrderRef<'a>),
+    /// `openOrders.status`: weight 6 for one symbol, 80 for all.
+    OpenOrders(Option<Symbol<'a>>),
+    /// `account.status` with `omitZeroBalances`: weight 20.
+    Account,
+    /// `userDataStream.subscribe.signature`: weight 2.
+    Subscribe,
+    /// `userDataStream.unsubscribe` of one subscription, or all: weight 2.
+    Unsubscribe(Option<u64>),
+}
+
+impl Call<'_> {
+    /// The method name the frame carries.
+    pub fn method(&self) -> &'static str {
+        match self {
+            Call::Time => "time",
+            Call::ExchangeInfo(_) => "exchangeInfo",
+            Call::Place(_) => "order.place",
+            Call::Cancel(_) => "order.cancel",
+            Call::CancelReplace { .. } => "order.cancelReplace",
+            Call::Status(_) => "order.status",
+            Call::OpenOrders(_) => "openOrders.status",
+            Call::Account => "account.status",
+            Call::Subscribe => "userDataStream.subscribe.signature",
+            Call::Unsubscribe(_) => "userDataStream.unsubscribe",
+        }
+    }
+
+    /// The request kind: what the REST twin charges and how its answer is read.
+    pub fn kind(&self) -> Request<'static> {
+        match self {
+            Call::Time => Request::Read(1),
+            Call::ExchangeInfo(_) | Call::Account => Request::Read(20),
+            Call::Place(_) => Request::Order,
+            Call::Cancel(_) => Request::Cancel,
+            Call::CancelReplace { .. } => Request::CancelReplace,
+            Call::Status(_) => Request::Read(4),
+            Call::OpenOrders(Some(_)) => Request::Read(6),
+            Call::OpenOrders(None) => Request::Read(80),
+            Call::Subscribe | Call::Unsubscribe(_) => Request::Read(2),
+        }
+    }
+
+    fn signed(&self) -> bool {
+        !matches!(
+            self,
+            Call::Time | Call::ExchangeInfo(_) | Call::Unsubscribe(_)
+        )
+    }
+}
+
+/// A request written and waiting to be charged and sent (see the module's drive
+/// order). It names its slot by `id`; the caller keeps it beside its `Ticket`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Pending {
+    /// The request id the frame carries.
+    pub id: u64,
+    /// The request kind (what it charges, how its answer is read).
+    pub kind: Request<'static>,
+    /// What it charges, all or none: the REST twin's parts.
+    pub parts: Parts,
+    /// The end of the venue's acceptance window (timestamp + recvWindow) on the
+    /// caller's clock; for unsigned reads `now` + the receive window.
+    pub deadline_ns: i64,
+    /// The client order id it places, cancels or queries.
+    pub client_order_id: Option<ClientOrderId>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    Prepared,
+    Written,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Slot {
+    id: u64,
+    kind: Request<'static>,
+    deadline_ns: i64,
+    client_order_id: Option<ClientOrderId>,
+    state: State,
+}
+
+/// What the caller did wrong when preparing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PrepareError {
+    /// The arguments were refused (the adapter's error says which).
+    Bad(Error),
+    /// Every slot of the table of requests in flight is taken: wait for answers.
+    Full,
+}
+
+/// What is wrong with a frame from the venue. Nothing of the budget or the table
+/// changed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FrameError {
+    /// Not JSON.
+    Json(JsonError),
+    /// Neither an answer with a numeric `id` nor a user data stream event (the
+    /// venue answers a frame it could not read with `"id":null`).
+    NoId,
+    /// An answer whose id is not in flight on this connection.
+    UnknownId(u64),
+    /// An event whose field is missing or bad; names the field.
+    BadEvent(&'static str),
+}
+
+impl From<JsonError> for FrameError {
+    fn from(e: JsonError) -> Self {
+        FrameError::Json(e)
+    }
+}
+
+/// The answer to one request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Answer {
+    /// The request id.
+    pub id: u64,
+    /// The request kind.
+    pub kind: Request<'static>,
+    /// The client order id of the request.
+    pub client_order_id: Option<ClientOrderId>,
+    /// The answer's `status`.
+    pub status: u16,
+    /// The `error.code`, if an error.
+    pub code: Option<i64>,
+    /// The verdict by the REST rules, holds and halts applied; `Err(BadHeader)`
+    /// names a `rateLimits` entry or `retryAfter` that could not be read, with the
+    /// verdict it left standing.
+    pub verdict: Result<Verdict, Error>,
+}
+
+/// An `executionReport` of the user data stream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Execution {
+    /// The `subscriptionId` it came on.
+    pub subscription_id: u64,
+    /// `c`: the client order id of the order (of the cancel, for a cancel).
+    pub client_order_id: ClientOrderId,
+    /// `C`: the cancelled order's client order id (`None` when empty).
+    pub orig_client_order_id: Option<ClientOrderId>,
+    /// `X`: the order's state.
+    pub state: OrderState,
+    /// `z`: the cumulative filled quantity, as the venue wrote it.
+    pub filled: ArrayString<40>,
+    /// `i`: the venue's order id.
+    pub venue_order_id: ArrayString<64>,
+}
+
+/// One frame from the venue, read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Incoming {
+    /// The answer to a request in flight (its slot is free again).
+    Answer(Answer),
+    /// An order update of the user data stream.
+    Execution(Execution),
+    /// Another user data stream event (`outboundAccountPosition`,
+    /// `eventStreamTerminated` ...), of this subscription.
+    OtherEvent(u64),
+}
+
+/// What became of a request when its connection dropped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fate {
+    /// Written without an answer: the venue may have run it. Reconcile by client
+    /// order id; never re-send.
+    Unknown {
+        /// The request id.
+        id: u64,
+        /// The request kind.
+        kind: Request<'static>,
+        /// The client order id to reconcile by.
+        client_order_id: Option<ClientOrderId>,
+        /// Its deadline: after it, an `order.status` that finds nothing means it
+        /// never landed.
+        deadline_ns: i64,
+    },
+    /// Prepared, never written: refund its `Ticket`.
+    NotWritten {
+        /// The request id.
+        id: u64,
+    },
+}
+
+/// A Binance Spot WebSocket API session: see the module doc for the drive order.
+#[derive(Clone, Debug)]
+pub struct Session {
+    adapter: BinanceSpot,
+    api_key: Option<ApiKey>,
+    key: Option<HmacKey>,
+    recv_window_ms: i64,
+    next_id: u64,
+    slots: Vec<Option<Slot>>,
+}
+
+/// A parameter value: text (already checked: no character to escape) or a number.
+#[derive(Clone, Copy)]
+enum Val<'a> {
+    Str(&'a str),
+    Int(i64),
+}
+
+fn side(s: Side) -> &'static str {
+    match s {
+        Side::Buy => "BUY",
+        Side::Sell => "SELL",
+    }
+}
+
+fn order_params<'a>(
+    p: &mut ArrayVec<(&'static str, Val<'a>), MAX_PARAMS>,
+    o: &'a NewOrder<'a>,
+) -> Result<(), Error> {
+    if o.reduce_only {
+        return Err(Error::BadArgument("reduce_only (Spot has no positions)"));
+    }
+    p.push(("symbol", Val::Str(o.symbol.as_str())));
+    p.push(("side", Val::Str(side(o.side))));
+    match o.order_type {
+        OrderType::Limit(tif) => {
+            p.push(("type", Val::Str("LIMIT")));
+            let tif = match tif {
+                TimeInForce::Gtc => "GTC",
+                TimeInForce::Ioc => "IOC",
+                TimeInForce::Fok => "FOK",
+            };
+            p.push(("timeInForce", Val::Str(tif)));
+        }
+        OrderType::PostOnly => p.push(("type", Val::Str("LIMIT_MAKER"))),
+        OrderType::Market => p.push(("type", Val::Str("MARKET"))),
+    }
+    p.push(("quantity", Val::Str(o.quantity.as_str())));
+    match (o.order_type, o.price) {
+        (OrderType::Market, None) => {}
+        (OrderType::Market, Some(_)) => return Err(Error::BadArgument("price of a market order")),
+        (_, Some(px)) => p.push(("price", Val::Str(px.as_str()))),
+        (_, None) => return Err(Error::BadArgument("price of a limit order")),
+    }
+    p.push(("newClientOrderId", Val::Str(o.client_order_id.as_str())));
+    Ok(())
+}
+
+fn put_val(out: &mut Vec<u8>, v: Val<'_>, quoted: bool) {
+    match v {
+        Val::Str(s) if quoted => {
+            out.push(b'"');
+            out.extend_from_slice(s.as_bytes());
+            out.push(b'"');
+        }
+        Val::Str(s) => out.extend_from_slice(s.as_bytes()),
+        // Writing a number into a Vec cannot fail.
+        Val::Int(n) => {
+            let _ = write!(out, "{n}");
+        }
+    }
+}
+
+/// The signature payload of `params` (sorted by name): `name=value` joined by `&`.
+fn payload(out: &mut Vec<u8>, params: &[(&'static str, Val<'_>)]) {
+    for (i, (name, v)) in params.iter().enumerate() {
+        if i > 0 {
+            out.push(b'&');
+        }
+        out.extend_from_slice(name.as_bytes());
+        out.push(b'=');
+        put_val(out, *v, false);
+    }
+}
+
+fn hex(out: &mut Vec<u8>, bytes: &[u8]) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    for b in bytes {
+        out.push(HEX[usize::from(b >> 4)]);
+        out.push(HEX[usize::from(b & 15)]);
+    }
+}
+
+/// The HMAC-SHA256 of `params`' signature payload (every parameter but
+/// `signature`, sorted by name, as "SIGNED request example (HMAC)" builds it),
+/// written as lowercase hex into `out` (cleared first). `params` need not be
+/// sorted; a name may appear once; more than 16 are refused (`out` left empty).
+///
+/// ```
+/// use ergon_venues::binance_spot_ws::signature;
+/// use ergon_venues::endpoint::HmacKey;
+/// let key = HmacKey::new(b"secret");
+/// let mut out = Vec::new();
+/// signature(&key, &[("b", "2"), ("a", "1")], &mut out).unwrap();
+/// let mut again = Vec::new();
+/// signature(&key, &[("a", "1"), ("b", "2")], &mut again).unwrap();
+/// assert_eq!(out, again);
+/// assert_eq!(out.len(), 64);
+/// ```
+pub fn signature(
+    key: &HmacKey,
+    params: &[(&'static str, &str)],
+    out: &mut Vec<u8>,
+) -> Result<(), Error> {
+    out.clear();
+    if params.len() > MAX_PARAMS {
+        return Err(Error::BadArgument("more than 16 params"));
+    }
+    let mut p: ArrayVec<(&'static str, Val<'_>), MAX_PARAMS> =
+        params.iter().map(|(n, v)| (*n, Val::Str(v))).collect();
+    p.sort_unstable_by_key(|(n, _)| *n);
+    out.clear();
+    payload(out, &p);
+    let mac = key.sign(&[out.as_slice()]);
+    out.clear();
+    hex(out, &mac);
+    Ok(())
+}
+
+fn interval_ns(word: &str) -> Option<i64> {
+    Some(match word {
+        "SECOND" => SEC,
+        "MINUTE" => 60 * SEC,
+        "HOUR" => 3600 * SEC,
+        "DAY" => 86_400 * SEC,
+        _ => return None,
+    })
+}
+
+impl Session {
+    /// A session over `adapter` (its limits, its clock, its reading of answers),
+    /// signing with `api_key`/`secret` (or none: signed calls are then refused with
+    /// [`Error::NoKey`]), at most `capacity` requests in flight (at least 1).
+    pub fn new(
+        adapter: BinanceSpot,
+        credentials: Option<(&str, &[u8])>,
+        recv_window_ms: i64,
+        capacity: usize,
+    ) -> Result<Self, Error> {
+        if !(1..=60_000).contains(&recv_window_ms) {
+            return Err(Error::BadArgument("recvWindow (1..=60000 ms)"));
+        }
+        if capacity == 0 {
+            return Err(Error::BadArgument("capacity (at least 1)"));
+        }
+        let (api_key, key) = match credentials {
+            Some((k, s)) => (Some(ApiKey::new(k)?), Some(HmacKey::new(s))),
+            None => (None, None),
+        };
+        Ok(Session {
+            adapter,
+            api_key,
+            key,
+            recv_window_ms,
+            next_id: 1,
+            slots: vec![None; capacity],
+        })
+    }
+
+    /// A session with the default receive window (5000 ms).
+    pub fn with_defaults(
+        adapter: BinanceSpot,
+        credentials: Option<(&str, &[u8])>,
+        capacity: usize,
+    ) -> Result<Self, Error> {
+        Session::new(adapter, credentials, DEFAULT_RECV_WINDOW_MS, capacity)
+    }
+
+    /// The adapter (its limits and clock).
+    pub fn adapter(&self) -> &BinanceSpot {
+        &self.adapter
+    }
+
+    /// How many requests are in the table (prepared or written, without an answer).
+    pub fn in_flight(&self) -> usize {
+        self.slots.iter().filter(|s| s.is_some()).count()
+    }
+
+    fn slot_of(&self, id: u64) -> usize {
+        // The table is at most usize::MAX long, so the remainder fits.
+        (id % self.slots.len() as u64) as usize
+    }
+
+    /// Writes the frame of `call` into `out` (cleared first; it keeps its capacity,
+    /// so once it has held the largest request this allocates nothing), signed with
+    /// the venue's UTC of `now`, and reserves its slot. On `Err`, `out` is empty and
+    /// nothing is reserved.
+    pub fn prepare(
+        &mut self,
+        call: &Call<'_>,
+        out: &mut Vec<u8>,
+        now: i64,
+    ) -> Result<Pending, PrepareError> {
+        out.clear();
+        let id = self.next_id;
+        let at = self.slot_of(id);
+        if self.slots[at].is_some() {
+            return Err(PrepareError::Full);
+        }
+        let r = self.write(call, id, out, now);
+        let (kind, deadline_ns, client_order_id) = match r {
+            Ok(x) => x,
+            Err(e) => {
+                out.clear();
+                return Err(PrepareError::Bad(e));
+            }
+        };
+        let parts = match self.adapter.parts(kind) {
+            Ok(p) => p,
+            Err(e) => {
+                out.clear();
+                return Err(PrepareError::Bad(e));
+            }
+        };
+        self.next_id = id.wrapping_add(1).max(1);
+        self.slots[at] = Some(Slot {
+            id,
+            kind,
+            deadline_ns,
+            client_order_id,
+            state: State::Prepared,
+        });
+        Ok(Pending {
+            id,
+            kind,
+            parts,
+            deadline_ns,
+            client_order_id,
+        })
+    }
+
+    #[allow(clippy::type_complexity)] // the three things a frame fixes
+    fn write(
+        &self,
+        call: &Call<'_>,
+        id: u64,
+        out: &mut Vec<u8>,
+        now: i64,
+    ) -> Result<(Request<'static>, i64, Option<ClientOrderId>), Error> {
+        let mut p: ArrayVec<(&'static str, Val<'_>), MAX_PARAMS> = ArrayVec::new();
+        let mut cid = None;
+        match call {
+            Call::Time | Call::Account | Call::Subscribe | Call::Unsubscribe(None) => {}
+            Call::ExchangeInfo(s) | Call::OpenOrders(s) => {
+                if let Some(s) = s {
+                    p.push(("symbol", Val::Str(s.as_str())));
+                }
+            }
+            Call::Place(o) => {
+                order_params(&mut p, o)?;
+                cid = Some(o.client_order_id);
+            }
+            Call::Cancel(o) | Call::Status(o) => {
+                p.push(("symbol", Val::Str(o.symbol.as_str())));
+                p.push(("origClientOrderId", Val::Str(o.client_order_id.as_str())));
+                cid = Some(o.client_order_id);
+            }
+            Call::CancelReplace { cancel, new } => {
+                order_params(&mut p, new)?;
+                p.push(("cancelReplaceMode", Val::Str("STOP_ON_FAILURE")));
+                p.push(("cancelOrigClientOrderId", Val::Str(cancel.as_str())));
+                cid = Some(new.client_order_id);
+            }
+            Call::Unsubscribe(Some(n)) => {
+                let n = i64::try_from(*n).map_err(|_| Error::BadArgument("subscriptionId"))?;
+                p.push(("subscriptionId", Val::Int(n)));
+            }
+        }
+        if matches!(call, Call::Account) {
+            p.push(("omitZeroBalances", Val::Str("true")));
+        }
+        let clock = &self.adapter.limits.clock;
+        let mut mac = None;
+        let deadline = if call.signed() {
+            let (Some(api_key), Some(key)) = (&self.api_key, &self.key) else {
+                return Err(Error::NoKey);
+            };
+            let ts = clock.utc_ms(now);
+            p.push(("apiKey", Val::Str(api_key.as_str())));
+            p.push(("recvWindow", Val::Int(self.recv_window_ms)));
+            p.push(("timestamp", Val::Int(ts)));
+            p.sort_unstable_by_key(|(n, _)| *n);
+            payload(out, &p);
+            mac = Some(key.sign(&[out.as_slice()]));
+            out.clear();
+            clock.now_ns_at(ts.saturating_add(self.recv_window_ms))
+        } else {
+            p.sort_unstable_by_key(|(n, _)| *n);
+            now.saturating_add(self.recv_window_ms.saturating_mul(MS))
+        };
+        out.extend_from_slice(b"{\"id\":");
+        // Writing a number into a Vec cannot fail.
+        let _ = write!(out, "{id}");
+        out.extend_from_slice(b",\"method\":\"");
+        out.extend_from_slice(call.method().as_bytes());
+        out.push(b'"');
+        if !p.is_empty() {
+            out.extend_from_slice(b",\"params\":{");
+            for (i, (name, v)) in p.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                out.push(b'"');
+                out.extend_from_slice(name.as_bytes());
+                out.extend_from_slice(b"\":");
+                put_val(out, *v, true);
+            }
+            if let Some(mac) = mac {
+                out.extend_from_slice(b",\"signature\":\"");
+                hex(out, &mac);
+                out.push(b'"');
+            }
+            out.push(b'}');
+        }
+        out.push(b'}');
+        Ok((call.kind(), deadline, cid))
+    }
+
+    /// Marks request `id` written (its frame went to the socket); `false` if `id`
+    /// is not prepared on this session.
+    pub fn sent(&mut self, id: u64) -> bool {
+        let at = self.slot_of(id);
+        match &mut self.slots[at] {
+            Some(s) if s.id == id => {
+                s.state = State::Written;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Frees the slot of request `id`, prepared but not written (its charge was
+    /// refused, or the caller chose not to send it: refund its `Ticket` if it had
+    /// one). `false` if `id` is not prepared, or was written: a written request
+    /// leaves the table only by its answer or by [`Session::on_disconnect`].
+    pub fn unsent(&mut self, id: u64) -> bool {
+        let at = self.slot_of(id);
+        match self.slots[at] {
+            Some(s) if s.id == id && s.state == State::Prepared => {
+                self.slots[at] = None;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// The connection dropped: yields every request in the table once, and empties
+    /// it. [`Fate::Unknown`]: complete its `Flight` and reconcile by client order id
+    /// (`order.status` on the next connection, or REST); never re-send it.
+    /// [`Fate::NotWritten`]: refund its `Ticket` (`Budget::refund`), the venue never
+    /// saw it.
+    pub fn on_disconnect(&mut self) -> impl Iterator<Item = Fate> + '_ {
+        self.slots
+            .iter_mut()
+            .filter_map(Option::take)
+            .map(|s| match s.state {
+                State::Written => Fate::Unknown {
+                    id: s.id,
+                    kind: s.kind,
+                    client_order_id: s.client_order_id,
+                    deadline_ns: s.deadline_ns,
+                },
+                State::Prepared => Fate::NotWritten { id: s.id },
+            })
+    }
+
+    /// Reads one text frame from the venue: an answer (its verdict by the REST
+    /// rules, its holds and halts applied to `budget`, its `rateLimits` fed to
+    /// [`Budget::observe_used`]) or a user data stream event. A frame that cannot be
+    /// read is an `Err` and changes nothing.
+    pub fn on_frame(
+        &mut self,
+        frame: &[u8],
+        budget: &mut Budget,
+        now: i64,
+    ) -> Result<Incoming, FrameError> {
+        let v = json::parse(frame)?;
+        if v.kind() != Kind::Object {
+            return Err(FrameError::NoId);
+        }
+        if let (Some(sub), Some(event)) = (v.get("subscriptionId")?, v.get("event")?) {
+            return read_event(sub, event);
+        }
+        let id = v
+            .get("id")?
+            .and_then(|i| i.as_u64().ok())
+            .ok_or(FrameError::NoId)?;
+        let at = self.slot_of(id);
+        let slot = match self.slots[at] {
+            Some(s) if s.id == id => s,
+            _ => return Err(FrameError::UnknownId(id)),
+        };
+        let status = v
+            .get("status")?
+            .and_then(|s| s.as_u64().ok())
+            .and_then(|s| u16::try_from(s).ok())
+            .unwrap_or(0);
+        // Every read that can fail comes before the first change.
+        let (error, result, rate_limits) =
+            (v.get("error")?, v.get("result")?, v.get("rateLimits")?);
+        self.slots[at] = None;
+        let code = error
+            .and_then(|e| e.get("code").ok().flatten())
+            .and_then(|c| c.as_i64().ok());
+        let body = match (status, result, error) {
+            (200..=299, Some(r), _) => r.raw(),
+            (_, _, Some(e)) => e.raw(),
+            _ => &[],
+        };
+        // retryAfter is a UTC ms timestamp; the REST reader takes a Retry-After in
+        // seconds, so the wait is rounded up (never shorter than the venue's).
+        let mut bad = None;
+        let mut secs = ArrayString::<24>::new();
+        let retry = error
+            .and_then(|e| e.path("data.retryAfter").ok().flatten())
+            .map(|r| r.as_i64());
+        match retry {
+            Some(Ok(ms)) => {
+                let wait = self
+                    .adapter
+                    .limits
+                    .clock
+                    .now_ns_at(ms)
+                    .saturating_sub(now)
+                    .max(0);
+                let s = wait / SEC + i64::from(wait % SEC != 0);
+                let _ = core::fmt::Write::write_fmt(&mut secs, format_args!("{s}"));
+            }
+            Some(Err(_)) => bad = Some("error.data.retryAfter"),
+            None => {}
+        }
+        let headers = [Header {
+            name: b"Retry-After",
+            value: secs.as_bytes(),
+        }];
+        let r = Response {
+            status,
+            headers: if secs.is_empty() { &[] } else { &headers },
+            body,
+        };
+        let verdict = match self.adapter.on_response(slot.kind, &r, budget, now) {
+            Ok(v) => v,
+            Err(Error::BadHeader { verdict, header }) => {
+                bad = bad.or(Some(header));
+                verdict
+            }
+            Err(_) => Verdict::Unknown,
+        };
+        if let Some(limits) = rate_limits {
+            if self.observe(limits, budget, now).is_err() {
+                bad = bad.or(Some("rateLimits"));
+            }
+        }
+        Ok(Incoming::Answer(Answer {
+            id,
+            kind: slot.kind,
+            client_order_id: slot.client_order_id,
+            status,
+            code,
+            verdict: adapt::finish(verdict, bad),
+        }))
+    }
+
+    /// Feeds each `{rateLimitType, interval, intervalNum, count}` to the limit of
+    /// that kind and window; an interval the budget does not declare is skipped.
+    #[allow(clippy::result_unit_err)] // the caller names the field
+    fn observe(&self, limits: Value<'_>, budget: &mut Budget, now: i64) -> Result<(), ()> {
+        let mut bad = false;
+        let mut buf = [0u8; 32];
+        for item in limits.items().map_err(|_| ())? {
+            let one = (|| {
+                let counts = match item.get("rateLimitType").ok()??.decode_str(&mut buf).ok()? {
+                    "REQUEST_WEIGHT" => Counts::Weight,
+                    "ORDERS" => Counts::Orders,
+                    "RAW_REQUESTS" => Counts::Raw,
+                    _ => return Some(None),
+                };
+                let unit = interval_ns(item.get("interval").ok()??.decode_str(&mut buf).ok()?)?;
+                let num = i64::try_from(item.get("intervalNum").ok()??.as_u64().ok()?).ok()?;
+                let count = item.get("count").ok()??.as_u64().ok()?;
+                Some(Some((counts, num.checked_mul(unit)?, count)))
+            })();
+            match one {
+                Some(Some((counts, window, count))) => {
+                    let limit = self
+                        .adapter
+                        .limits
+                        .of(counts)
+                        .find(|l| l.window_ns == window);
+                    if let Some(l) = limit {
+                        if budget.observe_used(l.bucket, count, now).is_err() {
+                            bad = true;
+                        }
+                    }
+                }
+                Some(None) => {}
+                None => bad = true,
+            }
+        }
+        if bad {
+            Err(())
+        } else {
+            Ok(())
+        }
+    }
+}
+
+/// An answer as the REST readers see it: its `status`, and its `result` (2xx) or
+/// `error` object as the body; `None` if the frame is not an answer.
+fn as_response(frame: &[u8]) -> Option<(u16, &[u8])> {
+    let v = json::parse(frame).ok()?;
+    let status = v.get("status").ok()??.as_u64().ok()?;
+    let status = u16::try_from(status).ok()?;
+    let body = match (status, v.get("result").ok()?, v.get("error").ok()?) {
+        (200..=299, Some(r), _) => r.raw(),
+        (_, _, Some(e)) => e.raw(),
+        _ => &[],
+    };
+    Some((status, body))
+}
+
+/// Reads the answer frame to [`Call::Status`] for reconcile, by the REST reader:
+/// the order, [`Lookup::NotFound`] on -2013, else [`Lookup::Unknown`].
+pub fn read_order(frame: &[u8]) -> Lookup {
+    match as_response(frame) {
+        Some((status, body)) => binance_spot::read_order(&Response {
+            status,
+            headers: &[],
+            body,
+        }),
+        None => Lookup::Unknown,
+    }
+}
+
+/// Reads the answer frame to [`Call::Place`] by the REST reader: accepted with the
+/// venue's order id, refused by a code that says it did not run, or unknown.
+pub fn read_placed(frame: &[u8]) -> Placed {
+    match as_response(frame) {
+        Some((status, body)) => binance_spot::read_placed(&Response {
+            status,
+            headers: &[],
+            body,
+        }),
+        None => Placed::Unknown,
+    }
+}
+
+fn read_event(sub: Value<'_>, event: Value<'_>) -> Result<Incoming, FrameError> {
+    let subscription_id = sub
+        .as_u64()
+        .map_err(|_| FrameError::BadEvent("subscriptionId"))?;
+    let field = |name: &'static str| -> Result<Value<'_>, FrameError> {
+        event
+            .get(name)
+            .ok()
+            .flatten()
+            .ok_or(FrameError::BadEvent(name))
+    };
+    if !field("e")?.str_eq("executionReport").unwrap_or(false) {
+        return Ok(Incoming::OtherEvent(subscription_id));
+    }
+    let mut buf = [0u8; 64];
+    let cid = |v: Value<'_>, buf: &mut [u8]| -> Option<ClientOrderId> {
+        ClientOrderId::new(v.decode_str(buf).ok()?).ok()
+    };
+    let client_order_id = cid(field("c")?, &mut buf).ok_or(FrameError::BadEvent("c"))?;
+    let orig_client_order_id = match event.get("C").ok().flatten() {
+        Some(c) if c.kind() == Kind::String && !c.str_eq("").unwrap_or(true) => {
+            Some(cid(c, &mut buf).ok_or(FrameError::BadEvent("C"))?)
+        }
+        _ => None,
+    };
+    let state = order_state(
+        field("X")?
+            .decode_str(&mut buf)
+            .map_err(|_| FrameError::BadEvent("X"))?,
+    );
+    let filled = json_text(field("z")?).ok_or(FrameError::BadEvent("z"))?;
+    let venue_order_id = json_text(field("i")?).ok_or(FrameError::BadEvent("i"))?;
+    Ok(Incoming::Execution(Execution {
+        subscription_id,
+        client_order_id,
+        orig_client_order_id,
+        state,
+        filled,
+        venue_order_id,
+    }))
+}
