@@ -54,6 +54,34 @@ impl Start {
     }
 }
 
+impl Start {
+    /// Defaults for the venue at `http://HOST:PORT` (resolved here, once). Errors
+    /// say what is wrong with the address; `https://` is refused until the native
+    /// client's TLS pools are wired into the gateway.
+    pub fn from_base(url: &str) -> Result<Self, String> {
+        let rest = match url.split_once("://") {
+            Some(("http", rest)) => rest,
+            Some(("https", _)) => {
+                return Err("https:// is not supported by the gateway yet: http:// only".into())
+            }
+            _ => return Err(format!("{url:?}: expected http://HOST:PORT")),
+        };
+        let authority = rest.trim_end_matches('/');
+        if authority.is_empty() || authority.contains(['/', '@', '?']) {
+            return Err(format!("{url:?}: expected http://HOST:PORT with no path"));
+        }
+        let with_port = match authority.rsplit_once(':') {
+            Some((_, p)) if p.parse::<u16>().is_ok() => authority.to_string(),
+            _ => format!("{authority}:80"),
+        };
+        let addr = std::net::ToSocketAddrs::to_socket_addrs(&with_port)
+            .map_err(|e| format!("{authority}: {e}"))?
+            .next()
+            .ok_or_else(|| format!("{authority}: no address"))?;
+        Ok(Start::new(addr, authority))
+    }
+}
+
 /// What the bootstrap read: the anchored venue clock and the published limits.
 #[derive(Clone, Debug)]
 pub struct Boot {

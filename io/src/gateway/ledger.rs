@@ -57,6 +57,8 @@ pub struct Entry {
     pub verdict: Verdict,
     /// When its next step is due ([`Stage::Retry`], [`Stage::Reconcile`]).
     pub at_ns: i64,
+    /// How many answers said it did not run (each allowing a re-send).
+    pub resends: u8,
 }
 
 #[derive(Debug)]
@@ -95,6 +97,7 @@ impl Ledger {
                     stage: Stage::Wire,
                     verdict: Verdict::Unknown,
                     at_ns: 0,
+                    resends: 0,
                 },
             })
             .collect();
@@ -147,6 +150,7 @@ impl Ledger {
         e.stage = Stage::Wire;
         e.verdict = Verdict::Unknown;
         e.at_ns = 0;
+        e.resends = 0;
         self.len += 1;
         Some(Key(i))
     }

@@ -18,6 +18,13 @@ use crate::client::{RequestId, Sent};
 /// budget gave no better time (no idle connection, a query that settled nothing).
 pub const RETRY_GAP_NS: i64 = 20_000_000;
 
+/// Re-sends of one request after the venue's own "not run" answers, at most (a
+/// transport that hands a request back unsent does not count): a venue that keeps
+/// answering "not run" to the
+/// same bytes (a cancel-replace whose cancel keeps failing) ends it as Expired
+/// instead of spending the budget until the deadline.
+pub const MAX_RESENDS: u8 = 3;
+
 /// Clock-skew answers in a row after which the gateway re-anchors the venue clock.
 pub const SKEWS_TO_REANCHOR: u32 = 2;
 
@@ -270,6 +277,9 @@ impl<E: Endpoints> Gateway<E> {
                 Some(Event::Rejected { tag })
             }
             _ => {
+                if let Some(e) = self.ledger.get_mut(key) {
+                    e.resends = e.resends.saturating_add(1);
+                }
                 if verdict == Verdict::ClockSkew {
                     self.skews += 1;
                     if self.skews >= SKEWS_TO_REANCHOR {

@@ -40,8 +40,8 @@
 //! follows is decided by [`ergon_core::Budget::resend`] alone: Done → Applied,
 //! Rejected → Rejected, Unknown (a write that may have run) → a query by client
 //! order id until it says Found or NotFound, never a re-send; Throttled, NotRun
-//! and ClockSkew → charged again and re-sent only before the request's deadline,
-//! else Expired; Banned, or a re-send refused by a halt → Halted.** A read whose
+//! and ClockSkew → charged again and re-sent only before the request's deadline
+//! (and at most [`MAX_RESENDS`] times), else Expired; Banned, or a re-send refused by a halt → Halted.** A read whose
 //! outcome is unknown counts as not run: reading again is harmless.
 //!
 //! Nothing here reads a clock (time is the [`Wire`]'s `now`), and the steady state
@@ -64,6 +64,6 @@ pub use driver::{Api, Driver, Strategy, GATEWAY_TIMER};
 pub use endpoints::Endpoints;
 pub use events::{Event, Lookup, OrderState, Tag};
 pub use ledger::{Entry, Key, Ledger, Stage};
-pub use machine::{Gateway, Stats, RETRY_GAP_NS, SKEWS_TO_REANCHOR};
+pub use machine::{Gateway, Stats, MAX_RESENDS, RETRY_GAP_NS, SKEWS_TO_REANCHOR};
 pub use prepared::{Prepared, MAX_HEADERS};
 pub use wire::{LoopWire, Wire};
