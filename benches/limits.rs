@@ -215,7 +215,7 @@ fn refusals_and_refunds(c: &mut Criterion) {
             let t = budget
                 .try_charge(black_box(&b.order), Class::Normal, black_box(STEADY_NS))
                 .unwrap();
-            budget.refund(t, STEADY_NS);
+            budget.refund(t, STEADY_NS).unwrap();
         })
     });
 }

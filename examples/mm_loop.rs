@@ -1,46 +1,29 @@
 //! A market-making strategy over the ergon gateway, against Binance Spot or the
-//! venue emulator.
-//!
-//! ```text
-//! cargo run --release --example mm_loop -- [--venue binance-spot] [--base URL]
-//!     [--duration SECS] [--demand X] [--cpu N] [--api-key K --api-secret S] [--json]
-//!     [--no-stream]
-//! ```
-//!
-//! Without `--base` it starts `ergon-venue-sim` in-process on loopback (no network,
-//! no keys). Each cycle it refreshes two quotes (cancel-replace, or a first place),
-//! reads the book (Normal), now and then the account (Bulk) and sends a protective
-//! close (Urgent MARKET order); it polls open orders twice a second to learn which
-//! quotes the venue ended. `--demand 3` offers three times as many cycles as the
-//! binding limit admits: the gateway refuses the excess locally, so the venue never
-//! answers 429.
-//!
-//! Everything about limits, sending, verdicts, re-sends and reconcile lives in the
-//! gateway ([`ergon_io::gateway`]): this file only decides what to quote and reads
-//! the typed events. Binance Spot's user data stream (listenKey) was discontinued
-//! on 2026-02-20, so open orders come from polling; `--no-stream` says so without
-//! the warning.
-//!
-//! It prints a progress line each second and a final table, or one JSON object with
-//! `--json` (progress then goes to stderr).
+//! emulator (in-process without `--base`); the command line is [`USAGE`]. Each cycle
+//! refreshes two quotes (cancel-replace), reads the book, now and then the account
+//! (Bulk) and sends a protective close (Urgent); open orders are polled (Binance
+//! Spot's listenKey stream ended on 2026-02-20). `--demand 3` offers three times what
+//! the binding limit admits: the gateway refuses the excess locally, so the venue
+//! never answers 429. Limits, sending, verdicts, re-sends and reconcile all live in
+//! the gateway: this file decides what to quote and reads typed events.
 
-use std::io::Write;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use ergon_core::{BucketId, Class};
-use ergon_io::event_loop::Config as LoopConfig;
-use ergon_io::gateway::{
-    self, Api, BinanceSpotAccount, Event, Gateway, OrderState, Prepared, Px, Side, Start, Stats,
-    Strategy,
+use ergon_io::client::PoolId;
+use ergon_io::event_loop::EventLoop;
+pub use ergon_io::gateway::Control;
+use ergon_io::gateway::{self, Account, Api, Event, Gateway, Prepared, Start, Stats, Strategy};
+use ergon_venues::adapt::Error as VenueError;
+use ergon_venues::binance_spot::{Auth, BinanceSpot, Counts};
+use ergon_venues::endpoint::{
+    CancelReplace, ClientOrderId, Decimal, NewOrder, OrderRef, OrderType, Side, Symbol, TimeInForce,
 };
-use ergon_venues::binance_spot::Counts;
 
 const MS: i64 = 1_000_000;
 const SEC: i64 = 1_000 * MS;
 const SYMBOL: &str = "BTCUSDT";
 const POLL_EVERY: i64 = 500 * MS;
-const QTY: Px = Px(10, 3);
 
 const USAGE: &str = "usage: mm_loop [--venue binance-spot] [--base URL] [--duration SECS] \
 [--demand X] [--cpu N] [--api-key K --api-secret S] [--json] [--no-stream]";
@@ -97,25 +80,6 @@ impl Default for Options {
     }
 }
 
-/// A person's hands on a running loop, from another thread.
-#[derive(Debug, Default)]
-pub struct Control {
-    clear_halt: AtomicBool,
-    stop: AtomicBool,
-}
-
-impl Control {
-    /// Clears every halt at the loop's next turn (after a person looked at the ban).
-    pub fn clear_halt(&self) {
-        self.clear_halt.store(true, Ordering::SeqCst);
-    }
-
-    /// Ends the run at the next turn, as if the duration had passed.
-    pub fn stop(&self) {
-        self.stop.store(true, Ordering::SeqCst);
-    }
-}
-
 /// What the run did: the gateway's counts and the strategy's.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Summary {
@@ -123,10 +87,6 @@ pub struct Summary {
     pub gw: Stats,
     /// Quotes the polls showed ended by the venue (filled, expired), quoted afresh.
     pub quotes_ended: u64,
-    /// Open-order polls answered.
-    pub polls: u64,
-    /// Halts cleared by a person.
-    pub halts_cleared: u64,
     /// Alerts raised (one per halt).
     pub alerts: u64,
     /// Admitted units over the run's windows, of the binding limit (0..1).
@@ -155,22 +115,25 @@ fn cycle_cost(counts: Counts) -> f64 {
     }
 }
 
-/// Tags: the high byte says what a request is for.
-const QUOTE: u64 = 1 << 56; // + slot
+/// The strategy's handle on the gateway, and how it prepares one request.
+type A<'a, 'c, E> = Api<'a, 'c, E>;
+type Prep<'f, E> =
+    &'f mut dyn for<'p> FnMut(&mut E, &'p mut Prepared, i64) -> Result<&'p Prepared, VenueError>;
+
+const QUOTE: u64 = 1 << 56; // Tags: the high byte says what a request is for (+ slot).
 const READ: u64 = 2 << 56;
 const CLOSE: u64 = 3 << 56;
 const CANCEL: u64 = 4 << 56;
-const POLL: u64 = 5 << 56;
 
-/// One side's quote: what rests, and what is on its way.
+/// One side's quote: the order resting (and since when), and a place or replace in
+/// flight (its id and the order it replaces).
 #[derive(Default)]
 struct Quote {
-    /// The order resting (its client order id), and since when.
-    resting: Option<(String, i64)>,
-    /// A place or replace in flight: its id and the order it replaces.
-    pending: Option<(String, Option<String>)>,
+    resting: Option<(ClientOrderId, i64)>,
+    pending: Option<(ClientOrderId, Option<ClientOrderId>)>,
 }
 
+#[derive(Default)]
 struct Mm {
     req: Prepared,
     quotes: [Quote; 2],
@@ -179,221 +142,204 @@ struct Mm {
     cycle: u64,
     period_ns: i64,
     next_cycle: i64,
-    next_poll: i64,
-    poll_sent_at: Option<i64>,
     started: i64,
     end_at: i64,
-    drain_until: i64,
     next_progress: i64,
-    binding: BucketId,
-    binding_window_ms: i64,
-    binding_limit: u64,
-    /// Admitted units of the binding limit per window of it: (window start, units).
-    windows: Vec<(i64, u64)>,
-    admitted_at: (i64, u64),
-    /// The binding limit's admitted count at the start and at the last turn.
-    admitted: (u64, u64),
+    /// The binding limit: its bucket, window, limit and admitted count at the start.
+    binding: Option<(BucketId, i64, u64, u64)>,
     alerted: bool,
-    control: Arc<Control>,
-    quiet: bool,
-    progress_to_stderr: bool,
+    /// Progress lines to stderr (true), stdout (false), or none.
+    progress: Option<bool>,
     s: Summary,
 }
 
 impl Mm {
-    fn cid(&mut self, side: &str) -> String {
-        self.seq += 1;
-        format!("{}{side}{}", self.run_tag, self.seq)
-    }
-
-    fn submit(
+    /// A new order of `qty` under a fresh client order id (`tag`, a run and a count).
+    fn order<'a>(
         &mut self,
-        api: &mut Api<'_, '_, BinanceSpotAccount>,
-        class: Class,
-        tag: u64,
-    ) -> bool {
-        match api.submit(&mut self.req, class, tag) {
-            Ok(()) => true,
-            Err(e) => {
-                self.on_event(api, e);
-                false
-            }
+        tag: &str,
+        side: Side,
+        ty: OrderType,
+        price: Option<Decimal<'a>>,
+        qty: &'a str,
+    ) -> NewOrder<'a> {
+        self.seq += 1;
+        let id = format!("{}{tag}{}", self.run_tag, self.seq);
+        let (client_order_id, symbol) = (ClientOrderId::new(&id).unwrap_or_default(), sym());
+        let quantity = Decimal::new(qty).expect("a decimal");
+        NewOrder {
+            symbol,
+            side,
+            order_type: ty,
+            price,
+            quantity,
+            client_order_id,
+            reduce_only: false,
         }
     }
 
-    fn cycle(&mut self, api: &mut Api<'_, '_, BinanceSpotAccount>) {
+    /// Prepares a request with the venue's endpoints and submits it; a refusal (or
+    /// arguments the endpoint refused) is its final event, handled at once.
+    fn send<E: Account>(&mut self, api: &mut A<E>, class: Class, tag: u64, prep: Prep<E>) {
         let now = api.now();
+        let r = match prep(api.venue_mut(), &mut self.req, now) {
+            Ok(_) => api.submit(&mut self.req, class, tag),
+            Err(_) => Err(Event::Rejected { tag }),
+        };
+        if let Err(e) = r {
+            self.on_event(api, e);
+        }
+    }
+
+    fn cycle<E: Account>(&mut self, api: &mut A<E>) {
         self.cycle += 1;
         let wiggle = (self.cycle % 7) as i64;
+        let symbol = sym();
         for slot in 0..2 {
             if self.quotes[slot].pending.is_some() {
                 continue;
             }
-            let (side, price) = match slot {
-                0 => (Side::Buy, Px(5_000_000 - 500 - wiggle, 2)),
-                _ => (Side::Sell, Px(5_000_000 + 500 + wiggle, 2)),
+            let (side, cents) = match slot {
+                0 => (Side::Buy, 5_000_000 - 500 - wiggle),
+                _ => (Side::Sell, 5_000_000 + 500 + wiggle),
             };
-            let cid = self.cid(if slot == 0 { "b" } else { "a" });
+            let price = format!("{}.{:02}", cents / 100, cents % 100);
+            let gtc = OrderType::Limit(TimeInForce::Gtc);
+            let new = self.order(
+                ["b", "a"][slot],
+                side,
+                gtc,
+                Decimal::new(&price).ok(),
+                "0.010",
+            );
             let old = self.quotes[slot].resting.take().map(|(c, _)| c);
-            match &old {
-                Some(o) => api
-                    .venue()
-                    .replace(&mut self.req, side, QTY, price, o, &cid, now),
-                None => api
-                    .venue()
-                    .limit(&mut self.req, side, QTY, price, &cid, now),
+            self.quotes[slot].pending = Some((new.client_order_id, old));
+            let tag = QUOTE + slot as u64;
+            match old {
+                Some(cancel) => self.send(api, Class::Normal, tag, &mut |v, r, now| {
+                    v.cancel_replace(r, &CancelReplace { cancel, new }, now)
+                }),
+                None => self.send(api, Class::Normal, tag, &mut |v, r, now| {
+                    v.new_order(r, &new, now)
+                }),
             }
-            self.quotes[slot].pending = Some((cid, old));
-            self.submit(api, Class::Normal, QUOTE + slot as u64);
         }
-        api.venue().depth(&mut self.req, 100, now);
-        self.submit(api, Class::Normal, READ);
+        self.send(api, Class::Normal, READ, &mut |v, r, now| {
+            v.book(r, symbol, 100, now)
+        });
         if self.cycle % ACCOUNT_EVERY == 0 {
-            api.venue().account(&mut self.req, now);
-            self.submit(api, Class::Bulk, READ);
+            self.send(api, Class::Bulk, READ, &mut |v, r, now| v.account(r, now));
         }
         if self.cycle % CLOSE_EVERY == 0 {
-            let cid = self.cid("x");
-            api.venue()
-                .market(&mut self.req, Side::Sell, Px(1, 3), &cid, now);
-            self.submit(api, Class::Urgent, CLOSE);
+            let close = self.order("x", Side::Sell, OrderType::Market, None, "0.001");
+            self.send(api, Class::Urgent, CLOSE, &mut |v, r, now| {
+                v.new_order(r, &close, now)
+            });
         }
     }
 
-    fn cancel(&mut self, api: &mut Api<'_, '_, BinanceSpotAccount>, cid: &str) {
-        let now = api.now();
-        api.venue().cancel(&mut self.req, cid, now);
-        self.submit(api, Class::Normal, CANCEL);
-    }
-
-    /// A quote's request ended: `rests` is the order now resting for that side
-    /// (None: quote afresh). An old order whose fate is unclear is canceled (a
-    /// cancel of an order already gone is only refused).
-    fn settle_quote(
-        &mut self,
-        api: &mut Api<'_, '_, BinanceSpotAccount>,
-        slot: usize,
-        new_rests: Option<bool>,
-    ) {
+    /// A quote's request ended. `rests`: whether its new order rests (None: surely
+    /// nothing ran, the old one still rests). An old order whose fate is unclear is
+    /// canceled (a cancel of an order already gone is only refused).
+    fn settle_quote<E: Account>(&mut self, api: &mut A<E>, slot: usize, rests: Option<bool>) {
         let now = api.now();
         let Some((cid, old)) = self.quotes[slot].pending.take() else {
             return;
         };
-        match new_rests {
-            Some(true) => self.quotes[slot].resting = Some((cid, now)),
-            Some(false) => {
-                if let Some(old) = old {
-                    self.cancel(api, &old);
-                }
+        match (rests, old) {
+            (Some(true), _) => self.quotes[slot].resting = Some((cid, now)),
+            (Some(false), Some(old)) => {
+                let order = OrderRef {
+                    symbol: sym(),
+                    client_order_id: old,
+                };
+                self.send(api, Class::Normal, CANCEL, &mut |v, r, now| {
+                    v.cancel(r, &order, now)
+                });
             }
-            // Surely nothing ran (refused locally, halted): the old one rests.
-            None => self.quotes[slot].resting = old.map(|o| (o, now)),
+            (Some(false), None) => {}
+            (None, old) => self.quotes[slot].resting = old.map(|o| (o, now)),
         }
     }
 
-    fn on_poll(&mut self, api: &Api<'_, '_, BinanceSpotAccount>, body: &[u8]) {
-        self.s.polls += 1;
-        let Some(sent_at) = self.poll_sent_at.take() else {
-            return;
-        };
+    fn on_poll<E: Account>(&mut self, api: &A<E>, sent_at: i64, body: &[u8]) {
         for q in &mut self.quotes {
-            let Some((cid, since)) = &q.resting else {
+            let Some((cid, since)) = q.resting else {
                 continue;
             };
             let mut open = false;
             api.venue()
-                .open_ids(body, |id| open |= id == cid.as_bytes());
+                .open_ids(body, &mut |id| open |= id == cid.as_str().as_bytes());
             // Only a quote that rested before the poll was sent can be missing.
-            if !open && *since < sent_at {
+            if !open && since < sent_at {
                 q.resting = None;
                 self.s.quotes_ended += 1;
             }
         }
     }
 
-    fn alert(&mut self, api: &mut Api<'_, '_, BinanceSpotAccount>) {
-        if self.alerted {
-            return;
-        }
-        self.alerted = true;
-        self.s.alerts += 1;
-        for a in ergon_venues::adapt::alerts(api.budget()) {
-            eprintln!(
-                "ALERT: bucket {} halted after ban #{}; no request and no connect until a person clears it",
-                a.name, a.bans
-            );
+    /// Once per halt: what a person must look at.
+    fn alert<E: Account>(&mut self, api: &mut A<E>) {
+        if !std::mem::replace(&mut self.alerted, true) {
+            self.s.alerts += 1;
+            for a in ergon_venues::adapt::alerts(api.budget()) {
+                eprintln!(
+                    "ALERT: {} halted (ban #{}): a person clears it",
+                    a.name, a.bans
+                );
+            }
         }
     }
 
-    fn progress(&mut self, api: &mut Api<'_, '_, BinanceSpotAccount>) {
+    fn progress<E: Account>(&mut self, api: &mut A<E>) {
         let now = api.now();
-        self.track_windows(api);
+        self.measure(api);
         if now < self.next_progress {
             return;
         }
         self.next_progress += SEC;
-        self.s.utilization = self.utilization(now);
-        if self.quiet {
+        let Some(to_stderr) = self.progress else {
             return;
-        }
-        let g = api.stats();
-        let line = format!(
-            "t={:>3}s sent={} applied={} refused full={} held={} halted={} busy={} throttled={} banned={} unknown={} reconciled={} util={:.0}%",
-            (now - self.started) / SEC, g.sent, g.applied, g.limited_full, g.limited_held,
-            g.limited_halted, g.busy, g.throttled, g.banned, g.unknown, g.reconciled,
-            self.s.utilization * 100.0
+        };
+        let (g, t, u) = (
+            api.stats(),
+            (now - self.started) / SEC,
+            self.s.utilization * 100.0,
         );
-        if self.progress_to_stderr {
-            eprintln!("{line}");
-        } else {
-            let _ = writeln!(std::io::stdout().lock(), "{line}");
+        let refused = g.limited_full + g.limited_held + g.limited_halted;
+        let line = format!("t={t:>3}s sent={} applied={} refused={refused} busy={} throttled={} banned={} unknown={} reconciled={} util={u:.0}%",
+            g.sent, g.applied, g.busy, g.throttled, g.banned, g.unknown, g.reconciled);
+        match to_stderr {
+            true => eprintln!("{line}"),
+            false => println!("{line}"),
         }
     }
 
-    /// Samples the binding limit's admitted count at each of its windows (venue clock).
-    fn track_windows(&mut self, api: &mut Api<'_, '_, BinanceSpotAccount>) {
-        let now = api.now();
-        let w = self.binding_window_ms;
-        let start = api.venue().adapter.limits.clock.utc_ms(now).div_euclid(w) * w;
-        let admitted = api.budget().stats(self.binding).admitted;
-        self.admitted.1 = admitted;
-        if start != self.admitted_at.0 {
-            if self.admitted_at.0 != 0 {
-                self.windows
-                    .push((self.admitted_at.0, admitted - self.admitted_at.1));
-            }
-            self.admitted_at = (start, admitted);
+    /// The binding limit's use over the run so far (admitted units over what its
+    /// windows allow), and the largest drift on any limit (another sender).
+    fn measure<E: Account>(&mut self, api: &mut A<E>) {
+        let now = api.now().min(self.end_at);
+        let Some((bucket, window_ns, limit, admitted0)) = self.binding else {
+            return;
+        };
+        let b = api.budget();
+        let units = (b.stats(bucket).unwrap_or_default().admitted - admitted0) as f64;
+        let windows = ((now - self.started) as f64 / window_ns as f64).max(1e-9);
+        self.s.utilization = (units / (limit as f64 * windows)).min(1.0);
+        for l in b.ids() {
+            let drift = b.stats(l).unwrap_or_default().drift;
+            self.s.weight_drift = self.s.weight_drift.max(drift);
         }
-        for l in api
-            .venue()
-            .adapter
-            .limits
-            .of(Counts::Weight)
-            .map(|l| l.bucket)
-            .collect::<Vec<_>>()
-        {
-            self.s.weight_drift = self.s.weight_drift.max(api.budget().stats(l).drift);
-        }
-    }
-
-    /// Mean use of the binding limit over the windows wholly inside the run; over
-    /// the run as a whole if none was.
-    fn utilization(&self, now: i64) -> f64 {
-        let full = self.windows.iter().skip(1);
-        let n = full.clone().count();
-        let limit = self.binding_limit.max(1) as f64;
-        if n == 0 {
-            let windows =
-                (now.min(self.end_at) - self.started) as f64 / (self.binding_window_ms * MS) as f64;
-            return ((self.admitted.1 - self.admitted.0) as f64 / (limit * windows.max(1e-9)))
-                .min(1.0);
-        }
-        full.map(|(_, u)| (*u as f64 / limit).min(1.0)).sum::<f64>() / n as f64
     }
 }
 
-impl Strategy<BinanceSpotAccount> for Mm {
-    fn on_event(&mut self, api: &mut Api<'_, '_, BinanceSpotAccount>, ev: Event<'_>) {
+/// The symbol quoted.
+fn sym() -> Symbol<'static> {
+    Symbol::new(SYMBOL).expect("a valid symbol")
+}
+
+impl<E: Account> Strategy<E> for Mm {
+    fn on_event(&mut self, api: &mut A<E>, ev: Event<'_>) {
         let tag = ev.tag();
         if let Event::Halted { .. } = ev {
             self.alert(api);
@@ -401,72 +347,81 @@ impl Strategy<BinanceSpotAccount> for Mm {
         match (tag & (0xff << 56), ev) {
             (QUOTE, _) => {
                 let slot = (tag & 1) as usize;
-                match ev {
-                    Event::Applied { .. } => self.settle_quote(api, slot, Some(true)),
-                    Event::Reconciled { found, .. } => {
-                        self.settle_quote(api, slot, Some(found == Some(OrderState::Open)))
-                    }
-                    Event::Limited { .. } | Event::Halted { .. } => {
-                        self.settle_quote(api, slot, None)
-                    }
+                let rests = match ev {
+                    Event::Applied { .. } => Some(true),
+                    Event::Reconciled { found, .. } => Some(found.is_some_and(|s| !s.is_final())),
+                    Event::Limited { .. } | Event::Halted { .. } => None,
                     // Refused or expired: a replace whose cancel failed leaves the old
                     // order's fate unclear.
-                    Event::Rejected { .. } | Event::Expired { .. } => {
-                        self.settle_quote(api, slot, Some(false))
-                    }
-                    Event::Retrying { .. } | Event::Reconciling { .. } => {}
-                }
+                    Event::Rejected { .. } | Event::Expired { .. } => Some(false),
+                    _ => return, // Retrying, Reconciling: not over yet
+                };
+                self.settle_quote(api, slot, rests);
             }
-            (POLL, Event::Applied { body, .. }) => self.on_poll(api, body),
-            // Refused locally (the weight is shared with the quotes): try again
-            // as soon as it has room, before the next cycle takes it.
-            (POLL, Event::Limited { ready_at_ns, .. }) => {
-                self.next_poll = ready_at_ns.clamp(api.now() + MS, api.now() + 100 * MS)
-            }
-            (POLL, e) if e.is_final() => self.poll_sent_at = None,
+            (
+                _,
+                Event::OpenOrders {
+                    sent_at_ns, body, ..
+                },
+            ) => self.on_poll(api, sent_at_ns, body),
             _ => {}
         }
     }
 
-    fn on_turn(&mut self, api: &mut Api<'_, '_, BinanceSpotAccount>) {
+    fn on_turn(&mut self, api: &mut A<E>) {
         let now = api.now();
-        if self.control.clear_halt.swap(false, Ordering::SeqCst) {
-            let n = api.clear_halts();
-            self.s.halts_cleared += n as u64;
-            eprintln!("{n} halt(s) cleared by a person");
+        if api.stats().halts_cleared > self.s.gw.halts_cleared {
+            self.s.gw.halts_cleared = api.stats().halts_cleared;
+            eprintln!("halts cleared by a person");
             self.alerted = false;
         }
-        if self.control.stop.swap(false, Ordering::SeqCst) {
+        if api.stop_asked() {
             self.end_at = self.end_at.min(now);
-            self.drain_until = now + 3 * SEC;
         }
         if now < self.end_at {
-            if self.poll_sent_at.is_none() && now >= self.next_poll {
-                api.venue().open_orders(&mut self.req, now);
-                self.next_poll = now + POLL_EVERY;
-                if self.submit(api, Class::Normal, POLL) {
-                    self.poll_sent_at = Some(now);
-                }
-            }
             // Offer cycles at the demanded rate; after a stall, do not burst.
             self.next_cycle = self.next_cycle.max(now - SEC);
             while self.next_cycle <= now {
                 self.cycle(api);
                 self.next_cycle += self.period_ns;
             }
-            let _ = api.set_timer(1, self.next_cycle.min(self.end_at).min(self.next_poll));
+            let _ = api.set_timer(1, self.next_cycle.min(self.end_at));
         }
         self.progress(api);
         let _ = api.set_timer(2, self.next_progress);
         if now >= self.end_at {
-            if api.in_flight() == 0 || now >= self.drain_until {
-                self.s.utilization = self.utilization(now);
+            if api.in_flight() == 0 || now >= self.end_at + 3 * SEC {
                 api.stop();
             } else {
                 let _ = api.set_timer(3, now + 50 * MS);
             }
         }
     }
+}
+
+/// Binance Spot: limits from `exchangeInfo`, keys signed with HMAC-SHA256. Also
+/// returns the binding limit (the one the mix exhausts first over the run: its
+/// bucket and window) and how many cycles a second it admits.
+type Started<E> = (EventLoop, Gateway<E>, PoolId, (BucketId, i64), f64);
+fn binance(o: &Options, start: &Start, auth: Auth) -> Result<Started<BinanceSpot>, String> {
+    let (lp, gw, pool) = Gateway::start(start, SYMBOL, |boot, b| {
+        let info = boot.limits.as_deref().unwrap_or_default();
+        let v = BinanceSpot::from_exchange_info(info, b, boot.clock, o.guard_ms * MS);
+        v.map(|v| v.with_auth(auth))
+            .map_err(|e| format!("exchangeInfo: {e}"))
+    })
+    .map_err(|e| e.to_string())?;
+    let horizon_ns = ((o.duration_s * SEC as f64) as i64).max(1);
+    let (mut binding, mut per_s) = (None, f64::INFINITY);
+    for l in &gw.venue().limits.limits {
+        let limit = lp.budget().stats(l.bucket).unwrap_or_default().limit as f64;
+        let n = limit / (l.window_ns.min(horizon_ns) as f64 / SEC as f64) / cycle_cost(l.counts);
+        if n < per_s {
+            (binding, per_s) = (Some((l.bucket, l.window_ns)), n);
+        }
+    }
+    let binding = binding.ok_or("exchangeInfo declares no limit")?;
+    Ok((lp, gw, pool, binding, per_s))
 }
 
 /// Runs the strategy; `control` lets another thread clear halts or stop it. With no
@@ -495,6 +450,7 @@ pub fn run(
         (_, Some(s)) => Start::new(s.addr(), s.addr().to_string()),
         (None, None) => return Err("no venue".into()),
     };
+    start.loop_cfg.cpu = o.cpu;
     let (key, secret) = match (&o.api_key, &o.api_secret, &sim) {
         (Some(k), Some(s), _) => (k.clone(), s.clone()),
         (None, None, Some(s)) => {
@@ -509,63 +465,10 @@ pub fn run(
         eprintln!("{NO_STREAM_WARNING}");
         s.warnings.push(NO_STREAM_WARNING.into());
     }
-    start.loop_cfg = LoopConfig {
-        cpu: o.cpu,
-        ..LoopConfig::default()
-    };
-    let (mut lp, gw, pool) = Gateway::start(&start, |boot, b| {
-        let info = boot.limits.as_deref().unwrap_or_default();
-        BinanceSpotAccount::declare(info, b, boot.clock, o.guard_ms * MS, &key, &secret, SYMBOL)
-    })
-    .map_err(|e| e.to_string())?;
-
-    // The binding limit: the one the mix exhausts first over this run.
-    let horizon_ns = ((o.duration_s * SEC as f64) as i64).max(1);
-    let limits = &gw.venue().adapter.limits;
-    let (mut binding, mut cycles_per_s) = (None, f64::INFINITY);
-    for l in &limits.limits {
-        let limit = lp.budget().stats(l.bucket).limit as f64;
-        let per_s =
-            limit / (l.window_ns.min(horizon_ns) as f64 / SEC as f64) / cycle_cost(l.counts);
-        if per_s < cycles_per_s {
-            (cycles_per_s, binding) = (per_s, Some(l));
-        }
-    }
-    let binding = binding.ok_or("exchangeInfo declares no limit")?;
-    s.binding = lp.budget().name(binding.bucket).to_string();
-    let started = lp.now();
-    let admitted0 = lp.budget().stats(binding.bucket).admitted;
-    let end_at = started + (o.duration_s * SEC as f64) as i64;
-    let mm = Mm {
-        req: Prepared::default(),
-        quotes: Default::default(),
-        seq: 0,
-        run_tag: format!("mm{}", limits.clock.utc_ms(started) % 100_000),
-        cycle: 0,
-        period_ns: ((SEC as f64 / (cycles_per_s * o.demand)) as i64).max(1),
-        next_cycle: started,
-        next_poll: started,
-        poll_sent_at: None,
-        started,
-        end_at,
-        drain_until: end_at + 3 * SEC,
-        next_progress: started + SEC,
-        binding: binding.bucket,
-        binding_window_ms: (binding.window_ns / MS).max(1),
-        binding_limit: lp.budget().stats(binding.bucket).limit,
-        windows: Vec::new(),
-        admitted_at: (0, 0),
-        admitted: (admitted0, admitted0),
-        alerted: false,
-        control,
-        quiet: o.quiet,
-        progress_to_stderr: o.json,
-        s,
-    };
-    let d = gateway::run(&mut lp, gw, pool, mm).map_err(|e| e.to_string())?;
-    let mut s = d.strategy.s;
-    s.gw = *d.gateway.stats();
-    drop(lp);
+    let auth = Auth::new(&key, secret.as_bytes(), 2_000).map_err(|e| e.to_string())?;
+    let started = binance(o, &start, auth)?;
+    let ms = started.1.venue().limits.clock.utc_ms(0);
+    let mut s = drive(o, control, s, started, ms)?;
     s.venue = sim.map(|srv| match Arc::try_unwrap(srv) {
         Ok(srv) if own => srv.stop(),
         Ok(srv) => srv.report(),
@@ -574,46 +477,52 @@ pub fn run(
     Ok(s)
 }
 
+/// Runs the strategy over a started gateway until the duration has passed and
+/// every request has settled (or 3 s more).
+fn drive<E: Account>(
+    o: &Options,
+    control: Arc<Control>,
+    mut s: Summary,
+    g: Started<E>,
+    venue_ms: i64,
+) -> Result<Summary, String> {
+    let (mut lp, mut gw, pool, (bucket, window_ns), per_s) = g;
+    gw.poll_open_orders(POLL_EVERY);
+    s.binding = lp.budget().name(bucket).unwrap_or("?").to_string();
+    let st = lp.budget().stats(bucket).unwrap_or_default();
+    let started = lp.now();
+    let mm = Mm {
+        req: Prepared::with_capacity(1024),
+        run_tag: format!("mm{}", (venue_ms + started / MS) % 100_000),
+        period_ns: ((SEC as f64 / (per_s * o.demand)) as i64).max(1),
+        next_cycle: started,
+        started,
+        end_at: started + (o.duration_s * SEC as f64) as i64,
+        next_progress: started + SEC,
+        binding: Some((bucket, window_ns.max(1), st.limit.max(1), st.admitted)),
+        progress: (!o.quiet).then_some(o.json),
+        s,
+        ..Mm::default()
+    };
+    let d = gateway::run(&mut lp, gw, pool, mm, control).map_err(|e| e.to_string())?;
+    let mut s = d.strategy.s;
+    s.gw = *d.gateway.stats();
+    Ok(s)
+}
+
+/// The table: one row per number of the JSON summary, the venue's own last.
 fn table(s: &Summary) -> String {
-    let g = &s.gw;
-    let mut out = String::new();
-    let mut row = |k: &str, v: String| out.push_str(&format!("{k:<28}{v}\n"));
-    row("requests sent", g.sent.to_string());
-    row("applied", g.applied.to_string());
-    row("refused locally: full", g.limited_full.to_string());
-    row("refused locally: held", g.limited_held.to_string());
-    row("refused locally: halted", g.limited_halted.to_string());
-    row("refused locally: too big", g.limited_too_big.to_string());
-    row("no idle connection", g.busy.to_string());
-    row("throttled by the venue", g.throttled.to_string());
-    row("banned by the venue", g.banned.to_string());
-    row("rejected", g.rejected.to_string());
-    row("expired", g.expired.to_string());
-    row(
-        "clock skew (re-anchors)",
-        format!("{} ({})", g.clock_skew, g.reanchors),
-    );
-    row("unknown", g.unknown.to_string());
-    row(
-        "reconciled (found)",
-        format!("{} ({})", g.reconciled, g.reconciled_found),
-    );
-    row("re-sent (surely not run)", g.resent.to_string());
-    row("open-order polls", s.polls.to_string());
-    row(
-        "utilization",
-        format!("{:.1}% of {}", s.utilization * 100.0, s.binding),
-    );
-    if let Some(v) = &s.venue {
-        row("venue: requests", v.requests.to_string());
-        row(
-            "venue: 429s",
-            (v.throttled + v.order_rate_limited).to_string(),
-        );
-        row("venue: bans", v.bans.to_string());
-        row("venue: executions", v.executions.to_string());
-        row("venue: duplicates", v.duplicates.to_string());
-    }
+    let u = s.utilization * 100.0;
+    let mut out = format!("utilization{u:>17.1}% of {}\n", s.binding);
+    let mut rows = |prefix: &str, v: &serde_json::Value| {
+        for (k, v) in v.as_object().into_iter().flatten().filter(|e| e.1.is_u64()) {
+            out += &format!("{:<28}{v}\n", format!("{prefix}{k}"));
+        }
+    };
+    let j = to_json(s);
+    rows("", &j);
+    rows("refused locally: ", &j["refused"]);
+    rows("venue: ", &j["venue"]);
     out
 }
 
@@ -627,7 +536,7 @@ pub fn to_json(s: &Summary) -> serde_json::Value {
         "throttled": g.throttled, "banned": g.banned, "rejected": g.rejected, "expired": g.expired,
         "clockSkew": g.clock_skew, "reanchors": g.reanchors, "unknown": g.unknown,
         "reconciled": g.reconciled, "reconciledFound": g.reconciled_found, "resent": g.resent,
-        "polls": s.polls, "quotesEnded": s.quotes_ended, "alerts": s.alerts,
+        "polls": s.gw.polls, "quotesEnded": s.quotes_ended, "alerts": s.alerts,
         "utilization": s.utilization, "binding": s.binding,
         "venue": s.venue.as_ref().map(|v| v.to_json()),
     })

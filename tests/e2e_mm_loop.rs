@@ -221,7 +221,7 @@ fn a_forced_ban_halts_sending_and_connecting_until_cleared() {
     control.stop();
     let s = runner.join().unwrap().unwrap();
     assert!(s.gw.banned >= 1, "{s:?}");
-    assert_eq!(s.halts_cleared, 1);
+    assert_eq!(s.gw.halts_cleared, 1);
     assert_eq!(s.alerts, 1, "one alert for the halt");
     assert!(s.gw.limited_halted > 0, "the budget refused while halted");
     let r = server.report();

@@ -45,7 +45,7 @@ fn without_a_stream_it_warns_once_and_polls_with_the_same_guarantees() {
     assert_eq!(r.ws.connects, 0, "no WebSocket opened");
     // Twice a second when the weight has room; at 3x demand the weight is full, and
     // a refused poll goes again as soon as its window opens: once a window at least.
-    assert!(s.polls >= 5, "open orders polled every window: {s:?}");
+    assert!(s.gw.polls >= 5, "open orders polled every window: {s:?}");
     assert_eq!((r.throttled, r.order_rate_limited, r.bans), (0, 0, 0));
     assert_eq!((s.gw.throttled, s.gw.banned), (0, 0));
     assert!(s.gw.unknown > 0, "the faults made outcomes unknown: {s:?}");

@@ -29,12 +29,16 @@ use crate::gcra::Gcra;
 use crate::ring::Ring;
 use crate::spec::{validate_parts, Kind, Spec};
 use crate::stats::Stats;
-use crate::ticket::{BucketId, Charged, Class, Flight, Limited, Part, Ticket, Why};
+use crate::ticket::{BucketId, Charged, Class, Flight, ForeignId, Limited, Part, Ticket, Why};
+use crate::verdict::Verdict;
 use crate::{Builder, ConfigError, MAX_BUCKETS, MAX_NAME, MAX_PARTS};
 
 /// How long a throttle without a server wait holds a gate or an in-flight limit,
 /// which have no window of their own.
 const GATE_HOLD_NS: i64 = 1_000_000_000;
+
+/// The floor of the default [`Spec::max_wait`]: 5 minutes.
+const DEFAULT_MAX_WAIT_NS: i64 = 300_000_000_000;
 
 // Inline on purpose: the ring lives in the bucket so the budget never allocates and a
 // charge touches one cache-friendly array of buckets.
@@ -80,6 +84,8 @@ struct Bucket {
     /// before the raise and refunded after it must not take its units back from the
     /// raised count (that would mint them).
     raised_seq: u64,
+    /// The longest server wait read as a throttle; a longer one halts.
+    max_wait_ns: i64,
     halted: bool,
     name: ArrayString<MAX_NAME>,
     stats: Stats,
@@ -114,6 +120,7 @@ impl Bucket {
             allowances,
             hold_until_ns: i64::MIN,
             raised_seq: 0,
+            max_wait_ns: 0,
             halted: false,
             name,
             stats: Stats {
@@ -121,6 +128,12 @@ impl Bucket {
                 ..Stats::default()
             },
         };
+        bucket.max_wait_ns = spec.max_wait_ns().unwrap_or_else(|| {
+            bucket
+                .window_ns()
+                .saturating_mul(2)
+                .max(DEFAULT_MAX_WAIT_NS)
+        });
         bucket.open_lane(now);
         bucket
     }
@@ -274,6 +287,21 @@ impl Bucket {
         }
     }
 
+    /// Halts after a ban the venue says ends at `until_ns`.
+    fn halt(&mut self, until_ns: i64) {
+        self.halted = true;
+        self.stats.bans += 1;
+        self.stats.ban_until_ns = Some(until_ns);
+    }
+
+    /// The most a server figure may make this bucket count: its limit (the burst for
+    /// token buckets). A figure above it (a usage header of 10^18, a huge extra cost)
+    /// fills the bucket, which drains within one window like any full bucket;
+    /// unclamped it would push a token bucket's clock to the end of time.
+    fn capacity(&self) -> u64 {
+        self.stats.limit
+    }
+
     fn window_ns(&self) -> i64 {
         match &self.state {
             State::Sliding(ring) => ring.window_ns(),
@@ -311,7 +339,12 @@ fn combined(parts: &[Part], i: usize) -> Option<u64> {
 pub struct Budget {
     now_ns: i64,
     hold_guard_ns: i64,
+    /// Charges admitted so far: the sequence number of the last ticket.
     seq: u64,
+    /// Tickets and flights given back (refunded or completed) so far.
+    returned: u64,
+    /// The tag every id, ticket and flight of this budget carries.
+    tag: u16,
     buckets: ArrayVec<Bucket, MAX_BUCKETS>,
 }
 
@@ -323,6 +356,7 @@ impl Budget {
 
     pub(crate) fn new(
         specs: &[(ArrayString<MAX_NAME>, Spec)],
+        tag: u16,
         hold_guard_ns: i64,
         now_ns: i64,
     ) -> Self {
@@ -330,6 +364,8 @@ impl Budget {
             now_ns,
             hold_guard_ns,
             seq: 0,
+            returned: 0,
+            tag,
             buckets: specs
                 .iter()
                 .map(|(name, spec)| Bucket::new(*name, spec, now_ns))
@@ -346,17 +382,37 @@ impl Budget {
         self.now_ns
     }
 
+    /// The bucket `id` names, or `None` for an id of another budget.
     fn bucket_mut(&mut self, id: BucketId) -> Option<&mut Bucket> {
+        if id.budget != self.tag {
+            return None;
+        }
         self.buckets.get_mut(id.index())
+    }
+
+    /// The bucket `id` names, or [`ForeignId`].
+    fn own(&self, id: BucketId) -> Result<&Bucket, ForeignId> {
+        if id.budget != self.tag {
+            return Err(ForeignId);
+        }
+        self.buckets.get(id.index()).ok_or(ForeignId)
+    }
+
+    /// The id of the bucket at `index`.
+    fn id(&self, index: usize) -> BucketId {
+        BucketId {
+            budget: self.tag,
+            index: index as u8,
+        }
     }
 
     /// Charges every part, all or none.
     ///
     /// On refusal nothing is charged anywhere; [`Limited`] names the bucket that is
     /// ready last and when this same charge would pass if nothing else is charged.
-    /// A part naming a bucket this budget lacks, or more than
-    /// [`MAX_PARTS`] parts, is refused as [`Why::TooBig`]; check part lists once with
-    /// [`Budget::validate_parts`].
+    /// A part naming a bucket of another budget is refused as [`Why::Foreign`]; more
+    /// than [`MAX_PARTS`] parts as [`Why::TooBig`]. Check part lists once with
+    /// [`Budget::validate_parts`], or register them as a [`Shape`](crate::Shape).
     ///
     /// ```
     /// # use ergon_core::{Budget, Class, Part, Spec, Why};
@@ -383,6 +439,9 @@ impl Budget {
             let headroom = class.index();
             let mut reserved = 0;
             for part in parts {
+                if part.bucket.budget != self.tag {
+                    break;
+                }
                 let Some(bucket) = self.buckets.get_mut(part.bucket.index()) else {
                     break;
                 };
@@ -436,13 +495,13 @@ impl Budget {
         const _: () = assert!(MAX_BUCKETS <= 32, "the mask holds one bit per bucket");
         let mut seen = 0u32;
         for part in parts {
-            let bit = 1u32.checked_shl(u32::from(part.bucket.0)).unwrap_or(0);
+            let bit = 1u32.checked_shl(u32::from(part.bucket.index)).unwrap_or(0);
             if seen & bit != 0 {
                 return self.charge_repeated(parts, class, now);
             }
             seen |= bit;
             let Some(bucket) = self.bucket_mut(part.bucket) else {
-                return Err(self.refuse(part.bucket, i64::MAX, Why::TooBig));
+                return Err(self.refuse(part.bucket, i64::MAX, Why::Foreign));
             };
             bucket.advance(now);
             if !bucket.admits(u64::from(part.cost), class, now) {
@@ -473,7 +532,7 @@ impl Budget {
             };
             let id = parts[i].bucket;
             let Some(bucket) = self.bucket_mut(id) else {
-                return Err(self.refuse(id, i64::MAX, Why::TooBig));
+                return Err(self.refuse(id, i64::MAX, Why::Foreign));
             };
             bucket.advance(now);
             if !bucket.admits(cost, class, now) {
@@ -500,6 +559,7 @@ impl Budget {
         Ticket {
             at_ns: now,
             seq,
+            budget: self.tag,
             parts: charged,
         }
     }
@@ -523,12 +583,13 @@ impl Budget {
                     bucket.advance(now);
                     bucket.refusal(cost, class, now)
                 }
-                None => Some((Why::TooBig, i64::MAX)),
+                None => Some((Why::Foreign, i64::MAX)),
             };
             let Some((why, ready)) = refusal else {
                 continue;
             };
             let rank = |why: Why| match why {
+                Why::Foreign => 3,
                 Why::Halted => 2,
                 Why::TooBig => 1,
                 Why::Full | Why::Held => 0,
@@ -553,6 +614,8 @@ impl Budget {
                 Why::Held => r.held += 1,
                 Why::Halted => r.halted += 1,
                 Why::TooBig => r.too_big += 1,
+                // No bucket of this budget to count it on.
+                Why::Foreign => {}
             }
         }
         Limited {
@@ -568,11 +631,17 @@ impl Budget {
     /// came after this one: anything else could mint budget. A rate bucket whose
     /// count `observe_used` raised after this charge keeps it: the server's figure
     /// never included this request, so taking it off would undercount.
-    pub fn refund(&mut self, ticket: Ticket, now_ns: i64) {
+    ///
+    /// A ticket of another budget is refused with [`ForeignId`], changing nothing.
+    pub fn refund(&mut self, ticket: Ticket, now_ns: i64) -> Result<(), ForeignId> {
+        if ticket.budget != self.tag {
+            return Err(ForeignId);
+        }
+        self.returned += 1;
         let now = self.clock(now_ns);
         for (i, part) in ticket.parts.iter().enumerate() {
             let first = !ticket.parts[..i].iter().any(|p| p.bucket == part.bucket);
-            self.change(part.bucket, now, |bucket| {
+            let _own = self.change(part.bucket, now, |bucket| {
                 let raised_since = ticket.seq <= bucket.raised_seq;
                 if !raised_since || matches!(bucket.state, State::InFlight(_)) {
                     bucket.refund(u64::from(part.cost), ticket.at_ns, ticket.seq);
@@ -582,6 +651,7 @@ impl Budget {
                 }
             });
         }
+        Ok(())
     }
 
     /// Settles `bucket` and moves it to `now`, lets `f` change it, then reopens its
@@ -591,17 +661,25 @@ impl Budget {
         bucket: BucketId,
         now: i64,
         f: impl FnOnce(&mut Bucket) -> R,
-    ) -> Option<R> {
-        let b = self.bucket_mut(bucket)?;
+    ) -> Result<R, ForeignId> {
+        let b = self.bucket_mut(bucket).ok_or(ForeignId)?;
         b.sync(now);
         let result = f(b);
         b.open_lane(now);
-        Some(result)
+        Ok(result)
     }
 
     /// The answer to a sent request arrived, or its outcome was settled: releases its
     /// in-flight limits. Rate limits keep the charge: the venue counted the request.
-    pub fn complete(&mut self, flight: Flight, now_ns: i64) {
+    ///
+    /// Every flight must come back here, once: a flight dropped instead keeps its
+    /// in-flight units for good, and shows in [`Budget::receipts_outstanding`]. A
+    /// flight of another budget is refused with [`ForeignId`], changing nothing.
+    pub fn complete(&mut self, flight: Flight, now_ns: i64) -> Result<(), ForeignId> {
+        if flight.budget != self.tag {
+            return Err(ForeignId);
+        }
+        self.returned += 1;
         let now = self.clock(now_ns);
         for part in &flight.parts {
             let in_flight = self
@@ -609,36 +687,55 @@ impl Budget {
                 .get(part.bucket.index())
                 .is_some_and(|b| matches!(b.state, State::InFlight(_)));
             if in_flight {
-                self.change(part.bucket, now, |b| {
+                let _own = self.change(part.bucket, now, |b| {
                     if let State::InFlight(outstanding) = &mut b.state {
                         *outstanding = outstanding.saturating_sub(u64::from(part.cost));
                     }
                 });
             }
         }
+        Ok(())
     }
 
     /// Adds cost known only from the response (Hyperliquid adds weight per 20 items
-    /// returned). Never refused: it may push the bucket past its limit, which then
-    /// refuses until it drains. In-flight limits and gates have nothing to add to.
-    pub fn charge_after(&mut self, bucket: BucketId, cost: u32, now_ns: i64) {
+    /// returned). Never refused: it may fill the bucket, which then refuses until it
+    /// drains. Like every server figure it is clamped so that the count stays within
+    /// what the bucket can hold (its limit, the burst for token buckets): a huge
+    /// figure fills the bucket for one window, not for ever. In-flight limits and
+    /// gates have nothing to add to.
+    pub fn charge_after(
+        &mut self,
+        bucket: BucketId,
+        cost: u32,
+        now_ns: i64,
+    ) -> Result<(), ForeignId> {
+        self.own(bucket)?;
         let now = self.clock(now_ns);
         self.change(bucket, now, |b| {
+            let cap = b.capacity();
             let cost = u64::from(cost);
             match &mut b.state {
-                State::Sliding(ring) => ring.add(cost),
-                State::Fixed(windows) => windows.add(cost, now),
-                State::Token(gcra) => gcra.add(cost, now, 0),
+                State::Sliding(ring) => ring.add(cost.min(cap.saturating_sub(ring.used()))),
+                State::Fixed(windows) => windows.add_capped(cost, now, cap),
+                State::Token(gcra) => gcra.add_capped(cost, now, cap),
                 State::InFlight(_) | State::Gate => return,
             }
             b.stats.charged_after += cost;
-        });
+        })
     }
 
     /// The server's count for this scope (a usage header such as
     /// `X-MBX-USED-WEIGHT-1M`). Raises the local count to it, never lowers it; other
-    /// senders on the same IP show up here. The difference is kept as drift.
-    pub fn observe_used(&mut self, bucket: BucketId, used: u64, now_ns: i64) {
+    /// senders on the same IP show up here. The difference is kept as drift. A figure
+    /// above what the bucket can hold (its limit, the burst for token buckets) raises
+    /// it only to full, which drains within one window.
+    pub fn observe_used(
+        &mut self,
+        bucket: BucketId,
+        used: u64,
+        now_ns: i64,
+    ) -> Result<(), ForeignId> {
+        self.own(bucket)?;
         let now = self.clock(now_ns);
         let seq = self.seq;
         self.change(bucket, now, |b| {
@@ -646,6 +743,7 @@ impl Budget {
             b.stats.drift = i64::try_from(used)
                 .unwrap_or(i64::MAX)
                 .saturating_sub(i64::try_from(local).unwrap_or(i64::MAX));
+            let used = used.min(b.capacity());
             if used <= local {
                 return;
             }
@@ -658,44 +756,77 @@ impl Budget {
                 State::Token(gcra) => gcra.raise_to(used, now),
                 State::InFlight(_) | State::Gate => {}
             }
-        });
+        })
     }
 
-    /// The server throttled this scope (a 429 or its body code). With a server wait,
-    /// holds the bucket for that wait plus the budget's hold guard (the clock
-    /// uncertainty, [`Builder::hold_guard`]); without one, for one window of the
-    /// bucket (one second for gates and in-flight limits). The count is kept: venues
-    /// count throttled requests too.
-    pub fn throttled(&mut self, bucket: BucketId, wait_ns: Option<i64>, now_ns: i64) {
+    /// The server throttled this scope (a 429 or its body code), and the verdict that
+    /// applies, for the venue adapter to return.
+    ///
+    /// - A server wait above zero and within the bucket's cap ([`Spec::max_wait`]):
+    ///   holds the bucket for that wait plus the budget's hold guard (the clock
+    ///   uncertainty, [`Builder::hold_guard`]).
+    /// - No wait, or a wait of zero or less (`Retry-After: 0`, a past date, a reset
+    ///   time already gone): holds for one window of the bucket (one second for gates
+    ///   and in-flight limits), as if the server had named none: sending into a 429
+    ///   again at once is what venues ban for.
+    ///
+    /// Either way the count is kept (venues count throttled requests too) and the
+    /// answer is [`Verdict::Throttled`] with the end of the hold in force.
+    ///
+    /// A wait above the cap is no throttle: the bucket is halted as a ban (counted in
+    /// [`Stats::bans`], only [`Budget::clear_halt`] resumes it) and the answer is
+    /// [`Verdict::Banned`] with the venue's end, `now + wait`, saturating.
+    ///
+    /// An id of another budget is refused with [`ForeignId`], changing nothing.
+    pub fn throttled(
+        &mut self,
+        bucket: BucketId,
+        wait_ns: Option<i64>,
+        now_ns: i64,
+    ) -> Result<Verdict, ForeignId> {
+        self.own(bucket)?;
         let guard_ns = self.hold_guard_ns;
         let now = self.clock(now_ns);
-        self.change(bucket, now, |b| {
-            let hold = match wait_ns {
-                Some(wait) => wait.max(0).saturating_add(guard_ns.max(0)),
-                None => b.window_ns(),
-            };
-            b.hold_until_ns = b.hold_until_ns.max(now.saturating_add(hold));
-            b.stats.throttles += 1;
-        });
+        self.change(bucket, now, |b| match wait_ns {
+            Some(wait) if wait > b.max_wait_ns => {
+                let until_ns = now.saturating_add(wait);
+                b.halt(until_ns);
+                Verdict::Banned { bucket, until_ns }
+            }
+            _ => {
+                let hold = match wait_ns {
+                    Some(wait) if wait > 0 => wait.saturating_add(guard_ns),
+                    _ => b.window_ns(),
+                };
+                b.hold_until_ns = b.hold_until_ns.max(now.saturating_add(hold));
+                b.stats.throttles += 1;
+                Verdict::Throttled {
+                    bucket,
+                    until_ns: b.hold_until_ns,
+                }
+            }
+        })
     }
 
     /// The venue banned this scope until `until_ns` (its word, on the caller's clock).
     /// Halts the bucket: the end of the venue's wait does not resume it, only
     /// [`Budget::clear_halt`] does. Halting the IP gate stops every request and
     /// connect.
-    pub fn banned(&mut self, bucket: BucketId, until_ns: i64, now_ns: i64) {
+    pub fn banned(
+        &mut self,
+        bucket: BucketId,
+        until_ns: i64,
+        now_ns: i64,
+    ) -> Result<(), ForeignId> {
+        self.own(bucket)?;
         let now = self.clock(now_ns);
-        self.change(bucket, now, |b| {
-            b.halted = true;
-            b.stats.bans += 1;
-            b.stats.ban_until_ns = Some(until_ns);
-        });
+        self.change(bucket, now, |b| b.halt(until_ns))
     }
 
     /// A person's decision to resume a halted scope.
-    pub fn clear_halt(&mut self, bucket: BucketId) {
+    pub fn clear_halt(&mut self, bucket: BucketId) -> Result<(), ForeignId> {
         let now = self.now_ns;
-        self.change(bucket, now, |b| b.halted = false);
+        self.change(bucket, now, |b| b.halted = false)
     }
 
     /// The halted buckets.
@@ -704,8 +835,20 @@ impl Budget {
     }
 
     /// Whether `bucket` is halted.
-    pub fn is_halted(&self, bucket: BucketId) -> bool {
-        self.buckets.get(bucket.index()).is_some_and(|b| b.halted)
+    pub fn is_halted(&self, bucket: BucketId) -> Result<bool, ForeignId> {
+        Ok(self.own(bucket)?.halted)
+    }
+
+    /// Tickets and flights this budget handed out and has not had back through
+    /// [`Budget::refund`] or [`Budget::complete`].
+    ///
+    /// The rule: every ticket ends in exactly one of `refund` or `sent` then
+    /// `complete`. A ticket or flight dropped instead (the types are `#[must_use]`,
+    /// but a binding can still be dropped) keeps its in-flight units for good; this
+    /// count is how a driver sees it: with nothing in flight it must be 0, and one
+    /// that only grows is a leak.
+    pub fn receipts_outstanding(&self) -> u64 {
+        self.seq - self.returned
     }
 
     /// Moves every window to `now_ns`. Call it while idle: the catch-up walk of a ring
@@ -722,25 +865,23 @@ impl Budget {
     }
 
     /// A snapshot of one bucket at the latest time the budget has seen.
-    pub fn stats(&self, bucket: BucketId) -> Stats {
-        let Some(b) = self.buckets.get(bucket.index()) else {
-            return Stats::default();
-        };
+    pub fn stats(&self, bucket: BucketId) -> Result<Stats, ForeignId> {
+        let b = self.own(bucket)?;
         // Read what the lane charged without touching the live bucket.
         let mut b = b.clone();
         b.settle();
-        Stats {
+        Ok(Stats {
             used: b.used_at(self.now_ns),
             held_until_ns: (self.now_ns < b.hold_until_ns).then_some(b.hold_until_ns),
             halted: b.halted,
             ..b.stats
-        }
+        })
     }
 
     /// Checks a part list once (at start-up) against this budget's buckets and the
     /// capacity of a ticket.
     pub fn validate_parts(&self, parts: &[Part]) -> Result<(), ConfigError> {
-        validate_parts(parts, self.buckets.len())
+        validate_parts(parts, self.tag, self.buckets.len())
     }
 
     /// The bucket declared under `name`.
@@ -748,19 +889,18 @@ impl Budget {
         self.buckets
             .iter()
             .position(|b| b.name.as_str() == name)
-            .map(|i| BucketId(i as u8))
+            .map(|i| self.id(i))
     }
 
-    /// The name `bucket` was declared under ("" for an id of another budget).
-    pub fn name(&self, bucket: BucketId) -> &str {
-        self.buckets
-            .get(bucket.index())
-            .map_or("", |b| b.name.as_str())
+    /// The name `bucket` was declared under.
+    pub fn name(&self, bucket: BucketId) -> Result<&str, ForeignId> {
+        Ok(self.own(bucket)?.name.as_str())
     }
 
     /// Every bucket, in declaration order.
     pub fn ids(&self) -> impl Iterator<Item = BucketId> {
-        (0..self.buckets.len() as u8).map(BucketId)
+        let tag = self.tag;
+        (0..self.buckets.len() as u8).map(move |index| BucketId { budget: tag, index })
     }
 
     /// The latest time the budget has seen.

@@ -172,6 +172,13 @@ impl Windows {
         }
     }
 
+    /// [`Windows::add`] for a server figure: as a charge at `now` of as much of
+    /// `cost` as keeps every window it counts in within `cap`.
+    pub(crate) fn add_capped(&mut self, cost: u64, now: i64, cap: u64) {
+        let (most, _) = self.steady(now);
+        self.add(cost.min(cap.saturating_sub(most)), now);
+    }
+
     /// Takes back `cost` charged at `at` from every window it counted in that is still
     /// tracked.
     pub(crate) fn refund(&mut self, cost: u64, at: i64) {

@@ -58,6 +58,14 @@ impl Gcra {
         self.tat = self.tat.max(now).saturating_add(self.span(cost));
     }
 
+    /// A server figure: adds `cost` as a charge no ticket can refund, leaving at most
+    /// `cap` units undrained at `now` (or as many as before, if more).
+    pub(crate) fn add_capped(&mut self, cost: u64, now: i64, cap: u64) {
+        let ceiling = self.tat.max(now.saturating_add(self.span(cap)));
+        self.add(cost, now, 0);
+        self.tat = self.tat.min(ceiling);
+    }
+
     pub(crate) fn refund(&mut self, seq: u64) {
         if seq != 0 && seq == self.last_seq {
             self.tat = self.tat_before;

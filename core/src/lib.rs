@@ -28,9 +28,9 @@
 //! let order = [Part::new(weight, 1), Part::new(orders, 1), Part::new(ip, 0)];
 //! let ticket = budget.try_charge(&order, Class::Normal, SEC).unwrap();
 //! let flight = ticket.sent(); // a byte left: from here on no refund exists
-//! budget.complete(flight, 2 * SEC);
+//! budget.complete(flight, 2 * SEC).unwrap();
 //!
-//! budget.banned(ip, 300 * SEC, 3 * SEC);
+//! budget.banned(ip, 300 * SEC, 3 * SEC).unwrap();
 //! let refused = budget.try_charge(&order, Class::Urgent, 4 * SEC).unwrap_err();
 //! assert_eq!(refused.why, Why::Halted);
 //! ```
@@ -48,9 +48,9 @@ mod ticket;
 mod verdict;
 
 pub use budget::Budget;
-pub use spec::{Builder, ConfigError, Kind, Spec};
+pub use spec::{Builder, ConfigError, Kind, Spec, DEFAULT_HOLD_GUARD_NS};
 pub use stats::{Refusals, Stats};
-pub use ticket::{BucketId, Class, Flight, Limited, Part, Ticket, Why};
+pub use ticket::{BucketId, Class, Flight, ForeignId, Limited, Part, Ticket, Why};
 pub use verdict::{Resend, Verdict};
 
 /// Most buckets one [`Budget`] holds.

@@ -4,6 +4,7 @@
 
 use arrayvec::{ArrayString, ArrayVec};
 use core::fmt;
+use core::sync::atomic::{AtomicU32, Ordering};
 
 use crate::budget::Budget;
 use crate::ticket::BucketId;
@@ -69,6 +70,8 @@ pub struct Spec {
     kind: Kind,
     headroom_normal: u64,
     headroom_bulk: u64,
+    /// The longest server wait still read as a throttle; 0 for the default.
+    max_wait_ns: i64,
     misapplied: bool,
 }
 
@@ -78,6 +81,7 @@ impl Spec {
             kind,
             headroom_normal: 0,
             headroom_bulk: 0,
+            max_wait_ns: 0,
             misapplied: false,
         }
     }
@@ -152,6 +156,32 @@ impl Spec {
         self.headroom_normal = normal;
         self.headroom_bulk = bulk;
         self
+    }
+
+    /// The longest server wait [`Budget::throttled`](crate::Budget::throttled) still
+    /// reads as a throttle. A longer one (a `Retry-After` of years, a reset time in
+    /// 2099) is no throttle: it halts the bucket as a ban, so that the alerting path
+    /// sees it and a person decides ([`Budget::clear_halt`](crate::Budget::clear_halt)),
+    /// instead of a hold that silently freezes every class for good.
+    ///
+    /// Default: the longer of 5 minutes and two of the bucket's windows (for a token
+    /// bucket, the time its burst takes to drain; for in-flight limits and gates, one
+    /// second). Must be above zero.
+    pub const fn max_wait(mut self, max_wait_ns: i64) -> Self {
+        if max_wait_ns <= 0 {
+            self.misapplied = true;
+        }
+        self.max_wait_ns = max_wait_ns;
+        self
+    }
+
+    /// The cap on server waits given by [`Spec::max_wait`], if any.
+    pub(crate) const fn max_wait_ns(&self) -> Option<i64> {
+        if self.max_wait_ns > 0 {
+            Some(self.max_wait_ns)
+        } else {
+            None
+        }
     }
 
     /// The kind declared.
@@ -272,7 +302,8 @@ pub enum ConfigError {
     GuardTooWide,
     /// Headroom on a gate, Normal's headroom above Bulk's, or Bulk's not below the limit.
     BadHeadroom,
-    /// `phase` or `guard` given for a bucket that is not fixed.
+    /// `phase` or `guard` given for a bucket that is not fixed, or a `max_wait` of
+    /// zero or less.
     OptionNotForKind,
     /// A window or burst too long for the nanosecond clock, or a limit above `i64::MAX`.
     TooLong,
@@ -286,7 +317,7 @@ pub enum ConfigError {
     TooManyBuckets,
     /// More parts than [`MAX_PARTS`](crate::MAX_PARTS).
     TooManyParts,
-    /// A part names a bucket this budget does not have.
+    /// A part names a bucket this budget does not have (an id of another budget).
     UnknownBucket,
     /// A budget with no bucket.
     NoBuckets,
@@ -306,7 +337,9 @@ impl fmt::Display for ConfigError {
             ConfigError::BadHeadroom => {
                 "headroom must satisfy normal <= bulk < limit, and gates take none"
             }
-            ConfigError::OptionNotForKind => "phase and guard apply to fixed windows only",
+            ConfigError::OptionNotForKind => {
+                "phase and guard apply to fixed windows only, and max_wait must be above zero"
+            }
             ConfigError::TooLong => {
                 "the window, burst or limit is too large (limits go up to i64::MAX)"
             }
@@ -331,11 +364,32 @@ impl fmt::Display for ConfigError {
 /// assert_eq!(b.add("weight", Spec::gate()), Err(ConfigError::DuplicateName));
 /// assert_eq!(b.add("bad", Spec::sliding(10, 1000, 7)), Err(ConfigError::SlotsDoNotDivideWindow));
 /// ```
-#[derive(Debug, Default)]
+///
+/// Each builder takes a fresh tag (a process-wide counter) that every id, ticket and
+/// flight of its budget carries, so that one budget refuses another's.
+#[derive(Debug)]
 pub struct Builder {
     buckets: ArrayVec<(ArrayString<MAX_NAME>, Spec), MAX_BUCKETS>,
+    tag: u16,
     hold_guard_ns: i64,
 }
+
+/// The tag of the next builder. Wraps after 65536 budgets in one process: two
+/// budgets that far apart could share a tag, which only weakens the check.
+static NEXT_TAG: AtomicU32 = AtomicU32::new(0);
+
+impl Default for Builder {
+    fn default() -> Self {
+        Builder {
+            buckets: ArrayVec::new(),
+            tag: NEXT_TAG.fetch_add(1, Ordering::Relaxed) as u16,
+            hold_guard_ns: DEFAULT_HOLD_GUARD_NS,
+        }
+    }
+}
+
+/// The default of [`Builder::hold_guard`]: 50 ms.
+pub const DEFAULT_HOLD_GUARD_NS: i64 = 50_000_000;
 
 impl Builder {
     /// Declares a bucket; its id names it in [`Part`](crate::Part)s.
@@ -348,7 +402,10 @@ impl Builder {
         if self.buckets.iter().any(|(n, _)| *n == name) {
             return Err(ConfigError::DuplicateName);
         }
-        let id = BucketId(self.buckets.len() as u8);
+        let id = BucketId {
+            budget: self.tag,
+            index: self.buckets.len() as u8,
+        };
         self.buckets
             .try_push((name, spec))
             .map_err(|_| ConfigError::TooManyBuckets)?;
@@ -356,7 +413,10 @@ impl Builder {
     }
 
     /// Time added to every server wait before a throttled bucket resumes: the clock
-    /// offset plus one-way latency between the caller and the venue. Default 0.
+    /// offset plus one-way latency between the caller and the venue. Default
+    /// [`DEFAULT_HOLD_GUARD_NS`] (50 ms): a wait that ends exactly when the venue's
+    /// does would send into the 429 again on any clock offset, and Binance bans
+    /// clients that do. 0 is allowed for tests that want exact ends.
     pub fn hold_guard(&mut self, guard_ns: i64) -> Result<&mut Self, ConfigError> {
         if guard_ns < 0 {
             return Err(ConfigError::GuardTooWide);
@@ -370,17 +430,29 @@ impl Builder {
         if self.buckets.is_empty() {
             return Err(ConfigError::NoBuckets);
         }
-        Ok(Budget::new(&self.buckets, self.hold_guard_ns, now_ns))
+        Ok(Budget::new(
+            &self.buckets,
+            self.tag,
+            self.hold_guard_ns,
+            now_ns,
+        ))
     }
 }
 
 /// Checks a part list against the capacities once, at start-up, so the charge path
 /// never meets a list it cannot carry.
-pub(crate) fn validate_parts(parts: &[crate::Part], buckets: usize) -> Result<(), ConfigError> {
+pub(crate) fn validate_parts(
+    parts: &[crate::Part],
+    tag: u16,
+    buckets: usize,
+) -> Result<(), ConfigError> {
     if parts.len() > MAX_PARTS {
         return Err(ConfigError::TooManyParts);
     }
-    if parts.iter().any(|p| p.bucket.index() >= buckets) {
+    if parts
+        .iter()
+        .any(|p| p.bucket.budget != tag || p.bucket.index() >= buckets)
+    {
         return Err(ConfigError::UnknownBucket);
     }
     Ok(())

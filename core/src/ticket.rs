@@ -9,14 +9,31 @@ use crate::MAX_PARTS;
 /// A bucket of one [`Budget`](crate::Budget), as handed out by
 /// [`Builder::add`](crate::Builder::add).
 ///
-/// Ids are small indices: an id from another budget names another bucket, or none.
+/// An id carries the tag of its budget: handed to another budget it is refused with
+/// an error ([`ForeignId`], or [`Why::Foreign`] from a charge), never read as that
+/// budget's bucket of the same index. A clone of a budget is the same budget for
+/// this rule (same tag, same ids).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct BucketId(pub(crate) u8);
+pub struct BucketId {
+    pub(crate) budget: u16,
+    pub(crate) index: u8,
+}
 
 impl BucketId {
     /// The bucket's index in its budget, in the order the buckets were added.
     pub fn index(self) -> usize {
-        usize::from(self.0)
+        usize::from(self.index)
+    }
+}
+
+/// An id, [`Ticket`], [`Flight`] or [`Shape`](crate::Shape) of another budget was
+/// handed to this one: a caller's mistake. Nothing was changed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ForeignId;
+
+impl core::fmt::Display for ForeignId {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("an id, ticket or flight of another budget")
     }
 }
 
@@ -74,6 +91,9 @@ pub enum Why {
     /// The cost is above what this class may ever use in this bucket: it can never
     /// pass, split the request. `ready_at_ns` is `i64::MAX`.
     TooBig,
+    /// The charge names a bucket (or is a shape) of another budget: a caller's
+    /// mistake, it can never pass here. `ready_at_ns` is `i64::MAX`.
+    Foreign,
 }
 
 /// A refused charge. Nothing was charged anywhere.
@@ -101,6 +121,8 @@ pub(crate) type Charged = ArrayVec<Part, MAX_PARTS>;
 pub struct Ticket {
     pub(crate) at_ns: i64,
     pub(crate) seq: u64,
+    /// The tag of the budget that charged it.
+    pub(crate) budget: u16,
     pub(crate) parts: Charged,
 }
 
@@ -110,6 +132,7 @@ impl Ticket {
     pub fn sent(self) -> Flight {
         Flight {
             at_ns: self.at_ns,
+            budget: self.budget,
             parts: self.parts,
         }
     }
@@ -132,6 +155,7 @@ impl Ticket {
 #[derive(Debug, PartialEq, Eq)]
 pub struct Flight {
     pub(crate) at_ns: i64,
+    pub(crate) budget: u16,
     pub(crate) parts: Charged,
 }
 

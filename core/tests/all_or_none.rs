@@ -60,10 +60,10 @@ fn parts_before_the_refusing_one_are_not_charged() {
     }
     assert_eq!(fingerprint(&budget), before);
     for id in [w, f, t, c] {
-        assert_eq!(budget.stats(id).used, 0);
-        assert_eq!(budget.stats(id).admitted, 0);
+        assert_eq!(budget.stats(id).unwrap().used, 0);
+        assert_eq!(budget.stats(id).unwrap().admitted, 0);
     }
-    assert_eq!(budget.stats(small).refusals.full, 5);
+    assert_eq!(budget.stats(small).unwrap().refusals.full, 5);
 }
 
 /// Two parts naming one bucket are checked for their sum: each alone would fit, the
@@ -85,5 +85,5 @@ fn a_bucket_named_twice_is_checked_for_the_sum() {
         .try_charge(&[Part::new(w, 1), Part::new(w, 2)], Class::Urgent, 0)
         .unwrap_err();
     assert_eq!(l.why, Why::Full);
-    assert_eq!(budget.stats(w).used, 3);
+    assert_eq!(budget.stats(w).unwrap().used, 3);
 }

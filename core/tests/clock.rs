@@ -59,7 +59,7 @@ fn stepping_back_does_not_drop_a_charge_early() {
         assert!(budget
             .try_charge(&[Part::new(w, 1)], Class::Urgent, 99)
             .is_err());
-        assert_eq!(budget.stats(w).used, 1);
+        assert_eq!(budget.stats(w).unwrap().used, 1);
     }
 }
 
@@ -100,8 +100,8 @@ fn a_ticket_after_a_step_back_refunds_to_its_slot() {
         .try_charge(&[Part::new(w, 2)], Class::Urgent, 5)
         .unwrap();
     assert_eq!(ticket.charged_at_ns(), 95);
-    budget.refund(ticket, 96);
-    assert_eq!(budget.stats(w).used, 0);
+    budget.refund(ticket, 96).unwrap();
+    assert_eq!(budget.stats(w).unwrap().used, 0);
 }
 
 proptest! {
@@ -128,12 +128,12 @@ proptest! {
                     // At the very end of the range a time can only saturate to it.
                     Err(l) => prop_assert!(l.ready_at_ns > now || l.ready_at_ns == i64::MAX, "{l:?} at {now}"),
                 },
-                2 => if let Some(t) = tickets.pop() { budget.refund(t, now) },
-                3 => budget.throttled(id, Some(dt), now),
-                4 => budget.charge_after(id, cost, now),
-                _ => budget.observe_used(id, u64::from(cost) * 3, now),
+                2 => if let Some(t) = tickets.pop() { budget.refund(t, now).unwrap() },
+                3 => { budget.throttled(id, Some(dt), now).unwrap(); }
+                4 => budget.charge_after(id, cost, now).unwrap(),
+                _ => budget.observe_used(id, u64::from(cost) * 3, now).unwrap(),
             }
-            let _ = budget.stats(id);
+            let _ = budget.stats(id).unwrap();
         }
     }
 }

@@ -76,7 +76,7 @@ proptest! {
         prop_assert_eq!(fill(Class::Bulk)?, limit - bulk);
         prop_assert_eq!(fill(Class::Normal)?, bulk - normal);
         prop_assert_eq!(fill(Class::Urgent)?, normal);
-        prop_assert_eq!(budget.stats(id).used, limit);
+        prop_assert_eq!(budget.stats(id).unwrap().used, limit);
     }
 }
 
@@ -96,7 +96,7 @@ fn above_the_class_allowance_is_too_big() {
         .try_charge(&[Part::new(w, 9)], Class::Normal, 0)
         .unwrap_err();
     assert_eq!(l.why, Why::TooBig);
-    assert_eq!(budget.stats(w).refusals.too_big, 2);
+    assert_eq!(budget.stats(w).unwrap().refusals.too_big, 2);
     assert!(budget
         .try_charge(&[Part::new(w, 10)], Class::Urgent, 0)
         .is_ok());

@@ -137,6 +137,7 @@ fn token_ready_when_enough_has_drained() {
 #[test]
 fn a_multi_part_charge_is_ready_when_its_last_bucket_is() {
     let mut b = Budget::builder();
+    b.hold_guard(0).unwrap();
     let w = b.add("w", Spec::sliding(1, 100, 4)).unwrap();
     let t = b.add("t", Spec::token_every(60, 1)).unwrap();
     let f = b.add("f", Spec::fixed(1, 1000)).unwrap();
@@ -144,7 +145,7 @@ fn a_multi_part_charge_is_ready_when_its_last_bucket_is() {
     let mut budget = b.build(0).unwrap();
     let all = [Part::new(w, 1), Part::new(t, 1), Part::new(g, 0)];
     let _ = budget.try_charge(&all, Class::Urgent, 0).unwrap().sent();
-    budget.throttled(g, Some(90), 0);
+    budget.throttled(g, Some(90), 0).unwrap();
     // w is ready at 125, t at 60, the hold on g ends at 90: the charge at 125, and
     // the refusal names w.
     let l = budget
@@ -154,7 +155,7 @@ fn a_multi_part_charge_is_ready_when_its_last_bucket_is() {
     assert_eq!((l.bucket, l.why, l.ready_at_ns), (w, Why::Full, 125));
     assert_eq!(exact(&budget, &all, Class::Urgent, 1), (Why::Full, 125));
     // A hold that ends last names the gate, as Held.
-    budget.throttled(g, Some(300), 0);
+    budget.throttled(g, Some(300), 0).unwrap();
     let l = budget
         .clone()
         .try_charge(&all, Class::Urgent, 1)
@@ -178,6 +179,7 @@ fn a_multi_part_charge_is_ready_when_its_last_bucket_is() {
 #[test]
 fn a_refusal_on_an_early_part_reads_the_later_parts_at_now() {
     let mut b = Budget::builder();
+    b.hold_guard(0).unwrap();
     let f = b.add("f", Spec::fixed(5, 67).phase(19).guard(16)).unwrap();
     let g = b.add("g", Spec::gate()).unwrap();
     let mut budget = b.build(18).unwrap();
@@ -185,7 +187,7 @@ fn a_refusal_on_an_early_part_reads_the_later_parts_at_now() {
         .try_charge(&[Part::new(f, 3)], Class::Urgent, 168)
         .unwrap()
         .sent();
-    budget.throttled(g, Some(2), 236);
+    budget.throttled(g, Some(2), 236).unwrap();
     // At 236 the window [220, 287) of f is empty: only the hold on g refuses.
     let parts = [Part::new(g, 0), Part::new(f, 3)];
     let l = budget

@@ -63,7 +63,7 @@ proptest! {
         if let Ok(ticket) = d.budget.try_charge(&parts, class, t) {
             d.budget.tick(t + later);
             never.tick(t + later);
-            d.budget.refund(ticket, t + later);
+            d.budget.refund(ticket, t + later).unwrap();
             prop_assert_eq!(fingerprint(&d.budget), fingerprint(&never));
         }
     }
@@ -100,7 +100,7 @@ proptest! {
                 let _ = d.budget.try_charge(&parts, Class::Urgent, t + past + extra).map(|t| t.sent());
             }
             let before = fingerprint(&d.budget);
-            d.budget.refund(ticket, t + past + extra);
+            d.budget.refund(ticket, t + past + extra).unwrap();
             prop_assert_eq!(fingerprint(&d.budget), before);
         }
     }
@@ -118,8 +118,8 @@ fn sliding_refund_goes_back_to_its_slot_until_it_leaves() {
         .try_charge(&[Part::new(w, 1)], Class::Urgent, 50)
         .unwrap();
     // At 109 the slot of 5 still counts; the refund takes its 3 units off.
-    budget.refund(early, 109);
-    assert_eq!(budget.stats(w).used, 1);
+    budget.refund(early, 109).unwrap();
+    assert_eq!(budget.stats(w).unwrap().used, 1);
     assert!(budget
         .try_charge(&[Part::new(w, 3)], Class::Urgent, 109)
         .is_ok());
@@ -129,11 +129,11 @@ fn sliding_refund_goes_back_to_its_slot_until_it_leaves() {
         .try_charge(&[Part::new(w, 1)], Class::Urgent, 160)
         .unwrap()
         .sent();
-    let used = budget.stats(w).used;
+    let used = budget.stats(w).unwrap().used;
     assert_eq!(used, 4);
-    budget.refund(late, 160);
-    assert_eq!(budget.stats(w).used, used);
-    assert_eq!(budget.stats(w).refunds, 2);
+    budget.refund(late, 160).unwrap();
+    assert_eq!(budget.stats(w).unwrap().used, used);
+    assert_eq!(budget.stats(w).unwrap().refunds, 2);
 }
 
 #[test]
@@ -149,7 +149,7 @@ fn token_refund_is_exact_when_last_and_never_mints_otherwise() {
         .unwrap();
     // The first is not the last charge: its refund gives nothing back.
     let before = fingerprint(&budget);
-    budget.refund(first, 1);
+    budget.refund(first, 1).unwrap();
     assert_eq!(fingerprint(&budget), before);
     // The second is the last: exact.
     let mut never = Budget::builder();
@@ -160,15 +160,15 @@ fn token_refund_is_exact_when_last_and_never_mints_otherwise() {
         .unwrap()
         .sent();
     never.tick(1);
-    budget.refund(second, 1);
+    budget.refund(second, 1).unwrap();
     assert_eq!(fingerprint(&budget), fingerprint(&never));
     // charge_after in between also makes the refund give nothing.
     let third = budget
         .try_charge(&[Part::new(t, 1)], Class::Urgent, 1)
         .unwrap();
-    budget.charge_after(t, 1, 1);
+    budget.charge_after(t, 1, 1).unwrap();
     let before = fingerprint(&budget);
-    budget.refund(third, 1);
+    budget.refund(third, 1).unwrap();
     assert_eq!(fingerprint(&budget), before);
 }
 
@@ -186,12 +186,12 @@ fn in_flight_refund_and_complete_release() {
     assert!(budget
         .try_charge(&[Part::new(c, 1)], Class::Urgent, 10_000)
         .is_err());
-    budget.refund(a, 1);
-    assert_eq!(budget.stats(c).used, 1);
+    budget.refund(a, 1).unwrap();
+    assert_eq!(budget.stats(c).unwrap().used, 1);
     let flight = z.sent();
-    assert_eq!(budget.stats(c).used, 1);
-    budget.complete(flight, 2);
-    assert_eq!(budget.stats(c).used, 0);
+    assert_eq!(budget.stats(c).unwrap().used, 1);
+    budget.complete(flight, 2).unwrap();
+    assert_eq!(budget.stats(c).unwrap().used, 0);
 }
 
 /// The server's figure never includes a request that was not sent: a refund after
@@ -210,18 +210,18 @@ fn a_refund_after_a_server_figure_keeps_the_figure() {
             .try_charge(&[Part::new(w, 2)], Class::Urgent, 10)
             .unwrap();
         // Others on the IP used 10; ours was never sent, so it is not in the figure.
-        budget.observe_used(w, 10, 11);
-        assert_eq!(budget.stats(w).used, 10);
-        budget.refund(unsent, 12);
-        assert_eq!(budget.stats(w).used, 10, "{spec:?}");
-        assert_eq!(budget.stats(w).refunds, 1);
+        budget.observe_used(w, 10, 11).unwrap();
+        assert_eq!(budget.stats(w).unwrap().used, 10);
+        budget.refund(unsent, 12).unwrap();
+        assert_eq!(budget.stats(w).unwrap().used, 10, "{spec:?}");
+        assert_eq!(budget.stats(w).unwrap().refunds, 1);
         // A figure that raises nothing leaves refunds exact.
         let t = budget
             .try_charge(&[Part::new(w, 3)], Class::Urgent, 13)
             .unwrap();
-        budget.observe_used(w, 5, 14);
-        budget.refund(t, 15);
-        assert_eq!(budget.stats(w).used, 10, "{spec:?}");
+        budget.observe_used(w, 5, 14).unwrap();
+        budget.refund(t, 15).unwrap();
+        assert_eq!(budget.stats(w).unwrap().used, 10, "{spec:?}");
     }
 }
 
@@ -234,8 +234,8 @@ fn a_ticket_naming_a_bucket_twice_is_one_refund() {
     let t = budget
         .try_charge(&[Part::new(w, 2), Part::new(w, 3)], Class::Urgent, 0)
         .unwrap();
-    assert_eq!(budget.stats(w).used, 5);
-    budget.refund(t, 1);
-    assert_eq!(budget.stats(w).used, 0);
-    assert_eq!(budget.stats(w).refunds, 1);
+    assert_eq!(budget.stats(w).unwrap().used, 5);
+    budget.refund(t, 1).unwrap();
+    assert_eq!(budget.stats(w).unwrap().used, 0);
+    assert_eq!(budget.stats(w).unwrap().refunds, 1);
 }

@@ -44,12 +44,12 @@ proptest! {
         let w = b.add("w", Spec::sliding(1, 1000, 10)).unwrap();
         let mut budget = b.build(0).unwrap();
         if halt {
-            budget.banned(w, 0, 0);
+            budget.banned(w, 0, 0).unwrap();
         }
-        let before = budget.stats(w);
+        let before = budget.stats(w).unwrap();
         let r = budget.resend(&Verdict::Unknown, &[Part::new(w, 1)], Class::Urgent, deadline, now);
         prop_assert_eq!(r, Resend::Reconcile);
-        prop_assert_eq!(budget.stats(w), before);
+        prop_assert_eq!(budget.stats(w).unwrap(), before);
     }
 
     /// Past the deadline: Stale, and nothing is charged.
@@ -65,7 +65,7 @@ proptest! {
         ][usize::from(v)];
         let r = budget.resend(&verdict, &[Part::new(w, 1)], Class::Urgent, deadline, deadline + past);
         prop_assert_eq!(r, Resend::Stale);
-        prop_assert_eq!(budget.stats(w).admitted, 0);
+        prop_assert_eq!(budget.stats(w).unwrap().admitted, 0);
     }
 }
 
@@ -88,7 +88,7 @@ fn what_did_not_run_is_sent_or_waits() {
             panic!("room and time: send");
         };
         assert_eq!(ticket.parts(), &order);
-        assert_eq!(budget.stats(w).used, 1);
+        assert_eq!(budget.stats(w).unwrap().used, 1);
         // The bucket is now full: the same request waits, with an exact ready time.
         match budget.resend(&verdict, &order, Class::Urgent, 5000, 1) {
             Resend::Wait(l) => assert_eq!((l.why, l.ready_at_ns), (Why::Full, 1100)),
@@ -112,7 +112,7 @@ fn what_did_not_run_is_sent_or_waits() {
         Resend::Wait(l) => assert_eq!((l.bucket, l.why, l.ready_at_ns), (w, Why::Halted, i64::MAX)),
         other => panic!("{other:?}"),
     }
-    assert_eq!(budget.stats(w).admitted, 0);
+    assert_eq!(budget.stats(w).unwrap().admitted, 0);
 }
 
 /// The deadline is judged on the budget's clock: a caller's clock that steps back

@@ -129,7 +129,7 @@ fn a_million_mixed_operations_allocate_nothing() {
                         ok += 1;
                         // A ticket displaced from its slot is sent, then completed.
                         if let Some(old) = tickets[slot].replace(t) {
-                            budget.complete(old.sent(), now);
+                            budget.complete(old.sent(), now).unwrap();
                         }
                     }
                     Err(_) => refused += 1,
@@ -137,38 +137,44 @@ fn a_million_mixed_operations_allocate_nothing() {
             }
             8 | 9 => {
                 if let Some(t) = tickets[slot].take() {
-                    budget.refund(t, now);
+                    budget.refund(t, now).unwrap();
                 }
             }
             10 | 11 => {
                 if let Some(t) = tickets[slot].take() {
                     if let Some(f) = flights[slot].replace(t.sent()) {
-                        budget.complete(f, now);
+                        budget.complete(f, now).unwrap();
                     }
                 }
             }
             12 => {
                 if let Some(f) = flights[slot].take() {
-                    budget.complete(f, now);
+                    budget.complete(f, now).unwrap();
                 }
             }
-            13 => budget.charge_after(ids[rng.below(6) as usize], rng.below(3) as u32, now),
-            14 => budget.observe_used(ids[rng.below(6) as usize], rng.below(1300), now),
+            13 => budget
+                .charge_after(ids[rng.below(6) as usize], rng.below(3) as u32, now)
+                .unwrap(),
+            14 => budget
+                .observe_used(ids[rng.below(6) as usize], rng.below(1300), now)
+                .unwrap(),
             15 => {
                 let wait = (rng.below(2) == 0).then(|| rng.below(10 * MS as u64) as i64);
-                budget.throttled(ids[rng.below(6) as usize], wait, now);
+                budget
+                    .throttled(ids[rng.below(6) as usize], wait, now)
+                    .unwrap();
             }
             16 => {
                 let id = ids[rng.below(6) as usize];
                 if rng.below(50) == 0 {
-                    budget.banned(id, now + 1000 * MS, now);
+                    budget.banned(id, now + 1000 * MS, now).unwrap();
                 } else {
-                    budget.clear_halt(id);
+                    budget.clear_halt(id).unwrap();
                 }
             }
             17 => budget.tick(now),
             18 => {
-                let s = budget.stats(ids[rng.below(6) as usize]);
+                let s = budget.stats(ids[rng.below(6) as usize]).unwrap();
                 std::hint::black_box(s);
                 std::hint::black_box(budget.halted().count());
             }
@@ -186,7 +192,7 @@ fn a_million_mixed_operations_allocate_nothing() {
                 match budget.resend(&verdict, &order, class, now + 5 * MS, now) {
                     Resend::Send(t) => {
                         resent += 1;
-                        budget.refund(t, now);
+                        budget.refund(t, now).unwrap();
                     }
                     other => {
                         let _ = std::hint::black_box(other);

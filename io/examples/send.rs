@@ -225,7 +225,7 @@ impl Send<'_> {
         match cx.request(self.pool, &self.req, ticket, deadline) {
             Ok(id) => self.phase = Phase::InFlight { id, sent_at: now },
             Err(refused) => {
-                cx.budget().refund(refused.into_ticket(), now);
+                cx.refund(refused.into_ticket());
                 if now >= deadline {
                     let kind = self.connect_error.map_or("timeout", |e| e.kind());
                     line(format_args!("error sent=no {kind}"));
@@ -249,7 +249,7 @@ impl ClientHandler for Send<'_> {
         flight: Flight,
     ) {
         let now = cx.now();
-        cx.budget().complete(flight, now);
+        cx.complete(flight);
         if let Phase::InFlight { id: mine, sent_at } = self.phase {
             debug_assert_eq!(mine, id);
             line(format_args!(
@@ -263,14 +263,13 @@ impl ClientHandler for Send<'_> {
     }
 
     fn on_error(&mut self, cx: &mut Context<'_>, _: RequestId, sent: Sent, error: Error) {
-        let now = cx.now();
         let word = match sent {
             Sent::No(t) => {
-                cx.budget().refund(t, now);
+                cx.refund(t);
                 "no"
             }
             Sent::Maybe(f) => {
-                cx.budget().complete(f, now);
+                cx.complete(f);
                 "maybe"
             }
         };

@@ -1297,7 +1297,11 @@ impl Client {
         };
         let error = match sys::connect_from(&cfg.addr, cfg.local_addr.as_ref()) {
             Connecting::Started(fd) => {
-                budget.complete(ticket.sent(), now);
+                let own = budget.complete(ticket.sent(), now);
+                debug_assert!(
+                    own.is_ok(),
+                    "the pool charges connects on the budget it is driven with"
+                );
                 self.counters.connects += 1;
                 let s = &mut self.slots[i];
                 s.fd = fd;
@@ -1322,14 +1326,22 @@ impl Client {
                 }
             }
             Connecting::NotSent(e) => {
-                budget.refund(ticket, now);
+                let own = budget.refund(ticket, now);
+                debug_assert!(
+                    own.is_ok(),
+                    "the pool charges connects on the budget it is driven with"
+                );
                 self.slots[i].phase = Phase::Down {
                     retry_at: now + delay,
                 };
                 e
             }
             Connecting::Failed(e) => {
-                budget.complete(ticket.sent(), now);
+                let own = budget.complete(ticket.sent(), now);
+                debug_assert!(
+                    own.is_ok(),
+                    "the pool charges connects on the budget it is driven with"
+                );
                 self.counters.connects += 1;
                 self.slots[i].phase = Phase::Down {
                     retry_at: now + delay,

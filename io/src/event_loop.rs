@@ -216,14 +216,18 @@ impl<'a> Context<'a> {
     }
 
     /// Settles an answered request's flight at this turn's time
-    /// ([`Budget::complete`]).
+    /// ([`Budget::complete`]). The flight must be of this loop's budget (a debug
+    /// assertion; one of another budget is refused there and changes nothing).
     pub fn complete(&mut self, flight: Flight) {
-        self.budget.complete(flight, self.now);
+        let own = self.budget.complete(flight, self.now);
+        debug_assert!(own.is_ok(), "a flight of another budget");
     }
 
-    /// Refunds a ticket whose request never left ([`Budget::refund`]).
+    /// Refunds a ticket whose request never left ([`Budget::refund`]). The ticket
+    /// must be of this loop's budget, as for [`Context::complete`].
     pub fn refund(&mut self, ticket: Ticket) {
-        self.budget.refund(ticket, self.now);
+        let own = self.budget.refund(ticket, self.now);
+        debug_assert!(own.is_ok(), "a ticket of another budget");
     }
 
     /// Settles a failed request: refunds [`Sent::No`], completes [`Sent::Maybe`].
@@ -621,7 +625,7 @@ mod tests {
         assert_eq!(h.got, Some((false, Error::Io(libc::EPIPE))));
         assert_eq!(lp.client().counters().sent_no, 1);
         // Refunded: the charge is gone.
-        assert_eq!(lp.budget().stats(orders).used, 0);
+        assert_eq!(lp.budget().stats(orders).unwrap().used, 0);
         drop(peer);
     }
 
@@ -636,7 +640,7 @@ mod tests {
         lp.run(&mut h).unwrap();
         assert_eq!(h.got, Some((false, Error::Timeout)));
         assert_eq!(lp.client().counters().timeouts, 1);
-        assert_eq!(lp.budget().stats(orders).used, 0);
+        assert_eq!(lp.budget().stats(orders).unwrap().used, 0);
         drop(peer);
     }
 }

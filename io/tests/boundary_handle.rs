@@ -149,7 +149,7 @@ fn refusals_are_immediate_and_queued_requests_are_answered_at_shutdown() {
     assert!(h1.poll().is_none());
     assert_eq!((h0.outstanding(), h1.outstanding()), (0, 0));
     // Nothing was charged for requests that never left.
-    assert_eq!(lp.budget().stats(w).admitted, 0);
+    assert_eq!(lp.budget().stats(w).unwrap().admitted, 0);
 }
 
 struct UsedWeight {
@@ -169,7 +169,7 @@ impl Settle for UsedWeight {
             .header("x-mbx-used-weight-1m")
             .and_then(|v| std::str::from_utf8(v).ok()?.parse().ok())
             .expect("usage header");
-        budget.observe_used(self.bucket, used, now);
+        budget.observe_used(self.bucket, used, now).unwrap();
     }
 }
 

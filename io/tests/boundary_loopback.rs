@@ -60,7 +60,7 @@ fn run(busy_poll: bool) {
         service.attach(&mut lp).unwrap();
         lp.run(&mut service).unwrap();
         service.shutdown(&mut lp);
-        (service.taken(), lp.budget().stats(cap))
+        (service.taken(), lp.budget().stats(cap).unwrap())
     });
 
     // The loop thread made the pool; its id is plain data the producers share.

@@ -190,9 +190,9 @@ fn stats_snapshot_round_trips_every_field() {
     for i in 0..12 {
         let _ = budget.try_charge(&parts, Class::Normal, i);
     }
-    budget.observe_used(weight, 700, 20);
-    budget.throttled(orders, Some(5_000_000), 21);
-    budget.banned(weight, 9_000_000_000, 22);
+    budget.observe_used(weight, 700, 20).unwrap();
+    budget.throttled(orders, Some(5_000_000), 21).unwrap();
+    budget.banned(weight, 9_000_000_000, 22).unwrap();
     let client = ClientCounters {
         requests: 12,
         sent_no: 1,
@@ -211,9 +211,9 @@ fn stats_snapshot_round_trips_every_field() {
     for id in budget.ids() {
         assert_eq!(
             snap.buckets()[id.index()],
-            budget.stats(id),
+            budget.stats(id).unwrap(),
             "{}",
-            budget.name(id)
+            budget.name(id).unwrap()
         );
     }
     // The fields this budget exercised are not defaults: the check has teeth.

@@ -33,7 +33,7 @@ fn requests_reuse_one_keep_alive_connection() {
     );
     assert_eq!(c.connected, 1, "{c:?}");
     // Every connect was charged to the connects bucket.
-    assert_eq!(d.lp.budget().stats(d.connects).used, c.connects);
+    assert_eq!(d.lp.budget().stats(d.connects).unwrap().used, c.connects);
     let log = server.log.lock().unwrap();
     assert_eq!(log.conns.len(), 1);
     assert_eq!(log.count(b"POST /api/v3/order HTTP/1.1\r\n"), 20);
@@ -93,7 +93,7 @@ struct Two {
 impl ClientHandler for Two {
     fn on_response(&mut self, cx: &mut Context<'_>, _: RequestId, r: Response<'_>, flight: Flight) {
         let now = cx.now();
-        cx.budget().complete(flight, now);
+        cx.budget().complete(flight, now).unwrap();
         self.outcome
             .push(format!("response {}", String::from_utf8_lossy(r.body)));
         cx.stop();
@@ -116,7 +116,7 @@ impl ClientHandler for Two {
             .unwrap();
         match cx.request(pool, &order("id=2"), t2, now + 10 * SEC) {
             Err(Refused::Busy(t)) => {
-                cx.budget().refund(t, now);
+                cx.budget().refund(t, now).unwrap();
                 self.outcome.push("busy".into());
             }
             other => panic!("expected Busy, got {other:?}"),
@@ -134,7 +134,7 @@ impl ClientHandler for Two {
             t3,
             now + SEC,
         ) {
-            Err(Refused::Busy(t)) => cx.budget().refund(t, now),
+            Err(Refused::Busy(t)) => cx.budget().refund(t, now).unwrap(),
             other => panic!("expected Busy before validation, got {other:?}"),
         }
     }
@@ -155,7 +155,7 @@ fn a_busy_pool_hands_the_ticket_back() {
         vec!["busy".to_string(), "response id=1".to_string()]
     );
     // id=1 charged and sent; id=2 and the third refunded.
-    assert_eq!(d.lp.budget().stats(d.requests).used, 1);
+    assert_eq!(d.lp.budget().stats(d.requests).unwrap().used, 1);
     assert_eq!(server.log.lock().unwrap().count(b"id=2"), 0);
 }
 
@@ -175,12 +175,14 @@ fn an_invalid_or_late_request_hands_the_ticket_back_and_writes_nothing() {
             ..order("id=9")
         };
         match cx.request(pool, &bad, t, now + SEC) {
-            Err(Refused::Invalid(t, InvalidRequest::ReservedHeader)) => cx.budget().refund(t, now),
+            Err(Refused::Invalid(t, InvalidRequest::ReservedHeader)) => {
+                cx.budget().refund(t, now).unwrap()
+            }
             other => panic!("expected Invalid, got {other:?}"),
         }
         let t = cx.budget().try_charge(&parts, Class::Normal, now).unwrap();
         match cx.request(pool, &order("id=late"), t, now) {
-            Err(Refused::Expired(t)) => cx.budget().refund(t, now),
+            Err(Refused::Expired(t)) => cx.budget().refund(t, now).unwrap(),
             other => panic!("expected Expired, got {other:?}"),
         }
         true
@@ -224,7 +226,7 @@ mod curl {
         let c = *d.lp.client().counters();
         assert_eq!((c.requests, c.responses, c.connects), (5, 5, 1), "{c:?}");
         // The socket libcurl opened was charged as a connect.
-        assert_eq!(d.lp.budget().stats(d.connects).used, 1);
+        assert_eq!(d.lp.budget().stats(d.connects).unwrap().used, 1);
         assert_eq!(server.log.lock().unwrap().conns.len(), 1);
     }
 
@@ -272,7 +274,7 @@ mod curl {
             );
         }
         // Refunded: nothing left.
-        assert_eq!(d.lp.budget().stats(d.requests).used, 0);
+        assert_eq!(d.lp.budget().stats(d.requests).unwrap().used, 0);
         for method in ["GET", "DELETE", "OPTIONS", "HEAD"] {
             let (answer, _) = d.send(
                 &Request {
@@ -312,7 +314,7 @@ mod curl {
             }
             true
         });
-        assert_eq!(d.lp.budget().stats(d.requests).used, 0);
+        assert_eq!(d.lp.budget().stats(d.requests).unwrap().used, 0);
         assert_eq!(server.log.lock().unwrap().total(), 0);
     }
 

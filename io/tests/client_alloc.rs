@@ -51,7 +51,7 @@ impl Loop {
 impl ClientHandler for Loop {
     fn on_response(&mut self, cx: &mut Context<'_>, _: RequestId, r: Response<'_>, f: Flight) {
         let now = cx.now();
-        cx.budget().complete(f, now);
+        cx.budget().complete(f, now).unwrap();
         assert_eq!(r.status, 200);
         self.bytes += r.body.len() + r.header("x-mbx-used-weight-1m").map_or(0, <[u8]>::len);
         self.done += 1;

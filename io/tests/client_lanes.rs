@@ -72,7 +72,7 @@ fn an_address_the_stack_does_not_keep_refuses_the_pool() {
         now >= until
     });
     assert!(busy > 0);
-    assert_eq!(d.lp.budget().stats(d.requests).used, 0);
+    assert_eq!(d.lp.budget().stats(d.requests).unwrap().used, 0);
     assert_eq!(d.lp.client().counters().connects, 1);
     assert_eq!(d.lp.client().idle(pool), 0);
     assert_eq!(server.log.lock().unwrap().count(b"id=never"), 0);
@@ -92,6 +92,6 @@ fn an_address_that_is_not_local_fails_the_connect_without_sending() {
     assert!(c.connect_failures > 0, "{c:?}");
     assert_eq!((c.connects, c.connected), (0, 0), "{c:?}");
     // Refunded: a bind that failed sent nothing.
-    assert_eq!(d.lp.budget().stats(d.connects).used, 0);
+    assert_eq!(d.lp.budget().stats(d.connects).unwrap().used, 0);
     assert!(server.log.lock().unwrap().conns.is_empty());
 }

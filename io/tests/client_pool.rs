@@ -19,7 +19,7 @@ fn connections_open_ahead_of_need_and_each_connect_is_charged() {
         0,
         "a request went out unasked"
     );
-    assert_eq!(d.lp.budget().stats(d.connects).used, 3);
+    assert_eq!(d.lp.budget().stats(d.connects).unwrap().used, 3);
     let (a, _) = d.send(&order("id=1"), 10 * SEC);
     assert_eq!(a, Answer::ok(b"id=1"));
 }

@@ -81,7 +81,7 @@ impl FromPipe {
             Ok(_) => self.sent = true,
             Err(r) => {
                 self.busy += 1;
-                cx.budget().refund(r.into_ticket(), now);
+                cx.budget().refund(r.into_ticket(), now).unwrap();
             }
         }
     }
@@ -90,7 +90,7 @@ impl FromPipe {
 impl ClientHandler for FromPipe {
     fn on_response(&mut self, cx: &mut Context<'_>, _: RequestId, r: Response<'_>, f: Flight) {
         let now = cx.now();
-        cx.budget().complete(f, now);
+        cx.budget().complete(f, now).unwrap();
         self.body = Some(r.body.to_vec());
         cx.stop();
     }

@@ -126,7 +126,7 @@ fn refused_handshake(pki: &Pki, client: TlsConfig) -> Vec<Error> {
         (0, 0, 0, 0)
     );
     // Every ticket came back unsent and was refunded.
-    assert_eq!(d.lp.budget().stats(d.requests).used, 0);
+    assert_eq!(d.lp.budget().stats(d.requests).unwrap().used, 0);
     assert!(server.wait_for(|l| l.tls_failures >= 2));
     let log = server.log.lock().unwrap();
     assert_eq!(log.total(), 0, "plaintext reached the server");

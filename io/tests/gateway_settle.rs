@@ -4,11 +4,13 @@
 
 use ergon_core::{Budget, Class, Flight, Ticket, Why};
 use ergon_io::client::{Refused, RequestId, Sent};
-use ergon_io::gateway::{
-    BinanceSpotAccount, Event, Gateway, OrderState, Prepared, Px, Side, Wire, RETRY_GAP_NS,
-};
+use ergon_io::gateway::{Event, Gateway, OrderState, Prepared, Wire, RETRY_GAP_NS};
 use ergon_io::http::Request;
 use ergon_venues::adapt::Clock;
+use ergon_venues::binance_spot::{Auth, BinanceSpot};
+use ergon_venues::endpoint::{
+    ClientOrderId, Decimal, Endpoints, NewOrder, OrderType, Side, Symbol, TimeInForce,
+};
 use ergon_venues::response::{Header, Response};
 
 const MS: i64 = 1_000_000;
@@ -59,11 +61,14 @@ impl Script {
     }
 }
 
-fn setup() -> (Gateway<BinanceSpotAccount>, Script) {
+type Gw = Gateway<BinanceSpot>;
+
+fn setup() -> (Gw, Script) {
     let mut b = Budget::builder();
     let clock = Clock::anchor(T0, 1_700_000_000_000);
-    let acct =
-        BinanceSpotAccount::declare(INFO, &mut b, clock, 30 * MS, "k", "s", "BTCUSDT").unwrap();
+    let acct = BinanceSpot::from_exchange_info(INFO, &mut b, clock, 30 * MS)
+        .unwrap()
+        .with_auth(Auth::new("k", b"s", 2_000).unwrap());
     let budget = b.build(T0).unwrap();
     let w = Script {
         budget,
@@ -72,13 +77,25 @@ fn setup() -> (Gateway<BinanceSpotAccount>, Script) {
         busy: false,
         sent: Vec::new(),
     };
-    (Gateway::new(acct, 8, 512, 0), w)
+    (Gateway::new(acct, "BTCUSDT", 8, 512).unwrap(), w)
 }
 
-fn place(gw: &mut Gateway<BinanceSpotAccount>, w: &mut Script, cid: &str, tag: u64) {
-    let mut p = Prepared::default();
-    gw.venue()
-        .limit(&mut p, Side::Buy, Px(10, 3), Px(4_999_500, 2), cid, w.now);
+fn order(gw: &mut Gw, p: &mut Prepared, cid: &str, now: i64) {
+    let o = NewOrder {
+        symbol: Symbol::new("BTCUSDT").unwrap(),
+        side: Side::Buy,
+        order_type: OrderType::Limit(TimeInForce::Gtc),
+        price: Some(Decimal::new("49995.00").unwrap()),
+        quantity: Decimal::new("0.010").unwrap(),
+        client_order_id: ClientOrderId::new(cid).unwrap(),
+        reduce_only: false,
+    };
+    gw.venue_mut().new_order(p, &o, now).unwrap();
+}
+
+fn place(gw: &mut Gw, w: &mut Script, cid: &str, tag: u64) {
+    let mut p = Prepared::with_capacity(512);
+    order(gw, &mut p, cid, w.now);
     gw.submit(w, &mut p, Class::Normal, tag).expect("submitted");
 }
 
@@ -94,9 +111,9 @@ fn owned(e: Option<Event<'_>>) -> Option<String> {
     e.map(|e| format!("{e:?}"))
 }
 
-fn weight_used(gw: &Gateway<BinanceSpotAccount>, w: &Script) -> u64 {
-    let l = gw.venue().adapter.limits.limits[0].bucket;
-    w.budget.stats(l).used
+fn weight_used(gw: &Gw, w: &Script) -> u64 {
+    let l = gw.venue().limits.limits[0].bucket;
+    w.budget.stats(l).unwrap().used
 }
 
 #[test]
@@ -105,7 +122,10 @@ fn done_is_applied_and_the_slot_is_freed() {
     place(&mut gw, &mut w, "a1", 7);
     assert_eq!(gw.in_flight(), 1);
     let (id, target, f) = w.last();
-    assert!(target.starts_with("/api/v3/order?symbol=BTCUSDT&side=BUY"));
+    assert!(
+        target.starts_with("/api/v3/order?symbol=BTCUSDT&side=BUY"),
+        "{target}"
+    );
     assert!(target.contains("&signature="));
     w.now += 3 * MS;
     let ev = gw.on_response(&mut w, id, answer(200, &[], b"{\"orderId\":1}"), f);
@@ -163,14 +183,14 @@ fn an_unknown_write_is_queried_by_client_order_id_never_resent() {
     let ev = gw.on_response(
         &mut w,
         qid,
-        answer(200, &[], br#"{"clientOrderId":"u1","status":"NEW"}"#),
+        answer(200, &[], br#"{"symbol":"BTCUSDT","orderId":12,"clientOrderId":"u1","status":"NEW","executedQty":"0.00000000"}"#),
         qf,
     );
     assert_eq!(
         ev,
         Some(Event::Reconciled {
             tag: 1,
-            found: Some(OrderState::Open)
+            found: Some(OrderState::New)
         })
     );
     assert_eq!(w.writes_of("u1"), 1, "the order was written once");
@@ -210,7 +230,7 @@ fn never_written_is_refunded_and_resent_inside_its_deadline() {
     drop(f);
     // Sent::No: the ticket of a request that never left.
     let t = {
-        let l = gw.venue().adapter.limits.limits[0].bucket;
+        let l = gw.venue().limits.limits[0].bucket;
         w.budget
             .try_charge(&[ergon_core::Part::new(l, 0)], Class::Normal, w.now)
             .unwrap()
@@ -320,11 +340,10 @@ fn a_ban_halts_until_a_person_clears_it() {
         ),
         f,
     );
-    let ip = gw.venue().adapter.limits.ip;
+    let ip = gw.venue().limits.ip;
     assert_eq!(ev, Some(Event::Halted { tag: 8, bucket: ip }));
-    let mut p = Prepared::default();
-    gw.venue()
-        .limit(&mut p, Side::Buy, Px(1, 0), Px(1, 0), "b2", w.now);
+    let mut p = Prepared::with_capacity(512);
+    order(&mut gw, &mut p, "b2", w.now);
     let e = gw.submit(&mut w, &mut p, Class::Urgent, 9).unwrap_err();
     assert!(matches!(
         e,
@@ -336,8 +355,7 @@ fn a_ban_halts_until_a_person_clears_it() {
     ));
     // Long after the venue's end of the ban: still halted.
     w.now += 120 * SEC;
-    gw.venue()
-        .limit(&mut p, Side::Buy, Px(1, 0), Px(1, 0), "b2", w.now);
+    order(&mut gw, &mut p, "b2", w.now);
     let e = gw.submit(&mut w, &mut p, Class::Urgent, 9);
     assert!(matches!(
         e,
@@ -378,6 +396,6 @@ fn repeated_clock_skew_reanchors_the_venue_clock() {
     );
     assert_eq!(ev, None);
     assert_eq!(gw.stats().reanchors, 1);
-    let c = gw.venue().adapter.limits.clock;
+    let c = gw.venue().limits.clock;
     assert_eq!(c.utc_ms(w.now - 2 * MS), 1_699_999_999_300);
 }

@@ -80,7 +80,7 @@ fn ping_flood_stays_under_the_message_limit() {
     assert_eq!(st.pongs_sent as usize, pongs.len());
     // What the budget admitted is exactly what the server received.
     assert_eq!(
-        d.budget.stats(limits.messages).admitted as usize,
+        d.budget.stats(limits.messages).unwrap().admitted as usize,
         frames.len()
     );
 }
@@ -140,12 +140,12 @@ fn connect_storm_is_refused_by_the_budget_not_the_server() {
         assert!(l.ready_at_ns >= 60 * SEC, "{l:?}");
     }
     assert_eq!(d.session.stats().connects_refused, 7);
-    let st = d.budget.stats(limits.connects);
+    let st = d.budget.stats(limits.connects).unwrap();
     assert_eq!((st.admitted, st.refusals.full), (3, 7));
 
     // A ban on the IP gate stops every connect, whatever the connect bucket says.
     let now = d.now();
-    d.budget.banned(limits.ip, now + 60 * SEC, now);
+    d.budget.banned(limits.ip, now + 60 * SEC, now).unwrap();
     match d.connect(addr, &REQ) {
         Err(ConnectError::Limited(l)) => assert_eq!((l.bucket, l.why), (limits.ip, Why::Halted)),
         other => panic!("{other:?}"),
@@ -195,7 +195,7 @@ fn request_pending_when_the_connection_drops_is_unknown() {
     assert_eq!(evs, vec![Ev::Text("ack 1".into())]);
     let now = d.now();
     assert!(d.session.resolve(1, &mut d.budget, now));
-    assert_eq!(d.budget.stats(inflight).used, 0);
+    assert_eq!(d.budget.stats(inflight).unwrap().used, 0);
 
     d.session
         .send_request(2, "order 2", &order, Class::Normal, &mut d.budget, now)
@@ -214,7 +214,7 @@ fn request_pending_when_the_connection_drops_is_unknown() {
     d.session
         .send_request(3, "order 3", &order, Class::Normal, &mut d.budget, now)
         .unwrap();
-    assert_eq!(d.budget.stats(inflight).used, 2);
+    assert_eq!(d.budget.stats(inflight).unwrap().used, 2);
     d.stream = None;
     let now = d.now();
     d.session.handle_transport_closed(&mut d.budget, now);
@@ -235,9 +235,9 @@ fn request_pending_when_the_connection_drops_is_unknown() {
     assert_eq!(cause, Some(Cause::Transport));
     // Request 3 was refunded everywhere; request 2 keeps its charge, and its
     // in-flight unit until the caller has reconciled it.
-    let st = d.budget.stats(orders);
+    let st = d.budget.stats(orders).unwrap();
     assert_eq!((st.admitted, st.refunds, st.used), (3, 1, 2));
-    assert_eq!(d.budget.stats(inflight).used, 1);
+    assert_eq!(d.budget.stats(inflight).unwrap().used, 1);
     assert_eq!(flights.len(), 1);
     assert_eq!(
         d.budget
@@ -245,7 +245,7 @@ fn request_pending_when_the_connection_drops_is_unknown() {
         ergon_io::core::Resend::Reconcile
     );
     for f in flights {
-        d.budget.complete(f, now);
+        d.budget.complete(f, now).unwrap();
     }
-    assert_eq!(d.budget.stats(inflight).used, 0);
+    assert_eq!(d.budget.stats(inflight).unwrap().used, 0);
 }

@@ -124,7 +124,7 @@ fn messages_ping_and_close_on_the_event_loop() {
     );
     assert_eq!(code, Some(1000));
     // Reply, pong and close echo: three frames charged.
-    assert_eq!(lp.budget().stats(limits.messages).admitted, 3);
+    assert_eq!(lp.budget().stats(limits.messages).unwrap().admitted, 3);
     assert_eq!(app.ws.session(app.id).stats().pongs_sent, 1);
 }
 
@@ -183,7 +183,7 @@ fn refused_tcp_connect_is_refunded_on_the_loop() {
         app.events,
         vec![Ev::Closed(Cause::Transport, None, String::new())]
     );
-    let st = lp.budget().stats(limits.connects);
+    let st = lp.budget().stats(limits.connects).unwrap();
     assert_eq!((st.admitted, st.refunds, st.used), (1, 1, 0));
 }
 
@@ -226,5 +226,8 @@ fn ping_flood_on_the_loop_pongs_paced_by_loop_timers() {
         st.pings_received
     );
     assert_eq!(st.pongs_sent as usize, frames.len());
-    assert_eq!(lp.budget().stats(limits.messages).admitted, st.frames_sent);
+    assert_eq!(
+        lp.budget().stats(limits.messages).unwrap().admitted,
+        st.frames_sent
+    );
 }

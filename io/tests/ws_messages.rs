@@ -61,7 +61,7 @@ fn text_and_binary_round_trip_masked() {
     );
     assert_ne!(frames[0].mask, frames[1].mask, "a fresh mask per frame");
     // Three messages and the close echo, each charged once.
-    assert_eq!(d.budget.stats(limits.messages).admitted, 4);
+    assert_eq!(d.budget.stats(limits.messages).unwrap().admitted, 4);
     assert_eq!(d.session.stats().frames_sent, 4);
 }
 
@@ -115,7 +115,7 @@ fn fragmented_messages_with_control_frames_between() {
         (2, 2, 0)
     );
     // Two pongs and the close echo charged.
-    assert_eq!(d.budget.stats(limits.messages).admitted, 3);
+    assert_eq!(d.budget.stats(limits.messages).unwrap().admitted, 3);
 }
 
 #[test]

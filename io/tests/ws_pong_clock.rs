@@ -74,7 +74,7 @@ fn refused_pong_waits_for_the_budget_and_answers_the_latest_ping() {
         ),
         (4, 3, 1, 1)
     );
-    assert_eq!(budget.stats(limits.messages).admitted, 3);
+    assert_eq!(budget.stats(limits.messages).unwrap().admitted, 3);
 }
 
 #[test]
@@ -118,7 +118,7 @@ fn halted_budget_gives_up_the_close_at_its_timeout_and_counts_the_pong() {
         ..Config::default()
     };
     let mut s = open_in_memory(config, &mut budget, &limits);
-    budget.banned(limits.ip, i64::MAX, 0);
+    budget.banned(limits.ip, i64::MAX, 0).unwrap();
     s.handle_input(&server_frame(true, 0x9, b"hb"));
     assert_eq!(s.poll_event(&mut budget, MS), None);
     assert_eq!(s.stats().pongs_delayed, 1);
@@ -164,7 +164,7 @@ fn frames_never_written_are_refunded() {
         .unwrap();
     // One byte of "queued 1" leaves: it is kept; "queued 2" is refunded.
     s.handle_written(1, &mut budget, MS);
-    assert_eq!(budget.stats(limits.messages).used, 3);
+    assert_eq!(budget.stats(limits.messages).unwrap().used, 3);
     s.handle_transport_closed(&mut budget, 2 * MS);
     assert!(matches!(
         s.poll_event(&mut budget, 2 * MS),
@@ -173,7 +173,7 @@ fn frames_never_written_are_refunded() {
             ..
         }))
     ));
-    let st = budget.stats(limits.messages);
+    let st = budget.stats(limits.messages).unwrap();
     assert_eq!((st.admitted, st.refunds, st.used), (3, 1, 2));
     assert_eq!(s.stats().frames_refunded, 1);
     assert_eq!(s.poll_transmit(), None);
@@ -202,6 +202,6 @@ fn closes_crossing_still_answer_the_server() {
         "one close frame goes out"
     );
     assert!(s.is_finished());
-    let st = budget.stats(limits.messages);
+    let st = budget.stats(limits.messages).unwrap();
     assert_eq!((st.admitted, st.refunds, st.used), (2, 1, 1));
 }

@@ -268,8 +268,8 @@ fn handshake_and_echo_over_wss_on_the_event_loop() {
     );
     assert!(notify, "the client ends TLS with close_notify");
     // Three echoes and the close echo charged; one connect, kept.
-    assert_eq!(lp.budget().stats(limits.messages).admitted, 4);
-    let c = lp.budget().stats(limits.connects);
+    assert_eq!(lp.budget().stats(limits.messages).unwrap().admitted, 4);
+    let c = lp.budget().stats(limits.connects).unwrap();
     assert_eq!((c.admitted, c.refunds, c.used), (1, 0, 1));
 }
 
@@ -333,7 +333,7 @@ fn ping_pong_and_our_close_over_wss() {
     let st = app.ws.session(app.id).stats();
     assert_eq!((st.pings_received, st.pongs_sent), (1, 1));
     // Ping, pong and close: every frame charged, the automatic pong included.
-    assert_eq!(lp.budget().stats(limits.messages).admitted, 3);
+    assert_eq!(lp.budget().stats(limits.messages).unwrap().admitted, 3);
     assert_eq!(st.frames_sent, 3);
 }
 
@@ -366,9 +366,9 @@ fn fails_before_any_websocket_byte(tls: TlsConfig, pki: &Pki, want: TlsError) {
         refused.as_ref().is_err_and(|e| e.contains("alert")),
         "{refused:?}"
     );
-    let c = lp.budget().stats(limits.connects);
+    let c = lp.budget().stats(limits.connects).unwrap();
     assert_eq!((c.admitted, c.refunds, c.used), (1, 1, 0), "{c:?}");
-    assert_eq!(lp.budget().stats(limits.messages).admitted, 0);
+    assert_eq!(lp.budget().stats(limits.messages).unwrap().admitted, 0);
     let st = app.ws.session(app.id).stats();
     assert_eq!((st.connects, st.frames_sent), (1, 0));
 }
@@ -418,7 +418,7 @@ fn a_silent_tls_server_times_out_the_handshake_refunded() {
     let (hello, rest) = server.join().unwrap();
     assert!(hello, "a TLS handshake record came first");
     assert_eq!(rest, 0, "nothing after the ClientHello");
-    let c = lp.budget().stats(limits.connects);
+    let c = lp.budget().stats(limits.connects).unwrap();
     assert_eq!((c.admitted, c.refunds, c.used), (1, 1, 0), "{c:?}");
 }
 
@@ -489,7 +489,10 @@ fn allocations_per_message_over_wss_are_counted() {
         .unwrap();
     ws.flush(id, &mut budget, t);
     assert_eq!(server.join().unwrap(), rounds + warmup);
-    assert_eq!(budget.stats(limits.messages).admitted, rounds + warmup + 1);
+    assert_eq!(
+        budget.stats(limits.messages).unwrap().admitted,
+        rounds + warmup + 1
+    );
 }
 
 /// A caller's own verifier, built on purpose through rustls's `dangerous()` API:
@@ -580,6 +583,6 @@ fn only_a_callers_own_verifier_accepts_another_name() {
         ]
     );
     assert_eq!(server.join().unwrap(), 0x8);
-    let c = lp.budget().stats(limits.connects);
+    let c = lp.budget().stats(limits.connects).unwrap();
     assert_eq!((c.admitted, c.refunds, c.used), (1, 0, 1));
 }

@@ -76,6 +76,11 @@ pub enum Error {
     Config(ConfigError),
     /// This venue has no such request kind.
     Unsupported,
+    /// An argument of a typed endpoint was refused before anything was written;
+    /// names the argument.
+    BadArgument(&'static str),
+    /// A signed endpoint was prepared on an adapter given no API key.
+    NoKey,
 }
 
 impl From<JsonError> for Error {
@@ -101,6 +106,8 @@ impl core::fmt::Display for Error {
             Error::BadField(name) => write!(f, "configuration body: field {name} missing or bad"),
             Error::Config(e) => write!(f, "bucket configuration: {e}"),
             Error::Unsupported => f.write_str("this venue has no such request kind"),
+            Error::BadArgument(what) => write!(f, "bad argument: {what}"),
+            Error::NoKey => f.write_str("a signed endpoint needs the adapter's API key"),
         }
     }
 }
@@ -338,27 +345,27 @@ pub fn observe_header(
     now_ns: i64,
 ) -> Result<(), ()> {
     let used = header_u64(value).ok_or(())?;
-    budget.observe_used(bucket, used, now_ns);
-    Ok(())
+    budget.observe_used(bucket, used, now_ns).map_err(|_| ())
 }
 
 /// Holds `bucket` after a throttle (`wait_ns` from the venue, or `None` for one
-/// window) and returns the verdict, carrying the end of the hold in force.
+/// window) and returns the verdict, carrying the end of the hold in force, or a
+/// ban if the wait is above the bucket's cap. A bucket of another budget (an adapter
+/// built against another budget) is Unknown: reconciled, never re-sent.
 pub fn hold(budget: &mut Budget, bucket: BucketId, wait_ns: Option<i64>, now_ns: i64) -> Verdict {
-    budget.throttled(bucket, wait_ns, now_ns);
-    let until_ns = budget
-        .stats(bucket)
-        .held_until_ns
-        .unwrap_or_else(|| now_ns.saturating_add(wait_ns.unwrap_or(0).max(0)));
-    Verdict::Throttled { bucket, until_ns }
+    budget
+        .throttled(bucket, wait_ns, now_ns)
+        .unwrap_or(Verdict::Unknown)
 }
 
 /// Halts `bucket` after a ban that the venue says ends at `until_ns` (the halt does
 /// not end there: only [`Budget::clear_halt`] resumes it) and returns the verdict.
 /// Halting the IP gate stops every request and every connect.
 pub fn ban(budget: &mut Budget, bucket: BucketId, until_ns: i64, now_ns: i64) -> Verdict {
-    budget.banned(bucket, until_ns, now_ns);
-    Verdict::Banned { bucket, until_ns }
+    match budget.banned(bucket, until_ns, now_ns) {
+        Ok(()) => Verdict::Banned { bucket, until_ns },
+        Err(_) => Verdict::Unknown,
+    }
 }
 
 /// The generic status rule, for answers whose body names no venue code: 2xx Done,
@@ -515,19 +522,19 @@ pub struct Alert<'b> {
 /// let mut b = Budget::builder();
 /// let ip = b.add("ip", Spec::gate()).unwrap();
 /// let mut budget = b.build(0).unwrap();
-/// budget.banned(ip, 300, 0);
+/// budget.banned(ip, 300, 0).unwrap();
 /// let a: Vec<_> = adapt::alerts(&budget).collect();
 /// assert_eq!((a[0].name, a[0].bans), ("ip", 1));
 /// ```
 pub fn alerts(budget: &Budget) -> impl Iterator<Item = Alert<'_>> {
-    budget.halted().map(move |bucket| {
-        let stats = budget.stats(bucket);
-        Alert {
+    budget.halted().filter_map(move |bucket| {
+        let stats = budget.stats(bucket).ok()?;
+        Some(Alert {
             bucket,
-            name: budget.name(bucket),
+            name: budget.name(bucket).ok()?,
             bans: stats.bans,
             ban_until_ns: stats.ban_until_ns,
-        }
+        })
     })
 }
 
@@ -634,6 +641,7 @@ mod tests {
     #[test]
     fn status_rule_and_hold() {
         let mut b = Budget::builder();
+        b.hold_guard(0).unwrap();
         let w = b.add("w", Spec::sliding(10, NS_PER_S, 10)).unwrap();
         let mut budget = b.build(0).unwrap();
         assert_eq!(status_rule(204, &mut budget, w, None, 0), Verdict::Done);
@@ -662,18 +670,18 @@ mod tests {
         let w = b.add("w", Spec::sliding(100, NS_PER_S, 10)).unwrap();
         let mut budget = b.build(0).unwrap();
         assert_eq!(observe_header(&mut budget, w, b"17", 0), Ok(()));
-        assert_eq!(budget.stats(w).used, 17);
+        assert_eq!(budget.stats(w).unwrap().used, 17);
         assert_eq!(observe_header(&mut budget, w, b"1e3", 0), Err(()));
         assert_eq!(observe_header(&mut budget, w, b"", 0), Err(()));
-        assert_eq!(budget.stats(w).used, 17);
+        assert_eq!(budget.stats(w).unwrap().used, 17);
     }
 
     #[test]
     fn batch_verdicts() {
         let mut b = Budget::builder();
-        let bucket = b.add("w", Spec::gate()).unwrap();
+        let w = b.add("w", Spec::gate()).unwrap();
         let t = |u| Verdict::Throttled {
-            bucket,
+            bucket: w,
             until_ns: u,
         };
         let of = |vs: &[Verdict]| {

@@ -9,10 +9,30 @@
 //! Reading an answer never allocates.
 
 use crate::adapt::{self, Clock, Error, Parts, Request, Venue};
+use crate::endpoint::{
+    Amend, Endpoints, Lookup, Method, NewOrder, OrderRef, OrderType, Placed, Prepared, Side,
+    Symbol, Writer,
+};
 use crate::response::Response;
 use ergon_core::{Budget, Builder, Verdict};
 
-use crate::binance_spot::{Counts, Limits, Msg};
+use crate::binance_spot::{self as spot, Auth, Counts, Limits, Msg, PostOnly};
+
+const SEC: i64 = 1_000_000_000;
+
+/// Most orders of one `POST /fapi/v1/batchOrders`.
+pub const MAX_BATCH_ORDERS: usize = 5;
+
+/// The weight of `GET /fapi/v1/depth` by `limit` (5, 10, 20, 50, 100, 500, 1000).
+pub fn depth_weight(limit: u32) -> Option<u32> {
+    Some(match limit {
+        5 | 10 | 20 | 50 => 2,
+        100 => 5,
+        500 => 10,
+        1000 => 20,
+        _ => return None,
+    })
+}
 
 /// The documented defaults: `REQUEST_WEIGHT_1M` 2400, `ORDERS_1M` 1200,
 /// `ORDERS_10S` 300.
@@ -35,6 +55,7 @@ const NOT_RUN_503: [&str; 2] = [
 pub struct BinanceFutures {
     /// Its limits.
     pub limits: Limits,
+    auth: Auth,
 }
 
 impl BinanceFutures {
@@ -47,7 +68,10 @@ impl BinanceFutures {
         table: &[(Counts, u64, &str, u64)],
     ) -> Result<Self, Error> {
         let limits = Limits::declare(builder, clock, guard_ns, table)?;
-        let me = BinanceFutures { limits };
+        let me = BinanceFutures {
+            limits,
+            auth: Auth::default(),
+        };
         me.parts(Request::Order)?;
         Ok(me)
     }
@@ -57,6 +81,256 @@ impl BinanceFutures {
         self.limits
             .clock
             .now_ns_at(timestamp_ms.saturating_add(recv_window_ms))
+    }
+
+    /// The key signed endpoints use (without one they return [`Error::NoKey`]).
+    pub fn with_auth(mut self, auth: Auth) -> Self {
+        self.auth = auth;
+        self
+    }
+
+    fn order_params(
+        &self,
+        w: &mut Writer<'_>,
+        first: &mut bool,
+        o: &NewOrder<'_>,
+    ) -> Result<(), Error> {
+        spot::order_params(w, first, o, "newClientOrderId", PostOnly::Gtx)?;
+        if o.reduce_only {
+            spot::param(w, first, "reduceOnly", "true");
+        }
+        Ok(())
+    }
+}
+
+/// One order of a batch as the JSON object `batchOrders` lists, written as text.
+fn batch_item(o: &NewOrder<'_>, out: &mut arrayvec::ArrayString<512>) -> Result<(), Error> {
+    use core::fmt::Write;
+    let side = match o.side {
+        Side::Buy => "BUY",
+        Side::Sell => "SELL",
+    };
+    let full = |_| Error::BadArgument("batch order too long");
+    write!(
+        out,
+        "{{\"symbol\":\"{}\",\"side\":\"{side}\",",
+        o.symbol.as_str()
+    )
+    .map_err(full)?;
+    match o.order_type {
+        OrderType::Limit(tif) => {
+            let tif = match tif {
+                crate::endpoint::TimeInForce::Gtc => "GTC",
+                crate::endpoint::TimeInForce::Ioc => "IOC",
+                crate::endpoint::TimeInForce::Fok => "FOK",
+            };
+            write!(out, "\"type\":\"LIMIT\",\"timeInForce\":\"{tif}\",").map_err(full)?;
+        }
+        OrderType::PostOnly => {
+            write!(out, "\"type\":\"LIMIT\",\"timeInForce\":\"GTX\",").map_err(full)?
+        }
+        OrderType::Market => write!(out, "\"type\":\"MARKET\",").map_err(full)?,
+    }
+    write!(out, "\"quantity\":\"{}\",", o.quantity.as_str()).map_err(full)?;
+    match (o.order_type, o.price) {
+        (OrderType::Market, None) => {}
+        (OrderType::Market, Some(_)) => return Err(Error::BadArgument("price of a market order")),
+        (_, Some(p)) => write!(out, "\"price\":\"{}\",", p.as_str()).map_err(full)?,
+        (_, None) => return Err(Error::BadArgument("price of a limit order")),
+    }
+    if o.reduce_only {
+        write!(out, "\"reduceOnly\":\"true\",").map_err(full)?;
+    }
+    write!(
+        out,
+        "\"newClientOrderId\":\"{}\"}}",
+        o.client_order_id.as_str()
+    )
+    .map_err(full)
+}
+
+impl Endpoints for BinanceFutures {
+    /// `POST /fapi/v1/order`: one order on the 10 s and 1 min order limits, IP weight 0.
+    fn new_order<'p>(
+        &mut self,
+        out: &'p mut Prepared,
+        o: &NewOrder<'_>,
+        now: i64,
+    ) -> Result<&'p Prepared, Error> {
+        let mut w = Writer::start(out);
+        let q = spot::begin(&mut w, "/fapi/v1/order");
+        let mut first = true;
+        self.order_params(&mut w, &mut first, o)?;
+        let deadline = spot::sign(&mut w, &mut first, &self.auth, &self.limits.clock, q, now)?;
+        w.finish(self, Request::Order, Method::Post, deadline)
+    }
+
+    /// `DELETE /fapi/v1/order` by `origClientOrderId`: weight 1.
+    fn cancel<'p>(
+        &mut self,
+        out: &'p mut Prepared,
+        o: &OrderRef<'_>,
+        now: i64,
+    ) -> Result<&'p Prepared, Error> {
+        let mut w = Writer::start(out);
+        let q = spot::begin(&mut w, "/fapi/v1/order");
+        let mut first = true;
+        spot::param(&mut w, &mut first, "symbol", o.symbol.as_str());
+        spot::param(
+            &mut w,
+            &mut first,
+            "origClientOrderId",
+            o.client_order_id.as_str(),
+        );
+        w.id(o.client_order_id)?;
+        let deadline = spot::sign(&mut w, &mut first, &self.auth, &self.limits.clock, q, now)?;
+        w.finish(self, Request::Cancel, Method::Delete, deadline)
+    }
+
+    /// `PUT /fapi/v1/order` (modify): side, quantity and price are all required;
+    /// one order on each order limit and IP weight 1.
+    fn amend<'p>(
+        &mut self,
+        out: &'p mut Prepared,
+        a: &Amend<'_>,
+        now: i64,
+    ) -> Result<&'p Prepared, Error> {
+        let mut w = Writer::start(out);
+        let (Some(price), Some(qty)) = (a.price, a.quantity) else {
+            return Err(Error::BadArgument("modify needs both price and quantity"));
+        };
+        let q = spot::begin(&mut w, "/fapi/v1/order");
+        let mut first = true;
+        spot::param(&mut w, &mut first, "symbol", a.order.symbol.as_str());
+        let side = match a.side {
+            Side::Buy => "BUY",
+            Side::Sell => "SELL",
+        };
+        spot::param(&mut w, &mut first, "side", side);
+        spot::param(&mut w, &mut first, "quantity", qty.as_str());
+        spot::param(&mut w, &mut first, "price", price.as_str());
+        spot::param(
+            &mut w,
+            &mut first,
+            "origClientOrderId",
+            a.order.client_order_id.as_str(),
+        );
+        w.id(a.order.client_order_id)?;
+        let deadline = spot::sign(&mut w, &mut first, &self.auth, &self.limits.clock, q, now)?;
+        w.finish(self, Request::CancelReplace, Method::Put, deadline)
+    }
+
+    /// `GET /fapi/v1/order` by `origClientOrderId`: weight 1.
+    fn query_order<'p>(
+        &mut self,
+        out: &'p mut Prepared,
+        o: &OrderRef<'_>,
+        now: i64,
+    ) -> Result<&'p Prepared, Error> {
+        let mut w = Writer::start(out);
+        let q = spot::begin(&mut w, "/fapi/v1/order");
+        let mut first = true;
+        spot::param(&mut w, &mut first, "symbol", o.symbol.as_str());
+        spot::param(
+            &mut w,
+            &mut first,
+            "origClientOrderId",
+            o.client_order_id.as_str(),
+        );
+        w.id(o.client_order_id)?;
+        let deadline = spot::sign(&mut w, &mut first, &self.auth, &self.limits.clock, q, now)?;
+        w.finish(self, Request::Read(1), Method::Get, deadline)
+    }
+
+    /// `GET /fapi/v1/openOrders`: weight 1 for one symbol, 40 for all.
+    fn open_orders<'p>(
+        &mut self,
+        out: &'p mut Prepared,
+        symbol: Option<Symbol<'_>>,
+        now: i64,
+    ) -> Result<&'p Prepared, Error> {
+        let mut w = Writer::start(out);
+        let q = spot::begin(&mut w, "/fapi/v1/openOrders");
+        let mut first = true;
+        if let Some(s) = symbol {
+            spot::param(&mut w, &mut first, "symbol", s.as_str());
+        }
+        let deadline = spot::sign(&mut w, &mut first, &self.auth, &self.limits.clock, q, now)?;
+        let weight = if symbol.is_some() { 1 } else { 40 };
+        w.finish(self, Request::Read(weight), Method::Get, deadline)
+    }
+
+    /// `GET /fapi/v1/depth`: weight 2, 5, 10 or 20 by `limit` ([`depth_weight`]).
+    fn book<'p>(
+        &mut self,
+        out: &'p mut Prepared,
+        symbol: Symbol<'_>,
+        depth: u32,
+        now: i64,
+    ) -> Result<&'p Prepared, Error> {
+        let mut w = Writer::start(out);
+        let weight = depth_weight(depth)
+            .ok_or(Error::BadArgument("depth (5, 10, 20, 50, 100, 500, 1000)"))?;
+        spot::begin(&mut w, "/fapi/v1/depth");
+        let mut first = true;
+        spot::param(&mut w, &mut first, "symbol", symbol.as_str());
+        w.s("&limit=");
+        w.int(i64::from(depth));
+        let deadline = spot::unsigned(&mut w, &self.auth, now);
+        w.finish(self, Request::Read(weight), Method::Get, deadline)
+    }
+
+    /// `GET /fapi/v3/account`: weight 5.
+    fn account<'p>(&mut self, out: &'p mut Prepared, now: i64) -> Result<&'p Prepared, Error> {
+        let mut w = Writer::start(out);
+        let q = spot::begin(&mut w, "/fapi/v3/account");
+        let mut first = true;
+        let deadline = spot::sign(&mut w, &mut first, &self.auth, &self.limits.clock, q, now)?;
+        w.finish(self, Request::Read(5), Method::Get, deadline)
+    }
+
+    /// `POST /fapi/v1/batchOrders`, 1 to 5 orders: weight 5, 5 on the 10 s order
+    /// limit and 1 on the minute one, whatever the count.
+    fn batch_orders<'p>(
+        &mut self,
+        out: &'p mut Prepared,
+        orders: &[NewOrder<'_>],
+        now: i64,
+    ) -> Result<&'p Prepared, Error> {
+        let mut w = Writer::start(out);
+        if orders.is_empty() || orders.len() > MAX_BATCH_ORDERS {
+            return Err(Error::BadArgument("batch of 1 to 5 orders"));
+        }
+        let q = spot::begin(&mut w, "/fapi/v1/batchOrders");
+        w.s("batchOrders=");
+        w.enc("[");
+        for (i, o) in orders.iter().enumerate() {
+            let mut item = arrayvec::ArrayString::<512>::new();
+            batch_item(o, &mut item)?;
+            if i > 0 {
+                w.enc(",");
+            }
+            w.enc(&item);
+            w.id(o.client_order_id)?;
+        }
+        w.enc("]");
+        let mut first = false;
+        let deadline = spot::sign(&mut w, &mut first, &self.auth, &self.limits.clock, q, now)?;
+        // orders.len() <= 5: the cast cannot truncate.
+        w.finish(
+            self,
+            Request::Batch(orders.len() as u16),
+            Method::Post,
+            deadline,
+        )
+    }
+
+    fn read_order(&self, answer: &Response<'_>) -> Lookup {
+        spot::read_order(answer)
+    }
+
+    fn read_placed(&self, answer: &Response<'_>) -> Placed {
+        spot::read_placed(answer)
     }
 }
 
@@ -70,12 +344,20 @@ impl Venue for BinanceFutures {
         let l = &self.limits;
         match request {
             Request::Connect => Ok(l.connect_parts()),
-            Request::Order => l.parts(1, 1, 0),
+            // New order: one on each order limit, IP weight 0.
+            Request::Order => l.parts(0, 1, 0),
             Request::Cancel => l.parts(1, 0, 0),
-            // Modify order: weight 1, counts as an order.
+            // Modify order: IP weight 1, one on each order limit.
             Request::CancelReplace => l.parts(1, 1, 0),
-            // batchOrders: weight 5, each order counts.
-            Request::Batch(n) => l.parts(5, u32::from(n), 0),
+            // batchOrders (at most 5): weight 5, 5 on the 10 s order limit, 1 on
+            // the minute one, whatever the count.
+            Request::Batch(n) if usize::from(n) <= MAX_BATCH_ORDERS => {
+                let mut p = l.parts(5, 0, 0)?;
+                l.push_window(&mut p, Counts::Orders, 10 * SEC, 5)?;
+                l.push_window(&mut p, Counts::Orders, 60 * SEC, 1)?;
+                Ok(p)
+            }
+            Request::Batch(_) => Err(Error::BadArgument("batch of 1 to 5 orders")),
             Request::Read(w) => l.parts(w, 0, 0),
             Request::Info(_) => Err(Error::Unsupported),
         }

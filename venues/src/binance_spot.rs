@@ -11,6 +11,10 @@
 //! allocates.
 
 use crate::adapt::{self, Clock, Error, Parts, Request, Venue};
+use crate::endpoint::{
+    self, ApiKey, CancelReplace, Endpoints, HmacKey, Lookup, Method, NewOrder, OrderInfo, OrderRef,
+    OrderState, OrderType, Placed, Prepared, Side, Symbol, TimeInForce, Writer,
+};
 use crate::json::{self, Value};
 use crate::response::Response;
 use ergon_core::{BucketId, Budget, Builder, ConfigError, Part, Spec, Verdict};
@@ -190,6 +194,22 @@ impl Limits {
         parts
     }
 
+    /// Pushes `cost` on the limit counting `counts` over `window_ns`, if declared.
+    pub fn push_window(
+        &self,
+        parts: &mut Parts,
+        counts: Counts,
+        window_ns: i64,
+        cost: u32,
+    ) -> Result<(), Error> {
+        for l in self.of(counts).filter(|l| l.window_ns == window_ns) {
+            parts
+                .try_push(Part::new(l.bucket, cost))
+                .map_err(|_| Error::Config(ConfigError::TooManyParts))?;
+        }
+        Ok(())
+    }
+
     /// Parts of a request: the IP gate, then each kind of limit.
     pub fn parts(&self, weight: u32, orders: u32, raw: u32) -> Result<Parts, Error> {
         let mut parts = Parts::new();
@@ -303,11 +323,240 @@ impl<'a> Msg<'a> {
     }
 }
 
+/// The receive window Binance uses when a request names none, and the adapters'
+/// default: a signed request is refused 5000 ms after its `timestamp`.
+pub const DEFAULT_RECV_WINDOW_MS: i64 = 5000;
+
+/// A Binance API key and its HMAC-SHA256 secret, and the receive window signed
+/// requests carry.
+#[derive(Clone, Debug)]
+pub struct Auth {
+    api_key: Option<ApiKey>,
+    key: Option<HmacKey>,
+    recv_window_ms: i64,
+}
+
+impl Default for Auth {
+    fn default() -> Self {
+        Auth {
+            api_key: None,
+            key: None,
+            recv_window_ms: DEFAULT_RECV_WINDOW_MS,
+        }
+    }
+}
+
+impl Auth {
+    /// The key `api_key` (sent as `X-MBX-APIKEY`) with its `secret`.
+    pub fn new(api_key: &str, secret: &[u8], recv_window_ms: i64) -> Result<Self, Error> {
+        if !(1..=60_000).contains(&recv_window_ms) {
+            return Err(Error::BadArgument("recvWindow (1..=60000 ms)"));
+        }
+        Ok(Auth {
+            api_key: Some(ApiKey::new(api_key)?),
+            key: Some(HmacKey::new(secret)),
+            recv_window_ms,
+        })
+    }
+
+    /// Whether a key was given.
+    pub fn has_key(&self) -> bool {
+        self.key.is_some()
+    }
+
+    /// The receive window, ms.
+    pub fn recv_window_ms(&self) -> i64 {
+        self.recv_window_ms
+    }
+}
+
+/// Writes `name=value`, after a `&` unless it is the first parameter.
+pub(crate) fn param(w: &mut Writer<'_>, first: &mut bool, name: &str, value: &str) {
+    if !core::mem::take(first) {
+        w.s("&");
+    }
+    w.s(name);
+    w.s("=");
+    w.s(value);
+}
+
+/// How a venue writes a post-only order.
+#[derive(Clone, Copy)]
+pub(crate) enum PostOnly {
+    /// `type=LIMIT_MAKER` (Spot).
+    LimitMaker,
+    /// `type=LIMIT&timeInForce=GTX` (USD-M futures).
+    Gtx,
+}
+
+/// The parameters of a new order: `symbol`, `side`, `type`, `timeInForce`,
+/// `quantity`, `price`, then `newClientOrderId` (named `id_name`).
+pub(crate) fn order_params(
+    w: &mut Writer<'_>,
+    first: &mut bool,
+    o: &NewOrder<'_>,
+    id_name: &str,
+    post_only: PostOnly,
+) -> Result<(), Error> {
+    param(w, first, "symbol", o.symbol.as_str());
+    let side = match o.side {
+        Side::Buy => "BUY",
+        Side::Sell => "SELL",
+    };
+    param(w, first, "side", side);
+    match o.order_type {
+        OrderType::Limit(tif) => {
+            param(w, first, "type", "LIMIT");
+            let tif = match tif {
+                TimeInForce::Gtc => "GTC",
+                TimeInForce::Ioc => "IOC",
+                TimeInForce::Fok => "FOK",
+            };
+            param(w, first, "timeInForce", tif);
+        }
+        OrderType::PostOnly => match post_only {
+            PostOnly::LimitMaker => param(w, first, "type", "LIMIT_MAKER"),
+            PostOnly::Gtx => {
+                param(w, first, "type", "LIMIT");
+                param(w, first, "timeInForce", "GTX");
+            }
+        },
+        OrderType::Market => param(w, first, "type", "MARKET"),
+    }
+    param(w, first, "quantity", o.quantity.as_str());
+    match (o.order_type, o.price) {
+        (OrderType::Market, None) => {}
+        (OrderType::Market, Some(_)) => return Err(Error::BadArgument("price of a market order")),
+        (_, Some(p)) => param(w, first, "price", p.as_str()),
+        (_, None) => return Err(Error::BadArgument("price of a limit order")),
+    }
+    param(w, first, id_name, o.client_order_id.as_str());
+    w.id(o.client_order_id)
+}
+
+/// Ends a Binance signed request: appends `recvWindow` and `timestamp` (the UTC of
+/// `now` on `clock`), signs the query from `query_at` (HMAC-SHA256, hex), appends
+/// `signature`, closes the target and writes `X-MBX-APIKEY`. Returns the deadline:
+/// timestamp + recvWindow on the caller's clock.
+pub(crate) fn sign(
+    w: &mut Writer<'_>,
+    first: &mut bool,
+    auth: &Auth,
+    clock: &Clock,
+    query_at: usize,
+    now: i64,
+) -> Result<i64, Error> {
+    let (Some(api_key), Some(key)) = (&auth.api_key, &auth.key) else {
+        return Err(Error::NoKey);
+    };
+    let ts = clock.utc_ms(now);
+    if !core::mem::take(first) {
+        w.s("&");
+    }
+    w.s("recvWindow=");
+    w.int(auth.recv_window_ms);
+    w.s("&timestamp=");
+    w.int(ts);
+    let end = w.pos();
+    let mac = key.sign(&[w.bytes(query_at..end)]);
+    w.s("&signature=");
+    w.hex(&mac);
+    w.close_target();
+    w.header("X-MBX-APIKEY", api_key.as_str().as_bytes())?;
+    Ok(clock.now_ns_at(ts.saturating_add(auth.recv_window_ms)))
+}
+
+/// Starts a request's target: `path?`; returns where the query starts.
+pub(crate) fn begin(w: &mut Writer<'_>, path: &str) -> usize {
+    w.open();
+    w.s(path);
+    w.s("?");
+    w.pos()
+}
+
+/// Ends an unsigned request (no query left open): closes the target; the
+/// deadline is `now` plus the receive window.
+pub(crate) fn unsigned(w: &mut Writer<'_>, auth: &Auth, now: i64) -> i64 {
+    w.close_target();
+    now.saturating_add(auth.recv_window_ms.saturating_mul(MS))
+}
+
+/// An order's `status` word as a state.
+pub(crate) fn order_state(word: &str) -> OrderState {
+    match word {
+        "PENDING_NEW" => OrderState::Pending,
+        "NEW" | "PENDING_CANCEL" => OrderState::New,
+        "PARTIALLY_FILLED" => OrderState::PartiallyFilled,
+        "FILLED" => OrderState::Filled,
+        "CANCELED" => OrderState::Canceled,
+        "REJECTED" => OrderState::Rejected,
+        "EXPIRED" | "EXPIRED_IN_MATCH" => OrderState::Expired,
+        _ => OrderState::Other,
+    }
+}
+
+/// An order object of a Binance answer (`orderId`, `status`, `executedQty`); the
+/// state is `Pending` when the answer (an `ACK`) has no status.
+pub(crate) fn order_info(v: Value<'_>) -> Option<OrderInfo> {
+    let id = endpoint::json_text(v.get("orderId").ok()??)?;
+    let mut buf = [0u8; 32];
+    let state = match v.get("status").ok().flatten() {
+        Some(s) => order_state(s.decode_str(&mut buf).ok()?),
+        None => OrderState::Pending,
+    };
+    let filled = v
+        .get("executedQty")
+        .ok()
+        .flatten()
+        .and_then(endpoint::json_text);
+    Some(OrderInfo {
+        state,
+        venue_order_id: id,
+        filled,
+    })
+}
+
+/// A Binance answer to an order query: the order, -2013 (no such order), or else
+/// unknown.
+pub(crate) fn read_order(r: &Response<'_>) -> Lookup {
+    let m = Msg::read(r.body);
+    match (r.status, m.code, m.json) {
+        (400..=499, Some(-2013), _) => Lookup::NotFound,
+        (200..=299, None, Some(v)) => order_info(v).map_or(Lookup::Unknown, Lookup::Found),
+        _ => Lookup::Unknown,
+    }
+}
+
+/// A Binance answer to a new order: accepted with its id, refused by a code that
+/// says it did not run, or unknown.
+pub(crate) fn read_placed(r: &Response<'_>) -> Placed {
+    let m = Msg::read(r.body);
+    match (r.status, m.code, m.json) {
+        (200..=299, None, Some(v)) => order_info(v).map_or(Placed::Unknown, Placed::Accepted),
+        // -1006/-1007/-1008: the execution status is unknown.
+        (_, Some(-1008..=-1006), _) => Placed::Unknown,
+        (400..=499, Some(_), _) => Placed::Refused,
+        _ => Placed::Unknown,
+    }
+}
+
+/// The weight of `GET /api/v3/depth` by `limit` (1 to 5000).
+pub fn depth_weight(limit: u32) -> Option<u32> {
+    Some(match limit {
+        1..=100 => 5,
+        101..=500 => 25,
+        501..=1000 => 50,
+        1001..=5000 => 250,
+        _ => return None,
+    })
+}
+
 /// The Binance Spot adapter.
 #[derive(Clone, Debug)]
 pub struct BinanceSpot {
     /// Its limits.
     pub limits: Limits,
+    auth: Auth,
 }
 
 impl BinanceSpot {
@@ -326,7 +575,10 @@ impl BinanceSpot {
             .map(|(c, n, u, l)| (*c, *n, u.as_str(), *l))
             .collect();
         let limits = Limits::declare(builder, clock, guard_ns, &table)?;
-        let me = BinanceSpot { limits };
+        let me = BinanceSpot {
+            limits,
+            auth: Auth::default(),
+        };
         me.parts(Request::CancelReplace)?; // the widest part list must fit a ticket
         Ok(me)
     }
@@ -337,6 +589,170 @@ impl BinanceSpot {
         self.limits
             .clock
             .now_ns_at(timestamp_ms.saturating_add(recv_window_ms))
+    }
+
+    /// The key signed endpoints use (without one they return [`Error::NoKey`]).
+    pub fn with_auth(mut self, auth: Auth) -> Self {
+        self.auth = auth;
+        self
+    }
+}
+
+impl Endpoints for BinanceSpot {
+    /// `POST /api/v3/order`: weight 1, one order on every `ORDERS` limit.
+    fn new_order<'p>(
+        &mut self,
+        out: &'p mut Prepared,
+        o: &NewOrder<'_>,
+        now: i64,
+    ) -> Result<&'p Prepared, Error> {
+        let mut w = Writer::start(out);
+        if o.reduce_only {
+            return Err(Error::BadArgument("reduce_only (Spot has no positions)"));
+        }
+        let q = begin(&mut w, "/api/v3/order");
+        let mut first = true;
+        order_params(
+            &mut w,
+            &mut first,
+            o,
+            "newClientOrderId",
+            PostOnly::LimitMaker,
+        )?;
+        let deadline = sign(&mut w, &mut first, &self.auth, &self.limits.clock, q, now)?;
+        w.finish(self, Request::Order, Method::Post, deadline)
+    }
+
+    /// `DELETE /api/v3/order` by `origClientOrderId`: weight 1.
+    fn cancel<'p>(
+        &mut self,
+        out: &'p mut Prepared,
+        o: &OrderRef<'_>,
+        now: i64,
+    ) -> Result<&'p Prepared, Error> {
+        let mut w = Writer::start(out);
+        let q = begin(&mut w, "/api/v3/order");
+        let mut first = true;
+        param(&mut w, &mut first, "symbol", o.symbol.as_str());
+        param(
+            &mut w,
+            &mut first,
+            "origClientOrderId",
+            o.client_order_id.as_str(),
+        );
+        w.id(o.client_order_id)?;
+        let deadline = sign(&mut w, &mut first, &self.auth, &self.limits.clock, q, now)?;
+        w.finish(self, Request::Cancel, Method::Delete, deadline)
+    }
+
+    /// `POST /api/v3/order/cancelReplace` with `STOP_ON_FAILURE`: weight 1, one
+    /// order. The client order ids are the new order's, then the cancelled one's.
+    fn cancel_replace<'p>(
+        &mut self,
+        out: &'p mut Prepared,
+        a: &CancelReplace<'_>,
+        now: i64,
+    ) -> Result<&'p Prepared, Error> {
+        let mut w = Writer::start(out);
+        if a.new.reduce_only {
+            return Err(Error::BadArgument("reduce_only (Spot has no positions)"));
+        }
+        let q = begin(&mut w, "/api/v3/order/cancelReplace");
+        let mut first = true;
+        order_params(
+            &mut w,
+            &mut first,
+            &a.new,
+            "newClientOrderId",
+            PostOnly::LimitMaker,
+        )?;
+        param(&mut w, &mut first, "cancelReplaceMode", "STOP_ON_FAILURE");
+        param(
+            &mut w,
+            &mut first,
+            "cancelOrigClientOrderId",
+            a.cancel.as_str(),
+        );
+        w.id(a.cancel)?;
+        let deadline = sign(&mut w, &mut first, &self.auth, &self.limits.clock, q, now)?;
+        w.finish(self, Request::CancelReplace, Method::Post, deadline)
+    }
+
+    /// `GET /api/v3/order` by `origClientOrderId`: weight 4.
+    fn query_order<'p>(
+        &mut self,
+        out: &'p mut Prepared,
+        o: &OrderRef<'_>,
+        now: i64,
+    ) -> Result<&'p Prepared, Error> {
+        let mut w = Writer::start(out);
+        let q = begin(&mut w, "/api/v3/order");
+        let mut first = true;
+        param(&mut w, &mut first, "symbol", o.symbol.as_str());
+        param(
+            &mut w,
+            &mut first,
+            "origClientOrderId",
+            o.client_order_id.as_str(),
+        );
+        w.id(o.client_order_id)?;
+        let deadline = sign(&mut w, &mut first, &self.auth, &self.limits.clock, q, now)?;
+        w.finish(self, Request::Read(4), Method::Get, deadline)
+    }
+
+    /// `GET /api/v3/openOrders`: weight 6 for one symbol, 80 for all.
+    fn open_orders<'p>(
+        &mut self,
+        out: &'p mut Prepared,
+        symbol: Option<Symbol<'_>>,
+        now: i64,
+    ) -> Result<&'p Prepared, Error> {
+        let mut w = Writer::start(out);
+        let q = begin(&mut w, "/api/v3/openOrders");
+        let mut first = true;
+        if let Some(s) = symbol {
+            param(&mut w, &mut first, "symbol", s.as_str());
+        }
+        let deadline = sign(&mut w, &mut first, &self.auth, &self.limits.clock, q, now)?;
+        let weight = if symbol.is_some() { 6 } else { 80 };
+        w.finish(self, Request::Read(weight), Method::Get, deadline)
+    }
+
+    /// `GET /api/v3/depth`: weight 5, 25, 50 or 250 by `limit` ([`depth_weight`]).
+    fn book<'p>(
+        &mut self,
+        out: &'p mut Prepared,
+        symbol: Symbol<'_>,
+        depth: u32,
+        now: i64,
+    ) -> Result<&'p Prepared, Error> {
+        let mut w = Writer::start(out);
+        let weight = depth_weight(depth).ok_or(Error::BadArgument("depth (1..=5000)"))?;
+        begin(&mut w, "/api/v3/depth");
+        let mut first = true;
+        param(&mut w, &mut first, "symbol", symbol.as_str());
+        w.s("&limit=");
+        w.int(i64::from(depth));
+        let deadline = unsigned(&mut w, &self.auth, now);
+        w.finish(self, Request::Read(weight), Method::Get, deadline)
+    }
+
+    /// `GET /api/v3/account?omitZeroBalances=true`: weight 20.
+    fn account<'p>(&mut self, out: &'p mut Prepared, now: i64) -> Result<&'p Prepared, Error> {
+        let mut w = Writer::start(out);
+        let q = begin(&mut w, "/api/v3/account");
+        let mut first = true;
+        param(&mut w, &mut first, "omitZeroBalances", "true");
+        let deadline = sign(&mut w, &mut first, &self.auth, &self.limits.clock, q, now)?;
+        w.finish(self, Request::Read(20), Method::Get, deadline)
+    }
+
+    fn read_order(&self, answer: &Response<'_>) -> Lookup {
+        read_order(answer)
+    }
+
+    fn read_placed(&self, answer: &Response<'_>) -> Placed {
+        read_placed(answer)
     }
 }
 

@@ -177,7 +177,11 @@ impl Bybit {
         };
         match (limit, left) {
             (Some(limit), Some(left)) if left <= limit => {
-                budget.observe_used(self.endpoint(request), limit - left, now);
+                // An adapter is driven with the budget it was built for: its ids are that
+                // budget's own, never refused.
+                budget
+                    .observe_used(self.endpoint(request), limit - left, now)
+                    .ok();
                 None
             }
             (None, _) => Some("X-Bapi-Limit"),

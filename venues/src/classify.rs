@@ -225,12 +225,12 @@ pub fn line(verdict: &Verdict, budget: &Budget, now_ns: i64) -> String {
     match *verdict {
         Verdict::Throttled { bucket, until_ns } => format!(
             "Throttled bucket={} until_ms={}",
-            budget.name(bucket),
+            budget.name(bucket).unwrap_or("?"),
             rel(until_ns)
         ),
         Verdict::Banned { bucket, until_ns } => format!(
             "Banned bucket={} until_ms={}",
-            budget.name(bucket),
+            budget.name(bucket).unwrap_or("?"),
             rel(until_ns)
         ),
         other => format!("{other:?}"),
@@ -268,12 +268,12 @@ pub fn classify(
             format!(
                 "{req} cannot be charged on a fresh budget: {:?} at {}",
                 l.why,
-                budget.name(l.bucket)
+                budget.name(l.bucket).unwrap_or("?")
             )
         })?;
     let flight = ticket.sent();
     let answer = file.with_response(|r| adapter.on_response(request, r, &mut budget, NOW_NS));
-    budget.complete(flight, NOW_NS);
+    budget.complete(flight, NOW_NS).map_err(|e| e.to_string())?;
     let (verdict, warning) = match answer {
         Ok(v) => (v, None),
         Err(adapt::Error::BadHeader { verdict, header }) => {

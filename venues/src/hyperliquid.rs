@@ -350,7 +350,9 @@ impl Venue for Hyperliquid {
                     // weight over the venue's count, never under it.
                     if let (Some(per), Ok(items)) = (info_items_per_weight(kind), v.items()) {
                         let n = u32::try_from(items.count()).unwrap_or(u32::MAX);
-                        budget.charge_after(self.weight, n.div_ceil(per), now);
+                        // An adapter is driven with the budget it was built for: its ids are that
+                        // budget's own, never refused.
+                        budget.charge_after(self.weight, n.div_ceil(per), now).ok();
                     }
                     if kind == "userRateLimit" {
                         match Reading::parse(r.body, now) {
@@ -376,7 +378,11 @@ impl Venue for Hyperliquid {
             };
             self.address.sent(n);
             if self.address.remaining() == Some(0) {
-                budget.throttled(self.address_gate, Some(EXHAUSTED_EVERY_NS), now);
+                // An adapter is driven with the budget it was built for: its ids are that
+                // budget's own, never refused.
+                budget
+                    .throttled(self.address_gate, Some(EXHAUSTED_EVERY_NS), now)
+                    .ok();
             }
         }
         adapt::finish(verdict, bad)

@@ -7,6 +7,9 @@
 //!   venue's clock, `Retry-After`, usage headers, holds, bans, batches, alerts);
 //! - one module per venue: Binance Spot, Binance USD-M futures, Bybit v5, OKX v5 and
 //!   Hyperliquid;
+//! - [`endpoint`]: typed endpoints: a request prepared from typed arguments, with
+//!   the parts it charges, its signed target, headers and body, its deadline and
+//!   client order id, and the reconcile readers ([`Endpoints`](endpoint::Endpoints));
 //! - [`classify`]: the `ergon-venues classify` command and the shipped fixtures.
 //!
 //! Venue tables change without notice: they are loaded at start where the venue
@@ -18,6 +21,7 @@ pub mod binance_futures;
 pub mod binance_spot;
 pub mod bybit;
 pub mod classify;
+pub mod endpoint;
 pub mod hyperliquid;
 pub mod json;
 pub mod okx;

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeSet;
 
-use ergon_core::{Budget, Class, Resend, Verdict, Why};
+use ergon_core::{Budget, Class, Resend, Verdict, Why, DEFAULT_HOLD_GUARD_NS};
 use ergon_venues::adapt::{self, Clock, Error, Request, Venue};
 use ergon_venues::{binance_futures, binance_spot, bybit, classify, hyperliquid, okx};
 
@@ -35,11 +35,11 @@ use Effect::{Halted, Held, Used, Warns};
 const TABLE: &[(&str, &str, &str, &[Effect])] = &[
     // Binance Spot: exchangeInfo 6000 weight/min, 100 orders/10 s, 200000/day, 61000 raw/5 min.
     ("binance-spot", "order_ok", "Done", &[Used("REQUEST_WEIGHT_1M", 1234), Used("ORDERS_10S", 7), Used("ORDERS_1D", 4321), Used("RAW_REQUESTS_5M", 1)]),
-    ("binance-spot", "weight_429", "Throttled bucket=REQUEST_WEIGHT_1M until_ms=37000", &[Held("REQUEST_WEIGHT_1M", 37_000), Used("REQUEST_WEIGHT_1M", 6012)]),
+    ("binance-spot", "weight_429", "Throttled bucket=REQUEST_WEIGHT_1M until_ms=37050", &[Held("REQUEST_WEIGHT_1M", 37_050), Used("REQUEST_WEIGHT_1M", 6000)]),
     // No Retry-After: held to the end of the UTC 5-minute window (now is 200 s into it).
-    ("binance-spot", "queued_429", "Throttled bucket=RAW_REQUESTS_5M until_ms=100000", &[Held("RAW_REQUESTS_5M", 100_000), Used("REQUEST_WEIGHT_1M", 20)]),
-    ("binance-spot", "orders_10s_429", "Throttled bucket=ORDERS_10S until_ms=10000", &[Held("ORDERS_10S", 10_000), Used("ORDERS_10S", 101)]),
-    ("binance-spot", "orders_1d_429", "Throttled bucket=ORDERS_1D until_ms=6400000", &[Held("ORDERS_1D", 6_400_000)]),
+    ("binance-spot", "queued_429", "Throttled bucket=RAW_REQUESTS_5M until_ms=100050", &[Held("RAW_REQUESTS_5M", 100_050), Used("REQUEST_WEIGHT_1M", 20)]),
+    ("binance-spot", "orders_10s_429", "Throttled bucket=ORDERS_10S until_ms=10050", &[Held("ORDERS_10S", 10_050), Used("ORDERS_10S", 100)]),
+    ("binance-spot", "orders_1d_429", "Throttled bucket=ORDERS_1D until_ms=6400050", &[Held("ORDERS_1D", 6_400_050)]),
     ("binance-spot", "ban_418", "Banned bucket=ip until_ms=300000", &[Halted("ip", 300_000)]),
     ("binance-spot", "ban_418_until_in_msg", "Banned bucket=ip until_ms=450000", &[Halted("ip", 450_000)]),
     ("binance-spot", "waf_403", "Banned bucket=ip until_ms=120000", &[Halted("ip", 120_000)]),
@@ -52,12 +52,14 @@ const TABLE: &[(&str, &str, &str, &[Effect])] = &[
     ("binance-spot", "cancel_replace_failed_2022", "NotRun", &[]),
     ("binance-spot", "cancel_replace_partial_2021", "Unknown", &[]),
     ("binance-spot", "garbage_200", "Unknown", &[]),
-    ("binance-spot", "bad_usage_header_429", "Throttled bucket=REQUEST_WEIGHT_1M until_ms=37000", &[Held("REQUEST_WEIGHT_1M", 37_000), Used("REQUEST_WEIGHT_1M", 1), Warns("X-MBX-USED-WEIGHT-*")]),
+    ("binance-spot", "query_found", "Done", &[Used("REQUEST_WEIGHT_1M", 9)]),
+    ("binance-spot", "query_not_found_2013", "Rejected", &[Used("REQUEST_WEIGHT_1M", 9)]),
+    ("binance-spot", "bad_usage_header_429", "Throttled bucket=REQUEST_WEIGHT_1M until_ms=37050", &[Held("REQUEST_WEIGHT_1M", 37_050), Used("REQUEST_WEIGHT_1M", 1), Warns("X-MBX-USED-WEIGHT-*")]),
     // Binance USD-M futures: 2400 weight/min, 1200 orders/min, 300/10 s.
     ("binance-futures", "order_ok", "Done", &[Used("REQUEST_WEIGHT_1M", 57), Used("ORDERS_1M", 3), Used("ORDERS_10S", 2)]),
-    ("binance-futures", "weight_429", "Throttled bucket=REQUEST_WEIGHT_1M until_ms=37000", &[Held("REQUEST_WEIGHT_1M", 37_000), Used("REQUEST_WEIGHT_1M", 5)]),
-    ("binance-futures", "orders_10s_429", "Throttled bucket=ORDERS_10S until_ms=10000", &[Held("ORDERS_10S", 10_000)]),
-    ("binance-futures", "orders_1m_429", "Throttled bucket=ORDERS_1M until_ms=40000", &[Held("ORDERS_1M", 40_000)]),
+    ("binance-futures", "weight_429", "Throttled bucket=REQUEST_WEIGHT_1M until_ms=37050", &[Held("REQUEST_WEIGHT_1M", 37_050), Used("REQUEST_WEIGHT_1M", 5)]),
+    ("binance-futures", "orders_10s_429", "Throttled bucket=ORDERS_10S until_ms=10050", &[Held("ORDERS_10S", 10_050)]),
+    ("binance-futures", "orders_1m_429", "Throttled bucket=ORDERS_1M until_ms=40050", &[Held("ORDERS_1M", 40_050)]),
     ("binance-futures", "ban_418", "Banned bucket=ip until_ms=300000", &[Halted("ip", 300_000)]),
     ("binance-futures", "clock_skew_1021", "ClockSkew", &[]),
     ("binance-futures", "protection_503_1008", "NotRun", &[]),
@@ -67,9 +69,11 @@ const TABLE: &[(&str, &str, &str, &[Effect])] = &[
     ("binance-futures", "timeout_408", "Unknown", &[]),
     ("binance-futures", "would_trigger_2021", "Rejected", &[]),
     ("binance-futures", "reduce_only_2022", "Rejected", &[]),
+    ("binance-futures", "query_found", "Done", &[Used("REQUEST_WEIGHT_1M", 3)]),
+    ("binance-futures", "query_not_found_2013", "Rejected", &[Used("REQUEST_WEIGHT_1M", 3)]),
     // Bybit v5.
     ("bybit", "order_ok", "Done", &[Used("/v5/order/create", 4), Used("ip_5s", 1)]),
-    ("bybit", "rate_10006", "Throttled bucket=/v5/order/create until_ms=450", &[Held("/v5/order/create", 450), Used("/v5/order/create", 10)]),
+    ("bybit", "rate_10006", "Throttled bucket=/v5/order/create until_ms=500", &[Held("/v5/order/create", 500), Used("/v5/order/create", 10)]),
     ("bybit", "ban_403", "Banned bucket=ip until_ms=600000", &[Halted("ip", 600_000)]),
     ("bybit", "clock_skew_10002", "ClockSkew", &[]),
     ("bybit", "server_error_10016", "Unknown", &[]),
@@ -100,7 +104,7 @@ const TABLE: &[(&str, &str, &str, &[Effect])] = &[
     ("hyperliquid", "order_resting", "Done", &[Used("ip_weight_1m", 1), Used("ip_burst", 1)]),
     ("hyperliquid", "batch_mixed", "Unknown", &[Used("ip_weight_1m", 1)]),
     ("hyperliquid", "order_rejected", "Rejected", &[]),
-    ("hyperliquid", "address_limit", "Throttled bucket=address until_ms=10000", &[Held("address", 10_000)]),
+    ("hyperliquid", "address_limit", "Throttled bucket=address until_ms=10050", &[Held("address", 10_050)]),
     ("hyperliquid", "ip_429", "Throttled bucket=ip_burst until_ms=2000", &[Held("ip_burst", 2_000), Used("ip_weight_1m", 2)]),
     ("hyperliquid", "clock_skew_nonce", "ClockSkew", &[]),
     ("hyperliquid", "gateway_502", "Unknown", &[]),
@@ -144,14 +148,14 @@ fn check_effects(
                 let b = budget
                     .bucket(name)
                     .unwrap_or_else(|| panic!("{at}: no bucket {name}"));
-                assert_eq!(budget.stats(b).used, n, "{at}: used of {name}");
+                assert_eq!(budget.stats(b).unwrap().used, n, "{at}: used of {name}");
             }
             Held(name, ms) => {
                 let b = budget
                     .bucket(name)
                     .unwrap_or_else(|| panic!("{at}: no bucket {name}"));
                 assert_eq!(
-                    budget.stats(b).held_until_ns,
+                    budget.stats(b).unwrap().held_until_ns,
                     Some(NOW_NS + ms * MS),
                     "{at}: hold of {name}"
                 );
@@ -161,7 +165,7 @@ fn check_effects(
                 let b = budget
                     .bucket(name)
                     .unwrap_or_else(|| panic!("{at}: no bucket {name}"));
-                let s = budget.stats(b);
+                let s = budget.stats(b).unwrap();
                 assert!(s.halted, "{at}: {name} is not halted");
                 assert_eq!(s.bans, 1, "{at}: bans of {name}");
                 assert_eq!(
@@ -175,8 +179,8 @@ fn check_effects(
         }
     }
     for b in budget.ids() {
-        let name = budget.name(b);
-        let s = budget.stats(b);
+        let name = budget.name(b).unwrap();
+        let s = budget.stats(b).unwrap();
         if !held.contains(name) {
             assert_eq!(
                 s.held_until_ns, None,
@@ -286,7 +290,7 @@ fn spot_ban_step_by_step() {
     let verdict = file
         .with_response(|r| spot.on_response(Request::Order, r, &mut budget, now))
         .unwrap();
-    budget.complete(flight, now);
+    budget.complete(flight, now).unwrap();
     assert_eq!(
         verdict,
         Verdict::Banned {
@@ -314,12 +318,12 @@ fn spot_ban_step_by_step() {
     assert_eq!(alerts[0].ban_until_ns, Some(now + 300 * SEC));
 
     // A person clears it: both pass.
-    budget.clear_halt(ip);
+    budget.clear_halt(ip).unwrap();
     assert_eq!(adapt::alerts(&budget).count(), 0);
     let t = budget.try_charge(&order, Class::Normal, later).unwrap();
-    budget.refund(t, later);
+    budget.refund(t, later).unwrap();
     let t = budget.try_charge(&connect, Class::Normal, later).unwrap();
-    budget.refund(t, later);
+    budget.refund(t, later).unwrap();
 }
 
 #[test]
@@ -331,7 +335,7 @@ fn a_bad_header_is_reported_and_undoes_no_hold_or_halt() {
     let answer = file.with_response(|r| spot.on_response(Request::Order, r, &mut budget, now));
     let throttled = Verdict::Throttled {
         bucket: weight,
-        until_ns: now + 37 * SEC,
+        until_ns: now + 37 * SEC + DEFAULT_HOLD_GUARD_NS,
     };
     assert_eq!(
         answer,
@@ -340,7 +344,10 @@ fn a_bad_header_is_reported_and_undoes_no_hold_or_halt() {
             header: "X-MBX-USED-WEIGHT-*"
         })
     );
-    assert_eq!(budget.stats(weight).held_until_ns, Some(now + 37 * SEC));
+    assert_eq!(
+        budget.stats(weight).unwrap().held_until_ns,
+        Some(now + 37 * SEC + DEFAULT_HOLD_GUARD_NS)
+    );
 
     // A ban whose Retry-After cannot be read still halts, from the message's end.
     let mut raw = fixture("binance-spot", "ban_418");
@@ -363,7 +370,7 @@ fn a_bad_header_is_reported_and_undoes_no_hold_or_halt() {
             header: "Retry-After"
         })
     );
-    assert!(budget.is_halted(ip));
+    assert!(budget.is_halted(ip).unwrap());
 }
 
 #[test]
@@ -377,7 +384,7 @@ fn spot_limits_come_from_exchange_info_aligned_to_utc() {
         ("RAW_REQUESTS_5M", 61_000),
     ] {
         let b = budget.bucket(name).unwrap();
-        assert_eq!(budget.stats(b).limit, limit, "{name}");
+        assert_eq!(budget.stats(b).unwrap().limit, limit, "{name}");
     }
     // The whole minute's weight, at once.
     let read = spot.parts(Request::Read(6000)).unwrap();
@@ -532,7 +539,7 @@ fn bybit_batch_charges_per_order_and_usage_comes_from_its_headers() {
             header: "X-Bapi-Limit-Status"
         })
     );
-    assert_eq!(budget.stats(create).used, 0);
+    assert_eq!(budget.stats(create).unwrap().used, 0);
 }
 
 #[test]
@@ -554,7 +561,7 @@ fn bybit_403_is_a_ban_unless_its_body_has_a_ret_code() {
     let file = HttpFile::parse(&raw).unwrap();
     let v = file.with_response(|r| bybit.on_response(Request::Order, r, &mut budget, now));
     assert_eq!(v, Ok(Verdict::Rejected));
-    assert!(!budget.is_halted(ip));
+    assert!(!budget.is_halted(ip).unwrap());
     let file = HttpFile::parse(&fixture("bybit", "ban_403")).unwrap();
     let v = file.with_response(|r| bybit.on_response(Request::Order, r, &mut budget, now));
     assert_eq!(
@@ -564,7 +571,7 @@ fn bybit_403_is_a_ban_unless_its_body_has_a_ret_code() {
             until_ns: now + 600 * SEC
         })
     );
-    assert!(budget.is_halted(ip));
+    assert!(budget.is_halted(ip).unwrap());
 }
 
 #[test]
@@ -585,7 +592,7 @@ fn hyperliquid_weights() {
     assert_eq!(cost(Request::Info("l2Book")), 2);
     assert_eq!(cost(Request::Info("userRole")), 60);
     assert_eq!(cost(Request::Info("meta")), 20);
-    assert_eq!(budget.stats(weight).limit, 1200);
+    assert_eq!(budget.stats(weight).unwrap().limit, 1200);
 }
 
 fn user_rate_limit(
@@ -675,7 +682,10 @@ fn hyperliquid_spent_address_is_one_request_per_ten_seconds() {
     // Spent: the next action waits 10 s, then one passes, and the next waits again.
     let refused = budget.try_charge(&order, Class::Urgent, t).unwrap_err();
     assert_eq!((refused.bucket, refused.why), (address, Why::Held));
-    assert_eq!(refused.ready_at_ns, t - MS + 10 * SEC);
+    assert_eq!(
+        refused.ready_at_ns,
+        t - MS + 10 * SEC + DEFAULT_HOLD_GUARD_NS
+    );
     let t = refused.ready_at_ns;
     let _ = budget.try_charge(&order, Class::Urgent, t).unwrap().sent();
     ok.with_response(|r| hl.on_response(Request::Order, r, &mut budget, t))
@@ -683,7 +693,7 @@ fn hyperliquid_spent_address_is_one_request_per_ten_seconds() {
     let refused = budget
         .try_charge(&order, Class::Urgent, t + SEC)
         .unwrap_err();
-    assert_eq!(refused.ready_at_ns, t + 10 * SEC);
+    assert_eq!(refused.ready_at_ns, t + 10 * SEC + DEFAULT_HOLD_GUARD_NS);
 }
 
 fn run(args: &[&str]) -> (Result<(), String>, String, String) {
@@ -730,7 +740,7 @@ fn classify_prints_one_line() {
         (r, out.as_str()),
         (
             Ok(()),
-            "Throttled bucket=REQUEST_WEIGHT_1M until_ms=37000\n"
+            "Throttled bucket=REQUEST_WEIGHT_1M until_ms=37050\n"
         )
     );
     // Another now: the UTC window ends elsewhere.
@@ -742,7 +752,7 @@ fn classify_prints_one_line() {
     );
     assert_eq!(
         (r, out.as_str()),
-        (Ok(()), "Throttled bucket=RAW_REQUESTS_5M until_ms=10000\n")
+        (Ok(()), "Throttled bucket=RAW_REQUESTS_5M until_ms=10050\n")
     );
     let (r, out, _) = classify_cli(
         "hyperliquid",
@@ -762,7 +772,7 @@ fn classify_prints_one_line() {
         (r, out.as_str()),
         (
             Ok(()),
-            "Throttled bucket=REQUEST_WEIGHT_1M until_ms=37000\n"
+            "Throttled bucket=REQUEST_WEIGHT_1M until_ms=37050\n"
         )
     );
     assert!(err.contains("X-MBX-USED-WEIGHT-*"), "{err}");

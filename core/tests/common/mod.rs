@@ -404,7 +404,7 @@ pub fn fingerprint(budget: &Budget) -> Fingerprint {
         budget
             .ids()
             .map(|id| {
-                let s = budget.stats(id);
+                let s = budget.stats(id).unwrap();
                 let cap = s.limit.max(MAX_LIMIT) + 1;
                 let avail = [Class::Urgent, Class::Normal, Class::Bulk]
                     .map(|c| available(budget, id, c, cap));
@@ -499,7 +499,7 @@ impl Driver {
                 let i = i % self.flights.len();
                 let (flight, costs) = self.flights.remove(i);
                 self.tick_model();
-                self.budget.complete(flight, caller);
+                self.budget.complete(flight, caller).unwrap();
                 for (b, c) in costs {
                     if matches!(self.cfg.buckets[b].kind, RKind::InFlight) {
                         self.outstanding[b] -= c;
@@ -507,27 +507,35 @@ impl Driver {
                 }
                 let now = self.now;
                 if let Some((twin, _, flights)) = &mut self.twin {
-                    twin.complete(flights.remove(i), now);
+                    twin.complete(flights.remove(i), now).unwrap();
                 }
             }
             Op::ChargeAfter(b, cost) => {
                 let i = self.b(*b);
                 let t = self.tick_model();
-                self.budget.charge_after(self.ids[i], *cost, caller);
+                let id = self.ids[i];
+                let mut ticked = self.budget.clone();
+                ticked.tick(t);
+                let before = ticked.stats(id).unwrap().used;
+                self.budget.charge_after(id, *cost, caller).unwrap();
+                // The figure is clamped so that the bucket's count stays within its
+                // limit: the model books what the budget's count took (a fixed
+                // window's neighbour within the guard may take more, never less).
+                let booked = self.budget.stats(id).unwrap().used - before;
+                assert!(booked <= u64::from(*cost));
                 if matches!(
                     self.cfg.buckets[i].kind,
                     RKind::Sliding { .. } | RKind::Fixed { .. } | RKind::Token { .. }
-                ) && *cost > 0
+                ) && booked > 0
                 {
                     self.logs[i].push(Event {
                         t,
-                        cost: u64::from(*cost),
+                        cost: booked,
                         ticket: None,
                         observed: false,
                     });
                 }
-                let id = self.ids[i];
-                self.twin_do(|b, now| b.charge_after(id, *cost, now));
+                self.twin_do(|b, now| b.charge_after(id, *cost, now).unwrap());
             }
             Op::Tick => {
                 self.tick_model();
@@ -537,16 +545,26 @@ impl Driver {
             Op::Throttled(b, wait) => {
                 let i = self.b(*b);
                 let t = self.tick_model();
-                self.budget.throttled(self.ids[i], *wait, caller);
+                let verdict = self.budget.throttled(self.ids[i], *wait, caller).unwrap();
+                // A wait of zero or less holds like none: one window.
                 let hold = match wait {
-                    Some(w) => (*w).max(0) + self.cfg.hold_guard,
-                    None => self.cfg.buckets[i].hold_without_wait(),
+                    Some(w) if *w > 0 => *w + self.cfg.hold_guard,
+                    _ => self.cfg.buckets[i].hold_without_wait(),
                 };
                 self.hold_until[i] = self.hold_until[i].max(t + hold);
                 let id = self.ids[i];
-                self.twin_do(|b, now| b.throttled(id, *wait, now));
+                assert_eq!(
+                    verdict,
+                    Verdict::Throttled {
+                        bucket: id,
+                        until_ns: self.hold_until[i]
+                    }
+                );
+                self.twin_do(|b, now| {
+                    b.throttled(id, *wait, now).unwrap();
+                });
                 if self.checks.holds {
-                    let s = self.budget.stats(id);
+                    let s = self.budget.stats(id).unwrap();
                     let want = (t < self.hold_until[i]).then_some(self.hold_until[i]);
                     assert_eq!(
                         s.held_until_ns, want,
@@ -557,23 +575,25 @@ impl Driver {
             Op::Banned(b) => {
                 let i = self.b(*b);
                 self.tick_model();
-                self.budget.banned(self.ids[i], caller + 50, caller);
+                self.budget
+                    .banned(self.ids[i], caller + 50, caller)
+                    .unwrap();
                 self.halted[i] = true;
                 let id = self.ids[i];
-                self.twin_do(|b, now| b.banned(id, caller + 50, now));
+                self.twin_do(|b, now| b.banned(id, caller + 50, now).unwrap());
                 if self.checks.holds {
-                    assert!(self.budget.is_halted(id));
+                    assert!(self.budget.is_halted(id).unwrap());
                     assert!(self.budget.halted().any(|h| h == id));
                 }
             }
             Op::ClearHalt(b) => {
                 let i = self.b(*b);
-                self.budget.clear_halt(self.ids[i]);
+                self.budget.clear_halt(self.ids[i]).unwrap();
                 self.halted[i] = false;
                 let id = self.ids[i];
-                self.twin_do(|b, _| b.clear_halt(id));
+                self.twin_do(|b, _| b.clear_halt(id).unwrap());
                 if self.checks.holds {
-                    assert!(!self.budget.is_halted(id));
+                    assert!(!self.budget.is_halted(id).unwrap());
                 }
             }
             Op::Observe(b, used) => {
@@ -582,15 +602,16 @@ impl Driver {
                 let id = self.ids[i];
                 let mut before = self.budget.clone();
                 before.tick(t);
-                let before = before.stats(id).used;
-                self.budget.observe_used(id, *used, caller);
-                let after = self.budget.stats(id).used;
+                let before = before.stats(id).unwrap().used;
+                self.budget.observe_used(id, *used, caller).unwrap();
+                let after = self.budget.stats(id).unwrap().used;
                 match self.cfg.buckets[i].kind {
                     RKind::InFlight | RKind::Gate => assert_eq!(after, before),
                     kind => {
+                        // A figure above the limit fills the bucket, no more.
                         assert_eq!(
                             after,
-                            before.max(*used),
+                            before.max((*used).min(self.cfg.buckets[i].limit)),
                             "observe_used raises to the figure"
                         );
                         // Within the leading guard of a fixed window the figure may be
@@ -615,7 +636,7 @@ impl Driver {
                         }
                     }
                 }
-                self.twin_do(|b, now| b.observe_used(id, *used, now));
+                self.twin_do(|b, now| b.observe_used(id, *used, now).unwrap());
             }
             Op::Resend {
                 verdict,
@@ -628,7 +649,7 @@ impl Driver {
             }
             Op::Stats(b) => {
                 let i = self.b(*b);
-                let s = self.budget.stats(self.ids[i]);
+                let s = self.budget.stats(self.ids[i]).unwrap();
                 assert_eq!(s.halted, self.halted[i]);
                 assert_eq!(
                     s.limit,
@@ -658,8 +679,8 @@ impl Driver {
             assert_eq!(twin.now_ns(), self.budget.now_ns());
             for id in self.budget.ids() {
                 assert_eq!(
-                    twin.stats(id),
-                    self.budget.stats(id),
+                    twin.stats(id).unwrap(),
+                    self.budget.stats(id).unwrap(),
                     "a budget fed a clock that steps back differs from one fed the latest time"
                 );
             }
@@ -800,6 +821,7 @@ impl Driver {
                 assert!(held && t < self.hold_until[b]);
                 assert_eq!(l.ready_at_ns, self.hold_until[b]);
             }
+            Why::Foreign => panic!("an own id refused as foreign: {l:?}"),
             Why::Full => assert!(
                 l.ready_at_ns > t,
                 "ready_at {} not after {t}",
@@ -845,8 +867,8 @@ impl Driver {
                     );
                     for id in self.budget.ids() {
                         assert_eq!(
-                            stats_sans_refusals(before.stats(id)),
-                            stats_sans_refusals(self.budget.stats(id))
+                            stats_sans_refusals(before.stats(id).unwrap()),
+                            stats_sans_refusals(self.budget.stats(id).unwrap())
                         );
                     }
                 }
@@ -882,14 +904,17 @@ impl Driver {
         let before: Vec<u64> = if self.checks.refund {
             let mut b = self.budget.clone();
             b.tick(t);
-            self.ids.iter().map(|&id| b.stats(id).used).collect()
+            self.ids
+                .iter()
+                .map(|&id| b.stats(id).unwrap().used)
+                .collect()
         } else {
             vec![]
         };
-        self.budget.refund(ticket, caller);
+        self.budget.refund(ticket, caller).unwrap();
         if self.checks.refund {
             for (b, &was) in before.iter().enumerate() {
-                let now = self.budget.stats(self.ids[b]).used;
+                let now = self.budget.stats(self.ids[b]).unwrap().used;
                 let gives = costs.iter().find(|&&(c, _)| c == b).map_or(0, |&(_, c)| c);
                 match self.cfg.buckets[b].kind {
                     RKind::InFlight => assert_eq!(now, was - gives, "in-flight refund"),
@@ -923,7 +948,7 @@ impl Driver {
         }
         let now = self.now;
         if let Some((twin, tickets, _)) = &mut self.twin {
-            twin.refund(tickets.remove(i), now);
+            twin.refund(tickets.remove(i), now).unwrap();
         }
     }
 

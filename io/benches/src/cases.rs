@@ -294,7 +294,11 @@ fn calls(budget: &mut Budget, b: &Binance, work: Work, n: usize, now: impl Fn() 
             for _ in 0..n {
                 let t = now();
                 match budget.try_charge(order, Class::Normal, t) {
-                    Ok(ticket) => budget.refund(black_box(ticket), t),
+                    Ok(ticket) => {
+                        if budget.refund(black_box(ticket), t).is_err() {
+                            refused += 1;
+                        }
+                    }
                     Err(limited) => {
                         black_box(limited);
                         refused += 1;

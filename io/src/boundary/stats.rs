@@ -145,9 +145,11 @@ impl StatsPublisher {
     pub fn publish(&mut self, budget: &Budget, client: &ClientCounters, now_ns: i64) {
         let w = &mut *self.words;
         let mut count = 0;
-        for id in budget.ids().take(MAX_BUCKETS) {
+        // Ids from `ids()` are the budget's own: `stats` answers every one.
+        let own = budget.ids().filter_map(|id| budget.stats(id).ok());
+        for stats in own.take(MAX_BUCKETS) {
             let at = HEAD_WORDS + count * BUCKET_WORDS;
-            encode_bucket(&budget.stats(id), &mut w[at..at + BUCKET_WORDS]);
+            encode_bucket(&stats, &mut w[at..at + BUCKET_WORDS]);
             count += 1;
         }
         w[..HEAD_WORDS].copy_from_slice(&[

@@ -12,7 +12,7 @@ use ergon_venues::adapt::{Clock, Request as Kind};
 use ergon_venues::response::Response;
 
 use super::driver::Driver;
-use super::endpoints::Endpoints;
+use super::endpoints::Account;
 use super::machine::Gateway;
 use crate::client::{ClientHandler, Error, PoolConfig, PoolId, RequestId, Sent};
 use crate::event_loop::{Config as LoopConfig, Context, EventLoop};
@@ -117,7 +117,7 @@ struct Read<E> {
     _venue: core::marker::PhantomData<E>,
 }
 
-impl<E: Endpoints> Read<E> {
+impl<E: Account> Read<E> {
     fn next(&mut self, cx: &mut Context<'_>) {
         let now = cx.now();
         if now > self.deadline {
@@ -149,7 +149,7 @@ impl<E: Endpoints> Read<E> {
     }
 }
 
-impl<E: Endpoints> ClientHandler for Read<E> {
+impl<E: Account> ClientHandler for Read<E> {
     fn on_response(&mut self, cx: &mut Context<'_>, _: RequestId, r: Response<'_>, f: Flight) {
         let now = cx.now();
         cx.complete(f);
@@ -199,14 +199,16 @@ fn pool_cfg(s: &Start) -> PoolConfig {
     pc
 }
 
-impl<E: Endpoints> Gateway<E> {
+impl<E: Account> Gateway<E> {
     /// Starts a gateway: reads the venue's time (anchoring the clock at the round
     /// trip's midpoint) and its published limits on its own connection, lets
-    /// `declare` build the venue's buckets and endpoints from them, and returns the
+    /// `declare` build the venue's buckets and endpoints from them (for `symbol`,
+    /// what reconcile queries name), and returns the
     /// loop (owning the budget and the pool) and a [`Driver`]'s gateway half with
     /// its pool. Run it with `EventLoop::run(&mut Driver { gateway, strategy, pool })`.
     pub fn start(
         s: &Start,
+        symbol: &str,
         declare: impl FnOnce(&Boot, &mut Builder) -> Result<E, String>,
     ) -> Result<(EventLoop, Gateway<E>, PoolId), StartError> {
         let err = |e: &dyn core::fmt::Display| StartError(e.to_string());
@@ -252,21 +254,24 @@ impl<E: Endpoints> Gateway<E> {
         pc.connect_parts = venue.parts(Kind::Connect).map_err(|e| err(&e))?.to_vec();
         pc.connect_class = Class::Urgent;
         let pool = lp.add_pool(pc).map_err(|e| err(&e))?;
-        Ok((lp, Gateway::new(venue, s.capacity, 1024, 512), pool))
+        let gw = Gateway::new(venue, symbol, s.capacity, 1024).map_err(|e| err(&e))?;
+        Ok((lp, gw, pool))
     }
 }
 
 /// Runs `strategy` over `gateway` until it stops the loop; returns the driver.
-pub fn run<E: Endpoints, S: super::driver::Strategy<E>>(
+pub fn run<E: Account, S: super::driver::Strategy<E>>(
     lp: &mut EventLoop,
     gateway: Gateway<E>,
     pool: PoolId,
     strategy: S,
+    control: std::sync::Arc<super::driver::Control>,
 ) -> Result<Driver<E, S>, crate::event_loop::LoopError> {
     let mut d = Driver {
         gateway,
         strategy,
         pool,
+        control,
     };
     lp.run(&mut d)?;
     Ok(d)

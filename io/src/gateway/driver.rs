@@ -1,29 +1,53 @@
 //! The gateway on the event loop: a [`Strategy`] receives typed events and submits
 //! through an [`Api`]; the [`Driver`] is the loop's handler that joins the two.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
 use ergon_core::{Budget, Class, Flight};
 use ergon_venues::response::Response;
 
-use super::endpoints::Endpoints;
+use super::endpoints::Account;
 use super::events::{Event, Tag};
 use super::machine::{Gateway, Stats};
-use super::prepared::Prepared;
 use super::wire::LoopWire;
 use crate::client::{ClientHandler, Error, PoolId, RequestId, Sent};
 use crate::event_loop::{Context, LoopError, Readiness};
+use ergon_venues::endpoint::Prepared;
 
 /// The timer token the driver keeps for the gateway's due work; a strategy's
 /// tokens must differ.
 pub const GATEWAY_TIMER: u64 = u64::MAX;
+
+/// A person's hands on a running gateway, from another thread: clear the halts
+/// after looking at a ban, or ask the strategy to stop.
+#[derive(Debug, Default)]
+pub struct Control {
+    clear_halt: AtomicBool,
+    stop: AtomicBool,
+}
+
+impl Control {
+    /// Clears every halt at the loop's next turn.
+    pub fn clear_halt(&self) {
+        self.clear_halt.store(true, Ordering::SeqCst);
+    }
+
+    /// Asks the strategy to stop ([`Api::stop_asked`] says so from then on).
+    pub fn stop(&self) {
+        self.stop.store(true, Ordering::SeqCst);
+    }
+}
 
 /// What a strategy does with the gateway, from inside a loop call.
 pub struct Api<'a, 'c, E> {
     gw: &'a mut Gateway<E>,
     cx: &'a mut Context<'c>,
     pool: PoolId,
+    control: &'a Control,
 }
 
-impl<E: Endpoints> Api<'_, '_, E> {
+impl<E: Account> Api<'_, '_, E> {
     /// This turn's time.
     pub fn now(&self) -> i64 {
         self.cx.now()
@@ -43,9 +67,19 @@ impl<E: Endpoints> Api<'_, '_, E> {
         self.gw.submit(&mut w, req, class, tag)
     }
 
-    /// The venue's endpoints, to prepare requests.
+    /// The venue's endpoints.
     pub fn venue(&self) -> &E {
         self.gw.venue()
+    }
+
+    /// The venue's endpoints, to prepare requests.
+    pub fn venue_mut(&mut self) -> &mut E {
+        self.gw.venue_mut()
+    }
+
+    /// The symbol the gateway's reconcile queries name.
+    pub fn symbol(&self) -> ergon_venues::endpoint::Symbol<'_> {
+        self.gw.symbol()
     }
 
     /// The budget (read its stats; charge ad-hoc work).
@@ -81,11 +115,16 @@ impl<E: Endpoints> Api<'_, '_, E> {
     pub fn stop(&mut self) {
         self.cx.stop();
     }
+
+    /// Whether a person asked to stop ([`Control::stop`]).
+    pub fn stop_asked(&self) -> bool {
+        self.control.stop.load(Ordering::SeqCst)
+    }
 }
 
 /// A strategy over a gateway: it gets every event of its requests, once per turn a
 /// call, and its own timers.
-pub trait Strategy<E: Endpoints> {
+pub trait Strategy<E: Account> {
     /// One event of a request it submitted.
     fn on_event(&mut self, gw: &mut Api<'_, '_, E>, event: Event<'_>);
 
@@ -107,9 +146,11 @@ pub struct Driver<E, S> {
     pub strategy: S,
     /// The gateway's pool on the loop.
     pub pool: PoolId,
+    /// A person's hands on it.
+    pub control: Arc<Control>,
 }
 
-impl<E: Endpoints, S: Strategy<E>> Driver<E, S> {
+impl<E: Account, S: Strategy<E>> Driver<E, S> {
     /// Delivers every queued event, then re-arms the gateway's timer.
     fn drain(&mut self, cx: &mut Context<'_>) {
         while let Some(ev) = self.gateway.poll_event() {
@@ -117,6 +158,7 @@ impl<E: Endpoints, S: Strategy<E>> Driver<E, S> {
                 gw: &mut self.gateway,
                 cx,
                 pool: self.pool,
+                control: &self.control,
             };
             self.strategy.on_event(&mut api, ev);
         }
@@ -136,6 +178,7 @@ impl<E: Endpoints, S: Strategy<E>> Driver<E, S> {
                 gw: &mut self.gateway,
                 cx,
                 pool: self.pool,
+                control: &self.control,
             };
             self.strategy.on_event(&mut api, ev);
         }
@@ -152,7 +195,7 @@ impl<E: Endpoints, S: Strategy<E>> Driver<E, S> {
     }
 }
 
-impl<E: Endpoints, S: Strategy<E>> ClientHandler for Driver<E, S> {
+impl<E: Account, S: Strategy<E>> ClientHandler for Driver<E, S> {
     fn on_response(&mut self, cx: &mut Context<'_>, id: RequestId, r: Response<'_>, f: Flight) {
         let mut w = LoopWire {
             cx,
@@ -184,6 +227,7 @@ impl<E: Endpoints, S: Strategy<E>> ClientHandler for Driver<E, S> {
             gw: &mut self.gateway,
             cx,
             pool: self.pool,
+            control: &self.control,
         };
         self.strategy.on_timer(&mut api, token);
         self.drain(cx);
@@ -194,17 +238,26 @@ impl<E: Endpoints, S: Strategy<E>> ClientHandler for Driver<E, S> {
             gw: &mut self.gateway,
             cx,
             pool: self.pool,
+            control: &self.control,
         };
         self.strategy.on_fd(&mut api, token, ready);
         self.drain(cx);
     }
 
     fn on_turn(&mut self, cx: &mut Context<'_>) {
+        if self.control.clear_halt.swap(false, Ordering::SeqCst) {
+            let mut w = LoopWire {
+                cx,
+                pool: self.pool,
+            };
+            self.gateway.clear_halts(&mut w);
+        }
         self.poll(cx);
         let mut api = Api {
             gw: &mut self.gateway,
             cx,
             pool: self.pool,
+            control: &self.control,
         };
         self.strategy.on_turn(&mut api);
         self.drain(cx);

@@ -1,18 +1,13 @@
-//! What the gateway needs from a venue: the adapter ([`Venue`]: parts and verdicts)
-//! plus the few typed endpoints it sends on its own (the venue's time, the query by
-//! client order id) and their readers.
-//!
-//! The venues crate's endpoint contract implements this for each venue; until it
-//! lands, [`super::binance_spot`] implements it for Binance Spot.
+//! What the gateway needs from a venue beyond the venues crate's typed endpoints
+//! ([`Endpoints`]: prepared requests, the query by client order id and its reader):
+//! the venue's time and published limits for the bootstrap, re-anchoring its
+//! clock, and reading which orders an open-orders answer lists.
 
-use ergon_venues::adapt::{Clock, Venue};
-use ergon_venues::response::Response;
+use ergon_venues::adapt::Clock;
+use ergon_venues::endpoint::Endpoints;
 
-use super::events::Lookup;
-use super::prepared::Prepared;
-
-/// A venue account's endpoints, as the gateway uses them.
-pub trait Endpoints: Venue {
+/// A venue account as the gateway drives it.
+pub trait Account: Endpoints {
     /// The unsigned path that answers the venue's time.
     fn time_path() -> &'static str;
 
@@ -23,15 +18,11 @@ pub trait Endpoints: Venue {
     /// if it publishes them.
     fn limits_path() -> Option<&'static str>;
 
-    /// Writes into `out` the query of the order whose client order id is `cid`,
-    /// signed and stamped at `now_ns`. False if it cannot be written (a `cid` the
-    /// venue would not accept).
-    fn query_order(&self, cid: &str, now_ns: i64, out: &mut Prepared) -> bool;
-
-    /// Reads the answer to such a query.
-    fn read_order(&self, response: &Response<'_>) -> Lookup;
-
     /// Re-anchors the venue clock (after repeated clock skew) for every request
     /// stamped from now on.
     fn set_clock(&mut self, clock: Clock);
+
+    /// Calls `f` with the client order id of each order an answer to
+    /// [`Endpoints::open_orders`] lists.
+    fn open_ids(&self, body: &[u8], f: &mut dyn FnMut(&[u8]));
 }

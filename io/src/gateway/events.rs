@@ -2,31 +2,13 @@
 //! carrying the caller's tag.
 
 use ergon_core::{BucketId, Why};
+use ergon_venues::endpoint::OrderState;
 
 /// The caller's name for a request, given at submit and carried by its events.
 pub type Tag = u64;
 
-/// An order's state as a query by client order id found it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum OrderState {
-    /// Resting (new or partly filled).
-    Open,
-    /// Wholly filled.
-    Filled,
-    /// Ended without a full fill (canceled, expired, rejected by the matching engine).
-    Ended,
-}
-
-/// What a query by client order id says.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Lookup {
-    /// The order exists, in this state: the request ran.
-    Found(OrderState),
-    /// The venue has no such order: the request did not run.
-    NotFound,
-    /// The answer settles nothing (throttled, an error, unreadable): ask again.
-    Unknown,
-}
+/// The tag of [`Event::OpenOrders`]: the gateway's own polls of open orders.
+pub const OPEN_ORDERS: Tag = Tag::MAX;
 
 /// One step of a request, for the caller.
 ///
@@ -85,6 +67,18 @@ pub enum Event<'a> {
         /// The order as the venue has it.
         found: Option<OrderState>,
     },
+    /// The answer to the gateway's own poll of open orders (see
+    /// [`Gateway::poll_open_orders`](super::Gateway::poll_open_orders)): read it with
+    /// [`Account::open_ids`](super::Account::open_ids). `tag` is [`OPEN_ORDERS`].
+    OpenOrders {
+        /// [`OPEN_ORDERS`].
+        tag: Tag,
+        /// When the poll was sent: an order that rested before this and is not
+        /// listed has ended.
+        sent_at_ns: i64,
+        /// The answer's body.
+        body: &'a [u8],
+    },
     /// The venue banned a scope: it did not run, and nothing that charges `bucket`
     /// leaves until a person clears the halt.
     Halted {
@@ -106,6 +100,7 @@ impl Event<'_> {
             | Event::Expired { tag }
             | Event::Reconciling { tag }
             | Event::Reconciled { tag, .. }
+            | Event::OpenOrders { tag, .. }
             | Event::Halted { tag, .. } => tag,
         }
     }

@@ -7,10 +7,9 @@
 //! ([`crate::gateway`]) and the ledger only keeps what that rule needs.
 
 use ergon_core::{Class, Verdict};
-use ergon_venues::adapt::Parts;
+use ergon_venues::endpoint::Prepared;
 
 use super::events::Tag;
-use super::prepared::Prepared;
 use crate::client::RequestId;
 
 /// A slot of the ledger, valid until the entry is removed.
@@ -45,8 +44,6 @@ pub struct Entry {
     pub tag: Tag,
     /// The class it was charged at (and is charged again at).
     pub class: Class,
-    /// The parts it charges.
-    pub parts: Parts,
     /// The request itself: its bytes, deadline and client order id.
     pub req: Prepared,
     /// The query that reconciles it (its buffer is reused).
@@ -80,9 +77,9 @@ pub struct Ledger {
 }
 
 impl Ledger {
-    /// A ledger of `capacity` slots (at least 1), each with a request buffer of
-    /// `target` and `body` bytes.
-    pub fn new(capacity: usize, target: usize, body: usize) -> Self {
+    /// A ledger of `capacity` slots (at least 1), each with request buffers of
+    /// `bytes` bytes.
+    pub fn new(capacity: usize, bytes: usize) -> Self {
         let capacity = capacity.max(1);
         let slots = (0..capacity)
             .map(|_| Slot {
@@ -91,9 +88,8 @@ impl Ledger {
                 entry: Entry {
                     tag: 0,
                     class: Class::Normal,
-                    parts: Parts::new(),
-                    req: Prepared::with_capacity(target, body),
-                    query: Prepared::with_capacity(target, 0),
+                    req: Prepared::with_capacity(bytes),
+                    query: Prepared::with_capacity(bytes),
                     stage: Stage::Wire,
                     verdict: Verdict::Unknown,
                     at_ns: 0,
@@ -127,14 +123,9 @@ impl Ledger {
     }
 
     /// Takes a free slot for a request: `req` is swapped in (the caller gets the
-    /// slot's old buffer back, cleared). None if every slot is taken.
-    pub fn insert(
-        &mut self,
-        tag: Tag,
-        class: Class,
-        parts: &[ergon_core::Part],
-        req: &mut Prepared,
-    ) -> Option<Key> {
+    /// slot's old buffer back, to prepare the next request in). None if every slot
+    /// is taken.
+    pub fn insert(&mut self, tag: Tag, class: Class, req: &mut Prepared) -> Option<Key> {
         let i = self.free.pop()?;
         let slot = &mut self.slots[i as usize];
         slot.live = true;
@@ -142,11 +133,7 @@ impl Ledger {
         let e = &mut slot.entry;
         e.tag = tag;
         e.class = class;
-        e.parts.clear();
-        e.parts
-            .extend(parts.iter().copied().take(e.parts.capacity()));
         core::mem::swap(&mut e.req, req);
-        req.clear();
         e.stage = Stage::Wire;
         e.verdict = Verdict::Unknown;
         e.at_ns = 0;
@@ -286,15 +273,15 @@ mod tests {
         /// The ledger against a map: same entries, same bindings, same refusals.
         #[test]
         fn the_ledger_agrees_with_a_map(ops in proptest::collection::vec(op(), 1..400), cap in 1usize..12) {
-            let mut l = Ledger::new(cap, 16, 0);
+            let mut l = Ledger::new(cap, 16);
             // key -> (tag, bound id)
             let mut model: HashMap<Key, (u64, Option<u64>)> = HashMap::new();
             let mut next_id = 1u64 << 40;
-            let mut p = Prepared::with_capacity(16, 0);
+            let mut p = Prepared::with_capacity(16);
             for op in ops {
                 match op {
                     Op::Insert(tag) => {
-                        let k = l.insert(tag, Class::Normal, &[], &mut p);
+                        let k = l.insert(tag, Class::Normal, &mut p);
                         prop_assert_eq!(k.is_some(), model.len() < cap);
                         if let Some(k) = k {
                             prop_assert!(model.insert(k, (tag, None)).is_none());
@@ -340,12 +327,11 @@ mod tests {
 
     #[test]
     fn insert_swaps_the_buffer_and_due_finds_steps() {
-        let mut l = Ledger::new(2, 64, 0);
-        let mut p = Prepared::with_capacity(64, 0);
-        p.target.push_str("/api/v3/order?a=1");
-        let k = l.insert(7, Class::Urgent, &[], &mut p).unwrap();
-        assert!(p.target.is_empty(), "the caller gets a cleared buffer back");
-        assert_eq!(l.get(k).unwrap().req.target, "/api/v3/order?a=1");
+        let mut l = Ledger::new(2, 64);
+        let mut p = Prepared::with_capacity(64);
+        let k = l.insert(7, Class::Urgent, &mut p).unwrap();
+        assert_eq!(l.get(k).unwrap().tag, 7);
+        assert_eq!(l.get(k).unwrap().class, Class::Urgent);
         let e = l.get_mut(k).unwrap();
         e.stage = Stage::Retry;
         e.at_ns = 100;

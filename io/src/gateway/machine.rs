@@ -3,15 +3,16 @@
 
 use std::collections::VecDeque;
 
+use arrayvec::ArrayString;
 use ergon_core::{Class, Flight, Limited, Resend, Verdict, Why};
 use ergon_venues::adapt::{self, Clock, Request as Kind};
+use ergon_venues::endpoint::{Lookup, OrderRef, Prepared, Symbol};
 use ergon_venues::response::Response;
 
-use super::endpoints::Endpoints;
-use super::events::{Event, Lookup, Tag};
+use super::endpoints::Account;
+use super::events::{Event, Tag, OPEN_ORDERS};
 use super::ledger::{Key, Ledger, Stage};
-use super::prepared::Prepared;
-use super::wire::Wire;
+use super::wire::{encode, Wire};
 use crate::client::{RequestId, Sent};
 
 /// How long a step that could not go out waits before it is tried again, when the
@@ -72,6 +73,10 @@ pub struct Stats {
     pub queries: u64,
     /// Requests that ended Halted.
     pub halted: u64,
+    /// Halts cleared by a person.
+    pub halts_cleared: u64,
+    /// Open-order polls answered.
+    pub polls: u64,
 }
 
 /// One venue account on one egress lane. See [the module](crate::gateway) for the
@@ -79,6 +84,7 @@ pub struct Stats {
 #[derive(Debug)]
 pub struct Gateway<E> {
     venue: E,
+    symbol: ArrayString<32>,
     ledger: Ledger,
     pending: VecDeque<Event<'static>>,
     due: Vec<Key>,
@@ -86,31 +92,59 @@ pub struct Gateway<E> {
     skews: u32,
     /// The gateway's own time read on the wire: its id and when it was sent.
     time: Option<(RequestId, i64)>,
-    time_req: Prepared,
+    /// Open orders polled this often (None: not at all).
+    open_every: Option<i64>,
+    next_open: i64,
+    /// The poll on the wire: its id and when it was sent.
+    open: Option<(RequestId, i64)>,
+    open_req: Prepared,
     stats: Stats,
 }
 
-impl<E: Endpoints> Gateway<E> {
-    /// A gateway for `venue` with room for `capacity` requests in flight (each with
-    /// buffers of `target` and `body` bytes). Everything it needs is allocated here.
-    pub fn new(venue: E, capacity: usize, target: usize, body: usize) -> Self {
+impl<E: Account> Gateway<E> {
+    /// A gateway for `venue` trading `symbol` (what its reconcile queries name),
+    /// with room for `capacity` requests in flight, each with buffers of `bytes`
+    /// bytes. Everything it needs is allocated here.
+    pub fn new(
+        venue: E,
+        symbol: &str,
+        capacity: usize,
+        bytes: usize,
+    ) -> Result<Self, adapt::Error> {
         let capacity = capacity.max(1);
-        Gateway {
+        Symbol::new(symbol)?;
+        let symbol = ArrayString::from(symbol).map_err(|_| adapt::Error::BadArgument("symbol"))?;
+        Ok(Gateway {
             venue,
-            ledger: Ledger::new(capacity, target, body),
+            symbol,
+            ledger: Ledger::new(capacity, bytes),
             pending: VecDeque::with_capacity(2 * capacity + 8),
             due: Vec::with_capacity(capacity),
             next_due: i64::MAX,
             skews: 0,
             time: None,
-            time_req: Prepared::with_capacity(64, 0),
+            open_every: None,
+            next_open: i64::MIN,
+            open: None,
+            open_req: Prepared::with_capacity(bytes),
             stats: Stats::default(),
-        }
+        })
     }
 
-    /// The venue's endpoints (to prepare requests).
+    /// The venue's endpoints.
     pub fn venue(&self) -> &E {
         &self.venue
+    }
+
+    /// The venue's endpoints, to prepare requests (signing may keep state).
+    pub fn venue_mut(&mut self) -> &mut E {
+        &mut self.venue
+    }
+
+    /// The symbol its reconcile queries name.
+    pub fn symbol(&self) -> Symbol<'_> {
+        // Checked in `new`.
+        Symbol::new(self.symbol.as_str()).unwrap_or_else(|_| unreachable!())
     }
 
     /// What it did so far.
@@ -123,9 +157,75 @@ impl<E: Endpoints> Gateway<E> {
         self.ledger.len()
     }
 
-    /// The earliest time its due work (a re-send, a query) wants a [`Gateway::poll`].
+    /// Polls the venue's open orders every `every_ns` (at [`Class::Normal`], when
+    /// the budget has room): the answers come as [`Event::OpenOrders`]. This is how
+    /// a venue without a usable user data stream tells which orders ended.
+    pub fn poll_open_orders(&mut self, every_ns: i64) {
+        self.open_every = Some(every_ns.max(1));
+    }
+
+    /// The earliest time its due work (a re-send, a query, a poll) wants a
+    /// [`Gateway::poll`].
     pub fn poll_timeout(&self) -> Option<i64> {
-        (self.next_due != i64::MAX).then_some(self.next_due)
+        let open = match (self.open_every, self.open) {
+            (Some(_), None) => self.next_open,
+            _ => i64::MAX,
+        };
+        let at = self.next_due.min(open);
+        (at != i64::MAX).then_some(at)
+    }
+
+    /// Sends the open-orders poll if it is due.
+    fn poll_open<W: Wire>(&mut self, w: &mut W) {
+        let now = w.now();
+        let Some(every) = self.open_every else {
+            return;
+        };
+        if self.open.is_some() || now < self.next_open {
+            return;
+        }
+        self.next_open = now + every;
+        let Ok(symbol) = Symbol::new(self.symbol.as_str()) else {
+            return;
+        };
+        if self
+            .venue
+            .open_orders(&mut self.open_req, Some(symbol), now)
+            .is_err()
+        {
+            return;
+        }
+        let ticket = match w
+            .budget()
+            .try_charge(self.open_req.parts(), Class::Normal, now)
+        {
+            Ok(t) => t,
+            // The weight is shared with the caller's reads: go as soon as it has room.
+            Err(l) => {
+                self.next_open = l.ready_at_ns.clamp(now + 1_000_000, now + every);
+                return;
+            }
+        };
+        let mut ticket = Some(ticket);
+        let deadline = self.open_req.deadline_ns();
+        let sent = encode(&self.open_req, |r| {
+            ticket.take().map(|t| w.send(r, t, deadline))
+        });
+        match sent.flatten() {
+            Some(Ok(id)) => {
+                self.stats.sent += 1;
+                self.open = Some((id, now));
+            }
+            Some(Err(refused)) => {
+                let _ = w.budget().refund(refused.into_ticket(), now);
+                self.next_open = now + RETRY_GAP_NS;
+            }
+            None => {
+                if let Some(t) = ticket {
+                    let _ = w.budget().refund(t, now);
+                }
+            }
+        }
     }
 
     /// The next event produced outside an answer (by submit or poll).
@@ -134,7 +234,7 @@ impl<E: Endpoints> Gateway<E> {
     }
 
     /// Charges and sends `req` at `class`, under `tag`. `req` is swapped into the
-    /// ledger: the caller gets an empty buffer of the same kind back.
+    /// ledger: the caller gets another buffer back to prepare the next request in.
     ///
     /// `Err` is the request's one and final event, at once: [`Event::Limited`]
     /// (nothing sent, nothing charged), [`Event::Expired`] (its deadline has passed)
@@ -148,15 +248,15 @@ impl<E: Endpoints> Gateway<E> {
         tag: Tag,
     ) -> Result<(), Event<'static>> {
         let now = w.now();
-        if now >= req.deadline_ns {
+        if req.is_empty() {
+            self.stats.rejected += 1;
+            return Err(Event::Rejected { tag });
+        }
+        if now >= req.deadline_ns() {
             self.stats.expired += 1;
             return Err(Event::Expired { tag });
         }
-        let Ok(parts) = self.venue.parts(req.kind) else {
-            self.stats.rejected += 1;
-            return Err(Event::Rejected { tag });
-        };
-        let ticket = match w.budget().try_charge(&parts, class, now) {
+        let ticket = match w.budget().try_charge(req.parts(), class, now) {
             Ok(t) => t,
             Err(l) => {
                 self.count_limited(l.why);
@@ -167,8 +267,9 @@ impl<E: Endpoints> Gateway<E> {
                 });
             }
         };
-        let Some(key) = self.ledger.insert(tag, class, &parts, req) else {
-            w.budget().refund(ticket, now);
+        let Some(key) = self.ledger.insert(tag, class, req) else {
+            // The budget's own ticket: never foreign.
+            let _ = w.budget().refund(ticket, now);
             self.stats.ledger_full += 1;
             return Err(Event::Limited {
                 tag,
@@ -185,16 +286,26 @@ impl<E: Endpoints> Gateway<E> {
     fn send<W: Wire>(&mut self, w: &mut W, key: Key, ticket: ergon_core::Ticket) {
         let now = w.now();
         let Some(e) = self.ledger.get_mut(key) else {
-            w.budget().refund(ticket, now);
+            let _ = w.budget().refund(ticket, now);
             return;
         };
         let query = e.stage == Stage::Query;
-        let (req, deadline) = if query {
-            (&e.query, e.query.deadline_ns)
-        } else {
-            (&e.req, e.req.deadline_ns)
+        let req = if query { &e.query } else { &e.req };
+        let deadline = req.deadline_ns();
+        let mut ticket = Some(ticket);
+        let sent = encode(req, |r| match ticket.take() {
+            Some(t) => w.send(r, t, deadline),
+            None => unreachable!("encode calls once"),
+        });
+        let sent = match (sent, ticket) {
+            (Some(s), _) => s,
+            (None, Some(t)) => Err(crate::client::Refused::Invalid(
+                t,
+                crate::http::InvalidRequest::Method,
+            )),
+            (None, None) => return,
         };
-        match req.with_request(|r| w.send(r, ticket, deadline)) {
+        match sent {
             Ok(id) => {
                 self.stats.sent += 1;
                 if !query {
@@ -203,7 +314,7 @@ impl<E: Endpoints> Gateway<E> {
                 self.ledger.bind(key, id);
             }
             Err(refused) => {
-                w.budget().refund(refused.into_ticket(), now);
+                let _ = w.budget().refund(refused.into_ticket(), now);
                 self.stats.busy += 1;
                 let at = now + RETRY_GAP_NS;
                 e.at_ns = at;
@@ -231,7 +342,24 @@ impl<E: Endpoints> Gateway<E> {
     ) -> Option<Event<'r>> {
         let now = w.now();
         let Some(key) = self.ledger.unbind(id) else {
-            w.budget().complete(flight, now);
+            if let Some((open_id, sent_at_ns)) = self.open {
+                if open_id == id {
+                    self.open = None;
+                    let kind = self.open_req.kind().unwrap_or(Kind::Read(0));
+                    let v = self.venue.on_response(kind, &r, w.budget(), now);
+                    let _ = w.budget().complete(flight, now);
+                    if !matches!(v, Ok(Verdict::Done)) {
+                        return None;
+                    }
+                    self.stats.polls += 1;
+                    return Some(Event::OpenOrders {
+                        tag: OPEN_ORDERS,
+                        sent_at_ns,
+                        body: r.body,
+                    });
+                }
+            }
+            let _ = w.budget().complete(flight, now);
             if let Some((time_id, sent_at)) = self.time {
                 if time_id == id {
                     self.time = None;
@@ -241,18 +369,20 @@ impl<E: Endpoints> Gateway<E> {
             return None;
         };
         let e = self.ledger.get(key)?;
-        let (stage, write, tag) = (e.stage, e.req.is_write(), e.tag);
+        let (stage, tag) = (e.stage, e.tag);
+        let write = e.req.kind().is_some_and(|k| k.is_write());
         let kind = if stage == Stage::Query {
-            e.query.kind
+            e.query.kind()
         } else {
-            e.req.kind
+            e.req.kind()
         };
+        let kind = kind.unwrap_or(Kind::Read(0));
         let verdict = match self.venue.on_response(kind, &r, w.budget(), now) {
             Ok(v) => v,
             Err(adapt::Error::BadHeader { verdict, .. }) => verdict,
             Err(_) => Verdict::Unknown,
         };
-        w.budget().complete(flight, now);
+        let _ = w.budget().complete(flight, now);
         self.count_verdict(&verdict);
         if stage == Stage::Query {
             return self.on_query(w, key, &r, verdict).map(widen);
@@ -301,17 +431,20 @@ impl<E: Endpoints> Gateway<E> {
         let now = w.now();
         let maybe = match sent {
             Sent::No(t) => {
-                w.budget().refund(t, now);
+                let _ = w.budget().refund(t, now);
                 false
             }
             Sent::Maybe(f) => {
-                w.budget().complete(f, now);
+                let _ = w.budget().complete(f, now);
                 true
             }
         };
         let Some(key) = self.ledger.unbind(id) else {
             if self.time.is_some_and(|t| t.0 == id) {
                 self.time = None;
+            }
+            if self.open.is_some_and(|t| t.0 == id) {
+                self.open = None;
             }
             return None;
         };
@@ -322,7 +455,7 @@ impl<E: Endpoints> Gateway<E> {
             self.next_due = self.next_due.min(e.at_ns);
             return None;
         }
-        let verdict = if maybe && e.req.is_write() {
+        let verdict = if maybe && e.req.kind().is_some_and(|k| k.is_write()) {
             Verdict::Unknown
         } else {
             Verdict::NotRun
@@ -334,6 +467,7 @@ impl<E: Endpoints> Gateway<E> {
     /// come out of [`Gateway::poll_event`].
     pub fn poll<W: Wire>(&mut self, w: &mut W) {
         let now = w.now();
+        self.poll_open(w);
         if now < self.next_due {
             return;
         }
@@ -366,9 +500,11 @@ impl<E: Endpoints> Gateway<E> {
         loop {
             let next = b.halted().next();
             let Some(id) = next else {
+                self.stats.halts_cleared += n as u64;
                 return n;
             };
-            b.clear_halt(id);
+            // Its own ids: never foreign.
+            let _ = b.clear_halt(id);
             n += 1;
         }
     }
@@ -388,7 +524,7 @@ impl<E: Endpoints> Gateway<E> {
         e.verdict = verdict;
         let r = w
             .budget()
-            .resend(&verdict, &e.parts, e.class, e.req.deadline_ns, now);
+            .resend(&verdict, e.req.parts(), e.class, e.req.deadline_ns(), now);
         match r {
             Resend::Send(ticket) => {
                 self.stats.resent += 1;
@@ -408,7 +544,7 @@ impl<E: Endpoints> Gateway<E> {
                 self.stats.halted += 1;
                 Some(Event::Halted { tag, bucket })
             }
-            Resend::Wait(l) if l.ready_at_ns < e.req.deadline_ns => {
+            Resend::Wait(l) if l.ready_at_ns < e.req.deadline_ns() => {
                 e.stage = Stage::Retry;
                 e.at_ns = l.ready_at_ns.max(now + 1);
                 self.next_due = self.next_due.min(e.at_ns);
@@ -439,20 +575,31 @@ impl<E: Endpoints> Gateway<E> {
         let Some(e) = self.ledger.get_mut(key) else {
             return;
         };
-        let written = self
-            .venue
-            .query_order(&e.req.client_order_id, now, &mut e.query);
-        let parts = self.venue.parts(e.query.kind);
+        let symbol = Symbol::new(self.symbol.as_str());
+        let written = match (e.req.client_order_id(), symbol) {
+            (Some(&client_order_id), Ok(symbol)) => self
+                .venue
+                .query_order(
+                    &mut e.query,
+                    &OrderRef {
+                        symbol,
+                        client_order_id,
+                    },
+                    now,
+                )
+                .is_ok(),
+            _ => false,
+        };
         // Reconcile outranks new business: it goes at the request's class or Normal.
         let class = if e.class == Class::Urgent {
             Class::Urgent
         } else {
             Class::Normal
         };
-        let charged = match parts {
-            Ok(p) if written => w
+        let charged = match written {
+            true => w
                 .budget()
-                .try_charge(&p, class, now)
+                .try_charge(e.query.parts(), class, now)
                 .map_err(|l| l.ready_at_ns),
             // A query that cannot be written settles nothing: look again later.
             _ => Err(now + 5 * RETRY_GAP_NS),
@@ -490,7 +637,7 @@ impl<E: Endpoints> Gateway<E> {
         let e = self.ledger.get_mut(key)?;
         let tag = e.tag;
         let found = match lookup {
-            Lookup::Found(s) => Some(s),
+            Lookup::Found(info) => Some(info.state),
             Lookup::NotFound => None,
             Lookup::Unknown => {
                 e.stage = Stage::Reconcile;
@@ -521,15 +668,15 @@ impl<E: Endpoints> Gateway<E> {
         let Ok(ticket) = w.budget().try_charge(&parts, Class::Urgent, now) else {
             return;
         };
-        let req = &mut self.time_req;
-        req.clear();
-        req.target.push_str(E::time_path());
-        match req.with_request(|r| w.send(r, ticket, now + 2_000_000_000)) {
+        let req = crate::http::Request::get(E::time_path());
+        match w.send(&req, ticket, now + 2_000_000_000) {
             Ok(id) => {
                 self.stats.sent += 1;
                 self.time = Some((id, now));
             }
-            Err(refused) => w.budget().refund(refused.into_ticket(), now),
+            Err(refused) => {
+                let _ = w.budget().refund(refused.into_ticket(), now);
+            }
         }
     }
 
@@ -552,7 +699,7 @@ impl<E: Endpoints> Gateway<E> {
             Why::Full => self.stats.limited_full += 1,
             Why::Held => self.stats.limited_held += 1,
             Why::Halted => self.stats.limited_halted += 1,
-            Why::TooBig => self.stats.limited_too_big += 1,
+            Why::TooBig | Why::Foreign => self.stats.limited_too_big += 1,
         }
     }
 

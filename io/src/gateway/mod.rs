@@ -1,8 +1,8 @@
 //! The gateway: one venue account on one egress lane, one order from start to end.
 //!
-//! The caller prepares a typed request (a venue's endpoint writes it into a
-//! [`Prepared`]: parts kind, signed method/target/headers/body, deadline, client
-//! order id) and submits it with a class and a tag. It gets typed [`Event`]s back,
+//! The caller prepares a typed request (a venue's [`Endpoints`] write it into a
+//! [`Prepared`]: parts, signed method/target/headers/body, deadline, client order
+//! id) and submits it with a class and a tag. It gets typed [`Event`]s back,
 //! each carrying the tag: [`Event::Applied`], [`Event::Rejected`],
 //! [`Event::Limited`] (refused locally, nothing sent), [`Event::Retrying`] (only
 //! what surely did not run, through [`ergon_core::Budget::resend`], inside its
@@ -12,12 +12,13 @@
 //! clears it). The caller never holds a ticket.
 //!
 //! ```text
-//! let (mut lp, gateway, pool) = Gateway::start(&Start::new(addr, host), |boot, b| {
-//!     BinanceSpotAccount::declare(boot.limits.as_deref().unwrap_or_default(), b, boot.clock, guard, key, secret, "BTCUSDT")
+//! let (mut lp, gateway, pool) = Gateway::start(&Start::new(addr, host), "BTCUSDT", |boot, b| {
+//!     let info = boot.limits.as_deref().unwrap_or_default();
+//!     Ok(BinanceSpot::from_exchange_info(info, b, boot.clock, guard)?.with_auth(auth))
 //! })?;
-//! // in the strategy, on the loop thread:
-//! api.venue().limit(&mut req, Side::Buy, qty, price, "q1", api.now());
-//! match api.submit(&mut req, Class::Normal, 1) { Ok(()) => {}, Err(final_event) => {} }
+//! // in the strategy (on the loop thread):
+//! api.venue_mut().new_order(&mut req, &order, api.now())?;
+//! if let Err(final_event) = api.submit(&mut req, Class::Normal, tag) { .. }
 //! fn on_event(&mut self, api, ev) { match ev { Event::Applied { tag, body } => .., .. } }
 //! ```
 //!
@@ -48,22 +49,21 @@
 //! allocates nothing: the ledger, its request buffers and the event queue are
 //! sized at construction.
 
-mod binance_spot;
 mod bootstrap;
 mod driver;
 mod endpoints;
 mod events;
 mod ledger;
 mod machine;
-mod prepared;
+mod venues;
 mod wire;
 
-pub use binance_spot::{BinanceSpotAccount, Px, Side};
 pub use bootstrap::{run, Boot, Start, StartError};
-pub use driver::{Api, Driver, Strategy, GATEWAY_TIMER};
-pub use endpoints::Endpoints;
-pub use events::{Event, Lookup, OrderState, Tag};
+pub use driver::{Api, Control, Driver, Strategy, GATEWAY_TIMER};
+pub use endpoints::Account;
+pub use events::{Event, Tag, OPEN_ORDERS};
 pub use ledger::{Entry, Key, Ledger, Stage};
 pub use machine::{Gateway, Stats, MAX_RESENDS, RETRY_GAP_NS, SKEWS_TO_REANCHOR};
-pub use prepared::{Prepared, MAX_HEADERS};
 pub use wire::{LoopWire, Wire};
+
+pub use ergon_venues::endpoint::{Endpoints, OrderState, Prepared};

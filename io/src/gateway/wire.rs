@@ -4,7 +4,9 @@
 //! The event loop's [`Context`] is the transport in production; tests drive the
 //! gateway through a scripted one on jumped time.
 
+use arrayvec::ArrayVec;
 use ergon_core::{Budget, Ticket};
+use ergon_venues::endpoint::{Prepared, MAX_HEADERS};
 
 use crate::client::{PoolId, Refused, RequestId};
 use crate::event_loop::Context;
@@ -50,4 +52,21 @@ impl Wire for LoopWire<'_, '_> {
     ) -> Result<RequestId, Refused> {
         self.cx.request(self.pool, req, ticket, deadline_ns)
     }
+}
+
+/// Calls `f` with `p` as the client encodes it (None: `p` is empty).
+pub(crate) fn encode<R>(p: &Prepared, f: impl FnOnce(&Request<'_>) -> R) -> Option<R> {
+    let method = p.method()?;
+    let mut h: ArrayVec<(&str, &str), MAX_HEADERS> = ArrayVec::new();
+    for kv in p.headers() {
+        if h.try_push(kv).is_err() {
+            break;
+        }
+    }
+    Some(f(&Request {
+        method: method.as_str(),
+        target: p.target(),
+        headers: &h,
+        body: p.body(),
+    }))
 }

@@ -848,7 +848,8 @@ impl Session {
             self.tx_queued = self.tx_written + keep as u64;
         }
         for q in self.queue.drain(..) {
-            budget.refund(q.ticket, now);
+            let own = budget.refund(q.ticket, now);
+            debug_assert!(own.is_ok(), "a session is driven with one budget");
             self.stats.frames_refunded += 1;
             if let What::Request(id) = q.what {
                 self.outcomes.push(Outcome {
@@ -885,7 +886,10 @@ impl Session {
             let q = self.queue.remove(0);
             let flight = q.ticket.sent();
             match q.what {
-                What::Frame | What::Handshake => budget.complete(flight, now_ns),
+                What::Frame | What::Handshake => {
+                    let own = budget.complete(flight, now_ns);
+                    debug_assert!(own.is_ok(), "a session is driven with one budget");
+                }
                 What::Request(id) => {
                     self.requests_queued -= 1;
                     self.pending.push((id, flight));
@@ -907,7 +911,8 @@ impl Session {
         match self.pending.iter().position(|(i, _)| *i == id) {
             Some(at) => {
                 let (_, flight) = self.pending.swap_remove(at);
-                budget.complete(flight, now_ns);
+                let own = budget.complete(flight, now_ns);
+                debug_assert!(own.is_ok(), "a session is driven with one budget");
                 true
             }
             None => false,

@@ -159,7 +159,7 @@ impl ClientHandler for One<'_, '_> {
     ) {
         assert_eq!(Some(id), self.id);
         let now = cx.now();
-        cx.budget().complete(flight, now);
+        cx.budget().complete(flight, now).unwrap();
         self.answer = Some(Answer::Response {
             status: r.status,
             body: r.body.to_vec(),
@@ -173,11 +173,11 @@ impl ClientHandler for One<'_, '_> {
         let now = cx.now();
         let sent = match sent {
             Sent::No(t) => {
-                cx.budget().refund(t, now);
+                cx.budget().refund(t, now).unwrap();
                 SentKind::No
             }
             Sent::Maybe(f) => {
-                cx.budget().complete(f, now);
+                cx.budget().complete(f, now).unwrap();
                 SentKind::Maybe
             }
         };
@@ -210,7 +210,7 @@ impl ClientHandler for One<'_, '_> {
             Err(refused) => {
                 self.busy += 1;
                 let t = refused.into_ticket();
-                cx.budget().refund(t, now);
+                cx.budget().refund(t, now).unwrap();
             }
         }
     }

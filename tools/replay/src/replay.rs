@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::io::{BufRead, Write};
 
-use ergon_core::{BucketId, Budget, Builder, Flight, Part, Ticket, Why};
+use ergon_core::{BucketId, Budget, Builder, Flight, ForeignId, Part, Ticket, Why};
 use serde_json::{json, Map, Value};
 
 use crate::trace::{parse, Event, Line};
@@ -171,6 +171,7 @@ impl Replay {
                             Why::Held => "held",
                             Why::Halted => "halted",
                             Why::TooBig => "too_big",
+                            Why::Foreign => "foreign",
                         };
                         let ready_at = match limited.ready_at_ns {
                             i64::MAX => Value::Null,
@@ -178,7 +179,7 @@ impl Replay {
                         };
                         json!({
                             "id": id, "t": t, "ok": false,
-                            "bucket": budget.name(limited.bucket), "why": why, "ready_at": ready_at,
+                            "bucket": budget.name(limited.bucket).unwrap_or(""), "why": why, "ready_at": ready_at,
                         })
                     }
                 };
@@ -189,23 +190,25 @@ impl Replay {
             Event::Complete(id) => self.lifecycle(&id, t, Lifecycle::Complete)?,
             Event::Throttled { bucket, wait_ns } => {
                 let b = id_of(budget, &bucket)?;
-                budget.throttled(b, wait_ns, t);
+                budget.throttled(b, wait_ns, t).map_err(own)?;
             }
             Event::Banned { bucket, wait_ns } => {
                 let b = id_of(budget, &bucket)?;
-                budget.banned(b, wait_ns.map_or(t, |w| t.saturating_add(w)), t);
+                budget
+                    .banned(b, wait_ns.map_or(t, |w| t.saturating_add(w)), t)
+                    .map_err(own)?;
             }
             Event::ClearHalt(bucket) => {
                 let b = id_of(budget, &bucket)?;
-                budget.clear_halt(b);
+                budget.clear_halt(b).map_err(own)?;
             }
             Event::Observe { bucket, used } => {
                 let b = id_of(budget, &bucket)?;
-                budget.observe_used(b, used, t);
+                budget.observe_used(b, used, t).map_err(own)?;
             }
             Event::Extra { bucket, cost } => {
                 let b = id_of(budget, &bucket)?;
-                budget.charge_after(b, cost, t);
+                budget.charge_after(b, cost, t).map_err(own)?;
             }
             Event::Tick => budget.tick(t),
         }
@@ -231,9 +234,13 @@ impl Replay {
                     Lifecycle::Complete => self.ignored.complete += 1,
                 }
             }
-            (Charge::Admitted(ticket), Lifecycle::Refund) => budget.refund(ticket, t),
+            (Charge::Admitted(ticket), Lifecycle::Refund) => {
+                budget.refund(ticket, t).map_err(own)?
+            }
             (Charge::Admitted(ticket), Lifecycle::Sent) => *state = Charge::InFlight(ticket.sent()),
-            (Charge::InFlight(flight), Lifecycle::Complete) => budget.complete(flight, t),
+            (Charge::InFlight(flight), Lifecycle::Complete) => {
+                budget.complete(flight, t).map_err(own)?
+            }
             (previous, step) => {
                 let why = match (&previous, step) {
                     (Charge::Admitted(_), Lifecycle::Complete) => "it was never sent",
@@ -255,7 +262,8 @@ impl Replay {
         let budget = running(&mut self.phase, t)?;
         let mut buckets = Map::new();
         for id in budget.ids() {
-            buckets.insert(budget.name(id).to_owned(), bucket_summary(budget, id));
+            let name = budget.name(id).map_err(own)?;
+            buckets.insert(name.to_owned(), bucket_summary(budget, id)?);
         }
         Ok(json!({"summary": {
             "charges": self.ok + self.refused,
@@ -271,9 +279,15 @@ impl Replay {
     }
 }
 
-fn bucket_summary(budget: &Budget, id: BucketId) -> Value {
-    let s = budget.stats(id);
-    json!({
+/// The replay names buckets only by the ids its own budget handed out: an id of
+/// another budget would be a bug in the replay itself.
+fn own(e: ForeignId) -> String {
+    format!("internal error: {e}")
+}
+
+fn bucket_summary(budget: &Budget, id: BucketId) -> Result<Value, String> {
+    let s = budget.stats(id).map_err(own)?;
+    Ok(json!({
         "admitted": s.admitted,
         "refusals": {
             "full": s.refusals.full,
@@ -285,7 +299,7 @@ fn bucket_summary(budget: &Budget, id: BucketId) -> Value {
         "extra": s.charged_after,
         "throttles": s.throttles,
         "bans": s.bans,
-    })
+    }))
 }
 
 #[derive(Clone, Copy)]

@@ -97,20 +97,21 @@ fn throttle_holds_then_releases() {
     let trace = format!(
         "{DECLARE}{}",
         r#"{"t":0,"throttled":"weight","wait_ms":5}
-{"t":4999999,"charge":"a","parts":{"weight":1}}
-{"t":5000000,"charge":"b","parts":{"weight":1}}
-{"t":5000001,"observe":"weight","used":3}
-{"t":5000002,"charge":"c","parts":{"weight":1}}
-{"t":5000003,"extra":"smooth","cost":40}
-{"t":5000004,"charge":"d","parts":{"smooth":1}}
-{"t":5000005,"tick":true}
+{"t":54999999,"charge":"a","parts":{"weight":1}}
+{"t":55000000,"charge":"b","parts":{"weight":1}}
+{"t":55000001,"observe":"weight","used":3}
+{"t":55000002,"charge":"c","parts":{"weight":1}}
+{"t":55000003,"extra":"smooth","cost":40}
+{"t":55000004,"charge":"d","parts":{"smooth":1}}
+{"t":55000005,"tick":true}
 "#
     );
     let out = replay_stdin(&trace);
     assert!(out.status.success());
     let got = lines(&out);
     assert_eq!(got[0]["why"], "held");
-    assert_eq!(got[0]["ready_at"], 5_000_000);
+    // The wait plus the budget's default hold guard of 50 ms.
+    assert_eq!(got[0]["ready_at"], 55_000_000);
     assert_eq!(got[1]["ok"], true);
     assert_eq!(
         got[2]["why"], "full",

@@ -1,0 +1,759 @@
+//! Typed endpoints: a request prepared from typed arguments, carrying together what
+//! it charges and what is sent.
+//!
+//! An adapter that implements [`Endpoints`] writes each request into a caller-owned
+//! [`Prepared`]: the request kind (for [`Venue::on_response`]), the parts it
+//! charges (weights by parameter, e.g. a book's depth), the method, the target
+//! (path and query), the headers, the body, the signature, the deadline on the
+//! caller's monotonic clock and the client order id(s). The parts come from the
+//! same call that writes the target, and a `Prepared` can only be filled by an
+//! adapter, so charging one request and sending another cannot be written with
+//! this API. A `Prepared` keeps its byte buffer between requests: once it has held
+//! the largest request of a session, preparing allocates nothing.
+//!
+//! Prices and quantities are [`Decimal`]: text the caller formatted, checked to be
+//! a plain decimal. The caller knows each symbol's tick and lot steps (Binance
+//! `PRICE_FILTER`/`LOT_SIZE`, OKX `tickSz`/`lotSz`), so it rounds; the adapter
+//! copies the digits as they are, with no float on the way and no allocation, and
+//! the check keeps a `&`, `"` or space from reaching a query string or a JSON body.
+//!
+//! Reconcile: [`Endpoints::read_order`] reads the answer to
+//! [`Endpoints::query_order`] as [`Lookup::Found`], [`Lookup::NotFound`] or
+//! [`Lookup::Unknown`], so an unknown outcome is settled by code.
+//! [`Endpoints::read_placed`] reads the answer to a new order (its venue id and
+//! state).
+//!
+//! Nothing here reads a clock: `now_ns` is the caller's monotonic time, turned into
+//! the venue's UTC by the adapter's [`Clock`](crate::adapt::Clock).
+
+use core::ops::Range;
+
+use arrayvec::{ArrayString, ArrayVec};
+use hmac::{Hmac, Mac};
+use sha2::Sha256;
+
+use crate::adapt::{Error, Parts, Request, Venue};
+use crate::response::Response;
+
+/// Most orders one prepared batch carries (OKX and Bybit allow 20 per request).
+pub const MAX_BATCH: usize = 20;
+/// Most headers one prepared request carries.
+pub const MAX_HEADERS: usize = 8;
+/// Longest client order id any adapter accepts (Binance, Bybit: 36).
+pub const MAX_CLIENT_ORDER_ID: usize = 36;
+
+/// An HTTP method.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Method {
+    /// GET.
+    Get,
+    /// POST.
+    Post,
+    /// PUT.
+    Put,
+    /// DELETE.
+    Delete,
+}
+
+impl Method {
+    /// The method as the request line writes it.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Method::Get => "GET",
+            Method::Post => "POST",
+            Method::Put => "PUT",
+            Method::Delete => "DELETE",
+        }
+    }
+}
+
+/// A client order id: up to [`MAX_CLIENT_ORDER_ID`] bytes of `A-Z a-z 0-9 . _ : / -`
+/// (Binance's `newClientOrderId` alphabet; adapters with a narrower one, like OKX's
+/// 32 alphanumerics, check theirs when they prepare). Fixed capacity, `Copy`: no
+/// allocation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub struct ClientOrderId(ArrayString<MAX_CLIENT_ORDER_ID>);
+
+impl ClientOrderId {
+    /// Checks `id`; `Err` names what is wrong.
+    ///
+    /// ```
+    /// use ergon_venues::endpoint::ClientOrderId;
+    /// assert_eq!(ClientOrderId::new("mm-42").unwrap().as_str(), "mm-42");
+    /// assert!(ClientOrderId::new("a&b").is_err());
+    /// assert!(ClientOrderId::new("").is_err());
+    /// ```
+    pub fn new(id: &str) -> Result<Self, Error> {
+        let ok = !id.is_empty()
+            && id.len() <= MAX_CLIENT_ORDER_ID
+            && id
+                .bytes()
+                .all(|c| c.is_ascii_alphanumeric() || b"._:/-".contains(&c));
+        if !ok {
+            return Err(Error::BadArgument("client order id"));
+        }
+        ArrayString::from(id)
+            .map(ClientOrderId)
+            .map_err(|_| Error::BadArgument("client order id"))
+    }
+
+    /// The id.
+    pub fn as_str(&self) -> &str {
+        self.0.as_str()
+    }
+}
+
+/// A price or quantity as the caller formatted it: digits with at most one `.`
+/// inside them (`0.1`, `42`, `1.50`), at most 32 bytes. See the module doc for why
+/// this is text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Decimal<'a>(&'a str);
+
+impl<'a> Decimal<'a> {
+    /// Checks `text`.
+    ///
+    /// ```
+    /// use ergon_venues::endpoint::Decimal;
+    /// assert!(Decimal::new("0.1").is_ok());
+    /// assert!(Decimal::new("1e3").is_err());
+    /// assert!(Decimal::new("-1").is_err());
+    /// assert!(Decimal::new(".5").is_err());
+    /// ```
+    pub fn new(text: &'a str) -> Result<Self, Error> {
+        let b = text.as_bytes();
+        let dots = b.iter().filter(|&&c| c == b'.').count();
+        let ok = !b.is_empty()
+            && b.len() <= 32
+            && b.iter().all(|&c| c.is_ascii_digit() || c == b'.')
+            && dots <= 1
+            && b.first() != Some(&b'.')
+            && b.last() != Some(&b'.');
+        if ok {
+            Ok(Decimal(text))
+        } else {
+            Err(Error::BadArgument("decimal"))
+        }
+    }
+
+    /// The text.
+    pub fn as_str(&self) -> &'a str {
+        self.0
+    }
+}
+
+/// Which side an order is on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Side {
+    /// Buy.
+    Buy,
+    /// Sell.
+    Sell,
+}
+
+/// How an order executes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum OrderType {
+    /// A limit order with a time in force.
+    Limit(TimeInForce),
+    /// A limit order that is refused rather than taking liquidity (post-only).
+    PostOnly,
+    /// A market order (no price).
+    Market,
+}
+
+/// How long a limit order stays.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TimeInForce {
+    /// Good till cancelled.
+    Gtc,
+    /// Immediate or cancel.
+    Ioc,
+    /// Fill or kill.
+    Fok,
+}
+
+/// A symbol or instrument name as the venue spells it (`BTCUSDT`, `BTC-USDT-SWAP`,
+/// `BTC`): 1 to 32 bytes of `A-Z a-z 0-9 - _ / .`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Symbol<'a>(&'a str);
+
+impl<'a> Symbol<'a> {
+    /// Checks `name`.
+    pub fn new(name: &'a str) -> Result<Self, Error> {
+        let ok = !name.is_empty()
+            && name.len() <= 32
+            && name
+                .bytes()
+                .all(|c| c.is_ascii_alphanumeric() || b"-_/.".contains(&c));
+        if ok {
+            Ok(Symbol(name))
+        } else {
+            Err(Error::BadArgument("symbol"))
+        }
+    }
+
+    /// The name.
+    pub fn as_str(&self) -> &'a str {
+        self.0
+    }
+}
+
+/// A new order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NewOrder<'a> {
+    /// The symbol.
+    pub symbol: Symbol<'a>,
+    /// Buy or sell.
+    pub side: Side,
+    /// Limit, post-only or market.
+    pub order_type: OrderType,
+    /// The limit price (`None` only for a market order).
+    pub price: Option<Decimal<'a>>,
+    /// The quantity, in the venue's unit (base asset, contracts).
+    pub quantity: Decimal<'a>,
+    /// The caller's id for this order: the key of every reconcile.
+    pub client_order_id: ClientOrderId,
+    /// Only reduce a position (derivatives venues; refused where it means nothing).
+    pub reduce_only: bool,
+}
+
+/// An order named by the caller's id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OrderRef<'a> {
+    /// The symbol.
+    pub symbol: Symbol<'a>,
+    /// The order's client order id.
+    pub client_order_id: ClientOrderId,
+}
+
+/// Cancel one order and place another in one request (Binance Spot
+/// `cancelReplace`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CancelReplace<'a> {
+    /// The order to cancel (same symbol as `new`).
+    pub cancel: ClientOrderId,
+    /// The order to place.
+    pub new: NewOrder<'a>,
+}
+
+/// Change an order's price or quantity in place; it keeps its client order id
+/// (Binance futures modify, Bybit and OKX amend, Hyperliquid modify).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Amend<'a> {
+    /// The order.
+    pub order: OrderRef<'a>,
+    /// Its side (venues that replace the whole order need it).
+    pub side: Side,
+    /// The new price, if it changes.
+    pub price: Option<Decimal<'a>>,
+    /// The new quantity, if it changes.
+    pub quantity: Option<Decimal<'a>>,
+}
+
+/// A request prepared by an adapter, ready to charge and to send: see the module
+/// doc. Only adapters fill it; the caller reads it.
+///
+/// Drive order: an [`Endpoints`] method fills it → `Budget::try_charge(parts())`
+/// → write `method() target()`, `headers()`, `body()` → `Venue::on_response(kind(),
+/// answer)` → `Budget::resend(verdict, parts(), class, deadline_ns(), now)` if it
+/// did not run. After a failed preparation it is empty ([`Prepared::is_empty`]):
+/// nothing to charge, nothing to send.
+#[derive(Clone, Debug, Default)]
+pub struct Prepared {
+    kind: Option<Request<'static>>,
+    parts: Parts,
+    method: Option<Method>,
+    bytes: Vec<u8>,
+    target: Range<usize>,
+    headers: ArrayVec<(&'static str, Range<usize>), MAX_HEADERS>,
+    body: Range<usize>,
+    deadline_ns: i64,
+    ids: ArrayVec<ClientOrderId, MAX_BATCH>,
+}
+
+impl Prepared {
+    /// An empty request whose buffer holds `capacity` bytes before it grows (1 KiB
+    /// holds any single order; a 20-order batch body needs about 4 KiB).
+    pub fn with_capacity(capacity: usize) -> Self {
+        Prepared {
+            bytes: Vec::with_capacity(capacity),
+            ..Prepared::default()
+        }
+    }
+
+    /// Whether nothing is prepared (new, or the last preparation failed).
+    pub fn is_empty(&self) -> bool {
+        self.kind.is_none()
+    }
+
+    /// The request kind, for [`Venue::on_response`]; `None` if empty.
+    pub fn kind(&self) -> Option<Request<'static>> {
+        self.kind
+    }
+
+    /// What the request charges, all or none.
+    pub fn parts(&self) -> &[ergon_core::Part] {
+        &self.parts
+    }
+
+    /// The method; `None` if empty.
+    pub fn method(&self) -> Option<Method> {
+        self.method
+    }
+
+    /// Path and query (`/api/v3/order?symbol=...&signature=...`).
+    pub fn target(&self) -> &str {
+        self.text(self.target.clone())
+    }
+
+    /// Headers to send besides `Host`, `Content-Length` and the connection's own.
+    pub fn headers(&self) -> impl Iterator<Item = (&'static str, &str)> + '_ {
+        self.headers
+            .iter()
+            .map(move |(name, at)| (*name, self.text(at.clone())))
+    }
+
+    /// The value of the header `name` (ASCII case-insensitive).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v)
+    }
+
+    /// The body (empty for most GET and DELETE requests).
+    pub fn body(&self) -> &[u8] {
+        self.bytes.get(self.body.clone()).unwrap_or(&[])
+    }
+
+    /// The end of the venue's acceptance window (timestamp + recvWindow, OKX
+    /// `expTime`, Hyperliquid's nonce window) on the caller's clock: never re-send
+    /// after it. For unsigned reads: `now_ns` + the adapter's receive window.
+    pub fn deadline_ns(&self) -> i64 {
+        self.deadline_ns
+    }
+
+    /// The client order id the request places, cancels, amends or queries (the
+    /// first, for a batch); `None` for reads that name no order.
+    pub fn client_order_id(&self) -> Option<&ClientOrderId> {
+        self.ids.first()
+    }
+
+    /// Every client order id, in the order of the batch's items.
+    pub fn client_order_ids(&self) -> &[ClientOrderId] {
+        &self.ids
+    }
+
+    fn text(&self, at: Range<usize>) -> &str {
+        // Adapters write ASCII only (every argument is checked), so this never fails.
+        self.bytes
+            .get(at)
+            .and_then(|b| core::str::from_utf8(b).ok())
+            .unwrap_or("")
+    }
+}
+
+/// What adapters use to fill a [`Prepared`]: one writer per preparation, which
+/// empties the request first and marks it ready last, so a failure in between
+/// leaves it empty.
+pub(crate) struct Writer<'p> {
+    p: &'p mut Prepared,
+    mark: usize,
+}
+
+impl<'p> Writer<'p> {
+    /// Empties `p` and starts a request.
+    pub(crate) fn start(p: &'p mut Prepared) -> Self {
+        p.kind = None;
+        p.method = None;
+        p.parts.clear();
+        p.bytes.clear();
+        p.target = 0..0;
+        p.headers.clear();
+        p.body = 0..0;
+        p.deadline_ns = 0;
+        p.ids.clear();
+        Writer { p, mark: 0 }
+    }
+
+    /// Appends raw bytes.
+    pub(crate) fn put(&mut self, b: &[u8]) {
+        self.p.bytes.extend_from_slice(b);
+    }
+
+    /// Appends a string.
+    pub(crate) fn s(&mut self, s: &str) {
+        self.put(s.as_bytes());
+    }
+
+    /// Appends a decimal integer.
+    pub(crate) fn int(&mut self, n: i64) {
+        let mut buf = [0u8; 20];
+        let mut i = buf.len();
+        let mut v = n.unsigned_abs();
+        loop {
+            i -= 1;
+            buf[i] = b'0' + (v % 10) as u8;
+            v /= 10;
+            if v == 0 {
+                break;
+            }
+        }
+        if n < 0 {
+            self.put(b"-");
+        }
+        self.put(&buf[i..]);
+    }
+
+    /// Appends lower-case hex of `bytes`.
+    pub(crate) fn hex(&mut self, bytes: &[u8]) {
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        for &b in bytes {
+            self.put(&[HEX[usize::from(b >> 4)], HEX[usize::from(b & 15)]]);
+        }
+    }
+
+    /// Appends `s` percent-encoded: every byte but `A-Z a-z 0-9 - . _ ~` as `%XX`
+    /// (a JSON value inside a query string).
+    pub(crate) fn enc(&mut self, s: &str) {
+        const HEX: &[u8; 16] = b"0123456789ABCDEF";
+        for &c in s.as_bytes() {
+            if c.is_ascii_alphanumeric() || b"-._~".contains(&c) {
+                self.put(&[c]);
+            } else {
+                self.put(&[b'%', HEX[usize::from(c >> 4)], HEX[usize::from(c & 15)]]);
+            }
+        }
+    }
+
+    /// Where the next byte goes.
+    pub(crate) fn pos(&self) -> usize {
+        self.p.bytes.len()
+    }
+
+    /// The bytes written in `at`.
+    pub(crate) fn bytes(&self, at: Range<usize>) -> &[u8] {
+        self.p.bytes.get(at).unwrap_or(&[])
+    }
+
+    /// Starts a span (target, header value or body) at the current position.
+    pub(crate) fn open(&mut self) {
+        self.mark = self.pos();
+    }
+
+    /// Ends the target span.
+    pub(crate) fn close_target(&mut self) {
+        self.p.target = self.mark..self.pos();
+    }
+
+    /// Ends a header value span, named `name`.
+    pub(crate) fn close_header(&mut self, name: &'static str) -> Result<(), Error> {
+        let at = self.mark..self.pos();
+        self.p
+            .headers
+            .try_push((name, at))
+            .map_err(|_| Error::BadArgument("too many headers"))
+    }
+
+    /// Writes a whole header.
+    pub(crate) fn header(&mut self, name: &'static str, value: &[u8]) -> Result<(), Error> {
+        self.open();
+        self.put(value);
+        self.close_header(name)
+    }
+
+    /// Records a client order id.
+    pub(crate) fn id(&mut self, id: ClientOrderId) -> Result<(), Error> {
+        self.p
+            .ids
+            .try_push(id)
+            .map_err(|_| Error::BadArgument("more orders than MAX_BATCH"))
+    }
+
+    /// Marks the request ready: its kind, the parts `venue` charges for it, its
+    /// method and deadline. The parts are asked of the venue here, from the kind
+    /// the same call wrote the target for.
+    pub(crate) fn finish<V: Venue + ?Sized>(
+        self,
+        venue: &V,
+        kind: Request<'static>,
+        method: Method,
+        deadline_ns: i64,
+    ) -> Result<&'p Prepared, Error> {
+        let parts = venue.parts(kind)?;
+        self.p.parts = parts;
+        self.p.kind = Some(kind);
+        self.p.method = Some(method);
+        self.p.deadline_ns = deadline_ns;
+        Ok(self.p)
+    }
+}
+
+/// An HMAC-SHA256 key, keyed once; each signature clones the keyed state (no
+/// allocation). Its `Debug` shows no key material.
+#[derive(Clone)]
+pub struct HmacKey(Hmac<Sha256>);
+
+impl HmacKey {
+    /// Keys HMAC-SHA256 with `secret`.
+    pub fn new(secret: &[u8]) -> Self {
+        // HMAC takes a key of any length; this never fails.
+        HmacKey(Hmac::<Sha256>::new_from_slice(secret).unwrap_or_else(|_| unreachable!()))
+    }
+
+    /// The MAC of the concatenation of `pieces`.
+    pub fn sign(&self, pieces: &[&[u8]]) -> [u8; 32] {
+        let mut mac = self.0.clone();
+        for p in pieces {
+            mac.update(p);
+        }
+        mac.finalize().into_bytes().into()
+    }
+}
+
+impl core::fmt::Debug for HmacKey {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("HmacKey(..)")
+    }
+}
+
+/// An API key as the venue's header carries it: up to 128 bytes of printable ASCII.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct ApiKey(ArrayString<128>);
+
+impl ApiKey {
+    /// Checks `key`.
+    pub fn new(key: &str) -> Result<Self, Error> {
+        if key.is_empty() || !key.bytes().all(|c| c.is_ascii_graphic()) {
+            return Err(Error::BadArgument("api key"));
+        }
+        ArrayString::from(key)
+            .map(ApiKey)
+            .map_err(|_| Error::BadArgument("api key"))
+    }
+
+    /// The key.
+    pub fn as_str(&self) -> &str {
+        self.0.as_str()
+    }
+}
+
+impl core::fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("ApiKey(..)")
+    }
+}
+
+/// An order's state at the venue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum OrderState {
+    /// Accepted, not yet on the book (Binance `PENDING_NEW`, Bybit `Created`).
+    Pending,
+    /// On the book, nothing filled.
+    New,
+    /// On the book, partly filled.
+    PartiallyFilled,
+    /// Wholly filled.
+    Filled,
+    /// Cancelled (partly filled or not).
+    Canceled,
+    /// Refused by the matching engine after it was accepted.
+    Rejected,
+    /// Expired by its time in force or the venue.
+    Expired,
+    /// A state the adapter does not know; read the venue's word yourself.
+    Other,
+}
+
+impl OrderState {
+    /// Whether the order can no longer fill.
+    pub fn is_final(self) -> bool {
+        matches!(
+            self,
+            OrderState::Filled | OrderState::Canceled | OrderState::Rejected | OrderState::Expired
+        )
+    }
+}
+
+/// An order as the venue reported it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OrderInfo {
+    /// Its state.
+    pub state: OrderState,
+    /// The venue's order id, as text.
+    pub venue_order_id: ArrayString<64>,
+    /// The quantity filled, as the venue wrote it, if the answer carries it.
+    pub filled: Option<ArrayString<40>>,
+}
+
+/// The answer to an order query, for reconcile.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Lookup {
+    /// The venue knows the order.
+    Found(OrderInfo),
+    /// The venue says no such order exists (Binance -2013, an empty list on Bybit
+    /// and OKX, Hyperliquid `unknownOid`): it never landed, or is gone from the
+    /// venue's memory. Within the request's deadline, it never landed.
+    NotFound,
+    /// The answer says neither (an error, a throttle, a body that cannot be read):
+    /// ask again.
+    Unknown,
+}
+
+/// The answer to a new order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Placed {
+    /// The venue took the order.
+    Accepted(OrderInfo),
+    /// The venue surely refused it (its code says so).
+    Refused,
+    /// The answer does not say: reconcile by client order id.
+    Unknown,
+}
+
+/// The typed endpoints of one venue account: the trait a gateway is generic over.
+///
+/// Each method fills `out` (see [`Prepared`]) and returns it; `Err` leaves it
+/// empty. The kinds a venue lacks return [`Error::Unsupported`].
+pub trait Endpoints: Venue {
+    /// A new order.
+    fn new_order<'p>(
+        &mut self,
+        out: &'p mut Prepared,
+        order: &NewOrder<'_>,
+        now_ns: i64,
+    ) -> Result<&'p Prepared, Error>;
+
+    /// Cancel one order by client order id.
+    fn cancel<'p>(
+        &mut self,
+        out: &'p mut Prepared,
+        order: &OrderRef<'_>,
+        now_ns: i64,
+    ) -> Result<&'p Prepared, Error>;
+
+    /// Cancel one order and place another in one request.
+    fn cancel_replace<'p>(
+        &mut self,
+        out: &'p mut Prepared,
+        args: &CancelReplace<'_>,
+        now_ns: i64,
+    ) -> Result<&'p Prepared, Error> {
+        let _ = (args, now_ns);
+        Writer::start(out);
+        Err(Error::Unsupported)
+    }
+
+    /// Change an order's price or quantity in place.
+    fn amend<'p>(
+        &mut self,
+        out: &'p mut Prepared,
+        args: &Amend<'_>,
+        now_ns: i64,
+    ) -> Result<&'p Prepared, Error> {
+        let _ = (args, now_ns);
+        Writer::start(out);
+        Err(Error::Unsupported)
+    }
+
+    /// Query one order by client order id (for reconcile: read the answer with
+    /// [`Endpoints::read_order`]).
+    fn query_order<'p>(
+        &mut self,
+        out: &'p mut Prepared,
+        order: &OrderRef<'_>,
+        now_ns: i64,
+    ) -> Result<&'p Prepared, Error>;
+
+    /// The open orders of one symbol, or of every symbol.
+    fn open_orders<'p>(
+        &mut self,
+        out: &'p mut Prepared,
+        symbol: Option<Symbol<'_>>,
+        now_ns: i64,
+    ) -> Result<&'p Prepared, Error>;
+
+    /// The order book of `symbol`, `depth` levels a side (the weight follows it).
+    fn book<'p>(
+        &mut self,
+        out: &'p mut Prepared,
+        symbol: Symbol<'_>,
+        depth: u32,
+        now_ns: i64,
+    ) -> Result<&'p Prepared, Error>;
+
+    /// The account's balances.
+    fn account<'p>(&mut self, out: &'p mut Prepared, now_ns: i64) -> Result<&'p Prepared, Error>;
+
+    /// Several new orders in one request.
+    fn batch_orders<'p>(
+        &mut self,
+        out: &'p mut Prepared,
+        orders: &[NewOrder<'_>],
+        now_ns: i64,
+    ) -> Result<&'p Prepared, Error> {
+        let _ = (orders, now_ns);
+        Writer::start(out);
+        Err(Error::Unsupported)
+    }
+
+    /// Several cancels in one request.
+    fn batch_cancel<'p>(
+        &mut self,
+        out: &'p mut Prepared,
+        orders: &[OrderRef<'_>],
+        now_ns: i64,
+    ) -> Result<&'p Prepared, Error> {
+        let _ = (orders, now_ns);
+        Writer::start(out);
+        Err(Error::Unsupported)
+    }
+
+    /// Reads the answer to [`Endpoints::query_order`].
+    fn read_order(&self, answer: &Response<'_>) -> Lookup;
+
+    /// Reads the answer to [`Endpoints::new_order`].
+    fn read_placed(&self, answer: &Response<'_>) -> Placed;
+}
+
+/// Copies a JSON string or number into fixed text, if it fits.
+pub(crate) fn json_text<const N: usize>(v: crate::json::Value<'_>) -> Option<ArrayString<N>> {
+    let mut buf = [0u8; 128];
+    let s: &str = match v.kind() {
+        crate::json::Kind::String => v.decode_str(&mut buf).ok()?,
+        crate::json::Kind::Number => core::str::from_utf8(v.raw()).ok()?,
+        _ => return None,
+    };
+    ArrayString::from(s).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn writer_encodings() {
+        let mut p = Prepared::default();
+        let mut w = Writer::start(&mut p);
+        w.int(-1_499_827_319_559);
+        w.s(" ");
+        w.int(0);
+        w.s(" ");
+        w.hex(&[0x0f, 0xa0]);
+        let n = w.pos();
+        assert_eq!(w.bytes(0..n), b"-1499827319559 0 0fa0");
+    }
+
+    #[test]
+    fn arguments_are_checked() {
+        assert!(ClientOrderId::new(&"x".repeat(36)).is_ok());
+        assert!(ClientOrderId::new(&"x".repeat(37)).is_err());
+        assert!(ClientOrderId::new("a b").is_err());
+        assert!(Symbol::new("BTC-USDT-SWAP").is_ok());
+        assert!(Symbol::new("BTC&x=1").is_err());
+        assert!(Decimal::new("1.2.3").is_err());
+        assert!(Decimal::new("1.").is_err());
+        assert!(ApiKey::new("key with space").is_err());
+        assert_eq!(format!("{:?}", HmacKey::new(b"secret")), "HmacKey(..)");
+    }
+}

@@ -1,0 +1,134 @@
+//! Preparing a request allocates nothing once its buffer has held one: a counting
+//! allocator (per thread, so other tests do not count) sees zero allocations over
+//! a thousand preparations of every kind.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+
+use ergon_core::Budget;
+use ergon_venues::adapt::Clock;
+use ergon_venues::binance_futures::{self, BinanceFutures};
+use ergon_venues::binance_spot::{self, BinanceSpot};
+use ergon_venues::classify::SPOT_EXCHANGE_INFO;
+use ergon_venues::endpoint::{
+    Amend, CancelReplace, ClientOrderId, Decimal, Endpoints, NewOrder, OrderRef, OrderType,
+    Prepared, Side, Symbol, TimeInForce,
+};
+
+struct Counting;
+
+thread_local! {
+    static ALLOCS: Cell<u64> = const { Cell::new(0) };
+}
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCS.with(|a| a.set(a.get() + 1));
+        System.alloc(layout)
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        System.dealloc(ptr, layout)
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new: usize) -> *mut u8 {
+        ALLOCS.with(|a| a.set(a.get() + 1));
+        System.realloc(ptr, layout, new)
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+fn allocs() -> u64 {
+    ALLOCS.with(|a| a.get())
+}
+
+/// Prepares one request of every kind `E` offers, `n` times, with fresh ids.
+fn every_kind<E: Endpoints>(venue: &mut E, p: &mut Prepared, n: u32) {
+    let symbol = Symbol::new("BTCUSDT").unwrap();
+    let (price, qty) = (
+        Decimal::new("37000.01").unwrap(),
+        Decimal::new("0.001").unwrap(),
+    );
+    for i in 0..n {
+        let mut text = arrayvec::ArrayString::<36>::new();
+        let _ = core::fmt::write(&mut text, format_args!("mm-{i}"));
+        let cloid = ClientOrderId::new(&text).unwrap();
+        let order = NewOrder {
+            symbol,
+            side: Side::Sell,
+            order_type: OrderType::Limit(TimeInForce::Gtc),
+            price: Some(price),
+            quantity: qty,
+            client_order_id: cloid,
+            reduce_only: false,
+        };
+        let now = i64::from(i) * 1_000_000;
+        let r = OrderRef {
+            symbol,
+            client_order_id: cloid,
+        };
+        assert!(venue.new_order(p, &order, now).is_ok());
+        assert!(venue.cancel(p, &r, now).is_ok());
+        let _ = venue.cancel_replace(
+            p,
+            &CancelReplace {
+                cancel: cloid,
+                new: order,
+            },
+            now,
+        );
+        assert!(venue.query_order(p, &r, now).is_ok());
+        assert!(venue.open_orders(p, Some(symbol), now).is_ok());
+        assert!(venue.book(p, symbol, 100, now).is_ok());
+        let _ = venue.batch_orders(p, &[order, order], now);
+        let amend = Amend {
+            order: r,
+            side: Side::Sell,
+            price: Some(price),
+            quantity: Some(qty),
+        };
+        let _ = venue.amend(p, &amend, now);
+        assert!(venue.account(p, now).is_ok());
+    }
+}
+
+#[test]
+fn binance_spot_preparation_allocates_nothing() {
+    let mut b = Budget::builder();
+    let auth = binance_spot::Auth::new("key", b"secret", 5000).unwrap();
+    let mut spot = BinanceSpot::from_exchange_info(
+        SPOT_EXCHANGE_INFO,
+        &mut b,
+        Clock::anchor(0, 1_700_000_000_000),
+        0,
+    )
+    .unwrap()
+    .with_auth(auth);
+    let mut p = Prepared::with_capacity(1024);
+    every_kind(&mut spot, &mut p, 1);
+    let before = allocs();
+    every_kind(&mut spot, &mut p, 1000);
+    assert_eq!(allocs() - before, 0);
+    // The counter counts: one allocation on this thread shows.
+    let v = std::hint::black_box(vec![1u8; 8]);
+    assert_eq!(allocs() - before, 1, "{v:?}");
+}
+
+#[test]
+fn binance_futures_preparation_allocates_nothing() {
+    let mut b = Budget::builder();
+    let auth = binance_spot::Auth::new("key", b"secret", 5000).unwrap();
+    let mut f = BinanceFutures::new(
+        &mut b,
+        Clock::anchor(0, 1_700_000_000_000),
+        0,
+        binance_futures::DEFAULT_TABLE,
+    )
+    .unwrap()
+    .with_auth(auth);
+    let mut p = Prepared::with_capacity(1024);
+    every_kind(&mut f, &mut p, 1);
+    let before = allocs();
+    every_kind(&mut f, &mut p, 1000);
+    assert_eq!(allocs() - before, 0);
+}
