@@ -136,6 +136,12 @@ pub trait Strategy<E: Account> {
 
     /// A descriptor it watched is ready.
     fn on_fd(&mut self, _gw: &mut Api<'_, '_, E>, _token: u64, _ready: Readiness) {}
+
+    /// The loop is about to block; false if work arrived meanwhile (see
+    /// [`ClientHandler::before_park`]).
+    fn before_park(&mut self, _gw: &mut Api<'_, '_, E>) -> bool {
+        true
+    }
 }
 
 /// The loop's handler: the gateway and the strategy over it.
@@ -242,6 +248,16 @@ impl<E: Account, S: Strategy<E>> ClientHandler for Driver<E, S> {
         };
         self.strategy.on_fd(&mut api, token, ready);
         self.drain(cx);
+    }
+
+    fn before_park(&mut self, cx: &mut Context<'_>) -> bool {
+        let mut api = Api {
+            gw: &mut self.gateway,
+            cx,
+            pool: self.pool,
+            control: &self.control,
+        };
+        self.strategy.before_park(&mut api)
     }
 
     fn on_turn(&mut self, cx: &mut Context<'_>) {

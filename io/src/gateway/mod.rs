@@ -55,6 +55,9 @@ mod endpoints;
 mod events;
 mod ledger;
 mod machine;
+// The loom build's eventfd is a model with no descriptor to watch.
+#[cfg(not(ergon_loom))]
+mod remote;
 mod venues;
 mod wire;
 
@@ -64,6 +67,8 @@ pub use endpoints::Account;
 pub use events::{Event, Tag, OPEN_ORDERS};
 pub use ledger::{Entry, Key, Ledger, Stage};
 pub use machine::{Gateway, Stats, MAX_RESENDS, RETRY_GAP_NS, SKEWS_TO_REANCHOR};
+#[cfg(not(ergon_loom))]
+pub use remote::{remote, Delivered, Remote, RemoteError, RemoteHandle, Submission, REMOTE_WAKE};
 pub use wire::{LoopWire, Wire};
 
 pub use ergon_venues::endpoint::{Endpoints, OrderState, Prepared};
