@@ -79,9 +79,10 @@ pub struct RemoteHandle {
 #[derive(Debug)]
 pub enum RemoteError {
     /// As many requests as the handle may have in flight are: poll events first.
-    Busy(Prepared),
-    /// The submit queue is full: try again.
-    Full(Prepared),
+    /// The request comes back.
+    Busy(Box<Prepared>),
+    /// The submit queue is full: try again. The request comes back.
+    Full(Box<Prepared>),
 }
 
 /// Builds both sides for at most `in_flight` requests at once (a power of two)
@@ -214,10 +215,10 @@ impl RemoteHandle {
     /// Hands `req` to the loop; its events come back through [`RemoteHandle::poll`].
     pub fn submit(&mut self, req: Prepared, class: Class, tag: Tag) -> Result<(), RemoteError> {
         if self.in_flight >= self.max_in_flight {
-            return Err(RemoteError::Busy(req));
+            return Err(RemoteError::Busy(Box::new(req)));
         }
         if let Err(full) = self.submit.push(Submission { req, class, tag }) {
-            return Err(RemoteError::Full(full.0.req));
+            return Err(RemoteError::Full(Box::new(full.0.req)));
         }
         self.in_flight += 1;
         self.waker.notify();
