@@ -413,14 +413,20 @@ pub fn response_retry_after(response: &Response<'_>, clock: &Clock, now_ns: i64)
     retry
 }
 
-/// The one verdict of a request that carried several orders, each with its own
-/// outcome (OKX `data[i].sCode`, Hyperliquid `statuses[i]`, Bybit batch lists).
+/// Most item verdicts a [`Batch`] keeps (items beyond count in its verdict but are
+/// not kept one by one).
+pub const MAX_ITEMS: usize = 64;
+
+/// The verdicts of a request that carried several orders, each with its own
+/// outcome (OKX `data[i].sCode`, Hyperliquid `statuses[i]`, Bybit batch lists): one
+/// per item, in the request's order, and the one verdict of the request.
 ///
 /// All done is Done. If any order's outcome is unknown, or some ran and others did
 /// not, the request as a whole is Unknown: only a reconcile by client order id can
 /// say which orders exist, and re-sending the batch could duplicate the ones that
 /// ran. If none ran: Banned before Throttled (latest end) before ClockSkew before
-/// NotRun before Rejected, so a batch is re-sent only when every order may be.
+/// NotRun before Rejected, so a batch is re-sent only when every order may be. The
+/// items say which order did what: re-send only the items that surely did not run.
 ///
 /// ```
 /// use ergon_core::Verdict;
@@ -429,13 +435,15 @@ pub fn response_retry_after(response: &Response<'_>, clock: &Clock, now_ns: i64)
 /// b.add(Verdict::Done);
 /// b.add(Verdict::Rejected);
 /// assert_eq!(b.verdict(), Some(Verdict::Unknown));
+/// assert_eq!(b.items(), &[Verdict::Done, Verdict::Rejected]);
 /// ```
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Batch {
     items: u32,
     done: u32,
     unknown: bool,
     worst: Option<Verdict>,
+    kept: ArrayVec<Verdict, MAX_ITEMS>,
 }
 
 impl Batch {
@@ -444,9 +452,21 @@ impl Batch {
         Self::default()
     }
 
+    /// Each item's verdict, in the order added (the first [`MAX_ITEMS`]).
+    pub fn items(&self) -> &[Verdict] {
+        &self.kept
+    }
+
+    /// The kept item verdicts.
+    pub fn into_items(self) -> ArrayVec<Verdict, MAX_ITEMS> {
+        self.kept
+    }
+
     /// One order's outcome.
     pub fn add(&mut self, v: Verdict) {
         self.items += 1;
+        // Past MAX_ITEMS the item still counts in the verdict.
+        let _ = self.kept.try_push(v);
         let rank = |v: &Verdict| match v {
             Verdict::Banned { .. } => 5,
             Verdict::Throttled { .. } => 4,
@@ -559,6 +579,15 @@ pub trait Venue {
         budget: &mut Budget,
         now_ns: i64,
     ) -> Result<Verdict, Error>;
+
+    /// The verdict of each item of the last batch answer [`Venue::on_response`]
+    /// read, in the request's order: Done, Rejected or NotRun by the item's own code,
+    /// Unknown where the item's fate is unknown. Empty when the last answer was not
+    /// a batch, or its items could not be read (then the request's verdict is all
+    /// there is).
+    fn batch_items(&self) -> &[Verdict] {
+        &[]
+    }
 }
 
 /// Returns `verdict`, or [`Error::BadHeader`] carrying it if a header was bad.

@@ -35,7 +35,10 @@ pub fn depth_weight(limit: u32) -> Option<u32> {
 }
 
 /// The documented defaults: `REQUEST_WEIGHT_1M` 2400, `ORDERS_1M` 1200,
-/// `ORDERS_10S` 300.
+/// `ORDERS_10S` 300 (<https://developers.binance.com/docs/derivatives/usds-margined-futures/general-info>,
+/// checked 2026-11-30). `GET /fapi/v1/exchangeInfo` publishes the account's own
+/// `rateLimits`: prefer them ([`Limits::table_from_exchange_info`] reads either
+/// product's answer).
 pub const DEFAULT_TABLE: &[(Counts, u64, &str, u64)] = &[
     (Counts::Weight, 1, "MINUTE", 2400),
     (Counts::Orders, 1, "MINUTE", 1200),
@@ -188,7 +191,7 @@ impl Endpoints for BinanceFutures {
     }
 
     /// `PUT /fapi/v1/order` (modify): side, quantity and price are all required;
-    /// one order on each order limit and IP weight 1.
+    /// one order on each order limit and IP weight 0.
     fn amend<'p>(
         &mut self,
         out: &'p mut Prepared,
@@ -347,8 +350,8 @@ impl Venue for BinanceFutures {
             // New order: one on each order limit, IP weight 0.
             Request::Order => l.parts(0, 1, 0),
             Request::Cancel => l.parts(1, 0, 0),
-            // Modify order: IP weight 1, one on each order limit.
-            Request::CancelReplace => l.parts(1, 1, 0),
+            // Modify order: as a new order, IP weight 0, one on each order limit.
+            Request::CancelReplace => l.parts(0, 1, 0),
             // batchOrders (at most 5): weight 5, 5 on the 10 s order limit, 1 on
             // the minute one, whatever the count.
             Request::Batch(n) if usize::from(n) <= MAX_BATCH_ORDERS => {

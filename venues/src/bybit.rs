@@ -9,9 +9,14 @@
 //!
 //! Reading an answer never allocates.
 
-use crate::adapt::{self, Batch, Clock, Error, Parts, Request, Venue};
+use crate::adapt::{self, Batch, Clock, Error, Parts, Request, Venue, MAX_ITEMS};
+use crate::endpoint::{
+    self, Amend, ApiKey, Endpoints, HmacKey, Lookup, Method, NewOrder, OrderInfo, OrderRef,
+    OrderState, OrderType, Placed, Prepared, Side, Symbol, TimeInForce, Writer,
+};
 use crate::json::{self, Value};
 use crate::response::Response;
+use arrayvec::ArrayVec;
 use ergon_core::{BucketId, Budget, Builder, Part, Spec, Verdict};
 
 const MS: i64 = 1_000_000;
@@ -37,7 +42,12 @@ pub struct Config {
 }
 
 impl Default for Config {
-    /// The documented defaults for linear contracts (classic VIP 0).
+    /// The documented defaults for linear contracts (classic account, VIP 0):
+    /// create, amend and cancel 10 per second per UID, reads 50, and 600 requests
+    /// per 5 s per IP. Source: <https://bybit-exchange.github.io/docs/v5/rate-limit>,
+    /// checked 2026-11-30. Raise them to the account's own limits (`GET
+    /// /v5/user/query-api` does not return them; the `X-Bapi-Limit` header of each
+    /// answer does, and [`Bybit`] reads it).
     fn default() -> Self {
         Config {
             create_per_s: 10,
@@ -49,10 +59,44 @@ impl Default for Config {
     }
 }
 
+/// The receive window signed requests carry unless told otherwise (Bybit's
+/// default, ms).
+pub const DEFAULT_RECV_WINDOW_MS: i64 = 5000;
+
+/// Most orders of one `POST /v5/order/create-batch` (linear and inverse).
+pub const MAX_BATCH_ORDERS: usize = 20;
+
+/// A Bybit API key, its HMAC-SHA256 secret, the receive window, and the product
+/// category every request names.
+#[derive(Clone, Debug)]
+pub struct Auth {
+    api_key: ApiKey,
+    key: HmacKey,
+    recv_window_ms: i64,
+}
+
+impl Auth {
+    /// The key `api_key` (sent as `X-BAPI-API-KEY`) with its `secret`.
+    pub fn new(api_key: &str, secret: &[u8], recv_window_ms: i64) -> Result<Self, Error> {
+        if !(1..=60_000).contains(&recv_window_ms) {
+            return Err(Error::BadArgument("X-BAPI-RECV-WINDOW (1..=60000 ms)"));
+        }
+        Ok(Auth {
+            api_key: ApiKey::new(api_key)?,
+            key: HmacKey::new(secret),
+            recv_window_ms,
+        })
+    }
+}
+
 /// The Bybit v5 adapter.
 #[derive(Clone, Debug)]
 pub struct Bybit {
     clock: Clock,
+    auth: Option<Auth>,
+    /// The `category` every typed endpoint names (`linear`, `inverse`, `spot`).
+    pub category: &'static str,
+    items: ArrayVec<Verdict, MAX_ITEMS>,
     /// The IP gate.
     pub ip: BucketId,
     /// 600 requests per 5 s per IP.
@@ -73,6 +117,9 @@ impl Bybit {
         let second = |n| Spec::sliding(n, SEC, 20);
         Ok(Bybit {
             clock,
+            auth: None,
+            category: "linear",
+            items: ArrayVec::new(),
             ip: builder.add("ip", Spec::gate())?,
             ip_5s: builder.add("ip_5s", Spec::sliding(c.ip_per_5s, 5 * SEC, 50))?,
             create: builder.add("/v5/order/create", second(c.create_per_s))?,
@@ -86,6 +133,99 @@ impl Bybit {
     pub fn deadline_ns(&self, timestamp_ms: i64, recv_window_ms: i64) -> i64 {
         self.clock
             .now_ns_at(timestamp_ms.saturating_add(recv_window_ms))
+    }
+
+    /// The key signed endpoints use (without one they return [`Error::NoKey`]).
+    pub fn with_auth(mut self, auth: Auth) -> Self {
+        self.auth = Some(auth);
+        self
+    }
+
+    /// Ends a signed request whose target is written: signs `timestamp + api_key +
+    /// recv_window + payload` (the JSON body of a POST, the query of a GET),
+    /// HMAC-SHA256 in hex, into the `X-BAPI-*` headers. Returns the deadline.
+    fn sign(
+        &self,
+        w: &mut Writer<'_>,
+        payload: core::ops::Range<usize>,
+        now: i64,
+    ) -> Result<i64, Error> {
+        let auth = self.auth.as_ref().ok_or(Error::NoKey)?;
+        let ts = self.clock.utc_ms(now);
+        let mut digits = [0u8; 20];
+        let ts_text = decimal(ts, &mut digits);
+        let mut rw = [0u8; 20];
+        let rw_text = decimal(auth.recv_window_ms, &mut rw);
+        let mac = auth.key.sign(&[
+            ts_text,
+            auth.api_key.as_str().as_bytes(),
+            rw_text,
+            w.bytes(payload),
+        ]);
+        w.header("X-BAPI-API-KEY", auth.api_key.as_str().as_bytes())?;
+        w.header("X-BAPI-TIMESTAMP", ts_text)?;
+        w.header("X-BAPI-RECV-WINDOW", rw_text)?;
+        w.open();
+        w.hex(&mac);
+        w.close_header("X-BAPI-SIGN")?;
+        Ok(self.clock.now_ns_at(ts.saturating_add(auth.recv_window_ms)))
+    }
+
+    /// A signed POST of the JSON body `body` writes to `path`.
+    fn post<'p>(
+        &self,
+        mut w: Writer<'p>,
+        path: &str,
+        kind: Request<'static>,
+        now: i64,
+        body: impl FnOnce(&mut Writer<'_>) -> Result<(), Error>,
+    ) -> Result<&'p Prepared, Error> {
+        w.open();
+        w.s(path);
+        w.close_target();
+        w.open();
+        w.s("{");
+        let mut first = true;
+        w.json(&mut first, "category", self.category);
+        body(&mut w)?;
+        w.s("}");
+        w.close_body();
+        let at = w.body_span();
+        let deadline = self.sign(&mut w, at, now)?;
+        w.header("Content-Type", b"application/json")?;
+        w.finish(self, kind, Method::Post, deadline)
+    }
+
+    /// A GET of `path` with the query `query` writes after `category=...`; signed
+    /// unless `public`.
+    fn get<'p>(
+        &self,
+        mut w: Writer<'p>,
+        path: &str,
+        kind: Request<'static>,
+        now: i64,
+        public: bool,
+        query: impl FnOnce(&mut Writer<'_>),
+    ) -> Result<&'p Prepared, Error> {
+        w.open();
+        w.s(path);
+        w.s("?");
+        let q = w.pos();
+        w.s("category=");
+        w.s(self.category);
+        query(&mut w);
+        let end = w.pos();
+        w.close_target();
+        let deadline = if public {
+            let window = self
+                .auth
+                .as_ref()
+                .map_or(DEFAULT_RECV_WINDOW_MS, |a| a.recv_window_ms);
+            now.saturating_add(window.saturating_mul(MS))
+        } else {
+            self.sign(&mut w, q..end, now)?
+        };
+        w.finish(self, kind, Method::Get, deadline)
     }
 
     /// The per-UID endpoint bucket of a request.
@@ -144,21 +284,21 @@ impl Bybit {
         budget: &mut Budget,
         now: i64,
         bad: &mut Option<&'static str>,
-    ) -> Verdict {
+    ) -> Batch {
+        let mut batch = Batch::new();
         let Ok(Some(list)) = v.path("retExtInfo.list") else {
-            return Verdict::Unknown;
+            return batch;
         };
         let Ok(items) = list.items() else {
-            return Verdict::Unknown;
+            return batch;
         };
-        let mut batch = Batch::new();
         for item in items {
             match item.get("code").ok().flatten().map(|c| c.as_i64()) {
                 Some(Ok(code)) => batch.add(self.code(code, request, r, budget, now, bad)),
                 _ => batch.add(Verdict::Unknown),
             }
         }
-        batch.verdict().unwrap_or(Verdict::Unknown)
+        batch
     }
 
     /// `X-Bapi-Limit` minus `X-Bapi-Limit-Status` is the endpoint's usage.
@@ -190,6 +330,312 @@ impl Bybit {
     }
 }
 
+/// `n` in decimal, in `buf`.
+fn decimal(n: i64, buf: &mut [u8; 20]) -> &[u8] {
+    let mut i = buf.len();
+    let mut v = n.unsigned_abs();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 || i == 0 {
+            break;
+        }
+    }
+    &buf[i..]
+}
+
+/// The fields of one order of a create or create-batch body.
+fn order_fields(w: &mut Writer<'_>, first: &mut bool, o: &NewOrder<'_>) -> Result<(), Error> {
+    w.json(first, "symbol", o.symbol.as_str());
+    w.json(
+        first,
+        "side",
+        match o.side {
+            Side::Buy => "Buy",
+            Side::Sell => "Sell",
+        },
+    );
+    let (kind, tif) = match o.order_type {
+        OrderType::Limit(TimeInForce::Gtc) => ("Limit", "GTC"),
+        OrderType::Limit(TimeInForce::Ioc) => ("Limit", "IOC"),
+        OrderType::Limit(TimeInForce::Fok) => ("Limit", "FOK"),
+        OrderType::PostOnly => ("Limit", "PostOnly"),
+        OrderType::Market => ("Market", "IOC"),
+    };
+    w.json(first, "orderType", kind);
+    w.json(first, "qty", o.quantity.as_str());
+    match (o.order_type, o.price) {
+        (OrderType::Market, None) => {}
+        (OrderType::Market, Some(_)) => return Err(Error::BadArgument("price of a market order")),
+        (_, Some(p)) => w.json(first, "price", p.as_str()),
+        (_, None) => return Err(Error::BadArgument("price of a limit order")),
+    }
+    w.json(first, "timeInForce", tif);
+    w.json(first, "orderLinkId", o.client_order_id.as_str());
+    if o.reduce_only {
+        w.s(",\"reduceOnly\":true");
+    }
+    w.id(o.client_order_id)
+}
+
+/// `orderStatus` as a state.
+fn order_state(word: &str) -> OrderState {
+    match word {
+        "Created" => OrderState::Pending,
+        "New" | "Untriggered" | "Triggered" => OrderState::New,
+        "PartiallyFilled" => OrderState::PartiallyFilled,
+        "Filled" => OrderState::Filled,
+        "Cancelled" | "PartiallyFilledCanceled" | "Deactivated" => OrderState::Canceled,
+        "Rejected" => OrderState::Rejected,
+        _ => OrderState::Other,
+    }
+}
+
+/// The `retCode` and `result` of a Bybit body.
+fn ret<'a>(r: &Response<'a>) -> Option<(i64, Option<Value<'a>>)> {
+    let v = json::parse(r.body).ok()?;
+    let code = v.get("retCode").ok()??.as_i64().ok()?;
+    Some((code, v.get("result").ok().flatten()))
+}
+
+impl Endpoints for Bybit {
+    /// `POST /v5/order/create`: one on the create limit and on the IP's 5 s.
+    fn new_order<'p>(
+        &mut self,
+        out: &'p mut Prepared,
+        o: &NewOrder<'_>,
+        now: i64,
+    ) -> Result<&'p Prepared, Error> {
+        let w = Writer::start(out);
+        self.post(w, "/v5/order/create", Request::Order, now, |w| {
+            let mut first = false;
+            order_fields(w, &mut first, o)
+        })
+    }
+
+    /// `POST /v5/order/cancel` by `orderLinkId`.
+    fn cancel<'p>(
+        &mut self,
+        out: &'p mut Prepared,
+        o: &OrderRef<'_>,
+        now: i64,
+    ) -> Result<&'p Prepared, Error> {
+        let w = Writer::start(out);
+        self.post(w, "/v5/order/cancel", Request::Cancel, now, |w| {
+            let mut first = false;
+            w.json(&mut first, "symbol", o.symbol.as_str());
+            w.json(&mut first, "orderLinkId", o.client_order_id.as_str());
+            w.id(o.client_order_id)
+        })
+    }
+
+    /// `POST /v5/order/amend` by `orderLinkId`: one on the amend limit.
+    fn amend<'p>(
+        &mut self,
+        out: &'p mut Prepared,
+        a: &Amend<'_>,
+        now: i64,
+    ) -> Result<&'p Prepared, Error> {
+        let w = Writer::start(out);
+        if a.price.is_none() && a.quantity.is_none() {
+            return Err(Error::BadArgument("amend changes nothing"));
+        }
+        self.post(w, "/v5/order/amend", Request::CancelReplace, now, |w| {
+            let mut first = false;
+            w.json(&mut first, "symbol", a.order.symbol.as_str());
+            w.json(&mut first, "orderLinkId", a.order.client_order_id.as_str());
+            if let Some(q) = a.quantity {
+                w.json(&mut first, "qty", q.as_str());
+            }
+            if let Some(p) = a.price {
+                w.json(&mut first, "price", p.as_str());
+            }
+            w.id(a.order.client_order_id)
+        })
+    }
+
+    /// `GET /v5/order/realtime` by `orderLinkId`: one read.
+    fn query_order<'p>(
+        &mut self,
+        out: &'p mut Prepared,
+        o: &OrderRef<'_>,
+        now: i64,
+    ) -> Result<&'p Prepared, Error> {
+        let mut w = Writer::start(out);
+        w.id(o.client_order_id)?;
+        self.get(w, "/v5/order/realtime", Request::Read(1), now, false, |w| {
+            w.s("&symbol=");
+            w.s(o.symbol.as_str());
+            w.s("&orderLinkId=");
+            w.s(o.client_order_id.as_str());
+        })
+    }
+
+    /// `GET /v5/order/realtime` of a symbol, or of every USDT-settled one: one read.
+    fn open_orders<'p>(
+        &mut self,
+        out: &'p mut Prepared,
+        symbol: Option<Symbol<'_>>,
+        now: i64,
+    ) -> Result<&'p Prepared, Error> {
+        let w = Writer::start(out);
+        self.get(
+            w,
+            "/v5/order/realtime",
+            Request::Read(1),
+            now,
+            false,
+            |w| match symbol {
+                Some(s) => {
+                    w.s("&symbol=");
+                    w.s(s.as_str());
+                }
+                None => w.s("&settleCoin=USDT"),
+            },
+        )
+    }
+
+    /// `GET /v5/market/orderbook`, depth 1 to 500 (linear): one read, unsigned.
+    fn book<'p>(
+        &mut self,
+        out: &'p mut Prepared,
+        symbol: Symbol<'_>,
+        depth: u32,
+        now: i64,
+    ) -> Result<&'p Prepared, Error> {
+        let w = Writer::start(out);
+        if !(1..=500).contains(&depth) {
+            return Err(Error::BadArgument("depth (1..=500)"));
+        }
+        self.get(
+            w,
+            "/v5/market/orderbook",
+            Request::Read(1),
+            now,
+            true,
+            |w| {
+                w.s("&symbol=");
+                w.s(symbol.as_str());
+                w.s("&limit=");
+                w.int(i64::from(depth));
+            },
+        )
+    }
+
+    /// `GET /v5/account/wallet-balance?accountType=UNIFIED`: one read.
+    fn account<'p>(&mut self, out: &'p mut Prepared, now: i64) -> Result<&'p Prepared, Error> {
+        let mut w = Writer::start(out);
+        // wallet-balance takes no category: the target is written here.
+        w.open();
+        w.s("/v5/account/wallet-balance?");
+        let q = w.pos();
+        w.s("accountType=UNIFIED");
+        let end = w.pos();
+        w.close_target();
+        let deadline = self.sign(&mut w, q..end, now)?;
+        w.finish(self, Request::Read(1), Method::Get, deadline)
+    }
+
+    /// `POST /v5/order/create-batch`, 1 to 20 orders: each counts on the create
+    /// limit.
+    fn batch_orders<'p>(
+        &mut self,
+        out: &'p mut Prepared,
+        orders: &[NewOrder<'_>],
+        now: i64,
+    ) -> Result<&'p Prepared, Error> {
+        let w = Writer::start(out);
+        if orders.is_empty() || orders.len() > MAX_BATCH_ORDERS {
+            return Err(Error::BadArgument("batch of 1 to 20 orders"));
+        }
+        // orders.len() <= 20: the cast cannot truncate.
+        self.post(
+            w,
+            "/v5/order/create-batch",
+            Request::Batch(orders.len() as u16),
+            now,
+            |w| {
+                w.s(",\"request\":[");
+                for (i, o) in orders.iter().enumerate() {
+                    w.s(if i == 0 { "{" } else { ",{" });
+                    let mut first = true;
+                    order_fields(w, &mut first, o)?;
+                    w.s("}");
+                }
+                w.s("]");
+                Ok(())
+            },
+        )
+    }
+
+    /// `retCode` 0 with one order in `result.list`: found; an empty list: not found.
+    fn read_order(&self, r: &Response<'_>) -> Lookup {
+        let Some((0, Some(result))) = ret(r) else {
+            return Lookup::Unknown;
+        };
+        let Ok(Some(list)) = result.get("list") else {
+            return Lookup::Unknown;
+        };
+        let Ok(mut items) = list.items() else {
+            return Lookup::Unknown;
+        };
+        let Some(o) = items.next() else {
+            return Lookup::NotFound;
+        };
+        let mut buf = [0u8; 32];
+        let state = match o
+            .get("orderStatus")
+            .ok()
+            .flatten()
+            .map(|s| s.decode_str(&mut buf))
+        {
+            Some(Ok(word)) => order_state(word),
+            _ => return Lookup::Unknown,
+        };
+        let Some(id) = o
+            .get("orderId")
+            .ok()
+            .flatten()
+            .and_then(endpoint::json_text)
+        else {
+            return Lookup::Unknown;
+        };
+        let filled = o
+            .get("cumExecQty")
+            .ok()
+            .flatten()
+            .and_then(endpoint::json_text);
+        Lookup::Found(OrderInfo {
+            state,
+            venue_order_id: id,
+            filled,
+        })
+    }
+
+    /// `retCode` 0 with `result.orderId`: accepted (pending: the create answer is an
+    /// acknowledgement); a code that surely did not run: refused.
+    fn read_placed(&self, r: &Response<'_>) -> Placed {
+        match ret(r) {
+            Some((0, Some(result))) => match result
+                .get("orderId")
+                .ok()
+                .flatten()
+                .and_then(endpoint::json_text)
+            {
+                Some(id) => Placed::Accepted(OrderInfo {
+                    state: OrderState::Pending,
+                    venue_order_id: id,
+                    filled: None,
+                }),
+                None => Placed::Unknown,
+            },
+            Some((10000 | 10016 | 170007 | 170146, _)) | Some((0, None)) | None => Placed::Unknown,
+            Some(_) => Placed::Refused,
+        }
+    }
+}
+
 impl Venue for Bybit {
     fn parts(&self, request: Request<'_>) -> Result<Parts, Error> {
         let mut p = Parts::new();
@@ -215,6 +661,7 @@ impl Venue for Bybit {
         now: i64,
     ) -> Result<Verdict, Error> {
         let mut bad = None;
+        self.items.clear();
         let body = json::parse(r.body).ok();
         let ret_code = body
             .and_then(|v| v.get("retCode").ok().flatten())
@@ -224,7 +671,10 @@ impl Venue for Bybit {
             // at least 10 minutes.
             (403, None, _) => adapt::ban(budget, self.ip, now.saturating_add(BAN_NS), now),
             (_, Some(0), Some(v)) if matches!(request, Request::Batch(_)) => {
-                self.batch(v, request, r, budget, now, &mut bad)
+                let batch = self.batch(v, request, r, budget, now, &mut bad);
+                let verdict = batch.verdict().unwrap_or(Verdict::Unknown);
+                self.items = batch.into_items();
+                verdict
             }
             (_, Some(code), _) => self.code(code, request, r, budget, now, &mut bad),
             (429, None, _) => adapt::hold(budget, self.ip, None, now),
@@ -234,5 +684,9 @@ impl Venue for Bybit {
         };
         bad = bad.or(self.observe(request, r, budget, now));
         adapt::finish(verdict, bad)
+    }
+
+    fn batch_items(&self) -> &[Verdict] {
+        &self.items
     }
 }

@@ -243,6 +243,10 @@ pub struct Decision {
     pub verdict: Verdict,
     /// Its line.
     pub line: String,
+    /// For a batch: each item's verdict, in the request's order.
+    pub items: Vec<Verdict>,
+    /// Their lines: `item N Verdict [bucket=NAME] [until_ms=MS]`, N from 0.
+    pub item_lines: Vec<String>,
     /// A header that could not be read (the verdict stands).
     pub warning: Option<String>,
     /// The budget after it.
@@ -281,8 +285,16 @@ pub fn classify(
         }
         Err(e) => return Err(e.to_string()),
     };
+    let items = adapter.batch_items().to_vec();
+    let item_lines = items
+        .iter()
+        .enumerate()
+        .map(|(i, v)| format!("item {i} {}", line(v, &budget, NOW_NS)))
+        .collect();
     Ok(Decision {
         line: line(&verdict, &budget, NOW_NS),
+        items,
+        item_lines,
         verdict,
         warning,
         budget,
@@ -350,6 +362,9 @@ fn show_fixtures(out: &mut dyn Write) -> Result<(), String> {
                 case.name, case.request, d.line
             )
             .map_err(|e| e.to_string())?;
+            for item in &d.item_lines {
+                writeln!(out, "  {item}").map_err(|e| e.to_string())?;
+            }
         }
     }
     Ok(())
@@ -383,7 +398,11 @@ fn classify_args(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> R
     if let Some(w) = d.warning {
         let _ = writeln!(err, "warning: {file}: {w}");
     }
-    writeln!(out, "{}", d.line).map_err(|e| e.to_string())
+    writeln!(out, "{}", d.line).map_err(|e| e.to_string())?;
+    for item in &d.item_lines {
+        writeln!(out, "{item}").map_err(|e| e.to_string())?;
+    }
+    Ok(())
 }
 
 /// The program: no arguments prints the decision for every shipped fixture;

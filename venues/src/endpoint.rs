@@ -425,6 +425,47 @@ impl<'p> Writer<'p> {
         }
     }
 
+    /// Appends `"name":"value"` after a `,` unless `first` (values are checked
+    /// arguments: no quote or backslash to escape).
+    pub(crate) fn json(&mut self, first: &mut bool, name: &str, value: &str) {
+        if !core::mem::take(first) {
+            self.s(",");
+        }
+        self.s("\"");
+        self.s(name);
+        self.s("\":\"");
+        self.s(value);
+        self.s("\"");
+    }
+
+    /// Appends standard base64 (with padding) of `bytes`.
+    pub(crate) fn base64(&mut self, bytes: &[u8]) {
+        const B64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        for chunk in bytes.chunks(3) {
+            let b = [
+                chunk[0],
+                chunk.get(1).copied().unwrap_or(0),
+                chunk.get(2).copied().unwrap_or(0),
+            ];
+            let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+            let out = [
+                B64[(n >> 18) as usize & 63],
+                B64[(n >> 12) as usize & 63],
+                if chunk.len() > 1 {
+                    B64[(n >> 6) as usize & 63]
+                } else {
+                    b'='
+                },
+                if chunk.len() > 2 {
+                    B64[n as usize & 63]
+                } else {
+                    b'='
+                },
+            ];
+            self.put(&out);
+        }
+    }
+
     /// Where the next byte goes.
     pub(crate) fn pos(&self) -> usize {
         self.p.bytes.len()
@@ -459,6 +500,16 @@ impl<'p> Writer<'p> {
         self.open();
         self.put(value);
         self.close_header(name)
+    }
+
+    /// Ends the body span.
+    pub(crate) fn close_body(&mut self) {
+        self.p.body = self.mark..self.pos();
+    }
+
+    /// The body span written so far.
+    pub(crate) fn body_span(&self) -> Range<usize> {
+        self.p.body.clone()
     }
 
     /// Records a client order id.
@@ -740,8 +791,17 @@ mod tests {
         w.int(0);
         w.s(" ");
         w.hex(&[0x0f, 0xa0]);
+        w.s(" ");
+        for s in [&b""[..], b"f", b"fo", b"foo", b"foob", b"fooba", b"foobar"] {
+            w.base64(s);
+            w.s("|");
+        }
+        w.enc("[{\"a\":1}]");
         let n = w.pos();
-        assert_eq!(w.bytes(0..n), b"-1499827319559 0 0fa0");
+        assert_eq!(
+            w.bytes(0..n),
+            &b"-1499827319559 0 0fa0 |Zg==|Zm8=|Zm9v|Zm9vYg==|Zm9vYmE=|Zm9vYmFy|%5B%7B%22a%22%3A1%7D%5D"[..]
+        );
     }
 
     #[test]

@@ -10,7 +10,9 @@
 //! (`venues/tests/fixtures/<venue>/CASES` lists them, with the request each
 //! answers and the documentation page it was written from). `classify` prints one
 //! line for one captured response: the verdict, then `bucket=NAME` and
-//! `until_ms=MS` (relative to now) where they apply. A file that is not an HTTP
+//! `until_ms=MS` (relative to now) where they apply; for a batch, one more line
+//! per item after it: `item N Verdict [bucket=NAME] [until_ms=MS]`, N from 0 in the
+//! request's order. A file that is not an HTTP
 //! response is an error (exit 1); a body that is not the venue's JSON is a verdict.
 
 use std::io::Write;

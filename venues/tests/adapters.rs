@@ -52,6 +52,9 @@ const TABLE: &[(&str, &str, &str, &[Effect])] = &[
     ("binance-spot", "cancel_replace_failed_2022", "NotRun", &[]),
     ("binance-spot", "cancel_replace_partial_2021", "Unknown", &[]),
     ("binance-spot", "garbage_200", "Unknown", &[]),
+    // Issue 12: a wait above the cap halts (saturated: 9999999999 s is past i64 ns); zero holds one window.
+    ("binance-spot", "weight_429_far_future", "Banned bucket=REQUEST_WEIGHT_1M until_ms=9223371036854", &[Halted("REQUEST_WEIGHT_1M", i64::MAX)]),
+    ("binance-spot", "weight_429_zero_wait", "Throttled bucket=REQUEST_WEIGHT_1M until_ms=60000", &[Held("REQUEST_WEIGHT_1M", 60_000)]),
     ("binance-spot", "query_found", "Done", &[Used("REQUEST_WEIGHT_1M", 9)]),
     ("binance-spot", "query_not_found_2013", "Rejected", &[Used("REQUEST_WEIGHT_1M", 9)]),
     ("binance-spot", "bad_usage_header_429", "Throttled bucket=REQUEST_WEIGHT_1M until_ms=37050", &[Held("REQUEST_WEIGHT_1M", 37_050), Used("REQUEST_WEIGHT_1M", 1), Warns("X-MBX-USED-WEIGHT-*")]),
@@ -69,6 +72,8 @@ const TABLE: &[(&str, &str, &str, &[Effect])] = &[
     ("binance-futures", "timeout_408", "Unknown", &[]),
     ("binance-futures", "would_trigger_2021", "Rejected", &[]),
     ("binance-futures", "reduce_only_2022", "Rejected", &[]),
+    ("binance-futures", "weight_429_date_2099", "Banned bucket=REQUEST_WEIGHT_1M until_ms=2370908800000", &[Halted("REQUEST_WEIGHT_1M", 2_370_908_800_000)]),
+    ("binance-futures", "weight_429_past_date", "Throttled bucket=REQUEST_WEIGHT_1M until_ms=60000", &[Held("REQUEST_WEIGHT_1M", 60_000)]),
     ("binance-futures", "query_found", "Done", &[Used("REQUEST_WEIGHT_1M", 3)]),
     ("binance-futures", "query_not_found_2013", "Rejected", &[Used("REQUEST_WEIGHT_1M", 3)]),
     // Bybit v5.
@@ -85,6 +90,10 @@ const TABLE: &[(&str, &str, &str, &[Effect])] = &[
     ("bybit", "batch_mixed", "Unknown", &[Used("/v5/order/create", 2)]),
     ("bybit", "system_429", "Throttled bucket=ip until_ms=1000", &[Held("ip", 1_000)]),
     ("bybit", "gateway_502", "Unknown", &[]),
+    ("bybit", "rate_10006_reset_far_future", "Banned bucket=/v5/order/create until_ms=2402444800000", &[Halted("/v5/order/create", 2_402_444_800_000)]),
+    ("bybit", "rate_10006_reset_past", "Throttled bucket=/v5/order/create until_ms=1000", &[Held("/v5/order/create", 1000)]),
+    ("bybit", "query_found", "Done", &[Used("read", 1)]),
+    ("bybit", "query_not_found", "Done", &[Used("read", 1)]),
     // OKX v5.
     ("okx", "order_ok", "Done", &[Used("/api/v5/trade/order", 1), Used("sub-account", 1)]),
     ("okx", "rate_50011_200", "Throttled bucket=/api/v5/trade/order until_ms=2000", &[Held("/api/v5/trade/order", 2_000)]),
@@ -100,6 +109,10 @@ const TABLE: &[(&str, &str, &str, &[Effect])] = &[
     ("okx", "batch_partial", "Unknown", &[Used("/api/v5/trade/batch-orders", 2), Used("sub-account", 2)]),
     ("okx", "batch_sub_account_50061", "Throttled bucket=sub-account until_ms=2000", &[Held("sub-account", 2_000)]),
     ("okx", "gateway_502", "Unknown", &[]),
+    ("okx", "rate_50011_retry_far_future", "Banned bucket=/api/v5/trade/order until_ms=9223371036854", &[Halted("/api/v5/trade/order", i64::MAX)]),
+    ("okx", "rate_50011_retry_zero", "Throttled bucket=/api/v5/trade/order until_ms=2000", &[Held("/api/v5/trade/order", 2000)]),
+    ("okx", "query_found", "Done", &[]),
+    ("okx", "query_not_found_51603", "Rejected", &[]),
     // Hyperliquid.
     ("hyperliquid", "order_resting", "Done", &[Used("ip_weight_1m", 1), Used("ip_burst", 1)]),
     ("hyperliquid", "batch_mixed", "Unknown", &[Used("ip_weight_1m", 1)]),
@@ -113,6 +126,10 @@ const TABLE: &[(&str, &str, &str, &[Effect])] = &[
     ("hyperliquid", "info_user_rate_limit", "Done", &[Used("ip_weight_1m", 20)]),
     ("hyperliquid", "cancel_success", "Done", &[]),
     ("hyperliquid", "user_not_found_err", "Rejected", &[]),
+    ("hyperliquid", "ip_429_retry_far_future", "Banned bucket=ip_burst until_ms=2370908800000", &[Halted("ip_burst", 2_370_908_800_000)]),
+    ("hyperliquid", "ip_429_retry_zero", "Throttled bucket=ip_burst until_ms=2000", &[Held("ip_burst", 2000)]),
+    ("hyperliquid", "order_status_found", "Done", &[Used("ip_weight_1m", 2)]),
+    ("hyperliquid", "order_status_unknown_oid", "Done", &[Used("ip_weight_1m", 2)]),
 ];
 
 fn fixture(venue: &str, case: &str) -> Vec<u8> {
@@ -168,11 +185,13 @@ fn check_effects(
                 let s = budget.stats(b).unwrap();
                 assert!(s.halted, "{at}: {name} is not halted");
                 assert_eq!(s.bans, 1, "{at}: bans of {name}");
-                assert_eq!(
-                    s.ban_until_ns,
-                    Some(NOW_NS + ms * MS),
-                    "{at}: ban end of {name}"
-                );
+                // i64::MAX ms: the venue's end saturated (a wait past the clock's range).
+                let end = if ms == i64::MAX {
+                    i64::MAX
+                } else {
+                    NOW_NS + ms * MS
+                };
+                assert_eq!(s.ban_until_ns, Some(end), "{at}: ban end of {name}");
                 halted.insert(name);
             }
             Warns(header) => warns = Some(header),
@@ -841,7 +860,81 @@ fn classify_refuses_what_is_not_an_http_response() {
 fn the_program_prints_every_shipped_fixture() {
     let (r, out, _) = run(&[]);
     assert_eq!(r, Ok(()));
-    assert_eq!(out.lines().count(), TABLE.len());
+    assert_eq!(
+        out.lines().filter(|l| !l.starts_with("  item ")).count(),
+        TABLE.len()
+    );
     assert!(out.contains("binance-spot/ban_418 [order]: Banned bucket=ip until_ms=300000\n"));
     assert!(out.contains("okx/batch_partial [batch:2]: Unknown\n"));
+}
+
+/// A batch answer keeps its items: one verdict per order, in the request's order,
+/// after the batch's own line (issue 13).
+#[test]
+fn batches_keep_their_items() {
+    for (venue, case, batch, items) in [
+        (
+            "bybit",
+            "batch_ok",
+            "Done",
+            &["item 0 Done", "item 1 Done"][..],
+        ),
+        (
+            "bybit",
+            "batch_mixed",
+            "Unknown",
+            &["item 0 Done", "item 1 Rejected"],
+        ),
+        (
+            "okx",
+            "batch_partial",
+            "Unknown",
+            &["item 0 Done", "item 1 Rejected"],
+        ),
+        (
+            "okx",
+            "batch_sub_account_50061",
+            "Throttled bucket=sub-account until_ms=2000",
+            &[
+                "item 0 Throttled bucket=sub-account until_ms=2000",
+                "item 1 Throttled bucket=sub-account until_ms=2000",
+            ],
+        ),
+        (
+            "hyperliquid",
+            "batch_mixed",
+            "Unknown",
+            &["item 0 Done", "item 1 Rejected"],
+        ),
+    ] {
+        let d = classify(venue, "batch:2", FIXTURE_NOW_UTC_MS, &fixture(venue, case)).unwrap();
+        assert_eq!(d.line, batch, "{venue}/{case}");
+        assert_eq!(d.item_lines, items, "{venue}/{case}");
+        assert_eq!(d.items.len(), 2);
+        let mut want = format!("{batch}\n");
+        items.iter().for_each(|i| want.push_str(&format!("{i}\n")));
+        let path = classify::fixtures()
+            .join(venue)
+            .join(format!("{case}.http"));
+        let (r, out, _) = classify_cli(
+            venue,
+            "batch:2",
+            &FIXTURE_NOW_UTC_MS.to_string(),
+            path.to_str().unwrap(),
+        );
+        assert_eq!(
+            (r, out),
+            (Ok(()), want),
+            "{venue}/{case} on the command line"
+        );
+    }
+    // A single order has no items.
+    let d = classify(
+        "okx",
+        "order",
+        FIXTURE_NOW_UTC_MS,
+        &fixture("okx", "rejected_51008"),
+    )
+    .unwrap();
+    assert!(d.items.is_empty() && d.item_lines.is_empty());
 }

@@ -7,13 +7,17 @@ use std::cell::Cell;
 
 use ergon_core::Budget;
 use ergon_venues::adapt::Clock;
+use ergon_venues::adapt::Error;
 use ergon_venues::binance_futures::{self, BinanceFutures};
 use ergon_venues::binance_spot::{self, BinanceSpot};
+use ergon_venues::bybit::{self, Bybit};
 use ergon_venues::classify::SPOT_EXCHANGE_INFO;
 use ergon_venues::endpoint::{
     Amend, CancelReplace, ClientOrderId, Decimal, Endpoints, NewOrder, OrderRef, OrderType,
     Prepared, Side, Symbol, TimeInForce,
 };
+use ergon_venues::hyperliquid::{self, Action, Exchange, Hyperliquid, Signature, Signer};
+use ergon_venues::okx::{self, Okx};
 
 struct Counting;
 
@@ -44,6 +48,11 @@ fn allocs() -> u64 {
 
 /// Prepares one request of every kind `E` offers, `n` times, with fresh ids.
 fn every_kind<E: Endpoints>(venue: &mut E, p: &mut Prepared, n: u32) {
+    every_kind_ids(venue, p, n, false)
+}
+
+/// As [`every_kind`]; `hex_ids`: ids as Hyperliquid writes them (`0x` and 32 hex digits).
+fn every_kind_ids<E: Endpoints>(venue: &mut E, p: &mut Prepared, n: u32, hex_ids: bool) {
     let symbol = Symbol::new("BTCUSDT").unwrap();
     let (price, qty) = (
         Decimal::new("37000.01").unwrap(),
@@ -51,7 +60,11 @@ fn every_kind<E: Endpoints>(venue: &mut E, p: &mut Prepared, n: u32) {
     );
     for i in 0..n {
         let mut text = arrayvec::ArrayString::<36>::new();
-        let _ = core::fmt::write(&mut text, format_args!("mm-{i}"));
+        let _ = if hex_ids {
+            core::fmt::write(&mut text, format_args!("0x{:032x}", i + 1))
+        } else {
+            core::fmt::write(&mut text, format_args!("mm{i}"))
+        };
         let cloid = ClientOrderId::new(&text).unwrap();
         let order = NewOrder {
             symbol,
@@ -79,7 +92,7 @@ fn every_kind<E: Endpoints>(venue: &mut E, p: &mut Prepared, n: u32) {
         );
         assert!(venue.query_order(p, &r, now).is_ok());
         assert!(venue.open_orders(p, Some(symbol), now).is_ok());
-        assert!(venue.book(p, symbol, 100, now).is_ok());
+        assert!(venue.book(p, symbol, 100, now).is_ok() || venue.book(p, symbol, 20, now).is_ok());
         let _ = venue.batch_orders(p, &[order, order], now);
         let amend = Amend {
             order: r,
@@ -130,5 +143,73 @@ fn binance_futures_preparation_allocates_nothing() {
     every_kind(&mut f, &mut p, 1);
     let before = allocs();
     every_kind(&mut f, &mut p, 1000);
+    assert_eq!(allocs() - before, 0);
+}
+
+#[test]
+fn bybit_preparation_allocates_nothing() {
+    let mut b = Budget::builder();
+    let auth = bybit::Auth::new("key", b"secret", 5000).unwrap();
+    let mut v = Bybit::new(
+        &mut b,
+        Clock::anchor(0, 1_700_000_000_000),
+        bybit::Config::default(),
+    )
+    .unwrap()
+    .with_auth(auth);
+    let mut p = Prepared::with_capacity(4096);
+    every_kind(&mut v, &mut p, 1);
+    let before = allocs();
+    every_kind(&mut v, &mut p, 1000);
+    assert_eq!(allocs() - before, 0);
+}
+
+#[test]
+fn okx_preparation_allocates_nothing() {
+    let mut b = Budget::builder();
+    let auth = okx::Auth::new("key", b"secret", "pass", 5000).unwrap();
+    let mut v = Okx::new(
+        &mut b,
+        Clock::anchor(0, 1_700_000_000_000),
+        okx::Config::default(),
+    )
+    .unwrap()
+    .with_auth(auth);
+    let mut p = Prepared::with_capacity(4096);
+    every_kind(&mut v, &mut p, 1);
+    let before = allocs();
+    every_kind(&mut v, &mut p, 1000);
+    assert_eq!(allocs() - before, 0);
+}
+
+struct Fixed;
+
+impl Signer for Fixed {
+    fn address(&self) -> &str {
+        "0x0000000000000000000000000000000000000abc"
+    }
+    fn sign(&mut self, _: Action<'_>, _: &[u8], _: u64, _: u64) -> Result<Signature, Error> {
+        Ok(Signature {
+            r: [1; 32],
+            s: [2; 32],
+            v: 28,
+        })
+    }
+}
+
+#[test]
+fn hyperliquid_preparation_allocates_nothing() {
+    let mut b = Budget::builder();
+    let venue = Hyperliquid::new(
+        &mut b,
+        Clock::anchor(0, 1_700_000_000_000),
+        hyperliquid::Config::default(),
+    )
+    .unwrap();
+    let mut ex = Exchange::new(venue, Fixed, &[("BTCUSDT", 0)], 5000).unwrap();
+    let mut p = Prepared::with_capacity(4096);
+    every_kind_ids(&mut ex, &mut p, 1, true);
+    let before = allocs();
+    every_kind_ids(&mut ex, &mut p, 1000, true);
     assert_eq!(allocs() - before, 0);
 }

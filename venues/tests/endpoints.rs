@@ -7,11 +7,14 @@ use ergon_core::{Budget, Class, Verdict};
 use ergon_venues::adapt::{Clock, Error, Request, Venue};
 use ergon_venues::binance_futures::{self, BinanceFutures};
 use ergon_venues::binance_spot::{self, BinanceSpot};
+use ergon_venues::bybit::{self, Bybit};
 use ergon_venues::classify::{HttpFile, SPOT_EXCHANGE_INFO};
 use ergon_venues::endpoint::{
     Amend, CancelReplace, ClientOrderId, Decimal, Endpoints, HmacKey, Lookup, Method, NewOrder,
     OrderRef, OrderState, OrderType, Placed, Prepared, Side, Symbol, TimeInForce,
 };
+use ergon_venues::hyperliquid::{self, Action, Exchange, Hyperliquid, Signature, Signer};
+use ergon_venues::okx::{self, Okx};
 use hmac::{Hmac, Mac};
 
 const MS: i64 = 1_000_000;
@@ -394,8 +397,8 @@ fn binance_futures_order_is_signed_as_documented() {
 }
 
 /// Weights from the USD-M futures REST pages (checked 2026-11-30): new order 1 on
-/// the 10 s and the 1 min order limits and 0 IP weight; cancel 1; modify (PUT) 1 and
-/// one order on each limit; batchOrders 5 weight, 5 on the 10 s and 1 on the minute
+/// the 10 s and the 1 min order limits and 0 IP weight; cancel 1; modify (PUT) as a
+/// new order; batchOrders 5 weight, 5 on the 10 s and 1 on the minute
 /// order limit; query order 1; open orders 1 (one symbol) or 40; depth 2/5/10/20 by
 /// limit; account (v3) 5
 /// (<https://developers.binance.com/docs/derivatives/usds-margined-futures/trade/rest-api>,
@@ -429,7 +432,7 @@ fn binance_futures_parts_equal_the_documented_weights() {
     f.amend(&mut p, &amend, 0).unwrap();
     assert_eq!(
         (p.method(), named(&p, &budget)),
-        (Some(Method::Put), parts(1, 1, 1))
+        (Some(Method::Put), parts(0, 1, 1))
     );
     assert!(f
         .amend(
@@ -497,5 +500,572 @@ fn binance_futures_reconcile_reads_found_and_not_found() {
     assert_eq!(
         read("binance-futures", "unknown_503", |r| f.read_order(r)),
         Lookup::Unknown
+    );
+}
+
+fn bybit() -> (Bybit, Budget) {
+    let mut b = Budget::builder();
+    let clock = Clock::anchor(10 * SEC, 1_700_000_000_000);
+    let auth = bybit::Auth::new("XXXXXXXXXX", b"YYYYYYYYYY", 5000).unwrap();
+    let venue = Bybit::new(&mut b, clock, bybit::Config::default())
+        .unwrap()
+        .with_auth(auth);
+    (venue, b.build(0).unwrap())
+}
+
+/// Bybit's documented signature: HMAC-SHA256 of `timestamp + api_key +
+/// recv_window + jsonBodyString` (POST) or `... + queryString` (GET), hex, in `X-BAPI-SIGN`
+/// (<https://bybit-exchange.github.io/docs/v5/guide#create-a-request>, checked
+/// 2026-11-30). The page gives the recipe and sample code, not a fixed vector, so
+/// this checks the recipe on the prepared bytes.
+#[test]
+fn bybit_requests_are_signed_as_documented() {
+    let (mut v, _) = bybit();
+    let mut p = Prepared::default();
+    let mut order = btcusdt("mm-1");
+    order.price = Some(dec("37000"));
+    order.quantity = dec("0.01");
+    v.new_order(&mut p, &order, 10 * SEC).unwrap();
+    assert_eq!(
+        (p.method(), p.target()),
+        (Some(Method::Post), "/v5/order/create")
+    );
+    let body = std::str::from_utf8(p.body()).unwrap();
+    assert_eq!(
+        body,
+        r#"{"category":"linear","symbol":"BTCUSDT","side":"Buy","orderType":"Limit","qty":"0.01","price":"37000","timeInForce":"GTC","orderLinkId":"mm-1"}"#
+    );
+    let _: serde_json::Value = serde_json::from_str(body).expect("the body is JSON");
+    assert_eq!(p.header("X-BAPI-TIMESTAMP"), Some("1700000000000"));
+    assert_eq!(p.header("X-BAPI-RECV-WINDOW"), Some("5000"));
+    assert_eq!(p.header("X-BAPI-API-KEY"), Some("XXXXXXXXXX"));
+    assert_eq!(p.header("Content-Type"), Some("application/json"));
+    let want = HmacKey::new(b"YYYYYYYYYY")
+        .sign(&[format!("1700000000000XXXXXXXXXX5000{body}").as_bytes()]);
+    assert_eq!(p.header("X-BAPI-SIGN"), Some(hex(&want).as_str()));
+    assert_eq!(p.deadline_ns(), 15 * SEC);
+    let r = OrderRef {
+        symbol: sym("BTCUSDT"),
+        client_order_id: id("mm-1"),
+    };
+    v.query_order(&mut p, &r, 10 * SEC).unwrap();
+    assert_eq!(
+        p.target(),
+        "/v5/order/realtime?category=linear&symbol=BTCUSDT&orderLinkId=mm-1"
+    );
+    let want = HmacKey::new(b"YYYYYYYYYY")
+        .sign(&[b"1700000000000XXXXXXXXXX5000category=linear&symbol=BTCUSDT&orderLinkId=mm-1"]);
+    assert_eq!(p.header("X-BAPI-SIGN"), Some(hex(&want).as_str()));
+    assert_eq!(p.body(), b"");
+    let mut reduce = order;
+    reduce.reduce_only = true;
+    reduce.order_type = OrderType::PostOnly;
+    let body = v
+        .batch_orders(&mut p, &[order, reduce], 0)
+        .unwrap()
+        .body()
+        .to_vec();
+    let j: serde_json::Value = serde_json::from_slice(&body).expect("the batch body is JSON");
+    assert_eq!(j["request"][1]["reduceOnly"], serde_json::json!(true));
+    assert_eq!(j["request"][1]["timeInForce"], "PostOnly");
+}
+
+/// Bybit's per-UID limits count each request on its endpoint (create, amend,
+/// cancel: 10/s for linear, classic VIP 0), a batch once per order on the create
+/// limit, and every request once on the IP's 600 per 5 s
+/// (<https://bybit-exchange.github.io/docs/v5/rate-limit>, checked 2026-11-30).
+#[test]
+fn bybit_parts_equal_the_documented_limits() {
+    let (mut v, budget) = bybit();
+    let mut p = Prepared::default();
+    let parts = |bucket: &str, n: u32| with(&[("ip", 0), ("ip_5s", 1), (bucket, n)]);
+    v.new_order(&mut p, &btcusdt("a"), 0).unwrap();
+    assert_eq!(named(&p, &budget), parts("/v5/order/create", 1));
+    let r = OrderRef {
+        symbol: sym("BTCUSDT"),
+        client_order_id: id("a"),
+    };
+    v.cancel(&mut p, &r, 0).unwrap();
+    assert_eq!(named(&p, &budget), parts("/v5/order/cancel", 1));
+    let amend = Amend {
+        order: r,
+        side: Side::Buy,
+        price: Some(dec("1")),
+        quantity: None,
+    };
+    v.amend(&mut p, &amend, 0).unwrap();
+    assert_eq!(named(&p, &budget), parts("/v5/order/amend", 1));
+    assert!(!std::str::from_utf8(p.body()).unwrap().contains("qty"));
+    let twenty: Vec<_> = (0..20).map(|i| btcusdt(&format!("b{i}"))).collect();
+    for n in [1, 7, 20] {
+        v.batch_orders(&mut p, &twenty[..n], 0).unwrap();
+        assert_eq!(named(&p, &budget), parts("/v5/order/create", n as u32));
+    }
+    v.query_order(&mut p, &r, 0).unwrap();
+    assert_eq!(named(&p, &budget), parts("read", 1));
+    v.open_orders(&mut p, None, 0).unwrap();
+    assert_eq!(
+        p.target(),
+        "/v5/order/realtime?category=linear&settleCoin=USDT"
+    );
+    v.book(&mut p, sym("BTCUSDT"), 500, 0).unwrap();
+    assert_eq!(
+        (named(&p, &budget), p.header("X-BAPI-SIGN")),
+        (parts("read", 1), None)
+    );
+    assert!(v.book(&mut p, sym("BTCUSDT"), 501, 0).is_err());
+    v.account(&mut p, 0).unwrap();
+    assert_eq!(p.target(), "/v5/account/wallet-balance?accountType=UNIFIED");
+}
+
+#[test]
+fn bybit_reconcile_reads_found_and_empty_lists() {
+    let (v, _) = bybit();
+    let found = read("bybit", "query_found", |r| v.read_order(r));
+    let Lookup::Found(info) = found else {
+        panic!("{found:?}")
+    };
+    assert_eq!(
+        (info.state, info.filled.as_deref()),
+        (OrderState::PartiallyFilled, Some("0.004"))
+    );
+    assert_eq!(
+        read("bybit", "query_not_found", |r| v.read_order(r)),
+        Lookup::NotFound
+    );
+    for unknown in ["rate_10006", "gateway_502", "ban_403", "timeout_10000"] {
+        assert_eq!(
+            read("bybit", unknown, |r| v.read_order(r)),
+            Lookup::Unknown,
+            "{unknown}"
+        );
+    }
+    let placed = read("bybit", "order_ok", |r| v.read_placed(r));
+    assert!(
+        matches!(placed, Placed::Accepted(i) if i.venue_order_id.as_str() == "1321003749386327552"),
+        "{placed:?}"
+    );
+    assert_eq!(
+        read("bybit", "rejected_110007", |r| v.read_placed(r)),
+        Placed::Refused
+    );
+    assert_eq!(
+        read("bybit", "backend_timeout_170007", |r| v.read_placed(r)),
+        Placed::Unknown
+    );
+}
+
+fn okx() -> (Okx, Budget) {
+    let mut b = Budget::builder();
+    // 2020-12-08T09:08:57.715Z, the docs' example timestamp, at now = 10 s.
+    let clock = Clock::anchor(10 * SEC, 1_607_418_537_715);
+    let auth = okx::Auth::new("key-1", b"secret-1", "pass-1", 5000).unwrap();
+    let venue = Okx::new(&mut b, clock, okx::Config::default())
+        .unwrap()
+        .with_auth(auth);
+    (venue, b.build(0).unwrap())
+}
+
+fn base64(b: &[u8]) -> String {
+    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for c in b.chunks(3) {
+        let n = c
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, &x)| n | u32::from(x) << (16 - 8 * i));
+        for i in 0..4 {
+            out.push(if i <= c.len() {
+                A[(n >> (18 - 6 * i)) as usize & 63] as char
+            } else {
+                '='
+            });
+        }
+    }
+    out
+}
+
+fn okx_order(cloid: &str) -> NewOrder<'static> {
+    NewOrder {
+        symbol: sym("BTC-USDT-SWAP"),
+        ..btcusdt(cloid)
+    }
+}
+
+/// OKX's documented signature: base64 of HMAC-SHA256 over `timestamp + method +
+/// requestPath + body`, the timestamp in ISO 8601 with milliseconds
+/// (`2020-12-08T09:08:57.715Z`), with `OK-ACCESS-KEY`, `-SIGN`, `-TIMESTAMP`,
+/// `-PASSPHRASE`, and `expTime` on trade requests
+/// (<https://www.okx.com/docs-v5/en/#overview-rest-authentication-making-requests>,
+/// checked 2026-11-30). The page gives the recipe, not a fixed signature.
+#[test]
+fn okx_requests_are_signed_as_documented() {
+    let (mut v, _) = okx();
+    let mut p = Prepared::default();
+    v.new_order(&mut p, &okx_order("mm1"), 10 * SEC).unwrap();
+    let body = std::str::from_utf8(p.body()).unwrap();
+    assert_eq!(
+        body,
+        r#"{"instId":"BTC-USDT-SWAP","tdMode":"cross","side":"buy","ordType":"limit","sz":"1","px":"9000","clOrdId":"mm1"}"#
+    );
+    assert_eq!(
+        p.header("OK-ACCESS-TIMESTAMP"),
+        Some("2020-12-08T09:08:57.715Z")
+    );
+    let want = HmacKey::new(b"secret-1")
+        .sign(&[format!("2020-12-08T09:08:57.715ZPOST/api/v5/trade/order{body}").as_bytes()]);
+    assert_eq!(p.header("OK-ACCESS-SIGN"), Some(base64(&want).as_str()));
+    assert_eq!(p.header("OK-ACCESS-PASSPHRASE"), Some("pass-1"));
+    assert_eq!(p.header("expTime"), Some("1607418542715"));
+    assert_eq!(p.deadline_ns(), 15 * SEC);
+    v.account(&mut p, 10 * SEC).unwrap();
+    let want =
+        HmacKey::new(b"secret-1").sign(&[b"2020-12-08T09:08:57.715ZGET/api/v5/account/balance"]);
+    assert_eq!(p.header("OK-ACCESS-SIGN"), Some(base64(&want).as_str()));
+    assert_eq!(p.header("expTime"), None, "reads carry no expTime");
+    // OKX's clOrdId is letters and digits only.
+    assert_eq!(
+        v.new_order(&mut p, &okx_order("mm-1"), 0).err(),
+        Some(Error::BadArgument(
+            "OKX clOrdId: 1 to 32 letters and digits"
+        ))
+    );
+    assert!(p.is_empty());
+    let body = v
+        .batch_orders(&mut p, &[okx_order("a1"), okx_order("a2")], 0)
+        .unwrap()
+        .body()
+        .to_vec();
+    let j: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(j[1]["clOrdId"], "a2");
+}
+
+/// OKX counts place order per instrument (60 per 2 s), batch orders per order
+/// (300 per 2 s), cancel and amend per instrument (60 per 2 s), and new and amended
+/// orders on the sub-account's 1000 per 2 s
+/// (<https://www.okx.com/docs-v5/en/#overview-rate-limits>, checked 2026-11-30).
+#[test]
+fn okx_parts_equal_the_documented_limits() {
+    let (mut v, budget) = okx();
+    let mut p = Prepared::default();
+    v.new_order(&mut p, &okx_order("a"), 0).unwrap();
+    assert_eq!(
+        named(&p, &budget),
+        with(&[("ip", 0), ("/api/v5/trade/order", 1), ("sub-account", 1)])
+    );
+    let r = OrderRef {
+        symbol: sym("BTC-USDT-SWAP"),
+        client_order_id: id("a"),
+    };
+    v.cancel(&mut p, &r, 0).unwrap();
+    assert_eq!(
+        named(&p, &budget),
+        with(&[("ip", 0), ("/api/v5/trade/cancel-order", 1)])
+    );
+    v.amend(
+        &mut p,
+        &Amend {
+            order: r,
+            side: Side::Buy,
+            price: None,
+            quantity: Some(dec("3")),
+        },
+        0,
+    )
+    .unwrap();
+    assert_eq!(
+        named(&p, &budget),
+        with(&[
+            ("ip", 0),
+            ("/api/v5/trade/amend-order", 1),
+            ("sub-account", 1)
+        ])
+    );
+    assert!(std::str::from_utf8(p.body())
+        .unwrap()
+        .ends_with(r#""newSz":"3"}"#));
+    let orders: Vec<_> = (0..20).map(|i| okx_order(&format!("b{i}"))).collect();
+    v.batch_orders(&mut p, &orders, 0).unwrap();
+    assert_eq!(
+        named(&p, &budget),
+        with(&[
+            ("ip", 0),
+            ("/api/v5/trade/batch-orders", 20),
+            ("sub-account", 20)
+        ])
+    );
+    v.query_order(&mut p, &r, 0).unwrap();
+    assert_eq!(
+        (p.target(), named(&p, &budget)),
+        (
+            "/api/v5/trade/order?instId=BTC-USDT-SWAP&clOrdId=a",
+            with(&[("ip", 0), ("read", 1)])
+        )
+    );
+    v.book(&mut p, sym("BTC-USDT-SWAP"), 400, 0).unwrap();
+    assert_eq!(
+        (p.target(), p.header("OK-ACCESS-SIGN")),
+        ("/api/v5/market/books?instId=BTC-USDT-SWAP&sz=400", None)
+    );
+    v.open_orders(&mut p, None, 0).unwrap();
+    assert_eq!(p.target(), "/api/v5/trade/orders-pending");
+}
+
+#[test]
+fn okx_reconcile_reads_found_not_found_and_unknown() {
+    let (v, _) = okx();
+    let found = read("okx", "query_found", |r| v.read_order(r));
+    let Lookup::Found(info) = found else {
+        panic!("{found:?}")
+    };
+    assert_eq!(
+        (info.state, info.filled.as_deref()),
+        (OrderState::PartiallyFilled, Some("4"))
+    );
+    assert_eq!(
+        read("okx", "query_not_found_51603", |r| v.read_order(r)),
+        Lookup::NotFound
+    );
+    assert_eq!(
+        read("okx", "unavailable_50001_read", |r| v.read_order(r)),
+        Lookup::Unknown
+    );
+    assert_eq!(
+        read("okx", "gateway_502", |r| v.read_order(r)),
+        Lookup::Unknown
+    );
+    assert!(matches!(
+        read("okx", "order_ok", |r| v.read_placed(r)),
+        Placed::Accepted(_)
+    ));
+    assert_eq!(
+        read("okx", "rejected_51008", |r| v.read_placed(r)),
+        Placed::Refused
+    );
+    assert_eq!(
+        read("okx", "timeout_50004", |r| v.read_placed(r)),
+        Placed::Unknown
+    );
+}
+
+/// A signer that records what it was asked to sign and answers a fixed signature:
+/// the crate holds no key, so the test checks what reaches the signer.
+#[derive(Default)]
+struct Recorder {
+    seen: Vec<(String, String, u64, u64)>,
+}
+
+impl Signer for Recorder {
+    fn address(&self) -> &str {
+        "0x0000000000000000000000000000000000000abc"
+    }
+    fn sign(
+        &mut self,
+        action: Action<'_>,
+        json: &[u8],
+        nonce: u64,
+        expires: u64,
+    ) -> Result<Signature, Error> {
+        let kind = format!("{action:?}").split('(').next().unwrap().to_string();
+        self.seen.push((
+            kind,
+            String::from_utf8(json.to_vec()).unwrap(),
+            nonce,
+            expires,
+        ));
+        Ok(Signature {
+            r: [0x11; 32],
+            s: [0x22; 32],
+            v: 27,
+        })
+    }
+}
+
+fn hl() -> (Exchange<Recorder>, Budget) {
+    let mut b = Budget::builder();
+    let clock = Clock::anchor(10 * SEC, 1_700_000_000_000);
+    let venue = Hyperliquid::new(&mut b, clock, hyperliquid::Config::default()).unwrap();
+    let ex = Exchange::new(venue, Recorder::default(), &[("BTC", 0), ("ETH", 1)], 5000).unwrap();
+    (ex, b.build(0).unwrap())
+}
+
+const CLOID: &str = "0x00000000000000000000000000000001";
+
+fn hl_order(cloid: &str) -> NewOrder<'static> {
+    NewOrder {
+        symbol: sym("BTC"),
+        price: Some(dec("37000")),
+        quantity: dec("0.01"),
+        ..btcusdt(cloid)
+    }
+}
+
+/// Hyperliquid's exchange request: `{"action", "nonce", "signature", "expiresAfter"}`
+/// with the order wire fields `a b p s r t c`
+/// (<https://hyperliquid.gitbook.io/hyperliquid-docs/for-developers/api/exchange-endpoint>,
+/// checked 2026-11-30). The signature is the caller's (EIP-712 over msgpack): the
+/// test checks that the signer sees the action as sent, the nonce and expiry.
+#[test]
+fn hyperliquid_actions_go_through_the_callers_signer() {
+    let (mut ex, _) = hl();
+    let mut p = Prepared::default();
+    ex.new_order(&mut p, &hl_order(CLOID), 10 * SEC).unwrap();
+    let action = r#"{"type":"order","orders":[{"a":0,"b":true,"p":"37000","s":"0.01","r":false,"t":{"limit":{"tif":"Gtc"}},"c":"0x00000000000000000000000000000001"}],"grouping":"na"}"#;
+    let body = std::str::from_utf8(p.body()).unwrap();
+    let r = "11".repeat(32);
+    let s = "22".repeat(32);
+    assert_eq!(
+        body,
+        format!(
+            r#"{{"action":{action},"nonce":1700000000000,"signature":{{"r":"0x{r}","s":"0x{s}","v":27}},"expiresAfter":1700000005000}}"#
+        )
+    );
+    let _: serde_json::Value = serde_json::from_str(body).unwrap();
+    assert_eq!((p.target(), p.method()), ("/exchange", Some(Method::Post)));
+    assert_eq!(p.deadline_ns(), 15 * SEC);
+    // Nonces never repeat, even within one millisecond.
+    ex.noop(&mut p, 10 * SEC).unwrap();
+    assert!(std::str::from_utf8(p.body())
+        .unwrap()
+        .starts_with(r#"{"action":{"type":"noop"},"nonce":1700000000001,"#));
+    let r = OrderRef {
+        symbol: sym("ETH"),
+        client_order_id: id(CLOID),
+    };
+    ex.cancel(&mut p, &r, 10 * SEC).unwrap();
+    ex.query_order(&mut p, &r, 10 * SEC).unwrap();
+    assert_eq!(
+        std::str::from_utf8(p.body()).unwrap(),
+        r#"{"type":"orderStatus","user":"0x0000000000000000000000000000000000000abc","oid":"0x00000000000000000000000000000001"}"#
+    );
+    assert_eq!(p.target(), "/info");
+    assert_eq!(
+        ex.new_order(&mut p, &hl_order("mm-1"), 0).err(),
+        Some(Error::BadArgument(
+            "Hyperliquid cloid: 0x and 32 hex digits"
+        ))
+    );
+    let unknown = NewOrder {
+        symbol: sym("DOGE"),
+        ..hl_order(CLOID)
+    };
+    assert_eq!(
+        ex.new_order(&mut p, &unknown, 0).err(),
+        Some(Error::BadArgument("asset not in the table"))
+    );
+    assert!(p.is_empty());
+}
+
+#[test]
+fn hyperliquid_signer_sees_each_action() {
+    let (mut ex, _) = hl();
+    let mut p = Prepared::default();
+    ex.new_order(&mut p, &hl_order(CLOID), 10 * SEC).unwrap();
+    ex.noop(&mut p, 10 * SEC).unwrap();
+    let amend = Amend {
+        order: OrderRef {
+            symbol: sym("BTC"),
+            client_order_id: id(CLOID),
+        },
+        side: Side::Sell,
+        price: Some(dec("1")),
+        quantity: Some(dec("2")),
+    };
+    ex.amend(&mut p, &amend, 10 * SEC).unwrap();
+    ex.new_order(&mut p, &hl_order(CLOID), 10 * SEC).unwrap();
+    let seen = ex.signer_mut().seen.clone();
+    assert_eq!(
+        seen.iter().map(|s| s.0.as_str()).collect::<Vec<_>>(),
+        ["Order", "Noop", "Modify", "Order"]
+    );
+    assert_eq!(seen[1].1, r#"{"type":"noop"}"#);
+    assert!(seen[2].1.starts_with(r#"{"type":"modify","oid":"0x00000000000000000000000000000001","order":{"a":0,"b":false,"p":"1","s":"2","#));
+    assert!(seen.windows(2).all(|w| w[1].2 > w[0].2), "nonces increase");
+    assert!(
+        seen.iter().all(|s| s.3 == s.2 + 5000),
+        "expiresAfter = nonce + 5 s"
+    );
+}
+
+/// Hyperliquid weighs an exchange action 1 + floor(n / 40) for n orders, and each
+/// counts against the address; info requests by type: `orderStatus`, `l2Book`,
+/// `clearinghouseState` 2, `openOrders` 20
+/// (<https://hyperliquid.gitbook.io/hyperliquid-docs/for-developers/api/rate-limits-and-user-limits>,
+/// checked 2026-11-30).
+#[test]
+fn hyperliquid_parts_equal_the_documented_weights() {
+    let (mut ex, budget) = hl();
+    let mut p = Prepared::default();
+    let action = |w: u32| {
+        with(&[
+            ("ip", 0),
+            ("ip_weight_1m", w),
+            ("ip_burst", w),
+            ("address", 0),
+        ])
+    };
+    let info = |w: u32| with(&[("ip", 0), ("ip_weight_1m", w), ("ip_burst", w)]);
+    ex.new_order(&mut p, &hl_order(CLOID), 0).unwrap();
+    assert_eq!(
+        (p.kind(), named(&p, &budget)),
+        (Some(Request::Order), action(1))
+    );
+    let twenty: Vec<_> = (0..20)
+        .map(|i| hl_order(&format!("0x{:032x}", i + 1)))
+        .collect();
+    ex.batch_orders(&mut p, &twenty, 0).unwrap();
+    assert_eq!(
+        (p.kind(), named(&p, &budget)),
+        (Some(Request::Batch(20)), action(1))
+    );
+    ex.noop(&mut p, 0).unwrap();
+    assert_eq!(named(&p, &budget), action(1));
+    let r = OrderRef {
+        symbol: sym("BTC"),
+        client_order_id: id(CLOID),
+    };
+    ex.query_order(&mut p, &r, 0).unwrap();
+    assert_eq!(
+        (p.kind(), named(&p, &budget)),
+        (Some(Request::Info("orderStatus")), info(2))
+    );
+    ex.open_orders(&mut p, None, 0).unwrap();
+    assert_eq!(named(&p, &budget), info(20));
+    ex.book(&mut p, sym("BTC"), 20, 0).unwrap();
+    assert_eq!(named(&p, &budget), info(2));
+    ex.account(&mut p, 0).unwrap();
+    assert_eq!(named(&p, &budget), info(2));
+}
+
+#[test]
+fn hyperliquid_reconcile_reads_order_status() {
+    let (ex, _) = hl();
+    let found = read("hyperliquid", "order_status_found", |r| ex.read_order(r));
+    let Lookup::Found(info) = found else {
+        panic!("{found:?}")
+    };
+    assert_eq!(
+        (info.state, info.venue_order_id.as_str()),
+        (OrderState::New, "77738308")
+    );
+    assert_eq!(
+        read("hyperliquid", "order_status_unknown_oid", |r| ex
+            .read_order(r)),
+        Lookup::NotFound
+    );
+    assert_eq!(
+        read("hyperliquid", "gateway_502", |r| ex.read_order(r)),
+        Lookup::Unknown
+    );
+    assert!(
+        matches!(read("hyperliquid", "order_resting", |r| ex.read_placed(r)), Placed::Accepted(i) if i.venue_order_id.as_str() == "77738308")
+    );
+    assert_eq!(
+        read("hyperliquid", "order_rejected", |r| ex.read_placed(r)),
+        Placed::Refused
+    );
+    assert_eq!(
+        read("hyperliquid", "user_not_found_err", |r| ex.read_placed(r)),
+        Placed::Refused
     );
 }
