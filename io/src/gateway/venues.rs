@@ -2,7 +2,9 @@
 
 use ergon_venues::adapt::Clock;
 use ergon_venues::binance_spot::BinanceSpot;
+use ergon_venues::bybit::Bybit;
 use ergon_venues::json;
+use ergon_venues::okx::Okx;
 
 use super::endpoints::Account;
 
@@ -54,5 +56,88 @@ impl Account for BinanceSpot {
 
     fn open_ids(&self, body: &[u8], f: &mut dyn FnMut(&[u8])) {
         each_string(body, "", "clientOrderId", f);
+    }
+}
+
+impl Account for Bybit {
+    fn time_path() -> &'static str {
+        "/v5/market/time"
+    }
+
+    /// `timeNano` of `result` (the top-level `time` is the answer's stamp).
+    fn read_time(body: &[u8]) -> Option<i64> {
+        let v = json::parse(body).ok()?;
+        let nano = v.path("result.timeNano").ok()??.parse_i64().ok()?;
+        Some(nano / 1_000_000)
+    }
+
+    fn limits_path() -> Option<&'static str> {
+        None
+    }
+
+    /// The adapter keeps its clock to itself: a re-anchor waits for a setter in
+    /// the venues crate (requests stay stamped on the start's anchor).
+    fn set_clock(&mut self, _clock: Clock) {}
+
+    fn open_ids(&self, body: &[u8], f: &mut dyn FnMut(&[u8])) {
+        each_string(body, "result.list", "orderLinkId", f);
+    }
+}
+
+impl Account for Okx {
+    fn time_path() -> &'static str {
+        "/api/v5/public/time"
+    }
+
+    fn read_time(body: &[u8]) -> Option<i64> {
+        let v = json::parse(body).ok()?;
+        v.path("data")
+            .ok()??
+            .at(0)
+            .ok()??
+            .get("ts")
+            .ok()??
+            .parse_i64()
+            .ok()
+    }
+
+    fn limits_path() -> Option<&'static str> {
+        None
+    }
+
+    /// As for Bybit: the adapter's clock has no setter yet.
+    fn set_clock(&mut self, _clock: Clock) {}
+
+    fn open_ids(&self, body: &[u8], f: &mut dyn FnMut(&[u8])) {
+        each_string(body, "data", "clOrdId", f);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_venue_reads_its_time_and_open_orders() {
+        let t = br#"{"retCode":0,"retMsg":"OK","result":{"timeSecond":"1700000000","timeNano":"1700000000123456789"},"time":1700000000124}"#;
+        assert_eq!(<Bybit as Account>::read_time(t), Some(1_700_000_000_123));
+        let t = br#"{"code":"0","msg":"","data":[{"ts":"1700000000125"}]}"#;
+        assert_eq!(<Okx as Account>::read_time(t), Some(1_700_000_000_125));
+        assert_eq!(<Okx as Account>::read_time(b"{}"), None);
+        let mut ids = Vec::new();
+        each_string(
+            br#"{"result":{"list":[{"orderLinkId":"a1"},{"orderLinkId":"b2"}]}}"#,
+            "result.list",
+            "orderLinkId",
+            &mut |id| ids.push(id.to_vec()),
+        );
+        each_string(
+            br#"[{"clientOrderId":"c3"}]"#,
+            "",
+            "clientOrderId",
+            &mut |id| ids.push(id.to_vec()),
+        );
+        each_string(b"not json", "", "x", &mut |_| panic!("nothing to read"));
+        assert_eq!(ids, [b"a1".to_vec(), b"b2".to_vec(), b"c3".to_vec()]);
     }
 }
