@@ -9,7 +9,7 @@ use ergon_core::Class;
 use ergon_io::gateway::{self, Account, Api, Control, Event, Gateway, Prepared, Start, Strategy};
 use ergon_venue_sim::{Config, Fault, Server};
 use ergon_venues::endpoint::{
-    ClientOrderId, Decimal, Endpoints, NewOrder, OrderRef, OrderType, Side, Symbol, TimeInForce,
+    ClientOrderId, Decimal, NewOrder, OrderRef, OrderType, Side, Symbol, TimeInForce,
 };
 use ergon_venues::{bybit, okx};
 
