@@ -42,8 +42,19 @@
 //! Rejected → Rejected, Unknown (a write that may have run) → a query by client
 //! order id until it says Found or NotFound, never a re-send; Throttled, NotRun
 //! and ClockSkew → charged again and re-sent only before the request's deadline
-//! (and at most [`MAX_RESENDS`] times), else Expired; Banned, or a re-send refused by a halt → Halted.** A read whose
-//! outcome is unknown counts as not run: reading again is harmless.
+//! (and at most [`MAX_RESENDS`] times), else Expired; Banned, or a re-send refused
+//! by a halt → Halted.** A read whose outcome is unknown counts as not run: reading
+//! again is harmless. Requests from strategy threads ([`remote`]) go through the
+//! same ledger and rule.
+//!
+//! # Bootstrap, clock, open orders
+//!
+//! [`Gateway::start`] reads the venue's time (anchoring the venue clock at the
+//! round trip's midpoint) and its published limits on its own connection; two
+//! clock-skew answers in a row re-read the time and re-anchor ([`Account::set_clock`]).
+//! Open orders come from [`Gateway::poll_open_orders`]: Binance Spot's listenKey
+//! stream was discontinued on 2026-02-20, and nothing here ever calls
+//! `/api/v3/userDataStream`.
 //!
 //! Nothing here reads a clock (time is the [`Wire`]'s `now`), and the steady state
 //! allocates nothing: the ledger, its request buffers and the event queue are
