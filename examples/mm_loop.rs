@@ -9,20 +9,22 @@
 
 use std::sync::Arc;
 
+use ergon_core::Budget;
 use ergon_core::{BucketId, Class};
-use ergon_io::client::PoolId;
-use ergon_io::event_loop::EventLoop;
 pub use ergon_io::gateway::Control;
-use ergon_io::gateway::{self, Account, Api, Event, Gateway, Prepared, Start, Stats, Strategy};
+use ergon_io::gateway::{
+    self, Account, Api, Event, Gateway, Keys, Prepared, Start, Stats, Strategy,
+};
 use ergon_venues::adapt::Error as VenueError;
-use ergon_venues::binance_spot::{Auth, BinanceSpot, Counts};
+use ergon_venues::binance_spot::BinanceSpot;
+use ergon_venues::bybit::Bybit;
 use ergon_venues::endpoint::{
     CancelReplace, ClientOrderId, Decimal, NewOrder, OrderRef, OrderType, Side, Symbol, TimeInForce,
 };
+use ergon_venues::okx::Okx;
 
 const MS: i64 = 1_000_000;
 const SEC: i64 = 1_000 * MS;
-const SYMBOL: &str = "BTCUSDT";
 const POLL_EVERY: i64 = 500 * MS;
 
 const USAGE: &str = "usage: mm_loop [--venue binance-spot] [--base URL] [--duration SECS] \
@@ -101,19 +103,10 @@ pub struct Summary {
     pub venue: Option<ergon_venue_sim::Report>,
 }
 
-/// What each cycle offers: two quote refreshes (weight 1, one order each), a depth
-/// read (weight 5), an account read every fourth cycle (weight 20), a close every
-/// twentieth (weight 1, one order).
+/// Each cycle: two quote refreshes, a book read, the account every fourth cycle
+/// (Bulk) and a protective close every twentieth (Urgent).
 const CLOSE_EVERY: u64 = 20;
 const ACCOUNT_EVERY: u64 = 4;
-fn cycle_cost(counts: Counts) -> f64 {
-    let closes = 1.0 / CLOSE_EVERY as f64;
-    match counts {
-        Counts::Weight => 2.0 + 5.0 + 20.0 / ACCOUNT_EVERY as f64 + closes,
-        Counts::Orders => 2.0 + closes,
-        Counts::Raw => 3.0 + 1.0 / ACCOUNT_EVERY as f64 + closes,
-    }
-}
 
 /// The strategy's handle on the gateway, and how it prepares one request.
 type A<'a, 'c, E> = Api<'a, 'c, E>;
@@ -135,6 +128,7 @@ struct Quote {
 
 #[derive(Default)]
 struct Mm {
+    symbol: Option<Symbol<'static>>,
     req: Prepared,
     quotes: [Quote; 2],
     seq: u64,
@@ -154,6 +148,10 @@ struct Mm {
 }
 
 impl Mm {
+    fn sym(&self) -> Symbol<'static> {
+        self.symbol.expect("set at start")
+    }
+
     /// A new order of `qty` under a fresh client order id (`tag`, a run and a count).
     fn order<'a>(
         &mut self,
@@ -165,7 +163,7 @@ impl Mm {
     ) -> NewOrder<'a> {
         self.seq += 1;
         let id = format!("{}{tag}{}", self.run_tag, self.seq);
-        let (client_order_id, symbol) = (ClientOrderId::new(&id).unwrap_or_default(), sym());
+        let (client_order_id, symbol) = (ClientOrderId::new(&id).unwrap_or_default(), self.sym());
         let quantity = Decimal::new(qty).expect("a decimal");
         NewOrder {
             symbol,
@@ -194,7 +192,7 @@ impl Mm {
     fn cycle<E: Account>(&mut self, api: &mut A<E>) {
         self.cycle += 1;
         let wiggle = (self.cycle % 7) as i64;
-        let symbol = sym();
+        let symbol = self.sym();
         for slot in 0..2 {
             if self.quotes[slot].pending.is_some() {
                 continue;
@@ -250,7 +248,7 @@ impl Mm {
             (Some(true), _) => self.quotes[slot].resting = Some((cid, now)),
             (Some(false), Some(old)) => {
                 let order = OrderRef {
-                    symbol: sym(),
+                    symbol: self.sym(),
                     client_order_id: old,
                 };
                 self.send(api, Class::Normal, CANCEL, &mut |v, r, now| {
@@ -333,11 +331,6 @@ impl Mm {
     }
 }
 
-/// The symbol quoted.
-fn sym() -> Symbol<'static> {
-    Symbol::new(SYMBOL).expect("a valid symbol")
-}
-
 impl<E: Account> Strategy<E> for Mm {
     fn on_event(&mut self, api: &mut A<E>, ev: Event<'_>) {
         let tag = ev.tag();
@@ -399,29 +392,75 @@ impl<E: Account> Strategy<E> for Mm {
     }
 }
 
-/// Binance Spot: limits from `exchangeInfo`, keys signed with HMAC-SHA256. Also
-/// returns the binding limit (the one the mix exhausts first over the run: its
-/// bucket and window) and how many cycles a second it admits.
-type Started<E> = (EventLoop, Gateway<E>, PoolId, (BucketId, i64), f64);
-fn binance(o: &Options, start: &Start, auth: Auth) -> Result<Started<BinanceSpot>, String> {
-    let (lp, gw, pool) = Gateway::start(start, SYMBOL, |boot, b| {
-        let info = boot.limits.as_deref().unwrap_or_default();
-        let v = BinanceSpot::from_exchange_info(info, b, boot.clock, o.guard_ms * MS);
-        v.map(|v| v.with_auth(auth))
-            .map_err(|e| format!("exchangeInfo: {e}"))
-    })
-    .map_err(|e| e.to_string())?;
-    let horizon_ns = ((o.duration_s * SEC as f64) as i64).max(1);
-    let (mut binding, mut per_s) = (None, f64::INFINITY);
-    for l in &gw.venue().limits.limits {
-        let limit = lp.budget().stats(l.bucket).unwrap_or_default().limit as f64;
-        let n = limit / (l.window_ns.min(horizon_ns) as f64 / SEC as f64) / cycle_cost(l.counts);
-        if n < per_s {
-            (binding, per_s) = (Some((l.bucket, l.window_ns)), n);
+/// The limit the cycle's mix exhausts first over `horizon_ns` (its bucket and
+/// window) and how many cycles a second it admits, from each request's parts.
+fn binding<E: Account>(
+    gw: &mut Gateway<E>,
+    b: &Budget,
+    symbol: Symbol<'static>,
+    horizon_ns: i64,
+) -> Option<((BucketId, i64), f64)> {
+    let mut cost: Vec<(BucketId, f64)> = Vec::new();
+    let mut add = |p: &Prepared, n: f64| {
+        for part in p.parts() {
+            match cost.iter_mut().find(|c| c.0 == part.bucket) {
+                Some(c) => c.1 += n * f64::from(part.cost),
+                None => cost.push((part.bucket, n * f64::from(part.cost))),
+            }
         }
+    };
+    let (mut p, v, cid) = (
+        Prepared::with_capacity(1024),
+        gw.venue_mut(),
+        ClientOrderId::new("x1").ok()?,
+    );
+    let quantity = Decimal::new("1").ok()?;
+    let new = NewOrder {
+        symbol,
+        side: Side::Buy,
+        order_type: OrderType::Market,
+        price: None,
+        quantity,
+        client_order_id: cid,
+        reduce_only: false,
+    };
+    if v.cancel_replace(&mut p, &CancelReplace { cancel: cid, new }, 0)
+        .is_ok()
+    {
+        add(&p, 2.0);
+    } else {
+        // A venue without cancel-replace: a cancel, then a new order.
+        v.cancel(
+            &mut p,
+            &OrderRef {
+                symbol,
+                client_order_id: cid,
+            },
+            0,
+        )
+        .ok()
+        .map(|p| add(p, 2.0));
+        v.new_order(&mut p, &new, 0).ok().map(|p| add(p, 2.0));
     }
-    let binding = binding.ok_or("exchangeInfo declares no limit")?;
-    Ok((lp, gw, pool, binding, per_s))
+    v.book(&mut p, symbol, 100, 0).ok().map(|p| add(p, 1.0));
+    v.account(&mut p, 0)
+        .ok()
+        .map(|p| add(p, 1.0 / ACCOUNT_EVERY as f64));
+    v.new_order(&mut p, &new, 0)
+        .ok()
+        .map(|p| add(p, 1.0 / CLOSE_EVERY as f64));
+    let per_s = |(bucket, window): (BucketId, i64)| {
+        let c = cost.iter().find(|c| c.0 == bucket).map_or(0.0, |c| c.1);
+        let limit = b.stats(bucket).unwrap_or_default().limit as f64;
+        (
+            (bucket, window),
+            limit / (window.min(horizon_ns) as f64 / SEC as f64) / c,
+        )
+    };
+    v.windows()
+        .into_iter()
+        .map(per_s)
+        .min_by(|x, y| x.1.total_cmp(&y.1))
 }
 
 /// Runs the strategy; `control` lets another thread clear halts or stop it. With no
@@ -431,12 +470,11 @@ pub fn run(
     control: Arc<Control>,
     sim: Option<Arc<ergon_venue_sim::Server>>,
 ) -> Result<Summary, String> {
-    if o.venue != "binance-spot" {
-        return Err(format!(
-            "--venue {:?}: only binance-spot is built into this example",
-            o.venue
-        ));
-    }
+    let symbol = match o.venue.as_str() {
+        "binance-spot" | "bybit" => "BTCUSDT",
+        "okx" => "BTC-USDT-SWAP",
+        v => return Err(format!("--venue {v:?}: binance-spot, bybit or okx")),
+    };
     let own = o.base.is_none() && sim.is_none();
     let sim = match (&o.base, sim) {
         (Some(_), _) => None,
@@ -451,11 +489,12 @@ pub fn run(
         (None, None) => return Err("no venue".into()),
     };
     start.loop_cfg.cpu = o.cpu;
-    let (key, secret) = match (&o.api_key, &o.api_secret, &sim) {
-        (Some(k), Some(s), _) => (k.clone(), s.clone()),
+    let (key, secret, pass) = match (&o.api_key, &o.api_secret, &sim) {
+        (Some(k), Some(s), _) => (k.clone(), s.clone(), None),
         (None, None, Some(s)) => {
-            let a = &s.config().accounts[0];
-            (a.api_key.clone(), a.secret.clone())
+            let c = s.config();
+            let a = &c.accounts[0];
+            (a.api_key.clone(), a.secret.clone(), Some(c.passphrase))
         }
         (None, None, None) => return Err("--base needs --api-key and --api-secret".into()),
         _ => return Err("--api-key and --api-secret go together".into()),
@@ -465,10 +504,16 @@ pub fn run(
         eprintln!("{NO_STREAM_WARNING}");
         s.warnings.push(NO_STREAM_WARNING.into());
     }
-    let auth = Auth::new(&key, secret.as_bytes(), 2_000).map_err(|e| e.to_string())?;
-    let started = binance(o, &start, auth)?;
-    let ms = started.1.venue().limits.clock.utc_ms(0);
-    let mut s = drive(o, control, s, started, ms)?;
+    let keys = Keys {
+        api_key: &key,
+        secret: secret.as_bytes(),
+        passphrase: pass.as_deref(),
+    };
+    let mut s = match o.venue.as_str() {
+        "bybit" => drive::<Bybit>(o, control, s, &start, &keys, symbol)?,
+        "okx" => drive::<Okx>(o, control, s, &start, &keys, symbol)?,
+        _ => drive::<BinanceSpot>(o, control, s, &start, &keys, symbol)?,
+    };
     s.venue = sim.map(|srv| match Arc::try_unwrap(srv) {
         Ok(srv) if own => srv.stop(),
         Ok(srv) => srv.report(),
@@ -477,23 +522,31 @@ pub fn run(
     Ok(s)
 }
 
-/// Runs the strategy over a started gateway until the duration has passed and
-/// every request has settled (or 3 s more).
+/// Starts the gateway on `E` and runs the strategy until the duration has passed
+/// and every request has settled (or 3 s more).
 fn drive<E: Account>(
     o: &Options,
     control: Arc<Control>,
     mut s: Summary,
-    g: Started<E>,
-    venue_ms: i64,
+    start: &Start,
+    keys: &Keys<'_>,
+    symbol: &'static str,
 ) -> Result<Summary, String> {
-    let (mut lp, mut gw, pool, (bucket, window_ns), per_s) = g;
+    let declare = |boot: &gateway::Boot, b: &mut _| E::declare(boot, b, keys, o.guard_ms * MS);
+    let (mut lp, mut gw, pool) =
+        Gateway::start(start, symbol, declare).map_err(|e| e.to_string())?;
+    let sym = Symbol::new(symbol).map_err(|e| e.to_string())?;
+    let horizon_ns = ((o.duration_s * SEC as f64) as i64).max(1);
+    let ((bucket, window_ns), per_s) =
+        binding(&mut gw, lp.budget(), sym, horizon_ns).ok_or("no limit")?;
     gw.poll_open_orders(POLL_EVERY);
     s.binding = lp.budget().name(bucket).unwrap_or("?").to_string();
     let st = lp.budget().stats(bucket).unwrap_or_default();
     let started = lp.now();
     let mm = Mm {
         req: Prepared::with_capacity(1024),
-        run_tag: format!("mm{}", (venue_ms + started / MS) % 100_000),
+        run_tag: format!("mm{}", (started / MS) % 100_000),
+        symbol: Some(sym),
         period_ns: ((SEC as f64 / (per_s * o.demand)) as i64).max(1),
         next_cycle: started,
         started,
@@ -554,7 +607,14 @@ pub fn parse_args(mut it: impl Iterator<Item = String>) -> Result<Options, Strin
                 .ok_or_else(|| format!("{a} {v:?}: expected {what}"))
         };
         match a.as_str() {
-            "--venue" => o.venue = value()?,
+            "--venue" => {
+                o.venue = value()?;
+                o.sim = match o.venue.as_str() {
+                    "bybit" => ergon_venue_sim::Config::bybit(),
+                    "okx" => ergon_venue_sim::Config::okx(),
+                    _ => ergon_venue_sim::Config::binance_spot(),
+                };
+            }
             "--base" => o.base = Some(value()?),
             "--duration" => o.duration_s = positive(value()?, "positive seconds")?,
             "--demand" => o.demand = positive(value()?, "a positive number")?,

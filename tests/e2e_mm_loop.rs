@@ -292,10 +292,10 @@ fn the_command_line_is_the_documented_one() {
     let no_keys = args("--base http://127.0.0.1:9").unwrap();
     let e = run(&no_keys, Arc::new(Control::default()), None).unwrap_err();
     assert!(e.contains("--api-key"), "{e}");
-    let okx = args("--venue okx").unwrap();
-    assert!(run(&okx, Arc::new(Control::default()), None)
+    let kraken = args("--venue kraken").unwrap();
+    assert!(run(&kraken, Arc::new(Control::default()), None)
         .unwrap_err()
-        .contains("binance-spot"));
+        .contains("binance-spot, bybit or okx"));
     let tls = args("--base https://api.binance.com --api-key k --api-secret s").unwrap();
     assert!(run(&tls, Arc::new(Control::default()), None)
         .unwrap_err()
@@ -313,5 +313,35 @@ fn the_command_line_is_the_documented_one() {
         "alerts",
     ] {
         assert!(v.get(k).is_some(), "--json lacks {k}");
+    }
+}
+
+#[test]
+fn bybit_and_okx_run_through_the_gateway_at_three_times_the_demand() {
+    for venue in ["bybit", "okx"] {
+        let mut o = parse_args(["--venue", venue].map(String::from).into_iter()).unwrap();
+        o.duration_s = 3.0;
+        o.quiet = true;
+        o.sim.faults.seed = 3;
+        o.sim.faults.chances = vec![(Fault::ExecuteThenClose, 0.05)];
+        let (s, r) = go(&o);
+        no_429_no_ban(&s, &r);
+        assert!(
+            s.gw.limited_full > 0,
+            "{venue}: the excess refused locally: {s:?}"
+        );
+        assert!(
+            s.utilization >= 0.9,
+            "{venue}: {} used at {}",
+            s.binding,
+            s.utilization
+        );
+        assert!(r.faults.execute_then_close > 0, "{venue}: faults injected");
+        assert_eq!(
+            s.gw.reconciled, s.gw.unknown,
+            "{venue}: every unknown reconciled"
+        );
+        assert_eq!((r.duplicates, r.duplicate_rejects), (0, 0), "{venue}");
+        assert!(r.executions > 20, "{venue}: it traded: {r:?}");
     }
 }

@@ -74,7 +74,7 @@ mod wire;
 
 pub use bootstrap::{run, Boot, Start, StartError};
 pub use driver::{Api, Control, Driver, Strategy, GATEWAY_TIMER};
-pub use endpoints::Account;
+pub use endpoints::{Account, Keys};
 pub use events::{Event, Tag, OPEN_ORDERS};
 pub use ledger::{Entry, Key, Ledger, Stage};
 pub use machine::{Gateway, Stats, MAX_RESENDS, RETRY_GAP_NS, SKEWS_TO_REANCHOR};

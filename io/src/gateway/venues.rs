@@ -1,12 +1,20 @@
 //! [`Account`] for each venue the gateway drives.
 
+use ergon_core::{BucketId, Builder};
 use ergon_venues::adapt::Clock;
-use ergon_venues::binance_spot::BinanceSpot;
-use ergon_venues::bybit::Bybit;
+use ergon_venues::binance_spot::{self, BinanceSpot};
+use ergon_venues::bybit::{self, Bybit};
 use ergon_venues::json;
-use ergon_venues::okx::Okx;
+use ergon_venues::okx::{self, Okx};
 
-use super::endpoints::Account;
+use super::bootstrap::Boot;
+use super::endpoints::{Account, Keys};
+
+const SEC: i64 = 1_000_000_000;
+
+fn text(e: impl core::fmt::Display) -> String {
+    e.to_string()
+}
 
 /// Calls `f` with the string field `key` of each object in the JSON array at
 /// `path` of `body` (`""`: the body itself).
@@ -33,6 +41,22 @@ fn each_string(body: &[u8], path: &str, key: &str, f: &mut dyn FnMut(&[u8])) {
 }
 
 impl Account for BinanceSpot {
+    /// Limits from `exchangeInfo`; signed with a 2 s recvWindow.
+    fn declare(boot: &Boot, b: &mut Builder, k: &Keys<'_>, guard_ns: i64) -> Result<Self, String> {
+        let info = boot.limits.as_deref().unwrap_or_default();
+        let auth = binance_spot::Auth::new(k.api_key, k.secret, 2_000).map_err(text)?;
+        let v = BinanceSpot::from_exchange_info(info, b, boot.clock, guard_ns);
+        Ok(v.map_err(|e| format!("exchangeInfo: {e}"))?.with_auth(auth))
+    }
+
+    fn windows(&self) -> Vec<(BucketId, i64)> {
+        self.limits
+            .limits
+            .iter()
+            .map(|l| (l.bucket, l.window_ns))
+            .collect()
+    }
+
     fn time_path() -> &'static str {
         "/api/v3/time"
     }
@@ -60,6 +84,20 @@ impl Account for BinanceSpot {
 }
 
 impl Account for Bybit {
+    /// The adapter's documented limits ([`bybit::Config::default`]); a 5 s recvWindow.
+    fn declare(boot: &Boot, b: &mut Builder, k: &Keys<'_>, _guard: i64) -> Result<Self, String> {
+        let auth = bybit::Auth::new(k.api_key, k.secret, 5_000).map_err(text)?;
+        let v = Bybit::new(b, boot.clock, bybit::Config::default()).map_err(text)?;
+        Ok(v.with_auth(auth))
+    }
+
+    fn windows(&self) -> Vec<(BucketId, i64)> {
+        let s = [self.create, self.amend, self.cancel, self.read];
+        let mut w: Vec<_> = s.iter().map(|b| (*b, SEC)).collect();
+        w.push((self.ip_5s, 5 * SEC));
+        w
+    }
+
     fn time_path() -> &'static str {
         "/v5/market/time"
     }
@@ -85,6 +123,27 @@ impl Account for Bybit {
 }
 
 impl Account for Okx {
+    /// The adapter's documented limits ([`okx::Config::default`]); requests expire
+    /// 5 s after they are stamped. The passphrase is required.
+    fn declare(boot: &Boot, b: &mut Builder, k: &Keys<'_>, _guard: i64) -> Result<Self, String> {
+        let pass = k.passphrase.ok_or("OKX needs the API passphrase")?;
+        let auth = okx::Auth::new(k.api_key, k.secret, pass, 5_000).map_err(text)?;
+        let v = Okx::new(b, boot.clock, okx::Config::default()).map_err(text)?;
+        Ok(v.with_auth(auth))
+    }
+
+    fn windows(&self) -> Vec<(BucketId, i64)> {
+        let s = [
+            self.order,
+            self.batch_orders,
+            self.cancel,
+            self.amend,
+            self.sub_account,
+            self.read,
+        ];
+        s.iter().map(|b| (*b, 2 * SEC)).collect()
+    }
+
     fn time_path() -> &'static str {
         "/api/v5/public/time"
     }
