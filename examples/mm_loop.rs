@@ -7,10 +7,13 @@
 //! never answers 429. Limits, sending, verdicts, re-sends and reconcile all live in
 //! the gateway: this file decides what to quote and reads typed events.
 
+use std::io::{self, Write};
 use std::sync::Arc;
 
-use ergon_core::Budget;
-use ergon_core::{BucketId, Class};
+use ergon_venue_sim::Server;
+
+use ergon_core::Class::{self, Bulk, Normal, Urgent};
+use ergon_core::{BucketId, Part};
 pub use ergon_io::gateway::Control;
 use ergon_io::gateway::{
     self, Account, Api, Event, Gateway, Keys, Prepared, Start, Stats, Strategy,
@@ -148,10 +151,6 @@ struct Mm {
 }
 
 impl Mm {
-    fn sym(&self) -> Symbol<'static> {
-        self.symbol.expect("set at start")
-    }
-
     /// A new order of `qty` under a fresh client order id (`tag`, a run and a count).
     fn order<'a>(
         &mut self,
@@ -163,8 +162,11 @@ impl Mm {
     ) -> NewOrder<'a> {
         self.seq += 1;
         let id = format!("{}{tag}{}", self.run_tag, self.seq);
-        let (client_order_id, symbol) = (ClientOrderId::new(&id).unwrap_or_default(), self.sym());
-        let quantity = Decimal::new(qty).expect("a decimal");
+        let client_order_id = ClientOrderId::new(&id).unwrap_or_default();
+        let (symbol, quantity) = (
+            self.symbol.expect("set"),
+            Decimal::new(qty).expect("decimal"),
+        );
         NewOrder {
             symbol,
             side,
@@ -192,7 +194,7 @@ impl Mm {
     fn cycle<E: Account>(&mut self, api: &mut A<E>) {
         self.cycle += 1;
         let wiggle = (self.cycle % 7) as i64;
-        let symbol = self.sym();
+        let symbol = self.symbol.expect("set at start");
         for slot in 0..2 {
             if self.quotes[slot].pending.is_some() {
                 continue;
@@ -202,37 +204,28 @@ impl Mm {
                 _ => (Side::Sell, 5_000_000 + 500 + wiggle),
             };
             let price = format!("{}.{:02}", cents / 100, cents % 100);
-            let gtc = OrderType::Limit(TimeInForce::Gtc);
-            let new = self.order(
-                ["b", "a"][slot],
-                side,
-                gtc,
+            let (gtc, price) = (
+                OrderType::Limit(TimeInForce::Gtc),
                 Decimal::new(&price).ok(),
-                "0.010",
             );
+            let new = self.order(["b", "a"][slot], side, gtc, price, "0.010");
             let old = self.quotes[slot].resting.take().map(|(c, _)| c);
             self.quotes[slot].pending = Some((new.client_order_id, old));
             let tag = QUOTE + slot as u64;
             match old {
-                Some(cancel) => self.send(api, Class::Normal, tag, &mut |v, r, now| {
-                    v.cancel_replace(r, &CancelReplace { cancel, new }, now)
+                Some(cancel) => self.send(api, Normal, tag, &mut |v, r, t| {
+                    v.cancel_replace(r, &CancelReplace { cancel, new }, t)
                 }),
-                None => self.send(api, Class::Normal, tag, &mut |v, r, now| {
-                    v.new_order(r, &new, now)
-                }),
+                None => self.send(api, Normal, tag, &mut |v, r, t| v.new_order(r, &new, t)),
             }
         }
-        self.send(api, Class::Normal, READ, &mut |v, r, now| {
-            v.book(r, symbol, 100, now)
-        });
+        self.send(api, Normal, READ, &mut |v, r, t| v.book(r, symbol, 100, t));
         if self.cycle % ACCOUNT_EVERY == 0 {
-            self.send(api, Class::Bulk, READ, &mut |v, r, now| v.account(r, now));
+            self.send(api, Bulk, READ, &mut |v, r, t| v.account(r, t));
         }
         if self.cycle % CLOSE_EVERY == 0 {
             let close = self.order("x", Side::Sell, OrderType::Market, None, "0.001");
-            self.send(api, Class::Urgent, CLOSE, &mut |v, r, now| {
-                v.new_order(r, &close, now)
-            });
+            self.send(api, Urgent, CLOSE, &mut |v, r, t| v.new_order(r, &close, t));
         }
     }
 
@@ -247,13 +240,12 @@ impl Mm {
         match (rests, old) {
             (Some(true), _) => self.quotes[slot].resting = Some((cid, now)),
             (Some(false), Some(old)) => {
-                let order = OrderRef {
-                    symbol: self.sym(),
+                let symbol = self.symbol.expect("set at start");
+                let it = OrderRef {
+                    symbol,
                     client_order_id: old,
                 };
-                self.send(api, Class::Normal, CANCEL, &mut |v, r, now| {
-                    v.cancel(r, &order, now)
-                });
+                self.send(api, Normal, CANCEL, &mut |v, r, t| v.cancel(r, &it, t));
             }
             (Some(false), None) => {}
             (None, old) => self.quotes[slot].resting = old.map(|o| (o, now)),
@@ -281,10 +273,7 @@ impl Mm {
         if !std::mem::replace(&mut self.alerted, true) {
             self.s.alerts += 1;
             for a in ergon_venues::adapt::alerts(api.budget()) {
-                eprintln!(
-                    "ALERT: {} halted (ban #{}): a person clears it",
-                    a.name, a.bans
-                );
+                eprintln!("ALERT: {} halted (ban #{})", a.name, a.bans);
             }
         }
     }
@@ -299,18 +288,15 @@ impl Mm {
         let Some(to_stderr) = self.progress else {
             return;
         };
-        let (g, t, u) = (
-            api.stats(),
-            (now - self.started) / SEC,
-            self.s.utilization * 100.0,
-        );
+        let (g, t) = (api.stats(), (now - self.started) / SEC);
+        let u = self.s.utilization * 100.0;
         let refused = g.limited_full + g.limited_held + g.limited_halted;
         let line = format!("t={t:>3}s sent={} applied={} refused={refused} busy={} throttled={} banned={} unknown={} reconciled={} util={u:.0}%",
             g.sent, g.applied, g.busy, g.throttled, g.banned, g.unknown, g.reconciled);
-        match to_stderr {
-            true => eprintln!("{line}"),
-            false => println!("{line}"),
-        }
+        let _ = match to_stderr {
+            true => writeln!(io::stderr(), "{line}"),
+            false => writeln!(io::stdout(), "{line}"),
+        };
     }
 
     /// The binding limit's use over the run so far (admitted units over what its
@@ -363,11 +349,7 @@ impl<E: Account> Strategy<E> for Mm {
 
     fn on_turn(&mut self, api: &mut A<E>) {
         let now = api.now();
-        if api.stats().halts_cleared > self.s.gw.halts_cleared {
-            self.s.gw.halts_cleared = api.stats().halts_cleared;
-            eprintln!("halts cleared by a person");
-            self.alerted = false;
-        }
+        self.alerted &= api.budget().halted().next().is_some();
         if api.stop_asked() {
             self.end_at = self.end_at.min(now);
         }
@@ -392,75 +374,34 @@ impl<E: Account> Strategy<E> for Mm {
     }
 }
 
-/// The limit the cycle's mix exhausts first over `horizon_ns` (its bucket and
-/// window) and how many cycles a second it admits, from each request's parts.
-fn binding<E: Account>(
-    gw: &mut Gateway<E>,
-    b: &Budget,
-    symbol: Symbol<'static>,
-    horizon_ns: i64,
-) -> Option<((BucketId, i64), f64)> {
-    let mut cost: Vec<(BucketId, f64)> = Vec::new();
-    let mut add = |p: &Prepared, n: f64| {
-        for part in p.parts() {
-            match cost.iter_mut().find(|c| c.0 == part.bucket) {
-                Some(c) => c.1 += n * f64::from(part.cost),
-                None => cost.push((part.bucket, n * f64::from(part.cost))),
-            }
-        }
-    };
-    let (mut p, v, cid) = (
-        Prepared::with_capacity(1024),
-        gw.venue_mut(),
-        ClientOrderId::new("x1").ok()?,
-    );
-    let quantity = Decimal::new("1").ok()?;
-    let new = NewOrder {
-        symbol,
-        side: Side::Buy,
-        order_type: OrderType::Market,
-        price: None,
-        quantity,
-        client_order_id: cid,
-        reduce_only: false,
-    };
-    if v.cancel_replace(&mut p, &CancelReplace { cancel: cid, new }, 0)
-        .is_ok()
-    {
-        add(&p, 2.0);
-    } else {
-        // A venue without cancel-replace: a cancel, then a new order.
-        v.cancel(
-            &mut p,
-            &OrderRef {
-                symbol,
-                client_order_id: cid,
-            },
-            0,
-        )
-        .ok()
-        .map(|p| add(p, 2.0));
-        v.new_order(&mut p, &new, 0).ok().map(|p| add(p, 2.0));
+/// The cycle's requests (each prepared once, for its parts) and how many of each
+/// one cycle holds: what sizes the offered load.
+fn mix<E: Account>(v: &mut E, symbol: Symbol<'static>) -> Vec<(Vec<Part>, f64)> {
+    let (mut p, mut mix) = (Prepared::with_capacity(1024), Vec::new());
+    let new = Mm {
+        symbol: Some(symbol),
+        ..Mm::default()
     }
-    v.book(&mut p, symbol, 100, 0).ok().map(|p| add(p, 1.0));
-    v.account(&mut p, 0)
-        .ok()
-        .map(|p| add(p, 1.0 / ACCOUNT_EVERY as f64));
-    v.new_order(&mut p, &new, 0)
-        .ok()
-        .map(|p| add(p, 1.0 / CLOSE_EVERY as f64));
-    let per_s = |(bucket, window): (BucketId, i64)| {
-        let c = cost.iter().find(|c| c.0 == bucket).map_or(0.0, |c| c.1);
-        let limit = b.stats(bucket).unwrap_or_default().limit as f64;
-        (
-            (bucket, window),
-            limit / (window.min(horizon_ns) as f64 / SEC as f64) / c,
-        )
-    };
-    v.windows()
-        .into_iter()
-        .map(per_s)
-        .min_by(|x, y| x.1.total_cmp(&y.1))
+    .order("x", Side::Buy, OrderType::Market, None, "1");
+    let (cid, it) = (
+        new.client_order_id,
+        OrderRef {
+            symbol,
+            client_order_id: new.client_order_id,
+        },
+    );
+    let mut take =
+        |r: Result<&Prepared, VenueError>, n: f64| r.map(|p| mix.push((p.parts().to_vec(), n)));
+    let replace = CancelReplace { cancel: cid, new };
+    if take(v.cancel_replace(&mut p, &replace, 0), 2.0).is_err() {
+        // A venue without cancel-replace: a cancel, then a new order.
+        let _ = take(v.cancel(&mut p, &it, 0), 2.0);
+        let _ = take(v.new_order(&mut p, &new, 0), 2.0);
+    }
+    let _ = take(v.book(&mut p, symbol, 100, 0), 1.0);
+    let _ = take(v.account(&mut p, 0), 1.0 / ACCOUNT_EVERY as f64);
+    let _ = take(v.new_order(&mut p, &new, 0), 1.0 / CLOSE_EVERY as f64);
+    mix
 }
 
 /// Runs the strategy; `control` lets another thread clear halts or stop it. With no
@@ -468,19 +409,18 @@ fn binding<E: Account>(
 pub fn run(
     o: &Options,
     control: Arc<Control>,
-    sim: Option<Arc<ergon_venue_sim::Server>>,
+    sim: Option<Arc<Server>>,
 ) -> Result<Summary, String> {
     let symbol = match o.venue.as_str() {
         "binance-spot" | "bybit" => "BTCUSDT",
         "okx" => "BTC-USDT-SWAP",
         v => return Err(format!("--venue {v:?}: binance-spot, bybit or okx")),
     };
-    let own = o.base.is_none() && sim.is_none();
     let sim = match (&o.base, sim) {
         (Some(_), _) => None,
         (None, Some(s)) => Some(s),
         (None, None) => Some(Arc::new(
-            ergon_venue_sim::Server::start(o.sim.clone()).map_err(|e| e.to_string())?,
+            Server::start(o.sim.clone()).map_err(|e| e.to_string())?,
         )),
     };
     let mut start = match (&o.base, &sim) {
@@ -489,7 +429,7 @@ pub fn run(
         (None, None) => return Err("no venue".into()),
     };
     start.loop_cfg.cpu = o.cpu;
-    let (key, secret, pass) = match (&o.api_key, &o.api_secret, &sim) {
+    let (key, sec, pass) = match (&o.api_key, &o.api_secret, &sim) {
         (Some(k), Some(s), _) => (k.clone(), s.clone(), None),
         (None, None, Some(s)) => {
             let c = s.config();
@@ -506,7 +446,7 @@ pub fn run(
     }
     let keys = Keys {
         api_key: &key,
-        secret: secret.as_bytes(),
+        secret: sec.as_bytes(),
         passphrase: pass.as_deref(),
     };
     let mut s = match o.venue.as_str() {
@@ -514,11 +454,8 @@ pub fn run(
         "okx" => drive::<Okx>(o, control, s, &start, &keys, symbol)?,
         _ => drive::<BinanceSpot>(o, control, s, &start, &keys, symbol)?,
     };
-    s.venue = sim.map(|srv| match Arc::try_unwrap(srv) {
-        Ok(srv) if own => srv.stop(),
-        Ok(srv) => srv.report(),
-        Err(shared) => shared.report(),
-    });
+    // The emulator's counts; one started here stops when dropped.
+    s.venue = sim.map(|srv| srv.report());
     Ok(s)
 }
 
@@ -537,8 +474,11 @@ fn drive<E: Account>(
         Gateway::start(start, symbol, declare).map_err(|e| e.to_string())?;
     let sym = Symbol::new(symbol).map_err(|e| e.to_string())?;
     let horizon_ns = ((o.duration_s * SEC as f64) as i64).max(1);
+    let mix = mix(gw.venue_mut(), sym);
+    let mix: Vec<(&[Part], f64)> = mix.iter().map(|(p, n)| (&p[..], *n)).collect();
+    let windows = gw.venue().windows();
     let ((bucket, window_ns), per_s) =
-        binding(&mut gw, lp.budget(), sym, horizon_ns).ok_or("no limit")?;
+        gateway::binding(lp.budget(), &windows, &mix, horizon_ns).ok_or("no limit binds")?;
     gw.poll_open_orders(POLL_EVERY);
     s.binding = lp.budget().name(bucket).unwrap_or("?").to_string();
     let st = lp.budget().stats(bucket).unwrap_or_default();

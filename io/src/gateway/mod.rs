@@ -65,6 +65,7 @@ mod driver;
 mod endpoints;
 mod events;
 mod ledger;
+mod load;
 mod machine;
 // The loom build's eventfd is a model with no descriptor to watch.
 #[cfg(not(ergon_loom))]
@@ -77,6 +78,7 @@ pub use driver::{Api, Control, Driver, Strategy, GATEWAY_TIMER};
 pub use endpoints::{Account, Keys};
 pub use events::{Event, Tag, OPEN_ORDERS};
 pub use ledger::{Entry, Key, Ledger, Stage};
+pub use load::binding;
 pub use machine::{Gateway, Stats, MAX_RESENDS, RETRY_GAP_NS, SKEWS_TO_REANCHOR};
 #[cfg(not(ergon_loom))]
 pub use remote::{remote, Delivered, Remote, RemoteError, RemoteHandle, Submission, REMOTE_WAKE};
