@@ -1,4 +1,4 @@
-//! A market-making strategy over the ergon gateway, against Binance Spot or the
+//! A market-making strategy over the ergon gateway, on Binance Spot, Bybit or OKX or the
 //! emulator (in-process without `--base`); the command line is [`USAGE`]. Each cycle
 //! refreshes two quotes (cancel-replace), reads the book, now and then the account
 //! (Bulk) and sends a protective close (Urgent); open orders are polled (Binance
@@ -30,12 +30,12 @@ const MS: i64 = 1_000_000;
 const SEC: i64 = 1_000 * MS;
 const POLL_EVERY: i64 = 500 * MS;
 
-const USAGE: &str = "usage: mm_loop [--venue binance-spot] [--base URL] [--duration SECS] \
-[--demand X] [--cpu N] [--api-key K --api-secret S] [--json] [--no-stream]";
+const USAGE: &str = "usage: mm_loop [--venue binance-spot|bybit|okx] [--base URL] \
+[--duration SECS] [--demand X] [--cpu N] [--api-key K --api-secret S] [--json] [--no-stream]";
 
 /// The one warning a run without a user data stream prints.
-pub const NO_STREAM_WARNING: &str = "warning: Binance Spot's user data stream (listenKey) \
-was discontinued on 2026-02-20; polling open orders instead";
+pub const NO_STREAM_WARNING: &str = "warning: no user data stream in the gateway (Binance \
+Spot's listenKey stream was discontinued on 2026-02-20); polling open orders instead";
 
 /// What to run.
 #[derive(Clone, Debug)]
