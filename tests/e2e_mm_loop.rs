@@ -1,5 +1,5 @@
-//! End to end: the market-making example through ergon (budget, native client,
-//! Binance Spot adapter) against the venue emulator on loopback, with limits of one
+//! End to end: the market-making example, a strategy over the gateway (budget,
+//! native client, Binance Spot endpoints, one ledger) against the venue emulator on loopback, with limits of one
 //! second served from exchangeInfo so ten windows take ten seconds.
 //!
 //! 1. Demand 3x the limits for at least 10 windows: zero 429s, zero bans, the
@@ -74,8 +74,8 @@ fn no_429_no_ban(s: &Summary, r: &Report) {
     assert_eq!(r.throttled, 0, "venue 429s (-1003): {s:?}");
     assert_eq!(r.order_rate_limited, 0, "venue 429s (-1015): {s:?}");
     assert_eq!(r.bans, 0);
-    assert_eq!(s.throttled, 0);
-    assert_eq!(s.banned, 0);
+    assert_eq!(s.gw.throttled, 0);
+    assert_eq!(s.gw.banned, 0);
     for l in &r.limits {
         assert_eq!(l.windows_over, 0, "{:?} went over", l.rate_limit);
         assert!(
@@ -92,7 +92,7 @@ fn three_times_the_demand_for_ten_windows_no_429_and_the_limit_used() {
     let (s, r) = go(&options(11.5, sim()));
     no_429_no_ban(&s, &r);
     assert!(
-        s.refused_full > 0,
+        s.gw.limited_full > 0,
         "demand above the limit is refused locally: {s:?}"
     );
     let (orders, n) = venue_utilization(&r, &ORDERS_1S);
@@ -104,7 +104,7 @@ fn three_times_the_demand_for_ten_windows_no_429_and_the_limit_used() {
         "binding limit used at {binding:.3} (orders {orders:.3}, weight {weight:.3})"
     );
     assert_eq!(r.duplicates, 0);
-    assert_eq!(s.unknown, 0);
+    assert_eq!(s.gw.unknown, 0);
 }
 
 #[test]
@@ -121,8 +121,11 @@ fn faults_cause_no_duplicate_and_every_unknown_is_reconciled() {
         + r.faults.close_before_execute
         + r.faults.server_error_after_execute;
     assert!(injected >= 3, "faults injected: {:?}", r.faults);
-    assert!(s.unknown > 0, "faults made outcomes unknown: {s:?}");
-    assert_eq!(s.reconciled, s.unknown, "every Unknown reconciled: {s:?}");
+    assert!(s.gw.unknown > 0, "faults made outcomes unknown: {s:?}");
+    assert_eq!(
+        s.gw.reconciled, s.gw.unknown,
+        "every Unknown reconciled: {s:?}"
+    );
     assert_eq!(r.duplicates, 0, "no order executed twice");
     assert_eq!(
         r.duplicate_rejects, 0,
@@ -141,8 +144,8 @@ fn a_venue_clock_off_by_200_ms_either_way_gives_no_429() {
         let (s, r) = go(&o);
         no_429_no_ban(&s, &r);
         assert_eq!(r.timestamp_rejects, 0, "offset {offset}");
-        assert_eq!(s.clock_skew, 0);
-        assert!(s.done > 20, "offset {offset}: the loop worked: {s:?}");
+        assert_eq!(s.gw.clock_skew, 0);
+        assert!(s.gw.applied > 20, "offset {offset}: the loop worked: {s:?}");
     }
 }
 
@@ -156,7 +159,7 @@ fn another_sender_on_the_ip_is_followed_through_the_headers() {
         "the headers showed weight the loop did not send: {s:?}"
     );
     assert_eq!(r.bans, 0);
-    assert_eq!(s.banned, 0);
+    assert_eq!(s.gw.banned, 0);
     // The other sender adds weight between two answers, so a 429 can slip in at a
     // window's edge; the loop then holds and never earns a ban.
     assert!(r.throttled <= 5, "429s: {}", r.throttled);
@@ -217,11 +220,10 @@ fn a_forced_ban_halts_sending_and_connecting_until_cleared() {
     assert!(after.executions > during.executions);
     control.stop();
     let s = runner.join().unwrap().unwrap();
-    assert!(s.banned >= 1, "{s:?}");
-    assert_eq!(s.halts_cleared, 1);
+    assert!(s.gw.banned >= 1, "{s:?}");
+    assert_eq!(s.gw.halts_cleared, 1);
     assert_eq!(s.alerts, 1, "one alert for the halt");
-    assert_eq!(s.sent_while_halted, 0);
-    assert!(s.refused_halted > 0, "the budget refused while halted");
+    assert!(s.gw.limited_halted > 0, "the budget refused while halted");
     let r = server.report();
     assert_eq!(r.bans, 1, "the forced one only");
 }
@@ -260,7 +262,10 @@ fn against_an_external_base_it_signs_with_the_given_key() {
     .unwrap();
     wrong.base = Some(server.base_url());
     let s = run(&wrong, Arc::new(Control::default()), None).unwrap();
-    assert_eq!(s.done, s.sent - s.rejected - s.not_run - s.unknown, "{s:?}");
+    assert!(
+        s.gw.rejected > 0,
+        "the venue refused what a wrong secret signed: {s:?}"
+    );
     assert!(
         server.stop().signature_rejects > 0,
         "a wrong secret is refused by the venue"
@@ -287,10 +292,10 @@ fn the_command_line_is_the_documented_one() {
     let no_keys = args("--base http://127.0.0.1:9").unwrap();
     let e = run(&no_keys, Arc::new(Control::default()), None).unwrap_err();
     assert!(e.contains("--api-key"), "{e}");
-    let okx = args("--venue okx").unwrap();
-    assert!(run(&okx, Arc::new(Control::default()), None)
+    let kraken = args("--venue kraken").unwrap();
+    assert!(run(&kraken, Arc::new(Control::default()), None)
         .unwrap_err()
-        .contains("binance-spot"));
+        .contains("binance-spot, bybit or okx"));
     let tls = args("--base https://api.binance.com --api-key k --api-secret s").unwrap();
     assert!(run(&tls, Arc::new(Control::default()), None)
         .unwrap_err()
@@ -299,7 +304,7 @@ fn the_command_line_is_the_documented_one() {
     let v = to_json(&Summary::default());
     for k in [
         "sent",
-        "done",
+        "applied",
         "refused",
         "throttled",
         "unknown",
@@ -308,5 +313,35 @@ fn the_command_line_is_the_documented_one() {
         "alerts",
     ] {
         assert!(v.get(k).is_some(), "--json lacks {k}");
+    }
+}
+
+#[test]
+fn bybit_and_okx_run_through_the_gateway_at_three_times_the_demand() {
+    for venue in ["bybit", "okx"] {
+        let mut o = parse_args(["--venue", venue].map(String::from).into_iter()).unwrap();
+        o.duration_s = 3.0;
+        o.quiet = true;
+        o.sim.faults.seed = 3;
+        o.sim.faults.chances = vec![(Fault::ExecuteThenClose, 0.05)];
+        let (s, r) = go(&o);
+        no_429_no_ban(&s, &r);
+        assert!(
+            s.gw.limited_full > 0,
+            "{venue}: the excess refused locally: {s:?}"
+        );
+        assert!(
+            s.utilization >= 0.9,
+            "{venue}: {} used at {}",
+            s.binding,
+            s.utilization
+        );
+        assert!(r.faults.execute_then_close > 0, "{venue}: faults injected");
+        assert_eq!(
+            s.gw.reconciled, s.gw.unknown,
+            "{venue}: every unknown reconciled"
+        );
+        assert_eq!((r.duplicates, r.duplicate_rejects), (0, 0), "{venue}");
+        assert!(r.executions > 20, "{venue}: it traded: {r:?}");
     }
 }

@@ -1,0 +1,278 @@
+//! Bootstrap: the venue's time and published limits, read before the account's
+//! budget exists, and the venue clock anchored at the round trip's midpoint.
+//!
+//! It runs a short loop of its own (a one-bucket budget of 10 requests a second)
+//! on the gateway's address and lane, then builds the real budget from what it
+//! read, and the gateway's loop and pool over it.
+
+use std::net::SocketAddr;
+
+use ergon_core::{Budget, Builder, Class, Flight, Part, Spec};
+use ergon_venues::adapt::{Clock, Request as Kind};
+use ergon_venues::response::Response;
+
+use super::driver::Driver;
+use super::endpoints::Account;
+use super::machine::Gateway;
+use crate::client::{ClientHandler, Error, PoolConfig, PoolId, RequestId, Sent};
+use crate::event_loop::{Config as LoopConfig, Context, EventLoop};
+use crate::http::Request;
+
+const SEC: i64 = 1_000_000_000;
+
+/// Where and how a gateway starts.
+#[derive(Clone, Debug)]
+pub struct Start {
+    /// The venue's address (resolved).
+    pub addr: SocketAddr,
+    /// The Host header.
+    pub host: String,
+    /// The egress lane (local address to bind), if any.
+    pub local_addr: Option<SocketAddr>,
+    /// The event loop's configuration (CPU pinning, busy-poll).
+    pub loop_cfg: LoopConfig,
+    /// Connections kept open to the venue.
+    pub connections: usize,
+    /// Requests in flight at most (ledger slots).
+    pub capacity: usize,
+    /// How long the bootstrap may take.
+    pub timeout_ns: i64,
+}
+
+impl Start {
+    /// Defaults: no lane, 4 connections, 256 ledger slots, a 10 s bootstrap.
+    pub fn new(addr: SocketAddr, host: impl Into<String>) -> Self {
+        Start {
+            addr,
+            host: host.into(),
+            local_addr: None,
+            loop_cfg: LoopConfig::default(),
+            connections: 4,
+            capacity: 256,
+            timeout_ns: 10 * SEC,
+        }
+    }
+}
+
+impl Start {
+    /// Defaults for the venue at `http://HOST:PORT` (resolved here, once). Errors
+    /// say what is wrong with the address; `https://` is refused until the native
+    /// client's TLS pools are wired into the gateway.
+    pub fn from_base(url: &str) -> Result<Self, String> {
+        let rest = match url.split_once("://") {
+            Some(("http", rest)) => rest,
+            Some(("https", _)) => {
+                return Err("https:// is not supported by the gateway yet: http:// only".into())
+            }
+            _ => return Err(format!("{url:?}: expected http://HOST:PORT")),
+        };
+        let authority = rest.trim_end_matches('/');
+        if authority.is_empty() || authority.contains(['/', '@', '?']) {
+            return Err(format!("{url:?}: expected http://HOST:PORT with no path"));
+        }
+        let with_port = match authority.rsplit_once(':') {
+            Some((_, p)) if p.parse::<u16>().is_ok() => authority.to_string(),
+            _ => format!("{authority}:80"),
+        };
+        let addr = std::net::ToSocketAddrs::to_socket_addrs(&with_port)
+            .map_err(|e| format!("{authority}: {e}"))?
+            .next()
+            .ok_or_else(|| format!("{authority}: no address"))?;
+        Ok(Start::new(addr, authority))
+    }
+}
+
+/// What the bootstrap read: the anchored venue clock and the published limits.
+#[derive(Clone, Debug)]
+pub struct Boot {
+    /// The venue clock, anchored at the time read's round-trip midpoint.
+    pub clock: Clock,
+    /// The body of the venue's limits document, if it publishes one.
+    pub limits: Option<Vec<u8>>,
+}
+
+/// Why a gateway did not start.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StartError(pub String);
+
+impl core::fmt::Display for StartError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for StartError {}
+
+struct Read<E> {
+    pool: PoolId,
+    parts: [Part; 1],
+    paths: [Option<&'static str>; 2],
+    step: usize,
+    in_flight: bool,
+    sent_at: i64,
+    deadline: i64,
+    anchor: Option<(i64, i64)>,
+    limits: Option<Vec<u8>>,
+    error: Option<String>,
+    _venue: core::marker::PhantomData<E>,
+}
+
+impl<E: Account> Read<E> {
+    fn next(&mut self, cx: &mut Context<'_>) {
+        let now = cx.now();
+        if now > self.deadline {
+            self.error = Some("bootstrap: no answer from the venue in time".into());
+            cx.stop();
+            return;
+        }
+        if self.in_flight {
+            return;
+        }
+        let Some(path) = self.paths.get(self.step).copied() else {
+            cx.stop();
+            return;
+        };
+        let Some(path) = path else {
+            self.step += 1;
+            return self.next(cx);
+        };
+        let Ok(ticket) = cx.budget().try_charge(&self.parts, Class::Normal, now) else {
+            return;
+        };
+        match cx.request(self.pool, &Request::get(path), ticket, self.deadline) {
+            Ok(_) => {
+                self.sent_at = now;
+                self.in_flight = true;
+            }
+            Err(r) => cx.refund(r.into_ticket()),
+        }
+    }
+}
+
+impl<E: Account> ClientHandler for Read<E> {
+    fn on_response(&mut self, cx: &mut Context<'_>, _: RequestId, r: Response<'_>, f: Flight) {
+        let now = cx.now();
+        cx.complete(f);
+        self.in_flight = false;
+        let path = self.paths[self.step].unwrap_or("");
+        if r.status != 200 {
+            self.error = Some(format!(
+                "bootstrap: {path} answered {}: {}",
+                r.status,
+                String::from_utf8_lossy(&r.body[..r.body.len().min(200)])
+            ));
+            cx.stop();
+            return;
+        }
+        if self.step == 0 {
+            let Some(server_ms) = E::read_time(r.body) else {
+                self.error = Some(format!("bootstrap: {path}: no time in the answer"));
+                cx.stop();
+                return;
+            };
+            self.anchor = Some((self.sent_at + (now - self.sent_at) / 2, server_ms));
+        } else {
+            self.limits = Some(r.body.to_vec());
+        }
+        self.step += 1;
+        self.next(cx);
+    }
+
+    fn on_error(&mut self, cx: &mut Context<'_>, _: RequestId, sent: Sent, e: Error) {
+        cx.settle(sent);
+        self.error = Some(format!("bootstrap request failed: {e}"));
+        cx.stop();
+    }
+
+    fn on_ready(&mut self, cx: &mut Context<'_>, _: PoolId) {
+        self.next(cx);
+    }
+
+    fn on_turn(&mut self, cx: &mut Context<'_>) {
+        self.next(cx);
+    }
+}
+
+fn pool_cfg(s: &Start) -> PoolConfig {
+    let mut pc = PoolConfig::new(s.addr, s.host.clone());
+    pc.local_addr = s.local_addr;
+    pc
+}
+
+impl<E: Account> Gateway<E> {
+    /// Starts a gateway: reads the venue's time (anchoring the clock at the round
+    /// trip's midpoint) and its published limits on its own connection, lets
+    /// `declare` build the venue's buckets and endpoints from them (for `symbol`,
+    /// what reconcile queries name), and returns the
+    /// loop (owning the budget and the pool) and a [`Driver`]'s gateway half with
+    /// its pool. Run it with `EventLoop::run(&mut Driver { gateway, strategy, pool })`.
+    pub fn start(
+        s: &Start,
+        symbol: &str,
+        declare: impl FnOnce(&Boot, &mut Builder) -> Result<E, String>,
+    ) -> Result<(EventLoop, Gateway<E>, PoolId), StartError> {
+        let err = |e: &dyn core::fmt::Display| StartError(e.to_string());
+        let now = crate::clock::now_ns();
+        let mut b = Budget::builder();
+        let any = b
+            .add("bootstrap", Spec::sliding(10, SEC, 1))
+            .map_err(|e| err(&e))?;
+        let budget = b.build(now).map_err(|e| err(&e))?;
+        let mut lp = EventLoop::new(s.loop_cfg, budget).map_err(|e| err(&e))?;
+        let pool = lp.add_pool(pool_cfg(s)).map_err(|e| err(&e))?;
+        let mut read = Read::<E> {
+            pool,
+            parts: [Part::new(any, 1)],
+            paths: [Some(E::time_path()), E::limits_path()],
+            step: 0,
+            in_flight: false,
+            sent_at: 0,
+            deadline: now + s.timeout_ns,
+            anchor: None,
+            limits: None,
+            error: None,
+            _venue: core::marker::PhantomData,
+        };
+        lp.run(&mut read).map_err(|e| err(&e))?;
+        drop(lp);
+        if let Some(e) = read.error {
+            return Err(StartError(e));
+        }
+        let Some((anchor_ns, server_ms)) = read.anchor else {
+            return Err(StartError("bootstrap did not finish".into()));
+        };
+        let boot = Boot {
+            clock: Clock::anchor(anchor_ns, server_ms),
+            limits: read.limits,
+        };
+        let mut builder = Budget::builder();
+        let venue = declare(&boot, &mut builder).map_err(StartError)?;
+        let budget = builder.build(crate::clock::now_ns()).map_err(|e| err(&e))?;
+        let mut lp = EventLoop::new(s.loop_cfg, budget).map_err(|e| err(&e))?;
+        let mut pc = pool_cfg(s);
+        pc.connections = s.connections.max(1);
+        pc.connect_parts = venue.parts(Kind::Connect).map_err(|e| err(&e))?.to_vec();
+        pc.connect_class = Class::Urgent;
+        let pool = lp.add_pool(pc).map_err(|e| err(&e))?;
+        let gw = Gateway::new(venue, symbol, s.capacity, 1024).map_err(|e| err(&e))?;
+        Ok((lp, gw, pool))
+    }
+}
+
+/// Runs `strategy` over `gateway` until it stops the loop; returns the driver.
+pub fn run<E: Account, S: super::driver::Strategy<E>>(
+    lp: &mut EventLoop,
+    gateway: Gateway<E>,
+    pool: PoolId,
+    strategy: S,
+    control: std::sync::Arc<super::driver::Control>,
+) -> Result<Driver<E, S>, crate::event_loop::LoopError> {
+    let mut d = Driver {
+        gateway,
+        strategy,
+        pool,
+        control,
+    };
+    lp.run(&mut d)?;
+    Ok(d)
+}

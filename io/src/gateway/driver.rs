@@ -1,0 +1,281 @@
+//! The gateway on the event loop: a [`Strategy`] receives typed events and submits
+//! through an [`Api`]; the [`Driver`] is the loop's handler that joins the two.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use ergon_core::{Budget, Class, Flight};
+use ergon_venues::response::Response;
+
+use super::endpoints::Account;
+use super::events::{Event, Tag};
+use super::machine::{Gateway, Stats};
+use super::wire::LoopWire;
+use crate::client::{ClientHandler, Error, PoolId, RequestId, Sent};
+use crate::event_loop::{Context, LoopError, Readiness};
+use ergon_venues::endpoint::Prepared;
+
+/// The timer token the driver keeps for the gateway's due work; a strategy's
+/// tokens must differ.
+pub const GATEWAY_TIMER: u64 = u64::MAX;
+
+/// A person's hands on a running gateway, from another thread: clear the halts
+/// after looking at a ban, or ask the strategy to stop.
+#[derive(Debug, Default)]
+pub struct Control {
+    clear_halt: AtomicBool,
+    stop: AtomicBool,
+}
+
+impl Control {
+    /// Clears every halt at the loop's next turn.
+    pub fn clear_halt(&self) {
+        self.clear_halt.store(true, Ordering::SeqCst);
+    }
+
+    /// Asks the strategy to stop ([`Api::stop_asked`] says so from then on).
+    pub fn stop(&self) {
+        self.stop.store(true, Ordering::SeqCst);
+    }
+}
+
+/// What a strategy does with the gateway, from inside a loop call.
+pub struct Api<'a, 'c, E> {
+    gw: &'a mut Gateway<E>,
+    cx: &'a mut Context<'c>,
+    pool: PoolId,
+    control: &'a Control,
+}
+
+impl<E: Account> Api<'_, '_, E> {
+    /// This turn's time.
+    pub fn now(&self) -> i64 {
+        self.cx.now()
+    }
+
+    /// Submits a prepared request (see [`Gateway::submit`]); `req` comes back empty.
+    pub fn submit(
+        &mut self,
+        req: &mut Prepared,
+        class: Class,
+        tag: Tag,
+    ) -> Result<(), Event<'static>> {
+        let mut w = LoopWire {
+            cx: self.cx,
+            pool: self.pool,
+        };
+        self.gw.submit(&mut w, req, class, tag)
+    }
+
+    /// The venue's endpoints.
+    pub fn venue(&self) -> &E {
+        self.gw.venue()
+    }
+
+    /// The venue's endpoints, to prepare requests.
+    pub fn venue_mut(&mut self) -> &mut E {
+        self.gw.venue_mut()
+    }
+
+    /// The symbol the gateway's reconcile queries name.
+    pub fn symbol(&self) -> ergon_venues::endpoint::Symbol<'_> {
+        self.gw.symbol()
+    }
+
+    /// The budget (read its stats; charge ad-hoc work).
+    pub fn budget(&mut self) -> &mut Budget {
+        self.cx.budget()
+    }
+
+    /// What the gateway did so far.
+    pub fn stats(&self) -> &Stats {
+        self.gw.stats()
+    }
+
+    /// Requests accepted and not yet settled.
+    pub fn in_flight(&self) -> usize {
+        self.gw.in_flight()
+    }
+
+    /// Clears every halt: a person's action, after looking at the ban.
+    pub fn clear_halts(&mut self) -> usize {
+        let mut w = LoopWire {
+            cx: self.cx,
+            pool: self.pool,
+        };
+        self.gw.clear_halts(&mut w)
+    }
+
+    /// Sets the strategy's timer `token` (not [`GATEWAY_TIMER`]).
+    pub fn set_timer(&mut self, token: u64, at_ns: i64) -> Result<(), LoopError> {
+        self.cx.set_timer(token, at_ns)
+    }
+
+    /// Ends the loop after this turn.
+    pub fn stop(&mut self) {
+        self.cx.stop();
+    }
+
+    /// Whether a person asked to stop ([`Control::stop`]).
+    pub fn stop_asked(&self) -> bool {
+        self.control.stop.load(Ordering::SeqCst)
+    }
+}
+
+/// A strategy over a gateway: it gets every event of its requests, once per turn a
+/// call, and its own timers.
+pub trait Strategy<E: Account> {
+    /// One event of a request it submitted.
+    fn on_event(&mut self, gw: &mut Api<'_, '_, E>, event: Event<'_>);
+
+    /// Once per loop turn, after the gateway's own work.
+    fn on_turn(&mut self, gw: &mut Api<'_, '_, E>);
+
+    /// A timer it set is due.
+    fn on_timer(&mut self, _gw: &mut Api<'_, '_, E>, _token: u64) {}
+
+    /// A descriptor it watched is ready.
+    fn on_fd(&mut self, _gw: &mut Api<'_, '_, E>, _token: u64, _ready: Readiness) {}
+
+    /// The loop is about to block; false if work arrived meanwhile (see
+    /// [`ClientHandler::before_park`]).
+    fn before_park(&mut self, _gw: &mut Api<'_, '_, E>) -> bool {
+        true
+    }
+}
+
+/// The loop's handler: the gateway and the strategy over it.
+pub struct Driver<E, S> {
+    /// The gateway.
+    pub gateway: Gateway<E>,
+    /// The strategy.
+    pub strategy: S,
+    /// The gateway's pool on the loop.
+    pub pool: PoolId,
+    /// A person's hands on it.
+    pub control: Arc<Control>,
+}
+
+impl<E: Account, S: Strategy<E>> Driver<E, S> {
+    /// Delivers every queued event, then re-arms the gateway's timer.
+    fn drain(&mut self, cx: &mut Context<'_>) {
+        while let Some(ev) = self.gateway.poll_event() {
+            let mut api = Api {
+                gw: &mut self.gateway,
+                cx,
+                pool: self.pool,
+                control: &self.control,
+            };
+            self.strategy.on_event(&mut api, ev);
+        }
+        match self.gateway.poll_timeout() {
+            Some(at) => {
+                let _ = cx.set_timer(GATEWAY_TIMER, at);
+            }
+            None => {
+                cx.cancel_timer(GATEWAY_TIMER);
+            }
+        }
+    }
+
+    fn deliver(&mut self, cx: &mut Context<'_>, ev: Option<Event<'_>>) {
+        if let Some(ev) = ev {
+            let mut api = Api {
+                gw: &mut self.gateway,
+                cx,
+                pool: self.pool,
+                control: &self.control,
+            };
+            self.strategy.on_event(&mut api, ev);
+        }
+        self.drain(cx);
+    }
+
+    fn poll(&mut self, cx: &mut Context<'_>) {
+        let mut w = LoopWire {
+            cx,
+            pool: self.pool,
+        };
+        self.gateway.poll(&mut w);
+        self.drain(cx);
+    }
+}
+
+impl<E: Account, S: Strategy<E>> ClientHandler for Driver<E, S> {
+    fn on_response(&mut self, cx: &mut Context<'_>, id: RequestId, r: Response<'_>, f: Flight) {
+        let mut w = LoopWire {
+            cx,
+            pool: self.pool,
+        };
+        let ev = self.gateway.on_response(&mut w, id, r, f);
+        self.deliver(cx, ev);
+    }
+
+    fn on_error(&mut self, cx: &mut Context<'_>, id: RequestId, sent: Sent, _e: Error) {
+        let mut w = LoopWire {
+            cx,
+            pool: self.pool,
+        };
+        let ev = self.gateway.on_error(&mut w, id, sent);
+        self.deliver(cx, ev);
+    }
+
+    fn on_ready(&mut self, cx: &mut Context<'_>, _pool: PoolId) {
+        self.poll(cx);
+    }
+
+    fn on_timer(&mut self, cx: &mut Context<'_>, token: u64) {
+        if token == GATEWAY_TIMER {
+            self.poll(cx);
+            return;
+        }
+        let mut api = Api {
+            gw: &mut self.gateway,
+            cx,
+            pool: self.pool,
+            control: &self.control,
+        };
+        self.strategy.on_timer(&mut api, token);
+        self.drain(cx);
+    }
+
+    fn on_fd(&mut self, cx: &mut Context<'_>, token: u64, ready: Readiness) {
+        let mut api = Api {
+            gw: &mut self.gateway,
+            cx,
+            pool: self.pool,
+            control: &self.control,
+        };
+        self.strategy.on_fd(&mut api, token, ready);
+        self.drain(cx);
+    }
+
+    fn before_park(&mut self, cx: &mut Context<'_>) -> bool {
+        let mut api = Api {
+            gw: &mut self.gateway,
+            cx,
+            pool: self.pool,
+            control: &self.control,
+        };
+        self.strategy.before_park(&mut api)
+    }
+
+    fn on_turn(&mut self, cx: &mut Context<'_>) {
+        if self.control.clear_halt.swap(false, Ordering::SeqCst) {
+            let mut w = LoopWire {
+                cx,
+                pool: self.pool,
+            };
+            self.gateway.clear_halts(&mut w);
+        }
+        self.poll(cx);
+        let mut api = Api {
+            gw: &mut self.gateway,
+            cx,
+            pool: self.pool,
+            control: &self.control,
+        };
+        self.strategy.on_turn(&mut api);
+        self.drain(cx);
+    }
+}

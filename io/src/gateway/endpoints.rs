@@ -1,0 +1,55 @@
+//! What the gateway needs from a venue beyond the venues crate's typed endpoints
+//! ([`Endpoints`]: prepared requests, the query by client order id and its reader):
+//! the venue's time and published limits for the bootstrap, re-anchoring its
+//! clock, and reading which orders an open-orders answer lists.
+
+use ergon_core::{BucketId, Builder};
+use ergon_venues::adapt::Clock;
+use ergon_venues::endpoint::Endpoints;
+
+use super::bootstrap::Boot;
+
+/// An account's keys, as [`Account::declare`] takes them.
+#[derive(Clone, Copy, Debug)]
+pub struct Keys<'a> {
+    /// The API key.
+    pub api_key: &'a str,
+    /// The HMAC secret.
+    pub secret: &'a [u8],
+    /// The passphrase (OKX).
+    pub passphrase: Option<&'a str>,
+}
+
+/// A venue account as the gateway drives it.
+pub trait Account: Endpoints + Sized {
+    /// Declares the venue's buckets in `builder` from what the bootstrap read (its
+    /// published limits where it has them, else the adapter's documented defaults),
+    /// with `keys` and `guard_ns` around fixed windows' boundaries.
+    fn declare(
+        boot: &Boot,
+        builder: &mut Builder,
+        keys: &Keys<'_>,
+        guard_ns: i64,
+    ) -> Result<Self, String>;
+
+    /// Each counted limit's bucket and window, for a caller that sizes its load.
+    fn windows(&self) -> Vec<(BucketId, i64)>;
+
+    /// The unsigned path that answers the venue's time.
+    fn time_path() -> &'static str;
+
+    /// The venue's time (UTC ms) in that answer.
+    fn read_time(body: &[u8]) -> Option<i64>;
+
+    /// The unsigned path of the venue's published limits (Binance `exchangeInfo`),
+    /// if it publishes them.
+    fn limits_path() -> Option<&'static str>;
+
+    /// Re-anchors the venue clock (after repeated clock skew) for every request
+    /// stamped from now on.
+    fn set_clock(&mut self, clock: Clock);
+
+    /// Calls `f` with the client order id of each order an answer to
+    /// [`Endpoints::open_orders`] lists.
+    fn open_ids(&self, body: &[u8], f: &mut dyn FnMut(&[u8]));
+}

@@ -1,0 +1,112 @@
+//! What the gateway tells its caller: one typed event per step of a request, each
+//! carrying the caller's tag.
+
+use ergon_core::{BucketId, Why};
+use ergon_venues::endpoint::OrderState;
+
+/// The caller's name for a request, given at submit and carried by its events.
+pub type Tag = u64;
+
+/// The tag of [`Event::OpenOrders`]: the gateway's own polls of open orders.
+pub const OPEN_ORDERS: Tag = Tag::MAX;
+
+/// One step of a request, for the caller.
+///
+/// Each submitted request ends with exactly one final event: [`Event::Applied`],
+/// [`Event::Rejected`], [`Event::Reconciled`], [`Event::Expired`] or
+/// [`Event::Halted`] (or its submit returned [`Limited`](ergon_core::Limited) and
+/// it never entered the ledger). [`Event::Retrying`] and [`Event::Reconciling`]
+/// come before a final one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Event<'a> {
+    /// The venue ran it; `body` is its answer (valid for this call only).
+    Applied {
+        /// The caller's tag.
+        tag: Tag,
+        /// The answer's body.
+        body: &'a [u8],
+    },
+    /// The venue refused it for a business reason: it did not run.
+    Rejected {
+        /// The caller's tag.
+        tag: Tag,
+    },
+    /// Refused locally, nothing sent (a request handed over the boundary; a local
+    /// submit returns this as its error instead).
+    Limited {
+        /// The caller's tag.
+        tag: Tag,
+        /// Why the budget refused.
+        why: Why,
+        /// When the same charge would pass (`i64::MAX` for a halt).
+        ready_at_ns: i64,
+    },
+    /// It surely did not run and is sent again, under [`ergon_core::Budget::resend`],
+    /// at `at_ns` (now, or when the budget has room), inside its deadline.
+    Retrying {
+        /// The caller's tag.
+        tag: Tag,
+        /// When it is sent again.
+        at_ns: i64,
+    },
+    /// It surely did not run, and its deadline passed before it could be sent again.
+    Expired {
+        /// The caller's tag.
+        tag: Tag,
+    },
+    /// Its outcome is unknown: the gateway queries it by client order id (it is
+    /// never re-sent).
+    Reconciling {
+        /// The caller's tag.
+        tag: Tag,
+    },
+    /// The query settled it: `found` is the order's state, None if it never ran.
+    Reconciled {
+        /// The caller's tag.
+        tag: Tag,
+        /// The order as the venue has it.
+        found: Option<OrderState>,
+    },
+    /// The answer to the gateway's own poll of open orders (see
+    /// [`Gateway::poll_open_orders`](super::Gateway::poll_open_orders)): read it with
+    /// [`Account::open_ids`](super::Account::open_ids). `tag` is [`OPEN_ORDERS`].
+    OpenOrders {
+        /// [`OPEN_ORDERS`].
+        tag: Tag,
+        /// When the poll was sent: an order that rested before this and is not
+        /// listed has ended.
+        sent_at_ns: i64,
+        /// The answer's body.
+        body: &'a [u8],
+    },
+    /// The venue banned a scope: it did not run, and nothing that charges `bucket`
+    /// leaves until a person clears the halt.
+    Halted {
+        /// The caller's tag.
+        tag: Tag,
+        /// The halted scope.
+        bucket: BucketId,
+    },
+}
+
+impl Event<'_> {
+    /// The tag of the request it is about.
+    pub fn tag(&self) -> Tag {
+        match *self {
+            Event::Applied { tag, .. }
+            | Event::Rejected { tag }
+            | Event::Limited { tag, .. }
+            | Event::Retrying { tag, .. }
+            | Event::Expired { tag }
+            | Event::Reconciling { tag }
+            | Event::Reconciled { tag, .. }
+            | Event::OpenOrders { tag, .. }
+            | Event::Halted { tag, .. } => tag,
+        }
+    }
+
+    /// Whether it ends its request (no more events for this tag).
+    pub fn is_final(&self) -> bool {
+        !matches!(self, Event::Retrying { .. } | Event::Reconciling { .. })
+    }
+}

@@ -1,0 +1,349 @@
+//! The ledger: one preallocated slab of the requests a gateway has accepted and not
+//! yet settled, keyed by the client's request id while one is on the wire.
+//!
+//! It allocates only in [`Ledger::new`]: the slots, their request buffers, the free
+//! list and the open-addressed id index are all sized there. It never reads a clock
+//! and never touches a budget: the gateway applies the settle rule
+//! ([`crate::gateway`]) and the ledger only keeps what that rule needs.
+
+use ergon_core::{Class, Verdict};
+use ergon_venues::endpoint::Prepared;
+
+use super::events::Tag;
+use crate::client::RequestId;
+
+/// A slot of the ledger, valid until the entry is removed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Key(u32);
+
+impl Key {
+    /// The slot's index.
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// Where an accepted request stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stage {
+    /// The request is on the wire (bound to its request id).
+    Wire,
+    /// It surely did not run; it is charged and sent again at `at_ns` if its
+    /// deadline has not passed.
+    Retry,
+    /// Its outcome is unknown; its query by client order id goes out at `at_ns`.
+    Reconcile,
+    /// Its query is on the wire (bound to the query's request id).
+    Query,
+}
+
+/// What the ledger keeps of one request: what a re-send and a reconcile need.
+#[derive(Debug)]
+pub struct Entry {
+    /// The caller's tag.
+    pub tag: Tag,
+    /// The class it was charged at (and is charged again at).
+    pub class: Class,
+    /// The request itself: its bytes, deadline and client order id.
+    pub req: Prepared,
+    /// The query that reconciles it (its buffer is reused).
+    pub query: Prepared,
+    /// Where it stands.
+    pub stage: Stage,
+    /// The last verdict read for it (what `resend` is asked about).
+    pub verdict: Verdict,
+    /// When its next step is due ([`Stage::Retry`], [`Stage::Reconcile`]).
+    pub at_ns: i64,
+    /// How many answers said it did not run (each allowing a re-send).
+    pub resends: u8,
+}
+
+#[derive(Debug)]
+struct Slot {
+    live: bool,
+    wire: Option<RequestId>,
+    entry: Entry,
+}
+
+/// The slab and its id index. See the module doc.
+#[derive(Debug)]
+pub struct Ledger {
+    slots: Vec<Slot>,
+    free: Vec<u32>,
+    /// Open addressing, linear probing, backward-shift removal: (request id, slot).
+    index: Vec<Option<(u64, u32)>>,
+    mask: usize,
+    len: usize,
+}
+
+impl Ledger {
+    /// A ledger of `capacity` slots (at least 1), each with request buffers of
+    /// `bytes` bytes.
+    pub fn new(capacity: usize, bytes: usize) -> Self {
+        let capacity = capacity.max(1);
+        let slots = (0..capacity)
+            .map(|_| Slot {
+                live: false,
+                wire: None,
+                entry: Entry {
+                    tag: 0,
+                    class: Class::Normal,
+                    req: Prepared::with_capacity(bytes),
+                    query: Prepared::with_capacity(bytes),
+                    stage: Stage::Wire,
+                    verdict: Verdict::Unknown,
+                    at_ns: 0,
+                    resends: 0,
+                },
+            })
+            .collect();
+        let buckets = (capacity * 2).next_power_of_two();
+        Ledger {
+            slots,
+            free: (0..capacity as u32).rev().collect(),
+            index: vec![None; buckets],
+            mask: buckets - 1,
+            len: 0,
+        }
+    }
+
+    /// How many entries it holds.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether it holds none.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// How many entries it can hold.
+    pub fn capacity(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Takes a free slot for a request: `req` is swapped in (the caller gets the
+    /// slot's old buffer back, to prepare the next request in). None if every slot
+    /// is taken.
+    pub fn insert(&mut self, tag: Tag, class: Class, req: &mut Prepared) -> Option<Key> {
+        let i = self.free.pop()?;
+        let slot = &mut self.slots[i as usize];
+        slot.live = true;
+        slot.wire = None;
+        let e = &mut slot.entry;
+        e.tag = tag;
+        e.class = class;
+        core::mem::swap(&mut e.req, req);
+        e.stage = Stage::Wire;
+        e.verdict = Verdict::Unknown;
+        e.at_ns = 0;
+        e.resends = 0;
+        self.len += 1;
+        Some(Key(i))
+    }
+
+    /// The entry in `key`'s slot, if it is live.
+    pub fn get(&self, key: Key) -> Option<&Entry> {
+        self.slots
+            .get(key.index())
+            .filter(|s| s.live)
+            .map(|s| &s.entry)
+    }
+
+    /// The entry in `key`'s slot, if it is live, to change.
+    pub fn get_mut(&mut self, key: Key) -> Option<&mut Entry> {
+        self.slots
+            .get_mut(key.index())
+            .filter(|s| s.live)
+            .map(|s| &mut s.entry)
+    }
+
+    /// Records that `key`'s request (or query) is on the wire as `id`. False if the
+    /// slot is not live or is already bound.
+    pub fn bind(&mut self, key: Key, id: RequestId) -> bool {
+        match self.slots.get_mut(key.index()) {
+            Some(s) if s.live && s.wire.is_none() => s.wire = Some(id),
+            _ => return false,
+        }
+        let mut h = self.home(id.0);
+        while let Some((other, _)) = self.index[h] {
+            debug_assert_ne!(other, id.0, "request ids are unique");
+            h = (h + 1) & self.mask;
+        }
+        self.index[h] = Some((id.0, key.0));
+        true
+    }
+
+    /// The entry `id` was bound to, now unbound (the transport reported on it).
+    pub fn unbind(&mut self, id: RequestId) -> Option<Key> {
+        let mut h = self.home(id.0);
+        loop {
+            match self.index[h] {
+                None => return None,
+                Some((k, slot)) if k == id.0 => {
+                    self.remove_at(h);
+                    self.slots[slot as usize].wire = None;
+                    return Some(Key(slot));
+                }
+                Some(_) => h = (h + 1) & self.mask,
+            }
+        }
+    }
+
+    /// Frees `key`'s slot; the entry's buffers stay for the next request. False if
+    /// it is not live or still bound to a request on the wire.
+    pub fn remove(&mut self, key: Key) -> bool {
+        match self.slots.get_mut(key.index()) {
+            Some(s) if s.live && s.wire.is_none() => s.live = false,
+            _ => return false,
+        }
+        self.free.push(key.0);
+        self.len -= 1;
+        true
+    }
+
+    /// The live entries not on the wire whose step is due at `now_ns`, lowest slot
+    /// first; and the earliest step due later (`i64::MAX` if none).
+    pub fn due(&self, now_ns: i64, out: &mut impl FnMut(Key)) -> i64 {
+        let mut next = i64::MAX;
+        for (i, s) in self.slots.iter().enumerate() {
+            if !s.live || s.wire.is_some() {
+                continue;
+            }
+            if matches!(s.entry.stage, Stage::Retry | Stage::Reconcile) {
+                if s.entry.at_ns <= now_ns {
+                    out(Key(i as u32));
+                } else {
+                    next = next.min(s.entry.at_ns);
+                }
+            }
+        }
+        next
+    }
+
+    fn home(&self, id: u64) -> usize {
+        (id.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as usize & self.mask
+    }
+
+    /// Backward-shift removal: no tombstones, so lookups stay short for good.
+    fn remove_at(&mut self, mut hole: usize) {
+        self.index[hole] = None;
+        let mut j = (hole + 1) & self.mask;
+        while let Some((id, slot)) = self.index[j] {
+            let home = self.home(id);
+            // Move it into the hole if its home is not in (hole, j].
+            let dist_j = j.wrapping_sub(home) & self.mask;
+            let dist_hole = hole.wrapping_sub(home) & self.mask;
+            if dist_hole < dist_j {
+                self.index[hole] = Some((id, slot));
+                self.index[j] = None;
+                hole = j;
+            }
+            j = (j + 1) & self.mask;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::HashMap;
+
+    #[derive(Clone, Debug)]
+    enum Op {
+        Insert(u64),
+        Bind(usize),
+        Unbind(usize),
+        UnbindUnknown(u64),
+        Remove(usize),
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            3 => any::<u64>().prop_map(Op::Insert),
+            3 => any::<usize>().prop_map(Op::Bind),
+            3 => any::<usize>().prop_map(Op::Unbind),
+            1 => any::<u64>().prop_map(Op::UnbindUnknown),
+            2 => any::<usize>().prop_map(Op::Remove),
+        ]
+    }
+
+    proptest! {
+        /// The ledger against a map: same entries, same bindings, same refusals.
+        #[test]
+        fn the_ledger_agrees_with_a_map(ops in proptest::collection::vec(op(), 1..400), cap in 1usize..12) {
+            let mut l = Ledger::new(cap, 16);
+            // key -> (tag, bound id)
+            let mut model: HashMap<Key, (u64, Option<u64>)> = HashMap::new();
+            let mut next_id = 1u64 << 40;
+            let mut p = Prepared::with_capacity(16);
+            for op in ops {
+                match op {
+                    Op::Insert(tag) => {
+                        let k = l.insert(tag, Class::Normal, &mut p);
+                        prop_assert_eq!(k.is_some(), model.len() < cap);
+                        if let Some(k) = k {
+                            prop_assert!(model.insert(k, (tag, None)).is_none());
+                        }
+                    }
+                    Op::Bind(i) => {
+                        let keys: Vec<Key> = model.keys().copied().collect();
+                        if keys.is_empty() { continue; }
+                        let k = keys[i % keys.len()];
+                        // Ids come from a client: unique, not dense.
+                        next_id += 1 + (i as u64 % 7) * 1_000;
+                        let ok = l.bind(k, RequestId(next_id));
+                        let m = model.get_mut(&k).unwrap();
+                        prop_assert_eq!(ok, m.1.is_none());
+                        if ok { m.1 = Some(next_id); }
+                    }
+                    Op::Unbind(i) => {
+                        let bound: Vec<(Key, u64)> = model.iter().filter_map(|(k, v)| v.1.map(|id| (*k, id))).collect();
+                        if bound.is_empty() { continue; }
+                        let (k, id) = bound[i % bound.len()];
+                        prop_assert_eq!(l.unbind(RequestId(id)), Some(k));
+                        prop_assert_eq!(l.unbind(RequestId(id)), None);
+                        model.get_mut(&k).unwrap().1 = None;
+                    }
+                    Op::UnbindUnknown(id) => {
+                        let known = model.values().any(|v| v.1 == Some(id));
+                        if !known { prop_assert_eq!(l.unbind(RequestId(id)), None); }
+                    }
+                    Op::Remove(i) => {
+                        let key = Key((i % cap) as u32);
+                        let expect = model.get(&key).is_some_and(|v| v.1.is_none());
+                        prop_assert_eq!(l.remove(key), expect);
+                        if expect { model.remove(&key); }
+                    }
+                }
+                prop_assert_eq!(l.len(), model.len());
+                for (k, (tag, _)) in &model {
+                    prop_assert_eq!(l.get(*k).map(|e| e.tag), Some(*tag));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn insert_swaps_the_buffer_and_due_finds_steps() {
+        let mut l = Ledger::new(2, 64);
+        let mut p = Prepared::with_capacity(64);
+        let k = l.insert(7, Class::Urgent, &mut p).unwrap();
+        assert_eq!(l.get(k).unwrap().tag, 7);
+        assert_eq!(l.get(k).unwrap().class, Class::Urgent);
+        let e = l.get_mut(k).unwrap();
+        e.stage = Stage::Retry;
+        e.at_ns = 100;
+        let mut seen = Vec::new();
+        assert_eq!(l.due(50, &mut |k| seen.push(k)), 100);
+        assert!(seen.is_empty());
+        assert_eq!(l.due(100, &mut |k| seen.push(k)), i64::MAX);
+        assert_eq!(seen, vec![k]);
+        assert!(l.bind(k, RequestId(9)));
+        assert!(!l.remove(k), "a bound entry is not removed");
+        assert_eq!(l.unbind(RequestId(9)), Some(k));
+        assert!(l.remove(k));
+        assert!(l.get(k).is_none());
+    }
+}

@@ -1,0 +1,718 @@
+//! The gateway itself: submit, the answers and errors of the transport, and the
+//! turn's due work (re-sends and reconcile queries), each producing typed events.
+
+use std::collections::VecDeque;
+
+use arrayvec::ArrayString;
+use ergon_core::{Class, Flight, Limited, Resend, Verdict, Why};
+use ergon_venues::adapt::{self, Clock, Request as Kind};
+use ergon_venues::endpoint::{Lookup, OrderRef, Prepared, Symbol};
+use ergon_venues::response::Response;
+
+use super::endpoints::Account;
+use super::events::{Event, Tag, OPEN_ORDERS};
+use super::ledger::{Key, Ledger, Stage};
+use super::wire::{encode, Wire};
+use crate::client::{RequestId, Sent};
+
+/// How long a step that could not go out waits before it is tried again, when the
+/// budget gave no better time (no idle connection, a query that settled nothing).
+pub const RETRY_GAP_NS: i64 = 20_000_000;
+
+/// Re-sends of one request after the venue's own "not run" answers, at most (a
+/// transport that hands a request back unsent does not count): a venue that keeps
+/// answering "not run" to the
+/// same bytes (a cancel-replace whose cancel keeps failing) ends it as Expired
+/// instead of spending the budget until the deadline.
+pub const MAX_RESENDS: u8 = 3;
+
+/// Clock-skew answers in a row after which the gateway re-anchors the venue clock.
+pub const SKEWS_TO_REANCHOR: u32 = 2;
+
+/// What the gateway did, counted since it started.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Requests handed to the transport (first sends, re-sends and queries).
+    pub sent: u64,
+    /// Applied events.
+    pub applied: u64,
+    /// Rejected events (the venue's business refusals, and requests that cannot be
+    /// charged or encoded).
+    pub rejected: u64,
+    /// Submits refused locally, by reason.
+    pub limited_full: u64,
+    /// ... the scope is held after a throttle.
+    pub limited_held: u64,
+    /// ... the scope is halted after a ban.
+    pub limited_halted: u64,
+    /// ... the request is larger than a limit.
+    pub limited_too_big: u64,
+    /// ... every ledger slot is taken.
+    pub ledger_full: u64,
+    /// Sends the transport handed back (no idle connection): refunded, retried.
+    pub busy: u64,
+    /// Answers the venue throttled (429 or its body code).
+    pub throttled: u64,
+    /// Answers that were a ban.
+    pub banned: u64,
+    /// Answers refused for their timestamp.
+    pub clock_skew: u64,
+    /// Re-anchors of the venue clock after repeated skew.
+    pub reanchors: u64,
+    /// Re-sends under `Budget::resend` (only what surely did not run).
+    pub resent: u64,
+    /// Requests whose deadline passed before a re-send.
+    pub expired: u64,
+    /// Writes whose outcome was unknown (Reconciling events).
+    pub unknown: u64,
+    /// Unknown outcomes settled by a query (Reconciled events).
+    pub reconciled: u64,
+    /// ... of which the order existed.
+    pub reconciled_found: u64,
+    /// Reconcile queries sent.
+    pub queries: u64,
+    /// Requests that ended Halted.
+    pub halted: u64,
+    /// Halts cleared by a person.
+    pub halts_cleared: u64,
+    /// Open-order polls answered.
+    pub polls: u64,
+}
+
+/// One venue account on one egress lane. See [the module](crate::gateway) for the
+/// drive order and the settle rule.
+#[derive(Debug)]
+pub struct Gateway<E> {
+    venue: E,
+    symbol: ArrayString<32>,
+    ledger: Ledger,
+    pending: VecDeque<Event<'static>>,
+    due: Vec<Key>,
+    next_due: i64,
+    skews: u32,
+    /// The gateway's own time read on the wire: its id and when it was sent.
+    time: Option<(RequestId, i64)>,
+    /// Open orders polled this often (None: not at all).
+    open_every: Option<i64>,
+    next_open: i64,
+    /// The poll on the wire: its id and when it was sent.
+    open: Option<(RequestId, i64)>,
+    open_req: Prepared,
+    stats: Stats,
+}
+
+impl<E: Account> Gateway<E> {
+    /// A gateway for `venue` trading `symbol` (what its reconcile queries name),
+    /// with room for `capacity` requests in flight, each with buffers of `bytes`
+    /// bytes. Everything it needs is allocated here.
+    pub fn new(
+        venue: E,
+        symbol: &str,
+        capacity: usize,
+        bytes: usize,
+    ) -> Result<Self, adapt::Error> {
+        let capacity = capacity.max(1);
+        Symbol::new(symbol)?;
+        let symbol = ArrayString::from(symbol).map_err(|_| adapt::Error::BadArgument("symbol"))?;
+        Ok(Gateway {
+            venue,
+            symbol,
+            ledger: Ledger::new(capacity, bytes),
+            pending: VecDeque::with_capacity(2 * capacity + 8),
+            due: Vec::with_capacity(capacity),
+            next_due: i64::MAX,
+            skews: 0,
+            time: None,
+            open_every: None,
+            next_open: i64::MIN,
+            open: None,
+            open_req: Prepared::with_capacity(bytes),
+            stats: Stats::default(),
+        })
+    }
+
+    /// The venue's endpoints.
+    pub fn venue(&self) -> &E {
+        &self.venue
+    }
+
+    /// The venue's endpoints, to prepare requests (signing may keep state).
+    pub fn venue_mut(&mut self) -> &mut E {
+        &mut self.venue
+    }
+
+    /// The symbol its reconcile queries name.
+    pub fn symbol(&self) -> Symbol<'_> {
+        // Checked in `new`.
+        Symbol::new(self.symbol.as_str()).unwrap_or_else(|_| unreachable!())
+    }
+
+    /// What it did so far.
+    pub fn stats(&self) -> &Stats {
+        &self.stats
+    }
+
+    /// The requests accepted and not yet settled.
+    pub fn in_flight(&self) -> usize {
+        self.ledger.len()
+    }
+
+    /// Polls the venue's open orders every `every_ns` (at [`Class::Normal`], when
+    /// the budget has room): the answers come as [`Event::OpenOrders`]. This is how
+    /// a venue without a usable user data stream tells which orders ended.
+    pub fn poll_open_orders(&mut self, every_ns: i64) {
+        self.open_every = Some(every_ns.max(1));
+    }
+
+    /// The earliest time its due work (a re-send, a query, a poll) wants a
+    /// [`Gateway::poll`].
+    pub fn poll_timeout(&self) -> Option<i64> {
+        let open = match (self.open_every, self.open) {
+            (Some(_), None) => self.next_open,
+            _ => i64::MAX,
+        };
+        let at = self.next_due.min(open);
+        (at != i64::MAX).then_some(at)
+    }
+
+    /// Sends the open-orders poll if it is due.
+    fn poll_open<W: Wire>(&mut self, w: &mut W) {
+        let now = w.now();
+        let Some(every) = self.open_every else {
+            return;
+        };
+        if self.open.is_some() || now < self.next_open {
+            return;
+        }
+        self.next_open = now + every;
+        let Ok(symbol) = Symbol::new(self.symbol.as_str()) else {
+            return;
+        };
+        if self
+            .venue
+            .open_orders(&mut self.open_req, Some(symbol), now)
+            .is_err()
+        {
+            return;
+        }
+        let ticket = match w
+            .budget()
+            .try_charge(self.open_req.parts(), Class::Normal, now)
+        {
+            Ok(t) => t,
+            // The weight is shared with the caller's reads: go as soon as it has room.
+            Err(l) => {
+                self.next_open = l.ready_at_ns.clamp(now + 1_000_000, now + every);
+                return;
+            }
+        };
+        let mut ticket = Some(ticket);
+        let deadline = self.open_req.deadline_ns();
+        let sent = encode(&self.open_req, |r| {
+            ticket.take().map(|t| w.send(r, t, deadline))
+        });
+        match sent.flatten() {
+            Some(Ok(id)) => {
+                self.stats.sent += 1;
+                self.open = Some((id, now));
+            }
+            Some(Err(refused)) => {
+                let _ = w.budget().refund(refused.into_ticket(), now);
+                self.next_open = now + RETRY_GAP_NS;
+            }
+            None => {
+                if let Some(t) = ticket {
+                    let _ = w.budget().refund(t, now);
+                }
+            }
+        }
+    }
+
+    /// The next event produced outside an answer (by submit or poll).
+    pub fn poll_event(&mut self) -> Option<Event<'static>> {
+        self.pending.pop_front()
+    }
+
+    /// Charges and sends `req` at `class`, under `tag`. `req` is swapped into the
+    /// ledger: the caller gets another buffer back to prepare the next request in.
+    ///
+    /// `Err` is the request's one and final event, at once: [`Event::Limited`]
+    /// (nothing sent, nothing charged), [`Event::Expired`] (its deadline has passed)
+    /// or [`Event::Rejected`] (the adapter has no parts for it). On `Ok` its events
+    /// come later.
+    pub fn submit<W: Wire>(
+        &mut self,
+        w: &mut W,
+        req: &mut Prepared,
+        class: Class,
+        tag: Tag,
+    ) -> Result<(), Event<'static>> {
+        let now = w.now();
+        if req.is_empty() {
+            self.stats.rejected += 1;
+            return Err(Event::Rejected { tag });
+        }
+        if now >= req.deadline_ns() {
+            self.stats.expired += 1;
+            return Err(Event::Expired { tag });
+        }
+        let ticket = match w.budget().try_charge(req.parts(), class, now) {
+            Ok(t) => t,
+            Err(l) => {
+                self.count_limited(l.why);
+                return Err(Event::Limited {
+                    tag,
+                    why: l.why,
+                    ready_at_ns: l.ready_at_ns,
+                });
+            }
+        };
+        let Some(key) = self.ledger.insert(tag, class, req) else {
+            // The budget's own ticket: never foreign.
+            let _ = w.budget().refund(ticket, now);
+            self.stats.ledger_full += 1;
+            return Err(Event::Limited {
+                tag,
+                why: Why::Full,
+                ready_at_ns: now + RETRY_GAP_NS,
+            });
+        };
+        self.send(w, key, ticket);
+        Ok(())
+    }
+
+    /// Sends `key`'s request with `ticket`; a send the transport hands back is
+    /// refunded and retried (it surely did not run).
+    fn send<W: Wire>(&mut self, w: &mut W, key: Key, ticket: ergon_core::Ticket) {
+        let now = w.now();
+        let Some(e) = self.ledger.get_mut(key) else {
+            let _ = w.budget().refund(ticket, now);
+            return;
+        };
+        let query = e.stage == Stage::Query;
+        let req = if query { &e.query } else { &e.req };
+        let deadline = req.deadline_ns();
+        let mut ticket = Some(ticket);
+        let sent = encode(req, |r| match ticket.take() {
+            Some(t) => w.send(r, t, deadline),
+            None => unreachable!("encode calls once"),
+        });
+        let sent = match (sent, ticket) {
+            (Some(s), _) => s,
+            (None, Some(t)) => Err(crate::client::Refused::Invalid(
+                t,
+                crate::http::InvalidRequest::Method,
+            )),
+            (None, None) => return,
+        };
+        match sent {
+            Ok(id) => {
+                self.stats.sent += 1;
+                if !query {
+                    e.stage = Stage::Wire;
+                }
+                self.ledger.bind(key, id);
+            }
+            Err(refused) => {
+                let _ = w.budget().refund(refused.into_ticket(), now);
+                self.stats.busy += 1;
+                let at = now + RETRY_GAP_NS;
+                e.at_ns = at;
+                if query {
+                    e.stage = Stage::Reconcile;
+                } else {
+                    e.stage = Stage::Retry;
+                    e.verdict = Verdict::NotRun;
+                    let tag = e.tag;
+                    self.push(Event::Retrying { tag, at_ns: at });
+                }
+                self.next_due = self.next_due.min(at);
+            }
+        }
+    }
+
+    /// The answer to `id`. Returns the event it makes, if any (an `Applied` borrows
+    /// the answer's body).
+    pub fn on_response<'r, W: Wire>(
+        &mut self,
+        w: &mut W,
+        id: RequestId,
+        r: Response<'r>,
+        flight: Flight,
+    ) -> Option<Event<'r>> {
+        let now = w.now();
+        let Some(key) = self.ledger.unbind(id) else {
+            if let Some((open_id, sent_at_ns)) = self.open {
+                if open_id == id {
+                    self.open = None;
+                    let kind = self.open_req.kind().unwrap_or(Kind::Read(0));
+                    let v = self.venue.on_response(kind, &r, w.budget(), now);
+                    let _ = w.budget().complete(flight, now);
+                    if !matches!(v, Ok(Verdict::Done)) {
+                        return None;
+                    }
+                    self.stats.polls += 1;
+                    return Some(Event::OpenOrders {
+                        tag: OPEN_ORDERS,
+                        sent_at_ns,
+                        body: r.body,
+                    });
+                }
+            }
+            let _ = w.budget().complete(flight, now);
+            if let Some((time_id, sent_at)) = self.time {
+                if time_id == id {
+                    self.time = None;
+                    self.on_time(sent_at, now, &r);
+                }
+            }
+            return None;
+        };
+        let e = self.ledger.get(key)?;
+        let (stage, tag) = (e.stage, e.tag);
+        let write = e.req.kind().is_some_and(|k| k.is_write());
+        let kind = if stage == Stage::Query {
+            e.query.kind()
+        } else {
+            e.req.kind()
+        };
+        let kind = kind.unwrap_or(Kind::Read(0));
+        let verdict = match self.venue.on_response(kind, &r, w.budget(), now) {
+            Ok(v) => v,
+            Err(adapt::Error::BadHeader { verdict, .. }) => verdict,
+            Err(_) => Verdict::Unknown,
+        };
+        let _ = w.budget().complete(flight, now);
+        self.count_verdict(&verdict);
+        if stage == Stage::Query {
+            return self.on_query(w, key, &r, verdict).map(widen);
+        }
+        let verdict = match verdict {
+            // A read may be asked again: nothing to reconcile.
+            Verdict::Unknown if !write => Verdict::NotRun,
+            v => v,
+        };
+        if verdict != Verdict::ClockSkew {
+            self.skews = 0;
+        }
+        match verdict {
+            Verdict::Done => {
+                self.ledger.remove(key);
+                self.stats.applied += 1;
+                Some(Event::Applied { tag, body: r.body })
+            }
+            Verdict::Rejected => {
+                self.ledger.remove(key);
+                self.stats.rejected += 1;
+                Some(Event::Rejected { tag })
+            }
+            _ => {
+                if let Some(e) = self.ledger.get_mut(key) {
+                    e.resends = e.resends.saturating_add(1);
+                }
+                if verdict == Verdict::ClockSkew {
+                    self.skews += 1;
+                    if self.skews >= SKEWS_TO_REANCHOR {
+                        self.reanchor(w);
+                    }
+                }
+                self.after(w, key, verdict, true).map(widen)
+            }
+        }
+    }
+
+    /// Request `id` failed in the transport; `sent` says whether a byte left.
+    pub fn on_error<W: Wire>(
+        &mut self,
+        w: &mut W,
+        id: RequestId,
+        sent: Sent,
+    ) -> Option<Event<'static>> {
+        let now = w.now();
+        let maybe = match sent {
+            Sent::No(t) => {
+                let _ = w.budget().refund(t, now);
+                false
+            }
+            Sent::Maybe(f) => {
+                let _ = w.budget().complete(f, now);
+                true
+            }
+        };
+        let Some(key) = self.ledger.unbind(id) else {
+            if self.time.is_some_and(|t| t.0 == id) {
+                self.time = None;
+            }
+            if self.open.is_some_and(|t| t.0 == id) {
+                self.open = None;
+            }
+            return None;
+        };
+        let e = self.ledger.get_mut(key)?;
+        if e.stage == Stage::Query {
+            e.stage = Stage::Reconcile;
+            e.at_ns = now + RETRY_GAP_NS;
+            self.next_due = self.next_due.min(e.at_ns);
+            return None;
+        }
+        let verdict = if maybe && e.req.kind().is_some_and(|k| k.is_write()) {
+            Verdict::Unknown
+        } else {
+            Verdict::NotRun
+        };
+        self.after(w, key, verdict, true)
+    }
+
+    /// Does the due work: re-sends whose time came, reconcile queries. Its events
+    /// come out of [`Gateway::poll_event`].
+    pub fn poll<W: Wire>(&mut self, w: &mut W) {
+        let now = w.now();
+        self.poll_open(w);
+        if now < self.next_due {
+            return;
+        }
+        let mut due = core::mem::take(&mut self.due);
+        due.clear();
+        self.next_due = self.ledger.due(now, &mut |k| due.push(k));
+        for &key in &due {
+            let Some(e) = self.ledger.get(key) else {
+                continue;
+            };
+            match e.stage {
+                Stage::Retry => {
+                    let v = e.verdict;
+                    if let Some(ev) = self.after(w, key, v, false) {
+                        self.push(ev);
+                    }
+                }
+                Stage::Reconcile => self.query(w, key),
+                Stage::Wire | Stage::Query => {}
+            }
+        }
+        self.due = due;
+    }
+
+    /// Clears every halt (a person's action, after looking at the ban); returns how
+    /// many were cleared.
+    pub fn clear_halts<W: Wire>(&mut self, w: &mut W) -> usize {
+        let b = w.budget();
+        let mut n = 0;
+        loop {
+            let next = b.halted().next();
+            let Some(id) = next else {
+                self.stats.halts_cleared += n as u64;
+                return n;
+            };
+            // Its own ids: never foreign.
+            let _ = b.clear_halt(id);
+            n += 1;
+        }
+    }
+
+    /// What follows a verdict that is not Done or Rejected: the re-send rule. With
+    /// `announce`, a Retrying event is given when it waits or goes again.
+    fn after<W: Wire>(
+        &mut self,
+        w: &mut W,
+        key: Key,
+        verdict: Verdict,
+        announce: bool,
+    ) -> Option<Event<'static>> {
+        let now = w.now();
+        let e = self.ledger.get_mut(key)?;
+        let tag = e.tag;
+        e.verdict = verdict;
+        let r = w
+            .budget()
+            .resend(&verdict, e.req.parts(), e.class, e.req.deadline_ns(), now);
+        match r {
+            Resend::Send(ticket) => {
+                self.stats.resent += 1;
+                self.send(w, key, ticket);
+                let waiting = self
+                    .ledger
+                    .get(key)
+                    .is_some_and(|e| e.stage == Stage::Retry);
+                (announce && !waiting).then_some(Event::Retrying { tag, at_ns: now })
+            }
+            Resend::Wait(Limited {
+                why: Why::Halted,
+                bucket,
+                ..
+            }) => {
+                self.ledger.remove(key);
+                self.stats.halted += 1;
+                Some(Event::Halted { tag, bucket })
+            }
+            Resend::Wait(l) if l.ready_at_ns < e.req.deadline_ns() => {
+                e.stage = Stage::Retry;
+                e.at_ns = l.ready_at_ns.max(now + 1);
+                self.next_due = self.next_due.min(e.at_ns);
+                announce.then_some(Event::Retrying {
+                    tag,
+                    at_ns: e.at_ns,
+                })
+            }
+            Resend::Wait(_) | Resend::Stale | Resend::Final => {
+                self.ledger.remove(key);
+                self.stats.expired += 1;
+                Some(Event::Expired { tag })
+            }
+            Resend::Reconcile => {
+                self.stats.unknown += 1;
+                e.stage = Stage::Reconcile;
+                e.at_ns = now;
+                self.next_due = now;
+                self.query(w, key);
+                Some(Event::Reconciling { tag })
+            }
+        }
+    }
+
+    /// Sends `key`'s query by client order id, or schedules it.
+    fn query<W: Wire>(&mut self, w: &mut W, key: Key) {
+        let now = w.now();
+        let Some(e) = self.ledger.get_mut(key) else {
+            return;
+        };
+        let symbol = Symbol::new(self.symbol.as_str());
+        let written = match (e.req.client_order_id(), symbol) {
+            (Some(&client_order_id), Ok(symbol)) => self
+                .venue
+                .query_order(
+                    &mut e.query,
+                    &OrderRef {
+                        symbol,
+                        client_order_id,
+                    },
+                    now,
+                )
+                .is_ok(),
+            _ => false,
+        };
+        // Reconcile outranks new business: it goes at the request's class or Normal.
+        let class = if e.class == Class::Urgent {
+            Class::Urgent
+        } else {
+            Class::Normal
+        };
+        let charged = match written {
+            true => w
+                .budget()
+                .try_charge(e.query.parts(), class, now)
+                .map_err(|l| l.ready_at_ns),
+            // A query that cannot be written settles nothing: look again later.
+            _ => Err(now + 5 * RETRY_GAP_NS),
+        };
+        match charged {
+            Ok(ticket) => {
+                e.stage = Stage::Query;
+                self.stats.queries += 1;
+                self.send(w, key, ticket);
+            }
+            Err(ready_at) => {
+                // A halt has no ready time: look again soon, refused at no cost.
+                e.at_ns = ready_at.clamp(now + 1, now + 5 * RETRY_GAP_NS);
+                e.stage = Stage::Reconcile;
+                self.next_due = self.next_due.min(e.at_ns);
+            }
+        }
+    }
+
+    fn on_query<W: Wire>(
+        &mut self,
+        w: &mut W,
+        key: Key,
+        r: &Response<'_>,
+        v: Verdict,
+    ) -> Option<Event<'static>> {
+        let now = w.now();
+        let lookup = match v {
+            // The query was refused before it looked: it settles nothing.
+            Verdict::Throttled { .. } | Verdict::Banned { .. } | Verdict::ClockSkew => {
+                Lookup::Unknown
+            }
+            _ => self.venue.read_order(r),
+        };
+        let e = self.ledger.get_mut(key)?;
+        let tag = e.tag;
+        let found = match lookup {
+            Lookup::Found(info) => Some(info.state),
+            Lookup::NotFound => None,
+            Lookup::Unknown => {
+                e.stage = Stage::Reconcile;
+                e.at_ns = match v {
+                    Verdict::Throttled { until_ns, .. } => until_ns.max(now + 1),
+                    _ => now + RETRY_GAP_NS,
+                };
+                self.next_due = self.next_due.min(e.at_ns);
+                return None;
+            }
+        };
+        self.ledger.remove(key);
+        self.stats.reconciled += 1;
+        self.stats.reconciled_found += u64::from(found.is_some());
+        Some(Event::Reconciled { tag, found })
+    }
+
+    /// Reads the venue's time again on the gateway's own connection, to re-anchor
+    /// the clock at the round trip's midpoint.
+    fn reanchor<W: Wire>(&mut self, w: &mut W) {
+        if self.time.is_some() {
+            return;
+        }
+        let now = w.now();
+        let Ok(parts) = self.venue.parts(Kind::Read(1)) else {
+            return;
+        };
+        let Ok(ticket) = w.budget().try_charge(&parts, Class::Urgent, now) else {
+            return;
+        };
+        let req = crate::http::Request::get(E::time_path());
+        match w.send(&req, ticket, now + 2_000_000_000) {
+            Ok(id) => {
+                self.stats.sent += 1;
+                self.time = Some((id, now));
+            }
+            Err(refused) => {
+                let _ = w.budget().refund(refused.into_ticket(), now);
+            }
+        }
+    }
+
+    fn on_time(&mut self, sent_at: i64, now: i64, r: &Response<'_>) {
+        if let Some(server_ms) = E::read_time(r.body).filter(|_| r.status == 200) {
+            self.venue
+                .set_clock(Clock::anchor(sent_at + (now - sent_at) / 2, server_ms));
+            self.stats.reanchors += 1;
+            self.skews = 0;
+        }
+    }
+
+    fn push(&mut self, ev: Event<'static>) {
+        // Sized for two events per slot, so this never grows.
+        self.pending.push_back(ev);
+    }
+
+    fn count_limited(&mut self, why: Why) {
+        match why {
+            Why::Full => self.stats.limited_full += 1,
+            Why::Held => self.stats.limited_held += 1,
+            Why::Halted => self.stats.limited_halted += 1,
+            Why::TooBig | Why::Foreign => self.stats.limited_too_big += 1,
+        }
+    }
+
+    fn count_verdict(&mut self, v: &Verdict) {
+        match v {
+            Verdict::Throttled { .. } => self.stats.throttled += 1,
+            Verdict::Banned { .. } => self.stats.banned += 1,
+            Verdict::ClockSkew => self.stats.clock_skew += 1,
+            _ => {}
+        }
+    }
+}
+
+fn widen<'r>(e: Event<'static>) -> Event<'r> {
+    e
+}

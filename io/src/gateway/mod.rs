@@ -1,0 +1,87 @@
+//! The gateway: one venue account on one egress lane, one order from start to end.
+//!
+//! The caller prepares a typed request (a venue's [`Endpoints`] write it into a
+//! [`Prepared`]: parts, signed method/target/headers/body, deadline, client order
+//! id) and submits it with a class and a tag. It gets typed [`Event`]s back,
+//! each carrying the tag: [`Event::Applied`], [`Event::Rejected`],
+//! [`Event::Limited`] (refused locally, nothing sent), [`Event::Retrying`] (only
+//! what surely did not run, through [`ergon_core::Budget::resend`], inside its
+//! deadline), [`Event::Expired`], [`Event::Reconciling`] then [`Event::Reconciled`]
+//! (an unknown outcome, queried by client order id, never re-sent), and
+//! [`Event::Halted`] (a ban: nothing that charges the scope leaves until a person
+//! clears it). The caller never holds a ticket.
+//!
+//! ```text
+//! let (mut lp, gateway, pool) = Gateway::start(&Start::new(addr, host), "BTCUSDT", |boot, b| {
+//!     let info = boot.limits.as_deref().unwrap_or_default();
+//!     Ok(BinanceSpot::from_exchange_info(info, b, boot.clock, guard)?.with_auth(auth))
+//! })?;
+//! // in the strategy (on the loop thread):
+//! api.venue_mut().new_order(&mut req, &order, api.now())?;
+//! if let Err(final_event) = api.submit(&mut req, Class::Normal, tag) { .. }
+//! fn on_event(&mut self, api, ev) { match ev { Event::Applied { tag, body } => .., .. } }
+//! ```
+//!
+//! # Drive order
+//!
+//! [`Gateway::submit`] (charge all or none → ledger → send) ·
+//! [`Gateway::on_response`] / [`Gateway::on_error`] (the transport's report →
+//! the adapter's verdict → the settle rule → at most one event, returned) ·
+//! [`Gateway::poll`] when [`Gateway::poll_timeout`] has come (due re-sends and
+//! reconcile queries) · then drain [`Gateway::poll_event`] until it is empty. The
+//! [`Driver`] does exactly this on the event loop after every call; tests do it on
+//! jumped time through a scripted [`Wire`].
+//!
+//! # The settle rule
+//!
+//! **An accepted request holds one ledger slot from its submit until its one final
+//! event, and the budget side of every send is settled at the moment the transport
+//! reports on it: never written (handed back, or failed with `Sent::No`) is
+//! refunded; written (answered, or failed with `Sent::Maybe`) is completed. What
+//! follows is decided by [`ergon_core::Budget::resend`] alone: Done → Applied,
+//! Rejected → Rejected, Unknown (a write that may have run) → a query by client
+//! order id until it says Found or NotFound, never a re-send; Throttled, NotRun
+//! and ClockSkew → charged again and re-sent only before the request's deadline
+//! (and at most [`MAX_RESENDS`] times), else Expired; Banned, or a re-send refused
+//! by a halt → Halted.** A read whose outcome is unknown counts as not run: reading
+//! again is harmless. Requests from strategy threads ([`remote`]) go through the
+//! same ledger and rule.
+//!
+//! # Bootstrap, clock, open orders
+//!
+//! [`Gateway::start`] reads the venue's time (anchoring the venue clock at the
+//! round trip's midpoint) and its published limits on its own connection; two
+//! clock-skew answers in a row re-read the time and re-anchor ([`Account::set_clock`]).
+//! Open orders come from [`Gateway::poll_open_orders`]: Binance Spot's listenKey
+//! stream was discontinued on 2026-02-20, and nothing here ever calls
+//! `/api/v3/userDataStream`.
+//!
+//! Nothing here reads a clock (time is the [`Wire`]'s `now`), and the steady state
+//! allocates nothing: the ledger, its request buffers and the event queue are
+//! sized at construction.
+
+mod bootstrap;
+mod driver;
+mod endpoints;
+mod events;
+mod ledger;
+mod load;
+mod machine;
+// The loom build's eventfd is a model with no descriptor to watch.
+#[cfg(not(ergon_loom))]
+mod remote;
+mod venues;
+mod wire;
+
+pub use bootstrap::{run, Boot, Start, StartError};
+pub use driver::{Api, Control, Driver, Strategy, GATEWAY_TIMER};
+pub use endpoints::{Account, Keys};
+pub use events::{Event, Tag, OPEN_ORDERS};
+pub use ledger::{Entry, Key, Ledger, Stage};
+pub use load::binding;
+pub use machine::{Gateway, Stats, MAX_RESENDS, RETRY_GAP_NS, SKEWS_TO_REANCHOR};
+#[cfg(not(ergon_loom))]
+pub use remote::{remote, Delivered, Remote, RemoteError, RemoteHandle, Submission, REMOTE_WAKE};
+pub use wire::{LoopWire, Wire};
+
+pub use ergon_venues::endpoint::{Endpoints, OrderState, Prepared};

@@ -1,0 +1,202 @@
+//! [`Account`] for each venue the gateway drives.
+
+use ergon_core::{BucketId, Builder};
+use ergon_venues::adapt::Clock;
+use ergon_venues::binance_spot::{self, BinanceSpot};
+use ergon_venues::bybit::{self, Bybit};
+use ergon_venues::json;
+use ergon_venues::okx::{self, Okx};
+
+use super::bootstrap::Boot;
+use super::endpoints::{Account, Keys};
+
+const SEC: i64 = 1_000_000_000;
+
+fn text(e: impl core::fmt::Display) -> String {
+    e.to_string()
+}
+
+/// Calls `f` with the string field `key` of each object in the JSON array at
+/// `path` of `body` (`""`: the body itself).
+fn each_string(body: &[u8], path: &str, key: &str, f: &mut dyn FnMut(&[u8])) {
+    let Ok(root) = json::parse(body) else {
+        return;
+    };
+    let list = if path.is_empty() {
+        Some(root)
+    } else {
+        root.path(path).ok().flatten()
+    };
+    let Some(Ok(items)) = list.map(|l| l.items()) else {
+        return;
+    };
+    for o in items {
+        if let Ok(Some(c)) = o.get(key) {
+            let raw = c.raw();
+            if raw.len() >= 2 && raw[0] == b'"' {
+                f(&raw[1..raw.len() - 1]);
+            }
+        }
+    }
+}
+
+impl Account for BinanceSpot {
+    /// Limits from `exchangeInfo`; signed with a 2 s recvWindow.
+    fn declare(boot: &Boot, b: &mut Builder, k: &Keys<'_>, guard_ns: i64) -> Result<Self, String> {
+        let info = boot.limits.as_deref().unwrap_or_default();
+        let auth = binance_spot::Auth::new(k.api_key, k.secret, 2_000).map_err(text)?;
+        let v = BinanceSpot::from_exchange_info(info, b, boot.clock, guard_ns);
+        Ok(v.map_err(|e| format!("exchangeInfo: {e}"))?.with_auth(auth))
+    }
+
+    fn windows(&self) -> Vec<(BucketId, i64)> {
+        self.limits
+            .limits
+            .iter()
+            .map(|l| (l.bucket, l.window_ns))
+            .collect()
+    }
+
+    fn time_path() -> &'static str {
+        "/api/v3/time"
+    }
+
+    fn read_time(body: &[u8]) -> Option<i64> {
+        json::parse(body)
+            .ok()?
+            .get("serverTime")
+            .ok()??
+            .as_i64()
+            .ok()
+    }
+
+    fn limits_path() -> Option<&'static str> {
+        Some("/api/v3/exchangeInfo")
+    }
+
+    fn set_clock(&mut self, clock: Clock) {
+        self.limits.clock = clock;
+    }
+
+    fn open_ids(&self, body: &[u8], f: &mut dyn FnMut(&[u8])) {
+        each_string(body, "", "clientOrderId", f);
+    }
+}
+
+impl Account for Bybit {
+    /// The adapter's documented limits ([`bybit::Config::default`]); a 5 s recvWindow.
+    fn declare(boot: &Boot, b: &mut Builder, k: &Keys<'_>, _guard: i64) -> Result<Self, String> {
+        let auth = bybit::Auth::new(k.api_key, k.secret, 5_000).map_err(text)?;
+        let v = Bybit::new(b, boot.clock, bybit::Config::default()).map_err(text)?;
+        Ok(v.with_auth(auth))
+    }
+
+    fn windows(&self) -> Vec<(BucketId, i64)> {
+        let s = [self.create, self.amend, self.cancel, self.read];
+        let mut w: Vec<_> = s.iter().map(|b| (*b, SEC)).collect();
+        w.push((self.ip_5s, 5 * SEC));
+        w
+    }
+
+    fn time_path() -> &'static str {
+        "/v5/market/time"
+    }
+
+    /// `timeNano` of `result` (the top-level `time` is the answer's stamp).
+    fn read_time(body: &[u8]) -> Option<i64> {
+        let v = json::parse(body).ok()?;
+        let nano = v.path("result.timeNano").ok()??.parse_i64().ok()?;
+        Some(nano / 1_000_000)
+    }
+
+    fn limits_path() -> Option<&'static str> {
+        None
+    }
+
+    /// The adapter keeps its clock to itself: a re-anchor waits for a setter in
+    /// the venues crate (requests stay stamped on the start's anchor).
+    fn set_clock(&mut self, _clock: Clock) {}
+
+    fn open_ids(&self, body: &[u8], f: &mut dyn FnMut(&[u8])) {
+        each_string(body, "result.list", "orderLinkId", f);
+    }
+}
+
+impl Account for Okx {
+    /// The adapter's documented limits ([`okx::Config::default`]); requests expire
+    /// 5 s after they are stamped. The passphrase is required.
+    fn declare(boot: &Boot, b: &mut Builder, k: &Keys<'_>, _guard: i64) -> Result<Self, String> {
+        let pass = k.passphrase.ok_or("OKX needs the API passphrase")?;
+        let auth = okx::Auth::new(k.api_key, k.secret, pass, 5_000).map_err(text)?;
+        let v = Okx::new(b, boot.clock, okx::Config::default()).map_err(text)?;
+        Ok(v.with_auth(auth))
+    }
+
+    fn windows(&self) -> Vec<(BucketId, i64)> {
+        let s = [
+            self.order,
+            self.batch_orders,
+            self.cancel,
+            self.amend,
+            self.sub_account,
+            self.read,
+        ];
+        s.iter().map(|b| (*b, 2 * SEC)).collect()
+    }
+
+    fn time_path() -> &'static str {
+        "/api/v5/public/time"
+    }
+
+    fn read_time(body: &[u8]) -> Option<i64> {
+        let v = json::parse(body).ok()?;
+        v.path("data")
+            .ok()??
+            .at(0)
+            .ok()??
+            .get("ts")
+            .ok()??
+            .parse_i64()
+            .ok()
+    }
+
+    fn limits_path() -> Option<&'static str> {
+        None
+    }
+
+    /// As for Bybit: the adapter's clock has no setter yet.
+    fn set_clock(&mut self, _clock: Clock) {}
+
+    fn open_ids(&self, body: &[u8], f: &mut dyn FnMut(&[u8])) {
+        each_string(body, "data", "clOrdId", f);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_venue_reads_its_time_and_open_orders() {
+        let t = br#"{"retCode":0,"retMsg":"OK","result":{"timeSecond":"1700000000","timeNano":"1700000000123456789"},"time":1700000000124}"#;
+        assert_eq!(<Bybit as Account>::read_time(t), Some(1_700_000_000_123));
+        let t = br#"{"code":"0","msg":"","data":[{"ts":"1700000000125"}]}"#;
+        assert_eq!(<Okx as Account>::read_time(t), Some(1_700_000_000_125));
+        assert_eq!(<Okx as Account>::read_time(b"{}"), None);
+        let mut ids = Vec::new();
+        each_string(
+            br#"{"result":{"list":[{"orderLinkId":"a1"},{"orderLinkId":"b2"}]}}"#,
+            "result.list",
+            "orderLinkId",
+            &mut |id| ids.push(id.to_vec()),
+        );
+        each_string(
+            br#"[{"clientOrderId":"c3"}]"#,
+            "",
+            "clientOrderId",
+            &mut |id| ids.push(id.to_vec()),
+        );
+        each_string(b"not json", "", "x", &mut |_| panic!("nothing to read"));
+        assert_eq!(ids, [b"a1".to_vec(), b"b2".to_vec(), b"c3".to_vec()]);
+    }
+}

@@ -1,0 +1,72 @@
+//! The one seam between the gateway and a transport: this turn's time, the budget,
+//! and a send that either takes the ticket or hands it back unsent.
+//!
+//! The event loop's [`Context`] is the transport in production; tests drive the
+//! gateway through a scripted one on jumped time.
+
+use arrayvec::ArrayVec;
+use ergon_core::{Budget, Ticket};
+use ergon_venues::endpoint::{Prepared, MAX_HEADERS};
+
+use crate::client::{PoolId, Refused, RequestId};
+use crate::event_loop::Context;
+use crate::http::Request;
+
+/// A transport for the gateway's requests.
+pub trait Wire {
+    /// This turn's time (the loop's monotonic clock).
+    fn now(&self) -> i64;
+    /// The budget every request is charged in.
+    fn budget(&mut self) -> &mut Budget;
+    /// Sends `req` now with its `ticket`, or hands the ticket back unsent.
+    fn send(
+        &mut self,
+        req: &Request<'_>,
+        ticket: Ticket,
+        deadline_ns: i64,
+    ) -> Result<RequestId, Refused>;
+}
+
+/// The event loop's context on one pool: the production [`Wire`].
+pub struct LoopWire<'a, 'c> {
+    /// The handler call's context.
+    pub cx: &'a mut Context<'c>,
+    /// The gateway's pool.
+    pub pool: PoolId,
+}
+
+impl Wire for LoopWire<'_, '_> {
+    fn now(&self) -> i64 {
+        self.cx.now()
+    }
+
+    fn budget(&mut self) -> &mut Budget {
+        self.cx.budget()
+    }
+
+    fn send(
+        &mut self,
+        req: &Request<'_>,
+        ticket: Ticket,
+        deadline_ns: i64,
+    ) -> Result<RequestId, Refused> {
+        self.cx.request(self.pool, req, ticket, deadline_ns)
+    }
+}
+
+/// Calls `f` with `p` as the client encodes it (None: `p` is empty).
+pub(crate) fn encode<R>(p: &Prepared, f: impl FnOnce(&Request<'_>) -> R) -> Option<R> {
+    let method = p.method()?;
+    let mut h: ArrayVec<(&str, &str), MAX_HEADERS> = ArrayVec::new();
+    for kv in p.headers() {
+        if h.try_push(kv).is_err() {
+            break;
+        }
+    }
+    Some(f(&Request {
+        method: method.as_str(),
+        target: p.target(),
+        headers: &h,
+        body: p.body(),
+    }))
+}
