@@ -191,7 +191,7 @@ proptest! {
                 let r1 = a1.on_response(req, &with, &mut b1, NOW_NS);
                 let r2 = a2.on_response(req, &without, &mut b2, NOW_NS);
                 if good.len() == hs.len() {
-                    prop_assert_eq!(untagged(&r1), untagged(&r2), "{} {:?}", venue, req);
+                    prop_assert_eq!(untagged(r1), untagged(r2), "{} {:?}", venue, req);
                 }
                 prop_assert_eq!(untagged(verdict_of(r1)), untagged(verdict_of(r2)), "{} {:?}", venue, req);
                 prop_assert_eq!(state(&b1), state(&b2), "{} {:?}", venue, req);
