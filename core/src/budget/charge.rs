@@ -281,6 +281,23 @@ impl Budget {
         if ticket.shape != NO_SHAPE {
             return self.refund_shape(ticket, now_ns);
         }
+        if ticket.seq > self.last_settle_seq {
+            // Charged through the lanes, and no lane settled since: the units are
+            // still in the lanes, and go back there.
+            self.returned += 1;
+            self.clock(now_ns);
+            for (k, part) in ticket.parts.iter().enumerate() {
+                let i = part.bucket.index() % MAX_BUCKETS;
+                let cost = u64::from(part.cost);
+                self.rooms[i] += cost;
+                let lane = &mut self.lanes[i];
+                lane.refunded += cost;
+                if !ticket.parts[..k].iter().any(|p| p.bucket == part.bucket) {
+                    lane.refunds += 1;
+                }
+            }
+            return Ok(());
+        }
         self.refund_parts(&ticket.parts, ticket.at_ns, ticket.seq, now_ns);
         Ok(())
     }
