@@ -67,7 +67,7 @@ const TABLE: &[(&str, &str, &str, &[Effect])] = &[
     ("kraken-spot", "busy", "Unknown", &[]),
     ("kraken-spot", "unavailable_read", "NotRun", &[Used("api", 1)]),
     ("kraken-spot", "insufficient_funds", "Rejected", &[]),
-    ("kraken-spot", "batch_mixed", "Unknown", &[Used("trading", 1)]),
+    ("kraken-spot", "batch_mixed", "Done", &[Used("trading", 1)]),
     ("kraken-spot", "gateway_502", "Unknown", &[]),
     ("kraken-spot", "far_future_429", "Banned bucket=ip until_ms=86400000", &[Halted("ip", 86_400_000)]),
     ("kraken-spot", "zero_wait_429", "Throttled bucket=ip until_ms=1000", &[Held("ip", 1_000)]),
@@ -82,7 +82,7 @@ const TABLE: &[(&str, &str, &str, &[Effect])] = &[
     ("kraken-futures", "insufficient_funds", "Rejected", &[]),
     ("kraken-futures", "edit_ok", "Done", &[Used("derivatives", 10)]),
     ("kraken-futures", "cancel_not_found", "Rejected", &[]),
-    ("kraken-futures", "batch_mixed", "Unknown", &[Used("derivatives", 11)]),
+    ("kraken-futures", "batch_mixed", "Done", &[Used("derivatives", 11)]),
     ("kraken-futures", "ban_403", "Banned bucket=ip until_ms=300000", &[Halted("ip", 300_000)]),
     ("kraken-futures", "far_future_429", "Banned bucket=derivatives until_ms=86400000", &[Halted("derivatives", 86_400_000)]),
     ("kraken-futures", "zero_wait_429", "Throttled bucket=derivatives until_ms=10000", &[Held("derivatives", 10_000)]),
@@ -986,13 +986,13 @@ fn batches_keep_their_items() {
         (
             "kraken-spot",
             "batch_mixed",
-            "Unknown",
+            "Done",
             &["item 0 Done", "item 1 Rejected"],
         ),
         (
             "kraken-futures",
             "batch_mixed",
-            "Unknown",
+            "Done",
             &["item 0 Done", "item 1 Rejected"],
         ),
     ] {
