@@ -4,7 +4,8 @@
 //! Drive invariant, one turn: wait in epoll (not at all in busy-poll mode, else
 //! until the next deadline) → read the clock once, that is `now` for the whole
 //! turn → handle every ready descriptor → fire due timers → let the client expire
-//! deadlines and reopen connections → [`Budget::tick`] if the turn was idle → the
+//! deadlines and reopen connections → [`Budget::tick`] if the turn was idle or
+//! the budget's [`poll_timeout`](Budget::poll_timeout) is reached → the
 //! handler's [`on_turn`](ClientHandler::on_turn). Every failure found inside a
 //! handler call is reported as soon as that call returns.
 //!
@@ -46,7 +47,8 @@ pub struct Config {
     pub busy_poll: bool,
     /// Events taken from epoll per turn.
     pub max_events: usize,
-    /// How often an idle loop calls [`Budget::tick`].
+    /// How often an idle loop calls [`Budget::tick`], and the shortest gap between
+    /// two ticks.
     pub idle_tick_ns: i64,
     /// Longest a parked loop sleeps with nothing due.
     pub max_park_ns: i64,
@@ -513,7 +515,10 @@ impl EventLoop {
         }
         self.client.service(&mut self.budget, &mut self.ctl, h, now);
         self.client.drain(&mut self.budget, &mut self.ctl, h, now);
-        if n == 0 && now - self.last_tick >= self.cfg.idle_tick_ns {
+        // Tick when idle or when the budget's own deadline is reached, at most once
+        // per `idle_tick_ns` (a deadline a tick did not move cannot spin the loop).
+        let due = self.budget.poll_timeout(now).is_some_and(|t| t <= now);
+        if (n == 0 || due) && now - self.last_tick >= self.cfg.idle_tick_ns {
             self.budget.tick(now);
             self.last_tick = now;
         }
@@ -527,13 +532,15 @@ impl EventLoop {
         Ok(())
     }
 
-    /// When the budget next needs the loop: the one call site for
-    /// `Budget::poll_timeout(now)` (the next instant a lane closes, a hold ends or
-    /// a window rolls) once ergon-core has it (issue 14). Until then None: the
-    /// budget is ticked on idle turns ([`Config::idle_tick_ns`]) and a parked
-    /// loop wakes at least every [`Config::max_park_ns`].
+    /// When the budget next needs the loop: [`Budget::poll_timeout`] (the next
+    /// instant a lane closes, a hold ends or a window rolls), where the turn then
+    /// calls [`Budget::tick`] so the deadline moves on. Never sooner than
+    /// [`Config::idle_tick_ns`] after the last tick: a deadline already past that
+    /// a tick did not move parks for that long instead of spinning.
     fn budget_deadline(&self) -> Option<i64> {
-        None
+        self.budget
+            .poll_timeout(self.now)
+            .map(|t| t.max(self.last_tick.saturating_add(self.cfg.idle_tick_ns)))
     }
 
     /// Closes every connection; requests still in flight are reported to `h` as
@@ -664,5 +671,61 @@ mod tests {
         assert_eq!(lp.client().counters().timeouts, 1);
         assert_eq!(lp.budget().stats(orders).unwrap().used, 0);
         drop(peer);
+    }
+
+    /// Counts turns and parks until `until` on the loop's clock.
+    struct Idle {
+        until: i64,
+        turns: u32,
+        parks: u32,
+    }
+
+    impl ClientHandler for Idle {
+        fn on_response(&mut self, _: &mut Context<'_>, _: RequestId, _: Response<'_>, _: Flight) {
+            panic!("no request made");
+        }
+        fn on_error(&mut self, _: &mut Context<'_>, _: RequestId, _: Sent, _: Error) {
+            panic!("no request made");
+        }
+        fn on_turn(&mut self, cx: &mut Context<'_>) {
+            self.turns += 1;
+            if cx.now() >= self.until {
+                cx.stop();
+            }
+        }
+        fn before_park(&mut self, _: &mut Context<'_>) -> bool {
+            self.parks += 1;
+            true
+        }
+    }
+
+    // Real time, unavoidably: this loop reads the monotonic clock itself, so the
+    // only way to see it wake at the budget's deadline is to let ~350 ms pass.
+    #[test]
+    fn a_parked_loop_wakes_at_each_window_roll_and_does_not_spin() {
+        let mut b = Budget::builder();
+        // Sliding window of 1 s in 10 slots: the ring rolls every 100 ms.
+        b.add("orders", Spec::sliding(10, 1_000_000_000, 10))
+            .unwrap();
+        let start = clock::now_ns();
+        let cfg = Config {
+            // Longer than the test: without the budget's deadline the loop would
+            // park once and never see the rolls.
+            max_park_ns: 10_000_000_000,
+            ..Config::default()
+        };
+        let mut lp = EventLoop::new(cfg, b.build(start).unwrap()).unwrap();
+        let mut h = Idle {
+            until: start + 350_000_000,
+            turns: 0,
+            parks: 0,
+        };
+        lp.run(&mut h).unwrap();
+        // Woke at the rolls at 100, 200 and 300 ms, each tick moving the deadline
+        // on: a few turns, not thousands, and the budget saw time pass.
+        assert!(h.parks >= 3, "parks {}", h.parks);
+        assert!(h.turns <= 12, "turns {} (spinning?)", h.turns);
+        assert!(lp.budget().now_ns() >= start + 300_000_000);
+        assert!(lp.budget().poll_timeout(lp.now()).unwrap() > lp.now());
     }
 }
