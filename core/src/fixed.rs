@@ -89,8 +89,12 @@ impl Windows {
     /// `t` must lie in the current window.
     #[inline]
     fn sides(&self, t: i64) -> (bool, bool) {
-        let pos = t - self.start_ns;
-        (pos < self.guard_ns, pos >= self.window_ns - self.guard_ns)
+        // From the end, not start + window: after a phase change the current window
+        // may be longer than one window.
+        (
+            t - self.start_ns < self.guard_ns,
+            t >= self.end_ns.saturating_sub(self.guard_ns),
+        )
     }
 
     /// At `now` (after [`Windows::advance`]): the most any window a charge counts in
@@ -214,6 +218,32 @@ impl Windows {
         if pos >= self.window_ns - self.guard_ns {
             take(index + 1);
         }
+    }
+
+    /// Realigns the windows to `phase_ns` at `now` (after [`Windows::advance`]),
+    /// never minting: the current window stretches from its start to the first new
+    /// boundary at or after its end, so what it counted stays counted until the
+    /// later of the old and the new window's end, and every window of either
+    /// alignment inside it is held to the limit. If the new window holding `now`
+    /// starts earlier, the previous window's count is added too (it may hold
+    /// charges of that new window). Normal windows follow from that boundary.
+    pub(crate) fn set_phase(&mut self, phase_ns: i64, now: i64) {
+        let phase_ns = phase_ns.rem_euclid(self.window_ns);
+        if phase_ns == self.phase_ns {
+            return;
+        }
+        let (old_start, old_end, [prev, cur, next]) = (self.start_ns, self.end_ns, self.counts);
+        self.phase_ns = phase_ns;
+        let new_start = self.start_of(self.index_of(now));
+        // The new window that ends at or after the old end.
+        self.set_index(self.index_of(old_end.saturating_sub(1)));
+        let cur = if new_start < old_start {
+            cur.saturating_add(prev)
+        } else {
+            cur
+        };
+        self.start_ns = old_start;
+        self.counts = [prev, cur, next];
     }
 
     /// Units that would be counted at `now`, without rolling.

@@ -355,6 +355,22 @@ impl Bucket {
         self.stats.limit
     }
 
+    /// The fixed windows, if this bucket is one.
+    pub(super) fn fixed_mut(&mut self) -> Option<&mut Windows> {
+        match &mut self.state {
+            State::Fixed(windows) => Some(windows),
+            _ => None,
+        }
+    }
+
+    /// The window of a fixed-window bucket.
+    pub(super) fn fixed_window_ns(&self) -> Option<i64> {
+        match &self.state {
+            State::Fixed(windows) => Some(windows.window_ns()),
+            _ => None,
+        }
+    }
+
     pub(super) fn window_ns(&self) -> i64 {
         match &self.state {
             State::Sliding(ring) => ring.window_ns(),

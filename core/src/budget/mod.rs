@@ -365,6 +365,47 @@ impl Budget {
         self.change(bucket, now, |b| b.halted = false)
     }
 
+    /// Realigns a fixed-window bucket's windows to `phase_ns` (what
+    /// [`Spec::phase`](crate::Spec::phase) set at build), for a venue clock
+    /// re-anchored since. `Ok(false)`: the bucket has no fixed windows, nothing
+    /// changed. Conservative, never minting budget: the current window stretches
+    /// to the first new boundary at or after its end, so units counted in it stay
+    /// counted until the later of the old and the new window's end; from there
+    /// the windows follow the new phase.
+    ///
+    /// ```
+    /// # use ergon_core::{Budget, Class, Part, Spec};
+    /// let mut b = Budget::builder();
+    /// let w = b.add("w", Spec::fixed(2, 1_000)).unwrap();
+    /// let mut budget = b.build(0).unwrap();
+    /// let _t = budget.try_charge(&[Part::new(w, 2)], Class::Normal, 0).unwrap();
+    /// assert_eq!(budget.set_phase(w, 500, 100), Ok(true)); // windows now end at 500
+    /// // The two units stay counted past 500, up to the old end at 1000.
+    /// assert!(budget.try_charge(&[Part::new(w, 1)], Class::Normal, 700).is_err());
+    /// assert!(budget.try_charge(&[Part::new(w, 1)], Class::Normal, 1_500).is_ok());
+    /// ```
+    pub fn set_phase(
+        &mut self,
+        bucket: BucketId,
+        phase_ns: i64,
+        now_ns: i64,
+    ) -> Result<bool, ForeignId> {
+        let now = self.clock(now_ns);
+        self.change(bucket, now, |b| match b.fixed_mut() {
+            Some(windows) => {
+                windows.set_phase(phase_ns, now);
+                true
+            }
+            None => false,
+        })
+    }
+
+    /// The window of a fixed-window bucket, to compute its phase for
+    /// [`Budget::set_phase`]; `None` for other buckets.
+    pub fn fixed_window_ns(&self, bucket: BucketId) -> Result<Option<i64>, ForeignId> {
+        Ok(self.own(bucket)?.fixed_window_ns())
+    }
+
     /// The halted buckets.
     pub fn halted(&self) -> impl Iterator<Item = BucketId> + '_ {
         self.ids().filter(|id| self.buckets[id.index()].halted)
