@@ -41,6 +41,11 @@ impl Windows {
         self.window_ns
     }
 
+    /// Where the windows are aligned: they start at `phase + n·window`.
+    pub(crate) fn phase_ns(&self) -> i64 {
+        self.phase_ns
+    }
+
     fn index_of(&self, t: i64) -> i64 {
         t.saturating_sub(self.phase_ns).div_euclid(self.window_ns)
     }

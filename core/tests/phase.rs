@@ -89,6 +89,7 @@ fn a_full_window_stays_full_until_the_later_end() {
     assert!(t.is_ok());
     // New windows at 300 + n·1000: the new window holding 100 ends at 300.
     assert_eq!(budget.set_phase(w, 300, 100), Ok(true));
+    assert_eq!(budget.fixed_window(w), Ok(Some((WINDOW, 300))));
     for now in [300, 999, 1_299] {
         assert!(
             budget
@@ -105,5 +106,5 @@ fn a_full_window_stays_full_until_the_later_end() {
     let s = b.add("s", Spec::sliding(5, WINDOW, 10)).unwrap();
     let mut budget = b.build(0).unwrap();
     assert_eq!(budget.set_phase(s, 300, 100), Ok(false));
-    assert_eq!(budget.fixed_window_ns(s), Ok(None));
+    assert_eq!(budget.fixed_window(s), Ok(None));
 }

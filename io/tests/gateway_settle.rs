@@ -2,7 +2,7 @@
 //! each report of the transport and each answer of the venue becomes (events,
 //! refunds, re-sends, queries), and that an unknown write is never sent twice.
 
-use ergon_core::{Budget, Class, Flight, Ticket, Why};
+use ergon_core::{BucketId, Budget, Class, Flight, Ticket, Why};
 use ergon_io::client::{Refused, RequestId, Sent};
 use ergon_io::gateway::{Event, Gateway, OrderState, Prepared, Wire, RETRY_GAP_NS};
 use ergon_io::http::Request;
@@ -371,8 +371,12 @@ fn a_ban_halts_until_a_person_clears_it() {
 }
 
 #[test]
-fn repeated_clock_skew_reanchors_the_venue_clock() {
+fn repeated_clock_skew_reanchors_the_venue_clock_and_realigns_fixed_windows() {
     let (mut gw, mut w) = setup();
+    let before: std::collections::HashMap<_, _> = ids_and_phases(&w.budget)
+        .into_iter()
+        .map(|(id, _, phase)| (id, phase))
+        .collect();
     let skew = br#"{"code":-1021,"msg":"Timestamp for this request was 1000ms ahead of the server's time."}"#;
     for (i, cid) in ["s1", "s2"].iter().enumerate() {
         place(&mut gw, &mut w, cid, i as u64);
@@ -398,4 +402,22 @@ fn repeated_clock_skew_reanchors_the_venue_clock() {
     assert_eq!(gw.stats().reanchors, 1);
     let c = gw.venue().limits.clock;
     assert_eq!(c.utc_ms(w.now - 2 * MS), 1_699_999_999_300);
+    // Every fixed bucket's windows moved to the new anchor's UTC boundaries.
+    let fixed: Vec<_> = ids_and_phases(&w.budget);
+    assert!(!fixed.is_empty());
+    for (id, window, phase) in fixed {
+        assert_eq!(phase, c.phase_ns(window), "bucket {id:?}");
+        assert_ne!(phase, before[&id], "bucket {id:?} did not move");
+    }
+}
+
+/// Each fixed bucket of `budget` with its window and phase.
+fn ids_and_phases(budget: &Budget) -> Vec<(BucketId, i64, i64)> {
+    budget
+        .ids()
+        .filter_map(|id| {
+            let (window, phase) = budget.fixed_window(id).ok()??;
+            Some((id, window, phase))
+        })
+        .collect()
 }

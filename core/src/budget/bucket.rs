@@ -363,10 +363,10 @@ impl Bucket {
         }
     }
 
-    /// The window of a fixed-window bucket.
-    pub(super) fn fixed_window_ns(&self) -> Option<i64> {
+    /// The window and phase of a fixed-window bucket.
+    pub(super) fn fixed_window(&self) -> Option<(i64, i64)> {
         match &self.state {
-            State::Fixed(windows) => Some(windows.window_ns()),
+            State::Fixed(windows) => Some((windows.window_ns(), windows.phase_ns())),
             _ => None,
         }
     }

@@ -400,10 +400,11 @@ impl Budget {
         })
     }
 
-    /// The window of a fixed-window bucket, to compute its phase for
-    /// [`Budget::set_phase`]; `None` for other buckets.
-    pub fn fixed_window_ns(&self, bucket: BucketId) -> Result<Option<i64>, ForeignId> {
-        Ok(self.own(bucket)?.fixed_window_ns())
+    /// The window and the phase (`window_ns`, `phase_ns`) of a fixed-window
+    /// bucket, to compute its phase for [`Budget::set_phase`]; `None` for other
+    /// buckets. Windows start at `phase_ns + n·window_ns`.
+    pub fn fixed_window(&self, bucket: BucketId) -> Result<Option<(i64, i64)>, ForeignId> {
+        Ok(self.own(bucket)?.fixed_window())
     }
 
     /// The halted buckets.

@@ -3,8 +3,8 @@
 
 use std::collections::VecDeque;
 
-use arrayvec::ArrayString;
-use ergon_core::{Class, Flight, Limited, Resend, Verdict, Why};
+use arrayvec::{ArrayString, ArrayVec};
+use ergon_core::{BucketId, Class, Flight, Limited, Resend, Verdict, Why, MAX_BUCKETS};
 use ergon_venues::adapt::{self, Clock, Request as Kind};
 use ergon_venues::endpoint::{Lookup, OrderRef, Prepared, Symbol};
 use ergon_venues::response::Response;
@@ -363,7 +363,7 @@ impl<E: Account> Gateway<E> {
             if let Some((time_id, sent_at)) = self.time {
                 if time_id == id {
                     self.time = None;
-                    self.on_time(sent_at, now, &r);
+                    self.on_time(w, sent_at, now, &r);
                 }
             }
             return None;
@@ -680,10 +680,21 @@ impl<E: Account> Gateway<E> {
         }
     }
 
-    fn on_time(&mut self, sent_at: i64, now: i64, r: &Response<'_>) {
+    /// Re-anchors the venue clock on a time read's answer and realigns every fixed
+    /// bucket's windows to the new anchor
+    /// ([`Budget::set_phase`](ergon_core::Budget::set_phase), never minting).
+    fn on_time<W: Wire>(&mut self, w: &mut W, sent_at: i64, now: i64, r: &Response<'_>) {
         if let Some(server_ms) = E::read_time(r.body).filter(|_| r.status == 200) {
-            self.venue
-                .set_clock(Clock::anchor(sent_at + (now - sent_at) / 2, server_ms));
+            let clock = Clock::anchor(sent_at + (now - sent_at) / 2, server_ms);
+            self.venue.set_clock(clock);
+            let budget = w.budget();
+            let ids: ArrayVec<BucketId, MAX_BUCKETS> = budget.ids().collect();
+            for id in ids {
+                // The budget's own ids: never foreign.
+                if let Ok(Some((window, _))) = budget.fixed_window(id) {
+                    let _ = budget.set_phase(id, clock.phase_ns(window), now);
+                }
+            }
             self.stats.reanchors += 1;
             self.skews = 0;
         }

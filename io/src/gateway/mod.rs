@@ -51,7 +51,9 @@
 //!
 //! [`Gateway::start`] reads the venue's time (anchoring the venue clock at the
 //! round trip's midpoint) and its published limits on its own connection; two
-//! clock-skew answers in a row re-read the time and re-anchor ([`Account::set_clock`]).
+//! clock-skew answers in a row re-read the time, re-anchor ([`Account::set_clock`])
+//! and realign every fixed bucket's windows to the new anchor
+//! ([`Budget::set_phase`](ergon_core::Budget::set_phase)).
 //! Open orders come from [`Gateway::poll_open_orders`]: Binance Spot's listenKey
 //! stream was discontinued on 2026-02-20, and nothing here ever calls
 //! `/api/v3/userDataStream`.
