@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use ergon_core::{Class, MAX_PARTS};
+use ergon_core::{Budget, Class, Kind as SpecKind, Spec, MAX_PARTS};
 
 use crate::boundary::ring::{bounded, CapacityError, Consumer, Producer};
 
@@ -157,6 +157,78 @@ pub struct Declarations {
     pub lines: Vec<String>,
     /// Labels by index (at most 255), as [`Record::label`] names them.
     pub labels: Vec<String>,
+}
+
+impl Declarations {
+    /// Every bucket of `budget`, declared as it was built, and no labels.
+    ///
+    /// The format counts a fixed window's phase and guard in whole milliseconds:
+    /// they are rounded to the nearest (a boundary moves by at most half a
+    /// millisecond). A bucket's cap on server waits ([`Spec::max_wait`]) has no
+    /// field and is left at its default.
+    pub fn of(budget: &Budget) -> Declarations {
+        let mut d = Declarations::default();
+        for id in budget.ids() {
+            let (Ok(name), Ok(spec)) = (budget.name(id), budget.spec(id)) else {
+                continue;
+            };
+            d.lines.push(declaration(&quote(name), &spec));
+            d.names.push(name.to_string());
+        }
+        d
+    }
+}
+
+fn declaration(name: &str, spec: &Spec) -> String {
+    let ms = |ns: i64| (ns + 500_000).div_euclid(1_000_000);
+    let mut s = format!("{{\"bucket\":{name},");
+    let _ = match spec.kind() {
+        SpecKind::Sliding {
+            limit,
+            window_ns,
+            slots,
+        } => write!(
+            s,
+            "\"kind\":\"sliding\",\"limit\":{limit},\"window_ms\":{},\"slots\":{slots}",
+            ms(window_ns)
+        ),
+        SpecKind::Fixed {
+            limit,
+            window_ns,
+            phase_ns,
+            guard_ns,
+        } => write!(
+            s,
+            "\"kind\":\"fixed\",\"limit\":{limit},\"window_ms\":{},\"phase_ms\":{},\"guard_ms\":{}",
+            ms(window_ns),
+            ms(phase_ns.rem_euclid(window_ns.max(1))),
+            ms(guard_ns)
+        ),
+        SpecKind::Token { interval_ns, burst } => write!(
+            s,
+            "\"kind\":\"token\",\"interval_ms\":{},\"burst\":{burst}",
+            interval_ms(interval_ns)
+        ),
+        SpecKind::InFlight { limit } => write!(s, "\"kind\":\"inflight\",\"limit\":{limit}"),
+        SpecKind::Gate => write!(s, "\"kind\":\"gate\""),
+    };
+    let [normal, bulk] = spec.class_headroom();
+    if normal != 0 || bulk != 0 {
+        let _ = write!(s, ",\"headroom\":{{\"normal\":{normal},\"bulk\":{bulk}}}");
+    }
+    s.push('}');
+    s
+}
+
+/// An interval in milliseconds that the replay reads back (times 10^6, rounded up)
+/// as exactly `ns`.
+fn interval_ms(ns: i64) -> f64 {
+    let ms = ns as f64 / 1e6;
+    if (ms * 1e6).ceil() as i64 == ns {
+        ms
+    } else {
+        (ns as f64 - 0.5) / 1e6
+    }
 }
 
 /// What [`Writer::finish`] reports.
@@ -346,4 +418,121 @@ fn quote(s: &str) -> String {
     }
     q.push('"');
     q
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    /// A writer the test reads back after the writer thread finished.
+    #[derive(Clone, Default)]
+    struct Shared(Arc<Mutex<Vec<u8>>>);
+
+    impl io::Write for Shared {
+        fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+            self.0
+                .lock()
+                .map_err(|_| io::Error::other("poisoned"))?
+                .extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_full_ring_drops_and_counts_without_waiting() {
+        let (ring, mut rx) = bounded::<Record>(8).unwrap();
+        let rec = Recorder {
+            ring,
+            dropped: Arc::new(AtomicU64::new(0)),
+        };
+        // Nobody drains: the ninth push onwards finds the ring full and returns.
+        for i in 0..20 {
+            rec.push(Record::lifecycle(i, Kind::Sent, i as u64 + 1));
+        }
+        assert_eq!(rec.dropped(), 12);
+        let kept: Vec<u64> = std::iter::from_fn(|| rx.pop()).map(|r| r.id).collect();
+        assert_eq!(
+            kept,
+            (1..=8).collect::<Vec<_>>(),
+            "the first eight, in order"
+        );
+        // Room again: pushes go through and the count stays.
+        rec.push(Record::lifecycle(30, Kind::Sent, 31));
+        assert_eq!(rx.pop().map(|r| r.id), Some(31));
+        assert_eq!(rec.dropped(), 12);
+    }
+
+    #[test]
+    fn records_become_replay_lines_declarations_first() {
+        let mut b = Budget::builder();
+        let w = b
+            .add(
+                "weight",
+                Spec::sliding(1200, 60_000_000_000, 60).headroom(100, 400),
+            )
+            .unwrap();
+        let o = b
+            .add(
+                "orders \"10s\"",
+                Spec::fixed(50, 10_000_000_000)
+                    .phase(1_400_000)
+                    .guard(20_000_000),
+            )
+            .unwrap();
+        b.add("rate", Spec::token(3, 5)).unwrap();
+        b.add("ip", Spec::gate()).unwrap();
+        let budget = b.build(0).unwrap();
+        let mut decl = Declarations::of(&budget);
+        decl.labels = vec!["trade:order".into()];
+        let out = Shared::default();
+        let (rec, writer) = start_to(out.clone(), decl, 16).unwrap();
+        let (w, o) = (w.index() as u8, o.index() as u8);
+        rec.push(Record::charge(5, 1, Class::Urgent, 0, &[(w, 1), (o, 1)]));
+        rec.push(Record::lifecycle(6, Kind::Sent, 1));
+        rec.push(Record::bucket(7, Kind::Throttled, w, 1_500_000));
+        rec.push(Record::bucket(7, Kind::Banned, o, -1));
+        rec.push(Record::lifecycle(8, Kind::Complete, 1));
+        rec.push(Record::charge(9, 2, Class::Bulk, NO_LABEL, &[(w, 2)]));
+        rec.push(Record::lifecycle(9, Kind::Refund, 2));
+        rec.push(Record::bucket(10, Kind::ClearHalt, o, 0));
+        rec.push(Record::bucket(11, Kind::Observe, w, 17));
+        let written = writer.finish().unwrap();
+        assert_eq!(
+            written,
+            Written {
+                events: 9,
+                dropped: 0
+            }
+        );
+        let text = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines,
+            [
+                r#"{"bucket":"weight","kind":"sliding","limit":1200,"window_ms":60000,"slots":60,"headroom":{"normal":100,"bulk":400}}"#,
+                r#"{"bucket":"orders \"10s\"","kind":"fixed","limit":50,"window_ms":10000,"phase_ms":1,"guard_ms":20}"#,
+                r#"{"bucket":"rate","kind":"token","interval_ms":333.333334,"burst":5}"#,
+                r#"{"bucket":"ip","kind":"gate"}"#,
+                r#"{"t":5,"charge":"1","class":"urgent","parts":{"weight":1,"orders \"10s\"":1},"label":"trade:order"}"#,
+                r#"{"t":6,"sent":"1"}"#,
+                r#"{"t":7,"throttled":"weight","wait_ms":2}"#,
+                r#"{"t":7,"banned":"orders \"10s\""}"#,
+                r#"{"t":8,"complete":"1"}"#,
+                r#"{"t":9,"charge":"2","class":"bulk","parts":{"weight":2}}"#,
+                r#"{"t":9,"refund":"2"}"#,
+                r#"{"t":10,"clear_halt":"orders \"10s\""}"#,
+                r#"{"t":11,"observe":"weight","used":17}"#,
+            ]
+        );
+    }
+
+    #[test]
+    fn a_ring_that_is_no_power_of_two_is_an_error() {
+        let e = start_to(Shared::default(), Declarations::default(), 12).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
+    }
 }
