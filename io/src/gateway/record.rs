@@ -536,3 +536,45 @@ mod tests {
         assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
     }
 }
+
+/// The loop thread's cost of one record: `cargo test --release -p ergon-io --lib
+/// record::cost -- --nocapture --ignored` prints it (a timing, so not run by default).
+#[cfg(test)]
+mod cost {
+    use super::*;
+
+    const N: u64 = 1 << 18;
+
+    fn pushes(rec: &Recorder) -> f64 {
+        let parts = [(0u8, 1u32), (1, 1), (2, 0)];
+        let t0 = std::time::Instant::now();
+        for i in 0..N {
+            rec.push(Record::charge(i as i64, i, Class::Normal, NO_LABEL, &parts));
+        }
+        t0.elapsed().as_nanos() as f64 / N as f64
+    }
+
+    #[test]
+    #[ignore = "a timing: run it on purpose, with --nocapture"]
+    fn ns_per_push() {
+        // A ring with room for all: the push alone, no drops.
+        let (ring, _rx) = bounded::<Record>(N as usize).unwrap();
+        let rec = Recorder {
+            ring,
+            dropped: Arc::new(AtomicU64::new(0)),
+        };
+        let ns = pushes(&rec);
+        println!("{ns:.1} ns per recorded charge, ring with room ({N} pushes)");
+        assert_eq!(rec.dropped(), 0);
+        // Back to back against the writer thread: the worst case, the ring fills.
+        let (rec, writer) = start_to(io::sink(), Declarations::default(), 1 << 16).unwrap();
+        let ns = pushes(&rec);
+        let w = writer.finish().unwrap();
+        println!(
+            "{ns:.1} ns per recorded charge, back to back while the writer drains \
+             ({N} pushes, {} dropped)",
+            w.dropped
+        );
+        assert_eq!(w.events + w.dropped, N, "every record written or counted");
+    }
+}
