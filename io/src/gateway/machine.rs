@@ -12,7 +12,7 @@ use ergon_venues::response::Response;
 use super::endpoints::Account;
 use super::events::{Event, Tag, OPEN_ORDERS};
 use super::ledger::{Key, Ledger, Stage};
-use super::record::{Kind as Rec, Record, Recorder, NO_LABEL};
+use super::record::{self, Declarations, Kind as Rec, Record, Recorder, Writer, Written, NO_LABEL};
 use super::wire::{encode, Wire};
 use crate::client::{RequestId, Sent};
 
@@ -108,6 +108,8 @@ pub struct Gateway<E> {
 #[derive(Debug, Default)]
 struct Trace {
     recorder: Option<Recorder>,
+    /// The writer thread, when the gateway started it ([`Gateway::record_to`]).
+    writer: Option<Writer>,
     next: u64,
     slots: Vec<u64>,
     open: u64,
@@ -228,6 +230,27 @@ impl<E: Account> Gateway<E> {
     /// reads inside an answer are not seen here.
     pub fn record(&mut self, recorder: Recorder) {
         self.trace.recorder = Some(recorder);
+    }
+
+    /// Records into the file at `path` (created or truncated) with `budget`'s buckets
+    /// as its declarations, through a ring of [`record::RING`] records; the writer
+    /// thread runs until [`Gateway::finish_record`] or the gateway's drop.
+    pub fn record_to(
+        &mut self,
+        path: &std::path::Path,
+        budget: &ergon_core::Budget,
+    ) -> std::io::Result<()> {
+        let (recorder, writer) = record::start(path, Declarations::of(budget), record::RING)?;
+        self.record(recorder);
+        self.trace.writer = Some(writer);
+        Ok(())
+    }
+
+    /// Stops recording: the writer [`Gateway::record_to`] started drains the ring,
+    /// flushes the file and reports (None: it started none).
+    pub fn finish_record(&mut self) -> Option<std::io::Result<Written>> {
+        self.trace.recorder = None;
+        self.trace.writer.take().map(Writer::finish)
     }
 
     /// What it did so far.

@@ -70,6 +70,10 @@ pub struct Record {
     pub value: i64,
 }
 
+/// The ring [`crate::gateway::Gateway::record_to`] uses: 65,536 records (about
+/// 7 MB), seconds of a busy loop's calls if the writer stalls.
+pub const RING: usize = 1 << 16;
+
 /// A label index that names no label: the charge line has no `"label"`.
 pub const NO_LABEL: u8 = u8::MAX;
 
@@ -246,6 +250,18 @@ pub struct Writer {
     stop: Arc<AtomicBool>,
     dropped: Arc<AtomicU64>,
     thread: Option<JoinHandle<io::Result<u64>>>,
+}
+
+impl Written {
+    /// A line for the operator when records were dropped (None: the trace is whole).
+    pub fn warning(&self) -> Option<String> {
+        (self.dropped > 0).then(|| {
+            format!(
+                "warning: {} records dropped on a full ring: the trace is incomplete",
+                self.dropped
+            )
+        })
+    }
 }
 
 impl Writer {
