@@ -78,6 +78,11 @@ fn a_recorded_run_replays_to_the_same_decisions() {
         .iter()
         .filter(|(id, ok)| replayed.get(**id) != Some(*ok))
         .collect();
+    println!(
+        "{} charges recorded, {refused_live} refused live; replay differs on {}",
+        live.len(),
+        differ.len()
+    );
     assert!(
         differ.is_empty(),
         "{} of {} differ: {differ:?}",
