@@ -10,14 +10,13 @@
 use std::io::{self, Write};
 use std::sync::Arc;
 
-use ergon_venue_sim::Server;
-
 use ergon_core::Class::{self, Bulk, Normal, Urgent};
 use ergon_core::{BucketId, Part};
 pub use ergon_io::gateway::Control;
 use ergon_io::gateway::{
     self, Account, Api, Event, Gateway, Keys, Prepared, Start, Stats, Strategy,
 };
+use ergon_venue_sim::Server;
 use ergon_venues::adapt::Error as VenueError;
 use ergon_venues::binance_spot::BinanceSpot;
 use ergon_venues::bybit::Bybit;
@@ -31,7 +30,7 @@ const SEC: i64 = 1_000 * MS;
 const POLL_EVERY: i64 = 500 * MS;
 
 const USAGE: &str = "usage: mm_loop [--venue binance-spot|bybit|okx] [--base URL] \
-[--duration SECS] [--demand X] [--cpu N] [--api-key K --api-secret S] [--json] [--no-stream]";
+[--duration SECS] [--demand X] [--cpu N] [--api-key K --api-secret S] [--json] [--no-stream] [--record FILE]";
 
 /// The one warning a run without a user data stream prints.
 pub const NO_STREAM_WARNING: &str = "warning: no user data stream in the gateway (Binance \
@@ -64,6 +63,8 @@ pub struct Options {
     pub sim: ergon_venue_sim::Config,
     /// Asked for the user data stream (false: `--no-stream`).
     pub stream: bool,
+    /// Record the budget's calls here as an `ergon-replay` trace (`--record FILE`).
+    pub record: Option<std::path::PathBuf>,
 }
 
 impl Default for Options {
@@ -81,6 +82,7 @@ impl Default for Options {
             guard_ms: 30,
             sim: ergon_venue_sim::Config::binance_spot(),
             stream: true,
+            record: None,
         }
     }
 }
@@ -163,10 +165,8 @@ impl Mm {
         self.seq += 1;
         let id = format!("{}{tag}{}", self.run_tag, self.seq);
         let client_order_id = ClientOrderId::new(&id).unwrap_or_default();
-        let (symbol, quantity) = (
-            self.symbol.expect("set"),
-            Decimal::new(qty).expect("decimal"),
-        );
+        let symbol = self.symbol.expect("set");
+        let quantity = Decimal::new(qty).expect("decimal");
         NewOrder {
             symbol,
             side,
@@ -204,10 +204,8 @@ impl Mm {
                 _ => (Side::Sell, 5_000_000 + 500 + wiggle),
             };
             let price = format!("{}.{:02}", cents / 100, cents % 100);
-            let (gtc, price) = (
-                OrderType::Limit(TimeInForce::Gtc),
-                Decimal::new(&price).ok(),
-            );
+            let gtc = OrderType::Limit(TimeInForce::Gtc);
+            let price = Decimal::new(&price).ok();
             let new = self.order(["b", "a"][slot], side, gtc, price, "0.010");
             let old = self.quotes[slot].resting.take().map(|(c, _)| c);
             self.quotes[slot].pending = Some((new.client_order_id, old));
@@ -383,13 +381,11 @@ fn mix<E: Account>(v: &mut E, symbol: Symbol<'static>) -> Vec<(Vec<Part>, f64)> 
         ..Mm::default()
     }
     .order("x", Side::Buy, OrderType::Market, None, "1");
-    let (cid, it) = (
-        new.client_order_id,
-        OrderRef {
-            symbol,
-            client_order_id: new.client_order_id,
-        },
-    );
+    let cid = new.client_order_id;
+    let it = OrderRef {
+        symbol,
+        client_order_id: cid,
+    };
     let mut take =
         |r: Result<&Prepared, VenueError>, n: f64| r.map(|p| mix.push((p.parts().to_vec(), n)));
     let replace = CancelReplace { cancel: cid, new };
@@ -428,7 +424,7 @@ pub fn run(
         (_, Some(s)) => Start::new(s.addr(), s.addr().to_string()),
         (None, None) => return Err("no venue".into()),
     };
-    start.loop_cfg.cpu = o.cpu;
+    (start.loop_cfg.cpu, start.record) = (o.cpu, o.record.clone());
     let (key, sec, pass) = match (&o.api_key, &o.api_secret, &sim) {
         (Some(k), Some(s), _) => (k.clone(), s.clone(), None),
         (None, None, Some(s)) => {
@@ -497,8 +493,11 @@ fn drive<E: Account>(
         s,
         ..Mm::default()
     };
-    let d = gateway::run(&mut lp, gw, pool, mm, control).map_err(|e| e.to_string())?;
+    let mut d = gateway::run(&mut lp, gw, pool, mm, control).map_err(|e| e.to_string())?;
     let mut s = d.strategy.s;
+    if let Some(w) = d.gateway.finish_record() {
+        s.warnings.extend(w.map_err(|e| e.to_string())?.warning());
+    }
     s.gw = *d.gateway.stats();
     Ok(s)
 }
@@ -569,6 +568,7 @@ pub fn parse_args(mut it: impl Iterator<Item = String>) -> Result<Options, Strin
             "--api-secret" => o.api_secret = Some(value()?),
             "--json" => o.json = true,
             "--no-stream" => o.stream = false,
+            "--record" => o.record = Some(value()?.into()),
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument {other:?}")),
         }

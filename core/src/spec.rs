@@ -186,6 +186,11 @@ impl Spec {
         self.kind
     }
 
+    /// The headroom declared, `[normal, bulk]` (see [`Spec::headroom`]).
+    pub const fn class_headroom(&self) -> [u64; 2] {
+        [self.headroom_normal, self.headroom_bulk]
+    }
+
     /// The units each class may use, Urgent first; gates have none.
     pub(crate) fn allowances(&self) -> [u64; 3] {
         let limit = self.limit();

@@ -1,7 +1,8 @@
 //! The gateway's steady state allocates nothing on plain HTTP: 10,000 orders, each
 //! prepared by the venue's endpoint into a reused buffer, submitted, sent on a
 //! keep-alive loopback connection, answered and delivered as an Applied event,
-//! counted by a global allocator on the loop thread after a warm-up.
+//! counted by a global allocator on the loop thread after a warm-up; and the same
+//! with the gateway recording a replay trace (the writer thread is not watched).
 
 mod common;
 
@@ -13,7 +14,9 @@ use common::alloc::{self, Counting};
 use ergon_io::client::PoolConfig;
 use ergon_io::core::{Budget, Class};
 use ergon_io::event_loop::{Config, EventLoop};
-use ergon_io::gateway::{Account, Api, Control, Driver, Event, Gateway, Prepared, Strategy};
+use ergon_io::gateway::{
+    record, Account, Api, Control, Driver, Event, Gateway, Prepared, Strategy,
+};
 use ergon_venues::adapt::{Clock, Request as Kind, Venue};
 use ergon_venues::binance_spot::{Auth, BinanceSpot};
 use ergon_venues::endpoint::{
@@ -121,6 +124,12 @@ fn serve(listener: std::net::TcpListener) {
 
 #[test]
 fn submit_to_event_allocates_nothing_in_steady_state() {
+    // One after the other: the count is shared by every watched thread.
+    round_trips(false);
+    round_trips(true);
+}
+
+fn round_trips(record: bool) {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     let server = std::thread::spawn(move || serve(listener));
@@ -135,7 +144,13 @@ fn submit_to_event_allocates_nothing_in_steady_state() {
     pc.connect_parts = venue.parts(Kind::Connect).unwrap().to_vec();
     let mut lp = EventLoop::new(Config::default(), b.build(now).unwrap()).unwrap();
     let pool = lp.add_pool(pc).unwrap();
-    let gateway = Gateway::new(venue, "BTCUSDT", 16, 1024).unwrap();
+    let mut gateway = Gateway::new(venue, "BTCUSDT", 16, 1024).unwrap();
+    let writer = record.then(|| {
+        let decl = record::Declarations::of(lp.budget());
+        let (recorder, writer) = record::start_to(std::io::sink(), decl, 1 << 16).unwrap();
+        gateway.record(recorder);
+        writer
+    });
     let mut d = Driver {
         gateway,
         strategy: Orders {
@@ -164,9 +179,17 @@ fn submit_to_event_allocates_nothing_in_steady_state() {
     assert_eq!(d.gateway.stats().sent, WARMUP + MEASURED);
     assert_eq!(d.gateway.in_flight(), 0);
     println!(
-        "allocations in {MEASURED} submit -> Applied round trips after warm-up: {}",
+        "allocations in {MEASURED} submit -> Applied round trips after warm-up \
+         (recording: {record}): {}",
         s.at_end - s.at_warm
     );
+    if let Some(w) = writer {
+        let w = w.finish().unwrap();
+        // A charge, a sent and a complete per order, a charge and a refund per send
+        // handed back: all of them, or counted drops.
+        let expected = 3 * (WARMUP + MEASURED) + 2 * s.other;
+        assert_eq!(w.events + w.dropped, expected, "{w:?}");
+    }
     assert_eq!(
         s.at_end - s.at_warm,
         0,

@@ -103,6 +103,8 @@ pub(super) struct Bucket {
     refusal_cache: Option<(u64, Class, Refusal)>,
     pub(super) halted: bool,
     pub(super) name: ArrayString<MAX_NAME>,
+    /// As declared (for [`super::Budget::spec`]).
+    pub(super) spec: Spec,
     pub(super) stats: Stats,
 }
 
@@ -140,6 +142,7 @@ impl Bucket {
             refusal_cache: None,
             halted: false,
             name,
+            spec: *spec,
             stats: Stats {
                 limit: spec.limit(),
                 ..Stats::default()

@@ -509,6 +509,11 @@ impl Budget {
         Ok(self.own(bucket)?.name.as_str())
     }
 
+    /// The spec `bucket` was declared with (to write it down: a recorded trace).
+    pub fn spec(&self, bucket: BucketId) -> Result<Spec, ForeignId> {
+        Ok(self.own(bucket)?.spec)
+    }
+
     /// Every bucket, in declaration order.
     pub fn ids(&self) -> impl Iterator<Item = BucketId> {
         let tag = self.tag;

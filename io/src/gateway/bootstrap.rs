@@ -37,6 +37,9 @@ pub struct Start {
     pub capacity: usize,
     /// How long the bootstrap may take.
     pub timeout_ns: i64,
+    /// Record the gateway's budget calls into this file as an `ergon-replay` trace
+    /// ([`super::record`]; [`Gateway::finish_record`] closes it).
+    pub record: Option<std::path::PathBuf>,
 }
 
 impl Start {
@@ -50,6 +53,7 @@ impl Start {
             connections: 4,
             capacity: 256,
             timeout_ns: 10 * SEC,
+            record: None,
         }
     }
 }
@@ -254,7 +258,11 @@ impl<E: Account> Gateway<E> {
         pc.connect_parts = venue.parts(Kind::Connect).map_err(|e| err(&e))?.to_vec();
         pc.connect_class = Class::Urgent;
         let pool = lp.add_pool(pc).map_err(|e| err(&e))?;
-        let gw = Gateway::new(venue, symbol, s.capacity, 1024).map_err(|e| err(&e))?;
+        let mut gw = Gateway::new(venue, symbol, s.capacity, 1024).map_err(|e| err(&e))?;
+        if let Some(path) = &s.record {
+            let writer = gw.record_to(path, lp.budget());
+            writer.map_err(|e| StartError(format!("--record {}: {e}", path.display())))?;
+        }
         Ok((lp, gw, pool))
     }
 }

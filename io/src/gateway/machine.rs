@@ -4,7 +4,7 @@
 use std::collections::VecDeque;
 
 use arrayvec::{ArrayString, ArrayVec};
-use ergon_core::{BucketId, Class, Flight, Limited, Resend, Verdict, Why, MAX_BUCKETS};
+use ergon_core::{BucketId, Class, Flight, Limited, Part, Resend, Verdict, Why, MAX_BUCKETS};
 use ergon_venues::adapt::{self, Clock, Request as Kind};
 use ergon_venues::endpoint::{Lookup, OrderRef, Prepared, Symbol};
 use ergon_venues::response::Response;
@@ -12,6 +12,7 @@ use ergon_venues::response::Response;
 use super::endpoints::Account;
 use super::events::{Event, Tag, OPEN_ORDERS};
 use super::ledger::{Key, Ledger, Stage};
+use super::record::{self, Declarations, Kind as Rec, Record, Recorder, Writer, Written, NO_LABEL};
 use super::wire::{encode, Wire};
 use crate::client::{RequestId, Sent};
 
@@ -99,6 +100,78 @@ pub struct Gateway<E> {
     open: Option<(RequestId, i64)>,
     open_req: Prepared,
     stats: Stats,
+    trace: Trace,
+}
+
+/// The recording side of a gateway: the recorder, if on, and the trace id of each
+/// ledger slot's current charge (and of the poll's and the time read's).
+#[derive(Debug, Default)]
+struct Trace {
+    recorder: Option<Recorder>,
+    /// The writer thread, when the gateway started it ([`Gateway::record_to`]).
+    writer: Option<Writer>,
+    next: u64,
+    slots: Vec<u64>,
+    open: u64,
+    time: u64,
+}
+
+impl Trace {
+    /// Records a charge of `parts` at `class`; its trace id (0: not recording).
+    fn charge(&mut self, now: i64, parts: &[Part], class: Class) -> u64 {
+        let Some(r) = &self.recorder else {
+            return 0;
+        };
+        self.next += 1;
+        let mut p = [(0u8, 0u32); ergon_core::MAX_PARTS];
+        for (slot, part) in p.iter_mut().zip(parts) {
+            // Bucket indices fit a u8: a budget has at most 255 buckets.
+            *slot = (part.bucket.index() as u8, part.cost);
+        }
+        let n = parts.len().min(p.len());
+        r.push(Record::charge(now, self.next, class, NO_LABEL, &p[..n]));
+        self.next
+    }
+
+    /// Records a refund of charge `id`.
+    fn refund(&self, now: i64, id: u64) {
+        if let (Some(r), true) = (&self.recorder, id != 0) {
+            r.push(Record::lifecycle(now, Rec::Refund, id));
+        }
+    }
+
+    /// Records the completion of charge `id`: the trace's `sent` then `complete`
+    /// (the transport marks a send inside the client; a completed request was sent).
+    fn done(&self, now: i64, id: u64) {
+        if let (Some(r), true) = (&self.recorder, id != 0) {
+            r.push(Record::lifecycle(now, Rec::Sent, id));
+            r.push(Record::lifecycle(now, Rec::Complete, id));
+        }
+    }
+
+    /// Records a throttle or ban the verdict says the budget took.
+    fn verdict(&self, now: i64, v: &Verdict) {
+        let Some(r) = &self.recorder else {
+            return;
+        };
+        let (kind, bucket, until) = match *v {
+            Verdict::Throttled { bucket, until_ns } => (Rec::Throttled, bucket, until_ns),
+            Verdict::Banned { bucket, until_ns } => (Rec::Banned, bucket, until_ns),
+            _ => return,
+        };
+        let wait = until.saturating_sub(now).max(0);
+        r.push(Record::bucket(now, kind, bucket.index() as u8, wait));
+    }
+
+    fn slot(&self, key: Key) -> u64 {
+        self.slots.get(key.index()).copied().unwrap_or(0)
+    }
+
+    fn set(&mut self, key: Key, id: u64) {
+        if let Some(s) = self.slots.get_mut(key.index()) {
+            *s = id;
+        }
+    }
 }
 
 impl<E: Account> Gateway<E> {
@@ -128,6 +201,10 @@ impl<E: Account> Gateway<E> {
             open: None,
             open_req: Prepared::with_capacity(bytes),
             stats: Stats::default(),
+            trace: Trace {
+                slots: vec![0; capacity],
+                ..Trace::default()
+            },
         })
     }
 
@@ -145,6 +222,35 @@ impl<E: Account> Gateway<E> {
     pub fn symbol(&self) -> Symbol<'_> {
         // Checked in `new`.
         Symbol::new(self.symbol.as_str()).unwrap_or_else(|_| unreachable!())
+    }
+
+    /// Records every budget call it makes from now on into `recorder`, as an
+    /// `ergon-replay` trace (see [`super::record`]): charges, refunds, sends,
+    /// completions, throttles, bans and cleared halts. Usage headers the adapter
+    /// reads inside an answer are not seen here.
+    pub fn record(&mut self, recorder: Recorder) {
+        self.trace.recorder = Some(recorder);
+    }
+
+    /// Records into the file at `path` (created or truncated) with `budget`'s buckets
+    /// as its declarations, through a ring of [`record::RING`] records; the writer
+    /// thread runs until [`Gateway::finish_record`] or the gateway's drop.
+    pub fn record_to(
+        &mut self,
+        path: &std::path::Path,
+        budget: &ergon_core::Budget,
+    ) -> std::io::Result<()> {
+        let (recorder, writer) = record::start(path, Declarations::of(budget), record::RING)?;
+        self.record(recorder);
+        self.trace.writer = Some(writer);
+        Ok(())
+    }
+
+    /// Stops recording: the writer [`Gateway::record_to`] started drains the ring,
+    /// flushes the file and reports (None: it started none).
+    pub fn finish_record(&mut self) -> Option<std::io::Result<Written>> {
+        self.trace.recorder = None;
+        self.trace.writer.take().map(Writer::finish)
     }
 
     /// What it did so far.
@@ -195,10 +301,11 @@ impl<E: Account> Gateway<E> {
         {
             return;
         }
-        let ticket = match w
+        let charged = w
             .budget()
-            .try_charge(self.open_req.parts(), Class::Normal, now)
-        {
+            .try_charge(self.open_req.parts(), Class::Normal, now);
+        let tid = self.trace.charge(now, self.open_req.parts(), Class::Normal);
+        let ticket = match charged {
             Ok(t) => t,
             // The weight is shared with the caller's reads: go as soon as it has room.
             Err(l) => {
@@ -215,14 +322,17 @@ impl<E: Account> Gateway<E> {
             Some(Ok(id)) => {
                 self.stats.sent += 1;
                 self.open = Some((id, now));
+                self.trace.open = tid;
             }
             Some(Err(refused)) => {
                 let _ = w.budget().refund(refused.into_ticket(), now);
+                self.trace.refund(now, tid);
                 self.next_open = now + RETRY_GAP_NS;
             }
             None => {
                 if let Some(t) = ticket {
                     let _ = w.budget().refund(t, now);
+                    self.trace.refund(now, tid);
                 }
             }
         }
@@ -256,7 +366,9 @@ impl<E: Account> Gateway<E> {
             self.stats.expired += 1;
             return Err(Event::Expired { tag });
         }
-        let ticket = match w.budget().try_charge(req.parts(), class, now) {
+        let charged = w.budget().try_charge(req.parts(), class, now);
+        let tid = self.trace.charge(now, req.parts(), class);
+        let ticket = match charged {
             Ok(t) => t,
             Err(l) => {
                 self.count_limited(l.why);
@@ -270,6 +382,7 @@ impl<E: Account> Gateway<E> {
         let Some(key) = self.ledger.insert(tag, class, req) else {
             // The budget's own ticket: never foreign.
             let _ = w.budget().refund(ticket, now);
+            self.trace.refund(now, tid);
             self.stats.ledger_full += 1;
             return Err(Event::Limited {
                 tag,
@@ -277,6 +390,7 @@ impl<E: Account> Gateway<E> {
                 ready_at_ns: now + RETRY_GAP_NS,
             });
         };
+        self.trace.set(key, tid);
         self.send(w, key, ticket);
         Ok(())
     }
@@ -285,8 +399,10 @@ impl<E: Account> Gateway<E> {
     /// refunded and retried (it surely did not run).
     fn send<W: Wire>(&mut self, w: &mut W, key: Key, ticket: ergon_core::Ticket) {
         let now = w.now();
+        let tid = self.trace.slot(key);
         let Some(e) = self.ledger.get_mut(key) else {
             let _ = w.budget().refund(ticket, now);
+            self.trace.refund(now, tid);
             return;
         };
         let query = e.stage == Stage::Query;
@@ -315,6 +431,7 @@ impl<E: Account> Gateway<E> {
             }
             Err(refused) => {
                 let _ = w.budget().refund(refused.into_ticket(), now);
+                self.trace.refund(now, tid);
                 self.stats.busy += 1;
                 let at = now + RETRY_GAP_NS;
                 e.at_ns = at;
@@ -347,7 +464,11 @@ impl<E: Account> Gateway<E> {
                     self.open = None;
                     let kind = self.open_req.kind().unwrap_or(Kind::Read(0));
                     let v = self.venue.on_response(kind, &r, w.budget(), now);
+                    if let Ok(v) = &v {
+                        self.trace.verdict(now, v);
+                    }
                     let _ = w.budget().complete(flight, now);
+                    self.trace.done(now, self.trace.open);
                     if !matches!(v, Ok(Verdict::Done)) {
                         return None;
                     }
@@ -360,6 +481,9 @@ impl<E: Account> Gateway<E> {
                 }
             }
             let _ = w.budget().complete(flight, now);
+            if self.time.is_some_and(|t| t.0 == id) {
+                self.trace.done(now, self.trace.time);
+            }
             if let Some((time_id, sent_at)) = self.time {
                 if time_id == id {
                     self.time = None;
@@ -382,7 +506,9 @@ impl<E: Account> Gateway<E> {
             Err(adapt::Error::BadHeader { verdict, .. }) => verdict,
             Err(_) => Verdict::Unknown,
         };
+        self.trace.verdict(now, &verdict);
         let _ = w.budget().complete(flight, now);
+        self.trace.done(now, self.trace.slot(key));
         self.count_verdict(&verdict);
         if stage == Stage::Query {
             return self.on_query(w, key, &r, verdict).map(widen);
@@ -429,17 +555,26 @@ impl<E: Account> Gateway<E> {
         sent: Sent,
     ) -> Option<Event<'static>> {
         let now = w.now();
+        let bound = self.ledger.unbind(id);
+        let tid = match (bound, self.time, self.open) {
+            (Some(key), _, _) => self.trace.slot(key),
+            (None, Some((t, _)), _) if t == id => self.trace.time,
+            (None, _, Some((o, _))) if o == id => self.trace.open,
+            _ => 0,
+        };
         let maybe = match sent {
             Sent::No(t) => {
                 let _ = w.budget().refund(t, now);
+                self.trace.refund(now, tid);
                 false
             }
             Sent::Maybe(f) => {
                 let _ = w.budget().complete(f, now);
+                self.trace.done(now, tid);
                 true
             }
         };
-        let Some(key) = self.ledger.unbind(id) else {
+        let Some(key) = bound else {
             if self.time.is_some_and(|t| t.0 == id) {
                 self.time = None;
             }
@@ -495,6 +630,7 @@ impl<E: Account> Gateway<E> {
     /// Clears every halt (a person's action, after looking at the ban); returns how
     /// many were cleared.
     pub fn clear_halts<W: Wire>(&mut self, w: &mut W) -> usize {
+        let now = w.now();
         let b = w.budget();
         let mut n = 0;
         loop {
@@ -505,6 +641,9 @@ impl<E: Account> Gateway<E> {
             };
             // Its own ids: never foreign.
             let _ = b.clear_halt(id);
+            if let Some(r) = &self.trace.recorder {
+                r.push(Record::bucket(now, Rec::ClearHalt, id.index() as u8, 0));
+            }
             n += 1;
         }
     }
@@ -527,6 +666,8 @@ impl<E: Account> Gateway<E> {
             .resend(&verdict, e.req.parts(), e.class, e.req.deadline_ns(), now);
         match r {
             Resend::Send(ticket) => {
+                let tid = self.trace.charge(now, e.req.parts(), e.class);
+                self.trace.set(key, tid);
                 self.stats.resent += 1;
                 self.send(w, key, ticket);
                 let waiting = self
@@ -597,10 +738,12 @@ impl<E: Account> Gateway<E> {
             Class::Normal
         };
         let charged = match written {
-            true => w
-                .budget()
-                .try_charge(e.query.parts(), class, now)
-                .map_err(|l| l.ready_at_ns),
+            true => {
+                let charged = w.budget().try_charge(e.query.parts(), class, now);
+                let tid = self.trace.charge(now, e.query.parts(), class);
+                self.trace.set(key, tid);
+                charged.map_err(|l| l.ready_at_ns)
+            }
             // A query that cannot be written settles nothing: look again later.
             _ => Err(now + 5 * RETRY_GAP_NS),
         };
@@ -665,7 +808,9 @@ impl<E: Account> Gateway<E> {
         let Ok(parts) = self.venue.parts(Kind::Read(1)) else {
             return;
         };
-        let Ok(ticket) = w.budget().try_charge(&parts, Class::Urgent, now) else {
+        let charged = w.budget().try_charge(&parts, Class::Urgent, now);
+        let tid = self.trace.charge(now, &parts, Class::Urgent);
+        let Ok(ticket) = charged else {
             return;
         };
         let req = crate::http::Request::get(E::time_path());
@@ -673,9 +818,11 @@ impl<E: Account> Gateway<E> {
             Ok(id) => {
                 self.stats.sent += 1;
                 self.time = Some((id, now));
+                self.trace.time = tid;
             }
             Err(refused) => {
                 let _ = w.budget().refund(refused.into_ticket(), now);
+                self.trace.refund(now, tid);
             }
         }
     }

@@ -69,6 +69,7 @@ mod events;
 mod ledger;
 mod load;
 mod machine;
+pub mod record;
 // The loom build's eventfd is a model with no descriptor to watch.
 #[cfg(not(ergon_loom))]
 mod remote;
