@@ -11,7 +11,7 @@
 #![no_main]
 
 use base64::Engine;
-use ergon_io::core::response::Header;
+use ergon_venues::response::Header;
 use ergon_io::core::{Budget, Class, Part, Spec};
 use ergon_io::ws::frame::{self, Role};
 use ergon_io::ws::{Config, Event, Request, Session, State};
