@@ -23,6 +23,8 @@ fn wait_for(h: &mut ergon_io::gateway::RemoteHandle, tag: u64) -> Delivered {
                 return d;
             }
         }
+        // The loop runs on its own thread against a real socket: poll its answer
+        // (bounded above), nothing here waits for time itself to pass.
         std::thread::sleep(Duration::from_millis(1));
     }
     panic!("no final event for {tag}");
