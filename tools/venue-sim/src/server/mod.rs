@@ -9,6 +9,7 @@ mod http_conn;
 pub(crate) mod shared;
 pub(crate) mod ws_api_conn;
 pub(crate) mod ws_conn;
+pub(crate) mod ws_control;
 
 use std::io::Write;
 use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream};

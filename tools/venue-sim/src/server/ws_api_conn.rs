@@ -12,7 +12,7 @@
 //! reassembled (continuations are ignored); no Binance client sends them.
 
 use std::collections::VecDeque;
-use std::io::{ErrorKind, Read, Write};
+use std::io::Write;
 use std::net::{IpAddr, Shutdown, TcpStream};
 use std::sync::atomic::Ordering;
 use std::sync::mpsc;
@@ -23,7 +23,8 @@ use crate::engine::state::Venue;
 use crate::http::Response;
 use crate::profiles::binance::ws_api::{ApiAdmission, ApiRun, ApiSession};
 use crate::server::shared::{sleep_unless_stopped, Shared};
-use crate::ws::frame::{encode, parse, Parsed, OP_CLOSE, OP_PING, OP_PONG, OP_TEXT};
+use crate::server::ws_control::{control, read_more, Step};
+use crate::ws::frame::{encode, parse, Parsed, OP_CLOSE, OP_PING, OP_TEXT};
 
 /// How long a read waits before the loop looks at events, pings and the stop flag.
 const TICK: Duration = Duration::from_millis(2);
@@ -105,33 +106,19 @@ pub(crate) fn serve(
                             Keep::Close => break 'conn End::Normal,
                             Keep::Failed => break 'conn End::Io,
                         },
-                        OP_PING if stream.write_all(&encode(OP_PONG, &f.payload)).is_err() => {
-                            break 'conn End::Io;
-                        }
-                        OP_PONG => {
-                            if let Some(i) = awaiting.iter().position(|(p, _)| *p == f.payload) {
-                                awaiting.drain(..=i);
-                            }
-                        }
-                        OP_CLOSE => {
-                            let code = f
-                                .payload
-                                .get(..2)
-                                .map_or(1000, |c| u16::from_be_bytes([c[0], c[1]]));
-                            let _ = stream.write_all(&encode(OP_CLOSE, &code.to_be_bytes()));
-                            break 'conn End::Normal;
-                        }
-                        _ => {}
+                        op => match control(&mut stream, op, &f.payload, &mut awaiting) {
+                            Step::Open => {}
+                            Step::Closed => break 'conn End::Normal,
+                            Step::Failed => break 'conn End::Io,
+                        },
                     }
                 }
             }
         }
-        match stream.read(&mut chunk) {
-            Ok(0) => break End::Normal,
-            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
-            Err(e) if e.kind() == ErrorKind::Interrupted => {}
-            Err(_) => break End::Io,
+        match read_more(&mut stream, &mut chunk, &mut buf) {
+            Step::Open => {}
+            Step::Closed => break End::Normal,
+            Step::Failed => break End::Io,
         }
     };
     let _ = stream.shutdown(Shutdown::Both);
