@@ -42,4 +42,11 @@ pub struct Stats {
     /// The last server-reported usage minus the local count at that moment:
     /// positive means another sender on the scope, or a local count behind.
     pub drift: i64,
+    /// Server-reported usage figures read ([`Budget::observe_used`] calls), over the
+    /// budget's life.
+    ///
+    /// [`Budget::observe_used`]: crate::Budget::observe_used
+    pub observes: u64,
+    /// The last server-reported figure, as the venue gave it (before capping).
+    pub observed: u64,
 }

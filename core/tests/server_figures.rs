@@ -29,6 +29,7 @@ fn a_huge_usage_figure_recovers_within_one_window() {
             let s = budget.stats(id).unwrap();
             assert_eq!(s.used, s.limit, "a figure fills the bucket, no more");
             assert!(s.drift > 0, "the drift keeps the server's figure");
+            assert_eq!((s.observes, s.observed), (1, figure), "the figure as given");
             let l = budget
                 .clone()
                 .try_charge(&[Part::new(id, 1)], Class::Urgent, at + 1)
@@ -79,4 +80,16 @@ fn a_figure_within_the_limit_is_kept_exactly() {
     assert_eq!(budget.stats(f).unwrap().used, 70);
     budget.charge_after(w, 20, SEC).unwrap();
     assert_eq!(budget.stats(w).unwrap().used, 100);
+}
+
+#[test]
+fn every_figure_read_is_counted_even_one_below_the_local_count() {
+    let (mut budget, [t, ..]) = budget();
+    let _sent = budget
+        .try_charge(&[Part::new(t, 5)], Class::Urgent, SEC)
+        .unwrap();
+    budget.observe_used(t, 2, SEC).unwrap();
+    budget.observe_used(t, 3, SEC).unwrap();
+    let s = budget.stats(t).unwrap();
+    assert_eq!((s.observes, s.observed, s.used), (2, 3, 5), "{s:?}");
 }

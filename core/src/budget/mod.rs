@@ -276,6 +276,8 @@ impl Budget {
         let seq = self.seq;
         self.change(bucket, now, |b| {
             let local = b.used_at(now);
+            b.stats.observes = b.stats.observes.saturating_add(1);
+            b.stats.observed = used;
             b.stats.drift = i64::try_from(used)
                 .unwrap_or(i64::MAX)
                 .saturating_sub(i64::try_from(local).unwrap_or(i64::MAX));

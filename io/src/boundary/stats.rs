@@ -60,7 +60,7 @@ impl Snapshot {
 }
 
 const HEAD_WORDS: usize = 7;
-const BUCKET_WORDS: usize = 14;
+const BUCKET_WORDS: usize = 16;
 /// Words in one publication.
 pub const SNAPSHOT_WORDS: usize = HEAD_WORDS + MAX_BUCKETS * BUCKET_WORDS;
 
@@ -94,6 +94,8 @@ fn encode_bucket(s: &Stats, w: &mut [u64]) {
         s.refusals.too_big,
         s.refunds,
         s.drift as u64,
+        s.observes,
+        s.observed,
     ];
     w.copy_from_slice(&words);
 }
@@ -118,6 +120,8 @@ fn decode_bucket(w: &[u64]) -> Stats {
         },
         refunds: w[12],
         drift: w[13] as i64,
+        observes: w[14],
+        observed: w[15],
     }
 }
 

@@ -4,7 +4,9 @@
 use std::collections::VecDeque;
 
 use arrayvec::{ArrayString, ArrayVec};
-use ergon_core::{BucketId, Class, Flight, Limited, Part, Resend, Verdict, Why, MAX_BUCKETS};
+use ergon_core::{
+    BucketId, Budget, Class, Flight, Limited, Part, Resend, Verdict, Why, MAX_BUCKETS,
+};
 use ergon_venues::adapt::{self, Clock, Request as Kind};
 use ergon_venues::endpoint::{Lookup, OrderRef, Prepared, Symbol};
 use ergon_venues::response::Response;
@@ -114,6 +116,9 @@ struct Trace {
     slots: Vec<u64>,
     open: u64,
     time: u64,
+    /// Each bucket's count of usage figures read ([`ergon_core::Stats::observes`])
+    /// as last recorded, by bucket index.
+    observes: Vec<u64>,
 }
 
 impl Trace {
@@ -146,6 +151,36 @@ impl Trace {
         if let (Some(r), true) = (&self.recorder, id != 0) {
             r.push(Record::lifecycle(now, Rec::Sent, id));
             r.push(Record::lifecycle(now, Rec::Complete, id));
+        }
+    }
+
+    /// Records the usage figures the adapter fed `budget` since the last call: one
+    /// observe line per bucket whose count of figures moved, with its last figure.
+    fn observed(&mut self, now: i64, budget: &Budget) {
+        let Some(r) = &self.recorder else {
+            return;
+        };
+        for id in budget.ids() {
+            let (Ok(s), Some(seen)) = (budget.stats(id), self.observes.get_mut(id.index())) else {
+                continue;
+            };
+            if s.observes != *seen {
+                *seen = s.observes;
+                let used = i64::try_from(s.observed).unwrap_or(i64::MAX);
+                r.push(Record::bucket(now, Rec::Observe, id.index() as u8, used));
+            }
+        }
+    }
+
+    /// Records a fixed window's new phase.
+    fn phase(&self, now: i64, bucket: BucketId, phase_ns: i64) {
+        if let Some(r) = &self.recorder {
+            r.push(Record::bucket(
+                now,
+                Rec::Phase,
+                bucket.index() as u8,
+                phase_ns,
+            ));
         }
     }
 
@@ -226,10 +261,11 @@ impl<E: Account> Gateway<E> {
 
     /// Records every budget call it makes from now on into `recorder`, as an
     /// `ergon-replay` trace (see [`super::record`]): charges, refunds, sends,
-    /// completions, throttles, bans and cleared halts. Usage headers the adapter
-    /// reads inside an answer are not seen here.
+    /// completions, throttles, bans, cleared halts, the usage figures the adapter
+    /// reads from answers and the windows' re-anchors.
     pub fn record(&mut self, recorder: Recorder) {
         self.trace.recorder = Some(recorder);
+        self.trace.observes = vec![0; MAX_BUCKETS];
     }
 
     /// Records into the file at `path` (created or truncated) with `budget`'s buckets
@@ -464,6 +500,7 @@ impl<E: Account> Gateway<E> {
                     self.open = None;
                     let kind = self.open_req.kind().unwrap_or(Kind::Read(0));
                     let v = self.venue.on_response(kind, &r, w.budget(), now);
+                    self.trace.observed(now, w.budget());
                     if let Ok(v) = &v {
                         self.trace.verdict(now, v);
                     }
@@ -506,6 +543,7 @@ impl<E: Account> Gateway<E> {
             Err(adapt::Error::BadHeader { verdict, .. }) => verdict,
             Err(_) => Verdict::Unknown,
         };
+        self.trace.observed(now, w.budget());
         self.trace.verdict(now, &verdict);
         let _ = w.budget().complete(flight, now);
         self.trace.done(now, self.trace.slot(key));
@@ -839,7 +877,9 @@ impl<E: Account> Gateway<E> {
             for id in ids {
                 // The budget's own ids: never foreign.
                 if let Ok(Some((window, _))) = budget.fixed_window(id) {
-                    let _ = budget.set_phase(id, clock.phase_ns(window), now);
+                    let phase_ns = clock.phase_ns(window);
+                    let _ = budget.set_phase(id, phase_ns, now);
+                    self.trace.phase(now, id, phase_ns);
                 }
             }
             self.stats.reanchors += 1;

@@ -45,6 +45,8 @@ pub enum Kind {
     ClearHalt,
     /// A usage header (`value`: the venue's count).
     Observe,
+    /// A fixed window re-anchored to the venue clock (`value`: its phase in ns).
+    Phase,
 }
 
 /// One budget call, fixed size: what the loop thread pushes.
@@ -66,7 +68,7 @@ pub struct Record {
     pub n_parts: u8,
     /// The charge's `(bucket index, cost)` parts.
     pub parts: [(u8, u32); MAX_PARTS],
-    /// A throttle's or ban's wait (ns, negative: none) or an observed count.
+    /// A throttle's or ban's wait (ns, negative: none), an observed count or a phase.
     pub value: i64,
 }
 
@@ -166,10 +168,10 @@ pub struct Declarations {
 impl Declarations {
     /// Every bucket of `budget`, declared as it was built, and no labels.
     ///
-    /// The format counts a fixed window's phase and guard in whole milliseconds:
-    /// they are rounded to the nearest (a boundary moves by at most half a
-    /// millisecond). A bucket's cap on server waits ([`Spec::max_wait`]) has no
-    /// field and is left at its default.
+    /// Times are written in milliseconds, exactly (a decimal down to the
+    /// nanosecond where needed), so the replay's windows are the live ones. A
+    /// bucket's cap on server waits ([`Spec::max_wait`]) has no field and is left at
+    /// its default.
     pub fn of(budget: &Budget) -> Declarations {
         let mut d = Declarations::default();
         for id in budget.ids() {
@@ -184,7 +186,6 @@ impl Declarations {
 }
 
 fn declaration(name: &str, spec: &Spec) -> String {
-    let ms = |ns: i64| (ns + 500_000).div_euclid(1_000_000);
     let mut s = format!("{{\"bucket\":{name},");
     let _ = match spec.kind() {
         SpecKind::Sliding {
@@ -194,7 +195,7 @@ fn declaration(name: &str, spec: &Spec) -> String {
         } => write!(
             s,
             "\"kind\":\"sliding\",\"limit\":{limit},\"window_ms\":{},\"slots\":{slots}",
-            ms(window_ns)
+            Ms(window_ns)
         ),
         SpecKind::Fixed {
             limit,
@@ -204,9 +205,9 @@ fn declaration(name: &str, spec: &Spec) -> String {
         } => write!(
             s,
             "\"kind\":\"fixed\",\"limit\":{limit},\"window_ms\":{},\"phase_ms\":{},\"guard_ms\":{}",
-            ms(window_ns),
-            ms(phase_ns.rem_euclid(window_ns.max(1))),
-            ms(guard_ns)
+            Ms(window_ns),
+            Ms(phase_ns.rem_euclid(window_ns.max(1))),
+            Ms(guard_ns)
         ),
         SpecKind::Token { interval_ns, burst } => write!(
             s,
@@ -398,16 +399,17 @@ fn format(r: &Record, names: &[String], labels: &[String], s: &mut String) {
             };
             let _ = write!(s, ",\"{verb}\":{}", name(r.bucket));
             match r.value {
-                // The format's waits are whole milliseconds: round up, never shorter.
-                w if w >= 0 => write!(
-                    s,
-                    ",\"wait_ms\":{}",
-                    w / 1_000_000 + i64::from(w % 1_000_000 != 0)
-                ),
+                w if w >= 0 => write!(s, ",\"wait_ms\":{}", Ms(w)),
                 _ => Ok(()),
             }
         }
         Kind::ClearHalt => write!(s, ",\"clear_halt\":{}", name(r.bucket)),
+        Kind::Phase => write!(
+            s,
+            ",\"phase\":{},\"phase_ms\":{}",
+            name(r.bucket),
+            Ms(r.value)
+        ),
         Kind::Observe => write!(
             s,
             ",\"observe\":{},\"used\":{}",
@@ -416,6 +418,25 @@ fn format(r: &Record, names: &[String], labels: &[String], s: &mut String) {
         ),
     };
     s.push_str("}\n");
+}
+
+/// Nanoseconds written as milliseconds, exactly: `1500000` is `1.5`, `2000000` is
+/// `2`, `1` is `0.000001` (the replay reads it back to the nanosecond).
+struct Ms(i64);
+
+impl std::fmt::Display for Ms {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let sign = if self.0 < 0 { "-" } else { "" };
+        let ns = self.0.unsigned_abs();
+        let (whole, mut frac, mut width) = (ns / 1_000_000, ns % 1_000_000, 6);
+        if frac == 0 {
+            return write!(f, "{sign}{whole}");
+        }
+        while frac % 10 == 0 {
+            (frac, width) = (frac / 10, width - 1);
+        }
+        write!(f, "{sign}{whole}.{frac:0width$}")
+    }
 }
 
 /// `s` as a JSON string literal.
@@ -516,11 +537,12 @@ mod tests {
         rec.push(Record::lifecycle(9, Kind::Refund, 2));
         rec.push(Record::bucket(10, Kind::ClearHalt, o, 0));
         rec.push(Record::bucket(11, Kind::Observe, w, 17));
+        rec.push(Record::bucket(12, Kind::Phase, o, 250_000_001));
         let written = writer.finish().unwrap();
         assert_eq!(
             written,
             Written {
-                events: 9,
+                events: 10,
                 dropped: 0
             }
         );
@@ -530,18 +552,19 @@ mod tests {
             lines,
             [
                 r#"{"bucket":"weight","kind":"sliding","limit":1200,"window_ms":60000,"slots":60,"headroom":{"normal":100,"bulk":400}}"#,
-                r#"{"bucket":"orders \"10s\"","kind":"fixed","limit":50,"window_ms":10000,"phase_ms":1,"guard_ms":20}"#,
+                r#"{"bucket":"orders \"10s\"","kind":"fixed","limit":50,"window_ms":10000,"phase_ms":1.4,"guard_ms":20}"#,
                 r#"{"bucket":"rate","kind":"token","interval_ms":333.333334,"burst":5}"#,
                 r#"{"bucket":"ip","kind":"gate"}"#,
                 r#"{"t":5,"charge":"1","class":"urgent","parts":{"weight":1,"orders \"10s\"":1},"label":"trade:order"}"#,
                 r#"{"t":6,"sent":"1"}"#,
-                r#"{"t":7,"throttled":"weight","wait_ms":2}"#,
+                r#"{"t":7,"throttled":"weight","wait_ms":1.5}"#,
                 r#"{"t":7,"banned":"orders \"10s\""}"#,
                 r#"{"t":8,"complete":"1"}"#,
                 r#"{"t":9,"charge":"2","class":"bulk","parts":{"weight":2}}"#,
                 r#"{"t":9,"refund":"2"}"#,
                 r#"{"t":10,"clear_halt":"orders \"10s\""}"#,
                 r#"{"t":11,"observe":"weight","used":17}"#,
+                r#"{"t":12,"phase":"orders \"10s\"","phase_ms":250.000001}"#,
             ]
         );
     }

@@ -46,6 +46,8 @@ label is optional, e.g. \"trade:order\", \"mon:book\", and only used by --by-lab
   {\"t\":3000,\"throttled\":\"weight\",\"wait_ms\":5000}   (wait_ms optional)
   {\"t\":3000,\"banned\":\"ip\"}  {\"t\":4000,\"clear_halt\":\"ip\"}
   {\"t\":5000,\"observe\":\"weight\",\"used\":900}  {\"t\":5000,\"extra\":\"weight\",\"cost\":40}  {\"t\":6000,\"tick\":true}
+  {\"t\":7000,\"phase\":\"orders10s\",\"phase_ms\":250}   (a fixed window re-anchored)
+  (every *_ms field may be a decimal, read to the nearest nanosecond: 1.000250)
 Output: {\"id\":\"r1\",\"t\":1000,\"ok\":true} or
   {\"id\":\"r1\",\"t\":1000,\"ok\":false,\"bucket\":\"weight\",\"why\":\"full\",\"ready_at\":1234}
   (why: full | held | halted | too_big; ready_at null when it never comes by itself),

@@ -366,6 +366,10 @@ impl Replay {
                 let b = id_of(budget, &bucket)?;
                 budget.observe_used(b, used, t).map_err(own)?;
             }
+            Event::Phase { bucket, phase_ns } => {
+                let b = id_of(budget, &bucket)?;
+                budget.set_phase(b, phase_ns, t).map_err(own)?;
+            }
             Event::Extra { bucket, cost } => {
                 let b = id_of(budget, &bucket)?;
                 budget.charge_after(b, cost, t).map_err(own)?;

@@ -76,6 +76,14 @@ pub enum Event {
         /// The server's count.
         used: u64,
     },
+    /// The venue clock was re-anchored: a fixed window's boundaries move to `phase_ns`
+    /// (`Budget::set_phase`).
+    Phase {
+        /// The bucket.
+        bucket: String,
+        /// The new phase, in nanoseconds.
+        phase_ns: i64,
+    },
     /// Cost known only from the response.
     Extra {
         /// The bucket.
@@ -172,6 +180,7 @@ fn event(obj: &Map<String, Value>) -> Result<Event, String> {
         "banned",
         "clear_halt",
         "observe",
+        "phase",
         "extra",
         "tick",
     ];
@@ -207,6 +216,13 @@ fn event(obj: &Map<String, Value>) -> Result<Event, String> {
                 used: need_u64(obj, "used")?,
             },
             &["used"],
+        ),
+        "phase" => (
+            Event::Phase {
+                bucket: string(obj, verb)?,
+                phase_ns: ms(obj, "phase_ms")?.ok_or("a phase needs \"phase_ms\"")?,
+            },
+            &["phase_ms"],
         ),
         "extra" => (
             Event::Extra {
@@ -297,14 +313,27 @@ fn need_u64(obj: &Map<String, Value>, key: &str) -> Result<u64, String> {
     u64_field(obj, key)?.ok_or_else(|| format!("missing \"{key}\""))
 }
 
+/// A time in milliseconds: an integer, or a decimal read to the nearest nanosecond
+/// (a recorded trace writes phases and waits exactly, e.g. `1234.000567`).
 fn ms(obj: &Map<String, Value>, key: &str) -> Result<Option<i64>, String> {
-    match int(obj, key)? {
-        None => Ok(None),
-        Some(v) => v
+    let Some(v) = obj.get(key) else {
+        return Ok(None);
+    };
+    if let Some(whole) = v.as_i64() {
+        return whole
             .checked_mul(NS_PER_MS)
             .map(Some)
-            .ok_or_else(|| format!("\"{key}\" is too large")),
+            .ok_or_else(|| format!("\"{key}\" is too large"));
     }
+    let ns = match v.as_f64() {
+        Some(x) if x.is_finite() => (x * NS_PER_MS as f64).round(),
+        _ => return Err(format!("\"{key}\" must be a number of milliseconds")),
+    };
+    // i64::MAX as f64 is 2^63: anything at or beyond it does not fit the clock.
+    if ns.abs() >= i64::MAX as f64 {
+        return Err(format!("\"{key}\" is too large"));
+    }
+    Ok(Some(ns as i64))
 }
 
 /// A token bucket's drain interval, from `"rate_per_s"` (units per second) or
