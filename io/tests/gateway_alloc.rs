@@ -185,9 +185,10 @@ fn round_trips(record: bool) {
     );
     if let Some(w) = writer {
         let w = w.finish().unwrap();
-        // A charge, a sent and a complete per order, a charge and a refund per send
-        // handed back: all of them, or counted drops.
-        let expected = 3 * (WARMUP + MEASURED) + 2 * s.other;
+        // A charge, a sent, the answer's usage figure (one observe) and a complete
+        // per order, a charge and a refund per send handed back: all of them, or
+        // counted drops.
+        let expected = 4 * (WARMUP + MEASURED) + 2 * s.other;
         assert_eq!(w.events + w.dropped, expected, "{w:?}");
     }
     assert_eq!(
