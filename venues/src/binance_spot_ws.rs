@@ -444,6 +444,24 @@ impl Session {
         })
     }
 
+    /// A session over `adapter` signing with the adapter's own key and receive
+    /// window (the REST adapter's `with_auth`), at most `capacity` requests in
+    /// flight (at least 1).
+    pub fn over(adapter: BinanceSpot, capacity: usize) -> Result<Self, Error> {
+        let (api_key, key, recv_window_ms) = adapter.credentials();
+        if capacity == 0 {
+            return Err(Error::BadArgument("capacity (at least 1)"));
+        }
+        Ok(Session {
+            adapter,
+            api_key,
+            key,
+            recv_window_ms,
+            next_id: 1,
+            slots: vec![None; capacity],
+        })
+    }
+
     /// A session with the default receive window (5000 ms).
     pub fn with_defaults(
         adapter: BinanceSpot,
@@ -456,6 +474,11 @@ impl Session {
     /// The adapter (its limits and clock).
     pub fn adapter(&self) -> &BinanceSpot {
         &self.adapter
+    }
+
+    /// The adapter, to read an answer that is not a frame (a refused upgrade).
+    pub fn adapter_mut(&mut self) -> &mut BinanceSpot {
+        &mut self.adapter
     }
 
     /// How many requests are in the table (prepared or written, without an answer).

@@ -75,16 +75,18 @@ pub mod record;
 mod remote;
 mod venues;
 mod wire;
+pub mod ws_api;
 
-pub use bootstrap::{run, Boot, Start, StartError};
+pub use bootstrap::{open_ws_api, run, Boot, Start, StartError, WsProbe};
 pub use driver::{Api, Control, Driver, Strategy, GATEWAY_TIMER};
 pub use endpoints::{Account, Keys};
 pub use events::{Event, Tag, OPEN_ORDERS};
 pub use ledger::{Entry, Key, Ledger, Stage};
 pub use load::binding;
-pub use machine::{Gateway, Stats, MAX_RESENDS, RETRY_GAP_NS, SKEWS_TO_REANCHOR};
+pub use machine::{Gateway, Stats, WsIn, MAX_RESENDS, RETRY_GAP_NS, SKEWS_TO_REANCHOR};
 #[cfg(not(ergon_loom))]
 pub use remote::{remote, Delivered, Remote, RemoteError, RemoteHandle, Submission, REMOTE_WAKE};
 pub use wire::{LoopWire, Wire};
+pub use ws_api::{WsApiStart, WsApiStats, WsLane, WsState, WS_API};
 
 pub use ergon_venues::endpoint::{Endpoints, OrderState, Prepared};
