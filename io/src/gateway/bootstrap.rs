@@ -325,6 +325,26 @@ pub struct WsProbe {
     pub why: Option<String>,
 }
 
+impl WsProbe {
+    /// One warning line per fallback: order entry over REST (no WebSocket API),
+    /// and polling open orders (no stream, when `stream` was asked for).
+    pub fn warnings(&self, stream: bool) -> Vec<String> {
+        let why = self.why.as_deref().unwrap_or("not available");
+        let mut w = Vec::new();
+        if !self.order_entry {
+            w.push(format!(
+                "warning: no WebSocket API ({why}); orders go over REST"
+            ));
+        }
+        if stream && !self.stream {
+            w.push(format!(
+                "warning: no user data stream ({why}); polling open orders instead"
+            ));
+        }
+        w
+    }
+}
+
 struct Probe {
     until: i64,
 }

@@ -43,8 +43,9 @@ use ergon_venues::response::Header;
 use crate::ws::{self, Cause, ConnectError, HandshakeError, WsClient, WsId};
 
 /// The descriptor and timer token of the gateway's WebSocket API connection on the
-/// loop; a strategy's tokens must differ.
-pub const WS_API: u64 = u64::MAX - 1;
+/// loop (the loop keeps the top bit of descriptor tokens); a strategy's tokens
+/// must differ.
+pub const WS_API: u64 = (1 << 62) - 2;
 
 /// The request ids the ledger gives WebSocket API requests: `WS_BIT | id` (the
 /// HTTP client's ids never reach it).
