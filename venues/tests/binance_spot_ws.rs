@@ -763,7 +763,8 @@ fn rest_requests_become_their_websocket_twins() {
         cancel: cid("mm-1"),
         new: order("mm-2"),
     };
-    let cases: Vec<(Call<'_>, Box<dyn Fn(&mut BinanceSpot, &mut Prepared)>)> = vec![
+    type Prep = Box<dyn Fn(&mut BinanceSpot, &mut Prepared)>;
+    let cases: Vec<(Call<'_>, Prep)> = vec![
         (
             Call::Place(order("mm-1")),
             Box::new(|v, p| {
