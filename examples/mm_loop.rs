@@ -457,28 +457,14 @@ pub fn run(
         (None, None, None) => return Err("--base needs --api-key and --api-secret".into()),
         _ => return Err("--api-key and --api-secret go together".into()),
     };
-    let mut s = Summary::default();
-    let url = match (&o.ws_api, &o.base, &sim) {
-        (Some(u), _, _) => Some(u.clone()),
-        (_, Some(b), _) => WsApiStart::derived(b),
-        (_, _, Some(sim)) => Some(format!("ws://{}/ws-api/v3", sim.addr())),
-        _ => None,
-    };
-    let ws = o.venue == "binance-spot" && o.ws != Some(false);
-    start.ws_api = match url.filter(|_| ws) {
-        Some(u) => Some(WsApiStart::from_url(&u, o.stream)?),
-        None => None,
-    };
-    let warn = (o.ws == Some(true) && !ws).then(|| {
-        format!(
-            "warning: no WebSocket API in the gateway for {}; orders go over REST",
-            o.venue
-        )
+    let s = Summary::default();
+    let url = o.ws_api.clone().or_else(|| match &o.base {
+        Some(b) => WsApiStart::derived(b),
+        None => sim.as_ref().map(|s| format!("ws://{}/ws-api/v3", s.addr())),
     });
-    let warn = warn
-        .into_iter()
-        .chain((o.stream && start.ws_api.is_none()).then(|| NO_STREAM_WARNING.to_string()));
-    s.warnings.extend(warn.inspect(|w| eprintln!("{w}")));
+    if let Some(u) = url.filter(|_| o.ws != Some(false)) {
+        start.ws_api = Some(WsApiStart::from_url(&u, o.stream)?);
+    }
     let keys = Keys {
         api_key: &key,
         secret: sec.as_bytes(),
@@ -507,16 +493,21 @@ fn drive<E: Account>(
     let declare = |boot: &gateway::Boot, b: &mut _| E::declare(boot, b, keys, o.guard_ms * MS);
     let (mut lp, mut gw, pool) =
         Gateway::start(start, symbol, declare).map_err(|e| e.to_string())?;
-    if start.ws_api.is_some() {
-        let probe;
-        (gw, probe) = gateway::open_ws_api(&mut lp, gw, pool, 3 * SEC);
-        s.warnings.extend(
-            probe
-                .warnings(o.stream)
-                .into_iter()
-                .inspect(|w| eprintln!("{w}")),
-        );
-    }
+    // One warning line per fallback: orders over REST, polling without a stream.
+    let warnings = match start.ws_api.is_some() {
+        true => {
+            let probe;
+            (gw, probe) = gateway::open_ws_api(&mut lp, gw, pool, 3 * SEC);
+            probe.warnings(o.stream)
+        }
+        false => o
+            .stream
+            .then(|| NO_STREAM_WARNING.into())
+            .into_iter()
+            .collect(),
+    };
+    s.warnings
+        .extend(warnings.into_iter().inspect(|w| eprintln!("{w}")));
     let sym = Symbol::new(symbol).map_err(|e| e.to_string())?;
     let horizon_ns = ((o.duration_s * SEC as f64) as i64).max(1);
     let mix = mix(gw.venue_mut(), sym);
