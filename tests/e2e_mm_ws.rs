@@ -290,3 +290,117 @@ fn a_ban_first_seen_on_a_websocket_answer_halts_rest_too() {
     );
     assert_eq!(r.ws.api_connects, before.ws.api_connects);
 }
+
+/// Places `drop-1` once; when it has settled, waits for the connection to be open
+/// and streaming again, then places `after-1`.
+struct DropProbe {
+    req: Prepared,
+    step: u8,
+    events: Vec<String>,
+}
+
+impl DropProbe {
+    fn place(&mut self, api: &mut Api<'_, '_, BinanceSpot>, cid: &str, tag: u64) {
+        let o = NewOrder {
+            symbol: Symbol::new("BTCUSDT").unwrap(),
+            side: Side::Buy,
+            order_type: OrderType::Limit(TimeInForce::Gtc),
+            price: Some(Decimal::new("49000").unwrap()),
+            quantity: Decimal::new("0.01").unwrap(),
+            client_order_id: ClientOrderId::new(cid).unwrap(),
+            reduce_only: false,
+        };
+        let now = api.now();
+        api.venue_mut().new_order(&mut self.req, &o, now).unwrap();
+        if let Err(e) = api.submit(&mut self.req, Class::Normal, tag) {
+            panic!("refused locally: {e:?}");
+        }
+    }
+}
+
+impl Strategy<BinanceSpot> for DropProbe {
+    fn on_event(&mut self, api: &mut Api<'_, '_, BinanceSpot>, ev: Event<'_>) {
+        let text = match ev {
+            Event::Applied { tag, .. } => format!("Applied {tag}"),
+            other => format!("{other:?}"),
+        };
+        self.events.push(text);
+        match (ev.is_final(), ev.tag()) {
+            (true, 1) => self.step = 2,
+            (true, _) => api.stop(),
+            _ => {}
+        }
+    }
+
+    fn on_turn(&mut self, api: &mut Api<'_, '_, BinanceSpot>) {
+        let now = api.now();
+        if self.step == 0 {
+            self.step = 1;
+            self.place(api, "drop-1", 1);
+        }
+        let streaming = api
+            .ws_api()
+            .is_some_and(|l| l.state() == WsState::Open && l.streaming());
+        if self.step == 2 && streaming {
+            self.step = 20;
+            self.place(api, "after-1", 2);
+        }
+        let _ = api.set_timer(1, now + 10 * MS);
+    }
+}
+
+#[test]
+fn a_drop_after_the_venue_executed_is_reconciled_and_never_sent_again() {
+    let mut c = sim();
+    // The first order is executed, then its connection drops before the answer.
+    c.faults.script = vec![(1, Fault::ExecuteThenClose)];
+    let server = Server::start(c).unwrap();
+    let cfg = server.config();
+    let keys = Keys {
+        api_key: &cfg.accounts[0].api_key,
+        secret: cfg.accounts[0].secret.as_bytes(),
+        passphrase: None,
+    };
+    let mut start = Start::new(server.addr(), server.addr().to_string());
+    let url = format!("ws://{}/ws-api/v3", server.addr());
+    start.ws_api = Some(WsApiStart::from_url(&url, true).unwrap());
+    let declare = |boot: &gateway::Boot, b: &mut _| BinanceSpot::declare(boot, b, &keys, 30 * MS);
+    let (mut lp, gw, pool) = Gateway::start(&start, "BTCUSDT", declare).unwrap();
+    let (gw, probe) = gateway::open_ws_api(&mut lp, gw, pool, 3_000 * MS);
+    assert!(probe.order_entry && probe.stream, "{probe:?}");
+    let strategy = DropProbe {
+        req: Prepared::with_capacity(1024),
+        step: 0,
+        events: Vec::new(),
+    };
+    let control = Arc::new(gateway::Control::default());
+    let d = gateway::run(&mut lp, gw, pool, strategy, control).unwrap();
+    assert_eq!(
+        d.strategy.events,
+        [
+            "Reconciling { tag: 1 }",
+            "Reconciled { tag: 1, found: Some(New) }",
+            "Applied 2",
+        ],
+        "the lost answer reconciled by client order id, then trading goes on"
+    );
+    // Each connect charged locally: weight 2 and one of the 300 per 5 minutes.
+    let b = lp.budget();
+    let connects = b.stats(b.bucket("WS_API_CONNECTS_5M").unwrap()).unwrap();
+    assert_eq!(connects.admitted, 2, "{connects:?}");
+    let lane = d.gateway.ws_api().unwrap();
+    let st = *lane.stats();
+    assert_eq!((st.opens, st.drops, st.subscribed), (2, 1, 2), "{st:?}");
+    // The query went while the connection was down: over HTTP, same ledger.
+    assert_eq!(
+        (st.requests, st.to_http),
+        (2, 1),
+        "drop-1 and after-1 as frames, the order.status query over HTTP: {st:?}"
+    );
+    let g = d.gateway.stats();
+    assert_eq!((g.unknown, g.reconciled, g.reconciled_found), (1, 1, 1));
+    let r = server.stop();
+    assert_eq!(r.faults.execute_then_close, 1);
+    assert_eq!(r.executions, 2, "drop-1 once, after-1 once");
+    assert_eq!((r.duplicates, r.duplicate_rejects), (0, 0));
+}

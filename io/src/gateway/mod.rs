@@ -54,8 +54,12 @@
 //! clock-skew answers in a row re-read the time, re-anchor ([`Account::set_clock`])
 //! and realign every fixed bucket's windows to the new anchor
 //! ([`Budget::set_phase`](ergon_core::Budget::set_phase)).
-//! Open orders come from [`Gateway::poll_open_orders`]: Binance Spot's listenKey
-//! stream was discontinued on 2026-02-20, and nothing here ever calls
+//! Open orders come from [`Gateway::poll_open_orders`] and, on Binance Spot, from
+//! the user data stream of the WebSocket API ([`ws_api`]: with
+//! [`Start::ws_api`], orders and reconcile queries go over that connection, in the
+//! same ledger under the same rule, and `executionReport`s reach
+//! [`Strategy::on_order_update`]). Binance Spot's listenKey stream was
+//! discontinued on 2026-02-20, and nothing here ever calls
 //! `/api/v3/userDataStream`.
 //!
 //! Nothing here reads a clock (time is the [`Wire`]'s `now`), and the steady state
