@@ -875,6 +875,9 @@ impl<E: Account> Gateway<E> {
         if let Some(server_ms) = E::read_time(r.body).filter(|_| r.status == 200) {
             let clock = Clock::anchor(sent_at + (now - sent_at) / 2, server_ms);
             self.venue.set_clock(clock);
+            if let Some(lane) = self.ws.as_mut() {
+                lane.api.set_clock(clock);
+            }
             let budget = w.budget();
             let ids: ArrayVec<BucketId, MAX_BUCKETS> = budget.ids().collect();
             for id in ids {
