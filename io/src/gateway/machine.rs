@@ -1006,6 +1006,7 @@ impl<E: Account> Gateway<E> {
                 None
             }
             Item::Outcome(id, verdict, flight) => {
+                let written = flight.is_some();
                 if let Some(f) = flight {
                     // Its own flight: never foreign.
                     let _ = w.budget().complete(f, now);
@@ -1015,7 +1016,11 @@ impl<E: Account> Gateway<E> {
                     return None;
                 }
                 let key = self.ledger.unbind(RequestId(WS_BIT | id))?;
-                self.trace.done(now, self.trace.slot(key));
+                // Never written: the session refunded its ticket.
+                match written {
+                    true => self.trace.done(now, self.trace.slot(key)),
+                    false => self.trace.refund(now, self.trace.slot(key)),
+                }
                 let ev = self.failed(w, key, verdict == Verdict::Unknown)?;
                 Some(WsIn::Event(ev))
             }
