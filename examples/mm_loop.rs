@@ -259,15 +259,6 @@ impl Mm {
         }
     }
 
-    /// A quote the stream says ended is quoted afresh (the polls check it).
-    fn on_update(&mut self, x: &Execution) {
-        for q in &mut self.quotes {
-            if x.state.is_final() && q.resting.is_some_and(|(c, _)| c == x.client_order_id) {
-                (q.resting, self.s.quotes_ended) = (None, self.s.quotes_ended + 1);
-            }
-        }
-    }
-
     fn on_poll<E: Account>(&mut self, api: &A<E>, sent_at: i64, body: &[u8]) {
         for q in &mut self.quotes {
             let Some((cid, since)) = q.resting else {
@@ -363,8 +354,13 @@ impl<E: Account> Strategy<E> for Mm {
         }
     }
 
+    /// A quote the stream says ended is quoted afresh (the polls check it).
     fn on_order_update(&mut self, _: &mut A<E>, x: &Execution) {
-        self.on_update(x);
+        for q in &mut self.quotes {
+            if x.state.is_final() && q.resting.is_some_and(|(c, _)| c == x.client_order_id) {
+                (q.resting, self.s.quotes_ended) = (None, self.s.quotes_ended + 1);
+            }
+        }
     }
 
     fn on_turn(&mut self, api: &mut A<E>) {
@@ -458,12 +454,8 @@ pub fn run(
         _ => return Err("--api-key and --api-secret go together".into()),
     };
     let s = Summary::default();
-    let url = o.ws_api.clone().or_else(|| match &o.base {
-        Some(b) => WsApiStart::derived(b),
-        None => sim.as_ref().map(|s| format!("ws://{}/ws-api/v3", s.addr())),
-    });
-    if let Some(u) = url.filter(|_| o.ws != Some(false)) {
-        start.ws_api = Some(WsApiStart::from_url(&u, o.stream)?);
+    if o.ws != Some(false) {
+        start.ws_api = Some(WsApiStart::of(&start, o.ws_api.as_deref(), o.stream)?);
     }
     let keys = Keys {
         api_key: &key,

@@ -142,10 +142,18 @@ impl WsApiStart {
         })
     }
 
-    /// The WebSocket API of the venue at `http://HOST:PORT`: `ws://HOST:PORT/ws-api/v3`.
-    pub fn derived(base: &str) -> Option<String> {
-        let rest = base.strip_prefix("http://")?;
-        Some(format!("ws://{}/ws-api/v3", rest.trim_end_matches('/')))
+    /// The WebSocket API at `url`, or by default on the gateway's own venue
+    /// (`ws://HOST:PORT/ws-api/v3` of `start`'s host and address).
+    pub fn of(start: &super::Start, url: Option<&str>, stream: bool) -> Result<Self, String> {
+        match url {
+            Some(u) => WsApiStart::from_url(u, stream),
+            None => Ok(WsApiStart {
+                addr: start.addr,
+                host: start.host.clone(),
+                path: "/ws-api/v3".into(),
+                stream,
+            }),
+        }
     }
 }
 
