@@ -1,8 +1,9 @@
 //! A market-making strategy over the ergon gateway, on Binance Spot, Bybit or OKX or the
 //! emulator (in-process without `--base`); the command line is [`USAGE`]. Each cycle
 //! refreshes two quotes (cancel-replace), reads the book, now and then the account
-//! (Bulk) and sends a protective close (Urgent); open orders are polled (Binance
-//! Spot's listenKey stream ended on 2026-02-20). `--demand 3` offers three times what
+//! (Bulk) and sends a protective close (Urgent); orders go over Binance Spot's
+//! WebSocket API where the venue answers it (`--order-entry`), with its user data
+//! stream, and open orders are polled as a check. `--demand 3` offers three times what
 //! the binding limit admits: the gateway refuses the excess locally, so the venue
 //! never answers 429. Limits, sending, verdicts, re-sends and reconcile all live in
 //! the gateway: this file decides what to quote and reads typed events.
@@ -14,11 +15,12 @@ use ergon_core::Class::{self, Bulk, Normal, Urgent};
 use ergon_core::{BucketId, Part};
 pub use ergon_io::gateway::Control;
 use ergon_io::gateway::{
-    self, Account, Api, Event, Gateway, Keys, Prepared, Start, Stats, Strategy,
+    self, Account, Api, Event, Gateway, Keys, Prepared, Start, Stats, Strategy, WsApiStart,
 };
 use ergon_venue_sim::Server;
 use ergon_venues::adapt::Error as VenueError;
 use ergon_venues::binance_spot::BinanceSpot;
+use ergon_venues::binance_spot_ws::Execution;
 use ergon_venues::bybit::Bybit;
 use ergon_venues::endpoint::{
     CancelReplace, ClientOrderId, Decimal, NewOrder, OrderRef, OrderType, Side, Symbol, TimeInForce,
@@ -30,7 +32,8 @@ const SEC: i64 = 1_000 * MS;
 const POLL_EVERY: i64 = 500 * MS;
 
 const USAGE: &str = "usage: mm_loop [--venue binance-spot|bybit|okx] [--base URL] \
-[--duration SECS] [--demand X] [--cpu N] [--api-key K --api-secret S] [--json] [--no-stream] [--record FILE]";
+[--duration SECS] [--demand X] [--cpu N] [--api-key K --api-secret S] [--json] [--no-stream] [--record FILE] \
+[--order-entry ws|rest] [--ws-api URL]";
 
 /// The one warning a run without a user data stream prints.
 pub const NO_STREAM_WARNING: &str = "warning: no user data stream in the gateway (Binance \
@@ -65,6 +68,10 @@ pub struct Options {
     pub stream: bool,
     /// Record the budget's calls here as an `ergon-replay` trace (`--record FILE`).
     pub record: Option<std::path::PathBuf>,
+    /// `--order-entry`: Some(true) ws, Some(false) rest, None ws if the venue answers.
+    pub ws: Option<bool>,
+    /// `--ws-api URL` (default: `ws://HOST:PORT/ws-api/v3` of `--base` or the emulator).
+    pub ws_api: Option<String>,
 }
 
 impl Default for Options {
@@ -83,6 +90,8 @@ impl Default for Options {
             sim: ergon_venue_sim::Config::binance_spot(),
             stream: true,
             record: None,
+            ws: None,
+            ws_api: None,
         }
     }
 }
@@ -345,6 +354,15 @@ impl<E: Account> Strategy<E> for Mm {
         }
     }
 
+    /// A quote the stream says ended is quoted afresh (the polls check it).
+    fn on_order_update(&mut self, _: &mut A<E>, x: &Execution) {
+        for q in &mut self.quotes {
+            if x.state.is_final() && q.resting.is_some_and(|(c, _)| c == x.client_order_id) {
+                (q.resting, self.s.quotes_ended) = (None, self.s.quotes_ended + 1);
+            }
+        }
+    }
+
     fn on_turn(&mut self, api: &mut A<E>) {
         let now = api.now();
         self.alerted &= api.budget().halted().next().is_some();
@@ -435,10 +453,9 @@ pub fn run(
         (None, None, None) => return Err("--base needs --api-key and --api-secret".into()),
         _ => return Err("--api-key and --api-secret go together".into()),
     };
-    let mut s = Summary::default();
-    if o.stream {
-        eprintln!("{NO_STREAM_WARNING}");
-        s.warnings.push(NO_STREAM_WARNING.into());
+    let s = Summary::default();
+    if o.ws != Some(false) {
+        start.ws_api = Some(WsApiStart::of(&start, o.ws_api.as_deref(), o.stream)?);
     }
     let keys = Keys {
         api_key: &key,
@@ -468,6 +485,21 @@ fn drive<E: Account>(
     let declare = |boot: &gateway::Boot, b: &mut _| E::declare(boot, b, keys, o.guard_ms * MS);
     let (mut lp, mut gw, pool) =
         Gateway::start(start, symbol, declare).map_err(|e| e.to_string())?;
+    // One warning line per fallback: orders over REST, polling without a stream.
+    let warnings = match start.ws_api.is_some() {
+        true => {
+            let probe;
+            (gw, probe) = gateway::open_ws_api(&mut lp, gw, pool, 3 * SEC);
+            probe.warnings(o.stream)
+        }
+        false => o
+            .stream
+            .then(|| NO_STREAM_WARNING.into())
+            .into_iter()
+            .collect(),
+    };
+    s.warnings
+        .extend(warnings.into_iter().inspect(|w| eprintln!("{w}")));
     let sym = Symbol::new(symbol).map_err(|e| e.to_string())?;
     let horizon_ns = ((o.duration_s * SEC as f64) as i64).max(1);
     let mix = mix(gw.venue_mut(), sym);
@@ -569,6 +601,12 @@ pub fn parse_args(mut it: impl Iterator<Item = String>) -> Result<Options, Strin
             "--json" => o.json = true,
             "--no-stream" => o.stream = false,
             "--record" => o.record = Some(value()?.into()),
+            "--order-entry" => match value()?.as_str() {
+                "ws" => o.ws = Some(true),
+                "rest" => o.ws = Some(false),
+                v => return Err(format!("--order-entry {v:?}: expected ws or rest")),
+            },
+            "--ws-api" => o.ws_api = Some(value()?),
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument {other:?}")),
         }

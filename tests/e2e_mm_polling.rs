@@ -1,8 +1,9 @@
-//! End to end: a venue without a user data stream. Binance Spot's listenKey stream
-//! was discontinued on 2026-02-20, so the strategy over the gateway asks for no
-//! listenKey and opens no WebSocket: it prints one warning line and learns open
-//! orders by polling, with the same guarantees as with a stream (no 429, no ban,
-//! no duplicate, every unknown reconciled).
+//! End to end: no user data stream. With REST order entry (`--order-entry rest`)
+//! the gateway opens no WebSocket API connection, so it has no stream (Binance
+//! Spot's listenKey stream was discontinued on 2026-02-20 and is never asked for):
+//! it prints one warning line and learns open orders by polling, with the same
+//! guarantees as with a stream (no 429, no ban, no duplicate, every unknown
+//! reconciled).
 
 #[allow(dead_code)]
 #[path = "../examples/mm_loop.rs"]
@@ -32,6 +33,7 @@ fn without_a_stream_it_warns_once_and_polls_with_the_same_guarantees() {
         quiet: true,
         sim: c,
         stream: true, // asked for: refused with a warning, not an exit
+        ws: Some(false),
         ..Options::default()
     };
     let s = run(&o, Arc::new(Control::default()), None).expect("the loop runs");
@@ -41,8 +43,8 @@ fn without_a_stream_it_warns_once_and_polls_with_the_same_guarantees() {
         vec![NO_STREAM_WARNING.to_string()],
         "one warning line"
     );
-    assert_eq!(r.ws.listen_keys, 0, "no listenKey asked for");
-    assert_eq!(r.ws.connects, 0, "no WebSocket opened");
+    assert_eq!(r.ws.listen_keys, 0, "the removed stream never asked for");
+    assert_eq!(r.ws.connects + r.ws.api_connects, 0, "no WebSocket opened");
     // Twice a second when the weight has room; at 3x demand the weight is full, and
     // a refused poll goes again as soon as its window opens: once a window at least.
     assert!(s.gw.polls >= 5, "open orders polled every window: {s:?}");

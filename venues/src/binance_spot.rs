@@ -560,6 +560,15 @@ pub struct BinanceSpot {
 }
 
 impl BinanceSpot {
+    /// Its key, signing key and receive window (for its WebSocket API session).
+    pub(crate) fn credentials(&self) -> (Option<ApiKey>, Option<HmacKey>, i64) {
+        (
+            self.auth.api_key,
+            self.auth.key.clone(),
+            self.auth.recv_window_ms,
+        )
+    }
+
     /// Declares the buckets of an `exchangeInfo` body: the IP gate `ip` and one fixed
     /// window per `rateLimits` entry, named after it (`REQUEST_WEIGHT_1M`,
     /// `ORDERS_10S`, `ORDERS_1D`, `RAW_REQUESTS_5M`).

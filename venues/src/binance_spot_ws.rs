@@ -57,8 +57,8 @@ use ergon_core::{Budget, Verdict};
 use crate::adapt::{self, Error, Parts, Request, Venue};
 use crate::binance_spot::{self, order_state, BinanceSpot, Counts, DEFAULT_RECV_WINDOW_MS};
 use crate::endpoint::{
-    json_text, ApiKey, ClientOrderId, HmacKey, Lookup, NewOrder, OrderRef, OrderState, OrderType,
-    Placed, Side, Symbol, TimeInForce,
+    json_text, ApiKey, ClientOrderId, HmacKey, Lookup, Method, NewOrder, OrderRef, OrderState,
+    OrderType, Placed, Prepared, Side, Symbol, TimeInForce,
 };
 use crate::json::{self, JsonError, Kind, Value};
 use crate::response::{Header, Response};
@@ -444,6 +444,24 @@ impl Session {
         })
     }
 
+    /// A session over `adapter` signing with the adapter's own key and receive
+    /// window (the REST adapter's `with_auth`), at most `capacity` requests in
+    /// flight (at least 1).
+    pub fn over(adapter: BinanceSpot, capacity: usize) -> Result<Self, Error> {
+        let (api_key, key, recv_window_ms) = adapter.credentials();
+        if capacity == 0 {
+            return Err(Error::BadArgument("capacity (at least 1)"));
+        }
+        Ok(Session {
+            adapter,
+            api_key,
+            key,
+            recv_window_ms,
+            next_id: 1,
+            slots: vec![None; capacity],
+        })
+    }
+
     /// A session with the default receive window (5000 ms).
     pub fn with_defaults(
         adapter: BinanceSpot,
@@ -456,6 +474,11 @@ impl Session {
     /// The adapter (its limits and clock).
     pub fn adapter(&self) -> &BinanceSpot {
         &self.adapter
+    }
+
+    /// The adapter, to read an answer that is not a frame (a refused upgrade).
+    pub fn adapter_mut(&mut self) -> &mut BinanceSpot {
+        &mut self.adapter
     }
 
     /// How many requests are in the table (prepared or written, without an answer).
@@ -601,6 +624,127 @@ impl Session {
         }
         out.push(b'}');
         Ok((call.kind(), deadline, cid))
+    }
+
+    /// Writes the WebSocket API twin of a request the REST adapter prepared (the
+    /// same parameters, `timestamp` and `recvWindow`, so the same deadline; the
+    /// REST `signature` dropped, `apiKey` added and the whole signed again as the
+    /// WebSocket API signs) into `out`, and reserves its slot. The parts, kind,
+    /// deadline and client order id are the prepared request's. Twins:
+    /// `POST /api/v3/order` → `order.place`, `DELETE /api/v3/order` →
+    /// `order.cancel`, `POST /api/v3/order/cancelReplace` → `order.cancelReplace`,
+    /// `GET /api/v3/order` → `order.status`, `GET /api/v3/openOrders` →
+    /// `openOrders.status`, `GET /api/v3/account` → `account.status`,
+    /// `GET /api/v3/time` → `time`; any other request is refused with
+    /// [`Error::BadArgument`] (send it over REST). On `Err`, `out` is empty and
+    /// nothing is reserved.
+    pub fn prepare_rest(
+        &mut self,
+        p: &Prepared,
+        out: &mut Vec<u8>,
+    ) -> Result<Pending, PrepareError> {
+        out.clear();
+        let id = self.next_id;
+        let at = self.slot_of(id);
+        if self.slots[at].is_some() {
+            return Err(PrepareError::Full);
+        }
+        let bad = |what| PrepareError::Bad(Error::BadArgument(what));
+        let (Some(kind), Some(m)) = (p.kind(), p.method()) else {
+            return Err(bad("an empty request"));
+        };
+        let (path, query) = p.target().split_once('?').unwrap_or((p.target(), ""));
+        let method = rest_twin(m, path).ok_or(bad("a request without a WebSocket API twin"))?;
+        let api_key = self.api_key;
+        let mut params: ArrayVec<(&str, &str), MAX_PARAMS> = ArrayVec::new();
+        let mut signed = false;
+        for kv in query.split('&').filter(|kv| !kv.is_empty()) {
+            let (name, value) = kv.split_once('=').unwrap_or((kv, ""));
+            if name == "signature" {
+                continue;
+            }
+            signed |= name == "timestamp";
+            let ok = name.bytes().all(|c| c.is_ascii_alphanumeric())
+                && !value.bytes().any(|c| c == b'"' || c == b'\\' || c < b' ');
+            if !ok || params.try_push((name, value)).is_err() {
+                return Err(bad("a parameter the WebSocket API cannot carry"));
+            }
+        }
+        if signed {
+            let Some(k) = &api_key else {
+                return Err(PrepareError::Bad(Error::NoKey));
+            };
+            if params.try_push(("apiKey", k.as_str())).is_err() {
+                return Err(bad("more than 16 params"));
+            }
+        }
+        params.sort_unstable_by_key(|(n, _)| *n);
+        let mac = match (&self.key, signed) {
+            (Some(key), true) => {
+                for (i, (name, value)) in params.iter().enumerate() {
+                    if i > 0 {
+                        out.push(b'&');
+                    }
+                    out.extend_from_slice(name.as_bytes());
+                    out.push(b'=');
+                    out.extend_from_slice(value.as_bytes());
+                }
+                let mac = key.sign(&[out.as_slice()]);
+                out.clear();
+                Some(mac)
+            }
+            (None, true) => return Err(PrepareError::Bad(Error::NoKey)),
+            _ => None,
+        };
+        out.extend_from_slice(b"{\"id\":");
+        let _ = write!(out, "{id}");
+        out.extend_from_slice(b",\"method\":\"");
+        out.extend_from_slice(method.as_bytes());
+        out.push(b'"');
+        if !params.is_empty() {
+            out.extend_from_slice(b",\"params\":{");
+            for (i, (name, value)) in params.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                out.push(b'"');
+                out.extend_from_slice(name.as_bytes());
+                out.extend_from_slice(b"\":");
+                let number = matches!(*name, "timestamp" | "recvWindow")
+                    && !value.is_empty()
+                    && value.bytes().all(|c| c.is_ascii_digit());
+                put_val(out, Val::Str(value), !number);
+            }
+            if let Some(mac) = mac {
+                out.extend_from_slice(b",\"signature\":\"");
+                hex(out, &mac);
+                out.push(b'"');
+            }
+            out.push(b'}');
+        }
+        out.push(b'}');
+        let client_order_id = p.client_order_id().copied();
+        self.next_id = id.wrapping_add(1).max(1);
+        self.slots[at] = Some(Slot {
+            id,
+            kind,
+            deadline_ns: p.deadline_ns(),
+            client_order_id,
+            state: State::Prepared,
+        });
+        Ok(Pending {
+            id,
+            kind,
+            parts: p.parts().iter().copied().collect(),
+            deadline_ns: p.deadline_ns(),
+            client_order_id,
+        })
+    }
+
+    /// Re-anchors the venue clock the session reads `retryAfter` and stamps its
+    /// own calls with.
+    pub fn set_clock(&mut self, clock: crate::adapt::Clock) {
+        self.adapter.limits.clock = clock;
     }
 
     /// Marks request `id` written (its frame went to the socket); `false` if `id`
@@ -794,7 +938,7 @@ impl Session {
 
 /// An answer as the REST readers see it: its `status`, and its `result` (2xx) or
 /// `error` object as the body; `None` if the frame is not an answer.
-fn as_response(frame: &[u8]) -> Option<(u16, &[u8])> {
+pub fn as_response(frame: &[u8]) -> Option<(u16, &[u8])> {
     let v = json::parse(frame).ok()?;
     let status = v.get("status").ok()??.as_u64().ok()?;
     let status = u16::try_from(status).ok()?;
@@ -830,6 +974,20 @@ pub fn read_placed(frame: &[u8]) -> Placed {
         }),
         None => Placed::Unknown,
     }
+}
+
+/// The WebSocket API method of a REST request (see [`Session::prepare_rest`]).
+fn rest_twin(m: Method, path: &str) -> Option<&'static str> {
+    Some(match (m, path) {
+        (Method::Post, "/api/v3/order") => "order.place",
+        (Method::Delete, "/api/v3/order") => "order.cancel",
+        (Method::Post, "/api/v3/order/cancelReplace") => "order.cancelReplace",
+        (Method::Get, "/api/v3/order") => "order.status",
+        (Method::Get, "/api/v3/openOrders") => "openOrders.status",
+        (Method::Get, "/api/v3/account") => "account.status",
+        (Method::Get, "/api/v3/time") => "time",
+        _ => return None,
+    })
 }
 
 fn read_event(sub: Value<'_>, event: Value<'_>) -> Result<Incoming, FrameError> {

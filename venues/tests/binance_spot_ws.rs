@@ -745,3 +745,84 @@ fn answers_read_for_reconcile_like_rest() {
     assert_eq!(read_placed(busy), Placed::Unknown);
     assert_eq!(read_placed(b"{}"), Placed::Unknown);
 }
+
+/// A request prepared for REST goes over the WebSocket API as its twin: the same
+/// frame as the typed call at the same time (same params, timestamp, recvWindow,
+/// signature), the REST parts, kind, deadline and client order id; a request
+/// without a twin is refused with nothing reserved.
+#[test]
+fn rest_requests_become_their_websocket_twins() {
+    let (mut s, _) = session(16);
+    let mut b = Budget::builder();
+    let auth = Auth::new(API_KEY, SECRET.as_bytes(), 5000).unwrap();
+    let mut rest = adapter(&mut b).with_auth(auth);
+    let mut p = Prepared::with_capacity(1024);
+    let (mut typed, mut twin) = (Vec::new(), Vec::new());
+    let sym = Symbol::new("BTCUSDT").unwrap();
+    let cr = CancelReplace {
+        cancel: cid("mm-1"),
+        new: order("mm-2"),
+    };
+    type Prep = Box<dyn Fn(&mut BinanceSpot, &mut Prepared)>;
+    let cases: Vec<(Call<'_>, Prep)> = vec![
+        (
+            Call::Place(order("mm-1")),
+            Box::new(|v, p| {
+                let _ = v.new_order(p, &order("mm-1"), NOW);
+            }),
+        ),
+        (
+            Call::Cancel(oref("mm-1")),
+            Box::new(|v, p| {
+                let _ = v.cancel(p, &oref("mm-1"), NOW);
+            }),
+        ),
+        (
+            Call::CancelReplace {
+                cancel: cid("mm-1"),
+                new: order("mm-2"),
+            },
+            Box::new(move |v, p| {
+                let _ = v.cancel_replace(p, &cr, NOW);
+            }),
+        ),
+        (
+            Call::Status(oref("mm-2")),
+            Box::new(|v, p| {
+                let _ = v.query_order(p, &oref("mm-2"), NOW);
+            }),
+        ),
+        (
+            Call::OpenOrders(Some(sym)),
+            Box::new(move |v, p| {
+                let _ = v.open_orders(p, Some(sym), NOW);
+            }),
+        ),
+    ];
+    for (call, prep) in cases {
+        prep(&mut rest, &mut p);
+        assert!(!p.is_empty());
+        let want = s.prepare(&call, &mut typed, NOW).unwrap();
+        assert!(s.unsent(want.id));
+        let got = s.prepare_rest(&p, &mut twin).unwrap();
+        let (a, b): (serde_json::Value, serde_json::Value) =
+            (serde_json::from_slice(&typed).unwrap(), venue_checks(&twin));
+        assert_eq!(a["method"], b["method"]);
+        assert_eq!(a["params"], b["params"], "{}", call.method());
+        assert_eq!(b["id"], got.id);
+        assert_eq!(got.kind, p.kind().unwrap());
+        assert_eq!(&got.parts[..], p.parts());
+        assert_eq!(got.deadline_ns, p.deadline_ns());
+        assert_eq!(got.client_order_id.as_ref(), p.client_order_id());
+        assert!(s.unsent(got.id));
+    }
+    // The book has no twin here: refused, nothing reserved, nothing written.
+    rest.book(&mut p, sym, 100, NOW).unwrap();
+    let before = s.in_flight();
+    assert!(matches!(
+        s.prepare_rest(&p, &mut twin),
+        Err(PrepareError::Bad(Error::BadArgument(_)))
+    ));
+    assert!(twin.is_empty());
+    assert_eq!(s.in_flight(), before);
+}

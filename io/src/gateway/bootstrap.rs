@@ -14,6 +14,7 @@ use ergon_venues::response::Response;
 use super::driver::Driver;
 use super::endpoints::Account;
 use super::machine::Gateway;
+use super::ws_api::{WsApiStart, WsLane, CONNECTS_PER_5MIN};
 use crate::client::{ClientHandler, Error, PoolConfig, PoolId, RequestId, Sent};
 use crate::event_loop::{Config as LoopConfig, Context, EventLoop};
 use crate::http::Request;
@@ -40,6 +41,9 @@ pub struct Start {
     /// Record the gateway's budget calls into this file as an `ergon-replay` trace
     /// ([`super::record`]; [`Gateway::finish_record`] closes it).
     pub record: Option<std::path::PathBuf>,
+    /// Order entry and the order stream over the venue's WebSocket API here, where
+    /// the venue has one ([`Account::ws_api`]); see [`super::ws_api`].
+    pub ws_api: Option<WsApiStart>,
 }
 
 impl Start {
@@ -54,6 +58,7 @@ impl Start {
             capacity: 256,
             timeout_ns: 10 * SEC,
             record: None,
+            ws_api: None,
         }
     }
 }
@@ -251,6 +256,17 @@ impl<E: Account> Gateway<E> {
         };
         let mut builder = Budget::builder();
         let venue = declare(&boot, &mut builder).map_err(StartError)?;
+        let ws_connects = match &s.ws_api {
+            Some(_) => Some(
+                builder
+                    .add(
+                        "WS_API_CONNECTS_5M",
+                        Spec::sliding(CONNECTS_PER_5MIN, 300 * SEC, 60),
+                    )
+                    .map_err(|e| err(&e))?,
+            ),
+            None => None,
+        };
         let budget = builder.build(crate::clock::now_ns()).map_err(|e| err(&e))?;
         let mut lp = EventLoop::new(s.loop_cfg, budget).map_err(|e| err(&e))?;
         let mut pc = pool_cfg(s);
@@ -258,13 +274,157 @@ impl<E: Account> Gateway<E> {
         pc.connect_parts = venue.parts(Kind::Connect).map_err(|e| err(&e))?.to_vec();
         pc.connect_class = Class::Urgent;
         let pool = lp.add_pool(pc).map_err(|e| err(&e))?;
+        let lane = match (&s.ws_api, ws_connects) {
+            (Some(at), Some(connects)) => ws_lane(&venue, s, at, connects, lp.budget())?,
+            _ => None,
+        };
         let mut gw = Gateway::new(venue, symbol, s.capacity, 1024).map_err(|e| err(&e))?;
+        if let Some(lane) = lane {
+            gw.set_ws_api(lane);
+        }
         if let Some(path) = &s.record {
             let writer = gw.record_to(path, lp.budget());
             writer.map_err(|e| StartError(format!("--record {}: {e}", path.display())))?;
         }
         Ok((lp, gw, pool))
     }
+}
+
+/// The WebSocket API connection of `venue` at `at`, if the venue has one: its
+/// connects charge the IP gate, weight 2 on every weight limit and one on
+/// `connects`; its frames charge the IP gate (requests charge their own parts).
+fn ws_lane<E: Account>(
+    venue: &E,
+    s: &Start,
+    at: &WsApiStart,
+    connects: ergon_core::BucketId,
+    budget: &Budget,
+) -> Result<Option<WsLane>, StartError> {
+    let err = |e: &dyn core::fmt::Display| StartError(e.to_string());
+    let Some(api) = venue.ws_api(s.capacity) else {
+        return Ok(None);
+    };
+    let mut connect = venue.parts(Kind::Read(2)).map_err(|e| err(&e))?;
+    connect
+        .try_push(Part::new(connects, 1))
+        .map_err(|_| StartError("WebSocket API connect: too many parts".into()))?;
+    let message = venue.parts(Kind::Connect).map_err(|e| err(&e))?;
+    let seed = crate::clock::now_ns() as u64 ^ u64::from(std::process::id()) << 32;
+    let lane = WsLane::new(api, at, budget, &connect, &message, s.local_addr, seed);
+    lane.map(Some).map_err(StartError)
+}
+
+/// What [`open_ws_api`] found.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct WsProbe {
+    /// Orders go over the WebSocket API.
+    pub order_entry: bool,
+    /// The user data stream is subscribed.
+    pub stream: bool,
+    /// Why not, if not.
+    pub why: Option<String>,
+}
+
+impl WsProbe {
+    /// One warning line per fallback: order entry over REST (no WebSocket API),
+    /// and polling open orders (no stream, when `stream` was asked for).
+    pub fn warnings(&self, stream: bool) -> Vec<String> {
+        let why = self.why.as_deref().unwrap_or("not available");
+        let mut w = Vec::new();
+        if !self.order_entry {
+            w.push(format!(
+                "warning: no WebSocket API ({why}); orders go over REST"
+            ));
+        }
+        if stream && !self.stream {
+            w.push(format!(
+                "warning: no user data stream ({why}); polling open orders instead"
+            ));
+        }
+        w
+    }
+}
+
+struct Probe {
+    until: i64,
+}
+
+impl<E: Account> super::driver::Strategy<E> for Probe {
+    fn on_event(&mut self, _: &mut super::driver::Api<'_, '_, E>, _: super::events::Event<'_>) {}
+
+    fn on_turn(&mut self, api: &mut super::driver::Api<'_, '_, E>) {
+        let now = api.now();
+        let done = match api.ws_api() {
+            None => true,
+            Some(l) => match l.state() {
+                super::ws_api::WsState::Unavailable => true,
+                super::ws_api::WsState::Open => l.streaming() || l.why().is_some(),
+                _ => l.stats().drops > 0,
+            },
+        };
+        if done || now >= self.until {
+            api.stop();
+        } else {
+            let _ = api.set_timer(0, (now + 5_000_000).min(self.until));
+        }
+    }
+}
+
+/// Opens the gateway's WebSocket API connection (and its stream) before the
+/// strategy starts, within `timeout_ns`: if the venue does not answer it, the
+/// connection is dropped and every request goes over HTTP. Says what it found.
+pub fn open_ws_api<E: Account>(
+    lp: &mut EventLoop,
+    gateway: Gateway<E>,
+    pool: PoolId,
+    timeout_ns: i64,
+) -> (Gateway<E>, WsProbe) {
+    if gateway.ws_api().is_none() {
+        let why = Some("the venue has no WebSocket API in the gateway".into());
+        return (
+            gateway,
+            WsProbe {
+                why,
+                ..WsProbe::default()
+            },
+        );
+    }
+    let until = lp.now() + timeout_ns;
+    let control = std::sync::Arc::new(super::driver::Control::default());
+    let mut d = Driver {
+        gateway,
+        strategy: Probe { until },
+        pool,
+        control,
+    };
+    let ran = lp.run(&mut d);
+    let mut gw = d.gateway;
+    let lane = gw.ws_api();
+    let open = lane.is_some_and(|l| l.state() == super::ws_api::WsState::Open);
+    let stream = lane.is_some_and(|l| l.streaming());
+    let why = match (&ran, lane) {
+        (Err(e), _) => Some(format!("the WebSocket API: {e}")),
+        (_, Some(l)) if !open => Some(
+            l.why()
+                .map(str::to_string)
+                .unwrap_or_else(|| "the WebSocket API did not open in time".into()),
+        ),
+        (_, Some(l)) if !stream => Some(
+            l.why()
+                .map(str::to_string)
+                .unwrap_or_else(|| "no answer to the stream's subscribe in time".into()),
+        ),
+        _ => None,
+    };
+    if !open {
+        gw.drop_ws_api();
+    }
+    let probe = WsProbe {
+        order_entry: open,
+        stream,
+        why,
+    };
+    (gw, probe)
 }
 
 /// Runs `strategy` over `gateway` until it stops the loop; returns the driver.

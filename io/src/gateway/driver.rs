@@ -9,10 +9,12 @@ use ergon_venues::response::Response;
 
 use super::endpoints::Account;
 use super::events::{Event, Tag};
-use super::machine::{Gateway, Stats};
+use super::machine::{Gateway, Stats, WsIn};
 use super::wire::LoopWire;
+use super::ws_api::{WsLane, WS_API};
 use crate::client::{ClientHandler, Error, PoolId, RequestId, Sent};
-use crate::event_loop::{Context, LoopError, Readiness};
+use crate::event_loop::{Context, Interest, LoopError, Readiness};
+use ergon_venues::binance_spot_ws::Execution;
 use ergon_venues::endpoint::Prepared;
 
 /// The timer token the driver keeps for the gateway's due work; a strategy's
@@ -77,6 +79,11 @@ impl<E: Account> Api<'_, '_, E> {
         self.gw.venue_mut()
     }
 
+    /// The gateway's WebSocket API connection, if it has one.
+    pub fn ws_api(&self) -> Option<&WsLane> {
+        self.gw.ws_api()
+    }
+
     /// The symbol the gateway's reconcile queries name.
     pub fn symbol(&self) -> ergon_venues::endpoint::Symbol<'_> {
         self.gw.symbol()
@@ -130,6 +137,10 @@ pub trait Strategy<E: Account> {
 
     /// Once per loop turn, after the gateway's own work.
     fn on_turn(&mut self, gw: &mut Api<'_, '_, E>);
+
+    /// An order update of the venue's user data stream (Binance Spot over the
+    /// WebSocket API): the order's client order id, state and fill.
+    fn on_order_update(&mut self, _gw: &mut Api<'_, '_, E>, _update: &Execution) {}
 
     /// A timer it set is due.
     fn on_timer(&mut self, _gw: &mut Api<'_, '_, E>, _token: u64) {}
@@ -191,6 +202,52 @@ impl<E: Account, S: Strategy<E>> Driver<E, S> {
         self.drain(cx);
     }
 
+    /// Drives the WebSocket API connection and hands what it reported to the
+    /// gateway, item by item, delivering each event; then re-arms its timer.
+    fn ws(&mut self, cx: &mut Context<'_>) {
+        if let Some(fd) = self.gateway.ws_watch() {
+            // Its own epoll descriptor; if the loop cannot watch it, the timer
+            // still drives it.
+            let _ = cx.watch_fd(fd, WS_API, Interest::READ);
+        }
+        let mut w = LoopWire {
+            cx,
+            pool: self.pool,
+        };
+        let Some(mut inbox) = self.gateway.ws_drive(&mut w) else {
+            return;
+        };
+        let mut items = core::mem::take(&mut inbox.items);
+        for item in items.drain(..) {
+            let mut w = LoopWire {
+                cx,
+                pool: self.pool,
+            };
+            let got = self.gateway.ws_item(&mut w, item, &inbox.bytes);
+            let mut api = Api {
+                gw: &mut self.gateway,
+                cx,
+                pool: self.pool,
+                control: &self.control,
+            };
+            match got {
+                Some(WsIn::Event(ev)) => self.strategy.on_event(&mut api, ev),
+                Some(WsIn::Execution(x)) => self.strategy.on_order_update(&mut api, &x),
+                None => {}
+            }
+        }
+        inbox.items = items;
+        self.gateway.ws_restore(inbox);
+        match self.gateway.ws_deadline() {
+            Some(at) => {
+                let _ = cx.set_timer(WS_API, at);
+            }
+            None => {
+                cx.cancel_timer(WS_API);
+            }
+        }
+    }
+
     fn poll(&mut self, cx: &mut Context<'_>) {
         let mut w = LoopWire {
             cx,
@@ -229,6 +286,11 @@ impl<E: Account, S: Strategy<E>> ClientHandler for Driver<E, S> {
             self.poll(cx);
             return;
         }
+        if token == WS_API {
+            self.ws(cx);
+            self.drain(cx);
+            return;
+        }
         let mut api = Api {
             gw: &mut self.gateway,
             cx,
@@ -240,6 +302,11 @@ impl<E: Account, S: Strategy<E>> ClientHandler for Driver<E, S> {
     }
 
     fn on_fd(&mut self, cx: &mut Context<'_>, token: u64, ready: Readiness) {
+        if token == WS_API {
+            self.ws(cx);
+            self.drain(cx);
+            return;
+        }
         let mut api = Api {
             gw: &mut self.gateway,
             cx,
@@ -267,6 +334,9 @@ impl<E: Account, S: Strategy<E>> ClientHandler for Driver<E, S> {
                 pool: self.pool,
             };
             self.gateway.clear_halts(&mut w);
+        }
+        if self.gateway.ws_due(cx.now()) {
+            self.ws(cx);
         }
         self.poll(cx);
         let mut api = Api {

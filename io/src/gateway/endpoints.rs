@@ -52,4 +52,11 @@ pub trait Account: Endpoints + Sized {
     /// Calls `f` with the client order id of each order an answer to
     /// [`Endpoints::open_orders`] lists.
     fn open_ids(&self, body: &[u8], f: &mut dyn FnMut(&[u8]));
+
+    /// The venue's WebSocket API session for order entry and the order stream
+    /// (Binance Spot), signing as the REST endpoints do, with room for `capacity`
+    /// requests in flight; None where the gateway has none.
+    fn ws_api(&self, _capacity: usize) -> Option<ergon_venues::binance_spot_ws::Session> {
+        None
+    }
 }

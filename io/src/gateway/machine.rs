@@ -16,6 +16,7 @@ use super::events::{Event, Tag, OPEN_ORDERS};
 use super::ledger::{Key, Ledger, Stage};
 use super::record::{self, Declarations, Kind as Rec, Record, Recorder, Writer, Written, NO_LABEL};
 use super::wire::{encode, Wire};
+use super::ws_api::{Inbox, Item, WsLane, WS_BIT};
 use crate::client::{RequestId, Sent};
 
 /// How long a step that could not go out waits before it is tried again, when the
@@ -103,6 +104,8 @@ pub struct Gateway<E> {
     open_req: Prepared,
     stats: Stats,
     trace: Trace,
+    /// Order entry and the order stream over the WebSocket API, if set.
+    ws: Option<WsLane>,
 }
 
 /// The recording side of a gateway: the recorder, if on, and the trace id of each
@@ -240,6 +243,7 @@ impl<E: Account> Gateway<E> {
                 slots: vec![0; capacity],
                 ..Trace::default()
             },
+            ws: None,
         })
     }
 
@@ -444,6 +448,21 @@ impl<E: Account> Gateway<E> {
         let query = e.stage == Stage::Query;
         let req = if query { &e.query } else { &e.req };
         let deadline = req.deadline_ns();
+        // Over the WebSocket API when it is open and the request has a twin there.
+        let ticket = match self.ws.as_mut() {
+            Some(lane) => match lane.try_send(req, ticket, w.budget(), now) {
+                Ok(id) => {
+                    self.stats.sent += 1;
+                    if !query {
+                        e.stage = Stage::Wire;
+                    }
+                    self.ledger.bind(key, RequestId(WS_BIT | id));
+                    return;
+                }
+                Err(t) => t,
+            },
+            None => ticket,
+        };
         let mut ticket = Some(ticket);
         let sent = encode(req, |r| match ticket.take() {
             Some(t) => w.send(r, t, deadline),
@@ -530,8 +549,7 @@ impl<E: Account> Gateway<E> {
             return None;
         };
         let e = self.ledger.get(key)?;
-        let (stage, tag) = (e.stage, e.tag);
-        let write = e.req.kind().is_some_and(|k| k.is_write());
+        let stage = e.stage;
         let kind = if stage == Stage::Query {
             e.query.kind()
         } else {
@@ -547,6 +565,21 @@ impl<E: Account> Gateway<E> {
         self.trace.verdict(now, &verdict);
         let _ = w.budget().complete(flight, now);
         self.trace.done(now, self.trace.slot(key));
+        self.answered(w, key, r, verdict)
+    }
+
+    /// What follows the verdict on `key`'s answer `r` (its flight completed): the
+    /// settle rule, for an answer over HTTP or the WebSocket API alike.
+    fn answered<'r, W: Wire>(
+        &mut self,
+        w: &mut W,
+        key: Key,
+        r: Response<'r>,
+        verdict: Verdict,
+    ) -> Option<Event<'r>> {
+        let e = self.ledger.get(key)?;
+        let (stage, tag) = (e.stage, e.tag);
+        let write = e.req.kind().is_some_and(|k| k.is_write());
         self.count_verdict(&verdict);
         if stage == Stage::Query {
             return self.on_query(w, key, &r, verdict).map(widen);
@@ -621,6 +654,14 @@ impl<E: Account> Gateway<E> {
             }
             return None;
         };
+        self.failed(w, key, maybe)
+    }
+
+    /// What follows a transport failure of `key`'s request (settled already):
+    /// `maybe` a byte left. A query is asked again; a write that may have run is
+    /// reconciled; anything else surely did not run.
+    fn failed<W: Wire>(&mut self, w: &mut W, key: Key, maybe: bool) -> Option<Event<'static>> {
+        let now = w.now();
         let e = self.ledger.get_mut(key)?;
         if e.stage == Stage::Query {
             e.stage = Stage::Reconcile;
@@ -872,6 +913,9 @@ impl<E: Account> Gateway<E> {
         if let Some(server_ms) = E::read_time(r.body).filter(|_| r.status == 200) {
             let clock = Clock::anchor(sent_at + (now - sent_at) / 2, server_ms);
             self.venue.set_clock(clock);
+            if let Some(lane) = self.ws.as_mut() {
+                lane.api.set_clock(clock);
+            }
             let budget = w.budget();
             let ids: ArrayVec<BucketId, MAX_BUCKETS> = budget.ids().collect();
             for id in ids {
@@ -913,4 +957,151 @@ impl<E: Account> Gateway<E> {
 
 fn widen<'r>(e: Event<'static>) -> Event<'r> {
     e
+}
+
+/// What one item of the WebSocket API connection made.
+#[derive(Debug)]
+pub enum WsIn<'f> {
+    /// An event of a request (or of the gateway's own poll).
+    Event(Event<'f>),
+    /// An order update of the user data stream.
+    Execution(ergon_venues::binance_spot_ws::Execution),
+}
+
+/// Order entry and the order stream over the WebSocket API (see
+/// [`super::ws_api`]): the connection's reports go through the same ledger and
+/// settle rule as HTTP's.
+impl<E: Account> Gateway<E> {
+    /// Sends every request with a WebSocket API twin over `lane` while it is open
+    /// (HTTP otherwise), and takes the order stream from it.
+    pub fn set_ws_api(&mut self, lane: WsLane) {
+        self.ws = Some(lane);
+    }
+
+    /// The WebSocket API connection, if set.
+    pub fn ws_api(&self) -> Option<&WsLane> {
+        self.ws.as_ref()
+    }
+
+    /// Drops the WebSocket API connection: every request goes over HTTP.
+    pub fn drop_ws_api(&mut self) -> Option<WsLane> {
+        self.ws.take()
+    }
+
+    /// Whether the lane's descriptor still has to be watched by the loop (then
+    /// marked watched).
+    pub(crate) fn ws_watch(&mut self) -> Option<std::os::raw::c_int> {
+        let lane = self.ws.as_mut()?;
+        (!core::mem::replace(&mut lane.watched, true)).then(|| lane.fd())
+    }
+
+    /// Whether the connection wants a drive at `now` outside its descriptor and
+    /// timer: never watched yet, or a re-connect due.
+    pub(crate) fn ws_due(&self, now: i64) -> bool {
+        self.ws
+            .as_ref()
+            .is_some_and(|l| !l.watched || l.next_deadline().is_some_and(|t| t <= now))
+    }
+
+    /// The earliest time the connection wants a drive.
+    pub fn ws_deadline(&self) -> Option<i64> {
+        self.ws.as_ref().and_then(WsLane::next_deadline)
+    }
+
+    /// Connects if due, then reads and writes: what the connection reported, to
+    /// hand to [`Gateway::ws_item`] item by item, then back by
+    /// [`Gateway::ws_restore`].
+    pub(crate) fn ws_drive<W: Wire>(&mut self, w: &mut W) -> Option<Inbox> {
+        let now = w.now();
+        let lane = self.ws.as_mut()?;
+        lane.connect_if_due(w.budget(), now);
+        Some(lane.drive(w.budget(), now))
+    }
+
+    /// Gives the inbox back.
+    pub(crate) fn ws_restore(&mut self, inbox: Inbox) {
+        if let Some(lane) = self.ws.as_mut() {
+            lane.restore(inbox);
+        }
+    }
+
+    /// One item the connection reported: an answer (the adapter's verdict, then the
+    /// settle rule), a request's fate at a drop (refunded by the session if never
+    /// written; Unknown → reconciled), an execution, the open or the drop.
+    pub(crate) fn ws_item<'f, W: Wire>(
+        &mut self,
+        w: &mut W,
+        item: Item,
+        bytes: &'f [u8],
+    ) -> Option<WsIn<'f>> {
+        let now = w.now();
+        let lane = self.ws.as_mut()?;
+        match item {
+            Item::Open => {
+                lane.on_open(w.budget(), now);
+                None
+            }
+            Item::Closed(cause) => {
+                lane.on_closed(cause, w.budget(), now);
+                None
+            }
+            Item::Outcome(id, verdict, flight) => {
+                let written = flight.is_some();
+                if let Some(f) = flight {
+                    // Its own flight: never foreign.
+                    let _ = w.budget().complete(f, now);
+                }
+                if lane.sub_req == Some(id) {
+                    lane.sub_req = None;
+                    return None;
+                }
+                let key = self.ledger.unbind(RequestId(WS_BIT | id))?;
+                // Never written: the session refunded its ticket.
+                match written {
+                    true => self.trace.done(now, self.trace.slot(key)),
+                    false => self.trace.refund(now, self.trace.slot(key)),
+                }
+                let ev = self.failed(w, key, verdict == Verdict::Unknown)?;
+                Some(WsIn::Event(ev))
+            }
+            Item::Text(a, b) => {
+                let frame = bytes.get(a..b)?;
+                let incoming = lane.api.on_frame(frame, w.budget(), now);
+                let answer = match incoming {
+                    Ok(ergon_venues::binance_spot_ws::Incoming::Answer(a)) => a,
+                    Ok(ergon_venues::binance_spot_ws::Incoming::Execution(x)) => {
+                        lane.stats.executions += 1;
+                        return Some(WsIn::Execution(x));
+                    }
+                    Ok(_) => return None,
+                    Err(_) => {
+                        lane.stats.bad_frames += 1;
+                        return None;
+                    }
+                };
+                lane.stats.answers += 1;
+                lane.resolve(answer.id, w.budget(), now);
+                let verdict = match answer.verdict {
+                    Ok(v) => v,
+                    Err(adapt::Error::BadHeader { verdict, .. }) => verdict,
+                    Err(_) => Verdict::Unknown,
+                };
+                if lane.sub_req == Some(answer.id) {
+                    lane.on_subscribed(verdict, frame);
+                    return None;
+                }
+                let key = self.ledger.unbind(RequestId(WS_BIT | answer.id))?;
+                self.trace.verdict(now, &verdict);
+                self.trace.done(now, self.trace.slot(key));
+                let (status, body) = ergon_venues::binance_spot_ws::as_response(frame)
+                    .unwrap_or((answer.status, &[]));
+                let r = Response {
+                    status,
+                    headers: &[],
+                    body,
+                };
+                self.answered(w, key, r, verdict).map(WsIn::Event)
+            }
+        }
+    }
 }

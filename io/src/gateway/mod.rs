@@ -54,8 +54,12 @@
 //! clock-skew answers in a row re-read the time, re-anchor ([`Account::set_clock`])
 //! and realign every fixed bucket's windows to the new anchor
 //! ([`Budget::set_phase`](ergon_core::Budget::set_phase)).
-//! Open orders come from [`Gateway::poll_open_orders`]: Binance Spot's listenKey
-//! stream was discontinued on 2026-02-20, and nothing here ever calls
+//! Open orders come from [`Gateway::poll_open_orders`] and, on Binance Spot, from
+//! the user data stream of the WebSocket API ([`ws_api`]: with
+//! [`Start::ws_api`], orders and reconcile queries go over that connection, in the
+//! same ledger under the same rule, and `executionReport`s reach
+//! [`Strategy::on_order_update`]). Binance Spot's listenKey stream was
+//! discontinued on 2026-02-20, and nothing here ever calls
 //! `/api/v3/userDataStream`.
 //!
 //! Nothing here reads a clock (time is the [`Wire`]'s `now`), and the steady state
@@ -75,16 +79,18 @@ pub mod record;
 mod remote;
 mod venues;
 mod wire;
+pub mod ws_api;
 
-pub use bootstrap::{run, Boot, Start, StartError};
+pub use bootstrap::{open_ws_api, run, Boot, Start, StartError, WsProbe};
 pub use driver::{Api, Control, Driver, Strategy, GATEWAY_TIMER};
 pub use endpoints::{Account, Keys};
 pub use events::{Event, Tag, OPEN_ORDERS};
 pub use ledger::{Entry, Key, Ledger, Stage};
 pub use load::binding;
-pub use machine::{Gateway, Stats, MAX_RESENDS, RETRY_GAP_NS, SKEWS_TO_REANCHOR};
+pub use machine::{Gateway, Stats, WsIn, MAX_RESENDS, RETRY_GAP_NS, SKEWS_TO_REANCHOR};
 #[cfg(not(ergon_loom))]
 pub use remote::{remote, Delivered, Remote, RemoteError, RemoteHandle, Submission, REMOTE_WAKE};
 pub use wire::{LoopWire, Wire};
+pub use ws_api::{WsApiStart, WsApiStats, WsLane, WsState, WS_API};
 
 pub use ergon_venues::endpoint::{Endpoints, OrderState, Prepared};

@@ -81,6 +81,11 @@ impl Account for BinanceSpot {
     fn open_ids(&self, body: &[u8], f: &mut dyn FnMut(&[u8])) {
         each_string(body, "", "clientOrderId", f);
     }
+
+    /// Over `/ws-api/v3`, with the REST adapter's limits, clock and key.
+    fn ws_api(&self, capacity: usize) -> Option<ergon_venues::binance_spot_ws::Session> {
+        ergon_venues::binance_spot_ws::Session::over(self.clone(), capacity).ok()
+    }
 }
 
 impl Account for Bybit {

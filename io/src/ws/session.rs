@@ -1200,6 +1200,45 @@ impl Session {
         Ok(())
     }
 
+    /// Queues a request under a charge the caller already made: `ticket` covers
+    /// the frame (the request's parts, with [`Session::message_parts`] if the venue
+    /// counts frames). Otherwise as [`Session::send_request`]: [`Session::resolve`]
+    /// on its answer; if the connection ends first, [`Event::Outcome`] says NotRun
+    /// (never written: the session refunds `ticket`) or Unknown (written:
+    /// reconcile). On `Err` nothing was queued and `ticket` comes back, unsent.
+    pub fn send_request_charged(
+        &mut self,
+        id: u64,
+        text: &str,
+        ticket: Ticket,
+    ) -> Result<(), (SendError, Ticket)> {
+        if self.state != State::Open {
+            return Err((SendError::NotOpen, ticket));
+        }
+        if self.pending.len() + self.requests_queued >= MAX_PENDING {
+            return Err((SendError::TooManyPending, ticket));
+        }
+        let queued = self.queue.iter().any(|q| q.what == What::Request(id));
+        if queued || self.pending.iter().any(|(i, _)| *i == id) {
+            return Err((SendError::DuplicateId, ticket));
+        }
+        let need = frame_len(text.len(), true);
+        if need > self.tx.len() {
+            return Err((SendError::TooBig, ticket));
+        }
+        if self.queue.is_full() || !self.make_room(need) {
+            return Err((SendError::Full, ticket));
+        }
+        self.push_frame(Opcode::Text, text.as_bytes(), What::Request(id), ticket);
+        self.requests_queued += 1;
+        Ok(())
+    }
+
+    /// What each frame charges (the message bucket and the IP gate, as built).
+    pub fn message_parts(&self) -> &[Part] {
+        &self.message_parts
+    }
+
     /// Starts the close handshake: queues a close frame with `code` and `reason`
     /// (at most 123 bytes), charged like any frame. The server's answer ends the
     /// connection ([`Cause::Local`]); none within the close timeout, [`Cause::Timeout`].
@@ -1289,6 +1328,13 @@ impl Session {
         let ticket = budget
             .try_charge(&parts, class, now)
             .map_err(SendError::Limited)?;
+        self.push_frame(opcode, payload, what, ticket);
+        Ok(())
+    }
+
+    /// Writes one masked frame under `ticket` (room checked by the caller).
+    fn push_frame(&mut self, opcode: Opcode, payload: &[u8], what: What, ticket: Ticket) {
+        let need = frame_len(payload.len(), true);
         let mask = (self.rng.next_u64() as u32).to_ne_bytes();
         let n = frame::encode(
             &mut self.tx[self.tx_end..],
@@ -1307,7 +1353,6 @@ impl Session {
         self.tx_end += n;
         self.tx_queued += n as u64;
         self.stats.frames_sent += 1;
-        Ok(())
     }
 
     /// Makes `need` contiguous bytes free at the end of the send buffer.

@@ -51,8 +51,9 @@
 //! - the listenKey user data stream (`/api/v3/userDataStream`, `/ws/<listenKey>`
 //!   pushing `executionReport` events) with Binance's stream limits ([`WsLimits`]:
 //!   5 incoming frames a second per connection, 300 connects per 5 minutes per IP,
-//!   server pings that must be answered), while [`Config::listen_key`] is on (the
-//!   default for now); off, it answers 410 Gone as Binance has since 2026-02-20.
+//!   server pings that must be answered), only while [`Config::listen_key`] is
+//!   on (`--listen-key on`); by default it answers 410 Gone, as Binance has since
+//!   2026-02-20.
 //!   Counted in [`Report::ws`]; `server::ws_conn` has the rules and sources.
 //!
 //! ## The two 5xx faults

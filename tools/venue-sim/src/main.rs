@@ -267,7 +267,7 @@ mod tests {
 
     #[test]
     fn the_listen_key_switch_and_websocket_api_pings_parse() {
-        assert!(args("").unwrap().config.listen_key, "on by default");
+        assert!(!args("").unwrap().config.listen_key, "off by default");
         assert!(!args("--listen-key off").unwrap().config.listen_key);
         assert!(args("--listen-key on").unwrap().config.listen_key);
         assert!(args("--listen-key maybe")

@@ -1,5 +1,6 @@
-//! The WebSocket endpoint (Binance Spot user data stream) through a raw client
-//! written here: listenKey endpoints, `executionReport` events for placed,
+//! The emulator's legacy listenKey stream (`--listen-key on`; off by default, as
+//! on the venue since 2026-02-20) through a raw client written here: listenKey
+//! endpoints, `executionReport` events for placed,
 //! canceled and filled orders, the 5-messages-a-second cut, the per-IP connect
 //! limit and its ban, and the server's pings.
 
@@ -32,6 +33,13 @@ enum In {
 }
 
 /// Sends the upgrade; returns the status line's code and, on 101, the client.
+/// The emulator with the removed listenKey stream switched on.
+fn legacy() -> Config {
+    let mut c = Config::binance_spot();
+    c.listen_key = true;
+    c
+}
+
 fn upgrade(addr: SocketAddr, path: &str, key: Option<&str>) -> (u16, Option<Ws>) {
     let mut stream = TcpStream::connect(addr).expect("connect");
     stream.set_read_timeout(Some(WAIT)).unwrap();
@@ -151,7 +159,7 @@ fn stream(server: &Server) -> (String, Ws) {
 
 #[test]
 fn events_arrive_for_placed_canceled_and_filled_orders() {
-    let server = Server::start(Config::binance_spot()).unwrap();
+    let server = Server::start(legacy()).unwrap();
     let (k, mut ws) = stream(&server);
     assert_eq!(listen_key(&server), k, "one active key per account");
     let mut c = Client::connect(server.addr());
@@ -252,7 +260,7 @@ fn events_arrive_for_placed_canceled_and_filled_orders() {
 
 #[test]
 fn bad_upgrades_are_refused() {
-    let server = Server::start(Config::binance_spot()).unwrap();
+    let server = Server::start(legacy()).unwrap();
     let (code, _) = upgrade(server.addr(), "/ws/not-a-key", Some(KEY));
     assert_eq!(code, 400, "unknown listenKey");
     let k = listen_key(&server);
@@ -280,7 +288,7 @@ fn bad_upgrades_are_refused() {
 
 #[test]
 fn more_than_five_messages_a_second_cut_the_connection() {
-    let server = Server::start(Config::binance_spot()).unwrap();
+    let server = Server::start(legacy()).unwrap();
     // Four a second, for two seconds: under the limit, every ping answered.
     let (_, mut ws) = stream(&server);
     for round in 0..2 {
@@ -314,7 +322,7 @@ fn more_than_five_messages_a_second_cut_the_connection() {
 
 #[test]
 fn a_connect_storm_is_refused_then_the_ip_is_banned() {
-    let mut cfg = Config::binance_spot();
+    let mut cfg = legacy();
     cfg.ws.connects = 5;
     cfg.ws.connect_window_ms = 60_000;
     cfg.ws.ban_after_refused = 3;
@@ -343,7 +351,7 @@ fn a_connect_storm_is_refused_then_the_ip_is_banned() {
 
 #[test]
 fn the_server_pings_and_cuts_a_client_that_does_not_pong() {
-    let mut cfg = Config::binance_spot();
+    let mut cfg = legacy();
     // Under 5 a second: the pongs count against the client's message limit.
     cfg.ws.ping_interval_ms = 250;
     cfg.ws.pong_timeout_ms = 500;

@@ -233,9 +233,10 @@ pub struct Config {
     pub ws: WsLimits,
     /// Whether Binance Spot's listenKey user data stream is served
     /// (`/api/v3/userDataStream`, `/ws/<listenKey>`). Binance removed it on
-    /// 2026-02-20; off, both answer as removed endpoints do there (HTTP 410 Gone
-    /// from the web front). On by default until every example and test has moved
-    /// to the WebSocket API's `userDataStream.subscribe.signature`.
+    /// 2026-02-20; off (the default), both answer as removed endpoints do there
+    /// (HTTP 410 Gone from the web front): clients take order updates from the
+    /// WebSocket API's `userDataStream.subscribe.signature`. On serves the old
+    /// stream, for replaying a client written before the removal.
     pub listen_key: bool,
     /// The credit pools and the connection limit (the `deribit` profile).
     pub credits: Credits,
@@ -359,7 +360,7 @@ impl Config {
             history_cap: 10_000,
             passphrase: DEFAULT_PASSPHRASE.to_string(),
             ws: WsLimits::default(),
-            listen_key: true,
+            listen_key: false,
             credits: Credits::default(),
         }
     }

@@ -1,0 +1,483 @@
+//! Order entry and the order stream over Binance Spot's WebSocket API, inside the
+//! gateway: one connection (`/ws-api/v3`) on the same event loop, budget and
+//! egress lane as the gateway's HTTP pool, whose requests live in the same ledger.
+//!
+//! A request the venue's REST adapter prepared goes over this connection as its
+//! WebSocket API twin ([`binance_spot_ws::Session::prepare_rest`]: the same
+//! parameters and deadline, the same parts) when the connection is open, else over
+//! HTTP; the ledger binds it to `WS_BIT | id`, so one settle rule covers both:
+//! never written → refunded (the WebSocket session hands it back or refunds it at
+//! the drop); written → completed; the answer read by the adapter by the REST rules
+//! (holds, halts, `rateLimits` raising the buckets); a drop after the frame left →
+//! Unknown → reconciled by client order id (`order.status`, here or over HTTP),
+//! never re-sent.
+//!
+//! On every open it subscribes the connection to the user data stream
+//! (`userDataStream.subscribe.signature`, weight 2); each `executionReport` reaches
+//! the strategy as [`Strategy::on_order_update`](super::Strategy::on_order_update).
+//! A drop re-connects (charged) after a backoff and re-subscribes; the orders whose
+//! answers were lost are reconciled.
+//!
+//! Charges (Binance Spot WebSocket API "Rate limits",
+//! <https://developers.binance.com/docs/binance-spot-api-docs/websocket-api/rate-limits>,
+//! and `web-socket-api.md` of <https://github.com/binance/binance-spot-api-docs>):
+//! a connect weighs 2 on every REQUEST_WEIGHT limit ("Connecting to WebSocket API
+//! costs 2 weight") and counts on a local bucket of 300 connects per 5 minutes per
+//! IP ("There is a limit of 300 connections per attempt every 5 minutes. The
+//! connection is per IP address."), always with the IP gate, so a halt stops every
+//! connect; each request frame charges its REST twin's parts (the docs give the
+//! WebSocket API no per-connection message limit of its own, unlike the 5 a second
+//! of the market streams); pongs charge the IP gate.
+//!
+//! Nothing here reads a clock; the steady state (submit → frame → answer → event)
+//! allocates nothing: the frame buffer and the inbox are sized at construction.
+
+use std::net::SocketAddr;
+
+use ergon_core::{Budget, Class, Flight, Part, Ticket, Verdict};
+use ergon_venues::adapt::{Request as Kind, Venue};
+use ergon_venues::binance_spot_ws::{self, Call, Session as Api};
+use ergon_venues::endpoint::Prepared;
+use ergon_venues::response::Header;
+
+use crate::ws::{self, Cause, ConnectError, HandshakeError, WsClient, WsId};
+
+/// The descriptor and timer token of the gateway's WebSocket API connection on the
+/// loop (the loop keeps the top bit of descriptor tokens); a strategy's tokens
+/// must differ.
+pub const WS_API: u64 = (1 << 62) - 2;
+
+/// The request ids the ledger gives WebSocket API requests: `WS_BIT | id` (the
+/// HTTP client's ids never reach it).
+pub(crate) const WS_BIT: u64 = 1 << 63;
+
+/// Connects per IP per 5 minutes, as documented (the local bucket's limit).
+pub const CONNECTS_PER_5MIN: u64 = 300;
+
+const SEC: i64 = 1_000_000_000;
+/// The first re-connect waits this long; each failure in a row doubles it.
+const FIRST_BACKOFF_NS: i64 = 50_000_000;
+const MAX_BACKOFF_NS: i64 = 5 * SEC;
+
+/// Where the connection stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WsState {
+    /// The upgrade is out.
+    Connecting,
+    /// Requests go over it.
+    Open,
+    /// Dropped; it connects again (charged) at its retry time. Requests go over
+    /// HTTP meanwhile.
+    Down,
+    /// The venue does not serve the WebSocket API here (the first upgrade was
+    /// answered with a non-101 that is not a throttle or ban): every request goes
+    /// over HTTP for good.
+    Unavailable,
+}
+
+/// What the connection did, counted since it was made.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WsApiStats {
+    /// Connects admitted by the budget (each charged).
+    pub connects: u64,
+    /// Connects the budget refused (nothing charged, nothing sent).
+    pub connects_refused: u64,
+    /// Connections opened.
+    pub opens: u64,
+    /// Connections that ended.
+    pub drops: u64,
+    /// Requests written as frames (first sends, re-sends and queries).
+    pub requests: u64,
+    /// Requests handed back to HTTP (the connection was not open, or full).
+    pub to_http: u64,
+    /// Answers read.
+    pub answers: u64,
+    /// Subscriptions to the user data stream the venue confirmed.
+    pub subscribed: u64,
+    /// `executionReport` events delivered.
+    pub executions: u64,
+    /// Frames that could not be read (nothing changed).
+    pub bad_frames: u64,
+}
+
+/// Where the gateway's WebSocket API is.
+#[derive(Clone, Debug)]
+pub struct WsApiStart {
+    /// The venue's address.
+    pub addr: SocketAddr,
+    /// The Host header.
+    pub host: String,
+    /// The path (`/ws-api/v3`).
+    pub path: String,
+    /// Subscribe to the user data stream on every open.
+    pub stream: bool,
+}
+
+impl WsApiStart {
+    /// `ws://HOST:PORT/PATH` (resolved here, once); `wss://` is refused until the
+    /// gateway's pools take TLS.
+    pub fn from_url(url: &str, stream: bool) -> Result<Self, String> {
+        let rest = match url.split_once("://") {
+            Some(("ws", rest)) => rest,
+            Some(("wss", _)) => return Err("wss:// is not supported by the gateway yet".into()),
+            _ => return Err(format!("{url:?}: expected ws://HOST:PORT/PATH")),
+        };
+        let (authority, path) = match rest.find('/') {
+            Some(i) => (&rest[..i], &rest[i..]),
+            None => (rest, "/ws-api/v3"),
+        };
+        let with_port = match authority.rsplit_once(':') {
+            Some((_, p)) if p.parse::<u16>().is_ok() => authority.to_string(),
+            _ => format!("{authority}:80"),
+        };
+        let addr = std::net::ToSocketAddrs::to_socket_addrs(&with_port)
+            .map_err(|e| format!("{authority}: {e}"))?
+            .next()
+            .ok_or_else(|| format!("{authority}: no address"))?;
+        Ok(WsApiStart {
+            addr,
+            host: authority.to_string(),
+            path: path.to_string(),
+            stream,
+        })
+    }
+
+    /// The WebSocket API at `url`, or by default on the gateway's own venue
+    /// (`ws://HOST:PORT/ws-api/v3` of `start`'s host and address).
+    pub fn of(start: &super::Start, url: Option<&str>, stream: bool) -> Result<Self, String> {
+        match url {
+            Some(u) => WsApiStart::from_url(u, stream),
+            None => Ok(WsApiStart {
+                addr: start.addr,
+                host: start.host.clone(),
+                path: "/ws-api/v3".into(),
+                stream,
+            }),
+        }
+    }
+}
+
+/// One thing the connection reported during a drive, in order.
+#[derive(Debug)]
+pub(crate) enum Item {
+    /// A text frame at `bytes[start..end]`.
+    Text(usize, usize),
+    /// A request's fate at a drop: NotRun (refunded) or Unknown (its flight).
+    Outcome(u64, Verdict, Option<Flight>),
+    /// The handshake succeeded.
+    Open,
+    /// The connection ended.
+    Closed(Cause),
+}
+
+/// What a drive collected: handed to the gateway item by item, then given back.
+#[derive(Debug, Default)]
+pub struct Inbox {
+    pub(crate) bytes: Vec<u8>,
+    pub(crate) items: Vec<Item>,
+}
+
+/// The gateway's WebSocket API connection. See the module doc.
+#[derive(Debug)]
+pub struct WsLane {
+    client: WsClient,
+    id: WsId,
+    pub(crate) api: Api,
+    host: String,
+    path: String,
+    state: WsState,
+    pub(crate) watched: bool,
+    ever_open: bool,
+    retry_at: i64,
+    backoff_ns: i64,
+    stream: bool,
+    /// The subscribe request on the wire.
+    pub(crate) sub_req: Option<u64>,
+    /// The venue's subscription id on this connection.
+    pub(crate) subscription: Option<u64>,
+    /// Why the stream or the connection is not available, once.
+    pub(crate) why: Option<String>,
+    frame: Vec<u8>,
+    inbox: Option<Inbox>,
+    pub(crate) stats: WsApiStats,
+    sub_parts: ergon_venues::adapt::Parts,
+}
+
+impl WsLane {
+    /// A connection to `at` for `api`, whose connects charge `connect_parts` and
+    /// whose frames charge `message_parts` on `budget`; `local_addr` is the
+    /// gateway's egress lane. Everything it needs is allocated here.
+    pub fn new(
+        api: Api,
+        at: &WsApiStart,
+        budget: &Budget,
+        connect_parts: &[Part],
+        message_parts: &[Part],
+        local_addr: Option<SocketAddr>,
+        seed: u64,
+    ) -> Result<Self, String> {
+        let session = ws::Session::new(
+            ws::Config::default(),
+            budget,
+            connect_parts,
+            message_parts,
+            seed,
+        )
+        .map_err(|e| format!("WebSocket API session: {e:?}"))?;
+        let mut client = WsClient::new(1).map_err(|e| format!("epoll: errno {e}"))?;
+        let id = client.add(session, at.addr);
+        client
+            .set_local_addr(id, local_addr)
+            .map_err(|e| format!("{e:?}"))?;
+        let sub_parts = api
+            .adapter()
+            .parts(Call::Subscribe.kind())
+            .map_err(|e| e.to_string())?;
+        Ok(WsLane {
+            client,
+            id,
+            api,
+            host: at.host.clone(),
+            path: at.path.clone(),
+            state: WsState::Down,
+            watched: false,
+            ever_open: false,
+            retry_at: i64::MIN,
+            backoff_ns: FIRST_BACKOFF_NS,
+            stream: at.stream,
+            sub_req: None,
+            subscription: None,
+            why: None,
+            frame: Vec::with_capacity(2048),
+            inbox: Some(Inbox {
+                bytes: Vec::with_capacity(256 << 10),
+                items: Vec::with_capacity(512),
+            }),
+            stats: WsApiStats::default(),
+            sub_parts,
+        })
+    }
+
+    /// Where the connection stands.
+    pub fn state(&self) -> WsState {
+        self.state
+    }
+
+    /// What it did so far.
+    pub fn stats(&self) -> &WsApiStats {
+        &self.stats
+    }
+
+    /// Whether the user data stream is subscribed on the open connection.
+    pub fn streaming(&self) -> bool {
+        self.subscription.is_some()
+    }
+
+    /// Why the WebSocket API (or its stream) is not available, if it is not.
+    pub fn why(&self) -> Option<&str> {
+        self.why.as_deref()
+    }
+
+    /// The descriptor the loop watches ([`WS_API`]).
+    pub fn fd(&self) -> std::os::raw::c_int {
+        self.client.fd()
+    }
+
+    /// The earliest time it wants a drive (a session deadline, a re-connect).
+    pub fn next_deadline(&self) -> Option<i64> {
+        let retry = (self.state == WsState::Down).then_some(self.retry_at.max(0));
+        match (self.client.next_deadline(), retry) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Sends `req` as its twin under `ticket` if the connection is open and `req`
+    /// has a twin: its id. Else the ticket comes back, unsent.
+    pub(crate) fn try_send(
+        &mut self,
+        req: &Prepared,
+        ticket: Ticket,
+        budget: &mut Budget,
+        now: i64,
+    ) -> Result<u64, Ticket> {
+        if self.state != WsState::Open {
+            return Err(ticket);
+        }
+        let Ok(p) = self.api.prepare_rest(req, &mut self.frame) else {
+            return Err(ticket);
+        };
+        let text = core::str::from_utf8(&self.frame).unwrap_or("");
+        let session = self.client.session_mut(self.id);
+        match session.send_request_charged(p.id, text, ticket) {
+            Ok(()) => {
+                self.api.sent(p.id);
+                self.client.flush(self.id, budget, now);
+                self.stats.requests += 1;
+                Ok(p.id)
+            }
+            Err((_, t)) => {
+                self.api.unsent(p.id);
+                self.stats.to_http += 1;
+                Err(t)
+            }
+        }
+    }
+
+    /// Connects if it is down and its retry time has come. A connect the budget
+    /// refuses (a halt, the connect limit) is tried again later at no cost.
+    pub(crate) fn connect_if_due(&mut self, budget: &mut Budget, now: i64) {
+        if self.state != WsState::Down || now < self.retry_at {
+            return;
+        }
+        let req = ws::Request {
+            host: &self.host,
+            path: &self.path,
+            headers: &[],
+        };
+        match self
+            .client
+            .connect(self.id, &req, Class::Urgent, budget, now)
+        {
+            Ok(()) => {
+                self.stats.connects += 1;
+                self.state = WsState::Connecting;
+            }
+            Err(ConnectError::Limited(l)) => {
+                self.stats.connects_refused += 1;
+                self.retry_at = l.ready_at_ns.clamp(now + 1, now + self.backoff_ns.max(SEC));
+            }
+            Err(e @ ConnectError::LocalAddr { .. }) => {
+                self.state = WsState::Unavailable;
+                self.why = Some(format!("the WebSocket API's egress lane: {e:?}"));
+            }
+            Err(_) => self.retry_at = now + self.backoff_ns,
+        }
+    }
+
+    /// Reads, writes and collects what the connection reported; the inbox to hand
+    /// to the gateway, then to give back ([`WsLane::restore`]).
+    pub(crate) fn drive(&mut self, budget: &mut Budget, now: i64) -> Inbox {
+        let mut inbox = self.inbox.take().unwrap_or_default();
+        inbox.bytes.clear();
+        inbox.items.clear();
+        let on = &mut |_: WsId, ev: ws::Event<'_>, _: &mut Budget| match ev {
+            ws::Event::Text(t) => {
+                let start = inbox.bytes.len();
+                inbox.bytes.extend_from_slice(t.as_bytes());
+                inbox.items.push(Item::Text(start, inbox.bytes.len()));
+            }
+            ws::Event::Outcome(o) => inbox.items.push(Item::Outcome(o.id, o.verdict, o.flight)),
+            ws::Event::Open => inbox.items.push(Item::Open),
+            ws::Event::Closed(c) => inbox.items.push(Item::Closed(c.cause)),
+            ws::Event::Binary(_) | ws::Event::Pong(_) => {}
+        };
+        // Fails only if its own epoll cannot be read: the sessions were still
+        // served for timeouts and writes, and the next readiness drives again.
+        let _ = self.client.drive(budget, now, on);
+        inbox
+    }
+
+    /// Gives the inbox back for the next drive.
+    pub(crate) fn restore(&mut self, inbox: Inbox) {
+        self.inbox = Some(inbox);
+    }
+
+    /// The connection opened: subscribe to the user data stream, if asked.
+    pub(crate) fn on_open(&mut self, budget: &mut Budget, now: i64) {
+        self.state = WsState::Open;
+        self.ever_open = true;
+        self.backoff_ns = FIRST_BACKOFF_NS;
+        self.stats.opens += 1;
+        if !self.stream {
+            return;
+        }
+        let Ok(p) = self.api.prepare(&Call::Subscribe, &mut self.frame, now) else {
+            return;
+        };
+        let Ok(ticket) = budget.try_charge(&self.sub_parts, Class::Urgent, now) else {
+            // No room now: the stream waits for the next open; polls cover it.
+            self.api.unsent(p.id);
+            return;
+        };
+        let text = core::str::from_utf8(&self.frame).unwrap_or("");
+        match self
+            .client
+            .session_mut(self.id)
+            .send_request_charged(p.id, text, ticket)
+        {
+            Ok(()) => {
+                self.api.sent(p.id);
+                self.client.flush(self.id, budget, now);
+                self.sub_req = Some(p.id);
+            }
+            Err((_, t)) => {
+                self.api.unsent(p.id);
+                // Never written: its own ticket.
+                let _ = budget.refund(t, now);
+            }
+        }
+    }
+
+    /// The answer to the subscribe request: the subscription, or why not.
+    pub(crate) fn on_subscribed(&mut self, verdict: Verdict, frame: &[u8]) {
+        self.sub_req = None;
+        let id = binance_spot_ws::as_response(frame)
+            .filter(|_| verdict == Verdict::Done)
+            .and_then(|(_, body)| {
+                ergon_venues::json::parse(body)
+                    .ok()?
+                    .get("subscriptionId")
+                    .ok()??
+                    .as_u64()
+                    .ok()
+            });
+        match id {
+            Some(id) => {
+                self.subscription = Some(id);
+                self.stats.subscribed += 1;
+            }
+            None if self.why.is_none() => {
+                let text = String::from_utf8_lossy(&frame[..frame.len().min(200)]);
+                self.why = Some(format!("userDataStream.subscribe.signature: {text}"));
+            }
+            None => {}
+        }
+    }
+
+    /// The connection ended: every request it held was reported (Outcome items);
+    /// the venue's table is emptied; a non-101 upgrade answer goes to the adapter
+    /// like any HTTP answer (a 418 halts); it connects again after a backoff, or
+    /// never if the venue does not serve the WebSocket API.
+    pub(crate) fn on_closed(&mut self, cause: Cause, budget: &mut Budget, now: i64) {
+        for _ in self.api.on_disconnect() {}
+        self.sub_req = None;
+        self.subscription = None;
+        self.stats.drops += 1;
+        if let Cause::Handshake(HandshakeError::Status(status)) = cause {
+            let mut headers = [Header {
+                name: b"",
+                value: b"",
+            }; 16];
+            if let Some(r) = self.client.session(self.id).rejection(&mut headers) {
+                let _ = self
+                    .api
+                    .adapter_mut()
+                    .on_response(Kind::Connect, &r, budget, now);
+            }
+            if !self.ever_open && !matches!(status, 418 | 429) {
+                self.state = WsState::Unavailable;
+                self.why = Some(format!("the WebSocket API upgrade was answered {status}"));
+                return;
+            }
+        }
+        self.state = WsState::Down;
+        self.retry_at = now + self.backoff_ns;
+        self.backoff_ns = (self.backoff_ns * 2).min(MAX_BACKOFF_NS);
+    }
+
+    /// Completes the flight of the answer to `id` (its in-flight limits).
+    pub(crate) fn resolve(&mut self, id: u64, budget: &mut Budget, now: i64) -> bool {
+        self.client.session_mut(self.id).resolve(id, budget, now)
+    }
+}

@@ -1,0 +1,406 @@
+//! End to end, order entry over Binance Spot's WebSocket API through the gateway,
+//! against the in-process emulator on real loopback sockets:
+//! 1. mm_loop with `--order-entry ws` at 3x demand: its orders go over the
+//!    WebSocket API, the user data stream is subscribed, and the venue counts no
+//!    429 and no ban while the binding limit is used at 90% or more;
+//! 2. the emulator drops 5% of the order requests' connections (executed or not)
+//!    before answering: every unknown outcome is reconciled by client order id,
+//!    and the venue sees each client order id placed at most once;
+//! 3. a ban first seen on a WebSocket API answer halts the gateway for HTTP too,
+//!    and the WebSocket API does not connect again until the halt is cleared;
+//! 4. a venue that does not answer the WebSocket API: one warning line, orders
+//!    over REST.
+
+#[allow(dead_code)]
+#[path = "../examples/mm_loop.rs"]
+mod mm_loop;
+
+use std::net::{IpAddr, Ipv4Addr};
+use std::sync::Arc;
+
+use ergon_core::{Class, Why};
+use ergon_io::gateway::{self, Account, Api, Event, Gateway, Keys, Prepared, Start, Strategy};
+use ergon_io::gateway::{WsApiStart, WsState};
+use ergon_venue_sim::{Config, Fault, Interval, LimitType, RateLimit, Report, Server};
+use ergon_venues::binance_spot::BinanceSpot;
+use ergon_venues::endpoint::{
+    ClientOrderId, Decimal, Endpoints, NewOrder, OrderType, Side, Symbol, TimeInForce,
+};
+use mm_loop::{run, Control, Options, Summary};
+
+const ORDERS_1S: RateLimit = RateLimit::new(LimitType::Orders, Interval::Second, 1, 20);
+const WEIGHT_1S: RateLimit = RateLimit::new(LimitType::RequestWeight, Interval::Second, 1, 150);
+const MS: i64 = 1_000_000;
+
+fn sim() -> Config {
+    let mut c = Config::binance_spot();
+    c.rate_limits = vec![
+        WEIGHT_1S,
+        ORDERS_1S,
+        RateLimit::new(LimitType::Orders, Interval::Day, 1, 1_000_000),
+        RateLimit::new(LimitType::RawRequests, Interval::Minute, 5, 1_000_000),
+    ];
+    c
+}
+
+fn ws_options(duration_s: f64, sim: Config) -> Options {
+    Options {
+        duration_s,
+        demand: 3.0,
+        quiet: true,
+        guard_ms: 30,
+        sim,
+        ws: Some(true),
+        ..Options::default()
+    }
+}
+
+fn go(o: &Options) -> (Summary, Report) {
+    let s = run(o, Arc::new(Control::default()), None).expect("the loop runs");
+    let r = s.venue.clone().expect("the emulator's report");
+    (s, r)
+}
+
+/// Mean use of `limit` over the emulator's windows, leaving out the first and the
+/// last (partial) ones.
+fn venue_utilization(r: &Report, limit: &RateLimit) -> (f64, usize) {
+    let w = &r.limit(limit).expect("limit reported").windows;
+    if w.len() < 3 {
+        return (0.0, 0);
+    }
+    let inner = &w[1..w.len() - 1];
+    let sum: f64 = inner
+        .iter()
+        .map(|&(_, u)| (u.min(limit.limit)) as f64 / limit.limit as f64)
+        .sum();
+    (sum / inner.len() as f64, inner.len())
+}
+
+fn no_429_no_ban(s: &Summary, r: &Report) {
+    assert_eq!(
+        (r.throttled, r.order_rate_limited, r.bans),
+        (0, 0, 0),
+        "{s:?}"
+    );
+    assert_eq!((s.gw.throttled, s.gw.banned), (0, 0));
+    for l in &r.limits {
+        assert_eq!(l.windows_over, 0, "{:?} went over", l.rate_limit);
+    }
+}
+
+#[test]
+fn ws_order_entry_at_three_times_the_demand_stays_inside_every_limit() {
+    let (s, r) = go(&ws_options(8.5, sim()));
+    no_429_no_ban(&s, &r);
+    assert!(s.warnings.is_empty(), "{:?}", s.warnings);
+    assert_eq!(r.ws.api_connects, 1, "one WebSocket API connection");
+    assert_eq!(r.ws.api_subscriptions, 1, "the user data stream subscribed");
+    assert!(
+        r.ws.api_requests > r.executions,
+        "orders went over the WebSocket API: {:?}",
+        r.ws
+    );
+    assert!(s.gw.limited_full > 0, "the excess refused locally: {s:?}");
+    let (orders, n) = venue_utilization(&r, &ORDERS_1S);
+    let (weight, m) = venue_utilization(&r, &WEIGHT_1S);
+    assert!(n >= 6 && m >= 6, "{n} and {m} full windows");
+    let binding = orders.max(weight);
+    assert!(
+        binding >= 0.9,
+        "binding limit used at {binding:.3} (orders {orders:.3}, weight {weight:.3})"
+    );
+    assert_eq!((r.duplicates, r.duplicate_rejects), (0, 0));
+    assert_eq!(s.gw.unknown, 0);
+}
+
+#[test]
+fn ws_drops_at_five_percent_never_send_an_order_twice() {
+    let mut c = sim();
+    c.faults.seed = 5;
+    c.faults.chances = vec![
+        (Fault::ExecuteThenClose, 0.025),
+        (Fault::CloseBeforeExecute, 0.025),
+    ];
+    let (s, r) = go(&ws_options(6.0, c));
+    assert!(
+        r.faults.execute_then_close + r.faults.close_before_execute >= 3,
+        "drops injected: {:?}",
+        r.faults
+    );
+    assert!(
+        r.ws.api_connects > 1,
+        "re-connected after drops: {:?}",
+        r.ws
+    );
+    assert!(s.gw.unknown > 0, "drops made outcomes unknown: {s:?}");
+    assert_eq!(s.gw.reconciled, s.gw.unknown, "every unknown reconciled");
+    assert_eq!(r.duplicates, 0, "no order executed twice");
+    assert_eq!(r.duplicate_rejects, 0, "no unknown order sent again");
+    no_429_no_ban(&s, &r);
+}
+
+#[test]
+fn without_a_websocket_api_orders_go_over_rest_with_one_warning() {
+    let mut o = ws_options(1.5, sim());
+    let server = Arc::new(Server::start(sim()).unwrap());
+    o.ws_api = Some(format!("ws://{}/no-such-path", server.addr()));
+    let s = run(&o, Arc::new(Control::default()), Some(Arc::clone(&server))).unwrap();
+    let r = server.report();
+    assert_eq!(s.warnings.len(), 2, "{:?}", s.warnings);
+    assert!(
+        s.warnings[0].contains("orders go over REST"),
+        "{:?}",
+        s.warnings
+    );
+    assert!(s.warnings[1].contains("polling"), "{:?}", s.warnings);
+    assert_eq!(r.ws.api_requests, 0);
+    assert!(r.executions > 0, "orders went over REST: {s:?}");
+}
+
+/// Places one order over the WebSocket API once the venue has banned the IP, then
+/// a read over HTTP once the order is Halted.
+struct BanProbe {
+    req: Prepared,
+    placed: bool,
+    order: Option<Event<'static>>,
+    rest: Option<Event<'static>>,
+    halted_at: Option<i64>,
+    connects_at_halt: u64,
+}
+
+impl Strategy<BinanceSpot> for BanProbe {
+    fn on_event(&mut self, api: &mut Api<'_, '_, BinanceSpot>, ev: Event<'_>) {
+        if ev.tag() != 1 || !ev.is_final() {
+            return;
+        }
+        self.order = Some(match ev {
+            Event::Halted { tag, bucket } => Event::Halted { tag, bucket },
+            Event::Applied { tag, .. } => Event::Applied { tag, body: b"" },
+            other => Event::Rejected { tag: other.tag() },
+        });
+        self.halted_at = Some(api.now());
+        self.connects_at_halt = api.ws_api().map_or(0, |l| l.stats().connects);
+        let now = api.now();
+        let sym = Symbol::new("BTCUSDT").unwrap();
+        api.venue_mut().book(&mut self.req, sym, 100, now).unwrap();
+        self.rest = api.submit(&mut self.req, Class::Normal, 2).err();
+    }
+
+    fn on_turn(&mut self, api: &mut Api<'_, '_, BinanceSpot>) {
+        let now = api.now();
+        if !self.placed {
+            self.placed = true;
+            let o = NewOrder {
+                symbol: Symbol::new("BTCUSDT").unwrap(),
+                side: Side::Buy,
+                order_type: OrderType::Limit(TimeInForce::Gtc),
+                price: Some(Decimal::new("49000").unwrap()),
+                quantity: Decimal::new("0.01").unwrap(),
+                client_order_id: ClientOrderId::new("ban-1").unwrap(),
+                reduce_only: false,
+            };
+            api.venue_mut().new_order(&mut self.req, &o, now).unwrap();
+            if let Err(e) = api.submit(&mut self.req, Class::Normal, 1) {
+                panic!("refused locally: {e:?}");
+            }
+        }
+        // Half a second after the halt (the lane's backoff is far shorter): no
+        // re-connect may have left.
+        match self.halted_at {
+            Some(t) if now >= t + 500 * MS => api.stop(),
+            _ => {
+                let _ = api.set_timer(1, now + 20 * MS);
+            }
+        }
+    }
+}
+
+#[test]
+fn a_ban_first_seen_on_a_websocket_answer_halts_rest_too() {
+    let server = Server::start(sim()).unwrap();
+    let cfg = server.config();
+    let keys = Keys {
+        api_key: &cfg.accounts[0].api_key,
+        secret: cfg.accounts[0].secret.as_bytes(),
+        passphrase: None,
+    };
+    let mut start = Start::new(server.addr(), server.addr().to_string());
+    let url = format!("ws://{}/ws-api/v3", server.addr());
+    start.ws_api = Some(WsApiStart::from_url(&url, true).unwrap());
+    let declare = |boot: &gateway::Boot, b: &mut _| BinanceSpot::declare(boot, b, &keys, 30 * MS);
+    let (mut lp, gw, pool) = Gateway::start(&start, "BTCUSDT", declare).unwrap();
+    let (gw, probe) = gateway::open_ws_api(&mut lp, gw, pool, 3_000 * MS);
+    assert!(probe.order_entry && probe.stream, "{probe:?}");
+    let before = server.report();
+    server.ban(IpAddr::V4(Ipv4Addr::LOCALHOST), 60_000);
+    let strategy = BanProbe {
+        req: Prepared::with_capacity(1024),
+        placed: false,
+        order: None,
+        rest: None,
+        halted_at: None,
+        connects_at_halt: 0,
+    };
+    let control = Arc::new(gateway::Control::default());
+    let d = gateway::run(&mut lp, gw, pool, strategy, control).unwrap();
+    let st = &d.strategy;
+    assert!(
+        matches!(st.order, Some(Event::Halted { tag: 1, .. })),
+        "the WebSocket API answer halted it: {:?}",
+        st.order
+    );
+    assert!(
+        matches!(
+            st.rest,
+            Some(Event::Limited {
+                tag: 2,
+                why: Why::Halted,
+                ..
+            })
+        ),
+        "HTTP refused locally after the WebSocket ban: {:?}",
+        st.rest
+    );
+    let lane = d.gateway.ws_api().expect("the lane");
+    assert_ne!(
+        lane.state(),
+        WsState::Open,
+        "the venue cut it after its 418"
+    );
+    assert_eq!(
+        lane.stats().connects,
+        st.connects_at_halt,
+        "no re-connect while halted"
+    );
+    assert!(lane.stats().connects_refused > 0, "{:?}", lane.stats());
+    assert_eq!(d.gateway.stats().banned, 1);
+    let r = server.stop();
+    assert_eq!(
+        r.banned_requests, 1,
+        "one request met the ban: the WebSocket one"
+    );
+    assert_eq!(
+        r.requests, before.requests,
+        "nothing over HTTP after the ban"
+    );
+    assert_eq!(
+        r.ws.api_requests,
+        before.ws.api_requests + 1,
+        "the order, over the WebSocket API"
+    );
+    assert_eq!(r.ws.api_connects, before.ws.api_connects);
+}
+
+/// Places `drop-1` once; when it has settled, waits for the connection to be open
+/// and streaming again, then places `after-1`.
+struct DropProbe {
+    req: Prepared,
+    step: u8,
+    events: Vec<String>,
+}
+
+impl DropProbe {
+    fn place(&mut self, api: &mut Api<'_, '_, BinanceSpot>, cid: &str, tag: u64) {
+        let o = NewOrder {
+            symbol: Symbol::new("BTCUSDT").unwrap(),
+            side: Side::Buy,
+            order_type: OrderType::Limit(TimeInForce::Gtc),
+            price: Some(Decimal::new("49000").unwrap()),
+            quantity: Decimal::new("0.01").unwrap(),
+            client_order_id: ClientOrderId::new(cid).unwrap(),
+            reduce_only: false,
+        };
+        let now = api.now();
+        api.venue_mut().new_order(&mut self.req, &o, now).unwrap();
+        if let Err(e) = api.submit(&mut self.req, Class::Normal, tag) {
+            panic!("refused locally: {e:?}");
+        }
+    }
+}
+
+impl Strategy<BinanceSpot> for DropProbe {
+    fn on_event(&mut self, api: &mut Api<'_, '_, BinanceSpot>, ev: Event<'_>) {
+        let text = match ev {
+            Event::Applied { tag, .. } => format!("Applied {tag}"),
+            other => format!("{other:?}"),
+        };
+        self.events.push(text);
+        match (ev.is_final(), ev.tag()) {
+            (true, 1) => self.step = 2,
+            (true, _) => api.stop(),
+            _ => {}
+        }
+    }
+
+    fn on_turn(&mut self, api: &mut Api<'_, '_, BinanceSpot>) {
+        let now = api.now();
+        if self.step == 0 {
+            self.step = 1;
+            self.place(api, "drop-1", 1);
+        }
+        let streaming = api
+            .ws_api()
+            .is_some_and(|l| l.state() == WsState::Open && l.streaming());
+        if self.step == 2 && streaming {
+            self.step = 20;
+            self.place(api, "after-1", 2);
+        }
+        let _ = api.set_timer(1, now + 10 * MS);
+    }
+}
+
+#[test]
+fn a_drop_after_the_venue_executed_is_reconciled_and_never_sent_again() {
+    let mut c = sim();
+    // The first order is executed, then its connection drops before the answer.
+    c.faults.script = vec![(1, Fault::ExecuteThenClose)];
+    let server = Server::start(c).unwrap();
+    let cfg = server.config();
+    let keys = Keys {
+        api_key: &cfg.accounts[0].api_key,
+        secret: cfg.accounts[0].secret.as_bytes(),
+        passphrase: None,
+    };
+    let mut start = Start::new(server.addr(), server.addr().to_string());
+    let url = format!("ws://{}/ws-api/v3", server.addr());
+    start.ws_api = Some(WsApiStart::from_url(&url, true).unwrap());
+    let declare = |boot: &gateway::Boot, b: &mut _| BinanceSpot::declare(boot, b, &keys, 30 * MS);
+    let (mut lp, gw, pool) = Gateway::start(&start, "BTCUSDT", declare).unwrap();
+    let (gw, probe) = gateway::open_ws_api(&mut lp, gw, pool, 3_000 * MS);
+    assert!(probe.order_entry && probe.stream, "{probe:?}");
+    let strategy = DropProbe {
+        req: Prepared::with_capacity(1024),
+        step: 0,
+        events: Vec::new(),
+    };
+    let control = Arc::new(gateway::Control::default());
+    let d = gateway::run(&mut lp, gw, pool, strategy, control).unwrap();
+    assert_eq!(
+        d.strategy.events,
+        [
+            "Reconciling { tag: 1 }",
+            "Reconciled { tag: 1, found: Some(New) }",
+            "Applied 2",
+        ],
+        "the lost answer reconciled by client order id, then trading goes on"
+    );
+    // Each connect charged locally: weight 2 and one of the 300 per 5 minutes.
+    let b = lp.budget();
+    let connects = b.stats(b.bucket("WS_API_CONNECTS_5M").unwrap()).unwrap();
+    assert_eq!(connects.admitted, 2, "{connects:?}");
+    let lane = d.gateway.ws_api().unwrap();
+    let st = *lane.stats();
+    assert_eq!((st.opens, st.drops, st.subscribed), (2, 1, 2), "{st:?}");
+    // The query went while the connection was down: over HTTP, same ledger.
+    assert_eq!(
+        (st.requests, st.to_http),
+        (2, 1),
+        "drop-1 and after-1 as frames, the order.status query over HTTP: {st:?}"
+    );
+    let g = d.gateway.stats();
+    assert_eq!((g.unknown, g.reconciled, g.reconciled_found), (1, 1, 1));
+    let r = server.stop();
+    assert_eq!(r.faults.execute_then_close, 1);
+    assert_eq!(r.executions, 2, "drop-1 once, after-1 once");
+    assert_eq!((r.duplicates, r.duplicate_rejects), (0, 0));
+}
