@@ -1091,6 +1091,7 @@ impl<E: Account> Gateway<E> {
                     return None;
                 }
                 let key = self.ledger.unbind(RequestId(WS_BIT | answer.id))?;
+                self.trace.observed(now, w.budget());
                 self.trace.verdict(now, &verdict);
                 self.trace.done(now, self.trace.slot(key));
                 let (status, body) = ergon_venues::binance_spot_ws::as_response(frame)
