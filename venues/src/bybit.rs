@@ -129,6 +129,17 @@ impl Bybit {
         })
     }
 
+    /// The venue clock requests are stamped with.
+    pub fn clock(&self) -> Clock {
+        self.clock
+    }
+
+    /// Re-anchors the venue clock (after repeated clock skew): every request
+    /// prepared from now on is stamped, and its deadline computed, on `clock`.
+    pub fn set_clock(&mut self, clock: Clock) {
+        self.clock = clock;
+    }
+
     /// The deadline of a signed request: `X-BAPI-TIMESTAMP` plus `X-BAPI-RECV-WINDOW`.
     pub fn deadline_ns(&self, timestamp_ms: i64, recv_window_ms: i64) -> i64 {
         self.clock

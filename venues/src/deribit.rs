@@ -117,6 +117,17 @@ impl Deribit {
         })
     }
 
+    /// The venue clock requests are stamped with.
+    pub fn clock(&self) -> Clock {
+        self.clock
+    }
+
+    /// Re-anchors the venue clock (after repeated clock skew): every request
+    /// prepared from now on is stamped, and its deadline computed, on `clock`.
+    pub fn set_clock(&mut self, clock: Clock) {
+        self.clock = clock;
+    }
+
     /// The pool a request draws on.
     pub fn pool(&self, request: Request<'_>) -> BucketId {
         if request.is_write() {

@@ -135,6 +135,17 @@ impl Okx {
         })
     }
 
+    /// The venue clock requests are stamped with.
+    pub fn clock(&self) -> Clock {
+        self.clock
+    }
+
+    /// Re-anchors the venue clock (after repeated clock skew): every request
+    /// prepared from now on is stamped, and its deadline computed, on `clock`.
+    pub fn set_clock(&mut self, clock: Clock) {
+        self.clock = clock;
+    }
+
     /// The deadline of a request sent with `expTime` (UTC ms): the venue does not
     /// run it after that, so neither may a re-send.
     pub fn deadline_ns(&self, exp_time_ms: i64) -> i64 {

@@ -113,9 +113,10 @@ impl Account for Bybit {
         None
     }
 
-    /// The adapter keeps its clock to itself: a re-anchor waits for a setter in
-    /// the venues crate (requests stay stamped on the start's anchor).
-    fn set_clock(&mut self, _clock: Clock) {}
+    /// Every request stamped from now on (`X-BAPI-TIMESTAMP`) and its deadline.
+    fn set_clock(&mut self, clock: Clock) {
+        Bybit::set_clock(self, clock);
+    }
 
     fn open_ids(&self, body: &[u8], f: &mut dyn FnMut(&[u8])) {
         each_string(body, "result.list", "orderLinkId", f);
@@ -164,8 +165,11 @@ impl Account for Okx {
         None
     }
 
-    /// As for Bybit: the adapter's clock has no setter yet.
-    fn set_clock(&mut self, _clock: Clock) {}
+    /// Every request stamped from now on (`OK-ACCESS-TIMESTAMP`, `expTime`) and
+    /// its deadline.
+    fn set_clock(&mut self, clock: Clock) {
+        Okx::set_clock(self, clock);
+    }
 
     fn open_ids(&self, body: &[u8], f: &mut dyn FnMut(&[u8])) {
         each_string(body, "data", "clOrdId", f);
@@ -198,5 +202,52 @@ mod tests {
         );
         each_string(b"not json", "", "x", &mut |_| panic!("nothing to read"));
         assert_eq!(ids, [b"a1".to_vec(), b"b2".to_vec(), b"c3".to_vec()]);
+    }
+
+    /// A re-anchor moves what Bybit and OKX stamp on every later request (the
+    /// signed timestamp); the deadline stays the receive window after `now`.
+    #[test]
+    fn bybit_and_okx_restamp_after_a_reanchor() {
+        use ergon_venues::endpoint::{Endpoints, OrderRef, Prepared, Symbol};
+        let order = OrderRef {
+            symbol: Symbol::new("BTCUSDT").unwrap(),
+            client_order_id: ergon_venues::endpoint::ClientOrderId::new("c1").unwrap(),
+        };
+        let now = 7 * SEC;
+        let first = Clock::anchor(0, 1_700_000_000_000);
+        let later = Clock::anchor(0, 1_700_000_000_250);
+        let mut b = Builder::default();
+        let mut bybit = Bybit::new(&mut b, first, bybit::Config::default())
+            .unwrap()
+            .with_auth(bybit::Auth::new("k", b"s", 5_000).unwrap());
+        let mut p = Prepared::with_capacity(512);
+        bybit.query_order(&mut p, &order, now).unwrap();
+        let (ts0, d0) = (
+            p.header("X-BAPI-TIMESTAMP").unwrap().to_owned(),
+            p.deadline_ns(),
+        );
+        assert_eq!(ts0, "1700000007000");
+        <Bybit as Account>::set_clock(&mut bybit, later);
+        bybit.query_order(&mut p, &order, now).unwrap();
+        assert_eq!(p.header("X-BAPI-TIMESTAMP"), Some("1700000007250"));
+        assert_eq!(p.deadline_ns(), d0, "the window stays as long");
+
+        let mut b = Builder::default();
+        let mut okx = Okx::new(&mut b, first, okx::Config::default())
+            .unwrap()
+            .with_auth(okx::Auth::new("k", b"s", "p", 5_000).unwrap());
+        okx.query_order(&mut p, &order, now).unwrap();
+        let d0 = p.deadline_ns();
+        assert_eq!(
+            p.header("OK-ACCESS-TIMESTAMP"),
+            Some("2023-11-14T22:13:27.000Z")
+        );
+        <Okx as Account>::set_clock(&mut okx, later);
+        okx.query_order(&mut p, &order, now).unwrap();
+        assert_eq!(
+            p.header("OK-ACCESS-TIMESTAMP"),
+            Some("2023-11-14T22:13:27.250Z")
+        );
+        assert_eq!(p.deadline_ns(), d0, "the window stays as long");
     }
 }
