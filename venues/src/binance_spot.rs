@@ -607,6 +607,7 @@ impl Endpoints for BinanceSpot {
         now: i64,
     ) -> Result<&'p Prepared, Error> {
         let mut w = Writer::start(out);
+        w.symbol(o.symbol);
         if o.reduce_only {
             return Err(Error::BadArgument("reduce_only (Spot has no positions)"));
         }
@@ -631,6 +632,7 @@ impl Endpoints for BinanceSpot {
         now: i64,
     ) -> Result<&'p Prepared, Error> {
         let mut w = Writer::start(out);
+        w.symbol(o.symbol);
         let q = begin(&mut w, "/api/v3/order");
         let mut first = true;
         param(&mut w, &mut first, "symbol", o.symbol.as_str());
@@ -654,6 +656,7 @@ impl Endpoints for BinanceSpot {
         now: i64,
     ) -> Result<&'p Prepared, Error> {
         let mut w = Writer::start(out);
+        w.symbol(a.new.symbol);
         if a.new.reduce_only {
             return Err(Error::BadArgument("reduce_only (Spot has no positions)"));
         }
@@ -686,6 +689,7 @@ impl Endpoints for BinanceSpot {
         now: i64,
     ) -> Result<&'p Prepared, Error> {
         let mut w = Writer::start(out);
+        w.symbol(o.symbol);
         let q = begin(&mut w, "/api/v3/order");
         let mut first = true;
         param(&mut w, &mut first, "symbol", o.symbol.as_str());
@@ -708,6 +712,7 @@ impl Endpoints for BinanceSpot {
         now: i64,
     ) -> Result<&'p Prepared, Error> {
         let mut w = Writer::start(out);
+        w.symbol(symbol);
         let q = begin(&mut w, "/api/v3/openOrders");
         let mut first = true;
         if let Some(s) = symbol {
@@ -727,6 +732,7 @@ impl Endpoints for BinanceSpot {
         now: i64,
     ) -> Result<&'p Prepared, Error> {
         let mut w = Writer::start(out);
+        w.symbol(symbol);
         let weight = depth_weight(depth).ok_or(Error::BadArgument("depth (1..=5000)"))?;
         begin(&mut w, "/api/v3/depth");
         let mut first = true;

@@ -418,7 +418,8 @@ impl Endpoints for Bybit {
         o: &NewOrder<'_>,
         now: i64,
     ) -> Result<&'p Prepared, Error> {
-        let w = Writer::start(out);
+        let mut w = Writer::start(out);
+        w.symbol(o.symbol);
         self.post(w, "/v5/order/create", Request::Order, now, |w| {
             let mut first = false;
             order_fields(w, &mut first, o)
@@ -432,7 +433,8 @@ impl Endpoints for Bybit {
         o: &OrderRef<'_>,
         now: i64,
     ) -> Result<&'p Prepared, Error> {
-        let w = Writer::start(out);
+        let mut w = Writer::start(out);
+        w.symbol(o.symbol);
         self.post(w, "/v5/order/cancel", Request::Cancel, now, |w| {
             let mut first = false;
             w.json(&mut first, "symbol", o.symbol.as_str());
@@ -448,7 +450,8 @@ impl Endpoints for Bybit {
         a: &Amend<'_>,
         now: i64,
     ) -> Result<&'p Prepared, Error> {
-        let w = Writer::start(out);
+        let mut w = Writer::start(out);
+        w.symbol(a.order.symbol);
         if a.price.is_none() && a.quantity.is_none() {
             return Err(Error::BadArgument("amend changes nothing"));
         }
@@ -474,6 +477,7 @@ impl Endpoints for Bybit {
         now: i64,
     ) -> Result<&'p Prepared, Error> {
         let mut w = Writer::start(out);
+        w.symbol(o.symbol);
         w.id(o.client_order_id)?;
         self.get(w, "/v5/order/realtime", Request::Read(1), now, false, |w| {
             w.s("&symbol=");
@@ -490,7 +494,8 @@ impl Endpoints for Bybit {
         symbol: Option<Symbol<'_>>,
         now: i64,
     ) -> Result<&'p Prepared, Error> {
-        let w = Writer::start(out);
+        let mut w = Writer::start(out);
+        w.symbol(symbol);
         self.get(
             w,
             "/v5/order/realtime",
@@ -515,7 +520,8 @@ impl Endpoints for Bybit {
         depth: u32,
         now: i64,
     ) -> Result<&'p Prepared, Error> {
-        let w = Writer::start(out);
+        let mut w = Writer::start(out);
+        w.symbol(symbol);
         if !(1..=500).contains(&depth) {
             return Err(Error::BadArgument("depth (1..=500)"));
         }
@@ -556,7 +562,8 @@ impl Endpoints for Bybit {
         orders: &[NewOrder<'_>],
         now: i64,
     ) -> Result<&'p Prepared, Error> {
-        let w = Writer::start(out);
+        let mut w = Writer::start(out);
+        w.symbol(orders.first().map(|o| o.symbol));
         if orders.is_empty() || orders.len() > MAX_BATCH_ORDERS {
             return Err(Error::BadArgument("batch of 1 to 20 orders"));
         }

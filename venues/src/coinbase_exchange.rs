@@ -292,6 +292,7 @@ impl Endpoints for CoinbaseExchange {
         now: i64,
     ) -> Result<&'p Prepared, Error> {
         let mut w = Writer::start(out);
+        w.symbol(o.symbol);
         if o.reduce_only {
             return Err(Error::BadArgument(
                 "reduce_only (Coinbase Exchange has no positions)",
@@ -354,6 +355,7 @@ impl Endpoints for CoinbaseExchange {
         now: i64,
     ) -> Result<&'p Prepared, Error> {
         let mut w = Writer::start(out);
+        w.symbol(o.symbol);
         let cloid = uuid(&o.client_order_id)?;
         let deadline = self.private(
             &mut w,
@@ -378,6 +380,7 @@ impl Endpoints for CoinbaseExchange {
         now: i64,
     ) -> Result<&'p Prepared, Error> {
         let mut w = Writer::start(out);
+        w.symbol(o.symbol);
         let cloid = uuid(&o.client_order_id)?;
         let deadline = self.private(
             &mut w,
@@ -400,6 +403,7 @@ impl Endpoints for CoinbaseExchange {
         now: i64,
     ) -> Result<&'p Prepared, Error> {
         let mut w = Writer::start(out);
+        w.symbol(symbol);
         let deadline = self.private(
             &mut w,
             Method::Get,
@@ -426,6 +430,7 @@ impl Endpoints for CoinbaseExchange {
         now: i64,
     ) -> Result<&'p Prepared, Error> {
         let mut w = Writer::start(out);
+        w.symbol(symbol);
         w.open();
         w.s("/products/");
         w.s(symbol.as_str());

@@ -345,6 +345,7 @@ impl Endpoints for Deribit {
         now: i64,
     ) -> Result<&'p Prepared, Error> {
         let mut w = Writer::start(out);
+        w.symbol(o.symbol);
         let method = match o.side {
             Side::Buy => "private/buy",
             Side::Sell => "private/sell",
@@ -396,6 +397,7 @@ impl Endpoints for Deribit {
         now: i64,
     ) -> Result<&'p Prepared, Error> {
         let mut w = Writer::start(out);
+        w.symbol(o.symbol);
         let deadline = self.get(&mut w, "private/cancel_by_label", true, now, |w| {
             let mut f = true;
             q(w, &mut f, "label", o.client_order_id.as_str());
@@ -414,6 +416,7 @@ impl Endpoints for Deribit {
         now: i64,
     ) -> Result<&'p Prepared, Error> {
         let mut w = Writer::start(out);
+        w.symbol(a.order.symbol);
         let Some(amount) = a.quantity else {
             return Err(Error::BadArgument(
                 "quantity (Deribit's edit needs the amount)",
@@ -440,6 +443,7 @@ impl Endpoints for Deribit {
         now: i64,
     ) -> Result<&'p Prepared, Error> {
         let mut w = Writer::start(out);
+        w.symbol(o.symbol);
         let deadline = self.get(&mut w, "private/get_order_state_by_label", true, now, |w| {
             let mut f = true;
             q(w, &mut f, "currency", currency(o.symbol.as_str()));
@@ -457,6 +461,7 @@ impl Endpoints for Deribit {
         now: i64,
     ) -> Result<&'p Prepared, Error> {
         let mut w = Writer::start(out);
+        w.symbol(symbol);
         let method = if symbol.is_some() {
             "private/get_open_orders_by_instrument"
         } else {
@@ -480,6 +485,7 @@ impl Endpoints for Deribit {
         now: i64,
     ) -> Result<&'p Prepared, Error> {
         let mut w = Writer::start(out);
+        w.symbol(symbol);
         if !(1..=10_000).contains(&depth) {
             return Err(Error::BadArgument("depth (1..=10000)"));
         }

@@ -269,6 +269,7 @@ pub struct Prepared {
     body: Range<usize>,
     deadline_ns: i64,
     ids: ArrayVec<ClientOrderId, MAX_BATCH>,
+    symbol: ArrayString<32>,
 }
 
 impl Prepared {
@@ -343,6 +344,13 @@ impl Prepared {
         &self.ids
     }
 
+    /// The symbol the request names (the first order's, for a batch), so a
+    /// reconcile queries the order where it was placed; `None` for requests that
+    /// name none (the account, open orders of every symbol).
+    pub fn symbol(&self) -> Option<Symbol<'_>> {
+        Symbol::new(self.symbol.as_str()).ok()
+    }
+
     fn text(&self, at: Range<usize>) -> &str {
         // Adapters write ASCII only (every argument is checked), so this never fails.
         self.bytes
@@ -372,6 +380,7 @@ impl<'p> Writer<'p> {
         p.body = 0..0;
         p.deadline_ns = 0;
         p.ids.clear();
+        p.symbol.clear();
         Writer { p, mark: 0 }
     }
 
@@ -510,6 +519,15 @@ impl<'p> Writer<'p> {
     /// The body span written so far.
     pub(crate) fn body_span(&self) -> Range<usize> {
         self.p.body.clone()
+    }
+
+    /// Records the symbol the request names (`None`: none).
+    pub(crate) fn symbol<'s>(&mut self, symbol: impl Into<Option<Symbol<'s>>>) {
+        self.p.symbol.clear();
+        if let Some(s) = symbol.into() {
+            // A Symbol is at most 32 bytes: it always fits.
+            let _ = self.p.symbol.try_push_str(s.as_str());
+        }
     }
 
     /// Records a client order id.

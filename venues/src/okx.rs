@@ -422,7 +422,8 @@ impl Endpoints for Okx {
         o: &NewOrder<'_>,
         now: i64,
     ) -> Result<&'p Prepared, Error> {
-        let w = Writer::start(out);
+        let mut w = Writer::start(out);
+        w.symbol(o.symbol);
         let td = self.td_mode;
         self.post(w, "/api/v5/trade/order", Request::Order, now, |w| {
             order_object(w, td, o)
@@ -436,7 +437,8 @@ impl Endpoints for Okx {
         o: &OrderRef<'_>,
         now: i64,
     ) -> Result<&'p Prepared, Error> {
-        let w = Writer::start(out);
+        let mut w = Writer::start(out);
+        w.symbol(o.symbol);
         self.post(w, "/api/v5/trade/cancel-order", Request::Cancel, now, |w| {
             let cl = okx_id(&o.client_order_id)?;
             w.s("{");
@@ -455,7 +457,8 @@ impl Endpoints for Okx {
         a: &Amend<'_>,
         now: i64,
     ) -> Result<&'p Prepared, Error> {
-        let w = Writer::start(out);
+        let mut w = Writer::start(out);
+        w.symbol(a.order.symbol);
         if a.price.is_none() && a.quantity.is_none() {
             return Err(Error::BadArgument("amend changes nothing"));
         }
@@ -490,6 +493,7 @@ impl Endpoints for Okx {
         now: i64,
     ) -> Result<&'p Prepared, Error> {
         let mut w = Writer::start(out);
+        w.symbol(o.symbol);
         let cl = okx_id(&o.client_order_id)?;
         w.id(o.client_order_id)?;
         self.get(
@@ -514,7 +518,8 @@ impl Endpoints for Okx {
         symbol: Option<Symbol<'_>>,
         now: i64,
     ) -> Result<&'p Prepared, Error> {
-        let w = Writer::start(out);
+        let mut w = Writer::start(out);
+        w.symbol(symbol);
         self.get(
             w,
             "/api/v5/trade/orders-pending",
@@ -538,7 +543,8 @@ impl Endpoints for Okx {
         depth: u32,
         now: i64,
     ) -> Result<&'p Prepared, Error> {
-        let w = Writer::start(out);
+        let mut w = Writer::start(out);
+        w.symbol(symbol);
         if !(1..=400).contains(&depth) {
             return Err(Error::BadArgument("depth (1..=400)"));
         }
@@ -578,7 +584,8 @@ impl Endpoints for Okx {
         orders: &[NewOrder<'_>],
         now: i64,
     ) -> Result<&'p Prepared, Error> {
-        let w = Writer::start(out);
+        let mut w = Writer::start(out);
+        w.symbol(orders.first().map(|o| o.symbol));
         if orders.is_empty() || orders.len() > MAX_BATCH_ORDERS {
             return Err(Error::BadArgument("batch of 1 to 20 orders"));
         }

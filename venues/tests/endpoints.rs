@@ -1069,3 +1069,39 @@ fn hyperliquid_reconcile_reads_order_status() {
         Placed::Refused
     );
 }
+
+/// Every prepared request carries the symbol it names (the gateway's reconcile
+/// queries the order there), and none when it names none.
+#[test]
+fn a_prepared_request_carries_its_symbol() {
+    fn check<V: Endpoints>(v: &mut V, name: &'static str) {
+        let mut p = Prepared::with_capacity(1024);
+        let s = sym(name);
+        let order = NewOrder {
+            symbol: s,
+            side: Side::Buy,
+            order_type: OrderType::Limit(TimeInForce::Gtc),
+            price: Some(dec("1.5")),
+            quantity: dec("2"),
+            client_order_id: id("sym1"),
+            reduce_only: false,
+        };
+        let r = OrderRef {
+            symbol: s,
+            client_order_id: id("sym1"),
+        };
+        v.new_order(&mut p, &order, 10 * SEC).unwrap();
+        assert_eq!(p.symbol(), Some(s), "{name}: order");
+        v.cancel(&mut p, &r, 10 * SEC).unwrap();
+        assert_eq!(p.symbol(), Some(s), "{name}: cancel");
+        v.query_order(&mut p, &r, 10 * SEC).unwrap();
+        assert_eq!(p.symbol(), Some(s), "{name}: query");
+        v.book(&mut p, s, 5, 10 * SEC).unwrap();
+        assert_eq!(p.symbol(), Some(s), "{name}: book");
+        v.account(&mut p, 10 * SEC).unwrap();
+        assert_eq!(p.symbol(), None, "{name}: the account names none");
+    }
+    check(&mut spot().0, "LTCBTC");
+    check(&mut bybit().0, "BTCUSDT");
+    check(&mut okx().0, "BTC-USDT-SWAP");
+}

@@ -716,7 +716,11 @@ impl<E: Account> Gateway<E> {
         let Some(e) = self.ledger.get_mut(key) else {
             return;
         };
-        let symbol = Symbol::new(self.symbol.as_str());
+        // The request's own symbol; the gateway's for one that names none.
+        let symbol = match e.req.symbol() {
+            Some(s) => Ok(s),
+            None => Symbol::new(self.symbol.as_str()),
+        };
         let written = match (e.req.client_order_id(), symbol) {
             (Some(&client_order_id), Ok(symbol)) => self
                 .venue
