@@ -250,6 +250,36 @@ pub struct Amend<'a> {
     pub quantity: Option<Decimal<'a>>,
 }
 
+/// What a request is for, as the caller counts it (`trade:order`, `mon:book`):
+/// an index into a table of names the caller registered (the gateway's
+/// `Gateway::label`). It is not sent; it only says whose budget a request spent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Label(u8);
+
+impl Label {
+    /// No label: counted with the unlabeled requests.
+    pub const NONE: Label = Label(u8::MAX);
+
+    /// The label at `index` of the caller's table (`u8::MAX` is [`Label::NONE`]).
+    pub const fn new(index: u8) -> Self {
+        Label(index)
+    }
+
+    /// Its index in the caller's table; `None` for [`Label::NONE`].
+    pub const fn index(self) -> Option<u8> {
+        match self.0 {
+            u8::MAX => None,
+            i => Some(i),
+        }
+    }
+}
+
+impl Default for Label {
+    fn default() -> Self {
+        Label::NONE
+    }
+}
+
 /// A request prepared by an adapter, ready to charge and to send: see the module
 /// doc. Only adapters fill it; the caller reads it.
 ///
@@ -270,6 +300,7 @@ pub struct Prepared {
     deadline_ns: i64,
     ids: ArrayVec<ClientOrderId, MAX_BATCH>,
     symbol: ArrayString<32>,
+    label: Label,
 }
 
 impl Prepared {
@@ -344,6 +375,18 @@ impl Prepared {
         &self.ids
     }
 
+    /// What the request is for ([`Label::NONE`] until [`Prepared::set_label`]).
+    pub fn label(&self) -> Label {
+        self.label
+    }
+
+    /// Labels the request, after it is prepared (each preparation starts
+    /// unlabeled). The label changes nothing sent or charged; it says whose
+    /// budget the request spent.
+    pub fn set_label(&mut self, label: Label) {
+        self.label = label;
+    }
+
     /// The symbol the request names (the first order's, for a batch), so a
     /// reconcile queries the order where it was placed; `None` for requests that
     /// name none (the account, open orders of every symbol).
@@ -381,6 +424,7 @@ impl<'p> Writer<'p> {
         p.deadline_ns = 0;
         p.ids.clear();
         p.symbol.clear();
+        p.label = Label::NONE;
         Writer { p, mark: 0 }
     }
 

@@ -40,6 +40,9 @@ pub struct Start {
     /// Record the gateway's budget calls into this file as an `ergon-replay` trace
     /// ([`super::record`]; [`Gateway::finish_record`] closes it).
     pub record: Option<std::path::PathBuf>,
+    /// Labels registered before anything is recorded ([`Gateway::label`]), so the
+    /// record's declarations name them.
+    pub labels: Vec<String>,
 }
 
 impl Start {
@@ -54,6 +57,7 @@ impl Start {
             capacity: 256,
             timeout_ns: 10 * SEC,
             record: None,
+            labels: Vec::new(),
         }
     }
 }
@@ -259,6 +263,10 @@ impl<E: Account> Gateway<E> {
         pc.connect_class = Class::Urgent;
         let pool = lp.add_pool(pc).map_err(|e| err(&e))?;
         let mut gw = Gateway::new(venue, symbol, s.capacity, 1024).map_err(|e| err(&e))?;
+        for name in &s.labels {
+            gw.label(name)
+                .map_err(|e| StartError(format!("label {name:?}: {e}")))?;
+        }
         if let Some(path) = &s.record {
             let writer = gw.record_to(path, lp.budget());
             writer.map_err(|e| StartError(format!("--record {}: {e}", path.display())))?;

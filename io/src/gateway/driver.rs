@@ -268,6 +268,7 @@ impl<E: Account, S: Strategy<E>> ClientHandler for Driver<E, S> {
             };
             self.gateway.clear_halts(&mut w);
         }
+        self.gateway.publish_labels(cx.now());
         self.poll(cx);
         let mut api = Api {
             gw: &mut self.gateway,

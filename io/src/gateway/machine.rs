@@ -6,11 +6,12 @@ use std::collections::VecDeque;
 use arrayvec::{ArrayString, ArrayVec};
 use ergon_core::{BucketId, Class, Flight, Limited, Part, Resend, Verdict, Why, MAX_BUCKETS};
 use ergon_venues::adapt::{self, Clock, Request as Kind};
-use ergon_venues::endpoint::{Lookup, OrderRef, Prepared, Symbol};
+use ergon_venues::endpoint::{Label, Lookup, OrderRef, Prepared, Symbol};
 use ergon_venues::response::Response;
 
 use super::endpoints::Account;
 use super::events::{Event, Tag, OPEN_ORDERS};
+use super::labels::{label_channel, LabelError, LabelPublisher, LabelReader, Labels};
 use super::ledger::{Key, Ledger, Stage};
 use super::record::{self, Declarations, Kind as Rec, Record, Recorder, Writer, Written, NO_LABEL};
 use super::wire::{encode, Wire};
@@ -101,6 +102,8 @@ pub struct Gateway<E> {
     open_req: Prepared,
     stats: Stats,
     trace: Trace,
+    labels: Labels,
+    label_publisher: Option<LabelPublisher>,
 }
 
 /// The recording side of a gateway: the recorder, if on, and the trace id of each
@@ -117,8 +120,9 @@ struct Trace {
 }
 
 impl Trace {
-    /// Records a charge of `parts` at `class`; its trace id (0: not recording).
-    fn charge(&mut self, now: i64, parts: &[Part], class: Class) -> u64 {
+    /// Records a charge of `parts` at `class` under `label`; its trace id (0: not
+    /// recording).
+    fn charge(&mut self, now: i64, parts: &[Part], class: Class, label: Label) -> u64 {
         let Some(r) = &self.recorder else {
             return 0;
         };
@@ -129,7 +133,8 @@ impl Trace {
             *slot = (part.bucket.index() as u8, part.cost);
         }
         let n = parts.len().min(p.len());
-        r.push(Record::charge(now, self.next, class, NO_LABEL, &p[..n]));
+        let label = label.index().unwrap_or(NO_LABEL);
+        r.push(Record::charge(now, self.next, class, label, &p[..n]));
         self.next
     }
 
@@ -205,7 +210,39 @@ impl<E: Account> Gateway<E> {
                 slots: vec![0; capacity],
                 ..Trace::default()
             },
+            labels: Labels::default(),
+            label_publisher: None,
         })
+    }
+
+    /// The label named `name` (registered now if it is new): put it on a prepared
+    /// request with [`Prepared::set_label`] to count what the request spends under
+    /// it (see [`super::labels`]). Register labels before recording
+    /// ([`super::Start::labels`]) for the record to name them.
+    pub fn label(&mut self, name: &str) -> Result<Label, LabelError> {
+        self.labels.register(name)
+    }
+
+    /// The counters by label.
+    pub fn labels(&self) -> &Labels {
+        &self.labels
+    }
+
+    /// A reader of the counters by label for a monitoring thread; from now on
+    /// [`Gateway::publish_labels`] publishes them (the [`super::Driver`] calls it
+    /// every turn).
+    pub fn label_reader(&mut self) -> LabelReader {
+        let (publisher, reader) = label_channel();
+        self.label_publisher = Some(publisher);
+        reader
+    }
+
+    /// Publishes the counters by label to [`Gateway::label_reader`]'s reader, at
+    /// most every [`super::labels::PUBLISH_EVERY_NS`].
+    pub fn publish_labels(&mut self, now_ns: i64) {
+        if let Some(p) = &mut self.label_publisher {
+            p.publish(&self.labels, now_ns);
+        }
     }
 
     /// The venue's endpoints.
@@ -240,7 +277,9 @@ impl<E: Account> Gateway<E> {
         path: &std::path::Path,
         budget: &ergon_core::Budget,
     ) -> std::io::Result<()> {
-        let (recorder, writer) = record::start(path, Declarations::of(budget), record::RING)?;
+        let mut decl = Declarations::of(budget);
+        decl.labels = self.labels.names().map(String::from).collect();
+        let (recorder, writer) = record::start(path, decl, record::RING)?;
         self.record(recorder);
         self.trace.writer = Some(writer);
         Ok(())
@@ -304,7 +343,9 @@ impl<E: Account> Gateway<E> {
         let charged = w
             .budget()
             .try_charge(self.open_req.parts(), Class::Normal, now);
-        let tid = self.trace.charge(now, self.open_req.parts(), Class::Normal);
+        let tid = self
+            .trace
+            .charge(now, self.open_req.parts(), Class::Normal, Label::NONE);
         let ticket = match charged {
             Ok(t) => t,
             // The weight is shared with the caller's reads: go as soon as it has room.
@@ -367,7 +408,9 @@ impl<E: Account> Gateway<E> {
             return Err(Event::Expired { tag });
         }
         let charged = w.budget().try_charge(req.parts(), class, now);
-        let tid = self.trace.charge(now, req.parts(), class);
+        let tid = self.trace.charge(now, req.parts(), class, req.label());
+        let refused = charged.as_ref().err().map(|l| (l.why, l.bucket.index()));
+        self.labels.submitted(req.label(), req.parts(), refused);
         let ticket = match charged {
             Ok(t) => t,
             Err(l) => {
@@ -493,7 +536,7 @@ impl<E: Account> Gateway<E> {
             return None;
         };
         let e = self.ledger.get(key)?;
-        let (stage, tag) = (e.stage, e.tag);
+        let (stage, tag, label) = (e.stage, e.tag, e.req.label());
         let write = e.req.kind().is_some_and(|k| k.is_write());
         let kind = if stage == Stage::Query {
             e.query.kind()
@@ -510,6 +553,7 @@ impl<E: Account> Gateway<E> {
         let _ = w.budget().complete(flight, now);
         self.trace.done(now, self.trace.slot(key));
         self.count_verdict(&verdict);
+        self.labels.answered(label, &verdict);
         if stage == Stage::Query {
             return self.on_query(w, key, &r, verdict).map(widen);
         }
@@ -595,6 +639,7 @@ impl<E: Account> Gateway<E> {
         } else {
             Verdict::NotRun
         };
+        self.labels.answered(e.req.label(), &verdict);
         self.after(w, key, verdict, true)
     }
 
@@ -666,7 +711,10 @@ impl<E: Account> Gateway<E> {
             .resend(&verdict, e.req.parts(), e.class, e.req.deadline_ns(), now);
         match r {
             Resend::Send(ticket) => {
-                let tid = self.trace.charge(now, e.req.parts(), e.class);
+                let tid = self
+                    .trace
+                    .charge(now, e.req.parts(), e.class, e.req.label());
+                self.labels.charged(e.req.label(), e.req.parts());
                 self.trace.set(key, tid);
                 self.stats.resent += 1;
                 self.send(w, key, ticket);
@@ -744,7 +792,12 @@ impl<E: Account> Gateway<E> {
         let charged = match written {
             true => {
                 let charged = w.budget().try_charge(e.query.parts(), class, now);
-                let tid = self.trace.charge(now, e.query.parts(), class);
+                let tid = self
+                    .trace
+                    .charge(now, e.query.parts(), class, e.req.label());
+                if charged.is_ok() {
+                    self.labels.charged(e.req.label(), e.query.parts());
+                }
                 self.trace.set(key, tid);
                 charged.map_err(|l| l.ready_at_ns)
             }
@@ -813,7 +866,7 @@ impl<E: Account> Gateway<E> {
             return;
         };
         let charged = w.budget().try_charge(&parts, Class::Urgent, now);
-        let tid = self.trace.charge(now, &parts, Class::Urgent);
+        let tid = self.trace.charge(now, &parts, Class::Urgent, Label::NONE);
         let Ok(ticket) = charged else {
             return;
         };

@@ -66,6 +66,7 @@ mod bootstrap;
 mod driver;
 mod endpoints;
 mod events;
+pub mod labels;
 mod ledger;
 mod load;
 mod machine;
@@ -87,4 +88,5 @@ pub use machine::{Gateway, Stats, MAX_RESENDS, RETRY_GAP_NS, SKEWS_TO_REANCHOR};
 pub use remote::{remote, Delivered, Remote, RemoteError, RemoteHandle, Submission, REMOTE_WAKE};
 pub use wire::{LoopWire, Wire};
 
-pub use ergon_venues::endpoint::{Endpoints, OrderState, Prepared};
+pub use ergon_venues::endpoint::{Endpoints, Label, OrderState, Prepared};
+pub use labels::{LabelError, LabelMonitor, LabelReader, Labels, MAX_LABELS};
