@@ -190,7 +190,7 @@ fn round_trips(record: bool) {
         (counts.requests, counts.done),
         (WARMUP + MEASURED, WARMUP + MEASURED)
     );
-    d.gateway.publish_labels(i64::MAX);
+    d.gateway.publish_labels(i64::MAX, true);
     let published = labels.read();
     assert_eq!(published.rows[0].0.as_str(), "trade:order");
     assert_eq!(published.rows[0].1, counts);

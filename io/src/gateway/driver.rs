@@ -268,7 +268,7 @@ impl<E: Account, S: Strategy<E>> ClientHandler for Driver<E, S> {
             };
             self.gateway.clear_halts(&mut w);
         }
-        self.gateway.publish_labels(cx.now());
+        self.gateway.publish_labels(cx.now(), false);
         self.poll(cx);
         let mut api = Api {
             gw: &mut self.gateway,

@@ -68,7 +68,7 @@ pub struct LabelCounts {
     /// Cost charged, summed over every bucket a charge named (first sends,
     /// re-sends and reconcile queries).
     pub weight: u64,
-    /// Submits refused locally: the bucket was full (or every ledger slot taken).
+    /// Submits the budget refused: the bucket was full.
     pub refused_full: u64,
     /// ... the scope was held after a throttle.
     pub refused_held: u64,
@@ -225,6 +225,7 @@ impl Labels {
                     Why::Held => c.refused_held += 1,
                     Why::Halted => c.refused_halted += 1,
                     Why::TooBig => c.refused_too_big += 1,
+                    // Full, and a charge naming a foreign bucket (never the gateway's).
                     _ => c.refused_full += 1,
                 }
                 if why == Why::Full {
@@ -318,9 +319,13 @@ impl LabelPublisher {
     /// Publishes `labels` stamped `now_ns`, unless it did less than
     /// [`PUBLISH_EVERY_NS`] ago.
     pub fn publish(&mut self, labels: &Labels, now_ns: i64) {
-        if now_ns.saturating_sub(self.last_ns) < PUBLISH_EVERY_NS {
-            return;
+        if now_ns.saturating_sub(self.last_ns) >= PUBLISH_EVERY_NS {
+            self.publish_now(labels, now_ns);
         }
+    }
+
+    /// Publishes `labels` stamped `now_ns` now (the last publication of a run).
+    pub fn publish_now(&mut self, labels: &Labels, now_ns: i64) {
         self.last_ns = now_ns;
         let w = &mut *self.words;
         let n = labels.names.len();
@@ -464,6 +469,62 @@ impl LabelMonitor {
         self.last = now.clone();
         out
     }
+}
+
+/// A monitoring thread started by [`spawn_monitor`]: it prints the lines of a
+/// [`LabelMonitor`] to stderr every period while there is traffic, and keeps them.
+#[derive(Debug)]
+pub struct MonitorThread {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    handle: std::thread::JoinHandle<Vec<String>>,
+}
+
+impl MonitorThread {
+    /// Stops the thread after one last report (what happened since the previous
+    /// one) and returns every line it printed.
+    pub fn finish(self) -> Vec<String> {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        self.handle.join().unwrap_or_default()
+    }
+}
+
+/// Starts a thread that reads `reader` every `every` and prints what
+/// [`LabelMonitor::lines`] says, naming buckets as `budget` does. The loop keeps
+/// running at its own pace: the thread only reads the published snapshot.
+pub fn spawn_monitor(
+    reader: LabelReader,
+    budget: &ergon_core::Budget,
+    every: std::time::Duration,
+) -> std::io::Result<MonitorThread> {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let names = budget
+        .ids()
+        .map(|id| budget.name(id).unwrap_or("?").to_string())
+        .collect();
+    let stop = std::sync::Arc::new(AtomicBool::new(false));
+    let stopped = std::sync::Arc::clone(&stop);
+    let handle = std::thread::Builder::new()
+        .name("ergon-labels".into())
+        .spawn(move || {
+            let mut mon = LabelMonitor::new(names);
+            let mut all = Vec::new();
+            let step = every.min(std::time::Duration::from_millis(50));
+            loop {
+                let t0 = std::time::Instant::now();
+                while t0.elapsed() < every && !stopped.load(Ordering::SeqCst) {
+                    std::thread::sleep(step);
+                }
+                let last = stopped.load(Ordering::SeqCst);
+                for line in mon.lines(&reader.read()) {
+                    eprintln!("{line}");
+                    all.push(line);
+                }
+                if last {
+                    return all;
+                }
+            }
+        })?;
+    Ok(MonitorThread { stop, handle })
 }
 
 #[cfg(test)]

@@ -237,11 +237,26 @@ impl<E: Account> Gateway<E> {
         reader
     }
 
+    /// With `every`, starts a monitoring thread that prints the counters by label
+    /// every `every` ([`super::labels::spawn_monitor`]).
+    pub fn monitor_labels(
+        &mut self,
+        budget: &ergon_core::Budget,
+        every: Option<std::time::Duration>,
+    ) -> std::io::Result<Option<super::labels::MonitorThread>> {
+        every
+            .map(|e| super::labels::spawn_monitor(self.label_reader(), budget, e))
+            .transpose()
+    }
+
     /// Publishes the counters by label to [`Gateway::label_reader`]'s reader, at
-    /// most every [`super::labels::PUBLISH_EVERY_NS`].
-    pub fn publish_labels(&mut self, now_ns: i64) {
-        if let Some(p) = &mut self.label_publisher {
-            p.publish(&self.labels, now_ns);
+    /// most every [`super::labels::PUBLISH_EVERY_NS`]; with `now`, at once (the
+    /// last publication of a run).
+    pub fn publish_labels(&mut self, now_ns: i64, now: bool) {
+        match &mut self.label_publisher {
+            Some(p) if now => p.publish_now(&self.labels, now_ns),
+            Some(p) => p.publish(&self.labels, now_ns),
+            None => {}
         }
     }
 
