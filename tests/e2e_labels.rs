@@ -2,7 +2,8 @@
 //! in-process emulator. The monitoring thread prints a breakdown per label (each
 //! label's requests, weight, refusals and answers) and a saturation line for the
 //! bucket that refused, naming the labels that spent it; the record carries each
-//! charge's label and declares the labels. The counts agree with the gateway's own.
+//! charge's label, and the replay's picture stacks each bucket's use by label.
+//! The counts agree with the gateway's own.
 
 #[allow(dead_code)]
 #[path = "../examples/mm_loop.rs"]
@@ -95,5 +96,20 @@ fn labels_break_the_traffic_down_and_name_who_saturated_a_bucket() {
             labelled.get(name).is_some_and(|&n| n > 0),
             "{name}: {labelled:?}"
         );
+    }
+
+    // The replay's picture stacks each bucket's use by those labels.
+    let options = ergon_replay::Options {
+        timeline: true,
+        ..Default::default()
+    };
+    let replayed = ergon_replay::run_with(trace.as_bytes(), std::io::sink(), options).unwrap();
+    let labels = ergon_replay::plot::Labels {
+        by_label: true,
+        ..Default::default()
+    };
+    let svg = ergon_replay::plot::svg(&replayed.timeline.unwrap(), None, &labels).unwrap();
+    for name in ["trade:order", "mon:book", "mon:account"] {
+        assert!(svg.contains(name), "the stack's legend names {name}");
     }
 }
