@@ -647,6 +647,22 @@ impl Endpoints for BinanceSpot {
         w.finish(self, Request::Cancel, Method::Delete, deadline)
     }
 
+    /// `DELETE /api/v3/openOrders` of `symbol` (every open order of it): weight 1.
+    fn cancel_all<'p>(
+        &mut self,
+        out: &'p mut Prepared,
+        symbol: Symbol<'_>,
+        now: i64,
+    ) -> Result<&'p Prepared, Error> {
+        let mut w = Writer::start(out);
+        w.symbol(symbol);
+        let q = begin(&mut w, "/api/v3/openOrders");
+        let mut first = true;
+        param(&mut w, &mut first, "symbol", symbol.as_str());
+        let deadline = sign(&mut w, &mut first, &self.auth, &self.limits.clock, q, now)?;
+        w.finish(self, Request::Cancel, Method::Delete, deadline)
+    }
+
     /// `POST /api/v3/order/cancelReplace` with `STOP_ON_FAILURE`: weight 1, one
     /// order. The client order ids are the new order's, then the cancelled one's.
     fn cancel_replace<'p>(

@@ -443,6 +443,61 @@ impl Endpoints for Bybit {
         })
     }
 
+    /// `POST /v5/order/cancel-all` of `symbol`: one on the cancel limit.
+    fn cancel_all<'p>(
+        &mut self,
+        out: &'p mut Prepared,
+        symbol: Symbol<'_>,
+        now: i64,
+    ) -> Result<&'p Prepared, Error> {
+        let mut w = Writer::start(out);
+        w.symbol(symbol);
+        self.post(w, "/v5/order/cancel-all", Request::Cancel, now, |w| {
+            w.json(&mut false, "symbol", symbol.as_str());
+            Ok(())
+        })
+    }
+
+    /// `POST /v5/order/cancel-batch` by `orderLinkId`, 1 to 20 orders of one
+    /// symbol: the cancel limit once per order. It answers as one cancel (`retCode`
+    /// 0 is Done; an order already gone fails alone in `retExtInfo.list`, and a
+    /// cancel may be sent again).
+    fn batch_cancel<'p>(
+        &mut self,
+        out: &'p mut Prepared,
+        orders: &[OrderRef<'_>],
+        now: i64,
+    ) -> Result<&'p Prepared, Error> {
+        let n = orders.len();
+        let symbol = orders.first().map(|o| o.symbol);
+        if n == 0 || n > MAX_BATCH_ORDERS || orders.iter().any(|o| Some(o.symbol) != symbol) {
+            Writer::start(out);
+            return Err(Error::BadArgument("batch of 1 to 20 orders of one symbol"));
+        }
+        let mut w = Writer::start(&mut *out);
+        w.symbol(symbol);
+        self.post(w, "/v5/order/cancel-batch", Request::Cancel, now, |w| {
+            w.s(",\"request\":[");
+            for (i, o) in orders.iter().enumerate() {
+                w.s(if i == 0 { "{" } else { ",{" });
+                let mut first = true;
+                w.json(&mut first, "symbol", o.symbol.as_str());
+                w.json(&mut first, "orderLinkId", o.client_order_id.as_str());
+                w.s("}");
+                w.id(o.client_order_id)?;
+            }
+            w.s("]");
+            Ok(())
+        })?;
+        let mut parts = Parts::new();
+        parts.push(Part::new(self.ip, 0));
+        parts.push(Part::new(self.ip_5s, 1));
+        // n <= 20: the cast cannot truncate.
+        parts.push(Part::new(self.cancel, n as u32));
+        out.set_parts(parts);
+        Ok(out)
+    }
+
     /// `POST /v5/order/amend` by `orderLinkId`: one on the amend limit.
     fn amend<'p>(
         &mut self,

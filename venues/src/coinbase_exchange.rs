@@ -372,6 +372,29 @@ impl Endpoints for CoinbaseExchange {
         w.finish(self, Request::Cancel, Method::Delete, deadline)
     }
 
+    /// `DELETE /orders?product_id=` (every open order of the product, best effort:
+    /// <https://docs.cloud.coinbase.com/api-reference/exchange-api/rest-api/orders/cancel-all-orders>).
+    fn cancel_all<'p>(
+        &mut self,
+        out: &'p mut Prepared,
+        symbol: Symbol<'_>,
+        now: i64,
+    ) -> Result<&'p Prepared, Error> {
+        let mut w = Writer::start(out);
+        w.symbol(symbol);
+        let deadline = self.private(
+            &mut w,
+            Method::Delete,
+            now,
+            |w| {
+                w.s("/orders?product_id=");
+                w.s(symbol.as_str());
+            },
+            |_| Ok(()),
+        )?;
+        w.finish(self, Request::Cancel, Method::Delete, deadline)
+    }
+
     /// `GET /orders/client:<client_oid>`: one private request.
     fn query_order<'p>(
         &mut self,

@@ -394,6 +394,12 @@ impl Prepared {
         Symbol::new(self.symbol.as_str()).ok()
     }
 
+    /// Replaces what a prepared request charges (a batch cancel: the cancel
+    /// limit once per order).
+    pub(crate) fn set_parts(&mut self, parts: Parts) {
+        self.parts = parts;
+    }
+
     fn text(&self, at: Range<usize>) -> &str {
         // Adapters write ASCII only (every argument is checked), so this never fails.
         self.bytes
@@ -835,6 +841,20 @@ pub trait Endpoints: Venue {
         now_ns: i64,
     ) -> Result<&'p Prepared, Error> {
         let _ = (orders, now_ns);
+        Writer::start(out);
+        Err(Error::Unsupported)
+    }
+
+    /// Cancel every open order of `symbol` in one request (Binance Spot `DELETE
+    /// openOrders`, Bybit `cancel-all`, Coinbase Exchange `DELETE /orders`). It
+    /// answers as one cancel: Done once the venue ran it, whatever it found.
+    fn cancel_all<'p>(
+        &mut self,
+        out: &'p mut Prepared,
+        symbol: Symbol<'_>,
+        now_ns: i64,
+    ) -> Result<&'p Prepared, Error> {
+        let _ = (symbol, now_ns);
         Writer::start(out);
         Err(Error::Unsupported)
     }
