@@ -47,6 +47,8 @@ struct Load {
     finals: u64,
     submitted: u64,
     ended_at: i64,
+    /// Final events other than Applied (Expired after a venue's 10028).
+    other: u64,
 }
 
 const ORDER: u64 = 1 << 32;
@@ -132,22 +134,24 @@ impl Load {
 impl Strategy<Deribit> for Load {
     fn on_event(&mut self, api: &mut Api<'_, '_, Deribit>, ev: Event<'_>) {
         let tag = ev.tag();
-        match ev {
-            Event::Applied { .. } => {}
+        let applied = match ev {
+            Event::Applied { .. } => true,
             Event::Retrying { .. } => return,
+            // A request the venue throttled, whose deadline passed before the pool
+            // had room again.
+            Event::Expired { .. } => false,
             e => panic!("{e:?}"),
-        }
+        };
         self.finals += 1;
+        self.other += u64::from(!applied);
         match tag & !0xffff_ffff {
-            ORDER => {
-                self.resting = Some(tag & 0xffff_ffff);
-                self.in_flight = false;
-            }
-            CANCEL => {
-                self.resting = None;
-                self.in_flight = false;
-            }
+            ORDER if applied => self.resting = Some(tag & 0xffff_ffff),
+            // A cancel that did not run leaves the order resting: cancel it again.
+            CANCEL if applied => self.resting = None,
             _ => {}
+        }
+        if tag & !0xffff_ffff != READ {
+            self.in_flight = false;
         }
         if self.ended_at != 0 && self.finals == self.submitted {
             api.stop();
@@ -165,9 +169,9 @@ impl Strategy<Deribit> for Load {
     }
 }
 
-#[test]
-fn deribit_stays_inside_its_credit_pools_at_three_times_the_demand() {
-    let c = Config::deribit();
+/// Runs the load against the emulator with `c`; the strategy, the gateway's counts
+/// and the emulator's report.
+fn run(c: Config) -> (Load, ergon_io::gateway::Stats, ergon_venue_sim::Report) {
     let server = Server::start(c.clone()).unwrap();
     let start = Start::new(server.addr(), server.addr().to_string());
     let a = &c.accounts[0];
@@ -196,18 +200,28 @@ fn deribit_stays_inside_its_credit_pools_at_three_times_the_demand() {
         finals: 0,
         submitted: 0,
         ended_at: 0,
+        other: 0,
     };
     let dr = gateway::run(&mut lp, gw, pool, load, Arc::new(Control::default())).unwrap();
-    let r = server.stop();
-    let (s, g) = (&dr.strategy, dr.gateway.stats());
+    let stats = *dr.gateway.stats();
+    (dr.strategy, stats, server.stop())
+}
 
+#[test]
+fn deribit_stays_inside_its_credit_pools_at_three_times_the_demand() {
+    let (s, g, r) = run(Config::deribit());
+    let d = deribit::Config::default();
     assert_eq!(r.throttled, 0, "no too_many_requests: {r:?}");
     assert_eq!((r.bans, g.throttled, g.banned), (0, 0, 0), "{g:?}");
     assert!(
         s.limited[0] > 0 && s.limited[1] > 0,
         "the excess refused locally"
     );
-    assert_eq!(s.finals, s.submitted, "every request ended");
+    assert_eq!(
+        (s.finals, s.other),
+        (s.submitted, 0),
+        "every request applied"
+    );
     // Each pool: what it paid over what it allowed from the first request to the
     // end of the load (its burst, and its refill for the time that passed).
     let secs = (s.ended_at - s.started.unwrap()) as f64 / SEC as f64;
@@ -234,4 +248,28 @@ fn deribit_stays_inside_its_credit_pools_at_three_times_the_demand() {
             pool(name).paid
         );
     }
+}
+
+/// A venue whose matching-engine pool is half what the adapter was told (an
+/// account on a lower tier than configured): its 10028 (HTTP 429, the connection
+/// closed) holds the pool, what it refused is re-sent only inside its deadline,
+/// nothing runs twice, and the 10028s stay few instead of repeating.
+#[test]
+fn a_too_many_requests_holds_the_pool_and_nothing_runs_twice() {
+    let mut c = Config::deribit();
+    c.credits.matching_max = 10_000;
+    let (s, g, r) = run(c);
+    let refused = r
+        .credits
+        .iter()
+        .find(|p| p.pool == "matching")
+        .unwrap()
+        .refused;
+    println!("10028s: {refused}, gateway throttled {}, expired {}", g.throttled, s.other);
+    assert!(refused >= 1, "the venue refused with 10028: {r:?}");
+    assert!(refused <= 6, "a hold after each: {refused} 10028s");
+    assert!(g.throttled >= 1, "{g:?}");
+    assert_eq!(r.bans, 0);
+    assert_eq!(s.finals, s.submitted, "every request ended");
+    assert_eq!((r.duplicates, r.duplicate_rejects), (0, 0), "{r:?}");
 }
