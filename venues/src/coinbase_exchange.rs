@@ -5,7 +5,10 @@
 //! `CB-ACCESS-TIMESTAMP` is more than 30 s from the venue's clock is refused. No
 //! usage headers.
 //!
-//! There is no amend and no batch on REST (FIX has both, 15 orders a batch message,
+//! The REST API cancels every open order of a product in one request (`DELETE
+//! /orders?product_id=`, [`Endpoints::cancel_all`]:
+//! <https://docs.cloud.coinbase.com/api-reference/exchange-api/rest-api/orders/cancel-all-orders>,
+//! checked 2026-11-30). There is no amend and no batch on REST (FIX has both, 15 orders a batch message,
 //! with its own rates: 2 logons a second per key, 100 requests a second, the session
 //! cut past 200 messages a second; not built here).
 //!
