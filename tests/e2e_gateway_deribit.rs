@@ -265,7 +265,10 @@ fn a_too_many_requests_holds_the_pool_and_nothing_runs_twice() {
         .find(|p| p.pool == "matching")
         .unwrap()
         .refused;
-    println!("10028s: {refused}, gateway throttled {}, expired {}", g.throttled, s.other);
+    println!(
+        "10028s: {refused}, gateway throttled {}, expired {}",
+        g.throttled, s.other
+    );
     assert!(refused >= 1, "the venue refused with 10028: {r:?}");
     assert!(refused <= 6, "a hold after each: {refused} 10028s");
     assert!(g.throttled >= 1, "{g:?}");
