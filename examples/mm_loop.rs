@@ -15,7 +15,7 @@ use ergon_core::Class::{self, Bulk, Normal, Urgent};
 use ergon_core::{BucketId, Part};
 pub use ergon_io::gateway::Control;
 use ergon_io::gateway::{
-    self, Account, Api, Event, Gateway, Keys, Prepared, Start, Stats, Strategy, WsApiStart,
+    self, Account, Api, Event, Gateway, Keys, Label, Prepared, Start, Stats, Strategy, WsApiStart,
 };
 use ergon_venue_sim::Server;
 use ergon_venues::adapt::Error as VenueError;
@@ -33,7 +33,10 @@ const POLL_EVERY: i64 = 500 * MS;
 
 const USAGE: &str = "usage: mm_loop [--venue binance-spot|bybit|okx] [--base URL] \
 [--duration SECS] [--demand X] [--cpu N] [--api-key K --api-secret S] [--json] [--no-stream] [--record FILE] \
-[--order-entry ws|rest] [--ws-api URL]";
+[--order-entry ws|rest] [--ws-api URL] [--labels SECS]";
+
+/// What each request is for: quotes and cancels, reads of the book and the account, closes.
+const LABELS: [&str; 4] = ["trade:order", "mon:book", "mon:account", "trade:close"];
 
 /// The one warning a run without a user data stream prints.
 pub const NO_STREAM_WARNING: &str = "warning: no user data stream in the gateway (Binance \
@@ -72,6 +75,8 @@ pub struct Options {
     pub ws: Option<bool>,
     /// `--ws-api URL` (default: `ws://HOST:PORT/ws-api/v3` of `--base` or the emulator).
     pub ws_api: Option<String>,
+    /// Print the counters by label every this many seconds (`--labels SECS`).
+    pub labels: Option<f64>,
 }
 
 impl Default for Options {
@@ -92,6 +97,7 @@ impl Default for Options {
             record: None,
             ws: None,
             ws_api: None,
+            labels: None,
         }
     }
 }
@@ -115,6 +121,8 @@ pub struct Summary {
     pub warnings: Vec<String>,
     /// The emulator's report, when it ran in-process.
     pub venue: Option<ergon_venue_sim::Report>,
+    /// The lines `--labels` printed (breakdowns by label, saturations).
+    pub label_lines: Vec<String>,
 }
 
 /// Each cycle: two quote refreshes, a book read, the account every fourth cycle
@@ -158,6 +166,7 @@ struct Mm {
     alerted: bool,
     /// Progress lines to stderr (true), stdout (false), or none.
     progress: Option<bool>,
+    labels: [Label; LABELS.len()],
     s: Summary,
 }
 
@@ -191,8 +200,15 @@ impl Mm {
     /// arguments the endpoint refused) is its final event, handled at once.
     fn send<E: Account>(&mut self, api: &mut A<E>, class: Class, tag: u64, prep: Prep<E>) {
         let now = api.now();
+        let label = match (tag >> 56, class) {
+            (2, Bulk) => 2,
+            (k, _) => [0, 0, 1, 3, 0][(k as usize).min(4)],
+        };
         let r = match prep(api.venue_mut(), &mut self.req, now) {
-            Ok(_) => api.submit(&mut self.req, class, tag),
+            Ok(_) => {
+                self.req.set_label(self.labels[label]);
+                api.submit(&mut self.req, class, tag)
+            }
             Err(_) => Err(Event::Rejected { tag }),
         };
         if let Err(e) = r {
@@ -443,6 +459,7 @@ pub fn run(
         (None, None) => return Err("no venue".into()),
     };
     (start.loop_cfg.cpu, start.record) = (o.cpu, o.record.clone());
+    start.labels = LABELS.map(String::from).to_vec();
     let (key, sec, pass) = match (&o.api_key, &o.api_secret, &sim) {
         (Some(k), Some(s), _) => (k.clone(), s.clone(), None),
         (None, None, Some(s)) => {
@@ -511,6 +528,11 @@ fn drive<E: Account>(
     s.binding = lp.budget().name(bucket).unwrap_or("?").to_string();
     let st = lp.budget().stats(bucket).unwrap_or_default();
     let started = lp.now();
+    let labels = LABELS.map(|n| gw.label(n).unwrap_or_default());
+    let every = o.labels.map(std::time::Duration::from_secs_f64);
+    let monitor = gw
+        .monitor_labels(lp.budget(), every)
+        .map_err(|e| e.to_string())?;
     let mm = Mm {
         req: Prepared::with_capacity(1024),
         run_tag: format!("mm{}", (started / MS) % 100_000),
@@ -522,11 +544,14 @@ fn drive<E: Account>(
         next_progress: started + SEC,
         binding: Some((bucket, window_ns.max(1), st.limit.max(1), st.admitted)),
         progress: (!o.quiet).then_some(o.json),
+        labels,
         s,
         ..Mm::default()
     };
     let mut d = gateway::run(&mut lp, gw, pool, mm, control).map_err(|e| e.to_string())?;
     let mut s = d.strategy.s;
+    d.gateway.publish_labels(lp.now(), true);
+    s.label_lines = monitor.map(|m| m.finish()).unwrap_or_default();
     if let Some(w) = d.gateway.finish_record() {
         s.warnings.extend(w.map_err(|e| e.to_string())?.warning());
     }
@@ -607,6 +632,7 @@ pub fn parse_args(mut it: impl Iterator<Item = String>) -> Result<Options, Strin
                 v => return Err(format!("--order-entry {v:?}: expected ws or rest")),
             },
             "--ws-api" => o.ws_api = Some(value()?),
+            "--labels" => o.labels = Some(positive(value()?, "positive seconds")?),
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument {other:?}")),
         }

@@ -3,6 +3,8 @@
 //! keep-alive loopback connection, answered and delivered as an Applied event,
 //! counted by a global allocator on the loop thread after a warm-up; and the same
 //! with the gateway recording a replay trace (the writer thread is not watched).
+//! Every order carries a label, and the counters by label are published for a
+//! monitoring thread every turn: neither allocates.
 
 mod common;
 
@@ -15,7 +17,7 @@ use ergon_io::client::PoolConfig;
 use ergon_io::core::{Budget, Class};
 use ergon_io::event_loop::{Config, EventLoop};
 use ergon_io::gateway::{
-    record, Account, Api, Control, Driver, Event, Gateway, Prepared, Strategy,
+    record, Account, Api, Control, Driver, Event, Gateway, Label, Prepared, Strategy,
 };
 use ergon_venues::adapt::{Clock, Request as Kind, Venue};
 use ergon_venues::binance_spot::{Auth, BinanceSpot};
@@ -32,6 +34,7 @@ const INFO: &[u8] = br#"{"rateLimits":[{"rateLimitType":"REQUEST_WEIGHT","interv
 
 struct Orders {
     req: Prepared,
+    label: Label,
     started: bool,
     applied: u64,
     other: u64,
@@ -54,6 +57,7 @@ impl Orders {
         };
         let now = api.now();
         api.venue_mut().new_order(&mut self.req, &o, now).unwrap();
+        self.req.set_label(self.label);
         if let Err(e) = api.submit(&mut self.req, Class::Normal, self.applied) {
             panic!("refused: {e:?}");
         }
@@ -145,6 +149,8 @@ fn round_trips(record: bool) {
     let mut lp = EventLoop::new(Config::default(), b.build(now).unwrap()).unwrap();
     let pool = lp.add_pool(pc).unwrap();
     let mut gateway = Gateway::new(venue, "BTCUSDT", 16, 1024).unwrap();
+    let label = gateway.label("trade:order").unwrap();
+    let labels = gateway.label_reader();
     let writer = record.then(|| {
         let decl = record::Declarations::of(lp.budget());
         let (recorder, writer) = record::start_to(std::io::sink(), decl, 1 << 16).unwrap();
@@ -155,6 +161,7 @@ fn round_trips(record: bool) {
         gateway,
         strategy: Orders {
             req: Prepared::with_capacity(1024),
+            label,
             started: false,
             applied: 0,
             other: 0,
@@ -178,6 +185,15 @@ fn round_trips(record: bool) {
     assert!(s.other <= 1, "{} retries", s.other);
     assert_eq!(d.gateway.stats().sent, WARMUP + MEASURED);
     assert_eq!(d.gateway.in_flight(), 0);
+    let counts = *d.gateway.labels().counts(label);
+    assert_eq!(
+        (counts.requests, counts.done),
+        (WARMUP + MEASURED, WARMUP + MEASURED)
+    );
+    d.gateway.publish_labels(i64::MAX, true);
+    let published = labels.read();
+    assert_eq!(published.rows[0].0.as_str(), "trade:order");
+    assert_eq!(published.rows[0].1, counts);
     println!(
         "allocations in {MEASURED} submit -> Applied round trips after warm-up \
          (recording: {record}): {}",

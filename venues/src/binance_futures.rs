@@ -165,6 +165,7 @@ impl Endpoints for BinanceFutures {
         now: i64,
     ) -> Result<&'p Prepared, Error> {
         let mut w = Writer::start(out);
+        w.symbol(o.symbol);
         let q = spot::begin(&mut w, "/fapi/v1/order");
         let mut first = true;
         self.order_params(&mut w, &mut first, o)?;
@@ -180,6 +181,7 @@ impl Endpoints for BinanceFutures {
         now: i64,
     ) -> Result<&'p Prepared, Error> {
         let mut w = Writer::start(out);
+        w.symbol(o.symbol);
         let q = spot::begin(&mut w, "/fapi/v1/order");
         let mut first = true;
         spot::param(&mut w, &mut first, "symbol", o.symbol.as_str());
@@ -203,6 +205,7 @@ impl Endpoints for BinanceFutures {
         now: i64,
     ) -> Result<&'p Prepared, Error> {
         let mut w = Writer::start(out);
+        w.symbol(a.order.symbol);
         let (Some(price), Some(qty)) = (a.price, a.quantity) else {
             return Err(Error::BadArgument("modify needs both price and quantity"));
         };
@@ -235,6 +238,7 @@ impl Endpoints for BinanceFutures {
         now: i64,
     ) -> Result<&'p Prepared, Error> {
         let mut w = Writer::start(out);
+        w.symbol(o.symbol);
         let q = spot::begin(&mut w, "/fapi/v1/order");
         let mut first = true;
         spot::param(&mut w, &mut first, "symbol", o.symbol.as_str());
@@ -257,6 +261,7 @@ impl Endpoints for BinanceFutures {
         now: i64,
     ) -> Result<&'p Prepared, Error> {
         let mut w = Writer::start(out);
+        w.symbol(symbol);
         let q = spot::begin(&mut w, "/fapi/v1/openOrders");
         let mut first = true;
         if let Some(s) = symbol {
@@ -276,6 +281,7 @@ impl Endpoints for BinanceFutures {
         now: i64,
     ) -> Result<&'p Prepared, Error> {
         let mut w = Writer::start(out);
+        w.symbol(symbol);
         let weight = depth_weight(depth)
             .ok_or(Error::BadArgument("depth (5, 10, 20, 50, 100, 500, 1000)"))?;
         spot::begin(&mut w, "/fapi/v1/depth");
@@ -305,6 +311,7 @@ impl Endpoints for BinanceFutures {
         now: i64,
     ) -> Result<&'p Prepared, Error> {
         let mut w = Writer::start(out);
+        w.symbol(orders.first().map(|o| o.symbol));
         if orders.is_empty() || orders.len() > MAX_BATCH_ORDERS {
             return Err(Error::BadArgument("batch of 1 to 5 orders"));
         }

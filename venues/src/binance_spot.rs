@@ -616,6 +616,7 @@ impl Endpoints for BinanceSpot {
         now: i64,
     ) -> Result<&'p Prepared, Error> {
         let mut w = Writer::start(out);
+        w.symbol(o.symbol);
         if o.reduce_only {
             return Err(Error::BadArgument("reduce_only (Spot has no positions)"));
         }
@@ -640,6 +641,7 @@ impl Endpoints for BinanceSpot {
         now: i64,
     ) -> Result<&'p Prepared, Error> {
         let mut w = Writer::start(out);
+        w.symbol(o.symbol);
         let q = begin(&mut w, "/api/v3/order");
         let mut first = true;
         param(&mut w, &mut first, "symbol", o.symbol.as_str());
@@ -654,6 +656,22 @@ impl Endpoints for BinanceSpot {
         w.finish(self, Request::Cancel, Method::Delete, deadline)
     }
 
+    /// `DELETE /api/v3/openOrders` of `symbol` (every open order of it): weight 1.
+    fn cancel_all<'p>(
+        &mut self,
+        out: &'p mut Prepared,
+        symbol: Symbol<'_>,
+        now: i64,
+    ) -> Result<&'p Prepared, Error> {
+        let mut w = Writer::start(out);
+        w.symbol(symbol);
+        let q = begin(&mut w, "/api/v3/openOrders");
+        let mut first = true;
+        param(&mut w, &mut first, "symbol", symbol.as_str());
+        let deadline = sign(&mut w, &mut first, &self.auth, &self.limits.clock, q, now)?;
+        w.finish(self, Request::Cancel, Method::Delete, deadline)
+    }
+
     /// `POST /api/v3/order/cancelReplace` with `STOP_ON_FAILURE`: weight 1, one
     /// order. The client order ids are the new order's, then the cancelled one's.
     fn cancel_replace<'p>(
@@ -663,6 +681,7 @@ impl Endpoints for BinanceSpot {
         now: i64,
     ) -> Result<&'p Prepared, Error> {
         let mut w = Writer::start(out);
+        w.symbol(a.new.symbol);
         if a.new.reduce_only {
             return Err(Error::BadArgument("reduce_only (Spot has no positions)"));
         }
@@ -695,6 +714,7 @@ impl Endpoints for BinanceSpot {
         now: i64,
     ) -> Result<&'p Prepared, Error> {
         let mut w = Writer::start(out);
+        w.symbol(o.symbol);
         let q = begin(&mut w, "/api/v3/order");
         let mut first = true;
         param(&mut w, &mut first, "symbol", o.symbol.as_str());
@@ -717,6 +737,7 @@ impl Endpoints for BinanceSpot {
         now: i64,
     ) -> Result<&'p Prepared, Error> {
         let mut w = Writer::start(out);
+        w.symbol(symbol);
         let q = begin(&mut w, "/api/v3/openOrders");
         let mut first = true;
         if let Some(s) = symbol {
@@ -736,6 +757,7 @@ impl Endpoints for BinanceSpot {
         now: i64,
     ) -> Result<&'p Prepared, Error> {
         let mut w = Writer::start(out);
+        w.symbol(symbol);
         let weight = depth_weight(depth).ok_or(Error::BadArgument("depth (1..=5000)"))?;
         begin(&mut w, "/api/v3/depth");
         let mut first = true;

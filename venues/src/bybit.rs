@@ -129,6 +129,17 @@ impl Bybit {
         })
     }
 
+    /// The venue clock requests are stamped with.
+    pub fn clock(&self) -> Clock {
+        self.clock
+    }
+
+    /// Re-anchors the venue clock (after repeated clock skew): every request
+    /// prepared from now on is stamped, and its deadline computed, on `clock`.
+    pub fn set_clock(&mut self, clock: Clock) {
+        self.clock = clock;
+    }
+
     /// The deadline of a signed request: `X-BAPI-TIMESTAMP` plus `X-BAPI-RECV-WINDOW`.
     pub fn deadline_ns(&self, timestamp_ms: i64, recv_window_ms: i64) -> i64 {
         self.clock
@@ -407,7 +418,8 @@ impl Endpoints for Bybit {
         o: &NewOrder<'_>,
         now: i64,
     ) -> Result<&'p Prepared, Error> {
-        let w = Writer::start(out);
+        let mut w = Writer::start(out);
+        w.symbol(o.symbol);
         self.post(w, "/v5/order/create", Request::Order, now, |w| {
             let mut first = false;
             order_fields(w, &mut first, o)
@@ -421,13 +433,69 @@ impl Endpoints for Bybit {
         o: &OrderRef<'_>,
         now: i64,
     ) -> Result<&'p Prepared, Error> {
-        let w = Writer::start(out);
+        let mut w = Writer::start(out);
+        w.symbol(o.symbol);
         self.post(w, "/v5/order/cancel", Request::Cancel, now, |w| {
             let mut first = false;
             w.json(&mut first, "symbol", o.symbol.as_str());
             w.json(&mut first, "orderLinkId", o.client_order_id.as_str());
             w.id(o.client_order_id)
         })
+    }
+
+    /// `POST /v5/order/cancel-all` of `symbol`: one on the cancel limit.
+    fn cancel_all<'p>(
+        &mut self,
+        out: &'p mut Prepared,
+        symbol: Symbol<'_>,
+        now: i64,
+    ) -> Result<&'p Prepared, Error> {
+        let mut w = Writer::start(out);
+        w.symbol(symbol);
+        self.post(w, "/v5/order/cancel-all", Request::Cancel, now, |w| {
+            w.json(&mut false, "symbol", symbol.as_str());
+            Ok(())
+        })
+    }
+
+    /// `POST /v5/order/cancel-batch` by `orderLinkId`, 1 to 20 orders of one
+    /// symbol: the cancel limit once per order. It answers as one cancel (`retCode`
+    /// 0 is Done; an order already gone fails alone in `retExtInfo.list`, and a
+    /// cancel may be sent again).
+    fn batch_cancel<'p>(
+        &mut self,
+        out: &'p mut Prepared,
+        orders: &[OrderRef<'_>],
+        now: i64,
+    ) -> Result<&'p Prepared, Error> {
+        let n = orders.len();
+        let symbol = orders.first().map(|o| o.symbol);
+        if n == 0 || n > MAX_BATCH_ORDERS || orders.iter().any(|o| Some(o.symbol) != symbol) {
+            Writer::start(out);
+            return Err(Error::BadArgument("batch of 1 to 20 orders of one symbol"));
+        }
+        let mut w = Writer::start(&mut *out);
+        w.symbol(symbol);
+        self.post(w, "/v5/order/cancel-batch", Request::Cancel, now, |w| {
+            w.s(",\"request\":[");
+            for (i, o) in orders.iter().enumerate() {
+                w.s(if i == 0 { "{" } else { ",{" });
+                let mut first = true;
+                w.json(&mut first, "symbol", o.symbol.as_str());
+                w.json(&mut first, "orderLinkId", o.client_order_id.as_str());
+                w.s("}");
+                w.id(o.client_order_id)?;
+            }
+            w.s("]");
+            Ok(())
+        })?;
+        let mut parts = Parts::new();
+        parts.push(Part::new(self.ip, 0));
+        parts.push(Part::new(self.ip_5s, 1));
+        // n <= 20: the cast cannot truncate.
+        parts.push(Part::new(self.cancel, n as u32));
+        out.set_parts(parts);
+        Ok(out)
     }
 
     /// `POST /v5/order/amend` by `orderLinkId`: one on the amend limit.
@@ -437,7 +505,8 @@ impl Endpoints for Bybit {
         a: &Amend<'_>,
         now: i64,
     ) -> Result<&'p Prepared, Error> {
-        let w = Writer::start(out);
+        let mut w = Writer::start(out);
+        w.symbol(a.order.symbol);
         if a.price.is_none() && a.quantity.is_none() {
             return Err(Error::BadArgument("amend changes nothing"));
         }
@@ -463,6 +532,7 @@ impl Endpoints for Bybit {
         now: i64,
     ) -> Result<&'p Prepared, Error> {
         let mut w = Writer::start(out);
+        w.symbol(o.symbol);
         w.id(o.client_order_id)?;
         self.get(w, "/v5/order/realtime", Request::Read(1), now, false, |w| {
             w.s("&symbol=");
@@ -479,7 +549,8 @@ impl Endpoints for Bybit {
         symbol: Option<Symbol<'_>>,
         now: i64,
     ) -> Result<&'p Prepared, Error> {
-        let w = Writer::start(out);
+        let mut w = Writer::start(out);
+        w.symbol(symbol);
         self.get(
             w,
             "/v5/order/realtime",
@@ -504,7 +575,8 @@ impl Endpoints for Bybit {
         depth: u32,
         now: i64,
     ) -> Result<&'p Prepared, Error> {
-        let w = Writer::start(out);
+        let mut w = Writer::start(out);
+        w.symbol(symbol);
         if !(1..=500).contains(&depth) {
             return Err(Error::BadArgument("depth (1..=500)"));
         }
@@ -545,7 +617,8 @@ impl Endpoints for Bybit {
         orders: &[NewOrder<'_>],
         now: i64,
     ) -> Result<&'p Prepared, Error> {
-        let w = Writer::start(out);
+        let mut w = Writer::start(out);
+        w.symbol(orders.first().map(|o| o.symbol));
         if orders.is_empty() || orders.len() > MAX_BATCH_ORDERS {
             return Err(Error::BadArgument("batch of 1 to 20 orders"));
         }

@@ -5,7 +5,10 @@
 //! `CB-ACCESS-TIMESTAMP` is more than 30 s from the venue's clock is refused. No
 //! usage headers.
 //!
-//! There is no amend and no batch on REST (FIX has both, 15 orders a batch message,
+//! The REST API cancels every open order of a product in one request (`DELETE
+//! /orders?product_id=`, [`Endpoints::cancel_all`]:
+//! <https://docs.cloud.coinbase.com/api-reference/exchange-api/rest-api/orders/cancel-all-orders>,
+//! checked 2026-11-30). There is no amend and no batch on REST (FIX has both, 15 orders a batch message,
 //! with its own rates: 2 logons a second per key, 100 requests a second, the session
 //! cut past 200 messages a second; not built here).
 //!
@@ -292,6 +295,7 @@ impl Endpoints for CoinbaseExchange {
         now: i64,
     ) -> Result<&'p Prepared, Error> {
         let mut w = Writer::start(out);
+        w.symbol(o.symbol);
         if o.reduce_only {
             return Err(Error::BadArgument(
                 "reduce_only (Coinbase Exchange has no positions)",
@@ -354,6 +358,7 @@ impl Endpoints for CoinbaseExchange {
         now: i64,
     ) -> Result<&'p Prepared, Error> {
         let mut w = Writer::start(out);
+        w.symbol(o.symbol);
         let cloid = uuid(&o.client_order_id)?;
         let deadline = self.private(
             &mut w,
@@ -370,6 +375,29 @@ impl Endpoints for CoinbaseExchange {
         w.finish(self, Request::Cancel, Method::Delete, deadline)
     }
 
+    /// `DELETE /orders?product_id=` (every open order of the product, best effort:
+    /// <https://docs.cloud.coinbase.com/api-reference/exchange-api/rest-api/orders/cancel-all-orders>).
+    fn cancel_all<'p>(
+        &mut self,
+        out: &'p mut Prepared,
+        symbol: Symbol<'_>,
+        now: i64,
+    ) -> Result<&'p Prepared, Error> {
+        let mut w = Writer::start(out);
+        w.symbol(symbol);
+        let deadline = self.private(
+            &mut w,
+            Method::Delete,
+            now,
+            |w| {
+                w.s("/orders?product_id=");
+                w.s(symbol.as_str());
+            },
+            |_| Ok(()),
+        )?;
+        w.finish(self, Request::Cancel, Method::Delete, deadline)
+    }
+
     /// `GET /orders/client:<client_oid>`: one private request.
     fn query_order<'p>(
         &mut self,
@@ -378,6 +406,7 @@ impl Endpoints for CoinbaseExchange {
         now: i64,
     ) -> Result<&'p Prepared, Error> {
         let mut w = Writer::start(out);
+        w.symbol(o.symbol);
         let cloid = uuid(&o.client_order_id)?;
         let deadline = self.private(
             &mut w,
@@ -400,6 +429,7 @@ impl Endpoints for CoinbaseExchange {
         now: i64,
     ) -> Result<&'p Prepared, Error> {
         let mut w = Writer::start(out);
+        w.symbol(symbol);
         let deadline = self.private(
             &mut w,
             Method::Get,
@@ -426,6 +456,7 @@ impl Endpoints for CoinbaseExchange {
         now: i64,
     ) -> Result<&'p Prepared, Error> {
         let mut w = Writer::start(out);
+        w.symbol(symbol);
         w.open();
         w.s("/products/");
         w.s(symbol.as_str());

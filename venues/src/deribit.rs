@@ -117,6 +117,17 @@ impl Deribit {
         })
     }
 
+    /// The venue clock requests are stamped with.
+    pub fn clock(&self) -> Clock {
+        self.clock
+    }
+
+    /// Re-anchors the venue clock (after repeated clock skew): every request
+    /// prepared from now on is stamped, and its deadline computed, on `clock`.
+    pub fn set_clock(&mut self, clock: Clock) {
+        self.clock = clock;
+    }
+
     /// The pool a request draws on.
     pub fn pool(&self, request: Request<'_>) -> BucketId {
         if request.is_write() {
@@ -334,6 +345,7 @@ impl Endpoints for Deribit {
         now: i64,
     ) -> Result<&'p Prepared, Error> {
         let mut w = Writer::start(out);
+        w.symbol(o.symbol);
         let method = match o.side {
             Side::Buy => "private/buy",
             Side::Sell => "private/sell",
@@ -385,6 +397,7 @@ impl Endpoints for Deribit {
         now: i64,
     ) -> Result<&'p Prepared, Error> {
         let mut w = Writer::start(out);
+        w.symbol(o.symbol);
         let deadline = self.get(&mut w, "private/cancel_by_label", true, now, |w| {
             let mut f = true;
             q(w, &mut f, "label", o.client_order_id.as_str());
@@ -403,6 +416,7 @@ impl Endpoints for Deribit {
         now: i64,
     ) -> Result<&'p Prepared, Error> {
         let mut w = Writer::start(out);
+        w.symbol(a.order.symbol);
         let Some(amount) = a.quantity else {
             return Err(Error::BadArgument(
                 "quantity (Deribit's edit needs the amount)",
@@ -429,6 +443,7 @@ impl Endpoints for Deribit {
         now: i64,
     ) -> Result<&'p Prepared, Error> {
         let mut w = Writer::start(out);
+        w.symbol(o.symbol);
         let deadline = self.get(&mut w, "private/get_order_state_by_label", true, now, |w| {
             let mut f = true;
             q(w, &mut f, "currency", currency(o.symbol.as_str()));
@@ -446,6 +461,7 @@ impl Endpoints for Deribit {
         now: i64,
     ) -> Result<&'p Prepared, Error> {
         let mut w = Writer::start(out);
+        w.symbol(symbol);
         let method = if symbol.is_some() {
             "private/get_open_orders_by_instrument"
         } else {
@@ -469,6 +485,7 @@ impl Endpoints for Deribit {
         now: i64,
     ) -> Result<&'p Prepared, Error> {
         let mut w = Writer::start(out);
+        w.symbol(symbol);
         if !(1..=10_000).contains(&depth) {
             return Err(Error::BadArgument("depth (1..=10000)"));
         }

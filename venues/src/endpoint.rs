@@ -250,6 +250,36 @@ pub struct Amend<'a> {
     pub quantity: Option<Decimal<'a>>,
 }
 
+/// What a request is for, as the caller counts it (`trade:order`, `mon:book`):
+/// an index into a table of names the caller registered (the gateway's
+/// `Gateway::label`). It is not sent; it only says whose budget a request spent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Label(u8);
+
+impl Label {
+    /// No label: counted with the unlabeled requests.
+    pub const NONE: Label = Label(u8::MAX);
+
+    /// The label at `index` of the caller's table (`u8::MAX` is [`Label::NONE`]).
+    pub const fn new(index: u8) -> Self {
+        Label(index)
+    }
+
+    /// Its index in the caller's table; `None` for [`Label::NONE`].
+    pub const fn index(self) -> Option<u8> {
+        match self.0 {
+            u8::MAX => None,
+            i => Some(i),
+        }
+    }
+}
+
+impl Default for Label {
+    fn default() -> Self {
+        Label::NONE
+    }
+}
+
 /// A request prepared by an adapter, ready to charge and to send: see the module
 /// doc. Only adapters fill it; the caller reads it.
 ///
@@ -269,6 +299,8 @@ pub struct Prepared {
     body: Range<usize>,
     deadline_ns: i64,
     ids: ArrayVec<ClientOrderId, MAX_BATCH>,
+    symbol: ArrayString<32>,
+    label: Label,
 }
 
 impl Prepared {
@@ -343,6 +375,31 @@ impl Prepared {
         &self.ids
     }
 
+    /// What the request is for ([`Label::NONE`] until [`Prepared::set_label`]).
+    pub fn label(&self) -> Label {
+        self.label
+    }
+
+    /// Labels the request, after it is prepared (each preparation starts
+    /// unlabeled). The label changes nothing sent or charged; it says whose
+    /// budget the request spent.
+    pub fn set_label(&mut self, label: Label) {
+        self.label = label;
+    }
+
+    /// The symbol the request names (the first order's, for a batch), so a
+    /// reconcile queries the order where it was placed; `None` for requests that
+    /// name none (the account, open orders of every symbol).
+    pub fn symbol(&self) -> Option<Symbol<'_>> {
+        Symbol::new(self.symbol.as_str()).ok()
+    }
+
+    /// Replaces what a prepared request charges (a batch cancel: the cancel
+    /// limit once per order).
+    pub(crate) fn set_parts(&mut self, parts: Parts) {
+        self.parts = parts;
+    }
+
     fn text(&self, at: Range<usize>) -> &str {
         // Adapters write ASCII only (every argument is checked), so this never fails.
         self.bytes
@@ -372,6 +429,8 @@ impl<'p> Writer<'p> {
         p.body = 0..0;
         p.deadline_ns = 0;
         p.ids.clear();
+        p.symbol.clear();
+        p.label = Label::NONE;
         Writer { p, mark: 0 }
     }
 
@@ -510,6 +569,15 @@ impl<'p> Writer<'p> {
     /// The body span written so far.
     pub(crate) fn body_span(&self) -> Range<usize> {
         self.p.body.clone()
+    }
+
+    /// Records the symbol the request names (`None`: none).
+    pub(crate) fn symbol<'s>(&mut self, symbol: impl Into<Option<Symbol<'s>>>) {
+        self.p.symbol.clear();
+        if let Some(s) = symbol.into() {
+            // A Symbol is at most 32 bytes: it always fits.
+            let _ = self.p.symbol.try_push_str(s.as_str());
+        }
     }
 
     /// Records a client order id.
@@ -773,6 +841,20 @@ pub trait Endpoints: Venue {
         now_ns: i64,
     ) -> Result<&'p Prepared, Error> {
         let _ = (orders, now_ns);
+        Writer::start(out);
+        Err(Error::Unsupported)
+    }
+
+    /// Cancel every open order of `symbol` in one request (Binance Spot `DELETE
+    /// openOrders`, Bybit `cancel-all`, Coinbase Exchange `DELETE /orders`). It
+    /// answers as one cancel: Done once the venue ran it, whatever it found.
+    fn cancel_all<'p>(
+        &mut self,
+        out: &'p mut Prepared,
+        symbol: Symbol<'_>,
+        now_ns: i64,
+    ) -> Result<&'p Prepared, Error> {
+        let _ = (symbol, now_ns);
         Writer::start(out);
         Err(Error::Unsupported)
     }

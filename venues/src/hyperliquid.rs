@@ -699,6 +699,7 @@ impl<S: Signer> Endpoints for Exchange<S> {
         now: i64,
     ) -> Result<&'p Prepared, Error> {
         let mut w = Writer::start(out);
+        w.symbol(o.symbol);
         let asset = self.asset(&o.symbol)?;
         let cloid = hl_cloid(&o.client_order_id)?;
         let at = Self::start_exchange(&mut w);
@@ -720,6 +721,7 @@ impl<S: Signer> Endpoints for Exchange<S> {
         now: i64,
     ) -> Result<&'p Prepared, Error> {
         let mut w = Writer::start(out);
+        w.symbol(a.order.symbol);
         let (Some(price), Some(quantity)) = (a.price, a.quantity) else {
             return Err(Error::BadArgument("modify needs both price and quantity"));
         };
@@ -750,6 +752,7 @@ impl<S: Signer> Endpoints for Exchange<S> {
         now: i64,
     ) -> Result<&'p Prepared, Error> {
         let mut w = Writer::start(out);
+        w.symbol(o.symbol);
         let cloid = hl_cloid(&o.client_order_id)?;
         w.id(o.client_order_id)?;
         self.info(w, "orderStatus", now, |w, user| {
@@ -765,10 +768,11 @@ impl<S: Signer> Endpoints for Exchange<S> {
     fn open_orders<'p>(
         &mut self,
         out: &'p mut Prepared,
-        _symbol: Option<Symbol<'_>>,
+        symbol: Option<Symbol<'_>>,
         now: i64,
     ) -> Result<&'p Prepared, Error> {
-        let w = Writer::start(out);
+        let mut w = Writer::start(out);
+        w.symbol(symbol);
         self.info(w, "openOrders", now, |w, user| {
             w.s(",\"user\":\"");
             w.s(user);
@@ -784,7 +788,8 @@ impl<S: Signer> Endpoints for Exchange<S> {
         depth: u32,
         now: i64,
     ) -> Result<&'p Prepared, Error> {
-        let w = Writer::start(out);
+        let mut w = Writer::start(out);
+        w.symbol(symbol);
         if depth != 20 {
             return Err(Error::BadArgument(
                 "depth (Hyperliquid's l2Book has 20 levels)",
@@ -816,6 +821,7 @@ impl<S: Signer> Endpoints for Exchange<S> {
         now: i64,
     ) -> Result<&'p Prepared, Error> {
         let mut w = Writer::start(out);
+        w.symbol(orders.first().map(|o| o.symbol));
         if orders.is_empty() || orders.len() > endpoint::MAX_BATCH {
             return Err(Error::BadArgument("batch of 1 to MAX_BATCH orders"));
         }

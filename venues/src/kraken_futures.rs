@@ -341,6 +341,7 @@ impl Endpoints for KrakenFutures {
         now: i64,
     ) -> Result<&'p Prepared, Error> {
         let mut w = Writer::start(out);
+        w.symbol(o.symbol);
         let t = order_type(o)?;
         let deadline = self.signed(&mut w, Method::Post, "/api/v3/sendorder", now, |w| {
             let mut f = true;
@@ -368,6 +369,7 @@ impl Endpoints for KrakenFutures {
         now: i64,
     ) -> Result<&'p Prepared, Error> {
         let mut w = Writer::start(out);
+        w.symbol(o.symbol);
         let deadline = self.signed(&mut w, Method::Post, "/api/v3/cancelorder", now, |w| {
             form(w, &mut true, "cliOrdId", o.client_order_id.as_str());
             w.id(o.client_order_id)
@@ -384,6 +386,7 @@ impl Endpoints for KrakenFutures {
         now: i64,
     ) -> Result<&'p Prepared, Error> {
         let mut w = Writer::start(out);
+        w.symbol(a.order.symbol);
         if a.price.is_none() && a.quantity.is_none() {
             return Err(Error::BadArgument("amend changes nothing"));
         }
@@ -409,6 +412,7 @@ impl Endpoints for KrakenFutures {
         now: i64,
     ) -> Result<&'p Prepared, Error> {
         let mut w = Writer::start(out);
+        w.symbol(o.symbol);
         let deadline = self.signed(&mut w, Method::Post, "/api/v3/orders/status", now, |w| {
             form(w, &mut true, "cliOrdIds", o.client_order_id.as_str());
             w.id(o.client_order_id)
@@ -420,10 +424,11 @@ impl Endpoints for KrakenFutures {
     fn open_orders<'p>(
         &mut self,
         out: &'p mut Prepared,
-        _symbol: Option<Symbol<'_>>,
+        symbol: Option<Symbol<'_>>,
         now: i64,
     ) -> Result<&'p Prepared, Error> {
         let mut w = Writer::start(out);
+        w.symbol(symbol);
         let deadline = self.signed(&mut w, Method::Get, "/api/v3/openorders", now, |_| Ok(()))?;
         w.finish(self, Request::Read(2), Method::Get, deadline)
     }
@@ -438,6 +443,7 @@ impl Endpoints for KrakenFutures {
         now: i64,
     ) -> Result<&'p Prepared, Error> {
         let mut w = Writer::start(out);
+        w.symbol(symbol);
         w.open();
         w.s("/derivatives/api/v3/orderbook?symbol=");
         w.s(symbol.as_str());
@@ -466,6 +472,7 @@ impl Endpoints for KrakenFutures {
         now: i64,
     ) -> Result<&'p Prepared, Error> {
         let mut w = Writer::start(out);
+        w.symbol(orders.first().map(|o| o.symbol));
         if orders.is_empty() || orders.len() > endpoint::MAX_BATCH {
             return Err(Error::BadArgument("a batch holds 1 to MAX_BATCH orders"));
         }

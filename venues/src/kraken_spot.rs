@@ -571,6 +571,7 @@ impl Endpoints for KrakenSpot {
         now: i64,
     ) -> Result<&'p Prepared, Error> {
         let mut w = Writer::start(out);
+        w.symbol(o.symbol);
         let deadline = self.private(&mut w, "/0/private/AddOrder", now, |w| order_form(w, o))?;
         self.aged(o.client_order_id, now);
         w.finish(self, Request::Order, Method::Post, deadline)
@@ -584,6 +585,7 @@ impl Endpoints for KrakenSpot {
         now: i64,
     ) -> Result<&'p Prepared, Error> {
         let mut w = Writer::start(out);
+        w.symbol(o.symbol);
         let deadline = self.private(&mut w, "/0/private/CancelOrder", now, |w| {
             form(w, "cl_ord_id", o.client_order_id.as_str());
             w.id(o.client_order_id)
@@ -601,6 +603,7 @@ impl Endpoints for KrakenSpot {
         now: i64,
     ) -> Result<&'p Prepared, Error> {
         let mut w = Writer::start(out);
+        w.symbol(a.order.symbol);
         if a.price.is_none() && a.quantity.is_none() {
             return Err(Error::BadArgument("amend changes nothing"));
         }
@@ -628,6 +631,7 @@ impl Endpoints for KrakenSpot {
         now: i64,
     ) -> Result<&'p Prepared, Error> {
         let mut w = Writer::start(out);
+        w.symbol(o.symbol);
         let deadline = self.private(&mut w, "/0/private/QueryOrders", now, |w| {
             form(w, "cl_ord_id", o.client_order_id.as_str());
             w.id(o.client_order_id)
@@ -640,10 +644,11 @@ impl Endpoints for KrakenSpot {
     fn open_orders<'p>(
         &mut self,
         out: &'p mut Prepared,
-        _symbol: Option<Symbol<'_>>,
+        symbol: Option<Symbol<'_>>,
         now: i64,
     ) -> Result<&'p Prepared, Error> {
         let mut w = Writer::start(out);
+        w.symbol(symbol);
         let deadline = self.private(&mut w, "/0/private/OpenOrders", now, |_| Ok(()))?;
         w.finish(self, Request::Read(1), Method::Post, deadline)
     }
@@ -657,6 +662,7 @@ impl Endpoints for KrakenSpot {
         now: i64,
     ) -> Result<&'p Prepared, Error> {
         let mut w = Writer::start(out);
+        w.symbol(symbol);
         if !(1..=500).contains(&depth) {
             return Err(Error::BadArgument("depth (1..=500)"));
         }
@@ -690,6 +696,7 @@ impl Endpoints for KrakenSpot {
         now: i64,
     ) -> Result<&'p Prepared, Error> {
         let mut w = Writer::start(out);
+        w.symbol(orders.first().map(|o| o.symbol));
         let (Some(first), 2..=15) = (orders.first(), orders.len()) else {
             return Err(Error::BadArgument("a batch holds 2 to 15 orders"));
         };

@@ -1069,3 +1069,132 @@ fn hyperliquid_reconcile_reads_order_status() {
         Placed::Refused
     );
 }
+
+/// Every prepared request carries the symbol it names (the gateway's reconcile
+/// queries the order there), and none when it names none.
+#[test]
+fn a_prepared_request_carries_its_symbol() {
+    fn check<V: Endpoints>(v: &mut V, name: &'static str) {
+        let mut p = Prepared::with_capacity(1024);
+        let s = sym(name);
+        let order = NewOrder {
+            symbol: s,
+            side: Side::Buy,
+            order_type: OrderType::Limit(TimeInForce::Gtc),
+            price: Some(dec("1.5")),
+            quantity: dec("2"),
+            client_order_id: id("sym1"),
+            reduce_only: false,
+        };
+        let r = OrderRef {
+            symbol: s,
+            client_order_id: id("sym1"),
+        };
+        v.new_order(&mut p, &order, 10 * SEC).unwrap();
+        assert_eq!(p.symbol(), Some(s), "{name}: order");
+        v.cancel(&mut p, &r, 10 * SEC).unwrap();
+        assert_eq!(p.symbol(), Some(s), "{name}: cancel");
+        v.query_order(&mut p, &r, 10 * SEC).unwrap();
+        assert_eq!(p.symbol(), Some(s), "{name}: query");
+        v.book(&mut p, s, 5, 10 * SEC).unwrap();
+        assert_eq!(p.symbol(), Some(s), "{name}: book");
+        v.account(&mut p, 10 * SEC).unwrap();
+        assert_eq!(p.symbol(), None, "{name}: the account names none");
+    }
+    check(&mut spot().0, "LTCBTC");
+    check(&mut bybit().0, "BTCUSDT");
+    check(&mut okx().0, "BTC-USDT-SWAP");
+}
+
+/// Cancel-all and batch cancels: one request each, the cancel limit once per order
+/// (Bybit `cancel-batch`, OKX `cancel-batch-orders`), one for a cancel-all (Binance
+/// Spot `DELETE openOrders`, Bybit `cancel-all`); bad batches leave nothing to send.
+#[test]
+fn cancel_all_and_batch_cancels_charge_the_cancel_limit() {
+    let (mut s, sb) = spot();
+    let mut p = Prepared::with_capacity(2048);
+    s.cancel_all(&mut p, sym("LTCBTC"), 10 * SEC).unwrap();
+    assert_eq!(p.method(), Some(Method::Delete));
+    assert!(
+        p.target()
+            .starts_with("/api/v3/openOrders?symbol=LTCBTC&recvWindow=5000&timestamp="),
+        "{}",
+        p.target()
+    );
+    assert_eq!(p.kind(), Some(Request::Cancel));
+    assert_eq!(named(&p, &sb), named_of(&s, &sb, Request::Cancel));
+
+    let (mut b, bb) = bybit();
+    let refs = [0, 1, 2].map(|i| OrderRef {
+        symbol: sym("BTCUSDT"),
+        client_order_id: id(&format!("c{i}")),
+    });
+    b.batch_cancel(&mut p, &refs, 10 * SEC).unwrap();
+    assert_eq!(p.target(), "/v5/order/cancel-batch");
+    assert_eq!(
+        core::str::from_utf8(p.body()).unwrap(),
+        r#"{"category":"linear","request":[{"symbol":"BTCUSDT","orderLinkId":"c0"},{"symbol":"BTCUSDT","orderLinkId":"c1"},{"symbol":"BTCUSDT","orderLinkId":"c2"}]}"#
+    );
+    assert_eq!(p.client_order_ids().len(), 3);
+    assert_eq!(
+        named(&p, &bb),
+        with(&[("/v5/order/cancel", 3), ("ip", 0), ("ip_5s", 1)])
+    );
+    b.cancel_all(&mut p, sym("BTCUSDT"), 10 * SEC).unwrap();
+    assert_eq!(p.target(), "/v5/order/cancel-all");
+    assert_eq!(
+        core::str::from_utf8(p.body()).unwrap(),
+        r#"{"category":"linear","symbol":"BTCUSDT"}"#
+    );
+    assert_eq!(
+        named(&p, &bb),
+        with(&[("/v5/order/cancel", 1), ("ip", 0), ("ip_5s", 1)])
+    );
+    assert!(b.batch_cancel(&mut p, &[], 10 * SEC).is_err());
+    assert!(p.is_empty(), "a refused batch leaves nothing to send");
+    let mixed = [
+        refs[0],
+        OrderRef {
+            symbol: sym("ETHUSDT"),
+            ..refs[1]
+        },
+    ];
+    assert!(b.batch_cancel(&mut p, &mixed, 10 * SEC).is_err());
+    let many = [refs[0]; 21];
+    assert!(b.batch_cancel(&mut p, &many, 10 * SEC).is_err());
+
+    let (mut o, ob) = okx();
+    let refs = [0, 1].map(|i| OrderRef {
+        symbol: sym("BTC-USDT-SWAP"),
+        client_order_id: id(&format!("c{i}")),
+    });
+    o.batch_cancel(&mut p, &refs, 10 * SEC).unwrap();
+    assert_eq!(p.target(), "/api/v5/trade/cancel-batch-orders");
+    assert_eq!(
+        core::str::from_utf8(p.body()).unwrap(),
+        r#"[{"instId":"BTC-USDT-SWAP","clOrdId":"c0"},{"instId":"BTC-USDT-SWAP","clOrdId":"c1"}]"#
+    );
+    assert_eq!(
+        named(&p, &ob),
+        with(&[("/api/v5/trade/cancel-order", 2), ("ip", 0)])
+    );
+    assert!(o.batch_cancel(&mut p, &[], 10 * SEC).is_err());
+    assert!(p.is_empty());
+    assert_eq!(
+        o.cancel_all(&mut p, sym("BTC-USDT-SWAP"), 10 * SEC).err(),
+        Some(Error::Unsupported),
+        "OKX has no cancel-all of a symbol"
+    );
+}
+
+/// The parts `venue` charges for `kind`, named.
+fn named_of<V: Venue>(venue: &V, budget: &Budget, kind: Request<'_>) -> Vec<(String, u32)> {
+    let mut v: Vec<_> = venue
+        .parts(kind)
+        .unwrap()
+        .iter()
+        .map(|part| (budget.name(part.bucket).unwrap().to_string(), part.cost))
+        .collect();
+    v.sort();
+    v
+}

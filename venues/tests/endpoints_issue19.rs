@@ -698,3 +698,17 @@ fn preparation_allocates_nothing() {
     let v = std::hint::black_box(vec![1u8; 8]);
     assert_eq!(allocs() - before, 1, "{v:?}");
 }
+
+/// Coinbase Exchange cancels every open order of a product in one request
+/// (`DELETE /orders?product_id=`); it has no amend and no batch in its REST API.
+#[test]
+fn coinbase_cancels_all_orders_of_a_product() {
+    let (mut c, _) = coinbase();
+    let mut p = Prepared::with_capacity(1024);
+    c.cancel_all(&mut p, Symbol::new("BTC-USD").unwrap(), 10 * SEC)
+        .unwrap();
+    assert_eq!(p.method(), Some(Method::Delete));
+    assert_eq!(p.target(), "/orders?product_id=BTC-USD");
+    assert!(p.header("CB-ACCESS-SIGN").is_some());
+    assert_eq!(p.symbol(), Some(Symbol::new("BTC-USD").unwrap()));
+}

@@ -44,6 +44,9 @@ pub struct Start {
     /// Order entry and the order stream over the venue's WebSocket API here, where
     /// the venue has one ([`Account::ws_api`]); see [`super::ws_api`].
     pub ws_api: Option<WsApiStart>,
+    /// Labels registered before anything is recorded ([`Gateway::label`]), so the
+    /// record's declarations name them.
+    pub labels: Vec<String>,
 }
 
 impl Start {
@@ -59,6 +62,7 @@ impl Start {
             timeout_ns: 10 * SEC,
             record: None,
             ws_api: None,
+            labels: Vec::new(),
         }
     }
 }
@@ -281,6 +285,10 @@ impl<E: Account> Gateway<E> {
         let mut gw = Gateway::new(venue, symbol, s.capacity, 1024).map_err(|e| err(&e))?;
         if let Some(lane) = lane {
             gw.set_ws_api(lane);
+        }
+        for name in &s.labels {
+            gw.label(name)
+                .map_err(|e| StartError(format!("label {name:?}: {e}")))?;
         }
         if let Some(path) = &s.record {
             let writer = gw.record_to(path, lp.budget());

@@ -338,6 +338,7 @@ impl<E: Account, S: Strategy<E>> ClientHandler for Driver<E, S> {
         if self.gateway.ws_due(cx.now()) {
             self.ws(cx);
         }
+        self.gateway.publish_labels(cx.now(), false);
         self.poll(cx);
         let mut api = Api {
             gw: &mut self.gateway,

@@ -8,11 +8,12 @@ use ergon_core::{
     BucketId, Budget, Class, Flight, Limited, Part, Resend, Verdict, Why, MAX_BUCKETS,
 };
 use ergon_venues::adapt::{self, Clock, Request as Kind};
-use ergon_venues::endpoint::{Lookup, OrderRef, Prepared, Symbol};
+use ergon_venues::endpoint::{Label, Lookup, OrderRef, Prepared, Symbol};
 use ergon_venues::response::Response;
 
 use super::endpoints::Account;
 use super::events::{Event, Tag, OPEN_ORDERS};
+use super::labels::{label_channel, LabelError, LabelPublisher, LabelReader, Labels};
 use super::ledger::{Key, Ledger, Stage};
 use super::record::{self, Declarations, Kind as Rec, Record, Recorder, Writer, Written, NO_LABEL};
 use super::wire::{encode, Wire};
@@ -106,6 +107,8 @@ pub struct Gateway<E> {
     trace: Trace,
     /// Order entry and the order stream over the WebSocket API, if set.
     ws: Option<WsLane>,
+    labels: Labels,
+    label_publisher: Option<LabelPublisher>,
 }
 
 /// The recording side of a gateway: the recorder, if on, and the trace id of each
@@ -125,8 +128,9 @@ struct Trace {
 }
 
 impl Trace {
-    /// Records a charge of `parts` at `class`; its trace id (0: not recording).
-    fn charge(&mut self, now: i64, parts: &[Part], class: Class) -> u64 {
+    /// Records a charge of `parts` at `class` under `label`; its trace id (0: not
+    /// recording).
+    fn charge(&mut self, now: i64, parts: &[Part], class: Class, label: Label) -> u64 {
         let Some(r) = &self.recorder else {
             return 0;
         };
@@ -137,7 +141,8 @@ impl Trace {
             *slot = (part.bucket.index() as u8, part.cost);
         }
         let n = parts.len().min(p.len());
-        r.push(Record::charge(now, self.next, class, NO_LABEL, &p[..n]));
+        let label = label.index().unwrap_or(NO_LABEL);
+        r.push(Record::charge(now, self.next, class, label, &p[..n]));
         self.next
     }
 
@@ -244,7 +249,54 @@ impl<E: Account> Gateway<E> {
                 ..Trace::default()
             },
             ws: None,
+            labels: Labels::default(),
+            label_publisher: None,
         })
+    }
+
+    /// The label named `name` (registered now if it is new): put it on a prepared
+    /// request with [`Prepared::set_label`] to count what the request spends under
+    /// it (see [`super::labels`]). Register labels before recording
+    /// ([`super::Start::labels`]) for the record to name them.
+    pub fn label(&mut self, name: &str) -> Result<Label, LabelError> {
+        self.labels.register(name)
+    }
+
+    /// The counters by label.
+    pub fn labels(&self) -> &Labels {
+        &self.labels
+    }
+
+    /// A reader of the counters by label for a monitoring thread; from now on
+    /// [`Gateway::publish_labels`] publishes them (the [`super::Driver`] calls it
+    /// every turn).
+    pub fn label_reader(&mut self) -> LabelReader {
+        let (publisher, reader) = label_channel();
+        self.label_publisher = Some(publisher);
+        reader
+    }
+
+    /// With `every`, starts a monitoring thread that prints the counters by label
+    /// every `every` ([`super::labels::spawn_monitor`]).
+    pub fn monitor_labels(
+        &mut self,
+        budget: &ergon_core::Budget,
+        every: Option<std::time::Duration>,
+    ) -> std::io::Result<Option<super::labels::MonitorThread>> {
+        every
+            .map(|e| super::labels::spawn_monitor(self.label_reader(), budget, e))
+            .transpose()
+    }
+
+    /// Publishes the counters by label to [`Gateway::label_reader`]'s reader, at
+    /// most every [`super::labels::PUBLISH_EVERY_NS`]; with `now`, at once (the
+    /// last publication of a run).
+    pub fn publish_labels(&mut self, now_ns: i64, now: bool) {
+        match &mut self.label_publisher {
+            Some(p) if now => p.publish_now(&self.labels, now_ns),
+            Some(p) => p.publish(&self.labels, now_ns),
+            None => {}
+        }
     }
 
     /// The venue's endpoints.
@@ -280,7 +332,9 @@ impl<E: Account> Gateway<E> {
         path: &std::path::Path,
         budget: &ergon_core::Budget,
     ) -> std::io::Result<()> {
-        let (recorder, writer) = record::start(path, Declarations::of(budget), record::RING)?;
+        let mut decl = Declarations::of(budget);
+        decl.labels = self.labels.names().map(String::from).collect();
+        let (recorder, writer) = record::start(path, decl, record::RING)?;
         self.record(recorder);
         self.trace.writer = Some(writer);
         Ok(())
@@ -344,7 +398,9 @@ impl<E: Account> Gateway<E> {
         let charged = w
             .budget()
             .try_charge(self.open_req.parts(), Class::Normal, now);
-        let tid = self.trace.charge(now, self.open_req.parts(), Class::Normal);
+        let tid = self
+            .trace
+            .charge(now, self.open_req.parts(), Class::Normal, Label::NONE);
         let ticket = match charged {
             Ok(t) => t,
             // The weight is shared with the caller's reads: go as soon as it has room.
@@ -407,7 +463,9 @@ impl<E: Account> Gateway<E> {
             return Err(Event::Expired { tag });
         }
         let charged = w.budget().try_charge(req.parts(), class, now);
-        let tid = self.trace.charge(now, req.parts(), class);
+        let tid = self.trace.charge(now, req.parts(), class, req.label());
+        let refused = charged.as_ref().err().map(|l| (l.why, l.bucket.index()));
+        self.labels.submitted(req.label(), req.parts(), refused);
         let ticket = match charged {
             Ok(t) => t,
             Err(l) => {
@@ -578,9 +636,10 @@ impl<E: Account> Gateway<E> {
         verdict: Verdict,
     ) -> Option<Event<'r>> {
         let e = self.ledger.get(key)?;
-        let (stage, tag) = (e.stage, e.tag);
+        let (stage, tag, label) = (e.stage, e.tag, e.req.label());
         let write = e.req.kind().is_some_and(|k| k.is_write());
         self.count_verdict(&verdict);
+        self.labels.answered(label, &verdict);
         if stage == Stage::Query {
             return self.on_query(w, key, &r, verdict).map(widen);
         }
@@ -674,6 +733,7 @@ impl<E: Account> Gateway<E> {
         } else {
             Verdict::NotRun
         };
+        self.labels.answered(e.req.label(), &verdict);
         self.after(w, key, verdict, true)
     }
 
@@ -745,7 +805,10 @@ impl<E: Account> Gateway<E> {
             .resend(&verdict, e.req.parts(), e.class, e.req.deadline_ns(), now);
         match r {
             Resend::Send(ticket) => {
-                let tid = self.trace.charge(now, e.req.parts(), e.class);
+                let tid = self
+                    .trace
+                    .charge(now, e.req.parts(), e.class, e.req.label());
+                self.labels.charged(e.req.label(), e.req.parts());
                 self.trace.set(key, tid);
                 self.stats.resent += 1;
                 self.send(w, key, ticket);
@@ -795,7 +858,11 @@ impl<E: Account> Gateway<E> {
         let Some(e) = self.ledger.get_mut(key) else {
             return;
         };
-        let symbol = Symbol::new(self.symbol.as_str());
+        // The request's own symbol; the gateway's for one that names none.
+        let symbol = match e.req.symbol() {
+            Some(s) => Ok(s),
+            None => Symbol::new(self.symbol.as_str()),
+        };
         let written = match (e.req.client_order_id(), symbol) {
             (Some(&client_order_id), Ok(symbol)) => self
                 .venue
@@ -819,7 +886,12 @@ impl<E: Account> Gateway<E> {
         let charged = match written {
             true => {
                 let charged = w.budget().try_charge(e.query.parts(), class, now);
-                let tid = self.trace.charge(now, e.query.parts(), class);
+                let tid = self
+                    .trace
+                    .charge(now, e.query.parts(), class, e.req.label());
+                if charged.is_ok() {
+                    self.labels.charged(e.req.label(), e.query.parts());
+                }
                 self.trace.set(key, tid);
                 charged.map_err(|l| l.ready_at_ns)
             }
@@ -888,7 +960,7 @@ impl<E: Account> Gateway<E> {
             return;
         };
         let charged = w.budget().try_charge(&parts, Class::Urgent, now);
-        let tid = self.trace.charge(now, &parts, Class::Urgent);
+        let tid = self.trace.charge(now, &parts, Class::Urgent, Label::NONE);
         let Ok(ticket) = charged else {
             return;
         };

@@ -70,6 +70,7 @@ mod bootstrap;
 mod driver;
 mod endpoints;
 mod events;
+pub mod labels;
 mod ledger;
 mod load;
 mod machine;
@@ -93,4 +94,5 @@ pub use remote::{remote, Delivered, Remote, RemoteError, RemoteHandle, Submissio
 pub use wire::{LoopWire, Wire};
 pub use ws_api::{WsApiStart, WsApiStats, WsLane, WsState, WS_API};
 
-pub use ergon_venues::endpoint::{Endpoints, OrderState, Prepared};
+pub use ergon_venues::endpoint::{Endpoints, Label, OrderState, Prepared};
+pub use labels::{LabelError, LabelMonitor, LabelReader, Labels, MAX_LABELS};

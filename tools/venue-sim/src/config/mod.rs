@@ -218,7 +218,9 @@ pub struct Config {
     /// Accepted API keys.
     pub accounts: Vec<Account>,
     /// Weight another sender on the same IP adds per second (to every IP that has
-    /// sent at least one request), which the client never sent.
+    /// sent at least one request), which the client never sent. On Bybit and OKX:
+    /// orders per second another process of the same account places from the same
+    /// IP (charged to the account's place-order limit, and on Bybit to the IP's).
     pub other_sender_weight_per_s: u64,
     /// The one listed symbol.
     pub symbol: String,

@@ -218,23 +218,49 @@ impl Venue {
     }
 
     pub(crate) fn phantom(&mut self, ip: IpAddr, now: i64) {
-        let rate = self.cfg.other_sender_weight_per_s;
-        if rate == 0 {
+        let whole = self.accrue(ip, LimitType::RequestWeight, now);
+        if whole > 0 {
+            self.add_weight(ip, whole, now);
+        }
+    }
+
+    /// Another sender on `ip` with the same account (Bybit, OKX): the requests it
+    /// sent since the last call, charged to the account's `kind` limit and, where
+    /// the profile counts them, to the IP's raw requests. The client sees them only
+    /// where the venue reports usage (Bybit's `X-Bapi-Limit-Status`).
+    pub(crate) fn phantom_orders(&mut self, ip: IpAddr, account: usize, kind: LimitType, now: i64) {
+        let whole = self.accrue(ip, kind, now);
+        if whole == 0 {
             return;
         }
-        // Accrue only inside the current window of the shortest weight limit, so an
-        // idle gap does not dump a burst of past weight into this window.
+        for l in &mut self.limits {
+            if l.spec.kind == kind {
+                l.charge(Key::Account(account), whole, now);
+            } else if l.spec.kind == LimitType::RawRequests {
+                l.charge(Key::Ip(ip), whole, now);
+            }
+        }
+    }
+
+    /// Whole units [`Config::other_sender_weight_per_s`] accrued on `ip` since
+    /// the last call. Accrues only inside the current window of the shortest `kind`
+    /// limit, so an idle gap does not dump a burst of past units into this window.
+    fn accrue(&mut self, ip: IpAddr, kind: LimitType, now: i64) -> u64 {
+        let rate = self.cfg.other_sender_weight_per_s;
+        if rate == 0 {
+            return 0;
+        }
         let win = self
             .limits
             .iter()
-            .filter(|l| l.spec.kind == LimitType::RequestWeight)
+            .filter(|l| l.spec.kind == kind)
             .map(|l| l.spec.window_ms())
             .min()
             .unwrap_or(60_000);
         let st = self.ips.entry(ip).or_default();
         let Some(from) = st.phantom_from else {
             st.phantom_from = Some(now);
-            return;
+            return 0;
         };
         let from = from.max(window_start(now, win));
         let elapsed = u64::try_from(now - from).unwrap_or(0);
@@ -243,10 +269,7 @@ impl Venue {
             .saturating_add(st.phantom_carry);
         st.phantom_carry = milli % 1000;
         st.phantom_from = Some(now);
-        let whole = milli / 1000;
-        if whole > 0 {
-            self.add_weight(ip, whole, now);
-        }
+        milli / 1000
     }
 
     /// Adds `n` to (or, negative, takes it from) the account's unfilled order

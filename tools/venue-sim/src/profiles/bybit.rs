@@ -243,11 +243,13 @@ impl Venue {
         ip: IpAddr,
         now: i64,
     ) -> Admission<BybitOp> {
+        // The ban's answer is the front server's, not the API's: plain text, no
+        // `retCode` (the rate-limit page's "403, access too frequent").
         let too_frequent = || {
-            Admission::Final(Response::json(
-                403,
-                json!({ "retCode": 10018, "retMsg": "access too frequent" }).to_string(),
-            ))
+            Admission::Final(Response {
+                content_type: "text/plain",
+                ..Response::json(403, "access too frequent".to_string())
+            })
         };
         if self.ips.get(&ip).is_some_and(|s| s.banned_until > now) {
             self.report.banned_requests += 1;
@@ -302,6 +304,7 @@ impl Venue {
                 Ok(a) => a,
                 Err(r) => return Admission::Final(r),
             };
+            self.phantom_orders(ip, account, LimitType::BybitCreate, now);
             let Some(l) = self.limits.iter_mut().find(|l| l.spec.kind == kind) else {
                 return Admission::Final(fail(10001, "endpoint not configured", now));
             };

@@ -8,9 +8,13 @@
 //! - Methods: `public/auth` (`grant_type=client_credentials`, `client_id`,
 //!   `client_secret`: a bearer token for 900 s), `public/get_time`,
 //!   `public/get_order_book`, `private/buy`, `private/sell`, `private/edit`,
-//!   `private/cancel`, `private/get_order_state`, `private/get_order_state_by_label`,
+//!   `private/cancel`, `private/cancel_by_label`, `private/get_order_state`,
+//!   `private/get_order_state_by_label`,
 //!   `private/get_open_orders_by_instrument`. Private methods take
-//!   `Authorization: Bearer <token>` (13009 `unauthorized` without a valid one).
+//!   `Authorization: Bearer <token>`, or are signed per request with
+//!   `Authorization: deri-hmac-sha256 id=..,ts=..,sig=..,nonce=..` (hex HMAC-SHA256
+//!   of `ts\nnonce\nMETHOD\nURI\nBODY\n`, `ts` within 60 s; <https://docs.deribit.com/#authentication>);
+//!   13009 `unauthorized` without either.
 //! - Credits: each request pays its cost from a pool of its sub-account (of its IP
 //!   when unauthenticated), refilled continuously; matching-engine requests (buy,
 //!   sell, edit, cancel) pay from their own pool at a higher cost
@@ -48,7 +52,7 @@ use crate::engine::credits::{CreditPool, PoolSpec};
 use crate::engine::state::{Admission, Venue};
 use crate::http::{Request, Response};
 use crate::limits::Key;
-use crate::params::Params;
+use crate::params::{sign, Params};
 use crate::report::CreditUsage;
 
 /// How long a bearer token lives, in seconds.
@@ -83,6 +87,7 @@ enum DeribitCall {
         price_e8: u64,
     },
     Cancel(String),
+    CancelByLabel(String),
     State(String),
     ByLabel(String),
     Open,
@@ -93,7 +98,10 @@ impl DeribitOp {
     pub(crate) fn changes_orders(&self) -> bool {
         matches!(
             self.call,
-            DeribitCall::Place { .. } | DeribitCall::Edit { .. } | DeribitCall::Cancel(_)
+            DeribitCall::Place { .. }
+                | DeribitCall::Edit { .. }
+                | DeribitCall::Cancel(_)
+                | DeribitCall::CancelByLabel(_)
         )
     }
 }
@@ -237,6 +245,41 @@ impl Venue {
         }
     }
 
+    /// The account that signed `req` with `deri-hmac-sha256` (`fields`: `id=..,
+    /// ts=..,sig=..,nonce=..`): the signature is hex HMAC-SHA256 of `ts \n nonce \n
+    /// METHOD \n URI \n BODY \n` with the account's secret, and `ts` (UTC ms) within
+    /// 60 s of the venue's clock. `Err` is the reason.
+    fn signed_by(&self, req: &Request, fields: &str, now: i64) -> Result<usize, &'static str> {
+        let field = |name: &str| {
+            fields
+                .split(',')
+                .filter_map(|kv| kv.trim().split_once('='))
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| v)
+        };
+        let (Some(id), Some(ts), Some(sig), Some(nonce)) =
+            (field("id"), field("ts"), field("sig"), field("nonce"))
+        else {
+            return Err("invalid_credentials");
+        };
+        let account = self.cfg.accounts.iter().position(|a| a.api_key == id);
+        let account = account.ok_or("invalid_credentials")?;
+        let ts_ms: i64 = ts.parse().map_err(|_| "invalid_timestamp")?;
+        if (ts_ms - now).abs() > 60_000 {
+            return Err("invalid_timestamp");
+        }
+        let uri = match req.query.is_empty() {
+            true => req.path.clone(),
+            false => format!("{}?{}", req.path, req.query),
+        };
+        let body = String::from_utf8_lossy(&req.body);
+        let data = format!("{ts}\n{nonce}\n{}\n{uri}\n{body}\n", req.method);
+        if sign(&data, &self.cfg.accounts[account].secret) != sig {
+            return Err("invalid_signature");
+        }
+        Ok(account)
+    }
+
     /// Everything Deribit decides at receipt.
     pub(crate) fn admit_deribit(
         &mut self,
@@ -251,12 +294,28 @@ impl Venue {
         let private = method.starts_with("private/");
         let mut account = 0;
         let key = if private {
-            let token = req
-                .header("authorization")
-                .and_then(|a| a.strip_prefix("Bearer "))
-                .unwrap_or("");
-            match self.tokens.get(token) {
-                Some(&(a, until)) if until > now => {
+            let auth = req.header("authorization").unwrap_or("");
+            let token = auth.strip_prefix("Bearer ").unwrap_or("");
+            let signed = auth
+                .strip_prefix("deri-hmac-sha256 ")
+                .map(|a| self.signed_by(req, a, now));
+            match (signed, self.tokens.get(token)) {
+                (Some(Ok(a)), _) => {
+                    account = a;
+                    Key::Account(a)
+                }
+                (Some(Err(reason)), _) => {
+                    self.report.signature_rejects += 1;
+                    return Admission::Final(fail_with(
+                        400,
+                        &id,
+                        13009,
+                        "unauthorized",
+                        json!({ "reason": reason }),
+                        now,
+                    ));
+                }
+                (None, Some(&(a, until))) if until > now => {
                     account = a;
                     Key::Account(a)
                 }
@@ -355,6 +414,10 @@ impl Venue {
                 Some(o) if method == "private/cancel" => DeribitCall::Cancel(o.to_string()),
                 Some(o) => DeribitCall::State(o.to_string()),
                 None => return Admission::Final(invalid(&id, "order_id", now)),
+            },
+            "private/cancel_by_label" => match get("label") {
+                Some(l) => DeribitCall::CancelByLabel(l.to_string()),
+                None => return Admission::Final(invalid(&id, "label", now)),
             },
             "private/get_order_state_by_label" => match get("label") {
                 Some(l) => DeribitCall::ByLabel(l.to_string()),
@@ -496,6 +559,19 @@ impl Venue {
                 }
                 self.cancel_order(i, now);
                 ok(&id, deribit_order(&self.orders[i], &self.cfg.symbol), now)
+            }
+            // The number of orders cancelled (none is not an error).
+            DeribitCall::CancelByLabel(label) => {
+                let open: Vec<usize> = (0..self.orders.len())
+                    .filter(|&i| {
+                        let o = &self.orders[i];
+                        o.account == account && o.client_id == label && o.status == Status::New
+                    })
+                    .collect();
+                for &i in &open {
+                    self.cancel_order(i, now);
+                }
+                ok(&id, json!(open.len()), now)
             }
             DeribitCall::State(order_id) => match self.find_deribit(account, &order_id) {
                 Some(i) => ok(&id, deribit_order(&self.orders[i], &self.cfg.symbol), now),

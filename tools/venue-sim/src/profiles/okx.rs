@@ -279,6 +279,7 @@ impl Venue {
                 Ok(a) => a,
                 Err(r) => return Admission::Final(r),
             };
+            self.phantom_orders(ip, account, LimitType::OkxOrder, now);
         }
         for &kind in endpoint.limits() {
             let key = if kind.per_ip() {
