@@ -409,7 +409,7 @@ impl Client {
         };
         self.counters.requests += 1;
         if let Err(e) = self.flush(i) {
-            self.fail_later(i, Error::Io(e));
+            self.fail_later(i, Error::os(e));
         }
         Ok(id)
     }
@@ -691,7 +691,7 @@ impl Client {
                     e
                 };
                 if e != 0 {
-                    self.connect_failed(i, Error::Io(e), budget, ctl, h, now);
+                    self.connect_failed(i, Error::os(e), budget, ctl, h, now);
                     return;
                 }
                 if let Some(asked) = self.pools[pool.index()].cfg.local_addr {
@@ -709,7 +709,7 @@ impl Client {
                             return;
                         }
                         Err(e) => {
-                            self.connect_failed(i, Error::Io(e), budget, ctl, h, now);
+                            self.connect_failed(i, Error::os(e), budget, ctl, h, now);
                             return;
                         }
                     }
@@ -745,7 +745,7 @@ impl Client {
             Phase::Busy { .. } => {
                 if events & EV_WRITE != 0 && s.want_write {
                     if let Err(e) = self.flush(i) {
-                        self.fail_now(i, Error::Io(e), budget, ctl, h, now);
+                        self.fail_now(i, Error::os(e), budget, ctl, h, now);
                         return;
                     }
                 }
@@ -851,14 +851,14 @@ impl Client {
             let blocked = match t.write_records(fd) {
                 Ok((_, blocked)) => blocked,
                 Err(f) => {
-                    done = Err(Error::Io(f.errno));
+                    done = Err(Error::os(f.errno));
                     break;
                 }
             };
             if blocked != s.want_write {
                 let ev = if blocked { EV_READ | EV_WRITE } else { EV_READ };
                 if let Err(e) = sys::epoll_ctl(epfd, libc::EPOLL_CTL_MOD, fd, ev, i as u64) {
-                    done = Err(Error::Io(e));
+                    done = Err(Error::os(e));
                     break;
                 }
                 s.want_write = blocked;
@@ -929,7 +929,7 @@ impl Client {
                     Some(_) => Ok(()),
                     None => Err(Error::Closed),
                 },
-                Err(e) => Err(Error::Io(e)),
+                Err(e) => Err(Error::os(e)),
             };
             match step {
                 Ok(()) => self.deliver(i, budget, ctl, h, now),
@@ -996,7 +996,7 @@ impl Client {
                 Ok(Input::Data { .. }) => {
                     if t.wants_write() {
                         if let Err(e) = self.flush(i) {
-                            break Err(Error::Io(e));
+                            break Err(Error::os(e));
                         }
                     }
                 }
@@ -1188,7 +1188,7 @@ impl Client {
         h.on_connect_error(
             &mut Context::new(self, budget, ctl, now),
             PoolId(pool as u16),
-            Error::Io(error),
+            Error::os(error),
         );
     }
 
@@ -1303,7 +1303,7 @@ fn mark_sent(flight: &mut Option<InFlight>) {
 
 fn fault(f: Fault) -> Error {
     match f {
-        Fault::Io(e) => Error::Io(e),
+        Fault::Io(e) => Error::os(e),
         #[cfg(feature = "tls")]
         Fault::Tls(e) => Error::Tls(e),
     }

@@ -70,8 +70,8 @@ impl Default for Config {
 #[non_exhaustive]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LoopError {
-    /// An epoll call failed (`errno`).
-    Epoll(i32),
+    /// An epoll call failed, as the operating system reported it.
+    Epoll(std::io::ErrorKind),
     /// The CPU is not one this thread may run on.
     CpuNotAllowed(usize),
     /// Pinning failed, or the thread was found on another CPU afterwards.
@@ -90,7 +90,7 @@ pub enum LoopError {
 impl core::fmt::Display for LoopError {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
-            LoopError::Epoll(e) => write!(f, "epoll: {}", std::io::Error::from_raw_os_error(*e)),
+            LoopError::Epoll(kind) => write!(f, "epoll: {kind}"),
             LoopError::CpuNotAllowed(c) => {
                 write!(f, "CPU {c} is not in this thread's affinity mask")
             }
@@ -166,6 +166,11 @@ impl Readiness {
     }
 }
 
+/// A failed epoll call's `errno` as a [`LoopError`].
+pub(crate) fn epoll_error(errno: i32) -> LoopError {
+    LoopError::Epoll(std::io::Error::from_raw_os_error(errno).kind())
+}
+
 fn watch(
     epfd: c_int,
     op: c_int,
@@ -174,9 +179,9 @@ fn watch(
     interest: Interest,
 ) -> Result<(), LoopError> {
     if token & FD_BIT != 0 {
-        return Err(LoopError::Epoll(libc::EINVAL));
+        return Err(LoopError::Epoll(std::io::ErrorKind::InvalidInput));
     }
-    sys::epoll_ctl(epfd, op, fd, interest.bits(), token | FD_BIT).map_err(LoopError::Epoll)
+    sys::epoll_ctl(epfd, op, fd, interest.bits(), token | FD_BIT).map_err(epoll_error)
 }
 
 /// Loop state the handler reaches through its [`Context`].
@@ -308,7 +313,7 @@ impl<'a> Context<'a> {
 
     /// Stops watching `fd`.
     pub fn unwatch_fd(&mut self, fd: c_int) -> Result<(), LoopError> {
-        sys::epoll_ctl(self.client.epfd(), libc::EPOLL_CTL_DEL, fd, 0, 0).map_err(LoopError::Epoll)
+        sys::epoll_ctl(self.client.epfd(), libc::EPOLL_CTL_DEL, fd, 0, 0).map_err(epoll_error)
     }
 
     /// Ends [`EventLoop::run`] after this turn.
@@ -343,7 +348,7 @@ pub struct EventLoop {
 impl EventLoop {
     /// A loop driving `budget`, built on the [`clock`].
     pub fn new(cfg: Config, budget: Budget) -> Result<Self, LoopError> {
-        let epoll = sys::epoll_create().map_err(LoopError::Epoll)?;
+        let epoll = sys::epoll_create().map_err(epoll_error)?;
         let now = clock::now_ns();
         Ok(EventLoop {
             cfg,
@@ -400,8 +405,7 @@ impl EventLoop {
 
     /// Stops watching `fd`.
     pub fn unwatch_fd(&mut self, fd: c_int) -> Result<(), LoopError> {
-        sys::epoll_ctl(self.epoll.as_raw_fd(), libc::EPOLL_CTL_DEL, fd, 0, 0)
-            .map_err(LoopError::Epoll)
+        sys::epoll_ctl(self.epoll.as_raw_fd(), libc::EPOLL_CTL_DEL, fd, 0, 0).map_err(epoll_error)
     }
 
     /// The budget.
@@ -475,7 +479,7 @@ impl EventLoop {
             }
         };
         let n = sys::epoll_wait(self.epoll.as_raw_fd(), &mut self.events, timeout)
-            .map_err(LoopError::Epoll)?;
+            .map_err(epoll_error)?;
         let now = clock::now_ns();
         self.now = now;
         for k in 0..n {
@@ -651,7 +655,10 @@ mod tests {
         peer.shutdown(std::net::Shutdown::Read).unwrap();
         let (mut lp, mut h, orders) = setup(ours, 5_000_000_000);
         lp.run(&mut h).unwrap();
-        assert_eq!(h.got, Some((false, Error::Io(libc::EPIPE))));
+        assert_eq!(
+            h.got,
+            Some((false, Error::Io(std::io::ErrorKind::BrokenPipe)))
+        );
         assert_eq!(lp.client().counters().sent_no, 1);
         // Refunded: the charge is gone.
         assert_eq!(lp.budget().stats(orders).unwrap().used, 0);

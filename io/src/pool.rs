@@ -51,8 +51,9 @@ impl Sent {
 #[non_exhaustive]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Error {
-    /// A socket error (`errno`).
-    Io(i32),
+    /// A socket error, as the operating system reported it (`ConnectionReset`,
+    /// `BrokenPipe`, `ConnectionRefused`, `AddrNotAvailable` ...).
+    Io(std::io::ErrorKind),
     /// The server closed the connection before a complete response.
     Closed,
     /// Over TLS, the connection ended without close_notify while the body was
@@ -81,9 +82,16 @@ pub enum Error {
     /// [`crate::curl`]); nothing was sent.
     #[cfg(feature = "curl")]
     CurlResend,
-    /// libcurl failed (its `CURLcode`, or `CURLMcode` of the multi handle).
+    /// libcurl failed (see [`CurlError`]).
     #[cfg(feature = "curl")]
-    Curl(i32),
+    Curl(CurlError),
+}
+
+impl Error {
+    /// The error of a failed system call, from its `errno`.
+    pub(crate) fn os(errno: i32) -> Self {
+        Error::Io(std::io::Error::from_raw_os_error(errno).kind())
+    }
 }
 
 impl Error {
@@ -91,8 +99,10 @@ impl Error {
     /// `closed`, `truncated`, `parse`, `timeout`, `connect-timeout`, `tls` or `local-addr`.
     pub fn kind(&self) -> &'static str {
         match self {
-            Error::Io(e) if *e == libc::ECONNRESET || *e == libc::EPIPE => "reset",
-            Error::Io(e) if *e == libc::ECONNREFUSED => "refused",
+            Error::Io(std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::BrokenPipe) => {
+                "reset"
+            }
+            Error::Io(std::io::ErrorKind::ConnectionRefused) => "refused",
             Error::Io(_) => "io",
             Error::Closed => "closed",
             Error::Truncated => "truncated",
@@ -113,7 +123,7 @@ impl Error {
 impl core::fmt::Display for Error {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
-            Error::Io(e) => write!(f, "{}", std::io::Error::from_raw_os_error(*e)),
+            Error::Io(kind) => write!(f, "{kind}"),
             Error::Closed => f.write_str("connection closed before a complete response"),
             Error::Truncated => {
                 f.write_str("TLS ended without close_notify inside a body read until close")
@@ -132,7 +142,7 @@ impl core::fmt::Display for Error {
                  (curl_allow_non_idempotent_methods is off)",
             ),
             #[cfg(feature = "curl")]
-            Error::Curl(code) => write!(f, "libcurl error {code}"),
+            Error::Curl(e) => write!(f, "{e}"),
         }
     }
 }
@@ -262,4 +272,26 @@ pub struct CurlConfig {
     /// Let POST, PUT, PATCH and other non-idempotent methods through, knowing that
     /// libcurl may send them twice on its own. Off by default.
     pub curl_allow_non_idempotent_methods: bool,
+}
+
+/// How libcurl failed: a `CURLcode` of a transfer, or a `CURLMcode` of the multi
+/// handle, kept apart (the two number spaces overlap).
+#[cfg(feature = "curl")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CurlError {
+    /// A transfer's `CURLcode` (7 is `CURLE_COULDNT_CONNECT`, 28
+    /// `CURLE_OPERATION_TIMEDOUT` ...).
+    Transfer(i64),
+    /// The multi handle's `CURLMcode`.
+    Multi(i32),
+}
+
+#[cfg(feature = "curl")]
+impl core::fmt::Display for CurlError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            CurlError::Transfer(code) => write!(f, "libcurl transfer error {code}"),
+            CurlError::Multi(code) => write!(f, "libcurl multi error {code}"),
+        }
+    }
 }

@@ -76,9 +76,9 @@ mod remote;
 mod venues;
 mod wire;
 
-pub use bootstrap::{run, Boot, Start, StartError};
+pub use bootstrap::{run, Start, StartError};
 pub use driver::{Api, Control, Driver, Strategy, GATEWAY_TIMER};
-pub use endpoints::{Account, Keys};
+pub use endpoints::{Account, Boot, Keys};
 pub use events::{Event, Tag, OPEN_ORDERS};
 pub use ledger::{Entry, Key, Ledger, Stage};
 pub use load::binding;
