@@ -131,6 +131,7 @@ struct Transfer {
 
 /// How one transfer ended, taken out of the client to be reported, with how
 /// many extra copies of the request libcurl wrote on its own.
+#[derive(Debug)]
 pub(crate) enum Ended {
     /// A response: read it with [`Finished::response`].
     Response(RequestId, Ticket, Finished, u32),
@@ -143,6 +144,15 @@ pub(crate) struct Finished {
     k: usize,
     easy: Easy2<Collector>,
     status: u16,
+}
+
+impl core::fmt::Debug for Finished {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Finished")
+            .field("transfer", &self.k)
+            .field("status", &self.status)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Finished {

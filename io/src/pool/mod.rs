@@ -1,18 +1,55 @@
-//! What a pool is and what a request's end can be, shared by the native client
-//! ([`crate::client`]), the libcurl transport (`curl`, feature `curl`) and the
-//! event loop: the ids, the pool's configuration, the outcomes and the errors.
+//! The pool: what a pool of connections to one origin is, what a request's end
+//! can be, and [`Pool`], the sans-IO state machine that runs every pool's
+//! connections (phases, deadlines, keep-alive, reconnects, connect charges, lanes).
 //!
-//! A leaf module (it imports no transport), so the transports depend on it and
-//! not on each other. Everything here is re-exported from [`crate::client`],
-//! where callers name it.
+//! A leaf: it imports no transport, no event loop and no system call, so the
+//! native client's shell ([`crate::client`]), the libcurl transport (`curl`,
+//! feature `curl`) and the event loop all depend on it and not on each other.
+//! The ids, outcomes and errors are re-exported from [`crate::client`], where
+//! callers name them.
 
 use std::net::SocketAddr;
 
 use ergon_core::{Class, Flight, Part, Ticket};
 
 use crate::http::{InvalidRequest, Limits, ParseError};
+
+mod machine;
+
 #[cfg(feature = "tls")]
 use crate::tls::{TlsConfig, TlsError};
+pub use machine::{ConnId, Event, Pool, Transmit};
+
+/// What the client did, counted since it started.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counters {
+    /// Requests accepted.
+    pub requests: u64,
+    /// Responses delivered.
+    pub responses: u64,
+    /// Errors reported with [`Sent::No`].
+    pub sent_no: u64,
+    /// Errors reported with [`Sent::Maybe`].
+    pub sent_maybe: u64,
+    /// Requests refused as [`Refused::Busy`].
+    pub busy: u64,
+    /// Requests that hit their deadline.
+    pub timeouts: u64,
+    /// Connect attempts started (each one charged).
+    pub connects: u64,
+    /// Connects that completed.
+    pub connected: u64,
+    /// Connects that failed or timed out.
+    pub connect_failures: u64,
+    /// Connects the budget refused.
+    pub connects_limited: u64,
+    /// Idle connections dropped because the server closed them (or sent unasked).
+    pub stale: u64,
+    /// Extra copies of requests a libcurl pool wrote on its own (each charged to
+    /// the budget after the fact; see
+    /// [`ClientHandler::on_resent`](crate::event_loop::ClientHandler::on_resent)).
+    pub resent: u64,
+}
 
 /// The id of one accepted request, unique for the client's life.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
