@@ -273,7 +273,10 @@ impl EventLoop {
     /// Hands every output the client has to the handler, one call each, until
     /// none is left (outputs a handler call causes included).
     fn dispatch<H: ClientHandler + ?Sized>(&mut self, h: &mut H, now: i64) {
-        while let Some(out) = self.client.poll_output(&mut self.budget, now) {
+        while self.client.has_output() {
+            let Some(out) = self.client.poll_output(&mut self.budget, now) else {
+                break;
+            };
             match out {
                 Output::Response { id, flight, body } => {
                     let mut headers = [Header {

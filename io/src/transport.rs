@@ -685,6 +685,18 @@ impl Client {
         native
     }
 
+    /// Whether [`poll_output`](Self::poll_output) may have anything (the loop
+    /// asks after every input; most of the time the answer is no).
+    #[inline]
+    pub(crate) fn has_output(&self) -> bool {
+        #[cfg(feature = "curl")]
+        if self.curl_pending.is_some() || self.curl_next < self.curl_ended.len() || self.curl.busy()
+        {
+            return true;
+        }
+        self.pool.has_output()
+    }
+
     /// The next output for the handler, if any.
     pub(crate) fn poll_output(&mut self, budget: &mut Budget, now: i64) -> Option<Output> {
         self.apply(budget, now);

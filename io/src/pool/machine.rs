@@ -597,6 +597,14 @@ impl Pool {
             .min()
     }
 
+    /// Whether [`poll_transmit`](Self::poll_transmit) or
+    /// [`poll_event`](Self::poll_event) has anything (a cheap check for drivers
+    /// that poll after every input).
+    #[inline]
+    pub fn has_output(&self) -> bool {
+        !self.events.is_empty() || !self.transmits.is_empty()
+    }
+
     /// The next thing to do to the transport.
     pub fn poll_transmit(&mut self) -> Option<Transmit> {
         self.transmits.pop_front()
