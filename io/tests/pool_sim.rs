@@ -430,3 +430,157 @@ fn bytes_before_any_request_byte_left_answer_nothing() {
     assert_eq!(error, Error::Parse(ergon_io::http::ParseError::Unsolicited));
     assert!(!sent.maybe());
 }
+
+mod model {
+    //! Random operation sequences against the pool, checked against the simplest
+    //! model of its contract: every accepted request ends exactly once; it ends
+    //! [`Sent::No`] exactly when no byte of it was written; and by its deadline.
+
+    use std::collections::BTreeMap;
+
+    use proptest::prelude::*;
+
+    use super::*;
+
+    #[derive(Clone, Debug)]
+    enum Op {
+        Request { deadline_ms: i64 },
+        Write { which: usize, max: usize },
+        Answer { which: usize },
+        Eof { which: usize },
+        Stale { slot: usize },
+        Jump { ms: i64 },
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            (1i64..3_000).prop_map(|deadline_ms| Op::Request { deadline_ms }),
+            (any::<usize>(), 1usize..200).prop_map(|(which, max)| Op::Write { which, max }),
+            any::<usize>().prop_map(|which| Op::Answer { which }),
+            any::<usize>().prop_map(|which| Op::Eof { which }),
+            (0usize..3).prop_map(|slot| Op::Stale { slot }),
+            (0i64..1_500).prop_map(|ms| Op::Jump { ms }),
+        ]
+    }
+
+    /// What the model knows of a request in flight.
+    struct Open {
+        conn: ConnId,
+        written: usize,
+        deadline: i64,
+    }
+
+    /// Settles every event: checks it against the model, completes or refunds.
+    fn settle(sim: &mut Sim, open: &mut BTreeMap<RequestId, Open>) {
+        for e in std::mem::take(&mut sim.events) {
+            match e {
+                Event::Response { id, conn, flight } => {
+                    let o = open.remove(&id).expect("a response to a request in flight");
+                    assert_eq!(o.conn, conn);
+                    assert!(o.written > 0, "answered before a byte of it left");
+                    sim.deliver(conn);
+                    sim.budget.complete(flight, sim.now).unwrap();
+                }
+                Event::Failed { id, sent, .. } => {
+                    let o = open.remove(&id).expect("a failure of a request in flight");
+                    match sent {
+                        Sent::No(t) => {
+                            assert_eq!(o.written, 0, "Sent::No after bytes left");
+                            sim.budget.refund(t, sim.now).unwrap();
+                        }
+                        Sent::Maybe(f) => {
+                            assert!(o.written > 0, "Sent::Maybe with nothing written");
+                            sim.budget.complete(f, sim.now).unwrap();
+                        }
+                    }
+                }
+                Event::Ready(_) | Event::ConnectError(..) => {}
+            }
+        }
+        for o in open.values() {
+            assert!(o.deadline > sim.now, "a request outlived its deadline");
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+        #[test]
+        fn every_request_ends_once_by_its_deadline_and_sent_says_what_left(
+            ops in proptest::collection::vec(op(), 1..60)
+        ) {
+            let (mut sim, pool) = Sim::new(|c, _| {
+                c.connections = 3;
+                c.idle_timeout_ns = 2 * SEC;
+                c.max_age_ns = 5 * SEC;
+            });
+            let mut open: BTreeMap<RequestId, Open> = BTreeMap::new();
+            for op in ops {
+                let pick = |which: usize, open: &BTreeMap<RequestId, Open>| {
+                    open.keys().nth(which % open.len().max(1)).copied()
+                };
+                match op {
+                    Op::Request { deadline_ms } => {
+                        let deadline = sim.now + deadline_ms * MS;
+                        match sim.request(pool, deadline) {
+                            Ok((id, conn)) => {
+                                let o = Open { conn, written: 0, deadline };
+                                prop_assert!(open.insert(id, o).is_none());
+                            }
+                            Err(r) => sim.budget.refund(r.into_ticket(), sim.now).unwrap(),
+                        }
+                    }
+                    Op::Write { which, max } => {
+                        if let Some(id) = pick(which, &open) {
+                            let conn = open[&id].conn;
+                            let n = sim.pool.transmit(conn).len().min(max);
+                            sim.pool.handle_written(conn, n);
+                            sim.drain();
+                            if let Some(o) = open.get_mut(&id) {
+                                o.written += n;
+                            }
+                        }
+                    }
+                    Op::Answer { which } => {
+                        if let Some(id) = pick(which, &open) {
+                            let conn = open[&id].conn;
+                            if sim.pool.recv_buf(conn).len() >= OK.len() {
+                                sim.answer(conn, OK);
+                            }
+                        }
+                    }
+                    Op::Eof { which } => {
+                        if let Some(id) = pick(which, &open) {
+                            let conn = open[&id].conn;
+                            sim.pool.handle_eof(conn, false, sim.now);
+                            sim.drain();
+                        }
+                    }
+                    Op::Stale { slot } => {
+                        sim.pool.handle_stale(ConnId::new(slot), sim.now);
+                        sim.drain();
+                    }
+                    Op::Jump { ms } => {
+                        // Time passes in steps no longer than the next deadline, as a
+                        // loop parked on poll_timeout would see it.
+                        let to = sim.now + ms * MS;
+                        while sim.now < to {
+                            let next = sim.pool.poll_timeout().unwrap_or(to).clamp(sim.now, to);
+                            sim.jump(next.max(sim.now + 1).min(to));
+                            settle(&mut sim, &mut open);
+                        }
+                    }
+                }
+                settle(&mut sim, &mut open);
+            }
+            // Past every deadline nothing is left in flight.
+            let end = sim.now + 4 * SEC;
+            while sim.now < end {
+                let next = sim.pool.poll_timeout().unwrap_or(end).clamp(sim.now + 1, end);
+                sim.jump(next);
+                settle(&mut sim, &mut open);
+            }
+            prop_assert!(open.is_empty());
+            prop_assert_eq!(sim.pool.in_flight(), 0);
+        }
+    }
+}
