@@ -156,7 +156,7 @@ struct Origin {
 /// [`handle_written`]: Pool::handle_written
 /// [`recv_buf`]: Pool::recv_buf
 /// [`handle_recv`]: Pool::handle_recv
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Pool {
     origins: Vec<Origin>,
     slots: Vec<Slot>,
@@ -166,12 +166,22 @@ pub struct Pool {
     transmits: VecDeque<Transmit>,
 }
 
+impl Default for Pool {
+    fn default() -> Self {
+        Pool::new()
+    }
+}
+
 impl Pool {
     /// An empty pool set.
     pub fn new() -> Self {
         Pool {
+            origins: Vec::new(),
+            slots: Vec::new(),
             next_id: 1,
-            ..Pool::default()
+            counters: Counters::default(),
+            events: VecDeque::new(),
+            transmits: VecDeque::new(),
         }
     }
 
