@@ -2,9 +2,9 @@
 //! write a request twice.
 //!
 //! [`Context::request`](crate::event_loop::Context::request) returns at once, with a
-//! [`RequestId`] or with the [`Ticket`] handed back ([`Refused::Busy`]) when no
+//! [`RequestId`] or with the [`Ticket`](ergon_core::Ticket) handed back ([`Refused::Busy`]) when no
 //! connection of the pool is ready. Every accepted request ends in exactly one
-//! call: [`ClientHandler::on_response`] with the [`Flight`], or
+//! call: [`ClientHandler::on_response`] with the [`Flight`](ergon_core::Flight), or
 //! [`ClientHandler::on_error`] with [`Sent::No`] (not one byte was written: refund
 //! the ticket) or [`Sent::Maybe`] (it may have run: reconcile).
 //!

@@ -222,7 +222,7 @@ impl<'a> Context<'a> {
         }
     }
 
-    /// This turn's time, on the [`clock`].
+    /// This turn's time, on the [`clock`](crate::clock).
     pub fn now(&self) -> i64 {
         self.now
     }
@@ -303,12 +303,14 @@ impl<'a> Context<'a> {
         }
     }
 
-    /// Watches `fd` from inside the loop (see [`EventLoop::watch_fd`]).
+    /// Watches `fd` from inside the loop (see
+    /// [`EventLoop::watch_fd`](crate::event_loop::EventLoop::watch_fd)).
     pub fn watch_fd(&mut self, fd: c_int, token: u64, interest: Interest) -> Result<(), LoopError> {
         watch(self.client.epfd(), libc::EPOLL_CTL_ADD, fd, token, interest)
     }
 
-    /// Changes what `fd` is watched for (see [`EventLoop::rewatch_fd`]).
+    /// Changes what `fd` is watched for (see
+    /// [`EventLoop::rewatch_fd`](crate::event_loop::EventLoop::rewatch_fd)).
     pub fn rewatch_fd(
         &mut self,
         fd: c_int,
@@ -323,7 +325,7 @@ impl<'a> Context<'a> {
         sys::epoll_ctl(self.client.epfd(), libc::EPOLL_CTL_DEL, fd, 0, 0).map_err(epoll_error)
     }
 
-    /// Ends [`EventLoop::run`] after this turn.
+    /// Ends [`EventLoop::run`](crate::event_loop::EventLoop::run) after this turn.
     pub fn stop(&mut self) {
         self.ctl.stop = true;
     }
