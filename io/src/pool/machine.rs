@@ -116,6 +116,8 @@ struct Slot {
     /// The charge of the connect under way, until it left.
     connect: Option<Ticket>,
     opened_at: i64,
+    /// The receive buffer is out ([`Pool::take_buffer`]) until restored.
+    taken: bool,
 }
 
 #[derive(Debug)]
@@ -213,6 +215,7 @@ impl Pool {
                 flight: None,
                 connect: None,
                 opened_at: now,
+                taken: false,
             });
         }
         // Room for every slot's worst turn (a failure, a connect error, a close and
@@ -632,11 +635,16 @@ impl Pool {
     }
 
     /// Takes the buffer of an answered `conn` out (no allocation), so the
-    /// response can be read while the pool is used elsewhere.
+    /// response can be read while the pool is used elsewhere. Empty for a
+    /// connection that is not answered (nothing is taken then).
     pub fn take_buffer(&mut self, conn: ConnId) -> Vec<u8> {
-        self.slots
-            .get_mut(conn.0)
-            .map_or_else(Vec::new, |s| s.conn.take_buffer())
+        match self.slots.get_mut(conn.0) {
+            Some(s) if s.phase == Phase::Answered && !s.taken => {
+                s.taken = true;
+                s.conn.take_buffer()
+            }
+            _ => Vec::new(),
+        }
     }
 
     /// The response of `conn`, answered and not yet released, over its taken
@@ -677,10 +685,14 @@ impl Pool {
         }
     }
 
-    /// Returns the buffer taken by [`take_buffer`](Self::take_buffer).
+    /// Returns the buffer taken by [`take_buffer`](Self::take_buffer) (any
+    /// other buffer, or one given twice, is dropped).
     pub fn restore_buffer(&mut self, conn: ConnId, buf: Vec<u8>) {
         if let Some(s) = self.slots.get_mut(conn.0) {
-            s.conn.restore_buffer(buf);
+            if s.taken {
+                s.taken = false;
+                s.conn.restore_buffer(buf);
+            }
         }
     }
 
