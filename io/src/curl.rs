@@ -47,7 +47,7 @@ use ergon_core::Ticket;
 use ergon_venues::response::{Header, Response};
 
 use crate::http::{encode, InvalidRequest, Limits, Request, MAX_HEADERS};
-pub use crate::pool::CurlConfig;
+pub use crate::pool::{CurlConfig, CurlError};
 use crate::pool::{Error, PoolConfig, RequestId};
 
 /// Whether libcurl may carry `method` without the caller's explicit consent.
@@ -131,6 +131,7 @@ struct Transfer {
 
 /// How one transfer ended, taken out of the client to be reported, with how
 /// many extra copies of the request libcurl wrote on its own.
+#[derive(Debug)]
 pub(crate) enum Ended {
     /// A response: read it with [`Finished::response`].
     Response(RequestId, Ticket, Finished, u32),
@@ -143,6 +144,15 @@ pub(crate) struct Finished {
     k: usize,
     easy: Easy2<Collector>,
     status: u16,
+}
+
+impl core::fmt::Debug for Finished {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Finished")
+            .field("transfer", &self.k)
+            .field("status", &self.status)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Finished {
@@ -377,7 +387,11 @@ impl Curl {
             }),
         };
         let setup = configure(&mut easy, cfg, req, deadline - now);
-        match setup.and_then(|()| self.multi.add2(easy).map_err(|e| Error::Curl(e.code()))) {
+        match setup.and_then(|()| {
+            self.multi
+                .add2(easy)
+                .map_err(|e| Error::Curl(CurlError::Multi(e.code())))
+        }) {
             Ok(mut h) => {
                 let _ = h.set_token(k);
                 t.running = Some(h);
@@ -455,7 +469,15 @@ impl Curl {
             Ok(e) => e,
             // The handle is gone with the error; a fresh one replaces it on the
             // next request. Whether anything left is unknown: say maybe.
-            Err(e) => return Some(Ended::Error(id, ticket, true, Error::Curl(e.code()), 0)),
+            Err(e) => {
+                return Some(Ended::Error(
+                    id,
+                    ticket,
+                    true,
+                    Error::Curl(CurlError::Multi(e.code())),
+                    0,
+                ))
+            }
         };
         let sent = easy.get_ref().sent_any;
         let resent = easy.get_ref().heads.saturating_sub(1);
@@ -529,7 +551,7 @@ fn curl_error(e: &curl::Error, c: &Collector) -> Error {
     } else if e.is_operation_timedout() {
         Error::Timeout
     } else {
-        Error::Curl(e.code() as i32)
+        Error::Curl(CurlError::Transfer(i64::from(e.code())))
     }
 }
 
@@ -539,7 +561,7 @@ fn configure(
     req: &Request<'_>,
     left_ns: i64,
 ) -> Result<(), Error> {
-    let err = |e: curl::Error| Error::Curl(e.code() as i32);
+    let err = |e: curl::Error| Error::Curl(CurlError::Transfer(i64::from(e.code())));
     easy.reset();
     let c = easy.get_mut();
     c.request_line.clear();

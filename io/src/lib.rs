@@ -4,10 +4,13 @@
 //! this crate drives it:
 //!
 //! - [`http`]: the sans-IO HTTP/1.1 connection (encoding, bounded zero-copy parsing);
-//! - [`client`]: the native client and its per-origin pools, which never write a
-//!   request twice and always say whether any byte left ([`client::Sent`]);
-//! - [`event_loop`]: one pinned thread running epoll, timers, the client, the
-//!   budget's idle ticks and the caller's handler;
+//! - [`pool`]: the sans-IO pool of keep-alive connections (phases, deadlines,
+//!   reconnects, connect charges, lanes) that never writes a request twice and
+//!   always says whether any byte left ([`client::Sent`]); no syscall, no clock;
+//! - [`client`]: the names callers use: the [`client::Client`] (the pool and the
+//!   sockets, TLS and libcurl transports under it) and its [`client::ClientHandler`];
+//! - [`event_loop`]: the thin epoll shell on one pinned thread that drives the
+//!   client, timers, the budget's idle ticks and the caller's handler;
 //! - [`clock`]: the monotonic nanosecond clock everything here shares;
 //! - `tls` (feature `tls`, on by default): rustls driven by the same client;
 //! - `curl` (feature `curl`): the same contract over libcurl, which refuses the
@@ -75,8 +78,9 @@ pub mod clock;
 pub mod curl;
 pub mod event_loop;
 pub mod gateway;
+mod handler;
 pub mod http;
-mod pool;
+pub mod pool;
 mod sync;
 mod sys;
 #[cfg(feature = "tls")]
@@ -84,4 +88,5 @@ pub mod tls;
 #[cfg(not(feature = "tls"))]
 #[path = "tls_off.rs"]
 mod tls;
+mod transport;
 pub mod ws;

@@ -242,7 +242,7 @@ fn a_target_without_a_leading_slash_is_refused() {
 mod curl {
     use super::*;
     use common::driver::SentKind;
-    use ergon_io::curl::CurlConfig;
+    use ergon_io::curl::{CurlConfig, CurlError};
 
     fn curl_pool(allow: bool) -> impl FnOnce(&mut ergon_io::client::PoolConfig) {
         move |pc| {
@@ -410,6 +410,9 @@ mod curl {
             panic!("{answer:?}");
         };
         assert_eq!(sent, SentKind::No);
-        assert!(matches!(error, Error::Curl(7)), "{error:?}");
+        assert!(
+            matches!(error, Error::Curl(CurlError::Transfer(7))),
+            "{error:?}"
+        );
     }
 }

@@ -1,5 +1,6 @@
 //! The pool: connections opened ahead of need, each connect charged to the budget
-//! (and refused when the budget says so), idle timeout and maximum age.
+//! (and refused when the budget says so), idle timeout, over real sockets. Maximum
+//! age, deadlines and backoff on jumped time: io/tests/pool_sim.rs.
 
 mod common;
 
@@ -80,32 +81,4 @@ fn an_idle_connection_is_replaced_after_the_idle_timeout() {
     let log = server.log.lock().unwrap();
     assert_eq!(log.conns_with(b"id=1"), vec![0]);
     assert_eq!(log.conns_with(b"id=2"), vec![1]);
-}
-
-#[test]
-fn a_connection_past_its_maximum_age_is_replaced_when_idle() {
-    let server = Server::start(|p| p.echo());
-    let mut d = Driver::new(server.addr, |pc| pc.max_age_ns = 150_000_000);
-    let start = std::time::Instant::now();
-    let mut ids = Vec::new();
-    // Keep it busy; it still retires once older than its maximum age.
-    while start.elapsed() < std::time::Duration::from_millis(400) {
-        let id = format!("id={}.", ids.len());
-        let (a, _) = d.send(&order(&id), 10 * SEC);
-        assert!(matches!(a, Answer::Response { .. }));
-        ids.push(id);
-        // Real time must pass for the connection to age (the pool reads the loop's
-        // clock; no simulated time reaches it yet).
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
-    let log = server.log.lock().unwrap();
-    assert!(
-        log.conns.len() >= 2,
-        "never replaced: {} connections",
-        log.conns.len()
-    );
-    // Each request reached the server exactly once.
-    for id in &ids {
-        assert_eq!(log.count(id.as_bytes()), 1, "{id}");
-    }
 }

@@ -93,8 +93,8 @@ mod build {
         PerTurn,
         /// `max_request` and `max_response` must each be at most 1 GiB.
         Size(usize),
-        /// The eventfd could not be made (`errno`).
-        EventFd(i32),
+        /// The eventfd could not be made, as the operating system reported it.
+        EventFd(std::io::ErrorKind),
     }
 
     impl core::fmt::Display for BuildError {
@@ -106,9 +106,7 @@ mod build {
                 BuildError::Size(n) => {
                     write!(f, "{n} bytes per request or response: at most 1 GiB")
                 }
-                BuildError::EventFd(e) => {
-                    write!(f, "eventfd: {}", std::io::Error::from_raw_os_error(*e))
-                }
+                BuildError::EventFd(kind) => write!(f, "eventfd: {kind}"),
             }
         }
     }
@@ -131,8 +129,7 @@ mod build {
             }
         }
         let (tx, rx) = bounded(cfg.queue).map_err(BuildError::Capacity)?;
-        let (parker, waker) =
-            pair().map_err(|e| BuildError::EventFd(e.raw_os_error().unwrap_or(0)))?;
+        let (parker, waker) = pair().map_err(|e| BuildError::EventFd(e.kind()))?;
         let (publisher, reader) = stats_channel();
         let stop = Arc::new(AtomicU8::new(0));
         let mut outboxes = Vec::with_capacity(cfg.handles);

@@ -93,7 +93,7 @@ impl Service {
         #[cfg(ergon_loom)]
         {
             let _ = lp;
-            Err(LoopError::Epoll(libc::ENOSYS))
+            Err(LoopError::Epoll(std::io::ErrorKind::Unsupported))
         }
     }
 

@@ -12,7 +12,7 @@ use ergon_venues::adapt::{Clock, Request as Kind};
 use ergon_venues::response::Response;
 
 use super::driver::Driver;
-use super::endpoints::Account;
+use super::endpoints::{Account, Boot};
 use super::machine::Gateway;
 use super::ws_api::{WsApiStart, WsLane, CONNECTS_PER_5MIN};
 use crate::client::{ClientHandler, Error, PoolConfig, PoolId, RequestId, Sent};
@@ -93,15 +93,6 @@ impl Start {
             .ok_or_else(|| format!("{authority}: no address"))?;
         Ok(Start::new(addr, authority))
     }
-}
-
-/// What the bootstrap read: the anchored venue clock and the published limits.
-#[derive(Clone, Debug)]
-pub struct Boot {
-    /// The venue clock, anchored at the time read's round-trip midpoint.
-    pub clock: Clock,
-    /// The body of the venue's limits document, if it publishes one.
-    pub limits: Option<Vec<u8>>,
 }
 
 /// Why a gateway did not start.

@@ -7,7 +7,15 @@ use ergon_core::{BucketId, Builder};
 use ergon_venues::adapt::Clock;
 use ergon_venues::endpoint::Endpoints;
 
-use super::bootstrap::Boot;
+/// What the bootstrap ([`run`](super::run)) read: the anchored venue clock and
+/// the published limits.
+#[derive(Clone, Debug)]
+pub struct Boot {
+    /// The venue clock, anchored at the time read's round-trip midpoint.
+    pub clock: Clock,
+    /// The body of the venue's limits document, if it publishes one.
+    pub limits: Option<Vec<u8>>,
+}
 
 /// An account's keys, as [`Account::declare`] takes them.
 #[derive(Clone, Copy, Debug)]

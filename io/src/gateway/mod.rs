@@ -82,9 +82,9 @@ mod venues;
 mod wire;
 pub mod ws_api;
 
-pub use bootstrap::{open_ws_api, run, Boot, Start, StartError, WsProbe};
+pub use bootstrap::{open_ws_api, run, Start, StartError, WsProbe};
 pub use driver::{Api, Control, Driver, Strategy, GATEWAY_TIMER};
-pub use endpoints::{Account, Keys};
+pub use endpoints::{Account, Boot, Keys};
 pub use events::{Event, Tag, OPEN_ORDERS};
 pub use ledger::{Entry, Key, Ledger, Stage};
 pub use load::binding;

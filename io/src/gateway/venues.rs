@@ -8,7 +8,7 @@ use ergon_venues::deribit::{self, Deribit};
 use ergon_venues::json;
 use ergon_venues::okx::{self, Okx};
 
-use super::bootstrap::Boot;
+use super::endpoints::Boot;
 use super::endpoints::{Account, Keys};
 
 const SEC: i64 = 1_000_000_000;

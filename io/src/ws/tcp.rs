@@ -166,9 +166,9 @@ pub struct WsClient {
 
 impl WsClient {
     /// A client for up to `max_sessions` sessions (the readiness events taken per
-    /// drive). Fails with the `errno` of `epoll_create1`.
-    pub fn new(max_sessions: usize) -> Result<Self, i32> {
-        let epoll = sys::epoll_create()?;
+    /// drive). Fails as `epoll_create1` did.
+    pub fn new(max_sessions: usize) -> Result<Self, std::io::ErrorKind> {
+        let epoll = sys::epoll_create().map_err(os_kind)?;
         Ok(WsClient {
             conns: Vec::with_capacity(max_sessions),
             events: vec![libc::epoll_event { events: 0, u64: 0 }; max_sessions.max(1)],
@@ -318,14 +318,14 @@ impl WsClient {
     /// `on_event`, fires due session timeouts, writes. Call it when the loop says
     /// [`WsClient::fd`] is readable and when the timer at
     /// [`WsClient::next_deadline`] fires. Fails only if this client's own epoll
-    /// cannot be read (`errno`); the sessions are then still served for timeouts
+    /// cannot be read (as the OS said); the sessions are then still served for timeouts
     /// and writes.
     pub fn drive(
         &mut self,
         budget: &mut Budget,
         now_ns: i64,
         on_event: &mut dyn FnMut(WsId, Event<'_>, &mut Budget),
-    ) -> Result<(), i32> {
+    ) -> Result<(), std::io::ErrorKind> {
         let waited = sys::epoll_wait(self.epoll.as_raw_fd(), &mut self.events, 0);
         let n = *waited.as_ref().unwrap_or(&0);
         for k in 0..n {
@@ -344,7 +344,7 @@ impl WsClient {
             self.write(i, budget, now_ns);
             self.events_out(i, budget, now_ns, on_event);
         }
-        waited.map(|_| ())
+        waited.map(|_| ()).map_err(os_kind)
     }
 
     /// Writes what session `id` has queued (after a send). Nothing for an
@@ -727,4 +727,9 @@ impl Conn {
         self.fd = None;
         self.sock = None;
     }
+}
+
+/// A failed system call's `errno` as the kind callers match on.
+fn os_kind(errno: i32) -> std::io::ErrorKind {
+    std::io::Error::from_raw_os_error(errno).kind()
 }

@@ -1,18 +1,55 @@
-//! What a pool is and what a request's end can be, shared by the native client
-//! ([`crate::client`]), the libcurl transport (`curl`, feature `curl`) and the
-//! event loop: the ids, the pool's configuration, the outcomes and the errors.
+//! The pool: what a pool of connections to one origin is, what a request's end
+//! can be, and [`Pool`], the sans-IO state machine that runs every pool's
+//! connections (phases, deadlines, keep-alive, reconnects, connect charges, lanes).
 //!
-//! A leaf module (it imports no transport), so the transports depend on it and
-//! not on each other. Everything here is re-exported from [`crate::client`],
-//! where callers name it.
+//! A leaf: it imports no transport, no event loop and no system call, so the
+//! native client's shell ([`crate::client`]), the libcurl transport (`curl`,
+//! feature `curl`) and the event loop all depend on it and not on each other.
+//! The ids, outcomes and errors are re-exported from [`crate::client`], where
+//! callers name them.
 
 use std::net::SocketAddr;
 
 use ergon_core::{Class, Flight, Part, Ticket};
 
 use crate::http::{InvalidRequest, Limits, ParseError};
+
+mod machine;
+
 #[cfg(feature = "tls")]
 use crate::tls::{TlsConfig, TlsError};
+pub use machine::{ConnId, Event, Pool, Transmit};
+
+/// What the client did, counted since it started.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counters {
+    /// Requests accepted.
+    pub requests: u64,
+    /// Responses delivered.
+    pub responses: u64,
+    /// Errors reported with [`Sent::No`].
+    pub sent_no: u64,
+    /// Errors reported with [`Sent::Maybe`].
+    pub sent_maybe: u64,
+    /// Requests refused as [`Refused::Busy`].
+    pub busy: u64,
+    /// Requests that hit their deadline.
+    pub timeouts: u64,
+    /// Connect attempts started (each one charged).
+    pub connects: u64,
+    /// Connects that completed.
+    pub connected: u64,
+    /// Connects that failed or timed out.
+    pub connect_failures: u64,
+    /// Connects the budget refused.
+    pub connects_limited: u64,
+    /// Idle connections dropped because the server closed them (or sent unasked).
+    pub stale: u64,
+    /// Extra copies of requests a libcurl pool wrote on its own (each charged to
+    /// the budget after the fact; see
+    /// [`ClientHandler::on_resent`](crate::event_loop::ClientHandler::on_resent)).
+    pub resent: u64,
+}
 
 /// The id of one accepted request, unique for the client's life.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -51,8 +88,9 @@ impl Sent {
 #[non_exhaustive]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Error {
-    /// A socket error (`errno`).
-    Io(i32),
+    /// A socket error, as the operating system reported it (`ConnectionReset`,
+    /// `BrokenPipe`, `ConnectionRefused`, `AddrNotAvailable` ...).
+    Io(std::io::ErrorKind),
     /// The server closed the connection before a complete response.
     Closed,
     /// Over TLS, the connection ended without close_notify while the body was
@@ -81,9 +119,16 @@ pub enum Error {
     /// [`crate::curl`]); nothing was sent.
     #[cfg(feature = "curl")]
     CurlResend,
-    /// libcurl failed (its `CURLcode`, or `CURLMcode` of the multi handle).
+    /// libcurl failed (see [`CurlError`]).
     #[cfg(feature = "curl")]
-    Curl(i32),
+    Curl(CurlError),
+}
+
+impl Error {
+    /// The error of a failed system call, from its `errno`.
+    pub(crate) fn os(errno: i32) -> Self {
+        Error::Io(std::io::Error::from_raw_os_error(errno).kind())
+    }
 }
 
 impl Error {
@@ -91,8 +136,10 @@ impl Error {
     /// `closed`, `truncated`, `parse`, `timeout`, `connect-timeout`, `tls` or `local-addr`.
     pub fn kind(&self) -> &'static str {
         match self {
-            Error::Io(e) if *e == libc::ECONNRESET || *e == libc::EPIPE => "reset",
-            Error::Io(e) if *e == libc::ECONNREFUSED => "refused",
+            Error::Io(std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::BrokenPipe) => {
+                "reset"
+            }
+            Error::Io(std::io::ErrorKind::ConnectionRefused) => "refused",
             Error::Io(_) => "io",
             Error::Closed => "closed",
             Error::Truncated => "truncated",
@@ -113,7 +160,7 @@ impl Error {
 impl core::fmt::Display for Error {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
-            Error::Io(e) => write!(f, "{}", std::io::Error::from_raw_os_error(*e)),
+            Error::Io(kind) => write!(f, "{kind}"),
             Error::Closed => f.write_str("connection closed before a complete response"),
             Error::Truncated => {
                 f.write_str("TLS ended without close_notify inside a body read until close")
@@ -132,7 +179,7 @@ impl core::fmt::Display for Error {
                  (curl_allow_non_idempotent_methods is off)",
             ),
             #[cfg(feature = "curl")]
-            Error::Curl(code) => write!(f, "libcurl error {code}"),
+            Error::Curl(e) => write!(f, "{e}"),
         }
     }
 }
@@ -262,4 +309,26 @@ pub struct CurlConfig {
     /// Let POST, PUT, PATCH and other non-idempotent methods through, knowing that
     /// libcurl may send them twice on its own. Off by default.
     pub curl_allow_non_idempotent_methods: bool,
+}
+
+/// How libcurl failed: a `CURLcode` of a transfer, or a `CURLMcode` of the multi
+/// handle, kept apart (the two number spaces overlap).
+#[cfg(feature = "curl")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CurlError {
+    /// A transfer's `CURLcode` (7 is `CURLE_COULDNT_CONNECT`, 28
+    /// `CURLE_OPERATION_TIMEDOUT` ...).
+    Transfer(i64),
+    /// The multi handle's `CURLMcode`.
+    Multi(i32),
+}
+
+#[cfg(feature = "curl")]
+impl core::fmt::Display for CurlError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            CurlError::Transfer(code) => write!(f, "libcurl transfer error {code}"),
+            CurlError::Multi(code) => write!(f, "libcurl multi error {code}"),
+        }
+    }
 }
