@@ -153,7 +153,11 @@ fn run(a: &Args) -> Result<(), String> {
     if let Some(bucket) = &a.clear_halt {
         let answer = shm::clear_halt(name, bucket).map_err(|e| e.to_string())?;
         println!("{answer}");
-        return if answer.starts_with("ok") { Ok(()) } else { Err(answer) };
+        return if answer.starts_with("ok") {
+            Ok(())
+        } else {
+            Err(answer)
+        };
     }
     if a.stats {
         loop {
