@@ -180,6 +180,7 @@ fn two_strategy_processes_share_one_budget_without_a_429() {
     let mid = &w[1..w.len() - 1];
     let used: u64 = mid.iter().map(|x| x.1).sum();
     let util = used as f64 / (ORDERS_1S.limit * mid.len() as u64) as f64;
+    eprintln!("a {ra}\nb {rb}\norders windows {w:?} util {util:.3}");
     assert!(util >= 0.9, "binding limit used at {util:.2}: {w:?}");
     assert!(orders.peak <= ORDERS_1S.limit, "{w:?}");
 }
@@ -195,6 +196,7 @@ fn a_client_killed_mid_flight_reads_every_outcome_when_it_attaches_again() {
     // Attached again under the same name: the region of the first life.
     let mut again = client(&["drain", &name, "k"]);
     let v = again.json("result ");
+    eprintln!("re-attached: {v}");
     assert_eq!(v["reattached"], true, "{v}");
     assert_eq!(v["in_flight_at_attach"], 5, "{v}");
     assert_eq!(v["finals"], 5, "a final event for every tag: {v}");
@@ -223,6 +225,7 @@ fn a_killed_gateway_is_seen_at_once_and_every_unknown_is_reconciled_by_a_new_one
     );
     let _gw2 = gateway(&s, &name, &[]);
     let v = c.json("result ");
+    eprintln!("lost {lost} then {v}, seen after {:?}", killed.elapsed());
     assert_eq!(v["reconciled"], 4, "every lost request queried: {v}");
     let r = s.report();
     assert_eq!(r.duplicates, 0, "never re-sent: {r:?}");
@@ -241,6 +244,7 @@ fn a_flooding_client_cannot_push_another_below_its_share() {
     no_429(&s.report());
     let sub = c["submitted"].as_u64().unwrap();
     let ok = c["applied"].as_u64().unwrap();
+    eprintln!("hog {h}\ncalm {c}");
     assert!(sub >= 10, "{c}");
     assert!(
         ok * 10 >= sub * 9,
