@@ -25,12 +25,15 @@ use ergon_venues::endpoint::{
 };
 use ergon_venues::okx::Okx;
 
+#[path = "mm_loop_shm/mod.rs"]
+mod shm;
+
 const MS: i64 = 1_000_000;
 const SEC: i64 = 1_000 * MS;
 const POLL_EVERY: i64 = 500 * MS;
 
 const USAGE: &str = "usage: mm_loop [--venue binance-spot|bybit|okx] [--base URL] \
-[--duration SECS] [--demand X] [--cpu N] [--api-key K --api-secret S] [--json] [--no-stream] [--record FILE]";
+[--duration SECS] [--demand X] [--cpu N] [--api-key K --api-secret S] [--json] [--no-stream] [--record FILE] [--gateway NAME]";
 
 /// The one warning a run without a user data stream prints.
 pub const NO_STREAM_WARNING: &str = "warning: no user data stream in the gateway (Binance \
@@ -65,6 +68,8 @@ pub struct Options {
     pub stream: bool,
     /// Record the budget's calls here as an `ergon-replay` trace (`--record FILE`).
     pub record: Option<std::path::PathBuf>,
+    /// Run through this running `ergon-gateway` instead of own connections.
+    pub gateway: Option<String>,
 }
 
 impl Default for Options {
@@ -83,6 +88,7 @@ impl Default for Options {
             sim: ergon_venue_sim::Config::binance_spot(),
             stream: true,
             record: None,
+            gateway: None,
         }
     }
 }
@@ -407,6 +413,9 @@ pub fn run(
     control: Arc<Control>,
     sim: Option<Arc<Server>>,
 ) -> Result<Summary, String> {
+    if let Some(g) = &o.gateway {
+        return shm::run(o, g);
+    }
     let symbol = match o.venue.as_str() {
         "binance-spot" | "bybit" => "BTCUSDT",
         "okx" => "BTC-USDT-SWAP",
@@ -569,6 +578,7 @@ pub fn parse_args(mut it: impl Iterator<Item = String>) -> Result<Options, Strin
             "--json" => o.json = true,
             "--no-stream" => o.stream = false,
             "--record" => o.record = Some(value()?.into()),
+            "--gateway" => o.gateway = Some(value()?),
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument {other:?}")),
         }
