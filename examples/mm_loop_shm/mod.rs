@@ -30,6 +30,7 @@ struct Remote<'s> {
     /// Orders in flight by tag, for a query if the gateway is lost.
     orders: HashMap<u64, ClientOrderId>,
     unknown: Vec<ClientOrderId>,
+    reconciling: std::collections::HashSet<u64>,
     seq: u64,
     run_tag: String,
     cycle: u64,
@@ -127,7 +128,10 @@ impl Remote<'_> {
             ShmEvent::Limited { .. } => g.limited_full += 1,
             ShmEvent::Expired { .. } => g.expired += 1,
             ShmEvent::Retrying { .. } => g.resent += 1,
-            ShmEvent::Reconciling { .. } => g.unknown += 1,
+            ShmEvent::Reconciling { .. } => {
+                g.unknown += 1;
+                self.reconciling.insert(tag);
+            }
             ShmEvent::Reconciled { found, .. } => {
                 g.reconciled += 1;
                 g.reconciled_found += u64::from(found.is_some());
@@ -137,7 +141,11 @@ impl Remote<'_> {
                 self.s.alerts += 1;
                 eprintln!("ALERT: a bucket of gateway {} halted (ban)", self.gateway);
             }
-            ShmEvent::Lost { .. } => g.unknown += 1,
+            // An unknown order (a lost read is harmless: reading again is).
+            ShmEvent::Lost { .. } if !self.reconciling.contains(&tag) => {
+                g.unknown += u64::from(self.orders.contains_key(&tag));
+            }
+            ShmEvent::Lost { .. } => {}
             ShmEvent::OpenOrders { sent_at_ns } => {
                 g.polls += 1;
                 return self.on_poll(sent_at_ns, body);
@@ -146,6 +154,7 @@ impl Remote<'_> {
         if !ev.is_final() {
             return;
         }
+        self.reconciling.remove(&tag);
         let cid = self.orders.remove(&tag);
         if let (ShmEvent::Lost { .. }, Some(cid)) = (ev, cid) {
             self.unknown.push(cid);
@@ -260,6 +269,7 @@ pub fn run(o: &Options, gateway: &str) -> Result<Summary, String> {
         quotes: Default::default(),
         orders: HashMap::new(),
         unknown: Vec::new(),
+        reconciling: Default::default(),
         seq: 0,
         run_tag: format!("g{}", std::process::id() % 100_000),
         cycle: 0,
