@@ -146,9 +146,10 @@ impl Remote<'_> {
                 g.unknown += u64::from(self.orders.contains_key(&tag));
             }
             ShmEvent::Lost { .. } => {}
-            ShmEvent::OpenOrders { sent_at_ns } => {
+            ShmEvent::OpenOrders { age_ns } => {
                 g.polls += 1;
-                return self.on_poll(sent_at_ns, body);
+                // On this process's clock, a millisecond early for the hand-over.
+                return self.on_poll(now - age_ns - MS, body);
             }
         }
         if !ev.is_final() {

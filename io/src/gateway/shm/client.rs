@@ -71,7 +71,7 @@ impl core::fmt::Debug for ShmClient {
 }
 
 fn bad(what: impl Into<String>) -> io::Error {
-    io::Error::new(io::ErrorKind::Other, what.into())
+    io::Error::other(what.into())
 }
 
 /// Sends one text command to the gateway `name` and returns its one-line answer

@@ -56,15 +56,16 @@ pub enum ShmEvent {
         tag: Tag,
         /// Why.
         why: Why,
-        /// When the same charge would pass (`i64::MAX`: never by itself).
-        ready_at_ns: i64,
+        /// In how long (from the event) the same charge would pass (`i64::MAX`:
+        /// never by itself). Relative: each process's clock has its own origin.
+        ready_in_ns: i64,
     },
-    /// Surely not run, sent again at `at_ns`.
+    /// Surely not run, sent again in `in_ns` (from the event).
     Retrying {
         /// The tag.
         tag: Tag,
-        /// When.
-        at_ns: i64,
+        /// In how long.
+        in_ns: i64,
     },
     /// Surely not run, its deadline passed.
     Expired {
@@ -86,8 +87,9 @@ pub enum ShmEvent {
     /// The gateway's poll of open orders: the body lists the open orders' client
     /// order ids, one per line.
     OpenOrders {
-        /// When the poll was sent (the gateway's monotonic clock).
-        sent_at_ns: i64,
+        /// How long before this event the poll was sent: an order that rested
+        /// before that and is not listed has ended.
+        age_ns: i64,
     },
     /// A ban halted a bucket (by its index in the gateway's budget).
     Halted {
@@ -394,13 +396,13 @@ pub fn encode_event(ev: &ShmEvent, body: &[u8], out: &mut [u8]) -> usize {
         ShmEvent::Limited {
             tag,
             why,
-            ready_at_ns,
-        } => (3, tag, ready_at_ns, why_byte(why)),
-        ShmEvent::Retrying { tag, at_ns } => (4, tag, at_ns, 0),
+            ready_in_ns,
+        } => (3, tag, ready_in_ns, why_byte(why)),
+        ShmEvent::Retrying { tag, in_ns } => (4, tag, in_ns, 0),
         ShmEvent::Expired { tag } => (5, tag, 0, 0),
         ShmEvent::Reconciling { tag } => (6, tag, 0, 0),
         ShmEvent::Reconciled { tag, found } => (7, tag, 0, state_byte(found)),
-        ShmEvent::OpenOrders { sent_at_ns } => (8, crate::gateway::OPEN_ORDERS, sent_at_ns, 0),
+        ShmEvent::OpenOrders { age_ns } => (8, crate::gateway::OPEN_ORDERS, age_ns, 0),
         ShmEvent::Halted { tag, bucket } => (9, tag, bucket as i64, 0),
         ShmEvent::Lost { tag } => (10, tag, 0, 0),
     };
@@ -443,9 +445,9 @@ pub fn decode_event(b: &[u8]) -> Result<(ShmEvent, &[u8], bool), BadMessage> {
                 4 => Why::Foreign,
                 _ => return Err(BadMessage("why")),
             },
-            ready_at_ns: a,
+            ready_in_ns: a,
         },
-        4 => ShmEvent::Retrying { tag, at_ns: a },
+        4 => ShmEvent::Retrying { tag, in_ns: a },
         5 => ShmEvent::Expired { tag },
         6 => ShmEvent::Reconciling { tag },
         7 => ShmEvent::Reconciled {
@@ -463,7 +465,7 @@ pub fn decode_event(b: &[u8]) -> Result<(ShmEvent, &[u8], bool), BadMessage> {
                 _ => return Err(BadMessage("order state")),
             },
         },
-        8 => ShmEvent::OpenOrders { sent_at_ns: a },
+        8 => ShmEvent::OpenOrders { age_ns: a },
         9 => ShmEvent::Halted {
             tag,
             bucket: usize::try_from(a).map_err(|_| BadMessage("bucket"))?,
@@ -531,14 +533,14 @@ mod tests {
             ShmEvent::Limited {
                 tag: 2,
                 why: Why::Held,
-                ready_at_ns: -5,
+                ready_in_ns: -5,
             },
             ShmEvent::Reconciled {
                 tag: 3,
                 found: Some(OrderState::PartiallyFilled),
             },
             ShmEvent::Halted { tag: 4, bucket: 7 },
-            ShmEvent::OpenOrders { sent_at_ns: 99 },
+            ShmEvent::OpenOrders { age_ns: 99 },
             ShmEvent::Lost { tag: 5 },
         ];
         let mut buf = [0u8; 64];

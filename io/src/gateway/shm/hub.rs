@@ -144,7 +144,7 @@ pub struct Hub {
 }
 
 fn owned_msg(e: &dyn core::fmt::Display) -> io::Error {
-    io::Error::new(io::ErrorKind::Other, e.to_string())
+    io::Error::other(e.to_string())
 }
 
 impl Hub {
@@ -363,9 +363,7 @@ impl Hub {
         let share = self.cfg.share?;
         let now = api.now();
         let windows = self.windows.get_or_insert_with(|| api.venue().windows());
-        let Some(c) = self.clients[k].as_mut() else {
-            return None;
-        };
+        let c = self.clients[k].as_mut()?;
         for p in parts {
             let Some(&(_, w)) = windows.iter().find(|(b, _)| *b == p.bucket) else {
                 continue;
@@ -461,7 +459,7 @@ impl Hub {
             let ev = ShmEvent::Limited {
                 tag,
                 why: Why::Full,
-                ready_at_ns: now,
+                ready_in_ns: 0,
             };
             c.push(&ev, &[]);
             return;
@@ -477,7 +475,7 @@ impl Hub {
             let ev = ShmEvent::Limited {
                 tag,
                 why: Why::Full,
-                ready_at_ns,
+                ready_in_ns: ready_at_ns - now,
             };
             c.push(&ev, &[]);
             return;
@@ -510,17 +508,20 @@ impl Hub {
                     ids.extend_from_slice(id);
                     ids.push(b'\n');
                 });
+                let age_ns = api.now() - sent_at_ns;
                 for c in self
                     .clients
                     .iter_mut()
                     .flatten()
                     .filter(|c| c.conn.is_some())
                 {
-                    c.push(&ShmEvent::OpenOrders { sent_at_ns }, &self.ids);
+                    c.push(&ShmEvent::OpenOrders { age_ns }, &self.ids);
                 }
             }
             return;
         }
+        let now = api.now();
+        let rel = |at: i64| if at == i64::MAX { at } else { at - now };
         let (k, gen, l) = ((gtag >> 48) as usize, (gtag >> 32) as u16, gtag as u32);
         let Some(c) = self.clients.get_mut(k).and_then(Option::as_mut) else {
             return;
@@ -538,16 +539,23 @@ impl Hub {
                 why, ready_at_ns, ..
             } => {
                 c.stats.limited += 1;
+                let ready_in_ns = rel(ready_at_ns);
                 (
                     ShmEvent::Limited {
                         tag,
                         why,
-                        ready_at_ns,
+                        ready_in_ns,
                     },
                     &[],
                 )
             }
-            Event::Retrying { at_ns, .. } => (ShmEvent::Retrying { tag, at_ns }, &[]),
+            Event::Retrying { at_ns, .. } => (
+                ShmEvent::Retrying {
+                    tag,
+                    in_ns: rel(at_ns),
+                },
+                &[],
+            ),
             Event::Expired { .. } => (ShmEvent::Expired { tag }, &[]),
             Event::Reconciling { .. } => (ShmEvent::Reconciling { tag }, &[]),
             Event::Reconciled { found, .. } => (ShmEvent::Reconciled { tag, found }, &[]),

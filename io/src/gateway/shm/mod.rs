@@ -74,10 +74,9 @@ pub fn read_stats(name: &str) -> std::io::Result<String> {
     let (_sock, answer, fds) = client::command(name, "stats")?;
     match (answer.starts_with("ok"), fds.first()) {
         (true, Some(fd)) => Ok(stats::read(fd)?.unwrap_or_default()),
-        _ => Err(std::io::Error::new(
-            std::io::ErrorKind::Other,
-            format!("gateway answered {answer:?}"),
-        )),
+        _ => Err(std::io::Error::other(format!(
+            "gateway answered {answer:?}"
+        ))),
     }
 }
 
