@@ -16,7 +16,7 @@ use ergon_venues::okx::Okx;
 const USAGE: &str = "usage:
   ergon-gateway --venue binance-spot|bybit|okx --base URL --api-key K --api-secret S --name NAME
                 [--cpu N] [--max-clients N] [--passphrase P] [--symbol S] [--in-flight N]
-                [--share PCT] [--keep SECS] [--busy] [--guard-ms MS]
+                [--share PCT] [--keep SECS] [--busy] [--guard-ms MS] [--journal PATH]
   ergon-gateway --stats --name NAME [--once]
   ergon-gateway clear-halt BUCKET --name NAME";
 
@@ -49,6 +49,7 @@ struct Args {
     stats: bool,
     once: bool,
     clear_halt: Option<String>,
+    journal: Option<std::path::PathBuf>,
 }
 
 fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
@@ -81,6 +82,7 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
             "--share" => a.share = Some(num(value()?, 1.0, 100.0)? / 100.0),
             "--keep" => a.keep_s = num(value()?, 0.0, 1e6)?,
             "--guard-ms" => a.guard_ms = num(value()?, 0.0, 10_000.0)? as i64,
+            "--journal" => a.journal = Some(value()?.into()),
             "--busy" => a.busy = true,
             "--stats" => a.stats = true,
             "--once" => a.once = true,
@@ -128,8 +130,10 @@ fn serve<E: Account>(a: &Args, start: &Start, keys: &Keys<'_>, symbol: &str) -> 
         in_flight: a.in_flight,
         keep_ns: (a.keep_s * 1e9) as i64,
         share: a.share,
+        journal: Some(a.journal.clone().unwrap_or_else(|| journal_path(&name))),
         ..HubConfig::default()
     };
+    let journal = cfg.journal.clone();
     let hub = Hub::bind(cfg, Some(&STOP)).map_err(|e| e.to_string())?;
     hub.attach(&mut lp).map_err(|e| e.to_string())?;
     install_sigterm();
@@ -138,7 +142,23 @@ fn serve<E: Account>(a: &Args, start: &Start, keys: &Keys<'_>, symbol: &str) -> 
     let _ = out.flush();
     gateway::run(&mut lp, gw, pool, hub, Arc::new(Control::default()))
         .map_err(|e| e.to_string())?;
+    // A clean stop settled everything in flight: nothing for a successor to query.
+    if let Some(j) = journal {
+        let _ = std::fs::remove_file(j);
+    }
     Ok(())
+}
+
+/// The journal's default place: /dev/shm (survives the process, not the host),
+/// else the temporary directory.
+fn journal_path(name: &str) -> std::path::PathBuf {
+    let dir = std::path::Path::new("/dev/shm");
+    let dir = if dir.is_dir() {
+        dir.to_path_buf()
+    } else {
+        std::env::temp_dir()
+    };
+    dir.join(format!("ergon-gateway-{name}.journal"))
 }
 
 #[allow(unsafe_code)]

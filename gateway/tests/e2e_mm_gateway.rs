@@ -45,12 +45,16 @@ fn sim(faults: bool) -> Server {
 struct Proc {
     child: Child,
     out: BufReader<ChildStdout>,
+    journal: Option<std::path::PathBuf>,
 }
 
 impl Drop for Proc {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        if let Some(j) = &self.journal {
+            let _ = std::fs::remove_file(j);
+        }
     }
 }
 
@@ -73,6 +77,11 @@ impl Proc {
     }
 }
 
+/// The gateway's journal for this test (a restarted gateway reads the same one).
+fn journal(name: &str) -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("ergon-test-{name}.journal"))
+}
+
 fn gateway(s: &Server, name: &str) -> Proc {
     let c = s.config();
     let a = &c.accounts[0];
@@ -91,7 +100,11 @@ fn gateway(s: &Server, name: &str) -> Proc {
         .spawn()
         .expect("spawn ergon-gateway");
     let out = BufReader::new(child.stdout.take().expect("stdout"));
-    let mut p = Proc { child, out };
+    let mut p = Proc {
+        child,
+        out,
+        journal: Some(journal(name)),
+    };
     assert_eq!(p.line("ready"), name);
     p
 }
@@ -107,7 +120,11 @@ fn spawn_mm(name: &str, secs: u32) -> Proc {
         .spawn()
         .expect("spawn mm_loop");
     let out = BufReader::new(child.stdout.take().expect("stdout"));
-    Proc { child, out }
+    Proc {
+        child,
+        out,
+        journal: None,
+    }
 }
 
 fn result(p: &mut Proc) -> Value {

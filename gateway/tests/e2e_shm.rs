@@ -10,11 +10,13 @@
 //!    it had in flight; the emulator executed nothing twice.
 //! 3. The gateway SIGKILLed under load: the client reports every request in
 //!    flight as Lost at once, attaches to a restarted gateway and reconciles
-//!    each one by client order id (a query, never a re-send): no duplicate.
+//!    each one by client order id (a query, never a re-send): no duplicate. The
+//!    restarted gateway itself queried every order its journal held first.
 //! 4. Shares: with `--share 50`, a client that floods cannot push a client that
 //!    stays under its share below its demand.
 //! 5. The command line: bad flags are an error and exit 2; `--stats` names each
-//!    client; `clear-halt` of a bucket that is not halted is refused.
+//!    client; `clear-halt` of a bucket that is not halted is refused; SIGTERM
+//!    exits 0.
 //!
 //! No test sleeps to let time pass for a verdict: each waits on `ready NAME`, on
 //! a client's output lines, or on process exit. Clients pace their offered load
@@ -53,13 +55,20 @@ fn sim(delay_all_orders_ms: Option<u64>) -> Server {
 struct Gw {
     child: Child,
     _out: BufReader<ChildStdout>,
+    name: String,
 }
 
 impl Drop for Gw {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        let _ = std::fs::remove_file(journal(&self.name));
     }
+}
+
+/// The gateway's journal for this test (a restarted gateway reads the same one).
+fn journal(name: &str) -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("ergon-test-{name}.journal"))
 }
 
 fn gateway(s: &Server, name: &str, extra: &[&str]) -> Gw {
@@ -88,7 +97,11 @@ fn gateway(s: &Server, name: &str, extra: &[&str]) -> Gw {
         format!("ready {name}"),
         "the gateway's first line"
     );
-    Gw { child, _out: out }
+    Gw {
+        child,
+        _out: out,
+        name: name.to_string(),
+    }
 }
 
 /// A client process: this binary in the `role` test with its arguments.
@@ -213,6 +226,12 @@ fn a_killed_gateway_is_seen_at_once_and_every_unknown_is_reconciled_by_a_new_one
     let mut gw = gateway(&s, &name, &[]);
     let mut c = client(&["survive", &name, "s", "4"]);
     assert_eq!(c.line("submitted "), "4");
+    // The four orders are at the venue (held there): in the gateway's journal.
+    let until = Instant::now() + Duration::from_secs(30);
+    while s.report().faults.delay < 4 {
+        assert!(Instant::now() < until, "the orders never reached the venue");
+        std::thread::sleep(Duration::from_millis(1));
+    }
     let killed = Instant::now();
     sigkill(&mut gw.child);
     let lost = c.json("lost ");
@@ -227,6 +246,24 @@ fn a_killed_gateway_is_seen_at_once_and_every_unknown_is_reconciled_by_a_new_one
     let v = c.json("result ");
     eprintln!("lost {lost} then {v}, seen after {:?}", killed.elapsed());
     assert_eq!(v["reconciled"], 4, "every lost request queried: {v}");
+    // The restarted gateway queried, from its journal, every order the dead one
+    // had in flight, before it took the client's queries.
+    // (The snapshot is republished every 100 ms: read until it is this one's.)
+    let until = Instant::now() + Duration::from_secs(30);
+    let stats = loop {
+        let o = Command::new(env!("CARGO_BIN_EXE_ergon-gateway"))
+            .args(["--stats", "--once", "--name", &name])
+            .output()
+            .expect("stats");
+        let text = String::from_utf8_lossy(&o.stdout).into_owned();
+        if text.contains(" recovering=0 ") || Instant::now() > until {
+            break text;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    eprintln!("{stats}");
+    assert!(stats.contains(" recovered=4 "), "{stats}");
+    assert!(stats.contains(" journal_live=0 "), "{stats}");
     let r = s.report();
     assert_eq!(r.duplicates, 0, "never re-sent: {r:?}");
     assert!(r.executions <= 4, "{r:?}");
@@ -287,7 +324,7 @@ fn the_command_line_refuses_bad_flags_and_serves_stats_and_clear_halt() {
     }
     let s = sim(None);
     let name = unique("cli");
-    let _gw = gateway(&s, &name, &[]);
+    let mut gw = gateway(&s, &name, &[]);
     let mut c = client(&["flood", &name, "statsme", "1500", "2"]);
     let _ = c.json("result ");
     let o = Command::new(bin)
@@ -304,6 +341,16 @@ fn the_command_line_refuses_bad_flags_and_serves_stats_and_clear_halt() {
         .expect("run");
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stdout).contains("not halted"));
+    // SIGTERM: stop accepting, settle what is in flight, exit 0; a clean stop
+    // leaves no journal behind.
+    let pid = gw.child.id().to_string();
+    assert!(Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("kill")
+        .success());
+    assert_eq!(gw.child.wait().expect("wait").code(), Some(0));
+    assert!(!journal(&name).exists());
 }
 
 // ---- the client role: run as `role` by the tests above ----

@@ -9,9 +9,10 @@ use std::sync::atomic::{fence, AtomicBool, Ordering};
 
 use arrayvec::ArrayVec;
 use ergon_core::{BucketId, Class, Part, Why};
-use ergon_venues::endpoint::Prepared;
+use ergon_venues::endpoint::{ClientOrderId, OrderRef, Prepared, Symbol};
 
 use super::codec::{decode_call, encode_event, BadMessage, Call, ShmEvent};
+use super::journal::{Found, Journal};
 use super::os::{self, Epoll, Recv};
 use super::region::{Region, SUBMIT_SLOT};
 use super::stats::StatsWriter;
@@ -23,6 +24,8 @@ use crate::gateway::{Account, Api, Event, Strategy, Tag, OPEN_ORDERS};
 pub const HUB_TOKEN: u64 = (1 << 62) + 2;
 
 const LISTENER: u64 = 0;
+/// The tag bit of the queries of what a dead gateway left in flight.
+const RECOVER: u64 = 1 << 47;
 const DOORBELL: u64 = 1;
 const CONN0: u64 = 16;
 const MS: i64 = 1_000_000;
@@ -44,6 +47,9 @@ pub struct HubConfig {
     pub share: Option<f64>,
     /// Submits taken from one client per loop turn (round robin between clients).
     pub per_turn: usize,
+    /// The journal of orders in flight (see the module's crash cases): written
+    /// before each new order is sent, read by the next gateway on the same file.
+    pub journal: Option<std::path::PathBuf>,
 }
 
 impl Default for HubConfig {
@@ -55,6 +61,7 @@ impl Default for HubConfig {
             keep_ns: 300_000 * MS,
             share: None,
             per_turn: 16,
+            journal: None,
         }
     }
 }
@@ -91,10 +98,14 @@ struct Client {
     events: ShmProducer,
     /// Local id -> the client's tag, for requests in flight.
     tags: Vec<Option<Tag>>,
+    /// Local id -> its journal entry (new orders only).
+    journal: Vec<Option<u32>>,
     free: Vec<u32>,
     detached_at: Option<i64>,
-    /// Per bucket index: (window start, units used in it) for the share ceiling.
-    used: Vec<(i64, u64)>,
+    /// Per bucket index, for the share ceiling: its charges over the bucket's
+    /// last window (time, units; a sliding window, as the budget counts) and
+    /// their sum.
+    used: Vec<Use>,
     stats: ClientStats,
 }
 
@@ -113,6 +124,25 @@ impl Client {
             if self.region.header().client_sleeping.load(Ordering::Relaxed) != 0 {
                 os::signal(self.wake.as_raw_fd());
             }
+        }
+    }
+}
+
+#[derive(Clone, Default)]
+struct Use {
+    charges: std::collections::VecDeque<(i64, u32)>,
+    sum: u64,
+}
+
+impl Use {
+    /// Drops the charges that left the window ending at `now`.
+    fn evict(&mut self, now: i64, w: i64) {
+        while let Some(&(t, c)) = self.charges.front() {
+            if t > now - w {
+                break;
+            }
+            self.charges.pop_front();
+            self.sum -= u64::from(c);
         }
     }
 }
@@ -141,6 +171,12 @@ pub struct Hub {
     stopping: bool,
     next_client: usize,
     timer_at: i64,
+    journal: Option<Journal>,
+    /// Orders a dead gateway left in flight, still to query (entry, order).
+    recover: Vec<(u32, Found)>,
+    recover_in_flight: usize,
+    /// Orders of a dead gateway queried (and of them, found at the venue).
+    pub recovered: (u64, u64),
 }
 
 fn owned_msg(e: &dyn core::fmt::Display) -> io::Error {
@@ -171,6 +207,14 @@ impl Hub {
         let doorbell = os::eventfd()?;
         ep.add(doorbell.as_raw_fd(), DOORBELL)?;
         let stats = StatsWriter::create(&cfg.name)?;
+        let (journal, recover) = match &cfg.journal {
+            Some(path) => {
+                let (j, live) = Journal::open(path, cfg.max_clients * cfg.in_flight)
+                    .map_err(|e| owned_msg(&format!("journal {}: {e}", path.display())))?;
+                (Some(j), live)
+            }
+            None => (None, Vec::new()),
+        };
         Ok(Hub {
             clients: (0..cfg.max_clients).map(|_| None).collect(),
             gens: vec![0; cfg.max_clients],
@@ -189,6 +233,10 @@ impl Hub {
             stopping: false,
             next_client: 0,
             timer_at: 0,
+            journal,
+            recover,
+            recover_in_flight: 0,
+            recovered: (0, 0),
         })
     }
 
@@ -329,7 +377,8 @@ impl Hub {
 
     fn new_client(&mut self, k: usize, name: &str) -> io::Result<Client> {
         let (memfd, region) = Region::create(name, self.cfg.in_flight)?;
-        self.gens[k] = self.gens[k].wrapping_add(1);
+        // 15 bits: bit 47 of a tag is RECOVER.
+        self.gens[k] = (self.gens[k] + 1) & 0x7fff;
         Ok(Client {
             name: name.to_string(),
             gen: self.gens[k],
@@ -339,6 +388,7 @@ impl Hub {
             submit: region.submit_consumer()?,
             events: region.event_producer()?,
             tags: vec![None; self.cfg.in_flight],
+            journal: vec![None; self.cfg.in_flight],
             free: (0..self.cfg.in_flight as u32).rev().collect(),
             region,
             detached_at: None,
@@ -373,17 +423,25 @@ impl Hub {
             let cap = ((limit as f64) * share).floor() as u64;
             let i = p.bucket.index();
             if c.used.len() <= i {
-                c.used.resize(i + 1, (i64::MIN, 0));
+                c.used.resize(i + 1, Use::default());
             }
-            let start = now - now.rem_euclid(w);
-            let e = &mut c.used[i];
-            if e.0 != start {
-                *e = (start, 0);
-            }
+            let u = &mut c.used[i];
+            u.evict(now, w);
             if commit {
-                e.1 += u64::from(p.cost);
-            } else if e.1 + u64::from(p.cost) > cap {
-                return Some(start + w);
+                u.charges.push_back((now, p.cost));
+                u.sum += u64::from(p.cost);
+            } else if u.sum + u64::from(p.cost) > cap {
+                // Room again once the oldest charges leave the window.
+                let mut need = u.sum + u64::from(p.cost) - cap;
+                let mut at = now;
+                for &(t, c) in &u.charges {
+                    at = t + w;
+                    need = need.saturating_sub(u64::from(c));
+                    if need == 0 {
+                        break;
+                    }
+                }
+                return Some(at);
             }
         }
         None
@@ -480,8 +538,18 @@ impl Hub {
             c.push(&ev, &[]);
             return;
         }
+        let new = match call {
+            Call::NewOrder(o) => Some(o),
+            Call::CancelReplace(c) => Some(&c.new),
+            _ => None,
+        };
+        let entry = match (&mut self.journal, new) {
+            (Some(j), Some(o)) => j.record(o.symbol.as_str(), o.client_order_id.as_str()),
+            _ => None,
+        };
         if let Some(c) = self.clients[k].as_mut() {
             c.tags[l as usize] = Some(tag);
+            c.journal[l as usize] = entry;
         }
         match api.submit(&mut self.req, class, Self::tag_of(k, gen, l)) {
             Ok(()) => {
@@ -517,6 +585,22 @@ impl Hub {
                 {
                     c.push(&ShmEvent::OpenOrders { age_ns }, &self.ids);
                 }
+            }
+            return;
+        }
+        if gtag & RECOVER != 0 && gtag != OPEN_ORDERS {
+            if ev.is_final() {
+                if let Some(j) = &mut self.journal {
+                    j.clear(gtag as u32);
+                }
+                self.recover_in_flight = self.recover_in_flight.saturating_sub(1);
+                self.recovered.0 += 1;
+                let found = match ev {
+                    Event::Applied { .. } => true,
+                    Event::Reconciled { found, .. } => found.is_some(),
+                    _ => false,
+                };
+                self.recovered.1 += u64::from(found);
             }
             return;
         }
@@ -569,11 +653,53 @@ impl Hub {
             Event::OpenOrders { .. } => return,
         };
         if sev.is_final() {
+            if let (Some(j), Some(e)) = (&mut self.journal, c.journal[l as usize].take()) {
+                j.clear(e);
+            }
             c.tags[l as usize] = None;
             c.free.push(l);
             c.stats.finals += 1;
         }
         c.push(&sev, body);
+    }
+
+    /// Queries each order a dead gateway left in flight (by client order id).
+    fn recover<E: Account>(&mut self, api: &mut Api<'_, '_, E>) {
+        while let Some((i, f)) = self.recover.pop() {
+            let now = api.now();
+            let (Ok(symbol), Ok(id)) = (Symbol::new(&f.symbol), ClientOrderId::new(&f.id)) else {
+                if let Some(j) = &mut self.journal {
+                    j.clear(i);
+                }
+                continue;
+            };
+            let it = OrderRef {
+                symbol,
+                client_order_id: id,
+            };
+            if api
+                .venue_mut()
+                .query_order(&mut self.req, &it, now)
+                .is_err()
+            {
+                if let Some(j) = &mut self.journal {
+                    j.clear(i);
+                }
+                continue;
+            }
+            match api.submit(&mut self.req, Class::Urgent, RECOVER | u64::from(i)) {
+                Ok(()) => self.recover_in_flight += 1,
+                Err(Event::Limited { .. }) => {
+                    // No room now: again next turn.
+                    self.recover.push((i, f));
+                    return;
+                }
+                Err(ev) => {
+                    self.recover_in_flight += 1;
+                    self.route(api, ev);
+                }
+            }
+        }
     }
 
     fn publish<E: Account>(&mut self, api: &mut Api<'_, '_, E>) {
@@ -585,8 +711,12 @@ impl Hub {
         let mut text = String::with_capacity(2048);
         let g = *api.stats();
         text += &format!(
-            "gateway {} in_flight={} sent={} applied={} rejected={} unknown={} reconciled={} throttled={} banned={}\n",
+            "gateway {} journal_live={} recovering={} recovered={} recovered_found={} in_flight={} sent={} applied={} rejected={} unknown={} reconciled={} throttled={} banned={}\n",
             self.cfg.name,
+            self.journal.as_ref().map_or(0, Journal::live),
+            self.recover.len() + self.recover_in_flight,
+            self.recovered.0,
+            self.recovered.1,
             api.in_flight(),
             g.sent,
             g.applied,
@@ -626,16 +756,22 @@ impl Hub {
                 s.finals,
                 s.lost_events
             );
-            for (i, (start, used)) in c.used.iter().enumerate() {
+            for (i, u) in c.used.iter().enumerate() {
                 let Some(&id) = ids.get(i) else { continue };
                 let w = self
                     .windows
                     .as_ref()
                     .and_then(|ws| ws.iter().find(|(b, _)| *b == id))
                     .map_or(1, |x| x.1);
-                if *start + w > now && *used > 0 {
+                let used: u64 = u
+                    .charges
+                    .iter()
+                    .filter(|(t, _)| *t > now - w)
+                    .map(|(_, c)| u64::from(*c))
+                    .sum();
+                if used > 0 {
                     let limit = b.stats(id).map_or(1, |s| s.limit.max(1));
-                    let pct = *used as f64 * 100.0 / limit as f64;
+                    let pct = used as f64 * 100.0 / limit as f64;
                     text += &format!(" {}={pct:.0}%", b.name(id).unwrap_or("?"));
                 }
             }
@@ -667,10 +803,13 @@ impl<E: Account> Strategy<E> for Hub {
         for c in self.clients.iter().flatten() {
             c.region.header().gw_sleeping.store(0, Ordering::Relaxed);
         }
+        self.recover(api);
         let n = self.clients.len();
+        // What a dead gateway left in flight is settled before any new submit.
+        let recovering = !self.recover.is_empty() || self.recover_in_flight > 0;
         for j in 0..n {
             let k = (self.next_client + j) % n;
-            if self.clients[k].is_some() {
+            if self.clients[k].is_some() && !recovering {
                 self.take_submits(api, k);
             }
         }

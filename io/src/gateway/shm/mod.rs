@@ -47,18 +47,23 @@
 //!   without waiting). [`ShmClient::poll`] hands out the events still in the ring,
 //!   then one [`ShmEvent::Lost`] per request in flight: its outcome is unknown,
 //!   to be queried by client order id ([`Call::Query`]) through a new gateway,
-//!   never re-sent.
+//!   never re-sent. The gateway itself writes each new order's symbol and client
+//!   order id into its journal ([`HubConfig::journal`], a file mapped shared)
+//!   before sending it and clears it at the final event; a gateway started on the
+//!   same journal queries every order left in it before it takes any new submit.
 //!
 //! # Fair shares
 //!
 //! [`HubConfig::share`]: each client may use at most this fraction of every
-//! bucket's limit per window (a fixed window aligned to the bucket's length);
+//! bucket's limit in any window of the bucket's length (a sliding window of the
+//! client's own charges);
 //! over it, its call is [`ShmEvent::Limited`] locally and nothing is charged, so a
 //! runaway client cannot take the others' part. The stats name each client's use.
 
 mod client;
 mod codec;
 mod hub;
+mod journal;
 mod os;
 mod region;
 mod stats;
