@@ -251,6 +251,13 @@ impl ShmProducer {
         Ok(())
     }
 
+    /// Slots free now (reads the consumer's head; 0 if it is out of range).
+    pub fn free(&self) -> usize {
+        let head = self.raw.idx().head.load(Ordering::Acquire);
+        let used = self.tail.wrapping_sub(head);
+        self.raw.cap.saturating_sub(used) as usize
+    }
+
     /// Whether the consumer has taken everything published (reads its head).
     pub fn drained(&self) -> bool {
         self.raw.idx().head.load(Ordering::Acquire) == self.tail
@@ -417,6 +424,7 @@ mod tests {
             .unwrap();
         }
         assert_eq!(p.push(|_| 1), Err(PushError::Full));
+        assert_eq!(p.free(), 0);
         for i in 0..4u8 {
             assert_eq!(c.pop(|b| b.to_vec()).unwrap(), Some(vec![i]));
         }

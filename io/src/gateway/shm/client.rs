@@ -83,6 +83,10 @@ pub(crate) fn command(name: &str, cmd: &str) -> io::Result<(OwnedFd, String, Vec
         ))
     })?;
     os::send_fds(sock.as_raw_fd(), cmd.as_bytes(), &[])?;
+    // A gateway answers from its loop at once; one that does not is wedged.
+    if os::poll_fds([sock.as_raw_fd()], 10_000)[0] == 0 {
+        return Err(bad(format!("gateway {name:?} did not answer in 10 s")));
+    }
     let mut buf = [0u8; 512];
     match os::recv_fds(sock.as_raw_fd(), &mut buf)? {
         os::Recv::Msg(n, fds) => {

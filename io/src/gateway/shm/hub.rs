@@ -301,7 +301,7 @@ impl Hub {
         let text = String::from_utf8_lossy(&buf[..n]).into_owned();
         let mut words = text.split_whitespace();
         match (words.next(), words.next()) {
-            (Some("attach"), Some(name)) if !self.stopping => self.attach_client(i, name, now),
+            (Some("attach"), Some(name)) if !self.stopping => self.attach_client(i, name),
             (Some("attach"), _) => self.answer(i, "err stopping or no name"),
             (Some("stats"), _) => {
                 if let Some(c) = self.conns[i].as_ref() {
@@ -332,7 +332,7 @@ impl Hub {
         }
     }
 
-    fn attach_client(&mut self, i: usize, name: &str, now: i64) {
+    fn attach_client(&mut self, i: usize, name: &str) {
         let found = self
             .clients
             .iter()
@@ -359,7 +359,6 @@ impl Hub {
         c.conn = Some(i);
         c.detached_at = None;
         c.stats.attaches += 1;
-        let _ = now;
         if let Some(conn) = self.conns[i].as_mut() {
             conn.client = Some(k);
             let word = if again { "reattached" } else { "new" };
@@ -581,7 +580,10 @@ impl Hub {
                     .clients
                     .iter_mut()
                     .flatten()
-                    .filter(|c| c.conn.is_some())
+                    // Only into room beyond what its requests in flight may need
+                    // (three events each): a client that does not read misses polls,
+                    // never an event of its own.
+                    .filter(|c| c.conn.is_some() && c.events.free() > 3 * c.tags.len())
                 {
                     c.push(&ShmEvent::OpenOrders { age_ns }, &self.ids);
                 }

@@ -8,7 +8,7 @@
 //! (`SOCK_SEQPACKET`; abstract: no file to clean up, gone with the process, so a
 //! restarted gateway binds again at once). A client sends `attach CLIENT`; the
 //! gateway answers `ok new N` or `ok reattached N` with three descriptors
-//! (SCM_RIGHTS): the client's region (a memfd, see [`region`](self) layout below),
+//! (SCM_RIGHTS): the client's region (a memfd, laid out as below),
 //! the doorbell eventfd the client writes when the gateway's loop is parked, and
 //! the client's own wake eventfd. The connection then stays open for the client's
 //! life: its hang-up is how each side learns the other is gone.
