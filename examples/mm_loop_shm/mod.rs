@@ -68,7 +68,10 @@ impl Remote<'_> {
             side,
             order_type: ty,
             price: price.and_then(|p| Decimal::new(p).ok()),
-            quantity: Decimal::new(qty).unwrap_or(Decimal::new("0").expect("0")),
+            quantity: match Decimal::new(qty) {
+                Ok(d) => d,
+                Err(_) => return,
+            },
             client_order_id: cid,
             reduce_only: false,
         };
@@ -161,9 +164,21 @@ impl Remote<'_> {
             self.unknown.push(cid);
         }
         match tag & KIND {
+            // A query lost with its gateway: asked again after the next attach.
+            RECON if matches!(ev, ShmEvent::Lost { .. }) => {}
             RECON => {
+                let found = matches!(ev, ShmEvent::Applied { .. });
                 self.s.gw.reconciled += 1;
-                self.s.gw.reconciled_found += u64::from(matches!(ev, ShmEvent::Applied { .. }));
+                self.s.gw.reconciled_found += u64::from(found);
+                // Found: it may rest unmanaged; cancel it (refused if it ended).
+                if let (true, Some(cid)) = (found, cid) {
+                    let it = OrderRef {
+                        symbol: self.symbol,
+                        client_order_id: cid,
+                    };
+                    let t = self.tag(CANCEL);
+                    self.submit(&Call::Cancel(it), Normal, t);
+                }
             }
             QUOTE => {
                 let slot = ((tag >> 48) & 1) as usize;
@@ -242,7 +257,9 @@ impl Remote<'_> {
                 client_order_id: cid,
             };
             let t = self.tag(RECON);
-            self.submit(&Call::Query(it), Urgent, t);
+            if self.submit(&Call::Query(it), Urgent, t) {
+                self.orders.insert(t, cid);
+            }
         }
         Ok(())
     }
