@@ -13,7 +13,10 @@
 //! the eventfd handshake, `boundary::wake`: the same flag-then-eventfd protocol the
 //! shared regions use). One-way = the strategy's clock at submit to the loop's
 //! clock when it has decoded the call (the same monotonic clock on one host);
-//! round trip = submit to the event decoded back. Beside them: one `write` of a
+//! round trip = submit to the event decoded back. In both, the loop side then
+//! does what the gateway does before its `write`: Binance Spot's endpoint
+//! prepares and signs the order (HMAC-SHA256) and the budget charges it, so
+//! one-way is submit in the strategy → the request ready for `write`. Beside them: one `write` of a
 //! 200-byte request on a loopback TCP connection (what comes after, and
 //! dominates). The two sides are two threads on two cores: shared memory between
 //! processes is the same cache lines as between threads.
@@ -24,7 +27,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread;
 
-use ergon_core::Class;
+use ergon_core::{Budget, Class};
 use ergon_io::boundary::ring::bounded;
 use ergon_io::boundary::shm_ring::heap;
 use ergon_io::boundary::wake::pair;
@@ -32,9 +35,13 @@ use ergon_io::clock::now_ns;
 use ergon_io::gateway::shm::{
     decode_call, decode_event, encode_call, encode_event, Call, ShmEvent,
 };
+use ergon_io::gateway::{Account, Boot, Keys};
+use ergon_venues::adapt::Clock;
+use ergon_venues::binance_spot::BinanceSpot;
 use ergon_venues::endpoint::{
     ClientOrderId, Decimal, NewOrder, OrderType, Side, Symbol, TimeInForce,
 };
+use ergon_venues::endpoint::{Endpoints, Prepared};
 
 fn order() -> NewOrder<'static> {
     NewOrder {
@@ -45,6 +52,52 @@ fn order() -> NewOrder<'static> {
         quantity: Decimal::new("0.010").unwrap(),
         client_order_id: ClientOrderId::new("mm12345q678").unwrap(),
         reduce_only: false,
+    }
+}
+
+/// What the gateway's loop does with a call before its `write`: Binance Spot's
+/// endpoint prepares and signs it (HMAC-SHA256), the budget charges it (refunded
+/// here, so the bench never runs out).
+struct Loop {
+    venue: BinanceSpot,
+    budget: Budget,
+    req: Prepared,
+}
+
+impl Loop {
+    fn new() -> Loop {
+        let info = br#"{"rateLimits":[
+            {"rateLimitType":"REQUEST_WEIGHT","interval":"MINUTE","intervalNum":1,"limit":6000},
+            {"rateLimitType":"ORDERS","interval":"SECOND","intervalNum":10,"limit":100},
+            {"rateLimitType":"ORDERS","interval":"DAY","intervalNum":1,"limit":200000}]}"#;
+        let boot = Boot {
+            clock: Clock::anchor(0, 1_790_000_000_000),
+            limits: Some(info.to_vec()),
+        };
+        let keys = Keys {
+            api_key: "bench-key",
+            secret: b"bench-secret",
+            passphrase: None,
+        };
+        let mut b = Budget::builder();
+        let venue = BinanceSpot::declare(&boot, &mut b, &keys, 30_000_000).unwrap();
+        Loop {
+            venue,
+            budget: b.build(0).unwrap(),
+            req: Prepared::with_capacity(1024),
+        }
+    }
+
+    /// Prepares, signs and charges `o`: the request is ready for `write`.
+    fn ready(&mut self, o: &NewOrder<'_>) {
+        let now = now_ns();
+        self.venue.new_order(&mut self.req, o, now).unwrap();
+        let t = self
+            .budget
+            .try_charge(self.req.parts(), Class::Normal, now)
+            .unwrap();
+        std::hint::black_box(self.req.target());
+        self.budget.refund(t, now).unwrap();
     }
 }
 
@@ -78,6 +131,7 @@ fn shm(n: usize, parked: bool) -> Run {
     let st = stop.clone();
     let server = thread::spawn(move || {
         let mut one_way = Vec::with_capacity(n);
+        let mut lp = Loop::new();
         let mut buf = [0u8; 256];
         while !st.load(Ordering::Relaxed) {
             let got = sub_c
@@ -95,7 +149,7 @@ fn shm(n: usize, parked: bool) -> Run {
             };
             let (call, _, tag) = decode_call(&buf[..len]).unwrap();
             let Call::NewOrder(o) = call else { panic!() };
-            std::hint::black_box(o);
+            lp.ready(&o);
             one_way.push(now_ns() - tag as i64);
             ev_p.push(|s| encode_event(&ShmEvent::Applied { tag }, &[], s))
                 .unwrap();
@@ -140,6 +194,7 @@ fn in_process(n: usize, parked: bool) -> Run {
     let st = stop.clone();
     let server = thread::spawn(move || {
         let mut one_way = Vec::with_capacity(n);
+        let mut lp = Loop::new();
         while !st.load(Ordering::Relaxed) {
             let Some((o, _, tag)) = sub_c.pop() else {
                 if parked && parker.prepare_park(|| sub_c.ready() || st.load(Ordering::Relaxed)) {
@@ -148,7 +203,7 @@ fn in_process(n: usize, parked: bool) -> Run {
                 }
                 continue;
             };
-            std::hint::black_box(o);
+            lp.ready(&o);
             one_way.push(now_ns() - tag as i64);
             // remote.rs hands an owned body back (empty for a place's event here).
             ev_p.push((tag, Vec::new())).unwrap();
