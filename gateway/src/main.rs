@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+use ergon_io::core::Class;
 use ergon_io::gateway::shm::{self, Hub, HubConfig};
 use ergon_io::gateway::{self, Account, Control, Gateway, Keys, Start};
 use ergon_venues::binance_spot::BinanceSpot;
@@ -17,6 +18,7 @@ const USAGE: &str = "usage:
   ergon-gateway --venue binance-spot|bybit|okx --base URL --api-key K --api-secret S --name NAME
                 [--cpu N] [--max-clients N] [--passphrase P] [--symbol S] [--in-flight N]
                 [--share PCT] [--keep SECS] [--busy] [--guard-ms MS] [--journal PATH]
+                [--class-ceiling urgent|normal|bulk]
   ergon-gateway --stats --name NAME [--once]
   ergon-gateway clear-halt BUCKET --name NAME";
 
@@ -50,6 +52,7 @@ struct Args {
     once: bool,
     clear_halt: Option<String>,
     journal: Option<std::path::PathBuf>,
+    class_ceiling: Option<Class>,
 }
 
 fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
@@ -83,6 +86,14 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
             "--keep" => a.keep_s = num(value()?, 0.0, 1e6)?,
             "--guard-ms" => a.guard_ms = num(value()?, 0.0, 10_000.0)? as i64,
             "--journal" => a.journal = Some(value()?.into()),
+            "--class-ceiling" => {
+                a.class_ceiling = match value()?.as_str() {
+                    "urgent" => None,
+                    "normal" => Some(Class::Normal),
+                    "bulk" => Some(Class::Bulk),
+                    v => return Err(format!("--class-ceiling {v:?}: urgent, normal or bulk")),
+                }
+            }
             "--busy" => a.busy = true,
             "--stats" => a.stats = true,
             "--once" => a.once = true,
@@ -130,6 +141,7 @@ fn serve<E: Account>(a: &Args, start: &Start, keys: &Keys<'_>, symbol: &str) -> 
         in_flight: a.in_flight,
         keep_ns: (a.keep_s * 1e9) as i64,
         share: a.share,
+        class_ceiling: a.class_ceiling,
         journal: Some(a.journal.clone().unwrap_or_else(|| journal_path(&name))),
         ..HubConfig::default()
     };

@@ -14,7 +14,9 @@
 //!    restarted gateway itself queried every order its journal held first.
 //! 4. Shares: with `--share 50`, a client that floods cannot push a client that
 //!    stays under its share below its demand.
-//! 5. The command line: bad flags are an error and exit 2; `--stats` names each
+//! 5. A class ceiling: a client's Urgent calls charged as Bulk stay out of the
+//!    headroom the budget keeps for more urgent ones.
+//! 6. The command line: bad flags are an error and exit 2; `--stats` names each
 //!    client; `clear-halt` of a bucket that is not halted is refused; SIGTERM
 //!    exits 0.
 //!
@@ -294,6 +296,29 @@ fn a_flooding_client_cannot_push_another_below_its_share() {
 }
 
 #[test]
+fn a_class_ceiling_keeps_a_clients_urgent_calls_out_of_the_headroom() {
+    // Bulk may not use the last fifth of a limit (Binance Spot's headroom): with
+    // the ceiling at bulk, a client flooding Urgent orders gets 8 of the 10 orders
+    // a second, never the last 2.
+    let s = sim(None);
+    let name = unique("ceiling");
+    let _gw = gateway(&s, &name, &["--class-ceiling", "bulk"]);
+    let mut c = client(&["flood", &name, "u", "5000", "0", "urgent"]);
+    let v = c.json("result ");
+    let r = s.report();
+    no_429(&r);
+    let orders = r
+        .limits
+        .iter()
+        .find(|l| l.rate_limit == ORDERS_1S)
+        .expect("limit");
+    eprintln!("{v}\norders windows {:?}", orders.windows);
+    assert!(v["applied"].as_u64().unwrap() > 10, "{v}");
+    // Urgent would reach 10; charged as Bulk, 8 at most (and used: not below 7).
+    assert!((7..=8).contains(&orders.peak), "{:?}", orders.windows);
+}
+
+#[test]
 fn the_command_line_refuses_bad_flags_and_serves_stats_and_clear_halt() {
     let bin = env!("CARGO_BIN_EXE_ergon-gateway");
     for args in [
@@ -312,6 +337,7 @@ fn the_command_line_refuses_bad_flags_and_serves_stats_and_clear_halt() {
         ],
         &["--name", "x", "--cpu", "minus-one"],
         &["--bogus"],
+        &["--name", "x", "--class-ceiling", "top"],
         &[],
     ] {
         let o = Command::new(bin).args(args).output().expect("run");
@@ -430,6 +456,10 @@ fn role() {
         "flood" => {
             let ms: u64 = a[3].parse().expect("ms");
             let rate: u64 = a[4].parse().expect("rate");
+            let class = match a.get(5) {
+                Some(&"urgent") => Class::Urgent,
+                _ => Class::Normal,
+            };
             let start = Instant::now();
             let end = start + Duration::from_millis(ms);
             let mut seq = 0u64;
@@ -438,7 +468,7 @@ fn role() {
                 if due {
                     seq += 1;
                     let id = format!("{run}x{seq}");
-                    match c.submit(&Call::NewOrder(order(symbol, &id)), Class::Normal, seq) {
+                    match c.submit(&Call::NewOrder(order(symbol, &id)), class, seq) {
                         Ok(()) => n.submitted += 1,
                         Err(SubmitError::Busy | SubmitError::Full) => seq -= 1,
                         Err(e) => panic!("submit: {e}"),

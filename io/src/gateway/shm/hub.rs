@@ -45,6 +45,10 @@ pub struct HubConfig {
     /// Each client's ceiling, as a fraction of every bucket's limit per window
     /// (None: no ceiling beyond the budget's own).
     pub share: Option<f64>,
+    /// The most privileged class a client may use: a call of a higher class is
+    /// charged as this one (None: any; `Some(Class::Normal)` keeps the Urgent
+    /// headroom for the gateway's own reconcile queries).
+    pub class_ceiling: Option<Class>,
     /// Submits taken from one client per loop turn (round robin between clients).
     pub per_turn: usize,
     /// The journal of orders in flight (see the module's crash cases): written
@@ -61,6 +65,7 @@ impl Default for HubConfig {
             keep_ns: 300_000 * MS,
             share: None,
             per_turn: 16,
+            class_ceiling: None,
             journal: None,
         }
     }
@@ -476,6 +481,11 @@ impl Hub {
                     c.stats.bad += 1;
                     continue;
                 }
+            };
+            // Urgent = 0 < Normal = 1 < Bulk = 2: a larger number is less privileged.
+            let class = match self.cfg.class_ceiling {
+                Some(c) if (class as u8) < (c as u8) => c,
+                _ => class,
             };
             self.one(api, k, &call, class, tag);
         }

@@ -59,6 +59,9 @@
 //! client's own charges);
 //! over it, its call is [`ShmEvent::Limited`] locally and nothing is charged, so a
 //! runaway client cannot take the others' part. The stats name each client's use.
+//! [`HubConfig::class_ceiling`]: a call of a more privileged class than the
+//! ceiling is charged as the ceiling (a strategy cannot reach the headroom kept
+//! for protective closes).
 
 mod client;
 mod codec;
