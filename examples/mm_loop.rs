@@ -27,13 +27,16 @@ use ergon_venues::endpoint::{
 };
 use ergon_venues::okx::Okx;
 
+#[path = "mm_loop_shm/mod.rs"]
+mod shm;
+
 const MS: i64 = 1_000_000;
 const SEC: i64 = 1_000 * MS;
 const POLL_EVERY: i64 = 500 * MS;
 
 const USAGE: &str = "usage: mm_loop [--venue binance-spot|bybit|okx] [--base URL] \
 [--duration SECS] [--demand X] [--cpu N] [--api-key K --api-secret S] [--json] [--no-stream] [--record FILE] \
-[--order-entry ws|rest] [--ws-api URL] [--labels SECS]";
+[--order-entry ws|rest] [--ws-api URL] [--labels SECS] [--gateway NAME]";
 
 /// What each request is for: quotes and cancels, reads of the book and the account, closes.
 const LABELS: [&str; 4] = ["trade:order", "mon:book", "mon:account", "trade:close"];
@@ -77,6 +80,8 @@ pub struct Options {
     pub ws_api: Option<String>,
     /// Print the counters by label every this many seconds (`--labels SECS`).
     pub labels: Option<f64>,
+    /// Run through this running `ergon-gateway` instead of own connections.
+    pub gateway: Option<String>,
 }
 
 impl Default for Options {
@@ -98,6 +103,7 @@ impl Default for Options {
             ws: None,
             ws_api: None,
             labels: None,
+            gateway: None,
         }
     }
 }
@@ -441,6 +447,9 @@ pub fn run(
     control: Arc<Control>,
     sim: Option<Arc<Server>>,
 ) -> Result<Summary, String> {
+    if let Some(g) = &o.gateway {
+        return shm::run(o, g);
+    }
     let symbol = match o.venue.as_str() {
         "binance-spot" | "bybit" => "BTCUSDT",
         "okx" => "BTC-USDT-SWAP",
@@ -633,6 +642,7 @@ pub fn parse_args(mut it: impl Iterator<Item = String>) -> Result<Options, Strin
             },
             "--ws-api" => o.ws_api = Some(value()?),
             "--labels" => o.labels = Some(positive(value()?, "positive seconds")?),
+            "--gateway" => o.gateway = Some(value()?),
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument {other:?}")),
         }

@@ -1,5 +1,5 @@
 //! The unsafe of the cross-thread boundary that needs no system call (the ring,
-//! the mailbox built on it, the seqlock), driven directly with real threads, so
+//! the mailbox built on it, the seqlock, the shared-memory ring), driven directly with real threads, so
 //! that Miri checks every access for undefined behaviour and data races:
 //!
 //! ```text
@@ -156,4 +156,47 @@ fn seqlock_readers_never_see_a_torn_snapshot() {
     let mut out = [0u64; 4];
     r.read(&mut out);
     assert_eq!(out, [N / 4; 4]);
+}
+
+#[test]
+fn shm_ring_one_producer_one_consumer_every_message_whole_once_in_order() {
+    use ergon_io::boundary::shm_ring::{heap, PushError};
+    let (mut p, mut c) = heap(4, 32).unwrap();
+    let t = thread::spawn(move || {
+        for i in 0..N {
+            loop {
+                let r = p.push(|b| {
+                    b[..8].copy_from_slice(&i.to_le_bytes());
+                    b[8..16].copy_from_slice(&(!i).to_le_bytes());
+                    16 + (i % 8) as usize
+                });
+                match r {
+                    Ok(()) => break,
+                    Err(PushError::Full) => thread::yield_now(),
+                    Err(PushError::Corrupt) => panic!("corrupt"),
+                }
+            }
+        }
+    });
+    let mut next = 0u64;
+    while next < N {
+        let got = c
+            .pop(|b| {
+                let i = u64::from_le_bytes(b[..8].try_into().unwrap());
+                let j = u64::from_le_bytes(b[8..16].try_into().unwrap());
+                assert_eq!(j, !i, "torn message");
+                assert_eq!(b.len(), 16 + (i % 8) as usize);
+                i
+            })
+            .unwrap();
+        match got {
+            Some(i) => {
+                assert_eq!(i, next, "out of order");
+                next += 1;
+            }
+            None => thread::yield_now(),
+        }
+    }
+    t.join().unwrap();
+    assert_eq!(c.pop(|b| b.len()).unwrap(), None);
 }

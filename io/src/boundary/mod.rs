@@ -10,6 +10,8 @@
 //!   loses a wakeup, and writes nothing while the loop is awake.
 //! - [`seqlock`] and [`stats`]: the loop publishes a stats snapshot that a
 //!   monitoring thread reads whole, never torn, without stopping the loop.
+//! - [`shm_ring`]: the single-producer single-consumer ring of fixed-size byte
+//!   slots that lives in memory shared between processes (the gateway's clients).
 //! - [`handle`] and [`service`]: what the pieces above are for. A strategy thread
 //!   submits through its [`handle::Handle`]; the loop runs [`service::Service`] as
 //!   its handler, charges the budget on its own thread, sends, and answers each
@@ -26,6 +28,7 @@ pub mod mailbox;
 pub mod ring;
 pub mod seqlock;
 pub mod service;
+pub mod shm_ring;
 pub mod stats;
 pub mod wake;
 

@@ -78,6 +78,8 @@ pub mod record;
 // The loom build's eventfd is a model with no descriptor to watch.
 #[cfg(not(ergon_loom))]
 mod remote;
+#[cfg(not(ergon_loom))]
+pub mod shm;
 mod venues;
 mod wire;
 pub mod ws_api;

@@ -1,0 +1,335 @@
+//! `mm_loop --gateway NAME`: the same quoting, through a running `ergon-gateway`
+//! (over shared memory) instead of the process's own connections. The gateway
+//! owns the account and its keys, so there is no `--base`, `--api-key` or
+//! `--api-secret`; the strategy cannot see the budget, so `--demand X` offers
+//! X times [`CYCLES_PER_S`] cycles a second and the gateway refuses the excess
+//! locally. If the gateway goes away, every request in flight comes back Lost:
+//! the strategy attaches to the restarted gateway (same name) and queries each
+//! lost order by its client order id, never re-sending it.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use ergon_io::gateway::shm::{Call, ShmClient, ShmEvent};
+
+use super::*;
+
+/// Cycles a second offered at `--demand 1` (each: two quote refreshes, a book
+/// read, now and then the account and a close).
+pub const CYCLES_PER_S: f64 = 10.0;
+
+const RECON: u64 = 5 << 56;
+const KIND: u64 = 0xff << 56;
+
+struct Remote<'s> {
+    c: ShmClient,
+    gateway: &'s str,
+    me: String,
+    symbol: Symbol<'s>,
+    quotes: [Quote; 2],
+    /// Orders in flight by tag, for a query if the gateway is lost.
+    orders: HashMap<u64, ClientOrderId>,
+    unknown: Vec<ClientOrderId>,
+    reconciling: std::collections::HashSet<u64>,
+    seq: u64,
+    run_tag: String,
+    cycle: u64,
+    s: Summary,
+}
+
+impl Remote<'_> {
+    fn tag(&mut self, kind: u64) -> u64 {
+        self.seq += 1;
+        kind | self.seq
+    }
+
+    fn cid(&mut self, what: &str) -> ClientOrderId {
+        self.seq += 1;
+        ClientOrderId::new(&format!("{}{what}{}", self.run_tag, self.seq)).unwrap_or_default()
+    }
+
+    fn submit(&mut self, call: &Call<'_>, class: Class, tag: u64) -> bool {
+        match self.c.submit(call, class, tag) {
+            Ok(()) => {
+                self.s.gw.sent += 1;
+                true
+            }
+            Err(_) => {
+                self.s.gw.busy += 1;
+                false
+            }
+        }
+    }
+
+    fn order(&mut self, kind: u64, side: Side, ty: OrderType, price: Option<&str>, qty: &str) {
+        let cid = self.cid(if kind == CLOSE { "x" } else { "q" });
+        let o = NewOrder {
+            symbol: self.symbol,
+            side,
+            order_type: ty,
+            price: price.and_then(|p| Decimal::new(p).ok()),
+            quantity: match Decimal::new(qty) {
+                Ok(d) => d,
+                Err(_) => return,
+            },
+            client_order_id: cid,
+            reduce_only: false,
+        };
+        let tag = self.tag(kind);
+        let slot = ((kind >> 48) & 1) as usize;
+        let replaced = match kind & KIND {
+            QUOTE => self.quotes[slot].resting.take().map(|(c, _)| c),
+            _ => None,
+        };
+        let call = match replaced {
+            Some(cancel) => Call::CancelReplace(CancelReplace { cancel, new: o }),
+            None => Call::NewOrder(o),
+        };
+        let class = if kind == CLOSE { Urgent } else { Normal };
+        if self.submit(&call, class, tag) {
+            self.orders.insert(tag, cid);
+            if kind & KIND == QUOTE {
+                self.quotes[slot].pending = Some((cid, replaced));
+            }
+        } else if kind & KIND == QUOTE {
+            self.quotes[slot].resting = replaced.map(|c| (c, 0));
+        }
+    }
+
+    fn cycle(&mut self) {
+        self.cycle += 1;
+        let wiggle = (self.cycle % 7) as i64;
+        for slot in 0..2u64 {
+            if self.quotes[slot as usize].pending.is_some() {
+                continue;
+            }
+            let (side, cents) = match slot {
+                0 => (Side::Buy, 5_000_000 - 500 - wiggle),
+                _ => (Side::Sell, 5_000_000 + 500 + wiggle),
+            };
+            let price = format!("{}.{:02}", cents / 100, cents % 100);
+            let gtc = OrderType::Limit(TimeInForce::Gtc);
+            self.order(QUOTE | (slot << 48), side, gtc, Some(&price), "0.010");
+        }
+        let (symbol, read) = (self.symbol, self.tag(READ));
+        self.submit(&Call::Book { symbol, depth: 100 }, Normal, read);
+        if self.cycle % ACCOUNT_EVERY == 0 {
+            let t = self.tag(READ);
+            self.submit(&Call::Account, Bulk, t);
+        }
+        if self.cycle % CLOSE_EVERY == 0 {
+            self.order(CLOSE, Side::Sell, OrderType::Market, None, "0.001");
+        }
+    }
+
+    fn on_event(&mut self, ev: ShmEvent, body: &[u8], now: i64) {
+        let tag = ev.tag();
+        let g = &mut self.s.gw;
+        match ev {
+            ShmEvent::Applied { .. } => g.applied += 1,
+            ShmEvent::Rejected { .. } => g.rejected += 1,
+            ShmEvent::Limited { .. } => g.limited_full += 1,
+            ShmEvent::Expired { .. } => g.expired += 1,
+            ShmEvent::Retrying { .. } => g.resent += 1,
+            ShmEvent::Reconciling { .. } => {
+                g.unknown += 1;
+                self.reconciling.insert(tag);
+            }
+            ShmEvent::Reconciled { found, .. } => {
+                g.reconciled += 1;
+                g.reconciled_found += u64::from(found.is_some());
+            }
+            ShmEvent::Halted { .. } => {
+                g.halted += 1;
+                self.s.alerts += 1;
+                eprintln!("ALERT: a bucket of gateway {} halted (ban)", self.gateway);
+            }
+            // An unknown order (a lost read is harmless: reading again is).
+            ShmEvent::Lost { .. } if !self.reconciling.contains(&tag) => {
+                g.unknown += u64::from(self.orders.contains_key(&tag));
+            }
+            ShmEvent::Lost { .. } => {}
+            ShmEvent::OpenOrders { age_ns } => {
+                g.polls += 1;
+                // On this process's clock, a millisecond early for the hand-over.
+                return self.on_poll(now - age_ns - MS, body);
+            }
+        }
+        if !ev.is_final() {
+            return;
+        }
+        self.reconciling.remove(&tag);
+        let cid = self.orders.remove(&tag);
+        if let (ShmEvent::Lost { .. }, Some(cid)) = (ev, cid) {
+            self.unknown.push(cid);
+        }
+        match tag & KIND {
+            // A query lost with its gateway: asked again after the next attach.
+            RECON if matches!(ev, ShmEvent::Lost { .. }) => {}
+            RECON => {
+                let found = matches!(ev, ShmEvent::Applied { .. });
+                self.s.gw.reconciled += 1;
+                self.s.gw.reconciled_found += u64::from(found);
+                // Found: it may rest unmanaged; cancel it (refused if it ended).
+                if let (true, Some(cid)) = (found, cid) {
+                    let it = OrderRef {
+                        symbol: self.symbol,
+                        client_order_id: cid,
+                    };
+                    let t = self.tag(CANCEL);
+                    self.submit(&Call::Cancel(it), Normal, t);
+                }
+            }
+            QUOTE => {
+                let slot = ((tag >> 48) & 1) as usize;
+                let Some((cid, old)) = self.quotes[slot].pending.take() else {
+                    return;
+                };
+                let rests = match ev {
+                    ShmEvent::Applied { .. } => Some(true),
+                    ShmEvent::Reconciled { found, .. } => {
+                        Some(found.is_some_and(|s| !s.is_final()))
+                    }
+                    ShmEvent::Limited { .. } | ShmEvent::Halted { .. } => None,
+                    _ => Some(false),
+                };
+                match (rests, old) {
+                    (Some(true), _) => self.quotes[slot].resting = Some((cid, now)),
+                    (Some(false), Some(old)) => {
+                        let it = OrderRef {
+                            symbol: self.symbol,
+                            client_order_id: old,
+                        };
+                        let t = self.tag(CANCEL);
+                        self.submit(&Call::Cancel(it), Normal, t);
+                    }
+                    (Some(false), None) => {}
+                    (None, old) => self.quotes[slot].resting = old.map(|o| (o, now)),
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn on_poll(&mut self, sent_at: i64, ids: &[u8]) {
+        for q in &mut self.quotes {
+            let Some((cid, since)) = q.resting else {
+                continue;
+            };
+            let open = ids
+                .split(|&b| b == b'\n')
+                .any(|l| l == cid.as_str().as_bytes());
+            if !open && since < sent_at {
+                q.resting = None;
+                self.s.quotes_ended += 1;
+            }
+        }
+    }
+
+    fn drain(&mut self, now: i64) {
+        while let Some((ev, body)) = self.c.poll() {
+            let body = body.to_vec();
+            self.on_event(ev, &body, now);
+        }
+    }
+
+    /// The gateway went away: attach to the restarted one and query every
+    /// request whose outcome is unknown (never re-send it).
+    fn recover(&mut self, now: i64) -> Result<(), String> {
+        self.drain(now);
+        let until = Instant::now() + Duration::from_secs(30);
+        self.c = loop {
+            match ShmClient::attach(self.gateway, &self.me, false) {
+                Ok(c) => break c,
+                Err(e) if Instant::now() > until => return Err(format!("gateway lost: {e}")),
+                Err(_) => std::thread::sleep(Duration::from_millis(50)),
+            }
+        };
+        eprintln!(
+            "mm_loop: gateway {} back; querying {} unknown orders",
+            self.gateway,
+            self.unknown.len()
+        );
+        self.quotes = Default::default();
+        for cid in std::mem::take(&mut self.unknown) {
+            let it = OrderRef {
+                symbol: self.symbol,
+                client_order_id: cid,
+            };
+            let t = self.tag(RECON);
+            if self.submit(&Call::Query(it), Urgent, t) {
+                self.orders.insert(t, cid);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Runs the strategy through the gateway `gateway` for `o.duration_s`.
+pub fn run(o: &Options, gateway: &str) -> Result<Summary, String> {
+    if o.base.is_some() || o.api_key.is_some() || o.api_secret.is_some() {
+        return Err(
+            "--gateway takes no --base, --api-key or --api-secret: the gateway owns the account"
+                .into(),
+        );
+    }
+    let symbol = match o.venue.as_str() {
+        "okx" => "BTC-USDT-SWAP",
+        _ => "BTCUSDT",
+    };
+    let me = format!("mm_loop-{}", std::process::id());
+    let c = ShmClient::attach(gateway, &me, false).map_err(|e| e.to_string())?;
+    let mut r = Remote {
+        c,
+        gateway,
+        me,
+        symbol: Symbol::new(symbol).map_err(|e| e.to_string())?,
+        quotes: Default::default(),
+        orders: HashMap::new(),
+        unknown: Vec::new(),
+        reconciling: Default::default(),
+        seq: 0,
+        run_tag: format!("g{}", std::process::id() % 100_000),
+        cycle: 0,
+        s: Summary {
+            binding: format!("gateway {gateway} (ergon-gateway --stats --name {gateway})"),
+            ..Summary::default()
+        },
+    };
+    let t0 = Instant::now();
+    let now = || t0.elapsed().as_nanos() as i64;
+    let end = (o.duration_s * SEC as f64) as i64;
+    let period = ((SEC as f64 / (CYCLES_PER_S * o.demand)) as i64).max(1);
+    let (mut next, mut progress) = (0i64, SEC);
+    while now() < end || (r.c.in_flight() > 0 && now() < end + 3 * SEC) {
+        let t = now();
+        if r.c.is_gone() {
+            r.recover(t)?;
+        }
+        next = next.max(t - SEC);
+        while t < end && next <= t {
+            r.cycle();
+            next += period;
+        }
+        r.drain(t);
+        if t >= progress && !o.quiet {
+            progress += SEC;
+            let g = &r.s.gw;
+            let line = format!(
+                "t={:>3}s sent={} applied={} refused={} unknown={} reconciled={}",
+                t / SEC,
+                g.sent,
+                g.applied,
+                g.limited_full,
+                g.unknown,
+                g.reconciled
+            );
+            match o.json {
+                true => eprintln!("{line}"),
+                false => println!("{line}"),
+            }
+        }
+        r.c.wait(1);
+    }
+    Ok(r.s)
+}

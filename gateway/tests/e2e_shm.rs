@@ -1,0 +1,567 @@
+//! End to end with real processes: the `ergon-gateway` binary against the venue
+//! emulator (in this process, on loopback), and strategy processes (this test
+//! binary run again in a client role, `role` below) attached over shared memory.
+//!
+//! 1. Two strategy processes flooding one account together (far above 3x what
+//!    the limit admits): the emulator answers no 429, and the binding limit (10
+//!    orders a second) is used at 90% or more in the full windows.
+//! 2. A client SIGKILLed with requests in flight (the emulator holds every order
+//!    1.5 s): attached again under its name, it reads a final event for every tag
+//!    it had in flight; the emulator executed nothing twice.
+//! 3. The gateway SIGKILLed under load: the client reports every request in
+//!    flight as Lost at once, attaches to a restarted gateway and reconciles
+//!    each one by client order id (a query, never a re-send): no duplicate. The
+//!    restarted gateway itself queried every order its journal held first.
+//! 4. Shares: with `--share 50`, a client that floods cannot push a client that
+//!    stays under its share below its demand.
+//! 5. A class ceiling: a client's Urgent calls charged as Bulk stay out of the
+//!    headroom the budget keeps for more urgent ones.
+//! 6. The command line: bad flags are an error and exit 2; `--stats` names each
+//!    client; `clear-halt` of a bucket that is not halted is refused; SIGTERM
+//!    exits 0.
+//!
+//! No test sleeps to let time pass for a verdict: each waits on `ready NAME`, on
+//! a client's output lines, or on process exit. Clients pace their offered load
+//! with short waits on their event ring (that is the load, not a check).
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use ergon_core::Class;
+use ergon_io::gateway::shm::{Call, ShmClient, ShmEvent, SubmitError};
+use ergon_venue_sim::{Config, Fault, Interval, LimitType, RateLimit, Report, Server};
+use ergon_venues::endpoint::{
+    ClientOrderId, Decimal, NewOrder, OrderRef, OrderType, Side, Symbol, TimeInForce,
+};
+use serde_json::Value;
+
+const ORDERS_1S: RateLimit = RateLimit::new(LimitType::Orders, Interval::Second, 1, 10);
+
+fn sim(delay_all_orders_ms: Option<u64>) -> Server {
+    let mut c = Config::binance_spot();
+    c.rate_limits = vec![
+        RateLimit::new(LimitType::RequestWeight, Interval::Second, 1, 1000),
+        ORDERS_1S,
+        RateLimit::new(LimitType::Orders, Interval::Day, 1, 1_000_000),
+        RateLimit::new(LimitType::RawRequests, Interval::Minute, 5, 1_000_000),
+    ];
+    if let Some(ms) = delay_all_orders_ms {
+        c.faults.chances = vec![(Fault::Delay, 1.0)];
+        c.faults.delay_ms = ms;
+    }
+    Server::start(c).expect("emulator")
+}
+
+/// A gateway process and its stdout.
+struct Gw {
+    child: Child,
+    _out: BufReader<ChildStdout>,
+    name: String,
+}
+
+impl Drop for Gw {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_file(journal(&self.name));
+    }
+}
+
+/// The gateway's journal for this test (a restarted gateway reads the same one).
+fn journal(name: &str) -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("ergon-test-{name}.journal"))
+}
+
+fn gateway(s: &Server, name: &str, extra: &[&str]) -> Gw {
+    let c = s.config();
+    let a = &c.accounts[0];
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ergon-gateway"))
+        .args(["--venue", "binance-spot", "--base"])
+        .arg(format!("http://{}", s.addr()))
+        .args([
+            "--api-key",
+            &a.api_key,
+            "--api-secret",
+            &a.secret,
+            "--name",
+            name,
+        ])
+        .args(extra)
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn ergon-gateway");
+    let mut out = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut line = String::new();
+    out.read_line(&mut line).expect("read");
+    assert_eq!(
+        line.trim(),
+        format!("ready {name}"),
+        "the gateway's first line"
+    );
+    Gw {
+        child,
+        _out: out,
+        name: name.to_string(),
+    }
+}
+
+/// A client process: this binary in the `role` test with its arguments.
+struct Client {
+    child: Child,
+    out: BufReader<ChildStdout>,
+}
+
+impl Drop for Client {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn client(args: &[&str]) -> Client {
+    let mut child = Command::new(std::env::current_exe().expect("exe"))
+        .args(["--ignored", "--exact", "role", "--nocapture", "--quiet"])
+        .env("ERGON_SHM_ROLE", args.join(" "))
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn client");
+    let out = BufReader::new(child.stdout.take().expect("stdout"));
+    Client { child, out }
+}
+
+impl Client {
+    /// The next line the role printed that starts with `prefix` (the harness
+    /// prints its own lines too).
+    fn line(&mut self, prefix: &str) -> String {
+        let mut l = String::new();
+        loop {
+            l.clear();
+            let n = self.out.read_line(&mut l).expect("read");
+            assert!(n > 0, "client exited before printing {prefix:?}");
+            if let Some(rest) = l.trim().strip_prefix(prefix) {
+                return rest.trim().to_string();
+            }
+        }
+    }
+
+    fn json(&mut self, prefix: &str) -> Value {
+        serde_json::from_str(&self.line(prefix)).expect("json")
+    }
+}
+
+fn unique(test: &str) -> String {
+    format!("{test}-{}", std::process::id())
+}
+
+fn sigkill(c: &mut Child) {
+    c.kill().expect("kill");
+    c.wait().expect("wait");
+}
+
+fn no_429(r: &Report) {
+    assert_eq!(r.throttled, 0, "429s: {r:?}");
+    assert_eq!(r.bans, 0, "bans");
+    assert_eq!(r.responses.get(&429).copied().unwrap_or(0), 0);
+}
+
+#[test]
+fn two_strategy_processes_share_one_budget_without_a_429() {
+    let s = sim(None);
+    let name = unique("share2");
+    let _gw = gateway(&s, &name, &[]);
+    let mut a = client(&["flood", &name, "a", "6000", "0"]);
+    let mut b = client(&["flood", &name, "b", "6000", "0"]);
+    let (ra, rb) = (a.json("result "), b.json("result "));
+    let r = s.report();
+    no_429(&r);
+    assert_eq!(r.duplicates, 0);
+    let applied = |v: &Value| v["applied"].as_u64().unwrap();
+    let limited = |v: &Value| v["limited"].as_u64().unwrap();
+    // Both were served, and both offered far more than the limit admits.
+    assert!(applied(&ra) > 5 && applied(&rb) > 5, "{ra} {rb}");
+    assert!(
+        limited(&ra) + limited(&rb) > applied(&ra) + applied(&rb),
+        "demand not above 3x"
+    );
+    // The binding limit: the full windows (not the first and last) at 90% or more.
+    let orders = r
+        .limits
+        .iter()
+        .find(|l| l.rate_limit == ORDERS_1S)
+        .expect("limit");
+    let w = &orders.windows;
+    assert!(w.len() >= 5, "{w:?}");
+    let mid = &w[1..w.len() - 1];
+    let used: u64 = mid.iter().map(|x| x.1).sum();
+    let util = used as f64 / (ORDERS_1S.limit * mid.len() as u64) as f64;
+    eprintln!("a {ra}\nb {rb}\norders windows {w:?} util {util:.3}");
+    assert!(util >= 0.9, "binding limit used at {util:.2}: {w:?}");
+    assert!(orders.peak <= ORDERS_1S.limit, "{w:?}");
+}
+
+#[test]
+fn a_client_killed_mid_flight_reads_every_outcome_when_it_attaches_again() {
+    let s = sim(Some(1_500));
+    let name = unique("crash");
+    let _gw = gateway(&s, &name, &[]);
+    let mut c = client(&["burst", &name, "k", "5"]);
+    assert_eq!(c.line("submitted "), "5");
+    sigkill(&mut c.child);
+    // Attached again under the same name: the region of the first life.
+    let mut again = client(&["drain", &name, "k"]);
+    let v = again.json("result ");
+    eprintln!("re-attached: {v}");
+    assert_eq!(v["reattached"], true, "{v}");
+    assert_eq!(v["in_flight_at_attach"], 5, "{v}");
+    assert_eq!(v["finals"], 5, "a final event for every tag: {v}");
+    assert_eq!(v["lost"], 0, "{v}");
+    let r = s.report();
+    assert_eq!(r.duplicates, 0, "{r:?}");
+    assert!(r.executions <= 5, "{r:?}");
+}
+
+#[test]
+fn a_killed_gateway_is_seen_at_once_and_every_unknown_is_reconciled_by_a_new_one() {
+    let s = sim(Some(3_000));
+    let name = unique("gwkill");
+    let mut gw = gateway(&s, &name, &[]);
+    let mut c = client(&["survive", &name, "s", "4"]);
+    assert_eq!(c.line("submitted "), "4");
+    // The four orders are at the venue (held there): in the gateway's journal.
+    let until = Instant::now() + Duration::from_secs(30);
+    while s.report().faults.delay < 4 {
+        assert!(Instant::now() < until, "the orders never reached the venue");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let killed = Instant::now();
+    sigkill(&mut gw.child);
+    let lost = c.json("lost ");
+    assert_eq!(lost["lost"], 4, "{lost}");
+    // Seen from the hang-up, not from a timeout (the venue holds orders 3 s).
+    assert!(
+        killed.elapsed() < Duration::from_millis(2_500),
+        "{:?}",
+        killed.elapsed()
+    );
+    let _gw2 = gateway(&s, &name, &[]);
+    let v = c.json("result ");
+    eprintln!("lost {lost} then {v}, seen after {:?}", killed.elapsed());
+    assert_eq!(v["reconciled"], 4, "every lost request queried: {v}");
+    // The restarted gateway queried, from its journal, every order the dead one
+    // had in flight, before it took the client's queries.
+    // (The snapshot is republished every 100 ms: read until it is this one's.)
+    let until = Instant::now() + Duration::from_secs(30);
+    let stats = loop {
+        let o = Command::new(env!("CARGO_BIN_EXE_ergon-gateway"))
+            .args(["--stats", "--once", "--name", &name])
+            .output()
+            .expect("stats");
+        let text = String::from_utf8_lossy(&o.stdout).into_owned();
+        if text.contains(" recovering=0 ") || Instant::now() > until {
+            break text;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    eprintln!("{stats}");
+    assert!(stats.contains(" recovered=4 "), "{stats}");
+    assert!(stats.contains(" journal_live=0 "), "{stats}");
+    let r = s.report();
+    assert_eq!(r.duplicates, 0, "never re-sent: {r:?}");
+    assert!(r.executions <= 4, "{r:?}");
+}
+
+#[test]
+fn a_flooding_client_cannot_push_another_below_its_share() {
+    let s = sim(None);
+    let name = unique("fair");
+    let _gw = gateway(&s, &name, &["--share", "50"]);
+    let mut hog = client(&["flood", &name, "hog", "5000", "0"]);
+    // 3 orders a second: 30% of the limit, under its 50% share.
+    let mut calm = client(&["flood", &name, "calm", "5000", "3"]);
+    let (h, c) = (hog.json("result "), calm.json("result "));
+    no_429(&s.report());
+    let sub = c["submitted"].as_u64().unwrap();
+    let ok = c["applied"].as_u64().unwrap();
+    eprintln!("hog {h}\ncalm {c}");
+    assert!(sub >= 10, "{c}");
+    assert!(
+        ok * 10 >= sub * 9,
+        "the calm client got {ok} of {sub}: {c} (hog {h})"
+    );
+    assert!(
+        h["limited"].as_u64().unwrap() > 0,
+        "the hog was held to its share: {h}"
+    );
+}
+
+#[test]
+fn a_class_ceiling_keeps_a_clients_urgent_calls_out_of_the_headroom() {
+    // Bulk may not use the last fifth of a limit (Binance Spot's headroom): with
+    // the ceiling at bulk, a client flooding Urgent orders gets 8 of the 10 orders
+    // a second, never the last 2.
+    let s = sim(None);
+    let name = unique("ceiling");
+    let _gw = gateway(&s, &name, &["--class-ceiling", "bulk"]);
+    let mut c = client(&["flood", &name, "u", "5000", "0", "urgent"]);
+    let v = c.json("result ");
+    let r = s.report();
+    no_429(&r);
+    let orders = r
+        .limits
+        .iter()
+        .find(|l| l.rate_limit == ORDERS_1S)
+        .expect("limit");
+    eprintln!("{v}\norders windows {:?}", orders.windows);
+    assert!(v["applied"].as_u64().unwrap() > 10, "{v}");
+    // Urgent would reach 10; charged as Bulk, 8 at most (and used: not below 7).
+    assert!((7..=8).contains(&orders.peak), "{:?}", orders.windows);
+}
+
+#[test]
+fn the_command_line_refuses_bad_flags_and_serves_stats_and_clear_halt() {
+    let bin = env!("CARGO_BIN_EXE_ergon-gateway");
+    for args in [
+        &["--name", "x", "--venue", "binance-spot"][..],
+        &[
+            "--venue",
+            "nowhere",
+            "--base",
+            "http://127.0.0.1:1",
+            "--api-key",
+            "k",
+            "--api-secret",
+            "s",
+            "--name",
+            "x",
+        ],
+        &["--name", "x", "--cpu", "minus-one"],
+        &["--bogus"],
+        &["--name", "x", "--class-ceiling", "top"],
+        &[],
+    ] {
+        let o = Command::new(bin).args(args).output().expect("run");
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains("ergon-gateway:") && err.contains("usage"),
+            "{err}"
+        );
+    }
+    let s = sim(None);
+    let name = unique("cli");
+    let mut gw = gateway(&s, &name, &[]);
+    let mut c = client(&["flood", &name, "statsme", "1500", "2"]);
+    let _ = c.json("result ");
+    let o = Command::new(bin)
+        .args(["--stats", "--name", &name, "--once"])
+        .output()
+        .expect("run");
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{text}");
+    assert!(text.contains("bucket ORDERS_1S"), "{text}");
+    assert!(text.contains("client statsme"), "{text}");
+    let o = Command::new(bin)
+        .args(["clear-halt", "ORDERS_1S", "--name", &name])
+        .output()
+        .expect("run");
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("not halted"));
+    // SIGTERM: stop accepting, settle what is in flight, exit 0; a clean stop
+    // leaves no journal behind.
+    let pid = gw.child.id().to_string();
+    assert!(Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("kill")
+        .success());
+    assert_eq!(gw.child.wait().expect("wait").code(), Some(0));
+    assert!(!journal(&name).exists());
+}
+
+// ---- the client role: run as `role` by the tests above ----
+
+fn order<'a>(symbol: Symbol<'a>, id: &'a str) -> NewOrder<'a> {
+    NewOrder {
+        symbol,
+        side: Side::Buy,
+        order_type: OrderType::Limit(TimeInForce::Gtc),
+        price: Decimal::new("49000.00").ok(),
+        quantity: Decimal::new("0.001").expect("decimal"),
+        client_order_id: ClientOrderId::new(id).expect("id"),
+        reduce_only: false,
+    }
+}
+
+fn say(line: String) {
+    let mut o = std::io::stdout();
+    let _ = writeln!(o, "{line}");
+    let _ = o.flush();
+}
+
+#[derive(Default)]
+struct Counts {
+    submitted: u64,
+    applied: u64,
+    limited: u64,
+    rejected: u64,
+    finals: u64,
+    lost: u64,
+    reconciled: u64,
+}
+
+impl Counts {
+    fn take(&mut self, ev: ShmEvent) {
+        match ev {
+            ShmEvent::Applied { .. } => self.applied += 1,
+            ShmEvent::Limited { .. } => self.limited += 1,
+            ShmEvent::Rejected { .. } => self.rejected += 1,
+            ShmEvent::Lost { .. } => self.lost += 1,
+            ShmEvent::Reconciled { .. } => self.reconciled += 1,
+            _ => {}
+        }
+        if ev.is_final() && !matches!(ev, ShmEvent::Lost { .. }) {
+            self.finals += 1;
+        }
+    }
+}
+
+/// Attaches, retrying while the gateway is not there yet (a restart).
+fn attach(gw: &str, me: &str) -> ShmClient {
+    let until = Instant::now() + Duration::from_secs(60);
+    loop {
+        match ShmClient::attach(gw, me, false) {
+            Ok(c) => return c,
+            Err(e) if Instant::now() > until => panic!("attach: {e}"),
+            Err(_) => std::thread::sleep(Duration::from_millis(20)),
+        }
+    }
+}
+
+#[test]
+#[ignore = "a client process's role, run by the other tests"]
+fn role() {
+    let Ok(spec) = std::env::var("ERGON_SHM_ROLE") else {
+        return;
+    };
+    let a: Vec<&str> = spec.split(' ').collect();
+    let (gw, me) = (a[1], a[2]);
+    let symbol = Symbol::new("BTCUSDT").expect("symbol");
+    let mut n = Counts::default();
+    let mut c = attach(gw, me);
+    let run = format!("{me}{}", std::process::id());
+    match a[0] {
+        // flood GW ME MILLIS RATE: new orders for MILLIS ms, as fast as allowed (RATE 0)
+        // or RATE a second; then wait for every final event.
+        "flood" => {
+            let ms: u64 = a[3].parse().expect("ms");
+            let rate: u64 = a[4].parse().expect("rate");
+            let class = match a.get(5) {
+                Some(&"urgent") => Class::Urgent,
+                _ => Class::Normal,
+            };
+            let start = Instant::now();
+            let end = start + Duration::from_millis(ms);
+            let mut seq = 0u64;
+            while Instant::now() < end {
+                let due = rate == 0 || seq * 1000 < start.elapsed().as_millis() as u64 * rate;
+                if due {
+                    seq += 1;
+                    let id = format!("{run}x{seq}");
+                    match c.submit(&Call::NewOrder(order(symbol, &id)), class, seq) {
+                        Ok(()) => n.submitted += 1,
+                        Err(SubmitError::Busy | SubmitError::Full) => seq -= 1,
+                        Err(e) => panic!("submit: {e}"),
+                    }
+                }
+                let mut refused = false;
+                while let Some((ev, _)) = c.poll() {
+                    refused |= matches!(ev, ShmEvent::Limited { .. });
+                    n.take(ev);
+                }
+                if refused {
+                    // Refused locally: offer again a little later (load pacing).
+                    std::thread::sleep(Duration::from_millis(2));
+                } else {
+                    c.wait(1);
+                }
+            }
+            while c.in_flight() > 0 && !c.is_gone() {
+                c.wait(100);
+                while let Some((ev, _)) = c.poll() {
+                    n.take(ev);
+                }
+            }
+        }
+        // burst GW ME N: N orders, say so, then wait to be killed.
+        "burst" | "survive" => {
+            let k: u64 = a[3].parse().expect("n");
+            for i in 1..=k {
+                let id = format!("{me}o{i}");
+                c.submit(&Call::NewOrder(order(symbol, &id)), Class::Normal, i)
+                    .expect("submit");
+            }
+            say(format!("submitted {k}"));
+            if a[0] == "burst" {
+                loop {
+                    c.wait(1000);
+                }
+            }
+            // survive: the gateway is killed; every request comes back Lost.
+            let mut lost = Vec::new();
+            while lost.len() < k as usize {
+                c.wait(1000);
+                while let Some((ev, _)) = c.poll() {
+                    if let ShmEvent::Lost { tag } = ev {
+                        lost.push(tag);
+                    }
+                    n.take(ev);
+                }
+            }
+            say(format!("lost {{\"lost\":{}}}", lost.len()));
+            // A new gateway: query each one by its client order id.
+            let mut c = attach(gw, me);
+            for &tag in &lost {
+                let id = format!("{me}o{tag}");
+                let it = OrderRef {
+                    symbol,
+                    client_order_id: ClientOrderId::new(&id).expect("id"),
+                };
+                c.submit(&Call::Query(it), Class::Urgent, tag)
+                    .expect("query");
+            }
+            while c.in_flight() > 0 && !c.is_gone() {
+                c.wait(100);
+                while let Some((ev, _)) = c.poll() {
+                    // Applied (found) or Rejected (no such order): reconciled either way.
+                    if matches!(ev, ShmEvent::Applied { .. } | ShmEvent::Rejected { .. }) {
+                        n.reconciled += 1;
+                    }
+                }
+            }
+        }
+        // drain GW ME: attached again; read every outcome of the earlier life.
+        "drain" => {
+            let at_attach = c.in_flight();
+            let until = Instant::now() + Duration::from_secs(60);
+            while c.in_flight() > 0 && Instant::now() < until {
+                c.wait(100);
+                while let Some((ev, _)) = c.poll() {
+                    n.take(ev);
+                }
+            }
+            say(format!(
+                "result {{\"reattached\":{},\"in_flight_at_attach\":{at_attach},\"finals\":{},\"lost\":{}}}",
+                c.reattached(),
+                n.finals,
+                n.lost
+            ));
+            return;
+        }
+        other => panic!("unknown role {other}"),
+    }
+    say(format!(
+        "result {{\"submitted\":{},\"applied\":{},\"limited\":{},\"rejected\":{},\"finals\":{},\"lost\":{},\"reconciled\":{}}}",
+        n.submitted, n.applied, n.limited, n.rejected, n.finals, n.lost, n.reconciled
+    ));
+}

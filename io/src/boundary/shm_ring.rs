@@ -1,0 +1,455 @@
+//! A bounded single-producer single-consumer ring of fixed-size byte slots that
+//! can live in memory shared between processes (the gateway's per-client submit
+//! and event rings, [`crate::gateway::shm`]).
+//!
+//! Layout: an [`Indices`] block (the producer's `tail` and the consumer's `head`,
+//! each on its own 128-byte line) and `capacity` slots of `slot_bytes` each; a slot
+//! is a little-endian `u32` length and then the message. The producer writes the
+//! slot at `tail`, then publishes it with a Release store of `tail + 1`; the
+//! consumer reads `tail` with Acquire, copies the slot out, and frees it with a
+//! Release store of `head + 1`. Indices count up forever (u64: no wrap in
+//! practice); the slot is `index % capacity`.
+//!
+//! The other side is another process and may be buggy or gone: every value read
+//! from the shared block is checked (`tail - head` at most `capacity`, a length at
+//! most the slot) and a bad one is [`Corrupt`], never a panic or an out-of-bounds
+//! access. A full ring is an immediate [`ShmFull`]; nothing blocks, allocates or
+//! makes a system call.
+//!
+//! Every atomic goes through `crate::sync`, so `io/tests/loom_shm_ring.rs` checks
+//! this code under loom (the slot bytes are shadowed by loom cells there), and
+//! `io/tests/miri_boundary.rs` runs it under Miri with real threads.
+#![allow(unsafe_code)] // Slots are raw bytes in a mapping, guarded by the index protocol.
+
+use core::fmt;
+
+use crate::sync::{AtomicU64, Ordering};
+
+/// Bytes of the length prefix at the start of every slot.
+pub const LEN_BYTES: usize = 4;
+
+/// The two indices of a ring: 256 bytes, `repr(C)`, all zero when new (a fresh
+/// shared mapping is a valid empty ring).
+#[repr(C, align(128))]
+pub struct Indices {
+    tail: AtomicU64,
+    _pad0: [u8; 120],
+    head: AtomicU64,
+    _pad1: [u8; 120],
+}
+
+impl Indices {
+    /// An empty ring's indices.
+    pub fn new() -> Self {
+        Indices {
+            tail: AtomicU64::new(0),
+            _pad0: [0; 120],
+            head: AtomicU64::new(0),
+            _pad1: [0; 120],
+        }
+    }
+}
+
+impl Default for Indices {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The ring is full: nothing was written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ShmFull;
+
+impl fmt::Display for ShmFull {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("shared ring full")
+    }
+}
+
+impl std::error::Error for ShmFull {}
+
+/// What the other side wrote into the shared block makes no sense (a bug or a
+/// scribble): the ring cannot be used any more.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Corrupt;
+
+impl fmt::Display for Corrupt {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("shared ring corrupt (indices or a length out of range)")
+    }
+}
+
+impl std::error::Error for Corrupt {}
+
+/// A ring's geometry is not usable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BadGeometry;
+
+impl fmt::Display for BadGeometry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ring capacity must be 1..=65536 and slots 8..=1 MiB, multiples of 8")
+    }
+}
+
+impl std::error::Error for BadGeometry {}
+
+/// What keeps the ring's memory mapped (a shared mapping, or a heap block).
+pub type Keep = std::sync::Arc<dyn Send + Sync>;
+
+struct Raw {
+    idx: *const Indices,
+    slots: *mut u8,
+    cap: u64,
+    slot: usize,
+    _keep: Keep,
+    /// Loom cannot see raw bytes: one cell per slot stands for its contents, so
+    /// loom checks that the index protocol orders every access to a slot.
+    #[cfg(ergon_loom)]
+    shadow: std::sync::Arc<Vec<loom::cell::UnsafeCell<()>>>,
+}
+
+// SAFETY: the pointers stay valid while `_keep` lives; each slot is touched only
+// by the side whose turn the indices say it is.
+unsafe impl Send for Raw {}
+
+impl Raw {
+    fn idx(&self) -> &Indices {
+        // SAFETY: `idx` points to an `Indices` kept alive by `_keep` (from_raw's contract).
+        unsafe { &*self.idx }
+    }
+
+    /// The slot of `pos`: its start, and its length.
+    fn slot_ptr(&self, pos: u64) -> *mut u8 {
+        let i = (pos % self.cap) as usize;
+        // SAFETY: i < cap, and the mapping holds cap * slot bytes (from_raw's contract).
+        unsafe { self.slots.add(i * self.slot) }
+    }
+
+    #[cfg(ergon_loom)]
+    fn touch(&self, pos: u64, write: bool) {
+        let c = &self.shadow[(pos % self.cap) as usize];
+        if write {
+            c.with_mut(|_| ());
+        } else {
+            c.with(|_| ());
+        }
+    }
+
+    #[cfg(not(ergon_loom))]
+    #[inline(always)]
+    fn touch(&self, _pos: u64, _write: bool) {}
+}
+
+/// The writing side (one, in one process).
+pub struct ShmProducer {
+    raw: Raw,
+    tail: u64,
+    head_seen: u64,
+}
+
+/// The reading side (one, in one process).
+pub struct ShmConsumer {
+    raw: Raw,
+    head: u64,
+    tail_seen: u64,
+}
+
+fn check(cap: usize, slot: usize) -> Result<(), BadGeometry> {
+    let ok = (1..=65_536).contains(&cap) && (8..=1 << 20).contains(&slot) && slot % 8 == 0;
+    ok.then_some(()).ok_or(BadGeometry)
+}
+
+/// Bytes the slots of a ring of `cap` slots of `slot` bytes take.
+pub fn slots_bytes(cap: usize, slot: usize) -> usize {
+    cap * slot
+}
+
+impl Raw {
+    /// # Safety
+    /// `idx` and `slots` (`cap * slot` bytes) stay valid and mapped while `keep`
+    /// lives, and nobody else uses them as this side.
+    unsafe fn new(
+        idx: *const Indices,
+        slots: *mut u8,
+        cap: usize,
+        slot: usize,
+        keep: Keep,
+        #[cfg(ergon_loom)] shadow: std::sync::Arc<Vec<loom::cell::UnsafeCell<()>>>,
+    ) -> Result<Self, BadGeometry> {
+        check(cap, slot)?;
+        Ok(Raw {
+            idx,
+            slots,
+            cap: cap as u64,
+            slot,
+            _keep: keep,
+            #[cfg(ergon_loom)]
+            shadow,
+        })
+    }
+}
+
+impl ShmProducer {
+    /// The producer over a ring at `idx` with `cap` slots of `slot` bytes at `slots`.
+    ///
+    /// # Safety
+    /// `idx` points to an [`Indices`] and `slots` to `cap * slot` bytes, both
+    /// valid (mapped, readable, writable) while `keep` lives; there is at most one
+    /// producer of this ring at a time (a later one may take over from a dead
+    /// one: it resumes at the published `tail`).
+    #[cfg(not(ergon_loom))]
+    pub unsafe fn from_raw(
+        idx: *const Indices,
+        slots: *mut u8,
+        cap: usize,
+        slot: usize,
+        keep: Keep,
+    ) -> Result<Self, BadGeometry> {
+        // SAFETY: the caller's contract is Raw::new's.
+        let raw = unsafe { Raw::new(idx, slots, cap, slot, keep)? };
+        let tail = raw.idx().tail.load(Ordering::Relaxed);
+        let head_seen = raw.idx().head.load(Ordering::Acquire);
+        Ok(ShmProducer {
+            raw,
+            tail,
+            head_seen,
+        })
+    }
+
+    /// Largest message a slot holds.
+    pub fn max_message(&self) -> usize {
+        self.raw.slot - LEN_BYTES
+    }
+
+    /// Writes one message: `write` fills the slot's payload (its argument, of
+    /// [`ShmProducer::max_message`] bytes) and returns how many bytes it used
+    /// (clamped to the slot). A full ring is `Err(ShmFull)` at once, `write` not
+    /// called; a corrupt head is `Err(Corrupt)`.
+    pub fn push(&mut self, write: impl FnOnce(&mut [u8]) -> usize) -> Result<(), PushError> {
+        let cap = self.raw.cap;
+        if self.tail.wrapping_sub(self.head_seen) >= cap {
+            self.head_seen = self.raw.idx().head.load(Ordering::Acquire);
+            let used = self.tail.wrapping_sub(self.head_seen);
+            if used > cap {
+                return Err(PushError::Corrupt);
+            }
+            if used == cap {
+                return Err(PushError::Full);
+            }
+        }
+        let p = self.raw.slot_ptr(self.tail);
+        self.raw.touch(self.tail, true);
+        let max = self.max_message();
+        // SAFETY: the slot is ours until we publish tail + 1 (the consumer freed
+        // it: head > tail - cap), and it holds `slot` bytes.
+        let payload = unsafe { core::slice::from_raw_parts_mut(p.add(LEN_BYTES), max) };
+        let n = write(payload).min(max) as u32;
+        // SAFETY: as above; the first LEN_BYTES of the slot.
+        unsafe { core::ptr::copy_nonoverlapping(n.to_le_bytes().as_ptr(), p, LEN_BYTES) };
+        self.tail = self.tail.wrapping_add(1);
+        self.raw.idx().tail.store(self.tail, Ordering::Release);
+        Ok(())
+    }
+
+    /// Slots free now (reads the consumer's head; 0 if it is out of range).
+    pub fn free(&self) -> usize {
+        let head = self.raw.idx().head.load(Ordering::Acquire);
+        let used = self.tail.wrapping_sub(head);
+        self.raw.cap.saturating_sub(used) as usize
+    }
+
+    /// Whether the consumer has taken everything published (reads its head).
+    pub fn drained(&self) -> bool {
+        self.raw.idx().head.load(Ordering::Acquire) == self.tail
+    }
+}
+
+/// Why a push did not go through.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PushError {
+    /// The ring is full: nothing was written.
+    Full,
+    /// The consumer's index is out of range.
+    Corrupt,
+}
+
+impl fmt::Display for PushError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PushError::Full => ShmFull.fmt(f),
+            PushError::Corrupt => Corrupt.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for PushError {}
+
+impl ShmConsumer {
+    /// The consumer over a ring (see [`ShmProducer::from_raw`]).
+    ///
+    /// # Safety
+    /// As [`ShmProducer::from_raw`], for the one consumer.
+    #[cfg(not(ergon_loom))]
+    pub unsafe fn from_raw(
+        idx: *const Indices,
+        slots: *mut u8,
+        cap: usize,
+        slot: usize,
+        keep: Keep,
+    ) -> Result<Self, BadGeometry> {
+        // SAFETY: the caller's contract is Raw::new's.
+        let raw = unsafe { Raw::new(idx, slots, cap, slot, keep)? };
+        let head = raw.idx().head.load(Ordering::Relaxed);
+        Ok(ShmConsumer {
+            raw,
+            head,
+            tail_seen: head,
+        })
+    }
+
+    /// Whether a message is waiting (an Acquire load of the producer's tail).
+    pub fn ready(&self) -> bool {
+        self.head != self.raw.idx().tail.load(Ordering::Acquire)
+    }
+
+    /// Takes one message: `read` gets its bytes (valid for the call) and its
+    /// result comes back. `Ok(None)`: empty. `Err(Corrupt)`: the producer's tail
+    /// or the slot's length is out of range (nothing taken).
+    pub fn pop<R>(&mut self, read: impl FnOnce(&[u8]) -> R) -> Result<Option<R>, Corrupt> {
+        if self.head == self.tail_seen {
+            self.tail_seen = self.raw.idx().tail.load(Ordering::Acquire);
+            let avail = self.tail_seen.wrapping_sub(self.head);
+            if avail > self.raw.cap {
+                self.tail_seen = self.head;
+                return Err(Corrupt);
+            }
+            if avail == 0 {
+                return Ok(None);
+            }
+        }
+        let p = self.raw.slot_ptr(self.head);
+        self.raw.touch(self.head, false);
+        let mut len = [0u8; LEN_BYTES];
+        // SAFETY: the slot was published (head < tail, Acquire above) and stays
+        // ours until we store head + 1.
+        unsafe { core::ptr::copy_nonoverlapping(p, len.as_mut_ptr(), LEN_BYTES) };
+        let n = u32::from_le_bytes(len) as usize;
+        if n > self.raw.slot - LEN_BYTES {
+            return Err(Corrupt);
+        }
+        // SAFETY: as above; n fits the slot's payload.
+        let r = read(unsafe { core::slice::from_raw_parts(p.add(LEN_BYTES), n) });
+        self.head = self.head.wrapping_add(1);
+        self.raw.idx().head.store(self.head, Ordering::Release);
+        Ok(Some(r))
+    }
+}
+
+/// A ring in heap memory with both sides (tests, Miri, loom).
+pub fn heap(cap: usize, slot: usize) -> Result<(ShmProducer, ShmConsumer), BadGeometry> {
+    check(cap, slot)?;
+    struct Block {
+        idx: Box<Indices>,
+        slots: Box<[core::cell::UnsafeCell<u8>]>,
+    }
+    // SAFETY: the block's bytes are only touched through the ring's protocol.
+    unsafe impl Sync for Block {}
+    // SAFETY: as above.
+    unsafe impl Send for Block {}
+    let block = std::sync::Arc::new(Block {
+        idx: Box::new(Indices::new()),
+        slots: (0..cap * slot)
+            .map(|_| core::cell::UnsafeCell::new(0))
+            .collect(),
+    });
+    let idx: *const Indices = &*block.idx;
+    let slots = block.slots.as_ptr() as *mut u8;
+    #[cfg(ergon_loom)]
+    let shadow = std::sync::Arc::new(
+        (0..cap)
+            .map(|_| loom::cell::UnsafeCell::new(()))
+            .collect::<Vec<_>>(),
+    );
+    let keep: Keep = block;
+    // SAFETY: the block lives as long as either side (keep); one producer, one consumer.
+    let p = unsafe {
+        Raw::new(
+            idx,
+            slots,
+            cap,
+            slot,
+            keep.clone(),
+            #[cfg(ergon_loom)]
+            shadow.clone(),
+        )?
+    };
+    // SAFETY: as above.
+    let c = unsafe {
+        Raw::new(
+            idx,
+            slots,
+            cap,
+            slot,
+            keep,
+            #[cfg(ergon_loom)]
+            shadow,
+        )?
+    };
+    Ok((
+        ShmProducer {
+            raw: p,
+            tail: 0,
+            head_seen: 0,
+        },
+        ShmConsumer {
+            raw: c,
+            head: 0,
+            tail_seen: 0,
+        },
+    ))
+}
+
+#[cfg(all(test, not(ergon_loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn full_at_once_and_in_order() {
+        let (mut p, mut c) = heap(4, 16).unwrap();
+        for i in 0..4u8 {
+            p.push(|b| {
+                b[0] = i;
+                1
+            })
+            .unwrap();
+        }
+        assert_eq!(p.push(|_| 1), Err(PushError::Full));
+        assert_eq!(p.free(), 0);
+        for i in 0..4u8 {
+            assert_eq!(c.pop(|b| b.to_vec()).unwrap(), Some(vec![i]));
+        }
+        assert_eq!(c.pop(|b| b.len()).unwrap(), None);
+        assert!(p.drained());
+    }
+
+    #[test]
+    fn corrupt_indices_and_lengths_are_errors_not_panics() {
+        let (mut p, mut c) = heap(2, 16).unwrap();
+        // A scribbled tail far ahead of head.
+        p.raw.idx().tail.store(1000, Ordering::Release);
+        assert_eq!(c.pop(|b| b.len()), Err(Corrupt));
+        p.raw.idx().tail.store(0, Ordering::Release);
+        p.push(|_| 3).unwrap();
+        // A length beyond the slot.
+        // SAFETY: test-only scribble of the first slot's length.
+        unsafe { core::ptr::copy_nonoverlapping(999u32.to_le_bytes().as_ptr(), p.raw.slots, 4) };
+        assert_eq!(c.pop(|b| b.len()), Err(Corrupt));
+        // A head ahead of tail.
+        c.raw.idx().head.store(50, Ordering::Release);
+        p.head_seen = 0;
+        p.tail = 2;
+        assert_eq!(p.push(|_| 1), Err(PushError::Corrupt));
+        assert_eq!(heap(0, 16).err(), Some(BadGeometry));
+        assert_eq!(heap(2, 12).err(), Some(BadGeometry));
+    }
+}

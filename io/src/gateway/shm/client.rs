@@ -1,0 +1,313 @@
+//! The strategy process's side: attach to a running `ergon-gateway` by name,
+//! submit typed calls, read typed events.
+
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::sync::atomic::{fence, Ordering};
+
+use ergon_core::Class;
+
+use super::codec::{decode_event, encode_call, Call, ShmEvent};
+use super::os;
+use super::region::{Region, EVENT_SLOT, SUBMIT_SLOT};
+use crate::boundary::shm_ring::{PushError, ShmConsumer, ShmProducer, LEN_BYTES};
+use crate::gateway::Tag;
+
+/// Why a submit did not go over. Nothing was sent in any case.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SubmitError {
+    /// As many requests as the client may have in flight are: poll events first.
+    Busy,
+    /// The submit ring is full (the gateway has not taken the earlier ones yet).
+    Full,
+    /// The call does not fit a slot (or an argument is too long).
+    TooBig,
+    /// The gateway is gone (or its region is corrupt): attach again.
+    Gone,
+}
+
+impl core::fmt::Display for SubmitError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(match self {
+            SubmitError::Busy => "as many requests in flight as allowed",
+            SubmitError::Full => "submit ring full",
+            SubmitError::TooBig => "call too large for a slot",
+            SubmitError::Gone => "gateway gone",
+        })
+    }
+}
+
+impl std::error::Error for SubmitError {}
+
+/// A strategy process's connection to a gateway.
+///
+/// Drive order: [`ShmClient::submit`] calls; [`ShmClient::poll`] events until
+/// None; [`ShmClient::wait`] to sleep until the next event (or, busy-polling,
+/// spin). When the gateway goes away (its socket hangs up), every request without
+/// a final event comes back once as [`ShmEvent::Lost`], after whatever events the
+/// ring still held; then submits fail with [`SubmitError::Gone`].
+pub struct ShmClient {
+    sock: OwnedFd,
+    region: Region,
+    submit: ShmProducer,
+    events: ShmConsumer,
+    doorbell: OwnedFd,
+    wake: OwnedFd,
+    busy: bool,
+    gone: bool,
+    lost: Vec<Tag>,
+    body: Vec<u8>,
+    truncated: bool,
+    reattached: bool,
+}
+
+impl core::fmt::Debug for ShmClient {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("ShmClient")
+            .field("in_flight", &self.in_flight())
+            .field("gone", &self.gone)
+            .finish()
+    }
+}
+
+fn bad(what: impl Into<String>) -> io::Error {
+    io::Error::other(what.into())
+}
+
+/// Sends one text command to the gateway `name` and returns its one-line answer
+/// and the descriptors it carried.
+pub(crate) fn command(name: &str, cmd: &str) -> io::Result<(OwnedFd, String, Vec<OwnedFd>)> {
+    let sock = os::connect(name).map_err(|e| {
+        bad(format!(
+            "no gateway named {name:?} (abstract socket @ergon-gateway/{name}): {e}"
+        ))
+    })?;
+    os::send_fds(sock.as_raw_fd(), cmd.as_bytes(), &[])?;
+    // A gateway answers from its loop at once; one that does not is wedged.
+    if os::poll_fds([sock.as_raw_fd()], 10_000)[0] == 0 {
+        return Err(bad(format!("gateway {name:?} did not answer in 10 s")));
+    }
+    let mut buf = [0u8; 512];
+    match os::recv_fds(sock.as_raw_fd(), &mut buf)? {
+        os::Recv::Msg(n, fds) => {
+            let text = String::from_utf8_lossy(&buf[..n]).into_owned();
+            Ok((sock, text, fds))
+        }
+        _ => Err(bad("the gateway closed the connection")),
+    }
+}
+
+impl ShmClient {
+    /// Attaches to the gateway `gateway` as `client` (a name that identifies this
+    /// strategy across restarts: attaching again under it finds the outcomes of
+    /// what it had in flight). `busy`: [`ShmClient::wait`] spins instead of sleeping.
+    pub fn attach(gateway: &str, client: &str, busy: bool) -> io::Result<ShmClient> {
+        if client.is_empty() || client.len() > 64 || client.contains(char::is_whitespace) {
+            return Err(bad("client name: 1 to 64 characters, no spaces"));
+        }
+        let (sock, answer, mut fds) = command(gateway, &format!("attach {client}"))?;
+        let Some(rest) = answer.strip_prefix("ok ") else {
+            return Err(bad(format!("gateway refused: {answer}")));
+        };
+        if fds.len() != 3 {
+            return Err(bad("gateway sent no region"));
+        }
+        let wake = fds.pop().expect("3");
+        let doorbell = fds.pop().expect("3");
+        let memfd = fds.pop().expect("3");
+        let region = Region::open(&memfd)?;
+        let submit = region.submit_producer()?;
+        let events = region.event_consumer()?;
+        Ok(ShmClient {
+            sock,
+            submit,
+            events,
+            doorbell,
+            wake,
+            busy,
+            gone: false,
+            lost: Vec::new(),
+            body: Vec::with_capacity(EVENT_SLOT),
+            truncated: false,
+            reattached: rest.starts_with("reattached"),
+            region,
+        })
+    }
+
+    /// Whether this attach found a region of an earlier life under the same name.
+    pub fn reattached(&self) -> bool {
+        self.reattached
+    }
+
+    /// Requests submitted whose final event has not been polled.
+    pub fn in_flight(&self) -> usize {
+        let t = self.region.flight();
+        t.iter()
+            .filter(|e| e.used.load(Ordering::Relaxed) != 0)
+            .count()
+    }
+
+    /// The tags in flight (after a re-attach, those of the earlier life too).
+    pub fn in_flight_tags(&self) -> impl Iterator<Item = Tag> + '_ {
+        self.region
+            .flight()
+            .iter()
+            .filter(|e| e.used.load(Ordering::Relaxed) != 0)
+            .map(|e| e.tag.load(Ordering::Relaxed))
+    }
+
+    /// Whether the gateway is known to be gone.
+    pub fn is_gone(&self) -> bool {
+        self.gone
+    }
+
+    /// Submits `call` with `class` and `tag`; its events come back through
+    /// [`ShmClient::poll`]. Busy, Full and TooBig leave nothing behind.
+    pub fn submit(&mut self, call: &Call<'_>, class: Class, tag: Tag) -> Result<(), SubmitError> {
+        if self.gone {
+            return Err(SubmitError::Gone);
+        }
+        let table = self.region.flight();
+        let Some(free) = table
+            .iter()
+            .position(|e| e.used.load(Ordering::Relaxed) == 0)
+        else {
+            return Err(SubmitError::Busy);
+        };
+        let mut buf = [0u8; SUBMIT_SLOT - LEN_BYTES];
+        let n = encode_call(call, class, tag, &mut buf).ok_or(SubmitError::TooBig)?;
+        let r = self.submit.push(|slot| {
+            slot[..n].copy_from_slice(&buf[..n]);
+            n
+        });
+        match r {
+            Ok(()) => {}
+            Err(PushError::Full) => return Err(SubmitError::Full),
+            Err(PushError::Corrupt) => {
+                self.gone = true;
+                return Err(SubmitError::Gone);
+            }
+        }
+        // After the push: a client killed in between leaves no phantom entry.
+        let table = self.region.flight();
+        table[free].tag.store(tag, Ordering::Relaxed);
+        table[free].used.store(1, Ordering::Relaxed);
+        let h = self.region.header();
+        // Pairs with the gateway's fence after it announces a park.
+        fence(Ordering::SeqCst);
+        if h.gw_sleeping.load(Ordering::Relaxed) != 0 {
+            os::signal(self.doorbell.as_raw_fd());
+        }
+        Ok(())
+    }
+
+    fn settle(&mut self, tag: Tag) {
+        let table = self.region.flight();
+        if let Some(e) = table
+            .iter()
+            .find(|e| e.used.load(Ordering::Relaxed) != 0 && e.tag.load(Ordering::Relaxed) == tag)
+        {
+            e.used.store(0, Ordering::Relaxed);
+        }
+    }
+
+    /// The next event and its body (an answer's body, or for
+    /// [`ShmEvent::OpenOrders`] the open client order ids, one a line), if one is
+    /// waiting. Never blocks.
+    pub fn poll(&mut self) -> Option<(ShmEvent, &[u8])> {
+        loop {
+            let (body, truncated) = (&mut self.body, &mut self.truncated);
+            let got = self.events.pop(|b| {
+                decode_event(b).map(|(ev, bytes, cut)| {
+                    body.clear();
+                    body.extend_from_slice(bytes);
+                    *truncated = cut;
+                    ev
+                })
+            });
+            match got {
+                Ok(Some(Ok(ev))) => {
+                    if ev.is_final() {
+                        self.settle(ev.tag());
+                    }
+                    return Some((ev, &self.body));
+                }
+                Ok(Some(Err(_))) => continue, // a slot that does not decode: skipped
+                Ok(None) => {}
+                Err(_) => self.gone = true,
+            }
+            break;
+        }
+        if self.gone {
+            if self.lost.is_empty() {
+                let tags: Vec<Tag> = self.in_flight_tags().collect();
+                self.lost = tags;
+            }
+            let tag = self.lost.pop()?;
+            self.settle(tag);
+            self.body.clear();
+            return Some((ShmEvent::Lost { tag }, &self.body));
+        }
+        None
+    }
+
+    /// Whether the last polled body was cut at the slot's end.
+    pub fn body_truncated(&self) -> bool {
+        self.truncated
+    }
+
+    /// Sleeps until an event is waiting, the gateway hangs up, or `timeout_ms`
+    /// passes (busy-polling: spins instead, looking at the socket now and then).
+    /// Returns whether something may be ready to [`ShmClient::poll`].
+    pub fn wait(&mut self, timeout_ms: i32) -> bool {
+        if self.gone || self.events.ready() {
+            return true;
+        }
+        if self.busy {
+            let until = crate::clock::now_ns() + i64::from(timeout_ms.max(0)) * 1_000_000;
+            let mut n = 0u32;
+            loop {
+                if self.events.ready() {
+                    return true;
+                }
+                n = n.wrapping_add(1);
+                if n % 4096 == 0 {
+                    if self.hung_up(0) {
+                        return true;
+                    }
+                    if crate::clock::now_ns() >= until {
+                        return false;
+                    }
+                }
+                core::hint::spin_loop();
+            }
+        }
+        let h = self.region.header();
+        h.client_sleeping.store(1, Ordering::Relaxed);
+        // Pairs with the gateway's fence after its push.
+        fence(Ordering::SeqCst);
+        let ready = self.events.ready() || self.hung_up(timeout_ms);
+        self.region
+            .header()
+            .client_sleeping
+            .store(0, Ordering::Relaxed);
+        os::drain(self.wake.as_raw_fd());
+        ready || self.events.ready()
+    }
+
+    /// Polls the wake eventfd and the socket for `timeout_ms`; true if the socket
+    /// hung up (the gateway is gone).
+    fn hung_up(&mut self, timeout_ms: i32) -> bool {
+        let r = os::poll_fds([self.wake.as_raw_fd(), self.sock.as_raw_fd()], timeout_ms);
+        if r[1] != 0 {
+            self.gone = true;
+        }
+        self.gone
+    }
+
+    /// Looks at the socket without waiting: true if the gateway is gone (then
+    /// [`ShmClient::poll`] reports the lost requests).
+    pub fn check_gateway(&mut self) -> bool {
+        self.hung_up(0)
+    }
+}

@@ -1,0 +1,557 @@
+//! The bytes in the slots: a typed endpoint call (submit ring) and a typed event
+//! (event ring). Little-endian, length-prefixed text; decoding checks everything
+//! (the other side is another process) and never panics.
+
+use ergon_core::{Class, Why};
+use ergon_venues::endpoint::{
+    CancelReplace, ClientOrderId, Decimal, NewOrder, OrderRef, OrderState, OrderType, Side, Symbol,
+    TimeInForce,
+};
+
+use crate::gateway::Tag;
+
+/// One typed endpoint call, as a strategy process asks for it; the gateway
+/// prepares (stamps, signs) it with the account's endpoints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Call<'a> {
+    /// [`Endpoints::new_order`](ergon_venues::endpoint::Endpoints::new_order).
+    NewOrder(NewOrder<'a>),
+    /// [`Endpoints::cancel`](ergon_venues::endpoint::Endpoints::cancel).
+    Cancel(OrderRef<'a>),
+    /// [`Endpoints::cancel_replace`](ergon_venues::endpoint::Endpoints::cancel_replace).
+    CancelReplace(CancelReplace<'a>),
+    /// [`Endpoints::query_order`](ergon_venues::endpoint::Endpoints::query_order).
+    Query(OrderRef<'a>),
+    /// [`Endpoints::open_orders`](ergon_venues::endpoint::Endpoints::open_orders).
+    OpenOrders(Option<Symbol<'a>>),
+    /// [`Endpoints::book`](ergon_venues::endpoint::Endpoints::book).
+    Book {
+        /// The symbol.
+        symbol: Symbol<'a>,
+        /// Levels a side.
+        depth: u32,
+    },
+    /// [`Endpoints::account`](ergon_venues::endpoint::Endpoints::account).
+    Account,
+}
+
+/// An event as a strategy process receives it: [`Event`](crate::gateway::Event)
+/// with the body (Applied, OpenOrders) beside it, a halted bucket by its index,
+/// and one more case, [`ShmEvent::Lost`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ShmEvent {
+    /// The venue ran it (the answer is the body).
+    Applied {
+        /// The tag.
+        tag: Tag,
+    },
+    /// The venue refused it for a business reason.
+    Rejected {
+        /// The tag.
+        tag: Tag,
+    },
+    /// Refused by the budget or the client's share, nothing sent.
+    Limited {
+        /// The tag.
+        tag: Tag,
+        /// Why.
+        why: Why,
+        /// In how long (from the event) the same charge would pass (`i64::MAX`:
+        /// never by itself). Relative: each process's clock has its own origin.
+        ready_in_ns: i64,
+    },
+    /// Surely not run, sent again in `in_ns` (from the event).
+    Retrying {
+        /// The tag.
+        tag: Tag,
+        /// In how long.
+        in_ns: i64,
+    },
+    /// Surely not run, its deadline passed.
+    Expired {
+        /// The tag.
+        tag: Tag,
+    },
+    /// Unknown outcome, being queried.
+    Reconciling {
+        /// The tag.
+        tag: Tag,
+    },
+    /// The query settled it.
+    Reconciled {
+        /// The tag.
+        tag: Tag,
+        /// The order as the venue has it (None: it never ran).
+        found: Option<OrderState>,
+    },
+    /// The gateway's poll of open orders: the body lists the open orders' client
+    /// order ids, one per line.
+    OpenOrders {
+        /// How long before this event the poll was sent: an order that rested
+        /// before that and is not listed has ended.
+        age_ns: i64,
+    },
+    /// A ban halted a bucket (by its index in the gateway's budget).
+    Halted {
+        /// The tag.
+        tag: Tag,
+        /// The bucket's index.
+        bucket: usize,
+    },
+    /// The gateway went away before this request's final event: its outcome is
+    /// unknown (query it by client order id through a gateway; never re-send it).
+    Lost {
+        /// The tag.
+        tag: Tag,
+    },
+}
+
+impl ShmEvent {
+    /// The tag of its request.
+    pub fn tag(&self) -> Tag {
+        match *self {
+            ShmEvent::Applied { tag }
+            | ShmEvent::Rejected { tag }
+            | ShmEvent::Limited { tag, .. }
+            | ShmEvent::Retrying { tag, .. }
+            | ShmEvent::Expired { tag }
+            | ShmEvent::Reconciling { tag }
+            | ShmEvent::Reconciled { tag, .. }
+            | ShmEvent::Halted { tag, .. }
+            | ShmEvent::Lost { tag } => tag,
+            ShmEvent::OpenOrders { .. } => crate::gateway::OPEN_ORDERS,
+        }
+    }
+
+    /// Whether it ends its request.
+    pub fn is_final(&self) -> bool {
+        !matches!(
+            self,
+            ShmEvent::Retrying { .. } | ShmEvent::Reconciling { .. } | ShmEvent::OpenOrders { .. }
+        )
+    }
+}
+
+/// A slot that does not decode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BadMessage(pub &'static str);
+
+impl core::fmt::Display for BadMessage {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "bad message: {}", self.0)
+    }
+}
+
+impl std::error::Error for BadMessage {}
+
+struct W<'b> {
+    b: &'b mut [u8],
+    n: usize,
+    ok: bool,
+}
+
+impl W<'_> {
+    fn put(&mut self, x: &[u8]) {
+        match self.b.get_mut(self.n..self.n + x.len()) {
+            Some(d) if self.ok => {
+                d.copy_from_slice(x);
+                self.n += x.len();
+            }
+            _ => self.ok = false,
+        }
+    }
+    fn u8(&mut self, x: u8) {
+        self.put(&[x]);
+    }
+    fn u64(&mut self, x: u64) {
+        self.put(&x.to_le_bytes());
+    }
+    fn s(&mut self, x: &str) {
+        match u8::try_from(x.len()) {
+            Ok(n) => {
+                self.u8(n);
+                self.put(x.as_bytes());
+            }
+            Err(_) => self.ok = false,
+        }
+    }
+}
+
+struct R<'b> {
+    b: &'b [u8],
+}
+
+impl<'b> R<'b> {
+    fn take(&mut self, n: usize) -> Result<&'b [u8], BadMessage> {
+        if self.b.len() < n {
+            return Err(BadMessage("short"));
+        }
+        let (a, rest) = self.b.split_at(n);
+        self.b = rest;
+        Ok(a)
+    }
+    fn u8(&mut self) -> Result<u8, BadMessage> {
+        Ok(self.take(1)?[0])
+    }
+    fn u64(&mut self) -> Result<u64, BadMessage> {
+        let mut a = [0u8; 8];
+        a.copy_from_slice(self.take(8)?);
+        Ok(u64::from_le_bytes(a))
+    }
+    fn s(&mut self) -> Result<&'b str, BadMessage> {
+        let n = self.u8()? as usize;
+        core::str::from_utf8(self.take(n)?).map_err(|_| BadMessage("text"))
+    }
+    fn symbol(&mut self) -> Result<Symbol<'b>, BadMessage> {
+        Symbol::new(self.s()?).map_err(|_| BadMessage("symbol"))
+    }
+    fn cid(&mut self) -> Result<ClientOrderId, BadMessage> {
+        ClientOrderId::new(self.s()?).map_err(|_| BadMessage("client order id"))
+    }
+    fn dec(&mut self) -> Result<Decimal<'b>, BadMessage> {
+        Decimal::new(self.s()?).map_err(|_| BadMessage("decimal"))
+    }
+}
+
+fn class_byte(c: Class) -> u8 {
+    match c {
+        Class::Urgent => 0,
+        Class::Normal => 1,
+        Class::Bulk => 2,
+    }
+}
+
+fn put_order(w: &mut W<'_>, o: &NewOrder<'_>) {
+    w.s(o.symbol.as_str());
+    w.u8(match o.side {
+        Side::Buy => 0,
+        Side::Sell => 1,
+    });
+    w.u8(match o.order_type {
+        OrderType::Limit(TimeInForce::Gtc) => 0,
+        OrderType::Limit(TimeInForce::Ioc) => 1,
+        OrderType::Limit(TimeInForce::Fok) => 2,
+        OrderType::PostOnly => 3,
+        OrderType::Market => 4,
+    });
+    w.s(o.price.map_or("", |p| p.as_str()));
+    w.s(o.quantity.as_str());
+    w.s(o.client_order_id.as_str());
+    w.u8(o.reduce_only as u8);
+}
+
+fn get_order<'b>(r: &mut R<'b>) -> Result<NewOrder<'b>, BadMessage> {
+    let symbol = r.symbol()?;
+    let side = match r.u8()? {
+        0 => Side::Buy,
+        1 => Side::Sell,
+        _ => return Err(BadMessage("side")),
+    };
+    let order_type = match r.u8()? {
+        0 => OrderType::Limit(TimeInForce::Gtc),
+        1 => OrderType::Limit(TimeInForce::Ioc),
+        2 => OrderType::Limit(TimeInForce::Fok),
+        3 => OrderType::PostOnly,
+        4 => OrderType::Market,
+        _ => return Err(BadMessage("order type")),
+    };
+    let price = match r.s()? {
+        "" => None,
+        p => Some(Decimal::new(p).map_err(|_| BadMessage("price"))?),
+    };
+    Ok(NewOrder {
+        symbol,
+        side,
+        order_type,
+        price,
+        quantity: r.dec()?,
+        client_order_id: r.cid()?,
+        reduce_only: r.u8()? != 0,
+    })
+}
+
+/// Writes `call` into `out`; the bytes used, or None if it does not fit.
+pub fn encode_call(call: &Call<'_>, class: Class, tag: Tag, out: &mut [u8]) -> Option<usize> {
+    let mut w = W {
+        b: out,
+        n: 0,
+        ok: true,
+    };
+    w.u8(class_byte(class));
+    w.u64(tag);
+    match call {
+        Call::NewOrder(o) => {
+            w.u8(1);
+            put_order(&mut w, o);
+        }
+        Call::Cancel(o) | Call::Query(o) => {
+            w.u8(if matches!(call, Call::Cancel(_)) {
+                2
+            } else {
+                4
+            });
+            w.s(o.symbol.as_str());
+            w.s(o.client_order_id.as_str());
+        }
+        Call::CancelReplace(c) => {
+            w.u8(3);
+            w.s(c.cancel.as_str());
+            put_order(&mut w, &c.new);
+        }
+        Call::OpenOrders(s) => {
+            w.u8(5);
+            w.s(s.map_or("", |s| s.as_str()));
+        }
+        Call::Book { symbol, depth } => {
+            w.u8(6);
+            w.s(symbol.as_str());
+            w.u64(u64::from(*depth));
+        }
+        Call::Account => w.u8(7),
+    }
+    w.ok.then_some(w.n)
+}
+
+/// Reads a call written by [`encode_call`].
+pub fn decode_call(b: &[u8]) -> Result<(Call<'_>, Class, Tag), BadMessage> {
+    let mut r = R { b };
+    let class = match r.u8()? {
+        0 => Class::Urgent,
+        1 => Class::Normal,
+        2 => Class::Bulk,
+        _ => return Err(BadMessage("class")),
+    };
+    let tag = r.u64()?;
+    let call = match r.u8()? {
+        1 => Call::NewOrder(get_order(&mut r)?),
+        k @ (2 | 4) => {
+            let o = OrderRef {
+                symbol: r.symbol()?,
+                client_order_id: r.cid()?,
+            };
+            if k == 2 {
+                Call::Cancel(o)
+            } else {
+                Call::Query(o)
+            }
+        }
+        3 => {
+            let cancel = r.cid()?;
+            Call::CancelReplace(CancelReplace {
+                cancel,
+                new: get_order(&mut r)?,
+            })
+        }
+        5 => match r.s()? {
+            "" => Call::OpenOrders(None),
+            s => Call::OpenOrders(Some(Symbol::new(s).map_err(|_| BadMessage("symbol"))?)),
+        },
+        6 => {
+            let symbol = r.symbol()?;
+            let depth = u32::try_from(r.u64()?).map_err(|_| BadMessage("depth"))?;
+            Call::Book { symbol, depth }
+        }
+        7 => Call::Account,
+        _ => return Err(BadMessage("call kind")),
+    };
+    if !r.b.is_empty() {
+        return Err(BadMessage("trailing bytes"));
+    }
+    Ok((call, class, tag))
+}
+
+fn why_byte(w: Why) -> u8 {
+    match w {
+        Why::Full => 0,
+        Why::Held => 1,
+        Why::Halted => 2,
+        Why::TooBig => 3,
+        Why::Foreign => 4,
+    }
+}
+
+fn state_byte(s: Option<OrderState>) -> u8 {
+    match s {
+        None => 0,
+        Some(OrderState::Pending) => 1,
+        Some(OrderState::New) => 2,
+        Some(OrderState::PartiallyFilled) => 3,
+        Some(OrderState::Filled) => 4,
+        Some(OrderState::Canceled) => 5,
+        Some(OrderState::Rejected) => 6,
+        Some(OrderState::Expired) => 7,
+        Some(_) => 8,
+    }
+}
+
+/// Header bytes of an encoded event before its body.
+pub const EVENT_HEAD: usize = 1 + 8 + 8 + 1 + 1;
+
+/// Writes `ev` and as much of `body` as fits into `out`; the bytes used. The
+/// body is cut at the slot's end (flagged, so the reader knows).
+pub fn encode_event(ev: &ShmEvent, body: &[u8], out: &mut [u8]) -> usize {
+    let (kind, tag, a, b) = match *ev {
+        ShmEvent::Applied { tag } => (1, tag, 0, 0),
+        ShmEvent::Rejected { tag } => (2, tag, 0, 0),
+        ShmEvent::Limited {
+            tag,
+            why,
+            ready_in_ns,
+        } => (3, tag, ready_in_ns, why_byte(why)),
+        ShmEvent::Retrying { tag, in_ns } => (4, tag, in_ns, 0),
+        ShmEvent::Expired { tag } => (5, tag, 0, 0),
+        ShmEvent::Reconciling { tag } => (6, tag, 0, 0),
+        ShmEvent::Reconciled { tag, found } => (7, tag, 0, state_byte(found)),
+        ShmEvent::OpenOrders { age_ns } => (8, crate::gateway::OPEN_ORDERS, age_ns, 0),
+        ShmEvent::Halted { tag, bucket } => (9, tag, bucket as i64, 0),
+        ShmEvent::Lost { tag } => (10, tag, 0, 0),
+    };
+    if out.len() < EVENT_HEAD {
+        return 0;
+    }
+    let room = out.len() - EVENT_HEAD;
+    let n = body.len().min(room);
+    out[0] = kind;
+    out[1..9].copy_from_slice(&tag.to_le_bytes());
+    out[9..17].copy_from_slice(&a.to_le_bytes());
+    out[17] = b;
+    out[18] = u8::from(n < body.len());
+    out[EVENT_HEAD..EVENT_HEAD + n].copy_from_slice(&body[..n]);
+    EVENT_HEAD + n
+}
+
+/// Reads an event written by [`encode_event`]: the event, its body, and whether
+/// the body was cut.
+pub fn decode_event(b: &[u8]) -> Result<(ShmEvent, &[u8], bool), BadMessage> {
+    if b.len() < EVENT_HEAD {
+        return Err(BadMessage("short event"));
+    }
+    let mut t = [0u8; 8];
+    t.copy_from_slice(&b[1..9]);
+    let tag = u64::from_le_bytes(t);
+    t.copy_from_slice(&b[9..17]);
+    let a = i64::from_le_bytes(t);
+    let x = b[17];
+    let ev = match b[0] {
+        1 => ShmEvent::Applied { tag },
+        2 => ShmEvent::Rejected { tag },
+        3 => ShmEvent::Limited {
+            tag,
+            why: match x {
+                0 => Why::Full,
+                1 => Why::Held,
+                2 => Why::Halted,
+                3 => Why::TooBig,
+                4 => Why::Foreign,
+                _ => return Err(BadMessage("why")),
+            },
+            ready_in_ns: a,
+        },
+        4 => ShmEvent::Retrying { tag, in_ns: a },
+        5 => ShmEvent::Expired { tag },
+        6 => ShmEvent::Reconciling { tag },
+        7 => ShmEvent::Reconciled {
+            tag,
+            found: match x {
+                0 => None,
+                1 => Some(OrderState::Pending),
+                2 => Some(OrderState::New),
+                3 => Some(OrderState::PartiallyFilled),
+                4 => Some(OrderState::Filled),
+                5 => Some(OrderState::Canceled),
+                6 => Some(OrderState::Rejected),
+                7 => Some(OrderState::Expired),
+                8 => Some(OrderState::Other),
+                _ => return Err(BadMessage("order state")),
+            },
+        },
+        8 => ShmEvent::OpenOrders { age_ns: a },
+        9 => ShmEvent::Halted {
+            tag,
+            bucket: usize::try_from(a).map_err(|_| BadMessage("bucket"))?,
+        },
+        10 => ShmEvent::Lost { tag },
+        _ => return Err(BadMessage("event kind")),
+    };
+    Ok((ev, &b[EVENT_HEAD..], b[18] != 0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn order(cid: &str) -> NewOrder<'_> {
+        NewOrder {
+            symbol: Symbol::new("BTCUSDT").unwrap(),
+            side: Side::Sell,
+            order_type: OrderType::Limit(TimeInForce::Ioc),
+            price: Decimal::new("50000.05").ok(),
+            quantity: Decimal::new("0.010").unwrap(),
+            client_order_id: ClientOrderId::new(cid).unwrap(),
+            reduce_only: true,
+        }
+    }
+
+    #[test]
+    fn every_call_round_trips_and_truncations_are_errors() {
+        let s = Symbol::new("BTC-USDT-SWAP").unwrap();
+        let r = OrderRef {
+            symbol: s,
+            client_order_id: ClientOrderId::new("abc").unwrap(),
+        };
+        let calls = [
+            Call::NewOrder(order("x1")),
+            Call::Cancel(r),
+            Call::Query(r),
+            Call::CancelReplace(CancelReplace {
+                cancel: ClientOrderId::new("old").unwrap(),
+                new: order("new"),
+            }),
+            Call::OpenOrders(None),
+            Call::OpenOrders(Some(s)),
+            Call::Book {
+                symbol: s,
+                depth: 100,
+            },
+            Call::Account,
+        ];
+        let mut buf = [0u8; 252];
+        for (i, c) in calls.iter().enumerate() {
+            let n = encode_call(c, Class::Bulk, i as u64, &mut buf).unwrap();
+            assert_eq!(decode_call(&buf[..n]), Ok((*c, Class::Bulk, i as u64)));
+            for cut in 0..n {
+                assert!(decode_call(&buf[..cut]).is_err(), "{c:?} cut at {cut}");
+            }
+            assert_eq!(encode_call(c, Class::Bulk, 0, &mut buf[..n - 1]), None);
+        }
+    }
+
+    #[test]
+    fn events_round_trip_and_bodies_are_cut_at_the_slot() {
+        let evs = [
+            ShmEvent::Applied { tag: 1 },
+            ShmEvent::Limited {
+                tag: 2,
+                why: Why::Held,
+                ready_in_ns: -5,
+            },
+            ShmEvent::Reconciled {
+                tag: 3,
+                found: Some(OrderState::PartiallyFilled),
+            },
+            ShmEvent::Halted { tag: 4, bucket: 7 },
+            ShmEvent::OpenOrders { age_ns: 99 },
+            ShmEvent::Lost { tag: 5 },
+        ];
+        let mut buf = [0u8; 64];
+        for e in evs {
+            let n = encode_event(&e, b"body", &mut buf);
+            assert_eq!(decode_event(&buf[..n]), Ok((e, &b"body"[..], false)));
+        }
+        let n = encode_event(&evs[0], &[7u8; 100], &mut buf);
+        let (_, body, cut) = decode_event(&buf[..n]).unwrap();
+        assert!(cut && body.len() == 64 - EVENT_HEAD);
+        buf[0] = 77;
+        assert!(decode_event(&buf).is_err());
+    }
+}

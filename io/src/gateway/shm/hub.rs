@@ -1,0 +1,877 @@
+//! The gateway's side: a [`Strategy`] that serves strategy processes over shared
+//! memory. It owns the listening socket, one region per client name, the
+//! doorbell eventfd the clients write when the loop is parked, and the stats
+//! region that `ergon-gateway --stats` reads.
+
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::sync::atomic::{fence, AtomicBool, Ordering};
+
+use arrayvec::ArrayVec;
+use ergon_core::{BucketId, Class, Part, Why};
+use ergon_venues::endpoint::{ClientOrderId, OrderRef, Prepared, Symbol};
+
+use super::codec::{decode_call, encode_event, BadMessage, Call, ShmEvent};
+use super::journal::{Found, Journal};
+use super::os::{self, Epoll, Recv};
+use super::region::{Region, SUBMIT_SLOT};
+use super::stats::StatsWriter;
+use crate::boundary::shm_ring::{PushError, ShmConsumer, ShmProducer, LEN_BYTES};
+use crate::event_loop::{EventLoop, Interest, LoopError, Readiness};
+use crate::gateway::{Account, Api, Event, Strategy, Tag, OPEN_ORDERS};
+
+/// The token under which [`Hub::attach`] watches the hub's epoll set.
+pub const HUB_TOKEN: u64 = (1 << 62) + 2;
+
+const LISTENER: u64 = 0;
+/// The tag bit of the queries of what a dead gateway left in flight.
+const RECOVER: u64 = 1 << 47;
+const DOORBELL: u64 = 1;
+const CONN0: u64 = 16;
+const MS: i64 = 1_000_000;
+
+/// How a hub serves its clients.
+#[derive(Clone, Debug)]
+pub struct HubConfig {
+    /// The gateway's name: its socket is `@ergon-gateway/NAME` (abstract).
+    pub name: String,
+    /// Client names served at once (attached or keeping outcomes).
+    pub max_clients: usize,
+    /// Requests one client may have in flight (its submit ring's slots).
+    pub in_flight: usize,
+    /// How long the outcomes of a client that went away are kept for it to
+    /// attach again under its name, after its last request settled.
+    pub keep_ns: i64,
+    /// Each client's ceiling, as a fraction of every bucket's limit per window
+    /// (None: no ceiling beyond the budget's own).
+    pub share: Option<f64>,
+    /// The most privileged class a client may use: a call of a higher class is
+    /// charged as this one (None: any; `Some(Class::Normal)` keeps the Urgent
+    /// headroom for the gateway's own reconcile queries).
+    pub class_ceiling: Option<Class>,
+    /// Submits taken from one client per loop turn (round robin between clients).
+    pub per_turn: usize,
+    /// The journal of orders in flight (see the module's crash cases): written
+    /// before each new order is sent, read by the next gateway on the same file.
+    pub journal: Option<std::path::PathBuf>,
+}
+
+impl Default for HubConfig {
+    fn default() -> Self {
+        HubConfig {
+            name: "ergon".into(),
+            max_clients: 16,
+            in_flight: 64,
+            keep_ns: 300_000 * MS,
+            share: None,
+            per_turn: 16,
+            class_ceiling: None,
+            journal: None,
+        }
+    }
+}
+
+/// One client's counts (they appear in the stats).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ClientStats {
+    /// Calls taken from its submit ring.
+    pub submitted: u64,
+    /// Accepted by the gateway (charged and sent, or queued to send).
+    pub accepted: u64,
+    /// Refused by its share ceiling.
+    pub over_share: u64,
+    /// Refused by the budget.
+    pub limited: u64,
+    /// Calls that did not decode or that the venue's endpoints refused.
+    pub bad: u64,
+    /// Final events delivered.
+    pub finals: u64,
+    /// Events that found its event ring full (must stay 0).
+    pub lost_events: u64,
+    /// Attaches under its name.
+    pub attaches: u64,
+}
+
+struct Client {
+    name: String,
+    gen: u16,
+    conn: Option<usize>,
+    memfd: OwnedFd,
+    wake: OwnedFd,
+    region: Region,
+    submit: ShmConsumer,
+    events: ShmProducer,
+    /// Local id -> the client's tag, for requests in flight.
+    tags: Vec<Option<Tag>>,
+    /// Local id -> its journal entry (new orders only).
+    journal: Vec<Option<u32>>,
+    free: Vec<u32>,
+    detached_at: Option<i64>,
+    /// Per bucket index, for the share ceiling: its charges over the bucket's
+    /// last window (time, units; a sliding window, as the budget counts) and
+    /// their sum.
+    used: Vec<Use>,
+    stats: ClientStats,
+}
+
+impl Client {
+    fn in_flight(&self) -> usize {
+        self.tags.len() - self.free.len()
+    }
+
+    fn push(&mut self, ev: &ShmEvent, body: &[u8]) {
+        match self.events.push(|slot| encode_event(ev, body, slot)) {
+            Ok(()) => {}
+            Err(PushError::Full | PushError::Corrupt) => self.stats.lost_events += 1,
+        }
+        if self.conn.is_some() {
+            fence(Ordering::SeqCst);
+            if self.region.header().client_sleeping.load(Ordering::Relaxed) != 0 {
+                os::signal(self.wake.as_raw_fd());
+            }
+        }
+    }
+}
+
+#[derive(Clone, Default)]
+struct Use {
+    charges: std::collections::VecDeque<(i64, u32)>,
+    sum: u64,
+}
+
+impl Use {
+    /// Drops the charges that left the window ending at `now`.
+    fn evict(&mut self, now: i64, w: i64) {
+        while let Some(&(t, c)) = self.charges.front() {
+            if t > now - w {
+                break;
+            }
+            self.charges.pop_front();
+            self.sum -= u64::from(c);
+        }
+    }
+}
+
+struct Conn {
+    fd: OwnedFd,
+    client: Option<usize>,
+}
+
+/// The loop side of the shared-memory gateway: a [`Strategy`] over the gateway.
+pub struct Hub {
+    cfg: HubConfig,
+    listener: Option<OwnedFd>,
+    ep: Epoll,
+    doorbell: OwnedFd,
+    conns: Vec<Option<Conn>>,
+    clients: Vec<Option<Client>>,
+    gens: Vec<u16>,
+    req: Prepared,
+    buf: [u8; SUBMIT_SLOT],
+    ids: Vec<u8>,
+    windows: Option<Vec<(BucketId, i64)>>,
+    stats: StatsWriter,
+    next_stats: i64,
+    stop: Option<&'static AtomicBool>,
+    stopping: bool,
+    next_client: usize,
+    timer_at: i64,
+    journal: Option<Journal>,
+    /// Orders a dead gateway left in flight, still to query (entry, order).
+    recover: Vec<(u32, Found)>,
+    recover_in_flight: usize,
+    /// Orders of a dead gateway queried (and of them, found at the venue).
+    pub recovered: (u64, u64),
+}
+
+fn owned_msg(e: &dyn core::fmt::Display) -> io::Error {
+    io::Error::other(e.to_string())
+}
+
+impl Hub {
+    /// Binds `@ergon-gateway/NAME` and sets up the doorbell and the stats region.
+    /// `stop`: a flag (set by a SIGTERM handler) after which the hub stops
+    /// accepting, settles what is in flight, and stops the loop.
+    pub fn bind(cfg: HubConfig, stop: Option<&'static AtomicBool>) -> io::Result<Hub> {
+        if cfg.max_clients == 0 || cfg.max_clients > 255 {
+            return Err(owned_msg(&"--max-clients must be 1..=255"));
+        }
+        if let Some(s) = cfg.share {
+            if !(s > 0.0 && s <= 1.0) {
+                return Err(owned_msg(&"a share must be in (0, 1]"));
+            }
+        }
+        let listener = os::listen(&cfg.name).map_err(|e| {
+            owned_msg(&format!(
+                "cannot listen on @ergon-gateway/{}: {e} (another gateway of that name?)",
+                cfg.name
+            ))
+        })?;
+        let ep = Epoll::new()?;
+        ep.add(listener.as_raw_fd(), LISTENER)?;
+        let doorbell = os::eventfd()?;
+        ep.add(doorbell.as_raw_fd(), DOORBELL)?;
+        let stats = StatsWriter::create(&cfg.name)?;
+        let (journal, recover) = match &cfg.journal {
+            Some(path) => {
+                let (j, live) = Journal::open(path, cfg.max_clients * cfg.in_flight)
+                    .map_err(|e| owned_msg(&format!("journal {}: {e}", path.display())))?;
+                (Some(j), live)
+            }
+            None => (None, Vec::new()),
+        };
+        Ok(Hub {
+            clients: (0..cfg.max_clients).map(|_| None).collect(),
+            gens: vec![0; cfg.max_clients],
+            cfg,
+            listener: Some(listener),
+            ep,
+            doorbell,
+            conns: Vec::new(),
+            req: Prepared::with_capacity(1024),
+            buf: [0; SUBMIT_SLOT],
+            ids: Vec::with_capacity(4096),
+            windows: None,
+            stats,
+            next_stats: 0,
+            stop,
+            stopping: false,
+            next_client: 0,
+            timer_at: 0,
+            journal,
+            recover,
+            recover_in_flight: 0,
+            recovered: (0, 0),
+        })
+    }
+
+    /// Watches the hub's descriptors on `lp` (under [`HUB_TOKEN`]); call once
+    /// before running the loop.
+    pub fn attach(&self, lp: &mut EventLoop) -> Result<(), LoopError> {
+        lp.watch_fd(self.ep.fd(), HUB_TOKEN, Interest::READ)
+    }
+
+    /// Each client's name, whether it is attached, and its counts.
+    pub fn clients(&self) -> impl Iterator<Item = (&str, bool, ClientStats)> + '_ {
+        self.clients
+            .iter()
+            .flatten()
+            .map(|c| (c.name.as_str(), c.conn.is_some(), c.stats))
+    }
+
+    fn reply(fd: &OwnedFd, text: &str, fds: &[i32]) {
+        let _ = os::send_fds(fd.as_raw_fd(), text.as_bytes(), fds);
+    }
+
+    fn accept(&mut self) {
+        let Some(l) = &self.listener else { return };
+        while let Ok(Some(fd)) = os::accept(l) {
+            let i = match self.conns.iter().position(Option::is_none) {
+                Some(i) => i,
+                None => {
+                    self.conns.push(None);
+                    self.conns.len() - 1
+                }
+            };
+            if self.ep.add(fd.as_raw_fd(), CONN0 + i as u64).is_ok() {
+                self.conns[i] = Some(Conn { fd, client: None });
+            }
+        }
+    }
+
+    fn close(&mut self, i: usize, now: i64) {
+        if let Some(c) = self.conns.get_mut(i).and_then(Option::take) {
+            self.ep.remove(c.fd.as_raw_fd());
+            if let Some(k) = c.client {
+                if let Some(cl) = self.clients[k].as_mut() {
+                    cl.conn = None;
+                    cl.detached_at = Some(now);
+                }
+            }
+        }
+    }
+
+    fn on_conn<E: Account>(&mut self, api: &mut Api<'_, '_, E>, i: usize) {
+        let now = api.now();
+        let mut buf = [0u8; 256];
+        let r = match self.conns.get(i).and_then(Option::as_ref) {
+            Some(c) => os::recv_fds(c.fd.as_raw_fd(), &mut buf),
+            None => return,
+        };
+        let n = match r {
+            Ok(Recv::Msg(n, _)) => n,
+            Ok(Recv::Empty) => return,
+            Ok(Recv::Closed) | Err(_) => return self.close(i, now),
+        };
+        let text = String::from_utf8_lossy(&buf[..n]).into_owned();
+        let mut words = text.split_whitespace();
+        match (words.next(), words.next()) {
+            (Some("attach"), Some(name)) if !self.stopping => self.attach_client(i, name),
+            (Some("attach"), _) => self.answer(i, "err stopping or no name"),
+            (Some("stats"), _) => {
+                if let Some(c) = self.conns[i].as_ref() {
+                    Self::reply(&c.fd, "ok stats", &[self.stats.fd()]);
+                }
+            }
+            (Some("clear-halt"), Some(bucket)) => {
+                let b = api.budget();
+                let msg = match b.bucket(bucket) {
+                    None => format!("err no bucket named {bucket:?}"),
+                    Some(id) if !b.halted().any(|h| h == id) => {
+                        format!("err {bucket} is not halted")
+                    }
+                    Some(id) => match b.clear_halt(id) {
+                        Ok(()) => format!("ok cleared {bucket}"),
+                        Err(e) => format!("err {e}"),
+                    },
+                };
+                self.answer(i, &msg);
+            }
+            _ => self.answer(i, "err unknown command"),
+        }
+    }
+
+    fn answer(&self, i: usize, text: &str) {
+        if let Some(c) = self.conns.get(i).and_then(Option::as_ref) {
+            Self::reply(&c.fd, text, &[]);
+        }
+    }
+
+    fn attach_client(&mut self, i: usize, name: &str) {
+        let found = self
+            .clients
+            .iter()
+            .position(|c| c.as_ref().is_some_and(|c| c.name == name));
+        let (k, again) = match found {
+            Some(k) if self.clients[k].as_ref().is_some_and(|c| c.conn.is_some()) => {
+                return self.answer(i, "err a client of that name is attached");
+            }
+            Some(k) => (k, true),
+            None => match self.clients.iter().position(Option::is_none) {
+                Some(k) => match self.new_client(k, name) {
+                    Ok(c) => {
+                        self.clients[k] = Some(c);
+                        (k, false)
+                    }
+                    Err(e) => return self.answer(i, &format!("err {e}")),
+                },
+                None => return self.answer(i, "err --max-clients reached"),
+            },
+        };
+        let Some(c) = self.clients[k].as_mut() else {
+            return;
+        };
+        c.conn = Some(i);
+        c.detached_at = None;
+        c.stats.attaches += 1;
+        if let Some(conn) = self.conns[i].as_mut() {
+            conn.client = Some(k);
+            let word = if again { "reattached" } else { "new" };
+            Self::reply(
+                &conn.fd,
+                &format!("ok {word} {}", c.region.in_flight),
+                &[
+                    c.memfd.as_raw_fd(),
+                    self.doorbell.as_raw_fd(),
+                    c.wake.as_raw_fd(),
+                ],
+            );
+        }
+    }
+
+    fn new_client(&mut self, k: usize, name: &str) -> io::Result<Client> {
+        let (memfd, region) = Region::create(name, self.cfg.in_flight)?;
+        // 15 bits: bit 47 of a tag is RECOVER.
+        self.gens[k] = (self.gens[k] + 1) & 0x7fff;
+        Ok(Client {
+            name: name.to_string(),
+            gen: self.gens[k],
+            conn: None,
+            memfd,
+            wake: os::eventfd()?,
+            submit: region.submit_consumer()?,
+            events: region.event_producer()?,
+            tags: vec![None; self.cfg.in_flight],
+            journal: vec![None; self.cfg.in_flight],
+            free: (0..self.cfg.in_flight as u32).rev().collect(),
+            region,
+            detached_at: None,
+            used: Vec::new(),
+            stats: ClientStats::default(),
+        })
+    }
+
+    /// The gateway tag of client `k`'s local id `l`.
+    fn tag_of(k: usize, gen: u16, l: u32) -> Tag {
+        ((k as u64) << 48) | (u64::from(gen) << 32) | u64::from(l)
+    }
+
+    /// Checks client `k`'s share of every part's bucket; Some(ready_at) if over.
+    fn over_share<E: Account>(
+        &mut self,
+        api: &mut Api<'_, '_, E>,
+        k: usize,
+        parts: &[Part],
+        commit: bool,
+    ) -> Option<i64> {
+        let share = self.cfg.share?;
+        let now = api.now();
+        let windows = self.windows.get_or_insert_with(|| api.venue().windows());
+        let c = self.clients[k].as_mut()?;
+        for p in parts {
+            let Some(&(_, w)) = windows.iter().find(|(b, _)| *b == p.bucket) else {
+                continue;
+            };
+            let w = w.max(1);
+            let limit = api.budget().stats(p.bucket).map_or(0, |s| s.limit);
+            let cap = ((limit as f64) * share).floor() as u64;
+            let i = p.bucket.index();
+            if c.used.len() <= i {
+                c.used.resize(i + 1, Use::default());
+            }
+            let u = &mut c.used[i];
+            u.evict(now, w);
+            if commit {
+                u.charges.push_back((now, p.cost));
+                u.sum += u64::from(p.cost);
+            } else if u.sum + u64::from(p.cost) > cap {
+                // Room again once the oldest charges leave the window.
+                let mut need = u.sum + u64::from(p.cost) - cap;
+                let mut at = now;
+                for &(t, c) in &u.charges {
+                    at = t + w;
+                    need = need.saturating_sub(u64::from(c));
+                    if need == 0 {
+                        break;
+                    }
+                }
+                return Some(at);
+            }
+        }
+        None
+    }
+
+    fn take_submits<E: Account>(&mut self, api: &mut Api<'_, '_, E>, k: usize) {
+        for _ in 0..self.cfg.per_turn {
+            let Some(c) = self.clients[k].as_mut() else {
+                return;
+            };
+            let buf = &mut self.buf;
+            let got = c.submit.pop(|b| {
+                buf[..b.len()].copy_from_slice(b);
+                b.len()
+            });
+            let n = match got {
+                Ok(Some(n)) => n,
+                Ok(None) => return,
+                Err(_) => {
+                    // A corrupt ring: this client cannot be served any more.
+                    c.stats.bad += 1;
+                    if let Some(i) = c.conn {
+                        self.close(i, api.now());
+                    }
+                    return;
+                }
+            };
+            c.stats.submitted += 1;
+            let msg = self.buf;
+            let (call, class, tag) = match decode_call(&msg[..n.min(SUBMIT_SLOT - LEN_BYTES)]) {
+                Ok(x) => x,
+                Err(BadMessage(_)) => {
+                    c.stats.bad += 1;
+                    continue;
+                }
+            };
+            // Urgent = 0 < Normal = 1 < Bulk = 2: a larger number is less privileged.
+            let class = match self.cfg.class_ceiling {
+                Some(c) if (class as u8) < (c as u8) => c,
+                _ => class,
+            };
+            self.one(api, k, &call, class, tag);
+        }
+    }
+
+    fn one<E: Account>(
+        &mut self,
+        api: &mut Api<'_, '_, E>,
+        k: usize,
+        call: &Call<'_>,
+        class: Class,
+        tag: Tag,
+    ) {
+        let now = api.now();
+        let v = api.venue_mut();
+        let req = &mut self.req;
+        let prepared = match call {
+            Call::NewOrder(o) => v.new_order(req, o, now),
+            Call::Cancel(o) => v.cancel(req, o, now),
+            Call::CancelReplace(c) => v.cancel_replace(req, c, now),
+            Call::Query(o) => v.query_order(req, o, now),
+            Call::OpenOrders(s) => v.open_orders(req, *s, now),
+            Call::Book { symbol, depth } => v.book(req, *symbol, *depth, now),
+            Call::Account => v.account(req, now),
+        }
+        .is_ok();
+        let Some(c) = self.clients[k].as_mut() else {
+            return;
+        };
+        if !prepared {
+            c.stats.bad += 1;
+            c.push(&ShmEvent::Rejected { tag }, &[]);
+            return;
+        }
+        let Some(l) = c.free.pop() else {
+            // More in flight than its ring allows: a client bug.
+            c.stats.limited += 1;
+            let ev = ShmEvent::Limited {
+                tag,
+                why: Why::Full,
+                ready_in_ns: 0,
+            };
+            c.push(&ev, &[]);
+            return;
+        };
+        let gen = c.gen;
+        let parts: ArrayVec<Part, 8> = self.req.parts().iter().copied().take(8).collect();
+        if let Some(ready_at_ns) = self.over_share(api, k, &parts, false) {
+            let Some(c) = self.clients[k].as_mut() else {
+                return;
+            };
+            c.free.push(l);
+            c.stats.over_share += 1;
+            let ev = ShmEvent::Limited {
+                tag,
+                why: Why::Full,
+                ready_in_ns: ready_at_ns - now,
+            };
+            c.push(&ev, &[]);
+            return;
+        }
+        let new = match call {
+            Call::NewOrder(o) => Some(o),
+            Call::CancelReplace(c) => Some(&c.new),
+            _ => None,
+        };
+        let entry = match (&mut self.journal, new) {
+            (Some(j), Some(o)) => j.record(o.symbol.as_str(), o.client_order_id.as_str()),
+            _ => None,
+        };
+        if let Some(c) = self.clients[k].as_mut() {
+            c.tags[l as usize] = Some(tag);
+            c.journal[l as usize] = entry;
+        }
+        match api.submit(&mut self.req, class, Self::tag_of(k, gen, l)) {
+            Ok(()) => {
+                self.over_share(api, k, &parts, true);
+                if let Some(c) = self.clients[k].as_mut() {
+                    c.stats.accepted += 1;
+                }
+            }
+            Err(ev) => self.route(api, ev),
+        }
+    }
+
+    /// Delivers one gateway event to the client whose request it is about.
+    fn route<E: Account>(&mut self, api: &mut Api<'_, '_, E>, ev: Event<'_>) {
+        let gtag = ev.tag();
+        if gtag == OPEN_ORDERS {
+            if let Event::OpenOrders {
+                sent_at_ns, body, ..
+            } = ev
+            {
+                self.ids.clear();
+                let ids = &mut self.ids;
+                api.venue().open_ids(body, &mut |id| {
+                    ids.extend_from_slice(id);
+                    ids.push(b'\n');
+                });
+                let age_ns = api.now() - sent_at_ns;
+                for c in self
+                    .clients
+                    .iter_mut()
+                    .flatten()
+                    // Only into room beyond what its requests in flight may need
+                    // (three events each): a client that does not read misses polls,
+                    // never an event of its own.
+                    .filter(|c| c.conn.is_some() && c.events.free() > 3 * c.tags.len())
+                {
+                    c.push(&ShmEvent::OpenOrders { age_ns }, &self.ids);
+                }
+            }
+            return;
+        }
+        if gtag & RECOVER != 0 && gtag != OPEN_ORDERS {
+            if ev.is_final() {
+                if let Some(j) = &mut self.journal {
+                    j.clear(gtag as u32);
+                }
+                self.recover_in_flight = self.recover_in_flight.saturating_sub(1);
+                self.recovered.0 += 1;
+                let found = match ev {
+                    Event::Applied { .. } => true,
+                    Event::Reconciled { found, .. } => found.is_some(),
+                    _ => false,
+                };
+                self.recovered.1 += u64::from(found);
+            }
+            return;
+        }
+        let now = api.now();
+        let rel = |at: i64| if at == i64::MAX { at } else { at - now };
+        let (k, gen, l) = ((gtag >> 48) as usize, (gtag >> 32) as u16, gtag as u32);
+        let Some(c) = self.clients.get_mut(k).and_then(Option::as_mut) else {
+            return;
+        };
+        if c.gen != gen {
+            return;
+        }
+        let Some(Some(tag)) = c.tags.get(l as usize).copied() else {
+            return;
+        };
+        let (sev, body): (ShmEvent, &[u8]) = match ev {
+            Event::Applied { body, .. } => (ShmEvent::Applied { tag }, body),
+            Event::Rejected { .. } => (ShmEvent::Rejected { tag }, &[]),
+            Event::Limited {
+                why, ready_at_ns, ..
+            } => {
+                c.stats.limited += 1;
+                let ready_in_ns = rel(ready_at_ns);
+                (
+                    ShmEvent::Limited {
+                        tag,
+                        why,
+                        ready_in_ns,
+                    },
+                    &[],
+                )
+            }
+            Event::Retrying { at_ns, .. } => (
+                ShmEvent::Retrying {
+                    tag,
+                    in_ns: rel(at_ns),
+                },
+                &[],
+            ),
+            Event::Expired { .. } => (ShmEvent::Expired { tag }, &[]),
+            Event::Reconciling { .. } => (ShmEvent::Reconciling { tag }, &[]),
+            Event::Reconciled { found, .. } => (ShmEvent::Reconciled { tag, found }, &[]),
+            Event::Halted { bucket, .. } => (
+                ShmEvent::Halted {
+                    tag,
+                    bucket: bucket.index(),
+                },
+                &[],
+            ),
+            Event::OpenOrders { .. } => return,
+        };
+        if sev.is_final() {
+            if let (Some(j), Some(e)) = (&mut self.journal, c.journal[l as usize].take()) {
+                j.clear(e);
+            }
+            c.tags[l as usize] = None;
+            c.free.push(l);
+            c.stats.finals += 1;
+        }
+        c.push(&sev, body);
+    }
+
+    /// Queries each order a dead gateway left in flight (by client order id).
+    fn recover<E: Account>(&mut self, api: &mut Api<'_, '_, E>) {
+        while let Some((i, f)) = self.recover.pop() {
+            let now = api.now();
+            let (Ok(symbol), Ok(id)) = (Symbol::new(&f.symbol), ClientOrderId::new(&f.id)) else {
+                if let Some(j) = &mut self.journal {
+                    j.clear(i);
+                }
+                continue;
+            };
+            let it = OrderRef {
+                symbol,
+                client_order_id: id,
+            };
+            if api
+                .venue_mut()
+                .query_order(&mut self.req, &it, now)
+                .is_err()
+            {
+                if let Some(j) = &mut self.journal {
+                    j.clear(i);
+                }
+                continue;
+            }
+            match api.submit(&mut self.req, Class::Urgent, RECOVER | u64::from(i)) {
+                Ok(()) => self.recover_in_flight += 1,
+                Err(Event::Limited { .. }) => {
+                    // No room now: again next turn.
+                    self.recover.push((i, f));
+                    return;
+                }
+                Err(ev) => {
+                    self.recover_in_flight += 1;
+                    self.route(api, ev);
+                }
+            }
+        }
+    }
+
+    fn publish<E: Account>(&mut self, api: &mut Api<'_, '_, E>) {
+        let now = api.now();
+        if now < self.next_stats {
+            return;
+        }
+        self.next_stats = now + 100 * MS;
+        let mut text = String::with_capacity(2048);
+        let g = *api.stats();
+        text += &format!(
+            "gateway {} journal_live={} recovering={} recovered={} recovered_found={} in_flight={} sent={} applied={} rejected={} unknown={} reconciled={} throttled={} banned={}\n",
+            self.cfg.name,
+            self.journal.as_ref().map_or(0, Journal::live),
+            self.recover.len() + self.recover_in_flight,
+            self.recovered.0,
+            self.recovered.1,
+            api.in_flight(),
+            g.sent,
+            g.applied,
+            g.rejected,
+            g.unknown,
+            g.reconciled,
+            g.throttled,
+            g.banned
+        );
+        let b = api.budget();
+        let ids: Vec<BucketId> = b.ids().collect();
+        for &id in &ids {
+            let s = b.stats(id).unwrap_or_default();
+            text += &format!(
+                "bucket {} used={} limit={} admitted={} held={} halted={} bans={}\n",
+                b.name(id).unwrap_or("?"),
+                s.used,
+                s.limit,
+                s.admitted,
+                s.held_until_ns.is_some_and(|t| t > now),
+                s.halted,
+                s.bans
+            );
+        }
+        for c in self.clients.iter().flatten() {
+            let s = c.stats;
+            text += &format!(
+                "client {} {} in_flight={} submitted={} accepted={} over_share={} limited={} bad={} finals={} lost_events={}",
+                c.name,
+                if c.conn.is_some() { "attached" } else { "detached" },
+                c.in_flight(),
+                s.submitted,
+                s.accepted,
+                s.over_share,
+                s.limited,
+                s.bad,
+                s.finals,
+                s.lost_events
+            );
+            for (i, u) in c.used.iter().enumerate() {
+                let Some(&id) = ids.get(i) else { continue };
+                let w = self
+                    .windows
+                    .as_ref()
+                    .and_then(|ws| ws.iter().find(|(b, _)| *b == id))
+                    .map_or(1, |x| x.1);
+                let used: u64 = u
+                    .charges
+                    .iter()
+                    .filter(|(t, _)| *t > now - w)
+                    .map(|(_, c)| u64::from(*c))
+                    .sum();
+                if used > 0 {
+                    let limit = b.stats(id).map_or(1, |s| s.limit.max(1));
+                    let pct = used as f64 * 100.0 / limit as f64;
+                    text += &format!(" {}={pct:.0}%", b.name(id).unwrap_or("?"));
+                }
+            }
+            text.push('\n');
+        }
+        self.stats.write(text.as_bytes());
+    }
+
+    fn expire(&mut self, now: i64) {
+        for slot in &mut self.clients {
+            let drop = slot.as_ref().is_some_and(|c| {
+                c.conn.is_none()
+                    && c.in_flight() == 0
+                    && c.detached_at.is_some_and(|t| now - t >= self.cfg.keep_ns)
+            });
+            if drop {
+                *slot = None;
+            }
+        }
+    }
+}
+
+impl<E: Account> Strategy<E> for Hub {
+    fn on_event(&mut self, api: &mut Api<'_, '_, E>, event: Event<'_>) {
+        self.route(api, event);
+    }
+
+    fn on_turn(&mut self, api: &mut Api<'_, '_, E>) {
+        for c in self.clients.iter().flatten() {
+            c.region.header().gw_sleeping.store(0, Ordering::Relaxed);
+        }
+        self.recover(api);
+        let n = self.clients.len();
+        // What a dead gateway left in flight is settled before any new submit.
+        let recovering = !self.recover.is_empty() || self.recover_in_flight > 0;
+        for j in 0..n {
+            let k = (self.next_client + j) % n;
+            if self.clients[k].is_some() && !recovering {
+                self.take_submits(api, k);
+            }
+        }
+        self.next_client = (self.next_client + 1) % n.max(1);
+        let now = api.now();
+        self.expire(now);
+        self.publish(api);
+        if !self.stopping && self.stop.is_some_and(|s| s.load(Ordering::SeqCst)) {
+            self.stopping = true;
+            if let Some(l) = self.listener.take() {
+                self.ep.remove(l.as_raw_fd());
+            }
+        }
+        if self.stopping && api.in_flight() == 0 {
+            api.stop();
+        }
+        // Wake up now and then for the stats, the keep time and a stop signal.
+        if self.timer_at <= now {
+            self.timer_at = now + 100 * MS;
+            let _ = api.set_timer(HUB_TOKEN, self.timer_at);
+        }
+    }
+
+    fn on_fd(&mut self, api: &mut Api<'_, '_, E>, token: u64, _ready: Readiness) {
+        if token != HUB_TOKEN {
+            return;
+        }
+        let mut evs = [libc::epoll_event { events: 0, u64: 0 }; 32];
+        let n = self.ep.ready(&mut evs);
+        for e in &evs[..n] {
+            match e.u64 {
+                LISTENER => self.accept(),
+                DOORBELL => os::drain(self.doorbell.as_raw_fd()),
+                t => self.on_conn(api, (t - CONN0) as usize),
+            }
+        }
+    }
+
+    fn before_park(&mut self, _api: &mut Api<'_, '_, E>) -> bool {
+        for c in self.clients.iter().flatten() {
+            c.region.header().gw_sleeping.store(1, Ordering::Relaxed);
+        }
+        // Pairs with the client's fence after its push.
+        fence(Ordering::SeqCst);
+        let pending = self.clients.iter().flatten().any(|c| c.submit.ready());
+        if pending {
+            for c in self.clients.iter().flatten() {
+                c.region.header().gw_sleeping.store(0, Ordering::Relaxed);
+            }
+        }
+        !pending
+    }
+}

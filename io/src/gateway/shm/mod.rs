@@ -1,0 +1,96 @@
+//! The gateway across processes: one `ergon-gateway` process owns the venue
+//! connections and the budget of an IP and an account; strategy processes
+//! submit typed calls and read typed events over shared memory.
+//!
+//! # How a client attaches
+//!
+//! The gateway listens on the **abstract** Unix socket `@ergon-gateway/NAME`
+//! (`SOCK_SEQPACKET`; abstract: no file to clean up, gone with the process, so a
+//! restarted gateway binds again at once). A client sends `attach CLIENT`; the
+//! gateway answers `ok new N` or `ok reattached N` with three descriptors
+//! (SCM_RIGHTS): the client's region (a memfd, laid out as below),
+//! the doorbell eventfd the client writes when the gateway's loop is parked, and
+//! the client's own wake eventfd. The connection then stays open for the client's
+//! life: its hang-up is how each side learns the other is gone.
+//!
+//! ```text
+//! 0     header: magic, geometry, gateway-sleeping and client-sleeping flags,
+//!       the submit ring's and the event ring's indices (each on its own line)
+//! 4096  submit slots: in_flight x 256 B                (client -> gateway)
+//!       event slots:  4 x in_flight x 4096 B            (gateway -> client)
+//!       flight table: in_flight x (tag, used), the client's own
+//! ```
+//!
+//! Both rings are [`shm_ring`](crate::boundary::shm_ring): SPSC, fixed slots,
+//! preallocated; a full submit ring is [`SubmitError::Full`] at once, and a
+//! client can never have more in flight than its ring has slots
+//! ([`SubmitError::Busy`]), so its event ring (four slots per request: Retrying,
+//! Reconciling, a final one, an open-orders broadcast) is never full.
+//!
+//! Wake-ups: a side that is about to sleep sets its flag, fences, and looks at
+//! its ring once more; a side that pushed fences and writes the other's eventfd
+//! only if the flag is set. With `busy` ([`ShmClient::attach`]) the client spins
+//! instead; the gateway's loop busy-polls with its own `busy_poll` setting.
+//!
+//! # Crash cases
+//!
+//! - **A client dies** (SIGKILL, mid-flight): its socket hangs up; the gateway
+//!   keeps its region and goes on settling what it had in flight exactly as usual
+//!   (answers, re-sends of what surely did not run, reconcile of unknowns), writing
+//!   the events into the region. Calls it pushed before dying are still taken and
+//!   sent (it sent them). Attaching again under the same name hands back the same
+//!   region: the events wait in the ring and the flight table lists the tags that
+//!   were in flight. A region nobody re-attaches is dropped [`HubConfig::keep_ns`]
+//!   after its last request settled.
+//! - **The gateway dies**: every client's socket hangs up at once
+//!   ([`ShmClient::wait`] sleeps on it too; [`ShmClient::check_gateway`] looks
+//!   without waiting). [`ShmClient::poll`] hands out the events still in the ring,
+//!   then one [`ShmEvent::Lost`] per request in flight: its outcome is unknown,
+//!   to be queried by client order id ([`Call::Query`]) through a new gateway,
+//!   never re-sent. The gateway itself writes each new order's symbol and client
+//!   order id into its journal ([`HubConfig::journal`], a file mapped shared)
+//!   before sending it and clears it at the final event; a gateway started on the
+//!   same journal queries every order left in it before it takes any new submit.
+//!
+//! # Fair shares
+//!
+//! [`HubConfig::share`]: each client may use at most this fraction of every
+//! bucket's limit in any window of the bucket's length (a sliding window of the
+//! client's own charges);
+//! over it, its call is [`ShmEvent::Limited`] locally and nothing is charged, so a
+//! runaway client cannot take the others' part. The stats name each client's use.
+//! [`HubConfig::class_ceiling`]: a call of a more privileged class than the
+//! ceiling is charged as the ceiling (a strategy cannot reach the headroom kept
+//! for protective closes).
+
+mod client;
+mod codec;
+mod hub;
+mod journal;
+mod os;
+mod region;
+mod stats;
+
+pub use client::{ShmClient, SubmitError};
+pub use codec::{decode_call, decode_event, encode_call, encode_event, BadMessage, Call, ShmEvent};
+pub use hub::{ClientStats, Hub, HubConfig, HUB_TOKEN};
+pub use region::{EVENTS_PER_REQUEST, EVENT_SLOT, SUBMIT_SLOT};
+pub use stats::STATS_BYTES;
+
+/// Reads the stats snapshot of the gateway `name` (`ergon-gateway --stats`).
+pub fn read_stats(name: &str) -> std::io::Result<String> {
+    let (_sock, answer, fds) = client::command(name, "stats")?;
+    match (answer.starts_with("ok"), fds.first()) {
+        (true, Some(fd)) => Ok(stats::read(fd)?.unwrap_or_default()),
+        _ => Err(std::io::Error::other(format!(
+            "gateway answered {answer:?}"
+        ))),
+    }
+}
+
+/// Asks the gateway `name` to clear the halt of `bucket` (a person's command,
+/// after looking at the ban); the gateway's answer line.
+pub fn clear_halt(name: &str, bucket: &str) -> std::io::Result<String> {
+    let (_sock, answer, _) = client::command(name, &format!("clear-halt {bucket}"))?;
+    Ok(answer)
+}

@@ -1,0 +1,347 @@
+//! The system calls of the shared-memory gateway: a memfd and its shared mapping,
+//! an abstract-namespace `SOCK_SEQPACKET` Unix socket that carries descriptors
+//! (SCM_RIGHTS), and eventfds.
+#![allow(unsafe_code)] // System calls through libc.
+
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+
+fn last() -> io::Error {
+    io::Error::last_os_error()
+}
+
+/// A shared read-write mapping of a whole memfd; unmapped on drop.
+pub(crate) struct Mapping {
+    ptr: *mut u8,
+    len: usize,
+}
+
+// SAFETY: the mapping is plain shared memory; what lives in it is synchronized by
+// the rings' atomics.
+unsafe impl Send for Mapping {}
+// SAFETY: as above.
+unsafe impl Sync for Mapping {}
+
+impl Mapping {
+    /// Maps `len` bytes of `fd` shared, read-write.
+    pub(crate) fn map(fd: &OwnedFd, len: usize) -> io::Result<Mapping> {
+        let size = file_size(fd)?;
+        if len == 0 || size < len as u64 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "shared region smaller than its header says",
+            ));
+        }
+        // SAFETY: a fresh mapping of a descriptor we own; checked below.
+        let p = unsafe {
+            libc::mmap(
+                core::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd.as_raw_fd(),
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(last());
+        }
+        Ok(Mapping { ptr: p.cast(), len })
+    }
+
+    /// The mapping's first byte.
+    pub(crate) fn ptr(&self) -> *mut u8 {
+        self.ptr
+    }
+
+    /// Its length.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: our own mapping, unmapped once.
+        unsafe { libc::munmap(self.ptr.cast(), self.len) };
+    }
+}
+
+fn file_size(fd: &OwnedFd) -> io::Result<u64> {
+    // SAFETY: fstat into a zeroed struct.
+    let mut st: libc::stat = unsafe { core::mem::zeroed() };
+    // SAFETY: as above.
+    if unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } != 0 {
+        return Err(last());
+    }
+    Ok(st.st_size as u64)
+}
+
+/// A new memfd of `len` zero bytes.
+pub(crate) fn memfd(name: &str, len: usize) -> io::Result<OwnedFd> {
+    let c = std::ffi::CString::new(name).map_err(|_| io::ErrorKind::InvalidInput)?;
+    // SAFETY: a valid C string.
+    let fd = unsafe { libc::memfd_create(c.as_ptr(), libc::MFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(last());
+    }
+    // SAFETY: a descriptor just returned to us.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    // SAFETY: ftruncate on our descriptor.
+    if unsafe { libc::ftruncate(fd.as_raw_fd(), len as libc::off_t) } != 0 {
+        return Err(last());
+    }
+    Ok(fd)
+}
+
+/// A non-blocking eventfd.
+pub(crate) fn eventfd() -> io::Result<OwnedFd> {
+    // SAFETY: plain syscall.
+    let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(last());
+    }
+    // SAFETY: a descriptor just returned to us.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Adds one to an eventfd (a wake-up).
+pub(crate) fn signal(fd: RawFd) {
+    let one: u64 = 1;
+    // SAFETY: writes 8 bytes from a local.
+    unsafe { libc::write(fd, (&one as *const u64).cast(), 8) };
+}
+
+/// Reads an eventfd back to zero.
+pub(crate) fn drain(fd: RawFd) {
+    let mut v: u64 = 0;
+    // SAFETY: reads 8 bytes into a local; non-blocking.
+    unsafe { libc::read(fd, (&mut v as *mut u64).cast(), 8) };
+}
+
+/// Waits until one of `fds` is readable or hung up, or `timeout_ms` passes (-1:
+/// no timeout). Returns each one's revents.
+pub(crate) fn poll_fds<const N: usize>(fds: [RawFd; N], timeout_ms: i32) -> [i16; N] {
+    let mut p = fds.map(|fd| libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    });
+    // SAFETY: N valid pollfd structs.
+    let r = unsafe { libc::poll(p.as_mut_ptr(), N as libc::nfds_t, timeout_ms) };
+    if r <= 0 {
+        return [0; N];
+    }
+    p.map(|p| p.revents)
+}
+
+fn abstract_addr(name: &str) -> io::Result<(libc::sockaddr_un, libc::socklen_t)> {
+    // SAFETY: a zeroed sockaddr_un is valid.
+    let mut a: libc::sockaddr_un = unsafe { core::mem::zeroed() };
+    a.sun_family = libc::AF_UNIX as libc::sa_family_t;
+    let path = format!("ergon-gateway/{name}");
+    if path.len() + 1 > a.sun_path.len() {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "name too long"));
+    }
+    // sun_path[0] stays 0: the abstract namespace (no file; gone with the process).
+    for (i, b) in path.bytes().enumerate() {
+        a.sun_path[i + 1] = b as libc::c_char;
+    }
+    let len = core::mem::size_of::<libc::sa_family_t>() + 1 + path.len();
+    Ok((a, len as libc::socklen_t))
+}
+
+fn socket(nonblock: bool) -> io::Result<OwnedFd> {
+    let flags =
+        libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC | if nonblock { libc::SOCK_NONBLOCK } else { 0 };
+    // SAFETY: plain syscall.
+    let fd = unsafe { libc::socket(libc::AF_UNIX, flags, 0) };
+    if fd < 0 {
+        return Err(last());
+    }
+    // SAFETY: a descriptor just returned to us.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Listens on the abstract socket `@ergon-gateway/NAME` (non-blocking).
+pub(crate) fn listen(name: &str) -> io::Result<OwnedFd> {
+    let fd = socket(true)?;
+    let (a, len) = abstract_addr(name)?;
+    // SAFETY: a valid address of `len` bytes.
+    if unsafe { libc::bind(fd.as_raw_fd(), (&a as *const libc::sockaddr_un).cast(), len) } != 0 {
+        return Err(last());
+    }
+    // SAFETY: plain syscall.
+    if unsafe { libc::listen(fd.as_raw_fd(), 64) } != 0 {
+        return Err(last());
+    }
+    Ok(fd)
+}
+
+/// Connects to `@ergon-gateway/NAME` (blocking socket).
+pub(crate) fn connect(name: &str) -> io::Result<OwnedFd> {
+    let fd = socket(false)?;
+    let (a, len) = abstract_addr(name)?;
+    // SAFETY: a valid address of `len` bytes.
+    if unsafe { libc::connect(fd.as_raw_fd(), (&a as *const libc::sockaddr_un).cast(), len) } != 0 {
+        return Err(last());
+    }
+    Ok(fd)
+}
+
+/// Accepts one connection (non-blocking socket), None if none is waiting.
+pub(crate) fn accept(listener: &OwnedFd) -> io::Result<Option<OwnedFd>> {
+    // SAFETY: plain syscall without an address.
+    let fd = unsafe {
+        libc::accept4(
+            listener.as_raw_fd(),
+            core::ptr::null_mut(),
+            core::ptr::null_mut(),
+            libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK,
+        )
+    };
+    if fd < 0 {
+        let e = last();
+        return match e.kind() {
+            io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted => Ok(None),
+            _ => Err(e),
+        };
+    }
+    // SAFETY: a descriptor just returned to us.
+    Ok(Some(unsafe { OwnedFd::from_raw_fd(fd) }))
+}
+
+const MAX_FDS: usize = 4;
+
+/// Sends one message with up to four descriptors.
+pub(crate) fn send_fds(sock: RawFd, msg: &[u8], fds: &[RawFd]) -> io::Result<()> {
+    let fds = &fds[..fds.len().min(MAX_FDS)];
+    let mut iov = libc::iovec {
+        iov_base: msg.as_ptr() as *mut libc::c_void,
+        iov_len: msg.len(),
+    };
+    let mut cbuf = [0u64; 8]; // CMSG_SPACE(4 * 4) fits in 64 bytes, 8-aligned.
+                              // SAFETY: a zeroed msghdr is valid.
+    let mut h: libc::msghdr = unsafe { core::mem::zeroed() };
+    h.msg_iov = &mut iov;
+    h.msg_iovlen = 1;
+    if !fds.is_empty() {
+        let bytes = core::mem::size_of_val(fds);
+        h.msg_control = cbuf.as_mut_ptr().cast();
+        // SAFETY: CMSG_SPACE is a pure computation.
+        h.msg_controllen = unsafe { libc::CMSG_SPACE(bytes as u32) } as _;
+        // SAFETY: the control buffer is large enough for one header of `bytes`.
+        unsafe {
+            let c = libc::CMSG_FIRSTHDR(&h);
+            (*c).cmsg_level = libc::SOL_SOCKET;
+            (*c).cmsg_type = libc::SCM_RIGHTS;
+            (*c).cmsg_len = libc::CMSG_LEN(bytes as u32) as _;
+            core::ptr::copy_nonoverlapping(fds.as_ptr(), libc::CMSG_DATA(c).cast(), fds.len());
+        }
+    }
+    // SAFETY: h points to live buffers.
+    let n = unsafe { libc::sendmsg(sock, &h, libc::MSG_NOSIGNAL) };
+    if n < 0 {
+        return Err(last());
+    }
+    Ok(())
+}
+
+/// What [`recv_fds`] read.
+pub(crate) enum Recv {
+    /// A message of this many bytes and the descriptors it carried.
+    Msg(usize, Vec<OwnedFd>),
+    /// Nothing waiting (non-blocking socket).
+    Empty,
+    /// The peer hung up.
+    Closed,
+}
+
+/// Receives one message and the descriptors it carries.
+pub(crate) fn recv_fds(sock: RawFd, buf: &mut [u8]) -> io::Result<Recv> {
+    let mut iov = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    };
+    let mut cbuf = [0u64; 8];
+    // SAFETY: a zeroed msghdr is valid.
+    let mut h: libc::msghdr = unsafe { core::mem::zeroed() };
+    h.msg_iov = &mut iov;
+    h.msg_iovlen = 1;
+    h.msg_control = cbuf.as_mut_ptr().cast();
+    h.msg_controllen = core::mem::size_of_val(&cbuf) as _;
+    // SAFETY: h points to live buffers.
+    let n = unsafe { libc::recvmsg(sock, &mut h, libc::MSG_CMSG_CLOEXEC) };
+    if n < 0 {
+        let e = last();
+        return match e.kind() {
+            io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted => Ok(Recv::Empty),
+            io::ErrorKind::ConnectionReset => Ok(Recv::Closed),
+            _ => Err(e),
+        };
+    }
+    if n == 0 {
+        return Ok(Recv::Closed);
+    }
+    let mut fds = Vec::new();
+    // SAFETY: walking the control messages the kernel wrote into cbuf.
+    unsafe {
+        let mut c = libc::CMSG_FIRSTHDR(&h);
+        while !c.is_null() {
+            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_RIGHTS {
+                let data = libc::CMSG_DATA(c) as *const RawFd;
+                let bytes = (*c).cmsg_len as usize - libc::CMSG_LEN(0) as usize;
+                for i in 0..bytes / core::mem::size_of::<RawFd>() {
+                    fds.push(OwnedFd::from_raw_fd(core::ptr::read_unaligned(data.add(i))));
+                }
+            }
+            c = libc::CMSG_NXTHDR(&h, c);
+        }
+    }
+    Ok(Recv::Msg(n as usize, fds))
+}
+
+/// A minimal epoll set of the hub's own (its descriptor is watched by the loop).
+pub(crate) struct Epoll(OwnedFd);
+
+impl Epoll {
+    pub(crate) fn new() -> io::Result<Epoll> {
+        // SAFETY: plain syscall.
+        let fd = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+        if fd < 0 {
+            return Err(last());
+        }
+        // SAFETY: a descriptor just returned to us.
+        Ok(Epoll(unsafe { OwnedFd::from_raw_fd(fd) }))
+    }
+
+    pub(crate) fn fd(&self) -> RawFd {
+        self.0.as_raw_fd()
+    }
+
+    pub(crate) fn add(&self, fd: RawFd, token: u64) -> io::Result<()> {
+        let mut ev = libc::epoll_event {
+            events: (libc::EPOLLIN | libc::EPOLLRDHUP) as u32,
+            u64: token,
+        };
+        // SAFETY: a valid event struct.
+        if unsafe { libc::epoll_ctl(self.0.as_raw_fd(), libc::EPOLL_CTL_ADD, fd, &mut ev) } != 0 {
+            return Err(last());
+        }
+        Ok(())
+    }
+
+    pub(crate) fn remove(&self, fd: RawFd) {
+        let mut ev = libc::epoll_event { events: 0, u64: 0 };
+        // SAFETY: a valid event struct.
+        unsafe { libc::epoll_ctl(self.0.as_raw_fd(), libc::EPOLL_CTL_DEL, fd, &mut ev) };
+    }
+
+    /// Ready tokens, without waiting.
+    pub(crate) fn ready(&self, out: &mut [libc::epoll_event]) -> usize {
+        // SAFETY: out is a valid buffer of out.len() events.
+        let n =
+            unsafe { libc::epoll_wait(self.0.as_raw_fd(), out.as_mut_ptr(), out.len() as i32, 0) };
+        n.max(0) as usize
+    }
+}

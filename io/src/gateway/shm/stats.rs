@@ -1,0 +1,110 @@
+//! The stats region: a snapshot of the gateway's buckets and clients, as text,
+//! behind a seqlock in a memfd that `ergon-gateway --stats` maps read-only and
+//! reads whole, never torn, without a call into the gateway's loop.
+#![allow(unsafe_code)] // A typed view of the mapping.
+
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::os::{memfd, Mapping};
+
+/// Bytes of text a snapshot may hold (longer is cut).
+pub const STATS_BYTES: usize = 60 * 1024;
+const WORDS: usize = STATS_BYTES / 8;
+const LEN: usize = 8 + 8 + STATS_BYTES;
+
+/// seq (odd while writing), length, then the text as words.
+#[repr(C)]
+struct Block {
+    seq: AtomicU64,
+    len: AtomicU64,
+    words: [AtomicU64; WORDS],
+}
+
+fn block(m: &Mapping) -> &Block {
+    // SAFETY: the mapping holds LEN >= size_of::<Block>() bytes, page aligned;
+    // zeroed atomics are valid.
+    unsafe { &*(m.ptr() as *const Block) }
+}
+
+/// The gateway's side.
+pub(crate) struct StatsWriter {
+    fd: OwnedFd,
+    map: Mapping,
+}
+
+impl StatsWriter {
+    pub(crate) fn create(name: &str) -> io::Result<StatsWriter> {
+        let fd = memfd(&format!("ergon-gateway-stats-{name}"), LEN)?;
+        let map = Mapping::map(&fd, LEN)?;
+        Ok(StatsWriter { fd, map })
+    }
+
+    pub(crate) fn fd(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+
+    /// Publishes `text` (cut at [`STATS_BYTES`]).
+    pub(crate) fn write(&self, text: &[u8]) {
+        let b = block(&self.map);
+        let text = &text[..text.len().min(STATS_BYTES)];
+        let s = b.seq.load(Ordering::Relaxed);
+        b.seq.store(s.wrapping_add(1), Ordering::Relaxed);
+        std::sync::atomic::fence(Ordering::Release);
+        b.len.store(text.len() as u64, Ordering::Relaxed);
+        for (w, chunk) in b.words.iter().zip(text.chunks(8)) {
+            let mut a = [0u8; 8];
+            a[..chunk.len()].copy_from_slice(chunk);
+            w.store(u64::from_le_bytes(a), Ordering::Relaxed);
+        }
+        b.seq.store(s.wrapping_add(2), Ordering::Release);
+    }
+}
+
+/// Reads one whole snapshot from a stats region (retrying while the gateway
+/// writes); None if no snapshot was ever written.
+pub(crate) fn read(fd: &OwnedFd) -> io::Result<Option<String>> {
+    let map = Mapping::map(fd, LEN)?;
+    let b = block(&map);
+    let mut out = vec![0u8; STATS_BYTES];
+    loop {
+        let s1 = b.seq.load(Ordering::Acquire);
+        if s1 == 0 {
+            return Ok(None);
+        }
+        if s1 % 2 == 1 {
+            std::hint::spin_loop();
+            continue;
+        }
+        let len = (b.len.load(Ordering::Relaxed) as usize).min(STATS_BYTES);
+        for (i, w) in b.words.iter().take(len.div_ceil(8)).enumerate() {
+            let v = w.load(Ordering::Relaxed).to_le_bytes();
+            let end = (i * 8 + 8).min(len);
+            out[i * 8..end].copy_from_slice(&v[..end - i * 8]);
+        }
+        std::sync::atomic::fence(Ordering::Acquire);
+        if b.seq.load(Ordering::Relaxed) == s1 {
+            return Ok(Some(String::from_utf8_lossy(&out[..len]).into_owned()));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_snapshot_reads_back_whole() {
+        let w = StatsWriter::create("t").unwrap();
+        let dup = w.fd.try_clone().unwrap();
+        assert_eq!(read(&dup).unwrap(), None);
+        w.write(b"bucket weight used=3\n");
+        assert_eq!(
+            read(&dup).unwrap().as_deref(),
+            Some("bucket weight used=3\n")
+        );
+        w.write(b"x");
+        assert_eq!(read(&dup).unwrap().as_deref(), Some("x"));
+    }
+}
