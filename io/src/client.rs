@@ -39,7 +39,7 @@
 //! transports under it ([`Client`]: sockets, TLS, libcurl), the handler and its
 //! [`Context`](crate::event_loop::Context) between them and the loop, and the
 //! loop ([`crate::event_loop`]) drives them all. None of them imports one that
-//! imports it back (`io/tests/layout.rs`).
+//! imports it back (`tools/layout/tests/workspace.rs`).
 
 pub use crate::handler::ClientHandler;
 pub use crate::pool::{Counters, Error, PoolConfig, PoolError, PoolId, Refused, RequestId, Sent};

@@ -1,0 +1,69 @@
+//! The layout rules on every library of the workspace: no module imports another
+//! that imports it back, file by file and folder by folder (ergon-io's pool,
+//! transports and event loop used to call each other in a circle: issue 14), and no
+//! emulator source file over 800 lines.
+
+use std::path::{Path, PathBuf};
+
+use ergon_layout::{cycle, graphs, paths, sources, Graph};
+
+/// Crates by folder, each with a dependency the reader must see (proof it read them).
+const CRATES: [(&str, &str, &str); 5] = [
+    ("core", "budget::charge", "budget"),
+    ("venues", "binance_spot", "adapt"),
+    ("io", "transport", "pool"),
+    ("tools/replay", "replay", "trace"),
+    ("tools/venue-sim", "server::http_conn", "engine::state"),
+];
+
+const EMULATOR_MAX_LINES: usize = 800;
+
+fn src(krate: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(krate)
+        .join("src")
+}
+
+fn no_cycle(krate: &str, g: &Graph, what: &str) {
+    assert_eq!(cycle(g), None, "{krate}: a cycle between {what}");
+}
+
+#[test]
+fn no_module_imports_one_that_imports_it_back() {
+    for (krate, from, to) in CRATES {
+        let (files, folders) = graphs(&src(krate));
+        assert!(
+            files.get(from).is_some_and(|d| d.contains(to)),
+            "{krate}: the reader sees {from} -> {to}: {:?}",
+            files.get(from)
+        );
+        no_cycle(krate, &files, "files");
+        no_cycle(krate, &folders, "folders");
+    }
+}
+
+#[test]
+fn no_emulator_source_file_is_longer_than_800_lines() {
+    let mut files = Vec::new();
+    sources(&src("tools/venue-sim"), &mut files);
+    assert!(files.len() > 15, "found the emulator's sources");
+    for f in files {
+        let n = std::fs::read_to_string(&f).unwrap().lines().count();
+        assert!(n <= EMULATOR_MAX_LINES, "{} has {n} lines", f.display());
+    }
+}
+
+#[test]
+fn the_cycle_finder_finds_one() {
+    let mut g = Graph::new();
+    g.entry("a".into()).or_default().insert("b".into());
+    g.entry("b".into()).or_default().insert("a".into());
+    assert!(cycle(&g).is_some());
+    g.remove("b");
+    assert_eq!(cycle(&g), None);
+    assert_eq!(
+        paths("use super::x::Y; // crate::z", "p::q"),
+        vec!["z".to_string(), "p::x::Y".to_string()]
+    );
+}
