@@ -255,6 +255,7 @@ fn tcp_shell_steady_state_allocates_nothing() {
     assert_eq!(echoed, rounds + warmup);
     let t = now();
     ws.session_mut(id)
+        .unwrap()
         .close(1000, "", Class::Normal, &mut budget, t)
         .unwrap();
     ws.flush(id, &mut budget, t);

@@ -28,7 +28,7 @@ impl React for Then {
         match self {
             Then::Nothing => {}
             Then::Reply(text) => {
-                let s = app.ws.session_mut(app.id);
+                let s = app.ws.session_mut(app.id).unwrap();
                 s.send_text(&text, Class::Normal, cx.budget(), now).unwrap();
                 app.ws.flush(app.id, cx.budget(), now);
             }
@@ -125,7 +125,7 @@ fn messages_ping_and_close_on_the_event_loop() {
     assert_eq!(code, Some(1000));
     // Reply, pong and close echo: three frames charged.
     assert_eq!(lp.budget().stats(limits.messages).unwrap().admitted, 3);
-    assert_eq!(app.ws.session(app.id).stats().pongs_sent, 1);
+    assert_eq!(app.ws.session(app.id).unwrap().stats().pongs_sent, 1);
 }
 
 #[test]
@@ -219,7 +219,7 @@ fn ping_flood_on_the_loop_pongs_paced_by_loop_timers() {
             .count();
         assert!(n <= 5, "{n} frames within {window:?} from frame {i}");
     }
-    let st = app.ws.session(app.id).stats();
+    let st = app.ws.session(app.id).unwrap().stats();
     assert_eq!(st.pings_received, PINGS as u64);
     assert!(st.pongs_delayed >= 1 && st.pongs_coalesced >= 1, "{st:?}");
     assert_eq!(
@@ -328,7 +328,7 @@ fn an_unknown_session_id_is_an_error_not_a_panic() {
     let (mut lp, mut app, _, server) = on_lane("127.0.0.2");
     lp.run(&mut app).unwrap();
     server.join().unwrap();
-    // An id of another client, past this one's sessions.
+    // Ids of another client, one with the index of this client's session.
     let mut other = ergon_io::ws::WsClient::new(4).unwrap();
     let (budget, limits) = budget(10, 10);
     let mut ids = Vec::new();
@@ -343,20 +343,26 @@ fn an_unknown_session_id_is_an_error_not_a_panic() {
         .unwrap();
         ids.push(other.add(s, "127.0.0.1:9".parse().unwrap()));
     }
-    let foreign = ids[2];
+    // ids[0] has the index of app's own session: still another client's.
+    let own = app.ws.session(app.id).unwrap().stats();
     let now = lp.now();
-    assert!(app.ws.get(foreign).is_none());
-    assert!(app.ws.get_mut(foreign).is_none());
-    assert_eq!(app.ws.refused(foreign), None);
-    assert_eq!(
-        app.ws.set_local_addr(foreign, None),
-        Err(ConnectError::UnknownSession)
-    );
-    let budget = lp.budget_mut();
-    assert_eq!(
-        app.ws
-            .connect(foreign, &REQ_LOOP, Class::Normal, budget, now),
-        Err(ConnectError::UnknownSession)
-    );
-    app.ws.flush(foreign, budget, now);
+    for &foreign in &ids {
+        assert!(app.ws.session(foreign).is_none());
+        assert!(app.ws.session_mut(foreign).is_none());
+        assert_eq!(app.ws.refused(foreign), None);
+        assert_eq!(
+            app.ws.set_local_addr(foreign, None),
+            Err(ConnectError::UnknownSession)
+        );
+        let budget = lp.budget_mut();
+        assert_eq!(
+            app.ws
+                .connect(foreign, &REQ_LOOP, Class::Normal, budget, now),
+            Err(ConnectError::UnknownSession)
+        );
+        app.ws.flush(foreign, budget, now);
+    }
+    // The other client's ids still work there; app's session was not touched.
+    assert!(other.session(ids[0]).is_some());
+    assert_eq!(app.ws.session(app.id).unwrap().stats(), own);
 }

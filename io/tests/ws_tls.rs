@@ -159,7 +159,7 @@ enum Then {
 
 impl React for Then {
     fn run(self, app: &mut App<Then>, cx: &mut Context<'_>, now: i64) {
-        let s = app.ws.session_mut(app.id);
+        let s = app.ws.session_mut(app.id).unwrap();
         match self {
             Then::Nothing => {}
             Then::Echo(bytes, text) => {
@@ -330,7 +330,7 @@ fn ping_pong_and_our_close_over_wss() {
             (0xA, b"server ping".to_vec())
         ]
     );
-    let st = app.ws.session(app.id).stats();
+    let st = app.ws.session(app.id).unwrap().stats();
     assert_eq!((st.pings_received, st.pongs_sent), (1, 1));
     // Ping, pong and close: every frame charged, the automatic pong included.
     assert_eq!(lp.budget().stats(limits.messages).unwrap().admitted, 3);
@@ -369,7 +369,7 @@ fn fails_before_any_websocket_byte(tls: TlsConfig, pki: &Pki, want: TlsError) {
     let c = lp.budget().stats(limits.connects).unwrap();
     assert_eq!((c.admitted, c.refunds, c.used), (1, 1, 0), "{c:?}");
     assert_eq!(lp.budget().stats(limits.messages).unwrap().admitted, 0);
-    let st = app.ws.session(app.id).stats();
+    let st = app.ws.session(app.id).unwrap().stats();
     assert_eq!((st.connects, st.frames_sent), (1, 0));
 }
 
@@ -485,6 +485,7 @@ fn allocations_per_message_over_wss_are_counted() {
     );
     let t = now();
     ws.session_mut(id)
+        .unwrap()
         .close(1000, "", Class::Normal, &mut budget, t)
         .unwrap();
     ws.flush(id, &mut budget, t);

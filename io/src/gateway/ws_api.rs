@@ -308,8 +308,12 @@ impl WsLane {
             return Err(ticket);
         };
         let text = core::str::from_utf8(&self.frame).unwrap_or("");
-        let session = self.client.session_mut(self.id);
-        match session.send_request_charged(p.id, text, ticket) {
+        // The lane's id is its own client's: never None, refused like a full queue.
+        let sent = match self.client.session_mut(self.id) {
+            Some(session) => session.send_request_charged(p.id, text, ticket),
+            None => Err((ws::SendError::NotOpen, ticket)),
+        };
+        match sent {
             Ok(()) => {
                 self.api.sent(p.id);
                 self.client.flush(self.id, budget, now);
@@ -401,11 +405,11 @@ impl WsLane {
             return;
         };
         let text = core::str::from_utf8(&self.frame).unwrap_or("");
-        match self
-            .client
-            .session_mut(self.id)
-            .send_request_charged(p.id, text, ticket)
-        {
+        let sent = match self.client.session_mut(self.id) {
+            Some(session) => session.send_request_charged(p.id, text, ticket),
+            None => Err((ws::SendError::NotOpen, ticket)),
+        };
+        match sent {
             Ok(()) => {
                 self.api.sent(p.id);
                 self.client.flush(self.id, budget, now);
@@ -459,7 +463,8 @@ impl WsLane {
                 name: b"",
                 value: b"",
             }; 16];
-            if let Some(r) = self.client.session(self.id).rejection(&mut headers) {
+            let session = self.client.session(self.id);
+            if let Some(r) = session.and_then(|s| s.rejection(&mut headers)) {
                 let _ = self
                     .api
                     .adapter_mut()
@@ -478,6 +483,8 @@ impl WsLane {
 
     /// Completes the flight of the answer to `id` (its in-flight limits).
     pub(crate) fn resolve(&mut self, id: u64, budget: &mut Budget, now: i64) -> bool {
-        self.client.session_mut(self.id).resolve(id, budget, now)
+        self.client
+            .session_mut(self.id)
+            .is_some_and(|s| s.resolve(id, budget, now))
     }
 }

@@ -8,6 +8,7 @@
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::raw::c_int;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use ergon_core::{Budget, Class};
 
@@ -26,9 +27,17 @@ const MAX_TLS_TURNS: usize = 64;
 const IN: u32 = (libc::EPOLLIN | libc::EPOLLRDHUP) as u32;
 const OUT: u32 = libc::EPOLLOUT as u32;
 
-/// A session of a [`WsClient`].
+/// A session of a [`WsClient`]: the client that made it and the session's
+/// index there. An id given to another client is unknown to it (an error or
+/// `None`, never another client's session or a panic).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct WsId(usize);
+pub struct WsId {
+    client: u32,
+    index: usize,
+}
+
+/// The tag of the next [`WsClient`]: ids of two clients never compare equal.
+static NEXT_CLIENT: AtomicU32 = AtomicU32::new(0);
 
 #[derive(Debug)]
 struct Conn {
@@ -65,7 +74,7 @@ struct Conn {
 /// Egress lanes ([`WsClient::set_local_addr`]): a session's connects leave from
 /// its lane's bound address and are verified after connect, as an HTTP pool's
 /// are; a binding that does not hold refuses the lane for good. Unknown ids are
-/// errors ([`ConnectError::UnknownSession`], [`WsClient::get`]).
+/// errors ([`ConnectError::UnknownSession`]) or `None` ([`WsClient::session`]).
 ///
 /// It never blocks and never allocates after [`WsClient::add`]; it makes only the
 /// syscalls the bytes need (recv, send, epoll), none when a frame is queued until
@@ -158,6 +167,8 @@ struct Conn {
 #[derive(Debug)]
 pub struct WsClient {
     conns: Vec<Conn>,
+    /// Stamped on this client's ids.
+    tag: u32,
     events: Vec<libc::epoll_event>,
     /// This client's epoll instance; closed when the client drops, after the
     /// sessions' sockets (fields drop in order).
@@ -171,6 +182,7 @@ impl WsClient {
         let epoll = sys::epoll_create().map_err(os_kind)?;
         Ok(WsClient {
             conns: Vec::with_capacity(max_sessions),
+            tag: NEXT_CLIENT.fetch_add(1, Ordering::Relaxed),
             events: vec![libc::epoll_event { events: 0, u64: 0 }; max_sessions.max(1)],
             epoll,
         })
@@ -198,7 +210,15 @@ impl WsClient {
             local_addr: None,
             refused: None,
         });
-        WsId(self.conns.len() - 1)
+        WsId {
+            client: self.tag,
+            index: self.conns.len() - 1,
+        }
+    }
+
+    /// The index of session `id`, if it is one of this client's.
+    fn index(&self, id: WsId) -> Option<usize> {
+        (id.client == self.tag && id.index < self.conns.len()).then_some(id.index)
     }
 
     /// Puts session `id` on an egress lane: from its next connect on, the socket
@@ -214,28 +234,14 @@ impl WsClient {
         id: WsId,
         local: Option<SocketAddr>,
     ) -> Result<(), ConnectError> {
-        let c = self
-            .conns
-            .get_mut(id.0)
-            .ok_or(ConnectError::UnknownSession)?;
-        c.local_addr = local;
+        let i = self.index(id).ok_or(ConnectError::UnknownSession)?;
+        self.conns[i].local_addr = local;
         Ok(())
     }
 
     /// Why session `id`'s lane was refused for good, if it was.
     pub fn refused(&self, id: WsId) -> Option<ConnectError> {
-        self.conns.get(id.0).and_then(|c| c.refused)
-    }
-
-    /// The session `id`, or None if this client has no such session.
-    pub fn get(&self, id: WsId) -> Option<&Session> {
-        self.conns.get(id.0).map(|c| &c.session)
-    }
-
-    /// The session `id` to queue frames on, or None if this client has no such
-    /// session.
-    pub fn get_mut(&mut self, id: WsId) -> Option<&mut Session> {
-        self.conns.get_mut(id.0).map(|c| &mut c.session)
+        self.index(id).and_then(|i| self.conns[i].refused)
     }
 
     /// Adds a `wss://` session that connects to `addr` and runs TLS over it,
@@ -244,21 +250,21 @@ impl WsClient {
     #[cfg(feature = "tls")]
     pub fn add_tls(&mut self, session: Session, addr: SocketAddr, tls: TlsConfig) -> WsId {
         let id = self.add(session, addr);
-        self.conns[id.0].tls_config = Some(tls);
+        self.conns[id.index].tls_config = Some(tls);
         id
     }
 
-    /// The session `id`, to read its state and stats. An id is only made by
-    /// [`WsClient::add`]: this panics only for an id of another client (use
-    /// [`WsClient::get`] where that can happen).
-    pub fn session(&self, id: WsId) -> &Session {
-        &self.conns[id.0].session
+    /// The session `id`, to read its state and stats; None for an id of another
+    /// client.
+    pub fn session(&self, id: WsId) -> Option<&Session> {
+        self.index(id).map(|i| &self.conns[i].session)
     }
 
-    /// The session `id`, to queue frames; then [`WsClient::flush`]. Panics only
-    /// for an id of another client (see [`WsClient::get_mut`]).
-    pub fn session_mut(&mut self, id: WsId) -> &mut Session {
-        &mut self.conns[id.0].session
+    /// The session `id`, to queue frames (then [`WsClient::flush`]); None for an
+    /// id of another client.
+    pub fn session_mut(&mut self, id: WsId) -> Option<&mut Session> {
+        let i = self.index(id)?;
+        Some(&mut self.conns[i].session)
     }
 
     /// Charges the connect parts ([`Session::connect`]) and, only if admitted, opens
@@ -275,10 +281,8 @@ impl WsClient {
         budget: &mut Budget,
         now_ns: i64,
     ) -> Result<(), ConnectError> {
-        let c = self
-            .conns
-            .get_mut(id.0)
-            .ok_or(ConnectError::UnknownSession)?;
+        let i = self.index(id).ok_or(ConnectError::UnknownSession)?;
+        let c = &mut self.conns[i];
         if let Some(e) = c.refused {
             return Err(e);
         }
@@ -294,7 +298,7 @@ impl WsClient {
                     libc::EPOLL_CTL_ADD,
                     fd,
                     IN | OUT,
-                    id.0 as u64,
+                    i as u64,
                 )
                 .is_err()
                 {
@@ -347,11 +351,11 @@ impl WsClient {
         waited.map(|_| ()).map_err(os_kind)
     }
 
-    /// Writes what session `id` has queued (after a send). Nothing for an
-    /// unknown id.
+    /// Writes what session `id` has queued (after a send). Nothing for an id of
+    /// another client.
     pub fn flush(&mut self, id: WsId, budget: &mut Budget, now_ns: i64) {
-        if id.0 < self.conns.len() {
-            self.write(id.0, budget, now_ns);
+        if let Some(i) = self.index(id) {
+            self.write(i, budget, now_ns);
         }
     }
 
@@ -523,9 +527,13 @@ impl WsClient {
         now: i64,
         on_event: &mut dyn FnMut(WsId, Event<'_>, &mut Budget),
     ) {
+        let id = WsId {
+            client: self.tag,
+            index: i,
+        };
         let c = &mut self.conns[i];
         while let Some(ev) = c.session.poll_event(budget, now) {
-            on_event(WsId(i), ev, budget);
+            on_event(id, ev, budget);
         }
     }
 

@@ -567,6 +567,7 @@ pub fn open_and_echo(
         }
         let t = now();
         ws.session_mut(id)
+            .unwrap()
             .send_text(msg, Class::Normal, budget, t)
             .unwrap();
         ws.flush(id, budget, t);
