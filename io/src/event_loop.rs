@@ -35,7 +35,9 @@ use crate::pool::{PoolConfig, PoolId};
 use crate::transport::{Client, Output};
 use crate::{clock, sys};
 
-pub use crate::handler::{ClientHandler, Context, Interest, LoopError, Readiness, MAX_TIMERS};
+pub use crate::handler::{
+    ClientHandler, Context, Interest, LoopError, Readiness, Registry, MAX_TIMERS,
+};
 pub use crate::sys::{allowed_cpus, current_cpu};
 
 /// How the loop runs.
@@ -147,6 +149,13 @@ impl EventLoop {
     /// Stops watching `fd`.
     pub fn unwatch_fd(&mut self, fd: c_int) -> Result<(), LoopError> {
         sys::epoll_ctl(self.epoll.as_raw_fd(), libc::EPOLL_CTL_DEL, fd, 0, 0).map_err(epoll_error)
+    }
+
+    /// The loop's epoll for a transport the handler owns (a
+    /// [`WsClient`](crate::ws::WsClient), see [`Registry`]): the loop watches its
+    /// sockets. Fails only if no descriptor is left.
+    pub fn registry(&self) -> Result<Registry, LoopError> {
+        Registry::new(self.epoll.as_raw_fd())
     }
 
     /// The budget.

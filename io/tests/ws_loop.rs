@@ -329,7 +329,7 @@ fn an_unknown_session_id_is_an_error_not_a_panic() {
     lp.run(&mut app).unwrap();
     server.join().unwrap();
     // Ids of another client, one with the index of this client's session.
-    let mut other = ergon_io::ws::WsClient::new(4).unwrap();
+    let mut other = ergon_io::ws::WsClient::new(4);
     let (budget, limits) = budget(10, 10);
     let mut ids = Vec::new();
     for _ in 0..3 {

@@ -40,6 +40,7 @@ use ergon_venues::binance_spot_ws::{self, Call, Session as Api};
 use ergon_venues::endpoint::Prepared;
 use ergon_venues::response::Header;
 
+use crate::handler::{Readiness, Registry};
 use crate::ws::{self, Cause, ConnectError, HandshakeError, WsClient, WsId};
 
 /// The descriptor and timer token of the gateway's WebSocket API connection on the
@@ -224,7 +225,7 @@ impl WsLane {
             seed,
         )
         .map_err(|e| format!("WebSocket API session: {e:?}"))?;
-        let mut client = WsClient::new(1).map_err(|e| format!("epoll: errno {e}"))?;
+        let mut client = WsClient::new(1);
         let id = client.add(session, at.addr);
         client
             .set_local_addr(id, local_addr)
@@ -278,9 +279,9 @@ impl WsLane {
         self.why.as_deref()
     }
 
-    /// The descriptor the loop watches ([`WS_API`]).
-    pub fn fd(&self) -> std::os::raw::c_int {
-        self.client.fd()
+    /// Lets the loop watch the connection's socket under [`WS_API`].
+    pub(crate) fn attach(&mut self, registry: Registry) {
+        self.client.attach(registry, WS_API);
     }
 
     /// The earliest time it wants a drive (a session deadline, a re-connect).
@@ -359,9 +360,16 @@ impl WsLane {
         }
     }
 
-    /// Reads, writes and collects what the connection reported; the inbox to hand
-    /// to the gateway, then to give back ([`WsLane::restore`]).
-    pub(crate) fn drive(&mut self, budget: &mut Budget, now: i64) -> Inbox {
+    /// Handles the socket's readiness (`ready`, as the loop reported it under
+    /// [`WS_API`]) if any, then the session's timeouts and writes, and collects
+    /// what the connection reported; the inbox to hand to the gateway, then to
+    /// give back ([`WsLane::restore`]).
+    pub(crate) fn drive(
+        &mut self,
+        budget: &mut Budget,
+        now: i64,
+        ready: Option<Readiness>,
+    ) -> Inbox {
         let mut inbox = self.inbox.take().unwrap_or_default();
         inbox.bytes.clear();
         inbox.items.clear();
@@ -376,9 +384,10 @@ impl WsLane {
             ws::Event::Closed(c) => inbox.items.push(Item::Closed(c.cause)),
             ws::Event::Binary(_) | ws::Event::Pong(_) => {}
         };
-        // Fails only if its own epoll cannot be read: the sessions were still
-        // served for timeouts and writes, and the next readiness drives again.
-        let _ = self.client.drive(budget, now, on);
+        if let Some(ready) = ready {
+            self.client.handle_ready(WS_API, ready, budget, now, on);
+        }
+        self.client.handle_timeout(budget, now, on);
         inbox
     }
 
