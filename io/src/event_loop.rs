@@ -16,8 +16,10 @@
 //!
 //! Seams for what plugs in later: [`EventLoop::watch_fd`] (or
 //! [`Context::watch_fd`] from a handler) adds a descriptor (the eventfd of the
-//! cross-thread boundary, a WebSocket's socket) whose readiness reaches
-//! [`ClientHandler::on_fd`]; [`ClientHandler::on_turn`] and
+//! cross-thread boundary) whose readiness reaches [`ClientHandler::on_fd`];
+//! [`EventLoop::registry`] lends the loop's epoll to a transport the handler owns
+//! (a [`WsClient`](crate::ws::WsClient)'s sockets), whose readiness reaches
+//! [`ClientHandler::on_fd`] too; [`ClientHandler::on_turn`] and
 //! [`ClientHandler::before_park`] run every turn and before blocking.
 //!
 //! Nothing here allocates after [`EventLoop::new`] and [`EventLoop::add_pool`].

@@ -1,6 +1,7 @@
 //! WebSocket sessions over non-blocking TCP sockets, plain (`ws://`) or TLS
 //! (`wss://`, rustls through [`crate::tls`]), on the event loop: the thin I/O shell
-//! around [`Session`], its sockets watched by the loop's own epoll. Never blocks; over plain TCP never allocates after
+//! around [`Session`], its sockets watched by the loop's own epoll (never an
+//! epoll of its own). Never blocks; over plain TCP never allocates after
 //! [`WsClient::add`] (over TLS rustls allocates per record: see [`WsClient`]); never
 //! writes a byte of the upgrade request before the TLS handshake verified the
 //! server. See [`WsClient`] for how to drive it.
