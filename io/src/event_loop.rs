@@ -16,8 +16,10 @@
 //!
 //! Seams for what plugs in later: [`EventLoop::watch_fd`] (or
 //! [`Context::watch_fd`] from a handler) adds a descriptor (the eventfd of the
-//! cross-thread boundary, a WebSocket's socket) whose readiness reaches
-//! [`ClientHandler::on_fd`]; [`ClientHandler::on_turn`] and
+//! cross-thread boundary) whose readiness reaches [`ClientHandler::on_fd`];
+//! [`EventLoop::registry`] lends the loop's epoll to a transport the handler owns
+//! (a [`WsClient`](crate::ws::WsClient)'s sockets), whose readiness reaches
+//! [`ClientHandler::on_fd`] too; [`ClientHandler::on_turn`] and
 //! [`ClientHandler::before_park`] run every turn and before blocking.
 //!
 //! Nothing here allocates after [`EventLoop::new`] and [`EventLoop::add_pool`].
@@ -35,7 +37,9 @@ use crate::pool::{PoolConfig, PoolId};
 use crate::transport::{Client, Output};
 use crate::{clock, sys};
 
-pub use crate::handler::{ClientHandler, Context, Interest, LoopError, Readiness, MAX_TIMERS};
+pub use crate::handler::{
+    ClientHandler, Context, Interest, LoopError, Readiness, Registry, MAX_TIMERS,
+};
 pub use crate::sys::{allowed_cpus, current_cpu};
 
 /// How the loop runs.
@@ -147,6 +151,13 @@ impl EventLoop {
     /// Stops watching `fd`.
     pub fn unwatch_fd(&mut self, fd: c_int) -> Result<(), LoopError> {
         sys::epoll_ctl(self.epoll.as_raw_fd(), libc::EPOLL_CTL_DEL, fd, 0, 0).map_err(epoll_error)
+    }
+
+    /// The loop's epoll for a transport the handler owns (a
+    /// [`WsClient`](crate::ws::WsClient), see [`Registry`]): the loop watches its
+    /// sockets. Fails only if no descriptor is left.
+    pub fn registry(&self) -> Result<Registry, LoopError> {
+        Registry::new(self.epoll.as_raw_fd())
     }
 
     /// The budget.

@@ -8,6 +8,7 @@
 //! runs while the client is borrowed. Re-exported from [`crate::event_loop`] and
 //! [`crate::client`], where callers name them.
 
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::raw::c_int;
 
 use arrayvec::ArrayVec;
@@ -191,6 +192,55 @@ pub(crate) fn watch(
     sys::epoll_ctl(epfd, op, fd, interest.bits(), token | FD_BIT).map_err(epoll_error)
 }
 
+/// The loop's epoll, lent to a transport the handler owns (a
+/// [`WsClient`](crate::ws::WsClient)) so the loop itself watches that
+/// transport's sockets: no epoll of its own nested in the loop's. Their readiness
+/// reaches [`ClientHandler::on_fd`] under the tokens the transport was given.
+/// Made by [`EventLoop::registry`](crate::event_loop::EventLoop::registry) or
+/// [`Context::registry`]; a second descriptor of the same epoll instance, so it
+/// stays valid however long it lives.
+#[derive(Debug)]
+pub struct Registry {
+    epoll: OwnedFd,
+}
+
+impl Registry {
+    /// A registry on the epoll instance `epfd`. Fails as `fcntl` did (no
+    /// descriptor left).
+    pub(crate) fn new(epfd: c_int) -> Result<Self, LoopError> {
+        sys::dup(epfd)
+            .map(|epoll| Registry { epoll })
+            .map_err(epoll_error)
+    }
+
+    /// Watches `fd` for `interest` under `token` (below 2^63).
+    pub(crate) fn add(&self, fd: c_int, token: u64, interest: Interest) -> Result<(), LoopError> {
+        watch(
+            self.epoll.as_raw_fd(),
+            libc::EPOLL_CTL_ADD,
+            fd,
+            token,
+            interest,
+        )
+    }
+
+    /// Changes what a watched `fd` is watched for.
+    pub(crate) fn modify(
+        &self,
+        fd: c_int,
+        token: u64,
+        interest: Interest,
+    ) -> Result<(), LoopError> {
+        watch(
+            self.epoll.as_raw_fd(),
+            libc::EPOLL_CTL_MOD,
+            fd,
+            token,
+            interest,
+        )
+    }
+}
+
 /// Loop state the handler reaches through its [`Context`].
 #[derive(Debug)]
 pub(crate) struct Ctl {
@@ -323,6 +373,12 @@ impl<'a> Context<'a> {
     /// Stops watching `fd`.
     pub fn unwatch_fd(&mut self, fd: c_int) -> Result<(), LoopError> {
         sys::epoll_ctl(self.client.epfd(), libc::EPOLL_CTL_DEL, fd, 0, 0).map_err(epoll_error)
+    }
+
+    /// The loop's epoll for a transport the handler owns (see [`Registry`]).
+    /// Fails only if no descriptor is left.
+    pub fn registry(&self) -> Result<Registry, LoopError> {
+        Registry::new(self.client.epfd())
     }
 
     /// Ends [`EventLoop::run`](crate::event_loop::EventLoop::run) after this turn.

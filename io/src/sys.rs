@@ -270,6 +270,18 @@ pub(crate) fn epoll_create() -> Result<OwnedFd, i32> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
+/// A second descriptor of `fd`'s open file (close-on-exec), closed when dropped:
+/// for an epoll instance, the same interest list.
+pub(crate) fn dup(fd: c_int) -> Result<OwnedFd, i32> {
+    // SAFETY: plain syscall; an invalid `fd` fails with EBADF.
+    let new = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0) };
+    if new < 0 {
+        return Err(errno());
+    }
+    // SAFETY: a fresh descriptor nobody else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(new) })
+}
+
 /// `epoll_ctl` with `events` and `token` as the user data.
 pub(crate) fn epoll_ctl(
     epfd: c_int,

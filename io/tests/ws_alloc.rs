@@ -14,7 +14,7 @@ use base64::Engine;
 use ergon_io::core::{Budget, Builder, Class, Part, Spec};
 use ergon_io::ws::{Config, Event, Request, Session, WsClient};
 use sha1::{Digest, Sha1};
-use ws_common::open_and_echo;
+use ws_common::{echo_loop, open_and_echo};
 
 #[global_allocator]
 static GLOBAL: Counting = Counting::new();
@@ -160,7 +160,7 @@ fn steady_state_allocates_nothing() {
 #[test]
 fn tcp_shell_steady_state_allocates_nothing() {
     use std::io::{Read, Write};
-    use std::time::{Duration, Instant};
+    use std::time::Duration;
 
     // An echo server: the client thread is the one counted.
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -225,26 +225,23 @@ fn tcp_shell_steady_state_allocates_nothing() {
 
     let mut b = Budget::builder();
     let (connect, message) = ws_buckets(&mut b);
-    let t0 = Instant::now();
-    let now = || t0.elapsed().as_nanos() as i64;
-    let mut budget = b.build(0).unwrap();
+    let budget = b.build(ergon_io::clock::now_ns()).unwrap();
     let session = Session::new(Config::default(), &budget, &connect, &message, 9).unwrap();
-    let mut ws = WsClient::new(1).unwrap();
+    let mut ws = WsClient::new(1);
     let id = ws.add(session, addr);
     let req = Request {
         host: "127.0.0.1",
         path: "/echo",
         headers: &[],
     };
-    ws.connect(id, &req, Class::Normal, &mut budget, now())
-        .unwrap();
+    // The loop watches the socket: no epoll of the client's own.
+    let mut lp = echo_loop(budget, &mut ws, id, &req);
     let rounds = 2_000u64;
     let warmup = 10u64;
     let echoed = open_and_echo(
+        &mut lp,
         &mut ws,
         id,
-        &mut budget,
-        &now,
         "{\"method\":\"order.place\"}",
         (warmup, rounds),
         alloc::watch,
@@ -253,10 +250,11 @@ fn tcp_shell_steady_state_allocates_nothing() {
     eprintln!("tcp shell: {rounds} echoed messages, {allocs} allocations");
     assert_eq!(allocs, 0, "allocations in steady state");
     assert_eq!(echoed, rounds + warmup);
-    let t = now();
+    let t = lp.now();
     ws.session_mut(id)
-        .close(1000, "", Class::Normal, &mut budget, t)
+        .unwrap()
+        .close(1000, "", Class::Normal, lp.budget_mut(), t)
         .unwrap();
-    ws.flush(id, &mut budget, t);
+    ws.flush(id, lp.budget_mut(), t);
     assert_eq!(server.join().unwrap(), rounds + warmup);
 }

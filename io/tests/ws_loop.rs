@@ -1,6 +1,8 @@
 //! The WebSocket session on the event loop over real TCP sockets: messages, a
 //! server ping answered, the close handshake, reconnects from inside the loop
-//! refused by the connect budget, and a refused TCP connect refunded.
+//! refused by the connect budget, a refused TCP connect refunded, and egress
+//! lanes: each connect leaves from its lane's address, the loop's own epoll
+//! watching the sockets.
 
 mod ws_common;
 
@@ -28,7 +30,7 @@ impl React for Then {
         match self {
             Then::Nothing => {}
             Then::Reply(text) => {
-                let s = app.ws.session_mut(app.id);
+                let s = app.ws.session_mut(app.id).unwrap();
                 s.send_text(&text, Class::Normal, cx.budget(), now).unwrap();
                 app.ws.flush(app.id, cx.budget(), now);
             }
@@ -125,7 +127,7 @@ fn messages_ping_and_close_on_the_event_loop() {
     assert_eq!(code, Some(1000));
     // Reply, pong and close echo: three frames charged.
     assert_eq!(lp.budget().stats(limits.messages).unwrap().admitted, 3);
-    assert_eq!(app.ws.session(app.id).stats().pongs_sent, 1);
+    assert_eq!(app.ws.session(app.id).unwrap().stats().pongs_sent, 1);
 }
 
 #[test]
@@ -219,7 +221,7 @@ fn ping_flood_on_the_loop_pongs_paced_by_loop_timers() {
             .count();
         assert!(n <= 5, "{n} frames within {window:?} from frame {i}");
     }
-    let st = app.ws.session(app.id).stats();
+    let st = app.ws.session(app.id).unwrap().stats();
     assert_eq!(st.pings_received, PINGS as u64);
     assert!(st.pongs_delayed >= 1 && st.pongs_coalesced >= 1, "{st:?}");
     assert_eq!(
@@ -328,8 +330,8 @@ fn an_unknown_session_id_is_an_error_not_a_panic() {
     let (mut lp, mut app, _, server) = on_lane("127.0.0.2");
     lp.run(&mut app).unwrap();
     server.join().unwrap();
-    // An id of another client, past this one's sessions.
-    let mut other = ergon_io::ws::WsClient::new(4).unwrap();
+    // Ids of another client, one with the index of this client's session.
+    let mut other = ergon_io::ws::WsClient::new(4);
     let (budget, limits) = budget(10, 10);
     let mut ids = Vec::new();
     for _ in 0..3 {
@@ -343,20 +345,167 @@ fn an_unknown_session_id_is_an_error_not_a_panic() {
         .unwrap();
         ids.push(other.add(s, "127.0.0.1:9".parse().unwrap()));
     }
-    let foreign = ids[2];
+    // ids[0] has the index of app's own session: still another client's.
+    let own = app.ws.session(app.id).unwrap().stats();
     let now = lp.now();
-    assert!(app.ws.get(foreign).is_none());
-    assert!(app.ws.get_mut(foreign).is_none());
-    assert_eq!(app.ws.refused(foreign), None);
+    for &foreign in &ids {
+        assert!(app.ws.session(foreign).is_none());
+        assert!(app.ws.session_mut(foreign).is_none());
+        assert_eq!(app.ws.refused(foreign), None);
+        assert_eq!(
+            app.ws.set_local_addr(foreign, None),
+            Err(ConnectError::UnknownSession)
+        );
+        let budget = lp.budget_mut();
+        assert_eq!(
+            app.ws
+                .connect(foreign, &REQ_LOOP, Class::Normal, budget, now),
+            Err(ConnectError::UnknownSession)
+        );
+        app.ws.flush(foreign, budget, now);
+    }
+    // The other client's ids still work there; app's session was not touched.
+    assert!(other.session(ids[0]).is_some());
+    assert_eq!(app.ws.session(app.id).unwrap().stats(), own);
+}
+
+#[test]
+fn a_client_not_on_a_loop_refuses_connects_before_any_charge() {
+    let (mut budget, limits) = budget(10, 10);
+    let s = ergon_io::ws::Session::new(
+        Config::default(),
+        &budget,
+        &limits.connect_parts(),
+        &limits.message_parts(),
+        1,
+    )
+    .unwrap();
+    let mut ws = ergon_io::ws::WsClient::new(1);
+    let id = ws.add(s, "127.0.0.1:9".parse().unwrap());
     assert_eq!(
-        app.ws.set_local_addr(foreign, None),
-        Err(ConnectError::UnknownSession)
+        ws.connect(id, &REQ_LOOP, Class::Normal, &mut budget, 0),
+        Err(ConnectError::Unattached)
     );
-    let budget = lp.budget_mut();
+    assert_eq!(budget.stats(limits.connects).unwrap().admitted, 0);
+}
+
+/// Two sessions of one client on the loop, each on its own lane (its own
+/// source address and its own connect bucket).
+struct Lanes {
+    ws: ergon_io::ws::WsClient,
+    opened: usize,
+    deadline: std::time::Instant,
+}
+
+impl ergon_io::client::ClientHandler for Lanes {
+    fn on_response(
+        &mut self,
+        _: &mut Context<'_>,
+        _: ergon_io::client::RequestId,
+        _: ergon_venues::response::Response<'_>,
+        _: ergon_io::core::Flight,
+    ) {
+        unreachable!("no HTTP here");
+    }
+    fn on_error(
+        &mut self,
+        _: &mut Context<'_>,
+        _: ergon_io::client::RequestId,
+        _: ergon_io::client::Sent,
+        _: ergon_io::client::Error,
+    ) {
+        unreachable!("no HTTP here");
+    }
+    fn on_fd(&mut self, cx: &mut Context<'_>, token: u64, ready: ergon_io::event_loop::Readiness) {
+        let now = cx.now();
+        let opened = &mut self.opened;
+        let mine = self
+            .ws
+            .handle_ready(token, ready, cx.budget(), now, &mut |_, ev, _| {
+                if ev == ergon_io::ws::Event::Open {
+                    *opened += 1;
+                }
+            });
+        assert!(mine, "only the client's sockets are watched");
+        if self.opened == 2 {
+            cx.stop();
+        }
+    }
+    fn on_turn(&mut self, _: &mut Context<'_>) {
+        assert!(std::time::Instant::now() < self.deadline, "never opened");
+    }
+}
+
+#[test]
+fn each_websocket_connect_leaves_from_the_address_of_the_lane_it_was_charged_to() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    // Records each upgrade's path with the peer address it came from.
+    let server = std::thread::spawn(move || {
+        let mut seen = Vec::new();
+        let mut peers = Vec::new();
+        for _ in 0..2 {
+            let (s, from) = listener.accept().unwrap();
+            let mut p = Peer::from_stream(s);
+            p.handshake();
+            let path = p.request.split(' ').nth(1).unwrap_or("").to_string();
+            seen.push((path, from.ip().to_string()));
+            peers.push(p);
+        }
+        seen.sort();
+        seen
+    });
+    let mut b = ergon_io::core::Budget::builder();
+    let spec = ergon_io::core::Spec::sliding(10, 60 * SEC, 60);
+    let lane_a = b.add("connects_127.0.0.2", spec).unwrap();
+    let lane_b = b.add("connects_127.0.0.3", spec).unwrap();
+    let msgs = b.add("messages", spec).unwrap();
+    let mut lp = EventLoop::new(
+        ergon_io::event_loop::Config::default(),
+        b.build(ergon_io::clock::now_ns()).unwrap(),
+    )
+    .unwrap();
+    let mut ws = ergon_io::ws::WsClient::new(2);
+    let message = [ergon_io::core::Part::new(msgs, 1)];
+    let mut ids = Vec::new();
+    for (lane, ip) in [(lane_a, "127.0.0.2"), (lane_b, "127.0.0.3")] {
+        let connect = [ergon_io::core::Part::new(lane, 1)];
+        let s = ergon_io::ws::Session::new(Config::default(), lp.budget(), &connect, &message, 7)
+            .unwrap();
+        let id = ws.add(s, addr);
+        ws.set_local_addr(id, Some(format!("{ip}:0").parse().unwrap()))
+            .unwrap();
+        ids.push(id);
+    }
+    ws.attach(lp.registry().unwrap(), 40);
+    let now = lp.now();
+    for (id, path) in ids.iter().zip(["/a", "/b"]) {
+        let req = Request {
+            host: "127.0.0.1",
+            path,
+            headers: &[],
+        };
+        ws.connect(*id, &req, Class::Normal, lp.budget_mut(), now)
+            .unwrap();
+    }
+    let mut h = Lanes {
+        ws,
+        opened: 0,
+        deadline: std::time::Instant::now() + IO_TIMEOUT,
+    };
+    lp.run(&mut h).unwrap();
+    // The connect charged to lane A (path /a) came from lane A's address, B's
+    // from B's; each lane's bucket paid for its own connect only.
     assert_eq!(
-        app.ws
-            .connect(foreign, &REQ_LOOP, Class::Normal, budget, now),
-        Err(ConnectError::UnknownSession)
+        server.join().unwrap(),
+        vec![
+            ("/a".to_string(), "127.0.0.2".to_string()),
+            ("/b".to_string(), "127.0.0.3".to_string())
+        ]
     );
-    app.ws.flush(foreign, budget, now);
+    assert_eq!(lp.budget().stats(lane_a).unwrap().admitted, 1);
+    assert_eq!(lp.budget().stats(lane_b).unwrap().admitted, 1);
+    for id in ids {
+        assert_eq!(h.ws.refused(id), None);
+    }
 }

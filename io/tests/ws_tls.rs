@@ -27,7 +27,6 @@ mod pki;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::Arc;
-use std::time::Instant;
 
 use alloc::Counting;
 use ergon_io::core::Class;
@@ -159,7 +158,7 @@ enum Then {
 
 impl React for Then {
     fn run(self, app: &mut App<Then>, cx: &mut Context<'_>, now: i64) {
-        let s = app.ws.session_mut(app.id);
+        let s = app.ws.session_mut(app.id).unwrap();
         match self {
             Then::Nothing => {}
             Then::Echo(bytes, text) => {
@@ -330,7 +329,7 @@ fn ping_pong_and_our_close_over_wss() {
             (0xA, b"server ping".to_vec())
         ]
     );
-    let st = app.ws.session(app.id).stats();
+    let st = app.ws.session(app.id).unwrap().stats();
     assert_eq!((st.pings_received, st.pongs_sent), (1, 1));
     // Ping, pong and close: every frame charged, the automatic pong included.
     assert_eq!(lp.budget().stats(limits.messages).unwrap().admitted, 3);
@@ -369,7 +368,7 @@ fn fails_before_any_websocket_byte(tls: TlsConfig, pki: &Pki, want: TlsError) {
     let c = lp.budget().stats(limits.connects).unwrap();
     assert_eq!((c.admitted, c.refunds, c.used), (1, 1, 0), "{c:?}");
     assert_eq!(lp.budget().stats(limits.messages).unwrap().admitted, 0);
-    let st = app.ws.session(app.id).stats();
+    let st = app.ws.session(app.id).unwrap().stats();
     assert_eq!((st.connects, st.frames_sent), (1, 0));
 }
 
@@ -442,9 +441,7 @@ fn allocations_per_message_over_wss_are_counted() {
         }
         echoed
     });
-    let t0 = Instant::now();
-    let now = || t0.elapsed().as_nanos() as i64;
-    let (mut budget, limits) = budget_at(10, 1 << 40, 0);
+    let (budget, limits) = budget_at(10, 1 << 40, ergon_io::clock::now_ns());
     let session = Session::new(
         Config::default(),
         &budget,
@@ -453,23 +450,14 @@ fn allocations_per_message_over_wss_are_counted() {
         9,
     )
     .unwrap();
-    let mut ws = WsClient::new(1).unwrap();
+    let mut ws = WsClient::new(1);
     let id = ws.add_tls(session, addr, pki.client("localhost"));
-    ws.connect(id, &REQ_WSS, Class::Normal, &mut budget, now())
-        .unwrap();
+    let mut lp = echo_loop(budget, &mut ws, id, &REQ_WSS);
     let msg = "{\"method\":\"order.place\"}";
     let rounds = 2_000u64;
     // Session tickets and the first buffers' growth happen in the warm-up.
     let warmup = 50u64;
-    let echoed = open_and_echo(
-        &mut ws,
-        id,
-        &mut budget,
-        &now,
-        msg,
-        (warmup, rounds),
-        alloc::watch,
-    );
+    let echoed = open_and_echo(&mut lp, &mut ws, id, msg, (warmup, rounds), alloc::watch);
     let allocs = alloc::here();
     eprintln!(
         "wss: {rounds} echoed messages, {allocs} allocations ({:.2} per message)",
@@ -483,14 +471,15 @@ fn allocations_per_message_over_wss_are_counted() {
         2 * rounds,
         "allocations per echoed message over TLS"
     );
-    let t = now();
+    let t = lp.now();
     ws.session_mut(id)
-        .close(1000, "", Class::Normal, &mut budget, t)
+        .unwrap()
+        .close(1000, "", Class::Normal, lp.budget_mut(), t)
         .unwrap();
-    ws.flush(id, &mut budget, t);
+    ws.flush(id, lp.budget_mut(), t);
     assert_eq!(server.join().unwrap(), rounds + warmup);
     assert_eq!(
-        budget.stats(limits.messages).unwrap().admitted,
+        lp.budget().stats(limits.messages).unwrap().admitted,
         rounds + warmup + 1
     );
 }

@@ -13,7 +13,7 @@ use super::machine::{Gateway, Stats, WsIn};
 use super::wire::LoopWire;
 use super::ws_api::{WsLane, WS_API};
 use crate::client::{ClientHandler, Error, PoolId, RequestId, Sent};
-use crate::event_loop::{Context, Interest, LoopError, Readiness};
+use crate::event_loop::{Context, LoopError, Readiness};
 use ergon_venues::binance_spot_ws::Execution;
 use ergon_venues::endpoint::Prepared;
 
@@ -204,17 +204,15 @@ impl<E: Account, S: Strategy<E>> Driver<E, S> {
 
     /// Drives the WebSocket API connection and hands what it reported to the
     /// gateway, item by item, delivering each event; then re-arms its timer.
-    fn ws(&mut self, cx: &mut Context<'_>) {
-        if let Some(fd) = self.gateway.ws_watch() {
-            // Its own epoll descriptor; if the loop cannot watch it, the timer
-            // still drives it.
-            let _ = cx.watch_fd(fd, WS_API, Interest::READ);
-        }
+    fn ws(&mut self, cx: &mut Context<'_>, ready: Option<Readiness>) {
+        // The loop watches its socket; without a descriptor for that, it does
+        // not connect and this is tried again on the next turn.
+        self.gateway.ws_watch(|| cx.registry().ok());
         let mut w = LoopWire {
             cx,
             pool: self.pool,
         };
-        let Some(mut inbox) = self.gateway.ws_drive(&mut w) else {
+        let Some(mut inbox) = self.gateway.ws_drive(&mut w, ready) else {
             return;
         };
         let mut items = core::mem::take(&mut inbox.items);
@@ -287,7 +285,7 @@ impl<E: Account, S: Strategy<E>> ClientHandler for Driver<E, S> {
             return;
         }
         if token == WS_API {
-            self.ws(cx);
+            self.ws(cx, None);
             self.drain(cx);
             return;
         }
@@ -303,7 +301,7 @@ impl<E: Account, S: Strategy<E>> ClientHandler for Driver<E, S> {
 
     fn on_fd(&mut self, cx: &mut Context<'_>, token: u64, ready: Readiness) {
         if token == WS_API {
-            self.ws(cx);
+            self.ws(cx, Some(ready));
             self.drain(cx);
             return;
         }
@@ -336,7 +334,7 @@ impl<E: Account, S: Strategy<E>> ClientHandler for Driver<E, S> {
             self.gateway.clear_halts(&mut w);
         }
         if self.gateway.ws_due(cx.now()) {
-            self.ws(cx);
+            self.ws(cx, None);
         }
         self.gateway.publish_labels(cx.now(), false);
         self.poll(cx);

@@ -19,6 +19,7 @@ use super::record::{self, Declarations, Kind as Rec, Record, Recorder, Writer, W
 use super::wire::{encode, Wire};
 use super::ws_api::{Inbox, Item, WsLane, WS_BIT};
 use crate::client::{RequestId, Sent};
+use crate::handler::{Readiness, Registry};
 
 /// How long a step that could not go out waits before it is tried again, when the
 /// budget gave no better time (no idle connection, a query that settled nothing).
@@ -1060,11 +1061,17 @@ impl<E: Account> Gateway<E> {
         self.ws.take()
     }
 
-    /// Whether the lane's descriptor still has to be watched by the loop (then
-    /// marked watched).
-    pub(crate) fn ws_watch(&mut self) -> Option<std::os::raw::c_int> {
-        let lane = self.ws.as_mut()?;
-        (!core::mem::replace(&mut lane.watched, true)).then(|| lane.fd())
+    /// Lets the loop watch the lane's socket, once: `registry` is asked only
+    /// while the lane is not watched yet (and tried again on the next drive if it
+    /// fails).
+    pub(crate) fn ws_watch(&mut self, registry: impl FnOnce() -> Option<Registry>) {
+        let Some(lane) = self.ws.as_mut() else { return };
+        if !lane.watched {
+            if let Some(r) = registry() {
+                lane.attach(r);
+                lane.watched = true;
+            }
+        }
     }
 
     /// Whether the connection wants a drive at `now` outside its descriptor and
@@ -1083,11 +1090,15 @@ impl<E: Account> Gateway<E> {
     /// Connects if due, then reads and writes: what the connection reported, to
     /// hand to [`Gateway::ws_item`] item by item, then back by
     /// [`Gateway::ws_restore`].
-    pub(crate) fn ws_drive<W: Wire>(&mut self, w: &mut W) -> Option<Inbox> {
+    pub(crate) fn ws_drive<W: Wire>(
+        &mut self,
+        w: &mut W,
+        ready: Option<Readiness>,
+    ) -> Option<Inbox> {
         let now = w.now();
         let lane = self.ws.as_mut()?;
         lane.connect_if_due(w.budget(), now);
-        Some(lane.drive(w.budget(), now))
+        Some(lane.drive(w.budget(), now, ready))
     }
 
     /// Gives the inbox back.

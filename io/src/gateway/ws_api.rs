@@ -40,6 +40,7 @@ use ergon_venues::binance_spot_ws::{self, Call, Session as Api};
 use ergon_venues::endpoint::Prepared;
 use ergon_venues::response::Header;
 
+use crate::handler::{Readiness, Registry};
 use crate::ws::{self, Cause, ConnectError, HandshakeError, WsClient, WsId};
 
 /// The descriptor and timer token of the gateway's WebSocket API connection on the
@@ -224,7 +225,7 @@ impl WsLane {
             seed,
         )
         .map_err(|e| format!("WebSocket API session: {e:?}"))?;
-        let mut client = WsClient::new(1).map_err(|e| format!("epoll: errno {e}"))?;
+        let mut client = WsClient::new(1);
         let id = client.add(session, at.addr);
         client
             .set_local_addr(id, local_addr)
@@ -278,9 +279,9 @@ impl WsLane {
         self.why.as_deref()
     }
 
-    /// The descriptor the loop watches ([`WS_API`]).
-    pub fn fd(&self) -> std::os::raw::c_int {
-        self.client.fd()
+    /// Lets the loop watch the connection's socket under [`WS_API`].
+    pub(crate) fn attach(&mut self, registry: Registry) {
+        self.client.attach(registry, WS_API);
     }
 
     /// The earliest time it wants a drive (a session deadline, a re-connect).
@@ -308,8 +309,12 @@ impl WsLane {
             return Err(ticket);
         };
         let text = core::str::from_utf8(&self.frame).unwrap_or("");
-        let session = self.client.session_mut(self.id);
-        match session.send_request_charged(p.id, text, ticket) {
+        // The lane's id is its own client's: never None, refused like a full queue.
+        let sent = match self.client.session_mut(self.id) {
+            Some(session) => session.send_request_charged(p.id, text, ticket),
+            None => Err((ws::SendError::NotOpen, ticket)),
+        };
+        match sent {
             Ok(()) => {
                 self.api.sent(p.id);
                 self.client.flush(self.id, budget, now);
@@ -355,9 +360,16 @@ impl WsLane {
         }
     }
 
-    /// Reads, writes and collects what the connection reported; the inbox to hand
-    /// to the gateway, then to give back ([`WsLane::restore`]).
-    pub(crate) fn drive(&mut self, budget: &mut Budget, now: i64) -> Inbox {
+    /// Handles the socket's readiness (`ready`, as the loop reported it under
+    /// [`WS_API`]) if any, then the session's timeouts and writes, and collects
+    /// what the connection reported; the inbox to hand to the gateway, then to
+    /// give back ([`WsLane::restore`]).
+    pub(crate) fn drive(
+        &mut self,
+        budget: &mut Budget,
+        now: i64,
+        ready: Option<Readiness>,
+    ) -> Inbox {
         let mut inbox = self.inbox.take().unwrap_or_default();
         inbox.bytes.clear();
         inbox.items.clear();
@@ -372,9 +384,10 @@ impl WsLane {
             ws::Event::Closed(c) => inbox.items.push(Item::Closed(c.cause)),
             ws::Event::Binary(_) | ws::Event::Pong(_) => {}
         };
-        // Fails only if its own epoll cannot be read: the sessions were still
-        // served for timeouts and writes, and the next readiness drives again.
-        let _ = self.client.drive(budget, now, on);
+        if let Some(ready) = ready {
+            self.client.handle_ready(WS_API, ready, budget, now, on);
+        }
+        self.client.handle_timeout(budget, now, on);
         inbox
     }
 
@@ -401,11 +414,11 @@ impl WsLane {
             return;
         };
         let text = core::str::from_utf8(&self.frame).unwrap_or("");
-        match self
-            .client
-            .session_mut(self.id)
-            .send_request_charged(p.id, text, ticket)
-        {
+        let sent = match self.client.session_mut(self.id) {
+            Some(session) => session.send_request_charged(p.id, text, ticket),
+            None => Err((ws::SendError::NotOpen, ticket)),
+        };
+        match sent {
             Ok(()) => {
                 self.api.sent(p.id);
                 self.client.flush(self.id, budget, now);
@@ -459,7 +472,8 @@ impl WsLane {
                 name: b"",
                 value: b"",
             }; 16];
-            if let Some(r) = self.client.session(self.id).rejection(&mut headers) {
+            let session = self.client.session(self.id);
+            if let Some(r) = session.and_then(|s| s.rejection(&mut headers)) {
                 let _ = self
                     .api
                     .adapter_mut()
@@ -478,6 +492,8 @@ impl WsLane {
 
     /// Completes the flight of the answer to `id` (its in-flight limits).
     pub(crate) fn resolve(&mut self, id: u64, budget: &mut Budget, now: i64) -> bool {
-        self.client.session_mut(self.id).resolve(id, budget, now)
+        self.client
+            .session_mut(self.id)
+            .is_some_and(|s| s.resolve(id, budget, now))
     }
 }

@@ -13,8 +13,8 @@
 //! or allocates after [`Session::new`]: the event loop (or a test driver) moves the
 //! bytes and passes the time in. [`WsClient`] is the thin I/O shell: sessions over
 //! non-blocking TCP sockets, plain or TLS (`wss://`, [`WsClient::add_tls`], the
-//! rustls layer of the HTTP client, verification always on), driven from the
-//! [`event_loop`](crate::event_loop).
+//! rustls layer of the HTTP client, verification always on), whose sockets the
+//! [`event_loop`](crate::event_loop)'s own epoll watches.
 
 mod accept;
 pub mod frame;

@@ -168,6 +168,10 @@ pub enum ConnectError {
     BadRequest,
     /// No session with this id in the [`WsClient`](super::WsClient).
     UnknownSession,
+    /// The [`WsClient`](super::WsClient) is not attached to a loop
+    /// ([`WsClient::attach`](super::WsClient::attach)): no socket of it could be
+    /// watched. Nothing was charged.
+    Unattached,
     /// The session's egress lane was refused for good: a connect bound to
     /// `asked` left from `got` (the stack ignored the binding). No connect is
     /// tried again: no frame may leave from an IP whose budget is not the one

@@ -1,6 +1,7 @@
 //! WebSocket sessions over non-blocking TCP sockets, plain (`ws://`) or TLS
 //! (`wss://`, rustls through [`crate::tls`]), on the event loop: the thin I/O shell
-//! around [`Session`]. Never blocks; over plain TCP never allocates after
+//! around [`Session`], its sockets watched by the loop's own epoll (never an
+//! epoll of its own). Never blocks; over plain TCP never allocates after
 //! [`WsClient::add`] (over TLS rustls allocates per record: see [`WsClient`]); never
 //! writes a byte of the upgrade request before the TLS handshake verified the
 //! server. See [`WsClient`] for how to drive it.
@@ -8,10 +9,12 @@
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::raw::c_int;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use ergon_core::{Budget, Class};
 
 use super::{ConnectError, Event, Request, Session, State};
+use crate::handler::{Interest, Readiness, Registry};
 use crate::sys;
 use crate::tls::{Fault, Input, Plain, Session as Tls};
 #[cfg(feature = "tls")]
@@ -23,12 +26,19 @@ const MAX_READS: usize = 16;
 /// into rustls or drains it, so this only bounds a pathological peer.
 const MAX_TLS_TURNS: usize = 64;
 
-const IN: u32 = (libc::EPOLLIN | libc::EPOLLRDHUP) as u32;
 const OUT: u32 = libc::EPOLLOUT as u32;
 
-/// A session of a [`WsClient`].
+/// A session of a [`WsClient`]: the client that made it and the session's
+/// index there. An id given to another client is unknown to it (an error or
+/// `None`, never another client's session or a panic).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct WsId(usize);
+pub struct WsId {
+    client: u32,
+    index: usize,
+}
+
+/// The tag of the next [`WsClient`]: ids of two clients never compare equal.
+static NEXT_CLIENT: AtomicU32 = AtomicU32::new(0);
 
 #[derive(Debug)]
 struct Conn {
@@ -54,22 +64,24 @@ struct Conn {
 
 /// WebSocket sessions over non-blocking TCP sockets, on the [`event_loop`].
 ///
-/// [`WsClient`] owns the sockets of its sessions and an epoll instance of its own;
-/// that epoll's descriptor ([`WsClient::fd`]) is registered once with
-/// [`EventLoop::watch_fd`], so a readable socket makes it readable and the loop
-/// calls [`ClientHandler::on_fd`]. The handler then calls [`WsClient::drive`]; after
-/// it queues frames it calls [`WsClient::flush`]; it keeps a loop timer at
-/// [`WsClient::next_deadline`] and drives again when it fires. The shell follows the
+/// [`WsClient`] owns the sockets of its sessions; the loop's own epoll watches
+/// them (no epoll of the client's: [`WsClient::attach`] gives it the loop's
+/// [`Registry`] and a token per session). A ready socket reaches
+/// [`ClientHandler::on_fd`] with its session's token; the handler hands it to
+/// [`WsClient::handle_ready`], which moves the bytes and hands the readiness to
+/// the sans-IO [`Session`]. After it queues frames the handler calls
+/// [`WsClient::flush`]; it keeps a loop timer at [`WsClient::next_deadline`] and
+/// calls [`WsClient::handle_timeout`] when it fires. The shell follows the
 /// session's drive order: read → drain events → write.
 ///
 /// Egress lanes ([`WsClient::set_local_addr`]): a session's connects leave from
 /// its lane's bound address and are verified after connect, as an HTTP pool's
 /// are; a binding that does not hold refuses the lane for good. Unknown ids are
-/// errors ([`ConnectError::UnknownSession`], [`WsClient::get`]).
+/// errors ([`ConnectError::UnknownSession`]) or `None` ([`WsClient::session`]).
 ///
 /// It never blocks and never allocates after [`WsClient::add`]; it makes only the
-/// syscalls the bytes need (recv, send, epoll), none when a frame is queued until
-/// [`WsClient::flush`].
+/// syscalls the bytes need (recv, send, epoll_ctl), none when a frame is queued
+/// until [`WsClient::flush`].
 ///
 /// `wss://` ([`WsClient::add_tls`]): once TCP connects, the rustls handshake runs
 /// first (certificate and name verified, as [`TlsConfig`] says); the upgrade
@@ -87,10 +99,10 @@ struct Conn {
 /// use ergon_core::{Budget, Class, Flight, Part, Spec};
 /// use ergon_venues::response::Response;
 /// use ergon_io::client::{ClientHandler, Error, RequestId, Sent};
-/// use ergon_io::event_loop::{Config, Context, EventLoop, Interest, Readiness};
+/// use ergon_io::event_loop::{Config, Context, EventLoop, Readiness};
 /// use ergon_io::ws::{self, Event, Request, Session, WsClient, WsId};
 ///
-/// const WS_FD: u64 = 1;
+/// const WS_SOCKET: u64 = 1;
 /// const WS_TIMER: u64 = 2;
 ///
 /// struct App {
@@ -98,16 +110,14 @@ struct Conn {
 ///     id: WsId,
 /// }
 ///
+/// fn print(_id: WsId, ev: Event<'_>, _budget: &mut Budget) {
+///     if let Event::Text(t) = ev {
+///         println!("{t}");
+///     }
+/// }
+///
 /// impl App {
-///     fn pump(&mut self, cx: &mut Context<'_>) {
-///         let now = cx.now();
-///         self.ws
-///             .drive(cx.budget(), now, &mut |_id, ev, _budget| {
-///                 if let Event::Text(t) = ev {
-///                     println!("{t}");
-///                 }
-///             })
-///             .expect("our own epoll");
+///     fn rearm(&mut self, cx: &mut Context<'_>) {
 ///         if let Some(at) = self.ws.next_deadline() {
 ///             let _ = cx.set_timer(WS_TIMER, at);
 ///         }
@@ -117,14 +127,17 @@ struct Conn {
 /// impl ClientHandler for App {
 ///     fn on_response(&mut self, _: &mut Context<'_>, _: RequestId, _: Response<'_>, _: Flight) {}
 ///     fn on_error(&mut self, _: &mut Context<'_>, _: RequestId, _: Sent, _: Error) {}
-///     fn on_fd(&mut self, cx: &mut Context<'_>, token: u64, _ready: Readiness) {
-///         if token == WS_FD {
-///             self.pump(cx);
+///     fn on_fd(&mut self, cx: &mut Context<'_>, token: u64, ready: Readiness) {
+///         let now = cx.now();
+///         if self.ws.handle_ready(token, ready, cx.budget(), now, &mut print) {
+///             self.rearm(cx);
 ///         }
 ///     }
 ///     fn on_timer(&mut self, cx: &mut Context<'_>, token: u64) {
 ///         if token == WS_TIMER {
-///             self.pump(cx);
+///             let now = cx.now();
+///             self.ws.handle_timeout(cx.budget(), now, &mut print);
+///             self.rearm(cx);
 ///         }
 ///     }
 /// }
@@ -134,7 +147,7 @@ struct Conn {
 /// let connects = b.add("ws_connects", Spec::sliding(300, 300_000_000_000, 60)).unwrap();
 /// let messages = b.add("ws_messages", Spec::sliding(5, 1_000_000_000, 10)).unwrap();
 /// let now = ergon_io::clock::now_ns();
-/// let mut budget = b.build(now).unwrap();
+/// let budget = b.build(now).unwrap();
 /// let session = Session::new(
 ///     ws::Config::default(),
 ///     &budget,
@@ -143,44 +156,46 @@ struct Conn {
 ///     now as u64, // seed from the OS in production
 /// )
 /// .unwrap();
-/// let mut ws = WsClient::new(1).unwrap();
-/// let id = ws.add(session, "127.0.0.1:9443".parse().unwrap());
-/// let req = Request { host: "127.0.0.1:9443", path: "/ws", headers: &[] };
-/// ws.connect(id, &req, Class::Normal, &mut budget, now).unwrap();
 /// let mut lp = EventLoop::new(Config::default(), budget).unwrap();
-/// lp.watch_fd(ws.fd(), WS_FD, Interest::READ).unwrap();
+/// let mut ws = WsClient::new(1);
+/// let id = ws.add(session, "127.0.0.1:9443".parse().unwrap());
+/// ws.attach(lp.registry().unwrap(), WS_SOCKET);
+/// let req = Request { host: "127.0.0.1:9443", path: "/ws", headers: &[] };
+/// let now = lp.now();
+/// ws.connect(id, &req, Class::Normal, lp.budget_mut(), now).unwrap();
 /// lp.run(&mut App { ws, id }).unwrap();
 /// ```
 ///
 /// [`event_loop`]: crate::event_loop
-/// [`EventLoop::watch_fd`]: crate::event_loop::EventLoop::watch_fd
 /// [`ClientHandler::on_fd`]: crate::client::ClientHandler::on_fd
 #[derive(Debug)]
 pub struct WsClient {
     conns: Vec<Conn>,
-    events: Vec<libc::epoll_event>,
-    /// This client's epoll instance; closed when the client drops, after the
-    /// sessions' sockets (fields drop in order).
-    epoll: OwnedFd,
+    /// Stamped on this client's ids.
+    tag: u32,
+    /// The loop's epoll and the token of session 0 ([`WsClient::attach`]).
+    watch: Option<(Registry, u64)>,
 }
 
 impl WsClient {
-    /// A client for up to `max_sessions` sessions (the readiness events taken per
-    /// drive). Fails as `epoll_create1` did.
-    pub fn new(max_sessions: usize) -> Result<Self, std::io::ErrorKind> {
-        let epoll = sys::epoll_create().map_err(os_kind)?;
-        Ok(WsClient {
+    /// A client with room for `max_sessions` sessions; it connects nothing until
+    /// [`attach`](Self::attach)ed to a loop.
+    pub fn new(max_sessions: usize) -> Self {
+        WsClient {
             conns: Vec::with_capacity(max_sessions),
-            events: vec![libc::epoll_event { events: 0, u64: 0 }; max_sessions.max(1)],
-            epoll,
-        })
+            tag: NEXT_CLIENT.fetch_add(1, Ordering::Relaxed),
+            watch: None,
+        }
     }
 
-    /// The descriptor to register with
-    /// [`EventLoop::watch_fd`](crate::event_loop::EventLoop::watch_fd): readable
-    /// when a socket of this client is ready.
-    pub fn fd(&self) -> c_int {
-        self.epoll.as_raw_fd()
+    /// Puts the sockets of the connects from now on in the loop's epoll: session
+    /// `k` (in the order of [`add`](Self::add)) under token `token + k`, so its
+    /// readiness reaches [`ClientHandler::on_fd`](crate::client::ClientHandler::on_fd)
+    /// with that token; hand it to [`WsClient::handle_ready`]. The handler keeps
+    /// `token..token + sessions` for this client (below 2^63). A connection
+    /// already open stays where it was watched.
+    pub fn attach(&mut self, registry: Registry, token: u64) {
+        self.watch = Some((registry, token));
     }
 
     /// Adds a session that connects to `addr` (setup time: may allocate).
@@ -198,7 +213,22 @@ impl WsClient {
             local_addr: None,
             refused: None,
         });
-        WsId(self.conns.len() - 1)
+        WsId {
+            client: self.tag,
+            index: self.conns.len() - 1,
+        }
+    }
+
+    /// The index of session `id`, if it is one of this client's.
+    fn index(&self, id: WsId) -> Option<usize> {
+        (id.client == self.tag && id.index < self.conns.len()).then_some(id.index)
+    }
+
+    /// The index of the session watched under `token`, if any.
+    fn index_of_token(&self, token: u64) -> Option<usize> {
+        let (_, base) = self.watch.as_ref()?;
+        let i = usize::try_from(token.checked_sub(*base)?).ok()?;
+        (i < self.conns.len()).then_some(i)
     }
 
     /// Puts session `id` on an egress lane: from its next connect on, the socket
@@ -214,28 +244,14 @@ impl WsClient {
         id: WsId,
         local: Option<SocketAddr>,
     ) -> Result<(), ConnectError> {
-        let c = self
-            .conns
-            .get_mut(id.0)
-            .ok_or(ConnectError::UnknownSession)?;
-        c.local_addr = local;
+        let i = self.index(id).ok_or(ConnectError::UnknownSession)?;
+        self.conns[i].local_addr = local;
         Ok(())
     }
 
     /// Why session `id`'s lane was refused for good, if it was.
     pub fn refused(&self, id: WsId) -> Option<ConnectError> {
-        self.conns.get(id.0).and_then(|c| c.refused)
-    }
-
-    /// The session `id`, or None if this client has no such session.
-    pub fn get(&self, id: WsId) -> Option<&Session> {
-        self.conns.get(id.0).map(|c| &c.session)
-    }
-
-    /// The session `id` to queue frames on, or None if this client has no such
-    /// session.
-    pub fn get_mut(&mut self, id: WsId) -> Option<&mut Session> {
-        self.conns.get_mut(id.0).map(|c| &mut c.session)
+        self.index(id).and_then(|i| self.conns[i].refused)
     }
 
     /// Adds a `wss://` session that connects to `addr` and runs TLS over it,
@@ -244,21 +260,21 @@ impl WsClient {
     #[cfg(feature = "tls")]
     pub fn add_tls(&mut self, session: Session, addr: SocketAddr, tls: TlsConfig) -> WsId {
         let id = self.add(session, addr);
-        self.conns[id.0].tls_config = Some(tls);
+        self.conns[id.index].tls_config = Some(tls);
         id
     }
 
-    /// The session `id`, to read its state and stats. An id is only made by
-    /// [`WsClient::add`]: this panics only for an id of another client (use
-    /// [`WsClient::get`] where that can happen).
-    pub fn session(&self, id: WsId) -> &Session {
-        &self.conns[id.0].session
+    /// The session `id`, to read its state and stats; None for an id of another
+    /// client.
+    pub fn session(&self, id: WsId) -> Option<&Session> {
+        self.index(id).map(|i| &self.conns[i].session)
     }
 
-    /// The session `id`, to queue frames; then [`WsClient::flush`]. Panics only
-    /// for an id of another client (see [`WsClient::get_mut`]).
-    pub fn session_mut(&mut self, id: WsId) -> &mut Session {
-        &mut self.conns[id.0].session
+    /// The session `id`, to queue frames (then [`WsClient::flush`]); None for an
+    /// id of another client.
+    pub fn session_mut(&mut self, id: WsId) -> Option<&mut Session> {
+        let i = self.index(id)?;
+        Some(&mut self.conns[i].session)
     }
 
     /// Charges the connect parts ([`Session::connect`]) and, only if admitted, opens
@@ -275,10 +291,12 @@ impl WsClient {
         budget: &mut Budget,
         now_ns: i64,
     ) -> Result<(), ConnectError> {
-        let c = self
-            .conns
-            .get_mut(id.0)
-            .ok_or(ConnectError::UnknownSession)?;
+        let i = self.index(id).ok_or(ConnectError::UnknownSession)?;
+        let Some((registry, base)) = self.watch.as_ref() else {
+            return Err(ConnectError::Unattached);
+        };
+        let token = base.wrapping_add(i as u64);
+        let c = &mut self.conns[i];
         if let Some(e) = c.refused {
             return Err(e);
         }
@@ -289,15 +307,7 @@ impl WsClient {
         match sys::connect_from(&c.addr, c.local_addr.as_ref()) {
             sys::Connecting::Started(sock) => {
                 let fd = sock.as_raw_fd();
-                if sys::epoll_ctl(
-                    self.epoll.as_raw_fd(),
-                    libc::EPOLL_CTL_ADD,
-                    fd,
-                    IN | OUT,
-                    id.0 as u64,
-                )
-                .is_err()
-                {
+                if registry.add(fd, token, Interest::BOTH).is_err() {
                     drop(sock);
                     c.session.handle_transport_closed(budget, now_ns);
                     return Ok(());
@@ -314,27 +324,35 @@ impl WsClient {
         Ok(())
     }
 
-    /// Handles what is ready: completes connects, reads, hands every event to
-    /// `on_event`, fires due session timeouts, writes. Call it when the loop says
-    /// [`WsClient::fd`] is readable and when the timer at
-    /// [`WsClient::next_deadline`] fires. Fails only if this client's own epoll
-    /// cannot be read (as the OS said); the sessions are then still served for timeouts
-    /// and writes.
-    pub fn drive(
+    /// Handles the readiness the loop reported under `token` (to
+    /// [`ClientHandler::on_fd`](crate::client::ClientHandler::on_fd)): completes
+    /// a connect (its lane verified), reads, hands every event to `on_event`,
+    /// writes. `false`, and nothing done, if `token` is not one of this client's
+    /// sessions.
+    pub fn handle_ready(
+        &mut self,
+        token: u64,
+        ready: Readiness,
+        budget: &mut Budget,
+        now_ns: i64,
+        on_event: &mut dyn FnMut(WsId, Event<'_>, &mut Budget),
+    ) -> bool {
+        let Some(i) = self.index_of_token(token) else {
+            return false;
+        };
+        self.ready(i, ready.0, budget, now_ns, on_event);
+        true
+    }
+
+    /// Fires the session timeouts due at `now_ns`, hands every event to
+    /// `on_event` and writes what is queued, for every session. Call it when the
+    /// timer at [`WsClient::next_deadline`] fires.
+    pub fn handle_timeout(
         &mut self,
         budget: &mut Budget,
         now_ns: i64,
         on_event: &mut dyn FnMut(WsId, Event<'_>, &mut Budget),
-    ) -> Result<(), std::io::ErrorKind> {
-        let waited = sys::epoll_wait(self.epoll.as_raw_fd(), &mut self.events, 0);
-        let n = *waited.as_ref().unwrap_or(&0);
-        for k in 0..n {
-            let ev = self.events[k];
-            let i = ev.u64 as usize;
-            if i < self.conns.len() {
-                self.ready(i, ev.events, budget, now_ns, on_event);
-            }
-        }
+    ) {
         for i in 0..self.conns.len() {
             let c = &mut self.conns[i];
             if c.session.poll_timeout().is_some_and(|t| t <= now_ns) {
@@ -344,18 +362,17 @@ impl WsClient {
             self.write(i, budget, now_ns);
             self.events_out(i, budget, now_ns, on_event);
         }
-        waited.map(|_| ()).map_err(os_kind)
     }
 
-    /// Writes what session `id` has queued (after a send). Nothing for an
-    /// unknown id.
+    /// Writes what session `id` has queued (after a send). Nothing for an id of
+    /// another client.
     pub fn flush(&mut self, id: WsId, budget: &mut Budget, now_ns: i64) {
-        if id.0 < self.conns.len() {
-            self.write(id.0, budget, now_ns);
+        if let Some(i) = self.index(id) {
+            self.write(i, budget, now_ns);
         }
     }
 
-    /// The earliest time a session wants [`WsClient::drive`] called regardless of
+    /// The earliest time a session wants [`WsClient::handle_timeout`] called regardless of
     /// readiness (a delayed pong, a handshake or close deadline).
     pub fn next_deadline(&self) -> Option<i64> {
         self.conns
@@ -523,9 +540,13 @@ impl WsClient {
         now: i64,
         on_event: &mut dyn FnMut(WsId, Event<'_>, &mut Budget),
     ) {
+        let id = WsId {
+            client: self.tag,
+            index: i,
+        };
         let c = &mut self.conns[i];
         while let Some(ev) = c.session.poll_event(budget, now) {
-            on_event(WsId(i), ev, budget);
+            on_event(id, ev, budget);
         }
     }
 
@@ -553,16 +574,12 @@ impl WsClient {
             }
         }
         if blocked != c.want_out {
-            let interest = if blocked { IN | OUT } else { IN };
-            if sys::epoll_ctl(
-                self.epoll.as_raw_fd(),
-                libc::EPOLL_CTL_MOD,
-                fd,
-                interest,
-                i as u64,
-            )
-            .is_err()
-            {
+            let interest = if blocked {
+                Interest::BOTH
+            } else {
+                Interest::READ
+            };
+            if !rewatch(&self.watch, i, fd, interest) {
                 // A socket we can no longer watch would stall: end it.
                 self.lost(i, budget, now);
                 return;
@@ -616,16 +633,12 @@ impl WsClient {
             return;
         }
         if blocked != c.want_out {
-            let interest = if blocked { IN | OUT } else { IN };
-            if sys::epoll_ctl(
-                self.epoll.as_raw_fd(),
-                libc::EPOLL_CTL_MOD,
-                fd,
-                interest,
-                i as u64,
-            )
-            .is_err()
-            {
+            let interest = if blocked {
+                Interest::BOTH
+            } else {
+                Interest::READ
+            };
+            if !rewatch(&self.watch, i, fd, interest) {
                 self.lost(i, budget, now);
                 return;
             }
@@ -729,7 +742,12 @@ impl Conn {
     }
 }
 
-/// A failed system call's `errno` as the kind callers match on.
-fn os_kind(errno: i32) -> std::io::ErrorKind {
-    std::io::Error::from_raw_os_error(errno).kind()
+/// Watches session `i`'s socket `fd` for `interest` in the loop's epoll; false if
+/// the loop cannot.
+fn rewatch(watch: &Option<(Registry, u64)>, i: usize, fd: c_int, interest: Interest) -> bool {
+    watch.as_ref().is_some_and(|(registry, base)| {
+        registry
+            .modify(fd, base.wrapping_add(i as u64), interest)
+            .is_ok()
+    })
 }

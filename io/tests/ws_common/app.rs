@@ -1,19 +1,19 @@
 //! A [`WsClient`] of one session run on the event loop, for the loop tests
-//! (`ws_loop.rs`, `ws_tls.rs`): the loop wakes it on the client's fd and timer,
-//! it drives the client, records every event and does what the test's reaction
+//! (`ws_loop.rs`, `ws_tls.rs`): the loop watches the session's socket itself and
+//! wakes it on its readiness and on its timer, it drives the client, records every event and does what the test's reaction
 //! says once `drive` has returned. It must never decide what a test asserts.
 
 use std::time::Instant;
 
 use ergon_io::client::{ClientHandler, Error, RequestId, Sent};
-use ergon_io::core::{Class, Flight};
-use ergon_io::event_loop::{Config as LoopConfig, Context, EventLoop, Interest, Readiness};
-use ergon_io::ws::{Config, ConnectError, Request, Session, WsClient, WsId};
+use ergon_io::core::{Budget, Class, Flight};
+use ergon_io::event_loop::{Config as LoopConfig, Context, EventLoop, Readiness};
+use ergon_io::ws::{Config, ConnectError, Event, Request, Session, WsClient, WsId};
 use ergon_venues::response::Response;
 
 use super::{budget_at, Ev, Limits, IO_TIMEOUT};
 
-/// The loop token of the client's fd.
+/// The loop token of the client's first session's socket.
 pub const WS_FD: u64 = 7;
 /// The loop token of the client's timer.
 pub const WS_TIMER: u64 = 8;
@@ -38,7 +38,8 @@ pub struct App<T> {
 }
 
 impl<T: React> App<T> {
-    fn pump(&mut self, cx: &mut Context<'_>) {
+    /// Hands the client the readiness of `ready` (or, with None, its timeouts).
+    fn pump(&mut self, cx: &mut Context<'_>, ready: Option<(u64, Readiness)>) {
         assert!(
             Instant::now() < self.deadline,
             "timed out: {:?}",
@@ -47,13 +48,17 @@ impl<T: React> App<T> {
         let now = cx.now();
         let mut todo = Vec::new();
         let (events, react) = (&mut self.events, self.react);
-        self.ws
-            .drive(cx.budget(), now, &mut |_, ev, _| {
-                let ev = Ev::of(ev);
-                todo.push(react(&ev));
-                events.push(ev);
-            })
-            .unwrap();
+        let on: &mut dyn FnMut(WsId, Event<'_>, &mut Budget) = &mut |_, ev, _| {
+            let ev = Ev::of(ev);
+            todo.push(react(&ev));
+            events.push(ev);
+        };
+        match ready {
+            Some((token, ready)) => {
+                assert!(self.ws.handle_ready(token, ready, cx.budget(), now, on));
+            }
+            None => self.ws.handle_timeout(cx.budget(), now, on),
+        }
         for then in todo {
             then.run(self, cx, now);
         }
@@ -70,24 +75,25 @@ impl<T: React> ClientHandler for App<T> {
     fn on_error(&mut self, _: &mut Context<'_>, _: RequestId, _: Sent, _: Error) {
         unreachable!("no HTTP here");
     }
-    fn on_fd(&mut self, cx: &mut Context<'_>, token: u64, _ready: Readiness) {
-        assert_eq!(token, WS_FD);
-        self.pump(cx);
+    fn on_fd(&mut self, cx: &mut Context<'_>, token: u64, ready: Readiness) {
+        assert_eq!(token, WS_FD, "the only session's socket");
+        self.pump(cx, Some((token, ready)));
     }
     fn on_timer(&mut self, cx: &mut Context<'_>, token: u64) {
         assert_eq!(token, WS_TIMER);
-        self.pump(cx);
+        self.pump(cx, None);
     }
     fn on_turn(&mut self, cx: &mut Context<'_>) {
         // The first turn: settle a connect that failed at once.
         if self.events.is_empty() {
-            self.pump(cx);
+            self.pump(cx, None);
         }
     }
 }
 
 /// A loop with a budget (`budget_at(connects, messages)`) and a client of one
-/// session, added by `add` and connected with `req`, its fd watched.
+/// session, added by `add` and connected with `req`, its socket watched by the
+/// loop under [`WS_FD`].
 pub fn on_loop<T>(
     config: Config,
     (connects, messages): (u64, u64),
@@ -96,7 +102,7 @@ pub fn on_loop<T>(
     react: fn(&Ev) -> T,
 ) -> (EventLoop, App<T>, Limits) {
     let now = ergon_io::clock::now_ns();
-    let (mut budget, limits) = budget_at(connects, messages, now);
+    let (budget, limits) = budget_at(connects, messages, now);
     let session = Session::new(
         config,
         &budget,
@@ -105,12 +111,13 @@ pub fn on_loop<T>(
         now as u64,
     )
     .unwrap();
-    let mut ws = WsClient::new(4).unwrap();
+    let mut ws = WsClient::new(4);
     let id = add(&mut ws, session);
-    ws.connect(id, req, Class::Normal, &mut budget, now)
-        .unwrap();
     let mut lp = EventLoop::new(LoopConfig::default(), budget).unwrap();
-    lp.watch_fd(ws.fd(), WS_FD, Interest::READ).unwrap();
+    ws.attach(lp.registry().unwrap(), WS_FD);
+    let now = lp.now();
+    ws.connect(id, req, Class::Normal, lp.budget_mut(), now)
+        .unwrap();
     let app = App {
         ws,
         id,

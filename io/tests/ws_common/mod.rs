@@ -17,8 +17,11 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use base64::Engine;
-use ergon_io::core::{BucketId, Budget, Class, Part, Spec, Verdict};
+use ergon_io::client::{ClientHandler, Error, RequestId, Sent};
+use ergon_io::core::{BucketId, Budget, Class, Flight, Part, Spec, Verdict};
+use ergon_io::event_loop::{Config as LoopConfig, Context, EventLoop, Readiness};
 use ergon_io::ws::{Cause, Config, ConnectError, Event, Request, Session, WsClient, WsId};
+use ergon_venues::response::Response;
 use sha1::{Digest, Sha1};
 
 /// Generous: the machine is shared and loaded.
@@ -538,53 +541,107 @@ pub fn take_frames(s: &mut Session, budget: &mut Budget, now: i64) -> Vec<(u8, V
     out
 }
 
-/// Waits for `ws`'s session `id` to open, then sends `msg` and waits for its echo,
-/// `warmup + rounds` times; calls `watch(true)` after the warm-up and
-/// `watch(false)` at the end (or before it panics). One deadline, [`IO_TIMEOUT`],
-/// for all of it. Returns the echoes seen.
+/// The loop token [`open_and_echo`] gives its client's session.
+pub const ECHO_TOKEN: u64 = 11;
+
+/// Drives the client of [`open_and_echo`] on the loop; counts opens and echoes.
+struct Echo<'a> {
+    ws: &'a mut WsClient,
+    msg: &'a str,
+    opened: bool,
+    echoed: u64,
+}
+
+impl Echo<'_> {
+    fn on_ws(&mut self, ready: Option<(u64, Readiness)>, cx: &mut Context<'_>) {
+        let now = cx.now();
+        let (opened, echoed, msg) = (&mut self.opened, &mut self.echoed, self.msg);
+        let on: &mut dyn FnMut(WsId, Event<'_>, &mut Budget) = &mut |_, ev, _| match ev {
+            Event::Open => *opened = true,
+            Event::Text(t) => {
+                assert_eq!(t, msg);
+                *echoed += 1;
+            }
+            _ => {}
+        };
+        match ready {
+            Some((token, ready)) => {
+                assert!(self.ws.handle_ready(token, ready, cx.budget(), now, on));
+            }
+            None => self.ws.handle_timeout(cx.budget(), now, on),
+        }
+    }
+}
+
+impl ClientHandler for Echo<'_> {
+    fn on_response(&mut self, _: &mut Context<'_>, _: RequestId, _: Response<'_>, _: Flight) {
+        unreachable!("no HTTP here");
+    }
+    fn on_error(&mut self, _: &mut Context<'_>, _: RequestId, _: Sent, _: Error) {
+        unreachable!("no HTTP here");
+    }
+    fn on_fd(&mut self, cx: &mut Context<'_>, token: u64, ready: Readiness) {
+        self.on_ws(Some((token, ready)), cx);
+    }
+    fn on_turn(&mut self, cx: &mut Context<'_>) {
+        self.on_ws(None, cx);
+    }
+}
+
+/// A loop on `budget` and `ws` attached to it under [`ECHO_TOKEN`], session `id`
+/// connecting with `req`.
+pub fn echo_loop(budget: Budget, ws: &mut WsClient, id: WsId, req: &Request<'_>) -> EventLoop {
+    let mut lp = EventLoop::new(LoopConfig::default(), budget).unwrap();
+    ws.attach(lp.registry().unwrap(), ECHO_TOKEN);
+    let now = lp.now();
+    ws.connect(id, req, Class::Normal, lp.budget_mut(), now)
+        .unwrap();
+    lp
+}
+
+/// Waits for `ws`'s session `id` to open on the loop `lp` (see [`echo_loop`]),
+/// then sends `msg` and waits for its echo, `warmup + rounds` times; calls
+/// `watch(true)` after the warm-up and `watch(false)` at the end (or before it
+/// panics). One deadline, [`IO_TIMEOUT`], for all of it. Returns the echoes
+/// seen.
 pub fn open_and_echo(
+    lp: &mut EventLoop,
     ws: &mut WsClient,
     id: WsId,
-    budget: &mut Budget,
-    now: &dyn Fn() -> i64,
     msg: &str,
     (warmup, rounds): (u64, u64),
     watch: fn(bool),
 ) -> u64 {
     let deadline = Instant::now() + IO_TIMEOUT;
-    let mut opened = false;
-    while !opened {
+    let mut h = Echo {
+        ws,
+        msg,
+        opened: false,
+        echoed: 0,
+    };
+    while !h.opened {
         assert!(Instant::now() < deadline, "no handshake");
-        ws.drive(budget, now(), &mut |_, ev, _| {
-            opened |= ev == Event::Open;
-        })
-        .unwrap();
+        lp.turn(&mut h).unwrap();
     }
-    let mut echoed = 0u64;
     for round in 0..rounds + warmup {
         if round == warmup {
             watch(true);
         }
-        let t = now();
-        ws.session_mut(id)
-            .send_text(msg, Class::Normal, budget, t)
+        let t = lp.now();
+        h.ws.session_mut(id)
+            .unwrap()
+            .send_text(msg, Class::Normal, lp.budget_mut(), t)
             .unwrap();
-        ws.flush(id, budget, t);
-        let before = echoed;
-        while echoed == before {
+        h.ws.flush(id, lp.budget_mut(), t);
+        let before = h.echoed;
+        while h.echoed == before {
             if Instant::now() > deadline {
                 watch(false);
                 panic!("echo {round} never came");
             }
-            ws.drive(budget, now(), &mut |_, ev, _| {
-                if let Event::Text(t) = ev {
-                    assert_eq!(t, msg);
-                    echoed += 1;
-                }
-            })
-            .unwrap();
+            lp.turn(&mut h).unwrap();
         }
     }
     watch(false);
-    echoed
+    h.echoed
 }
