@@ -27,16 +27,17 @@ use ergon_venues::endpoint::{
 };
 use ergon_venues::okx::Okx;
 
+#[path = "mm_loop_cli/mod.rs"]
+mod cli;
 #[path = "mm_loop_shm/mod.rs"]
 mod shm;
+
+use cli::table;
+pub use cli::{parse_args, to_json, Options, USAGE};
 
 const MS: i64 = 1_000_000;
 const SEC: i64 = 1_000 * MS;
 const POLL_EVERY: i64 = 500 * MS;
-
-const USAGE: &str = "usage: mm_loop [--venue binance-spot|bybit|okx] [--base URL] \
-[--duration SECS] [--demand X] [--cpu N] [--api-key K --api-secret S] [--json] [--no-stream] [--record FILE] \
-[--order-entry ws|rest] [--ws-api URL] [--labels SECS] [--gateway NAME]";
 
 /// What each request is for: quotes and cancels, reads of the book and the account, closes.
 const LABELS: [&str; 4] = ["trade:order", "mon:book", "mon:account", "trade:close"];
@@ -44,69 +45,6 @@ const LABELS: [&str; 4] = ["trade:order", "mon:book", "mon:account", "trade:clos
 /// The one warning a run without a user data stream prints.
 pub const NO_STREAM_WARNING: &str = "warning: no user data stream in the gateway (Binance \
 Spot's listenKey stream was discontinued on 2026-02-20); polling open orders instead";
-
-/// What to run.
-#[derive(Clone, Debug)]
-pub struct Options {
-    /// The venue profile.
-    pub venue: String,
-    /// `http://host:port` of the venue; None starts the emulator.
-    pub base: Option<String>,
-    /// How long to offer load, in seconds.
-    pub duration_s: f64,
-    /// Offered load as a multiple of what the binding limit admits.
-    pub demand: f64,
-    /// Pin the loop thread here.
-    pub cpu: Option<usize>,
-    /// API key (needed with `--base`).
-    pub api_key: Option<String>,
-    /// HMAC secret (needed with `--base`).
-    pub api_secret: Option<String>,
-    /// One JSON object instead of the table; progress to stderr.
-    pub json: bool,
-    /// Print no progress and no table (tests).
-    pub quiet: bool,
-    /// The fixed-window guard around boundaries (clock error plus one-way latency).
-    pub guard_ms: i64,
-    /// The emulator to start when `base` is None.
-    pub sim: ergon_venue_sim::Config,
-    /// Asked for the user data stream (false: `--no-stream`).
-    pub stream: bool,
-    /// Record the budget's calls here as an `ergon-replay` trace (`--record FILE`).
-    pub record: Option<std::path::PathBuf>,
-    /// `--order-entry`: Some(true) ws, Some(false) rest, None ws if the venue answers.
-    pub ws: Option<bool>,
-    /// `--ws-api URL` (default: `ws://HOST:PORT/ws-api/v3` of `--base` or the emulator).
-    pub ws_api: Option<String>,
-    /// Print the counters by label every this many seconds (`--labels SECS`).
-    pub labels: Option<f64>,
-    /// Run through this running `ergon-gateway` instead of own connections.
-    pub gateway: Option<String>,
-}
-
-impl Default for Options {
-    fn default() -> Self {
-        Options {
-            venue: "binance-spot".into(),
-            base: None,
-            duration_s: 10.0,
-            demand: 3.0,
-            cpu: None,
-            api_key: None,
-            api_secret: None,
-            json: false,
-            quiet: false,
-            guard_ms: 30,
-            sim: ergon_venue_sim::Config::binance_spot(),
-            stream: true,
-            record: None,
-            ws: None,
-            ws_api: None,
-            labels: None,
-            gateway: None,
-        }
-    }
-}
 
 /// What the run did: the gateway's counts and the strategy's.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -566,88 +504,6 @@ fn drive<E: Account>(
     }
     s.gw = *d.gateway.stats();
     Ok(s)
-}
-
-/// The table: one row per number of the JSON summary, the venue's own last.
-fn table(s: &Summary) -> String {
-    let u = s.utilization * 100.0;
-    let mut out = format!("utilization{u:>17.1}% of {}\n", s.binding);
-    let mut rows = |prefix: &str, v: &serde_json::Value| {
-        for (k, v) in v.as_object().into_iter().flatten().filter(|e| e.1.is_u64()) {
-            out += &format!("{:<28}{v}\n", format!("{prefix}{k}"));
-        }
-    };
-    let j = to_json(s);
-    rows("", &j);
-    rows("refused locally: ", &j["refused"]);
-    rows("venue: ", &j["venue"]);
-    out
-}
-
-/// The summary as the one JSON object `--json` prints.
-pub fn to_json(s: &Summary) -> serde_json::Value {
-    let g = &s.gw;
-    serde_json::json!({
-        "sent": g.sent, "applied": g.applied,
-        "refused": { "full": g.limited_full, "held": g.limited_held, "halted": g.limited_halted,
-                     "tooBig": g.limited_too_big, "busy": g.busy, "ledgerFull": g.ledger_full },
-        "throttled": g.throttled, "banned": g.banned, "rejected": g.rejected, "expired": g.expired,
-        "clockSkew": g.clock_skew, "reanchors": g.reanchors, "unknown": g.unknown,
-        "reconciled": g.reconciled, "reconciledFound": g.reconciled_found, "resent": g.resent,
-        "polls": s.gw.polls, "quotesEnded": s.quotes_ended, "alerts": s.alerts,
-        "utilization": s.utilization, "binding": s.binding,
-        "venue": s.venue.as_ref().map(|v| v.to_json()),
-    })
-}
-
-/// The command line, as the usage line says.
-pub fn parse_args(mut it: impl Iterator<Item = String>) -> Result<Options, String> {
-    let mut o = Options::default();
-    while let Some(a) = it.next() {
-        let mut value = || it.next().ok_or_else(|| format!("{a} needs a value"));
-        let positive = |v: String, what: &str| {
-            v.parse::<f64>()
-                .ok()
-                .filter(|d| d.is_finite() && *d > 0.0)
-                .ok_or_else(|| format!("{a} {v:?}: expected {what}"))
-        };
-        match a.as_str() {
-            "--venue" => {
-                o.venue = value()?;
-                o.sim = match o.venue.as_str() {
-                    "bybit" => ergon_venue_sim::Config::bybit(),
-                    "okx" => ergon_venue_sim::Config::okx(),
-                    _ => ergon_venue_sim::Config::binance_spot(),
-                };
-            }
-            "--base" => o.base = Some(value()?),
-            "--duration" => o.duration_s = positive(value()?, "positive seconds")?,
-            "--demand" => o.demand = positive(value()?, "a positive number")?,
-            "--cpu" => {
-                let v = value()?;
-                o.cpu = Some(
-                    v.parse()
-                        .map_err(|_| format!("--cpu {v:?}: expected a CPU number"))?,
-                );
-            }
-            "--api-key" => o.api_key = Some(value()?),
-            "--api-secret" => o.api_secret = Some(value()?),
-            "--json" => o.json = true,
-            "--no-stream" => o.stream = false,
-            "--record" => o.record = Some(value()?.into()),
-            "--order-entry" => match value()?.as_str() {
-                "ws" => o.ws = Some(true),
-                "rest" => o.ws = Some(false),
-                v => return Err(format!("--order-entry {v:?}: expected ws or rest")),
-            },
-            "--ws-api" => o.ws_api = Some(value()?),
-            "--labels" => o.labels = Some(positive(value()?, "positive seconds")?),
-            "--gateway" => o.gateway = Some(value()?),
-            "-h" | "--help" => return Err(String::new()),
-            other => return Err(format!("unknown argument {other:?}")),
-        }
-    }
-    Ok(o)
 }
 
 fn main() -> std::process::ExitCode {

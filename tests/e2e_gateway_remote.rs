@@ -2,17 +2,23 @@
 //! the venue's endpoints, submits them through a `RemoteHandle`, and receives the
 //! gateway's typed events (place Applied, cancel Applied, a cancel of an order
 //! that is gone Rejected), while the gateway runs on the loop thread against the
-//! emulator.
+//! emulator. With the WebSocket API's user data stream on, the strategy thread
+//! also receives the order updates (typed `Execution`s) of what it placed and
+//! canceled.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ergon_core::Class;
-use ergon_io::gateway::{self, remote, Control, Delivered, Event, Gateway, Start};
+use ergon_io::gateway::{
+    self, remote, Control, Delivered, Event, Gateway, RemoteHandle, Start, WsApiStart,
+};
 use ergon_venue_sim::{Config, Server};
 use ergon_venues::binance_spot::{Auth, BinanceSpot};
+use ergon_venues::binance_spot_ws::Execution;
 use ergon_venues::endpoint::{
-    ClientOrderId, Decimal, Endpoints, NewOrder, OrderRef, OrderType, Side, Symbol, TimeInForce,
+    ClientOrderId, Decimal, Endpoints, NewOrder, OrderRef, OrderState, OrderType, Side, Symbol,
+    TimeInForce,
 };
 
 fn wait_for(h: &mut ergon_io::gateway::RemoteHandle, tag: u64) -> Delivered {
@@ -108,4 +114,94 @@ fn a_strategy_thread_places_and_cancels_through_the_gateway() {
         "the order placed once"
     );
     assert_eq!(r.cancels, 1);
+}
+
+/// The next order update of `cid` in `state`, skipping others (bounded wait).
+fn wait_update(h: &mut RemoteHandle, cid: &str, state: OrderState) -> Execution {
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(5) {
+        while let Some(x) = h.poll_update() {
+            if x.client_order_id.as_str() == cid && x.state == state {
+                return x;
+            }
+        }
+        while h.poll().is_some() {}
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    panic!("no order update {cid} {state:?}");
+}
+
+#[test]
+fn a_strategy_thread_receives_its_order_updates() {
+    let server = Server::start(Config::binance_spot()).unwrap();
+    let account = server.config().accounts[0].clone();
+    let auth = Auth::new(&account.api_key, account.secret.as_bytes(), 5_000).unwrap();
+    let mut start = Start::new(server.addr(), server.addr().to_string());
+    start.ws_api = Some(WsApiStart::of(&start, None, true).unwrap());
+    let (mut lp, gw, pool) = Gateway::start(&start, "BTCUSDT", |boot, b| {
+        let info = boot.limits.as_deref().unwrap_or_default();
+        BinanceSpot::from_exchange_info(info, b, boot.clock, 30_000_000)
+            .map(|v| v.with_auth(auth))
+            .map_err(|e| e.to_string())
+    })
+    .unwrap();
+    let (gw, probe) = gateway::open_ws_api(&mut lp, gw, pool, 3_000_000_000);
+    assert!(probe.warnings(true).is_empty(), "{probe:?}");
+    let mut venue = gw.venue().clone();
+    let (loop_side, mut handle) = remote(8, 1024).unwrap();
+    loop_side.attach(&mut lp).unwrap();
+    let runner = std::thread::spawn(move || {
+        let d = gateway::run(&mut lp, gw, pool, loop_side, Arc::new(Control::default())).unwrap();
+        (d.strategy.lost, d.strategy.lost_updates)
+    });
+
+    let symbol = Symbol::new("BTCUSDT").unwrap();
+    let cid = ClientOrderId::new("remote-x1").unwrap();
+    let now = || ergon_io::clock::now_ns();
+    let mut req = handle.buffer();
+    let order = NewOrder {
+        symbol,
+        side: Side::Buy,
+        order_type: OrderType::Limit(TimeInForce::Gtc),
+        price: Some(Decimal::new("40000.00").unwrap()),
+        quantity: Decimal::new("0.010").unwrap(),
+        client_order_id: cid,
+        reduce_only: false,
+    };
+    venue.new_order(&mut req, &order, now()).unwrap();
+    handle.submit(req, Class::Normal, 1).unwrap();
+    let placed = wait_for(&mut handle, 1);
+    assert!(matches!(placed.event, Event::Applied { .. }), "{placed:?}");
+    let new = wait_update(&mut handle, "remote-x1", OrderState::New);
+    assert!(!new.venue_order_id.is_empty(), "{new:?}");
+
+    let mut req = handle.buffer();
+    let it = OrderRef {
+        symbol,
+        client_order_id: cid,
+    };
+    venue.cancel(&mut req, &it, now()).unwrap();
+    handle.submit(req, Class::Normal, 2).unwrap();
+    let canceled = wait_for(&mut handle, 2);
+    assert!(
+        matches!(canceled.event, Event::Applied { .. }),
+        "{canceled:?}"
+    );
+    // A cancel's update names the order it ended (`C`), or the order itself.
+    let t0 = Instant::now();
+    let ended = loop {
+        assert!(t0.elapsed() < Duration::from_secs(5), "no CANCELED update");
+        match handle.poll_update() {
+            Some(x) if x.state == OrderState::Canceled => break x,
+            Some(_) => {}
+            None => std::thread::sleep(Duration::from_millis(1)),
+        }
+    };
+    let names = [Some(ended.client_order_id), ended.orig_client_order_id];
+    assert!(names.contains(&Some(cid)), "{ended:?}");
+    assert_eq!(ended.venue_order_id, new.venue_order_id);
+
+    handle.stop();
+    assert_eq!(runner.join().unwrap(), (0, 0));
+    let _ = server.stop();
 }

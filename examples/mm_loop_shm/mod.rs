@@ -154,6 +154,16 @@ impl Remote<'_> {
                 // On this process's clock, a millisecond early for the hand-over.
                 return self.on_poll(now - age_ns - MS, body);
             }
+            // The stream says a quote ended: quoted afresh (the polls check it).
+            ShmEvent::OrderUpdate(x) => {
+                for q in &mut self.quotes {
+                    if x.state.is_final() && q.resting.is_some_and(|(c, _)| c == x.client_order_id)
+                    {
+                        (q.resting, self.s.quotes_ended) = (None, self.s.quotes_ended + 1);
+                    }
+                }
+                return;
+            }
         }
         if !ev.is_final() {
             return;

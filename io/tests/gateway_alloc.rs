@@ -202,9 +202,13 @@ fn round_trips(record: bool) {
     if let Some(w) = writer {
         let w = w.finish().unwrap();
         // A charge, a sent, the answer's usage figure (one observe) and a complete
-        // per order, a charge and a refund per send handed back: all of them, or
-        // counted drops.
-        let expected = 4 * (WARMUP + MEASURED) + 2 * s.other;
+        // per order, a charge and a refund per send handed back, a charge, a sent
+        // and a complete per connect of the pool (a charge per one refused): all
+        // of them, or counted drops.
+        let c = lp.client().counters();
+        assert!(c.connects >= 1, "the pool connected: {c:?}");
+        let connects = 3 * c.connects + c.connects_limited;
+        let expected = 4 * (WARMUP + MEASURED) + 2 * s.other + connects;
         assert_eq!(w.events + w.dropped, expected, "{w:?}");
     }
     assert_eq!(

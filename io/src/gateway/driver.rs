@@ -169,6 +169,16 @@ pub struct Driver<E, S> {
 
 impl<E: Account, S: Strategy<E>> Driver<E, S> {
     /// Delivers every queued event, then re-arms the gateway's timer.
+    /// Records the pool's connect charges the loop made since the gateway last
+    /// looked (reconnects happen between the loop's calls).
+    fn note_connects(&mut self, cx: &mut Context<'_>) {
+        let w = LoopWire {
+            cx,
+            pool: self.pool,
+        };
+        self.gateway.note_connects(&w);
+    }
+
     fn drain(&mut self, cx: &mut Context<'_>) {
         while let Some(ev) = self.gateway.poll_event() {
             let mut api = Api {
@@ -258,6 +268,7 @@ impl<E: Account, S: Strategy<E>> Driver<E, S> {
 
 impl<E: Account, S: Strategy<E>> ClientHandler for Driver<E, S> {
     fn on_response(&mut self, cx: &mut Context<'_>, id: RequestId, r: Response<'_>, f: Flight) {
+        self.note_connects(cx);
         let mut w = LoopWire {
             cx,
             pool: self.pool,
@@ -267,6 +278,7 @@ impl<E: Account, S: Strategy<E>> ClientHandler for Driver<E, S> {
     }
 
     fn on_error(&mut self, cx: &mut Context<'_>, id: RequestId, sent: Sent, _e: Error) {
+        self.note_connects(cx);
         let mut w = LoopWire {
             cx,
             pool: self.pool,
@@ -276,10 +288,12 @@ impl<E: Account, S: Strategy<E>> ClientHandler for Driver<E, S> {
     }
 
     fn on_ready(&mut self, cx: &mut Context<'_>, _pool: PoolId) {
+        self.note_connects(cx);
         self.poll(cx);
     }
 
     fn on_timer(&mut self, cx: &mut Context<'_>, token: u64) {
+        self.note_connects(cx);
         if token == GATEWAY_TIMER {
             self.poll(cx);
             return;
@@ -300,6 +314,7 @@ impl<E: Account, S: Strategy<E>> ClientHandler for Driver<E, S> {
     }
 
     fn on_fd(&mut self, cx: &mut Context<'_>, token: u64, ready: Readiness) {
+        self.note_connects(cx);
         if token == WS_API {
             self.ws(cx, Some(ready));
             self.drain(cx);
@@ -326,6 +341,7 @@ impl<E: Account, S: Strategy<E>> ClientHandler for Driver<E, S> {
     }
 
     fn on_turn(&mut self, cx: &mut Context<'_>) {
+        self.note_connects(cx);
         if self.control.clear_halt.swap(false, Ordering::SeqCst) {
             let mut w = LoopWire {
                 cx,

@@ -17,7 +17,7 @@ use super::labels::{label_channel, LabelError, LabelPublisher, LabelReader, Labe
 use super::ledger::{Key, Ledger, Stage};
 use super::record::{self, Declarations, Kind as Rec, Record, Recorder, Writer, Written, NO_LABEL};
 use super::wire::{encode, Wire};
-use super::ws_api::{Inbox, Item, WsLane, WS_BIT};
+use super::ws_api::{Inbox, Item, SubCharge, WsLane, WS_BIT};
 use crate::client::{RequestId, Sent};
 use crate::handler::{Readiness, Registry};
 
@@ -123,6 +123,12 @@ struct Trace {
     slots: Vec<u64>,
     open: u64,
     time: u64,
+    /// The WebSocket API's connect charge until its handshake settles.
+    ws_connect: u64,
+    /// The WebSocket API's subscribe request's charge until it settles.
+    ws_sub: u64,
+    /// The transport's connect charges as last recorded ([`Wire::connects`]).
+    connects: (u64, u64),
     /// Each bucket's count of usage figures read ([`ergon_core::Stats::observes`])
     /// as last recorded, by bucket index.
     observes: Vec<u64>,
@@ -145,6 +151,30 @@ impl Trace {
         let label = label.index().unwrap_or(NO_LABEL);
         r.push(Record::charge(now, self.next, class, label, &p[..n]));
         self.next
+    }
+
+    /// Records the transport's connect charges since the last call (see
+    /// [`Gateway::note_connects`]), at `venue`'s connect parts, Urgent (the pool's).
+    fn connects<W: Wire, E: Account>(&mut self, w: &W, venue: &E) {
+        if self.recorder.is_none() {
+            return;
+        }
+        let (left, refused) = w.connects();
+        let (left0, refused0) = core::mem::replace(&mut self.connects, (left, refused));
+        if (left0, refused0) == (left, refused) {
+            return;
+        }
+        let Ok(parts) = venue.parts(Kind::Connect) else {
+            return;
+        };
+        let now = w.now();
+        for _ in left0..left {
+            let tid = self.charge(now, &parts, Class::Urgent, Label::NONE);
+            self.done(now, tid);
+        }
+        for _ in refused0..refused {
+            self.charge(now, &parts, Class::Urgent, Label::NONE);
+        }
     }
 
     /// Records a refund of charge `id`.
@@ -415,6 +445,7 @@ impl<E: Account> Gateway<E> {
         let sent = encode(&self.open_req, |r| {
             ticket.take().map(|t| w.send(r, t, deadline))
         });
+        self.note_connects(w);
         match sent.flatten() {
             Some(Ok(id)) => {
                 self.stats.sent += 1;
@@ -527,6 +558,7 @@ impl<E: Account> Gateway<E> {
             Some(t) => w.send(r, t, deadline),
             None => unreachable!("encode calls once"),
         });
+        self.trace.connects(&*w, &self.venue);
         let sent = match (sent, ticket) {
             (Some(s), _) => s,
             (None, Some(t)) => Err(crate::client::Refused::Invalid(
@@ -966,7 +998,9 @@ impl<E: Account> Gateway<E> {
             return;
         };
         let req = crate::http::Request::get(E::time_path());
-        match w.send(&req, ticket, now + 2_000_000_000) {
+        let sent = w.send(&req, ticket, now + 2_000_000_000);
+        self.note_connects(w);
+        match sent {
             Ok(id) => {
                 self.stats.sent += 1;
                 self.time = Some((id, now));
@@ -1087,6 +1121,14 @@ impl<E: Account> Gateway<E> {
         self.ws.as_ref().and_then(WsLane::next_deadline)
     }
 
+    /// Records the HTTP pool's connect charges made since the last call (they
+    /// happen inside the transport, [`Wire::connects`] counts them): an admitted
+    /// one as charged, sent and complete (the connect left), a refused one as
+    /// charged. Called after each send and at each of the loop's calls.
+    pub(crate) fn note_connects<W: Wire>(&mut self, w: &W) {
+        self.trace.connects(w, &self.venue);
+    }
+
     /// Connects if due, then reads and writes: what the connection reported, to
     /// hand to [`Gateway::ws_item`] item by item, then back by
     /// [`Gateway::ws_restore`].
@@ -1097,7 +1139,14 @@ impl<E: Account> Gateway<E> {
     ) -> Option<Inbox> {
         let now = w.now();
         let lane = self.ws.as_mut()?;
-        lane.connect_if_due(w.budget(), now);
+        if let Some(ok) = lane.connect_if_due(w.budget(), now) {
+            let tid = self
+                .trace
+                .charge(now, lane.connect_parts(), Class::Urgent, Label::NONE);
+            if ok {
+                self.trace.ws_connect = tid;
+            }
+        }
         Some(lane.drive(w.budget(), now, ready))
     }
 
@@ -1121,10 +1170,28 @@ impl<E: Account> Gateway<E> {
         let lane = self.ws.as_mut()?;
         match item {
             Item::Open => {
-                lane.on_open(w.budget(), now);
+                // The handshake was written (its charge completed) and answered.
+                let tid = core::mem::take(&mut self.trace.ws_connect);
+                self.trace.done(now, tid);
+                let sub = lane.on_open(w.budget(), now);
+                if sub != SubCharge::None {
+                    let tid = self
+                        .trace
+                        .charge(now, lane.sub_parts(), Class::Urgent, Label::NONE);
+                    match sub {
+                        SubCharge::Sent => self.trace.ws_sub = tid,
+                        SubCharge::Refunded => self.trace.refund(now, tid),
+                        _ => {}
+                    }
+                }
                 None
             }
             Item::Closed(cause) => {
+                let tid = core::mem::take(&mut self.trace.ws_connect);
+                match lane.connect_refunded() {
+                    true => self.trace.refund(now, tid),
+                    false => self.trace.done(now, tid),
+                }
                 lane.on_closed(cause, w.budget(), now);
                 None
             }
@@ -1136,6 +1203,11 @@ impl<E: Account> Gateway<E> {
                 }
                 if lane.sub_req == Some(id) {
                     lane.sub_req = None;
+                    let tid = core::mem::take(&mut self.trace.ws_sub);
+                    match written {
+                        true => self.trace.done(now, tid),
+                        false => self.trace.refund(now, tid),
+                    }
                     return None;
                 }
                 let key = self.ledger.unbind(RequestId(WS_BIT | id))?;
@@ -1171,6 +1243,10 @@ impl<E: Account> Gateway<E> {
                 };
                 if lane.sub_req == Some(answer.id) {
                     lane.on_subscribed(verdict, frame);
+                    self.trace.observed(now, w.budget());
+                    self.trace.verdict(now, &verdict);
+                    let tid = core::mem::take(&mut self.trace.ws_sub);
+                    self.trace.done(now, tid);
                     return None;
                 }
                 let key = self.ledger.unbind(RequestId(WS_BIT | answer.id))?;

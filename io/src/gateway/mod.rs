@@ -92,7 +92,9 @@ pub use ledger::{Entry, Key, Ledger, Stage};
 pub use load::binding;
 pub use machine::{Gateway, Stats, WsIn, MAX_RESENDS, RETRY_GAP_NS, SKEWS_TO_REANCHOR};
 #[cfg(not(ergon_loom))]
-pub use remote::{remote, Delivered, Remote, RemoteError, RemoteHandle, Submission, REMOTE_WAKE};
+pub use remote::{
+    remote, Delivered, Remote, RemoteError, RemoteHandle, Submission, MIN_UPDATES, REMOTE_WAKE,
+};
 pub use wire::{LoopWire, Wire};
 pub use ws_api::{WsApiStart, WsApiStats, WsLane, WsState, WS_API};
 

@@ -8,11 +8,19 @@
 //! Request buffers travel both ways (a submit hands one in, the gateway's swap
 //! hands an empty one back), so preparing allocates nothing once warm; an event
 //! that carries an answer body copies it into a buffer of its own.
+//!
+//! Order updates of the gateway's user data stream ([`Strategy::on_order_update`])
+//! cross too, as the fixed-size [`Execution`] itself (`Copy`, no heap), on a queue
+//! of their own ([`RemoteHandle::poll_update`]). They are not bounded by the
+//! requests in flight (a resting order fills when the venue says): one that finds
+//! the queue full is dropped and counted ([`Remote::lost_updates`]); the strategy's
+//! periodic open-orders read covers it, as it covers a stream that drops.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use ergon_core::Class;
+use ergon_venues::binance_spot_ws::Execution;
 use ergon_venues::endpoint::Prepared;
 
 use super::driver::{Api, Strategy};
@@ -55,18 +63,22 @@ struct Shared {
 pub struct Remote {
     submit: Consumer<Submission>,
     events: Producer<Delivered>,
+    updates: Producer<Execution>,
     spares: Producer<Prepared>,
     parker: Parker,
     parked: bool,
     shared: Arc<Shared>,
     /// Events that found the queue full (must stay 0: the handle bounds its flight).
     pub lost: u64,
+    /// Order updates that found their queue full (dropped; the polls cover them).
+    pub lost_updates: u64,
 }
 
 /// The strategy thread's side.
 pub struct RemoteHandle {
     submit: Producer<Submission>,
     events: Consumer<Delivered>,
+    updates: Consumer<Execution>,
     spares: Consumer<Prepared>,
     waker: Waker,
     shared: Arc<Shared>,
@@ -85,8 +97,12 @@ pub enum RemoteError {
     Full(Box<Prepared>),
 }
 
+/// Order updates the queue holds at least (more with more requests in flight).
+pub const MIN_UPDATES: usize = 64;
+
 /// Builds both sides for at most `in_flight` requests at once (a power of two)
-/// with request buffers of `buffer_bytes`.
+/// with request buffers of `buffer_bytes`; the order updates' queue holds
+/// `4 * in_flight` updates, at least [`MIN_UPDATES`].
 pub fn remote(
     in_flight: usize,
     buffer_bytes: usize,
@@ -94,6 +110,7 @@ pub fn remote(
     let (sp, sc) = bounded(in_flight)?;
     let (ep, ec) = bounded(in_flight * 4)?;
     let (bp, bc) = bounded(in_flight)?;
+    let (up, uc) = bounded((in_flight * 4).max(MIN_UPDATES))?;
     let (parker, waker) = pair().map_err(|_| CapacityError::Invalid(0))?;
     let shared = Arc::new(Shared {
         stop: AtomicBool::new(false),
@@ -102,15 +119,18 @@ pub fn remote(
         Remote {
             submit: sc,
             events: ep,
+            updates: up,
             spares: bp,
             parker,
             parked: false,
             shared: Arc::clone(&shared),
             lost: 0,
+            lost_updates: 0,
         },
         RemoteHandle {
             submit: sp,
             events: ec,
+            updates: uc,
             spares: bc,
             waker,
             shared,
@@ -173,6 +193,12 @@ impl<E: Account> Strategy<E> for Remote {
         self.deliver(event);
     }
 
+    fn on_order_update(&mut self, _api: &mut Api<'_, '_, E>, update: &Execution) {
+        if self.updates.push(*update).is_err() {
+            self.lost_updates += 1;
+        }
+    }
+
     fn on_turn(&mut self, api: &mut Api<'_, '_, E>) {
         if core::mem::take(&mut self.parked) {
             self.parker.unpark();
@@ -232,6 +258,11 @@ impl RemoteHandle {
             self.in_flight = self.in_flight.saturating_sub(1);
         }
         Some(d)
+    }
+
+    /// The next order update of the gateway's user data stream, if one arrived.
+    pub fn poll_update(&mut self) -> Option<Execution> {
+        self.updates.pop()
     }
 
     /// Requests submitted whose final event has not been polled yet.

@@ -25,6 +25,13 @@ pub trait Wire {
         ticket: Ticket,
         deadline_ns: i64,
     ) -> Result<RequestId, Refused>;
+    /// The transport's connect charges so far, for the record: (admitted, and the
+    /// connect left; refused by the budget). A connect refunded because it never
+    /// left is in neither (it changed nothing). Default: a transport that charges
+    /// no connects, (0, 0).
+    fn connects(&self) -> (u64, u64) {
+        (0, 0)
+    }
 }
 
 /// The event loop's context on one pool: the production [`Wire`].
@@ -51,6 +58,12 @@ impl Wire for LoopWire<'_, '_> {
         deadline_ns: i64,
     ) -> Result<RequestId, Refused> {
         self.cx.request(self.pool, req, ticket, deadline_ns)
+    }
+
+    /// The client's pools together (a gateway's loop has its one pool).
+    fn connects(&self) -> (u64, u64) {
+        let c = self.cx.client().counters();
+        (c.connects, c.connects_limited)
     }
 }
 

@@ -202,6 +202,23 @@ pub struct WsLane {
     inbox: Option<Inbox>,
     pub(crate) stats: WsApiStats,
     sub_parts: ergon_venues::adapt::Parts,
+    connect_parts: ergon_venues::adapt::Parts,
+    /// The session's refunded frames when the last connect was charged: more at
+    /// its close means the handshake never left (refunded).
+    refunded_at_connect: u64,
+}
+
+/// What [`WsLane::on_open`] did with the subscribe request's charge (for the record).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SubCharge {
+    /// Not asked (no stream wanted, or the request could not be prepared).
+    None,
+    /// Asked and refused by the budget.
+    Refused,
+    /// Admitted, then refunded: the frame was not written.
+    Refunded,
+    /// Admitted and queued: it settles with its answer or outcome.
+    Sent,
 }
 
 impl WsLane {
@@ -234,6 +251,10 @@ impl WsLane {
             .adapter()
             .parts(Call::Subscribe.kind())
             .map_err(|e| e.to_string())?;
+        let mut connect = ergon_venues::adapt::Parts::new();
+        connect
+            .try_extend_from_slice(connect_parts)
+            .map_err(|_| "WebSocket API connect: too many parts".to_string())?;
         Ok(WsLane {
             client,
             id,
@@ -256,6 +277,8 @@ impl WsLane {
             }),
             stats: WsApiStats::default(),
             sub_parts,
+            connect_parts: connect,
+            refunded_at_connect: 0,
         })
     }
 
@@ -329,12 +352,38 @@ impl WsLane {
         }
     }
 
+    /// What a connect charges.
+    pub(crate) fn connect_parts(&self) -> &[Part] {
+        &self.connect_parts
+    }
+
+    /// What the subscribe request charges.
+    pub(crate) fn sub_parts(&self) -> &[Part] {
+        &self.sub_parts
+    }
+
+    /// Whether the handshake of the connect charged last was refunded (never
+    /// written) by the session when it closed.
+    pub(crate) fn connect_refunded(&self) -> bool {
+        self.frames_refunded() > self.refunded_at_connect
+    }
+
+    /// Frames the session refunded so far because none of their bytes left (its own
+    /// session: always known; 0 if it were not).
+    fn frames_refunded(&self) -> u64 {
+        self.client
+            .session(self.id)
+            .map_or(0, |s| s.stats().frames_refunded)
+    }
+
     /// Connects if it is down and its retry time has come. A connect the budget
     /// refuses (a halt, the connect limit) is tried again later at no cost.
-    pub(crate) fn connect_if_due(&mut self, budget: &mut Budget, now: i64) {
+    /// Whether the budget admitted a connect charge, if one was asked (the record).
+    pub(crate) fn connect_if_due(&mut self, budget: &mut Budget, now: i64) -> Option<bool> {
         if self.state != WsState::Down || now < self.retry_at {
-            return;
+            return None;
         }
+        self.refunded_at_connect = self.frames_refunded();
         let req = ws::Request {
             host: &self.host,
             path: &self.path,
@@ -347,16 +396,22 @@ impl WsLane {
             Ok(()) => {
                 self.stats.connects += 1;
                 self.state = WsState::Connecting;
+                Some(true)
             }
             Err(ConnectError::Limited(l)) => {
                 self.stats.connects_refused += 1;
                 self.retry_at = l.ready_at_ns.clamp(now + 1, now + self.backoff_ns.max(SEC));
+                Some(false)
             }
             Err(e @ ConnectError::LocalAddr { .. }) => {
                 self.state = WsState::Unavailable;
                 self.why = Some(format!("the WebSocket API's egress lane: {e:?}"));
+                None
             }
-            Err(_) => self.retry_at = now + self.backoff_ns,
+            Err(_) => {
+                self.retry_at = now + self.backoff_ns;
+                None
+            }
         }
     }
 
@@ -396,22 +451,23 @@ impl WsLane {
         self.inbox = Some(inbox);
     }
 
-    /// The connection opened: subscribe to the user data stream, if asked.
-    pub(crate) fn on_open(&mut self, budget: &mut Budget, now: i64) {
+    /// The connection opened: subscribe to the user data stream, if asked. What
+    /// became of the subscribe request's charge.
+    pub(crate) fn on_open(&mut self, budget: &mut Budget, now: i64) -> SubCharge {
         self.state = WsState::Open;
         self.ever_open = true;
         self.backoff_ns = FIRST_BACKOFF_NS;
         self.stats.opens += 1;
         if !self.stream {
-            return;
+            return SubCharge::None;
         }
         let Ok(p) = self.api.prepare(&Call::Subscribe, &mut self.frame, now) else {
-            return;
+            return SubCharge::None;
         };
         let Ok(ticket) = budget.try_charge(&self.sub_parts, Class::Urgent, now) else {
             // No room now: the stream waits for the next open; polls cover it.
             self.api.unsent(p.id);
-            return;
+            return SubCharge::Refused;
         };
         let text = core::str::from_utf8(&self.frame).unwrap_or("");
         let sent = match self.client.session_mut(self.id) {
@@ -423,11 +479,13 @@ impl WsLane {
                 self.api.sent(p.id);
                 self.client.flush(self.id, budget, now);
                 self.sub_req = Some(p.id);
+                SubCharge::Sent
             }
             Err((_, t)) => {
                 self.api.unsent(p.id);
                 // Never written: its own ticket.
                 let _ = budget.refund(t, now);
+                SubCharge::Refunded
             }
         }
     }

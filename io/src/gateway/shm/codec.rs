@@ -8,7 +8,12 @@ use ergon_venues::endpoint::{
     TimeInForce,
 };
 
+use ergon_venues::binance_spot_ws::Execution;
+
 use crate::gateway::Tag;
+
+/// The tag of [`ShmEvent::OrderUpdate`] (no request's: clients do not use it).
+pub const ORDER_UPDATE: Tag = Tag::MAX - 1;
 
 /// One typed endpoint call, as a strategy process asks for it; the gateway
 /// prepares (stamps, signs) it with the account's endpoints.
@@ -104,6 +109,11 @@ pub enum ShmEvent {
         /// The tag.
         tag: Tag,
     },
+    /// An order update of the gateway's user data stream
+    /// ([`Strategy::on_order_update`](crate::gateway::Strategy::on_order_update)),
+    /// fixed size; every client gets each one (the account's, not a request's:
+    /// a client keeps those of its own client order ids). Tag [`ORDER_UPDATE`].
+    OrderUpdate(Execution),
 }
 
 impl ShmEvent {
@@ -120,6 +130,7 @@ impl ShmEvent {
             | ShmEvent::Halted { tag, .. }
             | ShmEvent::Lost { tag } => tag,
             ShmEvent::OpenOrders { .. } => crate::gateway::OPEN_ORDERS,
+            ShmEvent::OrderUpdate(_) => ORDER_UPDATE,
         }
     }
 
@@ -127,7 +138,10 @@ impl ShmEvent {
     pub fn is_final(&self) -> bool {
         !matches!(
             self,
-            ShmEvent::Retrying { .. } | ShmEvent::Reconciling { .. } | ShmEvent::OpenOrders { .. }
+            ShmEvent::Retrying { .. }
+                | ShmEvent::Reconciling { .. }
+                | ShmEvent::OpenOrders { .. }
+                | ShmEvent::OrderUpdate(_)
         )
     }
 }
@@ -388,8 +402,13 @@ fn state_byte(s: Option<OrderState>) -> u8 {
 pub const EVENT_HEAD: usize = 1 + 8 + 8 + 1 + 1;
 
 /// Writes `ev` and as much of `body` as fits into `out`; the bytes used. The
-/// body is cut at the slot's end (flagged, so the reader knows).
+/// body is cut at the slot's end (flagged, so the reader knows). An
+/// [`ShmEvent::OrderUpdate`] carries its fields where the body goes (`body` is
+/// not written); 0 if they do not fit.
 pub fn encode_event(ev: &ShmEvent, body: &[u8], out: &mut [u8]) -> usize {
+    if let ShmEvent::OrderUpdate(x) = ev {
+        return encode_update(x, out);
+    }
     let (kind, tag, a, b) = match *ev {
         ShmEvent::Applied { tag } => (1, tag, 0, 0),
         ShmEvent::Rejected { tag } => (2, tag, 0, 0),
@@ -405,6 +424,7 @@ pub fn encode_event(ev: &ShmEvent, body: &[u8], out: &mut [u8]) -> usize {
         ShmEvent::OpenOrders { age_ns } => (8, crate::gateway::OPEN_ORDERS, age_ns, 0),
         ShmEvent::Halted { tag, bucket } => (9, tag, bucket as i64, 0),
         ShmEvent::Lost { tag } => (10, tag, 0, 0),
+        ShmEvent::OrderUpdate(_) => return 0,
     };
     if out.len() < EVENT_HEAD {
         return 0;
@@ -418,6 +438,69 @@ pub fn encode_event(ev: &ShmEvent, body: &[u8], out: &mut [u8]) -> usize {
     out[18] = u8::from(n < body.len());
     out[EVENT_HEAD..EVENT_HEAD + n].copy_from_slice(&body[..n]);
     EVENT_HEAD + n
+}
+
+fn encode_update(x: &Execution, out: &mut [u8]) -> usize {
+    let mut w = W {
+        b: out,
+        n: 0,
+        ok: true,
+    };
+    w.u8(11);
+    w.u64(ORDER_UPDATE);
+    w.u64(x.subscription_id);
+    w.u8(state_byte(Some(x.state)));
+    w.u8(0);
+    w.s(x.client_order_id.as_str());
+    w.s(x.orig_client_order_id.as_ref().map_or("", |c| c.as_str()));
+    w.s(&x.filled);
+    w.s(&x.venue_order_id);
+    if w.ok {
+        w.n
+    } else {
+        0
+    }
+}
+
+fn state_of(x: u8) -> Result<Option<OrderState>, BadMessage> {
+    Ok(match x {
+        0 => None,
+        1 => Some(OrderState::Pending),
+        2 => Some(OrderState::New),
+        3 => Some(OrderState::PartiallyFilled),
+        4 => Some(OrderState::Filled),
+        5 => Some(OrderState::Canceled),
+        6 => Some(OrderState::Rejected),
+        7 => Some(OrderState::Expired),
+        8 => Some(OrderState::Other),
+        _ => return Err(BadMessage("order state")),
+    })
+}
+
+fn decode_update(subscription_id: u64, state: u8, body: &[u8]) -> Result<Execution, BadMessage> {
+    let mut r = R { b: body };
+    let state = state_of(state)?.ok_or(BadMessage("order state"))?;
+    let client_order_id = r.cid()?;
+    let orig_client_order_id = match r.s()? {
+        "" => None,
+        c => Some(ClientOrderId::new(c).map_err(|_| BadMessage("client order id"))?),
+    };
+    let filled = r.s()?.try_into().map_err(|_| BadMessage("filled"))?;
+    let venue_order_id = r
+        .s()?
+        .try_into()
+        .map_err(|_| BadMessage("venue order id"))?;
+    if !r.b.is_empty() {
+        return Err(BadMessage("long order update"));
+    }
+    Ok(Execution {
+        subscription_id,
+        client_order_id,
+        orig_client_order_id,
+        state,
+        filled,
+        venue_order_id,
+    })
 }
 
 /// Reads an event written by [`encode_event`]: the event, its body, and whether
@@ -452,18 +535,7 @@ pub fn decode_event(b: &[u8]) -> Result<(ShmEvent, &[u8], bool), BadMessage> {
         6 => ShmEvent::Reconciling { tag },
         7 => ShmEvent::Reconciled {
             tag,
-            found: match x {
-                0 => None,
-                1 => Some(OrderState::Pending),
-                2 => Some(OrderState::New),
-                3 => Some(OrderState::PartiallyFilled),
-                4 => Some(OrderState::Filled),
-                5 => Some(OrderState::Canceled),
-                6 => Some(OrderState::Rejected),
-                7 => Some(OrderState::Expired),
-                8 => Some(OrderState::Other),
-                _ => return Err(BadMessage("order state")),
-            },
+            found: state_of(x)?,
         },
         8 => ShmEvent::OpenOrders { age_ns: a },
         9 => ShmEvent::Halted {
@@ -471,6 +543,10 @@ pub fn decode_event(b: &[u8]) -> Result<(ShmEvent, &[u8], bool), BadMessage> {
             bucket: usize::try_from(a).map_err(|_| BadMessage("bucket"))?,
         },
         10 => ShmEvent::Lost { tag },
+        11 => {
+            let x = decode_update(a as u64, x, &b[EVENT_HEAD..])?;
+            return Ok((ShmEvent::OrderUpdate(x), &[], false));
+        }
         _ => return Err(BadMessage("event kind")),
     };
     Ok((ev, &b[EVENT_HEAD..], b[18] != 0))
@@ -548,6 +624,24 @@ mod tests {
             let n = encode_event(&e, b"body", &mut buf);
             assert_eq!(decode_event(&buf[..n]), Ok((e, &b"body"[..], false)));
         }
+        let x = Execution {
+            subscription_id: 3,
+            client_order_id: ClientOrderId::new("mm1b7").unwrap(),
+            orig_client_order_id: ClientOrderId::new("mm1b2").ok(),
+            state: OrderState::Canceled,
+            filled: "0.00400000".try_into().unwrap(),
+            venue_order_id: "12345".try_into().unwrap(),
+        };
+        let up = ShmEvent::OrderUpdate(x);
+        let mut big = [0u8; 256];
+        let n = encode_event(&up, b"ignored", &mut big);
+        assert_eq!(decode_event(&big[..n]), Ok((up, &[][..], false)));
+        assert_eq!(up.tag(), ORDER_UPDATE);
+        assert!(!up.is_final());
+        for cut in EVENT_HEAD..n {
+            assert!(decode_event(&big[..cut]).is_err(), "cut at {cut}");
+        }
+        assert_eq!(encode_event(&up, &[], &mut big[..n - 1]), 0, "does not fit");
         let n = encode_event(&evs[0], &[7u8; 100], &mut buf);
         let (_, body, cut) = decode_event(&buf[..n]).unwrap();
         assert!(cut && body.len() == 64 - EVENT_HEAD);

@@ -9,6 +9,7 @@ use std::sync::atomic::{fence, AtomicBool, Ordering};
 
 use arrayvec::ArrayVec;
 use ergon_core::{BucketId, Class, Part, Why};
+use ergon_venues::binance_spot_ws::Execution;
 use ergon_venues::endpoint::{ClientOrderId, OrderRef, Prepared, Symbol};
 
 use super::codec::{decode_call, encode_event, BadMessage, Call, ShmEvent};
@@ -807,6 +808,21 @@ impl Hub {
 }
 
 impl<E: Account> Strategy<E> for Hub {
+    /// Every attached client gets the update, into room beyond what its requests
+    /// in flight may need (as the polls): a client that does not read misses
+    /// updates (its polls cover them), never an event of its own.
+    fn on_order_update(&mut self, _api: &mut Api<'_, '_, E>, update: &Execution) {
+        let ev = ShmEvent::OrderUpdate(*update);
+        for c in self
+            .clients
+            .iter_mut()
+            .flatten()
+            .filter(|c| c.conn.is_some() && c.events.free() > 3 * c.tags.len())
+        {
+            c.push(&ev, &[]);
+        }
+    }
+
     fn on_event(&mut self, api: &mut Api<'_, '_, E>, event: Event<'_>) {
         self.route(api, event);
     }

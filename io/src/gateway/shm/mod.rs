@@ -72,7 +72,9 @@ mod region;
 mod stats;
 
 pub use client::{ShmClient, SubmitError};
-pub use codec::{decode_call, decode_event, encode_call, encode_event, BadMessage, Call, ShmEvent};
+pub use codec::{
+    decode_call, decode_event, encode_call, encode_event, BadMessage, Call, ShmEvent, ORDER_UPDATE,
+};
 pub use hub::{ClientStats, Hub, HubConfig, HUB_TOKEN};
 pub use region::{EVENTS_PER_REQUEST, EVENT_SLOT, SUBMIT_SLOT};
 pub use stats::STATS_BYTES;
