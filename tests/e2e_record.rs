@@ -3,10 +3,9 @@
 //! same decisions the live budget made: every charge the gateway had admitted is
 //! admitted again, every one it had refused is refused again, by id.
 //!
-//! What the live budget decided is read off the trace itself: an admitted charge is
-//! the only kind that is later refunded or completed; a refused one has nothing after
-//! it. The run ends only when every request has settled, so no admitted charge is
-//! left open.
+//! What the live budget decided is written on each charge line (`"live"`). The
+//! settle lines agree with it: only an admitted charge is later refunded or
+//! completed (one still in flight when the run stops has neither).
 //!
 //! Two runs: the default one (REST polling, no stream), and one with orders over the
 //! WebSocket API and its user data stream (`--order-entry ws`), whose record also
@@ -45,22 +44,28 @@ fn record_and_replay(args: &[&str], stream: bool) -> Vec<Value> {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    let mut charged = Vec::new();
+    let mut live = HashMap::new();
     let mut settled = HashSet::new();
     for v in &lines {
         if let Some(id) = v["charge"].as_str() {
-            charged.push(id.to_string());
+            let ok = v["live"]
+                .as_bool()
+                .expect("every charge says what the live budget did");
+            live.insert(id, ok);
         }
         for verb in ["refund", "complete"] {
             if let Some(id) = v[verb].as_str() {
-                settled.insert(id.to_string());
+                settled.insert(id);
             }
         }
     }
-    let live: HashMap<&str, bool> = charged
-        .iter()
-        .map(|id| (id.as_str(), settled.contains(id)))
-        .collect();
+    for id in &settled {
+        assert_eq!(
+            live.get(id),
+            Some(&true),
+            "charge {id} settled: it was admitted"
+        );
+    }
     let refused_live = live.values().filter(|ok| !**ok).count();
     // demand 3x: the budget refused a good part of what was offered.
     assert!(

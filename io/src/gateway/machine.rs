@@ -137,7 +137,15 @@ struct Trace {
 impl Trace {
     /// Records a charge of `parts` at `class` under `label`; its trace id (0: not
     /// recording).
-    fn charge(&mut self, now: i64, parts: &[Part], class: Class, label: Label) -> u64 {
+    /// `admitted` is what the live budget decided (the line's `"live"`).
+    fn charge(
+        &mut self,
+        now: i64,
+        parts: &[Part],
+        class: Class,
+        label: Label,
+        admitted: bool,
+    ) -> u64 {
         let Some(r) = &self.recorder else {
             return 0;
         };
@@ -149,7 +157,7 @@ impl Trace {
         }
         let n = parts.len().min(p.len());
         let label = label.index().unwrap_or(NO_LABEL);
-        r.push(Record::charge(now, self.next, class, label, &p[..n]));
+        r.push(Record::charge(now, self.next, class, label, &p[..n]).live(admitted));
         self.next
     }
 
@@ -169,11 +177,11 @@ impl Trace {
         };
         let now = w.now();
         for _ in left0..left {
-            let tid = self.charge(now, &parts, Class::Urgent, Label::NONE);
+            let tid = self.charge(now, &parts, Class::Urgent, Label::NONE, true);
             self.done(now, tid);
         }
         for _ in refused0..refused {
-            self.charge(now, &parts, Class::Urgent, Label::NONE);
+            self.charge(now, &parts, Class::Urgent, Label::NONE, false);
         }
     }
 
@@ -429,9 +437,13 @@ impl<E: Account> Gateway<E> {
         let charged = w
             .budget()
             .try_charge(self.open_req.parts(), Class::Normal, now);
-        let tid = self
-            .trace
-            .charge(now, self.open_req.parts(), Class::Normal, Label::NONE);
+        let tid = self.trace.charge(
+            now,
+            self.open_req.parts(),
+            Class::Normal,
+            Label::NONE,
+            charged.is_ok(),
+        );
         let ticket = match charged {
             Ok(t) => t,
             // The weight is shared with the caller's reads: go as soon as it has room.
@@ -495,7 +507,9 @@ impl<E: Account> Gateway<E> {
             return Err(Event::Expired { tag });
         }
         let charged = w.budget().try_charge(req.parts(), class, now);
-        let tid = self.trace.charge(now, req.parts(), class, req.label());
+        let tid = self
+            .trace
+            .charge(now, req.parts(), class, req.label(), charged.is_ok());
         let refused = charged.as_ref().err().map(|l| (l.why, l.bucket.index()));
         self.labels.submitted(req.label(), req.parts(), refused);
         let ticket = match charged {
@@ -840,7 +854,7 @@ impl<E: Account> Gateway<E> {
             Resend::Send(ticket) => {
                 let tid = self
                     .trace
-                    .charge(now, e.req.parts(), e.class, e.req.label());
+                    .charge(now, e.req.parts(), e.class, e.req.label(), true);
                 self.labels.charged(e.req.label(), e.req.parts());
                 self.trace.set(key, tid);
                 self.stats.resent += 1;
@@ -919,9 +933,9 @@ impl<E: Account> Gateway<E> {
         let charged = match written {
             true => {
                 let charged = w.budget().try_charge(e.query.parts(), class, now);
-                let tid = self
-                    .trace
-                    .charge(now, e.query.parts(), class, e.req.label());
+                let tid =
+                    self.trace
+                        .charge(now, e.query.parts(), class, e.req.label(), charged.is_ok());
                 if charged.is_ok() {
                     self.labels.charged(e.req.label(), e.query.parts());
                 }
@@ -993,7 +1007,9 @@ impl<E: Account> Gateway<E> {
             return;
         };
         let charged = w.budget().try_charge(&parts, Class::Urgent, now);
-        let tid = self.trace.charge(now, &parts, Class::Urgent, Label::NONE);
+        let tid = self
+            .trace
+            .charge(now, &parts, Class::Urgent, Label::NONE, charged.is_ok());
         let Ok(ticket) = charged else {
             return;
         };
@@ -1142,7 +1158,7 @@ impl<E: Account> Gateway<E> {
         if let Some(ok) = lane.connect_if_due(w.budget(), now) {
             let tid = self
                 .trace
-                .charge(now, lane.connect_parts(), Class::Urgent, Label::NONE);
+                .charge(now, lane.connect_parts(), Class::Urgent, Label::NONE, ok);
             if ok {
                 self.trace.ws_connect = tid;
             }
@@ -1175,9 +1191,13 @@ impl<E: Account> Gateway<E> {
                 self.trace.done(now, tid);
                 let sub = lane.on_open(w.budget(), now);
                 if sub != SubCharge::None {
-                    let tid = self
-                        .trace
-                        .charge(now, lane.sub_parts(), Class::Urgent, Label::NONE);
+                    let tid = self.trace.charge(
+                        now,
+                        lane.sub_parts(),
+                        Class::Urgent,
+                        Label::NONE,
+                        sub != SubCharge::Refused,
+                    );
                     match sub {
                         SubCharge::Sent => self.trace.ws_sub = tid,
                         SubCharge::Refunded => self.trace.refund(now, tid),

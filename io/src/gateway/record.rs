@@ -68,13 +68,19 @@ pub struct Record {
     pub n_parts: u8,
     /// The charge's `(bucket index, cost)` parts.
     pub parts: [(u8, u32); MAX_PARTS],
-    /// A throttle's or ban's wait (ns, negative: none), an observed count or a phase.
+    /// A throttle's or ban's wait (ns, negative: none), an observed count, a phase,
+    /// or a charge's live decision (0: not said; [`Record::live`]).
     pub value: i64,
 }
 
 /// The ring [`crate::gateway::Gateway::record_to`] uses: 65,536 records (about
 /// 7 MB), seconds of a busy loop's calls if the writer stalls.
 pub const RING: usize = 1 << 16;
+
+/// A charge's `value` when the live budget admitted it (see [`Record::live`]).
+const LIVE_ADMITTED: i64 = 1;
+/// A charge's `value` when the live budget refused it.
+const LIVE_REFUSED: i64 = 2;
 
 /// A label index that names no label: the charge line has no `"label"`.
 pub const NO_LABEL: u8 = u8::MAX;
@@ -107,6 +113,17 @@ impl Record {
         r.parts[..n].copy_from_slice(&parts[..n]);
         r.n_parts = n as u8;
         r
+    }
+
+    /// A charge record that says what the live budget decided: written as
+    /// `"live":true|false` (the replay decides again and ignores it).
+    pub fn live(mut self, admitted: bool) -> Record {
+        self.value = if admitted {
+            LIVE_ADMITTED
+        } else {
+            LIVE_REFUSED
+        };
+        self
     }
 
     /// A refund, sent or complete of charge `id`.
@@ -383,9 +400,13 @@ fn format(r: &Record, names: &[String], labels: &[String], s: &mut String) {
                 let _ = write!(s, "{comma}{}:{c}", name(*b));
             }
             s.push('}');
-            match labels.get(usize::from(r.label)) {
-                Some(l) => write!(s, ",\"label\":{l}"),
-                None => Ok(()),
+            if let Some(l) = labels.get(usize::from(r.label)) {
+                let _ = write!(s, ",\"label\":{l}");
+            }
+            match r.value {
+                LIVE_ADMITTED => write!(s, ",\"live\":true"),
+                LIVE_REFUSED => write!(s, ",\"live\":false"),
+                _ => Ok(()),
             }
         }
         Kind::Refund => write!(s, ",\"refund\":\"{}\"", r.id),
@@ -533,7 +554,7 @@ mod tests {
         rec.push(Record::bucket(7, Kind::Throttled, w, 1_500_000));
         rec.push(Record::bucket(7, Kind::Banned, o, -1));
         rec.push(Record::lifecycle(8, Kind::Complete, 1));
-        rec.push(Record::charge(9, 2, Class::Bulk, NO_LABEL, &[(w, 2)]));
+        rec.push(Record::charge(9, 2, Class::Bulk, NO_LABEL, &[(w, 2)]).live(false));
         rec.push(Record::lifecycle(9, Kind::Refund, 2));
         rec.push(Record::bucket(10, Kind::ClearHalt, o, 0));
         rec.push(Record::bucket(11, Kind::Observe, w, 17));
@@ -560,7 +581,7 @@ mod tests {
                 r#"{"t":7,"throttled":"weight","wait_ms":1.5}"#,
                 r#"{"t":7,"banned":"orders \"10s\""}"#,
                 r#"{"t":8,"complete":"1"}"#,
-                r#"{"t":9,"charge":"2","class":"bulk","parts":{"weight":2}}"#,
+                r#"{"t":9,"charge":"2","class":"bulk","parts":{"weight":2},"live":false}"#,
                 r#"{"t":9,"refund":"2"}"#,
                 r#"{"t":10,"clear_halt":"orders \"10s\""}"#,
                 r#"{"t":11,"observe":"weight","used":17}"#,

@@ -40,7 +40,9 @@ Declarations first (any bucket may add \"headroom\":{\"normal\":N,\"bulk\":M}):
   {\"bucket\":\"conc\",\"kind\":\"inflight\",\"limit\":10}
   {\"bucket\":\"ip\",\"kind\":\"gate\"}
 Then events in time order, t in integer nanoseconds (class defaults to normal;
-label is optional, e.g. \"trade:order\", \"mon:book\", and only used by --by-label):
+label is optional, e.g. \"trade:order\", \"mon:book\", and only used by --by-label;
+a recorded charge says what the live budget decided, \"live\":true|false, which the
+replay ignores):
   {\"t\":1000,\"charge\":\"r1\",\"class\":\"normal\",\"label\":\"trade:order\",\"parts\":{\"weight\":1,\"orders10s\":1,\"ip\":0}}
   {\"t\":2000,\"refund\":\"r1\"}  {\"t\":2000,\"sent\":\"r1\"}  {\"t\":9000,\"complete\":\"r1\"}
   {\"t\":3000,\"throttled\":\"weight\",\"wait_ms\":5000}   (wait_ms optional)

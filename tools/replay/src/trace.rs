@@ -191,7 +191,7 @@ fn event(obj: &Map<String, Value>) -> Result<Event, String> {
         (Some(a), Some(b)) => return Err(format!("one event per line: both {a:?} and {b:?}")),
     };
     let (event, fields): (Event, &[&str]) = match verb {
-        "charge" => (charge(obj)?, &["class", "parts", "label"]),
+        "charge" => (charge(obj)?, &["class", "parts", "label", "live"]),
         "refund" => (Event::Refund(string(obj, verb)?), &[]),
         "sent" => (Event::Sent(string(obj, verb)?), &[]),
         "complete" => (Event::Complete(string(obj, verb)?), &[]),
@@ -246,6 +246,10 @@ fn event(obj: &Map<String, Value>) -> Result<Event, String> {
 
 fn charge(obj: &Map<String, Value>) -> Result<Event, String> {
     let id = string(obj, "charge")?;
+    // What a recording budget decided: for the reader, not the replay.
+    if obj.get("live").is_some_and(|v| !v.is_boolean()) {
+        return Err("\"live\" must be true or false".into());
+    }
     let class = match obj.get("class") {
         None => Class::Normal,
         Some(Value::String(c)) => match c.as_str() {
