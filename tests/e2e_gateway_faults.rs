@@ -12,6 +12,8 @@
 //!    profile plays none.
 
 #[allow(dead_code)]
+mod common;
+#[allow(dead_code)]
 #[path = "../examples/mm_loop.rs"]
 mod mm_loop;
 
@@ -20,20 +22,15 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use common::go;
 use ergon_venue_sim::{Report, Server};
-use mm_loop::{parse_args, run, Control, Options, Summary};
+use mm_loop::{parse_args, run, Control, Options};
 
 fn options(venue: &str, duration_s: f64) -> Options {
     let mut o = parse_args(["--venue", venue].map(String::from).into_iter()).unwrap();
     o.duration_s = duration_s;
     o.quiet = true;
     o
-}
-
-fn go(o: &Options) -> (Summary, Report) {
-    let s = run(o, Arc::new(Control::default()), None).expect("the loop runs");
-    let r = s.venue.clone().expect("the emulator's report");
-    (s, r)
 }
 
 #[test]

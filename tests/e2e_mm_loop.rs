@@ -12,6 +12,7 @@
 //! 5. A ban forced by the venue: the loop stops sending and connecting at once,
 //!    alerts, and resumes only after the halt is cleared.
 
+mod common;
 #[allow(dead_code)]
 #[path = "../examples/mm_loop.rs"]
 mod mm_loop;
@@ -21,6 +22,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
+use common::{go, no_429_no_ban, venue_utilization};
 use ergon_venue_sim::{Config, Fault, Interval, LimitType, RateLimit, Report, Server};
 use mm_loop::{parse_args, run, to_json, Control, Options, Summary};
 
@@ -46,44 +48,6 @@ fn options(duration_s: f64, sim: Config) -> Options {
         guard_ms: 30,
         sim,
         ..Options::default()
-    }
-}
-
-fn go(o: &Options) -> (Summary, Report) {
-    let s = run(o, Arc::new(Control::default()), None).expect("the loop runs");
-    let r = s.venue.clone().expect("the emulator's report");
-    (s, r)
-}
-
-/// Mean use of `limit` over the emulator's windows, leaving out the first and the
-/// last (partial) ones.
-fn venue_utilization(r: &Report, limit: &RateLimit) -> (f64, usize) {
-    let w = &r.limit(limit).expect("limit reported").windows;
-    if w.len() < 3 {
-        return (0.0, 0);
-    }
-    let inner = &w[1..w.len() - 1];
-    let sum: f64 = inner
-        .iter()
-        .map(|&(_, u)| (u.min(limit.limit)) as f64 / limit.limit as f64)
-        .sum();
-    (sum / inner.len() as f64, inner.len())
-}
-
-fn no_429_no_ban(s: &Summary, r: &Report) {
-    assert_eq!(r.throttled, 0, "venue 429s (-1003): {s:?}");
-    assert_eq!(r.order_rate_limited, 0, "venue 429s (-1015): {s:?}");
-    assert_eq!(r.bans, 0);
-    assert_eq!(s.gw.throttled, 0);
-    assert_eq!(s.gw.banned, 0);
-    for l in &r.limits {
-        assert_eq!(l.windows_over, 0, "{:?} went over", l.rate_limit);
-        assert!(
-            l.peak <= l.rate_limit.limit,
-            "{:?} peak {}",
-            l.rate_limit,
-            l.peak
-        );
     }
 }
 

@@ -11,6 +11,7 @@
 //! 4. a venue that does not answer the WebSocket API: one warning line, orders
 //!    over REST.
 
+mod common;
 #[allow(dead_code)]
 #[path = "../examples/mm_loop.rs"]
 mod mm_loop;
@@ -18,15 +19,16 @@ mod mm_loop;
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
 
+use common::{go, no_429_no_ban, venue_utilization};
 use ergon_core::{Class, Why};
 use ergon_io::gateway::{self, Account, Api, Event, Gateway, Keys, Prepared, Start, Strategy};
 use ergon_io::gateway::{WsApiStart, WsState};
-use ergon_venue_sim::{Config, Fault, Interval, LimitType, RateLimit, Report, Server};
+use ergon_venue_sim::{Config, Fault, Interval, LimitType, RateLimit, Server};
 use ergon_venues::binance_spot::BinanceSpot;
 use ergon_venues::endpoint::{
     ClientOrderId, Decimal, Endpoints, NewOrder, OrderType, Side, Symbol, TimeInForce,
 };
-use mm_loop::{run, Control, Options, Summary};
+use mm_loop::{run, Control, Options};
 
 const ORDERS_1S: RateLimit = RateLimit::new(LimitType::Orders, Interval::Second, 1, 20);
 const WEIGHT_1S: RateLimit = RateLimit::new(LimitType::RequestWeight, Interval::Second, 1, 150);
@@ -52,39 +54,6 @@ fn ws_options(duration_s: f64, sim: Config) -> Options {
         sim,
         ws: Some(true),
         ..Options::default()
-    }
-}
-
-fn go(o: &Options) -> (Summary, Report) {
-    let s = run(o, Arc::new(Control::default()), None).expect("the loop runs");
-    let r = s.venue.clone().expect("the emulator's report");
-    (s, r)
-}
-
-/// Mean use of `limit` over the emulator's windows, leaving out the first and the
-/// last (partial) ones.
-fn venue_utilization(r: &Report, limit: &RateLimit) -> (f64, usize) {
-    let w = &r.limit(limit).expect("limit reported").windows;
-    if w.len() < 3 {
-        return (0.0, 0);
-    }
-    let inner = &w[1..w.len() - 1];
-    let sum: f64 = inner
-        .iter()
-        .map(|&(_, u)| (u.min(limit.limit)) as f64 / limit.limit as f64)
-        .sum();
-    (sum / inner.len() as f64, inner.len())
-}
-
-fn no_429_no_ban(s: &Summary, r: &Report) {
-    assert_eq!(
-        (r.throttled, r.order_rate_limited, r.bans),
-        (0, 0, 0),
-        "{s:?}"
-    );
-    assert_eq!((s.gw.throttled, s.gw.banned), (0, 0));
-    for l in &r.limits {
-        assert_eq!(l.windows_over, 0, "{:?} went over", l.rate_limit);
     }
 }
 
