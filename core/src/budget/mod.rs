@@ -51,6 +51,10 @@ use crate::ticket::{BucketId, Flight, ForeignId, Part, NO_SHAPE};
 use crate::verdict::Verdict;
 use crate::{MAX_BUCKETS, MAX_NAME, MAX_SHAPES};
 
+/// The length of the rooms array: every `u8`.
+const ROOMS: usize = 256;
+const _: () = assert!(MAX_BUCKETS < ROOMS, "a room past the buckets stays closed");
+
 /// A fixed set of rate limits, charged all or none. See the [crate] docs.
 #[derive(Clone, Debug)]
 pub struct Budget {
@@ -67,8 +71,11 @@ pub struct Budget {
     /// buckets stay closed. A fixed array so that an index taken modulo its length
     /// needs no bounds check on the charge paths.
     lanes: [Lane; MAX_BUCKETS],
-    /// The room of each lane (see [`Lane`]), by bucket index.
-    rooms: [u64; MAX_BUCKETS],
+    /// The room of each lane (see [`Lane`]), by bucket index. One entry per `u8`,
+    /// so that a shape's bucket index (a `u8`) needs no bounds check or mask; the
+    /// entries past the buckets stay 0 (closed) for good, and
+    /// [`shape::NO_ROOM`] is where unregistered shape rows point.
+    rooms: [u64; ROOMS],
     /// The earliest end of an open lane (`i64::MAX` if none): before it, every open
     /// lane holds, so a shape's charge checks rooms only.
     lanes_until: i64,
@@ -93,7 +100,7 @@ impl Budget {
         now_ns: i64,
     ) -> Self {
         let mut lanes = [Lane::closed(); MAX_BUCKETS];
-        let mut rooms = [0; MAX_BUCKETS];
+        let mut rooms = [0; ROOMS];
         let mut buckets = ArrayVec::new();
         for (i, (name, spec)) in specs.iter().enumerate().take(MAX_BUCKETS) {
             let (bucket, lane, room) = Bucket::new(*name, spec, now_ns);

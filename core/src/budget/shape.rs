@@ -22,6 +22,13 @@ use super::Budget;
 use crate::ticket::{BucketId, Charged, Class, ForeignId, Limited, Part, Shape, Ticket, Why};
 use crate::{ConfigError, MAX_BUCKETS, MAX_PARTS, MAX_SHAPES};
 
+/// The room an unregistered shape row points at: past every bucket, so always 0.
+pub(super) const NO_ROOM: u8 = u8::MAX;
+const _: () = assert!(
+    MAX_BUCKETS <= NO_ROOM as usize,
+    "NO_ROOM is no bucket's room"
+);
+
 /// One registered shape. See the module docs.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct ShapeRow {
@@ -44,9 +51,12 @@ const NO_PART: Part = Part {
 };
 
 impl ShapeRow {
+    /// An unregistered row: one part on [`NO_ROOM`], whose room is 0 for good, so
+    /// that the lanes refuse a shape not registered (yet) with no check of its
+    /// index, and the slow path says why.
     pub(super) const EMPTY: ShapeRow = ShapeRow {
-        len: 0,
-        index: [0; MAX_PARTS],
+        len: 1,
+        index: [NO_ROOM; MAX_PARTS],
         need: [[0; MAX_PARTS]; 3],
         parts: [NO_PART; MAX_PARTS],
     };
@@ -141,14 +151,12 @@ impl Budget {
         now_ns: i64,
     ) -> Result<Ticket, Limited> {
         let now = self.clock(now_ns);
-        if now >= self.lanes_until
-            || shape.budget != self.tag
-            || shape.index >= self.shape_count
-            || !self.take_lanes(shape, class)
-        {
-            return self.shape_missed(shape, class, now);
+        // A shape index not registered finds a row whose one lane is closed: no
+        // check of the index here, `shape_missed` says why.
+        if now < self.lanes_until && shape.budget == self.tag && self.take_lanes(shape, class) {
+            return Ok(self.shape_ticket(shape, now));
         }
-        Ok(self.shape_ticket(shape, now))
+        self.shape_missed(shape, class, now)
     }
 
     /// Takes each part's cost from its lane if every lane has the need, else takes
@@ -162,7 +170,8 @@ impl Budget {
         // drives all three arrays.
         #[allow(clippy::needless_range_loop)]
         for k in 0..row.len() {
-            let room = &mut self.rooms[usize::from(row.index[k]) % MAX_BUCKETS];
+            // A `u8` index into the 256 rooms: no bounds check, no mask.
+            let room = &mut self.rooms[usize::from(row.index[k])];
             if need[k] >= *room {
                 self.give_back(shape, k);
                 return false;
@@ -190,7 +199,7 @@ impl Budget {
     fn give_back(&mut self, shape: Shape, k: usize) {
         let row = &self.shapes[usize::from(shape.index) % MAX_SHAPES];
         for j in 0..k.min(row.len()) {
-            self.rooms[usize::from(row.index[j]) % MAX_BUCKETS] += row.need[0][j];
+            self.rooms[usize::from(row.index[j])] += row.need[0][j];
         }
     }
 
