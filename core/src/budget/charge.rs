@@ -111,14 +111,14 @@ impl Budget {
     ) -> Result<Ticket, Limited> {
         let seq = self.seq;
         for part in parts {
-            if let Some((bucket, lane, room)) = self.bucket_mut(part.bucket) {
-                bucket.sync(lane, *room, now, seq);
+            if let Some((bucket, _, room, back)) = self.bucket_mut(part.bucket) {
+                bucket.sync(back, *room, now, seq);
             }
         }
         let result = self.charge_full(parts, class, now);
         let seq = self.seq;
         for part in parts {
-            if let Some((bucket, lane, room)) = self.bucket_mut(part.bucket) {
+            if let Some((bucket, lane, room, _)) = self.bucket_mut(part.bucket) {
                 let old = lane.until_ns;
                 bucket.open_lane(lane, room, now, seq);
                 let new = lane.until_ns;
@@ -274,7 +274,24 @@ impl Budget {
     /// never included this request, so taking it off would undercount.
     ///
     /// A ticket of another budget is refused with [`ForeignId`], changing nothing.
+    #[inline]
     pub fn refund(&mut self, ticket: Ticket, now_ns: i64) -> Result<(), ForeignId> {
+        // The common case: a shape's ticket charged through the lanes, no lane
+        // settled since (a part list's ticket has shape NO_SHAPE, past every shape).
+        if ticket.budget == self.tag
+            && ticket.shape < self.shape_count
+            && ticket.seq > self.last_settle_seq
+        {
+            self.refund_to_lanes(ticket.shape, now_ns);
+            return Ok(());
+        }
+        self.refund_slow(ticket, now_ns)
+    }
+
+    /// [`Budget::refund`] past the lanes of a shape.
+    #[cold]
+    #[inline(never)]
+    fn refund_slow(&mut self, ticket: Ticket, now_ns: i64) -> Result<(), ForeignId> {
         if ticket.budget != self.tag {
             return Err(ForeignId);
         }
@@ -290,10 +307,10 @@ impl Budget {
                 let i = part.bucket.index() % MAX_BUCKETS;
                 let cost = u64::from(part.cost);
                 self.rooms[i] += cost;
-                let lane = &mut self.lanes[i];
-                lane.refunded += cost;
+                let back = &mut self.back[i];
+                back.units += cost;
                 if !ticket.parts[..k].iter().any(|p| p.bucket == part.bucket) {
-                    lane.refunds += 1;
+                    back.tickets += 1;
                 }
             }
             return Ok(());

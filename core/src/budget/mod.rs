@@ -39,7 +39,7 @@ mod charge;
 mod resend;
 mod shape;
 
-use bucket::{Bucket, Lane, State};
+use bucket::{Back, Bucket, Lane, State};
 use builder::validate_parts;
 pub use builder::{Builder, DEFAULT_HOLD_GUARD_NS};
 use shape::merge;
@@ -76,6 +76,9 @@ pub struct Budget {
     /// entries past the buckets stay 0 (closed) for good, and
     /// [`shape::NO_ROOM`] is where unregistered shape rows point.
     rooms: [u64; ROOMS],
+    /// What refunds gave back into each lane since it last settled, by bucket
+    /// index, like the rooms.
+    back: [Back; ROOMS],
     /// The earliest end of an open lane (`i64::MAX` if none): before it, every open
     /// lane holds, so a shape's charge checks rooms only.
     lanes_until: i64,
@@ -117,6 +120,7 @@ impl Budget {
             buckets,
             lanes,
             rooms,
+            back: [Back::default(); ROOMS],
             lanes_until: i64::MAX,
             last_settle_seq: 0,
             shapes: [ShapeRow::EMPTY; MAX_SHAPES],
@@ -163,13 +167,21 @@ impl Budget {
 
     /// The bucket `id` names and its lane, or `None` for an id of another budget.
     #[allow(clippy::type_complexity)]
-    fn bucket_mut(&mut self, id: BucketId) -> Option<(&mut Bucket, &mut Lane, &mut u64)> {
+    fn bucket_mut(
+        &mut self,
+        id: BucketId,
+    ) -> Option<(&mut Bucket, &mut Lane, &mut u64, &mut Back)> {
         if id.budget != self.tag {
             return None;
         }
         let bucket = self.buckets.get_mut(id.index())?;
         let i = id.index() % MAX_BUCKETS;
-        Some((bucket, &mut self.lanes[i], &mut self.rooms[i]))
+        Some((
+            bucket,
+            &mut self.lanes[i],
+            &mut self.rooms[i],
+            &mut self.back[i],
+        ))
     }
 
     /// The bucket `id` names, or [`ForeignId`].
@@ -197,9 +209,9 @@ impl Budget {
         f: impl FnOnce(&mut Bucket) -> R,
     ) -> Result<R, ForeignId> {
         let seq = self.seq;
-        let (b, lane, room) = self.bucket_mut(bucket).ok_or(ForeignId)?;
+        let (b, lane, room, back) = self.bucket_mut(bucket).ok_or(ForeignId)?;
         let old = lane.until_ns;
-        b.sync(lane, *room, now, seq);
+        b.sync(back, *room, now, seq);
         let result = f(b);
         b.open_lane(lane, room, now, seq);
         let new = lane.until_ns;
@@ -443,11 +455,14 @@ impl Budget {
     pub fn tick(&mut self, now_ns: i64) {
         let now = self.clock(now_ns);
         let seq = self.seq;
-        let lanes = self.lanes.iter_mut().zip(&mut self.rooms);
-        for (b, (lane, room)) in self.buckets.iter_mut().zip(lanes) {
+        let lanes = self
+            .lanes
+            .iter_mut()
+            .zip(self.rooms.iter_mut().zip(&mut self.back));
+        for (b, (lane, (room, back))) in self.buckets.iter_mut().zip(lanes) {
             // A bucket whose lane still holds has nothing to catch up.
             if !lane.open_at(now) {
-                b.sync(lane, *room, now, seq);
+                b.sync(back, *room, now, seq);
                 b.open_lane(lane, room, now, seq);
             }
         }
@@ -489,8 +504,8 @@ impl Budget {
         // Read what the lane charged without touching the live bucket.
         let mut b = b.clone();
         let i = bucket.index() % MAX_BUCKETS;
-        let mut lane = self.lanes[i];
-        b.settle(&mut lane, self.rooms[i], self.seq);
+        let mut back = self.back[i];
+        b.settle(&mut back, self.rooms[i], self.seq);
         Ok(Stats {
             used: b.used_at(self.now_ns),
             held_until_ns: (self.now_ns < b.hold_until_ns).then_some(b.hold_until_ns),

@@ -268,7 +268,7 @@ impl Budget {
                 continue;
             }
             let bucket = self.buckets.get_mut(i)?;
-            if bucket.settle(&mut self.lanes[i], room, seq) {
+            if bucket.settle(&mut self.back[i], room, seq) {
                 self.last_settle_seq = seq;
             }
             let Some((why, ready)) = bucket.refusal_cached(cost, class, now) else {
@@ -307,19 +307,27 @@ impl Budget {
             self.refund_parts(&parts, ticket.at_ns, ticket.seq, now_ns);
             return Ok(());
         }
+        self.refund_to_lanes(ticket.shape, now_ns);
+        Ok(())
+    }
+
+    /// Gives a registered shape's charge, still in every lane, back to the lanes:
+    /// each part's units to its room, counted in its lane's `Back` (settled into
+    /// the bucket's stats with the lane).
+    #[inline(always)]
+    pub(super) fn refund_to_lanes(&mut self, shape: u8, now_ns: i64) {
         self.returned += 1;
-        if now_ns > self.now_ns {
-            self.now_ns = now_ns;
-        }
-        for k in 0..n {
-            let i = usize::from(row.index[k]) % MAX_BUCKETS;
+        self.clock(now_ns);
+        let row = &self.shapes[usize::from(shape) % MAX_SHAPES];
+        #[allow(clippy::needless_range_loop)]
+        for k in 0..row.len() {
+            // A `u8` index into the 256 rooms: no bounds check, no mask.
+            let i = usize::from(row.index[k]);
             let cost = row.need[0][k];
             self.rooms[i] += cost;
-            let lane = &mut self.lanes[i];
-            // Settled into the bucket's stats with the lane.
-            lane.refunded += cost;
-            lane.refunds += 1;
+            let back = &mut self.back[i];
+            back.units += cost;
+            back.tickets += 1;
         }
-        Ok(())
     }
 }
