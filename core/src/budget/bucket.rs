@@ -315,6 +315,19 @@ impl Bucket {
         }
     }
 
+    /// Counts a refusal by this bucket in its stats.
+    pub(super) fn count_refusal(&mut self, why: Why) {
+        let r = &mut self.stats.refusals;
+        match why {
+            Why::Full => r.full += 1,
+            Why::Held => r.held += 1,
+            Why::Halted => r.halted += 1,
+            Why::TooBig => r.too_big += 1,
+            // No bucket of this budget to count it on.
+            Why::Foreign => {}
+        }
+    }
+
     #[inline]
     pub(super) fn commit(&mut self, cost: u64, now: i64, seq: u64) {
         match &mut self.state {

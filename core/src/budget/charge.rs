@@ -249,15 +249,7 @@ impl Budget {
 
     pub(super) fn refuse(&mut self, bucket: BucketId, ready_at_ns: i64, why: Why) -> Limited {
         if let Some((b, ..)) = self.bucket_mut(bucket) {
-            let r = &mut b.stats.refusals;
-            match why {
-                Why::Full => r.full += 1,
-                Why::Held => r.held += 1,
-                Why::Halted => r.halted += 1,
-                Why::TooBig => r.too_big += 1,
-                // No bucket of this budget to count it on.
-                Why::Foreign => {}
-            }
+            b.count_refusal(why);
         }
         Limited {
             bucket,
