@@ -95,8 +95,62 @@ impl Budget {
             for part in &parts[..reserved] {
                 self.rooms[part.bucket.index() % MAX_BUCKETS] += u64::from(part.cost);
             }
+            if let Some(refused) = self.refuse_open(parts, class, now) {
+                return Err(refused);
+            }
         }
         self.charge_slow(parts, class, now)
+    }
+
+    /// The refusal of a part list whose every lane is open at `now` and some short,
+    /// from the short buckets alone (an open lane's bucket is already at `now`: same
+    /// slot, same windows), the one ready last named, as [`Budget::explain`] would
+    /// after the full check. `None` (the full path decides) for a foreign or
+    /// repeated bucket, a closed or ended lane, or no refusal after all.
+    #[cold]
+    #[inline(never)]
+    fn refuse_open(&mut self, parts: &[Part], class: Class, now: i64) -> Option<Limited> {
+        let seq = self.seq;
+        let mut seen = 0u32;
+        let mut worst: Option<(usize, Why, i64)> = None;
+        for part in parts {
+            let i = part.bucket.index();
+            if part.bucket.budget != self.tag || i >= self.buckets.len() {
+                return None;
+            }
+            let i = i % MAX_BUCKETS;
+            let bit = 1u32 << i;
+            if seen & bit != 0 {
+                return None;
+            }
+            seen |= bit;
+            let lane = &self.lanes[i];
+            let room = self.rooms[i];
+            if !lane.open_at(now) || room == 0 {
+                return None;
+            }
+            let cost = u64::from(part.cost);
+            if cost + lane.headroom[class.index()] < room {
+                continue;
+            }
+            let bucket = self.buckets.get_mut(i)?;
+            if bucket.settle(&mut self.back[i], room, seq) {
+                self.last_settle_seq = seq;
+            }
+            let Some((why, ready)) = bucket.refusal_cached(cost, class, now) else {
+                continue;
+            };
+            if worst.is_none_or(|(_, w, r)| (rank(why), ready) > (rank(w), r)) {
+                worst = Some((i, why, ready));
+            }
+        }
+        let (i, why, ready) = worst?;
+        self.buckets.get_mut(i)?.count_refusal(why);
+        Some(Limited {
+            bucket: self.id(i),
+            ready_at_ns: ready,
+            why,
+        })
     }
 
     /// [`Budget::try_charge`] past the lanes: every bucket named is settled and

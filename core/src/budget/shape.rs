@@ -202,8 +202,8 @@ impl Budget {
     #[inline(always)]
     fn give_back(&mut self, shape: Shape, k: usize) {
         let row = &self.shapes[usize::from(shape.index) % MAX_SHAPES];
-        for j in 0..k.min(row.len()) {
-            self.rooms[usize::from(row.index[j])] += row.need[0][j];
+        for (&i, &cost) in row.index.iter().zip(&row.need[0]).take(k) {
+            self.rooms[usize::from(i)] += cost;
         }
     }
 
