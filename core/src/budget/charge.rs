@@ -140,7 +140,7 @@ impl Budget {
             let Some((why, ready)) = bucket.refusal_cached(cost, class, now) else {
                 continue;
             };
-            if worst.is_none_or(|(_, w, r)| (rank(why), ready) > (rank(w), r)) {
+            if !matches!(worst, Some((_, w, r)) if (rank(w), r) >= (rank(why), ready)) {
                 worst = Some((i, why, ready));
             }
         }

@@ -256,7 +256,7 @@ impl Budget {
             let Some((why, ready)) = bucket.refusal_cached(row.need[0][k], class, now) else {
                 continue;
             };
-            if worst.is_none_or(|(_, w, r)| (rank(why), ready) > (rank(w), r)) {
+            if !matches!(worst, Some((_, w, r)) if (rank(w), r) >= (rank(why), ready)) {
                 worst = Some((i, why, ready));
             }
         }
