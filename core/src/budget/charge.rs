@@ -58,7 +58,7 @@ impl Budget {
     /// assert_eq!((no.why, no.ready_at_ns), (Why::Full, 1_100));
     /// # let _ = t1.sent();
     /// ```
-    #[inline]
+    #[inline(always)]
     pub fn try_charge(
         &mut self,
         parts: &[Part],
@@ -92,12 +92,28 @@ impl Budget {
                 self.seq += 1;
                 return Ok(self.ticket(parts, now, self.seq));
             }
-            for part in &parts[..reserved] {
-                self.rooms[part.bucket.index() % MAX_BUCKETS] += u64::from(part.cost);
-            }
-            if let Some(refused) = self.refuse_open(parts, class, now) {
-                return Err(refused);
-            }
+            return self.lanes_missed(parts, reserved, class, now);
+        }
+        self.charge_slow(parts, class, now)
+    }
+
+    /// [`Budget::try_charge`] when the lanes took only the first `reserved` parts:
+    /// gives those back, then answers a refusal from the lanes if every lane is open,
+    /// else takes the full path. Out of line, so the lane loop keeps its registers.
+    #[cold]
+    #[inline(never)]
+    fn lanes_missed(
+        &mut self,
+        parts: &[Part],
+        reserved: usize,
+        class: Class,
+        now: i64,
+    ) -> Result<Ticket, Limited> {
+        for part in parts.iter().take(reserved) {
+            self.rooms[part.bucket.index() % MAX_BUCKETS] += u64::from(part.cost);
+        }
+        if let Some(refused) = self.refuse_open(parts, class, now) {
+            return Err(refused);
         }
         self.charge_slow(parts, class, now)
     }
@@ -107,8 +123,7 @@ impl Budget {
     /// slot, same windows), the one ready last named, as [`Budget::explain`] would
     /// after the full check. `None` (the full path decides) for a foreign or
     /// repeated bucket, a closed or ended lane, or no refusal after all.
-    #[cold]
-    #[inline(never)]
+    #[inline(always)]
     fn refuse_open(&mut self, parts: &[Part], class: Class, now: i64) -> Option<Limited> {
         let seq = self.seq;
         let mut seen = 0u32;
