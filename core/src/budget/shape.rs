@@ -6,14 +6,16 @@
 //! registration. [`Budget::try_charge_shape`] checks once that no open lane has
 //! ended (the budget keeps the earliest end), then per part compares the need with
 //! its lane's room (a closed lane has none) and subtracts the cost: one short loop
-//! over at most [`MAX_PARTS`] entries, no bounds checks (indices are taken modulo
-//! the fixed arrays' lengths, and were validated below them), no headroom lookups.
-//! Its ticket holds the shape, the sequence number and the time.
+//! over at most [`MAX_PARTS`] entries, no bounds checks (a `u8` bucket index into
+//! the 256 rooms; a shape index into the fixed rows, whose unregistered entries
+//! point at a room that is always 0), no headroom lookups. Its ticket holds the
+//! shape, the sequence number and the time.
 //!
-//! Off the fast path, a refusal whose every lane is open answers from the lanes
-//! (only the short buckets are settled and asked when they will have room); a
-//! closed lane, a hold or a halt takes the full path of [`Budget::try_charge`]. A
-//! refund whose charge is still in every lane gives the units back to the lanes.
+//! Off the fast path, a refusal whose every lane is open answers from the lanes,
+//! starting at the part that did not pass (only the short buckets are settled and
+//! asked when they will have room); a closed lane, a hold or a halt takes the full
+//! path of [`Budget::try_charge`]. A refund whose charge is still in every lane
+//! gives the units back to the lanes, inline in [`Budget::refund`].
 //!
 //! Never allocates, locks, logs or reads a clock.
 
