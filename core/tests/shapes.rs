@@ -163,6 +163,33 @@ fn a_shape_of_another_budget_is_refused() {
     assert_eq!(a.receipts_outstanding(), 0);
 }
 
+/// A clone registers a shape the original never did (same tag, an index past the
+/// original's shapes): the original's lanes are all open, yet it refuses the shape
+/// as foreign and charges nothing (its unregistered row points at a closed room).
+#[test]
+fn a_shape_not_registered_here_is_refused_with_open_lanes() {
+    let (mut a, [w, f, ip]) = three();
+    let mut b = a.clone();
+    let s = b
+        .shape(&[Part::new(w, 1), Part::new(f, 1), Part::new(ip, 0)])
+        .unwrap();
+    a.tick(1);
+    let before = a.stats(w).unwrap();
+    let l = a.try_charge_shape(s, Class::Urgent, 1).unwrap_err();
+    assert_eq!((l.why, l.ready_at_ns), (Why::Foreign, i64::MAX));
+    assert_eq!(a.stats(w).unwrap(), before);
+    assert_eq!(a.stats(f).unwrap().used, 0);
+    assert_eq!(a.receipts_outstanding(), 0);
+    // The same shape registered on the original now charges it.
+    let s2 = a
+        .shape(&[Part::new(w, 1), Part::new(f, 1), Part::new(ip, 0)])
+        .unwrap();
+    let t = a.try_charge_shape(s2, Class::Urgent, 1).unwrap();
+    assert_eq!(a.stats(w).unwrap().used, 1);
+    a.refund(t, 1).unwrap();
+    assert_eq!(a.stats(w).unwrap().used, 0);
+}
+
 #[test]
 fn the_builder_registers_shapes() {
     let mut b = Budget::builder();

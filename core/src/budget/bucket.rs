@@ -46,10 +46,17 @@ pub(super) struct Lane {
     pub(super) until_ns: i64,
     /// Units each class must leave, by [`Class::index`] (0 for Urgent).
     pub(super) headroom: [u64; 3],
-    /// Units refunded into the lane since it last settled (admitted counts them).
-    pub(super) refunded: u64,
-    /// Tickets refunded into the lane since it last settled.
-    pub(super) refunds: u64,
+}
+
+/// What refunds gave back into one lane since it last settled. Kept beside the
+/// rooms, in the budget's array by bucket index, so that a refund into the lanes
+/// adds to it with one address per part.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Back {
+    /// Units refunded (admitted counts them).
+    pub(super) units: u64,
+    /// Tickets refunded.
+    pub(super) tickets: u64,
 }
 
 impl Lane {
@@ -60,8 +67,6 @@ impl Lane {
         Lane {
             until_ns: Lane::CLOSED,
             headroom: [0; 3],
-            refunded: 0,
-            refunds: 0,
         }
     }
 
@@ -165,13 +170,12 @@ impl Bucket {
     /// Whether anything was booked (tickets charged through the lane are now in
     /// the state).
     #[inline]
-    pub(super) fn settle(&mut self, lane: &mut Lane, room: u64, seq: u64) -> bool {
-        if lane.refunds != 0 {
+    pub(super) fn settle(&mut self, back: &mut Back, room: u64, seq: u64) -> bool {
+        if back.tickets != 0 {
             // Refunded units were admitted too (as on the full path).
-            self.stats.admitted += lane.refunded;
-            self.stats.refunds += lane.refunds;
-            lane.refunded = 0;
-            lane.refunds = 0;
+            self.stats.admitted += back.units;
+            self.stats.refunds += back.tickets;
+            *back = Back::default();
         }
         let charged = self.lane_base - room;
         if charged == 0 {
@@ -194,8 +198,8 @@ impl Bucket {
 
     /// Settles, then moves the state to `now`.
     #[inline]
-    pub(super) fn sync(&mut self, lane: &mut Lane, room: u64, now: i64, seq: u64) {
-        self.settle(lane, room, seq);
+    pub(super) fn sync(&mut self, back: &mut Back, room: u64, now: i64, seq: u64) {
+        self.settle(back, room, seq);
         self.settled_seq = seq;
         self.advance(now);
     }
@@ -308,6 +312,19 @@ impl Bucket {
                 self.refusal_cache = Some((cost, class, answer));
                 answer
             }
+        }
+    }
+
+    /// Counts a refusal by this bucket in its stats.
+    pub(super) fn count_refusal(&mut self, why: Why) {
+        let r = &mut self.stats.refusals;
+        match why {
+            Why::Full => r.full += 1,
+            Why::Held => r.held += 1,
+            Why::Halted => r.halted += 1,
+            Why::TooBig => r.too_big += 1,
+            // No bucket of this budget to count it on.
+            Why::Foreign => {}
         }
     }
 

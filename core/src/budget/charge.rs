@@ -58,7 +58,7 @@ impl Budget {
     /// assert_eq!((no.why, no.ready_at_ns), (Why::Full, 1_100));
     /// # let _ = t1.sent();
     /// ```
-    #[inline]
+    #[inline(always)]
     pub fn try_charge(
         &mut self,
         parts: &[Part],
@@ -92,11 +92,80 @@ impl Budget {
                 self.seq += 1;
                 return Ok(self.ticket(parts, now, self.seq));
             }
-            for part in &parts[..reserved] {
-                self.rooms[part.bucket.index() % MAX_BUCKETS] += u64::from(part.cost);
-            }
+            return self.lanes_missed(parts, reserved, class, now);
         }
         self.charge_slow(parts, class, now)
+    }
+
+    /// [`Budget::try_charge`] when the lanes took only the first `reserved` parts:
+    /// gives those back, then answers a refusal from the lanes if every lane is open,
+    /// else takes the full path. Out of line, so the lane loop keeps its registers.
+    #[cold]
+    #[inline(never)]
+    fn lanes_missed(
+        &mut self,
+        parts: &[Part],
+        reserved: usize,
+        class: Class,
+        now: i64,
+    ) -> Result<Ticket, Limited> {
+        for part in parts.iter().take(reserved) {
+            self.rooms[part.bucket.index() % MAX_BUCKETS] += u64::from(part.cost);
+        }
+        if let Some(refused) = self.refuse_open(parts, class, now) {
+            return Err(refused);
+        }
+        self.charge_slow(parts, class, now)
+    }
+
+    /// The refusal of a part list whose every lane is open at `now` and some short,
+    /// from the short buckets alone (an open lane's bucket is already at `now`: same
+    /// slot, same windows), the one ready last named, as [`Budget::explain`] would
+    /// after the full check. `None` (the full path decides) for a foreign or
+    /// repeated bucket, a closed or ended lane, or no refusal after all.
+    #[inline(always)]
+    fn refuse_open(&mut self, parts: &[Part], class: Class, now: i64) -> Option<Limited> {
+        let seq = self.seq;
+        let mut seen = 0u32;
+        let mut worst: Option<(usize, Why, i64)> = None;
+        for part in parts {
+            let i = part.bucket.index();
+            if part.bucket.budget != self.tag || i >= self.buckets.len() {
+                return None;
+            }
+            let i = i % MAX_BUCKETS;
+            let bit = 1u32 << i;
+            if seen & bit != 0 {
+                return None;
+            }
+            seen |= bit;
+            let lane = &self.lanes[i];
+            let room = self.rooms[i];
+            if !lane.open_at(now) || room == 0 {
+                return None;
+            }
+            let cost = u64::from(part.cost);
+            if cost + lane.headroom[class.index()] < room {
+                continue;
+            }
+            let bucket = self.buckets.get_mut(i)?;
+            if bucket.settle(&mut self.back[i], room, seq) {
+                self.last_settle_seq = seq;
+            }
+            let Some((why, ready)) = bucket.refusal_cached(cost, class, now) else {
+                continue;
+            };
+            if !matches!(worst, Some((_, w, r)) if (rank(w), r) >= (rank(why), ready)) {
+                worst = Some((i, why, ready));
+            }
+        }
+        let (i, why, ready) = worst?;
+        self.buckets.get_mut(i)?.count_refusal(why);
+        Some(Limited {
+            bucket: self.id(i),
+            ready_at_ns: ready,
+            why,
+        })
     }
 
     /// [`Budget::try_charge`] past the lanes: every bucket named is settled and
@@ -111,14 +180,14 @@ impl Budget {
     ) -> Result<Ticket, Limited> {
         let seq = self.seq;
         for part in parts {
-            if let Some((bucket, lane, room)) = self.bucket_mut(part.bucket) {
-                bucket.sync(lane, *room, now, seq);
+            if let Some((bucket, _, room, back)) = self.bucket_mut(part.bucket) {
+                bucket.sync(back, *room, now, seq);
             }
         }
         let result = self.charge_full(parts, class, now);
         let seq = self.seq;
         for part in parts {
-            if let Some((bucket, lane, room)) = self.bucket_mut(part.bucket) {
+            if let Some((bucket, lane, room, _)) = self.bucket_mut(part.bucket) {
                 let old = lane.until_ns;
                 bucket.open_lane(lane, room, now, seq);
                 let new = lane.until_ns;
@@ -249,15 +318,7 @@ impl Budget {
 
     pub(super) fn refuse(&mut self, bucket: BucketId, ready_at_ns: i64, why: Why) -> Limited {
         if let Some((b, ..)) = self.bucket_mut(bucket) {
-            let r = &mut b.stats.refusals;
-            match why {
-                Why::Full => r.full += 1,
-                Why::Held => r.held += 1,
-                Why::Halted => r.halted += 1,
-                Why::TooBig => r.too_big += 1,
-                // No bucket of this budget to count it on.
-                Why::Foreign => {}
-            }
+            b.count_refusal(why);
         }
         Limited {
             bucket,
@@ -274,7 +335,24 @@ impl Budget {
     /// never included this request, so taking it off would undercount.
     ///
     /// A ticket of another budget is refused with [`ForeignId`], changing nothing.
+    #[inline]
     pub fn refund(&mut self, ticket: Ticket, now_ns: i64) -> Result<(), ForeignId> {
+        // The common case: a shape's ticket charged through the lanes, no lane
+        // settled since (a part list's ticket has shape NO_SHAPE, past every shape).
+        if ticket.budget == self.tag
+            && ticket.shape < self.shape_count
+            && ticket.seq > self.last_settle_seq
+        {
+            self.refund_to_lanes(ticket.shape, now_ns);
+            return Ok(());
+        }
+        self.refund_slow(ticket, now_ns)
+    }
+
+    /// [`Budget::refund`] past the lanes of a shape.
+    #[cold]
+    #[inline(never)]
+    fn refund_slow(&mut self, ticket: Ticket, now_ns: i64) -> Result<(), ForeignId> {
         if ticket.budget != self.tag {
             return Err(ForeignId);
         }
@@ -290,10 +368,10 @@ impl Budget {
                 let i = part.bucket.index() % MAX_BUCKETS;
                 let cost = u64::from(part.cost);
                 self.rooms[i] += cost;
-                let lane = &mut self.lanes[i];
-                lane.refunded += cost;
+                let back = &mut self.back[i];
+                back.units += cost;
                 if !ticket.parts[..k].iter().any(|p| p.bucket == part.bucket) {
-                    lane.refunds += 1;
+                    back.tickets += 1;
                 }
             }
             return Ok(());

@@ -39,7 +39,7 @@ mod charge;
 mod resend;
 mod shape;
 
-use bucket::{Bucket, Lane, State};
+use bucket::{Back, Bucket, Lane, State};
 use builder::validate_parts;
 pub use builder::{Builder, DEFAULT_HOLD_GUARD_NS};
 use shape::merge;
@@ -50,6 +50,10 @@ use crate::stats::Stats;
 use crate::ticket::{BucketId, Flight, ForeignId, Part, NO_SHAPE};
 use crate::verdict::Verdict;
 use crate::{MAX_BUCKETS, MAX_NAME, MAX_SHAPES};
+
+/// The length of the rooms array: every `u8`.
+const ROOMS: usize = 256;
+const _: () = assert!(MAX_BUCKETS < ROOMS, "a room past the buckets stays closed");
 
 /// A fixed set of rate limits, charged all or none. See the [crate] docs.
 #[derive(Clone, Debug)]
@@ -67,8 +71,14 @@ pub struct Budget {
     /// buckets stay closed. A fixed array so that an index taken modulo its length
     /// needs no bounds check on the charge paths.
     lanes: [Lane; MAX_BUCKETS],
-    /// The room of each lane (see [`Lane`]), by bucket index.
-    rooms: [u64; MAX_BUCKETS],
+    /// The room of each lane (see [`Lane`]), by bucket index. One entry per `u8`,
+    /// so that a shape's bucket index (a `u8`) needs no bounds check or mask; the
+    /// entries past the buckets stay 0 (closed) for good, and
+    /// [`shape::NO_ROOM`] is where unregistered shape rows point.
+    rooms: [u64; ROOMS],
+    /// What refunds gave back into each lane since it last settled, by bucket
+    /// index, like the rooms.
+    back: [Back; ROOMS],
     /// The earliest end of an open lane (`i64::MAX` if none): before it, every open
     /// lane holds, so a shape's charge checks rooms only.
     lanes_until: i64,
@@ -93,7 +103,7 @@ impl Budget {
         now_ns: i64,
     ) -> Self {
         let mut lanes = [Lane::closed(); MAX_BUCKETS];
-        let mut rooms = [0; MAX_BUCKETS];
+        let mut rooms = [0; ROOMS];
         let mut buckets = ArrayVec::new();
         for (i, (name, spec)) in specs.iter().enumerate().take(MAX_BUCKETS) {
             let (bucket, lane, room) = Bucket::new(*name, spec, now_ns);
@@ -110,6 +120,7 @@ impl Budget {
             buckets,
             lanes,
             rooms,
+            back: [Back::default(); ROOMS],
             lanes_until: i64::MAX,
             last_settle_seq: 0,
             shapes: [ShapeRow::EMPTY; MAX_SHAPES],
@@ -156,13 +167,21 @@ impl Budget {
 
     /// The bucket `id` names and its lane, or `None` for an id of another budget.
     #[allow(clippy::type_complexity)]
-    fn bucket_mut(&mut self, id: BucketId) -> Option<(&mut Bucket, &mut Lane, &mut u64)> {
+    fn bucket_mut(
+        &mut self,
+        id: BucketId,
+    ) -> Option<(&mut Bucket, &mut Lane, &mut u64, &mut Back)> {
         if id.budget != self.tag {
             return None;
         }
         let bucket = self.buckets.get_mut(id.index())?;
         let i = id.index() % MAX_BUCKETS;
-        Some((bucket, &mut self.lanes[i], &mut self.rooms[i]))
+        Some((
+            bucket,
+            &mut self.lanes[i],
+            &mut self.rooms[i],
+            &mut self.back[i],
+        ))
     }
 
     /// The bucket `id` names, or [`ForeignId`].
@@ -190,9 +209,9 @@ impl Budget {
         f: impl FnOnce(&mut Bucket) -> R,
     ) -> Result<R, ForeignId> {
         let seq = self.seq;
-        let (b, lane, room) = self.bucket_mut(bucket).ok_or(ForeignId)?;
+        let (b, lane, room, back) = self.bucket_mut(bucket).ok_or(ForeignId)?;
         let old = lane.until_ns;
-        b.sync(lane, *room, now, seq);
+        b.sync(back, *room, now, seq);
         let result = f(b);
         b.open_lane(lane, room, now, seq);
         let new = lane.until_ns;
@@ -436,11 +455,14 @@ impl Budget {
     pub fn tick(&mut self, now_ns: i64) {
         let now = self.clock(now_ns);
         let seq = self.seq;
-        let lanes = self.lanes.iter_mut().zip(&mut self.rooms);
-        for (b, (lane, room)) in self.buckets.iter_mut().zip(lanes) {
+        let lanes = self
+            .lanes
+            .iter_mut()
+            .zip(self.rooms.iter_mut().zip(&mut self.back));
+        for (b, (lane, (room, back))) in self.buckets.iter_mut().zip(lanes) {
             // A bucket whose lane still holds has nothing to catch up.
             if !lane.open_at(now) {
-                b.sync(lane, *room, now, seq);
+                b.sync(back, *room, now, seq);
                 b.open_lane(lane, room, now, seq);
             }
         }
@@ -482,8 +504,8 @@ impl Budget {
         // Read what the lane charged without touching the live bucket.
         let mut b = b.clone();
         let i = bucket.index() % MAX_BUCKETS;
-        let mut lane = self.lanes[i];
-        b.settle(&mut lane, self.rooms[i], self.seq);
+        let mut back = self.back[i];
+        b.settle(&mut back, self.rooms[i], self.seq);
         Ok(Stats {
             used: b.used_at(self.now_ns),
             held_until_ns: (self.now_ns < b.hold_until_ns).then_some(b.hold_until_ns),

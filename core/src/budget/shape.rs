@@ -6,14 +6,16 @@
 //! registration. [`Budget::try_charge_shape`] checks once that no open lane has
 //! ended (the budget keeps the earliest end), then per part compares the need with
 //! its lane's room (a closed lane has none) and subtracts the cost: one short loop
-//! over at most [`MAX_PARTS`] entries, no bounds checks (indices are taken modulo
-//! the fixed arrays' lengths, and were validated below them), no headroom lookups.
-//! Its ticket holds the shape, the sequence number and the time.
+//! over at most [`MAX_PARTS`] entries, no bounds checks (a `u8` bucket index into
+//! the 256 rooms; a shape index into the fixed rows, whose unregistered entries
+//! point at a room that is always 0), no headroom lookups. Its ticket holds the
+//! shape, the sequence number and the time.
 //!
-//! Off the fast path, a refusal whose every lane is open answers from the lanes
-//! (only the short buckets are settled and asked when they will have room); a
-//! closed lane, a hold or a halt takes the full path of [`Budget::try_charge`]. A
-//! refund whose charge is still in every lane gives the units back to the lanes.
+//! Off the fast path, a refusal whose every lane is open answers from the lanes,
+//! starting at the part that did not pass (only the short buckets are settled and
+//! asked when they will have room); a closed lane, a hold or a halt takes the full
+//! path of [`Budget::try_charge`]. A refund whose charge is still in every lane
+//! gives the units back to the lanes, inline in [`Budget::refund`].
 //!
 //! Never allocates, locks, logs or reads a clock.
 
@@ -21,6 +23,13 @@ use super::charge::rank;
 use super::Budget;
 use crate::ticket::{BucketId, Charged, Class, ForeignId, Limited, Part, Shape, Ticket, Why};
 use crate::{ConfigError, MAX_BUCKETS, MAX_PARTS, MAX_SHAPES};
+
+/// The room an unregistered shape row points at: past every bucket, so always 0.
+pub(super) const NO_ROOM: u8 = u8::MAX;
+const _: () = assert!(
+    MAX_BUCKETS <= NO_ROOM as usize,
+    "NO_ROOM is no bucket's room"
+);
 
 /// One registered shape. See the module docs.
 #[derive(Clone, Copy, Debug)]
@@ -44,9 +53,12 @@ const NO_PART: Part = Part {
 };
 
 impl ShapeRow {
+    /// An unregistered row: one part on [`NO_ROOM`], whose room is 0 for good, so
+    /// that the lanes refuse a shape not registered (yet) with no check of its
+    /// index, and the slow path says why.
     pub(super) const EMPTY: ShapeRow = ShapeRow {
-        len: 0,
-        index: [0; MAX_PARTS],
+        len: 1,
+        index: [NO_ROOM; MAX_PARTS],
         need: [[0; MAX_PARTS]; 3],
         parts: [NO_PART; MAX_PARTS],
     };
@@ -141,20 +153,23 @@ impl Budget {
         now_ns: i64,
     ) -> Result<Ticket, Limited> {
         let now = self.clock(now_ns);
-        if now >= self.lanes_until
-            || shape.budget != self.tag
-            || shape.index >= self.shape_count
-            || !self.take_lanes(shape, class)
-        {
-            return self.shape_missed(shape, class, now);
+        // A shape index not registered finds a row whose one lane is closed: no
+        // check of the index here, `shape_missed` says why.
+        if now < self.lanes_until && shape.budget == self.tag {
+            return match self.take_lanes(shape, class) {
+                Ok(()) => Ok(self.shape_ticket(shape, now)),
+                Err(k) => self.shape_short(shape, class, now, k),
+            };
         }
-        Ok(self.shape_ticket(shape, now))
+        self.shape_missed(shape, class, now)
     }
 
-    /// Takes each part's cost from its lane if every lane has the need, else takes
-    /// nothing. Every lane ended or closed must already have been seen to.
+    /// Takes each part's cost from its lane if every lane has the need. Else
+    /// `Err(k)`: part `k` is short or its lane closed, and the parts before it
+    /// took their costs, which the caller gives back ([`Budget::give_back`]).
+    /// Every lane ended must already have been seen to.
     #[inline(always)]
-    fn take_lanes(&mut self, shape: Shape, class: Class) -> bool {
+    fn take_lanes(&mut self, shape: Shape, class: Class) -> Result<(), usize> {
         let row = &self.shapes[usize::from(shape.index) % MAX_SHAPES];
         let need = &row.need[class.index()];
         // Indexed, not zipped: the indices are bounded by `len` (at most
@@ -162,14 +177,14 @@ impl Budget {
         // drives all three arrays.
         #[allow(clippy::needless_range_loop)]
         for k in 0..row.len() {
-            let room = &mut self.rooms[usize::from(row.index[k]) % MAX_BUCKETS];
+            // A `u8` index into the 256 rooms: no bounds check, no mask.
+            let room = &mut self.rooms[usize::from(row.index[k])];
             if need[k] >= *room {
-                self.give_back(shape, k);
-                return false;
+                return Err(k);
             }
             *room -= row.need[0][k];
         }
-        true
+        Ok(())
     }
 
     /// The receipt of a shape just charged.
@@ -186,12 +201,74 @@ impl Budget {
     }
 
     /// Gives back what the first `k` parts of `shape` took from their lanes.
-    #[cold]
+    #[inline(always)]
     fn give_back(&mut self, shape: Shape, k: usize) {
         let row = &self.shapes[usize::from(shape.index) % MAX_SHAPES];
-        for j in 0..k.min(row.len()) {
-            self.rooms[usize::from(row.index[j]) % MAX_BUCKETS] += row.need[0][j];
+        for (&i, &cost) in row.index.iter().zip(&row.need[0]).take(k) {
+            self.rooms[usize::from(i)] += cost;
         }
+    }
+
+    /// [`Budget::try_charge_shape`] when part `k` did not pass its lane, no lane
+    /// having ended: the parts before `k` passed, so their lanes are open and not
+    /// short. If every later lane is open too (a closed lane has no room, an open
+    /// one at least 1), the refusal comes from the short buckets alone, as
+    /// [`Budget::try_charge`]'s explanation would give it; anything else takes
+    /// [`Budget::shape_missed`].
+    #[cold]
+    #[inline(never)]
+    fn shape_short(
+        &mut self,
+        shape: Shape,
+        class: Class,
+        now: i64,
+        k: usize,
+    ) -> Result<Ticket, Limited> {
+        self.give_back(shape, k);
+        let si = usize::from(shape.index) % MAX_SHAPES;
+        match self.refuse_short(si, k, class, now) {
+            Some(refused) => Err(refused),
+            None => self.shape_missed(shape, class, now),
+        }
+    }
+
+    /// The refusal of shape row `si` from its parts `from..` (the earlier ones
+    /// passed), every lane open at `now`: the short buckets are settled and asked
+    /// (an open lane's bucket is already at `now`: same slot, same windows), the
+    /// one ready last named. `None` if a lane is closed or none refuses after all.
+    #[inline(always)]
+    fn refuse_short(&mut self, si: usize, from: usize, class: Class, now: i64) -> Option<Limited> {
+        let seq = self.seq;
+        let row = &self.shapes[si];
+        let mut worst: Option<(usize, Why, i64)> = None;
+        for k in from..row.len() {
+            let i = usize::from(row.index[k]);
+            let room = self.rooms[i];
+            if room == 0 {
+                // A closed lane (or an unregistered row): the full path decides.
+                return None;
+            }
+            if row.need[class.index()][k] < room {
+                continue;
+            }
+            let bucket = self.buckets.get_mut(i)?;
+            if bucket.settle(&mut self.back[i], room, seq) {
+                self.last_settle_seq = seq;
+            }
+            let Some((why, ready)) = bucket.refusal_cached(row.need[0][k], class, now) else {
+                continue;
+            };
+            if !matches!(worst, Some((_, w, r)) if (rank(w), r) >= (rank(why), ready)) {
+                worst = Some((i, why, ready));
+            }
+        }
+        let (i, why, ready) = worst?;
+        self.buckets.get_mut(i)?.count_refusal(why);
+        Some(Limited {
+            bucket: self.id(i),
+            ready_at_ns: ready,
+            why,
+        })
     }
 
     #[cold]
@@ -218,17 +295,17 @@ impl Budget {
             // A lane ended: reopen every ended lane (what an idle tick would have
             // done), then try the lanes again.
             self.tick(now);
-            if now < self.lanes_until && self.take_lanes(shape, class) {
-                return Ok(self.shape_ticket(shape, now));
+            if now < self.lanes_until {
+                match self.take_lanes(shape, class) {
+                    Ok(()) => return Ok(self.shape_ticket(shape, now)),
+                    Err(k) => self.give_back(shape, k),
+                }
             }
         }
         let si = usize::from(shape.index) % MAX_SHAPES;
-        let row = &self.shapes[si];
-        let all_open = row.index[..row.len()]
-            .iter()
-            .all(|&i| self.lanes[usize::from(i) % MAX_BUCKETS].open_at(now));
-        if all_open {
-            if let Some(refused) = self.refuse_from_lanes(si, class, now) {
+        // Before the earliest end, an open lane is one with room.
+        if now < self.lanes_until {
+            if let Some(refused) = self.refuse_short(si, 0, class, now) {
                 return Err(refused);
             }
         }
@@ -238,43 +315,6 @@ impl Budget {
             parts: Charged::new(),
             ..ticket
         })
-    }
-
-    /// The refusal of a shape whose every lane is open and some short: only the
-    /// short buckets are asked (an open lane's bucket is already at `now`: same
-    /// slot, same windows), the one ready last named, as [`Budget::try_charge`]'s
-    /// explanation would. `None` if no lane is short after all.
-    fn refuse_from_lanes(&mut self, si: usize, class: Class, now: i64) -> Option<Limited> {
-        let seq = self.seq;
-        let mut worst: Option<(usize, Why, i64)> = None;
-        for k in 0..self.shapes[si].len() {
-            let row = &self.shapes[si];
-            let (i, need, cost) = (
-                usize::from(row.index[k]) % MAX_BUCKETS,
-                row.need[class.index()][k],
-                row.need[0][k],
-            );
-            let room = self.rooms[i];
-            if need < room {
-                continue;
-            }
-            let bucket = self.buckets.get_mut(i)?;
-            if bucket.settle(&mut self.lanes[i], room, seq) {
-                self.last_settle_seq = seq;
-            }
-            let Some((why, ready)) = bucket.refusal_cached(cost, class, now) else {
-                continue;
-            };
-            let better = match worst {
-                None => true,
-                Some((_, w, r)) => (rank(why), ready) > (rank(w), r),
-            };
-            if better {
-                worst = Some((i, why, ready));
-            }
-        }
-        let (i, why, ready) = worst?;
-        Some(self.refuse(self.id(i), ready, why))
     }
 
     /// [`Budget::refund`] of a shape's ticket. A charge still in every lane (no lane
@@ -298,19 +338,27 @@ impl Budget {
             self.refund_parts(&parts, ticket.at_ns, ticket.seq, now_ns);
             return Ok(());
         }
+        self.refund_to_lanes(ticket.shape, now_ns);
+        Ok(())
+    }
+
+    /// Gives a registered shape's charge, still in every lane, back to the lanes:
+    /// each part's units to its room, counted in its lane's `Back` (settled into
+    /// the bucket's stats with the lane).
+    #[inline(always)]
+    pub(super) fn refund_to_lanes(&mut self, shape: u8, now_ns: i64) {
         self.returned += 1;
-        if now_ns > self.now_ns {
-            self.now_ns = now_ns;
-        }
-        for k in 0..n {
-            let i = usize::from(row.index[k]) % MAX_BUCKETS;
+        self.clock(now_ns);
+        let row = &self.shapes[usize::from(shape) % MAX_SHAPES];
+        #[allow(clippy::needless_range_loop)]
+        for k in 0..row.len() {
+            // A `u8` index into the 256 rooms: no bounds check, no mask.
+            let i = usize::from(row.index[k]);
             let cost = row.need[0][k];
             self.rooms[i] += cost;
-            let lane = &mut self.lanes[i];
-            // Settled into the bucket's stats with the lane.
-            lane.refunded += cost;
-            lane.refunds += 1;
+            let back = &mut self.back[i];
+            back.units += cost;
+            back.tickets += 1;
         }
-        Ok(())
     }
 }
