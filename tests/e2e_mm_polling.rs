@@ -43,8 +43,12 @@ fn without_a_stream_it_warns_once_and_polls_with_the_same_guarantees() {
         vec![NO_STREAM_WARNING.to_string()],
         "one warning line"
     );
-    assert_eq!(r.ws.listen_keys, 0, "the removed stream never asked for");
-    assert_eq!(r.ws.connects + r.ws.api_connects, 0, "no WebSocket opened");
+    assert_eq!(
+        r.responses.get(&410),
+        None,
+        "the removed /api/v3/userDataStream never asked for"
+    );
+    assert_eq!(r.ws.api_connects, 0, "no WebSocket opened");
     // Twice a second when the weight has room; at 3x demand the weight is full, and
     // a refused poll goes again as soon as its window opens: once a window at least.
     assert!(s.gw.polls >= 5, "open orders polled every window: {s:?}");

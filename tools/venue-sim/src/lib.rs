@@ -47,14 +47,12 @@
 //!   requests signed over the sorted params, `{id, status, result|error,
 //!   rateLimits}` answers, the same weights, counters, bans, faults and registry as
 //!   REST, and the user data stream by `userDataStream.subscribe.signature` on the
-//!   same connection (`profiles::binance::ws_api` has the rules and sources);
-//! - the listenKey user data stream (`/api/v3/userDataStream`, `/ws/<listenKey>`
-//!   pushing `executionReport` events) with Binance's stream limits ([`WsLimits`]:
-//!   5 incoming frames a second per connection, 300 connects per 5 minutes per IP,
-//!   server pings that must be answered), only while [`Config::listen_key`] is
-//!   on (`--listen-key on`); by default it answers 410 Gone, as Binance has since
-//!   2026-02-20.
-//!   Counted in [`Report::ws`]; `server::ws_conn` has the rules and sources.
+//!   same connection (`profiles::binance::ws_api` has the rules and sources), with
+//!   Binance's WebSocket limits ([`WsLimits`]: 5 incoming frames a second per
+//!   connection, 300 connects per 5 minutes per IP, server pings that must be
+//!   answered), counted in [`Report::ws`];
+//! - the removed listenKey endpoints (`/api/v3/userDataStream`, any method)
+//!   answer 410 Gone, as Binance has since 2026-02-20.
 //!
 //! ## The two 5xx faults
 //! Binance Spot documents every 5XX as "execution status UNKNOWN; could have been a
@@ -98,7 +96,7 @@
 //! - `profiles`: one module per venue (`binance/`, `bybit`, `okx`), each adding
 //!   its admit and execute steps to the state;
 //! - `dispatch`: picks the profile for each request;
-//! - `server`: the I/O shell (listener, `http_conn`, `ws_conn`, `shared`).
+//! - `server`: the I/O shell (listener, `http_conn`, `ws_api_conn`, `shared`).
 
 mod clock;
 pub mod config;

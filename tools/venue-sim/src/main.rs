@@ -16,9 +16,8 @@ const USAGE: &str = "usage: ergon-venue-sim [--profile binance-spot|binance-futu
   [--fault KIND:PROBABILITY]... [--fault-at N:KIND]... [--fault-delay-ms MS]
   [--fault-scope orders|all] [--seed N] [--other-sender-weight PER_SECOND]
   [--symbol SYMBOL] [--duration SECS] [--report FILE]
-  [--ws-messages-per-s N] [--ws-connects N] [--ws-connect-window-ms MS] [--ws-ban-after N]
-  [--ws-ping-ms MS] [--ws-pong-timeout-ms MS] [--ws-api-ping-ms MS] [--ws-api-pong-timeout-ms MS]
-  [--listen-key on|off] [--credits MAX:REFILL_PER_S:COST] [--matching-credits MAX:REFILL_PER_S:COST]
+  [--ws-connects N] [--ws-connect-window-ms MS] [--ws-ban-after N]
+  [--ws-api-ping-ms MS] [--ws-api-pong-timeout-ms MS] [--credits MAX:REFILL_PER_S:COST] [--matching-credits MAX:REFILL_PER_S:COST]
   [--connections-per-ip N]
 fault kinds: close-before-execute, execute-then-close, delay, 5xx-after-execute, 5xx-not-executed
 limits (default: the profile's published ones): e.g. --limit REQUEST_WEIGHT:MINUTE:1:6000 --limit ORDERS:SECOND:10:100";
@@ -125,18 +124,16 @@ fn parse(it: impl Iterator<Item = String>) -> Result<Args, String> {
                 duration = Some(Duration::from_secs_f64(s));
             }
             "--report" => report = Some(value()?),
-            "--ws-messages-per-s" | "--ws-connects" | "--ws-ban-after" => {
+            "--ws-connects" | "--ws-ban-after" => {
                 let v =
                     u32::try_from(num(value()?)?).map_err(|_| format!("{flag}: out of range"))?;
-                match flag.as_str() {
-                    "--ws-messages-per-s" => config.ws.messages_per_s = v,
-                    "--ws-connects" => config.ws.connects = v,
-                    _ => config.ws.ban_after_refused = v,
+                if flag == "--ws-connects" {
+                    config.ws.connects = v;
+                } else {
+                    config.ws.ban_after_refused = v;
                 }
             }
             "--ws-connect-window-ms" => config.ws.connect_window_ms = num(value()?)?,
-            "--ws-ping-ms" => config.ws.ping_interval_ms = num(value()?)?,
-            "--ws-pong-timeout-ms" => config.ws.pong_timeout_ms = num(value()?)?,
             "--ws-api-ping-ms" => config.ws.api_ping_interval_ms = num(value()?)?,
             "--ws-api-pong-timeout-ms" => config.ws.api_pong_timeout_ms = num(value()?)?,
             "--credits" | "--matching-credits" => {
@@ -156,13 +153,6 @@ fn parse(it: impl Iterator<Item = String>) -> Result<Args, String> {
             "--connections-per-ip" => {
                 config.credits.connections_per_ip = u32::try_from(num(value()?)?)
                     .map_err(|_| "--connections-per-ip: out of range".to_string())?
-            }
-            "--listen-key" => {
-                config.listen_key = match value()?.as_str() {
-                    "on" => true,
-                    "off" => false,
-                    v => return Err(format!("--listen-key: want on or off, got {v:?}")),
-                }
             }
             other => return Err(format!("unknown argument {other:?}")),
         }
@@ -248,31 +238,29 @@ mod tests {
 
     #[test]
     fn websocket_limits_parse_and_bad_ones_are_refused() {
-        let a = args("--ws-messages-per-s 3 --ws-connects 7 --ws-connect-window-ms 1000 --ws-ban-after 2 --ws-ping-ms 50 --ws-pong-timeout-ms 80").unwrap();
+        let a = args("--ws-connects 7 --ws-connect-window-ms 1000 --ws-ban-after 2").unwrap();
         let w = a.config.ws;
         assert_eq!(
-            (w.messages_per_s, w.connects, w.ban_after_refused),
-            (3, 7, 2)
-        );
-        assert_eq!(
-            (w.connect_window_ms, w.ping_interval_ms, w.pong_timeout_ms),
-            (1000, 50, 80)
+            (w.connects, w.ban_after_refused, w.connect_window_ms),
+            (7, 2, 1000)
         );
         assert!(args("--ws-connects -1").unwrap_err().contains("range"));
-        assert!(args("--ws-ping-ms 0").unwrap_err().contains("WebSocket"));
-        assert!(args("--ws-messages-per-s x")
+        assert!(args("--ws-connect-window-ms 0")
             .unwrap_err()
-            .contains("integer"));
+            .contains("WebSocket"));
+        assert!(args("--ws-connects x").unwrap_err().contains("integer"));
     }
 
     #[test]
-    fn the_listen_key_switch_and_websocket_api_pings_parse() {
-        assert!(!args("").unwrap().config.listen_key, "off by default");
-        assert!(!args("--listen-key off").unwrap().config.listen_key);
-        assert!(args("--listen-key on").unwrap().config.listen_key);
-        assert!(args("--listen-key maybe")
-            .unwrap_err()
-            .contains("on or off"));
+    fn websocket_api_pings_parse_and_the_removed_stream_flags_are_unknown() {
+        for removed in [
+            "--listen-key on",
+            "--ws-ping-ms 50",
+            "--ws-pong-timeout-ms 80",
+            "--ws-messages-per-s 3",
+        ] {
+            assert!(args(removed).unwrap_err().contains("unknown argument"));
+        }
         let w = args("--ws-api-ping-ms 30 --ws-api-pong-timeout-ms 90")
             .unwrap()
             .config

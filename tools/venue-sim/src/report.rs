@@ -134,20 +134,13 @@ pub struct CreditUsage {
     pub lowest: u64,
 }
 
-/// What the WebSocket endpoints (the user data stream and the WebSocket API) saw.
+/// What the WebSocket API saw.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct WsCounts {
-    /// Upgrades accepted (101 written).
-    pub connects: u64,
     /// Upgrades refused for the per-IP connect limit (429, or 418 once banned).
     pub connects_refused: u64,
-    /// The most frames one connection sent in any rolling second (the connection
-    /// that broke the limit included, so this can exceed it).
-    pub messages_peak: u64,
     /// Frames received from clients, over all connections.
     pub messages: u64,
-    /// Connections cut for sending more than the message limit.
-    pub cut_rate: u64,
     /// Connections cut for leaving a ping unanswered past the pong timeout.
     pub cut_pong: u64,
     /// Connections closed for a protocol error (1002/1009).
@@ -156,21 +149,12 @@ pub struct WsCounts {
     pub events: u64,
     /// Pings the server sent.
     pub pings: u64,
-    /// listenKeys created.
-    pub listen_keys: u64,
     /// WebSocket API (`/ws-api/v3`) upgrades accepted.
     pub api_connects: u64,
     /// WebSocket API requests received (text frames).
     pub api_requests: u64,
     /// WebSocket API user data stream subscriptions started.
     pub api_subscriptions: u64,
-}
-
-impl WsCounts {
-    /// Connections the venue cut (message rate or missing pong).
-    pub fn cuts(&self) -> u64 {
-        self.cut_rate + self.cut_pong
-    }
 }
 
 /// One order of the registry, as the venue holds it.
@@ -247,17 +231,12 @@ impl Report {
                 "lowest": c.lowest,
             })).collect::<Vec<_>>(),
             "ws": {
-                "connects": self.ws.connects,
                 "connectsRefused": self.ws.connects_refused,
-                "messagesPeakPerSecond": self.ws.messages_peak,
                 "messages": self.ws.messages,
-                "cuts": self.ws.cuts(),
-                "cutForRate": self.ws.cut_rate,
                 "cutForPong": self.ws.cut_pong,
                 "protocolErrors": self.ws.protocol_errors,
                 "events": self.ws.events,
                 "pings": self.ws.pings,
-                "listenKeys": self.ws.listen_keys,
                 "apiConnects": self.ws.api_connects,
                 "apiRequests": self.ws.api_requests,
                 "apiSubscriptions": self.ws.api_subscriptions,

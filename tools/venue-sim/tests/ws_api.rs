@@ -3,7 +3,8 @@
 //! weights and order counts shared with REST, the user data stream subscription
 //! pushing wrapped `executionReport`s on the same connection, 429 with
 //! `retryAfter` then a 418 ban, server pings, a drop fault that leaves the order
-//! executed and counted once, and the listenKey switch.
+//! executed and counted once, the upgrade checks (handshake, connect limit then
+//! a ban), and the removed listenKey endpoints answering 410 Gone.
 
 mod common;
 
@@ -34,14 +35,26 @@ enum In {
     Timeout,
 }
 
+/// RFC 6455 §1.3's example `Sec-WebSocket-Key`.
+const KEY: &str = "dGhlIHNhbXBsZSBub25jZQ==";
+
 /// Upgrades to `path`; the status code, and the client on 101.
 fn connect(addr: SocketAddr, path: &str) -> (u16, Option<Ws>) {
+    connect_with(addr, path, Some(KEY))
+}
+
+/// Upgrades to `path` with this `Sec-WebSocket-Key` (none if `None`).
+fn connect_with(addr: SocketAddr, path: &str, key: Option<&str>) -> (u16, Option<Ws>) {
     let mut stream = TcpStream::connect(addr).expect("connect");
     stream.set_nodelay(true).unwrap();
     stream.set_read_timeout(Some(WAIT)).unwrap();
-    let req = format!(
-        "GET {path} HTTP/1.1\r\nHost: sim\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"
+    let mut req = format!(
+        "GET {path} HTTP/1.1\r\nHost: sim\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
     );
+    if let Some(k) = key {
+        req.push_str(&format!("Sec-WebSocket-Key: {k}\r\n"));
+    }
+    req.push_str("\r\n");
     stream.write_all(req.as_bytes()).unwrap();
     let mut buf = Vec::new();
     let mut chunk = [0u8; 4096];
@@ -52,6 +65,15 @@ fn connect(addr: SocketAddr, path: &str) -> (u16, Option<Ws>) {
             let code = r.code.unwrap();
             if code != 101 {
                 return (code, None);
+            }
+            let accept = r
+                .headers
+                .iter()
+                .find(|h| h.name.eq_ignore_ascii_case("sec-websocket-accept"))
+                .map(|h| String::from_utf8_lossy(h.value).into_owned());
+            if key == Some(KEY) {
+                // RFC 6455 §1.3's example answer.
+                assert_eq!(accept.as_deref(), Some("s3pPLMBiTxaQ9kYGzzhZRbK+xOo="));
             }
             buf.drain(..n);
             let ws = Ws {
@@ -544,20 +566,10 @@ fn the_server_pings_and_cuts_a_connection_that_does_not_answer() {
 }
 
 #[test]
-fn the_listen_key_switch_answers_as_a_removed_endpoint() {
-    let mut cfg = config();
-    cfg.listen_key = true;
-    let on = Server::start(cfg).unwrap();
-    let mut c = Client::connect(on.addr());
-    let r = c
-        .send("POST", "/api/v3/userDataStream", Some(DEFAULT_API_KEY), "")
-        .unwrap();
-    assert_eq!(r.status, 200, "served when switched on");
-    on.stop();
-
-    // Off by default, as on the venue since 2026-02-20.
-    let off = Server::start(config()).unwrap();
-    let mut c = Client::connect(off.addr());
+fn every_user_data_stream_request_answers_410_gone() {
+    // Binance removed the listenKey endpoints on 2026-02-20.
+    let s = Server::start(config()).unwrap();
+    let mut c = Client::connect(s.addr());
     for method in ["POST", "PUT", "DELETE"] {
         let r = c
             .send(method, "/api/v3/userDataStream", Some(DEFAULT_API_KEY), "")
@@ -570,11 +582,51 @@ fn the_listen_key_switch_answers_as_a_removed_endpoint() {
             "the API never saw it"
         );
     }
-    let (code, _) = connect(off.addr(), "/ws/somekey");
-    assert_eq!(code, 410);
     let r = c
-        .signed(&off, "GET", "/api/v3/openOrders", "symbol=BTCUSDT")
+        .signed(&s, "GET", "/api/v3/openOrders", "symbol=BTCUSDT")
         .unwrap();
     assert_eq!(r.status, 200, "the rest of the API is there");
-    off.stop();
+    assert_eq!(s.stop().responses.get(&410), Some(&3));
+}
+
+#[test]
+fn bad_upgrades_are_refused() {
+    let s = Server::start(config()).unwrap();
+    let (code, _) = connect_with(s.addr(), "/ws-api/v3", None);
+    assert_eq!(code, 400, "no Sec-WebSocket-Key");
+    let (code, _) = connect_with(s.addr(), "/ws-api/v3", Some("c2hvcnQ="));
+    assert_eq!(code, 400, "a key that is not 16 bytes");
+    let (code, _) = connect(s.addr(), "/ws/somekey");
+    assert_eq!(code, 404, "the listenKey stream is gone");
+    let (code, ws) = connect(s.addr(), "/ws-api/v3");
+    assert_eq!(code, 101, "a good handshake still passes");
+    drop(ws);
+    let r = s.stop();
+    assert_eq!(r.ws.api_connects, 1);
+    assert_eq!(r.ws.connects_refused, 0, "bad handshakes are not the limit");
+}
+
+#[test]
+fn a_connect_storm_is_refused_then_the_ip_is_banned() {
+    let mut cfg = config();
+    cfg.ws.connects = 5;
+    cfg.ws.connect_window_ms = 60_000;
+    cfg.ws.ban_after_refused = 3;
+    let s = Server::start(cfg).unwrap();
+    let mut open = Vec::new();
+    for _ in 0..5 {
+        let (code, ws) = connect(s.addr(), "/ws-api/v3");
+        assert_eq!(code, 101);
+        open.push(ws);
+    }
+    let codes: Vec<u16> = (0..3).map(|_| connect(s.addr(), "/ws-api/v3").0).collect();
+    assert_eq!(codes, [429, 429, 418], "refused, then banned");
+    let (code, _) = connect(s.addr(), "/ws-api/v3");
+    assert_eq!(code, 418, "a banned IP cannot connect");
+    let mut c = Client::connect(s.addr());
+    assert_eq!(c.get("/api/v3/ping").status, 418, "nor send REST requests");
+    let r = s.stop();
+    assert_eq!(r.ws.api_connects, 5);
+    assert_eq!(r.ws.connects_refused, 4);
+    assert_eq!(r.bans, 1);
 }

@@ -230,16 +230,8 @@ pub struct Config {
     pub history_cap: usize,
     /// The OKX API passphrase (`OK-ACCESS-PASSPHRASE`) of every account.
     pub passphrase: String,
-    /// The WebSocket endpoints' limits (Binance Spot user data stream and
-    /// WebSocket API).
+    /// The WebSocket API's limits (Binance Spot `/ws-api/v3`).
     pub ws: WsLimits,
-    /// Whether Binance Spot's listenKey user data stream is served
-    /// (`/api/v3/userDataStream`, `/ws/<listenKey>`). Binance removed it on
-    /// 2026-02-20; off (the default), both answer as removed endpoints do there
-    /// (HTTP 410 Gone from the web front): clients take order updates from the
-    /// WebSocket API's `userDataStream.subscribe.signature`. On serves the old
-    /// stream, for replaying a client written before the removal.
-    pub listen_key: bool,
     /// The credit pools and the connection limit (the `deribit` profile).
     pub credits: Credits,
 }
@@ -289,15 +281,11 @@ impl Default for Credits {
     }
 }
 
-/// The limits of the WebSocket endpoint, as Binance Spot documents them for its
-/// streams: 5 incoming messages a second per connection (pings and pongs
-/// included; over it the connection is cut), 300 connects per 5 minutes per IP
-/// (over it the connect is refused, and an IP that keeps trying is banned), a ping
-/// from the server every 3 minutes that must be answered within 10.
+/// The limits of the WebSocket API, as Binance Spot documents them for its
+/// WebSocket endpoints: 300 connects per 5 minutes per IP (over it the connect is refused, and an IP that keeps trying is banned), a
+/// ping from the server every 20 seconds that must be answered within a minute.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct WsLimits {
-    /// Frames a client may send on one connection in any rolling second.
-    pub messages_per_s: u32,
     /// Connects per IP in any rolling [`WsLimits::connect_window_ms`].
     pub connects: u32,
     /// The connect window.
@@ -306,10 +294,6 @@ pub struct WsLimits {
     /// which the IP is banned (the emulator's choice: Binance says only that
     /// repeats get the IP banned). The ban follows [`Config::ban`].
     pub ban_after_refused: u32,
-    /// How often the server pings each connection.
-    pub ping_interval_ms: i64,
-    /// How long a ping may go unanswered before the connection is cut.
-    pub pong_timeout_ms: i64,
     /// How often the WebSocket API (`/ws-api/v3`) pings each connection
     /// (documented: every 20 seconds).
     pub api_ping_interval_ms: i64,
@@ -321,12 +305,9 @@ pub struct WsLimits {
 impl Default for WsLimits {
     fn default() -> Self {
         WsLimits {
-            messages_per_s: 5,
             connects: 300,
             connect_window_ms: 5 * 60_000,
             ban_after_refused: 10,
-            ping_interval_ms: 3 * 60_000,
-            pong_timeout_ms: 10 * 60_000,
             api_ping_interval_ms: 20_000,
             api_pong_timeout_ms: 60_000,
         }
@@ -362,7 +343,6 @@ impl Config {
             history_cap: 10_000,
             passphrase: DEFAULT_PASSPHRASE.to_string(),
             ws: WsLimits::default(),
-            listen_key: false,
             credits: Credits::default(),
         }
     }
@@ -481,12 +461,9 @@ impl Config {
             return Err(ConfigError::BadSymbol(self.symbol.clone()));
         }
         let w = &self.ws;
-        if w.messages_per_s == 0
-            || w.connects == 0
+        if w.connects == 0
             || w.connect_window_ms <= 0
             || w.ban_after_refused == 0
-            || w.ping_interval_ms <= 0
-            || w.pong_timeout_ms <= 0
             || w.api_ping_interval_ms <= 0
             || w.api_pong_timeout_ms <= 0
         {

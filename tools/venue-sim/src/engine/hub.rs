@@ -1,6 +1,6 @@
-//! The user data stream's bookkeeping, in the venue state: listenKeys, the
-//! connections subscribed to an account's events, and the per-IP record of
-//! WebSocket connect attempts (see `crate::server::ws_conn` for the rules and
+//! The user data stream's bookkeeping, in the venue state: the WebSocket API
+//! subscriptions to an account's events, and the per-IP record of WebSocket
+//! connect attempts (see `crate::profiles::binance::ws_api` for the rules and
 //! their sources).
 //!
 //! Plain state: it never touches a socket or reads a clock. A subscriber is the
@@ -8,24 +8,21 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::net::IpAddr;
-use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::mpsc::Sender;
 
-/// One subscriber: a connection on a listenKey, or a WebSocket API subscription.
+/// One subscriber: a WebSocket API subscription.
 struct Sub {
     id: u64,
     account: usize,
-    /// The listenKey; empty for a WebSocket API subscription.
-    key: String,
-    /// A WebSocket API subscription's `subscriptionId`: its events are sent
-    /// wrapped as `{"subscriptionId":..,"event":{..}}`.
-    subscription: Option<u64>,
+    /// Its `subscriptionId`: its events are sent wrapped as
+    /// `{"subscriptionId":..,"event":{..}}`.
+    subscription: u64,
     tx: Sender<String>,
 }
 
-/// Listen keys, subscribers and per-IP connect records; lives in the venue state.
+/// Subscribers and per-IP connect records; lives in the venue state.
 #[derive(Default)]
 pub(crate) struct WsHub {
-    keys: HashMap<String, usize>,
     next: u64,
     subs: Vec<Sub>,
     attempts: HashMap<IpAddr, VecDeque<i64>>,
@@ -43,37 +40,6 @@ pub(crate) enum Attempt {
 }
 
 impl WsHub {
-    /// A new listenKey for `account`; an account with one gets the same one back,
-    /// as Binance does.
-    pub(crate) fn listen_key(&mut self, account: usize, now: i64) -> (String, bool) {
-        if let Some((k, _)) = self.keys.iter().find(|(_, &a)| a == account) {
-            return (k.clone(), false);
-        }
-        self.next += 1;
-        // 60 characters like Binance's; unique per emulator run.
-        let k = format!(
-            "{:0>20}{:0>20}{:0>20}",
-            self.next,
-            now.unsigned_abs(),
-            account
-        );
-        self.keys.insert(k.clone(), account);
-        (k, true)
-    }
-
-    /// The account of a live listenKey.
-    pub(crate) fn account_of(&self, key: &str) -> Option<usize> {
-        self.keys.get(key).copied()
-    }
-
-    /// Closes a listenKey: its connections are told to close.
-    pub(crate) fn close_key(&mut self, key: &str) -> bool {
-        let had = self.keys.remove(key).is_some();
-        self.subs
-            .retain(|s| s.subscription.is_some() || s.key != key);
-        had
-    }
-
     /// Records a connect attempt from `ip` at `now` and says whether it may go on.
     pub(crate) fn attempt(
         &mut self,
@@ -103,20 +69,6 @@ impl WsHub {
         Attempt::Refused { retry_at }
     }
 
-    /// Subscribes a connection to `key`'s events.
-    pub(crate) fn subscribe(&mut self, account: usize, key: &str) -> (u64, Receiver<String>) {
-        let (tx, rx) = mpsc::channel();
-        self.next += 1;
-        self.subs.push(Sub {
-            id: self.next,
-            account,
-            key: key.to_string(),
-            subscription: None,
-            tx,
-        });
-        (self.next, rx)
-    }
-
     /// Subscribes a WebSocket API connection (its channel `tx`) to `account`'s
     /// events under its `subscription` id; returns the hub's id for it.
     pub(crate) fn subscribe_api(
@@ -129,19 +81,10 @@ impl WsHub {
         self.subs.push(Sub {
             id: self.next,
             account,
-            key: String::new(),
-            subscription: Some(subscription),
+            subscription,
             tx,
         });
         self.next
-    }
-
-    /// Ends every listenKey connection (each gets a close 1000); the listenKeys
-    /// stay valid. WebSocket API subscriptions are not touched.
-    pub(crate) fn close_all(&mut self) -> usize {
-        let n = self.subs.len();
-        self.subs.retain(|s| s.subscription.is_some());
-        n - self.subs.len()
     }
 
     pub(crate) fn unsubscribe(&mut self, id: u64) {
@@ -155,10 +98,10 @@ impl WsHub {
             if s.account != account {
                 return true;
             }
-            let text = match s.subscription {
-                None => event.to_string(),
-                Some(id) => format!("{{\"subscriptionId\":{id},\"event\":{event}}}"),
-            };
+            let text = format!(
+                "{{\"subscriptionId\":{},\"event\":{event}}}",
+                s.subscription
+            );
             let ok = s.tx.send(text).is_ok();
             n += u64::from(ok);
             ok

@@ -156,15 +156,6 @@ impl Venue {
         f(&mut self.report.ws);
     }
 
-    /// Ends every stream connection, as a venue restart would; returns how many.
-    pub(crate) fn ws_close_all(&mut self) -> usize {
-        self.hub.close_all()
-    }
-
-    pub(crate) fn ws_unsubscribe(&mut self, sub: u64) {
-        self.hub.unsubscribe(sub);
-    }
-
     pub(crate) fn note_status(&mut self, status: u16) {
         *self.report.responses.entry(status).or_insert(0) += 1;
     }

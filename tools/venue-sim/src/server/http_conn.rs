@@ -1,6 +1,6 @@
 //! One HTTP/1.1 connection: requests read one at a time, each admitted and run
 //! under the venue lock, the faults that act on connections (close, delay), and
-//! the hand-over of an upgraded connection to `ws_conn`.
+//! the hand-over of an upgraded connection to `ws_api_conn`.
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{IpAddr, Shutdown, TcpStream};
@@ -13,7 +13,7 @@ use crate::engine::state::Admission;
 use crate::http::{self, Parsed, Response};
 use crate::profiles::binance::ws_api::WS_API_PATH;
 use crate::server::shared::{sleep_unless_stopped, Shared, POLL};
-use crate::server::{ws_api_conn, ws_conn};
+use crate::server::ws_api_conn;
 use crate::ws::frame;
 
 /// How long a connection may sit idle before the emulator closes it.
@@ -34,7 +34,7 @@ pub(crate) fn serve(mut stream: TcpStream, shared: Arc<Shared>) {
             Parsed::Complete(req, used) => {
                 buf.drain(..used);
                 idle = Duration::ZERO;
-                if frame::is_upgrade(&req) {
+                if frame::is_upgrade(&req) && req.path == WS_API_PATH {
                     upgrade(stream, peer.ip(), &req, buf, &shared);
                     return;
                 }
@@ -141,42 +141,23 @@ fn switching(accept: &str) -> String {
     )
 }
 
-/// A WebSocket upgrade: admitted (limits, ban, listenKey, handshake) under the
-/// lock, then served on this thread until it ends.
+/// A WebSocket API upgrade: admitted (limits, ban, handshake) under the lock,
+/// then served on this thread until it ends.
 fn upgrade(mut stream: TcpStream, ip: IpAddr, req: &http::Request, rest: Vec<u8>, shared: &Shared) {
     let now = shared.clock.now_ms();
-    if req.path == WS_API_PATH {
-        let admitted = shared.venue().admit_ws_api(req, ip, now);
-        match admitted {
-            Err(r) => {
-                shared.venue().note_status(r.status);
-                let _ = stream.write_all(&r.to_bytes(true));
-                let _ = stream.shutdown(Shutdown::Both);
-            }
-            Ok(accept) => {
-                shared.venue().note_status(101);
-                if stream.write_all(switching(&accept).as_bytes()).is_ok() {
-                    let limits = !req.query.split('&').any(|p| p == "returnRateLimits=false");
-                    ws_api_conn::serve(stream, rest, ip, limits, shared);
-                }
-            }
-        }
-        return;
-    }
-    let admitted = shared.venue().admit_ws(req, ip, now);
+    let admitted = shared.venue().admit_ws_api(req, ip, now);
     match admitted {
         Err(r) => {
             shared.venue().note_status(r.status);
             let _ = stream.write_all(&r.to_bytes(true));
             let _ = stream.shutdown(Shutdown::Both);
         }
-        Ok((accept, sub, events)) => {
+        Ok(accept) => {
             shared.venue().note_status(101);
-            if stream.write_all(switching(&accept).as_bytes()).is_err() {
-                shared.venue().ws_unsubscribe(sub);
-                return;
+            if stream.write_all(switching(&accept).as_bytes()).is_ok() {
+                let limits = !req.query.split('&').any(|p| p == "returnRateLimits=false");
+                ws_api_conn::serve(stream, rest, ip, limits, shared);
             }
-            ws_conn::serve(stream, rest, sub, events, shared);
         }
     }
 }

@@ -8,7 +8,6 @@
 mod http_conn;
 pub(crate) mod shared;
 pub(crate) mod ws_api_conn;
-pub(crate) mod ws_conn;
 pub(crate) mod ws_control;
 
 use std::io::Write;
@@ -128,13 +127,6 @@ impl Server {
     /// The order registry: every order the engine accepted, oldest first.
     pub fn orders(&self) -> Vec<crate::report::OrderView> {
         self.shared.venue().orders()
-    }
-
-    /// Ends every listenKey stream connection with a close frame (1000), as a
-    /// venue's maintenance would; their listenKeys stay valid. Returns how many.
-    /// WebSocket API connections and their subscriptions are not touched.
-    pub fn close_streams(&self) -> usize {
-        self.shared.venue().ws_close_all()
     }
 
     /// Adds `weight` to `ip`'s current REQUEST_WEIGHT windows: another sender on the

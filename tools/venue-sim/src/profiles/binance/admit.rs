@@ -83,7 +83,7 @@ impl Venue {
         ip: IpAddr,
         now: i64,
     ) -> Admission<BinanceOp> {
-        if !self.cfg.listen_key && req.path == LISTEN_KEY_PATH {
+        if req.path == LISTEN_KEY_PATH {
             return Admission::Final(removed());
         }
         let call = Call {
@@ -199,11 +199,6 @@ impl Venue {
                 Ok(a) => a,
                 Err(a) => return with(a, &headers),
             }
-        } else if endpoint.user_stream() {
-            match self.api_key_account(api_key) {
-                Ok(a) => a,
-                Err(a) => return with(a, &headers),
-            }
         } else {
             0
         };
@@ -272,25 +267,6 @@ impl Venue {
                 ))
             })
             .collect()
-    }
-
-    /// USER_STREAM security: the account of `X-MBX-APIKEY`, no signature.
-    pub(crate) fn api_key_account(&mut self, api_key: Option<&str>) -> Result<usize, Response> {
-        let Some(key) = api_key.filter(|k| !k.is_empty()) else {
-            self.report.api_key_rejects += 1;
-            return Err(err(401, -2014, "API-key format invalid."));
-        };
-        match self.cfg.accounts.iter().position(|a| a.api_key == key) {
-            Some(a) => Ok(a),
-            None => {
-                self.report.api_key_rejects += 1;
-                Err(err(
-                    401,
-                    -2015,
-                    "Invalid API-key, IP, or permissions for action.",
-                ))
-            }
-        }
     }
 
     pub(crate) fn authenticate(

@@ -28,9 +28,6 @@ pub(crate) enum Endpoint {
     QueryOrder,
     CancelReplace,
     Modify,
-    StreamStart,
-    StreamKeepalive,
-    StreamClose,
     TickerPrice,
     BookTicker,
     Ticker24hr,
@@ -64,9 +61,6 @@ impl Endpoint {
                 ("DELETE", "/api/v3/order") => Endpoint::CancelOrder,
                 ("GET", "/api/v3/order") => Endpoint::QueryOrder,
                 ("POST", "/api/v3/order/cancelReplace") => Endpoint::CancelReplace,
-                ("POST", "/api/v3/userDataStream") => Endpoint::StreamStart,
-                ("PUT", "/api/v3/userDataStream") => Endpoint::StreamKeepalive,
-                ("DELETE", "/api/v3/userDataStream") => Endpoint::StreamClose,
                 ("GET", "/api/v3/ticker/price") => Endpoint::TickerPrice,
                 ("GET", "/api/v3/ticker/bookTicker") => Endpoint::BookTicker,
                 ("GET", "/api/v3/ticker/24hr") => Endpoint::Ticker24hr,
@@ -99,7 +93,7 @@ impl Endpoint {
     }
 
     pub(crate) fn signed(self) -> bool {
-        !self.public() && !self.user_stream()
+        !self.public()
     }
 
     /// NONE security: market data, no key.
@@ -118,14 +112,6 @@ impl Endpoint {
                 | Endpoint::AvgPrice
                 | Endpoint::StreamUnsubscribe
                 | Endpoint::StreamSubscriptions
-        )
-    }
-
-    /// USER_STREAM security: an API key, no signature.
-    pub(crate) fn user_stream(self) -> bool {
-        matches!(
-            self,
-            Endpoint::StreamStart | Endpoint::StreamKeepalive | Endpoint::StreamClose
         )
     }
 
@@ -150,7 +136,6 @@ impl Endpoint {
                 Endpoint::NewOrder | Endpoint::CancelOrder | Endpoint::CancelReplace => 1,
                 Endpoint::QueryOrder => 4,
                 Endpoint::Modify => 1,
-                Endpoint::StreamStart | Endpoint::StreamKeepalive | Endpoint::StreamClose => 2,
                 Endpoint::TickerPrice | Endpoint::BookTicker if with_symbol => 2,
                 Endpoint::TickerPrice | Endpoint::BookTicker => 4,
                 Endpoint::Ticker24hr if with_symbol => 2,
@@ -180,7 +165,6 @@ impl Endpoint {
                 Endpoint::OpenOrders => 40,
                 Endpoint::NewOrder | Endpoint::Modify | Endpoint::CancelReplace => 0,
                 Endpoint::CancelOrder | Endpoint::QueryOrder => 1,
-                Endpoint::StreamStart | Endpoint::StreamKeepalive | Endpoint::StreamClose => 1,
                 // Not routed for futures.
                 _ => 1,
             },

@@ -102,22 +102,6 @@ impl Venue {
                 Ok(v) => Response::json(200, v.to_string()),
                 Err((status, code, msg)) => Response::error(status, code, &msg),
             },
-            BinanceOp::StreamStart => {
-                let (key, new) = self.hub.listen_key(account, now);
-                self.report.ws.listen_keys += u64::from(new);
-                Response::json(200, json!({ "listenKey": key }).to_string())
-            }
-            BinanceOp::StreamKeepalive(k) | BinanceOp::StreamClose(k)
-                if self.hub.account_of(&k) != Some(account) =>
-            {
-                let _ = k;
-                Response::error(400, -1125, "This listenKey does not exist.")
-            }
-            BinanceOp::StreamKeepalive(_) => Response::json(200, "{}".into()),
-            BinanceOp::StreamClose(k) => {
-                self.hub.close_key(&k);
-                Response::json(200, "{}".into())
-            }
             BinanceOp::Query(r) => match self.find(account, &r) {
                 Some(i) => Response::json(200, self.order_json(&self.orders[i], true).to_string()),
                 None => Response::error(400, -2013, "Order does not exist."),

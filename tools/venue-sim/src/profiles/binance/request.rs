@@ -70,12 +70,6 @@ pub(crate) enum BinanceOp {
     NewOrder(NewOrder),
     Cancel(OrderRef, Option<String>),
     Query(OrderRef),
-    /// `POST /api/v3/userDataStream`.
-    StreamStart,
-    /// `PUT /api/v3/userDataStream` with this listenKey.
-    StreamKeepalive(String),
-    /// `DELETE /api/v3/userDataStream` with this listenKey.
-    StreamClose(String),
     /// Futures `PUT /fapi/v1/order`: new price and quantity for a resting order.
     Modify {
         target: OrderRef,
@@ -404,17 +398,6 @@ impl Venue {
             Endpoint::QueryOrder => {
                 self.check_symbol(p)?;
                 BinanceOp::Query(Self::order_ref(p, "orderId", "origClientOrderId")?)
-            }
-            Endpoint::StreamStart => BinanceOp::StreamStart,
-            Endpoint::StreamKeepalive | Endpoint::StreamClose => {
-                let Some(k) = p.non_empty("listenKey") else {
-                    return Err(mandatory("listenKey"));
-                };
-                if matches!(e, Endpoint::StreamKeepalive) {
-                    BinanceOp::StreamKeepalive(k.to_string())
-                } else {
-                    BinanceOp::StreamClose(k.to_string())
-                }
             }
             Endpoint::Modify => {
                 self.check_symbol(p)?;

@@ -1,52 +1,21 @@
-//! Binance Spot's user data stream on the venue side: a WebSocket upgrade at
-//! receipt (ban, connect limit, handshake, listenKey) and the `executionReport`
-//! pushed for each order change. The connection itself is served by
-//! `crate::server::ws_conn`; the rules and sources are in that module's doc.
+//! Binance Spot's user data stream on the venue side: what every WebSocket
+//! upgrade passes at receipt (ban, connect limit) and the `executionReport`
+//! pushed for each order change to the WebSocket API's subscriptions
+//! (`crate::profiles::binance::ws_api` has the rules and sources).
 
 use std::net::IpAddr;
-use std::sync::mpsc::Receiver;
 
 use serde_json::json;
 
-use crate::config::Profile;
 use crate::engine::book::{fmt_e8, quote, OrdType, Status};
 use crate::engine::hub::Attempt;
 use crate::engine::state::Venue;
-use crate::http::{Request, Response};
-use crate::profiles::binance::admit::removed;
+use crate::http::Response;
 use crate::profiles::binance::request::err;
-use crate::ws::frame;
 
 impl Venue {
-    /// A WebSocket upgrade at receipt: the ban, the per-IP connect limit, the
-    /// handshake and the listenKey. On success: the accept key, the subscription
-    /// and its events.
-    pub(crate) fn admit_ws(
-        &mut self,
-        req: &Request,
-        ip: IpAddr,
-        now: i64,
-    ) -> Result<(String, u64, Receiver<String>), Response> {
-        self.now_hint = now;
-        if self.cfg.profile != Profile::BinanceSpot {
-            return Err(err(404, -1000, "No WebSocket endpoint in this profile."));
-        }
-        if !self.cfg.listen_key {
-            return Err(removed());
-        }
-        self.admit_upgrade(ip, now)?;
-        let accept = frame::check_handshake(req)?;
-        let key = req.path.strip_prefix("/ws/").unwrap_or("");
-        let Some(account) = self.hub.account_of(key) else {
-            return Err(err(400, -1125, "This listenKey does not exist."));
-        };
-        let (sub, rx) = self.hub.subscribe(account, key);
-        self.report.ws.connects += 1;
-        Ok((accept, sub, rx))
-    }
-
     /// What every WebSocket upgrade passes first: the ban and the per-IP connect
-    /// limit (one record for the streams and the WebSocket API).
+    /// limit (one record per IP).
     pub(crate) fn admit_upgrade(&mut self, ip: IpAddr, now: i64) -> Result<(), Response> {
         if self.ips.get(&ip).is_some_and(|s| s.banned_until > now) {
             self.report.ws.connects_refused += 1;
