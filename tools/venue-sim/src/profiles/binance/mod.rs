@@ -39,7 +39,7 @@
 //! Layout: `endpoint` (routes and weights), `request` (parameters into an
 //! operation), `admit` (step 1), `execute` (step 2), `answers` (response bodies), `market`
 //! (market data and account history),
-//! `user_stream` (listenKeys and `executionReport`), `ws_api` (the WebSocket API:
+//! `user_stream` (the upgrade's connect limit and `executionReport`), `ws_api` (the WebSocket API:
 //! requests in, answers out, subscriptions).
 
 pub(crate) mod admit;
