@@ -3,8 +3,7 @@
 //! complete response must be readable and consistent.
 #![no_main]
 
-use ergon_venues::response::Header;
-use ergon_io::http::{Conn, Limits, Progress, Request, MAX_HEADERS};
+use ergon_io::http::{Conn, Headers, Limits, Progress, Request};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -56,12 +55,10 @@ fuzz_target!(|data: &[u8]| {
     if !done && (ctl & 0x20 == 0 || conn.handle_eof().is_none()) {
         return;
     }
-    let mut hs = [Header {
-        name: &[],
-        value: &[],
-    }; MAX_HEADERS];
+    let mut hs = Headers::new();
     let r = conn.response(&mut hs).expect("complete");
     assert!(r.body.len() <= limits.max_response);
     assert!(r.headers.len() <= limits.max_headers);
+    drop(hs);
     let _ = conn.finish();
 });

@@ -46,7 +46,7 @@ use curl::multi::{Easy2Handle, Events, Multi};
 use ergon_core::Ticket;
 use ergon_venues::response::{Header, Response};
 
-use crate::http::{encode, InvalidRequest, Limits, Request, MAX_HEADERS};
+use crate::http::{encode, Headers, InvalidRequest, Limits, Request};
 pub use crate::pool::{CurlConfig, CurlError};
 use crate::pool::{Error, PoolConfig, RequestId};
 
@@ -157,30 +157,26 @@ impl core::fmt::Debug for Finished {
 
 impl Finished {
     /// The response over the collected head and body.
-    pub(crate) fn response<'a>(
-        &'a self,
-        headers: &'a mut [Header<'a>; MAX_HEADERS],
-    ) -> Response<'a> {
+    pub(crate) fn response<'h, 'a: 'h>(&'a self, headers: &'h mut Headers<'a>) -> Response<'h> {
         let c = self.easy.get_ref();
-        let mut n = 0;
+        headers.clear();
         // The first line is the status line; the head ends with an empty line.
         for line in c.head.split(|&b| b == b'\n').skip(1) {
             let line = line.strip_suffix(b"\r").unwrap_or(line);
             let Some(colon) = line.iter().position(|&b| b == b':') else {
                 continue;
             };
-            if n == MAX_HEADERS {
-                break;
-            }
-            headers[n] = Header {
+            let header = Header {
                 name: &line[..colon],
                 value: line[colon + 1..].trim_ascii(),
             };
-            n += 1;
+            if headers.try_push(header).is_err() {
+                break;
+            }
         }
         Response {
             status: self.status,
-            headers: &headers[..n],
+            headers,
             body: &c.body,
         }
     }

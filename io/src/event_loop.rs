@@ -29,10 +29,9 @@ use std::os::raw::c_int;
 
 use arrayvec::ArrayVec;
 use ergon_core::Budget;
-use ergon_venues::response::Header;
 
 use crate::handler::{epoll_error, watch, Ctl, FD_BIT};
-use crate::http::MAX_HEADERS;
+use crate::http::Headers;
 use crate::pool::{PoolConfig, PoolId};
 use crate::transport::{Client, Output};
 use crate::{clock, sys};
@@ -202,14 +201,19 @@ impl EventLoop {
 
     /// One turn (see the module doc for its order).
     pub fn turn<H: ClientHandler + ?Sized>(&mut self, h: &mut H) -> Result<(), LoopError> {
+        // The budget's next deadline, read once: it parks the loop and, after the
+        // wait, says whether the turn ticks the budget.
+        let mut budget_next = None;
         let timeout = if self.cfg.busy_poll || self.ctl.stop || core::mem::take(&mut self.poll_next)
         {
             0
         } else {
+            let budget = self.budget.poll_timeout(self.now);
+            budget_next = Some(budget);
             let next = [
                 self.client.poll_timeout(),
                 self.ctl.timers.iter().map(|t| t.1).min(),
-                self.budget_deadline(),
+                self.budget_deadline(budget),
             ]
             .into_iter()
             .flatten()
@@ -232,7 +236,7 @@ impl EventLoop {
         };
         let n = sys::epoll_wait(self.epoll.as_raw_fd(), &mut self.events, timeout)
             .map_err(epoll_error)?;
-        self.handle(h, n, clock::now_ns());
+        self.handle(h, n, clock::now_ns(), budget_next);
         Ok(())
     }
 
@@ -249,12 +253,19 @@ impl EventLoop {
         self.poll_next = false;
         let n =
             sys::epoll_wait(self.epoll.as_raw_fd(), &mut self.events, 0).map_err(epoll_error)?;
-        self.handle(h, n, now.max(self.now));
+        self.handle(h, n, now.max(self.now), None);
         Ok(())
     }
 
-    /// The turn after the wait: `n` ready descriptors, at `now`.
-    fn handle<H: ClientHandler + ?Sized>(&mut self, h: &mut H, n: usize, now: i64) {
+    /// The turn after the wait: `n` ready descriptors, at `now`; `budget_next` is
+    /// the budget's deadline if the wait was computed from it.
+    fn handle<H: ClientHandler + ?Sized>(
+        &mut self,
+        h: &mut H,
+        n: usize,
+        now: i64,
+        budget_next: Option<Option<i64>>,
+    ) {
         self.now = now;
         for k in 0..n {
             let ev = self.events[k];
@@ -288,7 +299,8 @@ impl EventLoop {
         self.dispatch(h, now);
         // Tick when idle or when the budget's own deadline is reached, at most once
         // per `idle_tick_ns` (a deadline a tick did not move cannot spin the loop).
-        let due = self.budget.poll_timeout(now).is_some_and(|t| t <= now);
+        let next = budget_next.unwrap_or_else(|| self.budget.poll_timeout(now));
+        let due = next.is_some_and(|t| t <= now);
         if (n == 0 || due) && now - self.last_tick >= self.cfg.idle_tick_ns {
             self.budget.tick(now);
             self.last_tick = now;
@@ -311,18 +323,22 @@ impl EventLoop {
             };
             match out {
                 Output::Response { id, flight, body } => {
-                    let mut headers = [Header {
-                        name: &[],
-                        value: &[],
-                    }; MAX_HEADERS];
-                    let response = self.client.view(&body, &mut headers);
-                    self.client.release(&body, now);
-                    h.on_response(
-                        &mut Context::new(&mut self.client, &mut self.budget, &mut self.ctl, now),
-                        id,
-                        response,
-                        flight,
-                    );
+                    {
+                        let mut headers = Headers::new();
+                        let response = self.client.view(&body, &mut headers);
+                        self.client.release(&body, now);
+                        h.on_response(
+                            &mut Context::new(
+                                &mut self.client,
+                                &mut self.budget,
+                                &mut self.ctl,
+                                now,
+                            ),
+                            id,
+                            response,
+                            flight,
+                        );
+                    }
                     self.client.restore(body);
                 }
                 Output::Failed { id, sent, error } => h.on_error(
@@ -350,15 +366,13 @@ impl EventLoop {
         }
     }
 
-    /// When the budget next needs the loop: [`Budget::poll_timeout`] (the next
+    /// When the budget next needs the loop, from `next` = [`Budget::poll_timeout`] (the next
     /// instant a lane closes, a hold ends or a window rolls), where the turn then
     /// calls [`Budget::tick`] so the deadline moves on. Never sooner than
     /// [`Config::idle_tick_ns`] after the last tick: a deadline already past that
     /// a tick did not move parks for that long instead of spinning.
-    fn budget_deadline(&self) -> Option<i64> {
-        self.budget
-            .poll_timeout(self.now)
-            .map(|t| t.max(self.last_tick.saturating_add(self.cfg.idle_tick_ns)))
+    fn budget_deadline(&self, next: Option<i64>) -> Option<i64> {
+        next.map(|t| t.max(self.last_tick.saturating_add(self.cfg.idle_tick_ns)))
     }
 
     /// Closes every connection; requests still in flight are reported to `h` as

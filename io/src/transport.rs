@@ -26,11 +26,11 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::raw::c_int;
 
 use ergon_core::{Budget, Flight, Ticket};
-use ergon_venues::response::{Header, Response};
+use ergon_venues::response::Response;
 
 #[cfg(feature = "curl")]
 use crate::curl::{Curl, Ended, Finished, CURL_TOKEN};
-use crate::http::{ParseError, Request, MAX_HEADERS};
+use crate::http::{Headers, ParseError, Request};
 use crate::pool::{
     ConnId, Counters, Error, Event, Pool, PoolConfig, PoolError, PoolId, Refused, RequestId, Sent,
     Transmit,
@@ -386,7 +386,14 @@ impl Client {
     }
 
     /// Does what the pool asked of the transports: close sockets, open them.
+    #[inline]
     fn apply(&mut self, budget: &mut Budget, now: i64) {
+        if self.pool.has_transmit() {
+            self.apply_transmits(budget, now);
+        }
+    }
+
+    fn apply_transmits(&mut self, budget: &mut Budget, now: i64) {
         while let Some(t) = self.pool.poll_transmit() {
             match t {
                 Transmit::Close { conn } => {
@@ -722,11 +729,11 @@ impl Client {
     }
 
     /// The response in `body`.
-    pub(crate) fn view<'a>(
+    pub(crate) fn view<'h, 'a: 'h>(
         &self,
         body: &'a Body,
-        headers: &'a mut [Header<'a>; MAX_HEADERS],
-    ) -> Response<'a> {
+        headers: &'h mut Headers<'a>,
+    ) -> Response<'h> {
         match body {
             Body::Conn(conn, buf) => self.pool.response_in(*conn, buf, headers),
             #[cfg(feature = "curl")]

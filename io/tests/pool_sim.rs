@@ -140,12 +140,10 @@ impl Sim {
     /// Reads the response event's body and ends its exchange, as the loop does.
     fn deliver(&mut self, conn: ConnId) -> (u16, Vec<u8>) {
         let buf = self.pool.take_buffer(conn);
-        let mut headers = [ergon_venues::response::Header {
-            name: &[],
-            value: &[],
-        }; ergon_io::http::MAX_HEADERS];
+        let mut headers = ergon_io::http::Headers::new();
         let r = self.pool.response_in(conn, &buf, &mut headers);
         let out = (r.status, r.body.to_vec());
+        drop(headers);
         self.pool.release(conn, self.now);
         self.pool.restore_buffer(conn, buf);
         self.drain();

@@ -10,7 +10,7 @@
 use std::sync::OnceLock;
 
 use ergon_core::Budget;
-use ergon_io::http::{Conn, Limits, Progress, Request as HttpRequest, MAX_HEADERS};
+use ergon_io::http::{Conn, Headers, Limits, Progress, Request as HttpRequest};
 use ergon_venues::adapt::{Clock, Error, Request};
 use ergon_venues::classify as common;
 use ergon_venues::endpoint::Endpoints;
@@ -247,7 +247,7 @@ fn decode_and_read(venue: &str, input: &Input, conn: &mut Conn) {
             Err(_) => return, // not HTTP the decoder accepts: no answer to read
         }
     }
-    let mut hs = [Header { name: &[], value: &[] }; MAX_HEADERS];
+    let mut hs = Headers::new();
     let r = conn.response(&mut hs).expect("a complete response");
     let (mut adapter, mut budget) =
         common::venue(venue, common::NOW_NS, common::FIXTURE_NOW_UTC_MS).unwrap();

@@ -8,7 +8,7 @@ use ergon_venues::response::{Header, Response};
 
 use super::decode::{Decoder, Step};
 use super::encode::{encode, InvalidRequest, Request};
-use super::{Limits, ParseError, MAX_HEADERS};
+use super::{Headers, Limits, ParseError, MAX_HEADERS};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {
@@ -190,12 +190,10 @@ impl Conn {
         self.state = State::Broken;
     }
 
-    /// The complete response, headers written into `headers`. None before
-    /// [`Progress::Complete`].
-    pub fn response<'a>(
-        &'a self,
-        headers: &'a mut [Header<'a>; MAX_HEADERS],
-    ) -> Option<Response<'a>> {
+    /// The complete response, its headers put into `headers` (start from
+    /// `Headers::new()`). None before [`Progress::Complete`]. The response borrows
+    /// the connection until `headers` is dropped.
+    pub fn response<'h, 'a: 'h>(&'a self, headers: &'h mut Headers<'a>) -> Option<Response<'h>> {
         if self.state != State::Complete {
             return None;
         }
@@ -231,11 +229,11 @@ impl Conn {
     }
 
     /// The response over a buffer taken with [`take_buffer`](Self::take_buffer).
-    pub(crate) fn response_in<'a>(
+    pub(crate) fn response_in<'h, 'a: 'h>(
         &self,
         buf: &'a [u8],
-        headers: &'a mut [Header<'a>; MAX_HEADERS],
-    ) -> Response<'a> {
+        headers: &'h mut Headers<'a>,
+    ) -> Response<'h> {
         build(buf, &self.dec, headers)
     }
 
@@ -245,25 +243,23 @@ impl Conn {
     }
 }
 
-fn build<'a>(
-    buf: &'a [u8],
-    dec: &Decoder,
-    headers: &'a mut [Header<'a>; MAX_HEADERS],
-) -> Response<'a> {
+fn build<'h, 'a: 'h>(buf: &'a [u8], dec: &Decoder, headers: &'h mut Headers<'a>) -> Response<'h> {
     let slice = |(at, len): (u32, u32)| -> &'a [u8] {
         buf.get(at as usize..at as usize + len as usize)
             .unwrap_or(&[])
     };
     let n = dec.nheaders.min(MAX_HEADERS);
-    for (out, h) in headers.iter_mut().zip(&dec.heads[..n]) {
-        *out = Header {
+    headers.clear();
+    for h in &dec.heads[..n] {
+        // Never full: at most MAX_HEADERS offsets, into MAX_HEADERS of room.
+        let _ = headers.try_push(Header {
             name: slice(h.name),
             value: slice(h.value),
-        };
+        });
     }
     Response {
         status: dec.status,
-        headers: &headers[..n],
+        headers,
         body: buf.get(dec.body_start..dec.body_end).unwrap_or(&[]),
     }
 }

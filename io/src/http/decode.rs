@@ -7,6 +7,8 @@
 //! is copied elsewhere. Every index is checked: malformed bytes are a
 //! [`ParseError`], never a panic. This module never allocates.
 
+use core::mem::MaybeUninit;
+
 use super::{Limits, ParseError};
 
 /// Most headers one response may carry (the size of the offsets array).
@@ -171,9 +173,16 @@ impl Decoder {
     fn head(&mut self, buf: &[u8], filled: usize, limits: &Limits) -> Result<bool, ParseError> {
         let data = &buf[self.head_start..filled];
         let max_headers = limits.max_headers.min(MAX_HEADERS);
-        let mut hs = [httparse::EMPTY_HEADER; MAX_HEADERS];
-        let mut resp = httparse::Response::new(&mut hs[..max_headers]);
-        let n = match resp.parse(data) {
+        // Uninitialised room: httparse writes the headers it finds, nothing
+        // fills the rest (2 KiB a response otherwise).
+        let mut hs = [const { MaybeUninit::<httparse::Header<'_>>::uninit() }; MAX_HEADERS];
+        let mut resp = httparse::Response::new(&mut []);
+        let parsed = httparse::ParserConfig::default().parse_response_with_uninit_headers(
+            &mut resp,
+            data,
+            &mut hs[..max_headers],
+        );
+        let n = match parsed {
             Ok(httparse::Status::Partial) => {
                 if data.len() > limits.max_head {
                     return Err(ParseError::HeadTooLarge);

@@ -15,6 +15,11 @@ mod encode;
 
 pub use conn::{Conn, Progress};
 pub use decode::MAX_HEADERS;
+
+/// Room for one response's headers while it is read: the caller makes it empty
+/// (`Headers::new()`, no initialisation and no allocation) and the response's
+/// [`Header`](ergon_venues::response::Header)s borrow from it.
+pub type Headers<'a> = arrayvec::ArrayVec<ergon_venues::response::Header<'a>, MAX_HEADERS>;
 #[cfg(feature = "curl")]
 pub(crate) use encode::encode;
 pub use encode::{InvalidRequest, Request};

@@ -4,10 +4,10 @@ use std::collections::VecDeque;
 use std::net::SocketAddr;
 
 use ergon_core::{Budget, Flight, Ticket};
-use ergon_venues::response::{Header, Response};
+use ergon_venues::response::Response;
 
 use super::{Counters, Error, PoolConfig, PoolError, PoolId, Refused, RequestId, Sent};
-use crate::http::{Conn, ParseError, Progress, Request, MAX_HEADERS};
+use crate::http::{Conn, Headers, ParseError, Progress, Request};
 
 /// One connection slot, numbered across every pool in the order they were added.
 /// A slot keeps its number while its transport connection comes and goes.
@@ -166,6 +166,11 @@ pub struct Pool {
     counters: Counters,
     events: VecDeque<Event>,
     transmits: VecDeque<Transmit>,
+    /// No slot has work for [`handle_timeout`](Pool::handle_timeout) before this
+    /// instant: a lower bound of [`poll_timeout`](Pool::poll_timeout), lowered
+    /// wherever a phase with a time is entered and made exact by each scan, so a
+    /// turn with nothing due costs one comparison.
+    wake: i64,
 }
 
 impl Default for Pool {
@@ -184,6 +189,7 @@ impl Pool {
             counters: Counters::default(),
             events: VecDeque::new(),
             transmits: VecDeque::new(),
+            wake: i64::MAX,
         }
     }
 
@@ -220,6 +226,7 @@ impl Pool {
         }
         // Room for every slot's worst turn (a failure, a connect error, a close and
         // a connect each) and every libcurl transfer: nothing grows on the send path.
+        self.wake_at(now);
         let room = 4 * (self.slots.len() + cfg.connections);
         self.events
             .reserve(room.saturating_sub(self.events.capacity()));
@@ -321,6 +328,7 @@ impl Pool {
     /// `deadline_ns`: a request already past it is refused ([`Refused::Expired`]);
     /// when it passes before the response is complete, the request fails with
     /// [`Error::Timeout`] and its connection is closed.
+    #[inline]
     pub fn request(
         &mut self,
         pool: PoolId,
@@ -376,6 +384,7 @@ impl Pool {
         s.phase = Phase::Busy {
             deadline: deadline_ns,
         };
+        self.wake_at(deadline_ns);
         self.counters.requests += 1;
         Ok((id, ConnId(i)))
     }
@@ -539,8 +548,10 @@ impl Pool {
         }
         s.phase = Phase::Idle { since: now };
         s.opened_at = now;
+        let pool = s.pool;
         self.counters.connected += 1;
-        self.events.push_back(Event::Ready(PoolId(s.pool)));
+        self.events.push_back(Event::Ready(PoolId(pool)));
+        self.wake_idle(conn.0, now);
     }
 
     /// `conn`'s transport left from an address other than its lane's: its pool
@@ -566,7 +577,15 @@ impl Pool {
     /// Deadlines, idle expiry, maximum age and reconnects due at `now`. A connect
     /// is charged here (`budget`); one the budget refuses is tried again when it
     /// says (at least once a second: a halt reports no end).
+    #[inline]
     pub fn handle_timeout(&mut self, budget: &mut Budget, now: i64) {
+        if now >= self.wake {
+            self.expire(budget, now);
+        }
+    }
+
+    /// [`handle_timeout`](Self::handle_timeout)'s scan, once something is due.
+    fn expire(&mut self, budget: &mut Budget, now: i64) {
         for i in 0..self.slots.len() {
             let cfg = &self.origins[usize::from(self.slots[i].pool)].cfg;
             let (idle_timeout, max_age) = (cfg.idle_timeout_ns, cfg.max_age_ns);
@@ -596,6 +615,7 @@ impl Pool {
                 }
             }
         }
+        self.wake = self.poll_timeout().unwrap_or(i64::MAX);
     }
 
     /// The earliest time [`handle_timeout`](Self::handle_timeout) has work.
@@ -624,6 +644,12 @@ impl Pool {
         !self.events.is_empty() || !self.transmits.is_empty()
     }
 
+    /// Whether [`poll_transmit`](Self::poll_transmit) has anything.
+    #[inline]
+    pub fn has_transmit(&self) -> bool {
+        !self.transmits.is_empty()
+    }
+
     /// The next thing to do to the transport.
     pub fn poll_transmit(&mut self) -> Option<Transmit> {
         self.transmits.pop_front()
@@ -649,12 +675,12 @@ impl Pool {
 
     /// The response of `conn`, answered and not yet released, over its taken
     /// buffer (an empty response for a slot that does not exist).
-    pub fn response_in<'a>(
+    pub fn response_in<'h, 'a: 'h>(
         &self,
         conn: ConnId,
         buf: &'a [u8],
-        headers: &'a mut [Header<'a>; MAX_HEADERS],
-    ) -> Response<'a> {
+        headers: &'h mut Headers<'a>,
+    ) -> Response<'h> {
         match self.slots.get(conn.0) {
             Some(s) => s.conn.response_in(buf, headers),
             None => Response {
@@ -680,6 +706,7 @@ impl Pool {
         let reusable = s.conn.finish() && now - s.opened_at < o.cfg.max_age_ns && !refused;
         if reusable {
             s.phase = Phase::Idle { since: now };
+            self.wake_idle(conn.0, now);
         } else {
             self.drop_conn(conn.0, if refused { i64::MAX } else { now });
         }
@@ -714,7 +741,24 @@ impl Pool {
             s.conn.reset();
             s.phase = Phase::Idle { since: now };
             s.opened_at = now;
+            self.wake_idle(conn.0, now);
         }
+    }
+
+    /// Some slot has work at `at`.
+    #[inline]
+    fn wake_at(&mut self, at: i64) {
+        self.wake = self.wake.min(at);
+    }
+
+    /// Slot `i` went idle at `since`: it expires when idle too long or too old.
+    fn wake_idle(&mut self, i: usize, since: i64) {
+        let s = &self.slots[i];
+        let cfg = &self.origins[usize::from(s.pool)].cfg;
+        let at = since
+            .saturating_add(cfg.idle_timeout_ns)
+            .min(s.opened_at.saturating_add(cfg.max_age_ns));
+        self.wake_at(at);
     }
 
     fn delay(&self, i: usize) -> i64 {
@@ -736,19 +780,20 @@ impl Pool {
                 s.connect = Some(t);
                 s.conn.reset();
                 s.opened_at = now;
-                s.phase = Phase::Connecting {
-                    deadline: now + cfg.connect_timeout_ns,
-                };
+                let deadline = now + cfg.connect_timeout_ns;
+                s.phase = Phase::Connecting { deadline };
                 self.transmits.push_back(Transmit::Connect {
                     conn: ConnId(i),
                     addr: cfg.addr,
                     local: cfg.local_addr,
                 });
+                self.wake_at(deadline);
             }
             Err(limited) => {
                 let at = limited.ready_at_ns.clamp(now + 1, now + 1_000_000_000);
                 self.counters.connects_limited += 1;
                 self.slots[i].phase = Phase::Down { retry_at: at };
+                self.wake_at(at);
             }
         }
     }
@@ -806,6 +851,7 @@ impl Pool {
         let had = !matches!(s.phase, Phase::Down { .. });
         s.conn.reset();
         s.phase = Phase::Down { retry_at };
+        self.wake_at(retry_at);
         if had {
             self.transmits
                 .push_back(Transmit::Close { conn: ConnId(i) });

@@ -9,8 +9,7 @@ pub mod server;
 #[cfg(feature = "tls")]
 pub mod tls;
 
-use ergon_io::http::{Conn, Limits, ParseError, Progress, Request, MAX_HEADERS};
-use ergon_venues::response::Header;
+use ergon_io::http::{Conn, Headers, Limits, ParseError, Progress, Request};
 
 /// A response copied out of the connection.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -75,10 +74,7 @@ pub fn feed(limits: Limits, method: &str, bytes: &[u8], step: usize, eof: bool) 
             return Outcome::Truncated;
         }
     }
-    let mut hs = [Header {
-        name: &[],
-        value: &[],
-    }; MAX_HEADERS];
+    let mut hs = Headers::new();
     let r = conn.response(&mut hs).expect("complete");
     let parsed = Parsed {
         status: r.status,
@@ -95,6 +91,7 @@ pub fn feed(limits: Limits, method: &str, bytes: &[u8], step: usize, eof: bool) 
         body: r.body.to_vec(),
         reusable: false,
     };
+    drop(hs);
     let reusable = conn.finish();
     Outcome::Complete(Parsed { reusable, ..parsed })
 }
