@@ -99,8 +99,8 @@ struct Conn {
 /// use ergon_core::{Budget, Class, Flight, Part, Spec};
 /// use ergon_venues::response::Response;
 /// use ergon_io::client::{ClientHandler, Error, RequestId, Sent};
-/// use ergon_io::event_loop::{LoopConfig, Context, EventLoop, Readiness};
-/// use ergon_io::ws::{self, WsEvent, Upgrade, Session, WsClient, WsId};
+/// use ergon_io::event_loop::{Context, EventLoop, LoopConfig, Readiness};
+/// use ergon_io::ws::{self, Session, Upgrade, WsClient, WsEvent, WsId};
 ///
 /// const WS_SOCKET: u64 = 1;
 /// const WS_TIMER: u64 = 2;
