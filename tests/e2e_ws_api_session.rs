@@ -11,7 +11,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
 use ergon_core::{Budget, Class, Verdict};
-use ergon_io::ws::{Config as WsConfig, Event, Request as WsRequest, Session as WsSession};
+use ergon_io::ws::{Session as WsSession, Upgrade, WsConfig, WsEvent};
 use ergon_venue_sim::{Config, Fault, Interval, LimitType, RateLimit, Server};
 use ergon_venue_sim::{DEFAULT_API_KEY, DEFAULT_API_SECRET};
 use ergon_venues::adapt::{Clock, Request, Venue};
@@ -53,7 +53,7 @@ impl Conn {
         tcp.set_nodelay(true).unwrap();
         let mut c = Conn { tcp, ws };
         let host = addr.to_string();
-        let req = WsRequest {
+        let req = Upgrade {
             host: &host,
             path: "/ws-api/v3",
             headers: &[],
@@ -89,10 +89,10 @@ impl Conn {
         let mut evs = Vec::new();
         while let Some(e) = self.ws.poll_event(budget, clock.now()) {
             evs.push(match e {
-                Event::Open => Ev::Open,
-                Event::Text(t) => Ev::Text(t.to_owned()),
-                Event::Outcome(o) => Ev::Outcome(o.id, o.verdict),
-                Event::Closed(_) => Ev::Closed,
+                WsEvent::Open => Ev::Open,
+                WsEvent::Text(t) => Ev::Text(t.to_owned()),
+                WsEvent::Outcome(o) => Ev::Outcome(o.id, o.verdict),
+                WsEvent::Closed(_) => Ev::Closed,
                 _ => continue,
             });
         }

@@ -14,7 +14,7 @@ use base64::Engine;
 use ergon_venues::response::Header;
 use ergon_io::core::{Budget, Class, Part, Spec};
 use ergon_io::ws::frame::{self, Role};
-use ergon_io::ws::{Config, Event, Request, Session, State};
+use ergon_io::ws::{Session, State, Upgrade, WsConfig, WsEvent};
 use libfuzzer_sys::fuzz_target;
 use sha1::{Digest, Sha1};
 
@@ -38,15 +38,15 @@ fuzz_target!(|data: &[u8]| {
     // Tight enough that pongs get delayed and coalesced.
     let msgs = b.add("messages", Spec::sliding(3, 1_000_000, 10)).unwrap();
     let mut budget = b.build(0).unwrap();
-    let config = Config {
+    let config = WsConfig {
         max_message,
         max_handshake: 512,
         tx_capacity: 1024,
-        ..Config::default()
+        ..WsConfig::default()
     };
     let parts = [Part::new(ip, 0), Part::new(msgs, 1)];
     let mut s = Session::new(config, &budget, &parts, &parts, 1).unwrap();
-    let req = Request {
+    let req = Upgrade {
         host: "h",
         path: "/",
         headers: &[],
@@ -69,7 +69,7 @@ fuzz_target!(|data: &[u8]| {
              Sec-WebSocket-Accept: {accept}\r\n\r\n"
         );
         assert_eq!(s.handle_input(answer.as_bytes()), answer.len());
-        assert_eq!(s.poll_event(&mut budget, 0), Some(Event::Open));
+        assert_eq!(s.poll_event(&mut budget, 0), Some(WsEvent::Open));
     }
 
     let mut at = 0;
@@ -82,7 +82,7 @@ fuzz_target!(|data: &[u8]| {
         at += n;
         while let Some(ev) = s.poll_event(&mut budget, now) {
             assert_eq!(closed, 0, "an event after Closed: {ev:?}");
-            if let Event::Closed(_) = ev {
+            if let WsEvent::Closed(_) = ev {
                 closed += 1;
             }
         }
@@ -109,7 +109,7 @@ fuzz_target!(|data: &[u8]| {
     s.handle_transport_closed(&mut budget, now);
     while let Some(ev) = s.poll_event(&mut budget, now) {
         assert_eq!(closed, 0, "an event after Closed: {ev:?}");
-        if let Event::Closed(_) = ev {
+        if let WsEvent::Closed(_) = ev {
             closed += 1;
         }
     }

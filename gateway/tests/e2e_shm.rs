@@ -29,7 +29,7 @@ use std::process::{Child, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use ergon_core::Class;
-use ergon_io::gateway::shm::{Call, ShmClient, ShmEvent, SubmitError};
+use ergon_io::gateway::shm::{Call, ShmClient, ShmEvent, ShmSubmitError};
 use ergon_venue_sim::{Config, Fault, Interval, LimitType, RateLimit, Report, Server};
 use ergon_venues::endpoint::{
     ClientOrderId, Decimal, NewOrder, OrderRef, OrderType, Side, Symbol, TimeInForce,
@@ -470,7 +470,7 @@ fn role() {
                     let id = format!("{run}x{seq}");
                     match c.submit(&Call::NewOrder(order(symbol, &id)), class, seq) {
                         Ok(()) => n.submitted += 1,
-                        Err(SubmitError::Busy | SubmitError::Full) => seq -= 1,
+                        Err(ShmSubmitError::Busy | ShmSubmitError::Full) => seq -= 1,
                         Err(e) => panic!("submit: {e}"),
                     }
                 }

@@ -13,7 +13,7 @@
 //!   having taken the submission and charged the budget, hands the request to the
 //!   client, which encodes and writes it right away (the cross-thread part);
 //! - `submit->written`: to just after the client's `write` returned (both stamped
-//!   by the loop: `Config::stamp`); on a busy machine this includes whatever
+//!   by the loop: `BoundaryConfig::stamp`); on a busy machine this includes whatever
 //!   preempted the loop during the syscall (often the server being woken);
 //! - `submit->answer`: from the same start to the moment `Handle::poll` returned
 //!   the answer on the submitting thread (includes the server's turnaround).
@@ -26,11 +26,11 @@ use std::net::TcpListener;
 use std::thread;
 
 use ergon_io::boundary::handle::Outcome;
-use ergon_io::boundary::{build, Config};
+use ergon_io::boundary::{build, BoundaryConfig};
 use ergon_io::client::PoolConfig;
 use ergon_io::clock;
 use ergon_io::core::{Budget, Class, Part, Spec};
-use ergon_io::event_loop::{pin_current_thread, Config as LoopConfig, EventLoop};
+use ergon_io::event_loop::{pin_current_thread, EventLoop, LoopConfig};
 use ergon_io::http::Request;
 
 struct Args {
@@ -136,10 +136,10 @@ fn run(args: &Args, addr: std::net::SocketAddr, busy_poll: bool) {
         .add("weight", Spec::sliding(u64::MAX / 4, 60_000_000_000, 60))
         .expect("bucket");
     let budget = b.build(clock::now_ns()).expect("budget");
-    let (mut service, handles, _stats, stopper) = build(Config {
+    let (mut service, handles, _stats, stopper) = build(BoundaryConfig {
         handles: 1,
         stamp: true,
-        ..Config::default()
+        ..BoundaryConfig::default()
     })
     .expect("boundary");
     let (pool_tx, pool_rx) = std::sync::mpsc::channel();

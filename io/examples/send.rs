@@ -22,7 +22,7 @@ use std::process::ExitCode;
 
 use ergon_core::{Budget, Class, Flight, Part, Spec};
 use ergon_io::client::{ClientHandler, Error, PoolConfig, PoolId, RequestId, Sent};
-use ergon_io::event_loop::{Config, Context, EventLoop};
+use ergon_io::event_loop::{Context, EventLoop, LoopConfig};
 use ergon_io::http::{Conn, Limits, Request};
 use ergon_venues::response::Response;
 
@@ -327,7 +327,7 @@ fn run(a: Args) -> Result<(), String> {
     let budget = b
         .build(ergon_io::clock::now_ns())
         .map_err(|e| e.to_string())?;
-    let mut lp = EventLoop::new(Config::default(), budget).map_err(|e| e.to_string())?;
+    let mut lp = EventLoop::new(LoopConfig::default(), budget).map_err(|e| e.to_string())?;
     let mut pc = PoolConfig::new(addr, host);
     pc.connect_timeout_ns = a.timeout_ms * 1_000_000;
     pc.limits = limits;

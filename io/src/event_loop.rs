@@ -43,7 +43,7 @@ pub use crate::sys::{allowed_cpus, current_cpu};
 
 /// How the loop runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Config {
+pub struct LoopConfig {
     /// Pin the loop thread to this CPU in [`EventLoop::run`] (and verify it runs
     /// there). None leaves the thread where the OS puts it.
     pub cpu: Option<usize>,
@@ -59,9 +59,9 @@ pub struct Config {
     pub max_park_ns: i64,
 }
 
-impl Default for Config {
+impl Default for LoopConfig {
     fn default() -> Self {
-        Config {
+        LoopConfig {
             cpu: None,
             busy_poll: false,
             max_events: 64,
@@ -74,7 +74,7 @@ impl Default for Config {
 /// The loop: owns the epoll instance, the client and the budget.
 #[derive(Debug)]
 pub struct EventLoop {
-    cfg: Config,
+    cfg: LoopConfig,
     client: Client,
     budget: Budget,
     ctl: Ctl,
@@ -91,7 +91,7 @@ pub struct EventLoop {
 
 impl EventLoop {
     /// A loop driving `budget`, built on the [`clock`].
-    pub fn new(cfg: Config, budget: Budget) -> Result<Self, LoopError> {
+    pub fn new(cfg: LoopConfig, budget: Budget) -> Result<Self, LoopError> {
         let epoll = sys::epoll_create().map_err(epoll_error)?;
         let now = clock::now_ns();
         Ok(EventLoop {
@@ -180,12 +180,12 @@ impl EventLoop {
     }
 
     /// The CPU the loop is pinned to and was verified on, once [`run`](Self::run)
-    /// started with [`Config::cpu`] set.
+    /// started with [`LoopConfig::cpu`] set.
     pub fn cpu(&self) -> Option<usize> {
         self.ctl.cpu
     }
 
-    /// Pins the calling thread (per [`Config::cpu`]), then runs turns until the
+    /// Pins the calling thread (per [`LoopConfig::cpu`]), then runs turns until the
     /// handler calls [`Context::stop`].
     pub fn run<H: ClientHandler + ?Sized>(&mut self, h: &mut H) -> Result<(), LoopError> {
         if let Some(cpu) = self.cfg.cpu {
@@ -369,7 +369,7 @@ impl EventLoop {
     /// When the budget next needs the loop, from `next` = [`Budget::poll_timeout`] (the next
     /// instant a lane closes, a hold ends or a window rolls), where the turn then
     /// calls [`Budget::tick`] so the deadline moves on. Never sooner than
-    /// [`Config::idle_tick_ns`] after the last tick: a deadline already past that
+    /// [`LoopConfig::idle_tick_ns`] after the last tick: a deadline already past that
     /// a tick did not move parks for that long instead of spinning.
     fn budget_deadline(&self, next: Option<i64>) -> Option<i64> {
         next.map(|t| t.max(self.last_tick.saturating_add(self.cfg.idle_tick_ns)))
@@ -461,7 +461,8 @@ mod tests {
         let orders = b
             .add("orders", Spec::sliding(10, 1_000_000_000, 10))
             .unwrap();
-        let mut lp = EventLoop::new(Config::default(), b.build(clock::now_ns()).unwrap()).unwrap();
+        let mut lp =
+            EventLoop::new(LoopConfig::default(), b.build(clock::now_ns()).unwrap()).unwrap();
         let pool = lp
             .add_pool(PoolConfig::new("127.0.0.1:9".parse().unwrap(), "h"))
             .unwrap();
@@ -552,11 +553,11 @@ mod tests {
         b.add("orders", Spec::sliding(10, 1_000_000_000, 10))
             .unwrap();
         let start = clock::now_ns();
-        let cfg = Config {
+        let cfg = LoopConfig {
             // Longer than the test: without the budget's deadline the loop would
             // park once and never see the rolls.
             max_park_ns: 10_000_000_000,
-            ..Config::default()
+            ..LoopConfig::default()
         };
         let mut lp = EventLoop::new(cfg, b.build(start).unwrap()).unwrap();
         let mut h = Idle {

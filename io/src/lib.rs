@@ -27,7 +27,7 @@
 //! use ergon_core::{Budget, Class, Flight, Part, Spec};
 //! use ergon_venues::response::Response;
 //! use ergon_io::client::{ClientHandler, Error, PoolConfig, PoolId, RequestId, Sent};
-//! use ergon_io::event_loop::{Config, Context, EventLoop};
+//! use ergon_io::event_loop::{Context, EventLoop, LoopConfig};
 //! use ergon_io::http::Request;
 //!
 //! struct Once {
@@ -57,7 +57,8 @@
 //! let mut b = Budget::builder();
 //! let weight = b.add("weight", Spec::sliding(1200, 60_000_000_000, 60)).unwrap();
 //! let budget = b.build(ergon_io::clock::now_ns()).unwrap();
-//! let mut lp = EventLoop::new(Config { cpu: Some(1), ..Config::default() }, budget).unwrap();
+//! let cfg = LoopConfig { cpu: Some(1), ..LoopConfig::default() };
+//! let mut lp = EventLoop::new(cfg, budget).unwrap();
 //! lp.add_pool(PoolConfig::new("127.0.0.1:8080".parse().unwrap(), "127.0.0.1:8080")).unwrap();
 //! lp.run(&mut Once { parts: [Part::new(weight, 1)] }).unwrap();
 //! ```

@@ -32,8 +32,8 @@ use ergon_venues::response::Response;
 use crate::curl::{Curl, Ended, Finished, CURL_TOKEN};
 use crate::http::{Headers, ParseError, Request};
 use crate::pool::{
-    ConnId, Counters, Error, Event, Pool, PoolConfig, PoolError, PoolId, Refused, RequestId, Sent,
-    Transmit,
+    ConnId, Counters, Error, Pool, PoolConfig, PoolError, PoolEvent, PoolId, Refused, RequestId,
+    Sent, Transmit,
 };
 use crate::sys::{self, same_lane, Connecting, Read};
 use crate::tls::{Fault, Input, Plain, Session};
@@ -709,10 +709,10 @@ impl Client {
         self.apply(budget, now);
         if let Some(e) = self.pool.poll_event() {
             return Some(match e {
-                Event::Ready(p) => Output::Ready(p),
-                Event::ConnectError(p, e) => Output::ConnectError(p, e),
-                Event::Failed { id, sent, error } => Output::Failed { id, sent, error },
-                Event::Response { id, conn, flight } => {
+                PoolEvent::Ready(p) => Output::Ready(p),
+                PoolEvent::ConnectError(p, e) => Output::ConnectError(p, e),
+                PoolEvent::Failed { id, sent, error } => Output::Failed { id, sent, error },
+                PoolEvent::Response { id, conn, flight } => {
                     let buf = self.pool.take_buffer(conn);
                     Output::Response {
                         id,

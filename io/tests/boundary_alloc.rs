@@ -11,11 +11,11 @@ mod alloc;
 
 use alloc::Counting;
 use ergon_io::boundary::handle::Outcome;
-use ergon_io::boundary::{build, Config};
+use ergon_io::boundary::{build, BoundaryConfig};
 use ergon_io::client::PoolConfig;
 use ergon_io::clock;
 use ergon_io::core::{Budget, Class, Part, Spec};
-use ergon_io::event_loop::{Config as LoopConfig, EventLoop};
+use ergon_io::event_loop::{EventLoop, LoopConfig};
 use ergon_io::http::Request;
 
 #[global_allocator]
@@ -68,12 +68,12 @@ fn no_allocation_per_request_on_either_side() {
         .add("weight", Spec::sliding(1 << 40, 60_000_000_000, 60))
         .unwrap();
     let budget = b.build(clock::now_ns()).unwrap();
-    let (mut service, handles, _stats, stopper) = build(Config {
+    let (mut service, handles, _stats, stopper) = build(BoundaryConfig {
         handles: 1,
         per_handle: 4,
         // A publication every turn: the stats path is exercised too.
         stats_every_ns: 0,
-        ..Config::default()
+        ..BoundaryConfig::default()
     })
     .unwrap();
     let (pool_tx, pool_rx) = std::sync::mpsc::channel();

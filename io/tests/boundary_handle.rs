@@ -10,11 +10,11 @@ use std::time::{Duration, Instant};
 use common::server::Server;
 use ergon_io::boundary::handle::{Outcome, Refusal, SubmitError, MAX_REQUEST_HEADERS};
 use ergon_io::boundary::service::Settle;
-use ergon_io::boundary::{build, BuildError, Config};
+use ergon_io::boundary::{build, BoundaryConfig, BuildError};
 use ergon_io::client::PoolConfig;
 use ergon_io::clock;
 use ergon_io::core::{BucketId, Budget, Class, Part, Spec, MAX_PARTS};
-use ergon_io::event_loop::{Config as LoopConfig, EventLoop};
+use ergon_io::event_loop::{EventLoop, LoopConfig};
 use ergon_io::http::Request;
 use ergon_venues::response::Response;
 
@@ -37,32 +37,32 @@ fn handles_and_the_service_move_to_their_threads() {
 
 #[test]
 fn bad_configurations_are_refused() {
-    let bad = |cfg: Config| build(cfg).unwrap_err();
+    let bad = |cfg: BoundaryConfig| build(cfg).unwrap_err();
     assert_eq!(
-        bad(Config {
+        bad(BoundaryConfig {
             handles: 0,
-            ..Config::default()
+            ..BoundaryConfig::default()
         }),
         BuildError::Handles(0)
     );
     assert_eq!(
-        bad(Config {
+        bad(BoundaryConfig {
             per_turn: 0,
-            ..Config::default()
+            ..BoundaryConfig::default()
         }),
         BuildError::PerTurn
     );
     assert!(matches!(
-        bad(Config {
+        bad(BoundaryConfig {
             queue: 3,
-            ..Config::default()
+            ..BoundaryConfig::default()
         }),
         BuildError::Capacity(_)
     ));
     assert!(matches!(
-        bad(Config {
+        bad(BoundaryConfig {
             per_handle: 1,
-            ..Config::default()
+            ..BoundaryConfig::default()
         }),
         BuildError::Capacity(_)
     ));
@@ -71,12 +71,12 @@ fn bad_configurations_are_refused() {
 #[test]
 fn refusals_are_immediate_and_queued_requests_are_answered_at_shutdown() {
     let (budget, w) = budget();
-    let (mut service, mut handles, _stats, stopper) = build(Config {
+    let (mut service, mut handles, _stats, stopper) = build(BoundaryConfig {
         handles: 2,
         queue: 2,
         per_handle: 2,
         max_request: 64,
-        ..Config::default()
+        ..BoundaryConfig::default()
     })
     .unwrap();
     let mut lp = EventLoop::new(LoopConfig::default(), budget).unwrap();
@@ -183,7 +183,7 @@ fn settle_reads_each_response_on_the_loop_thread() {
         }
     });
     let (budget, w) = budget();
-    let (mut service, handles, stats, stopper) = build(Config::default()).unwrap();
+    let (mut service, handles, stats, stopper) = build(BoundaryConfig::default()).unwrap();
     let addr = server.addr;
     let (tx, rx) = std::sync::mpsc::channel();
     let lp = thread::spawn(move || {

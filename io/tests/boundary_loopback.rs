@@ -13,12 +13,12 @@ use std::time::{Duration, Instant};
 
 use common::server::Server;
 use ergon_io::boundary::handle::{Outcome, Refusal, SubmitError};
-use ergon_io::boundary::{build, Config};
+use ergon_io::boundary::{build, BoundaryConfig};
 use ergon_io::client::PoolConfig;
 use ergon_io::core::{Budget, Class, Part, Spec};
 use ergon_io::event_loop::EventLoop;
 use ergon_io::http::Request;
-use ergon_io::{clock, event_loop::Config as LoopConfig};
+use ergon_io::{clock, event_loop::LoopConfig};
 
 const PRODUCERS: usize = 4;
 const PER_PRODUCER: usize = 150;
@@ -38,11 +38,11 @@ fn run(busy_poll: bool) {
     let mut b = Budget::builder();
     let cap = b.add("cap", Spec::fixed(CAP, 3_600_000_000_000)).unwrap();
     let budget = b.build(clock::now_ns()).unwrap();
-    let (mut service, handles, stats, stopper) = build(Config {
+    let (mut service, handles, stats, stopper) = build(BoundaryConfig {
         handles: PRODUCERS,
         queue: 8,
         per_handle: 4,
-        ..Config::default()
+        ..BoundaryConfig::default()
     })
     .unwrap();
 

@@ -15,7 +15,7 @@ use arrayvec::ArrayString;
 use common::alloc::{self, Counting};
 use ergon_io::client::PoolConfig;
 use ergon_io::core::{Budget, Class};
-use ergon_io::event_loop::{Config, EventLoop};
+use ergon_io::event_loop::{EventLoop, LoopConfig};
 use ergon_io::gateway::{
     record, Account, Api, Control, Driver, Event, Gateway, Label, Prepared, Strategy,
 };
@@ -146,7 +146,7 @@ fn round_trips(record: bool) {
         .with_auth(Auth::new("k3y", b"s3cret", 5_000).unwrap());
     let mut pc = PoolConfig::new(addr, addr.to_string());
     pc.connect_parts = venue.parts(Kind::Connect).unwrap().to_vec();
-    let mut lp = EventLoop::new(Config::default(), b.build(now).unwrap()).unwrap();
+    let mut lp = EventLoop::new(LoopConfig::default(), b.build(now).unwrap()).unwrap();
     let pool = lp.add_pool(pc).unwrap();
     let mut gateway = Gateway::new(venue, "BTCUSDT", 16, 1024).unwrap();
     let label = gateway.label("trade:order").unwrap();

@@ -7,7 +7,7 @@ use common::server::Server;
 use ergon_io::client::{ClientHandler, Error, RequestId, Sent};
 use ergon_io::core::Flight;
 use ergon_io::event_loop::{
-    allowed_cpus, current_cpu, pin_current_thread, Config, Context, LoopError,
+    allowed_cpus, current_cpu, pin_current_thread, Context, LoopConfig, LoopError,
 };
 use ergon_venues::response::Response;
 
@@ -49,10 +49,10 @@ fn a_pinned_busy_polling_loop_runs_on_its_cpu_and_serves_requests() {
     let server = Server::start(|p| p.echo());
     let addr = server.addr;
     let t = std::thread::spawn(move || {
-        let cfg = Config {
+        let cfg = LoopConfig {
             cpu: Some(cpu),
             busy_poll: true,
-            ..Config::default()
+            ..LoopConfig::default()
         };
         let mut d = Driver::with_config(addr, cfg, |_| {});
         let mut h = Sample {

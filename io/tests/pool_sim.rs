@@ -9,7 +9,7 @@
 use ergon_io::client::{Error, PoolConfig, PoolId, Refused, RequestId, Sent};
 use ergon_io::core::{BucketId, Budget, Class, Part, Spec, Ticket};
 use ergon_io::http::Request;
-use ergon_io::pool::{ConnId, Event, Pool, Transmit};
+use ergon_io::pool::{ConnId, Pool, PoolEvent, Transmit};
 
 const MS: i64 = 1_000_000;
 const SEC: i64 = 1_000 * MS;
@@ -25,7 +25,7 @@ struct Sim {
     /// Every transmit the pool asked for, in order, with the time.
     transmits: Vec<(i64, Transmit)>,
     /// Every event, in order.
-    events: Vec<Event>,
+    events: Vec<PoolEvent>,
     /// Connects the transport completes at once (else they hang until told).
     auto_connect: bool,
 }
@@ -186,7 +186,7 @@ const OK: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
 #[test]
 fn a_request_is_answered_and_its_connection_kept_alive_for_the_next() {
     let (mut sim, pool) = Sim::new(|_, _| {});
-    assert_eq!(sim.events, vec![Event::Ready(pool)]);
+    assert_eq!(sim.events, vec![PoolEvent::Ready(pool)]);
     let (id, conn) = sim.request(pool, T0 + SEC).unwrap();
     let sent = sim.write_all(conn);
     assert!(sent.starts_with(b"POST /order HTTP/1.1\r\n"), "{sent:?}");
@@ -195,7 +195,7 @@ fn a_request_is_answered_and_its_connection_kept_alive_for_the_next() {
     assert!(sim.pool.take_buffer(conn).is_empty());
     sim.pool.restore_buffer(conn, Vec::new());
     assert!(!sim.answer(conn, OK));
-    let Some(Event::Response {
+    let Some(PoolEvent::Response {
         id: got,
         conn: c,
         flight,
@@ -224,7 +224,7 @@ fn a_deadline_fires_at_its_nanosecond_and_the_bytes_written_decide_sent() {
     sim.jump(deadline - 1);
     assert_eq!(sim.events.len(), 1, "only Ready before the deadline");
     sim.jump(deadline);
-    let Some(Event::Failed {
+    let Some(PoolEvent::Failed {
         id: got,
         sent,
         error,
@@ -250,7 +250,7 @@ fn a_request_that_never_left_times_out_as_sent_no_and_its_refund_restores_the_bu
     assert_eq!(sim.used(sim.orders), 1);
     // The transport never gets a byte out.
     sim.next();
-    let Some(Event::Failed { sent, error, .. }) = sim.events.pop() else {
+    let Some(PoolEvent::Failed { sent, error, .. }) = sim.events.pop() else {
         panic!("{:?}", sim.events);
     };
     assert_eq!(error, Error::Timeout);
@@ -302,7 +302,7 @@ fn a_failed_connect_backs_off_by_the_reconnect_delay() {
     sim.pool
         .handle_connect_failed(conn, refused, &mut sim.budget, sim.now);
     sim.drain();
-    assert_eq!(sim.events, vec![Event::ConnectError(pool, refused)]);
+    assert_eq!(sim.events, vec![PoolEvent::ConnectError(pool, refused)]);
     assert_eq!(sim.pool.poll_timeout(), Some(T0 + 300 * MS));
     sim.jump(T0 + 300 * MS - 1);
     assert_eq!(sim.connects_at(), vec![T0]);
@@ -324,7 +324,7 @@ fn a_connect_that_never_completes_times_out_and_keeps_its_charge() {
     sim.jump(T0 + SEC);
     assert_eq!(
         sim.events,
-        vec![Event::ConnectError(pool, Error::ConnectTimeout)]
+        vec![PoolEvent::ConnectError(pool, Error::ConnectTimeout)]
     );
     assert_eq!(sim.closes(), 1);
     assert_eq!(sim.used(sim.connects), 1);
@@ -385,7 +385,7 @@ fn a_binding_that_does_not_hold_refuses_the_pool_for_good() {
     };
     sim.pool.handle_bad_binding(conn, e);
     sim.drain();
-    assert_eq!(sim.events.last(), Some(&Event::ConnectError(pool, e)));
+    assert_eq!(sim.events.last(), Some(&PoolEvent::ConnectError(pool, e)));
     assert_eq!(sim.pool.refused(pool), Some(e));
     let connects = sim.connects_at().len();
     // An hour later nothing reconnected, and nothing is due.
@@ -426,7 +426,7 @@ fn bytes_before_any_request_byte_left_answer_nothing() {
     let (_, conn) = sim.request(pool, T0 + SEC).unwrap();
     // The peer answers before one request byte left.
     sim.answer(conn, OK);
-    let Some(Event::Failed { sent, error, .. }) = sim.events.pop() else {
+    let Some(PoolEvent::Failed { sent, error, .. }) = sim.events.pop() else {
         panic!("{:?}", sim.events);
     };
     assert_eq!(error, Error::Parse(ergon_io::http::ParseError::Unsolicited));
@@ -476,14 +476,14 @@ mod model {
     fn settle(sim: &mut Sim, open: &mut BTreeMap<RequestId, Open>) {
         for e in std::mem::take(&mut sim.events) {
             match e {
-                Event::Response { id, conn, flight } => {
+                PoolEvent::Response { id, conn, flight } => {
                     let o = open.remove(&id).expect("a response to a request in flight");
                     assert_eq!(o.conn, conn);
                     assert!(o.written > 0, "answered before a byte of it left");
                     sim.deliver(conn);
                     sim.budget.complete(flight, sim.now).unwrap();
                 }
-                Event::Failed { id, sent, .. } => {
+                PoolEvent::Failed { id, sent, .. } => {
                     let o = open.remove(&id).expect("a failure of a request in flight");
                     match sent {
                         Sent::No(t) => {
@@ -496,7 +496,7 @@ mod model {
                         }
                     }
                 }
-                Event::Ready(_) | Event::ConnectError(..) => {}
+                PoolEvent::Ready(_) | PoolEvent::ConnectError(..) => {}
             }
         }
         for o in open.values() {

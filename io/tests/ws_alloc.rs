@@ -12,7 +12,7 @@ mod ws_common;
 use alloc::Counting;
 use base64::Engine;
 use ergon_io::core::{Budget, Builder, Class, Part, Spec};
-use ergon_io::ws::{Config, Event, Request, Session, WsClient};
+use ergon_io::ws::{Session, Upgrade, WsClient, WsConfig, WsEvent};
 use sha1::{Digest, Sha1};
 use ws_common::{echo_loop, open_and_echo};
 
@@ -60,8 +60,8 @@ fn steady_state_allocates_nothing() {
     let (connect, message) = ws_buckets(&mut b);
     let orders = b.add("orders", Spec::in_flight(8)).unwrap();
     let mut budget = b.build(0).unwrap();
-    let mut s = Session::new(Config::default(), &budget, &connect, &message, 42).unwrap();
-    let req = Request {
+    let mut s = Session::new(WsConfig::default(), &budget, &connect, &message, 42).unwrap();
+    let req = Upgrade {
         host: "venue",
         path: "/ws",
         headers: &[],
@@ -82,7 +82,7 @@ fn steady_state_allocates_nothing() {
          Connection: Upgrade\r\nSec-WebSocket-Accept: {accept}\r\n\r\n"
     );
     assert_eq!(s.handle_input(answer.as_bytes()), answer.len());
-    assert_eq!(s.poll_event(&mut budget, 0), Some(Event::Open));
+    assert_eq!(s.poll_event(&mut budget, 0), Some(WsEvent::Open));
 
     // What the server sends each round, prepared outside the counted region.
     let mut incoming = Vec::new();
@@ -124,8 +124,8 @@ fn steady_state_allocates_nothing() {
             fed += s.handle_input(&incoming[fed..]);
             while let Some(ev) = s.poll_event(&mut budget, now) {
                 match ev {
-                    Event::Text(t) => texts += t.len() as u64,
-                    Event::Binary(b) => binaries += b.len() as u64,
+                    WsEvent::Text(t) => texts += t.len() as u64,
+                    WsEvent::Binary(b) => binaries += b.len() as u64,
                     other => panic!("{other:?}"),
                 }
             }
@@ -226,10 +226,10 @@ fn tcp_shell_steady_state_allocates_nothing() {
     let mut b = Budget::builder();
     let (connect, message) = ws_buckets(&mut b);
     let budget = b.build(ergon_io::clock::now_ns()).unwrap();
-    let session = Session::new(Config::default(), &budget, &connect, &message, 9).unwrap();
+    let session = Session::new(WsConfig::default(), &budget, &connect, &message, 9).unwrap();
     let mut ws = WsClient::new(1);
     let id = ws.add(session, addr);
-    let req = Request {
+    let req = Upgrade {
         host: "127.0.0.1",
         path: "/echo",
         headers: &[],

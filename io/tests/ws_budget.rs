@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ergon_io::core::{Class, Part, Spec, Verdict, Why};
-use ergon_io::ws::{Cause, Config, ConnectError, Event, Session};
+use ergon_io::ws::{Cause, ConnectError, Session, WsConfig, WsEvent};
 use ws_common::*;
 
 const LIMIT: u64 = 5;
@@ -30,7 +30,7 @@ fn ping_flood_stays_under_the_message_limit() {
         p.write_frame(true, 0x8, &1000u16.to_be_bytes());
         got.join().unwrap()
     });
-    let (mut d, limits) = driver_with(Config::default(), 10, LIMIT);
+    let (mut d, limits) = driver_with(WsConfig::default(), 10, LIMIT);
     d.connect(addr, &REQ).unwrap();
     let evs = d.run_until_closed();
     assert_eq!(
@@ -108,7 +108,7 @@ fn connect_storm_is_refused_by_the_budget_not_the_server() {
         }
     });
     // Three connects per minute.
-    let (mut d, limits) = driver_with(Config::default(), 3, 10);
+    let (mut d, limits) = driver_with(WsConfig::default(), 3, 10);
     let (mut opened, mut refused) = (0, Vec::new());
     for _ in 0..10 {
         match d.connect(addr, &REQ) {
@@ -176,7 +176,7 @@ fn request_pending_when_the_connection_drops_is_unknown() {
     let inflight = b.add("inflight", Spec::in_flight(5)).unwrap();
     let budget = b.build(0).unwrap();
     let session = Session::new(
-        Config::default(),
+        WsConfig::default(),
         &budget,
         &[Part::new(ip, 0), Part::new(connects, 1)],
         &[Part::new(ip, 0), Part::new(messages, 1)],
@@ -224,11 +224,11 @@ fn request_pending_when_the_connection_drops_is_unknown() {
     let mut cause = None;
     while let Some(ev) = d.session.poll_event(&mut d.budget, now) {
         match ev {
-            Event::Outcome(o) => {
+            WsEvent::Outcome(o) => {
                 seen.push((o.id, o.verdict));
                 flights.extend(o.flight);
             }
-            Event::Closed(c) => cause = Some(c.cause),
+            WsEvent::Closed(c) => cause = Some(c.cause),
             other => panic!("{other:?}"),
         }
     }

@@ -7,7 +7,7 @@
 use base64::Engine;
 use ergon_io::core::{Budget, Class, Part, Spec};
 use ergon_io::ws::frame::{self, apply_mask, Opcode, Role};
-use ergon_io::ws::{Config, Event, Request, Session, State};
+use ergon_io::ws::{Session, State, Upgrade, WsConfig, WsEvent};
 use proptest::prelude::*;
 use sha1::{Digest, Sha1};
 
@@ -19,14 +19,14 @@ fn open_session(max_message: usize) -> (Session, Budget) {
         .add("messages", Spec::sliding(1 << 30, 1_000_000_000, 10))
         .unwrap();
     let mut budget = b.build(0).unwrap();
-    let config = Config {
+    let config = WsConfig {
         max_message,
         tx_capacity: 4096,
-        ..Config::default()
+        ..WsConfig::default()
     };
     let parts = [Part::new(ip, 0), Part::new(msgs, 1)];
     let mut s = Session::new(config, &budget, &parts, &parts, 1).unwrap();
-    let req = Request {
+    let req = Upgrade {
         host: "h",
         path: "/",
         headers: &[],
@@ -48,7 +48,7 @@ fn open_session(max_message: usize) -> (Session, Budget) {
          Sec-WebSocket-Accept: {accept}\r\n\r\n"
     );
     s.handle_input(answer.as_bytes());
-    assert_eq!(s.poll_event(&mut budget, 0), Some(Event::Open));
+    assert_eq!(s.poll_event(&mut budget, 0), Some(WsEvent::Open));
     (s, budget)
 }
 
@@ -74,10 +74,10 @@ fn feed(s: &mut Session, budget: &mut Budget, bytes: &[u8], chunk: usize) -> Vec
         at += n;
         while let Some(ev) = s.poll_event(budget, now) {
             got.push(match ev {
-                Event::Text(t) => Got::Text(t.to_string()),
-                Event::Binary(b) => Got::Binary(b.to_vec()),
-                Event::Pong(p) => Got::Pong(p.to_vec()),
-                Event::Closed(_) => Got::Closed,
+                WsEvent::Text(t) => Got::Text(t.to_string()),
+                WsEvent::Binary(b) => Got::Binary(b.to_vec()),
+                WsEvent::Pong(p) => Got::Pong(p.to_vec()),
+                WsEvent::Closed(_) => Got::Closed,
                 other => panic!("unexpected {other:?}"),
             });
         }

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use base64::Engine;
 use ergon_io::core::Why;
-use ergon_io::ws::{Cause, Config, ConnectError, HandshakeError, Request};
+use ergon_io::ws::{Cause, ConnectError, HandshakeError, Upgrade, WsConfig};
 use ergon_venues::response::Header;
 use ws_common::*;
 
@@ -31,7 +31,7 @@ fn good_accept_key_opens_and_close_handshake_completes() {
         (p.request, key, code)
     });
     let (mut d, limits) = driver();
-    let req = Request {
+    let req = Upgrade {
         host: "127.0.0.1",
         path: "/stream?x=1",
         headers: &[("X-Api-Key", "k")],
@@ -224,9 +224,9 @@ fn silent_server_times_the_handshake_out() {
         p.read_request();
         p.expect_eof();
     });
-    let config = Config {
+    let config = WsConfig {
         handshake_timeout_ns: 200_000_000,
-        ..Config::default()
+        ..WsConfig::default()
     };
     let (mut d, _) = driver_with(config, 10, 10);
     d.connect(addr, &REQ).unwrap();

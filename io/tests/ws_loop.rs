@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use ergon_io::core::{Class, Why};
 use ergon_io::event_loop::{Context, EventLoop};
-use ergon_io::ws::{Cause, Config, ConnectError, Request};
+use ergon_io::ws::{Cause, ConnectError, Upgrade, WsConfig};
 use ws_common::app::{on_loop, App, React};
 use ws_common::*;
 
@@ -52,7 +52,7 @@ impl React for Then {
     }
 }
 
-const REQ_LOOP: Request<'static> = Request {
+const REQ_LOOP: Upgrade<'static> = Upgrade {
     host: "127.0.0.1",
     path: "/loop",
     headers: &[],
@@ -74,7 +74,7 @@ fn setup_with(
     react: fn(&Ev) -> Then,
 ) -> (EventLoop, App<Then>, Limits) {
     on_loop(
-        Config::default(),
+        WsConfig::default(),
         (connects, messages),
         &REQ_LOOP,
         |ws, session| ws.add(session, addr),
@@ -266,7 +266,7 @@ fn on_lane(
     });
     let local: std::net::SocketAddr = format!("{local}:0").parse().unwrap();
     let (lp, app, limits) = on_loop(
-        Config::default(),
+        WsConfig::default(),
         (10, 100),
         &REQ_LOOP,
         |ws, session| {
@@ -336,7 +336,7 @@ fn an_unknown_session_id_is_an_error_not_a_panic() {
     let mut ids = Vec::new();
     for _ in 0..3 {
         let s = ergon_io::ws::Session::new(
-            Config::default(),
+            WsConfig::default(),
             &budget,
             &limits.connect_parts(),
             &limits.message_parts(),
@@ -373,7 +373,7 @@ fn an_unknown_session_id_is_an_error_not_a_panic() {
 fn a_client_not_on_a_loop_refuses_connects_before_any_charge() {
     let (mut budget, limits) = budget(10, 10);
     let s = ergon_io::ws::Session::new(
-        Config::default(),
+        WsConfig::default(),
         &budget,
         &limits.connect_parts(),
         &limits.message_parts(),
@@ -422,7 +422,7 @@ impl ergon_io::client::ClientHandler for Lanes {
         let mine = self
             .ws
             .handle_ready(token, ready, cx.budget(), now, &mut |_, ev, _| {
-                if ev == ergon_io::ws::Event::Open {
+                if ev == ergon_io::ws::WsEvent::Open {
                     *opened += 1;
                 }
             });
@@ -461,7 +461,7 @@ fn each_websocket_connect_leaves_from_the_address_of_the_lane_it_was_charged_to(
     let lane_b = b.add("connects_127.0.0.3", spec).unwrap();
     let msgs = b.add("messages", spec).unwrap();
     let mut lp = EventLoop::new(
-        ergon_io::event_loop::Config::default(),
+        ergon_io::event_loop::LoopConfig::default(),
         b.build(ergon_io::clock::now_ns()).unwrap(),
     )
     .unwrap();
@@ -470,7 +470,7 @@ fn each_websocket_connect_leaves_from_the_address_of_the_lane_it_was_charged_to(
     let mut ids = Vec::new();
     for (lane, ip) in [(lane_a, "127.0.0.2"), (lane_b, "127.0.0.3")] {
         let connect = [ergon_io::core::Part::new(lane, 1)];
-        let s = ergon_io::ws::Session::new(Config::default(), lp.budget(), &connect, &message, 7)
+        let s = ergon_io::ws::Session::new(WsConfig::default(), lp.budget(), &connect, &message, 7)
             .unwrap();
         let id = ws.add(s, addr);
         ws.set_local_addr(id, Some(format!("{ip}:0").parse().unwrap()))
@@ -480,7 +480,7 @@ fn each_websocket_connect_leaves_from_the_address_of_the_lane_it_was_charged_to(
     ws.attach(lp.registry().unwrap(), 40);
     let now = lp.now();
     for (id, path) in ids.iter().zip(["/a", "/b"]) {
-        let req = Request {
+        let req = Upgrade {
             host: "127.0.0.1",
             path,
             headers: &[],

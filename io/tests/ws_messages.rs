@@ -6,7 +6,7 @@
 mod ws_common;
 
 use ergon_io::core::{Budget, Class, Part, Spec, MAX_PARTS};
-use ergon_io::ws::{Cause, Config, ProtocolError, SendError};
+use ergon_io::ws::{Cause, ProtocolError, SendError, WsConfig};
 use ws_common::*;
 
 #[test]
@@ -25,9 +25,9 @@ fn text_and_binary_round_trip_masked() {
         assert_eq!(code, Some(1000));
         frames
     });
-    let config = Config {
+    let config = WsConfig {
         tx_capacity: 128 << 10,
-        ..Config::default()
+        ..WsConfig::default()
     };
     let (mut d, limits) = driver_with(config, 10, 10);
     d.connect(addr, &REQ).unwrap();
@@ -207,9 +207,9 @@ fn our_close_code_is_checked_and_a_silent_server_times_out() {
         p.expect_eof();
         code
     });
-    let config = Config {
+    let config = WsConfig {
         close_timeout_ns: 200_000_000,
-        ..Config::default()
+        ..WsConfig::default()
     };
     let (mut d, _) = driver_with(config, 10, 10);
     d.connect(addr, &REQ).unwrap();
@@ -240,7 +240,7 @@ fn our_close_code_is_checked_and_a_silent_server_times_out() {
 
 /// Connects, lets the server write `bytes` after the handshake, returns the events
 /// and the close code the server then read.
-fn server_sends(config: Config, bytes: Vec<u8>) -> (Vec<Ev>, Option<u16>) {
+fn server_sends(config: WsConfig, bytes: Vec<u8>) -> (Vec<Ev>, Option<u16>) {
     let (addr, server) = serve(move |l| {
         let mut p = Peer::accept(&l);
         p.handshake();
@@ -258,7 +258,7 @@ fn server_sends(config: Config, bytes: Vec<u8>) -> (Vec<Ev>, Option<u16>) {
     (evs, server.join().unwrap())
 }
 
-fn expect_failure(config: Config, bytes: Vec<u8>, e: ProtocolError) {
+fn expect_failure(config: WsConfig, bytes: Vec<u8>, e: ProtocolError) {
     let (evs, code) = server_sends(config, bytes.clone());
     let want = e.close_code();
     assert_eq!(
@@ -271,9 +271,9 @@ fn expect_failure(config: Config, bytes: Vec<u8>, e: ProtocolError) {
 
 #[test]
 fn oversize_frames_and_messages_close_with_1009() {
-    let config = Config {
+    let config = WsConfig {
         max_message: 1024,
-        ..Config::default()
+        ..WsConfig::default()
     };
     expect_failure(
         config,
@@ -295,7 +295,7 @@ fn oversize_frames_and_messages_close_with_1009() {
 
 #[test]
 fn invalid_utf8_closes_with_1007() {
-    let config = Config::default();
+    let config = WsConfig::default();
     expect_failure(
         config,
         server_frame(true, 0x1, b"ok\xFF"),
@@ -316,7 +316,7 @@ fn invalid_utf8_closes_with_1007() {
 
 #[test]
 fn protocol_errors_close_with_1002() {
-    let c = Config::default();
+    let c = WsConfig::default();
     let mut rsv = server_frame(true, 0x1, b"x");
     rsv[0] |= 0x40;
     expect_failure(c, rsv, ProtocolError::ReservedBits);
@@ -373,7 +373,7 @@ fn a_request_with_more_parts_than_a_ticket_holds_is_refused_not_a_panic() {
         .iter()
         .map(|&k| Part::new(k, 1))
         .collect();
-    let mut s = open_in_memory_with(Config::default(), &mut budget, &[], &message);
+    let mut s = open_in_memory_with(WsConfig::default(), &mut budget, &[], &message);
     let used = |budget: &Budget| -> Vec<u64> {
         buckets
             .iter()

@@ -8,7 +8,7 @@
 mod ws_common;
 
 use ergon_io::core::{Class, Why};
-use ergon_io::ws::{Cause, Closed, Config, Event, SendError, State};
+use ergon_io::ws::{Cause, Closed, SendError, State, WsConfig, WsEvent};
 use ws_common::*;
 
 const MS: i64 = 1_000_000;
@@ -16,7 +16,7 @@ const MS: i64 = 1_000_000;
 #[test]
 fn refused_pong_waits_for_the_budget_and_answers_the_latest_ping() {
     let (mut budget, limits) = budget(10, 2);
-    let mut s = open_in_memory(Config::default(), &mut budget, &limits);
+    let mut s = open_in_memory(WsConfig::default(), &mut budget, &limits);
     let ping = |s: &mut ergon_io::ws::Session, b: &mut _, payload: &[u8], now| {
         assert_eq!(
             s.handle_input(&server_frame(true, 0x9, payload)),
@@ -80,7 +80,7 @@ fn refused_pong_waits_for_the_budget_and_answers_the_latest_ping() {
 #[test]
 fn refused_close_echo_is_delayed_then_sent() {
     let (mut budget, limits) = budget(10, 1);
-    let mut s = open_in_memory(Config::default(), &mut budget, &limits);
+    let mut s = open_in_memory(WsConfig::default(), &mut budget, &limits);
     s.send_text("spend the budget", Class::Normal, &mut budget, 0)
         .unwrap();
     take_frames(&mut s, &mut budget, 0);
@@ -91,7 +91,7 @@ fn refused_close_echo_is_delayed_then_sent() {
     s.handle_input(&server_frame(true, 0x8, &1001u16.to_be_bytes()));
     assert_eq!(
         s.poll_event(&mut budget, 5 * MS),
-        Some(Event::Closed(Closed {
+        Some(WsEvent::Closed(Closed {
             cause: Cause::Peer,
             code: Some(1001),
             reason: ""
@@ -101,7 +101,7 @@ fn refused_close_echo_is_delayed_then_sent() {
     assert!(!s.is_finished(), "a close echo is owed");
     assert_eq!(s.stats().closes_delayed, 1);
     let at = s.poll_timeout().unwrap();
-    assert!(at >= 1000 * MS && at < 5 * MS + Config::default().close_timeout_ns);
+    assert!(at >= 1000 * MS && at < 5 * MS + WsConfig::default().close_timeout_ns);
     s.handle_timeout(&mut budget, at);
     assert_eq!(
         take_frames(&mut s, &mut budget, at),
@@ -113,9 +113,9 @@ fn refused_close_echo_is_delayed_then_sent() {
 #[test]
 fn halted_budget_gives_up_the_close_at_its_timeout_and_counts_the_pong() {
     let (mut budget, limits) = budget(10, 100);
-    let config = Config {
+    let config = WsConfig {
         close_timeout_ns: 500 * MS,
-        ..Config::default()
+        ..WsConfig::default()
     };
     let mut s = open_in_memory(config, &mut budget, &limits);
     budget.banned(limits.ip, i64::MAX, 0).unwrap();
@@ -127,7 +127,7 @@ fn halted_budget_gives_up_the_close_at_its_timeout_and_counts_the_pong() {
     s.handle_input(&server_frame(true, 0x8, &[]));
     assert!(matches!(
         s.poll_event(&mut budget, 2 * MS),
-        Some(Event::Closed(Closed {
+        Some(WsEvent::Closed(Closed {
             cause: Cause::Peer,
             code: None,
             ..
@@ -154,7 +154,7 @@ fn halted_budget_gives_up_the_close_at_its_timeout_and_counts_the_pong() {
 #[test]
 fn frames_never_written_are_refunded() {
     let (mut budget, limits) = budget(10, 100);
-    let mut s = open_in_memory(Config::default(), &mut budget, &limits);
+    let mut s = open_in_memory(WsConfig::default(), &mut budget, &limits);
     s.send_text("written", Class::Normal, &mut budget, MS)
         .unwrap();
     take_frames(&mut s, &mut budget, MS);
@@ -168,7 +168,7 @@ fn frames_never_written_are_refunded() {
     s.handle_transport_closed(&mut budget, 2 * MS);
     assert!(matches!(
         s.poll_event(&mut budget, 2 * MS),
-        Some(Event::Closed(Closed {
+        Some(WsEvent::Closed(Closed {
             cause: Cause::Transport,
             ..
         }))
@@ -182,7 +182,7 @@ fn frames_never_written_are_refunded() {
 #[test]
 fn closes_crossing_still_answer_the_server() {
     let (mut budget, limits) = budget(10, 100);
-    let mut s = open_in_memory(Config::default(), &mut budget, &limits);
+    let mut s = open_in_memory(WsConfig::default(), &mut budget, &limits);
     s.close(1000, "bye", Class::Normal, &mut budget, MS)
         .unwrap();
     assert_eq!(s.state(), State::Closing);
@@ -190,7 +190,7 @@ fn closes_crossing_still_answer_the_server() {
     s.handle_input(&server_frame(true, 0x8, &1001u16.to_be_bytes()));
     assert!(matches!(
         s.poll_event(&mut budget, 2 * MS),
-        Some(Event::Closed(Closed {
+        Some(WsEvent::Closed(Closed {
             cause: Cause::Local,
             code: Some(1001),
             ..

@@ -32,7 +32,7 @@ use alloc::Counting;
 use ergon_io::core::Class;
 use ergon_io::event_loop::{Context, EventLoop};
 use ergon_io::tls::{TlsConfig, TlsError};
-use ergon_io::ws::{Cause, Config, Request, Session, WsClient};
+use ergon_io::ws::{Cause, Session, Upgrade, WsClient, WsConfig};
 use pki::Pki;
 use rustls::{ServerConnection, StreamOwned};
 use ws_common::app::{on_loop, App, React};
@@ -41,7 +41,7 @@ use ws_common::*;
 #[global_allocator]
 static GLOBAL: Counting = Counting::new();
 
-const REQ_WSS: Request<'static> = Request {
+const REQ_WSS: Upgrade<'static> = Upgrade {
     host: "localhost",
     path: "/wss",
     headers: &[],
@@ -186,7 +186,7 @@ impl React for Then {
 fn setup(
     addr: std::net::SocketAddr,
     tls: TlsConfig,
-    config: Config,
+    config: WsConfig,
     react: fn(&Ev) -> Then,
 ) -> (EventLoop, App<Then>, Limits) {
     on_loop(
@@ -226,18 +226,17 @@ fn handshake_and_echo_over_wss_on_the_event_loop() {
         let notify = p.expect_end();
         (request, got, close.opcode, close.payload, notify)
     });
-    let (mut lp, mut app, limits) =
-        setup(
-            addr,
-            pki.client("localhost"),
-            Config::default(),
-            |ev| match ev {
-                Ev::Text(t) => Then::Echo(t.clone().into_bytes(), true),
-                Ev::Binary(b) => Then::Echo(b.clone(), false),
-                Ev::Closed(..) => Then::Stop,
-                _ => Then::Nothing,
-            },
-        );
+    let (mut lp, mut app, limits) = setup(
+        addr,
+        pki.client("localhost"),
+        WsConfig::default(),
+        |ev| match ev {
+            Ev::Text(t) => Then::Echo(t.clone().into_bytes(), true),
+            Ev::Binary(b) => Then::Echo(b.clone(), false),
+            Ev::Closed(..) => Then::Stop,
+            _ => Then::Nothing,
+        },
+    );
     lp.run(&mut app).unwrap();
     let big = big_text();
     assert_eq!(
@@ -297,18 +296,17 @@ fn ping_pong_and_our_close_over_wss() {
         p.expect_end();
         frames
     });
-    let (mut lp, mut app, limits) =
-        setup(
-            addr,
-            pki.client("127.0.0.1"),
-            Config::default(),
-            |ev| match ev {
-                Ev::Open => Then::Ping,
-                Ev::Pong(_) => Then::Close,
-                Ev::Closed(..) => Then::Stop,
-                _ => Then::Nothing,
-            },
-        );
+    let (mut lp, mut app, limits) = setup(
+        addr,
+        pki.client("127.0.0.1"),
+        WsConfig::default(),
+        |ev| match ev {
+            Ev::Open => Then::Ping,
+            Ev::Pong(_) => Then::Close,
+            Ev::Closed(..) => Then::Stop,
+            _ => Then::Nothing,
+        },
+    );
     lp.run(&mut app).unwrap();
     assert_eq!(
         app.events,
@@ -349,7 +347,7 @@ fn fails_before_any_websocket_byte(tls: TlsConfig, pki: &Pki, want: TlsError) {
         }
         Err(e) => Err(e),
     });
-    let (mut lp, mut app, limits) = setup(addr, tls, Config::default(), |ev| match ev {
+    let (mut lp, mut app, limits) = setup(addr, tls, WsConfig::default(), |ev| match ev {
         Ev::Closed(..) => Then::Stop,
         _ => Then::Nothing,
     });
@@ -401,9 +399,9 @@ fn a_silent_tls_server_times_out_the_handshake_refunded() {
         }
         (hello > 0 && buf[0] == 0x16, rest)
     });
-    let config = Config {
+    let config = WsConfig {
         handshake_timeout_ns: 300_000_000,
-        ..Config::default()
+        ..WsConfig::default()
     };
     let (mut lp, mut app, limits) = setup(addr, pki.client("localhost"), config, |ev| match ev {
         Ev::Closed(..) => Then::Stop,
@@ -443,7 +441,7 @@ fn allocations_per_message_over_wss_are_counted() {
     });
     let (budget, limits) = budget_at(10, 1 << 40, ergon_io::clock::now_ns());
     let session = Session::new(
-        Config::default(),
+        WsConfig::default(),
         &budget,
         &limits.connect_parts(),
         &limits.message_parts(),
@@ -558,7 +556,7 @@ fn only_a_callers_own_verifier_accepts_another_name() {
         p.expect_end();
         close.opcode
     });
-    let (mut lp, mut app, limits) = setup(addr, tls, Config::default(), |ev| match ev {
+    let (mut lp, mut app, limits) = setup(addr, tls, WsConfig::default(), |ev| match ev {
         Ev::Open => Then::Close,
         Ev::Closed(..) => Then::Stop,
         _ => Then::Nothing,

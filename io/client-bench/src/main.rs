@@ -37,7 +37,7 @@ use ergon_core::{Budget, Class, Flight, Part, Spec};
 use ergon_io::client::{ClientHandler, Error, PoolConfig, PoolId, RequestId, Sent};
 use ergon_io::clock::now_ns;
 use ergon_io::curl::CurlConfig;
-use ergon_io::event_loop::{allowed_cpus, pin_current_thread, Config, Context, EventLoop};
+use ergon_io::event_loop::{allowed_cpus, pin_current_thread, Context, EventLoop, LoopConfig};
 use ergon_io::http::{Conn, Limits, Request};
 
 struct Counting;
@@ -237,9 +237,9 @@ impl Loop {
             )
             .unwrap();
         let budget = b.build(now_ns()).unwrap();
-        let cfg = Config {
+        let cfg = LoopConfig {
             busy_poll,
-            ..Config::default()
+            ..LoopConfig::default()
         };
         let mut lp = EventLoop::new(cfg, budget).unwrap();
         let mut pc = PoolConfig::new(addr, addr.to_string());

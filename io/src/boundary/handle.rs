@@ -252,7 +252,8 @@ pub(crate) struct Submission {
 }
 
 /// A strategy thread's way to the loop: `Send`, not `Clone` (one per thread; build
-/// as many as threads with [`Config::handles`](super::Config::handles)).
+/// as many as threads with
+/// [`BoundaryConfig::handles`](super::BoundaryConfig::handles)).
 #[derive(Debug)]
 pub struct Handle {
     pub(crate) index: u16,
@@ -427,15 +428,17 @@ impl Answer<'_> {
 
     /// When the loop, having charged the budget, handed the request to the client,
     /// which encodes and writes it at once ([`crate::clock`] ns; with
-    /// [`Config::stamp`](super::Config::stamp), for a request that was sent).
+    /// [`BoundaryConfig::stamp`](super::BoundaryConfig::stamp), for a request that
+    /// was sent).
     pub fn sending_at_ns(&self) -> Option<i64> {
         let t = self.ex().sending_at_ns;
         (t != 0 && self.ex().written_at_ns != 0).then_some(t)
     }
 
     /// When the client's write of the request had returned ([`crate::clock`] ns),
-    /// if the loop was built with [`Config::stamp`](super::Config::stamp) and it was
-    /// written. On a busy machine this includes any preemption during the write.
+    /// if the loop was built with
+    /// [`BoundaryConfig::stamp`](super::BoundaryConfig::stamp) and it was written. On
+    /// a busy machine this includes any preemption during the write.
     pub fn written_at_ns(&self) -> Option<i64> {
         let t = self.ex().written_at_ns;
         (t != 0).then_some(t)

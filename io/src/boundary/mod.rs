@@ -32,7 +32,7 @@ pub mod shm_ring;
 pub mod stats;
 pub mod wake;
 
-pub use build::{build, BuildError, Config};
+pub use build::{build, BoundaryConfig, BuildError};
 
 mod build {
     use super::handle::{Exchange, Handle};
@@ -45,7 +45,7 @@ mod build {
 
     /// Sizes of a boundary, all allocated by [`build`].
     #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-    pub struct Config {
+    pub struct BoundaryConfig {
         /// Handles to make (one per submitting thread).
         pub handles: usize,
         /// Slots of the submit queue shared by all handles (a power of two).
@@ -69,9 +69,9 @@ mod build {
         pub stamp: bool,
     }
 
-    impl Default for Config {
+    impl Default for BoundaryConfig {
         fn default() -> Self {
-            Config {
+            BoundaryConfig {
                 handles: 1,
                 queue: 1024,
                 per_handle: 64,
@@ -118,7 +118,9 @@ mod build {
 
     /// Builds the loop's [`Service`], `cfg.handles` [`Handle`]s, a [`StatsReader`]
     /// and a [`Stopper`]. Everything the boundary will ever use is allocated here.
-    pub fn build(cfg: Config) -> Result<(Service, Vec<Handle>, StatsReader, Stopper), BuildError> {
+    pub fn build(
+        cfg: BoundaryConfig,
+    ) -> Result<(Service, Vec<Handle>, StatsReader, Stopper), BuildError> {
         if cfg.handles == 0 || cfg.handles > usize::from(u16::MAX) + 1 {
             return Err(BuildError::Handles(cfg.handles));
         }

@@ -5,8 +5,8 @@
 //! Drive order inside the event loop's turn: `before_park` announces the park
 //! (and declines it if a submission is already waiting) → epoll → `on_fd` drains
 //! the eventfd → responses and errors are delivered as they come → `on_turn`
-//! takes up to [`Config::per_turn`](super::Config::per_turn) submissions,
-//! publishes stats when due, and stops the loop if asked.
+//! takes up to [`BoundaryConfig::per_turn`](super::BoundaryConfig::per_turn)
+//! submissions, publishes stats when due, and stops the loop if asked.
 //!
 //! Every submission taken ends in exactly one delivery: `Limited`, `Refused`, a
 //! response or a failure, or `Refused(Shutdown)` from [`Service::shutdown`].

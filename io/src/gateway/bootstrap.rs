@@ -16,7 +16,7 @@ use super::endpoints::{Account, Boot};
 use super::machine::Gateway;
 use super::ws_api::{WsApiStart, WsLane, CONNECTS_PER_5MIN};
 use crate::client::{ClientHandler, Error, PoolConfig, PoolId, RequestId, Sent};
-use crate::event_loop::{Config as LoopConfig, Context, EventLoop};
+use crate::event_loop::{Context, EventLoop, LoopConfig};
 use crate::http::Request;
 
 const SEC: i64 = 1_000_000_000;

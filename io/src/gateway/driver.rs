@@ -222,16 +222,16 @@ impl<E: Account, S: Strategy<E>> Driver<E, S> {
             cx,
             pool: self.pool,
         };
-        let Some(mut inbox) = self.gateway.ws_drive(&mut w, ready) else {
+        let Some(mut report) = self.gateway.ws_drive(&mut w, ready) else {
             return;
         };
-        let mut items = core::mem::take(&mut inbox.items);
+        let mut items = core::mem::take(&mut report.items);
         for item in items.drain(..) {
             let mut w = LoopWire {
                 cx,
                 pool: self.pool,
             };
-            let got = self.gateway.ws_item(&mut w, item, &inbox.bytes);
+            let got = self.gateway.ws_item(&mut w, item, &report.bytes);
             let mut api = Api {
                 gw: &mut self.gateway,
                 cx,
@@ -244,8 +244,8 @@ impl<E: Account, S: Strategy<E>> Driver<E, S> {
                 None => {}
             }
         }
-        inbox.items = items;
-        self.gateway.ws_restore(inbox);
+        report.items = items;
+        self.gateway.ws_restore(report);
         match self.gateway.ws_deadline() {
             Some(at) => {
                 let _ = cx.set_timer(WS_API, at);

@@ -17,7 +17,7 @@ use super::labels::{label_channel, LabelError, LabelPublisher, LabelReader, Labe
 use super::ledger::{Key, Ledger, Stage};
 use super::record::{self, Declarations, Kind as Rec, Record, Recorder, Writer, Written, NO_LABEL};
 use super::wire::{encode, Wire};
-use super::ws_api::{Inbox, Item, SubCharge, WsLane, WS_BIT};
+use super::ws_api::{Item, SubCharge, WsLane, WsReport, WS_BIT};
 use crate::client::{RequestId, Sent};
 use crate::handler::{Readiness, Registry};
 
@@ -1152,7 +1152,7 @@ impl<E: Account> Gateway<E> {
         &mut self,
         w: &mut W,
         ready: Option<Readiness>,
-    ) -> Option<Inbox> {
+    ) -> Option<WsReport> {
         let now = w.now();
         let lane = self.ws.as_mut()?;
         if let Some(ok) = lane.connect_if_due(w.budget(), now) {
@@ -1166,10 +1166,10 @@ impl<E: Account> Gateway<E> {
         Some(lane.drive(w.budget(), now, ready))
     }
 
-    /// Gives the inbox back.
-    pub(crate) fn ws_restore(&mut self, inbox: Inbox) {
+    /// Gives the report back.
+    pub(crate) fn ws_restore(&mut self, report: WsReport) {
         if let Some(lane) = self.ws.as_mut() {
-            lane.restore(inbox);
+            lane.restore(report);
         }
     }
 

@@ -30,7 +30,7 @@
 //! of the market streams); pongs charge the IP gate.
 //!
 //! Nothing here reads a clock; the steady state (submit → frame → answer → event)
-//! allocates nothing: the frame buffer and the inbox are sized at construction.
+//! allocates nothing: the frame buffer and the report are sized at construction.
 
 use std::net::SocketAddr;
 
@@ -171,9 +171,10 @@ pub(crate) enum Item {
     Closed(Cause),
 }
 
-/// What a drive collected: handed to the gateway item by item, then given back.
+/// What one drive of the WebSocket API connection reported: handed to the gateway
+/// item by item, then given back (its buffers are reused by the next drive).
 #[derive(Debug, Default)]
-pub struct Inbox {
+pub struct WsReport {
     pub(crate) bytes: Vec<u8>,
     pub(crate) items: Vec<Item>,
 }
@@ -199,7 +200,7 @@ pub struct WsLane {
     /// Why the stream or the connection is not available, once.
     pub(crate) why: Option<String>,
     frame: Vec<u8>,
-    inbox: Option<Inbox>,
+    report: Option<WsReport>,
     pub(crate) stats: WsApiStats,
     sub_parts: ergon_venues::adapt::Parts,
     connect_parts: ergon_venues::adapt::Parts,
@@ -235,7 +236,7 @@ impl WsLane {
         seed: u64,
     ) -> Result<Self, String> {
         let session = ws::Session::new(
-            ws::Config::default(),
+            ws::WsConfig::default(),
             budget,
             connect_parts,
             message_parts,
@@ -271,7 +272,7 @@ impl WsLane {
             subscription: None,
             why: None,
             frame: Vec::with_capacity(2048),
-            inbox: Some(Inbox {
+            report: Some(WsReport {
                 bytes: Vec::with_capacity(256 << 10),
                 items: Vec::with_capacity(512),
             }),
@@ -384,7 +385,7 @@ impl WsLane {
             return None;
         }
         self.refunded_at_connect = self.frames_refunded();
-        let req = ws::Request {
+        let req = ws::Upgrade {
             host: &self.host,
             path: &self.path,
             headers: &[],
@@ -417,38 +418,38 @@ impl WsLane {
 
     /// Handles the socket's readiness (`ready`, as the loop reported it under
     /// [`WS_API`]) if any, then the session's timeouts and writes, and collects
-    /// what the connection reported; the inbox to hand to the gateway, then to
+    /// what the connection reported; the report to hand to the gateway, then to
     /// give back ([`WsLane::restore`]).
     pub(crate) fn drive(
         &mut self,
         budget: &mut Budget,
         now: i64,
         ready: Option<Readiness>,
-    ) -> Inbox {
-        let mut inbox = self.inbox.take().unwrap_or_default();
-        inbox.bytes.clear();
-        inbox.items.clear();
-        let on = &mut |_: WsId, ev: ws::Event<'_>, _: &mut Budget| match ev {
-            ws::Event::Text(t) => {
-                let start = inbox.bytes.len();
-                inbox.bytes.extend_from_slice(t.as_bytes());
-                inbox.items.push(Item::Text(start, inbox.bytes.len()));
+    ) -> WsReport {
+        let mut report = self.report.take().unwrap_or_default();
+        report.bytes.clear();
+        report.items.clear();
+        let on = &mut |_: WsId, ev: ws::WsEvent<'_>, _: &mut Budget| match ev {
+            ws::WsEvent::Text(t) => {
+                let start = report.bytes.len();
+                report.bytes.extend_from_slice(t.as_bytes());
+                report.items.push(Item::Text(start, report.bytes.len()));
             }
-            ws::Event::Outcome(o) => inbox.items.push(Item::Outcome(o.id, o.verdict, o.flight)),
-            ws::Event::Open => inbox.items.push(Item::Open),
-            ws::Event::Closed(c) => inbox.items.push(Item::Closed(c.cause)),
-            ws::Event::Binary(_) | ws::Event::Pong(_) => {}
+            ws::WsEvent::Outcome(o) => report.items.push(Item::Outcome(o.id, o.verdict, o.flight)),
+            ws::WsEvent::Open => report.items.push(Item::Open),
+            ws::WsEvent::Closed(c) => report.items.push(Item::Closed(c.cause)),
+            ws::WsEvent::Binary(_) | ws::WsEvent::Pong(_) => {}
         };
         if let Some(ready) = ready {
             self.client.handle_ready(WS_API, ready, budget, now, on);
         }
         self.client.handle_timeout(budget, now, on);
-        inbox
+        report
     }
 
-    /// Gives the inbox back for the next drive.
-    pub(crate) fn restore(&mut self, inbox: Inbox) {
-        self.inbox = Some(inbox);
+    /// Gives the report back for the next drive.
+    pub(crate) fn restore(&mut self, report: WsReport) {
+        self.report = Some(report);
     }
 
     /// The connection opened: subscribe to the user data stream, if asked. What

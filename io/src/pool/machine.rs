@@ -51,9 +51,9 @@ pub enum Transmit {
 }
 
 /// What the pool tells its caller. Every accepted request ends in exactly one
-/// [`Event::Response`] or [`Event::Failed`].
+/// [`PoolEvent::Response`] or [`PoolEvent::Failed`].
 #[derive(Debug, PartialEq, Eq)]
-pub enum Event {
+pub enum PoolEvent {
     /// A new connection of the pool is open and idle.
     Ready(PoolId),
     /// A connect of the pool failed (or the pool was refused for good: see
@@ -164,7 +164,7 @@ pub struct Pool {
     slots: Vec<Slot>,
     next_id: u64,
     counters: Counters,
-    events: VecDeque<Event>,
+    events: VecDeque<PoolEvent>,
     transmits: VecDeque<Transmit>,
     /// No slot has work for [`handle_timeout`](Pool::handle_timeout) before this
     /// instant: a lower bound of [`poll_timeout`](Pool::poll_timeout), lowered
@@ -436,7 +436,7 @@ impl Pool {
 
     /// `n` bytes were put into [`recv_buf`](Self::recv_buf). Returns true while
     /// the response is incomplete and the connection healthy (read on); a complete
-    /// response becomes [`Event::Response`], bad bytes [`Event::Failed`].
+    /// response becomes [`PoolEvent::Response`], bad bytes [`PoolEvent::Failed`].
     pub fn handle_recv(&mut self, conn: ConnId, n: usize, now: i64) -> bool {
         let Some(s) = self.slots.get_mut(conn.0) else {
             return false;
@@ -492,8 +492,8 @@ impl Pool {
     }
 
     /// `conn`'s transport failed (a write or read error). Its request, if any,
-    /// ends in [`Event::Failed`] with [`Sent::No`] or [`Sent::Maybe`]; a connect
-    /// under way ends in [`Event::ConnectError`].
+    /// ends in [`PoolEvent::Failed`] with [`Sent::No`] or [`Sent::Maybe`]; a connect
+    /// under way ends in [`PoolEvent::ConnectError`].
     pub fn handle_error(&mut self, conn: ConnId, error: Error, now: i64) {
         let Some(s) = self.slots.get(conn.0) else {
             return;
@@ -538,7 +538,7 @@ impl Pool {
     }
 
     /// `conn`'s transport is up, its binding verified and its handshake done: it
-    /// is idle ([`Event::Ready`]).
+    /// is idle ([`PoolEvent::Ready`]).
     pub fn handle_connected(&mut self, conn: ConnId, now: i64) {
         let Some(s) = self.slots.get_mut(conn.0) else {
             return;
@@ -550,7 +550,7 @@ impl Pool {
         s.opened_at = now;
         let pool = s.pool;
         self.counters.connected += 1;
-        self.events.push_back(Event::Ready(PoolId(pool)));
+        self.events.push_back(PoolEvent::Ready(PoolId(pool)));
         self.wake_idle(conn.0, now);
     }
 
@@ -571,7 +571,7 @@ impl Pool {
             }
         }
         self.events
-            .push_back(Event::ConnectError(PoolId(pool), error));
+            .push_back(PoolEvent::ConnectError(PoolId(pool), error));
     }
 
     /// Deadlines, idle expiry, maximum age and reconnects due at `now`. A connect
@@ -656,7 +656,7 @@ impl Pool {
     }
 
     /// The next thing to tell the caller.
-    pub fn poll_event(&mut self) -> Option<Event> {
+    pub fn poll_event(&mut self) -> Option<PoolEvent> {
         self.events.pop_front()
     }
 
@@ -803,7 +803,7 @@ impl Pool {
         self.counters.connect_failures += 1;
         self.drop_conn(i, now + delay);
         self.events
-            .push_back(Event::ConnectError(PoolId(self.slots[i].pool), e));
+            .push_back(PoolEvent::ConnectError(PoolId(self.slots[i].pool), e));
     }
 
     /// A complete response on slot `i`: reported, or, if no byte of the request
@@ -814,7 +814,7 @@ impl Pool {
             Some(InFlight::Sent(id, flight)) => {
                 s.phase = Phase::Answered;
                 self.counters.responses += 1;
-                self.events.push_back(Event::Response {
+                self.events.push_back(PoolEvent::Response {
                     id,
                     conn: ConnId(i),
                     flight,
@@ -842,7 +842,8 @@ impl Pool {
             }
             None => return,
         };
-        self.events.push_back(Event::Failed { id, sent, error: e });
+        self.events
+            .push_back(PoolEvent::Failed { id, sent, error: e });
     }
 
     /// Closes slot `i`'s connection (if it had one); it reopens at `retry_at`.

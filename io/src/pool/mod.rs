@@ -18,7 +18,7 @@ mod machine;
 
 #[cfg(feature = "tls")]
 use crate::tls::{TlsConfig, TlsError};
-pub use machine::{ConnId, Event, Pool, Transmit};
+pub use machine::{ConnId, Pool, PoolEvent, Transmit};
 
 /// What the client did, counted since it started.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

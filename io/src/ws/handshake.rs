@@ -11,7 +11,7 @@ const MAX_HEADERS: usize = 32;
 
 /// What the upgrade request says besides the fixed WebSocket headers.
 #[derive(Clone, Copy, Debug)]
-pub struct Request<'a> {
+pub struct Upgrade<'a> {
     /// The `Host` header (`host` or `host:port`).
     pub host: &'a str,
     /// The request target, starting with `/` (`/ws?streams=...`).
@@ -74,7 +74,7 @@ fn token(s: &str) -> bool {
 
 /// Whether `req` can be written as it is: no line breaks, a path starting with `/`
 /// and without spaces, header names that are tokens and not our own.
-pub(crate) fn valid(req: &Request<'_>) -> bool {
+pub(crate) fn valid(req: &Upgrade<'_>) -> bool {
     let ours = [
         "host",
         "upgrade",
@@ -95,7 +95,7 @@ pub(crate) fn valid(req: &Request<'_>) -> bool {
 }
 
 /// Bytes `req` takes once written.
-pub(crate) fn request_len(req: &Request<'_>) -> usize {
+pub(crate) fn request_len(req: &Upgrade<'_>) -> usize {
     let fixed = "GET  HTTP/1.1\r\nHost: \r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
                  Sec-WebSocket-Key: \r\nSec-WebSocket-Version: 13\r\n\r\n"
         .len();
@@ -111,7 +111,7 @@ pub(crate) fn request_len(req: &Request<'_>) -> usize {
 }
 
 /// Writes the upgrade request into `out`, which holds [`request_len`] bytes.
-pub(crate) fn write_request(req: &Request<'_>, key: &[u8; KEY_LEN], out: &mut [u8]) -> usize {
+pub(crate) fn write_request(req: &Upgrade<'_>, key: &[u8; KEY_LEN], out: &mut [u8]) -> usize {
     let mut w = Cursor { out, at: 0 };
     w.put(b"GET ");
     w.put(req.path.as_bytes());
@@ -287,7 +287,7 @@ mod tests {
 
     #[test]
     fn request_is_exactly_its_length() {
-        let req = Request {
+        let req = Upgrade {
             host: "stream.example:443",
             path: "/ws?x=1",
             headers: &[("X-MBX-APIKEY", "abc")],
@@ -305,32 +305,32 @@ mod tests {
     #[test]
     fn request_injection_refused() {
         let bad = [
-            Request {
+            Upgrade {
                 host: "a\r\nX: y",
                 path: "/",
                 headers: &[],
             },
-            Request {
+            Upgrade {
                 host: "a",
                 path: "ws",
                 headers: &[],
             },
-            Request {
+            Upgrade {
                 host: "a",
                 path: "/ HTTP/1.0",
                 headers: &[],
             },
-            Request {
+            Upgrade {
                 host: "a",
                 path: "/",
                 headers: &[("Bad Name", "v")],
             },
-            Request {
+            Upgrade {
                 host: "a",
                 path: "/",
                 headers: &[("X", "v\nY: z")],
             },
-            Request {
+            Upgrade {
                 host: "a",
                 path: "/",
                 headers: &[("Sec-WebSocket-Key", "x")],

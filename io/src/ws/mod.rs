@@ -22,10 +22,10 @@ mod handshake;
 mod session;
 mod tcp;
 
-pub use handshake::{HandshakeError, Request};
+pub use handshake::{HandshakeError, Upgrade};
 pub use session::{
-    Cause, Closed, Config, ConnectError, Event, Outcome, SendError, Session, SetupError, State,
-    WsStats,
+    Cause, Closed, ConnectError, SendError, Session, SetupError, State, WsConfig, WsEvent,
+    WsOutcome, WsStats,
 };
 pub use tcp::{WsClient, WsId};
 

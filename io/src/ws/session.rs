@@ -11,7 +11,7 @@ use ergon_venues::response::{Header, Response};
 
 use super::accept::{encode_key, KEY_LEN};
 use super::frame::{self, close_code_valid, frame_len, Opcode, Role, MAX_CONTROL, MAX_HEADER};
-use super::handshake::{self, Body, HandshakeError, Request};
+use super::handshake::{self, Body, HandshakeError, Upgrade};
 use super::ProtocolError;
 
 /// Frames written into the send buffer whose first byte has not left yet.
@@ -25,7 +25,7 @@ const HALT_RETRY_NS: i64 = 1_000_000_000;
 
 /// Bounds and timeouts of a [`Session`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Config {
+pub struct WsConfig {
     /// Largest message accepted, fragmented or not; a larger frame or message fails
     /// the connection with 1009. Also the largest frame.
     pub max_message: usize,
@@ -44,9 +44,9 @@ pub struct Config {
     pub pong_class: Class,
 }
 
-impl Default for Config {
+impl Default for WsConfig {
     fn default() -> Self {
-        Config {
+        WsConfig {
             max_message: 1 << 20,
             max_handshake: 8 << 10,
             tx_capacity: 64 << 10,
@@ -108,7 +108,7 @@ pub enum Cause {
     Tls(crate::tls::TlsError),
 }
 
-/// The end of a connection, as [`Event::Closed`] reports it.
+/// The end of a connection, as [`WsEvent::Closed`] reports it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Closed<'a> {
     /// Why it ended.
@@ -123,7 +123,7 @@ pub struct Closed<'a> {
 /// What became of a request sent with [`Session::send_request`] when the
 /// connection ended before [`Session::resolve`] was called for it.
 #[derive(Debug, PartialEq, Eq)]
-pub struct Outcome {
+pub struct WsOutcome {
     /// The caller's id of the request.
     pub id: u64,
     /// [`Verdict::NotRun`] if not one byte of it was written (its charge was
@@ -138,7 +138,7 @@ pub struct Outcome {
 /// What [`Session::poll_event`] hands out. Borrowed payloads live until the next
 /// call on the session.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Event<'a> {
+pub enum WsEvent<'a> {
     /// The handshake succeeded.
     Open,
     /// A complete text message (reassembled if it was fragmented).
@@ -148,7 +148,7 @@ pub enum Event<'a> {
     /// A pong from the server (the payload of our ping, or a heartbeat).
     Pong(&'a [u8]),
     /// A request's outcome, settled by the end of its connection.
-    Outcome(Outcome),
+    Outcome(WsOutcome),
     /// The connection ended; the last event of a connection.
     Closed(Closed<'a>),
 }
@@ -372,7 +372,7 @@ impl Rng {
 /// connection ends is reported [`Verdict::Unknown`].
 #[derive(Debug)]
 pub struct Session {
-    config: Config,
+    config: WsConfig,
     connect_parts: ArrayVec<Part, MAX_PARTS>,
     message_parts: ArrayVec<Part, MAX_PARTS>,
     rng: Rng,
@@ -392,7 +392,7 @@ pub struct Session {
     queue: ArrayVec<Queued, MAX_QUEUED>,
     requests_queued: usize,
     pending: ArrayVec<(u64, Flight), MAX_PENDING>,
-    outcomes: ArrayVec<Outcome, { MAX_QUEUED + MAX_PENDING }>,
+    outcomes: ArrayVec<WsOutcome, { MAX_QUEUED + MAX_PENDING }>,
     key: [u8; KEY_LEN],
     /// The handshake or close deadline.
     deadline_ns: i64,
@@ -418,7 +418,7 @@ impl Session {
     /// the masking keys and handshake nonces: take it from the OS (getrandom) in
     /// production, a constant in tests.
     pub fn new(
-        config: Config,
+        config: WsConfig,
         budget: &Budget,
         connect_parts: &[Part],
         message_parts: &[Part],
@@ -484,7 +484,7 @@ impl Session {
     /// The server's answer to the last upgrade when it was not 101 (the
     /// connection ended with [`Cause::Handshake`]`(`[`HandshakeError::Status`]`)`):
     /// status, headers (into `headers`, as many as fit) and body (de-chunked, at
-    /// most [`Config::max_handshake`] bytes with the head). Hand it to the venue
+    /// most [`WsConfig::max_handshake`] bytes with the head). Hand it to the venue
     /// adapter like any HTTP answer: a 418 halts the IP gate, a 429 holds with its
     /// wait, and the next [`Session::connect`] is then refused by the budget until
     /// it may go. None if the last upgrade was not answered that way; kept until
@@ -573,7 +573,7 @@ impl Session {
     /// written, [`Session::handle_transport_closed`] refunds the charge.
     pub fn connect(
         &mut self,
-        req: &Request<'_>,
+        req: &Upgrade<'_>,
         class: Class,
         budget: &mut Budget,
         now_ns: i64,
@@ -670,18 +670,18 @@ impl Session {
 
     /// The next event, or `None` when more input (or time) is needed. Handles pings
     /// (queueing the pong, charged), close frames and protocol errors on the way.
-    pub fn poll_event(&mut self, budget: &mut Budget, now_ns: i64) -> Option<Event<'_>> {
+    pub fn poll_event(&mut self, budget: &mut Budget, now_ns: i64) -> Option<WsEvent<'_>> {
         self.flush_owed(budget, now_ns);
         loop {
             if !self.outcomes.is_empty() {
-                return Some(Event::Outcome(self.outcomes.remove(0)));
+                return Some(WsEvent::Outcome(self.outcomes.remove(0)));
             }
             if self.closed_pending {
                 self.closed_pending = false;
                 let info = &self.last_close;
                 let reason =
                     std::str::from_utf8(&info.reason[..usize::from(info.reason_len)]).unwrap_or("");
-                return Some(Event::Closed(Closed {
+                return Some(WsEvent::Closed(Closed {
                     cause: info.cause,
                     code: info.code,
                     reason,
@@ -689,7 +689,7 @@ impl Session {
             }
             if self.opened {
                 self.opened = false;
-                return Some(Event::Open);
+                return Some(WsEvent::Open);
             }
             let step = match self.state {
                 State::Handshaking => self.step_handshake(budget, now_ns),
@@ -720,14 +720,14 @@ impl Session {
         }
     }
 
-    fn deliver(&self, d: Deliver) -> Event<'_> {
+    fn deliver(&self, d: Deliver) -> WsEvent<'_> {
         match d {
             // Checked by the caller just before; "" is unreachable.
             Deliver::Text(src, a, b) => {
-                Event::Text(std::str::from_utf8(self.slice(src, a, b)).unwrap_or(""))
+                WsEvent::Text(std::str::from_utf8(self.slice(src, a, b)).unwrap_or(""))
             }
-            Deliver::Binary(src, a, b) => Event::Binary(self.slice(src, a, b)),
-            Deliver::Pong(a, b) => Event::Pong(&self.rx[a..b]),
+            Deliver::Binary(src, a, b) => WsEvent::Binary(self.slice(src, a, b)),
+            Deliver::Pong(a, b) => WsEvent::Pong(&self.rx[a..b]),
         }
     }
 
@@ -935,7 +935,7 @@ impl Session {
     ) {
         self.drop_unsent(budget, now);
         for (id, flight) in self.pending.drain(..) {
-            self.outcomes.push(Outcome {
+            self.outcomes.push(WsOutcome {
                 id,
                 verdict: Verdict::Unknown,
                 flight: Some(flight),
@@ -981,7 +981,7 @@ impl Session {
             debug_assert!(own.is_ok(), "a session is driven with one budget");
             self.stats.frames_refunded += 1;
             if let What::Request(id) = q.what {
-                self.outcomes.push(Outcome {
+                self.outcomes.push(WsOutcome {
                     id,
                     verdict: Verdict::NotRun,
                     flight: None,
@@ -1079,7 +1079,7 @@ impl Session {
 
     /// The transport ended (EOF, error, or a connect that failed). Settles the
     /// connection if it was not over: unwritten frames refunded, written requests
-    /// Unknown, [`Event::Closed`] with [`Cause::Transport`].
+    /// Unknown, [`WsEvent::Closed`] with [`Cause::Transport`].
     pub fn handle_transport_closed(&mut self, budget: &mut Budget, now_ns: i64) {
         self.transport_ended(Cause::Transport, budget, now_ns);
     }
@@ -1173,7 +1173,7 @@ impl Session {
 
     /// Queues a request (order entry over WebSocket) as a text message, charging the
     /// message parts and `parts` together, all or none. Call [`Session::resolve`]
-    /// when its answer arrives; if the connection ends first, [`Event::Outcome`] says
+    /// when its answer arrives; if the connection ends first, [`WsEvent::Outcome`] says
     /// NotRun (never written, refunded) or Unknown (written: reconcile).
     pub fn send_request(
         &mut self,
@@ -1207,7 +1207,7 @@ impl Session {
     /// Queues a request under a charge the caller already made: `ticket` covers
     /// the frame (the request's parts, with [`Session::message_parts`] if the venue
     /// counts frames). Otherwise as [`Session::send_request`]: [`Session::resolve`]
-    /// on its answer; if the connection ends first, [`Event::Outcome`] says NotRun
+    /// on its answer; if the connection ends first, [`WsEvent::Outcome`] says NotRun
     /// (never written: the session refunds `ticket`) or Unknown (written:
     /// reconcile). On `Err` nothing was queued and `ticket` comes back, unsent.
     pub fn send_request_charged(

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use ergon_core::{Budget, Class};
 
-use super::{ConnectError, Event, Request, Session, State};
+use super::{ConnectError, Session, State, Upgrade, WsEvent};
 use crate::handler::{Interest, Readiness, Registry};
 use crate::sys;
 use crate::tls::{Fault, Input, Plain, Session as Tls};
@@ -99,8 +99,8 @@ struct Conn {
 /// use ergon_core::{Budget, Class, Flight, Part, Spec};
 /// use ergon_venues::response::Response;
 /// use ergon_io::client::{ClientHandler, Error, RequestId, Sent};
-/// use ergon_io::event_loop::{Config, Context, EventLoop, Readiness};
-/// use ergon_io::ws::{self, Event, Request, Session, WsClient, WsId};
+/// use ergon_io::event_loop::{Context, EventLoop, LoopConfig, Readiness};
+/// use ergon_io::ws::{self, Session, Upgrade, WsClient, WsEvent, WsId};
 ///
 /// const WS_SOCKET: u64 = 1;
 /// const WS_TIMER: u64 = 2;
@@ -110,8 +110,8 @@ struct Conn {
 ///     id: WsId,
 /// }
 ///
-/// fn print(_id: WsId, ev: Event<'_>, _budget: &mut Budget) {
-///     if let Event::Text(t) = ev {
+/// fn print(_id: WsId, ev: WsEvent<'_>, _budget: &mut Budget) {
+///     if let WsEvent::Text(t) = ev {
 ///         println!("{t}");
 ///     }
 /// }
@@ -149,18 +149,18 @@ struct Conn {
 /// let now = ergon_io::clock::now_ns();
 /// let budget = b.build(now).unwrap();
 /// let session = Session::new(
-///     ws::Config::default(),
+///     ws::WsConfig::default(),
 ///     &budget,
 ///     &[Part::new(ip, 0), Part::new(connects, 1)],
 ///     &[Part::new(ip, 0), Part::new(messages, 1)],
 ///     now as u64, // seed from the OS in production
 /// )
 /// .unwrap();
-/// let mut lp = EventLoop::new(Config::default(), budget).unwrap();
+/// let mut lp = EventLoop::new(LoopConfig::default(), budget).unwrap();
 /// let mut ws = WsClient::new(1);
 /// let id = ws.add(session, "127.0.0.1:9443".parse().unwrap());
 /// ws.attach(lp.registry().unwrap(), WS_SOCKET);
-/// let req = Request { host: "127.0.0.1:9443", path: "/ws", headers: &[] };
+/// let req = Upgrade { host: "127.0.0.1:9443", path: "/ws", headers: &[] };
 /// let now = lp.now();
 /// ws.connect(id, &req, Class::Normal, lp.budget_mut(), now).unwrap();
 /// lp.run(&mut App { ws, id }).unwrap();
@@ -286,7 +286,7 @@ impl WsClient {
     pub fn connect(
         &mut self,
         id: WsId,
-        req: &Request<'_>,
+        req: &Upgrade<'_>,
         class: Class,
         budget: &mut Budget,
         now_ns: i64,
@@ -335,7 +335,7 @@ impl WsClient {
         ready: Readiness,
         budget: &mut Budget,
         now_ns: i64,
-        on_event: &mut dyn FnMut(WsId, Event<'_>, &mut Budget),
+        on_event: &mut dyn FnMut(WsId, WsEvent<'_>, &mut Budget),
     ) -> bool {
         let Some(i) = self.index_of_token(token) else {
             return false;
@@ -351,7 +351,7 @@ impl WsClient {
         &mut self,
         budget: &mut Budget,
         now_ns: i64,
-        on_event: &mut dyn FnMut(WsId, Event<'_>, &mut Budget),
+        on_event: &mut dyn FnMut(WsId, WsEvent<'_>, &mut Budget),
     ) {
         for i in 0..self.conns.len() {
             let c = &mut self.conns[i];
@@ -387,7 +387,7 @@ impl WsClient {
         bits: u32,
         budget: &mut Budget,
         now: i64,
-        on_event: &mut dyn FnMut(WsId, Event<'_>, &mut Budget),
+        on_event: &mut dyn FnMut(WsId, WsEvent<'_>, &mut Budget),
     ) {
         let Some(fd) = self.conns[i].fd else { return };
         if self.conns[i].connecting {
@@ -425,7 +425,7 @@ impl WsClient {
         i: usize,
         budget: &mut Budget,
         now: i64,
-        on_event: &mut dyn FnMut(WsId, Event<'_>, &mut Budget),
+        on_event: &mut dyn FnMut(WsId, WsEvent<'_>, &mut Budget),
     ) {
         for _ in 0..MAX_READS {
             let Some(fd) = self.conns[i].fd else { break };
@@ -461,7 +461,7 @@ impl WsClient {
         i: usize,
         budget: &mut Budget,
         now: i64,
-        on_event: &mut dyn FnMut(WsId, Event<'_>, &mut Budget),
+        on_event: &mut dyn FnMut(WsId, WsEvent<'_>, &mut Budget),
     ) {
         for _ in 0..MAX_READS {
             if !self.plaintext_in(i, budget, now, on_event) {
@@ -502,7 +502,7 @@ impl WsClient {
         i: usize,
         budget: &mut Budget,
         now: i64,
-        on_event: &mut dyn FnMut(WsId, Event<'_>, &mut Budget),
+        on_event: &mut dyn FnMut(WsId, WsEvent<'_>, &mut Budget),
     ) -> bool {
         loop {
             let c = &mut self.conns[i];
@@ -538,7 +538,7 @@ impl WsClient {
         i: usize,
         budget: &mut Budget,
         now: i64,
-        on_event: &mut dyn FnMut(WsId, Event<'_>, &mut Budget),
+        on_event: &mut dyn FnMut(WsId, WsEvent<'_>, &mut Budget),
     ) {
         let id = WsId {
             client: self.tag,

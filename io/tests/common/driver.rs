@@ -3,7 +3,7 @@
 
 use ergon_io::client::{ClientHandler, Error, PoolConfig, PoolId, RequestId, Sent};
 use ergon_io::core::{BucketId, Budget, Class, Flight, Part, Spec};
-use ergon_io::event_loop::{Config, Context, EventLoop};
+use ergon_io::event_loop::{Context, EventLoop, LoopConfig};
 use ergon_io::http::Request;
 use ergon_venues::response::Response;
 use std::net::SocketAddr;
@@ -48,12 +48,12 @@ pub struct Driver {
 impl Driver {
     /// A loop with one pool to `addr`; `tweak` adjusts the pool before it is added.
     pub fn new(addr: SocketAddr, tweak: impl FnOnce(&mut PoolConfig)) -> Driver {
-        Driver::with_config(addr, Config::default(), tweak)
+        Driver::with_config(addr, LoopConfig::default(), tweak)
     }
 
     pub fn with_config(
         addr: SocketAddr,
-        cfg: Config,
+        cfg: LoopConfig,
         tweak: impl FnOnce(&mut PoolConfig),
     ) -> Driver {
         let mut b = Budget::builder();

@@ -7,8 +7,8 @@ use std::time::Instant;
 
 use ergon_io::client::{ClientHandler, Error, RequestId, Sent};
 use ergon_io::core::{Budget, Class, Flight};
-use ergon_io::event_loop::{Config as LoopConfig, Context, EventLoop, Readiness};
-use ergon_io::ws::{Config, ConnectError, Event, Request, Session, WsClient, WsId};
+use ergon_io::event_loop::{Context, EventLoop, LoopConfig, Readiness};
+use ergon_io::ws::{ConnectError, Session, Upgrade, WsClient, WsConfig, WsEvent, WsId};
 use ergon_venues::response::Response;
 
 use super::{budget_at, Ev, Limits, IO_TIMEOUT};
@@ -48,7 +48,7 @@ impl<T: React> App<T> {
         let now = cx.now();
         let mut todo = Vec::new();
         let (events, react) = (&mut self.events, self.react);
-        let on: &mut dyn FnMut(WsId, Event<'_>, &mut Budget) = &mut |_, ev, _| {
+        let on: &mut dyn FnMut(WsId, WsEvent<'_>, &mut Budget) = &mut |_, ev, _| {
             let ev = Ev::of(ev);
             todo.push(react(&ev));
             events.push(ev);
@@ -95,9 +95,9 @@ impl<T: React> ClientHandler for App<T> {
 /// session, added by `add` and connected with `req`, its socket watched by the
 /// loop under [`WS_FD`].
 pub fn on_loop<T>(
-    config: Config,
+    config: WsConfig,
     (connects, messages): (u64, u64),
-    req: &Request<'_>,
+    req: &Upgrade<'_>,
     add: impl FnOnce(&mut WsClient, Session) -> WsId,
     react: fn(&Ev) -> T,
 ) -> (EventLoop, App<T>, Limits) {

@@ -19,8 +19,8 @@ use std::time::{Duration, Instant};
 use base64::Engine;
 use ergon_io::client::{ClientHandler, Error, RequestId, Sent};
 use ergon_io::core::{BucketId, Budget, Class, Flight, Part, Spec, Verdict};
-use ergon_io::event_loop::{Config as LoopConfig, Context, EventLoop, Readiness};
-use ergon_io::ws::{Cause, Config, ConnectError, Event, Request, Session, WsClient, WsId};
+use ergon_io::event_loop::{Context, EventLoop, LoopConfig, Readiness};
+use ergon_io::ws::{Cause, ConnectError, Session, Upgrade, WsClient, WsConfig, WsEvent, WsId};
 use ergon_venues::response::Response;
 use sha1::{Digest, Sha1};
 
@@ -276,14 +276,14 @@ pub enum Ev {
 
 impl Ev {
     /// Copies an event out of the session.
-    pub fn of(ev: Event<'_>) -> Ev {
+    pub fn of(ev: WsEvent<'_>) -> Ev {
         match ev {
-            Event::Open => Ev::Open,
-            Event::Text(t) => Ev::Text(t.to_string()),
-            Event::Binary(b) => Ev::Binary(b.to_vec()),
-            Event::Pong(p) => Ev::Pong(p.to_vec()),
-            Event::Outcome(o) => Ev::Outcome(o.id, o.verdict),
-            Event::Closed(c) => Ev::Closed(c.cause, c.code, c.reason.to_string()),
+            WsEvent::Open => Ev::Open,
+            WsEvent::Text(t) => Ev::Text(t.to_string()),
+            WsEvent::Binary(b) => Ev::Binary(b.to_vec()),
+            WsEvent::Pong(p) => Ev::Pong(p.to_vec()),
+            WsEvent::Outcome(o) => Ev::Outcome(o.id, o.verdict),
+            WsEvent::Closed(c) => Ev::Closed(c.cause, c.code, c.reason.to_string()),
         }
     }
 
@@ -316,7 +316,7 @@ impl Driver {
     }
 
     /// Charges the connect parts; only if the budget admits it, opens the socket.
-    pub fn connect(&mut self, addr: SocketAddr, req: &Request<'_>) -> Result<(), ConnectError> {
+    pub fn connect(&mut self, addr: SocketAddr, req: &Upgrade<'_>) -> Result<(), ConnectError> {
         let now = self.now();
         self.session
             .connect(req, Class::Normal, &mut self.budget, now)?;
@@ -423,7 +423,7 @@ impl Driver {
     }
 }
 
-pub const REQ: Request<'static> = Request {
+pub const REQ: Upgrade<'static> = Upgrade {
     host: "127.0.0.1",
     path: "/ws",
     headers: &[],
@@ -474,7 +474,7 @@ pub fn budget_at(connects: u64, messages: u64, now: i64) -> (Budget, Limits) {
 }
 
 /// A driver with the default config, generous limits and a fixed seed.
-pub fn driver_with(config: Config, connects: u64, messages: u64) -> (Driver, Limits) {
+pub fn driver_with(config: WsConfig, connects: u64, messages: u64) -> (Driver, Limits) {
     let (budget, limits) = budget(connects, messages);
     let session = Session::new(
         config,
@@ -488,11 +488,11 @@ pub fn driver_with(config: Config, connects: u64, messages: u64) -> (Driver, Lim
 }
 
 pub fn driver() -> (Driver, Limits) {
-    driver_with(Config::default(), 100, 1000)
+    driver_with(WsConfig::default(), 100, 1000)
 }
 
 /// A session past a good handshake, all in memory (no socket), at time 0.
-pub fn open_in_memory(config: Config, budget: &mut Budget, limits: &Limits) -> Session {
+pub fn open_in_memory(config: WsConfig, budget: &mut Budget, limits: &Limits) -> Session {
     open_in_memory_with(
         config,
         budget,
@@ -503,7 +503,7 @@ pub fn open_in_memory(config: Config, budget: &mut Budget, limits: &Limits) -> S
 
 /// [`open_in_memory`] with the session's connect and message parts given.
 pub fn open_in_memory_with(
-    config: Config,
+    config: WsConfig,
     budget: &mut Budget,
     connect_parts: &[Part],
     message_parts: &[Part],
@@ -522,7 +522,7 @@ pub fn open_in_memory_with(
         accept_key(key)
     );
     assert_eq!(s.handle_input(answer.as_bytes()), answer.len());
-    assert_eq!(s.poll_event(budget, 0), Some(Event::Open));
+    assert_eq!(s.poll_event(budget, 0), Some(WsEvent::Open));
     s
 }
 
@@ -556,9 +556,9 @@ impl Echo<'_> {
     fn on_ws(&mut self, ready: Option<(u64, Readiness)>, cx: &mut Context<'_>) {
         let now = cx.now();
         let (opened, echoed, msg) = (&mut self.opened, &mut self.echoed, self.msg);
-        let on: &mut dyn FnMut(WsId, Event<'_>, &mut Budget) = &mut |_, ev, _| match ev {
-            Event::Open => *opened = true,
-            Event::Text(t) => {
+        let on: &mut dyn FnMut(WsId, WsEvent<'_>, &mut Budget) = &mut |_, ev, _| match ev {
+            WsEvent::Open => *opened = true,
+            WsEvent::Text(t) => {
                 assert_eq!(t, msg);
                 *echoed += 1;
             }
@@ -590,7 +590,7 @@ impl ClientHandler for Echo<'_> {
 
 /// A loop on `budget` and `ws` attached to it under [`ECHO_TOKEN`], session `id`
 /// connecting with `req`.
-pub fn echo_loop(budget: Budget, ws: &mut WsClient, id: WsId, req: &Request<'_>) -> EventLoop {
+pub fn echo_loop(budget: Budget, ws: &mut WsClient, id: WsId, req: &Upgrade<'_>) -> EventLoop {
     let mut lp = EventLoop::new(LoopConfig::default(), budget).unwrap();
     ws.attach(lp.registry().unwrap(), ECHO_TOKEN);
     let now = lp.now();

@@ -15,7 +15,7 @@ use crate::gateway::Tag;
 
 /// Why a submit did not go over. Nothing was sent in any case.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SubmitError {
+pub enum ShmSubmitError {
     /// As many requests as the client may have in flight are: poll events first.
     Busy,
     /// The submit ring is full (the gateway has not taken the earlier ones yet).
@@ -26,18 +26,18 @@ pub enum SubmitError {
     Gone,
 }
 
-impl core::fmt::Display for SubmitError {
+impl core::fmt::Display for ShmSubmitError {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.write_str(match self {
-            SubmitError::Busy => "as many requests in flight as allowed",
-            SubmitError::Full => "submit ring full",
-            SubmitError::TooBig => "call too large for a slot",
-            SubmitError::Gone => "gateway gone",
+            ShmSubmitError::Busy => "as many requests in flight as allowed",
+            ShmSubmitError::Full => "submit ring full",
+            ShmSubmitError::TooBig => "call too large for a slot",
+            ShmSubmitError::Gone => "gateway gone",
         })
     }
 }
 
-impl std::error::Error for SubmitError {}
+impl std::error::Error for ShmSubmitError {}
 
 /// A strategy process's connection to a gateway.
 ///
@@ -45,7 +45,7 @@ impl std::error::Error for SubmitError {}
 /// None; [`ShmClient::wait`] to sleep until the next event (or, busy-polling,
 /// spin). When the gateway goes away (its socket hangs up), every request without
 /// a final event comes back once as [`ShmEvent::Lost`], after whatever events the
-/// ring still held; then submits fail with [`SubmitError::Gone`].
+/// ring still held; then submits fail with [`ShmSubmitError::Gone`].
 pub struct ShmClient {
     sock: OwnedFd,
     region: Region,
@@ -163,29 +163,34 @@ impl ShmClient {
 
     /// Submits `call` with `class` and `tag`; its events come back through
     /// [`ShmClient::poll`]. Busy, Full and TooBig leave nothing behind.
-    pub fn submit(&mut self, call: &Call<'_>, class: Class, tag: Tag) -> Result<(), SubmitError> {
+    pub fn submit(
+        &mut self,
+        call: &Call<'_>,
+        class: Class,
+        tag: Tag,
+    ) -> Result<(), ShmSubmitError> {
         if self.gone {
-            return Err(SubmitError::Gone);
+            return Err(ShmSubmitError::Gone);
         }
         let table = self.region.flight();
         let Some(free) = table
             .iter()
             .position(|e| e.used.load(Ordering::Relaxed) == 0)
         else {
-            return Err(SubmitError::Busy);
+            return Err(ShmSubmitError::Busy);
         };
         let mut buf = [0u8; SUBMIT_SLOT - LEN_BYTES];
-        let n = encode_call(call, class, tag, &mut buf).ok_or(SubmitError::TooBig)?;
+        let n = encode_call(call, class, tag, &mut buf).ok_or(ShmSubmitError::TooBig)?;
         let r = self.submit.push(|slot| {
             slot[..n].copy_from_slice(&buf[..n]);
             n
         });
         match r {
             Ok(()) => {}
-            Err(PushError::Full) => return Err(SubmitError::Full),
+            Err(PushError::Full) => return Err(ShmSubmitError::Full),
             Err(PushError::Corrupt) => {
                 self.gone = true;
-                return Err(SubmitError::Gone);
+                return Err(ShmSubmitError::Gone);
             }
         }
         // After the push: a client killed in between leaves no phantom entry.

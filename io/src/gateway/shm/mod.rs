@@ -22,9 +22,9 @@
 //! ```
 //!
 //! Both rings are [`shm_ring`](crate::boundary::shm_ring): SPSC, fixed slots,
-//! preallocated; a full submit ring is [`SubmitError::Full`] at once, and a
+//! preallocated; a full submit ring is [`ShmSubmitError::Full`] at once, and a
 //! client can never have more in flight than its ring has slots
-//! ([`SubmitError::Busy`]), so its event ring (four slots per request: Retrying,
+//! ([`ShmSubmitError::Busy`]), so its event ring (four slots per request: Retrying,
 //! Reconciling, a final one, an open-orders broadcast) is never full.
 //!
 //! Wake-ups: a side that is about to sleep sets its flag, fences, and looks at
@@ -71,7 +71,7 @@ mod os;
 mod region;
 mod stats;
 
-pub use client::{ShmClient, SubmitError};
+pub use client::{ShmClient, ShmSubmitError};
 pub use codec::{
     decode_call, decode_event, encode_call, encode_event, BadMessage, Call, ShmEvent, ORDER_UPDATE,
 };
