@@ -205,3 +205,82 @@ fn closes_crossing_still_answer_the_server() {
     let st = budget.stats(limits.messages).unwrap();
     assert_eq!((st.admitted, st.refunds, st.used), (2, 1, 1));
 }
+
+/// Drives `s` at `now`: fires its deadline if due, takes in what arrived (no event
+/// expected: pings are answered inside the session), and records what it writes.
+fn step(
+    s: &mut ergon_io::ws::Session,
+    budget: &mut ergon_io::core::Budget,
+    now: i64,
+    sent: &mut Vec<(i64, u8, Vec<u8>)>,
+) {
+    if s.poll_timeout().is_some_and(|t| t <= now) {
+        s.handle_timeout(budget, now);
+    }
+    assert_eq!(s.poll_event(budget, now), None);
+    for (opcode, payload) in take_frames(s, budget, now) {
+        sent.push((now, opcode, payload));
+    }
+}
+
+/// A server flooding pings at ten times the message limit (50 a second for two
+/// seconds against 5 a second), on jumped time: no one-second window of what the
+/// client writes holds more than the limit, the pongs that wait are coalesced
+/// into one for the latest ping, and every ping is answered, coalesced or
+/// counted. Over a real socket the same flood takes 3.5 s of wall time.
+#[test]
+fn a_ping_flood_stays_under_the_message_limit() {
+    const LIMIT: u64 = 5;
+    const PINGS: i64 = 100;
+    let (mut budget, limits) = budget(10, LIMIT);
+    let mut s = open_in_memory(WsConfig::default(), &mut budget, &limits);
+    let mut sent = Vec::new();
+    for i in 0..PINGS {
+        let now = i * 20 * MS;
+        let ping = server_frame(true, 0x9, format!("ping-{i}").as_bytes());
+        assert_eq!(s.handle_input(&ping), ping.len());
+        step(&mut s, &mut budget, now, &mut sent);
+    }
+    // After the flood, time jumps from one deadline to the next until nothing is
+    // owed.
+    let mut now = (PINGS - 1) * 20 * MS;
+    for _ in 0..1000 {
+        let Some(t) = s.poll_timeout() else { break };
+        now = now.max(t);
+        step(&mut s, &mut budget, now, &mut sent);
+    }
+    assert_eq!(s.poll_timeout(), None, "a pong still owed");
+
+    // The venue's view: no window of one second holds more than the limit.
+    for (i, (at, ..)) in sent.iter().enumerate() {
+        let in_window = sent[i..].iter().take_while(|f| f.0 - at < SEC).count();
+        assert!(
+            in_window as u64 <= LIMIT,
+            "{in_window} frames within a second from frame {i} at {at} ns"
+        );
+    }
+    let pongs: Vec<_> = sent.iter().filter(|f| f.1 == 0xA).collect();
+    assert_eq!(pongs.len(), sent.len(), "only pongs were written");
+    // Two seconds of flood at a one-slot-conservative 5 a second, and the last.
+    assert!(pongs.len() >= 8, "only {} pongs got through", pongs.len());
+    assert_eq!(
+        pongs.last().unwrap().2,
+        format!("ping-{}", PINGS - 1).into_bytes(),
+        "the pong after the flood answers the latest ping"
+    );
+    let st = s.stats();
+    assert_eq!(st.pings_received, PINGS as u64);
+    assert!(st.pongs_delayed > 0, "{st:?}");
+    assert!(st.pongs_coalesced > 0, "{st:?}");
+    assert_eq!(
+        st.pongs_sent + st.pongs_coalesced + st.pongs_abandoned,
+        st.pings_received,
+        "{st:?}"
+    );
+    assert_eq!(st.pongs_sent as usize, pongs.len());
+    // What the budget admitted is exactly what was written.
+    assert_eq!(
+        budget.stats(limits.messages).unwrap().admitted as usize,
+        sent.len()
+    );
+}
