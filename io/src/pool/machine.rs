@@ -101,10 +101,15 @@ enum Phase {
     Answered,
 }
 
+/// A slot's request: its ticket, and whether a byte of it left. Once `sent`, the
+/// ticket leaves only as a [`Flight`] (no refund): [`Ticket::sent`] is applied in
+/// the event that reports the request, so the send path sets a flag instead of
+/// moving the ticket.
 #[derive(Debug)]
-enum InFlight {
-    Unsent(RequestId, Ticket),
-    Sent(RequestId, Flight),
+struct InFlight {
+    id: RequestId,
+    ticket: Ticket,
+    sent: bool,
 }
 
 #[derive(Debug)]
@@ -380,7 +385,11 @@ impl Pool {
         }
         let id = RequestId(self.next_id);
         self.next_id += 1;
-        s.flight = Some(InFlight::Unsent(id, ticket));
+        s.flight = Some(InFlight {
+            id,
+            ticket,
+            sent: false,
+        });
         s.phase = Phase::Busy {
             deadline: deadline_ns,
         };
@@ -811,13 +820,17 @@ impl Pool {
     fn answer(&mut self, i: usize, _now: i64) {
         let s = &mut self.slots[i];
         match s.flight.take() {
-            Some(InFlight::Sent(id, flight)) => {
+            Some(InFlight {
+                id,
+                ticket,
+                sent: true,
+            }) => {
                 s.phase = Phase::Answered;
                 self.counters.responses += 1;
                 self.events.push_back(PoolEvent::Response {
                     id,
                     conn: ConnId(i),
-                    flight,
+                    flight: ticket.sent(),
                 });
             }
             other => {
@@ -832,13 +845,21 @@ impl Pool {
         let delay = self.delay(i);
         self.drop_conn(i, now + delay);
         let (id, sent) = match self.slots[i].flight.take() {
-            Some(InFlight::Unsent(id, t)) => {
+            Some(InFlight {
+                id,
+                ticket,
+                sent: false,
+            }) => {
                 self.counters.sent_no += 1;
-                (id, Sent::No(t))
+                (id, Sent::No(ticket))
             }
-            Some(InFlight::Sent(id, f)) => {
+            Some(InFlight {
+                id,
+                ticket,
+                sent: true,
+            }) => {
                 self.counters.sent_maybe += 1;
-                (id, Sent::Maybe(f))
+                (id, Sent::Maybe(ticket.sent()))
             }
             None => return,
         };
@@ -860,11 +881,11 @@ impl Pool {
     }
 }
 
-/// The first byte of a request left: its ticket becomes a flight (no refund
-/// from here).
+/// The first byte of a request left: its ticket is a flight from here (no
+/// refund).
+#[inline]
 fn mark_sent(flight: &mut Option<InFlight>) {
-    *flight = match flight.take() {
-        Some(InFlight::Unsent(id, t)) => Some(InFlight::Sent(id, t.sent())),
-        other => other,
-    };
+    if let Some(f) = flight {
+        f.sent = true;
+    }
 }
