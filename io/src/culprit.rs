@@ -8,7 +8,7 @@
 /// deciding to retry, reconnect, fix code or call a person.
 ///
 /// Whether a request may have run is a separate question, answered by
-/// [`Sent`](crate::client::Sent) (or the boundary's [`SentKind`](crate::boundary::SentKind)):
+/// [`Sent`](crate::client::Sent) (or the boundary's [`SentKind`](crate::boundary::handle::SentKind)):
 /// a [`Culprit`] never says a request surely did not run.
 #[non_exhaustive]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
