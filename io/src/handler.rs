@@ -15,6 +15,7 @@ use arrayvec::ArrayVec;
 use ergon_core::{Budget, Flight, Ticket};
 use ergon_venues::response::Response;
 
+use crate::culprit::Culprit;
 use crate::http::Request;
 use crate::pool::{Error, PoolError, PoolId, Refused, RequestId, Sent};
 use crate::sys;
@@ -80,9 +81,11 @@ pub(crate) const FD_BIT: u64 = 1 << 63;
 pub enum LoopError {
     /// An epoll call failed, as the operating system reported it.
     Epoll(std::io::ErrorKind),
-    /// The CPU is not one this thread may run on.
+    /// The CPU is not one this thread may run on. [`Culprit::Caller`]: the
+    /// configuration names a CPU outside the affinity mask the process was given.
     CpuNotAllowed(usize),
     /// Pinning failed, or the thread was found on another CPU afterwards.
+    /// [`Culprit::Os`]: the CPU was allowed, the kernel did not keep the thread on it.
     Pin {
         /// The CPU asked for.
         cpu: usize,
@@ -91,7 +94,8 @@ pub enum LoopError {
     },
     /// A pool's configuration is invalid.
     Pool(PoolError),
-    /// All timer slots are in use.
+    /// All timer slots are in use. [`Culprit::Caller`]: the handler set more than
+    /// [`MAX_TIMERS`], a documented bound.
     TimersFull,
 }
 
@@ -112,6 +116,17 @@ impl core::fmt::Display for LoopError {
 }
 
 impl std::error::Error for LoopError {}
+
+impl LoopError {
+    /// Who is at fault (see each variant's doc where it is not plain).
+    pub fn culprit(&self) -> Culprit {
+        match self {
+            LoopError::Epoll(_) | LoopError::Pin { .. } => Culprit::Os,
+            LoopError::CpuNotAllowed(_) | LoopError::TimersFull => Culprit::Caller,
+            LoopError::Pool(e) => e.culprit(),
+        }
+    }
+}
 
 /// What a watched descriptor is watched for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -12,6 +12,8 @@
 //! - [`event_loop`]: the thin epoll shell on one pinned thread that drives the
 //!   client, timers, the budget's idle ticks and the caller's handler;
 //! - [`clock`]: the monotonic nanosecond clock everything here shares;
+//! - [`Culprit`]: who is at fault for an error (peer, OS, caller, policy,
+//!   deadline); every public error type here says it with `culprit()`;
 //! - `tls` (feature `tls`, on by default): rustls driven by the same client;
 //! - `curl` (feature `curl`): the same contract over libcurl, which refuses the
 //!   methods libcurl may send twice on its own;
@@ -70,11 +72,13 @@
 #![deny(unsafe_code)]
 #![warn(clippy::undocumented_unsafe_blocks)]
 
+pub use culprit::Culprit;
 pub use ergon_core as core;
 
 pub mod boundary;
 pub mod client;
 pub mod clock;
+mod culprit;
 #[cfg(feature = "curl")]
 pub mod curl;
 pub mod event_loop;

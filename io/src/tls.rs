@@ -69,6 +69,19 @@ impl core::fmt::Display for TlsConfigError {
 
 impl std::error::Error for TlsConfigError {}
 
+impl TlsConfigError {
+    /// Always [`Culprit::Caller`](crate::Culprit::Caller): a name, a CA file or a
+    /// rustls configuration the caller gave (a CA file that cannot be read
+    /// included: the path is the caller's).
+    pub fn culprit(&self) -> crate::Culprit {
+        match self {
+            TlsConfigError::BadServerName(_)
+            | TlsConfigError::CaFile(_)
+            | TlsConfigError::Rustls(_) => crate::Culprit::Caller,
+        }
+    }
+}
+
 impl TlsConfig {
     /// Verifies servers against the Mozilla root store compiled into the binary.
     pub fn webpki_roots(server_name: &str) -> Result<Self, TlsConfigError> {
@@ -127,7 +140,10 @@ pub fn roots_from_pem_file(path: &std::path::Path) -> Result<RootCertStore, TlsC
 #[non_exhaustive]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum TlsError {
-    /// The certificate chain does not lead to a trusted root.
+    /// The certificate chain does not lead to a trusted root. Like every
+    /// certificate failure, [`Culprit::Peer`](crate::Culprit::Peer): the server
+    /// presented it (roots the caller configured wrong look the same from here,
+    /// and the remedy, alerting, is the same).
     UnknownIssuer,
     /// The certificate is not valid for the server name asked.
     NotValidForName,
@@ -140,6 +156,9 @@ pub enum TlsError {
     /// The peer broke the TLS protocol (bad records, messages, decryption).
     Protocol,
     /// No protocol version or cipher suite in common, or another local refusal.
+    /// [`Culprit::Peer`](crate::Culprit::Peer): with ergon's defaults no overlap
+    /// means the server changed what it accepts (with the caller's own rustls
+    /// configuration it may be the caller's choice; the two look the same here).
     Incompatible,
 }
 
@@ -183,6 +202,22 @@ impl core::fmt::Display for TlsError {
 }
 
 impl std::error::Error for TlsError {}
+
+impl TlsError {
+    /// Always [`Culprit::Peer`](crate::Culprit::Peer) (see
+    /// [`TlsError::UnknownIssuer`] and [`TlsError::Incompatible`] for why).
+    pub fn culprit(&self) -> crate::Culprit {
+        match self {
+            TlsError::UnknownIssuer
+            | TlsError::NotValidForName
+            | TlsError::Expired
+            | TlsError::BadCertificate
+            | TlsError::Alert
+            | TlsError::Protocol
+            | TlsError::Incompatible => crate::Culprit::Peer,
+        }
+    }
+}
 
 /// A non-blocking socket as `io::Read + io::Write` for rustls. Would-block is
 /// `ErrorKind::WouldBlock`; no error here allocates.

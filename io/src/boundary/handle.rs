@@ -37,7 +37,8 @@ pub enum SubmitError {
     /// The submit queue is full: the loop is behind. Never waits, never drops.
     QueueFull,
     /// As many answers are owed to this handle as its mailbox holds: take some
-    /// with [`Handle::poll`] first.
+    /// with [`Handle::poll`] first. [`Culprit::Policy`](crate::Culprit::Policy)
+    /// like QueueFull: a bound waited out, not a wrong call.
     Outstanding,
     /// Method, target, headers and body together exceed the handle's request size.
     TooLarge {
@@ -51,6 +52,7 @@ pub enum SubmitError {
     /// More parts than `ergon_core::MAX_PARTS`.
     TooManyParts,
     /// The loop was asked to stop ([`Stopper::stop`](super::service::Stopper::stop)).
+    /// [`Culprit::Policy`](crate::Culprit::Policy): halted on purpose.
     Stopped,
 }
 
@@ -75,6 +77,23 @@ impl core::fmt::Display for SubmitError {
 }
 
 impl std::error::Error for SubmitError {}
+
+impl SubmitError {
+    /// Who is at fault: the bounds waited out and a stopped loop (QueueFull,
+    /// Outstanding, Stopped) are [`Culprit::Policy`](crate::Culprit::Policy); a
+    /// request that can never fit (TooLarge, TooManyHeaders, TooManyParts)
+    /// [`Culprit::Caller`](crate::Culprit::Caller).
+    pub fn culprit(&self) -> crate::Culprit {
+        match self {
+            SubmitError::QueueFull | SubmitError::Outstanding | SubmitError::Stopped => {
+                crate::Culprit::Policy
+            }
+            SubmitError::TooLarge { .. }
+            | SubmitError::TooManyHeaders
+            | SubmitError::TooManyParts => crate::Culprit::Caller,
+        }
+    }
+}
 
 /// Whether any byte of a failed request left (the boundary's copy of
 /// [`Sent`](crate::client::Sent): the ticket or flight itself was settled on the
@@ -104,6 +123,22 @@ pub enum Refusal {
     Shutdown,
 }
 
+impl Refusal {
+    /// Who is at fault: Busy and Shutdown are
+    /// [`Culprit::Policy`](crate::Culprit::Policy), Invalid the request's
+    /// [`InvalidRequest::culprit`], UnknownPool
+    /// [`Culprit::Caller`](crate::Culprit::Caller), Expired
+    /// [`Culprit::Deadline`](crate::Culprit::Deadline).
+    pub fn culprit(&self) -> crate::Culprit {
+        match self {
+            Refusal::Busy | Refusal::Shutdown => crate::Culprit::Policy,
+            Refusal::Invalid(e) => e.culprit(),
+            Refusal::UnknownPool => crate::Culprit::Caller,
+            Refusal::Expired => crate::Culprit::Deadline,
+        }
+    }
+}
+
 /// What became of a submitted request. Exactly one per accepted submit.
 #[non_exhaustive]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -121,6 +156,21 @@ pub enum Outcome {
         /// What went wrong.
         error: Error,
     },
+}
+
+impl Outcome {
+    /// Who is at fault, or None for a [`Outcome::Response`] (whatever its status:
+    /// an HTTP error status is the venue's answer, read by the venue adapter).
+    /// Limited is [`Culprit::Policy`](crate::Culprit::Policy); Refused and Failed
+    /// ask the refusal or the error.
+    pub fn culprit(&self) -> Option<crate::Culprit> {
+        match self {
+            Outcome::Response => None,
+            Outcome::Limited(_) => Some(crate::Culprit::Policy),
+            Outcome::Refused(r) => Some(r.culprit()),
+            Outcome::Failed { error, .. } => Some(error.culprit()),
+        }
+    }
 }
 
 /// One request and then its answer, recycled between a handle and the loop.

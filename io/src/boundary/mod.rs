@@ -116,6 +116,21 @@ mod build {
 
     impl std::error::Error for BuildError {}
 
+    impl BuildError {
+        /// Who is at fault: the eventfd is [`Culprit::Os`](crate::Culprit::Os),
+        /// every other variant a configuration the caller wrote
+        /// ([`Culprit::Caller`](crate::Culprit::Caller)).
+        pub fn culprit(&self) -> crate::Culprit {
+            match self {
+                BuildError::Capacity(e) => e.culprit(),
+                BuildError::Handles(_) | BuildError::PerTurn | BuildError::Size(_) => {
+                    crate::Culprit::Caller
+                }
+                BuildError::EventFd(_) => crate::Culprit::Os,
+            }
+        }
+    }
+
     /// Builds the loop's [`Service`], `cfg.handles` [`Handle`]s, a [`StatsReader`]
     /// and a [`Stopper`]. Everything the boundary will ever use is allocated here.
     pub fn build(

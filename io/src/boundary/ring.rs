@@ -61,6 +61,23 @@ impl fmt::Display for CapacityError {
 
 impl std::error::Error for CapacityError {}
 
+impl CapacityError {
+    /// Always [`Culprit::Caller`](crate::Culprit::Caller): the capacity asked.
+    pub fn culprit(&self) -> crate::Culprit {
+        match self {
+            CapacityError::Invalid(_) => crate::Culprit::Caller,
+        }
+    }
+}
+
+impl<T> Full<T> {
+    /// Always [`Culprit::Policy`](crate::Culprit::Policy): the queue's bound; the
+    /// consumer is behind, try again later.
+    pub fn culprit(&self) -> crate::Culprit {
+        crate::Culprit::Policy
+    }
+}
+
 struct Slot<T> {
     /// `pos` when free for the producer of position `pos`; `pos + 1` once that
     /// value is published; `pos + capacity` once consumed (free for the next lap).

@@ -68,6 +68,14 @@ impl fmt::Display for ShmFull {
 
 impl std::error::Error for ShmFull {}
 
+impl ShmFull {
+    /// Always [`Culprit::Policy`](crate::Culprit::Policy): the ring's bound; the
+    /// consumer is behind, try again later.
+    pub fn culprit(&self) -> crate::Culprit {
+        crate::Culprit::Policy
+    }
+}
+
 /// What the other side wrote into the shared block makes no sense (a bug or a
 /// scribble): the ring cannot be used any more.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -81,6 +89,14 @@ impl fmt::Display for Corrupt {
 
 impl std::error::Error for Corrupt {}
 
+impl Corrupt {
+    /// Always [`Culprit::Peer`](crate::Culprit::Peer): the process at the other
+    /// end of the shared memory wrote indices or lengths out of range.
+    pub fn culprit(&self) -> crate::Culprit {
+        crate::Culprit::Peer
+    }
+}
+
 /// A ring's geometry is not usable.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BadGeometry;
@@ -92,6 +108,13 @@ impl fmt::Display for BadGeometry {
 }
 
 impl std::error::Error for BadGeometry {}
+
+impl BadGeometry {
+    /// Always [`Culprit::Caller`](crate::Culprit::Caller): the geometry asked.
+    pub fn culprit(&self) -> crate::Culprit {
+        crate::Culprit::Caller
+    }
+}
 
 /// What keeps the ring's memory mapped (a shared mapping, or a heap block).
 pub type Keep = std::sync::Arc<dyn Send + Sync>;
@@ -283,6 +306,17 @@ impl fmt::Display for PushError {
 }
 
 impl std::error::Error for PushError {}
+
+impl PushError {
+    /// Who is at fault: Full is [`ShmFull::culprit`], Corrupt
+    /// [`Corrupt::culprit`].
+    pub fn culprit(&self) -> crate::Culprit {
+        match self {
+            PushError::Full => ShmFull.culprit(),
+            PushError::Corrupt => Corrupt.culprit(),
+        }
+    }
+}
 
 impl ShmConsumer {
     /// The consumer over a ring (see [`ShmProducer::from_raw`]).

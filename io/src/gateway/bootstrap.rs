@@ -16,8 +16,9 @@ use super::endpoints::{Account, Boot};
 use super::machine::Gateway;
 use super::ws_api::{WsApiStart, WsLane, CONNECTS_PER_5MIN};
 use crate::client::{ClientHandler, Error, PoolConfig, PoolId, RequestId, Sent};
-use crate::event_loop::{Context, EventLoop, LoopConfig};
+use crate::event_loop::{Context, EventLoop, LoopConfig, LoopError};
 use crate::http::Request;
+use crate::Culprit;
 
 const SEC: i64 = 1_000_000_000;
 
@@ -95,13 +96,49 @@ impl Start {
     }
 }
 
-/// Why a gateway did not start.
+/// Why a gateway did not start: who is at fault, and what happened in words.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct StartError(pub String);
+pub struct StartError {
+    culprit: Culprit,
+    why: String,
+}
+
+impl StartError {
+    fn new(culprit: Culprit, why: impl Into<String>) -> Self {
+        StartError {
+            culprit,
+            why: why.into(),
+        }
+    }
+
+    /// A configuration the caller gave (the budget's specs, the venue's parts,
+    /// the capacity, `declare`'s own error, the WebSocket API lane) was refused.
+    fn caller(why: &dyn core::fmt::Display) -> Self {
+        StartError::new(Culprit::Caller, why.to_string())
+    }
+
+    /// Who is at fault. The venue's answers during bootstrap (a status other
+    /// than 200, no time in it, a failed request) are the peer's or the failed
+    /// request's own culprit; no answer before the bootstrap timeout is
+    /// [`Culprit::Deadline`]; the event loop's errors are theirs
+    /// ([`LoopError::culprit`]); a `--record` file that cannot be opened is
+    /// [`Culprit::Os`]; everything else is a configuration the caller gave
+    /// ([`Culprit::Caller`]), `declare`'s own error included (its function, its
+    /// judgement of what it read).
+    pub fn culprit(&self) -> Culprit {
+        self.culprit
+    }
+}
+
+impl From<LoopError> for StartError {
+    fn from(e: LoopError) -> Self {
+        StartError::new(e.culprit(), e.to_string())
+    }
+}
 
 impl core::fmt::Display for StartError {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(&self.why)
     }
 }
 
@@ -117,7 +154,7 @@ struct Read<E> {
     deadline: i64,
     anchor: Option<(i64, i64)>,
     limits: Option<Vec<u8>>,
-    error: Option<String>,
+    error: Option<StartError>,
     _venue: core::marker::PhantomData<E>,
 }
 
@@ -125,7 +162,10 @@ impl<E: Account> Read<E> {
     fn next(&mut self, cx: &mut Context<'_>) {
         let now = cx.now();
         if now > self.deadline {
-            self.error = Some("bootstrap: no answer from the venue in time".into());
+            self.error = Some(StartError::new(
+                Culprit::Deadline,
+                "bootstrap: no answer from the venue in time",
+            ));
             cx.stop();
             return;
         }
@@ -160,17 +200,23 @@ impl<E: Account> ClientHandler for Read<E> {
         self.in_flight = false;
         let path = self.paths[self.step].unwrap_or("");
         if r.status != 200 {
-            self.error = Some(format!(
-                "bootstrap: {path} answered {}: {}",
-                r.status,
-                String::from_utf8_lossy(&r.body[..r.body.len().min(200)])
+            self.error = Some(StartError::new(
+                Culprit::Peer,
+                format!(
+                    "bootstrap: {path} answered {}: {}",
+                    r.status,
+                    String::from_utf8_lossy(&r.body[..r.body.len().min(200)])
+                ),
             ));
             cx.stop();
             return;
         }
         if self.step == 0 {
             let Some(server_ms) = E::read_time(r.body) else {
-                self.error = Some(format!("bootstrap: {path}: no time in the answer"));
+                self.error = Some(StartError::new(
+                    Culprit::Peer,
+                    format!("bootstrap: {path}: no time in the answer"),
+                ));
                 cx.stop();
                 return;
             };
@@ -184,7 +230,10 @@ impl<E: Account> ClientHandler for Read<E> {
 
     fn on_error(&mut self, cx: &mut Context<'_>, _: RequestId, sent: Sent, e: Error) {
         cx.settle(sent);
-        self.error = Some(format!("bootstrap request failed: {e}"));
+        self.error = Some(StartError::new(
+            e.culprit(),
+            format!("bootstrap request failed: {e}"),
+        ));
         cx.stop();
     }
 
@@ -215,15 +264,15 @@ impl<E: Account> Gateway<E> {
         symbol: &str,
         declare: impl FnOnce(&Boot, &mut Builder) -> Result<E, String>,
     ) -> Result<(EventLoop, Gateway<E>, PoolId), StartError> {
-        let err = |e: &dyn core::fmt::Display| StartError(e.to_string());
+        let err = StartError::caller;
         let now = crate::clock::now_ns();
         let mut b = Budget::builder();
         let any = b
             .add("bootstrap", Spec::sliding(10, SEC, 1))
             .map_err(|e| err(&e))?;
         let budget = b.build(now).map_err(|e| err(&e))?;
-        let mut lp = EventLoop::new(s.loop_cfg, budget).map_err(|e| err(&e))?;
-        let pool = lp.add_pool(pool_cfg(s)).map_err(|e| err(&e))?;
+        let mut lp = EventLoop::new(s.loop_cfg, budget)?;
+        let pool = lp.add_pool(pool_cfg(s))?;
         let mut read = Read::<E> {
             pool,
             parts: [Part::new(any, 1)],
@@ -237,20 +286,22 @@ impl<E: Account> Gateway<E> {
             error: None,
             _venue: core::marker::PhantomData,
         };
-        lp.run(&mut read).map_err(|e| err(&e))?;
+        lp.run(&mut read)?;
         drop(lp);
         if let Some(e) = read.error {
-            return Err(StartError(e));
+            return Err(e);
         }
         let Some((anchor_ns, server_ms)) = read.anchor else {
-            return Err(StartError("bootstrap did not finish".into()));
+            // The loop stopped with neither an answer nor an error: the venue
+            // never gave the time bootstrap needs.
+            return Err(StartError::new(Culprit::Peer, "bootstrap did not finish"));
         };
         let boot = Boot {
             clock: Clock::anchor(anchor_ns, server_ms),
             limits: read.limits,
         };
         let mut builder = Budget::builder();
-        let venue = declare(&boot, &mut builder).map_err(StartError)?;
+        let venue = declare(&boot, &mut builder).map_err(|e| err(&e))?;
         let ws_connects = match &s.ws_api {
             Some(_) => Some(
                 builder
@@ -263,12 +314,12 @@ impl<E: Account> Gateway<E> {
             None => None,
         };
         let budget = builder.build(crate::clock::now_ns()).map_err(|e| err(&e))?;
-        let mut lp = EventLoop::new(s.loop_cfg, budget).map_err(|e| err(&e))?;
+        let mut lp = EventLoop::new(s.loop_cfg, budget)?;
         let mut pc = pool_cfg(s);
         pc.connections = s.connections.max(1);
         pc.connect_parts = venue.parts(Kind::Connect).map_err(|e| err(&e))?.to_vec();
         pc.connect_class = Class::Urgent;
-        let pool = lp.add_pool(pc).map_err(|e| err(&e))?;
+        let pool = lp.add_pool(pc)?;
         let lane = match (&s.ws_api, ws_connects) {
             (Some(at), Some(connects)) => ws_lane(&venue, s, at, connects, lp.budget())?,
             _ => None,
@@ -279,11 +330,13 @@ impl<E: Account> Gateway<E> {
         }
         for name in &s.labels {
             gw.label(name)
-                .map_err(|e| StartError(format!("label {name:?}: {e}")))?;
+                .map_err(|e| StartError::new(e.culprit(), format!("label {name:?}: {e}")))?;
         }
         if let Some(path) = &s.record {
             let writer = gw.record_to(path, lp.budget());
-            writer.map_err(|e| StartError(format!("--record {}: {e}", path.display())))?;
+            writer.map_err(|e| {
+                StartError::new(Culprit::Os, format!("--record {}: {e}", path.display()))
+            })?;
         }
         Ok((lp, gw, pool))
     }
@@ -299,18 +352,18 @@ fn ws_lane<E: Account>(
     connects: ergon_core::BucketId,
     budget: &Budget,
 ) -> Result<Option<WsLane>, StartError> {
-    let err = |e: &dyn core::fmt::Display| StartError(e.to_string());
+    let err = StartError::caller;
     let Some(api) = venue.ws_api(s.capacity) else {
         return Ok(None);
     };
     let mut connect = venue.parts(Kind::Read(2)).map_err(|e| err(&e))?;
     connect
         .try_push(Part::new(connects, 1))
-        .map_err(|_| StartError("WebSocket API connect: too many parts".into()))?;
+        .map_err(|_| err(&"WebSocket API connect: too many parts"))?;
     let message = venue.parts(Kind::Connect).map_err(|e| err(&e))?;
     let seed = crate::clock::now_ns() as u64 ^ u64::from(std::process::id()) << 32;
     let lane = WsLane::new(api, at, budget, &connect, &message, s.local_addr, seed);
-    lane.map(Some).map_err(StartError)
+    lane.map(Some).map_err(|e| err(&e))
 }
 
 /// What [`open_ws_api`] found.

@@ -60,6 +60,16 @@ impl core::fmt::Display for LabelError {
 
 impl std::error::Error for LabelError {}
 
+impl LabelError {
+    /// Always [`Culprit::Caller`](crate::Culprit::Caller): a name or a number
+    /// of labels over documented bounds.
+    pub fn culprit(&self) -> crate::Culprit {
+        match self {
+            LabelError::BadName | LabelError::Full => crate::Culprit::Caller,
+        }
+    }
+}
+
 /// One label's counters, since the gateway started.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct LabelCounts {

@@ -97,6 +97,15 @@ pub enum RemoteError {
     Full(Box<Prepared>),
 }
 
+impl RemoteError {
+    /// Always [`Culprit::Policy`](crate::Culprit::Policy): a bound waited out.
+    pub fn culprit(&self) -> crate::Culprit {
+        match self {
+            RemoteError::Busy(_) | RemoteError::Full(_) => crate::Culprit::Policy,
+        }
+    }
+}
+
 /// Order updates the queue holds at least (more with more requests in flight).
 pub const MIN_UPDATES: usize = 64;
 

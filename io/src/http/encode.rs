@@ -72,6 +72,23 @@ impl core::fmt::Display for InvalidRequest {
 
 impl std::error::Error for InvalidRequest {}
 
+impl InvalidRequest {
+    /// Always [`Culprit::Caller`](crate::Culprit::Caller): found before any byte
+    /// is written, in what the caller asked (NotIdle: a send on a connection the
+    /// caller's own driver has not seen finish).
+    pub fn culprit(&self) -> crate::Culprit {
+        match self {
+            InvalidRequest::Method
+            | InvalidRequest::Target
+            | InvalidRequest::HeaderName
+            | InvalidRequest::HeaderValue
+            | InvalidRequest::ReservedHeader
+            | InvalidRequest::TooLarge
+            | InvalidRequest::NotIdle => crate::Culprit::Caller,
+        }
+    }
+}
+
 fn is_tchar(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
 }

@@ -118,3 +118,28 @@ impl core::fmt::Display for ParseError {
 }
 
 impl std::error::Error for ParseError {}
+
+impl ParseError {
+    /// Always [`Culprit::Peer`](crate::Culprit::Peer): the server's bytes (a
+    /// response over the caller's [`Limits`] included: the limits are the
+    /// contract, the server broke it).
+    pub fn culprit(&self) -> crate::Culprit {
+        match self {
+            ParseError::BadHead
+            | ParseError::BadVersion
+            | ParseError::BadStatus
+            | ParseError::HeadTooLarge
+            | ParseError::TooManyHeaders
+            | ParseError::LineTooLong
+            | ParseError::BadContentLength
+            | ParseError::BadFraming
+            | ParseError::BadChunkSize
+            | ParseError::ChunkTooLarge
+            | ParseError::BadChunkEnd
+            | ParseError::BadTrailer
+            | ParseError::ResponseTooLarge
+            | ParseError::Upgrade
+            | ParseError::Unsolicited => crate::Culprit::Peer,
+        }
+    }
+}

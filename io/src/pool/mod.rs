@@ -12,6 +12,7 @@ use std::net::SocketAddr;
 
 use ergon_core::{Class, Flight, Part, Ticket};
 
+use crate::culprit::{of_io_kind, Culprit};
 use crate::http::{InvalidRequest, Limits, ParseError};
 
 mod machine;
@@ -89,7 +90,10 @@ impl Sent {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Error {
     /// A socket error, as the operating system reported it (`ConnectionReset`,
-    /// `BrokenPipe`, `ConnectionRefused`, `AddrNotAvailable` ...).
+    /// `BrokenPipe`, `ConnectionRefused`, `AddrNotAvailable` ...). Its
+    /// [`Culprit`] depends on the kind: what the server did to the connection
+    /// (reset, refused, aborted, broken pipe, early EOF) is [`Culprit::Peer`],
+    /// the rest (no address, no descriptor, no route ...) [`Culprit::Os`].
     Io(std::io::ErrorKind),
     /// The server closed the connection before a complete response.
     Closed,
@@ -109,6 +113,8 @@ pub enum Error {
     Tls(TlsError),
     /// The socket's local address after connect is not the one the pool asked
     /// for: the stack ignored the binding. The pool is refused for good.
+    /// [`Culprit::Os`]: ergon refuses the lane by rule, but the fault is the
+    /// host's network configuration, and only a person can fix it.
     LocalAddr {
         /// The address the pool asked to bind.
         asked: SocketAddr,
@@ -186,6 +192,25 @@ impl core::fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
+impl Error {
+    /// Who is at fault (see each variant's doc where it is not plain).
+    pub fn culprit(&self) -> Culprit {
+        match self {
+            Error::Io(kind) => of_io_kind(*kind),
+            Error::Closed | Error::Truncated => Culprit::Peer,
+            Error::Parse(e) => e.culprit(),
+            Error::Timeout | Error::ConnectTimeout => Culprit::Deadline,
+            #[cfg(feature = "tls")]
+            Error::Tls(e) => e.culprit(),
+            Error::LocalAddr { .. } => Culprit::Os,
+            #[cfg(feature = "curl")]
+            Error::CurlResend => Culprit::Policy,
+            #[cfg(feature = "curl")]
+            Error::Curl(e) => e.culprit(),
+        }
+    }
+}
+
 /// Why a [`PoolConfig`] was refused (the caller's mistake).
 #[non_exhaustive]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -213,10 +238,23 @@ impl core::fmt::Display for PoolError {
 
 impl std::error::Error for PoolError {}
 
+impl PoolError {
+    /// Always [`Culprit::Caller`]: a configuration the caller wrote.
+    pub fn culprit(&self) -> Culprit {
+        match self {
+            PoolError::NoConnections
+            | PoolError::BadHost
+            | PoolError::BuffersTooSmall
+            | PoolError::TooManyPools => Culprit::Caller,
+        }
+    }
+}
+
 /// A request the client did not accept; the ticket comes back unsent, to refund.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Refused {
     /// No connection of the pool is ready now (all busy, connecting or down).
+    /// [`Culprit::Policy`]: the pool's size is the rule; wait for `on_ready`.
     Busy(Ticket),
     /// The request cannot be encoded (the caller's mistake).
     Invalid(Ticket, InvalidRequest),
@@ -227,6 +265,18 @@ pub enum Refused {
 }
 
 impl Refused {
+    /// Who is at fault: Busy is [`Culprit::Policy`], Invalid the request's
+    /// [`InvalidRequest::culprit`], UnknownPool [`Culprit::Caller`], Expired
+    /// [`Culprit::Deadline`].
+    pub fn culprit(&self) -> Culprit {
+        match self {
+            Refused::Busy(_) => Culprit::Policy,
+            Refused::Invalid(_, e) => e.culprit(),
+            Refused::UnknownPool(_) => Culprit::Caller,
+            Refused::Expired(_) => Culprit::Deadline,
+        }
+    }
+
     /// The unsent ticket, to refund.
     pub fn into_ticket(self) -> Ticket {
         match self {
@@ -317,10 +367,36 @@ pub struct CurlConfig {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum CurlError {
     /// A transfer's `CURLcode` (7 is `CURLE_COULDNT_CONNECT`, 28
-    /// `CURLE_OPERATION_TIMEDOUT` ...).
+    /// `CURLE_OPERATION_TIMEDOUT` ...). The code is libcurl's identity of the
+    /// error, kept as libcurl numbers it; its [`Culprit`] is decided per code
+    /// ([`CurlError::culprit`]).
     Transfer(i64),
-    /// The multi handle's `CURLMcode`.
+    /// The multi handle's `CURLMcode`: ergon's own use of libcurl's multi
+    /// interface failed. [`Culprit::Os`] (out of memory, a socket or poll call, or
+    /// libcurl's internal error): nothing the caller passed reaches it.
     Multi(i32),
+}
+
+#[cfg(feature = "curl")]
+impl CurlError {
+    /// Who is at fault. A transfer's `CURLcode`: a timeout (28) is
+    /// [`Culprit::Deadline`]; the server refusing, closing, answering nothing or
+    /// garbage, or failing TLS verification (7, 8, 16, 18, 35, 51, 52, 55, 56, 60,
+    /// 92, 95) is [`Culprit::Peer`]; a URL, option or argument libcurl refuses
+    /// (1, 3, 43, 48) is [`Culprit::Caller`]; the rest (resolving, memory, local
+    /// sockets, libcurl's internals) is [`Culprit::Os`]. A multi handle's code is
+    /// [`Culprit::Os`].
+    pub fn culprit(&self) -> Culprit {
+        match self {
+            CurlError::Transfer(code) => match code {
+                28 => Culprit::Deadline,
+                7 | 8 | 16 | 18 | 35 | 51 | 52 | 55 | 56 | 60 | 92 | 95 => Culprit::Peer,
+                1 | 3 | 43 | 48 => Culprit::Caller,
+                _ => Culprit::Os,
+            },
+            CurlError::Multi(_) => Culprit::Os,
+        }
+    }
 }
 
 #[cfg(feature = "curl")]

@@ -31,6 +31,9 @@ pub enum HandshakeError {
     /// A status other than 101. 429 and 418 are the venue's throttle and ban:
     /// [`Session::rejection`](super::Session::rejection) holds the whole answer
     /// (headers and body) for the venue adapter, which feeds it to the budget.
+    ///
+    /// [`Culprit::Peer`](crate::Culprit::Peer) like every other variant: the
+    /// venue's own rule refused, not ergon's.
     Status(u16),
     /// No `Upgrade: websocket`.
     MissingUpgrade,
@@ -60,6 +63,22 @@ impl core::fmt::Display for HandshakeError {
 }
 
 impl std::error::Error for HandshakeError {}
+
+impl HandshakeError {
+    /// Always [`Culprit::Peer`](crate::Culprit::Peer): the server's answer.
+    pub fn culprit(&self) -> crate::Culprit {
+        match self {
+            HandshakeError::Malformed
+            | HandshakeError::TooLarge
+            | HandshakeError::Status(_)
+            | HandshakeError::MissingUpgrade
+            | HandshakeError::MissingConnection
+            | HandshakeError::MissingAccept
+            | HandshakeError::BadAccept
+            | HandshakeError::Unrequested => crate::Culprit::Peer,
+        }
+    }
+}
 
 /// A request field with a byte that would end a line or a header early.
 fn clean(s: &str) -> bool {

@@ -67,6 +67,27 @@ pub enum ProtocolError {
 }
 
 impl ProtocolError {
+    /// Always [`Culprit::Peer`](crate::Culprit::Peer): a frame the peer sent.
+    pub fn culprit(&self) -> crate::Culprit {
+        match self {
+            ProtocolError::ReservedBits
+            | ProtocolError::BadOpcode(_)
+            | ProtocolError::MaskedFrame
+            | ProtocolError::UnmaskedFrame
+            | ProtocolError::ControlTooLong
+            | ProtocolError::ControlFragmented
+            | ProtocolError::NonMinimalLength
+            | ProtocolError::BadLength
+            | ProtocolError::FrameTooBig
+            | ProtocolError::MessageTooBig
+            | ProtocolError::InvalidUtf8
+            | ProtocolError::UnexpectedContinuation
+            | ProtocolError::UnfinishedMessage
+            | ProtocolError::BadClosePayload
+            | ProtocolError::BadCloseCode(_) => crate::Culprit::Peer,
+        }
+    }
+
     /// The close code we send for it: 1007 for bad UTF-8, 1009 for size, else 1002.
     pub const fn close_code(self) -> u16 {
         match self {

@@ -13,6 +13,7 @@ use super::accept::{encode_key, KEY_LEN};
 use super::frame::{self, close_code_valid, frame_len, Opcode, Role, MAX_CONTROL, MAX_HEADER};
 use super::handshake::{self, Body, HandshakeError, Upgrade};
 use super::ProtocolError;
+use crate::culprit::Culprit;
 
 /// Frames written into the send buffer whose first byte has not left yet.
 const MAX_QUEUED: usize = 64;
@@ -68,6 +69,15 @@ pub enum SetupError {
     Bounds,
 }
 
+impl SetupError {
+    /// Always [`Culprit::Caller`]: the configuration the caller wrote.
+    pub fn culprit(&self) -> Culprit {
+        match self {
+            SetupError::Parts(_) | SetupError::Bounds => Culprit::Caller,
+        }
+    }
+}
+
 /// Where the session is. Drive order and transitions are in [`Session`]'s docs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum State {
@@ -106,6 +116,23 @@ pub enum Cause {
     /// failure in the TLS handshake comes before any byte of the upgrade request.
     #[cfg(feature = "tls")]
     Tls(crate::tls::TlsError),
+}
+
+impl Cause {
+    /// Who ended the connection, or None for [`Cause::Local`] (the caller closed
+    /// it and the server answered: nothing failed). Peer, Protocol and Transport
+    /// are [`Culprit::Peer`], Timeout [`Culprit::Deadline`], Handshake and Tls
+    /// the wrapped error's culprit.
+    pub fn culprit(&self) -> Option<Culprit> {
+        match self {
+            Cause::Local => None,
+            Cause::Peer | Cause::Protocol(_) | Cause::Transport => Some(Culprit::Peer),
+            Cause::Handshake(e) => Some(e.culprit()),
+            Cause::Timeout => Some(Culprit::Deadline),
+            #[cfg(feature = "tls")]
+            Cause::Tls(e) => Some(e.culprit()),
+        }
+    }
 }
 
 /// The end of a connection, as [`WsEvent::Closed`] reports it.
@@ -161,7 +188,8 @@ pub enum ConnectError {
     /// be opened.
     Limited(Limited),
     /// A connection is still in progress (not [`State::Idle`] or [`State::Closed`]),
-    /// or the events of the last one were not all polled.
+    /// or the events of the last one were not all polled. [`Culprit::Caller`]:
+    /// the state is the caller's to see ([`Session::state`]).
     Busy,
     /// The request has a line break, a path without `/`, a bad header name, one of
     /// our own WebSocket headers, or does not fit the send buffer.
@@ -184,15 +212,34 @@ pub enum ConnectError {
     },
 }
 
+impl ConnectError {
+    /// Who is at fault: Limited is [`Culprit::Policy`], LocalAddr [`Culprit::Os`]
+    /// (see [`Error::LocalAddr`](crate::client::Error::LocalAddr)), the rest
+    /// [`Culprit::Caller`].
+    pub fn culprit(&self) -> Culprit {
+        match self {
+            ConnectError::Limited(_) => Culprit::Policy,
+            ConnectError::Busy
+            | ConnectError::BadRequest
+            | ConnectError::UnknownSession
+            | ConnectError::Unattached => Culprit::Caller,
+            ConnectError::LocalAddr { .. } => Culprit::Os,
+        }
+    }
+}
+
 /// Why a frame was not queued. Nothing was charged.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum SendError {
     /// The budget refused: send it later (at `ready_at_ns`) or not at all.
     Limited(Limited),
-    /// Not [`State::Open`].
+    /// Not [`State::Open`]. [`Culprit::Caller`]: the state changes only inside
+    /// calls the caller makes, and each change is an event it polls (a server
+    /// that closed is [`WsEvent::Closed`] first).
     NotOpen,
     /// The send buffer or its frame queue is full: write out first.
+    /// [`Culprit::Policy`]: a bound, waited out by writing.
     Full,
     /// Larger than the send buffer, or a control payload over 125 bytes.
     TooBig,
@@ -205,6 +252,21 @@ pub enum SendError {
     /// The message parts and the request's parts together are more than a
     /// ticket holds (`ergon_core::MAX_PARTS`).
     TooManyParts,
+}
+
+impl SendError {
+    /// Who is at fault: the budget and the bounds one waits out (Limited, Full,
+    /// TooManyPending) are [`Culprit::Policy`]; the rest [`Culprit::Caller`].
+    pub fn culprit(&self) -> Culprit {
+        match self {
+            SendError::Limited(_) | SendError::Full | SendError::TooManyPending => Culprit::Policy,
+            SendError::NotOpen
+            | SendError::TooBig
+            | SendError::BadCloseCode(_)
+            | SendError::DuplicateId
+            | SendError::TooManyParts => Culprit::Caller,
+        }
+    }
 }
 
 /// Counters of one session, over its life (all connections).

@@ -23,6 +23,7 @@ pub enum ShmSubmitError {
     /// The call does not fit a slot (or an argument is too long).
     TooBig,
     /// The gateway is gone (or its region is corrupt): attach again.
+    /// [`Culprit::Peer`](crate::Culprit::Peer): the other process.
     Gone,
 }
 
@@ -38,6 +39,20 @@ impl core::fmt::Display for ShmSubmitError {
 }
 
 impl std::error::Error for ShmSubmitError {}
+
+impl ShmSubmitError {
+    /// Who is at fault: Busy and Full are bounds waited out
+    /// ([`Culprit::Policy`](crate::Culprit::Policy)), TooBig a call that never
+    /// fits ([`Culprit::Caller`](crate::Culprit::Caller)), Gone the gateway
+    /// process ([`Culprit::Peer`](crate::Culprit::Peer)).
+    pub fn culprit(&self) -> crate::Culprit {
+        match self {
+            ShmSubmitError::Busy | ShmSubmitError::Full => crate::Culprit::Policy,
+            ShmSubmitError::TooBig => crate::Culprit::Caller,
+            ShmSubmitError::Gone => crate::Culprit::Peer,
+        }
+    }
+}
 
 /// A strategy process's connection to a gateway.
 ///

@@ -146,13 +146,111 @@ impl ShmEvent {
     }
 }
 
-/// A slot that does not decode.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct BadMessage(pub &'static str);
+/// A slot that does not decode: what in it was wrong.
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BadMessage {
+    /// The slot ended before a field did.
+    Short,
+    /// A text field is not UTF-8.
+    Text,
+    /// A symbol that is not a valid symbol.
+    Symbol,
+    /// A client order id that is not a valid one.
+    ClientOrderId,
+    /// A quantity that is not a decimal number.
+    Decimal,
+    /// A side byte other than buy (0) or sell (1).
+    Side,
+    /// An order-type byte out of range.
+    OrderType,
+    /// A price that is not a decimal number.
+    Price,
+    /// A class byte other than urgent, normal or bulk.
+    Class,
+    /// A book depth over `u32::MAX`.
+    Depth,
+    /// A call kind byte out of range.
+    CallKind,
+    /// Bytes after the end of a call.
+    TrailingBytes,
+    /// An order-state byte out of range, or none in an order update.
+    OrderState,
+    /// An order update's filled quantity that does not fit.
+    Filled,
+    /// An order update's venue order id that does not fit.
+    VenueOrderId,
+    /// Bytes after the end of an order update.
+    LongOrderUpdate,
+    /// An event shorter than its fixed head.
+    ShortEvent,
+    /// A Limited event's reason byte out of range.
+    Why,
+    /// A Halted event's bucket that is not an index.
+    Bucket,
+    /// An event kind byte out of range.
+    EventKind,
+}
+
+impl BadMessage {
+    /// What was wrong, in a few words (the text after `bad message: `).
+    pub fn what(&self) -> &'static str {
+        match self {
+            BadMessage::Short => "short",
+            BadMessage::Text => "text",
+            BadMessage::Symbol => "symbol",
+            BadMessage::ClientOrderId => "client order id",
+            BadMessage::Decimal => "decimal",
+            BadMessage::Side => "side",
+            BadMessage::OrderType => "order type",
+            BadMessage::Price => "price",
+            BadMessage::Class => "class",
+            BadMessage::Depth => "depth",
+            BadMessage::CallKind => "call kind",
+            BadMessage::TrailingBytes => "trailing bytes",
+            BadMessage::OrderState => "order state",
+            BadMessage::Filled => "filled",
+            BadMessage::VenueOrderId => "venue order id",
+            BadMessage::LongOrderUpdate => "long order update",
+            BadMessage::ShortEvent => "short event",
+            BadMessage::Why => "why",
+            BadMessage::Bucket => "bucket",
+            BadMessage::EventKind => "event kind",
+        }
+    }
+
+    /// Always [`Culprit::Peer`](crate::Culprit::Peer): only decoding finds it,
+    /// in a slot the process at the other end of the ring wrote (encoding never
+    /// writes a slot that does not decode).
+    pub fn culprit(&self) -> crate::Culprit {
+        match self {
+            BadMessage::Short
+            | BadMessage::Text
+            | BadMessage::Symbol
+            | BadMessage::ClientOrderId
+            | BadMessage::Decimal
+            | BadMessage::Side
+            | BadMessage::OrderType
+            | BadMessage::Price
+            | BadMessage::Class
+            | BadMessage::Depth
+            | BadMessage::CallKind
+            | BadMessage::TrailingBytes
+            | BadMessage::OrderState
+            | BadMessage::Filled
+            | BadMessage::VenueOrderId
+            | BadMessage::LongOrderUpdate
+            | BadMessage::ShortEvent
+            | BadMessage::Why
+            | BadMessage::Bucket
+            | BadMessage::EventKind => crate::Culprit::Peer,
+        }
+    }
+}
 
 impl core::fmt::Display for BadMessage {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        write!(f, "bad message: {}", self.0)
+        write!(f, "bad message: {}", self.what())
     }
 }
 
@@ -198,7 +296,7 @@ struct R<'b> {
 impl<'b> R<'b> {
     fn take(&mut self, n: usize) -> Result<&'b [u8], BadMessage> {
         if self.b.len() < n {
-            return Err(BadMessage("short"));
+            return Err(BadMessage::Short);
         }
         let (a, rest) = self.b.split_at(n);
         self.b = rest;
@@ -214,16 +312,16 @@ impl<'b> R<'b> {
     }
     fn s(&mut self) -> Result<&'b str, BadMessage> {
         let n = self.u8()? as usize;
-        core::str::from_utf8(self.take(n)?).map_err(|_| BadMessage("text"))
+        core::str::from_utf8(self.take(n)?).map_err(|_| BadMessage::Text)
     }
     fn symbol(&mut self) -> Result<Symbol<'b>, BadMessage> {
-        Symbol::new(self.s()?).map_err(|_| BadMessage("symbol"))
+        Symbol::new(self.s()?).map_err(|_| BadMessage::Symbol)
     }
     fn cid(&mut self) -> Result<ClientOrderId, BadMessage> {
-        ClientOrderId::new(self.s()?).map_err(|_| BadMessage("client order id"))
+        ClientOrderId::new(self.s()?).map_err(|_| BadMessage::ClientOrderId)
     }
     fn dec(&mut self) -> Result<Decimal<'b>, BadMessage> {
-        Decimal::new(self.s()?).map_err(|_| BadMessage("decimal"))
+        Decimal::new(self.s()?).map_err(|_| BadMessage::Decimal)
     }
 }
 
@@ -259,7 +357,7 @@ fn get_order<'b>(r: &mut R<'b>) -> Result<NewOrder<'b>, BadMessage> {
     let side = match r.u8()? {
         0 => Side::Buy,
         1 => Side::Sell,
-        _ => return Err(BadMessage("side")),
+        _ => return Err(BadMessage::Side),
     };
     let order_type = match r.u8()? {
         0 => OrderType::Limit(TimeInForce::Gtc),
@@ -267,11 +365,11 @@ fn get_order<'b>(r: &mut R<'b>) -> Result<NewOrder<'b>, BadMessage> {
         2 => OrderType::Limit(TimeInForce::Fok),
         3 => OrderType::PostOnly,
         4 => OrderType::Market,
-        _ => return Err(BadMessage("order type")),
+        _ => return Err(BadMessage::OrderType),
     };
     let price = match r.s()? {
         "" => None,
-        p => Some(Decimal::new(p).map_err(|_| BadMessage("price"))?),
+        p => Some(Decimal::new(p).map_err(|_| BadMessage::Price)?),
     };
     Ok(NewOrder {
         symbol,
@@ -333,7 +431,7 @@ pub fn decode_call(b: &[u8]) -> Result<(Call<'_>, Class, Tag), BadMessage> {
         0 => Class::Urgent,
         1 => Class::Normal,
         2 => Class::Bulk,
-        _ => return Err(BadMessage("class")),
+        _ => return Err(BadMessage::Class),
     };
     let tag = r.u64()?;
     let call = match r.u8()? {
@@ -358,18 +456,18 @@ pub fn decode_call(b: &[u8]) -> Result<(Call<'_>, Class, Tag), BadMessage> {
         }
         5 => match r.s()? {
             "" => Call::OpenOrders(None),
-            s => Call::OpenOrders(Some(Symbol::new(s).map_err(|_| BadMessage("symbol"))?)),
+            s => Call::OpenOrders(Some(Symbol::new(s).map_err(|_| BadMessage::Symbol)?)),
         },
         6 => {
             let symbol = r.symbol()?;
-            let depth = u32::try_from(r.u64()?).map_err(|_| BadMessage("depth"))?;
+            let depth = u32::try_from(r.u64()?).map_err(|_| BadMessage::Depth)?;
             Call::Book { symbol, depth }
         }
         7 => Call::Account,
-        _ => return Err(BadMessage("call kind")),
+        _ => return Err(BadMessage::CallKind),
     };
     if !r.b.is_empty() {
-        return Err(BadMessage("trailing bytes"));
+        return Err(BadMessage::TrailingBytes);
     }
     Ok((call, class, tag))
 }
@@ -473,25 +571,22 @@ fn state_of(x: u8) -> Result<Option<OrderState>, BadMessage> {
         6 => Some(OrderState::Rejected),
         7 => Some(OrderState::Expired),
         8 => Some(OrderState::Other),
-        _ => return Err(BadMessage("order state")),
+        _ => return Err(BadMessage::OrderState),
     })
 }
 
 fn decode_update(subscription_id: u64, state: u8, body: &[u8]) -> Result<Execution, BadMessage> {
     let mut r = R { b: body };
-    let state = state_of(state)?.ok_or(BadMessage("order state"))?;
+    let state = state_of(state)?.ok_or(BadMessage::OrderState)?;
     let client_order_id = r.cid()?;
     let orig_client_order_id = match r.s()? {
         "" => None,
-        c => Some(ClientOrderId::new(c).map_err(|_| BadMessage("client order id"))?),
+        c => Some(ClientOrderId::new(c).map_err(|_| BadMessage::ClientOrderId)?),
     };
-    let filled = r.s()?.try_into().map_err(|_| BadMessage("filled"))?;
-    let venue_order_id = r
-        .s()?
-        .try_into()
-        .map_err(|_| BadMessage("venue order id"))?;
+    let filled = r.s()?.try_into().map_err(|_| BadMessage::Filled)?;
+    let venue_order_id = r.s()?.try_into().map_err(|_| BadMessage::VenueOrderId)?;
     if !r.b.is_empty() {
-        return Err(BadMessage("long order update"));
+        return Err(BadMessage::LongOrderUpdate);
     }
     Ok(Execution {
         subscription_id,
@@ -507,7 +602,7 @@ fn decode_update(subscription_id: u64, state: u8, body: &[u8]) -> Result<Executi
 /// the body was cut.
 pub fn decode_event(b: &[u8]) -> Result<(ShmEvent, &[u8], bool), BadMessage> {
     if b.len() < EVENT_HEAD {
-        return Err(BadMessage("short event"));
+        return Err(BadMessage::ShortEvent);
     }
     let mut t = [0u8; 8];
     t.copy_from_slice(&b[1..9]);
@@ -526,7 +621,7 @@ pub fn decode_event(b: &[u8]) -> Result<(ShmEvent, &[u8], bool), BadMessage> {
                 2 => Why::Halted,
                 3 => Why::TooBig,
                 4 => Why::Foreign,
-                _ => return Err(BadMessage("why")),
+                _ => return Err(BadMessage::Why),
             },
             ready_in_ns: a,
         },
@@ -540,14 +635,14 @@ pub fn decode_event(b: &[u8]) -> Result<(ShmEvent, &[u8], bool), BadMessage> {
         8 => ShmEvent::OpenOrders { age_ns: a },
         9 => ShmEvent::Halted {
             tag,
-            bucket: usize::try_from(a).map_err(|_| BadMessage("bucket"))?,
+            bucket: usize::try_from(a).map_err(|_| BadMessage::Bucket)?,
         },
         10 => ShmEvent::Lost { tag },
         11 => {
             let x = decode_update(a as u64, x, &b[EVENT_HEAD..])?;
             return Ok((ShmEvent::OrderUpdate(x), &[], false));
         }
-        _ => return Err(BadMessage("event kind")),
+        _ => return Err(BadMessage::EventKind),
     };
     Ok((ev, &b[EVENT_HEAD..], b[18] != 0))
 }

@@ -12,7 +12,7 @@ use ergon_core::{BucketId, Class, Part, Why};
 use ergon_venues::binance_spot_ws::Execution;
 use ergon_venues::endpoint::{ClientOrderId, OrderRef, Prepared, Symbol};
 
-use super::codec::{decode_call, encode_event, BadMessage, Call, ShmEvent};
+use super::codec::{decode_call, encode_event, Call, ShmEvent};
 use super::journal::{Found, Journal};
 use super::os::{self, Epoll, Recv};
 use super::region::{Region, SUBMIT_SLOT};
@@ -478,7 +478,7 @@ impl Hub {
             let msg = self.buf;
             let (call, class, tag) = match decode_call(&msg[..n.min(SUBMIT_SLOT - LEN_BYTES)]) {
                 Ok(x) => x,
-                Err(BadMessage(_)) => {
+                Err(_) => {
                     c.stats.bad += 1;
                     continue;
                 }
