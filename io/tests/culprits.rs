@@ -316,6 +316,33 @@ fn ws_session_errors() {
     );
 }
 
+/// The WebSocket errors are `std::error::Error`s with a message that names the
+/// session's trouble (they can go up as `Box<dyn Error>`).
+#[test]
+fn ws_errors_say_what_went_wrong() {
+    let boxed: Box<dyn std::error::Error> = Box::new(SetupError::Bounds);
+    assert_eq!(boxed.to_string(), "websocket bound too small to work");
+    let lane = ConnectError::LocalAddr {
+        asked: addr("10.0.0.1:0"),
+        got: addr("10.0.0.2:1"),
+    };
+    assert_eq!(
+        lane.to_string(),
+        "websocket lane refused: bound to 10.0.0.1:0, left from 10.0.0.2:1"
+    );
+    assert_eq!(
+        SendError::BadCloseCode(1005).to_string(),
+        "websocket close code 1005 may not be sent"
+    );
+    let (_, _, limited) = budget();
+    let text = SendError::Limited(limited).to_string();
+    assert!(
+        text.starts_with("websocket frame refused by the budget (")
+            && text.ends_with(&format!("ready at {} ns)", limited.ready_at_ns)),
+        "{text}"
+    );
+}
+
 #[test]
 fn ws_close_cause() {
     let cases = [

@@ -78,6 +78,17 @@ impl SetupError {
     }
 }
 
+impl core::fmt::Display for SetupError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            SetupError::Parts(e) => write!(f, "websocket parts do not fit the budget: {e}"),
+            SetupError::Bounds => f.write_str("websocket bound too small to work"),
+        }
+    }
+}
+
+impl std::error::Error for SetupError {}
+
 /// Where the session is. Drive order and transitions are in [`Session`]'s docs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum State {
@@ -228,6 +239,30 @@ impl ConnectError {
     }
 }
 
+impl core::fmt::Display for ConnectError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            ConnectError::Limited(l) => write!(
+                f,
+                "websocket connect refused by the budget ({:?} {:?}, ready at {} ns)",
+                l.bucket, l.why, l.ready_at_ns
+            ),
+            ConnectError::Busy => f.write_str("websocket session busy with a connection"),
+            ConnectError::BadRequest => f.write_str("invalid websocket upgrade request"),
+            ConnectError::UnknownSession => f.write_str("unknown websocket session"),
+            ConnectError::Unattached => f.write_str("websocket client not attached to a loop"),
+            ConnectError::LocalAddr { asked, got } => {
+                write!(
+                    f,
+                    "websocket lane refused: bound to {asked}, left from {got}"
+                )
+            }
+        }
+    }
+}
+
+impl std::error::Error for ConnectError {}
+
 /// Why a frame was not queued. Nothing was charged.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -268,6 +303,27 @@ impl SendError {
         }
     }
 }
+
+impl core::fmt::Display for SendError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            SendError::Limited(l) => write!(
+                f,
+                "websocket frame refused by the budget ({:?} {:?}, ready at {} ns)",
+                l.bucket, l.why, l.ready_at_ns
+            ),
+            SendError::NotOpen => f.write_str("websocket not open"),
+            SendError::Full => f.write_str("websocket send buffer full"),
+            SendError::TooBig => f.write_str("websocket message too big"),
+            SendError::BadCloseCode(c) => write!(f, "websocket close code {c} may not be sent"),
+            SendError::TooManyPending => f.write_str("too many websocket requests pending"),
+            SendError::DuplicateId => f.write_str("websocket request id already pending"),
+            SendError::TooManyParts => f.write_str("too many parts for one ticket"),
+        }
+    }
+}
+
+impl std::error::Error for SendError {}
 
 /// Counters of one session, over its life (all connections).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
