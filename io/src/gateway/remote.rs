@@ -109,7 +109,7 @@ impl RemoteError {
 /// Order updates the queue holds at least (more with more requests in flight).
 pub const MIN_UPDATES: usize = 64;
 
-/// Builds both sides for at most `in_flight` requests at once (a power of two)
+/// Builds both sides for at most `in_flight` requests at once (a power of two, at least 2)
 /// with request buffers of `buffer_bytes`; the order updates' queue holds
 /// `4 * in_flight` updates, at least [`MIN_UPDATES`].
 pub fn remote(
