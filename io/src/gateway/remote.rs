@@ -109,9 +109,9 @@ impl RemoteError {
 /// Order updates the queue holds at least (more with more requests in flight).
 pub const MIN_UPDATES: usize = 64;
 
-/// Builds both sides for at most `in_flight` requests at once (a power of two, at least 2)
-/// with request buffers of `buffer_bytes`; the order updates' queue holds
-/// `4 * in_flight` updates, at least [`MIN_UPDATES`].
+/// Builds both sides for at most `in_flight` requests at once (a power of two,
+/// at least 2) with request buffers of `buffer_bytes`; the order updates' queue
+/// holds `4 * in_flight` updates, at least [`MIN_UPDATES`].
 pub fn remote(
     in_flight: usize,
     buffer_bytes: usize,
