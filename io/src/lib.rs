@@ -77,10 +77,14 @@ pub mod client;
 pub mod clock;
 #[cfg(feature = "curl")]
 pub mod curl;
+#[cfg(not(feature = "curl"))]
+#[path = "curl_off.rs"]
+mod curl;
 pub mod event_loop;
 pub mod gateway;
 mod handler;
 pub mod http;
+mod output;
 pub mod pool;
 mod sync;
 mod sys;

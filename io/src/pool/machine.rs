@@ -163,7 +163,9 @@ pub struct Pool {
     origins: Vec<Origin>,
     slots: Vec<Slot>,
     next_id: u64,
-    counters: Counters,
+    /// Crate-visible: the libcurl transport counts its requests here too, so
+    /// the counters tell one story across transports.
+    pub(crate) counters: Counters,
     events: VecDeque<PoolEvent>,
     transmits: VecDeque<Transmit>,
     /// No slot has work for [`handle_timeout`](Pool::handle_timeout) before this
@@ -208,12 +210,8 @@ impl Pool {
             return Err(PoolError::BuffersTooSmall);
         }
         let id = u16::try_from(self.origins.len()).map_err(|_| PoolError::TooManyPools)?;
-        #[cfg(feature = "curl")]
-        let native = cfg.curl.is_none();
-        #[cfg(not(feature = "curl"))]
-        let native = true;
         let start = self.slots.len();
-        for _ in 0..if native { cfg.connections } else { 0 } {
+        for _ in 0..cfg.native_connections() {
             self.slots.push(Slot {
                 pool: id,
                 phase: Phase::Down { retry_at: now },
@@ -260,22 +258,13 @@ impl Pool {
         &self.counters
     }
 
-    #[cfg(feature = "curl")]
-    pub(crate) fn counters_mut(&mut self) -> &mut Counters {
-        &mut self.counters
-    }
-
-    /// The id the next accepted request gets (the libcurl transport numbers its
+    /// The id of a request just accepted (the libcurl transport numbers its
     /// requests here too, so ids are unique across transports).
-    #[cfg(feature = "curl")]
-    pub(crate) fn peek_request_id(&self) -> RequestId {
-        RequestId(self.next_id)
-    }
-
-    /// Uses up the id [`peek_request_id`](Self::peek_request_id) gave.
-    #[cfg(feature = "curl")]
-    pub(crate) fn take_request_id(&mut self) {
+    #[inline]
+    pub(crate) fn next_request_id(&mut self) -> RequestId {
+        let id = RequestId(self.next_id);
         self.next_id += 1;
+        id
     }
 
     /// How many connections of `pool` are open and idle now.
@@ -374,12 +363,11 @@ impl Pool {
             return Err(Refused::Busy(ticket));
         };
         let host = &self.origins[pool.index()].cfg.host;
-        let s = &mut self.slots[i];
-        if let Err(e) = s.conn.send(req, host) {
+        if let Err(e) = self.slots[i].conn.send(req, host) {
             return Err(Refused::Invalid(ticket, e));
         }
-        let id = RequestId(self.next_id);
-        self.next_id += 1;
+        let id = self.next_request_id();
+        let s = &mut self.slots[i];
         s.flight = Some(InFlight::Unsent(id, ticket));
         s.phase = Phase::Busy {
             deadline: deadline_ns,
