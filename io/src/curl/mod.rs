@@ -49,7 +49,7 @@
 //!   tell the transports apart;
 //! - the [`RequestId`] space and the [`Counters`](crate::client::Counters): the
 //!   [`Pool`] keeps both, and this transport takes its ids from the same counter
-//!   (`Pool::next_request_id`) and counts into the same counters, so ids are
+//!   (`Pool::next_id`) and counts into the same counters, so ids are
 //!   unique across transports and the counters tell one story;
 //! - the epoll: libcurl's sockets carry epoll tokens with the `CURL_TOKEN` bit,
 //!   which no native connection slot has, so an event goes to exactly one
@@ -190,7 +190,9 @@ impl CurlTransport {
             books.counters.busy += 1;
             return Err(Refused::Busy(ticket));
         };
-        let id = books.next_request_id();
+        // Minted as the native path does, from the same counter.
+        let id = RequestId(books.next_id);
+        books.next_id += 1;
         self.curl
             .start(k, &o.cfg, o.curl, req, id, ticket, deadline_ns, now);
         books.counters.requests += 1;

@@ -162,7 +162,10 @@ struct Origin {
 pub struct Pool {
     origins: Vec<Origin>,
     slots: Vec<Slot>,
-    next_id: u64,
+    /// The id the next accepted request gets. Crate-visible, as `counters`:
+    /// the libcurl transport numbers its requests from here too, so ids are
+    /// unique across transports (the native path mints inline, as here).
+    pub(crate) next_id: u64,
     /// Crate-visible: the libcurl transport counts its requests here too, so
     /// the counters tell one story across transports.
     pub(crate) counters: Counters,
@@ -256,15 +259,6 @@ impl Pool {
     /// What the pool did so far.
     pub fn counters(&self) -> &Counters {
         &self.counters
-    }
-
-    /// The id of a request just accepted (the libcurl transport numbers its
-    /// requests here too, so ids are unique across transports).
-    #[inline]
-    pub(crate) fn next_request_id(&mut self) -> RequestId {
-        let id = RequestId(self.next_id);
-        self.next_id += 1;
-        id
     }
 
     /// How many connections of `pool` are open and idle now.
@@ -363,11 +357,12 @@ impl Pool {
             return Err(Refused::Busy(ticket));
         };
         let host = &self.origins[pool.index()].cfg.host;
-        if let Err(e) = self.slots[i].conn.send(req, host) {
+        let s = &mut self.slots[i];
+        if let Err(e) = s.conn.send(req, host) {
             return Err(Refused::Invalid(ticket, e));
         }
-        let id = self.next_request_id();
-        let s = &mut self.slots[i];
+        let id = RequestId(self.next_id);
+        self.next_id += 1;
         s.flight = Some(InFlight::Unsent(id, ticket));
         s.phase = Phase::Busy {
             deadline: deadline_ns,
