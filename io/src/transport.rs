@@ -1,5 +1,6 @@
-//! The transports under the [`Pool`]: the sockets, TLS sessions and libcurl
-//! transfers the event loop's epoll drives, and nothing else.
+//! The native transport under the [`Pool`] (the sockets and TLS sessions the
+//! event loop's epoll drives, and nothing else), and the [`Client`] that drives
+//! it beside the libcurl transport.
 //!
 //! Every rule (which connection carries a request, deadlines, keep-alive,
 //! reconnects, connect charges, lanes) lives in the sans-IO [`Pool`]; this
@@ -92,6 +93,13 @@ impl Sock {
 }
 
 /// The client: the [`Pool`] and the transports under it, owned by the event loop.
+///
+/// Every method asks the libcurl transport first whether the pool, token or
+/// body is its own (a constant `false` without the feature, so the native path
+/// compiles as if it were not there), and otherwise runs the native side.
+/// Drive order: after any input ([`request`](Self::request), `handle_event`,
+/// `handle_timeout`), drain `poll_output` while `has_output` says so; park no
+/// later than `poll_timeout`.
 #[derive(Debug)]
 pub struct Client {
     epfd: c_int,
