@@ -81,10 +81,14 @@ pub mod clock;
 mod culprit;
 #[cfg(feature = "curl")]
 pub mod curl;
+#[cfg(not(feature = "curl"))]
+#[path = "curl_off.rs"]
+mod curl;
 pub mod event_loop;
 pub mod gateway;
 mod handler;
 pub mod http;
+mod output;
 pub mod pool;
 mod sync;
 mod sys;

@@ -1,5 +1,6 @@
-//! The transports under the [`Pool`]: the sockets, TLS sessions and libcurl
-//! transfers the event loop's epoll drives, and nothing else.
+//! The native transport under the [`Pool`] (the sockets and TLS sessions the
+//! event loop's epoll drives, and nothing else), and the [`Client`] that drives
+//! it beside the libcurl transport.
 //!
 //! Every rule (which connection carries a request, deadlines, keep-alive,
 //! reconnects, connect charges, lanes) lives in the sans-IO [`Pool`]; this
@@ -8,9 +9,16 @@
 //! request bytes from [`Pool::transmit`] to the socket (through rustls when the
 //! pool speaks TLS) and response bytes from the socket into [`Pool::recv_buf`],
 //! verifies a lane's binding after connect (`getsockname`), and reports each
-//! outcome back as a `handle_*` call. libcurl is a sibling transport here, not a
-//! branch inside the pool: a pool with `PoolConfig::curl` has no slots, and its
-//! requests go to the `curl` module under the same contract.
+//! outcome back as a `handle_*` call.
+//!
+//! libcurl is a sibling transport, not a branch inside the pool or here: the
+//! client holds the native side (the pool and its sockets) and the libcurl
+//! transport (`curl`; without the feature, a stand-in that carries nothing and
+//! compiles away) and asks one then the other, verb by verb. A pool with
+//! `PoolConfig::curl` has no slots in the pool, and its requests go to the
+//! libcurl transport under the same contract. Both report in the one
+//! [`Output`] type and take their [`RequestId`]s from the pool's one counter
+//! (see the `curl` module doc).
 //!
 //! The loop polls [`Client::poll_output`] after every input and hands each
 //! [`Output`] to its handler; nothing here calls the handler.
@@ -25,15 +33,14 @@
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::raw::c_int;
 
-use ergon_core::{Budget, Flight, Ticket};
+use ergon_core::{Budget, Ticket};
 use ergon_venues::response::Response;
 
-#[cfg(feature = "curl")]
-use crate::curl::{Curl, Ended, Finished, CURL_TOKEN};
+use crate::curl::{CurlTransport, Finished};
 use crate::http::{Headers, ParseError, Request};
 use crate::pool::{
     ConnId, Counters, Error, Pool, PoolConfig, PoolError, PoolEvent, PoolId, Refused, RequestId,
-    Sent, Transmit,
+    Transmit,
 };
 use crate::sys::{self, same_lane, Connecting, Read};
 use crate::tls::{Fault, Input, Plain, Session};
@@ -42,31 +49,10 @@ const EV_READ: u32 = (libc::EPOLLIN | libc::EPOLLRDHUP) as u32;
 const EV_WRITE: u32 = libc::EPOLLOUT as u32;
 const EV_END: u32 = (libc::EPOLLRDHUP | libc::EPOLLHUP | libc::EPOLLERR) as u32;
 
-/// One output of the client, for the loop to hand to its handler.
-#[derive(Debug)]
-pub(crate) enum Output {
-    /// A new connection of the pool is open and idle.
-    Ready(PoolId),
-    /// A connect of the pool failed.
-    ConnectError(PoolId, Error),
-    /// A request failed.
-    Failed {
-        id: RequestId,
-        sent: Sent,
-        error: Error,
-    },
-    /// libcurl wrote request `id` `copies` more times (already charged); the
-    /// request's own end comes next.
-    #[cfg(feature = "curl")]
-    Resent { id: RequestId, copies: u32 },
-    /// A response: read it with [`Client::view`], then [`Client::release`] and,
-    /// after the handler, [`Client::restore`].
-    Response {
-        id: RequestId,
-        flight: Flight,
-        body: Body,
-    },
-}
+/// One output of the client, for the loop to hand to its handler: a response's
+/// bytes are in a [`Body`] (read it with [`Client::view`], then
+/// [`Client::release`] and, after the handler, [`Client::restore`]).
+pub(crate) type Output = crate::output::Output<Body>;
 
 /// Where a response's bytes are while the handler reads them.
 #[derive(Debug)]
@@ -74,7 +60,6 @@ pub(crate) enum Body {
     /// A native connection's receive buffer, taken out of it.
     Conn(ConnId, Vec<u8>),
     /// A finished libcurl transfer.
-    #[cfg(feature = "curl")]
     Curl(Finished),
 }
 
@@ -108,24 +93,20 @@ impl Sock {
 }
 
 /// The client: the [`Pool`] and the transports under it, owned by the event loop.
+///
+/// Every method asks the libcurl transport first whether the pool, token or
+/// body is its own (a constant `false` without the feature, so the native path
+/// compiles as if it were not there), and otherwise runs the native side.
+/// Drive order: after any input ([`request`](Self::request), `handle_event`,
+/// `handle_timeout`), drain `poll_output` while `has_output` says so; park no
+/// later than `poll_timeout`.
 #[derive(Debug)]
 pub struct Client {
     epfd: c_int,
     pool: Pool,
     socks: Vec<Sock>,
-    #[cfg(feature = "curl")]
-    curl: Curl,
-    /// Each pool's libcurl transfers (empty for a native pool).
-    #[cfg(feature = "curl")]
-    transfers: Vec<core::ops::Range<usize>>,
-    /// libcurl transfers that ended, reported from `curl_next` on.
-    #[cfg(feature = "curl")]
-    curl_ended: Vec<usize>,
-    #[cfg(feature = "curl")]
-    curl_next: usize,
-    /// An end whose re-sent copies were reported, to report next.
-    #[cfg(feature = "curl")]
-    curl_pending: Option<Ended>,
+    /// The sibling transport for libcurl pools.
+    curl: CurlTransport,
 }
 
 impl Client {
@@ -134,32 +115,13 @@ impl Client {
             epfd,
             pool: Pool::new(),
             socks: Vec::new(),
-            #[cfg(feature = "curl")]
-            curl: Curl::new(epfd),
-            #[cfg(feature = "curl")]
-            transfers: Vec::new(),
-            #[cfg(feature = "curl")]
-            curl_ended: Vec::new(),
-            #[cfg(feature = "curl")]
-            curl_next: 0,
-            #[cfg(feature = "curl")]
-            curl_pending: None,
+            curl: CurlTransport::new(epfd),
         }
     }
 
     pub(crate) fn add_pool(&mut self, cfg: PoolConfig, now: i64) -> Result<PoolId, PoolError> {
-        #[cfg(feature = "curl")]
-        let curl = cfg.curl.map(|_| (cfg.connections, cfg.limits));
         let id = self.pool.add_pool(cfg, now)?;
-        #[cfg(feature = "curl")]
-        self.transfers.push(match curl {
-            Some((n, limits)) => {
-                let r = self.curl.add_pool(id.0, n, &limits);
-                self.curl_ended.reserve(r.len());
-                r
-            }
-            None => 0..0,
-        });
+        self.curl.add_pool(&self.pool, id);
         while self.socks.len() < self.pool.slots() {
             self.socks.push(Sock {
                 sock: None,
@@ -187,9 +149,8 @@ impl Client {
 
     /// How many connections of `pool` are open and idle now.
     pub fn idle(&self, pool: PoolId) -> usize {
-        #[cfg(feature = "curl")]
-        if let Some(r) = self.curl_range(pool) {
-            return self.curl.idle(r);
+        if self.curl.carries(pool) {
+            return self.curl.idle(pool);
         }
         self.pool.idle(pool)
     }
@@ -201,18 +162,7 @@ impl Client {
 
     /// How many requests are in flight now.
     pub fn in_flight(&self) -> usize {
-        let native = self.pool.in_flight();
-        #[cfg(feature = "curl")]
-        return native + self.curl.in_flight();
-        #[cfg(not(feature = "curl"))]
-        native
-    }
-
-    /// A libcurl pool's transfers.
-    #[cfg(feature = "curl")]
-    fn curl_range(&self, pool: PoolId) -> Option<core::ops::Range<usize>> {
-        self.pool.config(pool)?.curl?;
-        self.transfers.get(pool.index()).cloned()
+        self.pool.in_flight() + self.curl.in_flight()
     }
 
     /// Sends `req` on an idle connection of `pool`, or hands the ticket back.
@@ -230,9 +180,11 @@ impl Client {
         deadline_ns: i64,
         now: i64,
     ) -> Result<RequestId, Refused> {
-        #[cfg(feature = "curl")]
-        if let Some(range) = self.curl_range(pool) {
-            return self.curl_request(range, pool, req, ticket, deadline_ns, now);
+        if self.curl.carries(pool) {
+            let books = &mut self.pool;
+            return self
+                .curl
+                .request(books, pool, req, ticket, deadline_ns, now);
         }
         let socks = &mut self.socks;
         let (id, conn) = self
@@ -251,45 +203,6 @@ impl Client {
             self.pool.handle_error(conn, Error::os(e), now);
         }
         Ok(id)
-    }
-
-    #[cfg(feature = "curl")]
-    fn curl_request(
-        &mut self,
-        range: core::ops::Range<usize>,
-        pool: PoolId,
-        req: &Request<'_>,
-        ticket: Ticket,
-        deadline_ns: i64,
-        now: i64,
-    ) -> Result<RequestId, Refused> {
-        let Some(cfg) = self.pool.config(pool) else {
-            return Err(Refused::UnknownPool(ticket));
-        };
-        let Some(curl) = cfg.curl else {
-            return Err(Refused::UnknownPool(ticket));
-        };
-        if deadline_ns <= now {
-            return Err(Refused::Expired(ticket));
-        }
-        if let Err(e) = self.curl.validate(req, &cfg.host) {
-            return Err(Refused::Invalid(ticket, e));
-        }
-        let id = self.pool.peek_request_id();
-        match self
-            .curl
-            .request(range, cfg, curl, req, id, ticket, deadline_ns, now)
-        {
-            Ok(()) => {
-                self.pool.take_request_id();
-                self.pool.counters_mut().requests += 1;
-                Ok(id)
-            }
-            Err(t) => {
-                self.pool.counters_mut().busy += 1;
-                Err(Refused::Busy(t))
-            }
-        }
     }
 
     /// Writes what `conn` offers; the first byte out turns the ticket into a
@@ -447,11 +360,8 @@ impl Client {
 
     /// Readiness of the socket with epoll token `token`.
     pub(crate) fn handle_event(&mut self, token: u64, events: u32, budget: &mut Budget, now: i64) {
-        #[cfg(feature = "curl")]
-        if token & CURL_TOKEN != 0 {
-            self.curl
-                .on_socket((token & !CURL_TOKEN) as c_int, events, now);
-            return;
+        if self.curl.owns(token) {
+            return self.curl.handle_event(token, events, now);
         }
         let Ok(i) = usize::try_from(token) else {
             return;
@@ -676,8 +586,7 @@ impl Client {
 
     /// Deadlines, idle timeouts, reconnects and libcurl's own work, once per turn.
     pub(crate) fn handle_timeout(&mut self, budget: &mut Budget, now: i64) {
-        #[cfg(feature = "curl")]
-        self.curl_drive(budget, now);
+        self.curl.handle_timeout(&mut self.pool, budget, now);
         self.pool.handle_timeout(budget, now);
         self.apply(budget, now);
     }
@@ -685,23 +594,17 @@ impl Client {
     /// The earliest time the client needs the loop to wake for.
     pub(crate) fn poll_timeout(&self) -> Option<i64> {
         let native = self.pool.poll_timeout();
-        #[cfg(feature = "curl")]
-        if let Some(at) = self.curl.next_deadline() {
-            return Some(native.map_or(at, |n| n.min(at)));
+        match self.curl.poll_timeout() {
+            Some(at) => Some(native.map_or(at, |n| n.min(at))),
+            None => native,
         }
-        native
     }
 
     /// Whether [`poll_output`](Self::poll_output) may have anything (the loop
     /// asks after every input; most of the time the answer is no).
     #[inline]
     pub(crate) fn has_output(&self) -> bool {
-        #[cfg(feature = "curl")]
-        if self.curl_pending.is_some() || self.curl_next < self.curl_ended.len() || self.curl.busy()
-        {
-            return true;
-        }
-        self.pool.has_output()
+        self.curl.has_output() || self.pool.has_output()
     }
 
     /// The next output for the handler, if any.
@@ -722,10 +625,9 @@ impl Client {
                 }
             });
         }
-        #[cfg(feature = "curl")]
-        return self.curl_output(budget, now);
-        #[cfg(not(feature = "curl"))]
-        None
+        self.curl
+            .poll_output(&mut self.pool, budget, now)
+            .map(|out| out.map_body(Body::Curl))
     }
 
     /// The response in `body`.
@@ -736,8 +638,7 @@ impl Client {
     ) -> Response<'h> {
         match body {
             Body::Conn(conn, buf) => self.pool.response_in(*conn, buf, headers),
-            #[cfg(feature = "curl")]
-            Body::Curl(f) => f.response(headers),
+            Body::Curl(f) => CurlTransport::view(f, headers),
         }
     }
 
@@ -745,7 +646,6 @@ impl Client {
     pub(crate) fn release(&mut self, body: &Body, now: i64) {
         match body {
             Body::Conn(conn, _) => self.pool.release(*conn, now),
-            #[cfg(feature = "curl")]
             Body::Curl(_) => {}
         }
     }
@@ -754,7 +654,6 @@ impl Client {
     pub(crate) fn restore(&mut self, body: Body) {
         match body {
             Body::Conn(conn, buf) => self.pool.restore_buffer(conn, buf),
-            #[cfg(feature = "curl")]
             Body::Curl(f) => self.curl.restore(f),
         }
     }
@@ -772,99 +671,7 @@ impl Client {
     /// are reported as failed.
     pub(crate) fn close_all(&mut self, now: i64) {
         self.pool.close_all(now);
-        #[cfg(feature = "curl")]
-        {
-            self.curl.abort_all(&mut self.curl_ended);
-        }
-    }
-
-    /// Runs libcurl and collects what ended; sockets it opened are charged as
-    /// connects of their pool.
-    #[cfg(feature = "curl")]
-    fn curl_drive(&mut self, budget: &mut Budget, now: i64) {
-        if !self.curl.busy() {
-            return;
-        }
-        let pool = &mut self.pool;
-        self.curl.drive(now, &mut self.curl_ended, |p, n| {
-            pool.counters_mut().connects += u64::from(n);
-            if let Some(cfg) = pool.config(PoolId(p)) {
-                for part in &cfg.connect_parts {
-                    let own = budget.charge_after(part.bucket, part.cost.saturating_mul(n), now);
-                    debug_assert!(own.is_ok(), "pools charge the budget they are driven with");
-                }
-            }
-        });
-    }
-
-    /// The next libcurl end, its re-sent copies charged and reported first.
-    #[cfg(feature = "curl")]
-    fn curl_output(&mut self, budget: &mut Budget, now: i64) -> Option<Output> {
-        if let Some(end) = self.curl_pending.take() {
-            return Some(self.curl_end(end));
-        }
-        loop {
-            if self.curl_next >= self.curl_ended.len() {
-                self.curl_ended.clear();
-                self.curl_next = 0;
-                if !self.curl.busy() {
-                    return None;
-                }
-                self.curl.failed_now(&mut self.curl_ended);
-                if self.curl_ended.is_empty() {
-                    return None;
-                }
-            }
-            let k = self.curl_ended[self.curl_next];
-            self.curl_next += 1;
-            let Some(end) = self.curl.take(k) else {
-                continue;
-            };
-            let (id, ticket, resent) = match &end {
-                Ended::Response(id, ticket, _, n) | Ended::Error(id, ticket, _, _, n) => {
-                    (*id, ticket, *n)
-                }
-            };
-            if resent == 0 {
-                return Some(self.curl_end(end));
-            }
-            // The venue counted every copy: charge each, after the fact.
-            for p in ticket.parts() {
-                let own = budget.charge_after(p.bucket, p.cost.saturating_mul(resent), now);
-                debug_assert!(own.is_ok(), "pools charge the budget they are driven with");
-            }
-            self.pool.counters_mut().resent += u64::from(resent);
-            self.curl_pending = Some(end);
-            return Some(Output::Resent { id, copies: resent });
-        }
-    }
-
-    #[cfg(feature = "curl")]
-    fn curl_end(&mut self, end: Ended) -> Output {
-        let counters = self.pool.counters_mut();
-        match end {
-            Ended::Response(id, ticket, f, _) => {
-                counters.responses += 1;
-                Output::Response {
-                    id,
-                    flight: ticket.sent(),
-                    body: Body::Curl(f),
-                }
-            }
-            Ended::Error(id, ticket, sent, error, _) => {
-                let sent = if sent {
-                    counters.sent_maybe += 1;
-                    Sent::Maybe(ticket.sent())
-                } else {
-                    counters.sent_no += 1;
-                    Sent::No(ticket)
-                };
-                if error == Error::Timeout {
-                    counters.timeouts += 1;
-                }
-                Output::Failed { id, sent, error }
-            }
-        }
+        self.curl.close_all();
     }
 }
 

@@ -273,6 +273,40 @@ mod curl {
     }
 
     #[test]
+    fn a_native_and_a_libcurl_pool_share_one_loop_its_ids_and_its_counters() {
+        let server = Server::start(|p| {
+            while p.read_request().is_some() {
+                p.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+            }
+        });
+        let mut d = Driver::new(server.addr, |_| {});
+        let native = d.pool;
+        let mut pc = ergon_io::client::PoolConfig::new(server.addr, server.addr.to_string());
+        pc.connect_parts = vec![Part::new(d.connects, 1)];
+        curl_pool(false)(&mut pc);
+        let curl = d.lp.add_pool(pc).unwrap();
+        let mut ids = Vec::new();
+        for pool in [native, curl, native, curl, curl, native] {
+            d.pool = pool;
+            let (answer, _) = d.send(&Request::get("/time"), 10 * SEC);
+            assert_eq!(answer, Answer::ok(b"ok"), "{pool:?}");
+            ids.push(d.last_id.unwrap().0);
+        }
+        // One id sequence across both transports: no id is given twice.
+        assert_eq!(ids, [1, 2, 3, 4, 5, 6]);
+        let c = *d.lp.client().counters();
+        assert_eq!((c.requests, c.responses, c.sent_no), (6, 6, 0), "{c:?}");
+        // One native connection and one libcurl socket, each charged once.
+        assert_eq!(c.connects, 2, "{c:?}");
+        assert_eq!(d.lp.budget().stats(d.connects).unwrap().used, 2);
+        assert_eq!(server.log.lock().unwrap().conns.len(), 2);
+        // Each pool answers for its own transport.
+        assert_eq!(d.lp.client().idle(curl), 1);
+        assert_eq!(d.lp.client().idle(native), 1);
+        assert_eq!(d.lp.client().in_flight(), 0);
+    }
+
+    #[test]
     fn libcurl_sends_the_same_post_twice_when_a_reused_connection_dies() {
         // Connection 0 answers the first request, then reads the second and closes
         // without a reply byte; later connections answer.

@@ -50,6 +50,7 @@ fn a_connect_the_budget_refuses_is_not_made() {
         requests,
         connects,
         resent: 0,
+        last_id: None,
     };
     let (a, _) = d.send(&order("id=1"), 10 * SEC);
     assert_eq!(

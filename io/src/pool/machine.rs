@@ -167,8 +167,13 @@ struct Origin {
 pub struct Pool {
     origins: Vec<Origin>,
     slots: Vec<Slot>,
-    next_id: u64,
-    counters: Counters,
+    /// The id the next accepted request gets. Crate-visible, as `counters`:
+    /// the libcurl transport numbers its requests from here too, so ids are
+    /// unique across transports (the native path mints inline, as here).
+    pub(crate) next_id: u64,
+    /// Crate-visible: the libcurl transport counts its requests here too, so
+    /// the counters tell one story across transports.
+    pub(crate) counters: Counters,
     events: VecDeque<PoolEvent>,
     transmits: VecDeque<Transmit>,
     /// No slot has work for [`handle_timeout`](Pool::handle_timeout) before this
@@ -213,12 +218,8 @@ impl Pool {
             return Err(PoolError::BuffersTooSmall);
         }
         let id = u16::try_from(self.origins.len()).map_err(|_| PoolError::TooManyPools)?;
-        #[cfg(feature = "curl")]
-        let native = cfg.curl.is_none();
-        #[cfg(not(feature = "curl"))]
-        let native = true;
         let start = self.slots.len();
-        for _ in 0..if native { cfg.connections } else { 0 } {
+        for _ in 0..cfg.native_connections() {
             self.slots.push(Slot {
                 pool: id,
                 phase: Phase::Down { retry_at: now },
@@ -263,24 +264,6 @@ impl Pool {
     /// What the pool did so far.
     pub fn counters(&self) -> &Counters {
         &self.counters
-    }
-
-    #[cfg(feature = "curl")]
-    pub(crate) fn counters_mut(&mut self) -> &mut Counters {
-        &mut self.counters
-    }
-
-    /// The id the next accepted request gets (the libcurl transport numbers its
-    /// requests here too, so ids are unique across transports).
-    #[cfg(feature = "curl")]
-    pub(crate) fn peek_request_id(&self) -> RequestId {
-        RequestId(self.next_id)
-    }
-
-    /// Uses up the id [`peek_request_id`](Self::peek_request_id) gave.
-    #[cfg(feature = "curl")]
-    pub(crate) fn take_request_id(&mut self) {
-        self.next_id += 1;
     }
 
     /// How many connections of `pool` are open and idle now.

@@ -350,6 +350,17 @@ impl PoolConfig {
             curl: None,
         }
     }
+
+    /// How many connection slots the [`Pool`] runs for this pool:
+    /// `connections`, or none for a libcurl pool, whose transfers live in the
+    /// libcurl transport.
+    pub(crate) fn native_connections(&self) -> usize {
+        #[cfg(feature = "curl")]
+        if self.curl.is_some() {
+            return 0;
+        }
+        self.connections
+    }
 }
 
 #[cfg(feature = "curl")]

@@ -43,6 +43,8 @@ pub struct Driver {
     /// What `on_resent` said for the last request sent with [`Driver::send`]:
     /// the extra copies libcurl wrote (0 for the native client).
     pub resent: u32,
+    /// The id of the last request [`Driver::send`] had accepted.
+    pub last_id: Option<RequestId>,
 }
 
 impl Driver {
@@ -75,6 +77,7 @@ impl Driver {
             requests,
             connects,
             resent: 0,
+            last_id: None,
         }
     }
 
@@ -94,6 +97,7 @@ impl Driver {
         };
         self.lp.run(&mut h).unwrap();
         self.resent = h.resent;
+        self.last_id = h.id;
         let answer = h
             .answer
             .expect("the guard timer fired: the request never ended");

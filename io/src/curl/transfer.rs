@@ -1,39 +1,8 @@
-//! The libcurl client (feature `curl`): the same [`ClientHandler`] contract as
-//! the native client, over a libcurl multi handle driven on the loop thread.
-//!
-//! A pool whose [`PoolConfig::curl`](PoolConfig::curl) is set sends
-//! through libcurl instead of the native connections: requests go through
-//! [`Context::request`](crate::event_loop::Context::request) as usual and end in
-//! exactly one [`ClientHandler::on_response`] or [`ClientHandler::on_error`].
-//! Whether any byte left is taken from libcurl's debug stream (a header or data
-//! byte sent): none seen is [`Sent::No`](crate::client::Sent::No).
-//!
-//! Why this client refuses most methods: libcurl re-sends a request, POST
-//! included, when a reused connection dies before any reply byte
-//! (`Curl_retry_request` in lib/transfer.c), and no option turns that off. A
-//! re-sent order is a duplicated order. So every method but GET, HEAD, OPTIONS
-//! and DELETE fails at once with [`Error::CurlResend`] (and [`Sent::No`]) unless
-//! [`CurlConfig::curl_allow_non_idempotent_methods`] is set by a caller who
-//! accepts that. The native client has no such path.
-//!
-//! Even a GET or DELETE re-sent counts at the venue (a late duplicate DELETE can
-//! cancel a newer order). So every request head libcurl writes is counted (the
-//! debug callback sees each one); each copy beyond the first is charged to the
-//! budget after the fact, on the ticket's own parts
-//! ([`Budget::charge_after`](ergon_core::Budget::charge_after)), counted in
-//! [`Counters::resent`](crate::client::Counters::resent) and reported with
-//! [`ClientHandler::on_resent`](crate::client::ClientHandler::on_resent) just
-//! before the request's answer.
-//!
-//! Limits of this client, by design of libcurl: it allocates per request, it
-//! opens connections on its own (each socket it opens is charged to the pool's
-//! connect parts after the fact, with
-//! [`Budget::charge_after`](ergon_core::Budget::charge_after)), it speaks plain
-//! HTTP here (libcurl is built from the crate's bundled source without a TLS
-//! library, so a fresh machine needs nothing installed). Its sockets are watched
-//! in the loop's epoll and its timer is one of the loop's deadlines, so a loop in
-//! epoll mode parks while libcurl waits. What it must never do: re-send a
-//! request of a method it refuses, or report `Sent::No` after a byte left.
+//! libcurl's side of the libcurl transport: one multi handle, a fixed set of
+//! transfers (easy handles) per libcurl pool, and what each transfer collects
+//! (the response, whether any byte left, how many request heads libcurl wrote).
+//! The transport above it ([`super::CurlTransport`]) owns the reporting; this
+//! module only talks to libcurl.
 #![allow(unsafe_code)] // libcurl opens its sockets through our callback (libc::socket).
 
 use std::os::raw::c_int;
@@ -46,14 +15,9 @@ use curl::multi::{Easy2Handle, Events, Multi};
 use ergon_core::Ticket;
 use ergon_venues::response::{Header, Response};
 
+use super::idempotent;
 use crate::http::{encode, Headers, InvalidRequest, Limits, Request};
-pub use crate::pool::{CurlConfig, CurlError};
-use crate::pool::{Error, PoolConfig, RequestId};
-
-/// Whether libcurl may carry `method` without the caller's explicit consent.
-pub fn idempotent(method: &str) -> bool {
-    matches!(method, "GET" | "HEAD" | "OPTIONS" | "DELETE")
-}
+use crate::pool::{CurlConfig, CurlError, Error, PoolConfig, RequestId};
 
 /// Collects one transfer's response and whether anything was sent.
 #[derive(Debug, Default)]
@@ -351,11 +315,18 @@ impl Curl {
         self.transfers.iter().filter(|t| t.job.is_some()).count()
     }
 
-    /// Starts `req` on a free transfer of `range`, or hands the ticket back.
+    /// A free transfer of `range`, if any.
+    pub(crate) fn free(&self, range: core::ops::Range<usize>) -> Option<usize> {
+        range.into_iter().find(|&k| self.transfers[k].job.is_none())
+    }
+
+    /// Starts `req` as request `id` on transfer `k` (one [`free`](Self::free)
+    /// gave). A request that fails before reaching libcurl (a refused method, a
+    /// setup error) ends at once, reported on the next [`failed_now`](Self::failed_now).
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn request(
+    pub(crate) fn start(
         &mut self,
-        range: core::ops::Range<usize>,
+        k: usize,
         cfg: &PoolConfig,
         curl: CurlConfig,
         req: &Request<'_>,
@@ -363,17 +334,14 @@ impl Curl {
         ticket: Ticket,
         deadline: i64,
         now: i64,
-    ) -> Result<(), Ticket> {
-        let Some(k) = range.into_iter().find(|&k| self.transfers[k].job.is_none()) else {
-            return Err(ticket);
-        };
+    ) {
         let t = &mut self.transfers[k];
         t.job = Some((id, ticket));
         t.deadline = deadline;
         if !curl.curl_allow_non_idempotent_methods && !idempotent(req.method) {
             t.outcome = Some(Err(Error::CurlResend));
             self.failed += 1;
-            return Ok(());
+            return;
         }
         let mut easy = match t.idle.take() {
             Some(e) => e,
@@ -399,7 +367,6 @@ impl Curl {
                 self.failed += 1;
             }
         }
-        Ok(())
     }
 
     /// Runs libcurl once and collects the transfers that ended (or failed before
