@@ -3,7 +3,7 @@
 //! file and folder by folder, and, where a crate asks for it, no long files.
 //!
 //! A dependency is any `crate::path` or `super::path` a file names outside comments
-//! and unit tests (`#[cfg(test)]` and below). Paths are resolved to the longest
+//! and unit tests (from `#[cfg(test)] mod` on). Paths are resolved to the longest
 //! module they start with; a module's own children are part of it.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -118,6 +118,23 @@ pub fn cycle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> 
     None
 }
 
+/// `text` up to its unit-test module (`#[cfg(test)] mod ...`): unit tests may
+/// reach anywhere. Other `#[cfg(test)]` items (a test-only method in the middle
+/// of a file) are code of the module and stay in.
+pub fn without_unit_tests(text: &str) -> &str {
+    const MARK: &str = "#[cfg(test)]";
+    let mut from = 0;
+    while let Some(i) = text[from..].find(MARK) {
+        let at = from + i;
+        let rest = text[at + MARK.len()..].trim_start();
+        if rest.starts_with("mod ") || rest.starts_with("pub(crate) mod ") {
+            return &text[..at];
+        }
+        from = at + MARK.len();
+    }
+    text
+}
+
 /// A module's dependencies, by module path.
 pub type Graph = BTreeMap<String, BTreeSet<String>>;
 
@@ -134,8 +151,7 @@ pub fn graphs(src: &Path) -> (Graph, Graph) {
     for f in &files {
         let me = module_of(src, f);
         let text = std::fs::read_to_string(f).unwrap_or_default();
-        // Unit tests may reach anywhere.
-        let text = text.split("#[cfg(test)]").next().unwrap_or("");
+        let text = without_unit_tests(&text);
         // Comments name modules without depending on them.
         let text: String = text
             .lines()

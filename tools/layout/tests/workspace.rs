@@ -67,3 +67,18 @@ fn the_cycle_finder_finds_one() {
         vec!["z".to_string(), "p::x::Y".to_string()]
     );
 }
+
+#[test]
+fn only_the_unit_test_module_is_cut_off() {
+    let text = "use crate::a;\n#[cfg(test)]\nfn adopt() { crate::b::x(); }\nuse crate::c;\n#[cfg(test)]\nmod tests {\n use crate::d;\n}\n";
+    let kept = ergon_layout::without_unit_tests(text);
+    assert!(
+        kept.contains("crate::b") && kept.contains("crate::c"),
+        "{kept}"
+    );
+    assert!(!kept.contains("crate::d"), "{kept}");
+    assert_eq!(
+        ergon_layout::without_unit_tests("use crate::a;"),
+        "use crate::a;"
+    );
+}
