@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use ergon_io::core::Class;
 use ergon_io::gateway::shm::{self, Hub, HubConfig};
-use ergon_io::gateway::{self, Account, Control, Gateway, Keys, Start};
+use ergon_io::gateway::{self, Account, Control, Gateway, Keys, Start, WsApiStart};
 use ergon_venues::binance_spot::BinanceSpot;
 use ergon_venues::bybit::Bybit;
 use ergon_venues::okx::Okx;
@@ -18,11 +18,16 @@ const USAGE: &str = "usage:
   ergon-gateway --venue binance-spot|bybit|okx --base URL --api-key K --api-secret S --name NAME
                 [--cpu N] [--max-clients N] [--passphrase P] [--symbol S] [--in-flight N]
                 [--share PCT] [--keep SECS] [--busy] [--guard-ms MS] [--journal PATH]
-                [--class-ceiling urgent|normal|bulk]
+                [--class-ceiling urgent|normal|bulk] [--order-entry ws|rest] [--ws-api URL]
+                [--no-stream]
   ergon-gateway --stats --name NAME [--once]
   ergon-gateway clear-halt BUCKET --name NAME";
 
 const MS: i64 = 1_000_000;
+
+/// How long the WebSocket API (and its order stream) may take to open before
+/// the gateway serves over REST alone.
+const WS_OPEN_NS: i64 = 3_000 * MS;
 
 /// Set by SIGTERM: stop accepting, settle what is in flight, exit 0.
 static STOP: AtomicBool = AtomicBool::new(false);
@@ -53,6 +58,19 @@ struct Args {
     clear_halt: Option<String>,
     journal: Option<std::path::PathBuf>,
     class_ceiling: Option<Class>,
+    /// `--order-entry`: Some(true) ws, Some(false) rest, None rest unless
+    /// `--ws-api` is given.
+    order_entry_ws: Option<bool>,
+    ws_api: Option<String>,
+    /// The user data stream over the WebSocket API (false: `--no-stream`).
+    stream: bool,
+}
+
+impl Args {
+    /// Whether orders go over the WebSocket API (with its order stream).
+    fn ws(&self) -> bool {
+        self.order_entry_ws.unwrap_or(self.ws_api.is_some())
+    }
 }
 
 fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
@@ -61,6 +79,7 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
         in_flight: 64,
         keep_s: 300.0,
         guard_ms: 30,
+        stream: true,
         ..Args::default()
     };
     while let Some(flag) = it.next() {
@@ -94,6 +113,15 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
                     v => return Err(format!("--class-ceiling {v:?}: urgent, normal or bulk")),
                 }
             }
+            "--order-entry" => {
+                a.order_entry_ws = match value()?.as_str() {
+                    "ws" => Some(true),
+                    "rest" => Some(false),
+                    v => return Err(format!("--order-entry {v:?}: expected ws or rest")),
+                }
+            }
+            "--ws-api" => a.ws_api = Some(value()?),
+            "--no-stream" => a.stream = false,
             "--busy" => a.busy = true,
             "--stats" => a.stats = true,
             "--once" => a.once = true,
@@ -126,6 +154,12 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
         Some(v) => return Err(format!("--venue {v:?}: binance-spot, bybit or okx")),
         None => {}
     }
+    if a.ws_api.is_some() && a.order_entry_ws == Some(false) {
+        return Err("--ws-api goes with --order-entry ws".into());
+    }
+    if a.ws() && a.venue.as_deref() != Some("binance-spot") {
+        return Err("--order-entry ws: only binance-spot has a WebSocket API here".into());
+    }
     Ok(a)
 }
 
@@ -133,6 +167,15 @@ fn serve<E: Account>(a: &Args, start: &Start, keys: &Keys<'_>, symbol: &str) -> 
     let declare = |boot: &gateway::Boot, b: &mut _| E::declare(boot, b, keys, a.guard_ms * MS);
     let (mut lp, mut gw, pool) =
         Gateway::start(start, symbol, declare).map_err(|e| e.to_string())?;
+    if start.ws_api.is_some() {
+        // One warning line per fallback, before `ready`: orders over REST,
+        // polling without a stream.
+        let probe;
+        (gw, probe) = gateway::open_ws_api(&mut lp, gw, pool, WS_OPEN_NS);
+        for w in probe.warnings(a.stream) {
+            eprintln!("{w}");
+        }
+    }
     gw.poll_open_orders(500 * MS);
     let name = a.name.clone().unwrap_or_default();
     let cfg = HubConfig {
@@ -205,6 +248,9 @@ fn run(a: &Args) -> Result<(), String> {
     let mut start = Start::from_base(a.base.as_deref().unwrap_or_default())?;
     start.loop_cfg.cpu = a.cpu;
     start.loop_cfg.busy_poll = a.busy;
+    if a.ws() {
+        start.ws_api = Some(WsApiStart::of(&start, a.ws_api.as_deref(), a.stream)?);
+    }
     let venue = a.venue.as_deref().unwrap_or_default();
     let symbol = a.symbol.clone().unwrap_or_else(|| {
         match venue {

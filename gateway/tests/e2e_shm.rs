@@ -16,9 +16,13 @@
 //!    stays under its share below its demand.
 //! 5. A class ceiling: a client's Urgent calls charged as Bulk stay out of the
 //!    headroom the budget keeps for more urgent ones.
-//! 6. The command line: bad flags are an error and exit 2; `--stats` names each
+//! 6. The command line: bad flags are an error and exit 2 (`--order-entry ws` off
+//!    Binance Spot, `--ws-api` with `--order-entry rest` included); `--stats` names each
 //!    client; `clear-halt` of a bucket that is not halted is refused; SIGTERM
 //!    exits 0.
+//! 7. Order entry over the WebSocket API (`--order-entry ws`): the gateway opens
+//!    it with its user data stream, a client's order and cancel go over it, and
+//!    the client reads the order's updates (NEW, then CANCELED) from the ring.
 //!
 //! No test sleeps to let time pass for a verdict: each waits on `ready NAME`, on
 //! a client's output lines, or on process exit. Clients pace their offered load
@@ -31,8 +35,9 @@ use std::time::{Duration, Instant};
 use ergon_core::Class;
 use ergon_io::gateway::shm::{Call, ShmClient, ShmEvent, ShmSubmitError};
 use ergon_venue_sim::{Config, Fault, Interval, LimitType, RateLimit, Report, Server};
+use ergon_venues::binance_spot_ws::Execution;
 use ergon_venues::endpoint::{
-    ClientOrderId, Decimal, NewOrder, OrderRef, OrderType, Side, Symbol, TimeInForce,
+    ClientOrderId, Decimal, NewOrder, OrderRef, OrderState, OrderType, Side, Symbol, TimeInForce,
 };
 use serde_json::Value;
 
@@ -338,6 +343,37 @@ fn the_command_line_refuses_bad_flags_and_serves_stats_and_clear_halt() {
         &["--name", "x", "--cpu", "minus-one"],
         &["--bogus"],
         &["--name", "x", "--class-ceiling", "top"],
+        &["--name", "x", "--order-entry", "tcp"],
+        &[
+            "--venue",
+            "bybit",
+            "--base",
+            "http://127.0.0.1:1",
+            "--api-key",
+            "k",
+            "--api-secret",
+            "s",
+            "--name",
+            "x",
+            "--order-entry",
+            "ws",
+        ],
+        &[
+            "--venue",
+            "binance-spot",
+            "--base",
+            "http://127.0.0.1:1",
+            "--api-key",
+            "k",
+            "--api-secret",
+            "s",
+            "--name",
+            "x",
+            "--order-entry",
+            "rest",
+            "--ws-api",
+            "ws://127.0.0.1:1/ws-api/v3",
+        ],
         &[],
     ] {
         let o = Command::new(bin).args(args).output().expect("run");
@@ -377,6 +413,57 @@ fn the_command_line_refuses_bad_flags_and_serves_stats_and_clear_halt() {
         .success());
     assert_eq!(gw.child.wait().expect("wait").code(), Some(0));
     assert!(!journal(&name).exists());
+}
+
+/// The next update in `state` that names `cid` (as the order or the one it
+/// ended), reading the client's other events on the way (bounded wait on real
+/// sockets and processes).
+fn update(c: &mut ShmClient, cid: ClientOrderId, state: OrderState) -> Execution {
+    let until = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < until {
+        c.wait(50);
+        while let Some((ev, _)) = c.poll() {
+            if let ShmEvent::OrderUpdate(x) = ev {
+                let names = [Some(x.client_order_id), x.orig_client_order_id];
+                if x.state == state && names.contains(&Some(cid)) {
+                    return x;
+                }
+            }
+        }
+    }
+    panic!("no {state:?} update of {cid:?}");
+}
+
+#[test]
+fn with_websocket_order_entry_a_client_reads_its_order_updates() {
+    let s = sim(None);
+    let name = unique("wsup");
+    let gw = gateway(&s, &name, &["--order-entry", "ws"]);
+    let mut c = attach(&name, "wsupdates");
+    let symbol = Symbol::new("BTCUSDT").expect("symbol");
+    let id = format!("wsup{}", std::process::id());
+    let placed = order(symbol, &id);
+    let cid = placed.client_order_id;
+    c.submit(&Call::NewOrder(placed), Class::Normal, 1)
+        .expect("submit");
+    let new = update(&mut c, cid, OrderState::New);
+    assert!(!new.venue_order_id.is_empty(), "{new:?}");
+    let it = OrderRef {
+        symbol,
+        client_order_id: cid,
+    };
+    c.submit(&Call::Cancel(it), Class::Normal, 2)
+        .expect("submit");
+    let ended = update(&mut c, cid, OrderState::Canceled);
+    assert_eq!(ended.venue_order_id, new.venue_order_id);
+    drop(c);
+    drop(gw);
+    let r = s.stop();
+    assert_eq!((r.executions, r.duplicates, r.cancels), (1, 0, 1));
+    // Both went over the WebSocket API, and the stream was subscribed.
+    assert_eq!(r.ws.api_connects, 1, "{:?}", r.ws);
+    assert!(r.ws.api_requests >= 3, "{:?}", r.ws);
+    assert_eq!(r.ws.api_subscriptions, 1, "{:?}", r.ws);
 }
 
 // ---- the client role: run as `role` by the tests above ----
