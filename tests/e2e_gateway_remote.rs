@@ -6,13 +6,13 @@
 //! also receives the order updates (typed `Execution`s) of what it placed and
 //! canceled.
 
+mod ws_gateway;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ergon_core::Class;
-use ergon_io::gateway::{
-    self, remote, Control, Delivered, Event, Gateway, RemoteHandle, Start, WsApiStart,
-};
+use ergon_io::gateway::{self, remote, Control, Delivered, Event, Gateway, RemoteHandle, Start};
 use ergon_venue_sim::{Config, Server};
 use ergon_venues::binance_spot::{Auth, BinanceSpot};
 use ergon_venues::binance_spot_ws::Execution;
@@ -134,19 +134,7 @@ fn wait_update(h: &mut RemoteHandle, cid: &str, state: OrderState) -> Execution 
 #[test]
 fn a_strategy_thread_receives_its_order_updates() {
     let server = Server::start(Config::binance_spot()).unwrap();
-    let account = server.config().accounts[0].clone();
-    let auth = Auth::new(&account.api_key, account.secret.as_bytes(), 5_000).unwrap();
-    let mut start = Start::new(server.addr(), server.addr().to_string());
-    start.ws_api = Some(WsApiStart::of(&start, None, true).unwrap());
-    let (mut lp, gw, pool) = Gateway::start(&start, "BTCUSDT", |boot, b| {
-        let info = boot.limits.as_deref().unwrap_or_default();
-        BinanceSpot::from_exchange_info(info, b, boot.clock, 30_000_000)
-            .map(|v| v.with_auth(auth))
-            .map_err(|e| e.to_string())
-    })
-    .unwrap();
-    let (gw, probe) = gateway::open_ws_api(&mut lp, gw, pool, 3_000_000_000);
-    assert!(probe.warnings(true).is_empty(), "{probe:?}");
+    let (mut lp, gw, pool) = ws_gateway::open(&server);
     let mut venue = gw.venue().clone();
     let (loop_side, mut handle) = remote(8, 1024).unwrap();
     loop_side.attach(&mut lp).unwrap();

@@ -16,13 +16,14 @@ mod common;
 #[path = "../examples/mm_loop.rs"]
 mod mm_loop;
 
+mod ws_gateway;
+
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
 
 use common::{go, no_429_no_ban, venue_utilization};
 use ergon_core::{Class, Why};
-use ergon_io::gateway::{self, Account, Api, Event, Gateway, Keys, Prepared, Start, Strategy};
-use ergon_io::gateway::{WsApiStart, WsState};
+use ergon_io::gateway::{self, Api, Event, Prepared, Strategy, WsState};
 use ergon_venue_sim::{Config, Fault, Interval, LimitType, RateLimit, Server};
 use ergon_venues::binance_spot::BinanceSpot;
 use ergon_venues::endpoint::{
@@ -187,19 +188,7 @@ impl Strategy<BinanceSpot> for BanProbe {
 #[test]
 fn a_ban_first_seen_on_a_websocket_answer_halts_rest_too() {
     let server = Server::start(sim()).unwrap();
-    let cfg = server.config();
-    let keys = Keys {
-        api_key: &cfg.accounts[0].api_key,
-        secret: cfg.accounts[0].secret.as_bytes(),
-        passphrase: None,
-    };
-    let mut start = Start::new(server.addr(), server.addr().to_string());
-    let url = format!("ws://{}/ws-api/v3", server.addr());
-    start.ws_api = Some(WsApiStart::from_url(&url, true).unwrap());
-    let declare = |boot: &gateway::Boot, b: &mut _| BinanceSpot::declare(boot, b, &keys, 30 * MS);
-    let (mut lp, gw, pool) = Gateway::start(&start, "BTCUSDT", declare).unwrap();
-    let (gw, probe) = gateway::open_ws_api(&mut lp, gw, pool, 3_000 * MS);
-    assert!(probe.order_entry && probe.stream, "{probe:?}");
+    let (mut lp, gw, pool) = ws_gateway::open(&server);
     let before = server.report();
     server.ban(IpAddr::V4(Ipv4Addr::LOCALHOST), 60_000);
     let strategy = BanProbe {
@@ -324,19 +313,7 @@ fn a_drop_after_the_venue_executed_is_reconciled_and_never_sent_again() {
     // The first order is executed, then its connection drops before the answer.
     c.faults.script = vec![(1, Fault::ExecuteThenClose)];
     let server = Server::start(c).unwrap();
-    let cfg = server.config();
-    let keys = Keys {
-        api_key: &cfg.accounts[0].api_key,
-        secret: cfg.accounts[0].secret.as_bytes(),
-        passphrase: None,
-    };
-    let mut start = Start::new(server.addr(), server.addr().to_string());
-    let url = format!("ws://{}/ws-api/v3", server.addr());
-    start.ws_api = Some(WsApiStart::from_url(&url, true).unwrap());
-    let declare = |boot: &gateway::Boot, b: &mut _| BinanceSpot::declare(boot, b, &keys, 30 * MS);
-    let (mut lp, gw, pool) = Gateway::start(&start, "BTCUSDT", declare).unwrap();
-    let (gw, probe) = gateway::open_ws_api(&mut lp, gw, pool, 3_000 * MS);
-    assert!(probe.order_entry && probe.stream, "{probe:?}");
+    let (mut lp, gw, pool) = ws_gateway::open(&server);
     let strategy = DropProbe {
         req: Prepared::with_capacity(1024),
         step: 0,

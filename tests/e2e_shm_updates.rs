@@ -3,15 +3,16 @@
 //! API's user data stream, against the emulator; a client attached to it places and
 //! cancels an order and reads `ShmEvent::OrderUpdate` NEW, then CANCELED, of it.
 
+mod ws_gateway;
+
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ergon_core::Class;
 use ergon_io::gateway::shm::{Call, Hub, HubConfig, ShmClient, ShmEvent};
-use ergon_io::gateway::{self, Control, Gateway, Start, WsApiStart};
+use ergon_io::gateway::{self, Control};
 use ergon_venue_sim::{Config, Server};
-use ergon_venues::binance_spot::{Auth, BinanceSpot};
 use ergon_venues::binance_spot_ws::Execution;
 use ergon_venues::endpoint::{
     ClientOrderId, Decimal, NewOrder, OrderRef, OrderState, OrderType, Side, Symbol, TimeInForce,
@@ -40,19 +41,7 @@ fn update(c: &mut ShmClient, cid: ClientOrderId, state: OrderState) -> Execution
 #[test]
 fn a_shared_memory_client_receives_its_order_updates() {
     let server = Server::start(Config::binance_spot()).unwrap();
-    let account = server.config().accounts[0].clone();
-    let auth = Auth::new(&account.api_key, account.secret.as_bytes(), 5_000).unwrap();
-    let mut start = Start::new(server.addr(), server.addr().to_string());
-    start.ws_api = Some(WsApiStart::of(&start, None, true).unwrap());
-    let (mut lp, gw, pool) = Gateway::start(&start, "BTCUSDT", |boot, b| {
-        let info = boot.limits.as_deref().unwrap_or_default();
-        BinanceSpot::from_exchange_info(info, b, boot.clock, 30_000_000)
-            .map(|v| v.with_auth(auth))
-            .map_err(|e| e.to_string())
-    })
-    .unwrap();
-    let (gw, probe) = gateway::open_ws_api(&mut lp, gw, pool, 3_000_000_000);
-    assert!(probe.warnings(true).is_empty(), "{probe:?}");
+    let (mut lp, gw, pool) = ws_gateway::open(&server);
     let name = format!("updates-{}", std::process::id());
     let cfg = HubConfig {
         name: name.clone(),

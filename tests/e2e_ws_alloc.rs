@@ -5,13 +5,14 @@
 //! Applied event and an order update, after a warm-up, counted by an allocator
 //! that counts on this thread only (the emulator's threads allocate freely).
 
+mod ws_gateway;
+
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::sync::Arc;
 
 use ergon_core::Class;
-use ergon_io::gateway::{self, Account, Api, Event, Gateway, Keys, Prepared, Start, Strategy};
-use ergon_io::gateway::{WsApiStart, WsState};
+use ergon_io::gateway::{self, Api, Event, Prepared, Strategy, WsState};
 use ergon_venue_sim::{Config, Interval, LimitType, RateLimit, Server};
 use ergon_venues::binance_spot::BinanceSpot;
 use ergon_venues::binance_spot_ws::Execution;
@@ -47,7 +48,6 @@ fn allocs() -> u64 {
     ALLOCS.with(|a| a.get())
 }
 
-const MS: i64 = 1_000_000;
 const WARMUP: u64 = 300;
 const MEASURED: u64 = 2_000;
 
@@ -124,19 +124,7 @@ fn the_websocket_api_steady_state_allocates_nothing_on_the_loop_thread() {
         RateLimit::new(LimitType::RawRequests, Interval::Minute, 5, 10_000_000),
     ];
     let server = Server::start(c).unwrap();
-    let cfg = server.config();
-    let keys = Keys {
-        api_key: &cfg.accounts[0].api_key,
-        secret: cfg.accounts[0].secret.as_bytes(),
-        passphrase: None,
-    };
-    let mut start = Start::new(server.addr(), server.addr().to_string());
-    let url = format!("ws://{}/ws-api/v3", server.addr());
-    start.ws_api = Some(WsApiStart::from_url(&url, true).unwrap());
-    let declare = |boot: &gateway::Boot, b: &mut _| BinanceSpot::declare(boot, b, &keys, 30 * MS);
-    let (mut lp, gw, pool) = Gateway::start(&start, "BTCUSDT", declare).unwrap();
-    let (gw, probe) = gateway::open_ws_api(&mut lp, gw, pool, 3_000 * MS);
-    assert!(probe.order_entry && probe.stream, "{probe:?}");
+    let (mut lp, gw, pool) = ws_gateway::open(&server);
     let s = Orders {
         req: Prepared::with_capacity(1024),
         started: false,
