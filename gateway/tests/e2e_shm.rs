@@ -326,57 +326,33 @@ fn a_class_ceiling_keeps_a_clients_urgent_calls_out_of_the_headroom() {
 #[test]
 fn the_command_line_refuses_bad_flags_and_serves_stats_and_clear_halt() {
     let bin = env!("CARGO_BIN_EXE_ergon-gateway");
+    // Every flag a serving gateway needs, on `venue`, then `extra`.
+    let full = |venue: &'static str, extra: &[&'static str]| {
+        let mut v = vec!["--venue", venue, "--base", "http://127.0.0.1:1"];
+        v.extend(["--api-key", "k", "--api-secret", "s", "--name", "x"]);
+        v.extend(extra);
+        v
+    };
     for args in [
-        &["--name", "x", "--venue", "binance-spot"][..],
-        &[
-            "--venue",
-            "nowhere",
-            "--base",
-            "http://127.0.0.1:1",
-            "--api-key",
-            "k",
-            "--api-secret",
-            "s",
-            "--name",
-            "x",
-        ],
-        &["--name", "x", "--cpu", "minus-one"],
-        &["--bogus"],
-        &["--name", "x", "--class-ceiling", "top"],
-        &["--name", "x", "--order-entry", "tcp"],
-        &[
-            "--venue",
-            "bybit",
-            "--base",
-            "http://127.0.0.1:1",
-            "--api-key",
-            "k",
-            "--api-secret",
-            "s",
-            "--name",
-            "x",
-            "--order-entry",
-            "ws",
-        ],
-        &[
-            "--venue",
+        vec!["--name", "x", "--venue", "binance-spot"],
+        full("nowhere", &[]),
+        vec!["--name", "x", "--cpu", "minus-one"],
+        vec!["--bogus"],
+        vec!["--name", "x", "--class-ceiling", "top"],
+        vec!["--name", "x", "--order-entry", "tcp"],
+        full("bybit", &["--order-entry", "ws"]),
+        full(
             "binance-spot",
-            "--base",
-            "http://127.0.0.1:1",
-            "--api-key",
-            "k",
-            "--api-secret",
-            "s",
-            "--name",
-            "x",
-            "--order-entry",
-            "rest",
-            "--ws-api",
-            "ws://127.0.0.1:1/ws-api/v3",
-        ],
-        &[],
+            &[
+                "--order-entry",
+                "rest",
+                "--ws-api",
+                "ws://127.0.0.1:1/ws-api/v3",
+            ],
+        ),
+        vec![],
     ] {
-        let o = Command::new(bin).args(args).output().expect("run");
+        let o = Command::new(bin).args(&args).output().expect("run");
         assert_eq!(o.status.code(), Some(2), "{args:?}");
         let err = String::from_utf8_lossy(&o.stderr);
         assert!(
