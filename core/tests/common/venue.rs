@@ -36,7 +36,6 @@ struct Unit {
     t: i64,
     cost: u64,
     ticket: Option<u64>,
-    observed: bool,
 }
 
 /// The venue's view of every bucket of one configuration.
@@ -121,7 +120,6 @@ impl Venue {
                     t,
                     cost,
                     ticket: Some(ticket),
-                    observed: false,
                 });
             }
         }
@@ -130,11 +128,7 @@ impl Venue {
     /// The request of `ticket` never left: the venue never saw it.
     pub fn refund(&mut self, ticket: u64) {
         for held in &mut self.held {
-            if let Some(k) = held.iter().position(|u| u.ticket == Some(ticket)) {
-                if !held[k..].iter().any(|u| u.observed) {
-                    held.remove(k);
-                }
-            }
+            held.retain(|u| u.ticket != Some(ticket));
         }
     }
 
@@ -147,7 +141,6 @@ impl Venue {
                 t,
                 cost,
                 ticket: None,
-                observed: false,
             });
         }
     }
@@ -178,7 +171,6 @@ impl Venue {
                 t,
                 cost: others,
                 ticket: None,
-                observed: true,
             });
         }
     }
@@ -216,7 +208,8 @@ pub fn counted(kind: RKind, units: impl Iterator<Item = (i64, u64)>, t: i64) -> 
             units.filter(|u| u.0 >= x).map(|u| u.1).sum()
         }
         RKind::Token { interval } => {
-            let mut tat = i128::MIN;
+            // Before any unit the bucket is drained: its TAT is the start of time.
+            let mut tat = i128::from(i64::MIN);
             for (at, cost) in units {
                 tat = tat.max(i128::from(at)) + i128::from(cost) * i128::from(interval);
             }
