@@ -90,11 +90,15 @@ impl Gcra {
         }
     }
 
-    /// Raises the count to the server's figure.
-    pub(crate) fn raise_to(&mut self, used: u64, now: i64) {
-        if used > self.used_at(now) {
-            self.tat = now.saturating_add(self.span(used));
-            self.last_seq = 0;
+    /// Raises the count to the server's figure: the TAT to `now + used·T` if that
+    /// is later (exact, not the count rounded up). Whether it moved.
+    pub(crate) fn raise_to(&mut self, used: u64, now: i64) -> bool {
+        let raised = now.saturating_add(self.span(used));
+        if raised <= self.tat {
+            return false;
         }
+        self.tat = raised;
+        self.last_seq = 0;
+        true
     }
 }

@@ -328,24 +328,29 @@ impl Budget {
             // came from another sender and stays a whole window from now. A ring
             // keeps its oldest slot until the whole slot has left the window, so
             // part of it may be gone at the venue; near a fixed boundary the figure
-            // may be the neighbouring window's, which may hold less than ours.
-            let sure = match &b.state {
-                State::Sliding(ring) => ring.surely_counted(),
-                State::Fixed(windows) => windows.least_counted(now),
-                _ => local,
-            };
+            // may be the neighbouring window's, which may hold less than ours; a
+            // token bucket compares exact times, not its count rounded up.
             let limit = b.stats.limit;
-            if used <= sure {
-                return;
-            }
-            if !matches!(b.state, State::InFlight(_) | State::Gate) {
-                b.raised_seq = seq;
-            }
-            match &mut b.state {
-                State::Sliding(ring) => ring.add((used - sure).min(limit)),
-                State::Fixed(windows) => windows.raise_to(used, limit, now),
+            let raised = match &mut b.state {
+                State::Sliding(ring) => {
+                    let sure = ring.surely_counted();
+                    if used > sure {
+                        ring.add((used - sure).min(limit));
+                    }
+                    used > sure
+                }
+                State::Fixed(windows) => {
+                    let raise = used > windows.least_counted(now);
+                    if raise {
+                        windows.raise_to(used, limit, now);
+                    }
+                    raise
+                }
                 State::Token(gcra) => gcra.raise_to(used.min(local.saturating_add(limit)), now),
-                State::InFlight(_) | State::Gate => {}
+                State::InFlight(_) | State::Gate => false,
+            };
+            if raised {
+                b.raised_seq = seq;
             }
         })
     }
