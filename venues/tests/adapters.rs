@@ -105,10 +105,10 @@ const TABLE: &[(&str, &str, &str, &[Effect])] = &[
     ("coinbase-exchange", "malformed_200", "Unknown", &[]),
     // Binance Spot: exchangeInfo 6000 weight/min, 100 orders/10 s, 200000/day, 61000 raw/5 min.
     ("binance-spot", "order_ok", "Done", &[Used("REQUEST_WEIGHT_1M", 1234), Used("ORDERS_10S", 7), Used("ORDERS_1D", 4321), Used("RAW_REQUESTS_5M", 1)]),
-    ("binance-spot", "weight_429", "Throttled bucket=REQUEST_WEIGHT_1M until_ms=37050", &[Held("REQUEST_WEIGHT_1M", 37_050), Used("REQUEST_WEIGHT_1M", 6000)]),
+    ("binance-spot", "weight_429", "Throttled bucket=REQUEST_WEIGHT_1M until_ms=37050", &[Held("REQUEST_WEIGHT_1M", 37_050), Used("REQUEST_WEIGHT_1M", 6001)]),
     // No Retry-After: held to the end of the UTC 5-minute window (now is 200 s into it).
     ("binance-spot", "queued_429", "Throttled bucket=RAW_REQUESTS_5M until_ms=100050", &[Held("RAW_REQUESTS_5M", 100_050), Used("REQUEST_WEIGHT_1M", 20)]),
-    ("binance-spot", "orders_10s_429", "Throttled bucket=ORDERS_10S until_ms=10050", &[Held("ORDERS_10S", 10_050), Used("ORDERS_10S", 100)]),
+    ("binance-spot", "orders_10s_429", "Throttled bucket=ORDERS_10S until_ms=10050", &[Held("ORDERS_10S", 10_050), Used("ORDERS_10S", 101)]),
     ("binance-spot", "orders_1d_429", "Throttled bucket=ORDERS_1D until_ms=6400050", &[Held("ORDERS_1D", 6_400_050)]),
     ("binance-spot", "ban_418", "Banned bucket=ip until_ms=300000", &[Halted("ip", 300_000)]),
     ("binance-spot", "ban_418_until_in_msg", "Banned bucket=ip until_ms=450000", &[Halted("ip", 450_000)]),
