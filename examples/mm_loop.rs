@@ -13,9 +13,10 @@ use std::sync::Arc;
 
 use ergon_core::Class::{self, Bulk, Normal, Urgent};
 use ergon_core::{BucketId, Part};
-pub use ergon_io::gateway::Control;
-use ergon_io::gateway::{
-    self, Account, Api, Event, Gateway, Keys, Label, Prepared, Start, Stats, Strategy, WsApiStart,
+pub use ergon_gateway::Control;
+use ergon_gateway::{
+    self as gateway, Account, Api, Event, Gateway, Keys, Label, Prepared, Start, Stats, Strategy,
+    WsApiStart,
 };
 use ergon_venue_sim::Server;
 use ergon_venues::adapt::Error as VenueError;

@@ -1,15 +1,15 @@
 //! `ergon-gateway`: one process owns the venue connections and the budget of an
 //! IP and an account; strategy processes attach by name and share it over shared
-//! memory (`ergon_io::gateway::shm`). The command line is [`USAGE`].
+//! memory (`ergon_gateway::shm`). The command line is [`USAGE`].
 
 use std::io::Write;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+use ergon_gateway::shm::{self, Hub, HubConfig};
+use ergon_gateway::{self as gateway, Account, Control, Gateway, Keys, Start, WsApiStart};
 use ergon_io::core::Class;
-use ergon_io::gateway::shm::{self, Hub, HubConfig};
-use ergon_io::gateway::{self, Account, Control, Gateway, Keys, Start, WsApiStart};
 use ergon_venues::binance_spot::BinanceSpot;
 use ergon_venues::bybit::Bybit;
 use ergon_venues::okx::Okx;

@@ -40,8 +40,8 @@ use ergon_venues::binance_spot_ws::{self, Call, Session as Api};
 use ergon_venues::endpoint::Prepared;
 use ergon_venues::response::Header;
 
-use crate::handler::{Readiness, Registry};
-use crate::ws::{self, Cause, ConnectError, HandshakeError, WsClient, WsId};
+use ergon_io::event_loop::{Readiness, Registry};
+use ergon_io::ws::{self, Cause, ConnectError, HandshakeError, WsClient, WsId};
 
 /// The descriptor and timer token of the gateway's WebSocket API connection on the
 /// loop (the loop keeps the top bit of descriptor tokens); a strategy's tokens

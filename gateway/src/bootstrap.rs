@@ -15,10 +15,10 @@ use super::driver::Driver;
 use super::endpoints::{Account, Boot};
 use super::machine::Gateway;
 use super::ws_api::{WsApiStart, WsLane, CONNECTS_PER_5MIN};
-use crate::client::{ClientHandler, Error, PoolConfig, PoolId, RequestId, Sent};
-use crate::event_loop::{Context, EventLoop, LoopConfig, LoopError};
-use crate::http::Request;
-use crate::Culprit;
+use ergon_io::client::{ClientHandler, Error, PoolConfig, PoolId, RequestId, Sent};
+use ergon_io::event_loop::{Context, EventLoop, LoopConfig, LoopError};
+use ergon_io::http::Request;
+use ergon_io::Culprit;
 
 const SEC: i64 = 1_000_000_000;
 
@@ -265,7 +265,7 @@ impl<E: Account> Gateway<E> {
         declare: impl FnOnce(&Boot, &mut Builder) -> Result<E, String>,
     ) -> Result<(EventLoop, Gateway<E>, PoolId), StartError> {
         let err = StartError::caller;
-        let now = crate::clock::now_ns();
+        let now = ergon_io::clock::now_ns();
         let mut b = Budget::builder();
         let any = b
             .add("bootstrap", Spec::sliding(10, SEC, 1))
@@ -313,7 +313,9 @@ impl<E: Account> Gateway<E> {
             ),
             None => None,
         };
-        let budget = builder.build(crate::clock::now_ns()).map_err(|e| err(&e))?;
+        let budget = builder
+            .build(ergon_io::clock::now_ns())
+            .map_err(|e| err(&e))?;
         let mut lp = EventLoop::new(s.loop_cfg, budget)?;
         let mut pc = pool_cfg(s);
         pc.connections = s.connections.max(1);
@@ -361,7 +363,7 @@ fn ws_lane<E: Account>(
         .try_push(Part::new(connects, 1))
         .map_err(|_| err(&"WebSocket API connect: too many parts"))?;
     let message = venue.parts(Kind::Connect).map_err(|e| err(&e))?;
-    let seed = crate::clock::now_ns() as u64 ^ u64::from(std::process::id()) << 32;
+    let seed = ergon_io::clock::now_ns() as u64 ^ u64::from(std::process::id()) << 32;
     let lane = WsLane::new(api, at, budget, &connect, &message, s.local_addr, seed);
     lane.map(Some).map_err(|e| err(&e))
 }
@@ -486,7 +488,7 @@ pub fn run<E: Account, S: super::driver::Strategy<E>>(
     pool: PoolId,
     strategy: S,
     control: std::sync::Arc<super::driver::Control>,
-) -> Result<Driver<E, S>, crate::event_loop::LoopError> {
+) -> Result<Driver<E, S>, ergon_io::event_loop::LoopError> {
     let mut d = Driver {
         gateway,
         strategy,

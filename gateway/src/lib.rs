@@ -1,4 +1,4 @@
-//! The gateway: one venue account on one egress lane, one order from start to end.
+//! ergon-gateway: one venue account on one egress lane, one order from start to end.
 //!
 //! The caller prepares a typed request (a venue's [`Endpoints`] write it into a
 //! [`Prepared`]: parts, signed method/target/headers/body, deadline, client order
@@ -65,6 +65,12 @@
 //! Nothing here reads a clock (time is the [`Wire`]'s `now`), and the steady state
 //! allocates nothing: the ledger, its request buffers and the event queue are
 //! sized at construction.
+
+// Unsafe only where it is needed, each module saying why: shm::os (the system
+// calls of the shared regions), shm::region, shm::journal and shm::stats (typed
+// views of the mappings). Every unsafe block states its SAFETY reason.
+#![deny(unsafe_code)]
+#![warn(clippy::undocumented_unsafe_blocks)]
 
 mod bootstrap;
 mod driver;
