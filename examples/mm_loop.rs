@@ -402,7 +402,7 @@ pub fn run(
         )),
     };
     let mut start = match (&o.base, &sim) {
-        (Some(url), _) => Start::from_base(url)?,
+        (Some(url), _) => Start::from_base(url).map_err(|e| e.to_string())?,
         (_, Some(s)) => Start::new(s.addr(), s.addr().to_string()),
         (None, None) => return Err("no venue".into()),
     };
@@ -420,7 +420,8 @@ pub fn run(
     };
     let s = Summary::default();
     if o.ws != Some(false) {
-        start.ws_api = Some(WsApiStart::of(&start, o.ws_api.as_deref(), o.stream)?);
+        let ws = WsApiStart::of(&start, o.ws_api.as_deref(), o.stream);
+        start.ws_api = Some(ws.map_err(|e| e.to_string())?);
     }
     let keys = Keys {
         api_key: &key,

@@ -245,11 +245,13 @@ fn run(a: &Args) -> Result<(), String> {
             std::thread::sleep(std::time::Duration::from_secs(1));
         }
     }
-    let mut start = Start::from_base(a.base.as_deref().unwrap_or_default())?;
+    let mut start =
+        Start::from_base(a.base.as_deref().unwrap_or_default()).map_err(|e| e.to_string())?;
     start.loop_cfg.cpu = a.cpu;
     start.loop_cfg.busy_poll = a.busy;
     if a.ws() {
-        start.ws_api = Some(WsApiStart::of(&start, a.ws_api.as_deref(), a.stream)?);
+        let ws = WsApiStart::of(&start, a.ws_api.as_deref(), a.stream);
+        start.ws_api = Some(ws.map_err(|e| e.to_string())?);
     }
     let venue = a.venue.as_deref().unwrap_or_default();
     let symbol = a.symbol.clone().unwrap_or_else(|| {

@@ -193,3 +193,138 @@ fn gateway_start_declare_refuses() {
     assert_eq!(e.culprit(), Caller, "{e}");
     assert_eq!(e.to_string(), "no account for this test");
 }
+
+/// The start-up errors that were `String`s, each variant's culprit and the text
+/// it printed as a `String`; and a few produced for real.
+#[test]
+fn url_declare_and_ws_lane_errors() {
+    use ergon_gateway::{Account, Boot, DeclareError, Keys, UrlError, WsApiStart, WsLaneError};
+    use ergon_venues::adapt::{Clock, Error as VenueError};
+
+    let url = |url: &str, expected| UrlError::Form {
+        url: url.into(),
+        expected,
+    };
+    let cases = [
+        (
+            UrlError::Tls("https"),
+            Caller,
+            "https:// is not supported by the gateway yet: http:// only",
+        ),
+        (
+            UrlError::Tls("wss"),
+            Caller,
+            "wss:// is not supported by the gateway yet",
+        ),
+        (
+            url("ftp://x", "http://HOST:PORT"),
+            Caller,
+            "\"ftp://x\": expected http://HOST:PORT",
+        ),
+        (
+            UrlError::Resolve {
+                authority: "nowhere:1".into(),
+                error: "no such host".into(),
+            },
+            Caller,
+            "nowhere:1: no such host",
+        ),
+        (
+            UrlError::NoAddress {
+                authority: "nowhere".into(),
+            },
+            Caller,
+            "nowhere: no address",
+        ),
+    ];
+    for (e, want, text) in cases {
+        assert_eq!(e.culprit(), want, "{e:?}");
+        assert_eq!(e.to_string(), text);
+    }
+    assert_eq!(
+        Start::from_base("https://127.0.0.1:1").unwrap_err(),
+        UrlError::Tls("https")
+    );
+    assert_eq!(
+        Start::from_base("http://127.0.0.1:1/api")
+            .unwrap_err()
+            .to_string(),
+        "\"http://127.0.0.1:1/api\": expected http://HOST:PORT with no path"
+    );
+    assert_eq!(
+        WsApiStart::from_url("wss://127.0.0.1:1", true).unwrap_err(),
+        UrlError::Tls("wss")
+    );
+    assert_eq!(
+        WsApiStart::from_url("http://127.0.0.1:1", true).unwrap_err(),
+        url("http://127.0.0.1:1", "ws://HOST:PORT/PATH")
+    );
+    assert_eq!(
+        Start::from_base("http://127.0.0.1:8080").unwrap().addr,
+        "127.0.0.1:8080".parse().unwrap()
+    );
+
+    let bad = VenueError::BadArgument("recvWindow (1..=60000 ms)");
+    let cases = [
+        (DeclareError::Keys(bad), Caller, bad.to_string()),
+        (
+            DeclareError::Limits(bad),
+            Peer,
+            format!("exchangeInfo: {bad}"),
+        ),
+        (DeclareError::Buckets(bad), Caller, bad.to_string()),
+        (
+            DeclareError::NoPassphrase,
+            Caller,
+            "OKX needs the API passphrase".into(),
+        ),
+        (
+            DeclareError::SecretNotUtf8,
+            Caller,
+            "the secret is not UTF-8".into(),
+        ),
+    ];
+    for (e, want, text) in cases {
+        assert_eq!(e.culprit(), want, "{e:?}");
+        assert_eq!(e.to_string(), text);
+    }
+    // Produced for real: OKX without a passphrase, exchangeInfo that is no JSON.
+    let boot = Boot {
+        clock: Clock::anchor(0, 1_700_000_000_000),
+        limits: Some(b"not json".to_vec()),
+    };
+    let keys = Keys {
+        api_key: "key",
+        secret: b"secret",
+        passphrase: None,
+    };
+    let okx = ergon_venues::okx::Okx::declare(&boot, &mut ergon_core::Budget::builder(), &keys, 0);
+    assert_eq!(okx.unwrap_err(), DeclareError::NoPassphrase);
+    let binance = BinanceSpot::declare(&boot, &mut ergon_core::Budget::builder(), &keys, 0);
+    let e = binance.unwrap_err();
+    assert!(matches!(e, DeclareError::Limits(_)), "{e:?}");
+    assert_eq!(e.culprit(), Peer);
+
+    let cases = [
+        (WsLaneError::Parts(bad), Caller, bad.to_string()),
+        (
+            WsLaneError::TooManyParts,
+            Caller,
+            "WebSocket API connect: too many parts".into(),
+        ),
+        (
+            WsLaneError::Session(ergon_io::ws::SetupError::Bounds),
+            Caller,
+            "WebSocket API session: Bounds".into(),
+        ),
+        (
+            WsLaneError::Lane(ergon_io::ws::ConnectError::UnknownSession),
+            Caller,
+            "UnknownSession".into(),
+        ),
+    ];
+    for (e, want, text) in cases {
+        assert_eq!(e.culprit(), want, "{e:?}");
+        assert_eq!(e.to_string(), text);
+    }
+}
