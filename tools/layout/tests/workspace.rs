@@ -8,10 +8,11 @@ use std::path::{Path, PathBuf};
 use ergon_layout::{cycle, graphs, paths, sources, Graph};
 
 /// Crates by folder, each with a dependency the reader must see (proof it read them).
-const CRATES: [(&str, &str, &str); 5] = [
+const CRATES: [(&str, &str, &str); 6] = [
     ("core", "budget::charge", "budget"),
     ("venues", "binance_spot", "adapt"),
     ("io", "transport", "pool"),
+    ("gateway", "machine", "ledger"),
     ("tools/replay", "replay", "trace"),
     ("tools/venue-sim", "server::http_conn", "engine::state"),
 ];
