@@ -72,6 +72,19 @@ const TABLE: &[(&str, &str, &str, &[Effect])] = &[
     ("kraken-spot", "far_future_429", "Banned bucket=ip until_ms=86400000", &[Halted("ip", 86_400_000)]),
     ("kraken-spot", "zero_wait_429", "Throttled bucket=ip until_ms=1000", &[Held("ip", 1_000)]),
     ("kraken-spot", "malformed_200", "Unknown", &[]),
+    // Issue 30: `EService: Throttled: <UNIX s>` holds the request's own counter until that
+    // second (now + 3 s) plus the guard, keeping the count; not processed, so no reconcile.
+    ("kraken-spot", "service_throttled", "Throttled bucket=trading until_ms=3050", &[Held("trading", 3_050), Used("trading", 1)]),
+    ("kraken-spot", "service_throttled_read", "Throttled bucket=api until_ms=3050", &[Held("api", 3_050), Used("api", 1)]),
+    // The engine refused it past its deadline: not run, may be re-sent.
+    ("kraken-spot", "deadline_elapsed", "NotRun", &[Used("trading", 1)]),
+    // A market mode that refuses new orders: not run, final (the mode outlasts a re-send).
+    ("kraken-spot", "cancel_only_mode", "Rejected", &[Used("trading", 1)]),
+    ("kraken-spot", "post_only_mode", "Rejected", &[Used("trading", 1)]),
+    ("kraken-spot", "limit_only_mode", "Rejected", &[Used("trading", 1)]),
+    // Public endpoints answer their per-IP throttle with HTTP 200: the public gate, "a few
+    // seconds" (5 s) plus the guard; the key's call counter is untouched.
+    ("kraken-spot", "public_too_many", "Throttled bucket=public until_ms=5050", &[Held("public", 5_050), Used("api", 0)]),
     // Kraken derivatives (issue 19): 500 per 10 s; send/edit/cancel 10, a batch 9 + n.
     ("kraken-futures", "order_ok", "Done", &[Used("derivatives", 10)]),
     ("kraken-futures", "api_limit", "Throttled bucket=derivatives until_ms=10000", &[Held("derivatives", 10_000), Used("derivatives", 500)]),
