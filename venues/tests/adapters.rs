@@ -100,6 +100,11 @@ const TABLE: &[(&str, &str, &str, &[Effect])] = &[
     ("kraken-futures", "far_future_429", "Banned bucket=derivatives until_ms=86400000", &[Halted("derivatives", 86_400_000)]),
     ("kraken-futures", "zero_wait_429", "Throttled bucket=derivatives until_ms=10000", &[Held("derivatives", 10_000)]),
     ("kraken-futures", "malformed_200", "Unknown", &[]),
+    // Issue 30: a 429 with Retry-After 2 holds for 2 s plus the guard, keeping the count
+    // (not raised to 500 for a whole window as a 200 `apiLimitExceeded` is).
+    ("kraken-futures", "api_limit_429_retry", "Throttled bucket=derivatives until_ms=2050", &[Held("derivatives", 2_050), Used("derivatives", 10)]),
+    // Public endpoints have no cost and no budget: a 429 on one holds the public gate.
+    ("kraken-futures", "public_429", "Throttled bucket=public until_ms=1050", &[Held("public", 1_050), Used("derivatives", 0)]),
     // Coinbase Exchange (issue 19): private 15/s burst 30, /fills 10/20, public 10/15.
     // Without a wait a 429 holds one window: the burst's refill, 30 x 66,666,667 ns.
     ("coinbase-exchange", "order_ok", "Done", &[Used("private", 1)]),
