@@ -121,6 +121,8 @@ const TABLE: &[(&str, &str, &str, &[Effect])] = &[
     ("coinbase-exchange", "far_future_429", "Banned bucket=private until_ms=86400000", &[Halted("private", 86_400_000)]),
     ("coinbase-exchange", "zero_wait_429", "Throttled bucket=private until_ms=2000", &[HeldNs("private", 2_000_000_010)]),
     ("coinbase-exchange", "malformed_200", "Unknown", &[]),
+    // Issue 30: a public read named `read:0` holds the IP's public bucket, not the profile's.
+    ("coinbase-exchange", "public_read_429", "Throttled bucket=public until_ms=1500", &[Held("public", 1_500), Used("private", 0)]),
     // Binance Spot: exchangeInfo 6000 weight/min, 100 orders/10 s, 200000/day, 61000 raw/5 min.
     ("binance-spot", "order_ok", "Done", &[Used("REQUEST_WEIGHT_1M", 1234), Used("ORDERS_10S", 7), Used("ORDERS_1D", 4321), Used("RAW_REQUESTS_5M", 1)]),
     ("binance-spot", "weight_429", "Throttled bucket=REQUEST_WEIGHT_1M until_ms=37050", &[Held("REQUEST_WEIGHT_1M", 37_050), Used("REQUEST_WEIGHT_1M", 6000)]),
