@@ -6,7 +6,7 @@
 //! - `EOrder:Rate limit exceeded`: the pair's trading counter (held, raised to full);
 //!   `EAPI:Rate limit exceeded`: the key's call counter (held, raised to full);
 //! - `EService: Throttled: <UNIX timestamp>` ("too many concurrent requests. Try
-//!   again after [timestamp]", the REST rate-limit page): not processed; the
+//!   again after \[timestamp\]", the REST rate-limit page): not processed; the
 //!   request's own counter (`trading` for orders, `api` for private reads, `public`
 //!   for public reads) is held until that second (plus the hold guard). Without a
 //!   readable timestamp it is held one window;
