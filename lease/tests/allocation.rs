@@ -41,7 +41,8 @@ enum Op {
 fn op() -> impl Strategy<Value = Op> {
     let h = 0..HOSTS;
     prop_oneof![
-        4 => (0..2 * W).prop_map(Op::Advance),
+        3 => (0..W / 4).prop_map(Op::Advance),
+        2 => (0..3 * W).prop_map(Op::Advance),
         4 => h.clone().prop_map(Op::Renew),
         2 => (h.clone(), 0..150u64, 0..150u64).prop_map(|(h, u, r)| Op::Demand(h, u, r)),
         4 => h.clone().prop_map(Op::Poll),
@@ -253,7 +254,7 @@ impl Node {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 2_000, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 10_000, ..ProptestConfig::default() })]
 
     #[test]
     fn usable_grants_never_sum_above_the_pool(ops in prop::collection::vec(op(), 1..200)) {
