@@ -8,6 +8,17 @@
 //! - [`rule`]: the allocation rule, sans-IO (no I/O, no clock): the [`Allocator`]
 //!   that re-divides the pool by demand, and the [`Host`] side that knows which grant
 //!   it may use until when.
+//! - [`etcd`]: a small blocking client of etcd's JSON gateway.
+//! - [`LeaseThread`]: the thread that holds the lease, publishes demand, reads
+//!   grants and, while it holds the allocator key, allocates.
+//! - [`Leased`]: the loop's side: applies the posted limit with
+//!   [`ergon_core::Budget::set_limit`] once per turn, and falls back to the safe
+//!   share by itself at the renewal deadline. Lock-free; never blocks.
+pub mod etcd;
+pub mod handoff;
 pub mod rule;
+pub mod thread;
 
+pub use handoff::{Leased, Shared};
 pub use rule::{Allocator, Config, Demand, Entry, Host, Report, RuleError, Snapshot, Table, Write};
+pub use thread::{BucketLease, BucketStatus, LeaseConfig, LeaseError, LeaseThread, Status};
