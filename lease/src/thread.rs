@@ -120,6 +120,7 @@ pub struct Status {
 #[derive(Debug)]
 pub struct LeaseThread {
     stop: Arc<AtomicBool>,
+    revoke: Arc<AtomicBool>,
     status: Arc<Mutex<Status>>,
     shared: Vec<Arc<Shared>>,
     join: Option<JoinHandle<()>>,
@@ -185,13 +186,15 @@ impl LeaseThread {
             lanes: buckets,
             status: status.clone(),
         };
-        let stop2 = stop.clone();
+        let revoke = Arc::new(AtomicBool::new(true));
+        let (stop2, revoke2) = (stop.clone(), revoke.clone());
         let join = std::thread::Builder::new()
             .name("ergon-lease".into())
-            .spawn(move || worker.run(&stop2))
+            .spawn(move || worker.run(&stop2, &revoke2))
             .map_err(|e| LeaseError::Config(format!("cannot start the thread: {e}")))?;
         Ok(LeaseThread {
             stop,
+            revoke,
             status,
             shared,
             join: Some(join),
@@ -211,6 +214,13 @@ impl LeaseThread {
 
     /// Stops the thread and revokes the lease (its keys go at once).
     pub fn stop(mut self) {
+        self.halt();
+    }
+
+    /// Stops the thread without revoking the lease, as if the process died: the
+    /// lease runs out on etcd's side and the host's units return one window later.
+    pub fn crash(mut self) {
+        self.revoke.store(false, Ordering::Relaxed);
         self.halt();
     }
 
@@ -259,7 +269,7 @@ struct Worker {
 }
 
 impl Worker {
-    fn run(&mut self, stop: &AtomicBool) {
+    fn run(&mut self, stop: &AtomicBool, revoke: &AtomicBool) {
         let mut rounds = 0;
         while !stop.load(Ordering::Relaxed) {
             let started = Instant::now();
@@ -274,7 +284,7 @@ impl Worker {
                 self.post_acks_only();
             }
         }
-        if let Some(id) = self.lease {
+        if let Some(id) = self.lease.filter(|_| revoke.load(Ordering::Relaxed)) {
             let _ = self.client.lease_revoke(id);
         }
     }
