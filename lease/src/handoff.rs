@@ -93,7 +93,9 @@ impl Shared {
         )
     }
 
-    fn read(&self) -> Option<(u64, u64, i64)> {
+    /// The last post, read consistently: (sequence number, limit, deadline), or
+    /// `None` while a post is under way (read again next turn).
+    pub fn last_post(&self) -> Option<(u64, u64, i64)> {
         let s1 = self.seq.load(Ordering::Acquire);
         if s1 % 2 == 1 {
             return None;
@@ -143,7 +145,7 @@ impl Leased {
         now: Instant,
         budget_now_ns: i64,
     ) -> Result<u64, ConfigError> {
-        if let Some((seq, limit, deadline)) = self.shared.read() {
+        if let Some((seq, limit, deadline)) = self.shared.last_post() {
             if seq != self.seen {
                 self.seen = seq;
                 self.limit = limit;
