@@ -9,6 +9,7 @@
 //!   that re-divides the pool by demand, and the [`Host`] side that knows which grant
 //!   it may use until when.
 //! - [`etcd`]: a small blocking client of etcd's JSON gateway.
+//! - [`store`]: the keys of a leased bucket in etcd.
 //! - [`LeaseThread`]: the thread that holds the lease, publishes demand, reads
 //!   grants and, while it holds the allocator key, allocates.
 //! - [`Leased`]: the loop's side: applies the posted limit with
@@ -17,6 +18,7 @@
 pub mod etcd;
 pub mod handoff;
 pub mod rule;
+pub mod store;
 pub mod thread;
 
 pub use handoff::{Leased, Shared};

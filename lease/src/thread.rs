@@ -4,23 +4,17 @@
 //! One thread per gateway, never the loop thread: every call here blocks on the
 //! network. It hands limits to the loop through [`Shared`] only.
 //!
-//! Keys, under `/<prefix>/<account>/<bucket>/`:
-//! - `table`: the grant table ([`Table`]), written by the allocator only, in one
-//!   transaction comparing its `mod_revision` (the prefix's version key); attached to
-//!   no lease, so a dead host's held units outlive it.
-//! - `demand/<host>`: `used refused acked` ([`crate::rule::encode_report`]), attached
-//!   to the host's lease, so it goes when the lease expires.
-//! - `allocator`: the allocator's host name, attached to its lease; taken with a
-//!   transaction `create_revision == 0`.
+//! The keys it reads and writes are described in [`crate::store`].
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::etcd::{Client, Compare, EtcdError, Op};
+use crate::etcd::{Client, EtcdError};
 use crate::handoff::Shared;
-use crate::rule::{self, Allocator, Config, Demand, Host, RuleError, Snapshot, Table};
+use crate::rule::{self, Allocator, Config, Demand, Host, RuleError};
+use crate::store;
 
 /// One leased bucket.
 #[derive(Clone, Debug)]
@@ -360,30 +354,8 @@ impl Worker {
         let host = self.config.host.clone();
         let window_ns = dur_ns(self.config.buckets[i].window);
         let lane = &mut self.lanes[i];
-        let (kvs, _) = self.client.range_prefix(lane.prefix.as_bytes())?;
-        let table_key = format!("{}table", lane.prefix);
-        let demand_prefix = format!("{}demand/", lane.prefix);
-        let mut snap = Snapshot::default();
-        let mut allocator_holder = None;
-        for kv in &kvs {
-            let key = String::from_utf8_lossy(&kv.key);
-            let value = String::from_utf8_lossy(&kv.value);
-            if key == table_key {
-                snap.revision = kv.mod_revision;
-                match Table::decode(&value) {
-                    Ok(t) => snap.table = t,
-                    Err(e) => {
-                        return Err(EtcdError::BadAnswer(e.to_string()));
-                    }
-                }
-            } else if let Some(name) = key.strip_prefix(&demand_prefix) {
-                if let Ok(r) = rule::decode_report(name, kv.lease, &value) {
-                    snap.reports.push(r);
-                }
-            } else if key.ends_with("/allocator") {
-                allocator_holder = Some((value.into_owned(), kv.lease));
-            }
-        }
+        let read = store::read_bucket(&mut self.client, &lane.prefix)?;
+        let mut snap = read.snapshot;
         // Apply the table; acknowledge once the loop uses it.
         if let Some(epoch) = lane.host.on_table(&snap.table) {
             let seq = lane.repost();
@@ -407,21 +379,11 @@ impl Worker {
             None => lane.last_counters = Some((now_ns, admitted, refused)),
         }
         let report = rule::encode_report(lane.demand, lane.acked);
-        let demand_key = format!("{demand_prefix}{host}");
-        self.client
-            .put(demand_key.as_bytes(), report.as_bytes(), lease)?;
+        store::write_demand(&mut self.client, &lane.prefix, &host, &report, lease)?;
         // The allocator key: ours, someone else's, or free.
-        let alloc_key = format!("{}allocator", lane.prefix);
-        lane.is_allocator = match allocator_holder {
+        lane.is_allocator = match read.allocator {
             Some((holder, l)) => holder == host && l == lease,
-            None => self.client.txn(
-                &[Compare::Absent(alloc_key.clone().into_bytes())],
-                &[Op::Put {
-                    key: alloc_key.into_bytes(),
-                    value: host.clone().into_bytes(),
-                    lease,
-                }],
-            )?,
+            None => store::take_allocator(&mut self.client, &lane.prefix, &host, lease)?,
         };
         if lane.is_allocator {
             // The demand just written is part of the snapshot.
@@ -438,17 +400,7 @@ impl Worker {
                 });
             }
             if let Some(w) = lane.allocator.allocate(&snap, now_ns) {
-                self.client.txn(
-                    &[Compare::ModRevision(
-                        table_key.clone().into_bytes(),
-                        w.revision,
-                    )],
-                    &[Op::Put {
-                        key: table_key.into_bytes(),
-                        value: w.table.encode().into_bytes(),
-                        lease: 0,
-                    }],
-                )?;
+                store::write_table(&mut self.client, &lane.prefix, &w)?;
             }
         }
         Ok(())
@@ -461,9 +413,14 @@ impl Worker {
             let before = lane.acked;
             lane.collect_acks();
             if lane.acked != before {
-                let key = format!("{}demand/{}", lane.prefix, self.config.host);
                 let report = rule::encode_report(lane.demand, lane.acked);
-                let _ = self.client.put(key.as_bytes(), report.as_bytes(), lease);
+                let _ = store::write_demand(
+                    &mut self.client,
+                    &lane.prefix,
+                    &self.config.host,
+                    &report,
+                    lease,
+                );
             }
         }
     }

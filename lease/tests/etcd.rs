@@ -185,3 +185,61 @@ fn leader_killed_then_cluster_stopped_hosts_fall_back_and_resume() {
     eprintln!("grants back {back:?} after SIGCONT: {:?}", fleet.limits());
     fleet.assert_never_over();
 }
+
+/// Two allocators that read the same snapshot (the election failed them, or one
+/// is slow): the second write is refused by the revision compare and applies only
+/// after a fresh read.
+#[test]
+fn two_allocators_racing_from_one_snapshot_write_once() {
+    use ergon_lease::rule::encode_report;
+    use ergon_lease::store::{read_bucket, write_demand, write_table};
+    use ergon_lease::{Allocator, Config, Demand, Table};
+
+    if !etcd_or_skip() {
+        return;
+    }
+    let cluster = Cluster::start();
+    let mut c = Client::new(&cluster.urls(), Duration::from_millis(500)).unwrap();
+    let prefix = "/race/acct/orders/";
+    for (host, wants) in [("a", 80), ("b", 10)] {
+        let (lease, _) = c.lease_grant(10).unwrap();
+        let demand = Demand {
+            used: wants,
+            refused: 0,
+        };
+        write_demand(&mut c, prefix, host, &encode_report(demand, 0), lease).unwrap();
+    }
+    let config = Config {
+        pool: 100,
+        window_ns: 1_000_000_000,
+        floor: 5,
+    };
+    let mut one = Allocator::new(config).unwrap();
+    let mut two = Allocator::new(config).unwrap();
+    let snap = read_bucket(&mut c, prefix).unwrap().snapshot;
+    assert_eq!(snap.reports.len(), 2);
+    let w1 = one.allocate(&snap, 0).expect("a first table");
+    let w2 = two
+        .allocate(&snap, 0)
+        .expect("the same table, computed again");
+    assert!(write_table(&mut c, prefix, &w1).unwrap());
+    assert!(
+        !write_table(&mut c, prefix, &w2).unwrap(),
+        "a write from a stale revision applied"
+    );
+    let read = read_bucket(&mut c, prefix).unwrap().snapshot;
+    assert_eq!(read.table, w1.table);
+    assert!(read.table.held() <= 100);
+    // Demand moves; the second allocator, from a fresh read, writes.
+    let (lease, _) = c.lease_grant(10).unwrap();
+    let demand = Demand {
+        used: 90,
+        refused: 0,
+    };
+    write_demand(&mut c, prefix, "b", &encode_report(demand, 0), lease).unwrap();
+    let fresh = read_bucket(&mut c, prefix).unwrap().snapshot;
+    let w3 = two.allocate(&fresh, 1).expect("a new table");
+    assert!(write_table(&mut c, prefix, &w3).unwrap());
+    let t: Table = read_bucket(&mut c, prefix).unwrap().snapshot.table;
+    assert!(t.held() <= 100, "{t:?}");
+}
