@@ -10,10 +10,11 @@
 //!
 //! The posted pair is a seqlock on atomics (Boehm, "Can seqlocks get along with
 //! programming language memory models?"): one writer (the lease thread); a reader
-//! that sees a write under way keeps what it had for one more turn.
+//! that sees a write under way keeps what it had for one more turn. Every atomic
+//! comes from [`crate::sync`], so the loom model (`tests/loom_handoff.rs`) checks
+//! this very code.
 
-use std::sync::atomic::{fence, AtomicI64, AtomicU64, Ordering};
-use std::sync::Arc;
+use crate::sync::{fence, Arc, AtomicI64, AtomicU64, Ordering};
 use std::time::Instant;
 
 use ergon_core::{BucketId, Budget, ConfigError};
