@@ -35,6 +35,33 @@ pub struct Shared {
     /// The budget's cumulative admitted units and refusals, as the loop last saw.
     admitted: AtomicU64,
     refused: AtomicU64,
+    /// What a monitor shows, written by the lease thread each round.
+    grant: AtomicU64,
+    demand_used: AtomicU64,
+    demand_refused: AtomicU64,
+    renewed_ns: AtomicI64,
+    epoch: AtomicU64,
+    allocator: AtomicU64,
+}
+
+/// What a monitor (`--stats`) shows of one leased bucket; read from atomics only,
+/// so the loop thread may read it too.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct View {
+    /// The limit in force in the budget (safe share plus usable grant).
+    pub limit: u64,
+    /// The grant read last (usable or not).
+    pub grant: u64,
+    /// Units used in the last window, as published.
+    pub used: u64,
+    /// Refusals in the last window, as published.
+    pub refused: u64,
+    /// Nanoseconds since the last successful renewal was sent; `None` without a lease.
+    pub lease_age_ns: Option<i64>,
+    /// The epoch of the grant table the budget uses.
+    pub epoch: u64,
+    /// Whether this host is the allocator.
+    pub allocator: bool,
 }
 
 impl Shared {
@@ -51,6 +78,12 @@ impl Shared {
             in_force: AtomicU64::new(0),
             admitted: AtomicU64::new(0),
             refused: AtomicU64::new(0),
+            grant: AtomicU64::new(0),
+            demand_used: AtomicU64::new(0),
+            demand_refused: AtomicU64::new(0),
+            renewed_ns: AtomicI64::new(i64::MIN),
+            epoch: AtomicU64::new(0),
+            allocator: AtomicU64::new(0),
         })
     }
 
@@ -92,6 +125,41 @@ impl Shared {
             self.admitted.load(Ordering::Relaxed),
             self.refused.load(Ordering::Relaxed),
         )
+    }
+
+    /// Lease thread: what a monitor shows (see [`View`]); `renewed_ns` is the send
+    /// time of the last successful renewal on this origin's clock (`i64::MIN` for
+    /// none).
+    pub fn show(
+        &self,
+        grant: u64,
+        used: u64,
+        refused: u64,
+        renewed_ns: i64,
+        epoch: u64,
+        allocator: bool,
+    ) {
+        self.grant.store(grant, Ordering::Relaxed);
+        self.demand_used.store(used, Ordering::Relaxed);
+        self.demand_refused.store(refused, Ordering::Relaxed);
+        self.renewed_ns.store(renewed_ns, Ordering::Relaxed);
+        self.epoch.store(epoch, Ordering::Relaxed);
+        self.allocator
+            .store(u64::from(allocator), Ordering::Relaxed);
+    }
+
+    /// Any thread: what a monitor shows at `now`. Fields may come from two rounds.
+    pub fn view(&self, now: Instant) -> View {
+        let renewed = self.renewed_ns.load(Ordering::Relaxed);
+        View {
+            limit: self.in_force(),
+            grant: self.grant.load(Ordering::Relaxed),
+            used: self.demand_used.load(Ordering::Relaxed),
+            refused: self.demand_refused.load(Ordering::Relaxed),
+            lease_age_ns: (renewed != i64::MIN).then(|| self.ns(now).saturating_sub(renewed)),
+            epoch: self.epoch.load(Ordering::Relaxed),
+            allocator: self.allocator.load(Ordering::Relaxed) != 0,
+        }
     }
 
     /// The last post, read consistently: (sequence number, limit, deadline), or

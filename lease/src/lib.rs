@@ -25,7 +25,7 @@ mod sync;
 #[cfg(not(ergon_loom))]
 pub mod thread;
 
-pub use handoff::{Leased, Shared};
+pub use handoff::{Leased, Shared, View};
 pub use rule::{Allocator, Config, Demand, Entry, Host, Report, RuleError, Snapshot, Table, Write};
 #[cfg(not(ergon_loom))]
 pub use thread::{BucketLease, BucketStatus, LeaseConfig, LeaseError, LeaseThread, Status};

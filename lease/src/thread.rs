@@ -426,6 +426,17 @@ impl Worker {
     }
 
     fn publish_status(&self, error: Option<String>, rounds: u64) {
+        let renewed_ns = self.renewed_at.map_or(i64::MIN, |t| self.now_ns(t));
+        for l in &self.lanes {
+            l.shared.show(
+                l.host.grant(),
+                l.demand.used,
+                l.demand.refused,
+                renewed_ns,
+                l.acked,
+                l.is_allocator,
+            );
+        }
         let status = Status {
             lease: self.lease.unwrap_or(0),
             lease_age: self.renewed_at.map(|t| t.elapsed()),

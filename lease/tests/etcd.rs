@@ -82,6 +82,28 @@ fn three_hosts_share_the_account_demand_moves_and_a_dead_hosts_share_returns() {
         Duration::from_secs(20),
         || fleet.limits().iter().all(|&l| l + 2 >= share),
     );
+    // What --stats shows: the grant, the demand, a fresh lease, one allocator.
+    let views: Vec<_> = fleet
+        .nodes
+        .iter()
+        .map(|n| {
+            n.lease
+                .as_ref()
+                .unwrap()
+                .shared(0)
+                .unwrap()
+                .view(Instant::now())
+        })
+        .collect();
+    assert_eq!(views.iter().filter(|v| v.allocator).count(), 1, "{views:?}");
+    for v in &views {
+        assert!(v.grant > 0 && v.limit >= SAFE + v.grant.min(1), "{v:?}");
+        assert!(v.refused > 0, "at many times its share, refused: {v:?}");
+        assert!(
+            v.lease_age_ns.is_some_and(|a| a < TTL.as_nanos() as i64),
+            "{v:?}"
+        );
+    }
     // Two windows in the steady state; the venue's count over the last one.
     std::thread::sleep(2 * WINDOW);
     let (_, recent) = fleet.venue_count();
