@@ -11,7 +11,7 @@
 //! The posted pair is a seqlock on atomics (Boehm, "Can seqlocks get along with
 //! programming language memory models?"): one writer (the lease thread); a reader
 //! that sees a write under way keeps what it had for one more turn. Every atomic
-//! comes from [`crate::sync`], so the loom model (`tests/loom_handoff.rs`) checks
+//! comes from `crate::sync`, so the loom model (`tests/loom_handoff.rs`) checks
 //! this very code.
 
 use crate::sync::{fence, Arc, AtomicI64, AtomicU64, Ordering};
