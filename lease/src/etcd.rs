@@ -399,7 +399,7 @@ fn dechunk(mut body: &[u8]) -> Result<Vec<u8>, String> {
         if size == 0 {
             return Ok(out);
         }
-        if body.len() < size + 2 {
+        if body.len() < size.saturating_add(2) {
             return Err("partial chunk".into());
         }
         out.extend_from_slice(&body[..size]);
@@ -425,6 +425,26 @@ mod tests {
         assert!(parse_response(b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\n{}").is_err());
         assert!(parse_response(b"garbage").is_err());
         assert!(dechunk(b"zz\r\n").is_err());
+    }
+
+    proptest::proptest! {
+        /// Whatever bytes come back, the parser answers with an error or a body,
+        /// never a panic.
+        #[test]
+        fn any_answer_bytes_are_an_error_or_a_body(bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..300)) {
+            let _ = complete(&bytes);
+            let _ = parse_response(&bytes);
+            let _ = dechunk(&bytes);
+            let mut framed = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
+            framed.extend_from_slice(&bytes);
+            let _ = complete(&framed);
+            let _ = parse_response(&framed);
+        }
+    }
+
+    #[test]
+    fn a_huge_chunk_size_is_partial_not_a_panic() {
+        assert!(dechunk(b"ffffffffffffffff\r\nab").is_err());
     }
 
     #[test]

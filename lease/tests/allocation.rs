@@ -267,6 +267,18 @@ proptest! {
     }
 }
 
+proptest! {
+    /// Stored records that do not parse are errors, never panics.
+    #[test]
+    fn any_stored_text_is_a_table_or_an_error(text in ".{0,200}") {
+        if let Ok(t) = Table::decode(&text) {
+            prop_assert!(t.entries.iter().all(|e| e.grant <= e.held));
+            prop_assert_eq!(Table::decode(&t.encode()), Ok(t));
+        }
+        let _ = ergon_lease::rule::decode_report("h", 1, &text);
+    }
+}
+
 /// The property is not vacuous: busy hosts get most of the pool.
 #[test]
 fn three_busy_hosts_share_the_pool() {
