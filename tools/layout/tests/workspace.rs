@@ -8,8 +8,9 @@ use std::path::{Path, PathBuf};
 use ergon_layout::{cycle, graphs, paths, sources, Graph};
 
 /// Crates by folder, each with a dependency the reader must see (proof it read them).
-const CRATES: [(&str, &str, &str); 5] = [
+const CRATES: [(&str, &str, &str); 6] = [
     ("core", "budget::charge", "budget"),
+    ("lease", "thread", "store"),
     ("venues", "binance_spot", "adapt"),
     ("io", "transport", "pool"),
     ("tools/replay", "replay", "trace"),
