@@ -365,12 +365,13 @@ impl Worker {
             }
         }
         lane.collect_acks();
-        // Demand: counters' change over about one window.
+        // Demand: the counters' change over at least half a window, scaled to one
+        // (half: demand that moves shows within about half a window).
         let (admitted, refused) = lane.shared.counters();
         match lane.last_counters {
             Some((at, a0, r0)) => {
                 let span = (now_ns - at).max(1);
-                if span >= window_ns {
+                if span >= window_ns / 2 {
                     let scale = |d: u64| (u128::from(d) * window_ns as u128 / span as u128) as u64;
                     lane.demand = Demand {
                         used: scale(admitted.saturating_sub(a0)),
