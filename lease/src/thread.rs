@@ -206,7 +206,9 @@ impl LeaseThread {
         self.status.lock().map(|s| s.clone()).unwrap_or_default()
     }
 
-    /// Stops the thread and revokes the lease (its keys go at once).
+    /// Stops the thread: the loop falls to the safe share at its next poll, and once
+    /// it has (within one period), the lease is revoked so its units return one
+    /// window later; if the loop does not poll in time, the lease is left to run out.
     pub fn stop(mut self) {
         self.halt();
     }
@@ -279,7 +281,29 @@ impl Worker {
             }
         }
         if let Some(id) = self.lease.filter(|_| revoke.load(Ordering::Relaxed)) {
-            let _ = self.client.lease_revoke(id);
+            // A revoked lease frees this host's units one window later, but the
+            // loop could go on using its grant until its deadline: first the safe
+            // share, and revoke only once the loop uses it; else the lease runs out.
+            let posts: Vec<u64> = self
+                .lanes
+                .iter()
+                .map(|l| l.shared.post(l.shared.safe(), i64::MIN))
+                .collect();
+            let until = Instant::now() + self.config.period;
+            let applied = loop {
+                let all = self
+                    .lanes
+                    .iter()
+                    .zip(&posts)
+                    .all(|(l, &seq)| l.shared.applied() >= seq);
+                if all || Instant::now() >= until {
+                    break all;
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            };
+            if applied {
+                let _ = self.client.lease_revoke(id);
+            }
         }
     }
 

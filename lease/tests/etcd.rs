@@ -157,6 +157,25 @@ fn three_hosts_share_the_account_demand_moves_and_a_dead_hosts_share_returns() {
         "returned after {returned:?}: before its lease and one window"
     );
     fleet.assert_never_over();
+
+    // Host 1 stops cleanly: the safe share at once, its units to host 2 after the
+    // revoke and one window.
+    let before = fleet.limits();
+    let stopped = Instant::now();
+    fleet.nodes[1].lease.take().unwrap().stop();
+    let at_once = stopped.elapsed();
+    assert_eq!(fleet.limits()[1], SAFE, "the safe share before the revoke");
+    let moved = wait_for(
+        "a stopped host's share returns",
+        4 * WINDOW + 2 * TTL,
+        || fleet.limits()[2] > before[2] + 60,
+    );
+    eprintln!(
+        "stop took {at_once:?}; its share returned {moved:?} later: {:?}",
+        fleet.limits()
+    );
+    assert!(at_once + moved >= WINDOW, "returned before one window");
+    fleet.assert_never_over();
 }
 
 /// SIGKILL of the etcd leader, then SIGSTOP of the whole cluster for longer than
