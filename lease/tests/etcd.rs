@@ -3,6 +3,8 @@
 //! leased bucket at many times their share. Real time, short TTLs (2 s, window 1 s);
 //! every wait polls with a deadline, every check counts what the venue would have
 //! counted in any window across all hosts.
+// Real threads and the lease thread: not a loom model (tests/loom_handoff.rs is).
+#![cfg(not(ergon_loom))]
 
 mod common;
 

@@ -2,6 +2,8 @@
 //! the safe share comes back by itself at the renewal deadline (jumped `Instant`s,
 //! no sleep), a refused limit is never acknowledged, and a reader never sees a
 //! limit with another post's deadline.
+// Real threads and the lease thread: not a loom model (tests/loom_handoff.rs is).
+#![cfg(not(ergon_loom))]
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
