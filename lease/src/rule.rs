@@ -125,6 +125,9 @@ pub struct Entry {
 pub struct Table {
     /// Incremented by every write.
     pub epoch: u64,
+    /// The pool the allocator divided: a host configured with another pool uses no
+    /// grant from this table (a misconfigured host could otherwise over-allocate).
+    pub pool: u64,
     /// Rows, sorted by host name.
     pub entries: Vec<Entry>,
 }
@@ -142,11 +145,11 @@ impl Table {
         self.entries.iter().map(|e| e.held).sum()
     }
 
-    /// The text stored in etcd: a first line `epoch N`, then one line per row
+    /// The text stored in etcd: a first line `epoch N pool P`, then one line per row
     /// `host lease grant held since`. Host names have no whitespace
     /// ([`valid_host`]).
     pub fn encode(&self) -> String {
-        let mut s = format!("epoch {}\n", self.epoch);
+        let mut s = format!("epoch {} pool {}\n", self.epoch, self.pool);
         for e in &self.entries {
             s.push_str(&format!(
                 "{} {} {} {} {}\n",
@@ -160,11 +163,12 @@ impl Table {
     pub fn decode(text: &str) -> Result<Table, RuleError> {
         let bad = |what: &str| RuleError::Malformed(format!("grant table: {what}"));
         let mut lines = text.lines();
-        let epoch = lines
+        let (epoch, pool) = lines
             .next()
             .and_then(|l| l.strip_prefix("epoch "))
-            .and_then(|n| n.parse().ok())
-            .ok_or_else(|| bad("no `epoch N` first line"))?;
+            .and_then(|l| l.split_once(" pool "))
+            .and_then(|(e, p)| Some((e.parse().ok()?, p.parse().ok()?)))
+            .ok_or_else(|| bad("no `epoch N pool P` first line"))?;
         let mut entries = Vec::new();
         for line in lines {
             let f: Vec<&str> = line.split(' ').collect();
@@ -189,7 +193,11 @@ impl Table {
             }
             entries.push(e);
         }
-        Ok(Table { epoch, entries })
+        Ok(Table {
+            epoch,
+            pool,
+            entries,
+        })
     }
 }
 
@@ -398,13 +406,14 @@ impl Allocator {
             e.grant += give;
             e.held = e.held.max(e.grant);
         }
-        if rows == snap.table.entries {
+        if rows == snap.table.entries && snap.table.pool == self.config.pool {
             return None;
         }
         Some(Write {
             revision: snap.revision,
             table: Table {
                 epoch,
+                pool: self.config.pool,
                 entries: rows,
             },
         })
@@ -473,8 +482,11 @@ pub fn share(pool: u64, floor: u64, wants: &[u64]) -> Vec<u64> {
 #[derive(Clone, Debug)]
 pub struct Host {
     name: String,
+    pool: u64,
     safe: u64,
     margin_ns: i64,
+    /// The pool of the last table read, when it was not ours.
+    mismatch: Option<u64>,
     lease: Option<i64>,
     /// The grant may be used before this instant (host clock).
     deadline: i64,
@@ -483,10 +495,10 @@ pub struct Host {
 }
 
 impl Host {
-    /// A host named `name` with a safe share of `safe` units per window (outside the
-    /// pool) and a renewal margin of `margin_ns` (clock rate differences, the
-    /// keepalive's transit, the loop's turn).
-    pub fn new(name: &str, safe: u64, margin_ns: i64) -> Result<Self, RuleError> {
+    /// A host named `name`, configured with the account's `pool`, a safe share of
+    /// `safe` units per window (outside the pool) and a renewal margin of
+    /// `margin_ns` (clock rate differences, the keepalive's transit, the loop's turn).
+    pub fn new(name: &str, pool: u64, safe: u64, margin_ns: i64) -> Result<Self, RuleError> {
         if !valid_host(name) {
             return Err(RuleError::Malformed(format!(
                 "host name {name:?}: 1 to 64 bytes of A-Z a-z 0-9 . _ -"
@@ -494,8 +506,10 @@ impl Host {
         }
         Ok(Host {
             name: name.to_owned(),
+            pool,
             safe,
             margin_ns: margin_ns.max(0),
+            mismatch: None,
             lease: None,
             deadline: i64::MIN,
             grant: 0,
@@ -552,8 +566,20 @@ impl Host {
             return None;
         }
         self.epoch = table.epoch;
-        self.grant = table.entry(&self.name, lease).map_or(0, |e| e.grant);
+        // A table divided from another pool than ours: no grant from it.
+        self.mismatch =
+            (table.pool != self.pool && !table.entries.is_empty()).then_some(table.pool);
+        self.grant = match self.mismatch {
+            Some(_) => 0,
+            None => table.entry(&self.name, lease).map_or(0, |e| e.grant),
+        };
         Some(table.epoch)
+    }
+
+    /// The pool of the last table read, if it was not the one this host is
+    /// configured with (every host of an account must be configured alike).
+    pub fn pool_mismatch(&self) -> Option<u64> {
+        self.mismatch
     }
 
     /// The grant as last read (whether usable or not).

@@ -147,7 +147,6 @@ impl LeaseThread {
             }
         }
         let client = Client::new(&config.endpoints, config.timeout).map_err(LeaseError::Etcd)?;
-        let host = Host::new(&config.host, 0, dur_ns(config.margin)).map_err(LeaseError::Rule)?;
         let mut buckets = Vec::new();
         for b in &config.buckets {
             let allocator = Allocator::new(Config {
@@ -156,10 +155,12 @@ impl LeaseThread {
                 floor: b.floor,
             })
             .map_err(LeaseError::Rule)?;
+            let host = Host::new(&config.host, b.pool, 0, dur_ns(config.margin))
+                .map_err(LeaseError::Rule)?;
             buckets.push(Lane {
                 prefix: format!("/{}/{}/{}/", config.prefix, config.account, b.name),
                 shared: Shared::new(b.safe, origin),
-                host: host.clone(),
+                host,
                 allocator,
                 acks: Vec::new(),
                 acked: 0,
@@ -430,6 +431,13 @@ impl Worker {
             if let Some(w) = lane.allocator.allocate(&snap, now_ns) {
                 store::write_table(&mut self.client, &lane.prefix, &w)?;
             }
+        }
+        if let Some(theirs) = lane.host.pool_mismatch() {
+            return Err(EtcdError::BadAnswer(format!(
+                "{}: the grant table divides a pool of {theirs}, this host is configured \
+                 with {}: no grant is used until every host is configured alike",
+                lane.prefix, self.config.buckets[i].pool
+            )));
         }
         Ok(())
     }

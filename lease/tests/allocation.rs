@@ -244,7 +244,7 @@ impl Sim {
 impl Node {
     fn fresh(i: usize) -> Node {
         Node {
-            host: Host::new(&format!("host-{i}"), 10, MARGIN).unwrap(),
+            host: Host::new(&format!("host-{i}"), POOL, 10, MARGIN).unwrap(),
             demand: Demand::default(),
             acked: 0,
             cut: false,
@@ -277,6 +277,29 @@ proptest! {
         }
         let _ = ergon_lease::rule::decode_report("h", 1, &text);
     }
+}
+
+/// A host configured with another pool than the allocator's uses no grant.
+#[test]
+fn a_host_configured_with_another_pool_uses_no_grant() {
+    let mut sim = Sim::new();
+    for op in [
+        Op::Renew(0),
+        Op::Demand(0, 50, 50),
+        Op::Poll(0),
+        Op::Read(0),
+        Op::Write(0),
+        Op::Poll(0),
+    ] {
+        sim.apply(&op).unwrap();
+    }
+    assert!(sim.nodes[0].host.usable(sim.now) > 0);
+    let lease = sim.nodes[0].host.lease().unwrap();
+    let mut other = Host::new("host-0", POOL - 1, 10, MARGIN).unwrap();
+    other.on_lease(lease, TTL, sim.now);
+    assert!(other.on_table(&sim.store.table).is_some());
+    assert_eq!(other.usable(sim.now), 0);
+    assert_eq!(other.pool_mismatch(), Some(POOL));
 }
 
 /// The property is not vacuous: busy hosts get most of the pool.
