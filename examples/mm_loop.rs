@@ -13,9 +13,10 @@ use std::sync::Arc;
 
 use ergon_core::Class::{self, Bulk, Normal, Urgent};
 use ergon_core::{BucketId, Part};
-pub use ergon_io::gateway::Control;
-use ergon_io::gateway::{
-    self, Account, Api, Event, Gateway, Keys, Label, Prepared, Start, Stats, Strategy, WsApiStart,
+pub use ergon_gateway::Control;
+use ergon_gateway::{
+    self as gateway, Account, Api, Event, Gateway, Keys, Label, Prepared, Start, Stats, Strategy,
+    WsApiStart,
 };
 use ergon_venue_sim::Server;
 use ergon_venues::adapt::Error as VenueError;
@@ -401,7 +402,7 @@ pub fn run(
         )),
     };
     let mut start = match (&o.base, &sim) {
-        (Some(url), _) => Start::from_base(url)?,
+        (Some(url), _) => Start::from_base(url).map_err(|e| e.to_string())?,
         (_, Some(s)) => Start::new(s.addr(), s.addr().to_string()),
         (None, None) => return Err("no venue".into()),
     };
@@ -419,7 +420,8 @@ pub fn run(
     };
     let s = Summary::default();
     if o.ws != Some(false) {
-        start.ws_api = Some(WsApiStart::of(&start, o.ws_api.as_deref(), o.stream)?);
+        let ws = WsApiStart::of(&start, o.ws_api.as_deref(), o.stream);
+        start.ws_api = Some(ws.map_err(|e| e.to_string())?);
     }
     let keys = Keys {
         api_key: &key,

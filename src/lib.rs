@@ -1,8 +1,13 @@
 //! ergon keeps a trading process inside its venues' request limits.
 //!
-//! This facade re-exports the two crates:
+//! This facade re-exports the four crates:
 //! - [`core`] (`ergon-core`): the sans-IO budget, verdicts and the re-send rule;
-//! - [`io`] (`ergon-io`): everything that touches the OS.
+//! - [`venues`] (`ergon-venues`): the response view, the JSON reader, the venue
+//!   adapters and their typed endpoints;
+//! - [`io`] (`ergon-io`): the transports, everything that touches the OS;
+//! - [`gateway`] (`ergon-gateway`): one order, start to end, on one venue account.
 
 pub use ergon_core as core;
+pub use ergon_gateway as gateway;
 pub use ergon_io as io;
+pub use ergon_venues as venues;

@@ -11,8 +11,8 @@
 use std::sync::Arc;
 
 use ergon_core::Class;
-use ergon_io::gateway::{
-    self, Account, Api, Control, Event, Gateway, Keys, Prepared, Start, Strategy,
+use ergon_gateway::{
+    self as gateway, Account, Api, Control, Event, Gateway, Keys, Prepared, Start, Strategy,
 };
 use ergon_venue_sim::{Config, Server};
 use ergon_venues::deribit::{self, Deribit};
@@ -171,7 +171,7 @@ impl Strategy<Deribit> for Load {
 
 /// Runs the load against the emulator with `c`; the strategy, the gateway's counts
 /// and the emulator's report.
-fn run(c: Config) -> (Load, ergon_io::gateway::Stats, ergon_venue_sim::Report) {
+fn run(c: Config) -> (Load, ergon_gateway::Stats, ergon_venue_sim::Report) {
     let server = Server::start(c.clone()).unwrap();
     let start = Start::new(server.addr(), server.addr().to_string());
     let a = &c.accounts[0];

@@ -12,7 +12,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ergon_core::Class;
-use ergon_io::gateway::{self, remote, Control, Delivered, Event, Gateway, RemoteHandle, Start};
+use ergon_gateway::{
+    self as gateway, remote, Control, Delivered, Event, Gateway, RemoteHandle, Start,
+};
 use ergon_venue_sim::{Config, Server};
 use ergon_venues::binance_spot::{Auth, BinanceSpot};
 use ergon_venues::binance_spot_ws::Execution;
@@ -21,7 +23,7 @@ use ergon_venues::endpoint::{
     TimeInForce,
 };
 
-fn wait_for(h: &mut ergon_io::gateway::RemoteHandle, tag: u64) -> Delivered {
+fn wait_for(h: &mut ergon_gateway::RemoteHandle, tag: u64) -> Delivered {
     let t0 = Instant::now();
     while t0.elapsed() < Duration::from_secs(5) {
         while let Some(d) = h.poll() {

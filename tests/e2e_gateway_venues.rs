@@ -6,7 +6,9 @@
 use std::sync::Arc;
 
 use ergon_core::Class;
-use ergon_io::gateway::{self, Account, Api, Control, Event, Gateway, Prepared, Start, Strategy};
+use ergon_gateway::{
+    self as gateway, Account, Api, Control, Event, Gateway, Prepared, Start, Strategy,
+};
 use ergon_venue_sim::{Config, Fault, Server};
 use ergon_venues::endpoint::{
     ClientOrderId, Decimal, NewOrder, OrderRef, OrderType, Side, Symbol, TimeInForce,

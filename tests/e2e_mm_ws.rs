@@ -23,7 +23,7 @@ use std::sync::Arc;
 
 use common::{go, no_429_no_ban, venue_utilization};
 use ergon_core::{Class, Why};
-use ergon_io::gateway::{self, Api, Event, Prepared, Strategy, WsState};
+use ergon_gateway::{self as gateway, Api, Event, Prepared, Strategy, WsState};
 use ergon_venue_sim::{Config, Fault, Interval, LimitType, RateLimit, Server};
 use ergon_venues::binance_spot::BinanceSpot;
 use ergon_venues::endpoint::{

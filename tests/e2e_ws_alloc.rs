@@ -12,7 +12,7 @@ use std::cell::Cell;
 use std::sync::Arc;
 
 use ergon_core::Class;
-use ergon_io::gateway::{self, Api, Event, Prepared, Strategy, WsState};
+use ergon_gateway::{self as gateway, Api, Event, Prepared, Strategy, WsState};
 use ergon_venue_sim::{Config, Interval, LimitType, RateLimit, Server};
 use ergon_venues::binance_spot::BinanceSpot;
 use ergon_venues::binance_spot_ws::Execution;

@@ -10,8 +10,10 @@
 use std::sync::Arc;
 
 use ergon_core::Class;
-use ergon_io::gateway::{self, Account, Api, Event, Gateway, Keys, Prepared, Start, Strategy};
-use ergon_io::gateway::{WsApiStart, WsState};
+use ergon_gateway::{
+    self as gateway, Account, Api, Event, Gateway, Keys, Prepared, Start, Strategy,
+};
+use ergon_gateway::{WsApiStart, WsState};
 use ergon_venue_sim::{Config, Interval, LimitType, RateLimit, Server};
 use ergon_venues::binance_spot::BinanceSpot;
 use ergon_venues::endpoint::{

@@ -196,13 +196,6 @@ impl Windows {
         }
     }
 
-    /// [`Windows::add`] for a server figure: as a charge at `now` of as much of
-    /// `cost` as keeps every window it counts in within `cap`.
-    pub(crate) fn add_capped(&mut self, cost: u64, now: i64, cap: u64) {
-        let (most, _) = self.steady(now);
-        self.add(cost.min(cap.saturating_sub(most)), now);
-    }
-
     /// Takes back `cost` charged at `at` from every window it counted in that is still
     /// tracked.
     pub(crate) fn refund(&mut self, cost: u64, at: i64) {
@@ -256,17 +249,34 @@ impl Windows {
         self.count(self.index_of(now))
     }
 
-    /// Raises the count to the server's figure. Within a guard of a boundary the
-    /// server may already (or still) be in the neighbouring window, so that window is
-    /// raised too, as a charge at `now` would be.
-    pub(crate) fn raise_to(&mut self, used: u64, now: i64) {
+    /// The lowest count among the windows a figure read at `now` may belong to
+    /// (after [`Windows::advance`]): within a guard of a boundary the venue may be
+    /// on either side of it.
+    pub(crate) fn least_counted(&self, now: i64) -> u64 {
         let (before, after) = self.sides(now);
-        self.counts[1] = self.counts[1].max(used);
+        let mut least = self.counts[1];
         if before {
-            self.counts[0] = self.counts[0].max(used);
+            least = least.min(self.counts[0]);
         }
         if after {
-            self.counts[2] = self.counts[2].max(used);
+            least = least.min(self.counts[2]);
+        }
+        least
+    }
+
+    /// Raises the count to the server's figure, by at most `limit` in each window.
+    /// Within a guard of a boundary the server may already (or still) be in the
+    /// neighbouring window, so that window is raised too, as a charge at `now` would
+    /// be.
+    pub(crate) fn raise_to(&mut self, used: u64, limit: u64, now: i64) {
+        let (before, after) = self.sides(now);
+        let raise = |count: &mut u64| *count = (*count).max(used.min(count.saturating_add(limit)));
+        raise(&mut self.counts[1]);
+        if before {
+            raise(&mut self.counts[0]);
+        }
+        if after {
+            raise(&mut self.counts[2]);
         }
     }
 }

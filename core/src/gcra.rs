@@ -58,12 +58,19 @@ impl Gcra {
         self.tat = self.tat.max(now).saturating_add(self.span(cost));
     }
 
-    /// A server figure: adds `cost` as a charge no ticket can refund, leaving at most
-    /// `cap` units undrained at `now` (or as many as before, if more).
-    pub(crate) fn add_capped(&mut self, cost: u64, now: i64, cap: u64) {
-        let ceiling = self.tat.max(now.saturating_add(self.span(cap)));
+    /// A server figure: adds `cost` as a charge no ticket can refund. If the debt
+    /// would then take longer than `max_wait_ns` to drain, it keeps only that much
+    /// and returns when the whole debt would have drained: the caller halts the
+    /// bucket, since no throttle lasts that long.
+    pub(crate) fn add_debt(&mut self, cost: u64, now: i64, max_wait_ns: i64) -> Option<i64> {
+        let whole = i128::from(self.tat.max(now)) + i128::from(self.span(cost));
+        let ceiling = i128::from(now) + i128::from(max_wait_ns);
         self.add(cost, now, 0);
-        self.tat = self.tat.min(ceiling);
+        if whole <= ceiling {
+            return None;
+        }
+        self.tat = i64::try_from(ceiling).unwrap_or(i64::MAX);
+        Some(i64::try_from(whole).unwrap_or(i64::MAX))
     }
 
     pub(crate) fn refund(&mut self, seq: u64) {
@@ -83,11 +90,15 @@ impl Gcra {
         }
     }
 
-    /// Raises the count to the server's figure.
-    pub(crate) fn raise_to(&mut self, used: u64, now: i64) {
-        if used > self.used_at(now) {
-            self.tat = now.saturating_add(self.span(used));
-            self.last_seq = 0;
+    /// Raises the count to the server's figure: the TAT to `now + used·T` if that
+    /// is later (exact, not the count rounded up). Whether it moved.
+    pub(crate) fn raise_to(&mut self, used: u64, now: i64) -> bool {
+        let raised = now.saturating_add(self.span(used));
+        if raised <= self.tat {
+            return false;
         }
+        self.tat = raised;
+        self.last_seq = 0;
+        true
     }
 }

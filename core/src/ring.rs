@@ -91,6 +91,13 @@ impl Ring {
         self.sum
     }
 
+    /// Units the venue surely still counts (after [`Ring::advance`]): all but the
+    /// oldest slot's, part of which may already have left the venue's window.
+    pub(crate) fn surely_counted(&self) -> u64 {
+        let oldest = self.cells[self.pos(self.oldest(self.head))];
+        self.sum - u64::from(oldest)
+    }
+
     /// Units that would be counted at `now`, without moving the ring.
     pub(crate) fn used_at(&self, now: i64) -> u64 {
         if now < self.head_end_ns {

@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use ergon_io::gateway::shm::{Call, ShmClient, ShmEvent};
+use ergon_gateway::shm::{Call, ShmClient, ShmEvent};
 
 use super::*;
 

@@ -28,14 +28,12 @@ use std::sync::Arc;
 use std::thread;
 
 use ergon_core::{Budget, Class};
+use ergon_gateway::shm::{decode_call, decode_event, encode_call, encode_event, Call, ShmEvent};
+use ergon_gateway::{Account, Boot, Keys};
 use ergon_io::boundary::ring::bounded;
 use ergon_io::boundary::shm_ring::heap;
 use ergon_io::boundary::wake::pair;
 use ergon_io::clock::now_ns;
-use ergon_io::gateway::shm::{
-    decode_call, decode_event, encode_call, encode_event, Call, ShmEvent,
-};
-use ergon_io::gateway::{Account, Boot, Keys};
 use ergon_venues::adapt::Clock;
 use ergon_venues::binance_spot::BinanceSpot;
 use ergon_venues::endpoint::{

@@ -1,15 +1,15 @@
 //! `ergon-gateway`: one process owns the venue connections and the budget of an
 //! IP and an account; strategy processes attach by name and share it over shared
-//! memory (`ergon_io::gateway::shm`). The command line is [`USAGE`].
+//! memory (`ergon_gateway::shm`). The command line is [`USAGE`].
 
 use std::io::Write;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+use ergon_gateway::shm::{self, Hub, HubConfig};
+use ergon_gateway::{self as gateway, Account, Control, Gateway, Keys, Start, WsApiStart};
 use ergon_io::core::Class;
-use ergon_io::gateway::shm::{self, Hub, HubConfig};
-use ergon_io::gateway::{self, Account, Control, Gateway, Keys, Start, WsApiStart};
 use ergon_venues::binance_spot::BinanceSpot;
 use ergon_venues::bybit::Bybit;
 use ergon_venues::okx::Okx;
@@ -245,11 +245,13 @@ fn run(a: &Args) -> Result<(), String> {
             std::thread::sleep(std::time::Duration::from_secs(1));
         }
     }
-    let mut start = Start::from_base(a.base.as_deref().unwrap_or_default())?;
+    let mut start =
+        Start::from_base(a.base.as_deref().unwrap_or_default()).map_err(|e| e.to_string())?;
     start.loop_cfg.cpu = a.cpu;
     start.loop_cfg.busy_poll = a.busy;
     if a.ws() {
-        start.ws_api = Some(WsApiStart::of(&start, a.ws_api.as_deref(), a.stream)?);
+        let ws = WsApiStart::of(&start, a.ws_api.as_deref(), a.stream);
+        start.ws_api = Some(ws.map_err(|e| e.to_string())?);
     }
     let venue = a.venue.as_deref().unwrap_or_default();
     let symbol = a.symbol.clone().unwrap_or_else(|| {

@@ -33,7 +33,7 @@ use std::process::{Child, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use ergon_core::Class;
-use ergon_io::gateway::shm::{Call, ShmClient, ShmEvent, ShmSubmitError};
+use ergon_gateway::shm::{Call, ShmClient, ShmEvent, ShmSubmitError};
 use ergon_venue_sim::{Config, Fault, Interval, LimitType, RateLimit, Report, Server};
 use ergon_venues::binance_spot_ws::Execution;
 use ergon_venues::endpoint::{

@@ -20,8 +20,6 @@
 //! - [`boundary`]: how other threads submit requests to the loop and get answers,
 //!   through bounded lock-free queues, an eventfd wake and a seqlock'd stats
 //!   snapshot, all loom-checked;
-//! - [`gateway`]: one venue account on one lane: submit typed requests, get typed
-//!   events; one ledger, one settle rule, reconcile by client order id;
 //! - [`ws`]: the WebSocket client whose every frame (automatic pongs included) and
 //!   connect attempt is charged, sans-IO, with a TCP shell on the event loop.
 //!
@@ -85,7 +83,6 @@ pub mod curl;
 #[path = "curl_off.rs"]
 mod curl;
 pub mod event_loop;
-pub mod gateway;
 mod handler;
 pub mod http;
 mod output;

@@ -1,9 +1,9 @@
 //! What the end-to-end tests over Binance Spot's WebSocket API share: a gateway
 //! on the in-process emulator, with order entry and the user data stream open.
 
+use ergon_gateway::{self as gateway, Account, Boot, Gateway, Keys, Start, WsApiStart};
 use ergon_io::client::PoolId;
 use ergon_io::event_loop::EventLoop;
-use ergon_io::gateway::{self, Account, Boot, Gateway, Keys, Start, WsApiStart};
 use ergon_venue_sim::Server;
 use ergon_venues::binance_spot::BinanceSpot;
 

@@ -12,8 +12,14 @@
 //! with its own rates: 2 logons a second per key, 100 requests a second, the session
 //! cut past 200 messages a second; not built here).
 //!
-//! Sources (checked 2026-11-30):
-//! <https://docs.cdp.coinbase.com/exchange/rest-api/rate-limits> (the buckets),
+//! "Public endpoints are throttled by IP and private endpoints by profile ID": a
+//! 429 holds the bucket of the request's own scope ([`CoinbaseExchange::bucket`]),
+//! the IP's public bucket for a public read, never the profile's for it.
+//!
+//! Sources (checked 2026-11-30; re-read 2026-12-01 for issue 30):
+//! <https://docs.cdp.coinbase.com/exchange/rest-api/rate-limits> (the buckets; "When
+//! a REST API rate limit is exceeded, a status of `429 Too Many Requests` is
+//! returned"),
 //! <https://docs.cdp.coinbase.com/exchange/introduction/rate-limits-overview> (the
 //! same figures, and FIX's), <https://docs.cdp.coinbase.com/exchange/rest-api/requests>
 //! (errors), <https://docs.cdp.coinbase.com/exchange/rest-api/authentication> (the
@@ -99,12 +105,15 @@ impl CoinbaseExchange {
         })
     }
 
-    /// The bucket a request draws on: `/fills` reads (`Info("fills")`) their own,
-    /// public reads (`Info("public")`) the IP's, the rest the profile's.
+    /// The bucket a request draws on, and the one its 429 holds: `/fills` reads
+    /// (`Info("fills")`) their own, public reads the IP's, the rest the profile's.
+    /// A public read is `Info("public")` or `Read(0)`, a read that costs the
+    /// profile nothing (every private request costs it one), the way the Kraken
+    /// adapters name their public book.
     pub fn bucket(&self, request: Request<'_>) -> BucketId {
         match request {
             Request::Info("fills") => self.fills,
-            Request::Info("public") => self.public,
+            Request::Info("public") | Request::Read(0) => self.public,
             _ => self.private,
         }
     }
@@ -122,8 +131,10 @@ impl Venue for CoinbaseExchange {
         match request {
             Request::Connect => {}
             Request::Order | Request::Cancel => p.push(Part::new(self.private, 1)),
+            Request::Info("fills" | "public") | Request::Read(0) => {
+                p.push(Part::new(self.bucket(request), 1))
+            }
             Request::Read(w) => p.push(Part::new(self.private, w)),
-            Request::Info("fills" | "public") => p.push(Part::new(self.bucket(request), 1)),
             Request::CancelReplace | Request::Batch(_) | Request::Info(_) => {
                 return Err(Error::Unsupported)
             }

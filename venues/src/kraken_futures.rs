@@ -8,9 +8,17 @@
 //! "Up to 500 every 10 seconds" is read as any 10 s (a sliding window): never more
 //! than the venue allows, whichever way it counts.
 //!
-//! Sources (checked 2026-11-30):
+//! A 429 that carries `Retry-After` holds for that wait plus the hold guard, keeping
+//! the count, whether its body says `apiLimitExceeded` or nothing readable; without
+//! a wait, `apiLimitExceeded` raises the count to the limit and holds one window.
+//! Public endpoints have no cost and count on no budget: public reads
+//! (`Request::Read(0)`, the order book) draw on the `public` gate, and a 429 on one
+//! holds that gate, not the key's budget.
+//!
+//! Sources (checked 2026-11-30; re-read 2026-12-01 for issue 30):
 //! <https://docs.kraken.com/exchange/guides/futures/ratelimits> (the budget and the
-//! cost table), <https://docs.kraken.com/api/docs/futures-api/trading/send-order>
+//! cost table; "Public endpoints do not have a cost and therefore do not count
+//! against any rate limiting budget"), <https://docs.kraken.com/api/docs/futures-api/trading/send-order>
 //! (`sendStatus` values), <https://docs.kraken.com/api/docs/guides/futures-rest>
 //! (errors: `apiLimitExceeded`, `nonceBelowThreshold`, `nonceDuplicate`,
 //! `authenticationError`, `Unavailable`).
@@ -71,6 +79,9 @@ pub struct KrakenFutures {
     pub ip: BucketId,
     /// The key's `/derivatives` cost budget.
     pub derivatives: BucketId,
+    /// The public endpoints ("do not have a cost and therefore do not count against
+    /// any rate limiting budget"): a gate that carries a 429's hold.
+    pub public: BucketId,
     auth: Option<(ApiKey, Secret)>,
     last_nonce: i64,
     /// The item verdicts of the last batch answer.
@@ -78,7 +89,7 @@ pub struct KrakenFutures {
 }
 
 impl KrakenFutures {
-    /// Declares `ip` and `derivatives`.
+    /// Declares `ip`, `derivatives` and `public`.
     pub fn new(builder: &mut Builder, clock: Clock, c: Config) -> Result<Self, Error> {
         Ok(KrakenFutures {
             clock,
@@ -88,6 +99,7 @@ impl KrakenFutures {
                 "derivatives",
                 Spec::sliding(c.budget_per_10s, WINDOW_NS, 20),
             )?,
+            public: builder.add("public", Spec::gate())?,
             auth: None,
             last_nonce: 0,
             items: ArrayVec::new(),
@@ -101,15 +113,40 @@ impl KrakenFutures {
         p
     }
 
-    /// A request-level error string.
-    fn error(&self, e: Value<'_>, request: Request<'_>, budget: &mut Budget, now: i64) -> Verdict {
+    /// The bucket a throttle of `request` holds: public reads (`Read(0)`, no cost)
+    /// their gate, the rest the key's cost budget.
+    fn own_bucket(&self, request: Request<'_>) -> BucketId {
+        match request {
+            Request::Read(0) => self.public,
+            _ => self.derivatives,
+        }
+    }
+
+    /// A request-level error string; `wait_ns` is the answer's `Retry-After`.
+    fn error(
+        &self,
+        e: Value<'_>,
+        request: Request<'_>,
+        wait_ns: Option<i64>,
+        budget: &mut Budget,
+        now: i64,
+    ) -> Verdict {
         let is = |s| e.str_eq(s).unwrap_or(false);
         if is("apiLimitExceeded") {
-            // The venue's count is at the limit: ours too, for one window.
-            budget
-                .observe_used(self.derivatives, self.c.budget_per_10s, now)
-                .ok();
-            adapt::hold(budget, self.derivatives, None, now)
+            match wait_ns {
+                // The venue says when its budget has room again (a 429 with
+                // `Retry-After`): hold for that wait plus the guard, keeping our
+                // count (DESIGN, server truth: `throttled` with a server wait).
+                Some(wait) if wait > 0 => adapt::hold(budget, self.derivatives, Some(wait), now),
+                // Without a wait the venue's count is at the limit: ours too, for
+                // one window.
+                _ => {
+                    budget
+                        .observe_used(self.derivatives, self.c.budget_per_10s, now)
+                        .ok();
+                    adapt::hold(budget, self.derivatives, None, now)
+                }
+            }
         } else if is("nonceBelowThreshold") || is("nonceDuplicate") {
             Verdict::ClockSkew
         } else if is("Unavailable") || is("Server Error") || is("marketUnavailable") {
@@ -176,6 +213,12 @@ impl Venue for KrakenFutures {
             Request::Batch(n) => {
                 self.cost_parts(self.c.batch_base_cost.saturating_add(u32::from(n)))
             }
+            Request::Read(0) => {
+                let mut p = Parts::new();
+                p.push(Part::new(self.ip, 0));
+                p.push(Part::new(self.public, 0));
+                p
+            }
             Request::Read(w) => self.cost_parts(w),
             Request::Info(_) => return Err(Error::Unsupported),
         })
@@ -200,7 +243,9 @@ impl Venue for KrakenFutures {
         let said = |s| result.is_some_and(|r| r.str_eq(s).unwrap_or(false));
         let verdict = match (r.status, body) {
             (_, Some(v)) if said("error") => match v.get("error") {
-                Ok(Some(e)) if e.kind() == Kind::String => self.error(e, request, budget, now),
+                Ok(Some(e)) if e.kind() == Kind::String => {
+                    self.error(e, request, retry.wait_ns, budget, now)
+                }
                 _ if request.is_write() => Verdict::Unknown,
                 _ => Verdict::Rejected,
             },
@@ -211,7 +256,7 @@ impl Venue for KrakenFutures {
                 verdict
             }
             (200..=299, Some(v)) if said("success") => Self::success(v, request),
-            (429, _) => adapt::hold(budget, self.derivatives, retry.wait_ns, now),
+            (429, _) => adapt::hold(budget, self.own_bucket(request), retry.wait_ns, now),
             (403, None) => waits::block(budget, self.ip, retry, now),
             _ if request.is_write() => Verdict::Unknown,
             (200..=299, _) => Verdict::Unknown,

@@ -2,6 +2,31 @@
 //! (`EOrder:Rate limit exceeded`, `EAPI:Rate limit exceeded`, `EGeneral:Temporary
 //! lockout`, `EAPI:Invalid nonce`, `EService:Busy` ...), checked before the status.
 //!
+//! What each string says (the `error_verdict` table):
+//! - `EOrder:Rate limit exceeded`: the pair's trading counter (held, raised to full);
+//!   `EAPI:Rate limit exceeded`: the key's call counter (held, raised to full);
+//! - `EService: Throttled: <UNIX timestamp>` ("too many concurrent requests. Try
+//!   again after \[timestamp\]", the REST rate-limit page): not processed; the
+//!   request's own counter (`trading` for orders, `api` for private reads, `public`
+//!   for public reads) is held until that second (plus the hold guard). Without a
+//!   readable timestamp it is held one window;
+//! - `EGeneral:Too many requests`: the public endpoints' throttle, per IP (public
+//!   calls answer it with HTTP 200): the `public` gate is held [`PUBLIC_HOLD_NS`];
+//! - `EService:Deadline elapsed` ("the request timed out according to the default or
+//!   specified deadline"; AddOrder's `deadline` is when "the matching engine should
+//!   reject the new order request"): not run, so `NotRun`;
+//! - `EService:Market in cancel_only mode`, `... post_only mode`, `... limit_only
+//!   mode` ("Request can't be made at this time (See SystemStatus endpoint)"; the
+//!   trading-modes article: new orders "cannot be placed", market orders "will be
+//!   rejected"): refused by the market's mode, which lasts minutes, past any
+//!   re-send deadline, so `Rejected` (surely not run, and final);
+//! - `EGeneral:Temporary lockout`: a ban of the IP gate; `EAPI:Invalid nonce`:
+//!   clock skew;
+//! - any other `EService:` string (`Busy`, `Unavailable`) and `EGeneral:Internal
+//!   error`: a write may have run (`Unknown`), a read did not (`NotRun`);
+//! - anything else (`EOrder:Insufficient funds`, `EGeneral:Invalid arguments` ...):
+//!   `Rejected`.
+//!
 //! Two limits, both counters that decay at a tier-dependent rate, which is a token
 //! bucket (GCRA) in ergon's terms:
 //! - the trading counter, per pair, shared by REST, WebSocket and FIX: +1 per new
@@ -11,16 +36,28 @@
 //!   venue says `EOrder:Rate limit exceeded`, its counter was higher than ours, and
 //!   the verdict path raises ours to full ([`Budget::observe_used`]);
 //! - the REST call counter, per API key: +1 per call, +2 for ledger and trade
-//!   history; AddOrder and CancelOrder do not count on it.
+//!   history; AddOrder and CancelOrder do not count on it;
+//! - the public endpoints, per IP (and per pair for Trades and OHLC), on neither
+//!   counter: "calling the public endpoints at a frequency of 1 per second (or
+//!   less) would remain within the rate limits". No count is published, so public
+//!   reads (`Request::Read(0)`) charge the `public` gate, which only carries holds.
 //!
 //! Kraken sends no usage headers: the counts are ours alone.
 //!
 //! Sources (checked 2026-11-30):
 //! <https://docs.kraken.com/exchange/guides/general/ratelimits> (trading counter:
 //! thresholds, decay, the age table), <https://docs.kraken.com/exchange/guides/rest/ratelimits>
-//! (call counter), <https://docs.kraken.com/exchange/guides/general/errors> (errors),
-//! <https://support.kraken.com/articles/360045239571-trading-rate-limits> (the same
-//! thresholds and decay rates per tier).
+//! (call counter; `EService: Throttled: [UNIX timestamp]`),
+//! <https://docs.kraken.com/exchange/guides/general/errors> (errors),
+//! <https://docs.kraken.com/api/docs/guides/spot-errors> (the `EService:` strings:
+//! `Unavailable`, `Market in cancel_only mode`, `Market in post_only mode`,
+//! `Deadline elapsed`), <https://docs.kraken.com/api/docs/rest-api/add-order>
+//! (`deadline`), <https://support.kraken.com/articles/360045239571-trading-rate-limits>
+//! (the same thresholds and decay rates per tier),
+//! <https://support.kraken.com/articles/206548367-what-are-the-api-rate-limits->
+//! (public endpoints: per IP, 1 a second stays within, "restricted for a few
+//! seconds" past it), <https://support.kraken.com/hc/en-us/articles/360055614211-What-are-the-possible-trading-modes->
+//! (cancel only, post only, limit only).
 //!
 //! One adapter trades one pair. Reading an answer never allocates.
 
@@ -44,6 +81,15 @@ const SEC: i64 = 1_000 * MS;
 /// minutes)"; read as 15 minutes, the figure of Kraken's older call-limit article.
 /// The halt lasts until a person clears it either way.
 pub const LOCKOUT_NS: i64 = 900 * SEC;
+
+/// `EGeneral:Too many requests` on a public endpoint: "additional calls would be
+/// restricted for a few seconds"; read as 5 s (no figure is published). Held on
+/// the `public` gate like a server wait, so the hold guard is added.
+pub const PUBLIC_HOLD_NS: i64 = 5 * SEC;
+
+/// Bytes of an error string read: every documented string fits; a longer one is
+/// read by its first bytes (its prefix decides), never refused as unreadable.
+const ERROR_BYTES: usize = 96;
 
 /// How long ergon re-sends a Kraken Spot request that surely did not run: Kraken
 /// has no acceptance window unless the key sets a nonce window, so this is
@@ -153,8 +199,9 @@ fn by_age(age_ns: i64, costs: [u32; 6]) -> u32 {
         .map_or(0, |(_, c)| c)
 }
 
-/// What a Kraken error string means.
-fn error_verdict(e: &[u8]) -> Said {
+/// What a Kraken error string means; `cut` says that only its first bytes were
+/// read (a timestamp then is not trusted).
+fn error_verdict(e: &[u8], cut: bool) -> Said {
     let is = |p: &[u8]| e.starts_with(p);
     if is(b"EOrder:Rate limit exceeded") {
         Said::TradingLimit
@@ -162,12 +209,78 @@ fn error_verdict(e: &[u8]) -> Said {
         Said::ApiLimit
     } else if is(b"EGeneral:Temporary lockout") {
         Said::Lockout
+    } else if is(b"EGeneral:Too many requests") {
+        Said::PublicLimit
     } else if is(b"EAPI:Invalid nonce") {
         Said::Verdict(Verdict::ClockSkew)
-    } else if is(b"EService:") || is(b"EGeneral:Internal error") {
+    } else if let Some(rest) = service(e) {
+        let word = |w: &[u8]| rest.starts_with(w);
+        if word(b"Throttled") {
+            Said::Throttled(if cut {
+                None
+            } else {
+                throttled_until_s(&rest[b"Throttled".len()..])
+            })
+        } else if word(b"Deadline elapsed") {
+            Said::Verdict(Verdict::NotRun)
+        } else if word(b"Market in ") {
+            Said::Verdict(Verdict::Rejected)
+        } else {
+            Said::Busy
+        }
+    } else if is(b"EGeneral:Internal error") {
         Said::Busy
     } else {
         Said::Verdict(Verdict::Rejected)
+    }
+}
+
+/// What follows `EService:` (and the spaces Kraken may put after the colon, as in
+/// `EService: Throttled: 1700000005`).
+fn service(e: &[u8]) -> Option<&[u8]> {
+    let rest = e.strip_prefix(b"EService:")?;
+    let spaces = rest.iter().take_while(|c| **c == b' ').count();
+    Some(&rest[spaces..])
+}
+
+/// The UNIX second after `Throttled` (`: 1700000005`, spaces optional; a fraction
+/// rounds up): `None` if there is none or anything else follows it.
+fn throttled_until_s(rest: &[u8]) -> Option<i64> {
+    let rest = rest.trim_ascii_start().strip_prefix(b":")?.trim_ascii();
+    let (whole, frac) = match rest.iter().position(|c| *c == b'.') {
+        Some(dot) => (&rest[..dot], &rest[dot + 1..]),
+        None => (rest, &[][..]),
+    };
+    if whole.is_empty() || whole.len() > 12 || !whole.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    if !frac.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let secs = whole.iter().fold(0i64, |n, c| n * 10 + i64::from(c - b'0'));
+    Some(secs + i64::from(frac.iter().any(|c| *c != b'0')))
+}
+
+/// The first [`ERROR_BYTES`] of an error string and whether it was longer; `None`
+/// if it is not a string.
+fn error_text<'b>(e: &Value<'_>, buf: &'b mut [u8; ERROR_BYTES]) -> Option<(&'b [u8], bool)> {
+    let mut n = 0;
+    for c in e.str_bytes().ok()? {
+        let Some(slot) = buf.get_mut(n) else {
+            return Some((&buf[..], true));
+        };
+        *slot = c;
+        n += 1;
+    }
+    Some((&buf[..n], false))
+}
+
+/// What the error string `e` says; a value that is not a string is a refusal.
+fn said_of(e: &Value<'_>) -> Said {
+    let mut buf = [0u8; ERROR_BYTES];
+    match error_text(e, &mut buf) {
+        Some((text, cut)) => error_verdict(text, cut),
+        None => Said::Verdict(Verdict::Rejected),
     }
 }
 
@@ -175,6 +288,10 @@ enum Said {
     TradingLimit,
     ApiLimit,
     Lockout,
+    /// The public endpoints' per-IP throttle.
+    PublicLimit,
+    /// `EService: Throttled`, with the UNIX second to wait until if readable.
+    Throttled(Option<i64>),
     Busy,
     Verdict(Verdict),
 }
@@ -193,6 +310,9 @@ pub struct KrakenSpot {
     pub trading: BucketId,
     /// The key's REST call counter.
     pub api: BucketId,
+    /// The IP's public endpoints: a gate (Kraken publishes no count), held by
+    /// `EGeneral:Too many requests`.
+    pub public: BucketId,
     auth: Option<(ApiKey, Secret)>,
     last_nonce: i64,
     /// When each order the adapter prepared was placed or last amended.
@@ -202,7 +322,7 @@ pub struct KrakenSpot {
 }
 
 impl KrakenSpot {
-    /// Declares `ip`, `trading` and `api`.
+    /// Declares `ip`, `trading`, `api` and `public`.
     pub fn new(builder: &mut Builder, clock: Clock, c: Config) -> Result<Self, Error> {
         let trading_interval_ns = interval_ns(c.trading_decay_milli_per_s)?;
         let api_interval_ns = interval_ns(c.api_decay_milli_per_s)?;
@@ -218,6 +338,7 @@ impl KrakenSpot {
                 Spec::token_every(trading_interval_ns, c.trading_max),
             )?,
             api: builder.add("api", Spec::token_every(api_interval_ns, c.api_max))?,
+            public: builder.add("public", Spec::gate())?,
             auth: None,
             last_nonce: 0,
             ages: ArrayVec::new(),
@@ -274,9 +395,30 @@ impl KrakenSpot {
                 adapt::hold(budget, self.api, Some(whole_ms(self.api_interval_ns)), now)
             }
             Said::Lockout => adapt::ban(budget, self.ip, now.saturating_add(LOCKOUT_NS), now),
+            Said::PublicLimit => adapt::hold(budget, self.public, Some(PUBLIC_HOLD_NS), now),
+            Said::Throttled(until_s) => {
+                let wait = until_s.map(|s| {
+                    self.clock
+                        .now_ns_at(s.saturating_mul(1000))
+                        .saturating_sub(now)
+                });
+                adapt::hold(budget, self.own_bucket(request), wait, now)
+            }
             Said::Busy if request.is_write() => Verdict::Unknown,
             Said::Busy => Verdict::NotRun,
             Said::Verdict(v) => v,
+        }
+    }
+
+    /// The counter `request` draws on: a throttle of this request holds it.
+    fn own_bucket(&self, request: Request<'_>) -> BucketId {
+        match request {
+            Request::Order | Request::Cancel | Request::CancelReplace | Request::Batch(_) => {
+                self.trading
+            }
+            Request::Read(0) => self.public,
+            Request::Read(_) => self.api,
+            Request::Connect | Request::Info(_) => self.ip,
         }
     }
 
@@ -305,12 +447,7 @@ impl KrakenSpot {
         for o in orders {
             match o.get("error") {
                 Ok(Some(e)) if e.kind() == Kind::String => {
-                    let mut buf = [0u8; 64];
-                    let said = match e.decode_str(&mut buf) {
-                        Ok(s) => error_verdict(s.as_bytes()),
-                        Err(_) => Said::Verdict(Verdict::Rejected),
-                    };
-                    batch.add(self.said(said, request, budget, now));
+                    batch.add(self.said(said_of(&e), request, budget, now));
                 }
                 Ok(None) if o.get("txid").ok().flatten().is_some() => batch.add(Verdict::Done),
                 _ => batch.add(Verdict::Unknown),
@@ -334,6 +471,13 @@ impl Venue for KrakenSpot {
             Request::Cancel => self.cancel_parts(0),
             Request::CancelReplace => self.amend_parts(0),
             Request::Batch(n) => self.trading_parts(batch_cost(n)),
+            // Public endpoints count on no counter: they draw on the `public` gate.
+            Request::Read(0) => {
+                let mut p = Parts::new();
+                p.push(Part::new(self.ip, 0));
+                p.push(Part::new(self.public, 0));
+                p
+            }
             Request::Read(w) => {
                 let mut p = Parts::new();
                 p.push(Part::new(self.ip, 0));
@@ -362,14 +506,7 @@ impl Venue for KrakenSpot {
         let first = body.as_ref().map(Self::first_error);
         let verdict = match (r.status, body, first) {
             // The body decides first, whatever the status.
-            (_, Some(_), Some(Ok(Some(e)))) => {
-                let mut buf = [0u8; 64];
-                let said = match e.decode_str(&mut buf) {
-                    Ok(s) => error_verdict(s.as_bytes()),
-                    Err(_) => Said::Verdict(Verdict::Rejected),
-                };
-                self.said(said, request, budget, now)
-            }
+            (_, Some(_), Some(Ok(Some(e)))) => self.said(said_of(&e), request, budget, now),
             (200..=299, Some(v), Some(Ok(None))) if v.get("result").ok().flatten().is_some() => {
                 match request {
                     Request::Batch(_) => {
@@ -557,9 +694,11 @@ fn order_info(txid: &str, o: Value<'_>) -> Option<OrderInfo> {
     })
 }
 
-/// Whether a Kraken error string says the request surely did not run.
-fn refused(e: &[u8]) -> bool {
-    !(e.starts_with(b"EService:") || e.starts_with(b"EGeneral:Internal error"))
+/// Whether a Kraken error string says the request surely did not run: all but
+/// the ones a write may have run after (`EService:Busy`, `Unavailable`, internal
+/// errors).
+fn refused(e: &Value<'_>) -> bool {
+    !matches!(said_of(e), Said::Busy)
 }
 
 impl Endpoints for KrakenSpot {
@@ -811,20 +950,16 @@ impl Endpoints for KrakenSpot {
     }
 
     /// `AddOrder`: `result.txid[0]`; an error that says it did not run is Refused
-    /// (rate limits, lockout, invalid arguments, funds); `EService:*` and internal
-    /// errors are Unknown.
+    /// (rate limits, throttles, lockout, an elapsed deadline, a market mode that
+    /// refuses it, invalid arguments, funds); other `EService:*` strings (`Busy`,
+    /// `Unavailable`) and internal errors are Unknown.
     fn read_placed(&self, r: &Response<'_>) -> Placed {
         let Ok(v) = json::parse(r.body) else {
             return Placed::Unknown;
         };
         match Self::first_error(&v) {
-            Ok(Some(e)) => {
-                let mut buf = [0u8; 64];
-                return match e.decode_str(&mut buf) {
-                    Ok(s) if refused(s.as_bytes()) => Placed::Refused,
-                    _ => Placed::Unknown,
-                };
-            }
+            Ok(Some(e)) if refused(&e) => return Placed::Refused,
+            Ok(Some(_)) => return Placed::Unknown,
             Ok(None) => {}
             Err(()) => return Placed::Unknown,
         }
@@ -909,6 +1044,148 @@ mod tests {
         assert!(budget
             .try_charge(&k.cancel_parts(0), ergon_core::Class::Normal, 1_400 * MS)
             .is_ok());
+    }
+
+    /// `EService: Throttled: <UNIX s>` as the REST rate-limit page writes it, and
+    /// the variants a reader may meet: no space, a fraction (rounded up), nothing
+    /// readable (`None`: held one window, still not run).
+    #[test]
+    fn the_throttle_timestamp_is_read_or_refused() {
+        let until = |e: &[u8]| match error_verdict(e, false) {
+            Said::Throttled(t) => Some(t),
+            _ => None,
+        };
+        assert_eq!(
+            until(b"EService: Throttled: 1700000003"),
+            Some(Some(1_700_000_003))
+        );
+        assert_eq!(
+            until(b"EService:Throttled:1700000003"),
+            Some(Some(1_700_000_003))
+        );
+        assert_eq!(
+            until(b"EService:Throttled: 1700000003.25"),
+            Some(Some(1_700_000_004))
+        );
+        assert_eq!(
+            until(b"EService:Throttled: 1700000003.00"),
+            Some(Some(1_700_000_003))
+        );
+        for bad in [
+            &b"EService: Throttled"[..],
+            b"EService: Throttled:",
+            b"EService: Throttled: soon",
+            b"EService: Throttled: 17000x",
+            b"EService: Throttled: -5",
+            b"EService: Throttled: 99999999999999999999999",
+            b"EService: Throttled: 1.2.3",
+        ] {
+            assert_eq!(until(bad), Some(None), "{}", String::from_utf8_lossy(bad));
+        }
+        // A cut string's digits are not trusted.
+        assert!(matches!(
+            error_verdict(b"EService: Throttled: 1700000003", true),
+            Said::Throttled(None)
+        ));
+        assert!(matches!(error_verdict(b"EService:Busy", false), Said::Busy));
+        assert!(matches!(
+            error_verdict(b"EService:Unavailable", false),
+            Said::Busy
+        ));
+        assert!(matches!(
+            error_verdict(b"EGeneral:Internal error:123", false),
+            Said::Busy
+        ));
+    }
+
+    fn answer(body: &str, request: Request<'_>) -> (Verdict, Budget, KrakenSpot) {
+        let mut b = Budget::builder();
+        let mut k = KrakenSpot::new(
+            &mut b,
+            Clock::anchor(0, 1_700_000_000_000),
+            Config::default(),
+        )
+        .unwrap();
+        let mut budget = b.build(0).unwrap();
+        let t = budget
+            .try_charge(&k.parts(request).unwrap(), ergon_core::Class::Normal, 0)
+            .unwrap();
+        let flight = t.sent();
+        let r = Response {
+            status: 200,
+            headers: &[],
+            body: body.as_bytes(),
+        };
+        let v = k.on_response(request, &r, &mut budget, 0).unwrap();
+        budget.complete(flight, 0).unwrap();
+        (v, budget, k)
+    }
+
+    /// A throttle whose second has passed holds one window; one far ahead is past
+    /// the cap and halts; unreadable, one window of the request's own counter.
+    #[test]
+    fn the_throttle_holds_until_its_second() {
+        let (v, _, k) = answer(
+            r#"{"error":["EService: Throttled: 1699999990"]}"#,
+            Request::Order,
+        );
+        let window = k.trading_interval_ns * 125;
+        assert_eq!(
+            v,
+            Verdict::Throttled {
+                bucket: k.trading,
+                until_ns: window
+            }
+        );
+        let (v, _, k) = answer(
+            r#"{"error":["EService: Throttled: 1800000000"]}"#,
+            Request::Read(2),
+        );
+        assert!(matches!(v, Verdict::Banned { bucket, .. } if bucket == k.api));
+        let (v, _, k) = answer(r#"{"error":["EService: Throttled"]}"#, Request::Read(0));
+        assert!(matches!(v, Verdict::Throttled { bucket, .. } if bucket == k.public));
+    }
+
+    /// What surely did not run is refused by the placed reader; what may have run
+    /// stays unknown, a long string included (read by its prefix, never refused
+    /// as unreadable).
+    #[test]
+    fn the_placed_reader_refuses_only_what_did_not_run() {
+        let k = {
+            let mut b = Budget::builder();
+            KrakenSpot::new(&mut b, Clock::anchor(0, 0), Config::default()).unwrap()
+        };
+        let placed = |body: &str| {
+            k.read_placed(&Response {
+                status: 200,
+                headers: &[],
+                body: body.as_bytes(),
+            })
+        };
+        for refused in [
+            "EService: Throttled: 1700000003",
+            "EService:Deadline elapsed",
+            "EService:Market in cancel_only mode",
+            "EService:Market in post_only mode",
+            "EService:Market in limit_only mode",
+            "EGeneral:Too many requests",
+            "EOrder:Insufficient funds",
+        ] {
+            let body = format!(r#"{{"error":["{refused}"]}}"#);
+            assert_eq!(placed(&body), Placed::Refused, "{refused}");
+        }
+        let long = format!("EService:Busy:{}", "x".repeat(200));
+        for unknown in [
+            "EService:Busy",
+            "EService:Unavailable",
+            "EGeneral:Internal error",
+            &long,
+        ] {
+            let body = format!(r#"{{"error":["{unknown}"]}}"#);
+            assert_eq!(placed(&body), Placed::Unknown, "{unknown}");
+        }
+        let (v, ..) = answer(&format!(r#"{{"error":["{long}"]}}"#), Request::Order);
+        assert_eq!(v, Verdict::Unknown);
     }
 
     #[test]

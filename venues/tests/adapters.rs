@@ -72,6 +72,19 @@ const TABLE: &[(&str, &str, &str, &[Effect])] = &[
     ("kraken-spot", "far_future_429", "Banned bucket=ip until_ms=86400000", &[Halted("ip", 86_400_000)]),
     ("kraken-spot", "zero_wait_429", "Throttled bucket=ip until_ms=1000", &[Held("ip", 1_000)]),
     ("kraken-spot", "malformed_200", "Unknown", &[]),
+    // Issue 30: `EService: Throttled: <UNIX s>` holds the request's own counter until that
+    // second (now + 3 s) plus the guard, keeping the count; not processed, so no reconcile.
+    ("kraken-spot", "service_throttled", "Throttled bucket=trading until_ms=3050", &[Held("trading", 3_050), Used("trading", 1)]),
+    ("kraken-spot", "service_throttled_read", "Throttled bucket=api until_ms=3050", &[Held("api", 3_050), Used("api", 1)]),
+    // The engine refused it past its deadline: not run, may be re-sent.
+    ("kraken-spot", "deadline_elapsed", "NotRun", &[Used("trading", 1)]),
+    // A market mode that refuses new orders: not run, final (the mode outlasts a re-send).
+    ("kraken-spot", "cancel_only_mode", "Rejected", &[Used("trading", 1)]),
+    ("kraken-spot", "post_only_mode", "Rejected", &[Used("trading", 1)]),
+    ("kraken-spot", "limit_only_mode", "Rejected", &[Used("trading", 1)]),
+    // Public endpoints answer their per-IP throttle with HTTP 200: the public gate, "a few
+    // seconds" (5 s) plus the guard; the key's call counter is untouched.
+    ("kraken-spot", "public_too_many", "Throttled bucket=public until_ms=5050", &[Held("public", 5_050), Used("api", 0)]),
     // Kraken derivatives (issue 19): 500 per 10 s; send/edit/cancel 10, a batch 9 + n.
     ("kraken-futures", "order_ok", "Done", &[Used("derivatives", 10)]),
     ("kraken-futures", "api_limit", "Throttled bucket=derivatives until_ms=10000", &[Held("derivatives", 10_000), Used("derivatives", 500)]),
@@ -87,6 +100,11 @@ const TABLE: &[(&str, &str, &str, &[Effect])] = &[
     ("kraken-futures", "far_future_429", "Banned bucket=derivatives until_ms=86400000", &[Halted("derivatives", 86_400_000)]),
     ("kraken-futures", "zero_wait_429", "Throttled bucket=derivatives until_ms=10000", &[Held("derivatives", 10_000)]),
     ("kraken-futures", "malformed_200", "Unknown", &[]),
+    // Issue 30: a 429 with Retry-After 2 holds for 2 s plus the guard, keeping the count
+    // (not raised to 500 for a whole window as a 200 `apiLimitExceeded` is).
+    ("kraken-futures", "api_limit_429_retry", "Throttled bucket=derivatives until_ms=2050", &[Held("derivatives", 2_050), Used("derivatives", 10)]),
+    // Public endpoints have no cost and no budget: a 429 on one holds the public gate.
+    ("kraken-futures", "public_429", "Throttled bucket=public until_ms=1050", &[Held("public", 1_050), Used("derivatives", 0)]),
     // Coinbase Exchange (issue 19): private 15/s burst 30, /fills 10/20, public 10/15.
     // Without a wait a 429 holds one window: the burst's refill, 30 x 66,666,667 ns.
     ("coinbase-exchange", "order_ok", "Done", &[Used("private", 1)]),
@@ -103,12 +121,14 @@ const TABLE: &[(&str, &str, &str, &[Effect])] = &[
     ("coinbase-exchange", "far_future_429", "Banned bucket=private until_ms=86400000", &[Halted("private", 86_400_000)]),
     ("coinbase-exchange", "zero_wait_429", "Throttled bucket=private until_ms=2000", &[HeldNs("private", 2_000_000_010)]),
     ("coinbase-exchange", "malformed_200", "Unknown", &[]),
+    // Issue 30: a public read named `read:0` holds the IP's public bucket, not the profile's.
+    ("coinbase-exchange", "public_read_429", "Throttled bucket=public until_ms=1500", &[Held("public", 1_500), Used("private", 0)]),
     // Binance Spot: exchangeInfo 6000 weight/min, 100 orders/10 s, 200000/day, 61000 raw/5 min.
     ("binance-spot", "order_ok", "Done", &[Used("REQUEST_WEIGHT_1M", 1234), Used("ORDERS_10S", 7), Used("ORDERS_1D", 4321), Used("RAW_REQUESTS_5M", 1)]),
-    ("binance-spot", "weight_429", "Throttled bucket=REQUEST_WEIGHT_1M until_ms=37050", &[Held("REQUEST_WEIGHT_1M", 37_050), Used("REQUEST_WEIGHT_1M", 6000)]),
+    ("binance-spot", "weight_429", "Throttled bucket=REQUEST_WEIGHT_1M until_ms=37050", &[Held("REQUEST_WEIGHT_1M", 37_050), Used("REQUEST_WEIGHT_1M", 6001)]),
     // No Retry-After: held to the end of the UTC 5-minute window (now is 200 s into it).
     ("binance-spot", "queued_429", "Throttled bucket=RAW_REQUESTS_5M until_ms=100050", &[Held("RAW_REQUESTS_5M", 100_050), Used("REQUEST_WEIGHT_1M", 20)]),
-    ("binance-spot", "orders_10s_429", "Throttled bucket=ORDERS_10S until_ms=10050", &[Held("ORDERS_10S", 10_050), Used("ORDERS_10S", 100)]),
+    ("binance-spot", "orders_10s_429", "Throttled bucket=ORDERS_10S until_ms=10050", &[Held("ORDERS_10S", 10_050), Used("ORDERS_10S", 101)]),
     ("binance-spot", "orders_1d_429", "Throttled bucket=ORDERS_1D until_ms=6400050", &[Held("ORDERS_1D", 6_400_050)]),
     ("binance-spot", "ban_418", "Banned bucket=ip until_ms=300000", &[Halted("ip", 300_000)]),
     ("binance-spot", "ban_418_until_in_msg", "Banned bucket=ip until_ms=450000", &[Halted("ip", 450_000)]),

@@ -367,14 +367,6 @@ impl Bucket {
         self.stats.ban_until_ns = Some(until_ns);
     }
 
-    /// The most a server figure may make this bucket count: its limit (the burst for
-    /// token buckets). A figure above it (a usage header of 10^18, a huge extra cost)
-    /// fills the bucket, which drains within one window like any full bucket;
-    /// unclamped it would push a token bucket's clock to the end of time.
-    pub(super) fn capacity(&self) -> u64 {
-        self.stats.limit
-    }
-
     /// The fixed windows, if this bucket is one.
     pub(super) fn fixed_mut(&mut self) -> Option<&mut Windows> {
         match &mut self.state {

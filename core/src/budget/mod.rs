@@ -255,10 +255,20 @@ impl Budget {
 
     /// Adds cost known only from the response (Hyperliquid adds weight per 20 items
     /// returned). Never refused: it may fill the bucket, which then refuses until it
-    /// drains. Like every server figure it is clamped so that the count stays within
-    /// what the bucket can hold (its limit, the burst for token buckets): a huge
-    /// figure fills the bucket for one window, not for ever. In-flight limits and
-    /// gates have nothing to add to.
+    /// drains. In-flight limits and gates have nothing to add to.
+    ///
+    /// The venue counts every unit it says it counted, so the whole figure is booked
+    /// at `now`, except what no venue can mean:
+    /// - sliding and fixed windows: one figure adds at most `limit` units (a bucket
+    ///   full for one window, which drains with them);
+    /// - token buckets: a debt that would take longer than the bucket's
+    ///   [`Spec::max_wait`] to drain is no throttle but a ban: the bucket halts
+    ///   (counted in [`Stats::bans`](crate::Stats::bans)) until [`Budget::clear_halt`],
+    ///   and keeps `max_wait`'s worth of debt, so that a cleared bucket drains within
+    ///   that wait, not at the end of time. Below that the whole debt is kept.
+    ///
+    /// Never clamped to `limit - used`: the units above it are real and outlive the
+    /// older ones.
     pub fn charge_after(
         &mut self,
         bucket: BucketId,
@@ -268,23 +278,37 @@ impl Budget {
         self.own(bucket)?;
         let now = self.clock(now_ns);
         self.change(bucket, now, |b| {
-            let cap = b.capacity();
             let cost = u64::from(cost);
+            let limit = b.stats.limit;
+            let max_wait_ns = b.max_wait_ns;
             match &mut b.state {
-                State::Sliding(ring) => ring.add(cost.min(cap.saturating_sub(ring.used()))),
-                State::Fixed(windows) => windows.add_capped(cost, now, cap),
-                State::Token(gcra) => gcra.add_capped(cost, now, cap),
+                State::Sliding(ring) => ring.add(cost.min(limit)),
+                State::Fixed(windows) => windows.add(cost.min(limit), now),
+                State::Token(gcra) => {
+                    if let Some(drained_at) = gcra.add_debt(cost, now, max_wait_ns) {
+                        b.halt(drained_at);
+                    }
+                }
                 State::InFlight(_) | State::Gate => return,
             }
-            b.stats.charged_after += cost;
+            b.stats.charged_after = b.stats.charged_after.saturating_add(cost);
         })
     }
 
     /// The server's count for this scope (a usage header such as
     /// `X-MBX-USED-WEIGHT-1M`). Raises the local count to it, never lowers it; other
-    /// senders on the same IP show up here. The difference is kept as drift. A figure
-    /// above what the bucket can hold (its limit, the burst for token buckets) raises
-    /// it only to full, which drains within one window.
+    /// senders on the same IP show up here. The difference is kept as drift.
+    ///
+    /// The venue keeps every unit it says it holds until that unit leaves its
+    /// window, so the count rises to the whole figure, never clamped to the limit:
+    /// a figure of 26 on a limit of 24 keeps the 2 units above it. One figure raises
+    /// the count by at most `limit` above the local count (the burst for token
+    /// buckets): a usage header of 10^18 is no count a venue can mean, and a bucket
+    /// full for one window drains with it. A sliding window compares the figure
+    /// with the units the venue surely still counts (all but its oldest slot's,
+    /// which may have left the venue's window already): the rest is another
+    /// sender's, booked at `now`, so the count may exceed the figure by at most
+    /// that slot (the ring's usual price of conservatism).
     pub fn observe_used(
         &mut self,
         bucket: BucketId,
@@ -301,18 +325,33 @@ impl Budget {
             b.stats.drift = i64::try_from(used)
                 .unwrap_or(i64::MAX)
                 .saturating_sub(i64::try_from(local).unwrap_or(i64::MAX));
-            let used = used.min(b.capacity());
-            if used <= local {
-                return;
-            }
-            if !matches!(b.state, State::InFlight(_) | State::Gate) {
+            // What the figure holds beyond the units the venue surely still counts
+            // came from another sender and stays a whole window from now. A ring
+            // keeps its oldest slot until the whole slot has left the window, so
+            // part of it may be gone at the venue; near a fixed boundary the figure
+            // may be the neighbouring window's, which may hold less than ours; a
+            // token bucket compares exact times, not its count rounded up.
+            let limit = b.stats.limit;
+            let raised = match &mut b.state {
+                State::Sliding(ring) => {
+                    let sure = ring.surely_counted();
+                    if used > sure {
+                        ring.add((used - sure).min(limit));
+                    }
+                    used > sure
+                }
+                State::Fixed(windows) => {
+                    let raise = used > windows.least_counted(now);
+                    if raise {
+                        windows.raise_to(used, limit, now);
+                    }
+                    raise
+                }
+                State::Token(gcra) => gcra.raise_to(used.min(local.saturating_add(limit)), now),
+                State::InFlight(_) | State::Gate => false,
+            };
+            if raised {
                 b.raised_seq = seq;
-            }
-            match &mut b.state {
-                State::Sliding(ring) => ring.add(used - local),
-                State::Fixed(windows) => windows.raise_to(used, now),
-                State::Token(gcra) => gcra.raise_to(used, now),
-                State::InFlight(_) | State::Gate => {}
             }
         })
     }

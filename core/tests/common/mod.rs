@@ -11,11 +11,14 @@
 //! Each test file uses only part of this module.
 #![allow(dead_code)]
 
+pub mod venue;
+
 use ergon_core::{
     BucketId, Budget, Class, Flight, Limited, Part, Resend, Shape, Spec, Stats, Ticket, Verdict,
     Why,
 };
 use proptest::prelude::*;
+use venue::Venue;
 
 /// Caps on generated costs: every bucket's limit is at most this.
 pub const MAX_LIMIT: u64 = 12;
@@ -395,6 +398,9 @@ pub struct Driver {
     twin: Option<(Budget, Vec<Ticket>, Vec<Flight>)>,
     /// The shape twin.
     pub shaped: Option<Shaped>,
+    /// What the venue counts, fed only with what was done and said: every admission
+    /// is checked against it, whatever the checks.
+    pub venue: Venue,
     /// Figures, for tests that want to see the scenarios did something.
     pub admitted: u64,
     pub refused: u64,
@@ -496,6 +502,7 @@ impl Driver {
             checks,
             twin,
             shaped,
+            venue: Venue::new(&cfg.buckets),
             admitted: 0,
             refused: 0,
         }
@@ -576,27 +583,25 @@ impl Driver {
                 let i = self.b(*b);
                 let t = self.tick_model();
                 let id = self.ids[i];
-                let mut ticked = self.budget.clone();
-                ticked.tick(t);
-                let before = ticked.stats(id).unwrap().used;
                 self.budget.charge_after(id, *cost, caller).unwrap();
-                // The figure is clamped so that the bucket's count stays within its
-                // limit: the model books what the budget's count took (a fixed
-                // window's neighbour within the guard may take more, never less).
-                let booked = self.budget.stats(id).unwrap().used - before;
-                assert!(booked <= u64::from(*cost));
-                if matches!(
-                    self.cfg.buckets[i].kind,
-                    RKind::Sliding { .. } | RKind::Fixed { .. } | RKind::Token { .. }
-                ) && booked > 0
-                {
+                // The venue counts the whole extra cost at the answer; the one figure
+                // no venue can mean is more than a full bucket at one instant.
+                let counted = match self.cfg.buckets[i].kind {
+                    RKind::Sliding { .. } | RKind::Fixed { .. } => {
+                        u64::from(*cost).min(self.cfg.buckets[i].limit)
+                    }
+                    RKind::Token { .. } => u64::from(*cost),
+                    RKind::InFlight | RKind::Gate => 0,
+                };
+                if counted > 0 {
                     self.logs[i].push(Event {
                         t,
-                        cost: booked,
+                        cost: counted,
                         ticket: None,
                         observed: false,
                     });
                 }
+                self.venue.charge_after(i, u64::from(*cost), t);
                 self.twin_do(|b, now| b.charge_after(id, *cost, now).unwrap());
                 self.shaped_do(|b| b.charge_after(id, *cost, caller).unwrap());
             }
@@ -674,19 +679,29 @@ impl Driver {
                 let before = before.stats(id).unwrap().used;
                 self.budget.observe_used(id, *used, caller).unwrap();
                 let after = self.budget.stats(id).unwrap().used;
+                let limit = self.cfg.buckets[i].limit;
                 match self.cfg.buckets[i].kind {
                     RKind::InFlight | RKind::Gate => assert_eq!(after, before),
                     kind => {
-                        // A figure above the limit fills the bucket, no more.
-                        assert_eq!(
-                            after,
-                            before.max((*used).min(self.cfg.buckets[i].limit)),
-                            "observe_used raises to the figure"
-                        );
-                        // Within the leading guard of a fixed window the figure may be
-                        // the previous window's count, already booked there: no single
+                        // The count rises to the figure, by at most a full bucket:
+                        // never clamped below what the venue said it holds. A ring
+                        // may take up to its oldest slot more (the slot the venue
+                        // may have dropped already).
+                        let raised = before.max((*used).min(before + limit));
+                        if matches!(kind, RKind::Sliding { .. }) {
+                            assert!(
+                                raised <= after && after <= before + limit,
+                                "observe_used raises to the figure: {before} -> {after}, figure {used}"
+                            );
+                        } else {
+                            assert_eq!(after, raised, "observe_used raises to the figure");
+                        }
+                        // What the venue holds beyond our own units in its window
+                        // came from another sender, at the latest now. Within the
+                        // leading guard of a fixed window the figure may be the
+                        // previous window's count, already booked there: no single
                         // event says that, so the model books nothing (weaker, never
-                        // wrong). Elsewhere the raise is a charge at `t`.
+                        // wrong).
                         let leading_guard = match kind {
                             RKind::Fixed {
                                 window,
@@ -695,16 +710,18 @@ impl Driver {
                             } => (t - phase).rem_euclid(window) < guard,
                             _ => false,
                         };
-                        if after > before && !leading_guard {
+                        let others = used.saturating_sub(self.model_count(i, t)).min(limit);
+                        if others > 0 && !leading_guard {
                             self.logs[i].push(Event {
                                 t,
-                                cost: after - before,
+                                cost: others,
                                 ticket: None,
                                 observed: true,
                             });
                         }
                     }
                 }
+                self.venue.observe(i, *used, t);
                 self.twin_do(|b, now| b.observe_used(id, *used, now).unwrap());
                 self.shaped_do(|b| b.observe_used(id, *used, caller).unwrap());
             }
@@ -791,6 +808,14 @@ impl Driver {
         (halted, too_big, held)
     }
 
+    /// The units of the model's log the venue counts at `t`: the last window
+    /// (sliding), the busiest window within the guard of ours holding `t` (fixed),
+    /// the units not yet drained (token).
+    fn model_count(&self, b: usize, t: i64) -> u64 {
+        let units = self.logs[b].iter().map(|e| (e.t, e.cost));
+        venue::counted(self.cfg.buckets[b].kind, units, t)
+    }
+
     /// The safety invariant for admitting `cost` to bucket `b` at `t`: with it, every
     /// interval its kind names holds at most the class's allowance.
     fn check_safe(&self, b: usize, cost: u64, class: Class, t: i64) {
@@ -810,20 +835,10 @@ impl Driver {
                     t - window
                 );
             }
-            RKind::Fixed {
-                window,
-                phase,
-                guard,
-            } => {
+            RKind::Fixed { .. } => {
                 // The earliest start x <= t of a window [x, x + W) containing t whose
                 // boundary is ours shifted by at most the guard.
-                let first = t - window + 1;
-                let r = (first - phase).rem_euclid(window);
-                let x = if r <= guard || r >= window - guard {
-                    first
-                } else {
-                    first + (window - guard - r)
-                };
+                let x = venue::window_start(spec.kind, t);
                 let in_window: u64 = log.iter().filter(|e| e.t >= x).map(|e| e.cost).sum();
                 assert!(
                     in_window + cost <= allowance,
@@ -881,6 +896,7 @@ impl Driver {
                 RKind::Gate => {}
             }
         }
+        self.venue.admit(costs, id, t);
         self.admitted += 1;
         self.tickets.push((ticket, id, costs.to_vec()));
     }
@@ -1006,6 +1022,7 @@ impl Driver {
         let caller = self.caller;
         let t = self.tick_model();
         let (ticket, id, costs) = self.tickets.remove(i);
+        self.venue.refund(id);
         let before: Vec<u64> = if self.checks.refund {
             let mut b = self.budget.clone();
             b.tick(t);

@@ -11,7 +11,7 @@
 //! - [`seqlock`] and [`stats`]: the loop publishes a stats snapshot that a
 //!   monitoring thread reads whole, never torn, without stopping the loop.
 //! - [`shm_ring`]: the single-producer single-consumer ring of fixed-size byte
-//!   slots that lives in memory shared between processes (the gateway's clients).
+//!   slots that lives in memory shared between processes (ergon-gateway's clients).
 //! - [`handle`] and [`service`]: what the pieces above are for. A strategy thread
 //!   submits through its [`handle::Handle`]; the loop runs [`service::Service`] as
 //!   its handler, charges the budget on its own thread, sends, and answers each

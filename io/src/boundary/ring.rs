@@ -13,9 +13,9 @@
 //! `io/tests/loom_ring.rs` check this very code.
 //!
 //! Why not crossbeam's `ArrayQueue` (the same design): it allocates and owns its
-//! buffer, so it cannot be laid out in a shared-memory segment as the
-//! multi-process gateway needs (a submit ring and an event ring per strategy
-//! process), and its loom models run under crossbeam's own cfg, not ours. The
+//! buffer, so it cannot be laid out in a shared-memory segment as a
+//! multi-process user needs (ergon-gateway: a submit ring and an event ring per
+//! strategy process), and its loom models run under crossbeam's own cfg, not ours. The
 //! padding and the backoff are crossbeam's (`CachePadded`, `Backoff`).
 #![allow(unsafe_code)] // The slots are written and read through raw pointers, guarded by the sequence protocol.
 

@@ -1,6 +1,6 @@
 //! A bounded single-producer single-consumer ring of fixed-size byte slots that
-//! can live in memory shared between processes (the gateway's per-client submit
-//! and event rings, [`crate::gateway::shm`]).
+//! can live in memory shared between processes (ergon-gateway's per-client
+//! submit and event rings, `ergon_gateway::shm`).
 //!
 //! Layout: an [`Indices`] block (the producer's `tail` and the consumer's `head`,
 //! each on its own 128-byte line) and `capacity` slots of `slot_bytes` each; a slot

@@ -165,8 +165,8 @@ pub struct WsOutcome {
     /// The caller's id of the request.
     pub id: u64,
     /// [`Verdict::NotRun`] if not one byte of it was written (its charge was
-    /// refunded); [`Verdict::Unknown`] if it was (reconcile by client order id,
-    /// never re-send).
+    /// refunded); [`Verdict::Unknown`] if it was (the caller reconciles it, never
+    /// re-sends it).
     pub verdict: Verdict,
     /// For Unknown: the flight, to [`Budget::complete`] once reconciled (it releases
     /// in-flight limits the request charged).
@@ -1289,7 +1289,7 @@ impl Session {
         )
     }
 
-    /// Queues a request (order entry over WebSocket) as a text message, charging the
+    /// Queues a request (a venue's WebSocket API call) as a text message, charging the
     /// message parts and `parts` together, all or none. Call [`Session::resolve`]
     /// when its answer arrives; if the connection ends first, [`WsEvent::Outcome`] says
     /// NotRun (never written, refunded) or Unknown (written: reconcile).

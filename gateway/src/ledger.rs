@@ -4,13 +4,13 @@
 //! It allocates only in [`Ledger::new`]: the slots, their request buffers, the free
 //! list and the open-addressed id index are all sized there. It never reads a clock
 //! and never touches a budget: the gateway applies the settle rule
-//! ([`crate::gateway`]) and the ledger only keeps what that rule needs.
+//! ([`crate`]) and the ledger only keeps what that rule needs.
 
 use ergon_core::{Class, Verdict};
 use ergon_venues::endpoint::Prepared;
 
 use super::events::Tag;
-use crate::client::RequestId;
+use ergon_io::client::RequestId;
 
 /// A slot of the ledger, valid until the entry is removed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -4,7 +4,8 @@
 //! clock, and reading which orders an open-orders answer lists.
 
 use ergon_core::{BucketId, Builder};
-use ergon_venues::adapt::Clock;
+use ergon_io::Culprit;
+use ergon_venues::adapt::{self, Clock};
 use ergon_venues::endpoint::Endpoints;
 
 /// What the bootstrap ([`run`](super::run)) read: the anchored venue clock and
@@ -28,6 +29,55 @@ pub struct Keys<'a> {
     pub passphrase: Option<&'a str>,
 }
 
+/// Why [`Account::declare`] refused: nothing was declared that the gateway
+/// will use.
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DeclareError {
+    /// The venue's signer refused the keys (an empty key, a secret it cannot
+    /// use). [`Culprit::Caller`].
+    Keys(adapt::Error),
+    /// The venue's published limits (Binance `exchangeInfo`) could not be read
+    /// or declared. [`Culprit::Peer`]: the venue's document.
+    Limits(adapt::Error),
+    /// The adapter's documented limits could not be declared in the builder.
+    /// [`Culprit::Caller`].
+    Buckets(adapt::Error),
+    /// The venue signs with a passphrase (OKX) and none was given.
+    /// [`Culprit::Caller`].
+    NoPassphrase,
+    /// The venue signs with the secret as text (Deribit) and it is not UTF-8.
+    /// [`Culprit::Caller`].
+    SecretNotUtf8,
+}
+
+impl DeclareError {
+    /// Who is at fault: [`Culprit::Peer`] for the venue's published limits, else
+    /// [`Culprit::Caller`] (the keys and configuration the caller gave).
+    pub fn culprit(&self) -> Culprit {
+        match self {
+            DeclareError::Limits(_) => Culprit::Peer,
+            DeclareError::Keys(_)
+            | DeclareError::Buckets(_)
+            | DeclareError::NoPassphrase
+            | DeclareError::SecretNotUtf8 => Culprit::Caller,
+        }
+    }
+}
+
+impl core::fmt::Display for DeclareError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            DeclareError::Keys(e) | DeclareError::Buckets(e) => write!(f, "{e}"),
+            DeclareError::Limits(e) => write!(f, "exchangeInfo: {e}"),
+            DeclareError::NoPassphrase => f.write_str("OKX needs the API passphrase"),
+            DeclareError::SecretNotUtf8 => f.write_str("the secret is not UTF-8"),
+        }
+    }
+}
+
+impl std::error::Error for DeclareError {}
+
 /// A venue account as the gateway drives it.
 pub trait Account: Endpoints + Sized {
     /// Declares the venue's buckets in `builder` from what the bootstrap read (its
@@ -38,7 +88,7 @@ pub trait Account: Endpoints + Sized {
         builder: &mut Builder,
         keys: &Keys<'_>,
         guard_ns: i64,
-    ) -> Result<Self, String>;
+    ) -> Result<Self, DeclareError>;
 
     /// Each counted limit's bucket and window, for a caller that sizes its load.
     fn windows(&self) -> Vec<(BucketId, i64)>;

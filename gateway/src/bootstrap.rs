@@ -14,11 +14,12 @@ use ergon_venues::response::Response;
 use super::driver::Driver;
 use super::endpoints::{Account, Boot};
 use super::machine::Gateway;
+use super::url::{resolve, UrlError};
 use super::ws_api::{WsApiStart, WsLane, CONNECTS_PER_5MIN};
-use crate::client::{ClientHandler, Error, PoolConfig, PoolId, RequestId, Sent};
-use crate::event_loop::{Context, EventLoop, LoopConfig, LoopError};
-use crate::http::Request;
-use crate::Culprit;
+use ergon_io::client::{ClientHandler, Error, PoolConfig, PoolId, RequestId, Sent};
+use ergon_io::event_loop::{Context, EventLoop, LoopConfig, LoopError};
+use ergon_io::http::Request;
+use ergon_io::Culprit;
 
 const SEC: i64 = 1_000_000_000;
 
@@ -72,26 +73,18 @@ impl Start {
     /// Defaults for the venue at `http://HOST:PORT` (resolved here, once). Errors
     /// say what is wrong with the address; `https://` is refused until the native
     /// client's TLS pools are wired into the gateway.
-    pub fn from_base(url: &str) -> Result<Self, String> {
+    pub fn from_base(url: &str) -> Result<Self, UrlError> {
+        const EXPECTED: &str = "http://HOST:PORT";
         let rest = match url.split_once("://") {
             Some(("http", rest)) => rest,
-            Some(("https", _)) => {
-                return Err("https:// is not supported by the gateway yet: http:// only".into())
-            }
-            _ => return Err(format!("{url:?}: expected http://HOST:PORT")),
+            Some(("https", _)) => return Err(UrlError::Tls("https")),
+            _ => return Err(UrlError::form(url, EXPECTED)),
         };
         let authority = rest.trim_end_matches('/');
         if authority.is_empty() || authority.contains(['/', '@', '?']) {
-            return Err(format!("{url:?}: expected http://HOST:PORT with no path"));
+            return Err(UrlError::form(url, "http://HOST:PORT with no path"));
         }
-        let with_port = match authority.rsplit_once(':') {
-            Some((_, p)) if p.parse::<u16>().is_ok() => authority.to_string(),
-            _ => format!("{authority}:80"),
-        };
-        let addr = std::net::ToSocketAddrs::to_socket_addrs(&with_port)
-            .map_err(|e| format!("{authority}: {e}"))?
-            .next()
-            .ok_or_else(|| format!("{authority}: no address"))?;
+        let addr = resolve(authority)?;
         Ok(Start::new(addr, authority))
     }
 }
@@ -259,13 +252,17 @@ impl<E: Account> Gateway<E> {
     /// what reconcile queries name), and returns the
     /// loop (owning the budget and the pool) and a [`Driver`]'s gateway half with
     /// its pool. Run it with `EventLoop::run(&mut Driver { gateway, strategy, pool })`.
-    pub fn start(
+    ///
+    /// `declare`'s error (a [`DeclareError`](crate::DeclareError) from
+    /// [`Account::declare`], or any other with a `Display`) becomes a
+    /// [`StartError`] with its text, the caller's.
+    pub fn start<D: core::fmt::Display>(
         s: &Start,
         symbol: &str,
-        declare: impl FnOnce(&Boot, &mut Builder) -> Result<E, String>,
+        declare: impl FnOnce(&Boot, &mut Builder) -> Result<E, D>,
     ) -> Result<(EventLoop, Gateway<E>, PoolId), StartError> {
         let err = StartError::caller;
-        let now = crate::clock::now_ns();
+        let now = ergon_io::clock::now_ns();
         let mut b = Budget::builder();
         let any = b
             .add("bootstrap", Spec::sliding(10, SEC, 1))
@@ -313,7 +310,9 @@ impl<E: Account> Gateway<E> {
             ),
             None => None,
         };
-        let budget = builder.build(crate::clock::now_ns()).map_err(|e| err(&e))?;
+        let budget = builder
+            .build(ergon_io::clock::now_ns())
+            .map_err(|e| err(&e))?;
         let mut lp = EventLoop::new(s.loop_cfg, budget)?;
         let mut pc = pool_cfg(s);
         pc.connections = s.connections.max(1);
@@ -361,7 +360,7 @@ fn ws_lane<E: Account>(
         .try_push(Part::new(connects, 1))
         .map_err(|_| err(&"WebSocket API connect: too many parts"))?;
     let message = venue.parts(Kind::Connect).map_err(|e| err(&e))?;
-    let seed = crate::clock::now_ns() as u64 ^ u64::from(std::process::id()) << 32;
+    let seed = ergon_io::clock::now_ns() as u64 ^ u64::from(std::process::id()) << 32;
     let lane = WsLane::new(api, at, budget, &connect, &message, s.local_addr, seed);
     lane.map(Some).map_err(|e| err(&e))
 }
@@ -486,7 +485,7 @@ pub fn run<E: Account, S: super::driver::Strategy<E>>(
     pool: PoolId,
     strategy: S,
     control: std::sync::Arc<super::driver::Control>,
-) -> Result<Driver<E, S>, crate::event_loop::LoopError> {
+) -> Result<Driver<E, S>, ergon_io::event_loop::LoopError> {
     let mut d = Driver {
         gateway,
         strategy,

@@ -13,12 +13,12 @@ use std::sync::Arc;
 
 use arrayvec::ArrayString;
 use common::alloc::{self, Counting};
+use ergon_gateway::{
+    record, Account, Api, Control, Driver, Event, Gateway, Label, Prepared, Strategy,
+};
 use ergon_io::client::PoolConfig;
 use ergon_io::core::{Budget, Class};
 use ergon_io::event_loop::{EventLoop, LoopConfig};
-use ergon_io::gateway::{
-    record, Account, Api, Control, Driver, Event, Gateway, Label, Prepared, Strategy,
-};
 use ergon_venues::adapt::{Clock, Request as Kind, Venue};
 use ergon_venues::binance_spot::{Auth, BinanceSpot};
 use ergon_venues::endpoint::{

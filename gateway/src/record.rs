@@ -1,7 +1,7 @@
 //! Recording what a budget saw as an `ergon-replay` trace, off the send path.
 //!
 //! The loop thread turns each budget call into a fixed-size [`Record`] (`Copy`, no
-//! heap) and pushes it into a preallocated lock-free ring ([`crate::boundary::ring`])
+//! heap) and pushes it into a preallocated lock-free ring ([`ergon_io::boundary::ring`])
 //! with [`Recorder::push`]: one CAS and a store, no allocation, no lock, no syscall.
 //! A full ring drops the record and counts the drop ([`Recorder::dropped`]); it never
 //! waits. A writer thread ([`start`]) drains the ring, formats each record as one
@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use ergon_core::{Budget, Class, Kind as SpecKind, Spec, MAX_PARTS};
 
-use crate::boundary::ring::{bounded, CapacityError, Consumer, Producer};
+use ergon_io::boundary::ring::{bounded, CapacityError, Consumer, Producer};
 
 /// What a [`Record`] says happened.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -73,7 +73,7 @@ pub struct Record {
     pub value: i64,
 }
 
-/// The ring [`crate::gateway::Gateway::record_to`] uses: 65,536 records (about
+/// The ring [`crate::Gateway::record_to`] uses: 65,536 records (about
 /// 7 MB), seconds of a busy loop's calls if the writer stalls.
 pub const RING: usize = 1 << 16;
 

@@ -1,4 +1,4 @@
-//! The gateway: one venue account on one egress lane, one order from start to end.
+//! ergon-gateway: one venue account on one egress lane, one order from start to end.
 //!
 //! The caller prepares a typed request (a venue's [`Endpoints`] write it into a
 //! [`Prepared`]: parts, signed method/target/headers/body, deadline, client order
@@ -13,8 +13,7 @@
 //!
 //! ```text
 //! let (mut lp, gateway, pool) = Gateway::start(&Start::new(addr, host), "BTCUSDT", |boot, b| {
-//!     let info = boot.limits.as_deref().unwrap_or_default();
-//!     Ok(BinanceSpot::from_exchange_info(info, b, boot.clock, guard)?.with_auth(auth))
+//!     BinanceSpot::declare(boot, b, &keys, guard) // limits from exchangeInfo: Account::declare
 //! })?;
 //! // in the strategy (on the loop thread):
 //! api.venue_mut().new_order(&mut req, &order, api.now())?;
@@ -66,6 +65,12 @@
 //! allocates nothing: the ledger, its request buffers and the event queue are
 //! sized at construction.
 
+// Unsafe only where it is needed, each module saying why: shm::os (the system
+// calls of the shared regions), shm::region, shm::journal and shm::stats (typed
+// views of the mappings). Every unsafe block states its SAFETY reason.
+#![deny(unsafe_code)]
+#![warn(clippy::undocumented_unsafe_blocks)]
+
 mod bootstrap;
 mod driver;
 mod endpoints;
@@ -80,13 +85,14 @@ pub mod record;
 mod remote;
 #[cfg(not(ergon_loom))]
 pub mod shm;
+mod url;
 mod venues;
 mod wire;
 pub mod ws_api;
 
 pub use bootstrap::{open_ws_api, run, Start, StartError, WsProbe};
 pub use driver::{Api, Control, Driver, Strategy, GATEWAY_TIMER};
-pub use endpoints::{Account, Boot, Keys};
+pub use endpoints::{Account, Boot, DeclareError, Keys};
 pub use events::{Event, Tag, OPEN_ORDERS};
 pub use ledger::{Entry, Key, Ledger, Stage};
 pub use load::binding;
@@ -95,8 +101,9 @@ pub use machine::{Gateway, Stats, WsIn, MAX_RESENDS, RETRY_GAP_NS, SKEWS_TO_REAN
 pub use remote::{
     remote, Delivered, Remote, RemoteError, RemoteHandle, Submission, MIN_UPDATES, REMOTE_WAKE,
 };
+pub use url::UrlError;
 pub use wire::{LoopWire, Wire};
-pub use ws_api::{WsApiStart, WsApiStats, WsLane, WsState, WS_API};
+pub use ws_api::{WsApiStart, WsApiStats, WsLane, WsLaneError, WsState, WS_API};
 
 pub use ergon_venues::endpoint::{Endpoints, Label, OrderState, Prepared};
 pub use labels::{LabelError, LabelMonitor, LabelReader, Labels, MAX_LABELS};

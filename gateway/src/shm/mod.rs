@@ -21,7 +21,7 @@
 //!       flight table: in_flight x (tag, used), the client's own
 //! ```
 //!
-//! Both rings are [`shm_ring`](crate::boundary::shm_ring): SPSC, fixed slots,
+//! Both rings are [`shm_ring`](ergon_io::boundary::shm_ring): SPSC, fixed slots,
 //! preallocated; a full submit ring is [`ShmSubmitError::Full`] at once, and a
 //! client can never have more in flight than its ring has slots
 //! ([`ShmSubmitError::Busy`]), so its event ring (four slots per request: Retrying,

@@ -10,7 +10,7 @@ use ergon_venues::endpoint::{
 
 use ergon_venues::binance_spot_ws::Execution;
 
-use crate::gateway::Tag;
+use crate::Tag;
 
 /// The tag of [`ShmEvent::OrderUpdate`] (no request's: clients do not use it).
 pub const ORDER_UPDATE: Tag = Tag::MAX - 1;
@@ -40,7 +40,7 @@ pub enum Call<'a> {
     Account,
 }
 
-/// An event as a strategy process receives it: [`Event`](crate::gateway::Event)
+/// An event as a strategy process receives it: [`Event`](crate::Event)
 /// with the body (Applied, OpenOrders) beside it, a halted bucket by its index,
 /// and one more case, [`ShmEvent::Lost`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -110,7 +110,7 @@ pub enum ShmEvent {
         tag: Tag,
     },
     /// An order update of the gateway's user data stream
-    /// ([`Strategy::on_order_update`](crate::gateway::Strategy::on_order_update)),
+    /// ([`Strategy::on_order_update`](crate::Strategy::on_order_update)),
     /// fixed size; every client gets each one (the account's, not a request's:
     /// a client keeps those of its own client order ids). Tag [`ORDER_UPDATE`].
     OrderUpdate(Execution),
@@ -129,7 +129,7 @@ impl ShmEvent {
             | ShmEvent::Reconciled { tag, .. }
             | ShmEvent::Halted { tag, .. }
             | ShmEvent::Lost { tag } => tag,
-            ShmEvent::OpenOrders { .. } => crate::gateway::OPEN_ORDERS,
+            ShmEvent::OpenOrders { .. } => crate::OPEN_ORDERS,
             ShmEvent::OrderUpdate(_) => ORDER_UPDATE,
         }
     }
@@ -219,10 +219,10 @@ impl BadMessage {
         }
     }
 
-    /// Always [`Culprit::Peer`](crate::Culprit::Peer): only decoding finds it,
+    /// Always [`Culprit::Peer`](ergon_io::Culprit::Peer): only decoding finds it,
     /// in a slot the process at the other end of the ring wrote (encoding never
     /// writes a slot that does not decode).
-    pub fn culprit(&self) -> crate::Culprit {
+    pub fn culprit(&self) -> ergon_io::Culprit {
         match self {
             BadMessage::Short
             | BadMessage::Text
@@ -243,7 +243,7 @@ impl BadMessage {
             | BadMessage::ShortEvent
             | BadMessage::Why
             | BadMessage::Bucket
-            | BadMessage::EventKind => crate::Culprit::Peer,
+            | BadMessage::EventKind => ergon_io::Culprit::Peer,
         }
     }
 }
@@ -519,7 +519,7 @@ pub fn encode_event(ev: &ShmEvent, body: &[u8], out: &mut [u8]) -> usize {
         ShmEvent::Expired { tag } => (5, tag, 0, 0),
         ShmEvent::Reconciling { tag } => (6, tag, 0, 0),
         ShmEvent::Reconciled { tag, found } => (7, tag, 0, state_byte(found)),
-        ShmEvent::OpenOrders { age_ns } => (8, crate::gateway::OPEN_ORDERS, age_ns, 0),
+        ShmEvent::OpenOrders { age_ns } => (8, crate::OPEN_ORDERS, age_ns, 0),
         ShmEvent::Halted { tag, bucket } => (9, tag, bucket as i64, 0),
         ShmEvent::Lost { tag } => (10, tag, 0, 0),
         ShmEvent::OrderUpdate(_) => return 0,

@@ -26,9 +26,9 @@ use ergon_venues::endpoint::Prepared;
 use super::driver::{Api, Strategy};
 use super::endpoints::Account;
 use super::events::{Event, Tag};
-use crate::boundary::ring::{bounded, CapacityError, Consumer, Producer};
-use crate::boundary::wake::{pair, Parker, Waker};
-use crate::event_loop::{EventLoop, Interest, LoopError, Readiness};
+use ergon_io::boundary::ring::{bounded, CapacityError, Consumer, Producer};
+use ergon_io::boundary::wake::{pair, Parker, Waker};
+use ergon_io::event_loop::{EventLoop, Interest, LoopError, Readiness};
 
 /// The token under which [`Remote::attach`] watches the wake eventfd.
 pub const REMOTE_WAKE: u64 = (1 << 62) + 1;
@@ -98,10 +98,10 @@ pub enum RemoteError {
 }
 
 impl RemoteError {
-    /// Always [`Culprit::Policy`](crate::Culprit::Policy): a bound waited out.
-    pub fn culprit(&self) -> crate::Culprit {
+    /// Always [`Culprit::Policy`](ergon_io::Culprit::Policy): a bound waited out.
+    pub fn culprit(&self) -> ergon_io::Culprit {
         match self {
-            RemoteError::Busy(_) | RemoteError::Full(_) => crate::Culprit::Policy,
+            RemoteError::Busy(_) | RemoteError::Full(_) => ergon_io::Culprit::Policy,
         }
     }
 }

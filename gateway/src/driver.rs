@@ -12,8 +12,8 @@ use super::events::{Event, Tag};
 use super::machine::{Gateway, Stats, WsIn};
 use super::wire::LoopWire;
 use super::ws_api::{WsLane, WS_API};
-use crate::client::{ClientHandler, Error, PoolId, RequestId, Sent};
-use crate::event_loop::{Context, LoopError, Readiness};
+use ergon_io::client::{ClientHandler, Error, PoolId, RequestId, Sent};
+use ergon_io::event_loop::{Context, LoopError, Readiness};
 use ergon_venues::binance_spot_ws::Execution;
 use ergon_venues::endpoint::Prepared;
 

@@ -23,7 +23,7 @@ use arrayvec::{ArrayString, ArrayVec};
 use ergon_core::{Part, Verdict, Why, MAX_BUCKETS};
 use ergon_venues::endpoint::Label;
 
-use crate::boundary::seqlock::{seqlock, SeqReader, SeqWriter};
+use ergon_io::boundary::seqlock::{seqlock, SeqReader, SeqWriter};
 
 /// Labels a gateway can register.
 pub const MAX_LABELS: usize = 16;
@@ -61,11 +61,11 @@ impl core::fmt::Display for LabelError {
 impl std::error::Error for LabelError {}
 
 impl LabelError {
-    /// Always [`Culprit::Caller`](crate::Culprit::Caller): a name or a number
+    /// Always [`Culprit::Caller`](ergon_io::Culprit::Caller): a name or a number
     /// of labels over documented bounds.
-    pub fn culprit(&self) -> crate::Culprit {
+    pub fn culprit(&self) -> ergon_io::Culprit {
         match self {
-            LabelError::BadName | LabelError::Full => crate::Culprit::Caller,
+            LabelError::BadName | LabelError::Full => ergon_io::Culprit::Caller,
         }
     }
 }

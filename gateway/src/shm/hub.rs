@@ -17,9 +17,9 @@ use super::journal::{Found, Journal};
 use super::os::{self, Epoll, Recv};
 use super::region::{Region, SUBMIT_SLOT};
 use super::stats::StatsWriter;
-use crate::boundary::shm_ring::{PushError, ShmConsumer, ShmProducer, LEN_BYTES};
-use crate::event_loop::{EventLoop, Interest, LoopError, Readiness};
-use crate::gateway::{Account, Api, Event, Strategy, Tag, OPEN_ORDERS};
+use crate::{Account, Api, Event, Strategy, Tag, OPEN_ORDERS};
+use ergon_io::boundary::shm_ring::{PushError, ShmConsumer, ShmProducer, LEN_BYTES};
+use ergon_io::event_loop::{EventLoop, Interest, LoopError, Readiness};
 
 /// The token under which [`Hub::attach`] watches the hub's epoll set.
 pub const HUB_TOKEN: u64 = (1 << 62) + 2;

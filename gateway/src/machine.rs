@@ -18,8 +18,8 @@ use super::ledger::{Key, Ledger, Stage};
 use super::record::{self, Declarations, Kind as Rec, Record, Recorder, Writer, Written, NO_LABEL};
 use super::wire::{encode, Wire};
 use super::ws_api::{Item, SubCharge, WsLane, WsReport, WS_BIT};
-use crate::client::{RequestId, Sent};
-use crate::handler::{Readiness, Registry};
+use ergon_io::client::{RequestId, Sent};
+use ergon_io::event_loop::{Readiness, Registry};
 
 /// How long a step that could not go out waits before it is tried again, when the
 /// budget gave no better time (no idle connection, a query that settled nothing).
@@ -85,7 +85,7 @@ pub struct Stats {
     pub polls: u64,
 }
 
-/// One venue account on one egress lane. See [the module](crate::gateway) for the
+/// One venue account on one egress lane. See [the crate](crate) for the
 /// drive order and the settle rule.
 #[derive(Debug)]
 pub struct Gateway<E> {
@@ -575,9 +575,9 @@ impl<E: Account> Gateway<E> {
         self.trace.connects(&*w, &self.venue);
         let sent = match (sent, ticket) {
             (Some(s), _) => s,
-            (None, Some(t)) => Err(crate::client::Refused::Invalid(
+            (None, Some(t)) => Err(ergon_io::client::Refused::Invalid(
                 t,
-                crate::http::InvalidRequest::Method,
+                ergon_io::http::InvalidRequest::Method,
             )),
             (None, None) => return,
         };
@@ -1013,7 +1013,7 @@ impl<E: Account> Gateway<E> {
         let Ok(ticket) = charged else {
             return;
         };
-        let req = crate::http::Request::get(E::time_path());
+        let req = ergon_io::http::Request::get(E::time_path());
         let sent = w.send(&req, ticket, now + 2_000_000_000);
         self.note_connects(w);
         match sent {

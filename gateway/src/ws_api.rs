@@ -40,8 +40,10 @@ use ergon_venues::binance_spot_ws::{self, Call, Session as Api};
 use ergon_venues::endpoint::Prepared;
 use ergon_venues::response::Header;
 
-use crate::handler::{Readiness, Registry};
-use crate::ws::{self, Cause, ConnectError, HandshakeError, WsClient, WsId};
+use super::url::{resolve, UrlError};
+use ergon_io::event_loop::{Readiness, Registry};
+use ergon_io::ws::{self, Cause, ConnectError, HandshakeError, WsClient, WsId};
+use ergon_io::Culprit;
 
 /// The descriptor and timer token of the gateway's WebSocket API connection on the
 /// loop (the loop keeps the top bit of descriptor tokens); a strategy's tokens
@@ -117,24 +119,17 @@ pub struct WsApiStart {
 impl WsApiStart {
     /// `ws://HOST:PORT/PATH` (resolved here, once); `wss://` is refused until the
     /// gateway's pools take TLS.
-    pub fn from_url(url: &str, stream: bool) -> Result<Self, String> {
+    pub fn from_url(url: &str, stream: bool) -> Result<Self, UrlError> {
         let rest = match url.split_once("://") {
             Some(("ws", rest)) => rest,
-            Some(("wss", _)) => return Err("wss:// is not supported by the gateway yet".into()),
-            _ => return Err(format!("{url:?}: expected ws://HOST:PORT/PATH")),
+            Some(("wss", _)) => return Err(UrlError::Tls("wss")),
+            _ => return Err(UrlError::form(url, "ws://HOST:PORT/PATH")),
         };
         let (authority, path) = match rest.find('/') {
             Some(i) => (&rest[..i], &rest[i..]),
             None => (rest, "/ws-api/v3"),
         };
-        let with_port = match authority.rsplit_once(':') {
-            Some((_, p)) if p.parse::<u16>().is_ok() => authority.to_string(),
-            _ => format!("{authority}:80"),
-        };
-        let addr = std::net::ToSocketAddrs::to_socket_addrs(&with_port)
-            .map_err(|e| format!("{authority}: {e}"))?
-            .next()
-            .ok_or_else(|| format!("{authority}: no address"))?;
+        let addr = resolve(authority)?;
         Ok(WsApiStart {
             addr,
             host: authority.to_string(),
@@ -145,7 +140,7 @@ impl WsApiStart {
 
     /// The WebSocket API at `url`, or by default on the gateway's own venue
     /// (`ws://HOST:PORT/ws-api/v3` of `start`'s host and address).
-    pub fn of(start: &super::Start, url: Option<&str>, stream: bool) -> Result<Self, String> {
+    pub fn of(start: &super::Start, url: Option<&str>, stream: bool) -> Result<Self, UrlError> {
         match url {
             Some(u) => WsApiStart::from_url(u, stream),
             None => Ok(WsApiStart {
@@ -154,6 +149,55 @@ impl WsApiStart {
                 path: "/ws-api/v3".into(),
                 stream,
             }),
+        }
+    }
+}
+
+/// Why a [`WsLane`] could not be built. Nothing was charged or opened.
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WsLaneError {
+    /// The WebSocket session refused its configuration or its parts; its
+    /// culprit.
+    Session(ws::SetupError),
+    /// The connection could not take the egress lane's address; its culprit.
+    Lane(ConnectError),
+    /// The venue's adapter has no parts for the stream's subscribe request.
+    /// [`Culprit::Caller`].
+    Parts(ergon_venues::adapt::Error),
+    /// More connect parts than one request holds. [`Culprit::Caller`].
+    TooManyParts,
+}
+
+impl WsLaneError {
+    /// Who is at fault: the wrapped session or connection error's culprit, else
+    /// [`Culprit::Caller`] (the venue's parts the caller declared).
+    pub fn culprit(&self) -> Culprit {
+        match self {
+            WsLaneError::Session(e) => e.culprit(),
+            WsLaneError::Lane(e) => e.culprit(),
+            WsLaneError::Parts(_) | WsLaneError::TooManyParts => Culprit::Caller,
+        }
+    }
+}
+
+impl core::fmt::Display for WsLaneError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            WsLaneError::Session(e) => write!(f, "WebSocket API session: {e:?}"),
+            WsLaneError::Lane(e) => write!(f, "{e:?}"),
+            WsLaneError::Parts(e) => write!(f, "{e}"),
+            WsLaneError::TooManyParts => f.write_str("WebSocket API connect: too many parts"),
+        }
+    }
+}
+
+impl std::error::Error for WsLaneError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            WsLaneError::Session(e) => Some(e),
+            WsLaneError::Lane(e) => Some(e),
+            WsLaneError::Parts(_) | WsLaneError::TooManyParts => None,
         }
     }
 }
@@ -234,7 +278,7 @@ impl WsLane {
         message_parts: &[Part],
         local_addr: Option<SocketAddr>,
         seed: u64,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, WsLaneError> {
         let session = ws::Session::new(
             ws::WsConfig::default(),
             budget,
@@ -242,20 +286,20 @@ impl WsLane {
             message_parts,
             seed,
         )
-        .map_err(|e| format!("WebSocket API session: {e:?}"))?;
+        .map_err(WsLaneError::Session)?;
         let mut client = WsClient::new(1);
         let id = client.add(session, at.addr);
         client
             .set_local_addr(id, local_addr)
-            .map_err(|e| format!("{e:?}"))?;
+            .map_err(WsLaneError::Lane)?;
         let sub_parts = api
             .adapter()
             .parts(Call::Subscribe.kind())
-            .map_err(|e| e.to_string())?;
+            .map_err(WsLaneError::Parts)?;
         let mut connect = ergon_venues::adapt::Parts::new();
         connect
             .try_extend_from_slice(connect_parts)
-            .map_err(|_| "WebSocket API connect: too many parts".to_string())?;
+            .map_err(|_| WsLaneError::TooManyParts)?;
         Ok(WsLane {
             client,
             id,

@@ -9,13 +9,9 @@ use ergon_venues::json;
 use ergon_venues::okx::{self, Okx};
 
 use super::endpoints::Boot;
-use super::endpoints::{Account, Keys};
+use super::endpoints::{Account, DeclareError, Keys};
 
 const SEC: i64 = 1_000_000_000;
-
-fn text(e: impl core::fmt::Display) -> String {
-    e.to_string()
-}
 
 /// Calls `f` with the string field `key` of each object in the JSON array at
 /// `path` of `body` (`""`: the body itself).
@@ -43,11 +39,17 @@ fn each_string(body: &[u8], path: &str, key: &str, f: &mut dyn FnMut(&[u8])) {
 
 impl Account for BinanceSpot {
     /// Limits from `exchangeInfo`; signed with a 2 s recvWindow.
-    fn declare(boot: &Boot, b: &mut Builder, k: &Keys<'_>, guard_ns: i64) -> Result<Self, String> {
+    fn declare(
+        boot: &Boot,
+        b: &mut Builder,
+        k: &Keys<'_>,
+        guard_ns: i64,
+    ) -> Result<Self, DeclareError> {
         let info = boot.limits.as_deref().unwrap_or_default();
-        let auth = binance_spot::Auth::new(k.api_key, k.secret, 2_000).map_err(text)?;
+        let auth = binance_spot::Auth::new(k.api_key, k.secret, 2_000);
+        let auth = auth.map_err(DeclareError::Keys)?;
         let v = BinanceSpot::from_exchange_info(info, b, boot.clock, guard_ns);
-        Ok(v.map_err(|e| format!("exchangeInfo: {e}"))?.with_auth(auth))
+        Ok(v.map_err(DeclareError::Limits)?.with_auth(auth))
     }
 
     fn windows(&self) -> Vec<(BucketId, i64)> {
@@ -91,9 +93,15 @@ impl Account for BinanceSpot {
 
 impl Account for Bybit {
     /// The adapter's documented limits ([`bybit::Config::default`]); a 5 s recvWindow.
-    fn declare(boot: &Boot, b: &mut Builder, k: &Keys<'_>, _guard: i64) -> Result<Self, String> {
-        let auth = bybit::Auth::new(k.api_key, k.secret, 5_000).map_err(text)?;
-        let v = Bybit::new(b, boot.clock, bybit::Config::default()).map_err(text)?;
+    fn declare(
+        boot: &Boot,
+        b: &mut Builder,
+        k: &Keys<'_>,
+        _guard: i64,
+    ) -> Result<Self, DeclareError> {
+        let auth = bybit::Auth::new(k.api_key, k.secret, 5_000).map_err(DeclareError::Keys)?;
+        let v = Bybit::new(b, boot.clock, bybit::Config::default());
+        let v = v.map_err(DeclareError::Buckets)?;
         Ok(v.with_auth(auth))
     }
 
@@ -132,10 +140,17 @@ impl Account for Bybit {
 impl Account for Okx {
     /// The adapter's documented limits ([`okx::Config::default`]); requests expire
     /// 5 s after they are stamped. The passphrase is required.
-    fn declare(boot: &Boot, b: &mut Builder, k: &Keys<'_>, _guard: i64) -> Result<Self, String> {
-        let pass = k.passphrase.ok_or("OKX needs the API passphrase")?;
-        let auth = okx::Auth::new(k.api_key, k.secret, pass, 5_000).map_err(text)?;
-        let v = Okx::new(b, boot.clock, okx::Config::default()).map_err(text)?;
+    fn declare(
+        boot: &Boot,
+        b: &mut Builder,
+        k: &Keys<'_>,
+        _guard: i64,
+    ) -> Result<Self, DeclareError> {
+        let pass = k.passphrase.ok_or(DeclareError::NoPassphrase)?;
+        let auth = okx::Auth::new(k.api_key, k.secret, pass, 5_000);
+        let auth = auth.map_err(DeclareError::Keys)?;
+        let v = Okx::new(b, boot.clock, okx::Config::default());
+        let v = v.map_err(DeclareError::Buckets)?;
         Ok(v.with_auth(auth))
     }
 
@@ -194,13 +209,18 @@ impl Account for Deribit {
     /// connection faster than another) would find it short. One request of burst
     /// (50 ms of refill for the credits, 200 ms for the matching engine) absorbs
     /// that; the run's use stays above 95% of what the pools allow.
-    fn declare(boot: &Boot, b: &mut Builder, k: &Keys<'_>, _guard: i64) -> Result<Self, String> {
-        let secret = core::str::from_utf8(k.secret).map_err(|_| "the secret is not UTF-8")?;
+    fn declare(
+        boot: &Boot,
+        b: &mut Builder,
+        k: &Keys<'_>,
+        _guard: i64,
+    ) -> Result<Self, DeclareError> {
+        let secret = core::str::from_utf8(k.secret).map_err(|_| DeclareError::SecretNotUtf8)?;
         let mut c = deribit::Config::default();
         c.credits_max = c.credits_max.saturating_sub(u64::from(c.credit_cost));
         c.matching_burst = c.matching_burst.saturating_sub(1);
-        let v = Deribit::new(b, boot.clock, c).map_err(text)?;
-        v.with_auth(k.api_key, secret).map_err(text)
+        let v = Deribit::new(b, boot.clock, c).map_err(DeclareError::Buckets)?;
+        v.with_auth(k.api_key, secret).map_err(DeclareError::Keys)
     }
 
     /// The two credit pools, by their refill per second (token buckets: the

@@ -3,8 +3,8 @@
 //! refunds, re-sends, queries), and that an unknown write is never sent twice.
 
 use ergon_core::{BucketId, Budget, Class, Flight, Ticket, Why};
+use ergon_gateway::{Event, Gateway, OrderState, Prepared, Wire, RETRY_GAP_NS};
 use ergon_io::client::{Refused, RequestId, Sent};
-use ergon_io::gateway::{Event, Gateway, OrderState, Prepared, Wire, RETRY_GAP_NS};
 use ergon_io::http::Request;
 use ergon_venues::adapt::Clock;
 use ergon_venues::binance_spot::{Auth, BinanceSpot};

@@ -8,9 +8,9 @@ use arrayvec::ArrayVec;
 use ergon_core::{Budget, Ticket};
 use ergon_venues::endpoint::{Prepared, MAX_HEADERS};
 
-use crate::client::{PoolId, Refused, RequestId};
-use crate::event_loop::Context;
-use crate::http::Request;
+use ergon_io::client::{PoolId, Refused, RequestId};
+use ergon_io::event_loop::Context;
+use ergon_io::http::Request;
 
 /// A transport for the gateway's requests.
 pub trait Wire {

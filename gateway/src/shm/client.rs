@@ -10,8 +10,8 @@ use ergon_core::Class;
 use super::codec::{decode_event, encode_call, Call, ShmEvent};
 use super::os;
 use super::region::{Region, EVENT_SLOT, SUBMIT_SLOT};
-use crate::boundary::shm_ring::{PushError, ShmConsumer, ShmProducer, LEN_BYTES};
-use crate::gateway::Tag;
+use crate::Tag;
+use ergon_io::boundary::shm_ring::{PushError, ShmConsumer, ShmProducer, LEN_BYTES};
 
 /// Why a submit did not go over. Nothing was sent in any case.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -23,7 +23,7 @@ pub enum ShmSubmitError {
     /// The call does not fit a slot (or an argument is too long).
     TooBig,
     /// The gateway is gone (or its region is corrupt): attach again.
-    /// [`Culprit::Peer`](crate::Culprit::Peer): the other process.
+    /// [`Culprit::Peer`](ergon_io::Culprit::Peer): the other process.
     Gone,
 }
 
@@ -42,14 +42,14 @@ impl std::error::Error for ShmSubmitError {}
 
 impl ShmSubmitError {
     /// Who is at fault: Busy and Full are bounds waited out
-    /// ([`Culprit::Policy`](crate::Culprit::Policy)), TooBig a call that never
-    /// fits ([`Culprit::Caller`](crate::Culprit::Caller)), Gone the gateway
-    /// process ([`Culprit::Peer`](crate::Culprit::Peer)).
-    pub fn culprit(&self) -> crate::Culprit {
+    /// ([`Culprit::Policy`](ergon_io::Culprit::Policy)), TooBig a call that never
+    /// fits ([`Culprit::Caller`](ergon_io::Culprit::Caller)), Gone the gateway
+    /// process ([`Culprit::Peer`](ergon_io::Culprit::Peer)).
+    pub fn culprit(&self) -> ergon_io::Culprit {
         match self {
-            ShmSubmitError::Busy | ShmSubmitError::Full => crate::Culprit::Policy,
-            ShmSubmitError::TooBig => crate::Culprit::Caller,
-            ShmSubmitError::Gone => crate::Culprit::Peer,
+            ShmSubmitError::Busy | ShmSubmitError::Full => ergon_io::Culprit::Policy,
+            ShmSubmitError::TooBig => ergon_io::Culprit::Caller,
+            ShmSubmitError::Gone => ergon_io::Culprit::Peer,
         }
     }
 }
@@ -284,7 +284,7 @@ impl ShmClient {
             return true;
         }
         if self.busy {
-            let until = crate::clock::now_ns() + i64::from(timeout_ms.max(0)) * 1_000_000;
+            let until = ergon_io::clock::now_ns() + i64::from(timeout_ms.max(0)) * 1_000_000;
             let mut n = 0u32;
             loop {
                 if self.events.ready() {
@@ -295,7 +295,7 @@ impl ShmClient {
                     if self.hung_up(0) {
                         return true;
                     }
-                    if crate::clock::now_ns() >= until {
+                    if ergon_io::clock::now_ns() >= until {
                         return false;
                     }
                 }

@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64};
 use std::sync::Arc;
 
 use super::os::{memfd, Mapping};
-use crate::boundary::shm_ring::{Indices, Keep, ShmConsumer, ShmProducer};
+use ergon_io::boundary::shm_ring::{Indices, Keep, ShmConsumer, ShmProducer};
 
 /// "ergonshm".
 pub(crate) const MAGIC: u64 = u64::from_le_bytes(*b"ergonshm");
