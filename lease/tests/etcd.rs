@@ -106,14 +106,19 @@ fn three_hosts_share_the_account_demand_moves_and_a_dead_hosts_share_returns() {
             "{v:?}"
         );
     }
-    // Two windows in the steady state; the venue's count over the last one.
-    std::thread::sleep(2 * WINDOW);
-    let (_, recent) = fleet.venue_count();
-    assert!(
-        recent * 100 >= account * 85,
-        "used {recent} of {account} in the last window ({:?})",
-        fleet.limits()
+    // Together they use at least 85 % of the account: a last window that full comes
+    // within a few windows (a loaded machine starves a loop thread now and then;
+    // grants that did not add up to the pool would never get there).
+    let mut best = 0;
+    let took = wait_for(
+        "a window with 85 % of the account used",
+        10 * WINDOW,
+        || {
+            best = best.max(fleet.venue_count().1);
+            best * 100 >= account * 85
+        },
     );
+    eprintln!("{best} of {account} used in one window, {took:?} into the steady state");
     fleet.assert_never_over();
 
     // Host 2 goes idle: its grant follows its demand down, the others' up.
