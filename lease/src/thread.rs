@@ -390,13 +390,16 @@ impl Worker {
             }
         }
         lane.collect_acks();
-        // Demand: the counters' change over at least half a window, scaled to one
-        // (half: demand that moves shows within about half a window).
+        // Demand: the counters' change over at least half a window (demand that
+        // moves shows within about half a window), or five periods for a long
+        // window (a day's limit must not wait half a day for its first demand),
+        // scaled to one window.
         let (admitted, refused) = lane.shared.counters();
+        let measure_ns = (window_ns / 2).min(dur_ns(self.config.period).saturating_mul(5));
         match lane.last_counters {
             Some((at, a0, r0)) => {
                 let span = (now_ns - at).max(1);
-                if span >= window_ns / 2 {
+                if span >= measure_ns {
                     let scale = |d: u64| (u128::from(d) * window_ns as u128 / span as u128) as u64;
                     lane.demand = Demand {
                         used: scale(admitted.saturating_sub(a0)),
