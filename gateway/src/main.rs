@@ -212,7 +212,7 @@ fn serve<E: Account>(a: &Args, start: &Start, keys: &Keys<'_>, symbol: &str) -> 
     gw.poll_open_orders(500 * MS);
     let name = a.name.clone().unwrap_or_default();
     // Kept until the loop returns: dropping it stops the lease thread.
-    let (_lease, leases) = start_leases(a, lp.budget_mut(), &name)?;
+    let (_lease, leases) = start_leases(a, lp.budget_mut(), gw.venue_mut(), &name)?;
     let cfg = HubConfig {
         name: name.clone(),
         max_clients: a.max_clients,
@@ -244,9 +244,10 @@ fn serve<E: Account>(a: &Args, start: &Start, keys: &Keys<'_>, symbol: &str) -> 
 /// given: each such bucket starts at the safe share at once, and takes its grant
 /// from the hub's turns on. The pool is the limit minus every host's safe share.
 #[allow(clippy::type_complexity)]
-fn start_leases(
+fn start_leases<E: Account>(
     a: &Args,
     budget: &mut ergon_io::core::Budget,
+    venue: &mut E,
     name: &str,
 ) -> Result<
     (
@@ -285,6 +286,10 @@ fn start_leases(
         budget
             .set_limit(id, safe, 0)
             .map_err(|e| format!("{bucket}: the safe share {safe}: {e}"))?;
+        // The venue's order counts are the account's: they must not raise it.
+        if !venue.lease_bucket(id) {
+            return Err(format!("--etcd: the adapter does not know {bucket}"));
+        }
         ids.push(id);
         buckets.push(BucketLease {
             name: bucket,
