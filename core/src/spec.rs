@@ -211,6 +211,18 @@ impl Spec {
         }
     }
 
+    /// The same spec with another limit (burst for token buckets); `None` for a
+    /// gate, which has no limit. Check the result with [`Spec::validate`].
+    pub(crate) const fn with_limit(mut self, new: u64) -> Option<Self> {
+        match &mut self.kind {
+            Kind::Sliding { limit, .. } | Kind::Fixed { limit, .. } => *limit = new,
+            Kind::InFlight { limit } => *limit = new,
+            Kind::Token { burst, .. } => *burst = new,
+            Kind::Gate => return None,
+        }
+        Some(self)
+    }
+
     pub(crate) fn validate(&self) -> Result<(), ConfigError> {
         if self.misapplied {
             return Err(ConfigError::OptionNotForKind);

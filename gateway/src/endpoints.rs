@@ -93,6 +93,13 @@ pub trait Account: Endpoints + Sized {
     /// Each counted limit's bucket and window, for a caller that sizes its load.
     fn windows(&self) -> Vec<(BucketId, i64)>;
 
+    /// `bucket`'s limit is a grant shared by several hosts (`ergon-lease`): the
+    /// venue's account-wide usage figures for it must no longer raise it. Whether
+    /// the adapter knows the bucket (default: it feeds no such figure).
+    fn lease_bucket(&mut self, _bucket: BucketId) -> bool {
+        false
+    }
+
     /// The unsigned path that answers the venue's time.
     fn time_path() -> &'static str;
 

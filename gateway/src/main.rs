@@ -9,7 +9,8 @@ use std::sync::Arc;
 
 use ergon_gateway::shm::{self, Hub, HubConfig};
 use ergon_gateway::{self as gateway, Account, Control, Gateway, Keys, Start, WsApiStart};
-use ergon_io::core::Class;
+use ergon_io::core::{BucketId, Class};
+use ergon_lease::{BucketLease, LeaseConfig, LeaseThread};
 use ergon_venues::binance_spot::BinanceSpot;
 use ergon_venues::bybit::Bybit;
 use ergon_venues::okx::Okx;
@@ -20,6 +21,8 @@ const USAGE: &str = "usage:
                 [--share PCT] [--keep SECS] [--busy] [--guard-ms MS] [--journal PATH]
                 [--class-ceiling urgent|normal|bulk] [--order-entry ws|rest] [--ws-api URL]
                 [--no-stream]
+                [--etcd URL[,URL...] --account NAME --safe-share PCT --hosts N
+                 [--host NAME] [--lease-ttl SECS]]
   ergon-gateway --stats --name NAME [--once]
   ergon-gateway clear-halt BUCKET --name NAME";
 
@@ -64,6 +67,16 @@ struct Args {
     ws_api: Option<String>,
     /// The user data stream over the WebSocket API (false: `--no-stream`).
     stream: bool,
+    /// `--etcd`: the account's order limits leased through these etcd endpoints.
+    etcd: Option<Vec<String>>,
+    account: Option<String>,
+    /// `--safe-share`: this host's share of each leased limit outside the pool (0..1).
+    safe_share: Option<f64>,
+    /// `--hosts`: how many hosts share the account (each with the same safe share).
+    hosts: Option<u64>,
+    /// `--host`: this host's name among them (default: `--name`).
+    host: Option<String>,
+    lease_ttl_s: u64,
 }
 
 impl Args {
@@ -80,6 +93,7 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
         keep_s: 300.0,
         guard_ms: 30,
         stream: true,
+        lease_ttl_s: 10,
         ..Args::default()
     };
     while let Some(flag) = it.next() {
@@ -122,6 +136,12 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
             }
             "--ws-api" => a.ws_api = Some(value()?),
             "--no-stream" => a.stream = false,
+            "--etcd" => a.etcd = Some(value()?.split(',').map(str::to_owned).collect()),
+            "--account" => a.account = Some(value()?),
+            "--safe-share" => a.safe_share = Some(num(value()?, 0.01, 50.0)? / 100.0),
+            "--hosts" => a.hosts = Some(num(value()?, 1.0, 64.0)? as u64),
+            "--host" => a.host = Some(value()?),
+            "--lease-ttl" => a.lease_ttl_s = num(value()?, 2.0, 300.0)? as u64,
             "--busy" => a.busy = true,
             "--stats" => a.stats = true,
             "--once" => a.once = true,
@@ -160,6 +180,19 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
     if a.ws() && a.venue.as_deref() != Some("binance-spot") {
         return Err("--order-entry ws: only binance-spot has a WebSocket API here".into());
     }
+    let lease_flags = a.account.is_some() || a.safe_share.is_some() || a.hosts.is_some();
+    match (&a.etcd, lease_flags) {
+        (None, true) => return Err("--account, --safe-share and --hosts go with --etcd".into()),
+        (Some(_), _) if a.account.is_none() || a.safe_share.is_none() || a.hosts.is_none() => {
+            return Err("--etcd needs --account NAME, --safe-share PCT and --hosts N".into())
+        }
+        (Some(_), _) if a.venue.as_deref() != Some("binance-spot") => {
+            return Err(
+                "--etcd: only binance-spot's account limits (ORDERS_*) are leased here".into(),
+            )
+        }
+        _ => {}
+    }
     Ok(a)
 }
 
@@ -178,6 +211,8 @@ fn serve<E: Account>(a: &Args, start: &Start, keys: &Keys<'_>, symbol: &str) -> 
     }
     gw.poll_open_orders(500 * MS);
     let name = a.name.clone().unwrap_or_default();
+    // Kept until the loop returns: dropping it stops the lease thread.
+    let (_lease, leases) = start_leases(a, lp.budget_mut(), gw.venue_mut(), &name)?;
     let cfg = HubConfig {
         name: name.clone(),
         max_clients: a.max_clients,
@@ -186,6 +221,7 @@ fn serve<E: Account>(a: &Args, start: &Start, keys: &Keys<'_>, symbol: &str) -> 
         share: a.share,
         class_ceiling: a.class_ceiling,
         journal: Some(a.journal.clone().unwrap_or_else(|| journal_path(&name))),
+        leases,
         ..HubConfig::default()
     };
     let journal = cfg.journal.clone();
@@ -202,6 +238,86 @@ fn serve<E: Account>(a: &Args, start: &Start, keys: &Keys<'_>, symbol: &str) -> 
         let _ = std::fs::remove_file(j);
     }
     Ok(())
+}
+
+/// A lease thread for the account's order limits (`ORDERS_*`) when `--etcd` is
+/// given: each such bucket starts at the safe share at once, and takes its grant
+/// from the hub's turns on. The pool is the limit minus every host's safe share.
+#[allow(clippy::type_complexity)]
+fn start_leases<E: Account>(
+    a: &Args,
+    budget: &mut ergon_io::core::Budget,
+    venue: &mut E,
+    name: &str,
+) -> Result<
+    (
+        Option<LeaseThread>,
+        Vec<(BucketId, Arc<ergon_lease::Shared>)>,
+    ),
+    String,
+> {
+    let (Some(etcd), Some(account), Some(pct), Some(hosts)) =
+        (&a.etcd, &a.account, a.safe_share, a.hosts)
+    else {
+        return Ok((None, Vec::new()));
+    };
+    let mut ids = Vec::new();
+    let mut buckets = Vec::new();
+    for id in budget.ids().collect::<Vec<_>>() {
+        let bucket = budget.name(id).unwrap_or("").to_owned();
+        let Ok(spec) = budget.spec(id) else { continue };
+        let ergon_io::core::Kind::Fixed {
+            limit, window_ns, ..
+        } = spec.kind()
+        else {
+            continue;
+        };
+        if !bucket.starts_with("ORDERS_") {
+            continue;
+        }
+        let safe = ((limit as f64) * pct).floor() as u64;
+        let pool = limit.saturating_sub(safe.saturating_mul(hosts));
+        if safe == 0 || pool < hosts {
+            return Err(format!(
+                "--safe-share: {bucket} allows {limit} per window; a safe share of {safe} \
+                 for each of {hosts} hosts leaves a pool of {pool}"
+            ));
+        }
+        budget
+            .set_limit(id, safe, 0)
+            .map_err(|e| format!("{bucket}: the safe share {safe}: {e}"))?;
+        // The venue's order counts are the account's: they must not raise it.
+        if !venue.lease_bucket(id) {
+            return Err(format!("--etcd: the adapter does not know {bucket}"));
+        }
+        ids.push(id);
+        buckets.push(BucketLease {
+            name: bucket,
+            pool,
+            safe,
+            floor: 1,
+            window: std::time::Duration::from_nanos(window_ns as u64),
+        });
+    }
+    if buckets.is_empty() {
+        return Err("--etcd: the venue declared no ORDERS_* limit to lease".into());
+    }
+    let ttl = std::time::Duration::from_secs(a.lease_ttl_s);
+    let config = LeaseConfig {
+        endpoints: etcd.clone(),
+        prefix: "ergon".into(),
+        account: account.clone(),
+        host: a.host.clone().unwrap_or_else(|| name.to_owned()),
+        ttl,
+        margin: ttl / 5,
+        period: ttl / 5,
+        timeout: std::time::Duration::from_millis(500),
+        buckets,
+    };
+    let lease = LeaseThread::spawn(config, std::time::Instant::now()).map_err(|e| e.to_string())?;
+    let shared = (0..ids.len()).filter_map(|i| lease.shared(i));
+    let leases = ids.into_iter().zip(shared).collect();
+    Ok((Some(lease), leases))
 }
 
 /// The journal's default place: /dev/shm (survives the process, not the host),

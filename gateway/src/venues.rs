@@ -52,6 +52,10 @@ impl Account for BinanceSpot {
         Ok(v.map_err(DeclareError::Limits)?.with_auth(auth))
     }
 
+    fn lease_bucket(&mut self, bucket: BucketId) -> bool {
+        self.leave_to_lease(bucket)
+    }
+
     fn windows(&self) -> Vec<(BucketId, i64)> {
         self.limits
             .limits

@@ -58,6 +58,10 @@ pub struct Limit {
     pub window_ns: i64,
     /// The interval as the headers write it: `1M`, `10S`, `1D`.
     pub suffix: String,
+    /// Shared by several hosts (its limit is a grant leased through etcd): the
+    /// venue's figure for it is the account's count, every host's orders, so it is
+    /// never fed to `observe_used` (see [`BinanceSpot::leave_to_lease`]).
+    pub leased: bool,
 }
 
 /// The Binance limits of one budget, and the IP gate.
@@ -119,6 +123,7 @@ impl Limits {
                 bucket,
                 window_ns,
                 suffix,
+                leased: false,
             });
         }
         let me = Limits { limits, ip, clock };
@@ -257,6 +262,9 @@ impl Limits {
                 else {
                     continue; // an interval this budget does not declare
                 };
+                if limit.leased {
+                    continue; // the account's count, not this host's
+                }
                 if adapt::observe_header(budget, limit.bucket, h.value, now).is_err() {
                     bad = bad.or(Some(family));
                 }
@@ -560,6 +568,19 @@ pub struct BinanceSpot {
 }
 
 impl BinanceSpot {
+    /// Marks `bucket` as leased (shared by several hosts through etcd): the
+    /// venue's usage figures for it (`X-MBX-ORDER-COUNT-*`, the WebSocket API's
+    /// `rateLimits`) count every host's orders, so they no longer raise it. Whether
+    /// `bucket` is one of its limits.
+    pub fn leave_to_lease(&mut self, bucket: BucketId) -> bool {
+        let mut found = false;
+        for l in self.limits.limits.iter_mut().filter(|l| l.bucket == bucket) {
+            l.leased = true;
+            found = true;
+        }
+        found
+    }
+
     /// Its key, signing key and receive window (for its WebSocket API session).
     pub(crate) fn credentials(&self) -> (Option<ApiKey>, Option<HmacKey>, i64) {
         (

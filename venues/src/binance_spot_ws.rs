@@ -917,7 +917,7 @@ impl Session {
                         .adapter
                         .limits
                         .of(counts)
-                        .find(|l| l.window_ns == window);
+                        .find(|l| l.window_ns == window && !l.leased);
                     if let Some(l) = limit {
                         if budget.observe_used(l.bucket, count, now).is_err() {
                             bad = true;

@@ -36,6 +36,7 @@ use arrayvec::{ArrayString, ArrayVec};
 mod bucket;
 mod builder;
 mod charge;
+mod limit;
 mod resend;
 mod shape;
 

@@ -55,6 +55,10 @@ pub struct HubConfig {
     /// The journal of orders in flight (see the module's crash cases): written
     /// before each new order is sent, read by the next gateway on the same file.
     pub journal: Option<std::path::PathBuf>,
+    /// Buckets whose limit is an account-wide grant leased through etcd
+    /// (`ergon_lease`): each turn the hub applies what the lease thread posted, and
+    /// its stats show the grant, the demand and the lease's age.
+    pub leases: Vec<(BucketId, std::sync::Arc<ergon_lease::Shared>)>,
 }
 
 impl Default for HubConfig {
@@ -68,6 +72,7 @@ impl Default for HubConfig {
             per_turn: 16,
             class_ceiling: None,
             journal: None,
+            leases: Vec::new(),
         }
     }
 }
@@ -183,6 +188,10 @@ pub struct Hub {
     recover_in_flight: usize,
     /// Orders of a dead gateway queried (and of them, found at the venue).
     pub recovered: (u64, u64),
+    /// The loop's side of each leased bucket (from [`HubConfig::leases`]).
+    leased: Vec<ergon_lease::Leased>,
+    /// The last refusal of a leased limit by the budget, for the stats.
+    lease_error: Option<ergon_core::ConfigError>,
 }
 
 fn owned_msg(e: &dyn core::fmt::Display) -> io::Error {
@@ -221,7 +230,14 @@ impl Hub {
             }
             None => (None, Vec::new()),
         };
+        let leased = cfg
+            .leases
+            .iter()
+            .map(|(id, shared)| ergon_lease::Leased::new(shared.clone(), *id))
+            .collect();
         Ok(Hub {
+            leased,
+            lease_error: None,
             clients: (0..cfg.max_clients).map(|_| None).collect(),
             gens: vec![0; cfg.max_clients],
             cfg,
@@ -739,6 +755,24 @@ impl Hub {
             g.throttled,
             g.banned
         );
+        let at = std::time::Instant::now();
+        for ((id, shared), l) in self.cfg.leases.iter().zip(&self.leased) {
+            let s = api.budget().stats(*id).unwrap_or_default();
+            l.report(s.admitted, s.refusals.full);
+            let v = shared.view(at);
+            text += &format!(
+                "lease {} grant={} limit={} used={} refused={} lease_age_ms={} epoch={} allocator={} error={}\n",
+                api.budget().name(*id).unwrap_or("?"),
+                v.grant,
+                v.limit,
+                v.used,
+                v.refused,
+                v.lease_age_ns.map_or(-1, |a| a / 1_000_000),
+                v.epoch,
+                v.allocator,
+                self.lease_error.map_or("none".into(), |e| e.to_string().replace(' ', "_")),
+            );
+        }
         let b = api.budget();
         let ids: Vec<BucketId> = b.ids().collect();
         for &id in &ids {
@@ -828,6 +862,16 @@ impl<E: Account> Strategy<E> for Hub {
     }
 
     fn on_turn(&mut self, api: &mut Api<'_, '_, E>) {
+        if !self.leased.is_empty() {
+            // The grants the lease thread posted, or the safe share past the
+            // renewal deadline: before any submit of this turn.
+            let (at, now) = (std::time::Instant::now(), api.now());
+            for l in &mut self.leased {
+                if let Err(e) = l.poll(api.budget(), at, now) {
+                    self.lease_error = Some(e);
+                }
+            }
+        }
         for c in self.clients.iter().flatten() {
             c.region.header().gw_sleeping.store(0, Ordering::Relaxed);
         }

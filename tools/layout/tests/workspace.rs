@@ -8,8 +8,9 @@ use std::path::{Path, PathBuf};
 use ergon_layout::{cycle, graphs, paths, sources, Graph};
 
 /// Crates by folder, each with a dependency the reader must see (proof it read them).
-const CRATES: [(&str, &str, &str); 6] = [
+const CRATES: [(&str, &str, &str); 7] = [
     ("core", "budget::charge", "budget"),
+    ("lease", "thread", "store"),
     ("venues", "binance_spot", "adapt"),
     ("io", "transport", "pool"),
     ("gateway", "machine", "ledger"),

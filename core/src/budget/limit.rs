@@ -1,0 +1,45 @@
+//! Changing a bucket's limit after construction: a leased bucket's limit is its
+//! current grant (the `ergon-lease` crate), which moves while the budget runs.
+//!
+//! Never allocates; a refused change leaves the budget as it was.
+
+use super::Budget;
+use crate::spec::ConfigError;
+use crate::ticket::BucketId;
+
+impl Budget {
+    /// Sets the limit of `bucket` (the burst of a token bucket) to `limit` at `now_ns`.
+    ///
+    /// The bucket keeps what it counted: lowered below its current count, it refuses
+    /// until enough of that count leaves its window; raised, the new room is usable at
+    /// once. Class headroom stays as declared, so the limit must stay above Bulk's
+    /// headroom. Tickets and shapes charged or registered before stay valid.
+    ///
+    /// Refused, changing nothing (the clock included), with the error
+    /// [`Builder::add`](crate::Builder::add) would give the same spec:
+    /// [`ConfigError::ZeroLimit`], [`ConfigError::TooLong`] (above `i64::MAX`, or a
+    /// burst too long for the clock), [`ConfigError::BadHeadroom`] (not above the
+    /// headroom), [`ConfigError::OptionNotForKind`] (a gate has no limit) and
+    /// [`ConfigError::UnknownBucket`] (an id of another budget).
+    pub fn set_limit(
+        &mut self,
+        bucket: BucketId,
+        limit: u64,
+        now_ns: i64,
+    ) -> Result<(), ConfigError> {
+        let spec = self
+            .own(bucket)
+            .map_err(|_| ConfigError::UnknownBucket)?
+            .spec
+            .with_limit(limit)
+            .ok_or(ConfigError::OptionNotForKind)?;
+        spec.validate()?;
+        let now = self.clock(now_ns);
+        self.change(bucket, now, |b| {
+            b.spec = spec;
+            b.allowances = spec.allowances();
+            b.stats.limit = limit;
+        })
+        .map_err(|_| ConfigError::UnknownBucket)
+    }
+}

@@ -1,0 +1,245 @@
+//! The hand-off between the lease thread and the loop thread: a few atomics per
+//! leased bucket, no lock, no allocation, no system call on the loop's side.
+//!
+//! The lease thread posts the bucket's limit (safe share plus grant) and the instant
+//! until which it holds (its renewal deadline); the loop, once per turn, applies it
+//! with [`Budget::set_limit`], and falls back to the safe share by itself when the
+//! deadline passes, even if the lease thread is stuck in a call to etcd. The loop
+//! publishes what it applied (the lease thread acknowledges a lowered grant only
+//! after that) and its counters (the demand).
+//!
+//! The posted pair is a seqlock on atomics (Boehm, "Can seqlocks get along with
+//! programming language memory models?"): one writer (the lease thread); a reader
+//! that sees a write under way keeps what it had for one more turn. Every atomic
+//! comes from `crate::sync`, so the loom model (`tests/loom_handoff.rs`) checks
+//! this very code.
+
+use crate::sync::{fence, Arc, AtomicI64, AtomicU64, Ordering};
+use std::time::Instant;
+
+use ergon_core::{BucketId, Budget, ConfigError};
+
+/// The state shared by the two threads for one leased bucket.
+#[derive(Debug)]
+pub struct Shared {
+    origin: Instant,
+    safe: u64,
+    /// Even when no post is under way.
+    seq: AtomicU64,
+    limit: AtomicU64,
+    deadline_ns: AtomicI64,
+    /// The `seq` of the last post the loop applied.
+    applied: AtomicU64,
+    /// The limit in force in the budget.
+    in_force: AtomicU64,
+    /// The budget's cumulative admitted units and refusals, as the loop last saw.
+    admitted: AtomicU64,
+    refused: AtomicU64,
+    /// What a monitor shows, written by the lease thread each round.
+    grant: AtomicU64,
+    demand_used: AtomicU64,
+    demand_refused: AtomicU64,
+    renewed_ns: AtomicI64,
+    epoch: AtomicU64,
+    allocator: AtomicU64,
+}
+
+/// What a monitor (`--stats`) shows of one leased bucket; read from atomics only,
+/// so the loop thread may read it too.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct View {
+    /// The limit in force in the budget (safe share plus usable grant).
+    pub limit: u64,
+    /// The grant read last (usable or not).
+    pub grant: u64,
+    /// Units used in the last window, as published.
+    pub used: u64,
+    /// Refusals in the last window, as published.
+    pub refused: u64,
+    /// Nanoseconds since the last successful renewal was sent; `None` without a lease.
+    pub lease_age_ns: Option<i64>,
+    /// The epoch of the grant table the budget uses.
+    pub epoch: u64,
+    /// Whether this host is the allocator.
+    pub allocator: bool,
+}
+
+impl Shared {
+    /// The shared state of a bucket whose safe share is `safe`; times are measured
+    /// from `origin` (the same `Instant` for both threads).
+    pub fn new(safe: u64, origin: Instant) -> Arc<Self> {
+        Arc::new(Shared {
+            origin,
+            safe,
+            seq: AtomicU64::new(0),
+            limit: AtomicU64::new(safe),
+            deadline_ns: AtomicI64::new(i64::MIN),
+            applied: AtomicU64::new(0),
+            in_force: AtomicU64::new(0),
+            admitted: AtomicU64::new(0),
+            refused: AtomicU64::new(0),
+            grant: AtomicU64::new(0),
+            demand_used: AtomicU64::new(0),
+            demand_refused: AtomicU64::new(0),
+            renewed_ns: AtomicI64::new(i64::MIN),
+            epoch: AtomicU64::new(0),
+            allocator: AtomicU64::new(0),
+        })
+    }
+
+    /// Nanoseconds from the origin to `t` (saturating).
+    pub fn ns(&self, t: Instant) -> i64 {
+        i64::try_from(t.saturating_duration_since(self.origin).as_nanos()).unwrap_or(i64::MAX)
+    }
+
+    /// The safe share.
+    pub fn safe(&self) -> u64 {
+        self.safe
+    }
+
+    /// Lease thread: posts `limit`, usable before `deadline_ns`. Returns the post's
+    /// sequence number (see [`Shared::applied`]). One writer only.
+    pub fn post(&self, limit: u64, deadline_ns: i64) -> u64 {
+        let s = self.seq.load(Ordering::Relaxed);
+        self.seq.store(s + 1, Ordering::Relaxed);
+        fence(Ordering::Release);
+        self.limit.store(limit, Ordering::Relaxed);
+        self.deadline_ns.store(deadline_ns, Ordering::Relaxed);
+        self.seq.store(s + 2, Ordering::Release);
+        s + 2
+    }
+
+    /// Lease thread: the sequence number of the last post the budget uses.
+    pub fn applied(&self) -> u64 {
+        self.applied.load(Ordering::Acquire)
+    }
+
+    /// Lease thread or monitor: the limit in force in the budget.
+    pub fn in_force(&self) -> u64 {
+        self.in_force.load(Ordering::Relaxed)
+    }
+
+    /// Lease thread: the loop's counters (cumulative units admitted, refusals).
+    pub fn counters(&self) -> (u64, u64) {
+        (
+            self.admitted.load(Ordering::Relaxed),
+            self.refused.load(Ordering::Relaxed),
+        )
+    }
+
+    /// Lease thread: what a monitor shows (see [`View`]); `renewed_ns` is the send
+    /// time of the last successful renewal on this origin's clock (`i64::MIN` for
+    /// none).
+    pub fn show(
+        &self,
+        grant: u64,
+        used: u64,
+        refused: u64,
+        renewed_ns: i64,
+        epoch: u64,
+        allocator: bool,
+    ) {
+        self.grant.store(grant, Ordering::Relaxed);
+        self.demand_used.store(used, Ordering::Relaxed);
+        self.demand_refused.store(refused, Ordering::Relaxed);
+        self.renewed_ns.store(renewed_ns, Ordering::Relaxed);
+        self.epoch.store(epoch, Ordering::Relaxed);
+        self.allocator
+            .store(u64::from(allocator), Ordering::Relaxed);
+    }
+
+    /// Any thread: what a monitor shows at `now`. Fields may come from two rounds.
+    pub fn view(&self, now: Instant) -> View {
+        let renewed = self.renewed_ns.load(Ordering::Relaxed);
+        View {
+            limit: self.in_force(),
+            grant: self.grant.load(Ordering::Relaxed),
+            used: self.demand_used.load(Ordering::Relaxed),
+            refused: self.demand_refused.load(Ordering::Relaxed),
+            lease_age_ns: (renewed != i64::MIN).then(|| self.ns(now).saturating_sub(renewed)),
+            epoch: self.epoch.load(Ordering::Relaxed),
+            allocator: self.allocator.load(Ordering::Relaxed) != 0,
+        }
+    }
+
+    /// The last post, read consistently: (sequence number, limit, deadline), or
+    /// `None` while a post is under way (read again next turn).
+    pub fn last_post(&self) -> Option<(u64, u64, i64)> {
+        let s1 = self.seq.load(Ordering::Acquire);
+        if s1 % 2 == 1 {
+            return None;
+        }
+        let limit = self.limit.load(Ordering::Relaxed);
+        let deadline = self.deadline_ns.load(Ordering::Relaxed);
+        fence(Ordering::Acquire);
+        let s2 = self.seq.load(Ordering::Relaxed);
+        (s1 == s2).then_some((s1, limit, deadline))
+    }
+}
+
+/// The loop's side of one leased bucket. Call [`Leased::poll`] once per turn.
+#[derive(Debug)]
+pub struct Leased {
+    shared: Arc<Shared>,
+    bucket: BucketId,
+    seen: u64,
+    limit: u64,
+    deadline_ns: i64,
+    in_force: u64,
+}
+
+impl Leased {
+    /// The loop's side of `bucket` in a budget, sharing `shared` with the lease
+    /// thread. The bucket starts at the safe share at the first [`Leased::poll`].
+    pub fn new(shared: Arc<Shared>, bucket: BucketId) -> Self {
+        let safe = shared.safe;
+        Leased {
+            shared,
+            bucket,
+            seen: 0,
+            limit: safe,
+            deadline_ns: i64::MIN,
+            in_force: 0,
+        }
+    }
+
+    /// Applies the posted limit, or the safe share once its deadline passed, at
+    /// `now` (the instant the loop read this turn) and `budget_now_ns` (the budget's
+    /// clock). Returns the limit in force. Never blocks, allocates or calls the
+    /// system; a refused limit (zero, not above the class headroom) leaves the last
+    /// one in force and is returned as the error.
+    pub fn poll(
+        &mut self,
+        budget: &mut Budget,
+        now: Instant,
+        budget_now_ns: i64,
+    ) -> Result<u64, ConfigError> {
+        if let Some((seq, limit, deadline)) = self.shared.last_post() {
+            if seq != self.seen {
+                self.seen = seq;
+                self.limit = limit;
+                self.deadline_ns = deadline;
+            }
+        }
+        let want = if self.shared.ns(now) < self.deadline_ns {
+            self.limit
+        } else {
+            self.limit.min(self.shared.safe)
+        };
+        if want != self.in_force {
+            budget.set_limit(self.bucket, want, budget_now_ns)?;
+            self.in_force = want;
+            self.shared.in_force.store(want, Ordering::Relaxed);
+        }
+        // After set_limit: the lease thread may now acknowledge what was posted.
+        self.shared.applied.store(self.seen, Ordering::Release);
+        Ok(self.in_force)
+    }
+
+    /// Publishes the budget's counters for this bucket (cumulative units admitted and
+    /// refusals, from [`Budget::stats`]); the lease thread turns them into demand.
+    pub fn report(&self, admitted: u64, refused: u64) {
+        self.shared.admitted.store(admitted, Ordering::Relaxed);
+        self.shared.refused.store(refused, Ordering::Relaxed);
+    }
+}

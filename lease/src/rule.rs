@@ -1,0 +1,613 @@
+//! The allocation rule, sans-IO: what each host may use of an account-wide pool.
+//!
+//! Nothing here performs I/O, reads a clock or sleeps: `now` is a parameter (i64 ns
+//! on the caller's monotonic clock), and what must be written to etcd comes out as a
+//! value ([`Write`]) that the etcd layer turns into one transaction.
+//!
+//! Two halves:
+//! - [`Allocator`]: one at a time per account and bucket. Feed it a [`Snapshot`] (the
+//!   grant table as read, with its revision, and the live hosts' reports); it answers
+//!   with the table to write, guarded by that revision.
+//! - [`Host`]: one per gateway. Feed it its lease's renewals and the tables it reads;
+//!   [`Host::usable`] is the grant it may use now, [`Host::poll_timeout`] the instant
+//!   that changes on its own (the renewal deadline).
+//!
+//! The invariants, which the property test (`tests/allocation.rs`) checks against a
+//! reference of what each host could have spent in any window:
+//! - Every table written keeps `Σ held ≤ pool`; a host's grant is at most its held.
+//! - A grant is raised only with units no host holds.
+//! - A lowered grant stays held (others cannot get its units) until one window after
+//!   the allocator saw the host acknowledge it, or saw the host's lease gone.
+//! - A host uses a grant only until its renewal deadline: the send time of its last
+//!   successful renewal plus the TTL etcd answered, minus a margin. etcd cannot expire
+//!   the lease before that.
+//! - A write applies only if the table is still at the revision it was computed
+//!   from ([`Write::applies_at`]), so two racing allocators cannot both act on one
+//!   stale table.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// The allocation's fixed parameters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Config {
+    /// Units per window shared by every host (the account limit minus the safe
+    /// shares).
+    pub pool: u64,
+    /// The bucket's window: units spent count at the venue this long.
+    pub window_ns: i64,
+    /// Each live host's grant is at least this (or an equal split of the pool when
+    /// the floors do not fit).
+    pub floor: u64,
+}
+
+impl Config {
+    /// Checks the parameters: a window above zero.
+    pub fn validate(&self) -> Result<(), RuleError> {
+        if self.window_ns <= 0 {
+            return Err(RuleError::ZeroWindow);
+        }
+        Ok(())
+    }
+}
+
+/// A configuration or a table the rule cannot use. Every variant says what to fix.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RuleError {
+    /// The window is zero or negative.
+    ZeroWindow,
+    /// A stored table or report does not parse; the text says where.
+    Malformed(String),
+}
+
+impl fmt::Display for RuleError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RuleError::ZeroWindow => f.write_str("the window must be above zero"),
+            RuleError::Malformed(what) => write!(f, "malformed lease record: {what}"),
+        }
+    }
+}
+
+impl std::error::Error for RuleError {}
+
+/// What a host reports of its last window: units it used and units it was refused.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Demand {
+    /// Units charged in the last window.
+    pub used: u64,
+    /// Units refused in the last window (what it would have used with more).
+    pub refused: u64,
+}
+
+impl Demand {
+    /// What the host wants per window.
+    pub fn wants(&self) -> u64 {
+        self.used.saturating_add(self.refused)
+    }
+}
+
+/// One live host as the allocator reads it (its demand key, attached to its lease).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Report {
+    /// The host's name.
+    pub host: String,
+    /// The etcd lease the host's keys are attached to.
+    pub lease: i64,
+    /// Its demand.
+    pub demand: Demand,
+    /// The epoch of the last table the host applied (0 if none).
+    pub acked: u64,
+}
+
+/// One host's row of the grant table.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Entry {
+    /// The host's name.
+    pub host: String,
+    /// The lease the grant belongs to: a host with another lease must not use it.
+    pub lease: i64,
+    /// Units per window the host may use.
+    pub grant: u64,
+    /// Units reserved for the host: at least the grant, more while a lowered grant
+    /// may still be in use or still counts at the venue.
+    pub held: u64,
+    /// The epoch of the table that last lowered the grant: the shrink is done once
+    /// the host acknowledged this epoch (or a later one) and one window passed.
+    pub since: u64,
+}
+
+/// The grant table: one key in etcd, written only by the allocator, in one
+/// transaction, never attached to a lease (a dead host's units must stay held past
+/// its lease).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Table {
+    /// Incremented by every write.
+    pub epoch: u64,
+    /// The pool the allocator divided: a host configured with another pool uses no
+    /// grant from this table (a misconfigured host could otherwise over-allocate).
+    pub pool: u64,
+    /// Rows, sorted by host name.
+    pub entries: Vec<Entry>,
+}
+
+impl Table {
+    /// The row of `host` under `lease`.
+    pub fn entry(&self, host: &str, lease: i64) -> Option<&Entry> {
+        self.entries
+            .iter()
+            .find(|e| e.host == host && e.lease == lease)
+    }
+
+    /// Units held by every row.
+    pub fn held(&self) -> u64 {
+        self.entries.iter().map(|e| e.held).sum()
+    }
+
+    /// The text stored in etcd: a first line `epoch N pool P`, then one line per row
+    /// `host lease grant held since`. Host names have no whitespace
+    /// ([`valid_host`]).
+    pub fn encode(&self) -> String {
+        let mut s = format!("epoch {} pool {}\n", self.epoch, self.pool);
+        for e in &self.entries {
+            s.push_str(&format!(
+                "{} {} {} {} {}\n",
+                e.host, e.lease, e.grant, e.held, e.since
+            ));
+        }
+        s
+    }
+
+    /// Parses [`Table::encode`]'s text.
+    pub fn decode(text: &str) -> Result<Table, RuleError> {
+        let bad = |what: &str| RuleError::Malformed(format!("grant table: {what}"));
+        let mut lines = text.lines();
+        let (epoch, pool) = lines
+            .next()
+            .and_then(|l| l.strip_prefix("epoch "))
+            .and_then(|l| l.split_once(" pool "))
+            .and_then(|(e, p)| Some((e.parse().ok()?, p.parse().ok()?)))
+            .ok_or_else(|| bad("no `epoch N pool P` first line"))?;
+        let mut entries = Vec::new();
+        for line in lines {
+            let f: Vec<&str> = line.split(' ').collect();
+            let [host, lease, grant, held, since] = f[..] else {
+                return Err(bad(&format!("line {line:?} has not 5 fields")));
+            };
+            let num = |s: &str| {
+                s.parse::<u64>()
+                    .map_err(|_| bad(&format!("{s:?} in {line:?}")))
+            };
+            let e = Entry {
+                host: host.to_owned(),
+                lease: lease
+                    .parse()
+                    .map_err(|_| bad(&format!("lease {lease:?}")))?,
+                grant: num(grant)?,
+                held: num(held)?,
+                since: num(since)?,
+            };
+            if !valid_host(host) || e.grant > e.held {
+                return Err(bad(&format!("row {line:?}")));
+            }
+            entries.push(e);
+        }
+        Ok(Table {
+            epoch,
+            pool,
+            entries,
+        })
+    }
+}
+
+/// Whether `name` can name a host: 1 to 64 bytes of `[A-Za-z0-9._-]`.
+pub fn valid_host(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+}
+
+/// A host's demand key: `used refused acked`.
+pub fn encode_report(demand: Demand, acked: u64) -> String {
+    format!("{} {} {}", demand.used, demand.refused, acked)
+}
+
+/// Parses [`encode_report`]'s text into a [`Report`] for `host` under `lease`.
+pub fn decode_report(host: &str, lease: i64, text: &str) -> Result<Report, RuleError> {
+    let bad = || RuleError::Malformed(format!("demand of {host}: {text:?}"));
+    let f: Vec<u64> = text
+        .split(' ')
+        .map(|n| n.parse().map_err(|_| bad()))
+        .collect::<Result<_, _>>()?;
+    let [used, refused, acked] = f[..] else {
+        return Err(bad());
+    };
+    Ok(Report {
+        host: host.to_owned(),
+        lease,
+        demand: Demand { used, refused },
+        acked,
+    })
+}
+
+/// What the allocator read: the table at its revision, and every live host.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Snapshot {
+    /// The table's revision (etcd's `mod_revision` of the table key; 0 if absent).
+    pub revision: i64,
+    /// The table as read.
+    pub table: Table,
+    /// Every host whose lease is alive, with its demand.
+    pub reports: Vec<Report>,
+}
+
+/// A table to write, only if the table key is still at `revision`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Write {
+    /// The revision the table was computed from: etcd's compare
+    /// `mod_revision(table) == revision`.
+    pub revision: i64,
+    /// The new table.
+    pub table: Table,
+}
+
+impl Write {
+    /// The compare of the etcd transaction: whether this write may apply to a table
+    /// key now at `current`. Every store (etcd's txn, the test's model) applies it.
+    pub fn applies_at(&self, current: i64) -> bool {
+        current == self.revision
+    }
+}
+
+/// What the allocator saw of one row, on its own clock.
+#[derive(Clone, Copy, Debug, Default)]
+struct Seen {
+    /// When it first saw the host acknowledge the row's `since` epoch.
+    acked_at: Option<(u64, i64)>,
+    /// When it first saw the host's lease gone.
+    gone_at: Option<i64>,
+}
+
+/// The allocator: re-divides the pool by demand. Drive order: read a [`Snapshot`],
+/// call [`Allocator::allocate`], write the [`Write`] it returns in one transaction
+/// comparing its revision; on a failed compare, read again. Call again by
+/// [`Allocator::poll_timeout`] (a held shrink to release) or when demand moves.
+///
+/// Its memory of when it saw an acknowledgement or a lease go is its own: a new
+/// allocator starts seeing those later, which only holds units longer.
+#[derive(Debug)]
+pub struct Allocator {
+    config: Config,
+    seen: BTreeMap<(String, i64), Seen>,
+}
+
+impl Allocator {
+    /// An allocator for `config`.
+    pub fn new(config: Config) -> Result<Self, RuleError> {
+        config.validate()?;
+        Ok(Allocator {
+            config,
+            seen: BTreeMap::new(),
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> Config {
+        self.config
+    }
+
+    /// The earliest instant a held shrink or a gone host's units can be released.
+    pub fn poll_timeout(&self) -> Option<i64> {
+        let w = self.config.window_ns;
+        self.seen
+            .values()
+            .flat_map(|s| [s.acked_at.map(|(_, t)| t), s.gone_at])
+            .flatten()
+            .map(|t| t.saturating_add(w))
+            .min()
+    }
+
+    /// The table to write after `snap` at `now`, or `None` if nothing changes.
+    pub fn allocate(&mut self, snap: &Snapshot, now: i64) -> Option<Write> {
+        let w = self.config.window_ns;
+        let alive = |e: &Entry| {
+            snap.reports
+                .iter()
+                .find(|r| r.host == e.host && r.lease == e.lease)
+        };
+        let epoch = snap.table.epoch + 1;
+        let mut rows: Vec<Entry> = Vec::new();
+        let mut kept = BTreeMap::new();
+        // Observe and release.
+        for e in &snap.table.entries {
+            let key = (e.host.clone(), e.lease);
+            let mut seen = self.seen.get(&key).copied().unwrap_or_default();
+            let mut e = e.clone();
+            match alive(&e) {
+                None => {
+                    let gone = *seen.gone_at.get_or_insert(now);
+                    if now >= gone.saturating_add(w) {
+                        continue; // its units count nowhere any more
+                    }
+                }
+                Some(r) => {
+                    seen.gone_at = None;
+                    if e.held > e.grant {
+                        if r.acked >= e.since {
+                            let at = match seen.acked_at {
+                                Some((since, at)) if since == e.since => at,
+                                _ => now,
+                            };
+                            seen.acked_at = Some((e.since, at));
+                            if now >= at.saturating_add(w) {
+                                e.held = e.grant;
+                                seen.acked_at = None;
+                            }
+                        }
+                    } else {
+                        seen.acked_at = None;
+                    }
+                }
+            }
+            kept.insert(key, seen);
+            rows.push(e);
+        }
+        // New hosts.
+        for r in &snap.reports {
+            if !rows.iter().any(|e| e.host == r.host && e.lease == r.lease) {
+                rows.push(Entry {
+                    host: r.host.clone(),
+                    lease: r.lease,
+                    grant: 0,
+                    held: 0,
+                    since: 0,
+                });
+                kept.insert((r.host.clone(), r.lease), Seen::default());
+            }
+        }
+        rows.sort_by(|a, b| (&a.host, a.lease).cmp(&(&b.host, b.lease)));
+        self.seen = kept;
+
+        // Targets for the live rows; lower first, then raise from what is free.
+        let live: Vec<usize> = (0..rows.len())
+            .filter(|&i| alive(&rows[i]).is_some())
+            .collect();
+        let wants: Vec<u64> = live
+            .iter()
+            .map(|&i| alive(&rows[i]).map_or(0, |r| r.demand.wants()))
+            .collect();
+        let targets = share(self.config.pool, self.config.floor, &wants);
+        let mut need = vec![0u64; rows.len()];
+        for (&i, &target) in live.iter().zip(&targets) {
+            let e = &mut rows[i];
+            if target < e.grant {
+                e.grant = target;
+                e.since = epoch;
+                if let Some(s) = self.seen.get_mut(&(e.host.clone(), e.lease)) {
+                    s.acked_at = None;
+                }
+            } else if target > e.grant {
+                // Up to what it holds costs nothing; past that, free units.
+                e.grant = target.min(e.held);
+                need[i] = target - e.grant;
+            }
+        }
+        let held: u64 = rows.iter().map(|e| e.held).sum();
+        let free = self.config.pool.saturating_sub(held);
+        let total: u64 = need.iter().sum();
+        for (e, &n) in rows.iter_mut().zip(&need) {
+            let give = if total <= free {
+                n
+            } else {
+                (u128::from(n) * u128::from(free) / u128::from(total)) as u64
+            };
+            e.grant += give;
+            e.held = e.held.max(e.grant);
+        }
+        if rows == snap.table.entries && snap.table.pool == self.config.pool {
+            return None;
+        }
+        Some(Write {
+            revision: snap.revision,
+            table: Table {
+                epoch,
+                pool: self.config.pool,
+                entries: rows,
+            },
+        })
+    }
+}
+
+/// Doorman's proportional share with a floor: if every want fits, each gets its
+/// want; otherwise each gets an equal share, and what the hosts below it leave is
+/// split among the others in proportion to what they want above it. Every host
+/// gets at least `floor` (or the equal share, if the floors do not fit). The
+/// targets never sum above `pool`.
+pub fn share(pool: u64, floor: u64, wants: &[u64]) -> Vec<u64> {
+    let n = wants.len() as u64;
+    if n == 0 {
+        return Vec::new();
+    }
+    let equal = pool / n;
+    let floor = floor.min(equal);
+    let wants: Vec<u64> = wants.iter().map(|&w| w.max(floor)).collect();
+    let sum: u128 = wants.iter().map(|&w| u128::from(w)).sum();
+    if sum <= u128::from(pool) {
+        return wants;
+    }
+    let left: u64 =
+        wants.iter().map(|&w| equal.saturating_sub(w)).sum::<u64>() + (pool - equal * n);
+    let extra: u128 = wants
+        .iter()
+        .map(|&w| u128::from(w.saturating_sub(equal)))
+        .sum();
+    let mut targets: Vec<u64> = wants
+        .iter()
+        .map(|&w| {
+            if w <= equal {
+                w
+            } else {
+                let over = u128::from(w - equal);
+                let more = (over * u128::from(left) / extra) as u64;
+                equal + more.min(w - equal)
+            }
+        })
+        .collect();
+    // What the rounding down left: one unit each, in order, to hosts wanting more.
+    let mut rest = pool.saturating_sub(targets.iter().sum());
+    while rest > 0 {
+        let before = rest;
+        for (t, &w) in targets.iter_mut().zip(&wants) {
+            if rest > 0 && *t < w {
+                *t += 1;
+                rest -= 1;
+            }
+        }
+        if rest == before {
+            break;
+        }
+    }
+    targets
+}
+
+/// One host's side: which grant it may use, and until when. Drive order: after
+/// creating a lease call [`Host::on_lease`]; after each successful keepalive
+/// [`Host::on_renewed`] with the instant the keepalive was *sent*; when etcd says
+/// the lease is gone, [`Host::on_lease_lost`]; for each table read,
+/// [`Host::on_table`], then apply [`Host::limit`] to the budget and acknowledge the
+/// epoch it returns only once the budget uses it. At [`Host::poll_timeout`] the
+/// limit drops to the safe share on its own: re-read [`Host::limit`] then.
+#[derive(Clone, Debug)]
+pub struct Host {
+    name: String,
+    pool: u64,
+    safe: u64,
+    margin_ns: i64,
+    /// The pool of the last table read, when it was not ours.
+    mismatch: Option<u64>,
+    lease: Option<i64>,
+    /// The grant may be used before this instant (host clock).
+    deadline: i64,
+    grant: u64,
+    epoch: u64,
+}
+
+impl Host {
+    /// A host named `name`, configured with the account's `pool`, a safe share of
+    /// `safe` units per window (outside the pool) and a renewal margin of
+    /// `margin_ns` (clock rate differences, the keepalive's transit, the loop's turn).
+    pub fn new(name: &str, pool: u64, safe: u64, margin_ns: i64) -> Result<Self, RuleError> {
+        if !valid_host(name) {
+            return Err(RuleError::Malformed(format!(
+                "host name {name:?}: 1 to 64 bytes of A-Z a-z 0-9 . _ -"
+            )));
+        }
+        Ok(Host {
+            name: name.to_owned(),
+            pool,
+            safe,
+            margin_ns: margin_ns.max(0),
+            mismatch: None,
+            lease: None,
+            deadline: i64::MIN,
+            grant: 0,
+            epoch: 0,
+        })
+    }
+
+    /// The host's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The lease held, if any.
+    pub fn lease(&self) -> Option<i64> {
+        self.lease
+    }
+
+    /// A new lease `id` was granted with `ttl_ns`, asked at `sent_at`. No grant
+    /// belongs to it yet.
+    pub fn on_lease(&mut self, id: i64, ttl_ns: i64, sent_at: i64) {
+        self.lease = Some(id);
+        self.grant = 0;
+        self.epoch = 0;
+        self.deadline = self.deadline_after(sent_at, ttl_ns);
+    }
+
+    /// A keepalive sent at `sent_at` was answered with `ttl_ns` left.
+    pub fn on_renewed(&mut self, ttl_ns: i64, sent_at: i64) {
+        if ttl_ns <= 0 {
+            self.on_lease_lost();
+            return;
+        }
+        self.deadline = self.deadline.max(self.deadline_after(sent_at, ttl_ns));
+    }
+
+    fn deadline_after(&self, sent_at: i64, ttl_ns: i64) -> i64 {
+        sent_at
+            .saturating_add(ttl_ns)
+            .saturating_sub(self.margin_ns)
+    }
+
+    /// etcd says the lease is gone: its grant is gone with it.
+    pub fn on_lease_lost(&mut self) {
+        self.lease = None;
+        self.grant = 0;
+        self.deadline = i64::MIN;
+    }
+
+    /// A table was read. Returns the epoch to acknowledge (once the budget uses
+    /// [`Host::limit`]), or `None` for a table older than one already applied.
+    pub fn on_table(&mut self, table: &Table) -> Option<u64> {
+        let lease = self.lease?;
+        if table.epoch < self.epoch {
+            return None;
+        }
+        self.epoch = table.epoch;
+        // A table divided from another pool than ours: no grant from it.
+        self.mismatch =
+            (table.pool != self.pool && !table.entries.is_empty()).then_some(table.pool);
+        self.grant = match self.mismatch {
+            Some(_) => 0,
+            None => table.entry(&self.name, lease).map_or(0, |e| e.grant),
+        };
+        Some(table.epoch)
+    }
+
+    /// The pool of the last table read, if it was not the one this host is
+    /// configured with (every host of an account must be configured alike).
+    pub fn pool_mismatch(&self) -> Option<u64> {
+        self.mismatch
+    }
+
+    /// The grant as last read (whether usable or not).
+    pub fn grant(&self) -> u64 {
+        self.grant
+    }
+
+    /// The grant it may use at `now`: 0 from its renewal deadline on.
+    pub fn usable(&self, now: i64) -> u64 {
+        if self.lease.is_some() && now < self.deadline {
+            self.grant
+        } else {
+            0
+        }
+    }
+
+    /// The bucket's limit at `now`: the safe share plus the usable grant.
+    pub fn limit(&self, now: i64) -> u64 {
+        self.safe.saturating_add(self.usable(now))
+    }
+
+    /// The instant the usable grant drops to 0 unless renewed, while it is not 0.
+    pub fn poll_timeout(&self, now: i64) -> Option<i64> {
+        (self.usable(now) > 0).then_some(self.deadline)
+    }
+
+    /// The instant of the renewal deadline (`i64::MIN` without a lease).
+    pub fn deadline(&self) -> i64 {
+        self.deadline
+    }
+}

@@ -1,0 +1,528 @@
+//! The lease thread: holds the host's etcd lease, publishes its demand, reads its
+//! grants, and, while it holds the allocator key, re-divides the pool.
+//!
+//! One thread per gateway, never the loop thread: every call here blocks on the
+//! network. It hands limits to the loop through [`Shared`] only.
+//!
+//! The keys it reads and writes are described in [`crate::store`].
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crate::etcd::{Client, EtcdError};
+use crate::handoff::Shared;
+use crate::rule::{self, Allocator, Config, Demand, Host, RuleError};
+use crate::store;
+
+/// One leased bucket.
+#[derive(Clone, Debug)]
+pub struct BucketLease {
+    /// The bucket's name in the keys (`[A-Za-z0-9._-]`).
+    pub name: String,
+    /// The pool shared by the hosts (the account limit minus every safe share).
+    pub pool: u64,
+    /// This host's safe share, outside the pool; at least 1.
+    pub safe: u64,
+    /// The least grant a live host gets (when the pool allows).
+    pub floor: u64,
+    /// The bucket's window.
+    pub window: Duration,
+}
+
+/// The lease thread's configuration.
+#[derive(Clone, Debug)]
+pub struct LeaseConfig {
+    /// etcd endpoints, `http://host:port`.
+    pub endpoints: Vec<String>,
+    /// The first path element of every key.
+    pub prefix: String,
+    /// The venue account.
+    pub account: String,
+    /// This host's name, unique among the hosts of the account.
+    pub host: String,
+    /// The lease's TTL, whole seconds (etcd's unit), at least 1.
+    pub ttl: Duration,
+    /// Subtracted from the renewal deadline: clock rate differences, the loop's turn.
+    pub margin: Duration,
+    /// How often to renew, publish and allocate.
+    pub period: Duration,
+    /// Each request to etcd is given up on one endpoint after this.
+    pub timeout: Duration,
+    /// The leased buckets.
+    pub buckets: Vec<BucketLease>,
+}
+
+/// A configuration the lease thread cannot run with.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum LeaseError {
+    /// A field is out of range; the text says which and why.
+    Config(String),
+    /// An endpoint is malformed.
+    Etcd(EtcdError),
+    /// A name or a rule parameter is invalid.
+    Rule(RuleError),
+}
+
+impl std::fmt::Display for LeaseError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LeaseError::Config(e) => write!(f, "lease configuration: {e}"),
+            LeaseError::Etcd(e) => write!(f, "{e}"),
+            LeaseError::Rule(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for LeaseError {}
+
+/// What a monitor sees of one leased bucket (`--stats`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct BucketStatus {
+    /// The bucket.
+    pub name: String,
+    /// The grant read last (usable or not).
+    pub grant: u64,
+    /// The limit in force in the budget.
+    pub limit: u64,
+    /// The demand published last.
+    pub demand: Demand,
+    /// The epoch of the table applied last.
+    pub epoch: u64,
+    /// Whether this host is the allocator.
+    pub allocator: bool,
+}
+
+/// What a monitor sees of the lease thread.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Status {
+    /// The lease held (0 for none).
+    pub lease: i64,
+    /// Time since the last successful renewal was sent, if any.
+    pub lease_age: Option<Duration>,
+    /// Each bucket.
+    pub buckets: Vec<BucketStatus>,
+    /// The last error from etcd, if the last round had one.
+    pub last_error: Option<String>,
+    /// Rounds run.
+    pub rounds: u64,
+}
+
+/// The running lease thread. Dropping it stops the thread and revokes the lease.
+#[derive(Debug)]
+pub struct LeaseThread {
+    stop: Arc<AtomicBool>,
+    revoke: Arc<AtomicBool>,
+    status: Arc<Mutex<Status>>,
+    shared: Vec<Arc<Shared>>,
+    join: Option<JoinHandle<()>>,
+}
+
+impl LeaseThread {
+    /// Checks `config` and starts the thread. `origin` is the instant the loop's
+    /// [`crate::Leased::poll`] measures from too.
+    pub fn spawn(config: LeaseConfig, origin: Instant) -> Result<Self, LeaseError> {
+        let bad = |s: &str| Err(LeaseError::Config(s.to_owned()));
+        let names = [&config.prefix, &config.account, &config.host];
+        if names.iter().any(|n| !rule::valid_host(n)) {
+            return bad("prefix, account and host: 1 to 64 bytes of A-Z a-z 0-9 . _ -");
+        }
+        if config.ttl.as_secs() < 1 || config.ttl.subsec_nanos() != 0 {
+            return bad("the TTL is whole seconds, at least 1");
+        }
+        if config.margin >= config.ttl {
+            return bad("the margin must be below the TTL");
+        }
+        if config.period.is_zero() || config.period * 2 > config.ttl.saturating_sub(config.margin) {
+            return bad("the period must be above 0 and at most half of TTL minus margin");
+        }
+        if config.buckets.is_empty() {
+            return bad("no leased bucket");
+        }
+        for b in &config.buckets {
+            if !rule::valid_host(&b.name) || b.safe == 0 || b.window.is_zero() {
+                return bad("each bucket: a valid name, a safe share of at least 1, a window");
+            }
+        }
+        let client = Client::new(&config.endpoints, config.timeout).map_err(LeaseError::Etcd)?;
+        let mut buckets = Vec::new();
+        for b in &config.buckets {
+            let allocator = Allocator::new(Config {
+                pool: b.pool,
+                window_ns: dur_ns(b.window),
+                floor: b.floor,
+            })
+            .map_err(LeaseError::Rule)?;
+            let host = Host::new(&config.host, b.pool, 0, dur_ns(config.margin))
+                .map_err(LeaseError::Rule)?;
+            buckets.push(Lane {
+                prefix: format!("/{}/{}/{}/", config.prefix, config.account, b.name),
+                shared: Shared::new(b.safe, origin),
+                host,
+                allocator,
+                acks: Vec::new(),
+                acked: 0,
+                last_counters: None,
+                demand: Demand::default(),
+                is_allocator: false,
+            });
+        }
+        let shared = buckets.iter().map(|l| l.shared.clone()).collect();
+        let stop = Arc::new(AtomicBool::new(false));
+        let status = Arc::new(Mutex::new(Status::default()));
+        let mut worker = Worker {
+            config,
+            client,
+            origin,
+            lease: None,
+            renewed_at: None,
+            lanes: buckets,
+            status: status.clone(),
+        };
+        let revoke = Arc::new(AtomicBool::new(true));
+        let (stop2, revoke2) = (stop.clone(), revoke.clone());
+        let join = std::thread::Builder::new()
+            .name("ergon-lease".into())
+            .spawn(move || worker.run(&stop2, &revoke2))
+            .map_err(|e| LeaseError::Config(format!("cannot start the thread: {e}")))?;
+        Ok(LeaseThread {
+            stop,
+            revoke,
+            status,
+            shared,
+            join: Some(join),
+        })
+    }
+
+    /// The shared state of bucket `i` (in the configuration's order), for
+    /// [`crate::Leased::new`] on the loop thread.
+    pub fn shared(&self, i: usize) -> Option<Arc<Shared>> {
+        self.shared.get(i).cloned()
+    }
+
+    /// A copy of the thread's status.
+    pub fn status(&self) -> Status {
+        self.status.lock().map(|s| s.clone()).unwrap_or_default()
+    }
+
+    /// Stops the thread: the loop falls to the safe share at its next poll, and once
+    /// it has (within one period), the lease is revoked so its units return one
+    /// window later; if the loop does not poll in time, the lease is left to run out.
+    pub fn stop(mut self) {
+        self.halt();
+    }
+
+    /// Stops the thread without revoking the lease, as if the process died: the
+    /// lease runs out on etcd's side and the host's units return one window later.
+    pub fn crash(mut self) {
+        self.revoke.store(false, Ordering::Relaxed);
+        self.halt();
+    }
+
+    fn halt(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(j) = self.join.take() {
+            let _ = j.join();
+        }
+    }
+}
+
+impl Drop for LeaseThread {
+    fn drop(&mut self) {
+        self.halt();
+    }
+}
+
+fn dur_ns(d: Duration) -> i64 {
+    i64::try_from(d.as_nanos()).unwrap_or(i64::MAX)
+}
+
+/// One bucket's state on the lease thread.
+struct Lane {
+    prefix: String,
+    shared: Arc<Shared>,
+    host: Host,
+    allocator: Allocator,
+    /// Posts not yet applied by the loop: (post seq, table epoch).
+    acks: Vec<(u64, u64)>,
+    /// The epoch the loop applied last.
+    acked: u64,
+    /// The loop's counters a window ago, and when.
+    last_counters: Option<(i64, u64, u64)>,
+    demand: Demand,
+    is_allocator: bool,
+}
+
+struct Worker {
+    config: LeaseConfig,
+    client: Client,
+    origin: Instant,
+    lease: Option<i64>,
+    renewed_at: Option<Instant>,
+    lanes: Vec<Lane>,
+    status: Arc<Mutex<Status>>,
+}
+
+impl Worker {
+    fn run(&mut self, stop: &AtomicBool, revoke: &AtomicBool) {
+        let mut rounds = 0;
+        while !stop.load(Ordering::Relaxed) {
+            let started = Instant::now();
+            let error = self.round().err().map(|e| e.to_string());
+            rounds += 1;
+            self.publish_status(error, rounds);
+            let next = started + self.config.period;
+            // Short sleeps: a stop is seen within 50 ms, and acks go out soon
+            // after the loop applies a lowered grant.
+            while !stop.load(Ordering::Relaxed) && Instant::now() < next {
+                std::thread::sleep(Duration::from_millis(10).min(self.config.period));
+                self.post_acks_only();
+            }
+        }
+        if let Some(id) = self.lease.filter(|_| revoke.load(Ordering::Relaxed)) {
+            // A revoked lease frees this host's units one window later, but the
+            // loop could go on using its grant until its deadline: first the safe
+            // share, and revoke only once the loop uses it; else the lease runs out.
+            let posts: Vec<u64> = self
+                .lanes
+                .iter()
+                .map(|l| l.shared.post(l.shared.safe(), i64::MIN))
+                .collect();
+            let until = Instant::now() + self.config.period;
+            let applied = loop {
+                let all = self
+                    .lanes
+                    .iter()
+                    .zip(&posts)
+                    .all(|(l, &seq)| l.shared.applied() >= seq);
+                if all || Instant::now() >= until {
+                    break all;
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            };
+            if applied {
+                let _ = self.client.lease_revoke(id);
+            }
+        }
+    }
+
+    fn now_ns(&self, t: Instant) -> i64 {
+        dur_ns(t.saturating_duration_since(self.origin))
+    }
+
+    fn round(&mut self) -> Result<(), EtcdError> {
+        self.renew()?;
+        let mut first_error = None;
+        for i in 0..self.lanes.len() {
+            if let Err(e) = self.bucket_round(i) {
+                first_error.get_or_insert(e);
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+
+    fn renew(&mut self) -> Result<(), EtcdError> {
+        let ttl_s = self.config.ttl.as_secs() as i64;
+        let sent = Instant::now();
+        let sent_ns = self.now_ns(sent);
+        if let Some(id) = self.lease {
+            let left = self.client.keepalive(id);
+            match left {
+                Ok(ttl) if ttl > 0 => {
+                    self.renewed_at = Some(sent);
+                    for lane in &mut self.lanes {
+                        lane.host.on_renewed(ttl * 1_000_000_000, sent_ns);
+                        lane.repost();
+                    }
+                    return Ok(());
+                }
+                Ok(_) | Err(EtcdError::Server { status: 404, .. }) => {
+                    self.lease = None;
+                    self.renewed_at = None;
+                    for lane in &mut self.lanes {
+                        lane.host.on_lease_lost();
+                        lane.repost();
+                    }
+                }
+                Err(e) => {
+                    // Keep the lease: it may still be alive. The loop falls back at
+                    // the deadline on its own.
+                    for lane in &mut self.lanes {
+                        lane.repost();
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        let sent = Instant::now();
+        let sent_ns = self.now_ns(sent);
+        let (id, ttl) = self.client.lease_grant(ttl_s)?;
+        self.lease = Some(id);
+        self.renewed_at = Some(sent);
+        for lane in &mut self.lanes {
+            lane.host.on_lease(id, ttl * 1_000_000_000, sent_ns);
+            lane.is_allocator = false;
+            lane.acks.clear();
+            lane.repost();
+        }
+        Ok(())
+    }
+
+    fn bucket_round(&mut self, i: usize) -> Result<(), EtcdError> {
+        let Some(lease) = self.lease else {
+            return Ok(());
+        };
+        let now = Instant::now();
+        let now_ns = self.now_ns(now);
+        let host = self.config.host.clone();
+        let window_ns = dur_ns(self.config.buckets[i].window);
+        let lane = &mut self.lanes[i];
+        let read = store::read_bucket(&mut self.client, &lane.prefix)?;
+        let mut snap = read.snapshot;
+        // Apply the table; acknowledge once the loop uses it.
+        if let Some(epoch) = lane.host.on_table(&snap.table) {
+            let seq = lane.repost();
+            // One entry per new epoch: a loop that stops polling leaves a short list.
+            if lane.acks.last().map_or(lane.acked, |&(_, e)| e) < epoch {
+                lane.acks.push((seq, epoch));
+            }
+        }
+        lane.collect_acks();
+        // Demand: the counters' change over at least half a window (demand that
+        // moves shows within about half a window), or five periods for a long
+        // window (a day's limit must not wait half a day for its first demand),
+        // scaled to one window.
+        let (admitted, refused) = lane.shared.counters();
+        let measure_ns = (window_ns / 2).min(dur_ns(self.config.period).saturating_mul(5));
+        match lane.last_counters {
+            Some((at, a0, r0)) => {
+                let span = (now_ns - at).max(1);
+                if span >= measure_ns {
+                    let scale = |d: u64| (u128::from(d) * window_ns as u128 / span as u128) as u64;
+                    lane.demand = Demand {
+                        used: scale(admitted.saturating_sub(a0)),
+                        refused: scale(refused.saturating_sub(r0)),
+                    };
+                    lane.last_counters = Some((now_ns, admitted, refused));
+                }
+            }
+            None => lane.last_counters = Some((now_ns, admitted, refused)),
+        }
+        let report = rule::encode_report(lane.demand, lane.acked);
+        store::write_demand(&mut self.client, &lane.prefix, &host, &report, lease)?;
+        // The allocator key: ours, someone else's, or free.
+        lane.is_allocator = match read.allocator {
+            Some((holder, l)) => holder == host && l == lease,
+            None => store::take_allocator(&mut self.client, &lane.prefix, &host, lease)?,
+        };
+        if lane.is_allocator {
+            // The demand just written is part of the snapshot.
+            if let Some(r) = snap.reports.iter_mut().find(|r| r.host == host) {
+                r.demand = lane.demand;
+                r.acked = lane.acked;
+                r.lease = lease;
+            } else {
+                snap.reports.push(rule::Report {
+                    host: host.clone(),
+                    lease,
+                    demand: lane.demand,
+                    acked: lane.acked,
+                });
+            }
+            if let Some(w) = lane.allocator.allocate(&snap, now_ns) {
+                store::write_table(&mut self.client, &lane.prefix, &w)?;
+            }
+        }
+        if let Some(theirs) = lane.host.pool_mismatch() {
+            return Err(EtcdError::BadAnswer(format!(
+                "{}: the grant table divides a pool of {theirs}, this host is configured \
+                 with {}: no grant is used until every host is configured alike",
+                lane.prefix, self.config.buckets[i].pool
+            )));
+        }
+        Ok(())
+    }
+
+    fn post_acks_only(&mut self) {
+        let Some(lease) = self.lease else { return };
+        for i in 0..self.lanes.len() {
+            let lane = &mut self.lanes[i];
+            let before = lane.acked;
+            lane.collect_acks();
+            if lane.acked != before {
+                let report = rule::encode_report(lane.demand, lane.acked);
+                let _ = store::write_demand(
+                    &mut self.client,
+                    &lane.prefix,
+                    &self.config.host,
+                    &report,
+                    lease,
+                );
+            }
+        }
+    }
+
+    fn publish_status(&self, error: Option<String>, rounds: u64) {
+        let renewed_ns = self.renewed_at.map_or(i64::MIN, |t| self.now_ns(t));
+        for l in &self.lanes {
+            l.shared.show(
+                l.host.grant(),
+                l.demand.used,
+                l.demand.refused,
+                renewed_ns,
+                l.acked,
+                l.is_allocator,
+            );
+        }
+        let status = Status {
+            lease: self.lease.unwrap_or(0),
+            lease_age: self.renewed_at.map(|t| t.elapsed()),
+            buckets: self
+                .config
+                .buckets
+                .iter()
+                .zip(&self.lanes)
+                .map(|(b, l)| BucketStatus {
+                    name: b.name.clone(),
+                    grant: l.host.grant(),
+                    limit: l.shared.in_force(),
+                    demand: l.demand,
+                    epoch: l.acked,
+                    allocator: l.is_allocator,
+                })
+                .collect(),
+            last_error: error,
+            rounds,
+        };
+        if let Ok(mut s) = self.status.lock() {
+            *s = status;
+        }
+    }
+}
+
+impl Lane {
+    /// Posts the host's limit and deadline to the loop; the post's sequence number.
+    fn repost(&mut self) -> u64 {
+        let limit = self.shared.safe().saturating_add(self.host.grant());
+        let deadline = if self.host.lease().is_some() {
+            self.host.deadline()
+        } else {
+            i64::MIN
+        };
+        self.shared.post(limit, deadline)
+    }
+
+    /// The epochs the loop now applies.
+    fn collect_acks(&mut self) {
+        let applied = self.shared.applied();
+        while let Some(&(seq, epoch)) = self.acks.first() {
+            if applied < seq {
+                break;
+            }
+            self.acked = self.acked.max(epoch);
+            self.acks.remove(0);
+        }
+    }
+}

@@ -1,0 +1,138 @@
+//! The loop's side of a leased bucket: the posted limit applies at the next poll,
+//! the safe share comes back by itself at the renewal deadline (jumped `Instant`s,
+//! no sleep), a refused limit is never acknowledged, and a reader never sees a
+//! limit with another post's deadline.
+// Real threads and the lease thread: not a loom model (tests/loom_handoff.rs is).
+#![cfg(not(ergon_loom))]
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ergon_core::{Budget, Class, ConfigError, Part, Spec};
+use ergon_lease::{Leased, Shared};
+
+const SEC: i64 = 1_000_000_000;
+
+fn setup() -> (Budget, ergon_core::BucketId, Arc<Shared>, Leased, Instant) {
+    let mut b = Budget::builder();
+    let id = b.add("orders", Spec::sliding(1, SEC, 10)).unwrap();
+    let budget = b.build(0).unwrap();
+    let origin = Instant::now();
+    let shared = Shared::new(10, origin);
+    let leased = Leased::new(shared.clone(), id);
+    (budget, id, shared, leased, origin)
+}
+
+fn at(origin: Instant, ns: i64) -> Instant {
+    origin + Duration::from_nanos(ns as u64)
+}
+
+#[test]
+fn the_safe_share_first_then_the_grant_until_its_deadline() {
+    let (mut budget, id, shared, mut leased, origin) = setup();
+    assert_eq!(leased.poll(&mut budget, origin, 0), Ok(10));
+    assert_eq!(budget.stats(id).unwrap().limit, 10);
+    let seq = shared.post(60, 2 * SEC);
+    assert!(shared.applied() < seq, "not applied before the loop polls");
+    assert_eq!(leased.poll(&mut budget, at(origin, SEC), SEC), Ok(60));
+    assert_eq!(budget.stats(id).unwrap().limit, 60);
+    assert_eq!(shared.applied(), seq);
+    assert_eq!(shared.in_force(), 60);
+    // The lease thread says nothing more: at the deadline the loop falls back alone.
+    assert_eq!(
+        leased.poll(&mut budget, at(origin, 2 * SEC - 1), 2 * SEC - 1),
+        Ok(60)
+    );
+    assert_eq!(
+        leased.poll(&mut budget, at(origin, 2 * SEC), 2 * SEC),
+        Ok(10)
+    );
+    assert_eq!(budget.stats(id).unwrap().limit, 10);
+    // A renewal moves the deadline: the grant is usable again.
+    shared.post(60, 5 * SEC);
+    assert_eq!(
+        leased.poll(&mut budget, at(origin, 3 * SEC), 3 * SEC),
+        Ok(60)
+    );
+}
+
+#[test]
+fn a_lowered_grant_binds_at_once_with_the_count_kept() {
+    let (mut budget, id, shared, mut leased, origin) = setup();
+    shared.post(60, 10 * SEC);
+    leased.poll(&mut budget, origin, 0).unwrap();
+    for _ in 0..50 {
+        let t = budget
+            .try_charge(&[Part::new(id, 1)], Class::Normal, 0)
+            .unwrap();
+        budget.complete(t.sent(), 0).unwrap();
+    }
+    shared.post(30, 10 * SEC);
+    leased.poll(&mut budget, origin, 1).unwrap();
+    assert!(budget
+        .try_charge(&[Part::new(id, 1)], Class::Normal, 2)
+        .is_err());
+}
+
+#[test]
+fn a_refused_limit_is_not_acknowledged() {
+    let mut b = Budget::builder();
+    let id = b
+        .add("orders", Spec::sliding(100, SEC, 10).headroom(20, 40))
+        .unwrap();
+    let mut budget = b.build(0).unwrap();
+    let origin = Instant::now();
+    let shared = Shared::new(50, origin);
+    let mut leased = Leased::new(shared.clone(), id);
+    assert_eq!(leased.poll(&mut budget, origin, 0), Ok(50));
+    let ok = shared.post(80, 10 * SEC);
+    leased.poll(&mut budget, origin, 0).unwrap();
+    assert_eq!(shared.applied(), ok);
+    // Not above Bulk's headroom: the budget refuses it, the last limit stays, and
+    // the lease thread must not acknowledge the post.
+    let bad = shared.post(30, 10 * SEC);
+    assert_eq!(
+        leased.poll(&mut budget, origin, 0),
+        Err(ConfigError::BadHeadroom)
+    );
+    assert!(shared.applied() < bad);
+    assert_eq!(budget.stats(id).unwrap().limit, 80);
+}
+
+#[test]
+fn a_reader_never_sees_a_torn_post() {
+    let origin = Instant::now();
+    let shared = Shared::new(1, origin);
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let (shared, stop) = (shared.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut n: u64 = 1;
+            while !stop.load(Ordering::Relaxed) {
+                // Every post pairs limit n with deadline n * 1000.
+                shared.post(n, n as i64 * 1000);
+                n += 1;
+            }
+            n
+        })
+    };
+    let (mut reads, mut busy) = (0u64, 0u64);
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_millis(300) {
+        match shared.last_post() {
+            Some((seq, limit, deadline)) if seq > 0 => {
+                assert_eq!(deadline, limit as i64 * 1000, "a torn post at {seq}");
+                reads += 1;
+            }
+            Some(_) => {}
+            None => busy += 1,
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    let posts = writer.join().unwrap();
+    assert!(
+        posts > 1000 && reads > 1000,
+        "{posts} posts, {reads} reads, {busy} under way"
+    );
+}
