@@ -660,7 +660,11 @@ impl Drop for Etcd {
     }
 }
 
+#[path = "../../lease/tests/support/etcd_bin.rs"]
+mod etcd_bin;
+
 fn etcd() -> Etcd {
+    etcd_bin::ensure_etcd();
     let port = || {
         std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())

@@ -17,22 +17,17 @@ use ergon_core::{Budget, Class, Part, Spec};
 use ergon_lease::etcd::Client;
 use ergon_lease::{BucketLease, LeaseConfig, LeaseThread, Leased};
 
-/// Whether the etcd binary is there; the tests say so and pass without it only
-/// when `ERGON_LEASE_SKIP_ETCD=1` (CI installs it).
+#[path = "../support/etcd_bin.rs"]
+mod etcd_bin;
+
+/// Whether the real-etcd tests run: always, installing etcd when it is missing,
+/// unless `ERGON_LEASE_SKIP_ETCD=1` says to skip them (they say so).
 pub fn etcd_or_skip() -> bool {
-    let found = Command::new("etcd")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !found && std::env::var("ERGON_LEASE_SKIP_ETCD").as_deref() == Ok("1") {
-        eprintln!("etcd not found: skipped (ERGON_LEASE_SKIP_ETCD=1)");
+    if std::env::var("ERGON_LEASE_SKIP_ETCD").as_deref() == Ok("1") {
+        eprintln!("real-etcd tests skipped (ERGON_LEASE_SKIP_ETCD=1)");
         return false;
     }
-    assert!(
-        found,
-        "etcd not found: apt-get install -y etcd-server (or ERGON_LEASE_SKIP_ETCD=1)"
-    );
+    etcd_bin::ensure_etcd();
     true
 }
 
