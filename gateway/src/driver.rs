@@ -246,6 +246,8 @@ impl<E: Account, S: Strategy<E>> Driver<E, S> {
         }
         report.items = items;
         self.gateway.ws_restore(report);
+        // What the items queued (a Late, an Unresolved): delivered in the same turn.
+        self.drain(cx);
         match self.gateway.ws_deadline() {
             Some(at) => {
                 let _ = cx.set_timer(WS_API, at);

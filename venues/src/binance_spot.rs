@@ -6,6 +6,14 @@
 //! Sources: <https://developers.binance.com/docs/binance-spot-api-docs/rest-api/limits>,
 //! <https://developers.binance.com/docs/binance-spot-api-docs/rest-api/general-api-information>.
 //!
+//! **NotFound bound.** A signed request is refused unless it is processed by
+//! `timestamp + recvWindow` on the venue's clock, and (per Binance's *Timing
+//! security* section and its 2025 changelog, paraphrased here: check the page)
+//! the matching engine checks it again when the order reaches it. So [`Prepared::deadline_ns`] is the last moment an
+//! order can still run: a query sent after it (plus a margin for the clock anchor)
+//! that answers -2013 means the order never ran. Binance USD-M futures
+//! (`binance_futures`) sign the same way and share the bound.
+//!
 //! The Binance table (buckets named after `rateLimits`, header matching, messages
 //! that name a window) is shared with `binance_futures`. Reading an answer never
 //! allocates.

@@ -656,6 +656,8 @@ impl Hub {
             Event::Expired { .. } => (ShmEvent::Expired { tag }, &[]),
             Event::Reconciling { .. } => (ShmEvent::Reconciling { tag }, &[]),
             Event::Reconciled { found, .. } => (ShmEvent::Reconciled { tag, found }, &[]),
+            Event::Unresolved { .. } => (ShmEvent::Unresolved { tag }, &[]),
+            Event::Late { found, .. } => (ShmEvent::Late { tag, found }, &[]),
             Event::Halted { bucket, .. } => (
                 ShmEvent::Halted {
                     tag,
