@@ -69,6 +69,16 @@ impl<E: Account> Api<'_, '_, E> {
         self.gw.submit(&mut w, req, class, tag)
     }
 
+    /// Reconciles an order a previous gateway left in flight (see
+    /// [`Gateway::recover`]); `query` comes back empty.
+    pub fn recover(&mut self, query: &mut Prepared, tag: Tag) -> Result<(), Event<'static>> {
+        let mut w = LoopWire {
+            cx: self.cx,
+            pool: self.pool,
+        };
+        self.gw.recover(&mut w, query, tag)
+    }
+
     /// The venue's endpoints.
     pub fn venue(&self) -> &E {
         self.gw.venue()

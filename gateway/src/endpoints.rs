@@ -125,6 +125,15 @@ pub trait Account: Endpoints + Sized {
         None
     }
 
+    /// For an order a previous gateway wrote before it died (its journal), whose
+    /// own deadline is not known: the time after which the venue can no longer run
+    /// it, from `query`, its query by client order id prepared now. An order
+    /// written before now with this account's signing window had its deadline
+    /// before `query`'s. None where the venue states no bound (the default).
+    fn lost_not_found_after(&self, _query: &Prepared) -> Option<i64> {
+        None
+    }
+
     /// The venue's WebSocket API session for order entry and the order stream
     /// (Binance Spot), signing as the REST endpoints do, with room for `capacity`
     /// requests in flight; None where the gateway has none.

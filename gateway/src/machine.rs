@@ -660,6 +660,44 @@ impl<E: Account> Gateway<E> {
         Ok(())
     }
 
+    /// Reconciles an order a previous gateway left in flight (its journal):
+    /// `query` is its query by client order id, prepared now. It enters the ledger
+    /// with an unknown outcome under the same rule as any other: its events are
+    /// [`Event::Reconciled`] (found; or not found by a query sent after
+    /// [`Account::lost_not_found_after`]) or [`Event::Unresolved`], under `tag`.
+    /// `Err` is [`Event::Limited`] (every slot taken: try again later) or
+    /// [`Event::Rejected`] (`query` names no order).
+    pub fn recover<W: Wire>(
+        &mut self,
+        w: &mut W,
+        query: &mut Prepared,
+        tag: Tag,
+    ) -> Result<(), Event<'static>> {
+        let now = w.now();
+        if query.client_order_id().is_none() {
+            self.stats.rejected += 1;
+            return Err(Event::Rejected { tag });
+        }
+        let bound = self.venue.lost_not_found_after(query);
+        let Some(key) = self.ledger.insert(tag, QUERY_CLASS, query) else {
+            self.stats.ledger_full += 1;
+            return Err(Event::Limited {
+                tag,
+                why: Why::Full,
+                ready_at_ns: now + RETRY_GAP_NS,
+            });
+        };
+        if let Some(e) = self.ledger.get_mut(key) {
+            e.stage = Stage::Reconcile;
+            e.at_ns = now;
+            e.unknown_since_ns = now;
+            e.not_found_after = bound;
+        }
+        self.stats.unknown += 1;
+        self.query(w, key);
+        Ok(())
+    }
+
     /// Sends `key`'s request with `ticket`; a send the transport hands back is
     /// refunded and retried (it surely did not run).
     fn send<W: Wire>(&mut self, w: &mut W, key: Key, ticket: ergon_core::Ticket) {

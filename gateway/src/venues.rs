@@ -89,6 +89,12 @@ impl Account for BinanceSpot {
         Some(req.deadline_ns().saturating_add(NOT_FOUND_MARGIN_NS))
     }
 
+    /// The query's deadline plus the margin: reads are signed with the same `recvWindow` (assumes the dead
+    /// gateway signed with the same window).
+    fn lost_not_found_after(&self, query: &Prepared) -> Option<i64> {
+        Some(query.deadline_ns().saturating_add(NOT_FOUND_MARGIN_NS))
+    }
+
     fn open_ids(&self, body: &[u8], f: &mut dyn FnMut(&[u8])) {
         each_string(body, "", "clientOrderId", f);
     }
@@ -208,6 +214,12 @@ impl Account for Okx {
             .map(|_| req.deadline_ns().saturating_add(NOT_FOUND_MARGIN_NS))
     }
 
+    /// The query's deadline plus the margin: reads carry the same window after their timestamp (assumes the dead
+    /// gateway signed with the same window).
+    fn lost_not_found_after(&self, query: &Prepared) -> Option<i64> {
+        Some(query.deadline_ns().saturating_add(NOT_FOUND_MARGIN_NS))
+    }
+
     fn open_ids(&self, body: &[u8], f: &mut dyn FnMut(&[u8])) {
         each_string(body, "data", "clOrdId", f);
     }
@@ -269,6 +281,12 @@ impl Account for Deribit {
     fn not_found_after(&self, req: &Prepared) -> Option<i64> {
         matches!(req.kind(), Some(Kind::Order))
             .then(|| req.deadline_ns().saturating_add(NOT_FOUND_MARGIN_NS))
+    }
+
+    /// The query's deadline plus the margin: the journal holds new orders, and reads use `valid_until`'s window (assumes the dead
+    /// gateway signed with the same window).
+    fn lost_not_found_after(&self, query: &Prepared) -> Option<i64> {
+        Some(query.deadline_ns().saturating_add(NOT_FOUND_MARGIN_NS))
     }
 
     fn open_ids(&self, body: &[u8], f: &mut dyn FnMut(&[u8])) {

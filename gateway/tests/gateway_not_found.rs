@@ -347,3 +347,42 @@ fn without_a_venue_bound_not_found_ends_unresolved_and_a_late_order_is_reported(
     assert_eq!(gw.poll_event(), None, "reported once");
     assert_eq!(gw.stats().late, 1);
 }
+
+/// Journal recovery follows the same rule: an order a dead gateway left in flight
+/// is not "never ran" from one query at restart (on main the hub submitted the
+/// query as a plain read, and its -2013 ended the recovery at once), only from a
+/// query sent after the venue's bound for anything it could have written.
+#[test]
+fn a_recovered_order_is_not_found_only_after_the_bound() {
+    let (mut gw, mut w) = binance();
+    let mut q = Prepared::with_capacity(512);
+    let it = ergon_venues::endpoint::OrderRef {
+        symbol: Symbol::new("BTCUSDT").unwrap(),
+        client_order_id: ClientOrderId::new("j1").unwrap(),
+    };
+    gw.venue_mut().query_order(&mut q, &it, w.now).unwrap();
+    // Written by the dead gateway before now: its deadline is before this one.
+    let bound = q.deadline_ns() + NOT_FOUND_MARGIN_NS;
+    gw.recover(&mut w, &mut q, 9).expect("adopted");
+    let mut settled = None;
+    for _ in 0..40 {
+        let (qid, target, qf, sent_at) = w.last();
+        assert!(target.contains("origClientOrderId=j1"), "{target}");
+        w.now += MS;
+        if let Some(ev) = gw.on_response(&mut w, qid, answer(400, NOT_FOUND), qf) {
+            settled = Some((ev, sent_at));
+            break;
+        }
+        next_write(&mut gw, &mut w, 10);
+    }
+    let (ev, sent_at) = settled.expect("settled");
+    assert_eq!(
+        ev,
+        Event::Reconciled {
+            tag: 9,
+            found: None
+        }
+    );
+    assert!(sent_at >= bound, "by a query sent after the bound");
+    assert!(w.queries() >= 2);
+}
