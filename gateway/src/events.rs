@@ -10,6 +10,20 @@ pub type Tag = u64;
 /// The tag of [`Event::OpenOrders`]: the gateway's own polls of open orders.
 pub const OPEN_ORDERS: Tag = Tag::MAX;
 
+/// Why a request that surely did not run is not sent again ([`Event::Expired`]).
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Expiry {
+    /// Its deadline passed (at submit, or before the budget had room again).
+    Deadline,
+    /// The venue said "not run" [`MAX_RESENDS`](crate::MAX_RESENDS) times and more:
+    /// sending the same request again would only spend the budget.
+    Resends,
+    /// The venue refused its timestamp and the adapter cannot re-sign it: the same
+    /// bytes can never pass.
+    Unsigned,
+}
+
 /// One step of a request, for the caller.
 ///
 /// Each submitted request ends with exactly one final event: [`Event::Applied`],
@@ -51,10 +65,12 @@ pub enum Event<'a> {
         /// When it is sent again.
         at_ns: i64,
     },
-    /// It surely did not run, and its deadline passed before it could be sent again.
+    /// It surely did not run, and it is not sent again: `why` says why.
     Expired {
         /// The caller's tag.
         tag: Tag,
+        /// Why it is not sent again.
+        why: Expiry,
     },
     /// Its outcome is unknown: the gateway queries it by client order id (it is
     /// never re-sent).
@@ -123,7 +139,7 @@ impl Event<'_> {
             | Event::Rejected { tag }
             | Event::Limited { tag, .. }
             | Event::Retrying { tag, .. }
-            | Event::Expired { tag }
+            | Event::Expired { tag, .. }
             | Event::Reconciling { tag }
             | Event::Reconciled { tag, .. }
             | Event::Unresolved { tag }

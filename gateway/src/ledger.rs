@@ -65,6 +65,9 @@ pub struct Entry {
     pub queries: u8,
     /// When its query on the wire was sent.
     pub query_sent_ns: i64,
+    /// The deadline it was submitted with: never re-sent after it, however often
+    /// it is re-signed (each re-sign moves [`Prepared::deadline_ns`]).
+    pub resend_until: i64,
 }
 
 #[derive(Debug)]
@@ -107,6 +110,7 @@ impl Ledger {
                     not_found_after: None,
                     queries: 0,
                     query_sent_ns: 0,
+                    resend_until: 0,
                 },
             })
             .collect();
@@ -155,6 +159,7 @@ impl Ledger {
         e.not_found_after = None;
         e.queries = 0;
         e.query_sent_ns = 0;
+        e.resend_until = e.req.deadline_ns();
         self.len += 1;
         Some(Key(i))
     }

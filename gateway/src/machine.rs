@@ -14,7 +14,7 @@ use ergon_venues::endpoint::{
 use ergon_venues::response::Response;
 
 use super::endpoints::Account;
-use super::events::{Event, Tag, OPEN_ORDERS};
+use super::events::{Event, Expiry, Tag, OPEN_ORDERS};
 use super::labels::{label_channel, LabelError, LabelPublisher, LabelReader, Labels};
 use super::ledger::{Key, Ledger, Stage};
 use super::record::{self, Declarations, Kind as Rec, Record, Recorder, Writer, Written, NO_LABEL};
@@ -33,6 +33,14 @@ pub const RETRY_GAP_NS: i64 = 20_000_000;
 /// same bytes (a cancel-replace whose cancel keeps failing) ends it as Expired
 /// instead of spending the budget until the deadline.
 pub const MAX_RESENDS: u8 = 3;
+
+/// The first re-send's gap after a venue's "not run" or clock-skew answer; each
+/// further one doubles it (with jitter, up to [`RESEND_BACKOFF_MAX_NS`]), so one
+/// failing request cannot take the bucket.
+pub const RESEND_BACKOFF_NS: i64 = 25_000_000;
+
+/// The longest gap before a re-send.
+pub const RESEND_BACKOFF_MAX_NS: i64 = 1_000_000_000;
 
 /// Clock-skew answers in a row after which the gateway re-anchors the venue clock.
 pub const SKEWS_TO_REANCHOR: u32 = 2;
@@ -625,7 +633,10 @@ impl<E: Account> Gateway<E> {
         }
         if now >= req.deadline_ns() {
             self.stats.expired += 1;
-            return Err(Event::Expired { tag });
+            return Err(Event::Expired {
+                tag,
+                why: Expiry::Deadline,
+            });
         }
         let charged = w.budget().try_charge(req.parts(), class, now);
         let tid = self
@@ -877,8 +888,10 @@ impl<E: Account> Gateway<E> {
                 Some(Event::Rejected { tag })
             }
             _ => {
+                let mut resends = 0;
                 if let Some(e) = self.ledger.get_mut(key) {
                     e.resends = e.resends.saturating_add(1);
+                    resends = e.resends;
                 }
                 if verdict == Verdict::ClockSkew {
                     self.skews += 1;
@@ -886,9 +899,57 @@ impl<E: Account> Gateway<E> {
                         self.reanchor(w);
                     }
                 }
+                let not_run = matches!(
+                    verdict,
+                    Verdict::NotRun | Verdict::ClockSkew | Verdict::Throttled { .. }
+                );
+                if not_run && resends > MAX_RESENDS {
+                    return self.expire(key, Expiry::Resends).map(widen);
+                }
+                if matches!(verdict, Verdict::NotRun | Verdict::ClockSkew) {
+                    // Spaced, re-signed when due (see `after`): never the same bytes
+                    // at once.
+                    return self.space(w, key, verdict, resends).map(widen);
+                }
                 self.after(w, key, verdict, true).map(widen)
             }
         }
+    }
+
+    /// Ends `key`'s request [`Event::Expired`] for `why`.
+    fn expire(&mut self, key: Key, why: Expiry) -> Option<Event<'static>> {
+        let tag = self.ledger.get(key)?.tag;
+        self.ledger.remove(key);
+        self.stats.expired += 1;
+        Some(Event::Expired { tag, why })
+    }
+
+    /// Schedules `key`'s re-send after the `n`th "not run" answer, after a jittered
+    /// backoff; Expired if that is past its deadline.
+    fn space<W: Wire>(
+        &mut self,
+        w: &mut W,
+        key: Key,
+        verdict: Verdict,
+        n: u8,
+    ) -> Option<Event<'static>> {
+        let now = w.now();
+        let gap = self.backoff(
+            n.saturating_sub(1),
+            RESEND_BACKOFF_NS,
+            RESEND_BACKOFF_MAX_NS,
+        );
+        let e = self.ledger.get_mut(key)?;
+        let at = now + gap;
+        if at >= e.resend_until {
+            return self.expire(key, Expiry::Deadline);
+        }
+        e.stage = Stage::Retry;
+        e.verdict = verdict;
+        e.at_ns = at;
+        let tag = e.tag;
+        self.next_due = self.next_due.min(at);
+        Some(Event::Retrying { tag, at_ns: at })
     }
 
     /// Request `id` failed in the transport; `sent` says whether a byte left.
@@ -1011,9 +1072,18 @@ impl<E: Account> Gateway<E> {
         let e = self.ledger.get_mut(key)?;
         let tag = e.tag;
         e.verdict = verdict;
+        // A venue's "not run": a fresh timestamp and signature (on the clock as
+        // re-anchored), never the stale bytes. An adapter that cannot re-sign sends
+        // the same bytes, except after a clock skew (they can never pass).
+        if verdict != Verdict::Unknown {
+            let resigned = self.venue.restamp(&mut e.req, now).is_ok();
+            if !resigned && verdict == Verdict::ClockSkew {
+                return self.expire(key, Expiry::Unsigned);
+            }
+        }
         let r = w
             .budget()
-            .resend(&verdict, e.req.parts(), e.class, e.req.deadline_ns(), now);
+            .resend(&verdict, e.req.parts(), e.class, e.resend_until, now);
         match r {
             Resend::Send(ticket) => {
                 let tid = self
@@ -1038,7 +1108,7 @@ impl<E: Account> Gateway<E> {
                 self.stats.halted += 1;
                 Some(Event::Halted { tag, bucket })
             }
-            Resend::Wait(l) if l.ready_at_ns < e.req.deadline_ns() => {
+            Resend::Wait(l) if l.ready_at_ns < e.resend_until => {
                 e.stage = Stage::Retry;
                 e.at_ns = l.ready_at_ns.max(now + 1);
                 self.next_due = self.next_due.min(e.at_ns);
@@ -1050,7 +1120,10 @@ impl<E: Account> Gateway<E> {
             Resend::Wait(_) | Resend::Stale | Resend::Final => {
                 self.ledger.remove(key);
                 self.stats.expired += 1;
-                Some(Event::Expired { tag })
+                Some(Event::Expired {
+                    tag,
+                    why: Expiry::Deadline,
+                })
             }
             Resend::Reconcile => {
                 self.stats.unknown += 1;

@@ -335,7 +335,13 @@ fn a_throttle_waits_for_the_hold_and_expires_past_the_deadline() {
         ),
         f,
     );
-    assert_eq!(owned(ev), owned(Some(Event::Expired { tag: 6 })));
+    assert_eq!(
+        owned(ev),
+        owned(Some(Event::Expired {
+            tag: 6,
+            why: ergon_gateway::Expiry::Deadline
+        }))
+    );
     assert_eq!(w.writes_of("t2"), 1);
     assert_eq!(gw.in_flight(), 1, "t1 is still on the wire");
 }
