@@ -149,6 +149,10 @@ impl Remote<'_> {
                 g.unknown += u64::from(self.orders.contains_key(&tag));
             }
             ShmEvent::Lost { .. } => {}
+            // Its outcome stays unknown: kept with the lost ones, asked again.
+            ShmEvent::Unresolved { .. } => g.unknown += 1,
+            // An unresolved order showed up: the polls and the stream manage it.
+            ShmEvent::Late { .. } => return,
             ShmEvent::OpenOrders { age_ns } => {
                 g.polls += 1;
                 // On this process's clock, a millisecond early for the hand-over.
@@ -170,7 +174,7 @@ impl Remote<'_> {
         }
         self.reconciling.remove(&tag);
         let cid = self.orders.remove(&tag);
-        if let (ShmEvent::Lost { .. }, Some(cid)) = (ev, cid) {
+        if let (ShmEvent::Lost { .. } | ShmEvent::Unresolved { .. }, Some(cid)) = (ev, cid) {
             self.unknown.push(cid);
         }
         match tag & KIND {

@@ -69,6 +69,16 @@ impl<E: Account> Api<'_, '_, E> {
         self.gw.submit(&mut w, req, class, tag)
     }
 
+    /// Reconciles an order a previous gateway left in flight (see
+    /// [`Gateway::recover`]); `query` comes back empty.
+    pub fn recover(&mut self, query: &mut Prepared, tag: Tag) -> Result<(), Event<'static>> {
+        let mut w = LoopWire {
+            cx: self.cx,
+            pool: self.pool,
+        };
+        self.gw.recover(&mut w, query, tag)
+    }
+
     /// The venue's endpoints.
     pub fn venue(&self) -> &E {
         self.gw.venue()
@@ -246,6 +256,8 @@ impl<E: Account, S: Strategy<E>> Driver<E, S> {
         }
         report.items = items;
         self.gateway.ws_restore(report);
+        // What the items queued (a Late, an Unresolved): delivered in the same turn.
+        self.drain(cx);
         match self.gateway.ws_deadline() {
             Some(at) => {
                 let _ = cx.set_timer(WS_API, at);

@@ -6,7 +6,12 @@
 use ergon_core::{BucketId, Builder};
 use ergon_io::Culprit;
 use ergon_venues::adapt::{self, Clock};
-use ergon_venues::endpoint::Endpoints;
+use ergon_venues::endpoint::{Endpoints, Prepared};
+
+/// What is added to a request's venue-side validity before a NotFound counts:
+/// the clock anchor's error (half the time read's round trip) and the venue's own
+/// clock drift, with room to spare.
+pub const NOT_FOUND_MARGIN_NS: i64 = 1_000_000_000;
 
 /// What the bootstrap ([`run`](super::run)) read: the anchored venue clock and
 /// the published limits.
@@ -117,6 +122,24 @@ pub trait Account: Endpoints + Sized {
     /// Calls `f` with the client order id of each order an answer to
     /// [`Endpoints::open_orders`] lists.
     fn open_ids(&self, body: &[u8], f: &mut dyn FnMut(&[u8]));
+
+    /// The time (the gateway's clock) after which the venue can no longer run
+    /// `req`: a query sent after it that finds nothing proves the request never
+    /// ran. None where the venue states no such bound: an unknown outcome then
+    /// ends [`Event::Unresolved`](super::Event::Unresolved), never "not found".
+    /// Each adapter's module doc cites its bound. Default: None (no bound claimed).
+    fn not_found_after(&self, _req: &Prepared) -> Option<i64> {
+        None
+    }
+
+    /// For an order a previous gateway wrote before it died (its journal), whose
+    /// own deadline is not known: the time after which the venue can no longer run
+    /// it, from `query`, its query by client order id prepared now. An order
+    /// written before now with this account's signing window had its deadline
+    /// before `query`'s. None where the venue states no bound (the default).
+    fn lost_not_found_after(&self, _query: &Prepared) -> Option<i64> {
+        None
+    }
 
     /// The venue's WebSocket API session for order entry and the order stream
     /// (Binance Spot), signing as the REST endpoints do, with room for `capacity`

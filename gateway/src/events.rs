@@ -10,13 +10,29 @@ pub type Tag = u64;
 /// The tag of [`Event::OpenOrders`]: the gateway's own polls of open orders.
 pub const OPEN_ORDERS: Tag = Tag::MAX;
 
+/// Why a request that surely did not run is not sent again ([`Event::Expired`]).
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Expiry {
+    /// Its deadline passed (at submit, or before the budget had room again).
+    Deadline,
+    /// The venue said "not run" [`MAX_RESENDS`](crate::MAX_RESENDS) times and more:
+    /// sending the same request again would only spend the budget.
+    Resends,
+    /// The venue refused its timestamp and the adapter cannot re-sign it: the same
+    /// bytes can never pass.
+    Unsigned,
+}
+
 /// One step of a request, for the caller.
 ///
 /// Each submitted request ends with exactly one final event: [`Event::Applied`],
-/// [`Event::Rejected`], [`Event::Reconciled`], [`Event::Expired`] or
-/// [`Event::Halted`] (or its submit returned [`Limited`](ergon_core::Limited) and
-/// it never entered the ledger). [`Event::Retrying`] and [`Event::Reconciling`]
-/// come before a final one.
+/// [`Event::Rejected`], [`Event::Reconciled`], [`Event::Unresolved`],
+/// [`Event::Expired`] or [`Event::Halted`] (or its submit returned
+/// [`Limited`](ergon_core::Limited) and it never entered the ledger).
+/// [`Event::Retrying`] and [`Event::Reconciling`] come before a final one.
+/// [`Event::Late`] comes after an [`Event::Unresolved`], at most once, if the order
+/// shows up while the gateway still watches its id.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Event<'a> {
     /// The venue ran it; `body` is its answer (valid for this call only).
@@ -49,10 +65,12 @@ pub enum Event<'a> {
         /// When it is sent again.
         at_ns: i64,
     },
-    /// It surely did not run, and its deadline passed before it could be sent again.
+    /// It surely did not run, and it is not sent again: `why` says why.
     Expired {
         /// The caller's tag.
         tag: Tag,
+        /// Why it is not sent again.
+        why: Expiry,
     },
     /// Its outcome is unknown: the gateway queries it by client order id (it is
     /// never re-sent).
@@ -61,11 +79,35 @@ pub enum Event<'a> {
         tag: Tag,
     },
     /// The query settled it: `found` is the order's state, None if it never ran.
+    ///
+    /// None is said only once the venue can no longer accept the request (its
+    /// venue-side validity, [`Account::not_found_after`](super::Account::not_found_after),
+    /// has passed) and a query sent after that point still found nothing.
     Reconciled {
         /// The caller's tag.
         tag: Tag,
         /// The order as the venue has it.
         found: Option<OrderState>,
+    },
+    /// Its outcome stays unknown: the venue states no time after which the request
+    /// can no longer run (or every query the gateway may spend on it said nothing).
+    /// Its slot is freed; the strategy must not assume it never ran. The gateway
+    /// keeps its client order id watched for a while
+    /// ([`Gateway::set_watch_ns`](super::Gateway::set_watch_ns)): if the order
+    /// appears in the order stream or an open-orders poll, [`Event::Late`] follows.
+    Unresolved {
+        /// The caller's tag.
+        tag: Tag,
+    },
+    /// An order that ended [`Event::Unresolved`] did reach the venue after all.
+    /// `found` is its state: from the order stream, the venue's state; from an
+    /// open-orders poll, [`OrderState::Other`] (it rests on the book, filled in part
+    /// or not).
+    Late {
+        /// The caller's tag (of the unresolved request).
+        tag: Tag,
+        /// The order's state as seen.
+        found: OrderState,
     },
     /// The answer to the gateway's own poll of open orders (see
     /// [`Gateway::poll_open_orders`](super::Gateway::poll_open_orders)): read it with
@@ -97,9 +139,11 @@ impl Event<'_> {
             | Event::Rejected { tag }
             | Event::Limited { tag, .. }
             | Event::Retrying { tag, .. }
-            | Event::Expired { tag }
+            | Event::Expired { tag, .. }
             | Event::Reconciling { tag }
             | Event::Reconciled { tag, .. }
+            | Event::Unresolved { tag }
+            | Event::Late { tag, .. }
             | Event::OpenOrders { tag, .. }
             | Event::Halted { tag, .. } => tag,
         }

@@ -56,6 +56,18 @@ pub struct Entry {
     pub at_ns: i64,
     /// How many answers said it did not run (each allowing a re-send).
     pub resends: u8,
+    /// When its outcome became unknown (the first [`Stage::Reconcile`]).
+    pub unknown_since_ns: i64,
+    /// After this (the gateway's clock) the venue can no longer run it; None if
+    /// the venue states no bound ([`crate::Account::not_found_after`]).
+    pub not_found_after: Option<i64>,
+    /// Reconcile queries answered so far without settling it.
+    pub queries: u8,
+    /// When its query on the wire was sent.
+    pub query_sent_ns: i64,
+    /// The deadline it was submitted with: never re-sent after it, however often
+    /// it is re-signed (each re-sign moves [`Prepared::deadline_ns`]).
+    pub resend_until: i64,
 }
 
 #[derive(Debug)]
@@ -94,6 +106,11 @@ impl Ledger {
                     verdict: Verdict::Unknown,
                     at_ns: 0,
                     resends: 0,
+                    unknown_since_ns: 0,
+                    not_found_after: None,
+                    queries: 0,
+                    query_sent_ns: 0,
+                    resend_until: 0,
                 },
             })
             .collect();
@@ -138,6 +155,11 @@ impl Ledger {
         e.verdict = Verdict::Unknown;
         e.at_ns = 0;
         e.resends = 0;
+        e.unknown_since_ns = 0;
+        e.not_found_after = None;
+        e.queries = 0;
+        e.query_sent_ns = 0;
+        e.resend_until = e.req.deadline_ns();
         self.len += 1;
         Some(Key(i))
     }

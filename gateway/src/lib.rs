@@ -92,11 +92,16 @@ pub mod ws_api;
 
 pub use bootstrap::{open_ws_api, run, Start, StartError, WsProbe};
 pub use driver::{Api, Control, Driver, Strategy, GATEWAY_TIMER};
+pub use endpoints::NOT_FOUND_MARGIN_NS;
 pub use endpoints::{Account, Boot, DeclareError, Keys};
-pub use events::{Event, Tag, OPEN_ORDERS};
+pub use events::{Event, Expiry, Tag, OPEN_ORDERS};
 pub use ledger::{Entry, Key, Ledger, Stage};
 pub use load::binding;
-pub use machine::{Gateway, Stats, WsIn, MAX_RESENDS, RETRY_GAP_NS, SKEWS_TO_REANCHOR};
+pub use machine::{
+    Gateway, Stats, WsIn, MAX_QUERIES, MAX_RESENDS, QUERY_BACKOFF_MAX_NS, QUERY_BACKOFF_NS,
+    QUERY_CLASS, RESEND_BACKOFF_MAX_NS, RESEND_BACKOFF_NS, RETRY_GAP_NS, SKEWS_TO_REANCHOR,
+    UNRESOLVED_AFTER_NS, WATCH_NS,
+};
 #[cfg(not(ergon_loom))]
 pub use remote::{
     remote, Delivered, Remote, RemoteError, RemoteHandle, Submission, MIN_UPDATES, REMOTE_WAKE,

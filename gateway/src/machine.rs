@@ -8,11 +8,13 @@ use ergon_core::{
     BucketId, Budget, Class, Flight, Limited, Part, Resend, Verdict, Why, MAX_BUCKETS,
 };
 use ergon_venues::adapt::{self, Clock, Request as Kind};
-use ergon_venues::endpoint::{Label, Lookup, OrderRef, Prepared, Symbol};
+use ergon_venues::endpoint::{
+    ClientOrderId, Label, Lookup, OrderRef, OrderState, Prepared, Symbol,
+};
 use ergon_venues::response::Response;
 
 use super::endpoints::Account;
-use super::events::{Event, Tag, OPEN_ORDERS};
+use super::events::{Event, Expiry, Tag, OPEN_ORDERS};
 use super::labels::{label_channel, LabelError, LabelPublisher, LabelReader, Labels};
 use super::ledger::{Key, Ledger, Stage};
 use super::record::{self, Declarations, Kind as Rec, Record, Recorder, Writer, Written, NO_LABEL};
@@ -32,8 +34,40 @@ pub const RETRY_GAP_NS: i64 = 20_000_000;
 /// instead of spending the budget until the deadline.
 pub const MAX_RESENDS: u8 = 3;
 
+/// The first re-send's gap after a venue's "not run" or clock-skew answer; each
+/// further one doubles it (with jitter, up to [`RESEND_BACKOFF_MAX_NS`]), so one
+/// failing request cannot take the bucket.
+pub const RESEND_BACKOFF_NS: i64 = 25_000_000;
+
+/// The longest gap before a re-send.
+pub const RESEND_BACKOFF_MAX_NS: i64 = 1_000_000_000;
+
 /// Clock-skew answers in a row after which the gateway re-anchors the venue clock.
 pub const SKEWS_TO_REANCHOR: u32 = 2;
+
+/// Reconcile queries of one request, at most, that may come back without settling
+/// it; past them it ends [`Event::Unresolved`].
+pub const MAX_QUERIES: u8 = 32;
+
+/// The first re-query's gap; each further one doubles it (with jitter, up to
+/// [`QUERY_BACKOFF_MAX_NS`]).
+pub const QUERY_BACKOFF_NS: i64 = 50_000_000;
+
+/// The longest gap between two reconcile queries of one request.
+pub const QUERY_BACKOFF_MAX_NS: i64 = 5_000_000_000;
+
+/// The class every reconcile query is charged at, whatever the request's: a stuck
+/// reconcile of an Urgent cancel must not take the headroom other cancels need.
+pub const QUERY_CLASS: Class = Class::Normal;
+
+/// Where the venue states no bound ([`Account::not_found_after`] is None): how long
+/// after its outcome became unknown a request that is still not found ends
+/// [`Event::Unresolved`] (by default; [`Gateway::set_unresolved_after_ns`]).
+pub const UNRESOLVED_AFTER_NS: i64 = 10_000_000_000;
+
+/// How long the client order id of an [`Event::Unresolved`] request stays watched
+/// for an [`Event::Late`] (by default; [`Gateway::set_watch_ns`]).
+pub const WATCH_NS: i64 = 120_000_000_000;
 
 /// What the gateway did, counted since it started.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -83,6 +117,21 @@ pub struct Stats {
     pub halts_cleared: u64,
     /// Open-order polls answered.
     pub polls: u64,
+    /// Requests that ended Unresolved.
+    pub unresolved: u64,
+    /// Late events (an unresolved order seen after all).
+    pub late: u64,
+    /// Watched ids dropped before their time because the watch list was full.
+    pub watch_dropped: u64,
+}
+
+/// The client order id of a request that ended [`Event::Unresolved`], watched
+/// until `until_ns`.
+#[derive(Clone, Copy, Debug)]
+struct Watched {
+    id: ClientOrderId,
+    tag: Tag,
+    until_ns: i64,
 }
 
 /// One venue account on one egress lane. See [the crate](crate) for the
@@ -110,6 +159,12 @@ pub struct Gateway<E> {
     ws: Option<WsLane>,
     labels: Labels,
     label_publisher: Option<LabelPublisher>,
+    /// Unresolved requests' ids, watched for a late appearance (pre-sized).
+    watch: Vec<Watched>,
+    watch_ns: i64,
+    unresolved_after_ns: i64,
+    /// The jitter's seeded generator (splitmix64 state).
+    rng: u64,
 }
 
 /// The recording side of a gateway: the recorder, if on, and the trace id of each
@@ -273,7 +328,7 @@ impl<E: Account> Gateway<E> {
             venue,
             symbol,
             ledger: Ledger::new(capacity, bytes),
-            pending: VecDeque::with_capacity(2 * capacity + 8),
+            pending: VecDeque::with_capacity(3 * capacity + 8),
             due: Vec::with_capacity(capacity),
             next_due: i64::MAX,
             skews: 0,
@@ -290,7 +345,81 @@ impl<E: Account> Gateway<E> {
             ws: None,
             labels: Labels::default(),
             label_publisher: None,
+            watch: Vec::with_capacity(capacity),
+            watch_ns: WATCH_NS,
+            unresolved_after_ns: UNRESOLVED_AFTER_NS,
+            rng: 0x5EED_0FE2_6000_0001_u64,
         })
+    }
+
+    /// How long an [`Event::Unresolved`] request's client order id stays watched
+    /// for an [`Event::Late`] (default [`WATCH_NS`]).
+    pub fn set_watch_ns(&mut self, ns: i64) {
+        self.watch_ns = ns.max(0);
+    }
+
+    /// Where the venue states no bound: how long after its outcome became unknown a
+    /// request still not found ends [`Event::Unresolved`] (default
+    /// [`UNRESOLVED_AFTER_NS`]).
+    pub fn set_unresolved_after_ns(&mut self, ns: i64) {
+        self.unresolved_after_ns = ns.max(0);
+    }
+
+    /// Seeds the generator of the re-query and re-send jitter (the default seed is
+    /// fixed: runs are reproducible).
+    pub fn set_seed(&mut self, seed: u64) {
+        self.rng = seed;
+    }
+
+    /// A gap of `base << n` up to `max`, jittered to between half and all of it.
+    fn backoff(&mut self, n: u8, base: i64, max: i64) -> i64 {
+        let full = base.saturating_mul(1i64 << n.min(30)).clamp(1, max.max(1));
+        // splitmix64: a seeded sequence, no clock.
+        self.rng = self.rng.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.rng;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^= z >> 31;
+        let half = full / 2;
+        half + (z % (full - half + 1) as u64) as i64
+    }
+
+    /// Ends `key`'s request [`Event::Unresolved`]: frees its slot and watches its
+    /// client order id (if it has one) for [`WATCH_NS`].
+    fn unresolve(&mut self, key: Key, now: i64) -> Option<Event<'static>> {
+        let e = self.ledger.get(key)?;
+        let (tag, id) = (e.tag, e.req.client_order_id().copied());
+        self.ledger.remove(key);
+        self.stats.unresolved += 1;
+        if let Some(id) = id {
+            self.watch.retain(|w| w.until_ns > now);
+            if self.watch.len() == self.watch.capacity() {
+                // Full: the one whose watch ends first goes.
+                if let Some(i) = (0..self.watch.len()).min_by_key(|&i| self.watch[i].until_ns) {
+                    self.watch.swap_remove(i);
+                    self.stats.watch_dropped += 1;
+                }
+            }
+            self.watch.push(Watched {
+                id,
+                tag,
+                until_ns: now.saturating_add(self.watch_ns),
+            });
+        }
+        Some(Event::Unresolved { tag })
+    }
+
+    /// An order `id` seen at the venue in `state` at `now`: if it is watched, an
+    /// [`Event::Late`] is queued and the watch ends.
+    fn seen(&mut self, id: &[u8], state: OrderState, now: i64) {
+        seen_in(
+            &mut self.watch,
+            &mut self.pending,
+            &mut self.stats,
+            id,
+            state,
+            now,
+        );
     }
 
     /// The label named `name` (registered now if it is new): put it on a prepared
@@ -504,7 +633,10 @@ impl<E: Account> Gateway<E> {
         }
         if now >= req.deadline_ns() {
             self.stats.expired += 1;
-            return Err(Event::Expired { tag });
+            return Err(Event::Expired {
+                tag,
+                why: Expiry::Deadline,
+            });
         }
         let charged = w.budget().try_charge(req.parts(), class, now);
         let tid = self
@@ -536,6 +668,44 @@ impl<E: Account> Gateway<E> {
         };
         self.trace.set(key, tid);
         self.send(w, key, ticket);
+        Ok(())
+    }
+
+    /// Reconciles an order a previous gateway left in flight (its journal):
+    /// `query` is its query by client order id, prepared now. It enters the ledger
+    /// with an unknown outcome under the same rule as any other: its events are
+    /// [`Event::Reconciled`] (found; or not found by a query sent after
+    /// [`Account::lost_not_found_after`]) or [`Event::Unresolved`], under `tag`.
+    /// `Err` is [`Event::Limited`] (every slot taken: try again later) or
+    /// [`Event::Rejected`] (`query` names no order).
+    pub fn recover<W: Wire>(
+        &mut self,
+        w: &mut W,
+        query: &mut Prepared,
+        tag: Tag,
+    ) -> Result<(), Event<'static>> {
+        let now = w.now();
+        if query.client_order_id().is_none() {
+            self.stats.rejected += 1;
+            return Err(Event::Rejected { tag });
+        }
+        let bound = self.venue.lost_not_found_after(query);
+        let Some(key) = self.ledger.insert(tag, QUERY_CLASS, query) else {
+            self.stats.ledger_full += 1;
+            return Err(Event::Limited {
+                tag,
+                why: Why::Full,
+                ready_at_ns: now + RETRY_GAP_NS,
+            });
+        };
+        if let Some(e) = self.ledger.get_mut(key) {
+            e.stage = Stage::Reconcile;
+            e.at_ns = now;
+            e.unknown_since_ns = now;
+            e.not_found_after = bound;
+        }
+        self.stats.unknown += 1;
+        self.query(w, key);
         Ok(())
     }
 
@@ -634,6 +804,14 @@ impl<E: Account> Gateway<E> {
                         return None;
                     }
                     self.stats.polls += 1;
+                    if !self.watch.is_empty() {
+                        let (watch, pending, stats) =
+                            (&mut self.watch, &mut self.pending, &mut self.stats);
+                        self.venue.open_ids(r.body, &mut |id| {
+                            // Open: it rests on the book, filled in part or not.
+                            seen_in(watch, pending, stats, id, OrderState::Other, now);
+                        });
+                    }
                     return Some(Event::OpenOrders {
                         tag: OPEN_ORDERS,
                         sent_at_ns,
@@ -710,8 +888,10 @@ impl<E: Account> Gateway<E> {
                 Some(Event::Rejected { tag })
             }
             _ => {
+                let mut resends = 0;
                 if let Some(e) = self.ledger.get_mut(key) {
                     e.resends = e.resends.saturating_add(1);
+                    resends = e.resends;
                 }
                 if verdict == Verdict::ClockSkew {
                     self.skews += 1;
@@ -719,9 +899,57 @@ impl<E: Account> Gateway<E> {
                         self.reanchor(w);
                     }
                 }
+                let not_run = matches!(
+                    verdict,
+                    Verdict::NotRun | Verdict::ClockSkew | Verdict::Throttled { .. }
+                );
+                if not_run && resends > MAX_RESENDS {
+                    return self.expire(key, Expiry::Resends).map(widen);
+                }
+                if matches!(verdict, Verdict::NotRun | Verdict::ClockSkew) {
+                    // Spaced, re-signed when due (see `after`): never the same bytes
+                    // at once.
+                    return self.space(w, key, verdict, resends).map(widen);
+                }
                 self.after(w, key, verdict, true).map(widen)
             }
         }
+    }
+
+    /// Ends `key`'s request [`Event::Expired`] for `why`.
+    fn expire(&mut self, key: Key, why: Expiry) -> Option<Event<'static>> {
+        let tag = self.ledger.get(key)?.tag;
+        self.ledger.remove(key);
+        self.stats.expired += 1;
+        Some(Event::Expired { tag, why })
+    }
+
+    /// Schedules `key`'s re-send after the `n`th "not run" answer, after a jittered
+    /// backoff; Expired if that is past its deadline.
+    fn space<W: Wire>(
+        &mut self,
+        w: &mut W,
+        key: Key,
+        verdict: Verdict,
+        n: u8,
+    ) -> Option<Event<'static>> {
+        let now = w.now();
+        let gap = self.backoff(
+            n.saturating_sub(1),
+            RESEND_BACKOFF_NS,
+            RESEND_BACKOFF_MAX_NS,
+        );
+        let e = self.ledger.get_mut(key)?;
+        let at = now + gap;
+        if at >= e.resend_until {
+            return self.expire(key, Expiry::Deadline);
+        }
+        e.stage = Stage::Retry;
+        e.verdict = verdict;
+        e.at_ns = at;
+        let tag = e.tag;
+        self.next_due = self.next_due.min(at);
+        Some(Event::Retrying { tag, at_ns: at })
     }
 
     /// Request `id` failed in the transport; `sent` says whether a byte left.
@@ -770,10 +998,7 @@ impl<E: Account> Gateway<E> {
         let now = w.now();
         let e = self.ledger.get_mut(key)?;
         if e.stage == Stage::Query {
-            e.stage = Stage::Reconcile;
-            e.at_ns = now + RETRY_GAP_NS;
-            self.next_due = self.next_due.min(e.at_ns);
-            return None;
+            return self.requery(key, now, now, false);
         }
         let verdict = if maybe && e.req.kind().is_some_and(|k| k.is_write()) {
             Verdict::Unknown
@@ -847,9 +1072,18 @@ impl<E: Account> Gateway<E> {
         let e = self.ledger.get_mut(key)?;
         let tag = e.tag;
         e.verdict = verdict;
+        // A venue's "not run": a fresh timestamp and signature (on the clock as
+        // re-anchored), never the stale bytes. An adapter that cannot re-sign sends
+        // the same bytes, except after a clock skew (they can never pass).
+        if verdict != Verdict::Unknown {
+            let resigned = self.venue.restamp(&mut e.req, now).is_ok();
+            if !resigned && verdict == Verdict::ClockSkew {
+                return self.expire(key, Expiry::Unsigned);
+            }
+        }
         let r = w
             .budget()
-            .resend(&verdict, e.req.parts(), e.class, e.req.deadline_ns(), now);
+            .resend(&verdict, e.req.parts(), e.class, e.resend_until, now);
         match r {
             Resend::Send(ticket) => {
                 let tid = self
@@ -874,7 +1108,7 @@ impl<E: Account> Gateway<E> {
                 self.stats.halted += 1;
                 Some(Event::Halted { tag, bucket })
             }
-            Resend::Wait(l) if l.ready_at_ns < e.req.deadline_ns() => {
+            Resend::Wait(l) if l.ready_at_ns < e.resend_until => {
                 e.stage = Stage::Retry;
                 e.at_ns = l.ready_at_ns.max(now + 1);
                 self.next_due = self.next_due.min(e.at_ns);
@@ -886,12 +1120,18 @@ impl<E: Account> Gateway<E> {
             Resend::Wait(_) | Resend::Stale | Resend::Final => {
                 self.ledger.remove(key);
                 self.stats.expired += 1;
-                Some(Event::Expired { tag })
+                Some(Event::Expired {
+                    tag,
+                    why: Expiry::Deadline,
+                })
             }
             Resend::Reconcile => {
                 self.stats.unknown += 1;
                 e.stage = Stage::Reconcile;
                 e.at_ns = now;
+                e.unknown_since_ns = now;
+                e.queries = 0;
+                e.not_found_after = self.venue.not_found_after(&e.req);
                 self.next_due = now;
                 self.query(w, key);
                 Some(Event::Reconciling { tag })
@@ -924,12 +1164,16 @@ impl<E: Account> Gateway<E> {
                 .is_ok(),
             _ => false,
         };
-        // Reconcile outranks new business: it goes at the request's class or Normal.
-        let class = if e.class == Class::Urgent {
-            Class::Urgent
-        } else {
-            Class::Normal
-        };
+        // A write that names no order (a cancel-all) cannot be asked about by id:
+        // it ends Unresolved at once, never a loop of queries that cannot be written.
+        if !written && e.req.client_order_id().is_none() {
+            if let Some(ev) = self.unresolve(key, now) {
+                self.push(ev);
+            }
+            return;
+        }
+        // Its own class, never the request's Urgent (see QUERY_CLASS).
+        let class = QUERY_CLASS;
         let charged = match written {
             true => {
                 let charged = w.budget().try_charge(e.query.parts(), class, now);
@@ -948,6 +1192,7 @@ impl<E: Account> Gateway<E> {
         match charged {
             Ok(ticket) => {
                 e.stage = Stage::Query;
+                e.query_sent_ns = now;
                 self.stats.queries += 1;
                 self.send(w, key, ticket);
             }
@@ -968,6 +1213,15 @@ impl<E: Account> Gateway<E> {
         v: Verdict,
     ) -> Option<Event<'static>> {
         let now = w.now();
+        // A query counts toward re-anchoring like any request.
+        if v == Verdict::ClockSkew {
+            self.skews += 1;
+            if self.skews >= SKEWS_TO_REANCHOR {
+                self.reanchor(w);
+            }
+        } else {
+            self.skews = 0;
+        }
         let lookup = match v {
             // The query was refused before it looked: it settles nothing.
             Verdict::Throttled { .. } | Verdict::Banned { .. } | Verdict::ClockSkew => {
@@ -975,25 +1229,57 @@ impl<E: Account> Gateway<E> {
             }
             _ => self.venue.read_order(r),
         };
-        let e = self.ledger.get_mut(key)?;
+        let e = self.ledger.get(key)?;
         let tag = e.tag;
         let found = match lookup {
             Lookup::Found(info) => Some(info.state),
-            Lookup::NotFound => None,
-            Lookup::Unknown => {
-                e.stage = Stage::Reconcile;
-                e.at_ns = match v {
-                    Verdict::Throttled { until_ns, .. } => until_ns.max(now + 1),
-                    _ => now + RETRY_GAP_NS,
+            // "Not found" is "never ran" only from a query sent once the venue
+            // could no longer run the request.
+            Lookup::NotFound if e.not_found_after.is_some_and(|b| e.query_sent_ns >= b) => None,
+            Lookup::NotFound | Lookup::Unknown => {
+                let not_found = lookup == Lookup::NotFound;
+                let until = match v {
+                    Verdict::Throttled { until_ns, .. } => until_ns,
+                    _ => now,
                 };
-                self.next_due = self.next_due.min(e.at_ns);
-                return None;
+                return self.requery(key, now, until, not_found);
             }
         };
         self.ledger.remove(key);
         self.stats.reconciled += 1;
         self.stats.reconciled_found += u64::from(found.is_some());
         Some(Event::Reconciled { tag, found })
+    }
+
+    /// Schedules `key`'s next reconcile query, not before `not_before` (a hold),
+    /// after a backoff; or ends it [`Event::Unresolved`] once its queries are spent
+    /// or, where the venue states no bound, its time to be found has passed.
+    /// `not_found` says the last answer was NotFound (then the query at the
+    /// venue's bound, the one that settles, is not put off past it).
+    fn requery(
+        &mut self,
+        key: Key,
+        now: i64,
+        not_before: i64,
+        not_found: bool,
+    ) -> Option<Event<'static>> {
+        let e = self.ledger.get_mut(key)?;
+        e.queries = e.queries.saturating_add(1);
+        let (n, bound, since) = (e.queries, e.not_found_after, e.unknown_since_ns);
+        let out_of_time = bound.is_none() && now >= since.saturating_add(self.unresolved_after_ns);
+        if n >= MAX_QUERIES || out_of_time {
+            return self.unresolve(key, now);
+        }
+        let mut at = now + self.backoff(n - 1, QUERY_BACKOFF_NS, QUERY_BACKOFF_MAX_NS);
+        if let (Some(b), true) = (bound, not_found) {
+            at = at.min(b);
+        }
+        let at = at.max(not_before).max(now + 1);
+        let e = self.ledger.get_mut(key)?;
+        e.stage = Stage::Reconcile;
+        e.at_ns = at;
+        self.next_due = self.next_due.min(at);
+        None
     }
 
     /// Reads the venue's time again on the gateway's own connection, to re-anchor
@@ -1075,6 +1361,29 @@ impl<E: Account> Gateway<E> {
             Verdict::ClockSkew => self.stats.clock_skew += 1,
             _ => {}
         }
+    }
+}
+
+/// [`Gateway::seen`] on the gateway's fields (callable while the venue is borrowed).
+fn seen_in(
+    watch: &mut Vec<Watched>,
+    pending: &mut VecDeque<Event<'static>>,
+    stats: &mut Stats,
+    id: &[u8],
+    state: OrderState,
+    now: i64,
+) {
+    let hit = watch
+        .iter()
+        .position(|w| w.until_ns > now && w.id.as_str().as_bytes() == id);
+    if let Some(i) = hit {
+        let w = watch.swap_remove(i);
+        stats.late += 1;
+        // Sized for three events per slot; the watch list holds at most one per slot.
+        pending.push_back(Event::Late {
+            tag: w.tag,
+            found: state,
+        });
     }
 }
 
@@ -1246,6 +1555,7 @@ impl<E: Account> Gateway<E> {
                     Ok(ergon_venues::binance_spot_ws::Incoming::Answer(a)) => a,
                     Ok(ergon_venues::binance_spot_ws::Incoming::Execution(x)) => {
                         lane.stats.executions += 1;
+                        self.seen(x.client_order_id.as_str().as_bytes(), x.state, now);
                         return Some(WsIn::Execution(x));
                     }
                     Ok(_) => return None,

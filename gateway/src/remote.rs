@@ -186,9 +186,11 @@ impl Remote {
                 Vec::new(),
             ),
             Event::Retrying { tag, at_ns } => (Event::Retrying { tag, at_ns }, Vec::new()),
-            Event::Expired { tag } => (Event::Expired { tag }, Vec::new()),
+            Event::Expired { tag, why } => (Event::Expired { tag, why }, Vec::new()),
             Event::Reconciling { tag } => (Event::Reconciling { tag }, Vec::new()),
             Event::Reconciled { tag, found } => (Event::Reconciled { tag, found }, Vec::new()),
+            Event::Unresolved { tag } => (Event::Unresolved { tag }, Vec::new()),
+            Event::Late { tag, found } => (Event::Late { tag, found }, Vec::new()),
             Event::Halted { tag, bucket } => (Event::Halted { tag, bucket }, Vec::new()),
         };
         if self.events.push(Delivered { event, body }).is_err() {

@@ -8,8 +8,10 @@ use ergon_venues::deribit::{self, Deribit};
 use ergon_venues::json;
 use ergon_venues::okx::{self, Okx};
 
-use super::endpoints::Boot;
 use super::endpoints::{Account, DeclareError, Keys};
+use super::endpoints::{Boot, NOT_FOUND_MARGIN_NS};
+use ergon_venues::adapt::Request as Kind;
+use ergon_venues::endpoint::Prepared;
 
 const SEC: i64 = 1_000_000_000;
 
@@ -83,6 +85,18 @@ impl Account for BinanceSpot {
 
     fn set_clock(&mut self, clock: Clock) {
         self.limits.clock = clock;
+    }
+
+    /// `timestamp + recvWindow` (the request's deadline) plus the margin: the
+    /// matching engine refuses a request after it (see [`binance_spot`]'s doc).
+    fn not_found_after(&self, req: &Prepared) -> Option<i64> {
+        Some(req.deadline_ns().saturating_add(NOT_FOUND_MARGIN_NS))
+    }
+
+    /// The query's deadline plus the margin: reads are signed with the same `recvWindow` (assumes the dead
+    /// gateway signed with the same window).
+    fn lost_not_found_after(&self, query: &Prepared) -> Option<i64> {
+        Some(query.deadline_ns().saturating_add(NOT_FOUND_MARGIN_NS))
     }
 
     fn open_ids(&self, body: &[u8], f: &mut dyn FnMut(&[u8])) {
@@ -196,6 +210,20 @@ impl Account for Okx {
         Okx::set_clock(self, clock);
     }
 
+    /// A trade request's `expTime` (its deadline) plus the margin (see
+    /// [`okx`]'s doc); reads carry no `expTime`.
+    fn not_found_after(&self, req: &Prepared) -> Option<i64> {
+        req.kind()
+            .filter(|k| k.is_write())
+            .map(|_| req.deadline_ns().saturating_add(NOT_FOUND_MARGIN_NS))
+    }
+
+    /// The query's deadline plus the margin: reads carry the same window after their timestamp (assumes the dead
+    /// gateway signed with the same window).
+    fn lost_not_found_after(&self, query: &Prepared) -> Option<i64> {
+        Some(query.deadline_ns().saturating_add(NOT_FOUND_MARGIN_NS))
+    }
+
     fn open_ids(&self, body: &[u8], f: &mut dyn FnMut(&[u8])) {
         each_string(body, "data", "clOrdId", f);
     }
@@ -252,6 +280,19 @@ impl Account for Deribit {
     }
 
     /// Orders carry the client order id as their `label`.
+    /// A new order's `valid_until` (its deadline) plus the margin; no bound for
+    /// anything else (see [`deribit::VALID_FOR_MS`]).
+    fn not_found_after(&self, req: &Prepared) -> Option<i64> {
+        matches!(req.kind(), Some(Kind::Order))
+            .then(|| req.deadline_ns().saturating_add(NOT_FOUND_MARGIN_NS))
+    }
+
+    /// The query's deadline plus the margin: the journal holds new orders, and reads use `valid_until`'s window (assumes the dead
+    /// gateway signed with the same window).
+    fn lost_not_found_after(&self, query: &Prepared) -> Option<i64> {
+        Some(query.deadline_ns().saturating_add(NOT_FOUND_MARGIN_NS))
+    }
+
     fn open_ids(&self, body: &[u8], f: &mut dyn FnMut(&[u8])) {
         each_string(body, "result", "label", f);
     }

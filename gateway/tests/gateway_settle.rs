@@ -197,7 +197,11 @@ fn an_unknown_write_is_queried_by_client_order_id_never_resent() {
     assert_eq!(gw.in_flight(), 0);
     assert_eq!((gw.stats().unknown, gw.stats().reconciled), (1, 1));
 
-    // Not found: it never ran.
+    // Not found: it never ran, once a query sent after its recvWindow (and the
+    // margin) still finds nothing. The first NotFound, inside the window, settles
+    // nothing (gateway_not_found.rs has the delayed-order case).
+    // Its deadline: timestamp (now, to the ms) + recvWindow 2 s.
+    let deadline = w.now - MS + 2 * SEC;
     place(&mut gw, &mut w, "u2", 2);
     let (id, _, f) = w.last();
     assert_eq!(
@@ -205,12 +209,23 @@ fn an_unknown_write_is_queried_by_client_order_id_never_resent() {
         Some(Event::Reconciling { tag: 2 })
     );
     let (qid, _, qf) = w.last();
-    let ev = gw.on_response(
-        &mut w,
-        qid,
-        answer(400, &[], br#"{"code":-2013,"msg":"Order does not exist."}"#),
-        qf,
-    );
+    let not_found = br#"{"code":-2013,"msg":"Order does not exist."}"#;
+    let ev = gw.on_response(&mut w, qid, answer(400, &[], not_found), qf);
+    assert_eq!(ev, None, "inside the window a NotFound proves nothing");
+    let mut ev = None;
+    for _ in 0..40 {
+        let n = w.sent.len();
+        while w.sent.len() == n {
+            w.now = gw.poll_timeout().expect("a query is due");
+            gw.poll(&mut w);
+        }
+        let (qid, _, qf) = w.last();
+        ev = gw.on_response(&mut w, qid, answer(400, &[], not_found), qf);
+        if ev.is_some() {
+            break;
+        }
+    }
+    assert!(w.now >= deadline + ergon_gateway::NOT_FOUND_MARGIN_NS);
     assert_eq!(
         ev,
         Some(Event::Reconciled {
@@ -320,7 +335,13 @@ fn a_throttle_waits_for_the_hold_and_expires_past_the_deadline() {
         ),
         f,
     );
-    assert_eq!(owned(ev), owned(Some(Event::Expired { tag: 6 })));
+    assert_eq!(
+        owned(ev),
+        owned(Some(Event::Expired {
+            tag: 6,
+            why: ergon_gateway::Expiry::Deadline
+        }))
+    );
     assert_eq!(w.writes_of("t2"), 1);
     assert_eq!(gw.in_flight(), 1, "t1 is still on the wire");
 }

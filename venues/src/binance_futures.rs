@@ -157,6 +157,11 @@ fn batch_item(o: &NewOrder<'_>, out: &mut arrayvec::ArrayString<512>) -> Result<
 }
 
 impl Endpoints for BinanceFutures {
+    /// A fresh `timestamp` and signature on the same request (signed as Spot's).
+    fn restamp(&mut self, p: &mut Prepared, now: i64) -> Result<(), Error> {
+        spot::restamp(p, &self.auth, &self.limits.clock, now)
+    }
+
     /// `POST /fapi/v1/order`: one order on the 10 s and 1 min order limits, IP weight 0.
     fn new_order<'p>(
         &mut self,

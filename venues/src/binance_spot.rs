@@ -6,6 +6,14 @@
 //! Sources: <https://developers.binance.com/docs/binance-spot-api-docs/rest-api/limits>,
 //! <https://developers.binance.com/docs/binance-spot-api-docs/rest-api/general-api-information>.
 //!
+//! **NotFound bound.** A signed request is refused unless it is processed by
+//! `timestamp + recvWindow` on the venue's clock, and (per Binance's *Timing
+//! security* section and its 2025 changelog, paraphrased here: check the page)
+//! the matching engine checks it again when the order reaches it. So [`Prepared::deadline_ns`] is the last moment an
+//! order can still run: a query sent after it (plus a margin for the clock anchor)
+//! that answers -2013 means the order never ran. Binance USD-M futures
+//! (`binance_futures`) sign the same way and share the bound.
+//!
 //! The Binance table (buckets named after `rateLimits`, header matching, messages
 //! that name a window) is shared with `binance_futures`. Reading an answer never
 //! allocates.
@@ -474,6 +482,51 @@ pub(crate) fn sign(
     Ok(clock.now_ns_at(ts.saturating_add(auth.recv_window_ms)))
 }
 
+/// Re-signs a request [`sign`] ended: the same path and parameters, then a fresh
+/// `recvWindow`, `timestamp` and `signature`. Allocates nothing (the target is
+/// copied to the stack; one longer than 4 KiB, or with a body, is
+/// [`Error::Unsupported`] and left as it was).
+pub(crate) fn restamp(p: &mut Prepared, auth: &Auth, clock: &Clock, now: i64) -> Result<(), Error> {
+    let t = p.target();
+    let (Some(q), Some(cut)) = (t.find('?'), t.rfind("recvWindow=")) else {
+        return Err(Error::Unsupported);
+    };
+    if cut <= q || !p.body().is_empty() {
+        return Err(Error::Unsupported);
+    }
+    let mut head: arrayvec::ArrayVec<u8, 4096> = arrayvec::ArrayVec::new();
+    head.try_extend_from_slice(&t.as_bytes()[..cut])
+        .map_err(|_| Error::Unsupported)?;
+    let (Some(kind), Some(method)) = (p.kind(), p.method()) else {
+        return Err(Error::Unsupported);
+    };
+    let parts: Parts = p.parts().iter().copied().collect();
+    let ids: arrayvec::ArrayVec<endpoint::ClientOrderId, { endpoint::MAX_BATCH }> =
+        p.client_order_ids().iter().copied().collect();
+    let mut symbol = arrayvec::ArrayString::<32>::new();
+    if let Some(s) = p.symbol() {
+        symbol.push_str(s.as_str());
+    }
+    let label = p.label();
+    let mut w = Writer::start(p);
+    if let Ok(s) = Symbol::new(symbol.as_str()) {
+        w.symbol(s);
+    }
+    for id in ids {
+        w.id(id)?;
+    }
+    w.open();
+    w.put(&head[..=q]);
+    let query_at = w.pos();
+    // The parameters, without the '&' that joined them to `recvWindow`.
+    let mut first = cut == q + 1;
+    w.put(&head[q + 1..cut.saturating_sub(1).max(q + 1)]);
+    let deadline = sign(&mut w, &mut first, auth, clock, query_at, now)?;
+    w.finish_with(parts, kind, method, deadline)?;
+    p.set_label(label);
+    Ok(())
+}
+
 /// Starts a request's target: `path?`; returns where the query starts.
 pub(crate) fn begin(w: &mut Writer<'_>, path: &str) -> usize {
     w.open();
@@ -629,6 +682,11 @@ impl BinanceSpot {
 }
 
 impl Endpoints for BinanceSpot {
+    /// A fresh `timestamp` and signature on the same request (see [`restamp`]).
+    fn restamp(&mut self, p: &mut Prepared, now: i64) -> Result<(), Error> {
+        restamp(p, &self.auth, &self.limits.clock, now)
+    }
+
     /// `POST /api/v3/order`: weight 1, one order on every `ORDERS` limit.
     fn new_order<'p>(
         &mut self,

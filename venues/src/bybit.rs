@@ -7,6 +7,13 @@
 //! <https://bybit-exchange.github.io/docs/v5/error>,
 //! <https://bybit-exchange.github.io/docs/v5/order/batch-place>.
 //!
+//! **No NotFound bound.** `X-BAPI-RECV-WINDOW` is checked when the request
+//! arrives (`server_time - recv_window <= timestamp < server_time + 1000`, the
+//! v5 *Integration Guidance*); Bybit states no time after which a
+//! request accepted but queued can no longer reach the matching engine. A query
+//! that finds nothing proves nothing: the gateway ends such an unknown outcome
+//! `Unresolved` and keeps watching the client order id.
+//!
 //! Reading an answer never allocates.
 
 use crate::adapt::{self, Batch, Clock, Error, Parts, Request, Venue, MAX_ITEMS};

@@ -40,6 +40,12 @@ use ergon_core::{BucketId, Budget, Builder, Part, Spec, Verdict};
 /// How long an order is valid (`valid_until`, UTC ms): the venue rejects it
 /// after that, so it is the order's deadline; other requests use it as ergon's
 /// re-send window.
+///
+/// **NotFound bound.** `valid_until` on `private/buy`, `private/sell`: an order
+/// the matching engine has not processed by then is rejected (API v2,
+/// `private/buy`, paraphrased; check the page). So a new order's deadline
+/// is the last moment it can run; Deribit states no such bound for other
+/// requests (an edit, a cancel): their unknown outcomes end `Unresolved`.
 pub const VALID_FOR_MS: i64 = 5_000;
 
 /// The limits of one sub-account and IP.

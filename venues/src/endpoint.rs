@@ -859,6 +859,15 @@ pub trait Endpoints: Venue {
         Err(Error::Unsupported)
     }
 
+    /// Re-signs `p` (prepared by this adapter) for a re-send at `now`: a fresh
+    /// timestamp on the current clock (after a re-anchor too), a new signature and
+    /// deadline; what it asks of the venue is unchanged. [`Error::Unsupported`]
+    /// (the default) where the adapter cannot: `p` is left as it was.
+    fn restamp(&mut self, p: &mut Prepared, now_ns: i64) -> Result<(), Error> {
+        let _ = (p, now_ns);
+        Err(Error::Unsupported)
+    }
+
     /// Reads the answer to [`Endpoints::query_order`].
     fn read_order(&self, answer: &Response<'_>) -> Lookup;
 

@@ -7,6 +7,13 @@
 //! <https://www.okx.com/docs-v5/en/#error-code-rest-api>,
 //! <https://www.okx.com/docs-v5/en/#order-book-trading-trade-post-place-order>.
 //!
+//! **NotFound bound.** Trade requests carry `expTime` (timestamp + the window);
+//! OKX rejects a trade request its system has not processed by `expTime` (REST
+//! API, the `expTime` request header; paraphrased, check the page). So
+//! [`Prepared::deadline_ns`](crate::endpoint::Prepared::deadline_ns) of a trade
+//! request is the last moment it can run: a query sent after it that finds
+//! nothing means it never ran.
+//!
 //! One adapter trades one instrument (the place-order limit is per instrument).
 //! Reading an answer never allocates.
 

@@ -1198,3 +1198,50 @@ fn named_of<V: Venue>(venue: &V, budget: &Budget, kind: Request<'_>) -> Vec<(Str
     v.sort();
     v
 }
+
+/// A re-send is re-signed (issue 26, item 3): `restamp` gives exactly what a fresh
+/// preparation at the later time gives (timestamp, signature, deadline), keeps the
+/// parts, ids, symbol and label, and a venue without it says so.
+#[test]
+fn binance_restamp_equals_a_fresh_preparation_later() {
+    let (mut spot, _) = spot();
+    let mut p = Prepared::with_capacity(1024);
+    spot.new_order(&mut p, &ltcbtc("mm-7"), 10 * SEC).unwrap();
+    p.set_label(ergon_venues::endpoint::Label::NONE);
+    let before = p.target().to_owned();
+    let mut fresh = Prepared::with_capacity(1024);
+    spot.new_order(&mut fresh, &ltcbtc("mm-7"), 13 * SEC)
+        .unwrap();
+    spot.restamp(&mut p, 13 * SEC).unwrap();
+    assert_ne!(p.target(), before, "a fresh timestamp");
+    assert_eq!(p.target(), fresh.target());
+    assert_eq!(p.deadline_ns(), fresh.deadline_ns());
+    assert_eq!(p.parts(), fresh.parts());
+    assert_eq!(p.kind(), fresh.kind());
+    assert_eq!(p.client_order_ids(), fresh.client_order_ids());
+    assert_eq!(p.symbol(), fresh.symbol());
+    assert_eq!(p.header("X-MBX-APIKEY"), fresh.header("X-MBX-APIKEY"));
+    // A cancel-all names no order: the same holds.
+    let sym = Symbol::new("LTCBTC").unwrap();
+    spot.cancel_all(&mut p, sym, 10 * SEC).unwrap();
+    spot.cancel_all(&mut fresh, sym, 14 * SEC).unwrap();
+    spot.restamp(&mut p, 14 * SEC).unwrap();
+    assert_eq!(p.target(), fresh.target());
+    // Bybit cannot (yet): Unsupported, and the request is left as it was.
+    let mut b = ergon_core::Builder::default();
+    let mut by = Bybit::new(
+        &mut b,
+        Clock::anchor(0, BINANCE_TS_MS),
+        bybit::Config::default(),
+    )
+    .unwrap()
+    .with_auth(bybit::Auth::new("k", b"s", 5_000).unwrap());
+    let it = OrderRef {
+        symbol: Symbol::new("BTCUSDT").unwrap(),
+        client_order_id: ClientOrderId::new("c1").unwrap(),
+    };
+    by.query_order(&mut p, &it, 0).unwrap();
+    let t = p.target().to_owned();
+    assert_eq!(by.restamp(&mut p, SEC), Err(Error::Unsupported));
+    assert_eq!(p.target(), t);
+}

@@ -89,6 +89,19 @@ pub enum ShmEvent {
         /// The order as the venue has it (None: it never ran).
         found: Option<OrderState>,
     },
+    /// Its outcome stays unknown (see [`Event::Unresolved`](crate::Event::Unresolved)):
+    /// do not assume it never ran.
+    Unresolved {
+        /// The tag.
+        tag: Tag,
+    },
+    /// An unresolved order showed up after all (see [`Event::Late`](crate::Event::Late)).
+    Late {
+        /// The tag.
+        tag: Tag,
+        /// Its state as seen.
+        found: OrderState,
+    },
     /// The gateway's poll of open orders: the body lists the open orders' client
     /// order ids, one per line.
     OpenOrders {
@@ -127,6 +140,8 @@ impl ShmEvent {
             | ShmEvent::Expired { tag }
             | ShmEvent::Reconciling { tag }
             | ShmEvent::Reconciled { tag, .. }
+            | ShmEvent::Unresolved { tag }
+            | ShmEvent::Late { tag, .. }
             | ShmEvent::Halted { tag, .. }
             | ShmEvent::Lost { tag } => tag,
             ShmEvent::OpenOrders { .. } => crate::OPEN_ORDERS,
@@ -522,6 +537,8 @@ pub fn encode_event(ev: &ShmEvent, body: &[u8], out: &mut [u8]) -> usize {
         ShmEvent::OpenOrders { age_ns } => (8, crate::OPEN_ORDERS, age_ns, 0),
         ShmEvent::Halted { tag, bucket } => (9, tag, bucket as i64, 0),
         ShmEvent::Lost { tag } => (10, tag, 0, 0),
+        ShmEvent::Unresolved { tag } => (12, tag, 0, 0),
+        ShmEvent::Late { tag, found } => (13, tag, 0, state_byte(Some(found))),
         ShmEvent::OrderUpdate(_) => return 0,
     };
     if out.len() < EVENT_HEAD {
@@ -642,6 +659,11 @@ pub fn decode_event(b: &[u8]) -> Result<(ShmEvent, &[u8], bool), BadMessage> {
             let x = decode_update(a as u64, x, &b[EVENT_HEAD..])?;
             return Ok((ShmEvent::OrderUpdate(x), &[], false));
         }
+        12 => ShmEvent::Unresolved { tag },
+        13 => ShmEvent::Late {
+            tag,
+            found: state_of(x)?.ok_or(BadMessage::OrderState)?,
+        },
         _ => return Err(BadMessage::EventKind),
     };
     Ok((ev, &b[EVENT_HEAD..], b[18] != 0))

@@ -672,6 +672,8 @@ impl Hub {
             Event::Expired { .. } => (ShmEvent::Expired { tag }, &[]),
             Event::Reconciling { .. } => (ShmEvent::Reconciling { tag }, &[]),
             Event::Reconciled { found, .. } => (ShmEvent::Reconciled { tag, found }, &[]),
+            Event::Unresolved { .. } => (ShmEvent::Unresolved { tag }, &[]),
+            Event::Late { found, .. } => (ShmEvent::Late { tag, found }, &[]),
             Event::Halted { bucket, .. } => (
                 ShmEvent::Halted {
                     tag,
@@ -716,7 +718,9 @@ impl Hub {
                 }
                 continue;
             }
-            match api.submit(&mut self.req, Class::Urgent, RECOVER | u64::from(i)) {
+            // Reconciled under the gateway's rule: NotFound only after the venue's
+            // bound, else Unresolved (never "it never ran" from one early query).
+            match api.recover(&mut self.req, RECOVER | u64::from(i)) {
                 Ok(()) => self.recover_in_flight += 1,
                 Err(Event::Limited { .. }) => {
                     // No room now: again next turn.

@@ -109,7 +109,9 @@ pub enum Fault {
     /// Execute, then close the connection without a reply.
     ExecuteThenClose,
     /// Wait [`Faults::delay_ms`], then execute and reply (the client's deadline has
-    /// usually passed, so the order appears after the client gave up).
+    /// usually passed, so the order appears after the client gave up). On the
+    /// Binance profiles over HTTP, a signed request whose `timestamp + recvWindow`
+    /// passed meanwhile is refused (-1021) instead, as Binance's matching engine does.
     Delay,
     /// Execute, then answer HTTP 503 with the profile's "execution status unknown"
     /// body (Spot -1006; futures "Unknown error, please check your request or try

@@ -8,9 +8,10 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::config::Fault;
+use crate::config::{Fault, Profile};
 use crate::engine::state::Admission;
 use crate::http::{self, Parsed, Response};
+use crate::profiles::binance::admit::valid_until_ms;
 use crate::profiles::binance::ws_api::WS_API_PATH;
 use crate::server::shared::{sleep_unless_stopped, Shared, POLL};
 use crate::server::ws_api_conn;
@@ -121,10 +122,29 @@ fn handle(stream: &mut TcpStream, ip: IpAddr, req: &http::Request, shared: &Shar
         }
         Fault::Delay => {
             let delay = Duration::from_millis(venue.config().faults.delay_ms);
+            let valid_until = match venue.config().profile {
+                Profile::BinanceSpot | Profile::BinanceFutures => {
+                    valid_until_ms(&req.query, &req.body)
+                }
+                _ => None,
+            };
             drop(venue);
             sleep_unless_stopped(delay, shared);
             let later = shared.clock.now_ms();
             let mut venue = shared.venue();
+            // Binance's matching engine refuses a request past its recvWindow.
+            if valid_until.is_some_and(|t| later > t) {
+                venue.not_executed(&op, account, now);
+                let mut r = Response::error(
+                    400,
+                    -1021,
+                    "Timestamp for this request is outside of the recvWindow.",
+                );
+                r.headers.extend(headers);
+                venue.note_status(400);
+                drop(venue);
+                return write(stream, &r, req.close);
+            }
             let mut r = venue.execute(op, account, later, now);
             r.headers.extend(headers);
             venue.note_status(r.status);

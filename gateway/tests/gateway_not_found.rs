@@ -1,0 +1,388 @@
+//! "Not found" is not "never ran" (issue 26, items 1, 5 and 8), on jumped time
+//! through a scripted transport: a NotFound is final only from a query sent after
+//! the request's venue-side validity; before that the gateway re-queries with a
+//! backoff; where the venue states no bound the request ends Unresolved and its id
+//! stays watched; a write that names no order ends instead of looping.
+
+use ergon_core::{Budget, Builder, Class, Flight, Ticket};
+use ergon_gateway::{Event, Gateway, OrderState, Prepared, Wire, NOT_FOUND_MARGIN_NS};
+use ergon_io::client::{Refused, RequestId, Sent};
+use ergon_io::http::Request;
+use ergon_venues::adapt::Clock;
+use ergon_venues::binance_spot::{Auth, BinanceSpot};
+use ergon_venues::bybit::{self, Bybit};
+use ergon_venues::endpoint::{
+    ClientOrderId, Decimal, Endpoints, NewOrder, OrderType, Side, Symbol, TimeInForce,
+};
+use ergon_venues::response::Response;
+
+const MS: i64 = 1_000_000;
+const SEC: i64 = 1_000 * MS;
+const T0: i64 = 1_000 * SEC;
+const INFO: &[u8] = br#"{"rateLimits":[{"rateLimitType":"REQUEST_WEIGHT","interval":"MINUTE","intervalNum":1,"limit":6000},{"rateLimitType":"ORDERS","interval":"SECOND","intervalNum":10,"limit":100},{"rateLimitType":"RAW_REQUESTS","interval":"MINUTE","intervalNum":5,"limit":61000}]}"#;
+const NOT_FOUND: &[u8] = br#"{"code":-2013,"msg":"Order does not exist."}"#;
+
+/// A transport that records what was written, with the time it was written.
+struct Script {
+    budget: Budget,
+    now: i64,
+    next: u64,
+    /// (id, method, target, flight, written at) of every request written.
+    sent: Vec<(RequestId, String, String, Option<Flight>, i64)>,
+}
+
+impl Wire for Script {
+    fn now(&self) -> i64 {
+        self.now
+    }
+    fn budget(&mut self) -> &mut Budget {
+        &mut self.budget
+    }
+    fn send(&mut self, r: &Request<'_>, t: Ticket, _deadline: i64) -> Result<RequestId, Refused> {
+        self.next += 1;
+        let id = RequestId(self.next);
+        self.sent.push((
+            id,
+            r.method.into(),
+            r.target.into(),
+            Some(t.sent()),
+            self.now,
+        ));
+        Ok(id)
+    }
+}
+
+impl Script {
+    fn new(budget: Budget) -> Self {
+        Script {
+            budget,
+            now: T0,
+            next: 0,
+            sent: Vec::new(),
+        }
+    }
+    /// The last request written, its flight taken (to answer it), and when.
+    fn last(&mut self) -> (RequestId, String, Flight, i64) {
+        let l = self.sent.last_mut().expect("a request was written");
+        (l.0, l.2.clone(), l.3.take().expect("not answered yet"), l.4)
+    }
+    fn queries(&self) -> usize {
+        self.sent.iter().filter(|s| s.1 == "GET").count()
+    }
+}
+
+fn answer(status: u16, body: &[u8]) -> Response<'_> {
+    Response {
+        status,
+        headers: &[],
+        body,
+    }
+}
+
+fn binance() -> (Gateway<BinanceSpot>, Script) {
+    let mut b = Budget::builder();
+    let clock = Clock::anchor(T0, 1_700_000_000_000);
+    let acct = BinanceSpot::from_exchange_info(INFO, &mut b, clock, 30 * MS)
+        .unwrap()
+        .with_auth(Auth::new("k", b"s", 2_000).unwrap());
+    (
+        Gateway::new(acct, "BTCUSDT", 8, 512).unwrap(),
+        Script::new(b.build(T0).unwrap()),
+    )
+}
+
+fn new_order<'a>(cid: &'a str) -> NewOrder<'a> {
+    NewOrder {
+        symbol: Symbol::new("BTCUSDT").unwrap(),
+        side: Side::Buy,
+        order_type: OrderType::Limit(TimeInForce::Gtc),
+        price: Some(Decimal::new("49995.00").unwrap()),
+        quantity: Decimal::new("0.010").unwrap(),
+        client_order_id: ClientOrderId::new(cid).unwrap(),
+        reduce_only: false,
+    }
+}
+
+/// Places `cid`; the connection dies after it was written: its outcome is
+/// unknown. Returns the order's deadline (timestamp + recvWindow, our clock).
+fn place_unknown<E: ergon_gateway::Account>(
+    gw: &mut Gateway<E>,
+    w: &mut Script,
+    cid: &str,
+    tag: u64,
+) -> i64 {
+    let mut p = Prepared::with_capacity(512);
+    gw.venue_mut()
+        .new_order(&mut p, &new_order(cid), w.now)
+        .unwrap();
+    let deadline = p.deadline_ns();
+    gw.submit(w, &mut p, Class::Urgent, tag).expect("submitted");
+    let (id, _, f, _) = w.last();
+    w.now += 5 * MS;
+    assert_eq!(
+        gw.on_error(w, id, Sent::Maybe(f)),
+        Some(Event::Reconciling { tag })
+    );
+    deadline
+}
+
+/// Jumps to the gateway's next due time and polls, until it writes a request
+/// (at most `turns` jumps, so a never-idle loop fails fast).
+fn next_write<E: ergon_gateway::Account>(gw: &mut Gateway<E>, w: &mut Script, turns: usize) {
+    let n = w.sent.len();
+    for _ in 0..turns {
+        let at = gw.poll_timeout().expect("something is due");
+        w.now = w.now.max(at);
+        gw.poll(w);
+        if w.sent.len() > n {
+            return;
+        }
+    }
+    panic!("nothing written in {turns} turns");
+}
+
+/// An order held in the venue's queue (the emulator's `Delay` fault): the first
+/// query says -2013, the order executes later. The gateway must not say "it never
+/// ran" before the venue can no longer run it, and only from a query sent after.
+#[test]
+fn not_found_before_the_recv_window_ends_is_not_never_ran() {
+    let (mut gw, mut w) = binance();
+    let deadline = place_unknown(&mut gw, &mut w, "q1", 1);
+    let bound = deadline + NOT_FOUND_MARGIN_NS;
+    let (qid, q, qf, _) = w.last();
+    assert!(q.contains("origClientOrderId=q1"), "{q}");
+    w.now += MS;
+    // On main this was Reconciled { found: None } at once: double exposure.
+    let ev = gw.on_response(&mut w, qid, answer(400, NOT_FOUND), qf);
+    assert_eq!(ev, None, "a NotFound inside the window settles nothing");
+    assert_eq!(gw.in_flight(), 1);
+    // Every further NotFound before the bound settles nothing either; the queries
+    // are spaced, not every 20 ms.
+    let mut finals = Vec::new();
+    let mut last_sent = 0;
+    for _ in 0..40 {
+        next_write(&mut gw, &mut w, 10);
+        let (qid, _, qf, sent_at) = w.last();
+        assert!(sent_at > last_sent);
+        last_sent = sent_at;
+        w.now += MS;
+        if let Some(ev) = gw.on_response(&mut w, qid, answer(400, NOT_FOUND), qf) {
+            finals.push((ev, sent_at));
+            break;
+        }
+    }
+    assert_eq!(
+        finals,
+        vec![(
+            Event::Reconciled {
+                tag: 1,
+                found: None
+            },
+            last_sent
+        )]
+    );
+    assert!(
+        last_sent >= bound,
+        "settled by a query sent after the bound"
+    );
+    assert!(
+        last_sent < bound + 2 * SEC,
+        "and not much later: {} ms after",
+        (last_sent - bound) / MS
+    );
+    let queries = w.queries();
+    assert!(
+        (3..=15).contains(&queries),
+        "{queries} queries in {} ms",
+        (w.now - T0) / MS
+    );
+}
+
+/// The same order executes while the gateway still asks: found, never "not found".
+#[test]
+fn an_order_delayed_in_the_queue_is_found_by_a_later_query() {
+    let (mut gw, mut w) = binance();
+    place_unknown(&mut gw, &mut w, "q2", 2);
+    let (qid, _, qf, _) = w.last();
+    assert_eq!(
+        gw.on_response(&mut w, qid, answer(400, NOT_FOUND), qf),
+        None
+    );
+    next_write(&mut gw, &mut w, 10);
+    let (qid, _, qf, _) = w.last();
+    let ev = gw.on_response(
+        &mut w,
+        qid,
+        answer(200, br#"{"symbol":"BTCUSDT","orderId":12,"clientOrderId":"q2","status":"FILLED","executedQty":"0.01000000"}"#),
+        qf,
+    );
+    assert_eq!(
+        ev,
+        Some(Event::Reconciled {
+            tag: 2,
+            found: Some(OrderState::Filled)
+        })
+    );
+    assert_eq!(gw.in_flight(), 0);
+}
+
+/// A query that never settles (the venue answers 5xx for ever) backs off and
+/// ends: no query every 20 ms for ever (item 8).
+#[test]
+fn a_stuck_reconcile_backs_off_and_ends() {
+    let (mut gw, mut w) = binance();
+    place_unknown(&mut gw, &mut w, "q3", 3);
+    let start = w.now;
+    let mut end = None;
+    for _ in 0..200 {
+        let (qid, _, qf, _) = w.last();
+        w.now += MS;
+        if let Some(ev) = gw.on_response(&mut w, qid, answer(503, b"busy"), qf) {
+            end = Some(ev);
+            break;
+        }
+        next_write(&mut gw, &mut w, 10);
+    }
+    let ev = end.expect("it ends");
+    assert!(ev.is_final() && ev.tag() == 3, "{ev:?}");
+    assert!(
+        !matches!(ev, Event::Reconciled { found: None, .. }),
+        "an unanswered query is no proof it never ran: {ev:?}"
+    );
+    // Spaced: the first 10 s hold far fewer than 10 s / 20 ms = 500 queries.
+    let early = w
+        .sent
+        .iter()
+        .filter(|s| s.1 == "GET" && s.4 < start + 10 * SEC)
+        .count();
+    assert!(early <= 12, "{early} queries in the first 10 s");
+    assert_eq!(gw.in_flight(), 0);
+}
+
+/// A cancel-all (no client order id) with an unknown outcome ends, instead of
+/// being re-scheduled every 100 ms for ever (item 5).
+#[test]
+fn a_cancel_all_with_an_unknown_outcome_ends() {
+    let (mut gw, mut w) = binance();
+    let mut p = Prepared::with_capacity(512);
+    gw.venue_mut()
+        .cancel_all(&mut p, Symbol::new("BTCUSDT").unwrap(), w.now)
+        .unwrap();
+    gw.submit(&mut w, &mut p, Class::Urgent, 4).unwrap();
+    let (id, _, f, _) = w.last();
+    let ev = gw.on_error(&mut w, id, Sent::Maybe(f));
+    let mut evs: Vec<String> = ev.iter().map(|e| format!("{e:?}")).collect();
+    for _ in 0..100 {
+        while let Some(e) = gw.poll_event() {
+            evs.push(format!("{e:?}"));
+        }
+        match gw.poll_timeout() {
+            Some(at) => {
+                w.now = w.now.max(at);
+                gw.poll(&mut w);
+            }
+            None => break,
+        }
+    }
+    assert_eq!(gw.in_flight(), 0, "it ended: {evs:?}");
+    assert!(
+        evs.last().is_some_and(|e| e.starts_with("Unresolved")),
+        "{evs:?}"
+    );
+    assert_eq!(gw.poll_timeout(), None, "nothing left to do");
+}
+
+fn bybit_gw() -> (Gateway<Bybit>, Script) {
+    let mut b = Builder::default();
+    let clock = Clock::anchor(T0, 1_700_000_000_000);
+    let acct = Bybit::new(&mut b, clock, bybit::Config::default())
+        .unwrap()
+        .with_auth(bybit::Auth::new("k", b"s", 5_000).unwrap());
+    (
+        Gateway::new(acct, "BTCUSDT", 8, 1024).unwrap(),
+        Script::new(b.build(T0).unwrap()),
+    )
+}
+
+/// Bybit states no time after which a queued request can no longer run: a
+/// NotFound proves nothing. The request ends Unresolved (never "never ran"), its
+/// slot freed, and the open-orders poll reports it Late when it shows up.
+#[test]
+fn without_a_venue_bound_not_found_ends_unresolved_and_a_late_order_is_reported() {
+    let (mut gw, mut w) = bybit_gw();
+    gw.set_unresolved_after_ns(3 * SEC);
+    gw.set_watch_ns(60 * SEC);
+    place_unknown(&mut gw, &mut w, "by1", 5);
+    let empty = br#"{"retCode":0,"retMsg":"OK","result":{"list":[],"category":"linear"},"time":1700000000000}"#;
+    let mut end = None;
+    for _ in 0..50 {
+        let (qid, _, qf, _) = w.last();
+        w.now += MS;
+        if let Some(ev) = gw.on_response(&mut w, qid, answer(200, empty), qf) {
+            end = Some(ev);
+            break;
+        }
+        next_write(&mut gw, &mut w, 10);
+    }
+    assert_eq!(end, Some(Event::Unresolved { tag: 5 }));
+    assert_eq!(gw.in_flight(), 0, "the slot is freed");
+    assert_eq!(gw.stats().reconciled, 0, "never 'it never ran'");
+
+    // The order rested after all: the next open-orders poll lists it.
+    gw.poll_open_orders(SEC);
+    w.now += 10 * SEC;
+    gw.poll(&mut w);
+    let (pid, target, pf, _) = w.last();
+    assert!(target.contains("/v5/order/realtime"), "{target}");
+    let open = br#"{"retCode":0,"retMsg":"OK","result":{"list":[{"orderLinkId":"other"},{"orderLinkId":"by1"}]},"time":1700000010000}"#;
+    let ev = gw.on_response(&mut w, pid, answer(200, open), pf);
+    assert!(matches!(ev, Some(Event::OpenOrders { .. })), "{ev:?}");
+    assert_eq!(
+        gw.poll_event(),
+        Some(Event::Late {
+            tag: 5,
+            found: OrderState::Other
+        })
+    );
+    assert_eq!(gw.poll_event(), None, "reported once");
+    assert_eq!(gw.stats().late, 1);
+}
+
+/// Journal recovery follows the same rule: an order a dead gateway left in flight
+/// is not "never ran" from one query at restart (on main the hub submitted the
+/// query as a plain read, and its -2013 ended the recovery at once), only from a
+/// query sent after the venue's bound for anything it could have written.
+#[test]
+fn a_recovered_order_is_not_found_only_after_the_bound() {
+    let (mut gw, mut w) = binance();
+    let mut q = Prepared::with_capacity(512);
+    let it = ergon_venues::endpoint::OrderRef {
+        symbol: Symbol::new("BTCUSDT").unwrap(),
+        client_order_id: ClientOrderId::new("j1").unwrap(),
+    };
+    gw.venue_mut().query_order(&mut q, &it, w.now).unwrap();
+    // Written by the dead gateway before now: its deadline is before this one.
+    let bound = q.deadline_ns() + NOT_FOUND_MARGIN_NS;
+    gw.recover(&mut w, &mut q, 9).expect("adopted");
+    let mut settled = None;
+    for _ in 0..40 {
+        let (qid, target, qf, sent_at) = w.last();
+        assert!(target.contains("origClientOrderId=j1"), "{target}");
+        w.now += MS;
+        if let Some(ev) = gw.on_response(&mut w, qid, answer(400, NOT_FOUND), qf) {
+            settled = Some((ev, sent_at));
+            break;
+        }
+        next_write(&mut gw, &mut w, 10);
+    }
+    let (ev, sent_at) = settled.expect("settled");
+    assert_eq!(
+        ev,
+        Event::Reconciled {
+            tag: 9,
+            found: None
+        }
+    );
+    assert!(sent_at >= bound, "by a query sent after the bound");
+    assert!(w.queries() >= 2);
+}
