@@ -19,7 +19,7 @@ const USAGE: &str = "usage:
                 [--cpu N] [--max-clients N] [--passphrase P] [--symbol S] [--in-flight N]
                 [--share PCT] [--keep SECS] [--busy] [--guard-ms MS] [--journal PATH]
                 [--class-ceiling urgent|normal|bulk] [--order-entry ws|rest] [--ws-api URL]
-                [--no-stream]
+                [--no-stream] [--allow-uid UID[,UID..]]... [--allow-gid GID[,GID..]]...
   ergon-gateway --stats --name NAME [--once]
   ergon-gateway clear-halt BUCKET --name NAME";
 
@@ -64,6 +64,10 @@ struct Args {
     ws_api: Option<String>,
     /// The user data stream over the WebSocket API (false: `--no-stream`).
     stream: bool,
+    /// `--allow-uid`: uids besides the gateway's own that may attach.
+    allow_uids: Vec<u32>,
+    /// `--allow-gid`: gids whose members may attach.
+    allow_gids: Vec<u32>,
 }
 
 impl Args {
@@ -122,6 +126,19 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
             }
             "--ws-api" => a.ws_api = Some(value()?),
             "--no-stream" => a.stream = false,
+            "--allow-uid" | "--allow-gid" => {
+                let v = value()?;
+                let mut ids = Vec::new();
+                for id in v.split(',') {
+                    ids.push(id.trim().parse::<u32>().map_err(|_| {
+                        format!("{flag} {v:?}: expected numeric ids separated by commas")
+                    })?);
+                }
+                match flag.as_str() {
+                    "--allow-uid" => a.allow_uids.extend(ids),
+                    _ => a.allow_gids.extend(ids),
+                }
+            }
             "--busy" => a.busy = true,
             "--stats" => a.stats = true,
             "--once" => a.once = true,
@@ -186,6 +203,8 @@ fn serve<E: Account>(a: &Args, start: &Start, keys: &Keys<'_>, symbol: &str) -> 
         share: a.share,
         class_ceiling: a.class_ceiling,
         journal: Some(a.journal.clone().unwrap_or_else(|| journal_path(&name))),
+        allow_uids: a.allow_uids.clone(),
+        allow_gids: a.allow_gids.clone(),
         ..HubConfig::default()
     };
     let journal = cfg.journal.clone();

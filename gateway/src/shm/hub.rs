@@ -55,6 +55,13 @@ pub struct HubConfig {
     /// The journal of orders in flight (see the module's crash cases): written
     /// before each new order is sent, read by the next gateway on the same file.
     pub journal: Option<std::path::PathBuf>,
+    /// Uids besides the gateway's own (effective) uid that may connect: every
+    /// other peer is refused at accept, by the uid the kernel recorded for it
+    /// (`SO_PEERCRED`), before it can send a command.
+    pub allow_uids: Vec<u32>,
+    /// Gids whose members (by the peer's primary gid, as `SO_PEERCRED` gives it)
+    /// may connect too.
+    pub allow_gids: Vec<u32>,
 }
 
 impl Default for HubConfig {
@@ -68,6 +75,8 @@ impl Default for HubConfig {
             per_turn: 16,
             class_ceiling: None,
             journal: None,
+            allow_uids: Vec::new(),
+            allow_gids: Vec::new(),
         }
     }
 }
@@ -156,6 +165,11 @@ impl Use {
 struct Conn {
     fd: OwnedFd,
     client: Option<usize>,
+    /// The peer's uid, from the kernel (`SO_PEERCRED`).
+    uid: u32,
+    /// Why this peer may not use the gateway (None: it may): the answer to its
+    /// first command, after which the connection is closed.
+    refusal: Option<String>,
 }
 
 /// The loop side of the shared-memory gateway: a [`Strategy`] over the gateway.
@@ -183,6 +197,10 @@ pub struct Hub {
     recover_in_flight: usize,
     /// Orders of a dead gateway queried (and of them, found at the venue).
     pub recovered: (u64, u64),
+    /// The gateway's effective uid: its owner, the one peer that may clear a halt.
+    owner: u32,
+    /// Connections refused at accept (a peer neither the owner nor allowed).
+    pub refused: u64,
 }
 
 fn owned_msg(e: &dyn core::fmt::Display) -> io::Error {
@@ -243,6 +261,8 @@ impl Hub {
             recover,
             recover_in_flight: 0,
             recovered: (0, 0),
+            owner: os::euid(),
+            refused: 0,
         })
     }
 
@@ -265,8 +285,27 @@ impl Hub {
     }
 
     fn accept(&mut self) {
-        let Some(l) = &self.listener else { return };
-        while let Ok(Some(fd)) = os::accept(l) {
+        loop {
+            let r = match &self.listener {
+                Some(l) => os::accept(l),
+                None => return,
+            };
+            let Ok(Some(fd)) = r else { return };
+            // The kernel's record of who connected; what the peer says is not
+            // asked. A refused peer's first command is answered with the refusal
+            // and its connection closed then (closing it now, its command unread,
+            // would reset the connection before the answer could be read).
+            let peer = os::peer_cred(&fd);
+            let refusal = match &peer {
+                Ok(p) if self.allowed(*p) => None,
+                Ok(p) => Some(format!(
+                    "err not allowed: uid {} gid {} is neither the gateway's owner (uid {}) nor in --allow-uid/--allow-gid",
+                    p.uid, p.gid, self.owner
+                )),
+                Err(e) => Some(format!("err not allowed: no peer credentials: {e}")),
+            };
+            self.refused += u64::from(refusal.is_some());
+            let uid = peer.as_ref().map_or(u32::MAX, |p| p.uid);
             let i = match self.conns.iter().position(Option::is_none) {
                 Some(i) => i,
                 None => {
@@ -275,9 +314,22 @@ impl Hub {
                 }
             };
             if self.ep.add(fd.as_raw_fd(), CONN0 + i as u64).is_ok() {
-                self.conns[i] = Some(Conn { fd, client: None });
+                self.conns[i] = Some(Conn {
+                    fd,
+                    client: None,
+                    uid,
+                    refusal,
+                });
             }
         }
+    }
+
+    /// Whether a peer may use the gateway at all: its owner, a listed uid, or a
+    /// listed (primary) gid.
+    fn allowed(&self, p: os::PeerCred) -> bool {
+        p.uid == self.owner
+            || self.cfg.allow_uids.contains(&p.uid)
+            || self.cfg.allow_gids.contains(&p.gid)
     }
 
     fn close(&mut self, i: usize, now: i64) {
@@ -304,6 +356,10 @@ impl Hub {
             Ok(Recv::Empty) => return,
             Ok(Recv::Closed) | Err(_) => return self.close(i, now),
         };
+        if let Some(why) = self.conns[i].as_ref().and_then(|c| c.refusal.clone()) {
+            self.answer(i, &why);
+            return self.close(i, now);
+        }
         let text = String::from_utf8_lossy(&buf[..n]).into_owned();
         let mut words = text.split_whitespace();
         match (words.next(), words.next()) {
@@ -313,6 +369,15 @@ impl Hub {
                 if let Some(c) = self.conns[i].as_ref() {
                     Self::reply(&c.fd, "ok stats", &[self.stats.fd()]);
                 }
+            }
+            (Some("clear-halt"), Some(_))
+                if self.conns[i].as_ref().is_some_and(|c| c.uid != self.owner) =>
+            {
+                let msg = format!(
+                    "err clear-halt is for the gateway's owner (uid {}) only",
+                    self.owner
+                );
+                self.answer(i, &msg);
             }
             (Some("clear-halt"), Some(bucket)) => {
                 let b = api.budget();
@@ -724,7 +789,7 @@ impl Hub {
         let mut text = String::with_capacity(2048);
         let g = *api.stats();
         text += &format!(
-            "gateway {} journal_live={} recovering={} recovered={} recovered_found={} in_flight={} sent={} applied={} rejected={} unknown={} reconciled={} throttled={} banned={}\n",
+            "gateway {} journal_live={} recovering={} recovered={} recovered_found={} in_flight={} sent={} applied={} rejected={} unknown={} reconciled={} throttled={} banned={} refused={}\n",
             self.cfg.name,
             self.journal.as_ref().map_or(0, Journal::live),
             self.recover.len() + self.recover_in_flight,
@@ -737,7 +802,8 @@ impl Hub {
             g.unknown,
             g.reconciled,
             g.throttled,
-            g.banned
+            g.banned,
+            self.refused
         );
         let b = api.budget();
         let ids: Vec<BucketId> = b.ids().collect();

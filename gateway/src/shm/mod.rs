@@ -32,6 +32,19 @@
 //! only if the flag is set. With `busy` ([`ShmClient::attach`]) the client spins
 //! instead; the gateway's loop busy-polls with its own `busy_poll` setting.
 //!
+//! # Who may connect
+//!
+//! The gateway signs with the account's key for whoever attaches, so every
+//! connection is checked at accept by the uid and gid the kernel recorded for the
+//! peer (`SO_PEERCRED`; nothing the peer says): the gateway's own effective uid,
+//! [`HubConfig::allow_uids`] and [`HubConfig::allow_gids`] (the peer's primary gid)
+//! may use it; any other peer's first command is answered `err not allowed: ...`
+//! and its connection closed, before it can attach, read the stats or clear a
+//! halt. `clear-halt` is the owner's alone (same uid as the gateway), listed uids
+//! and gids included. The socket stays abstract: the peer check is the access
+//! control (an abstract socket has no file permissions to rely on), and no file
+//! is left behind to be raced or pre-created by another user.
+//!
 //! # Crash cases
 //!
 //! - **A client dies** (SIGKILL, mid-flight): its socket hangs up; the gateway

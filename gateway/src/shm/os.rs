@@ -189,6 +189,53 @@ pub(crate) fn connect(name: &str) -> io::Result<OwnedFd> {
     Ok(fd)
 }
 
+/// The credentials the kernel recorded for the peer of a connected Unix socket
+/// (at its `connect`): what it claims in its messages is never looked at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct PeerCred {
+    pub(crate) pid: i32,
+    pub(crate) uid: u32,
+    pub(crate) gid: u32,
+}
+
+/// `SO_PEERCRED` of a connected Unix socket.
+pub(crate) fn peer_cred(sock: &OwnedFd) -> io::Result<PeerCred> {
+    let mut c = libc::ucred {
+        pid: 0,
+        uid: u32::MAX,
+        gid: u32::MAX,
+    };
+    let mut len = core::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: getsockopt writes at most `len` bytes into the local `c`; the
+    // values come from the kernel, not from the peer.
+    let r = unsafe {
+        libc::getsockopt(
+            sock.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&mut c as *mut libc::ucred).cast(),
+            &mut len,
+        )
+    };
+    if r != 0 {
+        return Err(last());
+    }
+    if len as usize != core::mem::size_of::<libc::ucred>() {
+        return Err(io::Error::other("SO_PEERCRED: short answer"));
+    }
+    Ok(PeerCred {
+        pid: c.pid,
+        uid: c.uid,
+        gid: c.gid,
+    })
+}
+
+/// The effective uid of this process.
+pub(crate) fn euid() -> u32 {
+    // SAFETY: plain syscall, cannot fail.
+    unsafe { libc::geteuid() }
+}
+
 /// Accepts one connection (non-blocking socket), None if none is waiting.
 pub(crate) fn accept(listener: &OwnedFd) -> io::Result<Option<OwnedFd>> {
     // SAFETY: plain syscall without an address.
