@@ -2,7 +2,7 @@
 //! IP and an account; strategy processes attach by name and share it over shared
 //! memory (`ergon_gateway::shm`). The command line is [`USAGE`].
 
-use std::io::Write;
+use std::io::{BufRead, Read, Write};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -15,7 +15,9 @@ use ergon_venues::bybit::Bybit;
 use ergon_venues::okx::Okx;
 
 const USAGE: &str = "usage:
-  ergon-gateway --venue binance-spot|bybit|okx --base URL --api-key K --api-secret S --name NAME
+  ergon-gateway --venue binance-spot|bybit|okx --base URL --api-key K --name NAME
+                (--api-secret-file PATH | --api-secret-stdin | env ERGON_API_SECRET
+                 | --api-secret S, deprecated: visible to every user in ps)
                 [--cpu N] [--max-clients N] [--passphrase P] [--symbol S] [--in-flight N]
                 [--share PCT] [--keep SECS] [--busy] [--guard-ms MS] [--journal PATH]
                 [--class-ceiling urgent|normal|bulk] [--order-entry ws|rest] [--ws-api URL]
@@ -24,6 +26,44 @@ const USAGE: &str = "usage:
   ergon-gateway clear-halt BUCKET --name NAME";
 
 const MS: i64 = 1_000_000;
+
+/// The environment variable the API secret may come from (removed from the
+/// environment once read).
+const SECRET_ENV: &str = "ERGON_API_SECRET";
+
+/// The API secret, wiped from memory when dropped, never printed.
+struct Secret(zeroize::Zeroizing<Vec<u8>>);
+
+impl core::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("Secret(..)")
+    }
+}
+
+impl Secret {
+    /// Takes `bytes`, without the line end a file or a pipe usually adds.
+    fn new(mut bytes: Vec<u8>) -> Result<Secret, String> {
+        while bytes.last().is_some_and(|b| *b == b'\n' || *b == b'\r') {
+            bytes.pop();
+        }
+        let s = Secret(zeroize::Zeroizing::new(bytes));
+        if s.0.is_empty() {
+            return Err("the API secret is empty".into());
+        }
+        Ok(s)
+    }
+}
+
+/// Where the API secret comes from.
+#[derive(Debug)]
+enum SecretFrom {
+    /// `--api-secret-file PATH`.
+    File(std::path::PathBuf),
+    /// `--api-secret-stdin`: the first line of standard input.
+    Stdin,
+    /// `--api-secret S` (deprecated: in /proc/PID/cmdline for every user).
+    Arg(Secret),
+}
 
 /// How long the WebSocket API (and its order stream) may take to open before
 /// the gateway serves over REST alone.
@@ -42,7 +82,8 @@ struct Args {
     venue: Option<String>,
     base: Option<String>,
     api_key: Option<String>,
-    api_secret: Option<String>,
+    /// Where the secret comes from (None: the environment, [`SECRET_ENV`]).
+    api_secret: Option<SecretFrom>,
     passphrase: Option<String>,
     name: Option<String>,
     symbol: Option<String>,
@@ -98,7 +139,16 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
             "--venue" => a.venue = Some(value()?),
             "--base" => a.base = Some(value()?),
             "--api-key" => a.api_key = Some(value()?),
-            "--api-secret" => a.api_secret = Some(value()?),
+            "--api-secret" | "--api-secret-file" | "--api-secret-stdin" => {
+                if a.api_secret.is_some() {
+                    return Err("the API secret is given twice".into());
+                }
+                a.api_secret = Some(match flag.as_str() {
+                    "--api-secret" => SecretFrom::Arg(Secret::new(value()?.into_bytes())?),
+                    "--api-secret-file" => SecretFrom::File(value()?.into()),
+                    _ => SecretFrom::Stdin,
+                });
+            }
             "--passphrase" => a.passphrase = Some(value()?),
             "--name" => a.name = Some(value()?),
             "--symbol" => a.symbol = Some(value()?),
@@ -158,7 +208,6 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
         (&a.venue, "--venue"),
         (&a.base, "--base"),
         (&a.api_key, "--api-key"),
-        (&a.api_secret, "--api-secret"),
     ] {
         if v.is_none() {
             return Err(format!("{f} is required"));
@@ -280,13 +329,11 @@ fn run(a: &Args) -> Result<(), String> {
         }
         .to_string()
     });
-    let (key, secret) = (
-        a.api_key.clone().unwrap_or_default(),
-        a.api_secret.clone().unwrap_or_default(),
-    );
+    let key = a.api_key.clone().unwrap_or_default();
+    let secret = load_secret(a.api_secret.as_ref())?;
     let keys = Keys {
         api_key: &key,
-        secret: secret.as_bytes(),
+        secret: &secret.0,
         passphrase: a.passphrase.as_deref(),
     };
     match venue {
@@ -296,7 +343,97 @@ fn run(a: &Args) -> Result<(), String> {
     }
 }
 
+/// Reads the API secret from where the command line says: a file only this uid
+/// can read, standard input, [`SECRET_ENV`], or (deprecated, with a warning) the
+/// command line itself.
+fn load_secret(from: Option<&SecretFrom>) -> Result<Secret, String> {
+    let env = std::env::var_os(SECRET_ENV);
+    // Out of the environment at once: a child process or a dump of it never sees it.
+    std::env::remove_var(SECRET_ENV);
+    let env = env.map(|v| Secret::new(std::os::unix::ffi::OsStringExt::into_vec(v)));
+    match (from, env) {
+        (Some(_), Some(_)) => Err(format!(
+            "the API secret is given twice ({SECRET_ENV} and a flag): give one"
+        )),
+        (None, Some(s)) => s,
+        (None, None) => Err(format!(
+            "the API secret is required: --api-secret-file PATH, --api-secret-stdin or {SECRET_ENV}"
+        )),
+        (Some(SecretFrom::Arg(s)), None) => {
+            eprintln!(
+                "ergon-gateway: warning: --api-secret is deprecated: every user on this host can read it in ps and /proc/PID/cmdline; use --api-secret-file, --api-secret-stdin or {SECRET_ENV}"
+            );
+            Ok(Secret(s.0.clone()))
+        }
+        (Some(SecretFrom::Stdin), None) => {
+            // Room for the longest accepted: never reallocated (a copy left behind).
+            let mut line = zeroize::Zeroizing::new(Vec::with_capacity(4097));
+            std::io::stdin()
+                .lock()
+                .take(4096)
+                .read_until(b'\n', &mut line)
+                .map_err(|e| format!("--api-secret-stdin: {e}"))?;
+            Secret::new(core::mem::take(&mut *line))
+        }
+        (Some(SecretFrom::File(path)), None) => read_secret_file(path),
+    }
+}
+
+/// Reads a secret file, refused unless it is a regular file (not a symlink)
+/// owned by this process's uid that no other user can read or write.
+#[allow(unsafe_code)]
+fn read_secret_file(path: &std::path::Path) -> Result<Secret, String> {
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    let shown = path.display();
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NOCTTY)
+        .open(path)
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ELOOP) => format!("--api-secret-file {shown}: a symlink, refused"),
+            _ => format!("--api-secret-file {shown}: {e}"),
+        })?;
+    // What was opened, not what the path names now.
+    let m = f
+        .metadata()
+        .map_err(|e| format!("--api-secret-file {shown}: {e}"))?;
+    // SAFETY: plain syscall, cannot fail.
+    let me = unsafe { libc::geteuid() };
+    if !m.file_type().is_file() {
+        return Err(format!("--api-secret-file {shown}: not a regular file"));
+    }
+    if m.uid() != me {
+        return Err(format!(
+            "--api-secret-file {shown}: owned by uid {}, not by the gateway's uid {me}",
+            m.uid()
+        ));
+    }
+    if m.mode() & 0o077 != 0 {
+        return Err(format!(
+            "--api-secret-file {shown}: mode {:04o}: other users may read it (chmod 0600)",
+            m.mode() & 0o7777
+        ));
+    }
+    if m.len() > 4096 {
+        return Err(format!("--api-secret-file {shown}: larger than 4096 bytes"));
+    }
+    let mut buf = zeroize::Zeroizing::new(Vec::with_capacity(4097));
+    f.take(4097)
+        .read_to_end(&mut buf)
+        .map_err(|e| format!("--api-secret-file {shown}: {e}"))?;
+    Secret::new(core::mem::take(&mut *buf))
+}
+
+/// No core dump, no ptrace by other processes of this uid: the memory holds the
+/// account's secret.
+#[allow(unsafe_code)]
+fn not_dumpable() {
+    // SAFETY: plain prctl with integer arguments.
+    unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) };
+}
+
 fn main() -> ExitCode {
+    not_dumpable();
     let a = match parse(std::env::args().skip(1)) {
         Ok(a) => a,
         Err(e) => {

@@ -288,6 +288,181 @@ fn an_allowed_uid_trades_but_only_the_owner_clears_a_halt() {
     assert_eq!(owner, format!("err {bucket} is not halted"));
 }
 
+// ---- item 2: the secret ----
+
+/// Every byte the gateway left behind: its stdout, stderr, and every file in
+/// the scratch directory (journal, runtime files).
+fn outputs(dir: &Path, out: &str, err: &str) -> Vec<(String, Vec<u8>)> {
+    let mut all = vec![
+        ("stdout".to_string(), out.as_bytes().to_vec()),
+        ("stderr".to_string(), err.as_bytes().to_vec()),
+    ];
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).expect("read_dir").flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if let Ok(b) = std::fs::read(&p) {
+                all.push((p.display().to_string(), b));
+            }
+        }
+    }
+    all
+}
+
+fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle)
+}
+
+fn write_secret(dir: &Path, secret: &str, mode: u32) -> PathBuf {
+    let p = dir.join(format!("secret-{mode:o}"));
+    std::fs::write(&p, format!("{secret}\n")).expect("write secret");
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode)).expect("chmod");
+    p
+}
+
+#[test]
+fn a_secret_from_a_file_is_in_no_argv_and_no_output() {
+    let s = sim();
+    let secret = s.config().accounts[0].secret.clone();
+    let dir = Scratch::new("secretfile");
+    let name = unique("secretfile");
+    let file = write_secret(&dir.0, &secret, 0o600);
+    let mut extra = journal_args(&dir.0);
+    extra.extend(["--api-secret-file".into(), file.display().to_string()]);
+    let gw = gateway(
+        &s,
+        &name,
+        &dir.0,
+        Opts {
+            extra,
+            ..Opts::default()
+        },
+    );
+    let pid = gw.child.id();
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).expect("cmdline");
+    assert!(!contains(&cmdline, secret.as_bytes()), "the secret in argv");
+    // Signed with it: the emulator ran the order.
+    let me = run_role(&["order", &name, "owner"], None);
+    assert_eq!(me["applied"], 1, "{me}");
+    std::fs::remove_file(&file).expect("rm secret");
+    let (out, err) = gw.finish();
+    let all = outputs(&dir.0, &out, &err);
+    assert!(all.len() >= 3, "stdout, stderr and the journal: {all:?}");
+    for (what, bytes) in &all {
+        assert!(!contains(bytes, secret.as_bytes()), "the secret in {what}");
+    }
+    assert!(!err.contains("deprecated"), "{err}");
+}
+
+#[test]
+fn a_secret_from_the_environment_or_stdin_signs() {
+    let s = sim();
+    let secret = s.config().accounts[0].secret.clone();
+    let dir = Scratch::new("secretenv");
+    for how in ["env", "stdin"] {
+        let name = unique(&format!("secret{how}"));
+        let mut o = Opts {
+            extra: journal_args(&dir.0),
+            ..Opts::default()
+        };
+        match how {
+            "env" => o.env.push(("ERGON_API_SECRET", secret.clone())),
+            _ => {
+                o.extra.push("--api-secret-stdin".into());
+                o.stdin = Some(format!("{secret}\n"));
+            }
+        }
+        let gw = gateway(&s, &name, &dir.0, o);
+        let me = run_role(&["order", &name, how], None);
+        assert_eq!(me["applied"], 1, "{how}: {me}");
+        let (out, err) = gw.finish();
+        for (what, bytes) in outputs(&dir.0, &out, &err) {
+            assert!(
+                !contains(&bytes, secret.as_bytes()),
+                "{how}: the secret in {what}"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_secret_flag_still_works_with_one_deprecation_warning() {
+    let s = sim();
+    let dir = Scratch::new("secretflag");
+    let name = unique("secretflag");
+    let gw = gateway(
+        &s,
+        &name,
+        &dir.0,
+        Opts {
+            extra: journal_args(&dir.0),
+            secret_by_flag: true,
+            ..Opts::default()
+        },
+    );
+    let me = run_role(&["order", &name, "flag"], None);
+    assert_eq!(me["applied"], 1, "{me}");
+    let (_, err) = gw.finish();
+    assert_eq!(err.matches("deprecated").count(), 1, "{err}");
+}
+
+/// Starts a gateway that must refuse to start; its stderr.
+fn refused_start(s: &Server, dir: &Path, extra: Vec<String>) -> String {
+    let name = unique("refusedstart");
+    let (mut child, stderr) = spawn_gateway(
+        s,
+        &name,
+        dir,
+        Opts {
+            extra,
+            ..Opts::default()
+        },
+    );
+    let mut out = String::new();
+    child
+        .stdout
+        .take()
+        .expect("stdout")
+        .read_to_string(&mut out)
+        .expect("read");
+    let status = child.wait().expect("wait");
+    let err = std::fs::read_to_string(stderr).unwrap_or_default();
+    assert!(!out.contains("ready"), "started: {out} {err}");
+    assert_eq!(status.code(), Some(1), "{err}");
+    err
+}
+
+#[test]
+fn a_secret_file_another_user_could_touch_is_refused() {
+    let s = sim();
+    let secret = s.config().accounts[0].secret.clone();
+    let dir = Scratch::new("secretbad");
+    let with = |p: &Path| {
+        let mut e = journal_args(&dir.0);
+        e.extend(["--api-secret-file".into(), p.display().to_string()]);
+        e
+    };
+    let open = write_secret(&dir.0, &secret, 0o644);
+    let err = refused_start(&s, &dir.0, with(&open));
+    assert!(err.contains("other users may read it"), "{err}");
+    let good = write_secret(&dir.0, &secret, 0o600);
+    let link = dir.0.join("link");
+    std::os::unix::fs::symlink(&good, &link).expect("symlink");
+    let err = refused_start(&s, &dir.0, with(&link));
+    assert!(err.contains("symlink"), "{err}");
+    assert!(
+        refused_start(&s, &dir.0, with(&dir.0)).contains("not a regular file"),
+        "a directory"
+    );
+    if let Some((uid, gid)) = attacker() {
+        std::os::unix::fs::chown(&good, Some(uid), Some(gid)).expect("chown");
+        let err = refused_start(&s, &dir.0, with(&good));
+        assert!(err.contains("not by the gateway's uid"), "{err}");
+    }
+}
+
 // ---- the roles: run by the tests above as separate processes ----
 
 fn order<'a>(symbol: Symbol<'a>, id: &'a str) -> NewOrder<'a> {
