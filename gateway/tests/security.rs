@@ -463,6 +463,51 @@ fn a_secret_file_another_user_could_touch_is_refused() {
     }
 }
 
+// ---- item 3: sealed regions ----
+
+#[test]
+fn a_client_cannot_resize_its_region_or_write_the_stats_and_the_gateway_lives_on() {
+    let s = sim();
+    let dir = Scratch::new("sealed");
+    let name = unique("sealed");
+    let mut gw = gateway(
+        &s,
+        &name,
+        &dir.0,
+        Opts {
+            extra: journal_args(&dir.0),
+            secret_by_flag: true,
+            ..Opts::default()
+        },
+    );
+    // A hostile client takes its region's descriptor and tries to shrink it
+    // under the gateway's mapping (a SIGBUS at the gateway's next write, on main).
+    let (_sock, answer, mut fds) = shm::raw_command(&name, "attach hostile").expect("attach");
+    assert!(answer.starts_with("ok new"), "{answer}");
+    assert_eq!(fds.len(), 3);
+    let region = std::fs::File::from(fds.remove(0));
+    let len = region.metadata().expect("fstat").len();
+    assert!(region.set_len(0).is_err(), "the region shrank");
+    assert!(region.set_len(len * 2).is_err(), "the region grew");
+    assert_eq!(region.metadata().expect("fstat").len(), len);
+    // The stats region goes to every allowed reader: nobody may write it.
+    let (_sock, answer, mut fds) = shm::raw_command(&name, "stats").expect("stats");
+    assert!(answer.starts_with("ok"), "{answer}");
+    let mut stats = std::fs::File::from(fds.remove(0));
+    assert!(stats.write_all(b"forged").is_err(), "wrote into the stats");
+    assert!(stats.set_len(0).is_err(), "shrank the stats");
+    // The gateway writes every client's region each turn: still alive, and
+    // another client's order goes through.
+    let me = run_role(&["order", &name, "other"], None);
+    assert_eq!(me["applied"], 1, "{me}");
+    assert!(
+        gw.child.try_wait().expect("try_wait").is_none(),
+        "the gateway died"
+    );
+    let t = stats_until(&name, |t| t.contains("client hostile"));
+    assert!(t.contains("client hostile attached"), "{t}");
+}
+
 // ---- the roles: run by the tests above as separate processes ----
 
 fn order<'a>(symbol: Symbol<'a>, id: &'a str) -> NewOrder<'a> {

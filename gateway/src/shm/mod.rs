@@ -103,6 +103,17 @@ pub fn read_stats(name: &str) -> std::io::Result<String> {
     }
 }
 
+/// Sends one raw command line (`attach NAME`, `stats`, `clear-halt BUCKET`) to
+/// the gateway `name`: the socket, the answer line and the descriptors it
+/// carried, unmapped. For tools and tests that look at what a gateway hands out
+/// (as a hostile client would); strategies use [`ShmClient`].
+pub fn raw_command(
+    name: &str,
+    cmd: &str,
+) -> std::io::Result<(std::os::fd::OwnedFd, String, Vec<std::os::fd::OwnedFd>)> {
+    client::command(name, cmd)
+}
+
 /// Asks the gateway `name` to clear the halt of `bucket` (a person's command,
 /// after looking at the ban); the gateway's answer line.
 pub fn clear_halt(name: &str, bucket: &str) -> std::io::Result<String> {
