@@ -20,6 +20,7 @@ const USAGE: &str = "usage:
                  | --api-secret S, deprecated: visible to every user in ps)
                 [--cpu N] [--max-clients N] [--passphrase P] [--symbol S] [--in-flight N]
                 [--share PCT] [--keep SECS] [--busy] [--guard-ms MS] [--journal PATH]
+                [--runtime-dir DIR]
                 [--class-ceiling urgent|normal|bulk] [--order-entry ws|rest] [--ws-api URL]
                 [--no-stream] [--allow-uid UID[,UID..]]... [--allow-gid GID[,GID..]]...
   ergon-gateway --stats --name NAME [--once]
@@ -98,6 +99,8 @@ struct Args {
     once: bool,
     clear_halt: Option<String>,
     journal: Option<std::path::PathBuf>,
+    /// `--runtime-dir`: the gateway's private directory (the journal's default place).
+    runtime_dir: Option<std::path::PathBuf>,
     class_ceiling: Option<Class>,
     /// `--order-entry`: Some(true) ws, Some(false) rest, None rest unless
     /// `--ws-api` is given.
@@ -159,6 +162,7 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
             "--keep" => a.keep_s = num(value()?, 0.0, 1e6)?,
             "--guard-ms" => a.guard_ms = num(value()?, 0.0, 10_000.0)? as i64,
             "--journal" => a.journal = Some(value()?.into()),
+            "--runtime-dir" => a.runtime_dir = Some(value()?.into()),
             "--class-ceiling" => {
                 a.class_ceiling = match value()?.as_str() {
                     "urgent" => None,
@@ -251,7 +255,10 @@ fn serve<E: Account>(a: &Args, start: &Start, keys: &Keys<'_>, symbol: &str) -> 
         keep_ns: (a.keep_s * 1e9) as i64,
         share: a.share,
         class_ceiling: a.class_ceiling,
-        journal: Some(a.journal.clone().unwrap_or_else(|| journal_path(&name))),
+        journal: Some(match &a.journal {
+            Some(j) => j.clone(),
+            None => runtime_dir(a.runtime_dir.as_deref(), &name)?.join("journal"),
+        }),
         allow_uids: a.allow_uids.clone(),
         allow_gids: a.allow_gids.clone(),
         ..HubConfig::default()
@@ -272,16 +279,65 @@ fn serve<E: Account>(a: &Args, start: &Start, keys: &Keys<'_>, symbol: &str) -> 
     Ok(())
 }
 
-/// The journal's default place: /dev/shm (survives the process, not the host),
-/// else the temporary directory.
-fn journal_path(name: &str) -> std::path::PathBuf {
-    let dir = std::path::Path::new("/dev/shm");
-    let dir = if dir.is_dir() {
-        dir.to_path_buf()
-    } else {
-        std::env::temp_dir()
+/// The gateway's private runtime directory, created 0750 if absent and refused
+/// unless a directory (not a symlink) of this uid that no other user can write:
+/// `--runtime-dir`, else systemd's `$RUNTIME_DIRECTORY` (its first entry), else
+/// `/run/ergon-gateway/NAME` as root, `$XDG_RUNTIME_DIR/ergon-gateway/NAME`
+/// otherwise.
+#[allow(unsafe_code)]
+fn runtime_dir(flag: Option<&std::path::Path>, name: &str) -> Result<std::path::PathBuf, String> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    // SAFETY: plain syscall, cannot fail.
+    let me = unsafe { libc::geteuid() };
+    let dir = match flag {
+        Some(d) => d.to_path_buf(),
+        None => match std::env::var_os("RUNTIME_DIRECTORY") {
+            Some(v) => {
+                let first = v.to_string_lossy().split(':').next().unwrap_or("").to_string();
+                std::path::PathBuf::from(first)
+            }
+            None if me == 0 => std::path::Path::new("/run/ergon-gateway").join(name),
+            None => match std::env::var_os("XDG_RUNTIME_DIR") {
+                Some(x) => std::path::Path::new(&x).join("ergon-gateway").join(name),
+                None => {
+                    return Err(
+                        "no runtime directory: give --runtime-dir DIR (or --journal PATH), or set RUNTIME_DIRECTORY or XDG_RUNTIME_DIR".into(),
+                    )
+                }
+            },
+        },
     };
-    dir.join(format!("ergon-gateway-{name}.journal"))
+    let shown = dir.display();
+    if dir.as_os_str().is_empty() || dir.is_relative() {
+        return Err(format!(
+            "runtime directory {shown:?}: an absolute path, please"
+        ));
+    }
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o750)
+        .create(&dir)
+        .map_err(|e| format!("runtime directory {shown}: {e}"))?;
+    let m =
+        std::fs::symlink_metadata(&dir).map_err(|e| format!("runtime directory {shown}: {e}"))?;
+    if !m.file_type().is_dir() {
+        return Err(format!(
+            "runtime directory {shown}: not a directory (a symlink?)"
+        ));
+    }
+    if m.uid() != me {
+        return Err(format!(
+            "runtime directory {shown}: owned by uid {}, not by the gateway's uid {me}",
+            m.uid()
+        ));
+    }
+    if m.mode() & 0o022 != 0 {
+        return Err(format!(
+            "runtime directory {shown}: mode {:04o}: other users may write it (chmod 0750)",
+            m.mode() & 0o7777
+        ));
+    }
+    Ok(dir)
 }
 
 #[allow(unsafe_code)]

@@ -508,6 +508,91 @@ fn a_client_cannot_resize_its_region_or_write_the_stats_and_the_gateway_lives_on
     assert!(t.contains("client hostile attached"), "{t}");
 }
 
+// ---- items 9 and 10: the journal ----
+
+fn with_journal(p: &Path) -> Vec<String> {
+    vec![
+        "--journal".into(),
+        p.display().to_string(),
+        "--api-secret".into(),
+        "unused-secret".into(),
+    ]
+}
+
+#[test]
+fn a_symlink_planted_at_the_journal_is_refused_and_its_target_untouched() {
+    let s = sim();
+    let dir = Scratch::new("jsymlink");
+    let victim = dir.0.join("victim");
+    std::fs::write(&victim, b"precious").expect("victim");
+    std::fs::set_permissions(&victim, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    let journal = dir.0.join("journal");
+    std::os::unix::fs::symlink(&victim, &journal).expect("plant");
+    let err = refused_start(&s, &dir.0, with_journal(&journal));
+    assert!(err.contains("symlink"), "{err}");
+    assert_eq!(std::fs::read(&victim).expect("victim"), b"precious");
+}
+
+#[test]
+fn a_journal_pre_created_by_another_uid_is_refused() {
+    let Some((uid, gid)) = attacker() else { return };
+    let s = sim();
+    let dir = Scratch::new("jowner");
+    let journal = dir.0.join("journal");
+    std::fs::write(&journal, b"theirs").expect("plant");
+    std::fs::set_permissions(&journal, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    std::os::unix::fs::chown(&journal, Some(uid), Some(gid)).expect("chown");
+    let err = refused_start(&s, &dir.0, with_journal(&journal));
+    assert!(err.contains("not by the gateway's uid"), "{err}");
+    assert_eq!(std::fs::read(&journal).expect("journal"), b"theirs");
+}
+
+#[test]
+fn a_truncated_journal_is_refused_and_kept() {
+    let s = sim();
+    let dir = Scratch::new("jtrunc");
+    let journal = dir.0.join("journal");
+    // A journal's header (magic, 8 entries) cut short of its entries.
+    let mut b = b"ergonjnl".to_vec();
+    b.extend(8u64.to_le_bytes());
+    b.resize(100, 0);
+    std::fs::write(&journal, &b).expect("write");
+    std::fs::set_permissions(&journal, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    let err = refused_start(&s, &dir.0, with_journal(&journal));
+    assert!(err.contains("does not fit"), "{err}");
+    assert_eq!(std::fs::read(&journal).expect("journal"), b);
+}
+
+#[test]
+fn the_journal_lives_in_a_private_runtime_directory() {
+    use std::os::unix::fs::MetadataExt;
+    let s = sim();
+    let dir = Scratch::new("jrundir");
+    let run = dir.0.join("run").join("gw");
+    let name = unique("jrundir");
+    let gw = gateway(
+        &s,
+        &name,
+        &dir.0,
+        Opts {
+            extra: vec!["--runtime-dir".into(), run.display().to_string()],
+            secret_by_flag: true,
+            ..Opts::default()
+        },
+    );
+    assert_eq!(std::fs::metadata(&run).expect("dir").mode() & 0o777, 0o750);
+    let j = std::fs::symlink_metadata(run.join("journal")).expect("journal");
+    assert!(j.file_type().is_file());
+    assert_eq!(j.mode() & 0o777, 0o600);
+    drop(gw);
+    // A directory other users may write (to plant a link) is refused.
+    std::fs::set_permissions(&run, std::fs::Permissions::from_mode(0o777)).expect("chmod");
+    let mut extra = vec!["--runtime-dir".into(), run.display().to_string()];
+    extra.extend(["--api-secret".into(), "unused-secret".into()]);
+    let err = refused_start(&s, &dir.0, extra);
+    assert!(err.contains("other users may write it"), "{err}");
+}
+
 // ---- the roles: run by the tests above as separate processes ----
 
 fn order<'a>(symbol: Symbol<'a>, id: &'a str) -> NewOrder<'a> {
