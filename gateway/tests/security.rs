@@ -410,7 +410,10 @@ fn the_secret_flag_still_works_with_one_deprecation_warning() {
 
 /// Starts a gateway that must refuse to start; its stderr.
 fn refused_start(s: &Server, dir: &Path, extra: Vec<String>) -> String {
-    let name = unique("refusedstart");
+    // One name per start: on main, refused ones start and would share it.
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let name = unique(&format!("refusedstart{n}"));
     let (mut child, stderr) = spawn_gateway(
         s,
         &name,
@@ -420,13 +423,14 @@ fn refused_start(s: &Server, dir: &Path, extra: Vec<String>) -> String {
             ..Opts::default()
         },
     );
+    // Its first line, or end of file when it exits: bounded either way.
     let mut out = String::new();
-    child
-        .stdout
-        .take()
-        .expect("stdout")
-        .read_to_string(&mut out)
+    BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut out)
         .expect("read");
+    if out.contains("ready") {
+        let _ = child.kill();
+    }
     let status = child.wait().expect("wait");
     let err = std::fs::read_to_string(stderr).unwrap_or_default();
     assert!(!out.contains("ready"), "started: {out} {err}");
