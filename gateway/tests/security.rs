@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use ergon_core::Class;
 use ergon_gateway::shm::{self, Call, ShmClient, ShmEvent};
-use ergon_venue_sim::{Config, Server};
+use ergon_venue_sim::{Config, Fault, Server};
 use ergon_venues::endpoint::{
     ClientOrderId, Decimal, NewOrder, OrderType, Side, Symbol, TimeInForce,
 };
@@ -597,6 +597,96 @@ fn the_journal_lives_in_a_private_runtime_directory() {
     assert!(err.contains("other users may write it"), "{err}");
 }
 
+// ---- items 4 and 8: one attach per connection; a stop that finishes ----
+
+#[test]
+fn a_second_attach_on_one_connection_is_refused_and_the_first_detaches_at_hang_up() {
+    let s = sim();
+    let dir = Scratch::new("twice");
+    let name = unique("twice");
+    let _gw = gateway(
+        &s,
+        &name,
+        &dir.0,
+        Opts {
+            extra: journal_args(&dir.0),
+            secret_by_flag: true,
+            ..Opts::default()
+        },
+    );
+    let (sock, answer, _fds) = shm::raw_command(&name, "attach first").expect("attach");
+    assert!(answer.starts_with("ok new"), "{answer}");
+    let mut sock = std::fs::File::from(sock);
+    sock.write_all(b"attach second").expect("send");
+    let mut buf = [0u8; 512];
+    let n = sock.read(&mut buf).expect("answer");
+    let answer = String::from_utf8_lossy(&buf[..n]).into_owned();
+    assert_eq!(answer, "err already attached on this connection");
+    drop(sock); // hang-up: "first" is detached, its name free to attach again
+    let t = stats_until(&name, |t| t.contains("client first detached"));
+    assert!(t.contains("client first detached"), "{t}");
+    assert!(!t.contains("client second"), "{t}");
+    let me = run_role(&["order", &name, "first"], None);
+    assert_eq!(me["applied"], 1, "{me}");
+}
+
+#[test]
+fn sigterm_finishes_while_a_client_keeps_submitting() {
+    // Every order held 1.5 s by the venue: with a client that keeps submitting,
+    // something is always in flight unless the gateway stops taking submits.
+    let mut cfg = Config::binance_spot();
+    cfg.faults.chances = vec![(Fault::Delay, 1.0)];
+    cfg.faults.delay_ms = 1500;
+    let s = Server::start(cfg).expect("emulator");
+    let dir = Scratch::new("stop");
+    let name = unique("stop");
+    let mut gw = gateway(
+        &s,
+        &name,
+        &dir.0,
+        Opts {
+            extra: journal_args(&dir.0),
+            secret_by_flag: true,
+            ..Opts::default()
+        },
+    );
+    let mut spam = Command::new(std::env::current_exe().expect("exe"))
+        .args(["--ignored", "--exact", "role", "--nocapture", "--quiet"])
+        .env("ERGON_SEC_ROLE", format!("spam {name} spammer"))
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let mut out = BufReader::new(spam.stdout.take().expect("stdout"));
+    let mut line = String::new();
+    while !line.starts_with("spamming") {
+        line.clear();
+        assert!(out.read_line(&mut line).expect("read") > 0, "spammer died");
+    }
+    let pid = gw.child.id().to_string();
+    assert!(Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("kill")
+        .success());
+    let until = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(st) = gw.child.try_wait().expect("try_wait") {
+            break Some(st);
+        }
+        if Instant::now() > until {
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let _ = spam.kill();
+    let _ = spam.wait();
+    assert_eq!(
+        status.and_then(|s| s.code()),
+        Some(0),
+        "SIGTERM did not finish within 30 s under a client that keeps submitting"
+    );
+}
+
 // ---- the roles: run by the tests above as separate processes ----
 
 fn order<'a>(symbol: Symbol<'a>, id: &'a str) -> NewOrder<'a> {
@@ -655,6 +745,25 @@ fn role() {
             serde_json::json!({
                 "attach": attach, "applied": applied, "clear_halt": clear, "stats": stats,
             })
+        }
+        // spam GW ME: orders without end; says "spamming" after the first applied.
+        "spam" => {
+            let mut c = ShmClient::attach(gw, me, false).expect("attach");
+            let symbol = Symbol::new("BTCUSDT").expect("symbol");
+            let (mut seq, mut said) = (0u64, false);
+            while !c.is_gone() {
+                seq += 1;
+                let id = format!("{id}s{seq}");
+                let _ = c.submit(&Call::NewOrder(order(symbol, &id)), Class::Normal, seq);
+                while let Some((ev, _)) = c.poll() {
+                    if !said && matches!(ev, ShmEvent::Applied { .. }) {
+                        said = true;
+                        println!("spamming");
+                    }
+                }
+                c.check_gateway();
+            }
+            serde_json::json!({ "sent": seq })
         }
         // order GW ME: one order.
         "order" => {

@@ -105,7 +105,9 @@ pub struct ClientStats {
 struct Client {
     name: String,
     gen: u16,
-    conn: Option<usize>,
+    /// The connection it is attached on: its index and that connection's
+    /// generation (an index is reused by later connections; the generation is not).
+    conn: Option<(usize, u64)>,
     memfd: OwnedFd,
     wake: OwnedFd,
     region: Region,
@@ -170,6 +172,8 @@ struct Conn {
     /// Why this peer may not use the gateway (None: it may): the answer to its
     /// first command, after which the connection is closed.
     refusal: Option<String>,
+    /// This connection's generation: unique for the hub's life.
+    gen: u64,
 }
 
 /// The loop side of the shared-memory gateway: a [`Strategy`] over the gateway.
@@ -201,6 +205,8 @@ pub struct Hub {
     owner: u32,
     /// Connections refused at accept (a peer neither the owner nor allowed).
     pub refused: u64,
+    /// The generation the next accepted connection gets.
+    next_conn_gen: u64,
 }
 
 fn owned_msg(e: &dyn core::fmt::Display) -> io::Error {
@@ -263,6 +269,7 @@ impl Hub {
             recovered: (0, 0),
             owner: os::euid(),
             refused: 0,
+            next_conn_gen: 1,
         })
     }
 
@@ -314,11 +321,13 @@ impl Hub {
                 }
             };
             if self.ep.add(fd.as_raw_fd(), CONN0 + i as u64).is_ok() {
+                self.next_conn_gen += 1;
                 self.conns[i] = Some(Conn {
                     fd,
                     client: None,
                     uid,
                     refusal,
+                    gen: self.next_conn_gen,
                 });
             }
         }
@@ -336,7 +345,11 @@ impl Hub {
         if let Some(c) = self.conns.get_mut(i).and_then(Option::take) {
             self.ep.remove(c.fd.as_raw_fd());
             if let Some(k) = c.client {
-                if let Some(cl) = self.clients[k].as_mut() {
+                // Only a client attached on this very connection is detached.
+                if let Some(cl) = self.clients[k]
+                    .as_mut()
+                    .filter(|cl| cl.conn == Some((i, c.gen)))
+                {
                     cl.conn = None;
                     cl.detached_at = Some(now);
                 }
@@ -404,6 +417,11 @@ impl Hub {
     }
 
     fn attach_client(&mut self, i: usize, name: &str) {
+        // One client per connection: a second attach would leave the first one
+        // "attached" for ever (its hang-up detaches only one).
+        if self.conns[i].as_ref().is_some_and(|c| c.client.is_some()) {
+            return self.answer(i, "err already attached on this connection");
+        }
         let found = self
             .clients
             .iter()
@@ -427,7 +445,10 @@ impl Hub {
         let Some(c) = self.clients[k].as_mut() else {
             return;
         };
-        c.conn = Some(i);
+        let Some(conn_gen) = self.conns[i].as_ref().map(|c| c.gen) else {
+            return;
+        };
+        c.conn = Some((i, conn_gen));
         c.detached_at = None;
         c.stats.attaches += 1;
         if let Some(conn) = self.conns[i].as_mut() {
@@ -533,8 +554,16 @@ impl Hub {
                 Err(_) => {
                     // A corrupt ring: this client cannot be served any more.
                     c.stats.bad += 1;
-                    if let Some(i) = c.conn {
-                        self.close(i, api.now());
+                    // Its own connection only (checked by generation in close).
+                    if let Some((i, g)) = c.conn {
+                        if self
+                            .conns
+                            .get(i)
+                            .and_then(Option::as_ref)
+                            .is_some_and(|c| c.gen == g)
+                        {
+                            self.close(i, api.now());
+                        }
                     }
                     return;
                 }
@@ -548,6 +577,19 @@ impl Hub {
                     continue;
                 }
             };
+            if self.stopping {
+                // Stopping (SIGTERM): nothing new is sent, or a client that keeps
+                // submitting would keep the gateway from ever settling and exiting.
+                // A final refusal that never passes here; nothing charged or sent.
+                c.stats.limited += 1;
+                let ev = ShmEvent::Limited {
+                    tag,
+                    why: Why::Halted,
+                    ready_in_ns: i64::MAX,
+                };
+                c.push(&ev, &[]);
+                continue;
+            }
             // Urgent = 0 < Normal = 1 < Bulk = 2: a larger number is less privileged.
             let class = match self.cfg.class_ceiling {
                 Some(c) if (class as u8) < (c as u8) => c,

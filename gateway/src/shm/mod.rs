@@ -65,6 +65,14 @@
 //!   before sending it and clears it at the final event; a gateway started on the
 //!   same journal queries every order left in it before it takes any new submit.
 //!
+//! # Stopping
+//!
+//! After SIGTERM (the `stop` flag of [`Hub::bind`]) the hub accepts no
+//! connection and sends nothing new: each submit taken from then on is answered
+//! at once with [`ShmEvent::Limited`] `{ why: Why::Halted, ready_in_ns: i64::MAX }`
+//! (final, nothing charged or sent); what was in flight settles, then the loop
+//! stops. One `attach` per connection: a second is answered `err`.
+//!
 //! # Fair shares
 //!
 //! [`HubConfig::share`]: each client may use at most this fraction of every
