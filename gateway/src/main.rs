@@ -2,7 +2,7 @@
 //! IP and an account; strategy processes attach by name and share it over shared
 //! memory (`ergon_gateway::shm`). The command line is [`USAGE`].
 
-use std::io::Write;
+use std::io::{BufRead, Read, Write};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -16,17 +16,58 @@ use ergon_venues::bybit::Bybit;
 use ergon_venues::okx::Okx;
 
 const USAGE: &str = "usage:
-  ergon-gateway --venue binance-spot|bybit|okx --base URL --api-key K --api-secret S --name NAME
+  ergon-gateway --venue binance-spot|bybit|okx --base URL --api-key K --name NAME
+                (--api-secret-file PATH | --api-secret-stdin | env ERGON_API_SECRET
+                 | --api-secret S, deprecated: visible to every user in ps)
                 [--cpu N] [--max-clients N] [--passphrase P] [--symbol S] [--in-flight N]
                 [--share PCT] [--keep SECS] [--busy] [--guard-ms MS] [--journal PATH]
+                [--runtime-dir DIR]
                 [--class-ceiling urgent|normal|bulk] [--order-entry ws|rest] [--ws-api URL]
-                [--no-stream]
+                [--no-stream] [--allow-uid UID[,UID..]]... [--allow-gid GID[,GID..]]...
                 [--etcd URL[,URL...] --account NAME --safe-share PCT --hosts N
                  [--host NAME] [--lease-ttl SECS]]
   ergon-gateway --stats --name NAME [--once]
   ergon-gateway clear-halt BUCKET --name NAME";
 
 const MS: i64 = 1_000_000;
+
+/// The environment variable the API secret may come from (removed from the
+/// environment once read).
+const SECRET_ENV: &str = "ERGON_API_SECRET";
+
+/// The API secret, wiped from memory when dropped, never printed.
+struct Secret(zeroize::Zeroizing<Vec<u8>>);
+
+impl core::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("Secret(..)")
+    }
+}
+
+impl Secret {
+    /// Takes `bytes`, without the line end a file or a pipe usually adds.
+    fn new(mut bytes: Vec<u8>) -> Result<Secret, String> {
+        while bytes.last().is_some_and(|b| *b == b'\n' || *b == b'\r') {
+            bytes.pop();
+        }
+        let s = Secret(zeroize::Zeroizing::new(bytes));
+        if s.0.is_empty() {
+            return Err("the API secret is empty".into());
+        }
+        Ok(s)
+    }
+}
+
+/// Where the API secret comes from.
+#[derive(Debug)]
+enum SecretFrom {
+    /// `--api-secret-file PATH`.
+    File(std::path::PathBuf),
+    /// `--api-secret-stdin`: the first line of standard input.
+    Stdin,
+    /// `--api-secret S` (deprecated: in /proc/PID/cmdline for every user).
+    Arg(Secret),
+}
 
 /// How long the WebSocket API (and its order stream) may take to open before
 /// the gateway serves over REST alone.
@@ -45,7 +86,8 @@ struct Args {
     venue: Option<String>,
     base: Option<String>,
     api_key: Option<String>,
-    api_secret: Option<String>,
+    /// Where the secret comes from (None: the environment, [`SECRET_ENV`]).
+    api_secret: Option<SecretFrom>,
     passphrase: Option<String>,
     name: Option<String>,
     symbol: Option<String>,
@@ -60,6 +102,8 @@ struct Args {
     once: bool,
     clear_halt: Option<String>,
     journal: Option<std::path::PathBuf>,
+    /// `--runtime-dir`: the gateway's private directory (the journal's default place).
+    runtime_dir: Option<std::path::PathBuf>,
     class_ceiling: Option<Class>,
     /// `--order-entry`: Some(true) ws, Some(false) rest, None rest unless
     /// `--ws-api` is given.
@@ -67,6 +111,10 @@ struct Args {
     ws_api: Option<String>,
     /// The user data stream over the WebSocket API (false: `--no-stream`).
     stream: bool,
+    /// `--allow-uid`: uids besides the gateway's own that may attach.
+    allow_uids: Vec<u32>,
+    /// `--allow-gid`: gids whose members may attach.
+    allow_gids: Vec<u32>,
     /// `--etcd`: the account's order limits leased through these etcd endpoints.
     etcd: Option<Vec<String>>,
     account: Option<String>,
@@ -108,7 +156,16 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
             "--venue" => a.venue = Some(value()?),
             "--base" => a.base = Some(value()?),
             "--api-key" => a.api_key = Some(value()?),
-            "--api-secret" => a.api_secret = Some(value()?),
+            "--api-secret" | "--api-secret-file" | "--api-secret-stdin" => {
+                if a.api_secret.is_some() {
+                    return Err("the API secret is given twice".into());
+                }
+                a.api_secret = Some(match flag.as_str() {
+                    "--api-secret" => SecretFrom::Arg(Secret::new(value()?.into_bytes())?),
+                    "--api-secret-file" => SecretFrom::File(value()?.into()),
+                    _ => SecretFrom::Stdin,
+                });
+            }
             "--passphrase" => a.passphrase = Some(value()?),
             "--name" => a.name = Some(value()?),
             "--symbol" => a.symbol = Some(value()?),
@@ -119,6 +176,7 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
             "--keep" => a.keep_s = num(value()?, 0.0, 1e6)?,
             "--guard-ms" => a.guard_ms = num(value()?, 0.0, 10_000.0)? as i64,
             "--journal" => a.journal = Some(value()?.into()),
+            "--runtime-dir" => a.runtime_dir = Some(value()?.into()),
             "--class-ceiling" => {
                 a.class_ceiling = match value()?.as_str() {
                     "urgent" => None,
@@ -136,6 +194,19 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
             }
             "--ws-api" => a.ws_api = Some(value()?),
             "--no-stream" => a.stream = false,
+            "--allow-uid" | "--allow-gid" => {
+                let v = value()?;
+                let mut ids = Vec::new();
+                for id in v.split(',') {
+                    ids.push(id.trim().parse::<u32>().map_err(|_| {
+                        format!("{flag} {v:?}: expected numeric ids separated by commas")
+                    })?);
+                }
+                match flag.as_str() {
+                    "--allow-uid" => a.allow_uids.extend(ids),
+                    _ => a.allow_gids.extend(ids),
+                }
+            }
             "--etcd" => a.etcd = Some(value()?.split(',').map(str::to_owned).collect()),
             "--account" => a.account = Some(value()?),
             "--safe-share" => a.safe_share = Some(num(value()?, 0.01, 50.0)? / 100.0),
@@ -161,7 +232,6 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
         (&a.venue, "--venue"),
         (&a.base, "--base"),
         (&a.api_key, "--api-key"),
-        (&a.api_secret, "--api-secret"),
     ] {
         if v.is_none() {
             return Err(format!("{f} is required"));
@@ -220,7 +290,12 @@ fn serve<E: Account>(a: &Args, start: &Start, keys: &Keys<'_>, symbol: &str) -> 
         keep_ns: (a.keep_s * 1e9) as i64,
         share: a.share,
         class_ceiling: a.class_ceiling,
-        journal: Some(a.journal.clone().unwrap_or_else(|| journal_path(&name))),
+        journal: Some(match &a.journal {
+            Some(j) => j.clone(),
+            None => runtime_dir(a.runtime_dir.as_deref(), &name)?.join("journal"),
+        }),
+        allow_uids: a.allow_uids.clone(),
+        allow_gids: a.allow_gids.clone(),
         leases,
         ..HubConfig::default()
     };
@@ -320,16 +395,65 @@ fn start_leases<E: Account>(
     Ok((Some(lease), leases))
 }
 
-/// The journal's default place: /dev/shm (survives the process, not the host),
-/// else the temporary directory.
-fn journal_path(name: &str) -> std::path::PathBuf {
-    let dir = std::path::Path::new("/dev/shm");
-    let dir = if dir.is_dir() {
-        dir.to_path_buf()
-    } else {
-        std::env::temp_dir()
+/// The gateway's private runtime directory, created 0750 if absent and refused
+/// unless a directory (not a symlink) of this uid that no other user can write:
+/// `--runtime-dir`, else systemd's `$RUNTIME_DIRECTORY` (its first entry), else
+/// `/run/ergon-gateway/NAME` as root, `$XDG_RUNTIME_DIR/ergon-gateway/NAME`
+/// otherwise.
+#[allow(unsafe_code)]
+fn runtime_dir(flag: Option<&std::path::Path>, name: &str) -> Result<std::path::PathBuf, String> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    // SAFETY: plain syscall, cannot fail.
+    let me = unsafe { libc::geteuid() };
+    let dir = match flag {
+        Some(d) => d.to_path_buf(),
+        None => match std::env::var_os("RUNTIME_DIRECTORY") {
+            Some(v) => {
+                let first = v.to_string_lossy().split(':').next().unwrap_or("").to_string();
+                std::path::PathBuf::from(first)
+            }
+            None if me == 0 => std::path::Path::new("/run/ergon-gateway").join(name),
+            None => match std::env::var_os("XDG_RUNTIME_DIR") {
+                Some(x) => std::path::Path::new(&x).join("ergon-gateway").join(name),
+                None => {
+                    return Err(
+                        "no runtime directory: give --runtime-dir DIR (or --journal PATH), or set RUNTIME_DIRECTORY or XDG_RUNTIME_DIR".into(),
+                    )
+                }
+            },
+        },
     };
-    dir.join(format!("ergon-gateway-{name}.journal"))
+    let shown = dir.display();
+    if dir.as_os_str().is_empty() || dir.is_relative() {
+        return Err(format!(
+            "runtime directory {shown:?}: an absolute path, please"
+        ));
+    }
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o750)
+        .create(&dir)
+        .map_err(|e| format!("runtime directory {shown}: {e}"))?;
+    let m =
+        std::fs::symlink_metadata(&dir).map_err(|e| format!("runtime directory {shown}: {e}"))?;
+    if !m.file_type().is_dir() {
+        return Err(format!(
+            "runtime directory {shown}: not a directory (a symlink?)"
+        ));
+    }
+    if m.uid() != me {
+        return Err(format!(
+            "runtime directory {shown}: owned by uid {}, not by the gateway's uid {me}",
+            m.uid()
+        ));
+    }
+    if m.mode() & 0o022 != 0 {
+        return Err(format!(
+            "runtime directory {shown}: mode {:04o}: other users may write it (chmod 0750)",
+            m.mode() & 0o7777
+        ));
+    }
+    Ok(dir)
 }
 
 #[allow(unsafe_code)]
@@ -377,13 +501,11 @@ fn run(a: &Args) -> Result<(), String> {
         }
         .to_string()
     });
-    let (key, secret) = (
-        a.api_key.clone().unwrap_or_default(),
-        a.api_secret.clone().unwrap_or_default(),
-    );
+    let key = a.api_key.clone().unwrap_or_default();
+    let secret = load_secret(a.api_secret.as_ref())?;
     let keys = Keys {
         api_key: &key,
-        secret: secret.as_bytes(),
+        secret: &secret.0,
         passphrase: a.passphrase.as_deref(),
     };
     match venue {
@@ -393,7 +515,97 @@ fn run(a: &Args) -> Result<(), String> {
     }
 }
 
+/// Reads the API secret from where the command line says: a file only this uid
+/// can read, standard input, [`SECRET_ENV`], or (deprecated, with a warning) the
+/// command line itself.
+fn load_secret(from: Option<&SecretFrom>) -> Result<Secret, String> {
+    let env = std::env::var_os(SECRET_ENV);
+    // Out of the environment at once: a child process or a dump of it never sees it.
+    std::env::remove_var(SECRET_ENV);
+    let env = env.map(|v| Secret::new(std::os::unix::ffi::OsStringExt::into_vec(v)));
+    match (from, env) {
+        (Some(_), Some(_)) => Err(format!(
+            "the API secret is given twice ({SECRET_ENV} and a flag): give one"
+        )),
+        (None, Some(s)) => s,
+        (None, None) => Err(format!(
+            "the API secret is required: --api-secret-file PATH, --api-secret-stdin or {SECRET_ENV}"
+        )),
+        (Some(SecretFrom::Arg(s)), None) => {
+            eprintln!(
+                "ergon-gateway: warning: --api-secret is deprecated: every user on this host can read it in ps and /proc/PID/cmdline; use --api-secret-file, --api-secret-stdin or {SECRET_ENV}"
+            );
+            Ok(Secret(s.0.clone()))
+        }
+        (Some(SecretFrom::Stdin), None) => {
+            // Room for the longest accepted: never reallocated (a copy left behind).
+            let mut line = zeroize::Zeroizing::new(Vec::with_capacity(4097));
+            std::io::stdin()
+                .lock()
+                .take(4096)
+                .read_until(b'\n', &mut line)
+                .map_err(|e| format!("--api-secret-stdin: {e}"))?;
+            Secret::new(core::mem::take(&mut *line))
+        }
+        (Some(SecretFrom::File(path)), None) => read_secret_file(path),
+    }
+}
+
+/// Reads a secret file, refused unless it is a regular file (not a symlink)
+/// owned by this process's uid that no other user can read or write.
+#[allow(unsafe_code)]
+fn read_secret_file(path: &std::path::Path) -> Result<Secret, String> {
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    let shown = path.display();
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NOCTTY)
+        .open(path)
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ELOOP) => format!("--api-secret-file {shown}: a symlink, refused"),
+            _ => format!("--api-secret-file {shown}: {e}"),
+        })?;
+    // What was opened, not what the path names now.
+    let m = f
+        .metadata()
+        .map_err(|e| format!("--api-secret-file {shown}: {e}"))?;
+    // SAFETY: plain syscall, cannot fail.
+    let me = unsafe { libc::geteuid() };
+    if !m.file_type().is_file() {
+        return Err(format!("--api-secret-file {shown}: not a regular file"));
+    }
+    if m.uid() != me {
+        return Err(format!(
+            "--api-secret-file {shown}: owned by uid {}, not by the gateway's uid {me}",
+            m.uid()
+        ));
+    }
+    if m.mode() & 0o077 != 0 {
+        return Err(format!(
+            "--api-secret-file {shown}: mode {:04o}: other users may read it (chmod 0600)",
+            m.mode() & 0o7777
+        ));
+    }
+    if m.len() > 4096 {
+        return Err(format!("--api-secret-file {shown}: larger than 4096 bytes"));
+    }
+    let mut buf = zeroize::Zeroizing::new(Vec::with_capacity(4097));
+    f.take(4097)
+        .read_to_end(&mut buf)
+        .map_err(|e| format!("--api-secret-file {shown}: {e}"))?;
+    Secret::new(core::mem::take(&mut *buf))
+}
+
+/// No core dump, no ptrace by other processes of this uid: the memory holds the
+/// account's secret.
+#[allow(unsafe_code)]
+fn not_dumpable() {
+    // SAFETY: plain prctl with integer arguments.
+    unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) };
+}
+
 fn main() -> ExitCode {
+    not_dumpable();
     let a = match parse(std::env::args().skip(1)) {
         Ok(a) => a,
         Err(e) => {

@@ -97,7 +97,9 @@ pub(crate) fn command(name: &str, cmd: &str) -> io::Result<(OwnedFd, String, Vec
             "no gateway named {name:?} (abstract socket @ergon-gateway/{name}): {e}"
         ))
     })?;
-    os::send_fds(sock.as_raw_fd(), cmd.as_bytes(), &[])?;
+    // A gateway that refused this peer at accept may have answered and closed
+    // before the command went out: its answer is still there to read.
+    let sent = os::send_fds(sock.as_raw_fd(), cmd.as_bytes(), &[]);
     // A gateway answers from its loop at once; one that does not is wedged.
     if os::poll_fds([sock.as_raw_fd()], 10_000)[0] == 0 {
         return Err(bad(format!("gateway {name:?} did not answer in 10 s")));
@@ -108,7 +110,10 @@ pub(crate) fn command(name: &str, cmd: &str) -> io::Result<(OwnedFd, String, Vec
             let text = String::from_utf8_lossy(&buf[..n]).into_owned();
             Ok((sock, text, fds))
         }
-        _ => Err(bad("the gateway closed the connection")),
+        _ => Err(match sent {
+            Err(e) => e,
+            Ok(()) => bad("the gateway closed the connection"),
+        }),
     }
 }
 

@@ -59,6 +59,13 @@ pub struct HubConfig {
     /// (`ergon_lease`): each turn the hub applies what the lease thread posted, and
     /// its stats show the grant, the demand and the lease's age.
     pub leases: Vec<(BucketId, std::sync::Arc<ergon_lease::Shared>)>,
+    /// Uids besides the gateway's own (effective) uid that may connect: every
+    /// other peer is refused at accept, by the uid the kernel recorded for it
+    /// (`SO_PEERCRED`), before it can send a command.
+    pub allow_uids: Vec<u32>,
+    /// Gids whose members (by the peer's primary gid, as `SO_PEERCRED` gives it)
+    /// may connect too.
+    pub allow_gids: Vec<u32>,
 }
 
 impl Default for HubConfig {
@@ -73,6 +80,8 @@ impl Default for HubConfig {
             class_ceiling: None,
             journal: None,
             leases: Vec::new(),
+            allow_uids: Vec::new(),
+            allow_gids: Vec::new(),
         }
     }
 }
@@ -101,7 +110,9 @@ pub struct ClientStats {
 struct Client {
     name: String,
     gen: u16,
-    conn: Option<usize>,
+    /// The connection it is attached on: its index and that connection's
+    /// generation (an index is reused by later connections; the generation is not).
+    conn: Option<(usize, u64)>,
     memfd: OwnedFd,
     wake: OwnedFd,
     region: Region,
@@ -161,6 +172,13 @@ impl Use {
 struct Conn {
     fd: OwnedFd,
     client: Option<usize>,
+    /// The peer's uid, from the kernel (`SO_PEERCRED`).
+    uid: u32,
+    /// Why this peer may not use the gateway (None: it may): the answer to its
+    /// first command, after which the connection is closed.
+    refusal: Option<String>,
+    /// This connection's generation: unique for the hub's life.
+    gen: u64,
 }
 
 /// The loop side of the shared-memory gateway: a [`Strategy`] over the gateway.
@@ -192,6 +210,12 @@ pub struct Hub {
     leased: Vec<ergon_lease::Leased>,
     /// The last refusal of a leased limit by the budget, for the stats.
     lease_error: Option<ergon_core::ConfigError>,
+    /// The gateway's effective uid: its owner, the one peer that may clear a halt.
+    owner: u32,
+    /// Connections refused at accept (a peer neither the owner nor allowed).
+    pub refused: u64,
+    /// The generation the next accepted connection gets.
+    next_conn_gen: u64,
 }
 
 fn owned_msg(e: &dyn core::fmt::Display) -> io::Error {
@@ -259,6 +283,9 @@ impl Hub {
             recover,
             recover_in_flight: 0,
             recovered: (0, 0),
+            owner: os::euid(),
+            refused: 0,
+            next_conn_gen: 1,
         })
     }
 
@@ -281,8 +308,27 @@ impl Hub {
     }
 
     fn accept(&mut self) {
-        let Some(l) = &self.listener else { return };
-        while let Ok(Some(fd)) = os::accept(l) {
+        loop {
+            let r = match &self.listener {
+                Some(l) => os::accept(l),
+                None => return,
+            };
+            let Ok(Some(fd)) = r else { return };
+            // The kernel's record of who connected; what the peer says is not
+            // asked. A refused peer's first command is answered with the refusal
+            // and its connection closed then (closing it now, its command unread,
+            // would reset the connection before the answer could be read).
+            let peer = os::peer_cred(&fd);
+            let refusal = match &peer {
+                Ok(p) if self.allowed(*p) => None,
+                Ok(p) => Some(format!(
+                    "err not allowed: uid {} gid {} is neither the gateway's owner (uid {}) nor in --allow-uid/--allow-gid",
+                    p.uid, p.gid, self.owner
+                )),
+                Err(e) => Some(format!("err not allowed: no peer credentials: {e}")),
+            };
+            self.refused += u64::from(refusal.is_some());
+            let uid = peer.as_ref().map_or(u32::MAX, |p| p.uid);
             let i = match self.conns.iter().position(Option::is_none) {
                 Some(i) => i,
                 None => {
@@ -291,16 +337,35 @@ impl Hub {
                 }
             };
             if self.ep.add(fd.as_raw_fd(), CONN0 + i as u64).is_ok() {
-                self.conns[i] = Some(Conn { fd, client: None });
+                self.next_conn_gen += 1;
+                self.conns[i] = Some(Conn {
+                    fd,
+                    client: None,
+                    uid,
+                    refusal,
+                    gen: self.next_conn_gen,
+                });
             }
         }
+    }
+
+    /// Whether a peer may use the gateway at all: its owner, a listed uid, or a
+    /// listed (primary) gid.
+    fn allowed(&self, p: os::PeerCred) -> bool {
+        p.uid == self.owner
+            || self.cfg.allow_uids.contains(&p.uid)
+            || self.cfg.allow_gids.contains(&p.gid)
     }
 
     fn close(&mut self, i: usize, now: i64) {
         if let Some(c) = self.conns.get_mut(i).and_then(Option::take) {
             self.ep.remove(c.fd.as_raw_fd());
             if let Some(k) = c.client {
-                if let Some(cl) = self.clients[k].as_mut() {
+                // Only a client attached on this very connection is detached.
+                if let Some(cl) = self.clients[k]
+                    .as_mut()
+                    .filter(|cl| cl.conn == Some((i, c.gen)))
+                {
                     cl.conn = None;
                     cl.detached_at = Some(now);
                 }
@@ -320,6 +385,10 @@ impl Hub {
             Ok(Recv::Empty) => return,
             Ok(Recv::Closed) | Err(_) => return self.close(i, now),
         };
+        if let Some(why) = self.conns[i].as_ref().and_then(|c| c.refusal.clone()) {
+            self.answer(i, &why);
+            return self.close(i, now);
+        }
         let text = String::from_utf8_lossy(&buf[..n]).into_owned();
         let mut words = text.split_whitespace();
         match (words.next(), words.next()) {
@@ -329,6 +398,15 @@ impl Hub {
                 if let Some(c) = self.conns[i].as_ref() {
                     Self::reply(&c.fd, "ok stats", &[self.stats.fd()]);
                 }
+            }
+            (Some("clear-halt"), Some(_))
+                if self.conns[i].as_ref().is_some_and(|c| c.uid != self.owner) =>
+            {
+                let msg = format!(
+                    "err clear-halt is for the gateway's owner (uid {}) only",
+                    self.owner
+                );
+                self.answer(i, &msg);
             }
             (Some("clear-halt"), Some(bucket)) => {
                 let b = api.budget();
@@ -355,6 +433,11 @@ impl Hub {
     }
 
     fn attach_client(&mut self, i: usize, name: &str) {
+        // One client per connection: a second attach would leave the first one
+        // "attached" for ever (its hang-up detaches only one).
+        if self.conns[i].as_ref().is_some_and(|c| c.client.is_some()) {
+            return self.answer(i, "err already attached on this connection");
+        }
         let found = self
             .clients
             .iter()
@@ -378,7 +461,10 @@ impl Hub {
         let Some(c) = self.clients[k].as_mut() else {
             return;
         };
-        c.conn = Some(i);
+        let Some(conn_gen) = self.conns[i].as_ref().map(|c| c.gen) else {
+            return;
+        };
+        c.conn = Some((i, conn_gen));
         c.detached_at = None;
         c.stats.attaches += 1;
         if let Some(conn) = self.conns[i].as_mut() {
@@ -484,8 +570,16 @@ impl Hub {
                 Err(_) => {
                     // A corrupt ring: this client cannot be served any more.
                     c.stats.bad += 1;
-                    if let Some(i) = c.conn {
-                        self.close(i, api.now());
+                    // Its own connection only (checked by generation in close).
+                    if let Some((i, g)) = c.conn {
+                        if self
+                            .conns
+                            .get(i)
+                            .and_then(Option::as_ref)
+                            .is_some_and(|c| c.gen == g)
+                        {
+                            self.close(i, api.now());
+                        }
                     }
                     return;
                 }
@@ -499,6 +593,19 @@ impl Hub {
                     continue;
                 }
             };
+            if self.stopping {
+                // Stopping (SIGTERM): nothing new is sent, or a client that keeps
+                // submitting would keep the gateway from ever settling and exiting.
+                // A final refusal that never passes here; nothing charged or sent.
+                c.stats.limited += 1;
+                let ev = ShmEvent::Limited {
+                    tag,
+                    why: Why::Halted,
+                    ready_in_ns: i64::MAX,
+                };
+                c.push(&ev, &[]);
+                continue;
+            }
             // Urgent = 0 < Normal = 1 < Bulk = 2: a larger number is less privileged.
             let class = match self.cfg.class_ceiling {
                 Some(c) if (class as u8) < (c as u8) => c,
@@ -744,7 +851,7 @@ impl Hub {
         let mut text = String::with_capacity(2048);
         let g = *api.stats();
         text += &format!(
-            "gateway {} journal_live={} recovering={} recovered={} recovered_found={} in_flight={} sent={} applied={} rejected={} unknown={} reconciled={} throttled={} banned={}\n",
+            "gateway {} journal_live={} recovering={} recovered={} recovered_found={} in_flight={} sent={} applied={} rejected={} unknown={} reconciled={} throttled={} banned={} refused={}\n",
             self.cfg.name,
             self.journal.as_ref().map_or(0, Journal::live),
             self.recover.len() + self.recover_in_flight,
@@ -757,7 +864,8 @@ impl Hub {
             g.unknown,
             g.reconciled,
             g.throttled,
-            g.banned
+            g.banned,
+            self.refused
         );
         let at = std::time::Instant::now();
         for ((id, shared), l) in self.cfg.leases.iter().zip(&self.leased) {

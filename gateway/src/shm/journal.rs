@@ -1,9 +1,17 @@
-//! The gateway's journal of orders in flight: a file (under /dev/shm by default,
-//! so it survives the process but not the host) mapped shared, where each new
+//! The gateway's journal of orders in flight: a file (in the gateway's private
+//! runtime directory by default, a tmpfs: it survives the process but not the
+//! host) mapped shared, where each new
 //! order's symbol and client order id is written before it is handed to the
 //! budget and the transport, and cleared at its final event. A gateway killed
 //! mid-flight leaves its live entries behind; the next one started on the same
 //! file queries each of them by client order id before it takes any new submit.
+//!
+//! Opening never destroys what it cannot use: the file is opened without
+//! following a symlink and refused unless a regular file of the gateway's uid,
+//! mode 0600, with one link; the old journal is read and checked (a capacity
+//! that does not fit the file, more live entries than the new capacity: an
+//! error, the file untouched); the new one is written beside it, synced, and
+//! renamed over it.
 #![allow(unsafe_code)] // A typed view of the mapping.
 
 use std::io;
@@ -40,14 +48,69 @@ pub(crate) struct Journal {
     free: Vec<u32>,
 }
 
-fn open_file(path: &Path) -> io::Result<OwnedFd> {
+fn refused(path: &Path, why: impl core::fmt::Display) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::PermissionDenied,
+        format!("{}: {why}", path.display()),
+    )
+}
+
+/// Opens (`create`: creates, 0600, never over an existing name) a journal file
+/// without following a symlink, and checks what was opened: a regular file of
+/// this uid, no group or other bits, one link.
+fn open_file(path: &Path, create: bool) -> io::Result<std::fs::File> {
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
     let f = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
-        .create(true)
-        .truncate(false)
-        .open(path)?;
-    Ok(OwnedFd::from(f))
+        .create(create)
+        .create_new(create)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NOCTTY)
+        .open(path)
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ELOOP) => refused(path, "a symlink, refused"),
+            _ => e,
+        })?;
+    let m = f.metadata()?;
+    let me = super::os::euid();
+    if !m.file_type().is_file() {
+        return Err(refused(path, "not a regular file"));
+    }
+    if m.uid() != me {
+        return Err(refused(
+            path,
+            format_args!("owned by uid {}, not by the gateway's uid {me}", m.uid()),
+        ));
+    }
+    if m.nlink() != 1 {
+        return Err(refused(
+            path,
+            format_args!("{} links (a hard link elsewhere?)", m.nlink()),
+        ));
+    }
+    if m.mode() & 0o077 != 0 {
+        return Err(refused(
+            path,
+            format_args!("mode {:04o}: other users may read it", m.mode() & 0o7777),
+        ));
+    }
+    Ok(f)
+}
+
+/// The bytes of a journal of `cap` entries; None if that overflows.
+fn bytes_for(cap: usize) -> Option<usize> {
+    cap.checked_mul(ENTRY)?.checked_add(HEAD)
+}
+
+fn bad_data(path: &Path, why: impl core::fmt::Display) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidData,
+        format!(
+            "{}: {why}; left as it is (move it away to start without it)",
+            path.display()
+        ),
+    )
 }
 
 fn entries(map: &Mapping, cap: usize) -> &[Entry] {
@@ -78,23 +141,39 @@ fn read_entry(e: &Entry) -> Option<Found> {
 impl Journal {
     /// Opens (or creates) the journal at `path` for `cap` entries, returning the
     /// orders the previous gateway left in flight (they are kept as live entries
-    /// until [`Journal::clear`]).
+    /// until [`Journal::clear`]). Nothing is changed on disk unless the old
+    /// journal was read whole and fits: the new one is written beside it
+    /// (`PATH.new`), synced and renamed over it.
     pub(crate) fn open(path: &Path, cap: usize) -> io::Result<(Journal, Vec<(u32, Found)>)> {
-        let fd = open_file(path)?;
-        let old = Self::read_old(&fd)?;
-        let len = HEAD + cap * ENTRY;
-        let f = std::fs::File::from(fd);
-        f.set_len(0)?;
+        let len = bytes_for(cap)
+            .filter(|_| u32::try_from(cap).is_ok())
+            .ok_or_else(|| bad_data(path, format_args!("{cap} entries do not fit memory")))?;
+        let old = match open_file(path, false) {
+            Ok(f) => Self::read_old(path, &OwnedFd::from(f))?,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Vec::new(),
+            Err(e) => return Err(e),
+        };
+        if old.len() > cap {
+            return Err(bad_data(
+                path,
+                format_args!(
+                    "{} orders in flight, more than the {cap} entries configured",
+                    old.len()
+                ),
+            ));
+        }
+        let mut new = path.as_os_str().to_owned();
+        new.push(".new");
+        let new = std::path::PathBuf::from(new);
+        // A stale one of a start that died here (a symlink is removed, not followed).
+        match std::fs::remove_file(&new) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
+        let f = open_file(&new, true)?;
         f.set_len(len as u64)?;
         let fd = OwnedFd::from(f);
         let map = Mapping::map(&fd, len)?;
-        if old.len() > cap {
-            return Err(io::Error::other(format!(
-                "{}: {} orders in flight, more than the {cap} entries configured",
-                path.display(),
-                old.len()
-            )));
-        }
         let mut j = Journal {
             map,
             cap,
@@ -109,20 +188,44 @@ impl Journal {
                 live.push((i, f));
             }
         }
+        // On disk before it replaces the old one (fsync writes the mapping's pages).
+        std::fs::File::from(fd.try_clone()?).sync_all()?;
+        std::fs::rename(&new, path)?;
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            if let Ok(d) = std::fs::File::open(dir) {
+                let _ = d.sync_all();
+            }
+        }
         Ok((j, live))
     }
 
-    fn read_old(fd: &OwnedFd) -> io::Result<Vec<Found>> {
-        let size = std::fs::File::from(fd.try_clone()?).metadata()?.len() as usize;
+    /// The live entries of an old journal; an error (the file left as it is)
+    /// for a file that is not a journal or whose header does not fit its size.
+    fn read_old(path: &Path, fd: &OwnedFd) -> io::Result<Vec<Found>> {
+        let size = std::fs::File::from(fd.try_clone()?).metadata()?.len();
+        if size == 0 {
+            return Ok(Vec::new()); // created and never written: nothing in flight
+        }
+        let size = usize::try_from(size).map_err(|_| bad_data(path, "too large"))?;
         if size < HEAD {
-            return Ok(Vec::new());
+            return Err(bad_data(path, format_args!("{size} bytes: not a journal")));
         }
         let map = Mapping::map(fd, size)?;
         let h = head(&map);
-        let cap = h[1].load(Ordering::Relaxed) as usize;
-        if h[0].load(Ordering::Acquire) != MAGIC || HEAD + cap * ENTRY > size {
-            return Ok(Vec::new());
+        if h[0].load(Ordering::Acquire) != MAGIC {
+            return Err(bad_data(path, "not a journal (magic)"));
         }
+        let cap = usize::try_from(h[1].load(Ordering::Relaxed)).ok();
+        let fits = cap.and_then(|c| bytes_for(c).map(|b| (c, b)));
+        let Some((cap, _)) = fits.filter(|&(_, b)| b <= size) else {
+            return Err(bad_data(
+                path,
+                format_args!(
+                    "a capacity of {:?} entries does not fit its {size} bytes",
+                    cap
+                ),
+            ));
+        };
         Ok(entries(&map, cap)
             .iter()
             .filter(|e| e.live.load(Ordering::Acquire) != 0)
@@ -191,10 +294,76 @@ mod tests {
         );
         assert_eq!(j2.live(), 1, "kept live until its query settles");
         drop(j2);
-        // Garbage in the file is not an entry (and never a panic).
+        // Garbage in the file is an error that leaves it as it is (never a panic,
+        // never a silent fresh start over it).
         std::fs::write(&path, [0xffu8; 300]).unwrap();
-        let (_, old) = Journal::open(&path, 2).unwrap();
-        assert!(old.is_empty());
+        let e = Journal::open(&path, 2).err().expect("garbage accepted");
+        assert_eq!(e.kind(), io::ErrorKind::InvalidData, "{e}");
+        assert_eq!(std::fs::read(&path).unwrap(), [0xffu8; 300]);
         let _ = std::fs::remove_file(&path);
+    }
+
+    fn scratch(test: &str) -> std::path::PathBuf {
+        let d = std::env::temp_dir().join(format!("ergon-jnl-{test}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    #[test]
+    fn a_journal_too_big_for_the_new_capacity_is_kept_whole() {
+        let d = scratch("smaller");
+        let path = d.join("journal");
+        let (mut j, _) = Journal::open(&path, 8).unwrap();
+        for id in ["a", "b", "c"] {
+            j.record("BTCUSDT", id).unwrap();
+        }
+        drop(j); // killed with three in flight
+        let before = std::fs::read(&path).unwrap();
+        // Restarted with room for two: refused, and the file not touched.
+        let e = Journal::open(&path, 2).err().expect("opened");
+        assert_eq!(e.kind(), io::ErrorKind::InvalidData, "{e}");
+        assert_eq!(std::fs::read(&path).unwrap(), before);
+        let (_, old) = Journal::open(&path, 8).unwrap();
+        assert_eq!(old.len(), 3, "the three orders are still there to query");
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn a_capacity_that_overflows_is_an_error() {
+        let d = scratch("overflow");
+        let path = d.join("journal");
+        // 2^60 entries of 80 bytes: 5 * 2^64, which wraps to 0 unchecked.
+        let mut b = vec![0u8; 4096];
+        b[..8].copy_from_slice(&MAGIC.to_le_bytes());
+        b[8..16].copy_from_slice(&(1u64 << 60).to_le_bytes());
+        std::fs::write(&path, &b).unwrap();
+        std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o600))
+            .unwrap();
+        let e = Journal::open(&path, 4).err().expect("opened");
+        assert_eq!(e.kind(), io::ErrorKind::InvalidData, "{e}");
+        assert_eq!(std::fs::read(&path).unwrap(), b);
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn a_new_journal_is_0600_and_a_symlink_or_a_second_link_is_refused() {
+        use std::os::unix::fs::MetadataExt;
+        let d = scratch("perm");
+        let path = d.join("journal");
+        drop(Journal::open(&path, 2).unwrap());
+        assert_eq!(std::fs::metadata(&path).unwrap().mode() & 0o777, 0o600);
+        std::fs::hard_link(&path, d.join("second")).unwrap();
+        let e = Journal::open(&path, 2).err().expect("opened");
+        assert_eq!(e.kind(), io::ErrorKind::PermissionDenied, "{e}");
+        std::fs::remove_file(d.join("second")).unwrap();
+        let victim = d.join("victim");
+        std::fs::write(&victim, b"precious").unwrap();
+        let link = d.join("planted");
+        std::os::unix::fs::symlink(&victim, &link).unwrap();
+        let e = Journal::open(&link, 2).err().expect("followed a symlink");
+        assert_eq!(e.kind(), io::ErrorKind::PermissionDenied, "{e}");
+        assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
+        let _ = std::fs::remove_dir_all(&d);
     }
 }

@@ -32,6 +32,19 @@
 //! only if the flag is set. With `busy` ([`ShmClient::attach`]) the client spins
 //! instead; the gateway's loop busy-polls with its own `busy_poll` setting.
 //!
+//! # Who may connect
+//!
+//! The gateway signs with the account's key for whoever attaches, so every
+//! connection is checked at accept by the uid and gid the kernel recorded for the
+//! peer (`SO_PEERCRED`; nothing the peer says): the gateway's own effective uid,
+//! [`HubConfig::allow_uids`] and [`HubConfig::allow_gids`] (the peer's primary gid)
+//! may use it; any other peer's first command is answered `err not allowed: ...`
+//! and its connection closed, before it can attach, read the stats or clear a
+//! halt. `clear-halt` is the owner's alone (same uid as the gateway), listed uids
+//! and gids included. The socket stays abstract: the peer check is the access
+//! control (an abstract socket has no file permissions to rely on), and no file
+//! is left behind to be raced or pre-created by another user.
+//!
 //! # Crash cases
 //!
 //! - **A client dies** (SIGKILL, mid-flight): its socket hangs up; the gateway
@@ -51,6 +64,14 @@
 //!   order id into its journal ([`HubConfig::journal`], a file mapped shared)
 //!   before sending it and clears it at the final event; a gateway started on the
 //!   same journal queries every order left in it before it takes any new submit.
+//!
+//! # Stopping
+//!
+//! After SIGTERM (the `stop` flag of [`Hub::bind`]) the hub accepts no
+//! connection and sends nothing new: each submit taken from then on is answered
+//! at once with [`ShmEvent::Limited`] `{ why: Why::Halted, ready_in_ns: i64::MAX }`
+//! (final, nothing charged or sent); what was in flight settles, then the loop
+//! stops. One `attach` per connection: a second is answered `err`.
 //!
 //! # Fair shares
 //!
@@ -88,6 +109,17 @@ pub fn read_stats(name: &str) -> std::io::Result<String> {
             "gateway answered {answer:?}"
         ))),
     }
+}
+
+/// Sends one raw command line (`attach NAME`, `stats`, `clear-halt BUCKET`) to
+/// the gateway `name`: the socket, the answer line and the descriptors it
+/// carried, unmapped. For tools and tests that look at what a gateway hands out
+/// (as a hostile client would); strategies use [`ShmClient`].
+pub fn raw_command(
+    name: &str,
+    cmd: &str,
+) -> std::io::Result<(std::os::fd::OwnedFd, String, Vec<std::os::fd::OwnedFd>)> {
+    client::command(name, cmd)
 }
 
 /// Asks the gateway `name` to clear the halt of `bucket` (a person's command,

@@ -25,6 +25,16 @@ unsafe impl Sync for Mapping {}
 impl Mapping {
     /// Maps `len` bytes of `fd` shared, read-write.
     pub(crate) fn map(fd: &OwnedFd, len: usize) -> io::Result<Mapping> {
+        Self::map_prot(fd, len, libc::PROT_READ | libc::PROT_WRITE)
+    }
+
+    /// Maps `len` bytes of `fd` shared, read-only (a region its owner sealed
+    /// against writes by anyone else, the stats).
+    pub(crate) fn map_read_only(fd: &OwnedFd, len: usize) -> io::Result<Mapping> {
+        Self::map_prot(fd, len, libc::PROT_READ)
+    }
+
+    fn map_prot(fd: &OwnedFd, len: usize, prot: libc::c_int) -> io::Result<Mapping> {
         let size = file_size(fd)?;
         if len == 0 || size < len as u64 {
             return Err(io::Error::new(
@@ -37,7 +47,7 @@ impl Mapping {
             libc::mmap(
                 core::ptr::null_mut(),
                 len,
-                libc::PROT_READ | libc::PROT_WRITE,
+                prot,
                 libc::MAP_SHARED,
                 fd.as_raw_fd(),
                 0,
@@ -77,11 +87,14 @@ fn file_size(fd: &OwnedFd) -> io::Result<u64> {
     Ok(st.st_size as u64)
 }
 
-/// A new memfd of `len` zero bytes.
+/// A new memfd of `len` zero bytes, its size sealed (`F_SEAL_SHRINK |
+/// F_SEAL_GROW`): a client that holds it can never `ftruncate` it under the
+/// gateway's mapping (a SIGBUS in the gateway at its next write). Add
+/// `F_SEAL_SEAL` with [`seal`] once every other seal is on.
 pub(crate) fn memfd(name: &str, len: usize) -> io::Result<OwnedFd> {
     let c = std::ffi::CString::new(name).map_err(|_| io::ErrorKind::InvalidInput)?;
     // SAFETY: a valid C string.
-    let fd = unsafe { libc::memfd_create(c.as_ptr(), libc::MFD_CLOEXEC) };
+    let fd = unsafe { libc::memfd_create(c.as_ptr(), libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING) };
     if fd < 0 {
         return Err(last());
     }
@@ -91,7 +104,18 @@ pub(crate) fn memfd(name: &str, len: usize) -> io::Result<OwnedFd> {
     if unsafe { libc::ftruncate(fd.as_raw_fd(), len as libc::off_t) } != 0 {
         return Err(last());
     }
+    seal(&fd, libc::F_SEAL_SHRINK | libc::F_SEAL_GROW)?;
     Ok(fd)
+}
+
+/// Adds `seals` to a memfd of ours (`F_ADD_SEALS`; once `F_SEAL_SEAL` is on,
+/// nobody can add or remove any).
+pub(crate) fn seal(fd: &OwnedFd, seals: libc::c_int) -> io::Result<()> {
+    // SAFETY: fcntl with an integer argument on our descriptor.
+    if unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_ADD_SEALS, seals) } != 0 {
+        return Err(last());
+    }
+    Ok(())
 }
 
 /// A non-blocking eventfd.
@@ -187,6 +211,53 @@ pub(crate) fn connect(name: &str) -> io::Result<OwnedFd> {
         return Err(last());
     }
     Ok(fd)
+}
+
+/// The credentials the kernel recorded for the peer of a connected Unix socket
+/// (at its `connect`): what it claims in its messages is never looked at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct PeerCred {
+    pub(crate) pid: i32,
+    pub(crate) uid: u32,
+    pub(crate) gid: u32,
+}
+
+/// `SO_PEERCRED` of a connected Unix socket.
+pub(crate) fn peer_cred(sock: &OwnedFd) -> io::Result<PeerCred> {
+    let mut c = libc::ucred {
+        pid: 0,
+        uid: u32::MAX,
+        gid: u32::MAX,
+    };
+    let mut len = core::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: getsockopt writes at most `len` bytes into the local `c`; the
+    // values come from the kernel, not from the peer.
+    let r = unsafe {
+        libc::getsockopt(
+            sock.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&mut c as *mut libc::ucred).cast(),
+            &mut len,
+        )
+    };
+    if r != 0 {
+        return Err(last());
+    }
+    if len as usize != core::mem::size_of::<libc::ucred>() {
+        return Err(io::Error::other("SO_PEERCRED: short answer"));
+    }
+    Ok(PeerCred {
+        pid: c.pid,
+        uid: c.uid,
+        gid: c.gid,
+    })
+}
+
+/// The effective uid of this process.
+pub(crate) fn euid() -> u32 {
+    // SAFETY: plain syscall, cannot fail.
+    unsafe { libc::geteuid() }
 }
 
 /// Accepts one connection (non-blocking socket), None if none is waiting.

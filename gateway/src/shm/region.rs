@@ -19,7 +19,7 @@ use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicU32, AtomicU64};
 use std::sync::Arc;
 
-use super::os::{memfd, Mapping};
+use super::os::{memfd, seal, Mapping};
 use ergon_io::boundary::shm_ring::{Indices, Keep, ShmConsumer, ShmProducer};
 
 /// "ergonshm".
@@ -89,6 +89,8 @@ impl Region {
         }
         let len = bytes_for(in_flight);
         let fd = memfd(&format!("ergon-gateway-{name}"), len)?;
+        // Its size can never change (the client holds the descriptor): no SIGBUS.
+        seal(&fd, libc::F_SEAL_SEAL)?;
         let map = Arc::new(Mapping::map(&fd, len)?);
         let r = Region { map, in_flight };
         let h = r.header();

@@ -7,7 +7,7 @@ use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::os::{memfd, Mapping};
+use super::os::{memfd, seal, Mapping};
 
 /// Bytes of text a snapshot may hold (longer is cut).
 pub const STATS_BYTES: usize = 60 * 1024;
@@ -23,8 +23,11 @@ struct Block {
 }
 
 fn block(m: &Mapping) -> &Block {
-    // SAFETY: the mapping holds LEN >= size_of::<Block>() bytes, page aligned;
-    // zeroed atomics are valid.
+    // SAFETY: the mapping holds LEN >= size_of::<Block>() bytes, page aligned
+    // (its size sealed: it cannot shrink under us); any bytes are valid
+    // AtomicU64s. A reader's mapping is PROT_READ and the reader only loads
+    // (plain 8-byte loads, which never write); the gateway's writes race with
+    // nothing but the seqlock's readers, which check the sequence.
     unsafe { &*(m.ptr() as *const Block) }
 }
 
@@ -38,6 +41,10 @@ impl StatsWriter {
     pub(crate) fn create(name: &str) -> io::Result<StatsWriter> {
         let fd = memfd(&format!("ergon-gateway-stats-{name}"), LEN)?;
         let map = Mapping::map(&fd, LEN)?;
+        // Handed to any allowed reader: after our own mapping, nobody can write
+        // it (no write(2), no new writable mapping, even by a reopen through
+        // /proc) nor change its size.
+        seal(&fd, libc::F_SEAL_FUTURE_WRITE | libc::F_SEAL_SEAL)?;
         Ok(StatsWriter { fd, map })
     }
 
@@ -62,19 +69,31 @@ impl StatsWriter {
     }
 }
 
+/// How long a reader retries a snapshot being written: a write takes
+/// microseconds, so a sequence odd for longer was left by a gateway that died
+/// (or froze) mid-write.
+const READ_FOR: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// Reads one whole snapshot from a stats region (retrying while the gateway
-/// writes); None if no snapshot was ever written.
+/// writes, for [`READ_FOR`] at most); None if no snapshot was ever written.
 pub(crate) fn read(fd: &OwnedFd) -> io::Result<Option<String>> {
-    let map = Mapping::map(fd, LEN)?;
+    let map = Mapping::map_read_only(fd, LEN)?;
     let b = block(&map);
     let mut out = vec![0u8; STATS_BYTES];
+    let until = std::time::Instant::now() + READ_FOR;
     loop {
         let s1 = b.seq.load(Ordering::Acquire);
         if s1 == 0 {
             return Ok(None);
         }
+        if std::time::Instant::now() > until {
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "stats: no whole snapshot within 1 s (a gateway stopped mid-write?)",
+            ));
+        }
         if s1 % 2 == 1 {
-            std::hint::spin_loop();
+            std::thread::yield_now();
             continue;
         }
         let len = (b.len.load(Ordering::Relaxed) as usize).min(STATS_BYTES);
@@ -106,5 +125,35 @@ mod tests {
         );
         w.write(b"x");
         assert_eq!(read(&dup).unwrap().as_deref(), Some("x"));
+    }
+
+    #[test]
+    fn a_sequence_left_odd_by_a_crash_is_an_error_not_a_spin() {
+        let w = StatsWriter::create("odd").unwrap();
+        w.write(b"before");
+        // A gateway that died mid-write: the sequence stays odd.
+        block(&w.map).seq.fetch_add(1, Ordering::Relaxed);
+        let dup = w.fd.try_clone().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(read(&dup).map_err(|e| e.kind()));
+        });
+        let got = rx
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("the reader still spins after 10 s");
+        assert_eq!(got, Err(io::ErrorKind::TimedOut));
+    }
+
+    #[test]
+    fn the_region_a_reader_gets_cannot_be_written_or_resized() {
+        let w = StatsWriter::create("sealed").unwrap();
+        let mut f = std::fs::File::from(w.fd.try_clone().unwrap());
+        use std::io::Write;
+        assert!(f.write_all(b"x").is_err(), "write(2) into the stats");
+        assert!(f.set_len(0).is_err(), "shrunk");
+        assert!(f.set_len(2 * LEN as u64).is_err(), "grown");
+        assert!(Mapping::map(&w.fd, LEN).is_err(), "mapped writable");
+        w.write(b"still mine");
+        assert_eq!(read(&w.fd).unwrap().as_deref(), Some("still mine"));
     }
 }

@@ -1,0 +1,778 @@
+//! `ergon-gateway` as a security boundary (issue 27), with real processes: the
+//! gateway binary against the venue emulator (in this process), strategy and
+//! attacker processes (this test binary again, in the `role` test).
+//!
+//! Access tests run the attacker as a second uid (`ergon-test-attacker`, created
+//! if absent); they need root for that and skip, saying so, when not root.
+//!
+//! No test sleeps to let time pass for a verdict: each waits on `ready NAME`, on a
+//! process's output lines or exit, or polls with a bounded deadline.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use ergon_core::Class;
+use ergon_gateway::shm::{self, Call, ShmClient, ShmEvent};
+use ergon_venue_sim::{Config, Fault, Server};
+use ergon_venues::endpoint::{
+    ClientOrderId, Decimal, NewOrder, OrderType, Side, Symbol, TimeInForce,
+};
+use serde_json::Value;
+
+const ATTACKER: &str = "ergon-test-attacker";
+
+fn sim() -> Server {
+    Server::start(Config::binance_spot()).expect("emulator")
+}
+
+fn unique(test: &str) -> String {
+    format!("sec-{test}-{}", std::process::id())
+}
+
+/// A private scratch directory of this test (removed at drop).
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(test: &str) -> Scratch {
+        let p = std::env::temp_dir().join(unique(test));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).expect("scratch dir");
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        Scratch(p)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn is_root() -> bool {
+    std::fs::metadata("/proc/self").map(|m| m.uid()).ok() == Some(0)
+}
+
+/// The attacker's (uid, gid), the user created if absent; None (test skipped)
+/// when not root.
+fn attacker() -> Option<(u32, u32)> {
+    if !is_root() {
+        eprintln!("SKIPPED: needs root to run an attacker as a second uid (CI runs as root)");
+        return None;
+    }
+    let id = |flag: &str| -> Option<u32> {
+        let o = Command::new("id").args([flag, ATTACKER]).output().ok()?;
+        String::from_utf8(o.stdout).ok()?.trim().parse().ok()
+    };
+    if id("-u").is_none() {
+        // Two tests may race here: the loser's "already exists" is fine.
+        let _ = Command::new("useradd")
+            .args(["-M", "-r", ATTACKER])
+            .status();
+    }
+    Some((
+        id("-u").expect("attacker uid"),
+        id("-g").expect("attacker gid"),
+    ))
+}
+
+/// How a gateway is started.
+#[derive(Default)]
+struct Opts<'a> {
+    extra: Vec<String>,
+    env: Vec<(&'a str, String)>,
+    stdin: Option<String>,
+    /// Give the secret with `--api-secret` (the deprecated way) unless false.
+    secret_by_flag: bool,
+}
+
+/// A gateway process, its stdout, and its stderr in a file.
+struct Gw {
+    child: Child,
+    out: BufReader<ChildStdout>,
+    stderr: PathBuf,
+}
+
+impl Drop for Gw {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Gw {
+    /// Everything it wrote, after it exits (or is killed): stdout, stderr.
+    fn finish(mut self) -> (String, String) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let mut out = String::new();
+        let _ = self.out.read_to_string(&mut out);
+        let err = std::fs::read_to_string(&self.stderr).unwrap_or_default();
+        (out, err)
+    }
+}
+
+fn spawn_gateway(s: &Server, name: &str, dir: &Path, o: Opts<'_>) -> (Child, PathBuf) {
+    let c = s.config();
+    let a = &c.accounts[0];
+    let stderr = dir.join(format!("{name}.stderr"));
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ergon-gateway"));
+    cmd.args(["--venue", "binance-spot", "--base"])
+        .arg(format!("http://{}", s.addr()))
+        .args(["--api-key", &a.api_key, "--name", name]);
+    if o.secret_by_flag {
+        cmd.args(["--api-secret", &a.secret]);
+    }
+    cmd.args(&o.extra)
+        .env_remove("ERGON_API_SECRET")
+        .env_remove("RUNTIME_DIRECTORY")
+        .envs(o.env.iter().map(|(k, v)| (*k, v.as_str())))
+        .stdin(if o.stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(&stderr).expect("stderr file"));
+    let mut child = cmd.spawn().expect("spawn ergon-gateway");
+    if let Some(text) = o.stdin {
+        let mut i = child.stdin.take().expect("stdin");
+        i.write_all(text.as_bytes()).expect("write stdin");
+    }
+    (child, stderr)
+}
+
+/// Starts a gateway and waits for its `ready NAME`.
+fn gateway(s: &Server, name: &str, dir: &Path, o: Opts<'_>) -> Gw {
+    let (mut child, stderr) = spawn_gateway(s, name, dir, o);
+    let mut out = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut line = String::new();
+    out.read_line(&mut line).expect("read");
+    assert_eq!(
+        line.trim(),
+        format!("ready {name}"),
+        "the gateway's first line; stderr: {}",
+        std::fs::read_to_string(&stderr).unwrap_or_default()
+    );
+    Gw { child, out, stderr }
+}
+
+/// The gateway's journal in a test's scratch directory.
+fn journal_args(dir: &Path) -> Vec<String> {
+    vec![
+        "--journal".into(),
+        dir.join("journal").to_string_lossy().into_owned(),
+    ]
+}
+
+/// Runs this binary's `role` with `args`, as `uid`/`gid` when given; its
+/// `result` line as JSON.
+fn run_role(args: &[&str], as_user: Option<(u32, u32)>) -> Value {
+    let mut cmd = Command::new(std::env::current_exe().expect("exe"));
+    cmd.args(["--ignored", "--exact", "role", "--nocapture", "--quiet"])
+        .env("ERGON_SEC_ROLE", args.join(" "))
+        .stdout(Stdio::piped());
+    if let Some((uid, gid)) = as_user {
+        cmd.uid(uid).gid(gid).current_dir("/");
+    }
+    let mut child = cmd.spawn().expect("spawn role");
+    let out = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut result = None;
+    for l in out.lines() {
+        let l = l.expect("read");
+        if let Some(rest) = l.trim().strip_prefix("result ") {
+            result = Some(serde_json::from_str(rest).expect("json"));
+        }
+    }
+    let status = child.wait().expect("wait");
+    result.unwrap_or_else(|| panic!("role {args:?} printed no result ({status})"))
+}
+
+/// The gateway's stats text, read as the owner, polled until `pred` holds
+/// (bounded: the gateway publishes every 100 ms).
+fn stats_until(name: &str, pred: impl Fn(&str) -> bool) -> String {
+    let until = Instant::now() + Duration::from_secs(20);
+    loop {
+        let t = shm::read_stats(name).unwrap_or_default();
+        if pred(&t) || Instant::now() > until {
+            return t;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+// ---- item 1: access ----
+
+#[test]
+fn another_uid_is_refused_at_accept_and_nothing_is_signed() {
+    let Some(att) = attacker() else { return };
+    let s = sim();
+    let dir = Scratch::new("refused");
+    let name = unique("refused");
+    let gw = gateway(
+        &s,
+        &name,
+        &dir.0,
+        Opts {
+            extra: journal_args(&dir.0),
+            secret_by_flag: true,
+            ..Opts::default()
+        },
+    );
+    let r = run_role(&["attack", &name, "victim"], Some(att));
+    let attach = r["attach"].as_str().unwrap();
+    assert!(attach.contains("not allowed"), "attach as another uid: {r}");
+    assert!(
+        r["clear_halt"].as_str().unwrap().contains("not allowed"),
+        "clear-halt as another uid: {r}"
+    );
+    assert!(
+        r["stats"].as_str().unwrap().contains("not allowed"),
+        "stats as another uid: {r}"
+    );
+    assert_eq!(r["applied"], 0, "{r}");
+    let rep = s.report();
+    assert_eq!(
+        rep.executions, 0,
+        "an order of another uid was signed and run"
+    );
+    let t = stats_until(&name, |t| t.contains("refused=3"));
+    assert!(t.contains("refused=3"), "three refused connections: {t}");
+    // The owner itself is served (the same check would have seen its order).
+    let me = run_role(&["order", &name, "owner"], None);
+    assert_eq!(me["applied"], 1, "{me}");
+    assert_eq!(s.report().executions, 1);
+    let (_, err) = gw.finish();
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn an_allowed_uid_trades_but_only_the_owner_clears_a_halt() {
+    let Some(att) = attacker() else { return };
+    let s = sim();
+    let dir = Scratch::new("allowed");
+    let name = unique("allowed");
+    let mut extra = journal_args(&dir.0);
+    extra.extend(["--allow-uid".into(), att.0.to_string()]);
+    let _gw = gateway(
+        &s,
+        &name,
+        &dir.0,
+        Opts {
+            extra,
+            secret_by_flag: true,
+            ..Opts::default()
+        },
+    );
+    let r = run_role(&["attack", &name, "listed"], Some(att));
+    assert_eq!(r["attach"], "attached", "{r}");
+    assert_eq!(r["applied"], 1, "{r}");
+    assert!(
+        r["clear_halt"]
+            .as_str()
+            .unwrap()
+            .contains("for the gateway's owner"),
+        "{r}"
+    );
+    // The owner's clear-halt reaches the budget (nothing is halted here).
+    let t = stats_until(&name, |t| t.contains("\nbucket "));
+    let bucket = t
+        .lines()
+        .find_map(|l| l.strip_prefix("bucket "))
+        .and_then(|l| l.split(' ').next())
+        .unwrap_or_else(|| panic!("no bucket in the stats: {t}"));
+    let owner = shm::clear_halt(&name, bucket).expect("clear-halt");
+    assert_eq!(owner, format!("err {bucket} is not halted"));
+}
+
+// ---- item 2: the secret ----
+
+/// Every byte the gateway left behind: its stdout, stderr, and every file in
+/// the scratch directory (journal, runtime files).
+fn outputs(dir: &Path, out: &str, err: &str) -> Vec<(String, Vec<u8>)> {
+    let mut all = vec![
+        ("stdout".to_string(), out.as_bytes().to_vec()),
+        ("stderr".to_string(), err.as_bytes().to_vec()),
+    ];
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).expect("read_dir").flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if let Ok(b) = std::fs::read(&p) {
+                all.push((p.display().to_string(), b));
+            }
+        }
+    }
+    all
+}
+
+fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle)
+}
+
+fn write_secret(dir: &Path, secret: &str, mode: u32) -> PathBuf {
+    let p = dir.join(format!("secret-{mode:o}"));
+    std::fs::write(&p, format!("{secret}\n")).expect("write secret");
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode)).expect("chmod");
+    p
+}
+
+#[test]
+fn a_secret_from_a_file_is_in_no_argv_and_no_output() {
+    let s = sim();
+    let secret = s.config().accounts[0].secret.clone();
+    let dir = Scratch::new("secretfile");
+    let name = unique("secretfile");
+    let file = write_secret(&dir.0, &secret, 0o600);
+    let mut extra = journal_args(&dir.0);
+    extra.extend(["--api-secret-file".into(), file.display().to_string()]);
+    let gw = gateway(
+        &s,
+        &name,
+        &dir.0,
+        Opts {
+            extra,
+            ..Opts::default()
+        },
+    );
+    let pid = gw.child.id();
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).expect("cmdline");
+    assert!(!contains(&cmdline, secret.as_bytes()), "the secret in argv");
+    // Signed with it: the emulator ran the order.
+    let me = run_role(&["order", &name, "owner"], None);
+    assert_eq!(me["applied"], 1, "{me}");
+    std::fs::remove_file(&file).expect("rm secret");
+    let (out, err) = gw.finish();
+    let all = outputs(&dir.0, &out, &err);
+    assert!(all.len() >= 3, "stdout, stderr and the journal: {all:?}");
+    for (what, bytes) in &all {
+        assert!(!contains(bytes, secret.as_bytes()), "the secret in {what}");
+    }
+    assert!(!err.contains("deprecated"), "{err}");
+}
+
+#[test]
+fn a_secret_from_the_environment_or_stdin_signs() {
+    let s = sim();
+    let secret = s.config().accounts[0].secret.clone();
+    let dir = Scratch::new("secretenv");
+    for how in ["env", "stdin"] {
+        let name = unique(&format!("secret{how}"));
+        let mut o = Opts {
+            extra: journal_args(&dir.0),
+            ..Opts::default()
+        };
+        match how {
+            "env" => o.env.push(("ERGON_API_SECRET", secret.clone())),
+            _ => {
+                o.extra.push("--api-secret-stdin".into());
+                o.stdin = Some(format!("{secret}\n"));
+            }
+        }
+        let gw = gateway(&s, &name, &dir.0, o);
+        let me = run_role(&["order", &name, how], None);
+        assert_eq!(me["applied"], 1, "{how}: {me}");
+        let (out, err) = gw.finish();
+        for (what, bytes) in outputs(&dir.0, &out, &err) {
+            assert!(
+                !contains(&bytes, secret.as_bytes()),
+                "{how}: the secret in {what}"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_secret_flag_still_works_with_one_deprecation_warning() {
+    let s = sim();
+    let dir = Scratch::new("secretflag");
+    let name = unique("secretflag");
+    let gw = gateway(
+        &s,
+        &name,
+        &dir.0,
+        Opts {
+            extra: journal_args(&dir.0),
+            secret_by_flag: true,
+            ..Opts::default()
+        },
+    );
+    let me = run_role(&["order", &name, "flag"], None);
+    assert_eq!(me["applied"], 1, "{me}");
+    let (_, err) = gw.finish();
+    assert_eq!(err.matches("deprecated").count(), 1, "{err}");
+}
+
+/// Starts a gateway that must refuse to start; its stderr.
+fn refused_start(s: &Server, dir: &Path, extra: Vec<String>) -> String {
+    // One name per start: on main, refused ones start and would share it.
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let name = unique(&format!("refusedstart{n}"));
+    let (mut child, stderr) = spawn_gateway(
+        s,
+        &name,
+        dir,
+        Opts {
+            extra,
+            ..Opts::default()
+        },
+    );
+    // Its first line, or end of file when it exits: bounded either way.
+    let mut out = String::new();
+    BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut out)
+        .expect("read");
+    if out.contains("ready") {
+        let _ = child.kill();
+    }
+    let status = child.wait().expect("wait");
+    let err = std::fs::read_to_string(stderr).unwrap_or_default();
+    assert!(!out.contains("ready"), "started: {out} {err}");
+    assert_eq!(status.code(), Some(1), "{err}");
+    err
+}
+
+#[test]
+fn a_secret_file_another_user_could_touch_is_refused() {
+    let s = sim();
+    let secret = s.config().accounts[0].secret.clone();
+    let dir = Scratch::new("secretbad");
+    let with = |p: &Path| {
+        let mut e = journal_args(&dir.0);
+        e.extend(["--api-secret-file".into(), p.display().to_string()]);
+        e
+    };
+    let open = write_secret(&dir.0, &secret, 0o644);
+    let err = refused_start(&s, &dir.0, with(&open));
+    assert!(err.contains("other users may read it"), "{err}");
+    let good = write_secret(&dir.0, &secret, 0o600);
+    let link = dir.0.join("link");
+    std::os::unix::fs::symlink(&good, &link).expect("symlink");
+    let err = refused_start(&s, &dir.0, with(&link));
+    assert!(err.contains("symlink"), "{err}");
+    assert!(
+        refused_start(&s, &dir.0, with(&dir.0)).contains("not a regular file"),
+        "a directory"
+    );
+    if let Some((uid, gid)) = attacker() {
+        std::os::unix::fs::chown(&good, Some(uid), Some(gid)).expect("chown");
+        let err = refused_start(&s, &dir.0, with(&good));
+        assert!(err.contains("not by the gateway's uid"), "{err}");
+    }
+}
+
+// ---- item 3: sealed regions ----
+
+#[test]
+fn a_client_cannot_resize_its_region_or_write_the_stats_and_the_gateway_lives_on() {
+    let s = sim();
+    let dir = Scratch::new("sealed");
+    let name = unique("sealed");
+    let mut gw = gateway(
+        &s,
+        &name,
+        &dir.0,
+        Opts {
+            extra: journal_args(&dir.0),
+            secret_by_flag: true,
+            ..Opts::default()
+        },
+    );
+    // A hostile client takes its region's descriptor and tries to shrink it
+    // under the gateway's mapping (a SIGBUS at the gateway's next write, on main).
+    let (_sock, answer, mut fds) = shm::raw_command(&name, "attach hostile").expect("attach");
+    assert!(answer.starts_with("ok new"), "{answer}");
+    assert_eq!(fds.len(), 3);
+    let region = std::fs::File::from(fds.remove(0));
+    let len = region.metadata().expect("fstat").len();
+    assert!(region.set_len(0).is_err(), "the region shrank");
+    assert!(region.set_len(len * 2).is_err(), "the region grew");
+    assert_eq!(region.metadata().expect("fstat").len(), len);
+    // The stats region goes to every allowed reader: nobody may write it.
+    let (_sock, answer, mut fds) = shm::raw_command(&name, "stats").expect("stats");
+    assert!(answer.starts_with("ok"), "{answer}");
+    let mut stats = std::fs::File::from(fds.remove(0));
+    assert!(stats.write_all(b"forged").is_err(), "wrote into the stats");
+    assert!(stats.set_len(0).is_err(), "shrank the stats");
+    // The gateway writes every client's region each turn: still alive, and
+    // another client's order goes through.
+    let me = run_role(&["order", &name, "other"], None);
+    assert_eq!(me["applied"], 1, "{me}");
+    assert!(
+        gw.child.try_wait().expect("try_wait").is_none(),
+        "the gateway died"
+    );
+    let t = stats_until(&name, |t| t.contains("client hostile"));
+    assert!(t.contains("client hostile attached"), "{t}");
+}
+
+// ---- items 9 and 10: the journal ----
+
+fn with_journal(p: &Path) -> Vec<String> {
+    vec![
+        "--journal".into(),
+        p.display().to_string(),
+        "--api-secret".into(),
+        "unused-secret".into(),
+    ]
+}
+
+#[test]
+fn a_symlink_planted_at_the_journal_is_refused_and_its_target_untouched() {
+    let s = sim();
+    let dir = Scratch::new("jsymlink");
+    let victim = dir.0.join("victim");
+    std::fs::write(&victim, b"precious").expect("victim");
+    std::fs::set_permissions(&victim, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    let journal = dir.0.join("journal");
+    std::os::unix::fs::symlink(&victim, &journal).expect("plant");
+    let err = refused_start(&s, &dir.0, with_journal(&journal));
+    assert!(err.contains("symlink"), "{err}");
+    assert_eq!(std::fs::read(&victim).expect("victim"), b"precious");
+}
+
+#[test]
+fn a_journal_pre_created_by_another_uid_is_refused() {
+    let Some((uid, gid)) = attacker() else { return };
+    let s = sim();
+    let dir = Scratch::new("jowner");
+    let journal = dir.0.join("journal");
+    std::fs::write(&journal, b"theirs").expect("plant");
+    std::fs::set_permissions(&journal, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    std::os::unix::fs::chown(&journal, Some(uid), Some(gid)).expect("chown");
+    let err = refused_start(&s, &dir.0, with_journal(&journal));
+    assert!(err.contains("not by the gateway's uid"), "{err}");
+    assert_eq!(std::fs::read(&journal).expect("journal"), b"theirs");
+}
+
+#[test]
+fn a_truncated_journal_is_refused_and_kept() {
+    let s = sim();
+    let dir = Scratch::new("jtrunc");
+    let journal = dir.0.join("journal");
+    // A journal's header (magic, 8 entries) cut short of its entries.
+    let mut b = b"ergonjnl".to_vec();
+    b.extend(8u64.to_le_bytes());
+    b.resize(100, 0);
+    std::fs::write(&journal, &b).expect("write");
+    std::fs::set_permissions(&journal, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    let err = refused_start(&s, &dir.0, with_journal(&journal));
+    assert!(err.contains("does not fit"), "{err}");
+    assert_eq!(std::fs::read(&journal).expect("journal"), b);
+}
+
+#[test]
+fn the_journal_lives_in_a_private_runtime_directory() {
+    use std::os::unix::fs::MetadataExt;
+    let s = sim();
+    let dir = Scratch::new("jrundir");
+    let run = dir.0.join("run").join("gw");
+    let name = unique("jrundir");
+    let gw = gateway(
+        &s,
+        &name,
+        &dir.0,
+        Opts {
+            extra: vec!["--runtime-dir".into(), run.display().to_string()],
+            secret_by_flag: true,
+            ..Opts::default()
+        },
+    );
+    assert_eq!(std::fs::metadata(&run).expect("dir").mode() & 0o777, 0o750);
+    let j = std::fs::symlink_metadata(run.join("journal")).expect("journal");
+    assert!(j.file_type().is_file());
+    assert_eq!(j.mode() & 0o777, 0o600);
+    drop(gw);
+    // A directory other users may write (to plant a link) is refused.
+    std::fs::set_permissions(&run, std::fs::Permissions::from_mode(0o777)).expect("chmod");
+    let mut extra = vec!["--runtime-dir".into(), run.display().to_string()];
+    extra.extend(["--api-secret".into(), "unused-secret".into()]);
+    let err = refused_start(&s, &dir.0, extra);
+    assert!(err.contains("other users may write it"), "{err}");
+}
+
+// ---- items 4 and 8: one attach per connection; a stop that finishes ----
+
+#[test]
+fn a_second_attach_on_one_connection_is_refused_and_the_first_detaches_at_hang_up() {
+    let s = sim();
+    let dir = Scratch::new("twice");
+    let name = unique("twice");
+    let _gw = gateway(
+        &s,
+        &name,
+        &dir.0,
+        Opts {
+            extra: journal_args(&dir.0),
+            secret_by_flag: true,
+            ..Opts::default()
+        },
+    );
+    let (sock, answer, _fds) = shm::raw_command(&name, "attach first").expect("attach");
+    assert!(answer.starts_with("ok new"), "{answer}");
+    let mut sock = std::fs::File::from(sock);
+    sock.write_all(b"attach second").expect("send");
+    let mut buf = [0u8; 512];
+    let n = sock.read(&mut buf).expect("answer");
+    let answer = String::from_utf8_lossy(&buf[..n]).into_owned();
+    assert_eq!(answer, "err already attached on this connection");
+    drop(sock); // hang-up: "first" is detached, its name free to attach again
+    let t = stats_until(&name, |t| t.contains("client first detached"));
+    assert!(t.contains("client first detached"), "{t}");
+    assert!(!t.contains("client second"), "{t}");
+    let me = run_role(&["order", &name, "first"], None);
+    assert_eq!(me["applied"], 1, "{me}");
+}
+
+#[test]
+fn sigterm_finishes_while_a_client_keeps_submitting() {
+    // Every order held 1.5 s by the venue: with a client that keeps submitting,
+    // something is always in flight unless the gateway stops taking submits.
+    let mut cfg = Config::binance_spot();
+    cfg.faults.chances = vec![(Fault::Delay, 1.0)];
+    cfg.faults.delay_ms = 1500;
+    let s = Server::start(cfg).expect("emulator");
+    let dir = Scratch::new("stop");
+    let name = unique("stop");
+    let mut gw = gateway(
+        &s,
+        &name,
+        &dir.0,
+        Opts {
+            extra: journal_args(&dir.0),
+            secret_by_flag: true,
+            ..Opts::default()
+        },
+    );
+    let mut spam = Command::new(std::env::current_exe().expect("exe"))
+        .args(["--ignored", "--exact", "role", "--nocapture", "--quiet"])
+        .env("ERGON_SEC_ROLE", format!("spam {name} spammer"))
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let mut out = BufReader::new(spam.stdout.take().expect("stdout"));
+    let mut line = String::new();
+    while !line.starts_with("spamming") {
+        line.clear();
+        assert!(out.read_line(&mut line).expect("read") > 0, "spammer died");
+    }
+    let pid = gw.child.id().to_string();
+    assert!(Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("kill")
+        .success());
+    let until = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(st) = gw.child.try_wait().expect("try_wait") {
+            break Some(st);
+        }
+        if Instant::now() > until {
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let _ = spam.kill();
+    let _ = spam.wait();
+    assert_eq!(
+        status.and_then(|s| s.code()),
+        Some(0),
+        "SIGTERM did not finish within 30 s under a client that keeps submitting"
+    );
+}
+
+// ---- the roles: run by the tests above as separate processes ----
+
+fn order<'a>(symbol: Symbol<'a>, id: &'a str) -> NewOrder<'a> {
+    NewOrder {
+        symbol,
+        side: Side::Buy,
+        order_type: OrderType::Limit(TimeInForce::Gtc),
+        price: Decimal::new("49000.00").ok(),
+        quantity: Decimal::new("0.001").expect("decimal"),
+        client_order_id: ClientOrderId::new(id).expect("id"),
+        reduce_only: false,
+    }
+}
+
+/// One order through `c`; 1 if it was applied, 0 otherwise (bounded wait).
+fn one_order(c: &mut ShmClient, id: &str) -> u64 {
+    let symbol = Symbol::new("BTCUSDT").expect("symbol");
+    c.submit(&Call::NewOrder(order(symbol, id)), Class::Normal, 1)
+        .expect("submit");
+    let until = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < until {
+        c.wait(100);
+        while let Some((ev, _)) = c.poll() {
+            if ev.is_final() {
+                return u64::from(matches!(ev, ShmEvent::Applied { .. }));
+            }
+        }
+    }
+    0
+}
+
+#[test]
+#[ignore = "a client or attacker process's role, run by the other tests"]
+fn role() {
+    let Ok(spec) = std::env::var("ERGON_SEC_ROLE") else {
+        return;
+    };
+    let a: Vec<&str> = spec.split(' ').collect();
+    let (gw, me) = (a[1], a[2]);
+    let id = format!("{me}{}", std::process::id());
+    let result = match a[0] {
+        // attack GW ME: attach and trade, clear a halt, read the stats.
+        "attack" => {
+            let (attach, applied) = match ShmClient::attach(gw, me, false) {
+                Ok(mut c) => ("attached".to_string(), one_order(&mut c, &id)),
+                Err(e) => (e.to_string(), 0),
+            };
+            let clear = match shm::clear_halt(gw, "orders_1s") {
+                Ok(a) => a,
+                Err(e) => e.to_string(),
+            };
+            let stats = match shm::read_stats(gw) {
+                Ok(_) => "read".to_string(),
+                Err(e) => e.to_string(),
+            };
+            serde_json::json!({
+                "attach": attach, "applied": applied, "clear_halt": clear, "stats": stats,
+            })
+        }
+        // spam GW ME: orders without end; says "spamming" after the first applied.
+        "spam" => {
+            let mut c = ShmClient::attach(gw, me, false).expect("attach");
+            let symbol = Symbol::new("BTCUSDT").expect("symbol");
+            let (mut seq, mut said) = (0u64, false);
+            while !c.is_gone() {
+                seq += 1;
+                let id = format!("{id}s{seq}");
+                let _ = c.submit(&Call::NewOrder(order(symbol, &id)), Class::Normal, seq);
+                while let Some((ev, _)) = c.poll() {
+                    if !said && matches!(ev, ShmEvent::Applied { .. }) {
+                        said = true;
+                        println!("spamming");
+                    }
+                }
+                c.check_gateway();
+            }
+            serde_json::json!({ "sent": seq })
+        }
+        // order GW ME: one order.
+        "order" => {
+            let mut c = ShmClient::attach(gw, me, false).expect("attach");
+            serde_json::json!({ "applied": one_order(&mut c, &id) })
+        }
+        other => panic!("unknown role {other}"),
+    };
+    let mut o = std::io::stdout();
+    let _ = writeln!(o, "result {result}");
+    let _ = o.flush();
+}
