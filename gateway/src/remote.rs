@@ -190,6 +190,10 @@ impl Remote {
             Event::Reconciling { tag } => (Event::Reconciling { tag }, Vec::new()),
             Event::Reconciled { tag, found } => (Event::Reconciled { tag, found }, Vec::new()),
             Event::Halted { tag, bucket } => (Event::Halted { tag, bucket }, Vec::new()),
+            Event::Protection { armed_until_ns } => {
+                (Event::Protection { armed_until_ns }, Vec::new())
+            }
+            Event::ProtectionFired => (Event::ProtectionFired, Vec::new()),
         };
         if self.events.push(Delivered { event, body }).is_err() {
             self.lost += 1;

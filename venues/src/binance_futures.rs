@@ -486,14 +486,16 @@ pub const SWITCH_RESERVE_WEIGHT: u64 = 4 * SWITCH_WEIGHT as u64;
 /// 10; the venue checks countdowns about every 10 ms; the answer echoes `symbol`
 /// and `countdownTime` (no trigger time). The documented example: a call every
 /// 30 s with a 120 s countdown. No range is documented for USD-M (the options
-/// endpoint's minimum is 5 s): we take 5 s to 10 min.
+/// endpoint's minimum is 5 s): we take 60 s to 10 min, the lower end set by
+/// [`SWITCH_RESERVE_WEIGHT`], which pays for four calls a minute (a refresh every
+/// quarter of the timeout).
 ///
 /// Source: <https://developers.binance.com/docs/derivatives/usds-margined-futures/trade/rest-api/Auto-Cancel-All-Open-Orders>
 /// (checked 2026-12-01).
 impl crate::switch::Switch for BinanceFutures {
     fn switch_spec(&self) -> crate::switch::SwitchSpec {
         crate::switch::SwitchSpec {
-            min_timeout_ms: 5_000,
+            min_timeout_ms: 60_000,
             max_timeout_ms: 600_000,
             default_timeout_ms: 120_000,
             refresh_div: 4,
@@ -511,7 +513,7 @@ impl crate::switch::Switch for BinanceFutures {
     ) -> Result<&'p Prepared, Error> {
         let w = Writer::start(out);
         if !self.switch_spec().takes(timeout_ms) {
-            return Err(Error::BadArgument("countdownTime (5000..=600000 ms)"));
+            return Err(Error::BadArgument("countdownTime (60000..=600000 ms)"));
         }
         self.countdown(w, symbol, timeout_ms, now)
     }
