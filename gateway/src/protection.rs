@@ -43,8 +43,8 @@ use ergon_venues::switch::{Refusal, SwitchAnswer, SwitchSpec};
 
 use crate::driver::{Api, Strategy};
 use crate::endpoints::Account;
-use crate::events::Event;
 pub use crate::events::PROTECTION;
+use crate::events::{Event, Tag};
 
 const MS: i64 = 1_000_000;
 
@@ -451,6 +451,10 @@ pub struct Protected<S> {
     req: Prepared,
     symbol: ArrayString<32>,
     stop_when_disarmed: bool,
+    stop_when_answered: bool,
+    on_change: Option<Box<dyn FnMut(&Protection, i64)>>,
+    disarm_when: Option<fn(&S) -> bool>,
+    shown: (State, Option<i64>),
 }
 
 impl<S> Protected<S> {
@@ -464,13 +468,31 @@ impl<S> Protected<S> {
             req: Prepared::with_capacity(1024),
             symbol: sym,
             stop_when_disarmed: false,
+            stop_when_answered: false,
+            on_change: None,
+            disarm_when: None,
+            shown: (State::Off, None),
         }
     }
 
-    /// Disarms, then ends the loop (after the caller cancelled its orders).
-    pub fn stop_and_disarm(&mut self, now_ns: i64) {
-        self.machine.stop(now_ns);
-        self.stop_when_disarmed = true;
+    /// Ends the loop once the first arm is answered (the start-up phase).
+    pub fn stop_when_answered(mut self) -> Self {
+        self.stop_when_answered = true;
+        self
+    }
+
+    /// Calls `f` with the machine and `now` whenever its state or deadline
+    /// changes (for `--stats`; never on the send path).
+    pub fn on_change(mut self, f: impl FnMut(&Protection, i64) + 'static) -> Self {
+        self.on_change = Some(Box::new(f));
+        self
+    }
+
+    /// Disarms once `ready` says the strategy is done (the stop phase: its
+    /// orders are cancelled), then ends the loop.
+    pub fn disarm_when(mut self, ready: fn(&S) -> bool) -> Self {
+        self.disarm_when = Some(ready);
+        self
     }
 
     /// Feeds the machine, sends what is due, hands the notes to the strategy.
@@ -479,6 +501,12 @@ impl<S> Protected<S> {
         S: Strategy<E>,
     {
         let now = api.now();
+        if let Some(ready) = self.disarm_when {
+            if !self.stop_when_disarmed && ready(&self.inner) {
+                self.machine.stop(now);
+                self.stop_when_disarmed = true;
+            }
+        }
         self.machine.handle_timeout(now);
         while let Some(due) = self.machine.poll_send(now) {
             if let Some(ready_at) = guard_hold(api) {
@@ -522,6 +550,17 @@ impl<S> Protected<S> {
         if self.stop_when_disarmed && self.machine.stopped() {
             api.stop();
         }
+        if self.stop_when_answered && matches!(self.machine.state(), State::Armed | State::Refused)
+        {
+            api.stop();
+        }
+        let now_shown = (self.machine.state(), self.machine.armed_until_ns());
+        if now_shown != self.shown {
+            self.shown = now_shown;
+            if let Some(f) = &mut self.on_change {
+                f(&self.machine, now);
+            }
+        }
         if let Some(at) = self.machine.poll_timeout() {
             let _ = api.set_timer(PROTECTION_TIMER, at);
         }
@@ -551,6 +590,9 @@ impl<E: Account, S: Strategy<E>> Strategy<E> for Protected<S> {
     fn on_event(&mut self, api: &mut Api<'_, '_, E>, event: Event<'_>) {
         if event.tag() != PROTECTION || !matches_switch(&event) {
             self.inner.on_event(api, event);
+            if self.disarm_when.is_some() {
+                self.pump(api);
+            }
             return;
         }
         let now = api.now();
@@ -573,9 +615,7 @@ impl<E: Account, S: Strategy<E>> Strategy<E> for Protected<S> {
 
     fn on_turn(&mut self, api: &mut Api<'_, '_, E>) {
         self.pump(api);
-        if !self.stop_when_disarmed {
-            self.inner.on_turn(api);
-        }
+        self.inner.on_turn(api);
     }
 
     fn on_order_update(
@@ -684,5 +724,159 @@ mod tests {
         assert_eq!(p.state(), State::Disarmed);
         assert!(p.stopped());
         assert_eq!(p.poll_send(2 * SEC), None);
+    }
+}
+
+/// The strategy of the start-up phase: nothing but the first arm, on the loop
+/// before the strategies attach, so the switch is armed before the first order.
+/// The loop stops once the venue answered, or at `deadline_ns`.
+#[derive(Debug)]
+pub struct Startup {
+    deadline_ns: i64,
+}
+
+impl Startup {
+    /// Gives up at `deadline_ns` (the loop's clock).
+    pub fn new(deadline_ns: i64) -> Self {
+        Startup { deadline_ns }
+    }
+}
+
+impl<E: Account> Strategy<E> for Startup {
+    fn on_event(&mut self, _api: &mut Api<'_, '_, E>, _event: Event<'_>) {}
+
+    fn on_turn(&mut self, api: &mut Api<'_, '_, E>) {
+        if api.now() >= self.deadline_ns {
+            api.stop();
+        }
+    }
+}
+
+/// The strategy of the clean stop: cancels every open order of the symbol (read
+/// from the venue, by client order id), then lets [`Protected`] disarm the switch
+/// and stop the loop; it gives up at its deadline.
+#[derive(Debug)]
+pub struct Shutdown {
+    deadline_ns: i64,
+    req: Prepared,
+    asked: bool,
+    listed: bool,
+    pending: u32,
+    /// Cancels the venue answered.
+    pub cancelled: u32,
+    /// Cancels that failed or could not be sent.
+    pub failed: u32,
+    done: bool,
+}
+
+/// The tag of the open-orders read of [`Shutdown`].
+const LIST: Tag = 1;
+/// The tag of its cancels.
+const CANCEL: Tag = 2;
+
+impl Shutdown {
+    /// Gives up at `deadline_ns` (the loop's clock).
+    pub fn new(deadline_ns: i64) -> Self {
+        Shutdown {
+            deadline_ns,
+            req: Prepared::with_capacity(1024),
+            asked: false,
+            listed: false,
+            pending: 0,
+            cancelled: 0,
+            failed: 0,
+            done: false,
+        }
+    }
+
+    /// Whether every open order was cancelled (or none was open).
+    pub fn done(&self) -> bool {
+        self.done
+    }
+}
+
+impl<E: Account> Strategy<E> for Shutdown {
+    fn on_event(&mut self, api: &mut Api<'_, '_, E>, event: Event<'_>) {
+        if !event.is_final() {
+            return;
+        }
+        match (event.tag(), event) {
+            (LIST, Event::Applied { body, .. }) => {
+                self.listed = true;
+                let mut ids: Vec<ergon_venues::endpoint::ClientOrderId> = Vec::new();
+                api.venue().open_ids(body, &mut |id| {
+                    if let Some(id) = core::str::from_utf8(id)
+                        .ok()
+                        .and_then(|s| ergon_venues::endpoint::ClientOrderId::new(s).ok())
+                    {
+                        ids.push(id);
+                    }
+                });
+                let now = api.now();
+                let mut sym = ArrayString::<32>::new();
+                let _ = sym.try_push_str(api.symbol().as_str());
+                for id in ids {
+                    let Ok(symbol) = Symbol::new(sym.as_str()) else {
+                        break;
+                    };
+                    let o = ergon_venues::endpoint::OrderRef {
+                        symbol,
+                        client_order_id: id,
+                    };
+                    let sent = api.venue_mut().cancel(&mut self.req, &o, now).is_ok()
+                        && api.submit(&mut self.req, Class::Urgent, CANCEL).is_ok();
+                    if sent {
+                        self.pending += 1;
+                    } else {
+                        self.failed += 1;
+                    }
+                }
+            }
+            (LIST, _) => {
+                self.listed = true;
+                self.failed += 1;
+            }
+            (CANCEL, ev) => {
+                self.pending = self.pending.saturating_sub(1);
+                match ev {
+                    Event::Applied { .. } => self.cancelled += 1,
+                    _ => self.failed += 1,
+                }
+            }
+            _ => {}
+        }
+        if self.listed && self.pending == 0 {
+            self.done = self.failed == 0;
+        }
+    }
+
+    fn on_turn(&mut self, api: &mut Api<'_, '_, E>) {
+        if !self.asked {
+            self.asked = true;
+            let now = api.now();
+            let mut sym = ArrayString::<32>::new();
+            let _ = sym.try_push_str(api.symbol().as_str());
+            let sent = Symbol::new(sym.as_str()).is_ok_and(|s| {
+                api.venue_mut()
+                    .open_orders(&mut self.req, Some(s), now)
+                    .is_ok()
+            }) && api.submit(&mut self.req, Class::Urgent, LIST).is_ok();
+            if !sent {
+                self.listed = true;
+                self.failed += 1;
+            }
+        }
+        if api.now() >= self.deadline_ns {
+            api.stop();
+        }
+    }
+}
+
+impl Shutdown {
+    /// Whether the stop phase may disarm: every open order is cancelled. If the
+    /// cancelling failed the switch stays armed: better the venue's late cancel
+    /// than quotes left behind.
+    pub fn ready_to_disarm(&self) -> bool {
+        self.listed && self.pending == 0 && self.failed == 0
     }
 }
