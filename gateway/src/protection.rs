@@ -880,3 +880,60 @@ impl Shutdown {
         self.listed && self.pending == 0 && self.failed == 0
     }
 }
+
+/// Arms the venue's switch on `lp` before anything else is sent (the start-up
+/// phase: [`Startup`] under [`Protected`], up to `within_ns`). Returns the gateway
+/// and the machine; `Err` if `--protection required` cannot be met (no switch, a
+/// timeout out of range, a refusal or no answer). A venue without a switch under
+/// `auto` comes back [`State::Unavailable`]: the caller warns.
+pub fn arm_at_start<E: Account>(
+    lp: &mut ergon_io::event_loop::EventLoop,
+    gw: crate::Gateway<E>,
+    pool: ergon_io::client::PoolId,
+    mode: Mode,
+    timeout_ms: Option<u32>,
+    within_ns: i64,
+) -> Result<(crate::Gateway<E>, Protection), String> {
+    let machine = Protection::new(mode, gw.venue().switch_spec(), timeout_ms, lp.now())
+        .map_err(|e| e.to_string())?;
+    if machine.state() != State::Arming {
+        return Ok((gw, machine));
+    }
+    let sym = gw.symbol().as_str().to_string();
+    let symbol = Symbol::new(&sym).map_err(|e| format!("{e:?}"))?;
+    let first =
+        Protected::new(Startup::new(lp.now() + within_ns), machine, symbol).stop_when_answered();
+    let control = std::sync::Arc::new(crate::Control::default());
+    let d = crate::run(lp, gw, pool, first, control).map_err(|e| e.to_string())?;
+    let m = d.strategy.machine;
+    if m.state() != State::Armed && mode == Mode::Required {
+        return Err(format!(
+            "--protection required: the venue's cancel-on-disconnect switch is not armed ({})",
+            m.state().as_str()
+        ));
+    }
+    Ok((d.gateway, m))
+}
+
+/// The clean stop: cancels every open order of the symbol, then disarms the switch
+/// (the stop phase: [`Shutdown`] under [`Protected`], up to `within_ns`). Returns
+/// the gateway, the machine and the shutdown's counts; a switch left armed (a
+/// cancel failed, no answer) shows in the machine's state.
+pub fn stop_and_disarm<E: Account>(
+    lp: &mut ergon_io::event_loop::EventLoop,
+    gw: crate::Gateway<E>,
+    pool: ergon_io::client::PoolId,
+    machine: Protection,
+    within_ns: i64,
+) -> Result<(crate::Gateway<E>, Protection, Shutdown), String> {
+    if !matches!(machine.state(), State::Armed | State::AtRisk | State::Fired) {
+        return Ok((gw, machine, Shutdown::new(0)));
+    }
+    let sym = gw.symbol().as_str().to_string();
+    let symbol = Symbol::new(&sym).map_err(|e| format!("{e:?}"))?;
+    let last = Protected::new(Shutdown::new(lp.now() + within_ns), machine, symbol)
+        .disarm_when(Shutdown::ready_to_disarm);
+    let control = std::sync::Arc::new(crate::Control::default());
+    let d = crate::run(lp, gw, pool, last, control).map_err(|e| e.to_string())?;
+    Ok((d.gateway, d.strategy.machine, d.strategy.inner))
+}
