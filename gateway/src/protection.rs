@@ -442,6 +442,9 @@ impl Protection {
     }
 }
 
+/// What [`Protected::on_change`] calls.
+type OnChange = Box<dyn FnMut(&Protection, i64)>;
+
 /// A strategy with the venue's switch kept fed around it: see the module doc.
 pub struct Protected<S> {
     /// The strategy.
@@ -452,7 +455,7 @@ pub struct Protected<S> {
     symbol: ArrayString<32>,
     stop_when_disarmed: bool,
     stop_when_answered: bool,
-    on_change: Option<Box<dyn FnMut(&Protection, i64)>>,
+    on_change: Option<OnChange>,
     disarm_when: Option<fn(&S) -> bool>,
     shown: (State, Option<i64>),
 }

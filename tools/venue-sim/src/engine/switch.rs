@@ -76,7 +76,7 @@ impl Venue {
                     let o = &self.orders[i];
                     o.account == c.account
                         && o.status == Status::New
-                        && c.symbol.as_deref().is_none_or(|s| s == self.cfg.symbol)
+                        && c.symbol.as_deref().map_or(true, |s| s == self.cfg.symbol)
                 })
                 .collect();
             for i in hit {
