@@ -11,7 +11,7 @@ use ergon_venues::binance_futures::{self, BinanceFutures};
 use ergon_venues::binance_spot;
 use ergon_venues::classify::{fixtures, HttpFile};
 use ergon_venues::endpoint::{Prepared, Symbol};
-use ergon_venues::switch::{Scope, Switch, SwitchAnswer, SwitchSpec};
+use ergon_venues::switch::{Switch, SwitchAnswer, SwitchSpec};
 
 const MS: i64 = 1_000_000;
 const SEC: i64 = 1_000 * MS;
@@ -157,17 +157,12 @@ fn a_long_hold_warns_then_fires_and_a_flood_never_starves_the_refresh() {
     assert!(p.armed_until_ns().unwrap() > hold_from + 120 * SEC);
 }
 
-/// Hyperliquid's `scheduleCancel` as its documentation describes it: a time at
-/// least 5 s ahead, at most 10 fires a day per account.
+/// Hyperliquid's `scheduleCancel` as the adapter states it: a time at least 5 s
+/// ahead, at most 10 fires a day per account.
 fn hyperliquid_spec() -> SwitchSpec {
-    SwitchSpec {
-        min_timeout_ms: 5_000,
-        max_timeout_ms: 3_600_000,
-        default_timeout_ms: 60_000,
-        refresh_div: 4,
-        fires_per_day: Some(10),
-        scope: Scope::Account,
-    }
+    let s = ergon_venues::hyperliquid::SWITCH_SPEC;
+    assert_eq!((s.min_timeout_ms, s.fires_per_day), (5_000, Some(10)));
+    s
 }
 
 #[test]
