@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 use ergon_core::Class::{self, Bulk, Normal, Urgent};
 use ergon_core::{BucketId, Part};
+use ergon_gateway::protection::{self, Protected};
 pub use ergon_gateway::Control;
 use ergon_gateway::{
     self as gateway, Account, Api, Event, Gateway, Keys, Label, Prepared, Start, Stats, Strategy,
@@ -466,6 +467,26 @@ fn drive<E: Account>(
     };
     s.warnings
         .extend(warnings.into_iter().inspect(|w| eprintln!("{w}")));
+    // The venue's dead man's switch, armed before the first quote.
+    let (mut gw, machine) = protection::arm_at_start(
+        &mut lp,
+        gw,
+        pool,
+        o.protection,
+        o.protection_timeout_ms,
+        3 * SEC,
+    )?;
+    match machine.state() {
+        protection::State::Unavailable => eprintln!(
+            "mm_loop: warning: {} has no cancel-on-disconnect switch: quotes stay on the book if this process dies",
+            o.venue
+        ),
+        protection::State::Refused | protection::State::Arming => eprintln!(
+            "mm_loop: warning: the venue's cancel-on-disconnect switch is not armed ({}); trading without it",
+            machine.state().as_str()
+        ),
+        _ => {}
+    }
     let sym = Symbol::new(symbol).map_err(|e| e.to_string())?;
     let horizon_ns = ((o.duration_s * SEC as f64) as i64).max(1);
     let mix = mix(gw.venue_mut(), sym);
@@ -497,8 +518,22 @@ fn drive<E: Account>(
         s,
         ..Mm::default()
     };
-    let mut d = gateway::run(&mut lp, gw, pool, mm, control).map_err(|e| e.to_string())?;
-    let mut s = d.strategy.s;
+    let mm = Protected::new(mm, machine, sym);
+    let d = gateway::run(&mut lp, gw, pool, mm, control).map_err(|e| e.to_string())?;
+    let mut s = d.strategy.inner.s;
+    // A clean end: cancel what rests, then disarm.
+    let (mut gw, m, _) =
+        protection::stop_and_disarm(&mut lp, d.gateway, pool, d.strategy.machine, 3 * SEC)?;
+    if !matches!(
+        m.state(),
+        protection::State::Disarmed | protection::State::Unavailable | protection::State::Off
+    ) {
+        eprintln!(
+            "mm_loop: warning: ended with the switch still {}",
+            m.state().as_str()
+        );
+    }
+    let d = Ended { gateway: &mut gw };
     d.gateway.publish_labels(lp.now(), true);
     s.label_lines = monitor.map(|m| m.finish()).unwrap_or_default();
     if let Some(w) = d.gateway.finish_record() {
@@ -528,4 +563,9 @@ fn main() -> std::process::ExitCode {
         }
     }
     std::process::ExitCode::SUCCESS
+}
+
+/// The gateway once the run and the stop phase are over.
+struct Ended<'g, E> {
+    gateway: &'g mut Gateway<E>,
 }

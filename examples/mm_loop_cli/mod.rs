@@ -6,7 +6,8 @@ use super::Summary;
 /// The usage line `--help` and a bad argument print.
 pub const USAGE: &str = "usage: mm_loop [--venue binance-spot|bybit|okx] [--base URL] \
 [--duration SECS] [--demand X] [--cpu N] [--api-key K --api-secret S] [--json] [--no-stream] [--record FILE] \
-[--order-entry ws|rest] [--ws-api URL] [--labels SECS] [--gateway NAME]";
+[--order-entry ws|rest] [--ws-api URL] [--labels SECS] [--gateway NAME] \
+[--protection auto|required|off] [--protection-timeout SECS]";
 
 /// What to run.
 #[derive(Clone, Debug)]
@@ -45,6 +46,10 @@ pub struct Options {
     pub labels: Option<f64>,
     /// Run through this running `ergon-gateway` instead of own connections.
     pub gateway: Option<String>,
+    /// `--protection`: the venue's dead man's switch (default auto).
+    pub protection: ergon_gateway::protection::Mode,
+    /// `--protection-timeout`, ms (None: the venue's recommended timeout).
+    pub protection_timeout_ms: Option<u32>,
 }
 
 impl Default for Options {
@@ -67,6 +72,8 @@ impl Default for Options {
             ws_api: None,
             labels: None,
             gateway: None,
+            protection: ergon_gateway::protection::Mode::Auto,
+            protection_timeout_ms: None,
         }
     }
 }
@@ -146,6 +153,15 @@ pub fn parse_args(mut it: impl Iterator<Item = String>) -> Result<Options, Strin
             "--ws-api" => o.ws_api = Some(value()?),
             "--labels" => o.labels = Some(positive(value()?, "positive seconds")?),
             "--gateway" => o.gateway = Some(value()?),
+            "--protection" => {
+                let v = value()?;
+                o.protection = ergon_gateway::protection::Mode::parse(&v)
+                    .ok_or_else(|| format!("--protection {v:?}: auto, required or off"))?;
+            }
+            "--protection-timeout" => {
+                let s = positive(value()?, "positive seconds")?;
+                o.protection_timeout_ms = Some((s * 1e3).min(86_400_000.0) as u32);
+            }
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument {other:?}")),
         }

@@ -147,4 +147,15 @@ pub trait Account: Endpoints + Sized {
     fn ws_api(&self, _capacity: usize) -> Option<ergon_venues::binance_spot_ws::Session> {
         None
     }
+
+    /// The venue's dead man's switch ([`crate::protection`]); None where the
+    /// venue has none (Binance Spot, Coinbase Exchange) or the gateway drives none.
+    fn switch_mut(&mut self) -> Option<&mut dyn ergon_venues::switch::Switch> {
+        None
+    }
+
+    /// The venue's switch as its documentation describes it, if it has one.
+    fn switch_spec(&self) -> Option<ergon_venues::switch::SwitchSpec> {
+        None
+    }
 }

@@ -24,6 +24,10 @@ pub enum Expiry {
     Unsigned,
 }
 
+/// The tag of the gateway's own dead man's switch calls, and of
+/// [`Event::Protection`] and [`Event::ProtectionFired`].
+pub const PROTECTION: Tag = Tag::MAX - 1;
+
 /// One step of a request, for the caller.
 ///
 /// Each submitted request ends with exactly one final event: [`Event::Applied`],
@@ -129,6 +133,19 @@ pub enum Event<'a> {
         /// The halted scope.
         bucket: BucketId,
     },
+    /// The venue's dead man's switch is armed until `armed_until_ns`, and the
+    /// budget cannot fit a refresh before then (a long hold, a ban): unless sending
+    /// is allowed again in time, every open order of its scope is cancelled then.
+    /// Not about a request: its tag is [`PROTECTION`].
+    Protection {
+        /// When the switch fires, on the gateway's clock (a lower bound).
+        armed_until_ns: i64,
+    },
+    /// The switch's deadline passed without a refresh: the venue cancelled (or is
+    /// cancelling) every open order of its scope. Treat them as cancelled-unknown
+    /// and reconcile them when sending is allowed again; the gateway re-arms then.
+    /// Its tag is [`PROTECTION`].
+    ProtectionFired,
 }
 
 impl Event<'_> {
@@ -146,6 +163,7 @@ impl Event<'_> {
             | Event::Late { tag, .. }
             | Event::OpenOrders { tag, .. }
             | Event::Halted { tag, .. } => tag,
+            Event::Protection { .. } | Event::ProtectionFired => PROTECTION,
         }
     }
 

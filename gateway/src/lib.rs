@@ -79,6 +79,7 @@ pub mod labels;
 mod ledger;
 mod load;
 mod machine;
+pub mod protection;
 pub mod record;
 // The loom build's eventfd is a model with no descriptor to watch.
 #[cfg(not(ergon_loom))]
@@ -94,7 +95,7 @@ pub use bootstrap::{open_ws_api, run, Start, StartError, WsProbe};
 pub use driver::{Api, Control, Driver, Strategy, GATEWAY_TIMER};
 pub use endpoints::NOT_FOUND_MARGIN_NS;
 pub use endpoints::{Account, Boot, DeclareError, Keys};
-pub use events::{Event, Expiry, Tag, OPEN_ORDERS};
+pub use events::{Event, Expiry, Tag, OPEN_ORDERS, PROTECTION};
 pub use ledger::{Entry, Key, Ledger, Stage};
 pub use load::binding;
 pub use machine::{

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+use ergon_gateway::protection::{Mode, Protected, Protection, Shutdown, Startup, State};
 use ergon_gateway::shm::{self, Hub, HubConfig};
 use ergon_gateway::{self as gateway, Account, Control, Gateway, Keys, Start, WsApiStart};
 use ergon_io::core::{BucketId, Class};
@@ -24,6 +25,7 @@ const USAGE: &str = "usage:
                 [--runtime-dir DIR]
                 [--class-ceiling urgent|normal|bulk] [--order-entry ws|rest] [--ws-api URL]
                 [--no-stream] [--allow-uid UID[,UID..]]... [--allow-gid GID[,GID..]]...
+                [--protection auto|required|off] [--protection-timeout SECS]
                 [--etcd URL[,URL...] --account NAME --safe-share PCT --hosts N
                  [--host NAME] [--lease-ttl SECS]]
   ergon-gateway --stats --name NAME [--once]
@@ -125,6 +127,10 @@ struct Args {
     /// `--host`: this host's name among them (default: `--name`).
     host: Option<String>,
     lease_ttl_s: u64,
+    /// `--protection`: the venue's dead man's switch.
+    protection: Mode,
+    /// `--protection-timeout`, ms (None: the venue's recommended timeout).
+    protection_timeout_ms: Option<u32>,
 }
 
 impl Args {
@@ -213,6 +219,14 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
             "--hosts" => a.hosts = Some(num(value()?, 1.0, 64.0)? as u64),
             "--host" => a.host = Some(value()?),
             "--lease-ttl" => a.lease_ttl_s = num(value()?, 2.0, 300.0)? as u64,
+            "--protection" => {
+                let v = value()?;
+                a.protection = Mode::parse(&v)
+                    .ok_or_else(|| format!("--protection {v:?}: auto, required or off"))?;
+            }
+            "--protection-timeout" => {
+                a.protection_timeout_ms = Some((num(value()?, 1.0, 86_400.0)? * 1e3) as u32)
+            }
             "--busy" => a.busy = true,
             "--stats" => a.stats = true,
             "--once" => a.once = true,
@@ -279,10 +293,47 @@ fn serve<E: Account>(a: &Args, start: &Start, keys: &Keys<'_>, symbol: &str) -> 
             eprintln!("{w}");
         }
     }
-    gw.poll_open_orders(500 * MS);
     let name = a.name.clone().unwrap_or_default();
     // Kept until the loop returns: dropping it stops the lease thread.
     let (_lease, leases) = start_leases(a, lp.budget_mut(), gw.venue_mut(), &name)?;
+    // The dead man's switch: armed before the strategies can attach.
+    let spec = gw.venue().switch_spec();
+    let machine = Protection::new(a.protection, spec, a.protection_timeout_ms, lp.now())
+        .map_err(|e| e.to_string())?;
+    let status = protection_path(a.runtime_dir.as_deref(), &name)?;
+    let sym = gw.symbol().as_str().to_string();
+    let symbol = ergon_venues::endpoint::Symbol::new(&sym).map_err(|e| format!("{e:?}"))?;
+    let machine = match machine.state() {
+        State::Unavailable => {
+            eprintln!(
+                "ergon-gateway: warning: {} has no cancel-on-disconnect switch: quotes stay on the book if this process dies",
+                a.venue.as_deref().unwrap_or_default()
+            );
+            machine
+        }
+        State::Arming => {
+            let first = Protected::new(Startup::new(lp.now() + START_ARM_NS), machine, symbol)
+                .stop_when_answered();
+            let d = gateway::run(&mut lp, gw, pool, first, Arc::new(Control::default()))
+                .map_err(|e| e.to_string())?;
+            gw = d.gateway;
+            let m = d.strategy.machine;
+            if m.state() != State::Armed {
+                let why = format!(
+                    "the venue's cancel-on-disconnect switch is not armed ({})",
+                    m.state().as_str()
+                );
+                if a.protection == Mode::Required {
+                    return Err(format!("--protection required: {why}"));
+                }
+                eprintln!("ergon-gateway: warning: {why}; trading without it");
+            }
+            m
+        }
+        _ => machine,
+    };
+    write_status(&status, &machine, lp.now());
+    gw.poll_open_orders(500 * MS);
     let cfg = HubConfig {
         name: name.clone(),
         max_clients: a.max_clients,
@@ -306,13 +357,69 @@ fn serve<E: Account>(a: &Args, start: &Start, keys: &Keys<'_>, symbol: &str) -> 
     let mut out = std::io::stdout();
     let _ = writeln!(out, "ready {name}");
     let _ = out.flush();
-    gateway::run(&mut lp, gw, pool, hub, Arc::new(Control::default()))
+    let st = status.clone();
+    let served =
+        Protected::new(hub, machine, symbol).on_change(move |m, now| write_status(&st, m, now));
+    let d = gateway::run(&mut lp, gw, pool, served, Arc::new(Control::default()))
         .map_err(|e| e.to_string())?;
+    // A clean stop (SIGTERM): cancel every open order, then disarm the switch.
+    let (gw, machine) = (d.gateway, d.strategy.machine);
+    if matches!(machine.state(), State::Armed | State::AtRisk | State::Fired) {
+        let st = status.clone();
+        let last = Protected::new(Shutdown::new(lp.now() + STOP_NS), machine, symbol)
+            .disarm_when(Shutdown::ready_to_disarm)
+            .on_change(move |m, now| write_status(&st, m, now));
+        let d = gateway::run(&mut lp, gw, pool, last, Arc::new(Control::default()))
+            .map_err(|e| e.to_string())?;
+        let m = &d.strategy.machine;
+        if m.state() != State::Disarmed {
+            eprintln!(
+                "ergon-gateway: warning: stopped with the switch still {} ({} cancelled, {} failed)",
+                m.state().as_str(),
+                d.strategy.inner.cancelled,
+                d.strategy.inner.failed
+            );
+        }
+    }
+    let _ = std::fs::remove_file(&status);
     // A clean stop settled everything in flight: nothing for a successor to query.
     if let Some(j) = journal {
         let _ = std::fs::remove_file(j);
     }
     Ok(())
+}
+
+/// How long the first arm may take before start-up gives up on it.
+const START_ARM_NS: i64 = 5_000 * MS;
+
+/// How long the clean stop may take to cancel and disarm.
+const STOP_NS: i64 = 5_000 * MS;
+
+/// Where the switch's state is written for `--stats`: the gateway's private
+/// runtime directory, beside the journal.
+fn protection_path(
+    dir: Option<&std::path::Path>,
+    name: &str,
+) -> Result<std::path::PathBuf, String> {
+    Ok(runtime_dir(dir, name)?.join("protection"))
+}
+
+/// Writes the switch's state line, its deadline as UTC ms (the loop's `now` taken
+/// as the wall clock's now).
+fn write_status(path: &std::path::Path, m: &Protection, now: i64) {
+    let wall_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64);
+    let mut line = format!(
+        "protection {} timeout_ms={} lapses={}",
+        m.state().as_str(),
+        m.timeout_ms(),
+        m.stats().lapses
+    );
+    if let Some(u) = m.armed_until_ns() {
+        line.push_str(&format!(" armed_until_ms={}", wall_ms + (u - now) / MS));
+    }
+    let _ = std::fs::write(path, line + "\n");
 }
 
 /// A lease thread for the account's order limits (`ORDERS_*`) when `--etcd` is
@@ -478,6 +585,13 @@ fn run(a: &Args) -> Result<(), String> {
         loop {
             let text = shm::read_stats(name).map_err(|e| e.to_string())?;
             print!("{text}");
+            // The dead man's switch, as the serving gateway last wrote it.
+            if let Some(p) = protection_path(a.runtime_dir.as_deref(), name)
+                .ok()
+                .and_then(|p| std::fs::read_to_string(p).ok())
+            {
+                print!("{p}");
+            }
             if a.once {
                 return Ok(());
             }

@@ -192,6 +192,10 @@ impl Remote {
             Event::Unresolved { tag } => (Event::Unresolved { tag }, Vec::new()),
             Event::Late { tag, found } => (Event::Late { tag, found }, Vec::new()),
             Event::Halted { tag, bucket } => (Event::Halted { tag, bucket }, Vec::new()),
+            Event::Protection { armed_until_ns } => {
+                (Event::Protection { armed_until_ns }, Vec::new())
+            }
+            Event::ProtectionFired => (Event::ProtectionFired, Vec::new()),
         };
         if self.events.push(Delivered { event, body }).is_err() {
             self.lost += 1;

@@ -224,6 +224,14 @@ impl Account for Okx {
         Some(query.deadline_ns().saturating_add(NOT_FOUND_MARGIN_NS))
     }
 
+    fn switch_mut(&mut self) -> Option<&mut dyn ergon_venues::switch::Switch> {
+        Some(self)
+    }
+
+    fn switch_spec(&self) -> Option<ergon_venues::switch::SwitchSpec> {
+        Some(ergon_venues::switch::Switch::switch_spec(self))
+    }
+
     fn open_ids(&self, body: &[u8], f: &mut dyn FnMut(&[u8])) {
         each_string(body, "data", "clOrdId", f);
     }

@@ -16,7 +16,7 @@ use crate::endpoint::{
 use crate::json;
 use crate::response::Response;
 use arrayvec::ArrayVec;
-use ergon_core::{Budget, Builder, Verdict};
+use ergon_core::{BucketId, Budget, Builder, Spec, Verdict};
 
 use crate::binance_spot::{self as spot, Auth, Counts, Limits, Msg, PostOnly};
 
@@ -60,22 +60,45 @@ const NOT_RUN_503: [&str; 2] = [
 pub struct BinanceFutures {
     /// Its limits.
     pub limits: Limits,
+    /// The dead man's switch's own share of `REQUEST_WEIGHT_1M`
+    /// ([`SWITCH_RESERVE_WEIGHT`], carved out of the declared weight limits).
+    pub switch: BucketId,
     auth: Auth,
     items: ArrayVec<Verdict, MAX_ITEMS>,
 }
 
 impl BinanceFutures {
     /// Declares `ip`, `REQUEST_WEIGHT_1M`, `ORDERS_1M` and `ORDERS_10S` with the
-    /// documented limits (or those of `table`, read from `exchangeInfo`).
+    /// documented limits (or those of `table`, read from `exchangeInfo`), each
+    /// weight limit less [`SWITCH_RESERVE_WEIGHT`], and `switch`, that reserve
+    /// (see [`crate::switch`]).
     pub fn new(
         builder: &mut Builder,
         clock: Clock,
         guard_ns: i64,
         table: &[(Counts, u64, &str, u64)],
     ) -> Result<Self, Error> {
-        let limits = Limits::declare(builder, clock, guard_ns, table)?;
+        // The switch's weight is counted by the venue in the same limit: the
+        // strategies' share is declared smaller by it, so no class can take it.
+        let table: Vec<(Counts, u64, &str, u64)> = table
+            .iter()
+            .map(|&(c, n, unit, limit)| match c {
+                Counts::Weight if limit > 2 * SWITCH_RESERVE_WEIGHT => {
+                    (c, n, unit, limit - SWITCH_RESERVE_WEIGHT)
+                }
+                _ => (c, n, unit, limit),
+            })
+            .collect();
+        let limits = Limits::declare(builder, clock, guard_ns, &table)?;
+        let switch = builder.add(
+            "switch",
+            Spec::fixed(SWITCH_RESERVE_WEIGHT, 60 * SEC)
+                .phase(clock.phase_ns(60 * SEC))
+                .guard(guard_ns),
+        )?;
         let me = BinanceFutures {
             limits,
+            switch,
             auth: Auth::default(),
             items: ArrayVec::new(),
         };
@@ -453,5 +476,115 @@ impl Venue for BinanceFutures {
 
     fn batch_items(&self) -> &[Verdict] {
         &self.items
+    }
+}
+
+/// The weight of `POST /fapi/v1/countdownCancelAll` (weight 10).
+pub const SWITCH_WEIGHT: u32 = 10;
+
+/// Weight a minute reserved for the dead man's switch: four calls, one every 15 s,
+/// twice the documented example's pace (a call every 30 s with a 120 s countdown).
+pub const SWITCH_RESERVE_WEIGHT: u64 = 4 * SWITCH_WEIGHT as u64;
+
+/// `POST /fapi/v1/countdownCancelAll`: `symbol`, `countdownTime` in ms, 0 stops the
+/// timer; called again, it replaces the running countdown (the heartbeat); weight
+/// 10; the venue checks countdowns about every 10 ms; the answer echoes `symbol`
+/// and `countdownTime` (no trigger time). The documented example: a call every
+/// 30 s with a 120 s countdown. No range is documented for USD-M (the options
+/// endpoint's minimum is 5 s): we take 60 s to 10 min, the lower end set by
+/// [`SWITCH_RESERVE_WEIGHT`], which pays for four calls a minute (a refresh every
+/// quarter of the timeout).
+///
+/// Source: <https://developers.binance.com/docs/derivatives/usds-margined-futures/trade/rest-api/Auto-Cancel-All-Open-Orders>
+/// (checked 2026-12-01).
+impl crate::switch::Switch for BinanceFutures {
+    fn switch_spec(&self) -> crate::switch::SwitchSpec {
+        crate::switch::SwitchSpec {
+            min_timeout_ms: 60_000,
+            max_timeout_ms: 600_000,
+            default_timeout_ms: 120_000,
+            refresh_div: 4,
+            fires_per_day: None,
+            scope: crate::switch::Scope::Symbol,
+        }
+    }
+
+    fn arm<'p>(
+        &mut self,
+        out: &'p mut Prepared,
+        symbol: Symbol<'_>,
+        timeout_ms: u32,
+        now: i64,
+    ) -> Result<&'p Prepared, Error> {
+        let w = Writer::start(out);
+        if !self.switch_spec().takes(timeout_ms) {
+            return Err(Error::BadArgument("countdownTime (60000..=600000 ms)"));
+        }
+        self.countdown(w, symbol, timeout_ms, now)
+    }
+
+    fn disarm<'p>(
+        &mut self,
+        out: &'p mut Prepared,
+        symbol: Symbol<'_>,
+        now: i64,
+    ) -> Result<&'p Prepared, Error> {
+        let w = Writer::start(out);
+        self.countdown(w, symbol, 0, now)
+    }
+
+    fn read_switch(&self, answer: &Response<'_>) -> crate::switch::SwitchAnswer {
+        use crate::switch::{Refusal, SwitchAnswer};
+        let m = Msg::read(answer.body);
+        match (answer.status, m.code, m.json) {
+            (200..=299, None, Some(v)) => match crate::switch::int_field(v, "countdownTime") {
+                Some(0) => SwitchAnswer::Disarmed,
+                Some(_) => SwitchAnswer::Armed {
+                    trigger_utc_ms: None,
+                },
+                None => SwitchAnswer::Unknown,
+            },
+            // -1102/-1111/-1130: a parameter the venue refused (the countdown).
+            (400..=499, Some(-1102 | -1111 | -1130), _) => SwitchAnswer::Refused(Refusal::Timeout),
+            (400..=499, Some(-2014 | -2015), _) => SwitchAnswer::Refused(Refusal::NotAllowed),
+            (400..=499, Some(-1003 | -1015 | -1021 | -1008), _) => SwitchAnswer::Unknown,
+            (400..=499, Some(code), _) if code != 0 => SwitchAnswer::Refused(Refusal::Code(code)),
+            _ => SwitchAnswer::Unknown,
+        }
+    }
+
+    fn switch_guards(&self) -> ArrayVec<BucketId, { crate::switch::MAX_GUARDS }> {
+        let mut g = ArrayVec::new();
+        g.push(self.limits.ip);
+        for l in self
+            .limits
+            .of(Counts::Weight)
+            .take(crate::switch::MAX_GUARDS - 1)
+        {
+            g.push(l.bucket);
+        }
+        g
+    }
+}
+
+impl BinanceFutures {
+    fn countdown<'p>(
+        &self,
+        mut w: Writer<'p>,
+        symbol: Symbol<'_>,
+        timeout_ms: u32,
+        now: i64,
+    ) -> Result<&'p Prepared, Error> {
+        w.symbol(symbol);
+        let q = spot::begin(&mut w, "/fapi/v1/countdownCancelAll");
+        let mut first = true;
+        spot::param(&mut w, &mut first, "symbol", symbol.as_str());
+        w.s("&countdownTime=");
+        w.int(i64::from(timeout_ms));
+        let deadline = spot::sign(&mut w, &mut first, &self.auth, &self.limits.clock, q, now)?;
+        let mut parts = Parts::new();
+        parts.push(ergon_core::Part::new(self.limits.ip, 0));
+        parts.push(ergon_core::Part::new(self.switch, SWITCH_WEIGHT));
+        w.finish_with(parts, Request::Read(0), Method::Post, deadline)
     }
 }

@@ -927,3 +927,21 @@ impl<S: Signer> Endpoints for Exchange<S> {
         }
     }
 }
+
+/// Hyperliquid's dead man's switch, the `scheduleCancel` action, as documented: a
+/// `time` (UTC ms) at least 5 s ahead arms it, an action without `time` removes it,
+/// and it may fire at most 10 times a day per account (counted from 00:00 UTC): a
+/// gateway must never arm it and let it lapse in a loop. The action itself is not
+/// written here yet (see the README's venue table); this is what the gateway's
+/// schedule is checked against.
+///
+/// Source: <https://hyperliquid.gitbook.io/hyperliquid-docs/for-developers/api/exchange-endpoint#schedule-cancel-dead-mans-switch>
+/// (checked 2026-12-01).
+pub const SWITCH_SPEC: crate::switch::SwitchSpec = crate::switch::SwitchSpec {
+    min_timeout_ms: 5_000,
+    max_timeout_ms: 86_400_000,
+    default_timeout_ms: 60_000,
+    refresh_div: 4,
+    fires_per_day: Some(10),
+    scope: crate::switch::Scope::Account,
+};

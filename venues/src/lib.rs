@@ -13,6 +13,8 @@
 //! - [`endpoint`]: typed endpoints: a request prepared from typed arguments, with
 //!   the parts it charges, its signed target, headers and body, its deadline and
 //!   client order id, and the reconcile readers ([`Endpoints`](endpoint::Endpoints));
+//! - [`switch`]: the venues' dead man's switch (cancel-on-disconnect): arm,
+//!   refresh, disarm and their answers;
 //! - [`classify`]: the `ergon-venues classify` command and the shipped fixtures.
 //!
 //! Venue tables change without notice: they are loaded at start where the venue
@@ -36,4 +38,5 @@ pub mod kraken_spot;
 pub mod okx;
 pub mod response;
 pub mod sign;
+pub mod switch;
 pub mod waits;

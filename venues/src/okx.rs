@@ -121,6 +121,9 @@ pub struct Okx {
     pub sub_account: BucketId,
     /// Reads.
     pub read: BucketId,
+    /// `POST /api/v5/trade/cancel-all-after`, its own limit (1 per second): the
+    /// dead man's switch's reserved share (see [`crate::switch`]).
+    pub switch: BucketId,
 }
 
 impl Okx {
@@ -139,6 +142,7 @@ impl Okx {
             amend: builder.add("/api/v5/trade/amend-order", two_s(c.amend))?,
             sub_account: builder.add("sub-account", two_s(c.sub_account))?,
             read: builder.add("read", two_s(c.read))?,
+            switch: builder.add("switch", Spec::sliding(1, SEC, 10))?,
         })
     }
 
@@ -788,5 +792,125 @@ impl Venue for Okx {
 
     fn batch_items(&self) -> &[Verdict] {
         &self.items
+    }
+}
+
+/// `POST /api/v5/trade/cancel-all-after` (Cancel All After): `timeOut` in seconds,
+/// 0 or 10 to 120, 0 disables it; without `tag` it is account-level (every pending
+/// order-book order of the sub-account); the answer's `data[0].triggerTime` is when
+/// it fires (0: disabled), `ts` when the request was received; its own rate limit,
+/// 1 request per second per user ID and tag; the venue recommends a heartbeat every
+/// second and warns that cancelling may take a few seconds once triggered.
+///
+/// Source: <https://www.okx.com/docs-v5/en/#order-book-trading-trade-post-cancel-all-after>
+/// (checked 2026-12-01).
+impl crate::switch::Switch for Okx {
+    fn switch_spec(&self) -> crate::switch::SwitchSpec {
+        crate::switch::SwitchSpec {
+            min_timeout_ms: 10_000,
+            max_timeout_ms: 120_000,
+            default_timeout_ms: 60_000,
+            // Every 15 s of 60 s: the limit would allow one a second, but each
+            // refresh is a request on the shared IP; four chances per timeout is
+            // the margin the other venues document.
+            refresh_div: 4,
+            fires_per_day: None,
+            scope: crate::switch::Scope::Account,
+        }
+    }
+
+    fn arm<'p>(
+        &mut self,
+        out: &'p mut Prepared,
+        _symbol: Symbol<'_>,
+        timeout_ms: u32,
+        now: i64,
+    ) -> Result<&'p Prepared, Error> {
+        let w = Writer::start(out);
+        if !self.switch_spec().takes(timeout_ms) || timeout_ms % 1000 != 0 {
+            return Err(Error::BadArgument("timeOut (10..=120 s, whole seconds)"));
+        }
+        self.cancel_all_after(w, timeout_ms / 1000, now)
+    }
+
+    fn disarm<'p>(
+        &mut self,
+        out: &'p mut Prepared,
+        _symbol: Symbol<'_>,
+        now: i64,
+    ) -> Result<&'p Prepared, Error> {
+        let w = Writer::start(out);
+        self.cancel_all_after(w, 0, now)
+    }
+
+    fn read_switch(&self, answer: &Response<'_>) -> crate::switch::SwitchAnswer {
+        use crate::switch::{int_field, Refusal, SwitchAnswer};
+        let Ok(v) = json::parse(answer.body) else {
+            return SwitchAnswer::Unknown;
+        };
+        let code = v
+            .get("code")
+            .ok()
+            .flatten()
+            .and_then(|c| c.parse_i64().ok());
+        match code {
+            Some(0) if (200..=299).contains(&answer.status) => {
+                let first = v.path("data[0]").ok().flatten();
+                match first.and_then(|d| int_field(d, "triggerTime")) {
+                    Some(0) => SwitchAnswer::Disarmed,
+                    // The documented example carries 10 digits; every other OKX
+                    // time is ms: read a value below 10^11 as seconds.
+                    Some(t) if t < 100_000_000_000 => SwitchAnswer::Armed {
+                        trigger_utc_ms: Some(t.saturating_mul(1000)),
+                    },
+                    Some(t) => SwitchAnswer::Armed {
+                        trigger_utc_ms: Some(t),
+                    },
+                    None => SwitchAnswer::Unknown,
+                }
+            }
+            // Throttled, busy, clock: the answer says nothing about the switch.
+            Some(50011 | 50040 | 50061 | 50001 | 50004 | 50013 | 50026 | 50102) => {
+                SwitchAnswer::Unknown
+            }
+            // 51000: parameter error (the timeout); 50014: a parameter empty.
+            Some(51000 | 50014) => SwitchAnswer::Refused(Refusal::Timeout),
+            // 50120/50121: the key's permission; 51071: too many tag-level CAAs.
+            Some(50120 | 50121 | 51071) => SwitchAnswer::Refused(Refusal::NotAllowed),
+            Some(c) if c != 0 => SwitchAnswer::Refused(Refusal::Code(c)),
+            _ => SwitchAnswer::Unknown,
+        }
+    }
+
+    fn switch_guards(&self) -> ArrayVec<BucketId, { crate::switch::MAX_GUARDS }> {
+        let mut g = ArrayVec::new();
+        g.push(self.ip);
+        g
+    }
+}
+
+impl Okx {
+    fn cancel_all_after<'p>(
+        &self,
+        mut w: Writer<'p>,
+        seconds: u32,
+        now: i64,
+    ) -> Result<&'p Prepared, Error> {
+        w.open();
+        w.s("/api/v5/trade/cancel-all-after");
+        w.close_target();
+        let target = 0..w.pos();
+        w.open();
+        w.s("{\"timeOut\":\"");
+        w.int(i64::from(seconds));
+        w.s("\"}");
+        w.close_body();
+        let at = w.body_span();
+        let deadline = self.sign(&mut w, Method::Post, target, at, false, now)?;
+        w.header("Content-Type", b"application/json")?;
+        let mut parts = Parts::new();
+        parts.push(Part::new(self.ip, 0));
+        parts.push(Part::new(self.switch, 1));
+        w.finish_with(parts, Request::Read(0), Method::Post, deadline)
     }
 }

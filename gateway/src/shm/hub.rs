@@ -789,6 +789,8 @@ impl Hub {
                 &[],
             ),
             Event::OpenOrders { .. } => return,
+            // The switch's notes are the gateway's own (its --stats shows them).
+            Event::Protection { .. } | Event::ProtectionFired => return,
         };
         if sev.is_final() {
             if let (Some(j), Some(e)) = (&mut self.journal, c.journal[l as usize].take()) {

@@ -48,6 +48,7 @@ impl Venue {
     pub(crate) fn admit(&mut self, req: &Request, ip: IpAddr, now: i64) -> Admission<Op> {
         self.report.requests += 1;
         self.now_hint = now;
+        self.expire_switches(now);
         match self.cfg.profile {
             Profile::BinanceSpot | Profile::BinanceFutures => {
                 wrap(self.admit_binance(req, ip, now), Op::Binance)

@@ -116,5 +116,6 @@ pub use config::{
     LimitType, Profile, RateLimit, WsLimits, BINANCE_FUTURES_LIMITS, BINANCE_SPOT_LIMITS,
     BYBIT_LIMITS, DEFAULT_API_KEY, DEFAULT_API_SECRET, DEFAULT_PASSPHRASE, OKX_LIMITS,
 };
+pub use engine::switch::SwitchView;
 pub use report::{CreditUsage, FaultCounts, LimitUsage, OrderView, Report, WsCounts};
 pub use server::{Server, StartError};

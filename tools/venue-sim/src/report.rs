@@ -113,6 +113,8 @@ pub struct Report {
     pub connections_refused: u64,
     /// The credit pools' use (the `deribit` profile), matching engine first.
     pub credits: Vec<CreditUsage>,
+    /// Dead man's switches that fired (each cancelled its scope's open orders).
+    pub switch_fires: u64,
 }
 
 /// How one kind of credit pool was used over the run, over all its owners.

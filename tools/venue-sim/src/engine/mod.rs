@@ -6,3 +6,4 @@ pub(crate) mod book;
 pub(crate) mod credits;
 pub(crate) mod hub;
 pub(crate) mod state;
+pub(crate) mod switch;

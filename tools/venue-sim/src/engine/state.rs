@@ -88,6 +88,8 @@ pub(crate) struct Venue {
     pub(crate) tokens: HashMap<String, (usize, i64)>,
     /// Connections open now, by IP.
     pub(crate) open: HashMap<IpAddr, u32>,
+    /// The armed dead man's switches (`crate::engine::switch`).
+    pub(crate) switches: Vec<crate::engine::switch::Countdown>,
 }
 
 impl Venue {
@@ -123,6 +125,7 @@ impl Venue {
             pools: HashMap::new(),
             tokens: HashMap::new(),
             open: HashMap::new(),
+            switches: Vec::new(),
         }
     }
 

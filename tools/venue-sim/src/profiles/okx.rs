@@ -78,6 +78,9 @@ pub(crate) enum OkxOp {
     Fills(usize),
     /// `GET /api/v5/trade/orders-history`: the account's finished orders.
     History(usize),
+    /// `POST /api/v5/trade/cancel-all-after`: the account's switch, seconds (0
+    /// disarms).
+    CancelAllAfter(i64),
 }
 
 impl OkxOp {
@@ -111,6 +114,7 @@ enum Endpoint {
     Trades,
     Fills,
     History,
+    CancelAllAfter,
 }
 
 impl Endpoint {
@@ -129,6 +133,7 @@ impl Endpoint {
             ("GET", "/api/v5/market/trades") => Endpoint::Trades,
             ("GET", "/api/v5/trade/fills") => Endpoint::Fills,
             ("GET", "/api/v5/trade/orders-history") => Endpoint::History,
+            ("POST", "/api/v5/trade/cancel-all-after") => Endpoint::CancelAllAfter,
             _ => return None,
         })
     }
@@ -147,7 +152,9 @@ impl Endpoint {
     /// The limits a request of this endpoint counts against.
     fn limits(self) -> &'static [LimitType] {
         match self {
-            Endpoint::Time | Endpoint::Balance => &[],
+            // Cancel All After's own limit (1 a second per user and tag) is not
+            // emulated.
+            Endpoint::Time | Endpoint::Balance | Endpoint::CancelAllAfter => &[],
             Endpoint::Books => &[LimitType::OkxBooks],
             Endpoint::Place => &[LimitType::OkxOrder, LimitType::OkxSubAccount],
             Endpoint::Amend => &[LimitType::OkxAmend, LimitType::OkxSubAccount],
@@ -418,6 +425,19 @@ impl Venue {
             }
         };
         Ok(match e {
+            // 0, or 10 to 120 seconds.
+            Endpoint::CancelAllAfter => match get("timeOut").map(|t| t.parse::<i64>()) {
+                Some(Ok(t)) if t == 0 || (10..=120).contains(&t) => OkxOp::CancelAllAfter(t),
+                Some(_) => return Err(param_err("timeOut")),
+                None => {
+                    return Err(answer(
+                        200,
+                        "50014",
+                        "Parameter timeOut can not be empty",
+                        json!([]),
+                    ))
+                }
+            },
             Endpoint::Time => OkxOp::Time,
             Endpoint::Balance => OkxOp::Balance,
             Endpoint::Pending => OkxOp::Pending,
@@ -533,6 +553,10 @@ impl Venue {
         };
         match op {
             OkxOp::Time => ok(json!([{ "ts": now.to_string() }])),
+            OkxOp::CancelAllAfter(s) => {
+                let at = self.arm_switch(account, None, s * 1000, now);
+                ok(json!([{ "triggerTime": at.to_string(), "tag": "", "ts": now.to_string() }]))
+            }
             OkxOp::Balance => ok(json!([{
                 "totalEq": "100000",
                 "details": [{ "ccy": "USDT", "eq": "100000", "availBal": "100000", "frozenBal": "0" }]

@@ -81,6 +81,22 @@ impl Server {
             stop: AtomicBool::new(false),
             conns: Mutex::new(Vec::new()),
         });
+        // The venue's switch countdowns run out whether or not a request comes.
+        let s = Arc::clone(&shared);
+        let ticker = thread::Builder::new()
+            .name("venue-sim-switch".into())
+            .spawn(move || {
+                while !s.stop.load(Ordering::SeqCst) {
+                    let now = s.clock.now_ms();
+                    s.venue().expire_switches(now);
+                    thread::sleep(Duration::from_millis(crate::engine::switch::TICK_MS));
+                }
+            })?;
+        shared
+            .conns
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(ticker);
         let s = Arc::clone(&shared);
         let accept = thread::Builder::new()
             .name("venue-sim-accept".into())
@@ -127,6 +143,14 @@ impl Server {
     /// The order registry: every order the engine accepted, oldest first.
     pub fn orders(&self) -> Vec<crate::report::OrderView> {
         self.shared.venue().orders()
+    }
+
+    /// The armed dead man's switches (after firing those that are due).
+    pub fn switches(&self) -> Vec<crate::engine::switch::SwitchView> {
+        let now = self.shared.clock.now_ms();
+        let mut v = self.shared.venue();
+        v.expire_switches(now);
+        v.switches()
     }
 
     /// Adds `weight` to `ip`'s current REQUEST_WEIGHT windows: another sender on the

@@ -37,6 +37,8 @@ pub(crate) enum Endpoint {
     MyTrades,
     OrderTest,
     CancelAll,
+    /// USD-M `countdownCancelAll`: the symbol's dead man's switch.
+    Countdown,
     AllOrders,
     RateLimitOrder,
     /// WebSocket API only: `userDataStream.subscribe.signature`.
@@ -85,6 +87,7 @@ impl Endpoint {
                 ("PUT", "/fapi/v1/order") => Endpoint::Modify,
                 ("DELETE", "/fapi/v1/order") => Endpoint::CancelOrder,
                 ("GET", "/fapi/v1/order") => Endpoint::QueryOrder,
+                ("POST", "/fapi/v1/countdownCancelAll") => Endpoint::Countdown,
                 _ => return None,
             },
             // Bybit and OKX have their own routers (their modules).
@@ -149,7 +152,7 @@ impl Endpoint {
                 Endpoint::MyTrades if p.get("orderId").is_some() => 5,
                 Endpoint::MyTrades => 20,
                 Endpoint::OrderTest if p.get("computeCommissionRates") == Some("true") => 20,
-                Endpoint::OrderTest | Endpoint::CancelAll => 1,
+                Endpoint::OrderTest | Endpoint::CancelAll | Endpoint::Countdown => 1,
                 Endpoint::AllOrders => 20,
                 Endpoint::RateLimitOrder => 40,
                 Endpoint::StreamSubscribe
@@ -165,6 +168,7 @@ impl Endpoint {
                 Endpoint::OpenOrders => 40,
                 Endpoint::NewOrder | Endpoint::Modify | Endpoint::CancelReplace => 0,
                 Endpoint::CancelOrder | Endpoint::QueryOrder => 1,
+                Endpoint::Countdown => 10,
                 // Not routed for futures.
                 _ => 1,
             },

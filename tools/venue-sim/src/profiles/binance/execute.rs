@@ -30,6 +30,14 @@ impl Venue {
             | BinanceOp::AllOrders { .. }
             | BinanceOp::RateLimitOrder
             | BinanceOp::OrderTest { .. } => self.market_answer(&op, account, now),
+            BinanceOp::Countdown(ms) => {
+                let symbol = self.cfg.symbol.clone();
+                self.arm_switch(account, Some(symbol.clone()), ms, now);
+                Response::json(
+                    200,
+                    json!({ "symbol": symbol, "countdownTime": ms.to_string() }).to_string(),
+                )
+            }
             BinanceOp::CancelAll => {
                 let open: Vec<u64> = self.open_orders(account).map(|o| o.order_id).collect();
                 if open.is_empty() {

@@ -117,6 +117,8 @@ pub(crate) enum BinanceOp {
     },
     /// `DELETE openOrders`: cancel every open order of the symbol.
     CancelAll,
+    /// USD-M `countdownCancelAll`: arm (ms) or, with 0, stop the symbol's switch.
+    Countdown(i64),
     /// `allOrders`, from `orderId` on.
     AllOrders {
         order_id: Option<u64>,
@@ -359,6 +361,18 @@ impl Venue {
             Endpoint::CancelAll => {
                 self.check_symbol(p)?;
                 BinanceOp::CancelAll
+            }
+            Endpoint::Countdown => {
+                self.check_symbol(p)?;
+                let ms = p
+                    .non_empty("countdownTime")
+                    .ok_or_else(|| mandatory("countdownTime"))?;
+                BinanceOp::Countdown(
+                    ms.parse::<i64>()
+                        .ok()
+                        .filter(|v| *v >= 0)
+                        .ok_or_else(|| illegal("countdownTime"))?,
+                )
             }
             Endpoint::AllOrders => {
                 self.check_symbol(p)?;

@@ -1,0 +1,942 @@
+//! The dead man's switch, kept fed: the venue's cancel-on-disconnect armed before
+//! the first order leaves, refreshed on the venue's schedule through the budget,
+//! and reported to the strategy before it fires when the budget cannot fit a
+//! refresh in time.
+//!
+//! Two parts:
+//!
+//! - [`Protection`], the switch's state as a value: no socket, no clock, no
+//!   allocation. Drive order: [`Protection::handle_timeout`] with `now`, then
+//!   [`Protection::poll_send`] until it says nothing is due, reporting each send
+//!   with [`Protection::on_sent`], [`Protection::on_blocked`] (the budget refused,
+//!   ready at ...) and later [`Protection::on_answer`]; then drain
+//!   [`Protection::poll_note`]; then wait until [`Protection::poll_timeout`].
+//! - [`Protected`], a [`Strategy`] wrapper that does exactly that on the event
+//!   loop: it prepares the venue's [`Switch`](ergon_venues::switch::Switch) calls, submits them under the tag
+//!   [`PROTECTION`] (their events never reach the strategy), and hands the
+//!   strategy [`Event::Protection`] and [`Event::ProtectionFired`].
+//!
+//! **Where its budget comes from.** Each switch call charges the venue adapter's
+//! own `switch` bucket (see [`ergon_venues::switch`]): a share of the venue's limit
+//! that no strategy request charges, whatever its class, so a strategy that floods
+//! the budget cannot starve a refresh. It is submitted as [`Class::Urgent`], and it
+//! is not sent while a hold or a halt is in force on one of the buckets the venue
+//! counts it on ([`switch_guards`](ergon_venues::switch::Switch::switch_guards)): that is when the strategy hears
+//! [`Event::Protection`].
+//!
+//! **When it fires.** The switch's deadline is taken as the time the arm or
+//! refresh was sent plus its timeout: never later than the venue's own countdown,
+//! which starts when the venue receives it. If no refresh is answered by then,
+//! [`Event::ProtectionFired`] follows: the strategy's quotes are gone at the
+//! venue, and its open orders are to be treated as cancelled-unknown and
+//! reconciled when sending is allowed again.
+//!
+//! A crash leaves the switch armed: that is the point. A clean stop cancels, then
+//! disarms ([`Protection::stop`]).
+
+use arrayvec::{ArrayString, ArrayVec};
+use ergon_core::Class;
+use ergon_io::event_loop::Readiness;
+use ergon_venues::endpoint::{Prepared, Symbol};
+use ergon_venues::response::Response;
+use ergon_venues::switch::{Refusal, SwitchAnswer, SwitchSpec};
+
+use crate::driver::{Api, Strategy};
+use crate::endpoints::Account;
+pub use crate::events::PROTECTION;
+use crate::events::{Event, Tag};
+
+const MS: i64 = 1_000_000;
+
+/// The event loop's timer token of [`Protected`].
+pub const PROTECTION_TIMER: u64 = (1 << 62) - 3;
+
+/// How long before the deadline a refresh the budget holds back is reported as at
+/// risk at the latest: the round trip it still needs.
+pub const AT_RISK_MARGIN_NS: i64 = 1_000 * MS;
+
+/// How soon an unanswered or unreadable switch call is tried again.
+pub const RETRY_NS: i64 = 1_000 * MS;
+
+/// What the operator asked for (`--protection`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Mode {
+    /// Arm where the venue has a switch; warn where it has none.
+    #[default]
+    Auto,
+    /// Arm, or refuse to start.
+    Required,
+    /// Never arm.
+    Off,
+}
+
+impl Mode {
+    /// Reads `auto`, `required` or `off`.
+    pub fn parse(word: &str) -> Option<Self> {
+        Some(match word {
+            "auto" => Mode::Auto,
+            "required" => Mode::Required,
+            "off" => Mode::Off,
+            _ => return None,
+        })
+    }
+}
+
+/// Why the protection cannot be set up as asked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ProtectionError {
+    /// `--protection required` on a venue without a switch.
+    NoSwitch,
+    /// The timeout is outside the venue's range (ms: asked, min, max).
+    Timeout(u32, u32, u32),
+    /// The venue refused to arm it, and `--protection required` is set.
+    Refused(Refusal),
+}
+
+impl core::fmt::Display for ProtectionError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            ProtectionError::NoSwitch => {
+                f.write_str("--protection required: this venue has no cancel-on-disconnect switch")
+            }
+            ProtectionError::Timeout(t, lo, hi) => write!(
+                f,
+                "--protection-timeout {} s: the venue takes {} to {} s",
+                f64::from(*t) / 1e3,
+                f64::from(*lo) / 1e3,
+                f64::from(*hi) / 1e3
+            ),
+            ProtectionError::Refused(r) => write!(
+                f,
+                "--protection required: the venue refused to arm its switch ({r:?})"
+            ),
+        }
+    }
+}
+
+/// The switch's state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum State {
+    /// `--protection off`.
+    Off,
+    /// The venue has no switch.
+    Unavailable,
+    /// Not yet armed: the first arm is due or in flight.
+    Arming,
+    /// Armed, refreshed on schedule.
+    Armed,
+    /// Armed, but the budget cannot fit a refresh before it fires.
+    AtRisk,
+    /// Its deadline passed without a refresh: the venue cancelled every open order
+    /// of its scope. Re-armed when sending is allowed again.
+    Fired,
+    /// The venue refused the arm (the previous state stands at the venue).
+    Refused,
+    /// Disarmed on a clean stop.
+    Disarmed,
+}
+
+impl State {
+    /// The state as `--stats` writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            State::Off => "off",
+            State::Unavailable => "unavailable",
+            State::Arming => "arming",
+            State::Armed => "armed",
+            State::AtRisk => "at-risk",
+            State::Fired => "fired",
+            State::Refused => "refused",
+            State::Disarmed => "disarmed",
+        }
+    }
+}
+
+/// What is due at the venue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Due {
+    /// Arm, or refresh (the same call).
+    Arm,
+    /// Disarm (a clean stop).
+    Disarm,
+}
+
+/// What the strategy is told.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Note {
+    /// The budget cannot fit a refresh before `armed_until_ns`.
+    AtRisk {
+        /// When the switch fires, on the caller's clock (a lower bound).
+        armed_until_ns: i64,
+    },
+    /// The deadline passed without a refresh.
+    Fired,
+}
+
+/// The switch's counters, for `--stats`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ProtectionStats {
+    /// Arms and refreshes the venue confirmed.
+    pub armed: u64,
+    /// Arms the venue refused.
+    pub refused: u64,
+    /// Sends the budget held back (a hold, a ban, no room).
+    pub blocked: u64,
+    /// Times it was reported at risk.
+    pub at_risk: u64,
+    /// Times its deadline passed without a refresh (Hyperliquid counts each
+    /// against its 10 a day).
+    pub lapses: u32,
+}
+
+/// The switch's state as a value: see the module doc for the drive order.
+#[derive(Clone, Debug)]
+pub struct Protection {
+    spec: Option<SwitchSpec>,
+    timeout_ms: u32,
+    state: State,
+    armed_until_ns: Option<i64>,
+    next_at_ns: i64,
+    sent: Option<(i64, Due)>,
+    warned: bool,
+    stopping: bool,
+    notes: ArrayVec<Note, 4>,
+    stats: ProtectionStats,
+}
+
+impl Protection {
+    /// The protection `mode` asks for over a venue whose switch is `spec` (None: it
+    /// has none), with `timeout_ms` (None: the venue's recommended one). The first
+    /// arm is due at `now_ns`.
+    pub fn new(
+        mode: Mode,
+        spec: Option<SwitchSpec>,
+        timeout_ms: Option<u32>,
+        now_ns: i64,
+    ) -> Result<Self, ProtectionError> {
+        let state = match (mode, spec) {
+            (Mode::Off, _) => State::Off,
+            (Mode::Required, None) => return Err(ProtectionError::NoSwitch),
+            (Mode::Auto, None) => State::Unavailable,
+            (_, Some(_)) => State::Arming,
+        };
+        let timeout_ms = match (state, spec) {
+            (State::Arming, Some(s)) => {
+                let t = timeout_ms.unwrap_or(s.default_timeout_ms);
+                if !s.takes(t) {
+                    return Err(ProtectionError::Timeout(
+                        t,
+                        s.min_timeout_ms,
+                        s.max_timeout_ms,
+                    ));
+                }
+                t
+            }
+            _ => 0,
+        };
+        Ok(Protection {
+            spec,
+            timeout_ms,
+            state,
+            armed_until_ns: None,
+            next_at_ns: now_ns,
+            sent: None,
+            warned: false,
+            stopping: false,
+            notes: ArrayVec::new(),
+            stats: ProtectionStats::default(),
+        })
+    }
+
+    /// The state.
+    pub fn state(&self) -> State {
+        self.state
+    }
+
+    /// When the switch fires if nothing refreshes it (a lower bound), while armed.
+    pub fn armed_until_ns(&self) -> Option<i64> {
+        self.armed_until_ns
+    }
+
+    /// The timeout each arm asks for, ms (0 when nothing is armed).
+    pub fn timeout_ms(&self) -> u32 {
+        self.timeout_ms
+    }
+
+    /// The counters.
+    pub fn stats(&self) -> ProtectionStats {
+        self.stats
+    }
+
+    /// Fires left today where the venue limits them (Hyperliquid: 10 a day),
+    /// counting this process's lapses.
+    pub fn fires_left(&self) -> Option<u32> {
+        let per_day = self.spec?.fires_per_day?;
+        Some(per_day.saturating_sub(self.stats.lapses))
+    }
+
+    fn active(&self) -> bool {
+        matches!(
+            self.state,
+            State::Arming | State::Armed | State::AtRisk | State::Fired | State::Refused
+        )
+    }
+
+    fn refresh_every_ns(&self) -> i64 {
+        self.spec
+            .map_or(i64::MAX, |s| s.refresh_every_ns(self.timeout_ms))
+    }
+
+    /// What is due at `now_ns`, if anything (one call in flight at a time).
+    pub fn poll_send(&mut self, now_ns: i64) -> Option<Due> {
+        if self.sent.is_some() || now_ns < self.next_at_ns {
+            return None;
+        }
+        if self.stopping {
+            return (self.active() && self.state != State::Disarmed).then_some(Due::Disarm);
+        }
+        self.active().then_some(Due::Arm)
+    }
+
+    /// The call [`Protection::poll_send`] gave was sent at `now_ns`.
+    pub fn on_sent(&mut self, due: Due, now_ns: i64) {
+        self.sent = Some((now_ns, due));
+    }
+
+    /// The budget refused the call until `ready_at_ns` (`i64::MAX`: a halt).
+    pub fn on_blocked(&mut self, now_ns: i64, ready_at_ns: i64) {
+        self.stats.blocked += 1;
+        self.next_at_ns = ready_at_ns.max(now_ns.saturating_add(MS));
+        self.check_risk(now_ns);
+    }
+
+    /// The venue answered the call sent last (None: no answer, or the request
+    /// ended without one; it is tried again).
+    pub fn on_answer(&mut self, answer: Option<SwitchAnswer>, now_ns: i64) {
+        let Some((sent_at, due)) = self.sent.take() else {
+            return;
+        };
+        match (answer, due) {
+            (Some(SwitchAnswer::Armed { .. }), Due::Arm) => {
+                self.stats.armed += 1;
+                let until = sent_at.saturating_add(i64::from(self.timeout_ms) * MS);
+                self.armed_until_ns = Some(until);
+                self.state = State::Armed;
+                self.warned = false;
+                self.next_at_ns = sent_at.saturating_add(self.refresh_every_ns());
+            }
+            (Some(SwitchAnswer::Disarmed), _) if self.stopping => {
+                self.armed_until_ns = None;
+                self.state = State::Disarmed;
+            }
+            (Some(SwitchAnswer::Refused(_)), Due::Arm) => {
+                self.stats.refused += 1;
+                if self.armed_until_ns.is_none() {
+                    self.state = State::Refused;
+                }
+                self.next_at_ns = now_ns.saturating_add(self.refresh_every_ns());
+            }
+            _ => self.next_at_ns = now_ns.saturating_add(RETRY_NS),
+        }
+        self.check_risk(now_ns);
+    }
+
+    /// Advances to `now_ns`: reports a switch whose next send cannot come in time,
+    /// and one whose deadline passed.
+    pub fn handle_timeout(&mut self, now_ns: i64) {
+        if let Some(until) = self.armed_until_ns {
+            if now_ns >= until {
+                if !self.warned {
+                    self.note(Note::AtRisk {
+                        armed_until_ns: until,
+                    });
+                }
+                self.note(Note::Fired);
+                self.stats.lapses += 1;
+                self.armed_until_ns = None;
+                self.warned = false;
+                self.state = State::Fired;
+                self.next_at_ns = self.next_at_ns.min(now_ns);
+                return;
+            }
+        }
+        self.check_risk(now_ns);
+    }
+
+    fn check_risk(&mut self, now_ns: i64) {
+        let Some(until) = self.armed_until_ns else {
+            return;
+        };
+        if self.warned || self.stopping {
+            return;
+        }
+        // The next send (or the answer to the one in flight) cannot arrive in time.
+        let next = match self.sent {
+            Some(_) => now_ns,
+            None => self.next_at_ns.max(now_ns),
+        };
+        if next.saturating_add(AT_RISK_MARGIN_NS) >= until {
+            self.warned = true;
+            self.state = State::AtRisk;
+            self.note(Note::AtRisk {
+                armed_until_ns: until,
+            });
+        }
+    }
+
+    fn note(&mut self, n: Note) {
+        if n != Note::Fired {
+            self.stats.at_risk += 1;
+        }
+        // At most two are ever queued between drains (AtRisk then Fired).
+        let _ = self.notes.try_push(n);
+    }
+
+    /// The next note for the strategy, in order.
+    pub fn poll_note(&mut self) -> Option<Note> {
+        if self.notes.is_empty() {
+            None
+        } else {
+            Some(self.notes.remove(0))
+        }
+    }
+
+    /// When to call [`Protection::handle_timeout`] and [`Protection::poll_send`]
+    /// next, if ever.
+    pub fn poll_timeout(&self) -> Option<i64> {
+        let send =
+            (self.sent.is_none() && (self.active() || self.stopping)).then_some(self.next_at_ns);
+        let risk = self
+            .armed_until_ns
+            .filter(|_| !self.warned)
+            .map(|u| u.saturating_sub(AT_RISK_MARGIN_NS));
+        let fire = self.armed_until_ns;
+        [send, risk, fire].into_iter().flatten().min()
+    }
+
+    /// A clean stop: what is due next is the disarm (after the caller cancelled
+    /// its orders).
+    pub fn stop(&mut self, now_ns: i64) {
+        self.stopping = true;
+        if self.sent.is_none() {
+            self.next_at_ns = now_ns;
+        }
+    }
+
+    /// Whether a stop finished: disarmed, or nothing was ever armed.
+    pub fn stopped(&self) -> bool {
+        self.stopping && !(self.active() && self.state != State::Disarmed)
+    }
+
+    /// The one-line summary `--stats` and the start-up warning print.
+    pub fn line(&self, now_ns: i64) -> ArrayString<96> {
+        use core::fmt::Write;
+        let mut s = ArrayString::new();
+        let _ = write!(s, "protection {}", self.state.as_str());
+        if let Some(u) = self.armed_until_ns {
+            let _ = write!(s, " armed_until_in_ms={}", (u - now_ns) / MS);
+        }
+        let _ = write!(s, " lapses={}", self.stats.lapses);
+        s
+    }
+}
+
+/// What [`Protected::on_change`] calls.
+type OnChange = Box<dyn FnMut(&Protection, i64)>;
+
+/// A strategy with the venue's switch kept fed around it: see the module doc.
+pub struct Protected<S> {
+    /// The strategy.
+    pub inner: S,
+    /// The switch's state.
+    pub machine: Protection,
+    req: Prepared,
+    symbol: ArrayString<32>,
+    stop_when_disarmed: bool,
+    stop_when_answered: bool,
+    on_change: Option<OnChange>,
+    disarm_when: Option<fn(&S) -> bool>,
+    shown: (State, Option<i64>),
+}
+
+impl<S> Protected<S> {
+    /// Wraps `inner`; switch calls name `symbol` where the switch is per symbol.
+    pub fn new(inner: S, machine: Protection, symbol: Symbol<'_>) -> Self {
+        let mut sym = ArrayString::new();
+        let _ = sym.try_push_str(symbol.as_str());
+        Protected {
+            inner,
+            machine,
+            req: Prepared::with_capacity(1024),
+            symbol: sym,
+            stop_when_disarmed: false,
+            stop_when_answered: false,
+            on_change: None,
+            disarm_when: None,
+            shown: (State::Off, None),
+        }
+    }
+
+    /// Ends the loop once the first arm is answered (the start-up phase).
+    pub fn stop_when_answered(mut self) -> Self {
+        self.stop_when_answered = true;
+        self
+    }
+
+    /// Calls `f` with the machine and `now` whenever its state or deadline
+    /// changes (for `--stats`; never on the send path).
+    pub fn on_change(mut self, f: impl FnMut(&Protection, i64) + 'static) -> Self {
+        self.on_change = Some(Box::new(f));
+        self
+    }
+
+    /// Disarms once `ready` says the strategy is done (the stop phase: its
+    /// orders are cancelled), then ends the loop.
+    pub fn disarm_when(mut self, ready: fn(&S) -> bool) -> Self {
+        self.disarm_when = Some(ready);
+        self
+    }
+
+    /// Feeds the machine, sends what is due, hands the notes to the strategy.
+    pub fn pump<E: Account>(&mut self, api: &mut Api<'_, '_, E>)
+    where
+        S: Strategy<E>,
+    {
+        let now = api.now();
+        if let Some(ready) = self.disarm_when {
+            if !self.stop_when_disarmed && ready(&self.inner) {
+                self.machine.stop(now);
+                self.stop_when_disarmed = true;
+            }
+        }
+        self.machine.handle_timeout(now);
+        while let Some(due) = self.machine.poll_send(now) {
+            if let Some(ready_at) = guard_hold(api) {
+                self.machine.on_blocked(now, ready_at);
+                continue;
+            }
+            let Ok(symbol) = Symbol::new(self.symbol.as_str()) else {
+                break;
+            };
+            let timeout = self.machine.timeout_ms();
+            let prepared = match api.venue_mut().switch_mut() {
+                Some(sw) => match due {
+                    Due::Arm => sw.refresh(&mut self.req, symbol, timeout, now).is_ok(),
+                    Due::Disarm => sw.disarm(&mut self.req, symbol, now).is_ok(),
+                },
+                None => false,
+            };
+            if !prepared {
+                // Nothing the venue can be asked: no key, or no switch after all.
+                self.machine.on_blocked(now, i64::MAX);
+                break;
+            }
+            match api.submit(&mut self.req, Class::Urgent, PROTECTION) {
+                Ok(()) => self.machine.on_sent(due, now),
+                Err(Event::Limited { ready_at_ns, .. }) => {
+                    self.machine.on_blocked(now, ready_at_ns)
+                }
+                Err(_) => {
+                    self.machine.on_sent(due, now);
+                    self.machine.on_answer(None, now);
+                }
+            }
+        }
+        while let Some(n) = self.machine.poll_note() {
+            let ev = match n {
+                Note::AtRisk { armed_until_ns } => Event::Protection { armed_until_ns },
+                Note::Fired => Event::ProtectionFired,
+            };
+            self.inner.on_event(api, ev);
+        }
+        if self.stop_when_disarmed && self.machine.stopped() {
+            api.stop();
+        }
+        if self.stop_when_answered && matches!(self.machine.state(), State::Armed | State::Refused)
+        {
+            api.stop();
+        }
+        let now_shown = (self.machine.state(), self.machine.armed_until_ns());
+        if now_shown != self.shown {
+            self.shown = now_shown;
+            if let Some(f) = &mut self.on_change {
+                f(&self.machine, now);
+            }
+        }
+        if let Some(at) = self.machine.poll_timeout() {
+            let _ = api.set_timer(PROTECTION_TIMER, at);
+        }
+    }
+}
+
+/// The end of a hold (or `i64::MAX` for a halt) on a bucket the switch's call is
+/// counted on, if one is in force.
+fn guard_hold<E: Account>(api: &mut Api<'_, '_, E>) -> Option<i64> {
+    let guards = api.venue_mut().switch_mut()?.switch_guards();
+    let now = api.now();
+    let budget = api.budget();
+    guards
+        .iter()
+        .filter_map(|b| budget.stats(*b).ok())
+        .filter_map(|s| {
+            if s.halted {
+                Some(i64::MAX)
+            } else {
+                s.held_until_ns.filter(|u| *u > now)
+            }
+        })
+        .max()
+}
+
+impl<E: Account, S: Strategy<E>> Strategy<E> for Protected<S> {
+    fn on_event(&mut self, api: &mut Api<'_, '_, E>, event: Event<'_>) {
+        if event.tag() != PROTECTION || !matches_switch(&event) {
+            self.inner.on_event(api, event);
+            if self.disarm_when.is_some() {
+                self.pump(api);
+            }
+            return;
+        }
+        let now = api.now();
+        let answer = match event {
+            Event::Applied { body, .. } => {
+                let r = Response {
+                    status: 200,
+                    headers: &[],
+                    body,
+                };
+                api.venue_mut().switch_mut().map(|s| s.read_switch(&r))
+            }
+            Event::Rejected { .. } => Some(SwitchAnswer::Refused(Refusal::Code(0))),
+            Event::Retrying { .. } => return,
+            _ => None,
+        };
+        self.machine.on_answer(answer, now);
+        self.pump(api);
+    }
+
+    fn on_turn(&mut self, api: &mut Api<'_, '_, E>) {
+        self.pump(api);
+        self.inner.on_turn(api);
+    }
+
+    fn on_order_update(
+        &mut self,
+        api: &mut Api<'_, '_, E>,
+        update: &ergon_venues::binance_spot_ws::Execution,
+    ) {
+        self.inner.on_order_update(api, update);
+    }
+
+    fn on_timer(&mut self, api: &mut Api<'_, '_, E>, token: u64) {
+        if token == PROTECTION_TIMER {
+            self.pump(api);
+        } else {
+            self.inner.on_timer(api, token);
+        }
+    }
+
+    fn on_fd(&mut self, api: &mut Api<'_, '_, E>, token: u64, ready: Readiness) {
+        self.inner.on_fd(api, token, ready);
+    }
+
+    fn before_park(&mut self, api: &mut Api<'_, '_, E>) -> bool {
+        self.inner.before_park(api)
+    }
+}
+
+/// Whether an event with the [`PROTECTION`] tag is about a switch call (the
+/// strategy's own notes carry the tag too, and go to it).
+fn matches_switch(event: &Event<'_>) -> bool {
+    !matches!(event, Event::Protection { .. } | Event::ProtectionFired)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ergon_venues::switch::Scope;
+
+    const SEC: i64 = 1_000 * MS;
+
+    fn spec() -> SwitchSpec {
+        SwitchSpec {
+            min_timeout_ms: 10_000,
+            max_timeout_ms: 120_000,
+            default_timeout_ms: 60_000,
+            refresh_div: 4,
+            fires_per_day: None,
+            scope: Scope::Account,
+        }
+    }
+
+    #[test]
+    fn modes_and_ranges() {
+        assert_eq!(
+            Protection::new(Mode::Required, None, None, 0).unwrap_err(),
+            ProtectionError::NoSwitch
+        );
+        let p = Protection::new(Mode::Auto, None, None, 0).unwrap();
+        assert_eq!(p.state(), State::Unavailable);
+        assert_eq!(p.poll_timeout(), None);
+        let p = Protection::new(Mode::Off, Some(spec()), None, 0).unwrap();
+        assert_eq!(p.state(), State::Off);
+        assert_eq!(
+            Protection::new(Mode::Auto, Some(spec()), Some(5_000), 0).unwrap_err(),
+            ProtectionError::Timeout(5_000, 10_000, 120_000)
+        );
+        let mut p = Protection::new(Mode::Auto, Some(spec()), None, 7).unwrap();
+        assert_eq!(p.timeout_ms(), 60_000);
+        assert_eq!(p.poll_send(6), None);
+        assert_eq!(p.poll_send(7), Some(Due::Arm));
+    }
+
+    #[test]
+    fn armed_then_refreshed_on_schedule() {
+        let mut p = Protection::new(Mode::Auto, Some(spec()), None, 0).unwrap();
+        p.on_sent(Due::Arm, 0);
+        assert_eq!(p.poll_send(0), None, "one call in flight at a time");
+        p.on_answer(
+            Some(SwitchAnswer::Armed {
+                trigger_utc_ms: None,
+            }),
+            SEC / 10,
+        );
+        assert_eq!(p.state(), State::Armed);
+        assert_eq!(p.armed_until_ns(), Some(60 * SEC));
+        assert_eq!(p.poll_timeout(), Some(15 * SEC));
+        assert_eq!(p.poll_send(15 * SEC), Some(Due::Arm));
+        assert_eq!(p.poll_note(), None);
+    }
+
+    #[test]
+    fn a_stop_disarms() {
+        let mut p = Protection::new(Mode::Auto, Some(spec()), None, 0).unwrap();
+        p.on_sent(Due::Arm, 0);
+        p.on_answer(
+            Some(SwitchAnswer::Armed {
+                trigger_utc_ms: None,
+            }),
+            0,
+        );
+        p.stop(SEC);
+        assert!(!p.stopped());
+        assert_eq!(p.poll_send(SEC), Some(Due::Disarm));
+        p.on_sent(Due::Disarm, SEC);
+        p.on_answer(Some(SwitchAnswer::Disarmed), SEC);
+        assert_eq!(p.state(), State::Disarmed);
+        assert!(p.stopped());
+        assert_eq!(p.poll_send(2 * SEC), None);
+    }
+}
+
+/// The strategy of the start-up phase: nothing but the first arm, on the loop
+/// before the strategies attach, so the switch is armed before the first order.
+/// The loop stops once the venue answered, or at `deadline_ns`.
+#[derive(Debug)]
+pub struct Startup {
+    deadline_ns: i64,
+}
+
+impl Startup {
+    /// Gives up at `deadline_ns` (the loop's clock).
+    pub fn new(deadline_ns: i64) -> Self {
+        Startup { deadline_ns }
+    }
+}
+
+impl<E: Account> Strategy<E> for Startup {
+    fn on_event(&mut self, _api: &mut Api<'_, '_, E>, _event: Event<'_>) {}
+
+    fn on_turn(&mut self, api: &mut Api<'_, '_, E>) {
+        if api.now() >= self.deadline_ns {
+            api.stop();
+        }
+    }
+}
+
+/// The strategy of the clean stop: cancels every open order of the symbol (read
+/// from the venue, by client order id), then lets [`Protected`] disarm the switch
+/// and stop the loop; it gives up at its deadline.
+#[derive(Debug)]
+pub struct Shutdown {
+    deadline_ns: i64,
+    req: Prepared,
+    asked: bool,
+    listed: bool,
+    pending: u32,
+    /// Cancels the venue answered.
+    pub cancelled: u32,
+    /// Cancels that failed or could not be sent.
+    pub failed: u32,
+    done: bool,
+}
+
+/// The tag of the open-orders read of [`Shutdown`].
+const LIST: Tag = 1;
+/// The tag of its cancels.
+const CANCEL: Tag = 2;
+
+impl Shutdown {
+    /// Gives up at `deadline_ns` (the loop's clock).
+    pub fn new(deadline_ns: i64) -> Self {
+        Shutdown {
+            deadline_ns,
+            req: Prepared::with_capacity(1024),
+            asked: false,
+            listed: false,
+            pending: 0,
+            cancelled: 0,
+            failed: 0,
+            done: false,
+        }
+    }
+
+    /// Whether every open order was cancelled (or none was open).
+    pub fn done(&self) -> bool {
+        self.done
+    }
+}
+
+impl<E: Account> Strategy<E> for Shutdown {
+    fn on_event(&mut self, api: &mut Api<'_, '_, E>, event: Event<'_>) {
+        if !event.is_final() {
+            return;
+        }
+        match (event.tag(), event) {
+            (LIST, Event::Applied { body, .. }) => {
+                self.listed = true;
+                let mut ids: Vec<ergon_venues::endpoint::ClientOrderId> = Vec::new();
+                api.venue().open_ids(body, &mut |id| {
+                    if let Some(id) = core::str::from_utf8(id)
+                        .ok()
+                        .and_then(|s| ergon_venues::endpoint::ClientOrderId::new(s).ok())
+                    {
+                        ids.push(id);
+                    }
+                });
+                let now = api.now();
+                let mut sym = ArrayString::<32>::new();
+                let _ = sym.try_push_str(api.symbol().as_str());
+                for id in ids {
+                    let Ok(symbol) = Symbol::new(sym.as_str()) else {
+                        break;
+                    };
+                    let o = ergon_venues::endpoint::OrderRef {
+                        symbol,
+                        client_order_id: id,
+                    };
+                    let sent = api.venue_mut().cancel(&mut self.req, &o, now).is_ok()
+                        && api.submit(&mut self.req, Class::Urgent, CANCEL).is_ok();
+                    if sent {
+                        self.pending += 1;
+                    } else {
+                        self.failed += 1;
+                    }
+                }
+            }
+            (LIST, _) => {
+                self.listed = true;
+                self.failed += 1;
+            }
+            (CANCEL, ev) => {
+                self.pending = self.pending.saturating_sub(1);
+                match ev {
+                    Event::Applied { .. } => self.cancelled += 1,
+                    _ => self.failed += 1,
+                }
+            }
+            _ => {}
+        }
+        if self.listed && self.pending == 0 {
+            self.done = self.failed == 0;
+        }
+    }
+
+    fn on_turn(&mut self, api: &mut Api<'_, '_, E>) {
+        if !self.asked {
+            self.asked = true;
+            let now = api.now();
+            let mut sym = ArrayString::<32>::new();
+            let _ = sym.try_push_str(api.symbol().as_str());
+            let sent = Symbol::new(sym.as_str()).is_ok_and(|s| {
+                api.venue_mut()
+                    .open_orders(&mut self.req, Some(s), now)
+                    .is_ok()
+            }) && api.submit(&mut self.req, Class::Urgent, LIST).is_ok();
+            if !sent {
+                self.listed = true;
+                self.failed += 1;
+            }
+        }
+        if api.now() >= self.deadline_ns {
+            api.stop();
+        }
+    }
+}
+
+impl Shutdown {
+    /// Whether the stop phase may disarm: every open order is cancelled. If the
+    /// cancelling failed the switch stays armed: better the venue's late cancel
+    /// than quotes left behind.
+    pub fn ready_to_disarm(&self) -> bool {
+        self.listed && self.pending == 0 && self.failed == 0
+    }
+}
+
+/// Arms the venue's switch on `lp` before anything else is sent (the start-up
+/// phase: [`Startup`] under [`Protected`], up to `within_ns`). Returns the gateway
+/// and the machine; `Err` if `--protection required` cannot be met (no switch, a
+/// timeout out of range, a refusal or no answer). A venue without a switch under
+/// `auto` comes back [`State::Unavailable`]: the caller warns.
+pub fn arm_at_start<E: Account>(
+    lp: &mut ergon_io::event_loop::EventLoop,
+    gw: crate::Gateway<E>,
+    pool: ergon_io::client::PoolId,
+    mode: Mode,
+    timeout_ms: Option<u32>,
+    within_ns: i64,
+) -> Result<(crate::Gateway<E>, Protection), String> {
+    let machine = Protection::new(mode, gw.venue().switch_spec(), timeout_ms, lp.now())
+        .map_err(|e| e.to_string())?;
+    if machine.state() != State::Arming {
+        return Ok((gw, machine));
+    }
+    let sym = gw.symbol().as_str().to_string();
+    let symbol = Symbol::new(&sym).map_err(|e| format!("{e:?}"))?;
+    let first =
+        Protected::new(Startup::new(lp.now() + within_ns), machine, symbol).stop_when_answered();
+    let control = std::sync::Arc::new(crate::Control::default());
+    let d = crate::run(lp, gw, pool, first, control).map_err(|e| e.to_string())?;
+    let m = d.strategy.machine;
+    if m.state() != State::Armed && mode == Mode::Required {
+        return Err(format!(
+            "--protection required: the venue's cancel-on-disconnect switch is not armed ({})",
+            m.state().as_str()
+        ));
+    }
+    Ok((d.gateway, m))
+}
+
+/// The clean stop: cancels every open order of the symbol, then disarms the switch
+/// (the stop phase: [`Shutdown`] under [`Protected`], up to `within_ns`). Returns
+/// the gateway, the machine and the shutdown's counts; a switch left armed (a
+/// cancel failed, no answer) shows in the machine's state.
+pub fn stop_and_disarm<E: Account>(
+    lp: &mut ergon_io::event_loop::EventLoop,
+    gw: crate::Gateway<E>,
+    pool: ergon_io::client::PoolId,
+    machine: Protection,
+    within_ns: i64,
+) -> Result<(crate::Gateway<E>, Protection, Shutdown), String> {
+    if !matches!(machine.state(), State::Armed | State::AtRisk | State::Fired) {
+        return Ok((gw, machine, Shutdown::new(0)));
+    }
+    let sym = gw.symbol().as_str().to_string();
+    let symbol = Symbol::new(&sym).map_err(|e| format!("{e:?}"))?;
+    let last = Protected::new(Shutdown::new(lp.now() + within_ns), machine, symbol)
+        .disarm_when(Shutdown::ready_to_disarm);
+    let control = std::sync::Arc::new(crate::Control::default());
+    let d = crate::run(lp, gw, pool, last, control).map_err(|e| e.to_string())?;
+    Ok((d.gateway, d.strategy.machine, d.strategy.inner))
+}

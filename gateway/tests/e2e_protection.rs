@@ -1,0 +1,251 @@
+//! The dead man's switch end to end: the `ergon-gateway` binary against the venue
+//! emulator's OKX profile (in this process, on loopback), a strategy attached over
+//! shared memory from this process.
+//!
+//! 1. Armed before `ready`; `--stats` shows it armed with its deadline; quotes
+//!    placed; the gateway SIGKILLed: the emulator cancels every resting order
+//!    within the timeout plus one second (read from the emulator's book, polled
+//!    with a bounded deadline).
+//! 2. A clean SIGTERM: every open order cancelled, then the switch disarmed.
+//! 3. `--protection required` on a venue without a switch (Binance Spot) refuses
+//!    to start with a clear message; `auto` warns in one line and serves.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use ergon_core::Class;
+use ergon_gateway::shm::{Call, ShmClient, ShmEvent};
+use ergon_venue_sim::{Config, Server, DEFAULT_PASSPHRASE};
+use ergon_venues::endpoint::{
+    ClientOrderId, Decimal, NewOrder, OrderType, Side, Symbol, TimeInForce,
+};
+
+const TIMEOUT_S: u64 = 10;
+
+struct Gw {
+    child: Child,
+    _out: BufReader<ChildStdout>,
+}
+
+impl Drop for Gw {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn journal(name: &str) -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("ergon-test-{name}.journal"))
+}
+
+fn command(s: &Server, venue: &str, name: &str, protection: &str) -> Command {
+    let c = s.config();
+    let a = &c.accounts[0];
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ergon-gateway"));
+    cmd.args(["--venue", venue, "--base"])
+        .arg(format!("http://{}", s.addr()))
+        .args([
+            "--api-key",
+            &a.api_key,
+            "--api-secret",
+            &a.secret,
+            "--name",
+            name,
+        ])
+        .args(["--passphrase", DEFAULT_PASSPHRASE])
+        .args(["--protection", protection])
+        .arg("--journal")
+        .arg(journal(name));
+    if venue == "okx" {
+        cmd.args(["--protection-timeout", &TIMEOUT_S.to_string()]);
+    }
+    cmd
+}
+
+fn gateway(s: &Server, name: &str) -> Gw {
+    let mut child = command(s, "okx", name, "required")
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn ergon-gateway");
+    let mut out = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut line = String::new();
+    out.read_line(&mut line).expect("read");
+    assert_eq!(line.trim(), format!("ready {name}"));
+    Gw { child, _out: out }
+}
+
+fn unique(test: &str) -> String {
+    format!("{test}-{}", std::process::id())
+}
+
+fn order<'a>(symbol: Symbol<'a>, id: &'a str) -> NewOrder<'a> {
+    NewOrder {
+        symbol,
+        side: Side::Buy,
+        order_type: OrderType::Limit(TimeInForce::Gtc),
+        price: Decimal::new("49000").ok(),
+        quantity: Decimal::new("1").expect("decimal"),
+        client_order_id: ClientOrderId::new(id).expect("id"),
+        reduce_only: false,
+    }
+}
+
+/// Attaches and places `n` quotes; returns once the venue took each.
+fn quote(gw: &str, n: u64) -> ShmClient {
+    let until = Instant::now() + Duration::from_secs(20);
+    let mut c = loop {
+        match ShmClient::attach(gw, "mm", false) {
+            Ok(c) => break c,
+            Err(e) if Instant::now() > until => panic!("attach: {e}"),
+            Err(_) => std::thread::sleep(Duration::from_millis(20)),
+        }
+    };
+    let symbol = Symbol::new("BTC-USDT-SWAP").expect("symbol");
+    for i in 1..=n {
+        let id = format!("q{i}");
+        c.submit(&Call::NewOrder(order(symbol, &id)), Class::Normal, i)
+            .expect("submit");
+    }
+    let mut applied = 0;
+    while applied < n {
+        assert!(
+            Instant::now() < until,
+            "quotes not placed: {applied} of {n}"
+        );
+        c.wait(100);
+        while let Some((ev, _)) = c.poll() {
+            match ev {
+                ShmEvent::Applied { .. } => applied += 1,
+                e if e.is_final() => panic!("a quote ended {e:?}"),
+                _ => {}
+            }
+        }
+    }
+    c
+}
+
+fn open(s: &Server) -> usize {
+    s.orders().iter().filter(|o| o.status == "NEW").count()
+}
+
+/// Polls the emulator's book until nothing is open, up to `limit` from `from`.
+fn none_open_by(s: &Server, from: Instant, limit: Duration) -> Option<Duration> {
+    loop {
+        if open(s) == 0 {
+            return Some(from.elapsed());
+        }
+        if from.elapsed() > limit {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_killed_gateway_leaves_the_switch_armed_and_the_venue_cancels_every_quote() {
+    let s = Server::start(Config::okx()).expect("emulator");
+    let name = unique("dms-kill");
+    let mut gw = gateway(&s, &name);
+    let sw = s.switches();
+    assert_eq!(sw.len(), 1, "armed before ready: {sw:?}");
+
+    let stats = Command::new(env!("CARGO_BIN_EXE_ergon-gateway"))
+        .args(["--stats", "--name", &name, "--once"])
+        .output()
+        .expect("stats");
+    let text = String::from_utf8_lossy(&stats.stdout);
+    assert!(
+        text.contains("protection armed timeout_ms=10000") && text.contains("armed_until_ms="),
+        "{text}"
+    );
+
+    let _c = quote(&name, 3);
+    assert_eq!(open(&s), 3);
+    gw.child.kill().expect("kill");
+    gw.child.wait().expect("wait");
+    let killed = Instant::now();
+    let took = none_open_by(&s, killed, Duration::from_secs(TIMEOUT_S + 1));
+    assert!(
+        took.is_some(),
+        "open after {} s + 1 s: {:?}",
+        TIMEOUT_S,
+        s.orders()
+    );
+    assert_eq!(s.report().switch_fires, 1);
+    let _ = std::fs::remove_file(journal(&name));
+    // A killed gateway leaves its --stats line behind, as it leaves its journal.
+    let dir = std::path::Path::new("/dev/shm");
+    let dir = if dir.is_dir() {
+        dir.to_path_buf()
+    } else {
+        std::env::temp_dir()
+    };
+    let _ = std::fs::remove_file(dir.join(format!("ergon-gateway-{name}.protection")));
+}
+
+#[test]
+fn a_clean_sigterm_cancels_every_quote_then_disarms() {
+    let s = Server::start(Config::okx()).expect("emulator");
+    let name = unique("dms-term");
+    let mut gw = gateway(&s, &name);
+    let c = quote(&name, 2);
+    drop(c);
+    assert_eq!(open(&s), 2);
+    assert_eq!(s.switches().len(), 1);
+    let pid = gw.child.id().to_string();
+    assert!(Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("kill")
+        .success());
+    let until = Instant::now() + Duration::from_secs(15);
+    let status = loop {
+        if let Some(st) = gw.child.try_wait().expect("wait") {
+            break st;
+        }
+        assert!(Instant::now() < until, "no exit after SIGTERM");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success(), "{status:?}");
+    assert_eq!(open(&s), 0, "{:?}", s.orders());
+    assert!(s.switches().is_empty(), "still armed: {:?}", s.switches());
+    assert_eq!(s.report().switch_fires, 0);
+    let _ = std::fs::remove_file(journal(&name));
+}
+
+#[test]
+fn required_refuses_a_venue_without_a_switch_and_auto_warns() {
+    let s = Server::start(Config::binance_spot()).expect("emulator");
+    let name = unique("dms-none");
+    let o = command(&s, "binance-spot", &name, "required")
+        .output()
+        .expect("run");
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("--protection required: this venue has no cancel-on-disconnect switch"),
+        "{err}"
+    );
+
+    let mut child = command(&s, "binance-spot", &name, "auto")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let mut out = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut line = String::new();
+    out.read_line(&mut line).expect("read");
+    assert_eq!(line.trim(), format!("ready {name}"));
+    let _ = child.kill();
+    let _ = child.wait();
+    let mut err = String::new();
+    let _ = std::io::Read::read_to_string(&mut child.stderr.take().expect("stderr"), &mut err);
+    let warnings: Vec<&str> = err.lines().filter(|l| l.contains("warning")).collect();
+    assert_eq!(warnings.len(), 1, "{err}");
+    assert!(
+        warnings[0].contains("has no cancel-on-disconnect switch"),
+        "{err}"
+    );
+    let _ = std::fs::remove_file(journal(&name));
+}

@@ -1,0 +1,226 @@
+//! The dead man's switch kept fed, on jumped time in-process: a strategy flooding
+//! the budget never gets a refresh refused; a 429 hold longer than the switch's
+//! timeout is reported (`Protection`) before the switch fires (`ProtectionFired`),
+//! in that order; Hyperliquid's switch is refreshed well before its time and a
+//! lapse is counted against its 10 a day.
+
+use ergon_core::{Budget, Class, Part};
+use ergon_gateway::protection::{Due, Mode, Note, Protection, State, AT_RISK_MARGIN_NS};
+use ergon_venues::adapt::{Clock, Venue};
+use ergon_venues::binance_futures::{self, BinanceFutures};
+use ergon_venues::binance_spot;
+use ergon_venues::classify::{fixtures, HttpFile};
+use ergon_venues::endpoint::{Prepared, Symbol};
+use ergon_venues::switch::{Switch, SwitchAnswer, SwitchSpec};
+
+const MS: i64 = 1_000_000;
+const SEC: i64 = 1_000 * MS;
+
+fn futures() -> (BinanceFutures, Budget) {
+    let mut b = Budget::builder();
+    let clock = Clock::anchor(0, 1_700_000_000_000);
+    let auth = binance_spot::Auth::new("key-1", b"secret-1", 5000).unwrap();
+    let v = BinanceFutures::new(&mut b, clock, 0, binance_futures::DEFAULT_TABLE)
+        .unwrap()
+        .with_auth(auth);
+    (v, b.build(0).unwrap())
+}
+
+fn fixture(case: &str) -> HttpFile {
+    let path = fixtures()
+        .join("binance-futures/switch")
+        .join(format!("{case}.http"));
+    HttpFile::parse(&std::fs::read(path).unwrap()).unwrap()
+}
+
+/// The end of a hold or halt on one of the switch's guards.
+fn guard_hold(v: &BinanceFutures, budget: &Budget, now: i64) -> Option<i64> {
+    v.switch_guards()
+        .iter()
+        .filter_map(|b| budget.stats(*b).ok())
+        .filter_map(|s| {
+            if s.halted {
+                Some(i64::MAX)
+            } else {
+                s.held_until_ns.filter(|u| *u > now)
+            }
+        })
+        .max()
+}
+
+#[test]
+fn a_long_hold_warns_then_fires_and_a_flood_never_starves_the_refresh() {
+    let (mut v, mut budget) = futures();
+    let sym = Symbol::new("BTCUSDT").unwrap();
+    let weight = budget.bucket("REQUEST_WEIGHT_1M").unwrap();
+    let ip = v.limits.ip;
+    let spec = v.switch_spec();
+    let mut p = Protection::new(Mode::Required, Some(spec), Some(60_000), 0).unwrap();
+    let mut req = Prepared::default();
+    let armed = fixture("armed");
+    let hold = fixture("weight_429_long");
+
+    let (mut flood_refused, mut refreshes, mut refresh_refused) = (0u32, 0u32, 0u32);
+    let mut notes: Vec<(i64, Note)> = Vec::new();
+    let mut in_flight: Option<i64> = None;
+    let mut hold_from = None;
+    let mut now = 0;
+    // 240 s of jumped time, 50 ms a step: bounded, so a never-idle bug fails fast.
+    while now <= 240 * SEC {
+        // The strategy floods the shared weight limit with Urgent requests.
+        loop {
+            match budget.try_charge(
+                &[Part::new(ip, 0), Part::new(weight, 20)],
+                Class::Urgent,
+                now,
+            ) {
+                Ok(t) => {
+                    let f = t.sent();
+                    budget.complete(f, now).unwrap();
+                }
+                Err(_) => {
+                    flood_refused += 1;
+                    break;
+                }
+            }
+        }
+        // At 20 s, one of its requests is answered 429 with Retry-After: 120.
+        if now == 20 * SEC {
+            v.refresh(&mut req, sym, 60_000, now).unwrap();
+            let kind = req.kind().unwrap();
+            let _ = hold.with_response(|r| v.on_response(kind, r, &mut budget, now));
+            hold_from = Some(now);
+        }
+        // The switch's answer arrives 20 ms after its send.
+        if let Some(sent) = in_flight {
+            if now >= sent + 20 * MS {
+                let a = armed.with_response(|r| v.read_switch(r));
+                p.on_answer(Some(a), now);
+                in_flight = None;
+            }
+        }
+        p.handle_timeout(now);
+        while let Some(due) = p.poll_send(now) {
+            assert_eq!(due, Due::Arm);
+            if let Some(until) = guard_hold(&v, &budget, now) {
+                p.on_blocked(now, until);
+                continue;
+            }
+            v.refresh(&mut req, sym, 60_000, now).unwrap();
+            match budget.try_charge(req.parts(), Class::Urgent, now) {
+                Ok(t) => {
+                    let f = t.sent();
+                    budget.complete(f, now).unwrap();
+                    refreshes += 1;
+                    p.on_sent(due, now);
+                    in_flight = Some(now);
+                }
+                Err(l) => {
+                    refresh_refused += 1;
+                    p.on_blocked(now, l.ready_at_ns);
+                }
+            }
+        }
+        while let Some(n) = p.poll_note() {
+            notes.push((now, n));
+        }
+        now += 50 * MS;
+    }
+
+    assert!(flood_refused > 1000, "the flood filled the budget");
+    assert_eq!(
+        refresh_refused, 0,
+        "a refresh was refused while the strategy flooded"
+    );
+    // Armed at 0, refreshed at 15 s; after the hold (140 s) every 15 s again.
+    assert!(refreshes >= 2 + 6, "refreshes: {refreshes}");
+    let hold_from = hold_from.unwrap();
+    assert_eq!(notes.len(), 2, "{notes:?}");
+    let (warned_at, Note::AtRisk { armed_until_ns }) = notes[0] else {
+        panic!("first note: {notes:?}");
+    };
+    assert_eq!(notes[1].1, Note::Fired, "{notes:?}");
+    let fired_at = notes[1].0;
+    // Warned early: as soon as the next refresh met the hold, well before it fires.
+    assert!(warned_at >= hold_from && warned_at <= armed_until_ns - AT_RISK_MARGIN_NS);
+    assert!(
+        armed_until_ns - warned_at >= 30 * SEC,
+        "warned only {} ms ahead",
+        (armed_until_ns - warned_at) / MS
+    );
+    // Fired at the deadline, not before, and while the hold still ran.
+    assert!(fired_at >= armed_until_ns && fired_at < armed_until_ns + 100 * MS);
+    assert!(fired_at < hold_from + 120 * SEC);
+    assert_eq!(p.stats().lapses, 1);
+    // Re-armed once the hold ended.
+    assert_eq!(p.state(), State::Armed);
+    assert!(p.armed_until_ns().unwrap() > hold_from + 120 * SEC);
+}
+
+/// Hyperliquid's `scheduleCancel` as the adapter states it: a time at least 5 s
+/// ahead, at most 10 fires a day per account.
+fn hyperliquid_spec() -> SwitchSpec {
+    let s = ergon_venues::hyperliquid::SWITCH_SPEC;
+    assert_eq!((s.min_timeout_ms, s.fires_per_day), (5_000, Some(10)));
+    s
+}
+
+#[test]
+fn hyperliquid_is_refreshed_well_before_its_time_and_a_lapse_is_counted() {
+    let mut p = Protection::new(Mode::Auto, Some(hyperliquid_spec()), None, 0).unwrap();
+    let armed = SwitchAnswer::Armed {
+        trigger_utc_ms: None,
+    };
+    let mut now = 0;
+    let mut least_margin = i64::MAX;
+    // An hour of answers 300 ms after each send: never a lapse, and each refresh
+    // leaves at least three quarters of the timeout.
+    while now < 3600 * SEC {
+        p.handle_timeout(now);
+        if let Some(due) = p.poll_send(now) {
+            if let Some(until) = p.armed_until_ns() {
+                least_margin = least_margin.min(until - now);
+            }
+            p.on_sent(due, now);
+            p.on_answer(Some(armed), now + 300 * MS);
+        }
+        assert_eq!(p.poll_note(), None, "at {} ms", now / MS);
+        now = p.poll_timeout().unwrap().max(now + MS);
+    }
+    assert_eq!(p.stats().lapses, 0);
+    assert!(
+        least_margin >= 45 * SEC,
+        "a refresh left only {} ms",
+        least_margin / MS
+    );
+    assert_eq!(p.fires_left(), Some(10));
+
+    // Then the refreshes go unanswered: it fires once, counted and reported.
+    let until = p.armed_until_ns().unwrap();
+    let mut notes = Vec::new();
+    for _ in 0..10_000 {
+        p.handle_timeout(now);
+        if let Some(due) = p.poll_send(now) {
+            p.on_sent(due, now);
+        }
+        while let Some(n) = p.poll_note() {
+            notes.push(n);
+        }
+        if p.state() == State::Fired {
+            break;
+        }
+        now = p.poll_timeout().unwrap_or(now + SEC).max(now + MS);
+    }
+    assert_eq!(
+        notes,
+        [
+            Note::AtRisk {
+                armed_until_ns: until
+            },
+            Note::Fired
+        ]
+    );
+    assert!(now >= until);
+    assert_eq!(p.stats().lapses, 1);
+    assert_eq!(p.fires_left(), Some(9));
+}

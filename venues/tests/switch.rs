@@ -1,0 +1,273 @@
+//! The dead man's switch endpoints: each arm, refresh and disarm is written as the
+//! venue documents it, signed like every other endpoint, charges the switch's own
+//! share (which a strategy flooding the shared limit cannot take), refuses a
+//! timeout outside the venue's range, and its answers read as armed, disarmed,
+//! refused or unknown.
+
+use ergon_core::{Budget, Class, Part};
+use ergon_venues::adapt::{Clock, Error, Venue};
+use ergon_venues::binance_futures::{self, BinanceFutures, SWITCH_RESERVE_WEIGHT};
+use ergon_venues::binance_spot;
+use ergon_venues::classify::{fixtures, HttpFile};
+use ergon_venues::endpoint::{HmacKey, Method, Prepared, Symbol};
+use ergon_venues::okx::{self, Okx};
+use ergon_venues::switch::{Refusal, Switch, SwitchAnswer};
+
+const SEC: i64 = 1_000_000_000;
+
+fn futures() -> (BinanceFutures, Budget) {
+    let mut b = Budget::builder();
+    let clock = Clock::anchor(10 * SEC, 1_700_000_000_000);
+    let auth = binance_spot::Auth::new("key-1", b"secret-1", 5000).unwrap();
+    let v = BinanceFutures::new(&mut b, clock, 0, binance_futures::DEFAULT_TABLE)
+        .unwrap()
+        .with_auth(auth);
+    (v, b.build(0).unwrap())
+}
+
+fn okx() -> (Okx, Budget) {
+    let mut b = Budget::builder();
+    let clock = Clock::anchor(10 * SEC, 1_700_000_000_000);
+    let auth = okx::Auth::new("key-1", b"secret-1", "pass-1", 5000).unwrap();
+    let v = Okx::new(&mut b, clock, okx::Config::default())
+        .unwrap()
+        .with_auth(auth);
+    (v, b.build(0).unwrap())
+}
+
+fn sym(s: &str) -> Symbol<'_> {
+    Symbol::new(s).unwrap()
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+fn named(p: &Prepared, budget: &Budget) -> Vec<(String, u32)> {
+    p.parts()
+        .iter()
+        .map(|x| (budget.name(x.bucket).unwrap().to_string(), x.cost))
+        .collect()
+}
+
+fn read<S: Switch>(v: &S, venue: &str, case: &str) -> SwitchAnswer {
+    let path = fixtures()
+        .join(venue)
+        .join("switch")
+        .join(format!("{case}.http"));
+    let file = HttpFile::parse(&std::fs::read(&path).unwrap()).unwrap();
+    file.with_response(|r| v.read_switch(r))
+}
+
+#[test]
+fn binance_arm_is_a_signed_countdown_on_the_switch_share() {
+    let (mut v, budget) = futures();
+    let mut p = Prepared::default();
+    v.arm(&mut p, sym("BTCUSDT"), 120_000, 10 * SEC).unwrap();
+    assert_eq!(p.method(), Some(Method::Post));
+    let target = p.target();
+    let (path, query) = target.split_once('?').unwrap();
+    assert_eq!(path, "/fapi/v1/countdownCancelAll");
+    let (signed, sig) = query.rsplit_once("&signature=").unwrap();
+    assert_eq!(
+        signed,
+        "symbol=BTCUSDT&countdownTime=120000&recvWindow=5000&timestamp=1700000000000"
+    );
+    assert_eq!(
+        sig,
+        hex(&HmacKey::new(b"secret-1").sign(&[signed.as_bytes()]))
+    );
+    assert_eq!(p.header("X-MBX-APIKEY"), Some("key-1"));
+    assert_eq!(p.deadline_ns(), 15 * SEC);
+    assert_eq!(
+        named(&p, &budget),
+        [("ip".to_string(), 0), ("switch".to_string(), 10)]
+    );
+
+    v.disarm(&mut p, sym("BTCUSDT"), 10 * SEC).unwrap();
+    assert!(p.target().contains("countdownTime=0&"));
+
+    for bad in [0, 59_999, 600_001] {
+        let e = v.arm(&mut p, sym("BTCUSDT"), bad, 10 * SEC).unwrap_err();
+        assert!(matches!(e, Error::BadArgument(_)), "{bad}: {e:?}");
+        assert!(p.is_empty(), "{bad}: a refused arm leaves nothing to send");
+    }
+}
+
+#[test]
+fn binance_switch_share_is_carved_out_of_the_weight_limit() {
+    let (v, budget) = futures();
+    let weight = budget.bucket("REQUEST_WEIGHT_1M").unwrap();
+    assert_eq!(
+        budget.stats(weight).unwrap().limit,
+        2400 - SWITCH_RESERVE_WEIGHT
+    );
+    assert_eq!(budget.stats(v.switch).unwrap().limit, SWITCH_RESERVE_WEIGHT);
+    // The guards: the IP gate and the weight limit, whose holds stop a refresh too.
+    let guards = v.switch_guards();
+    assert!(guards.contains(&v.limits.ip) && guards.contains(&weight));
+}
+
+#[test]
+fn a_strategy_flooding_urgent_cannot_take_the_refresh() {
+    let (mut v, mut budget) = futures();
+    let weight = budget.bucket("REQUEST_WEIGHT_1M").unwrap();
+    let ip = v.limits.ip;
+    // Urgent may use a whole limit: flood it to the last unit.
+    let mut now = 10 * SEC;
+    let mut taken = 0;
+    while let Ok(t) = budget.try_charge(
+        &[Part::new(ip, 0), Part::new(weight, 20)],
+        Class::Urgent,
+        now,
+    ) {
+        let _ = t.sent();
+        taken += 20;
+        now += 1;
+    }
+    assert!(
+        taken >= 2400 - SWITCH_RESERVE_WEIGHT - 20,
+        "the flood took {taken}"
+    );
+    // Four refreshes a minute still fit, whatever class the flood used.
+    let mut p = Prepared::default();
+    for i in 0..4 {
+        v.refresh(&mut p, sym("BTCUSDT"), 120_000, now).unwrap();
+        let t = budget.try_charge(p.parts(), Class::Bulk, now);
+        assert!(t.is_ok(), "refresh {i} refused: {:?}", t.err());
+        let _ = t.unwrap().sent();
+    }
+}
+
+#[test]
+fn binance_answers_read_as_documented() {
+    let (v, _) = futures();
+    assert_eq!(
+        read(&v, "binance-futures", "armed"),
+        SwitchAnswer::Armed {
+            trigger_utc_ms: None
+        }
+    );
+    assert_eq!(
+        read(&v, "binance-futures", "disarmed"),
+        SwitchAnswer::Disarmed
+    );
+    assert_eq!(
+        read(&v, "binance-futures", "refused_1102"),
+        SwitchAnswer::Refused(Refusal::Timeout)
+    );
+    assert_eq!(
+        read(&v, "binance-futures", "weight_429"),
+        SwitchAnswer::Unknown
+    );
+}
+
+#[test]
+fn okx_arm_is_a_signed_cancel_all_after_in_seconds() {
+    let (mut v, budget) = okx();
+    let mut p = Prepared::default();
+    v.arm(&mut p, sym("BTC-USDT-SWAP"), 60_000, 10 * SEC)
+        .unwrap();
+    assert_eq!(p.method(), Some(Method::Post));
+    assert_eq!(p.target(), "/api/v5/trade/cancel-all-after");
+    assert_eq!(p.body(), br#"{"timeOut":"60"}"#);
+    let ts = p.header("OK-ACCESS-TIMESTAMP").unwrap().to_string();
+    assert_eq!(ts, "2023-11-14T22:13:20.000Z");
+    let prehash = format!("{ts}POST/api/v5/trade/cancel-all-after{{\"timeOut\":\"60\"}}");
+    let mac = HmacKey::new(b"secret-1").sign(&[prehash.as_bytes()]);
+    let sign = p.header("OK-ACCESS-SIGN").unwrap();
+    assert_eq!(sign.len(), 44);
+    assert_eq!(sign, base64(&mac));
+    assert_eq!(
+        named(&p, &budget),
+        [("ip".to_string(), 0), ("switch".to_string(), 1)]
+    );
+    v.disarm(&mut p, sym("BTC-USDT-SWAP"), 10 * SEC).unwrap();
+    assert_eq!(p.body(), br#"{"timeOut":"0"}"#);
+    // 0, then 10 to 120 whole seconds: nothing else.
+    for bad in [9_000, 121_000, 10_500] {
+        assert!(
+            v.arm(&mut p, sym("BTC-USDT-SWAP"), bad, 10 * SEC).is_err(),
+            "{bad}"
+        );
+        assert!(p.is_empty());
+    }
+    for good in [10_000, 120_000] {
+        assert!(
+            v.arm(&mut p, sym("BTC-USDT-SWAP"), good, 10 * SEC).is_ok(),
+            "{good}"
+        );
+    }
+}
+
+#[test]
+fn okx_switch_has_its_own_one_a_second_limit() {
+    let (mut v, mut budget) = okx();
+    let mut p = Prepared::default();
+    v.refresh(&mut p, sym("BTC-USDT-SWAP"), 60_000, 10 * SEC)
+        .unwrap();
+    let _ = budget
+        .try_charge(p.parts(), Class::Bulk, 10 * SEC)
+        .unwrap()
+        .sent();
+    assert!(budget
+        .try_charge(p.parts(), Class::Urgent, 10 * SEC + SEC / 2)
+        .is_err());
+    assert!(budget
+        .try_charge(p.parts(), Class::Bulk, 11 * SEC + SEC / 5)
+        .is_ok());
+}
+
+#[test]
+fn okx_answers_read_as_documented() {
+    let (v, _) = okx();
+    assert_eq!(
+        read(&v, "okx", "armed"),
+        SwitchAnswer::Armed {
+            trigger_utc_ms: Some(1_700_000_060_000)
+        }
+    );
+    assert_eq!(read(&v, "okx", "disarmed"), SwitchAnswer::Disarmed);
+    assert_eq!(
+        read(&v, "okx", "refused_51000"),
+        SwitchAnswer::Refused(Refusal::Timeout)
+    );
+    assert_eq!(read(&v, "okx", "throttled_50011"), SwitchAnswer::Unknown);
+}
+
+#[test]
+fn switch_answers_leave_holds_to_on_response() {
+    // The 429 to a refresh holds the shared weight limit, like any request's.
+    let (mut v, mut budget) = futures();
+    let path = fixtures().join("binance-futures/switch/weight_429.http");
+    let file = HttpFile::parse(&std::fs::read(path).unwrap()).unwrap();
+    let mut p = Prepared::default();
+    v.refresh(&mut p, sym("BTCUSDT"), 120_000, 10 * SEC)
+        .unwrap();
+    let kind = p.kind().unwrap();
+    let _ = file.with_response(|r| v.on_response(kind, r, &mut budget, 10 * SEC));
+    let weight = budget.bucket("REQUEST_WEIGHT_1M").unwrap();
+    let held = budget.stats(weight).unwrap().held_until_ns.unwrap();
+    assert!(
+        (40 * SEC..41 * SEC).contains(&held),
+        "Retry-After: 30 from 10 s, held until {held}"
+    );
+}
+
+fn base64(b: &[u8]) -> String {
+    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for c in b.chunks(3) {
+        let n = (u32::from(c[0]) << 16)
+            | (u32::from(*c.get(1).unwrap_or(&0)) << 8)
+            | u32::from(*c.get(2).unwrap_or(&0));
+        for i in 0..4 {
+            if i <= c.len() {
+                out.push(A[(n >> (18 - 6 * i)) as usize & 63] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
