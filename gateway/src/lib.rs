@@ -72,6 +72,7 @@
 #![warn(clippy::undocumented_unsafe_blocks)]
 
 mod bootstrap;
+pub mod config;
 mod driver;
 mod endpoints;
 mod events;

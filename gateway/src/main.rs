@@ -20,6 +20,7 @@ const USAGE: &str = "usage:
                 [--share PCT] [--keep SECS] [--busy] [--guard-ms MS] [--journal PATH]
                 [--class-ceiling urgent|normal|bulk] [--order-entry ws|rest] [--ws-api URL]
                 [--no-stream]
+  ergon-gateway --config gateway.toml [flags]   (every flag as a key; flags override the file)
   ergon-gateway --stats --name NAME [--once]
   ergon-gateway clear-halt BUCKET --name NAME";
 
@@ -277,8 +278,15 @@ fn run(a: &Args) -> Result<(), String> {
     }
 }
 
+/// Checks one setting of a config file with the command line's own parser.
+fn check_setting(args: &[String]) -> Result<(), String> {
+    let probe = ["--stats", "--name", "config-check"].map(String::from);
+    parse(args.iter().cloned().chain(probe)).map(drop)
+}
+
 fn main() -> ExitCode {
-    let a = match parse(std::env::args().skip(1)) {
+    let args = gateway::config::expand(std::env::args().skip(1).collect(), check_setting);
+    let a = match args.and_then(|args| parse(args.into_iter())) {
         Ok(a) => a,
         Err(e) => {
             if !e.is_empty() {
