@@ -76,10 +76,13 @@ pub mod config;
 mod driver;
 mod endpoints;
 mod events;
+pub mod health;
 pub mod labels;
 mod ledger;
 mod load;
 mod machine;
+pub mod metrics;
+pub mod observe;
 pub mod record;
 // The loom build's eventfd is a model with no descriptor to watch.
 #[cfg(not(ergon_loom))]

@@ -7,6 +7,8 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+use ergon_gateway::metrics::{self, MetricsThread};
+use ergon_gateway::observe::{self, Observed};
 use ergon_gateway::shm::{self, Hub, HubConfig};
 use ergon_gateway::{self as gateway, Account, Control, Gateway, Keys, Start, WsApiStart};
 use ergon_io::core::Class;
@@ -19,7 +21,8 @@ const USAGE: &str = "usage:
                 [--cpu N] [--max-clients N] [--passphrase P] [--symbol S] [--in-flight N]
                 [--share PCT] [--keep SECS] [--busy] [--guard-ms MS] [--journal PATH]
                 [--class-ceiling urgent|normal|bulk] [--order-entry ws|rest] [--ws-api URL]
-                [--no-stream]
+                [--no-stream] [--metrics ADDR:PORT] [--degraded-pct P] [--degraded-secs S]
+                [--unreachable-secs S]
   ergon-gateway --config gateway.toml [flags]   (every flag as a key; flags override the file)
   ergon-gateway --stats --name NAME [--once]
   ergon-gateway clear-halt BUCKET --name NAME";
@@ -65,6 +68,8 @@ struct Args {
     ws_api: Option<String>,
     /// The user data stream over the WebSocket API (false: `--no-stream`).
     stream: bool,
+    /// `--metrics` and the health thresholds.
+    ops: gateway::metrics::OpsFlags,
 }
 
 impl Args {
@@ -123,6 +128,7 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
             }
             "--ws-api" => a.ws_api = Some(value()?),
             "--no-stream" => a.stream = false,
+            f if gateway::metrics::OpsFlags::takes(f) => a.ops.set(f, &value()?)?,
             "--busy" => a.busy = true,
             "--stats" => a.stats = true,
             "--once" => a.once = true,
@@ -192,17 +198,47 @@ fn serve<E: Account>(a: &Args, start: &Start, keys: &Keys<'_>, symbol: &str) -> 
     let journal = cfg.journal.clone();
     let hub = Hub::bind(cfg, Some(&STOP)).map_err(|e| e.to_string())?;
     hub.attach(&mut lp).map_err(|e| e.to_string())?;
+    let (hub, metrics) = observed(a, &name, &mut lp, &mut gw, hub)?;
     install_sigterm();
     let mut out = std::io::stdout();
     let _ = writeln!(out, "ready {name}");
     let _ = out.flush();
     gateway::run(&mut lp, gw, pool, hub, Arc::new(Control::default()))
         .map_err(|e| e.to_string())?;
+    metrics.stop();
     // A clean stop settled everything in flight: nothing for a successor to query.
     if let Some(j) = journal {
         let _ = std::fs::remove_file(j);
     }
     Ok(())
+}
+
+/// The hub wrapped to publish its state, and the metrics and health thread that
+/// reads it (`--metrics`; the health lines of `--stats` in any case).
+fn observed<E: Account>(
+    a: &Args,
+    name: &str,
+    lp: &mut ergon_io::event_loop::EventLoop,
+    gw: &mut Gateway<E>,
+    hub: Hub,
+) -> Result<(Observed<Hub>, MetricsThread), String> {
+    let budget = lp.budget();
+    let names = budget
+        .ids()
+        .map(|id| budget.name(id).unwrap_or("?").to_string())
+        .collect();
+    let (hub, reader) = observe::observe(hub);
+    let src = metrics::Source {
+        observed: reader,
+        labels: Some(gw.label_reader()),
+        names,
+        health: a.ops.health,
+    };
+    let t = metrics::spawn(name, a.ops.metrics, src).map_err(|e| format!("--metrics: {e}"))?;
+    if let Some(addr) = t.addr {
+        eprintln!("metrics http://{addr}/metrics");
+    }
+    Ok((hub, t))
 }
 
 /// The journal's default place: /dev/shm (survives the process, not the host),
@@ -239,6 +275,9 @@ fn run(a: &Args) -> Result<(), String> {
         loop {
             let text = shm::read_stats(name).map_err(|e| e.to_string())?;
             print!("{text}");
+            if let Some(health) = metrics::read_health(name) {
+                print!("{health}");
+            }
             if a.once {
                 return Ok(());
             }
