@@ -446,6 +446,30 @@ fn the_http_side_answers_only_metrics_and_health_and_survives_bad_input() {
     assert_eq!(code, 200);
     parse(&body);
     assert!(body.contains("# TYPE ergon_bucket_used gauge"));
+    // Where Prometheus's own checker is installed (CI installs it), it parses the
+    // text and finds nothing but its classic-format lint: there a counter's HELP
+    // names the sample (`x_total`), in OpenMetrics the family (`x`).
+    if let Ok(mut p) = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+    {
+        let mut stdin = p.stdin.take().expect("stdin");
+        stdin.write_all(body.as_bytes()).expect("write");
+        drop(stdin);
+        let o = p.wait_with_output().expect("promtool");
+        let said =
+            String::from_utf8_lossy(&o.stderr).into_owned() + &String::from_utf8_lossy(&o.stdout);
+        for line in said.lines().filter(|l| !l.trim().is_empty()) {
+            let base = line
+                .strip_suffix(" no help text")
+                .and_then(|n| n.strip_suffix("_total"))
+                .unwrap_or_else(|| panic!("promtool check metrics: {said}"));
+            assert!(body.contains(&format!("# HELP {base} ")), "{line}");
+        }
+    }
 }
 
 #[test]
