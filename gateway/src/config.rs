@@ -289,6 +289,14 @@ mod tests {
     }
 
     #[test]
+    fn the_example_in_deploy_parses() {
+        let text = include_str!("../../deploy/gateway.toml");
+        let s = parse("deploy/gateway.toml", text).unwrap();
+        assert!(s.iter().any(|s| s.key == "metrics"), "{s:?}");
+        assert_eq!(s.len(), 13);
+    }
+
+    #[test]
     fn a_flag_on_the_command_line_overrides_the_file() {
         let dir = std::env::temp_dir().join(format!("ergon-config-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
