@@ -2,7 +2,8 @@
 //! the official `prometheus-client` crate) and `/health` ([`crate::health`]), served
 //! by a thread of its own that reads only what the loop published
 //! ([`crate::observe`]). The same thread answers `ergon-gateway --stats` with the
-//! health lines on the abstract socket `@ergon-gateway-health/NAME`.
+//! health lines on the abstract socket `@ergon-gateway-health/NAME`, to the
+//! gateway's own user only (`SO_PEERCRED`).
 //!
 //! The families (prefix `ergon_`; counters end in `_total`):
 //!
@@ -554,7 +555,8 @@ fn serve(tcp: Option<TcpListener>, unix: UnixListener, mut st: State, stop: &Ato
             continue;
         }
         if fds[0].revents != 0 {
-            if let Ok((mut s, _)) = unix.accept() {
+            let peer = unix.accept().ok().filter(|(s, _)| same_user(s));
+            if let Some((mut s, _)) = peer {
                 st.sample();
                 let _ = s.set_write_timeout(Some(IO_TIMEOUT));
                 let _ = s.write_all(health::body(&st.reasons).as_bytes());
@@ -568,6 +570,30 @@ fn serve(tcp: Option<TcpListener>, unix: UnixListener, mut st: State, stop: &Ato
             }
         }
     }
+}
+
+/// Whether the peer of `s` runs as this process's user (the health lines are for
+/// the gateway's owner, as `--stats` is).
+#[allow(unsafe_code)]
+fn same_user(s: &UnixStream) -> bool {
+    let mut cred = libc::ucred {
+        pid: 0,
+        uid: u32::MAX,
+        gid: u32::MAX,
+    };
+    let mut len = core::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: `cred` and `len` are live, `len` is the size of `cred`.
+    let r = unsafe {
+        libc::getsockopt(
+            s.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&mut cred as *mut libc::ucred).cast(),
+            &mut len,
+        )
+    };
+    // SAFETY: geteuid cannot fail.
+    r == 0 && cred.uid == unsafe { libc::geteuid() }
 }
 
 /// The request line's method and path, once the head is complete; `Err` on a
