@@ -72,13 +72,17 @@
 #![warn(clippy::undocumented_unsafe_blocks)]
 
 mod bootstrap;
+pub mod config;
 mod driver;
 mod endpoints;
 mod events;
+pub mod health;
 pub mod labels;
 mod ledger;
 mod load;
 mod machine;
+pub mod metrics;
+pub mod observe;
 pub mod protection;
 pub mod record;
 // The loom build's eventfd is a model with no descriptor to watch.

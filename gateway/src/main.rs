@@ -7,6 +7,8 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+use ergon_gateway::metrics::{self, MetricsThread};
+use ergon_gateway::observe::{self, Observed};
 use ergon_gateway::protection::{Mode, Protected, Protection, Shutdown, Startup, State};
 use ergon_gateway::shm::{self, Hub, HubConfig};
 use ergon_gateway::{self as gateway, Account, Control, Gateway, Keys, Start, WsApiStart};
@@ -28,6 +30,8 @@ const USAGE: &str = "usage:
                 [--protection auto|required|off] [--protection-timeout SECS]
                 [--etcd URL[,URL...] --account NAME --safe-share PCT --hosts N
                  [--host NAME] [--lease-ttl SECS]]
+                [--metrics ADDR:PORT] [--degraded-pct P] [--degraded-secs S] [--unreachable-secs S]
+  ergon-gateway --config gateway.toml [flags]   (every flag as a key; flags override the file)
   ergon-gateway --stats --name NAME [--once]
   ergon-gateway clear-halt BUCKET --name NAME";
 
@@ -131,6 +135,8 @@ struct Args {
     protection: Mode,
     /// `--protection-timeout`, ms (None: the venue's recommended timeout).
     protection_timeout_ms: Option<u32>,
+    /// `--metrics` and the health thresholds.
+    ops: gateway::metrics::OpsFlags,
 }
 
 impl Args {
@@ -227,6 +233,7 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
             "--protection-timeout" => {
                 a.protection_timeout_ms = Some((num(value()?, 1.0, 86_400.0)? * 1e3) as u32)
             }
+            f if gateway::metrics::OpsFlags::takes(f) => a.ops.set(f, &value()?)?,
             "--busy" => a.busy = true,
             "--stats" => a.stats = true,
             "--once" => a.once = true,
@@ -353,6 +360,7 @@ fn serve<E: Account>(a: &Args, start: &Start, keys: &Keys<'_>, symbol: &str) -> 
     let journal = cfg.journal.clone();
     let hub = Hub::bind(cfg, Some(&STOP)).map_err(|e| e.to_string())?;
     hub.attach(&mut lp).map_err(|e| e.to_string())?;
+    let (hub, metrics) = observed(a, &name, &mut lp, &mut gw, hub)?;
     install_sigterm();
     let mut out = std::io::stdout();
     let _ = writeln!(out, "ready {name}");
@@ -382,11 +390,40 @@ fn serve<E: Account>(a: &Args, start: &Start, keys: &Keys<'_>, symbol: &str) -> 
         }
     }
     let _ = std::fs::remove_file(&status);
+    metrics.stop();
     // A clean stop settled everything in flight: nothing for a successor to query.
     if let Some(j) = journal {
         let _ = std::fs::remove_file(j);
     }
     Ok(())
+}
+
+/// The hub wrapped to publish its state, and the metrics and health thread that
+/// reads it (`--metrics`; the health lines of `--stats` in any case).
+fn observed<E: Account>(
+    a: &Args,
+    name: &str,
+    lp: &mut ergon_io::event_loop::EventLoop,
+    gw: &mut Gateway<E>,
+    hub: Hub,
+) -> Result<(Observed<Hub>, MetricsThread), String> {
+    let budget = lp.budget();
+    let names = budget
+        .ids()
+        .map(|id| budget.name(id).unwrap_or("?").to_string())
+        .collect();
+    let (hub, reader) = observe::observe(hub);
+    let src = metrics::Source {
+        observed: reader,
+        labels: Some(gw.label_reader()),
+        names,
+        health: a.ops.health,
+    };
+    let t = metrics::spawn(name, a.ops.metrics, src).map_err(|e| format!("--metrics: {e}"))?;
+    if let Some(addr) = t.addr {
+        eprintln!("metrics http://{addr}/metrics");
+    }
+    Ok((hub, t))
 }
 
 /// How long the first arm may take before start-up gives up on it.
@@ -592,6 +629,9 @@ fn run(a: &Args) -> Result<(), String> {
             {
                 print!("{p}");
             }
+            if let Some(health) = metrics::read_health(name) {
+                print!("{health}");
+            }
             if a.once {
                 return Ok(());
             }
@@ -718,9 +758,16 @@ fn not_dumpable() {
     unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) };
 }
 
+/// Checks one setting of a config file with the command line's own parser.
+fn check_setting(args: &[String]) -> Result<(), String> {
+    let probe = ["--stats", "--name", "config-check"].map(String::from);
+    parse(args.iter().cloned().chain(probe)).map(drop)
+}
+
 fn main() -> ExitCode {
     not_dumpable();
-    let a = match parse(std::env::args().skip(1)) {
+    let args = gateway::config::expand(std::env::args().skip(1).collect(), check_setting);
+    let a = match args.and_then(|args| parse(args.into_iter())) {
         Ok(a) => a,
         Err(e) => {
             if !e.is_empty() {

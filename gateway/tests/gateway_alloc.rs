@@ -4,7 +4,9 @@
 //! counted by a global allocator on the loop thread after a warm-up; and the same
 //! with the gateway recording a replay trace (the writer thread is not watched).
 //! Every order carries a label, and the counters by label are published for a
-//! monitoring thread every turn: neither allocates.
+//! monitoring thread every turn: neither allocates. The strategy is wrapped in
+//! `observe::Observed`, which publishes the stats for `--metrics` and `/health`
+//! every turn here: that allocates nothing either.
 
 mod common;
 
@@ -13,6 +15,7 @@ use std::sync::Arc;
 
 use arrayvec::ArrayString;
 use common::alloc::{self, Counting};
+use ergon_gateway::observe::{self, PublishClients};
 use ergon_gateway::{
     record, Account, Api, Control, Driver, Event, Gateway, Label, Prepared, Strategy,
 };
@@ -98,6 +101,8 @@ impl Strategy<BinanceSpot> for Orders {
     }
 }
 
+impl PublishClients for Orders {}
+
 /// Answers every request (headers, then `Content-Length` bytes) with one order.
 fn serve(listener: std::net::TcpListener) {
     let (mut s, _) = listener.accept().unwrap();
@@ -157,17 +162,19 @@ fn round_trips(record: bool) {
         gateway.record(recorder);
         writer
     });
+    let (observed, reader) = observe::observe(Orders {
+        req: Prepared::with_capacity(1024),
+        label,
+        started: false,
+        applied: 0,
+        other: 0,
+        at_warm: 0,
+        at_end: 0,
+    });
+    let observed = observed.with_period(0);
     let mut d = Driver {
         gateway,
-        strategy: Orders {
-            req: Prepared::with_capacity(1024),
-            label,
-            started: false,
-            applied: 0,
-            other: 0,
-            at_warm: 0,
-            at_end: 0,
-        },
+        strategy: observed,
         pool,
         control: Arc::new(Control::default()),
     };
@@ -180,7 +187,7 @@ fn round_trips(record: bool) {
     );
     lp.run(&mut d).unwrap();
     alloc::watch(false);
-    let s = &d.strategy;
+    let s = d.strategy.inner();
     assert_eq!(s.applied, WARMUP + MEASURED);
     assert!(s.other <= 1, "{} retries", s.other);
     assert_eq!(d.gateway.stats().sent, WARMUP + MEASURED);
@@ -191,6 +198,10 @@ fn round_trips(record: bool) {
         (WARMUP + MEASURED, WARMUP + MEASURED)
     );
     d.gateway.publish_labels(i64::MAX, true);
+    // The last turn's publication for the metrics thread.
+    let ops = reader.read_ops();
+    assert_eq!(ops.gateway.sent, WARMUP + MEASURED);
+    assert_eq!(ops.in_flight, 0);
     let published = labels.read();
     assert_eq!(published.rows[0].0.as_str(), "trade:order");
     assert_eq!(published.rows[0].1, counts);

@@ -1,0 +1,751 @@
+//! `--metrics 127.0.0.1:PORT`: `/metrics` in the OpenMetrics text format (encoded by
+//! the official `prometheus-client` crate) and `/health` ([`crate::health`]), served
+//! by a thread of its own that reads only what the loop published
+//! ([`crate::observe`]). The same thread answers `ergon-gateway --stats` with the
+//! health lines on the abstract socket `@ergon-gateway-health/NAME`, to the
+//! gateway's own user only (`SO_PEERCRED`).
+//!
+//! The families (prefix `ergon_`; counters end in `_total`):
+//!
+//! | family | labels | what |
+//! |---|---|---|
+//! | `bucket_used`, `bucket_limit` | bucket | the local count and the limit |
+//! | `bucket_admitted_total` | bucket | charges admitted |
+//! | `bucket_refusals_total` | bucket, reason (full, held, halted, too_big) | charges refused |
+//! | `bucket_held` | bucket | 1 while a throttle holds it |
+//! | `bucket_throttles_total`, `bucket_bans_total` | bucket | throttles (holds) and bans received |
+//! | `bucket_halted` | bucket | 1 while a ban halts it (until `clear-halt`) |
+//! | `bucket_drift` | bucket | the venue's last figure minus the local count then |
+//! | `label_requests_total`, `label_weight_total` | label | submits and cost charged, by label |
+//! | `label_refusals_total` | label, reason | local refusals by label |
+//! | `label_answers_total` | label, verdict | answers by verdict |
+//! | `ledger_in_flight` | | requests in the ledger |
+//! | `requests_sent_total`, `resends_total`, `expired_total` | | sends, re-sends, deadlines passed |
+//! | `answers_total` | verdict (applied, rejected, throttled, banned, clock_skew) | the gateway's answers |
+//! | `unknown_total`, `reconcile_queries_total` | | unknown outcomes, reconcile queries |
+//! | `reconciles_total` | outcome (found, not_found) | unknown outcomes settled |
+//! | `client_attached` | client | 1 while attached |
+//! | `client_submits_total`, `client_accepted_total`, `client_limited_total`, `client_over_share_total`, `client_finals_total` | client | each client's calls |
+//! | `client_events_dropped_total` | client | events that found its ring full (must stay 0) |
+//! | `protection_armed`, `protection_lapsed`, `protection_armed_until_seconds` | | the dead man's switch, when it publishes |
+//! | `lease_lost` | | the etcd lease, when it publishes |
+//! | `healthy`, `health_reason` | kind, bucket | 1 when `/health` is 200; one series per reason |
+//! | `snapshot_age_seconds` | | since the loop last published (a stuck loop shows here) |
+//!
+//! The HTTP side is deliberately small: one connection at a time, a request read
+//! bounded in bytes ([`MAX_REQUEST`]) and time ([`IO_TIMEOUT`]), `GET /metrics` and
+//! `GET /health` only (anything else 404), `Connection: close`. Bad input is an
+//! answer or a closed connection, never a panic.
+//!
+//! What this must never do: touch the loop, its budget or its gateway; block the
+//! loop (it only reads seqlocks, which never stop the writer).
+
+use std::io::{self, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::fd::AsRawFd;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use ergon_core::Stats as BucketStats;
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+
+use crate::health::{self, HealthConfig, HealthMonitor, Reason};
+use crate::labels::{LabelReader, LabelSnapshot};
+use crate::observe::{ObservedReader, OpsSnapshot, Protection};
+
+/// Longest request head read, bytes.
+pub const MAX_REQUEST: usize = 8 * 1024;
+/// Read and write timeout of one connection.
+pub const IO_TIMEOUT: Duration = Duration::from_secs(1);
+/// How often the thread takes a snapshot for health when nobody asks.
+pub const SAMPLE_EVERY: Duration = Duration::from_millis(100);
+
+/// The `Content-Type` of `/metrics`.
+pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+type Labels = Vec<(String, String)>;
+
+/// `\`, `"` and line feeds escaped for a label value (the encoder writes values
+/// as given).
+fn esc(v: &str) -> String {
+    let mut out = String::with_capacity(v.len());
+    for c in v.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn l(pairs: &[(&str, &str)]) -> Labels {
+    pairs.iter().map(|(k, v)| (k.to_string(), esc(v))).collect()
+}
+
+/// A family of gauges or counters filled once per scrape.
+struct Fams<'r> {
+    reg: &'r mut Registry,
+}
+
+impl Fams<'_> {
+    fn gauge(&mut self, name: &str, help: &str, rows: &[(Labels, i64)]) {
+        let f = Family::<Labels, Gauge>::default();
+        for (k, v) in rows {
+            f.get_or_create(k).set(*v);
+        }
+        self.reg.register(name, help, f);
+    }
+
+    fn gauge_f(&mut self, name: &str, help: &str, rows: &[(Labels, f64)]) {
+        let f = Family::<Labels, Gauge<f64, std::sync::atomic::AtomicU64>>::default();
+        for (k, v) in rows {
+            f.get_or_create(k).set(*v);
+        }
+        self.reg.register(name, help, f);
+    }
+
+    fn counter(&mut self, name: &str, help: &str, rows: &[(Labels, u64)]) {
+        let f = Family::<Labels, Counter>::default();
+        for (k, v) in rows {
+            f.get_or_create(k).inc_by(*v);
+        }
+        self.reg.register(name, help, f);
+    }
+}
+
+/// Everything one scrape shows.
+#[derive(Clone, Debug, Default)]
+pub struct View<'a> {
+    /// Bucket names, indexed like the budget's ids.
+    pub names: &'a [String],
+    /// Every bucket's stats.
+    pub buckets: &'a [BucketStats],
+    /// The gateway's own state.
+    pub ops: Option<&'a OpsSnapshot>,
+    /// The counters by label, where published.
+    pub labels: Option<&'a LabelSnapshot>,
+    /// The health reasons now.
+    pub reasons: &'a [Reason],
+    /// Seconds since the loop last published.
+    pub age_secs: Option<f64>,
+}
+
+/// The OpenMetrics text of `v` (ends with `# EOF`).
+pub fn render(v: &View<'_>) -> String {
+    let mut reg = Registry::with_prefix("ergon");
+    let mut f = Fams { reg: &mut reg };
+    let name = |i: usize| v.names.get(i).cloned().unwrap_or_else(|| format!("#{i}"));
+    let per = |get: &dyn Fn(&BucketStats) -> i64| -> Vec<(Labels, i64)> {
+        v.buckets
+            .iter()
+            .enumerate()
+            .map(|(i, b)| (l(&[("bucket", &name(i))]), get(b)))
+            .collect()
+    };
+    let per_c = |get: &dyn Fn(&BucketStats) -> u64| -> Vec<(Labels, u64)> {
+        v.buckets
+            .iter()
+            .enumerate()
+            .map(|(i, b)| (l(&[("bucket", &name(i))]), get(b)))
+            .collect()
+    };
+    f.gauge(
+        "bucket_used",
+        "Units the bucket counts now.",
+        &per(&|b| b.used as i64),
+    );
+    f.gauge(
+        "bucket_limit",
+        "The bucket's limit.",
+        &per(&|b| b.limit as i64),
+    );
+    f.counter(
+        "bucket_admitted",
+        "Charges admitted.",
+        &per_c(&|b| b.admitted),
+    );
+    let mut refusals = Vec::new();
+    for (i, b) in v.buckets.iter().enumerate() {
+        let r = b.refusals;
+        for (why, n) in [
+            ("full", r.full),
+            ("held", r.held),
+            ("halted", r.halted),
+            ("too_big", r.too_big),
+        ] {
+            refusals.push((l(&[("bucket", &name(i)), ("reason", why)]), n));
+        }
+    }
+    f.counter("bucket_refusals", "Charges refused, by reason.", &refusals);
+    let held = |b: &BucketStats| i64::from(b.held_until_ns.is_some());
+    f.gauge(
+        "bucket_held",
+        "1 while a throttle holds the bucket.",
+        &per(&held),
+    );
+    f.counter(
+        "bucket_throttles",
+        "Throttles (holds) received.",
+        &per_c(&|b| u64::from(b.throttles)),
+    );
+    f.counter(
+        "bucket_bans",
+        "Bans received.",
+        &per_c(&|b| u64::from(b.bans)),
+    );
+    f.gauge(
+        "bucket_halted",
+        "1 while a ban halts the bucket (until clear-halt).",
+        &per(&|b| i64::from(b.halted)),
+    );
+    f.gauge(
+        "bucket_drift",
+        "The venue's last figure minus the local count at that moment.",
+        &per(&|b| b.drift),
+    );
+    if let Some(ls) = v.labels.filter(|s| s.now_ns != 0) {
+        let (mut req, mut weight, mut refused, mut answers) = (vec![], vec![], vec![], vec![]);
+        for (label, c, _) in &ls.rows {
+            let lb = |extra: &[(&str, &str)]| {
+                let mut x = vec![("label", label.as_str())];
+                x.extend_from_slice(extra);
+                l(&x)
+            };
+            req.push((lb(&[]), c.requests));
+            weight.push((lb(&[]), c.weight));
+            for (why, n) in [
+                ("full", c.refused_full),
+                ("held", c.refused_held),
+                ("halted", c.refused_halted),
+                ("too_big", c.refused_too_big),
+            ] {
+                refused.push((lb(&[("reason", why)]), n));
+            }
+            for (verdict, n) in [
+                ("done", c.done),
+                ("rejected", c.rejected),
+                ("throttled", c.throttled),
+                ("banned", c.banned),
+                ("not_run", c.not_run),
+                ("unknown", c.unknown),
+                ("clock_skew", c.clock_skew),
+            ] {
+                answers.push((lb(&[("verdict", verdict)]), n));
+            }
+        }
+        f.counter("label_requests", "Submits by label.", &req);
+        f.counter("label_weight", "Cost charged by label.", &weight);
+        f.counter("label_refusals", "Local refusals by label.", &refused);
+        f.counter("label_answers", "Answers by label and verdict.", &answers);
+    }
+    if let Some(o) = v.ops.filter(|o| o.now_ns != 0) {
+        let g = &o.gateway;
+        let one = |n: u64| vec![(Labels::new(), n)];
+        f.gauge(
+            "ledger_in_flight",
+            "Requests in the ledger.",
+            &[(Labels::new(), o.in_flight as i64)],
+        );
+        f.counter(
+            "requests_sent",
+            "Requests handed to the transport.",
+            &one(g.sent),
+        );
+        f.counter(
+            "resends",
+            "Re-sends of what surely did not run.",
+            &one(g.resent),
+        );
+        f.counter(
+            "expired",
+            "Requests whose deadline passed.",
+            &one(g.expired),
+        );
+        f.counter(
+            "unknown",
+            "Writes whose outcome was unknown.",
+            &one(g.unknown),
+        );
+        f.counter(
+            "reconcile_queries",
+            "Reconcile queries sent.",
+            &one(g.queries),
+        );
+        f.counter(
+            "reconciles",
+            "Unknown outcomes settled by a query.",
+            &[
+                (l(&[("outcome", "found")]), g.reconciled_found),
+                (
+                    l(&[("outcome", "not_found")]),
+                    g.reconciled.saturating_sub(g.reconciled_found),
+                ),
+            ],
+        );
+        f.counter(
+            "answers",
+            "The gateway's answers by verdict.",
+            &[
+                (l(&[("verdict", "applied")]), g.applied),
+                (l(&[("verdict", "rejected")]), g.rejected),
+                (l(&[("verdict", "throttled")]), g.throttled),
+                (l(&[("verdict", "banned")]), g.banned),
+                (l(&[("verdict", "clock_skew")]), g.clock_skew),
+            ],
+        );
+        let cl = |get: &dyn Fn(&crate::shm::ClientStats) -> u64| -> Vec<(Labels, u64)> {
+            o.clients
+                .iter()
+                .map(|c| (l(&[("client", &c.name)]), get(&c.stats)))
+                .collect()
+        };
+        let attached: Vec<_> = o
+            .clients
+            .iter()
+            .map(|c| (l(&[("client", &c.name)]), i64::from(c.attached)))
+            .collect();
+        f.gauge(
+            "client_attached",
+            "1 while the client is attached.",
+            &attached,
+        );
+        f.counter(
+            "client_submits",
+            "Calls taken from its ring.",
+            &cl(&|s| s.submitted),
+        );
+        f.counter("client_accepted", "Calls accepted.", &cl(&|s| s.accepted));
+        f.counter(
+            "client_limited",
+            "Calls the budget refused.",
+            &cl(&|s| s.limited),
+        );
+        f.counter(
+            "client_over_share",
+            "Calls refused by its share.",
+            &cl(&|s| s.over_share),
+        );
+        f.counter(
+            "client_finals",
+            "Final events delivered.",
+            &cl(&|s| s.finals),
+        );
+        f.counter(
+            "client_events_dropped",
+            "Events that found its ring full (must stay 0).",
+            &cl(&|s| s.lost_events),
+        );
+        match o.protection {
+            Protection::Absent => {}
+            Protection::Armed { armed_until_ns } | Protection::Lapsed { armed_until_ns } => {
+                let lapsed = matches!(o.protection, Protection::Lapsed { .. });
+                f.gauge(
+                    "protection_armed",
+                    "1 while the dead man's switch is armed.",
+                    &[(Labels::new(), i64::from(!lapsed))],
+                );
+                f.gauge(
+                    "protection_lapsed",
+                    "1 when the switch could not be refreshed in time.",
+                    &[(Labels::new(), i64::from(lapsed))],
+                );
+                f.gauge_f(
+                    "protection_armed_until_seconds",
+                    "The switch's end on the loop's clock.",
+                    &[(Labels::new(), armed_until_ns as f64 / 1e9)],
+                );
+            }
+        }
+        if o.lease != crate::observe::Lease::Absent {
+            f.gauge(
+                "lease_lost",
+                "1 when the etcd lease is lost.",
+                &[(
+                    Labels::new(),
+                    i64::from(o.lease == crate::observe::Lease::Lost),
+                )],
+            );
+        }
+    }
+    f.gauge(
+        "healthy",
+        "1 when /health answers 200.",
+        &[(Labels::new(), i64::from(v.reasons.is_empty()))],
+    );
+    let reasons: Vec<_> = v
+        .reasons
+        .iter()
+        .map(|r| {
+            (
+                l(&[("kind", r.kind()), ("bucket", r.bucket().unwrap_or(""))]),
+                1,
+            )
+        })
+        .collect();
+    f.gauge(
+        "health_reason",
+        "One series per health reason now.",
+        &reasons,
+    );
+    if let Some(age) = v.age_secs {
+        f.gauge_f(
+            "snapshot_age_seconds",
+            "Since the loop last published.",
+            &[(Labels::new(), age)],
+        );
+    }
+    let mut out = String::new();
+    // Writing into a String cannot fail.
+    let _ = encode(&mut out, &reg);
+    out
+}
+
+/// What the metrics thread reads, and how it judges health.
+pub struct Source {
+    /// The loop's publications.
+    pub observed: ObservedReader,
+    /// The counters by label, where published.
+    pub labels: Option<LabelReader>,
+    /// Bucket names, indexed like the budget's ids.
+    pub names: Vec<String>,
+    /// Health thresholds.
+    pub health: HealthConfig,
+}
+
+impl core::fmt::Debug for Source {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Source")
+            .field("names", &self.names)
+            .finish_non_exhaustive()
+    }
+}
+
+struct State {
+    src: Source,
+    monitor: HealthMonitor,
+    t0: Instant,
+    /// Loop time of the last publication, and when this thread first saw it.
+    last: (i64, Instant),
+    buckets: Vec<BucketStats>,
+    ops: OpsSnapshot,
+    reasons: Vec<Reason>,
+}
+
+impl State {
+    fn sample(&mut self) {
+        let snap = self.src.observed.stats.read();
+        self.buckets = snap.buckets().to_vec();
+        self.ops = self.src.observed.read_ops();
+        if snap.now_ns != self.last.0 {
+            self.last = (snap.now_ns, Instant::now());
+        }
+        let mono = self.t0.elapsed().as_nanos() as i64;
+        let wall = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as i64);
+        self.reasons = self.monitor.observe(mono, wall, &self.buckets, &self.ops);
+    }
+
+    fn metrics(&mut self) -> String {
+        self.sample();
+        let labels = self.src.labels.as_ref().map(LabelReader::read);
+        render(&View {
+            names: &self.src.names,
+            buckets: &self.buckets,
+            ops: Some(&self.ops),
+            labels: labels.as_ref(),
+            reasons: &self.reasons,
+            age_secs: (self.last.0 != 0).then(|| self.last.1.elapsed().as_secs_f64()),
+        })
+    }
+}
+
+/// The running metrics and health thread.
+#[derive(Debug)]
+pub struct MetricsThread {
+    /// Where `/metrics` is served, if `--metrics` was given (the port chosen when
+    /// asked for port 0).
+    pub addr: Option<SocketAddr>,
+    stop: Arc<AtomicBool>,
+    handle: Option<JoinHandle<()>>,
+}
+
+impl MetricsThread {
+    /// Stops the thread and waits for it (it notices within [`SAMPLE_EVERY`]).
+    pub fn stop(mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+/// The abstract socket name `--stats` asks for the health lines.
+pub fn health_socket(name: &str) -> String {
+    format!("ergon-gateway-health/{name}")
+}
+
+/// Starts the thread: `/metrics` and `/health` on `addr` if given, and the health
+/// lines for `--stats` on `@ergon-gateway-health/NAME`.
+pub fn spawn(name: &str, addr: Option<SocketAddr>, src: Source) -> io::Result<MetricsThread> {
+    let tcp = addr.map(TcpListener::bind).transpose()?;
+    let bound = tcp.as_ref().map(TcpListener::local_addr).transpose()?;
+    let unix = {
+        use std::os::linux::net::SocketAddrExt;
+        let a = std::os::unix::net::SocketAddr::from_abstract_name(health_socket(name))?;
+        UnixListener::bind_addr(&a)?
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&stop);
+    let state = State {
+        monitor: HealthMonitor::new(src.health, src.names.clone()),
+        src,
+        t0: Instant::now(),
+        last: (0, Instant::now()),
+        buckets: Vec::new(),
+        ops: OpsSnapshot::default(),
+        reasons: Vec::new(),
+    };
+    let handle = std::thread::Builder::new()
+        .name("ergon-metrics".into())
+        .spawn(move || serve(tcp, unix, state, &flag))?;
+    Ok(MetricsThread {
+        addr: bound,
+        stop,
+        handle: Some(handle),
+    })
+}
+
+fn serve(tcp: Option<TcpListener>, unix: UnixListener, mut st: State, stop: &AtomicBool) {
+    let mut fds = vec![libc::pollfd {
+        fd: unix.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    }];
+    if let Some(t) = &tcp {
+        fds.push(libc::pollfd {
+            fd: t.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        });
+    }
+    let mut next = Instant::now();
+    while !stop.load(Ordering::SeqCst) {
+        for p in &mut fds {
+            p.revents = 0;
+        }
+        let ms = SAMPLE_EVERY.as_millis() as libc::c_int;
+        // SAFETY: `fds` is a live array of pollfd of the length passed.
+        #[allow(unsafe_code)]
+        let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
+        if Instant::now() >= next {
+            st.sample();
+            next = Instant::now() + SAMPLE_EVERY;
+        }
+        if n <= 0 {
+            continue;
+        }
+        if fds[0].revents != 0 {
+            let peer = unix.accept().ok().filter(|(s, _)| same_user(s));
+            if let Some((mut s, _)) = peer {
+                st.sample();
+                let _ = s.set_write_timeout(Some(IO_TIMEOUT));
+                let _ = s.write_all(health::body(&st.reasons).as_bytes());
+            }
+        }
+        if let (Some(t), Some(p)) = (&tcp, fds.get(1)) {
+            if p.revents != 0 {
+                if let Ok((s, _)) = t.accept() {
+                    let _ = answer(s, &mut st);
+                }
+            }
+        }
+    }
+}
+
+/// Whether the peer of `s` runs as this process's user (the health lines are for
+/// the gateway's owner, as `--stats` is).
+#[allow(unsafe_code)]
+fn same_user(s: &UnixStream) -> bool {
+    let mut cred = libc::ucred {
+        pid: 0,
+        uid: u32::MAX,
+        gid: u32::MAX,
+    };
+    let mut len = core::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: `cred` and `len` are live, `len` is the size of `cred`.
+    let r = unsafe {
+        libc::getsockopt(
+            s.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&mut cred as *mut libc::ucred).cast(),
+            &mut len,
+        )
+    };
+    // SAFETY: geteuid cannot fail.
+    r == 0 && cred.uid == unsafe { libc::geteuid() }
+}
+
+/// The request line's method and path, once the head is complete; `Err` on a
+/// head that is not HTTP/1.x or too long.
+fn request_line(head: &[u8]) -> Result<Option<(&str, &str)>, ()> {
+    let Some(end) = head.windows(4).position(|w| w == b"\r\n\r\n") else {
+        return if head.len() >= MAX_REQUEST {
+            Err(())
+        } else {
+            Ok(None)
+        };
+    };
+    let line = head[..end].split(|&b| b == b'\r').next().unwrap_or(&[]);
+    let line = core::str::from_utf8(line).map_err(drop)?;
+    let mut parts = line.split(' ');
+    match (parts.next(), parts.next(), parts.next(), parts.next()) {
+        (Some(m), Some(p), Some(v), None) if v.starts_with("HTTP/1.") => Ok(Some((m, p))),
+        _ => Err(()),
+    }
+}
+
+fn respond(s: &mut TcpStream, status: &str, ctype: &str, body: &str) -> io::Result<()> {
+    let head = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    s.write_all(head.as_bytes())?;
+    s.write_all(body.as_bytes())?;
+    s.flush()
+}
+
+fn answer(mut s: TcpStream, st: &mut State) -> io::Result<()> {
+    s.set_read_timeout(Some(IO_TIMEOUT))?;
+    s.set_write_timeout(Some(IO_TIMEOUT))?;
+    let deadline = Instant::now() + IO_TIMEOUT;
+    let mut head = Vec::with_capacity(1024);
+    let mut buf = [0u8; 1024];
+    let text = "text/plain; charset=utf-8";
+    let (method, path) = loop {
+        match request_line(&head) {
+            Ok(Some((m, p))) => break (m.to_string(), p.to_string()),
+            Ok(None) => {}
+            Err(()) => {
+                respond(&mut s, "400 Bad Request", text, "bad request\n")?;
+                // Read what the peer still sends (bounded) so that closing does not
+                // reset the connection before it reads the answer.
+                let _ = s.shutdown(std::net::Shutdown::Write);
+                let _ = (&mut s).take(1 << 20).read_to_end(&mut head);
+                return Ok(());
+            }
+        }
+        if Instant::now() >= deadline {
+            return Ok(());
+        }
+        let n = s.read(&mut buf)?;
+        if n == 0 {
+            return Ok(());
+        }
+        let room = MAX_REQUEST - head.len().min(MAX_REQUEST);
+        head.extend_from_slice(&buf[..n.min(room)]);
+    };
+    let path = path.split('?').next().unwrap_or("");
+    match (method.as_str(), path) {
+        ("GET", "/metrics") => {
+            let body = st.metrics();
+            respond(&mut s, "200 OK", CONTENT_TYPE, &body)
+        }
+        ("GET", "/health") => {
+            st.sample();
+            let status = if st.reasons.is_empty() {
+                "200 OK"
+            } else {
+                "503 Service Unavailable"
+            };
+            respond(&mut s, status, text, &health::body(&st.reasons))
+        }
+        _ => respond(&mut s, "404 Not Found", text, "not found\n"),
+    }
+}
+
+/// The health lines of the gateway `name` for `--stats` (each `health ...`), or
+/// None if it serves none (an older gateway, or none running).
+pub fn read_health(name: &str) -> Option<String> {
+    use std::os::linux::net::SocketAddrExt;
+    let a = std::os::unix::net::SocketAddr::from_abstract_name(health_socket(name)).ok()?;
+    let s = UnixStream::connect_addr(&a).ok()?;
+    s.set_read_timeout(Some(IO_TIMEOUT)).ok()?;
+    let mut text = String::new();
+    s.take(64 * 1024).read_to_string(&mut text).ok()?;
+    Some(text.lines().map(|l| format!("health {l}\n")).collect())
+}
+
+/// The command line's flags for metrics and health (`--metrics ADDR`,
+/// `--degraded-pct P`, `--degraded-secs S`, `--unreachable-secs S`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct OpsFlags {
+    /// Where to serve `/metrics` and `/health` (none: not served over HTTP).
+    pub metrics: Option<SocketAddr>,
+    /// Health thresholds.
+    pub health: HealthConfig,
+}
+
+impl OpsFlags {
+    /// Whether `flag` is one of these.
+    pub fn takes(flag: &str) -> bool {
+        matches!(
+            flag,
+            "--metrics" | "--degraded-pct" | "--degraded-secs" | "--unreachable-secs"
+        )
+    }
+
+    /// Applies `flag` with its value; the error names the flag and the value.
+    pub fn set(&mut self, flag: &str, v: &str) -> Result<(), String> {
+        let num = |lo: f64, hi: f64| {
+            v.parse::<f64>()
+                .ok()
+                .filter(|x| x.is_finite() && *x >= lo && *x <= hi)
+                .ok_or_else(|| format!("{flag} {v:?}: expected a number in {lo}..={hi}"))
+        };
+        match flag {
+            "--metrics" => {
+                self.metrics = Some(v.parse().map_err(|_| {
+                    format!("{flag} {v:?}: expected an address and port, as 127.0.0.1:9100")
+                })?)
+            }
+            "--degraded-pct" => self.health.degraded_pct = num(0.0, 100.0)?,
+            "--degraded-secs" => self.health.degraded_secs = num(0.1, 86_400.0)?,
+            "--unreachable-secs" => self.health.unreachable_secs = num(0.1, 86_400.0)?,
+            _ => return Err(format!("unknown argument {flag:?}")),
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_request_line_is_complete_partial_or_bad() {
+        assert_eq!(
+            request_line(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n"),
+            Ok(Some(("GET", "/metrics")))
+        );
+        assert_eq!(request_line(b"GET /metrics HTTP/1.1\r\n"), Ok(None));
+        assert_eq!(request_line(b"GARBAGE\r\n\r\n"), Err(()));
+        assert_eq!(request_line(b"\xff\xfe /x HTTP/1.1\r\n\r\n"), Err(()));
+        assert_eq!(request_line(&[b'a'; MAX_REQUEST]), Err(()));
+    }
+
+    #[test]
+    fn label_values_are_escaped() {
+        assert_eq!(esc("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
+    }
+}
