@@ -85,6 +85,9 @@ pub struct Budget {
     /// The charge sequence when a lane last settled or reopened: a shape's ticket
     /// charged after it is still in its lanes.
     last_settle_seq: u64,
+    /// Bumped by every change of a lane or a bucket outside the charge and refund
+    /// paths (which bump `seq` and `returned`): see [`Budget::stamp`].
+    epoch: u64,
     /// Registered shapes; `shape_count` of them are in use.
     shapes: [ShapeRow; MAX_SHAPES],
     shape_count: u8,
@@ -123,6 +126,7 @@ impl Budget {
             back: [Back::default(); ROOMS],
             lanes_until: i64::MAX,
             last_settle_seq: 0,
+            epoch: 0,
             shapes: [ShapeRow::EMPTY; MAX_SHAPES],
             shape_count: 0,
         };
@@ -133,6 +137,7 @@ impl Budget {
     /// Call after any lane settled, opened or closed: recomputes the earliest end of
     /// an open lane, and marks the tickets charged so far as settled somewhere.
     fn lanes_changed(&mut self) {
+        self.epoch += 1;
         self.last_settle_seq = self.seq;
         self.lanes_until = self.lanes[..self.buckets.len()]
             .iter()
@@ -145,6 +150,7 @@ impl Budget {
     /// [`Budget::lanes_changed`] after one lane settled and moved its end from `old`
     /// to `new`: recomputes the earliest end only if it may have risen.
     fn lane_moved(&mut self, old: i64, new: i64) {
+        self.epoch += 1;
         self.last_settle_seq = self.seq;
         if new == old {
             return;
@@ -154,6 +160,20 @@ impl Budget {
         } else if old == self.lanes_until {
             self.lanes_changed();
         }
+    }
+
+    /// The budget's version: moves with every charge admitted (`seq`), every ticket
+    /// or flight given back (`returned`) and every other change of a bucket or a
+    /// lane (`epoch`: each goes through [`Budget::lanes_changed`] or
+    /// [`Budget::lane_moved`]). All three only grow, so their sum moves whenever
+    /// one does. Settling a lane into its bucket changes no answer and moves
+    /// nothing. While it holds and every lane is open, a refusal asked again is
+    /// answered the same.
+    #[inline(always)]
+    fn stamp(&self) -> u64 {
+        self.seq
+            .wrapping_add(self.returned)
+            .wrapping_add(self.epoch)
     }
 
     /// Reads `now_ns` as no earlier than any time already seen.
@@ -545,6 +565,8 @@ impl Budget {
         let i = bucket.index() % MAX_BUCKETS;
         let mut back = self.back[i];
         b.settle(&mut back, self.rooms[i], self.seq);
+        // Refusals repeated from a shape's memory are booked when it is replaced.
+        self.pending_refusals(bucket, &mut b.stats.refusals);
         Ok(Stats {
             used: b.used_at(self.now_ns),
             held_until_ns: (self.now_ns < b.hold_until_ns).then_some(b.hold_until_ns),
