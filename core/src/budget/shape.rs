@@ -34,7 +34,13 @@ const _: () = assert!(
 );
 
 /// One registered shape. See the module docs.
+///
+/// `repr(C)`, cache-line aligned: the length, the indices and the Urgent need
+/// (the cost) of the first six parts share the first line, and a class's need
+/// of the first four parts lies in the second, so that a charge of up to four
+/// parts reads two lines of its row.
 #[derive(Clone, Copy, Debug)]
+#[repr(C, align(64))]
 pub(super) struct ShapeRow {
     len: u8,
     /// Bucket indices, repeated buckets merged, in first-seen order.
