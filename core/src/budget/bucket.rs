@@ -11,7 +11,7 @@ use crate::fixed::Windows;
 use crate::gcra::Gcra;
 use crate::ring::Ring;
 use crate::spec::{Kind, Spec};
-use crate::stats::Stats;
+use crate::stats::{Refusals, Stats};
 use crate::ticket::{Class, Why};
 use crate::MAX_NAME;
 
@@ -317,15 +317,12 @@ impl Bucket {
 
     /// Counts a refusal by this bucket in its stats.
     pub(super) fn count_refusal(&mut self, why: Why) {
-        let r = &mut self.stats.refusals;
-        match why {
-            Why::Full => r.full += 1,
-            Why::Held => r.held += 1,
-            Why::Halted => r.halted += 1,
-            Why::TooBig => r.too_big += 1,
-            // No bucket of this budget to count it on.
-            Why::Foreign => {}
-        }
+        self.count_refusals(why, 1);
+    }
+
+    /// Counts `n` refusals by this bucket, all for `why`, in its stats.
+    pub(super) fn count_refusals(&mut self, why: Why, n: u64) {
+        add_refusals(&mut self.stats.refusals, why, n);
     }
 
     #[inline]
@@ -421,4 +418,17 @@ impl Bucket {
             _ => None,
         }
     }
+}
+
+/// Adds `n` refusals for `why` to `refusals`.
+pub(super) fn add_refusals(refusals: &mut Refusals, why: Why, n: u64) {
+    let count = match why {
+        Why::Full => &mut refusals.full,
+        Why::Held => &mut refusals.held,
+        Why::Halted => &mut refusals.halted,
+        Why::TooBig => &mut refusals.too_big,
+        // No bucket of this budget to count it on.
+        Why::Foreign => return,
+    };
+    *count = count.saturating_add(n);
 }

@@ -57,38 +57,46 @@ const ROOMS: usize = 256;
 const _: () = assert!(MAX_BUCKETS < ROOMS, "a room past the buckets stays closed");
 
 /// A fixed set of rate limits, charged all or none. See the [crate] docs.
+// Laid out for the charge path (`repr(C)`, declared order, cache-line aligned):
+// the scalars a charge reads or writes share the first line, the rooms of the
+// first eight buckets the next, then the shape rows (two lines per row for up
+// to four parts); what only the slow paths read comes last.
 #[derive(Clone, Debug)]
+#[repr(C, align(64))]
 pub struct Budget {
     now_ns: i64,
-    hold_guard_ns: i64,
     /// Charges admitted so far: the sequence number of the last ticket.
     seq: u64,
-    /// Tickets and flights given back (refunded or completed) so far.
-    returned: u64,
+    /// The earliest end of an open lane (`i64::MAX` if none): before it, every open
+    /// lane holds, so a shape's charge checks rooms only.
+    lanes_until: i64,
     /// The tag every id, ticket and flight of this budget carries.
     tag: u16,
-    buckets: ArrayVec<Bucket, MAX_BUCKETS>,
-    /// The hot half of each bucket's lane, by bucket index; the slots past the
-    /// buckets stay closed. A fixed array so that an index taken modulo its length
-    /// needs no bounds check on the charge paths.
-    lanes: [Lane; MAX_BUCKETS],
+    shape_count: u8,
+    /// The charge sequence when a lane last settled or reopened: a shape's ticket
+    /// charged after it is still in its lanes.
+    last_settle_seq: u64,
+    /// Tickets and flights given back (refunded or completed) so far.
+    returned: u64,
+    /// Bumped by every change of a lane or a bucket outside the charge and refund
+    /// paths (which bump `seq` and `returned`): see [`Budget::stamp`].
+    epoch: u64,
+    hold_guard_ns: i64,
     /// The room of each lane (see [`Lane`]), by bucket index. One entry per `u8`,
     /// so that a shape's bucket index (a `u8`) needs no bounds check or mask; the
     /// entries past the buckets stay 0 (closed) for good, and
     /// [`shape::NO_ROOM`] is where unregistered shape rows point.
     rooms: [u64; ROOMS],
+    /// Registered shapes; `shape_count` of them are in use.
+    shapes: [ShapeRow; MAX_SHAPES],
+    /// The hot half of each bucket's lane, by bucket index; the slots past the
+    /// buckets stay closed. A fixed array so that an index taken modulo its length
+    /// needs no bounds check on the charge paths.
+    lanes: [Lane; MAX_BUCKETS],
     /// What refunds gave back into each lane since it last settled, by bucket
     /// index, like the rooms.
     back: [Back; ROOMS],
-    /// The earliest end of an open lane (`i64::MAX` if none): before it, every open
-    /// lane holds, so a shape's charge checks rooms only.
-    lanes_until: i64,
-    /// The charge sequence when a lane last settled or reopened: a shape's ticket
-    /// charged after it is still in its lanes.
-    last_settle_seq: u64,
-    /// Registered shapes; `shape_count` of them are in use.
-    shapes: [ShapeRow; MAX_SHAPES],
-    shape_count: u8,
+    buckets: ArrayVec<Bucket, MAX_BUCKETS>,
 }
 
 impl Budget {
@@ -124,6 +132,7 @@ impl Budget {
             back: [Back::default(); ROOMS],
             lanes_until: i64::MAX,
             last_settle_seq: 0,
+            epoch: 0,
             shapes: [ShapeRow::EMPTY; MAX_SHAPES],
             shape_count: 0,
         };
@@ -134,6 +143,7 @@ impl Budget {
     /// Call after any lane settled, opened or closed: recomputes the earliest end of
     /// an open lane, and marks the tickets charged so far as settled somewhere.
     fn lanes_changed(&mut self) {
+        self.epoch += 1;
         self.last_settle_seq = self.seq;
         self.lanes_until = self.lanes[..self.buckets.len()]
             .iter()
@@ -146,6 +156,7 @@ impl Budget {
     /// [`Budget::lanes_changed`] after one lane settled and moved its end from `old`
     /// to `new`: recomputes the earliest end only if it may have risen.
     fn lane_moved(&mut self, old: i64, new: i64) {
+        self.epoch += 1;
         self.last_settle_seq = self.seq;
         if new == old {
             return;
@@ -155,6 +166,20 @@ impl Budget {
         } else if old == self.lanes_until {
             self.lanes_changed();
         }
+    }
+
+    /// The budget's version: moves with every charge admitted (`seq`), every ticket
+    /// or flight given back (`returned`) and every other change of a bucket or a
+    /// lane (`epoch`: each goes through [`Budget::lanes_changed`] or
+    /// [`Budget::lane_moved`]). All three only grow, so their sum moves whenever
+    /// one does. Settling a lane into its bucket changes no answer and moves
+    /// nothing. While it holds and every lane is open, a refusal asked again is
+    /// answered the same.
+    #[inline(always)]
+    fn stamp(&self) -> u64 {
+        self.seq
+            .wrapping_add(self.returned)
+            .wrapping_add(self.epoch)
     }
 
     /// Reads `now_ns` as no earlier than any time already seen.
@@ -546,6 +571,8 @@ impl Budget {
         let i = bucket.index() % MAX_BUCKETS;
         let mut back = self.back[i];
         b.settle(&mut back, self.rooms[i], self.seq);
+        // Refusals repeated from a shape's memory are booked when it is replaced.
+        self.pending_refusals(bucket, &mut b.stats.refusals);
         Ok(Stats {
             used: b.used_at(self.now_ns),
             held_until_ns: (self.now_ns < b.hold_until_ns).then_some(b.hold_until_ns),

@@ -19,8 +19,10 @@
 //!
 //! Never allocates, locks, logs or reads a clock.
 
+use super::bucket::add_refusals;
 use super::charge::rank;
 use super::Budget;
+use crate::stats::Refusals;
 use crate::ticket::{BucketId, Charged, Class, ForeignId, Limited, Part, Shape, Ticket, Why};
 use crate::{ConfigError, MAX_BUCKETS, MAX_PARTS, MAX_SHAPES};
 
@@ -32,7 +34,13 @@ const _: () = assert!(
 );
 
 /// One registered shape. See the module docs.
+///
+/// `repr(C)`, cache-line aligned: the length, the indices and the Urgent need
+/// (the cost) of the first six parts share the first line, and a class's need
+/// of the first four parts lies in the second, so that a charge of up to four
+/// parts reads two lines of its row.
 #[derive(Clone, Copy, Debug)]
+#[repr(C, align(64))]
 pub(super) struct ShapeRow {
     len: u8,
     /// Bucket indices, repeated buckets merged, in first-seen order.
@@ -42,6 +50,38 @@ pub(super) struct ShapeRow {
     need: [[u64; MAX_PARTS]; 3],
     /// The merged parts, for the full path.
     parts: [Part; MAX_PARTS],
+    /// The last refusal of this shape from the lanes, and the budget's stamp then
+    /// (see [`Budget::stamp`]).
+    refused: Refused,
+}
+
+/// A refusal remembered for one shape: asked again for the same class while the
+/// budget's stamp has not moved (nothing was charged, refunded, settled, opened,
+/// ticked or said since) and before its `ready_at_ns`, the answer is the same, so
+/// it is given again without asking the buckets.
+#[derive(Clone, Copy, Debug)]
+struct Refused {
+    /// The budget's stamp when it was computed; [`Refused::NONE`]'s never matches.
+    stamp: u64,
+    class: Class,
+    limited: Limited,
+    /// Times it was given again, not yet counted in its bucket's stats (booked
+    /// when it is replaced; [`Budget::stats`] adds them).
+    hits: u64,
+}
+
+impl Refused {
+    /// No refusal remembered: no stamp reaches `u64::MAX`.
+    const NONE: Refused = Refused {
+        stamp: u64::MAX,
+        class: Class::Urgent,
+        limited: Limited {
+            bucket: NO_PART.bucket,
+            ready_at_ns: i64::MIN,
+            why: Why::Full,
+        },
+        hits: 0,
+    };
 }
 
 const NO_PART: Part = Part {
@@ -61,6 +101,7 @@ impl ShapeRow {
         index: [NO_ROOM; MAX_PARTS],
         need: [[0; MAX_PARTS]; 3],
         parts: [NO_PART; MAX_PARTS],
+        refused: Refused::NONE,
     };
 
     #[inline]
@@ -210,11 +251,10 @@ impl Budget {
     }
 
     /// [`Budget::try_charge_shape`] when part `k` did not pass its lane, no lane
-    /// having ended: the parts before `k` passed, so their lanes are open and not
-    /// short. If every later lane is open too (a closed lane has no room, an open
-    /// one at least 1), the refusal comes from the short buckets alone, as
-    /// [`Budget::try_charge`]'s explanation would give it; anything else takes
-    /// [`Budget::shape_missed`].
+    /// having ended: the parts before `k` give back what they took; then the same
+    /// refusal as last time if nothing moved since (see [`Refused`]), else
+    /// [`Budget::shape_refuse`]. Small, so that a repeated refusal pays a short
+    /// prologue.
     #[cold]
     #[inline(never)]
     fn shape_short(
@@ -225,10 +265,71 @@ impl Budget {
         k: usize,
     ) -> Result<Ticket, Limited> {
         self.give_back(shape, k);
+        let stamp = self.stamp();
+        let last = &mut self.shapes[usize::from(shape.index) % MAX_SHAPES].refused;
+        // Nothing moved since this same refusal, and its lanes still hold (the
+        // caller checked `now` against their earliest end): the buckets would
+        // answer the same.
+        if last.stamp == stamp && last.class == class && now < last.limited.ready_at_ns {
+            last.hits += 1;
+            return Err(last.limited);
+        }
+        self.shape_refuse(shape, class, now, k)
+    }
+
+    /// [`Budget::shape_short`] with nothing remembered: the parts before `k`
+    /// passed, so their lanes are open and not short. If every later lane is open
+    /// too (a closed lane has no room, an open one at least 1), the refusal comes
+    /// from the short buckets alone, as [`Budget::try_charge`]'s explanation would
+    /// give it, and is remembered; anything else takes [`Budget::shape_missed`].
+    #[cold]
+    #[inline(never)]
+    fn shape_refuse(
+        &mut self,
+        shape: Shape,
+        class: Class,
+        now: i64,
+        k: usize,
+    ) -> Result<Ticket, Limited> {
         let si = usize::from(shape.index) % MAX_SHAPES;
         match self.refuse_short(si, k, class, now) {
-            Some(refused) => Err(refused),
+            Some(limited) => {
+                let stamp = self.stamp();
+                let old = core::mem::replace(
+                    &mut self.shapes[si].refused,
+                    Refused {
+                        stamp,
+                        class,
+                        limited,
+                        hits: 0,
+                    },
+                );
+                self.count_hits(&old);
+                Err(limited)
+            }
             None => self.shape_missed(shape, class, now),
+        }
+    }
+
+    /// Books the repeats of a remembered refusal into its bucket's stats.
+    fn count_hits(&mut self, refused: &Refused) {
+        if refused.hits == 0 {
+            return;
+        }
+        if let Some(bucket) = self.buckets.get_mut(refused.limited.bucket.index()) {
+            bucket.count_refusals(refused.limited.why, refused.hits);
+        }
+    }
+
+    /// The repeats of remembered refusals by `bucket` not yet in its stats, by
+    /// reason, added to `refusals`.
+    pub(super) fn pending_refusals(&self, bucket: BucketId, refusals: &mut Refusals) {
+        let n = usize::from(self.shape_count).min(MAX_SHAPES);
+        for row in &self.shapes[..n] {
+            let r = &row.refused;
+            if r.hits != 0 && r.limited.bucket == bucket {
+                add_refusals(refusals, r.limited.why, r.hits);
+            }
         }
     }
 

@@ -277,13 +277,16 @@ fn main() -> ExitCode {
     let header = format!(
         "cpu {cpu} (pinned, sched_getcpu agrees); isolated (isolcpus): {}; nohz_full: {}\n\
          {}\n\
-         {} batches of {} calls per case, {} cases interleaved",
+         {} batches of {} calls per case, {} cases interleaved; \
+         sizes: Budget {} bytes, Ticket {} bytes",
         tri(iso.isolated),
         tri(iso.nohz_full),
         machine.verdict,
         args.samples,
         args.batch,
         all.len(),
+        std::mem::size_of::<ergon_core::Budget>(),
+        std::mem::size_of::<ergon_core::Ticket>(),
     );
     if args.json {
         eprintln!("{header}");
