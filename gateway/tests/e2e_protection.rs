@@ -45,12 +45,7 @@ fn command(s: &Server, venue: &str, name: &str, protection: &str) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_ergon-gateway"));
     cmd.args(["--venue", venue, "--base"])
         .arg(format!("http://{}", s.addr()))
-        .args([
-            "--api-key",
-            &a.api_key,
-            "--name",
-            name,
-        ])
+        .args(["--api-key", &a.api_key, "--name", name])
         // The secret from the environment (issue 27): --api-secret would add its
         // deprecation warning to the one line the test counts.
         .env("ERGON_API_SECRET", &a.secret)

@@ -88,8 +88,8 @@ pub(crate) struct Venue {
     pub(crate) tokens: HashMap<String, (usize, i64)>,
     /// Connections open now, by IP.
     pub(crate) open: HashMap<IpAddr, u32>,
-    /// The armed dead man's switches (`crate::engine::switch`).
-    pub(crate) switches: Vec<crate::engine::switch::Countdown>,
+    /// The armed dead man's switches (driven by `crate::engine::switch`).
+    pub(crate) switches: Vec<Countdown>,
 }
 
 impl Venue {
@@ -424,4 +424,15 @@ mod tests {
             assert!((0.0..1.0).contains(&x));
         }
     }
+}
+
+/// One armed countdown.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Countdown {
+    /// The account whose orders it cancels.
+    pub(crate) account: usize,
+    /// Only this symbol's orders (Binance USD-M), or every order (None).
+    pub(crate) symbol: Option<String>,
+    /// When it fires, venue UTC ms.
+    pub(crate) fires_at_ms: i64,
 }

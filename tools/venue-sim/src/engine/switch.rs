@@ -9,21 +9,10 @@
 //! Nothing here reads a clock: `now` is the venue's UTC ms.
 
 use crate::engine::book::Status;
-use crate::engine::state::Venue;
+use crate::engine::state::{Countdown, Venue};
 
 /// How often the server's switch thread looks at the countdowns, ms.
 pub(crate) const TICK_MS: u64 = 20;
-
-/// One armed countdown.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Countdown {
-    /// The account whose orders it cancels.
-    pub(crate) account: usize,
-    /// Only this symbol's orders (Binance USD-M), or every order (None).
-    pub(crate) symbol: Option<String>,
-    /// When it fires, venue UTC ms.
-    pub(crate) fires_at_ms: i64,
-}
 
 /// A switch as a test reads it.
 #[derive(Clone, Debug, PartialEq, Eq)]
