@@ -8,50 +8,10 @@
 //! does one million operations; a debug run does fewer to stay quick.
 
 use ergon_core::{Budget, Class, Part, Resend, Spec, Verdict};
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 
-struct Counting;
-
-thread_local! {
-    static COUNTING: Cell<bool> = const { Cell::new(false) };
-    /// Allocations this thread made while counting.
-    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
-}
-
-fn note() {
-    // try_with: the thread-locals may be gone while a thread shuts down.
-    if COUNTING.try_with(Cell::get).unwrap_or(false) {
-        let _ = ALLOCATIONS.try_with(|n| n.set(n.get() + 1));
-    }
-}
-
-fn allocations() -> u64 {
-    ALLOCATIONS.with(Cell::get)
-}
-
-// SAFETY: every call is forwarded unchanged to the system allocator; counting only
-// touches const-initialised thread-locals, which do not allocate.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        note();
-        System.alloc(layout)
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        note();
-        System.alloc_zeroed(layout)
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        note();
-        System.realloc(ptr, layout, new_size)
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        System.dealloc(ptr, layout)
-    }
-}
-
-#[global_allocator]
-static GLOBAL: Counting = Counting;
+#[path = "support/alloc.rs"]
+mod alloc;
+use alloc::{allocations, COUNTING};
 
 #[cfg(not(debug_assertions))]
 const OPERATIONS: u64 = 1_000_000;
