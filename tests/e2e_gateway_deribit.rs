@@ -8,6 +8,8 @@
 //! and each pool is used at 90% or more of what it allowed over the run (its burst
 //! plus its refill for the time that passed).
 
+#[path = "common/machine.rs"]
+mod machine;
 use std::sync::Arc;
 
 use ergon_core::Class;
@@ -209,6 +211,7 @@ fn run(c: Config) -> (Load, ergon_gateway::Stats, ergon_venue_sim::Report) {
 
 #[test]
 fn deribit_stays_inside_its_credit_pools_at_three_times_the_demand() {
+    let _machine = machine::alone();
     let (s, g, r) = run(Config::deribit());
     let d = deribit::Config::default();
     assert_eq!(r.throttled, 0, "no too_many_requests: {r:?}");
@@ -256,6 +259,7 @@ fn deribit_stays_inside_its_credit_pools_at_three_times_the_demand() {
 /// nothing runs twice, and the 10028s stay few instead of repeating.
 #[test]
 fn a_too_many_requests_holds_the_pool_and_nothing_runs_twice() {
+    let _machine = machine::shared();
     let mut c = Config::deribit();
     c.credits.matching_max = 10_000;
     let (s, g, r) = run(c);

@@ -13,6 +13,8 @@
 //!    alerts, and resumes only after the halt is cleared.
 
 mod common;
+#[path = "common/machine.rs"]
+mod machine;
 #[allow(dead_code)]
 #[path = "../examples/mm_loop.rs"]
 mod mm_loop;
@@ -53,6 +55,7 @@ fn options(duration_s: f64, sim: Config) -> Options {
 
 #[test]
 fn three_times_the_demand_for_ten_windows_no_429_and_the_limit_used() {
+    let _machine = machine::alone();
     let (s, r) = go(&options(11.5, sim()));
     no_429_no_ban(&s, &r);
     assert!(
@@ -73,6 +76,7 @@ fn three_times_the_demand_for_ten_windows_no_429_and_the_limit_used() {
 
 #[test]
 fn faults_cause_no_duplicate_and_every_unknown_is_reconciled() {
+    let _machine = machine::shared();
     let mut c = sim();
     c.faults.seed = 7;
     c.faults.chances = vec![
@@ -100,6 +104,7 @@ fn faults_cause_no_duplicate_and_every_unknown_is_reconciled() {
 
 #[test]
 fn a_venue_clock_off_by_200_ms_either_way_gives_no_429() {
+    let _machine = machine::shared();
     for offset in [200, -200] {
         let mut c = sim();
         c.clock_offset_ms = offset;
@@ -115,6 +120,7 @@ fn a_venue_clock_off_by_200_ms_either_way_gives_no_429() {
 
 #[test]
 fn another_sender_on_the_ip_is_followed_through_the_headers() {
+    let _machine = machine::shared();
     let mut c = sim();
     c.other_sender_weight_per_s = 40;
     let (s, r) = go(&options(5.0, c));
@@ -131,6 +137,7 @@ fn another_sender_on_the_ip_is_followed_through_the_headers() {
 
 #[test]
 fn a_forced_ban_halts_sending_and_connecting_until_cleared() {
+    let _machine = machine::shared();
     let server = Arc::new(Server::start(sim()).unwrap());
     let control = Arc::new(Control::default());
     let o = options(30.0, sim());
@@ -194,6 +201,7 @@ fn a_forced_ban_halts_sending_and_connecting_until_cleared() {
 
 #[test]
 fn against_an_external_base_it_signs_with_the_given_key() {
+    let _machine = machine::shared();
     let mut c = sim();
     c.accounts = vec![ergon_venue_sim::Account {
         api_key: "external-key".into(),
@@ -238,6 +246,7 @@ fn against_an_external_base_it_signs_with_the_given_key() {
 
 #[test]
 fn the_command_line_is_the_documented_one() {
+    let _machine = machine::shared();
     let args = |s: &str| parse_args(s.split_whitespace().map(String::from));
     let o = args("--venue binance-spot --base http://127.0.0.1:9 --duration 3 --demand 2.5 --cpu 0 --api-key k --api-secret s --json").unwrap();
     assert_eq!(o.base.as_deref(), Some("http://127.0.0.1:9"));
@@ -282,6 +291,7 @@ fn the_command_line_is_the_documented_one() {
 
 #[test]
 fn bybit_and_okx_run_through_the_gateway_at_three_times_the_demand() {
+    let _machine = machine::alone();
     for venue in ["bybit", "okx"] {
         let mut o = parse_args(["--venue", venue].map(String::from).into_iter()).unwrap();
         o.duration_s = 3.0;

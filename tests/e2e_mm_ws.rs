@@ -12,6 +12,8 @@
 //!    over REST.
 
 mod common;
+#[path = "common/machine.rs"]
+mod machine;
 #[allow(dead_code)]
 #[path = "../examples/mm_loop.rs"]
 mod mm_loop;
@@ -60,6 +62,7 @@ fn ws_options(duration_s: f64, sim: Config) -> Options {
 
 #[test]
 fn ws_order_entry_at_three_times_the_demand_stays_inside_every_limit() {
+    let _machine = machine::alone();
     let (s, r) = go(&ws_options(8.5, sim()));
     no_429_no_ban(&s, &r);
     assert!(s.warnings.is_empty(), "{:?}", s.warnings);
@@ -85,6 +88,7 @@ fn ws_order_entry_at_three_times_the_demand_stays_inside_every_limit() {
 
 #[test]
 fn ws_drops_at_five_percent_never_send_an_order_twice() {
+    let _machine = machine::shared();
     let mut c = sim();
     c.faults.seed = 5;
     c.faults.chances = vec![
@@ -111,6 +115,7 @@ fn ws_drops_at_five_percent_never_send_an_order_twice() {
 
 #[test]
 fn without_a_websocket_api_orders_go_over_rest_with_one_warning() {
+    let _machine = machine::shared();
     let mut o = ws_options(1.5, sim());
     let server = Arc::new(Server::start(sim()).unwrap());
     o.ws_api = Some(format!("ws://{}/no-such-path", server.addr()));
@@ -187,6 +192,7 @@ impl Strategy<BinanceSpot> for BanProbe {
 
 #[test]
 fn a_ban_first_seen_on_a_websocket_answer_halts_rest_too() {
+    let _machine = machine::shared();
     let server = Server::start(sim()).unwrap();
     let (mut lp, gw, pool) = ws_gateway::open(&server);
     let before = server.report();
@@ -309,6 +315,7 @@ impl Strategy<BinanceSpot> for DropProbe {
 
 #[test]
 fn a_drop_after_the_venue_executed_is_reconciled_and_never_sent_again() {
+    let _machine = machine::shared();
     let mut c = sim();
     // The first order is executed, then its connection drops before the answer.
     c.faults.script = vec![(1, Fault::ExecuteThenClose)];

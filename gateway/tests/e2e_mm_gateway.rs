@@ -11,6 +11,8 @@
 //!    requests in flight Lost, attaches to the new gateway, queries each one (never
 //!    re-sends it): no duplicate, every unknown reconciled.
 
+#[path = "../../tests/common/machine.rs"]
+mod machine;
 #[allow(dead_code)]
 #[path = "../../examples/mm_loop.rs"]
 mod mm_loop;
@@ -143,6 +145,7 @@ fn name(test: &str) -> String {
 
 #[test]
 fn three_strategies_at_3x_demand_share_one_budget() {
+    let _machine = machine::alone();
     let s = sim(false);
     let n = name("mm3");
     let _gw = gateway(&s, &n);
@@ -179,6 +182,7 @@ fn three_strategies_at_3x_demand_share_one_budget() {
 
 #[test]
 fn a_strategy_killed_mid_flight_and_restarted_duplicates_nothing() {
+    let _machine = machine::shared();
     let s = sim(true);
     let n = name("mmkill");
     let _gw = gateway(&s, &n);
@@ -199,6 +203,7 @@ fn a_strategy_killed_mid_flight_and_restarted_duplicates_nothing() {
 
 #[test]
 fn a_gateway_killed_under_load_and_restarted_loses_nothing_and_sends_nothing_twice() {
+    let _machine = machine::shared();
     let s = sim(true);
     let n = name("mmgw");
     let mut gw = gateway(&s, &n);

@@ -28,6 +28,8 @@
 //! a client's output lines, or on process exit. Clients pace their offered load
 //! with short waits on their event ring (that is the load, not a check).
 
+#[path = "../../tests/common/machine.rs"]
+mod machine;
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -172,6 +174,7 @@ fn no_429(r: &Report) {
 
 #[test]
 fn two_strategy_processes_share_one_budget_without_a_429() {
+    let _machine = machine::alone();
     let s = sim(None);
     let name = unique("share2");
     let _gw = gateway(&s, &name, &[]);
@@ -207,6 +210,7 @@ fn two_strategy_processes_share_one_budget_without_a_429() {
 
 #[test]
 fn a_client_killed_mid_flight_reads_every_outcome_when_it_attaches_again() {
+    let _machine = machine::shared();
     let s = sim(Some(1_500));
     let name = unique("crash");
     let _gw = gateway(&s, &name, &[]);
@@ -228,6 +232,7 @@ fn a_client_killed_mid_flight_reads_every_outcome_when_it_attaches_again() {
 
 #[test]
 fn a_killed_gateway_is_seen_at_once_and_every_unknown_is_reconciled_by_a_new_one() {
+    let _machine = machine::shared();
     let s = sim(Some(3_000));
     let name = unique("gwkill");
     let mut gw = gateway(&s, &name, &[]);
@@ -283,6 +288,7 @@ fn a_killed_gateway_is_seen_at_once_and_every_unknown_is_reconciled_by_a_new_one
 /// main the first -2013 ended the recovery ("it never ran", recovered_found=0).
 #[test]
 fn a_restarted_gateway_finds_the_orders_the_venue_still_held() {
+    let _machine = machine::shared();
     let s = sim(Some(1_500));
     let name = unique("gwhold");
     let mut gw = gateway(&s, &name, &[]);
@@ -326,6 +332,7 @@ fn a_restarted_gateway_finds_the_orders_the_venue_still_held() {
 
 #[test]
 fn a_flooding_client_cannot_push_another_below_its_share() {
+    let _machine = machine::alone();
     let s = sim(None);
     let name = unique("fair");
     let _gw = gateway(&s, &name, &["--share", "50"]);
@@ -350,6 +357,7 @@ fn a_flooding_client_cannot_push_another_below_its_share() {
 
 #[test]
 fn a_class_ceiling_keeps_a_clients_urgent_calls_out_of_the_headroom() {
+    let _machine = machine::alone();
     // Bulk may not use the last fifth of a limit (Binance Spot's headroom): with
     // the ceiling at bulk, a client flooding Urgent orders gets 8 of the 10 orders
     // a second, never the last 2.
@@ -373,6 +381,7 @@ fn a_class_ceiling_keeps_a_clients_urgent_calls_out_of_the_headroom() {
 
 #[test]
 fn the_command_line_refuses_bad_flags_and_serves_stats_and_clear_halt() {
+    let _machine = machine::shared();
     let bin = env!("CARGO_BIN_EXE_ergon-gateway");
     // Every flag a serving gateway needs, on `venue`, then `extra`.
     let full = |venue: &'static str, extra: &[&'static str]| {
@@ -476,6 +485,7 @@ fn update(c: &mut ShmClient, cid: ClientOrderId, state: OrderState) -> Execution
 
 #[test]
 fn with_websocket_order_entry_a_client_reads_its_order_updates() {
+    let _machine = machine::shared();
     let s = sim(None);
     let name = unique("wsup");
     let gw = gateway(&s, &name, &["--order-entry", "ws"]);
@@ -765,6 +775,7 @@ fn etcd() -> Etcd {
 /// own, and they used about 40 %.)
 #[test]
 fn three_gateways_lease_one_accounts_orders_through_etcd() {
+    let _machine = machine::alone();
     // Binance Spot's adapter keeps the last fifth of the limit from Bulk: a safe
     // share must stay above that headroom (25 of 100 each), and the clients send
     // Urgent so that each host's absolute headroom does not leave units unused.
