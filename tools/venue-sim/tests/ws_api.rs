@@ -630,3 +630,31 @@ fn a_connect_storm_is_refused_then_the_ip_is_banned() {
     assert_eq!(r.ws.connects_refused, 4);
     assert_eq!(r.bans, 1);
 }
+
+#[test]
+fn an_order_held_past_its_recv_window_is_refused_never_executed() {
+    // Binance's matching engine checks `timestamp + recvWindow` again when it takes
+    // the request: over the WebSocket API as over REST.
+    let mut cfg = config();
+    cfg.faults.script = vec![(1, Fault::Delay), (2, Fault::Delay)];
+    cfg.faults.delay_ms = 300;
+    let s = Server::start(cfg).unwrap();
+    let mut ws = api(&s);
+    let mut short = order("held-1");
+    short["recvWindow"] = json!(100);
+    let a = ws.signed(&s, "order.place", short);
+    assert_eq!(
+        (a["status"].as_u64(), &a["error"]["code"]),
+        (Some(400), &json!(-1021)),
+        "{a}"
+    );
+    let b = ws.signed(&s, "order.place", order("held-2"));
+    assert_eq!(
+        b["status"].as_u64(),
+        Some(200),
+        "inside its 5 s window: {b}"
+    );
+    let rep = s.stop();
+    assert_eq!(rep.executions, 1, "only the order still valid ran: {rep:?}");
+    assert_eq!(rep.faults.delay, 2);
+}

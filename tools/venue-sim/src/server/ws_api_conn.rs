@@ -217,7 +217,19 @@ fn request(
             sleep_unless_stopped(delay, shared);
             let later = shared.clock.now_ms();
             let mut venue = shared.venue();
-            let r = run_op(&mut venue, &run, session, later, now);
+            // The matching engine refuses a request past its recvWindow, over the
+            // WebSocket API as over REST ("Timing security",
+            // https://developers.binance.com/docs/binance-spot-api-docs/websocket-api/request-security).
+            let r = if run.valid_until.is_some_and(|t| later > t) {
+                venue.binance_not_executed(&run.op, run.account, now);
+                Response::error(
+                    400,
+                    -1021,
+                    "Timestamp for this request is outside of the recvWindow.",
+                )
+            } else {
+                run_op(&mut venue, &run, session, later, now)
+            };
             let text = answer(&venue, &r, later);
             drop(venue);
             send(stream, &text, false)

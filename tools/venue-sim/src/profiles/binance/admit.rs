@@ -338,28 +338,38 @@ impl Venue {
     }
 }
 
-/// `recvWindow` in microseconds: milliseconds with up to three decimals
-/// (`6000.346`), as the Spot documentation now allows.
 /// When a signed Binance request stops being valid (`timestamp + recvWindow`, venue
 /// ms), read from its query and form body; None if it is not signed or cannot be
 /// read. Binance checks this again when the matching engine takes the request, so
 /// a request held in the venue's queue past it is refused, never executed.
 pub(crate) fn valid_until_ms(query: &str, body: &[u8]) -> Option<i64> {
     let body = core::str::from_utf8(body).unwrap_or("");
-    let mut ts = None;
-    let mut recv_us = DEFAULT_RECV_WINDOW * 1_000;
+    let (mut ts, mut recv) = (None, None);
     for kv in query.split('&').chain(body.split('&')) {
         match kv.split_once('=') {
-            Some(("timestamp", v)) => ts = v.parse::<i64>().ok(),
-            Some(("recvWindow", v)) => recv_us = recv_window_us(v)?,
+            Some(("timestamp", v)) => ts = Some(v),
+            Some(("recvWindow", v)) => recv = Some(v),
             _ => {}
         }
     }
-    let ts = ts?;
+    valid_until(ts?, recv)
+}
+
+/// `timestamp + recvWindow` (venue ms) of a signed request whose parameters are
+/// `timestamp` and `recv_window` (the default window if absent); None if either
+/// cannot be read. The WebSocket API's requests carry the same two parameters.
+pub(crate) fn valid_until(timestamp: &str, recv_window: Option<&str>) -> Option<i64> {
+    let recv_us = match recv_window {
+        Some(v) => recv_window_us(v)?,
+        None => DEFAULT_RECV_WINDOW * 1_000,
+    };
+    let ts = timestamp.parse::<i64>().ok()?;
     let ts = if ts >= MICROS_FROM { ts / 1_000 } else { ts };
     Some(ts.saturating_add((recv_us / 1_000) as i64))
 }
 
+/// `recvWindow` in microseconds: milliseconds with up to three decimals
+/// (`6000.346`), as the Spot documentation now allows.
 pub(crate) fn recv_window_us(s: &str) -> Option<u64> {
     let (int, frac) = s.split_once('.').unwrap_or((s, ""));
     if int.is_empty() || frac.len() > 3 || !frac.bytes().all(|b| b.is_ascii_digit()) {

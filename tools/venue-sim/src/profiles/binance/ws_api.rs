@@ -128,6 +128,9 @@ pub(crate) struct ApiRun {
     pub(crate) limits: bool,
     /// Whether it placed an order (its answer lists the ORDERS counts).
     pub(crate) orders: bool,
+    /// `timestamp + recvWindow` (venue ms) if signed: a request held in the
+    /// venue's queue past it is refused, never executed, as over REST.
+    pub(crate) valid_until: Option<i64>,
 }
 
 /// A `params` value as the text it is signed and read as.
@@ -207,6 +210,9 @@ impl Venue {
         let pairs: Vec<(String, String)> =
             params.iter().map(|(k, v)| (k.clone(), text(v))).collect();
         let params = Params::from_pairs(pairs);
+        let valid_until = params
+            .get("timestamp")
+            .and_then(|ts| super::admit::valid_until(ts, params.get("recvWindow")));
         let limits = match params.get("returnRateLimits") {
             Some("false") => false,
             Some("true") => true,
@@ -237,6 +243,7 @@ impl Venue {
                     fault,
                     limits,
                     orders,
+                    valid_until,
                 })
             }
         };
