@@ -111,7 +111,7 @@ pub(crate) enum ApiAdmission {
     /// Send this answer and run nothing; `close` the connection after it (a ban).
     Answer { text: String, close: bool },
     /// Run `op` for `account`, then answer `id`; apply `fault` if any.
-    Run(ApiRun),
+    Run(Box<ApiRun>),
 }
 
 /// An admitted WebSocket API request.
@@ -236,7 +236,7 @@ impl Venue {
             Ok(Admission::Run {
                 op, account, fault, ..
             }) => {
-                return ApiAdmission::Run(ApiRun {
+                return ApiAdmission::Run(Box::new(ApiRun {
                     id,
                     op,
                     account,
@@ -244,7 +244,7 @@ impl Venue {
                     limits,
                     orders,
                     valid_until,
-                })
+                }))
             }
         };
         let close = r.status == 418;
