@@ -357,3 +357,48 @@ fn a_drop_after_the_venue_executed_is_reconciled_and_never_sent_again() {
     assert_eq!(r.executions, 2, "drop-1 once, after-1 once");
     assert_eq!((r.duplicates, r.duplicate_rejects), (0, 0));
 }
+
+#[test]
+fn an_answer_missing_at_its_deadline_gives_the_connection_up_and_reconciles() {
+    let _machine = machine::shared();
+    let mut c = sim();
+    // The venue holds the first order 8 s, answering nothing meanwhile (a silent,
+    // half-open peer): past the gateway's 2 s recvWindow it may no longer run it.
+    c.faults.script = vec![(1, Fault::Delay)];
+    c.faults.delay_ms = 8_000;
+    let server = Server::start(c).unwrap();
+    let (mut lp, gw, pool) = ws_gateway::open(&server);
+    let strategy = DropProbe {
+        req: Prepared::with_capacity(1024),
+        step: 0,
+        events: Vec::new(),
+    };
+    let control = Arc::new(gateway::Control::default());
+    let d = gateway::run(&mut lp, gw, pool, strategy, control).unwrap();
+    let ev = &d.strategy.events;
+    // On main the request waited for the venue with no end: its first event was
+    // the answer 8 s later.
+    assert_eq!(
+        ev.first().map(String::as_str),
+        Some("Reconciling { tag: 1 }"),
+        "unanswered at its deadline: Unknown, reconciled: {ev:?}"
+    );
+    assert!(
+        ev.iter().any(|e| e == "Reconciled { tag: 1, found: None }"),
+        "never ran, concluded only once the venue could no longer run it: {ev:?}"
+    );
+    assert_eq!(ev.last().map(String::as_str), Some("Applied 2"), "{ev:?}");
+    let lane = d.gateway.ws_api().unwrap();
+    let st = *lane.stats();
+    assert_eq!(
+        (st.deadlines, st.opens),
+        (1, 2),
+        "given up once, opened again: {st:?}"
+    );
+    let g = d.gateway.stats();
+    assert_eq!(g.unknown, 1, "{g:?}");
+    let r = server.stop();
+    assert_eq!(r.faults.delay, 1);
+    assert_eq!(r.executions, 1, "after-1 only: drop-1 never ran");
+    assert_eq!((r.duplicates, r.duplicate_rejects), (0, 0));
+}

@@ -19,7 +19,7 @@ use super::labels::{label_channel, LabelError, LabelPublisher, LabelReader, Labe
 use super::ledger::{Key, Ledger, Stage};
 use super::record::{self, Declarations, Kind as Rec, Record, Recorder, Writer, Written, NO_LABEL};
 use super::wire::{encode, Wire};
-use super::ws_api::{Item, SubCharge, WsLane, WsReport, WS_BIT};
+use super::ws_api::{Item, SubCharge, Unsent, WsLane, WsReport, WS_BIT};
 use ergon_io::client::{RequestId, Sent};
 use ergon_io::event_loop::{Readiness, Registry};
 
@@ -733,7 +733,11 @@ impl<E: Account> Gateway<E> {
                     self.ledger.bind(key, RequestId(WS_BIT | id));
                     return;
                 }
-                Err(t) => t,
+                Err(Unsent::Elsewhere(t)) => t,
+                Err(Unsent::Busy(t)) => {
+                    self.handed_back(w, key, t, tid);
+                    return;
+                }
             },
             None => ticket,
         };
@@ -759,23 +763,31 @@ impl<E: Account> Gateway<E> {
                 }
                 self.ledger.bind(key, id);
             }
-            Err(refused) => {
-                let _ = w.budget().refund(refused.into_ticket(), now);
-                self.trace.refund(now, tid);
-                self.stats.busy += 1;
-                let at = now + RETRY_GAP_NS;
-                e.at_ns = at;
-                if query {
-                    e.stage = Stage::Reconcile;
-                } else {
-                    e.stage = Stage::Retry;
-                    e.verdict = Verdict::NotRun;
-                    let tag = e.tag;
-                    self.push(Event::Retrying { tag, at_ns: at });
-                }
-                self.next_due = self.next_due.min(at);
-            }
+            Err(refused) => self.handed_back(w, key, refused.into_ticket(), tid),
         }
+    }
+
+    /// The transport handed `key`'s request back unsent (busy): refunded, and
+    /// tried again after a gap (a query goes back to reconciling).
+    fn handed_back<W: Wire>(&mut self, w: &mut W, key: Key, ticket: ergon_core::Ticket, tid: u64) {
+        let now = w.now();
+        let _ = w.budget().refund(ticket, now);
+        self.trace.refund(now, tid);
+        self.stats.busy += 1;
+        let Some(e) = self.ledger.get_mut(key) else {
+            return;
+        };
+        let at = now + RETRY_GAP_NS;
+        e.at_ns = at;
+        if e.stage == Stage::Query {
+            e.stage = Stage::Reconcile;
+        } else {
+            e.stage = Stage::Retry;
+            e.verdict = Verdict::NotRun;
+            let tag = e.tag;
+            self.push(Event::Retrying { tag, at_ns: at });
+        }
+        self.next_due = self.next_due.min(at);
     }
 
     /// The answer to `id`. Returns the event it makes, if any (an `Applied` borrows
@@ -1539,6 +1551,7 @@ impl<E: Account> Gateway<E> {
                     }
                     return None;
                 }
+                lane.forget(id);
                 let key = self.ledger.unbind(RequestId(WS_BIT | id))?;
                 // Never written: the session refunded its ticket.
                 match written {

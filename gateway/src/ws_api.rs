@@ -29,10 +29,21 @@
 //! WebSocket API no per-connection message limit of its own, unlike the 5 a second
 //! of the market streams); pongs charge the IP gate.
 //!
+//! Every request written keeps its deadline here, as over HTTP: an answer missing
+//! at a deadline, or a connection silent for [`SILENT_NS`] (the lane pings after
+//! [`PING_AFTER_NS`] without a frame), means a dead or half-open connection: it
+//! is given up at once ([`WsClient::abort`]), so every written request ends
+//! Unknown and is reconciled, every unwritten one is refunded and sent again, and
+//! the lane connects again. A request table that is full while the connection is
+//! open hands the request back to be retried here, never to HTTP behind the
+//! lane's back; a drop noticed while writing is driven in the next turn.
+//!
 //! Nothing here reads a clock; the steady state (submit → frame → answer → event)
 //! allocates nothing: the frame buffer and the report are sized at construction.
 
 use std::net::SocketAddr;
+
+use arrayvec::ArrayVec;
 
 use ergon_core::{Budget, Class, Flight, Part, Ticket, Verdict};
 use ergon_venues::adapt::{Request as Kind, Venue};
@@ -58,6 +69,14 @@ pub(crate) const WS_BIT: u64 = 1 << 63;
 pub const CONNECTS_PER_5MIN: u64 = 300;
 
 const SEC: i64 = 1_000_000_000;
+/// The lane pings after this long without a frame from the venue. Binance pings
+/// every 20 s and cuts a connection whose pong is a minute late ("WebSocket API
+/// general info", <https://developers.binance.com/docs/binance-spot-api-docs/websocket-api/general-api-information>);
+/// a trading lane wants to know much sooner that its peer is gone.
+pub const PING_AFTER_NS: i64 = 5 * SEC;
+/// A connection with no frame from the venue for this long (two pings
+/// unanswered) is dead: given up, its requests reconciled.
+pub const SILENT_NS: i64 = 3 * PING_AFTER_NS;
 /// The first re-connect waits this long; each failure in a row doubles it.
 const FIRST_BACKOFF_NS: i64 = 50_000_000;
 const MAX_BACKOFF_NS: i64 = 5 * SEC;
@@ -91,7 +110,8 @@ pub struct WsApiStats {
     pub drops: u64,
     /// Requests written as frames (first sends, re-sends and queries).
     pub requests: u64,
-    /// Requests handed back to HTTP (the connection was not open, or full).
+    /// Requests handed to HTTP while the lane said open: the connection had just
+    /// dropped, or the request could not go as a frame.
     pub to_http: u64,
     /// Answers read.
     pub answers: u64,
@@ -101,6 +121,24 @@ pub struct WsApiStats {
     pub executions: u64,
     /// Frames that could not be read (nothing changed).
     pub bad_frames: u64,
+    /// Requests handed back because the connection's request table or send
+    /// buffer was full (retried, never moved to HTTP).
+    pub busy: u64,
+    /// Pings the lane sent.
+    pub pings: u64,
+    /// Connections given up: a request unanswered at its deadline.
+    pub deadlines: u64,
+    /// Connections given up: no frame for [`SILENT_NS`].
+    pub silences: u64,
+}
+
+/// Why [`WsLane::try_send`] handed a request's ticket back.
+#[derive(Debug)]
+pub(crate) enum Unsent {
+    /// The lane does not take it (not open, or no twin): it goes over HTTP.
+    Elsewhere(Ticket),
+    /// The lane is open but full: refund it and retry later, on the lane.
+    Busy(Ticket),
 }
 
 /// Where the gateway's WebSocket API is.
@@ -251,6 +289,12 @@ pub struct WsLane {
     /// The session's refunded frames when the last connect was charged: more at
     /// its close means the handshake never left (refunded).
     refunded_at_connect: u64,
+    /// Each request on the wire and its deadline.
+    deadlines: ArrayVec<(u64, i64), { ws::MAX_PENDING }>,
+    /// When the venue was last heard on the open connection.
+    heard_at: i64,
+    /// When the lane pings next if nothing is heard.
+    ping_at: i64,
 }
 
 /// What [`WsLane::on_open`] did with the subscribe request's charge (for the record).
@@ -324,6 +368,9 @@ impl WsLane {
             sub_parts,
             connect_parts: connect,
             refunded_at_connect: 0,
+            deadlines: ArrayVec::new(),
+            heard_at: 0,
+            ping_at: i64::MAX,
         })
     }
 
@@ -352,29 +399,54 @@ impl WsLane {
         self.client.attach(registry, WS_API);
     }
 
-    /// The earliest time it wants a drive (a session deadline, a re-connect).
+    /// The earliest time it wants a drive: a session deadline, a re-connect, a
+    /// request's deadline, a ping, the silence limit; at once if the connection
+    /// ended inside a write and its events wait to be driven out.
     pub fn next_deadline(&self) -> Option<i64> {
-        let retry = (self.state == WsState::Down).then_some(self.retry_at.max(0));
-        match (self.client.next_deadline(), retry) {
+        let mine = match self.state {
+            WsState::Down => Some(self.retry_at.max(0)),
+            WsState::Open if self.session_state() == Some(ws::State::Closed) => Some(0),
+            WsState::Open => {
+                let first = self.deadlines.iter().map(|&(_, at)| at).min();
+                let quiet = self.ping_at.min(self.heard_at.saturating_add(SILENT_NS));
+                Some(first.map_or(quiet, |f| f.min(quiet)))
+            }
+            WsState::Connecting | WsState::Unavailable => None,
+        };
+        match (self.client.next_deadline(), mine) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }
     }
 
+    fn session_state(&self) -> Option<ws::State> {
+        self.client.session(self.id).map(ws::Session::state)
+    }
+
     /// Sends `req` as its twin under `ticket` if the connection is open and `req`
-    /// has a twin: its id. Else the ticket comes back, unsent.
+    /// has a twin: its id. Else the ticket comes back, unsent, saying where the
+    /// request goes instead.
     pub(crate) fn try_send(
         &mut self,
         req: &Prepared,
         ticket: Ticket,
         budget: &mut Budget,
         now: i64,
-    ) -> Result<u64, Ticket> {
+    ) -> Result<u64, Unsent> {
         if self.state != WsState::Open {
-            return Err(ticket);
+            return Err(Unsent::Elsewhere(ticket));
+        }
+        if self.session_state() != Some(ws::State::Open) {
+            // It dropped inside an earlier write; the next turn drives that out.
+            self.stats.to_http += 1;
+            return Err(Unsent::Elsewhere(ticket));
+        }
+        if self.deadlines.is_full() {
+            self.stats.busy += 1;
+            return Err(Unsent::Busy(ticket));
         }
         let Ok(p) = self.api.prepare_rest(req, &mut self.frame) else {
-            return Err(ticket);
+            return Err(Unsent::Elsewhere(ticket));
         };
         let text = core::str::from_utf8(&self.frame).unwrap_or("");
         // The lane's id is its own client's: never None, refused like a full queue.
@@ -385,15 +457,30 @@ impl WsLane {
         match sent {
             Ok(()) => {
                 self.api.sent(p.id);
+                // Room checked above: the session holds no more than MAX_PENDING.
+                let _ = self.deadlines.try_push((p.id, req.deadline_ns()));
                 self.client.flush(self.id, budget, now);
                 self.stats.requests += 1;
                 Ok(p.id)
             }
+            Err((ws::SendError::Full | ws::SendError::TooManyPending, t)) => {
+                self.api.unsent(p.id);
+                self.stats.busy += 1;
+                Err(Unsent::Busy(t))
+            }
             Err((_, t)) => {
                 self.api.unsent(p.id);
                 self.stats.to_http += 1;
-                Err(t)
+                Err(Unsent::Elsewhere(t))
             }
+        }
+    }
+
+    /// Request `id` ended (answered, or its fate reported at a drop): its deadline
+    /// no longer applies.
+    pub(crate) fn forget(&mut self, id: u64) {
+        if let Some(i) = self.deadlines.iter().position(|&(r, _)| r == id) {
+            self.deadlines.swap_remove(i);
         }
     }
 
@@ -473,8 +560,10 @@ impl WsLane {
         let mut report = self.report.take().unwrap_or_default();
         report.bytes.clear();
         report.items.clear();
+        let heard = core::cell::Cell::new(false);
         let on = &mut |_: WsId, ev: ws::WsEvent<'_>, _: &mut Budget| match ev {
             ws::WsEvent::Text(t) => {
+                heard.set(true);
                 let start = report.bytes.len();
                 report.bytes.extend_from_slice(t.as_bytes());
                 report.items.push(Item::Text(start, report.bytes.len()));
@@ -482,13 +571,43 @@ impl WsLane {
             ws::WsEvent::Outcome(o) => report.items.push(Item::Outcome(o.id, o.verdict, o.flight)),
             ws::WsEvent::Open => report.items.push(Item::Open),
             ws::WsEvent::Closed(c) => report.items.push(Item::Closed(c.cause)),
-            ws::WsEvent::Binary(_) | ws::WsEvent::Pong(_) => {}
+            ws::WsEvent::Binary(_) | ws::WsEvent::Pong(_) => heard.set(true),
         };
         if let Some(ready) = ready {
             self.client.handle_ready(WS_API, ready, budget, now, on);
         }
         self.client.handle_timeout(budget, now, on);
+        if self.state == WsState::Open && self.session_state() == Some(ws::State::Open) {
+            if heard.get() {
+                self.heard_at = now;
+                self.ping_at = now.saturating_add(PING_AFTER_NS);
+            }
+            let late = self.deadlines.iter().any(|&(_, at)| at <= now);
+            let silent = now >= self.heard_at.saturating_add(SILENT_NS);
+            if late || silent {
+                match late {
+                    true => self.stats.deadlines += 1,
+                    false => self.stats.silences += 1,
+                }
+                self.client.abort(self.id, budget, now, on);
+            } else if now >= self.ping_at {
+                self.ping(budget, now);
+            }
+        }
         report
+    }
+
+    /// Pings the venue (charged like any frame; a refusal is tried again at the
+    /// next ping time, and silence still ends the connection).
+    fn ping(&mut self, budget: &mut Budget, now: i64) {
+        self.ping_at = now.saturating_add(PING_AFTER_NS);
+        let Some(session) = self.client.session_mut(self.id) else {
+            return;
+        };
+        if session.send_ping(b"", Class::Urgent, budget, now).is_ok() {
+            self.stats.pings += 1;
+            self.client.flush(self.id, budget, now);
+        }
     }
 
     /// Gives the report back for the next drive.
@@ -500,6 +619,8 @@ impl WsLane {
     /// became of the subscribe request's charge.
     pub(crate) fn on_open(&mut self, budget: &mut Budget, now: i64) -> SubCharge {
         self.state = WsState::Open;
+        self.heard_at = now;
+        self.ping_at = now.saturating_add(PING_AFTER_NS);
         self.ever_open = true;
         self.backoff_ns = FIRST_BACKOFF_NS;
         self.stats.opens += 1;
@@ -567,6 +688,9 @@ impl WsLane {
     /// never if the venue does not serve the WebSocket API.
     pub(crate) fn on_closed(&mut self, cause: Cause, budget: &mut Budget, now: i64) {
         for _ in self.api.on_disconnect() {}
+        // Every request it held was reported (Outcome items before this one).
+        self.deadlines.clear();
+        self.ping_at = i64::MAX;
         self.sub_req = None;
         self.subscription = None;
         self.stats.drops += 1;
@@ -595,6 +719,7 @@ impl WsLane {
 
     /// Completes the flight of the answer to `id` (its in-flight limits).
     pub(crate) fn resolve(&mut self, id: u64, budget: &mut Budget, now: i64) -> bool {
+        self.forget(id);
         self.client
             .session_mut(self.id)
             .is_some_and(|s| s.resolve(id, budget, now))

@@ -25,7 +25,7 @@ mod tcp;
 pub use handshake::{HandshakeError, Upgrade};
 pub use session::{
     Cause, Closed, ConnectError, SendError, Session, SetupError, State, WsConfig, WsEvent,
-    WsOutcome, WsStats,
+    WsOutcome, WsStats, MAX_PENDING,
 };
 pub use tcp::{WsClient, WsId};
 

@@ -17,8 +17,9 @@ use crate::culprit::Culprit;
 
 /// Frames written into the send buffer whose first byte has not left yet.
 const MAX_QUEUED: usize = 64;
-/// Requests on the wire awaiting their answer.
-const MAX_PENDING: usize = 64;
+/// Requests on the wire awaiting their answer, at most: a session refuses more
+/// with [`SendError::TooManyPending`].
+pub const MAX_PENDING: usize = 64;
 /// Longest close reason: a control payload less the 2-byte code.
 const MAX_REASON: usize = MAX_CONTROL - 2;
 /// How often a pong or close refused for a halt (no ready time) is tried again.
@@ -120,8 +121,9 @@ pub enum Cause {
     Handshake(HandshakeError),
     /// The transport ended (EOF, reset, failed connect) before the close handshake.
     Transport,
-    /// No 101 within the handshake timeout, or no answer to our close within the
-    /// close timeout.
+    /// No 101 within the handshake timeout, no answer to our close within the
+    /// close timeout, or the caller gave up on a silent peer
+    /// ([`Session::handle_abandoned`]).
     Timeout,
     /// TLS failed (a certificate that does not verify, a bad record, an alert). A
     /// failure in the TLS handshake comes before any byte of the upgrade request.
@@ -1200,6 +1202,14 @@ impl Session {
     /// Unknown, [`WsEvent::Closed`] with [`Cause::Transport`].
     pub fn handle_transport_closed(&mut self, budget: &mut Budget, now_ns: i64) {
         self.transport_ended(Cause::Transport, budget, now_ns);
+    }
+
+    /// The caller gave the connection up (a request unanswered past its deadline,
+    /// a peer silent past the caller's limit: a half-open connection) and closed
+    /// its transport: like [`Session::handle_transport_closed`], with
+    /// [`Cause::Timeout`]. Written requests are Unknown, unwritten ones refunded.
+    pub fn handle_abandoned(&mut self, budget: &mut Budget, now_ns: i64) {
+        self.transport_ended(Cause::Timeout, budget, now_ns);
     }
 
     /// The TLS layer under the connection failed with `e` (the transport is gone

@@ -372,6 +372,30 @@ impl WsClient {
         }
     }
 
+    /// Gives session `id`'s connection up at once (its peer is silent: a request
+    /// unanswered past its deadline, no frame within the caller's limit): closes
+    /// the socket without a close handshake (a half-open peer would never answer
+    /// one), settles the session ([`Session::handle_abandoned`]: every written
+    /// request Unknown, every unwritten one refunded) and hands those events to
+    /// `on_event`. Nothing for an id of another client or a session not
+    /// connected.
+    pub fn abort(
+        &mut self,
+        id: WsId,
+        budget: &mut Budget,
+        now_ns: i64,
+        on_event: &mut dyn FnMut(WsId, WsEvent<'_>, &mut Budget),
+    ) {
+        let Some(i) = self.index(id) else { return };
+        let c = &mut self.conns[i];
+        if matches!(c.session.state(), State::Idle | State::Closed) {
+            return;
+        }
+        c.end_transport();
+        c.session.handle_abandoned(budget, now_ns);
+        self.events_out(i, budget, now_ns, on_event);
+    }
+
     /// The earliest time a session wants [`WsClient::handle_timeout`] called regardless of
     /// readiness (a delayed pong, a handshake or close deadline).
     pub fn next_deadline(&self) -> Option<i64> {
@@ -724,10 +748,7 @@ impl WsClient {
     /// The transport of session `i` ended: close it, settle the session.
     fn lost(&mut self, i: usize, budget: &mut Budget, now: i64) {
         let c = &mut self.conns[i];
-        c.close();
-        c.tls = None;
-        c.connecting = false;
-        c.want_out = false;
+        c.end_transport();
         if c.session.state() != State::Idle {
             c.session.handle_transport_closed(budget, now);
         }
@@ -739,6 +760,15 @@ impl Conn {
     fn close(&mut self) {
         self.fd = None;
         self.sock = None;
+    }
+
+    /// Closes the socket and forgets the transport's state (TLS, a connect in
+    /// progress, a wish to write).
+    fn end_transport(&mut self) {
+        self.close();
+        self.tls = None;
+        self.connecting = false;
+        self.want_out = false;
     }
 }
 
