@@ -402,3 +402,38 @@ fn an_answer_missing_at_its_deadline_gives_the_connection_up_and_reconciles() {
     assert_eq!(r.executions, 1, "after-1 only: drop-1 never ran");
     assert_eq!((r.duplicates, r.duplicate_rejects), (0, 0));
 }
+
+#[test]
+fn a_silent_connection_is_given_up_before_any_deadline() {
+    let _machine = machine::shared();
+    let mut c = sim();
+    // The venue holds the first order and answers nothing, pongs included, for 8 s.
+    c.faults.script = vec![(1, Fault::Delay)];
+    c.faults.delay_ms = 8_000;
+    let server = Server::start(c).unwrap();
+    let (mut lp, gw, pool) = ws_gateway::open_silent_after(&server, 600 * MS);
+    let strategy = DropProbe {
+        req: Prepared::with_capacity(1024),
+        step: 0,
+        events: Vec::new(),
+    };
+    let control = Arc::new(gateway::Control::default());
+    let d = gateway::run(&mut lp, gw, pool, strategy, control).unwrap();
+    let ev = &d.strategy.events;
+    assert_eq!(
+        ev.first().map(String::as_str),
+        Some("Reconciling { tag: 1 }"),
+        "{ev:?}"
+    );
+    assert_eq!(ev.last().map(String::as_str), Some("Applied 2"), "{ev:?}");
+    let st = *d.gateway.ws_api().unwrap().stats();
+    assert_eq!(
+        (st.silences, st.deadlines),
+        (1, 0),
+        "silent for 600 ms, well before the order's 2 s deadline: {st:?}"
+    );
+    assert!(st.pings >= 1, "a ping went unanswered first: {st:?}");
+    let r = server.stop();
+    assert_eq!(r.executions, 1, "after-1 only");
+    assert_eq!((r.duplicates, r.duplicate_rejects), (0, 0));
+}

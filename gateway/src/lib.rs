@@ -113,7 +113,7 @@ pub use remote::{
 };
 pub use url::UrlError;
 pub use wire::{LoopWire, Wire};
-pub use ws_api::{WsApiStart, WsApiStats, WsLane, WsLaneError, WsState, WS_API};
+pub use ws_api::{WsApiStart, WsApiStats, WsLane, WsLaneError, WsState, SILENT_NS, WS_API};
 
 pub use ergon_venues::endpoint::{Endpoints, Label, OrderState, Prepared};
 pub use labels::{LabelError, LabelMonitor, LabelReader, Labels, MAX_LABELS};

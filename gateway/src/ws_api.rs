@@ -30,8 +30,8 @@
 //! of the market streams); pongs charge the IP gate.
 //!
 //! Every request written keeps its deadline here, as over HTTP: an answer missing
-//! at a deadline, or a connection silent for [`SILENT_NS`] (the lane pings after
-//! [`PING_AFTER_NS`] without a frame), means a dead or half-open connection: it
+//! at a deadline, or a connection silent for [`WsApiStart::silent_ns`] (the lane
+//! pings after a third of it without a frame), means a dead or half-open connection: it
 //! is given up at once ([`WsClient::abort`]), so every written request ends
 //! Unknown and is reconciled, every unwritten one is refunded and sent again, and
 //! the lane connects again. A request table that is full while the connection is
@@ -69,14 +69,13 @@ pub(crate) const WS_BIT: u64 = 1 << 63;
 pub const CONNECTS_PER_5MIN: u64 = 300;
 
 const SEC: i64 = 1_000_000_000;
-/// The lane pings after this long without a frame from the venue. Binance pings
-/// every 20 s and cuts a connection whose pong is a minute late ("WebSocket API
-/// general info", <https://developers.binance.com/docs/binance-spot-api-docs/websocket-api/general-api-information>);
+/// By default, a connection with no frame from the venue for this long is dead:
+/// given up, its requests reconciled. The lane pings after a third of it without
+/// a frame, so two pings go unanswered first. Binance pings every 20 s and cuts
+/// a connection whose pong is a minute late ("WebSocket API general info",
+/// <https://developers.binance.com/docs/binance-spot-api-docs/websocket-api/general-api-information>):
 /// a trading lane wants to know much sooner that its peer is gone.
-pub const PING_AFTER_NS: i64 = 5 * SEC;
-/// A connection with no frame from the venue for this long (two pings
-/// unanswered) is dead: given up, its requests reconciled.
-pub const SILENT_NS: i64 = 3 * PING_AFTER_NS;
+pub const SILENT_NS: i64 = 15 * SEC;
 /// The first re-connect waits this long; each failure in a row doubles it.
 const FIRST_BACKOFF_NS: i64 = 50_000_000;
 const MAX_BACKOFF_NS: i64 = 5 * SEC;
@@ -128,7 +127,7 @@ pub struct WsApiStats {
     pub pings: u64,
     /// Connections given up: a request unanswered at its deadline.
     pub deadlines: u64,
-    /// Connections given up: no frame for [`SILENT_NS`].
+    /// Connections given up: no frame for [`WsApiStart::silent_ns`].
     pub silences: u64,
 }
 
@@ -152,6 +151,9 @@ pub struct WsApiStart {
     pub path: String,
     /// Subscribe to the user data stream on every open.
     pub stream: bool,
+    /// How long the venue may say nothing before the connection counts as dead
+    /// ([`SILENT_NS`] unless changed; at least a millisecond).
+    pub silent_ns: i64,
 }
 
 impl WsApiStart {
@@ -173,6 +175,7 @@ impl WsApiStart {
             host: authority.to_string(),
             path: path.to_string(),
             stream,
+            silent_ns: SILENT_NS,
         })
     }
 
@@ -186,6 +189,7 @@ impl WsApiStart {
                 host: start.host.clone(),
                 path: "/ws-api/v3".into(),
                 stream,
+                silent_ns: SILENT_NS,
             }),
         }
     }
@@ -295,6 +299,8 @@ pub struct WsLane {
     heard_at: i64,
     /// When the lane pings next if nothing is heard.
     ping_at: i64,
+    /// [`WsApiStart::silent_ns`].
+    silent_ns: i64,
 }
 
 /// What [`WsLane::on_open`] did with the subscribe request's charge (for the record).
@@ -371,6 +377,7 @@ impl WsLane {
             deadlines: ArrayVec::new(),
             heard_at: 0,
             ping_at: i64::MAX,
+            silent_ns: at.silent_ns.max(1_000_000),
         })
     }
 
@@ -408,7 +415,9 @@ impl WsLane {
             WsState::Open if self.session_state() == Some(ws::State::Closed) => Some(0),
             WsState::Open => {
                 let first = self.deadlines.iter().map(|&(_, at)| at).min();
-                let quiet = self.ping_at.min(self.heard_at.saturating_add(SILENT_NS));
+                let quiet = self
+                    .ping_at
+                    .min(self.heard_at.saturating_add(self.silent_ns));
                 Some(first.map_or(quiet, |f| f.min(quiet)))
             }
             WsState::Connecting | WsState::Unavailable => None,
@@ -580,10 +589,10 @@ impl WsLane {
         if self.state == WsState::Open && self.session_state() == Some(ws::State::Open) {
             if heard.get() {
                 self.heard_at = now;
-                self.ping_at = now.saturating_add(PING_AFTER_NS);
+                self.ping_at = now.saturating_add(self.silent_ns / 3);
             }
             let late = self.deadlines.iter().any(|&(_, at)| at <= now);
-            let silent = now >= self.heard_at.saturating_add(SILENT_NS);
+            let silent = now >= self.heard_at.saturating_add(self.silent_ns);
             if late || silent {
                 match late {
                     true => self.stats.deadlines += 1,
@@ -600,7 +609,7 @@ impl WsLane {
     /// Pings the venue (charged like any frame; a refusal is tried again at the
     /// next ping time, and silence still ends the connection).
     fn ping(&mut self, budget: &mut Budget, now: i64) {
-        self.ping_at = now.saturating_add(PING_AFTER_NS);
+        self.ping_at = now.saturating_add(self.silent_ns / 3);
         let Some(session) = self.client.session_mut(self.id) else {
             return;
         };
@@ -620,7 +629,7 @@ impl WsLane {
     pub(crate) fn on_open(&mut self, budget: &mut Budget, now: i64) -> SubCharge {
         self.state = WsState::Open;
         self.heard_at = now;
-        self.ping_at = now.saturating_add(PING_AFTER_NS);
+        self.ping_at = now.saturating_add(self.silent_ns / 3);
         self.ever_open = true;
         self.backoff_ns = FIRST_BACKOFF_NS;
         self.stats.opens += 1;
@@ -643,6 +652,7 @@ impl WsLane {
         match sent {
             Ok(()) => {
                 self.api.sent(p.id);
+                let _ = self.deadlines.try_push((p.id, p.deadline_ns));
                 self.client.flush(self.id, budget, now);
                 self.sub_req = Some(p.id);
                 SubCharge::Sent

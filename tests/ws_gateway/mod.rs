@@ -10,6 +10,14 @@ use ergon_venues::binance_spot::BinanceSpot;
 /// A gateway on `server`'s first account (a 30 ms guard on fixed windows), its
 /// WebSocket API opened on `ws://ADDR/ws-api/v3` with the stream: both must open.
 pub fn open(server: &Server) -> (EventLoop, Gateway<BinanceSpot>, PoolId) {
+    open_silent_after(server, gateway::SILENT_NS)
+}
+
+/// [`open`], the connection given up after `silent_ns` without a frame.
+pub fn open_silent_after(
+    server: &Server,
+    silent_ns: i64,
+) -> (EventLoop, Gateway<BinanceSpot>, PoolId) {
     let cfg = server.config();
     let keys = Keys {
         api_key: &cfg.accounts[0].api_key,
@@ -17,7 +25,9 @@ pub fn open(server: &Server) -> (EventLoop, Gateway<BinanceSpot>, PoolId) {
         passphrase: None,
     };
     let mut start = Start::new(server.addr(), server.addr().to_string());
-    start.ws_api = Some(WsApiStart::of(&start, None, true).expect("ws api"));
+    let mut ws = WsApiStart::of(&start, None, true).expect("ws api");
+    ws.silent_ns = silent_ns;
+    start.ws_api = Some(ws);
     let declare = |boot: &Boot, b: &mut _| BinanceSpot::declare(boot, b, &keys, 30_000_000);
     let (mut lp, gw, pool) = Gateway::start(&start, "BTCUSDT", declare).expect("gateway");
     let (gw, probe) = gateway::open_ws_api(&mut lp, gw, pool, 3_000_000_000);
