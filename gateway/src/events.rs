@@ -167,8 +167,59 @@ impl Event<'_> {
         }
     }
 
-    /// Whether it ends its request (no more events for this tag).
+    /// Whether it ends a request in flight (its slot is free after it): the six
+    /// final events. Not the steps before one ([`Event::Retrying`],
+    /// [`Event::Reconciling`]), nor what comes about no request in flight: an
+    /// [`Event::Late`] (its request ended [`Event::Unresolved`] already), the
+    /// open-orders poll's answer and the switch's notes. A caller counting slots
+    /// by final events (a bounded queue, a ring) counts right only so.
     pub fn is_final(&self) -> bool {
-        !matches!(self, Event::Retrying { .. } | Event::Reconciling { .. })
+        !matches!(
+            self,
+            Event::Retrying { .. }
+                | Event::Reconciling { .. }
+                | Event::Late { .. }
+                | Event::OpenOrders { .. }
+                | Event::Protection { .. }
+                | Event::ProtectionFired
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_six_ends_of_a_request_are_final() {
+        let ends = [
+            Event::Rejected { tag: 1 },
+            Event::Unresolved { tag: 1 },
+            Event::Reconciled {
+                tag: 1,
+                found: None,
+            },
+        ];
+        assert!(ends.iter().all(Event::is_final));
+        // On main a Late, an open-orders answer and the switch's notes counted as
+        // final: a remote handle freed a slot for each, and could then overfill
+        // its queues.
+        let not = [
+            Event::Retrying { tag: 1, at_ns: 0 },
+            Event::Reconciling { tag: 1 },
+            Event::Late {
+                tag: 1,
+                found: OrderState::New,
+            },
+            Event::OpenOrders {
+                tag: OPEN_ORDERS,
+                sent_at_ns: 0,
+                body: b"[]",
+            },
+            Event::ProtectionFired,
+        ];
+        for e in not {
+            assert!(!e.is_final(), "{e:?}");
+        }
     }
 }

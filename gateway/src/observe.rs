@@ -349,6 +349,8 @@ impl ObservedReader {
                         finals: c[6],
                         lost_events: c[7],
                         attaches: c[8],
+                        // Not published: the hub's own --stats lines show it.
+                        ..ClientStats::default()
                     },
                 }
             })

@@ -155,6 +155,7 @@ impl ShmEvent {
             self,
             ShmEvent::Retrying { .. }
                 | ShmEvent::Reconciling { .. }
+                | ShmEvent::Late { .. }
                 | ShmEvent::OpenOrders { .. }
                 | ShmEvent::OrderUpdate(_)
         )

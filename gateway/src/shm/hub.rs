@@ -95,6 +95,9 @@ pub struct ClientStats {
     pub accepted: u64,
     /// Refused by its share ceiling.
     pub over_share: u64,
+    /// Step events not delivered: a `Retrying` repeated, or no ring room beyond
+    /// what its requests in flight need for their final events.
+    pub merged_steps: u64,
     /// Refused by the budget.
     pub limited: u64,
     /// Calls that did not decode or that the venue's endpoints refused.
@@ -123,6 +126,14 @@ struct Client {
     /// Local id -> its journal entry (new orders only).
     journal: Vec<Option<u32>>,
     free: Vec<u32>,
+    /// Local id -> whether the last event it was given is a `Retrying` (repeats
+    /// are merged: the first says it, the final ends it).
+    retrying: Vec<bool>,
+    /// Requests that ended `Unresolved` and may still turn up `Late`: the
+    /// gateway's tag and the client's, oldest first, at most `in_flight` (their
+    /// local ids are reused at once, so a `Late` is routed by this, never by
+    /// `tags`).
+    unresolved: std::collections::VecDeque<(Tag, Tag)>,
     detached_at: Option<i64>,
     /// Per bucket index, for the share ceiling: its charges over the bucket's
     /// last window (time, units; a sliding window, as the budget counts) and
@@ -134,6 +145,14 @@ struct Client {
 impl Client {
     fn in_flight(&self) -> usize {
         self.tags.len() - self.free.len()
+    }
+
+    /// Whether a step event (not a final one) may take a slot of the event ring:
+    /// only beyond the room every request in flight needs for its final event,
+    /// so that a client that reads slowly (or is detached) loses steps, never an
+    /// end.
+    fn room_for_steps(&self) -> bool {
+        self.events.free() > self.in_flight()
     }
 
     fn push(&mut self, ev: &ShmEvent, body: &[u8]) {
@@ -497,6 +516,8 @@ impl Hub {
             tags: vec![None; self.cfg.in_flight],
             journal: vec![None; self.cfg.in_flight],
             free: (0..self.cfg.in_flight as u32).rev().collect(),
+            retrying: vec![false; self.cfg.in_flight],
+            unresolved: std::collections::VecDeque::with_capacity(self.cfg.in_flight),
             region,
             detached_at: None,
             used: Vec::new(),
@@ -749,6 +770,16 @@ impl Hub {
         if c.gen != gen {
             return;
         }
+        if let Event::Late { found, .. } = ev {
+            // Its local id may serve another request by now: routed by the
+            // gateway's tag it had, at most once.
+            if let Some(i) = c.unresolved.iter().position(|&(g, _)| g == gtag) {
+                if let Some((_, tag)) = c.unresolved.remove(i) {
+                    c.push(&ShmEvent::Late { tag, found }, &[]);
+                }
+            }
+            return;
+        }
         let Some(Some(tag)) = c.tags.get(l as usize).copied() else {
             return;
         };
@@ -779,8 +810,14 @@ impl Hub {
             Event::Expired { .. } => (ShmEvent::Expired { tag }, &[]),
             Event::Reconciling { .. } => (ShmEvent::Reconciling { tag }, &[]),
             Event::Reconciled { found, .. } => (ShmEvent::Reconciled { tag, found }, &[]),
-            Event::Unresolved { .. } => (ShmEvent::Unresolved { tag }, &[]),
-            Event::Late { found, .. } => (ShmEvent::Late { tag, found }, &[]),
+            Event::Unresolved { .. } => {
+                if c.unresolved.len() == c.tags.len() {
+                    c.unresolved.pop_front();
+                }
+                c.unresolved.push_back((gtag, tag));
+                (ShmEvent::Unresolved { tag }, &[])
+            }
+            Event::Late { .. } => return, // routed above
             Event::Halted { bucket, .. } => (
                 ShmEvent::Halted {
                     tag,
@@ -797,8 +834,16 @@ impl Hub {
                 j.clear(e);
             }
             c.tags[l as usize] = None;
+            c.retrying[l as usize] = false;
             c.free.push(l);
             c.stats.finals += 1;
+        } else {
+            let repeat = matches!(sev, ShmEvent::Retrying { .. }) && c.retrying[l as usize];
+            if repeat || !c.room_for_steps() {
+                c.stats.merged_steps += 1;
+                return;
+            }
+            c.retrying[l as usize] = matches!(sev, ShmEvent::Retrying { .. });
         }
         c.push(&sev, body);
     }
@@ -905,7 +950,7 @@ impl Hub {
         for c in self.clients.iter().flatten() {
             let s = c.stats;
             text += &format!(
-                "client {} {} in_flight={} submitted={} accepted={} over_share={} limited={} bad={} finals={} lost_events={}",
+                "client {} {} in_flight={} submitted={} accepted={} over_share={} limited={} bad={} finals={} lost_events={} merged_steps={}",
                 c.name,
                 if c.conn.is_some() { "attached" } else { "detached" },
                 c.in_flight(),
@@ -915,7 +960,8 @@ impl Hub {
                 s.limited,
                 s.bad,
                 s.finals,
-                s.lost_events
+                s.lost_events,
+                s.merged_steps
             );
             for (i, u) in c.used.iter().enumerate() {
                 let Some(&id) = ids.get(i) else { continue };
