@@ -127,10 +127,11 @@ impl StartError {
         }
     }
 
-    /// The venue's end of a ban of the IP that stopped start-up, on this
+    /// The venue's end of a ban of the IP it answered during start-up, on this
     /// process's clock ([`ergon_io::clock::now_ns`]): the caller keeps the halt
     /// of [`IP_GATE`] (the gateway's halts file) for the next start. None for
-    /// every other error.
+    /// every other error, a ban already recorded ([`Start::ban_until_ns`])
+    /// included.
     pub fn ban_until_ns(&self) -> Option<i64> {
         self.ban_until_ns
     }
@@ -370,13 +371,11 @@ impl<E: Account> Gateway<E> {
         if let Some(until_ns) = s.ban_until_ns.filter(|&u| u > now) {
             if until_ns > now.saturating_add(s.timeout_ns) {
                 let ends = crate::health::utc(wall_ms() + (until_ns - now) / 1_000_000);
-                return Err(StartError {
-                    ban_until_ns: Some(until_ns),
-                    ..StartError::new(
-                        Culprit::Peer,
-                        format!("bootstrap: the venue's ban of this IP, recorded by the previous gateway, runs until {ends}, after the start deadline (--start-timeout): nothing sent into it"),
-                    )
-                });
+                // Already recorded: not a new ban to record again.
+                return Err(StartError::new(
+                    Culprit::Peer,
+                    format!("bootstrap: the venue's ban of this IP, recorded by the previous gateway, runs until {ends}, after the start deadline (--start-timeout): nothing sent into it"),
+                ));
             }
             // Nothing sent before the ban ends: a hold of the bootstrap's bucket.
             let _ = budget.throttled(any, Some(until_ns - now), now);

@@ -8,6 +8,9 @@
 //!    which removes the record.
 //! 2. A gateway started into a used-up weight window gets a 429 on its first
 //!    request, holds for the venue's `Retry-After` and starts: no ban.
+//! 3. A gateway started into a ban (418) stops at once, naming the ban's end, and
+//!    records the halt; started again while the ban runs, it stops without a
+//!    request.
 //!
 //! No test sleeps for a verdict: each waits on `ready NAME`, on process exit, or
 //! polls `--stats` with a deadline.
@@ -79,16 +82,22 @@ impl Gw {
     }
 }
 
-/// Starts a gateway on `dir`; panics with its stderr if it exits before `ready`.
-fn gateway(s: &Server, name: &str, dir: &Path) -> Gw {
+/// The gateway's command line on `dir`.
+fn command_line(s: &Server, name: &str, dir: &Path) -> Command {
     let c = s.config();
     let a = &c.accounts[0];
-    let mut child = Command::new(env!("CARGO_BIN_EXE_ergon-gateway"))
-        .args(["--venue", "binance-spot", "--base"])
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ergon-gateway"));
+    cmd.args(["--venue", "binance-spot", "--base"])
         .arg(s.base_url())
         .args(["--api-key", &a.api_key, "--name", name, "--runtime-dir"])
         .arg(dir)
-        .env("ERGON_API_SECRET", &a.secret)
+        .env("ERGON_API_SECRET", &a.secret);
+    cmd
+}
+
+/// Starts a gateway on `dir`; panics with its stderr if it exits before `ready`.
+fn gateway(s: &Server, name: &str, dir: &Path) -> Gw {
+    let mut child = command_line(s, name, dir)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -192,4 +201,42 @@ fn a_429_at_start_up_is_waited_out() {
     assert!(r.throttled >= 1, "the first request met a 429: {r:?}");
     assert_eq!((r.bans, r.banned_requests), (0, 0), "{r:?}");
     assert!(!dir.halts().exists(), "a 429 is no halt");
+}
+
+#[test]
+fn a_ban_at_start_up_stops_it_and_is_recorded() {
+    let s = sim(RateLimit::new(
+        LimitType::RequestWeight,
+        Interval::Second,
+        1,
+        1000,
+    ));
+    let dir = Dir::new("ban-at-start");
+    let name = format!("halts-start-{}", std::process::id());
+    s.ban(LOOPBACK, 600_000);
+    let o = command_line(&s, &name, &dir.0).output().expect("run");
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("answered 418") && err.contains("the venue banned this IP until 20"),
+        "{err}"
+    );
+    assert!(err.contains("clear-halt ip"), "{err}");
+    let text = std::fs::read_to_string(dir.halts()).expect("the halts file");
+    assert!(
+        text.contains("\nhalt ip until_ms=") && text.contains("answered 418"),
+        "{text}"
+    );
+    // Again while the ban runs: nothing sent, the record kept as it was.
+    let banned = s.report().banned_requests;
+    let o = command_line(&s, &name, &dir.0).output().expect("run");
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("recorded by the previous gateway"), "{err}");
+    assert_eq!(
+        s.report().banned_requests,
+        banned,
+        "a request sent into the ban"
+    );
+    assert_eq!(std::fs::read_to_string(dir.halts()).expect("kept"), text);
 }
