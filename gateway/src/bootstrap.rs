@@ -4,11 +4,18 @@
 //! It runs a short loop of its own (a one-bucket budget of 10 requests a second)
 //! on the gateway's address and lane, then builds the real budget from what it
 //! read, and the gateway's loop and pool over it.
+//!
+//! A gateway restarted at full load finds the venue's window used up by the one
+//! before it: a 429 holds the bootstrap for the venue's wait and it asks again,
+//! within [`Start::timeout_ns`]. A ban (a 418, or a wait longer than a bucket may
+//! be held) ends start-up with the ban's end ([`StartError::ban_until_ns`]), and
+//! so does a ban a previous gateway recorded that outlasts the start deadline
+//! ([`Start::ban_until_ns`]): nothing is sent into a ban.
 
 use std::net::SocketAddr;
 
-use ergon_core::{Budget, Builder, Class, Flight, Part, Spec};
-use ergon_venues::adapt::{Clock, Request as Kind};
+use ergon_core::{BucketId, Budget, Builder, Class, Flight, Part, Spec, Verdict};
+use ergon_venues::adapt::{self, Clock, Request as Kind};
 use ergon_venues::response::Response;
 
 use super::driver::Driver;
@@ -22,6 +29,14 @@ use ergon_io::http::Request;
 use ergon_io::Culprit;
 
 const SEC: i64 = 1_000_000_000;
+
+/// The name every venue adapter gives its IP gate: the bucket a ban of the IP
+/// halts, and the one a ban met during the bootstrap is recorded under.
+pub const IP_GATE: &str = "ip";
+
+/// A ban whose answer names no end is taken to last this long (Binance's
+/// shortest ban, 2 minutes).
+const BAN_WITHOUT_END_NS: i64 = 120 * SEC;
 
 /// Where and how a gateway starts.
 #[derive(Clone, Debug)]
@@ -38,8 +53,13 @@ pub struct Start {
     pub connections: usize,
     /// Requests in flight at most (ledger slots).
     pub capacity: usize,
-    /// How long the bootstrap may take.
+    /// How long the bootstrap may take, holds after a 429 included (the start
+    /// deadline).
     pub timeout_ns: i64,
+    /// The end of a ban of the IP that a previous gateway recorded, on this
+    /// process's clock ([`ergon_io::clock::now_ns`]): the bootstrap sends nothing
+    /// before it, and ends at once if it comes after the start deadline.
+    pub ban_until_ns: Option<i64>,
     /// Record the gateway's budget calls into this file as an `ergon-replay` trace
     /// ([`super::record`]; [`Gateway::finish_record`] closes it).
     pub record: Option<std::path::PathBuf>,
@@ -62,6 +82,7 @@ impl Start {
             connections: 4,
             capacity: 256,
             timeout_ns: 10 * SEC,
+            ban_until_ns: None,
             record: None,
             ws_api: None,
             labels: Vec::new(),
@@ -94,6 +115,7 @@ impl Start {
 pub struct StartError {
     culprit: Culprit,
     why: String,
+    ban_until_ns: Option<i64>,
 }
 
 impl StartError {
@@ -101,7 +123,17 @@ impl StartError {
         StartError {
             culprit,
             why: why.into(),
+            ban_until_ns: None,
         }
+    }
+
+    /// The venue's end of a ban of the IP it answered during start-up, on this
+    /// process's clock ([`ergon_io::clock::now_ns`]): the caller keeps the halt
+    /// of [`IP_GATE`] (the gateway's halts file) for the next start. None for
+    /// every other error, a ban already recorded ([`Start::ban_until_ns`])
+    /// included.
+    pub fn ban_until_ns(&self) -> Option<i64> {
+        self.ban_until_ns
     }
 
     /// A configuration the caller gave (the budget's specs, the venue's parts,
@@ -139,6 +171,8 @@ impl std::error::Error for StartError {}
 
 struct Read<E> {
     pool: PoolId,
+    /// The bootstrap's one bucket, standing for the IP.
+    gate: BucketId,
     parts: [Part; 1],
     paths: [Option<&'static str>; 2],
     step: usize,
@@ -186,12 +220,78 @@ impl<E: Account> Read<E> {
     }
 }
 
+impl<E: Account> Read<E> {
+    /// A 429 holds the bucket for the venue's wait (its `Retry-After`; a window
+    /// without one), after which [`Read::next`] asks again, unless the wait ends
+    /// after the start deadline. A 418, or a wait the budget takes for a ban
+    /// ([`Budget::throttled`]), ends start-up with the ban's end.
+    fn limited(&mut self, cx: &mut Context<'_>, path: &str, r: &Response<'_>) {
+        let now = cx.now();
+        let wall_ms = wall_ms();
+        // Only to read an HTTP-date `Retry-After`: the venue's clock is not read yet.
+        let retry = adapt::response_retry_after(r, &Clock::anchor(now, wall_ms), now);
+        let b = cx.budget();
+        let verdict = match r.status {
+            418 => {
+                let until_ns = now.saturating_add(retry.wait_ns.unwrap_or(BAN_WITHOUT_END_NS));
+                let _ = b.banned(self.gate, until_ns, now);
+                Verdict::Banned {
+                    bucket: self.gate,
+                    until_ns,
+                }
+            }
+            _ => b
+                .throttled(self.gate, retry.wait_ns, now)
+                .unwrap_or(Verdict::Unknown),
+        };
+        let said = format!(
+            "bootstrap: {path} answered {}: {}",
+            r.status,
+            String::from_utf8_lossy(&r.body[..r.body.len().min(200)])
+        );
+        let until_ms =
+            |until_ns: i64| wall_ms.saturating_add(until_ns.saturating_sub(now) / 1_000_000);
+        self.error = match verdict {
+            Verdict::Throttled { until_ns, .. } if until_ns <= self.deadline => return self.next(cx),
+            Verdict::Throttled { until_ns, .. } => Some(StartError::new(
+                Culprit::Deadline,
+                format!(
+                    "{said}; the venue's wait ends at {}, after the start deadline (--start-timeout)",
+                    crate::health::utc(until_ms(until_ns))
+                ),
+            )),
+            Verdict::Banned { until_ns, .. } => Some(StartError {
+                ban_until_ns: Some(until_ns),
+                ..StartError::new(
+                    Culprit::Peer,
+                    format!(
+                        "{said}; the venue banned this IP until {}",
+                        crate::health::utc(until_ms(until_ns))
+                    ),
+                )
+            }),
+            _ => Some(StartError::new(Culprit::Peer, said)),
+        };
+        cx.stop();
+    }
+}
+
+/// The wall clock, Unix ms: only to name a ban's end in words.
+fn wall_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
 impl<E: Account> ClientHandler for Read<E> {
     fn on_response(&mut self, cx: &mut Context<'_>, _: RequestId, r: Response<'_>, f: Flight) {
         let now = cx.now();
         cx.complete(f);
         self.in_flight = false;
         let path = self.paths[self.step].unwrap_or("");
+        if matches!(r.status, 418 | 429) {
+            return self.limited(cx, path, &r);
+        }
         if r.status != 200 {
             self.error = Some(StartError::new(
                 Culprit::Peer,
@@ -267,11 +367,24 @@ impl<E: Account> Gateway<E> {
         let any = b
             .add("bootstrap", Spec::sliding(10, SEC, 1))
             .map_err(|e| err(&e))?;
-        let budget = b.build(now).map_err(|e| err(&e))?;
+        let mut budget = b.build(now).map_err(|e| err(&e))?;
+        if let Some(until_ns) = s.ban_until_ns.filter(|&u| u > now) {
+            if until_ns > now.saturating_add(s.timeout_ns) {
+                let ends = crate::health::utc(wall_ms() + (until_ns - now) / 1_000_000);
+                // Already recorded: not a new ban to record again.
+                return Err(StartError::new(
+                    Culprit::Peer,
+                    format!("bootstrap: the venue's ban of this IP, recorded by the previous gateway, runs until {ends}, after the start deadline (--start-timeout): nothing sent into it"),
+                ));
+            }
+            // Nothing sent before the ban ends: a hold of the bootstrap's bucket.
+            let _ = budget.throttled(any, Some(until_ns - now), now);
+        }
         let mut lp = EventLoop::new(s.loop_cfg, budget)?;
         let pool = lp.add_pool(pool_cfg(s))?;
         let mut read = Read::<E> {
             pool,
+            gate: any,
             parts: [Part::new(any, 1)],
             paths: [Some(E::time_path()), E::limits_path()],
             step: 0,

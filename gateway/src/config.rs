@@ -144,6 +144,7 @@ keys! {
     guard_ms: u64 => "guard-ms",
     journal: String => "journal",
     runtime_dir: String => "runtime-dir",
+    start_timeout: f64 => "start-timeout",
     allow_uid: String => "allow-uid",
     allow_gid: String => "allow-gid",
     class_ceiling: String => "class-ceiling",

@@ -95,7 +95,7 @@ mod venues;
 mod wire;
 pub mod ws_api;
 
-pub use bootstrap::{open_ws_api, run, Start, StartError, WsProbe};
+pub use bootstrap::{open_ws_api, run, Start, StartError, WsProbe, IP_GATE};
 pub use driver::{Api, Control, Driver, Strategy, GATEWAY_TIMER};
 pub use endpoints::NOT_FOUND_MARGIN_NS;
 pub use endpoints::{Account, Boot, DeclareError, Keys};

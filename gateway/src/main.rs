@@ -10,7 +10,7 @@ use std::sync::Arc;
 use ergon_gateway::metrics::{self, MetricsThread};
 use ergon_gateway::observe::{self, Observed};
 use ergon_gateway::protection::{Mode, Protected, Protection, Shutdown, Startup, State};
-use ergon_gateway::shm::{self, Hub, HubConfig};
+use ergon_gateway::shm::{self, Halt, HaltLog, Hub, HubConfig};
 use ergon_gateway::{self as gateway, Account, Control, Gateway, Keys, Start, WsApiStart};
 use ergon_io::core::{BucketId, Class};
 use ergon_lease::{BucketLease, LeaseConfig, LeaseThread};
@@ -24,7 +24,7 @@ const USAGE: &str = "usage:
                  | --api-secret S, deprecated: visible to every user in ps)
                 [--cpu N] [--max-clients N] [--passphrase P] [--symbol S] [--in-flight N]
                 [--share PCT] [--keep SECS] [--busy] [--guard-ms MS] [--journal PATH]
-                [--runtime-dir DIR]
+                [--runtime-dir DIR] [--start-timeout SECS]
                 [--class-ceiling urgent|normal|bulk] [--order-entry ws|rest] [--ws-api URL]
                 [--no-stream] [--allow-uid UID[,UID..]]... [--allow-gid GID[,GID..]]...
                 [--protection auto|required|off] [--protection-timeout SECS]
@@ -108,8 +108,11 @@ struct Args {
     once: bool,
     clear_halt: Option<String>,
     journal: Option<std::path::PathBuf>,
-    /// `--runtime-dir`: the gateway's private directory (the journal's default place).
+    /// `--runtime-dir`: the gateway's private directory (the journal's default
+    /// place, the halts file's only one).
     runtime_dir: Option<std::path::PathBuf>,
+    /// `--start-timeout`: how long start-up may take, holds after a 429 included.
+    start_timeout_s: f64,
     class_ceiling: Option<Class>,
     /// `--order-entry`: Some(true) ws, Some(false) rest, None rest unless
     /// `--ws-api` is given.
@@ -154,6 +157,7 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
         guard_ms: 30,
         stream: true,
         lease_ttl_s: 10,
+        start_timeout_s: 60.0,
         ..Args::default()
     };
     while let Some(flag) = it.next() {
@@ -189,6 +193,7 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
             "--guard-ms" => a.guard_ms = num(value()?, 0.0, 10_000.0)? as i64,
             "--journal" => a.journal = Some(value()?.into()),
             "--runtime-dir" => a.runtime_dir = Some(value()?.into()),
+            "--start-timeout" => a.start_timeout_s = num(value()?, 1.0, 3600.0)?,
             "--class-ceiling" => {
                 a.class_ceiling = match value()?.as_str() {
                     "urgent" => None,
@@ -287,10 +292,21 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
     Ok(a)
 }
 
-fn serve<E: Account>(a: &Args, start: &Start, keys: &Keys<'_>, symbol: &str) -> Result<(), String> {
+fn serve<E: Account>(
+    a: &Args,
+    start: &Start,
+    keys: &Keys<'_>,
+    symbol: &str,
+    mut halts: HaltLog,
+) -> Result<(), String> {
     let declare = |boot: &gateway::Boot, b: &mut _| E::declare(boot, b, keys, a.guard_ms * MS);
-    let (mut lp, mut gw, pool) =
-        Gateway::start(start, symbol, declare).map_err(|e| e.to_string())?;
+    let (mut lp, mut gw, pool) = match Gateway::start(start, symbol, declare) {
+        Ok(started) => started,
+        Err(e) => return Err(ban_at_start(a, &e, &mut halts)),
+    };
+    // Halted as the previous gateway left it, before anything is sent.
+    let now = lp.now();
+    halts.restore(lp.budget_mut(), now, wall_ms())?;
     if start.ws_api.is_some() {
         // One warning line per fallback, before `ready`: orders over REST,
         // polling without a stream.
@@ -355,6 +371,7 @@ fn serve<E: Account>(a: &Args, start: &Start, keys: &Keys<'_>, symbol: &str) -> 
         allow_uids: a.allow_uids.clone(),
         allow_gids: a.allow_gids.clone(),
         leases,
+        halts: Some(halts),
         ..HubConfig::default()
     };
     let journal = cfg.journal.clone();
@@ -426,6 +443,35 @@ fn observed<E: Account>(
     Ok((hub, t))
 }
 
+/// The wall clock, Unix ms.
+fn wall_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+/// Why start-up failed, in words; a ban of the IP is recorded in the halts file
+/// first, so the next start comes up with the IP halted until `clear-halt`.
+fn ban_at_start(a: &Args, e: &gateway::StartError, halts: &mut HaltLog) -> String {
+    let Some(until_ns) = e.ban_until_ns() else {
+        return e.to_string();
+    };
+    let now = ergon_io::clock::now_ns();
+    let until_ms = wall_ms().saturating_add(until_ns.saturating_sub(now) / MS);
+    let name = a.name.as_deref().unwrap_or_default();
+    let ip = gateway::IP_GATE;
+    match halts.record(Halt::new(ip, until_ms, &e.to_string())) {
+        Ok(()) => format!(
+            "{e}; recorded in {}: the next start comes up with {ip} halted until `ergon-gateway clear-halt {ip} --name {name}`",
+            halts.path().display()
+        ),
+        Err(w) => format!(
+            "{e}; the halt could not be recorded in {}: {w}",
+            halts.path().display()
+        ),
+    }
+}
+
 /// How long the first arm may take before start-up gives up on it.
 const START_ARM_NS: i64 = 5_000 * MS;
 
@@ -444,9 +490,7 @@ fn protection_path(
 /// Writes the switch's state line, its deadline as UTC ms (the loop's `now` taken
 /// as the wall clock's now).
 fn write_status(path: &std::path::Path, m: &Protection, now: i64) {
-    let wall_ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64);
+    let wall_ms = wall_ms();
     let mut line = format!(
         "protection {} timeout_ms={} lapses={}",
         m.state().as_str(),
@@ -641,6 +685,17 @@ fn run(a: &Args) -> Result<(), String> {
     }
     let mut start =
         Start::from_base(a.base.as_deref().unwrap_or_default()).map_err(|e| e.to_string())?;
+    start.timeout_ns = (a.start_timeout_s * 1e9) as i64;
+    let halts = runtime_dir(a.runtime_dir.as_deref(), name)?.join("halts");
+    let halts = HaltLog::open(&halts).map_err(|e| format!("halts file {e}"))?;
+    // A ban of the IP still running: nothing is sent before its end.
+    let now = ergon_io::clock::now_ns();
+    start.ban_until_ns = halts
+        .halts()
+        .iter()
+        .filter(|h| h.bucket == gateway::IP_GATE)
+        .map(|h| now.saturating_add(h.until_ms.saturating_sub(wall_ms()).saturating_mul(MS)))
+        .max();
     start.loop_cfg.cpu = a.cpu;
     start.loop_cfg.busy_poll = a.busy;
     if a.ws() {
@@ -663,9 +718,9 @@ fn run(a: &Args) -> Result<(), String> {
         passphrase: a.passphrase.as_deref(),
     };
     match venue {
-        "bybit" => serve::<Bybit>(a, &start, &keys, &symbol),
-        "okx" => serve::<Okx>(a, &start, &keys, &symbol),
-        _ => serve::<BinanceSpot>(a, &start, &keys, &symbol),
+        "bybit" => serve::<Bybit>(a, &start, &keys, &symbol, halts),
+        "okx" => serve::<Okx>(a, &start, &keys, &symbol, halts),
+        _ => serve::<BinanceSpot>(a, &start, &keys, &symbol, halts),
     }
 }
 

@@ -13,6 +13,7 @@ use ergon_venues::binance_spot_ws::Execution;
 use ergon_venues::endpoint::{ClientOrderId, OrderRef, Prepared, Symbol};
 
 use super::codec::{decode_call, encode_event, Call, ShmEvent};
+use super::halts::HaltLog;
 use super::journal::{Found, Journal};
 use super::os::{self, Epoll, Recv};
 use super::region::{Region, SUBMIT_SLOT};
@@ -55,6 +56,9 @@ pub struct HubConfig {
     /// The journal of orders in flight (see the module's crash cases): written
     /// before each new order is sent, read by the next gateway on the same file.
     pub journal: Option<std::path::PathBuf>,
+    /// The halts file ([`HaltLog`]): brought up to date at the turn a ban halts a
+    /// bucket or a `clear-halt` resumes one.
+    pub halts: Option<HaltLog>,
     /// Buckets whose limit is an account-wide grant leased through etcd
     /// (`ergon_lease`): each turn the hub applies what the lease thread posted, and
     /// its stats show the grant, the demand and the lease's age.
@@ -79,6 +83,7 @@ impl Default for HubConfig {
             per_turn: 16,
             class_ceiling: None,
             journal: None,
+            halts: None,
             leases: Vec::new(),
             allow_uids: Vec::new(),
             allow_gids: Vec::new(),
@@ -220,6 +225,7 @@ pub struct Hub {
     next_client: usize,
     timer_at: i64,
     journal: Option<Journal>,
+    halts: Option<HaltLog>,
     /// Orders a dead gateway left in flight, still to query (entry, order).
     recover: Vec<(u32, Found)>,
     recover_in_flight: usize,
@@ -245,7 +251,7 @@ impl Hub {
     /// Binds `@ergon-gateway/NAME` and sets up the doorbell and the stats region.
     /// `stop`: a flag (set by a SIGTERM handler) after which the hub stops
     /// accepting, settles what is in flight, and stops the loop.
-    pub fn bind(cfg: HubConfig, stop: Option<&'static AtomicBool>) -> io::Result<Hub> {
+    pub fn bind(mut cfg: HubConfig, stop: Option<&'static AtomicBool>) -> io::Result<Hub> {
         if cfg.max_clients == 0 || cfg.max_clients > 255 {
             return Err(owned_msg(&"--max-clients must be 1..=255"));
         }
@@ -279,6 +285,7 @@ impl Hub {
             .map(|(id, shared)| ergon_lease::Leased::new(shared.clone(), *id))
             .collect();
         Ok(Hub {
+            halts: cfg.halts.take(),
             leased,
             lease_error: None,
             clients: (0..cfg.max_clients).map(|_| None).collect(),
@@ -439,6 +446,9 @@ impl Hub {
                         Err(e) => format!("err {e}"),
                     },
                 };
+                // The record goes before the answer: a restart after `ok` never
+                // comes up halted again.
+                self.sync_halts(api);
                 self.answer(i, &msg);
             }
             _ => self.answer(i, "err unknown command"),
@@ -987,6 +997,26 @@ impl Hub {
         self.stats.write(text.as_bytes());
     }
 
+    /// Brings the halts file up to date when the budget's halts changed; a file
+    /// that cannot be written is said on stderr (the halt itself stands).
+    fn sync_halts<E: Account>(&mut self, api: &mut Api<'_, '_, E>) {
+        let Some(log) = &mut self.halts else { return };
+        let now = api.now();
+        let b = api.budget();
+        if !log.changed(b) {
+            return;
+        }
+        let wall_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as i64);
+        if let Err(e) = log.sync(b, now, wall_ms) {
+            eprintln!(
+                "ergon-gateway: warning: halts file {}: {e}: a restart would not come up halted",
+                log.path().display()
+            );
+        }
+    }
+
     fn expire(&mut self, now: i64) {
         for slot in &mut self.clients {
             let drop = slot.as_ref().is_some_and(|c| {
@@ -1048,6 +1078,7 @@ impl<E: Account> Strategy<E> for Hub {
         self.next_client = (self.next_client + 1) % n.max(1);
         let now = api.now();
         self.expire(now);
+        self.sync_halts(api);
         self.publish(api);
         if !self.stopping && self.stop.is_some_and(|s| s.load(Ordering::SeqCst)) {
             self.stopping = true;

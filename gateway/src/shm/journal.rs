@@ -58,7 +58,7 @@ fn refused(path: &Path, why: impl core::fmt::Display) -> io::Error {
 /// Opens (`create`: creates, 0600, never over an existing name) a journal file
 /// without following a symlink, and checks what was opened: a regular file of
 /// this uid, no group or other bits, one link.
-fn open_file(path: &Path, create: bool) -> io::Result<std::fs::File> {
+pub(super) fn open_file(path: &Path, create: bool) -> io::Result<std::fs::File> {
     use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
     let f = std::fs::OpenOptions::new()
         .read(true)
@@ -103,7 +103,7 @@ fn bytes_for(cap: usize) -> Option<usize> {
     cap.checked_mul(ENTRY)?.checked_add(HEAD)
 }
 
-fn bad_data(path: &Path, why: impl core::fmt::Display) -> io::Error {
+pub(super) fn bad_data(path: &Path, why: impl core::fmt::Display) -> io::Error {
     io::Error::new(
         io::ErrorKind::InvalidData,
         format!(

@@ -86,6 +86,7 @@
 
 mod client;
 mod codec;
+mod halts;
 mod hub;
 mod journal;
 mod os;
@@ -96,6 +97,7 @@ pub use client::{ShmClient, ShmSubmitError};
 pub use codec::{
     decode_call, decode_event, encode_call, encode_event, BadMessage, Call, ShmEvent, ORDER_UPDATE,
 };
+pub use halts::{Halt, HaltLog};
 pub use hub::{ClientStats, Hub, HubConfig, HUB_TOKEN};
 pub use region::{EVENTS_PER_REQUEST, EVENT_SLOT, SUBMIT_SLOT};
 pub use stats::STATS_BYTES;
