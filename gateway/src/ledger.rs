@@ -63,8 +63,16 @@ pub struct Entry {
     pub not_found_after: Option<i64>,
     /// Reconcile queries answered so far without settling it.
     pub queries: u8,
-    /// When its query on the wire was sent.
+    /// When the query by client order id of the current round was sent (the
+    /// round's [`Entry::closed`] query keeps it: a NotFound is as old as the
+    /// round's first look).
     pub query_sent_ns: i64,
+    /// Whether the query due or on the wire is the venue's query of closed
+    /// orders ([`Endpoints::query_closed_order`]), asked after its query by id
+    /// answered NotFound.
+    ///
+    /// [`Endpoints::query_closed_order`]: ergon_venues::endpoint::Endpoints::query_closed_order
+    pub closed: bool,
     /// The deadline it was submitted with: never re-sent after it, however often
     /// it is re-signed (each re-sign moves [`Prepared::deadline_ns`]).
     pub resend_until: i64,
@@ -110,6 +118,7 @@ impl Ledger {
                     not_found_after: None,
                     queries: 0,
                     query_sent_ns: 0,
+                    closed: false,
                     resend_until: 0,
                 },
             })
@@ -159,6 +168,7 @@ impl Ledger {
         e.not_found_after = None;
         e.queries = 0;
         e.query_sent_ns = 0;
+        e.closed = false;
         e.resend_until = e.req.deadline_ns();
         self.len += 1;
         Some(Key(i))

@@ -1151,30 +1151,37 @@ impl<E: Account> Gateway<E> {
         }
     }
 
-    /// Sends `key`'s query by client order id, or schedules it.
-    fn query<W: Wire>(&mut self, w: &mut W, key: Key) {
-        let now = w.now();
+    /// Writes `key`'s query by client order id (its query of closed orders if
+    /// [`Entry::closed`](crate::ledger::Entry::closed)); whether it could.
+    fn write_query(&mut self, key: Key, now: i64) -> bool {
         let Some(e) = self.ledger.get_mut(key) else {
-            return;
+            return false;
         };
         // The request's own symbol; the gateway's for one that names none.
         let symbol = match e.req.symbol() {
             Some(s) => Ok(s),
             None => Symbol::new(self.symbol.as_str()),
         };
-        let written = match (e.req.client_order_id(), symbol) {
-            (Some(&client_order_id), Ok(symbol)) => self
-                .venue
-                .query_order(
-                    &mut e.query,
-                    &OrderRef {
-                        symbol,
-                        client_order_id,
-                    },
-                    now,
-                )
-                .is_ok(),
-            _ => false,
+        let (Some(&client_order_id), Ok(symbol)) = (e.req.client_order_id(), symbol) else {
+            return false;
+        };
+        let order = OrderRef {
+            symbol,
+            client_order_id,
+        };
+        match e.closed {
+            true => self.venue.query_closed_order(&mut e.query, &order, now),
+            false => self.venue.query_order(&mut e.query, &order, now),
+        }
+        .is_ok()
+    }
+
+    /// Sends `key`'s query by client order id, or schedules it.
+    fn query<W: Wire>(&mut self, w: &mut W, key: Key) {
+        let now = w.now();
+        let written = self.write_query(key, now);
+        let Some(e) = self.ledger.get_mut(key) else {
+            return;
         };
         // A write that names no order (a cancel-all) cannot be asked about by id:
         // it ends Unresolved at once, never a loop of queries that cannot be written.
@@ -1204,7 +1211,9 @@ impl<E: Account> Gateway<E> {
         match charged {
             Ok(ticket) => {
                 e.stage = Stage::Query;
-                e.query_sent_ns = now;
+                if !e.closed {
+                    e.query_sent_ns = now;
+                }
                 self.stats.queries += 1;
                 self.send(w, key, ticket);
             }
@@ -1241,8 +1250,27 @@ impl<E: Account> Gateway<E> {
             }
             _ => self.venue.read_order(r),
         };
-        let e = self.ledger.get(key)?;
+        let e = self.ledger.get_mut(key)?;
         let tag = e.tag;
+        // Where the venue keeps closed orders apart (Bybit's history), a NotFound
+        // from the query by id is asked there before it counts; the next round
+        // starts with the query by id again.
+        let closed = core::mem::replace(&mut e.closed, false);
+        if lookup == Lookup::NotFound && !closed {
+            e.closed = true;
+            // Written here to learn whether the venue has such a query; written
+            // again, freshly stamped, when the next poll sends it.
+            let has = self.write_query(key, now);
+            let e = self.ledger.get_mut(key)?;
+            e.closed = has;
+            if has {
+                e.stage = Stage::Reconcile;
+                e.at_ns = now;
+                self.next_due = self.next_due.min(now);
+                return None;
+            }
+        }
+        let e = self.ledger.get(key)?;
         let found = match lookup {
             Lookup::Found(info) => Some(info.state),
             // "Not found" is "never ran" only from a query sent once the venue
@@ -1276,6 +1304,7 @@ impl<E: Account> Gateway<E> {
         not_found: bool,
     ) -> Option<Event<'static>> {
         let e = self.ledger.get_mut(key)?;
+        e.closed = false;
         e.queries = e.queries.saturating_add(1);
         let (n, bound, since) = (e.queries, e.not_found_after, e.unknown_since_ns);
         let out_of_time = bound.is_none() && now >= since.saturating_add(self.unresolved_after_ns);

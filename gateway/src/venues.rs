@@ -124,7 +124,13 @@ impl Account for Bybit {
     }
 
     fn windows(&self) -> Vec<(BucketId, i64)> {
-        let s = [self.create, self.amend, self.cancel, self.read];
+        let s = [
+            self.create,
+            self.amend,
+            self.cancel,
+            self.read,
+            self.history,
+        ];
         let mut w: Vec<_> = s.iter().map(|b| (*b, SEC)).collect();
         w.push((self.ip_5s, 5 * SEC));
         w

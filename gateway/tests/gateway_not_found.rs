@@ -386,3 +386,34 @@ fn a_recovered_order_is_not_found_only_after_the_bound() {
     assert!(sent_at >= bound, "by a query sent after the bound");
     assert!(w.queries() >= 2);
 }
+
+/// Bybit's real-time query lists only the account's 500 most recently closed
+/// orders (issue 26, item 2): its NotFound is asked again of the order history at
+/// once, not after a backoff, and the history's answer settles the request.
+#[test]
+fn a_bybit_not_found_asks_the_order_history_which_settles() {
+    let (mut gw, mut w) = bybit_gw();
+    place_unknown(&mut gw, &mut w, "by2", 7);
+    let (qid, target, qf, _) = w.last();
+    assert!(target.starts_with("/v5/order/realtime?"), "{target}");
+    w.now += MS;
+    let empty = br#"{"retCode":0,"retMsg":"OK","result":{"list":[],"category":"linear"},"time":1700000000000}"#;
+    assert_eq!(gw.on_response(&mut w, qid, answer(200, empty), qf), None);
+    next_write(&mut gw, &mut w, 1);
+    let (hid, target, hf, at) = w.last();
+    assert_eq!(
+        target,
+        "/v5/order/history?category=linear&symbol=BTCUSDT&orderLinkId=by2"
+    );
+    assert_eq!(at, w.now, "at once");
+    let closed = br#"{"retCode":0,"retMsg":"OK","result":{"list":[{"orderId":"14bad3a1-6454-43d8-bcf2-5345896cf74d","orderLinkId":"by2","orderStatus":"Cancelled","cumExecQty":"0.000"}],"category":"linear"},"time":1700000000000}"#;
+    w.now += MS;
+    assert_eq!(
+        gw.on_response(&mut w, hid, answer(200, closed), hf),
+        Some(Event::Reconciled {
+            tag: 7,
+            found: Some(OrderState::Canceled)
+        })
+    );
+    assert_eq!(gw.in_flight(), 0);
+}

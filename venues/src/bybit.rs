@@ -14,6 +14,28 @@
 //! that finds nothing proves nothing: the gateway ends such an unknown outcome
 //! `Unresolved` and keeps watching the client order id.
 //!
+//! **Reconcile: the real-time query, then the history.** `GET /v5/order/realtime`
+//! by `orderLinkId` lists the order while it is open and, whatever `openOnly`
+//! says ("openOnly param will be ignored when query by orderId or orderLinkId"),
+//! while it is among the account's 500 most recently closed orders of the
+//! category (UTA 2.0: spot, linear, inverse, option; UTA 1.0: spot, linear,
+//! option). It does not list a closed order older than those 500 (at the default
+//! 10 cancels a second, 50 s of quoting), nor any closed order of a unified account after
+//! a Bybit server release or restart ("should only be queried through order
+//! history"), nor a closed order of a classic account's spot ("classic account
+//! spot can return open orders only"). [`Endpoints::query_closed_order`] asks `GET
+//! /v5/order/history` by `orderLinkId`, which finds those: on a unified account
+//! (except UTA 1.0 inverse) closed orders only, a fully cancelled, rejected or
+//! deactivated one for 24 hours, any other for 7 days, one with fills for 2 years;
+//! on UTA 1.0 inverse and classic accounts, orders of any status for 7 days
+//! (classic spot: cancelled, rejected and deactivated ones for 7 days). Its data
+//! "may delay". Each endpoint has its own per-UID limit, 50 requests a second: the
+//! real-time query is charged on [`Bybit::read`] (shared with the other reads, as
+//! before), the history on [`Bybit::history`].
+//! Sources: <https://bybit-exchange.github.io/docs/v5/order/open-order>,
+//! <https://bybit-exchange.github.io/docs/v5/order/order-list>,
+//! <https://bybit-exchange.github.io/docs/v5/rate-limit>, checked 2026-12-01.
+//!
 //! Reading an answer never allocates.
 
 use crate::adapt::{self, Batch, Clock, Error, Parts, Request, Venue, MAX_ITEMS};
@@ -44,13 +66,16 @@ pub struct Config {
     pub cancel_per_s: u64,
     /// Reads, counted by their weight.
     pub read_per_s: u64,
+    /// `/v5/order/history`.
+    pub history_per_s: u64,
     /// Requests per IP per 5 s.
     pub ip_per_5s: u64,
 }
 
 impl Default for Config {
     /// The documented defaults for linear contracts (classic account, VIP 0):
-    /// create, amend and cancel 10 per second per UID, reads 50, and 600 requests
+    /// create, amend and cancel 10 per second per UID, reads 50 (the order
+    /// history 50 of its own), and 600 requests
     /// per 5 s per IP. Source: <https://bybit-exchange.github.io/docs/v5/rate-limit>,
     /// checked 2026-11-30. Raise them to the account's own limits (`GET
     /// /v5/user/query-api` does not return them; the `X-Bapi-Limit` header of each
@@ -61,6 +86,7 @@ impl Default for Config {
             amend_per_s: 10,
             cancel_per_s: 10,
             read_per_s: 50,
+            history_per_s: 50,
             ip_per_5s: 600,
         }
     }
@@ -69,6 +95,10 @@ impl Default for Config {
 /// The receive window signed requests carry unless told otherwise (Bybit's
 /// default, ms).
 pub const DEFAULT_RECV_WINDOW_MS: i64 = 5000;
+
+/// The path of the order history: the [`Request::Info`] name its query is
+/// charged under.
+pub const HISTORY: &str = "/v5/order/history";
 
 /// Most orders of one `POST /v5/order/create-batch` (linear and inverse).
 pub const MAX_BATCH_ORDERS: usize = 20;
@@ -116,6 +146,8 @@ pub struct Bybit {
     pub cancel: BucketId,
     /// Reads.
     pub read: BucketId,
+    /// `/v5/order/history` ([`HISTORY`]).
+    pub history: BucketId,
 }
 
 impl Bybit {
@@ -133,6 +165,7 @@ impl Bybit {
             amend: builder.add("/v5/order/amend", second(c.amend_per_s))?,
             cancel: builder.add("/v5/order/cancel", second(c.cancel_per_s))?,
             read: builder.add("read", second(c.read_per_s))?,
+            history: builder.add(HISTORY, second(c.history_per_s))?,
         })
     }
 
@@ -252,6 +285,7 @@ impl Bybit {
             Request::Order | Request::Batch(_) => self.create,
             Request::CancelReplace => self.amend,
             Request::Cancel => self.cancel,
+            Request::Info(HISTORY) => self.history,
             Request::Read(_) | Request::Info(_) | Request::Connect => self.read,
         }
     }
@@ -531,7 +565,11 @@ impl Endpoints for Bybit {
         })
     }
 
-    /// `GET /v5/order/realtime` by `orderLinkId`: one read.
+    /// `GET /v5/order/realtime` by `orderLinkId`: one read. It lists the order
+    /// while open or among the account's 500 most recently closed (see the
+    /// module doc, <https://bybit-exchange.github.io/docs/v5/order/open-order>);
+    /// `openOnly` is left out, since Bybit ignores it when the query names an
+    /// `orderLinkId`.
     fn query_order<'p>(
         &mut self,
         out: &'p mut Prepared,
@@ -542,6 +580,26 @@ impl Endpoints for Bybit {
         w.symbol(o.symbol);
         w.id(o.client_order_id)?;
         self.get(w, "/v5/order/realtime", Request::Read(1), now, false, |w| {
+            w.s("&symbol=");
+            w.s(o.symbol.as_str());
+            w.s("&orderLinkId=");
+            w.s(o.client_order_id.as_str());
+        })
+    }
+
+    /// `GET /v5/order/history` by `orderLinkId`: one on the history's own limit.
+    /// It finds a closed order the real-time query no longer lists (see the module
+    /// doc, <https://bybit-exchange.github.io/docs/v5/order/order-list>).
+    fn query_closed_order<'p>(
+        &mut self,
+        out: &'p mut Prepared,
+        o: &OrderRef<'_>,
+        now: i64,
+    ) -> Result<&'p Prepared, Error> {
+        let mut w = Writer::start(out);
+        w.symbol(o.symbol);
+        w.id(o.client_order_id)?;
+        self.get(w, HISTORY, Request::Info(HISTORY), now, false, |w| {
             w.s("&symbol=");
             w.s(o.symbol.as_str());
             w.s("&orderLinkId=");
@@ -649,7 +707,8 @@ impl Endpoints for Bybit {
         )
     }
 
-    /// `retCode` 0 with one order in `result.list`: found; an empty list: not found.
+    /// `retCode` 0 with one order in `result.list`: found; an empty list: not
+    /// found. The real-time query and the history answer alike.
     fn read_order(&self, r: &Response<'_>) -> Lookup {
         let Some((0, Some(result))) = ret(r) else {
             return Lookup::Unknown;
@@ -727,6 +786,7 @@ impl Venue for Bybit {
             }
             Request::Batch(n) => p.push(Part::new(self.create, u32::from(n))),
             Request::Read(w) => p.push(Part::new(self.read, w)),
+            Request::Info(HISTORY) => p.push(Part::new(self.history, 1)),
             Request::Info(_) => return Err(Error::Unsupported),
         }
         p.push(Part::new(self.ip_5s, 1));

@@ -801,6 +801,23 @@ pub trait Endpoints: Venue {
         now_ns: i64,
     ) -> Result<&'p Prepared, Error>;
 
+    /// Query one order by client order id where the venue keeps the orders
+    /// [`Endpoints::query_order`] no longer lists (Bybit's order history, which
+    /// holds closed orders the real-time query has dropped): ask it after
+    /// `query_order` answered [`Lookup::NotFound`], and read its answer with
+    /// [`Endpoints::read_order`]. [`Error::Unsupported`] (the default) where
+    /// `query_order` sees every order the venue remembers.
+    fn query_closed_order<'p>(
+        &mut self,
+        out: &'p mut Prepared,
+        order: &OrderRef<'_>,
+        now_ns: i64,
+    ) -> Result<&'p Prepared, Error> {
+        let _ = (order, now_ns);
+        Writer::start(out);
+        Err(Error::Unsupported)
+    }
+
     /// The open orders of one symbol, or of every symbol.
     fn open_orders<'p>(
         &mut self,
@@ -868,7 +885,8 @@ pub trait Endpoints: Venue {
         Err(Error::Unsupported)
     }
 
-    /// Reads the answer to [`Endpoints::query_order`].
+    /// Reads the answer to [`Endpoints::query_order`] or
+    /// [`Endpoints::query_closed_order`].
     fn read_order(&self, answer: &Response<'_>) -> Lookup;
 
     /// Reads the answer to [`Endpoints::new_order`].

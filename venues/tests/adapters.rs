@@ -185,6 +185,8 @@ const TABLE: &[(&str, &str, &str, &[Effect])] = &[
     ("bybit", "rate_10006_reset_past", "Throttled bucket=/v5/order/create until_ms=1000", &[Held("/v5/order/create", 1000)]),
     ("bybit", "query_found", "Done", &[Used("read", 1)]),
     ("bybit", "query_not_found", "Done", &[Used("read", 1)]),
+    ("bybit", "history_closed", "Done", &[Used("/v5/order/history", 1)]),
+    ("bybit", "history_not_found", "Done", &[Used("/v5/order/history", 2)]),
     // OKX v5.
     ("okx", "order_ok", "Done", &[Used("/api/v5/trade/order", 1), Used("sub-account", 1)]),
     ("okx", "rate_50011_200", "Throttled bucket=/api/v5/trade/order until_ms=2000", &[Held("/api/v5/trade/order", 2_000)]),

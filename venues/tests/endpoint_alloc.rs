@@ -91,6 +91,7 @@ fn every_kind_ids<E: Endpoints>(venue: &mut E, p: &mut Prepared, n: u32, hex_ids
             now,
         );
         assert!(venue.query_order(p, &r, now).is_ok());
+        let _ = venue.query_closed_order(p, &r, now);
         assert!(venue.open_orders(p, Some(symbol), now).is_ok());
         assert!(venue.book(p, symbol, 100, now).is_ok() || venue.book(p, symbol, 20, now).is_ok());
         let _ = venue.batch_orders(p, &[order, order], now);

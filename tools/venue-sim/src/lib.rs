@@ -114,7 +114,8 @@ pub use clock::VenueClock;
 pub use config::{
     Account, BanPolicy, Config, ConfigError, Credits, Fault, FaultScope, Faults, Interval,
     LimitType, Profile, RateLimit, WsLimits, BINANCE_FUTURES_LIMITS, BINANCE_SPOT_LIMITS,
-    BYBIT_LIMITS, DEFAULT_API_KEY, DEFAULT_API_SECRET, DEFAULT_PASSPHRASE, OKX_LIMITS,
+    BYBIT_CLOSED_KEPT, BYBIT_LIMITS, DEFAULT_API_KEY, DEFAULT_API_SECRET, DEFAULT_PASSPHRASE,
+    OKX_LIMITS,
 };
 pub use engine::switch::SwitchView;
 pub use report::{CreditUsage, FaultCounts, LimitUsage, OrderView, Report, WsCounts};

@@ -309,3 +309,75 @@ fn market_data_and_history_endpoints_answer_in_v5_shapes() {
     assert_eq!(ret_code(&r), 10001, "limit above 50");
     s.stop();
 }
+
+/// Bybit's realtime query keeps only the account's most recently closed orders
+/// (500 by default, 2 here), by id whatever `openOnly` says; its order history
+/// finds an older one by `orderLinkId`
+/// (<https://bybit-exchange.github.io/docs/v5/order/open-order>).
+#[test]
+fn realtime_keeps_only_the_recently_closed_and_history_finds_the_rest() {
+    let s = Server::start(Config {
+        bybit_closed_kept: 2,
+        ..Config::bybit()
+    })
+    .unwrap();
+    let mut c = Client::connect(s.addr());
+    let list = |r: &common::Resp| r.json()["result"]["list"].as_array().unwrap().clone();
+    for link in ["c1", "c2", "c3"] {
+        let r = v5(&mut c, &s, "POST", "/v5/order/create", &create(link));
+        assert_eq!(ret_code(&r), 0, "{}", r.body);
+        let x = format!(r#"{{"category":"linear","symbol":"BTCUSDT","orderLinkId":"{link}"}}"#);
+        let r = v5(&mut c, &s, "POST", "/v5/order/cancel", &x);
+        assert_eq!(ret_code(&r), 0, "{}", r.body);
+    }
+    let r = v5(&mut c, &s, "POST", "/v5/order/create", &create("o4"));
+    assert_eq!(ret_code(&r), 0, "{}", r.body);
+
+    let by_link = |c: &mut Client, path: &str, link: &str| {
+        let q = format!("category=linear&symbol=BTCUSDT&orderLinkId={link}&openOnly=0");
+        v5(c, &s, "GET", path, &q)
+    };
+    let r = by_link(&mut c, "/v5/order/realtime", "c1");
+    assert_eq!(list(&r).len(), 0, "c1 left the realtime list: {}", r.body);
+    let r = by_link(&mut c, "/v5/order/realtime", "c2");
+    assert_eq!(
+        list(&r)[0]["orderStatus"],
+        "Cancelled",
+        "openOnly is ignored by id"
+    );
+    let r = by_link(&mut c, "/v5/order/history", "c1");
+    let h = list(&r);
+    assert_eq!(h.len(), 1, "{}", r.body);
+    assert_eq!(
+        (h[0]["orderLinkId"].as_str(), h[0]["orderStatus"].as_str()),
+        (Some("c1"), Some("Cancelled"))
+    );
+    let r = by_link(&mut c, "/v5/order/history", "never");
+    assert_eq!(list(&r).len(), 0);
+
+    let q = "category=linear&symbol=BTCUSDT";
+    let r = v5(&mut c, &s, "GET", "/v5/order/realtime", q);
+    let open = list(&r);
+    assert_eq!(
+        (open.len(), open[0]["orderLinkId"].as_str()),
+        (1, Some("o4"))
+    );
+    let r = v5(
+        &mut c,
+        &s,
+        "GET",
+        "/v5/order/realtime",
+        &format!("{q}&openOnly=1"),
+    );
+    let closed: Vec<_> = list(&r).iter().map(|o| o["orderLinkId"].clone()).collect();
+    assert_eq!(closed, ["c3", "c2"], "the last closed first");
+    let r = v5(
+        &mut c,
+        &s,
+        "GET",
+        "/v5/order/realtime",
+        &format!("{q}&openOnly=2"),
+    );
+    assert_eq!(ret_code(&r), 10001, "not a unified account's value");
+    s.stop();
+}

@@ -236,7 +236,16 @@ pub struct Config {
     pub ws: WsLimits,
     /// The credit pools and the connection limit (the `deribit` profile).
     pub credits: Credits,
+    /// Closed orders per account that Bybit's `/v5/order/realtime` still lists
+    /// (the most recently closed first); older ones only `/v5/order/history`
+    /// finds. Default [`BYBIT_CLOSED_KEPT`].
+    pub bybit_closed_kept: usize,
 }
+
+/// "Query a maximum of recent 500 closed status records are kept under each
+/// account each category": Bybit's `/v5/order/realtime`,
+/// <https://bybit-exchange.github.io/docs/v5/order/open-order>, checked 2026-12-01.
+pub const BYBIT_CLOSED_KEPT: usize = 500;
 
 /// Deribit's limits: a credit pool per sub-account, refilled continuously, one
 /// for matching-engine requests (`private/buy`, `sell`, `edit`, `cancel`,
@@ -346,6 +355,7 @@ impl Config {
             passphrase: DEFAULT_PASSPHRASE.to_string(),
             ws: WsLimits::default(),
             credits: Credits::default(),
+            bybit_closed_kept: BYBIT_CLOSED_KEPT,
         }
     }
 

@@ -17,6 +17,14 @@
 //! - Faults: the 5xx faults answer HTTP 500 with `retCode` 10016 after executing
 //!   and 10000 "Server Timeout" without; Bybit documents neither as "not run".
 //!
+//! - `order/realtime` by `orderId` or `orderLinkId` finds an open order or one of
+//!   the account's [`Config::bybit_closed_kept`](crate::Config) (500) most recently
+//!   closed ("openOnly param will be ignored when query by orderId or
+//!   orderLinkId"); without either it lists the open orders (`openOnly=0`, the
+//!   default) or those closed ones (`openOnly=1`). The account played is a
+//!   unified one (UTA 2.0): `openOnly=2` (UTA 1.0 inverse, classic accounts) is
+//!   refused as a params error. `order/history` finds an order by `orderId` or
+//!   `orderLinkId` however long ago it closed.
 //! - Market data (`market/tickers`, `kline`, `recent-trade`, `orderbook`) counts
 //!   only against the IP limit; `execution/list` and `order/history` have their
 //!   own per-UID limits. The market is synthetic (the mid price, the emulator's
@@ -28,6 +36,7 @@
 //! <https://bybit-exchange.github.io/docs/v5/market/recent-trade>,
 //! <https://bybit-exchange.github.io/docs/v5/order/execution>,
 //! <https://bybit-exchange.github.io/docs/v5/order/order-list>,
+//! <https://bybit-exchange.github.io/docs/v5/order/open-order>,
 //! <https://bybit-exchange.github.io/docs/v5/error>,
 //! <https://bybit-exchange.github.io/docs/v5/guide> (authentication),
 //! <https://bybit-exchange.github.io/docs/v5/order/create-order>.
@@ -40,12 +49,14 @@ use serde_json::{json, Map, Value};
 
 use crate::config::LimitType;
 use crate::engine::book::{
-    fmt_e8, parse_e8, quote, valid_client_id, OrdType, Order, Placement, Side, Status,
+    fmt_e8, parse_e8, quote, valid_client_id, OrdType, Placement, Side, Status,
 };
 use crate::engine::state::{Admission, Venue};
 use crate::http::{Request, Response};
 use crate::limits::Key;
 use crate::params::sign;
+
+mod orders;
 
 const DEFAULT_RECV_WINDOW: i64 = 5_000;
 /// One tick of the synthetic book (0.01), in units of 1e-8.
@@ -96,7 +107,12 @@ pub(crate) enum BybitOp {
         price_e8: Option<u64>,
     },
     Cancel(Target),
-    Realtime(Option<Target>),
+    /// `/v5/order/realtime`: one order by id, or the open orders (the recently
+    /// closed ones with `openOnly=1`).
+    Realtime {
+        target: Option<Target>,
+        closed: bool,
+    },
     Wallet,
     /// `/v5/market/tickers`.
     Tickers,
@@ -109,8 +125,11 @@ pub(crate) enum BybitOp {
     RecentTrade(usize),
     /// `/v5/execution/list`: the account's fills, newest first.
     Executions(usize),
-    /// `/v5/order/history`: the account's orders, newest first.
-    History(usize),
+    /// `/v5/order/history`: the account's orders, newest first (one, by id).
+    History {
+        limit: usize,
+        target: Option<Target>,
+    },
 }
 
 impl BybitOp {
@@ -498,7 +517,15 @@ impl Venue {
             }
             Endpoint::Realtime => {
                 category_ok(f)?;
-                BybitOp::Realtime(target(f).ok())
+                let closed = match f.get("openOnly").as_deref() {
+                    None | Some("0") => false,
+                    Some("1") => true,
+                    Some(_) => return Err("openOnly invalid (0 or 1 on a unified account)".into()),
+                };
+                BybitOp::Realtime {
+                    target: target(f).ok(),
+                    closed,
+                }
             }
             Endpoint::Tickers => {
                 category_ok(f)?;
@@ -528,7 +555,10 @@ impl Venue {
             }
             Endpoint::History => {
                 category_ok(f)?;
-                BybitOp::History(limit(f, 20, 50)?)
+                BybitOp::History {
+                    limit: limit(f, 20, 50)?,
+                    target: target(f).ok(),
+                }
             }
         })
     }
@@ -614,16 +644,22 @@ impl Venue {
                 let o = &self.orders[i];
                 ok(json!({ "orderId": o.order_id.to_string(), "orderLinkId": o.client_id }))
             }
-            BybitOp::Realtime(target) => {
-                let list: Vec<Value> = match target {
-                    Some(t) => self
+            BybitOp::Realtime { target, closed } => {
+                let list: Vec<Value> = match (target, closed) {
+                    (Some(t), _) => self
                         .find_bybit(account, &t)
+                        .filter(|&i| self.realtime_keeps(i))
                         .map(|i| self.bybit_order_json(&self.orders[i]))
                         .into_iter()
                         .collect(),
-                    None => self
+                    (None, false) => self
                         .open_orders(account)
                         .map(|o| self.bybit_order_json(o))
+                        .collect(),
+                    (None, true) => self
+                        .recently_closed(account)
+                        .into_iter()
+                        .map(|i| self.bybit_order_json(&self.orders[i]))
                         .collect(),
                 };
                 ok(json!({ "list": list, "nextPageCursor": "", "category": "linear" }))
@@ -706,46 +742,23 @@ impl Venue {
                     .collect();
                 ok(json!({ "category": "linear", "list": list, "nextPageCursor": "" }))
             }
-            BybitOp::History(limit) => {
+            BybitOp::History { limit, target } => {
+                let one = target.map(|t| self.find_bybit(account, &t));
                 let list: Vec<Value> = self
                     .orders
                     .iter()
+                    .enumerate()
                     .rev()
-                    .filter(|o| o.account == account)
+                    .filter(|&(i, o)| match one {
+                        None => o.account == account,
+                        Some(found) => found == Some(i),
+                    })
                     .take(limit)
-                    .map(|o| self.bybit_order_json(o))
+                    .map(|(_, o)| self.bybit_order_json(o))
                     .collect();
                 ok(json!({ "category": "linear", "list": list, "nextPageCursor": "" }))
             }
         }
-    }
-
-    fn bybit_order_json(&self, o: &Order) -> Value {
-        let status = match o.status {
-            Status::New => "New",
-            Status::Filled => "Filled",
-            Status::Canceled => "Cancelled",
-        };
-        json!({
-            "orderId": o.order_id.to_string(),
-            "orderLinkId": o.client_id,
-            "symbol": self.cfg.symbol,
-            "price": fmt_dec(if o.kind == OrdType::Market { 0 } else { o.price_e8 }),
-            "qty": fmt_dec(o.qty_e8),
-            "side": if o.side == Side::Buy { "Buy" } else { "Sell" },
-            "positionIdx": 0,
-            "orderStatus": status,
-            "avgPrice": fmt_dec(if o.executed_e8 > 0 { o.price_e8 } else { 0 }),
-            "leavesQty": fmt_dec(if o.status == Status::New { o.qty_e8 - o.executed_e8 } else { 0 }),
-            "cumExecQty": fmt_dec(o.executed_e8),
-            "cumExecValue": fmt_dec(quote(o.price_e8, o.executed_e8)),
-            "cumExecFee": "0",
-            "timeInForce": o.tif,
-            "orderType": if o.kind == OrdType::Market { "Market" } else { "Limit" },
-            "reduceOnly": false,
-            "createdTime": o.time.to_string(),
-            "updatedTime": o.update_time.to_string(),
-        })
     }
 }
 
