@@ -383,8 +383,12 @@ fn serve<E: Account>(
     let _ = writeln!(out, "ready {name}");
     let _ = out.flush();
     let st = status.clone();
-    let served =
-        Protected::new(hub, machine, symbol).on_change(move |m, now| write_status(&st, m, now));
+    let published = hub.protection_cell();
+    published.set(machine.published());
+    let served = Protected::new(hub, machine, symbol).on_change(move |m, now| {
+        write_status(&st, m, now);
+        published.set(m.published());
+    });
     let d = gateway::run(&mut lp, gw, pool, served, Arc::new(Control::default()))
         .map_err(|e| e.to_string())?;
     // A clean stop (SIGTERM): cancel every open order, then disarm the switch.

@@ -24,6 +24,7 @@
 //! | `answers_total` | verdict (applied, rejected, throttled, banned, clock_skew) | the gateway's answers |
 //! | `unknown_total`, `reconcile_queries_total` | | unknown outcomes, reconcile queries |
 //! | `reconciles_total` | outcome (found, not_found) | unknown outcomes settled |
+//! | `unresolved_total`, `late_total` | | outcomes left unknown (`Unresolved`), and of those the orders that appeared after all (`Late`) |
 //! | `client_attached` | client | 1 while attached |
 //! | `client_submits_total`, `client_accepted_total`, `client_limited_total`, `client_over_share_total`, `client_finals_total` | client | each client's calls |
 //! | `client_events_dropped_total` | client | events that found its ring full (must stay 0) |
@@ -290,6 +291,16 @@ pub fn render(v: &View<'_>) -> String {
                     g.reconciled.saturating_sub(g.reconciled_found),
                 ),
             ],
+        );
+        f.counter(
+            "unresolved",
+            "Unknown outcomes the venue's answers could not settle (Unresolved)",
+            &one(g.unresolved),
+        );
+        f.counter(
+            "late",
+            "Unresolved orders that appeared after all (Late)",
+            &one(g.late),
         );
         f.counter(
             "answers",

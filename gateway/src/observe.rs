@@ -20,6 +20,8 @@ use ergon_io::boundary::seqlock::{seqlock, SeqReader, SeqWriter};
 use ergon_io::boundary::stats::{stats_channel, ClientCounters, StatsPublisher, StatsReader};
 use ergon_io::event_loop::Readiness;
 use ergon_venues::binance_spot_ws::Execution;
+use std::cell::Cell;
+use std::rc::Rc;
 
 use crate::driver::{Api, Strategy};
 use crate::endpoints::Account;
@@ -167,6 +169,12 @@ pub trait PublishClients {
     /// Calls `f` with each client's name, whether it is attached, and its counts.
     /// Must not allocate.
     fn each_client(&self, _f: &mut dyn FnMut(&str, bool, &ClientStats)) {}
+
+    /// The etcd lease's state, if this strategy holds the leased limits; `None`
+    /// leaves what [`Observed::set_lease`] said.
+    fn lease(&self) -> Option<Lease> {
+        None
+    }
 }
 
 impl PublishClients for Hub {
@@ -174,6 +182,13 @@ impl PublishClients for Hub {
         for (name, attached, stats) in self.clients() {
             f(name, attached, &stats);
         }
+    }
+
+    fn lease(&self) -> Option<Lease> {
+        self.lease_held().map(|held| match held {
+            true => Lease::Held,
+            false => Lease::Lost,
+        })
     }
 }
 
@@ -186,7 +201,7 @@ pub struct Observed<S> {
     words: Box<[u64; OPS_WORDS]>,
     next_ns: i64,
     every_ns: i64,
-    protection: Protection,
+    protection: Rc<Cell<Protection>>,
     lease: Lease,
 }
 
@@ -216,7 +231,7 @@ pub fn observe<S>(inner: S) -> (Observed<S>, ObservedReader) {
             words: Box::new([0; OPS_WORDS]),
             next_ns: i64::MIN,
             every_ns: PUBLISH_EVERY_NS,
-            protection: Protection::Absent,
+            protection: Rc::new(Cell::new(Protection::Absent)),
             lease: Lease::Absent,
         },
         ObservedReader {
@@ -246,10 +261,18 @@ impl<S> Observed<S> {
 
     /// Hook for the dead man's switch: its state, published from the next turn.
     pub fn set_protection(&mut self, p: Protection) {
-        self.protection = p;
+        self.protection.set(p);
     }
 
-    /// Hook for the etcd lease: its state, published from the next turn.
+    /// Where the dead man's switch posts its state when it wraps this strategy
+    /// (it cannot reach its inner strategy's methods): the same cell
+    /// [`Observed::set_protection`] sets, on the loop's thread.
+    pub fn protection_cell(&self) -> Rc<Cell<Protection>> {
+        Rc::clone(&self.protection)
+    }
+
+    /// Hook for the etcd lease when the wrapped strategy does not say it
+    /// ([`PublishClients::lease`]): published from the next turn.
     pub fn set_lease(&mut self, l: Lease) {
         self.lease = l;
     }
@@ -267,12 +290,12 @@ impl<S: PublishClients> Observed<S> {
         self.stats
             .publish(api.budget(), &ClientCounters::default(), now);
         let w = &mut *self.words;
-        let (p, p_until) = match self.protection {
+        let (p, p_until) = match self.protection.get() {
             Protection::Absent => (0, 0),
             Protection::Armed { armed_until_ns } => (1, armed_until_ns),
             Protection::Lapsed { armed_until_ns } => (2, armed_until_ns),
         };
-        let lease = match self.lease {
+        let lease = match self.inner.lease().unwrap_or(self.lease) {
             Lease::Absent => 0,
             Lease::Held => 1,
             Lease::Lost => 2,

@@ -259,6 +259,23 @@ impl Protection {
         self.armed_until_ns
     }
 
+    /// The state as the metrics and the health check read it: armed (at risk
+    /// included) until its deadline; fired, or refused by the venue, as lapsed
+    /// (nothing protects the quotes); otherwise absent.
+    pub fn published(&self) -> crate::observe::Protection {
+        use crate::observe::Protection as P;
+        let until = self.armed_until_ns.unwrap_or(0);
+        match self.state {
+            State::Armed | State::AtRisk => P::Armed {
+                armed_until_ns: until,
+            },
+            State::Fired | State::Refused => P::Lapsed {
+                armed_until_ns: until,
+            },
+            State::Off | State::Unavailable | State::Arming | State::Disarmed => P::Absent,
+        }
+    }
+
     /// The timeout each arm asks for, ms (0 when nothing is armed).
     pub fn timeout_ms(&self) -> u32 {
         self.timeout_ms

@@ -245,3 +245,69 @@ fn required_refuses_a_venue_without_a_switch_and_auto_warns() {
     );
     let _ = std::fs::remove_file(journal(&name));
 }
+
+/// One plain HTTP GET of `path` from the gateway's metrics address: the body.
+fn get(addr: &str, path: &str) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).expect("metrics");
+    s.set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"
+    )
+    .expect("write");
+    let mut text = String::new();
+    let _ = s.read_to_string(&mut text);
+    text
+}
+
+#[test]
+fn the_switchs_state_reaches_the_metrics_and_health() {
+    let s = Server::start(Config::okx()).expect("emulator");
+    let name = unique("dms-metrics");
+    let mut child = command(&s, "okx", &name, "required")
+        .args(["--metrics", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn ergon-gateway");
+    let mut err = BufReader::new(child.stderr.take().expect("stderr"));
+    let mut line = String::new();
+    let addr = loop {
+        line.clear();
+        assert!(
+            err.read_line(&mut line).expect("stderr") > 0,
+            "no metrics line"
+        );
+        if let Some(url) = line.trim().strip_prefix("metrics http://") {
+            break url.trim_end_matches("/metrics").to_string();
+        }
+    };
+    std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
+    let mut gw = Gw {
+        _out: BufReader::new(child.stdout.take().expect("stdout")),
+        child,
+    };
+    // Armed before `ready`; the loop publishes within a few turns. On main the
+    // switch never told the published state: the metrics had no protection series.
+    let until = Instant::now() + Duration::from_secs(15);
+    let text = loop {
+        let text = get(&addr, "/metrics");
+        if text.contains("ergon_protection_armed{} 1") || Instant::now() > until {
+            break text;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(text.contains("ergon_protection_armed{} 1"), "{text}");
+    assert!(text.contains("ergon_protection_lapsed{} 0"), "{text}");
+    assert!(
+        text.contains("ergon_protection_armed_until_seconds{} "),
+        "{text}"
+    );
+    assert!(text.contains("ergon_unresolved_total{} 0"), "{text}");
+    assert!(text.contains("ergon_late_total{} 0"), "{text}");
+    let health = get(&addr, "/health");
+    assert!(health.starts_with("HTTP/1.1 200"), "{health}");
+    gw.child.kill().expect("kill");
+}

@@ -997,6 +997,21 @@ impl Hub {
         self.stats.write(text.as_bytes());
     }
 
+    /// Whether every leased bucket's grant is in force (its lease thread's last
+    /// post is before its deadline); `None` without leases. A lost lease is the
+    /// fall back to the safe share, which the loop makes by itself.
+    pub fn lease_held(&self) -> Option<bool> {
+        if self.cfg.leases.is_empty() {
+            return None;
+        }
+        let at = std::time::Instant::now();
+        Some(self.cfg.leases.iter().all(|(_, shared)| {
+            shared
+                .last_post()
+                .is_some_and(|(seq, _, deadline)| seq > 0 && deadline > shared.ns(at))
+        }))
+    }
+
     /// Brings the halts file up to date when the budget's halts changed; a file
     /// that cannot be written is said on stderr (the halt itself stands).
     fn sync_halts<E: Account>(&mut self, api: &mut Api<'_, '_, E>) {
