@@ -359,6 +359,11 @@ fn serve<E: Account>(a: &Args, start: &Start, keys: &Keys<'_>, symbol: &str) -> 
     };
     let journal = cfg.journal.clone();
     let hub = Hub::bind(cfg, Some(&STOP)).map_err(|e| e.to_string())?;
+    // The journal's epoch: above every earlier start's on this journal, on disk.
+    if let Some(epoch) = hub.boot_epoch() {
+        gw.set_boot_epoch(epoch)
+            .map_err(|e| format!("boot epoch {epoch}: {e}"))?;
+    }
     hub.attach(&mut lp).map_err(|e| e.to_string())?;
     let (hub, metrics) = observed(a, &name, &mut lp, &mut gw, hub)?;
     install_sigterm();

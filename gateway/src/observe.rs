@@ -128,7 +128,7 @@ fn gw_words(s: &Stats) -> [u64; GW_WORDS] {
         s.unresolved,
         s.late,
         s.watch_dropped,
-        0,
+        s.duplicate_ids,
     ]
 }
 
@@ -159,6 +159,7 @@ fn gw_stats(w: &[u64]) -> Stats {
         unresolved: w[22],
         late: w[23],
         watch_dropped: w[24],
+        duplicate_ids: w[25],
     }
 }
 
