@@ -363,6 +363,33 @@ mod tests {
         d
     }
 
+    /// The boot epoch goes up at every open on the same file, the clock stepping
+    /// back included, and is on disk when `open` returns; a live id is held until
+    /// its entry is cleared.
+    #[test]
+    fn each_open_raises_the_boot_epoch_and_a_live_id_is_held() {
+        let d = scratch("epoch");
+        let path = d.join("journal");
+        let (mut j, _) = Journal::open(&path, 4, 5_000).unwrap();
+        assert_eq!(j.epoch(), 5_000);
+        let id = ClientOrderId::new("id-a").unwrap();
+        let e = j.record("BTCUSDT", id.as_str()).unwrap();
+        let twin = j.record("BTCUSDT", id.as_str()).unwrap();
+        assert!(j.holds(&id));
+        j.clear(e);
+        assert!(j.holds(&id), "one of two entries still holds it");
+        j.clear(twin);
+        assert!(!j.holds(&id));
+        drop(j); // killed
+                 // The clock stepped back 4 s: still above the last boot.
+        let (j, _) = Journal::open(&path, 4, 1_000).unwrap();
+        assert_eq!(j.epoch(), 5_001);
+        drop(j);
+        let (j, _) = Journal::open(&path, 4, 9_000).unwrap();
+        assert_eq!(j.epoch(), 9_000);
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
     #[test]
     fn a_journal_too_big_for_the_new_capacity_is_kept_whole() {
         let d = scratch("smaller");
