@@ -357,7 +357,6 @@ fn serve<E: Account>(a: &Args, start: &Start, keys: &Keys<'_>, symbol: &str) -> 
         leases,
         ..HubConfig::default()
     };
-    let journal = cfg.journal.clone();
     let hub = Hub::bind(cfg, Some(&STOP)).map_err(|e| e.to_string())?;
     // The journal's epoch: above every earlier start's on this journal, on disk.
     if let Some(epoch) = hub.boot_epoch() {
@@ -396,10 +395,9 @@ fn serve<E: Account>(a: &Args, start: &Start, keys: &Keys<'_>, symbol: &str) -> 
     }
     let _ = std::fs::remove_file(&status);
     metrics.stop();
-    // A clean stop settled everything in flight: nothing for a successor to query.
-    if let Some(j) = journal {
-        let _ = std::fs::remove_file(j);
-    }
+    // A clean stop settled everything in flight: the journal holds nothing for a
+    // successor to query, and it stays for its boot epoch (a successor's ids start
+    // above it even if the clock stepped back).
     Ok(())
 }
 
