@@ -4,8 +4,9 @@
 //! client role, `role` below) that takes every id from the gateway.
 //!
 //! The client places orders under issued ids, the gateway is SIGKILLed and
-//! started again on the same journal, and the client (same name) places more:
-//! no id of the second life is one of the first, and the emulator counts no
+//! started again on the same journal, and the client (same name) places more;
+//! then the gateway stops cleanly (SIGTERM) and a third one does the same: no id
+//! of a later life is one of an earlier one's, and the emulator counts no
 //! duplicate. On main the shared-memory example named its ids after its pid,
 //! and there was no issuer to ask.
 //!
@@ -40,7 +41,8 @@ fn gateway(s: &Server, name: &str, journal: &std::path::Path) -> Gw {
     let mut child = Command::new(env!("CARGO_BIN_EXE_ergon-gateway"))
         .args(["--venue", "binance-spot", "--base"])
         .arg(format!("http://{}", s.addr()))
-        .args(["--api-key", &a.api_key, "--api-secret", &a.secret])
+        .args(["--api-key", &a.api_key])
+        .env("ERGON_API_SECRET", &a.secret)
         .args(["--name", name, "--journal"])
         .arg(journal)
         .stdout(Stdio::piped())
@@ -85,21 +87,34 @@ fn ids_issued_after_a_gateway_restart_never_repeat_the_first_lifes() {
     let first = place(&name, "mm", 6);
     gw.child.kill().expect("kill");
     gw.child.wait().expect("wait");
-    let _gw2 = gateway(&s, &name, &journal);
+    let mut gw2 = gateway(&s, &name, &journal);
     let second = place(&name, "mm", 6);
+    // A clean stop (SIGTERM, exit 0) keeps the journal and its epoch.
+    let pid = gw2.child.id().to_string();
+    let term = Command::new("kill").args(["-TERM", &pid]).status();
+    assert!(term.expect("kill").success());
+    assert_eq!(gw2.child.wait().expect("wait").code(), Some(0));
+    assert!(journal.exists(), "a clean stop keeps the journal");
+    let _gw3 = gateway(&s, &name, &journal);
+    let third = place(&name, "mm", 3);
     let _ = std::fs::remove_file(&journal);
 
-    eprintln!("first {first:?}\nsecond {second:?}");
-    assert_eq!((first.len(), second.len()), (6, 6));
-    let mut all: Vec<&String> = first.iter().chain(&second).collect();
+    eprintln!("first {first:?}\nsecond {second:?}\nthird {third:?}");
+    assert_eq!((first.len(), second.len(), third.len()), (6, 6, 3));
+    let mut all: Vec<&String> = first.iter().chain(&second).chain(&third).collect();
     all.sort();
     all.dedup();
-    assert_eq!(all.len(), 12, "an id repeated: {first:?} {second:?}");
-    // The epoch (the first 12 hex digits) of the second life is above the first's.
+    assert_eq!(
+        all.len(),
+        15,
+        "an id repeated: {first:?} {second:?} {third:?}"
+    );
+    // Each life's epoch (the first 12 hex digits) is above the one before.
     assert!(second[0][..12] > first[0][..12], "{first:?} {second:?}");
+    assert!(third[0][..12] > second[0][..12], "{second:?} {third:?}");
     let r = s.report();
     assert_eq!(r.duplicates, 0, "{r:?}");
-    assert_eq!(r.executions, 12, "{r:?}");
+    assert_eq!(r.executions, 15, "{r:?}");
 }
 
 // ---- the client role: run as `role` by the test above ----
