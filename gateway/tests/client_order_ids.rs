@@ -23,9 +23,12 @@ use ergon_venues::endpoint::{
 use ergon_venues::response::Response;
 use proptest::prelude::*;
 
+/// A venue's name, the form its adapter declares, and its rule for an id.
+type Rule = (&'static str, IdFormat, fn(&str) -> bool);
+
 /// Each venue's rule for a client order id, written from its documentation (the
 /// adapter's rustdoc cites the page), and the form its adapter declares.
-fn venues() -> Vec<(&'static str, IdFormat, fn(&str) -> bool)> {
+fn venues() -> Vec<Rule> {
     vec![
         // newClientOrderId: ^[\.A-Z\:/a-z0-9_-]{1,36}$
         ("binance-spot", <BinanceSpot as Endpoints>::ID_FORMAT, |s| {
