@@ -2,7 +2,7 @@
 //!
 //! An id names 128 bits laid out as a UUID (version 4, variant `10`, so a venue
 //! that wants a UUID takes it): the **boot epoch** in the first 48 bits and a
-//! **sequence** the [`IdIssuer`] counts up in the other 76 (64 used), written in
+//! **sequence** the [`IdIssuer`] counts up in 74 of the other 80 (64 used), written in
 //! the venue's form ([`IdFormat`]: 32 hex digits, `0x` and 32 hex digits, or the
 //! UUID's 8-4-4-4-12 text). Two ids differ if their epochs or their sequences do.
 //!

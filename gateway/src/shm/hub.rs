@@ -35,7 +35,7 @@ const MS: i64 = 1_000_000;
 const ID_BLOCK: u64 = 1 << 32;
 
 /// The word of an id form in the attach answer (`ok new N ids FORM EPOCH FROM END`).
-pub(crate) fn id_form_word(f: IdFormat) -> &'static str {
+fn id_form_word(f: IdFormat) -> &'static str {
     match f {
         IdFormat::Hex => "hex",
         IdFormat::Cloid => "cloid",
