@@ -99,8 +99,6 @@ struct Mm {
     symbol: Option<Symbol<'static>>,
     req: Prepared,
     quotes: [Quote; 2],
-    seq: u64,
-    run_tag: String,
     cycle: u64,
     period_ns: i64,
     next_cycle: i64,
@@ -117,21 +115,21 @@ struct Mm {
 }
 
 impl Mm {
-    /// A new order of `qty` under a fresh client order id (`tag`, a run and a count).
-    fn order<'a>(
+    /// A new order of `qty` under a client order id the gateway issued (its boot
+    /// epoch and a sequence: never one of an earlier run); None if it has none to
+    /// give.
+    fn order<'a, E: Account>(
         &mut self,
-        tag: &str,
+        api: &mut A<E>,
         side: Side,
         ty: OrderType,
         price: Option<Decimal<'a>>,
         qty: &'a str,
-    ) -> NewOrder<'a> {
-        self.seq += 1;
-        let id = format!("{}{tag}{}", self.run_tag, self.seq);
-        let client_order_id = ClientOrderId::new(&id).unwrap_or_default();
+    ) -> Option<NewOrder<'a>> {
+        let client_order_id = api.next_client_order_id().ok()?;
         let symbol = self.symbol.expect("set");
         let quantity = Decimal::new(qty).expect("decimal");
-        NewOrder {
+        Some(NewOrder {
             symbol,
             side,
             order_type: ty,
@@ -139,7 +137,7 @@ impl Mm {
             quantity,
             client_order_id,
             reduce_only: false,
-        }
+        })
     }
 
     /// Prepares a request with the venue's endpoints and submits it; a refusal (or
@@ -177,7 +175,9 @@ impl Mm {
             let price = format!("{}.{:02}", cents / 100, cents % 100);
             let gtc = OrderType::Limit(TimeInForce::Gtc);
             let price = Decimal::new(&price).ok();
-            let new = self.order(["b", "a"][slot], side, gtc, price, "0.010");
+            let Some(new) = self.order(api, side, gtc, price, "0.010") else {
+                continue;
+            };
             let old = self.quotes[slot].resting.take().map(|(c, _)| c);
             self.quotes[slot].pending = Some((new.client_order_id, old));
             let tag = QUOTE + slot as u64;
@@ -193,8 +193,9 @@ impl Mm {
             self.send(api, Bulk, READ, &mut |v, r, t| v.account(r, t));
         }
         if self.cycle % CLOSE_EVERY == 0 {
-            let close = self.order("x", Side::Sell, OrderType::Market, None, "0.001");
-            self.send(api, Urgent, CLOSE, &mut |v, r, t| v.new_order(r, &close, t));
+            if let Some(close) = self.order(api, Side::Sell, OrderType::Market, None, "0.001") {
+                self.send(api, Urgent, CLOSE, &mut |v, r, t| v.new_order(r, &close, t));
+            }
         }
     }
 
@@ -298,7 +299,10 @@ impl<E: Account> Strategy<E> for Mm {
                 let rests = match ev {
                     Event::Applied { .. } => Some(true),
                     Event::Reconciled { found, .. } => Some(found.is_some_and(|s| !s.is_final())),
-                    Event::Limited { .. } | Event::Halted { .. } => None,
+                    // Refused before anything left: the old order still rests.
+                    Event::Limited { .. } | Event::Halted { .. } | Event::DuplicateId { .. } => {
+                        None
+                    }
                     // Refused or expired: a replace whose cancel failed leaves the old
                     // order's fate unclear.
                     Event::Rejected { .. } | Event::Expired { .. } => Some(false),
@@ -356,11 +360,16 @@ impl<E: Account> Strategy<E> for Mm {
 /// one cycle holds: what sizes the offered load.
 fn mix<E: Account>(v: &mut E, symbol: Symbol<'static>) -> Vec<(Vec<Part>, f64)> {
     let (mut p, mut mix) = (Prepared::with_capacity(1024), Vec::new());
-    let new = Mm {
-        symbol: Some(symbol),
-        ..Mm::default()
-    }
-    .order("x", Side::Buy, OrderType::Market, None, "1");
+    // Sized, never sent: any id of the venue's form does.
+    let new = NewOrder {
+        symbol,
+        side: Side::Buy,
+        order_type: OrderType::Market,
+        price: None,
+        quantity: Decimal::new("1").expect("decimal"),
+        client_order_id: E::ID_FORMAT.write([0; 16]),
+        reduce_only: false,
+    };
     let cid = new.client_order_id;
     let it = OrderRef {
         symbol,
@@ -505,7 +514,6 @@ fn drive<E: Account>(
         .map_err(|e| e.to_string())?;
     let mm = Mm {
         req: Prepared::with_capacity(1024),
-        run_tag: format!("mm{}", (started / MS) % 100_000),
         symbol: Some(sym),
         period_ns: ((SEC as f64 / (per_s * o.demand)) as i64).max(1),
         next_cycle: started,

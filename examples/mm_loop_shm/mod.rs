@@ -32,7 +32,6 @@ struct Remote<'s> {
     unknown: Vec<ClientOrderId>,
     reconciling: std::collections::HashSet<u64>,
     seq: u64,
-    run_tag: String,
     cycle: u64,
     s: Summary,
 }
@@ -41,11 +40,6 @@ impl Remote<'_> {
     fn tag(&mut self, kind: u64) -> u64 {
         self.seq += 1;
         kind | self.seq
-    }
-
-    fn cid(&mut self, what: &str) -> ClientOrderId {
-        self.seq += 1;
-        ClientOrderId::new(&format!("{}{what}{}", self.run_tag, self.seq)).unwrap_or_default()
     }
 
     fn submit(&mut self, call: &Call<'_>, class: Class, tag: u64) -> bool {
@@ -62,7 +56,11 @@ impl Remote<'_> {
     }
 
     fn order(&mut self, kind: u64, side: Side, ty: OrderType, price: Option<&str>, qty: &str) {
-        let cid = self.cid(if kind == CLOSE { "x" } else { "q" });
+        // From the block the gateway handed out at attach: never an id of an
+        // earlier run, of this process or another.
+        let Ok(cid) = self.c.next_client_order_id() else {
+            return;
+        };
         let o = NewOrder {
             symbol: self.symbol,
             side,
@@ -128,6 +126,7 @@ impl Remote<'_> {
         match ev {
             ShmEvent::Applied { .. } => g.applied += 1,
             ShmEvent::Rejected { .. } => g.rejected += 1,
+            ShmEvent::DuplicateId { .. } => g.duplicate_ids += 1,
             ShmEvent::Limited { .. } => g.limited_full += 1,
             ShmEvent::Expired { .. } => g.expired += 1,
             ShmEvent::Retrying { .. } => g.resent += 1,
@@ -204,7 +203,9 @@ impl Remote<'_> {
                     ShmEvent::Reconciled { found, .. } => {
                         Some(found.is_some_and(|s| !s.is_final()))
                     }
-                    ShmEvent::Limited { .. } | ShmEvent::Halted { .. } => None,
+                    ShmEvent::Limited { .. }
+                    | ShmEvent::Halted { .. }
+                    | ShmEvent::DuplicateId { .. } => None,
                     _ => Some(false),
                 };
                 match (rests, old) {
@@ -303,7 +304,6 @@ pub fn run(o: &Options, gateway: &str) -> Result<Summary, String> {
         unknown: Vec::new(),
         reconciling: Default::default(),
         seq: 0,
-        run_tag: format!("g{}", std::process::id() % 100_000),
         cycle: 0,
         s: Summary {
             binding: format!("gateway {gateway} (ergon-gateway --stats --name {gateway})"),

@@ -69,6 +69,9 @@ pub struct Start {
     /// Labels registered before anything is recorded ([`Gateway::label`]), so the
     /// record's declarations name them.
     pub labels: Vec<String>,
+    /// The boot epoch of the gateway's client order ids
+    /// ([`Gateway::set_boot_epoch`]); None: the start's wall-clock milliseconds.
+    pub boot_epoch: Option<u64>,
 }
 
 impl Start {
@@ -86,6 +89,7 @@ impl Start {
             record: None,
             ws_api: None,
             labels: Vec::new(),
+            boot_epoch: None,
         }
     }
 }
@@ -437,6 +441,9 @@ impl<E: Account> Gateway<E> {
             _ => None,
         };
         let mut gw = Gateway::new(venue, symbol, s.capacity, 1024).map_err(|e| err(&e))?;
+        let epoch = s.boot_epoch.unwrap_or_else(wall_ms);
+        gw.set_boot_epoch(epoch)
+            .map_err(|e| StartError::new(Culprit::Caller, format!("boot epoch {epoch}: {e}")))?;
         if let Some(lane) = lane {
             gw.set_ws_api(lane);
         }
@@ -607,4 +614,12 @@ pub fn run<E: Account, S: super::driver::Strategy<E>>(
     };
     lp.run(&mut d)?;
     Ok(d)
+}
+
+/// Milliseconds since the Unix epoch on the wall clock (0 before it): the boot
+/// epoch of a start that names none.
+pub(crate) fn wall_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }

@@ -79,6 +79,20 @@ impl<E: Account> Api<'_, '_, E> {
         self.gw.recover(&mut w, query, tag)
     }
 
+    /// A client order id no earlier one carried (see
+    /// [`Gateway::next_client_order_id`]).
+    pub fn next_client_order_id(
+        &mut self,
+    ) -> Result<ergon_venues::endpoint::ClientOrderId, crate::ids::IdError> {
+        self.gw.next_client_order_id()
+    }
+
+    /// Takes `n` client order ids out of the gateway's issuer (see
+    /// [`Gateway::id_block`]).
+    pub fn id_block(&mut self, n: u64) -> Result<crate::ids::IdIssuer, crate::ids::IdError> {
+        self.gw.id_block(n)
+    }
+
     /// The venue's endpoints.
     pub fn venue(&self) -> &E {
         self.gw.venue()

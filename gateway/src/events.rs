@@ -31,7 +31,7 @@ pub const PROTECTION: Tag = Tag::MAX - 1;
 /// One step of a request, for the caller.
 ///
 /// Each submitted request ends with exactly one final event: [`Event::Applied`],
-/// [`Event::Rejected`], [`Event::Reconciled`], [`Event::Unresolved`],
+/// [`Event::Rejected`], [`Event::DuplicateId`], [`Event::Reconciled`], [`Event::Unresolved`],
 /// [`Event::Expired`] or [`Event::Halted`] (or its submit returned
 /// [`Limited`](ergon_core::Limited) and it never entered the ledger).
 /// [`Event::Retrying`] and [`Event::Reconciling`] come before a final one.
@@ -48,6 +48,15 @@ pub enum Event<'a> {
     },
     /// The venue refused it for a business reason: it did not run.
     Rejected {
+        /// The caller's tag.
+        tag: Tag,
+    },
+    /// Refused locally, nothing charged or sent: a client order id the request
+    /// places is live in the gateway (a request in its ledger names it, in flight
+    /// or being reconciled; it ended Unresolved and is still watched; or, over
+    /// shared memory, its journal holds it). Placing it again could run a second
+    /// order under the same id, or make a reconcile read the wrong one.
+    DuplicateId {
         /// The caller's tag.
         tag: Tag,
     },
@@ -154,6 +163,7 @@ impl Event<'_> {
         match *self {
             Event::Applied { tag, .. }
             | Event::Rejected { tag }
+            | Event::DuplicateId { tag }
             | Event::Limited { tag, .. }
             | Event::Retrying { tag, .. }
             | Event::Expired { tag, .. }

@@ -1,13 +1,18 @@
 //! The ledger: one preallocated slab of the requests a gateway has accepted and not
 //! yet settled, keyed by the client's request id while one is on the wire.
 //!
+//! It also indexes the client order ids its entries name, so the gateway can tell
+//! at submit whether an id is still live ([`Ledger::holds_id`]).
+//!
 //! It allocates only in [`Ledger::new`]: the slots, their request buffers, the free
-//! list and the open-addressed id index are all sized there. It never reads a clock
+//! list and the two open-addressed indexes (request ids, client order ids) are all
+//! sized there. It never reads a clock
 //! and never touches a budget: the gateway applies the settle rule
 //! ([`crate`]) and the ledger only keeps what that rule needs.
 
+use arrayvec::ArrayVec;
 use ergon_core::{Class, Verdict};
-use ergon_venues::endpoint::Prepared;
+use ergon_venues::endpoint::{ClientOrderId, Prepared, MAX_BATCH};
 
 use super::events::Tag;
 use ergon_io::client::RequestId;
@@ -82,6 +87,8 @@ pub struct Entry {
 struct Slot {
     live: bool,
     wire: Option<RequestId>,
+    /// The hashes of the client order ids it put in the id index at insert.
+    ids: ArrayVec<u64, MAX_BATCH>,
     entry: Entry,
 }
 
@@ -93,6 +100,10 @@ pub struct Ledger {
     /// Open addressing, linear probing, backward-shift removal: (request id, slot).
     index: Vec<Option<(u64, u32)>>,
     mask: usize,
+    /// The same over the client order ids the entries name: (id hash, slot), one
+    /// per id, duplicates kept.
+    ids: Vec<Option<(u64, u32)>>,
+    ids_mask: usize,
     len: usize,
 }
 
@@ -105,6 +116,7 @@ impl Ledger {
             .map(|_| Slot {
                 live: false,
                 wire: None,
+                ids: ArrayVec::new(),
                 entry: Entry {
                     tag: 0,
                     class: Class::Normal,
@@ -124,11 +136,15 @@ impl Ledger {
             })
             .collect();
         let buckets = (capacity * 2).next_power_of_two();
+        // At most MAX_BATCH ids per entry, at most half full.
+        let id_buckets = (capacity * MAX_BATCH * 2).next_power_of_two();
         Ledger {
             slots,
             free: (0..capacity as u32).rev().collect(),
             index: vec![None; buckets],
             mask: buckets - 1,
+            ids: vec![None; id_buckets],
+            ids_mask: id_buckets - 1,
             len: 0,
         }
     }
@@ -170,8 +186,38 @@ impl Ledger {
         e.query_sent_ns = 0;
         e.closed = false;
         e.resend_until = e.req.deadline_ns();
+        slot.ids.clear();
+        for id in e.req.client_order_ids() {
+            // At most MAX_BATCH ids in a Prepared: the push cannot fail.
+            let _ = slot.ids.try_push(id_hash(id));
+        }
+        for k in 0..self.slots[i as usize].ids.len() {
+            let h = self.slots[i as usize].ids[k];
+            let mut at = home(h, self.ids_mask);
+            while self.ids[at].is_some() {
+                at = (at + 1) & self.ids_mask;
+            }
+            self.ids[at] = Some((h, i));
+        }
         self.len += 1;
         Some(Key(i))
+    }
+
+    /// Whether a live entry names `id` (as the order it places, cancels, amends
+    /// or queries).
+    pub fn holds_id(&self, id: &ClientOrderId) -> bool {
+        let h = id_hash(id);
+        let mut at = home(h, self.ids_mask);
+        while let Some((other, slot)) = self.ids[at] {
+            if other == h {
+                let e = &self.slots[slot as usize].entry;
+                if e.req.client_order_ids().contains(id) {
+                    return true;
+                }
+            }
+            at = (at + 1) & self.ids_mask;
+        }
+        false
     }
 
     /// The entry in `key`'s slot, if it is live.
@@ -197,7 +243,7 @@ impl Ledger {
             Some(s) if s.live && s.wire.is_none() => s.wire = Some(id),
             _ => return false,
         }
-        let mut h = self.home(id.0);
+        let mut h = home(id.0, self.mask);
         while let Some((other, _)) = self.index[h] {
             debug_assert_ne!(other, id.0, "request ids are unique");
             h = (h + 1) & self.mask;
@@ -208,12 +254,12 @@ impl Ledger {
 
     /// The entry `id` was bound to, now unbound (the transport reported on it).
     pub fn unbind(&mut self, id: RequestId) -> Option<Key> {
-        let mut h = self.home(id.0);
+        let mut h = home(id.0, self.mask);
         loop {
             match self.index[h] {
                 None => return None,
                 Some((k, slot)) if k == id.0 => {
-                    self.remove_at(h);
+                    remove_at(&mut self.index, self.mask, h);
                     self.slots[slot as usize].wire = None;
                     return Some(Key(slot));
                 }
@@ -228,6 +274,17 @@ impl Ledger {
         match self.slots.get_mut(key.index()) {
             Some(s) if s.live && s.wire.is_none() => s.live = false,
             _ => return false,
+        }
+        for k in 0..self.slots[key.index()].ids.len() {
+            let h = self.slots[key.index()].ids[k];
+            let mut at = home(h, self.ids_mask);
+            while let Some(pair) = self.ids[at] {
+                if pair == (h, key.0) {
+                    remove_at(&mut self.ids, self.ids_mask, at);
+                    break;
+                }
+                at = (at + 1) & self.ids_mask;
+            }
         }
         self.free.push(key.0);
         self.len -= 1;
@@ -252,27 +309,36 @@ impl Ledger {
         }
         next
     }
+}
 
-    fn home(&self, id: u64) -> usize {
-        (id.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as usize & self.mask
-    }
+/// Where key `k` starts probing in an index of `mask + 1` buckets.
+fn home(k: u64, mask: usize) -> usize {
+    (k.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as usize & mask
+}
 
-    /// Backward-shift removal: no tombstones, so lookups stay short for good.
-    fn remove_at(&mut self, mut hole: usize) {
-        self.index[hole] = None;
-        let mut j = (hole + 1) & self.mask;
-        while let Some((id, slot)) = self.index[j] {
-            let home = self.home(id);
-            // Move it into the hole if its home is not in (hole, j].
-            let dist_j = j.wrapping_sub(home) & self.mask;
-            let dist_hole = hole.wrapping_sub(home) & self.mask;
-            if dist_hole < dist_j {
-                self.index[hole] = Some((id, slot));
-                self.index[j] = None;
-                hole = j;
-            }
-            j = (j + 1) & self.mask;
+/// FNV-1a over a client order id's bytes.
+fn id_hash(id: &ClientOrderId) -> u64 {
+    id.as_str().bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// Backward-shift removal from an open-addressed index: no tombstones, so
+/// lookups stay short for good.
+fn remove_at(index: &mut [Option<(u64, u32)>], mask: usize, mut hole: usize) {
+    index[hole] = None;
+    let mut j = (hole + 1) & mask;
+    while let Some((k, slot)) = index[j] {
+        let home = home(k, mask);
+        // Move it into the hole if its home is not in (hole, j].
+        let dist_j = j.wrapping_sub(home) & mask;
+        let dist_hole = hole.wrapping_sub(home) & mask;
+        if dist_hole < dist_j {
+            index[hole] = Some((k, slot));
+            index[j] = None;
+            hole = j;
         }
+        j = (j + 1) & mask;
     }
 }
 

@@ -9,7 +9,12 @@
 //! deadline), [`Event::Expired`], [`Event::Reconciling`] then [`Event::Reconciled`]
 //! (an unknown outcome, queried by client order id, never re-sent), and
 //! [`Event::Halted`] (a ban: nothing that charges the scope leaves until a person
-//! clears it). The caller never holds a ticket.
+//! clears it), [`Event::DuplicateId`] (the client order id is live: refused, nothing
+//! sent). The caller never holds a ticket.
+//!
+//! Client order ids come from the gateway ([`Gateway::next_client_order_id`], see
+//! [`ids`]): a boot epoch and a sequence, so that no restart repeats one. A
+//! strategy may still name its own; one the gateway still tracks is refused.
 //!
 //! ```text
 //! let (mut lp, gateway, pool) = Gateway::start(&Start::new(addr, host), "BTCUSDT", |boot, b| {
@@ -77,6 +82,7 @@ mod driver;
 mod endpoints;
 mod events;
 pub mod health;
+pub mod ids;
 pub mod labels;
 mod ledger;
 mod load;

@@ -15,6 +15,7 @@ use ergon_venues::response::Response;
 
 use super::endpoints::Account;
 use super::events::{Event, Expiry, Tag, OPEN_ORDERS};
+use super::ids::{IdError, IdIssuer};
 use super::labels::{label_channel, LabelError, LabelPublisher, LabelReader, Labels};
 use super::ledger::{Key, Ledger, Stage};
 use super::record::{self, Declarations, Kind as Rec, Record, Recorder, Writer, Written, NO_LABEL};
@@ -89,6 +90,8 @@ pub struct Stats {
     pub limited_too_big: u64,
     /// ... every ledger slot is taken.
     pub ledger_full: u64,
+    /// ... a client order id it places is live ([`Event::DuplicateId`]).
+    pub duplicate_ids: u64,
     /// Sends the transport handed back (no idle connection): refunded, retried.
     pub busy: u64,
     /// Answers the venue throttled (429 or its body code).
@@ -165,6 +168,8 @@ pub struct Gateway<E> {
     unresolved_after_ns: i64,
     /// The jitter's seeded generator (splitmix64 state).
     rng: u64,
+    /// Client order ids of this boot (None until a boot epoch is set).
+    ids: Option<IdIssuer>,
 }
 
 /// The recording side of a gateway: the recorder, if on, and the trace id of each
@@ -349,7 +354,39 @@ impl<E: Account> Gateway<E> {
             watch_ns: WATCH_NS,
             unresolved_after_ns: UNRESOLVED_AFTER_NS,
             rng: 0x5EED_0FE2_6000_0001_u64,
+            ids: None,
         })
+    }
+
+    /// Sets the boot epoch its client order ids carry ([`super::ids::boot_epoch`];
+    /// the bootstrap sets the start's wall-clock milliseconds, `ergon-gateway` the
+    /// epoch its journal keeps). Setting the epoch it already has changes
+    /// nothing; another one starts its sequence again.
+    pub fn set_boot_epoch(&mut self, epoch: u64) -> Result<(), IdError> {
+        if self.ids.is_some_and(|i| i.epoch() == epoch) {
+            return Ok(());
+        }
+        self.ids = Some(IdIssuer::new(E::ID_FORMAT, epoch)?);
+        Ok(())
+    }
+
+    /// A client order id no earlier one of this boot or of an earlier boot
+    /// carried, in the venue's form (see [`super::ids`]). Reads no clock,
+    /// allocates nothing.
+    pub fn next_client_order_id(&mut self) -> Result<ClientOrderId, IdError> {
+        self.ids.as_mut().ok_or(IdError::NoEpoch)?.next_id()
+    }
+
+    /// Takes `n` ids out of its issuer for another process to issue (a strategy
+    /// attached over shared memory).
+    pub fn id_block(&mut self, n: u64) -> Result<IdIssuer, IdError> {
+        self.ids.as_mut().ok_or(IdError::NoEpoch)?.block(n)
+    }
+
+    /// Whether `id` is live here: a request in the ledger names it, or it ended
+    /// Unresolved and is still watched at `now`.
+    fn id_is_live(&self, id: &ClientOrderId, now: i64) -> bool {
+        self.ledger.holds_id(id) || self.watch.iter().any(|w| w.until_ns > now && w.id == *id)
     }
 
     /// How long an [`Event::Unresolved`] request's client order id stays watched
@@ -616,9 +653,10 @@ impl<E: Account> Gateway<E> {
     /// ledger: the caller gets another buffer back to prepare the next request in.
     ///
     /// `Err` is the request's one and final event, at once: [`Event::Limited`]
-    /// (nothing sent, nothing charged), [`Event::Expired`] (its deadline has passed)
-    /// or [`Event::Rejected`] (the adapter has no parts for it). On `Ok` its events
-    /// come later.
+    /// (nothing sent, nothing charged), [`Event::Expired`] (its deadline has passed),
+    /// [`Event::DuplicateId`] (an order it places has a client order id that is
+    /// live here: nothing charged or sent) or [`Event::Rejected`] (the adapter has
+    /// no parts for it). On `Ok` its events come later.
     pub fn submit<W: Wire>(
         &mut self,
         w: &mut W,
@@ -637,6 +675,10 @@ impl<E: Account> Gateway<E> {
                 tag,
                 why: Expiry::Deadline,
             });
+        }
+        if placed(req).iter().any(|id| self.id_is_live(id, now)) {
+            self.stats.duplicate_ids += 1;
+            return Err(Event::DuplicateId { tag });
         }
         let charged = w.budget().try_charge(req.parts(), class, now);
         let tid = self
@@ -1425,6 +1467,17 @@ fn seen_in(
             tag: w.tag,
             found: state,
         });
+    }
+}
+
+/// The client order ids of the orders `req` places: a new order's, a
+/// cancel-replace's new one (its first), every order of a batch.
+fn placed(req: &Prepared) -> &[ClientOrderId] {
+    let ids = req.client_order_ids();
+    match req.kind() {
+        Some(Kind::Order | Kind::CancelReplace) => &ids[..ids.len().min(1)],
+        Some(Kind::Batch(_)) => ids,
+        _ => &[],
     }
 }
 

@@ -374,8 +374,12 @@ fn serve<E: Account>(
         halts: Some(halts),
         ..HubConfig::default()
     };
-    let journal = cfg.journal.clone();
     let hub = Hub::bind(cfg, Some(&STOP)).map_err(|e| e.to_string())?;
+    // The journal's epoch: above every earlier start's on this journal, on disk.
+    if let Some(epoch) = hub.boot_epoch() {
+        gw.set_boot_epoch(epoch)
+            .map_err(|e| format!("boot epoch {epoch}: {e}"))?;
+    }
     hub.attach(&mut lp).map_err(|e| e.to_string())?;
     let (hub, metrics) = observed(a, &name, &mut lp, &mut gw, hub)?;
     install_sigterm();
@@ -412,10 +416,9 @@ fn serve<E: Account>(
     }
     let _ = std::fs::remove_file(&status);
     metrics.stop();
-    // A clean stop settled everything in flight: nothing for a successor to query.
-    if let Some(j) = journal {
-        let _ = std::fs::remove_file(j);
-    }
+    // A clean stop settled everything in flight: the journal holds nothing for a
+    // successor to query, and it stays for its boot epoch (a successor's ids start
+    // above it even if the clock stepped back).
     Ok(())
 }
 

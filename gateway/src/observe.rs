@@ -130,7 +130,7 @@ fn gw_words(s: &Stats) -> [u64; GW_WORDS] {
         s.unresolved,
         s.late,
         s.watch_dropped,
-        0,
+        s.duplicate_ids,
     ]
 }
 
@@ -161,6 +161,7 @@ fn gw_stats(w: &[u64]) -> Stats {
         unresolved: w[22],
         late: w[23],
         watch_dropped: w[24],
+        duplicate_ids: w[25],
     }
 }
 

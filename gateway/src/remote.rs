@@ -173,6 +173,7 @@ impl Remote {
                 body.to_vec(),
             ),
             Event::Rejected { tag } => (Event::Rejected { tag }, Vec::new()),
+            Event::DuplicateId { tag } => (Event::DuplicateId { tag }, Vec::new()),
             Event::Limited {
                 tag,
                 why,

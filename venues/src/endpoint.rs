@@ -103,6 +103,50 @@ impl ClientOrderId {
     }
 }
 
+/// How a venue spells a client order id that names 128 bits (a UUID's 16 bytes),
+/// within the venue's own length and alphabet: what an id issuer writes for it
+/// ([`Endpoints::ID_FORMAT`]). Every form is at most [`MAX_CLIENT_ORDER_ID`]
+/// bytes of [`ClientOrderId`]'s alphabet, and different bytes always give
+/// different ids.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum IdFormat {
+    /// 32 lower-case hex digits (Kraken's "short UUID"): fits every venue whose id
+    /// is free text of at least 32 letters and digits.
+    Hex,
+    /// `0x` and 32 lower-case hex digits (Hyperliquid's `cloid`, 128 bits).
+    Cloid,
+    /// The UUID's text, 8-4-4-4-12 lower-case hex digits (Coinbase's `client_oid`).
+    Uuid,
+}
+
+impl IdFormat {
+    /// The id for `bytes` in this form.
+    ///
+    /// ```
+    /// use ergon_venues::endpoint::IdFormat;
+    /// let b = 0x0123_4567_89ab_4def_8123_4567_89ab_cdef_u128.to_be_bytes();
+    /// assert_eq!(IdFormat::Hex.write(b).as_str(), "0123456789ab4def8123456789abcdef");
+    /// assert_eq!(IdFormat::Cloid.write(b).as_str(), "0x0123456789ab4def8123456789abcdef");
+    /// assert_eq!(IdFormat::Uuid.write(b).as_str(), "01234567-89ab-4def-8123-456789abcdef");
+    /// ```
+    pub fn write(self, bytes: [u8; 16]) -> ClientOrderId {
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        let mut s = ArrayString::<MAX_CLIENT_ORDER_ID>::new();
+        if self == IdFormat::Cloid {
+            s.push_str("0x");
+        }
+        for (i, b) in bytes.iter().enumerate() {
+            if self == IdFormat::Uuid && matches!(i, 4 | 6 | 8 | 10) {
+                s.push('-');
+            }
+            s.push(char::from(HEX[usize::from(b >> 4)]));
+            s.push(char::from(HEX[usize::from(b & 15)]));
+        }
+        // At most 36 bytes of hex digits, `x` and `-`: always a valid id.
+        ClientOrderId(s)
+    }
+}
+
 /// A price or quantity as the caller formatted it: digits with at most one `.`
 /// inside them (`0.1`, `42`, `1.50`), at most 32 bytes. See the module doc for why
 /// this is text.
@@ -752,6 +796,11 @@ pub enum Placed {
 /// Each method fills `out` (see [`Prepared`]) and returns it; `Err` leaves it
 /// empty. The kinds a venue lacks return [`Error::Unsupported`].
 pub trait Endpoints: Venue {
+    /// How this venue's client order ids are written by an issuer (see
+    /// [`IdFormat`]), within the rule its documentation gives (each adapter cites
+    /// the page).
+    const ID_FORMAT: IdFormat;
+
     /// A new order.
     fn new_order<'p>(
         &mut self,

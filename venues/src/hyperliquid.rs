@@ -13,7 +13,7 @@
 
 use crate::adapt::{self, Batch, Clock, Error, Parts, Request, Venue, MAX_ITEMS};
 use crate::endpoint::{
-    self, Amend, ClientOrderId, Endpoints, Lookup, Method, NewOrder, OrderInfo, OrderRef,
+    self, Amend, ClientOrderId, Endpoints, IdFormat, Lookup, Method, NewOrder, OrderInfo, OrderRef,
     OrderState, OrderType, Placed, Prepared, Side, Symbol, TimeInForce, Writer,
 };
 use crate::json::{self, Kind, Value};
@@ -681,6 +681,11 @@ impl<S: Signer> Venue for Exchange<S> {
 }
 
 impl<S: Signer> Endpoints for Exchange<S> {
+    /// `cloid`: a 128-bit hex string, `0x` and 32 hex digits
+    /// (<https://hyperliquid.gitbook.io/hyperliquid-docs/for-developers/api/exchange-endpoint>,
+    /// "Place an order").
+    const ID_FORMAT: IdFormat = IdFormat::Cloid;
+
     /// An `order` action of one order: weight 1 and one address action.
     fn new_order<'p>(
         &mut self,

@@ -10,8 +10,10 @@ use ergon_core::Class;
 use super::codec::{decode_event, encode_call, Call, ShmEvent};
 use super::os;
 use super::region::{Region, EVENT_SLOT, SUBMIT_SLOT};
+use crate::ids::{IdError, IdIssuer};
 use crate::Tag;
 use ergon_io::boundary::shm_ring::{PushError, ShmConsumer, ShmProducer, LEN_BYTES};
+use ergon_venues::endpoint::{ClientOrderId, IdFormat};
 
 /// Why a submit did not go over. Nothing was sent in any case.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -74,6 +76,8 @@ pub struct ShmClient {
     body: Vec<u8>,
     truncated: bool,
     reattached: bool,
+    /// The block of client order ids the gateway handed out at this attach.
+    ids: Option<IdIssuer>,
 }
 
 impl core::fmt::Debug for ShmClient {
@@ -117,6 +121,31 @@ pub(crate) fn command(name: &str, cmd: &str) -> io::Result<(OwnedFd, String, Vec
     }
 }
 
+/// The id block of an attach answer's tail (`new N ids FORM EPOCH FROM END`);
+/// None if it names none, an error if it names one badly.
+fn id_block(rest: &str) -> io::Result<Option<IdIssuer>> {
+    let mut w = rest.split_whitespace().skip_while(|&w| w != "ids");
+    if w.next().is_none() {
+        return Ok(None);
+    }
+    let refuse = || bad(format!("gateway sent a bad id block: {rest:?}"));
+    let format = match w.next() {
+        Some("hex") => IdFormat::Hex,
+        Some("cloid") => IdFormat::Cloid,
+        Some("uuid") => IdFormat::Uuid,
+        _ => return Err(refuse()),
+    };
+    let mut num = || {
+        w.next()
+            .and_then(|n| n.parse::<u64>().ok())
+            .ok_or_else(refuse)
+    };
+    let (epoch, from, end) = (num()?, num()?, num()?);
+    IdIssuer::range(format, epoch, from, end)
+        .map(Some)
+        .map_err(|e| bad(format!("gateway sent a bad id block: {e}")))
+}
+
 impl ShmClient {
     /// Attaches to the gateway `gateway` as `client` (a name that identifies this
     /// strategy across restarts: attaching again under it finds the outcomes of
@@ -135,6 +164,7 @@ impl ShmClient {
         let wake = fds.pop().expect("3");
         let doorbell = fds.pop().expect("3");
         let memfd = fds.pop().expect("3");
+        let ids = id_block(rest)?;
         let region = Region::open(&memfd)?;
         let submit = region.submit_producer()?;
         let events = region.event_consumer()?;
@@ -151,7 +181,17 @@ impl ShmClient {
             truncated: false,
             reattached: rest.starts_with("reattached"),
             region,
+            ids,
         })
+    }
+
+    /// A client order id no earlier one carried, from the block the gateway
+    /// handed out at this attach (its boot epoch and a range of its sequence:
+    /// see [`crate::ids`]). Reads no clock, allocates nothing, asks the gateway
+    /// nothing. `Err(NoEpoch)`: the gateway handed out no block (it has no boot
+    /// epoch); `Err(Exhausted)`: attach again for a new block.
+    pub fn next_client_order_id(&mut self) -> Result<ClientOrderId, IdError> {
+        self.ids.as_mut().ok_or(IdError::NoEpoch)?.next_id()
     }
 
     /// Whether this attach found a region of an earlier life under the same name.

@@ -55,6 +55,12 @@ pub enum ShmEvent {
         /// The tag.
         tag: Tag,
     },
+    /// Refused by the gateway, nothing charged or sent: a client order id it
+    /// places is live there (see [`Event::DuplicateId`](crate::Event::DuplicateId)).
+    DuplicateId {
+        /// The tag.
+        tag: Tag,
+    },
     /// Refused by the budget or the client's share, nothing sent.
     Limited {
         /// The tag.
@@ -135,6 +141,7 @@ impl ShmEvent {
         match *self {
             ShmEvent::Applied { tag }
             | ShmEvent::Rejected { tag }
+            | ShmEvent::DuplicateId { tag }
             | ShmEvent::Limited { tag, .. }
             | ShmEvent::Retrying { tag, .. }
             | ShmEvent::Expired { tag }
@@ -540,6 +547,7 @@ pub fn encode_event(ev: &ShmEvent, body: &[u8], out: &mut [u8]) -> usize {
         ShmEvent::Lost { tag } => (10, tag, 0, 0),
         ShmEvent::Unresolved { tag } => (12, tag, 0, 0),
         ShmEvent::Late { tag, found } => (13, tag, 0, state_byte(Some(found))),
+        ShmEvent::DuplicateId { tag } => (14, tag, 0, 0),
         ShmEvent::OrderUpdate(_) => return 0,
     };
     if out.len() < EVENT_HEAD {
@@ -665,6 +673,7 @@ pub fn decode_event(b: &[u8]) -> Result<(ShmEvent, &[u8], bool), BadMessage> {
             tag,
             found: state_of(x)?.ok_or(BadMessage::OrderState)?,
         },
+        14 => ShmEvent::DuplicateId { tag },
         _ => return Err(BadMessage::EventKind),
     };
     Ok((ev, &b[EVENT_HEAD..], b[18] != 0))

@@ -10,7 +10,7 @@ use std::sync::atomic::{fence, AtomicBool, Ordering};
 use arrayvec::ArrayVec;
 use ergon_core::{BucketId, Class, Part, Why};
 use ergon_venues::binance_spot_ws::Execution;
-use ergon_venues::endpoint::{ClientOrderId, OrderRef, Prepared, Symbol};
+use ergon_venues::endpoint::{ClientOrderId, IdFormat, OrderRef, Prepared, Symbol};
 
 use super::codec::{decode_call, encode_event, Call, ShmEvent};
 use super::halts::HaltLog;
@@ -31,6 +31,18 @@ const RECOVER: u64 = 1 << 47;
 const DOORBELL: u64 = 1;
 const CONN0: u64 = 16;
 const MS: i64 = 1_000_000;
+/// Client order ids handed to a client at each attach (2^32: more than it can
+/// place in one life).
+const ID_BLOCK: u64 = 1 << 32;
+
+/// The word of an id form in the attach answer (`ok new N ids FORM EPOCH FROM END`).
+fn id_form_word(f: IdFormat) -> &'static str {
+    match f {
+        IdFormat::Hex => "hex",
+        IdFormat::Cloid => "cloid",
+        IdFormat::Uuid => "uuid",
+    }
+}
 
 /// How a hub serves its clients.
 #[derive(Clone, Debug)]
@@ -273,7 +285,8 @@ impl Hub {
         let stats = StatsWriter::create(&cfg.name)?;
         let (journal, recover) = match &cfg.journal {
             Some(path) => {
-                let (j, live) = Journal::open(path, cfg.max_clients * cfg.in_flight)
+                let cap = cfg.max_clients * cfg.in_flight;
+                let (j, live) = Journal::open(path, cap, crate::bootstrap::wall_ms())
                     .map_err(|e| owned_msg(&format!("journal {}: {e}", path.display())))?;
                 (Some(j), live)
             }
@@ -319,6 +332,12 @@ impl Hub {
     /// before running the loop.
     pub fn attach(&self, lp: &mut EventLoop) -> Result<(), LoopError> {
         lp.watch_fd(self.ep.fd(), HUB_TOKEN, Interest::READ)
+    }
+
+    /// The boot epoch its journal keeps for this start (None: no journal): give it
+    /// to the gateway ([`crate::Gateway::set_boot_epoch`]) before it serves.
+    pub fn boot_epoch(&self) -> Option<u64> {
+        self.journal.as_ref().map(Journal::epoch)
     }
 
     /// Each client's name, whether it is attached, and its counts.
@@ -418,7 +437,7 @@ impl Hub {
         let text = String::from_utf8_lossy(&buf[..n]).into_owned();
         let mut words = text.split_whitespace();
         match (words.next(), words.next()) {
-            (Some("attach"), Some(name)) if !self.stopping => self.attach_client(i, name),
+            (Some("attach"), Some(name)) if !self.stopping => self.attach_client(api, i, name),
             (Some("attach"), _) => self.answer(i, "err stopping or no name"),
             (Some("stats"), _) => {
                 if let Some(c) = self.conns[i].as_ref() {
@@ -461,7 +480,7 @@ impl Hub {
         }
     }
 
-    fn attach_client(&mut self, i: usize, name: &str) {
+    fn attach_client<E: Account>(&mut self, api: &mut Api<'_, '_, E>, i: usize, name: &str) {
         // One client per connection: a second attach would leave the first one
         // "attached" for ever (its hang-up detaches only one).
         if self.conns[i].as_ref().is_some_and(|c| c.client.is_some()) {
@@ -496,12 +515,22 @@ impl Hub {
         c.conn = Some((i, conn_gen));
         c.detached_at = None;
         c.stats.attaches += 1;
+        // A fresh block of ids at every attach: a client that restarted under
+        // the same name must not issue its earlier life's ids again.
+        let ids = match api.id_block(ID_BLOCK) {
+            Ok(b) => {
+                let (from, end) = b.remaining();
+                let form = id_form_word(b.format());
+                format!(" ids {form} {} {from} {end}", b.epoch())
+            }
+            Err(_) => String::new(),
+        };
         if let Some(conn) = self.conns[i].as_mut() {
             conn.client = Some(k);
             let word = if again { "reattached" } else { "new" };
             Self::reply(
                 &conn.fd,
-                &format!("ok {word} {}", c.region.in_flight),
+                &format!("ok {word} {}{ids}", c.region.in_flight),
                 &[
                     c.memfd.as_raw_fd(),
                     self.doorbell.as_raw_fd(),
@@ -707,6 +736,17 @@ impl Hub {
             Call::CancelReplace(c) => Some(&c.new),
             _ => None,
         };
+        let held = match (&self.journal, new) {
+            (Some(j), Some(o)) => j.holds(&o.client_order_id),
+            _ => false,
+        };
+        if held {
+            if let Some(c) = self.clients[k].as_mut() {
+                c.free.push(l);
+                c.push(&ShmEvent::DuplicateId { tag }, &[]);
+            }
+            return;
+        }
         let entry = match (&mut self.journal, new) {
             (Some(j), Some(o)) => j.record(o.symbol.as_str(), o.client_order_id.as_str()),
             _ => None,
@@ -796,6 +836,7 @@ impl Hub {
         let (sev, body): (ShmEvent, &[u8]) = match ev {
             Event::Applied { body, .. } => (ShmEvent::Applied { tag }, body),
             Event::Rejected { .. } => (ShmEvent::Rejected { tag }, &[]),
+            Event::DuplicateId { .. } => (ShmEvent::DuplicateId { tag }, &[]),
             Event::Limited {
                 why, ready_at_ns, ..
             } => {

@@ -6,6 +6,13 @@
 //! mid-flight leaves its live entries behind; the next one started on the same
 //! file queries each of them by client order id before it takes any new submit.
 //!
+//! Its header also keeps the boot epoch of the gateway's client order ids
+//! ([`crate::ids`]): each open raises it above the last one
+//! ([`crate::ids::boot_epoch`]) and syncs it to disk before the gateway issues an
+//! id, so a restart on the same journal never repeats an epoch, whatever the clock
+//! did in between. It is also asked, before each new order, whether its id is
+//! live in it ([`Journal::holds`]).
+//!
 //! Opening never destroys what it cannot use: the file is opened without
 //! following a symlink and refused unless a regular file of the gateway's uid,
 //! mode 0600, with one link; the old journal is read and checked (a capacity
@@ -14,12 +21,15 @@
 //! renamed over it.
 #![allow(unsafe_code)] // A typed view of the mapping.
 
+use std::collections::HashMap;
 use std::io;
 use std::os::fd::OwnedFd;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::os::Mapping;
+use crate::ids::boot_epoch;
+use ergon_venues::endpoint::ClientOrderId;
 
 const MAGIC: u64 = u64::from_le_bytes(*b"ergonjnl");
 const HEAD: usize = 64;
@@ -46,6 +56,11 @@ pub(crate) struct Journal {
     map: Mapping,
     cap: usize,
     free: Vec<u32>,
+    /// The live entries' ids, counted (sized for every entry: never grows).
+    ids: HashMap<ClientOrderId, u32>,
+    /// Each entry's id while it is live.
+    entry_ids: Vec<Option<ClientOrderId>>,
+    epoch: u64,
 }
 
 fn refused(path: &Path, why: impl core::fmt::Display) -> io::Error {
@@ -119,9 +134,10 @@ fn entries(map: &Mapping, cap: usize) -> &[Entry] {
     unsafe { core::slice::from_raw_parts(map.ptr().add(HEAD) as *const Entry, cap) }
 }
 
-fn head(map: &Mapping) -> &[AtomicU64; 2] {
-    // SAFETY: the first 16 bytes of the page-aligned mapping.
-    unsafe { &*(map.ptr() as *const [AtomicU64; 2]) }
+/// Magic, capacity, boot epoch (0: none recorded, a journal of before epochs).
+fn head(map: &Mapping) -> &[AtomicU64; 3] {
+    // SAFETY: the first 24 bytes of the page-aligned mapping (HEAD is 64).
+    unsafe { &*(map.ptr() as *const [AtomicU64; 3]) }
 }
 
 fn read_entry(e: &Entry) -> Option<Found> {
@@ -143,16 +159,23 @@ impl Journal {
     /// orders the previous gateway left in flight (they are kept as live entries
     /// until [`Journal::clear`]). Nothing is changed on disk unless the old
     /// journal was read whole and fits: the new one is written beside it
-    /// (`PATH.new`), synced and renamed over it.
-    pub(crate) fn open(path: &Path, cap: usize) -> io::Result<(Journal, Vec<(u32, Found)>)> {
+    /// (`PATH.new`), synced and renamed over it, with this boot's epoch (from
+    /// `wall_ms`, the wall clock's milliseconds, and the old journal's epoch;
+    /// [`Journal::epoch`]).
+    pub(crate) fn open(
+        path: &Path,
+        cap: usize,
+        wall_ms: u64,
+    ) -> io::Result<(Journal, Vec<(u32, Found)>)> {
         let len = bytes_for(cap)
             .filter(|_| u32::try_from(cap).is_ok())
             .ok_or_else(|| bad_data(path, format_args!("{cap} entries do not fit memory")))?;
-        let old = match open_file(path, false) {
+        let (old, last) = match open_file(path, false) {
             Ok(f) => Self::read_old(path, &OwnedFd::from(f))?,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Vec::new(),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => (Vec::new(), None),
             Err(e) => return Err(e),
         };
+        let epoch = boot_epoch(wall_ms, last).map_err(|e| bad_data(path, e))?;
         if old.len() > cap {
             return Err(bad_data(
                 path,
@@ -178,9 +201,13 @@ impl Journal {
             map,
             cap,
             free: (0..cap as u32).rev().collect(),
+            ids: HashMap::with_capacity(2 * cap),
+            entry_ids: vec![None; cap],
+            epoch,
         };
         let h = head(&j.map);
         h[1].store(cap as u64, Ordering::Relaxed);
+        h[2].store(epoch, Ordering::Relaxed);
         h[0].store(MAGIC, Ordering::Release);
         let mut live = Vec::new();
         for f in old {
@@ -199,12 +226,13 @@ impl Journal {
         Ok((j, live))
     }
 
-    /// The live entries of an old journal; an error (the file left as it is)
-    /// for a file that is not a journal or whose header does not fit its size.
-    fn read_old(path: &Path, fd: &OwnedFd) -> io::Result<Vec<Found>> {
+    /// The live entries of an old journal and its boot epoch; an error (the file
+    /// left as it is) for a file that is not a journal or whose header does not
+    /// fit its size.
+    fn read_old(path: &Path, fd: &OwnedFd) -> io::Result<(Vec<Found>, Option<u64>)> {
         let size = std::fs::File::from(fd.try_clone()?).metadata()?.len();
         if size == 0 {
-            return Ok(Vec::new()); // created and never written: nothing in flight
+            return Ok((Vec::new(), None)); // created and never written: nothing in flight
         }
         let size = usize::try_from(size).map_err(|_| bad_data(path, "too large"))?;
         if size < HEAD {
@@ -226,11 +254,23 @@ impl Journal {
                 ),
             ));
         };
-        Ok(entries(&map, cap)
+        let live = entries(&map, cap)
             .iter()
             .filter(|e| e.live.load(Ordering::Acquire) != 0)
             .filter_map(read_entry)
-            .collect())
+            .collect();
+        let epoch = Some(h[2].load(Ordering::Relaxed)).filter(|&e| e != 0);
+        Ok((live, epoch))
+    }
+
+    /// This boot's epoch, on disk since [`Journal::open`] returned.
+    pub(crate) fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
+    /// Whether a live entry holds `id`.
+    pub(crate) fn holds(&self, id: &ClientOrderId) -> bool {
+        self.ids.contains_key(id)
     }
 
     /// Writes an order about to be sent; its entry, None if the journal is full.
@@ -251,6 +291,11 @@ impl Journal {
             w.store(u64::from_le_bytes(a), Ordering::Relaxed);
         }
         e.live.store(1, Ordering::Release);
+        // An id a dead gateway wrote that is no client order id is never asked for.
+        if let Ok(id) = ClientOrderId::new(id) {
+            *self.ids.entry(id).or_insert(0) += 1;
+            self.entry_ids[i as usize] = Some(id);
+        }
         Some(i)
     }
 
@@ -259,6 +304,14 @@ impl Journal {
         if let Some(e) = entries(&self.map, self.cap).get(i as usize) {
             if e.live.swap(0, Ordering::Release) != 0 {
                 self.free.push(i);
+                if let Some(id) = self.entry_ids[i as usize].take() {
+                    if let Some(n) = self.ids.get_mut(&id) {
+                        *n -= 1;
+                        if *n == 0 {
+                            self.ids.remove(&id);
+                        }
+                    }
+                }
             }
         }
     }
@@ -276,14 +329,14 @@ mod tests {
     #[test]
     fn what_a_dead_gateway_left_in_flight_is_found_by_the_next() {
         let path = std::env::temp_dir().join(format!("ergon-journal-{}", std::process::id()));
-        let (mut j, old) = Journal::open(&path, 4).unwrap();
+        let (mut j, old) = Journal::open(&path, 4, 1).unwrap();
         assert!(old.is_empty());
         let a = j.record("BTCUSDT", "id-a").unwrap();
         let _b = j.record("BTCUSDT", "id-b").unwrap();
         j.clear(a);
         assert_eq!(j.live(), 1);
         drop(j); // the process dies: the file stays
-        let (j2, old) = Journal::open(&path, 8).unwrap();
+        let (j2, old) = Journal::open(&path, 8, 1).unwrap();
         assert_eq!(old.len(), 1);
         assert_eq!(
             old[0].1,
@@ -297,7 +350,7 @@ mod tests {
         // Garbage in the file is an error that leaves it as it is (never a panic,
         // never a silent fresh start over it).
         std::fs::write(&path, [0xffu8; 300]).unwrap();
-        let e = Journal::open(&path, 2).err().expect("garbage accepted");
+        let e = Journal::open(&path, 2, 1).err().expect("garbage accepted");
         assert_eq!(e.kind(), io::ErrorKind::InvalidData, "{e}");
         assert_eq!(std::fs::read(&path).unwrap(), [0xffu8; 300]);
         let _ = std::fs::remove_file(&path);
@@ -310,21 +363,48 @@ mod tests {
         d
     }
 
+    /// The boot epoch goes up at every open on the same file, the clock stepping
+    /// back included, and is on disk when `open` returns; a live id is held until
+    /// its entry is cleared.
+    #[test]
+    fn each_open_raises_the_boot_epoch_and_a_live_id_is_held() {
+        let d = scratch("epoch");
+        let path = d.join("journal");
+        let (mut j, _) = Journal::open(&path, 4, 5_000).unwrap();
+        assert_eq!(j.epoch(), 5_000);
+        let id = ClientOrderId::new("id-a").unwrap();
+        let e = j.record("BTCUSDT", id.as_str()).unwrap();
+        let twin = j.record("BTCUSDT", id.as_str()).unwrap();
+        assert!(j.holds(&id));
+        j.clear(e);
+        assert!(j.holds(&id), "one of two entries still holds it");
+        j.clear(twin);
+        assert!(!j.holds(&id));
+        drop(j); // killed
+                 // The clock stepped back 4 s: still above the last boot.
+        let (j, _) = Journal::open(&path, 4, 1_000).unwrap();
+        assert_eq!(j.epoch(), 5_001);
+        drop(j);
+        let (j, _) = Journal::open(&path, 4, 9_000).unwrap();
+        assert_eq!(j.epoch(), 9_000);
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
     #[test]
     fn a_journal_too_big_for_the_new_capacity_is_kept_whole() {
         let d = scratch("smaller");
         let path = d.join("journal");
-        let (mut j, _) = Journal::open(&path, 8).unwrap();
+        let (mut j, _) = Journal::open(&path, 8, 1).unwrap();
         for id in ["a", "b", "c"] {
             j.record("BTCUSDT", id).unwrap();
         }
         drop(j); // killed with three in flight
         let before = std::fs::read(&path).unwrap();
         // Restarted with room for two: refused, and the file not touched.
-        let e = Journal::open(&path, 2).err().expect("opened");
+        let e = Journal::open(&path, 2, 1).err().expect("opened");
         assert_eq!(e.kind(), io::ErrorKind::InvalidData, "{e}");
         assert_eq!(std::fs::read(&path).unwrap(), before);
-        let (_, old) = Journal::open(&path, 8).unwrap();
+        let (_, old) = Journal::open(&path, 8, 1).unwrap();
         assert_eq!(old.len(), 3, "the three orders are still there to query");
         let _ = std::fs::remove_dir_all(&d);
     }
@@ -340,7 +420,7 @@ mod tests {
         std::fs::write(&path, &b).unwrap();
         std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o600))
             .unwrap();
-        let e = Journal::open(&path, 4).err().expect("opened");
+        let e = Journal::open(&path, 4, 1).err().expect("opened");
         assert_eq!(e.kind(), io::ErrorKind::InvalidData, "{e}");
         assert_eq!(std::fs::read(&path).unwrap(), b);
         let _ = std::fs::remove_dir_all(&d);
@@ -351,17 +431,19 @@ mod tests {
         use std::os::unix::fs::MetadataExt;
         let d = scratch("perm");
         let path = d.join("journal");
-        drop(Journal::open(&path, 2).unwrap());
+        drop(Journal::open(&path, 2, 1).unwrap());
         assert_eq!(std::fs::metadata(&path).unwrap().mode() & 0o777, 0o600);
         std::fs::hard_link(&path, d.join("second")).unwrap();
-        let e = Journal::open(&path, 2).err().expect("opened");
+        let e = Journal::open(&path, 2, 1).err().expect("opened");
         assert_eq!(e.kind(), io::ErrorKind::PermissionDenied, "{e}");
         std::fs::remove_file(d.join("second")).unwrap();
         let victim = d.join("victim");
         std::fs::write(&victim, b"precious").unwrap();
         let link = d.join("planted");
         std::os::unix::fs::symlink(&victim, &link).unwrap();
-        let e = Journal::open(&link, 2).err().expect("followed a symlink");
+        let e = Journal::open(&link, 2, 1)
+            .err()
+            .expect("followed a symlink");
         assert_eq!(e.kind(), io::ErrorKind::PermissionDenied, "{e}");
         assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
         let _ = std::fs::remove_dir_all(&d);

@@ -7,7 +7,9 @@
 //! The gateway listens on the **abstract** Unix socket `@ergon-gateway/NAME`
 //! (`SOCK_SEQPACKET`; abstract: no file to clean up, gone with the process, so a
 //! restarted gateway binds again at once). A client sends `attach CLIENT`; the
-//! gateway answers `ok new N` or `ok reattached N` with three descriptors
+//! gateway answers `ok new N` or `ok reattached N` (followed, when the gateway has
+//! a boot epoch, by `ids FORM EPOCH FROM END`: a fresh block of client order ids
+//! for this attach, [`ShmClient::next_client_order_id`]) with three descriptors
 //! (SCM_RIGHTS): the client's region (a memfd, laid out as below),
 //! the doorbell eventfd the client writes when the gateway's loop is parked, and
 //! the client's own wake eventfd. The connection then stays open for the client's
