@@ -280,13 +280,6 @@ impl<E: Account> Read<E> {
     }
 }
 
-/// The wall clock, Unix ms: only to name a ban's end in words.
-fn wall_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
-}
-
 impl<E: Account> ClientHandler for Read<E> {
     fn on_response(&mut self, cx: &mut Context<'_>, _: RequestId, r: Response<'_>, f: Flight) {
         let now = cx.now();
@@ -441,7 +434,9 @@ impl<E: Account> Gateway<E> {
             _ => None,
         };
         let mut gw = Gateway::new(venue, symbol, s.capacity, 1024).map_err(|e| err(&e))?;
-        let epoch = s.boot_epoch.unwrap_or_else(wall_ms);
+        let epoch = s
+            .boot_epoch
+            .unwrap_or_else(|| u64::try_from(wall_ms()).unwrap_or(0));
         gw.set_boot_epoch(epoch)
             .map_err(|e| StartError::new(Culprit::Caller, format!("boot epoch {epoch}: {e}")))?;
         if let Some(lane) = lane {
@@ -617,9 +612,9 @@ pub fn run<E: Account, S: super::driver::Strategy<E>>(
 }
 
 /// Milliseconds since the Unix epoch on the wall clock (0 before it): the boot
-/// epoch of a start that names none.
-pub(crate) fn wall_ms() -> u64 {
+/// epoch of a start that names none, a ban's end in words, the halts file.
+pub(crate) fn wall_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }

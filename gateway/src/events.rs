@@ -177,7 +177,7 @@ impl Event<'_> {
         }
     }
 
-    /// Whether it ends a request in flight (its slot is free after it): the six
+    /// Whether it ends a request in flight (its slot is free after it): the
     /// final events. Not the steps before one ([`Event::Retrying`],
     /// [`Event::Reconciling`]), nor what comes about no request in flight: an
     /// [`Event::Late`] (its request ended [`Event::Unresolved`] already), the
@@ -201,9 +201,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_the_six_ends_of_a_request_are_final() {
+    fn only_the_ends_of_a_request_are_final() {
         let ends = [
             Event::Rejected { tag: 1 },
+            Event::DuplicateId { tag: 1 },
             Event::Unresolved { tag: 1 },
             Event::Reconciled {
                 tag: 1,

@@ -286,8 +286,12 @@ impl Hub {
         let (journal, recover) = match &cfg.journal {
             Some(path) => {
                 let cap = cfg.max_clients * cfg.in_flight;
-                let (j, live) = Journal::open(path, cap, crate::bootstrap::wall_ms())
-                    .map_err(|e| owned_msg(&format!("journal {}: {e}", path.display())))?;
+                let (j, live) = Journal::open(
+                    path,
+                    cap,
+                    u64::try_from(crate::bootstrap::wall_ms()).unwrap_or(0),
+                )
+                .map_err(|e| owned_msg(&format!("journal {}: {e}", path.display())))?;
                 (Some(j), live)
             }
             None => (None, Vec::new()),
@@ -1062,10 +1066,7 @@ impl Hub {
         if !log.changed(b) {
             return;
         }
-        let wall_ms = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as i64);
-        if let Err(e) = log.sync(b, now, wall_ms) {
+        if let Err(e) = log.sync(b, now, crate::bootstrap::wall_ms()) {
             eprintln!(
                 "ergon-gateway: warning: halts file {}: {e}: a restart would not come up halted",
                 log.path().display()
