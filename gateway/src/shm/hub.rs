@@ -584,15 +584,35 @@ impl Hub {
         let share = self.cfg.share?;
         let now = api.now();
         let windows = self.windows.get_or_insert_with(|| api.venue().windows());
-        let c = self.clients[k].as_mut()?;
+        self.clients[k].as_ref()?;
         for p in parts {
             let Some(&(_, w)) = windows.iter().find(|(b, _)| *b == p.bucket) else {
                 continue;
             };
             let w = w.max(1);
-            let limit = api.budget().stats(p.bucket).map_or(0, |s| s.limit);
-            let cap = ((limit as f64) * share).floor() as u64;
             let i = p.bucket.index();
+            // The share is of what the bucket can give the clients: units the
+            // budget counts beyond theirs (another sender on the IP, a venue
+            // figure above the local count) are nobody's share, so a client that
+            // floods cannot take its full share of the nominal limit and leave
+            // the others less than theirs.
+            let ours: u64 = self
+                .clients
+                .iter_mut()
+                .flatten()
+                .filter_map(|c| c.used.get_mut(i))
+                .map(|u| {
+                    u.evict(now, w);
+                    u.sum
+                })
+                .sum();
+            let (limit, counted) = api
+                .budget()
+                .stats(p.bucket)
+                .map_or((0, 0), |s| (s.limit, s.used));
+            let foreign = counted.saturating_sub(ours);
+            let cap = ((limit.saturating_sub(foreign) as f64) * share).floor() as u64;
+            let c = self.clients[k].as_mut()?;
             if c.used.len() <= i {
                 c.used.resize(i + 1, Use::default());
             }

@@ -77,9 +77,11 @@
 //!
 //! # Fair shares
 //!
-//! [`HubConfig::share`]: each client may use at most this fraction of every
-//! bucket's limit in any window of the bucket's length (a sliding window of the
-//! client's own charges);
+//! [`HubConfig::share`]: each client may use at most this fraction of what every
+//! bucket can give the clients (its limit less the units it counts beyond the
+//! clients' own: another sender on the IP, a venue figure above the local count)
+//! in any window of the bucket's length (a sliding window of the client's own
+//! charges);
 //! over it, its call is [`ShmEvent::Limited`] locally and nothing is charged, so a
 //! runaway client cannot take the others' part. The stats name each client's use.
 //! [`HubConfig::class_ceiling`]: a call of a more privileged class than the
