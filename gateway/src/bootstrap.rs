@@ -231,7 +231,7 @@ impl<E: Account> Read<E> {
     /// ([`Budget::throttled`]), ends start-up with the ban's end.
     fn limited(&mut self, cx: &mut Context<'_>, path: &str, r: &Response<'_>) {
         let now = cx.now();
-        let wall_ms = wall_ms();
+        let wall_ms = crate::wall::ms();
         // Only to read an HTTP-date `Retry-After`: the venue's clock is not read yet.
         let retry = adapt::response_retry_after(r, &Clock::anchor(now, wall_ms), now);
         let b = cx.budget();
@@ -261,7 +261,7 @@ impl<E: Account> Read<E> {
                 Culprit::Deadline,
                 format!(
                     "{said}; the venue's wait ends at {}, after the start deadline (--start-timeout)",
-                    crate::health::utc(until_ms(until_ns))
+                    crate::wall::utc(until_ms(until_ns))
                 ),
             )),
             Verdict::Banned { until_ns, .. } => Some(StartError {
@@ -270,7 +270,7 @@ impl<E: Account> Read<E> {
                     Culprit::Peer,
                     format!(
                         "{said}; the venue banned this IP until {}",
-                        crate::health::utc(until_ms(until_ns))
+                        crate::wall::utc(until_ms(until_ns))
                     ),
                 )
             }),
@@ -367,7 +367,7 @@ impl<E: Account> Gateway<E> {
         let mut budget = b.build(now).map_err(|e| err(&e))?;
         if let Some(until_ns) = s.ban_until_ns.filter(|&u| u > now) {
             if until_ns > now.saturating_add(s.timeout_ns) {
-                let ends = crate::health::utc(wall_ms() + (until_ns - now) / 1_000_000);
+                let ends = crate::wall::utc(crate::wall::ms() + (until_ns - now) / 1_000_000);
                 // Already recorded: not a new ban to record again.
                 return Err(StartError::new(
                     Culprit::Peer,
@@ -436,7 +436,7 @@ impl<E: Account> Gateway<E> {
         let mut gw = Gateway::new(venue, symbol, s.capacity, 1024).map_err(|e| err(&e))?;
         let epoch = s
             .boot_epoch
-            .unwrap_or_else(|| u64::try_from(wall_ms()).unwrap_or(0));
+            .unwrap_or_else(|| u64::try_from(crate::wall::ms()).unwrap_or(0));
         gw.set_boot_epoch(epoch)
             .map_err(|e| StartError::new(Culprit::Caller, format!("boot epoch {epoch}: {e}")))?;
         if let Some(lane) = lane {
@@ -609,12 +609,4 @@ pub fn run<E: Account, S: super::driver::Strategy<E>>(
     };
     lp.run(&mut d)?;
     Ok(d)
-}
-
-/// Milliseconds since the Unix epoch on the wall clock (0 before it): the boot
-/// epoch of a start that names none, a ban's end in words, the halts file.
-pub(crate) fn wall_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }

@@ -114,38 +114,13 @@ impl Reason {
     }
 }
 
-/// Unix ms as `YYYY-MM-DDTHH:MM:SS.mmmZ` (civil from days, Howard Hinnant's).
-pub fn utc(unix_ms: i64) -> String {
-    let (days, ms) = (
-        unix_ms.div_euclid(86_400_000),
-        unix_ms.rem_euclid(86_400_000),
-    );
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    let s = ms / 1000;
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
-        s / 3600,
-        s / 60 % 60,
-        s % 60,
-        ms % 1000
-    )
-}
-
 impl core::fmt::Display for Reason {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
             Reason::Halted {
                 bucket,
                 since_unix_ms,
-            } => write!(f, "halted: bucket {bucket} since {}", utc(*since_unix_ms)),
+            } => write!(f, "halted: bucket {bucket} since {}", crate::wall::utc(*since_unix_ms)),
             Reason::DegradedBudget {
                 bucket,
                 refused_pct,
@@ -435,10 +410,5 @@ mod tests {
             ..OpsSnapshot::default()
         };
         assert!(m.observe(S, 0, &[], &armed).is_empty());
-    }
-
-    #[test]
-    fn utc_formats_a_known_instant() {
-        assert_eq!(utc(1_764_606_896_123), "2025-12-01T16:34:56.123Z");
     }
 }

@@ -98,6 +98,7 @@ mod remote;
 pub mod shm;
 mod url;
 mod venues;
+pub mod wall;
 mod wire;
 pub mod ws_api;
 

@@ -11,6 +11,7 @@ use ergon_gateway::metrics::{self, MetricsThread};
 use ergon_gateway::observe::{self, Observed};
 use ergon_gateway::protection::{Mode, Protected, Protection, Shutdown, Startup, State};
 use ergon_gateway::shm::{self, Halt, HaltLog, Hub, HubConfig};
+use ergon_gateway::wall;
 use ergon_gateway::{self as gateway, Account, Control, Gateway, Keys, Start, WsApiStart};
 use ergon_io::core::{BucketId, Class};
 use ergon_lease::{BucketLease, LeaseConfig, LeaseThread};
@@ -306,7 +307,7 @@ fn serve<E: Account>(
     };
     // Halted as the previous gateway left it, before anything is sent.
     let now = lp.now();
-    halts.restore(lp.budget_mut(), now, wall_ms())?;
+    halts.restore(lp.budget_mut(), now, wall::ms())?;
     if start.ws_api.is_some() {
         // One warning line per fallback, before `ready`: orders over REST,
         // polling without a stream.
@@ -442,19 +443,13 @@ fn observed<E: Account>(
         labels: Some(gw.label_reader()),
         names,
         health: a.ops.health,
+        share: a.share,
     };
     let t = metrics::spawn(name, a.ops.metrics, src).map_err(|e| format!("--metrics: {e}"))?;
     if let Some(addr) = t.addr {
         eprintln!("metrics http://{addr}/metrics");
     }
     Ok((hub, t))
-}
-
-/// The wall clock, Unix ms.
-fn wall_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
 }
 
 /// Why start-up failed, in words; a ban of the IP is recorded in the halts file
@@ -464,7 +459,7 @@ fn ban_at_start(a: &Args, e: &gateway::StartError, halts: &mut HaltLog) -> Strin
         return e.to_string();
     };
     let now = ergon_io::clock::now_ns();
-    let until_ms = wall_ms().saturating_add(until_ns.saturating_sub(now) / MS);
+    let until_ms = wall::ms().saturating_add(until_ns.saturating_sub(now) / MS);
     let name = a.name.as_deref().unwrap_or_default();
     let ip = gateway::IP_GATE;
     match halts.record(Halt::new(ip, until_ms, &e.to_string())) {
@@ -497,7 +492,7 @@ fn protection_path(
 /// Writes the switch's state line, its deadline as UTC ms (the loop's `now` taken
 /// as the wall clock's now).
 fn write_status(path: &std::path::Path, m: &Protection, now: i64) {
-    let wall_ms = wall_ms();
+    let wall_ms = wall::ms();
     let mut line = format!(
         "protection {} timeout_ms={} lapses={}",
         m.state().as_str(),
@@ -701,7 +696,7 @@ fn run(a: &Args) -> Result<(), String> {
         .halts()
         .iter()
         .filter(|h| h.bucket == gateway::IP_GATE)
-        .map(|h| now.saturating_add(h.until_ms.saturating_sub(wall_ms()).saturating_mul(MS)))
+        .map(|h| now.saturating_add(h.until_ms.saturating_sub(wall::ms()).saturating_mul(MS)))
         .max();
     start.loop_cfg.cpu = a.cpu;
     start.loop_cfg.busy_poll = a.busy;

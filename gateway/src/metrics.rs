@@ -26,6 +26,7 @@
 //! | `reconciles_total` | outcome (found, not_found) | unknown outcomes settled |
 //! | `unresolved_total`, `late_total` | | outcomes left unknown (`Unresolved`), and of those the orders that appeared after all (`Late`) |
 //! | `client_attached` | client | 1 while attached |
+//! | `client_share_ratio` | client | the most of each bucket the client may use (`--share`; 1 without) |
 //! | `client_submits_total`, `client_accepted_total`, `client_limited_total`, `client_over_share_total`, `client_finals_total` | client | each client's calls |
 //! | `client_events_dropped_total` | client | events that found its ring full (must stay 0) |
 //! | `protection_armed`, `protection_lapsed`, `protection_armed_until_seconds` | | the dead man's switch, when it publishes |
@@ -138,6 +139,8 @@ pub struct View<'a> {
     pub reasons: &'a [Reason],
     /// Seconds since the loop last published.
     pub age_secs: Option<f64>,
+    /// Each client's share ceiling (`--share`), if any.
+    pub share: Option<f64>,
 }
 
 /// The OpenMetrics text of `v` (ends with `# EOF`).
@@ -329,6 +332,16 @@ pub fn render(v: &View<'_>) -> String {
             "1 while the client is attached.",
             &attached,
         );
+        let share: Vec<_> = o
+            .clients
+            .iter()
+            .map(|c| (l(&[("client", &c.name)]), v.share.unwrap_or(1.0)))
+            .collect();
+        f.gauge_f(
+            "client_share_ratio",
+            "The most of each bucket the client may use in a window.",
+            &share,
+        );
         f.counter(
             "client_submits",
             "Calls taken from its ring.",
@@ -430,6 +443,8 @@ pub struct Source {
     pub names: Vec<String>,
     /// Health thresholds.
     pub health: HealthConfig,
+    /// Each client's share ceiling (`--share`), if any.
+    pub share: Option<f64>,
 }
 
 impl core::fmt::Debug for Source {
@@ -476,6 +491,7 @@ impl State {
             labels: labels.as_ref(),
             reasons: &self.reasons,
             age_secs: (self.last.0 != 0).then(|| self.last.1.elapsed().as_secs_f64()),
+            share: self.src.share,
         })
     }
 }

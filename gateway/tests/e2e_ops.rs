@@ -414,6 +414,18 @@ fn metrics_and_health_follow_a_429_a_refusal_flood_a_ban_and_a_dead_venue() {
     assert!(m["ergon_ledger_in_flight{}"] >= 0.0);
     assert!(m.contains_key("ergon_reconciles_total{outcome=\"found\"}"));
     assert!(m.contains_key("ergon_resends_total{}"));
+    assert!(m.contains_key("ergon_unresolved_total{}"));
+    assert!(m.contains_key("ergon_late_total{}"));
+    // No --share: each client may use a whole bucket.
+    let shares: Vec<f64> = m
+        .iter()
+        .filter(|(k, _)| k.starts_with("ergon_client_share_ratio{"))
+        .map(|(_, v)| *v)
+        .collect();
+    assert!(
+        !shares.is_empty() && shares.iter().all(|&v| v == 1.0),
+        "{shares:?}"
+    );
 
     // The venue gone: requests go out, nothing answers.
     drop(c);

@@ -286,12 +286,9 @@ impl Hub {
         let (journal, recover) = match &cfg.journal {
             Some(path) => {
                 let cap = cfg.max_clients * cfg.in_flight;
-                let (j, live) = Journal::open(
-                    path,
-                    cap,
-                    u64::try_from(crate::bootstrap::wall_ms()).unwrap_or(0),
-                )
-                .map_err(|e| owned_msg(&format!("journal {}: {e}", path.display())))?;
+                let (j, live) =
+                    Journal::open(path, cap, u64::try_from(crate::wall::ms()).unwrap_or(0))
+                        .map_err(|e| owned_msg(&format!("journal {}: {e}", path.display())))?;
                 (Some(j), live)
             }
             None => (None, Vec::new()),
@@ -1086,7 +1083,7 @@ impl Hub {
         if !log.changed(b) {
             return;
         }
-        if let Err(e) = log.sync(b, now, crate::bootstrap::wall_ms()) {
+        if let Err(e) = log.sync(b, now, crate::wall::ms()) {
             eprintln!(
                 "ergon-gateway: warning: halts file {}: {e}: a restart would not come up halted",
                 log.path().display()
