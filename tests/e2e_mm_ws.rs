@@ -25,7 +25,7 @@ use std::sync::Arc;
 
 use common::{go, no_429_no_ban, venue_utilization};
 use ergon_core::{Class, Why};
-use ergon_gateway::{self as gateway, Api, Event, Prepared, Strategy, WsState};
+use ergon_gateway::{self as gateway, Api, Event, Prepared, Strategy, WsApiStats, WsState};
 use ergon_venue_sim::{Config, Fault, Interval, LimitType, RateLimit, Server};
 use ergon_venues::binance_spot::BinanceSpot;
 use ergon_venues::endpoint::{
@@ -358,16 +358,17 @@ fn a_drop_after_the_venue_executed_is_reconciled_and_never_sent_again() {
     assert_eq!((r.duplicates, r.duplicate_rejects), (0, 0));
 }
 
-#[test]
-fn an_answer_missing_at_its_deadline_gives_the_connection_up_and_reconciles() {
-    let _machine = machine::shared();
+/// What became of a run where the venue holds the first order 8 s, answering
+/// nothing meanwhile (a silent, half-open peer; past the gateway's 2 s recvWindow
+/// it may no longer run it), with the lane giving the connection up after
+/// `silent_ns` of silence: the strategy's events, the lane's and the gateway's
+/// counters. The venue ran nothing twice, and not the held order.
+fn held_by_a_silent_venue(silent_ns: i64) -> (Vec<String>, WsApiStats, gateway::Stats) {
     let mut c = sim();
-    // The venue holds the first order 8 s, answering nothing meanwhile (a silent,
-    // half-open peer): past the gateway's 2 s recvWindow it may no longer run it.
     c.faults.script = vec![(1, Fault::Delay)];
     c.faults.delay_ms = 8_000;
     let server = Server::start(c).unwrap();
-    let (mut lp, gw, pool) = ws_gateway::open(&server);
+    let (mut lp, gw, pool) = ws_gateway::open_silent_after(&server, silent_ns);
     let strategy = DropProbe {
         req: Prepared::with_capacity(1024),
         step: 0,
@@ -375,65 +376,47 @@ fn an_answer_missing_at_its_deadline_gives_the_connection_up_and_reconciles() {
     };
     let control = Arc::new(gateway::Control::default());
     let d = gateway::run(&mut lp, gw, pool, strategy, control).unwrap();
-    let ev = &d.strategy.events;
-    // On main the request waited for the venue with no end: its first event was
-    // the answer 8 s later.
+    let ev = d.strategy.events;
     assert_eq!(
         ev.first().map(String::as_str),
         Some("Reconciling { tag: 1 }"),
-        "unanswered at its deadline: Unknown, reconciled: {ev:?}"
+        "unanswered: Unknown, reconciled: {ev:?}"
     );
+    assert_eq!(ev.last().map(String::as_str), Some("Applied 2"), "{ev:?}");
+    let st = *d.gateway.ws_api().unwrap().stats();
+    let r = server.stop();
+    assert_eq!(r.faults.delay, 1);
+    assert_eq!(r.executions, 1, "after-1 only: drop-1 never ran");
+    assert_eq!((r.duplicates, r.duplicate_rejects), (0, 0));
+    (ev, st, *d.gateway.stats())
+}
+
+#[test]
+fn an_answer_missing_at_its_deadline_gives_the_connection_up_and_reconciles() {
+    let _machine = machine::shared();
+    // On main the request waited for the venue with no end: its first event was
+    // the answer 8 s later.
+    let (ev, st, g) = held_by_a_silent_venue(gateway::SILENT_NS);
     assert!(
         ev.iter().any(|e| e == "Reconciled { tag: 1, found: None }"),
         "never ran, concluded only once the venue could no longer run it: {ev:?}"
     );
-    assert_eq!(ev.last().map(String::as_str), Some("Applied 2"), "{ev:?}");
-    let lane = d.gateway.ws_api().unwrap();
-    let st = *lane.stats();
     assert_eq!(
         (st.deadlines, st.opens),
         (1, 2),
         "given up once, opened again: {st:?}"
     );
-    let g = d.gateway.stats();
     assert_eq!(g.unknown, 1, "{g:?}");
-    let r = server.stop();
-    assert_eq!(r.faults.delay, 1);
-    assert_eq!(r.executions, 1, "after-1 only: drop-1 never ran");
-    assert_eq!((r.duplicates, r.duplicate_rejects), (0, 0));
 }
 
 #[test]
 fn a_silent_connection_is_given_up_before_any_deadline() {
     let _machine = machine::shared();
-    let mut c = sim();
-    // The venue holds the first order and answers nothing, pongs included, for 8 s.
-    c.faults.script = vec![(1, Fault::Delay)];
-    c.faults.delay_ms = 8_000;
-    let server = Server::start(c).unwrap();
-    let (mut lp, gw, pool) = ws_gateway::open_silent_after(&server, 600 * MS);
-    let strategy = DropProbe {
-        req: Prepared::with_capacity(1024),
-        step: 0,
-        events: Vec::new(),
-    };
-    let control = Arc::new(gateway::Control::default());
-    let d = gateway::run(&mut lp, gw, pool, strategy, control).unwrap();
-    let ev = &d.strategy.events;
-    assert_eq!(
-        ev.first().map(String::as_str),
-        Some("Reconciling { tag: 1 }"),
-        "{ev:?}"
-    );
-    assert_eq!(ev.last().map(String::as_str), Some("Applied 2"), "{ev:?}");
-    let st = *d.gateway.ws_api().unwrap().stats();
+    let (_, st, _) = held_by_a_silent_venue(600 * MS);
     assert_eq!(
         (st.silences, st.deadlines),
         (1, 0),
         "silent for 600 ms, well before the order's 2 s deadline: {st:?}"
     );
     assert!(st.pings >= 1, "a ping went unanswered first: {st:?}");
-    let r = server.stop();
-    assert_eq!(r.executions, 1, "after-1 only");
-    assert_eq!((r.duplicates, r.duplicate_rejects), (0, 0));
 }
