@@ -15,10 +15,13 @@
 //! No test sleeps for a verdict: each waits on `ready NAME`, on process exit, or
 //! polls `--stats` with a deadline.
 
+#[path = "common/proc.rs"]
+mod proc;
+
 use std::io::{BufRead, BufReader, Read};
 use std::net::{IpAddr, Ipv4Addr};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdout, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use ergon_venue_sim::{Config, Interval, LimitType, RateLimit, Server};
@@ -26,7 +29,13 @@ use ergon_venue_sim::{Config, Interval, LimitType, RateLimit, Server};
 const LOOPBACK: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
 
 fn sim(weight: RateLimit) -> Server {
+    sim_with_offset(weight, 0)
+}
+
+/// [`sim`] with the venue's clock `offset_ms` from the host's.
+fn sim_with_offset(weight: RateLimit, offset_ms: i64) -> Server {
     let mut c = Config::binance_spot();
+    c.clock_offset_ms = offset_ms;
     c.rate_limits = vec![
         weight,
         RateLimit::new(LimitType::Orders, Interval::Second, 1, 10),
@@ -63,17 +72,8 @@ impl Drop for Dir {
 }
 
 /// A gateway process that printed `ready NAME`.
-struct Gw {
-    child: Child,
-    _out: BufReader<ChildStdout>,
-}
-
-impl Drop for Gw {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+/// A gateway process, killed when dropped.
+type Gw = proc::Proc;
 
 impl Gw {
     fn kill(&mut self) {
@@ -191,7 +191,14 @@ fn a_ban_survives_a_restart_until_clear_halt() {
 #[test]
 fn a_429_at_start_up_is_waited_out() {
     let weight = RateLimit::new(LimitType::RequestWeight, Interval::Second, 2, 200);
-    let s = sim(weight);
+    // The venue's clock set so that a 2 s window starts now: the gateway's first
+    // request meets the filled window, however slowly its process starts (not a
+    // window that rolled over meanwhile, as it did once on a loaded machine).
+    let host_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_millis() as i64;
+    let s = sim_with_offset(weight, -host_ms.rem_euclid(2_000));
     let dir = Dir::new("429");
     let name = format!("halts-429-{}", std::process::id());
     // The window used up, as by a gateway killed at full load a moment ago.

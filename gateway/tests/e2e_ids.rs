@@ -13,8 +13,11 @@
 //! No test sleeps to let time pass for a verdict: each waits on `ready NAME`, on
 //! the client's output lines, or on process exit.
 
+#[path = "common/proc.rs"]
+mod proc;
+
 use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdout, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use ergon_core::Class;
@@ -23,17 +26,8 @@ use ergon_venue_sim::{Config, Server};
 use ergon_venues::endpoint::{Decimal, NewOrder, OrderType, Side, Symbol, TimeInForce};
 
 /// A gateway process and its stdout.
-struct Gw {
-    child: Child,
-    _out: BufReader<ChildStdout>,
-}
-
-impl Drop for Gw {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+/// A gateway process, killed when dropped.
+type Gw = proc::Proc;
 
 fn gateway(s: &Server, name: &str, journal: &std::path::Path) -> Gw {
     let c = s.config();

@@ -10,8 +10,11 @@
 //! 3. `--protection required` on a venue without a switch (Binance Spot) refuses
 //!    to start with a clear message; `auto` warns in one line and serves.
 
+#[path = "common/proc.rs"]
+mod proc;
+
 use std::io::{BufRead, BufReader};
-use std::process::{Child, ChildStdout, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use ergon_core::Class;
@@ -23,17 +26,8 @@ use ergon_venues::endpoint::{
 
 const TIMEOUT_S: u64 = 10;
 
-struct Gw {
-    child: Child,
-    _out: BufReader<ChildStdout>,
-}
-
-impl Drop for Gw {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+/// A gateway process, killed when dropped.
+type Gw = proc::Proc;
 
 fn journal(name: &str) -> std::path::PathBuf {
     std::env::temp_dir().join(format!("ergon-test-{name}.journal"))
