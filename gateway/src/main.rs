@@ -815,6 +815,23 @@ fn not_dumpable() {
     unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) };
 }
 
+/// Raises the soft limit of open descriptors to the hard one: every client holds
+/// a connection, a region and an eventfd, and the venue's sockets need theirs.
+#[allow(unsafe_code)]
+fn raise_nofile() {
+    let mut l = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: plain syscalls on a local struct.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut l) == 0 && l.rlim_cur < l.rlim_max {
+            l.rlim_cur = l.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &l);
+        }
+    }
+}
+
 /// Checks one setting of a config file with the command line's own parser.
 fn check_setting(args: &[String]) -> Result<(), String> {
     let probe = ["--stats", "--name", "config-check"].map(String::from);
@@ -823,6 +840,7 @@ fn check_setting(args: &[String]) -> Result<(), String> {
 
 fn main() -> ExitCode {
     not_dumpable();
+    raise_nofile();
     let args = gateway::config::expand(std::env::args().skip(1).collect(), check_setting);
     let a = match args.and_then(|args| parse(args.into_iter())) {
         Ok(a) => a,

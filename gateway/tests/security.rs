@@ -87,6 +87,8 @@ struct Opts<'a> {
     stdin: Option<String>,
     /// Give the secret with `--api-secret` (the deprecated way) unless false.
     secret_by_flag: bool,
+    /// Start under this limit of open descriptors (soft and hard), if given.
+    nofile: Option<u32>,
 }
 
 /// A gateway process, its stdout, and its stderr in a file.
@@ -119,7 +121,17 @@ fn spawn_gateway(s: &Server, name: &str, dir: &Path, o: Opts<'_>) -> (Child, Pat
     let c = s.config();
     let a = &c.accounts[0];
     let stderr = dir.join(format!("{name}.stderr"));
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ergon-gateway"));
+    let mut cmd = match o.nofile {
+        // `ulimit -n` in sh sets both limits; exec keeps the pid.
+        Some(n) => {
+            let mut c = Command::new("sh");
+            c.arg("-c")
+                .arg(format!("ulimit -n {n} && exec \"$0\" \"$@\""))
+                .arg(env!("CARGO_BIN_EXE_ergon-gateway"));
+            c
+        }
+        None => Command::new(env!("CARGO_BIN_EXE_ergon-gateway")),
+    };
     cmd.args(["--venue", "binance-spot", "--base"])
         .arg(format!("http://{}", s.addr()))
         .args(["--api-key", &a.api_key, "--name", name]);
@@ -775,4 +787,87 @@ fn role() {
     let mut o = std::io::stdout();
     let _ = writeln!(o, "result {result}");
     let _ = o.flush();
+}
+
+/// Opens a connection to `@ergon-gateway/NAME` that never says anything (a
+/// non-blocking connect; None if the kernel refused it at once).
+#[allow(unsafe_code)]
+fn idle_connection(name: &str) -> Option<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: plain syscalls on a zeroed address and a descriptor owned at once.
+    unsafe {
+        let fd = libc::socket(
+            libc::AF_UNIX,
+            libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK,
+            0,
+        );
+        if fd < 0 {
+            return None;
+        }
+        let fd = std::os::fd::OwnedFd::from_raw_fd(fd);
+        let mut a: libc::sockaddr_un = core::mem::zeroed();
+        a.sun_family = libc::AF_UNIX as libc::sa_family_t;
+        let path = format!("ergon-gateway/{name}");
+        for (i, b) in path.bytes().enumerate() {
+            a.sun_path[i + 1] = b as libc::c_char;
+        }
+        let len = core::mem::size_of::<libc::sa_family_t>() + 1 + path.len();
+        let r = libc::connect(
+            std::os::fd::AsRawFd::as_raw_fd(&fd),
+            (&a as *const libc::sockaddr_un).cast(),
+            len as libc::socklen_t,
+        );
+        (r == 0).then_some(fd)
+    }
+}
+
+/// CPU time (user + system, clock ticks) process `pid` has used so far.
+fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("stat");
+    // Fields after the command name (which may hold spaces): utime is the 12th.
+    let rest = &stat[stat.rfind(')').expect("comm") + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    f[11].parse::<u64>().expect("utime") + f[12].parse::<u64>().expect("stime")
+}
+
+#[test]
+fn idle_connections_neither_spin_the_loop_nor_keep_a_client_out() {
+    let s = sim();
+    let dir = Scratch::new("fds");
+    let name = unique("fds");
+    let gw = gateway(
+        &s,
+        &name,
+        &dir.0,
+        Opts {
+            extra: journal_args(&dir.0),
+            secret_by_flag: true,
+            nofile: Some(64),
+            ..Opts::default()
+        },
+    );
+    // More idle connections than the gateway has descriptors: on main the
+    // listener stayed readable after EMFILE and the loop spun at 100 % CPU, and
+    // the idle connections kept every later attach out for good.
+    let idle: Vec<_> = (0..120).filter_map(|_| idle_connection(&name)).collect();
+    assert!(idle.len() > 64, "only {} connections opened", idle.len());
+    let pid = gw.child.id();
+    let before = cpu_ticks(pid);
+    std::thread::sleep(Duration::from_secs(1));
+    let spent = cpu_ticks(pid) - before;
+    // SAFETY: sysconf with a constant.
+    #[allow(unsafe_code)]
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+    assert!(
+        spent * 2 < hz,
+        "the gateway used {spent} of {hz} ticks in one second with idle connections"
+    );
+    // The idle ones are closed after a second of silence; a client then attaches
+    // and trades while they are all still open on this side.
+    let me = run_role(&["order", &name, "after-idle"], None);
+    assert_eq!(me["applied"], 1, "{me}");
+    let t = stats_until(&name, |_| true);
+    drop(idle);
+    drop(gw);
+    eprintln!("{t}");
 }

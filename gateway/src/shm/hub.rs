@@ -215,7 +215,18 @@ struct Conn {
     refusal: Option<String>,
     /// This connection's generation: unique for the hub's life.
     gen: u64,
+    /// When it was accepted, and whether it has said anything since: a
+    /// connection silent for [`SILENT_CONN_NS`] is closed.
+    opened_at: i64,
+    heard: bool,
 }
+
+/// A connection that sends nothing this long after it was accepted is closed:
+/// idle connections must not hold the descriptors attaches need.
+pub const SILENT_CONN_NS: i64 = 1_000_000_000;
+/// After the listener fails for want of descriptors (`EMFILE`, `ENFILE`), it is
+/// left alone this long, instead of waking the loop for ever.
+const ACCEPT_BACKOFF_NS: i64 = 100_000_000;
 
 /// The loop side of the shared-memory gateway: a [`Strategy`] over the gateway.
 pub struct Hub {
@@ -253,6 +264,14 @@ pub struct Hub {
     pub refused: u64,
     /// The generation the next accepted connection gets.
     next_conn_gen: u64,
+    /// While the listener is out of the hub's epoll (too many connections, or
+    /// no descriptor left), when to watch it again.
+    listen_paused_until: Option<i64>,
+    /// Connections closed for saying nothing within [`SILENT_CONN_NS`].
+    pub silent_closed: u64,
+    /// Times the listener was paused (connections at their cap, or no
+    /// descriptor left).
+    pub accept_pauses: u64,
 }
 
 fn owned_msg(e: &dyn core::fmt::Display) -> io::Error {
@@ -326,6 +345,9 @@ impl Hub {
             owner: os::euid(),
             refused: 0,
             next_conn_gen: 1,
+            listen_paused_until: None,
+            silent_closed: 0,
+            accept_pauses: 0,
         })
     }
 
@@ -353,13 +375,69 @@ impl Hub {
         let _ = os::send_fds(fd.as_raw_fd(), text.as_bytes(), fds);
     }
 
-    fn accept(&mut self) {
+    /// Most connections at once: an attached one per client, and as many again
+    /// still to say who they are.
+    fn max_conns(&self) -> usize {
+        2 * self.cfg.max_clients + 16
+    }
+
+    /// Stops watching the listener until `until` (or until a connection closes,
+    /// for a pause at the cap): a listener the loop cannot drain would wake it for
+    /// ever.
+    fn pause_listener(&mut self, until: i64) {
+        if self.listen_paused_until.is_none() {
+            if let Some(l) = &self.listener {
+                self.ep.remove(l.as_raw_fd());
+            }
+            self.accept_pauses += 1;
+        }
+        self.listen_paused_until = Some(until);
+    }
+
+    /// Watches the listener again once its pause is over and there is room.
+    fn resume_listener(&mut self, now: i64) {
+        let over = self.listen_paused_until.is_some_and(|t| now >= t);
+        let room = self.conns.iter().flatten().count() < self.max_conns();
+        if over && room {
+            if let Some(l) = &self.listener {
+                let _ = self.ep.add(l.as_raw_fd(), LISTENER);
+            }
+            self.listen_paused_until = None;
+        }
+    }
+
+    /// Closes the connections that said nothing within [`SILENT_CONN_NS`].
+    fn close_silent(&mut self, now: i64) {
+        for i in 0..self.conns.len() {
+            let silent = self.conns[i]
+                .as_ref()
+                .is_some_and(|c| !c.heard && now - c.opened_at >= SILENT_CONN_NS);
+            if silent {
+                self.silent_closed += 1;
+                self.close(i, now);
+            }
+        }
+    }
+
+    fn accept(&mut self, now: i64) {
         loop {
+            if self.conns.iter().flatten().count() >= self.max_conns() {
+                // Until one closes (or the silent ones are dropped).
+                return self.pause_listener(now);
+            }
             let r = match &self.listener {
                 Some(l) => os::accept(l),
                 None => return,
             };
-            let Ok(Some(fd)) = r else { return };
+            let fd = match r {
+                Ok(Some(fd)) => fd,
+                Ok(None) => return,
+                Err(e) if matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE)) => {
+                    return self.pause_listener(now + ACCEPT_BACKOFF_NS);
+                }
+                // A peer gone before it was accepted (ECONNABORTED) and the like.
+                Err(_) => return,
+            };
             // The kernel's record of who connected; what the peer says is not
             // asked. A refused peer's first command is answered with the refusal
             // and its connection closed then (closing it now, its command unread,
@@ -390,6 +468,8 @@ impl Hub {
                     uid,
                     refusal,
                     gen: self.next_conn_gen,
+                    opened_at: now,
+                    heard: false,
                 });
             }
         }
@@ -431,6 +511,9 @@ impl Hub {
             Ok(Recv::Empty) => return,
             Ok(Recv::Closed) | Err(_) => return self.close(i, now),
         };
+        if let Some(c) = self.conns[i].as_mut() {
+            c.heard = true;
+        }
         if let Some(why) = self.conns[i].as_ref().and_then(|c| c.refusal.clone()) {
             self.answer(i, &why);
             return self.close(i, now);
@@ -1152,6 +1235,8 @@ impl<E: Account> Strategy<E> for Hub {
         self.next_client = (self.next_client + 1) % n.max(1);
         let now = api.now();
         self.expire(now);
+        self.close_silent(now);
+        self.resume_listener(now);
         self.sync_halts(api);
         self.publish(api);
         if !self.stopping && self.stop.is_some_and(|s| s.load(Ordering::SeqCst)) {
@@ -1178,7 +1263,7 @@ impl<E: Account> Strategy<E> for Hub {
         let n = self.ep.ready(&mut evs);
         for e in &evs[..n] {
             match e.u64 {
-                LISTENER => self.accept(),
+                LISTENER => self.accept(api.now()),
                 DOORBELL => os::drain(self.doorbell.as_raw_fd()),
                 t => self.on_conn(api, (t - CONN0) as usize),
             }
