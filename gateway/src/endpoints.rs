@@ -6,7 +6,7 @@
 use ergon_core::{BucketId, Builder};
 use ergon_io::Culprit;
 use ergon_venues::adapt::{self, Clock};
-use ergon_venues::endpoint::{Endpoints, Prepared};
+use ergon_venues::endpoint::{ClientIds, Endpoints, Prepared};
 
 /// What is added to a request's venue-side validity before a NotFound counts:
 /// the clock anchor's error (half the time read's round trip) and the venue's own
@@ -84,7 +84,7 @@ impl core::fmt::Display for DeclareError {
 impl std::error::Error for DeclareError {}
 
 /// A venue account as the gateway drives it.
-pub trait Account: Endpoints + Sized {
+pub trait Account: Endpoints + ClientIds + Sized {
     /// Declares the venue's buckets in `builder` from what the bootstrap read (its
     /// published limits where it has them, else the adapter's documented defaults),
     /// with `keys` and `guard_ns` around fixed windows' boundaries.

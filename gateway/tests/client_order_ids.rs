@@ -17,8 +17,8 @@ use ergon_io::http::Request;
 use ergon_venues::adapt::Clock;
 use ergon_venues::binance_spot::{Auth, BinanceSpot};
 use ergon_venues::endpoint::{
-    ClientOrderId, Decimal, Endpoints, IdFormat, NewOrder, OrderRef, OrderType, Side, Symbol,
-    TimeInForce,
+    ClientIds, ClientOrderId, Decimal, Endpoints, IdFormat, NewOrder, OrderRef, OrderType, Side,
+    Symbol, TimeInForce,
 };
 use ergon_venues::response::Response;
 use proptest::prelude::*;
@@ -31,14 +31,14 @@ type Rule = (&'static str, IdFormat, fn(&str) -> bool);
 fn venues() -> Vec<Rule> {
     vec![
         // newClientOrderId: ^[\.A-Z\:/a-z0-9_-]{1,36}$
-        ("binance-spot", <BinanceSpot as Endpoints>::ID_FORMAT, |s| {
+        ("binance-spot", <BinanceSpot as ClientIds>::ID_FORMAT, |s| {
             (1..=36).contains(&s.len())
                 && s.bytes()
                     .all(|c| c.is_ascii_alphanumeric() || b".:/_-".contains(&c))
         }),
         (
             "binance-futures",
-            <ergon_venues::binance_futures::BinanceFutures as Endpoints>::ID_FORMAT,
+            <ergon_venues::binance_futures::BinanceFutures as ClientIds>::ID_FORMAT,
             |s| {
                 (1..=36).contains(&s.len())
                     && s.bytes()
@@ -48,7 +48,7 @@ fn venues() -> Vec<Rule> {
         // orderLinkId: at most 36 of letters, digits, - and _.
         (
             "bybit",
-            <ergon_venues::bybit::Bybit as Endpoints>::ID_FORMAT,
+            <ergon_venues::bybit::Bybit as ClientIds>::ID_FORMAT,
             |s| {
                 (1..=36).contains(&s.len())
                     && s.bytes()
@@ -58,19 +58,19 @@ fn venues() -> Vec<Rule> {
         // clOrdId: 1 to 32 case-sensitive letters and digits.
         (
             "okx",
-            <ergon_venues::okx::Okx as Endpoints>::ID_FORMAT,
+            <ergon_venues::okx::Okx as ClientIds>::ID_FORMAT,
             |s| (1..=32).contains(&s.len()) && s.bytes().all(|c| c.is_ascii_alphanumeric()),
         ),
         // label: at most 64 characters.
         (
             "deribit",
-            <ergon_venues::deribit::Deribit as Endpoints>::ID_FORMAT,
+            <ergon_venues::deribit::Deribit as ClientIds>::ID_FORMAT,
             |s| (1..=64).contains(&s.len()),
         ),
         // cloid: a 128-bit hex string, 0x and 32 hex digits.
         (
             "hyperliquid",
-            <ergon_venues::hyperliquid::Exchange<NoSigner> as Endpoints>::ID_FORMAT,
+            <ergon_venues::hyperliquid::Exchange<NoSigner> as ClientIds>::ID_FORMAT,
             |s| {
                 s.len() == 34
                     && s.starts_with("0x")
@@ -80,7 +80,7 @@ fn venues() -> Vec<Rule> {
         // cl_ord_id: long UUID, short UUID (32 hex digits) or free text of <= 18.
         (
             "kraken-spot",
-            <ergon_venues::kraken_spot::KrakenSpot as Endpoints>::ID_FORMAT,
+            <ergon_venues::kraken_spot::KrakenSpot as ClientIds>::ID_FORMAT,
             |s| {
                 let short = s.len() == 32 && s.bytes().all(|c| c.is_ascii_hexdigit());
                 short || is_uuid(s) || s.len() <= 18
@@ -89,13 +89,13 @@ fn venues() -> Vec<Rule> {
         // cliOrdId: at most 100 characters.
         (
             "kraken-futures",
-            <ergon_venues::kraken_futures::KrakenFutures as Endpoints>::ID_FORMAT,
+            <ergon_venues::kraken_futures::KrakenFutures as ClientIds>::ID_FORMAT,
             |s| (1..=100).contains(&s.len()),
         ),
         // client_oid: a UUID.
         (
             "coinbase",
-            <ergon_venues::coinbase_exchange::CoinbaseExchange as Endpoints>::ID_FORMAT,
+            <ergon_venues::coinbase_exchange::CoinbaseExchange as ClientIds>::ID_FORMAT,
             is_uuid,
         ),
     ]

@@ -10,8 +10,8 @@
 
 use crate::adapt::{self, Batch, Clock, Error, Parts, Request, Venue, MAX_ITEMS};
 use crate::endpoint::{
-    Amend, Endpoints, IdFormat, Lookup, Method, NewOrder, OrderRef, OrderType, Placed, Prepared,
-    Side, Symbol, Writer,
+    Amend, ClientIds, Endpoints, IdFormat, Lookup, Method, NewOrder, OrderRef, OrderType, Placed,
+    Prepared, Side, Symbol, Writer,
 };
 use crate::json;
 use crate::response::Response;
@@ -179,12 +179,14 @@ fn batch_item(o: &NewOrder<'_>, out: &mut arrayvec::ArrayString<512>) -> Result<
     .map_err(full)
 }
 
-impl Endpoints for BinanceFutures {
+impl ClientIds for BinanceFutures {
     /// `newClientOrderId`: `^[\.A-Z\:/a-z0-9_-]{1,36}$`
     /// (<https://developers.binance.com/docs/derivatives/usds-margined-futures/trade/rest-api>,
     /// "New Order"): 32 hex digits fit.
     const ID_FORMAT: IdFormat = IdFormat::Hex;
+}
 
+impl Endpoints for BinanceFutures {
     /// A fresh `timestamp` and signature on the same request (signed as Spot's).
     fn restamp(&mut self, p: &mut Prepared, now: i64) -> Result<(), Error> {
         spot::restamp(p, &self.auth, &self.limits.clock, now)

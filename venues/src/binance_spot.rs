@@ -20,8 +20,9 @@
 
 use crate::adapt::{self, Clock, Error, Parts, Request, Venue};
 use crate::endpoint::{
-    self, ApiKey, CancelReplace, Endpoints, HmacKey, IdFormat, Lookup, Method, NewOrder, OrderInfo,
-    OrderRef, OrderState, OrderType, Placed, Prepared, Side, Symbol, TimeInForce, Writer,
+    self, ApiKey, CancelReplace, ClientIds, Endpoints, HmacKey, IdFormat, Lookup, Method, NewOrder,
+    OrderInfo, OrderRef, OrderState, OrderType, Placed, Prepared, Side, Symbol, TimeInForce,
+    Writer,
 };
 use crate::json::{self, Value};
 use crate::response::Response;
@@ -681,12 +682,14 @@ impl BinanceSpot {
     }
 }
 
-impl Endpoints for BinanceSpot {
+impl ClientIds for BinanceSpot {
     /// `newClientOrderId`: `^[\.A-Z\:/a-z0-9_-]{1,36}$`, unique among open orders
     /// (<https://developers.binance.com/docs/binance-spot-api-docs/rest-api/trading-endpoints>,
     /// "New order"): 32 hex digits fit.
     const ID_FORMAT: IdFormat = IdFormat::Hex;
+}
 
+impl Endpoints for BinanceSpot {
     /// A fresh `timestamp` and signature on the same request (see [`restamp`]).
     fn restamp(&mut self, p: &mut Prepared, now: i64) -> Result<(), Error> {
         restamp(p, &self.auth, &self.limits.clock, now)

@@ -40,8 +40,9 @@
 
 use crate::adapt::{self, Batch, Clock, Error, Parts, Request, Venue, MAX_ITEMS};
 use crate::endpoint::{
-    self, Amend, ApiKey, Endpoints, HmacKey, IdFormat, Lookup, Method, NewOrder, OrderInfo,
-    OrderRef, OrderState, OrderType, Placed, Prepared, Side, Symbol, TimeInForce, Writer,
+    self, Amend, ApiKey, ClientIds, Endpoints, HmacKey, IdFormat, Lookup, Method, NewOrder,
+    OrderInfo, OrderRef, OrderState, OrderType, Placed, Prepared, Side, Symbol, TimeInForce,
+    Writer,
 };
 use crate::json::{self, Value};
 use crate::response::Response;
@@ -451,12 +452,14 @@ fn ret<'a>(r: &Response<'a>) -> Option<(i64, Option<Value<'a>>)> {
     Some((code, v.get("result").ok().flatten()))
 }
 
-impl Endpoints for Bybit {
+impl ClientIds for Bybit {
     /// `orderLinkId`: up to 36 characters of letters, digits, `-` and `_`
     /// (<https://bybit-exchange.github.io/docs/v5/order/create-order>): 32 hex
     /// digits fit.
     const ID_FORMAT: IdFormat = IdFormat::Hex;
+}
 
+impl Endpoints for Bybit {
     /// `POST /v5/order/create`: one on the create limit and on the IP's 5 s.
     fn new_order<'p>(
         &mut self,

@@ -29,8 +29,9 @@
 
 use crate::adapt::{self, Clock, Error, Parts, Request, Venue};
 use crate::endpoint::{
-    self, ApiKey, ClientOrderId, Endpoints, IdFormat, Lookup, Method, NewOrder, OrderInfo,
-    OrderRef, OrderState, OrderType, Placed, Prepared, Side, Symbol, TimeInForce, Writer,
+    self, ApiKey, ClientIds, ClientOrderId, Endpoints, IdFormat, Lookup, Method, NewOrder,
+    OrderInfo, OrderRef, OrderState, OrderType, Placed, Prepared, Side, Symbol, TimeInForce,
+    Writer,
 };
 use crate::json::{self, Value};
 use crate::response::Response;
@@ -297,12 +298,14 @@ fn order_info(v: Value<'_>) -> Option<OrderInfo> {
     })
 }
 
-impl Endpoints for CoinbaseExchange {
+impl ClientIds for CoinbaseExchange {
     /// `client_oid`: a UUID (<https://docs.cdp.coinbase.com/exchange/reference/exchangerestapi_postorders>;
     /// "Invalid order id" otherwise, as Coinbase's staff answered in
     /// <https://forums.coinbasecloud.dev/t/requirements-for-client-order-id/870>).
     const ID_FORMAT: IdFormat = IdFormat::Uuid;
+}
 
+impl Endpoints for CoinbaseExchange {
     /// `POST /orders` (JSON): one private request.
     fn new_order<'p>(
         &mut self,

@@ -29,8 +29,9 @@
 
 use crate::adapt::{self, Clock, Error, Parts, Request, Venue};
 use crate::endpoint::{
-    self, Amend, ApiKey, Endpoints, HmacKey, IdFormat, Lookup, Method, NewOrder, OrderInfo,
-    OrderRef, OrderState, OrderType, Placed, Prepared, Side, Symbol, TimeInForce, Writer,
+    self, Amend, ApiKey, ClientIds, Endpoints, HmacKey, IdFormat, Lookup, Method, NewOrder,
+    OrderInfo, OrderRef, OrderState, OrderType, Placed, Prepared, Side, Symbol, TimeInForce,
+    Writer,
 };
 use crate::json::{self, Value};
 use crate::response::Response;
@@ -341,12 +342,14 @@ fn error_code(v: Value<'_>) -> Option<i64> {
     v.path("error.code").ok().flatten()?.as_i64().ok()
 }
 
-impl Endpoints for Deribit {
+impl ClientIds for Deribit {
     /// `label`: a user-defined label of at most 64 characters
     /// (<https://docs.deribit.com/api-reference/trading/private-edit_by_label>,
     /// `private/buy` the same): 32 hex digits fit.
     const ID_FORMAT: IdFormat = IdFormat::Hex;
+}
 
+impl Endpoints for Deribit {
     /// `private/buy` or `private/sell`, labelled with the client order id, valid
     /// for [`VALID_FOR_MS`]: one matching-engine request.
     fn new_order<'p>(

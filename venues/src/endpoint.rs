@@ -105,7 +105,7 @@ impl ClientOrderId {
 
 /// How a venue spells a client order id that names 128 bits (a UUID's 16 bytes),
 /// within the venue's own length and alphabet: what an id issuer writes for it
-/// ([`Endpoints::ID_FORMAT`]). Every form is at most [`MAX_CLIENT_ORDER_ID`]
+/// ([`ClientIds::ID_FORMAT`]). Every form is at most [`MAX_CLIENT_ORDER_ID`]
 /// bytes of [`ClientOrderId`]'s alphabet, and different bytes always give
 /// different ids.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -791,16 +791,20 @@ pub enum Placed {
     Unknown,
 }
 
+/// How a venue's client order ids are written by an issuer (the gateway's): a
+/// trait of its own, so that [`Endpoints`] stays usable as `dyn Endpoints` (the
+/// fuzz targets drive every venue through one).
+pub trait ClientIds {
+    /// The form of the ids (see [`IdFormat`]), within the rule the venue's
+    /// documentation gives (each adapter cites the page).
+    const ID_FORMAT: IdFormat;
+}
+
 /// The typed endpoints of one venue account: the trait a gateway is generic over.
 ///
 /// Each method fills `out` (see [`Prepared`]) and returns it; `Err` leaves it
 /// empty. The kinds a venue lacks return [`Error::Unsupported`].
 pub trait Endpoints: Venue {
-    /// How this venue's client order ids are written by an issuer (see
-    /// [`IdFormat`]), within the rule its documentation gives (each adapter cites
-    /// the page).
-    const ID_FORMAT: IdFormat;
-
     /// A new order.
     fn new_order<'p>(
         &mut self,

@@ -13,8 +13,9 @@
 
 use crate::adapt::{self, Batch, Clock, Error, Parts, Request, Venue, MAX_ITEMS};
 use crate::endpoint::{
-    self, Amend, ClientOrderId, Endpoints, IdFormat, Lookup, Method, NewOrder, OrderInfo, OrderRef,
-    OrderState, OrderType, Placed, Prepared, Side, Symbol, TimeInForce, Writer,
+    self, Amend, ClientIds, ClientOrderId, Endpoints, IdFormat, Lookup, Method, NewOrder,
+    OrderInfo, OrderRef, OrderState, OrderType, Placed, Prepared, Side, Symbol, TimeInForce,
+    Writer,
 };
 use crate::json::{self, Kind, Value};
 use crate::response::Response;
@@ -680,12 +681,14 @@ impl<S: Signer> Venue for Exchange<S> {
     }
 }
 
-impl<S: Signer> Endpoints for Exchange<S> {
+impl<S: Signer> ClientIds for Exchange<S> {
     /// `cloid`: a 128-bit hex string, `0x` and 32 hex digits
     /// (<https://hyperliquid.gitbook.io/hyperliquid-docs/for-developers/api/exchange-endpoint>,
     /// "Place an order").
     const ID_FORMAT: IdFormat = IdFormat::Cloid;
+}
 
+impl<S: Signer> Endpoints for Exchange<S> {
     /// An `order` action of one order: weight 1 and one address action.
     fn new_order<'p>(
         &mut self,

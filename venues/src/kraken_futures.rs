@@ -27,8 +27,8 @@
 
 use crate::adapt::{self, Batch, Clock, Error, Parts, Request, Venue, MAX_ITEMS};
 use crate::endpoint::{
-    self, Amend, ApiKey, Endpoints, IdFormat, Lookup, Method, NewOrder, OrderInfo, OrderRef,
-    OrderState, OrderType, Placed, Prepared, Side, Symbol, TimeInForce, Writer,
+    self, Amend, ApiKey, ClientIds, Endpoints, IdFormat, Lookup, Method, NewOrder, OrderInfo,
+    OrderRef, OrderState, OrderType, Placed, Prepared, Side, Symbol, TimeInForce, Writer,
 };
 use crate::json::{self, Kind, Value};
 use crate::response::Response;
@@ -377,12 +377,14 @@ fn order_state(v: Value<'_>) -> OrderState {
     }
 }
 
-impl Endpoints for KrakenFutures {
+impl ClientIds for KrakenFutures {
     /// `cliOrdId`: at most 100 characters
     /// (<https://docs.kraken.com/api/docs/futures-api/trading/send-order>): 32 hex
     /// digits fit.
     const ID_FORMAT: IdFormat = IdFormat::Hex;
+}
 
+impl Endpoints for KrakenFutures {
     /// `POST /derivatives/api/v3/sendorder`: cost 10.
     fn new_order<'p>(
         &mut self,

@@ -65,8 +65,9 @@ use arrayvec::ArrayVec;
 
 use crate::adapt::{self, Batch, Clock, Error, Parts, Request, Venue, MAX_ITEMS};
 use crate::endpoint::{
-    self, Amend, ApiKey, ClientOrderId, Endpoints, IdFormat, Lookup, Method, NewOrder, OrderInfo,
-    OrderRef, OrderState, OrderType, Placed, Prepared, Side, Symbol, TimeInForce, Writer,
+    self, Amend, ApiKey, ClientIds, ClientOrderId, Endpoints, IdFormat, Lookup, Method, NewOrder,
+    OrderInfo, OrderRef, OrderState, OrderType, Placed, Prepared, Side, Symbol, TimeInForce,
+    Writer,
 };
 use crate::json::{self, Kind, Value};
 use crate::response::Response;
@@ -701,12 +702,14 @@ fn refused(e: &Value<'_>) -> bool {
     !matches!(said_of(e), Said::Busy)
 }
 
-impl Endpoints for KrakenSpot {
+impl ClientIds for KrakenSpot {
     /// `cl_ord_id`: a long UUID (8-4-4-4-12), a short UUID (32 hex digits) or
     /// free text of at most 18 characters, unique among open orders
     /// (<https://docs.kraken.com/api/docs/guides/spot-clordid>): the short UUID.
     const ID_FORMAT: IdFormat = IdFormat::Hex;
+}
 
+impl Endpoints for KrakenSpot {
     /// `POST /0/private/AddOrder`: +1 on the pair's counter; the order's age starts.
     fn new_order<'p>(
         &mut self,

@@ -19,9 +19,9 @@
 
 use crate::adapt::{self, Batch, Clock, Error, Parts, Request, Venue, MAX_ITEMS};
 use crate::endpoint::{
-    self, Amend, ApiKey, ClientOrderId, Endpoints, HmacKey, IdFormat, Lookup, Method, NewOrder,
-    OrderInfo, OrderRef, OrderState, OrderType, Placed, Prepared, Side, Symbol, TimeInForce,
-    Writer,
+    self, Amend, ApiKey, ClientIds, ClientOrderId, Endpoints, HmacKey, IdFormat, Lookup, Method,
+    NewOrder, OrderInfo, OrderRef, OrderState, OrderType, Placed, Prepared, Side, Symbol,
+    TimeInForce, Writer,
 };
 use crate::json::{self, Value};
 use crate::response::Response;
@@ -425,12 +425,14 @@ fn first_item<'a>(r: &Response<'a>) -> Option<(i64, Option<Value<'a>>)> {
     Some((code, item))
 }
 
-impl Endpoints for Okx {
+impl ClientIds for Okx {
     /// `clOrdId`: 1 to 32 case-sensitive letters and digits
     /// (<https://www.okx.com/docs-v5/en/#order-book-trading-trade-post-place-order>):
     /// exactly 32 hex digits.
     const ID_FORMAT: IdFormat = IdFormat::Hex;
+}
 
+impl Endpoints for Okx {
     /// `POST /api/v5/trade/order`: the instrument's order limit and the
     /// sub-account's.
     fn new_order<'p>(
