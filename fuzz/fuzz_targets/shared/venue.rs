@@ -14,7 +14,7 @@ use ergon_io::http::{Conn, Headers, Limits, Progress, Request as HttpRequest};
 use ergon_venues::adapt::{Clock, Error, Request};
 use ergon_venues::classify as common;
 use ergon_venues::endpoint::Endpoints;
-use ergon_venues::response::{Header, Response};
+use ergon_venues::response::Response;
 use ergon_venues::{binance_futures, binance_spot, bybit, coinbase_exchange, deribit, hyperliquid, kraken_futures, kraken_spot, okx};
 use libfuzzer_sys::arbitrary::{self, Arbitrary, Unstructured};
 
