@@ -10,9 +10,22 @@ fn walk(v: Value<'_>, budget: &mut u32) {
     }
     *budget -= 1;
     let mut buf = [0u8; 32];
-    let _ = (v.as_i64(), v.as_u64(), v.parse_i64(), v.parse_u64(), v.as_bool());
-    let _ = (v.str_eq("code"), v.str_contains("banned until"), v.decode_str(&mut buf));
-    let _ = (v.path("data[0].sCode"), v.path("response.data.statuses[1].error"));
+    let _ = (
+        v.as_i64(),
+        v.as_u64(),
+        v.parse_i64(),
+        v.parse_u64(),
+        v.as_bool(),
+    );
+    let _ = (
+        v.str_eq("code"),
+        v.str_contains("banned until"),
+        v.decode_str(&mut buf),
+    );
+    let _ = (
+        v.path("data[0].sCode"),
+        v.path("response.data.statuses[1].error"),
+    );
     let _ = (v.len(), v.is_empty(), v.is_null());
     match v.kind() {
         Kind::Array => {

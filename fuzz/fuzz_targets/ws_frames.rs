@@ -11,10 +11,10 @@
 #![no_main]
 
 use base64::Engine;
-use ergon_venues::response::Header;
 use ergon_io::core::{Budget, Class, Part, Spec};
 use ergon_io::ws::frame::{self, Role};
 use ergon_io::ws::{Session, State, Upgrade, WsConfig, WsEvent};
+use ergon_venues::response::Header;
 use libfuzzer_sys::fuzz_target;
 use sha1::{Digest, Sha1};
 
@@ -126,5 +126,8 @@ fuzz_target!(|data: &[u8]| {
     let st = s.stats();
     let settled = st.pongs_sent + st.pongs_coalesced + st.pongs_abandoned;
     let owed = st.pings_received - settled;
-    assert!(owed == 0 || (owed == 1 && s.state() == State::Open), "{st:?}");
+    assert!(
+        owed == 0 || (owed == 1 && s.state() == State::Open),
+        "{st:?}"
+    );
 });
