@@ -157,7 +157,7 @@ fn three_strategies_at_3x_demand_share_one_budget() {
     let s = sim(false);
     let n = name("mm3");
     let _gw = gateway(&s, &n);
-    let mut ps: Vec<Proc> = (0..3).map(|_| spawn_mm(&n, 6)).collect();
+    let mut ps: Vec<Proc> = (0..3).map(|_| spawn_mm(&n, 8)).collect();
     let rs: Vec<Value> = ps.iter_mut().map(result).collect();
     let r = s.report();
     no_429(&r);
