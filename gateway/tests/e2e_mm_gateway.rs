@@ -217,13 +217,6 @@ fn a_gateway_killed_under_load_and_restarted_loses_nothing_and_sends_nothing_twi
     let mut gw = gateway(&s, &n);
     let mut ps: Vec<Proc> = (0..3).map(|_| spawn_mm(&n, 6)).collect();
     ps[0].line("t=  2s");
-    // Killed at the start of one of the venue's 1 s windows, which is then
-    // filled: the new gateway's first request must meet it, not the next window
-    // (a slow start on a loaded machine could otherwise miss the 429). At most
-    // one window's wait, on the emulator's own clock.
-    while s.clock().now_ms().rem_euclid(1_000) > 100 {
-        std::thread::sleep(std::time::Duration::from_millis(1));
-    }
     gw.kill();
     let _gw2 = gateway(&s, &n);
     let rs: Vec<Value> = ps.iter_mut().map(result).collect();
