@@ -5,10 +5,12 @@
 //! stays watched; a write that names no order ends instead of looping.
 
 use ergon_core::{Budget, Builder, Class, Flight, Ticket};
-use ergon_gateway::{Event, Gateway, OrderState, Prepared, Wire, NOT_FOUND_MARGIN_NS};
+use ergon_gateway::{
+    Event, Gateway, OrderState, Prepared, Wire, NOT_FOUND_MARGIN_NS, QUERY_CLASS, SKEWS_TO_REANCHOR,
+};
 use ergon_io::client::{Refused, RequestId, Sent};
 use ergon_io::http::Request;
-use ergon_venues::adapt::Clock;
+use ergon_venues::adapt::{Clock, Request as Kind, Venue};
 use ergon_venues::binance_spot::{Auth, BinanceSpot};
 use ergon_venues::bybit::{self, Bybit};
 use ergon_venues::endpoint::{
@@ -257,6 +259,65 @@ fn a_stuck_reconcile_backs_off_and_ends() {
         .count();
     assert!(early <= 12, "{early} queries in the first 10 s");
     assert_eq!(gw.in_flight(), 0);
+}
+
+/// A reconcile query is charged at its own class ([`QUERY_CLASS`]), never at its
+/// request's: with only the Urgent headroom left, an Urgent order's query waits
+/// for room rather than take what other cancels need (item 8). On main the query
+/// took the request's Urgent class and went out at once.
+#[test]
+fn the_query_of_an_urgent_order_waits_outside_the_urgent_headroom() {
+    let (mut gw, mut w) = binance();
+    // The weight limit is 6000 a minute; Normal may not use its last 120. Leave
+    // 110: room for the Urgent order (weight 1), none for a Normal query (4).
+    let fill = gw.venue().parts(Kind::Read(5_890)).unwrap();
+    // Spent (as if sent): never refunded.
+    let spent = w.budget.try_charge(&fill, Class::Urgent, w.now);
+    let _ = spent.expect("filled").sent();
+    let placed_at = w.now;
+    place_unknown(&mut gw, &mut w, "u1", 11);
+    assert_eq!(w.queries(), 0, "no query out of the Urgent headroom");
+    assert_eq!(gw.in_flight(), 1, "still reconciling");
+    // The weight window slides over a minute; the gateway looks again every
+    // 100 ms, refused at no cost.
+    next_write(&mut gw, &mut w, 1_000);
+    let (_, target, _, at) = w.last();
+    assert!(target.contains("origClientOrderId=u1"), "{target}");
+    assert!(
+        at > placed_at + SEC,
+        "written once the window freed room: {at}"
+    );
+    assert_eq!(QUERY_CLASS, Class::Normal);
+}
+
+/// A query the venue refuses for the clock (-1021) counts toward re-anchoring
+/// like any request (item 8): after [`SKEWS_TO_REANCHOR`] of them the gateway
+/// reads the venue's time again. On main query answers never counted.
+#[test]
+fn queries_refused_for_the_clock_reanchor_it() {
+    let (mut gw, mut w) = binance();
+    place_unknown(&mut gw, &mut w, "s1", 12);
+    let skew =
+        br#"{"code":-1021,"msg":"Timestamp for this request is outside of the recvWindow."}"#;
+    for _ in 0..SKEWS_TO_REANCHOR {
+        let (qid, target, qf, _) = w.last();
+        assert!(target.contains("origClientOrderId=s1"), "{target}");
+        w.now += MS;
+        assert_eq!(gw.on_response(&mut w, qid, answer(400, skew), qf), None);
+        if !w.sent.iter().any(|s| s.2 == "/api/v3/time") {
+            next_write(&mut gw, &mut w, 10);
+        }
+    }
+    assert!(
+        w.sent.iter().any(|s| s.2 == "/api/v3/time"),
+        "the venue's time is read again: {:?}",
+        w.sent.iter().map(|s| &s.2).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        gw.in_flight(),
+        1,
+        "the order is still reconciled, not settled by a skew"
+    );
 }
 
 /// A cancel-all (no client order id) with an unknown outcome ends, instead of
