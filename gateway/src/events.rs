@@ -28,11 +28,31 @@ pub enum Expiry {
 /// [`Event::Protection`] and [`Event::ProtectionFired`].
 pub const PROTECTION: Tag = Tag::MAX - 1;
 
+/// The fate of one item of a batch, in an [`Event::Item`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ItemFate {
+    /// The batch's answer says the venue ran it.
+    Applied,
+    /// The batch's answer says the venue refused it for a business reason.
+    Rejected,
+    /// The batch's answer says it did not run. One item of a batch is never sent
+    /// again by the gateway: the strategy decides.
+    NotRun,
+    /// Its outcome was unknown; a query by its own client order id found it.
+    Found(OrderState),
+    /// Its outcome was unknown; a query sent after the venue could no longer run
+    /// it found nothing: it never ran (as [`Event::Reconciled`] with None).
+    NeverRan,
+    /// Its outcome stays unknown (as [`Event::Unresolved`]); its id is watched and
+    /// an [`Event::Late`] with the batch's tag follows if it shows up.
+    Unresolved,
+}
+
 /// One step of a request, for the caller.
 ///
 /// Each submitted request ends with exactly one final event: [`Event::Applied`],
 /// [`Event::Rejected`], [`Event::DuplicateId`], [`Event::Reconciled`], [`Event::Unresolved`],
-/// [`Event::Expired`] or [`Event::Halted`] (or its submit returned
+/// [`Event::BatchSettled`], [`Event::Expired`] or [`Event::Halted`] (or its submit returned
 /// [`Limited`](ergon_core::Limited) and it never entered the ledger).
 /// [`Event::Retrying`] and [`Event::Reconciling`] come before a final one.
 /// [`Event::Late`] comes after an [`Event::Unresolved`], at most once, if the order
@@ -112,6 +132,30 @@ pub enum Event<'a> {
         /// The caller's tag.
         tag: Tag,
     },
+    /// The fate of item `item` (its index in the request) of a batch that is being
+    /// reconciled: a batch whose answer left some items unknown, or whose whole
+    /// outcome was unknown. One per item after its [`Event::Reconciling`]: first
+    /// those the answer settled, then each unknown one as its own query by its own
+    /// client order id settles it; then [`Event::BatchSettled`]. A batch whose
+    /// answer settled every item ends [`Event::Applied`] instead, each item's answer
+    /// in its body (and its verdict in
+    /// [`Venue::batch_items`](ergon_venues::adapt::Venue::batch_items) while the
+    /// event is handled). Batches are submitted in process only: the shared-memory
+    /// protocol has no batch.
+    Item {
+        /// The batch's tag.
+        tag: Tag,
+        /// The item's index in the batch.
+        item: u8,
+        /// What became of it.
+        fate: ItemFate,
+    },
+    /// Every item of a reconciled batch has had its [`Event::Item`]: the batch's
+    /// final event.
+    BatchSettled {
+        /// The batch's tag.
+        tag: Tag,
+    },
     /// An order that ended [`Event::Unresolved`] did reach the venue after all.
     /// `found` is its state: from the order stream, the venue's state; from an
     /// open-orders poll, [`OrderState::Other`] (it rests on the book, filled in part
@@ -171,6 +215,8 @@ impl Event<'_> {
             | Event::Reconciled { tag, .. }
             | Event::Unresolved { tag }
             | Event::Late { tag, .. }
+            | Event::Item { tag, .. }
+            | Event::BatchSettled { tag }
             | Event::OpenOrders { tag, .. }
             | Event::Halted { tag, .. } => tag,
             Event::Protection { .. } | Event::ProtectionFired => PROTECTION,
@@ -189,6 +235,7 @@ impl Event<'_> {
             Event::Retrying { .. }
                 | Event::Reconciling { .. }
                 | Event::Late { .. }
+                | Event::Item { .. }
                 | Event::OpenOrders { .. }
                 | Event::Protection { .. }
                 | Event::ProtectionFired
@@ -210,6 +257,7 @@ mod tests {
                 tag: 1,
                 found: None,
             },
+            Event::BatchSettled { tag: 1 },
         ];
         assert!(ends.iter().all(Event::is_final));
         // On main a Late, an open-orders answer and the switch's notes counted as
@@ -226,6 +274,11 @@ mod tests {
                 tag: OPEN_ORDERS,
                 sent_at_ns: 0,
                 body: b"[]",
+            },
+            Event::Item {
+                tag: 1,
+                item: 0,
+                fate: ItemFate::Applied,
             },
             Event::ProtectionFired,
         ];

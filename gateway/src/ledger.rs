@@ -81,6 +81,11 @@ pub struct Entry {
     /// The deadline it was submitted with: never re-sent after it, however often
     /// it is re-signed (each re-sign moves [`Prepared::deadline_ns`]).
     pub resend_until: i64,
+    /// A batch being reconciled: the items whose fate is still unknown (bit `i`
+    /// for item `i`); 0 for anything else.
+    pub items: u32,
+    /// The item of [`Entry::items`] whose query is due or on the wire.
+    pub item: u8,
 }
 
 #[derive(Debug)]
@@ -132,6 +137,8 @@ impl Ledger {
                     query_sent_ns: 0,
                     closed: false,
                     resend_until: 0,
+                    items: 0,
+                    item: 0,
                 },
             })
             .collect();
@@ -186,6 +193,8 @@ impl Ledger {
         e.query_sent_ns = 0;
         e.closed = false;
         e.resend_until = e.req.deadline_ns();
+        e.items = 0;
+        e.item = 0;
         slot.ids.clear();
         for id in e.req.client_order_ids() {
             // At most MAX_BATCH ids in a Prepared: the push cannot fail.

@@ -9,15 +9,15 @@ use ergon_core::{
 };
 use ergon_venues::adapt::{self, Clock, Request as Kind};
 use ergon_venues::endpoint::{
-    ClientOrderId, Label, Lookup, OrderRef, OrderState, Prepared, Symbol,
+    ClientOrderId, Label, Lookup, OrderRef, OrderState, Prepared, Symbol, MAX_BATCH,
 };
 use ergon_venues::response::Response;
 
 use super::endpoints::Account;
-use super::events::{Event, Expiry, Tag, OPEN_ORDERS};
+use super::events::{Event, Expiry, ItemFate, Tag, OPEN_ORDERS};
 use super::ids::{IdError, IdIssuer};
 use super::labels::{label_channel, LabelError, LabelPublisher, LabelReader, Labels};
-use super::ledger::{Key, Ledger, Stage};
+use super::ledger::{Entry, Key, Ledger, Stage};
 use super::record::{self, Declarations, Kind as Rec, Record, Recorder, Writer, Written, NO_LABEL};
 use super::wire::{encode, Wire};
 use super::ws_api::{Item, SubCharge, Unsent, WsLane, WsReport, WS_BIT};
@@ -425,8 +425,10 @@ impl<E: Account> Gateway<E> {
     /// client order id (if it has one) for [`WATCH_NS`].
     fn unresolve(&mut self, key: Key, now: i64) -> Option<Event<'static>> {
         let e = self.ledger.get(key)?;
-        let (tag, id) = (e.tag, e.req.client_order_id().copied());
-        self.ledger.remove(key);
+        let (tag, batch, id) = (e.tag, e.items != 0, queried_id(e).copied());
+        if !batch {
+            self.ledger.remove(key);
+        }
         self.stats.unresolved += 1;
         if let Some(id) = id {
             self.watch.retain(|w| w.until_ns > now);
@@ -443,7 +445,74 @@ impl<E: Account> Gateway<E> {
                 until_ns: now.saturating_add(self.watch_ns),
             });
         }
+        if batch {
+            return self.next_item(key, now, ItemFate::Unresolved);
+        }
         Some(Event::Unresolved { tag })
+    }
+
+    /// The item of a batch being reconciled that `key`'s queries were about ended
+    /// `fate`: its [`Event::Item`], then the next unknown item's query, or, after
+    /// the last, [`Event::BatchSettled`] (both queued, in that order).
+    fn next_item(&mut self, key: Key, now: i64, fate: ItemFate) -> Option<Event<'static>> {
+        let e = self.ledger.get_mut(key)?;
+        let (tag, item) = (e.tag, e.item);
+        e.items &= !(1 << item);
+        // Grows past its reserve only for a batch's items (rare, off the send path).
+        self.pending.push_back(Event::Item { tag, item, fate });
+        if e.items != 0 {
+            e.item = e.items.trailing_zeros() as u8;
+            e.queries = 0;
+            e.closed = false;
+            e.stage = Stage::Reconcile;
+            e.at_ns = now;
+            self.next_due = self.next_due.min(now);
+            return None;
+        }
+        self.ledger.remove(key);
+        self.pending.push_back(Event::BatchSettled { tag });
+        None
+    }
+
+    /// A batch answer read as Done: the items the venue's answer leaves unknown
+    /// (bit `i` for item `i`). Where there are some, `key`'s entry keeps them to
+    /// reconcile each by its own id, and an [`Event::Item`] is queued for each of
+    /// the others.
+    fn batch_unknown(&mut self, key: Key) -> u32 {
+        let Some(e) = self.ledger.get_mut(key) else {
+            return 0;
+        };
+        if !matches!(e.req.kind(), Some(Kind::Batch(_))) {
+            return 0;
+        }
+        let items = self.venue.batch_items();
+        // An item the answer does not list (a list shorter than the batch) is
+        // unknown too.
+        let n = e.req.client_order_ids().len().min(MAX_BATCH);
+        if items.is_empty() {
+            return 0;
+        }
+        let unknown = (0..n)
+            .filter(|&i| items.get(i).map_or(true, |v| *v == Verdict::Unknown))
+            .fold(0u32, |m, i| m | 1 << i);
+        if unknown == 0 {
+            return 0;
+        }
+        e.items = unknown;
+        for (i, v) in items.iter().take(MAX_BATCH).enumerate() {
+            let fate = match v {
+                Verdict::Unknown => continue,
+                Verdict::Done => ItemFate::Applied,
+                Verdict::Rejected => ItemFate::Rejected,
+                _ => ItemFate::NotRun,
+            };
+            self.pending.push_back(Event::Item {
+                tag: e.tag,
+                item: i as u8,
+                fate,
+            });
+        }
+        unknown
     }
 
     /// An order `id` seen at the venue in `state` at `now`: if it is watched, an
@@ -931,6 +1000,11 @@ impl<E: Account> Gateway<E> {
             self.skews = 0;
         }
         match verdict {
+            // Some items of a batch answer are unknown: each is reconciled by its
+            // own id; the batch is not Applied.
+            Verdict::Done if self.batch_unknown(key) != 0 => {
+                self.after(w, key, Verdict::Unknown, true).map(widen)
+            }
             Verdict::Done => {
                 self.ledger.remove(key);
                 self.stats.applied += 1;
@@ -1186,6 +1260,13 @@ impl<E: Account> Gateway<E> {
                 e.unknown_since_ns = now;
                 e.queries = 0;
                 e.not_found_after = self.venue.not_found_after(&e.req);
+                // A batch is reconciled item by item, each by its own id (all of
+                // them when the whole answer was lost).
+                if e.items == 0 && matches!(e.req.kind(), Some(Kind::Batch(_))) {
+                    let n = e.req.client_order_ids().len().min(MAX_BATCH);
+                    e.items = (1u32 << n) - 1;
+                }
+                e.item = e.items.trailing_zeros().min(31) as u8;
                 self.next_due = now;
                 self.query(w, key);
                 Some(Event::Reconciling { tag })
@@ -1204,7 +1285,7 @@ impl<E: Account> Gateway<E> {
             Some(s) => Ok(s),
             None => Symbol::new(self.symbol.as_str()),
         };
-        let (Some(&client_order_id), Ok(symbol)) = (e.req.client_order_id(), symbol) else {
+        let (Some(&client_order_id), Ok(symbol)) = (queried_id(e), symbol) else {
             return false;
         };
         let order = OrderRef {
@@ -1313,6 +1394,7 @@ impl<E: Account> Gateway<E> {
             }
         }
         let e = self.ledger.get(key)?;
+        let batch = e.items != 0;
         let found = match lookup {
             Lookup::Found(info) => Some(info.state),
             // "Not found" is "never ran" only from a query sent once the venue
@@ -1327,9 +1409,13 @@ impl<E: Account> Gateway<E> {
                 return self.requery(key, now, until, not_found);
             }
         };
-        self.ledger.remove(key);
         self.stats.reconciled += 1;
         self.stats.reconciled_found += u64::from(found.is_some());
+        if batch {
+            let fate = found.map_or(ItemFate::NeverRan, ItemFate::Found);
+            return self.next_item(key, now, fate);
+        }
+        self.ledger.remove(key);
         Some(Event::Reconciled { tag, found })
     }
 
@@ -1467,6 +1553,15 @@ fn seen_in(
             tag: w.tag,
             found: state,
         });
+    }
+}
+
+/// The client order id `e`'s reconcile query asks about: the item's under
+/// reconcile of a batch, else the request's own.
+fn queried_id(e: &Entry) -> Option<&ClientOrderId> {
+    match e.items {
+        0 => e.req.client_order_id(),
+        _ => e.req.client_order_ids().get(usize::from(e.item)),
     }
 }
 

@@ -192,6 +192,8 @@ impl Remote {
             Event::Reconciled { tag, found } => (Event::Reconciled { tag, found }, Vec::new()),
             Event::Unresolved { tag } => (Event::Unresolved { tag }, Vec::new()),
             Event::Late { tag, found } => (Event::Late { tag, found }, Vec::new()),
+            Event::Item { tag, item, fate } => (Event::Item { tag, item, fate }, Vec::new()),
+            Event::BatchSettled { tag } => (Event::BatchSettled { tag }, Vec::new()),
             Event::Halted { tag, bucket } => (Event::Halted { tag, bucket }, Vec::new()),
             Event::Protection { armed_until_ns } => {
                 (Event::Protection { armed_until_ns }, Vec::new())

@@ -2,11 +2,13 @@
 //! through a scripted transport: a NotFound is final only from a query sent after
 //! the request's venue-side validity; before that the gateway re-queries with a
 //! backoff; where the venue states no bound the request ends Unresolved and its id
-//! stays watched; a write that names no order ends instead of looping.
+//! stays watched; a write that names no order ends instead of looping; each item
+//! of a batch has its own fate, an unknown one queried by its own id (item 6).
 
 use ergon_core::{Budget, Builder, Class, Flight, Ticket};
 use ergon_gateway::{
-    Event, Gateway, OrderState, Prepared, Wire, NOT_FOUND_MARGIN_NS, QUERY_CLASS, SKEWS_TO_REANCHOR,
+    Event, Gateway, ItemFate, OrderState, Prepared, Wire, NOT_FOUND_MARGIN_NS, QUERY_CLASS,
+    SKEWS_TO_REANCHOR,
 };
 use ergon_io::client::{Refused, RequestId, Sent};
 use ergon_io::http::Request;
@@ -475,6 +477,105 @@ fn a_bybit_not_found_asks_the_order_history_which_settles() {
             tag: 7,
             found: Some(OrderState::Canceled)
         })
+    );
+    assert_eq!(gw.in_flight(), 0);
+}
+
+/// Three orders in one Bybit batch.
+fn submit_batch(gw: &mut Gateway<Bybit>, w: &mut Script, tag: u64) -> (RequestId, Flight) {
+    let orders = [new_order("bt1"), new_order("bt2"), new_order("bt3")];
+    let mut p = Prepared::with_capacity(2048);
+    gw.venue_mut().batch_orders(&mut p, &orders, w.now).unwrap();
+    gw.submit(w, &mut p, Class::Normal, tag).expect("submitted");
+    let (id, target, f, _) = w.last();
+    assert_eq!(target, "/v5/order/create-batch");
+    w.now += MS;
+    (id, f)
+}
+
+/// Bybit's answer to the query by `cid`: found, resting.
+fn bybit_found(cid: &str) -> Vec<u8> {
+    format!(
+        r#"{{"retCode":0,"retMsg":"OK","result":{{"list":[{{"orderId":"o-{cid}","orderLinkId":"{cid}","symbol":"BTCUSDT","orderStatus":"New","cumExecQty":"0"}}],"category":"linear"}},"time":1700000000000}}"#
+    )
+    .into_bytes()
+}
+
+fn drain<E: ergon_gateway::Account>(gw: &mut Gateway<E>) -> Vec<Event<'static>> {
+    std::iter::from_fn(|| gw.poll_event()).collect()
+}
+
+fn item(tag: u64, item: u8, fate: ItemFate) -> Event<'static> {
+    Event::Item { tag, item, fate }
+}
+
+/// A batch answer that leaves one item unknown (Bybit's per-item 10016) is not
+/// Applied: the items it settled get their fates at once, the unknown one is
+/// queried by its own client order id, and the batch ends BatchSettled after the
+/// last item's fate (item 6). On main the batch ended Applied.
+#[test]
+fn a_batch_answer_with_an_unknown_item_reconciles_that_item_by_its_own_id() {
+    let (mut gw, mut w) = bybit_gw();
+    let (id, f) = submit_batch(&mut gw, &mut w, 21);
+    let body = br#"{"retCode":0,"retMsg":"OK","result":{"list":[{"orderId":"a1","orderLinkId":"bt1"},{"orderId":"","orderLinkId":""},{"orderId":"","orderLinkId":""}]},"retExtInfo":{"list":[{"code":0,"msg":"OK"},{"code":10016,"msg":"Internal server error"},{"code":10001,"msg":"params error: price invalid"}]},"time":1700000000000}"#;
+    assert_eq!(
+        gw.on_response(&mut w, id, answer(200, body), f),
+        Some(Event::Reconciling { tag: 21 })
+    );
+    assert_eq!(
+        drain(&mut gw),
+        [
+            item(21, 0, ItemFate::Applied),
+            item(21, 2, ItemFate::Rejected)
+        ]
+    );
+    let (qid, target, qf, _) = w.last();
+    assert!(target.contains("orderLinkId=bt2"), "{target}");
+    w.now += MS;
+    let found = bybit_found("bt2");
+    assert_eq!(gw.on_response(&mut w, qid, answer(200, &found), qf), None);
+    assert_eq!(
+        drain(&mut gw),
+        [
+            item(21, 1, ItemFate::Found(OrderState::New)),
+            Event::BatchSettled { tag: 21 }
+        ]
+    );
+    assert_eq!(gw.in_flight(), 0);
+    assert_eq!(w.queries(), 1, "only the unknown item is asked about");
+}
+
+/// A batch whose whole answer was lost is reconciled item by item, each by its
+/// own id, not by the first order's id alone (item 6).
+#[test]
+fn a_lost_batch_answer_queries_every_item_by_its_own_id() {
+    let (mut gw, mut w) = bybit_gw();
+    let (id, f) = submit_batch(&mut gw, &mut w, 22);
+    assert_eq!(
+        gw.on_error(&mut w, id, Sent::Maybe(f)),
+        Some(Event::Reconciling { tag: 22 })
+    );
+    let mut events = Vec::new();
+    for cid in ["bt1", "bt2", "bt3"] {
+        let (qid, target, qf, _) = w.last();
+        assert!(target.contains(&format!("orderLinkId={cid}")), "{target}");
+        w.now += MS;
+        let found = bybit_found(cid);
+        assert_eq!(gw.on_response(&mut w, qid, answer(200, &found), qf), None);
+        events.extend(drain(&mut gw));
+        if cid != "bt3" {
+            next_write(&mut gw, &mut w, 1);
+        }
+    }
+    let found = ItemFate::Found(OrderState::New);
+    assert_eq!(
+        events,
+        [
+            item(22, 0, found),
+            item(22, 1, found),
+            item(22, 2, found),
+            Event::BatchSettled { tag: 22 }
+        ]
     );
     assert_eq!(gw.in_flight(), 0);
 }

@@ -981,6 +981,8 @@ impl Hub {
                 &[],
             ),
             Event::OpenOrders { .. } => return,
+            // The protocol has no batch: no client's request has items.
+            Event::Item { .. } | Event::BatchSettled { .. } => return,
             // The switch's notes are the gateway's own (its --stats shows them).
             Event::Protection { .. } | Event::ProtectionFired => return,
         };
