@@ -259,7 +259,7 @@ fn a_killed_gateway_is_seen_at_once_and_every_unknown_is_reconciled_by_a_new_one
     eprintln!("lost {lost} then {v}, seen after {:?}", killed.elapsed());
     assert_eq!(v["reconciled"], 4, "every lost request queried: {v}");
     // The restarted gateway queried, from its journal, every order the dead one
-    // had in flight, before it took the client's queries.
+    // had in flight (beside the client's own queries).
     // (The snapshot is republished every 100 ms: read until it is this one's.)
     let until = Instant::now() + Duration::from_secs(30);
     let stats = loop {

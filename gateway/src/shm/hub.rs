@@ -1226,11 +1226,13 @@ impl<E: Account> Strategy<E> for Hub {
         }
         self.recover(api);
         let n = self.clients.len();
-        // What a dead gateway left in flight is settled before any new submit.
-        let recovering = !self.recover.is_empty() || self.recover_in_flight > 0;
+        // New submits go on while what a dead gateway left in flight is settled:
+        // waiting (up to the venue's NotFound bound) would not make a strategy any
+        // safer, since nothing tells it those outcomes, and a journal's id cannot
+        // be placed again (DuplicateId). The recovery queries were charged first.
         for j in 0..n {
             let k = (self.next_client + j) % n;
-            if self.clients[k].is_some() && !recovering {
+            if self.clients[k].is_some() {
                 self.take_submits(api, k);
             }
         }
