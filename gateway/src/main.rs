@@ -15,12 +15,13 @@ use ergon_gateway::wall;
 use ergon_gateway::{self as gateway, Account, Control, Gateway, Keys, Start, WsApiStart};
 use ergon_io::core::{BucketId, Class};
 use ergon_lease::{BucketLease, LeaseConfig, LeaseThread};
+use ergon_venues::binance_futures::BinanceFutures;
 use ergon_venues::binance_spot::BinanceSpot;
 use ergon_venues::bybit::Bybit;
 use ergon_venues::okx::Okx;
 
 const USAGE: &str = "usage:
-  ergon-gateway --venue binance-spot|bybit|okx --base URL --api-key K --name NAME
+  ergon-gateway --venue binance-spot|binance-futures|bybit|okx --base URL --api-key K --name NAME
                 (--api-secret-file PATH | --api-secret-stdin | env ERGON_API_SECRET
                  | --api-secret S, deprecated: visible to every user in ps)
                 [--cpu N] [--max-clients N] [--passphrase P] [--symbol S] [--in-flight N]
@@ -265,10 +266,14 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
         }
     }
     match a.venue.as_deref() {
-        Some("binance-spot" | "bybit") => {}
+        Some("binance-spot" | "binance-futures" | "bybit") => {}
         Some("okx") if a.passphrase.is_some() => {}
         Some("okx") => return Err("--venue okx needs --passphrase".into()),
-        Some(v) => return Err(format!("--venue {v:?}: binance-spot, bybit or okx")),
+        Some(v) => {
+            return Err(format!(
+                "--venue {v:?}: binance-spot, binance-futures, bybit or okx"
+            ))
+        }
         None => {}
     }
     if a.ws_api.is_some() && a.order_entry_ws == Some(false) {
@@ -722,6 +727,7 @@ fn run(a: &Args) -> Result<(), String> {
     match venue {
         "bybit" => serve::<Bybit>(a, &start, &keys, &symbol, halts),
         "okx" => serve::<Okx>(a, &start, &keys, &symbol, halts),
+        "binance-futures" => serve::<BinanceFutures>(a, &start, &keys, &symbol, halts),
         _ => serve::<BinanceSpot>(a, &start, &keys, &symbol, halts),
     }
 }

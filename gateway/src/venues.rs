@@ -2,6 +2,7 @@
 
 use ergon_core::{BucketId, Builder};
 use ergon_venues::adapt::Clock;
+use ergon_venues::binance_futures::{self, BinanceFutures};
 use ergon_venues::binance_spot::{self, BinanceSpot};
 use ergon_venues::bybit::{self, Bybit};
 use ergon_venues::deribit::{self, Deribit};
@@ -106,6 +107,85 @@ impl Account for BinanceSpot {
     /// Over `/ws-api/v3`, with the REST adapter's limits, clock and key.
     fn ws_api(&self, capacity: usize) -> Option<ergon_venues::binance_spot_ws::Session> {
         ergon_venues::binance_spot_ws::Session::over(self.clone(), capacity).ok()
+    }
+}
+
+/// Binance USD-M futures: its REST API mirrors Spot's (`/fapi/v1/...`), with the
+/// dead man's switch `countdownCancelAll` ([`binance_futures`]'s doc).
+impl Account for BinanceFutures {
+    /// Limits from `/fapi/v1/exchangeInfo` (the documented table where the
+    /// bootstrap read none), each weight limit less the switch's reserve; signed
+    /// with a 2 s recvWindow.
+    fn declare(
+        boot: &Boot,
+        b: &mut Builder,
+        k: &Keys<'_>,
+        guard_ns: i64,
+    ) -> Result<Self, DeclareError> {
+        let auth = binance_spot::Auth::new(k.api_key, k.secret, 2_000);
+        let auth = auth.map_err(DeclareError::Keys)?;
+        let read = match boot.limits.as_deref() {
+            Some(info) => binance_spot::Limits::table_from_exchange_info(info)
+                .map_err(DeclareError::Limits)?,
+            None => binance_futures::DEFAULT_TABLE
+                .iter()
+                .map(|&(c, n, u, l)| (c, n, u.to_string(), l))
+                .collect(),
+        };
+        let table: Vec<_> = read
+            .iter()
+            .map(|(c, n, u, l)| (*c, *n, u.as_str(), *l))
+            .collect();
+        let v = BinanceFutures::new(b, boot.clock, guard_ns, &table);
+        Ok(v.map_err(DeclareError::Limits)?.with_auth(auth))
+    }
+
+    fn windows(&self) -> Vec<(BucketId, i64)> {
+        self.limits
+            .limits
+            .iter()
+            .map(|l| (l.bucket, l.window_ns))
+            .collect()
+    }
+
+    fn time_path() -> &'static str {
+        "/fapi/v1/time"
+    }
+
+    fn read_time(body: &[u8]) -> Option<i64> {
+        BinanceSpot::read_time(body)
+    }
+
+    fn limits_path() -> Option<&'static str> {
+        Some("/fapi/v1/exchangeInfo")
+    }
+
+    fn set_clock(&mut self, clock: Clock) {
+        self.limits.clock = clock;
+    }
+
+    /// `timestamp + recvWindow` plus the margin, as on Spot: the matching engine
+    /// refuses a request after it ([`binance_futures`]'s doc).
+    fn not_found_after(&self, req: &Prepared) -> Option<i64> {
+        Some(req.deadline_ns().saturating_add(NOT_FOUND_MARGIN_NS))
+    }
+
+    /// The query's deadline plus the margin (assumes the dead gateway signed
+    /// with the same window).
+    fn lost_not_found_after(&self, query: &Prepared) -> Option<i64> {
+        Some(query.deadline_ns().saturating_add(NOT_FOUND_MARGIN_NS))
+    }
+
+    fn switch_mut(&mut self) -> Option<&mut dyn ergon_venues::switch::Switch> {
+        Some(self)
+    }
+
+    fn switch_spec(&self) -> Option<ergon_venues::switch::SwitchSpec> {
+        Some(ergon_venues::switch::Switch::switch_spec(self))
+    }
+
+    fn open_ids(&self, body: &[u8], f: &mut dyn FnMut(&[u8])) {
+        each_string(body, "", "clientOrderId", f);
     }
 }
 

@@ -1,11 +1,12 @@
 //! The dead man's switch end to end: the `ergon-gateway` binary against the venue
-//! emulator's OKX profile (in this process, on loopback), a strategy attached over
-//! shared memory from this process.
+//! emulator's OKX and Binance USD-M profiles (in this process, on loopback), a
+//! strategy attached over shared memory from this process.
 //!
 //! 1. Armed before `ready`; `--stats` shows it armed with its deadline; quotes
 //!    placed; the gateway SIGKILLed: the emulator cancels every resting order
 //!    within the timeout plus one second (read from the emulator's book, polled
-//!    with a bounded deadline).
+//!    with a bounded deadline). Binance USD-M's shortest timeout is 60 s (its
+//!    adapter's doc), so its case takes a minute.
 //! 2. A clean SIGTERM: every open order cancelled, then the switch disarmed.
 //! 3. `--protection required` on a venue without a switch (Binance Spot) refuses
 //!    to start with a clear message; `auto` warns in one line and serves.
@@ -24,7 +25,32 @@ use ergon_venues::endpoint::{
     ClientOrderId, Decimal, NewOrder, OrderType, Side, Symbol, TimeInForce,
 };
 
-const TIMEOUT_S: u64 = 10;
+/// A venue with a switch, as the tests drive it.
+#[derive(Clone, Copy)]
+struct Venue {
+    /// `--venue`.
+    name: &'static str,
+    /// The emulator's profile.
+    config: fn() -> Config,
+    /// The instrument quoted.
+    symbol: &'static str,
+    /// `--protection-timeout`, s: the venue's shortest.
+    timeout_s: u64,
+}
+
+const OKX: Venue = Venue {
+    name: "okx",
+    config: Config::okx,
+    symbol: "BTC-USDT-SWAP",
+    timeout_s: 10,
+};
+
+const BINANCE_FUTURES: Venue = Venue {
+    name: "binance-futures",
+    config: Config::binance_futures,
+    symbol: "BTCUSDT",
+    timeout_s: 60,
+};
 
 /// A gateway process, killed when dropped.
 type Gw = proc::Proc;
@@ -47,14 +73,16 @@ fn command(s: &Server, venue: &str, name: &str, protection: &str) -> Command {
         .args(["--protection", protection])
         .arg("--journal")
         .arg(journal(name));
-    if venue == "okx" {
-        cmd.args(["--protection-timeout", &TIMEOUT_S.to_string()]);
+    for v in [OKX, BINANCE_FUTURES] {
+        if venue == v.name {
+            cmd.args(["--protection-timeout", &v.timeout_s.to_string()]);
+        }
     }
     cmd
 }
 
-fn gateway(s: &Server, name: &str) -> Gw {
-    let mut child = command(s, "okx", name, "required")
+fn gateway(s: &Server, v: Venue, name: &str) -> Gw {
+    let mut child = command(s, v.name, name, "required")
         .stdout(Stdio::piped())
         .spawn()
         .expect("spawn ergon-gateway");
@@ -82,7 +110,7 @@ fn order<'a>(symbol: Symbol<'a>, id: &'a str) -> NewOrder<'a> {
 }
 
 /// Attaches and places `n` quotes; returns once the venue took each.
-fn quote(gw: &str, n: u64) -> ShmClient {
+fn quote(gw: &str, symbol: &str, n: u64) -> ShmClient {
     let until = Instant::now() + Duration::from_secs(20);
     let mut c = loop {
         match ShmClient::attach(gw, "mm", false) {
@@ -91,7 +119,7 @@ fn quote(gw: &str, n: u64) -> ShmClient {
             Err(_) => std::thread::sleep(Duration::from_millis(20)),
         }
     };
-    let symbol = Symbol::new("BTC-USDT-SWAP").expect("symbol");
+    let symbol = Symbol::new(symbol).expect("symbol");
     for i in 1..=n {
         let id = format!("q{i}");
         c.submit(&Call::NewOrder(order(symbol, &id)), Class::Normal, i)
@@ -134,9 +162,18 @@ fn none_open_by(s: &Server, from: Instant, limit: Duration) -> Option<Duration> 
 
 #[test]
 fn a_killed_gateway_leaves_the_switch_armed_and_the_venue_cancels_every_quote() {
-    let s = Server::start(Config::okx()).expect("emulator");
-    let name = unique("dms-kill");
-    let mut gw = gateway(&s, &name);
+    killed(OKX);
+}
+
+#[test]
+fn a_killed_binance_futures_gateway_leaves_its_countdown_to_cancel_every_quote() {
+    killed(BINANCE_FUTURES);
+}
+
+fn killed(v: Venue) {
+    let s = Server::start((v.config)()).expect("emulator");
+    let name = unique(&format!("dms-kill-{}", v.name));
+    let mut gw = gateway(&s, v, &name);
     let sw = s.switches();
     assert_eq!(sw.len(), 1, "armed before ready: {sw:?}");
 
@@ -146,20 +183,23 @@ fn a_killed_gateway_leaves_the_switch_armed_and_the_venue_cancels_every_quote() 
         .expect("stats");
     let text = String::from_utf8_lossy(&stats.stdout);
     assert!(
-        text.contains("protection armed timeout_ms=10000") && text.contains("armed_until_ms="),
+        text.contains(&format!(
+            "protection armed timeout_ms={}",
+            v.timeout_s * 1_000
+        )) && text.contains("armed_until_ms="),
         "{text}"
     );
 
-    let _c = quote(&name, 3);
+    let _c = quote(&name, v.symbol, 3);
     assert_eq!(open(&s), 3);
     gw.child.kill().expect("kill");
     gw.child.wait().expect("wait");
     let killed = Instant::now();
-    let took = none_open_by(&s, killed, Duration::from_secs(TIMEOUT_S + 1));
+    let took = none_open_by(&s, killed, Duration::from_secs(v.timeout_s + 1));
     assert!(
         took.is_some(),
         "open after {} s + 1 s: {:?}",
-        TIMEOUT_S,
+        v.timeout_s,
         s.orders()
     );
     assert_eq!(s.report().switch_fires, 1);
@@ -176,10 +216,19 @@ fn a_killed_gateway_leaves_the_switch_armed_and_the_venue_cancels_every_quote() 
 
 #[test]
 fn a_clean_sigterm_cancels_every_quote_then_disarms() {
-    let s = Server::start(Config::okx()).expect("emulator");
-    let name = unique("dms-term");
-    let mut gw = gateway(&s, &name);
-    let c = quote(&name, 2);
+    sigterm(OKX);
+}
+
+#[test]
+fn a_clean_sigterm_of_a_binance_futures_gateway_cancels_then_disarms() {
+    sigterm(BINANCE_FUTURES);
+}
+
+fn sigterm(v: Venue) {
+    let s = Server::start((v.config)()).expect("emulator");
+    let name = unique(&format!("dms-term-{}", v.name));
+    let mut gw = gateway(&s, v, &name);
+    let c = quote(&name, v.symbol, 2);
     drop(c);
     assert_eq!(open(&s), 2);
     assert_eq!(s.switches().len(), 1);
