@@ -288,10 +288,13 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
         (Some(_), _) if a.account.is_none() || a.safe_share.is_none() || a.hosts.is_none() => {
             return Err("--etcd needs --account NAME, --safe-share PCT and --hosts N".into())
         }
-        (Some(_), _) if a.venue.as_deref() != Some("binance-spot") => {
-            return Err(
-                "--etcd: only binance-spot's account limits (ORDERS_*) are leased here".into(),
-            )
+        (Some(_), _)
+            if !matches!(
+                a.venue.as_deref(),
+                None | Some("binance-spot" | "binance-futures")
+            ) =>
+        {
+            return Err("--etcd: only Binance's account limits (ORDERS_*) are leased here".into())
         }
         _ => {}
     }

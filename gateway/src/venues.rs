@@ -140,6 +140,17 @@ impl Account for BinanceFutures {
         Ok(v.map_err(DeclareError::Limits)?.with_auth(auth))
     }
 
+    /// As on Spot: the venue's `X-MBX-ORDER-COUNT-*` count the account, so they
+    /// no longer raise a leased limit.
+    fn lease_bucket(&mut self, bucket: BucketId) -> bool {
+        let mut found = false;
+        for l in self.limits.limits.iter_mut().filter(|l| l.bucket == bucket) {
+            l.leased = true;
+            found = true;
+        }
+        found
+    }
+
     fn windows(&self) -> Vec<(BucketId, i64)> {
         self.limits
             .limits
@@ -420,6 +431,58 @@ mod tests {
         );
         each_string(b"not json", "", "x", &mut |_| panic!("nothing to read"));
         assert_eq!(ids, [b"a1".to_vec(), b"b2".to_vec(), b"c3".to_vec()]);
+    }
+
+    /// Binance USD-M, leased (issue 29): the venue's `X-MBX-ORDER-COUNT-10S` counts
+    /// every host's orders, so it no longer fills this host's grant; unleased it
+    /// does.
+    #[test]
+    fn a_leased_binance_futures_order_limit_ignores_the_accounts_count() {
+        use ergon_core::{Class, Verdict};
+        use ergon_venues::adapt::{Request as Kind, Venue};
+        use ergon_venues::response::{Header, Response};
+        let boot = Boot {
+            clock: Clock::anchor(0, 1_700_000_000_000),
+            limits: None,
+        };
+        let keys = Keys {
+            api_key: "k",
+            secret: b"s",
+            passphrase: None,
+        };
+        let headers = [Header {
+            name: b"X-MBX-ORDER-COUNT-10S",
+            value: b"300",
+        }];
+        let full = Response {
+            status: 200,
+            headers: &headers,
+            body: br#"{"orderId":1,"clientOrderId":"a","status":"NEW"}"#,
+        };
+        for leased in [false, true] {
+            let mut b = Builder::default();
+            let mut v = <BinanceFutures as Account>::declare(&boot, &mut b, &keys, 0).unwrap();
+            let orders = v
+                .limits
+                .limits
+                .iter()
+                .find(|l| l.suffix == "10S")
+                .map(|l| l.bucket)
+                .unwrap();
+            assert!(<BinanceFutures as Account>::lease_bucket(&mut v, orders) || !leased);
+            if !leased {
+                v.limits.limits.iter_mut().for_each(|l| l.leased = false);
+            }
+            let mut budget = b.build(SEC).unwrap();
+            let parts = v.parts(Kind::Order).unwrap();
+            let t = budget.try_charge(&parts, Class::Urgent, SEC).unwrap();
+            let flight = t.sent();
+            let verdict = v.on_response(Kind::Order, &full, &mut budget, SEC + 1);
+            assert_eq!(verdict, Ok(Verdict::Done));
+            let _ = budget.complete(flight, SEC + 1);
+            let next = budget.try_charge(&parts, Class::Urgent, SEC + 2);
+            assert_eq!(next.is_ok(), leased, "leased {leased}: {next:?}");
+        }
     }
 
     /// A re-anchor moves what Bybit and OKX stamp on every later request (the
