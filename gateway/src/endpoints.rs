@@ -98,6 +98,12 @@ pub trait Account: Endpoints + ClientIds + Sized {
     /// Each counted limit's bucket and window, for a caller that sizes its load.
     fn windows(&self) -> Vec<(BucketId, i64)>;
 
+    /// Whether `bucket` counts the account's requests from every host and key
+    /// (the limits `--etcd` leases), not this IP's. Default: none.
+    fn account_wide(&self, _bucket: BucketId) -> bool {
+        false
+    }
+
     /// `bucket`'s limit is a grant shared by several hosts (`ergon-lease`): the
     /// venue's account-wide usage figures for it must no longer raise it. Whether
     /// the adapter knows the bucket (default: it feeds no such figure).

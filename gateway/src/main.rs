@@ -288,14 +288,6 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
         (Some(_), _) if a.account.is_none() || a.safe_share.is_none() || a.hosts.is_none() => {
             return Err("--etcd needs --account NAME, --safe-share PCT and --hosts N".into())
         }
-        (Some(_), _)
-            if !matches!(
-                a.venue.as_deref(),
-                None | Some("binance-spot" | "binance-futures")
-            ) =>
-        {
-            return Err("--etcd: only Binance's account limits (ORDERS_*) are leased here".into())
-        }
         _ => {}
     }
     Ok(a)
@@ -513,8 +505,15 @@ fn write_status(path: &std::path::Path, m: &Protection, now: i64) {
     let _ = std::fs::write(path, line + "\n");
 }
 
-/// A lease thread for the account's order limits (`ORDERS_*`) when `--etcd` is
-/// given: each such bucket starts at the safe share at once, and takes its grant
+/// The etcd key part of a bucket named `bucket` (`ergon-lease` takes letters,
+/// digits, `.`, `_` and `-`): an endpoint's path with its slashes as dots
+/// (`/v5/order/create` → `v5.order.create`); `ORDERS_10S` as it is.
+fn lease_name(bucket: &str) -> String {
+    bucket.trim_start_matches('/').replace('/', ".")
+}
+
+/// A lease thread for the account's limits ([`Account::account_wide`]: Binance's
+/// `ORDERS_*`, Bybit's and OKX's order endpoints) when `--etcd` is given: each such bucket starts at the safe share at once, and takes its grant
 /// from the hub's turns on. The pool is the limit minus every host's safe share.
 #[allow(clippy::type_complexity)]
 fn start_leases<E: Account>(
@@ -539,13 +538,16 @@ fn start_leases<E: Account>(
     for id in budget.ids().collect::<Vec<_>>() {
         let bucket = budget.name(id).unwrap_or("").to_owned();
         let Ok(spec) = budget.spec(id) else { continue };
-        let ergon_io::core::Kind::Fixed {
-            limit, window_ns, ..
-        } = spec.kind()
-        else {
-            continue;
+        let (limit, window_ns) = match spec.kind() {
+            ergon_io::core::Kind::Fixed {
+                limit, window_ns, ..
+            }
+            | ergon_io::core::Kind::Sliding {
+                limit, window_ns, ..
+            } => (limit, window_ns),
+            _ => continue,
         };
-        if !bucket.starts_with("ORDERS_") {
+        if !venue.account_wide(id) {
             continue;
         }
         let safe = ((limit as f64) * pct).floor() as u64;
@@ -565,7 +567,7 @@ fn start_leases<E: Account>(
         }
         ids.push(id);
         buckets.push(BucketLease {
-            name: bucket,
+            name: lease_name(&bucket),
             pool,
             safe,
             floor: 1,
@@ -573,7 +575,7 @@ fn start_leases<E: Account>(
         });
     }
     if buckets.is_empty() {
-        return Err("--etcd: the venue declared no ORDERS_* limit to lease".into());
+        return Err("--etcd: the venue declared no account-wide limit to lease".into());
     }
     let ttl = std::time::Duration::from_secs(a.lease_ttl_s);
     let config = LeaseConfig {

@@ -55,6 +55,12 @@ impl Account for BinanceSpot {
         Ok(v.map_err(DeclareError::Limits)?.with_auth(auth))
     }
 
+    /// The `ORDERS_*` limits: Binance counts orders per account, across IPs and
+    /// keys.
+    fn account_wide(&self, bucket: BucketId) -> bool {
+        orders_limit(&self.limits, bucket)
+    }
+
     fn lease_bucket(&mut self, bucket: BucketId) -> bool {
         self.leave_to_lease(bucket)
     }
@@ -140,6 +146,11 @@ impl Account for BinanceFutures {
         Ok(v.map_err(DeclareError::Limits)?.with_auth(auth))
     }
 
+    /// The `ORDERS_*` limits, as on Spot.
+    fn account_wide(&self, bucket: BucketId) -> bool {
+        orders_limit(&self.limits, bucket)
+    }
+
     /// As on Spot: the venue's `X-MBX-ORDER-COUNT-*` count the account, so they
     /// no longer raise a leased limit.
     fn lease_bucket(&mut self, bucket: BucketId) -> bool {
@@ -200,7 +211,24 @@ impl Account for BinanceFutures {
     }
 }
 
+/// Whether `bucket` is one of Binance's order-count limits.
+fn orders_limit(limits: &binance_spot::Limits, bucket: BucketId) -> bool {
+    limits
+        .limits
+        .iter()
+        .any(|l| l.bucket == bucket && l.counts == binance_spot::Counts::Orders)
+}
+
 impl Account for Bybit {
+    /// Create, amend and cancel: counted per account ([`Bybit::account_buckets`]).
+    fn account_wide(&self, bucket: BucketId) -> bool {
+        self.account_buckets().contains(&bucket)
+    }
+
+    fn lease_bucket(&mut self, bucket: BucketId) -> bool {
+        self.leave_to_lease(bucket)
+    }
+
     /// The adapter's documented limits ([`bybit::Config::default`]); a 5 s recvWindow.
     fn declare(
         boot: &Boot,
@@ -253,6 +281,16 @@ impl Account for Bybit {
 }
 
 impl Account for Okx {
+    /// The order endpoints and `sub-account` ([`Okx::account_buckets`]).
+    fn account_wide(&self, bucket: BucketId) -> bool {
+        self.account_buckets().contains(&bucket)
+    }
+
+    /// OKX sends no usage figure for them: nothing to leave out.
+    fn lease_bucket(&mut self, bucket: BucketId) -> bool {
+        self.account_wide(bucket)
+    }
+
     /// The adapter's documented limits ([`okx::Config::default`]); requests expire
     /// 5 s after they are stamped. The passphrase is required.
     fn declare(
@@ -477,6 +515,76 @@ mod tests {
             let parts = v.parts(Kind::Order).unwrap();
             let t = budget.try_charge(&parts, Class::Urgent, SEC).unwrap();
             let flight = t.sent();
+            let verdict = v.on_response(Kind::Order, &full, &mut budget, SEC + 1);
+            assert_eq!(verdict, Ok(Verdict::Done));
+            let _ = budget.complete(flight, SEC + 1);
+            let next = budget.try_charge(&parts, Class::Urgent, SEC + 2);
+            assert_eq!(next.is_ok(), leased, "leased {leased}: {next:?}");
+        }
+    }
+
+    /// The limits `--etcd` leases: Binance's order counts, Bybit's and OKX's
+    /// order endpoints (issue 29); never an IP's. A leased Bybit endpoint no
+    /// longer takes `X-Bapi-Limit-Status` (the account's count) as its own.
+    #[test]
+    fn account_wide_limits_per_venue_and_bybit_leaves_a_leased_figure_out() {
+        use ergon_core::{Class, Verdict};
+        use ergon_venues::adapt::{Request as Kind, Venue};
+        use ergon_venues::response::{Header, Response};
+        let clock = Clock::anchor(0, 1_700_000_000_000);
+        let mut b = Builder::default();
+        let okx = Okx::new(&mut b, clock, okx::Config::default()).unwrap();
+        assert!(okx.account_wide(okx.order) && okx.account_wide(okx.sub_account));
+        assert!(!okx.account_wide(okx.ip) && !okx.account_wide(okx.read));
+        assert!(!okx.account_wide(okx.switch));
+        let boot = Boot {
+            clock,
+            limits: Some(br#"{"rateLimits":[{"rateLimitType":"REQUEST_WEIGHT","interval":"MINUTE","intervalNum":1,"limit":6000},{"rateLimitType":"ORDERS","interval":"SECOND","intervalNum":10,"limit":100}]}"#.to_vec()),
+        };
+        let keys = Keys {
+            api_key: "k",
+            secret: b"s",
+            passphrase: None,
+        };
+        let mut b = Builder::default();
+        let spot = <BinanceSpot as Account>::declare(&boot, &mut b, &keys, 0).unwrap();
+        let wide: Vec<bool> = spot
+            .limits
+            .limits
+            .iter()
+            .map(|l| spot.account_wide(l.bucket))
+            .collect();
+        assert_eq!(wide, [false, true], "weight per IP, orders per account");
+
+        let headers = [
+            Header {
+                name: b"X-Bapi-Limit",
+                value: b"10",
+            },
+            Header {
+                name: b"X-Bapi-Limit-Status",
+                value: b"0",
+            },
+        ];
+        let full = Response {
+            status: 200,
+            headers: &headers,
+            body: br#"{"retCode":0,"retMsg":"OK","result":{"orderId":"1","orderLinkId":"a"},"time":1700000000000}"#,
+        };
+        for leased in [false, true] {
+            let mut b = Builder::default();
+            let mut v = Bybit::new(&mut b, clock, bybit::Config::default()).unwrap();
+            assert!(v.account_wide(v.create) && !v.account_wide(v.ip_5s));
+            if leased {
+                let create = v.create;
+                assert!(Account::lease_bucket(&mut v, create));
+            }
+            let mut budget = b.build(SEC).unwrap();
+            let parts = v.parts(Kind::Order).unwrap();
+            let flight = budget
+                .try_charge(&parts, Class::Urgent, SEC)
+                .unwrap()
+                .sent();
             let verdict = v.on_response(Kind::Order, &full, &mut budget, SEC + 1);
             assert_eq!(verdict, Ok(Verdict::Done));
             let _ = budget.complete(flight, SEC + 1);

@@ -419,8 +419,6 @@ fn the_command_line_refuses_bad_flags_and_serves_stats_and_clear_halt() {
                 "a",
                 "--safe-share",
                 "10",
-                "--hosts",
-                "3",
             ],
         ),
         vec![],

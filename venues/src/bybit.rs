@@ -149,6 +149,10 @@ pub struct Bybit {
     pub read: BucketId,
     /// `/v5/order/history` ([`HISTORY`]).
     pub history: BucketId,
+    /// The endpoint buckets shared by several hosts (their limits are grants
+    /// leased through etcd): `X-Bapi-Limit-Status` counts the account, every
+    /// host's requests, so it is not fed to them ([`Bybit::leave_to_lease`]).
+    leased: ArrayVec<BucketId, 3>,
 }
 
 impl Bybit {
@@ -167,7 +171,29 @@ impl Bybit {
             cancel: builder.add("/v5/order/cancel", second(c.cancel_per_s))?,
             read: builder.add("read", second(c.read_per_s))?,
             history: builder.add(HISTORY, second(c.history_per_s))?,
+            leased: ArrayVec::new(),
         })
+    }
+
+    /// The order endpoints' buckets (create, amend, cancel): Bybit counts them
+    /// per account (UID), whichever IP or key sends (its rate-limit page), so
+    /// several hosts trading one account share them.
+    pub fn account_buckets(&self) -> [BucketId; 3] {
+        [self.create, self.amend, self.cancel]
+    }
+
+    /// Marks `bucket`, one of [`Bybit::account_buckets`], as leased (shared by
+    /// several hosts through etcd): the venue's `X-Bapi-Limit-Status` for it
+    /// counts every host's requests, so it no longer raises it. Whether `bucket`
+    /// is one of them.
+    pub fn leave_to_lease(&mut self, bucket: BucketId) -> bool {
+        if !self.account_buckets().contains(&bucket) {
+            return false;
+        }
+        if !self.leased.contains(&bucket) {
+            self.leased.push(bucket);
+        }
+        true
     }
 
     /// The venue clock requests are stamped with.
@@ -370,11 +396,12 @@ impl Bybit {
         };
         match (limit, left) {
             (Some(limit), Some(left)) if left <= limit => {
+                let bucket = self.endpoint(request);
                 // An adapter is driven with the budget it was built for: its ids are that
-                // budget's own, never refused.
-                budget
-                    .observe_used(self.endpoint(request), limit - left, now)
-                    .ok();
+                // budget's own, never refused. A leased bucket's figure is the account's.
+                if !self.leased.contains(&bucket) {
+                    budget.observe_used(bucket, limit - left, now).ok();
+                }
                 None
             }
             (None, _) => Some("X-Bapi-Limit"),

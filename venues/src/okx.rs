@@ -147,6 +147,20 @@ impl Okx {
         })
     }
 
+    /// The order endpoints' buckets and `sub-account`: OKX counts them per user
+    /// ID (per instrument) and per sub-account, whichever IP or key sends (its
+    /// rate-limit rules), so several hosts trading one account share them. OKX
+    /// sends no usage figure for them.
+    pub fn account_buckets(&self) -> [BucketId; 5] {
+        [
+            self.order,
+            self.batch_orders,
+            self.cancel,
+            self.amend,
+            self.sub_account,
+        ]
+    }
+
     /// The venue clock requests are stamped with.
     pub fn clock(&self) -> Clock {
         self.clock
