@@ -182,7 +182,7 @@ impl Ledger {
         let e = &mut slot.entry;
         e.tag = tag;
         e.class = class;
-        core::mem::swap(&mut e.req, req);
+        e.req.swap_with(req);
         e.stage = Stage::Wire;
         e.verdict = Verdict::Unknown;
         e.at_ns = 0;

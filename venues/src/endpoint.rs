@@ -444,12 +444,42 @@ impl Prepared {
         self.parts = parts;
     }
 
+    /// Exchanges the two requests, as `core::mem::swap` does, moving only the
+    /// client order ids and headers in use: a `Prepared` is about 1.3 KB, most of it
+    /// room for [`MAX_BATCH`] ids, and a ledger swaps one in on every submit (a whole
+    /// swap was ~320 instructions of the send path, this ~60 for one order).
+    pub fn swap_with(&mut self, other: &mut Prepared) {
+        core::mem::swap(&mut self.kind, &mut other.kind);
+        core::mem::swap(&mut self.parts, &mut other.parts);
+        core::mem::swap(&mut self.method, &mut other.method);
+        core::mem::swap(&mut self.bytes, &mut other.bytes);
+        core::mem::swap(&mut self.target, &mut other.target);
+        swap_used(&mut self.headers, &mut other.headers);
+        core::mem::swap(&mut self.body, &mut other.body);
+        core::mem::swap(&mut self.deadline_ns, &mut other.deadline_ns);
+        swap_used(&mut self.ids, &mut other.ids);
+        core::mem::swap(&mut self.symbol, &mut other.symbol);
+        core::mem::swap(&mut self.label, &mut other.label);
+    }
+
     fn text(&self, at: Range<usize>) -> &str {
         // Adapters write ASCII only (every argument is checked), so this never fails.
         self.bytes
             .get(at)
             .and_then(|b| core::str::from_utf8(b).ok())
             .unwrap_or("")
+    }
+}
+
+/// Exchanges the elements of `a` and `b`, touching only those in use.
+fn swap_used<T, const N: usize>(a: &mut ArrayVec<T, N>, b: &mut ArrayVec<T, N>) {
+    let common = a.len().min(b.len());
+    a[..common].swap_with_slice(&mut b[..common]);
+    // The longer one's tail moves over; both have room for it (same capacity).
+    if a.len() > common {
+        b.extend(a.drain(common..));
+    } else {
+        a.extend(b.drain(common..));
     }
 }
 
@@ -507,11 +537,18 @@ impl<'p> Writer<'p> {
         self.put(&buf[i..]);
     }
 
-    /// Appends lower-case hex of `bytes`.
+    /// Appends lower-case hex of `bytes`, 32 bytes (a MAC) in one append: a
+    /// signature is on every signed request's path, and an append per byte cost
+    /// ~15 instructions a byte in capacity checks and calls.
     pub(crate) fn hex(&mut self, bytes: &[u8]) {
         const HEX: &[u8; 16] = b"0123456789abcdef";
-        for &b in bytes {
-            self.put(&[HEX[usize::from(b >> 4)], HEX[usize::from(b & 15)]]);
+        for chunk in bytes.chunks(32) {
+            let mut out = [0u8; 64];
+            for (o, &b) in out.chunks_exact_mut(2).zip(chunk) {
+                o[0] = HEX[usize::from(b >> 4)];
+                o[1] = HEX[usize::from(b & 15)];
+            }
+            self.put(&out[..2 * chunk.len()]);
         }
     }
 
@@ -981,6 +1018,58 @@ mod tests {
             w.bytes(0..n),
             &b"-1499827319559 0 0fa0 |Zg==|Zm8=|Zm9v|Zm9vYg==|Zm9vYmE=|Zm9vYmFy|%5B%7B%22a%22%3A1%7D%5D"[..]
         );
+    }
+
+    /// `swap_with` leaves both requests as `mem::swap` would, whichever holds more
+    /// ids and headers.
+    #[test]
+    fn swap_with_is_a_swap() {
+        let filled = |ids: usize, headers: usize, tag: &str| {
+            let mut p = Prepared::with_capacity(64);
+            let mut w = Writer::start(&mut p);
+            w.s(tag);
+            w.close_target();
+            for i in 0..ids {
+                w.id(ClientOrderId::new(&format!("{tag}{i}")).unwrap())
+                    .unwrap();
+            }
+            for h in ["A", "B", "C"].iter().take(headers) {
+                w.open();
+                w.s(tag);
+                w.close_header(h).unwrap();
+            }
+            p.deadline_ns = ids as i64;
+            p.label = Label::new(headers as u8);
+            p
+        };
+        for (i, j, h, k) in [
+            (0, 0, 0, 0),
+            (1, 0, 1, 3),
+            (0, 3, 2, 0),
+            (2, 2, 1, 1),
+            (MAX_BATCH, 1, 3, 2),
+        ] {
+            let (mut a, mut b) = (filled(i, h, "a"), filled(j, k, "b"));
+            let (mut x, mut y) = (a.clone(), b.clone());
+            a.swap_with(&mut b);
+            core::mem::swap(&mut x, &mut y);
+            assert_eq!(format!("{a:?}"), format!("{x:?}"), "{i} {j} {h} {k}");
+            assert_eq!(format!("{b:?}"), format!("{y:?}"), "{i} {j} {h} {k}");
+        }
+    }
+
+    /// Hex is written 32 bytes at a time: every length across those steps gives
+    /// the byte-by-byte encoding.
+    #[test]
+    fn hex_of_every_length_across_its_steps() {
+        let src: Vec<u8> = (0..=255u8).rev().collect();
+        for n in [0, 1, 31, 32, 33, 64, 65, 100] {
+            let mut p = Prepared::default();
+            let mut w = Writer::start(&mut p);
+            w.hex(&src[..n]);
+            let want: String = src[..n].iter().map(|b| format!("{b:02x}")).collect();
+            assert_eq!(w.bytes(0..w.pos()), want.as_bytes(), "{n} bytes");
+        }
     }
 
     #[test]

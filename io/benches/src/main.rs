@@ -4,7 +4,12 @@
 //! ```text
 //! limit_bench --samples 200000 --batch 64 [--cpu N] [--json] [--strict] [--case NAME]
 //! limit_bench --icount CALLS --case NAME [--batch 64] [--cpu N]
+//! limit_bench --callgrind [--batch 64] [--cpu N]
 //! ```
+//!
+//! `--callgrind` runs this binary under `valgrind --tool=callgrind` once per case of
+//! [`CALLGRIND_CASES`] and prints instructions per call, the shape cases' ratios to
+//! one governor check and the decision-to-wire stage table (`wire.rs`).
 //!
 //! The cases run interleaved, one batch of each in turn (the first case rotating), so
 //! noise lands on all of them alike. A batch is timed as a whole (two TSC reads); its
@@ -19,6 +24,7 @@
 
 mod cases;
 mod stats;
+mod wire;
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -82,6 +88,7 @@ static GLOBAL: Counting = Counting;
 const USAGE: &str =
     "usage: limit_bench --samples 200000 --batch 64 [--cpu N] [--json] [--strict] [--case NAME]
        limit_bench --icount CALLS --case NAME [--batch 64] [--cpu N]
+       limit_bench --callgrind [--batch 64] [--cpu N]
   --samples N    batches per case (default 200000)
   --batch N      calls per batch, 1..=99 (default 64)
   --cpu N        pin to CPU N (default: the CPU it starts on)
@@ -90,6 +97,8 @@ const USAGE: &str =
   --case NAME    run only this case (see --list); NAME,NAME,... for several
   --icount N     run N calls of --case in its non-inlined loop, for
                  valgrind --tool=callgrind --toggle-collect='*timed_calls*'
+  --callgrind    run the shape, governor and wire cases under callgrind (valgrind
+                 on the PATH) and print instructions per call, ratios, stages
   --list         print the case names";
 
 struct Args {
@@ -100,6 +109,7 @@ struct Args {
     strict: bool,
     case: Option<String>,
     icount: Option<u64>,
+    callgrind: bool,
     list: bool,
 }
 
@@ -112,6 +122,7 @@ fn parse(args: &[String]) -> Result<Args, String> {
         strict: false,
         case: None,
         icount: None,
+        callgrind: false,
         list: false,
     };
     let mut it = args.iter();
@@ -130,6 +141,7 @@ fn parse(args: &[String]) -> Result<Args, String> {
             "--json" => a.json = true,
             "--strict" => a.strict = true,
             "--list" => a.list = true,
+            "--callgrind" => a.callgrind = true,
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument {other:?}")),
         }
@@ -219,6 +231,7 @@ fn main() -> ExitCode {
     };
     let clock = TscClock::new();
     let mut all = cases::all(&clock);
+    all.extend(wire::all());
     if args.list {
         for c in &all {
             println!("{:<16} {}", c.name(), c.what());
@@ -263,6 +276,9 @@ fn main() -> ExitCode {
 
     if let Some(calls) = args.icount {
         return icount(all.pop().expect("one case"), calls, args.batch);
+    }
+    if args.callgrind {
+        return callgrind(cpu, args.batch);
     }
 
     let paths = Paths::default();
@@ -432,6 +448,146 @@ fn icount(mut case: Box<dyn Case>, calls: u64, batch: usize) -> ExitCode {
     ExitCode::SUCCESS
 }
 
+/// The cases `--callgrind` counts, with the calls it runs of each: the four shape
+/// cases, one and four governor checks, and the decision-to-wire stages (fewer
+/// calls: each is thousands of instructions).
+pub const CALLGRIND_CASES: [(&str, u64); 14] = [
+    ("gov1", 640_000),
+    ("gov4", 640_000),
+    ("shape4", 640_000),
+    ("shape1", 640_000),
+    ("shape_refused", 640_000),
+    ("shape_refund", 640_000),
+    ("wire_sign", 12_800),
+    ("wire_sign_naive", 12_800),
+    ("wire_prepare", 12_800),
+    ("wire_charge", 128_000),
+    ("wire_ledger", 12_800),
+    ("wire_encode", 12_800),
+    ("wire_write", 12_800),
+    ("wire_floor", 12_800),
+];
+
+/// The "Collected : N" figure of callgrind's summary on stderr.
+fn collected(stderr: &str) -> Option<u64> {
+    stderr.lines().find_map(|l| {
+        let (_, n) = l.split_once("Collected :")?;
+        n.trim().parse().ok()
+    })
+}
+
+/// `--callgrind`: each case of [`CALLGRIND_CASES`] in its own run of this binary
+/// under callgrind, collecting only `timed_calls`; prints instructions per call
+/// (the bench loop included) and the ratios the issue asks for.
+fn callgrind(cpu: usize, batch: usize) -> ExitCode {
+    let Ok(exe) = std::env::current_exe() else {
+        eprintln!("limit_bench: cannot find its own executable");
+        return ExitCode::FAILURE;
+    };
+    let dir = std::env::temp_dir();
+    let mut per_call = Vec::new();
+    println!("instructions per call (callgrind, only *timed_calls* collected, bench loop included; --batch {batch}):");
+    for (name, calls) in CALLGRIND_CASES {
+        let out = std::process::Command::new("valgrind")
+            .arg("--tool=callgrind")
+            .arg(format!(
+                "--callgrind-out-file={}",
+                dir.join(format!("limit_bench.callgrind.{name}")).display()
+            ))
+            .arg("--toggle-collect=*timed_calls*")
+            .arg(&exe)
+            .args(["--icount", &calls.to_string(), "--case", name])
+            .args(["--batch", &batch.to_string(), "--cpu", &cpu.to_string()])
+            .output();
+        let out = match out {
+            Ok(o) if o.status.success() => o,
+            Ok(o) => {
+                eprintln!(
+                    "limit_bench: callgrind of {name} failed: {}",
+                    String::from_utf8_lossy(&o.stderr)
+                );
+                return ExitCode::FAILURE;
+            }
+            Err(e) => {
+                eprintln!("limit_bench: cannot run valgrind: {e}");
+                return ExitCode::FAILURE;
+            }
+        };
+        let Some(ir) = collected(&String::from_utf8_lossy(&out.stderr)) else {
+            eprintln!("limit_bench: no \"Collected\" line from callgrind for {name}");
+            return ExitCode::FAILURE;
+        };
+        let calls = calls.div_ceil(batch as u64) * batch as u64;
+        let x = ir as f64 / calls as f64;
+        println!("  {name:<16} {x:>9.1}   ({ir} / {calls})");
+        per_call.push((name, x));
+    }
+    let get = |n: &str| per_call.iter().find(|(c, _)| *c == n).map(|(_, x)| *x);
+    let (Some(gov1), Some(gov4)) = (get("gov1"), get("gov4")) else {
+        return ExitCode::FAILURE;
+    };
+    println!();
+    println!("shapes, instructions per call / one governor check ({gov1:.1}):");
+    for (name, target) in [
+        ("shape4", 2.0),
+        ("shape1", 1.2),
+        ("shape_refused", 4.0),
+        ("shape_refund", 4.0),
+    ] {
+        let Some(x) = get(name) else { continue };
+        let r = x / gov1;
+        println!(
+            "  {name:<16} {x:>7.1}  {r:.2}x  (target < {target}x: {})",
+            if r < target { "met" } else { "missed" }
+        );
+    }
+    if let Some(x) = get("shape4") {
+        println!(
+            "  shape4 / four governor checks ({gov4:.1}): {:.2}x",
+            x / gov4
+        );
+    }
+    println!();
+    print_stages("instructions", &get, gov1)
+}
+
+/// The decision-to-wire stage table from per-call figures (`unit`: ns or
+/// instructions), with the signature set beside one governor check (`gov1`), the
+/// floor and the signature keyed on every call.
+fn print_stages(unit: &str, get: &dyn Fn(&str) -> Option<f64>, gov1: f64) -> ExitCode {
+    let Some(rows) = wire::stages(get) else {
+        return ExitCode::SUCCESS;
+    };
+    println!("decision to wire, {unit} per order (a Binance LIMIT order, Gateway::submit, the pool, write(2) to a pipe):");
+    for r in &rows {
+        println!("  {:<42} {:>9.1}   {}", r.stage, r.cost, r.how);
+    }
+    if let (Some(sign), Some(naive), Some(floor)) =
+        (get("wire_sign"), get("wire_sign_naive"), get("wire_floor"))
+    {
+        println!(
+            "  signature: {:.1}x one governor check, {:.2}x the floor; keyed per call {naive:.1}: precomputed / per call = {:.2}",
+            sign / gov1,
+            sign / floor,
+            sign / naive
+        );
+    }
+    if let (Some(encode), Some(sign)) = (get("wire_encode"), get("wire_sign")) {
+        let rest = encode - sign;
+        println!(
+            "  all but the signature and write(2): {rest:.1} (target < 1000 instructions: {})",
+            if unit != "instructions" {
+                "judged in instructions"
+            } else if rest < 1000.0 {
+                "met"
+            } else {
+                "missed"
+            }
+        );
+    }
+    ExitCode::SUCCESS
+}
+
 fn print_table(all: &[Box<dyn Case>], records: &[Record], summaries: &[Summary]) {
     println!();
     println!(
@@ -478,6 +634,11 @@ fn find<'a>(all: &[Box<dyn Case>], summaries: &'a [Summary], name: &str) -> Opti
 /// machine moves them, so they never fail the run (callgrind gives the stable figure).
 fn print_targets(all: &[Box<dyn Case>], summaries: &[Summary]) {
     println!();
+    if let Some(gov1) = find(all, summaries, "gov1") {
+        let get = |n: &str| find(all, summaries, n).map(|s| s.median);
+        print_stages("median ns", &get, gov1.median);
+        println!();
+    }
     if let (Some(e), Some(g)) = (
         find(all, summaries, "charge4"),
         find(all, summaries, "gov4"),
@@ -612,6 +773,8 @@ mod tests {
     fn allocations_in_timed_loops_are_counted_and_only_there() {
         let clock = TscClock::new();
         let mut all: Vec<Box<dyn Case>> = cases::all(&clock);
+        // The decision-to-wire path too: prepare, sign, submit, encode, write.
+        all.extend(wire::all());
         all.push(Box::new(Allocating));
         let records = run(&mut all, &clock, 50, 8);
         for (case, r) in all.iter().zip(&records) {
@@ -643,6 +806,13 @@ mod tests {
         assert!(parse(&args("--icount 10")).is_err());
         assert!(parse(&args("--frobnicate")).is_err());
         assert!(parse(&args("--cpu")).is_err());
+    }
+
+    #[test]
+    fn callgrinds_summary_is_read() {
+        let stderr = "==12== Events    : Ir\n==12== Collected : 30720000\n==12==\n==12== I   refs:      31,000,000\n";
+        assert_eq!(collected(stderr), Some(30_720_000));
+        assert_eq!(collected("==12== I   refs: 5\n"), None);
     }
 
     #[test]

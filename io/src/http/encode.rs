@@ -123,8 +123,16 @@ fn is_token(s: &str) -> bool {
     !s.is_empty() && s.bytes().all(|b| TCHAR[usize::from(b)])
 }
 
+/// A header value's bytes: HTAB, or visible and space (no CR, LF or other control).
+///
+/// The checks below fold every byte without an early exit and without
+/// short-circuit operators, so the compiler checks 16 or 32 bytes a step (a
+/// byte-at-a-time `all` took ~8 instructions a byte: ~2,100 for a signed Binance
+/// order's target and API key, the largest share of the send path's encoding).
 fn valid_value(s: &str) -> bool {
-    s.bytes().all(|b| b == b'\t' || (b >= 0x20 && b != 0x7f))
+    s.bytes().fold(true, |ok, b| {
+        ok & ((b == b'\t') | ((b >= 0x20) & (b != 0x7f)))
+    })
 }
 
 /// The origin form (`/path?query`), or `*` for OPTIONS (RFC 9112 §3.2). Anything
@@ -135,7 +143,9 @@ fn valid_target(method: &str, s: &str) -> bool {
     if s == "*" {
         return method == "OPTIONS";
     }
-    s.starts_with('/') && s.bytes().all(|b| b > 0x20 && b != 0x7f && b != b'#')
+    s.starts_with('/')
+        && s.bytes()
+            .fold(true, |ok, b| ok & (b > 0x20) & (b != 0x7f) & (b != b'#'))
 }
 
 const RESERVED: [&str; 4] = ["host", "content-length", "transfer-encoding", "connection"];
@@ -317,6 +327,30 @@ mod tests {
             }),
             Err(InvalidRequest::TooLarge)
         );
+    }
+
+    /// Every byte value at every position of a target and a header value longer
+    /// than a vector step (the checks fold many bytes at once): refused exactly
+    /// when the byte is not allowed there.
+    #[test]
+    fn every_byte_is_checked_wherever_it_stands() {
+        for b in 0..=0x7fu8 {
+            for at in [1, 15, 16, 17, 31, 32, 33, 63, 64, 99] {
+                let mut target = vec![b'a'; 100];
+                target[0] = b'/';
+                target[at] = b;
+                let t = std::str::from_utf8(&target).unwrap();
+                let ok = b > 0x20 && b != 0x7f && b != b'#';
+                assert_eq!(valid_target("GET", t), ok, "target byte {b:#04x} at {at}");
+                let mut value = vec![b'v'; 100];
+                value[at] = b;
+                let v = std::str::from_utf8(&value).unwrap();
+                let ok = b == b'\t' || (b >= 0x20 && b != 0x7f);
+                assert_eq!(valid_value(v), ok, "value byte {b:#04x} at {at}");
+            }
+        }
+        // Bytes above 0x7f (UTF-8) pass both, as before.
+        assert!(valid_target("GET", "/é") && valid_value("é"));
     }
 
     #[test]
