@@ -93,6 +93,13 @@ impl<E: Account> Api<'_, '_, E> {
         self.gw.id_block(n)
     }
 
+    /// Asks the venue for its open orders once, as soon as the budget has room
+    /// ([`Gateway::poll_open_orders_once`]): an [`Event::OpenOrders`] follows.
+    pub fn poll_open_orders_once(&mut self) {
+        let now = self.now();
+        self.gw.poll_open_orders_once(now);
+    }
+
     /// The venue's endpoints.
     pub fn venue(&self) -> &E {
         self.gw.venue()

@@ -153,6 +153,9 @@ pub struct Gateway<E> {
     /// Open orders polled this often (None: not at all).
     open_every: Option<i64>,
     next_open: i64,
+    /// A one-off poll of open orders due at this time
+    /// ([`Gateway::poll_open_orders_once`]).
+    open_once: Option<i64>,
     /// The poll on the wire: its id and when it was sent.
     open: Option<(RequestId, i64)>,
     open_req: Prepared,
@@ -340,6 +343,7 @@ impl<E: Account> Gateway<E> {
             time: None,
             open_every: None,
             next_open: i64::MIN,
+            open_once: None,
             open: None,
             open_req: Prepared::with_capacity(bytes),
             stats: Stats::default(),
@@ -638,6 +642,14 @@ impl<E: Account> Gateway<E> {
         self.open_every = Some(every_ns.max(1));
     }
 
+    /// Polls the venue's open orders once, at `now_ns` or as soon as the budget
+    /// has room (besides any [`Gateway::poll_open_orders`]): its answer comes as
+    /// one [`Event::OpenOrders`]. After the venue's dead man's switch fired, that
+    /// answer says which quotes still rest.
+    pub fn poll_open_orders_once(&mut self, now_ns: i64) {
+        self.open_once = Some(self.open_once.map_or(now_ns, |at| at.min(now_ns)));
+    }
+
     /// The earliest time its due work (a re-send, a query, a poll) wants a
     /// [`Gateway::poll`].
     pub fn poll_timeout(&self) -> Option<i64> {
@@ -645,21 +657,29 @@ impl<E: Account> Gateway<E> {
             (Some(_), None) => self.next_open,
             _ => i64::MAX,
         };
-        let at = self.next_due.min(open);
+        let once = match self.open {
+            None => self.open_once.unwrap_or(i64::MAX),
+            Some(_) => i64::MAX,
+        };
+        let at = self.next_due.min(open).min(once);
         (at != i64::MAX).then_some(at)
     }
 
     /// Sends the open-orders poll if it is due.
     fn poll_open<W: Wire>(&mut self, w: &mut W) {
         let now = w.now();
-        let Some(every) = self.open_every else {
-            return;
-        };
-        if self.open.is_some() || now < self.next_open {
+        let periodic = self.open_every.is_some() && now >= self.next_open;
+        let once = self.open_once.is_some_and(|at| now >= at);
+        if self.open.is_some() || !(periodic || once) {
             return;
         }
-        self.next_open = now + every;
+        // A one-off poll alone retries within a second.
+        let every = self.open_every.unwrap_or(1_000_000_000);
+        if self.open_every.is_some() {
+            self.next_open = now + every;
+        }
         let Ok(symbol) = Symbol::new(self.symbol.as_str()) else {
+            self.open_once = None;
             return;
         };
         if self
@@ -667,6 +687,8 @@ impl<E: Account> Gateway<E> {
             .open_orders(&mut self.open_req, Some(symbol), now)
             .is_err()
         {
+            // Nothing the venue can be asked: no retry loop.
+            self.open_once = None;
             return;
         }
         let charged = w
@@ -683,7 +705,13 @@ impl<E: Account> Gateway<E> {
             Ok(t) => t,
             // The weight is shared with the caller's reads: go as soon as it has room.
             Err(l) => {
-                self.next_open = l.ready_at_ns.clamp(now + 1_000_000, now + every);
+                let at = l.ready_at_ns.clamp(now + 1_000_000, now + every);
+                if self.open_every.is_some() {
+                    self.next_open = at;
+                }
+                if once {
+                    self.open_once = Some(at);
+                }
                 return;
             }
         };
@@ -698,17 +726,22 @@ impl<E: Account> Gateway<E> {
                 self.stats.sent += 1;
                 self.open = Some((id, now));
                 self.trace.open = tid;
+                self.open_once = None;
             }
             Some(Err(refused)) => {
                 let _ = w.budget().refund(refused.into_ticket(), now);
                 self.trace.refund(now, tid);
                 self.next_open = now + RETRY_GAP_NS;
+                if once {
+                    self.open_once = Some(now + RETRY_GAP_NS);
+                }
             }
             None => {
                 if let Some(t) = ticket {
                     let _ = w.budget().refund(t, now);
                     self.trace.refund(now, tid);
                 }
+                self.open_once = None;
             }
         }
     }

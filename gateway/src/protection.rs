@@ -201,6 +201,8 @@ pub struct Protection {
     sent: Option<(i64, Due)>,
     warned: bool,
     stopping: bool,
+    /// Armed again after it fired, not yet taken ([`Protection::take_rearmed`]).
+    rearmed: bool,
     notes: ArrayVec<Note, 4>,
     stats: ProtectionStats,
 }
@@ -244,6 +246,7 @@ impl Protection {
             sent: None,
             warned: false,
             stopping: false,
+            rearmed: false,
             notes: ArrayVec::new(),
             stats: ProtectionStats::default(),
         })
@@ -337,6 +340,7 @@ impl Protection {
         match (answer, due) {
             (Some(SwitchAnswer::Armed { .. }), Due::Arm) => {
                 self.stats.armed += 1;
+                self.rearmed |= self.state == State::Fired;
                 let until = sent_at.saturating_add(i64::from(self.timeout_ms) * MS);
                 self.armed_until_ns = Some(until);
                 self.state = State::Armed;
@@ -357,6 +361,13 @@ impl Protection {
             _ => self.next_at_ns = now_ns.saturating_add(RETRY_NS),
         }
         self.check_risk(now_ns);
+    }
+
+    /// Whether the switch was armed again after it fired, once: sending is allowed
+    /// again, and which of the strategy's orders the venue cancelled is unknown
+    /// (the caller asks the venue for its open orders).
+    pub fn take_rearmed(&mut self) -> bool {
+        core::mem::take(&mut self.rearmed)
     }
 
     /// Advances to `now_ns`: reports a switch whose next send cannot come in time,
@@ -559,6 +570,10 @@ impl<S> Protected<S> {
                     self.machine.on_answer(None, now);
                 }
             }
+        }
+        // After a fire, once sending is allowed again: what still rests.
+        if self.machine.take_rearmed() {
+            api.poll_open_orders_once();
         }
         while let Some(n) = self.machine.poll_note() {
             let ev = match n {

@@ -579,3 +579,23 @@ fn a_lost_batch_answer_queries_every_item_by_its_own_id() {
     );
     assert_eq!(gw.in_flight(), 0);
 }
+
+/// After the venue's dead man's switch fired and was armed again (issue 28), the
+/// gateway asks the venue once what still rests: one open-orders poll, at once
+/// or when the budget has room, answered as one OpenOrders event, then nothing
+/// more is due.
+#[test]
+fn a_one_off_open_orders_poll_goes_out_once() {
+    let (mut gw, mut w) = binance();
+    assert_eq!(gw.poll_timeout(), None, "nothing due");
+    gw.poll_open_orders_once(w.now);
+    next_write(&mut gw, &mut w, 1);
+    let (id, target, f, _) = w.last();
+    assert!(target.starts_with("/api/v3/openOrders?"), "{target}");
+    w.now += MS;
+    let open = br#"[{"symbol":"BTCUSDT","clientOrderId":"still-here","status":"NEW"}]"#;
+    let ev = gw.on_response(&mut w, id, answer(200, open), f);
+    assert!(matches!(ev, Some(Event::OpenOrders { .. })), "{ev:?}");
+    assert_eq!(gw.poll_timeout(), None, "once");
+    assert_eq!(w.sent.len(), 1);
+}

@@ -64,6 +64,7 @@ fn a_long_hold_warns_then_fires_and_a_flood_never_starves_the_refresh() {
     let mut notes: Vec<(i64, Note)> = Vec::new();
     let mut in_flight: Option<i64> = None;
     let mut hold_from = None;
+    let mut rearms = 0u32;
     let mut now = 0;
     // 240 s of jumped time, 50 ms a step: bounded, so a never-idle bug fails fast.
     while now <= 240 * SEC {
@@ -96,6 +97,7 @@ fn a_long_hold_warns_then_fires_and_a_flood_never_starves_the_refresh() {
             if now >= sent + 20 * MS {
                 let a = armed.with_response(|r| v.read_switch(r));
                 p.on_answer(Some(a), now);
+                rearms += u32::from(p.take_rearmed());
                 in_flight = None;
             }
         }
@@ -152,7 +154,9 @@ fn a_long_hold_warns_then_fires_and_a_flood_never_starves_the_refresh() {
     assert!(fired_at >= armed_until_ns && fired_at < armed_until_ns + 100 * MS);
     assert!(fired_at < hold_from + 120 * SEC);
     assert_eq!(p.stats().lapses, 1);
-    // Re-armed once the hold ended.
+    // Re-armed once the hold ended, and said so once (the gateway then asks the
+    // venue which quotes still rest); the first arm is no re-arm.
+    assert_eq!(rearms, 1, "armed again after the fire, said once");
     assert_eq!(p.state(), State::Armed);
     assert!(p.armed_until_ns().unwrap() > hold_from + 120 * SEC);
 }
