@@ -369,6 +369,13 @@ fn serve<E: Account>(
             Some(j) => j.clone(),
             None => runtime_dir(a.runtime_dir.as_deref(), &name)?.join("journal"),
         }),
+        // The account the journal's orders are queried on: refused if it holds
+        // live orders of another venue, base URL or API key.
+        journal_owner: Some(shm::JournalOwner::new(
+            a.venue.as_deref().unwrap_or_default(),
+            a.base.as_deref().unwrap_or_default(),
+            a.api_key.as_deref().unwrap_or_default(),
+        )),
         allow_uids: a.allow_uids.clone(),
         allow_gids: a.allow_gids.clone(),
         leases,
