@@ -72,6 +72,11 @@ pub struct Start {
     /// The boot epoch of the gateway's client order ids
     /// ([`Gateway::set_boot_epoch`]); None: the start's wall-clock milliseconds.
     pub boot_epoch: Option<u64>,
+    /// Charges a previous gateway made (its [`ChargeLog`](crate::shm::ChargeLog),
+    /// [`Recent::charged`](crate::shm::Recent::charged)): the budget is built at
+    /// the oldest and books each at its time ([`ergon_core::Budget::charge_after`]),
+    /// so that they count in their windows. Buckets this budget lacks are skipped.
+    pub recent: Vec<crate::shm::Charged>,
 }
 
 impl Start {
@@ -90,6 +95,7 @@ impl Start {
             ws_api: None,
             labels: Vec::new(),
             boot_epoch: None,
+            recent: Vec::new(),
         }
     }
 }
@@ -336,6 +342,29 @@ impl<E: Account> ClientHandler for Read<E> {
     }
 }
 
+/// Builds the budget at the oldest of `recent` (or `now`) and books each of them
+/// at its time (never after `now`), oldest first: the budget's clock never goes
+/// back, and each charge leaves its window when it would have.
+fn replay(
+    builder: Builder,
+    recent: &[crate::shm::Charged],
+    now: i64,
+) -> Result<Budget, ergon_core::ConfigError> {
+    let mut order: Vec<&crate::shm::Charged> = recent.iter().collect();
+    order.sort_by_key(|c| c.at_ns);
+    let from = order.first().map_or(now, |c| c.at_ns.min(now));
+    let mut budget = builder.build(from)?;
+    for c in order {
+        if let Some(id) = budget.bucket(&c.bucket) {
+            let units = u32::try_from(c.units).unwrap_or(u32::MAX);
+            // Its own id: never foreign.
+            let _ = budget.charge_after(id, units, c.at_ns.min(now));
+        }
+    }
+    budget.tick(now);
+    Ok(budget)
+}
+
 fn pool_cfg(s: &Start) -> PoolConfig {
     let mut pc = PoolConfig::new(s.addr, s.host.clone());
     pc.local_addr = s.local_addr;
@@ -420,9 +449,7 @@ impl<E: Account> Gateway<E> {
             ),
             None => None,
         };
-        let budget = builder
-            .build(ergon_io::clock::now_ns())
-            .map_err(|e| err(&e))?;
+        let budget = replay(builder, &s.recent, ergon_io::clock::now_ns()).map_err(|e| err(&e))?;
         let mut lp = EventLoop::new(s.loop_cfg, budget)?;
         let mut pc = pool_cfg(s);
         pc.connections = s.connections.max(1);
