@@ -11,6 +11,10 @@
 //!    after which "not found" means "never ran": `Unresolved`) leaves the entries
 //!    in the journal, and a clean stop keeps them for the next start. On main
 //!    they were cleared at `Unresolved`.
+//! 3. A gateway SIGKILLed after using a whole window of the account's order limit
+//!    and restarted at once: the restarted one sends nothing more in that window
+//!    (every order refused locally, ready by the window's end), and the emulator
+//!    answers no 429. On main its budget started empty and the venue throttled it.
 //!
 //! No test sleeps to let time pass for a verdict: each waits on `ready NAME`, on
 //! the client's output lines, on the emulator's report, the gateway's stats or
@@ -25,8 +29,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use ergon_core::Class;
-use ergon_gateway::shm::{Call, ShmClient, ShmSubmitError};
-use ergon_venue_sim::{Config, Fault, Server};
+use ergon_gateway::shm::{Call, ShmClient, ShmEvent, ShmSubmitError};
+use ergon_venue_sim::{Config, Fault, Interval, LimitType, RateLimit, Server};
 use ergon_venues::endpoint::{Decimal, NewOrder, OrderType, Side, Symbol, TimeInForce};
 
 /// A gateway process, killed when dropped.
@@ -269,6 +273,78 @@ fn a_recovery_without_a_definite_answer_leaves_its_entries_for_the_next_start() 
     assert_eq!(s.report().executions, 0);
 }
 
+/// The account's order limit of this test: 20 orders per 20 s window (fixed
+/// windows on the venue clock, as Binance counts them).
+const ORDERS_20S: u64 = 20;
+const WINDOW_MS: u128 = 20_000;
+
+fn wall_ms() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("after 1970")
+        .as_millis()
+}
+
+#[test]
+fn a_gateway_killed_after_using_a_window_restarts_into_what_is_left_of_it() {
+    let mut c = Config::binance_spot();
+    c.rate_limits = vec![
+        RateLimit::new(LimitType::RequestWeight, Interval::Minute, 1, 100_000),
+        RateLimit::new(LimitType::Orders, Interval::Second, 20, ORDERS_20S),
+        RateLimit::new(LimitType::Orders, Interval::Day, 1, 1_000_000),
+        RateLimit::new(LimitType::RawRequests, Interval::Minute, 5, 1_000_000),
+    ];
+    let s = Server::start(c).expect("emulator");
+    let name = format!("jnlbudget-{}", std::process::id());
+    let dir = Dir::new("budget");
+    let mut gw = gateway(&s, "binance-spot", &name, &dir);
+    // At the start of a venue window (the emulator's clock is the wall clock).
+    while wall_ms() % WINDOW_MS > 300 {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let window = wall_ms() / WINDOW_MS;
+    let mut first = client(&["flood", &name, "mm", &ORDERS_20S.to_string()]);
+    let used = first.line("result ");
+    assert!(
+        used.starts_with(&format!("applied={ORDERS_20S} ")),
+        "{used}"
+    );
+    sigkill(&mut gw);
+    drop(first);
+
+    let _gw2 = gateway(&s, "binance-spot", &name, &dir);
+    let mut second = client(&["flood", &name, "mm2", "4"]);
+    let after = second.line("result ");
+    let done = wall_ms();
+    eprintln!("first life: {used}; second: {after}");
+    assert_eq!(
+        done / WINDOW_MS,
+        window,
+        "the machine took longer than a window: nothing to conclude"
+    );
+    let r = s.report();
+    assert_eq!(r.order_rate_limited, 0, "the venue throttled orders: {r:?}");
+    assert_eq!(r.throttled, 0, "429s: {r:?}");
+    assert_eq!(r.responses.get(&429).copied().unwrap_or(0), 0, "{r:?}");
+    assert!(after.starts_with("applied=0 limited=4 "), "{after}");
+    // Refused until the window's end, not for good.
+    let ready: u128 = after
+        .split(' ')
+        .find_map(|w| w.strip_prefix("ready_in_ms="))
+        .and_then(|v| v.parse().ok())
+        .expect("ready_in_ms");
+    assert!(ready <= WINDOW_MS + 1_000, "{after}");
+    assert_eq!(r.executions, ORDERS_20S, "{r:?}");
+    // The next window: it sends again.
+    while wall_ms() / WINDOW_MS == window || wall_ms() % WINDOW_MS < 200 {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let mut third = client(&["flood", &name, "mm3", "3"]);
+    let next = third.line("result ");
+    eprintln!("next window: {next} at {}", wall_ms() % WINDOW_MS);
+    assert!(next.starts_with("applied=3 "), "{next}");
+}
+
 // ---- the client role: run as `role` by the tests above ----
 
 #[test]
@@ -301,6 +377,36 @@ fn role() {
                 c.wait(100);
                 while c.poll().is_some() {}
             }
+        }
+        "flood" => {
+            // One at a time, each to its final event.
+            let (mut applied, mut limited, mut other, mut ready_ms) = (0, 0, 0, 0i64);
+            for tag in 0..n as u64 {
+                submit(&mut c, symbol, tag);
+                let ev = loop {
+                    assert!(Instant::now() < until && !c.is_gone(), "no final event");
+                    match c.poll() {
+                        Some((ev, _)) if ev.is_final() => break ev,
+                        Some(_) => {}
+                        None => {
+                            c.wait(10);
+                        }
+                    }
+                };
+                match ev {
+                    ShmEvent::Applied { .. } => applied += 1,
+                    ShmEvent::Limited { ready_in_ns, .. } => {
+                        limited += 1;
+                        ready_ms = ready_ms.max(ready_in_ns / 1_000_000);
+                    }
+                    _ => other += 1,
+                }
+            }
+            let _ = writeln!(
+                out,
+                "result applied={applied} limited={limited} other={other} ready_in_ms={ready_ms}"
+            );
+            let _ = out.flush();
         }
         other => panic!("no role {other:?}"),
     }
