@@ -425,7 +425,7 @@ mod tests {
         let whole = std::fs::read(&path).unwrap();
         for bytes in [&whole[..10], &whole[..HEAD + 10], &[0xffu8; 200][..]] {
             std::fs::write(&path, bytes).unwrap();
-            let e = ChargeLog::read(&path, 0, SEC).err().expect("read");
+            let e = ChargeLog::read(&path, 0, SEC).expect_err("read");
             assert_eq!(e.kind(), io::ErrorKind::InvalidData, "{e}");
             assert!(e.to_string().contains("charges"), "{e}");
             assert_eq!(std::fs::read(&path).unwrap(), bytes);

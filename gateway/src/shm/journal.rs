@@ -267,11 +267,11 @@ fn disk_backed(fd: &OwnedFd) -> io::Result<bool> {
     if unsafe { libc::fstatfs(fd.as_raw_fd(), &mut st) } != 0 {
         return Err(io::Error::last_os_error());
     }
-    #[allow(clippy::unnecessary_cast)] // f_type's type differs between libcs
-    let t = st.f_type as i64;
     // ramfs's magic (linux/magic.h), which libc does not name.
     const RAMFS_MAGIC: i64 = 0x8584_58f6;
-    Ok(t != libc::TMPFS_MAGIC as i64 && t != RAMFS_MAGIC)
+    #[allow(clippy::unnecessary_cast)] // f_type's type differs between libcs
+    let (t, tmpfs) = (st.f_type as i64, libc::TMPFS_MAGIC as i64);
+    Ok(t != tmpfs && t != RAMFS_MAGIC)
 }
 
 pub(super) fn bad_data(path: &Path, why: impl core::fmt::Display) -> io::Error {
