@@ -287,6 +287,20 @@ fn wall_ms() -> u128 {
 
 #[test]
 fn a_gateway_killed_after_using_a_window_restarts_into_what_is_left_of_it() {
+    killed_after_a_window("budget", true);
+}
+
+/// Without the charges file (a gateway that kept none ran on this journal): the
+/// account's order limit starts full for one window.
+#[test]
+fn without_a_record_of_charges_the_order_limit_starts_full_for_one_window() {
+    killed_after_a_window("unrecorded", false);
+}
+
+/// A gateway uses a whole window of the order limit and is SIGKILLed, another
+/// starts at once (`kept`: on the charges file the first one left; else with
+/// it removed) and a client tries 4 orders in the same window.
+fn killed_after_a_window(test: &str, kept: bool) {
     let mut c = Config::binance_spot();
     c.rate_limits = vec![
         RateLimit::new(LimitType::RequestWeight, Interval::Minute, 1, 100_000),
@@ -295,8 +309,8 @@ fn a_gateway_killed_after_using_a_window_restarts_into_what_is_left_of_it() {
         RateLimit::new(LimitType::RawRequests, Interval::Minute, 5, 1_000_000),
     ];
     let s = Server::start(c).expect("emulator");
-    let name = format!("jnlbudget-{}", std::process::id());
-    let dir = Dir::new("budget");
+    let name = format!("jnl{test}-{}", std::process::id());
+    let dir = Dir::new(test);
     let mut gw = gateway(&s, "binance-spot", &name, &dir);
     // At the start of a venue window (the emulator's clock is the wall clock).
     while wall_ms() % WINDOW_MS > 300 {
@@ -311,6 +325,9 @@ fn a_gateway_killed_after_using_a_window_restarts_into_what_is_left_of_it() {
     );
     sigkill(&mut gw);
     drop(first);
+    if !kept {
+        std::fs::remove_file(dir.0.join("charges")).expect("the charges file");
+    }
 
     let _gw2 = gateway(&s, "binance-spot", &name, &dir);
     let mut second = client(&["flood", &name, "mm2", "4"]);
@@ -335,6 +352,9 @@ fn a_gateway_killed_after_using_a_window_restarts_into_what_is_left_of_it() {
         .expect("ready_in_ms");
     assert!(ready <= WINDOW_MS + 1_000, "{after}");
     assert_eq!(r.executions, ORDERS_20S, "{r:?}");
+    if !kept {
+        return; // held a window from its start: into the venue's next one
+    }
     // The next window: it sends again.
     while wall_ms() / WINDOW_MS == window || wall_ms() % WINDOW_MS < 200 {
         std::thread::sleep(Duration::from_millis(5));
