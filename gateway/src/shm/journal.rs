@@ -794,4 +794,38 @@ mod tests {
         }
         let _ = std::fs::remove_dir_all(&d);
     }
+
+    /// On a disk-backed file system each new entry is written out (msync of the
+    /// pages it spans, entries across a page edge included) before `record`
+    /// returns; on tmpfs there is nothing to write out.
+    #[test]
+    fn entries_of_a_disk_backed_journal_are_synced_page_by_page() {
+        let d = scratch("disk");
+        let path = d.join("journal");
+        let (mut j, _) = Journal::open(&path, 128, 1, &me()).unwrap();
+        let disk = disk_backed(&OwnedFd::from(std::fs::File::open(&d).unwrap())).unwrap();
+        assert_eq!(j.disk, disk, "disk-backed as its directory");
+        // Entry 51 spans the edge of the second page (4096 + 51 * 80 = 8176..8256).
+        for k in 0..60 {
+            assert!(
+                j.record("BTCUSDT", &format!("id-{k}")).is_some(),
+                "entry {k}"
+            );
+        }
+        drop(j);
+        let (_, old) = Journal::open(&path, 128, 1, &me()).unwrap();
+        assert_eq!(old.len(), 60);
+        let _ = std::fs::remove_dir_all(&d);
+        if std::path::Path::new("/dev/shm").is_dir() {
+            let path = std::path::PathBuf::from(format!(
+                "/dev/shm/ergon-jnl-tmpfs-{}",
+                std::process::id()
+            ));
+            let _ = std::fs::remove_file(&path);
+            let (j, _) = Journal::open(&path, 2, 1, &me()).unwrap();
+            assert!(!j.disk, "tmpfs: nothing to write out");
+            drop(j);
+            let _ = std::fs::remove_file(&path);
+        }
+    }
 }
