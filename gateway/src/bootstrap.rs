@@ -191,6 +191,8 @@ struct Read<E> {
     deadline: i64,
     anchor: Option<(i64, i64)>,
     limits: Option<Vec<u8>>,
+    /// The headers of the last answer read (its usage figures seed the budget).
+    headers: Vec<(Vec<u8>, Vec<u8>)>,
     error: Option<StartError>,
     _venue: core::marker::PhantomData<E>,
 }
@@ -307,6 +309,11 @@ impl<E: Account> ClientHandler for Read<E> {
             cx.stop();
             return;
         }
+        self.headers = r
+            .headers
+            .iter()
+            .map(|h| (h.name.to_vec(), h.value.to_vec()))
+            .collect();
         if self.step == 0 {
             let Some(server_ms) = E::read_time(r.body) else {
                 self.error = Some(StartError::new(
@@ -419,6 +426,7 @@ impl<E: Account> Gateway<E> {
             deadline: now + s.timeout_ns,
             anchor: None,
             limits: None,
+            headers: Vec::new(),
             error: None,
             _venue: core::marker::PhantomData,
         };
@@ -437,7 +445,7 @@ impl<E: Account> Gateway<E> {
             limits: read.limits,
         };
         let mut builder = Budget::builder();
-        let venue = declare(&boot, &mut builder).map_err(|e| err(&e))?;
+        let mut venue = declare(&boot, &mut builder).map_err(|e| err(&e))?;
         let ws_connects = match &s.ws_api {
             Some(_) => Some(
                 builder
@@ -449,7 +457,23 @@ impl<E: Account> Gateway<E> {
             ),
             None => None,
         };
-        let budget = replay(builder, &s.recent, ergon_io::clock::now_ns()).map_err(|e| err(&e))?;
+        let now = ergon_io::clock::now_ns();
+        let mut budget = replay(builder, &s.recent, now).map_err(|e| err(&e))?;
+        // The venue's usage figures in the bootstrap's last answer (a gateway
+        // killed a moment ago, another process on the IP): booked before the
+        // first send, read by the adapter as any answer's. Its verdict (a 200 of
+        // an unsigned read) says nothing more.
+        let headers: Vec<ergon_venues::response::Header<'_>> = read
+            .headers
+            .iter()
+            .map(|(name, value)| ergon_venues::response::Header { name, value })
+            .collect();
+        let seen = Response {
+            status: 200,
+            headers: &headers,
+            body: b"{}",
+        };
+        let _ = venue.on_response(Kind::Read(0), &seen, &mut budget, now);
         let mut lp = EventLoop::new(s.loop_cfg, budget)?;
         let mut pc = pool_cfg(s);
         pc.connections = s.connections.max(1);

@@ -15,6 +15,9 @@
 //!    and restarted at once: the restarted one sends nothing more in that window
 //!    (every order refused locally, ready by the window's end), and the emulator
 //!    answers no 429. On main its budget started empty and the venue throttled it.
+//! 4. The venue's usage figures in the bootstrap's answers seed the budget: a
+//!    gateway started on an IP whose weight another process (or a gateway just
+//!    killed) used counts that use before its first send. On main it started at 0.
 //!
 //! No test sleeps to let time pass for a verdict: each waits on `ready NAME`, on
 //! the client's output lines, on the emulator's report, the gateway's stats or
@@ -363,6 +366,44 @@ fn killed_after_a_window(test: &str, kept: bool) {
     let next = third.line("result ");
     eprintln!("next window: {next} at {}", wall_ms() % WINDOW_MS);
     assert!(next.starts_with("applied=3 "), "{next}");
+}
+
+#[test]
+fn the_usage_figures_of_the_bootstrap_seed_the_budget() {
+    use ergon_gateway::{Account, Gateway, Keys, Start};
+    let mut c = Config::binance_spot();
+    c.rate_limits = vec![
+        RateLimit::new(LimitType::RequestWeight, Interval::Minute, 1, 6_000),
+        RateLimit::new(LimitType::Orders, Interval::Second, 10, 100),
+        RateLimit::new(LimitType::Orders, Interval::Day, 1, 1_000_000),
+        RateLimit::new(LimitType::RawRequests, Interval::Minute, 5, 1_000_000),
+    ];
+    let s = Server::start(c).expect("emulator");
+    let a = s.config().accounts[0].clone();
+    // Not in a minute's last 10 s: the venue's figure must be this minute's.
+    while wall_ms() % 60_000 > 50_000 {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    s.add_weight(std::net::Ipv4Addr::LOCALHOST.into(), 5_000);
+    let start = Start::from_base(&format!("http://{}", s.addr())).expect("start");
+    let keys = Keys {
+        api_key: &a.api_key,
+        secret: a.secret.as_bytes(),
+        passphrase: None,
+    };
+    let (lp, _gw, _pool) = Gateway::start(&start, "BTCUSDT", |boot, b| {
+        ergon_venues::binance_spot::BinanceSpot::declare(boot, b, &keys, 30_000_000)
+    })
+    .expect("started");
+    let budget = lp.budget();
+    let id = budget
+        .bucket("REQUEST_WEIGHT_1M")
+        .expect("the weight bucket");
+    let used = budget.stats(id).expect("stats").used;
+    assert!(
+        used >= 5_000,
+        "the budget ignores the venue's figure of 5000 and more: {used}"
+    );
 }
 
 // ---- the client role: run as `role` by the tests above ----
