@@ -373,11 +373,7 @@ fn serve<E: Account>(
         }),
         // The account the journal's orders are queried on: refused if it holds
         // live orders of another venue, base URL or API key.
-        journal_owner: Some(shm::JournalOwner::new(
-            a.venue.as_deref().unwrap_or_default(),
-            a.base.as_deref().unwrap_or_default(),
-            a.api_key.as_deref().unwrap_or_default(),
-        )),
+        journal_owner: Some(journal_owner(a)),
         allow_uids: a.allow_uids.clone(),
         allow_gids: a.allow_gids.clone(),
         leases,
@@ -665,13 +661,26 @@ struct Kept {
     unrecorded: bool,
 }
 
-/// Reads the charges a previous gateway left (`charges` in the runtime directory).
+/// The account this start queries the journal's orders on.
+fn journal_owner(a: &Args) -> shm::JournalOwner {
+    shm::JournalOwner::new(
+        a.venue.as_deref().unwrap_or_default(),
+        a.base.as_deref().unwrap_or_default(),
+        a.api_key.as_deref().unwrap_or_default(),
+    )
+}
+
+/// Refuses, before anything is sent, a journal with live orders of another
+/// account; then reads the charges a previous gateway left (`charges` in the
+/// runtime directory).
 fn read_charges(a: &Args, name: &str) -> Result<Kept, String> {
     let dir = runtime_dir(a.runtime_dir.as_deref(), name)?;
+    let journal = a.journal.clone().unwrap_or_else(|| dir.join("journal"));
+    shm::check_journal(&journal, &journal_owner(a))
+        .map_err(|e| format!("journal {}: {e}", journal.display()))?;
     let path = dir.join("charges");
     let (now, wall_ns) = (ergon_io::clock::now_ns(), wall::ms().saturating_mul(MS));
     let recent = ChargeLog::read(&path, now, wall_ns).map_err(|e| format!("charges file {e}"))?;
-    let journal = a.journal.clone().unwrap_or_else(|| dir.join("journal"));
     let unrecorded = !recent.found() && journal.exists();
     Ok(Kept {
         path,

@@ -310,6 +310,46 @@ fn read_entry(e: &Entry) -> Option<Found> {
     Some(Found { symbol, id })
 }
 
+impl Old {
+    /// An error naming the journal and what differs if it holds live entries of
+    /// an account other than `owner` (or of one it does not name).
+    fn owned_by(&self, path: &Path, owner: &JournalOwner) -> io::Result<()> {
+        if self.live.is_empty() {
+            return Ok(());
+        }
+        let n = self.live.len();
+        let wrong = match &self.owner {
+            None => Some(format!(
+                "{n} orders in flight in a journal that names no account (written by an older gateway)"
+            )),
+            Some(o) => o
+                .differs(owner)
+                .map(|d| format!("{n} orders in flight of another account ({d})")),
+        };
+        match wrong {
+            None => Ok(()),
+            Some(wrong) => Err(bad_data(
+                path,
+                format_args!(
+                    "{wrong}: their ids would be queried on the wrong account; start with the journal's venue, base URL and API key to settle them"
+                ),
+            )),
+        }
+    }
+}
+
+/// Checks, reading only, that the journal at `path` (if there is one) can be
+/// opened for `owner`: the error [`Journal::open`] would give for a journal that
+/// is refused, not a journal, or holds live entries of another account. Called
+/// at start, before anything is sent on `owner`'s behalf.
+pub fn check(path: &Path, owner: &JournalOwner) -> io::Result<()> {
+    match open_file(path, false) {
+        Ok(f) => Journal::read_old(path, &OwnedFd::from(f))?.owned_by(path, owner),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
 impl Journal {
     /// Opens (or creates) the journal at `path` for `cap` entries of `owner`'s
     /// account, returning the orders the previous gateway left in flight (they
@@ -339,25 +379,7 @@ impl Journal {
             Err(e) => return Err(e),
         };
         let epoch = boot_epoch(wall_ms, old.epoch).map_err(|e| bad_data(path, e))?;
-        if !old.live.is_empty() {
-            let n = old.live.len();
-            let wrong = match &old.owner {
-                None => Some(format!(
-                    "{n} orders in flight in a journal that names no account (written by an older gateway)"
-                )),
-                Some(o) => o.differs(owner).map(|d| {
-                    format!("{n} orders in flight of another account ({d})")
-                }),
-            };
-            if let Some(wrong) = wrong {
-                return Err(bad_data(
-                    path,
-                    format_args!(
-                        "{wrong}: their ids would be queried on the wrong account; start with the journal's venue, base URL and API key to settle them"
-                    ),
-                ));
-            }
-        }
+        old.owned_by(path, owner)?;
         if old.live.len() > cap {
             return Err(bad_data(
                 path,
@@ -704,9 +726,13 @@ mod tests {
         drop(j); // killed with one in flight
         let before = std::fs::read(&path).unwrap();
         let key_b = JournalOwner::new("binance-spot", "http://127.0.0.1:9000", "key-b");
+        let early = check(&path, &key_b).expect_err("key B checked in");
+        assert_eq!(early.kind(), io::ErrorKind::InvalidData, "{early}");
+        assert!(check(&path, &me()).is_ok());
         let e = Journal::open(&path, 4, 2, &key_b)
             .err()
             .expect("key B opened key A's");
+        assert_eq!(e.to_string(), early.to_string());
         assert_eq!(e.kind(), io::ErrorKind::InvalidData, "{e}");
         let text = e.to_string();
         assert!(text.contains(&path.display().to_string()), "{text}");

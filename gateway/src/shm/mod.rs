@@ -105,7 +105,7 @@ pub use codec::{
 };
 pub use halts::{Halt, HaltLog};
 pub use hub::{ClientStats, Hub, HubConfig, HUB_TOKEN};
-pub use journal::JournalOwner;
+pub use journal::{check as check_journal, JournalOwner};
 pub use region::{EVENTS_PER_REQUEST, EVENT_SLOT, SUBMIT_SLOT};
 pub use stats::STATS_BYTES;
 
