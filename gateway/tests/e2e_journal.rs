@@ -204,6 +204,7 @@ fn a_journal_of_another_api_key_is_refused_and_the_right_key_recovers_it() {
     sigkill(&mut gw);
     drop(cl);
     let before = std::fs::read(dir.journal()).expect("the journal");
+    let requests = s.report().requests;
 
     let refused = try_gateway(&s, "binance-spot", &name, "another-api-key", &dir);
     let (code, err) = match refused {
@@ -222,6 +223,11 @@ fn a_journal_of_another_api_key_is_refused_and_the_right_key_recovers_it() {
     );
     assert!(!err.contains("another-api-key"), "no key in words: {err}");
     assert_eq!(std::fs::read(dir.journal()).expect("journal"), before);
+    assert_eq!(
+        s.report().requests,
+        requests,
+        "refused before it sent anything"
+    );
 
     let _gw = gateway(&s, "binance-spot", &name, &dir);
     let stats = stats_until(&name, |l| l.contains(" recovering=0 "));
