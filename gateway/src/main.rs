@@ -651,8 +651,7 @@ fn runtime_dir(flag: Option<&std::path::Path>, name: &str) -> Result<std::path::
     Ok(dir)
 }
 
-/// The charges file of the runtime directory and what a previous gateway left
-/// in it.
+/// The charges file beside the journal and what a previous gateway left in it.
 struct Kept {
     path: std::path::PathBuf,
     recent: Recent,
@@ -671,14 +670,18 @@ fn journal_owner(a: &Args) -> shm::JournalOwner {
 }
 
 /// Refuses, before anything is sent, a journal with live orders of another
-/// account; then reads the charges a previous gateway left (`charges` in the
-/// runtime directory).
+/// account; then reads the charges a previous gateway left beside it
+/// (`JOURNAL.charges`: they go where the journal goes).
 fn read_charges(a: &Args, name: &str) -> Result<Kept, String> {
-    let dir = runtime_dir(a.runtime_dir.as_deref(), name)?;
-    let journal = a.journal.clone().unwrap_or_else(|| dir.join("journal"));
+    let journal = match &a.journal {
+        Some(j) => j.clone(),
+        None => runtime_dir(a.runtime_dir.as_deref(), name)?.join("journal"),
+    };
     shm::check_journal(&journal, &journal_owner(a))
         .map_err(|e| format!("journal {}: {e}", journal.display()))?;
-    let path = dir.join("charges");
+    let mut path = journal.clone().into_os_string();
+    path.push(".charges");
+    let path = std::path::PathBuf::from(path);
     let (now, wall_ns) = (ergon_io::clock::now_ns(), wall::ms().saturating_mul(MS));
     let recent = ChargeLog::read(&path, now, wall_ns).map_err(|e| format!("charges file {e}"))?;
     let unrecorded = !recent.found() && journal.exists();

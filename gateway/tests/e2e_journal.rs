@@ -335,7 +335,7 @@ fn killed_after_a_window(test: &str, kept: bool) {
     sigkill(&mut gw);
     drop(first);
     if !kept {
-        std::fs::remove_file(dir.0.join("charges")).expect("the charges file");
+        std::fs::remove_file(dir.0.join("journal.charges")).expect("the charges file");
     }
 
     let _gw2 = gateway(&s, "binance-spot", &name, &dir);

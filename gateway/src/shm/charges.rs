@@ -1,5 +1,5 @@
-//! The gateway's recent charges, kept across a restart: a file (`charges`, in the
-//! private runtime directory beside the journal) mapped shared, where every
+//! The gateway's recent charges, kept across a restart: a file (`JOURNAL.charges`,
+//! beside the journal, so that the two go together) mapped shared, where every
 //! charge the gateway's budget admits is added to its bucket's slot of wall-clock
 //! time before the request leaves. A gateway killed after using most of a window
 //! leaves them behind; the next one books them into its new budget in their
