@@ -11,6 +11,7 @@
 //!    after which "not found" means "never ran": `Unresolved`) leaves the entries
 //!    in the journal, and a clean stop keeps them for the next start. On main
 //!    they were cleared at `Unresolved`.
+//!    An order of a live gateway that ends `Unresolved` keeps its entry too.
 //! 3. A gateway SIGKILLed after using a whole window of the account's order limit
 //!    and restarted at once: the restarted one sends nothing more in that window
 //!    (every order refused locally, ready by the window's end), and the emulator
@@ -279,6 +280,33 @@ fn a_recovery_without_a_definite_answer_leaves_its_entries_for_the_next_start() 
         stats.contains(" recovering=2 ") || stats.contains(" recovered=2 "),
         "{stats}"
     );
+    assert_eq!(s.report().executions, 0);
+}
+
+/// An order of this life that ends Unresolved (Bybit: no bound; the venue never
+/// ran it) keeps its journal entry through a clean stop: the next start queries
+/// it. On main its entry was cleared at Unresolved.
+#[test]
+fn an_order_that_ends_unresolved_stays_in_the_journal_for_the_next_start() {
+    let mut c = Config::bybit();
+    c.faults.chances = vec![(Fault::CloseBeforeExecute, 1.0)];
+    let s = Server::start(c).expect("emulator");
+    let name = format!("jnllive-{}", std::process::id());
+    let dir = Dir::new("live");
+    let mut gw = gateway(&s, "bybit", &name, &dir);
+    let mut cl = client(&["flood", &name, "mm", "1"]);
+    let r = cl.line("result ");
+    assert!(r.starts_with("applied=0 limited=0 other=1 "), "{r}");
+    let stats = stats_until(&name, |l| l.contains(" journal_live=1 "));
+    assert!(
+        stats.contains(" journal_live=1 "),
+        "cleared at Unresolved: {stats}"
+    );
+    sigterm(&mut gw);
+    let _gw2 = gateway(&s, "bybit", &name, &dir);
+    let stats = stats_until(&name, |l| !l.is_empty());
+    eprintln!("{stats}");
+    assert!(stats.contains(" journal_live=1 "), "{stats}");
     assert_eq!(s.report().executions, 0);
 }
 

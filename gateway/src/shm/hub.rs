@@ -996,7 +996,12 @@ impl Hub {
             Event::Protection { .. } | Event::ProtectionFired => return,
         };
         if sev.is_final() {
-            if let (Some(j), Some(e)) = (&mut self.journal, c.journal[l as usize].take()) {
+            // An order whose outcome stays unknown keeps its entry: the next start
+            // queries it (its id stays held here meanwhile).
+            let unknown = matches!(sev, ShmEvent::Unresolved { .. });
+            if let (Some(j), Some(e), false) =
+                (&mut self.journal, c.journal[l as usize].take(), unknown)
+            {
                 j.clear(e);
             }
             c.tags[l as usize] = None;
