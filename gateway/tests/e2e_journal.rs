@@ -297,7 +297,9 @@ fn an_order_that_ends_unresolved_stays_in_the_journal_for_the_next_start() {
     let mut cl = client(&["flood", &name, "mm", "1"]);
     let r = cl.line("result ");
     assert!(r.starts_with("applied=0 limited=0 other=1 "), "{r}");
-    let stats = stats_until(&name, |l| l.contains(" journal_live=1 "));
+    // Settled (a snapshot of after its final event), and still journaled.
+    let stats = stats_until(&name, |l| l.contains(" in_flight=0 "));
+    assert!(stats.contains(" in_flight=0 "), "{stats}");
     assert!(
         stats.contains(" journal_live=1 "),
         "cleared at Unresolved: {stats}"
