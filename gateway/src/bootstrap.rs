@@ -72,6 +72,11 @@ pub struct Start {
     /// The boot epoch of the gateway's client order ids
     /// ([`Gateway::set_boot_epoch`]); None: the start's wall-clock milliseconds.
     pub boot_epoch: Option<u64>,
+    /// Charges a previous gateway made (its [`ChargeLog`](crate::shm::ChargeLog),
+    /// [`Recent::charged`](crate::shm::Recent::charged)): the budget is built at
+    /// the oldest and books each at its time ([`ergon_core::Budget::charge_after`]),
+    /// so that they count in their windows. Buckets this budget lacks are skipped.
+    pub recent: Vec<crate::shm::Charged>,
 }
 
 impl Start {
@@ -90,6 +95,7 @@ impl Start {
             ws_api: None,
             labels: Vec::new(),
             boot_epoch: None,
+            recent: Vec::new(),
         }
     }
 }
@@ -185,6 +191,8 @@ struct Read<E> {
     deadline: i64,
     anchor: Option<(i64, i64)>,
     limits: Option<Vec<u8>>,
+    /// The headers of the last answer read (its usage figures seed the budget).
+    headers: Vec<(Vec<u8>, Vec<u8>)>,
     error: Option<StartError>,
     _venue: core::marker::PhantomData<E>,
 }
@@ -301,6 +309,11 @@ impl<E: Account> ClientHandler for Read<E> {
             cx.stop();
             return;
         }
+        self.headers = r
+            .headers
+            .iter()
+            .map(|h| (h.name.to_vec(), h.value.to_vec()))
+            .collect();
         if self.step == 0 {
             let Some(server_ms) = E::read_time(r.body) else {
                 self.error = Some(StartError::new(
@@ -334,6 +347,29 @@ impl<E: Account> ClientHandler for Read<E> {
     fn on_turn(&mut self, cx: &mut Context<'_>) {
         self.next(cx);
     }
+}
+
+/// Builds the budget at the oldest of `recent` (or `now`) and books each of them
+/// at its time (never after `now`), oldest first: the budget's clock never goes
+/// back, and each charge leaves its window when it would have.
+fn replay(
+    builder: Builder,
+    recent: &[crate::shm::Charged],
+    now: i64,
+) -> Result<Budget, ergon_core::ConfigError> {
+    let mut order: Vec<&crate::shm::Charged> = recent.iter().collect();
+    order.sort_by_key(|c| c.at_ns);
+    let from = order.first().map_or(now, |c| c.at_ns.min(now));
+    let mut budget = builder.build(from)?;
+    for c in order {
+        if let Some(id) = budget.bucket(&c.bucket) {
+            let units = u32::try_from(c.units).unwrap_or(u32::MAX);
+            // Its own id: never foreign.
+            let _ = budget.charge_after(id, units, c.at_ns.min(now));
+        }
+    }
+    budget.tick(now);
+    Ok(budget)
 }
 
 fn pool_cfg(s: &Start) -> PoolConfig {
@@ -390,6 +426,7 @@ impl<E: Account> Gateway<E> {
             deadline: now + s.timeout_ns,
             anchor: None,
             limits: None,
+            headers: Vec::new(),
             error: None,
             _venue: core::marker::PhantomData,
         };
@@ -408,7 +445,7 @@ impl<E: Account> Gateway<E> {
             limits: read.limits,
         };
         let mut builder = Budget::builder();
-        let venue = declare(&boot, &mut builder).map_err(|e| err(&e))?;
+        let mut venue = declare(&boot, &mut builder).map_err(|e| err(&e))?;
         let ws_connects = match &s.ws_api {
             Some(_) => Some(
                 builder
@@ -420,9 +457,23 @@ impl<E: Account> Gateway<E> {
             ),
             None => None,
         };
-        let budget = builder
-            .build(ergon_io::clock::now_ns())
-            .map_err(|e| err(&e))?;
+        let now = ergon_io::clock::now_ns();
+        let mut budget = replay(builder, &s.recent, now).map_err(|e| err(&e))?;
+        // The venue's usage figures in the bootstrap's last answer (a gateway
+        // killed a moment ago, another process on the IP): booked before the
+        // first send, read by the adapter as any answer's. Its verdict (a 200 of
+        // an unsigned read) says nothing more.
+        let headers: Vec<ergon_venues::response::Header<'_>> = read
+            .headers
+            .iter()
+            .map(|(name, value)| ergon_venues::response::Header { name, value })
+            .collect();
+        let seen = Response {
+            status: 200,
+            headers: &headers,
+            body: b"{}",
+        };
+        let _ = venue.on_response(Kind::Read(0), &seen, &mut budget, now);
         let mut lp = EventLoop::new(s.loop_cfg, budget)?;
         let mut pc = pool_cfg(s);
         pc.connections = s.connections.max(1);

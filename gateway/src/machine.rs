@@ -19,6 +19,7 @@ use super::ids::{IdError, IdIssuer};
 use super::labels::{label_channel, LabelError, LabelPublisher, LabelReader, Labels};
 use super::ledger::{Entry, Key, Ledger, Stage};
 use super::record::{self, Declarations, Kind as Rec, Record, Recorder, Writer, Written, NO_LABEL};
+use super::shm::ChargeLog;
 use super::wire::{encode, Wire};
 use super::ws_api::{Item, SubCharge, Unsent, WsLane, WsReport, WS_BIT};
 use ergon_io::client::{RequestId, Sent};
@@ -195,6 +196,9 @@ struct Trace {
     /// Each bucket's count of usage figures read ([`ergon_core::Stats::observes`])
     /// as last recorded, by bucket index.
     observes: Vec<u64>,
+    /// Where each admitted charge is kept for the next start
+    /// ([`Gateway::keep_charges`]).
+    charges: Option<ChargeLog>,
 }
 
 impl Trace {
@@ -209,6 +213,10 @@ impl Trace {
         label: Label,
         admitted: bool,
     ) -> u64 {
+        // Before the request leaves: stores into the mapped file, nothing more.
+        if let (Some(log), true) = (&self.charges, admitted) {
+            log.add(parts, now);
+        }
         let Some(r) = &self.recorder else {
             return 0;
         };
@@ -600,6 +608,13 @@ impl<E: Account> Gateway<E> {
     pub fn record(&mut self, recorder: Recorder) {
         self.trace.recorder = Some(recorder);
         self.trace.observes = vec![0; MAX_BUCKETS];
+    }
+
+    /// Keeps every charge the gateway's budget admits from here in `log` (mapped
+    /// from a file a restarted gateway reads back: [`ChargeLog`]), before the
+    /// request leaves.
+    pub fn keep_charges(&mut self, log: ChargeLog) {
+        self.trace.charges = Some(log);
     }
 
     /// Records into the file at `path` (created or truncated) with `budget`'s buckets

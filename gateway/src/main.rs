@@ -10,7 +10,7 @@ use std::sync::Arc;
 use ergon_gateway::metrics::{self, MetricsThread};
 use ergon_gateway::observe::{self, Observed};
 use ergon_gateway::protection::{Mode, Protected, Protection, Shutdown, Startup, State};
-use ergon_gateway::shm::{self, Halt, HaltLog, Hub, HubConfig};
+use ergon_gateway::shm::{self, ChargeLog, Halt, HaltLog, Hub, HubConfig, Recent};
 use ergon_gateway::wall;
 use ergon_gateway::{self as gateway, Account, Control, Gateway, Keys, Start, WsApiStart};
 use ergon_io::core::{BucketId, Class};
@@ -299,6 +299,7 @@ fn serve<E: Account>(
     keys: &Keys<'_>,
     symbol: &str,
     mut halts: HaltLog,
+    charges: Kept,
 ) -> Result<(), String> {
     let declare = |boot: &gateway::Boot, b: &mut _| E::declare(boot, b, keys, a.guard_ms * MS);
     let (mut lp, mut gw, pool) = match Gateway::start(start, symbol, declare) {
@@ -308,6 +309,7 @@ fn serve<E: Account>(
     // Halted as the previous gateway left it, before anything is sent.
     let now = lp.now();
     halts.restore(lp.budget_mut(), now, wall::ms())?;
+    keep_charges(&mut lp, &mut gw, charges)?;
     if start.ws_api.is_some() {
         // One warning line per fallback, before `ready`: orders over REST,
         // polling without a stream.
@@ -369,6 +371,9 @@ fn serve<E: Account>(
             Some(j) => j.clone(),
             None => runtime_dir(a.runtime_dir.as_deref(), &name)?.join("journal"),
         }),
+        // The account the journal's orders are queried on: refused if it holds
+        // live orders of another venue, base URL or API key.
+        journal_owner: Some(journal_owner(a)),
         allow_uids: a.allow_uids.clone(),
         allow_gids: a.allow_gids.clone(),
         leases,
@@ -656,6 +661,85 @@ fn runtime_dir(flag: Option<&std::path::Path>, name: &str) -> Result<std::path::
     Ok(dir)
 }
 
+/// The charges file beside the journal and what a previous gateway left in it.
+struct Kept {
+    path: std::path::PathBuf,
+    recent: Recent,
+    /// No charges file, but a journal: a gateway ran here without keeping its
+    /// charges (it may have used up the account's windows).
+    unrecorded: bool,
+}
+
+/// The account this start queries the journal's orders on.
+fn journal_owner(a: &Args) -> shm::JournalOwner {
+    shm::JournalOwner::new(
+        a.venue.as_deref().unwrap_or_default(),
+        a.base.as_deref().unwrap_or_default(),
+        a.api_key.as_deref().unwrap_or_default(),
+    )
+}
+
+/// Refuses, before anything is sent, a journal with live orders of another
+/// account; then reads the charges a previous gateway left beside it
+/// (`JOURNAL.charges`: they go where the journal goes).
+fn read_charges(a: &Args, name: &str) -> Result<Kept, String> {
+    let journal = match &a.journal {
+        Some(j) => j.clone(),
+        None => runtime_dir(a.runtime_dir.as_deref(), name)?.join("journal"),
+    };
+    shm::check_journal(&journal, &journal_owner(a))
+        .map_err(|e| format!("journal {}: {e}", journal.display()))?;
+    let mut path = journal.clone().into_os_string();
+    path.push(".charges");
+    let path = std::path::PathBuf::from(path);
+    let (now, wall_ns) = (ergon_io::clock::now_ns(), wall::ms().saturating_mul(MS));
+    let recent = ChargeLog::read(&path, now, wall_ns).map_err(|e| format!("charges file {e}"))?;
+    let unrecorded = !recent.found() && journal.exists();
+    Ok(Kept {
+        path,
+        recent,
+        unrecorded,
+    })
+}
+
+/// Account-wide order limits with a window up to this long are taken as full
+/// for one window when a gateway ran here without keeping its charges.
+const UNRECORDED_FULL_MAX_NS: i64 = 60_000 * MS;
+
+/// From here every charge is kept in the charges file. With no record of a
+/// gateway that ran here, the account's order limits of short windows
+/// (`ORDERS_*`) are held full for one window: it may have spent them.
+fn keep_charges<E: Account>(
+    lp: &mut ergon_io::event_loop::EventLoop,
+    gw: &mut Gateway<E>,
+    kept: Kept,
+) -> Result<(), String> {
+    let (now, wall_ns) = (lp.now(), wall::ms().saturating_mul(MS));
+    if kept.unrecorded {
+        let b = lp.budget_mut();
+        for id in b.ids().collect::<Vec<_>>() {
+            let short = b.spec(id).ok().and_then(|s| match s.kind() {
+                ergon_io::core::Kind::Fixed { window_ns, .. }
+                | ergon_io::core::Kind::Sliding { window_ns, .. } => {
+                    Some(window_ns <= UNRECORDED_FULL_MAX_NS)
+                }
+                _ => None,
+            });
+            if short == Some(true) && b.name(id).is_ok_and(|n| n.starts_with("ORDERS_")) {
+                let _ = b.throttled(id, None, now);
+            }
+        }
+        eprintln!(
+            "ergon-gateway: warning: no charges file at {} beside a journal: the account's order limits are held full for one window",
+            kept.path.display()
+        );
+    }
+    let log = ChargeLog::create(&kept.path, lp.budget(), &kept.recent, now, wall_ns)
+        .map_err(|e| format!("charges file {}: {e}", kept.path.display()))?;
+    gw.keep_charges(log);
+    Ok(())
+}
+
 #[allow(unsafe_code)]
 fn install_sigterm() {
     let h: extern "C" fn(libc::c_int) = on_term;
@@ -700,6 +784,8 @@ fn run(a: &Args) -> Result<(), String> {
     start.timeout_ns = (a.start_timeout_s * 1e9) as i64;
     let halts = runtime_dir(a.runtime_dir.as_deref(), name)?.join("halts");
     let halts = HaltLog::open(&halts).map_err(|e| format!("halts file {e}"))?;
+    let charges = read_charges(a, name)?;
+    start.recent = charges.recent.charged().to_vec();
     // A ban of the IP still running: nothing is sent before its end.
     let now = ergon_io::clock::now_ns();
     start.ban_until_ns = halts
@@ -730,10 +816,10 @@ fn run(a: &Args) -> Result<(), String> {
         passphrase: a.passphrase.as_deref(),
     };
     match venue {
-        "bybit" => serve::<Bybit>(a, &start, &keys, &symbol, halts),
-        "okx" => serve::<Okx>(a, &start, &keys, &symbol, halts),
-        "binance-futures" => serve::<BinanceFutures>(a, &start, &keys, &symbol, halts),
-        _ => serve::<BinanceSpot>(a, &start, &keys, &symbol, halts),
+        "bybit" => serve::<Bybit>(a, &start, &keys, &symbol, halts, charges),
+        "okx" => serve::<Okx>(a, &start, &keys, &symbol, halts, charges),
+        "binance-futures" => serve::<BinanceFutures>(a, &start, &keys, &symbol, halts, charges),
+        _ => serve::<BinanceSpot>(a, &start, &keys, &symbol, halts, charges),
     }
 }
 

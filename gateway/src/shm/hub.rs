@@ -14,7 +14,7 @@ use ergon_venues::endpoint::{ClientOrderId, IdFormat, OrderRef, Prepared, Symbol
 
 use super::codec::{decode_call, encode_event, Call, ShmEvent};
 use super::halts::HaltLog;
-use super::journal::{Found, Journal};
+use super::journal::{Found, Journal, JournalOwner};
 use super::os::{self, Epoll, Recv};
 use super::region::{Region, SUBMIT_SLOT};
 use super::stats::StatsWriter;
@@ -68,6 +68,10 @@ pub struct HubConfig {
     /// The journal of orders in flight (see the module's crash cases): written
     /// before each new order is sent, read by the next gateway on the same file.
     pub journal: Option<std::path::PathBuf>,
+    /// The account the journal's entries belong to (written in its header; a
+    /// journal with live entries of another is refused). None: an account that
+    /// names no venue, base URL or key.
+    pub journal_owner: Option<JournalOwner>,
     /// The halts file ([`HaltLog`]): brought up to date at the turn a ban halts a
     /// bucket or a `clear-halt` resumes one.
     pub halts: Option<HaltLog>,
@@ -95,6 +99,7 @@ impl Default for HubConfig {
             per_turn: 16,
             class_ceiling: None,
             journal: None,
+            journal_owner: None,
             halts: None,
             leases: Vec::new(),
             allow_uids: Vec::new(),
@@ -305,9 +310,13 @@ impl Hub {
         let (journal, recover) = match &cfg.journal {
             Some(path) => {
                 let cap = cfg.max_clients * cfg.in_flight;
-                let (j, live) =
-                    Journal::open(path, cap, u64::try_from(crate::wall::ms()).unwrap_or(0))
-                        .map_err(|e| owned_msg(&format!("journal {}: {e}", path.display())))?;
+                let owner = cfg
+                    .journal_owner
+                    .clone()
+                    .unwrap_or_else(|| JournalOwner::new("", "", ""));
+                let wall_ms = u64::try_from(crate::wall::ms()).unwrap_or(0);
+                let (j, live) = Journal::open(path, cap, wall_ms, &owner)
+                    .map_err(|e| owned_msg(&format!("journal {}: {e}", path.display())))?;
                 (Some(j), live)
             }
             None => (None, Vec::new()),
@@ -901,7 +910,9 @@ impl Hub {
         }
         if gtag & RECOVER != 0 && gtag != OPEN_ORDERS {
             if ev.is_final() {
-                if let Some(j) = &mut self.journal {
+                // Only a definite answer clears the entry (found, or NotFound under
+                // the venue's bound); any other end leaves it for the next start.
+                if let (Some(j), Event::Reconciled { .. }) = (&mut self.journal, &ev) {
                     j.clear(gtag as u32);
                 }
                 self.recover_in_flight = self.recover_in_flight.saturating_sub(1);
@@ -987,7 +998,12 @@ impl Hub {
             Event::Protection { .. } | Event::ProtectionFired => return,
         };
         if sev.is_final() {
-            if let (Some(j), Some(e)) = (&mut self.journal, c.journal[l as usize].take()) {
+            // An order whose outcome stays unknown keeps its entry: the next start
+            // queries it (its id stays held here meanwhile).
+            let unknown = matches!(sev, ShmEvent::Unresolved { .. });
+            if let (Some(j), Some(e), false) =
+                (&mut self.journal, c.journal[l as usize].take(), unknown)
+            {
                 j.clear(e);
             }
             c.tags[l as usize] = None;
@@ -1005,14 +1021,12 @@ impl Hub {
         c.push(&sev, body);
     }
 
-    /// Queries each order a dead gateway left in flight (by client order id).
+    /// Queries each order a dead gateway left in flight (by client order id). One
+    /// whose query cannot be prepared stays in the journal for the next start.
     fn recover<E: Account>(&mut self, api: &mut Api<'_, '_, E>) {
         while let Some((i, f)) = self.recover.pop() {
             let now = api.now();
             let (Ok(symbol), Ok(id)) = (Symbol::new(&f.symbol), ClientOrderId::new(&f.id)) else {
-                if let Some(j) = &mut self.journal {
-                    j.clear(i);
-                }
                 continue;
             };
             let it = OrderRef {
@@ -1024,9 +1038,6 @@ impl Hub {
                 .query_order(&mut self.req, &it, now)
                 .is_err()
             {
-                if let Some(j) = &mut self.journal {
-                    j.clear(i);
-                }
                 continue;
             }
             // Reconciled under the gateway's rule: NotFound only after the venue's

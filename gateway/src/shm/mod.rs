@@ -88,6 +88,7 @@
 //! ceiling is charged as the ceiling (a strategy cannot reach the headroom kept
 //! for protective closes).
 
+mod charges;
 mod client;
 mod codec;
 mod halts;
@@ -97,12 +98,14 @@ mod os;
 mod region;
 mod stats;
 
+pub use charges::{ChargeLog, Charged, Recent, SLOTS};
 pub use client::{ShmClient, ShmSubmitError};
 pub use codec::{
     decode_call, decode_event, encode_call, encode_event, BadMessage, Call, ShmEvent, ORDER_UPDATE,
 };
 pub use halts::{Halt, HaltLog};
 pub use hub::{ClientStats, Hub, HubConfig, HUB_TOKEN};
+pub use journal::{check as check_journal, JournalOwner};
 pub use region::{EVENTS_PER_REQUEST, EVENT_SLOT, SUBMIT_SLOT};
 pub use stats::STATS_BYTES;
 

@@ -1,0 +1,435 @@
+//! The gateway's recent charges, kept across a restart: a file (`JOURNAL.charges`,
+//! beside the journal, so that the two go together) mapped shared, where every
+//! charge the gateway's budget admits is added to its bucket's slot of wall-clock
+//! time before the request leaves. A gateway killed after using most of a window
+//! leaves them behind; the next one books them into its new budget in their
+//! windows ([`crate::Start::recent`]), so a crash loop never sends a fresh
+//! window's worth at each start.
+//!
+//! Each counted bucket (sliding, fixed, token) keeps [`SLOTS`] slots of a 20th of
+//! its window (a token bucket's: the time its burst takes to drain), keyed by the
+//! slot's number on the wall clock, so that a slot of another time is never read
+//! as this one's. A charge is a division and two stores into the mapping per
+//! part: no syscall, no allocation. A charge refunded later (the request never
+//! left) stays counted: conservative.
+//!
+//! The wall clock maps slots to the loop's clock at each start; a charge is
+//! replayed at its slot's end (never earlier than it was made), so it counts at
+//! most one slot longer than the venue counts it.
+//!
+//! The file is opened like the journal (no symlink, this uid, 0600, one link), read
+//! whole and checked (a file cut short or not in its form is an error naming it,
+//! never a start without it), and replaced: written beside it, synced, renamed over
+//! it, carrying the slots of the buckets this budget still has.
+#![allow(unsafe_code)] // A typed view of the mapping.
+
+use std::io;
+use std::os::fd::OwnedFd;
+use std::path::Path;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+
+use ergon_core::{Budget, Kind, Part};
+
+use super::journal::{bad_data, open_file};
+use super::os::Mapping;
+
+const MAGIC: u64 = u64::from_le_bytes(*b"ergonchg");
+const HEAD: usize = 64;
+/// Slots per bucket: a window's 20 and the one being filled.
+pub const SLOTS: usize = 21;
+/// A bucket's record: name (length and 31 bytes), window, slot width, slots.
+const REC: usize = 32 + 16 + SLOTS * 16;
+/// More buckets than a budget has.
+const MAX_BUCKETS: usize = 256;
+
+#[repr(C)]
+struct Slot {
+    /// The slot's number on the wall clock (`wall_ns / slot_ns`).
+    key: AtomicI64,
+    units: AtomicU64,
+}
+
+/// One charge a previous gateway made, on this process's clock.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Charged {
+    /// The bucket's name in the budget.
+    pub bucket: String,
+    /// When it counts from ([`ergon_io::clock::now_ns`]'s clock; before this
+    /// process started, so usually negative).
+    pub at_ns: i64,
+    /// Units charged.
+    pub units: u64,
+}
+
+/// One bucket of an old file.
+#[derive(Clone, Debug)]
+struct OldBucket {
+    name: String,
+    window_ns: i64,
+    slot_ns: i64,
+    /// (wall slot number, units), units above zero.
+    slots: Vec<(i64, u64)>,
+}
+
+/// What a previous gateway's file holds.
+#[derive(Clone, Debug, Default)]
+pub struct Recent {
+    /// None: there was no file.
+    buckets: Option<Vec<OldBucket>>,
+    /// The charges still inside their windows, on this process's clock.
+    charged: Vec<Charged>,
+}
+
+impl Recent {
+    /// Whether a file was there (a previous gateway kept its charges).
+    pub fn found(&self) -> bool {
+        self.buckets.is_some()
+    }
+
+    /// The charges still inside their windows, oldest first.
+    pub fn charged(&self) -> &[Charged] {
+        &self.charged
+    }
+}
+
+fn head(map: &Mapping) -> &[AtomicU64; 3] {
+    // SAFETY: the first 24 bytes of the page-aligned mapping (HEAD is 64).
+    unsafe { &*(map.ptr() as *const [AtomicU64; 3]) }
+}
+
+fn slots(map: &Mapping, i: usize) -> &[Slot] {
+    // SAFETY: the mapping holds HEAD + n * REC bytes and i < n (callers); each
+    // record's slots start 48 bytes in, 8-aligned; zero bytes are valid atomics.
+    unsafe { core::slice::from_raw_parts(map.ptr().add(HEAD + i * REC + 48) as *const Slot, SLOTS) }
+}
+
+fn words(map: &Mapping, i: usize) -> &[AtomicU64; 6] {
+    // SAFETY: as for `slots`: the record's first 48 bytes.
+    unsafe { &*(map.ptr().add(HEAD + i * REC) as *const [AtomicU64; 6]) }
+}
+
+/// A bucket's window as the file keeps it (None: nothing counted over time).
+fn window_of(kind: Kind) -> Option<i64> {
+    match kind {
+        Kind::Sliding { window_ns, .. } | Kind::Fixed { window_ns, .. } => Some(window_ns),
+        Kind::Token { interval_ns, burst } => {
+            Some(interval_ns.saturating_mul(i64::try_from(burst).unwrap_or(i64::MAX)))
+        }
+        _ => None,
+    }
+    .filter(|&w| w >= 20)
+}
+
+/// The mapped file of this gateway's charges.
+pub struct ChargeLog {
+    map: Mapping,
+    /// Each budget bucket's slot width, by bucket index (0: not kept).
+    slot_ns: Vec<i64>,
+    /// The wall clock's ns minus the loop's clock at open.
+    wall_minus_now: i64,
+}
+
+impl core::fmt::Debug for ChargeLog {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("ChargeLog")
+            .field("buckets", &self.slot_ns.len())
+            .finish()
+    }
+}
+
+impl ChargeLog {
+    /// Reads the charges a previous gateway left at `path` that are still inside
+    /// their windows at `now_ns` (the loop's clock), `wall_ns` (the wall clock's
+    /// ns since the Unix epoch, read at the same instant). No file: nothing, and
+    /// [`Recent::found`] false. An error (the file left as it is) for a file that
+    /// is refused or not in its form.
+    pub fn read(path: &Path, now_ns: i64, wall_ns: i64) -> io::Result<Recent> {
+        let f = match open_file(path, false) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Recent::default()),
+            Err(e) => return Err(e),
+        };
+        let fd = OwnedFd::from(f);
+        let size = std::fs::File::from(fd.try_clone()?).metadata()?.len();
+        let size = usize::try_from(size).map_err(|_| bad_data(path, "too large"))?;
+        if size < HEAD {
+            return Err(bad_data(path, format_args!("{size} bytes: cut short")));
+        }
+        let map = Mapping::map(&fd, size)?;
+        let h = head(&map);
+        if h[0].load(Ordering::Acquire) != MAGIC {
+            return Err(bad_data(path, "not a charges file (magic)"));
+        }
+        let (s, n) = (h[1].load(Ordering::Relaxed), h[2].load(Ordering::Relaxed));
+        if s != SLOTS as u64 {
+            return Err(bad_data(path, format_args!("{s} slots, not {SLOTS}")));
+        }
+        let n = usize::try_from(n)
+            .ok()
+            .filter(|&n| n <= MAX_BUCKETS && HEAD + n * REC <= size)
+            .ok_or_else(|| {
+                bad_data(
+                    path,
+                    format_args!("{n} buckets do not fit its {size} bytes"),
+                )
+            })?;
+        let mut buckets = Vec::with_capacity(n);
+        let mut charged = Vec::new();
+        for i in 0..n {
+            let w = words(&map, i);
+            let mut name = [0u8; 32];
+            for (k, word) in w[..4].iter().enumerate() {
+                name[k * 8..k * 8 + 8].copy_from_slice(&word.load(Ordering::Relaxed).to_le_bytes());
+            }
+            let len = usize::from(name[0]);
+            let name = (len <= 31)
+                .then(|| core::str::from_utf8(&name[1..1 + len]).ok())
+                .flatten()
+                .ok_or_else(|| bad_data(path, format_args!("bucket {i}: not a name")))?
+                .to_string();
+            let window_ns = w[4].load(Ordering::Relaxed) as i64;
+            let slot_ns = w[5].load(Ordering::Relaxed) as i64;
+            if (len, window_ns, slot_ns) == (0, 0, 0) {
+                continue; // a bucket that counts nothing over time (a gate)
+            }
+            if window_ns < 20 || slot_ns != window_ns / 20 {
+                return Err(bad_data(
+                    path,
+                    format_args!("bucket {name}: a window of {window_ns} ns in slots of {slot_ns}"),
+                ));
+            }
+            let mut kept = Vec::new();
+            for slot in slots(&map, i) {
+                let (k, units) = (
+                    slot.key.load(Ordering::Relaxed),
+                    slot.units.load(Ordering::Relaxed),
+                );
+                if units == 0 {
+                    continue;
+                }
+                // The slot's end, on the wall clock and on ours (never after now).
+                let end = k.saturating_add(1).saturating_mul(slot_ns);
+                if end.saturating_add(window_ns) <= wall_ns {
+                    continue; // out of its window everywhere
+                }
+                kept.push((k, units));
+                let at_ns = now_ns.saturating_sub(wall_ns.saturating_sub(end).max(0));
+                charged.push(Charged {
+                    bucket: name.clone(),
+                    at_ns,
+                    units,
+                });
+            }
+            buckets.push(OldBucket {
+                name,
+                window_ns,
+                slot_ns,
+                slots: kept,
+            });
+        }
+        charged.sort_by_key(|c| c.at_ns);
+        Ok(Recent {
+            buckets: Some(buckets),
+            charged,
+        })
+    }
+
+    /// Writes a new file at `path` for `budget`'s counted buckets, carrying the
+    /// slots `old` kept of each bucket of the same name and window, and maps it:
+    /// from here [`ChargeLog::add`] keeps each charge. `now_ns` and `wall_ns` as
+    /// for [`ChargeLog::read`].
+    pub fn create(
+        path: &Path,
+        budget: &Budget,
+        old: &Recent,
+        now_ns: i64,
+        wall_ns: i64,
+    ) -> io::Result<ChargeLog> {
+        let ids: Vec<_> = budget.ids().collect();
+        let len = HEAD + ids.len() * REC;
+        let mut new = path.as_os_str().to_owned();
+        new.push(".new");
+        let new = std::path::PathBuf::from(new);
+        // A stale one of a start that died here (a symlink is removed, not followed).
+        match std::fs::remove_file(&new) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
+        let f = open_file(&new, true)?;
+        f.set_len(len as u64)?;
+        let fd = OwnedFd::from(f);
+        let map = Mapping::map(&fd, len)?;
+        let mut slot_ns = vec![0; ids.len()];
+        // A budget's ids are its bucket indices, 0..n: record i is bucket i's.
+        for &id in &ids {
+            let i = id.index();
+            if i >= ids.len() {
+                continue;
+            }
+            let name = budget.name(id).unwrap_or("");
+            let Some(window_ns) = budget.spec(id).ok().and_then(|s| window_of(s.kind())) else {
+                continue;
+            };
+            let w = window_ns / 20;
+            slot_ns[i] = w;
+            let mut b = [0u8; 32];
+            let n = name.len().min(31);
+            b[0] = n as u8;
+            b[1..1 + n].copy_from_slice(&name.as_bytes()[..n]);
+            let words = words(&map, i);
+            for (k, word) in words[..4].iter().enumerate() {
+                let mut a = [0u8; 8];
+                a.copy_from_slice(&b[k * 8..k * 8 + 8]);
+                word.store(u64::from_le_bytes(a), Ordering::Relaxed);
+            }
+            words[4].store(window_ns as u64, Ordering::Relaxed);
+            words[5].store(w as u64, Ordering::Relaxed);
+            let carried = old.buckets.iter().flatten().find(|o| {
+                o.name.as_bytes() == &b[1..1 + n] && o.window_ns == window_ns && o.slot_ns == w
+            });
+            for &(k, units) in carried.map_or(&[][..], |o| &o.slots[..]) {
+                let s = &slots(&map, i)[k.rem_euclid(SLOTS as i64) as usize];
+                s.key.store(k, Ordering::Relaxed);
+                s.units.store(units, Ordering::Relaxed);
+            }
+        }
+        let h = head(&map);
+        h[1].store(SLOTS as u64, Ordering::Relaxed);
+        h[2].store(ids.len() as u64, Ordering::Relaxed);
+        h[0].store(MAGIC, Ordering::Release);
+        std::fs::File::from(fd.try_clone()?).sync_all()?;
+        std::fs::rename(&new, path)?;
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            if let Ok(d) = std::fs::File::open(dir) {
+                let _ = d.sync_all();
+            }
+        }
+        Ok(ChargeLog {
+            map,
+            slot_ns,
+            wall_minus_now: wall_ns.saturating_sub(now_ns),
+        })
+    }
+
+    /// Adds an admitted charge of `parts` at `now_ns` (the loop's clock): per part,
+    /// a division and stores into the mapping. Parts of buckets not kept (gates,
+    /// in-flight limits, another budget's) are skipped.
+    #[inline]
+    pub fn add(&self, parts: &[Part], now_ns: i64) {
+        let wall = now_ns.saturating_add(self.wall_minus_now);
+        for p in parts {
+            let i = p.bucket.index();
+            let Some(&w) = self.slot_ns.get(i) else {
+                continue;
+            };
+            if w <= 0 || p.cost == 0 {
+                continue;
+            }
+            let k = wall.div_euclid(w);
+            let s = &slots(&self.map, i)[k.rem_euclid(SLOTS as i64) as usize];
+            // The key first: killed between the two stores, the slot keeps the
+            // old count under the new key (more, never less).
+            if s.key.load(Ordering::Relaxed) != k {
+                s.key.store(k, Ordering::Relaxed);
+                s.units.store(u64::from(p.cost), Ordering::Relaxed);
+            } else {
+                let u = s.units.load(Ordering::Relaxed);
+                s.units
+                    .store(u.saturating_add(u64::from(p.cost)), Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ergon_core::{Class, Spec};
+
+    const SEC: i64 = 1_000_000_000;
+
+    fn scratch(test: &str) -> std::path::PathBuf {
+        let d = std::env::temp_dir().join(format!("ergon-chg-{test}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    fn budget(now: i64) -> (Budget, ergon_core::BucketId) {
+        let mut b = Budget::builder();
+        let _gate = b.add("ip", Spec::gate()).unwrap();
+        let orders = b
+            .add("ORDERS_10S", Spec::sliding(10, 10 * SEC, 10))
+            .unwrap();
+        (b.build(now).unwrap(), orders)
+    }
+
+    /// Charges kept by a gateway that dies are read back by the next start at
+    /// their times, still inside their windows, and carried into its file; a
+    /// charge whose window has passed everywhere is dropped.
+    #[test]
+    fn charges_of_a_dead_gateway_come_back_in_their_windows() {
+        let d = scratch("back");
+        let path = d.join("charges");
+        let wall0 = 1_000_000 * SEC; // the first life's wall clock at its now 0
+        let (mut b, orders) = budget(0);
+        let none = ChargeLog::read(&path, 0, wall0).unwrap();
+        assert!(!none.found());
+        let log = ChargeLog::create(&path, &b, &none, 0, wall0).unwrap();
+        for t in [SEC, 2 * SEC, 2 * SEC + 1] {
+            let parts = [Part::new(orders, 3)];
+            let _ticket = b.try_charge(&parts, Class::Normal, t).unwrap();
+            log.add(&parts, t);
+        }
+        drop(log); // SIGKILL: the mapping's stores are in the file
+                   // The next process: its clock starts at 0 again, 4 s later on the wall.
+        let recent = ChargeLog::read(&path, 50, wall0 + 4 * SEC).unwrap();
+        assert!(recent.found());
+        let c = recent.charged();
+        assert_eq!(c.iter().map(|c| c.units).sum::<u64>(), 9, "{c:?}");
+        // Slots of half a second: booked at their ends, 2.5 s and 1.5 s before now.
+        assert_eq!((c[0].at_ns, c[0].units), (50 - 2 * SEC - SEC / 2, 3));
+        assert_eq!((c[1].at_ns, c[1].units), (50 - SEC - SEC / 2, 6));
+        // Replayed into a budget built at the oldest, they fill it until they leave.
+        let mut b2 = Budget::builder();
+        let o2 = b2
+            .add("ORDERS_10S", Spec::sliding(10, 10 * SEC, 10))
+            .unwrap();
+        let mut b2 = b2.build(c[0].at_ns).unwrap();
+        for x in c {
+            b2.charge_after(o2, x.units as u32, x.at_ns).unwrap();
+        }
+        assert!(b2
+            .try_charge(&[Part::new(o2, 2)], Class::Urgent, 60)
+            .is_err());
+        assert!(b2
+            .try_charge(&[Part::new(o2, 1)], Class::Urgent, 60)
+            .is_ok());
+        // Carried into the next file, gone once out of their window.
+        let (b3, _) = budget(50);
+        drop(ChargeLog::create(&path, &b3, &recent, 50, wall0 + 4 * SEC).unwrap());
+        let again = ChargeLog::read(&path, 0, wall0 + 9 * SEC).unwrap();
+        assert_eq!(again.charged().iter().map(|c| c.units).sum::<u64>(), 9);
+        let later = ChargeLog::read(&path, 0, wall0 + 13 * SEC).unwrap();
+        assert!(later.charged().is_empty(), "{:?}", later.charged());
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    /// A file cut short or of garbage is an error naming it, left as it is.
+    #[test]
+    fn a_bad_charges_file_is_an_error() {
+        let d = scratch("bad");
+        let path = d.join("charges");
+        let (b, _) = budget(0);
+        drop(ChargeLog::create(&path, &b, &Recent::default(), 0, SEC).unwrap());
+        let whole = std::fs::read(&path).unwrap();
+        for bytes in [&whole[..10], &whole[..HEAD + 10], &[0xffu8; 200][..]] {
+            std::fs::write(&path, bytes).unwrap();
+            let e = ChargeLog::read(&path, 0, SEC).expect_err("read");
+            assert_eq!(e.kind(), io::ErrorKind::InvalidData, "{e}");
+            assert!(e.to_string().contains("charges"), "{e}");
+            assert_eq!(std::fs::read(&path).unwrap(), bytes);
+        }
+        let _ = std::fs::remove_dir_all(&d);
+    }
+}
