@@ -4,14 +4,20 @@
 //! timeout outside the venue's range, and its answers read as armed, disarmed,
 //! refused or unknown.
 
+use base64::engine::general_purpose::STANDARD;
+use base64::Engine;
 use ergon_core::{Budget, Class, Part};
 use ergon_venues::adapt::{Clock, Error, Venue};
 use ergon_venues::binance_futures::{self, BinanceFutures, SWITCH_RESERVE_WEIGHT};
 use ergon_venues::binance_spot;
 use ergon_venues::classify::{fixtures, HttpFile};
 use ergon_venues::endpoint::{HmacKey, Method, Prepared, Symbol};
+use ergon_venues::kraken_futures::{self, KrakenFutures};
+use ergon_venues::kraken_spot::{self, KrakenSpot};
 use ergon_venues::okx::{self, Okx};
 use ergon_venues::switch::{Refusal, Switch, SwitchAnswer};
+use hmac::{Hmac, Mac};
+use sha2::{Digest, Sha256, Sha512};
 
 const SEC: i64 = 1_000_000_000;
 
@@ -251,6 +257,271 @@ fn switch_answers_leave_holds_to_on_response() {
     assert!(
         (40 * SEC..41 * SEC).contains(&held),
         "Retry-After: 30 from 10 s, held until {held}"
+    );
+}
+
+/// The Kraken guide's example secret (any base64 secret would do).
+const KRAKEN_SECRET_B64: &str =
+    "kQH5HW/8p1uGOVjbgWA7FunAmGO8lsSUXNsu3eow76sz84Q18fWxnyRzBHCd3pd5nE9qa99HAZtuZuj6F1huXg==";
+
+fn kraken_secret() -> Vec<u8> {
+    STANDARD.decode(KRAKEN_SECRET_B64).unwrap()
+}
+
+fn kraken_spot_with(c: kraken_spot::Config) -> (KrakenSpot, Budget) {
+    let mut b = Budget::builder();
+    let clock = Clock::anchor(10 * SEC, 1_700_000_000_000);
+    let v = KrakenSpot::new(&mut b, clock, c)
+        .unwrap()
+        .with_auth("key-1", KRAKEN_SECRET_B64)
+        .unwrap();
+    (v, b.build(0).unwrap())
+}
+
+fn kraken_spot() -> (KrakenSpot, Budget) {
+    kraken_spot_with(kraken_spot::Config::default())
+}
+
+fn kraken_futures() -> (KrakenFutures, Budget) {
+    let mut b = Budget::builder();
+    let clock = Clock::anchor(10 * SEC, 1_700_000_000_000);
+    let v = KrakenFutures::new(&mut b, clock, kraken_futures::Config::default())
+        .unwrap()
+        .with_auth("key-1", KRAKEN_SECRET_B64)
+        .unwrap();
+    (v, b.build(0).unwrap())
+}
+
+#[test]
+fn kraken_spot_arm_is_a_signed_cancel_all_orders_after_in_seconds() {
+    let (mut v, budget) = kraken_spot();
+    let mut p = Prepared::default();
+    let now = 10 * SEC;
+    v.arm(&mut p, sym("XBTUSD"), 60_000, now).unwrap();
+    assert_eq!(p.method(), Some(Method::Post));
+    assert_eq!(p.target(), "/0/private/CancelAllOrdersAfter");
+    assert_eq!(p.body(), b"nonce=1700000000000000&timeout=60");
+    // API-Sign = base64(HMAC-SHA512(secret, path + SHA256(nonce + POST data))).
+    let inner = Sha256::new()
+        .chain_update(b"1700000000000000")
+        .chain_update(p.body())
+        .finalize();
+    let mut mac = Hmac::<Sha512>::new_from_slice(&kraken_secret()).unwrap();
+    mac.update(b"/0/private/CancelAllOrdersAfter");
+    mac.update(&inner);
+    let want = STANDARD.encode(mac.finalize().into_bytes());
+    assert_eq!(p.header("API-Sign"), Some(want.as_str()));
+    assert_eq!(p.header("API-Key"), Some("key-1"));
+    assert_eq!(p.deadline_ns(), now + kraken_spot::DEADLINE_NS);
+    assert_eq!(
+        named(&p, &budget),
+        [("ip".to_string(), 0), ("switch".to_string(), 1)]
+    );
+    // A refresh is the arm again, with a later nonce.
+    v.refresh(&mut p, sym("XBTUSD"), 60_000, now).unwrap();
+    assert_eq!(p.body(), b"nonce=1700000000000001&timeout=60");
+    v.disarm(&mut p, sym("XBTUSD"), now).unwrap();
+    assert_eq!(p.body(), b"nonce=1700000000000002&timeout=0");
+    // 60 to 86,399 whole seconds: nothing else, and nothing written.
+    for bad in [0, 59_000, 86_400_000, 60_500] {
+        let e = v.arm(&mut p, sym("XBTUSD"), bad, now).unwrap_err();
+        assert!(matches!(e, Error::BadArgument(_)), "{bad}: {e:?}");
+        assert!(p.is_empty(), "{bad}: a refused arm leaves nothing to send");
+    }
+    for good in [60_000, 86_399_000] {
+        assert!(v.arm(&mut p, sym("XBTUSD"), good, now).is_ok(), "{good}");
+    }
+    // Without a key nothing is written either.
+    let mut b = Budget::builder();
+    let mut bare =
+        KrakenSpot::new(&mut b, Clock::anchor(0, 0), kraken_spot::Config::default()).unwrap();
+    assert_eq!(
+        bare.arm(&mut p, sym("XBTUSD"), 60_000, now).unwrap_err(),
+        Error::NoKey
+    );
+    assert!(p.is_empty());
+}
+
+/// The venue's call counter (Intermediate: 20, -0.5/s) is shared: the
+/// strategies' `api` holds 19 of it at 0.433/s, the switch 1 at one per 15 s,
+/// together never more than the venue's.
+#[test]
+fn kraken_spot_switch_share_is_carved_out_of_the_call_counter() {
+    let (mut v, mut budget) = kraken_spot();
+    assert_eq!(budget.stats(v.api).unwrap().limit, 19);
+    assert_eq!(budget.stats(v.switch).unwrap().limit, 1);
+    assert_eq!(kraken_spot::SWITCH_DECAY_MILLI_PER_S * 15, 1_005);
+    // A flood of private reads at Urgent takes the whole of `api` ...
+    let mut now = 10 * SEC;
+    let mut taken = 0;
+    while let Ok(t) = budget.try_charge(
+        &v.parts(ergon_venues::adapt::Request::Read(1)).unwrap(),
+        Class::Urgent,
+        now,
+    ) {
+        let _ = t.sent();
+        taken += 1;
+    }
+    assert_eq!(taken, 19);
+    // ... and the refresh still fits, then one per 15 s.
+    let mut p = Prepared::default();
+    v.refresh(&mut p, sym("XBTUSD"), 60_000, now).unwrap();
+    let _ = budget
+        .try_charge(p.parts(), Class::Bulk, now)
+        .unwrap()
+        .sent();
+    now += 14 * SEC;
+    v.refresh(&mut p, sym("XBTUSD"), 60_000, now).unwrap();
+    assert!(budget.try_charge(p.parts(), Class::Urgent, now).is_err());
+    now += SEC;
+    assert!(budget.try_charge(p.parts(), Class::Bulk, now).is_ok());
+    // The guards: the IP gate and the call counter, whose hold stops a refresh.
+    let guards = v.switch_guards();
+    assert!(guards.contains(&v.ip) && guards.contains(&v.api));
+    // A tier too small for the share is refused.
+    let mut b = Budget::builder();
+    let tiny = kraken_spot::Config {
+        api_decay_milli_per_s: 67,
+        ..kraken_spot::Config::default()
+    };
+    assert!(matches!(
+        KrakenSpot::new(&mut b, Clock::anchor(0, 0), tiny),
+        Err(Error::BadField(_))
+    ));
+    // Starter, the slowest tier, still has one.
+    let (s, budget) = kraken_spot_with(kraken_spot::Config::STARTER);
+    assert_eq!(budget.stats(s.api).unwrap().limit, 14);
+}
+
+#[test]
+fn kraken_spot_answers_read_as_documented() {
+    let (v, _) = kraken_spot();
+    assert_eq!(
+        read(&v, "kraken-spot", "armed"),
+        SwitchAnswer::Armed {
+            trigger_utc_ms: Some(1_700_000_060_000)
+        }
+    );
+    assert_eq!(read(&v, "kraken-spot", "disarmed"), SwitchAnswer::Disarmed);
+    assert_eq!(
+        read(&v, "kraken-spot", "invalid_arguments"),
+        SwitchAnswer::Refused(Refusal::Timeout)
+    );
+    assert_eq!(
+        read(&v, "kraken-spot", "permission_denied"),
+        SwitchAnswer::Refused(Refusal::NotAllowed)
+    );
+    assert_eq!(read(&v, "kraken-spot", "api_limit"), SwitchAnswer::Unknown);
+}
+
+#[test]
+fn kraken_spot_switch_throttle_holds_the_call_counter() {
+    let (mut v, mut budget) = kraken_spot();
+    let path = fixtures().join("kraken-spot/switch/api_limit.http");
+    let file = HttpFile::parse(&std::fs::read(path).unwrap()).unwrap();
+    let mut p = Prepared::default();
+    v.refresh(&mut p, sym("XBTUSD"), 60_000, 10 * SEC).unwrap();
+    let kind = p.kind().unwrap();
+    let verdict = file
+        .with_response(|r| v.on_response(kind, r, &mut budget, 10 * SEC))
+        .unwrap();
+    assert!(
+        matches!(verdict, ergon_core::Verdict::Throttled { bucket, .. } if bucket == v.api),
+        "{verdict:?}"
+    );
+}
+
+#[test]
+fn kraken_futures_arm_is_a_signed_cancelallordersafter_costing_25() {
+    let (mut v, budget) = kraken_futures();
+    let mut p = Prepared::default();
+    let now = 10 * SEC;
+    v.arm(&mut p, sym("PF_XBTUSD"), 60_000, now).unwrap();
+    assert_eq!(p.method(), Some(Method::Post));
+    assert_eq!(p.target(), "/derivatives/api/v3/cancelallordersafter");
+    assert_eq!(p.body(), b"timeout=60");
+    assert_eq!(p.header("Nonce"), Some("1700000000000000"));
+    // Authent = base64(HMAC-SHA512(secret, SHA256(postData + nonce + endpointPath))).
+    let inner = Sha256::new()
+        .chain_update(p.body())
+        .chain_update(b"1700000000000000")
+        .chain_update(b"/api/v3/cancelallordersafter")
+        .finalize();
+    let mut mac = Hmac::<Sha512>::new_from_slice(&kraken_secret()).unwrap();
+    mac.update(&inner);
+    let want = STANDARD.encode(mac.finalize().into_bytes());
+    assert_eq!(p.header("Authent"), Some(want.as_str()));
+    assert_eq!(p.header("APIKey"), Some("key-1"));
+    assert_eq!(p.deadline_ns(), now + kraken_futures::DEADLINE_NS);
+    assert_eq!(
+        named(&p, &budget),
+        [("ip".to_string(), 0), ("switch".to_string(), 25)]
+    );
+    v.disarm(&mut p, sym("PF_XBTUSD"), now).unwrap();
+    assert_eq!(p.body(), b"timeout=0");
+    for bad in [0, 39_000, 86_401_000, 40_001] {
+        let e = v.arm(&mut p, sym("PF_XBTUSD"), bad, now).unwrap_err();
+        assert!(matches!(e, Error::BadArgument(_)), "{bad}: {e:?}");
+        assert!(p.is_empty(), "{bad}: a refused arm leaves nothing to send");
+    }
+    for good in [40_000, 86_400_000] {
+        assert!(v.arm(&mut p, sym("PF_XBTUSD"), good, now).is_ok(), "{good}");
+    }
+}
+
+#[test]
+fn kraken_futures_switch_share_is_carved_out_of_the_10s_budget() {
+    let (mut v, mut budget) = kraken_futures();
+    assert_eq!(budget.stats(v.derivatives).unwrap().limit, 475);
+    assert_eq!(budget.stats(v.switch).unwrap().limit, 25);
+    // Orders at Urgent take all of `derivatives` ...
+    let mut now = 10 * SEC;
+    let mut taken = 0;
+    while let Ok(t) = budget.try_charge(
+        &v.parts(ergon_venues::adapt::Request::Order).unwrap(),
+        Class::Urgent,
+        now,
+    ) {
+        let _ = t.sent();
+        taken += 10;
+        now += 1;
+    }
+    assert_eq!(taken, 470);
+    // ... and the refresh still fits; a second within the 10 s does not.
+    let mut p = Prepared::default();
+    v.refresh(&mut p, sym("PF_XBTUSD"), 60_000, now).unwrap();
+    let _ = budget
+        .try_charge(p.parts(), Class::Bulk, now)
+        .unwrap()
+        .sent();
+    assert!(budget
+        .try_charge(p.parts(), Class::Urgent, now + 9 * SEC)
+        .is_err());
+    let guards = v.switch_guards();
+    assert!(guards.contains(&v.ip) && guards.contains(&v.derivatives));
+}
+
+#[test]
+fn kraken_futures_answers_read_as_documented() {
+    let (v, _) = kraken_futures();
+    assert_eq!(
+        read(&v, "kraken-futures", "armed"),
+        SwitchAnswer::Armed {
+            // 2018-06-19T16:52:23.839Z
+            trigger_utc_ms: Some(1_529_427_143_839)
+        }
+    );
+    assert_eq!(
+        read(&v, "kraken-futures", "disarmed"),
+        SwitchAnswer::Disarmed
+    );
+    assert_eq!(
+        read(&v, "kraken-futures", "api_limit"),
+        SwitchAnswer::Unknown
+    );
+    assert_eq!(
+        read(&v, "kraken-futures", "authentication_error"),
+        SwitchAnswer::Refused(Refusal::NotAllowed)
     );
 }
 
