@@ -711,7 +711,15 @@ fn hyperliquid_weights() {
     assert_eq!(cost(Request::Info("l2Book")), 2);
     assert_eq!(cost(Request::Info("userRole")), 60);
     assert_eq!(cost(Request::Info("meta")), 20);
-    assert_eq!(budget.stats(weight).unwrap().limit, 1200);
+    // 1200 a minute: the strategies' share and the switch's (issue 28).
+    assert_eq!(
+        budget.stats(weight).unwrap().limit + budget.stats(hl.switch).unwrap().limit,
+        1200
+    );
+    assert_eq!(
+        budget.stats(weight).unwrap().limit,
+        1200 - hyperliquid::SWITCH_RESERVE_WEIGHT
+    );
 }
 
 fn user_rate_limit(

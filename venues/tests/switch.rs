@@ -12,6 +12,7 @@ use ergon_venues::binance_futures::{self, BinanceFutures, SWITCH_RESERVE_WEIGHT}
 use ergon_venues::binance_spot;
 use ergon_venues::classify::{fixtures, HttpFile};
 use ergon_venues::endpoint::{HmacKey, Method, Prepared, Symbol};
+use ergon_venues::hyperliquid::{self, Action, Exchange, Hyperliquid, Signature, Signer};
 use ergon_venues::kraken_futures::{self, KrakenFutures};
 use ergon_venues::kraken_spot::{self, KrakenSpot};
 use ergon_venues::okx::{self, Okx};
@@ -523,6 +524,202 @@ fn kraken_futures_answers_read_as_documented() {
         read(&v, "kraken-futures", "authentication_error"),
         SwitchAnswer::Refused(Refusal::NotAllowed)
     );
+}
+
+/// Records what it was asked to sign; answers a fixed signature.
+#[derive(Default)]
+struct Recorder {
+    seen: Vec<(String, String, u64, u64)>,
+}
+
+impl Signer for Recorder {
+    fn address(&self) -> &str {
+        "0x0000000000000000000000000000000000000abc"
+    }
+    fn sign(
+        &mut self,
+        action: Action<'_>,
+        json: &[u8],
+        nonce: u64,
+        expires: u64,
+    ) -> Result<Signature, Error> {
+        self.seen.push((
+            format!("{action:?}"),
+            String::from_utf8(json.to_vec()).unwrap(),
+            nonce,
+            expires,
+        ));
+        Ok(Signature {
+            r: [0x11; 32],
+            s: [0x22; 32],
+            v: 27,
+        })
+    }
+}
+
+fn hl() -> (Exchange<Recorder>, Budget) {
+    let mut b = Budget::builder();
+    let clock = Clock::anchor(10 * SEC, 1_700_000_000_000);
+    let venue = Hyperliquid::new(&mut b, clock, hyperliquid::Config::default()).unwrap();
+    let ex = Exchange::new(venue, Recorder::default(), &[("BTC", 0)], 5000).unwrap();
+    (ex, b.build(0).unwrap())
+}
+
+#[test]
+fn hyperliquid_arm_is_a_signed_schedule_cancel_after_its_nonce() {
+    let (mut v, budget) = hl();
+    let mut p = Prepared::default();
+    let now = 10 * SEC;
+    v.arm(&mut p, sym("BTC"), 60_000, now).unwrap();
+    assert_eq!(p.method(), Some(Method::Post));
+    assert_eq!(p.target(), "/exchange");
+    let action = r#"{"type":"scheduleCancel","time":1700000060000}"#;
+    let sig = format!(
+        r#""signature":{{"r":"0x{}","s":"0x{}","v":27}}"#,
+        "11".repeat(32),
+        "22".repeat(32)
+    );
+    assert_eq!(
+        std::str::from_utf8(p.body()).unwrap(),
+        format!(
+            r#"{{"action":{action},"nonce":1700000000000,{sig},"expiresAfter":1700000005000}}"#
+        )
+    );
+    // What the signer saw: the same action, typed and as sent, with its nonce.
+    let seen = v.signer_mut().seen.pop().unwrap();
+    assert_eq!(
+        seen,
+        (
+            "ScheduleCancel(Some(1700000060000))".to_string(),
+            action.to_string(),
+            1_700_000_000_000,
+            1_700_000_005_000
+        )
+    );
+    // The deadline: expiresAfter on our clock.
+    assert_eq!(p.deadline_ns(), 15 * SEC);
+    assert_eq!(
+        named(&p, &budget),
+        [
+            ("ip".to_string(), 0),
+            ("switch".to_string(), 1),
+            ("address".to_string(), 0)
+        ]
+    );
+    // The disarm carries no time (not a null).
+    v.disarm(&mut p, sym("BTC"), now).unwrap();
+    let body = std::str::from_utf8(p.body()).unwrap();
+    assert!(
+        body.starts_with(r#"{"action":{"type":"scheduleCancel"},"nonce":1700000000001,"#),
+        "{body}"
+    );
+    assert_eq!(v.signer_mut().seen.pop().unwrap().0, "ScheduleCancel(None)");
+    // 60 s (the reserve's pace; the venue's own floor is 5 s) to a day.
+    for bad in [0, 5_000, 59_999, 86_400_001] {
+        let e = v.arm(&mut p, sym("BTC"), bad, now).unwrap_err();
+        assert!(matches!(e, Error::BadArgument(_)), "{bad}: {e:?}");
+        assert!(p.is_empty(), "{bad}: a refused arm leaves nothing to send");
+    }
+    assert!(v.signer_mut().seen.is_empty(), "nothing refused was signed");
+}
+
+#[test]
+fn hyperliquid_switch_share_is_carved_out_of_the_minute_weight() {
+    let (mut v, mut budget) = hl();
+    let weight = v.venue.weight;
+    assert_eq!(budget.stats(weight).unwrap().limit, 1196);
+    assert_eq!(budget.stats(v.venue.switch).unwrap().limit, 4);
+    // Info reads at Urgent take all of the strategies' minute ...
+    let mut now = 10 * SEC;
+    let mut taken = 0;
+    while let Ok(t) = budget.try_charge(
+        &[Part::new(v.venue.ip, 0), Part::new(weight, 20)],
+        Class::Urgent,
+        now,
+    ) {
+        let _ = t.sent();
+        taken += 20;
+        now += 1;
+    }
+    assert_eq!(taken, 1180);
+    // ... and four refreshes a minute still fit, a fifth does not.
+    let mut p = Prepared::default();
+    for i in 0..4 {
+        v.refresh(&mut p, sym("BTC"), 60_000, now).unwrap();
+        let t = budget.try_charge(p.parts(), Class::Bulk, now);
+        assert!(t.is_ok(), "refresh {i} refused: {:?}", t.err());
+        let _ = t.unwrap().sent();
+    }
+    assert!(budget.try_charge(p.parts(), Class::Urgent, now).is_err());
+    let guards = v.switch_guards();
+    for b in [v.venue.ip, weight, v.venue.burst, v.venue.address_gate] {
+        assert!(guards.contains(&b));
+    }
+    assert_eq!(v.switch_spec().fires_per_day, Some(10));
+}
+
+#[test]
+fn hyperliquid_answers_read_for_the_action_written() {
+    let (mut v, _) = hl();
+    // Nothing written yet: an ok says nothing.
+    assert_eq!(read(&v, "hyperliquid", "ok"), SwitchAnswer::Unknown);
+    let mut p = Prepared::default();
+    v.arm(&mut p, sym("BTC"), 60_000, 10 * SEC).unwrap();
+    assert_eq!(
+        read(&v, "hyperliquid", "ok"),
+        SwitchAnswer::Armed {
+            trigger_utc_ms: Some(1_700_000_060_000)
+        }
+    );
+    v.disarm(&mut p, sym("BTC"), 10 * SEC).unwrap();
+    assert_eq!(read(&v, "hyperliquid", "ok"), SwitchAnswer::Disarmed);
+    assert_eq!(
+        read(&v, "hyperliquid", "volume_required"),
+        SwitchAnswer::Refused(Refusal::NotAllowed)
+    );
+    assert_eq!(
+        read(&v, "hyperliquid", "address_exhausted"),
+        SwitchAnswer::Unknown
+    );
+    assert_eq!(
+        read(&v, "hyperliquid", "rejected_other"),
+        SwitchAnswer::Refused(Refusal::Other)
+    );
+    assert_eq!(
+        read(&v, "hyperliquid", "throttled_429"),
+        SwitchAnswer::Unknown
+    );
+    // A refused arm leaves the last written action as it was.
+    assert!(v.arm(&mut p, sym("BTC"), 1_000, 10 * SEC).is_err());
+    assert_eq!(read(&v, "hyperliquid", "ok"), SwitchAnswer::Disarmed);
+}
+
+#[test]
+fn hyperliquid_switch_answer_counts_against_the_address() {
+    let (mut v, mut budget) = hl();
+    let mut p = Prepared::default();
+    v.refresh(&mut p, sym("BTC"), 60_000, 10 * SEC).unwrap();
+    let kind = p.kind().unwrap();
+    let path = fixtures().join("hyperliquid/switch/ok.http");
+    let file = HttpFile::parse(&std::fs::read(path).unwrap()).unwrap();
+    let reading = hyperliquid::Reading {
+        at_ns: 0,
+        volume: 0,
+        used: 9_999,
+        cap: 10_000,
+        surplus: 0,
+    };
+    v.venue.address.read(reading);
+    let verdict = file
+        .with_response(|r| v.on_response(kind, r, &mut budget, 10 * SEC))
+        .unwrap();
+    assert_eq!(verdict, ergon_core::Verdict::Done);
+    assert_eq!(v.venue.address.remaining(), Some(0));
+    assert!(budget
+        .stats(v.venue.address_gate)
+        .unwrap()
+        .held_until_ns
+        .is_some());
 }
 
 fn base64(b: &[u8]) -> String {
