@@ -981,20 +981,24 @@ impl<S: Signer> Endpoints for Exchange<S> {
 /// Hyperliquid's dead man's switch, the `scheduleCancel` action, as documented: a
 /// `time` (UTC ms) at least 5 s ahead arms it, an action without `time` removes it,
 /// and it may fire at most 10 times a day per account (counted from 00:00 UTC): a
-/// gateway must never arm it and let it lapse in a loop. The venue's shortest
-/// timeout is 5 s; ergon's is 60 s, set by [`SWITCH_RESERVE_WEIGHT`], which pays
-/// for a refresh every 15 s. Written by `impl Switch for Exchange`.
+/// gateway must never arm it and let it lapse in a loop. These are the venue's
+/// figures; the endpoint (`impl Switch for Exchange`) takes timeouts from
+/// [`SWITCH_MIN_TIMEOUT_MS`] only.
 ///
 /// Source: <https://hyperliquid.gitbook.io/hyperliquid-docs/for-developers/api/exchange-endpoint#schedule-cancel-dead-mans-switch>
 /// (checked 2026-12-01).
 pub const SWITCH_SPEC: crate::switch::SwitchSpec = crate::switch::SwitchSpec {
-    min_timeout_ms: 60_000,
+    min_timeout_ms: 5_000,
     max_timeout_ms: 86_400_000,
     default_timeout_ms: 60_000,
     refresh_div: 4,
     fires_per_day: Some(10),
     scope: crate::switch::Scope::Account,
 };
+
+/// The shortest timeout the endpoint takes: the venue's is 5 s, but
+/// [`SWITCH_RESERVE_WEIGHT`] pays for a refresh every 15 s, a quarter of 60 s.
+pub const SWITCH_MIN_TIMEOUT_MS: u32 = 60_000;
 
 /// The `scheduleCancel` action (see [`SWITCH_SPEC`]): `{"type":"scheduleCancel",
 /// "time":T}` arms the switch to cancel every open order of the account at `T`
@@ -1018,7 +1022,10 @@ pub const SWITCH_SPEC: crate::switch::SwitchSpec = crate::switch::SwitchSpec {
 /// <https://hyperliquid.gitbook.io/hyperliquid-docs/for-developers/api/rate-limits-and-user-limits>.
 impl<S: Signer> crate::switch::Switch for Exchange<S> {
     fn switch_spec(&self) -> crate::switch::SwitchSpec {
-        SWITCH_SPEC
+        crate::switch::SwitchSpec {
+            min_timeout_ms: SWITCH_MIN_TIMEOUT_MS,
+            ..SWITCH_SPEC
+        }
     }
 
     fn arm<'p>(
@@ -1029,7 +1036,7 @@ impl<S: Signer> crate::switch::Switch for Exchange<S> {
         now: i64,
     ) -> Result<&'p Prepared, Error> {
         let w = Writer::start(out);
-        if !SWITCH_SPEC.takes(timeout_ms) {
+        if !self.switch_spec().takes(timeout_ms) {
             return Err(Error::BadArgument("time (60 s to 1 day ahead)"));
         }
         self.schedule_cancel(w, Some(timeout_ms), now)

@@ -655,7 +655,13 @@ fn hyperliquid_switch_share_is_carved_out_of_the_minute_weight() {
     for b in [v.venue.ip, weight, v.venue.burst, v.venue.address_gate] {
         assert!(guards.contains(&b));
     }
+    // The venue's figures stand; the endpoint's floor is the reserve's.
     assert_eq!(v.switch_spec().fires_per_day, Some(10));
+    assert_eq!(hyperliquid::SWITCH_SPEC.min_timeout_ms, 5_000);
+    assert_eq!(
+        v.switch_spec().min_timeout_ms,
+        hyperliquid::SWITCH_MIN_TIMEOUT_MS
+    );
 }
 
 #[test]
