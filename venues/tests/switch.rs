@@ -745,3 +745,78 @@ fn base64(b: &[u8]) -> String {
     }
     out
 }
+
+/// Every switch fixture's body, as the venues wrote them.
+fn switch_bodies() -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    for venue in [
+        "binance-futures",
+        "okx",
+        "kraken-spot",
+        "kraken-futures",
+        "hyperliquid",
+    ] {
+        let dir = fixtures().join(venue).join("switch");
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "http") {
+                let file = HttpFile::parse(&std::fs::read(path).unwrap()).unwrap();
+                out.push(file.body);
+            }
+        }
+    }
+    out
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::test_runner::Config {
+        cases: 300,
+        rng_seed: proptest::test_runner::RngSeed::Fixed(0x0065_7267_6f6e),
+        ..proptest::test_runner::Config::default()
+    })]
+
+    /// Bad input never panics: every switch fixture's body, bytes changed and cut
+    /// short, under any status, read by every venue's switch reader.
+    #[test]
+    fn mutated_switch_answers_never_panic(
+        which in proptest::prelude::any::<proptest::sample::Index>(),
+        edits in proptest::collection::vec((0usize..4096, proptest::prelude::any::<u8>()), 0..6),
+        cut in 0usize..4096,
+        status in proptest::prelude::any::<u16>(),
+    ) {
+        let bodies = switch_bodies();
+        let mut body = bodies[which.index(bodies.len())].clone();
+        for &(at, byte) in &edits {
+            if !body.is_empty() {
+                let i = at % body.len();
+                body[i] = byte;
+            }
+        }
+        body.truncate(cut);
+        let r = ergon_venues::response::Response { status, headers: &[], body: &body };
+        let (f, _) = futures();
+        let (o, _) = okx();
+        let (ks, _) = kraken_spot();
+        let (kf, _) = kraken_futures();
+        let (mut h, _) = hl();
+        let _ = (f.read_switch(&r), o.read_switch(&r), ks.read_switch(&r), kf.read_switch(&r));
+        let _ = h.read_switch(&r);
+        let mut p = Prepared::default();
+        h.arm(&mut p, sym("BTC"), 60_000, 10 * SEC).unwrap();
+        let _ = h.read_switch(&r);
+    }
+
+    /// RFC 3339 date-times, bytes changed and cut short, never panic.
+    #[test]
+    fn mutated_date_times_never_panic(
+        edits in proptest::collection::vec((0usize..32, proptest::prelude::any::<u8>()), 0..4),
+        cut in 0usize..40,
+    ) {
+        let mut t = b"2018-06-19T16:52:23.839123+02:00".to_vec();
+        for &(at, byte) in &edits {
+            t[at % 32] = byte;
+        }
+        t.truncate(cut);
+        let _ = ergon_venues::adapt::rfc3339_ms(&t);
+    }
+}
