@@ -51,9 +51,9 @@ pub const DEADLINE_NS: i64 = 5 * SEC;
 /// budget.
 pub const SWITCH_COST: u32 = 25;
 
-/// The budget reserved for the switch: one call per 10 s window. The documented
-/// pace is a call every 15 to 20 s, so one a window leaves room for a disarm
-/// soon after a refresh; 5 % of the default 500.
+/// The budget reserved for the switch: one call per 10 s window, 5 % of the
+/// default 500. The documented pace is a call every 15 to 20 s; a disarm right
+/// after a refresh waits for the refresh to leave the window (at most 10 s).
 pub const SWITCH_RESERVE: u64 = SWITCH_COST as u64;
 
 /// The `/derivatives` cost budget and the costs of the requests an adapter sends.

@@ -104,7 +104,8 @@ pub const DEADLINE_NS: i64 = 5 * SEC;
 pub const AGE_MARGIN_NS: i64 = SEC;
 
 /// The dead man's switch's reserved pace: one `CancelAllOrdersAfter` every 15 s,
-/// the faster end of the documented 15 to 30 s with a 60 s timeout.
+/// the faster end of the documented 15 to 30 s with a 60 s timeout (a disarm
+/// right after a refresh waits up to this long).
 pub const SWITCH_EVERY_NS: i64 = 15 * SEC;
 
 /// The call counter's decay reserved for the switch, thousandths per second: one
