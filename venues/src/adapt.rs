@@ -292,6 +292,59 @@ pub fn http_date_ms(value: &[u8]) -> Option<i64> {
     Some((days * 86_400 + h * 3600 + m * 60 + s) * 1000)
 }
 
+/// An RFC 3339 date-time as UTC milliseconds since the epoch
+/// (`2023-03-24T17:42:56Z`, `2018-06-19T16:51:23.839Z`, `...+02:00`). A fraction
+/// finer than a millisecond is cut, never rounded up: a trigger time read this
+/// way is never later than the venue's. A leap second (`:60`) reads as the
+/// second after `:59`.
+pub fn rfc3339_ms(value: &[u8]) -> Option<i64> {
+    let v = trim(value);
+    let field = |at: usize, len: usize| num(v.get(at..at + len)?);
+    let sep = |at: usize, c: u8| v.get(at).is_some_and(|x| x.eq_ignore_ascii_case(&c));
+    if !(sep(4, b'-') && sep(7, b'-') && sep(10, b'T') && sep(13, b':') && sep(16, b':')) {
+        return None;
+    }
+    let (year, month, day) = (field(0, 4)?, field(5, 2)?, field(8, 2)?);
+    let (h, m, s) = (field(11, 2)?, field(14, 2)?, field(17, 2)?);
+    if !(1..=12).contains(&month) || day == 0 || day > days_in_month(year, month) {
+        return None;
+    }
+    if h > 23 || m > 59 || s > 60 {
+        return None;
+    }
+    let mut rest = v.get(19..)?;
+    let mut ms = 0;
+    if let Some(frac) = rest.strip_prefix(b".") {
+        let digits = frac.iter().take_while(|c| c.is_ascii_digit()).count();
+        if digits == 0 {
+            return None;
+        }
+        for (i, c) in frac[..digits.min(3)].iter().enumerate() {
+            ms += i64::from(c - b'0') * [100, 10, 1][i];
+        }
+        rest = &frac[digits..];
+    }
+    let offset_min = match rest {
+        [b'Z' | b'z'] => 0,
+        [sign @ (b'+' | b'-'), h1, h2, b':', m1, m2] => {
+            let (oh, om) = (num(&[*h1, *h2])?, num(&[*m1, *m2])?);
+            if oh > 23 || om > 59 {
+                return None;
+            }
+            let off = oh * 60 + om;
+            if *sign == b'-' {
+                -off
+            } else {
+                off
+            }
+        }
+        _ => return None,
+    };
+    let days = days_from_civil(year, month, day);
+    let secs = days * 86_400 + h * 3600 + m * 60 + s - offset_min * 60;
+    Some(secs * 1000 + ms)
+}
+
 fn num(b: &[u8]) -> Option<i64> {
     if b.is_empty() {
         return None;
@@ -630,6 +683,42 @@ mod tests {
             b"\xff\xfe",
         ] {
             assert_eq!(http_date_ms(bad), None, "{:?}", bad);
+        }
+    }
+
+    #[test]
+    fn rfc3339_date_times() {
+        let t = 1_700_000_000_000;
+        assert_eq!(rfc3339_ms(b"2023-11-14T22:13:20Z"), Some(t));
+        assert_eq!(rfc3339_ms(b"2023-11-14t22:13:20z"), Some(t));
+        assert_eq!(rfc3339_ms(b"2023-11-14T22:13:20.839Z"), Some(t + 839));
+        // Finer than a millisecond is cut, not rounded up.
+        assert_eq!(rfc3339_ms(b"2023-11-14T22:13:20.123999Z"), Some(t + 123));
+        assert_eq!(rfc3339_ms(b"2023-11-14T22:13:20.5Z"), Some(t + 500));
+        assert_eq!(rfc3339_ms(b"2023-11-15T00:13:20+02:00"), Some(t));
+        assert_eq!(rfc3339_ms(b"2023-11-14T21:13:20-01:00"), Some(t));
+        // The futures dead man's switch example.
+        assert_eq!(
+            rfc3339_ms(b"2018-06-19T16:52:23.839Z"),
+            Some(1_529_427_143_839)
+        );
+        assert_eq!(rfc3339_ms(b"2024-02-29T00:00:00Z"), Some(1_709_164_800_000));
+        for bad in [
+            &b""[..],
+            b"0",
+            b"2023-11-14T22:13:20",
+            b"2023-11-14 22:13:20Z",
+            b"2023-11-14T22:13:20.Z",
+            b"2023-02-29T22:13:20Z",
+            b"2023-13-14T22:13:20Z",
+            b"2023-11-14T24:13:20Z",
+            b"2023-11-14T22:13:20+2:00",
+            b"2023-11-14T22:13:20+24:00",
+            b"2023-11-14T22:13:20Zjunk",
+            b"+023-11-14T22:13:20Z",
+            b"\xff\xfe",
+        ] {
+            assert_eq!(rfc3339_ms(bad), None, "{:?}", bad);
         }
     }
 

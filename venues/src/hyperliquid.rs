@@ -31,6 +31,12 @@ pub const INITIAL_REQUESTS: u64 = 10_000;
 /// Once the address budget is spent: one request per this long.
 pub const EXHAUSTED_EVERY_NS: i64 = 10 * SEC;
 
+/// Weight a minute reserved for the dead man's switch (`scheduleCancel`, weight 1
+/// like every action): four calls, a refresh every 15 s, a quarter of the 60 s
+/// default timeout. Carved out of the minute weight: `ip_weight_1m` is declared
+/// this much smaller.
+pub const SWITCH_RESERVE_WEIGHT: u64 = 4;
+
 /// The IP limits.
 #[derive(Clone, Copy, Debug)]
 pub struct Config {
@@ -217,8 +223,11 @@ pub struct Hyperliquid {
     clock: Clock,
     /// The IP gate.
     pub ip: BucketId,
-    /// 1200 weight per minute per IP.
+    /// 1200 weight per minute per IP, less [`SWITCH_RESERVE_WEIGHT`].
     pub weight: BucketId,
+    /// The dead man's switch's share of the minute weight
+    /// ([`SWITCH_RESERVE_WEIGHT`], see [`crate::switch`]).
+    pub switch: BucketId,
     /// The short window in front of it.
     pub burst: BucketId,
     /// The address gate: held 10 s after each action once the budget is spent.
@@ -229,8 +238,16 @@ pub struct Hyperliquid {
 }
 
 impl Hyperliquid {
-    /// Declares `ip`, `ip_weight_1m`, `ip_burst` and `address`.
+    /// Declares `ip`, `ip_weight_1m` (the minute weight less
+    /// [`SWITCH_RESERVE_WEIGHT`]), `switch` (that reserve: the venue counts the
+    /// switch's action in the same minute weight, so the strategies' share is
+    /// declared smaller by it and no class can take it), `ip_burst` and `address`.
     pub fn new(builder: &mut Builder, clock: Clock, c: Config) -> Result<Self, Error> {
+        if c.weight_per_min < 2 * SWITCH_RESERVE_WEIGHT {
+            return Err(Error::BadField(
+                "weight_per_min (too small for the switch's share)",
+            ));
+        }
         // The most slots (at most 64) that cut the window into whole nanoseconds.
         let slots = (1..=64u32)
             .rev()
@@ -241,8 +258,9 @@ impl Hyperliquid {
             ip: builder.add("ip", Spec::gate())?,
             weight: builder.add(
                 "ip_weight_1m",
-                Spec::sliding(c.weight_per_min, 60 * SEC, 60),
+                Spec::sliding(c.weight_per_min - SWITCH_RESERVE_WEIGHT, 60 * SEC, 60),
             )?,
+            switch: builder.add("switch", Spec::sliding(SWITCH_RESERVE_WEIGHT, 60 * SEC, 60))?,
             burst: builder.add(
                 "ip_burst",
                 Spec::sliding(c.burst_weight, c.burst_window_ns, slots),
@@ -432,6 +450,9 @@ pub enum Action<'a> {
     Modify(&'a Amend<'a>),
     /// `noop`: marks the nonce used.
     Noop,
+    /// `scheduleCancel`: the dead man's switch, armed to fire at `time` (UTC ms),
+    /// or disarmed (`None`: the action carries no `time`).
+    ScheduleCancel(Option<u64>),
 }
 
 /// Signs Hyperliquid actions: the caller's key, never in this crate. Hyperliquid
@@ -463,6 +484,9 @@ pub struct Exchange<S> {
     assets: Vec<(arrayvec::ArrayString<16>, u32)>,
     last_nonce: u64,
     expiry_ms: i64,
+    /// The last `scheduleCancel` written: `Some(Some(time))` an arm, `Some(None)`
+    /// a disarm. Its answer does not say which, so the reader answers for it.
+    switch_written: Option<Option<u64>>,
 }
 
 impl<S: Signer> Exchange<S> {
@@ -492,6 +516,7 @@ impl<S: Signer> Exchange<S> {
             assets,
             last_nonce: 0,
             expiry_ms,
+            switch_written: None,
         })
     }
 
@@ -520,14 +545,28 @@ impl<S: Signer> Exchange<S> {
     /// signs it and closes `{"action":..,"nonce":..,"signature":..,"expiresAfter":..}`.
     fn exchange<'p>(
         &mut self,
-        mut w: Writer<'p>,
+        w: Writer<'p>,
         action_at: usize,
         action: Action<'_>,
         kind: Request<'static>,
         now: i64,
     ) -> Result<&'p Prepared, Error> {
-        let end = w.pos();
         let nonce = self.nonce(now);
+        self.signed_exchange(w, action_at, action, kind, nonce, None)
+    }
+
+    /// [`Exchange::exchange`] with its nonce taken already (an action that names
+    /// a time after it), charging `parts` instead of the kind's where given.
+    fn signed_exchange<'p>(
+        &mut self,
+        mut w: Writer<'p>,
+        action_at: usize,
+        action: Action<'_>,
+        kind: Request<'static>,
+        nonce: u64,
+        parts: Option<Parts>,
+    ) -> Result<&'p Prepared, Error> {
+        let end = w.pos();
         let expires = nonce.saturating_add(self.expiry_ms.unsigned_abs());
         let sig = self
             .signer
@@ -547,7 +586,10 @@ impl<S: Signer> Exchange<S> {
         w.close_body();
         w.header("Content-Type", b"application/json")?;
         let deadline = self.venue.clock.now_ns_at(expires);
-        w.finish(&self.venue, kind, Method::Post, deadline)
+        match parts {
+            Some(parts) => w.finish_with(parts, kind, Method::Post, deadline),
+            None => w.finish(&self.venue, kind, Method::Post, deadline),
+        }
     }
 
     /// Starts an exchange request: the target and `{"action":`.
@@ -939,9 +981,9 @@ impl<S: Signer> Endpoints for Exchange<S> {
 /// Hyperliquid's dead man's switch, the `scheduleCancel` action, as documented: a
 /// `time` (UTC ms) at least 5 s ahead arms it, an action without `time` removes it,
 /// and it may fire at most 10 times a day per account (counted from 00:00 UTC): a
-/// gateway must never arm it and let it lapse in a loop. The action itself is not
-/// written here yet (see the README's venue table); this is what the gateway's
-/// schedule is checked against.
+/// gateway must never arm it and let it lapse in a loop. These are the venue's
+/// figures; the endpoint (`impl Switch for Exchange`) takes timeouts from
+/// [`SWITCH_MIN_TIMEOUT_MS`] only.
 ///
 /// Source: <https://hyperliquid.gitbook.io/hyperliquid-docs/for-developers/api/exchange-endpoint#schedule-cancel-dead-mans-switch>
 /// (checked 2026-12-01).
@@ -953,3 +995,148 @@ pub const SWITCH_SPEC: crate::switch::SwitchSpec = crate::switch::SwitchSpec {
     fires_per_day: Some(10),
     scope: crate::switch::Scope::Account,
 };
+
+/// The shortest timeout the endpoint takes: the venue's is 5 s, but
+/// [`SWITCH_RESERVE_WEIGHT`] pays for a refresh every 15 s, a quarter of 60 s.
+pub const SWITCH_MIN_TIMEOUT_MS: u32 = 60_000;
+
+/// The `scheduleCancel` action (see [`SWITCH_SPEC`]): `{"type":"scheduleCancel",
+/// "time":T}` arms the switch to cancel every open order of the account at `T`
+/// (UTC ms, at least 5 s ahead), the action without `time` removes it; signed like
+/// every action. `T` is the action's nonce (its UTC ms) plus the timeout, so the
+/// lead the venue checks is the timeout itself. The answer, `{"status":"ok",
+/// "response":{"type":"default"}}`, says neither the time nor which of the two
+/// was sent: the reader answers for the last switch action this endpoint wrote.
+/// Each call is an action: weight 1 of the IP's minute, charged to the reserved
+/// `switch` share, and one request of the address budget, which the adapter
+/// counts when the answer comes like any action's (four a minute are 5,760 a
+/// day of the 10,000 an address starts with, plus one per USDC traded). The
+/// venue refuses to arm or disarm until the account has traded enough volume
+/// (`Cannot set scheduled cancel time until enough volume traded. Required:
+/// $1000000. ...`, an error the exchange-endpoint page does not list): read as
+/// [`Refusal::NotAllowed`](crate::switch::Refusal::NotAllowed), like a spent
+/// daily count.
+///
+/// Sources (checked 2026-12-01):
+/// <https://hyperliquid.gitbook.io/hyperliquid-docs/for-developers/api/exchange-endpoint#schedule-cancel-dead-mans-switch>,
+/// <https://hyperliquid.gitbook.io/hyperliquid-docs/for-developers/api/rate-limits-and-user-limits>.
+impl<S: Signer> crate::switch::Switch for Exchange<S> {
+    fn switch_spec(&self) -> crate::switch::SwitchSpec {
+        crate::switch::SwitchSpec {
+            min_timeout_ms: SWITCH_MIN_TIMEOUT_MS,
+            ..SWITCH_SPEC
+        }
+    }
+
+    fn arm<'p>(
+        &mut self,
+        out: &'p mut Prepared,
+        _symbol: Symbol<'_>,
+        timeout_ms: u32,
+        now: i64,
+    ) -> Result<&'p Prepared, Error> {
+        let w = Writer::start(out);
+        if !self.switch_spec().takes(timeout_ms) {
+            return Err(Error::BadArgument("time (60 s to 1 day ahead)"));
+        }
+        self.schedule_cancel(w, Some(timeout_ms), now)
+    }
+
+    fn disarm<'p>(
+        &mut self,
+        out: &'p mut Prepared,
+        _symbol: Symbol<'_>,
+        now: i64,
+    ) -> Result<&'p Prepared, Error> {
+        let w = Writer::start(out);
+        self.schedule_cancel(w, None, now)
+    }
+
+    fn read_switch(&self, answer: &Response<'_>) -> crate::switch::SwitchAnswer {
+        use crate::switch::{Refusal, SwitchAnswer};
+        let Ok(v) = json::parse(answer.body) else {
+            return SwitchAnswer::Unknown;
+        };
+        if !(200..=299).contains(&answer.status) {
+            return SwitchAnswer::Unknown;
+        }
+        let Ok(Some(status)) = v.get("status") else {
+            return SwitchAnswer::Unknown;
+        };
+        if status.str_eq("ok").unwrap_or(false) {
+            return match self.switch_written {
+                Some(Some(t)) => SwitchAnswer::Armed {
+                    trigger_utc_ms: i64::try_from(t).ok(),
+                },
+                Some(None) => SwitchAnswer::Disarmed,
+                None => SwitchAnswer::Unknown,
+            };
+        }
+        if !status.str_eq("err").unwrap_or(false) {
+            return SwitchAnswer::Unknown;
+        }
+        let Ok(Some(e)) = v.get("response") else {
+            return SwitchAnswer::Unknown;
+        };
+        let says = |t| e.str_contains(t).unwrap_or(false);
+        if says("Too many cumulative requests") || says("nonce") || says("Nonce") {
+            // The address budget, the nonce: nothing about the switch.
+            SwitchAnswer::Unknown
+        } else if says("enough volume") || says("Too many") || says("too many") {
+            SwitchAnswer::Refused(Refusal::NotAllowed)
+        } else if says("at least 5 seconds") || says("too early") || says("in the past") {
+            SwitchAnswer::Refused(Refusal::Timeout)
+        } else if e.kind() == Kind::String {
+            SwitchAnswer::Refused(Refusal::Other)
+        } else {
+            SwitchAnswer::Unknown
+        }
+    }
+
+    fn switch_guards(&self) -> ArrayVec<BucketId, { crate::switch::MAX_GUARDS }> {
+        // The IP gate, the minute weight and the short window the venue counts
+        // the action on (a 429 holds the short one), and the address gate (held
+        // once the address budget is spent).
+        let mut g = ArrayVec::new();
+        g.push(self.venue.ip);
+        g.push(self.venue.weight);
+        g.push(self.venue.burst);
+        g.push(self.venue.address_gate);
+        g
+    }
+}
+
+impl<S: Signer> Exchange<S> {
+    /// A `scheduleCancel` to fire `timeout_ms` after its nonce, or without `time`.
+    fn schedule_cancel<'p>(
+        &mut self,
+        mut w: Writer<'p>,
+        timeout_ms: Option<u32>,
+        now: i64,
+    ) -> Result<&'p Prepared, Error> {
+        let nonce = self.nonce(now);
+        let time = timeout_ms.map(|t| nonce.saturating_add(u64::from(t)));
+        let at = Self::start_exchange(&mut w);
+        w.s("{\"type\":\"scheduleCancel\"");
+        if let Some(t) = time {
+            w.s(",\"time\":");
+            w.int(i64::try_from(t).unwrap_or(i64::MAX));
+        }
+        w.s("}");
+        let mut parts = Parts::new();
+        parts.push(Part::new(self.venue.ip, 0));
+        parts.push(Part::new(self.venue.switch, 1));
+        parts.push(Part::new(self.venue.address_gate, 0));
+        // An action's kind: its answer is counted against the address.
+        let p = self.signed_exchange(
+            w,
+            at,
+            Action::ScheduleCancel(time),
+            Request::Cancel,
+            nonce,
+            Some(parts),
+        )?;
+        self.switch_written = Some(time);
+        Ok(p)
+    }
+}

@@ -47,6 +47,15 @@ pub const WINDOW_NS: i64 = 10 * SEC;
 /// (the venue has no acceptance window of its own: this is ergon's).
 pub const DEADLINE_NS: i64 = 5 * SEC;
 
+/// The cost of `cancelallordersafter` (the dead man's switch) in the `/derivatives`
+/// budget.
+pub const SWITCH_COST: u32 = 25;
+
+/// The budget reserved for the switch: one call per 10 s window, 5 % of the
+/// default 500. The documented pace is a call every 15 to 20 s; a disarm right
+/// after a refresh waits for the refresh to leave the window (at most 10 s).
+pub const SWITCH_RESERVE: u64 = SWITCH_COST as u64;
+
 /// The `/derivatives` cost budget and the costs of the requests an adapter sends.
 #[derive(Clone, Copy, Debug)]
 pub struct Config {
@@ -77,8 +86,11 @@ pub struct KrakenFutures {
     c: Config,
     /// The IP gate.
     pub ip: BucketId,
-    /// The key's `/derivatives` cost budget.
+    /// The key's `/derivatives` cost budget, less the switch's share.
     pub derivatives: BucketId,
+    /// The dead man's switch's share of the `/derivatives` budget
+    /// ([`SWITCH_RESERVE`] per 10 s, see [`crate::switch`]).
+    pub switch: BucketId,
     /// The public endpoints ("do not have a cost and therefore do not count against
     /// any rate limiting budget"): a gate that carries a 429's hold.
     pub public: BucketId,
@@ -89,16 +101,25 @@ pub struct KrakenFutures {
 }
 
 impl KrakenFutures {
-    /// Declares `ip`, `derivatives` and `public`.
+    /// Declares `ip`, `derivatives` (the budget less [`SWITCH_RESERVE`]), `switch`
+    /// (that reserve: the venue counts the switch's call in the same budget, so
+    /// the strategies' share is declared smaller by it and no class can take it)
+    /// and `public`.
     pub fn new(builder: &mut Builder, clock: Clock, c: Config) -> Result<Self, Error> {
+        if c.budget_per_10s < 2 * SWITCH_RESERVE {
+            return Err(Error::BadField(
+                "budget_per_10s (too small for the switch's share)",
+            ));
+        }
         Ok(KrakenFutures {
             clock,
             c,
             ip: builder.add("ip", Spec::gate())?,
             derivatives: builder.add(
                 "derivatives",
-                Spec::sliding(c.budget_per_10s, WINDOW_NS, 20),
+                Spec::sliding(c.budget_per_10s - SWITCH_RESERVE, WINDOW_NS, 20),
             )?,
+            switch: builder.add("switch", Spec::sliding(SWITCH_RESERVE, WINDOW_NS, 20))?,
             public: builder.add("public", Spec::gate())?,
             auth: None,
             last_nonce: 0,
@@ -653,5 +674,142 @@ impl Endpoints for KrakenFutures {
             (Some(s), _) if s.kind() == Kind::String => Placed::Refused,
             _ => Placed::Unknown,
         }
+    }
+}
+
+/// `POST /derivatives/api/v3/cancelallordersafter` (the dead man's switch):
+/// `timeout` in seconds starts a countdown that cancels all the account's orders
+/// when it runs out; a new call pushes it back; `timeout=0` disarms it. The
+/// answer's `status.currentTime` and `status.triggerTime` are ISO 8601 date-times
+/// (`triggerTime` is `"0"` when disarmed). The venue recommends a call every 15
+/// to 20 s with a 60 s timeout. It costs [`SWITCH_COST`] in the `/derivatives`
+/// budget, which the adapter reserves ([`SWITCH_RESERVE`], carved out of that
+/// budget): one call per 10 s window, so the shortest timeout taken is 40 s
+/// (refreshed every quarter of it). No longest timeout is documented; ergon takes
+/// one day.
+///
+/// Sources (checked 2026-12-01):
+/// <https://docs.kraken.com/api-reference/order-management/dead-mans-switch>,
+/// <https://support.kraken.com/hc/en-us/articles/360022635752-Cancel-All-Orders-After>
+/// (both answers, the disarmed one with `"triggerTime":"0"`),
+/// <https://docs.kraken.com/api/docs/guides/futures-rate-limits> (cost 25).
+impl crate::switch::Switch for KrakenFutures {
+    fn switch_spec(&self) -> crate::switch::SwitchSpec {
+        crate::switch::SwitchSpec {
+            min_timeout_ms: 40_000,
+            max_timeout_ms: 86_400_000,
+            default_timeout_ms: 60_000,
+            refresh_div: 4,
+            fires_per_day: None,
+            scope: crate::switch::Scope::Account,
+        }
+    }
+
+    fn arm<'p>(
+        &mut self,
+        out: &'p mut Prepared,
+        _symbol: Symbol<'_>,
+        timeout_ms: u32,
+        now: i64,
+    ) -> Result<&'p Prepared, Error> {
+        let w = Writer::start(out);
+        if !self.switch_spec().takes(timeout_ms) || timeout_ms % 1000 != 0 {
+            return Err(Error::BadArgument("timeout (40..=86400 s, whole seconds)"));
+        }
+        self.cancel_all_after(w, timeout_ms / 1000, now)
+    }
+
+    fn disarm<'p>(
+        &mut self,
+        out: &'p mut Prepared,
+        _symbol: Symbol<'_>,
+        now: i64,
+    ) -> Result<&'p Prepared, Error> {
+        let w = Writer::start(out);
+        self.cancel_all_after(w, 0, now)
+    }
+
+    fn read_switch(&self, answer: &Response<'_>) -> crate::switch::SwitchAnswer {
+        use crate::switch::{Refusal, SwitchAnswer};
+        let Ok(v) = json::parse(answer.body) else {
+            return SwitchAnswer::Unknown;
+        };
+        let result = v.get("result").ok().flatten();
+        let said = |s| result.is_some_and(|r| r.str_eq(s).unwrap_or(false));
+        if said("error") {
+            let Ok(Some(e)) = v.get("error") else {
+                return SwitchAnswer::Unknown;
+            };
+            let is = |s| e.str_eq(s).unwrap_or(false);
+            return if is("apiLimitExceeded")
+                || is("nonceBelowThreshold")
+                || is("nonceDuplicate")
+                || is("Unavailable")
+                || is("Server Error")
+            {
+                // The budget, the clock, the venue: nothing about the switch.
+                SwitchAnswer::Unknown
+            } else if is("authenticationError") {
+                SwitchAnswer::Refused(Refusal::NotAllowed)
+            } else {
+                // The documented errors name no refused timeout: any other
+                // string is a refusal in words.
+                SwitchAnswer::Refused(Refusal::Other)
+            };
+        }
+        if !said("success") || !(200..=299).contains(&answer.status) {
+            return SwitchAnswer::Unknown;
+        }
+        match v.path("status.triggerTime").ok().flatten() {
+            Some(t) if t.str_eq("0").unwrap_or(false) => SwitchAnswer::Disarmed,
+            Some(t) => {
+                let mut buf = [0u8; 40];
+                match t.decode_str(&mut buf).ok().map(str::as_bytes) {
+                    Some(text) => match adapt::rfc3339_ms(text) {
+                        Some(ms) => SwitchAnswer::Armed {
+                            trigger_utc_ms: Some(ms),
+                        },
+                        None => SwitchAnswer::Unknown,
+                    },
+                    None => SwitchAnswer::Unknown,
+                }
+            }
+            None => SwitchAnswer::Unknown,
+        }
+    }
+
+    fn switch_guards(&self) -> ArrayVec<BucketId, { crate::switch::MAX_GUARDS }> {
+        // The venue counts the call in the key's `/derivatives` budget: a hold
+        // there (`apiLimitExceeded`) stops the refresh too.
+        let mut g = ArrayVec::new();
+        g.push(self.ip);
+        g.push(self.derivatives);
+        g
+    }
+}
+
+impl KrakenFutures {
+    fn cancel_all_after<'p>(
+        &mut self,
+        mut w: Writer<'p>,
+        seconds: u32,
+        now: i64,
+    ) -> Result<&'p Prepared, Error> {
+        let deadline = self.signed(
+            &mut w,
+            Method::Post,
+            "/api/v3/cancelallordersafter",
+            now,
+            |w| {
+                w.s("timeout=");
+                w.int(i64::from(seconds));
+                Ok(())
+            },
+        )?;
+        let mut parts = Parts::new();
+        parts.push(Part::new(self.ip, 0));
+        parts.push(Part::new(self.switch, SWITCH_COST));
+        // A private read's kind: a throttle of it holds the `/derivatives` budget.
+        w.finish_with(parts, Request::Read(SWITCH_COST), Method::Post, deadline)
     }
 }

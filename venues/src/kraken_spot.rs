@@ -103,6 +103,16 @@ pub const DEADLINE_NS: i64 = 5 * SEC;
 /// of 1 s charges the dearer cost near each edge.
 pub const AGE_MARGIN_NS: i64 = SEC;
 
+/// The dead man's switch's reserved pace: one `CancelAllOrdersAfter` every 15 s,
+/// the faster end of the documented 15 to 30 s with a 60 s timeout (a disarm
+/// right after a refresh waits up to this long).
+pub const SWITCH_EVERY_NS: i64 = 15 * SEC;
+
+/// The call counter's decay reserved for the switch, thousandths per second: one
+/// call per [`SWITCH_EVERY_NS`] is 66.7, rounded up so that the strategies' share
+/// and the switch's together never decay faster than the venue's counter.
+pub const SWITCH_DECAY_MILLI_PER_S: u64 = 67;
+
 /// Orders whose age the adapter keeps; past this, the oldest is forgotten (its
 /// cancel then costs the youngest order's 8: never under the venue's count).
 pub const MAX_AGES: usize = 256;
@@ -302,6 +312,8 @@ enum Said {
 pub struct KrakenSpot {
     clock: Clock,
     trading_interval_ns: i64,
+    /// The venue's call counter's decay and maximum (the switch's share
+    /// included): what `EAPI:Rate limit exceeded` says is full.
     api_interval_ns: i64,
     trading_max: u64,
     api_max: u64,
@@ -309,8 +321,11 @@ pub struct KrakenSpot {
     pub ip: BucketId,
     /// The pair's trading counter.
     pub trading: BucketId,
-    /// The key's REST call counter.
+    /// The key's REST call counter, less the switch's share.
     pub api: BucketId,
+    /// The dead man's switch's share of the call counter: one unit, refilled
+    /// every [`SWITCH_EVERY_NS`] (see [`crate::switch`]).
+    pub switch: BucketId,
     /// The IP's public endpoints: a gate (Kraken publishes no count), held by
     /// `EGeneral:Too many requests`.
     pub public: BucketId,
@@ -323,10 +338,22 @@ pub struct KrakenSpot {
 }
 
 impl KrakenSpot {
-    /// Declares `ip`, `trading`, `api` and `public`.
+    /// Declares `ip`, `trading`, `api`, `public` and `switch`. The switch's call
+    /// (`CancelAllOrdersAfter`, +1 on the call counter like every private call but
+    /// AddOrder and CancelOrder) is carved out of the call counter: `api` is
+    /// declared one unit smaller and [`SWITCH_DECAY_MILLI_PER_S`] slower than the
+    /// tier's, and `switch` holds that unit, so no strategy class can take it.
     pub fn new(builder: &mut Builder, clock: Clock, c: Config) -> Result<Self, Error> {
         let trading_interval_ns = interval_ns(c.trading_decay_milli_per_s)?;
         let api_interval_ns = interval_ns(c.api_decay_milli_per_s)?;
+        // The tier must leave the strategies something once the switch's share is
+        // taken (every documented tier does: 15 and 0.33/s at the least).
+        if c.api_max < 2 || c.api_decay_milli_per_s <= SWITCH_DECAY_MILLI_PER_S {
+            return Err(Error::BadField(
+                "api counter (too small for the switch's share)",
+            ));
+        }
+        let api_share_ns = interval_ns(c.api_decay_milli_per_s - SWITCH_DECAY_MILLI_PER_S)?;
         Ok(KrakenSpot {
             clock,
             trading_interval_ns,
@@ -338,7 +365,8 @@ impl KrakenSpot {
                 "trading",
                 Spec::token_every(trading_interval_ns, c.trading_max),
             )?,
-            api: builder.add("api", Spec::token_every(api_interval_ns, c.api_max))?,
+            api: builder.add("api", Spec::token_every(api_share_ns, c.api_max - 1))?,
+            switch: builder.add("switch", Spec::token_every(SWITCH_EVERY_NS, 1))?,
             public: builder.add("public", Spec::gate())?,
             auth: None,
             last_nonce: 0,
@@ -985,6 +1013,146 @@ impl Endpoints for KrakenSpot {
             }),
             None => Placed::Unknown,
         }
+    }
+}
+
+/// `POST /0/private/CancelAllOrdersAfter` (the spot REST dead man's switch):
+/// `timeout` in seconds starts a countdown that cancels *all* the account's
+/// orders when it runs out; a new call pushes it back; `timeout=0` disarms it;
+/// once fired it stays off until the next non-zero timeout. The answer's
+/// `result.currentTime` and `result.triggerTime` are RFC 3339 (`triggerTime` is
+/// `"0"` when disarmed, as the WebSocket v1 page shows). The venue recommends a
+/// call every 15 to 30 s with a 60 s timeout, and disarming before the trading
+/// engine's scheduled maintenance (an armed timer cancels everything when the
+/// engine comes back). It is a private call like any other: +1 on the REST call
+/// counter (only AddOrder and CancelOrder are on the trading counter), which the
+/// adapter carves the switch's share out of (see [`KrakenSpot::new`]): one call
+/// every [`SWITCH_EVERY_NS`], so the shortest timeout taken is 60 s (refreshed
+/// every quarter of it). The longest is 86,399 s: the WebSocket v2 page says
+/// "less than 86400 seconds"; the REST page states no bound.
+///
+/// Sources (checked 2026-12-01):
+/// <https://docs.kraken.com/api-reference/trading/cancel-all-orders-after-x>,
+/// <https://docs.kraken.com/api/docs/websocket-v1/cancelallordersafter> (the
+/// disarmed answer), <https://docs.kraken.com/api/docs/websocket-v2/cancel_after>
+/// (the range), <https://docs.kraken.com/exchange/guides/rest/ratelimits> (the
+/// call counter), <https://support.kraken.com/hc/en-us/articles/360001491786-API-error-messages>
+/// (`EGeneral:Invalid arguments`, `EGeneral:Permission denied`, `EAPI:Invalid key`).
+impl crate::switch::Switch for KrakenSpot {
+    fn switch_spec(&self) -> crate::switch::SwitchSpec {
+        crate::switch::SwitchSpec {
+            min_timeout_ms: 60_000,
+            max_timeout_ms: 86_399_000,
+            default_timeout_ms: 60_000,
+            refresh_div: 4,
+            fires_per_day: None,
+            scope: crate::switch::Scope::Account,
+        }
+    }
+
+    fn arm<'p>(
+        &mut self,
+        out: &'p mut Prepared,
+        _symbol: Symbol<'_>,
+        timeout_ms: u32,
+        now: i64,
+    ) -> Result<&'p Prepared, Error> {
+        let w = Writer::start(out);
+        if !self.switch_spec().takes(timeout_ms) || timeout_ms % 1000 != 0 {
+            return Err(Error::BadArgument("timeout (60..=86399 s, whole seconds)"));
+        }
+        self.cancel_all_after(w, timeout_ms / 1000, now)
+    }
+
+    fn disarm<'p>(
+        &mut self,
+        out: &'p mut Prepared,
+        _symbol: Symbol<'_>,
+        now: i64,
+    ) -> Result<&'p Prepared, Error> {
+        let w = Writer::start(out);
+        self.cancel_all_after(w, 0, now)
+    }
+
+    fn read_switch(&self, answer: &Response<'_>) -> crate::switch::SwitchAnswer {
+        use crate::switch::{Refusal, SwitchAnswer};
+        let Ok(v) = json::parse(answer.body) else {
+            return SwitchAnswer::Unknown;
+        };
+        match Self::first_error(&v) {
+            // The body decides first, whatever the status.
+            Ok(Some(e)) => {
+                let mut buf = [0u8; ERROR_BYTES];
+                let Some((text, cut)) = error_text(&e, &mut buf) else {
+                    return SwitchAnswer::Unknown;
+                };
+                let is = |p: &[u8]| text.starts_with(p);
+                if is(b"EGeneral:Invalid arguments") {
+                    SwitchAnswer::Refused(Refusal::Timeout)
+                } else if is(b"EGeneral:Permission denied")
+                    || is(b"EAPI:Invalid key")
+                    || is(b"EAPI:Feature disabled")
+                {
+                    SwitchAnswer::Refused(Refusal::NotAllowed)
+                } else {
+                    match error_verdict(text, cut) {
+                        // Throttles, lockouts, a busy engine, the nonce: the
+                        // answer says nothing about the switch.
+                        Said::Verdict(Verdict::Rejected) => SwitchAnswer::Refused(Refusal::Other),
+                        _ => SwitchAnswer::Unknown,
+                    }
+                }
+            }
+            Ok(None) if (200..=299).contains(&answer.status) => {
+                let trigger = v.path("result.triggerTime").ok().flatten();
+                match trigger {
+                    Some(t) if t.str_eq("0").unwrap_or(false) => SwitchAnswer::Disarmed,
+                    Some(t) => {
+                        let mut buf = [0u8; 40];
+                        match t.decode_str(&mut buf) {
+                            Ok(text) => match adapt::rfc3339_ms(text.as_bytes()) {
+                                Some(ms) => SwitchAnswer::Armed {
+                                    trigger_utc_ms: Some(ms),
+                                },
+                                None => SwitchAnswer::Unknown,
+                            },
+                            Err(_) => SwitchAnswer::Unknown,
+                        }
+                    }
+                    None => SwitchAnswer::Unknown,
+                }
+            }
+            _ => SwitchAnswer::Unknown,
+        }
+    }
+
+    fn switch_guards(&self) -> ArrayVec<BucketId, { crate::switch::MAX_GUARDS }> {
+        // The venue counts the call on the key's call counter: a hold there (the
+        // venue said it is full) stops the refresh too.
+        let mut g = ArrayVec::new();
+        g.push(self.ip);
+        g.push(self.api);
+        g
+    }
+}
+
+impl KrakenSpot {
+    fn cancel_all_after<'p>(
+        &mut self,
+        mut w: Writer<'p>,
+        seconds: u32,
+        now: i64,
+    ) -> Result<&'p Prepared, Error> {
+        let deadline = self.private(&mut w, "/0/private/CancelAllOrdersAfter", now, |w| {
+            w.s("&timeout=");
+            w.int(i64::from(seconds));
+            Ok(())
+        })?;
+        let mut parts = Parts::new();
+        parts.push(Part::new(self.ip, 0));
+        parts.push(Part::new(self.switch, 1));
+        // A private read's kind: a throttle of it holds the call counter.
+        w.finish_with(parts, Request::Read(1), Method::Post, deadline)
     }
 }
 

@@ -91,6 +91,9 @@ pub enum Refusal {
     NotAllowed,
     /// The venue's code, when none of the above.
     Code(i64),
+    /// None of the above, from a venue whose errors are words without a code
+    /// (Kraken's error strings, Hyperliquid's messages).
+    Other,
 }
 
 /// The venue's answer to an arm, refresh or disarm.

@@ -87,7 +87,9 @@ const TABLE: &[(&str, &str, &str, &[Effect])] = &[
     ("kraken-spot", "public_too_many", "Throttled bucket=public until_ms=5050", &[Held("public", 5_050), Used("api", 0)]),
     // Kraken derivatives (issue 19): 500 per 10 s; send/edit/cancel 10, a batch 9 + n.
     ("kraken-futures", "order_ok", "Done", &[Used("derivatives", 10)]),
-    ("kraken-futures", "api_limit", "Throttled bucket=derivatives until_ms=10000", &[Held("derivatives", 10_000), Used("derivatives", 500)]),
+    // The venue's full 500 raises the strategies' share (500 less the switch's 25,
+    // issue 28) by at most one bucket, 475, above the order's 10: 485.
+    ("kraken-futures", "api_limit", "Throttled bucket=derivatives until_ms=10000", &[Held("derivatives", 10_000), Used("derivatives", 485)]),
     ("kraken-futures", "nonce_below", "ClockSkew", &[]),
     ("kraken-futures", "unavailable", "Unknown", &[]),
     ("kraken-futures", "unavailable_read", "NotRun", &[Used("derivatives", 2)]),
@@ -709,7 +711,15 @@ fn hyperliquid_weights() {
     assert_eq!(cost(Request::Info("l2Book")), 2);
     assert_eq!(cost(Request::Info("userRole")), 60);
     assert_eq!(cost(Request::Info("meta")), 20);
-    assert_eq!(budget.stats(weight).unwrap().limit, 1200);
+    // 1200 a minute: the strategies' share and the switch's (issue 28).
+    assert_eq!(
+        budget.stats(weight).unwrap().limit + budget.stats(hl.switch).unwrap().limit,
+        1200
+    );
+    assert_eq!(
+        budget.stats(weight).unwrap().limit,
+        1200 - hyperliquid::SWITCH_RESERVE_WEIGHT
+    );
 }
 
 fn user_rate_limit(

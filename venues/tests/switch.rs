@@ -4,14 +4,21 @@
 //! timeout outside the venue's range, and its answers read as armed, disarmed,
 //! refused or unknown.
 
+use base64::engine::general_purpose::STANDARD;
+use base64::Engine;
 use ergon_core::{Budget, Class, Part};
 use ergon_venues::adapt::{Clock, Error, Venue};
 use ergon_venues::binance_futures::{self, BinanceFutures, SWITCH_RESERVE_WEIGHT};
 use ergon_venues::binance_spot;
 use ergon_venues::classify::{fixtures, HttpFile};
 use ergon_venues::endpoint::{HmacKey, Method, Prepared, Symbol};
+use ergon_venues::hyperliquid::{self, Action, Exchange, Hyperliquid, Signature, Signer};
+use ergon_venues::kraken_futures::{self, KrakenFutures};
+use ergon_venues::kraken_spot::{self, KrakenSpot};
 use ergon_venues::okx::{self, Okx};
 use ergon_venues::switch::{Refusal, Switch, SwitchAnswer};
+use hmac::{Hmac, Mac};
+use sha2::{Digest, Sha256, Sha512};
 
 const SEC: i64 = 1_000_000_000;
 
@@ -254,6 +261,473 @@ fn switch_answers_leave_holds_to_on_response() {
     );
 }
 
+/// The Kraken guide's example secret (any base64 secret would do).
+const KRAKEN_SECRET_B64: &str =
+    "kQH5HW/8p1uGOVjbgWA7FunAmGO8lsSUXNsu3eow76sz84Q18fWxnyRzBHCd3pd5nE9qa99HAZtuZuj6F1huXg==";
+
+fn kraken_secret() -> Vec<u8> {
+    STANDARD.decode(KRAKEN_SECRET_B64).unwrap()
+}
+
+fn kraken_spot_with(c: kraken_spot::Config) -> (KrakenSpot, Budget) {
+    let mut b = Budget::builder();
+    let clock = Clock::anchor(10 * SEC, 1_700_000_000_000);
+    let v = KrakenSpot::new(&mut b, clock, c)
+        .unwrap()
+        .with_auth("key-1", KRAKEN_SECRET_B64)
+        .unwrap();
+    (v, b.build(0).unwrap())
+}
+
+fn kraken_spot() -> (KrakenSpot, Budget) {
+    kraken_spot_with(kraken_spot::Config::default())
+}
+
+fn kraken_futures() -> (KrakenFutures, Budget) {
+    let mut b = Budget::builder();
+    let clock = Clock::anchor(10 * SEC, 1_700_000_000_000);
+    let v = KrakenFutures::new(&mut b, clock, kraken_futures::Config::default())
+        .unwrap()
+        .with_auth("key-1", KRAKEN_SECRET_B64)
+        .unwrap();
+    (v, b.build(0).unwrap())
+}
+
+#[test]
+fn kraken_spot_arm_is_a_signed_cancel_all_orders_after_in_seconds() {
+    let (mut v, budget) = kraken_spot();
+    let mut p = Prepared::default();
+    let now = 10 * SEC;
+    v.arm(&mut p, sym("XBTUSD"), 60_000, now).unwrap();
+    assert_eq!(p.method(), Some(Method::Post));
+    assert_eq!(p.target(), "/0/private/CancelAllOrdersAfter");
+    assert_eq!(p.body(), b"nonce=1700000000000000&timeout=60");
+    // API-Sign = base64(HMAC-SHA512(secret, path + SHA256(nonce + POST data))).
+    let inner = Sha256::new()
+        .chain_update(b"1700000000000000")
+        .chain_update(p.body())
+        .finalize();
+    let mut mac = Hmac::<Sha512>::new_from_slice(&kraken_secret()).unwrap();
+    mac.update(b"/0/private/CancelAllOrdersAfter");
+    mac.update(&inner);
+    let want = STANDARD.encode(mac.finalize().into_bytes());
+    assert_eq!(p.header("API-Sign"), Some(want.as_str()));
+    assert_eq!(p.header("API-Key"), Some("key-1"));
+    assert_eq!(p.deadline_ns(), now + kraken_spot::DEADLINE_NS);
+    assert_eq!(
+        named(&p, &budget),
+        [("ip".to_string(), 0), ("switch".to_string(), 1)]
+    );
+    // A refresh is the arm again, with a later nonce.
+    v.refresh(&mut p, sym("XBTUSD"), 60_000, now).unwrap();
+    assert_eq!(p.body(), b"nonce=1700000000000001&timeout=60");
+    v.disarm(&mut p, sym("XBTUSD"), now).unwrap();
+    assert_eq!(p.body(), b"nonce=1700000000000002&timeout=0");
+    // 60 to 86,399 whole seconds: nothing else, and nothing written.
+    for bad in [0, 59_000, 86_400_000, 60_500] {
+        let e = v.arm(&mut p, sym("XBTUSD"), bad, now).unwrap_err();
+        assert!(matches!(e, Error::BadArgument(_)), "{bad}: {e:?}");
+        assert!(p.is_empty(), "{bad}: a refused arm leaves nothing to send");
+    }
+    for good in [60_000, 86_399_000] {
+        assert!(v.arm(&mut p, sym("XBTUSD"), good, now).is_ok(), "{good}");
+    }
+    // Without a key nothing is written either.
+    let mut b = Budget::builder();
+    let mut bare =
+        KrakenSpot::new(&mut b, Clock::anchor(0, 0), kraken_spot::Config::default()).unwrap();
+    assert_eq!(
+        bare.arm(&mut p, sym("XBTUSD"), 60_000, now).unwrap_err(),
+        Error::NoKey
+    );
+    assert!(p.is_empty());
+}
+
+/// The venue's call counter (Intermediate: 20, -0.5/s) is shared: the
+/// strategies' `api` holds 19 of it at 0.433/s, the switch 1 at one per 15 s,
+/// together never more than the venue's.
+#[test]
+fn kraken_spot_switch_share_is_carved_out_of_the_call_counter() {
+    let (mut v, mut budget) = kraken_spot();
+    assert_eq!(budget.stats(v.api).unwrap().limit, 19);
+    assert_eq!(budget.stats(v.switch).unwrap().limit, 1);
+    assert_eq!(kraken_spot::SWITCH_DECAY_MILLI_PER_S * 15, 1_005);
+    // A flood of private reads at Urgent takes the whole of `api` ...
+    let mut now = 10 * SEC;
+    let mut taken = 0;
+    while let Ok(t) = budget.try_charge(
+        &v.parts(ergon_venues::adapt::Request::Read(1)).unwrap(),
+        Class::Urgent,
+        now,
+    ) {
+        let _ = t.sent();
+        taken += 1;
+    }
+    assert_eq!(taken, 19);
+    // ... and the refresh still fits, then one per 15 s.
+    let mut p = Prepared::default();
+    v.refresh(&mut p, sym("XBTUSD"), 60_000, now).unwrap();
+    let _ = budget
+        .try_charge(p.parts(), Class::Bulk, now)
+        .unwrap()
+        .sent();
+    now += 14 * SEC;
+    v.refresh(&mut p, sym("XBTUSD"), 60_000, now).unwrap();
+    assert!(budget.try_charge(p.parts(), Class::Urgent, now).is_err());
+    now += SEC;
+    assert!(budget.try_charge(p.parts(), Class::Bulk, now).is_ok());
+    // The guards: the IP gate and the call counter, whose hold stops a refresh.
+    let guards = v.switch_guards();
+    assert!(guards.contains(&v.ip) && guards.contains(&v.api));
+    // A tier too small for the share is refused.
+    let mut b = Budget::builder();
+    let tiny = kraken_spot::Config {
+        api_decay_milli_per_s: 67,
+        ..kraken_spot::Config::default()
+    };
+    assert!(matches!(
+        KrakenSpot::new(&mut b, Clock::anchor(0, 0), tiny),
+        Err(Error::BadField(_))
+    ));
+    // Starter, the slowest tier, still has one.
+    let (s, budget) = kraken_spot_with(kraken_spot::Config::STARTER);
+    assert_eq!(budget.stats(s.api).unwrap().limit, 14);
+}
+
+#[test]
+fn kraken_spot_answers_read_as_documented() {
+    let (v, _) = kraken_spot();
+    assert_eq!(
+        read(&v, "kraken-spot", "armed"),
+        SwitchAnswer::Armed {
+            trigger_utc_ms: Some(1_700_000_060_000)
+        }
+    );
+    assert_eq!(read(&v, "kraken-spot", "disarmed"), SwitchAnswer::Disarmed);
+    assert_eq!(
+        read(&v, "kraken-spot", "invalid_arguments"),
+        SwitchAnswer::Refused(Refusal::Timeout)
+    );
+    assert_eq!(
+        read(&v, "kraken-spot", "permission_denied"),
+        SwitchAnswer::Refused(Refusal::NotAllowed)
+    );
+    assert_eq!(read(&v, "kraken-spot", "api_limit"), SwitchAnswer::Unknown);
+}
+
+#[test]
+fn kraken_spot_switch_throttle_holds_the_call_counter() {
+    let (mut v, mut budget) = kraken_spot();
+    let path = fixtures().join("kraken-spot/switch/api_limit.http");
+    let file = HttpFile::parse(&std::fs::read(path).unwrap()).unwrap();
+    let mut p = Prepared::default();
+    v.refresh(&mut p, sym("XBTUSD"), 60_000, 10 * SEC).unwrap();
+    let kind = p.kind().unwrap();
+    let verdict = file
+        .with_response(|r| v.on_response(kind, r, &mut budget, 10 * SEC))
+        .unwrap();
+    assert!(
+        matches!(verdict, ergon_core::Verdict::Throttled { bucket, .. } if bucket == v.api),
+        "{verdict:?}"
+    );
+}
+
+#[test]
+fn kraken_futures_arm_is_a_signed_cancelallordersafter_costing_25() {
+    let (mut v, budget) = kraken_futures();
+    let mut p = Prepared::default();
+    let now = 10 * SEC;
+    v.arm(&mut p, sym("PF_XBTUSD"), 60_000, now).unwrap();
+    assert_eq!(p.method(), Some(Method::Post));
+    assert_eq!(p.target(), "/derivatives/api/v3/cancelallordersafter");
+    assert_eq!(p.body(), b"timeout=60");
+    assert_eq!(p.header("Nonce"), Some("1700000000000000"));
+    // Authent = base64(HMAC-SHA512(secret, SHA256(postData + nonce + endpointPath))).
+    let inner = Sha256::new()
+        .chain_update(p.body())
+        .chain_update(b"1700000000000000")
+        .chain_update(b"/api/v3/cancelallordersafter")
+        .finalize();
+    let mut mac = Hmac::<Sha512>::new_from_slice(&kraken_secret()).unwrap();
+    mac.update(&inner);
+    let want = STANDARD.encode(mac.finalize().into_bytes());
+    assert_eq!(p.header("Authent"), Some(want.as_str()));
+    assert_eq!(p.header("APIKey"), Some("key-1"));
+    assert_eq!(p.deadline_ns(), now + kraken_futures::DEADLINE_NS);
+    assert_eq!(
+        named(&p, &budget),
+        [("ip".to_string(), 0), ("switch".to_string(), 25)]
+    );
+    v.disarm(&mut p, sym("PF_XBTUSD"), now).unwrap();
+    assert_eq!(p.body(), b"timeout=0");
+    for bad in [0, 39_000, 86_401_000, 40_001] {
+        let e = v.arm(&mut p, sym("PF_XBTUSD"), bad, now).unwrap_err();
+        assert!(matches!(e, Error::BadArgument(_)), "{bad}: {e:?}");
+        assert!(p.is_empty(), "{bad}: a refused arm leaves nothing to send");
+    }
+    for good in [40_000, 86_400_000] {
+        assert!(v.arm(&mut p, sym("PF_XBTUSD"), good, now).is_ok(), "{good}");
+    }
+}
+
+#[test]
+fn kraken_futures_switch_share_is_carved_out_of_the_10s_budget() {
+    let (mut v, mut budget) = kraken_futures();
+    assert_eq!(budget.stats(v.derivatives).unwrap().limit, 475);
+    assert_eq!(budget.stats(v.switch).unwrap().limit, 25);
+    // Orders at Urgent take all of `derivatives` ...
+    let mut now = 10 * SEC;
+    let mut taken = 0;
+    while let Ok(t) = budget.try_charge(
+        &v.parts(ergon_venues::adapt::Request::Order).unwrap(),
+        Class::Urgent,
+        now,
+    ) {
+        let _ = t.sent();
+        taken += 10;
+        now += 1;
+    }
+    assert_eq!(taken, 470);
+    // ... and the refresh still fits; a second within the 10 s does not.
+    let mut p = Prepared::default();
+    v.refresh(&mut p, sym("PF_XBTUSD"), 60_000, now).unwrap();
+    let _ = budget
+        .try_charge(p.parts(), Class::Bulk, now)
+        .unwrap()
+        .sent();
+    assert!(budget
+        .try_charge(p.parts(), Class::Urgent, now + 9 * SEC)
+        .is_err());
+    let guards = v.switch_guards();
+    assert!(guards.contains(&v.ip) && guards.contains(&v.derivatives));
+}
+
+#[test]
+fn kraken_futures_answers_read_as_documented() {
+    let (v, _) = kraken_futures();
+    assert_eq!(
+        read(&v, "kraken-futures", "armed"),
+        SwitchAnswer::Armed {
+            // 2018-06-19T16:52:23.839Z
+            trigger_utc_ms: Some(1_529_427_143_839)
+        }
+    );
+    assert_eq!(
+        read(&v, "kraken-futures", "disarmed"),
+        SwitchAnswer::Disarmed
+    );
+    assert_eq!(
+        read(&v, "kraken-futures", "api_limit"),
+        SwitchAnswer::Unknown
+    );
+    assert_eq!(
+        read(&v, "kraken-futures", "authentication_error"),
+        SwitchAnswer::Refused(Refusal::NotAllowed)
+    );
+}
+
+/// Records what it was asked to sign; answers a fixed signature.
+#[derive(Default)]
+struct Recorder {
+    seen: Vec<(String, String, u64, u64)>,
+}
+
+impl Signer for Recorder {
+    fn address(&self) -> &str {
+        "0x0000000000000000000000000000000000000abc"
+    }
+    fn sign(
+        &mut self,
+        action: Action<'_>,
+        json: &[u8],
+        nonce: u64,
+        expires: u64,
+    ) -> Result<Signature, Error> {
+        self.seen.push((
+            format!("{action:?}"),
+            String::from_utf8(json.to_vec()).unwrap(),
+            nonce,
+            expires,
+        ));
+        Ok(Signature {
+            r: [0x11; 32],
+            s: [0x22; 32],
+            v: 27,
+        })
+    }
+}
+
+fn hl() -> (Exchange<Recorder>, Budget) {
+    let mut b = Budget::builder();
+    let clock = Clock::anchor(10 * SEC, 1_700_000_000_000);
+    let venue = Hyperliquid::new(&mut b, clock, hyperliquid::Config::default()).unwrap();
+    let ex = Exchange::new(venue, Recorder::default(), &[("BTC", 0)], 5000).unwrap();
+    (ex, b.build(0).unwrap())
+}
+
+#[test]
+fn hyperliquid_arm_is_a_signed_schedule_cancel_after_its_nonce() {
+    let (mut v, budget) = hl();
+    let mut p = Prepared::default();
+    let now = 10 * SEC;
+    v.arm(&mut p, sym("BTC"), 60_000, now).unwrap();
+    assert_eq!(p.method(), Some(Method::Post));
+    assert_eq!(p.target(), "/exchange");
+    let action = r#"{"type":"scheduleCancel","time":1700000060000}"#;
+    let sig = format!(
+        r#""signature":{{"r":"0x{}","s":"0x{}","v":27}}"#,
+        "11".repeat(32),
+        "22".repeat(32)
+    );
+    assert_eq!(
+        std::str::from_utf8(p.body()).unwrap(),
+        format!(
+            r#"{{"action":{action},"nonce":1700000000000,{sig},"expiresAfter":1700000005000}}"#
+        )
+    );
+    // What the signer saw: the same action, typed and as sent, with its nonce.
+    let seen = v.signer_mut().seen.pop().unwrap();
+    assert_eq!(
+        seen,
+        (
+            "ScheduleCancel(Some(1700000060000))".to_string(),
+            action.to_string(),
+            1_700_000_000_000,
+            1_700_000_005_000
+        )
+    );
+    // The deadline: expiresAfter on our clock.
+    assert_eq!(p.deadline_ns(), 15 * SEC);
+    assert_eq!(
+        named(&p, &budget),
+        [
+            ("ip".to_string(), 0),
+            ("switch".to_string(), 1),
+            ("address".to_string(), 0)
+        ]
+    );
+    // The disarm carries no time (not a null).
+    v.disarm(&mut p, sym("BTC"), now).unwrap();
+    let body = std::str::from_utf8(p.body()).unwrap();
+    assert!(
+        body.starts_with(r#"{"action":{"type":"scheduleCancel"},"nonce":1700000000001,"#),
+        "{body}"
+    );
+    assert_eq!(v.signer_mut().seen.pop().unwrap().0, "ScheduleCancel(None)");
+    // 60 s (the reserve's pace; the venue's own floor is 5 s) to a day.
+    for bad in [0, 5_000, 59_999, 86_400_001] {
+        let e = v.arm(&mut p, sym("BTC"), bad, now).unwrap_err();
+        assert!(matches!(e, Error::BadArgument(_)), "{bad}: {e:?}");
+        assert!(p.is_empty(), "{bad}: a refused arm leaves nothing to send");
+    }
+    assert!(v.signer_mut().seen.is_empty(), "nothing refused was signed");
+}
+
+#[test]
+fn hyperliquid_switch_share_is_carved_out_of_the_minute_weight() {
+    let (mut v, mut budget) = hl();
+    let weight = v.venue.weight;
+    assert_eq!(budget.stats(weight).unwrap().limit, 1196);
+    assert_eq!(budget.stats(v.venue.switch).unwrap().limit, 4);
+    // Info reads at Urgent take all of the strategies' minute ...
+    let mut now = 10 * SEC;
+    let mut taken = 0;
+    while let Ok(t) = budget.try_charge(
+        &[Part::new(v.venue.ip, 0), Part::new(weight, 20)],
+        Class::Urgent,
+        now,
+    ) {
+        let _ = t.sent();
+        taken += 20;
+        now += 1;
+    }
+    assert_eq!(taken, 1180);
+    // ... and four refreshes a minute still fit, a fifth does not.
+    let mut p = Prepared::default();
+    for i in 0..4 {
+        v.refresh(&mut p, sym("BTC"), 60_000, now).unwrap();
+        let t = budget.try_charge(p.parts(), Class::Bulk, now);
+        assert!(t.is_ok(), "refresh {i} refused: {:?}", t.err());
+        let _ = t.unwrap().sent();
+    }
+    assert!(budget.try_charge(p.parts(), Class::Urgent, now).is_err());
+    let guards = v.switch_guards();
+    for b in [v.venue.ip, weight, v.venue.burst, v.venue.address_gate] {
+        assert!(guards.contains(&b));
+    }
+    // The venue's figures stand; the endpoint's floor is the reserve's.
+    assert_eq!(v.switch_spec().fires_per_day, Some(10));
+    assert_eq!(hyperliquid::SWITCH_SPEC.min_timeout_ms, 5_000);
+    assert_eq!(
+        v.switch_spec().min_timeout_ms,
+        hyperliquid::SWITCH_MIN_TIMEOUT_MS
+    );
+}
+
+#[test]
+fn hyperliquid_answers_read_for_the_action_written() {
+    let (mut v, _) = hl();
+    // Nothing written yet: an ok says nothing.
+    assert_eq!(read(&v, "hyperliquid", "ok"), SwitchAnswer::Unknown);
+    let mut p = Prepared::default();
+    v.arm(&mut p, sym("BTC"), 60_000, 10 * SEC).unwrap();
+    assert_eq!(
+        read(&v, "hyperliquid", "ok"),
+        SwitchAnswer::Armed {
+            trigger_utc_ms: Some(1_700_000_060_000)
+        }
+    );
+    v.disarm(&mut p, sym("BTC"), 10 * SEC).unwrap();
+    assert_eq!(read(&v, "hyperliquid", "ok"), SwitchAnswer::Disarmed);
+    assert_eq!(
+        read(&v, "hyperliquid", "volume_required"),
+        SwitchAnswer::Refused(Refusal::NotAllowed)
+    );
+    assert_eq!(
+        read(&v, "hyperliquid", "address_exhausted"),
+        SwitchAnswer::Unknown
+    );
+    assert_eq!(
+        read(&v, "hyperliquid", "rejected_other"),
+        SwitchAnswer::Refused(Refusal::Other)
+    );
+    assert_eq!(
+        read(&v, "hyperliquid", "throttled_429"),
+        SwitchAnswer::Unknown
+    );
+    // A refused arm leaves the last written action as it was.
+    assert!(v.arm(&mut p, sym("BTC"), 1_000, 10 * SEC).is_err());
+    assert_eq!(read(&v, "hyperliquid", "ok"), SwitchAnswer::Disarmed);
+}
+
+#[test]
+fn hyperliquid_switch_answer_counts_against_the_address() {
+    let (mut v, mut budget) = hl();
+    let mut p = Prepared::default();
+    v.refresh(&mut p, sym("BTC"), 60_000, 10 * SEC).unwrap();
+    let kind = p.kind().unwrap();
+    let path = fixtures().join("hyperliquid/switch/ok.http");
+    let file = HttpFile::parse(&std::fs::read(path).unwrap()).unwrap();
+    let reading = hyperliquid::Reading {
+        at_ns: 0,
+        volume: 0,
+        used: 9_999,
+        cap: 10_000,
+        surplus: 0,
+    };
+    v.venue.address.read(reading);
+    let verdict = file
+        .with_response(|r| v.on_response(kind, r, &mut budget, 10 * SEC))
+        .unwrap();
+    assert_eq!(verdict, ergon_core::Verdict::Done);
+    assert_eq!(v.venue.address.remaining(), Some(0));
+    assert!(budget
+        .stats(v.venue.address_gate)
+        .unwrap()
+        .held_until_ns
+        .is_some());
+}
+
 fn base64(b: &[u8]) -> String {
     const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let mut out = String::new();
@@ -270,4 +744,79 @@ fn base64(b: &[u8]) -> String {
         }
     }
     out
+}
+
+/// Every switch fixture's body, as the venues wrote them.
+fn switch_bodies() -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    for venue in [
+        "binance-futures",
+        "okx",
+        "kraken-spot",
+        "kraken-futures",
+        "hyperliquid",
+    ] {
+        let dir = fixtures().join(venue).join("switch");
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "http") {
+                let file = HttpFile::parse(&std::fs::read(path).unwrap()).unwrap();
+                out.push(file.body);
+            }
+        }
+    }
+    out
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::test_runner::Config {
+        cases: 300,
+        rng_seed: proptest::test_runner::RngSeed::Fixed(0x0065_7267_6f6e),
+        ..proptest::test_runner::Config::default()
+    })]
+
+    /// Bad input never panics: every switch fixture's body, bytes changed and cut
+    /// short, under any status, read by every venue's switch reader.
+    #[test]
+    fn mutated_switch_answers_never_panic(
+        which in proptest::prelude::any::<proptest::sample::Index>(),
+        edits in proptest::collection::vec((0usize..4096, proptest::prelude::any::<u8>()), 0..6),
+        cut in 0usize..4096,
+        status in proptest::prelude::any::<u16>(),
+    ) {
+        let bodies = switch_bodies();
+        let mut body = bodies[which.index(bodies.len())].clone();
+        for &(at, byte) in &edits {
+            if !body.is_empty() {
+                let i = at % body.len();
+                body[i] = byte;
+            }
+        }
+        body.truncate(cut);
+        let r = ergon_venues::response::Response { status, headers: &[], body: &body };
+        let (f, _) = futures();
+        let (o, _) = okx();
+        let (ks, _) = kraken_spot();
+        let (kf, _) = kraken_futures();
+        let (mut h, _) = hl();
+        let _ = (f.read_switch(&r), o.read_switch(&r), ks.read_switch(&r), kf.read_switch(&r));
+        let _ = h.read_switch(&r);
+        let mut p = Prepared::default();
+        h.arm(&mut p, sym("BTC"), 60_000, 10 * SEC).unwrap();
+        let _ = h.read_switch(&r);
+    }
+
+    /// RFC 3339 date-times, bytes changed and cut short, never panic.
+    #[test]
+    fn mutated_date_times_never_panic(
+        edits in proptest::collection::vec((0usize..32, proptest::prelude::any::<u8>()), 0..4),
+        cut in 0usize..40,
+    ) {
+        let mut t = b"2018-06-19T16:52:23.839123+02:00".to_vec();
+        for &(at, byte) in &edits {
+            t[at % 32] = byte;
+        }
+        t.truncate(cut);
+        let _ = ergon_venues::adapt::rfc3339_ms(&t);
+    }
 }
