@@ -699,6 +699,121 @@ fn sigterm_finishes_while_a_client_keeps_submitting() {
     );
 }
 
+// ---- item 8: a doorbell of one's own ----
+
+/// Whether two descriptors of this process are one open file (`kcmp`).
+#[allow(unsafe_code)]
+fn same_file(a: &std::os::fd::OwnedFd, b: &std::os::fd::OwnedFd) -> bool {
+    use std::os::fd::AsRawFd;
+    let pid = std::process::id() as libc::c_long;
+    // SAFETY: a plain syscall on two descriptors this process owns.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_kcmp,
+            pid,
+            pid,
+            0 as libc::c_long, // KCMP_FILE
+            a.as_raw_fd() as libc::c_long,
+            b.as_raw_fd() as libc::c_long,
+        )
+    };
+    assert!(r >= 0, "kcmp: {}", std::io::Error::last_os_error());
+    r == 0
+}
+
+#[test]
+fn each_client_has_its_own_doorbell_and_a_thief_draining_one_steals_no_wake_up() {
+    use std::os::fd::AsRawFd;
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    use std::sync::Arc;
+    let s = sim();
+    let dir = Scratch::new("doorbell");
+    let name = unique("doorbell");
+    let _gw = gateway(
+        &s,
+        &name,
+        &dir.0,
+        Opts {
+            extra: journal_args(&dir.0),
+            secret_by_flag: true,
+            ..Opts::default()
+        },
+    );
+    // The thief: attached, it reads the descriptors it was handed instead of
+    // using them (each read of an eventfd empties it).
+    let (_tsock, answer, tfds) = shm::raw_command(&name, "attach thief").expect("attach");
+    assert!(answer.starts_with("ok new"), "{answer}");
+    let (_osock, answer, ofds) = shm::raw_command(&name, "attach other").expect("attach");
+    assert!(answer.starts_with("ok new"), "{answer}");
+    assert_eq!((tfds.len(), ofds.len()), (3, 3));
+    assert!(
+        !same_file(&tfds[1], &ofds[1]),
+        "two clients were handed one doorbell"
+    );
+    assert!(
+        !same_file(&tfds[2], &ofds[2]),
+        "two clients were handed one wake"
+    );
+    let stop = Arc::new(AtomicBool::new(false));
+    let stolen = Arc::new(AtomicU64::new(0));
+    let thief = {
+        let (stop, stolen) = (stop.clone(), stolen.clone());
+        let fds: Vec<i32> = tfds.iter().skip(1).map(|f| f.as_raw_fd()).collect();
+        std::thread::spawn(move || {
+            let mut v = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                for &fd in &fds {
+                    // SAFETY: reads 8 bytes into a u64 from a descriptor the test
+                    // keeps open until this thread is joined.
+                    #[allow(unsafe_code)]
+                    let n = unsafe { libc::read(fd, (&mut v as *mut u64).cast(), 8) };
+                    if n == 8 {
+                        stolen.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+                std::hint::spin_loop();
+            }
+        })
+    };
+    // The victim sleeps on its wake between round trips, so the gateway parks
+    // and each submit needs the victim's doorbell to be heard at once (the
+    // gateway's own timer would only come round every 100 ms).
+    let mut c = ShmClient::attach(&name, "victim", false).expect("attach");
+    let symbol = Symbol::new("BTCUSDT").expect("symbol");
+    const ROUNDS: u64 = 60;
+    let (mut finals, mut slow_waits) = (0u64, 0u64);
+    for tag in 1..=ROUNDS {
+        c.submit(&Call::Book { symbol, depth: 5 }, Class::Normal, tag)
+            .expect("submit");
+        let until = Instant::now() + Duration::from_secs(20);
+        let mut done = false;
+        while !done && Instant::now() < until {
+            if !c.wait(40) {
+                slow_waits += 1;
+            }
+            while let Some((ev, _)) = c.poll() {
+                done |= ev.is_final() && ev.tag() == tag;
+            }
+        }
+        finals += u64::from(done);
+    }
+    stop.store(true, Ordering::Relaxed);
+    thief.join().expect("thief");
+    assert_eq!(finals, ROUNDS, "every round trip ends");
+    assert_eq!(
+        stolen.load(Ordering::Relaxed),
+        0,
+        "the thief read a wake-up meant for another client"
+    );
+    // A wait of 40 ms that heard nothing means the gateway slept through a
+    // doorbell: a loaded machine may cost one or two, a thief most of them.
+    assert!(
+        slow_waits <= ROUNDS / 10,
+        "{slow_waits} waits of {ROUNDS} missed their wake-up"
+    );
+    drop(ofds);
+}
+
 // ---- the roles: run by the tests above as separate processes ----
 
 fn order<'a>(symbol: Symbol<'a>, id: &'a str) -> NewOrder<'a> {

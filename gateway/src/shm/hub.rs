@@ -1,7 +1,10 @@
 //! The gateway's side: a [`Strategy`] that serves strategy processes over shared
-//! memory. It owns the listening socket, one region per client name, the
-//! doorbell eventfd the clients write when the loop is parked, and the stats
-//! region that `ergon-gateway --stats` reads.
+//! memory. It owns the listening socket, one region per client name with the
+//! client's own two eventfds (its doorbell, which it writes when the loop is
+//! parked, and its wake, which the gateway writes when it waits), and the stats
+//! region that `ergon-gateway --stats` reads. No descriptor is shared between
+//! clients: one that reads (drains) or floods what it was handed touches its own
+//! wake-ups only.
 
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -28,7 +31,8 @@ pub const HUB_TOKEN: u64 = (1 << 62) + 2;
 const LISTENER: u64 = 0;
 /// The tag bit of the queries of what a dead gateway left in flight.
 const RECOVER: u64 = 1 << 47;
-const DOORBELL: u64 = 1;
+/// Client `k`'s doorbell is watched under `DOORBELL0 + k`.
+const DOORBELL0: u64 = 1 << 32;
 const CONN0: u64 = 16;
 const MS: i64 = 1_000_000;
 /// Client order ids handed to a client at each attach (2^32: more than it can
@@ -134,6 +138,10 @@ struct Client {
     /// generation (an index is reused by later connections; the generation is not).
     conn: Option<(usize, u64)>,
     memfd: OwnedFd,
+    /// Its doorbell: it writes it after a push when the loop is parked; the
+    /// hub's epoll watches it (under `DOORBELL0 + k`). Its own, so another client
+    /// cannot drain (steal) the wake-ups of its submits.
+    doorbell: OwnedFd,
     wake: OwnedFd,
     region: Region,
     submit: ShmConsumer,
@@ -233,7 +241,6 @@ pub struct Hub {
     cfg: HubConfig,
     listener: Option<OwnedFd>,
     ep: Epoll,
-    doorbell: OwnedFd,
     conns: Vec<Option<Conn>>,
     clients: Vec<Option<Client>>,
     gens: Vec<u16>,
@@ -299,8 +306,6 @@ impl Hub {
         })?;
         let ep = Epoll::new()?;
         ep.add(listener.as_raw_fd(), LISTENER)?;
-        let doorbell = os::eventfd()?;
-        ep.add(doorbell.as_raw_fd(), DOORBELL)?;
         let stats = StatsWriter::create(&cfg.name)?;
         let (journal, recover) = match &cfg.journal {
             Some(path) => {
@@ -326,7 +331,6 @@ impl Hub {
             cfg,
             listener: Some(listener),
             ep,
-            doorbell,
             conns: Vec::new(),
             req: Prepared::with_capacity(1024),
             buf: [0; SUBMIT_SLOT],
@@ -617,7 +621,7 @@ impl Hub {
                 &format!("ok {word} {}{ids}", c.region.in_flight),
                 &[
                     c.memfd.as_raw_fd(),
-                    self.doorbell.as_raw_fd(),
+                    c.doorbell.as_raw_fd(),
                     c.wake.as_raw_fd(),
                 ],
             );
@@ -626,6 +630,8 @@ impl Hub {
 
     fn new_client(&mut self, k: usize, name: &str) -> io::Result<Client> {
         let (memfd, region) = Region::create(name, self.cfg.in_flight)?;
+        let doorbell = os::eventfd()?;
+        self.ep.add(doorbell.as_raw_fd(), DOORBELL0 + k as u64)?;
         // 15 bits: bit 47 of a tag is RECOVER.
         self.gens[k] = (self.gens[k] + 1) & 0x7fff;
         Ok(Client {
@@ -633,6 +639,7 @@ impl Hub {
             gen: self.gens[k],
             conn: None,
             memfd,
+            doorbell,
             wake: os::eventfd()?,
             submit: region.submit_consumer()?,
             events: region.event_producer()?,
@@ -1182,7 +1189,12 @@ impl Hub {
                     && c.detached_at.is_some_and(|t| now - t >= self.cfg.keep_ns)
             });
             if drop {
-                *slot = None;
+                // Out of the epoll set before it closes: the client may still
+                // hold the doorbell, and a registration outliving our descriptor
+                // would report it under the slot's next client.
+                if let Some(c) = slot.take() {
+                    self.ep.remove(c.doorbell.as_raw_fd());
+                }
             }
         }
     }
@@ -1262,9 +1274,15 @@ impl<E: Account> Strategy<E> for Hub {
         let mut evs = [libc::epoll_event { events: 0, u64: 0 }; 32];
         let n = self.ep.ready(&mut evs);
         for e in &evs[..n] {
-            match e.u64 {
+            let token = e.u64;
+            match token {
                 LISTENER => self.accept(api.now()),
-                DOORBELL => os::drain(self.doorbell.as_raw_fd()),
+                t if t >= DOORBELL0 => {
+                    let k = (t - DOORBELL0) as usize;
+                    if let Some(c) = self.clients.get(k).and_then(Option::as_ref) {
+                        os::drain(c.doorbell.as_raw_fd());
+                    }
+                }
                 t => self.on_conn(api, (t - CONN0) as usize),
             }
         }

@@ -11,8 +11,11 @@
 //! a boot epoch, by `ids FORM EPOCH FROM END`: a fresh block of client order ids
 //! for this attach, [`ShmClient::next_client_order_id`]) with three descriptors
 //! (SCM_RIGHTS): the client's region (a memfd, laid out as below),
-//! the doorbell eventfd the client writes when the gateway's loop is parked, and
-//! the client's own wake eventfd. The connection then stays open for the client's
+//! the client's doorbell eventfd (it writes it when the gateway's loop is
+//! parked) and its wake eventfd (the gateway writes it when the client waits).
+//! Both are the client's own: no descriptor is shared between clients, so one
+//! that reads the other end of its eventfds, or floods them, can neither steal
+//! another's wake-up nor be woken by another's events. The connection then stays open for the client's
 //! life: its hang-up is how each side learns the other is gone.
 //!
 //! ```text
