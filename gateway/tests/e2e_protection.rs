@@ -43,7 +43,8 @@ fn command(s: &Server, venue: &str, name: &str, protection: &str) -> Command {
         // The secret from the environment (issue 27): --api-secret would add its
         // deprecation warning to the one line the test counts.
         .env("ERGON_API_SECRET", &a.secret)
-        .args(["--passphrase", DEFAULT_PASSPHRASE])
+        // The passphrase too (--passphrase warns as well).
+        .env("ERGON_PASSPHRASE", DEFAULT_PASSPHRASE)
         .args(["--protection", protection])
         .arg("--journal")
         .arg(journal(name));

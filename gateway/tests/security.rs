@@ -479,6 +479,121 @@ fn a_secret_file_another_user_could_touch_is_refused() {
     }
 }
 
+/// An OKX gateway (the venue that signs with a passphrase) with the passphrase
+/// given `how`: its stdout's first line, its exit status if it did not start,
+/// its stderr, and its argv. `--protection required` arms the dead man's switch
+/// before `ready`: a signed request, which the emulator refuses under a wrong
+/// passphrase.
+fn okx_start(
+    s: &Server,
+    dir: &Path,
+    name: &str,
+    how: &[String],
+    env: Option<&str>,
+) -> (String, Option<i32>, String, Vec<u8>) {
+    let c = s.config();
+    let a = &c.accounts[0];
+    let stderr = dir.join(format!("{name}.stderr"));
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ergon-gateway"));
+    cmd.args(["--venue", "okx", "--base"])
+        .arg(format!("http://{}", s.addr()))
+        .args(["--api-key", &a.api_key, "--name", name])
+        .args(["--protection", "required", "--protection-timeout", "10"])
+        .args(["--start-timeout", "10"])
+        .args(journal_args(&dir.join(name)))
+        .args(how)
+        .env("ERGON_API_SECRET", &a.secret)
+        .env_remove("ERGON_PASSPHRASE")
+        .env_remove("RUNTIME_DIRECTORY")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(&stderr).expect("stderr file"));
+    if let Some(p) = env {
+        cmd.env("ERGON_PASSPHRASE", p);
+    }
+    std::fs::create_dir_all(dir.join(name)).expect("dir");
+    let mut child = cmd.spawn().expect("spawn ergon-gateway");
+    let cmdline = std::fs::read(format!("/proc/{}/cmdline", child.id())).unwrap_or_default();
+    let mut line = String::new();
+    let _ = BufReader::new(child.stdout.take().expect("stdout")).read_line(&mut line);
+    let status = if line.contains("ready") {
+        let _ = child.kill();
+        let _ = child.wait();
+        None
+    } else {
+        child.wait().expect("wait").code()
+    };
+    let err = std::fs::read_to_string(&stderr).unwrap_or_default();
+    (line, status, err, cmdline)
+}
+
+#[test]
+fn the_passphrase_comes_from_a_file_or_the_environment_and_is_in_no_argv_and_no_output() {
+    let s = Server::start(Config::okx()).expect("emulator");
+    let pass = s.config().passphrase.clone();
+    let dir = Scratch::new("passphrase");
+    let file = dir.0.join("passphrase");
+    std::fs::write(&file, format!("{pass}\n")).expect("write");
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    let by_file = vec!["--passphrase-file".to_string(), file.display().to_string()];
+    for (how, args, env) in [
+        ("file", by_file.clone(), None),
+        ("env", vec![], Some(pass.as_str())),
+    ] {
+        let name = unique(&format!("pass{how}"));
+        let (line, status, err, cmdline) = okx_start(&s, &dir.0, &name, &args, env);
+        assert_eq!(
+            line.trim(),
+            format!("ready {name}"),
+            "{how}: {status:?} {err}"
+        );
+        assert!(
+            !contains(&cmdline, pass.as_bytes()),
+            "{how}: the passphrase in argv"
+        );
+        assert!(!err.contains("deprecated"), "{how}: {err}");
+    }
+    // The old flag still works, with one warning line.
+    let name = unique("passflag");
+    let flag = vec!["--passphrase".to_string(), pass.clone()];
+    let (line, status, err, _) = okx_start(&s, &dir.0, &name, &flag, None);
+    assert_eq!(
+        line.trim(),
+        format!("ready {name}"),
+        "flag: {status:?} {err}"
+    );
+    assert_eq!(err.matches("deprecated").count(), 1, "{err}");
+    // The file is what signs: a wrong one does not start.
+    let wrong = dir.0.join("wrong");
+    std::fs::write(&wrong, "not-the-passphrase\n").expect("write");
+    std::fs::set_permissions(&wrong, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    let args = vec!["--passphrase-file".to_string(), wrong.display().to_string()];
+    let (line, status, err, _) = okx_start(&s, &dir.0, &unique("passwrong"), &args, None);
+    assert!(
+        !line.contains("ready") && status == Some(1),
+        "{line} {status:?} {err}"
+    );
+    // A file other users may read is refused, before anything is signed.
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    let (line, status, err, _) = okx_start(&s, &dir.0, &unique("passopen"), &by_file, None);
+    assert!(
+        !line.contains("ready") && status == Some(1),
+        "{line} {status:?} {err}"
+    );
+    assert!(
+        err.contains("--passphrase-file") && err.contains("other users may read it"),
+        "{err}"
+    );
+    // Nowhere in what any of these gateways left behind but the flag's argv.
+    std::fs::remove_file(&file).expect("rm");
+    for (what, bytes) in outputs(&dir.0, "", "") {
+        assert!(
+            !contains(&bytes, pass.as_bytes()),
+            "the passphrase in {what}"
+        );
+    }
+}
+
 // ---- item 3: sealed regions ----
 
 #[test]
