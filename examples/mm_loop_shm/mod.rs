@@ -205,7 +205,8 @@ impl Remote<'_> {
                     }
                     ShmEvent::Limited { .. }
                     | ShmEvent::Halted { .. }
-                    | ShmEvent::DuplicateId { .. } => None,
+                    | ShmEvent::DuplicateId { .. }
+                    | ShmEvent::NotYours { .. } => None,
                     _ => Some(false),
                 };
                 match (rests, old) {

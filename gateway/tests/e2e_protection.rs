@@ -70,14 +70,14 @@ fn unique(test: &str) -> String {
     format!("{test}-{}", std::process::id())
 }
 
-fn order<'a>(symbol: Symbol<'a>, id: &'a str) -> NewOrder<'a> {
+fn order(symbol: Symbol<'_>, id: ClientOrderId) -> NewOrder<'_> {
     NewOrder {
         symbol,
         side: Side::Buy,
         order_type: OrderType::Limit(TimeInForce::Gtc),
         price: Decimal::new("49000").ok(),
         quantity: Decimal::new("1").expect("decimal"),
-        client_order_id: ClientOrderId::new(id).expect("id"),
+        client_order_id: id,
         reduce_only: false,
     }
 }
@@ -94,8 +94,8 @@ fn quote(gw: &str, n: u64) -> ShmClient {
     };
     let symbol = Symbol::new("BTC-USDT-SWAP").expect("symbol");
     for i in 1..=n {
-        let id = format!("q{i}");
-        c.submit(&Call::NewOrder(order(symbol, &id)), Class::Normal, i)
+        let id = c.next_client_order_id().expect("id");
+        c.submit(&Call::NewOrder(order(symbol, id)), Class::Normal, i)
             .expect("submit");
     }
     let mut applied = 0;

@@ -491,8 +491,7 @@ fn with_websocket_order_entry_a_client_reads_its_order_updates() {
     let gw = gateway(&s, &name, &["--order-entry", "ws"]);
     let mut c = attach(&name, "wsupdates");
     let symbol = Symbol::new("BTCUSDT").expect("symbol");
-    let id = format!("wsup{}", std::process::id());
-    let placed = order(symbol, &id);
+    let placed = order(symbol, c.next_client_order_id().expect("id"));
     let cid = placed.client_order_id;
     c.submit(&Call::NewOrder(placed), Class::Normal, 1)
         .expect("submit");
@@ -518,14 +517,16 @@ fn with_websocket_order_entry_a_client_reads_its_order_updates() {
 
 // ---- the client role: run as `role` by the tests above ----
 
-fn order<'a>(symbol: Symbol<'a>, id: &'a str) -> NewOrder<'a> {
+/// An order under `id` (a client's ids come from the block its gateway issued
+/// it: the gateway refuses any other).
+fn order(symbol: Symbol<'_>, id: ClientOrderId) -> NewOrder<'_> {
     NewOrder {
         symbol,
         side: Side::Buy,
         order_type: OrderType::Limit(TimeInForce::Gtc),
         price: Decimal::new("49000.00").ok(),
         quantity: Decimal::new("0.001").expect("decimal"),
-        client_order_id: ClientOrderId::new(id).expect("id"),
+        client_order_id: id,
         reduce_only: false,
     }
 }
@@ -586,7 +587,6 @@ fn role() {
     let symbol = Symbol::new("BTCUSDT").expect("symbol");
     let mut n = Counts::default();
     let mut c = attach(gw, me);
-    let run = format!("{me}{}", std::process::id());
     match a[0] {
         // flood GW ME MILLIS RATE: new orders for MILLIS ms, as fast as allowed (RATE 0)
         // or RATE a second; then wait for every final event.
@@ -604,8 +604,8 @@ fn role() {
                 let due = rate == 0 || seq * 1000 < start.elapsed().as_millis() as u64 * rate;
                 if due {
                     seq += 1;
-                    let id = format!("{run}x{seq}");
-                    match c.submit(&Call::NewOrder(order(symbol, &id)), class, seq) {
+                    let id = c.next_client_order_id().expect("id");
+                    match c.submit(&Call::NewOrder(order(symbol, id)), class, seq) {
                         Ok(()) => n.submitted += 1,
                         Err(ShmSubmitError::Busy | ShmSubmitError::Full) => seq -= 1,
                         Err(e) => panic!("submit: {e}"),
@@ -633,9 +633,11 @@ fn role() {
         // burst GW ME N: N orders, say so, then wait to be killed.
         "burst" | "survive" => {
             let k: u64 = a[3].parse().expect("n");
+            let mut ids = std::collections::HashMap::new();
             for i in 1..=k {
-                let id = format!("{me}o{i}");
-                c.submit(&Call::NewOrder(order(symbol, &id)), Class::Normal, i)
+                let id = c.next_client_order_id().expect("id");
+                ids.insert(i, id);
+                c.submit(&Call::NewOrder(order(symbol, id)), Class::Normal, i)
                     .expect("submit");
             }
             say(format!("submitted {k}"));
@@ -659,10 +661,9 @@ fn role() {
             // A new gateway: query each one by its client order id.
             let mut c = attach(gw, me);
             for &tag in &lost {
-                let id = format!("{me}o{tag}");
                 let it = OrderRef {
                     symbol,
-                    client_order_id: ClientOrderId::new(&id).expect("id"),
+                    client_order_id: ids[&tag],
                 };
                 c.submit(&Call::Query(it), Class::Urgent, tag)
                     .expect("query");

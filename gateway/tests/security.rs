@@ -19,7 +19,8 @@ use ergon_core::Class;
 use ergon_gateway::shm::{self, Call, ShmClient, ShmEvent};
 use ergon_venue_sim::{Config, Fault, Server};
 use ergon_venues::endpoint::{
-    ClientOrderId, Decimal, NewOrder, OrderType, Side, Symbol, TimeInForce,
+    CancelReplace, ClientOrderId, Decimal, NewOrder, OrderRef, OrderState, OrderType, Side, Symbol,
+    TimeInForce,
 };
 use serde_json::Value;
 
@@ -814,6 +815,119 @@ fn sigterm_finishes_while_a_client_keeps_submitting() {
     );
 }
 
+// ---- item 6: a client acts on its own orders only ----
+
+/// Reads `c`'s events until `pred` holds for one (bounded); the events read.
+fn events_until(c: &mut ShmClient, pred: impl Fn(&ShmEvent) -> bool) -> Vec<(ShmEvent, Vec<u8>)> {
+    let until = Instant::now() + Duration::from_secs(20);
+    let mut seen = Vec::new();
+    while Instant::now() < until {
+        c.wait(100);
+        while let Some((ev, body)) = c.poll() {
+            let hit = pred(&ev);
+            seen.push((ev, body.to_vec()));
+            if hit {
+                return seen;
+            }
+        }
+    }
+    panic!("no such event within 20 s; seen {seen:?}");
+}
+
+#[test]
+fn a_client_can_neither_cancel_nor_query_anothers_order_nor_hear_its_updates() {
+    let s = sim();
+    let dir = Scratch::new("owners");
+    let name = unique("owners");
+    let mut extra = journal_args(&dir.0);
+    // Over the WebSocket API, with its user data stream: order updates flow.
+    extra.extend(["--order-entry".into(), "ws".into()]);
+    let gw = gateway(
+        &s,
+        &name,
+        &dir.0,
+        Opts {
+            extra,
+            secret_by_flag: true,
+            ..Opts::default()
+        },
+    );
+    let symbol = Symbol::new("BTCUSDT").expect("symbol");
+    let mut a = ShmClient::attach(&name, "owner", false).expect("attach");
+    let mut b = ShmClient::attach(&name, "other", false).expect("attach");
+    let mine = a.next_client_order_id().expect("id");
+    a.submit(&Call::NewOrder(order(symbol, mine)), Class::Normal, 1)
+        .expect("submit");
+    events_until(
+        &mut a,
+        |ev| matches!(ev, ShmEvent::OrderUpdate(x) if x.client_order_id == mine),
+    );
+    // The other client names the owner's order every way it can.
+    let theirs = OrderRef {
+        symbol,
+        client_order_id: mine,
+    };
+    let own_new = b.next_client_order_id().expect("id");
+    let calls = [
+        Call::Cancel(theirs),
+        Call::Query(theirs),
+        Call::NewOrder(order(symbol, mine)),
+        Call::CancelReplace(CancelReplace {
+            cancel: mine,
+            new: order(symbol, own_new),
+        }),
+        // An id no block holds.
+        Call::NewOrder(order(symbol, ClientOrderId::new("made-up-1").expect("id"))),
+    ];
+    for (i, call) in calls.iter().enumerate() {
+        let tag = 10 + i as u64;
+        b.submit(call, Class::Urgent, tag).expect("submit");
+        let seen = events_until(&mut b, |ev| ev.is_final() && ev.tag() == tag);
+        let (last, _) = seen.last().expect("an event");
+        assert_eq!(*last, ShmEvent::NotYours { tag }, "call {i}: {seen:?}");
+    }
+    // Still resting: its owner's own query finds it open, then its own cancel ends it.
+    a.submit(&Call::Query(theirs), Class::Normal, 2)
+        .expect("query");
+    let seen = events_until(&mut a, |ev| ev.is_final() && ev.tag() == 2);
+    let (last, body) = seen.last().expect("an event");
+    assert_eq!(*last, ShmEvent::Applied { tag: 2 }, "{seen:?}");
+    assert!(
+        String::from_utf8_lossy(body).contains("\"NEW\""),
+        "{}",
+        String::from_utf8_lossy(body)
+    );
+    a.submit(&Call::Cancel(theirs), Class::Normal, 3)
+        .expect("cancel");
+    events_until(&mut a, |ev| {
+        matches!(ev, ShmEvent::OrderUpdate(x)
+            if x.orig_client_order_id == Some(mine) || x.client_order_id == mine)
+            && matches!(ev, ShmEvent::OrderUpdate(x) if x.state == OrderState::Canceled)
+    });
+    // Whatever reached the other client: none of the owner's updates or ids.
+    let mut other = Vec::new();
+    while let Some((ev, body)) = b.poll() {
+        other.push((ev, body.to_vec()));
+    }
+    for (ev, body) in &other {
+        assert!(
+            !matches!(ev, ShmEvent::OrderUpdate(_)),
+            "the owner's update reached the other client: {ev:?}"
+        );
+        assert!(!contains(body, mine.as_str().as_bytes()), "{ev:?}");
+    }
+    let t = stats_until(&name, |t| t.contains("not_yours=5"));
+    assert!(
+        t.contains("client other attached") && t.contains("not_yours=5"),
+        "{t}"
+    );
+    drop((a, b));
+    drop(gw);
+    let r = s.stop();
+    // One order placed, cancelled once (by its owner); nothing of the other's ran.
+    assert_eq!((r.executions, r.duplicates, r.cancels), (1, 0, 1));
+}
+
 // ---- item 8: a doorbell of one's own ----
 
 /// Whether two descriptors of this process are one open file (`kcmp`).
@@ -931,21 +1045,22 @@ fn each_client_has_its_own_doorbell_and_a_thief_draining_one_steals_no_wake_up()
 
 // ---- the roles: run by the tests above as separate processes ----
 
-fn order<'a>(symbol: Symbol<'a>, id: &'a str) -> NewOrder<'a> {
+fn order(symbol: Symbol<'_>, id: ClientOrderId) -> NewOrder<'_> {
     NewOrder {
         symbol,
         side: Side::Buy,
         order_type: OrderType::Limit(TimeInForce::Gtc),
         price: Decimal::new("49000.00").ok(),
         quantity: Decimal::new("0.001").expect("decimal"),
-        client_order_id: ClientOrderId::new(id).expect("id"),
+        client_order_id: id,
         reduce_only: false,
     }
 }
 
 /// One order through `c`; 1 if it was applied, 0 otherwise (bounded wait).
-fn one_order(c: &mut ShmClient, id: &str) -> u64 {
+fn one_order(c: &mut ShmClient) -> u64 {
     let symbol = Symbol::new("BTCUSDT").expect("symbol");
+    let id = c.next_client_order_id().expect("id");
     c.submit(&Call::NewOrder(order(symbol, id)), Class::Normal, 1)
         .expect("submit");
     let until = Instant::now() + Duration::from_secs(20);
@@ -968,12 +1083,11 @@ fn role() {
     };
     let a: Vec<&str> = spec.split(' ').collect();
     let (gw, me) = (a[1], a[2]);
-    let id = format!("{me}{}", std::process::id());
     let result = match a[0] {
         // attack GW ME: attach and trade, clear a halt, read the stats.
         "attack" => {
             let (attach, applied) = match ShmClient::attach(gw, me, false) {
-                Ok(mut c) => ("attached".to_string(), one_order(&mut c, &id)),
+                Ok(mut c) => ("attached".to_string(), one_order(&mut c)),
                 Err(e) => (e.to_string(), 0),
             };
             let clear = match shm::clear_halt(gw, "orders_1s") {
@@ -995,8 +1109,10 @@ fn role() {
             let (mut seq, mut said) = (0u64, false);
             while !c.is_gone() {
                 seq += 1;
-                let id = format!("{id}s{seq}");
-                let _ = c.submit(&Call::NewOrder(order(symbol, &id)), Class::Normal, seq);
+                let Ok(id) = c.next_client_order_id() else {
+                    break;
+                };
+                let _ = c.submit(&Call::NewOrder(order(symbol, id)), Class::Normal, seq);
                 while let Some((ev, _)) = c.poll() {
                     if !said && matches!(ev, ShmEvent::Applied { .. }) {
                         said = true;
@@ -1010,7 +1126,7 @@ fn role() {
         // order GW ME: one order.
         "order" => {
             let mut c = ShmClient::attach(gw, me, false).expect("attach");
-            serde_json::json!({ "applied": one_order(&mut c, &id) })
+            serde_json::json!({ "applied": one_order(&mut c) })
         }
         other => panic!("unknown role {other}"),
     };

@@ -235,27 +235,26 @@ fn shm_ring_a_peer_scribbling_every_word_at_once_is_no_undefined_behaviour() {
     // SAFETY: as above.
     let mut p = unsafe { ShmProducer::from_raw(idx, slots, CAP, SLOT, keep) }.unwrap();
     let stop = Arc::new(AtomicBool::new(false));
-    let (idx_at, slots_at) = (idx as usize, slots as usize);
     let rounds = if cfg!(miri) { 30 } else { 20_000 };
     let scribbler = {
         let (stop, block) = (stop.clone(), block.clone());
         thread::spawn(move || {
-            let _alive = block;
             // The two indices (words 0 and 16 of the Indices block) and every
             // slot word, with values that are sometimes in range.
-            let words = (0..CAP * SLOT / 8)
-                .map(|k| (slots_at, k))
-                .chain([(idx_at, 0), (idx_at, 16)]);
-            let words: Vec<(usize, usize)> = words.collect();
+            let idx = &*block.idx as *const Indices as *const AtomicU64;
+            let mut words: Vec<*const AtomicU64> =
+                block.slots.iter().map(|w| w as *const AtomicU64).collect();
+            // SAFETY: words 0 and 16 of the 256-byte, 128-aligned Indices.
+            words.extend(unsafe { [idx, idx.add(16)] });
             let mut x = 0x9e37_79b9_7f4a_7c15u64;
             while !stop.load(Ordering::Relaxed) {
-                for &(base, k) in &words {
+                for &w in &words {
                     x ^= x << 13;
                     x ^= x >> 7;
                     x ^= x << 17;
                     let v = if x % 3 == 0 { x % 40 } else { x };
-                    // SAFETY: an aligned word inside the block, which `_alive` keeps.
-                    unsafe { &*(base as *const AtomicU64).add(k) }.store(v, Ordering::Relaxed);
+                    // SAFETY: an aligned word inside the block, which `block` keeps.
+                    unsafe { &*w }.store(v, Ordering::Relaxed);
                 }
                 thread::yield_now();
             }

@@ -38,6 +38,22 @@ const MS: i64 = 1_000_000;
 /// Client order ids handed to a client at each attach (2^32: more than it can
 /// place in one life).
 const ID_BLOCK: u64 = 1 << 32;
+/// Id blocks a client keeps (one per attach, the latest): a client that attached
+/// more often in one gateway life than this loses its oldest block, whose orders
+/// it can then no longer act on through this gateway.
+const BLOCKS_KEPT: usize = 64;
+
+/// Whose a client order id is, as the hub can tell.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Owner {
+    /// In a block issued to client `k` in this gateway's life.
+    Client(usize),
+    /// An id of an earlier gateway's life (its boot epoch is older): its blocks
+    /// were not kept across the restart, so nobody can be told its owner.
+    Earlier,
+    /// Not an id this gateway or an earlier one issued, or of no block kept.
+    Nobody,
+}
 
 /// The word of an id form in the attach answer (`ok new N ids FORM EPOCH FROM END`).
 fn id_form_word(f: IdFormat) -> &'static str {
@@ -60,8 +76,11 @@ pub struct HubConfig {
     /// How long the outcomes of a client that went away are kept for it to
     /// attach again under its name, after its last request settled.
     pub keep_ns: i64,
-    /// Each client's ceiling, as a fraction of every bucket's limit per window
-    /// (None: no ceiling beyond the budget's own).
+    /// Each client's ceiling, as a fraction of every bucket's limit per window.
+    /// None: the fair share, one over the number of clients attached at the
+    /// time of the call (a lone client may use everything; with two, neither
+    /// can take more than half, so one cannot take the headroom kept for the
+    /// others' Urgent calls).
     pub share: Option<f64>,
     /// The most privileged class a client may use: a call of a higher class is
     /// charged as this one (None: any; `Some(Class::Normal)` keeps the Urgent
@@ -127,6 +146,9 @@ pub struct ClientStats {
     pub finals: u64,
     /// Events that found its event ring full (must stay 0).
     pub lost_events: u64,
+    /// Calls refused because a client order id they name is not in its blocks
+    /// ([`ShmEvent::NotYours`]).
+    pub not_yours: u64,
     /// Attaches under its name.
     pub attaches: u64,
 }
@@ -160,6 +182,9 @@ struct Client {
     /// `tags`).
     unresolved: std::collections::VecDeque<(Tag, Tag)>,
     detached_at: Option<i64>,
+    /// The blocks of client order ids issued to it in this gateway's life
+    /// (sequences `from..end` of the hub's epoch), the latest [`BLOCKS_KEPT`].
+    blocks: std::collections::VecDeque<(u64, u64)>,
     /// Per bucket index, for the share ceiling: its charges over the bucket's
     /// last window (time, units; a sliding window, as the budget counts) and
     /// their sum.
@@ -249,6 +274,8 @@ pub struct Hub {
     ids: Vec<u8>,
     windows: Option<Vec<(BucketId, i64)>>,
     stats: StatsWriter,
+    /// The form and boot epoch of the ids it hands out (from the first block).
+    id_space: Option<(IdFormat, u64)>,
     next_stats: i64,
     stop: Option<&'static AtomicBool>,
     stopping: bool,
@@ -337,6 +364,7 @@ impl Hub {
             ids: Vec::with_capacity(4096),
             windows: None,
             stats,
+            id_space: None,
             next_stats: 0,
             stop,
             stopping: false,
@@ -608,6 +636,11 @@ impl Hub {
         let ids = match api.id_block(ID_BLOCK) {
             Ok(b) => {
                 let (from, end) = b.remaining();
+                self.id_space = Some((b.format(), b.epoch()));
+                if c.blocks.len() == BLOCKS_KEPT {
+                    c.blocks.pop_front();
+                }
+                c.blocks.push_back((from, end));
                 let form = id_form_word(b.format());
                 format!(" ids {form} {} {from} {end}", b.epoch())
             }
@@ -650,6 +683,7 @@ impl Hub {
             unresolved: std::collections::VecDeque::with_capacity(self.cfg.in_flight),
             region,
             detached_at: None,
+            blocks: std::collections::VecDeque::with_capacity(BLOCKS_KEPT),
             used: Vec::new(),
             stats: ClientStats::default(),
         })
@@ -660,6 +694,44 @@ impl Hub {
         ((k as u64) << 48) | (u64::from(gen) << 32) | u64::from(l)
     }
 
+    /// Whose `id` is: the client whose block holds it, an earlier gateway life's,
+    /// or nobody's.
+    fn owner(&self, id: &ClientOrderId) -> Owner {
+        let Some((format, epoch)) = self.id_space else {
+            return Owner::Nobody;
+        };
+        match crate::ids::read_id(format, id) {
+            Some((e, _)) if e < epoch => Owner::Earlier,
+            Some((e, seq)) if e == epoch => self
+                .clients
+                .iter()
+                .position(|c| {
+                    c.as_ref().is_some_and(|c| {
+                        c.blocks
+                            .iter()
+                            .any(|&(from, end)| (from..end).contains(&seq))
+                    })
+                })
+                .map_or(Owner::Nobody, Owner::Client),
+            _ => Owner::Nobody,
+        }
+    }
+
+    /// Whether client `k` may make `call`: every client order id it names is
+    /// from `k`'s blocks; an order it cancels or queries may also be of an
+    /// earlier gateway life (whose owners were not kept), never one it places.
+    fn may(&self, k: usize, call: &Call<'_>) -> bool {
+        let mine = |id: &ClientOrderId| self.owner(id) == Owner::Client(k);
+        let mine_or_earlier =
+            |id: &ClientOrderId| matches!(self.owner(id), Owner::Earlier) || mine(id);
+        match call {
+            Call::NewOrder(o) => mine(&o.client_order_id),
+            Call::Cancel(o) | Call::Query(o) => mine_or_earlier(&o.client_order_id),
+            Call::CancelReplace(c) => mine_or_earlier(&c.cancel) && mine(&c.new.client_order_id),
+            Call::OpenOrders(_) | Call::Book { .. } | Call::Account => true,
+        }
+    }
+
     /// Checks client `k`'s share of every part's bucket; Some(ready_at) if over.
     fn over_share<E: Account>(
         &mut self,
@@ -668,7 +740,13 @@ impl Hub {
         parts: &[Part],
         commit: bool,
     ) -> Option<i64> {
-        let share = self.cfg.share?;
+        let attached = self
+            .clients
+            .iter()
+            .flatten()
+            .filter(|c| c.conn.is_some())
+            .count();
+        let share = self.cfg.share.unwrap_or(1.0 / attached.max(1) as f64);
         let now = api.now();
         let windows = self.windows.get_or_insert_with(|| api.venue().windows());
         self.clients[k].as_ref()?;
@@ -795,6 +873,13 @@ impl Hub {
         tag: Tag,
     ) {
         let now = api.now();
+        if !self.may(k, call) {
+            if let Some(c) = self.clients[k].as_mut() {
+                c.stats.not_yours += 1;
+                c.push(&ShmEvent::NotYours { tag }, &[]);
+            }
+            return;
+        }
         let v = api.venue_mut();
         let req = &mut self.req;
         let prepared = match call {
@@ -885,23 +970,35 @@ impl Hub {
                 sent_at_ns, body, ..
             } = ev
             {
-                self.ids.clear();
-                let ids = &mut self.ids;
-                api.venue().open_ids(body, &mut |id| {
-                    ids.extend_from_slice(id);
-                    ids.push(b'\n');
-                });
                 let age_ns = api.now() - sent_at_ns;
-                for c in self
-                    .clients
-                    .iter_mut()
-                    .flatten()
+                // Each client hears of its own orders only (and of an earlier
+                // gateway life's, whose owners were not kept).
+                for k in 0..self.clients.len() {
+                    self.ids.clear();
+                    let mut ids = core::mem::take(&mut self.ids);
+                    api.venue().open_ids(body, &mut |id| {
+                        let mine = core::str::from_utf8(id)
+                            .ok()
+                            .and_then(|t| ClientOrderId::new(t).ok())
+                            .is_some_and(|id| {
+                                matches!(self.owner(&id), Owner::Earlier)
+                                    || self.owner(&id) == Owner::Client(k)
+                            });
+                        if mine {
+                            ids.extend_from_slice(id);
+                            ids.push(b'\n');
+                        }
+                    });
+                    self.ids = ids;
+                    let Some(c) = self.clients[k].as_mut() else {
+                        continue;
+                    };
                     // Only into room beyond what its requests in flight may need
-                    // (three events each): a client that does not read misses polls,
-                    // never an event of its own.
-                    .filter(|c| c.conn.is_some() && c.events.free() > 3 * c.tags.len())
-                {
-                    c.push(&ShmEvent::OpenOrders { age_ns }, &self.ids);
+                    // (three events each): a client that does not read misses
+                    // polls, never an event of its own.
+                    if c.conn.is_some() && c.events.free() > 3 * c.tags.len() {
+                        c.push(&ShmEvent::OpenOrders { age_ns }, &self.ids);
+                    }
                 }
             }
             return;
@@ -1112,7 +1209,7 @@ impl Hub {
         for c in self.clients.iter().flatten() {
             let s = c.stats;
             text += &format!(
-                "client {} {} in_flight={} submitted={} accepted={} over_share={} limited={} bad={} finals={} lost_events={} merged_steps={}",
+                "client {} {} in_flight={} submitted={} accepted={} over_share={} limited={} bad={} not_yours={} finals={} lost_events={} merged_steps={}",
                 c.name,
                 if c.conn.is_some() { "attached" } else { "detached" },
                 c.in_flight(),
@@ -1121,6 +1218,7 @@ impl Hub {
                 s.over_share,
                 s.limited,
                 s.bad,
+                s.not_yours,
                 s.finals,
                 s.lost_events,
                 s.merged_steps
@@ -1201,18 +1299,31 @@ impl Hub {
 }
 
 impl<E: Account> Strategy<E> for Hub {
-    /// Every attached client gets the update, into room beyond what its requests
-    /// in flight may need (as the polls): a client that does not read misses
-    /// updates (its polls cover them), never an event of its own.
+    /// The update goes to the client whose block its client order id comes from
+    /// (for a cancel, the cancelled order's: `C`), and to no other; one of an
+    /// earlier gateway life (whose owners were not kept) to every attached
+    /// client; one of an id nobody was issued (an order placed elsewhere on the
+    /// account) to none. Into room beyond what its requests in flight may need
+    /// (as the polls): a client that does not read misses updates (its polls
+    /// cover them), never an event of its own.
     fn on_order_update(&mut self, _api: &mut Api<'_, '_, E>, update: &Execution) {
         let ev = ShmEvent::OrderUpdate(*update);
-        for c in self
-            .clients
-            .iter_mut()
-            .flatten()
-            .filter(|c| c.conn.is_some() && c.events.free() > 3 * c.tags.len())
-        {
-            c.push(&ev, &[]);
+        let owner = match self.owner(&update.client_order_id) {
+            Owner::Nobody => update
+                .orig_client_order_id
+                .map_or(Owner::Nobody, |id| self.owner(&id)),
+            o => o,
+        };
+        for (k, c) in self.clients.iter_mut().enumerate() {
+            let Some(c) = c.as_mut() else { continue };
+            let to = match owner {
+                Owner::Client(o) => o == k,
+                Owner::Earlier => true,
+                Owner::Nobody => false,
+            };
+            if to && c.conn.is_some() && c.events.free() > 3 * c.tags.len() {
+                c.push(&ev, &[]);
+            }
         }
     }
 
