@@ -746,7 +746,13 @@ impl Hub {
             .flatten()
             .filter(|c| c.conn.is_some())
             .count();
-        let share = self.cfg.share.unwrap_or(1.0 / attached.max(1) as f64);
+        // The fair share of a lone client is everything: no ceiling but the
+        // budget's. Its charges are still kept, for when another one attaches.
+        let share = match self.cfg.share {
+            Some(s) => Some(s),
+            None if attached > 1 => Some(1.0 / attached as f64),
+            None => None,
+        };
         let now = api.now();
         let windows = self.windows.get_or_insert_with(|| api.venue().windows());
         self.clients[k].as_ref()?;
@@ -776,7 +782,7 @@ impl Hub {
                 .stats(p.bucket)
                 .map_or((0, 0), |s| (s.limit, s.used));
             let foreign = counted.saturating_sub(ours);
-            let cap = ((limit.saturating_sub(foreign) as f64) * share).floor() as u64;
+            let cap = share.map(|s| ((limit.saturating_sub(foreign) as f64) * s).floor() as u64);
             let c = self.clients[k].as_mut()?;
             if c.used.len() <= i {
                 c.used.resize(i + 1, Use::default());
@@ -786,7 +792,7 @@ impl Hub {
             if commit {
                 u.charges.push_back((now, p.cost));
                 u.sum += u64::from(p.cost);
-            } else if u.sum + u64::from(p.cost) > cap {
+            } else if let Some(cap) = cap.filter(|&cap| u.sum + u64::from(p.cost) > cap) {
                 // Room again once the oldest charges leave the window.
                 let mut need = u.sum + u64::from(p.cost) - cap;
                 let mut at = now;
