@@ -12,8 +12,9 @@
 //!    flight as Lost at once, attaches to a restarted gateway and reconciles
 //!    each one by client order id (a query, never a re-send): no duplicate. The
 //!    restarted gateway itself queried every order its journal held first.
-//! 4. Shares: with `--share 50`, a client that floods cannot push a client that
-//!    stays under its share below its demand.
+//! 4. Shares: with `--share 50`, or without the flag (the fair share: half
+//!    each), a client that floods cannot push a client that stays under its
+//!    share below its demand.
 //! 5. A class ceiling: a client's Urgent calls charged as Bulk stay out of the
 //!    headroom the budget keeps for more urgent ones.
 //! 6. The command line: bad flags are an error and exit 2 (`--order-entry ws` off
@@ -332,13 +333,36 @@ fn a_restarted_gateway_finds_the_orders_the_venue_still_held() {
 
 #[test]
 fn a_flooding_client_cannot_push_another_below_its_share() {
+    fair(&["--share", "50"], "fair");
+}
+
+/// Without `--share` each of two clients gets the fair share, half: on main a
+/// lone flooder took every unit and the calm client's orders were refused.
+#[test]
+fn without_a_share_flag_two_clients_get_the_fair_share() {
+    fair(&[], "fairdefault");
+}
+
+/// A client flooding and one at 30% of the limit under `flags`: the calm one
+/// gets 90% of what it asks, the hog is held to its share.
+fn fair(flags: &[&str], test: &str) {
     let _machine = machine::alone();
     let s = sim(None);
-    let name = unique("fair");
-    let _gw = gateway(&s, &name, &["--share", "50"]);
-    let mut hog = client(&["flood", &name, "hog", "5000", "0"]);
+    let name = unique(test);
+    let _gw = gateway(&s, &name, flags);
     // 3 orders a second: 30% of the limit, under its 50% share.
     let mut calm = client(&["flood", &name, "calm", "5000", "3"]);
+    // The hog comes second: a lone client's fair share is everything, and a
+    // window it filled alone would be the calm one's to wait out.
+    let until = Instant::now() + Duration::from_secs(20);
+    while !ergon_gateway::shm::read_stats(&name)
+        .unwrap_or_default()
+        .contains("client calm attached")
+    {
+        assert!(Instant::now() < until, "the calm client did not attach");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let mut hog = client(&["flood", &name, "hog", "5000", "0"]);
     let (h, c) = (hog.json("result "), calm.json("result "));
     no_429(&s.report());
     let sub = c["submitted"].as_u64().unwrap();
