@@ -176,10 +176,11 @@ impl Raw {
     fn load(&self, pos: u64, to: &mut [u64], words: core::ops::Range<usize>) {
         let from = self.slot_words(pos);
         let end = words.end.min(self.slot / 8).min(to.len());
-        for k in words.start..end {
-            // SAFETY: k < slot / 8: inside the slot; an aligned word of the
-            // mapping, which is only ever accessed atomically on our side.
-            to[k] = unsafe { &*from.add(k) }.load(core::sync::atomic::Ordering::Relaxed);
+        let start = words.start.min(end);
+        for (k, w) in to[start..end].iter_mut().enumerate() {
+            // SAFETY: start + k < slot / 8: inside the slot; an aligned word of
+            // the mapping, which is only ever accessed atomically on our side.
+            *w = unsafe { &*from.add(start + k) }.load(core::sync::atomic::Ordering::Relaxed);
         }
     }
 
