@@ -879,12 +879,15 @@ fn a_client_can_neither_cancel_nor_query_anothers_order_nor_hear_its_updates() {
         // An id no block holds.
         Call::NewOrder(order(symbol, ClientOrderId::new("made-up-1").expect("id"))),
     ];
+    // Every event the other client reads, to look through at the end.
+    let mut other = Vec::new();
     for (i, call) in calls.iter().enumerate() {
         let tag = 10 + i as u64;
         b.submit(call, Class::Urgent, tag).expect("submit");
         let seen = events_until(&mut b, |ev| ev.is_final() && ev.tag() == tag);
         let (last, _) = seen.last().expect("an event");
         assert_eq!(*last, ShmEvent::NotYours { tag }, "call {i}: {seen:?}");
+        other.extend(seen);
     }
     // Still resting: its owner's own query finds it open, then its own cancel ends it.
     a.submit(&Call::Query(theirs), Class::Normal, 2)
@@ -905,7 +908,9 @@ fn a_client_can_neither_cancel_nor_query_anothers_order_nor_hear_its_updates() {
             && matches!(ev, ShmEvent::OrderUpdate(x) if x.state == OrderState::Canceled)
     });
     // Whatever reached the other client: none of the owner's updates or ids.
-    let mut other = Vec::new();
+    // (Its own order's update, had it placed one, would be its to read.)
+    b.submit(&Call::Account, Class::Normal, 20).expect("submit");
+    other.extend(events_until(&mut b, |ev| ev.is_final() && ev.tag() == 20));
     while let Some((ev, body)) = b.poll() {
         other.push((ev, body.to_vec()));
     }
