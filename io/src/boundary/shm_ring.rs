@@ -39,13 +39,15 @@ use crate::sync::{AtomicU64, Ordering};
 pub const LEN_BYTES: usize = 4;
 
 /// The two indices of a ring: 256 bytes, `repr(C)`, all zero when new (a fresh
-/// shared mapping is a valid empty ring).
+/// shared mapping is a valid empty ring). The other process may write any of its
+/// bytes at any time: the padding is in `UnsafeCell`s (never read), so a
+/// reference to it asserts nothing a peer can break.
 #[repr(C, align(128))]
 pub struct Indices {
     tail: AtomicU64,
-    _pad0: [u8; 120],
+    _pad0: core::cell::UnsafeCell<[u8; 120]>,
     head: AtomicU64,
-    _pad1: [u8; 120],
+    _pad1: core::cell::UnsafeCell<[u8; 120]>,
 }
 
 impl Indices {
@@ -53,9 +55,9 @@ impl Indices {
     pub fn new() -> Self {
         Indices {
             tail: AtomicU64::new(0),
-            _pad0: [0; 120],
+            _pad0: core::cell::UnsafeCell::new([0; 120]),
             head: AtomicU64::new(0),
-            _pad1: [0; 120],
+            _pad1: core::cell::UnsafeCell::new([0; 120]),
         }
     }
 }
