@@ -879,6 +879,15 @@ fn a_client_can_neither_cancel_nor_query_anothers_order_nor_hear_its_updates() {
         // An id no block holds.
         Call::NewOrder(order(symbol, ClientOrderId::new("made-up-1").expect("id"))),
     ];
+    // The account's open orders: the owner's is one, but not the other's to see.
+    b.submit(&Call::OpenOrders(Some(symbol)), Class::Normal, 19)
+        .expect("submit");
+    let listed = events_until(&mut b, |ev| ev.is_final() && ev.tag() == 19);
+    assert_eq!(
+        listed.last().map(|e| e.0),
+        Some(ShmEvent::Applied { tag: 19 }),
+        "{listed:?}"
+    );
     // Every event the other client reads, to look through at the end.
     let mut other = Vec::new();
     for (i, call) in calls.iter().enumerate() {
@@ -889,6 +898,7 @@ fn a_client_can_neither_cancel_nor_query_anothers_order_nor_hear_its_updates() {
         assert_eq!(*last, ShmEvent::NotYours { tag }, "call {i}: {seen:?}");
         other.extend(seen);
     }
+    other.extend(listed);
     // Still resting: its owner's own query finds it open, then its own cancel ends it.
     a.submit(&Call::Query(theirs), Class::Normal, 2)
         .expect("query");

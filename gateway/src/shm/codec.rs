@@ -28,6 +28,9 @@ pub enum Call<'a> {
     /// [`Endpoints::query_order`](ergon_venues::endpoint::Endpoints::query_order).
     Query(OrderRef<'a>),
     /// [`Endpoints::open_orders`](ergon_venues::endpoint::Endpoints::open_orders).
+    /// Its [`ShmEvent::Applied`] body is not the venue's answer (which lists
+    /// every client's orders) but the caller's own open client order ids, one a
+    /// line, as [`ShmEvent::OpenOrders`].
     OpenOrders(Option<Symbol<'a>>),
     /// [`Endpoints::book`](ergon_venues::endpoint::Endpoints::book).
     Book {

@@ -176,6 +176,9 @@ struct Client {
     /// Local id -> whether the last event it was given is a `Retrying` (repeats
     /// are merged: the first says it, the final ends it).
     retrying: Vec<bool>,
+    /// Local id -> whether it is an open-orders call (its answer is cut down to
+    /// the client's own ids).
+    lists: Vec<bool>,
     /// Requests that ended `Unresolved` and may still turn up `Late`: the
     /// gateway's tag and the client's, oldest first, at most `in_flight` (their
     /// local ids are reused at once, so a `Late` is routed by this, never by
@@ -680,6 +683,7 @@ impl Hub {
             journal: vec![None; self.cfg.in_flight],
             free: (0..self.cfg.in_flight as u32).rev().collect(),
             retrying: vec![false; self.cfg.in_flight],
+            lists: vec![false; self.cfg.in_flight],
             unresolved: std::collections::VecDeque::with_capacity(self.cfg.in_flight),
             region,
             detached_at: None,
@@ -956,6 +960,7 @@ impl Hub {
         if let Some(c) = self.clients[k].as_mut() {
             c.tags[l as usize] = Some(tag);
             c.journal[l as usize] = entry;
+            c.lists[l as usize] = matches!(call, Call::OpenOrders(_));
         }
         match api.submit(&mut self.req, class, Self::tag_of(k, gen, l)) {
             Ok(()) => {
@@ -966,6 +971,26 @@ impl Hub {
             }
             Err(ev) => self.route(api, ev),
         }
+    }
+
+    /// Fills `self.ids` with the client order ids of an open-orders answer
+    /// (`body`) that client `k` may see, one a line: its own, and an earlier
+    /// gateway life's (whose owners were not kept).
+    fn own_ids<E: Account>(&mut self, api: &Api<'_, '_, E>, k: usize, body: &[u8]) {
+        let mut ids = core::mem::take(&mut self.ids);
+        ids.clear();
+        api.venue().open_ids(body, &mut |id| {
+            let mine = core::str::from_utf8(id)
+                .ok()
+                .and_then(|t| ClientOrderId::new(t).ok())
+                .map(|id| self.owner(&id))
+                .is_some_and(|o| o == Owner::Earlier || o == Owner::Client(k));
+            if mine {
+                ids.extend_from_slice(id);
+                ids.push(b'\n');
+            }
+        });
+        self.ids = ids;
     }
 
     /// Delivers one gateway event to the client whose request it is about.
@@ -980,22 +1005,7 @@ impl Hub {
                 // Each client hears of its own orders only (and of an earlier
                 // gateway life's, whose owners were not kept).
                 for k in 0..self.clients.len() {
-                    self.ids.clear();
-                    let mut ids = core::mem::take(&mut self.ids);
-                    api.venue().open_ids(body, &mut |id| {
-                        let mine = core::str::from_utf8(id)
-                            .ok()
-                            .and_then(|t| ClientOrderId::new(t).ok())
-                            .is_some_and(|id| {
-                                matches!(self.owner(&id), Owner::Earlier)
-                                    || self.owner(&id) == Owner::Client(k)
-                            });
-                        if mine {
-                            ids.extend_from_slice(id);
-                            ids.push(b'\n');
-                        }
-                    });
-                    self.ids = ids;
+                    self.own_ids(api, k, body);
                     let Some(c) = self.clients[k].as_mut() else {
                         continue;
                     };
@@ -1028,6 +1038,16 @@ impl Hub {
         let now = api.now();
         let rel = |at: i64| if at == i64::MAX { at } else { at - now };
         let (k, gen, l) = ((gtag >> 48) as usize, (gtag >> 32) as u16, gtag as u32);
+        // The answer to a client's own open-orders call lists the account's
+        // orders: it gets the ids it may see, as the polls do, not the body.
+        let listing = self
+            .clients
+            .get(k)
+            .and_then(Option::as_ref)
+            .is_some_and(|c| c.gen == gen && c.lists.get(l as usize) == Some(&true));
+        if let (true, Event::Applied { body, .. }) = (listing, &ev) {
+            self.own_ids(api, k, body);
+        }
         let Some(c) = self.clients.get_mut(k).and_then(Option::as_mut) else {
             return;
         };
@@ -1048,6 +1068,7 @@ impl Hub {
             return;
         };
         let (sev, body): (ShmEvent, &[u8]) = match ev {
+            Event::Applied { .. } if listing => (ShmEvent::Applied { tag }, &self.ids[..]),
             Event::Applied { body, .. } => (ShmEvent::Applied { tag }, body),
             Event::Rejected { .. } => (ShmEvent::Rejected { tag }, &[]),
             Event::DuplicateId { .. } => (ShmEvent::DuplicateId { tag }, &[]),
@@ -1100,6 +1121,7 @@ impl Hub {
             }
             c.tags[l as usize] = None;
             c.retrying[l as usize] = false;
+            c.lists[l as usize] = false;
             c.free.push(l);
             c.stats.finals += 1;
         } else {
