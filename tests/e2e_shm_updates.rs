@@ -55,7 +55,7 @@ fn a_shared_memory_client_receives_its_order_updates() {
 
     let mut c = ShmClient::attach(&name, "s1", false).unwrap();
     let symbol = Symbol::new("BTCUSDT").unwrap();
-    let cid = ClientOrderId::new("shm-up-1").unwrap();
+    let cid = c.next_client_order_id().unwrap();
     let order = NewOrder {
         symbol,
         side: Side::Buy,

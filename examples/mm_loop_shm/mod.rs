@@ -125,7 +125,8 @@ impl Remote<'_> {
         let g = &mut self.s.gw;
         match ev {
             ShmEvent::Applied { .. } => g.applied += 1,
-            ShmEvent::Rejected { .. } => g.rejected += 1,
+            // NotYours: an id of another client's block (never, with its own ids).
+            ShmEvent::Rejected { .. } | ShmEvent::NotYours { .. } => g.rejected += 1,
             ShmEvent::DuplicateId { .. } => g.duplicate_ids += 1,
             ShmEvent::Limited { .. } => g.limited_full += 1,
             ShmEvent::Expired { .. } => g.expired += 1,
@@ -205,7 +206,8 @@ impl Remote<'_> {
                     }
                     ShmEvent::Limited { .. }
                     | ShmEvent::Halted { .. }
-                    | ShmEvent::DuplicateId { .. } => None,
+                    | ShmEvent::DuplicateId { .. }
+                    | ShmEvent::NotYours { .. } => None,
                     _ => Some(false),
                 };
                 match (rests, old) {

@@ -133,6 +133,7 @@ keys! {
     api_secret_file: String => "api-secret-file",
     api_secret_stdin: bool => "api-secret-stdin",
     passphrase: String => "passphrase",
+    passphrase_file: String => "passphrase-file",
     name: String => "name",
     symbol: String => "symbol",
     cpu: u64 => "cpu",

@@ -146,6 +146,54 @@ impl IdIssuer {
     }
 }
 
+/// The boot epoch and sequence an id written by an [`IdIssuer`] in `format`
+/// names; None if it is not one (another form, not hex, or bits the layout
+/// keeps fixed set otherwise). The inverse of [`IdIssuer::next_id`]: the gateway
+/// tells by it which client's block an id comes from.
+///
+/// ```
+/// use ergon_gateway::ids::{read_id, IdIssuer};
+/// use ergon_venues::endpoint::{ClientOrderId, IdFormat};
+/// let id = IdIssuer::range(IdFormat::Uuid, 77, 1 << 40, u64::MAX).unwrap().next_id().unwrap();
+/// assert_eq!(read_id(IdFormat::Uuid, &id), Some((77, 1 << 40)));
+/// assert_eq!(read_id(IdFormat::Hex, &id), None);
+/// assert_eq!(read_id(IdFormat::Hex, &ClientOrderId::new("mine-1").unwrap()), None);
+/// ```
+pub fn read_id(format: IdFormat, id: &ClientOrderId) -> Option<(u64, u64)> {
+    let t = id.as_str().as_bytes();
+    let hex = match format {
+        IdFormat::Hex => t,
+        IdFormat::Cloid => t.strip_prefix(b"0x")?,
+        IdFormat::Uuid => {
+            if t.len() != 36 || [8, 13, 18, 23].iter().any(|&i| t[i] != b'-') {
+                return None;
+            }
+            t
+        }
+    };
+    let mut v: u128 = 0;
+    let mut digits = 0;
+    for (i, &c) in hex.iter().enumerate() {
+        if format == IdFormat::Uuid && matches!(i, 8 | 13 | 18 | 23) {
+            continue;
+        }
+        let d = match c {
+            b'0'..=b'9' => c - b'0',
+            b'a'..=b'f' => c - b'a' + 10,
+            _ => return None,
+        };
+        v = (v << 4) | u128::from(d);
+        digits += 1;
+    }
+    if digits != 32 {
+        return None;
+    }
+    let fixed = (v >> 76) & 0xf == 4 && (v >> 62) & 0x3 == 2 && (v >> 52) & 0x3ff == 0;
+    let epoch = (v >> 80) as u64;
+    let seq = (((v >> 64) & 0xfff) as u64) << 52 | (v as u64 & ((1 << 52) - 1));
+    fixed.then_some((epoch, seq))
+}
+
 /// The 16 bytes of `(epoch, seq)`: epoch (48 bits), version 4, the sequence's top
 /// 12 bits, variant `10`, ten zero bits, the sequence's low 52 bits.
 fn layout(epoch: u64, seq: u64) -> [u8; 16] {
@@ -174,6 +222,15 @@ mod tests {
             "00000000000140008000000000000005"
         );
         assert_eq!(i.next_id(), Err(IdError::Exhausted));
+        for f in [IdFormat::Hex, IdFormat::Cloid, IdFormat::Uuid] {
+            for seq in [0, 5, (1 << 52) - 1, 1 << 52, u64::MAX - 1] {
+                let id = IdIssuer::range(f, MAX_EPOCH, seq, u64::MAX)
+                    .unwrap()
+                    .next_id()
+                    .unwrap();
+                assert_eq!(read_id(f, &id), Some((MAX_EPOCH, seq)), "{f:?} {seq}");
+            }
+        }
         assert_eq!(
             IdIssuer::new(IdFormat::Hex, MAX_EPOCH + 1),
             Err(IdError::EpochTooLarge)

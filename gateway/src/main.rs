@@ -24,7 +24,9 @@ const USAGE: &str = "usage:
   ergon-gateway --venue binance-spot|binance-futures|bybit|okx --base URL --api-key K --name NAME
                 (--api-secret-file PATH | --api-secret-stdin | env ERGON_API_SECRET
                  | --api-secret S, deprecated: visible to every user in ps)
-                [--cpu N] [--max-clients N] [--passphrase P] [--symbol S] [--in-flight N]
+                [--passphrase-file PATH | env ERGON_PASSPHRASE
+                 | --passphrase P, deprecated: visible to every user in ps]
+                [--cpu N] [--max-clients N] [--symbol S] [--in-flight N]
                 [--share PCT] [--keep SECS] [--busy] [--guard-ms MS] [--journal PATH]
                 [--runtime-dir DIR] [--start-timeout SECS]
                 [--class-ceiling urgent|normal|bulk] [--order-entry ws|rest] [--ws-api URL]
@@ -42,6 +44,10 @@ const MS: i64 = 1_000_000;
 /// The environment variable the API secret may come from (removed from the
 /// environment once read).
 const SECRET_ENV: &str = "ERGON_API_SECRET";
+
+/// The environment variable the API passphrase (OKX) may come from (removed
+/// from the environment once read).
+const PASSPHRASE_ENV: &str = "ERGON_PASSPHRASE";
 
 /// The API secret, wiped from memory when dropped, never printed.
 struct Secret(zeroize::Zeroizing<Vec<u8>>);
@@ -77,6 +83,17 @@ enum SecretFrom {
     Arg(Secret),
 }
 
+/// Where the API passphrase comes from (None: the environment,
+/// [`PASSPHRASE_ENV`], if set).
+#[derive(Debug)]
+enum PassphraseFrom {
+    /// `--passphrase-file PATH`.
+    File(std::path::PathBuf),
+    /// `--passphrase P` (deprecated on the command line: in /proc/PID/cmdline
+    /// for every user; from a config file it is not on the command line).
+    Arg(Secret),
+}
+
 /// How long the WebSocket API (and its order stream) may take to open before
 /// the gateway serves over REST alone.
 const WS_OPEN_NS: i64 = 3_000 * MS;
@@ -96,7 +113,7 @@ struct Args {
     api_key: Option<String>,
     /// Where the secret comes from (None: the environment, [`SECRET_ENV`]).
     api_secret: Option<SecretFrom>,
-    passphrase: Option<String>,
+    passphrase: Option<PassphraseFrom>,
     name: Option<String>,
     symbol: Option<String>,
     cpu: Option<usize>,
@@ -184,7 +201,18 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
                     _ => SecretFrom::Stdin,
                 });
             }
-            "--passphrase" => a.passphrase = Some(value()?),
+            "--passphrase" | "--passphrase-file" => {
+                if a.passphrase.is_some() {
+                    return Err("the API passphrase is given twice".into());
+                }
+                a.passphrase = Some(match flag.as_str() {
+                    "--passphrase" => PassphraseFrom::Arg(
+                        Secret::new(value()?.into_bytes())
+                            .map_err(|_| "--passphrase: empty".to_string())?,
+                    ),
+                    _ => PassphraseFrom::File(value()?.into()),
+                });
+            }
             "--name" => a.name = Some(value()?),
             "--symbol" => a.symbol = Some(value()?),
             "--cpu" => a.cpu = Some(num(value()?, 0.0, 4095.0)? as usize),
@@ -267,8 +295,12 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
     }
     match a.venue.as_deref() {
         Some("binance-spot" | "binance-futures" | "bybit") => {}
-        Some("okx") if a.passphrase.is_some() => {}
-        Some("okx") => return Err("--venue okx needs --passphrase".into()),
+        Some("okx") if a.passphrase.is_some() || std::env::var_os(PASSPHRASE_ENV).is_some() => {}
+        Some("okx") => {
+            return Err(format!(
+                "--venue okx needs the API passphrase: --passphrase-file PATH or {PASSPHRASE_ENV}"
+            ))
+        }
         Some(v) => {
             return Err(format!(
                 "--venue {v:?}: binance-spot, binance-futures, bybit or okx"
@@ -810,10 +842,17 @@ fn run(a: &Args) -> Result<(), String> {
     });
     let key = a.api_key.clone().unwrap_or_default();
     let secret = load_secret(a.api_secret.as_ref())?;
+    let passphrase = load_passphrase(a.passphrase.as_ref())?;
+    let passphrase = match &passphrase {
+        Some(p) => Some(
+            std::str::from_utf8(&p.0).map_err(|_| "the API passphrase is not UTF-8".to_string())?,
+        ),
+        None => None,
+    };
     let keys = Keys {
         api_key: &key,
         secret: &secret.0,
-        passphrase: a.passphrase.as_deref(),
+        passphrase,
     };
     match venue {
         "bybit" => serve::<Bybit>(a, &start, &keys, &symbol, halts, charges),
@@ -855,14 +894,47 @@ fn load_secret(from: Option<&SecretFrom>) -> Result<Secret, String> {
                 .map_err(|e| format!("--api-secret-stdin: {e}"))?;
             Secret::new(core::mem::take(&mut *line))
         }
-        (Some(SecretFrom::File(path)), None) => read_secret_file(path),
+        (Some(SecretFrom::File(path)), None) => read_secret_file(path, "--api-secret-file"),
     }
 }
 
-/// Reads a secret file, refused unless it is a regular file (not a symlink)
-/// owned by this process's uid that no other user can read or write.
+/// Reads the API passphrase (OKX) from where the command line says: a file only
+/// this uid can read, [`PASSPHRASE_ENV`], a config file's `passphrase`, or
+/// (deprecated, with a warning) the command line itself. None: not given.
+fn load_passphrase(from: Option<&PassphraseFrom>) -> Result<Option<Secret>, String> {
+    let env = std::env::var_os(PASSPHRASE_ENV);
+    // Out of the environment at once: a child process or a dump of it never sees it.
+    std::env::remove_var(PASSPHRASE_ENV);
+    let env = env.map(|v| {
+        Secret::new(std::os::unix::ffi::OsStringExt::into_vec(v))
+            .map_err(|_| format!("{PASSPHRASE_ENV} is empty"))
+    });
+    match (from, env) {
+        (Some(_), Some(_)) => Err(format!(
+            "the API passphrase is given twice ({PASSPHRASE_ENV} and a flag): give one"
+        )),
+        (None, e) => e.transpose(),
+        (Some(PassphraseFrom::Arg(p)), None) => {
+            // A config file's `passphrase` comes in as the flag too; only the real
+            // command line is visible in ps.
+            if std::env::args().any(|a| a == "--passphrase") {
+                eprintln!(
+                    "ergon-gateway: warning: --passphrase is deprecated: every user on this host can read it in ps and /proc/PID/cmdline; use --passphrase-file, {PASSPHRASE_ENV} or the config file"
+                );
+            }
+            Ok(Some(Secret(p.0.clone())))
+        }
+        (Some(PassphraseFrom::File(path)), None) => {
+            read_secret_file(path, "--passphrase-file").map(Some)
+        }
+    }
+}
+
+/// Reads a secret file (given with `flag`, which errors name), refused unless
+/// it is a regular file (not a symlink) owned by this process's uid that no
+/// other user can read or write.
 #[allow(unsafe_code)]
-fn read_secret_file(path: &std::path::Path) -> Result<Secret, String> {
+fn read_secret_file(path: &std::path::Path, flag: &str) -> Result<Secret, String> {
     use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
     let shown = path.display();
     let f = std::fs::OpenOptions::new()
@@ -870,38 +942,36 @@ fn read_secret_file(path: &std::path::Path) -> Result<Secret, String> {
         .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NOCTTY)
         .open(path)
         .map_err(|e| match e.raw_os_error() {
-            Some(libc::ELOOP) => format!("--api-secret-file {shown}: a symlink, refused"),
-            _ => format!("--api-secret-file {shown}: {e}"),
+            Some(libc::ELOOP) => format!("{flag} {shown}: a symlink, refused"),
+            _ => format!("{flag} {shown}: {e}"),
         })?;
     // What was opened, not what the path names now.
-    let m = f
-        .metadata()
-        .map_err(|e| format!("--api-secret-file {shown}: {e}"))?;
+    let m = f.metadata().map_err(|e| format!("{flag} {shown}: {e}"))?;
     // SAFETY: plain syscall, cannot fail.
     let me = unsafe { libc::geteuid() };
     if !m.file_type().is_file() {
-        return Err(format!("--api-secret-file {shown}: not a regular file"));
+        return Err(format!("{flag} {shown}: not a regular file"));
     }
     if m.uid() != me {
         return Err(format!(
-            "--api-secret-file {shown}: owned by uid {}, not by the gateway's uid {me}",
+            "{flag} {shown}: owned by uid {}, not by the gateway's uid {me}",
             m.uid()
         ));
     }
     if m.mode() & 0o077 != 0 {
         return Err(format!(
-            "--api-secret-file {shown}: mode {:04o}: other users may read it (chmod 0600)",
+            "{flag} {shown}: mode {:04o}: other users may read it (chmod 0600)",
             m.mode() & 0o7777
         ));
     }
     if m.len() > 4096 {
-        return Err(format!("--api-secret-file {shown}: larger than 4096 bytes"));
+        return Err(format!("{flag} {shown}: larger than 4096 bytes"));
     }
     let mut buf = zeroize::Zeroizing::new(Vec::with_capacity(4097));
     f.take(4097)
         .read_to_end(&mut buf)
-        .map_err(|e| format!("--api-secret-file {shown}: {e}"))?;
-    Secret::new(core::mem::take(&mut *buf))
+        .map_err(|e| format!("{flag} {shown}: {e}"))?;
+    Secret::new(core::mem::take(&mut *buf)).map_err(|_| format!("{flag} {shown}: empty"))
 }
 
 /// No core dump, no ptrace by other processes of this uid: the memory holds the

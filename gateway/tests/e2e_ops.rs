@@ -257,14 +257,14 @@ fn health_with(gw: &Gw, code: u16, needle: &str) -> String {
     })
 }
 
-fn order(id: &str) -> NewOrder<'_> {
+fn order(id: ClientOrderId) -> NewOrder<'static> {
     NewOrder {
         symbol: Symbol::new("BTCUSDT").expect("symbol"),
         side: Side::Buy,
         order_type: OrderType::Limit(TimeInForce::Gtc),
         price: Decimal::new("49000.00").ok(),
         quantity: Decimal::new("0.001").expect("decimal"),
-        client_order_id: ClientOrderId::new(id).expect("id"),
+        client_order_id: id,
         reduce_only: false,
     }
 }
@@ -273,8 +273,8 @@ fn order(id: &str) -> NewOrder<'_> {
 /// refused locally (Limited).
 fn one_order(c: &mut ShmClient, n: &mut u64) -> bool {
     *n += 1;
-    let id = format!("ops{}x{n}", std::process::id());
-    c.submit(&Call::NewOrder(order(&id)), Class::Normal, *n)
+    let id = c.next_client_order_id().expect("id");
+    c.submit(&Call::NewOrder(order(id)), Class::Normal, *n)
         .expect("submit");
     until(10, "a final event", || {
         c.wait(50);

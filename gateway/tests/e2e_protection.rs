@@ -69,7 +69,8 @@ fn command(s: &Server, venue: &str, name: &str, protection: &str) -> Command {
         // The secret from the environment (issue 27): --api-secret would add its
         // deprecation warning to the one line the test counts.
         .env("ERGON_API_SECRET", &a.secret)
-        .args(["--passphrase", DEFAULT_PASSPHRASE])
+        // The passphrase too (--passphrase warns as well).
+        .env("ERGON_PASSPHRASE", DEFAULT_PASSPHRASE)
         .args(["--protection", protection])
         .arg("--journal")
         .arg(journal(name));
@@ -97,14 +98,14 @@ fn unique(test: &str) -> String {
     format!("{test}-{}", std::process::id())
 }
 
-fn order<'a>(symbol: Symbol<'a>, id: &'a str) -> NewOrder<'a> {
+fn order(symbol: Symbol<'_>, id: ClientOrderId) -> NewOrder<'_> {
     NewOrder {
         symbol,
         side: Side::Buy,
         order_type: OrderType::Limit(TimeInForce::Gtc),
         price: Decimal::new("49000").ok(),
         quantity: Decimal::new("1").expect("decimal"),
-        client_order_id: ClientOrderId::new(id).expect("id"),
+        client_order_id: id,
         reduce_only: false,
     }
 }
@@ -121,8 +122,8 @@ fn quote(gw: &str, symbol: &str, n: u64) -> ShmClient {
     };
     let symbol = Symbol::new(symbol).expect("symbol");
     for i in 1..=n {
-        let id = format!("q{i}");
-        c.submit(&Call::NewOrder(order(symbol, &id)), Class::Normal, i)
+        let id = c.next_client_order_id().expect("id");
+        c.submit(&Call::NewOrder(order(symbol, id)), Class::Normal, i)
             .expect("submit");
     }
     let mut applied = 0;

@@ -12,8 +12,9 @@
 //!    flight as Lost at once, attaches to a restarted gateway and reconciles
 //!    each one by client order id (a query, never a re-send): no duplicate. The
 //!    restarted gateway itself queried every order its journal held first.
-//! 4. Shares: with `--share 50`, a client that floods cannot push a client that
-//!    stays under its share below its demand.
+//! 4. Shares: with `--share 50`, or without the flag (the fair share: half
+//!    each), a client that floods cannot push a client that stays under its
+//!    share below its demand.
 //! 5. A class ceiling: a client's Urgent calls charged as Bulk stay out of the
 //!    headroom the budget keeps for more urgent ones.
 //! 6. The command line: bad flags are an error and exit 2 (`--order-entry ws` off
@@ -332,13 +333,36 @@ fn a_restarted_gateway_finds_the_orders_the_venue_still_held() {
 
 #[test]
 fn a_flooding_client_cannot_push_another_below_its_share() {
+    fair(&["--share", "50"], "fair");
+}
+
+/// Without `--share` each of two clients gets the fair share, half: on main a
+/// lone flooder took every unit and the calm client's orders were refused.
+#[test]
+fn without_a_share_flag_two_clients_get_the_fair_share() {
+    fair(&[], "fairdefault");
+}
+
+/// A client flooding and one at 30% of the limit under `flags`: the calm one
+/// gets 90% of what it asks, the hog is held to its share.
+fn fair(flags: &[&str], test: &str) {
     let _machine = machine::alone();
     let s = sim(None);
-    let name = unique("fair");
-    let _gw = gateway(&s, &name, &["--share", "50"]);
-    let mut hog = client(&["flood", &name, "hog", "5000", "0"]);
+    let name = unique(test);
+    let _gw = gateway(&s, &name, flags);
     // 3 orders a second: 30% of the limit, under its 50% share.
     let mut calm = client(&["flood", &name, "calm", "5000", "3"]);
+    // The hog comes second: a lone client's fair share is everything, and a
+    // window it filled alone would be the calm one's to wait out.
+    let until = Instant::now() + Duration::from_secs(20);
+    while !ergon_gateway::shm::read_stats(&name)
+        .unwrap_or_default()
+        .contains("client calm attached")
+    {
+        assert!(Instant::now() < until, "the calm client did not attach");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let mut hog = client(&["flood", &name, "hog", "5000", "0"]);
     let (h, c) = (hog.json("result "), calm.json("result "));
     no_429(&s.report());
     let sub = c["submitted"].as_u64().unwrap();
@@ -489,8 +513,7 @@ fn with_websocket_order_entry_a_client_reads_its_order_updates() {
     let gw = gateway(&s, &name, &["--order-entry", "ws"]);
     let mut c = attach(&name, "wsupdates");
     let symbol = Symbol::new("BTCUSDT").expect("symbol");
-    let id = format!("wsup{}", std::process::id());
-    let placed = order(symbol, &id);
+    let placed = order(symbol, c.next_client_order_id().expect("id"));
     let cid = placed.client_order_id;
     c.submit(&Call::NewOrder(placed), Class::Normal, 1)
         .expect("submit");
@@ -516,14 +539,16 @@ fn with_websocket_order_entry_a_client_reads_its_order_updates() {
 
 // ---- the client role: run as `role` by the tests above ----
 
-fn order<'a>(symbol: Symbol<'a>, id: &'a str) -> NewOrder<'a> {
+/// An order under `id` (a client's ids come from the block its gateway issued
+/// it: the gateway refuses any other).
+fn order(symbol: Symbol<'_>, id: ClientOrderId) -> NewOrder<'_> {
     NewOrder {
         symbol,
         side: Side::Buy,
         order_type: OrderType::Limit(TimeInForce::Gtc),
         price: Decimal::new("49000.00").ok(),
         quantity: Decimal::new("0.001").expect("decimal"),
-        client_order_id: ClientOrderId::new(id).expect("id"),
+        client_order_id: id,
         reduce_only: false,
     }
 }
@@ -584,7 +609,6 @@ fn role() {
     let symbol = Symbol::new("BTCUSDT").expect("symbol");
     let mut n = Counts::default();
     let mut c = attach(gw, me);
-    let run = format!("{me}{}", std::process::id());
     match a[0] {
         // flood GW ME MILLIS RATE: new orders for MILLIS ms, as fast as allowed (RATE 0)
         // or RATE a second; then wait for every final event.
@@ -602,8 +626,8 @@ fn role() {
                 let due = rate == 0 || seq * 1000 < start.elapsed().as_millis() as u64 * rate;
                 if due {
                     seq += 1;
-                    let id = format!("{run}x{seq}");
-                    match c.submit(&Call::NewOrder(order(symbol, &id)), class, seq) {
+                    let id = c.next_client_order_id().expect("id");
+                    match c.submit(&Call::NewOrder(order(symbol, id)), class, seq) {
                         Ok(()) => n.submitted += 1,
                         Err(ShmSubmitError::Busy | ShmSubmitError::Full) => seq -= 1,
                         Err(e) => panic!("submit: {e}"),
@@ -631,9 +655,11 @@ fn role() {
         // burst GW ME N: N orders, say so, then wait to be killed.
         "burst" | "survive" => {
             let k: u64 = a[3].parse().expect("n");
+            let mut ids = std::collections::HashMap::new();
             for i in 1..=k {
-                let id = format!("{me}o{i}");
-                c.submit(&Call::NewOrder(order(symbol, &id)), Class::Normal, i)
+                let id = c.next_client_order_id().expect("id");
+                ids.insert(i, id);
+                c.submit(&Call::NewOrder(order(symbol, id)), Class::Normal, i)
                     .expect("submit");
             }
             say(format!("submitted {k}"));
@@ -657,10 +683,9 @@ fn role() {
             // A new gateway: query each one by its client order id.
             let mut c = attach(gw, me);
             for &tag in &lost {
-                let id = format!("{me}o{tag}");
                 let it = OrderRef {
                     symbol,
-                    client_order_id: ClientOrderId::new(&id).expect("id"),
+                    client_order_id: ids[&tag],
                 };
                 c.submit(&Call::Query(it), Class::Urgent, tag)
                     .expect("query");

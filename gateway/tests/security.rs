@@ -19,7 +19,8 @@ use ergon_core::Class;
 use ergon_gateway::shm::{self, Call, ShmClient, ShmEvent};
 use ergon_venue_sim::{Config, Fault, Server};
 use ergon_venues::endpoint::{
-    ClientOrderId, Decimal, NewOrder, OrderType, Side, Symbol, TimeInForce,
+    CancelReplace, ClientOrderId, Decimal, NewOrder, OrderRef, OrderState, OrderType, Side, Symbol,
+    TimeInForce,
 };
 use serde_json::Value;
 
@@ -479,6 +480,121 @@ fn a_secret_file_another_user_could_touch_is_refused() {
     }
 }
 
+/// An OKX gateway (the venue that signs with a passphrase) with the passphrase
+/// given `how`: its stdout's first line, its exit status if it did not start,
+/// its stderr, and its argv. `--protection required` arms the dead man's switch
+/// before `ready`: a signed request, which the emulator refuses under a wrong
+/// passphrase.
+fn okx_start(
+    s: &Server,
+    dir: &Path,
+    name: &str,
+    how: &[String],
+    env: Option<&str>,
+) -> (String, Option<i32>, String, Vec<u8>) {
+    let c = s.config();
+    let a = &c.accounts[0];
+    let stderr = dir.join(format!("{name}.stderr"));
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ergon-gateway"));
+    cmd.args(["--venue", "okx", "--base"])
+        .arg(format!("http://{}", s.addr()))
+        .args(["--api-key", &a.api_key, "--name", name])
+        .args(["--protection", "required", "--protection-timeout", "10"])
+        .args(["--start-timeout", "10"])
+        .args(journal_args(&dir.join(name)))
+        .args(how)
+        .env("ERGON_API_SECRET", &a.secret)
+        .env_remove("ERGON_PASSPHRASE")
+        .env_remove("RUNTIME_DIRECTORY")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(&stderr).expect("stderr file"));
+    if let Some(p) = env {
+        cmd.env("ERGON_PASSPHRASE", p);
+    }
+    std::fs::create_dir_all(dir.join(name)).expect("dir");
+    let mut child = cmd.spawn().expect("spawn ergon-gateway");
+    let cmdline = std::fs::read(format!("/proc/{}/cmdline", child.id())).unwrap_or_default();
+    let mut line = String::new();
+    let _ = BufReader::new(child.stdout.take().expect("stdout")).read_line(&mut line);
+    let status = if line.contains("ready") {
+        let _ = child.kill();
+        let _ = child.wait();
+        None
+    } else {
+        child.wait().expect("wait").code()
+    };
+    let err = std::fs::read_to_string(&stderr).unwrap_or_default();
+    (line, status, err, cmdline)
+}
+
+#[test]
+fn the_passphrase_comes_from_a_file_or_the_environment_and_is_in_no_argv_and_no_output() {
+    let s = Server::start(Config::okx()).expect("emulator");
+    let pass = s.config().passphrase.clone();
+    let dir = Scratch::new("passphrase");
+    let file = dir.0.join("passphrase");
+    std::fs::write(&file, format!("{pass}\n")).expect("write");
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    let by_file = vec!["--passphrase-file".to_string(), file.display().to_string()];
+    for (how, args, env) in [
+        ("file", by_file.clone(), None),
+        ("env", vec![], Some(pass.as_str())),
+    ] {
+        let name = unique(&format!("pass{how}"));
+        let (line, status, err, cmdline) = okx_start(&s, &dir.0, &name, &args, env);
+        assert_eq!(
+            line.trim(),
+            format!("ready {name}"),
+            "{how}: {status:?} {err}"
+        );
+        assert!(
+            !contains(&cmdline, pass.as_bytes()),
+            "{how}: the passphrase in argv"
+        );
+        assert!(!err.contains("deprecated"), "{how}: {err}");
+    }
+    // The old flag still works, with one warning line.
+    let name = unique("passflag");
+    let flag = vec!["--passphrase".to_string(), pass.clone()];
+    let (line, status, err, _) = okx_start(&s, &dir.0, &name, &flag, None);
+    assert_eq!(
+        line.trim(),
+        format!("ready {name}"),
+        "flag: {status:?} {err}"
+    );
+    assert_eq!(err.matches("deprecated").count(), 1, "{err}");
+    // The file is what signs: a wrong one does not start.
+    let wrong = dir.0.join("wrong");
+    std::fs::write(&wrong, "not-the-passphrase\n").expect("write");
+    std::fs::set_permissions(&wrong, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    let args = vec!["--passphrase-file".to_string(), wrong.display().to_string()];
+    let (line, status, err, _) = okx_start(&s, &dir.0, &unique("passwrong"), &args, None);
+    assert!(
+        !line.contains("ready") && status == Some(1),
+        "{line} {status:?} {err}"
+    );
+    // A file other users may read is refused, before anything is signed.
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    let (line, status, err, _) = okx_start(&s, &dir.0, &unique("passopen"), &by_file, None);
+    assert!(
+        !line.contains("ready") && status == Some(1),
+        "{line} {status:?} {err}"
+    );
+    assert!(
+        err.contains("--passphrase-file") && err.contains("other users may read it"),
+        "{err}"
+    );
+    // Nowhere in what any of these gateways left behind but the flag's argv.
+    std::fs::remove_file(&file).expect("rm");
+    for (what, bytes) in outputs(&dir.0, "", "") {
+        assert!(
+            !contains(&bytes, pass.as_bytes()),
+            "the passphrase in {what}"
+        );
+    }
+}
+
 // ---- item 3: sealed regions ----
 
 #[test]
@@ -699,23 +815,267 @@ fn sigterm_finishes_while_a_client_keeps_submitting() {
     );
 }
 
+// ---- item 6: a client acts on its own orders only ----
+
+/// Reads `c`'s events until `pred` holds for one (bounded); the events read.
+fn events_until(c: &mut ShmClient, pred: impl Fn(&ShmEvent) -> bool) -> Vec<(ShmEvent, Vec<u8>)> {
+    let until = Instant::now() + Duration::from_secs(20);
+    let mut seen = Vec::new();
+    while Instant::now() < until {
+        c.wait(100);
+        while let Some((ev, body)) = c.poll() {
+            let hit = pred(&ev);
+            seen.push((ev, body.to_vec()));
+            if hit {
+                return seen;
+            }
+        }
+    }
+    panic!("no such event within 20 s; seen {seen:?}");
+}
+
+#[test]
+fn a_client_can_neither_cancel_nor_query_anothers_order_nor_hear_its_updates() {
+    let s = sim();
+    let dir = Scratch::new("owners");
+    let name = unique("owners");
+    let mut extra = journal_args(&dir.0);
+    // Over the WebSocket API, with its user data stream: order updates flow.
+    extra.extend(["--order-entry".into(), "ws".into()]);
+    let gw = gateway(
+        &s,
+        &name,
+        &dir.0,
+        Opts {
+            extra,
+            secret_by_flag: true,
+            ..Opts::default()
+        },
+    );
+    let symbol = Symbol::new("BTCUSDT").expect("symbol");
+    let mut a = ShmClient::attach(&name, "owner", false).expect("attach");
+    let mut b = ShmClient::attach(&name, "other", false).expect("attach");
+    let mine = a.next_client_order_id().expect("id");
+    a.submit(&Call::NewOrder(order(symbol, mine)), Class::Normal, 1)
+        .expect("submit");
+    events_until(
+        &mut a,
+        |ev| matches!(ev, ShmEvent::OrderUpdate(x) if x.client_order_id == mine),
+    );
+    // The other client names the owner's order every way it can.
+    let theirs = OrderRef {
+        symbol,
+        client_order_id: mine,
+    };
+    let own_new = b.next_client_order_id().expect("id");
+    let calls = [
+        Call::Cancel(theirs),
+        Call::Query(theirs),
+        Call::NewOrder(order(symbol, mine)),
+        Call::CancelReplace(CancelReplace {
+            cancel: mine,
+            new: order(symbol, own_new),
+        }),
+        // An id no block holds.
+        Call::NewOrder(order(symbol, ClientOrderId::new("made-up-1").expect("id"))),
+    ];
+    // The account's open orders: the owner's is one, but not the other's to see.
+    b.submit(&Call::OpenOrders(Some(symbol)), Class::Normal, 19)
+        .expect("submit");
+    let listed = events_until(&mut b, |ev| ev.is_final() && ev.tag() == 19);
+    assert_eq!(
+        listed.last().map(|e| e.0),
+        Some(ShmEvent::Applied { tag: 19 }),
+        "{listed:?}"
+    );
+    // Every event the other client reads, to look through at the end.
+    let mut other = Vec::new();
+    for (i, call) in calls.iter().enumerate() {
+        let tag = 10 + i as u64;
+        b.submit(call, Class::Urgent, tag).expect("submit");
+        let seen = events_until(&mut b, |ev| ev.is_final() && ev.tag() == tag);
+        let (last, _) = seen.last().expect("an event");
+        assert_eq!(*last, ShmEvent::NotYours { tag }, "call {i}: {seen:?}");
+        other.extend(seen);
+    }
+    other.extend(listed);
+    // Still resting: its owner's own query finds it open, then its own cancel ends it.
+    a.submit(&Call::Query(theirs), Class::Normal, 2)
+        .expect("query");
+    let seen = events_until(&mut a, |ev| ev.is_final() && ev.tag() == 2);
+    let (last, body) = seen.last().expect("an event");
+    assert_eq!(*last, ShmEvent::Applied { tag: 2 }, "{seen:?}");
+    assert!(
+        String::from_utf8_lossy(body).contains("\"NEW\""),
+        "{}",
+        String::from_utf8_lossy(body)
+    );
+    a.submit(&Call::Cancel(theirs), Class::Normal, 3)
+        .expect("cancel");
+    events_until(&mut a, |ev| {
+        matches!(ev, ShmEvent::OrderUpdate(x)
+            if x.orig_client_order_id == Some(mine) || x.client_order_id == mine)
+            && matches!(ev, ShmEvent::OrderUpdate(x) if x.state == OrderState::Canceled)
+    });
+    // Whatever reached the other client: none of the owner's updates or ids.
+    // (Its own order's update, had it placed one, would be its to read.)
+    b.submit(&Call::Account, Class::Normal, 20).expect("submit");
+    other.extend(events_until(&mut b, |ev| ev.is_final() && ev.tag() == 20));
+    while let Some((ev, body)) = b.poll() {
+        other.push((ev, body.to_vec()));
+    }
+    for (ev, body) in &other {
+        assert!(
+            !matches!(ev, ShmEvent::OrderUpdate(_)),
+            "the owner's update reached the other client: {ev:?}"
+        );
+        assert!(!contains(body, mine.as_str().as_bytes()), "{ev:?}");
+    }
+    let t = stats_until(&name, |t| t.contains("not_yours=5"));
+    assert!(
+        t.contains("client other attached") && t.contains("not_yours=5"),
+        "{t}"
+    );
+    drop((a, b));
+    drop(gw);
+    let r = s.stop();
+    // One order placed, cancelled once (by its owner); nothing of the other's ran.
+    assert_eq!((r.executions, r.duplicates, r.cancels), (1, 0, 1));
+}
+
+// ---- item 8: a doorbell of one's own ----
+
+/// Whether two descriptors of this process are one open file (`kcmp`).
+#[allow(unsafe_code)]
+fn same_file(a: &std::os::fd::OwnedFd, b: &std::os::fd::OwnedFd) -> bool {
+    use std::os::fd::AsRawFd;
+    let pid = std::process::id() as libc::c_long;
+    // SAFETY: a plain syscall on two descriptors this process owns.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_kcmp,
+            pid,
+            pid,
+            0 as libc::c_long, // KCMP_FILE
+            a.as_raw_fd() as libc::c_long,
+            b.as_raw_fd() as libc::c_long,
+        )
+    };
+    assert!(r >= 0, "kcmp: {}", std::io::Error::last_os_error());
+    r == 0
+}
+
+#[test]
+fn each_client_has_its_own_doorbell_and_a_thief_draining_one_steals_no_wake_up() {
+    use std::os::fd::AsRawFd;
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    use std::sync::Arc;
+    let s = sim();
+    let dir = Scratch::new("doorbell");
+    let name = unique("doorbell");
+    let _gw = gateway(
+        &s,
+        &name,
+        &dir.0,
+        Opts {
+            extra: journal_args(&dir.0),
+            secret_by_flag: true,
+            ..Opts::default()
+        },
+    );
+    // The thief: attached, it reads the descriptors it was handed instead of
+    // using them (each read of an eventfd empties it).
+    let (_tsock, answer, tfds) = shm::raw_command(&name, "attach thief").expect("attach");
+    assert!(answer.starts_with("ok new"), "{answer}");
+    let (_osock, answer, ofds) = shm::raw_command(&name, "attach other").expect("attach");
+    assert!(answer.starts_with("ok new"), "{answer}");
+    assert_eq!((tfds.len(), ofds.len()), (3, 3));
+    assert!(
+        !same_file(&tfds[1], &ofds[1]),
+        "two clients were handed one doorbell"
+    );
+    assert!(
+        !same_file(&tfds[2], &ofds[2]),
+        "two clients were handed one wake"
+    );
+    let stop = Arc::new(AtomicBool::new(false));
+    let stolen = Arc::new(AtomicU64::new(0));
+    let thief = {
+        let (stop, stolen) = (stop.clone(), stolen.clone());
+        let fds: Vec<i32> = tfds.iter().skip(1).map(|f| f.as_raw_fd()).collect();
+        std::thread::spawn(move || {
+            let mut v = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                for &fd in &fds {
+                    // SAFETY: reads 8 bytes into a u64 from a descriptor the test
+                    // keeps open until this thread is joined.
+                    #[allow(unsafe_code)]
+                    let n = unsafe { libc::read(fd, (&mut v as *mut u64).cast(), 8) };
+                    if n == 8 {
+                        stolen.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+                std::hint::spin_loop();
+            }
+        })
+    };
+    // The victim sleeps on its wake between round trips, so the gateway parks
+    // and each submit needs the victim's doorbell to be heard at once (the
+    // gateway's own timer would only come round every 100 ms).
+    let mut c = ShmClient::attach(&name, "victim", false).expect("attach");
+    let symbol = Symbol::new("BTCUSDT").expect("symbol");
+    const ROUNDS: u64 = 60;
+    let (mut finals, mut slow_waits) = (0u64, 0u64);
+    for tag in 1..=ROUNDS {
+        c.submit(&Call::Book { symbol, depth: 5 }, Class::Normal, tag)
+            .expect("submit");
+        let until = Instant::now() + Duration::from_secs(20);
+        let mut done = false;
+        while !done && Instant::now() < until {
+            if !c.wait(40) {
+                slow_waits += 1;
+            }
+            while let Some((ev, _)) = c.poll() {
+                done |= ev.is_final() && ev.tag() == tag;
+            }
+        }
+        finals += u64::from(done);
+    }
+    stop.store(true, Ordering::Relaxed);
+    thief.join().expect("thief");
+    assert_eq!(finals, ROUNDS, "every round trip ends");
+    assert_eq!(
+        stolen.load(Ordering::Relaxed),
+        0,
+        "the thief read a wake-up meant for another client"
+    );
+    // A wait of 40 ms that heard nothing means the gateway slept through a
+    // doorbell: a loaded machine may cost one or two, a thief most of them.
+    assert!(
+        slow_waits <= ROUNDS / 10,
+        "{slow_waits} waits of {ROUNDS} missed their wake-up"
+    );
+    drop(ofds);
+}
+
 // ---- the roles: run by the tests above as separate processes ----
 
-fn order<'a>(symbol: Symbol<'a>, id: &'a str) -> NewOrder<'a> {
+fn order(symbol: Symbol<'_>, id: ClientOrderId) -> NewOrder<'_> {
     NewOrder {
         symbol,
         side: Side::Buy,
         order_type: OrderType::Limit(TimeInForce::Gtc),
         price: Decimal::new("49000.00").ok(),
         quantity: Decimal::new("0.001").expect("decimal"),
-        client_order_id: ClientOrderId::new(id).expect("id"),
+        client_order_id: id,
         reduce_only: false,
     }
 }
 
 /// One order through `c`; 1 if it was applied, 0 otherwise (bounded wait).
-fn one_order(c: &mut ShmClient, id: &str) -> u64 {
+fn one_order(c: &mut ShmClient) -> u64 {
     let symbol = Symbol::new("BTCUSDT").expect("symbol");
+    let id = c.next_client_order_id().expect("id");
     c.submit(&Call::NewOrder(order(symbol, id)), Class::Normal, 1)
         .expect("submit");
     let until = Instant::now() + Duration::from_secs(20);
@@ -738,12 +1098,11 @@ fn role() {
     };
     let a: Vec<&str> = spec.split(' ').collect();
     let (gw, me) = (a[1], a[2]);
-    let id = format!("{me}{}", std::process::id());
     let result = match a[0] {
         // attack GW ME: attach and trade, clear a halt, read the stats.
         "attack" => {
             let (attach, applied) = match ShmClient::attach(gw, me, false) {
-                Ok(mut c) => ("attached".to_string(), one_order(&mut c, &id)),
+                Ok(mut c) => ("attached".to_string(), one_order(&mut c)),
                 Err(e) => (e.to_string(), 0),
             };
             let clear = match shm::clear_halt(gw, "orders_1s") {
@@ -765,8 +1124,10 @@ fn role() {
             let (mut seq, mut said) = (0u64, false);
             while !c.is_gone() {
                 seq += 1;
-                let id = format!("{id}s{seq}");
-                let _ = c.submit(&Call::NewOrder(order(symbol, &id)), Class::Normal, seq);
+                let Ok(id) = c.next_client_order_id() else {
+                    break;
+                };
+                let _ = c.submit(&Call::NewOrder(order(symbol, id)), Class::Normal, seq);
                 while let Some((ev, _)) = c.poll() {
                     if !said && matches!(ev, ShmEvent::Applied { .. }) {
                         said = true;
@@ -780,7 +1141,7 @@ fn role() {
         // order GW ME: one order.
         "order" => {
             let mut c = ShmClient::attach(gw, me, false).expect("attach");
-            serde_json::json!({ "applied": one_order(&mut c, &id) })
+            serde_json::json!({ "applied": one_order(&mut c) })
         }
         other => panic!("unknown role {other}"),
     };

@@ -200,3 +200,83 @@ fn shm_ring_one_producer_one_consumer_every_message_whole_once_in_order() {
     t.join().unwrap();
     assert_eq!(c.pop(|b| b.len()).unwrap(), None);
 }
+
+/// A hostile peer: while the gateway's side reads (and writes) a shared ring,
+/// another process rewrites every word of it, indices, lengths and the very slot
+/// being copied included. Here that process is a thread storing atomic words
+/// (what another process's stores are to this one), so Miri reports any read of
+/// the shared bytes that is not atomic (a `&[u8]` over a slot) as a data race.
+/// The ring must answer Corrupt or hand over garbage, never a panic, never an
+/// access out of bounds, never undefined behaviour.
+#[test]
+fn shm_ring_a_peer_scribbling_every_word_at_once_is_no_undefined_behaviour() {
+    use ergon_io::boundary::shm_ring::{Indices, Keep, ShmConsumer, ShmProducer};
+    use std::sync::atomic::AtomicU64;
+    const CAP: usize = 4;
+    const SLOT: usize = 32;
+    struct Block {
+        idx: Box<Indices>,
+        slots: Box<[AtomicU64]>,
+    }
+    // SAFETY: the test's block is only accessed through atomics.
+    unsafe impl Sync for Block {}
+    // SAFETY: as above.
+    unsafe impl Send for Block {}
+    let block = Arc::new(Block {
+        idx: Box::new(Indices::new()),
+        slots: (0..CAP * SLOT / 8).map(|_| AtomicU64::new(0)).collect(),
+    });
+    let idx: *const Indices = &*block.idx;
+    let slots = block.slots.as_ptr() as *mut u8;
+    let keep: Keep = block.clone();
+    // SAFETY: the block lives while `keep` does; the contract asks nothing of
+    // the other writer.
+    let mut c = unsafe { ShmConsumer::from_raw(idx, slots, CAP, SLOT, keep.clone()) }.unwrap();
+    // SAFETY: as above.
+    let mut p = unsafe { ShmProducer::from_raw(idx, slots, CAP, SLOT, keep) }.unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let rounds = if cfg!(miri) { 30 } else { 20_000 };
+    let scribbler = {
+        let (stop, block) = (stop.clone(), block.clone());
+        thread::spawn(move || {
+            // The two indices (words 0 and 16 of the Indices block) and every
+            // slot word, with values that are sometimes in range.
+            let idx = &*block.idx as *const Indices as *const AtomicU64;
+            let mut words: Vec<*const AtomicU64> =
+                block.slots.iter().map(|w| w as *const AtomicU64).collect();
+            // SAFETY: words 0 and 16 of the 256-byte, 128-aligned Indices.
+            words.extend(unsafe { [idx, idx.add(16)] });
+            let mut x = 0x9e37_79b9_7f4a_7c15u64;
+            while !stop.load(Ordering::Relaxed) {
+                for &w in &words {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    let v = if x % 3 == 0 { x % 40 } else { x };
+                    // SAFETY: an aligned word inside the block, which `block` keeps.
+                    unsafe { &*w }.store(v, Ordering::Relaxed);
+                }
+                thread::yield_now();
+            }
+        })
+    };
+    let (mut popped, mut corrupt, mut refused) = (0u32, 0u32, 0u32);
+    for i in 0..rounds {
+        match p.push(|b| {
+            b[..8].copy_from_slice(&(i as u64).to_le_bytes());
+            8
+        }) {
+            Ok(()) => {}
+            Err(_) => refused += 1,
+        }
+        match c.pop(|b| b.iter().map(|&x| u32::from(x)).sum::<u32>()) {
+            Ok(Some(_)) => popped += 1,
+            Ok(None) => {}
+            Err(_) => corrupt += 1,
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    scribbler.join().unwrap();
+    // Every round ended in one of the answers above, none in a panic.
+    assert!(popped + corrupt + refused > 0);
+}

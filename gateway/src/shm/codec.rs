@@ -28,6 +28,9 @@ pub enum Call<'a> {
     /// [`Endpoints::query_order`](ergon_venues::endpoint::Endpoints::query_order).
     Query(OrderRef<'a>),
     /// [`Endpoints::open_orders`](ergon_venues::endpoint::Endpoints::open_orders).
+    /// Its [`ShmEvent::Applied`] body is not the venue's answer (which lists
+    /// every client's orders) but the caller's own open client order ids, one a
+    /// line, as [`ShmEvent::OpenOrders`].
     OpenOrders(Option<Symbol<'a>>),
     /// [`Endpoints::book`](ergon_venues::endpoint::Endpoints::book).
     Book {
@@ -58,6 +61,14 @@ pub enum ShmEvent {
     /// Refused by the gateway, nothing charged or sent: a client order id it
     /// places is live there (see [`Event::DuplicateId`](crate::Event::DuplicateId)).
     DuplicateId {
+        /// The tag.
+        tag: Tag,
+    },
+    /// Refused by the gateway, nothing charged or sent: a client order id the
+    /// call names is not in a block this client was issued
+    /// ([`ShmClient::next_client_order_id`](crate::shm::ShmClient::next_client_order_id)):
+    /// another client's order, or an id the gateway did not issue. Final.
+    NotYours {
         /// The tag.
         tag: Tag,
     },
@@ -130,8 +141,9 @@ pub enum ShmEvent {
     },
     /// An order update of the gateway's user data stream
     /// ([`Strategy::on_order_update`](crate::Strategy::on_order_update)),
-    /// fixed size; every client gets each one (the account's, not a request's:
-    /// a client keeps those of its own client order ids). Tag [`ORDER_UPDATE`].
+    /// fixed size, to the client whose block its client order id (or, for a
+    /// cancel, the cancelled order's) comes from, and to no other. Tag
+    /// [`ORDER_UPDATE`].
     OrderUpdate(Execution),
 }
 
@@ -142,6 +154,7 @@ impl ShmEvent {
             ShmEvent::Applied { tag }
             | ShmEvent::Rejected { tag }
             | ShmEvent::DuplicateId { tag }
+            | ShmEvent::NotYours { tag }
             | ShmEvent::Limited { tag, .. }
             | ShmEvent::Retrying { tag, .. }
             | ShmEvent::Expired { tag }
@@ -548,6 +561,7 @@ pub fn encode_event(ev: &ShmEvent, body: &[u8], out: &mut [u8]) -> usize {
         ShmEvent::Unresolved { tag } => (12, tag, 0, 0),
         ShmEvent::Late { tag, found } => (13, tag, 0, state_byte(Some(found))),
         ShmEvent::DuplicateId { tag } => (14, tag, 0, 0),
+        ShmEvent::NotYours { tag } => (15, tag, 0, 0),
         ShmEvent::OrderUpdate(_) => return 0,
     };
     if out.len() < EVENT_HEAD {
@@ -674,6 +688,7 @@ pub fn decode_event(b: &[u8]) -> Result<(ShmEvent, &[u8], bool), BadMessage> {
             found: state_of(x)?.ok_or(BadMessage::OrderState)?,
         },
         14 => ShmEvent::DuplicateId { tag },
+        15 => ShmEvent::NotYours { tag },
         _ => return Err(BadMessage::EventKind),
     };
     Ok((ev, &b[EVENT_HEAD..], b[18] != 0))

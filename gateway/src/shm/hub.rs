@@ -1,7 +1,10 @@
 //! The gateway's side: a [`Strategy`] that serves strategy processes over shared
-//! memory. It owns the listening socket, one region per client name, the
-//! doorbell eventfd the clients write when the loop is parked, and the stats
-//! region that `ergon-gateway --stats` reads.
+//! memory. It owns the listening socket, one region per client name with the
+//! client's own two eventfds (its doorbell, which it writes when the loop is
+//! parked, and its wake, which the gateway writes when it waits), and the stats
+//! region that `ergon-gateway --stats` reads. No descriptor is shared between
+//! clients: one that reads (drains) or floods what it was handed touches its own
+//! wake-ups only.
 
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -28,12 +31,29 @@ pub const HUB_TOKEN: u64 = (1 << 62) + 2;
 const LISTENER: u64 = 0;
 /// The tag bit of the queries of what a dead gateway left in flight.
 const RECOVER: u64 = 1 << 47;
-const DOORBELL: u64 = 1;
+/// Client `k`'s doorbell is watched under `DOORBELL0 + k`.
+const DOORBELL0: u64 = 1 << 32;
 const CONN0: u64 = 16;
 const MS: i64 = 1_000_000;
 /// Client order ids handed to a client at each attach (2^32: more than it can
 /// place in one life).
 const ID_BLOCK: u64 = 1 << 32;
+/// Id blocks a client keeps (one per attach, the latest): a client that attached
+/// more often in one gateway life than this loses its oldest block, whose orders
+/// it can then no longer act on through this gateway.
+const BLOCKS_KEPT: usize = 64;
+
+/// Whose a client order id is, as the hub can tell.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Owner {
+    /// In a block issued to client `k` in this gateway's life.
+    Client(usize),
+    /// An id of an earlier gateway's life (its boot epoch is older): its blocks
+    /// were not kept across the restart, so nobody can be told its owner.
+    Earlier,
+    /// Not an id this gateway or an earlier one issued, or of no block kept.
+    Nobody,
+}
 
 /// The word of an id form in the attach answer (`ok new N ids FORM EPOCH FROM END`).
 fn id_form_word(f: IdFormat) -> &'static str {
@@ -56,8 +76,11 @@ pub struct HubConfig {
     /// How long the outcomes of a client that went away are kept for it to
     /// attach again under its name, after its last request settled.
     pub keep_ns: i64,
-    /// Each client's ceiling, as a fraction of every bucket's limit per window
-    /// (None: no ceiling beyond the budget's own).
+    /// Each client's ceiling, as a fraction of every bucket's limit per window.
+    /// None: the fair share, one over the number of clients attached at the
+    /// time of the call (a lone client may use everything; with two, neither
+    /// can take more than half, so one cannot take the headroom kept for the
+    /// others' Urgent calls).
     pub share: Option<f64>,
     /// The most privileged class a client may use: a call of a higher class is
     /// charged as this one (None: any; `Some(Class::Normal)` keeps the Urgent
@@ -128,6 +151,9 @@ pub struct ClientStats {
     pub finals: u64,
     /// Events that found its event ring full (must stay 0).
     pub lost_events: u64,
+    /// Calls refused because a client order id they name is not in its blocks
+    /// ([`ShmEvent::NotYours`]).
+    pub not_yours: u64,
     /// Attaches under its name.
     pub attaches: u64,
 }
@@ -139,6 +165,10 @@ struct Client {
     /// generation (an index is reused by later connections; the generation is not).
     conn: Option<(usize, u64)>,
     memfd: OwnedFd,
+    /// Its doorbell: it writes it after a push when the loop is parked; the
+    /// hub's epoll watches it (under `DOORBELL0 + k`). Its own, so another client
+    /// cannot drain (steal) the wake-ups of its submits.
+    doorbell: OwnedFd,
     wake: OwnedFd,
     region: Region,
     submit: ShmConsumer,
@@ -151,12 +181,18 @@ struct Client {
     /// Local id -> whether the last event it was given is a `Retrying` (repeats
     /// are merged: the first says it, the final ends it).
     retrying: Vec<bool>,
+    /// Local id -> whether it is an open-orders call (its answer is cut down to
+    /// the client's own ids).
+    lists: Vec<bool>,
     /// Requests that ended `Unresolved` and may still turn up `Late`: the
     /// gateway's tag and the client's, oldest first, at most `in_flight` (their
     /// local ids are reused at once, so a `Late` is routed by this, never by
     /// `tags`).
     unresolved: std::collections::VecDeque<(Tag, Tag)>,
     detached_at: Option<i64>,
+    /// The blocks of client order ids issued to it in this gateway's life
+    /// (sequences `from..end` of the hub's epoch), the latest [`BLOCKS_KEPT`].
+    blocks: std::collections::VecDeque<(u64, u64)>,
     /// Per bucket index, for the share ceiling: its charges over the bucket's
     /// last window (time, units; a sliding window, as the budget counts) and
     /// their sum.
@@ -238,7 +274,6 @@ pub struct Hub {
     cfg: HubConfig,
     listener: Option<OwnedFd>,
     ep: Epoll,
-    doorbell: OwnedFd,
     conns: Vec<Option<Conn>>,
     clients: Vec<Option<Client>>,
     gens: Vec<u16>,
@@ -247,6 +282,8 @@ pub struct Hub {
     ids: Vec<u8>,
     windows: Option<Vec<(BucketId, i64)>>,
     stats: StatsWriter,
+    /// The form and boot epoch of the ids it hands out (from the first block).
+    id_space: Option<(IdFormat, u64)>,
     next_stats: i64,
     stop: Option<&'static AtomicBool>,
     stopping: bool,
@@ -304,8 +341,6 @@ impl Hub {
         })?;
         let ep = Epoll::new()?;
         ep.add(listener.as_raw_fd(), LISTENER)?;
-        let doorbell = os::eventfd()?;
-        ep.add(doorbell.as_raw_fd(), DOORBELL)?;
         let stats = StatsWriter::create(&cfg.name)?;
         let (journal, recover) = match &cfg.journal {
             Some(path) => {
@@ -335,13 +370,13 @@ impl Hub {
             cfg,
             listener: Some(listener),
             ep,
-            doorbell,
             conns: Vec::new(),
             req: Prepared::with_capacity(1024),
             buf: [0; SUBMIT_SLOT],
             ids: Vec::with_capacity(4096),
             windows: None,
             stats,
+            id_space: None,
             next_stats: 0,
             stop,
             stopping: false,
@@ -613,6 +648,11 @@ impl Hub {
         let ids = match api.id_block(ID_BLOCK) {
             Ok(b) => {
                 let (from, end) = b.remaining();
+                self.id_space = Some((b.format(), b.epoch()));
+                if c.blocks.len() == BLOCKS_KEPT {
+                    c.blocks.pop_front();
+                }
+                c.blocks.push_back((from, end));
                 let form = id_form_word(b.format());
                 format!(" ids {form} {} {from} {end}", b.epoch())
             }
@@ -626,7 +666,7 @@ impl Hub {
                 &format!("ok {word} {}{ids}", c.region.in_flight),
                 &[
                     c.memfd.as_raw_fd(),
-                    self.doorbell.as_raw_fd(),
+                    c.doorbell.as_raw_fd(),
                     c.wake.as_raw_fd(),
                 ],
             );
@@ -635,6 +675,8 @@ impl Hub {
 
     fn new_client(&mut self, k: usize, name: &str) -> io::Result<Client> {
         let (memfd, region) = Region::create(name, self.cfg.in_flight)?;
+        let doorbell = os::eventfd()?;
+        self.ep.add(doorbell.as_raw_fd(), DOORBELL0 + k as u64)?;
         // 15 bits: bit 47 of a tag is RECOVER.
         self.gens[k] = (self.gens[k] + 1) & 0x7fff;
         Ok(Client {
@@ -642,6 +684,7 @@ impl Hub {
             gen: self.gens[k],
             conn: None,
             memfd,
+            doorbell,
             wake: os::eventfd()?,
             submit: region.submit_consumer()?,
             events: region.event_producer()?,
@@ -649,9 +692,11 @@ impl Hub {
             journal: vec![None; self.cfg.in_flight],
             free: (0..self.cfg.in_flight as u32).rev().collect(),
             retrying: vec![false; self.cfg.in_flight],
+            lists: vec![false; self.cfg.in_flight],
             unresolved: std::collections::VecDeque::with_capacity(self.cfg.in_flight),
             region,
             detached_at: None,
+            blocks: std::collections::VecDeque::with_capacity(BLOCKS_KEPT),
             used: Vec::new(),
             stats: ClientStats::default(),
         })
@@ -662,6 +707,44 @@ impl Hub {
         ((k as u64) << 48) | (u64::from(gen) << 32) | u64::from(l)
     }
 
+    /// Whose `id` is: the client whose block holds it, an earlier gateway life's,
+    /// or nobody's.
+    fn owner(&self, id: &ClientOrderId) -> Owner {
+        let Some((format, epoch)) = self.id_space else {
+            return Owner::Nobody;
+        };
+        match crate::ids::read_id(format, id) {
+            Some((e, _)) if e < epoch => Owner::Earlier,
+            Some((e, seq)) if e == epoch => self
+                .clients
+                .iter()
+                .position(|c| {
+                    c.as_ref().is_some_and(|c| {
+                        c.blocks
+                            .iter()
+                            .any(|&(from, end)| (from..end).contains(&seq))
+                    })
+                })
+                .map_or(Owner::Nobody, Owner::Client),
+            _ => Owner::Nobody,
+        }
+    }
+
+    /// Whether client `k` may make `call`: every client order id it names is
+    /// from `k`'s blocks; an order it cancels or queries may also be of an
+    /// earlier gateway life (whose owners were not kept), never one it places.
+    fn may(&self, k: usize, call: &Call<'_>) -> bool {
+        let mine = |id: &ClientOrderId| self.owner(id) == Owner::Client(k);
+        let mine_or_earlier =
+            |id: &ClientOrderId| matches!(self.owner(id), Owner::Earlier) || mine(id);
+        match call {
+            Call::NewOrder(o) => mine(&o.client_order_id),
+            Call::Cancel(o) | Call::Query(o) => mine_or_earlier(&o.client_order_id),
+            Call::CancelReplace(c) => mine_or_earlier(&c.cancel) && mine(&c.new.client_order_id),
+            Call::OpenOrders(_) | Call::Book { .. } | Call::Account => true,
+        }
+    }
+
     /// Checks client `k`'s share of every part's bucket; Some(ready_at) if over.
     fn over_share<E: Account>(
         &mut self,
@@ -670,7 +753,19 @@ impl Hub {
         parts: &[Part],
         commit: bool,
     ) -> Option<i64> {
-        let share = self.cfg.share?;
+        let attached = self
+            .clients
+            .iter()
+            .flatten()
+            .filter(|c| c.conn.is_some())
+            .count();
+        // The fair share of a lone client is everything: no ceiling but the
+        // budget's. Its charges are still kept, for when another one attaches.
+        let share = match self.cfg.share {
+            Some(s) => Some(s),
+            None if attached > 1 => Some(1.0 / attached as f64),
+            None => None,
+        };
         let now = api.now();
         let windows = self.windows.get_or_insert_with(|| api.venue().windows());
         self.clients[k].as_ref()?;
@@ -700,7 +795,7 @@ impl Hub {
                 .stats(p.bucket)
                 .map_or((0, 0), |s| (s.limit, s.used));
             let foreign = counted.saturating_sub(ours);
-            let cap = ((limit.saturating_sub(foreign) as f64) * share).floor() as u64;
+            let cap = share.map(|s| ((limit.saturating_sub(foreign) as f64) * s).floor() as u64);
             let c = self.clients[k].as_mut()?;
             if c.used.len() <= i {
                 c.used.resize(i + 1, Use::default());
@@ -710,7 +805,7 @@ impl Hub {
             if commit {
                 u.charges.push_back((now, p.cost));
                 u.sum += u64::from(p.cost);
-            } else if u.sum + u64::from(p.cost) > cap {
+            } else if let Some(cap) = cap.filter(|&cap| u.sum + u64::from(p.cost) > cap) {
                 // Room again once the oldest charges leave the window.
                 let mut need = u.sum + u64::from(p.cost) - cap;
                 let mut at = now;
@@ -797,6 +892,13 @@ impl Hub {
         tag: Tag,
     ) {
         let now = api.now();
+        if !self.may(k, call) {
+            if let Some(c) = self.clients[k].as_mut() {
+                c.stats.not_yours += 1;
+                c.push(&ShmEvent::NotYours { tag }, &[]);
+            }
+            return;
+        }
         let v = api.venue_mut();
         let req = &mut self.req;
         let prepared = match call {
@@ -867,6 +969,7 @@ impl Hub {
         if let Some(c) = self.clients[k].as_mut() {
             c.tags[l as usize] = Some(tag);
             c.journal[l as usize] = entry;
+            c.lists[l as usize] = matches!(call, Call::OpenOrders(_));
         }
         match api.submit(&mut self.req, class, Self::tag_of(k, gen, l)) {
             Ok(()) => {
@@ -879,6 +982,26 @@ impl Hub {
         }
     }
 
+    /// Fills `self.ids` with the client order ids of an open-orders answer
+    /// (`body`) that client `k` may see, one a line: its own, and an earlier
+    /// gateway life's (whose owners were not kept).
+    fn own_ids<E: Account>(&mut self, api: &Api<'_, '_, E>, k: usize, body: &[u8]) {
+        let mut ids = core::mem::take(&mut self.ids);
+        ids.clear();
+        api.venue().open_ids(body, &mut |id| {
+            let mine = core::str::from_utf8(id)
+                .ok()
+                .and_then(|t| ClientOrderId::new(t).ok())
+                .map(|id| self.owner(&id))
+                .is_some_and(|o| o == Owner::Earlier || o == Owner::Client(k));
+            if mine {
+                ids.extend_from_slice(id);
+                ids.push(b'\n');
+            }
+        });
+        self.ids = ids;
+    }
+
     /// Delivers one gateway event to the client whose request it is about.
     fn route<E: Account>(&mut self, api: &mut Api<'_, '_, E>, ev: Event<'_>) {
         let gtag = ev.tag();
@@ -887,23 +1010,20 @@ impl Hub {
                 sent_at_ns, body, ..
             } = ev
             {
-                self.ids.clear();
-                let ids = &mut self.ids;
-                api.venue().open_ids(body, &mut |id| {
-                    ids.extend_from_slice(id);
-                    ids.push(b'\n');
-                });
                 let age_ns = api.now() - sent_at_ns;
-                for c in self
-                    .clients
-                    .iter_mut()
-                    .flatten()
+                // Each client hears of its own orders only (and of an earlier
+                // gateway life's, whose owners were not kept).
+                for k in 0..self.clients.len() {
+                    self.own_ids(api, k, body);
+                    let Some(c) = self.clients[k].as_mut() else {
+                        continue;
+                    };
                     // Only into room beyond what its requests in flight may need
-                    // (three events each): a client that does not read misses polls,
-                    // never an event of its own.
-                    .filter(|c| c.conn.is_some() && c.events.free() > 3 * c.tags.len())
-                {
-                    c.push(&ShmEvent::OpenOrders { age_ns }, &self.ids);
+                    // (three events each): a client that does not read misses
+                    // polls, never an event of its own.
+                    if c.conn.is_some() && c.events.free() > 3 * c.tags.len() {
+                        c.push(&ShmEvent::OpenOrders { age_ns }, &self.ids);
+                    }
                 }
             }
             return;
@@ -929,6 +1049,16 @@ impl Hub {
         let now = api.now();
         let rel = |at: i64| if at == i64::MAX { at } else { at - now };
         let (k, gen, l) = ((gtag >> 48) as usize, (gtag >> 32) as u16, gtag as u32);
+        // The answer to a client's own open-orders call lists the account's
+        // orders: it gets the ids it may see, as the polls do, not the body.
+        let listing = self
+            .clients
+            .get(k)
+            .and_then(Option::as_ref)
+            .is_some_and(|c| c.gen == gen && c.lists.get(l as usize) == Some(&true));
+        if let (true, Event::Applied { body, .. }) = (listing, &ev) {
+            self.own_ids(api, k, body);
+        }
         let Some(c) = self.clients.get_mut(k).and_then(Option::as_mut) else {
             return;
         };
@@ -949,6 +1079,7 @@ impl Hub {
             return;
         };
         let (sev, body): (ShmEvent, &[u8]) = match ev {
+            Event::Applied { .. } if listing => (ShmEvent::Applied { tag }, &self.ids[..]),
             Event::Applied { body, .. } => (ShmEvent::Applied { tag }, body),
             Event::Rejected { .. } => (ShmEvent::Rejected { tag }, &[]),
             Event::DuplicateId { .. } => (ShmEvent::DuplicateId { tag }, &[]),
@@ -1008,6 +1139,7 @@ impl Hub {
             }
             c.tags[l as usize] = None;
             c.retrying[l as usize] = false;
+            c.lists[l as usize] = false;
             c.free.push(l);
             c.stats.finals += 1;
         } else {
@@ -1118,7 +1250,7 @@ impl Hub {
         for c in self.clients.iter().flatten() {
             let s = c.stats;
             text += &format!(
-                "client {} {} in_flight={} submitted={} accepted={} over_share={} limited={} bad={} finals={} lost_events={} merged_steps={}",
+                "client {} {} in_flight={} submitted={} accepted={} over_share={} limited={} bad={} not_yours={} finals={} lost_events={} merged_steps={}",
                 c.name,
                 if c.conn.is_some() { "attached" } else { "detached" },
                 c.in_flight(),
@@ -1127,6 +1259,7 @@ impl Hub {
                 s.over_share,
                 s.limited,
                 s.bad,
+                s.not_yours,
                 s.finals,
                 s.lost_events,
                 s.merged_steps
@@ -1195,25 +1328,43 @@ impl Hub {
                     && c.detached_at.is_some_and(|t| now - t >= self.cfg.keep_ns)
             });
             if drop {
-                *slot = None;
+                // Out of the epoll set before it closes: the client may still
+                // hold the doorbell, and a registration outliving our descriptor
+                // would report it under the slot's next client.
+                if let Some(c) = slot.take() {
+                    self.ep.remove(c.doorbell.as_raw_fd());
+                }
             }
         }
     }
 }
 
 impl<E: Account> Strategy<E> for Hub {
-    /// Every attached client gets the update, into room beyond what its requests
-    /// in flight may need (as the polls): a client that does not read misses
-    /// updates (its polls cover them), never an event of its own.
+    /// The update goes to the client whose block its client order id comes from
+    /// (for a cancel, the cancelled order's: `C`), and to no other; one of an
+    /// earlier gateway life (whose owners were not kept) to every attached
+    /// client; one of an id nobody was issued (an order placed elsewhere on the
+    /// account) to none. Into room beyond what its requests in flight may need
+    /// (as the polls): a client that does not read misses updates (its polls
+    /// cover them), never an event of its own.
     fn on_order_update(&mut self, _api: &mut Api<'_, '_, E>, update: &Execution) {
         let ev = ShmEvent::OrderUpdate(*update);
-        for c in self
-            .clients
-            .iter_mut()
-            .flatten()
-            .filter(|c| c.conn.is_some() && c.events.free() > 3 * c.tags.len())
-        {
-            c.push(&ev, &[]);
+        let owner = match self.owner(&update.client_order_id) {
+            Owner::Nobody => update
+                .orig_client_order_id
+                .map_or(Owner::Nobody, |id| self.owner(&id)),
+            o => o,
+        };
+        for (k, c) in self.clients.iter_mut().enumerate() {
+            let Some(c) = c.as_mut() else { continue };
+            let to = match owner {
+                Owner::Client(o) => o == k,
+                Owner::Earlier => true,
+                Owner::Nobody => false,
+            };
+            if to && c.conn.is_some() && c.events.free() > 3 * c.tags.len() {
+                c.push(&ev, &[]);
+            }
         }
     }
 
@@ -1277,9 +1428,15 @@ impl<E: Account> Strategy<E> for Hub {
         let mut evs = [libc::epoll_event { events: 0, u64: 0 }; 32];
         let n = self.ep.ready(&mut evs);
         for e in &evs[..n] {
-            match e.u64 {
+            let token = e.u64;
+            match token {
                 LISTENER => self.accept(api.now()),
-                DOORBELL => os::drain(self.doorbell.as_raw_fd()),
+                t if t >= DOORBELL0 => {
+                    let k = (t - DOORBELL0) as usize;
+                    if let Some(c) = self.clients.get(k).and_then(Option::as_ref) {
+                        os::drain(c.doorbell.as_raw_fd());
+                    }
+                }
                 t => self.on_conn(api, (t - CONN0) as usize),
             }
         }

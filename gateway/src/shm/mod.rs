@@ -11,8 +11,11 @@
 //! a boot epoch, by `ids FORM EPOCH FROM END`: a fresh block of client order ids
 //! for this attach, [`ShmClient::next_client_order_id`]) with three descriptors
 //! (SCM_RIGHTS): the client's region (a memfd, laid out as below),
-//! the doorbell eventfd the client writes when the gateway's loop is parked, and
-//! the client's own wake eventfd. The connection then stays open for the client's
+//! the client's doorbell eventfd (it writes it when the gateway's loop is
+//! parked) and its wake eventfd (the gateway writes it when the client waits).
+//! Both are the client's own: no descriptor is shared between clients, so one
+//! that reads the other end of its eventfds, or floods them, can neither steal
+//! another's wake-up nor be woken by another's events. The connection then stays open for the client's
 //! life: its hang-up is how each side learns the other is gone.
 //!
 //! ```text
@@ -83,7 +86,17 @@
 //! in any window of the bucket's length (a sliding window of the client's own
 //! charges);
 //! over it, its call is [`ShmEvent::Limited`] locally and nothing is charged, so a
-//! runaway client cannot take the others' part. The stats name each client's use.
+//! runaway client cannot take the others' part. Without a share set, each client's
+//! is the fair share, one over the clients attached at the call (none for a lone
+//! client). The stats name each client's use.
+//!
+//! # Whose orders
+//!
+//! A client's calls may name only client order ids of the blocks it was issued
+//! ([`ShmClient::next_client_order_id`]); any other is [`ShmEvent::NotYours`],
+//! final, nothing charged or sent. Order updates, the open-orders polls and the
+//! answers to its own open-orders calls carry its own orders only. Ids of an
+//! earlier gateway life (whose blocks were not kept) stay open to every client.
 //! [`HubConfig::class_ceiling`]: a call of a more privileged class than the
 //! ceiling is charged as the ceiling (a strategy cannot reach the headroom kept
 //! for protective closes).

@@ -14,6 +14,7 @@
 //! events of everything it had in flight and its own flight table.
 #![allow(unsafe_code)] // Typed views of the mapping.
 
+use std::cell::UnsafeCell;
 use std::io;
 use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicU32, AtomicU64};
@@ -35,22 +36,24 @@ pub const EVENT_SLOT: usize = 4096;
 /// an open-orders broadcast): the event ring has this many slots per submit slot.
 pub const EVENTS_PER_REQUEST: usize = 4;
 
-/// The region's header.
+/// The region's header. The client may write any byte of it at any time, so
+/// every field is interior-mutable (atomics; the padding in `UnsafeCell`s, never
+/// read): a `&Header` asserts nothing the client can break.
 #[repr(C, align(128))]
 pub(crate) struct Header {
     pub(crate) magic: AtomicU64,
     /// submit slots, submit slot bytes, event slots, event slot bytes.
     pub(crate) geometry: [AtomicU32; 4],
-    _p0: [u8; 104],
+    _p0: UnsafeCell<[u8; 104]>,
     /// The gateway's loop announced a park: a client that pushed writes the doorbell.
     pub(crate) gw_sleeping: AtomicU32,
-    _p1: [u8; 124],
+    _p1: UnsafeCell<[u8; 124]>,
     /// The client announced a wait: the gateway writes the client's eventfd.
     pub(crate) client_sleeping: AtomicU32,
-    _p2: [u8; 124],
+    _p2: UnsafeCell<[u8; 124]>,
     /// The gateway's epoch (bumped by every gateway that serves this region).
     pub(crate) epoch: AtomicU64,
-    _p3: [u8; 120],
+    _p3: UnsafeCell<[u8; 120]>,
     pub(crate) submit: Indices,
     pub(crate) events: Indices,
 }

@@ -10,11 +10,21 @@
 //! Release store of `head + 1`. Indices count up forever (u64: no wrap in
 //! practice); the slot is `index % capacity`.
 //!
-//! The other side is another process and may be buggy or gone: every value read
-//! from the shared block is checked (`tail - head` at most `capacity`, a length at
-//! most the slot) and a bad one is [`Corrupt`], never a panic or an out-of-bounds
-//! access. A full ring is an immediate [`ShmFull`]; nothing blocks, allocates or
-//! makes a system call.
+//! The other side is another process and may be hostile: it can write any byte
+//! of the block at any time, the slot being read included. So no reference is
+//! ever made to shared bytes (a `&[u8]` asserts that nobody writes them while it
+//! lives, which a hostile peer breaks, and a racing non-atomic read is a data
+//! race): a slot goes between the shared block and a private buffer of its side
+//! only by word-sized relaxed atomic loads and stores, and the closures of
+//! [`ShmProducer::push`] and [`ShmConsumer::pop`] see that private buffer. Every
+//! value taken from the shared block is read once into a local and checked
+//! there (`tail - head` at most `capacity`, a length at most the slot) and a bad
+//! one is [`Corrupt`], never a panic or an out-of-bounds access; the index that
+//! picks a slot is our own count modulo the capacity, never the peer's. A peer
+//! that rewrites a slot while it is copied gives us garbage bytes, which the
+//! reader's decoder refuses, never undefined behaviour. A full ring is an
+//! immediate [`ShmFull`]; nothing blocks, allocates (each side's buffer is made
+//! with it) or makes a system call.
 //!
 //! Every atomic goes through `crate::sync`, so `io/tests/loom_shm_ring.rs` checks
 //! this code under loom (the slot bytes are shadowed by loom cells there), and
@@ -29,13 +39,15 @@ use crate::sync::{AtomicU64, Ordering};
 pub const LEN_BYTES: usize = 4;
 
 /// The two indices of a ring: 256 bytes, `repr(C)`, all zero when new (a fresh
-/// shared mapping is a valid empty ring).
+/// shared mapping is a valid empty ring). The other process may write any of its
+/// bytes at any time: the padding is in `UnsafeCell`s (never read), so a
+/// reference to it asserts nothing a peer can break.
 #[repr(C, align(128))]
 pub struct Indices {
     tail: AtomicU64,
-    _pad0: [u8; 120],
+    _pad0: core::cell::UnsafeCell<[u8; 120]>,
     head: AtomicU64,
-    _pad1: [u8; 120],
+    _pad1: core::cell::UnsafeCell<[u8; 120]>,
 }
 
 impl Indices {
@@ -43,9 +55,9 @@ impl Indices {
     pub fn new() -> Self {
         Indices {
             tail: AtomicU64::new(0),
-            _pad0: [0; 120],
+            _pad0: core::cell::UnsafeCell::new([0; 120]),
             head: AtomicU64::new(0),
-            _pad1: [0; 120],
+            _pad1: core::cell::UnsafeCell::new([0; 120]),
         }
     }
 }
@@ -121,6 +133,7 @@ pub type Keep = std::sync::Arc<dyn Send + Sync>;
 
 struct Raw {
     idx: *const Indices,
+    /// 8-aligned: the slots are copied word by word.
     slots: *mut u8,
     cap: u64,
     slot: usize,
@@ -131,21 +144,55 @@ struct Raw {
     shadow: std::sync::Arc<Vec<loom::cell::UnsafeCell<()>>>,
 }
 
-// SAFETY: the pointers stay valid while `_keep` lives; each slot is touched only
-// by the side whose turn the indices say it is.
+// SAFETY: the pointers stay valid while `_keep` lives (which is Send + Sync), and
+// every access through them is atomic, so moving a side to another thread is
+// sound whatever the peer does.
 unsafe impl Send for Raw {}
 
 impl Raw {
-    fn idx(&self) -> &Indices {
-        // SAFETY: `idx` points to an `Indices` kept alive by `_keep` (from_raw's contract).
-        unsafe { &*self.idx }
+    /// The producer's index. Only the atomic fields of [`Indices`] are ever
+    /// referenced: the padding between them is shared bytes a peer may write.
+    fn tail(&self) -> &AtomicU64 {
+        // SAFETY: `idx` points to an `Indices` kept alive by `_keep` (from_raw's
+        // contract); an `AtomicU64` may be written by anyone at any time.
+        unsafe { &*core::ptr::addr_of!((*self.idx).tail) }
     }
 
-    /// The slot of `pos`: its start, and its length.
-    fn slot_ptr(&self, pos: u64) -> *mut u8 {
+    /// The consumer's index (as [`Raw::tail`]).
+    fn head(&self) -> &AtomicU64 {
+        // SAFETY: as in `tail`.
+        unsafe { &*core::ptr::addr_of!((*self.idx).head) }
+    }
+
+    /// The words of the slot of `pos`: `i < cap` is our own arithmetic, never a
+    /// value the peer wrote.
+    fn slot_words(&self, pos: u64) -> *const Word {
         let i = (pos % self.cap) as usize;
-        // SAFETY: i < cap, and the mapping holds cap * slot bytes (from_raw's contract).
-        unsafe { self.slots.add(i * self.slot) }
+        // SAFETY: i < cap, and the mapping holds cap * slot bytes (from_raw's
+        // contract); slots is 8-aligned and slot a multiple of 8 (checked).
+        unsafe { self.slots.add(i * self.slot) as *const Word }
+    }
+
+    /// Copies the words `words` of the slot of `pos` into the same words of `to`
+    /// (one slot long).
+    fn load(&self, pos: u64, to: &mut [u64], words: core::ops::Range<usize>) {
+        let from = self.slot_words(pos);
+        let end = words.end.min(self.slot / 8).min(to.len());
+        let start = words.start.min(end);
+        for (k, w) in to[start..end].iter_mut().enumerate() {
+            // SAFETY: start + k < slot / 8: inside the slot; an aligned word of
+            // the mapping, which is only ever accessed atomically on our side.
+            *w = unsafe { &*from.add(start + k) }.load(core::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
+    /// Copies the first `words` words of `from` into the slot of `pos`.
+    fn store(&self, pos: u64, from: &[u64], words: usize) {
+        let to = self.slot_words(pos);
+        for (k, w) in from.iter().take(words.min(self.slot / 8)).enumerate() {
+            // SAFETY: as in `load`.
+            unsafe { &*to.add(k) }.store(*w, core::sync::atomic::Ordering::Relaxed);
+        }
     }
 
     #[cfg(ergon_loom)]
@@ -163,11 +210,18 @@ impl Raw {
     fn touch(&self, _pos: u64, _write: bool) {}
 }
 
+/// A slot word. Not `crate::sync`'s: loom does not model these (its cells in
+/// `Raw::shadow` stand for the slots), and a real atomic is what makes a
+/// hostile peer's concurrent write harmless under Miri too.
+type Word = core::sync::atomic::AtomicU64;
+
 /// The writing side (one, in one process).
 pub struct ShmProducer {
     raw: Raw,
     tail: u64,
     head_seen: u64,
+    /// The message being written: private, one slot long.
+    buf: Box<[u64]>,
 }
 
 /// The reading side (one, in one process).
@@ -175,11 +229,35 @@ pub struct ShmConsumer {
     raw: Raw,
     head: u64,
     tail_seen: u64,
+    /// The message being read: private, one slot long.
+    buf: Box<[u64]>,
 }
 
 fn check(cap: usize, slot: usize) -> Result<(), BadGeometry> {
     let ok = (1..=65_536).contains(&cap) && (8..=1 << 20).contains(&slot) && slot % 8 == 0;
     ok.then_some(()).ok_or(BadGeometry)
+}
+
+/// A private buffer of one slot, in words (so it is 8-aligned).
+fn buffer(slot: usize) -> Box<[u64]> {
+    vec![0u64; slot / 8].into_boxed_slice()
+}
+
+/// The bytes of a word buffer.
+fn bytes(b: &[u64]) -> &[u8] {
+    // SAFETY: u64 has no padding and u8 no alignment; same length in bytes.
+    unsafe { core::slice::from_raw_parts(b.as_ptr() as *const u8, b.len() * 8) }
+}
+
+/// The bytes of a word buffer, writable.
+fn bytes_mut(b: &mut [u64]) -> &mut [u8] {
+    // SAFETY: as `bytes`; every byte pattern is a valid u64.
+    unsafe { core::slice::from_raw_parts_mut(b.as_mut_ptr() as *mut u8, b.len() * 8) }
+}
+
+/// Words holding the length prefix and `n` bytes of message.
+fn words_for(n: usize) -> usize {
+    (LEN_BYTES + n).div_ceil(8)
 }
 
 /// Bytes the slots of a ring of `cap` slots of `slot` bytes take.
@@ -190,7 +268,8 @@ pub fn slots_bytes(cap: usize, slot: usize) -> usize {
 impl Raw {
     /// # Safety
     /// `idx` and `slots` (`cap * slot` bytes) stay valid and mapped while `keep`
-    /// lives, and nobody else uses them as this side.
+    /// lives. What anyone else writes there (the peer, a second side) cannot
+    /// cause undefined behaviour here, only [`Corrupt`] or garbage messages.
     unsafe fn new(
         idx: *const Indices,
         slots: *mut u8,
@@ -200,6 +279,9 @@ impl Raw {
         #[cfg(ergon_loom)] shadow: std::sync::Arc<Vec<loom::cell::UnsafeCell<()>>>,
     ) -> Result<Self, BadGeometry> {
         check(cap, slot)?;
+        if slots as usize % 8 != 0 || idx as usize % core::mem::align_of::<Indices>() != 0 {
+            return Err(BadGeometry);
+        }
         Ok(Raw {
             idx,
             slots,
@@ -217,9 +299,13 @@ impl ShmProducer {
     ///
     /// # Safety
     /// `idx` points to an [`Indices`] and `slots` to `cap * slot` bytes, both
-    /// valid (mapped, readable, writable) while `keep` lives; there is at most one
-    /// producer of this ring at a time (a later one may take over from a dead
-    /// one: it resumes at the published `tail`).
+    /// valid (mapped, readable, writable) while `keep` lives. Nothing else is
+    /// asked of the other process: whatever it writes there, at any time, this
+    /// side reads only by atomic loads and answers [`Corrupt`] or hands over
+    /// garbage bytes, never undefined behaviour. For the ring to work there is
+    /// one producer at a time (a later one may take over from a dead one: it
+    /// resumes at the published `tail`). A `slots` that is not 8-aligned (or an
+    /// `idx` not aligned for [`Indices`]) is [`BadGeometry`].
     #[cfg(not(ergon_loom))]
     pub unsafe fn from_raw(
         idx: *const Indices,
@@ -230,12 +316,13 @@ impl ShmProducer {
     ) -> Result<Self, BadGeometry> {
         // SAFETY: the caller's contract is Raw::new's.
         let raw = unsafe { Raw::new(idx, slots, cap, slot, keep)? };
-        let tail = raw.idx().tail.load(Ordering::Relaxed);
-        let head_seen = raw.idx().head.load(Ordering::Acquire);
+        let tail = raw.tail().load(Ordering::Relaxed);
+        let head_seen = raw.head().load(Ordering::Acquire);
         Ok(ShmProducer {
             raw,
             tail,
             head_seen,
+            buf: buffer(slot),
         })
     }
 
@@ -244,46 +331,48 @@ impl ShmProducer {
         self.raw.slot - LEN_BYTES
     }
 
-    /// Writes one message: `write` fills the slot's payload (its argument, of
-    /// [`ShmProducer::max_message`] bytes) and returns how many bytes it used
-    /// (clamped to the slot). A full ring is `Err(ShmFull)` at once, `write` not
-    /// called; a corrupt head is `Err(Corrupt)`.
+    /// Writes one message: `write` fills the payload (its argument, of
+    /// [`ShmProducer::max_message`] bytes, a private buffer holding whatever an
+    /// earlier message left) and returns how many bytes it used (clamped to the
+    /// slot); those are copied into the slot. A full ring is `Err(ShmFull)` at
+    /// once, `write` not called; a corrupt head is `Err(Corrupt)`.
     pub fn push(&mut self, write: impl FnOnce(&mut [u8]) -> usize) -> Result<(), PushError> {
         let cap = self.raw.cap;
         if self.tail.wrapping_sub(self.head_seen) >= cap {
-            self.head_seen = self.raw.idx().head.load(Ordering::Acquire);
-            let used = self.tail.wrapping_sub(self.head_seen);
+            // Read once: the value checked is the value kept.
+            let head = self.raw.head().load(Ordering::Acquire);
+            let used = self.tail.wrapping_sub(head);
             if used > cap {
                 return Err(PushError::Corrupt);
             }
+            self.head_seen = head;
             if used == cap {
                 return Err(PushError::Full);
             }
         }
-        let p = self.raw.slot_ptr(self.tail);
-        self.raw.touch(self.tail, true);
         let max = self.max_message();
-        // SAFETY: the slot is ours until we publish tail + 1 (the consumer freed
-        // it: head > tail - cap), and it holds `slot` bytes.
-        let payload = unsafe { core::slice::from_raw_parts_mut(p.add(LEN_BYTES), max) };
-        let n = write(payload).min(max) as u32;
-        // SAFETY: as above; the first LEN_BYTES of the slot.
-        unsafe { core::ptr::copy_nonoverlapping(n.to_le_bytes().as_ptr(), p, LEN_BYTES) };
+        let b = bytes_mut(&mut self.buf);
+        let n = write(&mut b[LEN_BYTES..LEN_BYTES + max]).min(max);
+        b[..LEN_BYTES].copy_from_slice(&(n as u32).to_le_bytes());
+        self.raw.touch(self.tail, true);
+        // The slot is ours until we publish tail + 1 (the consumer freed it:
+        // head > tail - cap); a peer that writes it anyway only spoils the message.
+        self.raw.store(self.tail, &self.buf, words_for(n));
         self.tail = self.tail.wrapping_add(1);
-        self.raw.idx().tail.store(self.tail, Ordering::Release);
+        self.raw.tail().store(self.tail, Ordering::Release);
         Ok(())
     }
 
     /// Slots free now (reads the consumer's head; 0 if it is out of range).
     pub fn free(&self) -> usize {
-        let head = self.raw.idx().head.load(Ordering::Acquire);
+        let head = self.raw.head().load(Ordering::Acquire);
         let used = self.tail.wrapping_sub(head);
         self.raw.cap.saturating_sub(used) as usize
     }
 
     /// Whether the consumer has taken everything published (reads its head).
     pub fn drained(&self) -> bool {
-        self.raw.idx().head.load(Ordering::Acquire) == self.tail
+        self.raw.head().load(Ordering::Acquire) == self.tail
     }
 }
 
@@ -333,48 +422,51 @@ impl ShmConsumer {
     ) -> Result<Self, BadGeometry> {
         // SAFETY: the caller's contract is Raw::new's.
         let raw = unsafe { Raw::new(idx, slots, cap, slot, keep)? };
-        let head = raw.idx().head.load(Ordering::Relaxed);
+        let head = raw.head().load(Ordering::Relaxed);
         Ok(ShmConsumer {
             raw,
             head,
             tail_seen: head,
+            buf: buffer(slot),
         })
     }
 
     /// Whether a message is waiting (an Acquire load of the producer's tail).
     pub fn ready(&self) -> bool {
-        self.head != self.raw.idx().tail.load(Ordering::Acquire)
+        self.head != self.raw.tail().load(Ordering::Acquire)
     }
 
-    /// Takes one message: `read` gets its bytes (valid for the call) and its
-    /// result comes back. `Ok(None)`: empty. `Err(Corrupt)`: the producer's tail
-    /// or the slot's length is out of range (nothing taken).
+    /// Takes one message: `read` gets a private copy of its bytes (valid for the
+    /// call) and its result comes back. `Ok(None)`: empty. `Err(Corrupt)`: the
+    /// producer's tail or the slot's length is out of range (nothing taken).
     pub fn pop<R>(&mut self, read: impl FnOnce(&[u8]) -> R) -> Result<Option<R>, Corrupt> {
         if self.head == self.tail_seen {
-            self.tail_seen = self.raw.idx().tail.load(Ordering::Acquire);
-            let avail = self.tail_seen.wrapping_sub(self.head);
+            // Read once: the value checked is the value kept.
+            let tail = self.raw.tail().load(Ordering::Acquire);
+            let avail = tail.wrapping_sub(self.head);
             if avail > self.raw.cap {
-                self.tail_seen = self.head;
                 return Err(Corrupt);
             }
+            self.tail_seen = tail;
             if avail == 0 {
                 return Ok(None);
             }
         }
-        let p = self.raw.slot_ptr(self.head);
         self.raw.touch(self.head, false);
+        // The slot was published (head < tail, Acquire above) and stays ours
+        // until we store head + 1. The length is read once, into our copy, and
+        // checked there; the payload's words follow, copied after the check.
+        self.raw.load(self.head, &mut self.buf, 0..1);
         let mut len = [0u8; LEN_BYTES];
-        // SAFETY: the slot was published (head < tail, Acquire above) and stays
-        // ours until we store head + 1.
-        unsafe { core::ptr::copy_nonoverlapping(p, len.as_mut_ptr(), LEN_BYTES) };
+        len.copy_from_slice(&bytes(&self.buf)[..LEN_BYTES]);
         let n = u32::from_le_bytes(len) as usize;
         if n > self.raw.slot - LEN_BYTES {
             return Err(Corrupt);
         }
-        // SAFETY: as above; n fits the slot's payload.
-        let r = read(unsafe { core::slice::from_raw_parts(p.add(LEN_BYTES), n) });
+        self.raw.load(self.head, &mut self.buf, 1..words_for(n));
+        let r = read(&bytes(&self.buf)[LEN_BYTES..LEN_BYTES + n]);
         self.head = self.head.wrapping_add(1);
-        self.raw.idx().head.store(self.head, Ordering::Release);
+        self.raw.head().store(self.head, Ordering::Release);
         Ok(Some(r))
     }
 }
@@ -384,17 +476,17 @@ pub fn heap(cap: usize, slot: usize) -> Result<(ShmProducer, ShmConsumer), BadGe
     check(cap, slot)?;
     struct Block {
         idx: Box<Indices>,
-        slots: Box<[core::cell::UnsafeCell<u8>]>,
+        /// Atomic words, as the ring accesses them: 8-aligned.
+        slots: Box<[Word]>,
     }
-    // SAFETY: the block's bytes are only touched through the ring's protocol.
+    // SAFETY: every byte of the block is an atomic (the padding of `Indices`
+    // is never referenced); loom's atomics in `Indices` are Sync under loom.
     unsafe impl Sync for Block {}
     // SAFETY: as above.
     unsafe impl Send for Block {}
     let block = std::sync::Arc::new(Block {
         idx: Box::new(Indices::new()),
-        slots: (0..cap * slot)
-            .map(|_| core::cell::UnsafeCell::new(0))
-            .collect(),
+        slots: (0..cap * slot / 8).map(|_| Word::new(0)).collect(),
     });
     let idx: *const Indices = &*block.idx;
     let slots = block.slots.as_ptr() as *mut u8;
@@ -434,11 +526,13 @@ pub fn heap(cap: usize, slot: usize) -> Result<(ShmProducer, ShmConsumer), BadGe
             raw: p,
             tail: 0,
             head_seen: 0,
+            buf: buffer(slot),
         },
         ShmConsumer {
             raw: c,
             head: 0,
             tail_seen: 0,
+            buf: buffer(slot),
         },
     ))
 }
@@ -470,16 +564,15 @@ mod tests {
     fn corrupt_indices_and_lengths_are_errors_not_panics() {
         let (mut p, mut c) = heap(2, 16).unwrap();
         // A scribbled tail far ahead of head.
-        p.raw.idx().tail.store(1000, Ordering::Release);
+        p.raw.tail().store(1000, Ordering::Release);
         assert_eq!(c.pop(|b| b.len()), Err(Corrupt));
-        p.raw.idx().tail.store(0, Ordering::Release);
+        p.raw.tail().store(0, Ordering::Release);
         p.push(|_| 3).unwrap();
         // A length beyond the slot.
-        // SAFETY: test-only scribble of the first slot's length.
-        unsafe { core::ptr::copy_nonoverlapping(999u32.to_le_bytes().as_ptr(), p.raw.slots, 4) };
+        p.raw.store(0, &[999], 1);
         assert_eq!(c.pop(|b| b.len()), Err(Corrupt));
         // A head ahead of tail.
-        c.raw.idx().head.store(50, Ordering::Release);
+        c.raw.head().store(50, Ordering::Release);
         p.head_seen = 0;
         p.tail = 2;
         assert_eq!(p.push(|_| 1), Err(PushError::Corrupt));
