@@ -943,6 +943,76 @@ fn a_client_can_neither_cancel_nor_query_anothers_order_nor_hear_its_updates() {
     assert_eq!((r.executions, r.duplicates, r.cancels), (1, 0, 1));
 }
 
+/// Item 6 across a restart: the blocks of ids each client name was issued are
+/// kept beside the journal (`JOURNAL.owners`), so a restarted gateway still
+/// refuses another client's cancel of an earlier life's order, and takes its
+/// owner's (the same name, attached again). Before the owners file any client
+/// could act on an earlier life's ids.
+#[test]
+fn after_a_restart_another_client_still_cannot_cancel_an_earlier_order() {
+    let s = sim();
+    let dir = Scratch::new("owners-restart");
+    let name = unique("owners-restart");
+    let start = || {
+        gateway(
+            &s,
+            &name,
+            &dir.0,
+            Opts {
+                extra: journal_args(&dir.0),
+                secret_by_flag: true,
+                ..Opts::default()
+            },
+        )
+    };
+    let gw = start();
+    let symbol = Symbol::new("BTCUSDT").expect("symbol");
+    let mut a = ShmClient::attach(&name, "owner", false).expect("attach");
+    let mine = a.next_client_order_id().expect("id");
+    a.submit(&Call::NewOrder(order(symbol, mine)), Class::Normal, 1)
+        .expect("submit");
+    let placed = events_until(&mut a, |ev| ev.is_final() && ev.tag() == 1);
+    assert_eq!(
+        placed.last().map(|e| e.0),
+        Some(ShmEvent::Applied { tag: 1 }),
+        "{placed:?}"
+    );
+    drop(a);
+    // SIGKILL, and a new life on the same journal.
+    drop(gw);
+    let gw = start();
+    let theirs = OrderRef {
+        symbol,
+        client_order_id: mine,
+    };
+    let mut b = ShmClient::attach(&name, "other", false).expect("attach");
+    b.submit(&Call::Cancel(theirs), Class::Urgent, 5)
+        .expect("submit");
+    let seen = events_until(&mut b, |ev| ev.is_final() && ev.tag() == 5);
+    assert_eq!(
+        seen.last().map(|e| e.0),
+        Some(ShmEvent::NotYours { tag: 5 }),
+        "{seen:?}"
+    );
+    let mut a = ShmClient::attach(&name, "owner", false).expect("attach");
+    a.submit(&Call::Cancel(theirs), Class::Normal, 6)
+        .expect("cancel");
+    let seen = events_until(&mut a, |ev| ev.is_final() && ev.tag() == 6);
+    assert_eq!(
+        seen.last().map(|e| e.0),
+        Some(ShmEvent::Applied { tag: 6 }),
+        "{seen:?}"
+    );
+    drop((a, b));
+    drop(gw);
+    let r = s.stop();
+    assert_eq!(
+        (r.executions, r.cancels),
+        (1, 1),
+        "only the owner's cancel ran"
+    );
+}
+
 // ---- item 8: a doorbell of one's own ----
 
 /// Whether two descriptors of this process are one open file (`kcmp`).

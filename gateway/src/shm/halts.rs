@@ -19,12 +19,12 @@
 //! exactly this form (truncated, garbage, a count that does not match) is an
 //! error that names the file and the line, never a start without it.
 
-use std::io::{self, Read, Write};
+use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
 use ergon_core::{BucketId, Budget};
 
-use super::journal::{bad_data, open_file};
+use super::journal::{bad_data, open_file, replace_file, sync_dir};
 
 const HEADER: &str = "ergon-halts 1";
 /// Larger than any file of [`MAX_HALTS`] halts.
@@ -168,19 +168,12 @@ impl HaltLog {
 
     /// Replaces the file with the halts held (removes it when there is none).
     fn write(&self) -> io::Result<()> {
-        let sync_dir = || {
-            if let Some(dir) = self.path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                if let Ok(d) = std::fs::File::open(dir) {
-                    let _ = d.sync_all();
-                }
-            }
-        };
         if self.halts.is_empty() {
             match std::fs::remove_file(&self.path) {
                 Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
                 _ => {}
             }
-            sync_dir();
+            sync_dir(&self.path);
             return Ok(());
         }
         let mut text = format!("{HEADER}\n");
@@ -191,20 +184,7 @@ impl HaltLog {
             );
         }
         text += &format!("end {}\n", self.halts.len());
-        let mut new = self.path.as_os_str().to_owned();
-        new.push(".new");
-        let new = PathBuf::from(new);
-        // A stale one of a write that died here (a symlink is removed, not followed).
-        match std::fs::remove_file(&new) {
-            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
-            _ => {}
-        }
-        let mut f = open_file(&new, true)?;
-        f.write_all(text.as_bytes())?;
-        f.sync_all()?;
-        std::fs::rename(&new, &self.path)?;
-        sync_dir();
-        Ok(())
+        replace_file(&self.path, &text)
     }
 }
 

@@ -19,6 +19,7 @@ use super::codec::{decode_call, encode_event, Call, ShmEvent};
 use super::halts::HaltLog;
 use super::journal::{Found, Journal, JournalOwner};
 use super::os::{self, Epoll, Recv};
+use super::owners::OwnerLog;
 use super::region::{Region, SUBMIT_SLOT};
 use super::stats::StatsWriter;
 use crate::{Account, Api, Event, Strategy, Tag, OPEN_ORDERS};
@@ -48,8 +49,9 @@ const BLOCKS_KEPT: usize = 64;
 enum Owner {
     /// In a block issued to client `k` in this gateway's life.
     Client(usize),
-    /// An id of an earlier gateway's life (its boot epoch is older): its blocks
-    /// were not kept across the restart, so nobody can be told its owner.
+    /// An id of an earlier gateway's life (its boot epoch is older) that no
+    /// block in the owners file names (none was kept: a journal from before the
+    /// file, or a failed write), so nobody can be told its owner.
     Earlier,
     /// Not an id this gateway or an earlier one issued, or of no block kept.
     Nobody,
@@ -291,6 +293,9 @@ pub struct Hub {
     timer_at: i64,
     journal: Option<Journal>,
     halts: Option<HaltLog>,
+    /// The blocks of ids each client name was issued, kept beside the journal
+    /// across lives ([`OwnerLog`]).
+    owners: Option<OwnerLog>,
     /// Orders a dead gateway left in flight, still to query (entry, order).
     recover: Vec<(u32, Found)>,
     recover_in_flight: usize,
@@ -356,6 +361,16 @@ impl Hub {
             }
             None => (None, Vec::new()),
         };
+        // Whose ids were whose in earlier lives: beside the journal.
+        let owners = match &cfg.journal {
+            Some(path) => {
+                let mut p = path.as_os_str().to_owned();
+                p.push(".owners");
+                let p = std::path::PathBuf::from(p);
+                Some(OwnerLog::open(&p).map_err(|e| owned_msg(&format!("owners file {e}")))?)
+            }
+            None => None,
+        };
         let leased = cfg
             .leases
             .iter()
@@ -363,6 +378,7 @@ impl Hub {
             .collect();
         Ok(Hub {
             halts: cfg.halts.take(),
+            owners,
             leased,
             lease_error: None,
             clients: (0..cfg.max_clients).map(|_| None).collect(),
@@ -653,6 +669,14 @@ impl Hub {
                     c.blocks.pop_front();
                 }
                 c.blocks.push_back((from, end));
+                if let Some(log) = &mut self.owners {
+                    if let Err(e) = log.record(&c.name, b.epoch(), from, end) {
+                        eprintln!(
+                            "ergon-gateway: warning: owners file: {e}: after a restart, any client may act on {}'s orders",
+                            c.name
+                        );
+                    }
+                }
                 let form = id_form_word(b.format());
                 format!(" ids {form} {} {from} {end}", b.epoch())
             }
@@ -707,6 +731,12 @@ impl Hub {
         ((k as u64) << 48) | (u64::from(gen) << 32) | u64::from(l)
     }
 
+    /// The client name the owners file says an earlier life's id (boot epoch
+    /// `epoch`, sequence `seq`) was issued to.
+    fn earlier_owner(&self, epoch: u64, seq: u64) -> Option<&str> {
+        self.owners.as_ref()?.owner(epoch, seq)
+    }
+
     /// Whose `id` is: the client whose block holds it, an earlier gateway life's,
     /// or nobody's.
     fn owner(&self, id: &ClientOrderId) -> Owner {
@@ -714,7 +744,16 @@ impl Hub {
             return Owner::Nobody;
         };
         match crate::ids::read_id(format, id) {
-            Some((e, _)) if e < epoch => Owner::Earlier,
+            // An earlier life's: the client of the name its block was issued to
+            // (nobody while it is not attached), if the owners file says.
+            Some((e, seq)) if e < epoch => match self.earlier_owner(e, seq) {
+                Some(name) => self
+                    .clients
+                    .iter()
+                    .position(|c| c.as_ref().is_some_and(|c| c.name == name))
+                    .map_or(Owner::Nobody, Owner::Client),
+                None => Owner::Earlier,
+            },
             Some((e, seq)) if e == epoch => self
                 .clients
                 .iter()
@@ -732,7 +771,7 @@ impl Hub {
 
     /// Whether client `k` may make `call`: every client order id it names is
     /// from `k`'s blocks; an order it cancels or queries may also be of an
-    /// earlier gateway life (whose owners were not kept), never one it places.
+    /// earlier gateway life (that the owners file does not name), never one it places.
     fn may(&self, k: usize, call: &Call<'_>) -> bool {
         let mine = |id: &ClientOrderId| self.owner(id) == Owner::Client(k);
         let mine_or_earlier =
@@ -984,7 +1023,7 @@ impl Hub {
 
     /// Fills `self.ids` with the client order ids of an open-orders answer
     /// (`body`) that client `k` may see, one a line: its own, and an earlier
-    /// gateway life's (whose owners were not kept).
+    /// gateway life's (that the owners file does not name).
     fn own_ids<E: Account>(&mut self, api: &Api<'_, '_, E>, k: usize, body: &[u8]) {
         let mut ids = core::mem::take(&mut self.ids);
         ids.clear();
@@ -1012,7 +1051,7 @@ impl Hub {
             {
                 let age_ns = api.now() - sent_at_ns;
                 // Each client hears of its own orders only (and of an earlier
-                // gateway life's, whose owners were not kept).
+                // gateway life's, that the owners file does not name).
                 for k in 0..self.clients.len() {
                     self.own_ids(api, k, body);
                     let Some(c) = self.clients[k].as_mut() else {
@@ -1342,7 +1381,7 @@ impl Hub {
 impl<E: Account> Strategy<E> for Hub {
     /// The update goes to the client whose block its client order id comes from
     /// (for a cancel, the cancelled order's: `C`), and to no other; one of an
-    /// earlier gateway life (whose owners were not kept) to every attached
+    /// earlier gateway life (that the owners file does not name) to every attached
     /// client; one of an id nobody was issued (an order placed elsewhere on the
     /// account) to none. Into room beyond what its requests in flight may need
     /// (as the polls): a client that does not read misses updates (its polls

@@ -250,6 +250,36 @@ pub(super) fn open_file(path: &Path, create: bool) -> io::Result<std::fs::File> 
     Ok(f)
 }
 
+/// Replaces the small file at `path` with `text`, so that a crash leaves the old
+/// one or the new one, never a torn one: written to `PATH.new` (created 0600 like
+/// [`open_file`]; a stale one removed, a symlink not followed), synced, renamed
+/// over `path`, then the directory synced.
+pub(super) fn replace_file(path: &Path, text: &str) -> io::Result<()> {
+    use std::io::Write;
+    let mut new = path.as_os_str().to_owned();
+    new.push(".new");
+    let new = std::path::PathBuf::from(new);
+    match std::fs::remove_file(&new) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+        _ => {}
+    }
+    let mut f = open_file(&new, true)?;
+    f.write_all(text.as_bytes())?;
+    f.sync_all()?;
+    std::fs::rename(&new, path)?;
+    sync_dir(path);
+    Ok(())
+}
+
+/// Syncs the directory holding `path` (a rename or a removal in it lasts).
+pub(super) fn sync_dir(path: &Path) {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        if let Ok(d) = std::fs::File::open(dir) {
+            let _ = d.sync_all();
+        }
+    }
+}
+
 /// The bytes of a journal of `cap` entries after a header of `head`; None if
 /// that overflows.
 fn bytes_for(cap: usize, head: usize) -> Option<usize> {

@@ -95,8 +95,10 @@
 //! A client's calls may name only client order ids of the blocks it was issued
 //! ([`ShmClient::next_client_order_id`]); any other is [`ShmEvent::NotYours`],
 //! final, nothing charged or sent. Order updates, the open-orders polls and the
-//! answers to its own open-orders calls carry its own orders only. Ids of an
-//! earlier gateway life (whose blocks were not kept) stay open to every client.
+//! answers to its own open-orders calls carry its own orders only. The blocks
+//! are kept by client name beside the journal (`JOURNAL.owners`), so an earlier
+//! gateway life's ids stay their owner's; only ids that file does not name stay
+//! open to every client.
 //! [`HubConfig::class_ceiling`]: a call of a more privileged class than the
 //! ceiling is charged as the ceiling (a strategy cannot reach the headroom kept
 //! for protective closes).
@@ -108,6 +110,7 @@ mod halts;
 mod hub;
 mod journal;
 mod os;
+mod owners;
 mod region;
 mod stats;
 
