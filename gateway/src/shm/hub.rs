@@ -80,7 +80,7 @@ pub struct HubConfig {
     pub keep_ns: i64,
     /// Each client's ceiling, as a fraction of every bucket's limit per window.
     /// None: the fair share, one over the number of clients attached at the
-    /// time of the call (a lone client may use everything; with two, neither
+    /// time of the call, rounded up (a lone client may use everything; with two, neither
     /// can take more than half, so one cannot take the headroom kept for the
     /// others' Urgent calls).
     pub share: Option<f64>,
@@ -798,11 +798,16 @@ impl Hub {
             .flatten()
             .filter(|c| c.conn.is_some())
             .count();
-        // The fair share of a lone client is everything: no ceiling but the
-        // budget's. Its charges are still kept, for when another one attaches.
-        let share = match self.cfg.share {
-            Some(s) => Some(s),
-            None if attached > 1 => Some(1.0 / attached as f64),
+        // `--share`: at most that fraction (rounded down). Without it the fair
+        // share, one over the clients attached, rounded up so that the shares
+        // cover the whole limit (three clients of a limit of 20 may use 7 each, not
+        // 6: 18 of 20 would leave units unused). The fair share of a lone client
+        // is everything: no ceiling but the budget's. Its charges are still kept,
+        // for when another one attaches.
+        let explicit = self.cfg.share;
+        let cap_of = move |avail: u64| match explicit {
+            Some(s) => Some(((avail as f64) * s).floor() as u64),
+            None if attached > 1 => Some(avail.div_ceil(attached as u64)),
             None => None,
         };
         let now = api.now();
@@ -834,7 +839,7 @@ impl Hub {
                 .stats(p.bucket)
                 .map_or((0, 0), |s| (s.limit, s.used));
             let foreign = counted.saturating_sub(ours);
-            let cap = share.map(|s| ((limit.saturating_sub(foreign) as f64) * s).floor() as u64);
+            let cap = cap_of(limit.saturating_sub(foreign));
             let c = self.clients[k].as_mut()?;
             if c.used.len() <= i {
                 c.used.resize(i + 1, Use::default());

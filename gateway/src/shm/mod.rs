@@ -87,8 +87,8 @@
 //! charges);
 //! over it, its call is [`ShmEvent::Limited`] locally and nothing is charged, so a
 //! runaway client cannot take the others' part. Without a share set, each client's
-//! is the fair share, one over the clients attached at the call (none for a lone
-//! client). The stats name each client's use.
+//! is the fair share, one over the clients attached at the call, rounded up
+//! (none for a lone client). The stats name each client's use.
 //!
 //! # Whose orders
 //!
