@@ -66,11 +66,7 @@ impl Account for BinanceSpot {
     }
 
     fn windows(&self) -> Vec<(BucketId, i64)> {
-        self.limits
-            .limits
-            .iter()
-            .map(|l| (l.bucket, l.window_ns))
-            .collect()
+        binance_windows(&self.limits)
     }
 
     fn time_path() -> &'static str {
@@ -154,20 +150,11 @@ impl Account for BinanceFutures {
     /// As on Spot: the venue's `X-MBX-ORDER-COUNT-*` count the account, so they
     /// no longer raise a leased limit.
     fn lease_bucket(&mut self, bucket: BucketId) -> bool {
-        let mut found = false;
-        for l in self.limits.limits.iter_mut().filter(|l| l.bucket == bucket) {
-            l.leased = true;
-            found = true;
-        }
-        found
+        self.limits.leave_to_lease(bucket)
     }
 
     fn windows(&self) -> Vec<(BucketId, i64)> {
-        self.limits
-            .limits
-            .iter()
-            .map(|l| (l.bucket, l.window_ns))
-            .collect()
+        binance_windows(&self.limits)
     }
 
     fn time_path() -> &'static str {
@@ -209,6 +196,15 @@ impl Account for BinanceFutures {
     fn open_ids(&self, body: &[u8], f: &mut dyn FnMut(&[u8])) {
         each_string(body, "", "clientOrderId", f);
     }
+}
+
+/// Each Binance limit's bucket and window (Spot and USD-M alike).
+fn binance_windows(limits: &binance_spot::Limits) -> Vec<(BucketId, i64)> {
+    limits
+        .limits
+        .iter()
+        .map(|l| (l.bucket, l.window_ns))
+        .collect()
 }
 
 /// Whether `bucket` is one of Binance's order-count limits.

@@ -174,6 +174,18 @@ impl Limits {
         Ok(table)
     }
 
+    /// Marks `bucket` leased (shared by several hosts through etcd): the venue's
+    /// figures for it count the account, every host's, and no longer raise it.
+    /// Whether `bucket` is one of these limits.
+    pub fn leave_to_lease(&mut self, bucket: BucketId) -> bool {
+        let mut found = false;
+        for l in self.limits.iter_mut().filter(|l| l.bucket == bucket) {
+            l.leased = true;
+            found = true;
+        }
+        found
+    }
+
     /// Every limit counting `counts`.
     pub fn of(&self, counts: Counts) -> impl Iterator<Item = &Limit> {
         self.limits.iter().filter(move |l| l.counts == counts)
@@ -627,12 +639,7 @@ impl BinanceSpot {
     /// `rateLimits`) count every host's orders, so they no longer raise it. Whether
     /// `bucket` is one of its limits.
     pub fn leave_to_lease(&mut self, bucket: BucketId) -> bool {
-        let mut found = false;
-        for l in self.limits.limits.iter_mut().filter(|l| l.bucket == bucket) {
-            l.leased = true;
-            found = true;
-        }
-        found
+        self.limits.leave_to_lease(bucket)
     }
 
     /// Its key, signing key and receive window (for its WebSocket API session).
