@@ -249,34 +249,41 @@ impl Windows {
         self.count(self.index_of(now))
     }
 
-    /// The lowest count among the windows a figure read at `now` may belong to
-    /// (after [`Windows::advance`]): within a guard of a boundary the venue may be
-    /// on either side of it.
-    pub(crate) fn least_counted(&self, now: i64) -> u64 {
-        let (before, after) = self.sides(now);
-        let mut least = self.counts[1];
-        if before {
-            least = least.min(self.counts[0]);
+    /// The windows (previous, current, next) a figure the venue counted at `at`
+    /// may belong to (after [`Windows::advance`] to a time at or after `at`):
+    /// within a guard of a boundary the venue may be on either side of it. A
+    /// figure counted before the current window's leading guard is the previous
+    /// window's (or an older one's, which leaves nothing tracked but the previous
+    /// one to raise: raising it more is only more careful).
+    fn figure_windows(&self, at: i64) -> [bool; 3] {
+        if at < self.start_ns.saturating_sub(self.guard_ns) {
+            return [true, false, false];
         }
-        if after {
-            least = least.min(self.counts[2]);
+        if at < self.start_ns {
+            return [true, true, false];
         }
-        least
+        let (before, after) = self.sides(at);
+        [before, true, after]
     }
 
-    /// Raises the count to the server's figure, by at most `limit` in each window.
-    /// Within a guard of a boundary the server may already (or still) be in the
-    /// neighbouring window, so that window is raised too, as a charge at `now` would
-    /// be.
-    pub(crate) fn raise_to(&mut self, used: u64, limit: u64, now: i64) {
-        let (before, after) = self.sides(now);
-        let raise = |count: &mut u64| *count = (*count).max(used.min(count.saturating_add(limit)));
-        raise(&mut self.counts[1]);
-        if before {
-            raise(&mut self.counts[0]);
-        }
-        if after {
-            raise(&mut self.counts[2]);
+    /// The lowest count among the windows a figure the venue counted at `at` may
+    /// belong to (see [`Windows::figure_windows`]).
+    pub(crate) fn least_counted(&self, at: i64) -> u64 {
+        let which = self.figure_windows(at);
+        (0..3)
+            .filter(|&i| which[i])
+            .map(|i| self.counts[i])
+            .min()
+            .unwrap_or(0)
+    }
+
+    /// Raises the count of every window a figure the venue counted at `at` may
+    /// belong to (see [`Windows::figure_windows`]) to that figure, by at most
+    /// `limit` in each window.
+    pub(crate) fn raise_to(&mut self, used: u64, limit: u64, at: i64) {
+        let which = self.figure_windows(at);
+        for (count, _) in self.counts.iter_mut().zip(which).filter(|(_, w)| *w) {
+            *count = (*count).max(used.min(count.saturating_add(limit)));
         }
     }
 }

@@ -340,8 +340,29 @@ impl Budget {
         used: u64,
         now_ns: i64,
     ) -> Result<(), ForeignId> {
+        // A stamp of "no earlier than now": counted at the budget's now, which a
+        // clock read going back does not move back.
+        self.observe_used_at(bucket, used, i64::MAX, now_ns)
+    }
+
+    /// [`Budget::observe_used`] for a figure the venue stamped with its own time
+    /// of counting (Binance's `transactTime`), mapped to this clock as
+    /// `counted_ns`: a figure read late, after a boundary of a fixed window, is
+    /// the window it was counted in, not the one its answer arrived in. Within
+    /// the bucket's guard of a boundary it may be either, and both are raised.
+    /// A stamp later than `now_ns` (clock error) counts as `now_ns`. Sliding
+    /// windows and token buckets book the figure at `now_ns`, as
+    /// [`Budget::observe_used`] does: later is never less careful there.
+    pub fn observe_used_at(
+        &mut self,
+        bucket: BucketId,
+        used: u64,
+        counted_ns: i64,
+        now_ns: i64,
+    ) -> Result<(), ForeignId> {
         self.own(bucket)?;
         let now = self.clock(now_ns);
+        let at = counted_ns.min(now);
         let seq = self.seq;
         self.change(bucket, now, |b| {
             let local = b.used_at(now);
@@ -366,9 +387,9 @@ impl Budget {
                     used > sure
                 }
                 State::Fixed(windows) => {
-                    let raise = used > windows.least_counted(now);
+                    let raise = used > windows.least_counted(at);
                     if raise {
-                        windows.raise_to(used, limit, now);
+                        windows.raise_to(used, limit, at);
                     }
                     raise
                 }
