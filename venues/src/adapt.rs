@@ -387,18 +387,22 @@ fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
     era * 146_097 + doe - 719_468
 }
 
-/// Feeds a usage header (the venue's count for `bucket`) to
-/// [`Budget::observe_used`]. A value that is not a count is refused, and changes
-/// nothing: the caller reports it with the verdict it already has.
+/// Feeds a usage header (the venue's count for `bucket`, counted at
+/// `counted_ns`: `now_ns` where the answer says nothing more) to
+/// [`Budget::observe_used_at`]. A value that is not a count is refused, and
+/// changes nothing: the caller reports it with the verdict it already has.
 #[allow(clippy::result_unit_err)] // the caller reports the header by name; nothing more to say
 pub fn observe_header(
     budget: &mut Budget,
     bucket: BucketId,
     value: &[u8],
+    counted_ns: i64,
     now_ns: i64,
 ) -> Result<(), ()> {
     let used = header_u64(value).ok_or(())?;
-    budget.observe_used(bucket, used, now_ns).map_err(|_| ())
+    budget
+        .observe_used_at(bucket, used, counted_ns, now_ns)
+        .map_err(|_| ())
 }
 
 /// Holds `bucket` after a throttle (`wait_ns` from the venue, or `None` for one
@@ -787,10 +791,10 @@ mod tests {
         let mut b = Budget::builder();
         let w = b.add("w", Spec::sliding(100, NS_PER_S, 10)).unwrap();
         let mut budget = b.build(0).unwrap();
-        assert_eq!(observe_header(&mut budget, w, b"17", 0), Ok(()));
+        assert_eq!(observe_header(&mut budget, w, b"17", 0, 0), Ok(()));
         assert_eq!(budget.stats(w).unwrap().used, 17);
-        assert_eq!(observe_header(&mut budget, w, b"1e3", 0), Err(()));
-        assert_eq!(observe_header(&mut budget, w, b"", 0), Err(()));
+        assert_eq!(observe_header(&mut budget, w, b"1e3", 0, 0), Err(()));
+        assert_eq!(observe_header(&mut budget, w, b"", 0, 0), Err(()));
         assert_eq!(budget.stats(w).unwrap().used, 17);
     }
 

@@ -477,7 +477,9 @@ impl Venue for BinanceFutures {
             (400..=499, None) if m.json.is_none() && request.is_write() => Verdict::Unknown,
             (s, _) => adapt::status_rule(s, budget, l.ip, wait, now),
         };
-        bad = bad.or(self.limits.observe(r, budget, now));
+        // An order's answer stamps the venue's time of it (`updateTime`).
+        let counted = l.counted_at(&m, "updateTime", now);
+        bad = bad.or(l.observe(r, budget, counted, now));
         adapt::finish(verdict, bad)
     }
 

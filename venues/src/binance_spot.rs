@@ -35,6 +35,12 @@ const SEC: i64 = 1_000 * MS;
 /// of a ban that names none. The halt itself lasts until a person clears it.
 pub const MIN_BAN_NS: i64 = 120 * SEC;
 
+/// How far back an answer's own time stamp may lie and still be the time its
+/// request was counted at: Binance's longest `recvWindow`, 60 s (a request older
+/// than its window is refused, never counted). General API Information,
+/// "Timing security": <https://developers.binance.com/docs/binance-spot-api-docs/rest-api/endpoint-security-type>.
+pub const MAX_STAMP_AGE_NS: i64 = 60 * SEC;
+
 /// What a Binance rate limit counts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Counts {
@@ -267,9 +273,29 @@ impl Limits {
         adapt::ban(budget, self.ip, until, now)
     }
 
+    /// The time the venue counted the request at, on the caller's clock: the
+    /// answer's own stamp `field` (`transactTime` on Spot, `updateTime` on USD-M)
+    /// where it has a plausible one, else `now`. A stamp further back than
+    /// [`MAX_STAMP_AGE_NS`] (Binance's longest `recvWindow`) is no time this
+    /// request was counted at, and is not trusted.
+    pub fn counted_at(&self, m: &Msg<'_>, field: &str, now: i64) -> i64 {
+        m.stamp_ms(field)
+            .map(|ms| self.clock.now_ns_at(ms))
+            .filter(|&t| t >= now.saturating_sub(MAX_STAMP_AGE_NS))
+            .map_or(now, |t| t.min(now))
+    }
+
     /// Feeds `X-MBX-USED-WEIGHT-<interval>` and `X-MBX-ORDER-COUNT-<interval>` to
-    /// the limits of that interval; returns the family of the first bad header.
-    pub fn observe(&self, r: &Response<'_>, budget: &mut Budget, now: i64) -> Option<&'static str> {
+    /// the limits of that interval, as counted by the venue at `counted` (see
+    /// [`Limits::counted_at`]: a figure read after a window's end is the window
+    /// it was counted in); returns the family of the first bad header.
+    pub fn observe(
+        &self,
+        r: &Response<'_>,
+        budget: &mut Budget,
+        counted: i64,
+        now: i64,
+    ) -> Option<&'static str> {
         let mut bad = None;
         for (prefix, counts, family) in [
             ("X-MBX-USED-WEIGHT-", Counts::Weight, "X-MBX-USED-WEIGHT-*"),
@@ -286,7 +312,7 @@ impl Limits {
                 if limit.leased {
                     continue; // the account's count, not this host's
                 }
-                if adapt::observe_header(budget, limit.bucket, h.value, now).is_err() {
+                if adapt::observe_header(budget, limit.bucket, h.value, counted, now).is_err() {
                     bad = bad.or(Some(family));
                 }
             }
@@ -318,6 +344,11 @@ impl<'a> Msg<'a> {
             code: field("code").and_then(|c| c.as_i64().ok()),
             msg: field("msg").filter(|m| m.kind() == json::Kind::String),
         }
+    }
+
+    /// The venue's time stamp `field` (UTC ms), if the body has one as an integer.
+    pub fn stamp_ms(&self, field: &str) -> Option<i64> {
+        self.json?.get(field).ok()??.as_i64().ok()
     }
 
     /// Whether `msg` contains `needle`.
@@ -936,7 +967,8 @@ impl Venue for BinanceSpot {
             (400..=499, None) if m.json.is_none() && request.is_write() => Verdict::Unknown,
             (s, _) => adapt::status_rule(s, budget, l.ip, wait, now),
         };
-        bad = bad.or(l.observe(r, budget, now));
+        let counted = l.counted_at(&m, "transactTime", now);
+        bad = bad.or(l.observe(r, budget, counted, now));
         adapt::finish(verdict, bad)
     }
 }

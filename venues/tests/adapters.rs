@@ -1059,3 +1059,37 @@ fn batches_keep_their_items() {
     .unwrap();
     assert!(d.items.is_empty() && d.item_lines.is_empty());
 }
+
+/// An order counted 5 s into a 10 s window (`transactTime`) whose answer is read
+/// 2 s into the next: its `X-MBX-ORDER-COUNT-10S` is the window it was counted
+/// in, so the next window starts empty. Without the stamp, a figure read then
+/// can only be taken as the next window's.
+#[test]
+fn a_late_spot_order_count_is_booked_in_the_window_of_its_transact_time() {
+    let answer = |body: &str| {
+        format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\
+             X-MBX-ORDER-COUNT-10S: 7\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        )
+    };
+    let stamped = answer(&format!(
+        r#"{{"symbol":"BTCUSDT","orderId":28,"transactTime":{}}}"#,
+        FIXTURE_NOW_UTC_MS + 5_000
+    ));
+    let unstamped = answer(r#"{"symbol":"BTCUSDT","orderId":28}"#);
+    let read_at = NOW_NS + 12 * SEC;
+    let mut used = Vec::new();
+    for text in [stamped, unstamped] {
+        let (mut spot, mut budget) = spot(NOW_NS);
+        let orders = budget.bucket("ORDERS_10S").unwrap();
+        let file = HttpFile::parse(text.as_bytes()).unwrap();
+        let verdict = file
+            .with_response(|r| spot.on_response(Request::Order, r, &mut budget, read_at))
+            .unwrap();
+        assert_eq!(verdict, Verdict::Done);
+        budget.tick(read_at);
+        used.push(budget.stats(orders).unwrap().used);
+    }
+    assert_eq!(used, [0, 7], "stamped, then unstamped");
+}
