@@ -4,9 +4,10 @@
 //!
 //! 1. Armed before `ready`; `--stats` shows it armed with its deadline; quotes
 //!    placed; the gateway SIGKILLed: the emulator cancels every resting order
-//!    within the timeout plus one second (read from the emulator's book, polled
-//!    with a bounded deadline). Binance USD-M's shortest timeout is 60 s (its
-//!    adapter's doc), so its case takes a minute.
+//!    within the timeout plus one second (read from the emulator's book). The
+//!    venue's clock is jumped past the countdown (`Server::advance_clock`), not
+//!    waited out: Binance USD-M's shortest timeout is 60 s (its adapter's doc).
+//!    Half a second before the countdown's end every quote still rests.
 //! 2. A clean SIGTERM: every open order cancelled, then the switch disarmed.
 //! 3. `--protection required` on a venue without a switch (Binance Spot) refuses
 //!    to start with a clear message; `auto` warns in one line and serves.
@@ -195,11 +196,28 @@ fn killed(v: Venue) {
     assert_eq!(open(&s), 3);
     gw.child.kill().expect("kill");
     gw.child.wait().expect("wait");
-    let killed = Instant::now();
-    let took = none_open_by(&s, killed, Duration::from_secs(v.timeout_s + 1));
+    // From here the venue's clock is jumped, not waited out: its countdown
+    // thread fires at its next look, as if the time had passed.
+    let timeout_ms = i64::try_from(v.timeout_s * 1_000).expect("ms");
+    let killed_ms = s.clock().now_ms();
+    let sw = s.switches();
+    assert_eq!(sw.len(), 1, "still armed after the kill: {sw:?}");
+    let fires = sw[0].fires_at_ms;
+    assert!(
+        fires <= killed_ms + timeout_ms,
+        "armed for at most the timeout: fires {fires}, killed {killed_ms}"
+    );
+    // Half a second before it fires, every quote still rests: the kill alone
+    // cancels nothing, the countdown does.
+    s.advance_clock(fires - 500 - s.clock().now_ms());
+    assert_eq!(s.switches().len(), 1, "fired early");
+    assert_eq!(open(&s), 3, "{:?}", s.orders());
+    // The timeout plus one second after the kill, with no request: all gone.
+    s.advance_clock(killed_ms + timeout_ms + 1_000 - s.clock().now_ms());
+    let took = none_open_by(&s, Instant::now(), Duration::from_secs(5));
     assert!(
         took.is_some(),
-        "open after {} s + 1 s: {:?}",
+        "open {} s + 1 s after the kill: {:?}",
         v.timeout_s,
         s.orders()
     );

@@ -72,7 +72,7 @@ pub(crate) fn serve(mut stream: TcpStream, shared: Arc<Shared>) {
 
 /// Handles one request; returns whether the connection stays open.
 fn handle(stream: &mut TcpStream, ip: IpAddr, req: &http::Request, shared: &Shared) -> bool {
-    let now = shared.clock.now_ms();
+    let now = shared.now_ms();
     let mut venue = shared.venue();
     let (op, account, headers, fault) = match venue.admit(req, ip, now) {
         Admission::Final(r) => {
@@ -130,7 +130,7 @@ fn handle(stream: &mut TcpStream, ip: IpAddr, req: &http::Request, shared: &Shar
             };
             drop(venue);
             sleep_unless_stopped(delay, shared);
-            let later = shared.clock.now_ms();
+            let later = shared.now_ms();
             let mut venue = shared.venue();
             // Binance's matching engine refuses a request past its recvWindow.
             if valid_until.is_some_and(|t| later > t) {
@@ -164,7 +164,7 @@ fn switching(accept: &str) -> String {
 /// A WebSocket API upgrade: admitted (limits, ban, handshake) under the lock,
 /// then served on this thread until it ends.
 fn upgrade(mut stream: TcpStream, ip: IpAddr, req: &http::Request, rest: Vec<u8>, shared: &Shared) {
-    let now = shared.clock.now_ms();
+    let now = shared.now_ms();
     let admitted = shared.venue().admit_ws_api(req, ip, now);
     match admitted {
         Err(r) => {

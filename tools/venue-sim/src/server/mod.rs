@@ -12,7 +12,7 @@ pub(crate) mod ws_control;
 
 use std::io::Write;
 use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
@@ -74,9 +74,7 @@ impl Server {
             return Err(ConfigError::NotLoopback(addr).into());
         }
         let shared = Arc::new(Shared {
-            clock: VenueClock {
-                offset_ms: config.clock_offset_ms,
-            },
+            offset_ms: AtomicI64::new(config.clock_offset_ms),
             venue: Mutex::new(Venue::new(config)),
             stop: AtomicBool::new(false),
             conns: Mutex::new(Vec::new()),
@@ -87,7 +85,7 @@ impl Server {
             .name("venue-sim-switch".into())
             .spawn(move || {
                 while !s.stop.load(Ordering::SeqCst) {
-                    let now = s.clock.now_ms();
+                    let now = s.now_ms();
                     s.venue().expire_switches(now);
                     thread::sleep(Duration::from_millis(crate::engine::switch::TICK_MS));
                 }
@@ -118,9 +116,18 @@ impl Server {
         format!("http://{}", self.addr)
     }
 
-    /// The venue's clock.
+    /// The venue's clock as it stands: a copy, which a later
+    /// [`Server::advance_clock`] does not move (read it again after one).
     pub fn clock(&self) -> VenueClock {
-        self.shared.clock
+        self.shared.clock()
+    }
+
+    /// Moves the venue's clock `ms` forward (a test's jump of time, instead of
+    /// waiting it out): windows roll and switch countdowns due by then fire at
+    /// the switch thread's next look, as if that time had passed. Never backward:
+    /// a negative `ms` moves nothing.
+    pub fn advance_clock(&self, ms: i64) {
+        self.shared.offset_ms.fetch_add(ms.max(0), Ordering::SeqCst);
     }
 
     /// The configuration the emulator runs with.
@@ -136,7 +143,7 @@ impl Server {
     /// Bans `ip` now for `duration_ms`, as an automatic ban would (418 with
     /// Retry-After to every request from it until then).
     pub fn ban(&self, ip: IpAddr, duration_ms: i64) {
-        let now = self.shared.clock.now_ms();
+        let now = self.shared.now_ms();
         self.shared.venue().ban(ip, duration_ms, now);
     }
 
@@ -147,7 +154,7 @@ impl Server {
 
     /// The armed dead man's switches (after firing those that are due).
     pub fn switches(&self) -> Vec<crate::engine::switch::SwitchView> {
-        let now = self.shared.clock.now_ms();
+        let now = self.shared.now_ms();
         let mut v = self.shared.venue();
         v.expire_switches(now);
         v.switches()
@@ -156,7 +163,7 @@ impl Server {
     /// Adds `weight` to `ip`'s current REQUEST_WEIGHT windows: another sender on the
     /// same IP that the client does not know about.
     pub fn add_weight(&self, ip: IpAddr, weight: u64) {
-        let now = self.shared.clock.now_ms();
+        let now = self.shared.now_ms();
         self.shared.venue().add_weight(ip, weight, now);
     }
 

@@ -1,7 +1,7 @@
 //! What every connection thread shares: the venue state behind its one lock, the
 //! venue clock and the stop flag.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
@@ -15,7 +15,9 @@ pub(crate) const POLL: Duration = Duration::from_millis(50);
 pub(crate) struct Shared {
     pub(crate) venue: Mutex<Venue>,
     pub(crate) stop: AtomicBool,
-    pub(crate) clock: VenueClock,
+    /// The venue clock's offset from the host's, ms: the configured offset plus
+    /// every [`crate::Server::advance_clock`] so far.
+    pub(crate) offset_ms: AtomicI64,
     pub(crate) conns: Mutex<Vec<JoinHandle<()>>>,
 }
 
@@ -24,6 +26,18 @@ impl Shared {
         // A poisoned lock means a handler panicked; the counts are still the best
         // record there is, so keep serving them.
         self.venue.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The venue's clock as it stands.
+    pub(crate) fn clock(&self) -> VenueClock {
+        VenueClock {
+            offset_ms: self.offset_ms.load(Ordering::SeqCst),
+        }
+    }
+
+    /// The venue's current time, UTC ms.
+    pub(crate) fn now_ms(&self) -> i64 {
+        self.clock().now_ms()
     }
 }
 

@@ -60,7 +60,7 @@ pub(crate) fn serve(
     let mut session = ApiSession::new(tx, rate_limits);
     let mut buf = rest;
     let mut chunk = [0u8; 8192];
-    let mut next_ping = shared.clock.now_ms() + lim.api_ping_interval_ms;
+    let mut next_ping = shared.now_ms() + lim.api_ping_interval_ms;
     let mut awaiting: VecDeque<(Vec<u8>, i64)> = VecDeque::new();
     let end = 'conn: loop {
         if shared.stop.load(Ordering::SeqCst) {
@@ -73,7 +73,7 @@ pub(crate) fn serve(
                 break 'conn End::Io;
             }
         }
-        let now = shared.clock.now_ms();
+        let now = shared.now_ms();
         if now >= next_ping {
             next_ping = now + lim.api_ping_interval_ms;
             let payload = now.to_string().into_bytes();
@@ -163,7 +163,7 @@ fn request(
     session: &mut ApiSession,
     shared: &Shared,
 ) -> Keep {
-    let now = shared.clock.now_ms();
+    let now = shared.now_ms();
     let mut venue = shared.venue();
     let run = match venue.ws_api_admit(text, ip, now, session) {
         ApiAdmission::Answer { text, close } => {
@@ -215,7 +215,7 @@ fn request(
             let delay = Duration::from_millis(venue.config().faults.delay_ms);
             drop(venue);
             sleep_unless_stopped(delay, shared);
-            let later = shared.clock.now_ms();
+            let later = shared.now_ms();
             let mut venue = shared.venue();
             // The matching engine refuses a request past its recvWindow, over the
             // WebSocket API as over REST ("Timing security",
