@@ -165,6 +165,36 @@ pub trait Switch {
     fn switch_guards(&self) -> ArrayVec<BucketId, MAX_GUARDS>;
 }
 
+/// Reads a `triggerTime` that is `"0"` (disarmed) or an RFC 3339 date-time
+/// (armed until then), as both Kraken APIs write it; anything else says nothing.
+pub(crate) fn rfc3339_trigger(t: Option<json::Value<'_>>) -> SwitchAnswer {
+    let Some(t) = t else {
+        return SwitchAnswer::Unknown;
+    };
+    if t.str_eq("0").unwrap_or(false) {
+        return SwitchAnswer::Disarmed;
+    }
+    let mut buf = [0u8; 40];
+    let ms = t
+        .decode_str(&mut buf)
+        .ok()
+        .and_then(|text| crate::adapt::rfc3339_ms(text.as_bytes()));
+    match ms {
+        Some(ms) => SwitchAnswer::Armed {
+            trigger_utc_ms: Some(ms),
+        },
+        None => SwitchAnswer::Unknown,
+    }
+}
+
+/// The body of an answer whose errors are a numeric code in `field` (OKX `code`,
+/// Bybit `retCode`), with the code, if the body is JSON and carries one.
+pub(crate) fn coded<'a>(answer: &Response<'a>, field: &str) -> Option<(json::Value<'a>, i64)> {
+    let v = json::parse(answer.body).ok()?;
+    let code = v.get(field).ok().flatten()?.parse_i64().ok()?;
+    Some((v, code))
+}
+
 /// Reads a JSON field that is a number or a string holding one.
 pub(crate) fn int_field(v: json::Value<'_>, name: &str) -> Option<i64> {
     let f = v.get(name).ok().flatten()?;
