@@ -111,6 +111,11 @@ pub enum SwitchAnswer {
     Disarmed,
     /// Refused: the previous state stands.
     Refused(Refusal),
+    /// The venue took the setting, but nothing is armed by it: the switch fires
+    /// only when a connection of its own closes (Bybit's DCP window: every
+    /// private WebSocket subscribed to `dcp` must be gone). A caller that holds no
+    /// such connection has no switch.
+    Configured,
     /// The answer does not say (a throttle, a 5xx, a body that cannot be read):
     /// treat the switch as it was, and send again when the budget allows.
     Unknown,

@@ -10,6 +10,7 @@ use ergon_core::{Budget, Class, Part};
 use ergon_venues::adapt::{Clock, Error, Venue};
 use ergon_venues::binance_futures::{self, BinanceFutures, SWITCH_RESERVE_WEIGHT};
 use ergon_venues::binance_spot;
+use ergon_venues::bybit::{self, Bybit};
 use ergon_venues::classify::{fixtures, HttpFile};
 use ergon_venues::endpoint::{HmacKey, Method, Prepared, Symbol};
 use ergon_venues::hyperliquid::{self, Action, Exchange, Hyperliquid, Signature, Signer};
@@ -37,6 +38,16 @@ fn okx() -> (Okx, Budget) {
     let clock = Clock::anchor(10 * SEC, 1_700_000_000_000);
     let auth = okx::Auth::new("key-1", b"secret-1", "pass-1", 5000).unwrap();
     let v = Okx::new(&mut b, clock, okx::Config::default())
+        .unwrap()
+        .with_auth(auth);
+    (v, b.build(0).unwrap())
+}
+
+fn bybit() -> (Bybit, Budget) {
+    let mut b = Budget::builder();
+    let clock = Clock::anchor(10 * SEC, 1_700_000_000_000);
+    let auth = bybit::Auth::new("key-1", b"secret-1", 5000).unwrap();
+    let v = Bybit::new(&mut b, clock, bybit::Config::default())
         .unwrap()
         .with_auth(auth);
     (v, b.build(0).unwrap())
@@ -728,6 +739,62 @@ fn hyperliquid_switch_answer_counts_against_the_address() {
         .is_some());
 }
 
+#[test]
+fn bybit_dcp_window_is_a_signed_post_of_whole_seconds_per_product() {
+    let (mut v, budget) = bybit();
+    let mut p = Prepared::default();
+    v.arm(&mut p, sym("BTCUSDT"), 40_000, 10 * SEC).unwrap();
+    assert_eq!(p.method(), Some(Method::Post));
+    assert_eq!(p.target(), "/v5/order/disconnected-cancel-all");
+    // The documented example's window, for the product of `linear`.
+    let body = br#"{"product":"DERIVATIVES","timeWindow":40}"#;
+    assert_eq!(p.body(), body);
+    assert_eq!(p.header("X-BAPI-TIMESTAMP"), Some("1700000000000"));
+    assert_eq!(p.header("X-BAPI-RECV-WINDOW"), Some("5000"));
+    let prehash = [&b"1700000000000key-15000"[..], body].concat();
+    let mac = HmacKey::new(b"secret-1").sign(&[&prehash]);
+    assert_eq!(p.header("X-BAPI-SIGN").unwrap(), hex(&mac));
+    // No limit of its own on the rate-limit page: the IP's only.
+    assert_eq!(
+        named(&p, &budget),
+        [("ip".to_string(), 0), ("ip_5s".to_string(), 1)]
+    );
+    v.category = "spot";
+    v.arm(&mut p, sym("BTCUSDT"), 3_000, 10 * SEC).unwrap();
+    assert_eq!(p.body(), br#"{"product":"SPOT","timeWindow":3}"#);
+    assert_eq!(bybit::dcp_topic("spot"), "dcp.spot");
+    assert_eq!(bybit::dcp_topic("linear"), "dcp.future");
+    for bad in [2_000, 301_000, 10_500] {
+        assert!(
+            v.arm(&mut p, sym("BTCUSDT"), bad, 10 * SEC).is_err(),
+            "{bad}"
+        );
+        assert!(p.is_empty());
+    }
+    assert!(v.arm(&mut p, sym("BTCUSDT"), 300_000, 10 * SEC).is_ok());
+    // Only Bybit turns it off.
+    assert_eq!(
+        v.disarm(&mut p, sym("BTCUSDT"), 10 * SEC).err(),
+        Some(Error::Unsupported)
+    );
+}
+
+#[test]
+fn bybit_dcp_answers_read_as_configured_never_armed() {
+    let (v, _) = bybit();
+    // A taken window arms nothing: the private WebSocket's `dcp` does.
+    assert_eq!(read(&v, "bybit", "configured"), SwitchAnswer::Configured);
+    assert_eq!(
+        read(&v, "bybit", "refused_10001"),
+        SwitchAnswer::Refused(Refusal::Timeout)
+    );
+    assert_eq!(
+        read(&v, "bybit", "refused_10005"),
+        SwitchAnswer::Refused(Refusal::NotAllowed)
+    );
+    assert_eq!(read(&v, "bybit", "rate_10006"), SwitchAnswer::Unknown);
+}
+
 fn base64(b: &[u8]) -> String {
     const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let mut out = String::new();
@@ -751,6 +818,7 @@ fn switch_bodies() -> Vec<Vec<u8>> {
     let mut out = Vec::new();
     for venue in [
         "binance-futures",
+        "bybit",
         "okx",
         "kraken-spot",
         "kraken-futures",
@@ -799,7 +867,9 @@ proptest::proptest! {
         let (ks, _) = kraken_spot();
         let (kf, _) = kraken_futures();
         let (mut h, _) = hl();
+        let (by, _) = bybit();
         let _ = (f.read_switch(&r), o.read_switch(&r), ks.read_switch(&r), kf.read_switch(&r));
+        let _ = by.read_switch(&r);
         let _ = h.read_switch(&r);
         let mut p = Prepared::default();
         h.arm(&mut p, sym("BTC"), 60_000, 10 * SEC).unwrap();
