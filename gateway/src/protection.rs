@@ -699,6 +699,7 @@ mod tests {
             refresh_div: 4,
             fires_per_day: None,
             scope: Scope::Account,
+            arms: ergon_venues::switch::Arms::Call,
         }
     }
 

@@ -888,6 +888,7 @@ impl crate::switch::Switch for Bybit {
             refresh_div: 1,
             fires_per_day: None,
             scope: crate::switch::Scope::Account,
+            arms: crate::switch::Arms::Connection,
         }
     }
 

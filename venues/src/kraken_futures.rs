@@ -702,6 +702,7 @@ impl crate::switch::Switch for KrakenFutures {
             refresh_div: 4,
             fires_per_day: None,
             scope: crate::switch::Scope::Account,
+            arms: crate::switch::Arms::Call,
         }
     }
 

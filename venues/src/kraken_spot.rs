@@ -1047,6 +1047,7 @@ impl crate::switch::Switch for KrakenSpot {
             refresh_div: 4,
             fires_per_day: None,
             scope: crate::switch::Scope::Account,
+            arms: crate::switch::Arms::Call,
         }
     }
 

@@ -838,6 +838,7 @@ impl crate::switch::Switch for Okx {
             refresh_div: 4,
             fires_per_day: None,
             scope: crate::switch::Scope::Account,
+            arms: crate::switch::Arms::Call,
         }
     }
 

@@ -66,6 +66,20 @@ pub struct SwitchSpec {
     pub fires_per_day: Option<u32>,
     /// What it cancels.
     pub scope: Scope,
+    /// What arms it.
+    pub arms: Arms,
+}
+
+/// What arms a venue's switch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Arms {
+    /// The call: a countdown that each refresh restarts (every venue but Bybit).
+    Call,
+    /// A connection of the venue's own: the call only sets the window, and the
+    /// switch fires when every connection subscribed as the venue documents has
+    /// closed (Bybit DCP: private WebSockets subscribed to `dcp`). A caller that
+    /// holds no such connection has no switch, whatever the call answers.
+    Connection,
 }
 
 impl SwitchSpec {
