@@ -795,6 +795,86 @@ fn bybit_dcp_answers_read_as_configured_never_armed() {
     assert_eq!(read(&v, "bybit", "rate_10006"), SwitchAnswer::Unknown);
 }
 
+#[test]
+fn deribit_cancel_on_disconnect_frames_as_documented() {
+    use ergon_venues::deribit::{CodCall, CodScope};
+    assert_eq!(
+        CodCall::Enable(CodScope::Account)
+            .frame(1569)
+            .unwrap()
+            .as_str(),
+        r#"{"jsonrpc":"2.0","id":1569,"method":"private/enable_cancel_on_disconnect","params":{"scope":"account"}}"#
+    );
+    assert_eq!(
+        CodCall::Disable(CodScope::Connection)
+            .frame(7)
+            .unwrap()
+            .as_str(),
+        r#"{"jsonrpc":"2.0","id":7,"method":"private/disable_cancel_on_disconnect","params":{"scope":"connection"}}"#
+    );
+    // The page's example, and its floor.
+    assert_eq!(
+        CodCall::Heartbeat(30).frame(9098).unwrap().as_str(),
+        r#"{"jsonrpc":"2.0","id":9098,"method":"public/set_heartbeat","params":{"interval":30}}"#
+    );
+    assert!(CodCall::Heartbeat(10).frame(1).is_ok());
+    assert_eq!(
+        CodCall::Heartbeat(9).frame(1).err(),
+        Some(Error::BadArgument("interval (at least 10 s)"))
+    );
+    let longest = CodCall::Disable(CodScope::Connection)
+        .frame(u64::MAX)
+        .unwrap();
+    assert!(longest.ends_with("}}"));
+}
+
+#[test]
+fn deribit_cancel_on_disconnect_answers_read_by_call_and_id() {
+    use ergon_venues::deribit::{CodCall, CodScope};
+    let frame = |case: &str| {
+        std::fs::read(
+            fixtures()
+                .join("deribit/switch")
+                .join(format!("{case}.json")),
+        )
+        .unwrap()
+    };
+    let ok = frame("ok");
+    // Armed on its own connection only: the account scope arms connections
+    // opened later, none in particular.
+    assert_eq!(
+        CodCall::Enable(CodScope::Connection).read(1569, &ok),
+        SwitchAnswer::Armed {
+            trigger_utc_ms: None
+        }
+    );
+    assert_eq!(
+        CodCall::Enable(CodScope::Account).read(1569, &ok),
+        SwitchAnswer::Configured
+    );
+    assert_eq!(
+        CodCall::Heartbeat(30).read(1569, &ok),
+        SwitchAnswer::Configured
+    );
+    assert_eq!(
+        CodCall::Disable(CodScope::Account).read(1569, &ok),
+        SwitchAnswer::Disarmed
+    );
+    // Another request's answer says nothing about this one.
+    assert_eq!(
+        CodCall::Enable(CodScope::Connection).read(1570, &ok),
+        SwitchAnswer::Unknown
+    );
+    assert_eq!(
+        CodCall::Enable(CodScope::Connection).read(1569, &frame("too_many_requests_10028")),
+        SwitchAnswer::Unknown
+    );
+    assert_eq!(
+        CodCall::Enable(CodScope::Connection).read(1569, &frame("unauthorized_13009")),
+        SwitchAnswer::Refused(Refusal::NotAllowed)
+    );
+}
+
 fn base64(b: &[u8]) -> String {
     const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let mut out = String::new();
@@ -831,6 +911,14 @@ fn switch_bodies() -> Vec<Vec<u8>> {
                 let file = HttpFile::parse(&std::fs::read(path).unwrap()).unwrap();
                 out.push(file.body);
             }
+        }
+    }
+    // Deribit's switch answers are WebSocket frames, not HTTP answers.
+    let dir = fixtures().join("deribit").join("switch");
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "json") {
+            out.push(std::fs::read(path).unwrap());
         }
     }
     out
@@ -870,6 +958,13 @@ proptest::proptest! {
         let (by, _) = bybit();
         let _ = (f.read_switch(&r), o.read_switch(&r), ks.read_switch(&r), kf.read_switch(&r));
         let _ = by.read_switch(&r);
+        for call in [
+            ergon_venues::deribit::CodCall::Enable(ergon_venues::deribit::CodScope::Connection),
+            ergon_venues::deribit::CodCall::Disable(ergon_venues::deribit::CodScope::Account),
+            ergon_venues::deribit::CodCall::Heartbeat(30),
+        ] {
+            let _ = call.read(1569, &body);
+        }
         let _ = h.read_switch(&r);
         let mut p = Prepared::default();
         h.arm(&mut p, sym("BTC"), 60_000, 10 * SEC).unwrap();
