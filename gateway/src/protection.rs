@@ -39,7 +39,7 @@ use ergon_core::Class;
 use ergon_io::event_loop::Readiness;
 use ergon_venues::endpoint::{Prepared, Symbol};
 use ergon_venues::response::Response;
-use ergon_venues::switch::{Refusal, SwitchAnswer, SwitchSpec};
+use ergon_venues::switch::{Arms, Refusal, SwitchAnswer, SwitchSpec};
 
 use crate::driver::{Api, Strategy};
 use crate::endpoints::Account;
@@ -92,6 +92,9 @@ pub enum ProtectionError {
     Timeout(u32, u32, u32),
     /// The venue refused to arm it, and `--protection required` is set.
     Refused(Refusal),
+    /// `--protection required`, and the venue's switch cannot cover this
+    /// gateway's orders.
+    Unavailable(Unavailable),
 }
 
 impl core::fmt::Display for ProtectionError {
@@ -111,7 +114,47 @@ impl core::fmt::Display for ProtectionError {
                 f,
                 "--protection required: the venue refused to arm its switch ({r:?})"
             ),
+            ProtectionError::Unavailable(why) => write!(f, "--protection required: {why}"),
         }
+    }
+}
+
+/// Why the switch is [`State::Unavailable`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unavailable {
+    /// The venue has none (Binance Spot, Coinbase Exchange).
+    NoSwitch,
+    /// The venue refused it for the account (Bybit DCP: Bybit enables it per
+    /// account, on request).
+    Refused,
+    /// It fires only when a connection of the venue's own closes, one this
+    /// gateway does not hold (Bybit DCP: a private WebSocket subscribed to `dcp`;
+    /// Deribit: the WebSocket the orders were sent over).
+    OtherConnection,
+}
+
+impl Unavailable {
+    /// The reason as `--stats` writes it (`why=`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Unavailable::NoSwitch => "no-switch",
+            Unavailable::Refused => "refused",
+            Unavailable::OtherConnection => "other-connection",
+        }
+    }
+}
+
+impl core::fmt::Display for Unavailable {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(match self {
+            Unavailable::NoSwitch => "this venue has no cancel-on-disconnect switch",
+            Unavailable::Refused => {
+                "the venue refused its cancel-on-disconnect switch for this account (it is not enabled for it, or not permitted)"
+            }
+            Unavailable::OtherConnection => {
+                "the venue's cancel-on-disconnect switch fires only when a connection of its own closes, which this gateway does not hold, so it covers none of its orders"
+            }
+        })
     }
 }
 
@@ -196,6 +239,7 @@ pub struct Protection {
     spec: Option<SwitchSpec>,
     timeout_ms: u32,
     state: State,
+    why: Option<Unavailable>,
     armed_until_ns: Option<i64>,
     next_at_ns: i64,
     sent: Option<(i64, Due)>,
@@ -223,6 +267,7 @@ impl Protection {
             (Mode::Auto, None) => State::Unavailable,
             (_, Some(_)) => State::Arming,
         };
+        let why = (state == State::Unavailable).then_some(Unavailable::NoSwitch);
         let timeout_ms = match (state, spec) {
             (State::Arming, Some(s)) => {
                 let t = timeout_ms.unwrap_or(s.default_timeout_ms);
@@ -241,6 +286,7 @@ impl Protection {
             spec,
             timeout_ms,
             state,
+            why,
             armed_until_ns: None,
             next_at_ns: now_ns,
             sent: None,
@@ -252,9 +298,43 @@ impl Protection {
         })
     }
 
+    /// The protection `mode` asks for over a venue whose switch is there but
+    /// cannot cover this gateway's orders (`why`): nothing is ever sent.
+    pub fn unavailable(mode: Mode, why: Unavailable) -> Result<Self, ProtectionError> {
+        let mut p = Protection::new(Mode::Off, None, None, 0)?;
+        match mode {
+            Mode::Off => {}
+            Mode::Required => return Err(ProtectionError::Unavailable(why)),
+            Mode::Auto => {
+                p.state = State::Unavailable;
+                p.why = Some(why);
+            }
+        }
+        Ok(p)
+    }
+
+    /// The protection `mode` asks for over `account`'s venue: its switch, or why
+    /// it has none this gateway can use.
+    pub fn for_account<E: Account>(
+        mode: Mode,
+        account: &E,
+        timeout_ms: Option<u32>,
+        now_ns: i64,
+    ) -> Result<Self, ProtectionError> {
+        match account.switch_unavailable() {
+            Some(why) => Protection::unavailable(mode, why),
+            None => Protection::new(mode, account.switch_spec(), timeout_ms, now_ns),
+        }
+    }
+
     /// The state.
     pub fn state(&self) -> State {
         self.state
+    }
+
+    /// Why the switch is [`State::Unavailable`].
+    pub fn why(&self) -> Option<Unavailable> {
+        self.why
     }
 
     /// When the switch fires if nothing refreshes it (a lower bound), while armed.
@@ -337,7 +417,18 @@ impl Protection {
         let Some((sent_at, due)) = self.sent.take() else {
             return;
         };
+        let by_connection = self.spec.is_some_and(|s| s.arms == Arms::Connection);
         match (answer, due) {
+            // Nothing is armed, and asking again changes nothing: only a
+            // connection of the venue's own (which this gateway does not hold)
+            // would arm it, or the venue does not allow it for the account.
+            (Some(SwitchAnswer::Configured), Due::Arm) => {
+                self.unusable(Unavailable::OtherConnection)
+            }
+            (Some(SwitchAnswer::Refused(_)), Due::Arm) if by_connection => {
+                self.stats.refused += 1;
+                self.unusable(Unavailable::Refused);
+            }
             (Some(SwitchAnswer::Armed { .. }), Due::Arm) => {
                 self.stats.armed += 1;
                 self.rearmed |= self.state == State::Fired;
@@ -361,6 +452,12 @@ impl Protection {
             _ => self.next_at_ns = now_ns.saturating_add(RETRY_NS),
         }
         self.check_risk(now_ns);
+    }
+
+    fn unusable(&mut self, why: Unavailable) {
+        self.state = State::Unavailable;
+        self.why = Some(why);
+        self.armed_until_ns = None;
     }
 
     /// Whether the switch was armed again after it fired, once: sending is allowed
@@ -457,11 +554,25 @@ impl Protection {
         self.stopping && !(self.active() && self.state != State::Disarmed)
     }
 
+    /// Why the switch is not armed, in words (the start-up's warning or refusal).
+    pub fn not_armed(&self) -> String {
+        match self.why {
+            Some(why) => why.to_string(),
+            None => format!(
+                "the venue's cancel-on-disconnect switch is not armed ({})",
+                self.state.as_str()
+            ),
+        }
+    }
+
     /// The one-line summary `--stats` and the start-up warning print.
     pub fn line(&self, now_ns: i64) -> ArrayString<96> {
         use core::fmt::Write;
         let mut s = ArrayString::new();
         let _ = write!(s, "protection {}", self.state.as_str());
+        if let Some(why) = self.why {
+            let _ = write!(s, " why={}", why.as_str());
+        }
         if let Some(u) = self.armed_until_ns {
             let _ = write!(s, " armed_until_in_ms={}", (u - now_ns) / MS);
         }
@@ -585,7 +696,11 @@ impl<S> Protected<S> {
         if self.stop_when_disarmed && self.machine.stopped() {
             api.stop();
         }
-        if self.stop_when_answered && matches!(self.machine.state(), State::Armed | State::Refused)
+        if self.stop_when_answered
+            && matches!(
+                self.machine.state(),
+                State::Armed | State::Refused | State::Unavailable
+            )
         {
             api.stop();
         }
@@ -930,7 +1045,7 @@ pub fn arm_at_start<E: Account>(
     timeout_ms: Option<u32>,
     within_ns: i64,
 ) -> Result<(crate::Gateway<E>, Protection), String> {
-    let machine = Protection::new(mode, gw.venue().switch_spec(), timeout_ms, lp.now())
+    let machine = Protection::for_account(mode, gw.venue(), timeout_ms, lp.now())
         .map_err(|e| e.to_string())?;
     if machine.state() != State::Arming {
         return Ok((gw, machine));
@@ -943,10 +1058,7 @@ pub fn arm_at_start<E: Account>(
     let d = crate::run(lp, gw, pool, first, control).map_err(|e| e.to_string())?;
     let m = d.strategy.machine;
     if m.state() != State::Armed && mode == Mode::Required {
-        return Err(format!(
-            "--protection required: the venue's cancel-on-disconnect switch is not armed ({})",
-            m.state().as_str()
-        ));
+        return Err(format!("--protection required: {}", m.not_armed()));
     }
     Ok((d.gateway, m))
 }

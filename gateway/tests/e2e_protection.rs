@@ -10,6 +10,10 @@
 //! 2. A clean SIGTERM: every open order cancelled, then the switch disarmed.
 //! 3. `--protection required` on a venue without a switch (Binance Spot) refuses
 //!    to start with a clear message; `auto` warns in one line and serves.
+//! 4. The same where the venue's switch cannot cover the gateway's orders, with
+//!    the reason in the message and in `--stats` (`why=`): Bybit's DCP refused
+//!    for the account (the emulator's default), Bybit's DCP window taken (only a
+//!    private WebSocket subscribed to `dcp` would arm it).
 
 #[path = "common/proc.rs"]
 mod proc;
@@ -354,4 +358,74 @@ fn the_switchs_state_reaches_the_metrics_and_health() {
     let health = get(&addr, "/health");
     assert!(health.starts_with("HTTP/1.1 200"), "{health}");
     gw.child.kill().expect("kill");
+}
+
+/// `--protection required` refuses to start with `message`; `auto` serves with
+/// one warning line saying `message`, and `--stats` shows the switch unavailable
+/// and why.
+fn unavailable(s: &Server, venue: &str, test: &str, message: &str, why: &str) {
+    let name = unique(test);
+    let o = command(s, venue, &name, "required").output().expect("run");
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("ergon-gateway: --protection required: ") && err.contains(message),
+        "{err}"
+    );
+    let mut child = command(s, venue, &name, "auto")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let mut out = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut line = String::new();
+    out.read_line(&mut line).expect("read");
+    assert_eq!(line.trim(), format!("ready {name}"));
+    let stats = Command::new(env!("CARGO_BIN_EXE_ergon-gateway"))
+        .args(["--stats", "--name", &name, "--once"])
+        .output()
+        .expect("stats");
+    let text = String::from_utf8_lossy(&stats.stdout);
+    assert!(
+        text.contains("protection unavailable ") && text.contains(&format!(" why={why}")),
+        "{text}"
+    );
+    assert!(!text.contains("armed_until_ms="), "{text}");
+    let _ = child.kill();
+    let _ = child.wait();
+    let mut err = String::new();
+    let _ = std::io::Read::read_to_string(&mut child.stderr.take().expect("stderr"), &mut err);
+    let warnings: Vec<&str> = err.lines().filter(|l| l.contains("warning")).collect();
+    assert_eq!(warnings.len(), 1, "{err}");
+    assert!(warnings[0].contains(message), "{err}");
+    let _ = std::fs::remove_file(journal(&name));
+}
+
+#[test]
+fn bybit_dcp_refused_for_the_account_is_unavailable() {
+    let s = Server::start(Config::bybit()).expect("emulator");
+    assert!(!s.config().bybit_dcp);
+    unavailable(
+        &s,
+        "bybit",
+        "dms-bybit-off",
+        "the venue refused its cancel-on-disconnect switch for this account",
+        "refused",
+    );
+}
+
+#[test]
+fn bybit_dcp_taken_but_without_its_websocket_is_unavailable() {
+    let s = Server::start(Config {
+        bybit_dcp: true,
+        ..Config::bybit()
+    })
+    .expect("emulator");
+    unavailable(
+        &s,
+        "bybit",
+        "dms-bybit-on",
+        "fires only when a connection of its own closes",
+        "other-connection",
+    );
 }

@@ -5,7 +5,9 @@
 //! lapse is counted against its 10 a day.
 
 use ergon_core::{Budget, Class, Part};
-use ergon_gateway::protection::{Due, Mode, Note, Protection, State, AT_RISK_MARGIN_NS};
+use ergon_gateway::protection::{
+    Due, Mode, Note, Protection, ProtectionError, State, Unavailable, AT_RISK_MARGIN_NS,
+};
 use ergon_venues::adapt::{Clock, Venue};
 use ergon_venues::binance_futures::{self, BinanceFutures};
 use ergon_venues::binance_spot;
@@ -227,4 +229,94 @@ fn hyperliquid_is_refreshed_well_before_its_time_and_a_lapse_is_counted() {
     assert!(now >= until);
     assert_eq!(p.stats().lapses, 1);
     assert_eq!(p.fires_left(), Some(9));
+}
+
+fn bybit() -> ergon_venues::bybit::Bybit {
+    let mut b = Budget::builder();
+    let clock = Clock::anchor(0, 1_700_000_000_000);
+    let auth = ergon_venues::bybit::Auth::new("key-1", b"secret-1", 5000).unwrap();
+    ergon_venues::bybit::Bybit::new(&mut b, clock, ergon_venues::bybit::Config::default())
+        .unwrap()
+        .with_auth(auth)
+}
+
+/// Bybit's DCP window call, answered from the adapter's fixtures: a taken window
+/// arms nothing (only a private WebSocket subscribed to `dcp` does, which the
+/// gateway does not hold), and a refusal means the account has none; either
+/// way the switch is unavailable, said why, never armed, and never asked again.
+#[test]
+fn bybit_dcp_is_unavailable_whether_its_window_is_taken_or_refused() {
+    let v = bybit();
+    let read = |case: &str| {
+        let path = fixtures().join("bybit/switch").join(format!("{case}.http"));
+        let file = HttpFile::parse(&std::fs::read(path).unwrap()).unwrap();
+        file.with_response(|r| v.read_switch(r))
+    };
+    for (case, why) in [
+        ("configured", Unavailable::OtherConnection),
+        ("refused_10005", Unavailable::Refused),
+    ] {
+        let mut p = Protection::new(Mode::Auto, Some(v.switch_spec()), None, 0).unwrap();
+        assert_eq!(p.timeout_ms(), 10_000, "the venue's default window");
+        assert_eq!(p.poll_send(0), Some(Due::Arm));
+        p.on_sent(Due::Arm, 0);
+        p.on_answer(Some(read(case)), 200 * MS);
+        assert_eq!(p.state(), State::Unavailable, "{case}");
+        assert_eq!(p.why(), Some(why), "{case}");
+        assert_eq!(p.armed_until_ns(), None);
+        assert!(p
+            .line(SEC)
+            .starts_with(&format!("protection unavailable why={}", why.as_str())));
+        // An hour later: nothing was sent again, nothing was told the strategy.
+        let mut now = 200 * MS;
+        for _ in 0..1_000 {
+            p.handle_timeout(now);
+            assert_eq!(p.poll_send(now), None, "{case} at {} ms", now / MS);
+            assert_eq!(p.poll_note(), None);
+            now = p
+                .poll_timeout()
+                .unwrap_or(now + 3600 * SEC / 1_000)
+                .max(now + MS);
+        }
+        assert!(now >= 3600 * SEC);
+        assert_eq!(p.stats().armed, 0);
+    }
+    // A throttled answer says nothing: asked again.
+    let mut p = Protection::new(Mode::Auto, Some(v.switch_spec()), None, 0).unwrap();
+    p.on_sent(Due::Arm, 0);
+    p.on_answer(Some(read("rate_10006")), 0);
+    assert_eq!(p.state(), State::Arming);
+    assert!(p.poll_send(2 * SEC).is_some());
+    // Required: nothing it can arm.
+    assert_eq!(
+        Protection::unavailable(Mode::Required, Unavailable::OtherConnection).unwrap_err(),
+        ProtectionError::Unavailable(Unavailable::OtherConnection)
+    );
+}
+
+/// Deribit's cancel-on-disconnect covers the orders of the WebSocket that enabled
+/// it; the gateway sends Deribit's orders over HTTP, so it is unavailable, said
+/// why, and `--protection required` is refused, whatever the venue would answer.
+#[test]
+fn deribit_is_unavailable_for_the_gateways_http_orders() {
+    let mut b = Budget::builder();
+    let d = ergon_venues::deribit::Deribit::new(
+        &mut b,
+        Clock::anchor(0, 1_700_000_000_000),
+        ergon_venues::deribit::Config::default(),
+    )
+    .unwrap();
+    let p = Protection::for_account(Mode::Auto, &d, None, 0).unwrap();
+    assert_eq!(p.state(), State::Unavailable);
+    assert_eq!(p.why(), Some(Unavailable::OtherConnection));
+    assert_eq!(p.poll_timeout(), None, "nothing is ever sent");
+    assert!(p
+        .not_armed()
+        .contains("fires only when a connection of its own closes"));
+    assert_eq!(
+        Protection::for_account(Mode::Required, &d, None, 0).unwrap_err(),
+        ProtectionError::Unavailable(Unavailable::OtherConnection)
+    );
+    let off = Protection::for_account(Mode::Off, &d, None, 0).unwrap();
+    assert_eq!(off.state(), State::Off);
 }
