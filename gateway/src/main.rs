@@ -543,6 +543,9 @@ fn write_status(path: &std::path::Path, m: &Protection, now: i64) {
     if let Some(why) = m.why() {
         line.push_str(&format!(" why={}", why.as_str()));
     }
+    if let Some(left) = m.fires_left() {
+        line.push_str(&format!(" fires_left={left}"));
+    }
     let _ = std::fs::write(path, line + "\n");
 }
 

@@ -33,6 +33,18 @@
 //!
 //! A crash leaves the switch armed: that is the point. A clean stop cancels, then
 //! disarms ([`Protection::stop`]).
+//!
+//! **A switch that may fire only so often** (Hyperliquid: 10 times a day per
+//! account, counted from 00:00 UTC) is never armed so that it fires needlessly.
+//! Each fire is counted against the UTC day of its deadline (on the venue's
+//! clock, [`Protection::with_clock`]) and reported ([`ProtectionStats`], the
+//! `--stats` line's `fires_left=`, and [`Event::ProtectionFired`]). After a fire
+//! the switch is armed again only once whatever kept the refreshes from the
+//! venue has ended, and no sooner than one timeout after the fire, doubled with
+//! each fire of the day: re-arming at once under the same trouble would let it
+//! lapse again, a loop that spends the day's count in minutes. Once the day's
+//! count is spent, it is not armed until 00:00 UTC: the venue would refuse it,
+//! and each refusal costs a request.
 
 use arrayvec::{ArrayString, ArrayVec};
 use ergon_core::Class;
@@ -47,6 +59,7 @@ pub use crate::events::PROTECTION;
 use crate::events::{Event, Tag};
 
 const MS: i64 = 1_000_000;
+const DAY_MS: i64 = 86_400_000;
 
 /// The event loop's timer token of [`Protected`].
 pub const PROTECTION_TIMER: u64 = (1 << 62) - 3;
@@ -231,6 +244,9 @@ pub struct ProtectionStats {
     /// Times its deadline passed without a refresh (Hyperliquid counts each
     /// against its 10 a day).
     pub lapses: u32,
+    /// Of those, the ones of the current UTC day (the venue's day of the last
+    /// fire), where the venue limits fires per day.
+    pub fires_today: u32,
 }
 
 /// The switch's state as a value: see the module doc for the drive order.
@@ -249,6 +265,12 @@ pub struct Protection {
     rearmed: bool,
     notes: ArrayVec<Note, 4>,
     stats: ProtectionStats,
+    /// The venue's clock, for the UTC day of a fire (None: one day forever).
+    clock: Option<ergon_venues::adapt::Clock>,
+    /// The UTC day (days since the epoch) [`ProtectionStats::fires_today`] counts.
+    fires_day: i64,
+    /// After a fire, no arm before this (see the module doc).
+    rearm_at_ns: i64,
 }
 
 impl Protection {
@@ -295,6 +317,9 @@ impl Protection {
             rearmed: false,
             notes: ArrayVec::new(),
             stats: ProtectionStats::default(),
+            clock: None,
+            fires_day: 0,
+            rearm_at_ns: i64::MIN,
         })
     }
 
@@ -369,11 +394,53 @@ impl Protection {
         self.stats
     }
 
+    /// Counts fires per UTC day on the venue's `clock` (without one, every fire
+    /// counts against one day).
+    pub fn with_clock(mut self, clock: ergon_venues::adapt::Clock) -> Self {
+        self.clock = Some(clock);
+        self
+    }
+
     /// Fires left today where the venue limits them (Hyperliquid: 10 a day),
-    /// counting this process's lapses.
+    /// counting this process's lapses of the current UTC day.
     pub fn fires_left(&self) -> Option<u32> {
         let per_day = self.spec?.fires_per_day?;
-        Some(per_day.saturating_sub(self.stats.lapses))
+        Some(per_day.saturating_sub(self.stats.fires_today))
+    }
+
+    /// Starts the count again when `ns` is on a later UTC day.
+    fn roll_day(&mut self, ns: i64) {
+        let day = self.utc_day(ns);
+        if day > self.fires_day {
+            self.fires_day = day;
+            self.stats.fires_today = 0;
+        }
+    }
+
+    /// The UTC day of `ns` on the venue's clock.
+    fn utc_day(&self, ns: i64) -> i64 {
+        self.clock.map_or(0, |c| c.utc_ms(ns).div_euclid(DAY_MS))
+    }
+
+    /// Counts a fire at `until` against its UTC day; returns when the switch may
+    /// be armed again, at the earliest (see the module doc).
+    fn count_fire(&mut self, until: i64) -> i64 {
+        self.stats.lapses += 1;
+        let Some(per_day) = self.spec.and_then(|s| s.fires_per_day) else {
+            return i64::MIN;
+        };
+        self.roll_day(until);
+        let day = self.fires_day;
+        self.stats.fires_today += 1;
+        if self.stats.fires_today >= per_day {
+            // Spent: not before the venue's next day.
+            return match self.clock {
+                Some(c) => c.now_ns_at((day + 1) * DAY_MS),
+                None => i64::MAX,
+            };
+        }
+        let doubled = 1i64 << (self.stats.fires_today - 1).min(20);
+        until.saturating_add((i64::from(self.timeout_ms) * MS).saturating_mul(doubled))
     }
 
     fn active(&self) -> bool {
@@ -388,9 +455,18 @@ impl Protection {
             .map_or(i64::MAX, |s| s.refresh_every_ns(self.timeout_ms))
     }
 
+    /// When the next send may go: after a fire, not before its back-off.
+    fn send_at_ns(&self) -> i64 {
+        if self.state == State::Fired && !self.stopping {
+            self.next_at_ns.max(self.rearm_at_ns)
+        } else {
+            self.next_at_ns
+        }
+    }
+
     /// What is due at `now_ns`, if anything (one call in flight at a time).
     pub fn poll_send(&mut self, now_ns: i64) -> Option<Due> {
-        if self.sent.is_some() || now_ns < self.next_at_ns {
+        if self.sent.is_some() || now_ns < self.send_at_ns() {
             return None;
         }
         if self.stopping {
@@ -470,6 +546,7 @@ impl Protection {
     /// Advances to `now_ns`: reports a switch whose next send cannot come in time,
     /// and one whose deadline passed.
     pub fn handle_timeout(&mut self, now_ns: i64) {
+        self.roll_day(now_ns);
         if let Some(until) = self.armed_until_ns {
             if now_ns >= until {
                 if !self.warned {
@@ -478,7 +555,7 @@ impl Protection {
                     });
                 }
                 self.note(Note::Fired);
-                self.stats.lapses += 1;
+                self.rearm_at_ns = self.count_fire(until);
                 self.armed_until_ns = None;
                 self.warned = false;
                 self.state = State::Fired;
@@ -531,7 +608,7 @@ impl Protection {
     /// next, if ever.
     pub fn poll_timeout(&self) -> Option<i64> {
         let send =
-            (self.sent.is_none() && (self.active() || self.stopping)).then_some(self.next_at_ns);
+            (self.sent.is_none() && (self.active() || self.stopping)).then_some(self.send_at_ns());
         let risk = self
             .armed_until_ns
             .filter(|_| !self.warned)
@@ -577,6 +654,9 @@ impl Protection {
             let _ = write!(s, " armed_until_in_ms={}", (u - now_ns) / MS);
         }
         let _ = write!(s, " lapses={}", self.stats.lapses);
+        if let Some(left) = self.fires_left() {
+            let _ = write!(s, " fires_left={left}");
+        }
         s
     }
 }
