@@ -7,6 +7,9 @@
 //!    within the timeout plus one second (read from the emulator's book, polled
 //!    with a bounded deadline). Binance USD-M's shortest timeout is 60 s (its
 //!    adapter's doc), so its case takes a minute.
+//!    Restarted on the same journal, the gateway answers the strategy's own
+//!    open-orders call with none of the killed quotes (the call listed all three
+//!    before the kill).
 //! 2. A clean SIGTERM: every open order cancelled, then the switch disarmed.
 //! 3. `--protection required` on a venue without a switch (Binance Spot) refuses
 //!    to start with a clear message; `auto` warns in one line and serves.
@@ -114,16 +117,44 @@ fn order(symbol: Symbol<'_>, id: ClientOrderId) -> NewOrder<'_> {
     }
 }
 
-/// Attaches and places `n` quotes; returns once the venue took each.
-fn quote(gw: &str, symbol: &str, n: u64) -> ShmClient {
+/// Attaches as the strategy `mm`.
+fn attach(gw: &str) -> ShmClient {
     let until = Instant::now() + Duration::from_secs(20);
-    let mut c = loop {
+    loop {
         match ShmClient::attach(gw, "mm", false) {
             Ok(c) => break c,
             Err(e) if Instant::now() > until => panic!("attach: {e}"),
             Err(_) => std::thread::sleep(Duration::from_millis(20)),
         }
-    };
+    }
+}
+
+/// The client's own open client order ids, from its open-orders call.
+fn own_open(c: &mut ShmClient, symbol: &str, tag: u64) -> Vec<String> {
+    let symbol = Symbol::new(symbol).expect("symbol");
+    c.submit(&Call::OpenOrders(Some(symbol)), Class::Normal, tag)
+        .expect("submit");
+    let until = Instant::now() + Duration::from_secs(20);
+    loop {
+        assert!(Instant::now() < until, "no answer to the open-orders call");
+        c.wait(100);
+        while let Some((ev, body)) = c.poll() {
+            if ev.is_final() && ev.tag() == tag {
+                assert_eq!(ev, ShmEvent::Applied { tag }, "open orders");
+                return String::from_utf8_lossy(body)
+                    .lines()
+                    .filter(|l| !l.is_empty())
+                    .map(str::to_string)
+                    .collect();
+            }
+        }
+    }
+}
+
+/// Attaches and places `n` quotes; returns once the venue took each.
+fn quote(gw: &str, symbol: &str, n: u64) -> ShmClient {
+    let until = Instant::now() + Duration::from_secs(20);
+    let mut c = attach(gw);
     let symbol = Symbol::new(symbol).expect("symbol");
     for i in 1..=n {
         let id = c.next_client_order_id().expect("id");
@@ -195,8 +226,21 @@ fn killed(v: Venue) {
         "{text}"
     );
 
-    let _c = quote(&name, v.symbol, 3);
+    let mut c = quote(&name, v.symbol, 3);
     assert_eq!(open(&s), 3);
+    // The client's own open-orders call lists the three quotes while they rest.
+    let quotes: Vec<String> = s
+        .orders()
+        .iter()
+        .filter(|o| o.status == "NEW")
+        .map(|o| o.client_id.clone())
+        .collect();
+    let mut listed = own_open(&mut c, v.symbol, 90);
+    listed.sort();
+    let mut expected = quotes.clone();
+    expected.sort();
+    assert_eq!(listed, expected);
+    drop(c);
     gw.child.kill().expect("kill");
     gw.child.wait().expect("wait");
     let killed = Instant::now();
@@ -208,6 +252,20 @@ fn killed(v: Venue) {
         s.orders()
     );
     assert_eq!(s.report().switch_fires, 1);
+    // Restarted on the same journal: the strategy asks for its open orders (the
+    // earlier life's ids are its own) and learns that none of the killed quotes
+    // rests, as the emulator's book says.
+    let gw = gateway(&s, v, &name);
+    let mut c = attach(&name);
+    let listed = own_open(&mut c, v.symbol, 91);
+    assert!(
+        listed.iter().all(|id| !quotes.contains(id)),
+        "a killed quote still listed: {listed:?}"
+    );
+    assert!(listed.is_empty(), "{listed:?}");
+    assert_eq!(open(&s), 0, "{:?}", s.orders());
+    drop(c);
+    drop(gw);
     let _ = std::fs::remove_file(journal(&name));
     // A killed gateway leaves its --stats line behind, as it leaves its journal.
     let dir = std::path::Path::new("/dev/shm");
