@@ -244,8 +244,8 @@ pub struct ProtectionStats {
     /// Times its deadline passed without a refresh (Hyperliquid counts each
     /// against its 10 a day).
     pub lapses: u32,
-    /// Of those, the ones of the current UTC day (the venue's day of the last
-    /// fire), where the venue limits fires per day.
+    /// Of those, the ones of the current UTC day on the venue's clock (counted
+    /// from 00:00 UTC), where the venue limits fires per day.
     pub fires_today: u32,
 }
 
