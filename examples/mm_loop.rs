@@ -487,12 +487,13 @@ fn drive<E: Account>(
     )?;
     match machine.state() {
         protection::State::Unavailable => eprintln!(
-            "mm_loop: warning: {} has no cancel-on-disconnect switch: quotes stay on the book if this process dies",
-            o.venue
+            "mm_loop: warning: {}: {}: quotes stay on the book if this process dies",
+            o.venue,
+            machine.not_armed()
         ),
         protection::State::Refused | protection::State::Arming => eprintln!(
-            "mm_loop: warning: the venue's cancel-on-disconnect switch is not armed ({}); trading without it",
-            machine.state().as_str()
+            "mm_loop: warning: {}; trading without it",
+            machine.not_armed()
         ),
         _ => {}
     }

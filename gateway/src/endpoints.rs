@@ -164,4 +164,11 @@ pub trait Account: Endpoints + ClientIds + Sized {
     fn switch_spec(&self) -> Option<ergon_venues::switch::SwitchSpec> {
         None
     }
+
+    /// Why the venue's switch cannot cover this gateway's orders, where it has
+    /// one that the gateway cannot use (Deribit's fires only for orders of the
+    /// WebSocket that enabled it; this gateway sends orders over HTTP).
+    fn switch_unavailable(&self) -> Option<crate::protection::Unavailable> {
+        None
+    }
 }

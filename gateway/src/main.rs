@@ -355,17 +355,18 @@ fn serve<E: Account>(
     // Kept until the loop returns: dropping it stops the lease thread.
     let (_lease, leases) = start_leases(a, lp.budget_mut(), gw.venue_mut(), &name)?;
     // The dead man's switch: armed before the strategies can attach.
-    let spec = gw.venue().switch_spec();
-    let machine = Protection::new(a.protection, spec, a.protection_timeout_ms, lp.now())
-        .map_err(|e| e.to_string())?;
+    let machine =
+        Protection::for_account(a.protection, gw.venue(), a.protection_timeout_ms, lp.now())
+            .map_err(|e| e.to_string())?;
     let status = protection_path(a.runtime_dir.as_deref(), &name)?;
     let sym = gw.symbol().as_str().to_string();
     let symbol = ergon_venues::endpoint::Symbol::new(&sym).map_err(|e| format!("{e:?}"))?;
     let machine = match machine.state() {
         State::Unavailable => {
             eprintln!(
-                "ergon-gateway: warning: {} has no cancel-on-disconnect switch: quotes stay on the book if this process dies",
-                a.venue.as_deref().unwrap_or_default()
+                "ergon-gateway: warning: {}: {}: quotes stay on the book if this process dies",
+                a.venue.as_deref().unwrap_or_default(),
+                machine.not_armed()
             );
             machine
         }
@@ -377,14 +378,14 @@ fn serve<E: Account>(
             gw = d.gateway;
             let m = d.strategy.machine;
             if m.state() != State::Armed {
-                let why = format!(
-                    "the venue's cancel-on-disconnect switch is not armed ({})",
-                    m.state().as_str()
-                );
+                let why = m.not_armed();
                 if a.protection == Mode::Required {
                     return Err(format!("--protection required: {why}"));
                 }
-                eprintln!("ergon-gateway: warning: {why}; trading without it");
+                eprintln!(
+                    "ergon-gateway: warning: {}: {why}; trading without it",
+                    a.venue.as_deref().unwrap_or_default()
+                );
             }
             m
         }
@@ -538,6 +539,12 @@ fn write_status(path: &std::path::Path, m: &Protection, now: i64) {
     );
     if let Some(u) = m.armed_until_ns() {
         line.push_str(&format!(" armed_until_ms={}", wall_ms + (u - now) / MS));
+    }
+    if let Some(why) = m.why() {
+        line.push_str(&format!(" why={}", why.as_str()));
+    }
+    if let Some(left) = m.fires_left() {
+        line.push_str(&format!(" fires_left={left}"));
     }
     let _ = std::fs::write(path, line + "\n");
 }

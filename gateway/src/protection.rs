@@ -33,13 +33,25 @@
 //!
 //! A crash leaves the switch armed: that is the point. A clean stop cancels, then
 //! disarms ([`Protection::stop`]).
+//!
+//! **A switch that may fire only so often** (Hyperliquid: 10 times a day per
+//! account, counted from 00:00 UTC) is never armed so that it fires needlessly.
+//! Each fire is counted against the UTC day of its deadline (on the venue's
+//! clock, [`Protection::with_clock`]) and reported ([`ProtectionStats`], the
+//! `--stats` line's `fires_left=`, and [`Event::ProtectionFired`]). After a fire
+//! the switch is armed again only once whatever kept the refreshes from the
+//! venue has ended, and no sooner than one timeout after the fire, doubled with
+//! each fire of the day: re-arming at once under the same trouble would let it
+//! lapse again, a loop that spends the day's count in minutes. Once the day's
+//! count is spent, it is not armed until 00:00 UTC: the venue would refuse it,
+//! and each refusal costs a request.
 
 use arrayvec::{ArrayString, ArrayVec};
 use ergon_core::Class;
 use ergon_io::event_loop::Readiness;
 use ergon_venues::endpoint::{Prepared, Symbol};
 use ergon_venues::response::Response;
-use ergon_venues::switch::{Refusal, SwitchAnswer, SwitchSpec};
+use ergon_venues::switch::{Arms, Refusal, SwitchAnswer, SwitchSpec};
 
 use crate::driver::{Api, Strategy};
 use crate::endpoints::Account;
@@ -47,6 +59,7 @@ pub use crate::events::PROTECTION;
 use crate::events::{Event, Tag};
 
 const MS: i64 = 1_000_000;
+const DAY_MS: i64 = 86_400_000;
 
 /// The event loop's timer token of [`Protected`].
 pub const PROTECTION_TIMER: u64 = (1 << 62) - 3;
@@ -92,6 +105,9 @@ pub enum ProtectionError {
     Timeout(u32, u32, u32),
     /// The venue refused to arm it, and `--protection required` is set.
     Refused(Refusal),
+    /// `--protection required`, and the venue's switch cannot cover this
+    /// gateway's orders.
+    Unavailable(Unavailable),
 }
 
 impl core::fmt::Display for ProtectionError {
@@ -111,7 +127,47 @@ impl core::fmt::Display for ProtectionError {
                 f,
                 "--protection required: the venue refused to arm its switch ({r:?})"
             ),
+            ProtectionError::Unavailable(why) => write!(f, "--protection required: {why}"),
         }
+    }
+}
+
+/// Why the switch is [`State::Unavailable`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unavailable {
+    /// The venue has none (Binance Spot, Coinbase Exchange).
+    NoSwitch,
+    /// The venue refused it for the account (Bybit DCP: Bybit enables it per
+    /// account, on request).
+    Refused,
+    /// It fires only when a connection of the venue's own closes, one this
+    /// gateway does not hold (Bybit DCP: a private WebSocket subscribed to `dcp`;
+    /// Deribit: the WebSocket the orders were sent over).
+    OtherConnection,
+}
+
+impl Unavailable {
+    /// The reason as `--stats` writes it (`why=`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Unavailable::NoSwitch => "no-switch",
+            Unavailable::Refused => "refused",
+            Unavailable::OtherConnection => "other-connection",
+        }
+    }
+}
+
+impl core::fmt::Display for Unavailable {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(match self {
+            Unavailable::NoSwitch => "this venue has no cancel-on-disconnect switch",
+            Unavailable::Refused => {
+                "the venue refused its cancel-on-disconnect switch for this account (it is not enabled for it, or not permitted)"
+            }
+            Unavailable::OtherConnection => {
+                "the venue's cancel-on-disconnect switch fires only when a connection of its own closes, which this gateway does not hold, so it covers none of its orders"
+            }
+        })
     }
 }
 
@@ -188,6 +244,9 @@ pub struct ProtectionStats {
     /// Times its deadline passed without a refresh (Hyperliquid counts each
     /// against its 10 a day).
     pub lapses: u32,
+    /// Of those, the ones of the current UTC day on the venue's clock (counted
+    /// from 00:00 UTC), where the venue limits fires per day.
+    pub fires_today: u32,
 }
 
 /// The switch's state as a value: see the module doc for the drive order.
@@ -196,6 +255,7 @@ pub struct Protection {
     spec: Option<SwitchSpec>,
     timeout_ms: u32,
     state: State,
+    why: Option<Unavailable>,
     armed_until_ns: Option<i64>,
     next_at_ns: i64,
     sent: Option<(i64, Due)>,
@@ -205,6 +265,12 @@ pub struct Protection {
     rearmed: bool,
     notes: ArrayVec<Note, 4>,
     stats: ProtectionStats,
+    /// The venue's clock, for the UTC day of a fire (None: one day forever).
+    clock: Option<ergon_venues::adapt::Clock>,
+    /// The UTC day (days since the epoch) [`ProtectionStats::fires_today`] counts.
+    fires_day: i64,
+    /// After a fire, no arm before this (see the module doc).
+    rearm_at_ns: i64,
 }
 
 impl Protection {
@@ -223,6 +289,7 @@ impl Protection {
             (Mode::Auto, None) => State::Unavailable,
             (_, Some(_)) => State::Arming,
         };
+        let why = (state == State::Unavailable).then_some(Unavailable::NoSwitch);
         let timeout_ms = match (state, spec) {
             (State::Arming, Some(s)) => {
                 let t = timeout_ms.unwrap_or(s.default_timeout_ms);
@@ -241,6 +308,7 @@ impl Protection {
             spec,
             timeout_ms,
             state,
+            why,
             armed_until_ns: None,
             next_at_ns: now_ns,
             sent: None,
@@ -249,12 +317,49 @@ impl Protection {
             rearmed: false,
             notes: ArrayVec::new(),
             stats: ProtectionStats::default(),
+            clock: None,
+            fires_day: 0,
+            rearm_at_ns: i64::MIN,
         })
+    }
+
+    /// The protection `mode` asks for over a venue whose switch is there but
+    /// cannot cover this gateway's orders (`why`): nothing is ever sent.
+    pub fn unavailable(mode: Mode, why: Unavailable) -> Result<Self, ProtectionError> {
+        let mut p = Protection::new(Mode::Off, None, None, 0)?;
+        match mode {
+            Mode::Off => {}
+            Mode::Required => return Err(ProtectionError::Unavailable(why)),
+            Mode::Auto => {
+                p.state = State::Unavailable;
+                p.why = Some(why);
+            }
+        }
+        Ok(p)
+    }
+
+    /// The protection `mode` asks for over `account`'s venue: its switch, or why
+    /// it has none this gateway can use.
+    pub fn for_account<E: Account>(
+        mode: Mode,
+        account: &E,
+        timeout_ms: Option<u32>,
+        now_ns: i64,
+    ) -> Result<Self, ProtectionError> {
+        match account.switch_unavailable() {
+            Some(why) => Protection::unavailable(mode, why),
+            None => Protection::new(mode, account.switch_spec(), timeout_ms, now_ns),
+        }
     }
 
     /// The state.
     pub fn state(&self) -> State {
         self.state
+    }
+
+    /// Why the switch is [`State::Unavailable`].
+    pub fn why(&self) -> Option<Unavailable> {
+        self.why
     }
 
     /// When the switch fires if nothing refreshes it (a lower bound), while armed.
@@ -289,11 +394,53 @@ impl Protection {
         self.stats
     }
 
+    /// Counts fires per UTC day on the venue's `clock` (without one, every fire
+    /// counts against one day).
+    pub fn with_clock(mut self, clock: ergon_venues::adapt::Clock) -> Self {
+        self.clock = Some(clock);
+        self
+    }
+
     /// Fires left today where the venue limits them (Hyperliquid: 10 a day),
-    /// counting this process's lapses.
+    /// counting this process's lapses of the current UTC day.
     pub fn fires_left(&self) -> Option<u32> {
         let per_day = self.spec?.fires_per_day?;
-        Some(per_day.saturating_sub(self.stats.lapses))
+        Some(per_day.saturating_sub(self.stats.fires_today))
+    }
+
+    /// Starts the count again when `ns` is on a later UTC day.
+    fn roll_day(&mut self, ns: i64) {
+        let day = self.utc_day(ns);
+        if day > self.fires_day {
+            self.fires_day = day;
+            self.stats.fires_today = 0;
+        }
+    }
+
+    /// The UTC day of `ns` on the venue's clock.
+    fn utc_day(&self, ns: i64) -> i64 {
+        self.clock.map_or(0, |c| c.utc_ms(ns).div_euclid(DAY_MS))
+    }
+
+    /// Counts a fire at `until` against its UTC day; returns when the switch may
+    /// be armed again, at the earliest (see the module doc).
+    fn count_fire(&mut self, until: i64) -> i64 {
+        self.stats.lapses += 1;
+        let Some(per_day) = self.spec.and_then(|s| s.fires_per_day) else {
+            return i64::MIN;
+        };
+        self.roll_day(until);
+        let day = self.fires_day;
+        self.stats.fires_today += 1;
+        if self.stats.fires_today >= per_day {
+            // Spent: not before the venue's next day.
+            return match self.clock {
+                Some(c) => c.now_ns_at((day + 1) * DAY_MS),
+                None => i64::MAX,
+            };
+        }
+        let doubled = 1i64 << (self.stats.fires_today - 1).min(20);
+        until.saturating_add((i64::from(self.timeout_ms) * MS).saturating_mul(doubled))
     }
 
     fn active(&self) -> bool {
@@ -308,9 +455,18 @@ impl Protection {
             .map_or(i64::MAX, |s| s.refresh_every_ns(self.timeout_ms))
     }
 
+    /// When the next send may go: after a fire, not before its back-off.
+    fn send_at_ns(&self) -> i64 {
+        if self.state == State::Fired && !self.stopping {
+            self.next_at_ns.max(self.rearm_at_ns)
+        } else {
+            self.next_at_ns
+        }
+    }
+
     /// What is due at `now_ns`, if anything (one call in flight at a time).
     pub fn poll_send(&mut self, now_ns: i64) -> Option<Due> {
-        if self.sent.is_some() || now_ns < self.next_at_ns {
+        if self.sent.is_some() || now_ns < self.send_at_ns() {
             return None;
         }
         if self.stopping {
@@ -337,7 +493,18 @@ impl Protection {
         let Some((sent_at, due)) = self.sent.take() else {
             return;
         };
+        let by_connection = self.spec.is_some_and(|s| s.arms == Arms::Connection);
         match (answer, due) {
+            // Nothing is armed, and asking again changes nothing: only a
+            // connection of the venue's own (which this gateway does not hold)
+            // would arm it, or the venue does not allow it for the account.
+            (Some(SwitchAnswer::Configured), Due::Arm) => {
+                self.unusable(Unavailable::OtherConnection)
+            }
+            (Some(SwitchAnswer::Refused(_)), Due::Arm) if by_connection => {
+                self.stats.refused += 1;
+                self.unusable(Unavailable::Refused);
+            }
             (Some(SwitchAnswer::Armed { .. }), Due::Arm) => {
                 self.stats.armed += 1;
                 self.rearmed |= self.state == State::Fired;
@@ -363,6 +530,12 @@ impl Protection {
         self.check_risk(now_ns);
     }
 
+    fn unusable(&mut self, why: Unavailable) {
+        self.state = State::Unavailable;
+        self.why = Some(why);
+        self.armed_until_ns = None;
+    }
+
     /// Whether the switch was armed again after it fired, once: sending is allowed
     /// again, and which of the strategy's orders the venue cancelled is unknown
     /// (the caller asks the venue for its open orders).
@@ -373,6 +546,7 @@ impl Protection {
     /// Advances to `now_ns`: reports a switch whose next send cannot come in time,
     /// and one whose deadline passed.
     pub fn handle_timeout(&mut self, now_ns: i64) {
+        self.roll_day(now_ns);
         if let Some(until) = self.armed_until_ns {
             if now_ns >= until {
                 if !self.warned {
@@ -381,7 +555,7 @@ impl Protection {
                     });
                 }
                 self.note(Note::Fired);
-                self.stats.lapses += 1;
+                self.rearm_at_ns = self.count_fire(until);
                 self.armed_until_ns = None;
                 self.warned = false;
                 self.state = State::Fired;
@@ -434,7 +608,7 @@ impl Protection {
     /// next, if ever.
     pub fn poll_timeout(&self) -> Option<i64> {
         let send =
-            (self.sent.is_none() && (self.active() || self.stopping)).then_some(self.next_at_ns);
+            (self.sent.is_none() && (self.active() || self.stopping)).then_some(self.send_at_ns());
         let risk = self
             .armed_until_ns
             .filter(|_| !self.warned)
@@ -457,15 +631,32 @@ impl Protection {
         self.stopping && !(self.active() && self.state != State::Disarmed)
     }
 
+    /// Why the switch is not armed, in words (the start-up's warning or refusal).
+    pub fn not_armed(&self) -> String {
+        match self.why {
+            Some(why) => why.to_string(),
+            None => format!(
+                "the venue's cancel-on-disconnect switch is not armed ({})",
+                self.state.as_str()
+            ),
+        }
+    }
+
     /// The one-line summary `--stats` and the start-up warning print.
     pub fn line(&self, now_ns: i64) -> ArrayString<96> {
         use core::fmt::Write;
         let mut s = ArrayString::new();
         let _ = write!(s, "protection {}", self.state.as_str());
+        if let Some(why) = self.why {
+            let _ = write!(s, " why={}", why.as_str());
+        }
         if let Some(u) = self.armed_until_ns {
             let _ = write!(s, " armed_until_in_ms={}", (u - now_ns) / MS);
         }
         let _ = write!(s, " lapses={}", self.stats.lapses);
+        if let Some(left) = self.fires_left() {
+            let _ = write!(s, " fires_left={left}");
+        }
         s
     }
 }
@@ -585,7 +776,11 @@ impl<S> Protected<S> {
         if self.stop_when_disarmed && self.machine.stopped() {
             api.stop();
         }
-        if self.stop_when_answered && matches!(self.machine.state(), State::Armed | State::Refused)
+        if self.stop_when_answered
+            && matches!(
+                self.machine.state(),
+                State::Armed | State::Refused | State::Unavailable
+            )
         {
             api.stop();
         }
@@ -699,6 +894,7 @@ mod tests {
             refresh_div: 4,
             fires_per_day: None,
             scope: Scope::Account,
+            arms: ergon_venues::switch::Arms::Call,
         }
     }
 
@@ -929,7 +1125,7 @@ pub fn arm_at_start<E: Account>(
     timeout_ms: Option<u32>,
     within_ns: i64,
 ) -> Result<(crate::Gateway<E>, Protection), String> {
-    let machine = Protection::new(mode, gw.venue().switch_spec(), timeout_ms, lp.now())
+    let machine = Protection::for_account(mode, gw.venue(), timeout_ms, lp.now())
         .map_err(|e| e.to_string())?;
     if machine.state() != State::Arming {
         return Ok((gw, machine));
@@ -942,10 +1138,7 @@ pub fn arm_at_start<E: Account>(
     let d = crate::run(lp, gw, pool, first, control).map_err(|e| e.to_string())?;
     let m = d.strategy.machine;
     if m.state() != State::Armed && mode == Mode::Required {
-        return Err(format!(
-            "--protection required: the venue's cancel-on-disconnect switch is not armed ({})",
-            m.state().as_str()
-        ));
+        return Err(format!("--protection required: {}", m.not_armed()));
     }
     Ok((d.gateway, m))
 }

@@ -274,6 +274,17 @@ impl Account for Bybit {
     fn open_ids(&self, body: &[u8], f: &mut dyn FnMut(&[u8])) {
         each_string(body, "result.list", "orderLinkId", f);
     }
+
+    /// DCP's window call: its answer says the switch is unavailable to this
+    /// gateway either way (refused, or taken but armed only by a private
+    /// WebSocket subscribed to `dcp`, which the gateway does not hold).
+    fn switch_mut(&mut self) -> Option<&mut dyn ergon_venues::switch::Switch> {
+        Some(self)
+    }
+
+    fn switch_spec(&self) -> Option<ergon_venues::switch::SwitchSpec> {
+        Some(ergon_venues::switch::Switch::switch_spec(self))
+    }
 }
 
 impl Account for Okx {
@@ -434,6 +445,14 @@ impl Account for Deribit {
 
     fn open_ids(&self, body: &[u8], f: &mut dyn FnMut(&[u8])) {
         each_string(body, "result", "label", f);
+    }
+
+    /// Deribit's `private/enable_cancel_on_disconnect` is WebSocket-only and, in
+    /// its default scope, covers the orders of that connection; this gateway
+    /// sends its orders over HTTP (see [`ergon_venues::deribit`]'s switch
+    /// frames).
+    fn switch_unavailable(&self) -> Option<crate::protection::Unavailable> {
+        Some(crate::protection::Unavailable::OtherConnection)
     }
 }
 

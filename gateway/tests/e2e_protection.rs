@@ -8,9 +8,16 @@
 //!    venue's clock is jumped past the countdown (`Server::advance_clock`), not
 //!    waited out: Binance USD-M's shortest timeout is 60 s (its adapter's doc).
 //!    Half a second before the countdown's end every quote still rests.
+//!    Restarted on the same journal, the gateway answers the strategy's own
+//!    open-orders call with none of the killed quotes (the call listed all three
+//!    before the kill).
 //! 2. A clean SIGTERM: every open order cancelled, then the switch disarmed.
 //! 3. `--protection required` on a venue without a switch (Binance Spot) refuses
 //!    to start with a clear message; `auto` warns in one line and serves.
+//! 4. The same where the venue's switch cannot cover the gateway's orders, with
+//!    the reason in the message and in `--stats` (`why=`): Bybit's DCP refused
+//!    for the account (the emulator's default), Bybit's DCP window taken (only a
+//!    private WebSocket subscribed to `dcp` would arm it).
 
 #[path = "common/proc.rs"]
 mod proc;
@@ -111,16 +118,44 @@ fn order(symbol: Symbol<'_>, id: ClientOrderId) -> NewOrder<'_> {
     }
 }
 
-/// Attaches and places `n` quotes; returns once the venue took each.
-fn quote(gw: &str, symbol: &str, n: u64) -> ShmClient {
+/// Attaches as the strategy `mm`.
+fn attach(gw: &str) -> ShmClient {
     let until = Instant::now() + Duration::from_secs(20);
-    let mut c = loop {
+    loop {
         match ShmClient::attach(gw, "mm", false) {
             Ok(c) => break c,
             Err(e) if Instant::now() > until => panic!("attach: {e}"),
             Err(_) => std::thread::sleep(Duration::from_millis(20)),
         }
-    };
+    }
+}
+
+/// The client's own open client order ids, from its open-orders call.
+fn own_open(c: &mut ShmClient, symbol: &str, tag: u64) -> Vec<String> {
+    let symbol = Symbol::new(symbol).expect("symbol");
+    c.submit(&Call::OpenOrders(Some(symbol)), Class::Normal, tag)
+        .expect("submit");
+    let until = Instant::now() + Duration::from_secs(20);
+    loop {
+        assert!(Instant::now() < until, "no answer to the open-orders call");
+        c.wait(100);
+        while let Some((ev, body)) = c.poll() {
+            if ev.is_final() && ev.tag() == tag {
+                assert_eq!(ev, ShmEvent::Applied { tag }, "open orders");
+                return String::from_utf8_lossy(body)
+                    .lines()
+                    .filter(|l| !l.is_empty())
+                    .map(str::to_string)
+                    .collect();
+            }
+        }
+    }
+}
+
+/// Attaches and places `n` quotes; returns once the venue took each.
+fn quote(gw: &str, symbol: &str, n: u64) -> ShmClient {
+    let until = Instant::now() + Duration::from_secs(20);
+    let mut c = attach(gw);
     let symbol = Symbol::new(symbol).expect("symbol");
     for i in 1..=n {
         let id = c.next_client_order_id().expect("id");
@@ -192,8 +227,21 @@ fn killed(v: Venue) {
         "{text}"
     );
 
-    let _c = quote(&name, v.symbol, 3);
+    let mut c = quote(&name, v.symbol, 3);
     assert_eq!(open(&s), 3);
+    // The client's own open-orders call lists the three quotes while they rest.
+    let quotes: Vec<String> = s
+        .orders()
+        .iter()
+        .filter(|o| o.status == "NEW")
+        .map(|o| o.client_id.clone())
+        .collect();
+    let mut listed = own_open(&mut c, v.symbol, 90);
+    listed.sort();
+    let mut expected = quotes.clone();
+    expected.sort();
+    assert_eq!(listed, expected);
+    drop(c);
     gw.child.kill().expect("kill");
     gw.child.wait().expect("wait");
     // From here the venue's clock is jumped, not waited out: its countdown
@@ -222,6 +270,20 @@ fn killed(v: Venue) {
         s.orders()
     );
     assert_eq!(s.report().switch_fires, 1);
+    // Restarted on the same journal: the strategy asks for its open orders (the
+    // earlier life's ids are its own) and learns that none of the killed quotes
+    // rests, as the emulator's book says.
+    let gw = gateway(&s, v, &name);
+    let mut c = attach(&name);
+    let listed = own_open(&mut c, v.symbol, 91);
+    assert!(
+        listed.iter().all(|id| !quotes.contains(id)),
+        "a killed quote still listed: {listed:?}"
+    );
+    assert!(listed.is_empty(), "{listed:?}");
+    assert_eq!(open(&s), 0, "{:?}", s.orders());
+    drop(c);
+    drop(gw);
     let _ = std::fs::remove_file(journal(&name));
     // A killed gateway leaves its --stats line behind, as it leaves its journal.
     let dir = std::path::Path::new("/dev/shm");
@@ -372,4 +434,74 @@ fn the_switchs_state_reaches_the_metrics_and_health() {
     let health = get(&addr, "/health");
     assert!(health.starts_with("HTTP/1.1 200"), "{health}");
     gw.child.kill().expect("kill");
+}
+
+/// `--protection required` refuses to start with `message`; `auto` serves with
+/// one warning line saying `message`, and `--stats` shows the switch unavailable
+/// and why.
+fn unavailable(s: &Server, venue: &str, test: &str, message: &str, why: &str) {
+    let name = unique(test);
+    let o = command(s, venue, &name, "required").output().expect("run");
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("ergon-gateway: --protection required: ") && err.contains(message),
+        "{err}"
+    );
+    let mut child = command(s, venue, &name, "auto")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let mut out = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut line = String::new();
+    out.read_line(&mut line).expect("read");
+    assert_eq!(line.trim(), format!("ready {name}"));
+    let stats = Command::new(env!("CARGO_BIN_EXE_ergon-gateway"))
+        .args(["--stats", "--name", &name, "--once"])
+        .output()
+        .expect("stats");
+    let text = String::from_utf8_lossy(&stats.stdout);
+    assert!(
+        text.contains("protection unavailable ") && text.contains(&format!(" why={why}")),
+        "{text}"
+    );
+    assert!(!text.contains("armed_until_ms="), "{text}");
+    let _ = child.kill();
+    let _ = child.wait();
+    let mut err = String::new();
+    let _ = std::io::Read::read_to_string(&mut child.stderr.take().expect("stderr"), &mut err);
+    let warnings: Vec<&str> = err.lines().filter(|l| l.contains("warning")).collect();
+    assert_eq!(warnings.len(), 1, "{err}");
+    assert!(warnings[0].contains(message), "{err}");
+    let _ = std::fs::remove_file(journal(&name));
+}
+
+#[test]
+fn bybit_dcp_refused_for_the_account_is_unavailable() {
+    let s = Server::start(Config::bybit()).expect("emulator");
+    assert!(!s.config().bybit_dcp);
+    unavailable(
+        &s,
+        "bybit",
+        "dms-bybit-off",
+        "the venue refused its cancel-on-disconnect switch for this account",
+        "refused",
+    );
+}
+
+#[test]
+fn bybit_dcp_taken_but_without_its_websocket_is_unavailable() {
+    let s = Server::start(Config {
+        bybit_dcp: true,
+        ..Config::bybit()
+    })
+    .expect("emulator");
+    unavailable(
+        &s,
+        "bybit",
+        "dms-bybit-on",
+        "fires only when a connection of its own closes",
+        "other-connection",
+    );
 }

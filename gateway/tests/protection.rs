@@ -5,7 +5,9 @@
 //! lapse is counted against its 10 a day.
 
 use ergon_core::{Budget, Class, Part};
-use ergon_gateway::protection::{Due, Mode, Note, Protection, State, AT_RISK_MARGIN_NS};
+use ergon_gateway::protection::{
+    Due, Mode, Note, Protection, ProtectionError, State, Unavailable, AT_RISK_MARGIN_NS,
+};
 use ergon_venues::adapt::{Clock, Venue};
 use ergon_venues::binance_futures::{self, BinanceFutures};
 use ergon_venues::binance_spot;
@@ -227,4 +229,197 @@ fn hyperliquid_is_refreshed_well_before_its_time_and_a_lapse_is_counted() {
     assert!(now >= until);
     assert_eq!(p.stats().lapses, 1);
     assert_eq!(p.fires_left(), Some(9));
+}
+
+fn bybit() -> ergon_venues::bybit::Bybit {
+    let mut b = Budget::builder();
+    let clock = Clock::anchor(0, 1_700_000_000_000);
+    let auth = ergon_venues::bybit::Auth::new("key-1", b"secret-1", 5000).unwrap();
+    ergon_venues::bybit::Bybit::new(&mut b, clock, ergon_venues::bybit::Config::default())
+        .unwrap()
+        .with_auth(auth)
+}
+
+/// Bybit's DCP window call, answered from the adapter's fixtures: a taken window
+/// arms nothing (only a private WebSocket subscribed to `dcp` does, which the
+/// gateway does not hold), and a refusal means the account has none; either
+/// way the switch is unavailable, said why, never armed, and never asked again.
+#[test]
+fn bybit_dcp_is_unavailable_whether_its_window_is_taken_or_refused() {
+    let v = bybit();
+    let read = |case: &str| {
+        let path = fixtures().join("bybit/switch").join(format!("{case}.http"));
+        let file = HttpFile::parse(&std::fs::read(path).unwrap()).unwrap();
+        file.with_response(|r| v.read_switch(r))
+    };
+    for (case, why) in [
+        ("configured", Unavailable::OtherConnection),
+        ("refused_10005", Unavailable::Refused),
+    ] {
+        let mut p = Protection::new(Mode::Auto, Some(v.switch_spec()), None, 0).unwrap();
+        assert_eq!(p.timeout_ms(), 10_000, "the venue's default window");
+        assert_eq!(p.poll_send(0), Some(Due::Arm));
+        p.on_sent(Due::Arm, 0);
+        p.on_answer(Some(read(case)), 200 * MS);
+        assert_eq!(p.state(), State::Unavailable, "{case}");
+        assert_eq!(p.why(), Some(why), "{case}");
+        assert_eq!(p.armed_until_ns(), None);
+        assert!(p
+            .line(SEC)
+            .starts_with(&format!("protection unavailable why={}", why.as_str())));
+        // An hour later: nothing was sent again, nothing was told the strategy.
+        let mut now = 200 * MS;
+        for _ in 0..1_000 {
+            p.handle_timeout(now);
+            assert_eq!(p.poll_send(now), None, "{case} at {} ms", now / MS);
+            assert_eq!(p.poll_note(), None);
+            now = p
+                .poll_timeout()
+                .unwrap_or(now + 3600 * SEC / 1_000)
+                .max(now + MS);
+        }
+        assert!(now >= 3600 * SEC);
+        assert_eq!(p.stats().armed, 0);
+    }
+    // A throttled answer says nothing: asked again.
+    let mut p = Protection::new(Mode::Auto, Some(v.switch_spec()), None, 0).unwrap();
+    p.on_sent(Due::Arm, 0);
+    p.on_answer(Some(read("rate_10006")), 0);
+    assert_eq!(p.state(), State::Arming);
+    assert!(p.poll_send(2 * SEC).is_some());
+    // Required: nothing it can arm.
+    assert_eq!(
+        Protection::unavailable(Mode::Required, Unavailable::OtherConnection).unwrap_err(),
+        ProtectionError::Unavailable(Unavailable::OtherConnection)
+    );
+}
+
+/// Deribit's cancel-on-disconnect covers the orders of the WebSocket that enabled
+/// it; the gateway sends Deribit's orders over HTTP, so it is unavailable, said
+/// why, and `--protection required` is refused, whatever the venue would answer.
+#[test]
+fn deribit_is_unavailable_for_the_gateways_http_orders() {
+    let mut b = Budget::builder();
+    let d = ergon_venues::deribit::Deribit::new(
+        &mut b,
+        Clock::anchor(0, 1_700_000_000_000),
+        ergon_venues::deribit::Config::default(),
+    )
+    .unwrap();
+    let p = Protection::for_account(Mode::Auto, &d, None, 0).unwrap();
+    assert_eq!(p.state(), State::Unavailable);
+    assert_eq!(p.why(), Some(Unavailable::OtherConnection));
+    assert_eq!(p.poll_timeout(), None, "nothing is ever sent");
+    assert!(p
+        .not_armed()
+        .contains("fires only when a connection of its own closes"));
+    assert_eq!(
+        Protection::for_account(Mode::Required, &d, None, 0).unwrap_err(),
+        ProtectionError::Unavailable(Unavailable::OtherConnection)
+    );
+    let off = Protection::for_account(Mode::Off, &d, None, 0).unwrap();
+    assert_eq!(off.state(), State::Off);
+}
+
+/// Hyperliquid's switch over a link that delivers each arm but no refresh (the
+/// worst case: every arm lapses), for two days on jumped time: each fire is
+/// counted against its UTC day and told the strategy; a re-arm waits one timeout
+/// after a fire, doubled with each fire of the day; no arm goes out once the
+/// day's ten are spent, until 00:00 UTC, when the count starts again.
+#[test]
+fn hyperliquid_fires_are_counted_per_utc_day_and_never_spent_in_a_loop() {
+    // Monotonic 0 is 2023-11-14 22:13:20 UTC: the first day ends 6,400 s in.
+    let clock = Clock::anchor(0, 1_700_000_000_000);
+    let day_of = |ns: i64| clock.utc_ms(ns).div_euclid(86_400_000);
+    let mut p = Protection::new(Mode::Auto, Some(hyperliquid_spec()), None, 0)
+        .unwrap()
+        .with_clock(clock);
+    let timeout = i64::from(p.timeout_ms()) * MS;
+    assert_eq!(timeout, 60 * SEC);
+    let armed = SwitchAnswer::Armed {
+        trigger_utc_ms: None,
+    };
+    let mut now = 0;
+    let mut pending: Option<(i64, bool)> = None; // (answer at, armed?)
+    let mut fires: Vec<i64> = Vec::new(); // deadline of each fire
+    let mut arms_after_fire: Vec<i64> = Vec::new();
+    let mut fired_notes = 0;
+    let mut last_fires_today = 0;
+    while now < 48 * 3600 * SEC {
+        if let Some((at, ok)) = pending {
+            if now >= at {
+                pending = None;
+                p.on_answer(ok.then_some(armed), now);
+            }
+        }
+        let before = p.state();
+        let until = p.armed_until_ns();
+        p.handle_timeout(now);
+        if p.state() == State::Fired && before != State::Fired {
+            fires.push(until.unwrap());
+            let today = p.stats().fires_today;
+            assert!(today == last_fires_today + 1 || today == 1, "{today}");
+            last_fires_today = today;
+        }
+        if let Some(due) = p.poll_send(now) {
+            assert_eq!(due, Due::Arm);
+            // An arm (not a refresh) goes through; refreshes are lost.
+            let is_arm = matches!(p.state(), State::Fired | State::Arming);
+            if p.state() == State::Fired {
+                arms_after_fire.push(now);
+                assert_ne!(p.fires_left(), Some(0), "armed with the day's count spent");
+            }
+            p.on_sent(due, now);
+            pending = Some(if is_arm {
+                (now + 300 * MS, true)
+            } else {
+                (now + 2 * SEC, false)
+            });
+        }
+        while let Some(n) = p.poll_note() {
+            fired_notes += usize::from(n == Note::Fired);
+        }
+        let next = [p.poll_timeout(), pending.map(|(at, _)| at)]
+            .into_iter()
+            .flatten()
+            .min()
+            .unwrap_or(now + SEC);
+        now = next.max(now + MS);
+    }
+    assert_eq!(fired_notes, fires.len(), "each fire told");
+    assert_eq!(p.stats().lapses as usize, fires.len());
+    // Per UTC day: at most ten, and the spent count is what stopped it (the
+    // back-off alone would not).
+    let mut per_day = std::collections::BTreeMap::new();
+    for f in &fires {
+        *per_day.entry(day_of(*f)).or_insert(0u32) += 1;
+    }
+    assert_eq!(per_day.len(), 3, "{per_day:?}");
+    assert!(per_day.values().all(|n| *n <= 10), "{per_day:?}");
+    assert_eq!(per_day[&(day_of(0) + 1)], 10, "{per_day:?}");
+    // The back-off: the k-th fire of a day is followed by a re-arm no sooner
+    // than k doublings of the timeout.
+    for (i, f) in fires.iter().enumerate() {
+        let k = fires[..=i]
+            .iter()
+            .filter(|g| day_of(**g) == day_of(*f))
+            .count() as u32;
+        if let Some(a) = arms_after_fire.iter().find(|a| **a > *f) {
+            assert!(
+                *a - f >= timeout << (k - 1),
+                "fire {k} of its day at {} s, re-armed {} s later",
+                f / SEC,
+                (*a - f) / SEC
+            );
+        }
+    }
+    // The tenth fire of the second day: nothing until the third day's 00:00.
+    let tenth = fires
+        .iter()
+        .filter(|f| day_of(**f) == day_of(0) + 1)
+        .nth(9)
+        .unwrap();
+    let next_arm = arms_after_fire.iter().find(|a| *a > tenth).unwrap();
+    assert!(day_of(*next_arm) == day_of(0) + 2, "re-armed the same day");
+    assert!(p.line(now).contains(" fires_left="), "{}", p.line(now));
 }

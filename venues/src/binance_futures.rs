@@ -515,6 +515,7 @@ impl crate::switch::Switch for BinanceFutures {
             refresh_div: 4,
             fires_per_day: None,
             scope: crate::switch::Scope::Symbol,
+            arms: crate::switch::Arms::Call,
         }
     }
 

@@ -55,6 +55,30 @@ const SEC: i64 = 1_000 * MS;
 /// "Wait for at least 10 minutes. The ban will be lifted automatically."
 pub const BAN_NS: i64 = 600 * SEC;
 
+/// `POST /v5/order/disconnected-cancel-all`: sets the DCP window ([`Bybit`]'s
+/// `Switch` impl).
+pub const DCP_PATH: &str = "/v5/order/disconnected-cancel-all";
+
+/// The private WebSocket's DCP topic for the product of a category (`dcp.future`
+/// for `linear` and `inverse`, `dcp.spot`, `dcp.option`): the connection that
+/// subscribes to it is the one whose loss fires DCP.
+pub fn dcp_topic(category: &str) -> &'static str {
+    match category {
+        "spot" => "dcp.spot",
+        "option" => "dcp.option",
+        _ => "dcp.future",
+    }
+}
+
+/// The DCP `product` of a category (`DERIVATIVES` for `linear` and `inverse`).
+fn dcp_product(category: &str) -> &'static str {
+    match category {
+        "spot" => "SPOT",
+        "option" => "OPTIONS",
+        _ => "DERIVATIVES",
+    }
+}
+
 /// Per-UID limits of the endpoints an adapter uses, requests (orders, for batch
 /// endpoints) per rolling second; the IP limit per 5 s.
 #[derive(Clone, Copy, Debug)]
@@ -249,29 +273,43 @@ impl Bybit {
         Ok(self.clock.now_ns_at(ts.saturating_add(auth.recv_window_ms)))
     }
 
-    /// A signed POST of the JSON body `body` writes to `path`.
+    /// A signed POST of the JSON body `body` writes to `path`, after `category`.
     fn post<'p>(
         &self,
-        mut w: Writer<'p>,
+        w: Writer<'p>,
         path: &str,
         kind: Request<'static>,
         now: i64,
         body: impl FnOnce(&mut Writer<'_>) -> Result<(), Error>,
     ) -> Result<&'p Prepared, Error> {
+        let (w, deadline) = self.signed_json(w, path, now, |w| {
+            w.json(&mut true, "category", self.category);
+            body(w)
+        })?;
+        w.finish(self, kind, Method::Post, deadline)
+    }
+
+    /// Writes and signs a POST of the JSON object whose members `members` writes
+    /// to `path`; returns the writer to finish and the deadline.
+    fn signed_json<'p>(
+        &self,
+        mut w: Writer<'p>,
+        path: &str,
+        now: i64,
+        members: impl FnOnce(&mut Writer<'_>) -> Result<(), Error>,
+    ) -> Result<(Writer<'p>, i64), Error> {
         w.open();
         w.s(path);
         w.close_target();
         w.open();
         w.s("{");
-        let mut first = true;
-        w.json(&mut first, "category", self.category);
-        body(&mut w)?;
+        members(&mut w)?;
         w.s("}");
         w.close_body();
         let at = w.body_span();
         let deadline = self.sign(&mut w, at, now)?;
         w.header("Content-Type", b"application/json")?;
-        w.finish(self, kind, Method::Post, deadline)
+        Ok((w, deadline))
     }
 
     /// A GET of `path` with the query `query` writes after `category=...`; signed
@@ -807,6 +845,108 @@ impl Endpoints for Bybit {
             Some((10000 | 10016 | 170007 | 170146, _)) | Some((0, None)) | None => Placed::Unknown,
             Some(_) => Placed::Refused,
         }
+    }
+}
+
+/// **DCP (Disconnect Cancel All): a window, not a countdown.** `POST
+/// /v5/order/disconnected-cancel-all` (`product` `OPTIONS` by default,
+/// `DERIVATIVES` or `SPOT`; `timeWindow` 3 to 300 s, an integer) sets how long
+/// after the account's private WebSockets subscribed to the DCP topic
+/// (`dcp.future`, `dcp.spot`, `dcp.option`; [`dcp_topic`]) have all gone
+/// that every active order of the product is cancelled. The answer carries
+/// nothing but `retCode` 0 ("Response Parameters: None"); it takes effect after
+/// "a certain time" (query or set again after 10 s). It must be enabled for the
+/// account by Bybit (the client manager; institutional clients only); the API
+/// neither turns it on nor off. The window is per product and account-wide: it
+/// sets the window of every process trading the account.
+///
+/// So [`Switch::arm`](crate::switch::Switch::arm) sets the window and
+/// [`Switch::read_switch`](crate::switch::Switch::read_switch) reads a taken
+/// window as [`SwitchAnswer::Configured`](crate::switch::SwitchAnswer::Configured),
+/// never as armed: what arms it is a live private WebSocket subscribed to the
+/// topic, which the caller must hold itself. A refresh is the same call (nothing
+/// to refresh: the connection's heartbeat keeps it), and there is no disarm
+/// ([`Error::Unsupported`]). Bybit documents no error code for an account
+/// without DCP; the reader takes the documented permission codes (10003, 10005,
+/// 10007, 10010, 10028) as [`Refusal::NotAllowed`](crate::switch::Refusal::NotAllowed)
+/// and 10001 (a parameter: the window) as
+/// [`Refusal::Timeout`](crate::switch::Refusal::Timeout). The rate-limit page
+/// lists no limit of its own for the call: it is charged to the IP's 600 per
+/// 5 s only, and sent once, before any order.
+///
+/// Sources: <https://bybit-exchange.github.io/docs/v5/order/dcp>,
+/// <https://bybit-exchange.github.io/docs/v5/websocket/private/dcp>,
+/// <https://bybit-exchange.github.io/docs/v5/account/dcp-info>,
+/// <https://bybit-exchange.github.io/docs/v5/error> (checked 2026-12-02).
+impl crate::switch::Switch for Bybit {
+    fn switch_spec(&self) -> crate::switch::SwitchSpec {
+        crate::switch::SwitchSpec {
+            min_timeout_ms: 3_000,
+            max_timeout_ms: 300_000,
+            // The venue's default window.
+            default_timeout_ms: 10_000,
+            refresh_div: 1,
+            fires_per_day: None,
+            scope: crate::switch::Scope::Account,
+            arms: crate::switch::Arms::Connection,
+        }
+    }
+
+    fn arm<'p>(
+        &mut self,
+        out: &'p mut Prepared,
+        _symbol: Symbol<'_>,
+        timeout_ms: u32,
+        now: i64,
+    ) -> Result<&'p Prepared, Error> {
+        let w = Writer::start(out);
+        if !self.switch_spec().takes(timeout_ms) || timeout_ms % 1000 != 0 {
+            return Err(Error::BadArgument("timeWindow (3..=300 s, whole seconds)"));
+        }
+        let product = dcp_product(self.category);
+        let (w, deadline) = self.signed_json(w, DCP_PATH, now, |w| {
+            w.json(&mut true, "product", product);
+            w.s(",\"timeWindow\":");
+            w.int(i64::from(timeout_ms / 1000));
+            Ok(())
+        })?;
+        let mut parts = Parts::new();
+        parts.push(Part::new(self.ip, 0));
+        parts.push(Part::new(self.ip_5s, 1));
+        w.finish_with(parts, Request::Read(0), Method::Post, deadline)
+    }
+
+    /// There is none: only Bybit turns DCP off.
+    fn disarm<'p>(
+        &mut self,
+        _out: &'p mut Prepared,
+        _symbol: Symbol<'_>,
+        _now: i64,
+    ) -> Result<&'p Prepared, Error> {
+        Err(Error::Unsupported)
+    }
+
+    fn read_switch(&self, answer: &Response<'_>) -> crate::switch::SwitchAnswer {
+        use crate::switch::{coded, Refusal, SwitchAnswer};
+        let Some((_, code)) = coded(answer, "retCode") else {
+            return SwitchAnswer::Unknown;
+        };
+        match code {
+            0 if (200..=299).contains(&answer.status) => SwitchAnswer::Configured,
+            // Timeout, the time window, rate limits, a busy server: nothing
+            // about DCP.
+            0 | 10000 | 10002 | 10006 | 10016 | 10018 | 10429 => SwitchAnswer::Unknown,
+            10001 => SwitchAnswer::Refused(Refusal::Timeout),
+            10003 | 10005 | 10007 | 10010 | 10028 => SwitchAnswer::Refused(Refusal::NotAllowed),
+            c => SwitchAnswer::Refused(Refusal::Code(c)),
+        }
+    }
+
+    fn switch_guards(&self) -> ArrayVec<BucketId, { crate::switch::MAX_GUARDS }> {
+        let mut g = ArrayVec::new();
+        g.push(self.ip);
+        g.push(self.ip_5s);
+        g
     }
 }
 

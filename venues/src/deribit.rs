@@ -567,6 +567,133 @@ impl Endpoints for Deribit {
     }
 }
 
+/// **Cancel on disconnect: WebSocket only, per connection.**
+/// `private/enable_cancel_on_disconnect` and `private/disable_cancel_on_disconnect`
+/// (`scope`: `connection`, the default, or `account`) and `public/set_heartbeat`
+/// (`interval`, seconds, not less than 10) are WebSocket-only ("Attempting to use
+/// it via REST/HTTP will result in an error response"). Once enabled, the orders
+/// created over that connection are cancelled when it closes: a TCP close, 10
+/// minutes without traffic, or a heartbeat the client does not answer (a
+/// `test_request` it must answer with `public/test`); a graceful
+/// `private/logout` does not trigger it. It "does not affect orders created by
+/// other connections"; on the `account` scope, every connection opened from then
+/// on starts with it enabled. Each answers `"result":"ok"`.
+///
+/// So it cannot cover orders sent over HTTP, which is how this adapter's
+/// [`Endpoints`] go: these frames serve a WebSocket order lane (see the README's
+/// switch table), and [`CodCall::read`] reads their answers.
+///
+/// Sources (checked 2026-12-02):
+/// <https://docs.deribit.com/api-reference/session-management/private-enable_cancel_on_disconnect>,
+/// <https://docs.deribit.com/api-reference/session-management/private-disable_cancel_on_disconnect>,
+/// <https://docs.deribit.com/api-reference/session-management/public-set_heartbeat>,
+/// <https://docs.deribit.com/articles/json-rpc-overview> ("subscriptions and
+/// cancel on disconnect are not supported" over HTTP).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CodCall {
+    /// `private/enable_cancel_on_disconnect`.
+    Enable(CodScope),
+    /// `private/disable_cancel_on_disconnect`.
+    Disable(CodScope),
+    /// `public/set_heartbeat`, the interval in seconds (at least
+    /// [`MIN_HEARTBEAT_S`]).
+    Heartbeat(u32),
+}
+
+/// Where a cancel-on-disconnect change applies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CodScope {
+    /// The connection the frame is sent over (the venue's default).
+    Connection,
+    /// The account: every connection opened from then on.
+    Account,
+}
+
+/// The shortest heartbeat interval `public/set_heartbeat` takes, s.
+pub const MIN_HEARTBEAT_S: u32 = 10;
+
+/// A JSON-RPC text frame, written without allocating.
+pub type Frame = arrayvec::ArrayString<160>;
+
+impl CodCall {
+    /// The call as a JSON-RPC text frame with request `id`. The private calls
+    /// need a connection already authenticated (`public/auth` over it).
+    pub fn frame(self, id: u64) -> Result<Frame, Error> {
+        use core::fmt::Write;
+        let mut f = Frame::new();
+        let (method, params) = match self {
+            CodCall::Enable(scope) => ("private/enable_cancel_on_disconnect", scope),
+            CodCall::Disable(scope) => ("private/disable_cancel_on_disconnect", scope),
+            CodCall::Heartbeat(s) if s < MIN_HEARTBEAT_S => {
+                return Err(Error::BadArgument("interval (at least 10 s)"))
+            }
+            CodCall::Heartbeat(s) => {
+                let _ = write!(
+                    f,
+                    r#"{{"jsonrpc":"2.0","id":{id},"method":"public/set_heartbeat","params":{{"interval":{s}}}}}"#
+                );
+                return Ok(f);
+            }
+        };
+        let scope = match params {
+            CodScope::Connection => "connection",
+            CodScope::Account => "account",
+        };
+        let _ = write!(
+            f,
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":{{"scope":"{scope}"}}}}"#
+        );
+        Ok(f)
+    }
+
+    /// Reads the venue's answer `frame` to this call sent with request `id`:
+    /// enabled on this connection is armed (it fires when the connection
+    /// closes); enabled on the account, or a heartbeat set, is configured (it arms
+    /// connections, none in particular); disabled is disarmed. An error that says
+    /// nothing about the call (the credit pools, a retry, the venue busy) or an
+    /// answer to another id is unknown.
+    pub fn read(self, id: u64, frame: &[u8]) -> crate::switch::SwitchAnswer {
+        use crate::switch::{Refusal, SwitchAnswer};
+        let Ok(v) = json::parse(frame) else {
+            return SwitchAnswer::Unknown;
+        };
+        let answers = v
+            .get("id")
+            .ok()
+            .flatten()
+            .and_then(|i| i.as_u64().ok())
+            .is_some_and(|i| i == id);
+        if !answers {
+            return SwitchAnswer::Unknown;
+        }
+        if let Some(code) = error_code(v) {
+            return match code {
+                10028 | 10040 | 10041 | 10047 | 10066 | 11051 | 11094 | 13028 | 13888 => {
+                    SwitchAnswer::Unknown
+                }
+                // Not authorized, bad credentials, forbidden (the key's scope).
+                13004 | 13009 | 13021 => SwitchAnswer::Refused(Refusal::NotAllowed),
+                c => SwitchAnswer::Refused(Refusal::Code(c)),
+            };
+        }
+        let ok = v
+            .get("result")
+            .ok()
+            .flatten()
+            .is_some_and(|r| r.str_eq("ok").unwrap_or(false));
+        match (ok, self) {
+            (false, _) => SwitchAnswer::Unknown,
+            (true, CodCall::Enable(CodScope::Connection)) => SwitchAnswer::Armed {
+                trigger_utc_ms: None,
+            },
+            (true, CodCall::Enable(CodScope::Account) | CodCall::Heartbeat(_)) => {
+                SwitchAnswer::Configured
+            }
+            (true, CodCall::Disable(_)) => SwitchAnswer::Disarmed,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

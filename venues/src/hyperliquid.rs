@@ -994,6 +994,7 @@ pub const SWITCH_SPEC: crate::switch::SwitchSpec = crate::switch::SwitchSpec {
     refresh_div: 4,
     fires_per_day: Some(10),
     scope: crate::switch::Scope::Account,
+    arms: crate::switch::Arms::Call,
 };
 
 /// The shortest timeout the endpoint takes: the venue's is 5 s, but

@@ -702,6 +702,7 @@ impl crate::switch::Switch for KrakenFutures {
             refresh_div: 4,
             fires_per_day: None,
             scope: crate::switch::Scope::Account,
+            arms: crate::switch::Arms::Call,
         }
     }
 
@@ -760,22 +761,7 @@ impl crate::switch::Switch for KrakenFutures {
         if !said("success") || !(200..=299).contains(&answer.status) {
             return SwitchAnswer::Unknown;
         }
-        match v.path("status.triggerTime").ok().flatten() {
-            Some(t) if t.str_eq("0").unwrap_or(false) => SwitchAnswer::Disarmed,
-            Some(t) => {
-                let mut buf = [0u8; 40];
-                match t.decode_str(&mut buf).ok().map(str::as_bytes) {
-                    Some(text) => match adapt::rfc3339_ms(text) {
-                        Some(ms) => SwitchAnswer::Armed {
-                            trigger_utc_ms: Some(ms),
-                        },
-                        None => SwitchAnswer::Unknown,
-                    },
-                    None => SwitchAnswer::Unknown,
-                }
-            }
-            None => SwitchAnswer::Unknown,
-        }
+        crate::switch::rfc3339_trigger(v.path("status.triggerTime").ok().flatten())
     }
 
     fn switch_guards(&self) -> ArrayVec<BucketId, { crate::switch::MAX_GUARDS }> {

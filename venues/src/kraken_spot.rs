@@ -1047,6 +1047,7 @@ impl crate::switch::Switch for KrakenSpot {
             refresh_div: 4,
             fires_per_day: None,
             scope: crate::switch::Scope::Account,
+            arms: crate::switch::Arms::Call,
         }
     }
 
@@ -1104,23 +1105,7 @@ impl crate::switch::Switch for KrakenSpot {
                 }
             }
             Ok(None) if (200..=299).contains(&answer.status) => {
-                let trigger = v.path("result.triggerTime").ok().flatten();
-                match trigger {
-                    Some(t) if t.str_eq("0").unwrap_or(false) => SwitchAnswer::Disarmed,
-                    Some(t) => {
-                        let mut buf = [0u8; 40];
-                        match t.decode_str(&mut buf) {
-                            Ok(text) => match adapt::rfc3339_ms(text.as_bytes()) {
-                                Some(ms) => SwitchAnswer::Armed {
-                                    trigger_utc_ms: Some(ms),
-                                },
-                                None => SwitchAnswer::Unknown,
-                            },
-                            Err(_) => SwitchAnswer::Unknown,
-                        }
-                    }
-                    None => SwitchAnswer::Unknown,
-                }
+                crate::switch::rfc3339_trigger(v.path("result.triggerTime").ok().flatten())
             }
             _ => SwitchAnswer::Unknown,
         }

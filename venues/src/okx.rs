@@ -838,6 +838,7 @@ impl crate::switch::Switch for Okx {
             refresh_div: 4,
             fires_per_day: None,
             scope: crate::switch::Scope::Account,
+            arms: crate::switch::Arms::Call,
         }
     }
 
@@ -866,17 +867,12 @@ impl crate::switch::Switch for Okx {
     }
 
     fn read_switch(&self, answer: &Response<'_>) -> crate::switch::SwitchAnswer {
-        use crate::switch::{int_field, Refusal, SwitchAnswer};
-        let Ok(v) = json::parse(answer.body) else {
+        use crate::switch::{coded, int_field, Refusal, SwitchAnswer};
+        let Some((v, code)) = coded(answer, "code") else {
             return SwitchAnswer::Unknown;
         };
-        let code = v
-            .get("code")
-            .ok()
-            .flatten()
-            .and_then(|c| c.parse_i64().ok());
         match code {
-            Some(0) if (200..=299).contains(&answer.status) => {
+            0 if (200..=299).contains(&answer.status) => {
                 let first = v.path("data[0]").ok().flatten();
                 match first.and_then(|d| int_field(d, "triggerTime")) {
                     Some(0) => SwitchAnswer::Disarmed,
@@ -892,15 +888,13 @@ impl crate::switch::Switch for Okx {
                 }
             }
             // Throttled, busy, clock: the answer says nothing about the switch.
-            Some(50011 | 50040 | 50061 | 50001 | 50004 | 50013 | 50026 | 50102) => {
-                SwitchAnswer::Unknown
-            }
+            50011 | 50040 | 50061 | 50001 | 50004 | 50013 | 50026 | 50102 => SwitchAnswer::Unknown,
             // 51000: parameter error (the timeout); 50014: a parameter empty.
-            Some(51000 | 50014) => SwitchAnswer::Refused(Refusal::Timeout),
+            51000 | 50014 => SwitchAnswer::Refused(Refusal::Timeout),
             // 50120/50121: the key's permission; 51071: too many tag-level CAAs.
-            Some(50120 | 50121 | 51071) => SwitchAnswer::Refused(Refusal::NotAllowed),
-            Some(c) if c != 0 => SwitchAnswer::Refused(Refusal::Code(c)),
-            _ => SwitchAnswer::Unknown,
+            50120 | 50121 | 51071 => SwitchAnswer::Refused(Refusal::NotAllowed),
+            0 => SwitchAnswer::Unknown,
+            c => SwitchAnswer::Refused(Refusal::Code(c)),
         }
     }
 

@@ -66,6 +66,20 @@ pub struct SwitchSpec {
     pub fires_per_day: Option<u32>,
     /// What it cancels.
     pub scope: Scope,
+    /// What arms it.
+    pub arms: Arms,
+}
+
+/// What arms a venue's switch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Arms {
+    /// The call: a countdown that each refresh restarts (every venue but Bybit).
+    Call,
+    /// A connection of the venue's own: the call only sets the window, and the
+    /// switch fires when every connection subscribed as the venue documents has
+    /// closed (Bybit DCP: private WebSockets subscribed to `dcp`). A caller that
+    /// holds no such connection has no switch, whatever the call answers.
+    Connection,
 }
 
 impl SwitchSpec {
@@ -111,6 +125,11 @@ pub enum SwitchAnswer {
     Disarmed,
     /// Refused: the previous state stands.
     Refused(Refusal),
+    /// The venue took the setting, but nothing is armed by it: the switch fires
+    /// only when a connection of its own closes (Bybit's DCP window: every
+    /// private WebSocket subscribed to `dcp` must be gone). A caller that holds no
+    /// such connection has no switch.
+    Configured,
     /// The answer does not say (a throttle, a 5xx, a body that cannot be read):
     /// treat the switch as it was, and send again when the budget allows.
     Unknown,
@@ -163,6 +182,36 @@ pub trait Switch {
     /// counts the call on (its IP gate, its shared weight limit), besides the
     /// `switch` bucket its parts charge.
     fn switch_guards(&self) -> ArrayVec<BucketId, MAX_GUARDS>;
+}
+
+/// Reads a `triggerTime` that is `"0"` (disarmed) or an RFC 3339 date-time
+/// (armed until then), as both Kraken APIs write it; anything else says nothing.
+pub(crate) fn rfc3339_trigger(t: Option<json::Value<'_>>) -> SwitchAnswer {
+    let Some(t) = t else {
+        return SwitchAnswer::Unknown;
+    };
+    if t.str_eq("0").unwrap_or(false) {
+        return SwitchAnswer::Disarmed;
+    }
+    let mut buf = [0u8; 40];
+    let ms = t
+        .decode_str(&mut buf)
+        .ok()
+        .and_then(|text| crate::adapt::rfc3339_ms(text.as_bytes()));
+    match ms {
+        Some(ms) => SwitchAnswer::Armed {
+            trigger_utc_ms: Some(ms),
+        },
+        None => SwitchAnswer::Unknown,
+    }
+}
+
+/// The body of an answer whose errors are a numeric code in `field` (OKX `code`,
+/// Bybit `retCode`), with the code, if the body is JSON and carries one.
+pub(crate) fn coded<'a>(answer: &Response<'a>, field: &str) -> Option<(json::Value<'a>, i64)> {
+    let v = json::parse(answer.body).ok()?;
+    let code = v.get(field).ok().flatten()?.parse_i64().ok()?;
+    Some((v, code))
 }
 
 /// Reads a JSON field that is a number or a string holding one.

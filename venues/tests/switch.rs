@@ -10,6 +10,7 @@ use ergon_core::{Budget, Class, Part};
 use ergon_venues::adapt::{Clock, Error, Venue};
 use ergon_venues::binance_futures::{self, BinanceFutures, SWITCH_RESERVE_WEIGHT};
 use ergon_venues::binance_spot;
+use ergon_venues::bybit::{self, Bybit};
 use ergon_venues::classify::{fixtures, HttpFile};
 use ergon_venues::endpoint::{HmacKey, Method, Prepared, Symbol};
 use ergon_venues::hyperliquid::{self, Action, Exchange, Hyperliquid, Signature, Signer};
@@ -37,6 +38,16 @@ fn okx() -> (Okx, Budget) {
     let clock = Clock::anchor(10 * SEC, 1_700_000_000_000);
     let auth = okx::Auth::new("key-1", b"secret-1", "pass-1", 5000).unwrap();
     let v = Okx::new(&mut b, clock, okx::Config::default())
+        .unwrap()
+        .with_auth(auth);
+    (v, b.build(0).unwrap())
+}
+
+fn bybit() -> (Bybit, Budget) {
+    let mut b = Budget::builder();
+    let clock = Clock::anchor(10 * SEC, 1_700_000_000_000);
+    let auth = bybit::Auth::new("key-1", b"secret-1", 5000).unwrap();
+    let v = Bybit::new(&mut b, clock, bybit::Config::default())
         .unwrap()
         .with_auth(auth);
     (v, b.build(0).unwrap())
@@ -728,6 +739,142 @@ fn hyperliquid_switch_answer_counts_against_the_address() {
         .is_some());
 }
 
+#[test]
+fn bybit_dcp_window_is_a_signed_post_of_whole_seconds_per_product() {
+    let (mut v, budget) = bybit();
+    let mut p = Prepared::default();
+    v.arm(&mut p, sym("BTCUSDT"), 40_000, 10 * SEC).unwrap();
+    assert_eq!(p.method(), Some(Method::Post));
+    assert_eq!(p.target(), "/v5/order/disconnected-cancel-all");
+    // The documented example's window, for the product of `linear`.
+    let body = br#"{"product":"DERIVATIVES","timeWindow":40}"#;
+    assert_eq!(p.body(), body);
+    assert_eq!(p.header("X-BAPI-TIMESTAMP"), Some("1700000000000"));
+    assert_eq!(p.header("X-BAPI-RECV-WINDOW"), Some("5000"));
+    let prehash = [&b"1700000000000key-15000"[..], body].concat();
+    let mac = HmacKey::new(b"secret-1").sign(&[&prehash]);
+    assert_eq!(p.header("X-BAPI-SIGN").unwrap(), hex(&mac));
+    // No limit of its own on the rate-limit page: the IP's only.
+    assert_eq!(
+        named(&p, &budget),
+        [("ip".to_string(), 0), ("ip_5s".to_string(), 1)]
+    );
+    v.category = "spot";
+    v.arm(&mut p, sym("BTCUSDT"), 3_000, 10 * SEC).unwrap();
+    assert_eq!(p.body(), br#"{"product":"SPOT","timeWindow":3}"#);
+    assert_eq!(bybit::dcp_topic("spot"), "dcp.spot");
+    assert_eq!(bybit::dcp_topic("linear"), "dcp.future");
+    for bad in [2_000, 301_000, 10_500] {
+        assert!(
+            v.arm(&mut p, sym("BTCUSDT"), bad, 10 * SEC).is_err(),
+            "{bad}"
+        );
+        assert!(p.is_empty());
+    }
+    assert!(v.arm(&mut p, sym("BTCUSDT"), 300_000, 10 * SEC).is_ok());
+    // Only Bybit turns it off.
+    assert_eq!(
+        v.disarm(&mut p, sym("BTCUSDT"), 10 * SEC).err(),
+        Some(Error::Unsupported)
+    );
+}
+
+#[test]
+fn bybit_dcp_answers_read_as_configured_never_armed() {
+    let (v, _) = bybit();
+    // A taken window arms nothing: the private WebSocket's `dcp` does.
+    assert_eq!(read(&v, "bybit", "configured"), SwitchAnswer::Configured);
+    assert_eq!(
+        read(&v, "bybit", "refused_10001"),
+        SwitchAnswer::Refused(Refusal::Timeout)
+    );
+    assert_eq!(
+        read(&v, "bybit", "refused_10005"),
+        SwitchAnswer::Refused(Refusal::NotAllowed)
+    );
+    assert_eq!(read(&v, "bybit", "rate_10006"), SwitchAnswer::Unknown);
+}
+
+#[test]
+fn deribit_cancel_on_disconnect_frames_as_documented() {
+    use ergon_venues::deribit::{CodCall, CodScope};
+    assert_eq!(
+        CodCall::Enable(CodScope::Account)
+            .frame(1569)
+            .unwrap()
+            .as_str(),
+        r#"{"jsonrpc":"2.0","id":1569,"method":"private/enable_cancel_on_disconnect","params":{"scope":"account"}}"#
+    );
+    assert_eq!(
+        CodCall::Disable(CodScope::Connection)
+            .frame(7)
+            .unwrap()
+            .as_str(),
+        r#"{"jsonrpc":"2.0","id":7,"method":"private/disable_cancel_on_disconnect","params":{"scope":"connection"}}"#
+    );
+    // The page's example, and its floor.
+    assert_eq!(
+        CodCall::Heartbeat(30).frame(9098).unwrap().as_str(),
+        r#"{"jsonrpc":"2.0","id":9098,"method":"public/set_heartbeat","params":{"interval":30}}"#
+    );
+    assert!(CodCall::Heartbeat(10).frame(1).is_ok());
+    assert_eq!(
+        CodCall::Heartbeat(9).frame(1).err(),
+        Some(Error::BadArgument("interval (at least 10 s)"))
+    );
+    let longest = CodCall::Disable(CodScope::Connection)
+        .frame(u64::MAX)
+        .unwrap();
+    assert!(longest.ends_with("}}"));
+}
+
+#[test]
+fn deribit_cancel_on_disconnect_answers_read_by_call_and_id() {
+    use ergon_venues::deribit::{CodCall, CodScope};
+    let frame = |case: &str| {
+        std::fs::read(
+            fixtures()
+                .join("deribit/switch")
+                .join(format!("{case}.json")),
+        )
+        .unwrap()
+    };
+    let ok = frame("ok");
+    // Armed on its own connection only: the account scope arms connections
+    // opened later, none in particular.
+    assert_eq!(
+        CodCall::Enable(CodScope::Connection).read(1569, &ok),
+        SwitchAnswer::Armed {
+            trigger_utc_ms: None
+        }
+    );
+    assert_eq!(
+        CodCall::Enable(CodScope::Account).read(1569, &ok),
+        SwitchAnswer::Configured
+    );
+    assert_eq!(
+        CodCall::Heartbeat(30).read(1569, &ok),
+        SwitchAnswer::Configured
+    );
+    assert_eq!(
+        CodCall::Disable(CodScope::Account).read(1569, &ok),
+        SwitchAnswer::Disarmed
+    );
+    // Another request's answer says nothing about this one.
+    assert_eq!(
+        CodCall::Enable(CodScope::Connection).read(1570, &ok),
+        SwitchAnswer::Unknown
+    );
+    assert_eq!(
+        CodCall::Enable(CodScope::Connection).read(1569, &frame("too_many_requests_10028")),
+        SwitchAnswer::Unknown
+    );
+    assert_eq!(
+        CodCall::Enable(CodScope::Connection).read(1569, &frame("unauthorized_13009")),
+        SwitchAnswer::Refused(Refusal::NotAllowed)
+    );
+}
+
 fn base64(b: &[u8]) -> String {
     const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let mut out = String::new();
@@ -751,6 +898,7 @@ fn switch_bodies() -> Vec<Vec<u8>> {
     let mut out = Vec::new();
     for venue in [
         "binance-futures",
+        "bybit",
         "okx",
         "kraken-spot",
         "kraken-futures",
@@ -763,6 +911,14 @@ fn switch_bodies() -> Vec<Vec<u8>> {
                 let file = HttpFile::parse(&std::fs::read(path).unwrap()).unwrap();
                 out.push(file.body);
             }
+        }
+    }
+    // Deribit's switch answers are WebSocket frames, not HTTP answers.
+    let dir = fixtures().join("deribit").join("switch");
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "json") {
+            out.push(std::fs::read(path).unwrap());
         }
     }
     out
@@ -799,7 +955,16 @@ proptest::proptest! {
         let (ks, _) = kraken_spot();
         let (kf, _) = kraken_futures();
         let (mut h, _) = hl();
+        let (by, _) = bybit();
         let _ = (f.read_switch(&r), o.read_switch(&r), ks.read_switch(&r), kf.read_switch(&r));
+        let _ = by.read_switch(&r);
+        for call in [
+            ergon_venues::deribit::CodCall::Enable(ergon_venues::deribit::CodScope::Connection),
+            ergon_venues::deribit::CodCall::Disable(ergon_venues::deribit::CodScope::Account),
+            ergon_venues::deribit::CodCall::Heartbeat(30),
+        ] {
+            let _ = call.read(1569, &body);
+        }
         let _ = h.read_switch(&r);
         let mut p = Prepared::default();
         h.arm(&mut p, sym("BTC"), 60_000, 10 * SEC).unwrap();

@@ -150,6 +150,7 @@ fn parse(it: impl Iterator<Item = String>) -> Result<Args, String> {
                         (max, refill, cost);
                 }
             }
+            "--bybit-dcp" => config.bybit_dcp = true,
             "--connections-per-ip" => {
                 config.credits.connections_per_ip = u32::try_from(num(value()?)?)
                     .map_err(|_| "--connections-per-ip: out of range".to_string())?

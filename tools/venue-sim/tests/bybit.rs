@@ -381,3 +381,46 @@ fn realtime_keeps_only_the_recently_closed_and_history_finds_the_rest() {
     assert_eq!(ret_code(&r), 10001, "not a unified account's value");
     s.stop();
 }
+
+#[test]
+fn the_dcp_window_is_taken_only_where_bybit_enabled_dcp_and_only_in_its_range() {
+    const DCP: &str = "/v5/order/disconnected-cancel-all";
+    // Off by default: Bybit enables it per account, on request.
+    let s = Server::start(Config::bybit()).unwrap();
+    let mut c = Client::connect(s.addr());
+    let r = v5(&mut c, &s, "POST", DCP, r#"{"timeWindow":40}"#);
+    assert_eq!(ret_code(&r), 10005, "{}", r.body);
+
+    let s = Server::start(Config {
+        bybit_dcp: true,
+        ..Config::bybit()
+    })
+    .unwrap();
+    let mut c = Client::connect(s.addr());
+    // The page's example, and its answer.
+    let r = v5(&mut c, &s, "POST", DCP, r#"{"timeWindow":40}"#);
+    assert_eq!(r.status, 200);
+    assert_eq!(
+        r.json(),
+        serde_json::json!({"retCode": 0, "retMsg": "success"})
+    );
+    for ok in [
+        r#"{"product":"DERIVATIVES","timeWindow":3}"#,
+        r#"{"product":"SPOT","timeWindow":300}"#,
+    ] {
+        assert_eq!(ret_code(&v5(&mut c, &s, "POST", DCP, ok)), 0, "{ok}");
+    }
+    for bad in [
+        r#"{"timeWindow":2}"#,
+        r#"{"timeWindow":301}"#,
+        r#"{"timeWindow":"40"}"#,
+        r#"{}"#,
+        r#"{"product":"FUTURES","timeWindow":40}"#,
+    ] {
+        assert_eq!(ret_code(&v5(&mut c, &s, "POST", DCP, bad)), 10001, "{bad}");
+    }
+    // Signed like every private endpoint.
+    let ts = s.clock().now_ms();
+    let r = v5_at(&mut c, "POST", DCP, r#"{"timeWindow":40}"#, ts, "wrong");
+    assert_eq!(ret_code(&r), 10004);
+}

@@ -240,6 +240,12 @@ pub struct Config {
     /// (the most recently closed first); older ones only `/v5/order/history`
     /// finds. Default [`BYBIT_CLOSED_KEPT`].
     pub bybit_closed_kept: usize,
+    /// Whether Bybit enabled DCP (Disconnect Cancel All) for the accounts: it
+    /// does so per account, on request to the client manager, for institutional
+    /// clients only, so the default is off and `POST
+    /// /v5/order/disconnected-cancel-all` is refused
+    /// (<https://bybit-exchange.github.io/docs/v5/order/dcp>, checked 2026-12-02).
+    pub bybit_dcp: bool,
 }
 
 /// "Query a maximum of recent 500 closed status records are kept under each
@@ -356,6 +362,7 @@ impl Config {
             ws: WsLimits::default(),
             credits: Credits::default(),
             bybit_closed_kept: BYBIT_CLOSED_KEPT,
+            bybit_dcp: false,
         }
     }
 

@@ -41,6 +41,18 @@
 //! <https://bybit-exchange.github.io/docs/v5/guide> (authentication),
 //! <https://bybit-exchange.github.io/docs/v5/order/create-order>.
 //!
+//! - DCP: `POST /v5/order/disconnected-cancel-all` takes `product` (`OPTIONS`,
+//!   the default, `DERIVATIVES` or `SPOT`) and `timeWindow`, an integer of 3 to
+//!   300 s; anything else is 10001 (a parameter). An account Bybit has not
+//!   enabled DCP for ([`Config::bybit_dcp`](crate::Config), off by default) is
+//!   refused with 10005 "Permission denied": Bybit documents no code of its own
+//!   for that case, 10005 is its documented permission error. A taken window
+//!   answers the page's example, `{"retCode":0,"retMsg":"success"}`. The
+//!   emulator has no private WebSocket, so no connection subscribes to `dcp`
+//!   and a window arms nothing, as at Bybit without that subscription.
+//!   Sources: <https://bybit-exchange.github.io/docs/v5/order/dcp>,
+//!   <https://bybit-exchange.github.io/docs/v5/websocket/private/dcp>.
+//!
 //! It never touches a socket or reads a clock.
 
 use std::net::IpAddr;
@@ -130,6 +142,8 @@ pub(crate) enum BybitOp {
         limit: usize,
         target: Option<Target>,
     },
+    /// `/v5/order/disconnected-cancel-all`: the DCP window (checked at admission).
+    SetDcp,
 }
 
 impl BybitOp {
@@ -162,6 +176,7 @@ enum Endpoint {
     RecentTrade,
     Executions,
     History,
+    Dcp,
 }
 
 impl Endpoint {
@@ -179,6 +194,7 @@ impl Endpoint {
             ("GET", "/v5/market/recent-trade") => Endpoint::RecentTrade,
             ("GET", "/v5/execution/list") => Endpoint::Executions,
             ("GET", "/v5/order/history") => Endpoint::History,
+            ("POST", "/v5/order/disconnected-cancel-all") => Endpoint::Dcp,
             _ => return None,
         })
     }
@@ -189,7 +205,9 @@ impl Endpoint {
             | Endpoint::Orderbook
             | Endpoint::Tickers
             | Endpoint::Kline
-            | Endpoint::RecentTrade => return None,
+            | Endpoint::RecentTrade
+            // Signed, but no per-UID limit of its own on the rate-limit page.
+            | Endpoint::Dcp => return None,
             Endpoint::Executions => LimitType::BybitExecution,
             Endpoint::History => LimitType::BybitHistory,
             Endpoint::Create => LimitType::BybitCreate,
@@ -318,11 +336,13 @@ impl Venue {
 
         let mut account = 0;
         let mut headers = Vec::new();
-        if let Some(kind) = endpoint.limit_type() {
+        if endpoint.limit_type().is_some() || endpoint == Endpoint::Dcp {
             account = match self.authenticate_bybit(req, now) {
                 Ok(a) => a,
                 Err(r) => return Admission::Final(r),
             };
+        }
+        if let Some(kind) = endpoint.limit_type() {
             self.phantom_orders(ip, account, LimitType::BybitCreate, now);
             let Some(l) = self.limits.iter_mut().find(|l| l.spec.kind == kind) else {
                 return Admission::Final(fail(10001, "endpoint not configured", now));
@@ -358,6 +378,15 @@ impl Venue {
                 return Admission::Final(r);
             }
         };
+        if op == BybitOp::SetDcp && !self.cfg.bybit_dcp {
+            let mut r = fail(
+                10005,
+                "Permission denied, please check your API key permissions.",
+                now,
+            );
+            r.headers = headers;
+            return Admission::Final(r);
+        }
         let fault = self.draw_fault(op.changes_orders());
         Admission::Run {
             op,
@@ -444,6 +473,17 @@ impl Venue {
         };
         Ok(match e {
             Endpoint::Time => BybitOp::Time,
+            Endpoint::Dcp => {
+                match f.get("product").as_deref() {
+                    None | Some("OPTIONS" | "DERIVATIVES" | "SPOT") => {}
+                    Some(_) => return Err("product invalid".into()),
+                }
+                let window = f.body.get("timeWindow").and_then(Value::as_i64);
+                if !window.is_some_and(|w| (3..=300).contains(&w)) {
+                    return Err("timeWindow invalid".into());
+                }
+                BybitOp::SetDcp
+            }
             Endpoint::Wallet => BybitOp::Wallet,
             Endpoint::Orderbook => {
                 category_ok(f)?;
@@ -575,6 +615,10 @@ impl Venue {
     pub(crate) fn execute_bybit(&mut self, op: BybitOp, account: usize, now: i64) -> Response {
         let ok = |result: Value| Response::json(200, envelope(0, "OK", result, now));
         match op {
+            BybitOp::SetDcp => Response::json(
+                200,
+                json!({ "retCode": 0, "retMsg": "success" }).to_string(),
+            ),
             BybitOp::Time => ok(json!({
                 "timeSecond": (now / 1000).to_string(),
                 "timeNano": (i128::from(now) * 1_000_000).to_string(),
