@@ -112,6 +112,8 @@ struct Mm {
     progress: Option<bool>,
     labels: [Label; LABELS.len()],
     s: Summary,
+    /// `--etcd`: the leased limits, applied each turn.
+    leases: Option<gateway::lease::Leases>,
 }
 
 impl Mm {
@@ -331,6 +333,9 @@ impl<E: Account> Strategy<E> for Mm {
 
     fn on_turn(&mut self, api: &mut A<E>) {
         let now = api.now();
+        if let Some(l) = &mut self.leases {
+            l.on_turn(api.budget(), now);
+        }
         self.alerted &= api.budget().halted().next().is_some();
         if api.stop_asked() {
             self.end_at = self.end_at.min(now);
@@ -497,6 +502,9 @@ fn drive<E: Account>(
         ),
         _ => {}
     }
+    // --etcd: the account's limits at the safe share, then at the grants.
+    let host = format!("mm_loop-{}", std::process::id());
+    let leases = o.lease.start(lp.budget_mut(), gw.venue_mut(), &host)?;
     let sym = Symbol::new(symbol).map_err(|e| e.to_string())?;
     let horizon_ns = ((o.duration_s * SEC as f64) as i64).max(1);
     let mix = mix(gw.venue_mut(), sym);
@@ -525,6 +533,7 @@ fn drive<E: Account>(
         progress: (!o.quiet).then_some(o.json),
         labels,
         s,
+        leases: leases.map(gateway::lease::Leases::new),
         ..Mm::default()
     };
     let mm = Protected::new(mm, machine, sym);

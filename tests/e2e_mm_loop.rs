@@ -12,12 +12,16 @@
 //! 5. A ban forced by the venue: the loop stops sending and connecting at once,
 //!    alerts, and resumes only after the halt is cleared.
 
+#[path = "../lease/tests/support/cluster.rs"]
+mod cluster;
 mod common;
 #[path = "common/machine.rs"]
 mod machine;
 #[allow(dead_code)]
 #[path = "../examples/mm_loop.rs"]
 mod mm_loop;
+#[path = "../gateway/tests/common/proc.rs"]
+mod proc;
 
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
@@ -261,6 +265,32 @@ fn the_command_line_is_the_documented_one() {
     assert!(args("--demand 0").is_err());
     assert!(args("--duration -1").is_err());
     assert!(args("--frobnicate").is_err());
+    // --etcd as ergon-gateway takes it (issue 29).
+    let leased = args("--etcd http://a:2379,http://b:2379 --account main --safe-share 25 --hosts 3 --host h1 --lease-ttl 5").unwrap();
+    assert_eq!(
+        leased.lease.etcd,
+        Some(vec!["http://a:2379".into(), "http://b:2379".into()])
+    );
+    assert_eq!(
+        (
+            leased.lease.account.as_deref(),
+            leased.lease.safe_share,
+            leased.lease.hosts
+        ),
+        (Some("main"), Some(0.25), Some(3))
+    );
+    assert_eq!(
+        (leased.lease.host.as_deref(), leased.lease.ttl_s),
+        (Some("h1"), 5)
+    );
+    for bad in [
+        "--etcd http://a:2379 --account main --safe-share 25",
+        "--account main --safe-share 25 --hosts 3",
+        "--etcd http://a:2379 --account main --safe-share 60 --hosts 3",
+        "--etcd http://a:2379 --account main --safe-share 25 --hosts 3 --gateway g",
+    ] {
+        assert!(args(bad).is_err(), "{bad}");
+    }
 
     let no_keys = args("--base http://127.0.0.1:9").unwrap();
     let e = run(&no_keys, Arc::new(Control::default()), None).unwrap_err();
@@ -318,4 +348,138 @@ fn bybit_and_okx_run_through_the_gateway_at_three_times_the_demand() {
         assert_eq!((r.duplicates, r.duplicate_rejects), (0, 0), "{venue}");
         assert!(r.executions > 20, "{venue}: it traded: {r:?}");
     }
+}
+
+/// Issue 29 with the gateway in the strategy's process: two `mm_loop --etcd`
+/// processes (two "hosts") at 3x demand on one account of 40 orders a second, its
+/// order limits leased through a three-member etcd cluster (safe share 25 %, 10
+/// each; pool 20; TTL 2 s). Each host's budget admits more than its safe share
+/// (the demand each publishes in etcd: its budget's own count), which only a grant
+/// allows; the grants never sum above the pool; the venue never counts more than
+/// the limit and answers no 429.
+#[test]
+fn two_mm_loop_processes_lease_one_accounts_orders_through_etcd() {
+    use std::io::BufRead;
+    use std::time::Instant;
+    let _machine = machine::alone();
+    const ORDERS: RateLimit = RateLimit::new(LimitType::Orders, Interval::Second, 1, 40);
+    const SAFE: u64 = 10;
+    let cluster = cluster::Cluster::start();
+    let mut c = sim();
+    c.rate_limits = vec![
+        RateLimit::new(LimitType::RequestWeight, Interval::Second, 1, 10_000),
+        ORDERS,
+        RateLimit::new(LimitType::Orders, Interval::Day, 1, 1_000_000),
+        RateLimit::new(LimitType::RawRequests, Interval::Minute, 5, 1_000_000),
+    ];
+    let server = Server::start(c).expect("emulator");
+    let account = server.config().accounts[0].clone();
+    let etcd = cluster.urls().join(",");
+    let mut loops: Vec<proc::Proc> = (0..2)
+        .map(|i| {
+            let args = format!(
+                "--base http://{} --api-key {} --api-secret {} --duration 8 --demand 3 --json \
+                 --etcd {etcd} --account acct --safe-share 25 --hosts 2 --host h{i} --lease-ttl 2",
+                server.addr(),
+                account.api_key,
+                account.secret
+            );
+            let mut child = std::process::Command::new(std::env::current_exe().expect("exe"))
+                .args([
+                    "--ignored",
+                    "--exact",
+                    "mm_loop_role",
+                    "--nocapture",
+                    "--quiet",
+                ])
+                .env("ERGON_MM_LOOP_ARGS", args)
+                .stdout(std::process::Stdio::piped())
+                .spawn()
+                .expect("spawn mm_loop");
+            let out = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+            proc::Proc { child, _out: out }
+        })
+        .collect();
+    // What each host's budget admitted in its last window, as it published it
+    // (`used refused acked`), and the grant table (`host lease grant held since`).
+    let mut etcd = ergon_lease::etcd::Client::new(&cluster.urls(), Duration::from_millis(500))
+        .expect("etcd client");
+    let prefix = b"/ergon/acct/ORDERS_1S/";
+    let mut most = [0u64; 2];
+    let until = Instant::now() + Duration::from_secs(7);
+    while most.iter().any(|&u| u <= SAFE) && Instant::now() < until {
+        let (kvs, _) = etcd.range_prefix(prefix).expect("range");
+        for kv in &kvs {
+            let key = String::from_utf8_lossy(&kv.key);
+            let value = String::from_utf8_lossy(&kv.value);
+            if let Some(host) = key.strip_prefix("/ergon/acct/ORDERS_1S/demand/h") {
+                let used: u64 = value
+                    .split(' ')
+                    .next()
+                    .and_then(|u| u.parse().ok())
+                    .unwrap_or(0);
+                let i: usize = host.parse().expect("h0 or h1");
+                most[i] = most[i].max(used);
+            } else if key.ends_with("/table") {
+                let grants: u64 = value
+                    .lines()
+                    .skip(1)
+                    .filter_map(|l| l.split(' ').nth(2)?.parse::<u64>().ok())
+                    .sum();
+                assert!(grants <= ORDERS.limit - 2 * SAFE, "{value}");
+            }
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let summaries: Vec<serde_json::Value> = loops
+        .iter_mut()
+        .map(|p| {
+            let mut line = String::new();
+            loop {
+                line.clear();
+                let n = p._out.read_line(&mut line).expect("read");
+                assert!(n > 0, "mm_loop exited without its summary");
+                if let Some(json) = line.trim().strip_prefix("summary ") {
+                    return serde_json::from_str(json).expect("json");
+                }
+            }
+        })
+        .collect();
+    let r = server.report();
+    let w = &r.limit(&ORDERS).expect("orders").windows;
+    eprintln!("{summaries:?}\norders windows {w:?}\nmost admitted in a window, per host: {most:?}");
+    assert_eq!(
+        (r.throttled, r.order_rate_limited, r.bans),
+        (0, 0, 0),
+        "{r:?}"
+    );
+    assert!(
+        r.limit(&ORDERS).expect("orders").peak <= ORDERS.limit,
+        "{w:?}"
+    );
+    for s in &summaries {
+        assert_eq!(
+            (&s["throttled"], &s["banned"]),
+            (&0.into(), &0.into()),
+            "{s}"
+        );
+    }
+    assert!(
+        most.iter().all(|&u| u > SAFE),
+        "a host never used more than its safe share of {SAFE}: {most:?}"
+    );
+}
+
+/// One `mm_loop` process of the test above: the example's command line
+/// (`ERGON_MM_LOOP_ARGS`), run as its `main` runs it; the `--json` summary on one
+/// line.
+#[test]
+#[ignore = "an mm_loop process, run by two_mm_loop_processes_lease_one_accounts_orders_through_etcd"]
+fn mm_loop_role() {
+    let Ok(args) = std::env::var("ERGON_MM_LOOP_ARGS") else {
+        return;
+    };
+    let o = parse_args(args.split_whitespace().map(String::from)).expect("arguments");
+    let s = run(&o, Arc::new(Control::default()), None).expect("the loop runs");
+    println!("summary {}", to_json(&s));
 }

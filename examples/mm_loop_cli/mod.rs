@@ -7,7 +7,8 @@ use super::Summary;
 pub const USAGE: &str = "usage: mm_loop [--venue binance-spot|bybit|okx] [--base URL] \
 [--duration SECS] [--demand X] [--cpu N] [--api-key K --api-secret S] [--json] [--no-stream] [--record FILE] \
 [--order-entry ws|rest] [--ws-api URL] [--labels SECS] [--gateway NAME] \
-[--protection auto|required|off] [--protection-timeout SECS]";
+[--protection auto|required|off] [--protection-timeout SECS] \
+[--etcd URL[,URL...] --account NAME --safe-share PCT --hosts N [--host NAME] [--lease-ttl SECS]]";
 
 /// What to run.
 #[derive(Clone, Debug)]
@@ -50,6 +51,9 @@ pub struct Options {
     pub protection: ergon_gateway::protection::Mode,
     /// `--protection-timeout`, ms (None: the venue's recommended timeout).
     pub protection_timeout_ms: Option<u32>,
+    /// `--etcd` and the flags that go with it, as `ergon-gateway` takes them: the
+    /// account's limits leased (default host name: `mm_loop-PID`).
+    pub lease: ergon_gateway::lease::LeaseFlags,
 }
 
 impl Default for Options {
@@ -74,6 +78,7 @@ impl Default for Options {
             gateway: None,
             protection: ergon_gateway::protection::Mode::Auto,
             protection_timeout_ms: None,
+            lease: Default::default(),
         }
     }
 }
@@ -162,9 +167,18 @@ pub fn parse_args(mut it: impl Iterator<Item = String>) -> Result<Options, Strin
                 let s = positive(value()?, "positive seconds")?;
                 o.protection_timeout_ms = Some((s * 1e3).min(86_400_000.0) as u32);
             }
+            f if ergon_gateway::lease::LeaseFlags::takes(f) => o.lease.set(f, &value()?)?,
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument {other:?}")),
         }
+    }
+    o.lease.check()?;
+    if o.lease.etcd.is_some() && o.gateway.is_some() {
+        return Err(
+            "--etcd leases the in-process gateway's limits: with --gateway, \
+                    give it to ergon-gateway"
+                .into(),
+        );
     }
     Ok(o)
 }

@@ -84,6 +84,9 @@ mod events;
 pub mod health;
 pub mod ids;
 pub mod labels;
+// The lease thread is not built under loom (ergon-lease builds only its hand-off).
+#[cfg(not(ergon_loom))]
+pub mod lease;
 mod ledger;
 mod load;
 mod machine;

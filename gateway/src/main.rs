@@ -13,8 +13,7 @@ use ergon_gateway::protection::{Mode, Protected, Protection, Shutdown, Startup, 
 use ergon_gateway::shm::{self, ChargeLog, Halt, HaltLog, Hub, HubConfig, Recent};
 use ergon_gateway::wall;
 use ergon_gateway::{self as gateway, Account, Control, Gateway, Keys, Start, WsApiStart};
-use ergon_io::core::{BucketId, Class};
-use ergon_lease::{BucketLease, LeaseConfig, LeaseThread};
+use ergon_io::core::Class;
 use ergon_venues::binance_futures::BinanceFutures;
 use ergon_venues::binance_spot::BinanceSpot;
 use ergon_venues::bybit::Bybit;
@@ -143,16 +142,8 @@ struct Args {
     allow_uids: Vec<u32>,
     /// `--allow-gid`: gids whose members may attach.
     allow_gids: Vec<u32>,
-    /// `--etcd`: the account's order limits leased through these etcd endpoints.
-    etcd: Option<Vec<String>>,
-    account: Option<String>,
-    /// `--safe-share`: this host's share of each leased limit outside the pool (0..1).
-    safe_share: Option<f64>,
-    /// `--hosts`: how many hosts share the account (each with the same safe share).
-    hosts: Option<u64>,
-    /// `--host`: this host's name among them (default: `--name`).
-    host: Option<String>,
-    lease_ttl_s: u64,
+    /// `--etcd` and the flags that go with it: the account's limits leased.
+    lease: gateway::lease::LeaseFlags,
     /// `--protection`: the venue's dead man's switch.
     protection: Mode,
     /// `--protection-timeout`, ms (None: the venue's recommended timeout).
@@ -175,7 +166,6 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
         keep_s: 300.0,
         guard_ms: 30,
         stream: true,
-        lease_ttl_s: 10,
         start_timeout_s: 60.0,
         ..Args::default()
     };
@@ -254,12 +244,7 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
                     _ => a.allow_gids.extend(ids),
                 }
             }
-            "--etcd" => a.etcd = Some(value()?.split(',').map(str::to_owned).collect()),
-            "--account" => a.account = Some(value()?),
-            "--safe-share" => a.safe_share = Some(num(value()?, 0.01, 50.0)? / 100.0),
-            "--hosts" => a.hosts = Some(num(value()?, 1.0, 64.0)? as u64),
-            "--host" => a.host = Some(value()?),
-            "--lease-ttl" => a.lease_ttl_s = num(value()?, 2.0, 300.0)? as u64,
+            f if gateway::lease::LeaseFlags::takes(f) => a.lease.set(f, &value()?)?,
             "--protection" => {
                 let v = value()?;
                 a.protection = Mode::parse(&v)
@@ -314,14 +299,7 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
     if a.ws() && a.venue.as_deref() != Some("binance-spot") {
         return Err("--order-entry ws: only binance-spot has a WebSocket API here".into());
     }
-    let lease_flags = a.account.is_some() || a.safe_share.is_some() || a.hosts.is_some();
-    match (&a.etcd, lease_flags) {
-        (None, true) => return Err("--account, --safe-share and --hosts go with --etcd".into()),
-        (Some(_), _) if a.account.is_none() || a.safe_share.is_none() || a.hosts.is_none() => {
-            return Err("--etcd needs --account NAME, --safe-share PCT and --hosts N".into())
-        }
-        _ => {}
-    }
+    a.lease.check()?;
     Ok(a)
 }
 
@@ -353,7 +331,11 @@ fn serve<E: Account>(
     }
     let name = a.name.clone().unwrap_or_default();
     // Kept until the loop returns: dropping it stops the lease thread.
-    let (_lease, leases) = start_leases(a, lp.budget_mut(), gw.venue_mut(), &name)?;
+    let (_lease, leases) = a
+        .lease
+        .start(lp.budget_mut(), gw.venue_mut(), &name)?
+        .unzip();
+    let leases = leases.unwrap_or_default();
     // The dead man's switch: armed before the strategies can attach.
     let machine =
         Protection::for_account(a.protection, gw.venue(), a.protection_timeout_ms, lp.now())
@@ -547,96 +529,6 @@ fn write_status(path: &std::path::Path, m: &Protection, now: i64) {
         line.push_str(&format!(" fires_left={left}"));
     }
     let _ = std::fs::write(path, line + "\n");
-}
-
-/// The etcd key part of a bucket named `bucket` (`ergon-lease` takes letters,
-/// digits, `.`, `_` and `-`): an endpoint's path with its slashes as dots
-/// (`/v5/order/create` → `v5.order.create`); `ORDERS_10S` as it is.
-fn lease_name(bucket: &str) -> String {
-    bucket.trim_start_matches('/').replace('/', ".")
-}
-
-/// A lease thread for the account's limits ([`Account::account_wide`]: Binance's
-/// `ORDERS_*`, Bybit's and OKX's order endpoints) when `--etcd` is given: each such bucket starts at the safe share at once, and takes its grant
-/// from the hub's turns on. The pool is the limit minus every host's safe share.
-#[allow(clippy::type_complexity)]
-fn start_leases<E: Account>(
-    a: &Args,
-    budget: &mut ergon_io::core::Budget,
-    venue: &mut E,
-    name: &str,
-) -> Result<
-    (
-        Option<LeaseThread>,
-        Vec<(BucketId, Arc<ergon_lease::Shared>)>,
-    ),
-    String,
-> {
-    let (Some(etcd), Some(account), Some(pct), Some(hosts)) =
-        (&a.etcd, &a.account, a.safe_share, a.hosts)
-    else {
-        return Ok((None, Vec::new()));
-    };
-    let mut ids = Vec::new();
-    let mut buckets = Vec::new();
-    for id in budget.ids().collect::<Vec<_>>() {
-        let bucket = budget.name(id).unwrap_or("").to_owned();
-        let Ok(spec) = budget.spec(id) else { continue };
-        let (limit, window_ns) = match spec.kind() {
-            ergon_io::core::Kind::Fixed {
-                limit, window_ns, ..
-            }
-            | ergon_io::core::Kind::Sliding {
-                limit, window_ns, ..
-            } => (limit, window_ns),
-            _ => continue,
-        };
-        if !venue.account_wide(id) {
-            continue;
-        }
-        let safe = ((limit as f64) * pct).floor() as u64;
-        let pool = limit.saturating_sub(safe.saturating_mul(hosts));
-        if safe == 0 || pool < hosts {
-            return Err(format!(
-                "--safe-share: {bucket} allows {limit} per window; a safe share of {safe} \
-                 for each of {hosts} hosts leaves a pool of {pool}"
-            ));
-        }
-        budget
-            .set_limit(id, safe, 0)
-            .map_err(|e| format!("{bucket}: the safe share {safe}: {e}"))?;
-        // The venue's order counts are the account's: they must not raise it.
-        if !venue.lease_bucket(id) {
-            return Err(format!("--etcd: the adapter does not know {bucket}"));
-        }
-        ids.push(id);
-        buckets.push(BucketLease {
-            name: lease_name(&bucket),
-            pool,
-            safe,
-            floor: 1,
-            window: std::time::Duration::from_nanos(window_ns as u64),
-        });
-    }
-    if buckets.is_empty() {
-        return Err("--etcd: the venue declared no account-wide limit to lease".into());
-    }
-    let ttl = std::time::Duration::from_secs(a.lease_ttl_s);
-    let config = LeaseConfig {
-        endpoints: etcd.clone(),
-        prefix: "ergon".into(),
-        account: account.clone(),
-        host: a.host.clone().unwrap_or_else(|| name.to_owned()),
-        ttl,
-        margin: ttl / 5,
-        period: ttl / 5,
-        timeout: std::time::Duration::from_millis(500),
-        buckets,
-    };
-    let lease = LeaseThread::spawn(config, std::time::Instant::now()).map_err(|e| e.to_string())?;
-    let shared = (0..ids.len()).filter_map(|i| lease.shared(i));
-    let leases = ids.into_iter().zip(shared).collect();
-    Ok((Some(lease), leases))
 }
 
 /// The gateway's private runtime directory, created 0750 if absent and refused

@@ -1,0 +1,221 @@
+//! `--etcd`: the account's limits leased through etcd (issue 29), one meaning for
+//! `ergon-gateway` and for a strategy that runs the gateway in its own process
+//! (`mm_loop --etcd`).
+//!
+//! [`LeaseFlags`] parses and checks the flags; [`LeaseFlags::start`] picks the
+//! venue's account-wide buckets ([`Account::account_wide`]), puts each at the safe
+//! share and starts the lease thread; [`Leases::on_turn`] applies the grants on the
+//! loop thread. Nothing here runs on the send path: `on_turn` reads atomics and,
+//! when a grant changed, calls `Budget::set_limit`.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ergon_core::{BucketId, Budget, Kind};
+use ergon_lease::{BucketLease, LeaseConfig, LeaseThread, Leased, Shared};
+
+use crate::Account;
+
+/// The command line's lease flags: `--etcd URL[,URL...] --account NAME
+/// --safe-share PCT --hosts N [--host NAME] [--lease-ttl SECS]`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LeaseFlags {
+    /// `--etcd`: the etcd endpoints (none: nothing is leased).
+    pub etcd: Option<Vec<String>>,
+    /// `--account`: the venue account's name in the keys.
+    pub account: Option<String>,
+    /// `--safe-share`: this host's share of each leased limit outside the pool (0..1).
+    pub safe_share: Option<f64>,
+    /// `--hosts`: how many hosts share the account (each with the same safe share).
+    pub hosts: Option<u64>,
+    /// `--host`: this host's name among them (default: the caller's).
+    pub host: Option<String>,
+    /// `--lease-ttl`, seconds (default 10).
+    pub ttl_s: u64,
+}
+
+impl Default for LeaseFlags {
+    fn default() -> Self {
+        LeaseFlags {
+            etcd: None,
+            account: None,
+            safe_share: None,
+            hosts: None,
+            host: None,
+            ttl_s: 10,
+        }
+    }
+}
+
+/// The leased buckets of one budget: the lease thread, and each bucket's loop side.
+pub type Started = (LeaseThread, Vec<(BucketId, Arc<Shared>)>);
+
+impl LeaseFlags {
+    /// Whether `flag` is one of these.
+    pub fn takes(flag: &str) -> bool {
+        matches!(
+            flag,
+            "--etcd" | "--account" | "--safe-share" | "--hosts" | "--host" | "--lease-ttl"
+        )
+    }
+
+    /// Applies `flag` with its value; the error names the flag and the value.
+    pub fn set(&mut self, flag: &str, v: &str) -> Result<(), String> {
+        let num = |lo: f64, hi: f64| {
+            v.parse::<f64>()
+                .ok()
+                .filter(|x| x.is_finite() && *x >= lo && *x <= hi)
+                .ok_or_else(|| format!("{flag} {v:?}: expected a number in {lo}..={hi}"))
+        };
+        match flag {
+            "--etcd" => self.etcd = Some(v.split(',').map(str::to_owned).collect()),
+            "--account" => self.account = Some(v.to_owned()),
+            "--safe-share" => self.safe_share = Some(num(0.01, 50.0)? / 100.0),
+            "--hosts" => self.hosts = Some(num(1.0, 64.0)? as u64),
+            "--host" => self.host = Some(v.to_owned()),
+            "--lease-ttl" => self.ttl_s = num(2.0, 300.0)? as u64,
+            _ => return Err(format!("unknown argument {flag:?}")),
+        }
+        Ok(())
+    }
+
+    /// Checks that the flags go together: `--account`, `--safe-share` and `--hosts`
+    /// only with `--etcd`, and `--etcd` only with all three.
+    pub fn check(&self) -> Result<(), String> {
+        let any = self.account.is_some() || self.safe_share.is_some() || self.hosts.is_some();
+        let all = self.account.is_some() && self.safe_share.is_some() && self.hosts.is_some();
+        match (&self.etcd, any, all) {
+            (None, true, _) => Err("--account, --safe-share and --hosts go with --etcd".into()),
+            (Some(_), _, false) => {
+                Err("--etcd needs --account NAME, --safe-share PCT and --hosts N".into())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// With `--etcd`: each limit the venue counts per account
+    /// ([`Account::account_wide`]: Binance's `ORDERS_*`, Bybit's and OKX's order
+    /// endpoints) is set to the safe share at once, left out of the venue's own
+    /// account-wide counts ([`Account::lease_bucket`]), and leased; the pool is the
+    /// limit minus every host's safe share. `host` names this host unless `--host`
+    /// does. `None` without `--etcd`.
+    pub fn start<E: Account>(
+        &self,
+        budget: &mut Budget,
+        venue: &mut E,
+        host: &str,
+    ) -> Result<Option<Started>, String> {
+        let (Some(etcd), Some(account), Some(pct), Some(hosts)) =
+            (&self.etcd, &self.account, self.safe_share, self.hosts)
+        else {
+            return Ok(None);
+        };
+        let mut ids = Vec::new();
+        let mut buckets = Vec::new();
+        for id in budget.ids().collect::<Vec<_>>() {
+            let bucket = budget.name(id).unwrap_or("").to_owned();
+            let Ok(spec) = budget.spec(id) else { continue };
+            let (limit, window_ns) = match spec.kind() {
+                Kind::Fixed {
+                    limit, window_ns, ..
+                }
+                | Kind::Sliding {
+                    limit, window_ns, ..
+                } => (limit, window_ns),
+                _ => continue,
+            };
+            if !venue.account_wide(id) {
+                continue;
+            }
+            let safe = ((limit as f64) * pct).floor() as u64;
+            let pool = limit.saturating_sub(safe.saturating_mul(hosts));
+            if safe == 0 || pool < hosts {
+                return Err(format!(
+                    "--safe-share: {bucket} allows {limit} per window; a safe share of {safe} \
+                     for each of {hosts} hosts leaves a pool of {pool}"
+                ));
+            }
+            budget
+                .set_limit(id, safe, 0)
+                .map_err(|e| format!("{bucket}: the safe share {safe}: {e}"))?;
+            // The venue's order counts are the account's: they must not raise it.
+            if !venue.lease_bucket(id) {
+                return Err(format!("--etcd: the adapter does not know {bucket}"));
+            }
+            ids.push(id);
+            buckets.push(BucketLease {
+                name: lease_name(&bucket),
+                pool,
+                safe,
+                floor: 1,
+                window: Duration::from_nanos(window_ns as u64),
+            });
+        }
+        if buckets.is_empty() {
+            return Err("--etcd: the venue declared no account-wide limit to lease".into());
+        }
+        let ttl = Duration::from_secs(self.ttl_s);
+        let config = LeaseConfig {
+            endpoints: etcd.clone(),
+            prefix: "ergon".into(),
+            account: account.clone(),
+            host: self.host.clone().unwrap_or_else(|| host.to_owned()),
+            ttl,
+            margin: ttl / 5,
+            // Ten rounds a TTL: a grant moves after about six rounds plus one
+            // window (demand published, shrink written, read and acknowledged,
+            // the acknowledgement seen, the units freed, the raise read), so at
+            // 2 s and a 1 s window it follows demand within 3 windows.
+            period: ttl / 10,
+            timeout: Duration::from_millis(500),
+            buckets,
+        };
+        let lease = LeaseThread::spawn(config, Instant::now()).map_err(|e| e.to_string())?;
+        let shared = (0..ids.len()).filter_map(|i| lease.shared(i));
+        let leases = ids.into_iter().zip(shared).collect();
+        Ok(Some((lease, leases)))
+    }
+}
+
+/// The etcd key part of a bucket named `bucket` (`ergon-lease` takes letters,
+/// digits, `.`, `_` and `-`): an endpoint's path with its slashes as dots
+/// (`/v5/order/create` → `v5.order.create`); `ORDERS_10S` as it is.
+pub fn lease_name(bucket: &str) -> String {
+    bucket.trim_start_matches('/').replace('/', ".")
+}
+
+/// The loop's side of the leased buckets when the strategy runs the gateway in its
+/// own process (the hub does the same for `ergon-gateway`'s clients). Dropping it
+/// stops the lease thread.
+#[derive(Debug)]
+pub struct Leases {
+    /// Kept until the loop ends: dropping it stops the thread and revokes the lease.
+    _thread: LeaseThread,
+    leased: Vec<(BucketId, Leased)>,
+}
+
+impl Leases {
+    /// The loop's side of what [`LeaseFlags::start`] started.
+    pub fn new((thread, shared): Started) -> Self {
+        let leased = shared
+            .into_iter()
+            .map(|(id, s)| (id, Leased::new(s, id)))
+            .collect();
+        Leases {
+            _thread: thread,
+            leased,
+        }
+    }
+
+    /// Once per turn of the loop, before its submits: applies each grant (or the
+    /// safe share past the renewal deadline) and publishes the budget's counters
+    /// for the demand. A limit the budget refuses leaves the last one in force.
+    pub fn on_turn(&mut self, budget: &mut Budget, now_ns: i64) {
+        let at = Instant::now();
+        for (id, l) in &mut self.leased {
+            let _ = l.poll(budget, at, now_ns);
+            let s = budget.stats(*id).unwrap_or_default();
+            l.report(s.admitted, s.refusals.full);
+        }
+    }
+}
