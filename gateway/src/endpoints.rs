@@ -168,7 +168,47 @@ pub trait Account: Endpoints + ClientIds + Sized {
     /// Why the venue's switch cannot cover this gateway's orders, where it has
     /// one that the gateway cannot use (Deribit's fires only for orders of the
     /// WebSocket that enabled it; this gateway sends orders over HTTP).
-    fn switch_unavailable(&self) -> Option<crate::protection::Unavailable> {
+    fn switch_unavailable(&self) -> Option<Unavailable> {
         None
+    }
+}
+
+/// Why the venue's dead man's switch is unusable for this gateway
+/// ([`crate::protection::State::Unavailable`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unavailable {
+    /// The venue has none (Binance Spot, Coinbase Exchange).
+    NoSwitch,
+    /// The venue refused it for the account (Bybit DCP: Bybit enables it per
+    /// account, on request).
+    Refused,
+    /// It fires only when a connection of the venue's own closes, one this
+    /// gateway does not hold (Bybit DCP: a private WebSocket subscribed to `dcp`;
+    /// Deribit: the WebSocket the orders were sent over).
+    OtherConnection,
+}
+
+impl Unavailable {
+    /// The reason as `--stats` writes it (`why=`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Unavailable::NoSwitch => "no-switch",
+            Unavailable::Refused => "refused",
+            Unavailable::OtherConnection => "other-connection",
+        }
+    }
+}
+
+impl core::fmt::Display for Unavailable {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(match self {
+            Unavailable::NoSwitch => "this venue has no cancel-on-disconnect switch",
+            Unavailable::Refused => {
+                "the venue refused its cancel-on-disconnect switch for this account (it is not enabled for it, or not permitted)"
+            }
+            Unavailable::OtherConnection => {
+                "the venue's cancel-on-disconnect switch fires only when a connection of its own closes, which this gateway does not hold, so it covers none of its orders"
+            }
+        })
     }
 }

@@ -55,6 +55,7 @@ use ergon_venues::switch::{Arms, Refusal, SwitchAnswer, SwitchSpec};
 
 use crate::driver::{Api, Strategy};
 use crate::endpoints::Account;
+pub use crate::endpoints::Unavailable;
 pub use crate::events::PROTECTION;
 use crate::events::{Event, Tag};
 
@@ -129,45 +130,6 @@ impl core::fmt::Display for ProtectionError {
             ),
             ProtectionError::Unavailable(why) => write!(f, "--protection required: {why}"),
         }
-    }
-}
-
-/// Why the switch is [`State::Unavailable`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Unavailable {
-    /// The venue has none (Binance Spot, Coinbase Exchange).
-    NoSwitch,
-    /// The venue refused it for the account (Bybit DCP: Bybit enables it per
-    /// account, on request).
-    Refused,
-    /// It fires only when a connection of the venue's own closes, one this
-    /// gateway does not hold (Bybit DCP: a private WebSocket subscribed to `dcp`;
-    /// Deribit: the WebSocket the orders were sent over).
-    OtherConnection,
-}
-
-impl Unavailable {
-    /// The reason as `--stats` writes it (`why=`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Unavailable::NoSwitch => "no-switch",
-            Unavailable::Refused => "refused",
-            Unavailable::OtherConnection => "other-connection",
-        }
-    }
-}
-
-impl core::fmt::Display for Unavailable {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.write_str(match self {
-            Unavailable::NoSwitch => "this venue has no cancel-on-disconnect switch",
-            Unavailable::Refused => {
-                "the venue refused its cancel-on-disconnect switch for this account (it is not enabled for it, or not permitted)"
-            }
-            Unavailable::OtherConnection => {
-                "the venue's cancel-on-disconnect switch fires only when a connection of its own closes, which this gateway does not hold, so it covers none of its orders"
-            }
-        })
     }
 }
 

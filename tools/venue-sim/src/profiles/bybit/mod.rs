@@ -66,8 +66,8 @@ use crate::engine::book::{
 use crate::engine::state::{Admission, Venue};
 use crate::http::{Request, Response};
 use crate::limits::Key;
-use crate::params::sign;
 
+mod auth;
 mod orders;
 
 const DEFAULT_RECV_WINDOW: i64 = 5_000;
@@ -394,56 +394,6 @@ impl Venue {
             headers,
             fault,
         }
-    }
-
-    fn authenticate_bybit(&mut self, req: &Request, now: i64) -> Result<usize, Response> {
-        let key = req.header("x-bapi-api-key").unwrap_or("");
-        let Some(account) = self.cfg.accounts.iter().position(|a| a.api_key == key) else {
-            self.report.api_key_rejects += 1;
-            return Err(fail(10003, "API key is invalid.", now));
-        };
-        let ts_text = req.header("x-bapi-timestamp").unwrap_or("");
-        let recv_text = req.header("x-bapi-recv-window").unwrap_or("");
-        let (Ok(ts), Ok(recv)) = (
-            ts_text.parse::<i64>(),
-            if recv_text.is_empty() {
-                Ok(DEFAULT_RECV_WINDOW)
-            } else {
-                recv_text.parse::<i64>()
-            },
-        ) else {
-            self.report.timestamp_rejects += 1;
-            return Err(fail(
-                10002,
-                "invalid request, please check your server timestamp or recv_window param",
-                now,
-            ));
-        };
-        let payload = if req.method == "GET" {
-            req.query.clone()
-        } else {
-            String::from_utf8_lossy(&req.body).into_owned()
-        };
-        let origin = format!("{ts_text}{key}{recv_text}{payload}");
-        let expected = sign(&origin, &self.cfg.accounts[account].secret);
-        let given = req.header("x-bapi-sign").unwrap_or("");
-        if !constant_time_eq_ignore_case(expected.as_bytes(), given.as_bytes()) {
-            self.report.signature_rejects += 1;
-            return Err(fail(
-                10004,
-                &format!("error sign! origin_string[{origin}]"),
-                now,
-            ));
-        }
-        if !(now - recv <= ts && ts < now + 1_000) {
-            self.report.timestamp_rejects += 1;
-            return Err(fail(
-                10002,
-                &format!("invalid request, please check your server timestamp or recv_window param. req_timestamp[{ts}],server_timestamp[{now}],recv_window[{recv}]"),
-                now,
-            ));
-        }
-        Ok(account)
     }
 
     fn bybit_op(&self, e: Endpoint, f: &Fields) -> Result<BybitOp, String> {
@@ -806,15 +756,6 @@ impl Venue {
     }
 }
 
-fn constant_time_eq_ignore_case(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    a.iter().zip(b).fold(0u8, |acc, (x, y)| {
-        acc | (x.to_ascii_lowercase() ^ y.to_ascii_lowercase())
-    }) == 0
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -823,7 +764,5 @@ mod tests {
     fn decimals_lose_trailing_zeros() {
         assert_eq!(fmt_dec(4_900_000_000_000), "49000");
         assert_eq!(fmt_dec(1_000_000), "0.01");
-        assert!(constant_time_eq_ignore_case(b"aB", b"Ab"));
-        assert!(!constant_time_eq_ignore_case(b"ab", b"ac"));
     }
 }
