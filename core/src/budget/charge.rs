@@ -4,6 +4,7 @@
 //! Never allocates, locks, logs or reads a clock.
 
 use super::bucket::State;
+use super::lists;
 use super::Budget;
 use crate::ticket::{
     BucketId, Charged, Class, ForeignId, Limited, Part, Ticket, Why, NO_LIST, NO_SHAPE,
@@ -82,6 +83,8 @@ impl Budget {
             // closed or short, for the full check to decide.
             let headroom = class.index();
             let mut reserved = 0;
+            // The list's hash for the table of lists, mixed in as the parts go by.
+            let mut h = parts.len() as u64;
             for part in parts {
                 // A foreign id, or an index past the buckets (only a foreign id has
                 // one), takes the full path, which refuses it.
@@ -97,10 +100,11 @@ impl Budget {
                 }
                 *room -= cost;
                 reserved += 1;
+                h = lists::mix(h, part);
             }
             if reserved == parts.len() {
                 // A full table of lists takes the full path, which refuses.
-                if let Some((list, gen)) = self.lists.hold(parts) {
+                if let Some((list, gen)) = self.lists.hold(parts, h) {
                     self.seq += 1;
                     return Ok(self.ticket(now, self.seq, list, gen));
                 }
@@ -296,17 +300,19 @@ impl Budget {
         if !hold {
             return Ok((NO_LIST, 0));
         }
-        self.lists.hold(parts).ok_or_else(|| Limited {
-            bucket: parts.first().map_or(
-                BucketId {
-                    budget: self.tag,
-                    index: u8::MAX,
-                },
-                |p| p.bucket,
-            ),
-            ready_at_ns: i64::MAX,
-            why: Why::Receipts,
-        })
+        self.lists
+            .hold(parts, lists::hash(parts))
+            .ok_or_else(|| Limited {
+                bucket: parts.first().map_or(
+                    BucketId {
+                        budget: self.tag,
+                        index: u8::MAX,
+                    },
+                    |p| p.bucket,
+                ),
+                ready_at_ns: i64::MAX,
+                why: Why::Receipts,
+            })
     }
 
     /// The receipt of a part list just committed, held in entry `list`.

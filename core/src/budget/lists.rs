@@ -70,27 +70,42 @@ impl Default for Lists {
     }
 }
 
-/// Where a list's probe starts: a multiplicative hash of its buckets and costs.
+/// The hash of a part list's buckets and costs, one part at a time from
+/// `parts.len()`: [`Budget::try_charge`](crate::Budget::try_charge) mixes it in its
+/// lane loop, where each part is loaded anyway.
 #[inline(always)]
-fn home(parts: &[Part]) -> usize {
-    let mut h = parts.len() as u64;
-    for p in parts {
-        let word = u64::from(p.bucket.index) | u64::from(p.cost) << 8;
-        h = (h ^ word).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+pub(super) fn mix(h: u64, p: &Part) -> u64 {
+    let word = u64::from(p.bucket.index) | u64::from(p.cost) << 8;
+    (h ^ word).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+}
+
+/// The hash of `parts`, as [`mix`] builds it.
+pub(super) fn hash(parts: &[Part]) -> u64 {
+    parts.iter().fold(parts.len() as u64, mix)
+}
+
+/// Whether the first `parts.len()` of `row` are `parts`: every part compared, no
+/// early exit. The buckets' tags are this budget's on both sides.
+#[inline(always)]
+fn same(row: &[Part; MAX_PARTS], parts: &[Part]) -> bool {
+    let mut diff = 0;
+    for (r, p) in row.iter().zip(parts) {
+        diff |= (r.cost ^ p.cost) | u32::from(r.bucket.index ^ p.bucket.index);
     }
-    (h >> 56) as usize % MAX_LISTS
+    diff == 0
 }
 
 impl Lists {
     /// Counts one more ticket on `parts` (at most [`MAX_PARTS`], every part naming a
-    /// bucket of this budget: the caller checked), storing the list if no entry
-    /// holds it. Returns the entry and its generation, or `None` if every entry
-    /// holds another list with tickets outstanding (nothing changed).
+    /// bucket of this budget: the caller checked), whose [`hash`] is `h`, storing
+    /// the list if no entry holds it. Returns the entry and its generation, or
+    /// `None` if every entry holds another list with tickets outstanding (nothing
+    /// changed).
     #[inline(always)]
-    pub(super) fn hold(&mut self, parts: &[Part]) -> Option<(u8, u32)> {
-        let at = home(parts);
+    pub(super) fn hold(&mut self, parts: &[Part], h: u64) -> Option<(u8, u32)> {
+        let at = (h >> 56) as usize % MAX_LISTS;
         let row = &mut self.rows[at];
-        if row.parts() == parts {
+        if usize::from(row.len) == parts.len() && same(&row.parts, parts) {
             row.refs += 1;
             return Some((at as u8, row.gen));
         }
