@@ -6,9 +6,7 @@
 use super::bucket::State;
 use super::lists;
 use super::Budget;
-use crate::ticket::{
-    BucketId, Charged, Class, ForeignId, Limited, Part, Ticket, Why, NO_LIST, NO_SHAPE,
-};
+use crate::ticket::{BucketId, Class, ForeignId, Limited, Part, Ticket, Why, NO_LIST, NO_SHAPE};
 use crate::{MAX_BUCKETS, MAX_PARTS};
 
 /// How a refusal ranks when several parts refuse: halts first, then costs that can
@@ -408,11 +406,10 @@ impl Budget {
         if ticket.shape != NO_SHAPE {
             return self.refund_shape(ticket, now_ns);
         }
-        let parts: Charged = match self.lists.get(ticket.list, ticket.gen) {
-            Some(parts) => parts.iter().copied().collect(),
-            None => return Err(ForeignId),
+        let Some((parts, n)) = self.lists.take(ticket.list, ticket.gen) else {
+            return Err(ForeignId);
         };
-        self.lists.release(ticket.list);
+        let parts = &parts[..n];
         if ticket.seq > self.last_settle_seq {
             // Charged through the lanes, and no lane settled since: the units are
             // still in the lanes, and go back there.
@@ -430,7 +427,7 @@ impl Budget {
             }
             return Ok(());
         }
-        self.refund_parts(&parts, ticket.at_ns, ticket.seq, now_ns);
+        self.refund_parts(parts, ticket.at_ns, ticket.seq, now_ns);
         Ok(())
     }
 

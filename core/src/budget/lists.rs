@@ -143,13 +143,18 @@ impl Lists {
         (row.gen == gen && row.refs > 0).then(|| row.parts())
     }
 
-    /// A ticket on entry `list` came back: one fewer outstanding. The caller
-    /// checked it with [`Lists::get`].
+    /// A ticket or flight on entry `list` under generation `gen` came back: one
+    /// fewer outstanding, and its parts (a fixed array and the length in use, a
+    /// plain copy). `None` if the entry no longer holds that list for it (nothing
+    /// changed).
     #[inline]
-    pub(super) fn release(&mut self, list: u8) {
-        if let Some(row) = self.rows.get_mut(usize::from(list)) {
-            row.refs = row.refs.saturating_sub(1);
+    pub(super) fn take(&mut self, list: u8, gen: u32) -> Option<([Part; MAX_PARTS], usize)> {
+        let row = self.rows.get_mut(usize::from(list))?;
+        if row.gen != gen || row.refs == 0 {
+            return None;
         }
+        row.refs -= 1;
+        Some((row.parts, usize::from(row.len).min(MAX_PARTS)))
     }
 
     /// Entries holding a list with tickets outstanding.

@@ -50,7 +50,7 @@ use shape::ShapeRow;
 
 use crate::spec::{ConfigError, Spec};
 use crate::stats::Stats;
-use crate::ticket::{BucketId, Charged, Flight, ForeignId, Part, Ticket, NO_SHAPE};
+use crate::ticket::{BucketId, Flight, ForeignId, Part, Ticket, NO_SHAPE};
 use crate::verdict::Verdict;
 use crate::{MAX_BUCKETS, MAX_NAME, MAX_SHAPES};
 
@@ -262,19 +262,18 @@ impl Budget {
         if flight.budget != self.tag {
             return Err(ForeignId);
         }
-        let parts = if flight.shape == NO_SHAPE {
-            let parts: Charged = match self.lists.get(flight.list, flight.gen) {
-                Some(parts) => parts.iter().copied().collect(),
+        let (parts, n) = if flight.shape == NO_SHAPE {
+            match self.lists.take(flight.list, flight.gen) {
+                Some(taken) => taken,
                 None => return Err(ForeignId),
-            };
-            self.lists.release(flight.list);
-            parts
+            }
         } else {
-            self.shapes[usize::from(flight.shape) % MAX_SHAPES].parts()
+            self.shapes[usize::from(flight.shape) % MAX_SHAPES].parts_array()
         };
+        let parts = &parts[..n];
         self.returned += 1;
         let now = self.clock(now_ns);
-        for part in &parts {
+        for part in parts {
             let in_flight = self
                 .buckets
                 .get(part.bucket.index())

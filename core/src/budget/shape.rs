@@ -111,6 +111,11 @@ impl ShapeRow {
         usize::from(self.len).min(MAX_PARTS)
     }
 
+    /// The merged parts, as a fixed array and the length in use (a plain copy).
+    pub(super) fn parts_array(&self) -> ([Part; MAX_PARTS], usize) {
+        (self.parts, self.len())
+    }
+
     /// The merged parts.
     pub(super) fn parts(&self) -> Charged {
         self.parts[..self.len()].iter().copied().collect()
