@@ -55,8 +55,13 @@ pub use verdict::{Resend, Verdict};
 
 /// Most buckets one [`Budget`] holds.
 pub const MAX_BUCKETS: usize = 32;
-/// Most parts one charge may name (one [`Ticket`] carries them all).
+/// Most parts one charge may name.
 pub const MAX_PARTS: usize = 8;
+/// Most distinct part lists that outstanding tickets and flights of
+/// [`Budget::try_charge`] may hold at once: the budget keeps each list once for all
+/// its tickets, and refuses a new list with [`Why::Receipts`] while every entry it may
+/// take is held. Shapes ([`Budget::try_charge_shape`]) do not count.
+pub const MAX_LISTS: usize = 64;
 /// Most [`Shape`]s one [`Budget`] registers.
 pub const MAX_SHAPES: usize = 32;
 /// Most slots of one sliding window.

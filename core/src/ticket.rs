@@ -120,6 +120,16 @@ pub enum Why {
     /// The charge names a bucket (or is a shape) of another budget: a caller's
     /// mistake, it can never pass here. `ready_at_ns` is `i64::MAX`.
     Foreign,
+    /// A part list charged with [`Budget::try_charge`](crate::Budget::try_charge) is
+    /// kept in the budget for its tickets (a [`Ticket`] names it, small), and every
+    /// entry it may take holds another list with tickets or flights outstanding
+    /// ([`MAX_LISTS`](crate::MAX_LISTS) distinct lists at most). Nothing was charged.
+    /// It passes once some of those tickets come back ([`Budget::refund`](crate::Budget::refund),
+    /// [`Budget::complete`](crate::Budget::complete)), not at a time: `ready_at_ns` is
+    /// `i64::MAX`. A registered [`Shape`] never meets it. `bucket` is the list's
+    /// first part's (an id with index 255 for an empty list); no bucket's stats
+    /// count it.
+    Receipts,
 }
 
 /// A refused charge. Nothing was charged anywhere.
@@ -139,12 +149,18 @@ pub(crate) type Charged = ArrayVec<Part, MAX_PARTS>;
 
 /// The `shape` of a ticket charged from a part list.
 pub(crate) const NO_SHAPE: u8 = u8::MAX;
+/// The `list` of a shape's ticket.
+pub(crate) const NO_LIST: u8 = u8::MAX;
 
 /// The receipt of an admitted charge whose request has not left yet.
 ///
 /// Consume it exactly once: [`Budget::refund`](crate::Budget::refund) if the request was
 /// never written, or [`Ticket::sent`] as soon as one byte was. There is no way back
 /// from a [`Flight`] to a refund.
+///
+/// It is small (24 bytes) and copies no part: a shape's ticket names its shape, a
+/// part list's names the entry its budget keeps the list in (see [`Why::Receipts`]).
+/// [`Budget::ticket_parts`](crate::Budget::ticket_parts) gives the parts either way.
 #[must_use = "a ticket is refunded if never sent, or turned into a Flight by sent()"]
 #[derive(Debug, PartialEq, Eq)]
 pub struct Ticket {
@@ -152,9 +168,12 @@ pub struct Ticket {
     pub(crate) seq: u64,
     /// The tag of the budget that charged it.
     pub(crate) budget: u16,
-    /// The shape charged, or [`NO_SHAPE`] for a part list (then in `parts`).
+    /// The shape charged, or [`NO_SHAPE`] for a part list (then `list` names it).
     pub(crate) shape: u8,
-    pub(crate) parts: Charged,
+    /// The budget's entry holding the part list charged, or [`NO_LIST`] for a shape.
+    pub(crate) list: u8,
+    /// The entry's generation when charged.
+    pub(crate) gen: u32,
 }
 
 impl Ticket {
@@ -165,16 +184,9 @@ impl Ticket {
             at_ns: self.at_ns,
             budget: self.budget,
             shape: self.shape,
-            parts: self.parts,
+            list: self.list,
+            gen: self.gen,
         }
-    }
-
-    /// The parts this ticket charged, for a charge of a part list
-    /// ([`Budget::try_charge`](crate::Budget::try_charge)); empty for a shape's
-    /// ticket, which copies nothing: see [`Ticket::shape`] and
-    /// [`Budget::shape_parts`](crate::Budget::shape_parts).
-    pub fn parts(&self) -> &[Part] {
-        &self.parts
     }
 
     /// The shape this ticket charged, if it was charged as one.
@@ -193,22 +205,19 @@ impl Ticket {
 
 /// A request that has (at least partly) left. Hand it to
 /// [`Budget::complete`](crate::Budget::complete) when its answer arrives or its
-/// outcome is settled, to release in-flight limits.
+/// outcome is settled, to release in-flight limits. Small like its [`Ticket`]:
+/// [`Budget::flight_parts`](crate::Budget::flight_parts) gives its parts.
 #[must_use = "a flight is completed when its answer arrives, to release in-flight limits"]
 #[derive(Debug, PartialEq, Eq)]
 pub struct Flight {
     pub(crate) at_ns: i64,
     pub(crate) budget: u16,
     pub(crate) shape: u8,
-    pub(crate) parts: Charged,
+    pub(crate) list: u8,
+    pub(crate) gen: u32,
 }
 
 impl Flight {
-    /// The parts its ticket charged (empty for a shape's: see [`Ticket::parts`]).
-    pub fn parts(&self) -> &[Part] {
-        &self.parts
-    }
-
     /// The shape its ticket charged, if it was charged as one.
     pub fn shape(&self) -> Option<Shape> {
         (self.shape != NO_SHAPE).then_some(Shape {

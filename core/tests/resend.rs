@@ -88,7 +88,7 @@ fn what_did_not_run_is_sent_or_waits() {
         let Resend::Send(ticket) = budget.resend(&verdict, &order, Class::Urgent, 100, 0) else {
             panic!("room and time: send");
         };
-        assert_eq!(ticket.parts(), &order);
+        assert_eq!(budget.ticket_parts(&ticket).unwrap(), &order);
         assert_eq!(budget.stats(w).unwrap().used, 1);
         // The bucket is now full: the same request waits, with an exact ready time.
         match budget.resend(&verdict, &order, Class::Urgent, 5000, 1) {

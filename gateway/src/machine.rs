@@ -87,7 +87,9 @@ pub struct Stats {
     pub limited_held: u64,
     /// ... the scope is halted after a ban.
     pub limited_halted: u64,
-    /// ... the request is larger than a limit.
+    /// ... the request is larger than a limit (or can never pass for another
+    /// reason of the caller's: a foreign id, or a new part list while the budget's
+    /// table of lists is held full, [`Why::Receipts`]).
     pub limited_too_big: u64,
     /// ... every ledger slot is taken.
     pub ledger_full: u64,
@@ -1567,7 +1569,7 @@ impl<E: Account> Gateway<E> {
             Why::Full => self.stats.limited_full += 1,
             Why::Held => self.stats.limited_held += 1,
             Why::Halted => self.stats.limited_halted += 1,
-            Why::TooBig | Why::Foreign => self.stats.limited_too_big += 1,
+            Why::TooBig | Why::Foreign | Why::Receipts => self.stats.limited_too_big += 1,
         }
     }
 

@@ -518,21 +518,35 @@ impl<'p> Writer<'p> {
         self.put(s.as_bytes());
     }
 
-    /// Appends a decimal integer.
+    /// Appends a decimal integer, two digits a step from a table and the sign in
+    /// the same buffer: one append (a 13-digit timestamp took ~140 instructions a
+    /// digit at a time and two appends for a negative number).
     pub(crate) fn int(&mut self, n: i64) {
+        const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
+            2021222324252627282930313233343536373839\
+            4041424344454647484950515253545556575859\
+            6061626364656667686970717273747576777879\
+            8081828384858687888990919293949596979899";
         let mut buf = [0u8; 20];
         let mut i = buf.len();
         let mut v = n.unsigned_abs();
-        loop {
+        while v >= 100 {
+            let pair = usize::from((v % 100) as u8) * 2;
+            v /= 100;
+            i -= 2;
+            buf[i..i + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
+        }
+        if v >= 10 {
+            let pair = usize::from(v as u8) * 2;
+            i -= 2;
+            buf[i..i + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
+        } else {
             i -= 1;
-            buf[i] = b'0' + (v % 10) as u8;
-            v /= 10;
-            if v == 0 {
-                break;
-            }
+            buf[i] = b'0' + v as u8;
         }
         if n < 0 {
-            self.put(b"-");
+            i -= 1;
+            buf[i] = b'-';
         }
         self.put(&buf[i..]);
     }
@@ -997,6 +1011,45 @@ pub(crate) fn json_text<const N: usize>(v: crate::json::Value<'_>) -> Option<Arr
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every digit count, both signs, the ends of `i64` and each power of ten's
+    /// neighbours: the pair table writes what `format!` does.
+    #[test]
+    fn int_writes_every_length_as_format_does() {
+        let mut cases = vec![
+            0i64,
+            1,
+            -1,
+            9,
+            10,
+            99,
+            100,
+            i64::MAX,
+            i64::MIN,
+            i64::MIN + 1,
+        ];
+        let mut p10 = 1i64;
+        for _ in 0..18 {
+            p10 *= 10;
+            for n in [p10 - 1, p10, p10 + 1, p10 * 9 / 7] {
+                cases.extend([n, -n]);
+            }
+        }
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        for _ in 0..10_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            cases.push(x as i64 >> (x % 64));
+        }
+        for n in cases {
+            let mut p = Prepared::default();
+            let mut w = Writer::start(&mut p);
+            w.int(n);
+            let end = w.pos();
+            assert_eq!(w.bytes(0..end), n.to_string().as_bytes(), "{n}");
+        }
+    }
 
     #[test]
     fn writer_encodings() {

@@ -427,8 +427,8 @@ pub(super) fn add_refusals(refusals: &mut Refusals, why: Why, n: u64) {
         Why::Held => &mut refusals.held,
         Why::Halted => &mut refusals.halted,
         Why::TooBig => &mut refusals.too_big,
-        // No bucket of this budget to count it on.
-        Why::Foreign => return,
+        // No bucket of this budget to count it on, or no bucket refused it.
+        Why::Foreign | Why::Receipts => return,
     };
     *count = count.saturating_add(n);
 }

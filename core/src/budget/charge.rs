@@ -4,15 +4,18 @@
 //! Never allocates, locks, logs or reads a clock.
 
 use super::bucket::State;
+use super::lists;
 use super::Budget;
-use crate::ticket::{BucketId, Charged, Class, ForeignId, Limited, Part, Ticket, Why, NO_SHAPE};
+use crate::ticket::{BucketId, Class, ForeignId, Limited, Part, Ticket, Why, NO_LIST, NO_SHAPE};
 use crate::{MAX_BUCKETS, MAX_PARTS};
 
 /// How a refusal ranks when several parts refuse: halts first, then costs that can
 /// never pass, then the one ready last.
 pub(super) fn rank(why: Why) -> u8 {
     match why {
-        Why::Foreign => 3,
+        // Never asked of a bucket: a full table of lists is met after every
+        // bucket admitted.
+        Why::Foreign | Why::Receipts => 3,
         Why::Halted => 2,
         Why::TooBig => 1,
         Why::Full | Why::Held => 0,
@@ -48,6 +51,12 @@ impl Budget {
     /// than [`MAX_PARTS`] parts as [`Why::TooBig`]. Check part lists once with
     /// [`Budget::validate_parts`], or register them as a [`Shape`](crate::Shape).
     ///
+    /// The budget keeps the part list for the ticket (one entry per distinct list,
+    /// shared by all its tickets). A charge that every bucket admits is still
+    /// refused, as [`Why::Receipts`], if its list is new and
+    /// [`MAX_LISTS`](crate::MAX_LISTS) other lists are held by tickets or flights
+    /// not yet given back: nothing is charged, and it passes once some come back.
+    ///
     /// ```
     /// # use ergon_core::{Budget, Class, Part, Spec, Why};
     /// let mut b = Budget::builder();
@@ -72,6 +81,8 @@ impl Budget {
             // closed or short, for the full check to decide.
             let headroom = class.index();
             let mut reserved = 0;
+            // The list's hash for the table of lists, mixed in as the parts go by.
+            let mut h = parts.len() as u64;
             for part in parts {
                 // A foreign id, or an index past the buckets (only a foreign id has
                 // one), takes the full path, which refuses it.
@@ -87,14 +98,18 @@ impl Budget {
                 }
                 *room -= cost;
                 reserved += 1;
+                h = lists::mix(h, part);
             }
             if reserved == parts.len() {
-                self.seq += 1;
-                return Ok(self.ticket(parts, now, self.seq));
+                // A full table of lists takes the full path, which refuses.
+                if let Some((list, gen)) = self.lists.hold(parts, h) {
+                    self.seq += 1;
+                    return Ok(self.ticket(now, self.seq, list, gen));
+                }
             }
             return self.lanes_missed(parts, reserved, class, now);
         }
-        self.charge_slow(parts, class, now)
+        self.charge_slow(parts, class, now, true)
     }
 
     /// [`Budget::try_charge`] when the lanes took only the first `reserved` parts:
@@ -115,7 +130,7 @@ impl Budget {
         if let Some(refused) = self.refuse_open(parts, class, now) {
             return Err(refused);
         }
-        self.charge_slow(parts, class, now)
+        self.charge_slow(parts, class, now, true)
     }
 
     /// The refusal of a part list whose every lane is open at `now` and some short,
@@ -170,6 +185,8 @@ impl Budget {
 
     /// [`Budget::try_charge`] past the lanes: every bucket named is settled and
     /// moved to `now`, checked in full, and its lane reopened whatever the outcome.
+    /// `hold`: the ticket keeps the list in the budget's table (a part list's; a
+    /// shape's names its row instead, and gets `NO_LIST`).
     #[cold]
     #[inline(never)]
     pub(super) fn charge_slow(
@@ -177,6 +194,7 @@ impl Budget {
         parts: &[Part],
         class: Class,
         now: i64,
+        hold: bool,
     ) -> Result<Ticket, Limited> {
         let seq = self.seq;
         for part in parts {
@@ -184,7 +202,7 @@ impl Budget {
                 bucket.sync(back, *room, now, seq);
             }
         }
-        let result = self.charge_full(parts, class, now);
+        let result = self.charge_full(parts, class, now, hold);
         let seq = self.seq;
         for part in parts {
             if let Some((bucket, lane, room, _)) = self.bucket_mut(part.bucket) {
@@ -199,7 +217,13 @@ impl Budget {
     }
 
     /// The full check and commit, on settled buckets.
-    fn charge_full(&mut self, parts: &[Part], class: Class, now: i64) -> Result<Ticket, Limited> {
+    fn charge_full(
+        &mut self,
+        parts: &[Part],
+        class: Class,
+        now: i64,
+        hold: bool,
+    ) -> Result<Ticket, Limited> {
         if parts.len() > MAX_PARTS {
             return Err(self.refuse(parts[MAX_PARTS].bucket, i64::MAX, Why::TooBig));
         }
@@ -212,7 +236,7 @@ impl Budget {
         for part in parts {
             let bit = 1u32.checked_shl(u32::from(part.bucket.index)).unwrap_or(0);
             if seen & bit != 0 {
-                return self.charge_repeated(parts, class, now);
+                return self.charge_repeated(parts, class, now, hold);
             }
             seen |= bit;
             let Some((bucket, ..)) = self.bucket_mut(part.bucket) else {
@@ -223,12 +247,13 @@ impl Budget {
                 return Err(self.explain(parts, class, now));
             }
         }
+        let (list, gen) = self.hold_list(parts, hold)?;
         self.seq += 1;
         let seq = self.seq;
         for part in parts {
             self.buckets[part.bucket.index()].commit(u64::from(part.cost), now, seq);
         }
-        Ok(self.ticket(parts, now, seq))
+        Ok(self.ticket(now, seq, list, gen))
     }
 
     /// [`Budget::try_charge`] for a charge naming some bucket more than once: each
@@ -240,6 +265,7 @@ impl Budget {
         parts: &[Part],
         class: Class,
         now: i64,
+        hold: bool,
     ) -> Result<Ticket, Limited> {
         for i in 0..parts.len() {
             let Some(cost) = combined(parts, i) else {
@@ -254,6 +280,7 @@ impl Budget {
                 return Err(self.explain(parts, class, now));
             }
         }
+        let (list, gen) = self.hold_list(parts, hold)?;
         self.seq += 1;
         let seq = self.seq;
         for (i, part) in parts.iter().enumerate() {
@@ -261,22 +288,41 @@ impl Budget {
                 self.buckets[part.bucket.index()].commit(cost, now, seq);
             }
         }
-        Ok(self.ticket(parts, now, seq))
+        Ok(self.ticket(now, seq, list, gen))
     }
 
-    /// The receipt of a charge just committed.
-    #[inline]
-    fn ticket(&self, parts: &[Part], now: i64, seq: u64) -> Ticket {
-        let mut charged = Charged::new();
-        charged
-            .try_extend_from_slice(parts)
-            .expect("parts.len() <= MAX_PARTS was checked");
+    /// The entry of the table of lists a part list's ticket holds (see
+    /// [`Why::Receipts`]), taken before anything is committed; `NO_LIST` if not
+    /// `hold` (a shape's ticket).
+    fn hold_list(&mut self, parts: &[Part], hold: bool) -> Result<(u8, u32), Limited> {
+        if !hold {
+            return Ok((NO_LIST, 0));
+        }
+        self.lists
+            .hold(parts, lists::hash(parts))
+            .ok_or_else(|| Limited {
+                bucket: parts.first().map_or(
+                    BucketId {
+                        budget: self.tag,
+                        index: u8::MAX,
+                    },
+                    |p| p.bucket,
+                ),
+                ready_at_ns: i64::MAX,
+                why: Why::Receipts,
+            })
+    }
+
+    /// The receipt of a part list just committed, held in entry `list`.
+    #[inline(always)]
+    fn ticket(&self, now: i64, seq: u64, list: u8, gen: u32) -> Ticket {
         Ticket {
             at_ns: now,
             seq,
             budget: self.tag,
             shape: NO_SHAPE,
-            parts: charged,
+            list,
+            gen,
         }
     }
 
@@ -334,7 +380,8 @@ impl Budget {
     /// count `observe_used` raised after this charge keeps it: the server's figure
     /// never included this request, so taking it off would undercount.
     ///
-    /// A ticket of another budget is refused with [`ForeignId`], changing nothing.
+    /// A ticket of another budget (or of a clone of this one, charged after the
+    /// clone was made) is refused with [`ForeignId`], changing nothing.
     #[inline]
     pub fn refund(&mut self, ticket: Ticket, now_ns: i64) -> Result<(), ForeignId> {
         // The common case: a shape's ticket charged through the lanes, no lane
@@ -359,24 +406,28 @@ impl Budget {
         if ticket.shape != NO_SHAPE {
             return self.refund_shape(ticket, now_ns);
         }
+        let Some((parts, n)) = self.lists.take(ticket.list, ticket.gen) else {
+            return Err(ForeignId);
+        };
+        let parts = &parts[..n];
         if ticket.seq > self.last_settle_seq {
             // Charged through the lanes, and no lane settled since: the units are
             // still in the lanes, and go back there.
             self.returned += 1;
             self.clock(now_ns);
-            for (k, part) in ticket.parts.iter().enumerate() {
+            for (k, part) in parts.iter().enumerate() {
                 let i = part.bucket.index() % MAX_BUCKETS;
                 let cost = u64::from(part.cost);
                 self.rooms[i] += cost;
                 let back = &mut self.back[i];
                 back.units += cost;
-                if !ticket.parts[..k].iter().any(|p| p.bucket == part.bucket) {
+                if !parts[..k].iter().any(|p| p.bucket == part.bucket) {
                     back.tickets += 1;
                 }
             }
             return Ok(());
         }
-        self.refund_parts(&ticket.parts, ticket.at_ns, ticket.seq, now_ns);
+        self.refund_parts(parts, ticket.at_ns, ticket.seq, now_ns);
         Ok(())
     }
 

@@ -37,18 +37,20 @@ mod bucket;
 mod builder;
 mod charge;
 mod limit;
+mod lists;
 mod resend;
 mod shape;
 
 use bucket::{Back, Bucket, Lane, State};
 use builder::validate_parts;
 pub use builder::{Builder, DEFAULT_HOLD_GUARD_NS};
+use lists::Lists;
 use shape::merge;
 use shape::ShapeRow;
 
 use crate::spec::{ConfigError, Spec};
 use crate::stats::Stats;
-use crate::ticket::{BucketId, Flight, ForeignId, Part, NO_SHAPE};
+use crate::ticket::{BucketId, Flight, ForeignId, Part, Ticket, NO_SHAPE};
 use crate::verdict::Verdict;
 use crate::{MAX_BUCKETS, MAX_NAME, MAX_SHAPES};
 
@@ -97,6 +99,8 @@ pub struct Budget {
     /// index, like the rooms.
     back: [Back; ROOMS],
     buckets: ArrayVec<Bucket, MAX_BUCKETS>,
+    /// The part lists of outstanding tickets of [`Budget::try_charge`].
+    lists: Lists,
 }
 
 impl Budget {
@@ -135,6 +139,7 @@ impl Budget {
             epoch: 0,
             shapes: [ShapeRow::EMPTY; MAX_SHAPES],
             shape_count: 0,
+            lists: Lists::default(),
         };
         budget.lanes_changed();
         budget
@@ -249,20 +254,26 @@ impl Budget {
     /// in-flight limits. Rate limits keep the charge: the venue counted the request.
     ///
     /// Every flight must come back here, once: a flight dropped instead keeps its
-    /// in-flight units for good, and shows in [`Budget::receipts_outstanding`]. A
-    /// flight of another budget is refused with [`ForeignId`], changing nothing.
+    /// in-flight units for good, and shows in [`Budget::receipts_outstanding`] (and
+    /// a part list's keeps its entry held: see [`Budget::lists_held`]). A flight of
+    /// another budget, or of a clone of this one charged after the clone was made,
+    /// is refused with [`ForeignId`], changing nothing.
     pub fn complete(&mut self, flight: Flight, now_ns: i64) -> Result<(), ForeignId> {
         if flight.budget != self.tag {
             return Err(ForeignId);
         }
+        let (parts, n) = if flight.shape == NO_SHAPE {
+            match self.lists.take(flight.list, flight.gen) {
+                Some(taken) => taken,
+                None => return Err(ForeignId),
+            }
+        } else {
+            self.shapes[usize::from(flight.shape) % MAX_SHAPES].parts_array()
+        };
+        let parts = &parts[..n];
         self.returned += 1;
         let now = self.clock(now_ns);
-        let parts = if flight.shape == NO_SHAPE {
-            flight.parts
-        } else {
-            self.shapes[usize::from(flight.shape) % MAX_SHAPES].parts()
-        };
-        for part in &parts {
+        for part in parts {
             let in_flight = self
                 .buckets
                 .get(part.bucket.index())
@@ -534,6 +545,41 @@ impl Budget {
     /// that only grows is a leak.
     pub fn receipts_outstanding(&self) -> u64 {
         self.seq - self.returned
+    }
+
+    /// Distinct part lists held by outstanding tickets and flights of
+    /// [`Budget::try_charge`], at most [`MAX_LISTS`](crate::MAX_LISTS): at that
+    /// figure a charge of another list is refused with
+    /// [`Why::Receipts`](crate::Why::Receipts) until some come back.
+    pub fn lists_held(&self) -> usize {
+        self.lists.held()
+    }
+
+    /// The parts `ticket` charged: its part list for a ticket of
+    /// [`Budget::try_charge`], its shape's parts as registered
+    /// ([`Budget::shape_parts`]) for one of [`Budget::try_charge_shape`].
+    /// [`ForeignId`] for a ticket of another budget (or of a clone, charged after
+    /// the clone was made).
+    pub fn ticket_parts(&self, ticket: &Ticket) -> Result<&[Part], ForeignId> {
+        self.receipt_parts(ticket.budget, ticket.shape, ticket.list, ticket.gen)
+    }
+
+    /// The parts `flight` charged, as [`Budget::ticket_parts`] gives them.
+    pub fn flight_parts(&self, flight: &Flight) -> Result<&[Part], ForeignId> {
+        self.receipt_parts(flight.budget, flight.shape, flight.list, flight.gen)
+    }
+
+    fn receipt_parts(&self, tag: u16, shape: u8, list: u8, gen: u32) -> Result<&[Part], ForeignId> {
+        if tag != self.tag {
+            return Err(ForeignId);
+        }
+        if shape != NO_SHAPE {
+            return self.shape_parts(crate::Shape {
+                budget: tag,
+                index: shape,
+            });
+        }
+        self.lists.get(list, gen).ok_or(ForeignId)
     }
 
     /// Moves every window to `now_ns`. Call it while idle: the catch-up walk of a ring

@@ -23,7 +23,9 @@ use super::bucket::add_refusals;
 use super::charge::rank;
 use super::Budget;
 use crate::stats::Refusals;
-use crate::ticket::{BucketId, Charged, Class, ForeignId, Limited, Part, Shape, Ticket, Why};
+use crate::ticket::{
+    BucketId, Charged, Class, ForeignId, Limited, Part, Shape, Ticket, Why, NO_LIST,
+};
 use crate::{ConfigError, MAX_BUCKETS, MAX_PARTS, MAX_SHAPES};
 
 /// The room an unregistered shape row points at: past every bucket, so always 0.
@@ -107,6 +109,11 @@ impl ShapeRow {
     #[inline]
     fn len(&self) -> usize {
         usize::from(self.len).min(MAX_PARTS)
+    }
+
+    /// The merged parts, as a fixed array and the length in use (a plain copy).
+    pub(super) fn parts_array(&self) -> ([Part; MAX_PARTS], usize) {
+        (self.parts, self.len())
     }
 
     /// The merged parts.
@@ -237,7 +244,8 @@ impl Budget {
             seq: self.seq,
             budget: self.tag,
             shape: shape.index,
-            parts: Charged::new(),
+            list: NO_LIST,
+            gen: 0,
         }
     }
 
@@ -411,11 +419,11 @@ impl Budget {
             }
         }
         let parts = self.shapes[si].parts();
-        self.charge_slow(&parts, class, now).map(|ticket| Ticket {
-            shape: shape.index,
-            parts: Charged::new(),
-            ..ticket
-        })
+        self.charge_slow(&parts, class, now, false)
+            .map(|ticket| Ticket {
+                shape: shape.index,
+                ..ticket
+            })
     }
 
     /// [`Budget::refund`] of a shape's ticket. A charge still in every lane (no lane

@@ -355,12 +355,29 @@ impl Shaped {
                 let r = self.budget.try_charge_shape(shape, class, now);
                 if let Ok(t) = &r {
                     assert_eq!(t.shape(), Some(shape));
-                    assert!(t.parts().is_empty(), "a shape's ticket copies nothing");
+                    assert_eq!(
+                        self.budget.ticket_parts(t).unwrap(),
+                        self.budget.shape_parts(shape).unwrap(),
+                        "a shape's ticket names its shape"
+                    );
                 }
                 r
             }
             None => self.budget.try_charge(parts, class, now),
         }
+    }
+}
+
+/// A re-send answer as text, a ticket shown by when it was charged and its parts
+/// (`b`: the budget that answered).
+pub fn resend_view(b: &Budget, r: &Resend) -> String {
+    match r {
+        Resend::Send(t) => format!(
+            "send {} {:?}",
+            t.charged_at_ns(),
+            b.ticket_parts(t).unwrap()
+        ),
+        other => format!("{other:?}"),
     }
 }
 
@@ -932,6 +949,10 @@ impl Driver {
                 assert_eq!(l.ready_at_ns, self.hold_until[b]);
             }
             Why::Foreign => panic!("an own id refused as foreign: {l:?}"),
+            Why::Receipts => panic!(
+                "the model never holds {} lists: {l:?}",
+                ergon_core::MAX_LISTS
+            ),
             Why::Full => assert!(
                 l.ready_at_ns > t,
                 "ready_at {} not after {t}",
@@ -964,8 +985,11 @@ impl Driver {
         if let Some((twin, tickets, _)) = &mut self.twin {
             let r = twin.try_charge(parts, class, t);
             assert_eq!(
-                r.as_ref().map(|t| (t.charged_at_ns(), t.parts())),
-                result.as_ref().map(|t| (t.charged_at_ns(), t.parts()))
+                r.as_ref()
+                    .map(|t| (t.charged_at_ns(), twin.ticket_parts(t).unwrap())),
+                result
+                    .as_ref()
+                    .map(|t| (t.charged_at_ns(), self.budget.ticket_parts(t).unwrap()))
             );
             if let Ok(ticket) = r {
                 tickets.push(ticket);
@@ -1108,7 +1132,13 @@ impl Driver {
         let r = self.budget.resend(&v, parts, class, deadline, caller);
         if let Some(sh) = &mut self.shaped {
             let sr = sh.budget.resend(&v, parts, class, deadline, caller);
-            assert_eq!(format!("{sr:?}"), format!("{r:?}"));
+            // A ticket names its budget's entry of the part list: compare what
+            // it charged, when, and the tickets each budget has out.
+            assert_eq!(resend_view(&sh.budget, &sr), resend_view(&self.budget, &r));
+            assert_eq!(
+                sh.budget.receipts_outstanding(),
+                self.budget.receipts_outstanding()
+            );
             if let Resend::Send(t) = sr {
                 sh.tickets.push(t);
             }
@@ -1118,11 +1148,8 @@ impl Driver {
             .as_mut()
             .map(|(twin, _, _)| twin.resend(&v, parts, class, deadline, t));
         if let Some(tr) = &twin_r {
-            let shape = |r: &Resend| match r {
-                Resend::Send(t) => format!("send {} {:?}", t.charged_at_ns(), t.parts()),
-                other => format!("{other:?}"),
-            };
-            assert_eq!(shape(tr), shape(&r));
+            let twin = &self.twin.as_ref().unwrap().0;
+            assert_eq!(resend_view(twin, tr), resend_view(&self.budget, &r));
         }
         if self.checks.resend {
             match v {

@@ -515,6 +515,7 @@ fn why_byte(w: Why) -> u8 {
         Why::Halted => 2,
         Why::TooBig => 3,
         Why::Foreign => 4,
+        Why::Receipts => 5,
     }
 }
 
@@ -661,6 +662,7 @@ pub fn decode_event(b: &[u8]) -> Result<(ShmEvent, &[u8], bool), BadMessage> {
                 2 => Why::Halted,
                 3 => Why::TooBig,
                 4 => Why::Foreign,
+                5 => Why::Receipts,
                 _ => return Err(BadMessage::Why),
             },
             ready_in_ns: a,

@@ -271,8 +271,17 @@ impl CurlTransport {
             if resent == 0 {
                 return Some(report(books, end));
             }
-            // The venue counted every copy: charge each, after the fact.
-            for p in ticket.parts() {
+            // The venue counted every copy: charge each, after the fact (a shape's
+            // ticket included: its parts are its shape's).
+            let parts: arrayvec::ArrayVec<ergon_core::Part, { ergon_core::MAX_PARTS }> = budget
+                .ticket_parts(ticket)
+                .map(|p| p.iter().copied().take(ergon_core::MAX_PARTS).collect())
+                .unwrap_or_default();
+            debug_assert!(
+                budget.ticket_parts(ticket).is_ok(),
+                "pools charge the budget they are driven with"
+            );
+            for p in parts {
                 let own = budget.charge_after(p.bucket, p.cost.saturating_mul(resent), now);
                 debug_assert!(own.is_ok(), "pools charge the budget they are driven with");
             }

@@ -39,7 +39,7 @@ macro_rules! marks {
                 $body
             }
             // A replay charges only its own budget's ids: Foreign never comes.
-            Why::TooBig | Why::Foreign => {
+            Why::TooBig | Why::Foreign | Why::Receipts => {
                 let $f = |p| EmptyElement::at(p) + Rectangle::new([(-4, -4), (4, 4)], style);
                 $body
             }
@@ -528,7 +528,7 @@ fn mark_color(why: Why) -> RGBColor {
         Why::Full => HALT,
         Why::Held => HOLD,
         Why::Halted => BLACK,
-        Why::TooBig | Why::Foreign => TOO_BIG,
+        Why::TooBig | Why::Foreign | Why::Receipts => TOO_BIG,
     }
 }
 
@@ -539,6 +539,7 @@ fn why_name(why: Why) -> &'static str {
         Why::Halted => "halted",
         Why::TooBig => "too big",
         Why::Foreign => "foreign",
+        Why::Receipts => "receipts",
     }
 }
 

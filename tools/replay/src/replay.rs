@@ -323,6 +323,7 @@ impl Replay {
                             Why::Halted => "halted",
                             Why::TooBig => "too_big",
                             Why::Foreign => "foreign",
+                            Why::Receipts => "receipts",
                         };
                         let ready_at = match limited.ready_at_ns {
                             i64::MAX => Value::Null,
