@@ -17,7 +17,11 @@
 
 use std::collections::BTreeMap;
 
+#[path = "support/one.rs"]
+mod one;
+
 use ergon_core::{BucketId, Budget, Class, Part, Spec};
+use one::{admits, one, send};
 use proptest::prelude::*;
 
 const SEC: i64 = 1_000_000_000;
@@ -30,24 +34,7 @@ fn fixed(limit: u64) -> (Budget, BucketId) {
 
 /// Windows starting at `phase` (and every second from it).
 fn aligned(limit: u64, phase: i64) -> (Budget, BucketId) {
-    let mut b = Budget::builder();
-    let spec = Spec::fixed(limit, SEC).guard(GUARD).phase(phase);
-    let id = b.add("orders", spec).unwrap();
-    (b.build(0).unwrap(), id)
-}
-
-fn send(budget: &mut Budget, id: BucketId, cost: u32, t: i64) {
-    let _flight = budget
-        .try_charge(&[Part::new(id, cost)], Class::Urgent, t)
-        .unwrap()
-        .sent();
-}
-
-fn admits(budget: &Budget, id: BucketId, cost: u32, t: i64) -> bool {
-    budget
-        .clone()
-        .try_charge(&[Part::new(id, cost)], Class::Urgent, t)
-        .is_ok()
+    one(Spec::fixed(limit, SEC).guard(GUARD).phase(phase))
 }
 
 /// Window 0 filled at 0.5 s; the answer of an order counted at 0.9 s says 10 and

@@ -6,31 +6,14 @@
 //!
 //! Issue 24: each scenario of the clamp that forgot units the venue still held.
 
+#[path = "support/one.rs"]
+mod one;
+
 use ergon_core::{BucketId, Budget, Class, Part, Spec, Why};
+use one::{admits, one, send};
 
 const SEC: i64 = 1_000_000_000;
 const MS: i64 = 1_000_000;
-
-fn one(spec: Spec) -> (Budget, BucketId) {
-    let mut b = Budget::builder();
-    let id = b.add("x", spec).unwrap();
-    (b.build(0).unwrap(), id)
-}
-
-/// A charge whose request left: no refund exists for it.
-fn send(budget: &mut Budget, id: BucketId, cost: u32, t: i64) {
-    let _flight = budget
-        .try_charge(&[Part::new(id, cost)], Class::Urgent, t)
-        .unwrap()
-        .sent();
-}
-
-fn admits(budget: &Budget, id: BucketId, cost: u32, t: i64) -> bool {
-    budget
-        .clone()
-        .try_charge(&[Part::new(id, cost)], Class::Urgent, t)
-        .is_ok()
-}
 
 /// Sliding window, limit 71 over 1 s: 60 units at t0, an answer adds 20 at t0 +
 /// 0.5 s. Once the 60 leave the window the venue still holds the 20: 51 more pass,
