@@ -900,14 +900,14 @@ impl crate::switch::Switch for Bybit {
         now: i64,
     ) -> Result<&'p Prepared, Error> {
         let w = Writer::start(out);
-        if !self.switch_spec().takes(timeout_ms) || timeout_ms % 1000 != 0 {
+        let Some(secs) = self.switch_spec().whole_seconds(timeout_ms) else {
             return Err(Error::BadArgument("timeWindow (3..=300 s, whole seconds)"));
-        }
+        };
         let product = dcp_product(self.category);
         let (w, deadline) = self.signed_json(w, DCP_PATH, now, |w| {
             w.json(&mut true, "product", product);
             w.s(",\"timeWindow\":");
-            w.int(i64::from(timeout_ms / 1000));
+            w.int(i64::from(secs));
             Ok(())
         })?;
         let mut parts = Parts::new();

@@ -1059,10 +1059,10 @@ impl crate::switch::Switch for KrakenSpot {
         now: i64,
     ) -> Result<&'p Prepared, Error> {
         let w = Writer::start(out);
-        if !self.switch_spec().takes(timeout_ms) || timeout_ms % 1000 != 0 {
+        let Some(secs) = self.switch_spec().whole_seconds(timeout_ms) else {
             return Err(Error::BadArgument("timeout (60..=86399 s, whole seconds)"));
-        }
-        self.cancel_all_after(w, timeout_ms / 1000, now)
+        };
+        self.cancel_all_after(w, secs, now)
     }
 
     fn disarm<'p>(

@@ -88,6 +88,12 @@ impl SwitchSpec {
         (self.min_timeout_ms..=self.max_timeout_ms).contains(&timeout_ms)
     }
 
+    /// `timeout_ms` in whole seconds, for a venue that takes seconds: `None`
+    /// outside the range or off a whole second.
+    pub fn whole_seconds(&self, timeout_ms: u32) -> Option<u32> {
+        (self.takes(timeout_ms) && timeout_ms % 1000 == 0).then_some(timeout_ms / 1000)
+    }
+
     /// How long after a refresh the next one is due, ns.
     pub fn refresh_every_ns(&self, timeout_ms: u32) -> i64 {
         i64::from(timeout_ms) * 1_000_000 / i64::from(self.refresh_div.max(1))
