@@ -4,7 +4,7 @@
 //! requests in flight and each client's counters through a second seqlock of fixed
 //! size ([`OpsSnapshot`]).
 //!
-//! [`Observed`] wraps a [`Strategy`] (the shared-memory [`Hub`](crate::shm::Hub) in
+//! [`Observed`] wraps a [`Strategy`] (the shared-memory [`Hub`] in
 //! the binary) and, after the strategy's turn, publishes both at most every
 //! [`PUBLISH_EVERY_NS`]. Everything else (reading, rates, health, text) happens on the
 //! reader's thread.

@@ -728,7 +728,7 @@ impl ClientIds for BinanceSpot {
 }
 
 impl Endpoints for BinanceSpot {
-    /// A fresh `timestamp` and signature on the same request (see [`restamp`]).
+    /// A fresh `timestamp` and signature on the same request (the module's `restamp`).
     fn restamp(&mut self, p: &mut Prepared, now: i64) -> Result<(), Error> {
         restamp(p, &self.auth, &self.limits.clock, now)
     }

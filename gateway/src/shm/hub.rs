@@ -314,7 +314,7 @@ pub struct Hub {
     /// While the listener is out of the hub's epoll (too many connections, or
     /// no descriptor left), when to watch it again.
     listen_paused_until: Option<i64>,
-    /// Connections closed for saying nothing within [`SILENT_CONN_NS`].
+    /// Connections closed for saying nothing within `SILENT_CONN_NS` (1 s).
     pub silent_closed: u64,
     /// Times the listener was paused (connections at their cap, or no
     /// descriptor left).

@@ -369,7 +369,7 @@ impl Old {
 }
 
 /// Checks, reading only, that the journal at `path` (if there is one) can be
-/// opened for `owner`: the error [`Journal::open`] would give for a journal that
+/// opened for `owner`: the error `Journal::open` would give for a journal that
 /// is refused, not a journal, or holds live entries of another account. Called
 /// at start, before anything is sent on `owner`'s behalf.
 pub fn check(path: &Path, owner: &JournalOwner) -> io::Result<()> {
