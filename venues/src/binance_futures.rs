@@ -478,7 +478,7 @@ impl Venue for BinanceFutures {
             (s, _) => adapt::status_rule(s, budget, l.ip, wait, now),
         };
         // An order's answer stamps the venue's time of it (`updateTime`).
-        let counted = l.counted_at(&m, "updateTime", now);
+        let counted = l.counted_at(m.stamp_ms("updateTime"), now);
         bad = bad.or(l.observe(r, budget, counted, now));
         adapt::finish(verdict, bad)
     }

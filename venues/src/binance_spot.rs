@@ -274,12 +274,12 @@ impl Limits {
     }
 
     /// The time the venue counted the request at, on the caller's clock: the
-    /// answer's own stamp `field` (`transactTime` on Spot, `updateTime` on USD-M)
-    /// where it has a plausible one, else `now`. A stamp further back than
+    /// answer's own stamp (`transactTime` on Spot, `updateTime` on USD-M, UTC
+    /// ms) where it has a plausible one, else `now`. A stamp further back than
     /// [`MAX_STAMP_AGE_NS`] (Binance's longest `recvWindow`) is no time this
     /// request was counted at, and is not trusted.
-    pub fn counted_at(&self, m: &Msg<'_>, field: &str, now: i64) -> i64 {
-        m.stamp_ms(field)
+    pub fn counted_at(&self, stamp_ms: Option<i64>, now: i64) -> i64 {
+        stamp_ms
             .map(|ms| self.clock.now_ns_at(ms))
             .filter(|&t| t >= now.saturating_sub(MAX_STAMP_AGE_NS))
             .map_or(now, |t| t.min(now))
@@ -967,7 +967,7 @@ impl Venue for BinanceSpot {
             (400..=499, None) if m.json.is_none() && request.is_write() => Verdict::Unknown,
             (s, _) => adapt::status_rule(s, budget, l.ip, wait, now),
         };
-        let counted = l.counted_at(&m, "transactTime", now);
+        let counted = l.counted_at(m.stamp_ms("transactTime"), now);
         bad = bad.or(l.observe(r, budget, counted, now));
         adapt::finish(verdict, bad)
     }

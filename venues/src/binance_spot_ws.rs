@@ -878,7 +878,12 @@ impl Session {
             Err(_) => Verdict::Unknown,
         };
         if let Some(limits) = rate_limits {
-            if self.observe(limits, budget, now).is_err() {
+            // An order's result stamps the venue's time of it (`transactTime`).
+            let stamp = result
+                .and_then(|r| r.get("transactTime").ok().flatten())
+                .and_then(|t| t.as_i64().ok());
+            let counted = self.adapter.limits.counted_at(stamp, now);
+            if self.observe(limits, budget, counted, now).is_err() {
                 bad = bad.or(Some("rateLimits"));
             }
         }
@@ -893,9 +898,16 @@ impl Session {
     }
 
     /// Feeds each `{rateLimitType, interval, intervalNum, count}` to the limit of
-    /// that kind and window; an interval the budget does not declare is skipped.
+    /// that kind and window, as counted by the venue at `counted`; an interval the
+    /// budget does not declare is skipped.
     #[allow(clippy::result_unit_err)] // the caller names the field
-    fn observe(&self, limits: Value<'_>, budget: &mut Budget, now: i64) -> Result<(), ()> {
+    fn observe(
+        &self,
+        limits: Value<'_>,
+        budget: &mut Budget,
+        counted: i64,
+        now: i64,
+    ) -> Result<(), ()> {
         let mut bad = false;
         let mut buf = [0u8; 32];
         for item in limits.items().map_err(|_| ())? {
@@ -919,7 +931,10 @@ impl Session {
                         .of(counts)
                         .find(|l| l.window_ns == window && !l.leased);
                     if let Some(l) = limit {
-                        if budget.observe_used(l.bucket, count, now).is_err() {
+                        if budget
+                            .observe_used_at(l.bucket, count, counted, now)
+                            .is_err()
+                        {
                             bad = true;
                         }
                     }

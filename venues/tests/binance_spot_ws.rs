@@ -826,3 +826,36 @@ fn rest_requests_become_their_websocket_twins() {
     assert!(twin.is_empty());
     assert_eq!(s.in_flight(), before);
 }
+
+/// An order counted 5 s into a 10 s window (its result's `transactTime`) whose
+/// answer arrives 2 s into the next: its `rateLimits` count is the window it was
+/// counted in, so the next window starts empty; without the stamp it can only be
+/// taken as the next window's.
+#[test]
+fn a_late_order_count_is_booked_in_the_window_of_its_transact_time() {
+    let mut used = Vec::new();
+    for stamp in [
+        format!(",\"transactTime\":{}", FIXTURE_NOW_UTC_MS + 5_000),
+        String::new(),
+    ] {
+        let (mut s, mut budget) = session(4);
+        let mut out = Vec::new();
+        let id = s
+            .prepare(&Call::Place(order("p1")), &mut out, NOW)
+            .unwrap()
+            .id;
+        assert!(s.sent(id));
+        let frame = format!(
+            r#"{{"id":{id},"status":200,"result":{{"symbol":"BTCUSDT","orderId":12,"clientOrderId":"p1","status":"NEW"{stamp}}},"rateLimits":[
+            {{"rateLimitType":"ORDERS","interval":"SECOND","intervalNum":10,"limit":100,"count":7}}]}}"#
+        );
+        let read_at = NOW + 12 * SEC;
+        assert_eq!(
+            verdict(answer(&mut s, &mut budget, &frame, read_at)),
+            Ok(Verdict::Done)
+        );
+        budget.tick(read_at);
+        used.push(budget.stats(bucket(&budget, "ORDERS_10S")).unwrap().used);
+    }
+    assert_eq!(used, [0, 7], "stamped, then unstamped");
+}
