@@ -167,6 +167,16 @@ keys! {
 }
 
 /// The 1-based line of byte `at` in `text`.
+/// A flag's value as a number in `lo..=hi`; the error names the flag, the
+/// value and the range (the command line's flags and the config file's keys
+/// alike).
+pub fn flag_number(flag: &str, v: &str, lo: f64, hi: f64) -> Result<f64, String> {
+    v.parse::<f64>()
+        .ok()
+        .filter(|x| x.is_finite() && *x >= lo && *x <= hi)
+        .ok_or_else(|| format!("{flag} {v:?}: expected a number in {lo}..={hi}"))
+}
+
 fn line_of(text: &str, at: usize) -> usize {
     let at = at.min(text.len());
     text.as_bytes()[..at]

@@ -171,12 +171,8 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
     };
     while let Some(flag) = it.next() {
         let mut value = || it.next().ok_or_else(|| format!("{flag} needs a value"));
-        let num = |v: String, lo: f64, hi: f64| {
-            v.parse::<f64>()
-                .ok()
-                .filter(|x| x.is_finite() && *x >= lo && *x <= hi)
-                .ok_or_else(|| format!("{flag} {v:?}: expected a number in {lo}..={hi}"))
-        };
+        let num =
+            |v: String, lo: f64, hi: f64| ergon_gateway::config::flag_number(&flag, &v, lo, hi);
         match flag.as_str() {
             "--venue" => a.venue = Some(value()?),
             "--base" => a.base = Some(value()?),

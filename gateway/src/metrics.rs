@@ -734,12 +734,7 @@ impl OpsFlags {
 
     /// Applies `flag` with its value; the error names the flag and the value.
     pub fn set(&mut self, flag: &str, v: &str) -> Result<(), String> {
-        let num = |lo: f64, hi: f64| {
-            v.parse::<f64>()
-                .ok()
-                .filter(|x| x.is_finite() && *x >= lo && *x <= hi)
-                .ok_or_else(|| format!("{flag} {v:?}: expected a number in {lo}..={hi}"))
-        };
+        let num = |lo: f64, hi: f64| crate::config::flag_number(flag, v, lo, hi);
         match flag {
             "--metrics" => {
                 self.metrics = Some(v.parse().map_err(|_| {
