@@ -249,27 +249,35 @@ impl Windows {
         self.count(self.index_of(now))
     }
 
-    /// The windows (previous, current, next) a figure the venue counted at `at`
-    /// may belong to (after [`Windows::advance`] to a time at or after `at`):
-    /// within a guard of a boundary the venue may be on either side of it. A
-    /// figure counted before the current window's leading guard is the previous
-    /// window's (or an older one's, which leaves nothing tracked but the previous
-    /// one to raise: raising it more is only more careful).
-    fn figure_windows(&self, at: i64) -> [bool; 3] {
-        if at < self.start_ns.saturating_sub(self.guard_ns) {
+    /// The windows (previous, current, next) a figure counted at `at` may belong
+    /// to (after [`Windows::advance`] to a time at or after `at`).
+    ///
+    /// - Unstamped (`at` is when the answer was read, on our clock): within a guard
+    ///   of a boundary the venue may be on either side of it.
+    /// - Stamped (`at` is the venue's own stamp, mapped with the clock these
+    ///   windows are aligned on): the stamp names the venue's window, and the
+    ///   venue counts a request before it stamps it, so the figure is that
+    ///   window's, or the previous one's within a guard after its start; never
+    ///   the next one's.
+    ///
+    /// A figure counted before the current window is the previous window's (or
+    /// an older one's, which leaves nothing tracked but the previous one to
+    /// raise: raising it more is only more careful).
+    fn figure_windows(&self, at: i64, stamped: bool) -> [bool; 3] {
+        if at < self.start_ns.saturating_sub(self.guard_ns) || (stamped && at < self.start_ns) {
             return [true, false, false];
         }
         if at < self.start_ns {
             return [true, true, false];
         }
         let (before, after) = self.sides(at);
-        [before, true, after]
+        [before, true, after && !stamped]
     }
 
-    /// The lowest count among the windows a figure the venue counted at `at` may
-    /// belong to (see [`Windows::figure_windows`]).
-    pub(crate) fn least_counted(&self, at: i64) -> u64 {
-        let which = self.figure_windows(at);
+    /// The lowest count among the windows a figure counted at `at` may belong to
+    /// (see [`Windows::figure_windows`]).
+    pub(crate) fn least_counted(&self, at: i64, stamped: bool) -> u64 {
+        let which = self.figure_windows(at, stamped);
         (0..3)
             .filter(|&i| which[i])
             .map(|i| self.counts[i])
@@ -277,11 +285,11 @@ impl Windows {
             .unwrap_or(0)
     }
 
-    /// Raises the count of every window a figure the venue counted at `at` may
-    /// belong to (see [`Windows::figure_windows`]) to that figure, by at most
-    /// `limit` in each window.
-    pub(crate) fn raise_to(&mut self, used: u64, limit: u64, at: i64) {
-        let which = self.figure_windows(at);
+    /// Raises the count of every window a figure counted at `at` may belong to
+    /// (see [`Windows::figure_windows`]) to that figure, by at most `limit` in
+    /// each window.
+    pub(crate) fn raise_to(&mut self, used: u64, limit: u64, at: i64, stamped: bool) {
+        let which = self.figure_windows(at, stamped);
         for (count, _) in self.counts.iter_mut().zip(which).filter(|(_, w)| *w) {
             *count = (*count).max(used.min(count.saturating_add(limit)));
         }

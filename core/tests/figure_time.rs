@@ -63,7 +63,34 @@ fn a_figure_stamped_within_the_guard_after_a_boundary_raises_both_windows() {
     send(&mut budget, f, 4, SEC / 2);
     budget.observe_used_at(f, 7, 1010 * MS, 1020 * MS).unwrap();
     assert!(admits(&budget, f, 3, 1020 * MS));
-    assert!(!admits(&budget, f, 4, 1020 * MS), "windows 0 and 1 may hold 7");
+    assert!(
+        !admits(&budget, f, 4, 1020 * MS),
+        "windows 0 and 1 may hold 7"
+    );
+}
+
+/// Stamped 10 ms before the boundary, read well after it: the venue counted it
+/// before it stamped it, in window 0, so window 1 is free. Read without its
+/// stamp inside the guard, the figure may be either window's.
+#[test]
+fn a_figure_stamped_before_a_boundary_is_never_the_next_windows() {
+    let (mut budget, f) = fixed(10);
+    send(&mut budget, f, 4, SEC / 2);
+    let mut unstamped = budget.clone();
+    budget.observe_used_at(f, 7, 990 * MS, 1200 * MS).unwrap();
+    assert!(admits(&budget, f, 10, 1200 * MS), "window 1 holds nothing");
+    unstamped.observe_used(f, 7, 990 * MS).unwrap();
+    assert!(!admits(&unstamped, f, 4, 1200 * MS), "window 1 may hold 7");
+}
+
+/// A stamp after now (our clock behind the venue's) is no stamp: read at now,
+/// 20 ms before the boundary, the figure may be the next window's.
+#[test]
+fn a_stamp_after_now_is_read_as_no_stamp() {
+    let (mut budget, f) = fixed(10);
+    budget.observe_used_at(f, 7, 1005 * MS, 980 * MS).unwrap();
+    assert!(admits(&budget, f, 3, 1100 * MS));
+    assert!(!admits(&budget, f, 4, 1100 * MS), "window 1 may hold 7");
 }
 
 /// Counted in the window the answer arrives in: that window is raised, as a

@@ -273,16 +273,20 @@ impl Limits {
         adapt::ban(budget, self.ip, until, now)
     }
 
-    /// The time the venue counted the request at, on the caller's clock: the
-    /// answer's own stamp (`transactTime` on Spot, `updateTime` on USD-M, UTC
-    /// ms) where it has a plausible one, else `now`. A stamp further back than
-    /// [`MAX_STAMP_AGE_NS`] (Binance's longest `recvWindow`) is no time this
-    /// request was counted at, and is not trusted.
+    /// The venue's stamp of the request, on the caller's clock, for
+    /// [`Budget::observe_used_at`]: the answer's own stamp (`transactTime` on
+    /// Spot, `updateTime` on USD-M, UTC ms) mapped with the clock the windows are
+    /// aligned on, where it has a plausible one, else `now`. A stamp further back
+    /// than [`MAX_STAMP_AGE_NS`] (Binance's longest `recvWindow`) is no time this
+    /// request was counted at, and is not trusted. A stamp after `now` (this
+    /// clock behind the venue's) is passed on as it is: the budget reads it as no
+    /// stamp, which is careful on both sides of a boundary, where `now` in its
+    /// place would book the figure in a window it may not belong to.
     pub fn counted_at(&self, stamp_ms: Option<i64>, now: i64) -> i64 {
         stamp_ms
             .map(|ms| self.clock.now_ns_at(ms))
             .filter(|&t| t >= now.saturating_sub(MAX_STAMP_AGE_NS))
-            .map_or(now, |t| t.min(now))
+            .unwrap_or(now)
     }
 
     /// Feeds `X-MBX-USED-WEIGHT-<interval>` and `X-MBX-ORDER-COUNT-<interval>` to

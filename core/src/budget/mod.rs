@@ -357,13 +357,21 @@ impl Budget {
     }
 
     /// [`Budget::observe_used`] for a figure the venue stamped with its own time
-    /// of counting (Binance's `transactTime`), mapped to this clock as
-    /// `counted_ns`: a figure read late, after a boundary of a fixed window, is
-    /// the window it was counted in, not the one its answer arrived in. Within
-    /// the bucket's guard of a boundary it may be either, and both are raised.
-    /// A stamp later than `now_ns` (clock error) counts as `now_ns`. Sliding
-    /// windows and token buckets book the figure at `now_ns`, as
-    /// [`Budget::observe_used`] does: later is never less careful there.
+    /// (Binance's `transactTime`), mapped to this clock as `counted_ns` with the
+    /// same clock estimate the bucket's windows are aligned on
+    /// ([`Spec::phase`], [`Budget::set_phase`]): the stamp then names the
+    /// venue's window exactly, whatever that estimate's error.
+    ///
+    /// On a fixed window, a figure read late, after a boundary, is the window
+    /// it was stamped in, not the one its answer arrived in. The venue counts a
+    /// request before it stamps it, so a figure stamped within the bucket's
+    /// guard after a boundary may be the previous window's, and both are
+    /// raised; one stamped before a boundary is never the next window's. A
+    /// stamp later than `now_ns` (a clock error) is no stamp: the figure is read
+    /// as [`Budget::observe_used`] reads it, at `now_ns`, where our clock and
+    /// the venue's may be on either side of a boundary. Sliding windows and
+    /// token buckets book the figure at `now_ns`, as [`Budget::observe_used`]
+    /// does: later is never less careful there.
     pub fn observe_used_at(
         &mut self,
         bucket: BucketId,
@@ -373,6 +381,7 @@ impl Budget {
     ) -> Result<(), ForeignId> {
         self.own(bucket)?;
         let now = self.clock(now_ns);
+        let stamped = counted_ns <= now;
         let at = counted_ns.min(now);
         let seq = self.seq;
         self.change(bucket, now, |b| {
@@ -398,9 +407,9 @@ impl Budget {
                     used > sure
                 }
                 State::Fixed(windows) => {
-                    let raise = used > windows.least_counted(at);
+                    let raise = used > windows.least_counted(at, stamped);
                     if raise {
-                        windows.raise_to(used, limit, at);
+                        windows.raise_to(used, limit, at, stamped);
                     }
                     raise
                 }
