@@ -8,6 +8,49 @@
 //! State: the counts of the previous, current and next window. Never allocates; the
 //! steady path is one compare.
 
+/// The fixed windows one charge counts in ([`Budget::counts_in`](crate::Budget::counts_in)):
+/// a charge within the guard of a boundary counts on both sides of it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CountsIn {
+    /// The window holding the charge's time: windows are numbered from the phase,
+    /// window `n` starting at `phase + n·window`.
+    pub index: i64,
+    /// Within the guard after the window's start: window `index - 1` counts it too.
+    pub previous: bool,
+    /// Within the guard before the window's end: window `index + 1` counts it too.
+    pub next: bool,
+    /// The first instant a charge no longer counts in window `index`: the next
+    /// window's start plus the guard (one window later per later index).
+    pub clear_ns: i64,
+    /// The window's length.
+    pub window_ns: i64,
+}
+
+impl CountsIn {
+    /// Each window index the charge counts in, lowest first.
+    pub fn indices(&self) -> impl Iterator<Item = i64> {
+        let (i, p, n) = (self.index, self.previous, self.next);
+        [(i - 1, p), (i, true), (i + 1, n)]
+            .into_iter()
+            .filter_map(|(k, counted)| counted.then_some(k))
+    }
+
+    /// The first instant a charge no longer counts in window `index`.
+    pub fn clear_of(&self, index: i64) -> i64 {
+        self.clear_ns
+            .saturating_add((index - self.index).saturating_mul(self.window_ns))
+    }
+}
+
+/// When a usage figure was counted ([`Windows::figure_time`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum FigureTime {
+    /// The venue's stamp, on the windows' clock.
+    Stamped(i64),
+    /// No stamp: read at this time.
+    Read(i64),
+}
+
 #[derive(Clone, Debug)]
 pub(crate) struct Windows {
     window_ns: i64,
@@ -100,6 +143,33 @@ impl Windows {
             t - self.start_ns < self.guard_ns,
             t >= self.end_ns.saturating_sub(self.guard_ns),
         )
+    }
+
+    /// The windows a charge at `t` counts in: the current window's sides where `t`
+    /// lies in it (it may be stretched by a phase change), the plain geometry
+    /// elsewhere.
+    pub(crate) fn counts_in(&self, t: i64) -> CountsIn {
+        let g = self.guard_ns;
+        if (self.start_ns..self.end_ns).contains(&t) {
+            let (previous, next) = self.sides(t);
+            return CountsIn {
+                index: self.index,
+                previous,
+                next,
+                clear_ns: self.end_ns.saturating_add(g),
+                window_ns: self.window_ns,
+            };
+        }
+        let index = self.index_of(t);
+        let start = self.start_of(index);
+        let pos = t - start;
+        CountsIn {
+            index,
+            previous: pos < g,
+            next: pos >= self.window_ns - g,
+            clear_ns: start.saturating_add(self.window_ns).saturating_add(g),
+            window_ns: self.window_ns,
+        }
     }
 
     /// At `now` (after [`Windows::advance`]): the most any window a charge counts in
@@ -249,35 +319,45 @@ impl Windows {
         self.count(self.index_of(now))
     }
 
-    /// The windows (previous, current, next) a figure counted at `at` may belong
-    /// to (after [`Windows::advance`] to a time at or after `at`).
-    ///
-    /// - Unstamped (`at` is when the answer was read, on our clock): within a guard
-    ///   of a boundary the venue may be on either side of it.
-    /// - Stamped (`at` is the venue's own stamp, mapped with the clock these
-    ///   windows are aligned on): the stamp names the venue's window, and the
-    ///   venue counts a request before it stamps it, so the figure is that
-    ///   window's, or the previous one's within a guard after its start; never
-    ///   the next one's.
-    ///
-    /// A figure counted before the current window is the previous window's (or
-    /// an older one's, which leaves nothing tracked but the previous one to
-    /// raise: raising it more is only more careful).
-    fn figure_windows(&self, at: i64, stamped: bool) -> [bool; 3] {
-        if at < self.start_ns.saturating_sub(self.guard_ns) || (stamped && at < self.start_ns) {
-            return [true, false, false];
+    /// When a figure was counted (after [`Windows::advance`] to `now`): its
+    /// stamp, where it has one no more than a guard after `now` (the clock
+    /// estimate's error; further is no stamp), else `now`, unstamped.
+    pub(crate) fn figure_time(&self, stamp: Option<i64>, now: i64) -> FigureTime {
+        match stamp.filter(|&t| t <= now.saturating_add(self.guard_ns)) {
+            Some(at) => FigureTime::Stamped(at),
+            None => FigureTime::Read(now),
         }
-        if at < self.start_ns {
-            return [true, true, false];
-        }
-        let (before, after) = self.sides(at);
-        [before, true, after && !stamped]
     }
 
-    /// The lowest count among the windows a figure counted at `at` may belong to
-    /// (see [`Windows::figure_windows`]).
-    pub(crate) fn least_counted(&self, at: i64, stamped: bool) -> u64 {
-        let which = self.figure_windows(at, stamped);
+    /// The windows (previous, current, next) a figure may belong to.
+    ///
+    /// - Read at `now`, unstamped (our clock): within a guard of a boundary the
+    ///   venue may be on either side of it.
+    /// - Stamped (the venue's own time, mapped with the clock these windows are
+    ///   aligned on): the stamp names the venue's window, and the venue counts a
+    ///   request before it stamps it, so the figure is that window's, or the
+    ///   previous one's within a guard after its start; never the next one's. A
+    ///   stamp before the current window is the previous window's (or an older
+    ///   one's, which leaves nothing tracked but the previous one to raise:
+    ///   raising it more is only more careful).
+    fn figure_windows(&self, at: FigureTime) -> [bool; 3] {
+        match at {
+            FigureTime::Read(now) => {
+                let (before, after) = self.sides(now);
+                [before, true, after]
+            }
+            FigureTime::Stamped(t) if t < self.start_ns => [true, false, false],
+            FigureTime::Stamped(t) if t < self.end_ns => {
+                [t - self.start_ns < self.guard_ns, true, false]
+            }
+            FigureTime::Stamped(t) => [false, t - self.end_ns < self.guard_ns, true],
+        }
+    }
+
+    /// The lowest count among the windows a figure may belong to (see
+    /// [`Windows::figure_windows`]).
+    pub(crate) fn least_counted(&self, at: FigureTime) -> u64 {
+        let which = self.figure_windows(at);
         (0..3)
             .filter(|&i| which[i])
             .map(|i| self.counts[i])
@@ -285,11 +365,11 @@ impl Windows {
             .unwrap_or(0)
     }
 
-    /// Raises the count of every window a figure counted at `at` may belong to
-    /// (see [`Windows::figure_windows`]) to that figure, by at most `limit` in
-    /// each window.
-    pub(crate) fn raise_to(&mut self, used: u64, limit: u64, at: i64, stamped: bool) {
-        let which = self.figure_windows(at, stamped);
+    /// Raises the count of every window a figure may belong to (see
+    /// [`Windows::figure_windows`]) to that figure, by at most `limit` in each
+    /// window.
+    pub(crate) fn raise_to(&mut self, used: u64, limit: u64, at: FigureTime) {
+        let which = self.figure_windows(at);
         for (count, _) in self.counts.iter_mut().zip(which).filter(|(_, w)| *w) {
             *count = (*count).max(used.min(count.saturating_add(limit)));
         }

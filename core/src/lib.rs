@@ -48,6 +48,7 @@ mod ticket;
 mod verdict;
 
 pub use budget::{Budget, Builder, DEFAULT_HOLD_GUARD_NS};
+pub use fixed::CountsIn;
 pub use spec::{ConfigError, Kind, Spec};
 pub use stats::{Refusals, Stats};
 pub use ticket::{BucketId, Class, Flight, ForeignId, Limited, Part, Shape, Ticket, Why};

@@ -7,7 +7,7 @@
 
 use arrayvec::ArrayString;
 
-use crate::fixed::Windows;
+use crate::fixed::{CountsIn, Windows};
 use crate::gcra::Gcra;
 use crate::ring::Ring;
 use crate::spec::{Kind, Spec};
@@ -376,6 +376,13 @@ impl Bucket {
     pub(super) fn fixed_window(&self) -> Option<(i64, i64)> {
         match &self.state {
             State::Fixed(windows) => Some((windows.window_ns(), windows.phase_ns())),
+            _ => None,
+        }
+    }
+
+    pub(super) fn counts_in(&self, now: i64) -> Option<CountsIn> {
+        match &self.state {
+            State::Fixed(windows) => Some(windows.counts_in(now)),
             _ => None,
         }
     }

@@ -48,6 +48,7 @@ use lists::Lists;
 use shape::merge;
 use shape::ShapeRow;
 
+use crate::fixed::CountsIn;
 use crate::spec::{ConfigError, Spec};
 use crate::stats::Stats;
 use crate::ticket::{BucketId, Flight, ForeignId, Part, Ticket, NO_SHAPE};
@@ -351,9 +352,9 @@ impl Budget {
         used: u64,
         now_ns: i64,
     ) -> Result<(), ForeignId> {
-        // A stamp of "no earlier than now": counted at the budget's now, which a
-        // clock read going back does not move back.
-        self.observe_used_at(bucket, used, i64::MAX, now_ns)
+        // Counted at the budget's now, which a clock read going back does not
+        // move back.
+        self.observe(bucket, used, None, now_ns)
     }
 
     /// [`Budget::observe_used`] for a figure the venue stamped with its own time
@@ -367,11 +368,13 @@ impl Budget {
     /// request before it stamps it, so a figure stamped within the bucket's
     /// guard after a boundary may be the previous window's, and both are
     /// raised; one stamped before a boundary is never the next window's. A
-    /// stamp later than `now_ns` (a clock error) is no stamp: the figure is read
-    /// as [`Budget::observe_used`] reads it, at `now_ns`, where our clock and
-    /// the venue's may be on either side of a boundary. Sliding windows and
-    /// token buckets book the figure at `now_ns`, as [`Budget::observe_used`]
-    /// does: later is never less careful there.
+    /// stamp may be later than `now_ns` (the estimate behind the venue's clock,
+    /// an answer read at once): it still names its window, the next one past a
+    /// boundary. A stamp more than a guard after `now_ns` is no estimate's error
+    /// and no stamp: the figure is read as [`Budget::observe_used`] reads it, at
+    /// `now_ns`, where our clock and the venue's may be on either side of a
+    /// boundary. Sliding windows and token buckets book the figure at `now_ns`,
+    /// as [`Budget::observe_used`] does: later is never less careful there.
     pub fn observe_used_at(
         &mut self,
         bucket: BucketId,
@@ -379,10 +382,19 @@ impl Budget {
         counted_ns: i64,
         now_ns: i64,
     ) -> Result<(), ForeignId> {
+        self.observe(bucket, used, Some(counted_ns), now_ns)
+    }
+
+    /// A usage figure, stamped (`counted_ns`) or not.
+    fn observe(
+        &mut self,
+        bucket: BucketId,
+        used: u64,
+        counted_ns: Option<i64>,
+        now_ns: i64,
+    ) -> Result<(), ForeignId> {
         self.own(bucket)?;
         let now = self.clock(now_ns);
-        let stamped = counted_ns <= now;
-        let at = counted_ns.min(now);
         let seq = self.seq;
         self.change(bucket, now, |b| {
             let local = b.used_at(now);
@@ -407,9 +419,10 @@ impl Budget {
                     used > sure
                 }
                 State::Fixed(windows) => {
-                    let raise = used > windows.least_counted(at, stamped);
+                    let at = windows.figure_time(counted_ns, now);
+                    let raise = used > windows.least_counted(at);
                     if raise {
-                        windows.raise_to(used, limit, at, stamped);
+                        windows.raise_to(used, limit, at);
                     }
                     raise
                 }
@@ -532,6 +545,25 @@ impl Budget {
     /// buckets. Windows start at `phase_ns + n·window_ns`.
     pub fn fixed_window(&self, bucket: BucketId) -> Result<Option<(i64, i64)>, ForeignId> {
         Ok(self.own(bucket)?.fixed_window())
+    }
+
+    /// The fixed windows of `bucket` a charge at `now_ns` counts in (within the
+    /// guard of a boundary, both sides of it), for a caller that splits the
+    /// bucket among its users and must count their shares as the bucket counts;
+    /// `None` for other buckets.
+    ///
+    /// ```
+    /// use ergon_core::{Budget, Spec};
+    /// let mut b = Budget::builder();
+    /// let orders = b.add("orders_1s", Spec::fixed(10, 1_000).guard(30)).unwrap();
+    /// let budget = b.build(0).unwrap();
+    /// let at = budget.counts_in(orders, 1_980).unwrap().unwrap();
+    /// assert_eq!((at.index, at.previous, at.next), (1, false, true));
+    /// assert_eq!(at.indices().collect::<Vec<_>>(), [1, 2]);
+    /// assert_eq!((at.clear_of(1), at.clear_of(2)), (2_030, 3_030));
+    /// ```
+    pub fn counts_in(&self, bucket: BucketId, now_ns: i64) -> Result<Option<CountsIn>, ForeignId> {
+        Ok(self.own(bucket)?.counts_in(now_ns))
     }
 
     /// The halted buckets.
