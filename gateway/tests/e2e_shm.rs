@@ -349,6 +349,17 @@ fn without_a_share_flag_two_clients_get_the_fair_share() {
     fair(&[], "fairdefault");
 }
 
+/// The same with a boundary guard of 200 ms (a fifth of each 1 s window counts
+/// in two windows): the shares must be counted as the budget counts, in each
+/// window a charge counts in. Counted over a sliding second, the flooder's
+/// charges near a boundary took two windows' units and the calm client lost
+/// 2 to 5 of its 15 (3 runs in 4); a figure stamped just after our clock's
+/// now was also read as unstamped and filled the next window (2 in 6).
+#[test]
+fn with_a_wide_boundary_guard_two_clients_still_get_the_fair_share() {
+    fair(&["--guard-ms", "200"], "fairguard");
+}
+
 /// A client flooding and one at 30% of the limit under `flags`: the calm one
 /// gets 90% of what it asks, the hog is held to its share.
 fn fair(flags: &[&str], test: &str) {

@@ -11,7 +11,7 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::{fence, AtomicBool, Ordering};
 
 use arrayvec::ArrayVec;
-use ergon_core::{BucketId, Class, Part, Why};
+use ergon_core::{BucketId, Class, CountsIn, Part, Why};
 use ergon_venues::binance_spot_ws::Execution;
 use ergon_venues::endpoint::{ClientOrderId, IdFormat, OrderRef, Prepared, Symbol};
 
@@ -229,10 +229,19 @@ impl Client {
     }
 }
 
+/// One client's units in one bucket, counted as the budget counts them.
 #[derive(Clone, Default)]
 struct Use {
+    /// Sliding windows and token buckets: the charges (time, units) over the
+    /// bucket's last window, oldest first, and their sum.
     charges: std::collections::VecDeque<(i64, u32)>,
     sum: u64,
+    /// Fixed windows: units per window index, lowest first, from the window
+    /// before the current one (a charge within the guard of a boundary counts in
+    /// both windows, as the budget counts it: a share kept over a sliding window
+    /// let a client's charges near a boundary take twice their units of the
+    /// bucket, and the others' share with them).
+    windows: std::collections::VecDeque<(i64, u64)>,
 }
 
 impl Use {
@@ -244,6 +253,35 @@ impl Use {
             }
             self.charges.pop_front();
             self.sum -= u64::from(c);
+        }
+    }
+
+    /// Drops the fixed windows before the one before `current`: no charge from
+    /// now on counts in them.
+    fn forget_before(&mut self, current: i64) {
+        while self.windows.front().is_some_and(|&(i, _)| i < current - 1) {
+            self.windows.pop_front();
+        }
+    }
+
+    /// Units in fixed window `index`.
+    fn in_window(&self, index: i64) -> u64 {
+        self.windows
+            .iter()
+            .find(|&&(i, _)| i == index)
+            .map_or(0, |&(_, u)| u)
+    }
+
+    /// Adds `cost` to every fixed window `at` counts in.
+    fn add_in(&mut self, at: CountsIn, cost: u64) {
+        for k in at.indices() {
+            match self.windows.iter_mut().find(|(i, _)| *i == k) {
+                Some((_, u)) => *u += cost,
+                None => {
+                    let pos = self.windows.partition_point(|&(i, _)| i < k);
+                    self.windows.insert(pos, (k, cost));
+                }
+            }
         }
     }
 }
@@ -819,6 +857,9 @@ impl Hub {
             };
             let w = w.max(1);
             let i = p.bucket.index();
+            let cost = u64::from(p.cost);
+            // Fixed windows: the windows the budget counts this charge in.
+            let at = api.budget().counts_in(p.bucket, now).ok().flatten();
             // The share is of what the bucket can give the clients: units the
             // budget counts beyond theirs (another sender on the IP, a venue
             // figure above the local count) are nobody's share, so a client that
@@ -829,9 +870,15 @@ impl Hub {
                 .iter_mut()
                 .flatten()
                 .filter_map(|c| c.used.get_mut(i))
-                .map(|u| {
-                    u.evict(now, w);
-                    u.sum
+                .map(|u| match at {
+                    Some(at) => {
+                        u.forget_before(at.index);
+                        u.in_window(at.index)
+                    }
+                    None => {
+                        u.evict(now, w);
+                        u.sum
+                    }
                 })
                 .sum();
             let (limit, counted) = api
@@ -845,13 +892,27 @@ impl Hub {
                 c.used.resize(i + 1, Use::default());
             }
             let u = &mut c.used[i];
+            if let Some(at) = at {
+                if commit {
+                    u.add_in(at, cost);
+                    continue;
+                }
+                let Some(cap) = cap else { continue };
+                // The first window over the cap: room again once a charge no
+                // longer counts in it.
+                let over = at.indices().find(|&x| u.in_window(x) + cost > cap);
+                if let Some(x) = over {
+                    return Some(at.clear_of(x));
+                }
+                continue;
+            }
             u.evict(now, w);
             if commit {
                 u.charges.push_back((now, p.cost));
-                u.sum += u64::from(p.cost);
-            } else if let Some(cap) = cap.filter(|&cap| u.sum + u64::from(p.cost) > cap) {
+                u.sum += cost;
+            } else if let Some(cap) = cap.filter(|&cap| u.sum + cost > cap) {
                 // Room again once the oldest charges leave the window.
-                let mut need = u.sum + u64::from(p.cost) - cap;
+                let mut need = u.sum + cost - cap;
                 let mut at = now;
                 for &(t, c) in &u.charges {
                     at = t + w;
