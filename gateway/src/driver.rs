@@ -130,6 +130,14 @@ impl<E: Account> Api<'_, '_, E> {
         self.gw.stats()
     }
 
+    /// Publishes the counters by label at once (where a reader was taken): for a
+    /// strategy that publishes the budget's counters, so that a reader of both
+    /// never sees the labels older than the counters.
+    pub fn publish_labels(&mut self) {
+        let now = self.cx.now();
+        self.gw.publish_labels(now, true);
+    }
+
     /// Requests accepted and not yet settled.
     pub fn in_flight(&self) -> usize {
         self.gw.in_flight()

@@ -334,7 +334,8 @@ impl LabelPublisher {
         }
     }
 
-    /// Publishes `labels` stamped `now_ns` now (the last publication of a run).
+    /// Publishes `labels` stamped `now_ns` now, whatever the period: the last
+    /// publication of a run, or one in the same turn as the budget's counters.
     pub fn publish_now(&mut self, labels: &Labels, now_ns: i64) {
         self.last_ns = now_ns;
         let w = &mut *self.words;

@@ -290,6 +290,9 @@ impl<S: PublishClients> Observed<S> {
         let in_flight = api.in_flight() as u64;
         self.stats
             .publish(api.budget(), &ClientCounters::default(), now);
+        // In the same turn as the counters: the labels' totals are never behind
+        // the buckets' (the metrics compare them).
+        api.publish_labels();
         let w = &mut *self.words;
         let (p, p_until) = match self.protection.get() {
             Protection::Absent => (0, 0),

@@ -197,12 +197,13 @@ fn round_trips(record: bool) {
         (counts.requests, counts.done),
         (WARMUP + MEASURED, WARMUP + MEASURED)
     );
-    d.gateway.publish_labels(i64::MAX, true);
-    // The last turn's publication for the metrics thread.
+    // The last turn's publication for the metrics thread: the counters and the
+    // labels of one turn (the metrics compare their totals).
     let ops = reader.read_ops();
     assert_eq!(ops.gateway.sent, WARMUP + MEASURED);
     assert_eq!(ops.in_flight, 0);
     let published = labels.read();
+    assert_eq!(published.now_ns, ops.now_ns, "labels of the counters' turn");
     assert_eq!(published.rows[0].0.as_str(), "trade:order");
     assert_eq!(published.rows[0].1, counts);
     println!(
