@@ -17,8 +17,9 @@
 
 #[path = "common/proc.rs"]
 mod proc;
+#[path = "common/ready.rs"]
+mod ready;
 
-use std::io::{BufRead, BufReader, Read};
 use std::net::{IpAddr, Ipv4Addr};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -102,19 +103,8 @@ fn gateway(s: &Server, name: &str, dir: &Path) -> Gw {
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn ergon-gateway");
-    let mut out = BufReader::new(child.stdout.take().expect("stdout"));
-    let mut line = String::new();
-    out.read_line(&mut line).expect("read");
-    if line.trim() != format!("ready {name}") {
-        let mut err = String::new();
-        let _ = child
-            .stderr
-            .take()
-            .expect("stderr")
-            .read_to_string(&mut err);
-        let status = child.wait().expect("wait");
-        panic!("the gateway did not start ({status}): {err}");
-    }
+    let out = ready::ready(&mut child, name)
+        .unwrap_or_else(|e| panic!("the gateway did not start: {e:?}"));
     Gw { child, _out: out }
 }
 

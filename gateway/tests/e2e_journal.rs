@@ -26,6 +26,8 @@
 
 #[path = "common/proc.rs"]
 mod proc;
+#[path = "common/ready.rs"]
+mod ready;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::PathBuf;
@@ -84,27 +86,15 @@ fn try_gateway(
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn ergon-gateway");
-    let mut out = BufReader::new(child.stdout.take().expect("stdout"));
-    let mut line = String::new();
-    out.read_line(&mut line).expect("read");
-    if line.trim() == format!("ready {name}") {
-        // Its stderr is not read again: let it go to ours.
-        let mut err = child.stderr.take().expect("stderr");
-        std::thread::spawn(move || {
-            let mut b = Vec::new();
-            let _ = err.read_to_end(&mut b);
-            let _ = std::io::stderr().write_all(&b);
-        });
-        return Ok(Gw { child, _out: out });
-    }
-    let mut err = String::new();
-    let _ = child
-        .stderr
-        .take()
-        .expect("stderr")
-        .read_to_string(&mut err);
-    let code = child.wait().expect("wait").code();
-    Err((code, format!("{line}{err}")))
+    let out = ready::ready(&mut child, name)?;
+    // Its stderr is not read again: let it go to ours.
+    let mut err = child.stderr.take().expect("stderr");
+    std::thread::spawn(move || {
+        let mut b = Vec::new();
+        let _ = err.read_to_end(&mut b);
+        let _ = std::io::stderr().write_all(&b);
+    });
+    Ok(Gw { child, _out: out })
 }
 
 fn gateway(s: &Server, venue: &str, name: &str, dir: &Dir) -> Gw {

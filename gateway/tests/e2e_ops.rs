@@ -14,6 +14,8 @@
 //! No test sleeps to let time pass for a verdict: each polls `/health` or
 //! `/metrics` with a bounded deadline.
 
+#[path = "common/ready.rs"]
+mod ready;
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpStream};
@@ -96,10 +98,8 @@ fn gateway(s: &Server, name: &str) -> Gw {
         }
     };
     std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
-    let mut out = BufReader::new(child.stdout.take().expect("stdout"));
-    line.clear();
-    out.read_line(&mut line).expect("read");
-    assert_eq!(line.trim(), format!("ready {name}"), "the first line");
+    let out = ready::ready(&mut child, name)
+        .unwrap_or_else(|e| panic!("the gateway did not start: {e:?}"));
     Gw {
         child,
         _out: out,

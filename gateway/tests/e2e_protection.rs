@@ -21,6 +21,8 @@
 
 #[path = "common/proc.rs"]
 mod proc;
+#[path = "common/ready.rs"]
+mod ready;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -95,10 +97,8 @@ fn gateway(s: &Server, v: Venue, name: &str) -> Gw {
         .stdout(Stdio::piped())
         .spawn()
         .expect("spawn ergon-gateway");
-    let mut out = BufReader::new(child.stdout.take().expect("stdout"));
-    let mut line = String::new();
-    out.read_line(&mut line).expect("read");
-    assert_eq!(line.trim(), format!("ready {name}"));
+    let out = ready::ready(&mut child, name)
+        .unwrap_or_else(|e| panic!("the gateway did not start: {e:?}"));
     Gw { child, _out: out }
 }
 
@@ -353,10 +353,8 @@ fn required_refuses_a_venue_without_a_switch_and_auto_warns() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn");
-    let mut out = BufReader::new(child.stdout.take().expect("stdout"));
-    let mut line = String::new();
-    out.read_line(&mut line).expect("read");
-    assert_eq!(line.trim(), format!("ready {name}"));
+    let _out = ready::ready(&mut child, &name)
+        .unwrap_or_else(|e| panic!("the gateway did not start: {e:?}"));
     let _ = child.kill();
     let _ = child.wait();
     let mut err = String::new();
@@ -453,10 +451,8 @@ fn unavailable(s: &Server, venue: &str, test: &str, message: &str, why: &str) {
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn");
-    let mut out = BufReader::new(child.stdout.take().expect("stdout"));
-    let mut line = String::new();
-    out.read_line(&mut line).expect("read");
-    assert_eq!(line.trim(), format!("ready {name}"));
+    let _out = ready::ready(&mut child, &name)
+        .unwrap_or_else(|e| panic!("the gateway did not start: {e:?}"));
     let stats = Command::new(env!("CARGO_BIN_EXE_ergon-gateway"))
         .args(["--stats", "--name", &name, "--once"])
         .output()

@@ -37,6 +37,8 @@
 
 #[path = "../../tests/common/machine.rs"]
 mod machine;
+#[path = "common/ready.rs"]
+mod ready;
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -105,14 +107,8 @@ fn gateway(s: &Server, name: &str, extra: &[&str]) -> Gw {
         .stdout(Stdio::piped())
         .spawn()
         .expect("spawn ergon-gateway");
-    let mut out = BufReader::new(child.stdout.take().expect("stdout"));
-    let mut line = String::new();
-    out.read_line(&mut line).expect("read");
-    assert_eq!(
-        line.trim(),
-        format!("ready {name}"),
-        "the gateway's first line"
-    );
+    let out = ready::ready(&mut child, name)
+        .unwrap_or_else(|e| panic!("the gateway did not start: {e:?}"));
     Gw {
         child,
         _out: out,

@@ -8,6 +8,8 @@
 //! No test sleeps to let time pass for a verdict: each waits on `ready NAME`, on a
 //! process's output lines or exit, or polls with a bounded deadline.
 
+#[path = "common/ready.rs"]
+mod ready;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::os::unix::process::CommandExt;
@@ -161,15 +163,10 @@ fn spawn_gateway(s: &Server, name: &str, dir: &Path, o: Opts<'_>) -> (Child, Pat
 /// Starts a gateway and waits for its `ready NAME`.
 fn gateway(s: &Server, name: &str, dir: &Path, o: Opts<'_>) -> Gw {
     let (mut child, stderr) = spawn_gateway(s, name, dir, o);
-    let mut out = BufReader::new(child.stdout.take().expect("stdout"));
-    let mut line = String::new();
-    out.read_line(&mut line).expect("read");
-    assert_eq!(
-        line.trim(),
-        format!("ready {name}"),
-        "the gateway's first line; stderr: {}",
-        std::fs::read_to_string(&stderr).unwrap_or_default()
-    );
+    let out = ready::ready(&mut child, name).unwrap_or_else(|e| {
+        let err = std::fs::read_to_string(&stderr).unwrap_or_default();
+        panic!("the gateway did not start: {e:?}; stderr: {err}")
+    });
     Gw { child, out, stderr }
 }
 
