@@ -11,7 +11,7 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::{fence, AtomicBool, Ordering};
 
 use arrayvec::ArrayVec;
-use ergon_core::{BucketId, Class, CountsIn, Part, Why};
+use ergon_core::{BucketId, Class, Part, Why};
 use ergon_venues::binance_spot_ws::Execution;
 use ergon_venues::endpoint::{ClientOrderId, IdFormat, OrderRef, Prepared, Symbol};
 
@@ -21,6 +21,7 @@ use super::journal::{Found, Journal, JournalOwner};
 use super::os::{self, Epoll, Recv};
 use super::owners::OwnerLog;
 use super::region::{Region, SUBMIT_SLOT};
+use super::share::Use;
 use super::stats::StatsWriter;
 use crate::{Account, Api, Event, Strategy, Tag, OPEN_ORDERS};
 use ergon_io::boundary::shm_ring::{PushError, ShmConsumer, ShmProducer, LEN_BYTES};
@@ -224,63 +225,6 @@ impl Client {
             fence(Ordering::SeqCst);
             if self.region.header().client_sleeping.load(Ordering::Relaxed) != 0 {
                 os::signal(self.wake.as_raw_fd());
-            }
-        }
-    }
-}
-
-/// One client's units in one bucket, counted as the budget counts them.
-#[derive(Clone, Default)]
-struct Use {
-    /// Sliding windows and token buckets: the charges (time, units) over the
-    /// bucket's last window, oldest first, and their sum.
-    charges: std::collections::VecDeque<(i64, u32)>,
-    sum: u64,
-    /// Fixed windows: units per window index, lowest first, from the window
-    /// before the current one (a charge within the guard of a boundary counts in
-    /// both windows, as the budget counts it: a share kept over a sliding window
-    /// let a client's charges near a boundary take twice their units of the
-    /// bucket, and the others' share with them).
-    windows: std::collections::VecDeque<(i64, u64)>,
-}
-
-impl Use {
-    /// Drops the charges that left the window ending at `now`.
-    fn evict(&mut self, now: i64, w: i64) {
-        while let Some(&(t, c)) = self.charges.front() {
-            if t > now - w {
-                break;
-            }
-            self.charges.pop_front();
-            self.sum -= u64::from(c);
-        }
-    }
-
-    /// Drops the fixed windows before the one before `current`: no charge from
-    /// now on counts in them.
-    fn forget_before(&mut self, current: i64) {
-        while self.windows.front().is_some_and(|&(i, _)| i < current - 1) {
-            self.windows.pop_front();
-        }
-    }
-
-    /// Units in fixed window `index`.
-    fn in_window(&self, index: i64) -> u64 {
-        self.windows
-            .iter()
-            .find(|&&(i, _)| i == index)
-            .map_or(0, |&(_, u)| u)
-    }
-
-    /// Adds `cost` to every fixed window `at` counts in.
-    fn add_in(&mut self, at: CountsIn, cost: u64) {
-        for k in at.indices() {
-            match self.windows.iter_mut().find(|(i, _)| *i == k) {
-                Some((_, u)) => *u += cost,
-                None => {
-                    let pos = self.windows.partition_point(|&(i, _)| i < k);
-                    self.windows.insert(pos, (k, cost));
-                }
             }
         }
     }

@@ -112,6 +112,7 @@ mod journal;
 mod os;
 mod owners;
 mod region;
+mod share;
 mod stats;
 
 pub use charges::{ChargeLog, Charged, Recent, SLOTS};
