@@ -377,14 +377,21 @@ fn fair(flags: &[&str], test: &str) {
     }
     let mut hog = client(&["flood", &name, "hog", "5000", "0"]);
     let (h, c) = (hog.json("result "), calm.json("result "));
-    no_429(&s.report());
+    let r = s.report();
+    no_429(&r);
+    // The venue's count per window, to read a failure by.
+    let windows = r
+        .limits
+        .iter()
+        .find(|l| l.rate_limit == ORDERS_1S)
+        .map(|l| l.windows.clone());
     let sub = c["submitted"].as_u64().unwrap();
     let ok = c["applied"].as_u64().unwrap();
-    eprintln!("hog {h}\ncalm {c}");
+    eprintln!("hog {h}\ncalm {c}\norders windows {windows:?}");
     assert!(sub >= 10, "{c}");
     assert!(
         ok * 10 >= sub * 9,
-        "the calm client got {ok} of {sub}: {c} (hog {h})"
+        "the calm client got {ok} of {sub}: {c} (hog {h}; orders windows {windows:?})"
     );
     assert!(
         h["limited"].as_u64().unwrap() > 0,
