@@ -177,6 +177,33 @@ impl Budget {
         })
     }
 
+    /// The first shape registered with `parts` (compared merged, as registered),
+    /// if any: for a caller that registers the kinds it meets as it meets them
+    /// and may find one registered already (by a copy of this budget it
+    /// started from). `None` for a list no shape has, or one this budget
+    /// cannot take.
+    ///
+    /// ```
+    /// use ergon_core::{Budget, Part, Spec};
+    /// let mut b = Budget::builder();
+    /// let w = b.add("w", Spec::fixed(10, 1_000)).unwrap();
+    /// let mut budget = b.build(0).unwrap();
+    /// assert_eq!(budget.find_shape(&[Part::new(w, 1)]), None);
+    /// let shape = budget.shape(&[Part::new(w, 1)]).unwrap();
+    /// assert_eq!(budget.clone().find_shape(&[Part::new(w, 1)]), Some(shape));
+    /// ```
+    pub fn find_shape(&self, parts: &[Part]) -> Option<Shape> {
+        let merged = merge(parts, self.tag, self.buckets.len()).ok()?;
+        let count = usize::from(self.shape_count).min(MAX_SHAPES);
+        let index = self.shapes[..count]
+            .iter()
+            .position(|row| row.parts[..row.len()] == merged[..])?;
+        Some(Shape {
+            budget: self.tag,
+            index: index as u8,
+        })
+    }
+
     /// The parts of `shape`, as registered (repeated buckets merged).
     pub fn shape_parts(&self, shape: Shape) -> Result<&[Part], ForeignId> {
         if shape.budget != self.tag || shape.index >= self.shape_count {
