@@ -98,6 +98,7 @@ pub mod record;
 #[cfg(not(ergon_loom))]
 mod remote;
 #[cfg(not(ergon_loom))]
+mod shapes;
 pub mod shm;
 mod url;
 mod venues;

@@ -19,6 +19,7 @@ use super::ids::{IdError, IdIssuer};
 use super::labels::{label_channel, LabelError, LabelPublisher, LabelReader, Labels};
 use super::ledger::{Entry, Key, Ledger, Stage};
 use super::record::{self, Declarations, Kind as Rec, Record, Recorder, Writer, Written, NO_LABEL};
+use super::shapes::Shapes;
 use super::shm::ChargeLog;
 use super::wire::{encode, Wire};
 use super::ws_api::{Item, SubCharge, Unsent, WsLane, WsReport, WS_BIT};
@@ -168,6 +169,8 @@ pub struct Gateway<E> {
     ws: Option<WsLane>,
     labels: Labels,
     label_publisher: Option<LabelPublisher>,
+    /// The shapes its part lists are charged as.
+    shapes: Shapes,
     /// Unresolved requests' ids, watched for a late appearance (pre-sized).
     watch: Vec<Watched>,
     watch_ns: i64,
@@ -364,6 +367,7 @@ impl<E: Account> Gateway<E> {
             ws: None,
             labels: Labels::default(),
             label_publisher: None,
+            shapes: Shapes::default(),
             watch: Vec::with_capacity(capacity),
             watch_ns: WATCH_NS,
             unresolved_after_ns: UNRESOLVED_AFTER_NS,
@@ -708,9 +712,9 @@ impl<E: Account> Gateway<E> {
             self.open_once = None;
             return;
         }
-        let charged = w
-            .budget()
-            .try_charge(self.open_req.parts(), Class::Normal, now);
+        let charged = self
+            .shapes
+            .charge(w.budget(), self.open_req.parts(), Class::Normal, now);
         let tid = self.trace.charge(
             now,
             self.open_req.parts(),
@@ -799,7 +803,7 @@ impl<E: Account> Gateway<E> {
             self.stats.duplicate_ids += 1;
             return Err(Event::DuplicateId { tag });
         }
-        let charged = w.budget().try_charge(req.parts(), class, now);
+        let charged = self.shapes.charge(w.budget(), req.parts(), class, now);
         let tid = self
             .trace
             .charge(now, req.parts(), class, req.label(), charged.is_ok());
@@ -1368,7 +1372,7 @@ impl<E: Account> Gateway<E> {
         let class = QUERY_CLASS;
         let charged = match written {
             true => {
-                let charged = w.budget().try_charge(e.query.parts(), class, now);
+                let charged = self.shapes.charge(w.budget(), e.query.parts(), class, now);
                 let tid =
                     self.trace
                         .charge(now, e.query.parts(), class, e.req.label(), charged.is_ok());
@@ -1511,7 +1515,7 @@ impl<E: Account> Gateway<E> {
         let Ok(parts) = self.venue.parts(Kind::Read(1)) else {
             return;
         };
-        let charged = w.budget().try_charge(&parts, Class::Urgent, now);
+        let charged = self.shapes.charge(w.budget(), &parts, Class::Urgent, now);
         let tid = self
             .trace
             .charge(now, &parts, Class::Urgent, Label::NONE, charged.is_ok());

@@ -1,0 +1,175 @@
+//! The part lists the gateway charges, each registered once as a [`Shape`] of the
+//! budget and charged with [`Budget::try_charge_shape`]: a compare and a
+//! subtraction per bucket, and a ticket that names its shape. A list charged with
+//! [`Budget::try_charge`] costs more (the budget keeps it in its table of part
+//! lists) and is refused as [`Why::Receipts`] when that table is taken.
+//!
+//! A prepared request's parts depend on its kind and its cost, so a venue's
+//! gateway sees a handful of distinct lists. Each new one is registered as it is
+//! first charged (or found registered: [`Budget::find_shape`]); once the budget
+//! has no shape left (its owner registers its own too) or [`MAX_CACHED`] are
+//! kept, a new list is charged as a list, as before.
+
+use arrayvec::ArrayVec;
+use ergon_core::{Budget, Class, ConfigError, Limited, Part, Shape, Ticket, Why, MAX_PARTS};
+
+/// Part lists kept with their shape.
+pub const MAX_CACHED: usize = 16;
+
+/// The shapes registered for the part lists charged so far.
+#[derive(Debug, Default)]
+pub struct Shapes {
+    rows: ArrayVec<(ArrayVec<Part, MAX_PARTS>, Shape), MAX_CACHED>,
+    /// The budget refused a shape for want of room: no more are asked for.
+    full: bool,
+}
+
+impl Shapes {
+    /// Charges `parts` to `budget`, all or none: with its shape where it has one
+    /// (registered now if it is new and there is room), else as a list. The
+    /// answers are [`Budget::try_charge`]'s.
+    pub fn charge(
+        &mut self,
+        budget: &mut Budget,
+        parts: &[Part],
+        class: Class,
+        now: i64,
+    ) -> Result<Ticket, Limited> {
+        let Some(shape) = self.shape_of(budget, parts) else {
+            return budget.try_charge(parts, class, now);
+        };
+        match budget.try_charge_shape(shape, class, now) {
+            // Shapes of another budget (the gateway moved to a new one): forget
+            // them and charge the list.
+            Err(l) if l.why == Why::Foreign => {
+                self.rows.clear();
+                self.full = false;
+                budget.try_charge(parts, class, now)
+            }
+            charged => charged,
+        }
+    }
+
+    fn shape_of(&mut self, budget: &mut Budget, parts: &[Part]) -> Option<Shape> {
+        if let Some((_, shape)) = self.rows.iter().find(|(p, _)| p.as_slice() == parts) {
+            return Some(*shape);
+        }
+        if self.rows.is_full() || parts.len() > MAX_PARTS {
+            return None;
+        }
+        // Registered already (the budget is a copy of one that had it)?
+        if let Some(shape) = budget.find_shape(parts) {
+            self.rows.push((parts.iter().copied().collect(), shape));
+            return Some(shape);
+        }
+        if self.full {
+            return None;
+        }
+        match budget.shape(parts) {
+            Ok(shape) => {
+                self.rows.push((parts.iter().copied().collect(), shape));
+                Some(shape)
+            }
+            Err(ConfigError::TooManyShapes) => {
+                self.full = true;
+                None
+            }
+            // A list the budget cannot take: charged as a list, which says why.
+            Err(_) => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ergon_core::{Spec, MAX_SHAPES};
+
+    fn budget() -> (Budget, Part, Part) {
+        let mut b = Budget::builder();
+        let w = b.add("w", Spec::fixed(100, 1_000)).unwrap();
+        let o = b.add("o", Spec::fixed(3, 1_000)).unwrap();
+        (b.build(0).unwrap(), Part::new(w, 2), Part::new(o, 1))
+    }
+
+    /// The same answers as the list's, with a shape's ticket, and one shape per
+    /// distinct list.
+    #[test]
+    fn a_list_is_charged_as_its_shape_with_the_lists_answers() {
+        let (mut shaped, w, o) = budget();
+        let mut listed = shaped.clone();
+        let mut shapes = Shapes::default();
+        for t in 0..5 {
+            let a = shapes.charge(&mut shaped, &[w, o], Class::Normal, t);
+            let b = listed.try_charge(&[w, o], Class::Normal, t);
+            match (a, b) {
+                (Ok(a), Ok(b)) => {
+                    assert_eq!(shaped.ticket_parts(&a), listed.ticket_parts(&b));
+                    let _ = (a.sent(), b.sent());
+                }
+                (Err(a), Err(b)) => assert_eq!(a, b),
+                (a, b) => panic!("{a:?} vs {b:?}"),
+            }
+        }
+        let _ = shapes
+            .charge(&mut shaped, &[w], Class::Normal, 6)
+            .unwrap()
+            .sent();
+        assert_eq!(shapes.rows.len(), 2);
+        assert_eq!(
+            shaped.lists_held(),
+            0,
+            "no list kept: every charge was a shape"
+        );
+    }
+
+    /// A copy of the budget from before the shape was registered (a shape row it
+    /// does not have): the list is charged, and the shape registered in it; a
+    /// copy that has it is found, not registered twice.
+    #[test]
+    fn a_budget_without_the_shape_gets_it_again() {
+        let (fresh, w, o) = budget();
+        let mut shapes = Shapes::default();
+        let mut first = fresh.clone();
+        let _ = shapes
+            .charge(&mut first, &[w, o], Class::Normal, 0)
+            .unwrap()
+            .sent();
+        let mut again = fresh.clone();
+        let t = shapes
+            .charge(&mut again, &[w, o], Class::Normal, 1)
+            .unwrap();
+        assert_eq!(again.ticket_parts(&t).unwrap(), [w, o]);
+        let _ = t.sent();
+        let _ = shapes
+            .charge(&mut again, &[w, o], Class::Normal, 2)
+            .unwrap()
+            .sent();
+        assert_eq!(again.find_shape(&[w, o]), shapes.rows.first().map(|r| r.1));
+        let mut registered = fresh.clone();
+        let shape = registered.shape(&[w, o]).unwrap();
+        let mut found = Shapes::default();
+        let _ = found
+            .charge(&mut registered, &[w, o], Class::Normal, 0)
+            .unwrap()
+            .sent();
+        assert_eq!(found.rows[0].1, shape);
+        assert!(registered.shape_parts(shape).is_ok());
+    }
+
+    /// With the budget's shapes all taken, a new list is charged as a list.
+    #[test]
+    fn without_room_for_a_shape_a_list_is_charged_as_a_list() {
+        let (mut budget, w, o) = budget();
+        for _ in 0..MAX_SHAPES {
+            budget.shape(&[w]).unwrap();
+        }
+        let mut shapes = Shapes::default();
+        let t = shapes
+            .charge(&mut budget, &[w, o], Class::Normal, 0)
+            .unwrap();
+        assert!(shapes.full && shapes.rows.is_empty());
+        assert_eq!(budget.ticket_parts(&t).unwrap(), [w, o]);
+        let _ = t.sent();
+    }
+}
