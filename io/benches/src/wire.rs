@@ -11,7 +11,7 @@
 //! | `wire_sign` | the signature alone: `HmacKey::sign` of the order's query (the key's ipad and opad blocks hashed once, at start) |
 //! | `wire_sign_naive` | the same MAC keyed on every call (`Hmac::<Sha256>::new_from_slice`) |
 //! | `wire_prepare` | `BinanceSpot::new_order` into a reused `Prepared`: format and signature |
-//! | `wire_charge` | `Budget::try_charge` of the order's parts (the gateway's charge) |
+//! | `wire_charge` | `Budget::try_charge_shape` of the order's shape (the gateway's charge) |
 //! | `wire_ledger` | prepare, then `Gateway::submit` to a transport that only takes the ticket |
 //! | `wire_encode` | prepare, submit, and the pool's `request` (the bytes encoded into the connection's buffer), the bytes marked written without a syscall |
 //! | `wire_write` | the whole path: the same, with the bytes handed to `write(2)` (a pipe) |
@@ -24,7 +24,7 @@
 use std::hint::black_box;
 use std::os::fd::{AsRawFd, OwnedFd};
 
-use ergon_core::{Budget, Class, Flight, Ticket};
+use ergon_core::{Budget, Class, Flight, Shape, Ticket};
 use ergon_gateway::{Event, Gateway, Prepared, Wire};
 use ergon_io::client::{PoolConfig, PoolId, Refused, RequestId};
 use ergon_io::http::{Headers, Request};
@@ -151,6 +151,9 @@ fn pipe() -> (OwnedFd, OwnedFd) {
 /// One stage of the decision-to-wire path, as a case.
 pub struct WireCase {
     stage: Stage,
+    /// The order's shape, registered in the budget every batch starts from (the
+    /// gateway finds it there and charges it).
+    shape: Shape,
     gateway: Gateway<BinanceSpot>,
     t: Transport,
     req: Prepared,
@@ -226,6 +229,9 @@ impl WireCase {
                 T0,
             )
             .expect("an order");
+        let mut fresh = fresh;
+        let shape = fresh.shape(req.parts()).expect("the order's shape");
+        assert_eq!(budget.shape(req.parts()), Ok(shape), "the same index in both");
         let target = req.target();
         let query = target
             .split_once('?')
@@ -243,6 +249,7 @@ impl WireCase {
         bytes.extend_from_slice(req.body());
         WireCase {
             stage,
+            shape,
             gateway,
             t: Transport {
                 budget,
@@ -344,7 +351,7 @@ impl Case for WireCase {
             }
             Stage::SignNaive => "the same MAC keyed on every call (Hmac::new_from_slice)",
             Stage::Prepare => "BinanceSpot::new_order into a reused Prepared: format + signature",
-            Stage::Charge => "Budget::try_charge of the order's parts (the gateway's charge)",
+            Stage::Charge => "Budget::try_charge_shape of the order's shape (the gateway's charge)",
             Stage::Ledger => {
                 "prepare + Gateway::submit (checks, charge, ledger), transport takes the ticket"
             }
@@ -394,7 +401,7 @@ impl Case for WireCase {
                     match self
                         .t
                         .budget
-                        .try_charge(self.req.parts(), Class::Normal, T0)
+                        .try_charge_shape(self.shape, Class::Normal, T0)
                     {
                         Ok(ticket) => drop(black_box(ticket)),
                         Err(_) => refused += 1,
