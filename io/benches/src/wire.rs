@@ -231,7 +231,11 @@ impl WireCase {
             .expect("an order");
         let mut fresh = fresh;
         let shape = fresh.shape(req.parts()).expect("the order's shape");
-        assert_eq!(budget.shape(req.parts()), Ok(shape), "the same index in both");
+        assert_eq!(
+            budget.shape(req.parts()),
+            Ok(shape),
+            "the same index in both"
+        );
         let target = req.target();
         let query = target
             .split_once('?')
