@@ -94,11 +94,11 @@ pub mod metrics;
 pub mod observe;
 pub mod protection;
 pub mod record;
+mod shapes;
 // The loom build's eventfd is a model with no descriptor to watch.
 #[cfg(not(ergon_loom))]
 mod remote;
 #[cfg(not(ergon_loom))]
-mod shapes;
 pub mod shm;
 mod url;
 mod venues;
