@@ -1,13 +1,16 @@
 //! Issue 29: for any sequence of demands, acknowledgements, lease expiries, partitions,
 //! crashes, clocks and two racing allocators, the units the hosts may have spent in any
-//! one window never sum above the pool.
+//! one window never sum above the account's limit.
 //!
-//! The reference is the venue's: a host's budget keeps its window's count when its
-//! limit moves, so in any window it spends at most the largest grant it could use
-//! during that window. A host's claim at `t` is therefore the largest grant it could
-//! use at any instant of `(t - W, t]`; the claims must never sum above the pool. The
-//! claims only rise when some host starts using a grant (an event), so checking at
-//! every event is checking at every instant.
+//! The reference is the venue's: it counts the account's orders across every host
+//! and key (Binance: "order rate limits are counted against each account",
+//! https://developers.binance.com/docs/binance-spot-api-docs/rest-api/limits), and a
+//! host's budget keeps its window's count when its limit moves, so in any window it
+//! spends at most the largest limit (safe share plus usable grant) it had during that
+//! window. A host's claim at `t` is therefore the largest limit it had at any instant
+//! of `(t - W, t]`; the claims must never sum above the account limit. The claims
+//! only rise when some host's limit rises (an event), so checking at every event is
+//! checking at every instant.
 //!
 //! Time jumps: `Advance` stops at each host's renewal deadline
 //! ([`Host::poll_timeout`]), as the lease thread would.
@@ -25,6 +28,10 @@ const TTL: i64 = 3_000;
 const MARGIN: i64 = 300;
 const POOL: u64 = 100;
 const HOSTS: usize = 3;
+/// Each host's safe share, outside the pool.
+const SAFE: u64 = 10;
+/// The account's limit at the venue: what the claims must never sum above.
+const ACCOUNT: u64 = POOL + HOSTS as u64 * SAFE;
 #[cfg(not(debug_assertions))]
 const CASES: u32 = 10_000;
 #[cfg(debug_assertions)]
@@ -80,7 +87,7 @@ struct Node {
     demand: Demand,
     acked: u64,
     cut: bool,
-    /// (start, end, grant) of what it could use; the last is open (end i64::MAX).
+    /// (start, end, limit) of what it could use; the last is open (end i64::MAX).
     used: Vec<(i64, i64, u64)>,
 }
 
@@ -212,7 +219,7 @@ impl Sim {
     fn check(&mut self) -> Result<(), String> {
         let now = self.now;
         for n in &mut self.nodes {
-            let g = n.host.usable(now);
+            let g = n.host.limit(now);
             match n.used.last_mut() {
                 Some(last) if last.2 == g => {}
                 Some(last) => {
@@ -235,9 +242,9 @@ impl Sim {
             })
             .collect();
         let sum: u64 = claims.iter().sum();
-        if sum > POOL {
+        if sum > ACCOUNT {
             return Err(format!(
-                "at {now}: claims {claims:?} sum to {sum} > pool {POOL}; table {:?}",
+                "at {now}: claims {claims:?} sum to {sum} > account {ACCOUNT}; table {:?}",
                 self.store.table
             ));
         }
@@ -248,7 +255,7 @@ impl Sim {
 impl Node {
     fn fresh(i: usize) -> Node {
         Node {
-            host: Host::new(&format!("host-{i}"), POOL, 10, MARGIN).unwrap(),
+            host: Host::new(&format!("host-{i}"), POOL, SAFE, MARGIN).unwrap(),
             demand: Demand::default(),
             acked: 0,
             cut: false,
@@ -263,7 +270,7 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: CASES, ..ProptestConfig::default() })]
 
     #[test]
-    fn usable_grants_never_sum_above_the_pool(ops in prop::collection::vec(op(), 1..200)) {
+    fn limits_never_sum_above_the_account(ops in prop::collection::vec(op(), 1..200)) {
         let mut sim = Sim::new();
         for op in &ops {
             if let Err(e) = sim.apply(op) {

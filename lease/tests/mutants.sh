@@ -28,7 +28,7 @@ PY
   out=$(cargo test -q -p ergon-lease --release --test allocation 2>&1)
   if echo "$out" | grep -q "could not compile"; then
     echo "MUTANT $name: DOES NOT COMPILE"
-  elif echo "$out" | grep -q "usable_grants_never_sum_above_the_pool ... FAILED\|test usable_grants.*FAILED\|claims .* > pool"; then
+  elif echo "$out" | grep -q "limits_never_sum_above_the_account ... FAILED\|test limits_never.*FAILED\|claims .* > account"; then
     echo "MUTANT $name: caught by the property: $(echo "$out" | grep -m1 -o 'claims [^;]*')"
   elif echo "$out" | grep -q "test result: FAILED"; then
     echo "MUTANT $name: caught by a directed test"
