@@ -504,7 +504,11 @@ fn drive<E: Account>(
     }
     // --etcd: the account's limits at the safe share, then at the grants.
     let host = format!("mm_loop-{}", std::process::id());
-    let leases = o.lease.start(lp.budget_mut(), gw.venue_mut(), &host)?;
+    // Up to a minute for etcd to reserve this host's safe share.
+    let wait = std::time::Duration::from_secs(60);
+    let leases = o
+        .lease
+        .start(lp.budget_mut(), gw.venue_mut(), &host, wait)?;
     let sym = Symbol::new(symbol).map_err(|e| e.to_string())?;
     let horizon_ns = ((o.duration_s * SEC as f64) as i64).max(1);
     let mix = mix(gw.venue_mut(), sym);

@@ -283,8 +283,16 @@ fn the_command_line_is_the_documented_one() {
         (leased.lease.host.as_deref(), leased.lease.ttl_s),
         (Some("h1"), 5)
     );
+    // The issue's flags alone: the safe shares are reserved in etcd, so the
+    // number of hosts is not needed (`--hosts`, which was, is still taken).
+    let plain = args("--etcd http://a:2379 --account main --safe-share 25").unwrap();
+    assert_eq!(
+        (plain.lease.account.as_deref(), plain.lease.safe_share),
+        (Some("main"), Some(0.25))
+    );
     for bad in [
-        "--etcd http://a:2379 --account main --safe-share 25",
+        "--etcd http://a:2379 --account main",
+        "--etcd http://a:2379 --safe-share 25",
         "--account main --safe-share 25 --hosts 3",
         "--etcd http://a:2379 --account main --safe-share 60 --hosts 3",
         "--etcd http://a:2379 --account main --safe-share 25 --hosts 3 --gateway g",
@@ -379,7 +387,7 @@ fn two_mm_loop_processes_lease_one_accounts_orders_through_etcd() {
         .map(|i| {
             let args = format!(
                 "--base http://{} --api-key {} --api-secret {} --duration 8 --demand 3 --json \
-                 --etcd {etcd} --account acct --safe-share 25 --hosts 2 --host h{i} --lease-ttl 2",
+                 --etcd {etcd} --account acct --safe-share 25 --host h{i} --lease-ttl 2",
                 server.addr(),
                 account.api_key,
                 account.secret

@@ -4,8 +4,8 @@
 //!
 //! [`LeaseFlags`] parses and checks the flags; [`LeaseFlags::start`] picks the
 //! venue's account-wide buckets ([`Account::account_wide`]), puts each at the safe
-//! share and starts the lease thread; [`Leases::on_turn`] applies the grants on the
-//! loop thread. Nothing here runs on the send path: `on_turn` reads atomics and,
+//! share, starts the lease thread and waits until etcd reserved the safe share for
+//! this host; [`Leases::on_turn`] applies the grants on the loop thread. Nothing here runs on the send path: `on_turn` reads atomics and,
 //! when a grant changed, calls `Budget::set_limit`.
 
 use std::sync::Arc;
@@ -17,7 +17,9 @@ use ergon_lease::{BucketLease, LeaseConfig, LeaseThread, Leased, Shared};
 use crate::Account;
 
 /// The command line's lease flags: `--etcd URL[,URL...] --account NAME
-/// --safe-share PCT --hosts N [--host NAME] [--lease-ttl SECS]`.
+/// --safe-share PCT [--host NAME] [--lease-ttl SECS]`. `--hosts N`, which an
+/// earlier version needed, is still taken and checked, and changes nothing: the
+/// safe shares are reserved in etcd, whatever the number of hosts.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LeaseFlags {
     /// `--etcd`: the etcd endpoints (none: nothing is leased).
@@ -26,7 +28,8 @@ pub struct LeaseFlags {
     pub account: Option<String>,
     /// `--safe-share`: this host's share of each leased limit outside the pool (0..1).
     pub safe_share: Option<f64>,
-    /// `--hosts`: how many hosts share the account (each with the same safe share).
+    /// `--hosts`: taken for compatibility (1 to 64); the safe shares are reserved
+    /// in etcd, so it changes nothing.
     pub hosts: Option<u64>,
     /// `--host`: this host's name among them (default: the caller's).
     pub host: Option<String>,
@@ -74,16 +77,14 @@ impl LeaseFlags {
         Ok(())
     }
 
-    /// Checks that the flags go together: `--account`, `--safe-share` and `--hosts`
-    /// only with `--etcd`, and `--etcd` only with all three.
+    /// Checks that the flags go together: `--account`, `--safe-share` (and the old
+    /// `--hosts`) only with `--etcd`, and `--etcd` only with both.
     pub fn check(&self) -> Result<(), String> {
         let any = self.account.is_some() || self.safe_share.is_some() || self.hosts.is_some();
-        let all = self.account.is_some() && self.safe_share.is_some() && self.hosts.is_some();
+        let all = self.account.is_some() && self.safe_share.is_some();
         match (&self.etcd, any, all) {
             (None, true, _) => Err("--account, --safe-share and --hosts go with --etcd".into()),
-            (Some(_), _, false) => {
-                Err("--etcd needs --account NAME, --safe-share PCT and --hosts N".into())
-            }
+            (Some(_), _, false) => Err("--etcd needs --account NAME and --safe-share PCT".into()),
             _ => Ok(()),
         }
     }
@@ -91,17 +92,19 @@ impl LeaseFlags {
     /// With `--etcd`: each limit the venue counts per account
     /// ([`Account::account_wide`]: Binance's `ORDERS_*`, Bybit's and OKX's order
     /// endpoints) is set to the safe share at once, left out of the venue's own
-    /// account-wide counts ([`Account::lease_bucket`]), and leased; the pool is the
-    /// limit minus every host's safe share. `host` names this host unless `--host`
-    /// does. `None` without `--etcd`.
+    /// account-wide counts ([`Account::lease_bucket`]), and leased: etcd reserves
+    /// this host's safe share by name, and the rest of the limit is the pool the
+    /// hosts' grants divide. Returns once every safe share is reserved (nothing may
+    /// be sent before), or fails after `wait`. `host` names this host unless
+    /// `--host` does. `None` without `--etcd`.
     pub fn start<E: Account>(
         &self,
         budget: &mut Budget,
         venue: &mut E,
         host: &str,
+        wait: Duration,
     ) -> Result<Option<Started>, String> {
-        let (Some(etcd), Some(account), Some(pct), Some(hosts)) =
-            (&self.etcd, &self.account, self.safe_share, self.hosts)
+        let (Some(etcd), Some(account), Some(pct)) = (&self.etcd, &self.account, self.safe_share)
         else {
             return Ok(None);
         };
@@ -123,11 +126,9 @@ impl LeaseFlags {
                 continue;
             }
             let safe = ((limit as f64) * pct).floor() as u64;
-            let pool = limit.saturating_sub(safe.saturating_mul(hosts));
-            if safe == 0 || pool < hosts {
+            if safe == 0 {
                 return Err(format!(
-                    "--safe-share: {bucket} allows {limit} per window; a safe share of {safe} \
-                     for each of {hosts} hosts leaves a pool of {pool}"
+                    "--safe-share: {bucket} allows {limit} per window; its share rounds to 0"
                 ));
             }
             budget
@@ -140,7 +141,7 @@ impl LeaseFlags {
             ids.push(id);
             buckets.push(BucketLease {
                 name: lease_name(&bucket),
-                pool,
+                limit,
                 safe,
                 floor: 1,
                 window: Duration::from_nanos(window_ns as u64),
@@ -152,7 +153,7 @@ impl LeaseFlags {
         let ttl = Duration::from_secs(self.ttl_s);
         let config = LeaseConfig {
             endpoints: etcd.clone(),
-            prefix: "ergon".into(),
+            prefix: PREFIX.into(),
             account: account.clone(),
             host: self.host.clone().unwrap_or_else(|| host.to_owned()),
             ttl,
@@ -166,10 +167,39 @@ impl LeaseFlags {
             buckets,
         };
         let lease = LeaseThread::spawn(config, Instant::now()).map_err(|e| e.to_string())?;
+        lease.wait_reserved(wait).map_err(|e| {
+            format!(
+                "--etcd: {e}. A host joining an account whose pool is in use waits until \
+                 the others' grants shrank and aged one window of each leased limit; \
+                 `ergon-gateway release-host` gives back the share of a host stopped for good"
+            )
+        })?;
         let shared = (0..ids.len()).filter_map(|i| lease.shared(i));
         let leases = ids.into_iter().zip(shared).collect();
         Ok(Some((lease, leases)))
     }
+}
+
+/// The first element of every key the gateways write in etcd.
+const PREFIX: &str = "ergon";
+
+/// `ergon-gateway release-host HOST`: gives back the safe shares etcd reserves for
+/// `host` in every leased limit of `--account` (a host stopped for good; refused
+/// while its lease lives). Each (bucket, units) released; the units stay held one
+/// more window, then return to the pool.
+pub fn release_host(flags: &LeaseFlags, host: &str) -> Result<Vec<(String, u64)>, String> {
+    let (Some(etcd), Some(account)) = (&flags.etcd, &flags.account) else {
+        return Err("release-host needs --etcd URL[,URL...] and --account NAME".into());
+    };
+    if !ergon_lease::rule::valid_host(host) || !ergon_lease::rule::valid_host(account) {
+        return Err(format!(
+            "release-host {host:?} --account {account:?}: 1 to 64 bytes of A-Z a-z 0-9 . _ -"
+        ));
+    }
+    let mut client = ergon_lease::etcd::Client::new(etcd, Duration::from_secs(2))
+        .map_err(|e| format!("--etcd: {e}"))?;
+    ergon_lease::store::release_account(&mut client, &format!("/{PREFIX}/{account}/"), host)
+        .map_err(|e| format!("release-host {host}: {e}"))
 }
 
 /// The etcd key part of a bucket named `bucket` (`ergon-lease` takes letters,

@@ -31,12 +31,14 @@ const USAGE: &str = "usage:
                 [--class-ceiling urgent|normal|bulk] [--order-entry ws|rest] [--ws-api URL]
                 [--no-stream] [--allow-uid UID[,UID..]]... [--allow-gid GID[,GID..]]...
                 [--protection auto|required|off] [--protection-timeout SECS]
-                [--etcd URL[,URL...] --account NAME --safe-share PCT --hosts N
+                [--etcd URL[,URL...] --account NAME --safe-share PCT
                  [--host NAME] [--lease-ttl SECS]]
                 [--metrics ADDR:PORT] [--degraded-pct P] [--degraded-secs S] [--unreachable-secs S]
   ergon-gateway --config gateway.toml [flags]   (every flag as a key; flags override the file)
   ergon-gateway --stats --name NAME [--once]
-  ergon-gateway clear-halt BUCKET --name NAME";
+  ergon-gateway clear-halt BUCKET --name NAME
+  ergon-gateway release-host HOST --etcd URL[,URL...] --account NAME
+                (gives back the safe shares etcd reserves for HOST, a host stopped for good)";
 
 const MS: i64 = 1_000_000;
 
@@ -125,6 +127,8 @@ struct Args {
     stats: bool,
     once: bool,
     clear_halt: Option<String>,
+    /// `release-host HOST`: the host whose safe shares to release in etcd.
+    release_host: Option<String>,
     journal: Option<std::path::PathBuf>,
     /// `--runtime-dir`: the gateway's private directory (the journal's default
     /// place, the halts file's only one).
@@ -254,9 +258,16 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
             "--stats" => a.stats = true,
             "--once" => a.once = true,
             "clear-halt" => a.clear_halt = Some(value()?),
+            "release-host" => a.release_host = Some(value()?),
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument {other:?}")),
         }
+    }
+    if a.release_host.is_some() {
+        if a.lease.etcd.is_none() || a.lease.account.is_none() {
+            return Err("release-host needs --etcd URL[,URL...] and --account NAME".into());
+        }
+        return Ok(a);
     }
     let name = a.name.as_deref().ok_or("--name is required")?;
     if name.is_empty() || name.len() > 64 || !name.bytes().all(|c| c.is_ascii_graphic()) {
@@ -329,7 +340,12 @@ fn serve<E: Account>(
     // Kept until the loop returns: dropping it stops the lease thread.
     let (_lease, leases) = a
         .lease
-        .start(lp.budget_mut(), gw.venue_mut(), &name)?
+        .start(
+            lp.budget_mut(),
+            gw.venue_mut(),
+            &name,
+            std::time::Duration::from_secs_f64(a.start_timeout_s),
+        )?
         .unzip();
     let leases = leases.unwrap_or_default();
     // The dead man's switch: armed before the strategies can attach.
@@ -675,6 +691,12 @@ fn install_sigterm() {
 }
 
 fn run(a: &Args) -> Result<(), String> {
+    if let Some(host) = &a.release_host {
+        for (bucket, units) in gateway::lease::release_host(&a.lease, host)? {
+            println!("released {host} {bucket} {units}");
+        }
+        return Ok(());
+    }
     let name = a.name.as_deref().unwrap_or_default();
     if let Some(bucket) = &a.clear_halt {
         let answer = shm::clear_halt(name, bucket).map_err(|e| e.to_string())?;

@@ -463,7 +463,13 @@ fn the_command_line_refuses_bad_flags_and_serves_stats_and_clear_halt() {
                 "a",
                 "--safe-share",
                 "10",
+                "--hosts",
+                "0",
             ],
+        ),
+        full(
+            "bybit",
+            &["--etcd", "http://127.0.0.1:1", "--safe-share", "10"],
         ),
         vec![],
     ] {
@@ -787,8 +793,6 @@ fn lease_gateways(s: &Server, cluster: &cluster::Cluster, test: &str) -> Vec<Gw>
                 "acct",
                 "--safe-share",
                 "25",
-                "--hosts",
-                "3",
                 "--host",
                 &host,
                 "--lease-ttl",
@@ -1041,5 +1045,33 @@ fn leased_grants_follow_demand_survive_a_killed_gateway_and_etcd_failures() {
             "{n} orders in a window on two safe shares of {SAFE}: {during:?}"
         );
     }
+
+    // 5. An operator gives back host 0's safe share (its gateway stopped for
+    // good): refused for a live host; for host 0, its units go to the pool one
+    // window later, and the two hosts left share it.
+    let release = |host: &str| {
+        Command::new(env!("CARGO_BIN_EXE_ergon-gateway"))
+            .args(["release-host", host, "--etcd", &cluster.urls().join(",")])
+            .args(["--account", "acct"])
+            .output()
+            .expect("run")
+    };
+    let live_host = release("h1");
+    let err = String::from_utf8_lossy(&live_host.stderr);
+    assert_eq!(live_host.status.code(), Some(1), "{err}");
+    assert!(err.contains("holds a lease"), "{err}");
+    let released = release("h0");
+    let out = String::from_utf8_lossy(&released.stdout);
+    assert_eq!(released.status.code(), Some(0), "{out}");
+    assert!(
+        out.lines()
+            .any(|l| l == format!("released h0 ORDERS_1S {SAFE}")),
+        "{out}"
+    );
+    let grown = wait_leases(&live, "host 0's safe share to the pool", 6 * WINDOW, |l| {
+        l.iter().all(|&(g, _)| g + 1 >= (POOL + SAFE) / 2)
+    });
+    eprintln!("host 0 released: its safe share in the pool after {grown:?}");
+    leased_windows(&s);
     drop(clients);
 }

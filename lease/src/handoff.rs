@@ -2,9 +2,10 @@
 //! leased bucket, no lock, no allocation, no system call on the loop's side.
 //!
 //! The lease thread posts the bucket's limit (safe share plus grant) and the instant
-//! until which it holds (its renewal deadline); the loop, once per turn, applies it
-//! with [`Budget::set_limit`], and falls back to the safe share by itself when the
-//! deadline passes, even if the lease thread is stuck in a call to etcd. The loop
+//! until which it holds (its renewal deadline), and the safe share reserved for the
+//! host once a table shows it; the loop, once per turn, applies the limit with
+//! [`Budget::set_limit`], and falls back to the reserved safe share by itself when
+//! the deadline passes, even if the lease thread is stuck in a call to etcd. The loop
 //! publishes what it applied (the lease thread acknowledges a lowered grant only
 //! after that) and its counters (the demand).
 //!
@@ -24,6 +25,8 @@ use ergon_core::{BucketId, Budget, ConfigError};
 pub struct Shared {
     origin: Instant,
     safe: u64,
+    /// The safe share the table reserves for the host (0 until one does).
+    reserved: AtomicU64,
     /// Even when no post is under way.
     seq: AtomicU64,
     limit: AtomicU64,
@@ -62,17 +65,21 @@ pub struct View {
     pub epoch: u64,
     /// Whether this host is the allocator.
     pub allocator: bool,
+    /// The safe share reserved for this host (0 until a table reserves it).
+    pub reserved: u64,
 }
 
 impl Shared {
     /// The shared state of a bucket whose safe share is `safe`; times are measured
-    /// from `origin` (the same `Instant` for both threads).
+    /// from `origin` (the same `Instant` for both threads). Nothing is usable
+    /// before the lease thread posts a reservation ([`Shared::reserve`]).
     pub fn new(safe: u64, origin: Instant) -> Arc<Self> {
         Arc::new(Shared {
             origin,
             safe,
+            reserved: AtomicU64::new(0),
             seq: AtomicU64::new(0),
-            limit: AtomicU64::new(safe),
+            limit: AtomicU64::new(0),
             deadline_ns: AtomicI64::new(i64::MIN),
             applied: AtomicU64::new(0),
             in_force: AtomicU64::new(0),
@@ -92,9 +99,21 @@ impl Shared {
         i64::try_from(t.saturating_duration_since(self.origin).as_nanos()).unwrap_or(i64::MAX)
     }
 
-    /// The safe share.
+    /// The safe share this host asks for.
     pub fn safe(&self) -> u64 {
         self.safe
+    }
+
+    /// Lease thread: the table reserves `units` for this host (0: none, or none any
+    /// more). Without a grant the loop uses at most the smaller of this and the
+    /// safe share.
+    pub fn reserve(&self, units: u64) {
+        self.reserved.store(units, Ordering::Relaxed);
+    }
+
+    /// Any thread: the safe share the loop may use without a grant.
+    pub fn safe_share(&self) -> u64 {
+        self.safe.min(self.reserved.load(Ordering::Relaxed))
     }
 
     /// Lease thread: posts `limit`, usable before `deadline_ns`. Returns the post's
@@ -159,6 +178,7 @@ impl Shared {
             lease_age_ns: (renewed != i64::MIN).then(|| self.ns(now).saturating_sub(renewed)),
             epoch: self.epoch.load(Ordering::Relaxed),
             allocator: self.allocator.load(Ordering::Relaxed) != 0,
+            reserved: self.reserved.load(Ordering::Relaxed),
         }
     }
 
@@ -190,24 +210,25 @@ pub struct Leased {
 
 impl Leased {
     /// The loop's side of `bucket` in a budget, sharing `shared` with the lease
-    /// thread. The bucket starts at the safe share at the first [`Leased::poll`].
+    /// thread. The bucket keeps its declared limit until the lease thread posts a
+    /// reservation or a grant: declare it at the safe share, and start sending only
+    /// once [`Shared::safe_share`] is above 0.
     pub fn new(shared: Arc<Shared>, bucket: BucketId) -> Self {
-        let safe = shared.safe;
         Leased {
             shared,
             bucket,
             seen: 0,
-            limit: safe,
+            limit: 0,
             deadline_ns: i64::MIN,
             in_force: 0,
         }
     }
 
-    /// Applies the posted limit, or the safe share once its deadline passed, at
-    /// `now` (the instant the loop read this turn) and `budget_now_ns` (the budget's
-    /// clock). Returns the limit in force. Never blocks, allocates or calls the
-    /// system; a refused limit (zero, not above the class headroom) leaves the last
-    /// one in force and is returned as the error.
+    /// Applies the posted limit, or the reserved safe share once its deadline
+    /// passed, at `now` (the instant the loop read this turn) and `budget_now_ns`
+    /// (the budget's clock). Returns the limit in force. Never blocks, allocates or
+    /// calls the system; a refused limit (zero, not above the class headroom)
+    /// leaves the last one in force and is returned as the error.
     pub fn poll(
         &mut self,
         budget: &mut Budget,
@@ -224,8 +245,13 @@ impl Leased {
         let want = if self.shared.ns(now) < self.deadline_ns {
             self.limit
         } else {
-            self.limit.min(self.shared.safe)
+            self.limit.min(self.shared.safe_share())
         };
+        if want == 0 {
+            // Nothing reserved nor granted yet (or no more): the budget takes no
+            // zero limit, and the caller must not be sending.
+            return Err(ConfigError::ZeroLimit);
+        }
         if want != self.in_force {
             budget.set_limit(self.bucket, want, budget_now_ns)?;
             self.in_force = want;

@@ -18,9 +18,14 @@
 //!
 //! # Wiring it into a loop
 //!
-//! The bucket is declared with the safe share as its limit (it is the limit until
-//! the first grant, and whenever etcd is out of reach). The pool is the account
-//! limit minus every host's safe share, the same on every host.
+//! Each host names the account's limit (the same on every host) and its own safe
+//! share. The allocator reserves the safe share for the host by name in the grant
+//! table, from units nobody holds, and divides the rest (the pool) by demand. The
+//! host uses nothing before its reservation is in a table it read: declare the
+//! bucket at the safe share and start sending after
+//! [`LeaseThread::wait_reserved`]. From then on the safe share is usable whether
+//! etcd answers or not; a host stopped for good gives it back with
+//! [`store::release_host`] (`ergon-gateway release-host`).
 //!
 //! ```no_run
 //! use std::time::{Duration, Instant};
@@ -28,7 +33,7 @@
 //! use ergon_lease::{BucketLease, LeaseConfig, LeaseThread, Leased};
 //!
 //! const SEC: i64 = 1_000_000_000;
-//! let (account, hosts, safe) = (50, 3, 5); // orders per 10 s
+//! let (account, safe) = (50, 5); // orders per 10 s
 //! let mut b = Budget::builder();
 //! let orders = b.add("orders10s", Spec::fixed(safe, 10 * SEC)).unwrap();
 //! let mut budget = b.build(0).unwrap();
@@ -46,7 +51,7 @@
 //!         timeout: Duration::from_millis(500),
 //!         buckets: vec![BucketLease {
 //!             name: "orders10s".into(),
-//!             pool: account - hosts * safe,
+//!             limit: account,
 //!             safe,
 //!             floor: 2,
 //!             window: Duration::from_secs(10),
@@ -55,6 +60,7 @@
 //!     origin,
 //! )
 //! .unwrap();
+//! lease.wait_reserved(Duration::from_secs(10)).unwrap();
 //! let mut leased = Leased::new(lease.shared(0).unwrap(), orders);
 //! // Each turn of the loop, with the instant and the budget time it read:
 //! let now = Instant::now();
@@ -79,6 +85,8 @@ mod sync;
 pub mod thread;
 
 pub use handoff::{Leased, Shared, View};
-pub use rule::{Allocator, Config, Demand, Entry, Host, Report, RuleError, Snapshot, Table, Write};
+pub use rule::{
+    Allocator, Config, Demand, Entry, Host, Report, Reserve, RuleError, Snapshot, Table, Write,
+};
 #[cfg(not(ergon_loom))]
 pub use thread::{BucketLease, BucketStatus, LeaseConfig, LeaseError, LeaseThread, Status};

@@ -12,9 +12,19 @@
 //!   [`Host::usable`] is the grant it may use now, [`Host::poll_timeout`] the instant
 //!   that changes on its own (the renewal deadline).
 //!
+//! The account's limit is split in two: each host's **safe share**, reserved for it
+//! by name in the table and usable with or without etcd, and the **pool**, the
+//! rest, divided among the live hosts by demand as grants. A host asks for its safe
+//! share in its report; the allocator reserves it only from units nobody holds, and
+//! the host uses nothing before it reads its reservation. A reservation is never
+//! dropped by the allocator (a host cut off from etcd goes on using it, however
+//! long): only [`Table::release`], for a host that is stopped, frees it, one window
+//! later.
+//!
 //! The invariants, which the property test (`tests/allocation.rs`) checks against a
 //! reference of what each host could have spent in any window:
-//! - Every table written keeps `Σ held ≤ pool`; a host's grant is at most its held.
+//! - Every table written keeps `Σ held + Σ reserved ≤ limit`; a host's grant is at
+//!   most its held.
 //! - A grant is raised only with units no host holds.
 //! - A lowered grant stays held (others cannot get its units) until one window after
 //!   the allocator saw the host acknowledge it, or saw the host's lease gone.
@@ -31,9 +41,9 @@ use std::fmt;
 /// The allocation's fixed parameters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Config {
-    /// Units per window shared by every host (the account limit minus the safe
-    /// shares).
-    pub pool: u64,
+    /// The account's limit: units per window shared by every host, safe shares
+    /// included.
+    pub limit: u64,
     /// The bucket's window: units spent count at the venue this long.
     pub window_ns: i64,
     /// Each live host's grant is at least this (or an equal split of the pool when
@@ -99,6 +109,8 @@ pub struct Report {
     pub demand: Demand,
     /// The epoch of the last table the host applied (0 if none).
     pub acked: u64,
+    /// The safe share the host asks to have reserved.
+    pub safe: u64,
 }
 
 /// One host's row of the grant table.
@@ -118,18 +130,30 @@ pub struct Entry {
     pub since: u64,
 }
 
-/// The grant table: one key in etcd, written only by the allocator, in one
-/// transaction, never attached to a lease (a dead host's units must stay held past
-/// its lease).
+/// A safe share reserved for a host, by name: it outlives the host's leases.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Reserve {
+    /// The host's name.
+    pub host: String,
+    /// Units per window the host may use without a grant, with or without etcd.
+    pub units: u64,
+}
+
+/// The grant table: one key in etcd, written only by the allocator (or by
+/// [`Table::release`]), in one transaction, never attached to a lease (a dead
+/// host's units must stay held past its lease).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Table {
     /// Incremented by every write.
     pub epoch: u64,
-    /// The pool the allocator divided: a host configured with another pool uses no
-    /// grant from this table (a misconfigured host could otherwise over-allocate).
-    pub pool: u64,
+    /// The account limit the allocator divided: a host configured with another
+    /// limit uses no grant from this table (a misconfigured host could otherwise
+    /// over-allocate).
+    pub limit: u64,
     /// Rows, sorted by host name.
     pub entries: Vec<Entry>,
+    /// Safe shares, sorted by host name, one per host.
+    pub reserves: Vec<Reserve>,
 }
 
 impl Table {
@@ -145,16 +169,63 @@ impl Table {
         self.entries.iter().map(|e| e.held).sum()
     }
 
-    /// The text stored in etcd: a first line `epoch N pool P`, then one line per row
-    /// `host lease grant held since`. Host names have no whitespace
-    /// ([`valid_host`]).
+    /// Units reserved as safe shares.
+    pub fn reserved(&self) -> u64 {
+        self.reserves.iter().map(|r| r.units).sum()
+    }
+
+    /// The safe share reserved for `host` (0 for none).
+    pub fn reserve(&self, host: &str) -> u64 {
+        self.reserves
+            .iter()
+            .find(|r| r.host == host)
+            .map_or(0, |r| r.units)
+    }
+
+    /// The table after an operator released the safe share of `host`, a host that
+    /// is stopped (a running host cut off from etcd would go on using it). Its units
+    /// stay held under lease 0, which no host holds, so the allocator frees them
+    /// one window after it sees the table. `None` if `host` has no reservation.
+    pub fn release(&self, host: &str) -> Option<Table> {
+        let units = self.reserve(host);
+        if units == 0 {
+            return None;
+        }
+        let mut t = self.clone();
+        t.epoch += 1;
+        t.reserves.retain(|r| r.host != host);
+        match t
+            .entries
+            .iter_mut()
+            .find(|e| e.host == host && e.lease == 0)
+        {
+            Some(e) => e.held = e.held.saturating_add(units),
+            None => t.entries.push(Entry {
+                host: host.to_owned(),
+                lease: 0,
+                grant: 0,
+                held: units,
+                since: 0,
+            }),
+        }
+        t.entries
+            .sort_by(|a, b| (&a.host, a.lease).cmp(&(&b.host, b.lease)));
+        Some(t)
+    }
+
+    /// The text stored in etcd: a first line `epoch N limit L`, then one line per row
+    /// `host lease grant held since`, then one per reservation `safe host units`.
+    /// Host names have no whitespace ([`valid_host`]).
     pub fn encode(&self) -> String {
-        let mut s = format!("epoch {} pool {}\n", self.epoch, self.pool);
+        let mut s = format!("epoch {} limit {}\n", self.epoch, self.limit);
         for e in &self.entries {
             s.push_str(&format!(
                 "{} {} {} {} {}\n",
                 e.host, e.lease, e.grant, e.held, e.since
             ));
+        }
+        for r in &self.reserves {
+            s.push_str(&format!("safe {} {}\n", r.host, r.units));
         }
         s
     }
@@ -163,21 +234,33 @@ impl Table {
     pub fn decode(text: &str) -> Result<Table, RuleError> {
         let bad = |what: &str| RuleError::Malformed(format!("grant table: {what}"));
         let mut lines = text.lines();
-        let (epoch, pool) = lines
+        let (epoch, limit) = lines
             .next()
             .and_then(|l| l.strip_prefix("epoch "))
-            .and_then(|l| l.split_once(" pool "))
+            .and_then(|l| l.split_once(" limit "))
             .and_then(|(e, p)| Some((e.parse().ok()?, p.parse().ok()?)))
-            .ok_or_else(|| bad("no `epoch N pool P` first line"))?;
+            .ok_or_else(|| bad("no `epoch N limit L` first line"))?;
         let mut entries = Vec::new();
+        let mut reserves: Vec<Reserve> = Vec::new();
         for line in lines {
             let f: Vec<&str> = line.split(' ').collect();
-            let [host, lease, grant, held, since] = f[..] else {
-                return Err(bad(&format!("line {line:?} has not 5 fields")));
-            };
             let num = |s: &str| {
                 s.parse::<u64>()
                     .map_err(|_| bad(&format!("{s:?} in {line:?}")))
+            };
+            if let ["safe", host, units] = f[..] {
+                let r = Reserve {
+                    host: host.to_owned(),
+                    units: num(units)?,
+                };
+                if !valid_host(host) || reserves.iter().any(|o| o.host == host) {
+                    return Err(bad(&format!("reservation {line:?}")));
+                }
+                reserves.push(r);
+                continue;
+            }
+            let [host, lease, grant, held, since] = f[..] else {
+                return Err(bad(&format!("line {line:?} has not 5 fields")));
             };
             let e = Entry {
                 host: host.to_owned(),
@@ -193,10 +276,12 @@ impl Table {
             }
             entries.push(e);
         }
+        reserves.sort_by(|a, b| a.host.cmp(&b.host));
         Ok(Table {
             epoch,
-            pool,
+            limit,
             entries,
+            reserves,
         })
     }
 }
@@ -209,9 +294,9 @@ pub fn valid_host(name: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
 }
 
-/// A host's demand key: `used refused acked`.
-pub fn encode_report(demand: Demand, acked: u64) -> String {
-    format!("{} {} {}", demand.used, demand.refused, acked)
+/// A host's demand key: `used refused acked safe`.
+pub fn encode_report(demand: Demand, acked: u64, safe: u64) -> String {
+    format!("{} {} {} {}", demand.used, demand.refused, acked, safe)
 }
 
 /// Parses [`encode_report`]'s text into a [`Report`] for `host` under `lease`.
@@ -221,7 +306,7 @@ pub fn decode_report(host: &str, lease: i64, text: &str) -> Result<Report, RuleE
         .split(' ')
         .map(|n| n.parse().map_err(|_| bad()))
         .collect::<Result<_, _>>()?;
-    let [used, refused, acked] = f[..] else {
+    let [used, refused, acked, safe] = f[..] else {
         return Err(bad());
     };
     Ok(Report {
@@ -229,6 +314,7 @@ pub fn decode_report(host: &str, lease: i64, text: &str) -> Result<Report, RuleE
         lease,
         demand: Demand { used, refused },
         acked,
+        safe,
     })
 }
 
@@ -370,6 +456,38 @@ impl Allocator {
         rows.sort_by(|a, b| (&a.host, a.lease).cmp(&(&b.host, b.lease)));
         self.seen = kept;
 
+        // Safe shares: reserved only from units nobody holds; what cannot be
+        // reserved yet is kept out of the pool, so grants shrink to make room.
+        let limit = self.config.limit;
+        let mut reserves = snap.table.reserves.clone();
+        let held: u64 = rows.iter().map(|e| e.held).sum();
+        let mut reserved: u64 = reserves.iter().map(|r| r.units).sum();
+        let mut waiting = 0u64;
+        for r in &snap.reports {
+            let have = reserves
+                .iter()
+                .find(|x| x.host == r.host)
+                .map_or(0, |x| x.units);
+            let more = r.safe.saturating_sub(have);
+            if more == 0 {
+                continue;
+            }
+            if held.saturating_add(reserved).saturating_add(more) <= limit {
+                reserved += more;
+                match reserves.iter_mut().find(|x| x.host == r.host) {
+                    Some(x) => x.units = r.safe,
+                    None => reserves.push(Reserve {
+                        host: r.host.clone(),
+                        units: r.safe,
+                    }),
+                }
+            } else {
+                waiting = waiting.saturating_add(more);
+            }
+        }
+        reserves.sort_by(|a, b| a.host.cmp(&b.host));
+        let pool = limit.saturating_sub(reserved).saturating_sub(waiting);
+
         // Targets for the live rows; lower first, then raise from what is free.
         let live: Vec<usize> = (0..rows.len())
             .filter(|&i| alive(&rows[i]).is_some())
@@ -378,7 +496,7 @@ impl Allocator {
             .iter()
             .map(|&i| alive(&rows[i]).map_or(0, |r| r.demand.wants()))
             .collect();
-        let targets = share(self.config.pool, self.config.floor, &wants);
+        let targets = share(pool, self.config.floor, &wants);
         let mut need = vec![0u64; rows.len()];
         for (&i, &target) in live.iter().zip(&targets) {
             let e = &mut rows[i];
@@ -395,7 +513,7 @@ impl Allocator {
             }
         }
         let held: u64 = rows.iter().map(|e| e.held).sum();
-        let free = self.config.pool.saturating_sub(held);
+        let free = pool.saturating_sub(held);
         let total: u64 = need.iter().sum();
         for (e, &n) in rows.iter_mut().zip(&need) {
             let give = if total <= free {
@@ -406,15 +524,19 @@ impl Allocator {
             e.grant += give;
             e.held = e.held.max(e.grant);
         }
-        if rows == snap.table.entries && snap.table.pool == self.config.pool {
+        if rows == snap.table.entries
+            && reserves == snap.table.reserves
+            && snap.table.limit == limit
+        {
             return None;
         }
         Some(Write {
             revision: snap.revision,
             table: Table {
                 epoch,
-                pool: self.config.pool,
+                limit,
                 entries: rows,
+                reserves,
             },
         })
     }
@@ -479,13 +601,19 @@ pub fn share(pool: u64, floor: u64, wants: &[u64]) -> Vec<u64> {
 /// [`Host::on_table`], then apply [`Host::limit`] to the budget and acknowledge the
 /// epoch it returns only once the budget uses it. At [`Host::poll_timeout`] the
 /// limit drops to the safe share on its own: re-read [`Host::limit`] then.
+///
+/// The safe share is usable once a table read reserves it ([`Host::safe_share`]),
+/// and from then on whether etcd answers or not; before that the host may use
+/// nothing.
 #[derive(Clone, Debug)]
 pub struct Host {
     name: String,
-    pool: u64,
+    limit: u64,
     safe: u64,
+    /// The safe share reserved for this host in the last table read.
+    reserved: u64,
     margin_ns: i64,
-    /// The pool of the last table read, when it was not ours.
+    /// The limit of the last table read, when it was not ours.
     mismatch: Option<u64>,
     lease: Option<i64>,
     /// The grant may be used before this instant (host clock).
@@ -495,10 +623,11 @@ pub struct Host {
 }
 
 impl Host {
-    /// A host named `name`, configured with the account's `pool`, a safe share of
-    /// `safe` units per window (outside the pool) and a renewal margin of
-    /// `margin_ns` (clock rate differences, the keepalive's transit, the loop's turn).
-    pub fn new(name: &str, pool: u64, safe: u64, margin_ns: i64) -> Result<Self, RuleError> {
+    /// A host named `name`, configured with the account's `limit`, a safe share of
+    /// `safe` units per window (reserved for it outside the pool) and a renewal
+    /// margin of `margin_ns` (clock rate differences, the keepalive's transit, the
+    /// loop's turn).
+    pub fn new(name: &str, limit: u64, safe: u64, margin_ns: i64) -> Result<Self, RuleError> {
         if !valid_host(name) {
             return Err(RuleError::Malformed(format!(
                 "host name {name:?}: 1 to 64 bytes of A-Z a-z 0-9 . _ -"
@@ -506,8 +635,9 @@ impl Host {
         }
         Ok(Host {
             name: name.to_owned(),
-            pool,
+            limit,
             safe,
+            reserved: 0,
             margin_ns: margin_ns.max(0),
             mismatch: None,
             lease: None,
@@ -566,9 +696,11 @@ impl Host {
             return None;
         }
         self.epoch = table.epoch;
-        // A table divided from another pool than ours: no grant from it.
-        self.mismatch =
-            (table.pool != self.pool && !table.entries.is_empty()).then_some(table.pool);
+        self.reserved = table.reserve(&self.name);
+        // A table divided from another limit than ours: no grant from it (its
+        // reservation for us is counted in it, and stays usable).
+        let used = !table.entries.is_empty() || !table.reserves.is_empty();
+        self.mismatch = (table.limit != self.limit && used).then_some(table.limit);
         self.grant = match self.mismatch {
             Some(_) => 0,
             None => table.entry(&self.name, lease).map_or(0, |e| e.grant),
@@ -576,10 +708,21 @@ impl Host {
         Some(table.epoch)
     }
 
-    /// The pool of the last table read, if it was not the one this host is
-    /// configured with (every host of an account must be configured alike).
-    pub fn pool_mismatch(&self) -> Option<u64> {
+    /// The account limit of the last table read, if it was not the one this host
+    /// is configured with (every host of an account must be configured alike).
+    pub fn limit_mismatch(&self) -> Option<u64> {
         self.mismatch
+    }
+
+    /// The safe share this host asks to have reserved.
+    pub fn safe(&self) -> u64 {
+        self.safe
+    }
+
+    /// The safe share it may use: as configured, once a table read reserves it;
+    /// 0 before.
+    pub fn safe_share(&self) -> u64 {
+        self.safe.min(self.reserved)
     }
 
     /// The grant as last read (whether usable or not).
@@ -596,9 +739,9 @@ impl Host {
         }
     }
 
-    /// The bucket's limit at `now`: the safe share plus the usable grant.
+    /// The bucket's limit at `now`: the reserved safe share plus the usable grant.
     pub fn limit(&self, now: i64) -> u64 {
-        self.safe.saturating_add(self.usable(now))
+        self.safe_share().saturating_add(self.usable(now))
     }
 
     /// The instant the usable grant drops to 0 unless renewed, while it is not 0.

@@ -1,10 +1,11 @@
 //! The keys of one leased bucket in etcd, read and written through [`Client`].
 //!
 //! Under `/<prefix>/<account>/<bucket>/`:
-//! - `table`: the grant table ([`Table`]), written by the allocator only, in one
-//!   transaction comparing its `mod_revision` (the prefix's version key); attached to
-//!   no lease, so a dead host's held units outlive it.
-//! - `demand/<host>`: `used refused acked` ([`crate::rule::encode_report`]), attached
+//! - `table`: the grant table ([`Table`]) with the safe shares reserved, written by
+//!   the allocator (and by [`release_host`]), in one transaction comparing its
+//!   `mod_revision`; attached to no lease, so a dead host's held units and its
+//!   reservation outlive it.
+//! - `demand/<host>`: `used refused acked safe` ([`crate::rule::encode_report`]), attached
 //!   to the host's lease, so it goes when the lease expires.
 //! - `allocator`: the allocator's host name, attached to its lease; taken with a
 //!   transaction `create_revision == 0`.
@@ -94,4 +95,102 @@ pub fn write_demand(
         report.as_bytes(),
         lease,
     )
+}
+
+/// Why [`release_host`] released nothing.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ReleaseError {
+    /// etcd did not answer, or answered with something unreadable.
+    Etcd(EtcdError),
+    /// The host still holds a lease: stop it first (a running host uses its safe
+    /// share whether or not etcd answers).
+    Running,
+    /// The table reserves nothing for the host.
+    NotReserved,
+    /// The table kept changing under the write (an allocator at work); try again.
+    Busy,
+}
+
+impl std::fmt::Display for ReleaseError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ReleaseError::Etcd(e) => write!(f, "{e}"),
+            ReleaseError::Running => {
+                f.write_str("the host holds a lease: stop its gateway first, then release it")
+            }
+            ReleaseError::NotReserved => f.write_str("no safe share is reserved for the host"),
+            ReleaseError::Busy => f.write_str("the grant table kept changing; try again"),
+        }
+    }
+}
+
+impl std::error::Error for ReleaseError {}
+
+/// Releases the safe share reserved for `host` under `prefix` (ending in `/`), a
+/// host whose gateway is stopped for good: its units stay held for one more window
+/// (they may have been spent in the last one), then return to the pool. Refused
+/// while the host's demand key lives (its lease). The units released.
+pub fn release_host(client: &mut Client, prefix: &str, host: &str) -> Result<u64, ReleaseError> {
+    for _ in 0..5 {
+        let read = read_bucket(client, prefix).map_err(ReleaseError::Etcd)?;
+        let snap = read.snapshot;
+        if snap.reports.iter().any(|r| r.host == host) {
+            return Err(ReleaseError::Running);
+        }
+        let units = snap.table.reserve(host);
+        let table = snap.table.release(host).ok_or(ReleaseError::NotReserved)?;
+        let write = Write {
+            revision: snap.revision,
+            table,
+        };
+        if write_table(client, prefix, &write).map_err(ReleaseError::Etcd)? {
+            return Ok(units);
+        }
+    }
+    Err(ReleaseError::Busy)
+}
+
+/// Releases the safe shares reserved for `host` in every leased bucket of the
+/// account under `account_prefix` (`/<prefix>/<account>/`), as [`release_host`]
+/// does for one: (bucket, units released) for each bucket that reserved any.
+/// Refused as a whole while the host's lease lives in any bucket.
+pub fn release_account(
+    client: &mut Client,
+    account_prefix: &str,
+    host: &str,
+) -> Result<Vec<(String, u64)>, ReleaseError> {
+    let (kvs, _) = client
+        .range_prefix(account_prefix.as_bytes())
+        .map_err(ReleaseError::Etcd)?;
+    let mut buckets: Vec<String> = kvs
+        .iter()
+        .filter_map(|kv| {
+            let key = String::from_utf8_lossy(&kv.key);
+            let rest = key.strip_prefix(account_prefix)?;
+            let bucket = rest.strip_suffix("/table")?;
+            (!bucket.contains('/')).then(|| bucket.to_owned())
+        })
+        .collect();
+    buckets.sort();
+    let demand = |b: &str| format!("{account_prefix}{b}/demand/{host}");
+    let running = kvs.iter().any(|kv| {
+        let key = String::from_utf8_lossy(&kv.key);
+        buckets.iter().any(|b| key == demand(b))
+    });
+    if running {
+        return Err(ReleaseError::Running);
+    }
+    let mut out = Vec::new();
+    for b in buckets {
+        match release_host(client, &format!("{account_prefix}{b}/"), host) {
+            Ok(units) => out.push((b, units)),
+            Err(ReleaseError::NotReserved) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    if out.is_empty() {
+        return Err(ReleaseError::NotReserved);
+    }
+    Ok(out)
 }

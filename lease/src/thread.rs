@@ -21,9 +21,9 @@ use crate::store;
 pub struct BucketLease {
     /// The bucket's name in the keys (`[A-Za-z0-9._-]`).
     pub name: String,
-    /// The pool shared by the hosts (the account limit minus every safe share).
-    pub pool: u64,
-    /// This host's safe share, outside the pool; at least 1.
+    /// The account's limit, shared by every host (the same on each).
+    pub limit: u64,
+    /// This host's safe share, reserved for it in etcd outside the pool; at least 1.
     pub safe: u64,
     /// The least grant a live host gets (when the pool allows).
     pub floor: u64,
@@ -93,6 +93,8 @@ pub struct BucketStatus {
     pub epoch: u64,
     /// Whether this host is the allocator.
     pub allocator: bool,
+    /// The safe share the table reserves for this host (0 until it does).
+    pub reserved: u64,
 }
 
 /// What a monitor sees of the lease thread.
@@ -145,17 +147,20 @@ impl LeaseThread {
             if !rule::valid_host(&b.name) || b.safe == 0 || b.window.is_zero() {
                 return bad("each bucket: a valid name, a safe share of at least 1, a window");
             }
+            if b.safe >= b.limit {
+                return bad("each bucket: a safe share below the account's limit");
+            }
         }
         let client = Client::new(&config.endpoints, config.timeout).map_err(LeaseError::Etcd)?;
         let mut buckets = Vec::new();
         for b in &config.buckets {
             let allocator = Allocator::new(Config {
-                pool: b.pool,
+                limit: b.limit,
                 window_ns: dur_ns(b.window),
                 floor: b.floor,
             })
             .map_err(LeaseError::Rule)?;
-            let host = Host::new(&config.host, b.pool, 0, dur_ns(config.margin))
+            let host = Host::new(&config.host, b.limit, b.safe, dur_ns(config.margin))
                 .map_err(LeaseError::Rule)?;
             buckets.push(Lane {
                 prefix: format!("/{}/{}/{}/", config.prefix, config.account, b.name),
@@ -205,6 +210,29 @@ impl LeaseThread {
     /// A copy of the thread's status.
     pub fn status(&self) -> Status {
         self.status.lock().map(|s| s.clone()).unwrap_or_default()
+    }
+
+    /// Waits until etcd reserved this host's safe share in every bucket (a host
+    /// uses nothing before), checking every 10 ms, for at most `limit`. The error
+    /// says what the lease thread saw last.
+    pub fn wait_reserved(&self, limit: Duration) -> Result<(), LeaseError> {
+        let start = Instant::now();
+        loop {
+            if self.shared.iter().all(|s| s.safe_share() > 0) {
+                return Ok(());
+            }
+            if start.elapsed() >= limit {
+                let s = self.status();
+                let why = s
+                    .last_error
+                    .unwrap_or_else(|| "the pool has no free units for it yet".into());
+                return Err(LeaseError::Config(format!(
+                    "no safe share reserved in etcd within {limit:?} ({} rounds): {why}",
+                    s.rounds
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
     }
 
     /// Stops the thread: the loop falls to the safe share at its next poll, and once
@@ -288,7 +316,7 @@ impl Worker {
             let posts: Vec<u64> = self
                 .lanes
                 .iter()
-                .map(|l| l.shared.post(l.shared.safe(), i64::MIN))
+                .map(|l| l.shared.post(l.shared.safe_share(), i64::MIN))
                 .collect();
             let until = Instant::now() + self.config.period;
             let applied = loop {
@@ -410,7 +438,7 @@ impl Worker {
             }
             None => lane.last_counters = Some((now_ns, admitted, refused)),
         }
-        let report = rule::encode_report(lane.demand, lane.acked);
+        let report = rule::encode_report(lane.demand, lane.acked, lane.host.safe());
         store::write_demand(&mut self.client, &lane.prefix, &host, &report, lease)?;
         // The allocator key: ours, someone else's, or free.
         lane.is_allocator = match read.allocator {
@@ -423,23 +451,25 @@ impl Worker {
                 r.demand = lane.demand;
                 r.acked = lane.acked;
                 r.lease = lease;
+                r.safe = lane.host.safe();
             } else {
                 snap.reports.push(rule::Report {
                     host: host.clone(),
                     lease,
                     demand: lane.demand,
                     acked: lane.acked,
+                    safe: lane.host.safe(),
                 });
             }
             if let Some(w) = lane.allocator.allocate(&snap, now_ns) {
                 store::write_table(&mut self.client, &lane.prefix, &w)?;
             }
         }
-        if let Some(theirs) = lane.host.pool_mismatch() {
+        if let Some(theirs) = lane.host.limit_mismatch() {
             return Err(EtcdError::BadAnswer(format!(
-                "{}: the grant table divides a pool of {theirs}, this host is configured \
-                 with {}: no grant is used until every host is configured alike",
-                lane.prefix, self.config.buckets[i].pool
+                "{}: the grant table divides an account limit of {theirs}, this host is \
+                 configured with {}: no grant is used until every host is configured alike",
+                lane.prefix, self.config.buckets[i].limit
             )));
         }
         Ok(())
@@ -452,7 +482,7 @@ impl Worker {
             let before = lane.acked;
             lane.collect_acks();
             if lane.acked != before {
-                let report = rule::encode_report(lane.demand, lane.acked);
+                let report = rule::encode_report(lane.demand, lane.acked, lane.host.safe());
                 let _ = store::write_demand(
                     &mut self.client,
                     &lane.prefix,
@@ -491,6 +521,7 @@ impl Worker {
                     demand: l.demand,
                     epoch: l.acked,
                     allocator: l.is_allocator,
+                    reserved: l.host.safe_share(),
                 })
                 .collect(),
             last_error: error,
@@ -503,9 +534,11 @@ impl Worker {
 }
 
 impl Lane {
-    /// Posts the host's limit and deadline to the loop; the post's sequence number.
+    /// Posts the host's reservation, limit and deadline to the loop; the post's
+    /// sequence number.
     fn repost(&mut self) -> u64 {
-        let limit = self.shared.safe().saturating_add(self.host.grant());
+        self.shared.reserve(self.host.safe_share());
+        let limit = self.host.safe_share().saturating_add(self.host.grant());
         let deadline = if self.host.lease().is_some() {
             self.host.deadline()
         } else {

@@ -12,6 +12,11 @@
 //! only rise when some host's limit rises (an event), so checking at every event is
 //! checking at every instant.
 //!
+//! Hosts come and go: a fourth host, which the account's limit was not planned for,
+//! may join at any time (its safe share is reserved only from free units); a host
+//! may stop for good, and an operator may then release its safe share (`Release`,
+//! `ergon-gateway release-host`), and it may start again later.
+//!
 //! Time jumps: `Advance` stops at each host's renewal deadline
 //! ([`Host::poll_timeout`]), as the lease thread would.
 //!
@@ -27,10 +32,14 @@ const W: i64 = 1_000; // the window
 const TTL: i64 = 3_000;
 const MARGIN: i64 = 300;
 const POOL: u64 = 100;
+/// The hosts the directed tests run.
 const HOSTS: usize = 3;
+/// The hosts the property runs: one more than the account was planned for.
+const NODES: usize = 4;
 /// Each host's safe share, outside the pool.
 const SAFE: u64 = 10;
-/// The account's limit at the venue: what the claims must never sum above.
+/// The account's limit at the venue: what the claims must never sum above. With
+/// three hosts' safe shares reserved, the pool is [`POOL`].
 const ACCOUNT: u64 = POOL + HOSTS as u64 * SAFE;
 #[cfg(not(debug_assertions))]
 const CASES: u32 = 10_000;
@@ -47,10 +56,17 @@ enum Op {
     Write(usize),
     Cut(usize, bool),
     Crash(usize),
+    /// The host's process stops for good (its lease lives on until it expires).
+    Stop(usize),
+    /// An operator releases a stopped host's safe share (refused while its lease
+    /// lives, as `release_host` refuses).
+    Release(usize),
+    /// A stopped host starts again.
+    Start(usize),
 }
 
 fn op() -> impl Strategy<Value = Op> {
-    let h = 0..HOSTS;
+    let h = 0..NODES;
     prop_oneof![
         3 => (0..W / 4).prop_map(Op::Advance),
         2 => (0..3 * W).prop_map(Op::Advance),
@@ -60,7 +76,10 @@ fn op() -> impl Strategy<Value = Op> {
         3 => (0..2usize).prop_map(Op::Read),
         3 => (0..2usize).prop_map(Op::Write),
         1 => (h.clone(), any::<bool>()).prop_map(|(h, c)| Op::Cut(h, c)),
-        1 => h.prop_map(Op::Crash),
+        1 => h.clone().prop_map(Op::Crash),
+        1 => h.clone().prop_map(Op::Stop),
+        1 => h.clone().prop_map(Op::Release),
+        1 => h.prop_map(Op::Start),
     ]
 }
 
@@ -72,8 +91,9 @@ struct Store {
     next_lease: i64,
     /// Lease id → expiry.
     leases: BTreeMap<i64, i64>,
-    /// Host name → (lease, demand, acked epoch): the demand key, attached to the lease.
-    demand: BTreeMap<String, (i64, Demand, u64)>,
+    /// Host name → (lease, demand, acked epoch, safe share asked): the demand key,
+    /// attached to the lease.
+    demand: BTreeMap<String, (i64, Demand, u64, u64)>,
 }
 
 impl Store {
@@ -87,6 +107,7 @@ struct Node {
     demand: Demand,
     acked: u64,
     cut: bool,
+    stopped: bool,
     /// (start, end, limit) of what it could use; the last is open (end i64::MAX).
     used: Vec<(i64, i64, u64)>,
 }
@@ -101,14 +122,14 @@ struct Sim {
 impl Sim {
     fn new() -> Self {
         let config = Config {
-            pool: POOL,
+            limit: ACCOUNT,
             window_ns: W,
             floor: 5,
         };
         Sim {
             now: 0,
             store: Store::default(),
-            nodes: (0..HOSTS).map(Node::fresh).collect(),
+            nodes: (0..NODES).map(Node::fresh).collect(),
             allocators: (0..2)
                 .map(|_| (Allocator::new(config).unwrap(), None))
                 .collect(),
@@ -117,6 +138,14 @@ impl Sim {
 
     fn apply(&mut self, op: &Op) -> Result<(), String> {
         let now = self.now;
+        let idle = |op: &Op| match *op {
+            Op::Renew(h) | Op::Poll(h) | Op::Demand(h, ..) | Op::Cut(h, _) => Some(h),
+            Op::Crash(h) | Op::Stop(h) => Some(h),
+            _ => None,
+        };
+        if idle(op).is_some_and(|h| self.nodes[h].stopped) {
+            return self.check(); // a stopped process does nothing
+        }
         match *op {
             Op::Advance(dt) => {
                 let target = now + dt;
@@ -164,7 +193,8 @@ impl Sim {
                     if let Some(l) = node.host.lease().filter(|&l| self.store.alive(l, now)) {
                         self.store.revision += 1;
                         let name = node.host.name().to_owned();
-                        self.store.demand.insert(name, (l, node.demand, node.acked));
+                        let key = (l, node.demand, node.acked, node.host.safe());
+                        self.store.demand.insert(name, key);
                     }
                 }
             }
@@ -173,12 +203,13 @@ impl Sim {
                 let reports = s
                     .demand
                     .iter()
-                    .filter(|(_, (l, _, _))| s.alive(*l, now))
-                    .map(|(host, &(lease, demand, acked))| Report {
+                    .filter(|(_, (l, ..))| s.alive(*l, now))
+                    .map(|(host, &(lease, demand, acked, safe))| Report {
                         host: host.clone(),
                         lease,
                         demand,
                         acked,
+                        safe,
                     })
                     .collect();
                 self.allocators[a].1 = Some(Snapshot {
@@ -191,8 +222,8 @@ impl Sim {
                 let (alloc, snap) = &mut self.allocators[a];
                 if let Some(snap) = snap.take() {
                     if let Some(w) = alloc.allocate(&snap, now) {
-                        if w.table.held() > POOL {
-                            return Err(format!("a table holds more than the pool: {w:?}"));
+                        if w.table.held() + w.table.reserved() > ACCOUNT {
+                            return Err(format!("a table holds more than the account: {w:?}"));
                         }
                         if w.applies_at(self.store.table_revision) {
                             self.store.revision += 1;
@@ -211,6 +242,28 @@ impl Sim {
                     ..Node::fresh(h)
                 };
             }
+            Op::Stop(h) => self.nodes[h].stopped = true,
+            Op::Release(h) => {
+                let name = format!("host-{h}");
+                let s = &mut self.store;
+                let running = s.demand.get(&name).is_some_and(|&(l, ..)| s.alive(l, now));
+                if self.nodes[h].stopped && !running {
+                    if let Some(t) = s.table.release(&name) {
+                        s.revision += 1;
+                        s.table_revision = s.revision;
+                        s.table = t;
+                    }
+                }
+            }
+            Op::Start(h) => {
+                if self.nodes[h].stopped {
+                    let used = std::mem::take(&mut self.nodes[h].used);
+                    self.nodes[h] = Node {
+                        used,
+                        ..Node::fresh(h)
+                    };
+                }
+            }
         }
         self.check()
     }
@@ -219,7 +272,7 @@ impl Sim {
     fn check(&mut self) -> Result<(), String> {
         let now = self.now;
         for n in &mut self.nodes {
-            let g = n.host.limit(now);
+            let g = if n.stopped { 0 } else { n.host.limit(now) };
             match n.used.last_mut() {
                 Some(last) if last.2 == g => {}
                 Some(last) => {
@@ -255,10 +308,11 @@ impl Sim {
 impl Node {
     fn fresh(i: usize) -> Node {
         Node {
-            host: Host::new(&format!("host-{i}"), POOL, SAFE, MARGIN).unwrap(),
+            host: Host::new(&format!("host-{i}"), ACCOUNT, SAFE, MARGIN).unwrap(),
             demand: Demand::default(),
             acked: 0,
             cut: false,
+            stopped: false,
             used: Vec::new(),
         }
     }
@@ -292,9 +346,9 @@ proptest! {
     }
 }
 
-/// A host configured with another pool than the allocator's uses no grant.
+/// A host configured with another account limit than the allocator's uses no grant.
 #[test]
-fn a_host_configured_with_another_pool_uses_no_grant() {
+fn a_host_configured_with_another_limit_uses_no_grant() {
     let mut sim = Sim::new();
     for op in [
         Op::Renew(0),
@@ -308,11 +362,11 @@ fn a_host_configured_with_another_pool_uses_no_grant() {
     }
     assert!(sim.nodes[0].host.usable(sim.now) > 0);
     let lease = sim.nodes[0].host.lease().unwrap();
-    let mut other = Host::new("host-0", POOL - 1, 10, MARGIN).unwrap();
+    let mut other = Host::new("host-0", ACCOUNT - 1, 10, MARGIN).unwrap();
     other.on_lease(lease, TTL, sim.now);
     assert!(other.on_table(&sim.store.table).is_some());
     assert_eq!(other.usable(sim.now), 0);
-    assert_eq!(other.pool_mismatch(), Some(POOL));
+    assert_eq!(other.limit_mismatch(), Some(ACCOUNT));
 }
 
 /// The property is not vacuous: busy hosts get most of the pool.
@@ -332,7 +386,10 @@ fn three_busy_hosts_share_the_pool() {
     for op in &ops {
         sim.apply(op).unwrap();
     }
-    let usable: Vec<u64> = sim.nodes.iter().map(|n| n.host.usable(sim.now)).collect();
+    let usable: Vec<u64> = sim.nodes[..HOSTS]
+        .iter()
+        .map(|n| n.host.usable(sim.now))
+        .collect();
     assert_eq!(usable, [34, 33, 33], "an equal split of the pool");
 }
 
@@ -386,4 +443,101 @@ fn a_silent_host_falls_back_and_its_share_returns_after_one_window() {
         freed_at <= cut_at + TTL + W + W / 5,
         "freed late: {freed_at}"
     );
+}
+
+/// One round: every host in `hosts` renews and publishes, allocator 0 writes a
+/// table, and the hosts read it.
+fn round(sim: &mut Sim, hosts: &[usize]) {
+    for &h in hosts {
+        sim.apply(&Op::Renew(h)).unwrap();
+        sim.apply(&Op::Poll(h)).unwrap();
+    }
+    sim.apply(&Op::Read(0)).unwrap();
+    sim.apply(&Op::Write(0)).unwrap();
+    for &h in hosts {
+        sim.apply(&Op::Poll(h)).unwrap();
+    }
+}
+
+/// A host uses nothing before its safe share is reserved; a fourth host, which the
+/// account was not planned for, gets its safe share only once the others' grants
+/// shrank and their units aged one window, then a share of the pool.
+#[test]
+fn a_host_joining_a_full_account_waits_for_free_units() {
+    let mut sim = Sim::new();
+    for h in 0..NODES {
+        sim.apply(&Op::Demand(h, 100, 200)).unwrap();
+    }
+    assert_eq!(
+        sim.nodes[0].host.limit(sim.now),
+        0,
+        "nothing before a table"
+    );
+    for _ in 0..3 {
+        round(&mut sim, &[0, 1, 2]);
+        sim.apply(&Op::Advance(W / 2)).unwrap();
+    }
+    let limits =
+        |sim: &Sim| -> Vec<u64> { sim.nodes.iter().map(|n| n.host.limit(sim.now)).collect() };
+    assert_eq!(limits(&sim), [44, 43, 43, 0], "the whole account, in three");
+    let joined = sim.now;
+    let mut reserved_at = None;
+    while sim.now < joined + 10 * W {
+        round(&mut sim, &[0, 1, 2, 3]);
+        if reserved_at.is_none() && sim.nodes[3].host.safe_share() > 0 {
+            reserved_at = Some(sim.now);
+        }
+        sim.apply(&Op::Advance(W / 10)).unwrap();
+    }
+    let at = reserved_at.expect("the fourth host's safe share was never reserved");
+    assert!(
+        at >= joined + W,
+        "reserved at {at}, joined at {joined}: units still counted"
+    );
+    let l = limits(&sim);
+    assert_eq!(
+        l.iter().sum::<u64>(),
+        ACCOUNT,
+        "the whole account in use: {l:?}"
+    );
+    assert!(
+        l.iter().all(|&x| x >= SAFE + 5),
+        "every host a safe share and a floor: {l:?}"
+    );
+}
+
+/// A stopped host's safe share is released by an operator only once its lease is
+/// gone; its units return to the pool one window after the allocator saw that.
+#[test]
+fn a_released_safe_share_returns_one_window_later() {
+    let mut sim = Sim::new();
+    for h in 0..HOSTS {
+        sim.apply(&Op::Demand(h, 100, 200)).unwrap();
+    }
+    for _ in 0..2 {
+        round(&mut sim, &[0, 1, 2]);
+    }
+    assert_eq!(sim.store.table.reserve("host-2"), SAFE);
+    sim.apply(&Op::Stop(2)).unwrap();
+    sim.apply(&Op::Release(2)).unwrap();
+    assert_eq!(
+        sim.store.table.reserve("host-2"),
+        SAFE,
+        "refused while its lease lives"
+    );
+    sim.apply(&Op::Advance(TTL)).unwrap();
+    round(&mut sim, &[0, 1]);
+    sim.apply(&Op::Release(2)).unwrap();
+    assert_eq!(sim.store.table.reserve("host-2"), 0);
+    let released = sim.now;
+    let mut freed_at = None;
+    while sim.now < released + 4 * W {
+        round(&mut sim, &[0, 1]);
+        if freed_at.is_none() && sim.nodes[0].host.limit(sim.now) == SAFE + 55 {
+            freed_at = Some(sim.now);
+        }
+        sim.apply(&Op::Advance(W / 10)).unwrap();
+    }
+    let at = freed_at.expect("the released units never returned");
+    assert!(at >= released + W, "freed at {at}, released at {released}");
 }

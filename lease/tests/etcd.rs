@@ -255,10 +255,10 @@ fn two_allocators_racing_from_one_snapshot_write_once() {
             used: wants,
             refused: 0,
         };
-        write_demand(&mut c, prefix, host, &encode_report(demand, 0), lease).unwrap();
+        write_demand(&mut c, prefix, host, &encode_report(demand, 0, 0), lease).unwrap();
     }
     let config = Config {
-        pool: 100,
+        limit: 100,
         window_ns: 1_000_000_000,
         floor: 5,
     };
@@ -284,7 +284,7 @@ fn two_allocators_racing_from_one_snapshot_write_once() {
         used: 90,
         refused: 0,
     };
-    write_demand(&mut c, prefix, "b", &encode_report(demand, 0), lease).unwrap();
+    write_demand(&mut c, prefix, "b", &encode_report(demand, 0, 0), lease).unwrap();
     let fresh = read_bucket(&mut c, prefix).unwrap().snapshot;
     let w3 = two.allocate(&fresh, 1).expect("a new table");
     assert!(write_table(&mut c, prefix, &w3).unwrap());

@@ -1,5 +1,6 @@
-//! The loop's side of a leased bucket: the posted limit applies at the next poll,
-//! the safe share comes back by itself at the renewal deadline (jumped `Instant`s,
+//! The loop's side of a leased bucket: nothing is applied before a reservation or a
+//! grant is posted, the posted limit applies at the next poll, the reserved safe
+//! share comes back by itself at the renewal deadline (jumped `Instant`s,
 //! no sleep), a refused limit is never acknowledged, and a reader never sees a
 //! limit with another post's deadline.
 // Real threads and the lease thread: not a loom model (tests/loom_handoff.rs is).
@@ -31,6 +32,16 @@ fn at(origin: Instant, ns: i64) -> Instant {
 #[test]
 fn the_safe_share_first_then_the_grant_until_its_deadline() {
     let (mut budget, id, shared, mut leased, origin) = setup();
+    // Nothing reserved yet: no limit to apply, nothing acknowledged.
+    assert_eq!(
+        leased.poll(&mut budget, origin, 0),
+        Err(ConfigError::ZeroLimit)
+    );
+    assert_eq!(shared.applied(), 0);
+    assert_eq!(shared.safe_share(), 0);
+    // The lease thread read the reservation: it posts it, with no grant.
+    shared.reserve(10);
+    shared.post(10, i64::MIN);
     assert_eq!(leased.poll(&mut budget, origin, 0), Ok(10));
     assert_eq!(budget.stats(id).unwrap().limit, 10);
     let seq = shared.post(60, 2 * SEC);
@@ -39,7 +50,9 @@ fn the_safe_share_first_then_the_grant_until_its_deadline() {
     assert_eq!(budget.stats(id).unwrap().limit, 60);
     assert_eq!(shared.applied(), seq);
     assert_eq!(shared.in_force(), 60);
-    // The lease thread says nothing more: at the deadline the loop falls back alone.
+    // The lease thread says nothing more: at the deadline the loop falls back alone,
+    // to the safe share reserved, and no higher than the safe share asked for.
+    shared.reserve(12);
     assert_eq!(
         leased.poll(&mut budget, at(origin, 2 * SEC - 1), 2 * SEC - 1),
         Ok(60)
@@ -85,6 +98,8 @@ fn a_refused_limit_is_not_acknowledged() {
     let origin = Instant::now();
     let shared = Shared::new(50, origin);
     let mut leased = Leased::new(shared.clone(), id);
+    shared.reserve(50);
+    shared.post(50, i64::MIN);
     assert_eq!(leased.poll(&mut budget, origin, 0), Ok(50));
     let ok = shared.post(80, 10 * SEC);
     leased.poll(&mut budget, origin, 0).unwrap();

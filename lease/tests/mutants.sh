@@ -45,5 +45,11 @@ run free-at-lowering "                e.grant = target;
 run free-gone-at-once "if now >= gone.saturating_add(w) {" "if now >= gone {"
 run use-past-expiry "if self.lease.is_some() && now < self.deadline {" "if self.lease.is_some() {"
 run deadline-past-expiry-by-margin "            .saturating_sub(self.margin_ns)" "            .saturating_add(self.margin_ns)"
+run reserve-without-free-units "            if held.saturating_add(reserved).saturating_add(more) <= limit {" "            if true {"
+run safe-share-without-reservation "        self.safe.min(self.reserved)" "        self.safe"
+run release-at-once "                held: units,
+                since: 0," "                held: 0,
+                since: 0,"
+run no-room-for-a-waiting-reservation "        let pool = limit.saturating_sub(reserved).saturating_sub(waiting);" "        let pool = limit.saturating_sub(reserved);"
 run no-revision-compare "        current == self.revision" "        let _ = current;
         true"

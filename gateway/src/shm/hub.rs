@@ -1269,7 +1269,7 @@ impl Hub {
             l.report(s.admitted, s.refusals.full);
             let v = shared.view(at);
             text += &format!(
-                "lease {} grant={} limit={} used={} refused={} lease_age_ms={} epoch={} allocator={} error={}\n",
+                "lease {} grant={} limit={} used={} refused={} lease_age_ms={} epoch={} allocator={} error={} safe={}\n",
                 api.budget().name(*id).unwrap_or("?"),
                 v.grant,
                 v.limit,
@@ -1279,6 +1279,7 @@ impl Hub {
                 v.epoch,
                 v.allocator,
                 self.lease_error.map_or("none".into(), |e| e.to_string().replace(' ', "_")),
+                v.reserved,
             );
         }
         let b = api.budget();

@@ -43,9 +43,8 @@ impl Fleet {
     /// `hosts` hosts on `urls` sharing `account` units per window, each with [`SAFE`].
     pub fn start(urls: &[String], prefix: &str, account: u64, hosts: usize) -> Fleet {
         let origin = Instant::now();
-        let pool = account - SAFE * hosts as u64;
         let nodes = (0..hosts)
-            .map(|i| Node::start(urls, prefix, &format!("host-{i}"), pool, origin))
+            .map(|i| Node::start(urls, prefix, &format!("host-{i}"), account, origin))
             .collect();
         Fleet {
             origin,
@@ -99,7 +98,9 @@ impl Fleet {
 }
 
 impl Node {
-    pub fn start(urls: &[String], prefix: &str, host: &str, pool: u64, origin: Instant) -> Node {
+    /// A host of an account of `account` units per window, charging once its safe
+    /// share is reserved.
+    pub fn start(urls: &[String], prefix: &str, host: &str, account: u64, origin: Instant) -> Node {
         let config = LeaseConfig {
             endpoints: urls.to_vec(),
             prefix: prefix.to_owned(),
@@ -111,13 +112,16 @@ impl Node {
             timeout: Duration::from_millis(300),
             buckets: vec![BucketLease {
                 name: "orders".into(),
-                pool,
+                limit: account,
                 safe: SAFE,
                 floor: 10,
                 window: WINDOW,
             }],
         };
         let lease = LeaseThread::spawn(config, origin).expect("the lease thread starts");
+        lease
+            .wait_reserved(Duration::from_secs(30))
+            .expect("the safe share reserved");
         let shared = lease.shared(0).unwrap();
         let busy = Arc::new(AtomicBool::new(true));
         let stop = Arc::new(AtomicBool::new(false));
