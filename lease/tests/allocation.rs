@@ -461,11 +461,13 @@ fn round(sim: &mut Sim, hosts: &[usize]) {
 
 /// A host uses nothing before its safe share is reserved; a fourth host, which the
 /// account was not planned for, gets its safe share only once the others' grants
-/// shrank and their units aged one window, then a share of the pool.
+/// shrank and their units aged one window, then a share of the pool. It is idle:
+/// its floor alone (5) would not make room for its safe share (10); the pool
+/// shrinks by what it waits for.
 #[test]
 fn a_host_joining_a_full_account_waits_for_free_units() {
     let mut sim = Sim::new();
-    for h in 0..NODES {
+    for h in 0..HOSTS {
         sim.apply(&Op::Demand(h, 100, 200)).unwrap();
     }
     assert_eq!(
@@ -525,8 +527,17 @@ fn a_released_safe_share_returns_one_window_later() {
         SAFE,
         "refused while its lease lives"
     );
-    sim.apply(&Op::Advance(TTL)).unwrap();
-    round(&mut sim, &[0, 1]);
+    // Hosts 0 and 1 renew on; host 2's lease runs out, its grant returns.
+    let stopped = sim.now;
+    while sim.now < stopped + TTL + 2 * W {
+        sim.apply(&Op::Advance(W / 4)).unwrap();
+        round(&mut sim, &[0, 1]);
+    }
+    assert_eq!(
+        sim.nodes[0].host.limit(sim.now),
+        SAFE + 50,
+        "host 2's grant back"
+    );
     sim.apply(&Op::Release(2)).unwrap();
     assert_eq!(sim.store.table.reserve("host-2"), 0);
     let released = sim.now;

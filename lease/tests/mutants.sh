@@ -3,8 +3,12 @@
 # applied to lease/src/rule.rs, the property runs, and the file is restored from
 # git. Refuses to run with uncommitted changes there (the restore would lose them).
 # Run from anywhere: lease/tests/mutants.sh. Expect every line to say "caught";
-# the margin mutant survives the property and is caught by the directed test
-# a_silent_host_falls_back_and_its_share_returns_after_one_window.
+# three survive the property and are caught by a directed test: the margin
+# (a_silent_host_falls_back_and_its_share_returns_after_one_window), a release
+# freed at once (a_released_safe_share_returns_one_window_later: the property
+# rarely stops a host cut off past its lease and releases it within a window)
+# and a reservation left waiting (a_host_joining_a_full_account_waits_for_free_units,
+# a liveness mutant: it never over-admits, the host just never gets its share).
 # With the committed regression seeds the failures replay first; to check that the
 # generator alone finds them, move tests/allocation.proptest-regressions aside.
 set -uo pipefail
