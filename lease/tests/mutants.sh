@@ -3,7 +3,7 @@
 # applied to lease/src/rule.rs, the property runs, and the file is restored from
 # git. Refuses to run with uncommitted changes there (the restore would lose them).
 # Run from anywhere: lease/tests/mutants.sh. Expect every line to say "caught";
-# three survive the property and are caught by a directed test: the margin
+# three may survive the property and are caught by a directed test: the margin
 # (a_silent_host_falls_back_and_its_share_returns_after_one_window), a release
 # freed at once (a_released_safe_share_returns_one_window_later: the property
 # rarely stops a host cut off past its lease and releases it within a window)
