@@ -398,17 +398,6 @@ fn three_busy_hosts_share_the_pool() {
 #[test]
 fn a_silent_host_falls_back_and_its_share_returns_after_one_window() {
     let mut sim = Sim::new();
-    let round = |sim: &mut Sim, hosts: &[usize]| {
-        for &h in hosts {
-            sim.apply(&Op::Renew(h)).unwrap();
-            sim.apply(&Op::Poll(h)).unwrap();
-        }
-        sim.apply(&Op::Read(0)).unwrap();
-        sim.apply(&Op::Write(0)).unwrap();
-        for &h in hosts {
-            sim.apply(&Op::Poll(h)).unwrap();
-        }
-    };
     for h in 0..HOSTS {
         sim.apply(&Op::Demand(h, 100, 200)).unwrap();
     }
