@@ -5,8 +5,9 @@
 //! [`LeaseFlags`] parses and checks the flags; [`LeaseFlags::start`] picks the
 //! venue's account-wide buckets ([`Account::account_wide`]), puts each at the safe
 //! share, starts the lease thread and waits until etcd reserved the safe share for
-//! this host; [`Leases::on_turn`] applies the grants on the loop thread. Nothing here runs on the send path: `on_turn` reads atomics and,
-//! when a grant changed, calls `Budget::set_limit`.
+//! this host; [`Leases::on_turn`] applies the grants on the loop thread. Nothing
+//! here runs on the send path: `on_turn` reads atomics and, when a grant changed,
+//! calls `Budget::set_limit`.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -86,6 +87,14 @@ impl LeaseFlags {
             (None, true, _) => Err("--account, --safe-share and --hosts go with --etcd".into()),
             (Some(_), _, false) => Err("--etcd needs --account NAME and --safe-share PCT".into()),
             _ => Ok(()),
+        }
+    }
+
+    /// The etcd endpoints and the account `release-host` needs, or why not.
+    pub fn release_target(&self) -> Result<(&[String], &str), String> {
+        match (&self.etcd, &self.account) {
+            (Some(etcd), Some(account)) => Ok((etcd, account)),
+            _ => Err("release-host needs --etcd URL[,URL...] and --account NAME".into()),
         }
     }
 
@@ -188,9 +197,7 @@ const PREFIX: &str = "ergon";
 /// while its lease lives). Each (bucket, units) released; the units stay held one
 /// more window, then return to the pool.
 pub fn release_host(flags: &LeaseFlags, host: &str) -> Result<Vec<(String, u64)>, String> {
-    let (Some(etcd), Some(account)) = (&flags.etcd, &flags.account) else {
-        return Err("release-host needs --etcd URL[,URL...] and --account NAME".into());
-    };
+    let (etcd, account) = flags.release_target()?;
     if !ergon_lease::rule::valid_host(host) || !ergon_lease::rule::valid_host(account) {
         return Err(format!(
             "release-host {host:?} --account {account:?}: 1 to 64 bytes of A-Z a-z 0-9 . _ -"

@@ -264,9 +264,7 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
         }
     }
     if a.release_host.is_some() {
-        if a.lease.etcd.is_none() || a.lease.account.is_none() {
-            return Err("release-host needs --etcd URL[,URL...] and --account NAME".into());
-        }
+        a.lease.release_target()?;
         return Ok(a);
     }
     let name = a.name.as_deref().ok_or("--name is required")?;

@@ -208,8 +208,7 @@ impl Table {
                 since: 0,
             }),
         }
-        t.entries
-            .sort_by(|a, b| (&a.host, a.lease).cmp(&(&b.host, b.lease)));
+        sort_rows(&mut t.entries);
         Some(t)
     }
 
@@ -284,6 +283,11 @@ impl Table {
             reserves,
         })
     }
+}
+
+/// Sorts a table's rows as it stores them: by host name, then lease.
+fn sort_rows(rows: &mut [Entry]) {
+    rows.sort_by(|a, b| (&a.host, a.lease).cmp(&(&b.host, b.lease)));
 }
 
 /// Whether `name` can name a host: 1 to 64 bytes of `[A-Za-z0-9._-]`.
@@ -453,7 +457,7 @@ impl Allocator {
                 kept.insert((r.host.clone(), r.lease), Seen::default());
             }
         }
-        rows.sort_by(|a, b| (&a.host, a.lease).cmp(&(&b.host, b.lease)));
+        sort_rows(&mut rows);
         self.seen = kept;
 
         // Safe shares: reserved only from units nobody holds; what cannot be
