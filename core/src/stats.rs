@@ -49,4 +49,12 @@ pub struct Stats {
     pub observes: u64,
     /// The last server-reported figure, as the venue gave it (before capping).
     pub observed: u64,
+    /// The venue's stamp of that figure on the budget's clock, as given to
+    /// [`Budget::observe_used_at`]; `None` for an unstamped figure
+    /// ([`Budget::observe_used`]). A recording of the budget's calls needs it to
+    /// make the same decisions again.
+    ///
+    /// [`Budget::observe_used_at`]: crate::Budget::observe_used_at
+    /// [`Budget::observe_used`]: crate::Budget::observe_used
+    pub observed_at: Option<i64>,
 }

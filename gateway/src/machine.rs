@@ -290,7 +290,7 @@ impl Trace {
             if s.observes != *seen {
                 *seen = s.observes;
                 let used = i64::try_from(s.observed).unwrap_or(i64::MAX);
-                r.push(Record::bucket(now, Rec::Observe, id.index() as u8, used));
+                r.push(Record::observe(now, id.index() as u8, used, s.observed_at));
             }
         }
     }

@@ -43,7 +43,7 @@ pub enum Kind {
     Banned,
     /// A person cleared a bucket's halt.
     ClearHalt,
-    /// A usage header (`value`: the venue's count).
+    /// A usage header (`value`: the venue's count; `counted`: its stamp, if any).
     Observe,
     /// A fixed window re-anchored to the venue clock (`value`: its phase in ns).
     Phase,
@@ -71,7 +71,12 @@ pub struct Record {
     /// A throttle's or ban's wait (ns, negative: none), an observed count, a phase,
     /// or a charge's live decision (0: not said; [`Record::live`]).
     pub value: i64,
+    /// An observed figure's venue stamp on the loop's clock ([`NO_STAMP`]: none).
+    pub counted: i64,
 }
+
+/// A `counted` that says the figure had no stamp.
+pub const NO_STAMP: i64 = i64::MIN;
 
 /// The ring [`crate::Gateway::record_to`] uses: 65,536 records (about
 /// 7 MB), seconds of a busy loop's calls if the writer stalls.
@@ -96,6 +101,7 @@ impl Record {
         n_parts: 0,
         parts: [(0, 0); MAX_PARTS],
         value: -1,
+        counted: NO_STAMP,
     };
 
     /// A charge of `parts` (bucket index, cost; at most [`MAX_PARTS`], the rest is
@@ -133,6 +139,16 @@ impl Record {
             kind,
             id,
             ..Record::EMPTY
+        }
+    }
+
+    /// A usage figure `used` for `bucket` (by index), stamped by the venue at
+    /// `counted` on the loop's clock, or unstamped: written as
+    /// `"observe":B,"used":N[,"counted":T]`.
+    pub fn observe(t: i64, bucket: u8, used: i64, counted: Option<i64>) -> Record {
+        Record {
+            counted: counted.unwrap_or(NO_STAMP),
+            ..Record::bucket(t, Kind::Observe, bucket, used)
         }
     }
 
@@ -431,12 +447,18 @@ fn format(r: &Record, names: &[String], labels: &[String], s: &mut String) {
             name(r.bucket),
             Ms(r.value)
         ),
-        Kind::Observe => write!(
-            s,
-            ",\"observe\":{},\"used\":{}",
-            name(r.bucket),
-            r.value.max(0)
-        ),
+        Kind::Observe => {
+            let _ = write!(
+                s,
+                ",\"observe\":{},\"used\":{}",
+                name(r.bucket),
+                r.value.max(0)
+            );
+            match r.counted {
+                NO_STAMP => Ok(()),
+                at => write!(s, ",\"counted\":{at}"),
+            }
+        }
     };
     s.push_str("}\n");
 }
@@ -558,12 +580,13 @@ mod tests {
         rec.push(Record::lifecycle(9, Kind::Refund, 2));
         rec.push(Record::bucket(10, Kind::ClearHalt, o, 0));
         rec.push(Record::bucket(11, Kind::Observe, w, 17));
+        rec.push(Record::observe(11, w, 18, Some(9)));
         rec.push(Record::bucket(12, Kind::Phase, o, 250_000_001));
         let written = writer.finish().unwrap();
         assert_eq!(
             written,
             Written {
-                events: 10,
+                events: 11,
                 dropped: 0
             }
         );
@@ -585,6 +608,7 @@ mod tests {
                 r#"{"t":9,"refund":"2"}"#,
                 r#"{"t":10,"clear_halt":"orders \"10s\""}"#,
                 r#"{"t":11,"observe":"weight","used":17}"#,
+                r#"{"t":11,"observe":"weight","used":18,"counted":9}"#,
                 r#"{"t":12,"phase":"orders \"10s\"","phase_ms":250.000001}"#,
             ]
         );

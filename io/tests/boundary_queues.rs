@@ -191,6 +191,7 @@ fn stats_snapshot_round_trips_every_field() {
         let _ = budget.try_charge(&parts, Class::Normal, i);
     }
     budget.observe_used(weight, 700, 20).unwrap();
+    budget.observe_used_at(orders, 3, 19, 20).unwrap();
     budget.throttled(orders, Some(5_000_000), 21).unwrap();
     budget.banned(weight, 9_000_000_000, 22).unwrap();
     let client = ClientCounters {
@@ -220,4 +221,6 @@ fn stats_snapshot_round_trips_every_field() {
     assert!(snap.buckets()[weight.index()].halted);
     assert!(snap.buckets()[orders.index()].held_until_ns.is_some());
     assert!(snap.buckets()[flight.index()].refusals.full > 0);
+    assert_eq!(snap.buckets()[orders.index()].observed_at, Some(19));
+    assert_eq!(snap.buckets()[weight.index()].observed_at, None);
 }

@@ -400,6 +400,7 @@ impl Budget {
             let local = b.used_at(now);
             b.stats.observes = b.stats.observes.saturating_add(1);
             b.stats.observed = used;
+            b.stats.observed_at = counted_ns;
             b.stats.drift = i64::try_from(used)
                 .unwrap_or(i64::MAX)
                 .saturating_sub(i64::try_from(local).unwrap_or(i64::MAX));

@@ -60,13 +60,14 @@ impl Snapshot {
 }
 
 const HEAD_WORDS: usize = 7;
-const BUCKET_WORDS: usize = 16;
+const BUCKET_WORDS: usize = 17;
 /// Words in one publication.
 pub const SNAPSHOT_WORDS: usize = HEAD_WORDS + MAX_BUCKETS * BUCKET_WORDS;
 
 const F_HELD: u64 = 1;
 const F_HALTED: u64 = 2;
 const F_BAN: u64 = 4;
+const F_STAMPED: u64 = 8;
 
 fn encode_bucket(s: &Stats, w: &mut [u64]) {
     let mut flags = 0;
@@ -78,6 +79,9 @@ fn encode_bucket(s: &Stats, w: &mut [u64]) {
     }
     if s.ban_until_ns.is_some() {
         flags |= F_BAN;
+    }
+    if s.observed_at.is_some() {
+        flags |= F_STAMPED;
     }
     let words: [u64; BUCKET_WORDS] = [
         s.used,
@@ -96,6 +100,7 @@ fn encode_bucket(s: &Stats, w: &mut [u64]) {
         s.drift as u64,
         s.observes,
         s.observed,
+        s.observed_at.unwrap_or(0) as u64,
     ];
     w.copy_from_slice(&words);
 }
@@ -122,6 +127,7 @@ fn decode_bucket(w: &[u64]) -> Stats {
         drift: w[13] as i64,
         observes: w[14],
         observed: w[15],
+        observed_at: (flags & F_STAMPED != 0).then_some(w[16] as i64),
     }
 }
 

@@ -49,6 +49,8 @@ replay ignores):
   {\"t\":3000,\"banned\":\"ip\"}  {\"t\":4000,\"clear_halt\":\"ip\"}
   {\"t\":5000,\"observe\":\"weight\",\"used\":900}  {\"t\":5000,\"extra\":\"weight\",\"cost\":40}  {\"t\":6000,\"tick\":true}
   {\"t\":7000,\"phase\":\"orders10s\",\"phase_ms\":250}   (a fixed window re-anchored)
+  {\"t\":8000,\"observe\":\"orders10s\",\"used\":7,\"counted\":7990}   (a figure the venue
+  stamped, counted in integer ns on t's clock: Budget::observe_used_at)
   (every *_ms field may be a decimal, read to the nearest nanosecond: 1.000250)
 Output: {\"id\":\"r1\",\"t\":1000,\"ok\":true} or
   {\"id\":\"r1\",\"t\":1000,\"ok\":false,\"bucket\":\"weight\",\"why\":\"full\",\"ready_at\":1234}

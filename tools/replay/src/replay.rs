@@ -363,9 +363,17 @@ impl Replay {
                 let b = id_of(budget, &bucket)?;
                 budget.clear_halt(b).map_err(own)?;
             }
-            Event::Observe { bucket, used } => {
+            Event::Observe {
+                bucket,
+                used,
+                counted,
+            } => {
                 let b = id_of(budget, &bucket)?;
-                budget.observe_used(b, used, t).map_err(own)?;
+                match counted {
+                    Some(at) => budget.observe_used_at(b, used, at, t),
+                    None => budget.observe_used(b, used, t),
+                }
+                .map_err(own)?;
             }
             Event::Phase { bucket, phase_ns } => {
                 let b = id_of(budget, &bucket)?;

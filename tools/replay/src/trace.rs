@@ -75,6 +75,9 @@ pub enum Event {
         bucket: String,
         /// The server's count.
         used: u64,
+        /// The venue's stamp of the count on the trace's clock (integer ns), if
+        /// it had one (`Budget::observe_used_at`).
+        counted: Option<i64>,
     },
     /// The venue clock was re-anchored: a fixed window's boundaries move to `phase_ns`
     /// (`Budget::set_phase`).
@@ -214,8 +217,9 @@ fn event(obj: &Map<String, Value>) -> Result<Event, String> {
             Event::Observe {
                 bucket: string(obj, verb)?,
                 used: need_u64(obj, "used")?,
+                counted: int(obj, "counted")?,
             },
-            &["used"],
+            &["used", "counted"],
         ),
         "phase" => (
             Event::Phase {

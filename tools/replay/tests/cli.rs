@@ -121,6 +121,34 @@ fn throttle_holds_then_releases() {
     assert_eq!(got[3]["why"], "full");
 }
 
+/// A figure the venue stamped is replayed as stamped (`"counted"`): one read 10 ms
+/// after a boundary but stamped 10 ms before it is the previous window's, and the
+/// next window, 100 ms in, is free; the same figure unstamped may be either
+/// window's, so it fills both.
+#[test]
+fn a_stamped_figure_is_replayed_in_its_stamps_window() {
+    let declare = r#"{"bucket":"orders","kind":"fixed","limit":10,"window_ms":1000,"phase_ms":0,"guard_ms":20}
+"#;
+    let decide = |observe: &str| {
+        let trace = format!(
+            "{declare}{observe}\n{}",
+            r#"{"t":1100000000,"charge":"a","parts":{"orders":1}}
+"#
+        );
+        let out = replay_stdin(&trace);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        lines(&out)[0]["ok"].as_bool().expect("a decision")
+    };
+    assert!(decide(
+        r#"{"t":1010000000,"observe":"orders","used":10,"counted":990000000}"#
+    ));
+    assert!(!decide(r#"{"t":1010000000,"observe":"orders","used":10}"#));
+}
+
 fn fails_at(trace: &str, line: usize, needle: &str) -> Vec<Value> {
     let out = replay_stdin(trace);
     assert_eq!(out.status.code(), Some(1), "a bad line is a non-zero exit");
