@@ -9,9 +9,11 @@
 //! futures (`/fapi`) with the same machinery, its own limits, weights, shapes and
 //! 503 texts; `bybit` plays Bybit v5 linear (rolling per-UID endpoint limits with
 //! the `X-Bapi-Limit*` headers, 600 per IP per 5 s with an immediate 403 ban, v5
-//! signing, `retCode` answers); `okx` plays OKX v5 (limits per 2 s answered 429
-//! 50011/50061, passphrase and base64 signing over ISO timestamps, `sCode` per
-//! order; market data and fills/history); `deribit` plays Deribit v2 JSON-RPC over
+//! signing, `retCode` answers; the private WebSocket `/v5/private` with its DCP
+//! countdown, [`Config::bybit_private_ws`] and [`Config::bybit_dcp`]); `okx`
+//! plays OKX v5 (limits per 2 s answered 429 50011/50061, passphrase and base64
+//! signing over ISO timestamps, `sCode` per order; market data and
+//! fills/history); `deribit` plays Deribit v2 JSON-RPC over
 //! HTTP (bearer tokens from `public/auth`, credit pools per sub-account with
 //! matching-engine requests dearer, `too_many_requests` 10028, 32 connections open
 //! per IP). Hyperliquid is not built.
@@ -96,7 +98,8 @@
 //! - `profiles`: one module per venue (`binance/`, `bybit`, `okx`), each adding
 //!   its admit and execute steps to the state;
 //! - `dispatch`: picks the profile for each request;
-//! - `server`: the I/O shell (listener, `http_conn`, `ws_api_conn`, `shared`).
+//! - `server`: the I/O shell (listener, `http_conn`, `ws_api_conn`,
+//!   `bybit_private_conn`, `shared`).
 
 mod clock;
 pub mod config;
@@ -118,5 +121,7 @@ pub use config::{
     OKX_LIMITS,
 };
 pub use engine::switch::SwitchView;
-pub use report::{CreditUsage, FaultCounts, LimitUsage, OrderView, Report, WsCounts};
+pub use report::{
+    BybitPrivateCounts, CreditUsage, FaultCounts, LimitUsage, OrderView, Report, WsCounts,
+};
 pub use server::{Server, StartError};

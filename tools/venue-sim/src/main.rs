@@ -18,9 +18,11 @@ const USAGE: &str = "usage: ergon-venue-sim [--profile binance-spot|binance-futu
   [--symbol SYMBOL] [--duration SECS] [--report FILE]
   [--ws-connects N] [--ws-connect-window-ms MS] [--ws-ban-after N]
   [--ws-api-ping-ms MS] [--ws-api-pong-timeout-ms MS] [--credits MAX:REFILL_PER_S:COST] [--matching-credits MAX:REFILL_PER_S:COST]
-  [--connections-per-ip N]
+  [--connections-per-ip N] [--bybit-dcp] [--no-bybit-private-ws]
 fault kinds: close-before-execute, execute-then-close, delay, 5xx-after-execute, 5xx-not-executed
-limits (default: the profile's published ones): e.g. --limit REQUEST_WEIGHT:MINUTE:1:6000 --limit ORDERS:SECOND:10:100";
+limits (default: the profile's published ones): e.g. --limit REQUEST_WEIGHT:MINUTE:1:6000 --limit ORDERS:SECOND:10:100
+bybit: --bybit-dcp enables DCP (disconnected-cancel-all) for the accounts; --no-bybit-private-ws answers
+  the private WebSocket (/v5/private) upgrade 404";
 
 #[derive(Debug)]
 struct Args {
@@ -151,6 +153,7 @@ fn parse(it: impl Iterator<Item = String>) -> Result<Args, String> {
                 }
             }
             "--bybit-dcp" => config.bybit_dcp = true,
+            "--no-bybit-private-ws" => config.bybit_private_ws = false,
             "--connections-per-ip" => {
                 config.credits.connections_per_ip = u32::try_from(num(value()?)?)
                     .map_err(|_| "--connections-per-ip: out of range".to_string())?
@@ -287,6 +290,18 @@ mod tests {
         assert_eq!(k.connections_per_ip, 4);
         assert!(args("--credits 1:2").unwrap_err().contains("MAX:REFILL"));
         assert!(args("--credits 10:0:1").unwrap_err().contains("credits"));
+    }
+
+    #[test]
+    fn bybit_flags_parse() {
+        let c = args("--profile bybit").unwrap().config;
+        assert!(!c.bybit_dcp);
+        assert!(c.bybit_private_ws);
+        let c = args("--profile bybit --bybit-dcp --no-bybit-private-ws")
+            .unwrap()
+            .config;
+        assert!(c.bybit_dcp);
+        assert!(!c.bybit_private_ws);
     }
 
     #[test]

@@ -115,6 +115,31 @@ pub struct Report {
     pub credits: Vec<CreditUsage>,
     /// Dead man's switches that fired (each cancelled its scope's open orders).
     pub switch_fires: u64,
+    /// Bybit's private WebSocket (`/v5/private`).
+    pub bybit_private: BybitPrivateCounts,
+}
+
+/// What Bybit's private WebSocket (`/v5/private`) saw.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct BybitPrivateCounts {
+    /// Upgrades accepted.
+    pub connects: u64,
+    /// `auth` requests that succeeded.
+    pub auths: u64,
+    /// `auth` requests refused (unknown key, bad signature, expired, malformed,
+    /// repeated).
+    pub auth_refused: u64,
+    /// Successful subscriptions to a `dcp.*` topic (one per topic and connection).
+    pub dcp_subscribed: u64,
+    /// Heartbeats answered: `{"op":"ping"}` requests and WebSocket control pings.
+    pub pings: u64,
+    /// Connections that ended, for any reason (the emulator stopping included).
+    pub disconnects: u64,
+    /// Connections the venue cut for idling past their `max_active_time`.
+    pub idle_cuts: u64,
+    /// DCP countdowns armed because the last connection subscribed to
+    /// `dcp.future` of an account ended.
+    pub dcp_armed: u64,
 }
 
 /// How one kind of credit pool was used over the run, over all its owners.
@@ -242,6 +267,16 @@ impl Report {
                 "apiConnects": self.ws.api_connects,
                 "apiRequests": self.ws.api_requests,
                 "apiSubscriptions": self.ws.api_subscriptions,
+            },
+            "bybitPrivate": {
+                "connects": self.bybit_private.connects,
+                "auths": self.bybit_private.auths,
+                "authRefused": self.bybit_private.auth_refused,
+                "dcpSubscribed": self.bybit_private.dcp_subscribed,
+                "pings": self.bybit_private.pings,
+                "disconnects": self.bybit_private.disconnects,
+                "idleCuts": self.bybit_private.idle_cuts,
+                "dcpArmed": self.bybit_private.dcp_armed,
             },
         })
     }

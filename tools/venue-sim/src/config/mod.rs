@@ -246,6 +246,10 @@ pub struct Config {
     /// /v5/order/disconnected-cancel-all` is refused
     /// (<https://bybit-exchange.github.io/docs/v5/order/dcp>, checked 2026-12-02).
     pub bybit_dcp: bool,
+    /// Whether Bybit's private WebSocket (`/v5/private`, the `bybit` profile) is
+    /// served. Default true; false answers its upgrade 404, as a venue whose
+    /// private stream cannot be reached (the DCP countdown then never arms).
+    pub bybit_private_ws: bool,
 }
 
 /// "Query a maximum of recent 500 closed status records are kept under each
@@ -363,6 +367,7 @@ impl Config {
             credits: Credits::default(),
             bybit_closed_kept: BYBIT_CLOSED_KEPT,
             bybit_dcp: false,
+            bybit_private_ws: true,
         }
     }
 

@@ -90,6 +90,11 @@ pub(crate) struct Venue {
     pub(crate) open: HashMap<IpAddr, u32>,
     /// The armed dead man's switches (driven by `crate::engine::switch`).
     pub(crate) switches: Vec<Countdown>,
+    /// Per account, per disconnect-armed scope (Bybit's DCP products, indexed
+    /// by the profile): the window and the live connections holding it.
+    pub(crate) held: Vec<[HeldScope; 3]>,
+    /// Connection ids handed out so far (WebSocket `conn_id`s).
+    pub(crate) next_conn_id: u64,
 }
 
 impl Venue {
@@ -101,6 +106,7 @@ impl Venue {
             .collect();
         let script = cfg.faults.script.iter().copied().collect();
         let rng = SplitMix(cfg.faults.seed);
+        let n_accounts = cfg.accounts.len();
         let report = Report {
             profile: cfg.profile.name().to_string(),
             ..Report::default()
@@ -125,6 +131,8 @@ impl Venue {
             pools: HashMap::new(),
             tokens: HashMap::new(),
             open: HashMap::new(),
+            held: vec![[HeldScope::default(); 3]; n_accounts],
+            next_conn_id: 0,
             switches: Vec::new(),
         }
     }
@@ -435,4 +443,15 @@ pub(crate) struct Countdown {
     pub(crate) symbol: Option<String>,
     /// When it fires, venue UTC ms.
     pub(crate) fires_at_ms: i64,
+}
+
+/// A scope whose countdown the venue arms itself when the last connection
+/// holding it ends (Bybit DCP: an account's product, held by the private
+/// connections subscribed to its `dcp` topic).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct HeldScope {
+    /// The countdown's length, ms, as the client last set it (None: never set).
+    pub(crate) window_ms: Option<i64>,
+    /// Live connections holding the scope.
+    pub(crate) live: u32,
 }

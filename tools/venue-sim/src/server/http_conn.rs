@@ -1,6 +1,9 @@
 //! One HTTP/1.1 connection: requests read one at a time, each admitted and run
 //! under the venue lock, the faults that act on connections (close, delay), and
-//! the hand-over of an upgraded connection to `ws_api_conn`.
+//! the hand-over of an upgraded connection to `ws_api_conn` (Binance's
+//! `/ws-api/v3`) or `bybit_private_conn` (Bybit's `/v5/private`, on the `bybit`
+//! profile while [`crate::Config::bybit_private_ws`] holds; otherwise that
+//! path is an ordinary request, which Bybit's router answers 404).
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{IpAddr, Shutdown, TcpStream};
@@ -13,8 +16,9 @@ use crate::engine::state::Admission;
 use crate::http::{self, Parsed, Response};
 use crate::profiles::binance::admit::valid_until_ms;
 use crate::profiles::binance::ws_api::WS_API_PATH;
+use crate::profiles::bybit::private::PRIVATE_PATH;
 use crate::server::shared::{sleep_unless_stopped, Shared, POLL};
-use crate::server::ws_api_conn;
+use crate::server::{bybit_private_conn, ws_api_conn};
 use crate::ws::frame;
 
 /// How long a connection may sit idle before the emulator closes it.
@@ -37,6 +41,13 @@ pub(crate) fn serve(mut stream: TcpStream, shared: Arc<Shared>) {
                 idle = Duration::ZERO;
                 if frame::is_upgrade(&req) && req.path == WS_API_PATH {
                     upgrade(stream, peer.ip(), &req, buf, &shared);
+                    return;
+                }
+                if frame::is_upgrade(&req)
+                    && req.path == PRIVATE_PATH
+                    && serves_bybit_private(&shared)
+                {
+                    bybit_private_upgrade(stream, peer.ip(), &req, buf, &shared);
                     return;
                 }
                 if !handle(&mut stream, peer.ip(), &req, &shared) || req.close {
@@ -177,6 +188,39 @@ fn upgrade(mut stream: TcpStream, ip: IpAddr, req: &http::Request, rest: Vec<u8>
             if stream.write_all(switching(&accept).as_bytes()).is_ok() {
                 let limits = !req.query.split('&').any(|p| p == "returnRateLimits=false");
                 ws_api_conn::serve(stream, rest, ip, limits, shared);
+            }
+        }
+    }
+}
+
+/// Whether `/v5/private` upgrades go to Bybit's private stream.
+fn serves_bybit_private(shared: &Shared) -> bool {
+    let venue = shared.venue();
+    let c = venue.config();
+    c.profile == Profile::Bybit && c.bybit_private_ws
+}
+
+/// A Bybit private stream upgrade: admitted (ban, `max_active_time`,
+/// handshake) under the lock, then served on this thread until it ends.
+fn bybit_private_upgrade(
+    mut stream: TcpStream,
+    ip: IpAddr,
+    req: &http::Request,
+    rest: Vec<u8>,
+    shared: &Shared,
+) {
+    let now = shared.now_ms();
+    let admitted = shared.venue().admit_bybit_private(req, ip, now);
+    match admitted {
+        Err(r) => {
+            shared.venue().note_status(r.status);
+            let _ = stream.write_all(&r.to_bytes(true));
+            let _ = stream.shutdown(Shutdown::Both);
+        }
+        Ok((accept, session)) => {
+            shared.venue().note_status(101);
+            if stream.write_all(switching(&accept).as_bytes()).is_ok() {
+                bybit_private_conn::serve(stream, rest, session, shared);
             }
         }
     }

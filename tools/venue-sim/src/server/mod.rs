@@ -5,6 +5,7 @@
 //! counts exact; delays are served outside the lock so one held request does not
 //! stall the others. The server never binds a non-loopback address.
 
+mod bybit_private_conn;
 mod http_conn;
 pub(crate) mod shared;
 pub(crate) mod ws_api_conn;

@@ -1,5 +1,5 @@
-//! What both WebSocket connections of the emulator (the user data stream and the
-//! WebSocket API) do alike: answer the client's control frames and read more bytes.
+//! What the WebSocket connections of the emulator (Binance's WebSocket API with
+//! its user data stream, Bybit's private stream) do alike: answer the client's control frames and read more bytes.
 //! Each connection maps the outcome to its own reasons for ending.
 
 use std::collections::VecDeque;

@@ -67,7 +67,9 @@ impl Venue {
     }
 }
 
-fn constant_time_eq_ignore_case(a: &[u8], b: &[u8]) -> bool {
+/// Whether two hex signatures are equal, in any letter case, in time that
+/// depends only on their length.
+pub(super) fn constant_time_eq_ignore_case(a: &[u8], b: &[u8]) -> bool {
     if a.len() != b.len() {
         return false;
     }

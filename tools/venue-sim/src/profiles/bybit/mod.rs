@@ -47,11 +47,18 @@
 //!   enabled DCP for ([`Config::bybit_dcp`](crate::Config), off by default) is
 //!   refused with 10005 "Permission denied": Bybit documents no code of its own
 //!   for that case, 10005 is its documented permission error. A taken window
-//!   answers the page's example, `{"retCode":0,"retMsg":"success"}`. The
-//!   emulator has no private WebSocket, so no connection subscribes to `dcp`
-//!   and a window arms nothing, as at Bybit without that subscription.
+//!   answers the page's example, `{"retCode":0,"retMsg":"success"}`, and is the
+//!   product's window from then on (10 s until one is taken).
+//! - The private WebSocket (`/v5/private`, [`private`]): `auth`, `subscribe`
+//!   and `ping`; the `dcp.future`, `dcp.spot` and `dcp.option` topics hold their
+//!   product's DCP, and when the last connection of an account subscribed to
+//!   `dcp.future` ends, the venue arms a countdown of the DERIVATIVES window that
+//!   cancels the account's open orders unless a new `dcp.future` subscription
+//!   comes first. [`Config::bybit_private_ws`](crate::Config) false answers the
+//!   upgrade 404.
 //!   Sources: <https://bybit-exchange.github.io/docs/v5/order/dcp>,
-//!   <https://bybit-exchange.github.io/docs/v5/websocket/private/dcp>.
+//!   <https://bybit-exchange.github.io/docs/v5/websocket/private/dcp>,
+//!   <https://bybit-exchange.github.io/docs/v5/ws/connect>.
 //!
 //! It never touches a socket or reads a clock.
 
@@ -69,6 +76,9 @@ use crate::limits::Key;
 
 mod auth;
 mod orders;
+pub(crate) mod private;
+
+use private::DcpProduct;
 
 const DEFAULT_RECV_WINDOW: i64 = 5_000;
 /// One tick of the synthetic book (0.01), in units of 1e-8.
@@ -142,8 +152,12 @@ pub(crate) enum BybitOp {
         limit: usize,
         target: Option<Target>,
     },
-    /// `/v5/order/disconnected-cancel-all`: the DCP window (checked at admission).
-    SetDcp,
+    /// `/v5/order/disconnected-cancel-all`: the DCP window of a product
+    /// (whether DCP is enabled is checked at admission).
+    SetDcp {
+        product: DcpProduct,
+        window_ms: i64,
+    },
 }
 
 impl BybitOp {
@@ -235,6 +249,15 @@ fn fail(code: i64, msg: &str, now: i64) -> Response {
     Response::json(200, envelope(code, msg, json!({}), now))
 }
 
+/// The answer to a banned IP. It is the front server's, not the API's: plain
+/// text, no `retCode` (the rate-limit page's "403, access too frequent").
+fn too_frequent() -> Response {
+    Response {
+        content_type: "text/plain",
+        ..Response::json(403, "access too frequent".to_string())
+    }
+}
+
 /// The answer of a 5xx fault.
 pub(crate) fn server_error(executed: bool, now: i64) -> Response {
     let (code, msg) = if executed {
@@ -280,17 +303,9 @@ impl Venue {
         ip: IpAddr,
         now: i64,
     ) -> Admission<BybitOp> {
-        // The ban's answer is the front server's, not the API's: plain text, no
-        // `retCode` (the rate-limit page's "403, access too frequent").
-        let too_frequent = || {
-            Admission::Final(Response {
-                content_type: "text/plain",
-                ..Response::json(403, "access too frequent".to_string())
-            })
-        };
         if self.ips.get(&ip).is_some_and(|s| s.banned_until > now) {
             self.report.banned_requests += 1;
-            return too_frequent();
+            return Admission::Final(too_frequent());
         }
         // The IP limit: over it is a ban at once.
         let mut over = false;
@@ -304,7 +319,7 @@ impl Venue {
             let d = self.cfg.ban.duration_ms(level);
             self.ban(ip, d, now);
             self.report.banned_requests += 1;
-            return too_frequent();
+            return Admission::Final(too_frequent());
         }
         let Some(endpoint) = Endpoint::route(&req.method, &req.path) else {
             return Admission::Final(Response::json(
@@ -378,7 +393,7 @@ impl Venue {
                 return Admission::Final(r);
             }
         };
-        if op == BybitOp::SetDcp && !self.cfg.bybit_dcp {
+        if matches!(op, BybitOp::SetDcp { .. }) && !self.cfg.bybit_dcp {
             let mut r = fail(
                 10005,
                 "Permission denied, please check your API key permissions.",
@@ -424,15 +439,18 @@ impl Venue {
         Ok(match e {
             Endpoint::Time => BybitOp::Time,
             Endpoint::Dcp => {
-                match f.get("product").as_deref() {
-                    None | Some("OPTIONS" | "DERIVATIVES" | "SPOT") => {}
-                    Some(_) => return Err("product invalid".into()),
-                }
+                let product = match f.get("product").as_deref() {
+                    None => DcpProduct::Options,
+                    Some(p) => DcpProduct::from_rest(p).ok_or("product invalid")?,
+                };
                 let window = f.body.get("timeWindow").and_then(Value::as_i64);
-                if !window.is_some_and(|w| (3..=300).contains(&w)) {
+                let Some(window_s) = window.filter(|w| (3..=300).contains(w)) else {
                     return Err("timeWindow invalid".into());
+                };
+                BybitOp::SetDcp {
+                    product,
+                    window_ms: window_s * 1_000,
                 }
-                BybitOp::SetDcp
             }
             Endpoint::Wallet => BybitOp::Wallet,
             Endpoint::Orderbook => {
@@ -565,10 +583,13 @@ impl Venue {
     pub(crate) fn execute_bybit(&mut self, op: BybitOp, account: usize, now: i64) -> Response {
         let ok = |result: Value| Response::json(200, envelope(0, "OK", result, now));
         match op {
-            BybitOp::SetDcp => Response::json(
-                200,
-                json!({ "retCode": 0, "retMsg": "success" }).to_string(),
-            ),
+            BybitOp::SetDcp { product, window_ms } => {
+                self.set_dcp_window(account, product, window_ms);
+                Response::json(
+                    200,
+                    json!({ "retCode": 0, "retMsg": "success" }).to_string(),
+                )
+            }
             BybitOp::Time => ok(json!({
                 "timeSecond": (now / 1000).to_string(),
                 "timeNano": (i128::from(now) * 1_000_000).to_string(),
