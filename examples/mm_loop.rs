@@ -482,10 +482,11 @@ fn drive<E: Account>(
     s.warnings
         .extend(warnings.into_iter().inspect(|w| eprintln!("{w}")));
     // The venue's dead man's switch, armed before the first quote.
-    let (mut gw, machine) = protection::arm_at_start(
+    let (mut gw, machine, link) = protection::arm_at_start(
         &mut lp,
         gw,
         pool,
+        start,
         o.protection,
         o.protection_timeout_ms,
         3 * SEC,
@@ -540,12 +541,13 @@ fn drive<E: Account>(
         leases: leases.map(gateway::lease::Leases::new),
         ..Mm::default()
     };
-    let mm = Protected::new(mm, machine, sym);
+    let mm = Protected::new(mm, machine, sym).with_link(link);
     let d = gateway::run(&mut lp, gw, pool, mm, control).map_err(|e| e.to_string())?;
     let mut s = d.strategy.inner.s;
     // A clean end: cancel what rests, then disarm.
+    let (machine, link) = (d.strategy.machine, d.strategy.link);
     let (mut gw, m, _) =
-        protection::stop_and_disarm(&mut lp, d.gateway, pool, d.strategy.machine, 3 * SEC)?;
+        protection::stop_and_disarm(&mut lp, d.gateway, pool, machine, link, 3 * SEC)?;
     if !matches!(
         m.state(),
         protection::State::Disarmed | protection::State::Unavailable | protection::State::Off

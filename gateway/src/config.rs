@@ -151,6 +151,7 @@ keys! {
     class_ceiling: String => "class-ceiling",
     order_entry: String => "order-entry",
     ws_api: String => "ws-api",
+    private_ws: String => "private-ws",
     no_stream: bool => "no-stream",
     protection: String => "protection",
     protection_timeout: f64 => "protection-timeout",

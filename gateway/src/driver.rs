@@ -152,6 +152,18 @@ impl<E: Account> Api<'_, '_, E> {
         self.gw.clear_halts(&mut w)
     }
 
+    /// The loop's registry, to watch a descriptor under a strategy's token
+    /// ([`Strategy::on_fd`]); None if the loop cannot give one.
+    pub fn registry(&self) -> Option<ergon_io::event_loop::Registry> {
+        self.cx.registry().ok()
+    }
+
+    /// The venue's adapter and the budget together (a connection that writes
+    /// the venue's frames and charges them).
+    pub fn venue_and_budget(&mut self) -> (&E, &mut Budget) {
+        (self.gw.venue(), self.cx.budget())
+    }
+
     /// Sets the strategy's timer `token` (not [`GATEWAY_TIMER`]).
     pub fn set_timer(&mut self, token: u64, at_ns: i64) -> Result<(), LoopError> {
         self.cx.set_timer(token, at_ns)

@@ -3,7 +3,7 @@
 //! the venue's time and published limits for the bootstrap, re-anchoring its
 //! clock, and reading which orders an open-orders answer lists.
 
-use ergon_core::{BucketId, Builder};
+use ergon_core::{BucketId, Builder, Part};
 use ergon_io::Culprit;
 use ergon_venues::adapt::{self, Clock};
 use ergon_venues::endpoint::{ClientIds, Endpoints, Prepared};
@@ -165,12 +165,36 @@ pub trait Account: Endpoints + ClientIds + Sized {
         None
     }
 
+    /// The connection of the venue's own that arms its switch, where the switch
+    /// is armed by one (Bybit DCP: the gateway's `dcp` module); None by default.
+    fn dcp_link(&self) -> Option<DcpSpec> {
+        None
+    }
+
+    /// Writes that connection's `auth` frame, request `req_id`, into `out`.
+    /// [`adapt::Error::Unsupported`] by default.
+    fn dcp_auth(&self, _req_id: u64, _now: i64, _out: &mut Vec<u8>) -> Result<(), adapt::Error> {
+        Err(adapt::Error::Unsupported)
+    }
+
     /// Why the venue's switch cannot cover this gateway's orders, where it has
     /// one that the gateway cannot use (Deribit's fires only for orders of the
     /// WebSocket that enabled it; this gateway sends orders over HTTP).
     fn switch_unavailable(&self) -> Option<Unavailable> {
         None
     }
+}
+
+/// What the connection that arms a venue's switch needs from its adapter
+/// ([`Account::dcp_link`]: Bybit's private WebSocket subscribed to `dcp`).
+#[derive(Clone, Copy, Debug)]
+pub struct DcpSpec {
+    /// The topic it subscribes (`dcp.future` ...).
+    pub topic: &'static str,
+    /// What a connect charges: the connects bucket and the IP gate.
+    pub connect_parts: [Part; 2],
+    /// What each frame charges: the IP gate at cost 0 (a halt stops it).
+    pub message_parts: [Part; 1],
 }
 
 /// Why the venue's dead man's switch is unusable for this gateway

@@ -31,6 +31,7 @@ const USAGE: &str = "usage:
                 [--class-ceiling urgent|normal|bulk] [--order-entry ws|rest] [--ws-api URL]
                 [--no-stream] [--allow-uid UID[,UID..]]... [--allow-gid GID[,GID..]]...
                 [--protection auto|required|off] [--protection-timeout SECS]
+                [--private-ws URL]   (bybit: the private stream DCP's connection uses)
                 [--etcd URL[,URL...] --account NAME --safe-share PCT
                  [--host NAME] [--lease-ttl SECS]]
                 [--metrics ADDR:PORT] [--degraded-pct P] [--degraded-secs S] [--unreachable-secs S]
@@ -152,6 +153,9 @@ struct Args {
     protection: Mode,
     /// `--protection-timeout`, ms (None: the venue's recommended timeout).
     protection_timeout_ms: Option<u32>,
+    /// `--private-ws`: Bybit's private stream, for DCP (default: on `--base`'s
+    /// host, `/v5/private`).
+    private_ws: Option<String>,
     /// `--metrics` and the health thresholds.
     ops: gateway::metrics::OpsFlags,
 }
@@ -230,6 +234,7 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
                 }
             }
             "--ws-api" => a.ws_api = Some(value()?),
+            "--private-ws" => a.private_ws = Some(value()?),
             "--no-stream" => a.stream = false,
             "--allow-uid" | "--allow-gid" => {
                 let v = value()?;
@@ -304,6 +309,9 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
     if a.ws() && a.venue.as_deref() != Some("binance-spot") {
         return Err("--order-entry ws: only binance-spot has a WebSocket API here".into());
     }
+    if a.private_ws.is_some() && a.venue.as_deref() != Some("bybit") {
+        return Err("--private-ws: only bybit's DCP uses a private stream".into());
+    }
     a.lease.check()?;
     Ok(a)
 }
@@ -353,6 +361,17 @@ fn serve<E: Account>(
     let status = protection_path(a.runtime_dir.as_deref(), &name)?;
     let sym = gw.symbol().as_str().to_string();
     let symbol = ergon_venues::endpoint::Symbol::new(&sym).map_err(|e| format!("{e:?}"))?;
+    // Bybit's DCP: armed by a private WebSocket of the gateway's own.
+    let mut link = match machine.state() {
+        State::Arming => gateway::dcp::DcpLink::for_account(
+            gw.venue(),
+            start,
+            a.private_ws.as_deref(),
+            lp.budget(),
+            machine.timeout_ms(),
+        )?,
+        _ => None,
+    };
     let machine = match machine.state() {
         State::Unavailable => {
             eprintln!(
@@ -364,11 +383,13 @@ fn serve<E: Account>(
         }
         State::Arming => {
             let first = Protected::new(Startup::new(lp.now() + START_ARM_NS), machine, symbol)
+                .with_link(link)
                 .stop_when_answered();
             let d = gateway::run(&mut lp, gw, pool, first, Arc::new(Control::default()))
                 .map_err(|e| e.to_string())?;
             gw = d.gateway;
             let m = d.strategy.machine;
+            link = d.strategy.link;
             if m.state() != State::Armed {
                 let why = m.not_armed();
                 if a.protection == Mode::Required {
@@ -420,17 +441,20 @@ fn serve<E: Account>(
     let st = status.clone();
     let published = hub.protection_cell();
     published.set(machine.published());
-    let served = Protected::new(hub, machine, symbol).on_change(move |m, now| {
-        write_status(&st, m, now);
-        published.set(m.published());
-    });
+    let served = Protected::new(hub, machine, symbol)
+        .with_link(link)
+        .on_change(move |m, now| {
+            write_status(&st, m, now);
+            published.set(m.published());
+        });
     let d = gateway::run(&mut lp, gw, pool, served, Arc::new(Control::default()))
         .map_err(|e| e.to_string())?;
     // A clean stop (SIGTERM): cancel every open order, then disarm the switch.
-    let (gw, machine) = (d.gateway, d.strategy.machine);
+    let (gw, machine, link) = (d.gateway, d.strategy.machine, d.strategy.link);
     if matches!(machine.state(), State::Armed | State::AtRisk | State::Fired) {
         let st = status.clone();
         let last = Protected::new(Shutdown::new(lp.now() + STOP_NS), machine, symbol)
+            .with_link(link)
             .disarm_when(Shutdown::ready_to_disarm)
             .on_change(move |m, now| write_status(&st, m, now));
         let d = gateway::run(&mut lp, gw, pool, last, Arc::new(Control::default()))

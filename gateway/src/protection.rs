@@ -31,8 +31,18 @@
 //! venue, and its open orders are to be treated as cancelled-unknown and
 //! reconciled when sending is allowed again.
 //!
+//! **A switch armed by a connection** (Bybit's DCP: the window call only sets the
+//! window; the account's private WebSockets subscribed to `dcp` arm it). The
+//! gateway holds that connection itself ([`crate::dcp::DcpLink`], handed to
+//! [`Protected::with_link`] and from one phase to the next): once the venue took
+//! the window, the switch is armed while the connection is subscribed, until
+//! the last frame heard plus the window ([`Protection::on_link`]); a connection
+//! gone is a refresh that cannot be sent (at risk, then fired, as above).
+//! Without it, a taken window leaves the switch [`State::Unavailable`].
+//!
 //! A crash leaves the switch armed: that is the point. A clean stop cancels, then
-//! disarms ([`Protection::stop`]).
+//! disarms ([`Protection::stop`]); for a switch armed by a connection, closing it
+//! is the disarm.
 //!
 //! **A switch that may fire only so often** (Hyperliquid: 10 times a day per
 //! account, counted from 00:00 UTC) is never armed so that it fires needlessly.
@@ -53,6 +63,7 @@ use ergon_venues::endpoint::{Prepared, Symbol};
 use ergon_venues::response::Response;
 use ergon_venues::switch::{Arms, Refusal, SwitchAnswer, SwitchSpec};
 
+use crate::dcp::{DcpLink, LinkState, DCP_LINK};
 use crate::driver::{Api, Strategy};
 use crate::endpoints::Account;
 pub use crate::endpoints::Unavailable;
@@ -233,6 +244,11 @@ pub struct Protection {
     fires_day: i64,
     /// After a fire, no arm before this (see the module doc).
     rearm_at_ns: i64,
+    /// The caller holds the connection of the venue's own that arms a switch
+    /// armed by a connection ([`Protection::with_link`]).
+    linked: bool,
+    /// The venue took the window of such a switch: the connection arms it.
+    configured: bool,
 }
 
 impl Protection {
@@ -282,6 +298,8 @@ impl Protection {
             clock: None,
             fires_day: 0,
             rearm_at_ns: i64::MIN,
+            linked: false,
+            configured: false,
         })
     }
 
@@ -361,6 +379,55 @@ impl Protection {
     pub fn with_clock(mut self, clock: ergon_venues::adapt::Clock) -> Self {
         self.clock = Some(clock);
         self
+    }
+
+    /// The caller holds the connection of the venue's own that arms a switch
+    /// armed by a connection (Bybit DCP: [`crate::dcp::DcpLink`]): a taken window
+    /// waits for [`Protection::on_link`] instead of making the switch
+    /// unavailable.
+    pub fn with_link(mut self) -> Self {
+        self.linked = true;
+        self
+    }
+
+    /// Whether the caller's connection is wanted: the window is taken and the
+    /// switch is not being stopped.
+    pub fn wants_link(&self) -> bool {
+        self.linked && self.configured && !self.stopping
+    }
+
+    /// The caller's connection, at `now_ns`: subscribed and last heard at
+    /// `heard_ns`, or not (None). While it lives, the switch is armed until the
+    /// last frame heard plus the window (the venue cannot have seen it dead
+    /// before); when it is gone, that deadline stands and the switch is reported
+    /// at risk, then fired, as a refresh that cannot be sent.
+    pub fn on_link(&mut self, heard_ns: Option<i64>, now_ns: i64) {
+        if let (Some(h), true) = (heard_ns, self.configured && !self.stopping) {
+            let until = h.saturating_add(i64::from(self.timeout_ms) * MS);
+            if until <= now_ns {
+                // Heard too long ago to arm anything: the connection is silent.
+                self.check_risk(now_ns);
+                return;
+            }
+            if !matches!(self.state, State::Armed | State::AtRisk) {
+                self.stats.armed += 1;
+                self.rearmed |= self.state == State::Fired;
+            }
+            if self.armed_until_ns.map_or(true, |u| until > u) {
+                self.armed_until_ns = Some(until);
+                self.state = State::Armed;
+                self.warned = false;
+            }
+        }
+        self.check_risk(now_ns);
+    }
+
+    /// The caller's connection can never arm the switch (the venue does not
+    /// serve it, or refused it).
+    pub fn on_link_unavailable(&mut self) {
+        if self.linked && !self.stopping {
+            self.unusable(Unavailable::OtherConnection);
+        }
     }
 
     /// Fires left today where the venue limits them (Hyperliquid: 10 a day),
@@ -460,6 +527,12 @@ impl Protection {
             // Nothing is armed, and asking again changes nothing: only a
             // connection of the venue's own (which this gateway does not hold)
             // would arm it, or the venue does not allow it for the account.
+            // Armed by the caller's connection from here ([`Protection::on_link`]):
+            // nothing more to send.
+            (Some(SwitchAnswer::Configured), Due::Arm) if self.linked => {
+                self.configured = true;
+                self.next_at_ns = i64::MAX;
+            }
             (Some(SwitchAnswer::Configured), Due::Arm) => {
                 self.unusable(Unavailable::OtherConnection)
             }
@@ -535,9 +608,11 @@ impl Protection {
         if self.warned || self.stopping {
             return;
         }
-        // The next send (or the answer to the one in flight) cannot arrive in time.
+        // The next send (or the answer to the one in flight, or the next frame
+        // of the caller's connection) cannot arrive in time.
         let next = match self.sent {
             Some(_) => now_ns,
+            None if self.configured => now_ns,
             None => self.next_at_ns.max(now_ns),
         };
         if next.saturating_add(AT_RISK_MARGIN_NS) >= until {
@@ -632,6 +707,8 @@ pub struct Protected<S> {
     pub inner: S,
     /// The switch's state.
     pub machine: Protection,
+    /// The connection that arms a switch armed by one (Bybit DCP), if held.
+    pub link: Option<DcpLink>,
     req: Prepared,
     symbol: ArrayString<32>,
     stop_when_disarmed: bool,
@@ -649,6 +726,7 @@ impl<S> Protected<S> {
         Protected {
             inner,
             machine,
+            link: None,
             req: Prepared::with_capacity(1024),
             symbol: sym,
             stop_when_disarmed: false,
@@ -656,6 +734,34 @@ impl<S> Protected<S> {
             on_change: None,
             disarm_when: None,
             shown: (State::Off, None),
+        }
+    }
+
+    /// Holds `link`, the connection that arms the venue's switch (Bybit DCP),
+    /// and drives it on the loop; None changes nothing.
+    pub fn with_link(mut self, link: Option<DcpLink>) -> Self {
+        if link.is_some() {
+            self.machine = self.machine.with_link();
+        }
+        self.link = link;
+        self
+    }
+
+    /// Drives the link, if held (`ready`: its socket's readiness), and tells the
+    /// machine what it knows.
+    fn drive_link<E: Account>(&mut self, api: &mut Api<'_, '_, E>, ready: Option<Readiness>) {
+        let Some(link) = &mut self.link else {
+            return;
+        };
+        link.watch(|| api.registry());
+        let now = api.now();
+        let want = self.machine.wants_link();
+        let (venue, budget) = api.venue_and_budget();
+        link.drive(venue, budget, now, ready, want);
+        if link.state() == LinkState::Unavailable {
+            self.machine.on_link_unavailable();
+        } else {
+            self.machine.on_link(link.live_heard(), now);
         }
     }
 
@@ -685,6 +791,7 @@ impl<S> Protected<S> {
         S: Strategy<E>,
     {
         let now = api.now();
+        self.drive_link(api, None);
         if let Some(ready) = self.disarm_when {
             if !self.stop_when_disarmed && ready(&self.inner) {
                 self.machine.stop(now);
@@ -695,6 +802,14 @@ impl<S> Protected<S> {
         while let Some(due) = self.machine.poll_send(now) {
             if let Some(ready_at) = guard_hold(api) {
                 self.machine.on_blocked(now, ready_at);
+                continue;
+            }
+            if let (Due::Disarm, Some(link)) = (due, &mut self.link) {
+                // Nothing to call: closing the connection is the disarm (the
+                // strategy's orders are cancelled by now).
+                link.close(api.budget(), now);
+                self.machine.on_sent(due, now);
+                self.machine.on_answer(Some(SwitchAnswer::Disarmed), now);
                 continue;
             }
             let Ok(symbol) = Symbol::new(self.symbol.as_str()) else {
@@ -753,7 +868,12 @@ impl<S> Protected<S> {
                 f(&self.machine, now);
             }
         }
-        if let Some(at) = self.machine.poll_timeout() {
+        let link_at = self.link.as_ref().and_then(DcpLink::next_deadline);
+        if let Some(at) = [self.machine.poll_timeout(), link_at]
+            .into_iter()
+            .flatten()
+            .min()
+        {
             let _ = api.set_timer(PROTECTION_TIMER, at);
         }
     }
@@ -827,7 +947,12 @@ impl<E: Account, S: Strategy<E>> Strategy<E> for Protected<S> {
     }
 
     fn on_fd(&mut self, api: &mut Api<'_, '_, E>, token: u64, ready: Readiness) {
-        self.inner.on_fd(api, token, ready);
+        if token == DCP_LINK && self.link.is_some() {
+            self.drive_link(api, Some(ready));
+            self.pump(api);
+        } else {
+            self.inner.on_fd(api, token, ready);
+        }
     }
 
     fn before_park(&mut self, api: &mut Api<'_, '_, E>) -> bool {
@@ -1075,38 +1200,45 @@ impl Shutdown {
 }
 
 /// Arms the venue's switch on `lp` before anything else is sent (the start-up
-/// phase: [`Startup`] under [`Protected`], up to `within_ns`). Returns the gateway
-/// and the machine; `Err` if `--protection required` cannot be met (no switch, a
-/// timeout out of range, a refusal or no answer). A venue without a switch under
-/// `auto` comes back [`State::Unavailable`]: the caller warns.
+/// phase: [`Startup`] under [`Protected`], up to `within_ns`), with the venue's
+/// own connection where a connection arms it (Bybit DCP, on `start`'s venue:
+/// [`DcpLink::for_account`]). Returns the gateway, the machine and that
+/// connection, to hand to the next [`Protected`]; `Err` if `--protection
+/// required` cannot be met (no switch, a timeout out of range, a refusal or no
+/// answer). A venue without a switch under `auto` comes back
+/// [`State::Unavailable`]: the caller warns.
 pub fn arm_at_start<E: Account>(
     lp: &mut ergon_io::event_loop::EventLoop,
     gw: crate::Gateway<E>,
     pool: ergon_io::client::PoolId,
+    start: &crate::Start,
     mode: Mode,
     timeout_ms: Option<u32>,
     within_ns: i64,
-) -> Result<(crate::Gateway<E>, Protection), String> {
+) -> Result<(crate::Gateway<E>, Protection, Option<DcpLink>), String> {
     let machine = Protection::for_account(mode, gw.venue(), timeout_ms, lp.now())
         .map_err(|e| e.to_string())?;
     if machine.state() != State::Arming {
-        return Ok((gw, machine));
+        return Ok((gw, machine, None));
     }
+    let link = DcpLink::for_account(gw.venue(), start, None, lp.budget(), machine.timeout_ms())?;
     let sym = gw.symbol().as_str().to_string();
     let symbol = Symbol::new(&sym).map_err(|e| format!("{e:?}"))?;
-    let first =
-        Protected::new(Startup::new(lp.now() + within_ns), machine, symbol).stop_when_answered();
+    let first = Protected::new(Startup::new(lp.now() + within_ns), machine, symbol)
+        .with_link(link)
+        .stop_when_answered();
     let control = std::sync::Arc::new(crate::Control::default());
     let d = crate::run(lp, gw, pool, first, control).map_err(|e| e.to_string())?;
     let m = d.strategy.machine;
     if m.state() != State::Armed && mode == Mode::Required {
         return Err(format!("--protection required: {}", m.not_armed()));
     }
-    Ok((d.gateway, m))
+    Ok((d.gateway, m, d.strategy.link))
 }
 
 /// The clean stop: cancels every open order of the symbol, then disarms the switch
-/// (the stop phase: [`Shutdown`] under [`Protected`], up to `within_ns`). Returns
+/// (the stop phase: [`Shutdown`] under [`Protected`] with `link`, the connection
+/// [`arm_at_start`] returned, closed as the disarm; up to `within_ns`). Returns
 /// the gateway, the machine and the shutdown's counts; a switch left armed (a
 /// cancel failed, no answer) shows in the machine's state.
 pub fn stop_and_disarm<E: Account>(
@@ -1114,6 +1246,7 @@ pub fn stop_and_disarm<E: Account>(
     gw: crate::Gateway<E>,
     pool: ergon_io::client::PoolId,
     machine: Protection,
+    link: Option<DcpLink>,
     within_ns: i64,
 ) -> Result<(crate::Gateway<E>, Protection, Shutdown), String> {
     if !matches!(machine.state(), State::Armed | State::AtRisk | State::Fired) {
@@ -1122,6 +1255,7 @@ pub fn stop_and_disarm<E: Account>(
     let sym = gw.symbol().as_str().to_string();
     let symbol = Symbol::new(&sym).map_err(|e| format!("{e:?}"))?;
     let last = Protected::new(Shutdown::new(lp.now() + within_ns), machine, symbol)
+        .with_link(link)
         .disarm_when(Shutdown::ready_to_disarm);
     let control = std::sync::Arc::new(crate::Control::default());
     let d = crate::run(lp, gw, pool, last, control).map_err(|e| e.to_string())?;

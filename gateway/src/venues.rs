@@ -1,7 +1,7 @@
 //! [`Account`] for each venue the gateway drives.
 
-use ergon_core::{BucketId, Builder};
-use ergon_venues::adapt::Clock;
+use ergon_core::{BucketId, Builder, Part};
+use ergon_venues::adapt::{self, Clock};
 use ergon_venues::binance_futures::{self, BinanceFutures};
 use ergon_venues::binance_spot::{self, BinanceSpot};
 use ergon_venues::bybit::{self, Bybit};
@@ -275,15 +275,28 @@ impl Account for Bybit {
         each_string(body, "result.list", "orderLinkId", f);
     }
 
-    /// DCP's window call: its answer says the switch is unavailable to this
-    /// gateway either way (refused, or taken but armed only by a private
-    /// WebSocket subscribed to `dcp`, which the gateway does not hold).
+    /// DCP's window call. A taken window arms nothing by itself: the gateway's
+    /// private WebSocket subscribed to `dcp` ([`Account::dcp_link`]) does.
     fn switch_mut(&mut self) -> Option<&mut dyn ergon_venues::switch::Switch> {
         Some(self)
     }
 
     fn switch_spec(&self) -> Option<ergon_venues::switch::SwitchSpec> {
         Some(ergon_venues::switch::Switch::switch_spec(self))
+    }
+
+    /// The private stream subscribed to the category's `dcp` topic; connects
+    /// charge `private_ws_connects` and the IP gate.
+    fn dcp_link(&self) -> Option<super::endpoints::DcpSpec> {
+        Some(super::endpoints::DcpSpec {
+            topic: bybit::dcp_topic(self.category),
+            connect_parts: [Part::new(self.private_connects, 1), Part::new(self.ip, 0)],
+            message_parts: [Part::new(self.ip, 0)],
+        })
+    }
+
+    fn dcp_auth(&self, req_id: u64, now: i64, out: &mut Vec<u8>) -> Result<(), adapt::Error> {
+        ergon_venues::bybit_private::auth(self, req_id, now, out)
     }
 }
 

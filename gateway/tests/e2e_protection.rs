@@ -16,8 +16,13 @@
 //!    to start with a clear message; `auto` warns in one line and serves.
 //! 4. The same where the venue's switch cannot cover the gateway's orders, with
 //!    the reason in the message and in `--stats` (`why=`): Bybit's DCP refused
-//!    for the account (the emulator's default), Bybit's DCP window taken (only a
-//!    private WebSocket subscribed to `dcp` would arm it).
+//!    for the account (the emulator's default), Bybit's DCP window taken but its
+//!    private WebSocket not served (only a connection subscribed to `dcp` arms
+//!    it).
+//!
+//! Bybit's DCP runs steps 1 and 2 too: armed by the gateway's own private
+//! WebSocket subscribed to `dcp.future`, whose close (the kill, or the clean
+//! stop after the cancels) starts the venue's window.
 
 #[path = "common/proc.rs"]
 mod proc;
@@ -46,6 +51,9 @@ struct Venue {
     symbol: &'static str,
     /// `--protection-timeout`, s: the venue's shortest.
     timeout_s: u64,
+    /// Armed by a connection of the gateway's own (Bybit DCP), not a countdown
+    /// call: the venue's countdown starts only when that connection closes.
+    by_connection: bool,
 }
 
 const OKX: Venue = Venue {
@@ -53,6 +61,7 @@ const OKX: Venue = Venue {
     config: Config::okx,
     symbol: "BTC-USDT-SWAP",
     timeout_s: 10,
+    by_connection: false,
 };
 
 const BINANCE_FUTURES: Venue = Venue {
@@ -60,6 +69,23 @@ const BINANCE_FUTURES: Venue = Venue {
     config: Config::binance_futures,
     symbol: "BTCUSDT",
     timeout_s: 60,
+    by_connection: false,
+};
+
+/// Bybit with DCP enabled for the account, its private WebSocket served.
+fn bybit_dcp() -> Config {
+    Config {
+        bybit_dcp: true,
+        ..Config::bybit()
+    }
+}
+
+const BYBIT: Venue = Venue {
+    name: "bybit",
+    config: bybit_dcp,
+    symbol: "BTCUSDT",
+    timeout_s: 10,
+    by_connection: true,
 };
 
 /// A gateway process, killed when dropped.
@@ -84,7 +110,7 @@ fn command(s: &Server, venue: &str, name: &str, protection: &str) -> Command {
         .args(["--protection", protection])
         .arg("--journal")
         .arg(journal(name));
-    for v in [OKX, BINANCE_FUTURES] {
+    for v in [OKX, BINANCE_FUTURES, BYBIT] {
         if venue == v.name {
             cmd.args(["--protection-timeout", &v.timeout_s.to_string()]);
         }
@@ -207,12 +233,39 @@ fn a_killed_binance_futures_gateway_leaves_its_countdown_to_cancel_every_quote()
     killed(BINANCE_FUTURES);
 }
 
+/// Bybit's DCP: the gateway's private WebSocket, subscribed to `dcp.future`
+/// before `ready`, closes with the killed process; the venue's window starts
+/// then and cancels every quote when it ends.
+#[test]
+fn a_killed_bybit_gateway_leaves_its_dcp_connection_to_fire() {
+    killed(BYBIT);
+}
+
+/// The emulator's switches once one is there (a connection-armed switch's
+/// countdown starts when the venue sees the connection close), up to 5 s.
+fn switches_armed(s: &Server) -> Vec<ergon_venue_sim::SwitchView> {
+    let until = Instant::now() + Duration::from_secs(5);
+    loop {
+        let sw = s.switches();
+        if !sw.is_empty() || Instant::now() > until {
+            return sw;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 fn killed(v: Venue) {
     let s = Server::start((v.config)()).expect("emulator");
     let name = unique(&format!("dms-kill-{}", v.name));
     let mut gw = gateway(&s, v, &name);
     let sw = s.switches();
-    assert_eq!(sw.len(), 1, "armed before ready: {sw:?}");
+    if v.by_connection {
+        // Armed by the subscribed connection: no countdown runs while it lives.
+        assert!(sw.is_empty(), "{sw:?}");
+        assert_eq!(s.report().bybit_private.dcp_subscribed, 1);
+    } else {
+        assert_eq!(sw.len(), 1, "armed before ready: {sw:?}");
+    }
 
     let stats = Command::new(env!("CARGO_BIN_EXE_ergon-gateway"))
         .args(["--stats", "--name", &name, "--once"])
@@ -242,14 +295,19 @@ fn killed(v: Venue) {
     expected.sort();
     assert_eq!(listed, expected);
     drop(c);
+    let before_kill_ms = s.clock().now_ms();
     gw.child.kill().expect("kill");
     gw.child.wait().expect("wait");
     // From here the venue's clock is jumped, not waited out: its countdown
     // thread fires at its next look, as if the time had passed.
     let timeout_ms = i64::try_from(v.timeout_s * 1_000).expect("ms");
+    let sw = switches_armed(&s);
     let killed_ms = s.clock().now_ms();
-    let sw = s.switches();
     assert_eq!(sw.len(), 1, "still armed after the kill: {sw:?}");
+    if v.by_connection {
+        // The window started when the venue saw the connection close.
+        assert!(sw[0].fires_at_ms >= before_kill_ms + timeout_ms, "{sw:?}");
+    }
     let fires = sw[0].fires_at_ms;
     assert!(
         fires <= killed_ms + timeout_ms,
@@ -301,6 +359,11 @@ fn a_clean_sigterm_cancels_every_quote_then_disarms() {
 }
 
 #[test]
+fn a_clean_sigterm_of_a_bybit_gateway_cancels_then_closes_its_dcp_connection() {
+    sigterm(BYBIT);
+}
+
+#[test]
 fn a_clean_sigterm_of_a_binance_futures_gateway_cancels_then_disarms() {
     sigterm(BINANCE_FUTURES);
 }
@@ -312,7 +375,7 @@ fn sigterm(v: Venue) {
     let c = quote(&name, v.symbol, 2);
     drop(c);
     assert_eq!(open(&s), 2);
-    assert_eq!(s.switches().len(), 1);
+    assert_eq!(s.switches().len(), usize::from(!v.by_connection));
     let pid = gw.child.id().to_string();
     assert!(Command::new("kill")
         .args(["-TERM", &pid])
@@ -329,6 +392,24 @@ fn sigterm(v: Venue) {
     };
     assert!(status.success(), "{status:?}");
     assert_eq!(open(&s), 0, "{:?}", s.orders());
+    if v.by_connection {
+        // Closing the connection is the disarm: the venue's window may still
+        // run, with nothing left to cancel (the quotes were cancelled first).
+        let until = Instant::now() + Duration::from_secs(5);
+        while s.report().bybit_private.disconnects == 0 {
+            assert!(Instant::now() < until, "the venue never saw the close");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let cancelled = |s: &Server| s.orders().iter().filter(|o| o.status == "CANCELED").count();
+        assert_eq!(cancelled(&s), 2);
+        s.advance_clock(i64::try_from(v.timeout_s * 1_000 + 1_000).expect("ms"));
+        // switches() fires what is due before it answers.
+        assert!(s.switches().is_empty(), "{:?}", s.switches());
+        assert_eq!(open(&s), 0);
+        assert_eq!(cancelled(&s), 2);
+        let _ = std::fs::remove_file(journal(&name));
+        return;
+    }
     assert!(s.switches().is_empty(), "still armed: {:?}", s.switches());
     assert_eq!(s.report().switch_fires, 0);
     let _ = std::fs::remove_file(journal(&name));
@@ -490,6 +571,7 @@ fn bybit_dcp_refused_for_the_account_is_unavailable() {
 fn bybit_dcp_taken_but_without_its_websocket_is_unavailable() {
     let s = Server::start(Config {
         bybit_dcp: true,
+        bybit_private_ws: false,
         ..Config::bybit()
     })
     .expect("emulator");

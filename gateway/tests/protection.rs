@@ -294,6 +294,102 @@ fn bybit_dcp_is_unavailable_whether_its_window_is_taken_or_refused() {
     );
 }
 
+/// Bybit's DCP with the gateway's own private WebSocket (`ergon_gateway::dcp`):
+/// the taken window waits for the connection; subscribed, the switch is armed
+/// until the last frame heard plus the window, moving with each frame; once the
+/// connection is gone that deadline stands, reported at risk a margin before it
+/// and fired at it; subscribed again, armed again and said so once; a
+/// connection heard too long ago arms nothing; a stop disarms without a call.
+#[test]
+fn bybit_dcp_held_by_the_gateways_connection_is_armed_while_it_is_heard() {
+    let v = bybit();
+    let read = |case: &str| {
+        let path = fixtures().join("bybit/switch").join(format!("{case}.http"));
+        let file = HttpFile::parse(&std::fs::read(path).unwrap()).unwrap();
+        file.with_response(|r| v.read_switch(r))
+    };
+    let spec = v.switch_spec();
+    let mut p = Protection::new(Mode::Required, Some(spec), Some(10_000), 0)
+        .unwrap()
+        .with_link();
+    assert!(!p.wants_link(), "no connection before the window is taken");
+    assert_eq!(p.poll_send(0), Some(Due::Arm));
+    p.on_sent(Due::Arm, 0);
+    p.on_answer(Some(read("configured")), 100 * MS);
+    assert_eq!(p.state(), State::Arming);
+    assert!(p.wants_link());
+    assert_eq!(p.poll_send(200 * MS), None, "nothing more to call");
+    // Not subscribed yet: nothing armed.
+    p.on_link(None, 250 * MS);
+    assert_eq!(p.state(), State::Arming);
+    // Subscribed, heard at 300 ms.
+    p.on_link(Some(300 * MS), 300 * MS);
+    assert_eq!(p.state(), State::Armed);
+    assert_eq!(p.armed_until_ns(), Some(10_300 * MS));
+    assert_eq!(p.stats().armed, 1);
+    // Heard on every ping (a quarter of the window): the deadline moves, no note.
+    let mut t = 300 * MS;
+    for _ in 0..8 {
+        t += 2_500 * MS;
+        p.handle_timeout(t);
+        p.on_link(Some(t), t);
+        assert_eq!(p.armed_until_ns(), Some(t + 10 * SEC));
+        assert_eq!(p.poll_note(), None);
+        assert_eq!(p.poll_send(t), None);
+    }
+    assert_eq!(p.stats().armed, 1, "refreshed, not armed again");
+    // The connection drops after the frame heard at `t`: the deadline stands.
+    let until = t + 10 * SEC;
+    p.on_link(None, t + SEC);
+    assert_eq!(p.state(), State::Armed);
+    assert_eq!(p.poll_timeout(), Some(until - AT_RISK_MARGIN_NS));
+    p.handle_timeout(until - AT_RISK_MARGIN_NS - 1);
+    assert_eq!(p.poll_note(), None);
+    p.handle_timeout(until - AT_RISK_MARGIN_NS);
+    assert_eq!(
+        p.poll_note(),
+        Some(Note::AtRisk {
+            armed_until_ns: until
+        })
+    );
+    assert_eq!(p.state(), State::AtRisk);
+    p.handle_timeout(until);
+    assert_eq!(p.poll_note(), Some(Note::Fired));
+    assert_eq!(p.state(), State::Fired);
+    assert_eq!(p.stats().lapses, 1);
+    // A connection heard before the fire arms nothing.
+    p.on_link(Some(t), until + MS);
+    assert_eq!(p.state(), State::Fired);
+    // The window is set again, then the connection is subscribed again.
+    assert_eq!(p.poll_send(until), Some(Due::Arm));
+    p.on_sent(Due::Arm, until);
+    p.on_answer(Some(read("configured")), until + 100 * MS);
+    assert_eq!(p.state(), State::Fired);
+    p.on_link(Some(until + 200 * MS), until + 200 * MS);
+    assert_eq!(p.state(), State::Armed);
+    assert_eq!(p.armed_until_ns(), Some(until + 10_200 * MS));
+    assert!(p.take_rearmed(), "what still rests is asked for once");
+    assert!(!p.take_rearmed());
+    assert_eq!(p.stats().armed, 2);
+    // A clean stop: the disarm is due, and taken without a venue call.
+    p.stop(until + SEC);
+    assert!(!p.wants_link());
+    assert_eq!(p.poll_send(until + SEC), Some(Due::Disarm));
+    p.on_sent(Due::Disarm, until + SEC);
+    p.on_answer(Some(SwitchAnswer::Disarmed), until + SEC);
+    assert_eq!(p.state(), State::Disarmed);
+    assert!(p.stopped());
+    // A connection the venue does not serve: unavailable, said why.
+    let mut p = Protection::new(Mode::Auto, Some(spec), None, 0)
+        .unwrap()
+        .with_link();
+    p.on_sent(Due::Arm, 0);
+    p.on_answer(Some(read("configured")), 100 * MS);
+    p.on_link_unavailable();
+    assert_eq!(p.state(), State::Unavailable);
+    assert_eq!(p.why(), Some(Unavailable::OtherConnection));
+}
+
 /// Deribit's cancel-on-disconnect covers the orders of the WebSocket that enabled
 /// it; the gateway sends Deribit's orders over HTTP, so it is unavailable, said
 /// why, and `--protection required` is refused, whatever the venue would answer.

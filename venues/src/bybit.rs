@@ -125,6 +125,11 @@ pub const DEFAULT_RECV_WINDOW_MS: i64 = 5000;
 /// charged under.
 pub const HISTORY: &str = "/v5/order/history";
 
+/// Connects to the private WebSocket per 5 minutes per IP: "do not establish
+/// more than 500 connections in 5 minutes"
+/// (<https://bybit-exchange.github.io/docs/v5/rate-limit>, checked 2026-12-02).
+pub const PRIVATE_CONNECTS_PER_5MIN: u64 = 500;
+
 /// Most orders of one `POST /v5/order/create-batch` (linear and inverse).
 pub const MAX_BATCH_ORDERS: usize = 20;
 
@@ -173,6 +178,9 @@ pub struct Bybit {
     pub read: BucketId,
     /// `/v5/order/history` ([`HISTORY`]).
     pub history: BucketId,
+    /// Connects to the private WebSocket (`/v5/private`, the connection DCP
+    /// needs): at most [`PRIVATE_CONNECTS_PER_5MIN`] per 5 minutes per IP.
+    pub private_connects: BucketId,
     /// The endpoint buckets shared by several hosts (their limits are grants
     /// leased through etcd): `X-Bapi-Limit-Status` counts the account, every
     /// host's requests, so it is not fed to them ([`Bybit::leave_to_lease`]).
@@ -195,6 +203,10 @@ impl Bybit {
             cancel: builder.add("/v5/order/cancel", second(c.cancel_per_s))?,
             read: builder.add("read", second(c.read_per_s))?,
             history: builder.add(HISTORY, second(c.history_per_s))?,
+            private_connects: builder.add(
+                "private_ws_connects",
+                Spec::sliding(PRIVATE_CONNECTS_PER_5MIN, 300 * SEC, 60),
+            )?,
             leased: ArrayVec::new(),
         })
     }
@@ -218,6 +230,15 @@ impl Bybit {
             self.leased.push(bucket);
         }
         true
+    }
+
+    /// The private WebSocket's `auth` signature of `expires` (venue UTC ms, as
+    /// decimal text): the API key and the raw HMAC-SHA256 of
+    /// `"GET/realtime" + expires` (the private WebSocket's `auth` frame).
+    pub(crate) fn private_sign(&self, expires: &[u8]) -> Result<(&str, [u8; 32]), Error> {
+        let auth = self.auth.as_ref().ok_or(Error::NoKey)?;
+        let mac = auth.key.sign(&[b"GET/realtime", expires]);
+        Ok((auth.api_key.as_str(), mac))
     }
 
     /// The venue clock requests are stamped with.

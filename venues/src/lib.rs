@@ -5,7 +5,8 @@
 //! - [`json`]: a zero-allocation JSON reader for venue bodies;
 //! - [`adapt`]: the [`Venue`](adapt::Venue) trait and what every adapter shares (the
 //!   venue's clock, `Retry-After`, usage headers, holds, bans, batches, alerts);
-//! - one module per venue: Binance Spot, Binance USD-M futures, Bybit v5, OKX v5,
+//! - one module per venue: Binance Spot, Binance USD-M futures, Bybit v5 (and the
+//!   private WebSocket its DCP needs, [`bybit_private`]), OKX v5,
 //!   Hyperliquid (and its WebSocket limits, [`hyperliquid_ws`]), Deribit, Kraken Spot,
 //!   Kraken derivatives and Coinbase Exchange; [`waits`] holds the firewall block
 //!   the last four share, and
@@ -26,6 +27,7 @@ pub mod binance_futures;
 pub mod binance_spot;
 pub mod binance_spot_ws;
 pub mod bybit;
+pub mod bybit_private;
 pub mod classify;
 pub mod coinbase_exchange;
 pub mod deribit;
