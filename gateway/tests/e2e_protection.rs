@@ -241,6 +241,46 @@ fn a_killed_bybit_gateway_leaves_its_dcp_connection_to_fire() {
     killed(BYBIT);
 }
 
+/// Bybit's DCP connection cut by the network (the emulator ends it without a
+/// close frame): the gateway connects, authenticates and subscribes again well
+/// within the window, which stops the venue's countdown; nothing fires, the
+/// quotes rest, and `--stats` still says armed.
+#[test]
+fn a_cut_bybit_dcp_connection_is_back_within_its_window_and_nothing_fires() {
+    let v = BYBIT;
+    let s = Server::start((v.config)()).expect("emulator");
+    let name = unique("dms-cut-bybit");
+    let gw = gateway(&s, v, &name);
+    let c = quote(&name, v.symbol, 2);
+    assert_eq!(s.report().bybit_private.dcp_subscribed, 1);
+    s.drop_bybit_private();
+    let until = Instant::now() + Duration::from_secs(10);
+    while s.report().bybit_private.dcp_subscribed < 2 {
+        assert!(
+            Instant::now() < until,
+            "not subscribed again: {:?}",
+            s.report()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(s.report().bybit_private.disconnects, 1);
+    assert!(s.switches().is_empty(), "{:?}", s.switches());
+    // The whole window and more, on the venue's clock: nothing fires.
+    s.advance_clock(i64::try_from(v.timeout_s * 1_000 + 2_000).expect("ms"));
+    assert!(s.switches().is_empty(), "{:?}", s.switches());
+    assert_eq!(open(&s), 2, "{:?}", s.orders());
+    assert_eq!(s.report().switch_fires, 0);
+    let stats = Command::new(env!("CARGO_BIN_EXE_ergon-gateway"))
+        .args(["--stats", "--name", &name, "--once"])
+        .output()
+        .expect("stats");
+    let text = String::from_utf8_lossy(&stats.stdout);
+    assert!(text.contains("protection armed "), "{text}");
+    drop(c);
+    drop(gw);
+    let _ = std::fs::remove_file(journal(&name));
+}
+
 /// The emulator's switches once one is there (a connection-armed switch's
 /// countdown starts when the venue sees the connection close), up to 5 s.
 fn switches_armed(s: &Server) -> Vec<ergon_venue_sim::SwitchView> {

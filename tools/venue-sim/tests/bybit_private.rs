@@ -406,3 +406,24 @@ fn the_private_stream_can_be_unreachable() {
     assert_ne!(connect(s.addr(), "/v5/private").0, 101);
     s.stop();
 }
+
+/// `Server::drop_bybit_private`: a network cut of every open private
+/// connection; the client reads the end, and DCP counts it like a close.
+#[test]
+fn a_cut_ends_every_private_connection_and_arms_dcp() {
+    let s = Server::start(dcp_config()).unwrap();
+    order_and_window(&s, 3);
+    let mut ws = private(&s);
+    ws.auth_and_subscribe(&s, &["dcp.future"]);
+    s.drop_bybit_private();
+    assert_eq!(ws.frame(), None, "ended without a close frame");
+    let armed = switches_after(&s, 1);
+    assert_eq!(armed.len(), 1, "{armed:?}");
+    // A connection opened after the cut is not cut by it.
+    let mut again = private(&s);
+    again.auth_and_subscribe(&s, &["dcp.future"]);
+    assert!(s.switches().is_empty(), "a new subscription stops it");
+    let pong = again.call(json!({"req_id": "p", "op": "ping"}));
+    assert_eq!(pong["op"], "pong");
+    s.stop();
+}

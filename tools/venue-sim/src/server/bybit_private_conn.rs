@@ -35,7 +35,11 @@ pub(crate) fn serve(
     let mut chunk = [0u8; 8192];
     // The server never pings here, so no pong is ever awaited.
     let mut awaiting: VecDeque<(Vec<u8>, i64)> = VecDeque::new();
+    let cuts = shared.private_cuts.load(Ordering::SeqCst);
     let (end, at) = 'conn: loop {
+        if shared.private_cuts.load(Ordering::SeqCst) != cuts {
+            break (End::Closed, shared.now_ms());
+        }
         if shared.stop.load(Ordering::SeqCst) {
             let _ = stream.write_all(&encode(OP_CLOSE, &1001u16.to_be_bytes()));
             break (End::Stopped, shared.now_ms());

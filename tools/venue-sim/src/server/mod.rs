@@ -79,6 +79,7 @@ impl Server {
             venue: Mutex::new(Venue::new(config)),
             stop: AtomicBool::new(false),
             conns: Mutex::new(Vec::new()),
+            private_cuts: std::sync::atomic::AtomicU64::new(0),
         });
         // The venue's switch countdowns run out whether or not a request comes.
         let s = Arc::clone(&shared);
@@ -159,6 +160,13 @@ impl Server {
         let mut v = self.shared.venue();
         v.expire_switches(now);
         v.switches()
+    }
+
+    /// Cuts every open Bybit private WebSocket (`/v5/private`) at its thread's
+    /// next look, as a network cut would: the socket closed without a close
+    /// frame, the end handed to the venue (DCP counts it like any other).
+    pub fn drop_bybit_private(&self) {
+        self.shared.private_cuts.fetch_add(1, Ordering::SeqCst);
     }
 
     /// Adds `weight` to `ip`'s current REQUEST_WEIGHT windows: another sender on the

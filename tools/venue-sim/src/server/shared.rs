@@ -1,7 +1,7 @@
 //! What every connection thread shares: the venue state behind its one lock, the
 //! venue clock and the stop flag.
 
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
@@ -19,6 +19,9 @@ pub(crate) struct Shared {
     /// every [`crate::Server::advance_clock`] so far.
     pub(crate) offset_ms: AtomicI64,
     pub(crate) conns: Mutex<Vec<JoinHandle<()>>>,
+    /// Raised by [`crate::Server::drop_bybit_private`]: every Bybit private
+    /// connection opened before ends at its next look (a network cut).
+    pub(crate) private_cuts: AtomicU64,
 }
 
 impl Shared {
