@@ -11,23 +11,23 @@
 //!   with [`Protection::on_sent`], [`Protection::on_blocked`] (the budget refused,
 //!   ready at ...) and later [`Protection::on_answer`]; then drain
 //!   [`Protection::poll_note`]; then wait until [`Protection::poll_timeout`].
-//! - [`Protected`], a [`Strategy`] wrapper that does exactly that on the event
+//! - [`Protected`], a [`Strategy`](crate::Strategy) wrapper that does exactly that on the event
 //!   loop: it prepares the venue's [`Switch`](ergon_venues::switch::Switch) calls, submits them under the tag
 //!   [`PROTECTION`] (their events never reach the strategy), and hands the
-//!   strategy [`Event::Protection`] and [`Event::ProtectionFired`].
+//!   strategy [`Event::Protection`](crate::Event::Protection) and [`Event::ProtectionFired`](crate::Event::ProtectionFired).
 //!
 //! **Where its budget comes from.** Each switch call charges the venue adapter's
 //! own `switch` bucket (see [`ergon_venues::switch`]): a share of the venue's limit
 //! that no strategy request charges, whatever its class, so a strategy that floods
-//! the budget cannot starve a refresh. It is submitted as [`Class::Urgent`], and it
+//! the budget cannot starve a refresh. It is submitted as [`Class::Urgent`](ergon_core::Class::Urgent), and it
 //! is not sent while a hold or a halt is in force on one of the buckets the venue
 //! counts it on ([`switch_guards`](ergon_venues::switch::Switch::switch_guards)): that is when the strategy hears
-//! [`Event::Protection`].
+//! [`Event::Protection`](crate::Event::Protection).
 //!
 //! **When it fires.** The switch's deadline is taken as the time the arm or
 //! refresh was sent plus its timeout: never later than the venue's own countdown,
 //! which starts when the venue receives it. If no refresh is answered by then,
-//! [`Event::ProtectionFired`] follows: the strategy's quotes are gone at the
+//! [`Event::ProtectionFired`](crate::Event::ProtectionFired) follows: the strategy's quotes are gone at the
 //! venue, and its open orders are to be treated as cancelled-unknown and
 //! reconciled when sending is allowed again.
 //!
@@ -48,7 +48,7 @@
 //! account, counted from 00:00 UTC) is never armed so that it fires needlessly.
 //! Each fire is counted against the UTC day of its deadline (on the venue's
 //! clock, [`Protection::with_clock`]) and reported ([`ProtectionStats`], the
-//! `--stats` line's `fires_left=`, and [`Event::ProtectionFired`]). After a fire
+//! `--stats` line's `fires_left=`, and [`Event::ProtectionFired`](crate::Event::ProtectionFired)). After a fire
 //! the switch is armed again only once whatever kept the refreshes from the
 //! venue has ended, and no sooner than one timeout after the fire, doubled with
 //! each fire of the day: re-arming at once under the same trouble would let it
@@ -57,18 +57,17 @@
 //! and each refusal costs a request.
 
 use arrayvec::{ArrayString, ArrayVec};
-use ergon_core::Class;
-use ergon_io::event_loop::Readiness;
-use ergon_venues::endpoint::{Prepared, Symbol};
-use ergon_venues::response::Response;
 use ergon_venues::switch::{Arms, Refusal, SwitchAnswer, SwitchSpec};
 
-use crate::dcp::{DcpLink, LinkState, DCP_LINK};
-use crate::driver::{Api, Strategy};
 use crate::endpoints::Account;
 pub use crate::endpoints::Unavailable;
 pub use crate::events::PROTECTION;
-use crate::events::{Event, Tag};
+
+mod phases;
+mod protected;
+
+pub use phases::{arm_at_start, stop_and_disarm, Shutdown, Startup};
+pub use protected::Protected;
 
 const MS: i64 = 1_000_000;
 const DAY_MS: i64 = 86_400_000;
@@ -698,274 +697,6 @@ impl Protection {
     }
 }
 
-/// What [`Protected::on_change`] calls.
-type OnChange = Box<dyn FnMut(&Protection, i64)>;
-
-/// A strategy with the venue's switch kept fed around it: see the module doc.
-pub struct Protected<S> {
-    /// The strategy.
-    pub inner: S,
-    /// The switch's state.
-    pub machine: Protection,
-    /// The connection that arms a switch armed by one (Bybit DCP), if held.
-    pub link: Option<DcpLink>,
-    req: Prepared,
-    symbol: ArrayString<32>,
-    stop_when_disarmed: bool,
-    stop_when_answered: bool,
-    on_change: Option<OnChange>,
-    disarm_when: Option<fn(&S) -> bool>,
-    shown: (State, Option<i64>),
-}
-
-impl<S> Protected<S> {
-    /// Wraps `inner`; switch calls name `symbol` where the switch is per symbol.
-    pub fn new(inner: S, machine: Protection, symbol: Symbol<'_>) -> Self {
-        let mut sym = ArrayString::new();
-        let _ = sym.try_push_str(symbol.as_str());
-        Protected {
-            inner,
-            machine,
-            link: None,
-            req: Prepared::with_capacity(1024),
-            symbol: sym,
-            stop_when_disarmed: false,
-            stop_when_answered: false,
-            on_change: None,
-            disarm_when: None,
-            shown: (State::Off, None),
-        }
-    }
-
-    /// Holds `link`, the connection that arms the venue's switch (Bybit DCP),
-    /// and drives it on the loop; None changes nothing.
-    pub fn with_link(mut self, link: Option<DcpLink>) -> Self {
-        if link.is_some() {
-            self.machine = self.machine.with_link();
-        }
-        self.link = link;
-        self
-    }
-
-    /// Drives the link, if held (`ready`: its socket's readiness), and tells the
-    /// machine what it knows.
-    fn drive_link<E: Account>(&mut self, api: &mut Api<'_, '_, E>, ready: Option<Readiness>) {
-        let Some(link) = &mut self.link else {
-            return;
-        };
-        link.watch(|| api.registry());
-        let now = api.now();
-        let want = self.machine.wants_link();
-        let (venue, budget) = api.venue_and_budget();
-        link.drive(venue, budget, now, ready, want);
-        if link.state() == LinkState::Unavailable {
-            self.machine.on_link_unavailable();
-        } else {
-            self.machine.on_link(link.live_heard(), now);
-        }
-    }
-
-    /// Ends the loop once the first arm is answered (the start-up phase).
-    pub fn stop_when_answered(mut self) -> Self {
-        self.stop_when_answered = true;
-        self
-    }
-
-    /// Calls `f` with the machine and `now` whenever its state or deadline
-    /// changes (for `--stats`; never on the send path).
-    pub fn on_change(mut self, f: impl FnMut(&Protection, i64) + 'static) -> Self {
-        self.on_change = Some(Box::new(f));
-        self
-    }
-
-    /// Disarms once `ready` says the strategy is done (the stop phase: its
-    /// orders are cancelled), then ends the loop.
-    pub fn disarm_when(mut self, ready: fn(&S) -> bool) -> Self {
-        self.disarm_when = Some(ready);
-        self
-    }
-
-    /// Feeds the machine, sends what is due, hands the notes to the strategy.
-    pub fn pump<E: Account>(&mut self, api: &mut Api<'_, '_, E>)
-    where
-        S: Strategy<E>,
-    {
-        let now = api.now();
-        self.drive_link(api, None);
-        if let Some(ready) = self.disarm_when {
-            if !self.stop_when_disarmed && ready(&self.inner) {
-                self.machine.stop(now);
-                self.stop_when_disarmed = true;
-            }
-        }
-        self.machine.handle_timeout(now);
-        while let Some(due) = self.machine.poll_send(now) {
-            if let Some(ready_at) = guard_hold(api) {
-                self.machine.on_blocked(now, ready_at);
-                continue;
-            }
-            if let (Due::Disarm, Some(link)) = (due, &mut self.link) {
-                // Nothing to call: closing the connection is the disarm (the
-                // strategy's orders are cancelled by now).
-                link.close(api.budget(), now);
-                self.machine.on_sent(due, now);
-                self.machine.on_answer(Some(SwitchAnswer::Disarmed), now);
-                continue;
-            }
-            let Ok(symbol) = Symbol::new(self.symbol.as_str()) else {
-                break;
-            };
-            let timeout = self.machine.timeout_ms();
-            let prepared = match api.venue_mut().switch_mut() {
-                Some(sw) => match due {
-                    Due::Arm => sw.refresh(&mut self.req, symbol, timeout, now).is_ok(),
-                    Due::Disarm => sw.disarm(&mut self.req, symbol, now).is_ok(),
-                },
-                None => false,
-            };
-            if !prepared {
-                // Nothing the venue can be asked: no key, or no switch after all.
-                self.machine.on_blocked(now, i64::MAX);
-                break;
-            }
-            match api.submit(&mut self.req, Class::Urgent, PROTECTION) {
-                Ok(()) => self.machine.on_sent(due, now),
-                Err(Event::Limited { ready_at_ns, .. }) => {
-                    self.machine.on_blocked(now, ready_at_ns)
-                }
-                Err(_) => {
-                    self.machine.on_sent(due, now);
-                    self.machine.on_answer(None, now);
-                }
-            }
-        }
-        // After a fire, once sending is allowed again: what still rests.
-        if self.machine.take_rearmed() {
-            api.poll_open_orders_once();
-        }
-        while let Some(n) = self.machine.poll_note() {
-            let ev = match n {
-                Note::AtRisk { armed_until_ns } => Event::Protection { armed_until_ns },
-                Note::Fired => Event::ProtectionFired,
-            };
-            self.inner.on_event(api, ev);
-        }
-        if self.stop_when_disarmed && self.machine.stopped() {
-            api.stop();
-        }
-        if self.stop_when_answered
-            && matches!(
-                self.machine.state(),
-                State::Armed | State::Refused | State::Unavailable
-            )
-        {
-            api.stop();
-        }
-        let now_shown = (self.machine.state(), self.machine.armed_until_ns());
-        if now_shown != self.shown {
-            self.shown = now_shown;
-            if let Some(f) = &mut self.on_change {
-                f(&self.machine, now);
-            }
-        }
-        let link_at = self.link.as_ref().and_then(DcpLink::next_deadline);
-        if let Some(at) = [self.machine.poll_timeout(), link_at]
-            .into_iter()
-            .flatten()
-            .min()
-        {
-            let _ = api.set_timer(PROTECTION_TIMER, at);
-        }
-    }
-}
-
-/// The end of a hold (or `i64::MAX` for a halt) on a bucket the switch's call is
-/// counted on, if one is in force.
-fn guard_hold<E: Account>(api: &mut Api<'_, '_, E>) -> Option<i64> {
-    let guards = api.venue_mut().switch_mut()?.switch_guards();
-    let now = api.now();
-    let budget = api.budget();
-    guards
-        .iter()
-        .filter_map(|b| budget.stats(*b).ok())
-        .filter_map(|s| {
-            if s.halted {
-                Some(i64::MAX)
-            } else {
-                s.held_until_ns.filter(|u| *u > now)
-            }
-        })
-        .max()
-}
-
-impl<E: Account, S: Strategy<E>> Strategy<E> for Protected<S> {
-    fn on_event(&mut self, api: &mut Api<'_, '_, E>, event: Event<'_>) {
-        if event.tag() != PROTECTION || !matches_switch(&event) {
-            self.inner.on_event(api, event);
-            if self.disarm_when.is_some() {
-                self.pump(api);
-            }
-            return;
-        }
-        let now = api.now();
-        let answer = match event {
-            Event::Applied { body, .. } => {
-                let r = Response {
-                    status: 200,
-                    headers: &[],
-                    body,
-                };
-                api.venue_mut().switch_mut().map(|s| s.read_switch(&r))
-            }
-            Event::Rejected { .. } => Some(SwitchAnswer::Refused(Refusal::Code(0))),
-            Event::Retrying { .. } => return,
-            _ => None,
-        };
-        self.machine.on_answer(answer, now);
-        self.pump(api);
-    }
-
-    fn on_turn(&mut self, api: &mut Api<'_, '_, E>) {
-        self.pump(api);
-        self.inner.on_turn(api);
-    }
-
-    fn on_order_update(
-        &mut self,
-        api: &mut Api<'_, '_, E>,
-        update: &ergon_venues::binance_spot_ws::Execution,
-    ) {
-        self.inner.on_order_update(api, update);
-    }
-
-    fn on_timer(&mut self, api: &mut Api<'_, '_, E>, token: u64) {
-        if token == PROTECTION_TIMER {
-            self.pump(api);
-        } else {
-            self.inner.on_timer(api, token);
-        }
-    }
-
-    fn on_fd(&mut self, api: &mut Api<'_, '_, E>, token: u64, ready: Readiness) {
-        if token == DCP_LINK && self.link.is_some() {
-            self.drive_link(api, Some(ready));
-            self.pump(api);
-        } else {
-            self.inner.on_fd(api, token, ready);
-        }
-    }
-
-    fn before_park(&mut self, api: &mut Api<'_, '_, E>) -> bool {
-        self.inner.before_park(api)
-    }
-}
-
-/// Whether an event with the [`PROTECTION`] tag is about a switch call (the
-/// strategy's own notes carry the tag too, and go to it).
-fn matches_switch(event: &Event<'_>) -> bool {
-    !matches!(event, Event::Protection { .. } | Event::ProtectionFired)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1043,221 +774,4 @@ mod tests {
         assert!(p.stopped());
         assert_eq!(p.poll_send(2 * SEC), None);
     }
-}
-
-/// The strategy of the start-up phase: nothing but the first arm, on the loop
-/// before the strategies attach, so the switch is armed before the first order.
-/// The loop stops once the venue answered, or at `deadline_ns`.
-#[derive(Debug)]
-pub struct Startup {
-    deadline_ns: i64,
-}
-
-impl Startup {
-    /// Gives up at `deadline_ns` (the loop's clock).
-    pub fn new(deadline_ns: i64) -> Self {
-        Startup { deadline_ns }
-    }
-}
-
-impl<E: Account> Strategy<E> for Startup {
-    fn on_event(&mut self, _api: &mut Api<'_, '_, E>, _event: Event<'_>) {}
-
-    fn on_turn(&mut self, api: &mut Api<'_, '_, E>) {
-        if api.now() >= self.deadline_ns {
-            api.stop();
-        }
-    }
-}
-
-/// The strategy of the clean stop: cancels every open order of the symbol (read
-/// from the venue, by client order id), then lets [`Protected`] disarm the switch
-/// and stop the loop; it gives up at its deadline.
-#[derive(Debug)]
-pub struct Shutdown {
-    deadline_ns: i64,
-    req: Prepared,
-    asked: bool,
-    listed: bool,
-    pending: u32,
-    /// Cancels the venue answered.
-    pub cancelled: u32,
-    /// Cancels that failed or could not be sent.
-    pub failed: u32,
-    done: bool,
-}
-
-/// The tag of the open-orders read of [`Shutdown`].
-const LIST: Tag = 1;
-/// The tag of its cancels.
-const CANCEL: Tag = 2;
-
-impl Shutdown {
-    /// Gives up at `deadline_ns` (the loop's clock).
-    pub fn new(deadline_ns: i64) -> Self {
-        Shutdown {
-            deadline_ns,
-            req: Prepared::with_capacity(1024),
-            asked: false,
-            listed: false,
-            pending: 0,
-            cancelled: 0,
-            failed: 0,
-            done: false,
-        }
-    }
-
-    /// Whether every open order was cancelled (or none was open).
-    pub fn done(&self) -> bool {
-        self.done
-    }
-}
-
-impl<E: Account> Strategy<E> for Shutdown {
-    fn on_event(&mut self, api: &mut Api<'_, '_, E>, event: Event<'_>) {
-        if !event.is_final() {
-            return;
-        }
-        match (event.tag(), event) {
-            (LIST, Event::Applied { body, .. }) => {
-                self.listed = true;
-                let mut ids: Vec<ergon_venues::endpoint::ClientOrderId> = Vec::new();
-                api.venue().open_ids(body, &mut |id| {
-                    if let Some(id) = core::str::from_utf8(id)
-                        .ok()
-                        .and_then(|s| ergon_venues::endpoint::ClientOrderId::new(s).ok())
-                    {
-                        ids.push(id);
-                    }
-                });
-                let now = api.now();
-                let mut sym = ArrayString::<32>::new();
-                let _ = sym.try_push_str(api.symbol().as_str());
-                for id in ids {
-                    let Ok(symbol) = Symbol::new(sym.as_str()) else {
-                        break;
-                    };
-                    let o = ergon_venues::endpoint::OrderRef {
-                        symbol,
-                        client_order_id: id,
-                    };
-                    let sent = api.venue_mut().cancel(&mut self.req, &o, now).is_ok()
-                        && api.submit(&mut self.req, Class::Urgent, CANCEL).is_ok();
-                    if sent {
-                        self.pending += 1;
-                    } else {
-                        self.failed += 1;
-                    }
-                }
-            }
-            (LIST, _) => {
-                self.listed = true;
-                self.failed += 1;
-            }
-            (CANCEL, ev) => {
-                self.pending = self.pending.saturating_sub(1);
-                match ev {
-                    Event::Applied { .. } => self.cancelled += 1,
-                    _ => self.failed += 1,
-                }
-            }
-            _ => {}
-        }
-        if self.listed && self.pending == 0 {
-            self.done = self.failed == 0;
-        }
-    }
-
-    fn on_turn(&mut self, api: &mut Api<'_, '_, E>) {
-        if !self.asked {
-            self.asked = true;
-            let now = api.now();
-            let mut sym = ArrayString::<32>::new();
-            let _ = sym.try_push_str(api.symbol().as_str());
-            let sent = Symbol::new(sym.as_str()).is_ok_and(|s| {
-                api.venue_mut()
-                    .open_orders(&mut self.req, Some(s), now)
-                    .is_ok()
-            }) && api.submit(&mut self.req, Class::Urgent, LIST).is_ok();
-            if !sent {
-                self.listed = true;
-                self.failed += 1;
-            }
-        }
-        if api.now() >= self.deadline_ns {
-            api.stop();
-        }
-    }
-}
-
-impl Shutdown {
-    /// Whether the stop phase may disarm: every open order is cancelled. If the
-    /// cancelling failed the switch stays armed: better the venue's late cancel
-    /// than quotes left behind.
-    pub fn ready_to_disarm(&self) -> bool {
-        self.listed && self.pending == 0 && self.failed == 0
-    }
-}
-
-/// Arms the venue's switch on `lp` before anything else is sent (the start-up
-/// phase: [`Startup`] under [`Protected`], up to `within_ns`), with the venue's
-/// own connection where a connection arms it (Bybit DCP, on `start`'s venue:
-/// [`DcpLink::for_account`]). Returns the gateway, the machine and that
-/// connection, to hand to the next [`Protected`]; `Err` if `--protection
-/// required` cannot be met (no switch, a timeout out of range, a refusal or no
-/// answer). A venue without a switch under `auto` comes back
-/// [`State::Unavailable`]: the caller warns.
-pub fn arm_at_start<E: Account>(
-    lp: &mut ergon_io::event_loop::EventLoop,
-    gw: crate::Gateway<E>,
-    pool: ergon_io::client::PoolId,
-    start: &crate::Start,
-    mode: Mode,
-    timeout_ms: Option<u32>,
-    within_ns: i64,
-) -> Result<(crate::Gateway<E>, Protection, Option<DcpLink>), String> {
-    let machine = Protection::for_account(mode, gw.venue(), timeout_ms, lp.now())
-        .map_err(|e| e.to_string())?;
-    if machine.state() != State::Arming {
-        return Ok((gw, machine, None));
-    }
-    let link = DcpLink::for_account(gw.venue(), start, None, lp.budget(), machine.timeout_ms())?;
-    let sym = gw.symbol().as_str().to_string();
-    let symbol = Symbol::new(&sym).map_err(|e| format!("{e:?}"))?;
-    let first = Protected::new(Startup::new(lp.now() + within_ns), machine, symbol)
-        .with_link(link)
-        .stop_when_answered();
-    let control = std::sync::Arc::new(crate::Control::default());
-    let d = crate::run(lp, gw, pool, first, control).map_err(|e| e.to_string())?;
-    let m = d.strategy.machine;
-    if m.state() != State::Armed && mode == Mode::Required {
-        return Err(format!("--protection required: {}", m.not_armed()));
-    }
-    Ok((d.gateway, m, d.strategy.link))
-}
-
-/// The clean stop: cancels every open order of the symbol, then disarms the switch
-/// (the stop phase: [`Shutdown`] under [`Protected`] with `link`, the connection
-/// [`arm_at_start`] returned, closed as the disarm; up to `within_ns`). Returns
-/// the gateway, the machine and the shutdown's counts; a switch left armed (a
-/// cancel failed, no answer) shows in the machine's state.
-pub fn stop_and_disarm<E: Account>(
-    lp: &mut ergon_io::event_loop::EventLoop,
-    gw: crate::Gateway<E>,
-    pool: ergon_io::client::PoolId,
-    machine: Protection,
-    link: Option<DcpLink>,
-    within_ns: i64,
-) -> Result<(crate::Gateway<E>, Protection, Shutdown), String> {
-    if !matches!(machine.state(), State::Armed | State::AtRisk | State::Fired) {
-        return Ok((gw, machine, Shutdown::new(0)));
-    }
-    let sym = gw.symbol().as_str().to_string();
-    let symbol = Symbol::new(&sym).map_err(|e| format!("{e:?}"))?;
-    let last = Protected::new(Shutdown::new(lp.now() + within_ns), machine, symbol)
-        .with_link(link)
-        .disarm_when(Shutdown::ready_to_disarm);
-    let control = std::sync::Arc::new(crate::Control::default());
-    let d = crate::run(lp, gw, pool, last, control).map_err(|e| e.to_string())?;
-    Ok((d.gateway, d.strategy.machine, d.strategy.inner))
 }
