@@ -6,10 +6,11 @@
 
 mod common;
 
-use std::io::{ErrorKind, Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::io::{ErrorKind, Read};
+use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
+use common::ws::{upgrade, RawWs, KEY};
 use common::{Client, Resp};
 use ergon_venue_sim::params::sign;
 use ergon_venue_sim::{Config, Server, SwitchView, DEFAULT_API_KEY, DEFAULT_API_SECRET};
@@ -21,36 +22,13 @@ const SEEN_WITHIN_MS: i64 = 1_000;
 
 /// A raw WebSocket client.
 struct Ws {
-    stream: TcpStream,
-    buf: Vec<u8>,
+    raw: RawWs,
 }
 
 /// Upgrades to `path`; the status code, and the client on 101.
 fn connect(addr: SocketAddr, path: &str) -> (u16, Option<Ws>) {
-    let mut stream = TcpStream::connect(addr).expect("connect");
-    stream.set_nodelay(true).unwrap();
-    stream.set_read_timeout(Some(WAIT)).unwrap();
-    let req = format!(
-        "GET {path} HTTP/1.1\r\nHost: sim\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"
-    );
-    stream.write_all(req.as_bytes()).unwrap();
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 4096];
-    loop {
-        let mut headers = [httparse::EMPTY_HEADER; 16];
-        let mut r = httparse::Response::new(&mut headers);
-        if let Ok(httparse::Status::Complete(n)) = r.parse(&buf) {
-            let code = r.code.unwrap();
-            if code != 101 {
-                return (code, None);
-            }
-            buf.drain(..n);
-            return (101, Some(Ws { stream, buf }));
-        }
-        let got = stream.read(&mut chunk).expect("upgrade answer");
-        assert!(got > 0, "closed during the upgrade");
-        buf.extend_from_slice(&chunk[..got]);
-    }
+    let (code, raw) = upgrade(addr, path, Some(KEY), WAIT);
+    (code, raw.map(|raw| Ws { raw }))
 }
 
 fn private(s: &Server) -> Ws {
@@ -61,43 +39,32 @@ fn private(s: &Server) -> Ws {
 
 impl Ws {
     fn send_frame(&mut self, opcode: u8, payload: &[u8]) {
-        let mask = [0x12u8, 0x34, 0x56, 0x78];
-        let mut f = vec![0x80 | opcode];
-        match u16::try_from(payload.len()) {
-            Ok(n) if n < 126 => f.push(0x80 | n as u8),
-            Ok(n) => {
-                f.push(0x80 | 126);
-                f.extend_from_slice(&n.to_be_bytes());
-            }
-            Err(_) => panic!("frames up to 64 KiB only"),
-        }
-        f.extend_from_slice(&mask);
-        f.extend(payload.iter().enumerate().map(|(i, b)| b ^ mask[i % 4]));
-        self.stream.write_all(&f).unwrap();
+        self.raw.send_frame(opcode, payload);
     }
 
     /// The next frame: opcode and payload; `None` at EOF.
     fn frame(&mut self) -> Option<(u8, Vec<u8>)> {
         let mut chunk = [0u8; 4096];
         loop {
-            if self.buf.len() >= 2 {
-                let (len, at) = match self.buf[1] & 0x7f {
-                    126 if self.buf.len() >= 4 => {
-                        (u16::from_be_bytes([self.buf[2], self.buf[3]]) as usize, 4)
-                    }
+            if self.raw.buf.len() >= 2 {
+                let (len, at) = match self.raw.buf[1] & 0x7f {
+                    126 if self.raw.buf.len() >= 4 => (
+                        u16::from_be_bytes([self.raw.buf[2], self.raw.buf[3]]) as usize,
+                        4,
+                    ),
                     126 => (usize::MAX, 0),
                     n => (n as usize, 2),
                 };
-                if len != usize::MAX && self.buf.len() >= at + len {
-                    let op = self.buf[0] & 0x0f;
-                    let payload = self.buf[at..at + len].to_vec();
-                    self.buf.drain(..at + len);
+                if len != usize::MAX && self.raw.buf.len() >= at + len {
+                    let op = self.raw.buf[0] & 0x0f;
+                    let payload = self.raw.buf[at..at + len].to_vec();
+                    self.raw.buf.drain(..at + len);
                     return Some((op, payload));
                 }
             }
-            match self.stream.read(&mut chunk) {
+            match self.raw.stream.read(&mut chunk) {
                 Ok(0) => return None,
-                Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
+                Ok(n) => self.raw.buf.extend_from_slice(&chunk[..n]),
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
                 Err(e) => panic!("no frame: {e}"),
             }

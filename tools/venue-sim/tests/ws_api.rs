@@ -8,10 +8,11 @@
 
 mod common;
 
-use std::io::{ErrorKind, Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::io::{ErrorKind, Read};
+use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
+use common::ws::{upgrade, RawWs, KEY};
 use common::{order_params, Client};
 use ergon_venue_sim::params::{sign, sorted_payload, Params};
 use ergon_venue_sim::{
@@ -21,10 +22,9 @@ use serde_json::{json, Map, Value};
 
 const WAIT: Duration = Duration::from_secs(10);
 
-/// A raw WebSocket client.
+/// A raw WebSocket client, with the request ids it gave.
 struct Ws {
-    stream: TcpStream,
-    buf: Vec<u8>,
+    raw: RawWs,
     next_id: u64,
 }
 
@@ -35,9 +35,6 @@ enum In {
     Timeout,
 }
 
-/// RFC 6455 §1.3's example `Sec-WebSocket-Key`.
-const KEY: &str = "dGhlIHNhbXBsZSBub25jZQ==";
-
 /// Upgrades to `path`; the status code, and the client on 101.
 fn connect(addr: SocketAddr, path: &str) -> (u16, Option<Ws>) {
     connect_with(addr, path, Some(KEY))
@@ -45,48 +42,8 @@ fn connect(addr: SocketAddr, path: &str) -> (u16, Option<Ws>) {
 
 /// Upgrades to `path` with this `Sec-WebSocket-Key` (none if `None`).
 fn connect_with(addr: SocketAddr, path: &str, key: Option<&str>) -> (u16, Option<Ws>) {
-    let mut stream = TcpStream::connect(addr).expect("connect");
-    stream.set_nodelay(true).unwrap();
-    stream.set_read_timeout(Some(WAIT)).unwrap();
-    let mut req = format!(
-        "GET {path} HTTP/1.1\r\nHost: sim\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
-    );
-    if let Some(k) = key {
-        req.push_str(&format!("Sec-WebSocket-Key: {k}\r\n"));
-    }
-    req.push_str("\r\n");
-    stream.write_all(req.as_bytes()).unwrap();
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 4096];
-    loop {
-        let mut headers = [httparse::EMPTY_HEADER; 16];
-        let mut r = httparse::Response::new(&mut headers);
-        if let Ok(httparse::Status::Complete(n)) = r.parse(&buf) {
-            let code = r.code.unwrap();
-            if code != 101 {
-                return (code, None);
-            }
-            let accept = r
-                .headers
-                .iter()
-                .find(|h| h.name.eq_ignore_ascii_case("sec-websocket-accept"))
-                .map(|h| String::from_utf8_lossy(h.value).into_owned());
-            if key == Some(KEY) {
-                // RFC 6455 §1.3's example answer.
-                assert_eq!(accept.as_deref(), Some("s3pPLMBiTxaQ9kYGzzhZRbK+xOo="));
-            }
-            buf.drain(..n);
-            let ws = Ws {
-                stream,
-                buf,
-                next_id: 0,
-            };
-            return (101, Some(ws));
-        }
-        let got = stream.read(&mut chunk).expect("upgrade answer");
-        assert!(got > 0, "closed during the upgrade");
-        buf.extend_from_slice(&chunk[..got]);
-    }
+    let (code, raw) = upgrade(addr, path, key, WAIT);
+    (code, raw.map(|raw| Ws { raw, next_id: 0 }))
 }
 
 fn api(server: &Server) -> Ws {
@@ -97,45 +54,31 @@ fn api(server: &Server) -> Ws {
 
 impl Ws {
     fn send_frame(&mut self, opcode: u8, payload: &[u8]) {
-        let mask = [0x12u8, 0x34, 0x56, 0x78];
-        let mut f = vec![0x80 | opcode];
-        match payload.len() {
-            n if n < 126 => f.push(0x80 | n as u8),
-            n if n <= 0xFFFF => {
-                f.push(0x80 | 126);
-                f.extend_from_slice(&(n as u16).to_be_bytes());
-            }
-            n => {
-                f.push(0x80 | 127);
-                f.extend_from_slice(&(n as u64).to_be_bytes());
-            }
-        }
-        f.extend_from_slice(&mask);
-        f.extend(payload.iter().enumerate().map(|(i, b)| b ^ mask[i % 4]));
-        let _ = self.stream.write_all(&f);
+        self.raw.send_frame(opcode, payload);
     }
 
     fn read(&mut self, timeout: Duration) -> In {
         let until = Instant::now() + timeout;
         let mut chunk = [0u8; 16384];
         loop {
-            if self.buf.len() >= 2 {
-                let (len, at) = match self.buf[1] & 0x7f {
-                    126 if self.buf.len() >= 4 => {
-                        (u16::from_be_bytes([self.buf[2], self.buf[3]]) as usize, 4)
-                    }
-                    127 if self.buf.len() >= 10 => {
+            if self.raw.buf.len() >= 2 {
+                let (len, at) = match self.raw.buf[1] & 0x7f {
+                    126 if self.raw.buf.len() >= 4 => (
+                        u16::from_be_bytes([self.raw.buf[2], self.raw.buf[3]]) as usize,
+                        4,
+                    ),
+                    127 if self.raw.buf.len() >= 10 => {
                         let mut a = [0u8; 8];
-                        a.copy_from_slice(&self.buf[2..10]);
+                        a.copy_from_slice(&self.raw.buf[2..10]);
                         (u64::from_be_bytes(a) as usize, 10)
                     }
                     126 | 127 => (usize::MAX, 0),
                     n => (n as usize, 2),
                 };
-                if len != usize::MAX && self.buf.len() >= at + len {
-                    let op = self.buf[0] & 0x0f;
-                    let payload = self.buf[at..at + len].to_vec();
-                    self.buf.drain(..at + len);
+                if len != usize::MAX && self.raw.buf.len() >= at + len {
+                    let op = self.raw.buf[0] & 0x0f;
+                    let payload = self.raw.buf[at..at + len].to_vec();
+                    self.raw.buf.drain(..at + len);
                     return In::Frame(op, payload);
                 }
             }
@@ -143,12 +86,13 @@ impl Ws {
             if left.is_zero() {
                 return In::Timeout;
             }
-            self.stream
+            self.raw
+                .stream
                 .set_read_timeout(Some(left.max(Duration::from_millis(1))))
                 .unwrap();
-            match self.stream.read(&mut chunk) {
+            match self.raw.stream.read(&mut chunk) {
                 Ok(0) => return In::Eof,
-                Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
+                Ok(n) => self.raw.buf.extend_from_slice(&chunk[..n]),
                 Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
                     return In::Timeout
                 }

@@ -2,6 +2,8 @@
 //! tests see exactly the bytes the emulator writes.
 #![allow(dead_code)]
 
+pub mod ws;
+
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
