@@ -281,6 +281,62 @@ fn a_cut_bybit_dcp_connection_is_back_within_its_window_and_nothing_fires() {
     let _ = std::fs::remove_file(journal(&name));
 }
 
+/// Bybit's DCP under a ban: the IP's 403 halts every send, the DCP
+/// connection's pings included, so the gateway gives the silent connection up
+/// and cannot connect again; the venue's window starts at that close and
+/// cancels every quote: during a ban the switch is the only cancel path, as a
+/// countdown switch lapses when its refresh cannot be sent. The strategy's
+/// `--stats` line says fired.
+#[test]
+fn a_banned_bybit_gateway_lets_its_dcp_connection_go_and_the_venue_cancels() {
+    let v = BYBIT;
+    let s = Server::start((v.config)()).expect("emulator");
+    let name = unique("dms-ban-bybit");
+    // A 3 s window: the connection pings every 750 ms, silent after three.
+    let mut child = command(&s, v.name, &name, "required")
+        .args(["--protection-timeout", "3"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn ergon-gateway");
+    let out = ready::ready(&mut child, &name)
+        .unwrap_or_else(|e| panic!("the gateway did not start: {e:?}"));
+    let gw = Gw { child, _out: out };
+    let mut c = quote(&name, v.symbol, 2);
+    s.ban("127.0.0.1".parse().expect("ip"), 600_000);
+    // The next order meets the ban: the gateway halts.
+    let symbol = Symbol::new(v.symbol).expect("symbol");
+    let id = c.next_client_order_id().expect("id");
+    c.submit(&Call::NewOrder(order(symbol, id)), Class::Normal, 50)
+        .expect("submit");
+    let sw = switches_armed(&s);
+    assert_eq!(
+        sw.len(),
+        1,
+        "the DCP connection never went: {:?}",
+        s.report()
+    );
+    assert_eq!(open(&s), 2, "{:?}", s.orders());
+    s.advance_clock(sw[0].fires_at_ms + 1_000 - s.clock().now_ms());
+    let took = none_open_by(&s, Instant::now(), Duration::from_secs(5));
+    assert!(took.is_some(), "{:?}", s.orders());
+    let until = Instant::now() + Duration::from_secs(10);
+    loop {
+        let stats = Command::new(env!("CARGO_BIN_EXE_ergon-gateway"))
+            .args(["--stats", "--name", &name, "--once"])
+            .output()
+            .expect("stats");
+        let text = String::from_utf8_lossy(&stats.stdout).into_owned();
+        if text.contains("protection fired ") {
+            break;
+        }
+        assert!(Instant::now() < until, "{text}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    drop(c);
+    drop(gw);
+    let _ = std::fs::remove_file(journal(&name));
+}
+
 /// The emulator's switches once one is there (a connection-armed switch's
 /// countdown starts when the venue sees the connection close), up to 5 s.
 fn switches_armed(s: &Server) -> Vec<ergon_venue_sim::SwitchView> {
