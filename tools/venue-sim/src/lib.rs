@@ -16,7 +16,10 @@
 //! fills/history); `deribit` plays Deribit v2 JSON-RPC over
 //! HTTP (bearer tokens from `public/auth`, credit pools per sub-account with
 //! matching-engine requests dearer, `too_many_requests` 10028, 32 connections open
-//! per IP). Hyperliquid is not built.
+//! per IP) and over WebSocket at `/ws/api/v2` (connection auth, heartbeats,
+//! cancel-on-disconnect per connection or account, counted in
+//! [`Report::deribit_ws`]; [`Server::drop_deribit_ws`] cuts it). Hyperliquid is
+//! not built.
 //! Binance Spot in detail:
 //! - its own clock ([`VenueClock`]: host UTC plus [`Config::clock_offset_ms`]);
 //! - fixed windows aligned on that clock, counted at receipt, per IP for
@@ -99,7 +102,7 @@
 //!   its admit and execute steps to the state;
 //! - `dispatch`: picks the profile for each request;
 //! - `server`: the I/O shell (listener, `http_conn`, `ws_api_conn`,
-//!   `bybit_private_conn`, `shared`).
+//!   `bybit_private_conn`, `deribit_ws_conn`, `shared`).
 
 mod clock;
 pub mod config;
@@ -122,6 +125,7 @@ pub use config::{
 };
 pub use engine::switch::SwitchView;
 pub use report::{
-    BybitPrivateCounts, CreditUsage, FaultCounts, LimitUsage, OrderView, Report, WsCounts,
+    BybitPrivateCounts, CreditUsage, DeribitWsCounts, FaultCounts, LimitUsage, OrderView, Report,
+    WsCounts,
 };
 pub use server::{Server, StartError};

@@ -117,6 +117,38 @@ pub struct Report {
     pub switch_fires: u64,
     /// Bybit's private WebSocket (`/v5/private`).
     pub bybit_private: BybitPrivateCounts,
+    /// Deribit's JSON-RPC WebSocket (`/ws/api/v2`).
+    pub deribit_ws: DeribitWsCounts,
+}
+
+/// What Deribit's JSON-RPC WebSocket (`/ws/api/v2`) saw.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DeribitWsCounts {
+    /// Upgrades accepted.
+    pub connects: u64,
+    /// `public/auth` requests that authenticated their connection.
+    pub auths: u64,
+    /// `public/auth` requests refused (unknown client, bad secret or
+    /// signature, stale timestamp, bad params).
+    pub auth_refused: u64,
+    /// Requests received (text frames), whatever happened next.
+    pub requests: u64,
+    /// `test_request` heartbeats the venue sent.
+    pub heartbeats_sent: u64,
+    /// `public/test` requests answered.
+    pub test_replies: u64,
+    /// Orders cancelled by cancel-on-disconnect when their connection ended.
+    pub cod_cancels: u64,
+    /// Connections closed for leaving a `test_request` unanswered.
+    pub closes_by_heartbeat: u64,
+    /// Connections closed after 10 minutes without a message from the client.
+    pub closes_by_inactivity: u64,
+    /// Connections closed after a `too_many_requests` (10028) answer.
+    pub closes_by_rate_limit: u64,
+    /// Connections closed by `private/logout`.
+    pub logouts: u64,
+    /// Connections that ended, for any reason (the emulator stopping included).
+    pub disconnects: u64,
 }
 
 /// What Bybit's private WebSocket (`/v5/private`) saw.
@@ -277,6 +309,20 @@ impl Report {
                 "disconnects": self.bybit_private.disconnects,
                 "idleCuts": self.bybit_private.idle_cuts,
                 "dcpArmed": self.bybit_private.dcp_armed,
+            },
+            "deribitWs": {
+                "connects": self.deribit_ws.connects,
+                "auths": self.deribit_ws.auths,
+                "authRefused": self.deribit_ws.auth_refused,
+                "requests": self.deribit_ws.requests,
+                "heartbeatsSent": self.deribit_ws.heartbeats_sent,
+                "testReplies": self.deribit_ws.test_replies,
+                "codCancels": self.deribit_ws.cod_cancels,
+                "closesByHeartbeat": self.deribit_ws.closes_by_heartbeat,
+                "closesByInactivity": self.deribit_ws.closes_by_inactivity,
+                "closesByRateLimit": self.deribit_ws.closes_by_rate_limit,
+                "logouts": self.deribit_ws.logouts,
+                "disconnects": self.deribit_ws.disconnects,
             },
         })
     }

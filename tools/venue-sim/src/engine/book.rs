@@ -76,6 +76,10 @@ pub(crate) struct Order {
     pub(crate) status: Status,
     pub(crate) time: i64,
     pub(crate) update_time: i64,
+    /// The WebSocket connection that created it, where the venue cancels a
+    /// connection's orders when it ends (Deribit's cancel-on-disconnect);
+    /// `None` for every other order.
+    pub(crate) conn: Option<u64>,
 }
 
 /// Parses a non-negative decimal into units of 1e-8; `None` if malformed or too precise.

@@ -95,6 +95,9 @@ pub(crate) struct Venue {
     pub(crate) held: Vec<[HeldScope; 3]>,
     /// Connection ids handed out so far (WebSocket `conn_id`s).
     pub(crate) next_conn_id: u64,
+    /// Per account: whether Deribit's cancel-on-disconnect is on for the
+    /// account scope (every connection it authenticates later starts with it).
+    pub(crate) deribit_cod: Vec<bool>,
 }
 
 impl Venue {
@@ -133,6 +136,7 @@ impl Venue {
             open: HashMap::new(),
             held: vec![[HeldScope::default(); 3]; n_accounts],
             next_conn_id: 0,
+            deribit_cod: vec![false; n_accounts],
             switches: Vec::new(),
         }
     }
@@ -350,6 +354,7 @@ impl Venue {
             status: if filled { Status::Filled } else { Status::New },
             time: now,
             update_time: now,
+            conn: None,
         });
         self.by_client.insert((account, client_id.clone()), idx);
         self.by_id.insert(order_id, idx);

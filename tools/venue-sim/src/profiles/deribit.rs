@@ -30,6 +30,11 @@
 //! - Faults: 5xx after executing is HTTP 500 `internal_server_error` (11094, the
 //!   outcome unknown); without executing, HTTP 503 `retry` (10040).
 //!
+//! - WebSocket: the same methods as JSON-RPC frames on `/ws/api/v2`, plus
+//!   connection auth, heartbeats and cancel-on-disconnect ([`ws`]); orders
+//!   record the connection that placed them. Over HTTP the WebSocket-only
+//!   methods stay unknown (-32601).
+//!
 //! Readings: the HTTP status of a 10028 answer (429 here) and the body of a
 //! refused connection are not documented. Sessions per API key (16) are not
 //! emulated: every token is connection-independent.
@@ -42,6 +47,8 @@
 //! <https://docs.deribit.com/#public-get_order_book>,
 //! <https://docs.deribit.com/#json-rpc> (checked 2026-11-30).
 //! It never touches a socket or reads a clock.
+
+pub(crate) mod ws;
 
 use std::net::IpAddr;
 
@@ -64,6 +71,9 @@ pub(crate) struct DeribitOp {
     /// The JSON-RPC id, echoed.
     id: Value,
     call: DeribitCall,
+    /// The WebSocket connection it came on (`None`: HTTP); a placement records
+    /// it on its order, for cancel-on-disconnect.
+    conn: Option<u64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -340,51 +350,77 @@ impl Venue {
             r.close = true;
             return Admission::Final(r);
         }
+        let call = match self.deribit_call(&id, &method, &params, now) {
+            Ok(c) => c,
+            Err(r) => return Admission::Final(r),
+        };
+        let op = DeribitOp {
+            id,
+            call,
+            conn: None,
+        };
+        let fault = self.draw_fault(op.changes_orders());
+        Admission::Run {
+            op,
+            account,
+            headers: Vec::new(),
+            fault,
+        }
+    }
+
+    /// The call `method` with `params` makes, or the refusal to answer (a bad
+    /// param, an unknown method); the same over HTTP and WebSocket.
+    fn deribit_call(
+        &self,
+        id: &Value,
+        method: &str,
+        params: &Params,
+        now: i64,
+    ) -> Result<DeribitCall, Response> {
+        let id = id.clone();
         let get = |name: &str| params.get(name).filter(|v| !v.is_empty());
         let dec = |name: &str| get(name).and_then(parse_e8).filter(|&v| v > 0);
-        let call = match method.as_str() {
+        let call = match method {
             "public/auth" => match (get("grant_type"), get("client_id"), get("client_secret")) {
                 (Some("client_credentials"), Some(c), Some(s)) => DeribitCall::Auth {
                     client_id: c.to_string(),
                     secret: s.to_string(),
                 },
-                (Some("client_credentials"), _, _) => {
-                    return Admission::Final(invalid(&id, "client_id", now))
-                }
-                _ => return Admission::Final(invalid(&id, "grant_type", now)),
+                (Some("client_credentials"), _, _) => return Err(invalid(&id, "client_id", now)),
+                _ => return Err(invalid(&id, "grant_type", now)),
             },
             "public/get_time" => DeribitCall::Time,
             "public/get_order_book" => {
                 if get("instrument_name") != Some(self.cfg.symbol.as_str()) {
-                    return Admission::Final(invalid(&id, "instrument_name", now));
+                    return Err(invalid(&id, "instrument_name", now));
                 }
                 match get("depth").map(str::parse::<usize>) {
                     None => DeribitCall::Book(5),
                     Some(Ok(d)) if (1..=10_000).contains(&d) => DeribitCall::Book(d.min(1_000)),
-                    Some(_) => return Admission::Final(invalid(&id, "depth", now)),
+                    Some(_) => return Err(invalid(&id, "depth", now)),
                 }
             }
             "private/buy" | "private/sell" => {
                 if get("instrument_name") != Some(self.cfg.symbol.as_str()) {
-                    return Admission::Final(invalid(&id, "instrument_name", now));
+                    return Err(invalid(&id, "instrument_name", now));
                 }
                 let Some(amount_e8) = dec("amount") else {
-                    return Admission::Final(invalid(&id, "amount", now));
+                    return Err(invalid(&id, "amount", now));
                 };
                 let kind = match get("type") {
                     None | Some("limit") => OrdType::Limit,
                     Some("market") => OrdType::Market,
-                    Some(_) => return Admission::Final(invalid(&id, "type", now)),
+                    Some(_) => return Err(invalid(&id, "type", now)),
                 };
                 let price_e8 = match kind {
                     OrdType::Market => self.cfg.mid_price_e8,
                     _ => match dec("price") {
                         Some(p) => p,
-                        None => return Admission::Final(invalid(&id, "price", now)),
+                        None => return Err(invalid(&id, "price", now)),
                     },
                 };
                 let label = match get("label") {
-                    Some(l) if l.len() > 64 => return Admission::Final(invalid(&id, "label", now)),
+                    Some(l) if l.len() > 64 => return Err(invalid(&id, "label", now)),
                     l => l.map(str::to_string),
                 };
                 let side = if method == "private/buy" {
@@ -406,39 +442,49 @@ impl Venue {
                     amount_e8: a,
                     price_e8: p,
                 },
-                (None, _, _) => return Admission::Final(invalid(&id, "order_id", now)),
-                (_, None, _) => return Admission::Final(invalid(&id, "amount", now)),
-                _ => return Admission::Final(invalid(&id, "price", now)),
+                (None, _, _) => return Err(invalid(&id, "order_id", now)),
+                (_, None, _) => return Err(invalid(&id, "amount", now)),
+                _ => return Err(invalid(&id, "price", now)),
             },
             "private/cancel" | "private/get_order_state" => match get("order_id") {
                 Some(o) if method == "private/cancel" => DeribitCall::Cancel(o.to_string()),
                 Some(o) => DeribitCall::State(o.to_string()),
-                None => return Admission::Final(invalid(&id, "order_id", now)),
+                None => return Err(invalid(&id, "order_id", now)),
             },
             "private/cancel_by_label" => match get("label") {
                 Some(l) => DeribitCall::CancelByLabel(l.to_string()),
-                None => return Admission::Final(invalid(&id, "label", now)),
+                None => return Err(invalid(&id, "label", now)),
             },
             "private/get_order_state_by_label" => match get("label") {
                 Some(l) => DeribitCall::ByLabel(l.to_string()),
-                None => return Admission::Final(invalid(&id, "label", now)),
+                None => return Err(invalid(&id, "label", now)),
             },
             "private/get_open_orders_by_instrument" => {
                 if get("instrument_name") != Some(self.cfg.symbol.as_str()) {
-                    return Admission::Final(invalid(&id, "instrument_name", now));
+                    return Err(invalid(&id, "instrument_name", now));
                 }
                 DeribitCall::Open
             }
-            _ => return Admission::Final(fail(400, &id, -32601, "Method not found", now)),
+            _ => return Err(fail(400, &id, -32601, "Method not found", now)),
         };
-        let op = DeribitOp { id, call };
-        let fault = self.draw_fault(op.changes_orders());
-        Admission::Run {
-            op,
-            account,
-            headers: Vec::new(),
-            fault,
-        }
+        Ok(call)
+    }
+
+    /// A new bearer token of `account` for [`TOKEN_S`]: the token and
+    /// `public/auth`'s result.
+    fn issue_token(&mut self, account: usize, now: i64) -> (String, Value) {
+        self.next_cancel_id += 1;
+        let token = format!("sim{:016x}{:08x}", now.unsigned_abs(), self.next_cancel_id);
+        self.tokens
+            .insert(token.clone(), (account, now + TOKEN_S * 1_000));
+        let result = json!({
+            "access_token": token,
+            "expires_in": TOKEN_S,
+            "refresh_token": format!("{token}r"),
+            "scope": "connection mainaccount",
+            "token_type": "bearer",
+        });
+        (token, result)
     }
 
     fn find_deribit(&self, account: usize, order_id: &str) -> Option<usize> {
@@ -448,8 +494,8 @@ impl Venue {
 
     /// Runs an admitted Deribit request.
     pub(crate) fn execute_deribit(&mut self, op: DeribitOp, account: usize, now: i64) -> Response {
-        let id = op.id;
-        match op.call {
+        let DeribitOp { id, call, conn } = op;
+        match call {
             DeribitCall::Auth { client_id, secret } => {
                 let Some(a) = self
                     .cfg
@@ -460,21 +506,8 @@ impl Venue {
                     self.report.api_key_rejects += 1;
                     return fail(400, &id, 13004, "invalid_credentials", now);
                 };
-                self.next_cancel_id += 1;
-                let token = format!("sim{:016x}{:08x}", now.unsigned_abs(), self.next_cancel_id);
-                self.tokens
-                    .insert(token.clone(), (a, now + TOKEN_S * 1_000));
-                ok(
-                    &id,
-                    json!({
-                        "access_token": token,
-                        "expires_in": TOKEN_S,
-                        "refresh_token": format!("{token}r"),
-                        "scope": "connection mainaccount",
-                        "token_type": "bearer",
-                    }),
-                    now,
-                )
+                let (_, result) = self.issue_token(a, now);
+                ok(&id, result, now)
             }
             DeribitCall::Time => ok(&id, json!(now), now),
             DeribitCall::Book(depth) => {
@@ -524,6 +557,7 @@ impl Venue {
                 } else {
                     self.book_order(account, Some(cid), "", placement, now)
                 };
+                self.orders[idx].conn = conn;
                 let o = &self.orders[idx];
                 ok(
                     &id,
@@ -648,9 +682,19 @@ fn read_call(req: &Request) -> Result<(Value, String, Params), Late> {
         }));
     }
     let parse_error = |now| fail(400, &Value::Null, -32700, "Parse error", now);
-    let Ok(Value::Object(mut body)) = serde_json::from_slice::<Value>(&req.body) else {
+    let Ok(Value::Object(body)) = serde_json::from_slice::<Value>(&req.body) else {
         return Err(Box::new(parse_error));
     };
+    read_object(body, path_method)
+}
+
+/// The id, method and params of a JSON-RPC request object (`path_method`: the
+/// method its URL names, if any). Params are read as text, numbers and strings
+/// alike, as the HTTP query gives them.
+fn read_object(
+    mut body: Map<String, Value>,
+    path_method: Option<String>,
+) -> Result<(Value, String, Params), Late> {
     let id = body.remove("id").unwrap_or(Value::Null);
     let method = match (body.remove("method"), path_method) {
         (Some(Value::String(m)), _) => m,

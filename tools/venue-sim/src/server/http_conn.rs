@@ -3,7 +3,9 @@
 //! the hand-over of an upgraded connection to `ws_api_conn` (Binance's
 //! `/ws-api/v3`) or `bybit_private_conn` (Bybit's `/v5/private`, on the `bybit`
 //! profile while [`crate::Config::bybit_private_ws`] holds; otherwise that
-//! path is an ordinary request, which Bybit's router answers 404).
+//! path is an ordinary request, which Bybit's router answers 404) or
+//! `deribit_ws_conn` (Deribit's `/ws/api/v2`, on the `deribit` profile; on any
+//! other profile an ordinary request).
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{IpAddr, Shutdown, TcpStream};
@@ -17,8 +19,9 @@ use crate::http::{self, Parsed, Response};
 use crate::profiles::binance::admit::valid_until_ms;
 use crate::profiles::binance::ws_api::WS_API_PATH;
 use crate::profiles::bybit::private::PRIVATE_PATH;
+use crate::profiles::deribit::ws::WS_PATH as DERIBIT_WS_PATH;
 use crate::server::shared::{sleep_unless_stopped, Shared, POLL};
-use crate::server::{bybit_private_conn, ws_api_conn};
+use crate::server::{bybit_private_conn, deribit_ws_conn, ws_api_conn};
 use crate::ws::frame;
 
 /// How long a connection may sit idle before the emulator closes it.
@@ -48,6 +51,13 @@ pub(crate) fn serve(mut stream: TcpStream, shared: Arc<Shared>) {
                     && serves_bybit_private(&shared)
                 {
                     bybit_private_upgrade(stream, peer.ip(), &req, buf, &shared);
+                    return;
+                }
+                if frame::is_upgrade(&req)
+                    && req.path == DERIBIT_WS_PATH
+                    && shared.venue().config().profile == Profile::Deribit
+                {
+                    deribit_ws_upgrade(stream, peer.ip(), &req, buf, &shared);
                     return;
                 }
                 if !handle(&mut stream, peer.ip(), &req, &shared) || req.close {
@@ -221,6 +231,32 @@ fn bybit_private_upgrade(
             shared.venue().note_status(101);
             if stream.write_all(switching(&accept).as_bytes()).is_ok() {
                 bybit_private_conn::serve(stream, rest, session, shared);
+            }
+        }
+    }
+}
+
+/// A Deribit WebSocket upgrade: admitted (ban, handshake) under the lock,
+/// then served on this thread until it ends.
+fn deribit_ws_upgrade(
+    mut stream: TcpStream,
+    ip: IpAddr,
+    req: &http::Request,
+    rest: Vec<u8>,
+    shared: &Shared,
+) {
+    let now = shared.now_ms();
+    let admitted = shared.venue().admit_deribit_ws(req, ip, now);
+    match admitted {
+        Err(r) => {
+            shared.venue().note_status(r.status);
+            let _ = stream.write_all(&r.to_bytes(true));
+            let _ = stream.shutdown(Shutdown::Both);
+        }
+        Ok((accept, session)) => {
+            shared.venue().note_status(101);
+            if stream.write_all(switching(&accept).as_bytes()).is_ok() {
+                deribit_ws_conn::serve(stream, rest, session, shared);
             }
         }
     }

@@ -6,6 +6,7 @@
 //! stall the others. The server never binds a non-loopback address.
 
 mod bybit_private_conn;
+mod deribit_ws_conn;
 mod http_conn;
 pub(crate) mod shared;
 pub(crate) mod ws_api_conn;
@@ -80,6 +81,7 @@ impl Server {
             stop: AtomicBool::new(false),
             conns: Mutex::new(Vec::new()),
             private_cuts: std::sync::atomic::AtomicU64::new(0),
+            deribit_cuts: std::sync::atomic::AtomicU64::new(0),
         });
         // The venue's switch countdowns run out whether or not a request comes.
         let s = Arc::clone(&shared);
@@ -167,6 +169,14 @@ impl Server {
     /// frame, the end handed to the venue (DCP counts it like any other).
     pub fn drop_bybit_private(&self) {
         self.shared.private_cuts.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// Cuts every open Deribit WebSocket (`/ws/api/v2`) at its thread's next
+    /// look, as a network cut would: the socket closed without a close frame,
+    /// the end handed to the venue (cancel-on-disconnect applies as to any
+    /// other disconnection).
+    pub fn drop_deribit_ws(&self) {
+        self.shared.deribit_cuts.fetch_add(1, Ordering::SeqCst);
     }
 
     /// Adds `weight` to `ip`'s current REQUEST_WEIGHT windows: another sender on the

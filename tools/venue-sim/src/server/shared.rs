@@ -22,6 +22,9 @@ pub(crate) struct Shared {
     /// Raised by [`crate::Server::drop_bybit_private`]: every Bybit private
     /// connection opened before ends at its next look (a network cut).
     pub(crate) private_cuts: AtomicU64,
+    /// Raised by [`crate::Server::drop_deribit_ws`]: every Deribit WebSocket
+    /// opened before ends at its next look (a network cut).
+    pub(crate) deribit_cuts: AtomicU64,
 }
 
 impl Shared {
