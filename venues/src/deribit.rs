@@ -239,6 +239,18 @@ impl Deribit {
         Ok(self)
     }
 
+    /// The client id and the key of the client secret `with_auth` gave, if any: a
+    /// WebSocket session signs its `public/auth` with them.
+    pub(crate) fn credentials(&self) -> Option<(&ApiKey, &HmacKey)> {
+        self.auth.as_ref().map(|(id, key)| (id, key))
+    }
+
+    /// The next nonce of this adapter's signatures (one sequence for the REST
+    /// requests and a WebSocket session's `public/auth`).
+    pub(crate) fn next_nonce(&mut self) -> i64 {
+        next_nonce(&mut self.nonce)
+    }
+
     /// A GET of `/api/v2/{method}?` whose query `query` writes; signed when
     /// `private`. Returns the deadline (`valid_until` for orders).
     fn get(
@@ -263,8 +275,7 @@ impl Deribit {
         let ts = self.clock.utc_ms(now);
         if let Some((id, key)) = &self.auth {
             if private {
-                self.nonce = self.nonce.wrapping_add(1);
-                let nonce = i64::try_from(self.nonce & 0x7fff_ffff_ffff_ffff).unwrap_or(0);
+                let nonce = next_nonce(&mut self.nonce);
                 w.open();
                 w.s("deri-hmac-sha256 id=");
                 w.s(id.as_str());
@@ -291,6 +302,12 @@ impl Deribit {
         }
         Ok(self.clock.now_ns_at(ts.saturating_add(VALID_FOR_MS)))
     }
+}
+
+/// Advances `counter` and returns it as a non-negative nonce.
+fn next_nonce(counter: &mut u64) -> i64 {
+    *counter = counter.wrapping_add(1);
+    i64::try_from(*counter & 0x7fff_ffff_ffff_ffff).unwrap_or(0)
 }
 
 /// `&name=value` (or without `&` if `first`).
@@ -611,6 +628,22 @@ pub enum CodScope {
 
 /// The shortest heartbeat interval `public/set_heartbeat` takes, s.
 pub const MIN_HEARTBEAT_S: u32 = 10;
+
+/// Deribit's cancel-on-disconnect as a switch ([`crate::switch`]): armed over
+/// the order connection itself (scope `connection`), it cancels the orders
+/// created over that connection when it closes; the connection's heartbeat
+/// (`public/set_heartbeat`, at its shortest, [`MIN_HEARTBEAT_S`]) is what lets
+/// the venue see a silent connection dead, so the timeout is that interval.
+/// No call to refresh; a graceful `private/logout` does not trigger it.
+pub const COD_SPEC: crate::switch::SwitchSpec = crate::switch::SwitchSpec {
+    min_timeout_ms: MIN_HEARTBEAT_S * 1_000,
+    max_timeout_ms: MIN_HEARTBEAT_S * 1_000,
+    default_timeout_ms: MIN_HEARTBEAT_S * 1_000,
+    refresh_div: 1,
+    fires_per_day: None,
+    scope: crate::switch::Scope::Connection,
+    arms: crate::switch::Arms::Lane,
+};
 
 /// A JSON-RPC text frame, written without allocating.
 pub type Frame = arrayvec::ArrayString<160>;

@@ -11,6 +11,7 @@
 //!   Kraken derivatives and Coinbase Exchange; [`waits`] holds the firewall block
 //!   the last four share, and
 //!   [`sign`] their request signatures;
+//! - [`deribit_ws`]: Deribit order entry over its WebSocket (the REST requests' twins);
 //! - [`endpoint`]: typed endpoints: a request prepared from typed arguments, with
 //!   the parts it charges, its signed target, headers and body, its deadline and
 //!   client order id, and the reconcile readers ([`Endpoints`](endpoint::Endpoints));
@@ -31,6 +32,7 @@ pub mod bybit_private;
 pub mod classify;
 pub mod coinbase_exchange;
 pub mod deribit;
+pub mod deribit_ws;
 pub mod endpoint;
 pub mod hyperliquid;
 pub mod hyperliquid_ws;

@@ -47,6 +47,9 @@ pub enum Scope {
     Symbol,
     /// Every open order of the account (OKX without `tag`, Kraken, Hyperliquid).
     Account,
+    /// The open orders created over the connection that enabled it (Deribit's
+    /// cancel-on-disconnect in its `connection` scope).
+    Connection,
 }
 
 /// A venue's switch as its documentation describes it.
@@ -80,6 +83,11 @@ pub enum Arms {
     /// closed (Bybit DCP: private WebSockets subscribed to `dcp`). A caller that
     /// holds no such connection has no switch, whatever the call answers.
     Connection,
+    /// The order connection itself, enabled over it once after its
+    /// authentication: no call to send, nothing to refresh but the connection's
+    /// heartbeat; it fires when that connection closes, for the orders sent over
+    /// it (Deribit's cancel-on-disconnect, [`crate::deribit::COD_SPEC`]).
+    Lane,
 }
 
 impl SwitchSpec {
