@@ -541,7 +541,7 @@ fn drive<E: Account>(
         leases: leases.map(gateway::lease::Leases::new),
         ..Mm::default()
     };
-    let mm = Protected::new(mm, machine, sym).with_link(link);
+    let mm = Protected::new(mm, machine, sym).with_link(link).with_lane();
     let d = gateway::run(&mut lp, gw, pool, mm, control).map_err(|e| e.to_string())?;
     let mut s = d.strategy.inner.s;
     // A clean end: cancel what rests, then disarm.

@@ -22,7 +22,7 @@ use super::driver::Driver;
 use super::endpoints::{Account, Boot};
 use super::machine::Gateway;
 use super::url::{resolve, UrlError};
-use super::ws_api::{WsApiStart, WsLane, CONNECTS_PER_5MIN};
+use super::ws_api::{WsApiStart, WsLane, WsLaneError, CONNECTS_PER_5MIN};
 use ergon_io::client::{ClientHandler, Error, PoolConfig, PoolId, RequestId, Sent};
 use ergon_io::event_loop::{Context, EventLoop, LoopConfig, LoopError};
 use ergon_io::http::Request;
@@ -507,9 +507,11 @@ impl<E: Account> Gateway<E> {
     }
 }
 
-/// The WebSocket API connection of `venue` at `at`, if the venue has one: its
-/// connects charge the IP gate, weight 2 on every weight limit and one on
-/// `connects`; its frames charge the IP gate (requests charge their own parts).
+/// The WebSocket order lane of `venue` at `at`, if the venue has one: its
+/// connects charge what the venue's session says (Binance: the IP gate and
+/// weight 2 on every weight limit; Deribit: a connection and a session) and one
+/// on `connects`; its frames charge the IP gate (requests charge their own
+/// parts).
 fn ws_lane<E: Account>(
     venue: &E,
     s: &Start,
@@ -521,11 +523,12 @@ fn ws_lane<E: Account>(
     let Some(api) = venue.ws_api(s.capacity) else {
         return Ok(None);
     };
-    let mut connect = venue.parts(Kind::Read(2)).map_err(|e| err(&e))?;
+    let parts_err = |e| err(&WsLaneError::Parts(e));
+    let mut connect = api.connect_parts().map_err(parts_err)?;
     connect
         .try_push(Part::new(connects, 1))
         .map_err(|_| err(&"WebSocket API connect: too many parts"))?;
-    let message = venue.parts(Kind::Connect).map_err(|e| err(&e))?;
+    let message = api.message_parts().map_err(parts_err)?;
     let seed = ergon_io::clock::now_ns() as u64 ^ u64::from(std::process::id()) << 32;
     let lane = WsLane::new(api, at, budget, &connect, &message, s.local_addr, seed);
     lane.map(Some).map_err(|e| err(&e))
@@ -575,7 +578,7 @@ impl<E: Account> super::driver::Strategy<E> for Probe {
             None => true,
             Some(l) => match l.state() {
                 super::ws_api::WsState::Unavailable => true,
-                super::ws_api::WsState::Open => l.streaming() || l.why().is_some(),
+                super::ws_api::WsState::Open => l.is_set_up() || l.why().is_some(),
                 _ => l.stats().drops > 0,
             },
         };
@@ -617,7 +620,8 @@ pub fn open_ws_api<E: Account>(
     let ran = lp.run(&mut d);
     let mut gw = d.gateway;
     let lane = gw.ws_api();
-    let open = lane.is_some_and(|l| l.state() == super::ws_api::WsState::Open);
+    // Open, and taking orders (a lane that authenticates first: set up).
+    let open = lane.is_some_and(|l| l.ready());
     let stream = lane.is_some_and(|l| l.streaming());
     let why = match (&ran, lane) {
         (Err(e), _) => Some(format!("the WebSocket API: {e}")),

@@ -147,10 +147,10 @@ pub trait Account: Endpoints + ClientIds + Sized {
         None
     }
 
-    /// The venue's WebSocket API session for order entry and the order stream
-    /// (Binance Spot), signing as the REST endpoints do, with room for `capacity`
+    /// The venue's WebSocket session for order entry (and the order stream,
+    /// Binance Spot), signing as the REST endpoints do, with room for `capacity`
     /// requests in flight; None where the gateway has none.
-    fn ws_api(&self, _capacity: usize) -> Option<ergon_venues::binance_spot_ws::Session> {
+    fn ws_api(&self, _capacity: usize) -> Option<Box<dyn crate::lane_api::LaneApi>> {
         None
     }
 

@@ -86,6 +86,7 @@ pub mod health;
 pub mod ids;
 pub mod labels;
 // The lease thread is not built under loom (ergon-lease builds only its hand-off).
+pub mod lane_api;
 #[cfg(not(ergon_loom))]
 pub mod lease;
 mod ledger;

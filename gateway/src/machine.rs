@@ -17,6 +17,7 @@ use super::endpoints::Account;
 use super::events::{Event, Expiry, ItemFate, Tag, OPEN_ORDERS};
 use super::ids::{IdError, IdIssuer};
 use super::labels::{label_channel, LabelError, LabelPublisher, LabelReader, Labels};
+use super::lane_api::LaneIn;
 use super::ledger::{Entry, Key, Ledger, Stage};
 use super::record::{self, Declarations, Kind as Rec, Record, Recorder, Writer, Written, NO_LABEL};
 use super::shapes::Shapes;
@@ -1725,6 +1726,27 @@ impl<E: Account> Gateway<E> {
         }
     }
 
+    /// Records what became of the charge of a request of the lane's own (a
+    /// setup request, a heartbeat answer).
+    fn trace_own(&mut self, c: SubCharge, now: i64) {
+        if c == SubCharge::None {
+            return;
+        }
+        let Some(lane) = self.ws.as_ref() else { return };
+        let tid = self.trace.charge(
+            now,
+            lane.sub_parts(),
+            Class::Urgent,
+            Label::NONE,
+            c != SubCharge::Refused,
+        );
+        match c {
+            SubCharge::Sent => self.trace.ws_sub = tid,
+            SubCharge::Refunded => self.trace.refund(now, tid),
+            _ => {}
+        }
+    }
+
     /// One item the connection reported: an answer (the adapter's verdict, then the
     /// settle rule), a request's fate at a drop (refunded by the session if never
     /// written; Unknown → reconciled), an execution, the open or the drop.
@@ -1742,20 +1764,7 @@ impl<E: Account> Gateway<E> {
                 let tid = core::mem::take(&mut self.trace.ws_connect);
                 self.trace.done(now, tid);
                 let sub = lane.on_open(w.budget(), now);
-                if sub != SubCharge::None {
-                    let tid = self.trace.charge(
-                        now,
-                        lane.sub_parts(),
-                        Class::Urgent,
-                        Label::NONE,
-                        sub != SubCharge::Refused,
-                    );
-                    match sub {
-                        SubCharge::Sent => self.trace.ws_sub = tid,
-                        SubCharge::Refunded => self.trace.refund(now, tid),
-                        _ => {}
-                    }
-                }
+                self.trace_own(sub, now);
                 None
             }
             Item::Closed(cause) => {
@@ -1795,40 +1804,55 @@ impl<E: Account> Gateway<E> {
             Item::Text(a, b) => {
                 let frame = bytes.get(a..b)?;
                 let incoming = lane.api.on_frame(frame, w.budget(), now);
-                let answer = match incoming {
-                    Ok(ergon_venues::binance_spot_ws::Incoming::Answer(a)) => a,
-                    Ok(ergon_venues::binance_spot_ws::Incoming::Execution(x)) => {
+                let (id, status, verdict) = match incoming {
+                    Ok(LaneIn::Answer {
+                        id,
+                        status,
+                        verdict,
+                    }) => (id, status, verdict),
+                    Ok(LaneIn::Execution(x)) => {
                         lane.stats.executions += 1;
                         self.seen(x.client_order_id.as_str().as_bytes(), x.state, now);
                         return Some(WsIn::Execution(x));
                     }
-                    Ok(_) => return None,
+                    Ok(LaneIn::TestRequest) => {
+                        let c = lane.on_test_request(w.budget(), now);
+                        self.trace_own(c, now);
+                        return None;
+                    }
+                    Ok(LaneIn::Other) => return None,
                     Err(_) => {
                         lane.stats.bad_frames += 1;
                         return None;
                     }
                 };
                 lane.stats.answers += 1;
-                lane.resolve(answer.id, w.budget(), now);
-                let verdict = match answer.verdict {
+                lane.resolve(id, w.budget(), now);
+                let verdict = match verdict {
                     Ok(v) => v,
                     Err(adapt::Error::BadHeader { verdict, .. }) => verdict,
                     Err(_) => Verdict::Unknown,
                 };
-                if lane.sub_req == Some(answer.id) {
-                    lane.on_subscribed(verdict, frame);
-                    self.trace.observed(now, w.budget());
-                    self.trace.verdict(now, &verdict);
+                if lane.test_req == Some(id) {
+                    lane.test_req = None;
                     let tid = core::mem::take(&mut self.trace.ws_sub);
                     self.trace.done(now, tid);
                     return None;
                 }
-                let key = self.ledger.unbind(RequestId(WS_BIT | answer.id))?;
+                if lane.sub_req == Some(id) {
+                    self.trace.observed(now, w.budget());
+                    self.trace.verdict(now, &verdict);
+                    let tid = core::mem::take(&mut self.trace.ws_sub);
+                    self.trace.done(now, tid);
+                    let c = lane.on_setup_answer(verdict, frame, w.budget(), now);
+                    self.trace_own(c, now);
+                    return None;
+                }
+                let key = self.ledger.unbind(RequestId(WS_BIT | id))?;
                 self.trace.observed(now, w.budget());
                 self.trace.verdict(now, &verdict);
                 self.trace.done(now, self.trace.slot(key));
-                let (status, body) = ergon_venues::binance_spot_ws::as_response(frame)
-                    .unwrap_or((answer.status, &[]));
+                let (status, body) = lane.api.as_response(frame).unwrap_or((status, &[]));
                 let r = Response {
                     status,
                     headers: &[],

@@ -17,10 +17,11 @@ use ergon_io::core::Class;
 use ergon_venues::binance_futures::BinanceFutures;
 use ergon_venues::binance_spot::BinanceSpot;
 use ergon_venues::bybit::Bybit;
+use ergon_venues::deribit::Deribit;
 use ergon_venues::okx::Okx;
 
 const USAGE: &str = "usage:
-  ergon-gateway --venue binance-spot|binance-futures|bybit|okx --base URL --api-key K --name NAME
+  ergon-gateway --venue binance-spot|binance-futures|bybit|okx|deribit --base URL --api-key K --name NAME
                 (--api-secret-file PATH | --api-secret-stdin | env ERGON_API_SECRET
                  | --api-secret S, deprecated: visible to every user in ps)
                 [--passphrase-file PATH | env ERGON_PASSPHRASE
@@ -161,9 +162,13 @@ struct Args {
 }
 
 impl Args {
-    /// Whether orders go over the WebSocket API (with its order stream).
+    /// Whether orders go over the WebSocket API (with its order stream); on
+    /// Deribit by default (its cancel-on-disconnect covers only the orders of
+    /// that connection).
     fn ws(&self) -> bool {
-        self.order_entry_ws.unwrap_or(self.ws_api.is_some())
+        let deribit = self.venue.as_deref() == Some("deribit");
+        self.order_entry_ws
+            .unwrap_or(self.ws_api.is_some() || deribit)
     }
 }
 
@@ -289,7 +294,7 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
         }
     }
     match a.venue.as_deref() {
-        Some("binance-spot" | "binance-futures" | "bybit") => {}
+        Some("binance-spot" | "binance-futures" | "bybit" | "deribit") => {}
         Some("okx") if a.passphrase.is_some() || std::env::var_os(PASSPHRASE_ENV).is_some() => {}
         Some("okx") => {
             return Err(format!(
@@ -298,7 +303,7 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
         }
         Some(v) => {
             return Err(format!(
-                "--venue {v:?}: binance-spot, binance-futures, bybit or okx"
+                "--venue {v:?}: binance-spot, binance-futures, bybit, okx or deribit"
             ))
         }
         None => {}
@@ -306,8 +311,10 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
     if a.ws_api.is_some() && a.order_entry_ws == Some(false) {
         return Err("--ws-api goes with --order-entry ws".into());
     }
-    if a.ws() && a.venue.as_deref() != Some("binance-spot") {
-        return Err("--order-entry ws: only binance-spot has a WebSocket API here".into());
+    if a.ws() && !matches!(a.venue.as_deref(), Some("binance-spot" | "deribit")) {
+        return Err(
+            "--order-entry ws: only binance-spot and deribit have a WebSocket API here".into(),
+        );
     }
     if a.private_ws.is_some() && a.venue.as_deref() != Some("bybit") {
         return Err("--private-ws: only bybit's DCP uses a private stream".into());
@@ -338,7 +345,8 @@ fn serve<E: Account>(
         // polling without a stream.
         let probe;
         (gw, probe) = gateway::open_ws_api(&mut lp, gw, pool, WS_OPEN_NS);
-        for w in probe.warnings(a.stream) {
+        let stream = a.stream && a.venue.as_deref() == Some("binance-spot");
+        for w in probe.warnings(stream) {
             eprintln!("{w}");
         }
     }
@@ -355,9 +363,8 @@ fn serve<E: Account>(
         .unzip();
     let leases = leases.unwrap_or_default();
     // The dead man's switch: armed before the strategies can attach.
-    let machine =
-        Protection::for_account(a.protection, gw.venue(), a.protection_timeout_ms, lp.now())
-            .map_err(|e| e.to_string())?;
+    let machine = Protection::for_gateway(a.protection, &gw, a.protection_timeout_ms, lp.now())
+        .map_err(|e| e.to_string())?;
     let status = protection_path(a.runtime_dir.as_deref(), &name)?;
     let sym = gw.symbol().as_str().to_string();
     let symbol = ergon_venues::endpoint::Symbol::new(&sym).map_err(|e| format!("{e:?}"))?;
@@ -384,6 +391,7 @@ fn serve<E: Account>(
         State::Arming => {
             let first = Protected::new(Startup::new(lp.now() + START_ARM_NS), machine, symbol)
                 .with_link(link)
+                .with_lane()
                 .stop_when_answered();
             let d = gateway::run(&mut lp, gw, pool, first, Arc::new(Control::default()))
                 .map_err(|e| e.to_string())?;
@@ -443,6 +451,7 @@ fn serve<E: Account>(
     published.set(machine.published());
     let served = Protected::new(hub, machine, symbol)
         .with_link(link)
+        .with_lane()
         .on_change(move |m, now| {
             write_status(&st, m, now);
             published.set(m.published());
@@ -455,6 +464,7 @@ fn serve<E: Account>(
         let st = status.clone();
         let last = Protected::new(Shutdown::new(lp.now() + STOP_NS), machine, symbol)
             .with_link(link)
+            .with_lane()
             .disarm_when(Shutdown::ready_to_disarm)
             .on_change(move |m, now| write_status(&st, m, now));
         let d = gateway::run(&mut lp, gw, pool, last, Arc::new(Control::default()))
@@ -767,14 +777,19 @@ fn run(a: &Args) -> Result<(), String> {
         .max();
     start.loop_cfg.cpu = a.cpu;
     start.loop_cfg.busy_poll = a.busy;
+    let venue = a.venue.as_deref().unwrap_or_default();
     if a.ws() {
-        let ws = WsApiStart::of(&start, a.ws_api.as_deref(), a.stream);
+        // Deribit's JSON-RPC over WebSocket has no order stream here.
+        let ws = match venue {
+            "deribit" => WsApiStart::of_path(&start, a.ws_api.as_deref(), "/ws/api/v2", false),
+            _ => WsApiStart::of(&start, a.ws_api.as_deref(), a.stream),
+        };
         start.ws_api = Some(ws.map_err(|e| e.to_string())?);
     }
-    let venue = a.venue.as_deref().unwrap_or_default();
     let symbol = a.symbol.clone().unwrap_or_else(|| {
         match venue {
             "okx" => "BTC-USDT-SWAP",
+            "deribit" => "BTC-PERPETUAL",
             _ => "BTCUSDT",
         }
         .to_string()
@@ -795,6 +810,7 @@ fn run(a: &Args) -> Result<(), String> {
     };
     match venue {
         "bybit" => serve::<Bybit>(a, &start, &keys, &symbol, halts, charges),
+        "deribit" => serve::<Deribit>(a, &start, &keys, &symbol, halts, charges),
         "okx" => serve::<Okx>(a, &start, &keys, &symbol, halts, charges),
         "binance-futures" => serve::<BinanceFutures>(a, &start, &keys, &symbol, halts, charges),
         _ => serve::<BinanceSpot>(a, &start, &keys, &symbol, halts, charges),

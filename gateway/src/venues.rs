@@ -11,6 +11,7 @@ use ergon_venues::okx::{self, Okx};
 
 use super::endpoints::{Account, DeclareError, Keys};
 use super::endpoints::{Boot, NOT_FOUND_MARGIN_NS};
+use super::lane_api::DeribitLane;
 use ergon_venues::adapt::Request as Kind;
 use ergon_venues::endpoint::Prepared;
 
@@ -107,8 +108,9 @@ impl Account for BinanceSpot {
     }
 
     /// Over `/ws-api/v3`, with the REST adapter's limits, clock and key.
-    fn ws_api(&self, capacity: usize) -> Option<ergon_venues::binance_spot_ws::Session> {
-        ergon_venues::binance_spot_ws::Session::over(self.clone(), capacity).ok()
+    fn ws_api(&self, capacity: usize) -> Option<Box<dyn crate::lane_api::LaneApi>> {
+        let s = ergon_venues::binance_spot_ws::Session::over(self.clone(), capacity).ok()?;
+        Some(Box::new(s))
     }
 }
 
@@ -460,12 +462,18 @@ impl Account for Deribit {
         each_string(body, "result", "label", f);
     }
 
-    /// Deribit's `private/enable_cancel_on_disconnect` is WebSocket-only and, in
-    /// its default scope, covers the orders of that connection; this gateway
-    /// sends its orders over HTTP (see [`ergon_venues::deribit`]'s switch
-    /// frames).
-    fn switch_unavailable(&self) -> Option<crate::protection::Unavailable> {
-        Some(crate::protection::Unavailable::OtherConnection)
+    /// Order entry over Deribit's JSON-RPC WebSocket ([`DeribitLane`]), where
+    /// cancel-on-disconnect covers the orders.
+    fn ws_api(&self, capacity: usize) -> Option<Box<dyn crate::lane_api::LaneApi>> {
+        let lane = DeribitLane::over(self.clone(), capacity).ok()?;
+        Some(Box::new(lane))
+    }
+
+    /// Cancel-on-disconnect, armed over the order lane itself
+    /// ([`deribit::COD_SPEC`]): without the lane (`--order-entry rest`) it covers
+    /// nothing, and the protection says so.
+    fn switch_spec(&self) -> Option<ergon_venues::switch::SwitchSpec> {
+        Some(deribit::COD_SPEC)
     }
 }
 

@@ -1,24 +1,30 @@
-//! Order entry and the order stream over Binance Spot's WebSocket API, inside the
-//! gateway: one connection (`/ws-api/v3`) on the same event loop, budget and
-//! egress lane as the gateway's HTTP pool, whose requests live in the same ledger.
+//! Order entry over the venue's WebSocket, inside the gateway: one connection on
+//! the same event loop, budget and egress lane as the gateway's HTTP pool, whose
+//! requests live in the same ledger. Two venues have one
+//! ([`crate::lane_api`]): Binance Spot's WebSocket API (`/ws-api/v3`, with the
+//! order stream) and Deribit's JSON-RPC over WebSocket (`/ws/api/v2`, where
+//! cancel-on-disconnect covers the orders sent over it).
 //!
 //! A request the venue's REST adapter prepared goes over this connection as its
-//! WebSocket API twin ([`binance_spot_ws::Session::prepare_rest`]: the same
-//! parameters and deadline, the same parts) when the connection is open, else over
+//! WebSocket twin ([`LaneApi::prepare_rest`]: the same parameters and deadline,
+//! the same parts) when the connection is ready ([`WsLane::ready`]), else over
 //! HTTP; the ledger binds it to `WS_BIT | id`, so one settle rule covers both:
 //! never written → refunded (the WebSocket session hands it back or refunds it at
 //! the drop); written → completed; the answer read by the adapter by the REST rules
 //! (holds, halts, `rateLimits` raising the buckets); a drop after the frame left →
-//! Unknown → reconciled by client order id (`order.status`, here or over HTTP),
-//! never re-sent.
+//! Unknown → reconciled by client order id (here or over HTTP), never re-sent.
 //!
-//! On every open it subscribes the connection to the user data stream
-//! (`userDataStream.subscribe.signature`, weight 2); each `executionReport` reaches
-//! the strategy as [`Strategy::on_order_update`](super::Strategy::on_order_update).
-//! A drop re-connects (charged) after a backoff and re-subscribes; the orders whose
-//! answers were lost are reconciled.
+//! On every open the connection is set up ([`LaneApi::setup`]): Binance
+//! subscribes it to the user data stream (`userDataStream.subscribe.signature`,
+//! weight 2; each `executionReport` reaches the strategy as
+//! [`Strategy::on_order_update`](super::Strategy::on_order_update)), and orders
+//! go at once; Deribit authenticates it (`public/auth`), enables
+//! cancel-on-disconnect for it and sets its heartbeat, and orders go only then
+//! (each heartbeat `test_request` is answered). A drop re-connects (charged)
+//! after a backoff and sets it up again; the orders whose answers were lost are
+//! reconciled.
 //!
-//! Charges (Binance Spot WebSocket API "Rate limits",
+//! Binance's charges (Binance Spot WebSocket API "Rate limits",
 //! <https://developers.binance.com/docs/binance-spot-api-docs/websocket-api/rate-limits>,
 //! and `web-socket-api.md` of <https://github.com/binance/binance-spot-api-docs>):
 //! a connect weighs 2 on every REQUEST_WEIGHT limit ("Connecting to WebSocket API
@@ -27,7 +33,9 @@
 //! connection is per IP address."), always with the IP gate, so a halt stops every
 //! connect; each request frame charges its REST twin's parts (the docs give the
 //! WebSocket API no per-connection message limit of its own, unlike the 5 a second
-//! of the market streams); pongs charge the IP gate.
+//! of the market streams); pongs charge the IP gate. Deribit's: a connect counts
+//! a connection and a session of the key (the local 300 per 5 minutes too), and
+//! each request its REST twin's credits.
 //!
 //! Every request written keeps its deadline here, as over HTTP: an answer missing
 //! at a deadline, or a connection silent for [`WsApiStart::silent_ns`] (the lane
@@ -46,10 +54,10 @@ use std::net::SocketAddr;
 use arrayvec::ArrayVec;
 
 use ergon_core::{Budget, Class, Flight, Part, Ticket, Verdict};
-use ergon_venues::adapt::{Request as Kind, Venue};
-use ergon_venues::binance_spot_ws::{self, Call, Session as Api};
 use ergon_venues::endpoint::Prepared;
 use ergon_venues::response::Header;
+
+use crate::lane_api::{Framed, LaneApi};
 
 use super::url::{resolve, UrlError};
 use ergon_io::event_loop::{Readiness, Registry};
@@ -114,7 +122,7 @@ pub struct WsApiStats {
     pub to_http: u64,
     /// Answers read.
     pub answers: u64,
-    /// Subscriptions to the user data stream the venue confirmed.
+    /// Setups the venue confirmed (Binance: the user data stream subscribed).
     pub subscribed: u64,
     /// `executionReport` events delivered.
     pub executions: u64,
@@ -182,12 +190,22 @@ impl WsApiStart {
     /// The WebSocket API at `url`, or by default on the gateway's own venue
     /// (`ws://HOST:PORT/ws-api/v3` of `start`'s host and address).
     pub fn of(start: &super::Start, url: Option<&str>, stream: bool) -> Result<Self, UrlError> {
+        WsApiStart::of_path(start, url, "/ws-api/v3", stream)
+    }
+
+    /// The same, with the venue's own default `path` (Deribit: `/ws/api/v2`).
+    pub fn of_path(
+        start: &super::Start,
+        url: Option<&str>,
+        path: &str,
+        stream: bool,
+    ) -> Result<Self, UrlError> {
         match url {
             Some(u) => WsApiStart::from_url(u, stream),
             None => Ok(WsApiStart {
                 addr: start.addr,
                 host: start.host.clone(),
-                path: "/ws-api/v3".into(),
+                path: path.into(),
                 stream,
                 silent_ns: SILENT_NS,
             }),
@@ -204,7 +222,7 @@ pub enum WsLaneError {
     Session(ws::SetupError),
     /// The connection could not take the egress lane's address; its culprit.
     Lane(ConnectError),
-    /// The venue's adapter has no parts for the stream's subscribe request.
+    /// The venue's session has no parts for the connect or its frames.
     /// [`Culprit::Caller`].
     Parts(ergon_venues::adapt::Error),
     /// More connect parts than one request holds. [`Culprit::Caller`].
@@ -270,7 +288,7 @@ pub struct WsReport {
 pub struct WsLane {
     client: WsClient,
     id: WsId,
-    pub(crate) api: Api,
+    pub(crate) api: Box<dyn LaneApi>,
     host: String,
     path: String,
     state: WsState,
@@ -279,15 +297,20 @@ pub struct WsLane {
     retry_at: i64,
     backoff_ns: i64,
     stream: bool,
-    /// The subscribe request on the wire.
+    /// The setup request on the wire ([`LaneApi::setup`]).
     pub(crate) sub_req: Option<u64>,
-    /// The venue's subscription id on this connection.
-    pub(crate) subscription: Option<u64>,
+    /// The setup step it is.
+    setup_step: u8,
+    /// The setup of the open connection is done.
+    set_up: bool,
+    /// A heartbeat answer on the wire ([`LaneApi::test_reply`]).
+    pub(crate) test_req: Option<u64>,
     /// Why the stream or the connection is not available, once.
     pub(crate) why: Option<String>,
     frame: Vec<u8>,
     report: Option<WsReport>,
     pub(crate) stats: WsApiStats,
+    /// What the setup or heartbeat request charged last.
     sub_parts: ergon_venues::adapt::Parts,
     connect_parts: ergon_venues::adapt::Parts,
     /// The session's refunded frames when the last connect was charged: more at
@@ -303,10 +326,11 @@ pub struct WsLane {
     silent_ns: i64,
 }
 
-/// What [`WsLane::on_open`] did with the subscribe request's charge (for the record).
+/// What the lane did with a request of its own's charge (a setup request, a
+/// heartbeat answer), for the record.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum SubCharge {
-    /// Not asked (no stream wanted, or the request could not be prepared).
+    /// Not asked (none due, or the request could not be prepared).
     None,
     /// Asked and refused by the budget.
     Refused,
@@ -321,7 +345,7 @@ impl WsLane {
     /// whose frames charge `message_parts` on `budget`; `local_addr` is the
     /// gateway's egress lane. Everything it needs is allocated here.
     pub fn new(
-        api: Api,
+        api: Box<dyn LaneApi>,
         at: &WsApiStart,
         budget: &Budget,
         connect_parts: &[Part],
@@ -342,10 +366,6 @@ impl WsLane {
         client
             .set_local_addr(id, local_addr)
             .map_err(WsLaneError::Lane)?;
-        let sub_parts = api
-            .adapter()
-            .parts(Call::Subscribe.kind())
-            .map_err(WsLaneError::Parts)?;
         let mut connect = ergon_venues::adapt::Parts::new();
         connect
             .try_extend_from_slice(connect_parts)
@@ -363,7 +383,9 @@ impl WsLane {
             backoff_ns: FIRST_BACKOFF_NS,
             stream: at.stream,
             sub_req: None,
-            subscription: None,
+            setup_step: 0,
+            set_up: false,
+            test_req: None,
             why: None,
             frame: Vec::with_capacity(2048),
             report: Some(WsReport {
@@ -371,7 +393,7 @@ impl WsLane {
                 items: Vec::with_capacity(512),
             }),
             stats: WsApiStats::default(),
-            sub_parts,
+            sub_parts: ergon_venues::adapt::Parts::new(),
             connect_parts: connect,
             refunded_at_connect: 0,
             deadlines: ArrayVec::new(),
@@ -393,7 +415,30 @@ impl WsLane {
 
     /// Whether the user data stream is subscribed on the open connection.
     pub fn streaming(&self) -> bool {
-        self.subscription.is_some()
+        self.stream && self.set_up
+    }
+
+    /// Whether the setup of the open connection is done ([`LaneApi::setup`]).
+    pub fn is_set_up(&self) -> bool {
+        self.state == WsState::Open && self.set_up
+    }
+
+    /// Whether orders go over the open connection (its setup done, or not
+    /// needed first).
+    pub fn ready(&self) -> bool {
+        self.state == WsState::Open && (self.set_up || self.api.orders_before_setup())
+    }
+
+    /// Whether the venue refused the connection's setup (an order lane that
+    /// authenticates first then carries nothing).
+    pub fn refused(&self) -> bool {
+        self.why.is_some() && !self.set_up && !self.api.orders_before_setup()
+    }
+
+    /// When the venue was last heard on the open connection, once its setup is
+    /// done.
+    pub fn set_up_heard(&self) -> Option<i64> {
+        (self.state == WsState::Open && self.set_up).then_some(self.heard_at)
     }
 
     /// Why the WebSocket API (or its stream) is not available, if it is not.
@@ -442,7 +487,7 @@ impl WsLane {
         budget: &mut Budget,
         now: i64,
     ) -> Result<u64, Unsent> {
-        if self.state != WsState::Open {
+        if !self.ready() {
             return Err(Unsent::Elsewhere(ticket));
         }
         if self.session_state() != Some(ws::State::Open) {
@@ -454,31 +499,36 @@ impl WsLane {
             self.stats.busy += 1;
             return Err(Unsent::Busy(ticket));
         }
-        let Ok(p) = self.api.prepare_rest(req, &mut self.frame) else {
-            return Err(Unsent::Elsewhere(ticket));
+        let id = match self.api.prepare_rest(req, &mut self.frame) {
+            Ok(id) => id,
+            Err(f) if f.busy => {
+                self.stats.busy += 1;
+                return Err(Unsent::Busy(ticket));
+            }
+            Err(_) => return Err(Unsent::Elsewhere(ticket)),
         };
         let text = core::str::from_utf8(&self.frame).unwrap_or("");
         // The lane's id is its own client's: never None, refused like a full queue.
         let sent = match self.client.session_mut(self.id) {
-            Some(session) => session.send_request_charged(p.id, text, ticket),
+            Some(session) => session.send_request_charged(id, text, ticket),
             None => Err((ws::SendError::NotOpen, ticket)),
         };
         match sent {
             Ok(()) => {
-                self.api.sent(p.id);
+                self.api.sent(id);
                 // Room checked above: the session holds no more than MAX_PENDING.
-                let _ = self.deadlines.try_push((p.id, req.deadline_ns()));
+                let _ = self.deadlines.try_push((id, req.deadline_ns()));
                 self.client.flush(self.id, budget, now);
                 self.stats.requests += 1;
-                Ok(p.id)
+                Ok(id)
             }
             Err((ws::SendError::Full | ws::SendError::TooManyPending, t)) => {
-                self.api.unsent(p.id);
+                self.api.unsent(id);
                 self.stats.busy += 1;
                 Err(Unsent::Busy(t))
             }
             Err((_, t)) => {
-                self.api.unsent(p.id);
+                self.api.unsent(id);
                 self.stats.to_http += 1;
                 Err(Unsent::Elsewhere(t))
             }
@@ -498,7 +548,7 @@ impl WsLane {
         &self.connect_parts
     }
 
-    /// What the subscribe request charges.
+    /// What the last setup or heartbeat request charged.
     pub(crate) fn sub_parts(&self) -> &[Part] {
         &self.sub_parts
     }
@@ -624,8 +674,9 @@ impl WsLane {
         self.report = Some(report);
     }
 
-    /// The connection opened: subscribe to the user data stream, if asked. What
-    /// became of the subscribe request's charge.
+    /// The connection opened: its setup begins ([`LaneApi::setup`]: Binance
+    /// subscribes to the user data stream, if asked). What became of the first
+    /// setup request's charge.
     pub(crate) fn on_open(&mut self, budget: &mut Budget, now: i64) -> SubCharge {
         self.state = WsState::Open;
         self.heard_at = now;
@@ -633,63 +684,93 @@ impl WsLane {
         self.ever_open = true;
         self.backoff_ns = FIRST_BACKOFF_NS;
         self.stats.opens += 1;
-        if !self.stream {
-            return SubCharge::None;
-        }
-        let Ok(p) = self.api.prepare(&Call::Subscribe, &mut self.frame, now) else {
-            return SubCharge::None;
-        };
-        let Ok(ticket) = budget.try_charge(&self.sub_parts, Class::Urgent, now) else {
-            // No room now: the stream waits for the next open; polls cover it.
-            self.api.unsent(p.id);
-            return SubCharge::Refused;
-        };
-        let text = core::str::from_utf8(&self.frame).unwrap_or("");
-        let sent = match self.client.session_mut(self.id) {
-            Some(session) => session.send_request_charged(p.id, text, ticket),
-            None => Err((ws::SendError::NotOpen, ticket)),
-        };
-        match sent {
-            Ok(()) => {
-                self.api.sent(p.id);
-                let _ = self.deadlines.try_push((p.id, p.deadline_ns));
-                self.client.flush(self.id, budget, now);
-                self.sub_req = Some(p.id);
-                SubCharge::Sent
+        self.setup_step = 0;
+        self.set_up = false;
+        self.next_setup(budget, now)
+    }
+
+    /// Sends the setup request due, or marks the setup done if none is.
+    fn next_setup(&mut self, budget: &mut Budget, now: i64) -> SubCharge {
+        match self
+            .api
+            .setup(self.setup_step, self.stream, &mut self.frame, now)
+        {
+            Some(f) => {
+                let (charge, id) = self.send_own(f, budget, now);
+                self.sub_req = id;
+                charge
             }
-            Err((_, t)) => {
-                self.api.unsent(p.id);
-                // Never written: its own ticket.
-                let _ = budget.refund(t, now);
-                SubCharge::Refunded
+            None => {
+                self.set_up = true;
+                if self.setup_step > 0 {
+                    self.stats.subscribed += 1;
+                }
+                SubCharge::None
             }
         }
     }
 
-    /// The answer to the subscribe request: the subscription, or why not.
-    pub(crate) fn on_subscribed(&mut self, verdict: Verdict, frame: &[u8]) {
-        self.sub_req = None;
-        let id = binance_spot_ws::as_response(frame)
-            .filter(|_| verdict == Verdict::Done)
-            .and_then(|(_, body)| {
-                ergon_venues::json::parse(body)
-                    .ok()?
-                    .get("subscriptionId")
-                    .ok()??
-                    .as_u64()
-                    .ok()
-            });
-        match id {
-            Some(id) => {
-                self.subscription = Some(id);
-                self.stats.subscribed += 1;
+    /// Charges and sends a request of the lane's own written into the frame
+    /// buffer: what became of its charge, and its id if it left.
+    fn send_own(&mut self, f: Framed, budget: &mut Budget, now: i64) -> (SubCharge, Option<u64>) {
+        self.sub_parts = f.parts;
+        let Ok(ticket) = budget.try_charge(&self.sub_parts, Class::Urgent, now) else {
+            // No room now: asked again at the next open; polls cover the stream.
+            self.api.unsent(f.id);
+            return (SubCharge::Refused, None);
+        };
+        let text = core::str::from_utf8(&self.frame).unwrap_or("");
+        let sent = match self.client.session_mut(self.id) {
+            Some(session) => session.send_request_charged(f.id, text, ticket),
+            None => Err((ws::SendError::NotOpen, ticket)),
+        };
+        match sent {
+            Ok(()) => {
+                self.api.sent(f.id);
+                let _ = self.deadlines.try_push((f.id, f.deadline_ns));
+                self.client.flush(self.id, budget, now);
+                (SubCharge::Sent, Some(f.id))
             }
-            None if self.why.is_none() => {
-                let text = String::from_utf8_lossy(&frame[..frame.len().min(200)]);
-                self.why = Some(format!("userDataStream.subscribe.signature: {text}"));
+            Err((_, t)) => {
+                self.api.unsent(f.id);
+                // Never written: its own ticket.
+                let _ = budget.refund(t, now);
+                (SubCharge::Refunded, None)
             }
-            None => {}
         }
+    }
+
+    /// The answer to the setup request: the next one (what became of its
+    /// charge), or why the setup stopped.
+    pub(crate) fn on_setup_answer(
+        &mut self,
+        verdict: Verdict,
+        frame: &[u8],
+        budget: &mut Budget,
+        now: i64,
+    ) -> SubCharge {
+        self.sub_req = None;
+        match self.api.setup_answer(self.setup_step, verdict, frame) {
+            Ok(()) => {
+                self.setup_step = self.setup_step.saturating_add(1);
+                self.next_setup(budget, now)
+            }
+            Err(why) => {
+                self.why.get_or_insert(why);
+                SubCharge::None
+            }
+        }
+    }
+
+    /// The venue asked for a sign of life: its answer (what became of its
+    /// charge).
+    pub(crate) fn on_test_request(&mut self, budget: &mut Budget, now: i64) -> SubCharge {
+        let Some(f) = self.api.test_reply(&mut self.frame, now) else {
+            return SubCharge::None;
+        };
+        let (charge, id) = self.send_own(f, budget, now);
+        self.test_req = id.or(self.test_req);
+        charge
     }
 
     /// The connection ended: every request it held was reported (Outcome items);
@@ -697,12 +778,13 @@ impl WsLane {
     /// like any HTTP answer (a 418 halts); it connects again after a backoff, or
     /// never if the venue does not serve the WebSocket API.
     pub(crate) fn on_closed(&mut self, cause: Cause, budget: &mut Budget, now: i64) {
-        for _ in self.api.on_disconnect() {}
+        self.api.on_disconnect();
         // Every request it held was reported (Outcome items before this one).
         self.deadlines.clear();
         self.ping_at = i64::MAX;
         self.sub_req = None;
-        self.subscription = None;
+        self.test_req = None;
+        self.set_up = false;
         self.stats.drops += 1;
         if let Cause::Handshake(HandshakeError::Status(status)) = cause {
             let mut headers = [Header {
@@ -711,10 +793,7 @@ impl WsLane {
             }; 16];
             let session = self.client.session(self.id);
             if let Some(r) = session.and_then(|s| s.rejection(&mut headers)) {
-                let _ = self
-                    .api
-                    .adapter_mut()
-                    .on_response(Kind::Connect, &r, budget, now);
+                self.api.on_refused_upgrade(&r, budget, now);
             }
             if !self.ever_open && !matches!(status, 418 | 429) {
                 self.state = WsState::Unavailable;

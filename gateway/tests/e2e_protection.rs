@@ -110,7 +110,7 @@ fn command(s: &Server, venue: &str, name: &str, protection: &str) -> Command {
         .args(["--protection", protection])
         .arg("--journal")
         .arg(journal(name));
-    for v in [OKX, BINANCE_FUTURES, BYBIT] {
+    for v in [OKX, BINANCE_FUTURES, BYBIT, DERIBIT] {
         if venue == v.name {
             cmd.args(["--protection-timeout", &v.timeout_s.to_string()]);
         }
@@ -334,6 +334,93 @@ fn a_banned_bybit_gateway_lets_its_dcp_connection_go_and_the_venue_cancels() {
     }
     drop(c);
     drop(gw);
+    let _ = std::fs::remove_file(journal(&name));
+}
+
+const DERIBIT: Venue = Venue {
+    name: "deribit",
+    config: Config::deribit,
+    symbol: "BTC-PERPETUAL",
+    timeout_s: 10,
+    by_connection: true,
+};
+
+/// Deribit's cancel-on-disconnect, armed over the gateway's own order lane
+/// (JSON-RPC over WebSocket): every quote goes over it; the gateway killed, the
+/// venue cancels them when it sees the connection close, at once (no countdown);
+/// a gateway restarted on the journal finds none of them open.
+#[test]
+fn a_killed_deribit_gateway_has_its_quotes_cancelled_when_its_lane_closes() {
+    let v = DERIBIT;
+    let s = Server::start((v.config)()).expect("emulator");
+    let name = unique("dms-kill-deribit");
+    let mut gw = gateway(&s, v, &name);
+    let stats = Command::new(env!("CARGO_BIN_EXE_ergon-gateway"))
+        .args(["--stats", "--name", &name, "--once"])
+        .output()
+        .expect("stats");
+    let text = String::from_utf8_lossy(&stats.stdout);
+    assert!(text.contains("protection armed timeout_ms=10000"), "{text}");
+    let c = quote(&name, v.symbol, 3);
+    assert_eq!(open(&s), 3);
+    let r = s.report().deribit_ws;
+    assert!(r.auths >= 1 && r.requests >= 3, "{r:?}");
+    drop(c);
+    gw.child.kill().expect("kill");
+    gw.child.wait().expect("wait");
+    let took = none_open_by(&s, Instant::now(), Duration::from_secs(5));
+    assert!(took.is_some(), "{:?}", s.orders());
+    assert_eq!(s.report().deribit_ws.cod_cancels, 3);
+    assert!(s.switches().is_empty(), "no countdown: {:?}", s.switches());
+    let gw = gateway(&s, v, &name);
+    let mut c = attach(&name);
+    let listed = own_open(&mut c, v.symbol, 91);
+    assert!(listed.is_empty(), "{listed:?}");
+    drop(c);
+    drop(gw);
+    let _ = std::fs::remove_file(journal(&name));
+}
+
+/// A clean SIGTERM of a Deribit gateway: every quote cancelled by the gateway
+/// first, so the lane's close finds nothing for cancel-on-disconnect.
+#[test]
+fn a_clean_sigterm_of_a_deribit_gateway_cancels_every_quote_first() {
+    let v = DERIBIT;
+    let s = Server::start((v.config)()).expect("emulator");
+    let name = unique("dms-term-deribit");
+    let mut gw = gateway(&s, v, &name);
+    let c = quote(&name, v.symbol, 2);
+    drop(c);
+    assert_eq!(open(&s), 2);
+    let pid = gw.child.id().to_string();
+    assert!(Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("kill")
+        .success());
+    let status = gw.child.wait().expect("wait");
+    assert!(status.success(), "{status:?}");
+    assert_eq!(open(&s), 0, "{:?}", s.orders());
+    assert_eq!(s.report().deribit_ws.cod_cancels, 0);
+    let _ = std::fs::remove_file(journal(&name));
+}
+
+/// Deribit with its orders over REST (`--order-entry rest`): cancel-on-
+/// disconnect would cover none of them, so `required` refuses and `auto` warns.
+#[test]
+fn deribit_over_rest_has_no_switch_for_its_orders() {
+    let s = Server::start(Config::deribit()).expect("emulator");
+    let name = unique("dms-deribit-rest");
+    let o = command(&s, "deribit", &name, "required")
+        .args(["--order-entry", "rest"])
+        .output()
+        .expect("run");
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("fires only when a connection of its own closes"),
+        "{err}"
+    );
     let _ = std::fs::remove_file(journal(&name));
 }
 

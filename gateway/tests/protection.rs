@@ -390,11 +390,15 @@ fn bybit_dcp_held_by_the_gateways_connection_is_armed_while_it_is_heard() {
     assert_eq!(p.why(), Some(Unavailable::OtherConnection));
 }
 
-/// Deribit's cancel-on-disconnect covers the orders of the WebSocket that enabled
-/// it; the gateway sends Deribit's orders over HTTP, so it is unavailable, said
-/// why, and `--protection required` is refused, whatever the venue would answer.
+/// Deribit's cancel-on-disconnect, armed over the gateway's order lane
+/// (`Arms::Lane`): nothing to call; armed while the lane is set up, until the
+/// last frame heard plus the heartbeat interval; the lane gone, it fires at once
+/// (the venue cancels the lane's orders when it sees the close, not a window
+/// later); set up again, armed again and said so once; a stop disarms without a
+/// call. Without a lane the gateway makes it unavailable
+/// (`Protection::for_gateway`, tested end to end in `e2e_protection`).
 #[test]
-fn deribit_is_unavailable_for_the_gateways_http_orders() {
+fn deribit_cod_is_armed_over_the_order_lane_and_fires_when_it_closes() {
     let mut b = Budget::builder();
     let d = ergon_venues::deribit::Deribit::new(
         &mut b,
@@ -402,17 +406,45 @@ fn deribit_is_unavailable_for_the_gateways_http_orders() {
         ergon_venues::deribit::Config::default(),
     )
     .unwrap();
-    let p = Protection::for_account(Mode::Auto, &d, None, 0).unwrap();
-    assert_eq!(p.state(), State::Unavailable);
-    assert_eq!(p.why(), Some(Unavailable::OtherConnection));
-    assert_eq!(p.poll_timeout(), None, "nothing is ever sent");
-    assert!(p
-        .not_armed()
-        .contains("fires only when a connection of its own closes"));
+    let p = Protection::for_account(Mode::Required, &d, None, 0).unwrap();
+    assert_eq!(p.state(), State::Arming);
+    assert_eq!(p.timeout_ms(), 10_000, "the shortest heartbeat");
+    assert!(p.over_lane());
     assert_eq!(
-        Protection::for_account(Mode::Required, &d, None, 0).unwrap_err(),
-        ProtectionError::Unavailable(Unavailable::OtherConnection)
+        Protection::for_account(Mode::Required, &d, Some(20_000), 0).unwrap_err(),
+        ProtectionError::Timeout(20_000, 10_000, 10_000)
     );
+    let mut p = p.with_link();
+    assert_eq!(p.poll_send(0), None, "nothing to call");
+    p.on_link(None, 10 * MS);
+    assert_eq!(p.state(), State::Arming);
+    assert_eq!(p.poll_note(), None);
+    p.on_link(Some(20 * MS), 20 * MS);
+    assert_eq!(p.state(), State::Armed);
+    assert_eq!(p.armed_until_ns(), Some(10_020 * MS));
+    p.on_link(Some(5 * SEC), 5 * SEC);
+    assert_eq!(p.armed_until_ns(), Some(15 * SEC));
+    assert_eq!(p.poll_note(), None);
+    // The lane drops: the venue cancels its orders now.
+    p.on_link(None, 6 * SEC);
+    assert_eq!(
+        p.poll_note(),
+        Some(Note::AtRisk {
+            armed_until_ns: 6 * SEC
+        })
+    );
+    assert_eq!(p.poll_note(), Some(Note::Fired));
+    assert_eq!(p.state(), State::Fired);
+    assert_eq!(p.stats().lapses, 1);
+    assert_eq!(p.poll_send(6 * SEC), None, "still nothing to call");
+    p.on_link(Some(7 * SEC), 7 * SEC);
+    assert_eq!(p.state(), State::Armed);
+    assert!(p.take_rearmed());
+    p.stop(8 * SEC);
+    assert_eq!(p.poll_send(8 * SEC), Some(Due::Disarm));
+    p.on_sent(Due::Disarm, 8 * SEC);
+    p.on_answer(Some(SwitchAnswer::Disarmed), 8 * SEC);
+    assert!(p.stopped());
     let off = Protection::for_account(Mode::Off, &d, None, 0).unwrap();
     assert_eq!(off.state(), State::Off);
 }

@@ -331,6 +331,29 @@ impl Protection {
         }
     }
 
+    /// The protection `mode` asks for over `gw`'s venue
+    /// ([`Protection::for_account`]); a switch armed over the order lane
+    /// ([`Arms::Lane`]) covers nothing without one (`--order-entry rest`), and
+    /// is unavailable then. Hand a lane-armed machine to
+    /// [`Protected::with_lane`].
+    pub fn for_gateway<E: Account>(
+        mode: Mode,
+        gw: &crate::Gateway<E>,
+        timeout_ms: Option<u32>,
+        now_ns: i64,
+    ) -> Result<Self, ProtectionError> {
+        let p = Protection::for_account(mode, gw.venue(), timeout_ms, now_ns)?;
+        if !p.calls() && p.state == State::Arming && gw.ws_api().is_none() {
+            return Protection::unavailable(mode, Unavailable::OtherConnection);
+        }
+        Ok(p)
+    }
+
+    /// Whether the switch is armed over the order lane itself ([`Arms::Lane`]).
+    pub fn over_lane(&self) -> bool {
+        !self.calls()
+    }
+
     /// The state.
     pub fn state(&self) -> State {
         self.state
@@ -386,7 +409,18 @@ impl Protection {
     /// unavailable.
     pub fn with_link(mut self) -> Self {
         self.linked = true;
+        if !self.calls() {
+            // Armed over the order lane itself: nothing to call first.
+            self.configured = true;
+            self.next_at_ns = i64::MAX;
+        }
         self
+    }
+
+    /// Whether the switch has a call (all but one armed over the order lane
+    /// itself, Deribit's cancel-on-disconnect: [`Arms::Lane`]).
+    fn calls(&self) -> bool {
+        !self.spec.is_some_and(|s| s.arms == Arms::Lane)
     }
 
     /// Whether the caller's connection is wanted: the window is taken and the
@@ -400,7 +434,18 @@ impl Protection {
     /// last frame heard plus the window (the venue cannot have seen it dead
     /// before); when it is gone, that deadline stands and the switch is reported
     /// at risk, then fired, as a refresh that cannot be sent.
+    ///
+    /// A switch armed over the order lane ([`Arms::Lane`]) fires when that
+    /// connection closes, not a window later: the lane gone, its deadline is
+    /// now.
     pub fn on_link(&mut self, heard_ns: Option<i64>, now_ns: i64) {
+        if heard_ns.is_none() && !self.calls() {
+            if self.armed_until_ns.is_some_and(|u| u > now_ns) {
+                self.armed_until_ns = Some(now_ns);
+            }
+            self.handle_timeout(now_ns);
+            return;
+        }
         if let (Some(h), true) = (heard_ns, self.configured && !self.stopping) {
             let until = h.saturating_add(i64::from(self.timeout_ms) * MS);
             if until <= now_ns {
@@ -593,7 +638,9 @@ impl Protection {
                 self.armed_until_ns = None;
                 self.warned = false;
                 self.state = State::Fired;
-                self.next_at_ns = self.next_at_ns.min(now_ns);
+                if self.calls() {
+                    self.next_at_ns = self.next_at_ns.min(now_ns);
+                }
                 return;
             }
         }

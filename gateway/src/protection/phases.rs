@@ -183,8 +183,8 @@ pub fn arm_at_start<E: Account>(
     timeout_ms: Option<u32>,
     within_ns: i64,
 ) -> Result<(crate::Gateway<E>, Protection, Option<DcpLink>), String> {
-    let machine = Protection::for_account(mode, gw.venue(), timeout_ms, lp.now())
-        .map_err(|e| e.to_string())?;
+    let machine =
+        Protection::for_gateway(mode, &gw, timeout_ms, lp.now()).map_err(|e| e.to_string())?;
     if machine.state() != State::Arming {
         return Ok((gw, machine, None));
     }
@@ -193,6 +193,7 @@ pub fn arm_at_start<E: Account>(
     let symbol = Symbol::new(&sym).map_err(|e| format!("{e:?}"))?;
     let first = Protected::new(Startup::new(lp.now() + within_ns), machine, symbol)
         .with_link(link)
+        .with_lane()
         .stop_when_answered();
     let control = std::sync::Arc::new(crate::Control::default());
     let d = crate::run(lp, gw, pool, first, control).map_err(|e| e.to_string())?;
@@ -223,6 +224,7 @@ pub fn stop_and_disarm<E: Account>(
     let symbol = Symbol::new(&sym).map_err(|e| format!("{e:?}"))?;
     let last = Protected::new(Shutdown::new(lp.now() + within_ns), machine, symbol)
         .with_link(link)
+        .with_lane()
         .disarm_when(Shutdown::ready_to_disarm);
     let control = std::sync::Arc::new(crate::Control::default());
     let d = crate::run(lp, gw, pool, last, control).map_err(|e| e.to_string())?;

@@ -13,6 +13,7 @@ use crate::dcp::{DcpLink, LinkState, DCP_LINK};
 use crate::driver::{Api, Strategy};
 use crate::endpoints::Account;
 use crate::events::Event;
+use crate::ws_api::WsState;
 
 /// What [`Protected::on_change`] calls.
 type OnChange = Box<dyn FnMut(&Protection, i64)>;
@@ -25,6 +26,8 @@ pub struct Protected<S> {
     pub machine: Protection,
     /// The connection that arms a switch armed by one (Bybit DCP), if held.
     pub link: Option<DcpLink>,
+    /// The switch is armed over the gateway's order lane (Deribit).
+    lane: bool,
     req: Prepared,
     symbol: ArrayString<32>,
     stop_when_disarmed: bool,
@@ -43,6 +46,7 @@ impl<S> Protected<S> {
             inner,
             machine,
             link: None,
+            lane: false,
             req: Prepared::with_capacity(1024),
             symbol: sym,
             stop_when_disarmed: false,
@@ -63,9 +67,31 @@ impl<S> Protected<S> {
         self
     }
 
+    /// Feeds the machine from the gateway's order lane, when the switch is armed
+    /// over it (Deribit's cancel-on-disconnect: [`Protection::for_gateway`]);
+    /// nothing otherwise.
+    pub fn with_lane(mut self) -> Self {
+        if self.machine.over_lane() {
+            self.machine = self.machine.with_link();
+            self.lane = true;
+        }
+        self
+    }
+
     /// Drives the link, if held (`ready`: its socket's readiness), and tells the
-    /// machine what it knows.
+    /// machine what it knows; or tells it what the order lane knows.
     fn drive_link<E: Account>(&mut self, api: &mut Api<'_, '_, E>, ready: Option<Readiness>) {
+        if self.lane {
+            let now = api.now();
+            match api.ws_api() {
+                Some(l) if l.state() == WsState::Unavailable || l.refused() => {
+                    self.machine.on_link_unavailable()
+                }
+                Some(l) => self.machine.on_link(l.set_up_heard(), now),
+                None => self.machine.on_link_unavailable(),
+            }
+            return;
+        }
         let Some(link) = &mut self.link else {
             return;
         };
@@ -120,10 +146,13 @@ impl<S> Protected<S> {
                 self.machine.on_blocked(now, ready_at);
                 continue;
             }
-            if let (Due::Disarm, Some(link)) = (due, &mut self.link) {
+            if due == Due::Disarm && (self.link.is_some() || self.lane) {
                 // Nothing to call: closing the connection is the disarm (the
-                // strategy's orders are cancelled by now).
-                link.close(api.budget(), now);
+                // strategy's orders are cancelled by now); the order lane closes
+                // with the process.
+                if let Some(link) = &mut self.link {
+                    link.close(api.budget(), now);
+                }
                 self.machine.on_sent(due, now);
                 self.machine.on_answer(Some(SwitchAnswer::Disarmed), now);
                 continue;

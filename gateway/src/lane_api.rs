@@ -1,0 +1,356 @@
+//! What the gateway's WebSocket order lane ([`crate::ws_api`]) needs from a
+//! venue's WebSocket session: each request the REST adapter prepared as its
+//! twin frame, the answers read by the REST rules, the setup after each open,
+//! and the table of requests in flight. Two venues implement it here:
+//!
+//! - Binance Spot's WebSocket API ([`binance_spot_ws::Session`]): the user data
+//!   stream subscribed after the open; orders go at once.
+//! - Deribit's JSON-RPC over WebSocket ([`DeribitLane`]): `public/auth` after
+//!   the open, then cancel-on-disconnect enabled for the connection and its
+//!   heartbeat set; orders go only once that is done (an order over it before
+//!   would be refused, and one not over it is not covered), and each heartbeat
+//!   `test_request` is answered with `public/test`.
+
+use ergon_core::{Budget, Verdict};
+use ergon_venues::adapt::{self, Clock, Parts, Request as Kind, Venue};
+use ergon_venues::binance_spot_ws::{self, Call, Execution, Incoming};
+use ergon_venues::deribit::{self, CodCall, CodScope, Deribit};
+use ergon_venues::deribit_ws;
+use ergon_venues::endpoint::Prepared;
+use ergon_venues::response::Response;
+
+/// A request of the lane's own written (see [`LaneApi::setup`], [`LaneApi::test_reply`]).
+#[derive(Clone, Debug)]
+pub struct Framed {
+    /// Its request id on the connection.
+    pub id: u64,
+    /// What it charges.
+    pub parts: Parts,
+    /// When an answer missing means the connection is dead.
+    pub deadline_ns: i64,
+}
+
+/// One frame from the venue, read.
+#[derive(Clone, Copy, Debug)]
+pub enum LaneIn {
+    /// The answer to request `id`: its HTTP-like status and its verdict by the
+    /// REST rules (holds and halts applied).
+    Answer {
+        /// The request id.
+        id: u64,
+        /// The answer's status.
+        status: u16,
+        /// The verdict; `Err(BadHeader)` names what could not be read, with the
+        /// verdict it left standing.
+        verdict: Result<Verdict, adapt::Error>,
+    },
+    /// An order update of the venue's order stream.
+    Execution(Execution),
+    /// The venue asks for a sign of life (Deribit's heartbeat `test_request`):
+    /// answer with [`LaneApi::test_reply`] or the connection is closed.
+    TestRequest,
+    /// Anything else of the connection's (another stream event, a heartbeat).
+    Other,
+}
+
+/// A venue's WebSocket session under the gateway's order lane.
+pub trait LaneApi: core::fmt::Debug + Send {
+    /// Writes `req` (prepared by the REST adapter) as its twin frame into `out`
+    /// and reserves its slot: its id. Err if it has no twin or the table is
+    /// full (it goes over HTTP, or waits).
+    fn prepare_rest(&mut self, req: &Prepared, out: &mut Vec<u8>) -> Result<u64, Full>;
+
+    /// Request `id` was written.
+    fn sent(&mut self, id: u64);
+
+    /// Request `id` was prepared and not written: its slot is free again.
+    fn unsent(&mut self, id: u64);
+
+    /// The connection dropped: the table empties (the connection's own session
+    /// reported each request's fate).
+    fn on_disconnect(&mut self);
+
+    /// The upgrade was answered `r` instead of 101: read by the REST rules (a ban
+    /// halts).
+    fn on_refused_upgrade(&mut self, r: &Response<'_>, budget: &mut Budget, now: i64);
+
+    /// Re-anchors the venue clock of every request prepared from now on.
+    fn set_clock(&mut self, clock: Clock);
+
+    /// What a connect charges (the venue's connection limits, the IP gate).
+    fn connect_parts(&self) -> Result<Parts, adapt::Error>;
+
+    /// What every frame charges besides its request's own parts (the IP gate at
+    /// cost 0, so a halt stops it).
+    fn message_parts(&self) -> Result<Parts, adapt::Error>;
+
+    /// Reads one text frame; Err if it cannot be read (nothing changed).
+    fn on_frame(
+        &mut self,
+        frame: &[u8],
+        budget: &mut Budget,
+        now: i64,
+    ) -> Result<LaneIn, Unreadable>;
+
+    /// An answer frame as the REST adapter reads a body: its status and body.
+    fn as_response<'f>(&self, frame: &'f [u8]) -> Option<(u16, &'f [u8])>;
+
+    /// The setup request of `step` (0 after the open, then one after each
+    /// answer taken by [`LaneApi::setup_answer`]) written into `out`; None once
+    /// the setup is done. `stream`: the order stream is wanted.
+    fn setup(&mut self, step: u8, stream: bool, out: &mut Vec<u8>, now: i64) -> Option<Framed>;
+
+    /// Reads the answer to setup `step`: Ok to go on, or why the setup stops.
+    fn setup_answer(&mut self, step: u8, verdict: Verdict, frame: &[u8]) -> Result<(), String>;
+
+    /// Whether orders may go before the setup is done (Binance: yes; a venue
+    /// that authenticates the connection first: no).
+    fn orders_before_setup(&self) -> bool;
+
+    /// The answer to a [`LaneIn::TestRequest`], written into `out`.
+    fn test_reply(&mut self, out: &mut Vec<u8>, now: i64) -> Option<Framed>;
+}
+
+/// A frame that could not be read: nothing changed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Unreadable;
+
+/// The table is full, or the request has no twin: nothing was reserved.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Full {
+    /// The table was full (wait), not a request without a twin (HTTP).
+    pub busy: bool,
+}
+
+impl LaneApi for binance_spot_ws::Session {
+    fn prepare_rest(&mut self, req: &Prepared, out: &mut Vec<u8>) -> Result<u64, Full> {
+        match binance_spot_ws::Session::prepare_rest(self, req, out) {
+            Ok(p) => Ok(p.id),
+            Err(binance_spot_ws::PrepareError::Full) => Err(Full { busy: true }),
+            Err(_) => Err(Full { busy: false }),
+        }
+    }
+
+    fn sent(&mut self, id: u64) {
+        binance_spot_ws::Session::sent(self, id);
+    }
+
+    fn unsent(&mut self, id: u64) {
+        binance_spot_ws::Session::unsent(self, id);
+    }
+
+    fn on_disconnect(&mut self) {
+        for _ in binance_spot_ws::Session::on_disconnect(self) {}
+    }
+
+    fn on_refused_upgrade(&mut self, r: &Response<'_>, budget: &mut Budget, now: i64) {
+        let _ = self
+            .adapter_mut()
+            .on_response(Kind::Connect, r, budget, now);
+    }
+
+    fn set_clock(&mut self, clock: Clock) {
+        binance_spot_ws::Session::set_clock(self, clock);
+    }
+
+    /// "Connecting to WebSocket API costs 2 weight", on every weight limit.
+    fn connect_parts(&self) -> Result<Parts, adapt::Error> {
+        self.adapter().parts(Kind::Read(2))
+    }
+
+    fn message_parts(&self) -> Result<Parts, adapt::Error> {
+        self.adapter().parts(Kind::Connect)
+    }
+
+    fn on_frame(
+        &mut self,
+        frame: &[u8],
+        budget: &mut Budget,
+        now: i64,
+    ) -> Result<LaneIn, Unreadable> {
+        match binance_spot_ws::Session::on_frame(self, frame, budget, now) {
+            Ok(Incoming::Answer(a)) => Ok(LaneIn::Answer {
+                id: a.id,
+                status: a.status,
+                verdict: a.verdict,
+            }),
+            Ok(Incoming::Execution(x)) => Ok(LaneIn::Execution(x)),
+            Ok(_) => Ok(LaneIn::Other),
+            Err(_) => Err(Unreadable),
+        }
+    }
+
+    fn as_response<'f>(&self, frame: &'f [u8]) -> Option<(u16, &'f [u8])> {
+        binance_spot_ws::as_response(frame)
+    }
+
+    /// The user data stream's subscription (`userDataStream.subscribe.signature`,
+    /// weight 2), once, if wanted.
+    fn setup(&mut self, step: u8, stream: bool, out: &mut Vec<u8>, now: i64) -> Option<Framed> {
+        if step > 0 || !stream {
+            return None;
+        }
+        let p = self.prepare(&Call::Subscribe, out, now).ok()?;
+        Some(Framed {
+            id: p.id,
+            parts: p.parts,
+            deadline_ns: p.deadline_ns,
+        })
+    }
+
+    fn setup_answer(&mut self, _step: u8, verdict: Verdict, frame: &[u8]) -> Result<(), String> {
+        let subscribed = binance_spot_ws::as_response(frame)
+            .filter(|_| verdict == Verdict::Done)
+            .and_then(|(_, body)| {
+                ergon_venues::json::parse(body)
+                    .ok()?
+                    .get("subscriptionId")
+                    .ok()??
+                    .as_u64()
+                    .ok()
+            });
+        match subscribed {
+            Some(_) => Ok(()),
+            None => {
+                let text = String::from_utf8_lossy(&frame[..frame.len().min(200)]);
+                Err(format!("userDataStream.subscribe.signature: {text}"))
+            }
+        }
+    }
+
+    fn orders_before_setup(&self) -> bool {
+        true
+    }
+
+    /// Binance pings at the WebSocket level: nothing to answer here.
+    fn test_reply(&mut self, _out: &mut Vec<u8>, _now: i64) -> Option<Framed> {
+        None
+    }
+}
+
+/// Deribit's session under the lane: see the module doc. Setup: `public/auth`
+/// (step 0), `private/enable_cancel_on_disconnect` in the connection's scope
+/// (1), `public/set_heartbeat` at [`deribit::MIN_HEARTBEAT_S`] (2).
+#[derive(Debug)]
+pub struct DeribitLane(deribit_ws::Session);
+
+impl DeribitLane {
+    /// A lane session over `adapter` (its keys), with room for `capacity`
+    /// requests in flight.
+    pub fn over(adapter: Deribit, capacity: usize) -> Result<Self, adapt::Error> {
+        deribit_ws::Session::over(adapter, capacity).map(DeribitLane)
+    }
+}
+
+fn framed(p: Result<deribit_ws::Pending, deribit_ws::PrepareError>) -> Option<Framed> {
+    let p = p.ok()?;
+    Some(Framed {
+        id: p.id,
+        parts: p.parts,
+        deadline_ns: p.deadline_ns,
+    })
+}
+
+impl LaneApi for DeribitLane {
+    fn prepare_rest(&mut self, req: &Prepared, out: &mut Vec<u8>) -> Result<u64, Full> {
+        match self.0.prepare_rest(req, out) {
+            Ok(p) => Ok(p.id),
+            Err(deribit_ws::PrepareError::Full) => Err(Full { busy: true }),
+            Err(_) => Err(Full { busy: false }),
+        }
+    }
+
+    fn sent(&mut self, id: u64) {
+        self.0.sent(id);
+    }
+
+    fn unsent(&mut self, id: u64) {
+        self.0.unsent(id);
+    }
+
+    fn on_disconnect(&mut self) {
+        for _ in self.0.on_disconnect() {}
+    }
+
+    fn on_refused_upgrade(&mut self, r: &Response<'_>, budget: &mut Budget, now: i64) {
+        let _ = self
+            .0
+            .adapter_mut()
+            .on_response(Kind::Connect, r, budget, now);
+    }
+
+    fn set_clock(&mut self, clock: Clock) {
+        self.0.set_clock(clock);
+    }
+
+    /// A connection and a session of the key ("32 connections per IP, 16
+    /// sessions per key").
+    fn connect_parts(&self) -> Result<Parts, adapt::Error> {
+        self.0.adapter().parts(Kind::Connect)
+    }
+
+    fn message_parts(&self) -> Result<Parts, adapt::Error> {
+        let mut p = Parts::new();
+        p.push(ergon_core::Part::new(self.0.adapter().ip, 0));
+        Ok(p)
+    }
+
+    fn on_frame(
+        &mut self,
+        frame: &[u8],
+        budget: &mut Budget,
+        now: i64,
+    ) -> Result<LaneIn, Unreadable> {
+        match self.0.on_frame(frame, budget, now) {
+            Ok(deribit_ws::Incoming::Answer(a)) => Ok(LaneIn::Answer {
+                id: a.id,
+                status: a.status,
+                verdict: a.verdict,
+            }),
+            Ok(deribit_ws::Incoming::TestRequest) => Ok(LaneIn::TestRequest),
+            Ok(_) => Ok(LaneIn::Other),
+            Err(_) => Err(Unreadable),
+        }
+    }
+
+    fn as_response<'f>(&self, frame: &'f [u8]) -> Option<(u16, &'f [u8])> {
+        deribit_ws::as_response(frame)
+    }
+
+    fn setup(&mut self, step: u8, _stream: bool, out: &mut Vec<u8>, now: i64) -> Option<Framed> {
+        match step {
+            0 => framed(self.0.auth(out, now)),
+            1 => framed(self.0.cod(CodCall::Enable(CodScope::Connection), out, now)),
+            2 => framed(
+                self.0
+                    .cod(CodCall::Heartbeat(deribit::MIN_HEARTBEAT_S), out, now),
+            ),
+            _ => None,
+        }
+    }
+
+    fn setup_answer(&mut self, step: u8, verdict: Verdict, frame: &[u8]) -> Result<(), String> {
+        let ok = match step {
+            0 => deribit_ws::read_auth(frame).is_ok(),
+            _ => verdict == Verdict::Done,
+        };
+        if ok {
+            return Ok(());
+        }
+        let what = match step {
+            0 => "public/auth",
+            1 => "private/enable_cancel_on_disconnect",
+            _ => "public/set_heartbeat",
+        };
+        let text = String::from_utf8_lossy(&frame[..frame.len().min(200)]);
+        Err(format!("{what}: {text}"))
+    }
+
+    fn orders_before_setup(&self) -> bool {
+        false
+    }
+
+    fn test_reply(&mut self, out: &mut Vec<u8>, now: i64) -> Option<Framed> {
+        framed(self.0.test(out, now))
+    }
+}
