@@ -58,7 +58,7 @@ pub trait LaneApi: core::fmt::Debug + Send {
     /// Writes `req` (prepared by the REST adapter) as its twin frame into `out`
     /// and reserves its slot: its id. Err if it has no twin or the table is
     /// full (it goes over HTTP, or waits).
-    fn prepare_rest(&mut self, req: &Prepared, out: &mut Vec<u8>) -> Result<u64, Full>;
+    fn prepare_rest(&mut self, req: &Prepared, out: &mut Vec<u8>) -> Result<u64, Unprepared>;
 
     /// Request `id` was written.
     fn sent(&mut self, id: u64);
@@ -115,19 +115,21 @@ pub trait LaneApi: core::fmt::Debug + Send {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Unreadable;
 
-/// The table is full, or the request has no twin: nothing was reserved.
+/// Why a request was not prepared as its twin: nothing was reserved.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Full {
-    /// The table was full (wait), not a request without a twin (HTTP).
-    pub busy: bool,
+pub enum Unprepared {
+    /// The table of requests in flight is full: wait for answers.
+    Busy,
+    /// It has no twin, or its arguments cannot be written as one: HTTP.
+    Elsewhere,
 }
 
 impl LaneApi for binance_spot_ws::Session {
-    fn prepare_rest(&mut self, req: &Prepared, out: &mut Vec<u8>) -> Result<u64, Full> {
+    fn prepare_rest(&mut self, req: &Prepared, out: &mut Vec<u8>) -> Result<u64, Unprepared> {
         match binance_spot_ws::Session::prepare_rest(self, req, out) {
             Ok(p) => Ok(p.id),
-            Err(binance_spot_ws::PrepareError::Full) => Err(Full { busy: true }),
-            Err(_) => Err(Full { busy: false }),
+            Err(binance_spot_ws::PrepareError::Full) => Err(Unprepared::Busy),
+            Err(_) => Err(Unprepared::Elsewhere),
         }
     }
 
@@ -252,11 +254,11 @@ fn framed(p: Result<deribit_ws::Pending, deribit_ws::PrepareError>) -> Option<Fr
 }
 
 impl LaneApi for DeribitLane {
-    fn prepare_rest(&mut self, req: &Prepared, out: &mut Vec<u8>) -> Result<u64, Full> {
+    fn prepare_rest(&mut self, req: &Prepared, out: &mut Vec<u8>) -> Result<u64, Unprepared> {
         match self.0.prepare_rest(req, out) {
             Ok(p) => Ok(p.id),
-            Err(deribit_ws::PrepareError::Full) => Err(Full { busy: true }),
-            Err(_) => Err(Full { busy: false }),
+            Err(deribit_ws::PrepareError::Full) => Err(Unprepared::Busy),
+            Err(_) => Err(Unprepared::Elsewhere),
         }
     }
 

@@ -57,7 +57,7 @@ use ergon_core::{Budget, Class, Flight, Part, Ticket, Verdict};
 use ergon_venues::endpoint::Prepared;
 use ergon_venues::response::Header;
 
-use crate::lane_api::{Framed, LaneApi};
+use crate::lane_api::{Framed, LaneApi, Unprepared};
 
 use super::url::{resolve, UrlError};
 use ergon_io::event_loop::{Readiness, Registry};
@@ -501,11 +501,11 @@ impl WsLane {
         }
         let id = match self.api.prepare_rest(req, &mut self.frame) {
             Ok(id) => id,
-            Err(f) if f.busy => {
+            Err(Unprepared::Busy) => {
                 self.stats.busy += 1;
                 return Err(Unsent::Busy(ticket));
             }
-            Err(_) => return Err(Unsent::Elsewhere(ticket)),
+            Err(Unprepared::Elsewhere) => return Err(Unsent::Elsewhere(ticket)),
         };
         let text = core::str::from_utf8(&self.frame).unwrap_or("");
         // The lane's id is its own client's: never None, refused like a full queue.
