@@ -60,6 +60,7 @@ use crate::endpoint::{
     json_text, ApiKey, ClientOrderId, HmacKey, Lookup, Method, NewOrder, OrderRef, OrderState,
     OrderType, Placed, Prepared, Side, Symbol, TimeInForce,
 };
+use crate::inflight::{Slot, Table};
 use crate::json::{self, JsonError, Kind, Value};
 use crate::response::{Header, Response};
 
@@ -156,21 +157,6 @@ pub struct Pending {
     pub client_order_id: Option<ClientOrderId>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum State {
-    Prepared,
-    Written,
-}
-
-#[derive(Clone, Copy, Debug)]
-struct Slot {
-    id: u64,
-    kind: Request<'static>,
-    deadline_ns: i64,
-    client_order_id: Option<ClientOrderId>,
-    state: State,
-}
-
 /// What the caller did wrong when preparing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -252,28 +238,7 @@ pub enum Incoming {
     OtherEvent(u64),
 }
 
-/// What became of a request when its connection dropped.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Fate {
-    /// Written without an answer: the venue may have run it. Reconcile by client
-    /// order id; never re-send.
-    Unknown {
-        /// The request id.
-        id: u64,
-        /// The request kind.
-        kind: Request<'static>,
-        /// The client order id to reconcile by.
-        client_order_id: Option<ClientOrderId>,
-        /// Its deadline: after it, an `order.status` that finds nothing means it
-        /// never landed.
-        deadline_ns: i64,
-    },
-    /// Prepared, never written: refund its `Ticket`.
-    NotWritten {
-        /// The request id.
-        id: u64,
-    },
-}
+pub use crate::inflight::Fate;
 
 /// A Binance Spot WebSocket API session: see the module doc for the drive order.
 #[derive(Clone, Debug)]
@@ -282,8 +247,7 @@ pub struct Session {
     api_key: Option<ApiKey>,
     key: Option<HmacKey>,
     recv_window_ms: i64,
-    next_id: u64,
-    slots: Vec<Option<Slot>>,
+    slots: Table<()>,
 }
 
 /// A parameter value: text (already checked: no character to escape) or a number.
@@ -439,8 +403,7 @@ impl Session {
             api_key,
             key,
             recv_window_ms,
-            next_id: 1,
-            slots: vec![None; capacity],
+            slots: Table::new(capacity),
         })
     }
 
@@ -457,8 +420,7 @@ impl Session {
             api_key,
             key,
             recv_window_ms,
-            next_id: 1,
-            slots: vec![None; capacity],
+            slots: Table::new(capacity),
         })
     }
 
@@ -483,12 +445,7 @@ impl Session {
 
     /// How many requests are in the table (prepared or written, without an answer).
     pub fn in_flight(&self) -> usize {
-        self.slots.iter().filter(|s| s.is_some()).count()
-    }
-
-    fn slot_of(&self, id: u64) -> usize {
-        // The table is at most usize::MAX long, so the remainder fits.
-        (id % self.slots.len() as u64) as usize
+        self.slots.in_flight()
     }
 
     /// Writes the frame of `call` into `out` (cleared first; it keeps its capacity,
@@ -502,11 +459,9 @@ impl Session {
         now: i64,
     ) -> Result<Pending, PrepareError> {
         out.clear();
-        let id = self.next_id;
-        let at = self.slot_of(id);
-        if self.slots[at].is_some() {
+        let Some(id) = self.slots.next() else {
             return Err(PrepareError::Full);
-        }
+        };
         let r = self.write(call, id, out, now);
         let (kind, deadline_ns, client_order_id) = match r {
             Ok(x) => x,
@@ -522,14 +477,8 @@ impl Session {
                 return Err(PrepareError::Bad(e));
             }
         };
-        self.next_id = id.wrapping_add(1).max(1);
-        self.slots[at] = Some(Slot {
-            id,
-            kind,
-            deadline_ns,
-            client_order_id,
-            state: State::Prepared,
-        });
+        self.slots
+            .reserve(Slot::prepared(id, kind, deadline_ns, client_order_id, ()));
         Ok(Pending {
             id,
             kind,
@@ -644,11 +593,9 @@ impl Session {
         out: &mut Vec<u8>,
     ) -> Result<Pending, PrepareError> {
         out.clear();
-        let id = self.next_id;
-        let at = self.slot_of(id);
-        if self.slots[at].is_some() {
+        let Some(id) = self.slots.next() else {
             return Err(PrepareError::Full);
-        }
+        };
         let bad = |what| PrepareError::Bad(Error::BadArgument(what));
         let (Some(kind), Some(m)) = (p.kind(), p.method()) else {
             return Err(bad("an empty request"));
@@ -724,14 +671,13 @@ impl Session {
         }
         out.push(b'}');
         let client_order_id = p.client_order_id().copied();
-        self.next_id = id.wrapping_add(1).max(1);
-        self.slots[at] = Some(Slot {
+        self.slots.reserve(Slot::prepared(
             id,
             kind,
-            deadline_ns: p.deadline_ns(),
+            p.deadline_ns(),
             client_order_id,
-            state: State::Prepared,
-        });
+            (),
+        ));
         Ok(Pending {
             id,
             kind,
@@ -750,14 +696,7 @@ impl Session {
     /// Marks request `id` written (its frame went to the socket); `false` if `id`
     /// is not prepared on this session.
     pub fn sent(&mut self, id: u64) -> bool {
-        let at = self.slot_of(id);
-        match &mut self.slots[at] {
-            Some(s) if s.id == id => {
-                s.state = State::Written;
-                true
-            }
-            _ => false,
-        }
+        self.slots.sent(id)
     }
 
     /// Frees the slot of request `id`, prepared but not written (its charge was
@@ -765,14 +704,7 @@ impl Session {
     /// one). `false` if `id` is not prepared, or was written: a written request
     /// leaves the table only by its answer or by [`Session::on_disconnect`].
     pub fn unsent(&mut self, id: u64) -> bool {
-        let at = self.slot_of(id);
-        match self.slots[at] {
-            Some(s) if s.id == id && s.state == State::Prepared => {
-                self.slots[at] = None;
-                true
-            }
-            _ => false,
-        }
+        self.slots.unsent(id)
     }
 
     /// The connection dropped: yields every request in the table once, and empties
@@ -781,18 +713,7 @@ impl Session {
     /// [`Fate::NotWritten`]: refund its `Ticket` (`Budget::refund`), the venue never
     /// saw it.
     pub fn on_disconnect(&mut self) -> impl Iterator<Item = Fate> + '_ {
-        self.slots
-            .iter_mut()
-            .filter_map(Option::take)
-            .map(|s| match s.state {
-                State::Written => Fate::Unknown {
-                    id: s.id,
-                    kind: s.kind,
-                    client_order_id: s.client_order_id,
-                    deadline_ns: s.deadline_ns,
-                },
-                State::Prepared => Fate::NotWritten { id: s.id },
-            })
+        self.slots.drain()
     }
 
     /// Reads one text frame from the venue: an answer (its verdict by the REST
@@ -816,10 +737,8 @@ impl Session {
             .get("id")?
             .and_then(|i| i.as_u64().ok())
             .ok_or(FrameError::NoId)?;
-        let at = self.slot_of(id);
-        let slot = match self.slots[at] {
-            Some(s) if s.id == id => s,
-            _ => return Err(FrameError::UnknownId(id)),
+        let Some(slot) = self.slots.get(id) else {
+            return Err(FrameError::UnknownId(id));
         };
         let status = v
             .get("status")?
@@ -829,7 +748,7 @@ impl Session {
         // Every read that can fail comes before the first change.
         let (error, result, rate_limits) =
             (v.get("error")?, v.get("result")?, v.get("rateLimits")?);
-        self.slots[at] = None;
+        self.slots.take(id);
         let code = error
             .and_then(|e| e.get("code").ok().flatten())
             .and_then(|c| c.as_i64().ok());

@@ -63,9 +63,10 @@ use std::io::Write as _;
 use ergon_core::{Budget, Verdict};
 
 use crate::adapt::{Clock, Error, Parts, Request, Venue};
-pub use crate::binance_spot_ws::Fate;
 use crate::deribit::{CodCall, Deribit, VALID_FOR_MS};
 use crate::endpoint::{ClientOrderId, Method, Prepared};
+pub use crate::inflight::Fate;
+use crate::inflight::{Slot, Table};
 use crate::json::{self, JsonError, Kind};
 use crate::response::Response;
 
@@ -108,34 +109,9 @@ pub struct Pending {
     pub client_order_id: Option<ClientOrderId>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum State {
-    Prepared,
-    Written,
-}
-
-#[derive(Clone, Copy, Debug)]
-struct Slot {
-    id: u64,
-    kind: Request<'static>,
-    call: Call,
-    deadline_ns: i64,
-    client_order_id: Option<ClientOrderId>,
-    state: State,
-}
-
-impl Slot {
-    /// A session's own call (auth, cancel-on-disconnect, test), prepared.
-    fn own(id: u64, call: Call, deadline_ns: i64) -> Self {
-        Slot {
-            id,
-            kind: OWN,
-            call,
-            deadline_ns,
-            client_order_id: None,
-            state: State::Prepared,
-        }
-    }
+/// A session's own call (auth, cancel-on-disconnect, test), prepared.
+fn own(id: u64, call: Call, deadline_ns: i64) -> Slot<Call> {
+    Slot::prepared(id, OWN, deadline_ns, None, call)
 }
 
 /// What the caller did wrong when preparing.
@@ -210,8 +186,7 @@ pub enum Incoming {
 #[derive(Clone, Debug)]
 pub struct Session {
     adapter: Deribit,
-    next_id: u64,
-    slots: Vec<Option<Slot>>,
+    slots: Table<Call>,
 }
 
 fn hex(out: &mut Vec<u8>, bytes: &[u8]) {
@@ -388,8 +363,7 @@ impl Session {
         }
         Ok(Session {
             adapter,
-            next_id: 1,
-            slots: vec![None; capacity],
+            slots: Table::new(capacity),
         })
     }
 
@@ -411,28 +385,17 @@ impl Session {
 
     /// How many requests are in the table (prepared or written, without an answer).
     pub fn in_flight(&self) -> usize {
-        self.slots.iter().filter(|s| s.is_some()).count()
+        self.slots.in_flight()
     }
 
-    fn slot_of(&self, id: u64) -> usize {
-        // The table is at most usize::MAX long, so the remainder fits.
-        (id % self.slots.len() as u64) as usize
+    /// The next id, if its slot is free.
+    fn free(&self) -> Result<u64, PrepareError> {
+        self.slots.next().ok_or(PrepareError::Full)
     }
 
-    /// The next id and its slot, if free.
-    fn free(&self) -> Result<(u64, usize), PrepareError> {
-        let id = self.next_id;
-        let at = self.slot_of(id);
-        match self.slots[at] {
-            Some(_) => Err(PrepareError::Full),
-            None => Ok((id, at)),
-        }
-    }
-
-    /// Reserves slot `at` for `s` (prepared) and moves the next id past it.
-    fn reserve(&mut self, at: usize, s: Slot, parts: Parts) -> Pending {
-        self.next_id = s.id.wrapping_add(1).max(1);
-        self.slots[at] = Some(s);
+    /// Reserves the slot of `s` (prepared) and moves the next id past it.
+    fn reserve(&mut self, s: Slot<Call>, parts: Parts) -> Pending {
+        self.slots.reserve(s);
         Pending {
             id: s.id,
             kind: s.kind,
@@ -451,7 +414,7 @@ impl Session {
     /// reserved.
     pub fn auth(&mut self, out: &mut Vec<u8>, now: i64) -> Result<Pending, PrepareError> {
         out.clear();
-        let (id, at) = self.free()?;
+        let id = self.free()?;
         let parts = self.adapter.parts(OWN).map_err(PrepareError::Bad)?;
         if self.adapter.credentials().is_none() {
             return Err(PrepareError::Bad(Error::NoKey));
@@ -478,7 +441,7 @@ impl Session {
         hex(out, &mac);
         out.extend_from_slice(b"\"}}");
         let deadline = clock.now_ns_at(ts.saturating_add(VALID_FOR_MS));
-        Ok(self.reserve(at, Slot::own(id, Call::Auth, deadline), parts))
+        Ok(self.reserve(own(id, Call::Auth, deadline), parts))
     }
 
     /// Writes `call`'s frame ([`CodCall::frame`]: enable or disable
@@ -494,12 +457,12 @@ impl Session {
         now: i64,
     ) -> Result<Pending, PrepareError> {
         out.clear();
-        let (id, at) = self.free()?;
+        let id = self.free()?;
         let parts = self.adapter.parts(OWN).map_err(PrepareError::Bad)?;
         let frame = call.frame(id).map_err(PrepareError::Bad)?;
         out.extend_from_slice(frame.as_bytes());
         let deadline = now.saturating_add(VALID_FOR_MS * MS);
-        Ok(self.reserve(at, Slot::own(id, Call::Cod(call), deadline), parts))
+        Ok(self.reserve(own(id, Call::Cod(call), deadline), parts))
     }
 
     /// Writes `public/test`, the answer to a heartbeat's `test_request`
@@ -509,12 +472,12 @@ impl Session {
     /// reserved.
     pub fn test(&mut self, out: &mut Vec<u8>, now: i64) -> Result<Pending, PrepareError> {
         out.clear();
-        let (id, at) = self.free()?;
+        let id = self.free()?;
         let parts = self.adapter.parts(OWN).map_err(PrepareError::Bad)?;
         head(out, id, "public/test");
         out.extend_from_slice(b"}}");
         let deadline = now.saturating_add(VALID_FOR_MS * MS);
-        Ok(self.reserve(at, Slot::own(id, Call::Test, deadline), parts))
+        Ok(self.reserve(own(id, Call::Test, deadline), parts))
     }
 
     /// Writes the WebSocket twin of a request the REST adapter prepared into `out`
@@ -537,7 +500,7 @@ impl Session {
         out: &mut Vec<u8>,
     ) -> Result<Pending, PrepareError> {
         out.clear();
-        let (id, at) = self.free()?;
+        let id = self.free()?;
         let r = write_rest(p, id, out);
         let kind = match r {
             Ok(kind) => kind,
@@ -546,28 +509,20 @@ impl Session {
                 return Err(PrepareError::Bad(Error::BadArgument(what)));
             }
         };
-        let slot = Slot {
+        let slot = Slot::prepared(
             id,
             kind,
-            call: Call::Rest,
-            deadline_ns: p.deadline_ns(),
-            client_order_id: p.client_order_id().copied(),
-            state: State::Prepared,
-        };
-        Ok(self.reserve(at, slot, p.parts().iter().copied().collect()))
+            p.deadline_ns(),
+            p.client_order_id().copied(),
+            Call::Rest,
+        );
+        Ok(self.reserve(slot, p.parts().iter().copied().collect()))
     }
 
     /// Marks request `id` written (its frame went to the socket); `false` if `id`
     /// is not prepared on this session.
     pub fn sent(&mut self, id: u64) -> bool {
-        let at = self.slot_of(id);
-        match &mut self.slots[at] {
-            Some(s) if s.id == id => {
-                s.state = State::Written;
-                true
-            }
-            _ => false,
-        }
+        self.slots.sent(id)
     }
 
     /// Frees the slot of request `id`, prepared but not written (its charge was
@@ -575,14 +530,7 @@ impl Session {
     /// one). `false` if `id` is not prepared, or was written: a written request
     /// leaves the table only by its answer or by [`Session::on_disconnect`].
     pub fn unsent(&mut self, id: u64) -> bool {
-        let at = self.slot_of(id);
-        match self.slots[at] {
-            Some(s) if s.id == id && s.state == State::Prepared => {
-                self.slots[at] = None;
-                true
-            }
-            _ => false,
-        }
+        self.slots.unsent(id)
     }
 
     /// The connection dropped: yields every request in the table once, and empties
@@ -593,18 +541,7 @@ impl Session {
     /// orders the connection placed, so a reconcile finds them cancelled or
     /// filled.
     pub fn on_disconnect(&mut self) -> impl Iterator<Item = Fate> + '_ {
-        self.slots
-            .iter_mut()
-            .filter_map(Option::take)
-            .map(|s| match s.state {
-                State::Written => Fate::Unknown {
-                    id: s.id,
-                    kind: s.kind,
-                    client_order_id: s.client_order_id,
-                    deadline_ns: s.deadline_ns,
-                },
-                State::Prepared => Fate::NotWritten { id: s.id },
-            })
+        self.slots.drain()
     }
 
     /// Reads one text frame from the venue: an answer to a request in flight (its
@@ -640,10 +577,8 @@ impl Session {
             });
         };
         let id = id.as_u64().map_err(|_| FrameError::NoId)?;
-        let at = self.slot_of(id);
-        let slot = match self.slots[at] {
-            Some(s) if s.id == id => s,
-            _ => return Err(FrameError::UnknownId(id)),
+        let Some(slot) = self.slots.get(id) else {
+            return Err(FrameError::UnknownId(id));
         };
         // Every read that can fail comes before the first change.
         let error = v.get("error")?;
@@ -651,7 +586,7 @@ impl Session {
             Some(e) => e.get("code")?.and_then(|c| c.as_i64().ok()),
             None => None,
         };
-        self.slots[at] = None;
+        self.slots.take(id);
         let status = if error.is_some() { 400 } else { 200 };
         let r = Response {
             status,
@@ -662,7 +597,7 @@ impl Session {
         Ok(Incoming::Answer(Answer {
             id,
             kind: slot.kind,
-            call: slot.call,
+            call: slot.extra,
             client_order_id: slot.client_order_id,
             status,
             code,

@@ -36,6 +36,7 @@ pub mod deribit_ws;
 pub mod endpoint;
 pub mod hyperliquid;
 pub mod hyperliquid_ws;
+mod inflight;
 pub mod json;
 pub mod kraken_futures;
 pub mod kraken_spot;
