@@ -182,25 +182,37 @@ fn switching(accept: &str) -> String {
     )
 }
 
-/// A WebSocket API upgrade: admitted (limits, ban, handshake) under the lock,
-/// then served on this thread until it ends.
-fn upgrade(mut stream: TcpStream, ip: IpAddr, req: &http::Request, rest: Vec<u8>, shared: &Shared) {
-    let now = shared.now_ms();
-    let admitted = shared.venue().admit_ws_api(req, ip, now);
+/// Answers an upgrade as it was admitted under the lock: the refusal, or the
+/// 101 and then `serve` on this thread until the connection ends.
+fn answer_upgrade<S>(
+    mut stream: TcpStream,
+    admitted: Result<(String, S), Response>,
+    shared: &Shared,
+    serve: impl FnOnce(TcpStream, S),
+) {
     match admitted {
         Err(r) => {
             shared.venue().note_status(r.status);
             let _ = stream.write_all(&r.to_bytes(true));
             let _ = stream.shutdown(Shutdown::Both);
         }
-        Ok(accept) => {
+        Ok((accept, session)) => {
             shared.venue().note_status(101);
             if stream.write_all(switching(&accept).as_bytes()).is_ok() {
-                let limits = !req.query.split('&').any(|p| p == "returnRateLimits=false");
-                ws_api_conn::serve(stream, rest, ip, limits, shared);
+                serve(stream, session);
             }
         }
     }
+}
+
+/// A WebSocket API upgrade: admitted (limits, ban, handshake), then served.
+fn upgrade(stream: TcpStream, ip: IpAddr, req: &http::Request, rest: Vec<u8>, shared: &Shared) {
+    let now = shared.now_ms();
+    let admitted = shared.venue().admit_ws_api(req, ip, now).map(|a| (a, ()));
+    let limits = !req.query.split('&').any(|p| p == "returnRateLimits=false");
+    answer_upgrade(stream, admitted, shared, |s, ()| {
+        ws_api_conn::serve(s, rest, ip, limits, shared)
+    });
 }
 
 /// Whether `/v5/private` upgrades go to Bybit's private stream.
@@ -211,9 +223,9 @@ fn serves_bybit_private(shared: &Shared) -> bool {
 }
 
 /// A Bybit private stream upgrade: admitted (ban, `max_active_time`,
-/// handshake) under the lock, then served on this thread until it ends.
+/// handshake), then served.
 fn bybit_private_upgrade(
-    mut stream: TcpStream,
+    stream: TcpStream,
     ip: IpAddr,
     req: &http::Request,
     rest: Vec<u8>,
@@ -221,25 +233,14 @@ fn bybit_private_upgrade(
 ) {
     let now = shared.now_ms();
     let admitted = shared.venue().admit_bybit_private(req, ip, now);
-    match admitted {
-        Err(r) => {
-            shared.venue().note_status(r.status);
-            let _ = stream.write_all(&r.to_bytes(true));
-            let _ = stream.shutdown(Shutdown::Both);
-        }
-        Ok((accept, session)) => {
-            shared.venue().note_status(101);
-            if stream.write_all(switching(&accept).as_bytes()).is_ok() {
-                bybit_private_conn::serve(stream, rest, session, shared);
-            }
-        }
-    }
+    answer_upgrade(stream, admitted, shared, |s, session| {
+        bybit_private_conn::serve(s, rest, session, shared)
+    });
 }
 
-/// A Deribit WebSocket upgrade: admitted (ban, handshake) under the lock,
-/// then served on this thread until it ends.
+/// A Deribit WebSocket upgrade: admitted (ban, handshake), then served.
 fn deribit_ws_upgrade(
-    mut stream: TcpStream,
+    stream: TcpStream,
     ip: IpAddr,
     req: &http::Request,
     rest: Vec<u8>,
@@ -247,19 +248,9 @@ fn deribit_ws_upgrade(
 ) {
     let now = shared.now_ms();
     let admitted = shared.venue().admit_deribit_ws(req, ip, now);
-    match admitted {
-        Err(r) => {
-            shared.venue().note_status(r.status);
-            let _ = stream.write_all(&r.to_bytes(true));
-            let _ = stream.shutdown(Shutdown::Both);
-        }
-        Ok((accept, session)) => {
-            shared.venue().note_status(101);
-            if stream.write_all(switching(&accept).as_bytes()).is_ok() {
-                deribit_ws_conn::serve(stream, rest, session, shared);
-            }
-        }
-    }
+    answer_upgrade(stream, admitted, shared, |s, session| {
+        deribit_ws_conn::serve(s, rest, session, shared)
+    });
 }
 
 fn write(stream: &mut TcpStream, r: &Response, close: bool) -> bool {
