@@ -1716,6 +1716,9 @@ impl<E: Account> Gateway<E> {
                 self.trace.ws_connect = tid;
             }
         }
+        let setup = lane.setup_due(w.budget(), now);
+        self.trace_own(setup, now);
+        let lane = self.ws.as_mut()?;
         Some(lane.drive(w.budget(), now, ready))
     }
 

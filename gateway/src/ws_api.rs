@@ -124,6 +124,8 @@ pub struct WsApiStats {
     pub answers: u64,
     /// Setups the venue confirmed (Binance: the user data stream subscribed).
     pub subscribed: u64,
+    /// Setup requests the budget refused, tried again when it had room.
+    pub setup_retries: u64,
     /// `executionReport` events delivered.
     pub executions: u64,
     /// Frames that could not be read (nothing changed).
@@ -305,6 +307,10 @@ pub struct WsLane {
     set_up: bool,
     /// A heartbeat answer on the wire ([`LaneApi::test_reply`]).
     pub(crate) test_req: Option<u64>,
+    /// A setup request the budget refused is tried again at this time.
+    setup_retry_at: Option<i64>,
+    /// When the last request of the lane's own the budget refused has room.
+    own_ready_at: Option<i64>,
     /// Why the stream or the connection is not available, once.
     pub(crate) why: Option<String>,
     frame: Vec<u8>,
@@ -386,6 +392,8 @@ impl WsLane {
             setup_step: 0,
             set_up: false,
             test_req: None,
+            setup_retry_at: None,
+            own_ready_at: None,
             why: None,
             frame: Vec::with_capacity(2048),
             report: Some(WsReport {
@@ -462,7 +470,8 @@ impl WsLane {
                 let first = self.deadlines.iter().map(|&(_, at)| at).min();
                 let quiet = self
                     .ping_at
-                    .min(self.heard_at.saturating_add(self.silent_ns));
+                    .min(self.heard_at.saturating_add(self.silent_ns))
+                    .min(self.setup_retry_at.unwrap_or(i64::MAX));
                 Some(first.map_or(quiet, |f| f.min(quiet)))
             }
             WsState::Connecting | WsState::Unavailable => None,
@@ -686,7 +695,20 @@ impl WsLane {
         self.stats.opens += 1;
         self.setup_step = 0;
         self.set_up = false;
+        self.setup_retry_at = None;
         self.next_setup(budget, now)
+    }
+
+    /// Sends again the setup request the budget refused, once its time came
+    /// (what became of its charge).
+    pub(crate) fn setup_due(&mut self, budget: &mut Budget, now: i64) -> SubCharge {
+        match self.setup_retry_at {
+            Some(at) if at <= now && self.state == WsState::Open => {
+                self.setup_retry_at = None;
+                self.next_setup(budget, now)
+            }
+            _ => SubCharge::None,
+        }
     }
 
     /// Sends the setup request due, or marks the setup done if none is.
@@ -698,6 +720,12 @@ impl WsLane {
             Some(f) => {
                 let (charge, id) = self.send_own(f, budget, now);
                 self.sub_req = id;
+                if let (SubCharge::Refused, Some(at)) = (charge, self.own_ready_at) {
+                    // The setup waits for room, never dropped: Deribit takes no
+                    // order over the lane before it.
+                    self.setup_retry_at = Some(at);
+                    self.stats.setup_retries += 1;
+                }
                 charge
             }
             None => {
@@ -714,10 +742,15 @@ impl WsLane {
     /// buffer: what became of its charge, and its id if it left.
     fn send_own(&mut self, f: Framed, budget: &mut Budget, now: i64) -> (SubCharge, Option<u64>) {
         self.sub_parts = f.parts;
-        let Ok(ticket) = budget.try_charge(&self.sub_parts, Class::Urgent, now) else {
-            // No room now: asked again at the next open; polls cover the stream.
-            self.api.unsent(f.id);
-            return (SubCharge::Refused, None);
+        let ticket = match budget.try_charge(&self.sub_parts, Class::Urgent, now) {
+            Ok(t) => t,
+            Err(l) => {
+                // No room now: tried again when there is ([`WsLane::setup_due`]).
+                self.api.unsent(f.id);
+                self.own_ready_at =
+                    Some(l.ready_at_ns.clamp(now + 1, now + self.backoff_ns.max(SEC)));
+                return (SubCharge::Refused, None);
+            }
         };
         let text = core::str::from_utf8(&self.frame).unwrap_or("");
         let sent = match self.client.session_mut(self.id) {
@@ -785,6 +818,7 @@ impl WsLane {
         self.sub_req = None;
         self.test_req = None;
         self.set_up = false;
+        self.setup_retry_at = None;
         self.stats.drops += 1;
         if let Cause::Handshake(HandshakeError::Status(status)) = cause {
             let mut headers = [Header {

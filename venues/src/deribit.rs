@@ -86,11 +86,23 @@ impl Default for Config {
     }
 }
 
+/// Credits a second kept for the order connection's own calls: one request
+/// every 2 s, five times the heartbeat's answer at its shortest interval (10 s),
+/// so a reconnect's three calls come back within 6 s.
+pub const SWITCH_CREDITS_PER_S: u32 = 250;
+
+/// Credits at once kept for them: ten requests, three reconnects' calls (auth,
+/// cancel-on-disconnect, heartbeat) and an answer, with room left after a
+/// restart that books its predecessor's recent calls.
+pub const SWITCH_CREDITS_MAX: u64 = 5_000;
+
 /// The Deribit adapter.
 #[derive(Clone, Debug)]
 pub struct Deribit {
     clock: Clock,
     credit_cost: u32,
+    /// How long the venue's whole non-matching pool takes to refill, ns.
+    credits_refill_ns: i64,
     /// The IP gate.
     pub ip: BucketId,
     /// The matching-engine pool, in requests.
@@ -101,22 +113,46 @@ pub struct Deribit {
     pub connections: BucketId,
     /// Open sessions of the key.
     pub sessions: BucketId,
+    /// The share of the non-matching pool kept for the order connection's own
+    /// calls ([`Deribit::switch_parts`]: `public/auth`, cancel-on-disconnect,
+    /// the heartbeat's `public/test`), which no strategy request charges: a
+    /// strategy reading flat out cannot starve the heartbeat answer whose
+    /// absence closes the connection and fires cancel-on-disconnect. `credits`
+    /// is declared smaller by it ([`SWITCH_CREDITS_PER_S`],
+    /// [`SWITCH_CREDITS_MAX`]).
+    pub switch: BucketId,
     auth: Option<(ApiKey, HmacKey)>,
     nonce: u64,
 }
 
 impl Deribit {
-    /// Declares `ip`, `matching`, `credits`, `connections` and `sessions`.
+    /// Declares `ip`, `matching`, `credits` (less the `switch` share),
+    /// `switch`, `connections` and `sessions`.
     pub fn new(builder: &mut Builder, clock: Clock, c: Config) -> Result<Self, Error> {
-        if c.matching_per_s == 0 || c.credits_per_s == 0 {
+        if c.matching_per_s == 0
+            || c.credits_per_s <= SWITCH_CREDITS_PER_S
+            || c.credits_max <= SWITCH_CREDITS_MAX
+        {
             return Err(Error::BadField("refill"));
         }
+        let credits = Spec::token(
+            c.credits_per_s - SWITCH_CREDITS_PER_S,
+            c.credits_max - SWITCH_CREDITS_MAX,
+        );
         Ok(Deribit {
             clock,
             credit_cost: c.credit_cost,
+            credits_refill_ns: i64::try_from(c.credits_max)
+                .unwrap_or(i64::MAX)
+                .saturating_mul(1_000_000_000)
+                / i64::from(c.credits_per_s),
             ip: builder.add("ip", Spec::gate())?,
             matching: builder.add("matching", Spec::token(c.matching_per_s, c.matching_burst))?,
-            credits: builder.add("credits", Spec::token(c.credits_per_s, c.credits_max))?,
+            credits: builder.add("credits", credits)?,
+            switch: builder.add(
+                "switch",
+                Spec::token(SWITCH_CREDITS_PER_S, SWITCH_CREDITS_MAX),
+            )?,
             connections: builder.add("connections", Spec::in_flight(c.connections))?,
             sessions: builder.add("sessions", Spec::in_flight(c.sessions))?,
             auth: None,
@@ -133,6 +169,16 @@ impl Deribit {
     /// prepared from now on is stamped, and its deadline computed, on `clock`.
     pub fn set_clock(&mut self, clock: Clock) {
         self.clock = clock;
+    }
+
+    /// What the order connection's own calls charge (auth,
+    /// cancel-on-disconnect, the heartbeat's answer): the IP gate and one
+    /// request's credits of [`Deribit::switch`].
+    pub fn switch_parts(&self) -> Parts {
+        let mut p = Parts::new();
+        p.push(Part::new(self.ip, 0));
+        p.push(Part::new(self.switch, self.credit_cost));
+        p
     }
 
     /// The pool a request draws on.
@@ -160,7 +206,12 @@ impl Deribit {
                 .is_some_and(|r| r.str_contains(w).unwrap_or(false))
         };
         match code {
-            // The pool is empty: hold it until it has refilled (one window).
+            // The pool is empty: hold it until the venue's has refilled (the
+            // non-matching one: its whole size at its refill, not the share
+            // the adapter keeps for the strategy).
+            10028 if !request.is_write() => {
+                adapt::hold(budget, self.credits, Some(self.credits_refill_ns), now)
+            }
             10028 => adapt::hold(budget, self.pool(request), None, now),
             // Too many concurrent public requests: the IP's.
             10066 => adapt::hold(budget, self.ip, None, now),
@@ -737,38 +788,44 @@ mod tests {
 
     /// 50,000 credits, 500 a read, 10,000 a second: 100 reads at once, then one
     /// every 50 ms; an idle second refills 20 reads, and never more than the pool.
+    /// The pool is the venue's; the adapter splits it between the strategy's
+    /// reads (`credits`) and the order connection's own calls (`switch`), so the
+    /// venue's figures hold for the two together, never more.
     #[test]
     fn the_credit_pool_refills_continuously() {
         let mut b = Budget::builder();
         let d = Deribit::new(&mut b, Clock::anchor(0, 0), Config::default()).unwrap();
         let mut budget = b.build(0).unwrap();
         let read = d.parts(Request::Read(1)).unwrap();
-        for i in 0..100 {
-            let t = budget
-                .try_charge(&read, Class::Normal, 0)
-                .unwrap_or_else(|l| panic!("read {i}: {l:?}"));
-            budget.complete(t.sent(), 0).unwrap();
-        }
+        let own = d.switch_parts();
+        // Everything admitted at `at`, reads first, then the connection's calls.
+        let drain = |budget: &mut Budget, at: i64| {
+            let mut n = [0u32; 2];
+            for (i, parts) in [&read, &own].into_iter().enumerate() {
+                while let Ok(t) = budget.try_charge(parts, Class::Normal, at) {
+                    budget.complete(t.sent(), at).unwrap();
+                    n[i] += 1;
+                }
+            }
+            n
+        };
+        // The whole pool at once: 100 requests, of which the reserve's 10.
+        assert_eq!(drain(&mut budget, 0), [90, 10]);
         let refused = budget.try_charge(&read, Class::Normal, 0).unwrap_err();
         assert_eq!((refused.bucket, refused.why), (d.credits, Why::Full));
-        assert_eq!(refused.ready_at_ns, 50 * MS);
-        assert!(budget.try_charge(&read, Class::Normal, 49 * MS).is_err());
-        let t = budget.try_charge(&read, Class::Normal, 50 * MS).unwrap();
-        budget.complete(t.sent(), 50 * MS).unwrap();
-        // One idle second: 20 more, not 21.
-        let at = 1_050 * MS;
-        for _ in 0..20 {
-            let t = budget.try_charge(&read, Class::Normal, at).unwrap();
-            budget.complete(t.sent(), at).unwrap();
-        }
-        assert!(budget.try_charge(&read, Class::Normal, at).is_err());
+        // The next read when 500 credits came back at 9,750 a second (never
+        // sooner; the bucket's rounding within a millisecond).
+        let due = 500 * SEC / 9_750;
+        assert!(
+            (due..due + MS).contains(&refused.ready_at_ns),
+            "{refused:?}"
+        );
+        // One idle second: at most the venue's 20, and 19 here (the split rounds
+        // down on each side).
+        let n = drain(&mut budget, SEC);
+        assert_eq!(n, [19, 0]);
         // An idle minute: back to the full pool of 100, no more.
-        let later = at + 60 * SEC;
-        for _ in 0..100 {
-            let t = budget.try_charge(&read, Class::Normal, later).unwrap();
-            budget.complete(t.sent(), later).unwrap();
-        }
-        assert!(budget.try_charge(&read, Class::Normal, later).is_err());
+        assert_eq!(drain(&mut budget, 61 * SEC), [90, 10]);
     }
 
     #[test]

@@ -18,7 +18,9 @@
 //! (10028) holds the request's pool by the REST rules; on a WebSocket the venue
 //! also closes the session after it (expect [`Session::on_disconnect`]).
 //! `public/auth`, the cancel-on-disconnect calls and `public/test` are
-//! non-matching requests: [`Request::Read`]`(1)`, 500 credits of the pool.
+//! non-matching requests ([`Request::Read`]`(1)`, 500 credits of the pool)
+//! charged to the adapter's reserve of it ([`Deribit::switch_parts`]): a
+//! strategy reading flat out cannot starve the heartbeat's answer.
 //!
 //! Drive order (one connection):
 //! 1. Authenticate first: [`Session::auth`] writes `public/auth` (the
@@ -415,7 +417,7 @@ impl Session {
     pub fn auth(&mut self, out: &mut Vec<u8>, now: i64) -> Result<Pending, PrepareError> {
         out.clear();
         let id = self.free()?;
-        let parts = self.adapter.parts(OWN).map_err(PrepareError::Bad)?;
+        let parts = self.adapter.switch_parts();
         if self.adapter.credentials().is_none() {
             return Err(PrepareError::Bad(Error::NoKey));
         }
@@ -458,7 +460,7 @@ impl Session {
     ) -> Result<Pending, PrepareError> {
         out.clear();
         let id = self.free()?;
-        let parts = self.adapter.parts(OWN).map_err(PrepareError::Bad)?;
+        let parts = self.adapter.switch_parts();
         let frame = call.frame(id).map_err(PrepareError::Bad)?;
         out.extend_from_slice(frame.as_bytes());
         let deadline = now.saturating_add(VALID_FOR_MS * MS);
@@ -473,7 +475,7 @@ impl Session {
     pub fn test(&mut self, out: &mut Vec<u8>, now: i64) -> Result<Pending, PrepareError> {
         out.clear();
         let id = self.free()?;
-        let parts = self.adapter.parts(OWN).map_err(PrepareError::Bad)?;
+        let parts = self.adapter.switch_parts();
         head(out, id, "public/test");
         out.extend_from_slice(b"}}");
         let deadline = now.saturating_add(VALID_FOR_MS * MS);

@@ -39,7 +39,7 @@ const TABLE: &[(&str, &str, &str, &[Effect])] = &[
     // Deribit (issue 19): matching 5/s burst 20 (requests), credits 500 of 50,000 refilled 10,000/s.
     ("deribit", "order_ok", "Done", &[Used("matching", 1), Used("credits", 0)]),
     ("deribit", "matching_10028", "Throttled bucket=matching until_ms=4000", &[Held("matching", 4_000)]),
-    ("deribit", "credits_10028", "Throttled bucket=credits until_ms=5000", &[Held("credits", 5_000), Used("credits", 500)]),
+    ("deribit", "credits_10028", "Throttled bucket=credits until_ms=5050", &[Held("credits", 5_050), Used("credits", 500)]),
     ("deribit", "connections_429", "Throttled bucket=ip until_ms=1000", &[Held("ip", 1_000)]),
     ("deribit", "ban_403", "Banned bucket=ip until_ms=300000", &[Halted("ip", 300_000)]),
     ("deribit", "clock_13009", "ClockSkew", &[]),

@@ -135,7 +135,7 @@ fn auth_is_signed_as_documented() {
     );
     assert_eq!(p.id, 1);
     assert_eq!(p.kind, Request::Read(1));
-    assert_eq!(p.parts, s.adapter().parts(Request::Read(1)).unwrap());
+    assert_eq!(p.parts, s.adapter().switch_parts());
     assert_eq!(p.deadline_ns, 5 * SEC);
     assert_eq!(p.client_order_id, None);
     // A fresh nonce on every call.
@@ -217,7 +217,7 @@ fn cancel_on_disconnect_and_test_frames() {
         text(&out),
         r#"{"jsonrpc":"2.0","id":2,"method":"public/test","params":{}}"#
     );
-    assert_eq!(p.parts, s.adapter().parts(Request::Read(1)).unwrap());
+    assert_eq!(p.parts, s.adapter().switch_parts());
 }
 
 /// Prepares with the REST adapter, then its twin; checks what the twin carries
@@ -679,4 +679,43 @@ proptest! {
             let _ = read_auth(&f);
         }
     }
+}
+
+/// A strategy reading flat out (every credit of `credits` spent, every read
+/// refused) never starves the connection's own calls: the heartbeat's answer,
+/// the auth and cancel-on-disconnect after a reconnect charge the `switch`
+/// share, which no strategy request charges.
+#[test]
+fn a_flood_of_reads_never_starves_the_heartbeat_answer() {
+    let (mut s, mut budget) = session(16);
+    let read = s.adapter().parts(Request::Read(1)).unwrap();
+    let mut reads = 0;
+    while let Ok(t) = budget.try_charge(&read, ergon_core::Class::Urgent, 0) {
+        budget.complete(t.sent(), 0).unwrap();
+        reads += 1;
+    }
+    assert_eq!(reads, 90, "the venue's 100 less the reserve's 10");
+    let mut out = Vec::new();
+    for p in [
+        s.auth(&mut out, 0).unwrap(),
+        s.cod(CodCall::Enable(CodScope::Connection), &mut out, 0)
+            .unwrap(),
+        s.cod(CodCall::Heartbeat(10), &mut out, 0).unwrap(),
+        s.test(&mut out, 0).unwrap(),
+    ] {
+        let t = budget
+            .try_charge(&p.parts, ergon_core::Class::Normal, 0)
+            .unwrap_or_else(|l| panic!("request {} refused: {l:?}", p.id));
+        budget.complete(t.sent(), 0).unwrap();
+    }
+    // And the reserve is no more than its share: ten calls, then they wait.
+    for _ in 4..10 {
+        let p = s.test(&mut out, 0).unwrap();
+        let t = budget.try_charge(&p.parts, ergon_core::Class::Normal, 0);
+        budget.complete(t.unwrap().sent(), 0).unwrap();
+    }
+    let p = s.test(&mut out, 0).unwrap();
+    assert!(budget
+        .try_charge(&p.parts, ergon_core::Class::Urgent, 0)
+        .is_err());
 }
