@@ -146,14 +146,13 @@ fn order(symbol: Symbol<'_>, id: ClientOrderId) -> NewOrder<'_> {
 
 /// Attaches as the strategy `mm`.
 fn attach(gw: &str) -> ShmClient {
-    let until = Instant::now() + Duration::from_secs(20);
-    loop {
-        match ShmClient::attach(gw, "mm", false) {
-            Ok(c) => break c,
-            Err(e) if Instant::now() > until => panic!("attach: {e}"),
-            Err(_) => std::thread::sleep(Duration::from_millis(20)),
-        }
-    }
+    let mut last = None;
+    until(Duration::from_secs(20), || {
+        ShmClient::attach(gw, "mm", false)
+            .map_err(|e| last = Some(e))
+            .ok()
+    })
+    .unwrap_or_else(|| panic!("attach: {last:?}"))
 }
 
 /// The client's own open client order ids, from its open-orders call.
@@ -210,17 +209,27 @@ fn open(s: &Server) -> usize {
     s.orders().iter().filter(|o| o.status == "NEW").count()
 }
 
-/// Polls the emulator's book until nothing is open, up to `limit` from `from`.
-fn none_open_by(s: &Server, from: Instant, limit: Duration) -> Option<Duration> {
+/// What `f` finds once it finds it, or None after `limit`. The one poll of
+/// these tests: the emulator's threads and the gateway's process see sockets and
+/// signals on their own time (the venue's clock is jumped, never waited out).
+fn until<T>(limit: Duration, mut f: impl FnMut() -> Option<T>) -> Option<T> {
+    let end = Instant::now() + limit;
     loop {
-        if open(s) == 0 {
-            return Some(from.elapsed());
+        if let Some(t) = f() {
+            return Some(t);
         }
-        if from.elapsed() > limit {
+        if Instant::now() > end {
             return None;
         }
-        std::thread::sleep(Duration::from_millis(20));
+        std::thread::sleep(Duration::from_millis(10));
     }
+}
+
+/// Polls the emulator's book until nothing is open, up to `limit` from `from`.
+fn none_open_by(s: &Server, from: Instant, limit: Duration) -> Option<Duration> {
+    until(limit.saturating_sub(from.elapsed()), || {
+        (open(s) == 0).then(|| from.elapsed())
+    })
 }
 
 #[test]
@@ -254,15 +263,10 @@ fn a_cut_bybit_dcp_connection_is_back_within_its_window_and_nothing_fires() {
     let c = quote(&name, v.symbol, 2);
     assert_eq!(s.report().bybit_private.dcp_subscribed, 1);
     s.drop_bybit_private();
-    let until = Instant::now() + Duration::from_secs(10);
-    while s.report().bybit_private.dcp_subscribed < 2 {
-        assert!(
-            Instant::now() < until,
-            "not subscribed again: {:?}",
-            s.report()
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    let again = until(Duration::from_secs(10), || {
+        (s.report().bybit_private.dcp_subscribed >= 2).then_some(())
+    });
+    assert!(again.is_some(), "not subscribed again: {:?}", s.report());
     assert_eq!(s.report().bybit_private.disconnects, 1);
     assert!(s.switches().is_empty(), "{:?}", s.switches());
     // The whole window and more, on the venue's clock: nothing fires.
@@ -319,19 +323,16 @@ fn a_banned_bybit_gateway_lets_its_dcp_connection_go_and_the_venue_cancels() {
     s.advance_clock(sw[0].fires_at_ms + 1_000 - s.clock().now_ms());
     let took = none_open_by(&s, Instant::now(), Duration::from_secs(5));
     assert!(took.is_some(), "{:?}", s.orders());
-    let until = Instant::now() + Duration::from_secs(10);
-    loop {
+    let mut text = String::new();
+    let fired = until(Duration::from_secs(10), || {
         let stats = Command::new(env!("CARGO_BIN_EXE_ergon-gateway"))
             .args(["--stats", "--name", &name, "--once"])
             .output()
             .expect("stats");
-        let text = String::from_utf8_lossy(&stats.stdout).into_owned();
-        if text.contains("protection fired ") {
-            break;
-        }
-        assert!(Instant::now() < until, "{text}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+        text = String::from_utf8_lossy(&stats.stdout).into_owned();
+        text.contains("protection fired ").then_some(())
+    });
+    assert!(fired.is_some(), "{text}");
     drop(c);
     drop(gw);
     let _ = std::fs::remove_file(journal(&name));
@@ -427,14 +428,10 @@ fn deribit_over_rest_has_no_switch_for_its_orders() {
 /// The emulator's switches once one is there (a connection-armed switch's
 /// countdown starts when the venue sees the connection close), up to 5 s.
 fn switches_armed(s: &Server) -> Vec<ergon_venue_sim::SwitchView> {
-    let until = Instant::now() + Duration::from_secs(5);
-    loop {
-        let sw = s.switches();
-        if !sw.is_empty() || Instant::now() > until {
-            return sw;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    until(Duration::from_secs(5), || {
+        Some(s.switches()).filter(|sw| !sw.is_empty())
+    })
+    .unwrap_or_default()
 }
 
 fn killed(v: Venue) {
@@ -565,24 +562,19 @@ fn sigterm(v: Venue) {
         .status()
         .expect("kill")
         .success());
-    let until = Instant::now() + Duration::from_secs(15);
-    let status = loop {
-        if let Some(st) = gw.child.try_wait().expect("wait") {
-            break st;
-        }
-        assert!(Instant::now() < until, "no exit after SIGTERM");
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let status = until(Duration::from_secs(15), || {
+        gw.child.try_wait().expect("wait")
+    })
+    .expect("no exit after SIGTERM");
     assert!(status.success(), "{status:?}");
     assert_eq!(open(&s), 0, "{:?}", s.orders());
     if v.by_connection {
         // Closing the connection is the disarm: the venue's window may still
         // run, with nothing left to cancel (the quotes were cancelled first).
-        let until = Instant::now() + Duration::from_secs(5);
-        while s.report().bybit_private.disconnects == 0 {
-            assert!(Instant::now() < until, "the venue never saw the close");
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        let seen = until(Duration::from_secs(5), || {
+            (s.report().bybit_private.disconnects > 0).then_some(())
+        });
+        assert!(seen.is_some(), "the venue never saw the close");
         let cancelled = |s: &Server| s.orders().iter().filter(|o| o.status == "CANCELED").count();
         assert_eq!(cancelled(&s), 2);
         s.advance_clock(i64::try_from(v.timeout_s * 1_000 + 1_000).expect("ms"));
@@ -677,14 +669,11 @@ fn the_switchs_state_reaches_the_metrics_and_health() {
     };
     // Armed before `ready`; the loop publishes within a few turns. On main the
     // switch never told the published state: the metrics had no protection series.
-    let until = Instant::now() + Duration::from_secs(15);
-    let text = loop {
-        let text = get(&addr, "/metrics");
-        if text.contains("ergon_protection_armed{} 1") || Instant::now() > until {
-            break text;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let mut text = String::new();
+    until(Duration::from_secs(15), || {
+        text = get(&addr, "/metrics");
+        text.contains("ergon_protection_armed{} 1").then_some(())
+    });
     assert!(text.contains("ergon_protection_armed{} 1"), "{text}");
     assert!(text.contains("ergon_protection_lapsed{} 0"), "{text}");
     assert!(

@@ -8,10 +8,10 @@ mod common;
 
 use std::io::{ErrorKind, Read};
 use std::net::SocketAddr;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::ws::{upgrade, RawWs, KEY};
-use common::{Client, Resp};
+use common::{until, Client, Resp};
 use ergon_venue_sim::params::sign;
 use ergon_venue_sim::{Config, Server, SwitchView, DEFAULT_API_KEY, DEFAULT_API_SECRET};
 use serde_json::{json, Value};
@@ -142,11 +142,10 @@ fn order_status(s: &Server) -> String {
 
 /// Waits until the venue has seen `n` private connections end.
 fn ended(s: &Server, n: u64) {
-    let t0 = Instant::now();
-    while s.report().bybit_private.disconnects < n {
-        assert!(t0.elapsed() < WAIT, "the venue never saw the drop");
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    let seen = until(WAIT, || {
+        (s.report().bybit_private.disconnects >= n).then_some(())
+    });
+    assert!(seen.is_some(), "the venue never saw the drop");
 }
 
 /// Waits for the venue to see `n` drops, then returns its armed switches.

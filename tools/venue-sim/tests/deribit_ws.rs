@@ -8,10 +8,10 @@
 mod common;
 
 use std::io::{ErrorKind, Read};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::ws::{upgrade, RawWs, KEY};
-use common::{Client, Resp};
+use common::{until, Client, Resp};
 use ergon_venue_sim::params::sign;
 use ergon_venue_sim::{Config, Credits, Server, DEFAULT_API_KEY, DEFAULT_API_SECRET};
 use serde_json::{json, Value};
@@ -131,24 +131,22 @@ fn error(v: &Value) -> (i64, String) {
 /// The order's status in the registry, once it is `want` (polled briefly:
 /// the connection's thread sees the end on its next look).
 fn status_becomes(s: &Server, order_id: u64, want: &str) -> String {
-    let until = Instant::now() + Duration::from_secs(2);
-    loop {
+    let status = || {
         let o = s.orders().into_iter().find(|o| o.order_id == order_id);
-        let st = o.map(|o| o.status).unwrap_or_default();
-        if st == want || Instant::now() > until {
-            return st;
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
+        o.map(|o| o.status).unwrap_or_default()
+    };
+    until(Duration::from_secs(2), || {
+        Some(status()).filter(|st| st == want)
+    })
+    .unwrap_or_else(status)
 }
 
 /// Waits until the venue saw `n` Deribit WebSocket ends.
 fn ends_seen(s: &Server, n: u64) {
-    let until = Instant::now() + Duration::from_secs(2);
-    while s.report().deribit_ws.disconnects < n {
-        assert!(Instant::now() < until, "{:?}", s.report().deribit_ws);
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    let seen = until(Duration::from_secs(2), || {
+        (s.report().deribit_ws.disconnects >= n).then_some(())
+    });
+    assert!(seen.is_some(), "{:?}", s.report().deribit_ws);
 }
 
 /// A JSON-RPC call over `POST /api/v2`.

@@ -193,3 +193,19 @@ pub fn order_counts(rep: &Report) -> (u64, u64, u64, u64) {
         rep.duplicate_rejects,
     )
 }
+
+/// What `f` finds once it finds it, or None after `limit`: the emulator's
+/// connection threads see a client's close on their own time (its clock is
+/// jumped with `advance_clock`, never waited out).
+pub fn until<T>(limit: Duration, mut f: impl FnMut() -> Option<T>) -> Option<T> {
+    let end = std::time::Instant::now() + limit;
+    loop {
+        if let Some(t) = f() {
+            return Some(t);
+        }
+        if std::time::Instant::now() > end {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
