@@ -113,23 +113,6 @@ pub enum LinkState {
     Unavailable,
 }
 
-/// What the link did.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct LinkStats {
-    /// Connects admitted by the budget.
-    pub connects: u64,
-    /// Connects the budget refused (nothing sent).
-    pub connects_refused: u64,
-    /// Subscriptions the venue confirmed.
-    pub subscribed: u64,
-    /// Connections that ended.
-    pub drops: u64,
-    /// Pings sent.
-    pub pings: u64,
-    /// Connections given up as silent.
-    pub silences: u64,
-}
-
 /// What one drive saw, in order.
 #[derive(Debug)]
 enum Item {
@@ -159,7 +142,6 @@ pub struct DcpLink {
     items: Vec<Item>,
     next_req: u64,
     why: Option<String>,
-    stats: LinkStats,
 }
 
 impl DcpLink {
@@ -209,7 +191,6 @@ impl DcpLink {
             items: Vec::with_capacity(64),
             next_req: 1,
             why: None,
-            stats: LinkStats::default(),
         })
     }
 
@@ -235,11 +216,6 @@ impl DcpLink {
     /// Where it stands.
     pub fn state(&self) -> LinkState {
         self.state
-    }
-
-    /// What it did.
-    pub fn stats(&self) -> LinkStats {
-        self.stats
     }
 
     /// Why it is [`LinkState::Unavailable`].
@@ -327,7 +303,6 @@ impl DcpLink {
             LinkState::Authenticating | LinkState::Subscribing | LinkState::Live
         );
         if open && now >= self.silent_at() {
-            self.stats.silences += 1;
             // Its own events are this one drop, handled here.
             self.client.abort(self.id, budget, now, &mut |_, _, _| {});
             self.on_closed(Cause::Timeout, now);
@@ -335,9 +310,7 @@ impl DcpLink {
             self.ping_at = now.saturating_add(self.ping_every_ns);
             let id = self.req_id();
             bybit_private::ping(id, &mut self.frame);
-            if self.send(budget, now) {
-                self.stats.pings += 1;
-            }
+            self.send(budget, now);
         }
         if want && self.state == LinkState::Down && now >= self.retry_at {
             self.connect(budget, now);
@@ -371,11 +344,9 @@ impl DcpLink {
             .connect(self.id, &req, Class::Urgent, budget, now)
         {
             Ok(()) => {
-                self.stats.connects += 1;
                 self.state = LinkState::Connecting;
             }
             Err(ws::ConnectError::Limited(l)) => {
-                self.stats.connects_refused += 1;
                 self.retry_at = l.ready_at_ns.clamp(now + 1, now + self.backoff_ns.max(SEC));
             }
             Err(e @ ws::ConnectError::LocalAddr { .. }) => {
@@ -412,7 +383,6 @@ impl DcpLink {
                 self.send(budget, now);
             }
             (Op::Subscribe, true, LinkState::Subscribing) => {
-                self.stats.subscribed += 1;
                 self.backoff_ns = FIRST_BACKOFF_NS;
                 self.state = LinkState::Live;
             }
@@ -432,22 +402,21 @@ impl DcpLink {
         }
     }
 
-    /// Queues the frame written and writes it; whether it was taken.
-    fn send(&mut self, budget: &mut Budget, now: i64) -> bool {
+    /// Queues the frame written and writes it. A frame the budget refuses (a
+    /// halt) is not sent: the venue hears nothing, and the connection is given
+    /// up as silent.
+    fn send(&mut self, budget: &mut Budget, now: i64) {
         let text = core::str::from_utf8(&self.frame).unwrap_or("");
-        let Some(s) = self.client.session_mut(self.id) else {
-            return false;
-        };
-        let sent = s.send_text(text, Class::Urgent, budget, now).is_ok();
-        self.client.flush(self.id, budget, now);
-        sent
+        if let Some(s) = self.client.session_mut(self.id) {
+            let _ = s.send_text(text, Class::Urgent, budget, now);
+            self.client.flush(self.id, budget, now);
+        }
     }
 
     fn on_closed(&mut self, cause: Cause, now: i64) {
         if self.state == LinkState::Unavailable {
             return;
         }
-        self.stats.drops += 1;
         self.ping_at = i64::MAX;
         if let Cause::Handshake(HandshakeError::Status(status)) = cause {
             if !self.ever_open && !matches!(status, 403 | 418 | 429) {

@@ -1741,10 +1741,10 @@ impl<E: Account> Gateway<E> {
             lane.sub_parts(),
             Class::Urgent,
             Label::NONE,
-            c != SubCharge::Refused,
+            !matches!(c, SubCharge::Refused(_)),
         );
         match c {
-            SubCharge::Sent => self.trace.ws_sub = tid,
+            SubCharge::Sent(_) => self.trace.ws_sub = tid,
             SubCharge::Refunded => self.trace.refund(now, tid),
             _ => {}
         }

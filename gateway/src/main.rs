@@ -396,10 +396,10 @@ fn serve<E: Account>(
             let d = gateway::run(&mut lp, gw, pool, first, Arc::new(Control::default()))
                 .map_err(|e| e.to_string())?;
             gw = d.gateway;
+            let why = d.strategy.not_armed();
             let m = d.strategy.machine;
             link = d.strategy.link;
             if m.state() != State::Armed {
-                let why = m.not_armed();
                 if a.protection == Mode::Required {
                     return Err(format!("--protection required: {why}"));
                 }

@@ -309,8 +309,6 @@ pub struct WsLane {
     pub(crate) test_req: Option<u64>,
     /// A setup request the budget refused is tried again at this time.
     setup_retry_at: Option<i64>,
-    /// When the last request of the lane's own the budget refused has room.
-    own_ready_at: Option<i64>,
     /// Why the stream or the connection is not available, once.
     pub(crate) why: Option<String>,
     frame: Vec<u8>,
@@ -338,12 +336,13 @@ pub struct WsLane {
 pub(crate) enum SubCharge {
     /// Not asked (none due, or the request could not be prepared).
     None,
-    /// Asked and refused by the budget.
-    Refused,
+    /// Asked and refused by the budget, which has room at this time.
+    Refused(i64),
     /// Admitted, then refunded: the frame was not written.
     Refunded,
-    /// Admitted and queued: it settles with its answer or outcome.
-    Sent,
+    /// Admitted and queued, with this request id: it settles with its answer
+    /// or outcome.
+    Sent(u64),
 }
 
 impl WsLane {
@@ -393,7 +392,6 @@ impl WsLane {
             set_up: false,
             test_req: None,
             setup_retry_at: None,
-            own_ready_at: None,
             why: None,
             frame: Vec::with_capacity(2048),
             report: Some(WsReport {
@@ -718,13 +716,16 @@ impl WsLane {
             .setup(self.setup_step, self.stream, &mut self.frame, now)
         {
             Some(f) => {
-                let (charge, id) = self.send_own(f, budget, now);
-                self.sub_req = id;
-                if let (SubCharge::Refused, Some(at)) = (charge, self.own_ready_at) {
-                    // The setup waits for room, never dropped: Deribit takes no
-                    // order over the lane before it.
-                    self.setup_retry_at = Some(at);
-                    self.stats.setup_retries += 1;
+                let charge = self.send_own(f, budget, now);
+                match charge {
+                    SubCharge::Sent(id) => self.sub_req = Some(id),
+                    SubCharge::Refused(at) => {
+                        // The setup waits for room, never dropped: Deribit takes
+                        // no order over the lane before it.
+                        self.setup_retry_at = Some(at);
+                        self.stats.setup_retries += 1;
+                    }
+                    SubCharge::Refunded | SubCharge::None => {}
                 }
                 charge
             }
@@ -739,17 +740,17 @@ impl WsLane {
     }
 
     /// Charges and sends a request of the lane's own written into the frame
-    /// buffer: what became of its charge, and its id if it left.
-    fn send_own(&mut self, f: Framed, budget: &mut Budget, now: i64) -> (SubCharge, Option<u64>) {
+    /// buffer: what became of its charge.
+    fn send_own(&mut self, f: Framed, budget: &mut Budget, now: i64) -> SubCharge {
         self.sub_parts = f.parts;
         let ticket = match budget.try_charge(&self.sub_parts, Class::Urgent, now) {
             Ok(t) => t,
             Err(l) => {
-                // No room now: tried again when there is ([`WsLane::setup_due`]).
+                // No room now: a setup is tried again when there is
+                // ([`WsLane::setup_due`]).
                 self.api.unsent(f.id);
-                self.own_ready_at =
-                    Some(l.ready_at_ns.clamp(now + 1, now + self.backoff_ns.max(SEC)));
-                return (SubCharge::Refused, None);
+                let at = l.ready_at_ns.clamp(now + 1, now + self.backoff_ns.max(SEC));
+                return SubCharge::Refused(at);
             }
         };
         let text = core::str::from_utf8(&self.frame).unwrap_or("");
@@ -762,13 +763,13 @@ impl WsLane {
                 self.api.sent(f.id);
                 let _ = self.deadlines.try_push((f.id, f.deadline_ns));
                 self.client.flush(self.id, budget, now);
-                (SubCharge::Sent, Some(f.id))
+                SubCharge::Sent(f.id)
             }
             Err((_, t)) => {
                 self.api.unsent(f.id);
                 // Never written: its own ticket.
                 let _ = budget.refund(t, now);
-                (SubCharge::Refunded, None)
+                SubCharge::Refunded
             }
         }
     }
@@ -801,8 +802,10 @@ impl WsLane {
         let Some(f) = self.api.test_reply(&mut self.frame, now) else {
             return SubCharge::None;
         };
-        let (charge, id) = self.send_own(f, budget, now);
-        self.test_req = id.or(self.test_req);
+        let charge = self.send_own(f, budget, now);
+        if let SubCharge::Sent(id) = charge {
+            self.test_req = Some(id);
+        }
         charge
     }
 

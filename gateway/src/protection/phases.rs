@@ -197,11 +197,10 @@ pub fn arm_at_start<E: Account>(
         .stop_when_answered();
     let control = std::sync::Arc::new(crate::Control::default());
     let d = crate::run(lp, gw, pool, first, control).map_err(|e| e.to_string())?;
-    let m = d.strategy.machine;
-    if m.state() != State::Armed && mode == Mode::Required {
-        return Err(format!("--protection required: {}", m.not_armed()));
+    if d.strategy.machine.state() != State::Armed && mode == Mode::Required {
+        return Err(format!("--protection required: {}", d.strategy.not_armed()));
     }
-    Ok((d.gateway, m, d.strategy.link))
+    Ok((d.gateway, d.strategy.machine, d.strategy.link))
 }
 
 /// The clean stop: cancels every open order of the symbol, then disarms the switch

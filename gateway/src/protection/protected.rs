@@ -107,6 +107,15 @@ impl<S> Protected<S> {
         }
     }
 
+    /// Why the switch is not armed, in words, with what the link saw where it
+    /// is the reason (a private stream not served, a refused key).
+    pub fn not_armed(&self) -> String {
+        match self.link.as_ref().and_then(DcpLink::why) {
+            Some(link) => format!("{} ({link})", self.machine.not_armed()),
+            None => self.machine.not_armed(),
+        }
+    }
+
     /// Ends the loop once the first arm is answered (the start-up phase).
     pub fn stop_when_answered(mut self) -> Self {
         self.stop_when_answered = true;
