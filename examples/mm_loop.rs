@@ -113,7 +113,7 @@ struct Mm {
     labels: [Label; LABELS.len()],
     s: Summary,
     /// `--etcd`: the leased limits, applied each turn.
-    leases: Option<gateway::lease::Leases>,
+    leases: Option<ergon_gatewayd::lease::Leases>,
 }
 
 impl Mm {
@@ -538,7 +538,7 @@ fn drive<E: Account>(
         progress: (!o.quiet).then_some(o.json),
         labels,
         s,
-        leases: leases.map(gateway::lease::Leases::new),
+        leases: leases.map(ergon_gatewayd::lease::Leases::new),
         ..Mm::default()
     };
     let mm = Protected::new(mm, machine, sym).with_link(link).with_lane();

@@ -20,7 +20,7 @@ mod machine;
 #[allow(dead_code)]
 #[path = "../examples/mm_loop.rs"]
 mod mm_loop;
-#[path = "../gateway/tests/common/proc.rs"]
+#[path = "../tools/gatewayd/tests/common/proc.rs"]
 mod proc;
 
 use std::net::{IpAddr, Ipv4Addr};

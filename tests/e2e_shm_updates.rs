@@ -10,8 +10,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ergon_core::Class;
-use ergon_gateway::shm::{Call, Hub, HubConfig, ShmClient, ShmEvent};
+use ergon_gateway::shm::{Call, ShmClient, ShmEvent};
 use ergon_gateway::{self as gateway, Control};
+use ergon_gatewayd::shm::{Hub, HubConfig};
 use ergon_venue_sim::{Config, Server};
 use ergon_venues::binance_spot_ws::Execution;
 use ergon_venues::endpoint::{

@@ -53,7 +53,7 @@ pub struct Options {
     pub protection_timeout_ms: Option<u32>,
     /// `--etcd` and the flags that go with it, as `ergon-gateway` takes them: the
     /// account's limits leased (default host name: `mm_loop-PID`).
-    pub lease: ergon_gateway::lease::LeaseFlags,
+    pub lease: ergon_gatewayd::lease::LeaseFlags,
 }
 
 impl Default for Options {
@@ -167,7 +167,7 @@ pub fn parse_args(mut it: impl Iterator<Item = String>) -> Result<Options, Strin
                 let s = positive(value()?, "positive seconds")?;
                 o.protection_timeout_ms = Some((s * 1e3).min(86_400_000.0) as u32);
             }
-            f if ergon_gateway::lease::LeaseFlags::takes(f) => o.lease.set(f, &value()?)?,
+            f if ergon_gatewayd::lease::LeaseFlags::takes(f) => o.lease.set(f, &value()?)?,
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument {other:?}")),
         }

@@ -71,28 +71,22 @@
 //! sized at construction.
 
 // Unsafe only where it is needed, each module saying why: shm::os (the system
-// calls of the shared regions), shm::region, shm::journal and shm::stats (typed
+// calls of the shared regions), shm::region, shm::charges and shm::stats (typed
 // views of the mappings). Every unsafe block states its SAFETY reason.
 #![deny(unsafe_code)]
 #![warn(clippy::undocumented_unsafe_blocks)]
 
 mod bootstrap;
-pub mod config;
 pub mod dcp;
 mod driver;
 mod endpoints;
 mod events;
-pub mod health;
 pub mod ids;
 pub mod labels;
-// The lease thread is not built under loom (ergon-lease builds only its hand-off).
 pub mod lane_api;
-#[cfg(not(ergon_loom))]
-pub mod lease;
 mod ledger;
 mod load;
 mod machine;
-pub mod metrics;
 pub mod observe;
 pub mod protection;
 pub mod record;

@@ -4,8 +4,8 @@
 //! requests in flight and each client's counters through a second seqlock of fixed
 //! size ([`OpsSnapshot`]).
 //!
-//! [`Observed`] wraps a [`Strategy`] (the shared-memory [`Hub`] in
-//! the binary) and, after the strategy's turn, publishes both at most every
+//! [`Observed`] wraps a [`Strategy`] (the shared-memory hub in
+//! the daemon, `ergon-gatewayd`) and, after the strategy's turn, publishes both at most every
 //! [`PUBLISH_EVERY_NS`]. Everything else (reading, rates, health, text) happens on the
 //! reader's thread.
 //!
@@ -27,7 +27,6 @@ use crate::driver::{Api, Strategy};
 use crate::endpoints::Account;
 use crate::events::Event;
 use crate::machine::Stats;
-use crate::shm::{ClientStats, Hub};
 
 /// The loop publishes at most this often.
 pub const PUBLISH_EVERY_NS: i64 = 100_000_000;
@@ -165,6 +164,33 @@ fn gw_stats(w: &[u64]) -> Stats {
     }
 }
 
+/// One client's counts (they appear in the stats).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ClientStats {
+    /// Calls taken from its submit ring.
+    pub submitted: u64,
+    /// Accepted by the gateway (charged and sent, or queued to send).
+    pub accepted: u64,
+    /// Refused by its share ceiling.
+    pub over_share: u64,
+    /// Step events not delivered: a `Retrying` repeated, or no ring room beyond
+    /// what its requests in flight need for their final events.
+    pub merged_steps: u64,
+    /// Refused by the budget.
+    pub limited: u64,
+    /// Calls that did not decode or that the venue's endpoints refused.
+    pub bad: u64,
+    /// Final events delivered.
+    pub finals: u64,
+    /// Events that found its event ring full (must stay 0).
+    pub lost_events: u64,
+    /// Calls refused because a client order id they name is not in its blocks
+    /// ([`ShmEvent::NotYours`]).
+    pub not_yours: u64,
+    /// Attaches under its name.
+    pub attaches: u64,
+}
+
 /// Strategies whose clients are published (the hub's); others have none.
 pub trait PublishClients {
     /// Calls `f` with each client's name, whether it is attached, and its counts.
@@ -175,21 +201,6 @@ pub trait PublishClients {
     /// leaves what [`Observed::set_lease`] said.
     fn lease(&self) -> Option<Lease> {
         None
-    }
-}
-
-impl PublishClients for Hub {
-    fn each_client(&self, f: &mut dyn FnMut(&str, bool, &ClientStats)) {
-        for (name, attached, stats) in self.clients() {
-            f(name, attached, &stats);
-        }
-    }
-
-    fn lease(&self) -> Option<Lease> {
-        self.lease_held().map(|held| match held {
-            true => Lease::Held,
-            false => Lease::Lost,
-        })
     }
 }
 

@@ -30,7 +30,7 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
 use ergon_core::{Budget, Kind, Part};
 
-use super::journal::{bad_data, open_file};
+use super::files::{bad_data, open_file};
 use super::os::Mapping;
 
 const MAGIC: u64 = u64::from_le_bytes(*b"ergonchg");

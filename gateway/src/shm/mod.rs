@@ -106,23 +106,16 @@
 mod charges;
 mod client;
 mod codec;
-mod halts;
-mod hub;
-mod journal;
-mod os;
-mod owners;
-mod region;
-mod share;
-mod stats;
+pub mod files;
+pub mod os;
+pub mod region;
+pub mod stats;
 
 pub use charges::{ChargeLog, Charged, Recent, SLOTS};
 pub use client::{ShmClient, ShmSubmitError};
 pub use codec::{
     decode_call, decode_event, encode_call, encode_event, BadMessage, Call, ShmEvent, ORDER_UPDATE,
 };
-pub use halts::{Halt, HaltLog};
-pub use hub::{ClientStats, Hub, HubConfig, HUB_TOKEN};
-pub use journal::{check as check_journal, JournalOwner};
 pub use region::{EVENTS_PER_REQUEST, EVENT_SLOT, SUBMIT_SLOT};
 pub use stats::STATS_BYTES;
 

@@ -11,7 +11,7 @@ fn last() -> io::Error {
 }
 
 /// A shared read-write mapping of a whole memfd; unmapped on drop.
-pub(crate) struct Mapping {
+pub struct Mapping {
     ptr: *mut u8,
     len: usize,
 }
@@ -24,13 +24,13 @@ unsafe impl Sync for Mapping {}
 
 impl Mapping {
     /// Maps `len` bytes of `fd` shared, read-write.
-    pub(crate) fn map(fd: &OwnedFd, len: usize) -> io::Result<Mapping> {
+    pub fn map(fd: &OwnedFd, len: usize) -> io::Result<Mapping> {
         Self::map_prot(fd, len, libc::PROT_READ | libc::PROT_WRITE)
     }
 
     /// Maps `len` bytes of `fd` shared, read-only (a region its owner sealed
     /// against writes by anyone else, the stats).
-    pub(crate) fn map_read_only(fd: &OwnedFd, len: usize) -> io::Result<Mapping> {
+    pub fn map_read_only(fd: &OwnedFd, len: usize) -> io::Result<Mapping> {
         Self::map_prot(fd, len, libc::PROT_READ)
     }
 
@@ -60,12 +60,13 @@ impl Mapping {
     }
 
     /// The mapping's first byte.
-    pub(crate) fn ptr(&self) -> *mut u8 {
+    pub fn ptr(&self) -> *mut u8 {
         self.ptr
     }
 
-    /// Its length.
-    pub(crate) fn len(&self) -> usize {
+    /// Its length (never 0: [`Mapping::map`] refuses an empty one).
+    #[allow(clippy::len_without_is_empty)]
+    pub fn len(&self) -> usize {
         self.len
     }
 }
@@ -91,7 +92,7 @@ fn file_size(fd: &OwnedFd) -> io::Result<u64> {
 /// F_SEAL_GROW`): a client that holds it can never `ftruncate` it under the
 /// gateway's mapping (a SIGBUS in the gateway at its next write). Add
 /// `F_SEAL_SEAL` with [`seal`] once every other seal is on.
-pub(crate) fn memfd(name: &str, len: usize) -> io::Result<OwnedFd> {
+pub fn memfd(name: &str, len: usize) -> io::Result<OwnedFd> {
     let c = std::ffi::CString::new(name).map_err(|_| io::ErrorKind::InvalidInput)?;
     // SAFETY: a valid C string.
     let fd = unsafe { libc::memfd_create(c.as_ptr(), libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING) };
@@ -110,7 +111,7 @@ pub(crate) fn memfd(name: &str, len: usize) -> io::Result<OwnedFd> {
 
 /// Adds `seals` to a memfd of ours (`F_ADD_SEALS`; once `F_SEAL_SEAL` is on,
 /// nobody can add or remove any).
-pub(crate) fn seal(fd: &OwnedFd, seals: libc::c_int) -> io::Result<()> {
+pub fn seal(fd: &OwnedFd, seals: libc::c_int) -> io::Result<()> {
     // SAFETY: fcntl with an integer argument on our descriptor.
     if unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_ADD_SEALS, seals) } != 0 {
         return Err(last());
@@ -119,7 +120,7 @@ pub(crate) fn seal(fd: &OwnedFd, seals: libc::c_int) -> io::Result<()> {
 }
 
 /// A non-blocking eventfd.
-pub(crate) fn eventfd() -> io::Result<OwnedFd> {
+pub fn eventfd() -> io::Result<OwnedFd> {
     // SAFETY: plain syscall.
     let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
     if fd < 0 {
@@ -130,14 +131,14 @@ pub(crate) fn eventfd() -> io::Result<OwnedFd> {
 }
 
 /// Adds one to an eventfd (a wake-up).
-pub(crate) fn signal(fd: RawFd) {
+pub fn signal(fd: RawFd) {
     let one: u64 = 1;
     // SAFETY: writes 8 bytes from a local.
     unsafe { libc::write(fd, (&one as *const u64).cast(), 8) };
 }
 
 /// Reads an eventfd back to zero.
-pub(crate) fn drain(fd: RawFd) {
+pub fn drain(fd: RawFd) {
     let mut v: u64 = 0;
     // SAFETY: reads 8 bytes into a local; non-blocking.
     unsafe { libc::read(fd, (&mut v as *mut u64).cast(), 8) };
@@ -145,7 +146,7 @@ pub(crate) fn drain(fd: RawFd) {
 
 /// Waits until one of `fds` is readable or hung up, or `timeout_ms` passes (-1:
 /// no timeout). Returns each one's revents.
-pub(crate) fn poll_fds<const N: usize>(fds: [RawFd; N], timeout_ms: i32) -> [i16; N] {
+pub fn poll_fds<const N: usize>(fds: [RawFd; N], timeout_ms: i32) -> [i16; N] {
     let mut p = fds.map(|fd| libc::pollfd {
         fd,
         events: libc::POLLIN,
@@ -188,7 +189,7 @@ fn socket(nonblock: bool) -> io::Result<OwnedFd> {
 }
 
 /// Listens on the abstract socket `@ergon-gateway/NAME` (non-blocking).
-pub(crate) fn listen(name: &str) -> io::Result<OwnedFd> {
+pub fn listen(name: &str) -> io::Result<OwnedFd> {
     let fd = socket(true)?;
     let (a, len) = abstract_addr(name)?;
     // SAFETY: a valid address of `len` bytes.
@@ -203,7 +204,7 @@ pub(crate) fn listen(name: &str) -> io::Result<OwnedFd> {
 }
 
 /// Connects to `@ergon-gateway/NAME` (blocking socket).
-pub(crate) fn connect(name: &str) -> io::Result<OwnedFd> {
+pub fn connect(name: &str) -> io::Result<OwnedFd> {
     let fd = socket(false)?;
     let (a, len) = abstract_addr(name)?;
     // SAFETY: a valid address of `len` bytes.
@@ -216,14 +217,17 @@ pub(crate) fn connect(name: &str) -> io::Result<OwnedFd> {
 /// The credentials the kernel recorded for the peer of a connected Unix socket
 /// (at its `connect`): what it claims in its messages is never looked at.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct PeerCred {
-    pub(crate) pid: i32,
-    pub(crate) uid: u32,
-    pub(crate) gid: u32,
+pub struct PeerCred {
+    /// The peer's process id at its `connect`.
+    pub pid: i32,
+    /// The peer's effective uid at its `connect`.
+    pub uid: u32,
+    /// The peer's effective (primary) gid at its `connect`.
+    pub gid: u32,
 }
 
 /// `SO_PEERCRED` of a connected Unix socket.
-pub(crate) fn peer_cred(sock: &OwnedFd) -> io::Result<PeerCred> {
+pub fn peer_cred(sock: &OwnedFd) -> io::Result<PeerCred> {
     let mut c = libc::ucred {
         pid: 0,
         uid: u32::MAX,
@@ -255,13 +259,13 @@ pub(crate) fn peer_cred(sock: &OwnedFd) -> io::Result<PeerCred> {
 }
 
 /// The effective uid of this process.
-pub(crate) fn euid() -> u32 {
+pub fn euid() -> u32 {
     // SAFETY: plain syscall, cannot fail.
     unsafe { libc::geteuid() }
 }
 
 /// Accepts one connection (non-blocking socket), None if none is waiting.
-pub(crate) fn accept(listener: &OwnedFd) -> io::Result<Option<OwnedFd>> {
+pub fn accept(listener: &OwnedFd) -> io::Result<Option<OwnedFd>> {
     // SAFETY: plain syscall without an address.
     let fd = unsafe {
         libc::accept4(
@@ -285,7 +289,7 @@ pub(crate) fn accept(listener: &OwnedFd) -> io::Result<Option<OwnedFd>> {
 const MAX_FDS: usize = 4;
 
 /// Sends one message with up to four descriptors.
-pub(crate) fn send_fds(sock: RawFd, msg: &[u8], fds: &[RawFd]) -> io::Result<()> {
+pub fn send_fds(sock: RawFd, msg: &[u8], fds: &[RawFd]) -> io::Result<()> {
     let fds = &fds[..fds.len().min(MAX_FDS)];
     let mut iov = libc::iovec {
         iov_base: msg.as_ptr() as *mut libc::c_void,
@@ -319,7 +323,7 @@ pub(crate) fn send_fds(sock: RawFd, msg: &[u8], fds: &[RawFd]) -> io::Result<()>
 }
 
 /// What [`recv_fds`] read.
-pub(crate) enum Recv {
+pub enum Recv {
     /// A message of this many bytes and the descriptors it carried.
     Msg(usize, Vec<OwnedFd>),
     /// Nothing waiting (non-blocking socket).
@@ -329,7 +333,7 @@ pub(crate) enum Recv {
 }
 
 /// Receives one message and the descriptors it carries.
-pub(crate) fn recv_fds(sock: RawFd, buf: &mut [u8]) -> io::Result<Recv> {
+pub fn recv_fds(sock: RawFd, buf: &mut [u8]) -> io::Result<Recv> {
     let mut iov = libc::iovec {
         iov_base: buf.as_mut_ptr().cast(),
         iov_len: buf.len(),
@@ -373,10 +377,11 @@ pub(crate) fn recv_fds(sock: RawFd, buf: &mut [u8]) -> io::Result<Recv> {
 }
 
 /// A minimal epoll set of the hub's own (its descriptor is watched by the loop).
-pub(crate) struct Epoll(OwnedFd);
+pub struct Epoll(OwnedFd);
 
 impl Epoll {
-    pub(crate) fn new() -> io::Result<Epoll> {
+    /// A new epoll set (close-on-exec).
+    pub fn new() -> io::Result<Epoll> {
         // SAFETY: plain syscall.
         let fd = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
         if fd < 0 {
@@ -386,11 +391,13 @@ impl Epoll {
         Ok(Epoll(unsafe { OwnedFd::from_raw_fd(fd) }))
     }
 
-    pub(crate) fn fd(&self) -> RawFd {
+    /// Its descriptor, for the loop to watch.
+    pub fn fd(&self) -> RawFd {
         self.0.as_raw_fd()
     }
 
-    pub(crate) fn add(&self, fd: RawFd, token: u64) -> io::Result<()> {
+    /// Watches `fd` for input and hang-up under `token`.
+    pub fn add(&self, fd: RawFd, token: u64) -> io::Result<()> {
         let mut ev = libc::epoll_event {
             events: (libc::EPOLLIN | libc::EPOLLRDHUP) as u32,
             u64: token,
@@ -402,14 +409,15 @@ impl Epoll {
         Ok(())
     }
 
-    pub(crate) fn remove(&self, fd: RawFd) {
+    /// Stops watching `fd` (an error, a descriptor already gone, is ignored).
+    pub fn remove(&self, fd: RawFd) {
         let mut ev = libc::epoll_event { events: 0, u64: 0 };
         // SAFETY: a valid event struct.
         unsafe { libc::epoll_ctl(self.0.as_raw_fd(), libc::EPOLL_CTL_DEL, fd, &mut ev) };
     }
 
     /// Ready tokens, without waiting.
-    pub(crate) fn ready(&self, out: &mut [libc::epoll_event]) -> usize {
+    pub fn ready(&self, out: &mut [libc::epoll_event]) -> usize {
         // SAFETY: out is a valid buffer of out.len() events.
         let n =
             unsafe { libc::epoll_wait(self.0.as_raw_fd(), out.as_mut_ptr(), out.len() as i32, 0) };

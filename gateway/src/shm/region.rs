@@ -24,9 +24,9 @@ use super::os::{memfd, seal, Mapping};
 use ergon_io::boundary::shm_ring::{Indices, Keep, ShmConsumer, ShmProducer};
 
 /// "ergonshm".
-pub(crate) const MAGIC: u64 = u64::from_le_bytes(*b"ergonshm");
+pub const MAGIC: u64 = u64::from_le_bytes(*b"ergonshm");
 /// Where the submit slots start.
-pub(crate) const SLOTS_AT: usize = 4096;
+pub const SLOTS_AT: usize = 4096;
 /// Bytes of a submit slot.
 pub const SUBMIT_SLOT: usize = 256;
 /// Bytes of an event slot (an answer body longer than this less the event's
@@ -40,38 +40,44 @@ pub const EVENTS_PER_REQUEST: usize = 4;
 /// every field is interior-mutable (atomics; the padding in `UnsafeCell`s, never
 /// read): a `&Header` asserts nothing the client can break.
 #[repr(C, align(128))]
-pub(crate) struct Header {
-    pub(crate) magic: AtomicU64,
+pub struct Header {
+    /// [`MAGIC`]: the region is one of ours.
+    pub magic: AtomicU64,
     /// submit slots, submit slot bytes, event slots, event slot bytes.
-    pub(crate) geometry: [AtomicU32; 4],
+    pub geometry: [AtomicU32; 4],
     _p0: UnsafeCell<[u8; 104]>,
     /// The gateway's loop announced a park: a client that pushed writes the doorbell.
-    pub(crate) gw_sleeping: AtomicU32,
+    pub gw_sleeping: AtomicU32,
     _p1: UnsafeCell<[u8; 124]>,
     /// The client announced a wait: the gateway writes the client's eventfd.
-    pub(crate) client_sleeping: AtomicU32,
+    pub client_sleeping: AtomicU32,
     _p2: UnsafeCell<[u8; 124]>,
     /// The gateway's epoch (bumped by every gateway that serves this region).
-    pub(crate) epoch: AtomicU64,
+    pub epoch: AtomicU64,
     _p3: UnsafeCell<[u8; 120]>,
-    pub(crate) submit: Indices,
-    pub(crate) events: Indices,
+    /// The submit ring's indices (client -> gateway).
+    pub submit: Indices,
+    /// The event ring's indices (gateway -> client).
+    pub events: Indices,
 }
 
 const _: () = assert!(core::mem::size_of::<Header>() <= SLOTS_AT);
 
 /// One (tag, used) entry of the flight table.
 #[repr(C)]
-pub(crate) struct FlightEntry {
-    pub(crate) tag: AtomicU64,
-    pub(crate) used: AtomicU64,
+pub struct FlightEntry {
+    /// The client's tag of a request in flight.
+    pub tag: AtomicU64,
+    /// Whether the entry holds a request in flight (non-zero).
+    pub used: AtomicU64,
 }
 
 /// A mapped region and its geometry.
 #[derive(Clone)]
-pub(crate) struct Region {
+pub struct Region {
     map: Arc<Mapping>,
-    pub(crate) in_flight: usize,
+    /// Requests the client may have in flight (its submit ring's slots).
+    pub in_flight: usize,
 }
 
 fn bytes_for(in_flight: usize) -> usize {
@@ -83,7 +89,7 @@ fn bytes_for(in_flight: usize) -> usize {
 
 impl Region {
     /// A new region for `in_flight` requests at once: its memfd and the mapping.
-    pub(crate) fn create(name: &str, in_flight: usize) -> io::Result<(OwnedFd, Region)> {
+    pub fn create(name: &str, in_flight: usize) -> io::Result<(OwnedFd, Region)> {
         if !(1..=4096).contains(&in_flight) {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
@@ -111,7 +117,7 @@ impl Region {
     }
 
     /// Maps a region the gateway handed over, checking its header against its size.
-    pub(crate) fn open(fd: &OwnedFd) -> io::Result<Region> {
+    pub fn open(fd: &OwnedFd) -> io::Result<Region> {
         let bad = |what: &str| io::Error::new(io::ErrorKind::InvalidData, what.to_string());
         let head = Mapping::map(fd, SLOTS_AT)?;
         // SAFETY: the mapping holds SLOTS_AT >= size_of::<Header>() bytes, page aligned.
@@ -137,7 +143,8 @@ impl Region {
         Ok(Region { map, in_flight })
     }
 
-    pub(crate) fn header(&self) -> &Header {
+    /// The header at the start of the mapping.
+    pub fn header(&self) -> &Header {
         // SAFETY: the mapping starts with a Header (checked size above), page aligned.
         unsafe { &*(self.map.ptr() as *const Header) }
     }
@@ -157,7 +164,7 @@ impl Region {
     }
 
     /// The flight table (the client's).
-    pub(crate) fn flight(&self) -> &[FlightEntry] {
+    pub fn flight(&self) -> &[FlightEntry] {
         let off = SLOTS_AT + self.in_flight * (SUBMIT_SLOT + EVENTS_PER_REQUEST * EVENT_SLOT);
         // SAFETY: the table's in_flight entries lie at the end of the mapping,
         // 8-aligned (every slot size is a multiple of 8), all-zero valid atomics.
@@ -168,7 +175,8 @@ impl Region {
         self.map.clone()
     }
 
-    pub(crate) fn submit_producer(&self) -> io::Result<ShmProducer> {
+    /// The client's end of the submit ring.
+    pub fn submit_producer(&self) -> io::Result<ShmProducer> {
         // SAFETY: the indices and slots lie in the mapping, which `keep` holds;
         // one producer per region (the attached client).
         unsafe {
@@ -183,7 +191,8 @@ impl Region {
         .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
     }
 
-    pub(crate) fn submit_consumer(&self) -> io::Result<ShmConsumer> {
+    /// The gateway's end of the submit ring.
+    pub fn submit_consumer(&self) -> io::Result<ShmConsumer> {
         // SAFETY: as submit_producer; the one consumer is the gateway.
         unsafe {
             ShmConsumer::from_raw(
@@ -197,7 +206,8 @@ impl Region {
         .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
     }
 
-    pub(crate) fn event_producer(&self) -> io::Result<ShmProducer> {
+    /// The gateway's end of the event ring.
+    pub fn event_producer(&self) -> io::Result<ShmProducer> {
         // SAFETY: as submit_producer; the one producer is the gateway.
         unsafe {
             ShmProducer::from_raw(
@@ -211,7 +221,8 @@ impl Region {
         .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
     }
 
-    pub(crate) fn event_consumer(&self) -> io::Result<ShmConsumer> {
+    /// The client's end of the event ring.
+    pub fn event_consumer(&self) -> io::Result<ShmConsumer> {
         // SAFETY: as submit_producer; the one consumer is the attached client.
         unsafe {
             ShmConsumer::from_raw(

@@ -32,13 +32,14 @@ fn block(m: &Mapping) -> &Block {
 }
 
 /// The gateway's side.
-pub(crate) struct StatsWriter {
+pub struct StatsWriter {
     fd: OwnedFd,
     map: Mapping,
 }
 
 impl StatsWriter {
-    pub(crate) fn create(name: &str) -> io::Result<StatsWriter> {
+    /// A sealed memfd for the stats of the gateway `name`, mapped.
+    pub fn create(name: &str) -> io::Result<StatsWriter> {
         let fd = memfd(&format!("ergon-gateway-stats-{name}"), LEN)?;
         let map = Mapping::map(&fd, LEN)?;
         // Handed to any allowed reader: after our own mapping, nobody can write
@@ -48,12 +49,13 @@ impl StatsWriter {
         Ok(StatsWriter { fd, map })
     }
 
-    pub(crate) fn fd(&self) -> RawFd {
+    /// Its descriptor, handed to each allowed reader (`--stats`).
+    pub fn fd(&self) -> RawFd {
         self.fd.as_raw_fd()
     }
 
     /// Publishes `text` (cut at [`STATS_BYTES`]).
-    pub(crate) fn write(&self, text: &[u8]) {
+    pub fn write(&self, text: &[u8]) {
         let b = block(&self.map);
         let text = &text[..text.len().min(STATS_BYTES)];
         let s = b.seq.load(Ordering::Relaxed);
@@ -76,7 +78,7 @@ const READ_FOR: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Reads one whole snapshot from a stats region (retrying while the gateway
 /// writes, for [`READ_FOR`] at most); None if no snapshot was ever written.
-pub(crate) fn read(fd: &OwnedFd) -> io::Result<Option<String>> {
+pub fn read(fd: &OwnedFd) -> io::Result<Option<String>> {
     let map = Mapping::map_read_only(fd, LEN)?;
     let b = block(&map);
     let mut out = vec![0u8; STATS_BYTES];

@@ -13,7 +13,7 @@
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
-use super::journal::{open_file, replace_file};
+use ergon_gateway::shm::files::{open_file, replace_file};
 
 const HEADER: &str = "ergon-gateway owners 1";
 /// The most blocks kept for one name (across lives): one per attach.

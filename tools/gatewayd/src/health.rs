@@ -1,4 +1,4 @@
-//! Health that says why: from successive published snapshots ([`crate::observe`]),
+//! Health that says why: from successive published snapshots ([`ergon_gateway::observe`]),
 //! the reasons the gateway is not serving as it should. `/health` answers `200 ok`
 //! without one, else `503` with one line per reason; `ergon-gateway --stats` prints the
 //! same lines after its own, each prefixed `health `.
@@ -8,7 +8,7 @@
 //!
 //! - `halted: bucket NAME since TIME`: a ban halted the bucket; only a person's
 //!   `clear-halt` resumes it. TIME is when this monitor first saw the halt (within a
-//!   publication, [`crate::observe::PUBLISH_EVERY_NS`]), UTC.
+//!   publication, [`ergon_gateway::observe::PUBLISH_EVERY_NS`]), UTC.
 //! - `degraded: budget: bucket NAME refused P% of N submits over the last Y s`: the
 //!   budget refused more than [`HealthConfig::degraded_pct`] percent of the charges
 //!   that named the bucket over the last [`HealthConfig::degraded_secs`] seconds
@@ -20,10 +20,10 @@
 //!   and no answer of any kind came back. The binary polls
 //!   open orders every 500 ms, so a live gateway always has traffic to judge.
 //! - `protection lapsed: ...`: the dead man's switch could not be refreshed in time
-//!   (published by the switch through [`crate::observe::Observed::set_protection`];
+//!   (published by the switch through [`ergon_gateway::observe::Observed::set_protection`];
 //!   absent while no switch publishes).
 //! - `etcd lease lost`: the account-wide limits' lease is gone and the gateway runs on
-//!   its safe share (published through [`crate::observe::Observed::set_lease`]).
+//!   its safe share (published through [`ergon_gateway::observe::Observed::set_lease`]).
 //!
 //! What this must never do: read the live budget or run on the loop thread.
 
@@ -31,7 +31,7 @@ use std::collections::VecDeque;
 
 use ergon_core::Stats as BucketStats;
 
-use crate::observe::{Lease, OpsSnapshot, Protection};
+use ergon_gateway::observe::{Lease, OpsSnapshot, Protection};
 
 /// Thresholds of the health reasons.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -120,7 +120,7 @@ impl core::fmt::Display for Reason {
             Reason::Halted {
                 bucket,
                 since_unix_ms,
-            } => write!(f, "halted: bucket {bucket} since {}", crate::wall::utc(*since_unix_ms)),
+            } => write!(f, "halted: bucket {bucket} since {}", ergon_gateway::wall::utc(*since_unix_ms)),
             Reason::DegradedBudget {
                 bucket,
                 refused_pct,
@@ -154,7 +154,7 @@ struct Sample {
     answers: u64,
 }
 
-fn answers(g: &crate::Stats) -> u64 {
+fn answers(g: &ergon_gateway::Stats) -> u64 {
     g.applied + g.rejected + g.throttled + g.banned + g.clock_skew + g.polls + g.reconciled
 }
 

@@ -7,12 +7,13 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use ergon_gateway::metrics::{self, MetricsThread};
 use ergon_gateway::observe::{self, Observed};
 use ergon_gateway::protection::{Mode, Protected, Protection, Shutdown, Startup, State};
-use ergon_gateway::shm::{self, ChargeLog, Halt, HaltLog, Hub, HubConfig, Recent};
+use ergon_gateway::shm::{self, ChargeLog, Recent};
 use ergon_gateway::wall;
 use ergon_gateway::{self as gateway, Account, Control, Gateway, Keys, Start, WsApiStart};
+use ergon_gatewayd::metrics::{self, MetricsThread};
+use ergon_gatewayd::shm::{self as hub, Halt, HaltLog, Hub, HubConfig};
 use ergon_io::core::Class;
 use ergon_venues::binance_futures::BinanceFutures;
 use ergon_venues::binance_spot::BinanceSpot;
@@ -149,7 +150,7 @@ struct Args {
     /// `--allow-gid`: gids whose members may attach.
     allow_gids: Vec<u32>,
     /// `--etcd` and the flags that go with it: the account's limits leased.
-    lease: gateway::lease::LeaseFlags,
+    lease: ergon_gatewayd::lease::LeaseFlags,
     /// `--protection`: the venue's dead man's switch.
     protection: Mode,
     /// `--protection-timeout`, ms (None: the venue's recommended timeout).
@@ -158,7 +159,7 @@ struct Args {
     /// host, `/v5/private`).
     private_ws: Option<String>,
     /// `--metrics` and the health thresholds.
-    ops: gateway::metrics::OpsFlags,
+    ops: ergon_gatewayd::metrics::OpsFlags,
 }
 
 impl Args {
@@ -185,7 +186,7 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
     while let Some(flag) = it.next() {
         let mut value = || it.next().ok_or_else(|| format!("{flag} needs a value"));
         let num =
-            |v: String, lo: f64, hi: f64| ergon_gateway::config::flag_number(&flag, &v, lo, hi);
+            |v: String, lo: f64, hi: f64| ergon_gatewayd::config::flag_number(&flag, &v, lo, hi);
         match flag.as_str() {
             "--venue" => a.venue = Some(value()?),
             "--base" => a.base = Some(value()?),
@@ -254,7 +255,7 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
                     _ => a.allow_gids.extend(ids),
                 }
             }
-            f if gateway::lease::LeaseFlags::takes(f) => a.lease.set(f, &value()?)?,
+            f if ergon_gatewayd::lease::LeaseFlags::takes(f) => a.lease.set(f, &value()?)?,
             "--protection" => {
                 let v = value()?;
                 a.protection = Mode::parse(&v)
@@ -263,7 +264,7 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
             "--protection-timeout" => {
                 a.protection_timeout_ms = Some((num(value()?, 1.0, 86_400.0)? * 1e3) as u32)
             }
-            f if gateway::metrics::OpsFlags::takes(f) => a.ops.set(f, &value()?)?,
+            f if ergon_gatewayd::metrics::OpsFlags::takes(f) => a.ops.set(f, &value()?)?,
             "--busy" => a.busy = true,
             "--stats" => a.stats = true,
             "--once" => a.once = true,
@@ -646,8 +647,8 @@ struct Kept {
 }
 
 /// The account this start queries the journal's orders on.
-fn journal_owner(a: &Args) -> shm::JournalOwner {
-    shm::JournalOwner::new(
+fn journal_owner(a: &Args) -> hub::JournalOwner {
+    hub::JournalOwner::new(
         a.venue.as_deref().unwrap_or_default(),
         a.base.as_deref().unwrap_or_default(),
         a.api_key.as_deref().unwrap_or_default(),
@@ -662,7 +663,7 @@ fn read_charges(a: &Args, name: &str) -> Result<Kept, String> {
         Some(j) => j.clone(),
         None => runtime_dir(a.runtime_dir.as_deref(), name)?.join("journal"),
     };
-    shm::check_journal(&journal, &journal_owner(a))
+    hub::check_journal(&journal, &journal_owner(a))
         .map_err(|e| format!("journal {}: {e}", journal.display()))?;
     let mut path = journal.clone().into_os_string();
     path.push(".charges");
@@ -724,7 +725,7 @@ fn install_sigterm() {
 
 fn run(a: &Args) -> Result<(), String> {
     if let Some(host) = &a.release_host {
-        for (bucket, units) in gateway::lease::release_host(&a.lease, host)? {
+        for (bucket, units) in ergon_gatewayd::lease::release_host(&a.lease, host)? {
             println!("released {host} {bucket} {units}");
         }
         return Ok(());
@@ -963,7 +964,7 @@ fn check_setting(args: &[String]) -> Result<(), String> {
 fn main() -> ExitCode {
     not_dumpable();
     raise_nofile();
-    let args = gateway::config::expand(std::env::args().skip(1).collect(), check_setting);
+    let args = ergon_gatewayd::config::expand(std::env::args().skip(1).collect(), check_setting);
     let a = match args.and_then(|args| parse(args.into_iter())) {
         Ok(a) => a,
         Err(e) => {

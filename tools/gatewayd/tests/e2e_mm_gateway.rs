@@ -17,10 +17,10 @@
 //!    asserted: the new gateway takes no submit until every order its journal
 //!    holds is settled, 1 to 4 s here with the emulator's held orders.)
 
-#[path = "../../tests/common/machine.rs"]
+#[path = "../../../tests/common/machine.rs"]
 mod machine;
 #[allow(dead_code)]
-#[path = "../../examples/mm_loop.rs"]
+#[path = "../../../examples/mm_loop.rs"]
 mod mm_loop;
 
 use std::io::{BufRead, BufReader, Write};

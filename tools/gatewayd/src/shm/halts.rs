@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 
 use ergon_core::{BucketId, Budget};
 
-use super::journal::{bad_data, open_file, replace_file, sync_dir};
+use ergon_gateway::shm::files::{bad_data, open_file, replace_file, sync_dir};
 
 const HEADER: &str = "ergon-halts 1";
 /// Larger than any file of [`MAX_HALTS`] halts.

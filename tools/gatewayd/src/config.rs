@@ -316,7 +316,7 @@ mod tests {
 
     #[test]
     fn the_example_in_deploy_parses() {
-        let text = include_str!("../../deploy/gateway.toml");
+        let text = include_str!("../../../deploy/gateway.toml");
         let s = parse("deploy/gateway.toml", text).unwrap();
         assert!(s.iter().any(|s| s.key == "metrics"), "{s:?}");
         assert_eq!(s.len(), 13);

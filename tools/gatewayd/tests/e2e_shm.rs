@@ -35,7 +35,7 @@
 //! a client's output lines, or on process exit. Clients pace their offered load
 //! with short waits on their event ring (that is the load, not a check).
 
-#[path = "../../tests/common/machine.rs"]
+#[path = "../../../tests/common/machine.rs"]
 mod machine;
 #[path = "common/ready.rs"]
 mod ready;
@@ -754,7 +754,7 @@ fn role() {
     ));
 }
 
-#[path = "../../lease/tests/support/cluster.rs"]
+#[path = "../../../lease/tests/support/cluster.rs"]
 mod cluster;
 
 /// The account limit the lease tests share: 100 orders a second.

@@ -1,7 +1,7 @@
 //! `--metrics 127.0.0.1:PORT`: `/metrics` in the OpenMetrics text format (encoded by
 //! the official `prometheus-client` crate) and `/health` ([`crate::health`]), served
 //! by a thread of its own that reads only what the loop published
-//! ([`crate::observe`]). The same thread answers `ergon-gateway --stats` with the
+//! ([`ergon_gateway::observe`]). The same thread answers `ergon-gateway --stats` with the
 //! health lines on the abstract socket `@ergon-gateway-health/NAME`, to the
 //! gateway's own user only (`SO_PEERCRED`).
 //!
@@ -59,8 +59,8 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
 use crate::health::{self, HealthConfig, HealthMonitor, Reason};
-use crate::labels::{LabelReader, LabelSnapshot};
-use crate::observe::{ObservedReader, OpsSnapshot, Protection};
+use ergon_gateway::labels::{LabelReader, LabelSnapshot};
+use ergon_gateway::observe::{ObservedReader, OpsSnapshot, Protection};
 
 /// Longest request head read, bytes.
 pub const MAX_REQUEST: usize = 8 * 1024;
@@ -316,7 +316,7 @@ pub fn render(v: &View<'_>) -> String {
                 (l(&[("verdict", "clock_skew")]), g.clock_skew),
             ],
         );
-        let cl = |get: &dyn Fn(&crate::shm::ClientStats) -> u64| -> Vec<(Labels, u64)> {
+        let cl = |get: &dyn Fn(&ergon_gateway::observe::ClientStats) -> u64| -> Vec<(Labels, u64)> {
             o.clients
                 .iter()
                 .map(|c| (l(&[("client", &c.name)]), get(&c.stats)))
@@ -389,13 +389,13 @@ pub fn render(v: &View<'_>) -> String {
                 );
             }
         }
-        if o.lease != crate::observe::Lease::Absent {
+        if o.lease != ergon_gateway::observe::Lease::Absent {
             f.gauge(
                 "lease_lost",
                 "1 when the etcd lease is lost.",
                 &[(
                     Labels::new(),
-                    i64::from(o.lease == crate::observe::Lease::Lost),
+                    i64::from(o.lease == ergon_gateway::observe::Lease::Lost),
                 )],
             );
         }

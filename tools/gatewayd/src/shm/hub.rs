@@ -15,15 +15,16 @@ use ergon_core::{BucketId, Class, Part, Why};
 use ergon_venues::binance_spot_ws::Execution;
 use ergon_venues::endpoint::{ClientOrderId, IdFormat, OrderRef, Prepared, Symbol};
 
-use super::codec::{decode_call, encode_event, Call, ShmEvent};
 use super::halts::HaltLog;
 use super::journal::{Found, Journal, JournalOwner};
-use super::os::{self, Epoll, Recv};
 use super::owners::OwnerLog;
-use super::region::{Region, SUBMIT_SLOT};
 use super::share::Use;
-use super::stats::StatsWriter;
-use crate::{Account, Api, Event, Strategy, Tag, OPEN_ORDERS};
+use ergon_gateway::observe::{ClientStats, Lease, PublishClients};
+use ergon_gateway::shm::os::{self, Epoll, Recv};
+use ergon_gateway::shm::region::{Region, SUBMIT_SLOT};
+use ergon_gateway::shm::stats::StatsWriter;
+use ergon_gateway::shm::{decode_call, encode_event, Call, ShmEvent};
+use ergon_gateway::{Account, Api, Event, Strategy, Tag, OPEN_ORDERS};
 use ergon_io::boundary::shm_ring::{PushError, ShmConsumer, ShmProducer, LEN_BYTES};
 use ergon_io::event_loop::{EventLoop, Interest, LoopError, Readiness};
 
@@ -132,33 +133,6 @@ impl Default for HubConfig {
             allow_gids: Vec::new(),
         }
     }
-}
-
-/// One client's counts (they appear in the stats).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ClientStats {
-    /// Calls taken from its submit ring.
-    pub submitted: u64,
-    /// Accepted by the gateway (charged and sent, or queued to send).
-    pub accepted: u64,
-    /// Refused by its share ceiling.
-    pub over_share: u64,
-    /// Step events not delivered: a `Retrying` repeated, or no ring room beyond
-    /// what its requests in flight need for their final events.
-    pub merged_steps: u64,
-    /// Refused by the budget.
-    pub limited: u64,
-    /// Calls that did not decode or that the venue's endpoints refused.
-    pub bad: u64,
-    /// Final events delivered.
-    pub finals: u64,
-    /// Events that found its event ring full (must stay 0).
-    pub lost_events: u64,
-    /// Calls refused because a client order id they name is not in its blocks
-    /// ([`ShmEvent::NotYours`]).
-    pub not_yours: u64,
-    /// Attaches under its name.
-    pub attaches: u64,
 }
 
 struct Client {
@@ -336,7 +310,7 @@ impl Hub {
                     .journal_owner
                     .clone()
                     .unwrap_or_else(|| JournalOwner::new("", "", ""));
-                let wall_ms = u64::try_from(crate::wall::ms()).unwrap_or(0);
+                let wall_ms = u64::try_from(ergon_gateway::wall::ms()).unwrap_or(0);
                 let (j, live) = Journal::open(path, cap, wall_ms, &owner)
                     .map_err(|e| owned_msg(&format!("journal {}: {e}", path.display())))?;
                 (Some(j), live)
@@ -400,7 +374,7 @@ impl Hub {
     }
 
     /// The boot epoch its journal keeps for this start (None: no journal): give it
-    /// to the gateway ([`crate::Gateway::set_boot_epoch`]) before it serves.
+    /// to the gateway ([`ergon_gateway::Gateway::set_boot_epoch`]) before it serves.
     pub fn boot_epoch(&self) -> Option<u64> {
         self.journal.as_ref().map(Journal::epoch)
     }
@@ -725,7 +699,7 @@ impl Hub {
         let Some((format, epoch)) = self.id_space else {
             return Owner::Nobody;
         };
-        match crate::ids::read_id(format, id) {
+        match ergon_gateway::ids::read_id(format, id) {
             // An earlier life's: the client of the name its block was issued to
             // (nobody while it is not attached), if the owners file says.
             Some((e, seq)) if e < epoch => match self.earlier_owner(e, seq) {
@@ -1362,7 +1336,7 @@ impl Hub {
         if !log.changed(b) {
             return;
         }
-        if let Err(e) = log.sync(b, now, crate::wall::ms()) {
+        if let Err(e) = log.sync(b, now, ergon_gateway::wall::ms()) {
             eprintln!(
                 "ergon-gateway: warning: halts file {}: {e}: a restart would not come up halted",
                 log.path().display()
@@ -1505,5 +1479,20 @@ impl<E: Account> Strategy<E> for Hub {
             }
         }
         !pending
+    }
+}
+
+impl PublishClients for Hub {
+    fn each_client(&self, f: &mut dyn FnMut(&str, bool, &ClientStats)) {
+        for (name, attached, stats) in self.clients() {
+            f(name, attached, &stats);
+        }
+    }
+
+    fn lease(&self) -> Option<Lease> {
+        self.lease_held().map(|held| match held {
+            true => Lease::Held,
+            false => Lease::Lost,
+        })
     }
 }

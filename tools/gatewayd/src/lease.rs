@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use ergon_core::{BucketId, Budget, Kind};
 use ergon_lease::{BucketLease, LeaseConfig, LeaseThread, Leased, Shared};
 
-use crate::Account;
+use ergon_gateway::Account;
 
 /// The command line's lease flags: `--etcd URL[,URL...] --account NAME
 /// --safe-share PCT [--host NAME] [--lease-ttl SECS]`. `--hosts N`, which an

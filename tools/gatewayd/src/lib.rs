@@ -1,0 +1,19 @@
+//! ergon-gatewayd: the process an operator runs (binary `ergon-gateway`). It owns
+//! the venue connections, the budget and the keys of one IP and one account;
+//! strategy processes attach over shared memory ([`shm`]: the hub, the journal
+//! and the files beside it) with the client that [`ergon_gateway::shm`] holds.
+//! Around the hub: the configuration file ([`config`]), `/metrics` and `/health`
+//! ([`metrics`], [`health`]) and the account limits leased through etcd
+//! ([`lease`]). The order path itself is the library, `ergon_gateway`.
+
+// Unsafe only where it is needed, each module saying why: shm::journal (a
+// typed view of its mapping) and main (the signal handler, process settings).
+// Every unsafe block states its SAFETY reason.
+#![deny(unsafe_code)]
+#![warn(clippy::undocumented_unsafe_blocks)]
+
+pub mod config;
+pub mod health;
+pub mod lease;
+pub mod metrics;
+pub mod shm;

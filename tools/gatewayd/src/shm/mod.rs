@@ -1,0 +1,14 @@
+//! The gateway's side of the shared-memory protocol ([`ergon_gateway::shm`]
+//! describes it, with the client): the [`Hub`] that serves the clients on the
+//! gateway's event loop, the journal of orders in flight, the owners of client
+//! order id blocks, the halts file and the clients' fair shares.
+
+mod halts;
+mod hub;
+mod journal;
+mod owners;
+mod share;
+
+pub use halts::{Halt, HaltLog};
+pub use hub::{Hub, HubConfig, HUB_TOKEN};
+pub use journal::{check as check_journal, JournalOwner};
