@@ -8,12 +8,13 @@ use std::path::{Path, PathBuf};
 use ergon_layout::{cycle, graphs, paths, sources, Graph};
 
 /// Crates by folder, each with a dependency the reader must see (proof it read them).
-const CRATES: [(&str, &str, &str); 7] = [
+const CRATES: [(&str, &str, &str); 8] = [
     ("core", "budget::charge", "budget"),
     ("lease", "thread", "store"),
     ("venues", "binance_spot", "adapt"),
     ("io", "transport", "pool"),
     ("gateway", "machine", "ledger"),
+    ("tools/gatewayd", "shm::hub", "shm::journal"),
     ("tools/replay", "replay", "trace"),
     ("tools/venue-sim", "server::http_conn", "engine::state"),
 ];
