@@ -8,7 +8,7 @@ use std::io::Read;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use ergon_venue_sim::{Account, Config, Fault, FaultScope, RateLimit, Server};
+use ergon_venue_sim::{Account, Config, Fault, FaultScope, Profile, RateLimit, Server};
 
 const USAGE: &str = "usage: ergon-venue-sim [--profile binance-spot|binance-futures|bybit|okx|deribit] [--listen 127.0.0.1:PORT]
   [--clock-offset-ms MS] [--limit TYPE:INTERVAL:NUM:LIMIT]... [--api-key K --api-secret S]
@@ -22,7 +22,12 @@ const USAGE: &str = "usage: ergon-venue-sim [--profile binance-spot|binance-futu
 fault kinds: close-before-execute, execute-then-close, delay, 5xx-after-execute, 5xx-not-executed
 limits (default: the profile's published ones): e.g. --limit REQUEST_WEIGHT:MINUTE:1:6000 --limit ORDERS:SECOND:10:100
 bybit: --bybit-dcp enables DCP (disconnected-cancel-all) for the accounts; --no-bybit-private-ws answers
-  the private WebSocket (/v5/private) upgrade 404";
+  the private WebSocket (/v5/private) upgrade 404
+defaults: --profile binance-spot on 127.0.0.1:0 (a free port: the first line of stdout names it),
+  the profile's published limits, one account with --api-key ergon-sim-key --api-secret ergon-sim-secret
+  (OKX's passphrase: ergon-sim-passphrase), no faults
+ends: after --duration SECS, or without it when stdin closes (Ctrl-D); then prints its report, one
+  JSON line, to stdout (or --report FILE). A line to paste into the quoter goes to stderr at start";
 
 #[derive(Debug)]
 struct Args {
@@ -182,6 +187,27 @@ fn parse(it: impl Iterator<Item = String>) -> Result<Args, String> {
     })
 }
 
+/// One line a newcomer can paste: the first-hour quoter (Binance Spot) or
+/// mm_loop (the other profiles) against this emulator, with its keys.
+fn try_line(server: &Server) -> String {
+    let c = server.config();
+    let (url, a) = (server.base_url(), &c.accounts[0]);
+    let (k, sec) = (&a.api_key, &a.secret);
+    match c.profile {
+        Profile::BinanceSpot => format!(
+            "try: ERGON_API_KEY={k} ERGON_API_SECRET={sec} cargo run --release --example quoter -- --base {url}"
+        ),
+        Profile::Bybit | Profile::Okx => format!(
+            "try: cargo run --release --example mm_loop -- --venue {} --base {url} --api-key {k} --api-secret {sec}",
+            if c.profile == Profile::Bybit { "bybit" } else { "okx" }
+        ),
+        _ => format!(
+            "try: ERGON_API_SECRET={sec} ergon-gateway --venue {} --base {url} --api-key {k} --name main",
+            if c.profile == Profile::Deribit { "deribit" } else { "binance-futures" }
+        ),
+    }
+}
+
 fn main() -> ExitCode {
     let args = match parse(std::env::args().skip(1)) {
         Ok(a) => a,
@@ -202,6 +228,8 @@ fn main() -> ExitCode {
         }
     };
     println!("listening on {}", server.base_url());
+    // On stderr: stdout is the listening line, then the report, for programs.
+    eprintln!("{}", try_line(&server));
     match args.duration {
         Some(d) => std::thread::sleep(d),
         None => {
