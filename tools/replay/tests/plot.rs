@@ -4,6 +4,7 @@
 mod common;
 
 use std::fs;
+use std::path::PathBuf;
 
 use common::{example, lines, replay, scratch, stderr};
 
@@ -202,9 +203,11 @@ fn the_committed_picture_is_what_the_readme_command_draws() {
     let out = replay(&args, "");
     assert!(out.status.success(), "{}", stderr(&out));
     let drawn = fs::read_to_string(&path).expect("picture written");
-    let committed = fs::read_to_string(example("binance-spot.svg")).expect("committed picture");
+    let book =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/book/src/img/binance-spot.svg");
+    let committed = fs::read_to_string(book).expect("committed picture");
     assert!(
         drawn == committed,
-        "examples/traces/binance-spot.svg is stale: rerun the README's --plot command"
+        "docs/book/src/img/binance-spot.svg is stale: rerun the book's --plot command (replay.md)"
     );
 }
