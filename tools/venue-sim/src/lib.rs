@@ -113,6 +113,7 @@ mod limits;
 pub mod params;
 mod profiles;
 pub mod report;
+pub mod sansio;
 mod server;
 mod ws;
 
