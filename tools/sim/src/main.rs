@@ -1,0 +1,102 @@
+//! `ergon-sim`: runs seeds of the deterministic simulator.
+//!
+//! ```text
+//! ergon-sim --seeds N [--from S] [--seconds T] [--no-faults]   # N seeds from S
+//! ergon-sim --seed S [--actions N] [--seconds T]                # one seed (a replay)
+//! ```
+//! Prints the throughput (seeds/s, steps/s) at the end; on a failure, the seed,
+//! its broken promises and the shortest failing prefix, and exits 1.
+
+use std::process::ExitCode;
+use std::time::Instant;
+
+use ergon_sim::{run, shrink, Params};
+
+const USAGE: &str = "usage: ergon-sim --seeds N [--from S] [--seconds T] [--no-faults]
+       ergon-sim --seed S [--actions N] [--seconds T] [--no-faults]";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut p = Params::default();
+    let (mut seeds, mut from, mut one) = (None, 0u64, None);
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let mut num = || -> Result<u64, String> {
+            let v = it.next().ok_or(format!("{a} needs a value"))?;
+            v.parse().map_err(|_| format!("{a} {v:?}: a whole number"))
+        };
+        let r = match a.as_str() {
+            "--seeds" => num().map(|n| seeds = Some(n)),
+            "--from" => num().map(|n| from = n),
+            "--seed" => num().map(|n| one = Some(n)),
+            "--actions" => num().map(|n| p.max_actions = n),
+            "--seconds" => num().map(|n| p.seconds = n as i64),
+            "--no-faults" => {
+                p.faults = false;
+                Ok(())
+            }
+            "-h" | "--help" => {
+                println!("{USAGE}");
+                return ExitCode::SUCCESS;
+            }
+            f => Err(format!("unknown flag {f:?}")),
+        };
+        if let Err(e) = r {
+            eprintln!("ergon-sim: {e}\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    }
+    if let Some(s) = one {
+        let o = run(s, &p);
+        println!(
+            "seed {s}: {} steps, {} actions, {} writes, {} violations",
+            o.steps,
+            o.actions,
+            o.writes,
+            o.violations.len()
+        );
+        for (k, n) in &o.tally {
+            println!("  {n:6}  {k}");
+        }
+        for v in &o.violations {
+            println!("  {v}");
+        }
+        return if o.violations.is_empty() {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        };
+    }
+    let Some(n) = seeds else {
+        eprintln!("{USAGE}");
+        return ExitCode::from(2);
+    };
+    let started = Instant::now();
+    let mut steps = 0u64;
+    for seed in from..from.saturating_add(n) {
+        let o = run(seed, &p);
+        steps += o.steps;
+        if !o.violations.is_empty() {
+            let (k, short) = shrink(seed, &p).unwrap_or((o.actions, o));
+            println!(
+                "seed {seed} fails ({} actions; {k} suffice):",
+                short.actions
+            );
+            for v in &short.violations {
+                println!("  {v}");
+            }
+            println!(
+                "replay: ergon-sim --seed {seed} --actions {k} --seconds {}",
+                p.seconds
+            );
+            return ExitCode::FAILURE;
+        }
+    }
+    let s = started.elapsed().as_secs_f64().max(1e-9);
+    println!(
+        "{n} seeds from {from} passed: {:.1} seeds/s, {:.0} steps/s",
+        n as f64 / s,
+        steps as f64 / s
+    );
+    ExitCode::SUCCESS
+}

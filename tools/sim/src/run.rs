@@ -1,0 +1,482 @@
+//! One run: the real [`Gateway`] on Binance Spot, driven on a simulated clock by a
+//! random strategy, against the emulator's venue engine ([`SansIo`]) through a
+//! faulty network ([`Fate`]), all from one seed. After every step the events are
+//! checked as they come (one final event per request); at the end, against the
+//! venue's truth ([`crate::check`]).
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::net::{IpAddr, Ipv4Addr};
+
+use ergon_core::{Budget, Class, Flight, Ticket};
+use ergon_gateway::{Gateway, Prepared, Wire};
+use ergon_io::client::{Refused, RequestId, Sent};
+use ergon_io::http::Request;
+use ergon_venue_sim::http::Response as SimResponse;
+use ergon_venue_sim::sansio::{Admitted, Received, SansIo};
+use ergon_venue_sim::{Config, Interval, LimitType, RateLimit};
+use ergon_venues::adapt::Clock;
+use ergon_venues::binance_spot::{Auth, BinanceSpot};
+use ergon_venues::endpoint::{
+    ClientOrderId, Decimal, Endpoints, NewOrder, OrderRef, OrderType, Side, Symbol, TimeInForce,
+};
+use ergon_venues::response::{Header, Response};
+
+use crate::check::{Final, Kind, Ledger};
+use crate::net::{encode, Fate};
+use crate::rng::Rng;
+
+const MS: i64 = 1_000_000;
+const SEC: i64 = 1_000 * MS;
+/// Our clock at the start, and the venue's UTC ms then.
+const T0: i64 = 1_000 * SEC;
+const VENUE_MS0: i64 = 1_700_000_000_000;
+/// After the strategy stops, how long every request has to end.
+pub const DRAIN_NS: i64 = 600 * SEC;
+const IP: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
+
+/// What one run does.
+#[derive(Clone, Copy, Debug)]
+pub struct Params {
+    /// Simulated seconds the strategy acts for.
+    pub seconds: i64,
+    /// Network faults on (else every request is delivered).
+    pub faults: bool,
+    /// Stop the strategy after this many actions (the shrinker's knob).
+    pub max_actions: u64,
+}
+
+impl Default for Params {
+    fn default() -> Self {
+        Params {
+            seconds: 20,
+            faults: true,
+            max_actions: u64::MAX,
+        }
+    }
+}
+
+/// What one run saw.
+#[derive(Clone, Debug, Default)]
+pub struct Outcome {
+    /// Steps taken (network and strategy events).
+    pub steps: u64,
+    /// Strategy actions taken.
+    pub actions: u64,
+    /// Requests the gateway wrote.
+    pub writes: u64,
+    /// Broken promises, in the order found (empty: the run passed).
+    pub violations: Vec<String>,
+    /// Requests by kind and final event (`Place Applied`, `Cancel Rejected` ...).
+    pub tally: std::collections::BTreeMap<String, u64>,
+}
+
+enum Step {
+    Tick,
+    Arrive(usize),
+    Execute(usize, Box<Admitted>),
+    Reply(usize, SimResponse),
+    Fail(usize),
+}
+
+/// One request as the network holds it.
+struct Out {
+    id: RequestId,
+    raw: Vec<u8>,
+    fate: Fate,
+    deadline: i64,
+    ticket: Option<Ticket>,
+    flight: Option<Flight>,
+    /// The transport has reported on it (answer or error): nothing more reaches
+    /// the gateway.
+    reported: bool,
+}
+
+/// The gateway's transport: each write gets a fate; nothing is sent twice.
+struct Net {
+    budget: Budget,
+    now: i64,
+    rng: Rng,
+    faults: bool,
+    outs: Vec<Out>,
+    /// Requests written this step, to schedule.
+    fresh: Vec<usize>,
+}
+
+impl Wire for Net {
+    fn now(&self) -> i64 {
+        self.now
+    }
+
+    fn budget(&mut self) -> &mut Budget {
+        &mut self.budget
+    }
+
+    fn send(
+        &mut self,
+        req: &Request<'_>,
+        t: Ticket,
+        deadline_ns: i64,
+    ) -> Result<RequestId, Refused> {
+        let fate = Fate::draw(&mut self.rng, self.faults);
+        let id = RequestId(self.outs.len() as u64 + 1);
+        let (ticket, flight) = match fate {
+            Fate::NotWritten => (Some(t), None),
+            _ => (None, Some(t.sent())),
+        };
+        self.outs.push(Out {
+            id,
+            raw: encode(req),
+            fate,
+            deadline: deadline_ns,
+            ticket,
+            flight,
+            reported: false,
+        });
+        self.fresh.push(self.outs.len() - 1);
+        Ok(id)
+    }
+}
+
+/// The simulation's whole state.
+struct Sim {
+    gw: Gateway<BinanceSpot>,
+    net: Net,
+    venue: SansIo,
+    queue: BinaryHeap<Reverse<(i64, u64)>>,
+    steps: Vec<Option<Step>>,
+    ledger: Ledger,
+    req: Prepared,
+    p: Params,
+    out: Outcome,
+    end_at: i64,
+}
+
+/// The venue's limits: small, so that the strategy runs near them.
+fn venue_config() -> Config {
+    let mut c = Config::binance_spot();
+    c.rate_limits = vec![
+        RateLimit::new(LimitType::RequestWeight, Interval::Second, 1, 60),
+        RateLimit::new(LimitType::Orders, Interval::Second, 1, 10),
+        RateLimit::new(LimitType::Orders, Interval::Day, 1, 1_000_000),
+        RateLimit::new(LimitType::RawRequests, Interval::Minute, 5, 1_000_000),
+    ];
+    c
+}
+
+impl Sim {
+    fn venue_ms(&self) -> i64 {
+        VENUE_MS0 + (self.net.now - T0) / MS
+    }
+
+    fn at(&mut self, t: i64, s: Step) {
+        self.steps.push(Some(s));
+        self.queue.push(Reverse((t, self.steps.len() as u64 - 1)));
+    }
+
+    /// Latency of one leg, 0.2 to 3 ms.
+    fn leg(&mut self) -> i64 {
+        self.net.rng.range(200_000, 3 * MS)
+    }
+
+    /// Schedules what the network does with each request written this step.
+    fn schedule_fresh(&mut self) {
+        for i in std::mem::take(&mut self.net.fresh) {
+            self.out.writes += 1;
+            let now = self.net.now;
+            match self.net.outs[i].fate {
+                Fate::NotWritten => {
+                    let t = now + self.leg();
+                    self.at(t, Step::Fail(i));
+                }
+                Fate::LostBefore => {
+                    let t = now + self.net.rng.range(MS, 500 * MS);
+                    self.at(t, Step::Fail(i));
+                }
+                _ => {
+                    let t = now + self.leg();
+                    self.at(t, Step::Arrive(i));
+                }
+            }
+        }
+    }
+
+    /// An answer leaves the venue now: it reaches the gateway unless the request's
+    /// deadline comes first (then the transport fails it there).
+    fn answer(&mut self, i: usize, r: SimResponse) {
+        let t = self.net.now + self.leg();
+        let deadline = self.net.outs[i].deadline;
+        match t > deadline {
+            true => self.at(deadline.max(self.net.now), Step::Fail(i)),
+            false => self.at(t, Step::Reply(i, r)),
+        }
+    }
+
+    fn arrive(&mut self, i: usize) {
+        let now_ms = self.venue_ms();
+        let fate = self.net.outs[i].fate;
+        let a = match self.venue.admit(&self.net.outs[i].raw, IP, now_ms) {
+            Received::Answer(r) => return self.answer(i, r),
+            Received::Run(a) => a,
+        };
+        match fate {
+            Fate::Queued => {
+                let t = self.net.now + self.net.rng.range(10 * MS, 8 * SEC);
+                self.at(t, Step::Execute(i, Box::new(a)));
+            }
+            Fate::QueuedCut => {
+                let t = self.net.now + self.net.rng.range(10 * MS, 4 * SEC);
+                self.at(t, Step::Execute(i, Box::new(a)));
+                let cut = self.net.now + self.leg();
+                self.at(cut, Step::Fail(i));
+            }
+            Fate::AnswerLost => {
+                self.venue.execute(a, now_ms);
+                let t = self.net.now + self.leg();
+                self.at(t, Step::Fail(i));
+            }
+            Fate::ErrorAfterRun => {
+                self.venue.execute(a, now_ms);
+                let r = self.venue.server_error(true);
+                self.answer(i, r);
+            }
+            Fate::ErrorNoRun => {
+                self.venue.drop_unexecuted(a);
+                let r = self.venue.server_error(false);
+                self.answer(i, r);
+            }
+            _ => {
+                let r = self.venue.execute(a, now_ms);
+                self.answer(i, r);
+            }
+        }
+    }
+
+    fn reply(&mut self, i: usize, r: &SimResponse) {
+        let o = &mut self.net.outs[i];
+        if o.reported {
+            return;
+        }
+        o.reported = true;
+        let (id, flight) = (o.id, o.flight.take().expect("a written request"));
+        let mut hs: Vec<(String, String)> = r.headers.clone();
+        hs.push(("Content-Type".into(), r.content_type.into()));
+        let headers: Vec<Header<'_>> = hs
+            .iter()
+            .map(|(k, v)| Header {
+                name: k.as_bytes(),
+                value: v.as_bytes(),
+            })
+            .collect();
+        let resp = Response {
+            status: r.status,
+            headers: &headers,
+            body: r.body.as_bytes(),
+        };
+        let ev = self.gw.on_response(&mut self.net, id, resp, flight);
+        let ev = ev.map(|e| Final::of(&e));
+        self.take(ev);
+    }
+
+    fn fail(&mut self, i: usize) {
+        let o = &mut self.net.outs[i];
+        if o.reported {
+            return;
+        }
+        o.reported = true;
+        let sent = match (o.ticket.take(), o.flight.take()) {
+            (Some(t), _) => Sent::No(t),
+            (None, Some(f)) => Sent::Maybe(f),
+            (None, None) => return,
+        };
+        let id = o.id;
+        let ev = self.gw.on_error(&mut self.net, id, sent);
+        let ev = ev.map(|e| Final::of(&e));
+        self.take(ev);
+    }
+
+    /// An event the gateway returned or queued, checked as it comes.
+    fn take(&mut self, ev: Option<Option<Final>>) {
+        if let Some(Some(f)) = ev {
+            if let Err(v) = self.ledger.on_event(f, self.net.now) {
+                self.out.violations.push(v);
+            }
+        }
+    }
+
+    fn drain_gateway(&mut self) {
+        if self.gw.poll_timeout().is_some_and(|t| t <= self.net.now) {
+            self.gw.poll(&mut self.net);
+        }
+        while let Some(e) = self.gw.poll_event() {
+            let f = Final::of(&e);
+            self.take(Some(f));
+        }
+        self.schedule_fresh();
+    }
+
+    /// The strategy: places near the book, cancels what it believes rests.
+    fn tick(&mut self) {
+        if self.net.now >= self.end_at || self.out.actions >= self.p.max_actions {
+            return;
+        }
+        self.out.actions += 1;
+        let now = self.net.now;
+        let cancel = self.net.rng.chance(350);
+        let target = match cancel {
+            true => self.ledger.pick_resting(&mut self.net.rng),
+            false => None,
+        };
+        let tag = self.ledger.next_tag();
+        let prepared = match target {
+            Some(cid) => {
+                let cid = ClientOrderId::new(&cid).expect("an id we issued");
+                let r = OrderRef {
+                    symbol: Symbol::new("BTCUSDT").expect("symbol"),
+                    client_order_id: cid,
+                };
+                self.ledger.submitted(tag, Kind::Cancel, cid.as_str());
+                self.gw.venue_mut().cancel(&mut self.req, &r, now).is_ok()
+            }
+            None => {
+                let Ok(cid) = self.gw.next_client_order_id() else {
+                    return;
+                };
+                let cents = 3_000_000 + self.net.rng.range(-500, 500);
+                let price = format!("{}.{:02}", cents / 100, cents % 100);
+                let o = NewOrder {
+                    symbol: Symbol::new("BTCUSDT").expect("symbol"),
+                    side: if cents % 2 == 0 {
+                        Side::Buy
+                    } else {
+                        Side::Sell
+                    },
+                    order_type: OrderType::Limit(TimeInForce::Gtc),
+                    price: Decimal::new(&price).ok(),
+                    quantity: Decimal::new("0.010").expect("qty"),
+                    client_order_id: cid,
+                    reduce_only: false,
+                };
+                self.ledger.submitted(tag, Kind::Place, cid.as_str());
+                self.gw
+                    .venue_mut()
+                    .new_order(&mut self.req, &o, now)
+                    .is_ok()
+            }
+        };
+        if prepared {
+            if let Err(e) = self
+                .gw
+                .submit(&mut self.net, &mut self.req, Class::Normal, tag)
+            {
+                let f = Final::of(&e);
+                self.take(Some(f));
+            }
+        } else {
+            self.ledger.unprepared(tag);
+        }
+        let t = now + self.net.rng.range(MS, 60 * MS);
+        self.at(t, Step::Tick);
+    }
+
+    fn step(&mut self, s: Step) {
+        match s {
+            Step::Tick => self.tick(),
+            Step::Arrive(i) => self.arrive(i),
+            Step::Execute(i, a) => {
+                let r = self.venue.execute(*a, self.venue_ms());
+                if self.net.outs[i].fate == Fate::Queued {
+                    self.answer(i, r);
+                }
+            }
+            Step::Reply(i, r) => self.reply(i, &r),
+            Step::Fail(i) => self.fail(i),
+        }
+        self.drain_gateway();
+    }
+}
+
+/// Runs `seed` under `p`.
+pub fn run(seed: u64, p: &Params) -> Outcome {
+    let cfg = venue_config();
+    let account = cfg.accounts[0].clone();
+    let mut venue = SansIo::new(cfg);
+    let info = match venue.admit(
+        b"GET /api/v3/exchangeInfo HTTP/1.1\r\nHost: sim\r\n\r\n",
+        IP,
+        VENUE_MS0,
+    ) {
+        Received::Answer(r) => r.body,
+        Received::Run(a) => venue.execute(a, VENUE_MS0).body,
+    };
+    let mut b = Budget::builder();
+    let acct = BinanceSpot::from_exchange_info(
+        info.as_bytes(),
+        &mut b,
+        Clock::anchor(T0, VENUE_MS0),
+        30 * MS,
+    )
+    .expect("the venue's exchangeInfo")
+    .with_auth(Auth::new(&account.api_key, account.secret.as_bytes(), 5_000).expect("keys"));
+    let budget = b.build(T0).expect("budget");
+    let mut gw = Gateway::new(acct, "BTCUSDT", 64, 1024).expect("gateway");
+    gw.set_seed(seed);
+    gw.set_boot_epoch(1).expect("epoch");
+    let net = Net {
+        budget,
+        now: T0,
+        rng: Rng::new(seed),
+        faults: p.faults,
+        outs: Vec::new(),
+        fresh: Vec::new(),
+    };
+    let mut sim = Sim {
+        gw,
+        net,
+        venue,
+        queue: BinaryHeap::new(),
+        steps: Vec::new(),
+        ledger: Ledger::default(),
+        req: Prepared::with_capacity(1024),
+        p: *p,
+        out: Outcome::default(),
+        end_at: T0 + p.seconds * SEC,
+    };
+    sim.at(T0, Step::Tick);
+    let stop_at = sim.end_at + DRAIN_NS;
+    loop {
+        let next_q = sim.queue.peek().map(|Reverse((t, _))| *t);
+        let next_g = sim.gw.poll_timeout();
+        let next = match (next_q, next_g) {
+            (Some(a), Some(b)) => a.min(b),
+            (a, b) => match a.or(b) {
+                Some(t) => t,
+                None => break,
+            },
+        };
+        if next > stop_at {
+            break;
+        }
+        sim.net.now = sim.net.now.max(next);
+        sim.out.steps += 1;
+        match next_q {
+            Some(t) if t <= sim.net.now => {
+                let Reverse((_, k)) = sim.queue.pop().expect("peeked");
+                let s = sim.steps[k as usize].take().expect("each step once");
+                sim.step(s);
+            }
+            _ => sim.drain_gateway(),
+        }
+        if sim.gw.in_flight() == 0 && sim.queue.is_empty() && sim.net.now >= sim.end_at {
+            break;
+        }
+    }
+    let mut out = sim.out;
+    out.tally = sim.ledger.tally();
+    out.violations.extend(sim.ledger.at_end(
+        &sim.venue.report(),
+        &sim.venue.orders(),
+        sim.gw.in_flight(),
+    ));
+    out
+}
