@@ -195,7 +195,14 @@ impl Ledger {
     }
 
     /// The checks at the end, against the venue's truth.
-    pub fn at_end(&self, report: &Report, orders: &[OrderView], in_flight: usize) -> Vec<String> {
+    /// `injected`: bans the run itself made (not the gateway's doing).
+    pub fn at_end(
+        &self,
+        report: &Report,
+        orders: &[OrderView],
+        in_flight: usize,
+        injected: u64,
+    ) -> Vec<String> {
         let mut v = Vec::new();
         if report.duplicates > 0 {
             v.push(format!(
@@ -208,7 +215,7 @@ impl Ledger {
                 "{in_flight} requests still in the ledger after the drain"
             ));
         }
-        if report.throttled > 0 || report.order_rate_limited > 0 || report.bans > 0 {
+        if report.throttled > 0 || report.order_rate_limited > 0 || report.bans > injected {
             v.push(format!(
                 "the venue answered 429 {} times ({} order-rate), banned {} times",
                 report.throttled, report.order_rate_limited, report.bans

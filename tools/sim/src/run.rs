@@ -67,12 +67,18 @@ pub struct Outcome {
     pub writes: u64,
     /// Broken promises, in the order found (empty: the run passed).
     pub violations: Vec<String>,
+    /// Bans the run injected.
+    pub bans: u64,
     /// Requests by kind and final event (`Place Applied`, `Cancel Rejected` ...).
     pub tally: std::collections::BTreeMap<String, u64>,
 }
 
 enum Step {
     Tick,
+    /// The venue bans the IP for this many ms (injected).
+    Ban(i64),
+    /// A person clears the gateway's halts.
+    ClearHalts,
     Arrive(usize),
     Execute(usize, Box<Admitted>),
     Reply(usize, SimResponse),
@@ -382,6 +388,14 @@ impl Sim {
     fn step(&mut self, s: Step) {
         match s {
             Step::Tick => self.tick(),
+            Step::Ban(ms) => {
+                self.out.bans += 1;
+                let now_ms = self.venue_ms();
+                self.venue.ban(IP, ms, now_ms);
+            }
+            Step::ClearHalts => {
+                self.gw.clear_halts(&mut self.net);
+            }
             Step::Arrive(i) => self.arrive(i),
             Step::Execute(i, a) => {
                 let r = self.venue.execute(*a, self.venue_ms());
@@ -443,6 +457,17 @@ pub fn run(seed: u64, p: &Params) -> Outcome {
         end_at: T0 + p.seconds * SEC,
     };
     sim.at(T0, Step::Tick);
+    // A third of the runs meet a ban; a person clears the halt after it ends, or
+    // (one in two) is away for the rest of the run.
+    if p.faults && sim.net.rng.chance(333) {
+        let at = T0 + sim.net.rng.range(0, p.seconds * SEC);
+        let ms = sim.net.rng.range(2_000, 30_000);
+        sim.at(at, Step::Ban(ms));
+        if sim.net.rng.chance(500) {
+            let clear = at + ms * MS + sim.net.rng.range(0, 10 * SEC);
+            sim.at(clear, Step::ClearHalts);
+        }
+    }
     let stop_at = sim.end_at + DRAIN_NS;
     loop {
         let next_q = sim.queue.peek().map(|Reverse((t, _))| *t);
@@ -473,10 +498,10 @@ pub fn run(seed: u64, p: &Params) -> Outcome {
     }
     let mut out = sim.out;
     out.tally = sim.ledger.tally();
-    out.violations.extend(sim.ledger.at_end(
-        &sim.venue.report(),
-        &sim.venue.orders(),
-        sim.gw.in_flight(),
-    ));
+    let (report, orders) = (sim.venue.report(), sim.venue.orders());
+    out.violations.extend(
+        sim.ledger
+            .at_end(&report, &orders, sim.gw.in_flight(), out.bans),
+    );
     out
 }

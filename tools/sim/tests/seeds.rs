@@ -54,3 +54,16 @@ fn without_faults_nothing_is_unknown() {
         assert!(shrink(seed, &p).is_none());
     }
 }
+
+/// Found by the simulator on main before issue 39's fix: a ban met requests
+/// being reconciled, nobody cleared the halt, and their queries were refused
+/// every 100 ms for ever (seed 2: 7 requests still in the ledger 600 s after
+/// the end; seed 11 and 108 alike).
+#[test]
+fn regression_a_reconcile_under_a_ban_ends() {
+    for seed in [2, 11, 108] {
+        let o = run(seed, &Params::default());
+        assert!(o.bans > 0, "seed {seed} meets a ban");
+        assert!(o.violations.is_empty(), "seed {seed}: {:?}", o.violations);
+    }
+}

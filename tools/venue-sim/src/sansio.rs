@@ -124,6 +124,12 @@ impl SansIo {
         self.venue.server_error(executed)
     }
 
+    /// Bans `ip` from `now_ms` for `duration_ms`, as an automatic ban would (418
+    /// with Retry-After to each of its requests until then).
+    pub fn ban(&mut self, ip: IpAddr, duration_ms: i64, now_ms: i64) {
+        self.venue.ban(ip, duration_ms, now_ms);
+    }
+
     /// The venue's counts so far.
     pub fn report(&self) -> Report {
         self.venue.report()
