@@ -1,24 +1,26 @@
 //! `ergon-sim`: runs seeds of the deterministic simulator.
 //!
 //! ```text
-//! ergon-sim --seeds N [--from S] [--seconds T] [--no-faults]   # N seeds from S
+//! ergon-sim --seeds N [--from S] [--jobs J] [--seconds T] [--no-faults]   # N seeds from S, J threads
 //! ergon-sim --seed S [--actions N] [--seconds T]                # one seed (a replay)
 //! ```
 //! Prints the throughput (seeds/s, steps/s) at the end; on a failure, the seed,
 //! its broken promises and the shortest failing prefix, and exits 1.
 
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use ergon_sim::{run, shrink, Params};
 
-const USAGE: &str = "usage: ergon-sim --seeds N [--from S] [--seconds T] [--no-faults]
+const USAGE: &str = "usage: ergon-sim --seeds N [--from S] [--jobs J] [--seconds T] [--no-faults]
        ergon-sim --seed S [--actions N] [--seconds T] [--no-faults]";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut p = Params::default();
     let (mut seeds, mut from, mut one) = (None, 0u64, None);
+    let mut jobs = std::thread::available_parallelism().map_or(1, |n| n.get() as u64);
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let mut num = || -> Result<u64, String> {
@@ -28,6 +30,7 @@ fn main() -> ExitCode {
         let r = match a.as_str() {
             "--seeds" => num().map(|n| seeds = Some(n)),
             "--from" => num().map(|n| from = n),
+            "--jobs" => num().map(|n| jobs = n.max(1)),
             "--seed" => num().map(|n| one = Some(n)),
             "--actions" => num().map(|n| p.max_actions = n),
             "--seconds" => num().map(|n| p.seconds = n as i64),
@@ -72,26 +75,40 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     };
     let started = Instant::now();
-    let mut steps = 0u64;
-    for seed in from..from.saturating_add(n) {
-        let o = run(seed, &p);
-        steps += o.steps;
-        if !o.violations.is_empty() {
-            let (k, short) = shrink(seed, &p).unwrap_or((o.actions, o));
-            println!(
-                "seed {seed} fails ({} actions; {k} suffice):",
-                short.actions
-            );
-            for v in &short.violations {
-                println!("  {v}");
-            }
-            println!(
-                "replay: ergon-sim --seed {seed} --actions {k} --seconds {}",
-                p.seconds
-            );
-            return ExitCode::FAILURE;
+    // Seeds are independent: `jobs` threads take them in turn; the first failure
+    // (the lowest seed among those that failed) is shrunk and printed.
+    let next = AtomicU64::new(from);
+    let end = from.saturating_add(n);
+    let (steps, failed) = (AtomicU64::new(0), AtomicU64::new(u64::MAX));
+    std::thread::scope(|sc| {
+        for _ in 0..jobs {
+            sc.spawn(|| loop {
+                let seed = next.fetch_add(1, Ordering::Relaxed);
+                if seed >= end || seed > failed.load(Ordering::Relaxed) {
+                    return;
+                }
+                let o = run(seed, &p);
+                steps.fetch_add(o.steps, Ordering::Relaxed);
+                if !o.violations.is_empty() {
+                    failed.fetch_min(seed, Ordering::Relaxed);
+                }
+            });
         }
+    });
+    let failed = failed.into_inner();
+    if failed != u64::MAX {
+        let (k, short) = shrink(failed, &p).expect("it failed once");
+        println!("seed {failed} fails ({k} actions suffice):");
+        for v in &short.violations {
+            println!("  {v}");
+        }
+        println!(
+            "replay: ergon-sim --seed {failed} --actions {k} --seconds {}",
+            p.seconds
+        );
+        return ExitCode::FAILURE;
     }
+    let steps = steps.into_inner();
     let s = started.elapsed().as_secs_f64().max(1e-9);
     println!(
         "{n} seeds from {from} passed: {:.1} seeds/s, {:.0} steps/s",
