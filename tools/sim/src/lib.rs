@@ -8,9 +8,12 @@
 //! events come and at the end; a failure is shrunk to the fewest strategy
 //! actions that still fail it ([`shrink`]) and replays bit for bit from its seed.
 //!
+//! The venue's clock drifts and steps inside the gateway's guard, and a third
+//! of the runs meet a ban (cleared by a person after it ends, or never).
+//!
 //! What it does not simulate (yet): the WebSocket lanes, batches and
-//! cancel-replace, the shared-memory daemon and its restarts, a venue clock
-//! that drifts or jumps, bans, other senders on the IP.
+//! cancel-replace, the shared-memory daemon and its restarts, venue clock steps
+//! beyond the guard, other senders on the IP.
 
 pub mod check;
 pub mod net;

@@ -1,7 +1,7 @@
 //! `ergon-sim`: runs seeds of the deterministic simulator.
 //!
 //! ```text
-//! ergon-sim --seeds N [--from S] [--jobs J] [--seconds T] [--no-faults]   # N seeds from S, J threads
+//! ergon-sim --seeds N [--from S] [--jobs J] [--seconds T] [--no-faults] [--no-bans]   # N seeds from S, J threads
 //! ergon-sim --seed S [--actions N] [--seconds T]                # one seed (a replay)
 //! ```
 //! Prints the throughput (seeds/s, steps/s) at the end; on a failure, the seed,
@@ -13,8 +13,9 @@ use std::time::Instant;
 
 use ergon_sim::{run, shrink, Params};
 
-const USAGE: &str = "usage: ergon-sim --seeds N [--from S] [--jobs J] [--seconds T] [--no-faults]
-       ergon-sim --seed S [--actions N] [--seconds T] [--no-faults]";
+const USAGE: &str =
+    "usage: ergon-sim --seeds N [--from S] [--jobs J] [--seconds T] [--no-faults] [--no-bans]
+       ergon-sim --seed S [--actions N] [--seconds T] [--no-faults] [--no-bans]";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -34,6 +35,10 @@ fn main() -> ExitCode {
             "--seed" => num().map(|n| one = Some(n)),
             "--actions" => num().map(|n| p.max_actions = n),
             "--seconds" => num().map(|n| p.seconds = n as i64),
+            "--no-bans" => {
+                p.bans = false;
+                Ok(())
+            }
             "--no-faults" => {
                 p.faults = false;
                 Ok(())

@@ -44,6 +44,8 @@ pub struct Params {
     pub faults: bool,
     /// Stop the strategy after this many actions (the shrinker's knob).
     pub max_actions: u64,
+    /// Bans injected (in a third of the runs, with faults on).
+    pub bans: bool,
 }
 
 impl Default for Params {
@@ -52,6 +54,7 @@ impl Default for Params {
             seconds: 20,
             faults: true,
             max_actions: u64::MAX,
+            bans: true,
         }
     }
 }
@@ -156,6 +159,16 @@ struct Sim {
     p: Params,
     out: Outcome,
     end_at: i64,
+    clock: VenueClock,
+}
+
+/// How the venue's clock moves against ours.
+#[derive(Clone, Copy, Default)]
+struct VenueClock {
+    /// Drift, in parts per million (ms of venue per ms of ours, minus one).
+    drift_ppm: i64,
+    /// One step: at our time, by this many ms.
+    jump: Option<(i64, i64)>,
 }
 
 /// The venue's limits: small, so that the strategy runs near them.
@@ -171,8 +184,16 @@ fn venue_config() -> Config {
 }
 
 impl Sim {
+    /// The venue's clock: ours plus its offset, which drifts (`drift_ppm`) and
+    /// may jump once (`jump`: at, by ms).
     fn venue_ms(&self) -> i64 {
-        VENUE_MS0 + (self.net.now - T0) / MS
+        let since = self.net.now - T0;
+        let drift = since / 1_000 * self.clock.drift_ppm / 1_000_000_000;
+        let jump = match self.clock.jump {
+            Some((at, by)) if self.net.now >= at => by,
+            _ => 0,
+        };
+        VENUE_MS0 + since / MS + drift + jump
     }
 
     fn at(&mut self, t: i64, s: Step) {
@@ -455,11 +476,30 @@ pub fn run(seed: u64, p: &Params) -> Outcome {
         p: *p,
         out: Outcome::default(),
         end_at: T0 + p.seconds * SEC,
+        clock: VenueClock::default(),
     };
+    // The venue's clock drifts up to 200 ppm either way (4 ms over 20 s); in a
+    // fifth of the runs it also steps by up to 20 ms: offset and one-way latency
+    // (up to 3 ms) stay inside the gateway's 30 ms guard, the envelope the budget
+    // promises. Beyond it the venue's fixed windows move away from the budget's
+    // until the gateway re-anchors, which it does only on repeated clock-skew
+    // answers: a -99 ms step drew 429s (seed 278), and so did -29 ms with -162 ppm
+    // of drift (seed 1050, 30.5 ms off plus the latency).
+    if p.faults {
+        let r = &mut sim.net.rng;
+        sim.clock.drift_ppm = r.range(-200, 201);
+        let by = match r.next_u64() % 5 {
+            0 => r.range(-20, 21),
+            _ => 0,
+        };
+        if by != 0 {
+            sim.clock.jump = Some((T0 + r.range(0, p.seconds * SEC), by));
+        }
+    }
     sim.at(T0, Step::Tick);
     // A third of the runs meet a ban; a person clears the halt after it ends, or
     // (one in two) is away for the rest of the run.
-    if p.faults && sim.net.rng.chance(333) {
+    if p.faults && sim.net.rng.chance(333) && p.bans {
         let at = T0 + sim.net.rng.range(0, p.seconds * SEC);
         let ms = sim.net.rng.range(2_000, 30_000);
         sim.at(at, Step::Ban(ms));
