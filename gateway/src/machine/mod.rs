@@ -57,6 +57,14 @@ pub const SKEWS_TO_REANCHOR: u32 = 2;
 /// it; past them it ends [`Event::Unresolved`].
 pub const MAX_QUERIES: u8 = 32;
 
+/// How long a reconcile whose queries the budget keeps refusing (no room, a
+/// hold, no idle connection) goes on, counted from the venue's bound
+/// ([`Account::not_found_after`]) or, where it states none, from when the outcome
+/// became unknown; past it, or at once when the budget's ready time is past it,
+/// the request ends [`Event::Unresolved`]. Longer than a minute window and a
+/// usual `Retry-After`. A halt ends it at once: only a person ends a halt.
+pub const REFUSED_QUERIES_NS: i64 = 120_000_000_000;
+
 /// The first re-query's gap; each further one doubles it (with jitter, up to
 /// [`QUERY_BACKOFF_MAX_NS`]).
 pub const QUERY_BACKOFF_NS: i64 = 50_000_000;
@@ -131,6 +139,10 @@ pub struct Stats {
     pub polls: u64,
     /// Requests that ended Unresolved.
     pub unresolved: u64,
+    /// ... of which a halt cut the reconcile short (its queries could not leave:
+    /// their ids stay watched until the halt is cleared), or whose queries the
+    /// budget kept refusing past the reconcile's time.
+    pub unresolved_refused: u64,
     /// Late events (an unresolved order seen after all).
     pub late: u64,
     /// Watched ids dropped before their time because the watch list was full.
@@ -144,6 +156,10 @@ struct Watched {
     id: ClientOrderId,
     tag: Tag,
     until_ns: i64,
+    /// It ended Unresolved because a halt of this bucket refused its queries:
+    /// watched until the halt is cleared, then for the watch's time more (a ban
+    /// can outlast any watch).
+    halted: Option<BucketId>,
 }
 
 /// One venue account on one egress lane. See [the crate](crate) for the
@@ -178,6 +194,8 @@ pub struct Gateway<E> {
     shapes: Shapes,
     /// Unresolved requests' ids, watched for a late appearance (pre-sized).
     watch: Vec<Watched>,
+    /// Whether some of `watch` may wait for a halt to be cleared.
+    watch_halted: bool,
     watch_ns: i64,
     unresolved_after_ns: i64,
     /// The jitter's seeded generator (splitmix64 state).
@@ -223,6 +241,7 @@ impl<E: Account> Gateway<E> {
             label_publisher: None,
             shapes: Shapes::default(),
             watch: Vec::with_capacity(capacity),
+            watch_halted: false,
             watch_ns: WATCH_NS,
             unresolved_after_ns: UNRESOLVED_AFTER_NS,
             rng: 0x5EED_0FE2_6000_0001_u64,
@@ -523,6 +542,9 @@ impl<E: Account> Gateway<E> {
     /// come out of [`Gateway::poll_event`].
     pub fn poll<W: Wire>(&mut self, w: &mut W) {
         let now = w.now();
+        if self.watch_halted {
+            self.halts_ended(w);
+        }
         self.poll_open(w);
         if now < self.next_due {
             return;
@@ -566,6 +588,31 @@ impl<E: Account> Gateway<E> {
                 r.push(Record::bucket(now, Rec::ClearHalt, id.index() as u8, 0));
             }
             n += 1;
+        }
+    }
+
+    /// Ids watched since a halt cut their reconcile short whose halt has been
+    /// cleared (by [`Gateway::clear_halts`] or on the budget directly, as the
+    /// daemon's `clear-halt` does): watched from now for the watch's time, and the
+    /// open orders polled once at once, so an order that rests shows up as
+    /// [`Event::Late`] (an execution on the order stream does too).
+    fn halts_ended<W: Wire>(&mut self, w: &mut W) {
+        let now = w.now();
+        let budget = w.budget();
+        let (mut ended, mut waiting) = (false, false);
+        for x in &mut self.watch {
+            let Some(bucket) = x.halted else { continue };
+            if budget.halted().any(|h| h == bucket) {
+                waiting = true;
+                continue;
+            }
+            x.halted = None;
+            x.until_ns = now.saturating_add(self.watch_ns);
+            ended = true;
+        }
+        self.watch_halted = waiting;
+        if ended {
+            self.poll_open_orders_once(now);
         }
     }
 

@@ -3,13 +3,13 @@
 
 use super::{
     Gateway, Stats, Watched, MAX_QUERIES, QUERY_BACKOFF_MAX_NS, QUERY_BACKOFF_NS, QUERY_CLASS,
-    RETRY_GAP_NS, SKEWS_TO_REANCHOR,
+    REFUSED_QUERIES_NS, RETRY_GAP_NS, SKEWS_TO_REANCHOR,
 };
 use crate::endpoints::Account;
 use crate::events::{Event, ItemFate};
 use crate::ledger::{Entry, Key, Stage};
 use crate::wire::Wire;
-use ergon_core::Verdict;
+use ergon_core::{BucketId, Verdict, Why};
 use ergon_venues::adapt::Request as Kind;
 use ergon_venues::endpoint::{ClientOrderId, Lookup, OrderRef, OrderState, Symbol, MAX_BATCH};
 use ergon_venues::response::Response;
@@ -18,7 +18,14 @@ use std::collections::VecDeque;
 impl<E: Account> Gateway<E> {
     /// Ends `key`'s request [`Event::Unresolved`]: frees its slot and watches its
     /// client order id (if it has one) for [`super::WATCH_NS`].
-    pub(super) fn unresolve(&mut self, key: Key, now: i64) -> Option<Event<'static>> {
+    /// `halted`: a halt of that bucket refused its queries; its id is watched
+    /// until the halt is cleared, and for the watch's time after.
+    pub(super) fn unresolve(
+        &mut self,
+        key: Key,
+        now: i64,
+        halted: Option<BucketId>,
+    ) -> Option<Event<'static>> {
         let e = self.ledger.get(key)?;
         let (tag, batch, id) = (e.tag, e.items != 0, queried_id(e).copied());
         if !batch {
@@ -34,10 +41,16 @@ impl<E: Account> Gateway<E> {
                     self.stats.watch_dropped += 1;
                 }
             }
+            let until_ns = match halted {
+                Some(_) => i64::MAX,
+                None => now.saturating_add(self.watch_ns),
+            };
+            self.watch_halted |= halted.is_some();
             self.watch.push(Watched {
                 id,
                 tag,
-                until_ns: now.saturating_add(self.watch_ns),
+                until_ns,
+                halted,
             });
         }
         if batch {
@@ -163,7 +176,7 @@ impl<E: Account> Gateway<E> {
         // A write that names no order (a cancel-all) cannot be asked about by id:
         // it ends Unresolved at once, never a loop of queries that cannot be written.
         if !written && e.req.client_order_id().is_none() {
-            if let Some(ev) = self.unresolve(key, now) {
+            if let Some(ev) = self.unresolve(key, now, None) {
                 self.push(ev);
             }
             return;
@@ -180,10 +193,10 @@ impl<E: Account> Gateway<E> {
                     self.labels.charged(e.req.label(), e.query.parts());
                 }
                 self.trace.set(key, tid);
-                charged.map_err(|l| l.ready_at_ns)
+                charged.map_err(|l| (l.why, Some(l.bucket), l.ready_at_ns))
             }
             // A query that cannot be written settles nothing: look again later.
-            _ => Err(now + 5 * RETRY_GAP_NS),
+            _ => Err((Why::Full, None, now + 5 * RETRY_GAP_NS)),
         };
         match charged {
             Ok(ticket) => {
@@ -194,8 +207,22 @@ impl<E: Account> Gateway<E> {
                 self.stats.queries += 1;
                 self.send(w, key, ticket);
             }
-            Err(ready_at) => {
-                // A halt has no ready time: look again soon, refused at no cost.
+            Err((why, bucket, ready_at)) => {
+                // A halt has no ready time, and only a person ends it: nothing can
+                // be asked until then, so the request ends now (its id watched
+                // until the halt is cleared) rather than hold its slot, and a
+                // stop, for ever. A query refused for any other reason is tried
+                // again while the budget's ready time falls inside the
+                // reconcile's time.
+                let halted = bucket.filter(|_| why == Why::Halted);
+                let until = reconcile_until(e);
+                if halted.is_some() || now >= until || ready_at >= until {
+                    self.stats.unresolved_refused += 1;
+                    if let Some(ev) = self.unresolve(key, now, halted) {
+                        self.push(ev);
+                    }
+                    return;
+                }
                 e.at_ns = ready_at.clamp(now + 1, now + 5 * RETRY_GAP_NS);
                 e.stage = Stage::Reconcile;
                 self.next_due = self.next_due.min(e.at_ns);
@@ -291,7 +318,7 @@ impl<E: Account> Gateway<E> {
         let (n, bound, since) = (e.queries, e.not_found_after, e.unknown_since_ns);
         let out_of_time = bound.is_none() && now >= since.saturating_add(self.unresolved_after_ns);
         if n >= MAX_QUERIES || out_of_time {
-            return self.unresolve(key, now);
+            return self.unresolve(key, now, None);
         }
         let mut at = now + self.backoff(n - 1, QUERY_BACKOFF_NS, QUERY_BACKOFF_MAX_NS);
         if let (Some(b), true) = (bound, not_found) {
@@ -336,4 +363,14 @@ pub(super) fn queried_id(e: &Entry) -> Option<&ClientOrderId> {
         0 => e.req.client_order_id(),
         _ => e.req.client_order_ids().get(usize::from(e.item)),
     }
+}
+
+/// When a reconcile whose queries the budget keeps refusing (a hold, no idle
+/// connection, a query it cannot write) ends Unresolved: [`REFUSED_QUERIES_NS`]
+/// after the venue's bound where it states one, else after its outcome became
+/// unknown.
+fn reconcile_until(e: &Entry) -> i64 {
+    let from = e.not_found_after.unwrap_or(e.unknown_since_ns);
+    from.max(e.unknown_since_ns)
+        .saturating_add(REFUSED_QUERIES_NS)
 }
