@@ -152,8 +152,10 @@ const TABLE: &[(&str, &str, &str, &[Effect])] = &[
     ("binance-spot", "busy_1008", "Unknown", &[]),
     ("binance-spot", "gateway_502", "Unknown", &[]),
     ("binance-spot", "insufficient_2010", "Rejected", &[Used("REQUEST_WEIGHT_1M", 2), Used("ORDERS_10S", 1), Used("ORDERS_1D", 1)]),
-    ("binance-spot", "cancel_replace_failed_2022", "NotRun", &[]),
-    ("binance-spot", "cancel_replace_partial_2021", "Unknown", &[]),
+    // Issue 39, item 1: each part's fate from `data` (these said NotRun and Unknown for the
+    // whole request); the parts, new order then cancel, are checked below.
+    ("binance-spot", "cancel_replace_failed_2022", "Done", &[]),
+    ("binance-spot", "cancel_replace_partial_2021", "Done", &[]),
     ("binance-spot", "garbage_200", "Unknown", &[]),
     // Issue 12: a wait above the cap halts (saturated: 9999999999 s is past i64 ns); zero holds one window.
     ("binance-spot", "weight_429_far_future", "Banned bucket=REQUEST_WEIGHT_1M until_ms=9223371036854", &[Halted("REQUEST_WEIGHT_1M", i64::MAX)]),
@@ -1031,6 +1033,27 @@ fn batches_keep_their_items() {
             "batch_mixed",
             "Done",
             &["item 0 Done", "item 1 Rejected"],
+        ),
+        (
+            "kraken-spot",
+            "batch_warning",
+            "Done",
+            &["item 0 Done", "item 1 Done"],
+        ),
+        // A cancel-replace's parts (issue 39): the new order, then the cancel.
+        // STOP_ON_FAILURE, the cancel refused (-2011): the new order not attempted.
+        (
+            "binance-spot",
+            "cancel_replace_failed_2022",
+            "Done",
+            &["item 0 NotRun", "item 1 Rejected"],
+        ),
+        // The cancel ran; the new order refused (-2010).
+        (
+            "binance-spot",
+            "cancel_replace_partial_2021",
+            "Done",
+            &["item 0 Rejected", "item 1 Done"],
         ),
         (
             "kraken-futures",
