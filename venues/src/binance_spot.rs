@@ -726,11 +726,10 @@ impl BinanceSpot {
         self
     }
 
-    /// The `cancelReplaceMode` its cancel-replaces send (REST and WebSocket API;
-    /// default [`ReplaceMode::StopOnFailure`]).
-    pub fn with_replace_mode(mut self, mode: ReplaceMode) -> Self {
+    /// The `cancelReplaceMode` its cancel-replaces send from now on (REST and
+    /// WebSocket API; default [`ReplaceMode::StopOnFailure`]).
+    pub fn set_replace_mode(&mut self, mode: ReplaceMode) {
         self.replace.mode = mode;
-        self
     }
 }
 

@@ -1,12 +1,13 @@
 //! Answers: the venue's answer or the transport's failure of a request, and the
 //! settle rule that follows.
 
-use super::reconcile::seen_in;
+use super::reconcile::{items_of, seen_in};
 use super::{widen, Gateway, MAX_RESENDS, SKEWS_TO_REANCHOR};
 use crate::endpoints::Account;
 use crate::events::{Event, Expiry, OPEN_ORDERS};
 use crate::ledger::{Key, Stage};
 use crate::wire::Wire;
+use arrayvec::ArrayVec;
 use ergon_core::{Flight, Verdict};
 use ergon_io::client::{RequestId, Sent};
 use ergon_venues::adapt;
@@ -85,17 +86,24 @@ impl<E: Account> Gateway<E> {
         self.trace.verdict(now, &verdict);
         let _ = w.budget().complete(flight, now);
         self.trace.done(now, self.trace.slot(key));
-        self.answered(w, key, r, verdict)
+        let items = match self.ledger.get(key) {
+            Some(e) if e.stage != Stage::Query => items_of(&e.req, self.venue.batch_items()),
+            _ => ArrayVec::new(),
+        };
+        self.answered(w, key, r, verdict, &items)
     }
 
     /// What follows the verdict on `key`'s answer `r` (its flight completed): the
     /// settle rule, for an answer over HTTP or the WebSocket API alike.
+    /// `items`: the verdicts of its parts the answer named (see
+    /// [`Gateway::read_items`]).
     pub(super) fn answered<'r, W: Wire>(
         &mut self,
         w: &mut W,
         key: Key,
         r: Response<'r>,
         verdict: Verdict,
+        items: &[Verdict],
     ) -> Option<Event<'r>> {
         let e = self.ledger.get(key)?;
         let (stage, tag, label) = (e.stage, e.tag, e.req.label());
@@ -114,16 +122,23 @@ impl<E: Account> Gateway<E> {
             self.skews = 0;
         }
         match verdict {
-            // Some items of a batch answer are unknown: each is reconciled by its
-            // own id; the batch is not Applied.
-            Verdict::Done if self.batch_unknown(key) != 0 => {
-                self.after(w, key, Verdict::Unknown, true).map(widen)
-            }
-            Verdict::Done => {
-                self.ledger.remove(key);
-                self.stats.applied += 1;
-                Some(Event::Applied { tag, body: r.body })
-            }
+            // A request of several parts whose answer named each part's fate:
+            // an Item each (queued), the unknown ones reconciled each by its own
+            // id; never re-sent whole, never Applied as a whole.
+            Verdict::Done => match self.read_items(key, items) {
+                Some(0) => {
+                    self.ledger.remove(key);
+                    self.stats.applied += 1;
+                    self.push(Event::BatchSettled { tag });
+                    None
+                }
+                Some(_) => self.after(w, key, Verdict::Unknown, true).map(widen),
+                None => {
+                    self.ledger.remove(key);
+                    self.stats.applied += 1;
+                    Some(Event::Applied { tag, body: r.body })
+                }
+            },
             Verdict::Rejected => {
                 self.ledger.remove(key);
                 self.stats.rejected += 1;

@@ -9,9 +9,12 @@ use crate::endpoints::Account;
 use crate::events::{Event, ItemFate};
 use crate::ledger::{Entry, Key, Stage};
 use crate::wire::Wire;
+use arrayvec::ArrayVec;
 use ergon_core::{BucketId, Verdict, Why};
 use ergon_venues::adapt::Request as Kind;
-use ergon_venues::endpoint::{ClientOrderId, Lookup, OrderRef, OrderState, Symbol, MAX_BATCH};
+use ergon_venues::endpoint::{
+    ClientOrderId, Lookup, OrderRef, OrderState, Prepared, Symbol, MAX_BATCH,
+};
 use ergon_venues::response::Response;
 use std::collections::VecDeque;
 
@@ -87,45 +90,40 @@ impl<E: Account> Gateway<E> {
         None
     }
 
-    /// A batch answer read as Done: the items the venue's answer leaves unknown
-    /// (bit `i` for item `i`). Where there are some, `key`'s entry keeps them to
-    /// reconcile each by its own id, and an [`Event::Item`] is queued for each of
-    /// the others.
-    pub(super) fn batch_unknown(&mut self, key: Key) -> u32 {
-        let Some(e) = self.ledger.get_mut(key) else {
-            return 0;
-        };
-        if !matches!(e.req.kind(), Some(Kind::Batch(_))) {
-            return 0;
-        }
-        let items = self.venue.batch_items();
-        // An item the answer does not list (a list shorter than the batch) is
-        // unknown too.
-        let n = e.req.client_order_ids().len().min(MAX_BATCH);
-        if items.is_empty() {
-            return 0;
+    /// A request of several parts (a batch, a two-step cancel-replace) answered
+    /// Done with its parts' verdicts `items` (the adapter's
+    /// [`Venue::batch_items`](ergon_venues::adapt::Venue::batch_items), in the
+    /// order of its client order ids): queues an [`Event::Item`] for each part the
+    /// answer settled and returns the unknown ones (bit `i` for part `i`; a part
+    /// the answer does not list is unknown), which `key`'s entry keeps to
+    /// reconcile each by its own id. None: the request has no parts, or the answer
+    /// named none (the request's verdict is all there is).
+    pub(super) fn read_items(&mut self, key: Key, items: &[Verdict]) -> Option<u32> {
+        let e = self.ledger.get_mut(key)?;
+        let n = parts_of(&e.req);
+        if n == 0 || items.is_empty() {
+            return None;
         }
         let unknown = (0..n)
             .filter(|&i| items.get(i).map_or(true, |v| *v == Verdict::Unknown))
             .fold(0u32, |m, i| m | 1 << i);
-        if unknown == 0 {
-            return 0;
-        }
         e.items = unknown;
-        for (i, v) in items.iter().take(MAX_BATCH).enumerate() {
+        for (i, v) in items.iter().take(n).enumerate() {
             let fate = match v {
                 Verdict::Unknown => continue,
                 Verdict::Done => ItemFate::Applied,
                 Verdict::Rejected => ItemFate::Rejected,
                 _ => ItemFate::NotRun,
             };
+            // Grows past its reserve only for a request's parts (rare, off the
+            // send path).
             self.pending.push_back(Event::Item {
                 tag: e.tag,
                 item: i as u8,
                 fate,
             });
         }
-        unknown
+        Some(unknown)
     }
 
     /// An order `id` seen at the venue in `state` at `now`: if it is watched, an
@@ -373,4 +371,27 @@ fn reconcile_until(e: &Entry) -> i64 {
     let from = e.not_found_after.unwrap_or(e.unknown_since_ns);
     from.max(e.unknown_since_ns)
         .saturating_add(REFUSED_QUERIES_NS)
+}
+
+/// How many parts `req` has, each with its own fate and client order id: a
+/// batch's orders; a cancel-replace of two steps (it names two ids: the new
+/// order's, then the cancelled one's) its new order and its cancel; 0 for a
+/// request of one part (an amend in place names one id).
+pub(super) fn parts_of(req: &Prepared) -> usize {
+    let n = req.client_order_ids().len().min(MAX_BATCH);
+    match req.kind() {
+        Some(Kind::Batch(_)) => n,
+        Some(Kind::CancelReplace) if n >= 2 => 2,
+        _ => 0,
+    }
+}
+
+/// The verdicts of `req`'s parts in `items` (the adapter's last answer), copied:
+/// none for a request of one part.
+pub(super) fn items_of(req: &Prepared, items: &[Verdict]) -> ArrayVec<Verdict, MAX_BATCH> {
+    let n = match parts_of(req) {
+        0 => 0,
+        _ => items.len().min(MAX_BATCH),
+    };
+    items[..n].iter().copied().collect()
 }

@@ -1,14 +1,13 @@
 //! Re-sends: what surely did not run goes again under the budget's re-send rule,
 //! spaced and inside its deadline; what ran unknown goes to reconcile.
 
+use super::reconcile::parts_of;
 use super::{Gateway, RESEND_BACKOFF_MAX_NS, RESEND_BACKOFF_NS};
 use crate::endpoints::Account;
 use crate::events::{Event, Expiry};
 use crate::ledger::{Key, Stage};
 use crate::wire::Wire;
 use ergon_core::{Limited, Resend, Verdict, Why};
-use ergon_venues::adapt::Request as Kind;
-use ergon_venues::endpoint::MAX_BATCH;
 
 impl<E: Account> Gateway<E> {
     /// What follows a verdict that is not Done or Rejected: the re-send rule. With
@@ -84,10 +83,11 @@ impl<E: Account> Gateway<E> {
                 e.unknown_since_ns = now;
                 e.queries = 0;
                 e.not_found_after = self.venue.not_found_after(&e.req);
-                // A batch is reconciled item by item, each by its own id (all of
-                // them when the whole answer was lost).
-                if e.items == 0 && matches!(e.req.kind(), Some(Kind::Batch(_))) {
-                    let n = e.req.client_order_ids().len().min(MAX_BATCH);
+                // A request of several parts is reconciled part by part, each by
+                // its own id (all of them when the whole answer was lost): "the
+                // new order was not found" says nothing about the cancel.
+                let n = parts_of(&e.req);
+                if e.items == 0 && n > 0 {
                     e.items = (1u32 << n) - 1;
                 }
                 e.item = e.items.trailing_zeros().min(31) as u8;

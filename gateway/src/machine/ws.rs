@@ -1,11 +1,14 @@
 //! Order entry and the order stream over the WebSocket API.
 
+use super::reconcile::items_of;
 use super::Gateway;
 use crate::endpoints::Account;
 use crate::events::Event;
 use crate::lane_api::LaneIn;
+use crate::ledger::Stage;
 use crate::wire::Wire;
 use crate::ws_api::{Item, SubCharge, WsLane, WsReport, WS_BIT};
+use arrayvec::ArrayVec;
 use ergon_core::{Class, Verdict};
 use ergon_io::client::RequestId;
 use ergon_io::event_loop::{Readiness, Registry};
@@ -234,12 +237,16 @@ impl<E: Account> Gateway<E> {
                 self.trace.verdict(now, &verdict);
                 self.trace.done(now, self.trace.slot(key));
                 let (status, body) = lane.api.as_response(frame).unwrap_or((status, &[]));
+                let items = match self.ledger.get(key) {
+                    Some(e) if e.stage != Stage::Query => items_of(&e.req, lane.api.items()),
+                    _ => ArrayVec::new(),
+                };
                 let r = Response {
                     status,
                     headers: &[],
                     body,
                 };
-                self.answered(w, key, r, verdict).map(WsIn::Event)
+                self.answered(w, key, r, verdict, &items).map(WsIn::Event)
             }
         }
     }
