@@ -16,8 +16,8 @@ use ergon_core::{BucketId, Part};
 use ergon_gateway::protection::{self, Protected};
 pub use ergon_gateway::Control;
 use ergon_gateway::{
-    self as gateway, Account, Api, Event, Gateway, Keys, Label, Prepared, Start, Stats, Strategy,
-    WsApiStart,
+    self as gateway, Account, Api, Event, Gateway, ItemFate, Keys, Label, Prepared, Start, Stats,
+    Strategy, WsApiStart,
 };
 use ergon_venue_sim::Server;
 use ergon_venues::adapt::Error as VenueError;
@@ -92,6 +92,8 @@ const CANCEL: u64 = 4 << 56;
 struct Quote {
     resting: Option<(ClientOrderId, i64)>,
     pending: Option<(ClientOrderId, Option<ClientOrderId>)>,
+    /// The pending replace's parts as they end: its new quote's, its cancel's.
+    parts: [Option<ItemFate>; 2],
 }
 
 #[derive(Default)]
@@ -308,6 +310,40 @@ impl<E: Account> Strategy<E> for Mm {
                     // Refused or expired: a replace whose cancel failed leaves the old
                     // order's fate unclear.
                     Event::Rejected { .. } | Event::Expired { .. } => Some(false),
+                    // A replace's parts (Binance Spot's two steps): item 0 the new
+                    // quote, item 1 the old one's cancel, each with its own fate.
+                    Event::Item { item, fate, .. } => {
+                        if let Some(p) = self.quotes[slot].parts.get_mut(usize::from(item)) {
+                            *p = Some(fate);
+                        }
+                        return;
+                    }
+                    Event::BatchSettled { .. } => {
+                        let [new, cancel] = core::mem::take(&mut self.quotes[slot].parts);
+                        let placed = match new {
+                            Some(ItemFate::Applied) => true,
+                            Some(ItemFate::Found(s)) => !s.is_final(),
+                            _ => false,
+                        };
+                        let cancelled = match cancel {
+                            Some(ItemFate::Applied) => true,
+                            Some(ItemFate::Found(s)) => s.is_final(),
+                            _ => false,
+                        };
+                        // The new quote rests and the old one's cancel did not run:
+                        // both rest; the old one is cancelled now.
+                        if let (true, false, Some((_, Some(old)))) =
+                            (placed, cancelled, self.quotes[slot].pending)
+                        {
+                            let symbol = self.symbol.expect("set at start");
+                            let it = OrderRef {
+                                symbol,
+                                client_order_id: old,
+                            };
+                            self.send(api, Normal, CANCEL, &mut |v, r, t| v.cancel(r, &it, t));
+                        }
+                        Some(placed)
+                    }
                     _ => return, // Retrying, Reconciling: not over yet
                 };
                 self.settle_quote(api, slot, rests);

@@ -10,7 +10,8 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use ergon_gateway::shm::{Call, ShmClient, ShmEvent};
+use ergon_gateway::shm::{item_fates, Call, ShmClient, ShmEvent};
+use ergon_gateway::ItemFate;
 
 use super::*;
 
@@ -149,6 +150,8 @@ impl Remote<'_> {
                 g.unknown += u64::from(self.orders.contains_key(&tag));
             }
             ShmEvent::Lost { .. } => {}
+            // A cancel-replace's parts each ended (read below, with the quote).
+            ShmEvent::BatchSettled { .. } => {}
             // Its outcome stays unknown: kept with the lost ones, asked again.
             ShmEvent::Unresolved { .. } => g.unknown += 1,
             // An unresolved order showed up: the polls and the stream manage it.
@@ -201,6 +204,37 @@ impl Remote<'_> {
                 };
                 let rests = match ev {
                     ShmEvent::Applied { .. } => Some(true),
+                    // Its parts: item 0 the new quote, item 1 the old one's cancel.
+                    // The new one rests if it was placed; an old one whose cancel
+                    // did not run still rests, and is cancelled.
+                    ShmEvent::BatchSettled { .. } => {
+                        let fates = || item_fates(body).flatten();
+                        let placed = fates().any(|(i, f)| {
+                            i == 0
+                                && match f {
+                                    ItemFate::Applied => true,
+                                    ItemFate::Found(s) => !s.is_final(),
+                                    _ => false,
+                                }
+                        });
+                        let cancelled = fates().any(|(i, f)| {
+                            i == 1
+                                && match f {
+                                    ItemFate::Applied => true,
+                                    ItemFate::Found(s) => s.is_final(),
+                                    _ => false,
+                                }
+                        });
+                        if let (true, false, Some(old)) = (placed, cancelled, old) {
+                            let it = OrderRef {
+                                symbol: self.symbol,
+                                client_order_id: old,
+                            };
+                            let t = self.tag(CANCEL);
+                            self.submit(&Call::Cancel(it), Normal, t);
+                        }
+                        Some(placed)
+                    }
                     ShmEvent::Reconciled { found, .. } => {
                         Some(found.is_some_and(|s| !s.is_final()))
                     }

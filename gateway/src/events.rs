@@ -28,20 +28,26 @@ pub enum Expiry {
 /// [`Event::Protection`] and [`Event::ProtectionFired`].
 pub const PROTECTION: Tag = Tag::MAX - 1;
 
-/// The fate of one item of a batch, in an [`Event::Item`].
+/// The fate of one part of a request of several, in an [`Event::Item`]: an item
+/// of a batch, or a part of a two-step cancel-replace (item 0 its new order, item
+/// 1 its cancel).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ItemFate {
-    /// The batch's answer says the venue ran it.
+    /// The answer says the venue ran it (the new order placed; the cancel done).
     Applied,
-    /// The batch's answer says the venue refused it for a business reason.
+    /// The answer says the venue refused it for a business reason.
     Rejected,
-    /// The batch's answer says it did not run. One item of a batch is never sent
-    /// again by the gateway: the strategy decides.
+    /// The answer says it did not run (a cancel-replace's new order not
+    /// attempted). One part is never sent again by the gateway: the strategy
+    /// decides.
     NotRun,
-    /// Its outcome was unknown; a query by its own client order id found it.
+    /// Its outcome was unknown; a query by its own client order id found it. For
+    /// a cancel, the order it cancels: CANCELED (the cancel ran, or the order
+    /// ended so), or a state of a live or filled order (it did not run).
     Found(OrderState),
     /// Its outcome was unknown; a query sent after the venue could no longer run
-    /// it found nothing: it never ran (as [`Event::Reconciled`] with None).
+    /// it found nothing: it never ran (as [`Event::Reconciled`] with None). For
+    /// a cancel: the venue has no such order.
     NeverRan,
     /// Its outcome stays unknown (as [`Event::Unresolved`]); its id is watched and
     /// an [`Event::Late`] with the batch's tag follows if it shows up.
@@ -132,16 +138,16 @@ pub enum Event<'a> {
         /// The caller's tag.
         tag: Tag,
     },
-    /// The fate of item `item` (its index in the request) of a batch that is being
-    /// reconciled: a batch whose answer left some items unknown, or whose whole
-    /// outcome was unknown. One per item after its [`Event::Reconciling`]: first
-    /// those the answer settled, then each unknown one as its own query by its own
-    /// client order id settles it; then [`Event::BatchSettled`]. A batch whose
-    /// answer settled every item ends [`Event::Applied`] instead, each item's answer
-    /// in its body (and its verdict in
-    /// [`Venue::batch_items`](ergon_venues::adapt::Venue::batch_items) while the
-    /// event is handled). Batches are submitted in process only: the shared-memory
-    /// protocol has no batch.
+    /// The fate of item `item` of a request of several parts: a batch (its index
+    /// in the request), or a two-step cancel-replace (Binance Spot: 0 the new
+    /// order, 1 the cancel). One per item, then [`Event::BatchSettled`]: first
+    /// those the answer settled (read from
+    /// [`Venue::batch_items`](ergon_venues::adapt::Venue::batch_items)), then, after
+    /// an [`Event::Reconciling`], each unknown one as its own query by its own
+    /// client order id settles it (every item when the whole answer was lost). A
+    /// request whose answer names no items ends as one ([`Event::Applied`]: a
+    /// cancel-replace whose two parts both ran, a batch whose items the adapter
+    /// could not read).
     Item {
         /// The batch's tag.
         tag: Tag,
@@ -150,8 +156,8 @@ pub enum Event<'a> {
         /// What became of it.
         fate: ItemFate,
     },
-    /// Every item of a reconciled batch has had its [`Event::Item`]: the batch's
-    /// final event.
+    /// Every item of a request of several parts has had its [`Event::Item`]: the
+    /// request's final event.
     BatchSettled {
         /// The batch's tag.
         tag: Tag,

@@ -95,6 +95,13 @@ pub trait LaneApi: core::fmt::Debug + Send {
     /// An answer frame as the REST adapter reads a body: its status and body.
     fn as_response<'f>(&self, frame: &'f [u8]) -> Option<(u16, &'f [u8])>;
 
+    /// The verdicts of the parts of the last answer [`LaneApi::on_frame`] read
+    /// (a cancel-replace's, a batch's: [`Venue::batch_items`]); empty if it named
+    /// none.
+    fn items(&self) -> &[Verdict] {
+        &[]
+    }
+
     /// The setup request of `step` (0 after the open, then one after each
     /// answer taken by [`LaneApi::setup_answer`]) written into `out`; None once
     /// the setup is done. `stream`: the order stream is wanted.
@@ -184,6 +191,10 @@ impl LaneApi for binance_spot_ws::Session {
 
     fn as_response<'f>(&self, frame: &'f [u8]) -> Option<(u16, &'f [u8])> {
         binance_spot_ws::as_response(frame)
+    }
+
+    fn items(&self) -> &[Verdict] {
+        self.adapter().batch_items()
     }
 
     /// The user data stream's subscription (`userDataStream.subscribe.signature`,

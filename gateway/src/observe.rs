@@ -38,7 +38,7 @@ pub const MAX_CLIENT_NAME: usize = 64;
 const NAME_WORDS: usize = MAX_CLIENT_NAME / 8;
 const CLIENT_COUNTS: usize = 9;
 const CLIENT_WORDS: usize = NAME_WORDS + CLIENT_COUNTS;
-const GW_WORDS: usize = 26;
+const GW_WORDS: usize = 27;
 const HEAD_WORDS: usize = 9;
 /// Words in one publication of [`OpsSnapshot`].
 pub const OPS_WORDS: usize = HEAD_WORDS + GW_WORDS + MAX_PUBLISHED_CLIENTS * CLIENT_WORDS;
@@ -130,6 +130,7 @@ fn gw_words(s: &Stats) -> [u64; GW_WORDS] {
         s.late,
         s.watch_dropped,
         s.duplicate_ids,
+        s.unresolved_refused,
     ]
 }
 
@@ -161,6 +162,7 @@ fn gw_stats(w: &[u64]) -> Stats {
         late: w[23],
         watch_dropped: w[24],
         duplicate_ids: w[25],
+        unresolved_refused: w[26],
     }
 }
 

@@ -8,7 +8,7 @@
 use ergon_core::{Budget, Builder, Class, Flight, Ticket};
 use ergon_gateway::{
     Event, Gateway, ItemFate, OrderState, Prepared, Wire, NOT_FOUND_MARGIN_NS, QUERY_CLASS,
-    SKEWS_TO_REANCHOR,
+    REFUSED_QUERIES_NS, SKEWS_TO_REANCHOR,
 };
 use ergon_io::client::{Refused, RequestId, Sent};
 use ergon_io::http::Request;
@@ -18,7 +18,7 @@ use ergon_venues::bybit::{self, Bybit};
 use ergon_venues::endpoint::{
     ClientOrderId, Decimal, Endpoints, NewOrder, OrderType, Side, Symbol, TimeInForce,
 };
-use ergon_venues::response::Response;
+use ergon_venues::response::{Header, Response};
 
 const MS: i64 = 1_000_000;
 const SEC: i64 = 1_000 * MS;
@@ -598,4 +598,115 @@ fn a_one_off_open_orders_poll_goes_out_once() {
     assert!(matches!(ev, Some(Event::OpenOrders { .. })), "{ev:?}");
     assert_eq!(gw.poll_timeout(), None, "once");
     assert_eq!(w.sent.len(), 1);
+}
+
+/// A ban that starts while a request reconciles (issue 39, item 3): on main the
+/// query refused by the halt was tried again every 100 ms with no count, so the
+/// request never ended, held its slot, and a stop waiting for `in_flight() == 0`
+/// waited for ever. Now it ends Unresolved at once (its id cannot be asked about
+/// until a person clears the halt), its id stays watched through the ban however
+/// long it lasts, and once the halt is cleared the order that rested after all
+/// reaches its owner as a Late.
+#[test]
+fn a_ban_during_a_reconcile_ends_it_and_a_late_follows_the_cleared_halt() {
+    let (mut gw, mut w) = binance();
+    gw.set_watch_ns(60 * SEC);
+    place_unknown(&mut gw, &mut w, "ban1", 9);
+    // The reconcile query is answered with the IP ban.
+    let (qid, target, qf, _) = w.last();
+    assert!(target.contains("origClientOrderId=ban1"), "{target}");
+    w.now += MS;
+    let ban = br#"{"code":-1003,"msg":"Way too many requests; IP banned until 1700000600000."}"#;
+    assert_eq!(gw.on_response(&mut w, qid, answer(418, ban), qf), None);
+    assert!(w.budget.halted().next().is_some(), "the ban halts a scope");
+    // Jumped time: the request ends within a few turns, whatever the venue does.
+    let mut events = Vec::new();
+    for _ in 0..20 {
+        let Some(at) = gw.poll_timeout() else { break };
+        w.now = w.now.max(at);
+        gw.poll(&mut w);
+        events.extend(drain(&mut gw));
+        if gw.in_flight() == 0 {
+            break;
+        }
+    }
+    assert_eq!(events, vec![Event::Unresolved { tag: 9 }]);
+    assert_eq!(gw.in_flight(), 0, "the slot is freed: a stop can finish");
+    assert_eq!(gw.stats().unresolved_refused, 1);
+    assert_eq!(w.queries(), 1, "nothing left under the ban");
+
+    // The ban outlasts the watch's 60 s; the id stays watched (and live).
+    w.now += 10 * 60 * SEC;
+    gw.poll(&mut w);
+    let mut p = Prepared::with_capacity(512);
+    gw.venue_mut()
+        .new_order(&mut p, &new_order("ban1"), w.now)
+        .unwrap();
+    assert_eq!(
+        gw.submit(&mut w, &mut p, Class::Normal, 10),
+        Err(Event::DuplicateId { tag: 10 }),
+        "its id is still live during the ban"
+    );
+    // A person clears the halt on the budget (as the daemon's clear-halt does):
+    // the gateway polls the open orders once, and the order rests there.
+    let halted: Vec<_> = w.budget.halted().collect();
+    for b in halted {
+        w.budget.clear_halt(b).unwrap();
+    }
+    w.now += MS;
+    gw.poll(&mut w);
+    let (pid, target, pf, _) = w.last();
+    assert!(target.starts_with("/api/v3/openOrders"), "{target}");
+    w.now += MS;
+    let open = br#"[{"symbol":"BTCUSDT","orderId":7,"clientOrderId":"ban1","status":"NEW"}]"#;
+    let ev = gw.on_response(&mut w, pid, answer(200, open), pf);
+    assert!(matches!(ev, Some(Event::OpenOrders { .. })), "{ev:?}");
+    assert_eq!(
+        gw.poll_event(),
+        Some(Event::Late {
+            tag: 9,
+            found: OrderState::Other
+        })
+    );
+    assert_eq!(gw.stats().late, 1);
+}
+
+/// A query the budget keeps refusing for another reason than a halt is tried
+/// again while the budget's ready time falls inside the reconcile's time
+/// ([`REFUSED_QUERIES_NS`]); a hold for an hour (a 429 with `Retry-After: 3600`)
+/// does not, and the request ends Unresolved at once: bounded, never a loop.
+#[test]
+fn a_reconcile_whose_queries_stay_refused_ends_in_bounded_time() {
+    let (mut gw, mut w) = binance();
+    place_unknown(&mut gw, &mut w, "held1", 11);
+    let (qid, _, qf, _) = w.last();
+    w.now += MS;
+    let held = br#"{"code":-1003,"msg":"Too much request weight used; current limit is 6000 request weight per 1 MINUTE."}"#;
+    let r = Response {
+        status: 429,
+        headers: &[Header {
+            name: b"Retry-After",
+            value: b"3600",
+        }],
+        body: held,
+    };
+    assert_eq!(gw.on_response(&mut w, qid, r, qf), None);
+    let start = w.now;
+    let mut events = Vec::new();
+    for _ in 0..2_000 {
+        let Some(at) = gw.poll_timeout() else { break };
+        w.now = w.now.max(at);
+        gw.poll(&mut w);
+        events.extend(drain(&mut gw));
+        if gw.in_flight() == 0 {
+            break;
+        }
+    }
+    assert_eq!(events, vec![Event::Unresolved { tag: 11 }]);
+    assert!(
+        w.now - start < REFUSED_QUERIES_NS,
+        "ended after {} ms",
+        (w.now - start) / MS
+    );
+    assert_eq!(w.queries(), 1);
 }

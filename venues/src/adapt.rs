@@ -641,7 +641,9 @@ pub trait Venue {
     /// read, in the request's order: Done, Rejected or NotRun by the item's own code,
     /// Unknown where the item's fate is unknown. Empty when the last answer was not
     /// a batch, or its items could not be read (then the request's verdict is all
-    /// there is).
+    /// there is). A cancel-replace of two steps (Binance Spot) has its parts here,
+    /// in the order of its client order ids (the new order, then the cancel), when
+    /// its answer says each part's fate.
     fn batch_items(&self) -> &[Verdict] {
         &[]
     }

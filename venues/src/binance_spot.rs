@@ -19,6 +19,7 @@
 //! allocates.
 
 use crate::adapt::{self, Clock, Error, Parts, Request, Venue};
+use crate::binance_replace::{Replace, ReplaceMode};
 use crate::endpoint::{
     self, ApiKey, CancelReplace, ClientIds, Endpoints, HmacKey, IdFormat, Lookup, Method, NewOrder,
     OrderInfo, OrderRef, OrderState, OrderType, Placed, Prepared, Side, Symbol, TimeInForce,
@@ -666,6 +667,7 @@ pub struct BinanceSpot {
     /// Its limits.
     pub limits: Limits,
     auth: Auth,
+    pub(crate) replace: Replace,
 }
 
 impl BinanceSpot {
@@ -704,6 +706,7 @@ impl BinanceSpot {
         let me = BinanceSpot {
             limits,
             auth: Auth::default(),
+            replace: Replace::default(),
         };
         me.parts(Request::CancelReplace)?; // the widest part list must fit a ticket
         Ok(me)
@@ -721,6 +724,12 @@ impl BinanceSpot {
     pub fn with_auth(mut self, auth: Auth) -> Self {
         self.auth = auth;
         self
+    }
+
+    /// The `cancelReplaceMode` its cancel-replaces send from now on (REST and
+    /// WebSocket API; default [`ReplaceMode::StopOnFailure`]).
+    pub fn set_replace_mode(&mut self, mode: ReplaceMode) {
+        self.replace.mode = mode;
     }
 }
 
@@ -801,8 +810,9 @@ impl Endpoints for BinanceSpot {
         w.finish(self, Request::Cancel, Method::Delete, deadline)
     }
 
-    /// `POST /api/v3/order/cancelReplace` with `STOP_ON_FAILURE`: weight 1, one
-    /// order. The client order ids are the new order's, then the cancelled one's.
+    /// `POST /api/v3/order/cancelReplace` in its [`ReplaceMode`]: weight 1, one
+    /// order. The client order ids are the new order's, then the cancelled one's;
+    /// its answer's parts, in that order, are [`Venue::batch_items`].
     fn cancel_replace<'p>(
         &mut self,
         out: &'p mut Prepared,
@@ -823,7 +833,8 @@ impl Endpoints for BinanceSpot {
             "newClientOrderId",
             PostOnly::LimitMaker,
         )?;
-        param(&mut w, &mut first, "cancelReplaceMode", "STOP_ON_FAILURE");
+        let mode = self.replace.mode.as_str();
+        param(&mut w, &mut first, "cancelReplaceMode", mode);
         param(
             &mut w,
             &mut first,
@@ -937,6 +948,7 @@ impl Venue for BinanceSpot {
         budget: &mut Budget,
         now: i64,
     ) -> Result<Verdict, Error> {
+        self.replace.parts.clear();
         let l = &self.limits;
         let retry = adapt::response_retry_after(r, &l.clock, now);
         let mut bad = retry.malformed.then_some("Retry-After");
@@ -960,9 +972,9 @@ impl Venue for BinanceSpot {
             (_, Some(-1021)) => Verdict::ClockSkew,
             // -1006 UNEXPECTED_RESP, -1007 TIMEOUT, -1008 SERVER_BUSY: execution status unknown.
             (_, Some(-1008..=-1006)) => Verdict::Unknown,
-            // cancelReplace: -2022 both failed (nothing ran), -2021 one half ran.
-            (_, Some(-2022)) => Verdict::NotRun,
-            (_, Some(-2021)) => Verdict::Unknown,
+            // cancelReplace: -2022 both failed, -2021 one half ran; each part's
+            // fate from `data` where it says it (binance_replace).
+            (_, Some(-2022 | -2021)) => self.replace.read(&m).unwrap_or(Verdict::Unknown),
             (429, _) => match weight(None) {
                 Some(limit) => l.hold(budget, limit, wait, now),
                 None => Verdict::Unknown,
@@ -974,5 +986,10 @@ impl Venue for BinanceSpot {
         let counted = l.counted_at(m.stamp_ms("transactTime"), now);
         bad = bad.or(l.observe(r, budget, counted, now));
         adapt::finish(verdict, bad)
+    }
+
+    /// A cancel-replace's parts (new order, cancel), as its -2021/-2022 said.
+    fn batch_items(&self) -> &[Verdict] {
+        &self.replace.parts
     }
 }

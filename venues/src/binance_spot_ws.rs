@@ -516,7 +516,10 @@ impl Session {
             }
             Call::CancelReplace { cancel, new } => {
                 order_params(&mut p, new)?;
-                p.push(("cancelReplaceMode", Val::Str("STOP_ON_FAILURE")));
+                p.push((
+                    "cancelReplaceMode",
+                    Val::Str(self.adapter.replace.mode.as_str()),
+                ));
                 p.push(("cancelOrigClientOrderId", Val::Str(cancel.as_str())));
                 cid = Some(new.client_order_id);
             }

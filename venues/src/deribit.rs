@@ -218,9 +218,12 @@ impl Deribit {
             // "retry", settlement in progress, matching-engine queue full,
             // maintenance: refused before the engine.
             10040 | 10041 | 10047 | 11051 => Verdict::NotRun,
-            // Internal error, temporarily unavailable, timed out: it may have run.
-            11094 | 13028 | 13888 if request.is_write() => Verdict::Unknown,
-            11094 | 13028 | 13888 => Verdict::NotRun,
+            // "timed_out": "Server did not manage to process request when it was
+            // valid (`valid_until`)": it did not run.
+            13888 => Verdict::NotRun,
+            // Internal error, temporarily unavailable: it may have run.
+            11094 | 13028 if request.is_write() => Verdict::Unknown,
+            11094 | 13028 => Verdict::NotRun,
             // A signature whose timestamp or nonce the venue refuses.
             10000 | 13004 | 13009 if reason_says("timestamp") || reason_says("nonce") => {
                 Verdict::ClockSkew
@@ -616,14 +619,15 @@ impl Endpoints for Deribit {
     }
 
     /// `buy`/`sell`: `result.order`; an error code that says it did not run is
-    /// refused; 11094, 13028, 13888 (it may have run) are unknown.
+    /// refused (13888 `timed_out` too: not processed while valid); 11094, 13028
+    /// (it may have run) are unknown.
     fn read_placed(&self, r: &Response<'_>) -> Placed {
         let Ok(v) = json::parse(r.body) else {
             return Placed::Unknown;
         };
         if v.get("error").ok().flatten().is_some() {
             return match error_code(v) {
-                Some(11094 | 13028 | 13888) | None => Placed::Unknown,
+                Some(11094 | 13028) | None => Placed::Unknown,
                 Some(_) => Placed::Refused,
             };
         }

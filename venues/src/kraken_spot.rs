@@ -6,10 +6,13 @@
 //! - `EOrder:Rate limit exceeded`: the pair's trading counter (held, raised to full);
 //!   `EAPI:Rate limit exceeded`: the key's call counter (held, raised to full);
 //! - `EService: Throttled: <UNIX timestamp>` ("too many concurrent requests. Try
-//!   again after \[timestamp\]", the REST rate-limit page): not processed; the
-//!   request's own counter (`trading` for orders, `api` for private reads, `public`
-//!   for public reads) is held until that second (plus the hold guard). Without a
-//!   readable timestamp it is held one window;
+//!   again after \[timestamp\]", the REST rate-limit page): not processed. It is a
+//!   limit of concurrent requests, not a counter: the IP gate (every request
+//!   charges it) is held until that second (plus the hold guard), no counter is
+//!   touched. Without a readable timestamp it is held one window;
+//! - a string of severity `W` (a warning: "`<severity><category>:<message>`,
+//!   severity E for an error or W for a warning") is not an error: next to a
+//!   `result` the request was processed (`Done`; a batch item with a `txid` too);
 //! - `EGeneral:Too many requests`: the public endpoints' throttle, per IP (public
 //!   calls answer it with HTTP 200): the `public` gate is held [`PUBLIC_HOLD_NS`];
 //! - `EService:Deadline elapsed` ("the request timed out according to the default or
@@ -286,6 +289,12 @@ fn error_text<'b>(e: &Value<'_>, buf: &'b mut [u8; ERROR_BYTES]) -> Option<(&'b 
     Some((&buf[..n], false))
 }
 
+/// Whether the string `e` is a warning (severity `W`), not an error: the request
+/// it answers was processed.
+fn is_warning(e: &Value<'_>) -> bool {
+    e.str_starts_with("W").unwrap_or(false)
+}
+
 /// What the error string `e` says; a value that is not a string is a refusal.
 fn said_of(e: &Value<'_>) -> Said {
     let mut buf = [0u8; ERROR_BYTES];
@@ -425,13 +434,17 @@ impl KrakenSpot {
             }
             Said::Lockout => adapt::ban(budget, self.ip, now.saturating_add(LOCKOUT_NS), now),
             Said::PublicLimit => adapt::hold(budget, self.public, Some(PUBLIC_HOLD_NS), now),
+            // A limit of concurrent requests ("too many concurrent requests"),
+            // not of a counter: no counter is full, and every private call of
+            // the key is refused until then. Held: the IP gate, the one scope
+            // every request of the adapter charges, until that second.
             Said::Throttled(until_s) => {
                 let wait = until_s.map(|s| {
                     self.clock
                         .now_ns_at(s.saturating_mul(1000))
                         .saturating_sub(now)
                 });
-                adapt::hold(budget, self.own_bucket(request), wait, now)
+                adapt::hold(budget, self.ip, wait, now)
             }
             Said::Busy if request.is_write() => Verdict::Unknown,
             Said::Busy => Verdict::NotRun,
@@ -439,29 +452,24 @@ impl KrakenSpot {
         }
     }
 
-    /// The counter `request` draws on: a throttle of this request holds it.
-    fn own_bucket(&self, request: Request<'_>) -> BucketId {
-        match request {
-            Request::Order | Request::Cancel | Request::CancelReplace | Request::Batch(_) => {
-                self.trading
-            }
-            Request::Read(0) => self.public,
-            Request::Read(_) => self.api,
-            Request::Connect | Request::Info(_) => self.ip,
-        }
-    }
-
     /// The first error of an `error` array, if any; `Err` if it is not an array of
     /// strings.
+    ///
+    /// A warning (severity `W`: "`<severity><category>:<message>`, severity E for
+    /// an error or W for a warning"; "result and error for successful requests or
+    /// those with warnings") is not an error: an array of warnings alone is none.
     fn first_error<'a>(v: &Value<'a>) -> Result<Option<Value<'a>>, ()> {
         match v.get("error") {
             Ok(Some(e)) if e.kind() == Kind::Array => {
-                let mut items = e.items().map_err(|_| ())?;
-                match items.next() {
-                    Some(first) if first.kind() == Kind::String => Ok(Some(first)),
-                    Some(_) => Err(()),
-                    None => Ok(None),
+                for item in e.items().map_err(|_| ())? {
+                    if item.kind() != Kind::String {
+                        return Err(());
+                    }
+                    if !is_warning(&item) {
+                        return Ok(Some(item));
+                    }
                 }
+                Ok(None)
             }
             Ok(None) => Ok(None),
             _ => Err(()),
@@ -475,8 +483,14 @@ impl KrakenSpot {
         let mut batch = Batch::new();
         for o in orders {
             match o.get("error") {
-                Ok(Some(e)) if e.kind() == Kind::String => {
+                Ok(Some(e)) if e.kind() == Kind::String && !is_warning(&e) => {
                     batch.add(self.said(said_of(&e), request, budget, now));
+                }
+                // Placed with a warning.
+                Ok(Some(e))
+                    if e.kind() == Kind::String && o.get("txid").ok().flatten().is_some() =>
+                {
+                    batch.add(Verdict::Done)
                 }
                 Ok(None) if o.get("txid").ok().flatten().is_some() => batch.add(Verdict::Done),
                 _ => batch.add(Verdict::Unknown),
@@ -1282,29 +1296,39 @@ mod tests {
         (v, budget, k)
     }
 
-    /// A throttle whose second has passed holds one window; one far ahead is past
-    /// the cap and halts; unreadable, one window of the request's own counter.
+    /// A throttle holds the IP gate (a limit of concurrent requests, issue 39:
+    /// on main it held the request's own counter, the per-pair trading counter
+    /// for an order): until its second, one far ahead past the cap halts it, an
+    /// unreadable one holds it as a 429 without a wait does. No counter is held.
     #[test]
     fn the_throttle_holds_until_its_second() {
-        let (v, _, k) = answer(
-            r#"{"error":["EService: Throttled: 1699999990"]}"#,
+        let (v, b, k) = answer(
+            r#"{"error":["EService: Throttled: 1700000003"]}"#,
             Request::Order,
         );
-        let window = k.trading_interval_ns * 125;
         assert_eq!(
             v,
             Verdict::Throttled {
-                bucket: k.trading,
-                until_ns: window
+                bucket: k.ip,
+                until_ns: 3 * SEC + ergon_core::DEFAULT_HOLD_GUARD_NS
             }
         );
+        for id in [k.trading, k.api, k.public] {
+            assert_eq!(b.stats(id).unwrap().held_until_ns, None);
+        }
         let (v, _, k) = answer(
             r#"{"error":["EService: Throttled: 1800000000"]}"#,
             Request::Read(2),
         );
-        assert!(matches!(v, Verdict::Banned { bucket, .. } if bucket == k.api));
+        assert!(
+            matches!(v, Verdict::Banned { bucket, .. } if bucket == k.ip),
+            "{v:?}"
+        );
         let (v, _, k) = answer(r#"{"error":["EService: Throttled"]}"#, Request::Read(0));
-        assert!(matches!(v, Verdict::Throttled { bucket, .. } if bucket == k.public));
+        assert!(
+            matches!(v, Verdict::Throttled { bucket, .. } if bucket == k.ip),
+            "{v:?}"
+        );
     }
 
     /// What surely did not run is refused by the placed reader; what may have run

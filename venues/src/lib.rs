@@ -25,6 +25,7 @@
 
 pub mod adapt;
 pub mod binance_futures;
+pub mod binance_replace;
 pub mod binance_spot;
 pub mod binance_spot_ws;
 pub mod bybit;

@@ -44,7 +44,9 @@ const TABLE: &[(&str, &str, &str, &[Effect])] = &[
     ("deribit", "ban_403", "Banned bucket=ip until_ms=300000", &[Halted("ip", 300_000)]),
     ("deribit", "clock_13009", "ClockSkew", &[]),
     ("deribit", "retry_10040", "NotRun", &[]),
-    ("deribit", "timed_out_13888", "Unknown", &[]),
+    // Issue 39 item 5: 13888 `timed_out`, "Server did not manage to process request when it
+    // was valid (valid_until)": not run (this said Unknown, a needless reconcile).
+    ("deribit", "timed_out_13888", "NotRun", &[]),
     ("deribit", "internal_11094", "NotRun", &[]),
     ("deribit", "not_enough_funds_10009", "Rejected", &[]),
     ("deribit", "gateway_502", "Unknown", &[]),
@@ -72,10 +74,19 @@ const TABLE: &[(&str, &str, &str, &[Effect])] = &[
     ("kraken-spot", "far_future_429", "Banned bucket=ip until_ms=86400000", &[Halted("ip", 86_400_000)]),
     ("kraken-spot", "zero_wait_429", "Throttled bucket=ip until_ms=1000", &[Held("ip", 1_000)]),
     ("kraken-spot", "malformed_200", "Unknown", &[]),
-    // Issue 30: `EService: Throttled: <UNIX s>` holds the request's own counter until that
-    // second (now + 3 s) plus the guard, keeping the count; not processed, so no reconcile.
-    ("kraken-spot", "service_throttled", "Throttled bucket=trading until_ms=3050", &[Held("trading", 3_050), Used("trading", 1)]),
-    ("kraken-spot", "service_throttled_read", "Throttled bucket=api until_ms=3050", &[Held("api", 3_050), Used("api", 1)]),
+    // Issue 30: `EService: Throttled: <UNIX s>` is held until that second (now + 3 s) plus
+    // the guard, keeping the count; not processed, so no reconcile. Issue 39 item 5: it is
+    // the limit of concurrent requests, not a counter: the IP gate is held, no counter
+    // (these two said `bucket=trading` / `bucket=api`, holding the per-pair trading
+    // counter and the call counter, which were not full).
+    ("kraken-spot", "service_throttled", "Throttled bucket=ip until_ms=3050", &[Held("ip", 3_050), Used("trading", 1)]),
+    ("kraken-spot", "service_throttled_read", "Throttled bucket=ip until_ms=3050", &[Held("ip", 3_050), Used("api", 1)]),
+    // Issue 39 item 5: a warning (severity `W`) next to a `result` is a placed order, not a
+    // refusal; an error after a warning still decides; a batch item placed with a warning
+    // is placed.
+    ("kraken-spot", "order_warning", "Done", &[Used("trading", 1)]),
+    ("kraken-spot", "warning_then_error", "Rejected", &[]),
+    ("kraken-spot", "batch_warning", "Done", &[Used("trading", 1)]),
     // The engine refused it past its deadline: not run, may be re-sent.
     ("kraken-spot", "deadline_elapsed", "NotRun", &[Used("trading", 1)]),
     // A market mode that refuses new orders: not run, final (the mode outlasts a re-send).
@@ -141,8 +152,10 @@ const TABLE: &[(&str, &str, &str, &[Effect])] = &[
     ("binance-spot", "busy_1008", "Unknown", &[]),
     ("binance-spot", "gateway_502", "Unknown", &[]),
     ("binance-spot", "insufficient_2010", "Rejected", &[Used("REQUEST_WEIGHT_1M", 2), Used("ORDERS_10S", 1), Used("ORDERS_1D", 1)]),
-    ("binance-spot", "cancel_replace_failed_2022", "NotRun", &[]),
-    ("binance-spot", "cancel_replace_partial_2021", "Unknown", &[]),
+    // Issue 39, item 1: each part's fate from `data` (these said NotRun and Unknown for the
+    // whole request); the parts, new order then cancel, are checked below.
+    ("binance-spot", "cancel_replace_failed_2022", "Done", &[]),
+    ("binance-spot", "cancel_replace_partial_2021", "Done", &[]),
     ("binance-spot", "garbage_200", "Unknown", &[]),
     // Issue 12: a wait above the cap halts (saturated: 9999999999 s is past i64 ns); zero holds one window.
     ("binance-spot", "weight_429_far_future", "Banned bucket=REQUEST_WEIGHT_1M until_ms=9223371036854", &[Halted("REQUEST_WEIGHT_1M", i64::MAX)]),
@@ -1020,6 +1033,27 @@ fn batches_keep_their_items() {
             "batch_mixed",
             "Done",
             &["item 0 Done", "item 1 Rejected"],
+        ),
+        (
+            "kraken-spot",
+            "batch_warning",
+            "Done",
+            &["item 0 Done", "item 1 Done"],
+        ),
+        // A cancel-replace's parts (issue 39): the new order, then the cancel.
+        // STOP_ON_FAILURE, the cancel refused (-2011): the new order not attempted.
+        (
+            "binance-spot",
+            "cancel_replace_failed_2022",
+            "Done",
+            &["item 0 NotRun", "item 1 Rejected"],
+        ),
+        // The cancel ran; the new order refused (-2010).
+        (
+            "binance-spot",
+            "cancel_replace_partial_2021",
+            "Done",
+            &["item 0 Rejected", "item 1 Done"],
         ),
         (
             "kraken-futures",

@@ -576,6 +576,29 @@ fn the_table_is_fixed_and_unsent_frees_a_slot() {
     assert!(s.prepare(&Call::Time, &mut out, NOW).is_ok());
 }
 
+/// Issue 39, item 4: a request never answered holds its own slot only; on main
+/// id `n` could only take slot `n % capacity`, so the third request here waited
+/// for the first's slot with the second's free.
+#[test]
+fn a_slow_answer_holds_only_its_own_slot() {
+    let (mut s, mut budget) = session(2);
+    let mut out = Vec::new();
+    let slow = s.prepare(&Call::Time, &mut out, NOW).unwrap();
+    assert!(s.sent(slow.id));
+    for _ in 0..10 {
+        let p = s
+            .prepare(&Call::Time, &mut out, NOW)
+            .expect("a slot is free");
+        assert!(s.sent(p.id));
+        let ok = format!(
+            r#"{{"id":{},"status":200,"result":{{"serverTime":1}}}}"#,
+            p.id
+        );
+        assert!(answer(&mut s, &mut budget, &ok, NOW).is_ok());
+        assert_eq!(s.in_flight(), 1);
+    }
+}
+
 #[test]
 fn execution_reports_are_typed_events() {
     let (mut s, mut budget) = session(2);

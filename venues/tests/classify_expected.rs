@@ -8,6 +8,11 @@
 //! ergon-core's default hold guard ([`DEFAULT_HOLD_GUARD_NS`], 50 ms), so a
 //! `Throttled` line may end exactly that much later; verdict, bucket and every other
 //! word stay the same.
+//!
+//! Two lines changed by design (issue 39, item 1): the cancel-replace answers
+//! -2022 and -2021 whose `data` says each part's fate are `Done` with their parts
+//! as items (`item 0` the new order, `item 1` the cancel), where they said `NotRun`
+//! and `Unknown` for the request as a whole.
 
 use std::process::Command;
 

@@ -362,7 +362,10 @@ fn a_full_table_refuses() {
     assert!(s.unsent(b.id));
     assert!(!s.unsent(b.id));
     assert_eq!(s.in_flight(), 1);
-    // Ids take slots in turn (id % capacity): id 3 is a's slot, still taken.
+    // Issue 39, item 4: id 3 takes the free slot. On main ids took slots in turn
+    // (id % capacity), so id 3 waited for a's slot, with b's free: this
+    // assertion said `Err(Full)`.
+    assert_eq!(s.prepare_rest(&p, &mut out).unwrap().id, 3);
     assert_eq!(s.prepare_rest(&p, &mut out), Err(PrepareError::Full));
     let ok =
         br#"{"jsonrpc":"2.0","id":1,"result":{"order":{"order_id":"1","order_state":"open"}}}"#;
@@ -370,9 +373,51 @@ fn a_full_table_refuses() {
         s.on_frame(ok, &mut budget, 0),
         Ok(Incoming::Answer(_))
     ));
-    assert_eq!(s.prepare_rest(&p, &mut out).unwrap().id, 3);
     assert_eq!(s.prepare_rest(&p, &mut out).unwrap().id, 4);
     assert_eq!(s.prepare_rest(&p, &mut out), Err(PrepareError::Full));
+}
+
+/// Issue 39, item 4: one request never answered holds its own slot and nothing
+/// else. The lane keeps sending and reading the answers of the others, far more
+/// than the table's length of them; on main the table refused (`Full`, the lane
+/// `Busy`) once `capacity - 1` later ids had gone, with free slots left, until
+/// the stuck request's deadline dropped the connection, and on Deribit that drop
+/// fires cancel-on-disconnect.
+#[test]
+fn one_request_never_answered_stalls_nothing_else() {
+    let (mut s, mut budget) = session(4);
+    let mut p = Prepared::with_capacity(1024);
+    let mut out = Vec::new();
+    s.adapter_mut()
+        .new_order(&mut p, &buy("slow-1"), 0)
+        .unwrap();
+    let slow = s.prepare_rest(&p, &mut out).unwrap();
+    assert!(s.sent(slow.id));
+    for n in 0..100 {
+        let o = s
+            .prepare_rest(&p, &mut out)
+            .unwrap_or_else(|e| panic!("request {n} refused: {e:?}"));
+        assert!(s.sent(o.id));
+        let ok = format!(
+            r#"{{"jsonrpc":"2.0","id":{},"result":{{"order":{{"order_id":"{n}","order_state":"open"}}}}}}"#,
+            o.id
+        );
+        match s.on_frame(ok.as_bytes(), &mut budget, 0) {
+            Ok(Incoming::Answer(a)) => assert_eq!(a.id, o.id),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(s.in_flight(), 1, "only the slow one waits");
+    }
+    // Its answer, late, is still matched to it.
+    let late = format!(
+        r#"{{"jsonrpc":"2.0","id":{},"result":{{"order":{{"order_id":"9","order_state":"open"}}}}}}"#,
+        slow.id
+    );
+    match s.on_frame(late.as_bytes(), &mut budget, 0) {
+        Ok(Incoming::Answer(a)) => assert_eq!(a.id, slow.id),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(s.in_flight(), 0);
 }
 
 /// A verdict with its bucket as its index in `b` (ids differ between budgets).

@@ -10,7 +10,7 @@ use ergon_venues::endpoint::{
 
 use ergon_venues::binance_spot_ws::Execution;
 
-use crate::Tag;
+use crate::{ItemFate, Tag};
 
 /// The tag of [`ShmEvent::OrderUpdate`] (no request's: clients do not use it).
 pub const ORDER_UPDATE: Tag = Tag::MAX - 1;
@@ -139,6 +139,16 @@ pub enum ShmEvent {
         /// The tag.
         tag: Tag,
     },
+    /// Every part of a request of several (a two-step cancel-replace: item 0 its
+    /// new order, item 1 its cancel; a batch's items) has its fate: the
+    /// request's final event, as [`Event::BatchSettled`](crate::Event::BatchSettled).
+    /// Its body holds each part's fate, in the order the parts settled (see
+    /// [`item_fates`]): they travel with the final event, which always has room
+    /// in the ring, so none is merged away.
+    BatchSettled {
+        /// The tag.
+        tag: Tag,
+    },
     /// An order update of the gateway's user data stream
     /// ([`Strategy::on_order_update`](crate::Strategy::on_order_update)),
     /// fixed size, to the client whose block its client order id (or, for a
@@ -163,6 +173,7 @@ impl ShmEvent {
             | ShmEvent::Unresolved { tag }
             | ShmEvent::Late { tag, .. }
             | ShmEvent::Halted { tag, .. }
+            | ShmEvent::BatchSettled { tag }
             | ShmEvent::Lost { tag } => tag,
             ShmEvent::OpenOrders { .. } => crate::OPEN_ORDERS,
             ShmEvent::OrderUpdate(_) => ORDER_UPDATE,
@@ -226,6 +237,8 @@ pub enum BadMessage {
     Bucket,
     /// An event kind byte out of range.
     EventKind,
+    /// A part's fate in a BatchSettled body that is not one.
+    Fate,
 }
 
 impl BadMessage {
@@ -252,6 +265,7 @@ impl BadMessage {
             BadMessage::Why => "why",
             BadMessage::Bucket => "bucket",
             BadMessage::EventKind => "event kind",
+            BadMessage::Fate => "part fate",
         }
     }
 
@@ -279,7 +293,8 @@ impl BadMessage {
             | BadMessage::ShortEvent
             | BadMessage::Why
             | BadMessage::Bucket
-            | BadMessage::EventKind => ergon_io::Culprit::Peer,
+            | BadMessage::EventKind
+            | BadMessage::Fate => ergon_io::Culprit::Peer,
         }
     }
 }
@@ -533,6 +548,47 @@ fn state_byte(s: Option<OrderState>) -> u8 {
     }
 }
 
+/// Bytes of one part's fate in an [`ShmEvent::BatchSettled`] body: its index
+/// and its fate ([`fate_bytes`]).
+pub const FATE_BYTES: usize = 3;
+
+/// One part's fate as [`ShmEvent::BatchSettled`]'s body carries it: its index,
+/// the fate (0 Applied, 1 Rejected, 2 NotRun, 3 Found, 4 NeverRan, 5
+/// Unresolved) and, for Found, the order's state (as in `Reconciled`).
+pub fn fate_bytes(item: u8, fate: ItemFate) -> [u8; FATE_BYTES] {
+    let (f, state) = match fate {
+        ItemFate::Applied => (0, 0),
+        ItemFate::Rejected => (1, 0),
+        ItemFate::NotRun => (2, 0),
+        ItemFate::Found(s) => (3, state_byte(Some(s))),
+        ItemFate::NeverRan => (4, 0),
+        ItemFate::Unresolved => (5, 0),
+    };
+    [item, f, state]
+}
+
+/// The parts' fates in an [`ShmEvent::BatchSettled`] body, each its index and
+/// its fate; an error for bytes that are not fates (the body is another
+/// process's: checked, never trusted).
+pub fn item_fates(body: &[u8]) -> impl Iterator<Item = Result<(u8, ItemFate), BadMessage>> + '_ {
+    let whole = body.len() % FATE_BYTES == 0;
+    let bad = (!whole).then_some(Err(BadMessage::Fate));
+    body.chunks_exact(FATE_BYTES)
+        .map(|c| {
+            let fate = match (c[1], c[2]) {
+                (0, 0) => ItemFate::Applied,
+                (1, 0) => ItemFate::Rejected,
+                (2, 0) => ItemFate::NotRun,
+                (3, s) => ItemFate::Found(state_of(s)?.ok_or(BadMessage::OrderState)?),
+                (4, 0) => ItemFate::NeverRan,
+                (5, 0) => ItemFate::Unresolved,
+                _ => return Err(BadMessage::Fate),
+            };
+            Ok((c[0], fate))
+        })
+        .chain(bad)
+}
+
 /// Header bytes of an encoded event before its body.
 pub const EVENT_HEAD: usize = 1 + 8 + 8 + 1 + 1;
 
@@ -563,6 +619,7 @@ pub fn encode_event(ev: &ShmEvent, body: &[u8], out: &mut [u8]) -> usize {
         ShmEvent::Late { tag, found } => (13, tag, 0, state_byte(Some(found))),
         ShmEvent::DuplicateId { tag } => (14, tag, 0, 0),
         ShmEvent::NotYours { tag } => (15, tag, 0, 0),
+        ShmEvent::BatchSettled { tag } => (16, tag, 0, 0),
         ShmEvent::OrderUpdate(_) => return 0,
     };
     if out.len() < EVENT_HEAD {
@@ -691,6 +748,7 @@ pub fn decode_event(b: &[u8]) -> Result<(ShmEvent, &[u8], bool), BadMessage> {
         },
         14 => ShmEvent::DuplicateId { tag },
         15 => ShmEvent::NotYours { tag },
+        16 => ShmEvent::BatchSettled { tag },
         _ => return Err(BadMessage::EventKind),
     };
     Ok((ev, &b[EVENT_HEAD..], b[18] != 0))
@@ -791,5 +849,37 @@ mod tests {
         assert!(cut && body.len() == 64 - EVENT_HEAD);
         buf[0] = 77;
         assert!(decode_event(&buf).is_err());
+    }
+
+    /// Issue 39: a request of several parts ends BatchSettled, its parts' fates in
+    /// its body; bytes that are not fates are an error naming them, never a panic.
+    #[test]
+    fn batch_settled_carries_each_parts_fate() {
+        let fates = [
+            (0, ItemFate::Rejected),
+            (1, ItemFate::Applied),
+            (2, ItemFate::NotRun),
+            (3, ItemFate::Found(OrderState::Canceled)),
+            (4, ItemFate::NeverRan),
+            (5, ItemFate::Unresolved),
+        ];
+        let body: Vec<u8> = fates.iter().flat_map(|&(i, f)| fate_bytes(i, f)).collect();
+        let mut buf = [0u8; 256];
+        let n = encode_event(&ShmEvent::BatchSettled { tag: 9 }, &body, &mut buf);
+        let (ev, got, cut) = decode_event(&buf[..n]).unwrap();
+        assert_eq!((ev, cut), (ShmEvent::BatchSettled { tag: 9 }, false));
+        assert!(ev.is_final());
+        let read: Vec<_> = item_fates(got).map(Result::unwrap).collect();
+        assert_eq!(read, fates);
+        for bad in [
+            &[0u8, 9, 0][..],
+            &[0, 3, 0],
+            &[0, 3, 99],
+            &[0, 0, 1],
+            &[0, 0],
+        ] {
+            assert!(item_fates(bad).any(|f| f.is_err()), "{bad:?} read as fates");
+        }
+        assert_eq!(item_fates(&[]).count(), 0);
     }
 }

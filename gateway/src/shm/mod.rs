@@ -114,9 +114,10 @@ pub mod stats;
 pub use charges::{ChargeLog, Charged, Recent, SLOTS};
 pub use client::{ShmClient, ShmSubmitError};
 pub use codec::{
-    decode_call, decode_event, encode_call, encode_event, BadMessage, Call, ShmEvent, ORDER_UPDATE,
+    decode_call, decode_event, encode_call, encode_event, fate_bytes, item_fates, BadMessage, Call,
+    ShmEvent, FATE_BYTES, ORDER_UPDATE,
 };
-pub use region::{EVENTS_PER_REQUEST, EVENT_SLOT, SUBMIT_SLOT};
+pub use region::{EVENTS_PER_REQUEST, EVENT_SLOT, PROTOCOL, SUBMIT_SLOT};
 pub use stats::STATS_BYTES;
 
 /// Reads the stats snapshot of the gateway `name` (`ergon-gateway --stats`).

@@ -25,6 +25,11 @@ use ergon_io::boundary::shm_ring::{Indices, Keep, ShmConsumer, ShmProducer};
 
 /// "ergonshm".
 pub const MAGIC: u64 = u64::from_le_bytes(*b"ergonshm");
+/// The version of the slots' bytes the gateway writes in the region's header: 1
+/// (written as 0 by gateways before it was recorded) has no `BatchSettled` event;
+/// 2 adds it (kind 16, its parts' fates in its body). A client reads every
+/// version up to its own, and refuses a newer one by name.
+pub const PROTOCOL: u32 = 2;
 /// Where the submit slots start.
 pub const SLOTS_AT: usize = 4096;
 /// Bytes of a submit slot.
@@ -45,7 +50,9 @@ pub struct Header {
     pub magic: AtomicU64,
     /// submit slots, submit slot bytes, event slots, event slot bytes.
     pub geometry: [AtomicU32; 4],
-    _p0: UnsafeCell<[u8; 104]>,
+    /// [`PROTOCOL`] of the gateway that made the region (0: before it was kept).
+    pub protocol: AtomicU32,
+    _p0: UnsafeCell<[u8; 100]>,
     /// The gateway's loop announced a park: a client that pushed writes the doorbell.
     pub gw_sleeping: AtomicU32,
     _p1: UnsafeCell<[u8; 124]>,
@@ -112,6 +119,7 @@ impl Region {
         ]) {
             g.store(v as u32, Release);
         }
+        h.protocol.store(PROTOCOL, Release);
         h.magic.store(MAGIC, Release);
         Ok((fd, r))
     }
@@ -137,6 +145,12 @@ impl Region {
             ]
         {
             return Err(bad("region geometry of another version"));
+        }
+        let protocol = h.protocol.load(Acquire);
+        if protocol > PROTOCOL {
+            return Err(bad(&format!(
+                "region of protocol {protocol}: this client reads up to {PROTOCOL}"
+            )));
         }
         drop(head);
         let map = Arc::new(Mapping::map(fd, bytes_for(in_flight))?);

@@ -13,7 +13,7 @@ use std::sync::atomic::{fence, AtomicBool, Ordering};
 use arrayvec::ArrayVec;
 use ergon_core::{BucketId, Class, Part, Why};
 use ergon_venues::binance_spot_ws::Execution;
-use ergon_venues::endpoint::{ClientOrderId, IdFormat, OrderRef, Prepared, Symbol};
+use ergon_venues::endpoint::{ClientOrderId, IdFormat, OrderRef, Prepared, Symbol, MAX_BATCH};
 
 use super::halts::HaltLog;
 use super::journal::{Found, Journal, JournalOwner};
@@ -23,8 +23,10 @@ use ergon_gateway::observe::{ClientStats, Lease, PublishClients};
 use ergon_gateway::shm::os::{self, Epoll, Recv};
 use ergon_gateway::shm::region::{Region, SUBMIT_SLOT};
 use ergon_gateway::shm::stats::StatsWriter;
-use ergon_gateway::shm::{decode_call, encode_event, Call, ShmEvent};
-use ergon_gateway::{Account, Api, Event, Strategy, Tag, OPEN_ORDERS};
+use ergon_gateway::shm::{
+    decode_call, encode_event, fate_bytes, item_fates, Call, ShmEvent, FATE_BYTES,
+};
+use ergon_gateway::{Account, Api, Event, ItemFate, Strategy, Tag, OPEN_ORDERS};
 use ergon_io::boundary::shm_ring::{PushError, ShmConsumer, ShmProducer, LEN_BYTES};
 use ergon_io::event_loop::{EventLoop, Interest, LoopError, Readiness};
 
@@ -161,6 +163,9 @@ struct Client {
     /// Local id -> whether it is an open-orders call (its answer is cut down to
     /// the client's own ids).
     lists: Vec<bool>,
+    /// Local id -> the fates of its parts so far ([`fate_bytes`] each),
+    /// given with its final `BatchSettled` (pre-sized: never grows).
+    parts: Vec<Vec<u8>>,
     /// Requests that ended `Unresolved` and may still turn up `Late`: the
     /// gateway's tag and the client's, oldest first, at most `in_flight` (their
     /// local ids are reused at once, so a `Late` is routed by this, never by
@@ -673,6 +678,10 @@ impl Hub {
             free: (0..self.cfg.in_flight as u32).rev().collect(),
             retrying: vec![false; self.cfg.in_flight],
             lists: vec![false; self.cfg.in_flight],
+            // Not `vec![..; n]`: a clone keeps no capacity.
+            parts: (0..self.cfg.in_flight)
+                .map(|_| Vec::with_capacity(MAX_BATCH * FATE_BYTES))
+                .collect(),
             unresolved: std::collections::VecDeque::with_capacity(self.cfg.in_flight),
             region,
             detached_at: None,
@@ -1101,6 +1110,11 @@ impl Hub {
         let Some(Some(tag)) = c.tags.get(l as usize).copied() else {
             return;
         };
+        // Its parts' fates, the body of its final BatchSettled (given back below).
+        let settled = match ev {
+            Event::BatchSettled { .. } => core::mem::take(&mut c.parts[l as usize]),
+            _ => Vec::new(),
+        };
         let (sev, body): (ShmEvent, &[u8]) = match ev {
             Event::Applied { .. } if listing => (ShmEvent::Applied { tag }, &self.ids[..]),
             Event::Applied { body, .. } => (ShmEvent::Applied { tag }, body),
@@ -1146,15 +1160,24 @@ impl Hub {
                 &[],
             ),
             Event::OpenOrders { .. } => return,
-            // The protocol has no batch: no client's request has items.
-            Event::Item { .. } | Event::BatchSettled { .. } => return,
+            // A part's fate waits for its request's final event, which carries
+            // them all (it always has room in the ring; a step may not).
+            Event::Item { item, fate, .. } => {
+                let kept = &mut c.parts[l as usize];
+                if kept.len() + FATE_BYTES <= kept.capacity() {
+                    kept.extend_from_slice(&fate_bytes(item, fate));
+                }
+                return;
+            }
+            Event::BatchSettled { .. } => (ShmEvent::BatchSettled { tag }, &settled[..]),
             // The switch's notes are the gateway's own (its --stats shows them).
             Event::Protection { .. } | Event::ProtectionFired => return,
         };
         if sev.is_final() {
             // An order whose outcome stays unknown keeps its entry: the next start
-            // queries it (its id stays held here meanwhile).
-            let unknown = matches!(sev, ShmEvent::Unresolved { .. });
+            // queries it (its id stays held here meanwhile); a part's too.
+            let unknown = matches!(sev, ShmEvent::Unresolved { .. })
+                || item_fates(&settled).any(|f| f == Ok((0, ItemFate::Unresolved)));
             if let (Some(j), Some(e), false) =
                 (&mut self.journal, c.journal[l as usize].take(), unknown)
             {
@@ -1174,6 +1197,11 @@ impl Hub {
             c.retrying[l as usize] = matches!(sev, ShmEvent::Retrying { .. });
         }
         c.push(&sev, body);
+        if settled.capacity() != 0 {
+            let mut kept = settled;
+            kept.clear();
+            c.parts[l as usize] = kept;
+        }
     }
 
     /// Queries each order a dead gateway left in flight (by client order id). One

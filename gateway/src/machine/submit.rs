@@ -1,0 +1,214 @@
+//! Submit: a request charged, entered in the ledger and handed to the transport.
+
+use super::{Gateway, QUERY_CLASS, RETRY_GAP_NS};
+use crate::endpoints::Account;
+use crate::events::{Event, Expiry, Tag};
+use crate::ledger::{Key, Stage};
+use crate::wire::{encode, Wire};
+use crate::ws_api::{Unsent, WS_BIT};
+use ergon_core::{Class, Verdict, Why};
+use ergon_io::client::RequestId;
+use ergon_venues::adapt::Request as Kind;
+use ergon_venues::endpoint::{ClientOrderId, Prepared};
+
+impl<E: Account> Gateway<E> {
+    /// Charges and sends `req` at `class`, under `tag`. `req` is swapped into the
+    /// ledger: the caller gets another buffer back to prepare the next request in.
+    ///
+    /// `Err` is the request's one and final event, at once: [`Event::Limited`]
+    /// (nothing sent, nothing charged), [`Event::Expired`] (its deadline has passed),
+    /// [`Event::DuplicateId`] (an order it places has a client order id that is
+    /// live here: nothing charged or sent) or [`Event::Rejected`] (the adapter has
+    /// no parts for it). On `Ok` its events come later.
+    pub fn submit<W: Wire>(
+        &mut self,
+        w: &mut W,
+        req: &mut Prepared,
+        class: Class,
+        tag: Tag,
+    ) -> Result<(), Event<'static>> {
+        let now = w.now();
+        if req.is_empty() {
+            self.stats.rejected += 1;
+            return Err(Event::Rejected { tag });
+        }
+        if now >= req.deadline_ns() {
+            self.stats.expired += 1;
+            return Err(Event::Expired {
+                tag,
+                why: Expiry::Deadline,
+            });
+        }
+        if placed(req).iter().any(|id| self.id_is_live(id, now)) {
+            self.stats.duplicate_ids += 1;
+            return Err(Event::DuplicateId { tag });
+        }
+        let charged = self.shapes.charge(w.budget(), req.parts(), class, now);
+        let tid = self
+            .trace
+            .charge(now, req.parts(), class, req.label(), charged.is_ok());
+        let refused = charged.as_ref().err().map(|l| (l.why, l.bucket.index()));
+        self.labels.submitted(req.label(), req.parts(), refused);
+        let ticket = match charged {
+            Ok(t) => t,
+            Err(l) => {
+                self.count_limited(l.why);
+                return Err(Event::Limited {
+                    tag,
+                    why: l.why,
+                    ready_at_ns: l.ready_at_ns,
+                });
+            }
+        };
+        let Some(key) = self.ledger.insert(tag, class, req) else {
+            // The budget's own ticket: never foreign.
+            let _ = w.budget().refund(ticket, now);
+            self.trace.refund(now, tid);
+            self.stats.ledger_full += 1;
+            return Err(Event::Limited {
+                tag,
+                why: Why::Full,
+                ready_at_ns: now + RETRY_GAP_NS,
+            });
+        };
+        self.trace.set(key, tid);
+        self.send(w, key, ticket);
+        Ok(())
+    }
+
+    /// Reconciles an order a previous gateway left in flight (its journal):
+    /// `query` is its query by client order id, prepared now. It enters the ledger
+    /// with an unknown outcome under the same rule as any other: its events are
+    /// [`Event::Reconciled`] (found; or not found by a query sent after
+    /// [`Account::lost_not_found_after`]) or [`Event::Unresolved`], under `tag`.
+    /// `Err` is [`Event::Limited`] (every slot taken: try again later) or
+    /// [`Event::Rejected`] (`query` names no order).
+    pub fn recover<W: Wire>(
+        &mut self,
+        w: &mut W,
+        query: &mut Prepared,
+        tag: Tag,
+    ) -> Result<(), Event<'static>> {
+        let now = w.now();
+        if query.client_order_id().is_none() {
+            self.stats.rejected += 1;
+            return Err(Event::Rejected { tag });
+        }
+        let bound = self.venue.lost_not_found_after(query);
+        let Some(key) = self.ledger.insert(tag, QUERY_CLASS, query) else {
+            self.stats.ledger_full += 1;
+            return Err(Event::Limited {
+                tag,
+                why: Why::Full,
+                ready_at_ns: now + RETRY_GAP_NS,
+            });
+        };
+        if let Some(e) = self.ledger.get_mut(key) {
+            e.stage = Stage::Reconcile;
+            e.at_ns = now;
+            e.unknown_since_ns = now;
+            e.not_found_after = bound;
+        }
+        self.stats.unknown += 1;
+        self.query(w, key);
+        Ok(())
+    }
+
+    /// Sends `key`'s request with `ticket`; a send the transport hands back is
+    /// refunded and retried (it surely did not run).
+    pub(super) fn send<W: Wire>(&mut self, w: &mut W, key: Key, ticket: ergon_core::Ticket) {
+        let now = w.now();
+        let tid = self.trace.slot(key);
+        let Some(e) = self.ledger.get_mut(key) else {
+            let _ = w.budget().refund(ticket, now);
+            self.trace.refund(now, tid);
+            return;
+        };
+        let query = e.stage == Stage::Query;
+        let req = if query { &e.query } else { &e.req };
+        let deadline = req.deadline_ns();
+        // Over the WebSocket API when it is open and the request has a twin there.
+        let ticket = match self.ws.as_mut() {
+            Some(lane) => match lane.try_send(req, ticket, w.budget(), now) {
+                Ok(id) => {
+                    self.stats.sent += 1;
+                    if !query {
+                        e.stage = Stage::Wire;
+                    }
+                    self.ledger.bind(key, RequestId(WS_BIT | id));
+                    return;
+                }
+                Err(Unsent::Elsewhere(t)) => t,
+                Err(Unsent::Busy(t)) => {
+                    self.handed_back(w, key, t, tid);
+                    return;
+                }
+            },
+            None => ticket,
+        };
+        let mut ticket = Some(ticket);
+        let sent = encode(req, |r| match ticket.take() {
+            Some(t) => w.send(r, t, deadline),
+            None => unreachable!("encode calls once"),
+        });
+        self.trace.connects(&*w, &self.venue);
+        let sent = match (sent, ticket) {
+            (Some(s), _) => s,
+            (None, Some(t)) => Err(ergon_io::client::Refused::Invalid(
+                t,
+                ergon_io::http::InvalidRequest::Method,
+            )),
+            (None, None) => return,
+        };
+        match sent {
+            Ok(id) => {
+                self.stats.sent += 1;
+                if !query {
+                    e.stage = Stage::Wire;
+                }
+                self.ledger.bind(key, id);
+            }
+            Err(refused) => self.handed_back(w, key, refused.into_ticket(), tid),
+        }
+    }
+
+    /// The transport handed `key`'s request back unsent (busy): refunded, and
+    /// tried again after a gap (a query goes back to reconciling).
+    pub(super) fn handed_back<W: Wire>(
+        &mut self,
+        w: &mut W,
+        key: Key,
+        ticket: ergon_core::Ticket,
+        tid: u64,
+    ) {
+        let now = w.now();
+        let _ = w.budget().refund(ticket, now);
+        self.trace.refund(now, tid);
+        self.stats.busy += 1;
+        let Some(e) = self.ledger.get_mut(key) else {
+            return;
+        };
+        let at = now + RETRY_GAP_NS;
+        e.at_ns = at;
+        if e.stage == Stage::Query {
+            e.stage = Stage::Reconcile;
+        } else {
+            e.stage = Stage::Retry;
+            e.verdict = Verdict::NotRun;
+            let tag = e.tag;
+            self.push(Event::Retrying { tag, at_ns: at });
+        }
+        self.next_due = self.next_due.min(at);
+    }
+}
+
+/// The client order ids of the orders `req` places: a new order's, a
+/// cancel-replace's new one (its first), every order of a batch.
+pub(super) fn placed(req: &Prepared) -> &[ClientOrderId] {
+    let ids = req.client_order_ids();
+    match req.kind() {
+        Some(Kind::Order | Kind::CancelReplace) => &ids[..ids.len().min(1)],
+        Some(Kind::Batch(_)) => ids,
+        _ => &[],
+    }
+}

@@ -1,0 +1,104 @@
+//! A cancel-replace's parts through shared memory (issue 39): the `ergon-gateway`
+//! process against the venue emulator's Binance Spot profile, a strategy
+//! attached over shared memory in this process. Its cancel-replace whose cancel
+//! runs and whose new order fails (-2021) ends with one final event,
+//! `BatchSettled`, whose body says each part's fate: the new order refused, the
+//! cancel done. On main the hub dropped the parts and the final event, and the
+//! client's request never ended.
+
+#[path = "common/ready.rs"]
+mod ready;
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use ergon_core::Class;
+use ergon_gateway::shm::{item_fates, Call, ShmClient, ShmEvent, PROTOCOL};
+use ergon_gateway::ItemFate;
+use ergon_venue_sim::{Config, Server};
+use ergon_venues::endpoint::{
+    CancelReplace, ClientOrderId, Decimal, NewOrder, OrderType, Side, Symbol, TimeInForce,
+};
+
+struct Gw(Child);
+
+impl Drop for Gw {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn order(id: ClientOrderId) -> NewOrder<'static> {
+    NewOrder {
+        symbol: Symbol::new("BTCUSDT").expect("symbol"),
+        side: Side::Buy,
+        order_type: OrderType::Limit(TimeInForce::Gtc),
+        price: Decimal::new("49000.00").ok(),
+        quantity: Decimal::new("0.001").expect("decimal"),
+        client_order_id: id,
+        reduce_only: false,
+    }
+}
+
+/// The final event of `tag` and its body (the other events on the way are skipped).
+fn final_of(c: &mut ShmClient, tag: u64) -> (ShmEvent, Vec<u8>) {
+    let until = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < until {
+        c.wait(50);
+        while let Some((ev, body)) = c.poll() {
+            if ev.tag() == tag && ev.is_final() {
+                return (ev, body.to_vec());
+            }
+        }
+    }
+    panic!("no final event for {tag}");
+}
+
+#[test]
+fn a_cancel_replace_over_shared_memory_ends_with_each_parts_fate() {
+    assert_eq!(PROTOCOL, 2);
+    let s = Server::start(Config::binance_spot()).expect("emulator");
+    let name = format!("parts-{}", std::process::id());
+    let a = &s.config().accounts[0];
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ergon-gateway"))
+        .args(["--venue", "binance-spot", "--base"])
+        .arg(format!("http://{}", s.addr()))
+        .args(["--api-key", &a.api_key, "--api-secret", &a.secret])
+        .args(["--name", &name])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn ergon-gateway");
+    let _out = ready::ready(&mut child, &name).expect("the gateway starts");
+    let _gw = Gw(child);
+    let mut c = ShmClient::attach(&name, "parts", false).expect("attach");
+    let (old, new) = (
+        c.next_client_order_id().expect("id"),
+        c.next_client_order_id().expect("id"),
+    );
+    c.submit(&Call::NewOrder(order(old)), Class::Normal, 1)
+        .expect("submit");
+    assert_eq!(final_of(&mut c, 1).0, ShmEvent::Applied { tag: 1 });
+    c.submit(&Call::NewOrder(order(new)), Class::Normal, 2)
+        .expect("submit");
+    assert_eq!(final_of(&mut c, 2).0, ShmEvent::Applied { tag: 2 });
+    // `new` rests: the venue cancels `old`, then refuses the new order (-2010).
+    let cr = CancelReplace {
+        cancel: old,
+        new: order(new),
+    };
+    c.submit(&Call::CancelReplace(cr), Class::Normal, 3)
+        .expect("submit");
+    let (ev, body) = final_of(&mut c, 3);
+    assert_eq!(ev, ShmEvent::BatchSettled { tag: 3 });
+    let fates: Vec<_> = item_fates(&body).collect();
+    assert_eq!(
+        fates,
+        [Ok((0, ItemFate::Rejected)), Ok((1, ItemFate::Applied))],
+        "item 0 the new order, item 1 the cancel"
+    );
+    assert_eq!(c.in_flight(), 0, "the request ended");
+    drop(c);
+    let r = s.stop();
+    assert_eq!((r.duplicates, r.cancels), (0, 1), "{r:?}");
+}
