@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use ergon_gateway::{Event, OrderState};
+use ergon_gateway::{Event, ItemFate, OrderState};
 use ergon_venue_sim::report::{OrderView, Report};
 
 use crate::rng::Rng;
@@ -17,6 +17,8 @@ pub enum Kind {
     Place,
     /// A cancel of one order.
     Cancel,
+    /// A cancel-replace: the cancel of `old` (part 1), a new order (part 0).
+    Replace,
 }
 
 /// An event, owned, reduced to what the checks read.
@@ -51,11 +53,13 @@ pub enum What {
     BatchSettled,
     /// After Unresolved: the order showed up.
     Late,
+    /// One part of a request of several: its index and fate (not final).
+    Item(u8, ItemFate),
 }
 
 impl What {
     fn is_final(self) -> bool {
-        !matches!(self, What::Late)
+        !matches!(self, What::Late | What::Item(..))
     }
 }
 
@@ -74,6 +78,7 @@ impl Final {
             Event::Unresolved { tag } => (tag, What::Unresolved),
             Event::BatchSettled { tag } => (tag, What::BatchSettled),
             Event::Late { tag, .. } => (tag, What::Late),
+            Event::Item { tag, item, fate } => (tag, What::Item(item, fate)),
             _ => return None,
         };
         Some(Final { tag, what })
@@ -82,7 +87,11 @@ impl Final {
 
 struct Req {
     kind: Kind,
+    /// The order it places or cancels (a replace: the new one).
     cid: String,
+    /// A replace's cancelled order.
+    old: Option<String>,
+    items: Vec<(u8, ItemFate)>,
     finals: Vec<What>,
     lates: u32,
 }
@@ -104,26 +113,40 @@ impl Ledger {
 
     /// Request `tag` is submitted.
     pub fn submitted(&mut self, tag: u64, kind: Kind, cid: &str) {
-        if kind == Kind::Cancel {
-            self.cancelled.push(cid.to_string());
+        self.submitted_replace(tag, kind, cid, None);
+    }
+
+    /// Request `tag` is submitted; a replace names the order it cancels.
+    pub fn submitted_replace(&mut self, tag: u64, kind: Kind, cid: &str, old: Option<&str>) {
+        let cancels = match kind {
+            Kind::Cancel => Some(cid),
+            _ => old,
+        };
+        if let Some(c) = cancels {
+            self.cancelled.push(c.to_string());
         }
         let (finals, lates, cid) = (Vec::new(), 0, cid.to_string());
-        self.reqs.insert(
-            tag,
-            Req {
-                kind,
-                cid,
-                finals,
-                lates,
-            },
-        );
+        let (old, items) = (old.map(str::to_string), Vec::new());
+        let r = Req {
+            kind,
+            cid,
+            old,
+            items,
+            finals,
+            lates,
+        };
+        self.reqs.insert(tag, r);
     }
 
     /// Request `tag` could not be prepared: it never existed.
     pub fn unprepared(&mut self, tag: u64) {
         if let Some(r) = self.reqs.remove(&tag) {
-            if r.kind == Kind::Cancel {
-                self.cancelled.retain(|c| *c != r.cid);
+            let c = match r.kind {
+                Kind::Cancel => Some(&r.cid),
+                _ => r.old.as_ref(),
+            };
+            if let Some(c) = c {
+                self.cancelled.retain(|x| x != c);
             }
         }
     }
@@ -134,7 +157,7 @@ impl Ledger {
             .reqs
             .values()
             .filter(|r| {
-                r.kind == Kind::Place
+                matches!(r.kind, Kind::Place | Kind::Replace)
                     && matches!(
                         r.finals.first(),
                         Some(What::Applied | What::Reconciled(Some(_)))
@@ -155,10 +178,27 @@ impl Ledger {
         let Some(r) = self.reqs.get_mut(&f.tag) else {
             return Ok(()); // the gateway's own (open orders, the switch)
         };
+        if let What::Item(i, fate) = f.what {
+            r.items.push((i, fate));
+            return match r.items.iter().filter(|(j, _)| *j == i).count() {
+                1 => Ok(()),
+                _ => Err(format!(
+                    "t={now}: tag {}: part {i} has two fates: {:?}",
+                    f.tag, r.items
+                )),
+            };
+        }
         if f.what == What::Late {
             r.lates += 1;
+            // A batch or replace: one Late at most per part left Unresolved.
+            let unresolved_parts = r
+                .items
+                .iter()
+                .filter(|(_, f)| *f == ItemFate::Unresolved)
+                .count() as u32;
             return match (r.finals.first(), r.lates) {
                 (Some(What::Unresolved), 1) => Ok(()),
+                (Some(What::BatchSettled), n) if n <= unresolved_parts => Ok(()),
                 (first, n) => Err(format!(
                     "t={now}: tag {} ({:?} {}): Late #{n} after {first:?}",
                     f.tag, r.kind, r.cid
@@ -251,17 +291,55 @@ impl Ledger {
                     | What::Reconciled(None),
                 ) => at_venue.is_some(),
                 (Kind::Cancel, What::Applied) => at_venue.map_or(true, |o| o.status != "CANCELED"),
+                (Kind::Replace, _) => {
+                    let old = r.old.as_deref().and_then(find);
+                    let cancelled = old.is_some_and(|o| o.status == "CANCELED");
+                    replace_wrong(*first, &r.items, at_venue.is_some(), cancelled)
+                }
                 _ => false,
             };
             if wrong {
+                let old = r.old.as_deref().and_then(find).map(|o| o.status.as_str());
                 v.push(format!(
-                    "tag {tag} ({:?} {}): final {first:?} but the venue holds {:?}",
+                    "tag {tag} ({:?} {}): final {first:?} (parts {:?}) but the venue holds {:?} (the replaced order: {old:?})",
                     r.kind,
                     r.cid,
+                    r.items,
                     at_venue.map(|o| o.status.as_str())
                 ));
             }
         }
         v
     }
+}
+
+/// Whether a replace's events say other than the venue: `placed`, its new order
+/// is at the venue; `cancelled`, its old order is CANCELED (only this request
+/// cancels it).
+fn replace_wrong(first: What, items: &[(u8, ItemFate)], placed: bool, cancelled: bool) -> bool {
+    // What the events say ran (Some(true)), did not (Some(false)), or not known.
+    let said = |part: u8| -> Option<bool> {
+        if let Some((_, f)) = items.iter().find(|(i, _)| *i == part) {
+            return match f {
+                // The cancelled order found: cancelled only if its state says so.
+                ItemFate::Found(state) if part == 1 => Some(*state == OrderState::Canceled),
+                ItemFate::Applied | ItemFate::Found(_) => Some(true),
+                ItemFate::Rejected | ItemFate::NotRun | ItemFate::NeverRan => Some(false),
+                _ => None,
+            };
+        }
+        match first {
+            What::Applied => Some(true),
+            What::Rejected
+            | What::DuplicateId
+            | What::Limited
+            | What::Expired
+            | What::Halted
+            | What::Reconciled(None) => Some(false),
+            // Found by the new order's id: says nothing of the cancel.
+            What::Reconciled(Some(_)) if part == 0 => Some(true),
+            _ => None,
+        }
+    };
+    said(0).is_some_and(|ran| ran != placed) || said(1).is_some_and(|ran| ran != cancelled)
 }

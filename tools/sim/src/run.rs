@@ -16,9 +16,11 @@ use ergon_venue_sim::http::Response as SimResponse;
 use ergon_venue_sim::sansio::{Admitted, Received, SansIo};
 use ergon_venue_sim::{Config, Interval, LimitType, RateLimit};
 use ergon_venues::adapt::Clock;
+use ergon_venues::binance_replace::ReplaceMode;
 use ergon_venues::binance_spot::{Auth, BinanceSpot};
 use ergon_venues::endpoint::{
-    ClientOrderId, Decimal, Endpoints, NewOrder, OrderRef, OrderType, Side, Symbol, TimeInForce,
+    CancelReplace, ClientOrderId, Decimal, Endpoints, NewOrder, OrderRef, OrderType, Side, Symbol,
+    TimeInForce,
 };
 use ergon_venues::response::{Header, Response};
 
@@ -46,6 +48,9 @@ pub struct Params {
     pub max_actions: u64,
     /// Bans injected (in a third of the runs, with faults on).
     pub bans: bool,
+    /// A ban in every run instead: from this second of the run, for this many
+    /// seconds, and whether a person clears the halt after it (a directed test).
+    pub force_ban: Option<(i64, i64, bool)>,
 }
 
 impl Default for Params {
@@ -55,6 +60,7 @@ impl Default for Params {
             faults: true,
             max_actions: u64::MAX,
             bans: true,
+            force_ban: None,
         }
     }
 }
@@ -343,47 +349,79 @@ impl Sim {
     }
 
     /// The strategy: places near the book, cancels what it believes rests.
+    /// A limit order of `cid` near the book, at a random price and side.
+    fn new_order(&mut self, cid: ClientOrderId, price: &mut String) -> NewOrder<'static> {
+        let cents = 3_000_000 + self.net.rng.range(-500, 500);
+        *price = format!("{}.{:02}", cents / 100, cents % 100);
+        NewOrder {
+            symbol: Symbol::new("BTCUSDT").expect("symbol"),
+            side: if cents % 2 == 0 {
+                Side::Buy
+            } else {
+                Side::Sell
+            },
+            order_type: OrderType::Limit(TimeInForce::Gtc),
+            price: None,
+            quantity: Decimal::new("0.010").expect("qty"),
+            client_order_id: cid,
+            reduce_only: false,
+        }
+    }
+
+    /// The strategy: places near the book, cancels or cancel-replaces what it
+    /// believes rests.
     fn tick(&mut self) {
         if self.net.now >= self.end_at || self.out.actions >= self.p.max_actions {
             return;
         }
         self.out.actions += 1;
         let now = self.net.now;
-        let cancel = self.net.rng.chance(350);
-        let target = match cancel {
+        let t = now + self.net.rng.range(MS, 60 * MS);
+        self.at(t, Step::Tick);
+        let roll = self.net.rng.next_u64() % 100;
+        let target = match roll < 50 {
             true => self.ledger.pick_resting(&mut self.net.rng),
             false => None,
         };
         let tag = self.ledger.next_tag();
+        let symbol = Symbol::new("BTCUSDT").expect("symbol");
+        let mut price = String::new();
         let prepared = match target {
-            Some(cid) => {
-                let cid = ClientOrderId::new(&cid).expect("an id we issued");
+            Some(old) if roll < 35 => {
+                let cid = ClientOrderId::new(&old).expect("an id we issued");
                 let r = OrderRef {
-                    symbol: Symbol::new("BTCUSDT").expect("symbol"),
+                    symbol,
                     client_order_id: cid,
                 };
                 self.ledger.submitted(tag, Kind::Cancel, cid.as_str());
                 self.gw.venue_mut().cancel(&mut self.req, &r, now).is_ok()
             }
+            Some(old) => {
+                let Ok(cid) = self.gw.next_client_order_id() else {
+                    return;
+                };
+                let mut new = self.new_order(cid, &mut price);
+                // One in ten asks a price above BTCUSDT's maxPrice (1,000,000):
+                // the venue refuses the new part after the cancel ran.
+                if self.net.rng.chance(100) {
+                    price = "2000000.00".into();
+                }
+                new.price = Decimal::new(&price).ok();
+                let old = ClientOrderId::new(&old).expect("an id we issued");
+                let r = CancelReplace { cancel: old, new };
+                self.ledger
+                    .submitted_replace(tag, Kind::Replace, cid.as_str(), Some(old.as_str()));
+                self.gw
+                    .venue_mut()
+                    .cancel_replace(&mut self.req, &r, now)
+                    .is_ok()
+            }
             None => {
                 let Ok(cid) = self.gw.next_client_order_id() else {
                     return;
                 };
-                let cents = 3_000_000 + self.net.rng.range(-500, 500);
-                let price = format!("{}.{:02}", cents / 100, cents % 100);
-                let o = NewOrder {
-                    symbol: Symbol::new("BTCUSDT").expect("symbol"),
-                    side: if cents % 2 == 0 {
-                        Side::Buy
-                    } else {
-                        Side::Sell
-                    },
-                    order_type: OrderType::Limit(TimeInForce::Gtc),
-                    price: Decimal::new(&price).ok(),
-                    quantity: Decimal::new("0.010").expect("qty"),
-                    client_order_id: cid,
-                    reduce_only: false,
-                };
+                let mut o = self.new_order(cid, &mut price);
+                o.price = Decimal::new(&price).ok();
                 self.ledger.submitted(tag, Kind::Place, cid.as_str());
                 self.gw
                     .venue_mut()
@@ -391,19 +429,17 @@ impl Sim {
                     .is_ok()
             }
         };
-        if prepared {
-            if let Err(e) = self
-                .gw
-                .submit(&mut self.net, &mut self.req, Class::Normal, tag)
-            {
-                let f = Final::of(&e);
-                self.take(Some(f));
-            }
-        } else {
+        if !prepared {
             self.ledger.unprepared(tag);
+            return;
         }
-        let t = now + self.net.rng.range(MS, 60 * MS);
-        self.at(t, Step::Tick);
+        if let Err(e) = self
+            .gw
+            .submit(&mut self.net, &mut self.req, Class::Normal, tag)
+        {
+            let f = Final::of(&e);
+            self.take(Some(f));
+        }
     }
 
     fn step(&mut self, s: Step) {
@@ -496,14 +532,28 @@ pub fn run(seed: u64, p: &Params) -> Outcome {
             sim.clock.jump = Some((T0 + r.range(0, p.seconds * SEC), by));
         }
     }
+    // Half the runs cancel-replace with ALLOW_FAILURE (the new order is tried
+    // whether the cancel ran or not), half with the default STOP_ON_FAILURE.
+    if sim.net.rng.chance(500) {
+        sim.gw
+            .venue_mut()
+            .set_replace_mode(ReplaceMode::AllowFailure);
+    }
     sim.at(T0, Step::Tick);
     // A third of the runs meet a ban; a person clears the halt after it ends, or
     // (one in two) is away for the rest of the run.
-    if p.faults && sim.net.rng.chance(333) && p.bans {
-        let at = T0 + sim.net.rng.range(0, p.seconds * SEC);
-        let ms = sim.net.rng.range(2_000, 30_000);
+    let ban = match p.force_ban {
+        Some((at_s, secs, cleared)) => Some((T0 + at_s * SEC, secs * 1_000, cleared)),
+        None if p.faults && p.bans && sim.net.rng.chance(333) => {
+            let at = T0 + sim.net.rng.range(0, p.seconds * SEC);
+            let ms = sim.net.rng.range(2_000, 30_000);
+            Some((at, ms, sim.net.rng.chance(500)))
+        }
+        None => None,
+    };
+    if let Some((at, ms, cleared)) = ban {
         sim.at(at, Step::Ban(ms));
-        if sim.net.rng.chance(500) {
+        if cleared {
             let clear = at + ms * MS + sim.net.rng.range(0, 10 * SEC);
             sim.at(clear, Step::ClearHalts);
         }
