@@ -1,0 +1,408 @@
+//! The request an adapter prepares (parts, signed method, target, headers, body,
+//! deadline, client order id) and the writer adapters fill it with.
+
+use core::ops::Range;
+
+use arrayvec::{ArrayString, ArrayVec};
+
+use crate::adapt::{Error, Parts, Request, Venue};
+
+use super::{ClientOrderId, Label, Method, Symbol, MAX_BATCH, MAX_HEADERS};
+
+/// A request prepared by an adapter, ready to charge and to send: see the module
+/// doc. Only adapters fill it; the caller reads it.
+///
+/// Drive order: an [`Endpoints`] method fills it → `Budget::try_charge(parts())`
+/// → write `method() target()`, `headers()`, `body()` → `Venue::on_response(kind(),
+/// answer)` → `Budget::resend(verdict, parts(), class, deadline_ns(), now)` if it
+/// did not run. After a failed preparation it is empty ([`Prepared::is_empty`]):
+/// nothing to charge, nothing to send.
+#[derive(Clone, Debug, Default)]
+pub struct Prepared {
+    kind: Option<Request<'static>>,
+    parts: Parts,
+    method: Option<Method>,
+    bytes: Vec<u8>,
+    target: Range<usize>,
+    headers: ArrayVec<(&'static str, Range<usize>), MAX_HEADERS>,
+    body: Range<usize>,
+    deadline_ns: i64,
+    ids: ArrayVec<ClientOrderId, MAX_BATCH>,
+    symbol: ArrayString<32>,
+    label: Label,
+}
+
+impl Prepared {
+    /// An empty request whose buffer holds `capacity` bytes before it grows (1 KiB
+    /// holds any single order; a 20-order batch body needs about 4 KiB).
+    pub fn with_capacity(capacity: usize) -> Self {
+        Prepared {
+            bytes: Vec::with_capacity(capacity),
+            ..Prepared::default()
+        }
+    }
+
+    /// Whether nothing is prepared (new, or the last preparation failed).
+    pub fn is_empty(&self) -> bool {
+        self.kind.is_none()
+    }
+
+    /// The request kind, for [`Venue::on_response`]; `None` if empty.
+    pub fn kind(&self) -> Option<Request<'static>> {
+        self.kind
+    }
+
+    /// What the request charges, all or none.
+    pub fn parts(&self) -> &[ergon_core::Part] {
+        &self.parts
+    }
+
+    /// The method; `None` if empty.
+    pub fn method(&self) -> Option<Method> {
+        self.method
+    }
+
+    /// Path and query (`/api/v3/order?symbol=...&signature=...`).
+    pub fn target(&self) -> &str {
+        self.text(self.target.clone())
+    }
+
+    /// Headers to send besides `Host`, `Content-Length` and the connection's own.
+    pub fn headers(&self) -> impl Iterator<Item = (&'static str, &str)> + '_ {
+        self.headers
+            .iter()
+            .map(move |(name, at)| (*name, self.text(at.clone())))
+    }
+
+    /// The value of the header `name` (ASCII case-insensitive).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v)
+    }
+
+    /// The body (empty for most GET and DELETE requests).
+    pub fn body(&self) -> &[u8] {
+        self.bytes.get(self.body.clone()).unwrap_or(&[])
+    }
+
+    /// The end of the venue's acceptance window (timestamp + recvWindow, OKX
+    /// `expTime`, Hyperliquid's nonce window) on the caller's clock: never re-send
+    /// after it. For unsigned reads: `now_ns` + the adapter's receive window.
+    pub fn deadline_ns(&self) -> i64 {
+        self.deadline_ns
+    }
+
+    /// The client order id the request places, cancels, amends or queries (the
+    /// first, for a batch); `None` for reads that name no order.
+    pub fn client_order_id(&self) -> Option<&ClientOrderId> {
+        self.ids.first()
+    }
+
+    /// Every client order id, in the order of the batch's items.
+    pub fn client_order_ids(&self) -> &[ClientOrderId] {
+        &self.ids
+    }
+
+    /// What the request is for ([`Label::NONE`] until [`Prepared::set_label`]).
+    pub fn label(&self) -> Label {
+        self.label
+    }
+
+    /// Labels the request, after it is prepared (each preparation starts
+    /// unlabeled). The label changes nothing sent or charged; it says whose
+    /// budget the request spent.
+    pub fn set_label(&mut self, label: Label) {
+        self.label = label;
+    }
+
+    /// The symbol the request names (the first order's, for a batch), so a
+    /// reconcile queries the order where it was placed; `None` for requests that
+    /// name none (the account, open orders of every symbol).
+    pub fn symbol(&self) -> Option<Symbol<'_>> {
+        Symbol::new(self.symbol.as_str()).ok()
+    }
+
+    /// Replaces what a prepared request charges (a batch cancel: the cancel
+    /// limit once per order).
+    pub(crate) fn set_parts(&mut self, parts: Parts) {
+        self.parts = parts;
+    }
+
+    /// Exchanges the two requests, as `core::mem::swap` does, moving only the
+    /// client order ids and headers in use: a `Prepared` is about 1.3 KB, most of it
+    /// room for [`MAX_BATCH`] ids, and a ledger swaps one in on every submit (a whole
+    /// swap was ~320 instructions of the send path, this ~60 for one order).
+    pub fn swap_with(&mut self, other: &mut Prepared) {
+        core::mem::swap(&mut self.kind, &mut other.kind);
+        core::mem::swap(&mut self.parts, &mut other.parts);
+        core::mem::swap(&mut self.method, &mut other.method);
+        core::mem::swap(&mut self.bytes, &mut other.bytes);
+        core::mem::swap(&mut self.target, &mut other.target);
+        swap_used(&mut self.headers, &mut other.headers);
+        core::mem::swap(&mut self.body, &mut other.body);
+        core::mem::swap(&mut self.deadline_ns, &mut other.deadline_ns);
+        swap_used(&mut self.ids, &mut other.ids);
+        core::mem::swap(&mut self.symbol, &mut other.symbol);
+        core::mem::swap(&mut self.label, &mut other.label);
+    }
+
+    fn text(&self, at: Range<usize>) -> &str {
+        // Adapters write ASCII only (every argument is checked), so this never fails.
+        self.bytes
+            .get(at)
+            .and_then(|b| core::str::from_utf8(b).ok())
+            .unwrap_or("")
+    }
+}
+
+/// Exchanges the elements of `a` and `b`, touching only those in use.
+fn swap_used<T, const N: usize>(a: &mut ArrayVec<T, N>, b: &mut ArrayVec<T, N>) {
+    let common = a.len().min(b.len());
+    a[..common].swap_with_slice(&mut b[..common]);
+    // The longer one's tail moves over; both have room for it (same capacity).
+    if a.len() > common {
+        b.extend(a.drain(common..));
+    } else {
+        a.extend(b.drain(common..));
+    }
+}
+
+/// What adapters use to fill a [`Prepared`]: one writer per preparation, which
+/// empties the request first and marks it ready last, so a failure in between
+/// leaves it empty.
+pub(crate) struct Writer<'p> {
+    p: &'p mut Prepared,
+    mark: usize,
+}
+
+impl<'p> Writer<'p> {
+    /// Empties `p` and starts a request.
+    pub(crate) fn start(p: &'p mut Prepared) -> Self {
+        p.kind = None;
+        p.method = None;
+        p.parts.clear();
+        p.bytes.clear();
+        p.target = 0..0;
+        p.headers.clear();
+        p.body = 0..0;
+        p.deadline_ns = 0;
+        p.ids.clear();
+        p.symbol.clear();
+        p.label = Label::NONE;
+        Writer { p, mark: 0 }
+    }
+
+    /// Appends raw bytes.
+    pub(crate) fn put(&mut self, b: &[u8]) {
+        self.p.bytes.extend_from_slice(b);
+    }
+
+    /// Appends a string.
+    pub(crate) fn s(&mut self, s: &str) {
+        self.put(s.as_bytes());
+    }
+
+    /// Appends a decimal integer, two digits a step from a table and the sign in
+    /// the same buffer: one append (a 13-digit timestamp took ~140 instructions a
+    /// digit at a time and two appends for a negative number).
+    pub(crate) fn int(&mut self, n: i64) {
+        const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
+            2021222324252627282930313233343536373839\
+            4041424344454647484950515253545556575859\
+            6061626364656667686970717273747576777879\
+            8081828384858687888990919293949596979899";
+        let mut buf = [0u8; 20];
+        let mut i = buf.len();
+        let mut v = n.unsigned_abs();
+        while v >= 100 {
+            let pair = usize::from((v % 100) as u8) * 2;
+            v /= 100;
+            i -= 2;
+            buf[i..i + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
+        }
+        if v >= 10 {
+            let pair = usize::from(v as u8) * 2;
+            i -= 2;
+            buf[i..i + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
+        } else {
+            i -= 1;
+            buf[i] = b'0' + v as u8;
+        }
+        if n < 0 {
+            i -= 1;
+            buf[i] = b'-';
+        }
+        self.put(&buf[i..]);
+    }
+
+    /// Appends lower-case hex of `bytes`, 32 bytes (a MAC) in one append: a
+    /// signature is on every signed request's path, and an append per byte cost
+    /// ~15 instructions a byte in capacity checks and calls.
+    pub(crate) fn hex(&mut self, bytes: &[u8]) {
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        for chunk in bytes.chunks(32) {
+            let mut out = [0u8; 64];
+            for (o, &b) in out.chunks_exact_mut(2).zip(chunk) {
+                o[0] = HEX[usize::from(b >> 4)];
+                o[1] = HEX[usize::from(b & 15)];
+            }
+            self.put(&out[..2 * chunk.len()]);
+        }
+    }
+
+    /// Appends `s` percent-encoded: every byte but `A-Z a-z 0-9 - . _ ~` as `%XX`
+    /// (a JSON value inside a query string).
+    pub(crate) fn enc(&mut self, s: &str) {
+        const HEX: &[u8; 16] = b"0123456789ABCDEF";
+        for &c in s.as_bytes() {
+            if c.is_ascii_alphanumeric() || b"-._~".contains(&c) {
+                self.put(&[c]);
+            } else {
+                self.put(&[b'%', HEX[usize::from(c >> 4)], HEX[usize::from(c & 15)]]);
+            }
+        }
+    }
+
+    /// Appends `"name":"value"` after a `,` unless `first` (values are checked
+    /// arguments: no quote or backslash to escape).
+    pub(crate) fn json(&mut self, first: &mut bool, name: &str, value: &str) {
+        if !core::mem::take(first) {
+            self.s(",");
+        }
+        self.s("\"");
+        self.s(name);
+        self.s("\":\"");
+        self.s(value);
+        self.s("\"");
+    }
+
+    /// Appends standard base64 (with padding) of `bytes`.
+    pub(crate) fn base64(&mut self, bytes: &[u8]) {
+        const B64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        for chunk in bytes.chunks(3) {
+            let b = [
+                chunk[0],
+                chunk.get(1).copied().unwrap_or(0),
+                chunk.get(2).copied().unwrap_or(0),
+            ];
+            let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+            let out = [
+                B64[(n >> 18) as usize & 63],
+                B64[(n >> 12) as usize & 63],
+                if chunk.len() > 1 {
+                    B64[(n >> 6) as usize & 63]
+                } else {
+                    b'='
+                },
+                if chunk.len() > 2 {
+                    B64[n as usize & 63]
+                } else {
+                    b'='
+                },
+            ];
+            self.put(&out);
+        }
+    }
+
+    /// Where the next byte goes.
+    pub(crate) fn pos(&self) -> usize {
+        self.p.bytes.len()
+    }
+
+    /// The bytes written in `at`.
+    pub(crate) fn bytes(&self, at: Range<usize>) -> &[u8] {
+        self.p.bytes.get(at).unwrap_or(&[])
+    }
+
+    /// Starts a span (target, header value or body) at the current position.
+    pub(crate) fn open(&mut self) {
+        self.mark = self.pos();
+    }
+
+    /// Ends the target span.
+    pub(crate) fn close_target(&mut self) {
+        self.p.target = self.mark..self.pos();
+    }
+
+    /// Ends a header value span, named `name`.
+    pub(crate) fn close_header(&mut self, name: &'static str) -> Result<(), Error> {
+        let at = self.mark..self.pos();
+        self.p
+            .headers
+            .try_push((name, at))
+            .map_err(|_| Error::BadArgument("too many headers"))
+    }
+
+    /// Writes a whole header.
+    pub(crate) fn header(&mut self, name: &'static str, value: &[u8]) -> Result<(), Error> {
+        self.open();
+        self.put(value);
+        self.close_header(name)
+    }
+
+    /// Ends the body span.
+    pub(crate) fn close_body(&mut self) {
+        self.p.body = self.mark..self.pos();
+    }
+
+    /// The body span written so far.
+    pub(crate) fn body_span(&self) -> Range<usize> {
+        self.p.body.clone()
+    }
+
+    /// Records the symbol the request names (`None`: none).
+    pub(crate) fn symbol<'s>(&mut self, symbol: impl Into<Option<Symbol<'s>>>) {
+        self.p.symbol.clear();
+        if let Some(s) = symbol.into() {
+            // A Symbol is at most 32 bytes: it always fits.
+            let _ = self.p.symbol.try_push_str(s.as_str());
+        }
+    }
+
+    /// Records a client order id.
+    pub(crate) fn id(&mut self, id: ClientOrderId) -> Result<(), Error> {
+        self.p
+            .ids
+            .try_push(id)
+            .map_err(|_| Error::BadArgument("more orders than MAX_BATCH"))
+    }
+
+    /// Marks the request ready like [`Writer::finish`], with parts the adapter
+    /// computed from state it keeps instead of `venue.parts(kind)` (Kraken's cancel
+    /// and amend cost, by the age of the order it placed).
+    pub(crate) fn finish_with(
+        self,
+        parts: Parts,
+        kind: Request<'static>,
+        method: Method,
+        deadline_ns: i64,
+    ) -> Result<&'p Prepared, Error> {
+        self.p.parts = parts;
+        self.p.kind = Some(kind);
+        self.p.method = Some(method);
+        self.p.deadline_ns = deadline_ns;
+        Ok(self.p)
+    }
+
+    /// Marks the request ready: its kind, the parts `venue` charges for it, its
+    /// method and deadline. The parts are asked of the venue here, from the kind
+    /// the same call wrote the target for.
+    pub(crate) fn finish<V: Venue + ?Sized>(
+        self,
+        venue: &V,
+        kind: Request<'static>,
+        method: Method,
+        deadline_ns: i64,
+    ) -> Result<&'p Prepared, Error> {
+        let parts = venue.parts(kind)?;
+        self.p.parts = parts;
+        self.p.kind = Some(kind);
+        self.p.method = Some(method);
+        self.p.deadline_ns = deadline_ns;
+        Ok(self.p)
+    }
+}
+
+#[cfg(test)]
+mod tests;
