@@ -166,6 +166,8 @@ struct Sim {
     out: Outcome,
     end_at: i64,
     clock: VenueClock,
+    /// The gateway has heard a ban (a 418) and no person has cleared it since.
+    ban_heard: bool,
 }
 
 /// How the venue's clock moves against ours.
@@ -216,6 +218,12 @@ impl Sim {
     fn schedule_fresh(&mut self) {
         for i in std::mem::take(&mut self.net.fresh) {
             self.out.writes += 1;
+            if self.ban_heard && self.net.outs[i].fate != Fate::NotWritten {
+                let t = self.net.now;
+                self.out.violations.push(format!(
+                    "t={t}: a request written after the gateway heard a ban, before a person cleared it"
+                ));
+            }
             let now = self.net.now;
             match self.net.outs[i].fate {
                 Fate::NotWritten => {
@@ -292,6 +300,7 @@ impl Sim {
         }
         o.reported = true;
         let (id, flight) = (o.id, o.flight.take().expect("a written request"));
+        self.ban_heard |= r.status == 418;
         let mut hs: Vec<(String, String)> = r.headers.clone();
         hs.push(("Content-Type".into(), r.content_type.into()));
         let headers: Vec<Header<'_>> = hs
@@ -451,6 +460,7 @@ impl Sim {
                 self.venue.ban(IP, ms, now_ms);
             }
             Step::ClearHalts => {
+                self.ban_heard = false;
                 self.gw.clear_halts(&mut self.net);
             }
             Step::Arrive(i) => self.arrive(i),
@@ -513,6 +523,7 @@ pub fn run(seed: u64, p: &Params) -> Outcome {
         out: Outcome::default(),
         end_at: T0 + p.seconds * SEC,
         clock: VenueClock::default(),
+        ban_heard: false,
     };
     // The venue's clock drifts up to 200 ppm either way (4 ms over 20 s); in a
     // fifth of the runs it also steps by up to 20 ms: offset and one-way latency
