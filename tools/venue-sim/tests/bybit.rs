@@ -424,3 +424,47 @@ fn the_dcp_window_is_taken_only_where_bybit_enabled_dcp_and_only_in_its_range() 
     let r = v5_at(&mut c, "POST", DCP, r#"{"timeWindow":40}"#, ts, "wrong");
     assert_eq!(ret_code(&r), 10004);
 }
+
+/// Bybit's linear BTCUSDT rules (tick 0.10, step 0.001 up to 1,190, notional 5
+/// USDT, 500 active orders; 100,000 USDT at 10x): each breach refused with the
+/// `retCode` Bybit's error table gives it, nothing booked; and an order placed
+/// without `orderLinkId` is answered with an empty one, as the venue does.
+#[test]
+fn orders_outside_the_filters_or_the_margin_are_refused_as_bybit_does() {
+    let mut cfg = Config::bybit();
+    // 501 orders: no per-UID or IP limit in the way.
+    for l in &mut cfg.rate_limits {
+        l.limit = 1_000_000;
+    }
+    let s = Server::start(cfg).unwrap();
+    let mut c = Client::connect(s.addr());
+    let o = |qty: &str, price: &str| {
+        format!(
+            r#"{{"category":"linear","symbol":"BTCUSDT","side":"Buy","orderType":"Limit","qty":"{qty}","price":"{price}"}}"#
+        )
+    };
+    let refused = [
+        (o("1", "2000000"), 110003),
+        (o("1", "49000.05"), 10001),
+        (o("10000", "49000"), 10001),
+        (o("0.0001", "49000"), 10001),
+        (o("0.0015", "49000"), 10001),
+        (o("0.001", "1000"), 110094),
+        // 100 BTC at 49,000 is 4.9 M: 490,000 USDT of margin at 10x.
+        (o("100", "49000"), 110007),
+    ];
+    for (body, code) in refused {
+        let r = v5(&mut c, &s, "POST", "/v5/order/create", &body);
+        assert_eq!((r.status, ret_code(&r)), (200, code), "{body}: {}", r.body);
+    }
+    assert_eq!(s.report().executions, 0, "nothing booked");
+    let r = v5(&mut c, &s, "POST", "/v5/order/create", &o("0.01", "49000"));
+    assert_eq!(ret_code(&r), 0, "{}", r.body);
+    assert_eq!(r.json()["result"]["orderLinkId"], "", "none was sent");
+    for i in 1..500 {
+        let r = v5(&mut c, &s, "POST", "/v5/order/create", &o("0.01", "49000"));
+        assert_eq!(ret_code(&r), 0, "order {i}: {}", r.body);
+    }
+    let r = v5(&mut c, &s, "POST", "/v5/order/create", &o("0.01", "49000"));
+    assert_eq!(ret_code(&r), 110020, "{}", r.body);
+}

@@ -54,12 +54,14 @@ use std::net::IpAddr;
 
 use serde_json::{json, Map, Value};
 
+use crate::config::Profile;
 use crate::engine::book::{fmt_e8, parse_e8, OrdType, Order, Placement, Side, Status};
 use crate::engine::credits::{CreditPool, PoolSpec};
 use crate::engine::state::{Admission, Venue};
 use crate::http::{Request, Response};
 use crate::limits::Key;
 use crate::params::{sign, Params};
+use crate::profiles::instruments::{deribit_refusal, rules};
 use crate::report::CreditUsage;
 
 /// How long a bearer token lives, in seconds.
@@ -379,7 +381,18 @@ impl Venue {
     ) -> Result<DeribitCall, Response> {
         let id = id.clone();
         let get = |name: &str| params.get(name).filter(|v| !v.is_empty());
-        let dec = |name: &str| get(name).and_then(parse_e8).filter(|&v| v > 0);
+        // A positive number; one past the exact decimals (`1e11`, a huge
+        // amount) saturates, so the funds check answers it as the venue does.
+        let dec = |name: &str| {
+            get(name)
+                .and_then(|v| {
+                    parse_e8(v).or_else(|| {
+                        let f = v.parse::<f64>().ok().filter(|f| f.is_finite())?;
+                        Some((f * 1e8).min(u64::MAX as f64) as u64)
+                    })
+                })
+                .filter(|&v| v > 0)
+        };
         let call = match method {
             "public/auth" => match (get("grant_type"), get("client_id"), get("client_secret")) {
                 (Some("client_credentials"), Some(c), Some(s)) => DeribitCall::Auth {
@@ -548,6 +561,11 @@ impl Venue {
                     qty_e8: amount_e8,
                     price_e8,
                 };
+                if let Err(b) = self.check_placement(account, &rules(Profile::Deribit), &placement)
+                {
+                    let (code, msg) = deribit_refusal(b);
+                    return fail(400, &id, code, msg, now);
+                }
                 // Deribit labels need not be unique; an empty one is no label.
                 let cid = label.unwrap_or_default();
                 let idx = if cid.is_empty() {
@@ -575,6 +593,11 @@ impl Venue {
                 };
                 if self.orders[i].status != Status::New {
                     return fail(400, &id, 11044, "not_open_order", now);
+                }
+                let kind = self.orders[i].kind;
+                if let Err(b) = rules(Profile::Deribit).check_filters(kind, price_e8, amount_e8) {
+                    let (code, msg) = deribit_refusal(b);
+                    return fail(400, &id, code, msg, now);
                 }
                 self.amend_order(i, Some(amount_e8), Some(price_e8), now);
                 let o = &self.orders[i];
@@ -636,7 +659,7 @@ fn deribit_order(o: &Order, instrument: &str) -> Value {
     let state = match o.status {
         Status::New => "open",
         Status::Filled => "filled",
-        Status::Canceled => "cancelled",
+        Status::Canceled | Status::Expired => "cancelled",
     };
     json!({
         "order_id": o.order_id.to_string(),

@@ -37,12 +37,13 @@ use std::net::IpAddr;
 
 use serde_json::{json, Map, Value};
 
-use crate::config::LimitType;
+use crate::config::{LimitType, Profile};
 use crate::engine::book::{fmt_e8, parse_e8, quote, OrdType, Order, Placement, Side, Status};
 use crate::engine::state::{Admission, Venue};
 use crate::http::{Request, Response};
 use crate::limits::Key;
 use crate::params::{parse_iso8601_ms, sign_base64};
+use crate::profiles::instruments::{okx_refusal, rules};
 
 /// An admitted OKX request.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -585,6 +586,10 @@ impl Venue {
                     qty_e8,
                     price_e8,
                 };
+                if let Err(b) = self.check_placement(account, &rules(Profile::Okx), &placement) {
+                    let (code, msg) = okx_refusal(b);
+                    return order_failed(code, &msg, "", cl_id.as_deref().unwrap_or(""));
+                }
                 let idx = self.book_order(account, cl_id, "sim", placement, now);
                 let (order_id, client_id) =
                     (self.orders[idx].order_id, &self.orders[idx].client_id);
@@ -637,6 +642,13 @@ impl Venue {
                         &cl,
                     );
                 };
+                let o = &self.orders[i];
+                let (price, qty) = (price_e8.unwrap_or(o.price_e8), qty_e8.unwrap_or(o.qty_e8));
+                if let Err(b) = rules(Profile::Okx).check_filters(o.kind, price, qty) {
+                    let (code, msg) = okx_refusal(b);
+                    let (id, cl) = (o.order_id.to_string(), o.client_id.clone());
+                    return order_failed(code, &msg, &id, &cl);
+                }
                 self.amend_order(i, qty_e8, price_e8, now);
                 let o = &self.orders[i];
                 ok(json!([{
@@ -752,7 +764,7 @@ impl Venue {
         let state = match o.status {
             Status::New => "live",
             Status::Filled => "filled",
-            Status::Canceled => "canceled",
+            Status::Canceled | Status::Expired => "canceled",
         };
         json!({
             "instType": "SWAP",

@@ -66,13 +66,14 @@ use std::net::IpAddr;
 
 use serde_json::{json, Map, Value};
 
-use crate::config::LimitType;
+use crate::config::{LimitType, Profile};
 use crate::engine::book::{
     fmt_e8, parse_e8, quote, valid_client_id, OrdType, Placement, Side, Status,
 };
 use crate::engine::state::{Admission, Venue};
 use crate::http::{Request, Response};
 use crate::limits::Key;
+use crate::profiles::instruments::{bybit_refusal, rules};
 
 mod auth;
 mod orders;
@@ -628,7 +629,17 @@ impl Venue {
                     qty_e8,
                     price_e8,
                 };
-                let idx = self.book_order(account, link_id, "sim-", placement, now);
+                if let Err(b) = self.check_placement(account, &rules(Profile::Bybit), &placement) {
+                    let (code, msg) = bybit_refusal(b);
+                    return fail(code, msg, now);
+                }
+                // Without an orderLinkId the venue answers "" (indexed by order id).
+                let none = link_id.is_none();
+                let idx = self.book_order(account, link_id, "", placement, now);
+                if none {
+                    let key = (account, std::mem::take(&mut self.orders[idx].client_id));
+                    self.by_client.remove(&key);
+                }
                 let (order_id, client_id) =
                     (self.orders[idx].order_id, &self.orders[idx].client_id);
                 ok(json!({ "orderId": order_id.to_string(), "orderLinkId": client_id }))
@@ -644,6 +655,12 @@ impl Venue {
                 else {
                     return fail(110001, "order not exists or too late to replace", now);
                 };
+                let o = &self.orders[i];
+                let (price, qty) = (price_e8.unwrap_or(o.price_e8), qty_e8.unwrap_or(o.qty_e8));
+                if let Err(b) = rules(Profile::Bybit).check_filters(o.kind, price, qty) {
+                    let (code, msg) = bybit_refusal(b);
+                    return fail(code, msg, now);
+                }
                 self.amend_order(i, qty_e8, price_e8, now);
                 let o = &self.orders[i];
                 ok(json!({ "orderId": o.order_id.to_string(), "orderLinkId": o.client_id }))
