@@ -82,6 +82,7 @@ pub mod dcp;
 mod driver;
 mod endpoints;
 mod events;
+pub mod exposition;
 pub mod health;
 pub mod ids;
 pub mod labels;
