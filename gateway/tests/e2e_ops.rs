@@ -439,6 +439,32 @@ fn metrics_and_health_follow_a_429_a_refusal_flood_a_ban_and_a_dead_venue() {
     drop(c);
     s.stop();
     health_with(&gw, 503, "venue unreachable: ");
+    // And the transport backs off: connects fail in a row, each wait about
+    // double the last (it retried every 20 ms: 486 attempts in 10 s). Once the
+    // next attempt is half a second away, only a handful have failed.
+    let said = |body: &str| -> Option<(u32, f64)> {
+        let line = body.lines().find(|l| l.starts_with("reconnecting: "))?;
+        let failures = line["reconnecting: ".len()..]
+            .split(' ')
+            .next()?
+            .parse()
+            .ok()?;
+        let next = line
+            .split("next attempt in ")
+            .nth(1)?
+            .strip_suffix(" s")?
+            .parse()
+            .ok()?;
+        Some((failures, next))
+    };
+    let (failures, next) = until(15, "a backoff of half a second", || {
+        let (_, body) = get(gw.metrics, "/health");
+        said(&body).filter(|&(_, next)| next >= 0.5)
+    });
+    assert!(
+        (2..=10).contains(&failures),
+        "{failures} failures, next in {next} s"
+    );
     drop(gw);
 }
 
