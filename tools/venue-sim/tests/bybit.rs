@@ -468,3 +468,60 @@ fn orders_outside_the_filters_or_the_margin_are_refused_as_bybit_does() {
     let r = v5(&mut c, &s, "POST", "/v5/order/create", &o("0.01", "49000"));
     assert_eq!(ret_code(&r), 110020, "{}", r.body);
 }
+
+/// What ccxt asks Bybit for at start and to clean up: instruments (linear lists
+/// the symbol with the filters the engine enforces; spot, inverse and option list
+/// nothing), coins, the API key, the account, and `order/cancel-all`.
+#[test]
+fn the_catalog_and_cancel_all_answer_in_v5_shapes() {
+    let s = Server::start(Config::bybit()).unwrap();
+    let mut c = Client::connect(s.addr());
+    let r = c.get("/v5/market/instruments-info?category=linear");
+    assert_eq!(ret_code(&r), 0, "{}", r.body);
+    let i = r.json()["result"]["list"][0].clone();
+    assert_eq!(i["symbol"], "BTCUSDT");
+    assert_eq!(i["priceFilter"]["tickSize"], "0.1");
+    assert_eq!(i["lotSizeFilter"]["qtyStep"], "0.001");
+    assert_eq!(i["lotSizeFilter"]["minNotionalValue"], "5");
+    for cat in ["spot", "inverse", "option"] {
+        let r = c.get(&format!("/v5/market/instruments-info?category={cat}"));
+        assert_eq!(ret_code(&r), 0, "{cat}: {}", r.body);
+        assert_eq!(r.json()["result"]["list"].as_array().unwrap().len(), 0);
+    }
+    let r = v5(&mut c, &s, "GET", "/v5/asset/coin/query-info", "");
+    assert_eq!(r.json()["result"]["rows"][0]["coin"], "USDT", "{}", r.body);
+    let r = v5(&mut c, &s, "GET", "/v5/user/query-api", "");
+    assert_eq!(r.json()["result"]["apiKey"], DEFAULT_API_KEY, "{}", r.body);
+    assert_eq!(r.json()["result"]["readOnly"], 0);
+    let r = v5(&mut c, &s, "GET", "/v5/account/info", "");
+    assert_eq!(
+        r.json()["result"]["marginMode"],
+        "REGULAR_MARGIN",
+        "{}",
+        r.body
+    );
+    assert_eq!(r.json()["result"]["dcpStatus"], "OFF");
+    assert_eq!(c.get("/v5/account/info").json()["retCode"], 10003, "signed");
+
+    for link in ["ca-1", "ca-2"] {
+        let r = v5(&mut c, &s, "POST", "/v5/order/create", &create(link));
+        assert_eq!(ret_code(&r), 0, "{}", r.body);
+    }
+    let r = v5(
+        &mut c,
+        &s,
+        "POST",
+        "/v5/order/cancel-all",
+        r#"{"category":"linear","symbol":"BTCUSDT"}"#,
+    );
+    assert_eq!(ret_code(&r), 0, "{}", r.body);
+    assert_eq!(r.json()["result"]["success"], "1");
+    let links: Vec<String> = r.json()["result"]["list"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["orderLinkId"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(links, ["ca-1", "ca-2"]);
+    assert_eq!(s.report().cancels, 2);
+}

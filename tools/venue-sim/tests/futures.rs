@@ -222,3 +222,31 @@ fn orders_outside_the_filters_or_the_margin_are_refused_as_usd_m_does() {
     assert_eq!((r.status, r.code()), (400, -2025), "{}", r.body);
     assert_eq!(r.json()["msg"], "Reach max open order limit.");
 }
+
+/// USD-M `DELETE /fapi/v1/allOpenOrders`: every open order of the symbol
+/// cancelled, answered `{"code":200,"msg":...}` as documented, none open too.
+#[test]
+fn all_open_orders_are_cancelled_in_one_call() {
+    let s = Server::start(Config::binance_futures()).unwrap();
+    let mut c = Client::connect(s.addr());
+    for cid in ["a1", "a2"] {
+        let r = c.signed(&s, "POST", "/fapi/v1/order", &order(cid)).unwrap();
+        assert_eq!(r.status, 200, "{}", r.body);
+    }
+    for _ in 0..2 {
+        let r = c
+            .signed(&s, "DELETE", "/fapi/v1/allOpenOrders", "symbol=BTCUSDT")
+            .unwrap();
+        assert_eq!(r.status, 200, "{}", r.body);
+        assert_eq!(r.json()["code"], 200);
+        assert_eq!(
+            r.json()["msg"],
+            "The operation of cancel all open order is done."
+        );
+    }
+    let open = c
+        .signed(&s, "GET", "/fapi/v1/openOrders", "symbol=BTCUSDT")
+        .unwrap();
+    assert_eq!(open.json().as_array().unwrap().len(), 0);
+    assert_eq!(s.report().cancels, 2);
+}

@@ -284,3 +284,26 @@ fn orders_outside_the_rules_or_the_margin_are_refused_as_okx_does() {
     let r = signed(&mut c, &s, "POST", "/api/v5/trade/order", &o("1", "49000"));
     assert_eq!(r.json()["data"][0]["sCode"], "51102", "{}", r.body);
 }
+
+/// What ccxt asks OKX for at start: instruments (SWAP lists the one with the
+/// figures the engine enforces; other types list nothing) and currencies
+/// (signed).
+#[test]
+fn instruments_and_currencies_answer_in_v5_shapes() {
+    let s = Server::start(Config::okx()).unwrap();
+    let mut c = Client::connect(s.addr());
+    let r = c.get("/api/v5/public/instruments?instType=SWAP");
+    assert_eq!(code(&r), "0", "{}", r.body);
+    let i = r.json()["data"][0].clone();
+    assert_eq!(i["instId"], "BTC-USDT-SWAP");
+    assert_eq!(i["tickSz"], "0.1");
+    assert_eq!(i["lotSz"], "0.01");
+    assert_eq!(i["ctVal"], "0.01");
+    assert_eq!(i["state"], "live");
+    let r = c.get("/api/v5/public/instruments?instType=SPOT");
+    assert_eq!(r.json()["data"].as_array().unwrap().len(), 0, "{}", r.body);
+    assert_eq!(code(&c.get("/api/v5/public/instruments")), "50014");
+    let r = signed(&mut c, &s, "GET", "/api/v5/asset/currencies", "");
+    assert_eq!(code(&r), "0", "{}", r.body);
+    assert_eq!(r.json()["data"][0]["ccy"], "USDT");
+}

@@ -425,3 +425,41 @@ fn immediate_orders_fill_or_expire_and_never_rest() {
     let open = c.signed(&s, "GET", "/api/v3/openOrders", "").unwrap();
     assert_eq!(open.json().as_array().unwrap().len(), 0);
 }
+
+/// What ccxt asks Binance for at start besides `exchangeInfo`: the wallet's coins
+/// (signed, weight 10) and the margin pairs (cross: weight 1 with no signature;
+/// isolated: signed, weight 10), in their documented shapes.
+#[test]
+fn the_wallet_and_margin_answers_a_client_asks_for_at_start() {
+    let (s, mut c) = start();
+    let r = c
+        .signed(&s, "GET", "/sapi/v1/capital/config/getall", "")
+        .unwrap();
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.header_u64("X-MBX-USED-WEIGHT-1M"), 10);
+    let coins = r.json();
+    let btc = coins
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["coin"] == "BTC")
+        .unwrap()
+        .clone();
+    assert_eq!(btc["free"], "1000.00000000");
+    assert_eq!(btc["networkList"][0]["network"], "BTC");
+    assert_eq!(btc["trading"], true);
+    let r = c.get("/sapi/v1/margin/allPairs");
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json()[0]["symbol"], "BTCUSDT");
+    assert_eq!(r.json()[0]["isMarginTrade"], false, "as exchangeInfo says");
+    let r = c
+        .signed(&s, "GET", "/sapi/v1/margin/isolated/allPairs", "")
+        .unwrap();
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json()[0]["base"], "BTC");
+    assert_eq!(
+        c.get("/sapi/v1/capital/config/getall").code(),
+        -2014,
+        "signed"
+    );
+}

@@ -135,6 +135,13 @@ impl Rules {
 }
 
 impl Venue {
+    /// What `account`'s open orders hold under `rules`: (base, quote), 1e-8.
+    pub(crate) fn held_by_open(&self, account: usize, rules: &Rules) -> (u128, u128) {
+        self.open_orders(account)
+            .map(|o| held(rules, o.side, o.price_e8, o.qty_e8 - o.executed_e8))
+            .fold((0, 0), |(b, q), (b1, q1)| (b + b1, q + q1))
+    }
+
     /// Whether `account` may place `new` under `rules`: its filters, then the
     /// open-order cap, then the funds its open orders leave free. A market
     /// order's price is the synthetic mid.
@@ -149,12 +156,9 @@ impl Venue {
         if open >= rules.max_open {
             return Err(Breach::OpenOrders);
         }
-        let (mut base, mut quote) = held(rules, new.side, new.price_e8, new.qty_e8);
-        for o in self.open_orders(account) {
-            let (b, q) = held(rules, o.side, o.price_e8, o.qty_e8 - o.executed_e8);
-            base += b;
-            quote += q;
-        }
+        let (b, q) = held(rules, new.side, new.price_e8, new.qty_e8);
+        let (base, quote) = self.held_by_open(account, rules);
+        let (base, quote) = (base + b, quote + q);
         let enough = match rules.funds {
             Funds::Spot { base_e8, quote_e8 } => {
                 base <= u128::from(base_e8) && quote <= u128::from(quote_e8)

@@ -10,7 +10,9 @@
 //!   `public/get_order_book`, `private/buy`, `private/sell`, `private/edit`,
 //!   `private/cancel`, `private/cancel_by_label`, `private/get_order_state`,
 //!   `private/get_order_state_by_label`,
-//!   `private/get_open_orders_by_instrument`. Private methods take
+//!   `private/get_open_orders_by_instrument`, `private/cancel_all_by_instrument`,
+//!   and what a client asks for at start ([`catalog`]): `public/get_instruments`,
+//!   `public/get_currencies`, `private/get_account_summaries`. Private methods take
 //!   `Authorization: Bearer <token>`, or are signed per request with
 //!   `Authorization: deri-hmac-sha256 id=..,ts=..,sig=..,nonce=..` (hex HMAC-SHA256
 //!   of `ts\nnonce\nMETHOD\nURI\nBODY\n`, `ts` within 60 s; <https://docs.deribit.com/#authentication>);
@@ -48,6 +50,7 @@
 //! <https://docs.deribit.com/#json-rpc> (checked 2026-11-30).
 //! It never touches a socket or reads a clock.
 
+mod catalog;
 pub(crate) mod ws;
 
 use std::net::IpAddr;
@@ -103,6 +106,14 @@ enum DeribitCall {
     State(String),
     ByLabel(String),
     Open,
+    /// `public/get_instruments` (`true`: BTC futures, where the one is listed).
+    Instruments(bool),
+    /// `public/get_currencies`.
+    Currencies,
+    /// `private/get_account_summaries`.
+    Summaries,
+    /// `private/cancel_all_by_instrument`.
+    CancelAllByInstrument,
 }
 
 impl DeribitOp {
@@ -114,6 +125,7 @@ impl DeribitOp {
                 | DeribitCall::Edit { .. }
                 | DeribitCall::Cancel(_)
                 | DeribitCall::CancelByLabel(_)
+                | DeribitCall::CancelAllByInstrument
         )
     }
 }
@@ -472,6 +484,20 @@ impl Venue {
                 Some(l) => DeribitCall::ByLabel(l.to_string()),
                 None => return Err(invalid(&id, "label", now)),
             },
+            "public/get_instruments" => match (get("currency"), get("kind")) {
+                (None, _) => return Err(invalid(&id, "currency", now)),
+                (Some(c), kind) => DeribitCall::Instruments(
+                    (c == "BTC" || c == "any") && matches!(kind, None | Some("future")),
+                ),
+            },
+            "public/get_currencies" => DeribitCall::Currencies,
+            "private/get_account_summaries" => DeribitCall::Summaries,
+            "private/cancel_all_by_instrument" => {
+                if get("instrument_name") != Some(self.cfg.symbol.as_str()) {
+                    return Err(invalid(&id, "instrument_name", now));
+                }
+                DeribitCall::CancelAllByInstrument
+            }
             "private/get_open_orders_by_instrument" => {
                 if get("instrument_name") != Some(self.cfg.symbol.as_str()) {
                     return Err(invalid(&id, "instrument_name", now));
@@ -649,6 +675,20 @@ impl Venue {
                     .map(|o| deribit_order(o, &self.cfg.symbol))
                     .collect();
                 ok(&id, Value::Array(list), now)
+            }
+            DeribitCall::Instruments(listed) => ok(&id, self.deribit_instruments(listed), now),
+            DeribitCall::Currencies => ok(&id, catalog::currencies(), now),
+            DeribitCall::Summaries => ok(&id, self.deribit_summaries(account), now),
+            // The number of orders cancelled (none is not an error).
+            DeribitCall::CancelAllByInstrument => {
+                let open: Vec<usize> = (0..self.orders.len())
+                    .filter(|&i| self.orders[i].account == account)
+                    .filter(|&i| self.orders[i].status == Status::New)
+                    .collect();
+                for &i in &open {
+                    self.cancel_order(i, now);
+                }
+                ok(&id, json!(open.len()), now)
             }
         }
     }

@@ -33,6 +33,8 @@
 //!
 //! It never touches a socket or reads a clock.
 
+mod catalog;
+
 use std::net::IpAddr;
 
 use serde_json::{json, Map, Value};
@@ -49,6 +51,11 @@ use crate::profiles::instruments::{okx_refusal, rules};
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum OkxOp {
     Time,
+    /// `public/instruments` of an `instType` (`true`: SWAP, where the one is
+    /// listed).
+    Instruments(bool),
+    /// `asset/currencies`.
+    Currencies,
     Books(usize),
     Balance,
     Place {
@@ -116,6 +123,8 @@ enum Endpoint {
     Fills,
     History,
     CancelAllAfter,
+    Instruments,
+    Currencies,
 }
 
 impl Endpoint {
@@ -135,6 +144,8 @@ impl Endpoint {
             ("GET", "/api/v5/trade/fills") => Endpoint::Fills,
             ("GET", "/api/v5/trade/orders-history") => Endpoint::History,
             ("POST", "/api/v5/trade/cancel-all-after") => Endpoint::CancelAllAfter,
+            ("GET", "/api/v5/public/instruments") => Endpoint::Instruments,
+            ("GET", "/api/v5/asset/currencies") => Endpoint::Currencies,
             _ => return None,
         })
     }
@@ -147,15 +158,21 @@ impl Endpoint {
                 | Endpoint::Ticker
                 | Endpoint::Candles
                 | Endpoint::Trades
+                | Endpoint::Instruments
         )
     }
 
     /// The limits a request of this endpoint counts against.
     fn limits(self) -> &'static [LimitType] {
         match self {
-            // Cancel All After's own limit (1 a second per user and tag) is not
+            // Cancel All After's own limit (1 a second per user and tag), and
+            // the instruments' and currencies' (20 and 6 per second), are not
             // emulated.
-            Endpoint::Time | Endpoint::Balance | Endpoint::CancelAllAfter => &[],
+            Endpoint::Time
+            | Endpoint::Balance
+            | Endpoint::CancelAllAfter
+            | Endpoint::Instruments
+            | Endpoint::Currencies => &[],
             Endpoint::Books => &[LimitType::OkxBooks],
             Endpoint::Place => &[LimitType::OkxOrder, LimitType::OkxSubAccount],
             Endpoint::Amend => &[LimitType::OkxAmend, LimitType::OkxSubAccount],
@@ -440,6 +457,20 @@ impl Venue {
                 }
             },
             Endpoint::Time => OkxOp::Time,
+            Endpoint::Instruments => match get("instType").as_deref() {
+                Some("SWAP") => OkxOp::Instruments(true),
+                Some("SPOT" | "MARGIN" | "FUTURES" | "OPTION") => OkxOp::Instruments(false),
+                Some(_) => return Err(param_err("instType")),
+                None => {
+                    return Err(answer(
+                        200,
+                        "50014",
+                        "Parameter instType can not be empty",
+                        json!([]),
+                    ))
+                }
+            },
+            Endpoint::Currencies => OkxOp::Currencies,
             Endpoint::Balance => OkxOp::Balance,
             Endpoint::Pending => OkxOp::Pending,
             Endpoint::Ticker => {
@@ -554,6 +585,8 @@ impl Venue {
         };
         match op {
             OkxOp::Time => ok(json!([{ "ts": now.to_string() }])),
+            OkxOp::Instruments(listed) => ok(self.okx_instruments(listed)),
+            OkxOp::Currencies => ok(catalog::currencies()),
             OkxOp::CancelAllAfter(s) => {
                 let at = self.arm_switch(account, None, s * 1000, now);
                 ok(json!([{ "triggerTime": at.to_string(), "tag": "", "ts": now.to_string() }]))

@@ -39,8 +39,27 @@ impl Venue {
                     json!({ "symbol": symbol, "countdownTime": ms.to_string() }).to_string(),
                 )
             }
+            BinanceOp::CapitalConfig => Response::json(200, self.capital_config().to_string()),
+            BinanceOp::MarginPairs { isolated } => {
+                Response::json(200, self.margin_pairs(isolated).to_string())
+            }
             BinanceOp::CancelAll => {
                 let open: Vec<u64> = self.open_orders(account).map(|o| o.order_id).collect();
+                if !self.spot() {
+                    // USD-M `DELETE allOpenOrders`: none open is no error.
+                    for id in open {
+                        let r = OrderRef {
+                            order_id: Some(id),
+                            client_id: None,
+                        };
+                        let _ = self.cancel(account, &r, None, now);
+                    }
+                    return Response::json(
+                        200,
+                        json!({ "code": 200, "msg": "The operation of cancel all open order is done." })
+                            .to_string(),
+                    );
+                }
                 if open.is_empty() {
                     return Response::error(400, -2011, "Unknown order sent.");
                 }
