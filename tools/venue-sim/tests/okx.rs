@@ -307,3 +307,43 @@ fn instruments_and_currencies_answer_in_v5_shapes() {
     assert_eq!(code(&r), "0", "{}", r.body);
     assert_eq!(r.json()["data"][0]["ccy"], "USDT");
 }
+
+/// `trade/batch-orders` (what ccxt's `create_order` sends): each order its own
+/// fate; all placed is `code` "0", none "1", some "2"; more than 20 is 51111.
+#[test]
+fn batch_orders_answer_each_order_and_the_batch() {
+    let s = Server::start(Config::okx()).unwrap();
+    let mut c = Client::connect(s.addr());
+    let o = |cl: &str, px: &str| {
+        format!(
+            r#"{{"instId":"BTC-USDT-SWAP","tdMode":"cross","side":"buy","ordType":"limit","sz":"1","px":"{px}","clOrdId":"{cl}"}}"#
+        )
+    };
+    let body = format!("[{},{}]", o("b1", "49000"), o("b2", "48000"));
+    let r = signed(&mut c, &s, "POST", "/api/v5/trade/batch-orders", &body);
+    assert_eq!(code(&r), "0", "{}", r.body);
+    assert_eq!(r.json()["data"][1]["clOrdId"], "b2");
+    let body = format!("[{},{}]", o("b3", "49000"), o("b4", "2000000"));
+    let r = signed(&mut c, &s, "POST", "/api/v5/trade/batch-orders", &body);
+    assert_eq!(code(&r), "2", "{}", r.body);
+    assert_eq!(r.json()["data"][0]["sCode"], "0");
+    assert_eq!(r.json()["data"][1]["sCode"], "51006");
+    let body = format!("[{}]", o("b1", "49000"));
+    let r = signed(&mut c, &s, "POST", "/api/v5/trade/batch-orders", &body);
+    assert_eq!(code(&r), "1", "{}", r.body);
+    assert_eq!(
+        r.json()["data"][0]["sCode"],
+        "51016",
+        "a duplicated clOrdId"
+    );
+    let many: Vec<String> = (0..21).map(|i| o(&format!("m{i}"), "49000")).collect();
+    let r = signed(
+        &mut c,
+        &s,
+        "POST",
+        "/api/v5/trade/batch-orders",
+        &format!("[{}]", many.join(",")),
+    );
+    assert_eq!(code(&r), "51111", "{}", r.body);
+    assert_eq!(s.report().executions, 3);
+}

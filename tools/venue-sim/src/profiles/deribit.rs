@@ -484,12 +484,11 @@ impl Venue {
                 Some(l) => DeribitCall::ByLabel(l.to_string()),
                 None => return Err(invalid(&id, "label", now)),
             },
-            "public/get_instruments" => match (get("currency"), get("kind")) {
-                (None, _) => return Err(invalid(&id, "currency", now)),
-                (Some(c), kind) => DeribitCall::Instruments(
-                    (c == "BTC" || c == "any") && matches!(kind, None | Some("future")),
-                ),
-            },
+            // Without `currency`, every currency (ccxt's load_markets asks so).
+            "public/get_instruments" => DeribitCall::Instruments(
+                matches!(get("currency"), None | Some("BTC" | "any"))
+                    && matches!(get("kind"), None | Some("future")),
+            ),
             "public/get_currencies" => DeribitCall::Currencies,
             "private/get_account_summaries" => DeribitCall::Summaries,
             "private/cancel_all_by_instrument" => {

@@ -33,6 +33,7 @@
 //!
 //! It never touches a socket or reads a clock.
 
+mod batch;
 mod catalog;
 
 use std::net::IpAddr;
@@ -40,7 +41,7 @@ use std::net::IpAddr;
 use serde_json::{json, Map, Value};
 
 use crate::config::{LimitType, Profile};
-use crate::engine::book::{fmt_e8, parse_e8, quote, OrdType, Order, Placement, Side, Status};
+use crate::engine::book::{fmt_e8, parse_e8, quote, OrdType, Order, Side, Status};
 use crate::engine::state::{Admission, Venue};
 use crate::http::{Request, Response};
 use crate::limits::Key;
@@ -56,6 +57,8 @@ pub(crate) enum OkxOp {
     Instruments(bool),
     /// `asset/currencies`.
     Currencies,
+    /// `trade/batch-orders`: up to 20 placements, each with its own fate.
+    Batch(Vec<OkxOp>),
     Books(usize),
     Balance,
     Place {
@@ -95,7 +98,7 @@ impl OkxOp {
     pub(crate) fn changes_orders(&self) -> bool {
         matches!(
             self,
-            OkxOp::Place { .. } | OkxOp::Cancel(_) | OkxOp::Amend { .. }
+            OkxOp::Place { .. } | OkxOp::Cancel(_) | OkxOp::Amend { .. } | OkxOp::Batch(_)
         )
     }
 }
@@ -125,6 +128,7 @@ enum Endpoint {
     CancelAllAfter,
     Instruments,
     Currencies,
+    Batch,
 }
 
 impl Endpoint {
@@ -146,6 +150,7 @@ impl Endpoint {
             ("POST", "/api/v5/trade/cancel-all-after") => Endpoint::CancelAllAfter,
             ("GET", "/api/v5/public/instruments") => Endpoint::Instruments,
             ("GET", "/api/v5/asset/currencies") => Endpoint::Currencies,
+            ("POST", "/api/v5/trade/batch-orders") => Endpoint::Batch,
             _ => return None,
         })
     }
@@ -174,7 +179,9 @@ impl Endpoint {
             | Endpoint::Instruments
             | Endpoint::Currencies => &[],
             Endpoint::Books => &[LimitType::OkxBooks],
-            Endpoint::Place => &[LimitType::OkxOrder, LimitType::OkxSubAccount],
+            // A batch is charged once here (its own limit, 300 orders per 2 s,
+            // is not emulated).
+            Endpoint::Place | Endpoint::Batch => &[LimitType::OkxOrder, LimitType::OkxSubAccount],
             Endpoint::Amend => &[LimitType::OkxAmend, LimitType::OkxSubAccount],
             Endpoint::Cancel => &[LimitType::OkxCancel],
             Endpoint::Query | Endpoint::Pending => &[LimitType::OkxQuery],
@@ -283,9 +290,18 @@ impl Venue {
                 ))
             }
         };
+        let mut batch = Vec::new();
         let body = if req.method == "POST" {
             match serde_json::from_slice::<Value>(&req.body) {
-                Ok(Value::Object(m)) => m,
+                Ok(Value::Object(m)) if endpoint != Endpoint::Batch => m,
+                Ok(Value::Array(a)) if endpoint == Endpoint::Batch => {
+                    if !(1..=20).contains(&a.len()) {
+                        let msg = "Maximum 20 orders can be placed in bulk";
+                        return Admission::Final(answer(200, "51111", msg, json!([])));
+                    }
+                    batch = a;
+                    Map::new()
+                }
                 _ => {
                     return Admission::Final(answer(
                         400,
@@ -328,9 +344,28 @@ impl Venue {
                 return Admission::Final(answer(429, code, msg, json!([])));
             }
         }
-        let op = match self.okx_op(endpoint, &body, &query) {
-            Ok(op) => op,
-            Err(r) => return Admission::Final(r),
+        let op = if endpoint == Endpoint::Batch {
+            let mut ops = Vec::with_capacity(batch.len());
+            for v in &batch {
+                let Value::Object(m) = v else {
+                    return Admission::Final(answer(
+                        200,
+                        "50000",
+                        "Body can not be empty",
+                        json!([]),
+                    ));
+                };
+                match self.okx_op(Endpoint::Place, m, &[]) {
+                    Ok(op) => ops.push(op),
+                    Err(r) => return Admission::Final(r),
+                }
+            }
+            OkxOp::Batch(ops)
+        } else {
+            match self.okx_op(endpoint, &body, &query) {
+                Ok(op) => op,
+                Err(r) => return Admission::Final(r),
+            }
         };
         let fault = self.draw_fault(op.changes_orders());
         Admission::Run {
@@ -471,6 +506,8 @@ impl Venue {
                 }
             },
             Endpoint::Currencies => OkxOp::Currencies,
+            // Read by `admit_okx`, one `Place` per element.
+            Endpoint::Batch => return Err(param_err("body")),
             Endpoint::Balance => OkxOp::Balance,
             Endpoint::Pending => OkxOp::Pending,
             Endpoint::Ticker => {
@@ -599,42 +636,11 @@ impl Venue {
                 let (bids, asks) = self.ladder(sz, |p| json!([fmt_dec(p), "1", "0", "1"]));
                 ok(json!([{ "asks": asks, "bids": bids, "ts": now.to_string() }]))
             }
-            OkxOp::Place {
-                side,
-                kind,
-                qty_e8,
-                price_e8,
-                cl_id,
-            } => {
-                if let Some(c) = &cl_id {
-                    if self.by_client.contains_key(&(account, c.clone())) {
-                        self.report.duplicate_rejects += 1;
-                        return order_failed("51016", "Duplicated clOrdId", "", c);
-                    }
-                }
-                let placement = Placement {
-                    side,
-                    kind,
-                    tif: "GTC",
-                    qty_e8,
-                    price_e8,
-                };
-                if let Err(b) = self.check_placement(account, &rules(Profile::Okx), &placement) {
-                    let (code, msg) = okx_refusal(b);
-                    return order_failed(code, &msg, "", cl_id.as_deref().unwrap_or(""));
-                }
-                let idx = self.book_order(account, cl_id, "sim", placement, now);
-                let (order_id, client_id) =
-                    (self.orders[idx].order_id, &self.orders[idx].client_id);
-                ok(json!([{
-                    "clOrdId": client_id,
-                    "ordId": order_id.to_string(),
-                    "tag": "",
-                    "ts": now.to_string(),
-                    "sCode": "0",
-                    "sMsg": "Order placed",
-                }]))
-            }
+            OkxOp::Place { .. } => match self.okx_place(account, op, now) {
+                Ok(v) => ok(json!([v])),
+                Err(v) => answer(200, "1", "All operations failed", json!([v])),
+            },
+            OkxOp::Batch(ops) => self.okx_batch(account, ops, now),
             OkxOp::Cancel(t) => {
                 let Some(i) = self
                     .find_okx(account, &t)
