@@ -113,6 +113,26 @@ class Session:
         return out
 
 
+    def burst(self, what, expect, n, f):
+        """Calls `f` up to `n` times at once (the client's own throttle off):
+        the venue's limit must answer before the n-th, with `expect`'s class."""
+        for i in range(n):
+            try:
+                f(i)
+            except Exception as e:
+                self.total += 1
+                got = type(e).__name__
+                ok = got == expect.__name__ or issubclass_name(got, expect)
+                self.good += ok
+                mark = "ok  " if ok else "FAIL"
+                self.lines.append(
+                    f"{mark} {self.venue}: {what}: want {expect.__name__}, got {got} at call {i + 1} ({str(e)[:120]})"
+                )
+                return
+        self.total += 1
+        self.lines.append(f"FAIL {self.venue}: {what}: want {expect.__name__}, got OK {n} times")
+
+
 def issubclass_name(name, cls):
     """Whether the ccxt exception class `name` is `cls` or one of its kinds."""
     import ccxt
@@ -176,12 +196,45 @@ def ccxt_session(sim, profile, klass, symbol, options, amount, big, no_cancel_al
             ccxt.InsufficientFunds,
             lambda: ex.create_order(symbol, "limit", "buy", big, 49000),
         )
+        # Both kinds of burst, the client's own throttle off: reads past the IP's
+        # (or the pool's) limit, then orders past the account's order limit.
+        # Each venue's answer: Binance 429 -1015/-1003 and Deribit 10028
+        # (DDoSProtection in ccxt), Bybit 10006 and OKX 50011 (RateLimitExceeded).
+        # Orders first: a read burst's 429 holds the IP until its window ends,
+        # and sending inside it is what gets an IP banned.
+        ex.enableRateLimit = False
+        reads, orders = BURSTS[profile]
+        limited = ccxt.RateLimitExceeded if klass in ("bybit", "okx") else ccxt.DDoSProtection
+        # USD-M's 300 orders per 10 s pass its 200 open orders: its burst is IOC
+        # orders, which expire at once.
+        tif = {"timeInForce": "IOC"} if klass == "binanceusdm" else {}
+        s.burst("a burst of orders", limited, orders,
+                lambda i: ex.create_order(symbol, "limit", "buy", amount, 40000 + i, tif))
+        if reads:
+            s.burst("a burst of book reads", limited, reads,
+                    lambda i: ex.fetch_order_book(symbol, READ_DEPTH.get(profile)))
     except Exception:
         s.lines.append(f"FAIL {s.venue}: the session broke: {traceback.format_exc()}")
         s.total += 1
     finally:
         stop(proc)
     return s
+
+
+# How many calls each burst may take before the venue's limit must answer
+# (reads, orders): Binance Spot 6,000 weight a minute at 250 a 5,000-deep book
+# and 100 orders per 10 s; USD-M 2,400 at 20 a 1,000-deep book and 300 orders per
+# 10 s; Bybit 10 creates a second per UID (its IP limit answers with a 10-minute
+# ban: not burst here); OKX 40 book reads and 60 orders per 2 s; Deribit 100
+# non-matching and 20 matching-engine requests of credit.
+BURSTS = {
+    "binance-spot": (30, 110),
+    "binance-futures": (130, 310),
+    "bybit": (None, 15),
+    "okx": (45, 65),
+    "deribit": (110, 25),
+}
+READ_DEPTH = {"binance-spot": 5000, "binance-futures": 1000}
 
 
 def python_binance_session(sim):
