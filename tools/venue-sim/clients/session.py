@@ -12,7 +12,8 @@ exception class a real venue's answer would raise (ccxt: InvalidOrder,
 InsufficientFunds, OrderNotFound ...). It prints one line per call and a
 summary, and exits 1 if any call answered otherwise.
 
-Clients: ccxt 4.5 on every profile; python-binance 1.0.37 on Binance Spot.
+Clients: ccxt 4.5 on every profile; python-binance 1.0.37 on Binance Spot (REST and
+the WebSocket API at `/ws-api/v3`).
 Install them in a virtual environment and run (the emulator built first):
 
     python3 -m venv target/py-clients/venv
@@ -267,6 +268,31 @@ def python_binance_session(sim):
             "a price past PRICE_FILTER",
             exceptions.BinanceAPIException,
             lambda: c.create_order(
+                symbol="BTCUSDT", side="BUY", type="LIMIT", timeInForce="GTC",
+                quantity="0.01", price="2000000",
+            ),
+        )
+        # The WebSocket API (`/ws-api/v3` on the same port).
+        from binance.ws.websocket_api import WebsocketAPI
+
+        c.ws_api = WebsocketAPI(url=base.replace("http://", "ws://") + "/ws-api/v3", tld="com")
+        s.call("ws_get_time", None, c.ws_get_time)
+        s.call("ws_get_order_book", None, lambda: c.ws_get_order_book(symbol="BTCUSDT", limit=5))
+        o = s.call(
+            "ws_create_order",
+            None,
+            lambda: c.ws_create_order(
+                symbol="BTCUSDT", side="BUY", type="LIMIT", timeInForce="GTC",
+                quantity="0.01", price="49000",
+            ),
+        )
+        oid = o["orderId"] if o else 0
+        s.call("ws_get_order", None, lambda: c.ws_get_order(symbol="BTCUSDT", orderId=oid))
+        s.call("ws_cancel_order", None, lambda: c.ws_cancel_order(symbol="BTCUSDT", orderId=oid))
+        s.call(
+            "ws_create_order past PRICE_FILTER",
+            exceptions.BinanceAPIException,
+            lambda: c.ws_create_order(
                 symbol="BTCUSDT", side="BUY", type="LIMIT", timeInForce="GTC",
                 quantity="0.01", price="2000000",
             ),
