@@ -172,9 +172,11 @@ impl Mm {
             if self.quotes[slot].pending.is_some() {
                 continue;
             }
+            // Prices on a tick of 0.10, the coarsest of the venues it runs on
+            // (Bybit's and OKX's BTC perpetuals): the venue refuses any other.
             let (side, cents) = match slot {
-                0 => (Side::Buy, 5_000_000 - 500 - wiggle),
-                _ => (Side::Sell, 5_000_000 + 500 + wiggle),
+                0 => (Side::Buy, 5_000_000 - 500 - 10 * wiggle),
+                _ => (Side::Sell, 5_000_000 + 500 + 10 * wiggle),
             };
             let price = format!("{}.{:02}", cents / 100, cents % 100);
             let gtc = OrderType::Limit(TimeInForce::Gtc);

@@ -55,6 +55,13 @@ impl<E: Account> Api<'_, '_, E> {
         self.cx.now()
     }
 
+    /// The transport's reconnect backoff: connect failures in a row of the slot
+    /// that failed last (0: connected), and when it tries again (0: not waiting).
+    pub fn reconnect(&self) -> (u32, i64) {
+        let c = self.cx.client().counters();
+        (c.failing_in_row, c.retry_at_ns)
+    }
+
     /// Submits a prepared request (see [`Gateway::submit`]); `req` comes back empty.
     pub fn submit(
         &mut self,

@@ -100,6 +100,9 @@ pub struct OpsSnapshot {
     pub lease: Lease,
     /// The clients (at most [`MAX_PUBLISHED_CLIENTS`]).
     pub clients: Vec<PublishedClient>,
+    /// Connect failures in a row to the venue (0: connected), and when the next
+    /// attempt is on the loop's clock (the transport backs off between them).
+    pub reconnect: (u32, i64),
 }
 
 fn gw_words(s: &Stats) -> [u64; GW_WORDS] {
@@ -301,6 +304,7 @@ impl<S: PublishClients> Observed<S> {
         self.next_ns = now.saturating_add(self.every_ns);
         let g = *api.stats();
         let in_flight = api.in_flight() as u64;
+        let (failing, retry_at) = api.reconnect();
         self.stats
             .publish(api.budget(), &ClientCounters::default(), now);
         // In the same turn as the counters: the labels' totals are never behind
@@ -352,8 +356,8 @@ impl<S: PublishClients> Observed<S> {
             p_until as u64,
             lease,
             n as u64,
-            0,
-            0,
+            u64::from(failing),
+            retry_at as u64,
             0,
         ]);
         w[HEAD_WORDS..HEAD_WORDS + GW_WORDS].copy_from_slice(&gw_words(&g));
@@ -414,6 +418,7 @@ impl ObservedReader {
             },
             gateway: gw_stats(&w[HEAD_WORDS..HEAD_WORDS + GW_WORDS]),
             clients,
+            reconnect: (u32::try_from(w[6]).unwrap_or(u32::MAX), w[7] as i64),
         }
     }
 }

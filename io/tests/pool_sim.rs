@@ -586,3 +586,101 @@ mod model {
         }
     }
 }
+
+/// The pool's connections, in the order of their first connect.
+fn conns(sim: &Sim) -> Vec<ConnId> {
+    let mut out = Vec::new();
+    for (_, t) in &sim.transmits {
+        if let Transmit::Connect { conn, .. } = t {
+            if !out.contains(conn) {
+                out.push(*conn);
+            }
+        }
+    }
+    out
+}
+
+/// When `conn` started its connects.
+fn connects_of(sim: &Sim, conn: ConnId) -> Vec<i64> {
+    sim.transmits
+        .iter()
+        .filter(|(_, t)| matches!(t, Transmit::Connect { conn: c, .. } if *c == conn))
+        .map(|(at, _)| *at)
+        .collect()
+}
+
+/// Issue 45: a venue that refuses every connect got one attempt every 20 ms
+/// (486 in 10 s). Now the wait doubles per failure in a row, from the reconnect
+/// delay up to `reconnect_max_ns`, drawn from the upper half of each step: over
+/// 10 s with 20 ms and 5 s, at least 9 attempts (every wait at its most: 20, 40,
+/// ... 2,560, 5,000 ms) and at most 13 (every wait at its least: 20, 20, 40, ...
+/// 1,280, then 2,500 ms). The counters say how many failed in a row and when the
+/// next attempt is; a connect that completes resets the backoff.
+#[test]
+fn connects_to_a_dead_venue_back_off_exponentially_with_jitter_up_to_a_cap() {
+    let (mut sim, _) = Sim::build(
+        |c, _| {
+            c.connections = 2;
+            c.reconnect_max_ns = 5 * SEC;
+        },
+        false,
+    );
+    let end = T0 + 10 * SEC;
+    let refused = Error::Io(std::io::ErrorKind::ConnectionRefused);
+    loop {
+        for conn in conns(&sim) {
+            if sim.pool.is_connecting(conn) {
+                sim.pool
+                    .handle_connect_failed(conn, refused, &mut sim.budget, sim.now);
+            }
+        }
+        sim.drain();
+        let at = sim.pool.poll_timeout().expect("a retry is due");
+        if at > end {
+            break;
+        }
+        sim.jump(at);
+    }
+    let slots = conns(&sim);
+    assert_eq!(slots.len(), 2);
+    for &conn in &slots {
+        let times = connects_of(&sim, conn);
+        assert!(
+            (9..=13).contains(&times.len()),
+            "{} attempts in 10 s: {times:?}",
+            times.len()
+        );
+        let gaps: Vec<i64> = times.windows(2).map(|w| w[1] - w[0]).collect();
+        assert_eq!(gaps[0], 20 * MS, "one failure: the reconnect delay itself");
+        for (k, g) in gaps.iter().enumerate().skip(1) {
+            let full = ((20 * MS) << k).min(5 * SEC);
+            assert!(
+                *g >= full / 2 && *g <= full,
+                "wait {k}: {g} of at most {full}"
+            );
+        }
+    }
+    assert_ne!(
+        connects_of(&sim, slots[0]),
+        connects_of(&sim, slots[1]),
+        "jitter: the slots do not retry in step"
+    );
+    let c = sim.pool.counters();
+    assert!(c.failing_in_row >= 8, "{c:?}");
+    assert!(
+        c.retry_at_ns > end && c.retry_at_ns <= end + 5 * SEC,
+        "{c:?}"
+    );
+
+    // The venue is back: a connect completes and the backoff resets.
+    let at = sim.pool.poll_timeout().expect("a retry");
+    sim.jump(at);
+    let conn = *slots
+        .iter()
+        .find(|&&c| sim.pool.is_connecting(c))
+        .expect("a slot retries");
+    sim.pool.handle_connected(conn, sim.now);
+    sim.drain();
+    assert_eq!(sim.pool.counters().failing_in_row, 0);
+    assert_eq!(sim.pool.counters().retry_at_ns, 0);
+}

@@ -123,6 +123,8 @@ struct Slot {
     opened_at: i64,
     /// The receive buffer is out ([`Pool::take_buffer`]) until restored.
     taken: bool,
+    /// Connect failures in a row (the reconnect backoff's exponent).
+    failures: u32,
 }
 
 #[derive(Debug)]
@@ -228,6 +230,7 @@ impl Pool {
                 connect: None,
                 opened_at: now,
                 taken: false,
+                failures: 0,
             });
         }
         // Room for every slot's worst turn (a failure, a connect error, a close and
@@ -540,8 +543,11 @@ impl Pool {
         }
         s.phase = Phase::Idle { since: now };
         s.opened_at = now;
+        s.failures = 0;
         let pool = s.pool;
         self.counters.connected += 1;
+        self.counters.failing_in_row = 0;
+        self.counters.retry_at_ns = 0;
         self.events.push_back(PoolEvent::Ready(PoolId(pool)));
         self.wake_idle(conn.0, now);
     }
@@ -791,9 +797,22 @@ impl Pool {
     }
 
     fn handle_connect_failed_at(&mut self, i: usize, e: Error, now: i64) {
-        let delay = self.delay(i);
+        let s = &mut self.slots[i];
+        s.failures = s.failures.saturating_add(1);
+        let failures = s.failures;
+        let cfg = &self.origins[usize::from(s.pool)].cfg;
+        let wait = reconnect_wait(
+            cfg.reconnect_delay_ns,
+            cfg.reconnect_max_ns,
+            failures,
+            i,
+            now,
+        );
+        let at = now.saturating_add(wait);
         self.counters.connect_failures += 1;
-        self.drop_conn(i, now + delay);
+        self.counters.failing_in_row = failures;
+        self.counters.retry_at_ns = at;
+        self.drop_conn(i, at);
         self.events
             .push_back(PoolEvent::ConnectError(PoolId(self.slots[i].pool), e));
     }
@@ -862,6 +881,29 @@ impl Pool {
                 .push_back(Transmit::Close { conn: ConnId(i) });
         }
     }
+}
+
+/// The wait after the `failures`-th connect failure in a row of slot `slot` at
+/// `now`: `first` after one failure (a blip reconnects at once); after more,
+/// `first` doubled per earlier failure, at most `max`, drawn from the upper half
+/// of that (equal jitter: at least half, so the backoff still grows; slots and
+/// processes not in step). The draw is a hash of (slot, failures, now): no
+/// state, and the same inputs give the same wait, as the simulator needs.
+pub(crate) fn reconnect_wait(first: i64, max: i64, failures: u32, slot: usize, now: i64) -> i64 {
+    let first = first.max(1);
+    let max = max.max(first);
+    if failures <= 1 {
+        return first.min(max);
+    }
+    let shift = failures.saturating_sub(1).min(40);
+    let full = first.saturating_mul(1i64 << shift).min(max);
+    let half = full / 2;
+    let mut z = (now as u64) ^ ((slot as u64) << 32) ^ u64::from(failures);
+    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^= z >> 31;
+    half + (z % (full - half + 1) as u64) as i64
 }
 
 /// The first byte of a request left: its ticket is a flight from here (no

@@ -44,6 +44,11 @@ pub struct Counters {
     pub connect_failures: u64,
     /// Connects the budget refused.
     pub connects_limited: u64,
+    /// Connect failures in a row of the slot that failed last (0 once one of
+    /// its connects completes): the reconnect backoff's exponent.
+    pub failing_in_row: u32,
+    /// When that slot tries again, on the pool's clock (0: none is waiting).
+    pub retry_at_ns: i64,
     /// Idle connections dropped because the server closed them (or sent unasked).
     pub stale: u64,
     /// Extra copies of requests a libcurl pool wrote on its own (each charged to
@@ -308,8 +313,15 @@ pub struct PoolConfig {
     pub idle_timeout_ns: i64,
     /// A connection this old is replaced when it next becomes idle.
     pub max_age_ns: i64,
-    /// Wait before reopening after a failure, so a dead server is not hammered.
+    /// Wait before reopening after a failure, so a dead server is not hammered:
+    /// the first wait after a connect fails. Each further failure in a row
+    /// doubles it, up to [`reconnect_max_ns`](Self::reconnect_max_ns), and the
+    /// wait is drawn from its upper half ("equal jitter"), so the pools of many
+    /// processes that lost one venue together do not reconnect in step.
     pub reconnect_delay_ns: i64,
+    /// The longest wait between two connect attempts of a slot whose connects
+    /// keep failing.
+    pub reconnect_max_ns: i64,
     /// Buffer sizes and parsing bounds of every connection.
     pub limits: Limits,
     /// The egress lane: bind every connection to this local address (port 0 for
@@ -329,7 +341,8 @@ pub struct PoolConfig {
 impl PoolConfig {
     /// One connection to `addr`, sending `Host: host`, with conservative defaults:
     /// connect timeout 5 s, idle timeout 30 s, maximum age 10 min, reconnect delay
-    /// 20 ms, default [`Limits`], connects charged nothing at [`Class::Normal`], no
+    /// 20 ms doubling to at most 5 s while connects keep failing, default
+    /// [`Limits`], connects charged nothing at [`Class::Normal`], no
     /// local binding, plain TCP.
     pub fn new(addr: SocketAddr, host: impl Into<String>) -> Self {
         PoolConfig {
@@ -342,6 +355,7 @@ impl PoolConfig {
             idle_timeout_ns: 30_000_000_000,
             max_age_ns: 600_000_000_000,
             reconnect_delay_ns: 20_000_000,
+            reconnect_max_ns: 5_000_000_000,
             limits: Limits::default(),
             local_addr: None,
             #[cfg(feature = "tls")]

@@ -19,6 +19,10 @@
 //!   loop handed requests to the transport or refunded them unwritten (no connection)
 //!   and no answer of any kind came back. The binary polls
 //!   open orders every 500 ms, so a live gateway always has traffic to judge.
+//! - `reconnecting: N connects to the venue failed in a row, backing off: next
+//!   attempt in X s`: from the second connect failure in a row (the transport's
+//!   reconnect delay doubles per failure, with jitter, up to its cap: see
+//!   `ergon_io::client::PoolConfig::reconnect_max_ns`), until a connect completes.
 //! - `protection lapsed: ...`: the dead man's switch could not be refreshed in time
 //!   (published by the switch through [`ergon_gateway::observe::Observed::set_protection`];
 //!   absent while no switch publishes).
@@ -83,6 +87,13 @@ pub enum Reason {
         /// The window, seconds.
         secs: f64,
     },
+    /// Connects to the venue keep failing; the transport backs off between them.
+    Reconnecting {
+        /// Connect failures in a row.
+        failures: u32,
+        /// Seconds until the next attempt.
+        next_secs: f64,
+    },
     /// The dead man's switch could not be refreshed in time.
     ProtectionLapsed {
         /// Seconds past the switch's end (negative: before it).
@@ -94,12 +105,13 @@ pub enum Reason {
 
 impl Reason {
     /// A short name for metrics labels and alerts (`halted`, `degraded_budget`,
-    /// `venue_unreachable`, `protection_lapsed`, `lease_lost`).
+    /// `venue_unreachable`, `reconnecting`, `protection_lapsed`, `lease_lost`).
     pub fn kind(&self) -> &'static str {
         match self {
             Reason::Halted { .. } => "halted",
             Reason::DegradedBudget { .. } => "degraded_budget",
             Reason::VenueUnreachable { .. } => "venue_unreachable",
+            Reason::Reconnecting { .. } => "reconnecting",
             Reason::ProtectionLapsed { .. } => "protection_lapsed",
             Reason::LeaseLost => "lease_lost",
         }
@@ -133,6 +145,13 @@ impl core::fmt::Display for Reason {
             Reason::VenueUnreachable { sent, secs } => write!(
                 f,
                 "venue unreachable: {sent} requests sent or attempted in the last {secs} s, none answered"
+            ),
+            Reason::Reconnecting {
+                failures,
+                next_secs,
+            } => write!(
+                f,
+                "reconnecting: {failures} connects to the venue failed in a row, backing off: next attempt in {next_secs:.1} s"
             ),
             Reason::ProtectionLapsed { past_secs } => write!(
                 f,
@@ -258,6 +277,15 @@ impl HealthMonitor {
                     secs: self.cfg.unreachable_secs,
                 });
             }
+        }
+        // One failed connect retries at once; from the second in a row the
+        // transport is backing off, and says when it tries again.
+        let (failures, retry_at) = ops.reconnect;
+        if failures >= 2 {
+            out.push(Reason::Reconnecting {
+                failures,
+                next_secs: (retry_at.saturating_sub(ops.now_ns)).max(0) as f64 / 1e9,
+            });
         }
         if let Protection::Lapsed { armed_until_ns } = ops.protection {
             out.push(Reason::ProtectionLapsed {
@@ -410,5 +438,37 @@ mod tests {
             ..OpsSnapshot::default()
         };
         assert!(m.observe(S, 0, &[], &armed).is_empty());
+    }
+
+    #[test]
+    fn a_venue_that_refuses_connects_is_a_reason_once_the_backoff_starts() {
+        let mut m = monitor();
+        let one = OpsSnapshot {
+            now_ns: 5 * S,
+            reconnect: (1, 5 * S + 20_000_000),
+            ..OpsSnapshot::default()
+        };
+        assert!(
+            m.observe(0, 0, &[], &one).is_empty(),
+            "one failure retries at once"
+        );
+        let backing_off = OpsSnapshot {
+            now_ns: 5 * S,
+            reconnect: (7, 6 * S + 500_000_000),
+            ..OpsSnapshot::default()
+        };
+        let r = m.observe(0, 0, &[], &backing_off);
+        assert_eq!(
+            r,
+            [Reason::Reconnecting {
+                failures: 7,
+                next_secs: 1.5
+            }]
+        );
+        assert_eq!(r[0].kind(), "reconnecting");
+        assert_eq!(
+            body(&r),
+            "reconnecting: 7 connects to the venue failed in a row, backing off: next attempt in 1.5 s\n"
+        );
     }
 }

@@ -13,6 +13,7 @@
 #![warn(clippy::undocumented_unsafe_blocks)]
 
 pub mod config;
+pub mod exposition;
 pub mod health;
 pub mod lease;
 pub mod metrics;

@@ -1,5 +1,7 @@
 //! `--metrics 127.0.0.1:PORT`: `/metrics` in the OpenMetrics text format (encoded by
-//! the official `prometheus-client` crate) and `/health` ([`crate::health`]), served
+//! the official `prometheus-client` crate) when the scraper's `Accept` asks for it,
+//! the classic text format 0.0.4 otherwise ([`crate::exposition`]), and `/health`
+//! ([`crate::health`]), served
 //! by a thread of its own that reads only what the loop published
 //! ([`ergon_gateway::observe`]). The same thread answers `ergon-gateway --stats` with the
 //! health lines on the abstract socket `@ergon-gateway-health/NAME`, to the
@@ -29,7 +31,8 @@
 //! | `client_share_ratio` | client | the most of each bucket the client may use (`--share`; 1 without) |
 //! | `client_submits_total`, `client_accepted_total`, `client_limited_total`, `client_over_share_total`, `client_finals_total` | client | each client's calls |
 //! | `client_events_dropped_total` | client | events that found its ring full (must stay 0) |
-//! | `protection_armed`, `protection_lapsed`, `protection_armed_until_seconds` | | the dead man's switch, when it publishes |
+//! | `protection_armed`, `protection_lapsed` | why (none where a switch publishes) | the dead man's switch; 0 with `why` (`no_switch`, `not_published`) where none publishes |
+//! | `protection_armed_until_seconds` | | the switch's end, where one publishes |
 //! | `lease_lost` | | the etcd lease, when it publishes |
 //! | `healthy`, `health_reason` | kind, bucket | 1 when `/health` is 200; one series per reason |
 //! | `snapshot_age_seconds` | | since the loop last published (a stuck loop shows here) |
@@ -58,6 +61,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
+use crate::exposition::{self, Format};
 use crate::health::{self, HealthConfig, HealthMonitor, Reason};
 use ergon_gateway::labels::{LabelReader, LabelSnapshot};
 use ergon_gateway::observe::{ObservedReader, OpsSnapshot, Protection};
@@ -69,8 +73,9 @@ pub const IO_TIMEOUT: Duration = Duration::from_secs(1);
 /// How often the thread takes a snapshot for health when nobody asks.
 pub const SAMPLE_EVERY: Duration = Duration::from_millis(100);
 
-/// The `Content-Type` of `/metrics`.
-pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+/// The `Content-Type` of `/metrics` in OpenMetrics (the classic format's is
+/// [`exposition::CLASSIC`]; the scraper's `Accept` chooses).
+pub const CONTENT_TYPE: &str = exposition::OPENMETRICS;
 
 type Labels = Vec<(String, String)>;
 
@@ -99,28 +104,61 @@ struct Fams<'r> {
 }
 
 impl Fams<'_> {
+    /// Registers `metric` under `name`; the encoder ends `help` with its own
+    /// period, so one written here is dropped (a HELP line never ends in "..").
+    fn register(
+        &mut self,
+        name: &str,
+        help: &str,
+        metric: impl prometheus_client::registry::Metric,
+    ) {
+        self.reg.register(name, help.trim_end_matches('.'), metric);
+    }
+
+    /// Whether `rows` is one sample without labels: written as a metric of its
+    /// own (`name 1`), not as a family (`name{} 1`).
+    fn bare<T>(rows: &[(Labels, T)]) -> bool {
+        rows.len() == 1 && rows[0].0.is_empty()
+    }
+
     fn gauge(&mut self, name: &str, help: &str, rows: &[(Labels, i64)]) {
+        if Self::bare(rows) {
+            let g = Gauge::<i64>::default();
+            g.set(rows[0].1);
+            return self.register(name, help, g);
+        }
         let f = Family::<Labels, Gauge>::default();
         for (k, v) in rows {
             f.get_or_create(k).set(*v);
         }
-        self.reg.register(name, help, f);
+        self.register(name, help, f);
     }
 
     fn gauge_f(&mut self, name: &str, help: &str, rows: &[(Labels, f64)]) {
-        let f = Family::<Labels, Gauge<f64, std::sync::atomic::AtomicU64>>::default();
+        type GaugeF = Gauge<f64, std::sync::atomic::AtomicU64>;
+        if Self::bare(rows) {
+            let g = GaugeF::default();
+            g.set(rows[0].1);
+            return self.register(name, help, g);
+        }
+        let f = Family::<Labels, GaugeF>::default();
         for (k, v) in rows {
             f.get_or_create(k).set(*v);
         }
-        self.reg.register(name, help, f);
+        self.register(name, help, f);
     }
 
     fn counter(&mut self, name: &str, help: &str, rows: &[(Labels, u64)]) {
+        if Self::bare(rows) {
+            let c = Counter::<u64>::default();
+            c.inc_by(rows[0].1);
+            return self.register(name, help, c);
+        }
         let f = Family::<Labels, Counter>::default();
         for (k, v) in rows {
             f.get_or_create(k).inc_by(*v);
         }
-        self.reg.register(name, help, f);
+        self.register(name, help, f);
     }
 }
 
@@ -368,27 +406,6 @@ pub fn render(v: &View<'_>) -> String {
             "Events that found its ring full (must stay 0).",
             &cl(&|s| s.lost_events),
         );
-        match o.protection {
-            Protection::Absent => {}
-            Protection::Armed { armed_until_ns } | Protection::Lapsed { armed_until_ns } => {
-                let lapsed = matches!(o.protection, Protection::Lapsed { .. });
-                f.gauge(
-                    "protection_armed",
-                    "1 while the dead man's switch is armed.",
-                    &[(Labels::new(), i64::from(!lapsed))],
-                );
-                f.gauge(
-                    "protection_lapsed",
-                    "1 when the switch could not be refreshed in time.",
-                    &[(Labels::new(), i64::from(lapsed))],
-                );
-                f.gauge_f(
-                    "protection_armed_until_seconds",
-                    "The switch's end on the loop's clock.",
-                    &[(Labels::new(), armed_until_ns as f64 / 1e9)],
-                );
-            }
-        }
         if o.lease != ergon_gateway::observe::Lease::Absent {
             f.gauge(
                 "lease_lost",
@@ -397,6 +414,51 @@ pub fn render(v: &View<'_>) -> String {
                     Labels::new(),
                     i64::from(o.lease == ergon_gateway::observe::Lease::Lost),
                 )],
+            );
+        }
+    }
+    // The dead man's switch, on every gateway: where none publishes (a venue
+    // without one, protection off, or the loop not yet published), both gauges
+    // are 0 with a `why`, so dashboards and alerts see every gateway.
+    let protection = v
+        .ops
+        .filter(|o| o.now_ns != 0)
+        .map_or(Protection::Absent, |o| o.protection);
+    match protection {
+        Protection::Absent => {
+            let why = if v.ops.is_some_and(|o| o.now_ns != 0) {
+                "no_switch"
+            } else {
+                "not_published"
+            };
+            let zero = [(l(&[("why", why)]), 0)];
+            f.gauge(
+                "protection_armed",
+                "1 while the dead man's switch is armed.",
+                &zero,
+            );
+            f.gauge(
+                "protection_lapsed",
+                "1 when the switch could not be refreshed in time.",
+                &zero,
+            );
+        }
+        Protection::Armed { armed_until_ns } | Protection::Lapsed { armed_until_ns } => {
+            let lapsed = matches!(protection, Protection::Lapsed { .. });
+            f.gauge(
+                "protection_armed",
+                "1 while the dead man's switch is armed.",
+                &[(Labels::new(), i64::from(!lapsed))],
+            );
+            f.gauge(
+                "protection_lapsed",
+                "1 when the switch could not be refreshed in time.",
+                &[(Labels::new(), i64::from(lapsed))],
+            );
+            f.gauge_f(
+                "protection_armed_until_seconds",
+                "The switch's end on the loop's clock.",
+                &[(Labels::new(), armed_until_ns as f64 / 1e9)],
             );
         }
     }
@@ -685,8 +747,13 @@ fn answer(mut s: TcpStream, st: &mut State) -> io::Result<()> {
     let path = path.split('?').next().unwrap_or("");
     match (method.as_str(), path) {
         ("GET", "/metrics") => {
+            let format = Format::negotiate(exposition::header(&head, "accept"));
             let body = st.metrics();
-            respond(&mut s, "200 OK", CONTENT_TYPE, &body)
+            let body = match format {
+                Format::OpenMetrics => body,
+                Format::Classic => exposition::to_classic(&body),
+            };
+            respond(&mut s, "200 OK", format.content_type(), &body)
         }
         ("GET", "/health") => {
             st.sample();

@@ -220,8 +220,16 @@ fn parse(text: &str) -> BTreeMap<Key, f64> {
     out
 }
 
+/// `/metrics` asked for in OpenMetrics (without an `Accept`, the classic format).
+fn get_openmetrics(addr: SocketAddr) -> (u16, String) {
+    http(
+        addr,
+        b"GET /metrics HTTP/1.1\r\nHost: x\r\nAccept: application/openmetrics-text; version=1.0.0\r\n\r\n",
+    )
+}
+
 fn scrape(gw: &Gw) -> BTreeMap<Key, f64> {
-    let (code, body) = get(gw.metrics, "/metrics");
+    let (code, body) = get_openmetrics(gw.metrics);
     assert_eq!(code, 200, "{body}");
     parse(&body)
 }
@@ -431,6 +439,32 @@ fn metrics_and_health_follow_a_429_a_refusal_flood_a_ban_and_a_dead_venue() {
     drop(c);
     s.stop();
     health_with(&gw, 503, "venue unreachable: ");
+    // And the transport backs off: connects fail in a row, each wait about
+    // double the last (it retried every 20 ms: 486 attempts in 10 s). Once the
+    // next attempt is half a second away, only a handful have failed.
+    let said = |body: &str| -> Option<(u32, f64)> {
+        let line = body.lines().find(|l| l.starts_with("reconnecting: "))?;
+        let failures = line["reconnecting: ".len()..]
+            .split(' ')
+            .next()?
+            .parse()
+            .ok()?;
+        let next = line
+            .split("next attempt in ")
+            .nth(1)?
+            .strip_suffix(" s")?
+            .parse()
+            .ok()?;
+        Some((failures, next))
+    };
+    let (failures, next) = until(15, "a backoff of half a second", || {
+        let (_, body) = get(gw.metrics, "/health");
+        said(&body).filter(|&(_, next)| next >= 0.5)
+    });
+    assert!(
+        (2..=10).contains(&failures),
+        "{failures} failures, next in {next} s"
+    );
     drop(gw);
 }
 
@@ -454,34 +488,13 @@ fn the_http_side_answers_only_metrics_and_health_and_survives_bad_input() {
     assert!(text.starts_with("HTTP/1.1 400"), "{text}");
     // A client that connects and says nothing does not stop the others for long.
     let _idle = TcpStream::connect(gw.metrics).expect("connect");
-    let (code, body) = get(gw.metrics, "/metrics?x=1");
+    let (code, body) = http(
+        gw.metrics,
+        b"GET /metrics?x=1 HTTP/1.1\r\nAccept: application/openmetrics-text\r\n\r\n",
+    );
     assert_eq!(code, 200);
     parse(&body);
     assert!(body.contains("# TYPE ergon_bucket_used gauge"));
-    // Where Prometheus's own checker is installed (CI installs it), it parses the
-    // text and finds nothing but its classic-format lint: there a counter's HELP
-    // names the sample (`x_total`), in OpenMetrics the family (`x`).
-    if let Ok(mut p) = Command::new("promtool")
-        .args(["check", "metrics"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-    {
-        let mut stdin = p.stdin.take().expect("stdin");
-        stdin.write_all(body.as_bytes()).expect("write");
-        drop(stdin);
-        let o = p.wait_with_output().expect("promtool");
-        let said =
-            String::from_utf8_lossy(&o.stderr).into_owned() + &String::from_utf8_lossy(&o.stdout);
-        for line in said.lines().filter(|l| !l.trim().is_empty()) {
-            let base = line
-                .strip_suffix(" no help text")
-                .and_then(|n| n.strip_suffix("_total"))
-                .unwrap_or_else(|| panic!("promtool check metrics: {said}"));
-            assert!(body.contains(&format!("# HELP {base} ")), "{line}");
-        }
-    }
 }
 
 #[test]
@@ -512,4 +525,143 @@ fn a_config_file_with_an_unknown_key_is_refused_with_its_line() {
         assert!(err.contains(want), "{text}: {err}");
     }
     std::fs::remove_dir_all(&dir).expect("rm");
+}
+
+/// The whole answer to `raw`: head and body.
+fn http_raw(addr: SocketAddr, raw: &[u8]) -> (String, String) {
+    let mut s = TcpStream::connect(addr).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("timeout");
+    s.write_all(raw).expect("write");
+    let mut text = String::new();
+    s.read_to_string(&mut text).expect("read");
+    let (head, body) = text.split_once("\r\n\r\n").expect("a head");
+    (head.to_string(), body.to_string())
+}
+
+/// `promtool check metrics` (Prometheus's own linter, Debian's 2.42) on a scrape
+/// in each format the `Accept` header chooses: the classic 0.0.4 text without one
+/// (as `curl` and older scrapers ask), OpenMetrics when asked. Where promtool is
+/// missing the test says so and checks the rest, unless
+/// `ERGON_REQUIRE_PROMTOOL=1` (as `.ci/run` sets), which fails it.
+#[test]
+fn promtool_accepts_a_scrape_in_each_format() {
+    let s = sim();
+    let name = unique("promtool");
+    let gw = gateway(&s, &name);
+    until(10, "a first publication", || {
+        scrape(&gw)
+            .contains_key("ergon_ledger_in_flight{}")
+            .then_some(())
+    });
+    let asks = [
+        ("", "text/plain; version=0.0.4; charset=utf-8"),
+        (
+            "Accept: text/plain;version=0.0.4;q=0.5,*/*;q=0.1\r\n",
+            "text/plain; version=0.0.4; charset=utf-8",
+        ),
+        (
+            "Accept: application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1\r\n",
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        ),
+    ];
+    let promtool = Command::new("promtool").arg("--version").output().is_ok();
+    if !promtool {
+        assert!(
+            std::env::var_os("ERGON_REQUIRE_PROMTOOL").is_none(),
+            "ERGON_REQUIRE_PROMTOOL is set and promtool is missing"
+        );
+        eprintln!("skipped: no promtool (Debian: apt-get install prometheus)");
+    }
+    for (accept, ctype) in asks {
+        let req = format!("GET /metrics HTTP/1.1\r\nHost: x\r\n{accept}\r\n");
+        let (head, body) = http_raw(gw.metrics, req.as_bytes());
+        assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+        assert!(head.contains(&format!("Content-Type: {ctype}")), "{head}");
+        assert!(!body.contains("{}"), "no empty label sets: {body}");
+        assert!(!body.contains(".."), "no HELP ending in '..': {body}");
+        assert!(
+            body.contains("ergon_protection_armed{why=\"no_switch\"} 0"),
+            "the switch's gauges on a venue without one: {body}"
+        );
+        let classic = ctype.starts_with("text/plain");
+        assert_eq!(body.ends_with("# EOF\n"), !classic, "{body}");
+        assert_eq!(
+            body.contains("# TYPE ergon_requests_sent_total counter"),
+            classic,
+            "{body}"
+        );
+        if !promtool {
+            continue;
+        }
+        let (ok, said) = run_promtool(&["check", "metrics"], &body);
+        if classic {
+            assert!(ok, "promtool check metrics ({ctype}): {said}\n{body}");
+            continue;
+        }
+        // promtool 2.42 lints only the classic format (expfmt's text parser): on
+        // OpenMetrics all it may say is that a counter's `_total` samples have no
+        // HELP of their own (OpenMetrics names the family `x`, not `x_total`).
+        for line in said.lines().filter(|l| !l.trim().is_empty()) {
+            let base = line
+                .strip_suffix(" no help text")
+                .and_then(|n| n.strip_suffix("_total"))
+                .unwrap_or_else(|| panic!("promtool check metrics: {said}"));
+            assert!(body.contains(&format!("# TYPE {base} counter")), "{line}");
+        }
+        // Prometheus's own OpenMetrics parser, as promtool's backfill runs it (it
+        // wants a timestamp on each sample: one is appended).
+        let ts = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .expect("clock")
+            .as_secs();
+        let stamped: String = body
+            .lines()
+            .map(|l| match l.starts_with('#') {
+                true => format!("{l}\n"),
+                false => format!("{l} {ts}\n"),
+            })
+            .collect();
+        let dir = gw.dir.join("backfill");
+        let file = gw.dir.join("scrape.om");
+        std::fs::write(&file, stamped).expect("write");
+        let args = ["tsdb", "create-blocks-from", "openmetrics"];
+        let (ok, said) = run_promtool_file(&args, &file, &dir);
+        assert!(ok, "promtool {args:?}: {said}\n{body}");
+    }
+}
+
+/// `promtool ARGS` with `input` on stdin: whether it exited 0, and what it said.
+fn run_promtool(args: &[&str], input: &str) -> (bool, String) {
+    let mut child = Command::new("promtool")
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("promtool");
+    let mut stdin = child.stdin.take().expect("stdin");
+    stdin.write_all(input.as_bytes()).expect("write");
+    drop(stdin);
+    let out = child.wait_with_output().expect("promtool");
+    let said =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    (out.status.success(), said)
+}
+
+/// `promtool ARGS FILE DIR`: whether it exited 0, and what it said.
+fn run_promtool_file(
+    args: &[&str],
+    file: &std::path::Path,
+    dir: &std::path::Path,
+) -> (bool, String) {
+    let out = Command::new("promtool")
+        .args(args)
+        .arg(file)
+        .arg(dir)
+        .output()
+        .expect("promtool");
+    let said =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    (out.status.success(), said)
 }

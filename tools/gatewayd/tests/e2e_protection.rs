@@ -133,12 +133,20 @@ fn unique(test: &str) -> String {
 }
 
 fn order(symbol: Symbol<'_>, id: ClientOrderId) -> NewOrder<'_> {
+    // Deribit's BTC-PERPETUAL amount is in USD, at least one 10 USD contract
+    // (the venue refuses 1 with qty_too_low, and so does the emulator since
+    // issue 45); elsewhere 1 BTC (OKX: 1 contract).
+    let quantity = if symbol.as_str() == "BTC-PERPETUAL" {
+        "10"
+    } else {
+        "1"
+    };
     NewOrder {
         symbol,
         side: Side::Buy,
         order_type: OrderType::Limit(TimeInForce::Gtc),
         price: Decimal::new("49000").ok(),
-        quantity: Decimal::new("1").expect("decimal"),
+        quantity: Decimal::new(quantity).expect("decimal"),
         client_order_id: id,
         reduce_only: false,
     }
@@ -669,19 +677,21 @@ fn the_switchs_state_reaches_the_metrics_and_health() {
     };
     // Armed before `ready`; the loop publishes within a few turns. On main the
     // switch never told the published state: the metrics had no protection series.
+    // Samples without labels are written `name 1`, not `name{} 1` (issue 45):
+    // matched as whole lines, as a HELP line (`... armed 1 while ...`) would match too.
     let mut text = String::new();
     until(Duration::from_secs(15), || {
         text = get(&addr, "/metrics");
-        text.contains("ergon_protection_armed{} 1").then_some(())
+        text.contains("\nergon_protection_armed 1\n").then_some(())
     });
-    assert!(text.contains("ergon_protection_armed{} 1"), "{text}");
-    assert!(text.contains("ergon_protection_lapsed{} 0"), "{text}");
+    assert!(text.contains("\nergon_protection_armed 1\n"), "{text}");
+    assert!(text.contains("\nergon_protection_lapsed 0\n"), "{text}");
     assert!(
-        text.contains("ergon_protection_armed_until_seconds{} "),
+        text.contains("\nergon_protection_armed_until_seconds "),
         "{text}"
     );
-    assert!(text.contains("ergon_unresolved_total{} 0"), "{text}");
-    assert!(text.contains("ergon_late_total{} 0"), "{text}");
+    assert!(text.contains("\nergon_unresolved_total 0\n"), "{text}");
+    assert!(text.contains("\nergon_late_total 0\n"), "{text}");
     let health = get(&addr, "/health");
     assert!(health.starts_with("HTTP/1.1 200"), "{health}");
     gw.child.kill().expect("kill");

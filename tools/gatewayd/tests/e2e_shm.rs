@@ -579,6 +579,17 @@ fn order(symbol: Symbol<'_>, id: ClientOrderId) -> NewOrder<'_> {
     }
 }
 
+/// A flood's order: immediate-or-cancel, so it never rests. Resting thousands
+/// of GTC orders, a flood went past the venue's 200 open orders (Binance Spot's
+/// MAX_NUM_ORDERS, which the emulator enforces since issue 45); an expired IOC
+/// order still counts on the order limits the floods exercise.
+fn flood_order(symbol: Symbol<'_>, id: ClientOrderId) -> NewOrder<'_> {
+    NewOrder {
+        order_type: OrderType::Limit(TimeInForce::Ioc),
+        ..order(symbol, id)
+    }
+}
+
 fn say(line: String) {
     let mut o = std::io::stdout();
     let _ = writeln!(o, "{line}");
@@ -653,7 +664,7 @@ fn role() {
                 if due {
                     seq += 1;
                     let id = c.next_client_order_id().expect("id");
-                    match c.submit(&Call::NewOrder(order(symbol, id)), class, seq) {
+                    match c.submit(&Call::NewOrder(flood_order(symbol, id)), class, seq) {
                         Ok(()) => n.submitted += 1,
                         Err(ShmSubmitError::Busy | ShmSubmitError::Full) => seq -= 1,
                         // Its gateway was killed (the lease tests): the flood ends.

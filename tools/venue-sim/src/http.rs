@@ -199,11 +199,13 @@ impl Response {
     }
 }
 
+/// The reason phrase of every status the profiles answer (RFC 9110 §15).
 fn reason(status: u16) -> &'static str {
     match status {
         200 => "OK",
         400 => "Bad Request",
         401 => "Unauthorized",
+        403 => "Forbidden",
         404 => "Not Found",
         409 => "Conflict",
         410 => "Gone",
@@ -211,6 +213,7 @@ fn reason(status: u16) -> &'static str {
         418 => "I'm a teapot",
         429 => "Too Many Requests",
         431 => "Request Header Fields Too Large",
+        500 => "Internal Server Error",
         501 => "Not Implemented",
         503 => "Service Unavailable",
         _ => "Unknown",
@@ -254,5 +257,15 @@ mod tests {
         assert!(matches!(parse_request(big.as_bytes()), Parsed::Bad(413, _)));
         let long = vec![b'a'; MAX_HEAD + 10];
         assert!(matches!(parse_request(&long), Parsed::Bad(400 | 431, _)));
+    }
+
+    #[test]
+    fn every_status_a_profile_answers_has_its_reason_phrase() {
+        // Bybit's ban (403), Bybit's and OKX's 5xx faults (500).
+        assert_eq!(reason(403), "Forbidden");
+        assert_eq!(reason(500), "Internal Server Error");
+        let mut r = Response::json(403, String::new()).to_bytes(false);
+        r.truncate(30);
+        assert!(String::from_utf8_lossy(&r).starts_with("HTTP/1.1 403 Forbidden\r\n"));
     }
 }

@@ -41,8 +41,14 @@
 //!   DELETE and GET by origClientOrderId or orderId), order/cancelReplace, time, ping;
 //!   the market data and account history a third-party client calls (ticker/price,
 //!   ticker/bookTicker, ticker/24hr, trades, klines, uiKlines, avgPrice, myTrades,
-//!   allOrders, rateLimit/order), order/test and DELETE openOrders, each with its
-//!   documented weight; orders rest in a simple book;
+//!   allOrders, rateLimit/order), order/test and DELETE openOrders, the wallet's
+//!   and margin's `/sapi` answers a client asks for at start
+//!   (`capital/config/getall`, `margin/allPairs`, `margin/isolated/allPairs`),
+//!   each with its documented weight; orders rest in a simple book;
+//! - every profile's order rules, as its exchangeInfo or instruments answer
+//!   publishes them (price and lot filters, minimum notional, open-order cap,
+//!   funds), each breach refused with the venue's own code
+//!   (`profiles::instruments` has the table and its sources);
 //! - faults ([`Fault`]) by script or by seeded chance: close before executing,
 //!   execute then close without a reply, delay past the client's deadline, 503 after
 //!   executing, 503 without executing;

@@ -424,3 +424,104 @@ fn the_dcp_window_is_taken_only_where_bybit_enabled_dcp_and_only_in_its_range() 
     let r = v5_at(&mut c, "POST", DCP, r#"{"timeWindow":40}"#, ts, "wrong");
     assert_eq!(ret_code(&r), 10004);
 }
+
+/// Bybit's linear BTCUSDT rules (tick 0.10, step 0.001 up to 1,190, notional 5
+/// USDT, 500 active orders; 100,000 USDT at 10x): each breach refused with the
+/// `retCode` Bybit's error table gives it, nothing booked; and an order placed
+/// without `orderLinkId` is answered with an empty one, as the venue does.
+#[test]
+fn orders_outside_the_filters_or_the_margin_are_refused_as_bybit_does() {
+    let mut cfg = Config::bybit();
+    // 501 orders: no per-UID or IP limit in the way.
+    for l in &mut cfg.rate_limits {
+        l.limit = 1_000_000;
+    }
+    let s = Server::start(cfg).unwrap();
+    let mut c = Client::connect(s.addr());
+    let o = |qty: &str, price: &str| {
+        format!(
+            r#"{{"category":"linear","symbol":"BTCUSDT","side":"Buy","orderType":"Limit","qty":"{qty}","price":"{price}"}}"#
+        )
+    };
+    let refused = [
+        (o("1", "2000000"), 110003),
+        (o("1", "49000.05"), 10001),
+        (o("10000", "49000"), 10001),
+        (o("0.0001", "49000"), 10001),
+        (o("0.0015", "49000"), 10001),
+        (o("0.001", "1000"), 110094),
+        // 100 BTC at 49,000 is 4.9 M: 490,000 USDT of margin at 10x.
+        (o("100", "49000"), 110007),
+    ];
+    for (body, code) in refused {
+        let r = v5(&mut c, &s, "POST", "/v5/order/create", &body);
+        assert_eq!((r.status, ret_code(&r)), (200, code), "{body}: {}", r.body);
+    }
+    assert_eq!(s.report().executions, 0, "nothing booked");
+    let r = v5(&mut c, &s, "POST", "/v5/order/create", &o("0.01", "49000"));
+    assert_eq!(ret_code(&r), 0, "{}", r.body);
+    assert_eq!(r.json()["result"]["orderLinkId"], "", "none was sent");
+    for i in 1..500 {
+        let r = v5(&mut c, &s, "POST", "/v5/order/create", &o("0.01", "49000"));
+        assert_eq!(ret_code(&r), 0, "order {i}: {}", r.body);
+    }
+    let r = v5(&mut c, &s, "POST", "/v5/order/create", &o("0.01", "49000"));
+    assert_eq!(ret_code(&r), 110020, "{}", r.body);
+}
+
+/// What ccxt asks Bybit for at start and to clean up: instruments (linear lists
+/// the symbol with the filters the engine enforces; spot, inverse and option list
+/// nothing), coins, the API key, the account, and `order/cancel-all`.
+#[test]
+fn the_catalog_and_cancel_all_answer_in_v5_shapes() {
+    let s = Server::start(Config::bybit()).unwrap();
+    let mut c = Client::connect(s.addr());
+    let r = c.get("/v5/market/instruments-info?category=linear");
+    assert_eq!(ret_code(&r), 0, "{}", r.body);
+    let i = r.json()["result"]["list"][0].clone();
+    assert_eq!(i["symbol"], "BTCUSDT");
+    assert_eq!(i["priceFilter"]["tickSize"], "0.1");
+    assert_eq!(i["lotSizeFilter"]["qtyStep"], "0.001");
+    assert_eq!(i["lotSizeFilter"]["minNotionalValue"], "5");
+    for cat in ["spot", "inverse", "option"] {
+        let r = c.get(&format!("/v5/market/instruments-info?category={cat}"));
+        assert_eq!(ret_code(&r), 0, "{cat}: {}", r.body);
+        assert_eq!(r.json()["result"]["list"].as_array().unwrap().len(), 0);
+    }
+    let r = v5(&mut c, &s, "GET", "/v5/asset/coin/query-info", "");
+    assert_eq!(r.json()["result"]["rows"][0]["coin"], "USDT", "{}", r.body);
+    let r = v5(&mut c, &s, "GET", "/v5/user/query-api", "");
+    assert_eq!(r.json()["result"]["apiKey"], DEFAULT_API_KEY, "{}", r.body);
+    assert_eq!(r.json()["result"]["readOnly"], 0);
+    let r = v5(&mut c, &s, "GET", "/v5/account/info", "");
+    assert_eq!(
+        r.json()["result"]["marginMode"],
+        "REGULAR_MARGIN",
+        "{}",
+        r.body
+    );
+    assert_eq!(r.json()["result"]["dcpStatus"], "OFF");
+    assert_eq!(c.get("/v5/account/info").json()["retCode"], 10003, "signed");
+
+    for link in ["ca-1", "ca-2"] {
+        let r = v5(&mut c, &s, "POST", "/v5/order/create", &create(link));
+        assert_eq!(ret_code(&r), 0, "{}", r.body);
+    }
+    let r = v5(
+        &mut c,
+        &s,
+        "POST",
+        "/v5/order/cancel-all",
+        r#"{"category":"linear","symbol":"BTCUSDT"}"#,
+    );
+    assert_eq!(ret_code(&r), 0, "{}", r.body);
+    assert_eq!(r.json()["result"]["success"], "1");
+    let links: Vec<String> = r.json()["result"]["list"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["orderLinkId"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(links, ["ca-1", "ca-2"]);
+    assert_eq!(s.report().cancels, 2);
+}

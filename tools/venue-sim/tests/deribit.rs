@@ -257,3 +257,140 @@ fn connections_past_the_per_ip_limit_are_refused_with_429() {
         rep.connections_refused
     );
 }
+
+/// Deribit's BTC-PERPETUAL rules (tick 0.5, amounts in USD in steps of the 10 USD
+/// contract from 10; 10 BTC of equity at 50x): each breach refused with the error
+/// Deribit's table gives it, nothing booked. An amount of 1e11 USD is
+/// `not_enough_funds`, as the venue answers it, not a malformed amount.
+#[test]
+fn orders_outside_the_rules_or_the_funds_are_refused_as_deribit_does() {
+    let s = Server::start(Config::deribit()).unwrap();
+    let mut c = Client::connect(s.addr());
+    let token = login(&mut c);
+    let o = |amount: Value, price: Value| json!({ "instrument_name": "BTC-PERPETUAL", "amount": amount, "type": "limit", "price": price });
+    let refused = [
+        (o(json!(10), json!(2_000_000)), 10007, "price_too_high"),
+        (o(json!(10), json!(0.1)), 10005, "price_too_low"),
+        (o(json!(10), json!(49000.25)), 10043, "price_wrong_tick"),
+        (o(json!(5), json!(49000)), 10002, "qty_too_low"),
+        (
+            o(json!(15), json!(49000)),
+            10027,
+            "non_integer_contract_amount",
+        ),
+        (o(json!(1e11), json!(49000)), 10009, "not_enough_funds"),
+        // 30 M USD at 49,000 is 612 BTC: 12.2 BTC at 50x against 10.
+        (
+            o(json!(30_000_000), json!(49000)),
+            10009,
+            "not_enough_funds",
+        ),
+    ];
+    for (i, (params, code, message)) in refused.into_iter().enumerate() {
+        let r = rpc(
+            &mut c,
+            Some(&token),
+            10 + i as u64,
+            "private/buy",
+            params.clone(),
+        );
+        assert_eq!(error_code(&r), code, "{params}: {}", r.body);
+        assert_eq!(r.json()["error"]["message"], message, "{params}");
+    }
+    assert_eq!(s.report().executions, 0, "nothing booked");
+    let r = rpc(
+        &mut c,
+        Some(&token),
+        30,
+        "private/buy",
+        o(json!(10), json!(49000.5)),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+}
+
+/// What ccxt asks Deribit for at start and to clean up: instruments (BTC
+/// futures list the perpetual with the figures the engine enforces), currencies,
+/// the account summaries (its initial margin what its open orders hold), and
+/// `cancel_all_by_instrument` (the number cancelled).
+#[test]
+fn the_catalog_summaries_and_cancel_all_answer_as_deribit_does() {
+    let s = Server::start(Config::deribit()).unwrap();
+    let mut c = Client::connect(s.addr());
+    let token = login(&mut c);
+    let r = rpc(
+        &mut c,
+        None,
+        2,
+        "public/get_instruments",
+        json!({ "currency": "BTC", "kind": "future" }),
+    );
+    let i = r.json()["result"][0].clone();
+    assert_eq!(i["instrument_name"], "BTC-PERPETUAL", "{}", r.body);
+    assert_eq!(i["tick_size"], 0.5);
+    assert_eq!(i["contract_size"], 10.0);
+    assert_eq!(i["min_trade_amount"], 10.0);
+    let r = rpc(
+        &mut c,
+        None,
+        3,
+        "public/get_instruments",
+        json!({ "currency": "ETH" }),
+    );
+    assert_eq!(
+        r.json()["result"].as_array().unwrap().len(),
+        0,
+        "{}",
+        r.body
+    );
+    let r = rpc(&mut c, None, 4, "public/get_currencies", json!({}));
+    assert_eq!(r.json()["result"][0]["currency"], "BTC", "{}", r.body);
+    let r = rpc(
+        &mut c,
+        Some(&token),
+        5,
+        "private/get_account_summaries",
+        json!({}),
+    );
+    let sum = r.json()["result"]["summaries"][0].clone();
+    assert_eq!(sum["equity"], 10.0, "{}", r.body);
+    assert_eq!(sum["initial_margin"], 0.0);
+    // 490,000 USD at 49,000 is 10 BTC: 0.2 BTC held at 50x.
+    let buy = json!({ "instrument_name": "BTC-PERPETUAL", "amount": 490000, "type": "limit", "price": 49000 });
+    for id in [6, 7] {
+        let r = rpc(&mut c, Some(&token), id, "private/buy", buy.clone());
+        assert_eq!(r.status, 200, "{}", r.body);
+    }
+    let r = rpc(
+        &mut c,
+        Some(&token),
+        8,
+        "private/get_account_summaries",
+        json!({}),
+    );
+    assert_eq!(
+        r.json()["result"]["summaries"][0]["initial_margin"],
+        0.4,
+        "{}",
+        r.body
+    );
+    assert_eq!(r.json()["result"]["summaries"][0]["available_funds"], 9.6);
+    let cancel = json!({ "instrument_name": "BTC-PERPETUAL" });
+    let r = rpc(
+        &mut c,
+        Some(&token),
+        9,
+        "private/cancel_all_by_instrument",
+        cancel.clone(),
+    );
+    assert_eq!(r.json()["result"], 2, "{}", r.body);
+    let r = rpc(
+        &mut c,
+        Some(&token),
+        10,
+        "private/cancel_all_by_instrument",
+        cancel,
+    );
+    assert_eq!(r.json()["result"], 0, "{}", r.body);
+    let r = rpc(&mut c, None, 11, "private/get_account_summaries", json!({}));
+    assert_eq!(error_code(&r), 13009, "private: {}", r.body);
+}

@@ -163,3 +163,90 @@ fn futures_503_texts_say_unknown_or_failed() {
     assert_eq!(q(&mut c, "x2"), 400, "did not run");
     assert_eq!(s.stop().executions, 1);
 }
+
+/// USD-M's BTCUSDT rules (tick 0.01, step 0.001 up to 1,000, notional 100, 200
+/// open orders, 100,000 USDT at the default 20x): each breach refused with the
+/// code USD-M's error table gives it, nothing booked
+/// (<https://developers.binance.com/docs/derivatives/usds-margined-futures/error-code>).
+#[test]
+fn orders_outside_the_filters_or_the_margin_are_refused_as_usd_m_does() {
+    let s = Server::start(Config::binance_futures()).unwrap();
+    let mut c = Client::connect(s.addr());
+    let info = c.get("/fapi/v1/exchangeInfo").json();
+    let filters = info["symbols"][0]["filters"].as_array().unwrap().clone();
+    let filter = |t: &str| {
+        filters
+            .iter()
+            .find(|f| f["filterType"] == t)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(filter("MIN_NOTIONAL")["notional"], "100");
+    assert_eq!(filter("MAX_NUM_ORDERS")["limit"], 200);
+    assert_eq!(filter("LOT_SIZE")["stepSize"], "0.001");
+    let o = |qty: &str, price: &str| {
+        format!("symbol=BTCUSDT&side=BUY&type=LIMIT&timeInForce=GTC&quantity={qty}&price={price}")
+    };
+    let refused = [
+        (o("1", "2000000"), -4002),
+        (o("1", "0.001"), -4013),
+        (o("1", "49000.001"), -4014),
+        (o("0.0001", "49000"), -4004),
+        (o("2000", "49000"), -4005),
+        (o("0.0015", "49000"), -4023),
+        (o("0.001", "49000"), -4164),
+        // 50 BTC at 49,000 is 2.45 M: 122,500 USDT of margin at 20x.
+        (o("50", "49000"), -2019),
+    ];
+    for (params, code) in refused {
+        let r = c.signed(&s, "POST", "/fapi/v1/order", &params).unwrap();
+        assert_eq!((r.status, r.code()), (400, code), "{params}: {}", r.body);
+    }
+    let r = c
+        .signed(&s, "POST", "/fapi/v1/order", &o("0.001", "49000"))
+        .unwrap();
+    assert_eq!(
+        r.json()["msg"],
+        "Order's notional must be no smaller than 100 (unless you choose reduce only)."
+    );
+    assert_eq!(s.report().executions, 0, "nothing booked");
+    for i in 0..200 {
+        let r = c
+            .signed(&s, "POST", "/fapi/v1/order", &o("0.01", "49000"))
+            .unwrap();
+        assert_eq!(r.status, 200, "order {i}: {}", r.body);
+    }
+    let r = c
+        .signed(&s, "POST", "/fapi/v1/order", &o("0.01", "49000"))
+        .unwrap();
+    assert_eq!((r.status, r.code()), (400, -2025), "{}", r.body);
+    assert_eq!(r.json()["msg"], "Reach max open order limit.");
+}
+
+/// USD-M `DELETE /fapi/v1/allOpenOrders`: every open order of the symbol
+/// cancelled, answered `{"code":200,"msg":...}` as documented, none open too.
+#[test]
+fn all_open_orders_are_cancelled_in_one_call() {
+    let s = Server::start(Config::binance_futures()).unwrap();
+    let mut c = Client::connect(s.addr());
+    for cid in ["a1", "a2"] {
+        let r = c.signed(&s, "POST", "/fapi/v1/order", &order(cid)).unwrap();
+        assert_eq!(r.status, 200, "{}", r.body);
+    }
+    for _ in 0..2 {
+        let r = c
+            .signed(&s, "DELETE", "/fapi/v1/allOpenOrders", "symbol=BTCUSDT")
+            .unwrap();
+        assert_eq!(r.status, 200, "{}", r.body);
+        assert_eq!(r.json()["code"], 200);
+        assert_eq!(
+            r.json()["msg"],
+            "The operation of cancel all open order is done."
+        );
+    }
+    let open = c
+        .signed(&s, "GET", "/fapi/v1/openOrders", "symbol=BTCUSDT")
+        .unwrap();
+    assert_eq!(open.json().as_array().unwrap().len(), 0);
+    assert_eq!(s.report().cancels, 2);
+}

@@ -241,3 +241,109 @@ fn the_ticker_limit_is_twenty_per_two_seconds_per_ip() {
     let l = RateLimit::new(LimitType::OkxTicker, Interval::Second, 2, 20).rolling();
     assert_eq!(s.stop().limit(&l).map(|u| u.peak), Some(21));
 }
+
+/// OKX's BTC-USDT-SWAP rules (tick 0.1, lot and minimum 0.01 contract of 0.01
+/// BTC, 500 pending orders; 100,000 USDT at 10x): each breach refused with
+/// `code` "1" and the order's own `sCode` from OKX's error table, nothing booked.
+#[test]
+fn orders_outside_the_rules_or_the_margin_are_refused_as_okx_does() {
+    let mut cfg = Config::okx();
+    for l in &mut cfg.rate_limits {
+        l.limit = 1_000_000;
+    }
+    let s = Server::start(cfg).unwrap();
+    let mut c = Client::connect(s.addr());
+    let o = |sz: &str, px: &str| {
+        format!(
+            r#"{{"instId":"BTC-USDT-SWAP","tdMode":"cross","side":"buy","ordType":"limit","sz":"{sz}","px":"{px}"}}"#
+        )
+    };
+    let refused = [
+        (o("1", "2000000"), "51006"),
+        (o("1", "49000.05"), "51000"),
+        (o("0.001", "49000"), "51120"),
+        (o("0.015", "49000"), "51121"),
+        // 100,000 contracts of 0.01 BTC at 49,000 is 49 M: 4.9 M USDT at 10x.
+        (o("100000", "49000"), "51008"),
+    ];
+    for (body, s_code) in refused {
+        let r = signed(&mut c, &s, "POST", "/api/v5/trade/order", &body);
+        assert_eq!(
+            (r.status, code(&r)),
+            (200, "1".to_string()),
+            "{body}: {}",
+            r.body
+        );
+        assert_eq!(r.json()["data"][0]["sCode"], s_code, "{body}: {}", r.body);
+    }
+    assert_eq!(s.report().executions, 0, "nothing booked");
+    for i in 0..500 {
+        let r = signed(&mut c, &s, "POST", "/api/v5/trade/order", &o("1", "49000"));
+        assert_eq!(code(&r), "0", "order {i}: {}", r.body);
+    }
+    let r = signed(&mut c, &s, "POST", "/api/v5/trade/order", &o("1", "49000"));
+    assert_eq!(r.json()["data"][0]["sCode"], "51102", "{}", r.body);
+}
+
+/// What ccxt asks OKX for at start: instruments (SWAP lists the one with the
+/// figures the engine enforces; other types list nothing) and currencies
+/// (signed).
+#[test]
+fn instruments_and_currencies_answer_in_v5_shapes() {
+    let s = Server::start(Config::okx()).unwrap();
+    let mut c = Client::connect(s.addr());
+    let r = c.get("/api/v5/public/instruments?instType=SWAP");
+    assert_eq!(code(&r), "0", "{}", r.body);
+    let i = r.json()["data"][0].clone();
+    assert_eq!(i["instId"], "BTC-USDT-SWAP");
+    assert_eq!(i["tickSz"], "0.1");
+    assert_eq!(i["lotSz"], "0.01");
+    assert_eq!(i["ctVal"], "0.01");
+    assert_eq!(i["state"], "live");
+    let r = c.get("/api/v5/public/instruments?instType=SPOT");
+    assert_eq!(r.json()["data"].as_array().unwrap().len(), 0, "{}", r.body);
+    assert_eq!(code(&c.get("/api/v5/public/instruments")), "50014");
+    let r = signed(&mut c, &s, "GET", "/api/v5/asset/currencies", "");
+    assert_eq!(code(&r), "0", "{}", r.body);
+    assert_eq!(r.json()["data"][0]["ccy"], "USDT");
+}
+
+/// `trade/batch-orders` (what ccxt's `create_order` sends): each order its own
+/// fate; all placed is `code` "0", none "1", some "2"; more than 20 is 51111.
+#[test]
+fn batch_orders_answer_each_order_and_the_batch() {
+    let s = Server::start(Config::okx()).unwrap();
+    let mut c = Client::connect(s.addr());
+    let o = |cl: &str, px: &str| {
+        format!(
+            r#"{{"instId":"BTC-USDT-SWAP","tdMode":"cross","side":"buy","ordType":"limit","sz":"1","px":"{px}","clOrdId":"{cl}"}}"#
+        )
+    };
+    let body = format!("[{},{}]", o("b1", "49000"), o("b2", "48000"));
+    let r = signed(&mut c, &s, "POST", "/api/v5/trade/batch-orders", &body);
+    assert_eq!(code(&r), "0", "{}", r.body);
+    assert_eq!(r.json()["data"][1]["clOrdId"], "b2");
+    let body = format!("[{},{}]", o("b3", "49000"), o("b4", "2000000"));
+    let r = signed(&mut c, &s, "POST", "/api/v5/trade/batch-orders", &body);
+    assert_eq!(code(&r), "2", "{}", r.body);
+    assert_eq!(r.json()["data"][0]["sCode"], "0");
+    assert_eq!(r.json()["data"][1]["sCode"], "51006");
+    let body = format!("[{}]", o("b1", "49000"));
+    let r = signed(&mut c, &s, "POST", "/api/v5/trade/batch-orders", &body);
+    assert_eq!(code(&r), "1", "{}", r.body);
+    assert_eq!(
+        r.json()["data"][0]["sCode"],
+        "51016",
+        "a duplicated clOrdId"
+    );
+    let many: Vec<String> = (0..21).map(|i| o(&format!("m{i}"), "49000")).collect();
+    let r = signed(
+        &mut c,
+        &s,
+        "POST",
+        "/api/v5/trade/batch-orders",
+        &format!("[{}]", many.join(",")),
+    );
+    assert_eq!(code(&r), "51111", "{}", r.body);
+    assert_eq!(s.report().executions, 3);
+}

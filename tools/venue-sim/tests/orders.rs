@@ -4,7 +4,7 @@
 mod common;
 
 use common::{order_params, Client};
-use ergon_venue_sim::{Config, Server};
+use ergon_venue_sim::{Config, LimitType, Server};
 
 fn start() -> (Server, Client) {
     let s = Server::start(Config::binance_spot()).unwrap();
@@ -288,4 +288,178 @@ fn depth_and_account_have_their_shapes() {
     assert_eq!(a["canTrade"], true);
     let r = c.get("/api/v3/nothing");
     assert_eq!(r.status, 404);
+}
+
+/// A signed LIMIT GTC order of `qty` at `price`.
+fn limit(side: &str, qty: &str, price: &str) -> String {
+    format!("symbol=BTCUSDT&side={side}&type=LIMIT&timeInForce=GTC&quantity={qty}&price={price}")
+}
+
+/// Binance Spot's BTCUSDT rules as its exchangeInfo publishes them (tick 0.01 up
+/// to 1,000,000, step 0.00001 up to 9,000, notional 5, 200 open orders) and the
+/// balances its account answer shows: each breach refused with the venue's code
+/// and text (<https://developers.binance.com/docs/binance-spot-api-docs/filters>),
+/// and nothing booked.
+#[test]
+fn orders_outside_the_filters_or_the_balance_are_refused_as_binance_does() {
+    let mut cfg = Config::binance_spot();
+    // The open-order cap takes 201 orders: no order-rate limit in the way.
+    cfg.rate_limits.retain(|l| l.kind != LimitType::Orders);
+    let s = Server::start(cfg).unwrap();
+    let mut c = Client::connect(s.addr());
+    let info = c.get("/api/v3/exchangeInfo").json();
+    let filters = info["symbols"][0]["filters"].as_array().unwrap().clone();
+    let filter = |t: &str| {
+        filters
+            .iter()
+            .find(|f| f["filterType"] == t)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(filter("PRICE_FILTER")["maxPrice"], "1000000.00000000");
+    assert_eq!(filter("PRICE_FILTER")["tickSize"], "0.01000000");
+    assert_eq!(filter("LOT_SIZE")["maxQty"], "9000.00000000");
+    assert_eq!(filter("LOT_SIZE")["stepSize"], "0.00001000");
+    assert_eq!(filter("NOTIONAL")["minNotional"], "5.00000000");
+    assert_eq!(filter("MAX_NUM_ORDERS")["maxNumOrders"], 200);
+
+    let refused = [
+        (
+            limit("BUY", "1", "2000000"),
+            -1013,
+            "Filter failure: PRICE_FILTER",
+        ),
+        (
+            limit("BUY", "1", "49000.001"),
+            -1013,
+            "Filter failure: PRICE_FILTER",
+        ),
+        (
+            limit("BUY", "10000", "49000"),
+            -1013,
+            "Filter failure: LOT_SIZE",
+        ),
+        (
+            limit("BUY", "0.000001", "49000"),
+            -1013,
+            "Filter failure: LOT_SIZE",
+        ),
+        (
+            limit("BUY", "0.000015", "49000"),
+            -1013,
+            "Filter failure: LOT_SIZE",
+        ),
+        (
+            limit("BUY", "0.00001", "100"),
+            -1013,
+            "Filter failure: NOTIONAL",
+        ),
+        // 2,500 BTC at 49,000: 122.5 M USDT against 100 M.
+        (
+            limit("BUY", "2500", "49000"),
+            -2010,
+            "Account has insufficient balance for requested action.",
+        ),
+        // 1,001 BTC against 1,000.
+        (
+            limit("SELL", "1001", "51000"),
+            -2010,
+            "Account has insufficient balance for requested action.",
+        ),
+    ];
+    for (params, code, msg) in refused {
+        let r = c.signed(&s, "POST", "/api/v3/order", &params).unwrap();
+        assert_eq!((r.status, r.code()), (400, code), "{params}: {}", r.body);
+        assert_eq!(r.json()["msg"], msg, "{params}");
+    }
+    let open = c.signed(&s, "GET", "/api/v3/openOrders", "").unwrap();
+    assert_eq!(open.json().as_array().unwrap().len(), 0, "nothing booked");
+    assert_eq!(s.report().executions, 0);
+
+    // Funds held by open orders count: 2,000 BTC bought at 49,000 holds 98 M USDT,
+    // so another 50 BTC (2.45 M) no longer fits.
+    let r = c
+        .signed(&s, "POST", "/api/v3/order", &limit("BUY", "2000", "49000"))
+        .unwrap();
+    assert_eq!(r.status, 200, "{}", r.body);
+    let r = c
+        .signed(&s, "POST", "/api/v3/order", &limit("BUY", "50", "49000"))
+        .unwrap();
+    assert_eq!(r.code(), -2010, "{}", r.body);
+    // The open-order cap: 200 open, the 201st refused.
+    for i in 1..200 {
+        let r = c
+            .signed(&s, "POST", "/api/v3/order", &limit("BUY", "0.001", "49000"))
+            .unwrap();
+        assert_eq!(r.status, 200, "order {i}: {}", r.body);
+    }
+    let r = c
+        .signed(&s, "POST", "/api/v3/order", &limit("BUY", "0.001", "49000"))
+        .unwrap();
+    assert_eq!((r.status, r.code()), (400, -2010), "{}", r.body);
+    assert_eq!(r.json()["msg"], "Filter failure: MAX_NUM_ORDERS");
+}
+
+/// IOC and FOK limit orders never rest: one that reaches the best price of the
+/// other side fills, one that does not expires (Binance: status EXPIRED).
+#[test]
+fn immediate_orders_fill_or_expire_and_never_rest() {
+    let (s, mut c) = start();
+    let ioc = |side: &str, price: &str| {
+        format!("symbol=BTCUSDT&side={side}&type=LIMIT&timeInForce=IOC&quantity=0.01&price={price}&newOrderRespType=RESULT")
+    };
+    let r = c
+        .signed(&s, "POST", "/api/v3/order", &ioc("BUY", "49000"))
+        .unwrap();
+    assert_eq!(r.json()["status"], "EXPIRED", "{}", r.body);
+    assert_eq!(r.json()["executedQty"], "0.00000000");
+    let r = c
+        .signed(&s, "POST", "/api/v3/order", &ioc("BUY", "50000.01"))
+        .unwrap();
+    assert_eq!(r.json()["status"], "FILLED", "{}", r.body);
+    assert_eq!(r.json()["executedQty"], "0.01000000");
+    let r = c
+        .signed(&s, "POST", "/api/v3/order", &ioc("SELL", "50000"))
+        .unwrap();
+    assert_eq!(r.json()["status"], "EXPIRED", "{}", r.body);
+    let open = c.signed(&s, "GET", "/api/v3/openOrders", "").unwrap();
+    assert_eq!(open.json().as_array().unwrap().len(), 0);
+}
+
+/// What ccxt asks Binance for at start besides `exchangeInfo`: the wallet's coins
+/// (signed, weight 10) and the margin pairs (cross: weight 1 with no signature;
+/// isolated: signed, weight 10), in their documented shapes.
+#[test]
+fn the_wallet_and_margin_answers_a_client_asks_for_at_start() {
+    let (s, mut c) = start();
+    let r = c
+        .signed(&s, "GET", "/sapi/v1/capital/config/getall", "")
+        .unwrap();
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.header_u64("X-MBX-USED-WEIGHT-1M"), 10);
+    let coins = r.json();
+    let btc = coins
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["coin"] == "BTC")
+        .unwrap()
+        .clone();
+    assert_eq!(btc["free"], "1000.00000000");
+    assert_eq!(btc["networkList"][0]["network"], "BTC");
+    assert_eq!(btc["trading"], true);
+    let r = c.get("/sapi/v1/margin/allPairs");
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json()[0]["symbol"], "BTCUSDT");
+    assert_eq!(r.json()[0]["isMarginTrade"], false, "as exchangeInfo says");
+    let r = c
+        .signed(&s, "GET", "/sapi/v1/margin/isolated/allPairs", "")
+        .unwrap();
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json()[0]["base"], "BTC");
+    assert_eq!(
+        c.get("/sapi/v1/capital/config/getall").code(),
+        -2014,
+        "signed"
+    );
 }

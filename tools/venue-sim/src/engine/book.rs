@@ -41,6 +41,8 @@ pub(crate) enum Status {
     New,
     Filled,
     Canceled,
+    /// An immediate-or-cancel or fill-or-kill limit order that met nothing.
+    Expired,
 }
 
 impl Status {
@@ -49,6 +51,7 @@ impl Status {
             Status::New => "NEW",
             Status::Filled => "FILLED",
             Status::Canceled => "CANCELED",
+            Status::Expired => "EXPIRED",
         }
     }
 }
@@ -80,6 +83,30 @@ pub(crate) struct Order {
     /// connection's orders when it ends (Deribit's cancel-on-disconnect);
     /// `None` for every other order.
     pub(crate) conn: Option<u64>,
+}
+
+/// One tick of the synthetic book (0.01), in units of 1e-8: its best bid and
+/// ask are this far from the mid.
+pub(crate) const BOOK_TICK_E8: u64 = 1_000_000;
+
+/// What becomes of a new order at once against the synthetic book: a market
+/// order fills; an immediate-or-cancel or fill-or-kill limit order fills if it
+/// reaches the best price of the other side (whole: the book's depth is not
+/// modelled) and expires otherwise; any other order rests.
+pub(crate) fn fate(new: &Placement, mid_e8: u64) -> Status {
+    let immediate = matches!(
+        new.tif,
+        "IOC" | "FOK" | "immediate_or_cancel" | "fill_or_kill"
+    );
+    let crosses = match new.side {
+        Side::Buy => new.price_e8 >= mid_e8.saturating_add(BOOK_TICK_E8),
+        Side::Sell => new.price_e8 <= mid_e8.saturating_sub(BOOK_TICK_E8),
+    };
+    match (new.kind, immediate, crosses) {
+        (OrdType::Market, ..) | (_, true, true) => Status::Filled,
+        (_, true, false) => Status::Expired,
+        _ => Status::New,
+    }
 }
 
 /// Parses a non-negative decimal into units of 1e-8; `None` if malformed or too precise.

@@ -5,5 +5,6 @@
 pub(crate) mod book;
 pub(crate) mod credits;
 pub(crate) mod hub;
+pub(crate) mod rules;
 pub(crate) mod state;
 pub(crate) mod switch;

@@ -13,7 +13,7 @@ use std::net::IpAddr;
 use serde_json::Value;
 
 use crate::config::{Config, Fault, FaultScope, LimitType, Profile};
-use crate::engine::book::{fmt_e8, OrdType, Order, Placement, Status};
+use crate::engine::book::{fate, fmt_e8, Order, Placement, Status};
 use crate::engine::credits::CreditPool;
 use crate::engine::hub::WsHub;
 use crate::http::Response;
@@ -325,7 +325,7 @@ impl Venue {
     }
 
     /// Books a new order (the next order id; the caller's client id or
-    /// `{fresh}{order_id}`), filled at once if MARKET, indexes it and counts its
+    /// `{fresh}{order_id}`), filled or expired at once as [`fate`] says, indexes it and counts its
     /// execution: a client id executed twice is a duplicate. The venue's own
     /// checks and answer stay with the caller. Returns its index.
     pub(crate) fn book_order(
@@ -339,7 +339,8 @@ impl Venue {
         let order_id = self.next_order_id;
         self.next_order_id += 1;
         let client_id = client_id.unwrap_or_else(|| format!("{fresh}{order_id}"));
-        let filled = new.kind == OrdType::Market;
+        let status = fate(&new, self.cfg.mid_price_e8);
+        let filled = status == Status::Filled;
         let idx = self.orders.len();
         self.orders.push(Order {
             order_id,
@@ -351,7 +352,7 @@ impl Venue {
             price_e8: new.price_e8,
             qty_e8: new.qty_e8,
             executed_e8: if filled { new.qty_e8 } else { 0 },
-            status: if filled { Status::Filled } else { Status::New },
+            status,
             time: now,
             update_time: now,
             conn: None,

@@ -10,7 +10,9 @@
 //!   `public/get_order_book`, `private/buy`, `private/sell`, `private/edit`,
 //!   `private/cancel`, `private/cancel_by_label`, `private/get_order_state`,
 //!   `private/get_order_state_by_label`,
-//!   `private/get_open_orders_by_instrument`. Private methods take
+//!   `private/get_open_orders_by_instrument`, `private/cancel_all_by_instrument`,
+//!   and what a client asks for at start ([`catalog`]): `public/get_instruments`,
+//!   `public/get_currencies`, `private/get_account_summaries`. Private methods take
 //!   `Authorization: Bearer <token>`, or are signed per request with
 //!   `Authorization: deri-hmac-sha256 id=..,ts=..,sig=..,nonce=..` (hex HMAC-SHA256
 //!   of `ts\nnonce\nMETHOD\nURI\nBODY\n`, `ts` within 60 s; <https://docs.deribit.com/#authentication>);
@@ -48,18 +50,21 @@
 //! <https://docs.deribit.com/#json-rpc> (checked 2026-11-30).
 //! It never touches a socket or reads a clock.
 
+mod catalog;
 pub(crate) mod ws;
 
 use std::net::IpAddr;
 
 use serde_json::{json, Map, Value};
 
+use crate::config::Profile;
 use crate::engine::book::{fmt_e8, parse_e8, OrdType, Order, Placement, Side, Status};
 use crate::engine::credits::{CreditPool, PoolSpec};
 use crate::engine::state::{Admission, Venue};
 use crate::http::{Request, Response};
 use crate::limits::Key;
 use crate::params::{sign, Params};
+use crate::profiles::instruments::{deribit_refusal, rules};
 use crate::report::CreditUsage;
 
 /// How long a bearer token lives, in seconds.
@@ -101,6 +106,14 @@ enum DeribitCall {
     State(String),
     ByLabel(String),
     Open,
+    /// `public/get_instruments` (`true`: BTC futures, where the one is listed).
+    Instruments(bool),
+    /// `public/get_currencies`.
+    Currencies,
+    /// `private/get_account_summaries`.
+    Summaries,
+    /// `private/cancel_all_by_instrument`.
+    CancelAllByInstrument,
 }
 
 impl DeribitOp {
@@ -112,6 +125,7 @@ impl DeribitOp {
                 | DeribitCall::Edit { .. }
                 | DeribitCall::Cancel(_)
                 | DeribitCall::CancelByLabel(_)
+                | DeribitCall::CancelAllByInstrument
         )
     }
 }
@@ -379,7 +393,18 @@ impl Venue {
     ) -> Result<DeribitCall, Response> {
         let id = id.clone();
         let get = |name: &str| params.get(name).filter(|v| !v.is_empty());
-        let dec = |name: &str| get(name).and_then(parse_e8).filter(|&v| v > 0);
+        // A positive number; one past the exact decimals (`1e11`, a huge
+        // amount) saturates, so the funds check answers it as the venue does.
+        let dec = |name: &str| {
+            get(name)
+                .and_then(|v| {
+                    parse_e8(v).or_else(|| {
+                        let f = v.parse::<f64>().ok().filter(|f| f.is_finite())?;
+                        Some((f * 1e8).min(u64::MAX as f64) as u64)
+                    })
+                })
+                .filter(|&v| v > 0)
+        };
         let call = match method {
             "public/auth" => match (get("grant_type"), get("client_id"), get("client_secret")) {
                 (Some("client_credentials"), Some(c), Some(s)) => DeribitCall::Auth {
@@ -459,6 +484,19 @@ impl Venue {
                 Some(l) => DeribitCall::ByLabel(l.to_string()),
                 None => return Err(invalid(&id, "label", now)),
             },
+            // Without `currency`, every currency (ccxt's load_markets asks so).
+            "public/get_instruments" => DeribitCall::Instruments(
+                matches!(get("currency"), None | Some("BTC" | "any"))
+                    && matches!(get("kind"), None | Some("future")),
+            ),
+            "public/get_currencies" => DeribitCall::Currencies,
+            "private/get_account_summaries" => DeribitCall::Summaries,
+            "private/cancel_all_by_instrument" => {
+                if get("instrument_name") != Some(self.cfg.symbol.as_str()) {
+                    return Err(invalid(&id, "instrument_name", now));
+                }
+                DeribitCall::CancelAllByInstrument
+            }
             "private/get_open_orders_by_instrument" => {
                 if get("instrument_name") != Some(self.cfg.symbol.as_str()) {
                     return Err(invalid(&id, "instrument_name", now));
@@ -548,6 +586,11 @@ impl Venue {
                     qty_e8: amount_e8,
                     price_e8,
                 };
+                if let Err(b) = self.check_placement(account, &rules(Profile::Deribit), &placement)
+                {
+                    let (code, msg) = deribit_refusal(b);
+                    return fail(400, &id, code, msg, now);
+                }
                 // Deribit labels need not be unique; an empty one is no label.
                 let cid = label.unwrap_or_default();
                 let idx = if cid.is_empty() {
@@ -575,6 +618,11 @@ impl Venue {
                 };
                 if self.orders[i].status != Status::New {
                     return fail(400, &id, 11044, "not_open_order", now);
+                }
+                let kind = self.orders[i].kind;
+                if let Err(b) = rules(Profile::Deribit).check_filters(kind, price_e8, amount_e8) {
+                    let (code, msg) = deribit_refusal(b);
+                    return fail(400, &id, code, msg, now);
                 }
                 self.amend_order(i, Some(amount_e8), Some(price_e8), now);
                 let o = &self.orders[i];
@@ -627,6 +675,20 @@ impl Venue {
                     .collect();
                 ok(&id, Value::Array(list), now)
             }
+            DeribitCall::Instruments(listed) => ok(&id, self.deribit_instruments(listed), now),
+            DeribitCall::Currencies => ok(&id, catalog::currencies(), now),
+            DeribitCall::Summaries => ok(&id, self.deribit_summaries(account), now),
+            // The number of orders cancelled (none is not an error).
+            DeribitCall::CancelAllByInstrument => {
+                let open: Vec<usize> = (0..self.orders.len())
+                    .filter(|&i| self.orders[i].account == account)
+                    .filter(|&i| self.orders[i].status == Status::New)
+                    .collect();
+                for &i in &open {
+                    self.cancel_order(i, now);
+                }
+                ok(&id, json!(open.len()), now)
+            }
         }
     }
 }
@@ -636,7 +698,7 @@ fn deribit_order(o: &Order, instrument: &str) -> Value {
     let state = match o.status {
         Status::New => "open",
         Status::Filled => "filled",
-        Status::Canceled => "cancelled",
+        Status::Canceled | Status::Expired => "cancelled",
     };
     json!({
         "order_id": o.order_id.to_string(),

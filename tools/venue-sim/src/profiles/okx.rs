@@ -33,21 +33,32 @@
 //!
 //! It never touches a socket or reads a clock.
 
+mod batch;
+mod catalog;
+
 use std::net::IpAddr;
 
 use serde_json::{json, Map, Value};
 
-use crate::config::LimitType;
-use crate::engine::book::{fmt_e8, parse_e8, quote, OrdType, Order, Placement, Side, Status};
+use crate::config::{LimitType, Profile};
+use crate::engine::book::{fmt_e8, parse_e8, quote, OrdType, Order, Side, Status};
 use crate::engine::state::{Admission, Venue};
 use crate::http::{Request, Response};
 use crate::limits::Key;
 use crate::params::{parse_iso8601_ms, sign_base64};
+use crate::profiles::instruments::{okx_refusal, rules};
 
 /// An admitted OKX request.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum OkxOp {
     Time,
+    /// `public/instruments` of an `instType` (`true`: SWAP, where the one is
+    /// listed).
+    Instruments(bool),
+    /// `asset/currencies`.
+    Currencies,
+    /// `trade/batch-orders`: up to 20 placements, each with its own fate.
+    Batch(Vec<OkxOp>),
     Books(usize),
     Balance,
     Place {
@@ -87,7 +98,7 @@ impl OkxOp {
     pub(crate) fn changes_orders(&self) -> bool {
         matches!(
             self,
-            OkxOp::Place { .. } | OkxOp::Cancel(_) | OkxOp::Amend { .. }
+            OkxOp::Place { .. } | OkxOp::Cancel(_) | OkxOp::Amend { .. } | OkxOp::Batch(_)
         )
     }
 }
@@ -115,6 +126,9 @@ enum Endpoint {
     Fills,
     History,
     CancelAllAfter,
+    Instruments,
+    Currencies,
+    Batch,
 }
 
 impl Endpoint {
@@ -134,6 +148,9 @@ impl Endpoint {
             ("GET", "/api/v5/trade/fills") => Endpoint::Fills,
             ("GET", "/api/v5/trade/orders-history") => Endpoint::History,
             ("POST", "/api/v5/trade/cancel-all-after") => Endpoint::CancelAllAfter,
+            ("GET", "/api/v5/public/instruments") => Endpoint::Instruments,
+            ("GET", "/api/v5/asset/currencies") => Endpoint::Currencies,
+            ("POST", "/api/v5/trade/batch-orders") => Endpoint::Batch,
             _ => return None,
         })
     }
@@ -146,17 +163,25 @@ impl Endpoint {
                 | Endpoint::Ticker
                 | Endpoint::Candles
                 | Endpoint::Trades
+                | Endpoint::Instruments
         )
     }
 
     /// The limits a request of this endpoint counts against.
     fn limits(self) -> &'static [LimitType] {
         match self {
-            // Cancel All After's own limit (1 a second per user and tag) is not
+            // Cancel All After's own limit (1 a second per user and tag), and
+            // the instruments' and currencies' (20 and 6 per second), are not
             // emulated.
-            Endpoint::Time | Endpoint::Balance | Endpoint::CancelAllAfter => &[],
+            Endpoint::Time
+            | Endpoint::Balance
+            | Endpoint::CancelAllAfter
+            | Endpoint::Instruments
+            | Endpoint::Currencies => &[],
             Endpoint::Books => &[LimitType::OkxBooks],
-            Endpoint::Place => &[LimitType::OkxOrder, LimitType::OkxSubAccount],
+            // A batch is charged once here (its own limit, 300 orders per 2 s,
+            // is not emulated).
+            Endpoint::Place | Endpoint::Batch => &[LimitType::OkxOrder, LimitType::OkxSubAccount],
             Endpoint::Amend => &[LimitType::OkxAmend, LimitType::OkxSubAccount],
             Endpoint::Cancel => &[LimitType::OkxCancel],
             Endpoint::Query | Endpoint::Pending => &[LimitType::OkxQuery],
@@ -265,9 +290,18 @@ impl Venue {
                 ))
             }
         };
+        let mut batch = Vec::new();
         let body = if req.method == "POST" {
             match serde_json::from_slice::<Value>(&req.body) {
-                Ok(Value::Object(m)) => m,
+                Ok(Value::Object(m)) if endpoint != Endpoint::Batch => m,
+                Ok(Value::Array(a)) if endpoint == Endpoint::Batch => {
+                    if !(1..=20).contains(&a.len()) {
+                        let msg = "Maximum 20 orders can be placed in bulk";
+                        return Admission::Final(answer(200, "51111", msg, json!([])));
+                    }
+                    batch = a;
+                    Map::new()
+                }
                 _ => {
                     return Admission::Final(answer(
                         400,
@@ -310,9 +344,28 @@ impl Venue {
                 return Admission::Final(answer(429, code, msg, json!([])));
             }
         }
-        let op = match self.okx_op(endpoint, &body, &query) {
-            Ok(op) => op,
-            Err(r) => return Admission::Final(r),
+        let op = if endpoint == Endpoint::Batch {
+            let mut ops = Vec::with_capacity(batch.len());
+            for v in &batch {
+                let Value::Object(m) = v else {
+                    return Admission::Final(answer(
+                        200,
+                        "50000",
+                        "Body can not be empty",
+                        json!([]),
+                    ));
+                };
+                match self.okx_op(Endpoint::Place, m, &[]) {
+                    Ok(op) => ops.push(op),
+                    Err(r) => return Admission::Final(r),
+                }
+            }
+            OkxOp::Batch(ops)
+        } else {
+            match self.okx_op(endpoint, &body, &query) {
+                Ok(op) => op,
+                Err(r) => return Admission::Final(r),
+            }
         };
         let fault = self.draw_fault(op.changes_orders());
         Admission::Run {
@@ -439,6 +492,22 @@ impl Venue {
                 }
             },
             Endpoint::Time => OkxOp::Time,
+            Endpoint::Instruments => match get("instType").as_deref() {
+                Some("SWAP") => OkxOp::Instruments(true),
+                Some("SPOT" | "MARGIN" | "FUTURES" | "OPTION") => OkxOp::Instruments(false),
+                Some(_) => return Err(param_err("instType")),
+                None => {
+                    return Err(answer(
+                        200,
+                        "50014",
+                        "Parameter instType can not be empty",
+                        json!([]),
+                    ))
+                }
+            },
+            Endpoint::Currencies => OkxOp::Currencies,
+            // Read by `admit_okx`, one `Place` per element.
+            Endpoint::Batch => return Err(param_err("body")),
             Endpoint::Balance => OkxOp::Balance,
             Endpoint::Pending => OkxOp::Pending,
             Endpoint::Ticker => {
@@ -553,6 +622,8 @@ impl Venue {
         };
         match op {
             OkxOp::Time => ok(json!([{ "ts": now.to_string() }])),
+            OkxOp::Instruments(listed) => ok(self.okx_instruments(listed)),
+            OkxOp::Currencies => ok(catalog::currencies()),
             OkxOp::CancelAllAfter(s) => {
                 let at = self.arm_switch(account, None, s * 1000, now);
                 ok(json!([{ "triggerTime": at.to_string(), "tag": "", "ts": now.to_string() }]))
@@ -565,38 +636,11 @@ impl Venue {
                 let (bids, asks) = self.ladder(sz, |p| json!([fmt_dec(p), "1", "0", "1"]));
                 ok(json!([{ "asks": asks, "bids": bids, "ts": now.to_string() }]))
             }
-            OkxOp::Place {
-                side,
-                kind,
-                qty_e8,
-                price_e8,
-                cl_id,
-            } => {
-                if let Some(c) = &cl_id {
-                    if self.by_client.contains_key(&(account, c.clone())) {
-                        self.report.duplicate_rejects += 1;
-                        return order_failed("51016", "Duplicated clOrdId", "", c);
-                    }
-                }
-                let placement = Placement {
-                    side,
-                    kind,
-                    tif: "GTC",
-                    qty_e8,
-                    price_e8,
-                };
-                let idx = self.book_order(account, cl_id, "sim", placement, now);
-                let (order_id, client_id) =
-                    (self.orders[idx].order_id, &self.orders[idx].client_id);
-                ok(json!([{
-                    "clOrdId": client_id,
-                    "ordId": order_id.to_string(),
-                    "tag": "",
-                    "ts": now.to_string(),
-                    "sCode": "0",
-                    "sMsg": "Order placed",
-                }]))
-            }
+            OkxOp::Place { .. } => match self.okx_place(account, op, now) {
+                Ok(v) => ok(json!([v])),
+                Err(v) => answer(200, "1", "All operations failed", json!([v])),
+            },
+            OkxOp::Batch(ops) => self.okx_batch(account, ops, now),
             OkxOp::Cancel(t) => {
                 let Some(i) = self
                     .find_okx(account, &t)
@@ -637,6 +681,13 @@ impl Venue {
                         &cl,
                     );
                 };
+                let o = &self.orders[i];
+                let (price, qty) = (price_e8.unwrap_or(o.price_e8), qty_e8.unwrap_or(o.qty_e8));
+                if let Err(b) = rules(Profile::Okx).check_filters(o.kind, price, qty) {
+                    let (code, msg) = okx_refusal(b);
+                    let (id, cl) = (o.order_id.to_string(), o.client_id.clone());
+                    return order_failed(code, &msg, &id, &cl);
+                }
                 self.amend_order(i, qty_e8, price_e8, now);
                 let o = &self.orders[i];
                 ok(json!([{
@@ -752,7 +803,7 @@ impl Venue {
         let state = match o.status {
             Status::New => "live",
             Status::Filled => "filled",
-            Status::Canceled => "canceled",
+            Status::Canceled | Status::Expired => "canceled",
         };
         json!({
             "instType": "SWAP",

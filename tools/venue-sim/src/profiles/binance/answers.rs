@@ -5,9 +5,11 @@ use serde_json::{json, Value};
 
 use crate::config::Profile;
 use crate::engine::book::{base_asset, fmt_e8, quote, quote_asset, OrdType, Order, Status};
+use crate::engine::rules::Funds;
 use crate::engine::state::Venue;
 use crate::http::Response;
 use crate::profiles::binance::request::RespType;
+use crate::profiles::instruments::{dec, rules};
 
 impl Venue {
     pub(crate) fn order_ack_json(&mut self, idx: usize, resp: RespType, now: i64) -> Value {
@@ -177,6 +179,28 @@ impl Venue {
             .collect()
     }
 
+    /// The symbol's `filters`, from the rules the engine enforces
+    /// (`crate::profiles::instruments`): Spot writes 8 decimals and
+    /// `NOTIONAL`/`maxNumOrders`, USD-M `MIN_NOTIONAL`/`limit`.
+    fn filters_json(&self) -> Value {
+        let r = rules(self.cfg.profile);
+        if self.spot() {
+            return json!([
+                { "filterType": "PRICE_FILTER", "minPrice": fmt_e8(r.min_price_e8), "maxPrice": fmt_e8(r.max_price_e8), "tickSize": fmt_e8(r.tick_e8) },
+                { "filterType": "LOT_SIZE", "minQty": fmt_e8(r.min_qty_e8), "maxQty": fmt_e8(r.max_qty_e8), "stepSize": fmt_e8(r.step_e8) },
+                { "filterType": "NOTIONAL", "minNotional": fmt_e8(r.min_notional_e8), "applyMinToMarket": true, "avgPriceMins": 5 },
+                { "filterType": "MAX_NUM_ORDERS", "maxNumOrders": r.max_open }
+            ]);
+        }
+        json!([
+            { "filterType": "PRICE_FILTER", "minPrice": dec(r.min_price_e8), "maxPrice": dec(r.max_price_e8), "tickSize": dec(r.tick_e8) },
+            { "filterType": "LOT_SIZE", "minQty": dec(r.min_qty_e8), "maxQty": dec(r.max_qty_e8), "stepSize": dec(r.step_e8) },
+            { "filterType": "MARKET_LOT_SIZE", "minQty": dec(r.min_qty_e8), "maxQty": dec(r.max_qty_e8), "stepSize": dec(r.step_e8) },
+            { "filterType": "MAX_NUM_ORDERS", "limit": r.max_open },
+            { "filterType": "MIN_NOTIONAL", "notional": dec(r.min_notional_e8) }
+        ])
+    }
+
     pub(crate) fn exchange_info(&self, now: i64) -> Value {
         if !self.spot() {
             return self.exchange_info_futures(now);
@@ -204,10 +228,7 @@ impl Venue {
                 "cancelReplaceAllowed": true,
                 "isSpotTradingAllowed": true,
                 "isMarginTradingAllowed": false,
-                "filters": [
-                    { "filterType": "PRICE_FILTER", "minPrice": "0.00000001", "maxPrice": "1000000.00000000", "tickSize": "0.00000001" },
-                    { "filterType": "LOT_SIZE", "minQty": "0.00000001", "maxQty": "9000.00000000", "stepSize": "0.00000001" }
-                ],
+                "filters": self.filters_json(),
                 "permissions": [],
                 "permissionSets": [["SPOT"]],
                 "defaultSelfTradePreventionMode": "EXPIRE_MAKER",
@@ -240,10 +261,7 @@ impl Venue {
                 "quotePrecision": 8,
                 "orderTypes": ["LIMIT", "MARKET"],
                 "timeInForce": ["GTC", "IOC", "FOK", "GTX"],
-                "filters": [
-                    { "filterType": "PRICE_FILTER", "minPrice": "0.01", "maxPrice": "1000000", "tickSize": "0.01" },
-                    { "filterType": "LOT_SIZE", "minQty": "0.001", "maxQty": "1000", "stepSize": "0.001" }
-                ]
+                "filters": self.filters_json()
             }]
         })
     }
@@ -294,6 +312,10 @@ impl Venue {
                 "positions": []
             });
         }
+        let (base, quote) = match rules(self.cfg.profile).funds {
+            Funds::Spot { base_e8, quote_e8 } => (base_e8, quote_e8),
+            _ => (0, 0),
+        };
         json!({
             "makerCommission": 10,
             "takerCommission": 10,
@@ -309,8 +331,8 @@ impl Venue {
             "updateTime": now,
             "accountType": "SPOT",
             "balances": [
-                { "asset": base_asset(sym), "free": "1000.00000000", "locked": "0.00000000" },
-                { "asset": quote_asset(sym), "free": "100000000.00000000", "locked": "0.00000000" }
+                { "asset": base_asset(sym), "free": fmt_e8(base), "locked": "0.00000000" },
+                { "asset": quote_asset(sym), "free": fmt_e8(quote), "locked": "0.00000000" }
             ],
             "permissions": ["SPOT"],
             "uid": 1

@@ -10,7 +10,12 @@
 //! `computeCommissionRates`), `DELETE openOrders` 1, `allOrders` 20,
 //! `rateLimit/order` 40; on the WebSocket API the same methods weigh the same, and
 //! `userDataStream.subscribe.signature`, `userDataStream.unsubscribe` and
-//! `session.subscriptions` 2 (`web-socket-api.md`).
+//! `session.subscriptions` 2 (`web-socket-api.md`). The wallet's
+//! `capital/config/getall` 10 and margin's `allPairs` 1, `isolated/allPairs` 10
+//! (<https://developers.binance.com/docs/wallet/capital/all-coins-info>,
+//! <https://developers.binance.com/docs/margin_trading/market-data/Get-All-Cross-Margin-Pairs>,
+//! <https://developers.binance.com/docs/margin_trading/market-data/Query-Isolated-Margin-Symbol>);
+//! USD-M `DELETE allOpenOrders` 1.
 
 use crate::config::Profile;
 use crate::params::Params;
@@ -47,6 +52,12 @@ pub(crate) enum Endpoint {
     StreamUnsubscribe,
     /// WebSocket API only: `session.subscriptions`.
     StreamSubscriptions,
+    /// Spot `GET /sapi/v1/capital/config/getall`: the account's coins.
+    CapitalConfig,
+    /// Spot `GET /sapi/v1/margin/allPairs`: the cross-margin pairs.
+    MarginPairs,
+    /// Spot `GET /sapi/v1/margin/isolated/allPairs`: the isolated-margin pairs.
+    IsolatedPairs,
 }
 
 impl Endpoint {
@@ -74,6 +85,9 @@ impl Endpoint {
                 ("DELETE", "/api/v3/openOrders") => Endpoint::CancelAll,
                 ("GET", "/api/v3/allOrders") => Endpoint::AllOrders,
                 ("GET", "/api/v3/rateLimit/order") => Endpoint::RateLimitOrder,
+                ("GET", "/sapi/v1/capital/config/getall") => Endpoint::CapitalConfig,
+                ("GET", "/sapi/v1/margin/allPairs") => Endpoint::MarginPairs,
+                ("GET", "/sapi/v1/margin/isolated/allPairs") => Endpoint::IsolatedPairs,
                 _ => return None,
             },
             Profile::BinanceFutures => match (method, path) {
@@ -88,6 +102,7 @@ impl Endpoint {
                 ("DELETE", "/fapi/v1/order") => Endpoint::CancelOrder,
                 ("GET", "/fapi/v1/order") => Endpoint::QueryOrder,
                 ("POST", "/fapi/v1/countdownCancelAll") => Endpoint::Countdown,
+                ("DELETE", "/fapi/v1/allOpenOrders") => Endpoint::CancelAll,
                 _ => return None,
             },
             // Bybit and OKX have their own routers (their modules).
@@ -115,6 +130,7 @@ impl Endpoint {
                 | Endpoint::AvgPrice
                 | Endpoint::StreamUnsubscribe
                 | Endpoint::StreamSubscriptions
+                | Endpoint::MarginPairs
         )
     }
 
@@ -158,6 +174,10 @@ impl Endpoint {
                 Endpoint::StreamSubscribe
                 | Endpoint::StreamUnsubscribe
                 | Endpoint::StreamSubscriptions => 2,
+                // The /sapi weights, counted here on the same IP weight (Binance
+                // keeps a separate /sapi IP limit: not emulated).
+                Endpoint::CapitalConfig | Endpoint::IsolatedPairs => 10,
+                Endpoint::MarginPairs => 1,
             },
             // New and modified orders weigh 0 on the IP limit, 1 on each order limit.
             Profile::BinanceFutures => match self {

@@ -4,10 +4,11 @@
 
 use serde_json::{json, Value};
 
-use crate::engine::book::{fmt_e8, quote, OrdType, Placement, Status};
+use crate::engine::book::{fmt_e8, quote, Placement, Status};
 use crate::engine::state::Venue;
 use crate::http::Response;
 use crate::profiles::binance::request::{BinanceOp, NewOrder, OrderRef, ReplaceMode};
+use crate::profiles::instruments::{binance_refusal, rules};
 
 impl Venue {
     /// Step 2 of the drive order: run an admitted request at `now`, admitted at
@@ -38,8 +39,27 @@ impl Venue {
                     json!({ "symbol": symbol, "countdownTime": ms.to_string() }).to_string(),
                 )
             }
+            BinanceOp::CapitalConfig => Response::json(200, self.capital_config().to_string()),
+            BinanceOp::MarginPairs { isolated } => {
+                Response::json(200, self.margin_pairs(isolated).to_string())
+            }
             BinanceOp::CancelAll => {
                 let open: Vec<u64> = self.open_orders(account).map(|o| o.order_id).collect();
+                if !self.spot() {
+                    // USD-M `DELETE allOpenOrders`: none open is no error.
+                    for id in open {
+                        let r = OrderRef {
+                            order_id: Some(id),
+                            client_id: None,
+                        };
+                        let _ = self.cancel(account, &r, None, now);
+                    }
+                    return Response::json(
+                        200,
+                        json!({ "code": 200, "msg": "The operation of cancel all open order is done." })
+                            .to_string(),
+                    );
+                }
                 if open.is_empty() {
                     return Response::error(400, -2011, "Unknown order sent.");
                 }
@@ -102,6 +122,12 @@ impl Venue {
                         -4064,
                         "Original order side and modified side must be the same.",
                     );
+                }
+                let profile = self.cfg.profile;
+                let kind = self.orders[i].kind;
+                if let Err(b) = rules(profile).check_filters(kind, price_e8, qty_e8) {
+                    let (code, msg) = binance_refusal(profile, b);
+                    return Response::error(400, code, &msg);
                 }
                 self.amend_order(i, Some(qty_e8), Some(price_e8), now);
                 Response::json(200, self.order_json(&self.orders[i], false).to_string())
@@ -176,26 +202,33 @@ impl Venue {
             qty_e8: n.qty_e8,
             price_e8: n.price_e8,
         };
+        let profile = self.cfg.profile;
+        if let Err(b) = self.check_placement(account, &rules(profile), &placement) {
+            let (code, msg) = binance_refusal(profile, b);
+            return Err((400, code, msg));
+        }
         let idx = self.book_order(account, n.client_id.clone(), "sim-", placement, now);
         let client_id = self.orders[idx].client_id.clone();
-        let filled = n.kind == OrdType::Market;
+        let fate = self.orders[idx].status;
+        let filled = fate == Status::Filled;
         if filled && self.spot() {
             // Binance Spot decrements the unfilled order count when an order first fills
             // (after the answer's headers were written, as there).
             self.count_order(account, -1, now);
         }
-        // The stream: accepted as NEW, then (a MARKET order) its fill.
+        // The stream: accepted as NEW, then its fill or its expiry.
+        let executed = self.orders[idx].executed_e8;
+        self.orders[idx].status = Status::New;
+        self.orders[idx].executed_e8 = 0;
+        self.emit(idx, "NEW", &client_id, "", 0, -1, now);
+        self.orders[idx].status = fate;
+        self.orders[idx].executed_e8 = executed;
         if filled {
-            self.orders[idx].status = Status::New;
-            self.orders[idx].executed_e8 = 0;
-            self.emit(idx, "NEW", &client_id, "", 0, -1, now);
-            self.orders[idx].status = Status::Filled;
-            self.orders[idx].executed_e8 = n.qty_e8;
             let t = self.next_trade_id as i64;
             self.next_trade_id += 1;
             self.emit(idx, "TRADE", &client_id, "", n.qty_e8, t, now);
-        } else {
-            self.emit(idx, "NEW", &client_id, "", 0, -1, now);
+        } else if fate == Status::Expired {
+            self.emit(idx, "EXPIRED", &client_id, "", 0, -1, now);
         }
         if !self.spot() {
             return Ok(self.order_json(&self.orders[idx], false));

@@ -39,6 +39,7 @@
 //! Layout: `endpoint` (routes and weights), `request` (parameters into an
 //! operation), `admit` (step 1), `execute` (step 2), `answers` (response bodies), `market`
 //! (market data and account history),
+//! `sapi` (the wallet's and margin's answers a client asks for at start),
 //! `user_stream` (the upgrade's connect limit and `executionReport`), `ws_api` (the WebSocket API:
 //! requests in, answers out, subscriptions).
 
@@ -48,5 +49,6 @@ pub(crate) mod endpoint;
 pub(crate) mod execute;
 pub(crate) mod market;
 pub(crate) mod request;
+pub(crate) mod sapi;
 pub(crate) mod user_stream;
 pub(crate) mod ws_api;

@@ -132,6 +132,12 @@ pub(crate) enum BinanceOp {
     StreamUnsubscribe(Option<u64>),
     /// WebSocket API: this connection's subscriptions.
     StreamSubscriptions,
+    /// `capital/config/getall`.
+    CapitalConfig,
+    /// `margin/allPairs` (`false`) or `margin/isolated/allPairs` (`true`).
+    MarginPairs {
+        isolated: bool,
+    },
 }
 
 impl BinanceOp {
@@ -387,6 +393,9 @@ impl Venue {
                 BinanceOp::StreamUnsubscribe(Self::opt_id(p, "subscriptionId")?)
             }
             Endpoint::StreamSubscriptions => BinanceOp::StreamSubscriptions,
+            Endpoint::CapitalConfig => BinanceOp::CapitalConfig,
+            Endpoint::MarginPairs => BinanceOp::MarginPairs { isolated: false },
+            Endpoint::IsolatedPairs => BinanceOp::MarginPairs { isolated: true },
             Endpoint::Ping => BinanceOp::Ping,
             Endpoint::Time => BinanceOp::Time,
             Endpoint::ExchangeInfo => BinanceOp::ExchangeInfo,

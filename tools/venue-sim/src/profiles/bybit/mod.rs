@@ -66,15 +66,17 @@ use std::net::IpAddr;
 
 use serde_json::{json, Map, Value};
 
-use crate::config::LimitType;
+use crate::config::{LimitType, Profile};
 use crate::engine::book::{
     fmt_e8, parse_e8, quote, valid_client_id, OrdType, Placement, Side, Status,
 };
 use crate::engine::state::{Admission, Venue};
 use crate::http::{Request, Response};
 use crate::limits::Key;
+use crate::profiles::instruments::{bybit_refusal, rules};
 
 mod auth;
+mod catalog;
 mod orders;
 pub(crate) mod private;
 
@@ -158,13 +160,27 @@ pub(crate) enum BybitOp {
         product: DcpProduct,
         window_ms: i64,
     },
+    /// `/v5/market/instruments-info` of a category (`true`: linear, the one
+    /// listed).
+    Instruments(bool),
+    /// `/v5/asset/coin/query-info`.
+    Coins,
+    /// `/v5/user/query-api`.
+    ApiKey,
+    /// `/v5/account/info`.
+    AccountInfo,
+    /// `/v5/order/cancel-all`.
+    CancelAll,
 }
 
 impl BybitOp {
     pub(crate) fn changes_orders(&self) -> bool {
         matches!(
             self,
-            BybitOp::Create { .. } | BybitOp::Amend { .. } | BybitOp::Cancel(_)
+            BybitOp::Create { .. }
+                | BybitOp::Amend { .. }
+                | BybitOp::Cancel(_)
+                | BybitOp::CancelAll
         )
     }
 }
@@ -191,6 +207,11 @@ enum Endpoint {
     Executions,
     History,
     Dcp,
+    Instruments,
+    Coins,
+    ApiKey,
+    AccountInfo,
+    CancelAll,
 }
 
 impl Endpoint {
@@ -209,6 +230,11 @@ impl Endpoint {
             ("GET", "/v5/execution/list") => Endpoint::Executions,
             ("GET", "/v5/order/history") => Endpoint::History,
             ("POST", "/v5/order/disconnected-cancel-all") => Endpoint::Dcp,
+            ("GET", "/v5/market/instruments-info") => Endpoint::Instruments,
+            ("GET", "/v5/asset/coin/query-info") => Endpoint::Coins,
+            ("GET", "/v5/user/query-api") => Endpoint::ApiKey,
+            ("GET", "/v5/account/info") => Endpoint::AccountInfo,
+            ("POST", "/v5/order/cancel-all") => Endpoint::CancelAll,
             _ => return None,
         })
     }
@@ -220,8 +246,14 @@ impl Endpoint {
             | Endpoint::Tickers
             | Endpoint::Kline
             | Endpoint::RecentTrade
+            | Endpoint::Instruments
             // Signed, but no per-UID limit of its own on the rate-limit page.
-            | Endpoint::Dcp => return None,
+            | Endpoint::Dcp
+            | Endpoint::Coins
+            | Endpoint::ApiKey
+            | Endpoint::AccountInfo => return None,
+            // The cancel-all limit is its own; counted on the cancel limit here.
+            Endpoint::CancelAll => LimitType::BybitCancel,
             Endpoint::Executions => LimitType::BybitExecution,
             Endpoint::History => LimitType::BybitHistory,
             Endpoint::Create => LimitType::BybitCreate,
@@ -351,7 +383,11 @@ impl Venue {
 
         let mut account = 0;
         let mut headers = Vec::new();
-        if endpoint.limit_type().is_some() || endpoint == Endpoint::Dcp {
+        let signed = matches!(
+            endpoint,
+            Endpoint::Dcp | Endpoint::Coins | Endpoint::ApiKey | Endpoint::AccountInfo
+        );
+        if endpoint.limit_type().is_some() || signed {
             account = match self.authenticate_bybit(req, now) {
                 Ok(a) => a,
                 Err(r) => return Admission::Final(r),
@@ -438,6 +474,19 @@ impl Venue {
         };
         Ok(match e {
             Endpoint::Time => BybitOp::Time,
+            Endpoint::Instruments => match f.get("category").as_deref() {
+                Some("linear") => BybitOp::Instruments(true),
+                Some("spot" | "inverse" | "option") => BybitOp::Instruments(false),
+                Some(_) => return Err("category invalid".into()),
+                None => return Err("category missing".into()),
+            },
+            Endpoint::Coins => BybitOp::Coins,
+            Endpoint::ApiKey => BybitOp::ApiKey,
+            Endpoint::AccountInfo => BybitOp::AccountInfo,
+            Endpoint::CancelAll => {
+                category_ok(f)?;
+                BybitOp::CancelAll
+            }
             Endpoint::Dcp => {
                 let product = match f.get("product").as_deref() {
                     None => DcpProduct::Options,
@@ -583,6 +632,25 @@ impl Venue {
     pub(crate) fn execute_bybit(&mut self, op: BybitOp, account: usize, now: i64) -> Response {
         let ok = |result: Value| Response::json(200, envelope(0, "OK", result, now));
         match op {
+            BybitOp::Instruments(listed) => ok(self.bybit_instruments(listed)),
+            BybitOp::Coins => ok(self.bybit_coins()),
+            BybitOp::ApiKey => ok(self.bybit_api_key(account, now)),
+            BybitOp::AccountInfo => ok(self.bybit_account_info(account, now)),
+            BybitOp::CancelAll => {
+                let open: Vec<usize> = (0..self.orders.len())
+                    .filter(|&i| self.orders[i].account == account)
+                    .filter(|&i| self.orders[i].status == Status::New)
+                    .collect();
+                let mut list = Vec::with_capacity(open.len());
+                for i in open {
+                    self.cancel_order(i, now);
+                    let o = &self.orders[i];
+                    list.push(
+                        json!({ "orderId": o.order_id.to_string(), "orderLinkId": o.client_id }),
+                    );
+                }
+                ok(json!({ "list": list, "success": "1" }))
+            }
             BybitOp::SetDcp { product, window_ms } => {
                 self.set_dcp_window(account, product, window_ms);
                 Response::json(
@@ -628,7 +696,17 @@ impl Venue {
                     qty_e8,
                     price_e8,
                 };
-                let idx = self.book_order(account, link_id, "sim-", placement, now);
+                if let Err(b) = self.check_placement(account, &rules(Profile::Bybit), &placement) {
+                    let (code, msg) = bybit_refusal(b);
+                    return fail(code, msg, now);
+                }
+                // Without an orderLinkId the venue answers "" (indexed by order id).
+                let none = link_id.is_none();
+                let idx = self.book_order(account, link_id, "", placement, now);
+                if none {
+                    let key = (account, std::mem::take(&mut self.orders[idx].client_id));
+                    self.by_client.remove(&key);
+                }
                 let (order_id, client_id) =
                     (self.orders[idx].order_id, &self.orders[idx].client_id);
                 ok(json!({ "orderId": order_id.to_string(), "orderLinkId": client_id }))
@@ -644,6 +722,12 @@ impl Venue {
                 else {
                     return fail(110001, "order not exists or too late to replace", now);
                 };
+                let o = &self.orders[i];
+                let (price, qty) = (price_e8.unwrap_or(o.price_e8), qty_e8.unwrap_or(o.qty_e8));
+                if let Err(b) = rules(Profile::Bybit).check_filters(o.kind, price, qty) {
+                    let (code, msg) = bybit_refusal(b);
+                    return fail(code, msg, now);
+                }
                 self.amend_order(i, qty_e8, price_e8, now);
                 let o = &self.orders[i];
                 ok(json!({ "orderId": o.order_id.to_string(), "orderLinkId": o.client_id }))

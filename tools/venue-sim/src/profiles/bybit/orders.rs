@@ -33,7 +33,7 @@ impl Venue {
         let status = match o.status {
             Status::New => "New",
             Status::Filled => "Filled",
-            Status::Canceled => "Cancelled",
+            Status::Canceled | Status::Expired => "Cancelled",
         };
         json!({
             "orderId": o.order_id.to_string(),

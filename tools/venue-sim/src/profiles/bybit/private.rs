@@ -109,7 +109,7 @@ impl DcpProduct {
     }
 
     /// Its index in [`crate::engine::state::Venue::held`]'s arrays.
-    fn index(self) -> usize {
+    pub(super) fn index(self) -> usize {
         self as usize
     }
 }
