@@ -125,9 +125,10 @@ pub struct Stats {
     pub expired: u64,
     /// Writes whose outcome was unknown (Reconciling events).
     pub unknown: u64,
-    /// Unknown outcomes settled by a query (Reconciled events).
+    /// Unknown outcomes settled by a query (Reconciled events; a request of
+    /// several parts once, when its last part settles).
     pub reconciled: u64,
-    /// ... of which the order existed.
+    /// ... of which the order existed (requests of one part).
     pub reconciled_found: u64,
     /// Reconcile queries sent.
     pub queries: u64,

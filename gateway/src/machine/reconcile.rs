@@ -86,6 +86,9 @@ impl<E: Account> Gateway<E> {
             return None;
         }
         self.ledger.remove(key);
+        // A request of several parts is one Reconciling, so one reconciled (its
+        // parts' finds are in their Items).
+        self.stats.reconciled += u64::from(fate != ItemFate::Unresolved);
         self.pending.push_back(Event::BatchSettled { tag });
         None
     }
@@ -288,12 +291,13 @@ impl<E: Account> Gateway<E> {
                 return self.requery(key, now, until, not_found);
             }
         };
-        self.stats.reconciled += 1;
-        self.stats.reconciled_found += u64::from(found.is_some());
         if batch {
+            // Counted once, when its last part settles (see `next_item`).
             let fate = found.map_or(ItemFate::NeverRan, ItemFate::Found);
             return self.next_item(key, now, fate);
         }
+        self.stats.reconciled += 1;
+        self.stats.reconciled_found += u64::from(found.is_some());
         self.ledger.remove(key);
         Some(Event::Reconciled { tag, found })
     }
