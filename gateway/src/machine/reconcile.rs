@@ -2,8 +2,8 @@
 //! names, bounded in count and in time; ids that stay unknown are watched.
 
 use super::{
-    Gateway, Stats, Watched, MAX_QUERIES, QUERY_BACKOFF_MAX_NS, QUERY_BACKOFF_NS, QUERY_CLASS,
-    REFUSED_QUERIES_NS, RETRY_GAP_NS, SKEWS_TO_REANCHOR,
+    Gateway, Stats, Watched, HALT_CHECK_NS, MAX_QUERIES, QUERY_BACKOFF_MAX_NS, QUERY_BACKOFF_NS,
+    QUERY_CLASS, REFUSED_QUERIES_NS, RETRY_GAP_NS, SKEWS_TO_REANCHOR,
 };
 use crate::endpoints::Account;
 use crate::events::{Event, ItemFate};
@@ -48,7 +48,10 @@ impl<E: Account> Gateway<E> {
                 Some(_) => i64::MAX,
                 None => now.saturating_add(self.watch_ns),
             };
-            self.watch_halted |= halted.is_some();
+            if halted.is_some() {
+                let at = now.saturating_add(HALT_CHECK_NS);
+                self.halt_check = Some(self.halt_check.map_or(at, |t| t.min(at)));
+            }
             self.watch.push(Watched {
                 id,
                 tag,
