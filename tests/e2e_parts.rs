@@ -13,7 +13,10 @@
 //!   the connection): each part queried by its own client order id, the new order
 //!   found resting and the old one found CANCELED.
 //!
-//! The venue's truth is read back at the end with queries of each order.
+//! And a batch's items each end with their own fate (issue 39, item 2), on the
+//! emulator's Bybit profile (`/v5/order/create-batch`): a batch with one item
+//! refused (a duplicate `orderLinkId`), and a batch whose answer is lost after the
+//! venue placed both orders, each item queried by its own id.
 
 use std::sync::Arc;
 
@@ -25,6 +28,7 @@ use ergon_gateway::{
 use ergon_venue_sim::{Config, Fault, Server};
 use ergon_venues::binance_replace::ReplaceMode;
 use ergon_venues::binance_spot::BinanceSpot;
+use ergon_venues::bybit::{self, Bybit};
 use ergon_venues::endpoint::{
     CancelReplace, ClientOrderId, Decimal, NewOrder, OrderType, Side, Symbol, TimeInForce,
 };
@@ -220,4 +224,110 @@ fn each_part_of_a_cancel_replace_ends_with_its_own_fate() {
     assert_eq!(r.duplicates, 0, "nothing executed twice: {r:?}");
     // The one -2010 is step 2's new order (a1 rested), caught by the venue.
     assert_eq!(r.duplicate_rejects, 1, "{r:?}");
+}
+
+/// Runs batches of Bybit orders, one request at a time; every event by step.
+struct Batches {
+    req: Prepared,
+    steps: &'static [&'static [&'static str]],
+    step: usize,
+    waiting: bool,
+    events: Vec<Vec<String>>,
+}
+
+impl Strategy<Bybit> for Batches {
+    fn on_event(&mut self, api: &mut Api<'_, '_, Bybit>, ev: Event<'_>) {
+        let tag = ev.tag() as usize;
+        match ev {
+            Event::Retrying { .. } => {}
+            Event::Applied { .. } => self.events[tag].push("Applied".into()),
+            e => self.events[tag].push(format!("{e:?}")),
+        }
+        if ev.is_final() {
+            self.step += 1;
+            self.waiting = false;
+            self.on_turn(api);
+        }
+    }
+
+    fn on_turn(&mut self, api: &mut Api<'_, '_, Bybit>) {
+        if self.waiting {
+            return;
+        }
+        let Some(ids) = self.steps.get(self.step) else {
+            api.stop();
+            return;
+        };
+        let orders: Vec<NewOrder<'_>> = ids.iter().map(|c| order(c)).collect();
+        let now = api.now();
+        use ergon_venues::endpoint::Endpoints;
+        match orders.len() {
+            1 => api.venue_mut().new_order(&mut self.req, &orders[0], now),
+            _ => api.venue_mut().batch_orders(&mut self.req, &orders, now),
+        }
+        .unwrap();
+        self.waiting = true;
+        let tag = self.step as u64;
+        if let Err(e) = api.submit(&mut self.req, Class::Normal, tag) {
+            panic!("step {tag} refused: {e:?}");
+        }
+    }
+}
+
+#[test]
+fn each_item_of_a_batch_ends_with_its_own_fate() {
+    let mut c = Config::bybit();
+    c.symbol = SYMBOL.into();
+    // The third order request (the second batch): placed, then its connection
+    // closed unanswered.
+    c.faults.script = vec![(3, Fault::ExecuteThenClose)];
+    let server = Server::start(c.clone()).unwrap();
+    let start = Start::new(server.addr(), server.addr().to_string());
+    let (mut lp, gw, pool) = Gateway::start(&start, SYMBOL, |boot, b| {
+        let a = &c.accounts[0];
+        let auth =
+            bybit::Auth::new(&a.api_key, a.secret.as_bytes(), 5_000).map_err(|e| e.to_string())?;
+        Bybit::new(b, boot.clock, bybit::Config::default())
+            .map(|v| v.with_auth(auth))
+            .map_err(|e| e.to_string())
+    })
+    .unwrap();
+    const STEPS: &[&[&str]] = &[&["bb0"], &["bb1", "bb0", "bb2"], &["bb3", "bb4"]];
+    let s = Batches {
+        req: Prepared::with_capacity(4096),
+        steps: STEPS,
+        step: 0,
+        waiting: false,
+        events: vec![Vec::new(); STEPS.len()],
+    };
+    let d = gateway::run(&mut lp, gw, pool, s, Arc::new(Control::default())).unwrap();
+    let ev = &d.strategy.events;
+    let settled = |tag| format!("{:?}", Event::BatchSettled { tag });
+    assert_eq!(ev[0], ["Applied"]);
+    // bb0 rests: its item is refused (110072), the others placed; nothing re-sent.
+    assert_eq!(
+        ev[1],
+        [
+            item(1, 0, ItemFate::Applied),
+            item(1, 1, ItemFate::Rejected),
+            item(1, 2, ItemFate::Applied),
+            settled(1)
+        ]
+    );
+    // The answer lost: each item by its own id, both found resting.
+    assert_eq!(
+        ev[2],
+        [
+            format!("{:?}", Event::Reconciling { tag: 2 }),
+            item(2, 0, ItemFate::Found(OrderState::New)),
+            item(2, 1, ItemFate::Found(OrderState::New)),
+            settled(2)
+        ]
+    );
+    let r = server.stop();
+    assert_eq!(r.faults.execute_then_close, 1, "{:?}", r.faults);
+    assert_eq!(r.duplicates, 0, "nothing executed twice: {r:?}");
+    // The one refusal is the batch's bb0, caught by the venue; nothing re-sent.
+    assert_eq!(r.duplicate_rejects, 1, "{r:?}");
+    assert_eq!(r.executions, 5, "{r:?}");
 }

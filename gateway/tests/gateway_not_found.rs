@@ -653,7 +653,12 @@ fn a_ban_during_a_reconcile_ends_it_and_a_late_follows_the_cleared_halt() {
     for b in halted {
         w.budget.clear_halt(b).unwrap();
     }
-    w.now += MS;
+    // The gateway looks again on its own (a timer, not a call of ours).
+    let at = gw
+        .poll_timeout()
+        .expect("it looks whether the halt was cleared");
+    assert!(at <= w.now + SEC, "{}", at - w.now);
+    w.now = w.now.max(at);
     gw.poll(&mut w);
     let (pid, target, pf, _) = w.last();
     assert!(target.starts_with("/api/v3/openOrders"), "{target}");
@@ -709,4 +714,31 @@ fn a_reconcile_whose_queries_stay_refused_ends_in_bounded_time() {
         (w.now - start) / MS
     );
     assert_eq!(w.queries(), 1);
+}
+
+/// A batch answer whose items met different fates, none run (one refused for its
+/// price, one throttled by the endpoint's limit: Bybit's per-item 10001 and
+/// 10006), ends with each item's fate and is never re-sent whole (issue 39, item
+/// 2). On main the batch's worst verdict (the throttle) re-sent all three.
+#[test]
+fn a_partial_batch_answer_is_never_resent_whole() {
+    let (mut gw, mut w) = bybit_gw();
+    let (id, f) = submit_batch(&mut gw, &mut w, 23);
+    let body = br#"{"retCode":0,"retMsg":"OK","result":{"list":[{"orderId":"","orderLinkId":""},{"orderId":"","orderLinkId":""},{"orderId":"","orderLinkId":""}]},"retExtInfo":{"list":[{"code":10001,"msg":"params error: price invalid"},{"code":10006,"msg":"Too many visits!"},{"code":10006,"msg":"Too many visits!"}]},"time":1700000000000}"#;
+    let ev = gw.on_response(&mut w, id, answer(200, body), f);
+    let mut events: Vec<_> = ev.into_iter().collect();
+    events.extend(drain(&mut gw));
+    assert_eq!(
+        events,
+        [
+            item(23, 0, ItemFate::Rejected),
+            item(23, 1, ItemFate::NotRun),
+            item(23, 2, ItemFate::NotRun),
+            Event::BatchSettled { tag: 23 },
+        ]
+    );
+    assert_eq!(gw.in_flight(), 0);
+    w.now += 10 * SEC;
+    gw.poll(&mut w);
+    assert_eq!(w.sent.len(), 1, "written once");
 }

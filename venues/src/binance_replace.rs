@@ -25,7 +25,6 @@
 use arrayvec::ArrayVec;
 use ergon_core::Verdict;
 
-use crate::binance_spot::Msg;
 use crate::json::Value;
 
 /// `cancelReplaceMode`: what the venue does when the cancel fails.
@@ -61,17 +60,17 @@ pub(crate) struct Replace {
 }
 
 impl Replace {
-    /// Reads a cancel-replace answer's code and body: the request's verdict, with
-    /// [`Replace::parts`] set where the answer names each part's fate. `None`:
-    /// not a -2021/-2022 answer, the caller's rules apply.
-    pub(crate) fn read(&mut self, m: &Msg<'_>) -> Option<Verdict> {
+    /// Reads a cancel-replace answer's `code` and parsed `body`: the request's
+    /// verdict, with [`Replace::parts`] set where the answer names each part's
+    /// fate. `None`: not a -2021/-2022 answer, the caller's rules apply.
+    pub(crate) fn read(&mut self, code: Option<i64>, body: Option<Value<'_>>) -> Option<Verdict> {
         self.parts.clear();
-        let whole = match m.code? {
+        let whole = match code? {
             -2022 => Verdict::NotRun,
             -2021 => Verdict::Unknown,
             _ => return None,
         };
-        let Some(p) = m.json.and_then(|v| parts(&v)) else {
+        let Some(p) = body.and_then(|v| parts(&v)) else {
             return Some(whole);
         };
         self.parts.extend(p);
@@ -136,8 +135,9 @@ mod tests {
 
     fn read(body: &str) -> (Option<Verdict>, Vec<Verdict>) {
         let mut r = Replace::default();
-        let m = Msg::read(body.as_bytes());
-        let v = r.read(&m);
+        let v = json::parse(body.as_bytes()).ok();
+        let code = v.and_then(|v| v.get("code").ok().flatten()?.as_i64().ok());
+        let v = r.read(code, v);
         (v, r.parts.to_vec())
     }
 

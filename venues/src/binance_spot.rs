@@ -974,7 +974,10 @@ impl Venue for BinanceSpot {
             (_, Some(-1008..=-1006)) => Verdict::Unknown,
             // cancelReplace: -2022 both failed, -2021 one half ran; each part's
             // fate from `data` where it says it (binance_replace).
-            (_, Some(-2022 | -2021)) => self.replace.read(&m).unwrap_or(Verdict::Unknown),
+            (_, Some(-2022 | -2021)) => self
+                .replace
+                .read(m.code, m.json)
+                .unwrap_or(Verdict::Unknown),
             (429, _) => match weight(None) {
                 Some(limit) => l.hold(budget, limit, wait, now),
                 None => Verdict::Unknown,

@@ -471,10 +471,19 @@ fn deribit_reconcile_and_placed() {
         )),
         Placed::Refused
     );
+    // Issue 39, item 5: 13888 `timed_out` ("did not manage to process request
+    // when it was valid (valid_until)") did not run: refused. This said Unknown.
     assert_eq!(
         d.read_placed(&answer(
             400,
             r#"{"error":{"code":13888,"message":"timed_out"}}"#
+        )),
+        Placed::Refused
+    );
+    assert_eq!(
+        d.read_placed(&answer(
+            500,
+            r#"{"error":{"code":11094,"message":"internal_server_error"}}"#
         )),
         Placed::Unknown
     );

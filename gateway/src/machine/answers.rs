@@ -116,6 +116,15 @@ impl<E: Account> Gateway<E> {
         let verdict = match verdict {
             // A read may be asked again: nothing to reconcile.
             Verdict::Unknown if !write => Verdict::NotRun,
+            // Parts with different fates (some refused, some not run): each ends
+            // with its own, and the request is never re-sent whole. Only parts
+            // that all met the same fate (all not run: it may go again) end as
+            // one. A ban halts whatever the parts.
+            v if !matches!(v, Verdict::Banned { .. })
+                && items.iter().any(|i| Some(i) != items.first()) =>
+            {
+                Verdict::Done
+            }
             v => v,
         };
         if verdict != Verdict::ClockSkew {

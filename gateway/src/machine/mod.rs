@@ -85,6 +85,10 @@ pub const UNRESOLVED_AFTER_NS: i64 = 10_000_000_000;
 /// for an [`Event::Late`] (by default; [`Gateway::set_watch_ns`]).
 pub const WATCH_NS: i64 = 120_000_000_000;
 
+/// How often the gateway looks whether a halt that watched ids wait on was
+/// cleared (a person's `clear-halt` reaches the budget, not the gateway).
+const HALT_CHECK_NS: i64 = 1_000_000_000;
+
 /// What the gateway did, counted since it started.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Stats {
@@ -125,9 +129,10 @@ pub struct Stats {
     pub expired: u64,
     /// Writes whose outcome was unknown (Reconciling events).
     pub unknown: u64,
-    /// Unknown outcomes settled by a query (Reconciled events).
+    /// Unknown outcomes settled by a query (Reconciled events; a request of
+    /// several parts once, when its last part settles).
     pub reconciled: u64,
-    /// ... of which the order existed.
+    /// ... of which the order existed (requests of one part).
     pub reconciled_found: u64,
     /// Reconcile queries sent.
     pub queries: u64,
@@ -194,8 +199,9 @@ pub struct Gateway<E> {
     shapes: Shapes,
     /// Unresolved requests' ids, watched for a late appearance (pre-sized).
     watch: Vec<Watched>,
-    /// Whether some of `watch` may wait for a halt to be cleared.
-    watch_halted: bool,
+    /// When to look next whether a halt that ids of `watch` wait on was cleared
+    /// (None: none waits).
+    halt_check: Option<i64>,
     watch_ns: i64,
     unresolved_after_ns: i64,
     /// The jitter's seeded generator (splitmix64 state).
@@ -241,7 +247,7 @@ impl<E: Account> Gateway<E> {
             label_publisher: None,
             shapes: Shapes::default(),
             watch: Vec::with_capacity(capacity),
-            watch_halted: false,
+            halt_check: None,
             watch_ns: WATCH_NS,
             unresolved_after_ns: UNRESOLVED_AFTER_NS,
             rng: 0x5EED_0FE2_6000_0001_u64,
@@ -449,6 +455,7 @@ impl<E: Account> Gateway<E> {
             Some(_) => i64::MAX,
         };
         let at = self.next_due.min(open).min(once);
+        let at = at.min(self.halt_check.unwrap_or(i64::MAX));
         (at != i64::MAX).then_some(at)
     }
 
@@ -542,7 +549,7 @@ impl<E: Account> Gateway<E> {
     /// come out of [`Gateway::poll_event`].
     pub fn poll<W: Wire>(&mut self, w: &mut W) {
         let now = w.now();
-        if self.watch_halted {
+        if self.halt_check.is_some_and(|at| now >= at) {
             self.halts_ended(w);
         }
         self.poll_open(w);
@@ -610,7 +617,7 @@ impl<E: Account> Gateway<E> {
             x.until_ns = now.saturating_add(self.watch_ns);
             ended = true;
         }
-        self.watch_halted = waiting;
+        self.halt_check = waiting.then_some(now.saturating_add(HALT_CHECK_NS));
         if ended {
             self.poll_open_orders_once(now);
         }

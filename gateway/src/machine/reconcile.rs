@@ -2,8 +2,8 @@
 //! names, bounded in count and in time; ids that stay unknown are watched.
 
 use super::{
-    Gateway, Stats, Watched, MAX_QUERIES, QUERY_BACKOFF_MAX_NS, QUERY_BACKOFF_NS, QUERY_CLASS,
-    REFUSED_QUERIES_NS, RETRY_GAP_NS, SKEWS_TO_REANCHOR,
+    Gateway, Stats, Watched, HALT_CHECK_NS, MAX_QUERIES, QUERY_BACKOFF_MAX_NS, QUERY_BACKOFF_NS,
+    QUERY_CLASS, REFUSED_QUERIES_NS, RETRY_GAP_NS, SKEWS_TO_REANCHOR,
 };
 use crate::endpoints::Account;
 use crate::events::{Event, ItemFate};
@@ -48,7 +48,10 @@ impl<E: Account> Gateway<E> {
                 Some(_) => i64::MAX,
                 None => now.saturating_add(self.watch_ns),
             };
-            self.watch_halted |= halted.is_some();
+            if halted.is_some() {
+                let at = now.saturating_add(HALT_CHECK_NS);
+                self.halt_check = Some(self.halt_check.map_or(at, |t| t.min(at)));
+            }
             self.watch.push(Watched {
                 id,
                 tag,
@@ -86,6 +89,9 @@ impl<E: Account> Gateway<E> {
             return None;
         }
         self.ledger.remove(key);
+        // A request of several parts is one Reconciling, so one reconciled (its
+        // parts' finds are in their Items).
+        self.stats.reconciled += u64::from(fate != ItemFate::Unresolved);
         self.pending.push_back(Event::BatchSettled { tag });
         None
     }
@@ -288,12 +294,13 @@ impl<E: Account> Gateway<E> {
                 return self.requery(key, now, until, not_found);
             }
         };
-        self.stats.reconciled += 1;
-        self.stats.reconciled_found += u64::from(found.is_some());
         if batch {
+            // Counted once, when its last part settles (see `next_item`).
             let fate = found.map_or(ItemFate::NeverRan, ItemFate::Found);
             return self.next_item(key, now, fate);
         }
+        self.stats.reconciled += 1;
+        self.stats.reconciled_found += u64::from(found.is_some());
         self.ledger.remove(key);
         Some(Event::Reconciled { tag, found })
     }

@@ -5,17 +5,25 @@
 //! `BatchSettled`, whose body says each part's fate: the new order refused, the
 //! cancel done. On main the hub dropped the parts and the final event, and the
 //! client's request never ended.
+//!
+//! And every reconcile ends (issue 39, item 3): an order whose outcome is unknown
+//! (the emulator closes the connection before executing it) is being reconciled
+//! when a ban of the IP starts: it ends Unresolved within seconds, and the
+//! gateway, sent SIGTERM during the ban, exits 0. On main its queries were
+//! refused by the halt every 100 ms for ever, the request held its slot, and the
+//! stop waited for `in_flight() == 0` for ever.
 
 #[path = "common/ready.rs"]
 mod ready;
 
+use std::net::{IpAddr, Ipv4Addr};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use ergon_core::Class;
 use ergon_gateway::shm::{item_fates, Call, ShmClient, ShmEvent, PROTOCOL};
 use ergon_gateway::ItemFate;
-use ergon_venue_sim::{Config, Server};
+use ergon_venue_sim::{Config, Fault, Server};
 use ergon_venues::endpoint::{
     CancelReplace, ClientOrderId, Decimal, NewOrder, OrderType, Side, Symbol, TimeInForce,
 };
@@ -55,22 +63,28 @@ fn final_of(c: &mut ShmClient, tag: u64) -> (ShmEvent, Vec<u8>) {
     panic!("no final event for {tag}");
 }
 
-#[test]
-fn a_cancel_replace_over_shared_memory_ends_with_each_parts_fate() {
-    assert_eq!(PROTOCOL, 2);
-    let s = Server::start(Config::binance_spot()).expect("emulator");
-    let name = format!("parts-{}", std::process::id());
+/// Starts `ergon-gateway` named `name` against `s`; returns it once ready (its
+/// stdout kept open).
+fn gateway(s: &Server, name: &str) -> (Gw, std::io::BufReader<std::process::ChildStdout>) {
     let a = &s.config().accounts[0];
     let mut child = Command::new(env!("CARGO_BIN_EXE_ergon-gateway"))
         .args(["--venue", "binance-spot", "--base"])
         .arg(format!("http://{}", s.addr()))
         .args(["--api-key", &a.api_key, "--api-secret", &a.secret])
-        .args(["--name", &name])
+        .args(["--name", name])
         .stdout(Stdio::piped())
         .spawn()
         .expect("spawn ergon-gateway");
-    let _out = ready::ready(&mut child, &name).expect("the gateway starts");
-    let _gw = Gw(child);
+    let out = ready::ready(&mut child, name).expect("the gateway starts");
+    (Gw(child), out)
+}
+
+#[test]
+fn a_cancel_replace_over_shared_memory_ends_with_each_parts_fate() {
+    assert_eq!(PROTOCOL, 2);
+    let s = Server::start(Config::binance_spot()).expect("emulator");
+    let name = format!("parts-{}", std::process::id());
+    let (_gw, _out) = gateway(&s, &name);
     let mut c = ShmClient::attach(&name, "parts", false).expect("attach");
     let (old, new) = (
         c.next_client_order_id().expect("id"),
@@ -101,4 +115,52 @@ fn a_cancel_replace_over_shared_memory_ends_with_each_parts_fate() {
     drop(c);
     let r = s.stop();
     assert_eq!((r.duplicates, r.cancels), (0, 1), "{r:?}");
+}
+
+#[test]
+fn a_reconcile_under_a_ban_ends_and_sigterm_during_the_ban_exits() {
+    let mut cfg = Config::binance_spot();
+    // The first order is read, counted, and its connection closed unexecuted.
+    cfg.faults.script = vec![(1, Fault::CloseBeforeExecute)];
+    let s = Server::start(cfg).expect("emulator");
+    let name = format!("banrec-{}", std::process::id());
+    let (mut gw, _out) = gateway(&s, &name);
+    let mut c = ShmClient::attach(&name, "banrec", false).expect("attach");
+    let id = c.next_client_order_id().expect("id");
+    c.submit(&Call::NewOrder(order(id)), Class::Normal, 1)
+        .expect("submit");
+    // Reconciling: its queries go out (the venue's bound is seconds away).
+    let until = Instant::now() + Duration::from_secs(20);
+    let mut reconciling = false;
+    while !reconciling && Instant::now() < until {
+        c.wait(50);
+        while let Some((ev, _)) = c.poll() {
+            reconciling |= ev == ShmEvent::Reconciling { tag: 1 };
+        }
+    }
+    assert!(reconciling, "the order's outcome is unknown");
+    s.ban(IpAddr::V4(Ipv4Addr::LOCALHOST), 600_000);
+    let t0 = Instant::now();
+    let (ev, _) = final_of(&mut c, 1);
+    assert_eq!(ev, ShmEvent::Unresolved { tag: 1 }, "halted while unknown");
+    assert!(t0.elapsed() < Duration::from_secs(15), "{:?}", t0.elapsed());
+    drop(c);
+    // SIGTERM during the ban: nothing is in flight, it exits.
+    let pid = gw.0.id() as libc::pid_t;
+    // SAFETY: a signal to our own child, still running.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    let t1 = Instant::now();
+    let status = loop {
+        if let Some(st) = gw.0.try_wait().expect("wait") {
+            break st;
+        }
+        assert!(
+            t1.elapsed() < Duration::from_secs(20),
+            "SIGTERM during a ban did not stop the gateway"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success(), "{status:?}");
+    let r = s.stop();
+    assert_eq!((r.executions, r.duplicates), (0, 0), "{r:?}");
 }
