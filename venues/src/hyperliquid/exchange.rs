@@ -39,13 +39,21 @@ pub enum Action<'a> {
     ScheduleCancel(Option<u64>),
 }
 
-/// Signs Hyperliquid actions: the caller's key, never in this crate. Hyperliquid
-/// signs the msgpack of the action with the nonce and `expiresAfter` (an EIP-712
-/// "phantom agent"); `action_json` is the action exactly as it is sent, for signers
-/// that hash from it, and `action` the same in typed form.
+/// Signs Hyperliquid actions. Hyperliquid signs the msgpack of the action with the
+/// nonce, the vault and `expiresAfter` (an EIP-712 "phantom agent");
+/// `action_json` is the action exactly as it is sent, for signers that hash from
+/// it, and `action` the same in typed form. [`sign::Wallet`](super::sign::Wallet)
+/// is the built-in one (a private key, k256); a caller may bring its own (a
+/// hardware or remote signer).
 pub trait Signer {
     /// The account's address (`0x` and 40 hex digits), for info requests.
     fn address(&self) -> &str;
+
+    /// The vault or sub-account traded for (`0x` and 40 hex digits), written as
+    /// the request's `vaultAddress`; `None` (the default): the account itself.
+    fn vault_address(&self) -> Option<&str> {
+        None
+    }
 
     /// Signs one action.
     fn sign(
@@ -67,6 +75,9 @@ pub struct Exchange<S> {
     signer: S,
     assets: Vec<(arrayvec::ArrayString<16>, u32)>,
     last_nonce: u64,
+    /// This process's nonces are `lane` modulo `lanes` (see
+    /// [`Exchange::nonce_lane`]).
+    lane: (u64, u64),
     expiry_ms: i64,
     /// The last `scheduleCancel` written: `Some(Some(time))` an arm, `Some(None)`
     /// a disarm. Its answer does not say which, so the reader answers for it.
@@ -99,6 +110,7 @@ impl<S: Signer> Exchange<S> {
             signer,
             assets,
             last_nonce: 0,
+            lane: (0, 1),
             expiry_ms,
             switch_written: None,
         })
@@ -117,11 +129,32 @@ impl<S: Signer> Exchange<S> {
             .ok_or(Error::BadArgument("asset not in the table"))
     }
 
+    /// Shares one signer between `lanes` processes: this one takes the nonces
+    /// equal to `lane` modulo `lanes`, so two processes signing with one key (the
+    /// venue keeps nonces per signer) can never write the same nonce, with no
+    /// shared state between them. One process (the default, `0` of `1`) takes
+    /// every nonce. The venue's own advice is one API wallet per process; lanes
+    /// are for when that cannot be. Each process still keeps to the venue's
+    /// window (a nonce within 2 days before and 1 day after its time, above the
+    /// least of the 100 highest used): nonces follow the clock, so lanes cost a
+    /// process at most `lanes - 1` ms of lead.
+    pub fn nonce_lane(mut self, lane: u16, lanes: u16) -> Result<Self, Error> {
+        if lanes == 0 || lane >= lanes {
+            return Err(Error::BadArgument("nonce lane (lane < lanes)"));
+        }
+        self.lane = (u64::from(lane), u64::from(lanes));
+        Ok(self)
+    }
+
     /// The next nonce: now in UTC ms, or one more than the last if that is later
-    /// (nonces must be unique and are best increasing).
+    /// (nonces must be unique and are best increasing), rounded up into this
+    /// process's lane.
     pub(super) fn nonce(&mut self, now: i64) -> u64 {
         let ms = u64::try_from(self.venue.clock.utc_ms(now)).unwrap_or(0);
-        self.last_nonce = ms.max(self.last_nonce.saturating_add(1));
+        let next = ms.max(self.last_nonce.saturating_add(1));
+        let (lane, lanes) = self.lane;
+        let up = (lane + lanes - next % lanes) % lanes;
+        self.last_nonce = next.saturating_add(up);
         self.last_nonce
     }
 
@@ -163,7 +196,13 @@ impl<S: Signer> Exchange<S> {
         w.hex(&sig.s);
         w.s("\",\"v\":");
         w.int(i64::from(sig.v));
-        w.s("},\"expiresAfter\":");
+        w.s("}");
+        if let Some(vault) = self.signer.vault_address() {
+            w.s(",\"vaultAddress\":\"");
+            w.s(vault);
+            w.s("\"");
+        }
+        w.s(",\"expiresAfter\":");
         let expires = i64::try_from(expires).unwrap_or(i64::MAX);
         w.int(expires);
         w.s("}");

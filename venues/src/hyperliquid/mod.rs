@@ -13,6 +13,7 @@
 
 mod address;
 mod exchange;
+pub mod sign;
 mod switch;
 
 pub use address::{Address, Reading};
