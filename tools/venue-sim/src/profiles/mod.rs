@@ -5,4 +5,5 @@
 pub(crate) mod binance;
 pub(crate) mod bybit;
 pub(crate) mod deribit;
+pub(crate) mod hyperliquid;
 pub(crate) mod okx;
