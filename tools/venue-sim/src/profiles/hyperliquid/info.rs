@@ -23,6 +23,7 @@ pub(crate) struct InfoOp {
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum InfoKind {
+    ExchangeStatus,
     Meta,
     AllMids,
     L2Book,
@@ -79,7 +80,7 @@ impl Venue {
         let account = user
             .and_then(|u| parse_address(&u.to_ascii_lowercase()))
             .and_then(|a| self.hl_account_of(&a));
-        let needs_user = !matches!(kind, "meta" | "allMids" | "l2Book");
+        let needs_user = !matches!(kind, "meta" | "allMids" | "l2Book" | "exchangeStatus");
         if needs_user
             && user
                 .and_then(|u| parse_address(&u.to_ascii_lowercase()))
@@ -88,6 +89,7 @@ impl Venue {
             return Err(unreadable());
         }
         let kind = match kind {
+            "exchangeStatus" => InfoKind::ExchangeStatus,
             "meta" => InfoKind::Meta,
             "allMids" => InfoKind::AllMids,
             "l2Book" => match body.get("coin").and_then(Value::as_str) {
@@ -139,6 +141,7 @@ impl Venue {
         let sym = self.cfg.symbol.clone();
         let mine = |o: &&Order| Some(o.account) == op.account;
         match op.kind {
+            InfoKind::ExchangeStatus => ok(json!({ "specialStatuses": null, "time": now })),
             InfoKind::Meta => ok(json!({
                 "universe": [{ "name": sym, "szDecimals": 5, "maxLeverage": 50 }]
             })),

@@ -1,6 +1,6 @@
 //! The Hyperliquid profile: what happens to one request.
 //!
-//! - `POST /info` (`meta`, `allMids`, `l2Book`, `clearinghouseState`,
+//! - `POST /info` (`exchangeStatus`, `meta`, `allMids`, `l2Book`, `clearinghouseState`,
 //!   `openOrders`, `frontendOpenOrders`, `orderStatus`, `userFills`,
 //!   `userRateLimit`) and `POST /exchange` (`order`, `cancel`, `cancelByCloid`,
 //!   `modify`, `batchModify`, `scheduleCancel`, `noop`, `updateLeverage`,
@@ -100,7 +100,7 @@ pub(crate) fn server_error(_executed: bool) -> Response {
 /// The weight of an info request by its `type`.
 fn info_weight(kind: &str) -> u64 {
     match kind {
-        "l2Book" | "allMids" | "clearinghouseState" | "orderStatus" => 2,
+        "l2Book" | "allMids" | "clearinghouseState" | "orderStatus" | "exchangeStatus" => 2,
         _ => 20,
     }
 }
