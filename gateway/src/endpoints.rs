@@ -121,6 +121,20 @@ pub trait Account: Endpoints + ClientIds + Sized {
     /// if it publishes them.
     fn limits_path() -> Option<&'static str>;
 
+    /// The request that answers the venue's time: a GET of
+    /// [`Account::time_path`] by default; a POST where the venue has no GET
+    /// (Hyperliquid's `/info`).
+    fn time_request() -> ergon_io::http::Request<'static> {
+        ergon_io::http::Request::get(Self::time_path())
+    }
+
+    /// The request of the document [`Boot::limits`] holds: a GET of
+    /// [`Account::limits_path`] by default; Hyperliquid's `meta` (its asset
+    /// table) is a POST.
+    fn limits_request() -> Option<ergon_io::http::Request<'static>> {
+        Self::limits_path().map(ergon_io::http::Request::get)
+    }
+
     /// Re-anchors the venue clock (after repeated clock skew) for every request
     /// stamped from now on.
     fn set_clock(&mut self, clock: Clock);

@@ -1523,7 +1523,7 @@ impl<E: Account> Gateway<E> {
         let Ok(ticket) = charged else {
             return;
         };
-        let req = ergon_io::http::Request::get(E::time_path());
+        let req = E::time_request();
         let sent = w.send(&req, ticket, now + 2_000_000_000);
         self.note_connects(w);
         match sent {
