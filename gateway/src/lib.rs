@@ -83,6 +83,7 @@ mod driver;
 mod endpoints;
 mod events;
 pub mod health;
+pub mod hyperliquid;
 pub mod ids;
 pub mod labels;
 // The lease thread is not built under loom (ergon-lease builds only its hand-off).

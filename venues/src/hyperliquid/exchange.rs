@@ -2,7 +2,7 @@
 //! caller's [`Signer`], and the readers of their answers.
 
 use super::{Hyperliquid, MS};
-use crate::adapt::{Error, Parts, Request, Venue};
+use crate::adapt::{Clock, Error, Parts, Request, Venue};
 use crate::endpoint::{
     self, Amend, ClientIds, ClientOrderId, Endpoints, IdFormat, Lookup, Method, NewOrder,
     OrderInfo, OrderRef, OrderState, OrderType, Placed, Prepared, Side, Symbol, TimeInForce,
@@ -114,6 +114,17 @@ impl<S: Signer> Exchange<S> {
             expiry_ms,
             switch_written: None,
         })
+    }
+
+    /// Re-anchors the venue clock: every nonce and `expiresAfter` written from
+    /// now on, and their deadlines.
+    pub fn set_clock(&mut self, clock: Clock) {
+        self.venue.clock = clock;
+    }
+
+    /// The signer.
+    pub fn signer(&self) -> &S {
+        &self.signer
     }
 
     /// The signer.

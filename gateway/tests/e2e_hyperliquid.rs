@@ -1,0 +1,130 @@
+//! `ergon-gateway --venue hyperliquid` end to end against the emulator's
+//! `hyperliquid` profile (in this process, on loopback): the key from the
+//! environment, the venue's time from `exchangeStatus` and its assets from
+//! `meta`, `scheduleCancel` armed before `ready`, quotes placed by a strategy
+//! attached over shared memory and signed by the gateway (every signature
+//! recovered by the emulator to the account's address), then the gateway
+//! SIGKILLed: the switch stays armed and, the venue's clock jumped past it, the
+//! venue cancels every quote.
+
+#[path = "common/proc.rs"]
+mod proc;
+#[path = "common/ready.rs"]
+mod ready;
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use ergon_core::Class;
+use ergon_gateway::shm::{Call, ShmClient, ShmEvent};
+use ergon_venue_sim::{Config, Server, HYPERLIQUID_TEST_KEY};
+use ergon_venues::endpoint::{
+    ClientOrderId, Decimal, NewOrder, OrderType, Side, Symbol, TimeInForce,
+};
+
+fn until<T>(limit: Duration, mut f: impl FnMut() -> Option<T>) -> Option<T> {
+    let end = Instant::now() + limit;
+    loop {
+        if let Some(t) = f() {
+            return Some(t);
+        }
+        if Instant::now() > end {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn journal(name: &str) -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("ergon-test-{name}.journal"))
+}
+
+fn gateway(s: &Server, name: &str) -> proc::Proc {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ergon-gateway"))
+        .args(["--venue", "hyperliquid", "--base"])
+        .arg(format!("http://{}", s.addr()))
+        .args(["--name", name])
+        .env("ERGON_API_SECRET", HYPERLIQUID_TEST_KEY)
+        .args(["--protection", "required", "--protection-timeout", "60"])
+        .arg("--journal")
+        .arg(journal(name))
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn ergon-gateway");
+    let out = ready::ready(&mut child, name)
+        .unwrap_or_else(|e| panic!("the gateway did not start: {e:?}"));
+    proc::Proc { child, _out: out }
+}
+
+fn order(symbol: Symbol<'_>, id: ClientOrderId) -> NewOrder<'_> {
+    NewOrder {
+        symbol,
+        side: Side::Buy,
+        order_type: OrderType::Limit(TimeInForce::Gtc),
+        price: Decimal::new("49000").ok(),
+        quantity: Decimal::new("0.01").expect("decimal"),
+        client_order_id: id,
+        reduce_only: false,
+    }
+}
+
+fn open(s: &Server) -> usize {
+    s.orders().iter().filter(|o| o.status == "NEW").count()
+}
+
+#[test]
+fn a_killed_hyperliquid_gateway_leaves_schedule_cancel_to_empty_the_book() {
+    let s = Server::start(Config::hyperliquid()).expect("emulator");
+    let name = format!("hl-kill-{}", std::process::id());
+    let mut gw = gateway(&s, &name);
+    let sw = s.switches();
+    assert_eq!(sw.len(), 1, "scheduleCancel armed before ready: {sw:?}");
+
+    let mut c = until(Duration::from_secs(20), || {
+        ShmClient::attach(&name, "mm", false).ok()
+    })
+    .expect("attach");
+    let symbol = Symbol::new("BTC").expect("symbol");
+    for tag in 1..=3 {
+        let id = c.next_client_order_id().expect("id");
+        assert!(
+            id.as_str().starts_with("0x") && id.as_str().len() == 34,
+            "{id:?}"
+        );
+        c.submit(&Call::NewOrder(order(symbol, id)), Class::Normal, tag)
+            .expect("submit");
+    }
+    let mut applied = 0;
+    let end = Instant::now() + Duration::from_secs(20);
+    while applied < 3 {
+        assert!(Instant::now() < end, "quotes not placed: {applied} of 3");
+        c.wait(100);
+        while let Some((ev, _)) = c.poll() {
+            match ev {
+                ShmEvent::Applied { .. } => applied += 1,
+                e if e.is_final() => panic!("a quote ended {e:?}: {:?}", s.report()),
+                _ => {}
+            }
+        }
+    }
+    assert_eq!(open(&s), 3);
+    let r = s.report();
+    assert_eq!(
+        (r.signature_rejects, r.timestamp_rejects, r.throttled),
+        (0, 0, 0)
+    );
+    drop(c);
+    gw.child.kill().expect("kill");
+    gw.child.wait().expect("wait");
+    let sw = s.switches();
+    assert_eq!(sw.len(), 1, "still armed after the kill: {sw:?}");
+    let fires = sw[0].fires_at_ms;
+    s.advance_clock(fires - 500 - s.clock().now_ms());
+    assert_eq!(open(&s), 3, "fired early: {:?}", s.orders());
+    s.advance_clock(fires + 1_000 - s.clock().now_ms());
+    until(Duration::from_secs(5), || (open(&s) == 0).then_some(()))
+        .unwrap_or_else(|| panic!("quotes still open: {:?}", s.orders()));
+    let r = s.stop();
+    assert_eq!((r.switch_fires, r.duplicates), (1, 0));
+    let _ = std::fs::remove_file(journal(&name));
+}
