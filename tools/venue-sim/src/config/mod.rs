@@ -432,7 +432,8 @@ impl Config {
 
     /// Hyperliquid with its documented limits ([`HYPERLIQUID_LIMITS`],
     /// [`Hyperliquid::default`]), coin `BTC`, one account: the address of
-    /// [`HYPERLIQUID_TEST_KEY`], which signs for itself; otherwise as
+    /// [`HYPERLIQUID_TEST_KEY`] (its `secret`, for test clients), which signs
+    /// for itself; otherwise as
     /// [`Config::binance_spot`].
     pub fn hyperliquid() -> Self {
         Config {
@@ -441,7 +442,7 @@ impl Config {
             symbol: "BTC".to_string(),
             accounts: vec![Account {
                 api_key: HYPERLIQUID_TEST_ADDRESS.to_string(),
-                secret: String::new(),
+                secret: HYPERLIQUID_TEST_KEY.to_string(),
             }],
             ..Config::binance_spot()
         }
