@@ -459,6 +459,10 @@ impl<E: Account> Gateway<E> {
         };
         let now = ergon_io::clock::now_ns();
         let mut budget = replay(builder, &s.recent, now).map_err(|e| err(&e))?;
+        for p in venue.bootstrap_parts() {
+            // The venue's own ids: never refused.
+            let _ = budget.charge_after(p.bucket, p.cost, now);
+        }
         // The venue's usage figures in the bootstrap's last answer (a gateway
         // killed a moment ago, another process on the IP): booked before the
         // first send, read by the adapter as any answer's. Its verdict (a 200 of

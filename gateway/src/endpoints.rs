@@ -128,6 +128,21 @@ pub trait Account: Endpoints + ClientIds + Sized {
         ergon_io::http::Request::get(Self::time_path())
     }
 
+    /// What a time read ([`Account::time_request`]) charges: a read of weight 1
+    /// by default.
+    fn time_kind() -> adapt::Request<'static> {
+        adapt::Request::Read(1)
+    }
+
+    /// What the bootstrap's own requests ([`Account::time_request`],
+    /// [`Account::limits_request`]) count on the venue, booked as spent in the
+    /// first budget: a venue whose answers carry no usage figure (Hyperliquid)
+    /// still counts them in its window. Default: none (the usage headers of the
+    /// bootstrap's last answer book them).
+    fn bootstrap_parts(&self) -> Vec<Part> {
+        Vec::new()
+    }
+
     /// The request of the document [`Boot::limits`] holds: a GET of
     /// [`Account::limits_path`] by default; Hyperliquid's `meta` (its asset
     /// table) is a POST.

@@ -5,9 +5,9 @@
 //! venue has no GET), `scheduleCancel` as the dead man's switch, and reconcile
 //! by `cloid` bounded by each action's `expiresAfter`.
 
-use ergon_core::{BucketId, Builder};
+use ergon_core::{BucketId, Builder, Part};
 use ergon_io::http::Request;
-use ergon_venues::adapt::{self, Clock};
+use ergon_venues::adapt::{self, Clock, Request as Kind, Venue};
 use ergon_venues::endpoint::Prepared;
 use ergon_venues::hyperliquid::sign::{Network, SignError, Wallet};
 use ergon_venues::hyperliquid::{self, Exchange, Hyperliquid};
@@ -114,6 +114,21 @@ impl Account for Exchange<Wallet> {
 
     fn time_path() -> &'static str {
         "/info"
+    }
+
+    /// `exchangeStatus` weighs 2.
+    fn time_kind() -> Kind<'static> {
+        Kind::Info("exchangeStatus")
+    }
+
+    /// `exchangeStatus` and `meta` (2 + 20): the venue counts them in the
+    /// minute and the short window, and says so in no header.
+    fn bootstrap_parts(&self) -> Vec<Part> {
+        [Kind::Info("exchangeStatus"), Kind::Info("meta")]
+            .into_iter()
+            .filter_map(|k| self.parts(k).ok())
+            .flat_map(|p| p.to_vec())
+            .collect()
     }
 
     /// `exchangeStatus`: `{"time":MS,...}` (weight 2).

@@ -1513,7 +1513,7 @@ impl<E: Account> Gateway<E> {
             return;
         }
         let now = w.now();
-        let Ok(parts) = self.venue.parts(Kind::Read(1)) else {
+        let Ok(parts) = self.venue.parts(E::time_kind()) else {
             return;
         };
         let charged = self.shapes.charge(w.budget(), &parts, Class::Urgent, now);

@@ -128,3 +128,32 @@ fn a_killed_hyperliquid_gateway_leaves_schedule_cancel_to_empty_the_book() {
     assert_eq!((r.switch_fires, r.duplicates), (1, 0));
     let _ = std::fs::remove_file(journal(&name));
 }
+
+/// The bootstrap's own reads (`exchangeStatus` 2, `meta` 20) are in the
+/// venue's windows; no header says so: the first budget books them, so the
+/// adapter's count and the emulator's agree before the first send. (Without it
+/// a minute at full pace drew 17 IP 429s from the emulator.)
+#[test]
+fn the_bootstrap_reads_are_booked_as_the_venue_counted_them() {
+    use ergon_gateway::hyperliquid::{declare, HlKeys};
+    use ergon_venues::hyperliquid::sign::Network;
+    let s = Server::start(Config::hyperliquid()).expect("emulator");
+    let start = ergon_gateway::Start::new(s.addr(), s.addr().to_string());
+    let keys = HlKeys {
+        key: HYPERLIQUID_TEST_KEY.as_bytes(),
+        network: Network::Mainnet,
+        account: None,
+        vault: None,
+    };
+    let (lp, gw, _pool) =
+        ergon_gateway::Gateway::start(&start, "BTC", |boot, b| declare(boot, b, &keys))
+            .expect("start");
+    let minute = lp.budget().stats(gw.venue().venue.weight).expect("bucket");
+    let burst = lp.budget().stats(gw.venue().venue.burst).expect("bucket");
+    let r = s.report();
+    assert_eq!(r.requests, 2, "exchangeStatus and meta: {r:?}");
+    for l in &r.limits {
+        assert_eq!(l.peak, 22, "{l:?}");
+    }
+    assert_eq!((minute.used, burst.used), (22, 22));
+}
