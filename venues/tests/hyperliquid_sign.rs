@@ -739,3 +739,30 @@ fn a_lane_outside_its_count_is_refused() {
     let (ex, _) = exchange(wallet(PY_KEY, Network::Mainnet));
     assert!(ex.nonce_lane(0, 0).is_err());
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    /// Bad input (a key file's bytes, an action, a signature off the wire): an
+    /// error, never a panic.
+    #[test]
+    fn arbitrary_bytes_are_errors_never_panics(
+        bytes in prop::collection::vec(any::<u8>(), 0..200),
+        text in "[ -~]{0,120}",
+        r in any::<[u8; 32]>(),
+        s in any::<[u8; 32]>(),
+        v in any::<u8>(),
+        digest in any::<[u8; 32]>(),
+    ) {
+        let _ = Wallet::from_key_text(&bytes, Network::Mainnet);
+        let _ = Wallet::from_key_text(text.as_bytes(), Network::Testnet);
+        let mut out = Vec::new();
+        let _ = sign::action_msgpack(&bytes, &mut out);
+        out.clear();
+        let _ = sign::action_msgpack(text.as_bytes(), &mut out);
+        let _ = sign::parse_address(&text, "vault");
+        let _ = sign::recover(&digest, &Signature { r, s, v });
+        let mut w = wallet(PY_KEY, Network::Mainnet);
+        let _ = w.sign_json(text.as_bytes(), 1, Some(2));
+    }
+}
