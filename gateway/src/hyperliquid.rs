@@ -13,7 +13,7 @@ use ergon_venues::hyperliquid::sign::{Network, SignError, Wallet};
 use ergon_venues::hyperliquid::{self, Exchange, Hyperliquid};
 use ergon_venues::json;
 
-use super::endpoints::{Account, Boot, DeclareError, Keys, NOT_FOUND_MARGIN_NS};
+use super::endpoints::{Account, AddressBudget, Boot, DeclareError, Keys, NOT_FOUND_MARGIN_NS};
 use super::venues::each_string;
 
 const SEC: i64 = 1_000_000_000;
@@ -21,6 +21,9 @@ const SEC: i64 = 1_000_000_000;
 /// An action is refused by the venue this long after its nonce
 /// (`expiresAfter`): the bound after which a lost one can no longer run.
 pub const EXPIRES_AFTER_MS: i64 = 5_000;
+
+/// `userRateLimit` is read this often: the "once a minute at most".
+pub const SYNC_EVERY_NS: i64 = 60 * SEC;
 
 /// What signs for a Hyperliquid account.
 #[derive(Clone, Copy, Debug)]
@@ -114,6 +117,33 @@ impl Account for Exchange<Wallet> {
 
     fn time_path() -> &'static str {
         "/info"
+    }
+
+    /// `userRateLimit` once a minute (weight 20, at Bulk): the address budget's
+    /// server figure, and two readings make the forecast.
+    fn sync_every_ns(&self) -> Option<i64> {
+        Some(SYNC_EVERY_NS)
+    }
+
+    fn sync_request<'p>(
+        &mut self,
+        out: &'p mut Prepared,
+        now: i64,
+    ) -> Result<&'p Prepared, adapt::Error> {
+        self.user_rate_limit(out, now)
+    }
+
+    /// The last `userRateLimit` reading, with the requests sent since.
+    fn address_budget(&self) -> Option<AddressBudget> {
+        let a = &self.venue.address;
+        let last = a.last()?;
+        let remaining = a.remaining()?;
+        Some(AddressBudget {
+            used: last.allowance().saturating_sub(remaining),
+            cap: last.cap,
+            surplus: last.surplus,
+            forecast_hours: a.hours_to_exhaustion(),
+        })
     }
 
     /// `exchangeStatus` weighs 2.

@@ -112,7 +112,7 @@ pub mod ws_api;
 pub use bootstrap::{open_ws_api, run, Start, StartError, WsProbe, IP_GATE};
 pub use driver::{Api, Control, Driver, Strategy, GATEWAY_TIMER};
 pub use endpoints::NOT_FOUND_MARGIN_NS;
-pub use endpoints::{Account, Boot, DcpSpec, DeclareError, Keys};
+pub use endpoints::{Account, AddressBudget, Boot, DcpSpec, DeclareError, Keys};
 pub use events::{Event, Expiry, ItemFate, Tag, OPEN_ORDERS, PROTECTION};
 pub use ledger::{Entry, Key, Ledger, Stage};
 pub use load::binding;

@@ -27,6 +27,8 @@ use super::ws_api::{Item, SubCharge, Unsent, WsLane, WsReport, WS_BIT};
 use ergon_io::client::{RequestId, Sent};
 use ergon_io::event_loop::{Readiness, Registry};
 
+mod sync;
+
 /// How long a step that could not go out waits before it is tried again, when the
 /// budget gave no better time (no idle connection, a query that settled nothing).
 pub const RETRY_GAP_NS: i64 = 20_000_000;
@@ -164,6 +166,8 @@ pub struct Gateway<E> {
     /// The poll on the wire: its id and when it was sent.
     open: Option<(RequestId, i64)>,
     open_req: Prepared,
+    /// The venue's account figures read on the gateway's own (`sync`).
+    sync: sync::Sync,
     stats: Stats,
     trace: Trace,
     /// Order entry and the order stream over the WebSocket API, if set.
@@ -360,6 +364,7 @@ impl<E: Account> Gateway<E> {
             open_once: None,
             open: None,
             open_req: Prepared::with_capacity(bytes),
+            sync: sync::Sync::default(),
             stats: Stats::default(),
             trace: Trace {
                 slots: vec![0; capacity],
@@ -683,7 +688,8 @@ impl<E: Account> Gateway<E> {
             None => self.open_once.unwrap_or(i64::MAX),
             Some(_) => i64::MAX,
         };
-        let at = self.next_due.min(open).min(once);
+        let sync = self.sync_timeout().unwrap_or(i64::MAX);
+        let at = self.next_due.min(open).min(once).min(sync);
         (at != i64::MAX).then_some(at)
     }
 
@@ -967,6 +973,10 @@ impl<E: Account> Gateway<E> {
     ) -> Option<Event<'r>> {
         let now = w.now();
         let Some(key) = self.ledger.unbind(id) else {
+            let flight = match self.on_sync_answer(w, id, &r, flight) {
+                Ok(()) => return None,
+                Err(f) => f,
+            };
             if let Some((open_id, sent_at_ns)) = self.open {
                 if open_id == id {
                     self.open = None;
@@ -1163,6 +1173,7 @@ impl<E: Account> Gateway<E> {
             }
         };
         let Some(key) = bound else {
+            self.on_sync_error(id);
             if self.time.is_some_and(|t| t.0 == id) {
                 self.time = None;
             }
@@ -1197,6 +1208,7 @@ impl<E: Account> Gateway<E> {
     pub fn poll<W: Wire>(&mut self, w: &mut W) {
         let now = w.now();
         self.poll_open(w);
+        self.poll_sync(w);
         if now < self.next_due {
             return;
         }

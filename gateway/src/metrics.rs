@@ -31,6 +31,7 @@
 //! | `client_events_dropped_total` | client | events that found its ring full (must stay 0) |
 //! | `protection_armed`, `protection_lapsed`, `protection_armed_until_seconds` | | the dead man's switch, when it publishes |
 //! | `lease_lost` | | the etcd lease, when it publishes |
+//! | `address_requests_used`, `address_requests_cap`, `address_requests_surplus`, `address_budget_forecast_hours` | | the venue's address budget (Hyperliquid's `userRateLimit`, read once a minute), once read; the forecast once two readings show it shrinking |
 //! | `healthy`, `health_reason` | kind, bucket | 1 when `/health` is 200; one series per reason |
 //! | `snapshot_age_seconds` | | since the loop last published (a stuck loop shows here) |
 //!
@@ -386,6 +387,31 @@ pub fn render(v: &View<'_>) -> String {
                     "protection_armed_until_seconds",
                     "The switch's end on the loop's clock.",
                     &[(Labels::new(), armed_until_ns as f64 / 1e9)],
+                );
+            }
+        }
+        if let Some(a) = o.address {
+            let one = |v: u64| [(Labels::new(), i64::try_from(v).unwrap_or(i64::MAX))];
+            f.gauge(
+                "address_requests_used",
+                "Requests counted against the address.",
+                &one(a.used),
+            );
+            f.gauge(
+                "address_requests_cap",
+                "The address's cap, earned by volume.",
+                &one(a.cap),
+            );
+            f.gauge(
+                "address_requests_surplus",
+                "Requests bought for the address.",
+                &one(a.surplus),
+            );
+            if let Some(h) = a.forecast_hours {
+                f.gauge_f(
+                    "address_budget_forecast_hours",
+                    "Hours until the address budget runs out at the recent pace.",
+                    &[(Labels::new(), h)],
                 );
             }
         }

@@ -105,6 +105,11 @@ impl Address {
         self.sent_since = self.sent_since.saturating_add(n);
     }
 
+    /// The last reading, if any.
+    pub fn last(&self) -> Option<Reading> {
+        self.last
+    }
+
     /// Hours until the address budget runs out at the pace between the last two
     /// readings (requests used, less requests earned by volume and bought). `None`
     /// without two readings, or if the budget is not shrinking.

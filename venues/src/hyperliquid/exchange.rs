@@ -259,6 +259,21 @@ impl<S: Signer> Exchange<S> {
         w.finish(&self.venue, Request::Info(kind), Method::Post, deadline)
     }
 
+    /// `userRateLimit` of the account: info weight 20. Its answer, read by the
+    /// adapter, is the address budget's server figure ([`super::Address`]).
+    pub fn user_rate_limit<'p>(
+        &mut self,
+        out: &'p mut Prepared,
+        now: i64,
+    ) -> Result<&'p Prepared, Error> {
+        let w = Writer::start(out);
+        self.info(w, "userRateLimit", now, |w, user| {
+            w.s(",\"user\":\"");
+            w.s(user);
+            w.s("\"");
+        })
+    }
+
     /// A `noop` action: uses a nonce and does nothing else. Hyperliquid keeps the
     /// highest nonces of each address and refuses a nonce at or below the least
     /// of them once they are full, so a noop with a later nonce settles an
