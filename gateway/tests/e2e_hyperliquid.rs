@@ -157,3 +157,89 @@ fn the_bootstrap_reads_are_booked_as_the_venue_counted_them() {
     }
     assert_eq!((minute.used, burst.used), (22, 22));
 }
+
+/// One plain HTTP GET of `path` from the gateway's metrics address.
+fn get(addr: &str, path: &str) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).expect("metrics");
+    s.set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"
+    )
+    .expect("write");
+    let mut text = String::new();
+    let _ = s.read_to_string(&mut text);
+    text
+}
+
+/// The gateway reads `userRateLimit` on its own (once a minute, at Bulk) and
+/// `/metrics` exports the address budget as the venue counts it: the
+/// requests the emulator counted for the address, its cap and surplus.
+#[test]
+fn the_address_budget_reaches_the_metrics() {
+    use std::io::{BufRead, BufReader};
+    let mut cfg = Config::hyperliquid();
+    cfg.hyperliquid.initial_volume_usdc = 1_234;
+    let s = Server::start(cfg).expect("emulator");
+    let name = format!("hl-metrics-{}", std::process::id());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ergon-gateway"))
+        .args(["--venue", "hyperliquid", "--base"])
+        .arg(format!("http://{}", s.addr()))
+        .args([
+            "--name",
+            &name,
+            "--protection",
+            "required",
+            "--protection-timeout",
+            "60",
+        ])
+        .args(["--metrics", "127.0.0.1:0"])
+        .env("ERGON_API_SECRET", HYPERLIQUID_TEST_KEY)
+        .arg("--journal")
+        .arg(journal(&name))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn ergon-gateway");
+    let mut err = BufReader::new(child.stderr.take().expect("stderr"));
+    let mut line = String::new();
+    let addr = loop {
+        line.clear();
+        assert!(
+            err.read_line(&mut line).expect("stderr") > 0,
+            "no metrics line"
+        );
+        if let Some(url) = line.trim().strip_prefix("metrics http://") {
+            break url.trim_end_matches("/metrics").to_string();
+        }
+    };
+    std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
+    let _gw = proc::Proc {
+        _out: BufReader::new(child.stdout.take().expect("stdout")),
+        child,
+    };
+    let mut text = String::new();
+    until(Duration::from_secs(15), || {
+        text = get(&addr, "/metrics");
+        text.contains("ergon_address_requests_cap{} ").then_some(())
+    });
+    // The venue's cap: 10,000 + 1,234 USDC traded; the switch's arm is the one
+    // action counted so far.
+    assert!(
+        text.contains("ergon_address_requests_cap{} 11234"),
+        "{text}"
+    );
+    assert!(
+        text.contains("ergon_address_requests_surplus{} 0"),
+        "{text}"
+    );
+    assert!(text.contains("ergon_address_requests_used{} 1"), "{text}");
+    // One reading: no forecast yet.
+    assert!(
+        !text.contains("ergon_address_budget_forecast_hours"),
+        "{text}"
+    );
+    let _ = std::fs::remove_file(journal(&name));
+}
