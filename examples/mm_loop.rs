@@ -27,6 +27,7 @@ use ergon_venues::bybit::Bybit;
 use ergon_venues::endpoint::{
     CancelReplace, ClientOrderId, Decimal, NewOrder, OrderRef, OrderType, Side, Symbol, TimeInForce,
 };
+use ergon_venues::hyperliquid::{sign::Wallet, Exchange};
 use ergon_venues::okx::Okx;
 
 #[path = "mm_loop_cli/mod.rs"]
@@ -116,6 +117,9 @@ struct Mm {
     s: Summary,
     /// `--etcd`: the leased limits, applied each turn.
     leases: Option<ergon_gatewayd::lease::Leases>,
+    /// Hyperliquid: a book of 20 levels, no cancel-replace (a cancel, then a new
+    /// order), no market order (the close is an IOC at a worst price).
+    hl: bool,
 }
 
 impl Mm {
@@ -188,18 +192,38 @@ impl Mm {
             self.quotes[slot].pending = Some((new.client_order_id, old));
             let tag = QUOTE + slot as u64;
             match old {
+                Some(cancel) if self.hl => {
+                    // No cancel-replace: the cancel on its own, then the new order.
+                    self.quotes[slot].pending = Some((new.client_order_id, None));
+                    let it = OrderRef {
+                        symbol,
+                        client_order_id: cancel,
+                    };
+                    self.send(api, Normal, CANCEL, &mut |v, r, t| v.cancel(r, &it, t));
+                    self.send(api, Normal, tag, &mut |v, r, t| v.new_order(r, &new, t));
+                }
                 Some(cancel) => self.send(api, Normal, tag, &mut |v, r, t| {
                     v.cancel_replace(r, &CancelReplace { cancel, new }, t)
                 }),
                 None => self.send(api, Normal, tag, &mut |v, r, t| v.new_order(r, &new, t)),
             }
         }
-        self.send(api, Normal, READ, &mut |v, r, t| v.book(r, symbol, 100, t));
+        let depth = if self.hl { 20 } else { 100 };
+        self.send(api, Normal, READ, &mut |v, r, t| {
+            v.book(r, symbol, depth, t)
+        });
         if self.cycle % ACCOUNT_EVERY == 0 {
             self.send(api, Bulk, READ, &mut |v, r, t| v.account(r, t));
         }
         if self.cycle % CLOSE_EVERY == 0 {
-            if let Some(close) = self.order(api, Side::Sell, OrderType::Market, None, "0.001") {
+            let (ty, worst) = match self.hl {
+                true => (
+                    OrderType::Limit(TimeInForce::Ioc),
+                    Decimal::new("45000").ok(),
+                ),
+                false => (OrderType::Market, None),
+            };
+            if let Some(close) = self.order(api, Side::Sell, ty, worst, "0.001") {
                 self.send(api, Urgent, CLOSE, &mut |v, r, t| v.new_order(r, &close, t));
             }
         }
@@ -401,14 +425,17 @@ impl<E: Account> Strategy<E> for Mm {
 
 /// The cycle's requests (each prepared once, for its parts) and how many of each
 /// one cycle holds: what sizes the offered load.
-fn mix<E: Account>(v: &mut E, symbol: Symbol<'static>) -> Vec<(Vec<Part>, f64)> {
+fn mix<E: Account>(v: &mut E, symbol: Symbol<'static>, hl: bool) -> Vec<(Vec<Part>, f64)> {
     let (mut p, mut mix) = (Prepared::with_capacity(1024), Vec::new());
     // Sized, never sent: any id of the venue's form does.
     let new = NewOrder {
         symbol,
         side: Side::Buy,
-        order_type: OrderType::Market,
-        price: None,
+        order_type: match hl {
+            true => OrderType::Limit(TimeInForce::Ioc),
+            false => OrderType::Market,
+        },
+        price: if hl { Decimal::new("45000").ok() } else { None },
         quantity: Decimal::new("1").expect("decimal"),
         client_order_id: E::ID_FORMAT.write([0; 16]),
         reduce_only: false,
@@ -426,7 +453,7 @@ fn mix<E: Account>(v: &mut E, symbol: Symbol<'static>) -> Vec<(Vec<Part>, f64)> 
         let _ = take(v.cancel(&mut p, &it, 0), 2.0);
         let _ = take(v.new_order(&mut p, &new, 0), 2.0);
     }
-    let _ = take(v.book(&mut p, symbol, 100, 0), 1.0);
+    let _ = take(v.book(&mut p, symbol, if hl { 20 } else { 100 }, 0), 1.0);
     let _ = take(v.account(&mut p, 0), 1.0 / ACCOUNT_EVERY as f64);
     let _ = take(v.new_order(&mut p, &new, 0), 1.0 / CLOSE_EVERY as f64);
     mix
@@ -445,7 +472,12 @@ pub fn run(
     let symbol = match o.venue.as_str() {
         "binance-spot" | "bybit" => "BTCUSDT",
         "okx" => "BTC-USDT-SWAP",
-        v => return Err(format!("--venue {v:?}: binance-spot, bybit or okx")),
+        "hyperliquid" => "BTC",
+        v => {
+            return Err(format!(
+                "--venue {v:?}: binance-spot, bybit, okx or hyperliquid"
+            ))
+        }
     };
     let sim = match (&o.base, sim) {
         (Some(_), _) => None,
@@ -484,6 +516,8 @@ pub fn run(
     let mut s = match o.venue.as_str() {
         "bybit" => drive::<Bybit>(o, control, s, &start, &keys, symbol)?,
         "okx" => drive::<Okx>(o, control, s, &start, &keys, symbol)?,
+        // The key is the emulator's account's (`--api-secret`: a private key).
+        "hyperliquid" => drive::<Exchange<Wallet>>(o, control, s, &start, &keys, symbol)?,
         _ => drive::<BinanceSpot>(o, control, s, &start, &keys, symbol)?,
     };
     // The emulator's counts; one started here stops when dropped.
@@ -550,7 +584,8 @@ fn drive<E: Account>(
         .start(lp.budget_mut(), gw.venue_mut(), &host, wait)?;
     let sym = Symbol::new(symbol).map_err(|e| e.to_string())?;
     let horizon_ns = ((o.duration_s * SEC as f64) as i64).max(1);
-    let mix = mix(gw.venue_mut(), sym);
+    let hl = o.venue == "hyperliquid";
+    let mix = mix(gw.venue_mut(), sym, hl);
     let mix: Vec<(&[Part], f64)> = mix.iter().map(|(p, n)| (&p[..], *n)).collect();
     let windows = gw.venue().windows();
     let ((bucket, window_ns), per_s) =
@@ -577,6 +612,7 @@ fn drive<E: Account>(
         labels,
         s,
         leases: leases.map(ergon_gatewayd::lease::Leases::new),
+        hl,
         ..Mm::default()
     };
     let mm = Protected::new(mm, machine, sym).with_link(link).with_lane();

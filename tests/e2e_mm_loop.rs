@@ -306,7 +306,7 @@ fn the_command_line_is_the_documented_one() {
     let kraken = args("--venue kraken").unwrap();
     assert!(run(&kraken, Arc::new(Control::default()), None)
         .unwrap_err()
-        .contains("binance-spot, bybit or okx"));
+        .contains("binance-spot, bybit, okx or hyperliquid"));
     let tls = args("--base https://api.binance.com --api-key k --api-secret s").unwrap();
     assert!(run(&tls, Arc::new(Control::default()), None)
         .unwrap_err()

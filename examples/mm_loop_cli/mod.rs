@@ -4,7 +4,7 @@
 use super::Summary;
 
 /// The usage line `--help` and a bad argument print.
-pub const USAGE: &str = "usage: mm_loop [--venue binance-spot|bybit|okx] [--base URL] \
+pub const USAGE: &str = "usage: mm_loop [--venue binance-spot|bybit|okx|hyperliquid] [--base URL] \
 [--duration SECS] [--demand X] [--cpu N] [--api-key K --api-secret S] [--json] [--no-stream] [--record FILE] \
 [--order-entry ws|rest] [--ws-api URL] [--labels SECS] [--gateway NAME] \
 [--protection auto|required|off] [--protection-timeout SECS] \
@@ -132,6 +132,7 @@ pub fn parse_args(mut it: impl Iterator<Item = String>) -> Result<Options, Strin
                 o.sim = match o.venue.as_str() {
                     "bybit" => ergon_venue_sim::Config::bybit(),
                     "okx" => ergon_venue_sim::Config::okx(),
+                    "hyperliquid" => ergon_venue_sim::Config::hyperliquid(),
                     _ => ergon_venue_sim::Config::binance_spot(),
                 };
             }

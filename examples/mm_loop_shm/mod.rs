@@ -326,6 +326,7 @@ pub fn run(o: &Options, gateway: &str) -> Result<Summary, String> {
     }
     let symbol = match o.venue.as_str() {
         "okx" => "BTC-USDT-SWAP",
+        "hyperliquid" => "BTC",
         _ => "BTCUSDT",
     };
     let me = format!("mm_loop-{}", std::process::id());

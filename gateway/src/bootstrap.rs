@@ -184,7 +184,7 @@ struct Read<E> {
     /// The bootstrap's one bucket, standing for the IP.
     gate: BucketId,
     parts: [Part; 1],
-    paths: [Option<&'static str>; 2],
+    paths: [Option<Request<'static>>; 2],
     step: usize,
     in_flight: bool,
     sent_at: i64,
@@ -211,18 +211,18 @@ impl<E: Account> Read<E> {
         if self.in_flight {
             return;
         }
-        let Some(path) = self.paths.get(self.step).copied() else {
+        let Some(req) = self.paths.get(self.step).copied() else {
             cx.stop();
             return;
         };
-        let Some(path) = path else {
+        let Some(req) = req else {
             self.step += 1;
             return self.next(cx);
         };
         let Ok(ticket) = cx.budget().try_charge(&self.parts, Class::Normal, now) else {
             return;
         };
-        match cx.request(self.pool, &Request::get(path), ticket, self.deadline) {
+        match cx.request(self.pool, &req, ticket, self.deadline) {
             Ok(_) => {
                 self.sent_at = now;
                 self.in_flight = true;
@@ -293,7 +293,7 @@ impl<E: Account> ClientHandler for Read<E> {
         let now = cx.now();
         cx.complete(f);
         self.in_flight = false;
-        let path = self.paths[self.step].unwrap_or("");
+        let path = self.paths[self.step].map_or("", |r| r.target);
         if matches!(r.status, 418 | 429) {
             return self.limited(cx, path, &r);
         }
@@ -419,7 +419,7 @@ impl<E: Account> Gateway<E> {
             pool,
             gate: any,
             parts: [Part::new(any, 1)],
-            paths: [Some(E::time_path()), E::limits_path()],
+            paths: [Some(E::time_request()), E::limits_request()],
             step: 0,
             in_flight: false,
             sent_at: 0,
@@ -459,6 +459,10 @@ impl<E: Account> Gateway<E> {
         };
         let now = ergon_io::clock::now_ns();
         let mut budget = replay(builder, &s.recent, now).map_err(|e| err(&e))?;
+        for p in venue.bootstrap_parts() {
+            // The venue's own ids: never refused.
+            let _ = budget.charge_after(p.bucket, p.cost, now);
+        }
         // The venue's usage figures in the bootstrap's last answer (a gateway
         // killed a moment ago, another process on the IP): booked before the
         // first send, read by the adapter as any answer's. Its verdict (a 200 of

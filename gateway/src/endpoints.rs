@@ -34,6 +34,21 @@ pub struct Keys<'a> {
     pub passphrase: Option<&'a str>,
 }
 
+/// A venue's address budget as the gateway last read it (Hyperliquid's
+/// `userRateLimit`, plus the requests sent since), for `/metrics`.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct AddressBudget {
+    /// Requests counted against the address.
+    pub used: u64,
+    /// The cap its volume earned (`nRequestsCap`).
+    pub cap: u64,
+    /// Requests bought (`nRequestsSurplus`).
+    pub surplus: u64,
+    /// Hours until it runs out at the pace between the last two readings
+    /// (None: fewer than two, or not shrinking).
+    pub forecast_hours: Option<f64>,
+}
+
 /// Why [`Account::declare`] refused: nothing was declared that the gateway
 /// will use.
 #[non_exhaustive]
@@ -120,6 +135,60 @@ pub trait Account: Endpoints + ClientIds + Sized {
     /// The unsigned path of the venue's published limits (Binance `exchangeInfo`),
     /// if it publishes them.
     fn limits_path() -> Option<&'static str>;
+
+    /// The request that answers the venue's time: a GET of
+    /// [`Account::time_path`] by default; a POST where the venue has no GET
+    /// (Hyperliquid's `/info`).
+    fn time_request() -> ergon_io::http::Request<'static> {
+        ergon_io::http::Request::get(Self::time_path())
+    }
+
+    /// The venue's address budget as last read (None by default: no such
+    /// budget, or not read yet).
+    fn address_budget(&self) -> Option<AddressBudget> {
+        None
+    }
+
+    /// How often the gateway reads the venue's account figures on its own
+    /// ([`Account::sync_request`]); None (the default): never.
+    fn sync_every_ns(&self) -> Option<i64> {
+        None
+    }
+
+    /// The read of the venue's account figures (Hyperliquid's `userRateLimit`:
+    /// the address budget), sent at `Class::Bulk` every
+    /// [`Account::sync_every_ns`]; its answer goes to the adapter alone.
+    /// [`adapt::Error::Unsupported`] by default.
+    fn sync_request<'p>(
+        &mut self,
+        out: &'p mut Prepared,
+        now: i64,
+    ) -> Result<&'p Prepared, adapt::Error> {
+        let _ = (out, now);
+        Err(adapt::Error::Unsupported)
+    }
+
+    /// What a time read ([`Account::time_request`]) charges: a read of weight 1
+    /// by default.
+    fn time_kind() -> adapt::Request<'static> {
+        adapt::Request::Read(1)
+    }
+
+    /// What the bootstrap's own requests ([`Account::time_request`],
+    /// [`Account::limits_request`]) count on the venue, booked as spent in the
+    /// first budget: a venue whose answers carry no usage figure (Hyperliquid)
+    /// still counts them in its window. Default: none (the usage headers of the
+    /// bootstrap's last answer book them).
+    fn bootstrap_parts(&self) -> Vec<Part> {
+        Vec::new()
+    }
+
+    /// The request of the document [`Boot::limits`] holds: a GET of
+    /// [`Account::limits_path`] by default; Hyperliquid's `meta` (its asset
+    /// table) is a POST.
+    fn limits_request() -> Option<ergon_io::http::Request<'static>> {
+        Self::limits_path().map(ergon_io::http::Request::get)
+    }
 
     /// Re-anchors the venue clock (after repeated clock skew) for every request
     /// stamped from now on.

@@ -39,7 +39,7 @@ const NAME_WORDS: usize = MAX_CLIENT_NAME / 8;
 const CLIENT_COUNTS: usize = 9;
 const CLIENT_WORDS: usize = NAME_WORDS + CLIENT_COUNTS;
 const GW_WORDS: usize = 27;
-const HEAD_WORDS: usize = 9;
+const HEAD_WORDS: usize = 14;
 /// Words in one publication of [`OpsSnapshot`].
 pub const OPS_WORDS: usize = HEAD_WORDS + GW_WORDS + MAX_PUBLISHED_CLIENTS * CLIENT_WORDS;
 
@@ -103,6 +103,8 @@ pub struct OpsSnapshot {
     /// Connect failures in a row to the venue (0: connected), and when the next
     /// attempt is on the loop's clock (the transport backs off between them).
     pub reconnect: (u32, i64),
+    /// The venue's address budget (Hyperliquid), once read.
+    pub address: Option<crate::endpoints::AddressBudget>,
 }
 
 fn gw_words(s: &Stats) -> [u64; GW_WORDS] {
@@ -303,6 +305,7 @@ impl<S: PublishClients> Observed<S> {
         }
         self.next_ns = now.saturating_add(self.every_ns);
         let g = *api.stats();
+        let address = api.venue().address_budget();
         let in_flight = api.in_flight() as u64;
         let (failing, retry_at) = api.reconnect();
         self.stats
@@ -359,6 +362,14 @@ impl<S: PublishClients> Observed<S> {
             u64::from(failing),
             retry_at as u64,
             0,
+            u64::from(address.is_some()),
+            address.map_or(0, |a| a.used),
+            address.map_or(0, |a| a.cap),
+            address.map_or(0, |a| a.surplus),
+            // Milli-hours; u64::MAX: no forecast.
+            address
+                .and_then(|a| a.forecast_hours)
+                .map_or(u64::MAX, |h| (h * 1e3).clamp(0.0, 1e18) as u64),
         ]);
         w[HEAD_WORDS..HEAD_WORDS + GW_WORDS].copy_from_slice(&gw_words(&g));
         self.ops.publish(w);
@@ -419,6 +430,12 @@ impl ObservedReader {
             gateway: gw_stats(&w[HEAD_WORDS..HEAD_WORDS + GW_WORDS]),
             clients,
             reconnect: (u32::try_from(w[6]).unwrap_or(u32::MAX), w[7] as i64),
+            address: (w[9] != 0).then(|| crate::endpoints::AddressBudget {
+                used: w[10],
+                cap: w[11],
+                surplus: w[12],
+                forecast_hours: (w[13] != u64::MAX).then(|| w[13] as f64 / 1e3),
+            }),
         }
     }
 }

@@ -19,7 +19,7 @@ const SEC: i64 = 1_000_000_000;
 
 /// Calls `f` with the string field `key` of each object in the JSON array at
 /// `path` of `body` (`""`: the body itself).
-fn each_string(body: &[u8], path: &str, key: &str, f: &mut dyn FnMut(&[u8])) {
+pub(crate) fn each_string(body: &[u8], path: &str, key: &str, f: &mut dyn FnMut(&[u8])) {
     let Ok(root) = json::parse(body) else {
         return;
     };

@@ -214,3 +214,26 @@ fn hyperliquid_preparation_allocates_nothing() {
     every_kind_ids(&mut ex, &mut p, 1000, true);
     assert_eq!(allocs() - before, 0);
 }
+
+#[test]
+fn hyperliquid_signing_with_the_built_in_wallet_allocates_nothing() {
+    use ergon_venues::hyperliquid::sign::{Network, Wallet};
+    let mut b = Budget::builder();
+    let venue = Hyperliquid::new(
+        &mut b,
+        Clock::anchor(0, 1_700_000_000_000),
+        hyperliquid::Config::default(),
+    )
+    .unwrap();
+    let key = b"0x0123456789012345678901234567890123456789012345678901234567890123";
+    let wallet = Wallet::from_key_text(key, Network::Mainnet)
+        .unwrap()
+        .for_vault("0x1719884eb866cb12b2287399b15f7db5e7d775ea")
+        .unwrap();
+    let mut ex = Exchange::new(venue, wallet, &[("BTCUSDT", 0)], 5000).unwrap();
+    let mut p = Prepared::with_capacity(4096);
+    every_kind_ids(&mut ex, &mut p, 1, true);
+    let before = allocs();
+    every_kind_ids(&mut ex, &mut p, 100, true);
+    assert_eq!(allocs() - before, 0);
+}

@@ -27,6 +27,10 @@ impl<E: Account> Gateway<E> {
     ) -> Option<Event<'r>> {
         let now = w.now();
         let Some(key) = self.ledger.unbind(id) else {
+            let flight = match self.on_sync_answer(w, id, &r, flight) {
+                Ok(()) => return None,
+                Err(f) => f,
+            };
             if let Some((open_id, sent_at_ns)) = self.open {
                 if open_id == id {
                     self.open = None;
@@ -210,6 +214,7 @@ impl<E: Account> Gateway<E> {
             }
         };
         let Some(key) = bound else {
+            self.on_sync_error(id);
             if self.time.is_some_and(|t| t.0 == id) {
                 self.time = None;
             }

@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 
 use arrayvec::{ArrayString, ArrayVec};
 use ergon_core::{BucketId, Class, Verdict, Why, MAX_BUCKETS};
-use ergon_venues::adapt::{self, Clock, Request as Kind};
+use ergon_venues::adapt::{self, Clock};
 use ergon_venues::endpoint::{ClientOrderId, Label, Prepared, Symbol};
 use ergon_venues::response::Response;
 
@@ -25,6 +25,7 @@ mod answers;
 mod reconcile;
 mod resend;
 mod submit;
+mod sync;
 mod trace;
 mod ws;
 
@@ -189,6 +190,8 @@ pub struct Gateway<E> {
     /// The poll on the wire: its id and when it was sent.
     open: Option<(RequestId, i64)>,
     open_req: Prepared,
+    /// The venue's account figures read on the gateway's own (`sync`).
+    sync: sync::Sync,
     stats: Stats,
     trace: Trace,
     /// Order entry and the order stream over the WebSocket API, if set.
@@ -237,6 +240,7 @@ impl<E: Account> Gateway<E> {
             open_once: None,
             open: None,
             open_req: Prepared::with_capacity(bytes),
+            sync: sync::Sync::default(),
             stats: Stats::default(),
             trace: Trace {
                 slots: vec![0; capacity],
@@ -454,7 +458,8 @@ impl<E: Account> Gateway<E> {
             None => self.open_once.unwrap_or(i64::MAX),
             Some(_) => i64::MAX,
         };
-        let at = self.next_due.min(open).min(once);
+        let sync = self.sync_timeout().unwrap_or(i64::MAX);
+        let at = self.next_due.min(open).min(once).min(sync);
         let at = at.min(self.halt_check.unwrap_or(i64::MAX));
         (at != i64::MAX).then_some(at)
     }
@@ -553,6 +558,7 @@ impl<E: Account> Gateway<E> {
             self.halts_ended(w);
         }
         self.poll_open(w);
+        self.poll_sync(w);
         if now < self.next_due {
             return;
         }
@@ -630,7 +636,7 @@ impl<E: Account> Gateway<E> {
             return;
         }
         let now = w.now();
-        let Ok(parts) = self.venue.parts(Kind::Read(1)) else {
+        let Ok(parts) = self.venue.parts(E::time_kind()) else {
             return;
         };
         let charged = self.shapes.charge(w.budget(), &parts, Class::Urgent, now);
@@ -640,7 +646,7 @@ impl<E: Account> Gateway<E> {
         let Ok(ticket) = charged else {
             return;
         };
-        let req = ergon_io::http::Request::get(E::time_path());
+        let req = E::time_request();
         let sent = w.send(&req, ticket, now + 2_000_000_000);
         self.note_connects(w);
         match sent {

@@ -165,6 +165,10 @@ keys! {
     degraded_pct: f64 => "degraded-pct",
     degraded_secs: f64 => "degraded-secs",
     unreachable_secs: f64 => "unreachable-secs",
+    private_key_file: String => "private-key-file",
+    account_address: String => "account-address",
+    vault_address: String => "vault-address",
+    testnet: bool => "testnet",
 }
 
 /// The 1-based line of byte `at` in `text`.

@@ -34,6 +34,7 @@
 //! | `protection_armed`, `protection_lapsed` | why (none where a switch publishes) | the dead man's switch; 0 with `why` (`no_switch`, `not_published`) where none publishes |
 //! | `protection_armed_until_seconds` | | the switch's end, where one publishes |
 //! | `lease_lost` | | the etcd lease, when it publishes |
+//! | `address_requests_used`, `address_requests_cap`, `address_requests_surplus`, `address_budget_forecast_hours` | | the venue's address budget (Hyperliquid's `userRateLimit`, read once a minute), once read; the forecast once two readings show it shrinking |
 //! | `healthy`, `health_reason` | kind, bucket | 1 when `/health` is 200; one series per reason |
 //! | `snapshot_age_seconds` | | since the loop last published (a stuck loop shows here) |
 //!
@@ -406,6 +407,31 @@ pub fn render(v: &View<'_>) -> String {
             "Events that found its ring full (must stay 0).",
             &cl(&|s| s.lost_events),
         );
+        if let Some(a) = o.address {
+            let one = |v: u64| [(Labels::new(), i64::try_from(v).unwrap_or(i64::MAX))];
+            f.gauge(
+                "address_requests_used",
+                "Requests counted against the address.",
+                &one(a.used),
+            );
+            f.gauge(
+                "address_requests_cap",
+                "The address's cap, earned by volume.",
+                &one(a.cap),
+            );
+            f.gauge(
+                "address_requests_surplus",
+                "Requests bought for the address.",
+                &one(a.surplus),
+            );
+            if let Some(h) = a.forecast_hours {
+                f.gauge_f(
+                    "address_budget_forecast_hours",
+                    "Hours until the address budget runs out at the recent pace.",
+                    &[(Labels::new(), h)],
+                );
+            }
+        }
         if o.lease != ergon_gateway::observe::Lease::Absent {
             f.gauge(
                 "lease_lost",

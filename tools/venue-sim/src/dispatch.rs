@@ -10,6 +10,7 @@ use crate::http::{Request, Response};
 use crate::profiles::binance::request::BinanceOp;
 use crate::profiles::bybit::{self, BybitOp};
 use crate::profiles::deribit::{self, DeribitOp};
+use crate::profiles::hyperliquid::{self, HlOp};
 use crate::profiles::okx::{self, OkxOp};
 
 /// An admitted request of any profile, ready to run.
@@ -23,6 +24,8 @@ pub(crate) enum Op {
     Okx(OkxOp),
     /// Deribit v2.
     Deribit(DeribitOp),
+    /// Hyperliquid.
+    Hyperliquid(HlOp),
 }
 
 /// Wraps a profile's admission into the dispatcher's.
@@ -56,6 +59,7 @@ impl Venue {
             Profile::Bybit => wrap(self.admit_bybit(req, ip, now), Op::Bybit),
             Profile::Okx => wrap(self.admit_okx(req, ip, now), Op::Okx),
             Profile::Deribit => wrap(self.admit_deribit(req, ip, now), Op::Deribit),
+            Profile::Hyperliquid => wrap(self.admit_hyperliquid(req, ip, now), Op::Hyperliquid),
         }
     }
 
@@ -67,6 +71,7 @@ impl Venue {
             Op::Bybit(b) => self.execute_bybit(b, account, now),
             Op::Okx(o) => self.execute_okx(o, account, now),
             Op::Deribit(d) => self.execute_deribit(d, account, now),
+            Op::Hyperliquid(h) => self.execute_hyperliquid(h, now),
         }
     }
 
@@ -85,6 +90,7 @@ impl Venue {
             Profile::Bybit => bybit::server_error(executed, self.now_hint),
             Profile::Okx => okx::server_error(executed),
             Profile::Deribit => deribit::server_error(executed, self.now_hint),
+            Profile::Hyperliquid => hyperliquid::server_error(executed),
         }
     }
 }

@@ -18,8 +18,10 @@
 //! matching-engine requests dearer, `too_many_requests` 10028, 32 connections open
 //! per IP) and over WebSocket at `/ws/api/v2` (connection auth, heartbeats,
 //! cancel-on-disconnect per connection or account, counted in
-//! [`Report::deribit_ws`]; [`Server::drop_deribit_ws`] cuts it). Hyperliquid is
-//! not built.
+//! [`Report::deribit_ws`]; [`Server::drop_deribit_ws`] cuts it); `hyperliquid`
+//! plays Hyperliquid's `/info` and `/exchange` (each action's signer recovered
+//! from its secp256k1 signature, the nonce rules, the IP weight windows, the
+//! address budget, `scheduleCancel`; [`Config::hyperliquid`], [`Hyperliquid`]).
 //! Binance Spot in detail:
 //! - its own clock ([`VenueClock`]: host UTC plus [`Config::clock_offset_ms`]);
 //! - fixed windows aligned on that clock, counted at receipt, per IP for
@@ -130,6 +132,7 @@ pub use config::{
     BYBIT_CLOSED_KEPT, BYBIT_LIMITS, DEFAULT_API_KEY, DEFAULT_API_SECRET, DEFAULT_PASSPHRASE,
     OKX_LIMITS,
 };
+pub use config::{Hyperliquid, HYPERLIQUID_LIMITS, HYPERLIQUID_TEST_ADDRESS, HYPERLIQUID_TEST_KEY};
 pub use engine::switch::SwitchView;
 pub use report::{
     BybitPrivateCounts, CreditUsage, DeribitWsCounts, FaultCounts, LimitUsage, OrderView, Report,

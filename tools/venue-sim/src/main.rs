@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use ergon_venue_sim::{Account, Config, Fault, FaultScope, Profile, RateLimit, Server};
 
-const USAGE: &str = "usage: ergon-venue-sim [--profile binance-spot|binance-futures|bybit|okx|deribit] [--listen 127.0.0.1:PORT]
+const USAGE: &str = "usage: ergon-venue-sim [--profile binance-spot|binance-futures|bybit|okx|deribit|hyperliquid] [--listen 127.0.0.1:PORT]
   [--clock-offset-ms MS] [--limit TYPE:INTERVAL:NUM:LIMIT]... [--api-key K --api-secret S]
   [--ban-after N] [--ban-first-ms MS] [--ban-max-ms MS]
   [--fault KIND:PROBABILITY]... [--fault-at N:KIND]... [--fault-delay-ms MS]
@@ -337,9 +337,10 @@ mod tests {
         assert!(args("--listen 0.0.0.0:8080")
             .unwrap_err()
             .contains("loopback"));
-        assert!(args("--profile hyperliquid")
-            .unwrap_err()
-            .contains("not built"));
+        assert_eq!(
+            args("--profile hyperliquid").unwrap().config.profile,
+            ergon_venue_sim::Profile::Hyperliquid
+        );
         let f = args("--fault delay:0.1 --profile binance-futures").unwrap();
         assert_eq!(f.config.rate_limits.len(), 3, "futures defaults");
         assert_eq!(

@@ -5,12 +5,16 @@
 //! documentation; parsing from command-line text returns a [`ConfigError`] that says
 //! what was wrong, never a silent default.
 
+mod hyperliquid;
 mod rate_limit;
 
 use std::fmt;
 use std::net::SocketAddr;
 use std::str::FromStr;
 
+pub use hyperliquid::{
+    Hyperliquid, HYPERLIQUID_LIMITS, HYPERLIQUID_TEST_ADDRESS, HYPERLIQUID_TEST_KEY,
+};
 pub use rate_limit::{
     Interval, LimitType, RateLimit, BINANCE_FUTURES_LIMITS, BINANCE_SPOT_LIMITS, BYBIT_LIMITS,
     OKX_LIMITS,
@@ -30,6 +34,8 @@ pub enum Profile {
     Okx,
     /// Deribit v2 JSON-RPC over HTTP (`/api/v2/...`).
     Deribit,
+    /// Hyperliquid (`/info`, `/exchange`).
+    Hyperliquid,
 }
 
 impl Profile {
@@ -41,6 +47,7 @@ impl Profile {
             Profile::Bybit => "bybit",
             Profile::Okx => "okx",
             Profile::Deribit => "deribit",
+            Profile::Hyperliquid => "hyperliquid",
         }
     }
 }
@@ -54,7 +61,7 @@ impl FromStr for Profile {
             "bybit" => Ok(Profile::Bybit),
             "okx" => Ok(Profile::Okx),
             "deribit" => Ok(Profile::Deribit),
-            "hyperliquid" => Err(ConfigError::ProfileNotBuilt(s.to_string())),
+            "hyperliquid" => Ok(Profile::Hyperliquid),
             _ => Err(ConfigError::UnknownProfile(s.to_string())),
         }
     }
@@ -250,6 +257,8 @@ pub struct Config {
     /// served. Default true; false answers its upgrade 404, as a venue whose
     /// private stream cannot be reached (the DCP countdown then never arms).
     pub bybit_private_ws: bool,
+    /// The `hyperliquid` profile's rules beyond the IP windows.
+    pub hyperliquid: Hyperliquid,
 }
 
 /// "Query a maximum of recent 500 closed status records are kept under each
@@ -368,6 +377,7 @@ impl Config {
             bybit_closed_kept: BYBIT_CLOSED_KEPT,
             bybit_dcp: false,
             bybit_private_ws: true,
+            hyperliquid: Hyperliquid::default(),
         }
     }
 
@@ -420,6 +430,24 @@ impl Config {
         }
     }
 
+    /// Hyperliquid with its documented limits ([`HYPERLIQUID_LIMITS`],
+    /// [`Hyperliquid::default`]), coin `BTC`, one account: the address of
+    /// [`HYPERLIQUID_TEST_KEY`] (its `secret`, for test clients), which signs
+    /// for itself; otherwise as
+    /// [`Config::binance_spot`].
+    pub fn hyperliquid() -> Self {
+        Config {
+            profile: Profile::Hyperliquid,
+            rate_limits: HYPERLIQUID_LIMITS.to_vec(),
+            symbol: "BTC".to_string(),
+            accounts: vec![Account {
+                api_key: HYPERLIQUID_TEST_ADDRESS.to_string(),
+                secret: HYPERLIQUID_TEST_KEY.to_string(),
+            }],
+            ..Config::binance_spot()
+        }
+    }
+
     /// The defaults of `profile`.
     pub fn for_profile(profile: Profile) -> Self {
         match profile {
@@ -428,6 +456,7 @@ impl Config {
             Profile::Bybit => Config::bybit(),
             Profile::Okx => Config::okx(),
             Profile::Deribit => Config::deribit(),
+            Profile::Hyperliquid => Config::hyperliquid(),
         }
     }
 
@@ -532,10 +561,10 @@ impl fmt::Display for ConfigError {
             }
             ConfigError::UnknownProfile(p) => write!(
                 f,
-                "unknown profile {p:?} (known: binance-spot, binance-futures, bybit, okx, deribit; planned: hyperliquid)"
+                "unknown profile {p:?} (known: binance-spot, binance-futures, bybit, okx, deribit, hyperliquid)"
             ),
             ConfigError::ProfileNotBuilt(p) => {
-                write!(f, "profile {p:?} is not built yet; binance-spot, binance-futures, bybit, okx and deribit are")
+                write!(f, "profile {p:?} is not built yet; binance-spot, binance-futures, bybit, okx, deribit and hyperliquid are")
             }
             ConfigError::BadLimit(s) => write!(
                 f,
@@ -591,11 +620,8 @@ mod tests {
     }
 
     #[test]
-    fn other_profiles_say_they_are_not_built() {
-        assert_eq!(
-            "hyperliquid".parse::<Profile>(),
-            Err(ConfigError::ProfileNotBuilt("hyperliquid".into()))
-        );
+    fn every_profile_parses_and_others_are_unknown() {
+        assert_eq!("hyperliquid".parse::<Profile>(), Ok(Profile::Hyperliquid));
         assert_eq!("okx".parse::<Profile>(), Ok(Profile::Okx));
         assert_eq!("bybit".parse::<Profile>(), Ok(Profile::Bybit));
         let l: RateLimit = "/v5/order/create:SECOND:1:10:ROLLING".parse().unwrap();

@@ -2,6 +2,7 @@
 //! book records, the venue state (limits, bans, registry, faults, report) and the
 //! stream hub.
 
+pub(crate) mod address;
 pub(crate) mod book;
 pub(crate) mod credits;
 pub(crate) mod hub;

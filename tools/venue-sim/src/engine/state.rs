@@ -98,6 +98,8 @@ pub(crate) struct Venue {
     /// Per account: whether Deribit's cancel-on-disconnect is on for the
     /// account scope (every connection it authenticates later starts with it).
     pub(crate) deribit_cod: Vec<bool>,
+    /// Hyperliquid's per-signer nonces and per-address budgets.
+    pub(crate) addresses: crate::engine::address::AddressBook,
 }
 
 impl Venue {
@@ -138,6 +140,7 @@ impl Venue {
             next_conn_id: 0,
             deribit_cod: vec![false; n_accounts],
             switches: Vec::new(),
+            addresses: crate::engine::address::AddressBook::new(n_accounts),
         }
     }
 

@@ -116,6 +116,25 @@ pub(crate) fn rules(profile: Profile) -> Rules {
                 leverage: 50,
             },
         },
+        // The hyperliquid profile checks its own orders (profiles/hyperliquid:
+        // prices of 5 significant figures, a $10 minimum, its open-order cap and
+        // its own margin); these are the same figures in this table's terms, for
+        // BTC (szDecimals 5), <https://hyperliquid.gitbook.io/hyperliquid-docs/for-developers/api/tick-and-lot-size>.
+        Profile::Hyperliquid => Rules {
+            min_price_e8: E8 / 10,
+            max_price_e8: 10_000_000 * E8,
+            tick_e8: E8 / 10,
+            min_qty_e8: 1_000,
+            max_qty_e8: u64::MAX,
+            step_e8: 1_000,
+            min_notional_e8: 10 * E8,
+            contract: Contract::Linear(E8),
+            max_open: 1_000,
+            funds: Funds::Margin {
+                quote_e8: 1_000_000 * E8,
+                leverage: 20,
+            },
+        },
     }
 }
 

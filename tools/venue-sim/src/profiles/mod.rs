@@ -5,5 +5,6 @@
 pub(crate) mod binance;
 pub(crate) mod bybit;
 pub(crate) mod deribit;
+pub(crate) mod hyperliquid;
 pub(crate) mod instruments;
 pub(crate) mod okx;

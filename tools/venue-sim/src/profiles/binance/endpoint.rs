@@ -106,7 +106,7 @@ impl Endpoint {
                 _ => return None,
             },
             // Bybit and OKX have their own routers (their modules).
-            Profile::Bybit | Profile::Okx | Profile::Deribit => return None,
+            Profile::Bybit | Profile::Okx | Profile::Deribit | Profile::Hyperliquid => return None,
         })
     }
 
@@ -192,7 +192,7 @@ impl Endpoint {
                 // Not routed for futures.
                 _ => 1,
             },
-            Profile::Bybit | Profile::Okx | Profile::Deribit => 1,
+            Profile::Bybit | Profile::Okx | Profile::Deribit | Profile::Hyperliquid => 1,
         }
     }
 }
@@ -203,23 +203,29 @@ pub(crate) fn depth_limit(profile: Profile, p: &Params) -> Option<usize> {
     let n = match p.get("limit") {
         None => {
             return Some(match profile {
-                Profile::BinanceSpot | Profile::Bybit | Profile::Okx | Profile::Deribit => 100,
+                Profile::BinanceSpot
+                | Profile::Bybit
+                | Profile::Okx
+                | Profile::Deribit
+                | Profile::Hyperliquid => 100,
                 Profile::BinanceFutures => 500,
             })
         }
         Some(s) => s.parse::<usize>().ok()?,
     };
     match profile {
-        Profile::BinanceSpot | Profile::Bybit | Profile::Okx | Profile::Deribit => {
-            (n >= 1).then_some(n.min(5000))
-        }
+        Profile::BinanceSpot
+        | Profile::Bybit
+        | Profile::Okx
+        | Profile::Deribit
+        | Profile::Hyperliquid => (n >= 1).then_some(n.min(5000)),
         Profile::BinanceFutures => [5, 10, 20, 50, 100, 500, 1000].contains(&n).then_some(n),
     }
 }
 
 pub(crate) fn depth_weight(profile: Profile, limit: usize) -> u64 {
     match profile {
-        Profile::Bybit | Profile::Okx | Profile::Deribit => 1,
+        Profile::Bybit | Profile::Okx | Profile::Deribit | Profile::Hyperliquid => 1,
         Profile::BinanceSpot => match limit {
             0..=100 => 5,
             101..=500 => 25,

@@ -1,0 +1,135 @@
+//! The venue's account figures the gateway reads on its own
+//! ([`Account::sync_request`]: Hyperliquid's `userRateLimit`, the address
+//! budget): at most every [`Account::sync_every_ns`], at [`Class::Bulk`] (the
+//! class that never takes the headroom, so never inside a burst), its answer
+//! read by the adapter alone. Nothing retries it but the next period.
+
+use ergon_core::Class;
+use ergon_io::client::RequestId;
+use ergon_venues::adapt::Request as Kind;
+use ergon_venues::endpoint::Prepared;
+use ergon_venues::response::Response;
+
+use super::{Gateway, RETRY_GAP_NS};
+use crate::endpoints::Account;
+use crate::wire::{encode, Wire};
+use ergon_core::Flight;
+
+/// The sync read: on the wire (its id and deadline), and when it is next due.
+#[derive(Debug)]
+pub(super) struct Sync {
+    on_wire: Option<(RequestId, i64)>,
+    next_at: i64,
+    req: Prepared,
+}
+
+impl Default for Sync {
+    fn default() -> Self {
+        Sync {
+            on_wire: None,
+            next_at: i64::MIN,
+            req: Prepared::with_capacity(256),
+        }
+    }
+}
+
+impl<E: Account> Gateway<E> {
+    /// When the sync read is next due (None: the venue has none, or it is on
+    /// the wire).
+    pub(super) fn sync_timeout(&self) -> Option<i64> {
+        self.venue.sync_every_ns()?;
+        Some(match self.sync.on_wire {
+            Some((_, deadline)) => deadline,
+            None => self.sync.next_at,
+        })
+    }
+
+    /// Sends the sync read if it is due and the budget has room at Bulk.
+    pub(super) fn poll_sync<W: Wire>(&mut self, w: &mut W) {
+        let Some(every) = self.venue.sync_every_ns() else {
+            return;
+        };
+        let now = w.now();
+        // An answer that never came (the loop that sent it ended first, the
+        // connection went): forgotten at its deadline.
+        if self
+            .sync
+            .on_wire
+            .is_some_and(|(_, deadline)| now > deadline)
+        {
+            self.sync.on_wire = None;
+            self.sync.next_at = now;
+        }
+        if self.sync.on_wire.is_some() || now < self.sync.next_at {
+            return;
+        }
+        self.sync.next_at = now.saturating_add(every.max(1));
+        if self.venue.sync_request(&mut self.sync.req, now).is_err() {
+            return;
+        }
+        let ticket = match self
+            .shapes
+            .charge(w.budget(), self.sync.req.parts(), Class::Bulk, now)
+        {
+            Ok(t) => t,
+            // No room at Bulk (a burst, or the higher classes' headroom): again
+            // when the budget says, at least a second on, at most a period.
+            Err(l) => {
+                self.sync.next_at = l
+                    .ready_at_ns
+                    .clamp(now.saturating_add(1_000_000_000), self.sync.next_at);
+                return;
+            }
+        };
+        let mut ticket = Some(ticket);
+        let deadline = self.sync.req.deadline_ns();
+        let sent = encode(&self.sync.req, |r| {
+            ticket.take().map(|t| w.send(r, t, deadline))
+        });
+        self.note_connects(w);
+        match sent.flatten() {
+            Some(Ok(id)) => {
+                self.stats.sent += 1;
+                self.sync.on_wire = Some((id, deadline));
+            }
+            Some(Err(refused)) => {
+                // Not written (no connection ready): again shortly.
+                let _ = w.budget().refund(refused.into_ticket(), now);
+                self.sync.next_at = now.saturating_add(RETRY_GAP_NS);
+            }
+            None => {
+                if let Some(t) = ticket {
+                    let _ = w.budget().refund(t, now);
+                }
+            }
+        }
+    }
+
+    /// The sync read's answer, if `id` is it: read by the adapter, and the
+    /// flight completed. `Err` gives the flight back: not the sync read.
+    pub(super) fn on_sync_answer<W: Wire>(
+        &mut self,
+        w: &mut W,
+        id: RequestId,
+        r: &Response<'_>,
+        flight: Flight,
+    ) -> Result<(), Flight> {
+        if self.sync.on_wire.map(|(i, _)| i) != Some(id) {
+            return Err(flight);
+        }
+        self.sync.on_wire = None;
+        let now = w.now();
+        let kind = self.sync.req.kind().unwrap_or(Kind::Read(0));
+        let _ = self.venue.on_response(kind, r, w.budget(), now);
+        let _ = w.budget().complete(flight, now);
+        Ok(())
+    }
+
+    /// The sync read failed on the transport (settled by the caller): the next
+    /// period asks again.
+    pub(super) fn on_sync_error(&mut self, id: RequestId) {
+        if self.sync.on_wire.map(|(i, _)| i) == Some(id) {
+            self.sync.on_wire = None;
+        }
+    }
+}

@@ -1,0 +1,42 @@
+//! Per-address and per-signer records for venues that limit an address rather
+//! than a key (Hyperliquid): the nonces each signer has used, and each account's
+//! requests, volume, purchased requests and dead man's switch triggers. Plain
+//! data: the rules that read and write it live in the profile.
+
+use std::collections::{BTreeSet, HashMap};
+
+/// One account's address budget and switch count.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct AddressState {
+    /// Requests counted (each order of a batch is one).
+    pub(crate) used: u64,
+    /// Cumulative traded volume, USDC in units of 1e-8.
+    pub(crate) volume_e8: u128,
+    /// Requests bought with `reserveRequestWeight`.
+    pub(crate) surplus: u64,
+    /// When the last request went through on the exhausted rate (venue ms).
+    pub(crate) last_exhausted_ms: Option<i64>,
+    /// The switch armed last: when it fires (venue ms), if it has not yet been
+    /// counted as fired.
+    pub(crate) switch_at: Option<i64>,
+    /// `(UTC day, switch triggers that day)`.
+    pub(crate) fires: (i64, u32),
+}
+
+/// Every signer's kept nonces and every account's budget.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct AddressBook {
+    /// Per signer (20-byte address): its highest nonces, at most the venue's count.
+    pub(crate) nonces: HashMap<[u8; 20], BTreeSet<u64>>,
+    /// Per account index.
+    pub(crate) accounts: Vec<AddressState>,
+}
+
+impl AddressBook {
+    pub(crate) fn new(accounts: usize) -> Self {
+        AddressBook {
+            nonces: HashMap::new(),
+            accounts: vec![AddressState::default(); accounts],
+        }
+    }
+}
