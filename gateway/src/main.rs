@@ -37,8 +37,9 @@ const USAGE: &str = "usage:
                  [--host NAME] [--lease-ttl SECS]]
                 [--metrics ADDR:PORT] [--degraded-pct P] [--degraded-secs S] [--unreachable-secs S]
   ergon-gateway --config gateway.toml [flags]   (every flag as a key; flags override the file)
-  ergon-gateway --stats --name NAME [--once]
-  ergon-gateway clear-halt BUCKET --name NAME
+  ergon-gateway --stats --name NAME [--once] [--gateway-uid UID]
+  ergon-gateway clear-halt BUCKET --name NAME [--gateway-uid UID]
+                (both refuse a gateway that does not run as UID, default their own uid)
   ergon-gateway release-host HOST --etcd URL[,URL...] --account NAME
                 (gives back the safe shares etcd reserves for HOST, a host stopped for good)";
 
@@ -128,6 +129,9 @@ struct Args {
     guard_ms: i64,
     stats: bool,
     once: bool,
+    /// `--gateway-uid`: the uid `--stats` and `clear-halt` expect the gateway
+    /// to run as (None: their own effective uid).
+    gateway_uid: Option<u32>,
     clear_halt: Option<String>,
     /// `release-host HOST`: the host whose safe shares to release in etcd.
     release_host: Option<String>,
@@ -267,6 +271,13 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
             "--busy" => a.busy = true,
             "--stats" => a.stats = true,
             "--once" => a.once = true,
+            "--gateway-uid" => {
+                let v = value()?;
+                a.gateway_uid = Some(
+                    v.parse::<u32>()
+                        .map_err(|_| format!("--gateway-uid {v:?}: expected a numeric uid"))?,
+                );
+            }
             "clear-halt" => a.clear_halt = Some(value()?),
             "release-host" => a.release_host = Some(value()?),
             "-h" | "--help" => return Err(String::new()),
@@ -730,8 +741,9 @@ fn run(a: &Args) -> Result<(), String> {
         return Ok(());
     }
     let name = a.name.as_deref().unwrap_or_default();
+    let gateway_uid = a.gateway_uid.unwrap_or_else(shm::own_uid);
     if let Some(bucket) = &a.clear_halt {
-        let answer = shm::clear_halt(name, bucket).map_err(|e| e.to_string())?;
+        let answer = shm::clear_halt_uid(name, gateway_uid, bucket).map_err(|e| e.to_string())?;
         println!("{answer}");
         return if answer.starts_with("ok") {
             Ok(())
@@ -741,7 +753,7 @@ fn run(a: &Args) -> Result<(), String> {
     }
     if a.stats {
         loop {
-            let text = shm::read_stats(name).map_err(|e| e.to_string())?;
+            let text = shm::read_stats_uid(name, gateway_uid).map_err(|e| e.to_string())?;
             print!("{text}");
             // The dead man's switch, as the serving gateway last wrote it.
             if let Some(p) = protection_path(a.runtime_dir.as_deref(), name)
@@ -750,7 +762,7 @@ fn run(a: &Args) -> Result<(), String> {
             {
                 print!("{p}");
             }
-            if let Some(health) = metrics::read_health(name) {
+            if let Some(health) = metrics::read_health(name, gateway_uid) {
                 print!("{health}");
             }
             if a.once {

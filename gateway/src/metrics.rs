@@ -529,7 +529,20 @@ pub fn spawn(name: &str, addr: Option<SocketAddr>, src: Source) -> io::Result<Me
     let unix = {
         use std::os::linux::net::SocketAddrExt;
         let a = std::os::unix::net::SocketAddr::from_abstract_name(health_socket(name))?;
-        UnixListener::bind_addr(&a)?
+        match UnixListener::bind_addr(&a) {
+            Ok(l) => Some(l),
+            // Anyone can take an abstract name first: that must not keep the
+            // gateway from trading. `--stats` refuses a holder of another uid.
+            Err(e) if e.kind() == io::ErrorKind::AddrInUse => {
+                eprintln!(
+                    "ergon-gateway: warning: @{} is taken{}: --stats shows no health lines",
+                    health_socket(name),
+                    holder(&a).map_or(String::new(), |u| format!(" by uid {u}"))
+                );
+                None
+            }
+            Err(e) => return Err(e),
+        }
     };
     let stop = Arc::new(AtomicBool::new(false));
     let flag = Arc::clone(&stop);
@@ -552,9 +565,10 @@ pub fn spawn(name: &str, addr: Option<SocketAddr>, src: Source) -> io::Result<Me
     })
 }
 
-fn serve(tcp: Option<TcpListener>, unix: UnixListener, mut st: State, stop: &AtomicBool) {
+fn serve(tcp: Option<TcpListener>, unix: Option<UnixListener>, mut st: State, stop: &AtomicBool) {
+    // A listener not bound is polled as -1: never ready.
     let mut fds = vec![libc::pollfd {
-        fd: unix.as_raw_fd(),
+        fd: unix.as_ref().map_or(-1, |u| u.as_raw_fd()),
         events: libc::POLLIN,
         revents: 0,
     }];
@@ -581,7 +595,7 @@ fn serve(tcp: Option<TcpListener>, unix: UnixListener, mut st: State, stop: &Ato
         if n <= 0 {
             continue;
         }
-        if fds[0].revents != 0 {
+        if let (Some(unix), true) = (&unix, fds[0].revents != 0) {
             let peer = unix.accept().ok().filter(|(s, _)| same_user(s));
             if let Some((mut s, _)) = peer {
                 st.sample();
@@ -601,8 +615,21 @@ fn serve(tcp: Option<TcpListener>, unix: UnixListener, mut st: State, stop: &Ato
 
 /// Whether the peer of `s` runs as this process's user (the health lines are for
 /// the gateway's owner, as `--stats` is).
-#[allow(unsafe_code)]
 fn same_user(s: &UnixStream) -> bool {
+    // SAFETY: geteuid cannot fail.
+    #[allow(unsafe_code)]
+    let me = unsafe { libc::geteuid() };
+    peer_uid(s) == Some(me)
+}
+
+/// The uid of the process listening on the abstract address `a`, if one is.
+fn holder(a: &std::os::unix::net::SocketAddr) -> Option<u32> {
+    peer_uid(&UnixStream::connect_addr(a).ok()?)
+}
+
+/// The uid the kernel recorded for the peer of `s` (`SO_PEERCRED`).
+#[allow(unsafe_code)]
+fn peer_uid(s: &UnixStream) -> Option<u32> {
     let mut cred = libc::ucred {
         pid: 0,
         uid: u32::MAX,
@@ -619,8 +646,7 @@ fn same_user(s: &UnixStream) -> bool {
             &mut len,
         )
     };
-    // SAFETY: geteuid cannot fail.
-    r == 0 && cred.uid == unsafe { libc::geteuid() }
+    (r == 0).then_some(cred.uid)
 }
 
 /// The request line's method and path, once the head is complete; `Err` on a
@@ -701,12 +727,16 @@ fn answer(mut s: TcpStream, st: &mut State) -> io::Result<()> {
     }
 }
 
-/// The health lines of the gateway `name` for `--stats` (each `health ...`), or
-/// None if it serves none (an older gateway, or none running).
-pub fn read_health(name: &str) -> Option<String> {
+/// The health lines of the gateway `name`, run by `gateway_uid`, for `--stats`
+/// (each `health ...`), or None if it serves none (an older gateway, none
+/// running, or a process of another uid holding the name: nothing of it is read).
+pub fn read_health(name: &str, gateway_uid: u32) -> Option<String> {
     use std::os::linux::net::SocketAddrExt;
     let a = std::os::unix::net::SocketAddr::from_abstract_name(health_socket(name)).ok()?;
     let s = UnixStream::connect_addr(&a).ok()?;
+    if peer_uid(&s) != Some(gateway_uid) {
+        return None;
+    }
     s.set_read_timeout(Some(IO_TIMEOUT)).ok()?;
     let mut text = String::new();
     s.take(64 * 1024).read_to_string(&mut text).ok()?;

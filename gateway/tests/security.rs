@@ -945,18 +945,20 @@ fn role() {
     };
     let a: Vec<&str> = spec.split(' ').collect();
     let (gw, me) = (a[1], a[2]);
+    // The gateway runs as the test's uid, not necessarily this role's.
+    let gw_uid = gateway_uid();
     let result = match a[0] {
         // attack GW ME: attach and trade, clear a halt, read the stats.
         "attack" => {
-            let (attach, applied) = match ShmClient::attach(gw, me, false) {
+            let (attach, applied) = match ShmClient::attach_uid(gw, gw_uid, me, false) {
                 Ok(mut c) => ("attached".to_string(), one_order(&mut c)),
                 Err(e) => (e.to_string(), 0),
             };
-            let clear = match shm::clear_halt(gw, "orders_1s") {
+            let clear = match shm::clear_halt_uid(gw, gw_uid, "orders_1s") {
                 Ok(a) => a,
                 Err(e) => e.to_string(),
             };
-            let stats = match shm::read_stats(gw) {
+            let stats = match shm::read_stats_uid(gw, gw_uid) {
                 Ok(_) => "read".to_string(),
                 Err(e) => e.to_string(),
             };
@@ -966,7 +968,7 @@ fn role() {
         }
         // spam GW ME: orders without end; says "spamming" after the first applied.
         "spam" => {
-            let mut c = ShmClient::attach(gw, me, false).expect("attach");
+            let mut c = ShmClient::attach_uid(gw, gw_uid, me, false).expect("attach");
             let symbol = Symbol::new("BTCUSDT").expect("symbol");
             let (mut seq, mut said) = (0u64, false);
             while !c.is_gone() {
@@ -987,7 +989,7 @@ fn role() {
         }
         // order GW ME: one order.
         "order" => {
-            let mut c = ShmClient::attach(gw, me, false).expect("attach");
+            let mut c = ShmClient::attach_uid(gw, gw_uid, me, false).expect("attach");
             serde_json::json!({ "applied": one_order(&mut c) })
         }
         other => panic!("unknown role {other}"),

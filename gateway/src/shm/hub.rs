@@ -321,8 +321,16 @@ impl Hub {
             }
         }
         let listener = os::listen(&cfg.name).map_err(|e| {
+            // Who holds the name: another uid there is an impostor, which the
+            // clients refuse (they check the server's uid) but which keeps this
+            // gateway from starting until it is gone.
+            let holder = os::connect(&cfg.name)
+                .and_then(|s| os::peer_cred(&s))
+                .map_or(String::new(), |p| {
+                    format!(", held by uid {} pid {}", p.uid, p.pid)
+                });
             owned_msg(&format!(
-                "cannot listen on @ergon-gateway/{}: {e} (another gateway of that name?)",
+                "cannot listen on @ergon-gateway/{}: {e}{holder} (another gateway of that name?)",
                 cfg.name
             ))
         })?;

@@ -126,9 +126,16 @@ pub use journal::{check as check_journal, JournalOwner};
 pub use region::{EVENTS_PER_REQUEST, EVENT_SLOT, SUBMIT_SLOT};
 pub use stats::STATS_BYTES;
 
-/// Reads the stats snapshot of the gateway `name` (`ergon-gateway --stats`).
+/// Reads the stats snapshot of the gateway `name` (`ergon-gateway --stats`),
+/// served by this process's own effective uid ([`read_stats_uid`]).
 pub fn read_stats(name: &str) -> std::io::Result<String> {
-    let (_sock, answer, fds) = client::command(name, "stats")?;
+    read_stats_uid(name, os::euid())
+}
+
+/// [`read_stats`] of a gateway that runs as `gateway_uid`: a process of any
+/// other uid under the name is refused, naming its uid.
+pub fn read_stats_uid(name: &str, gateway_uid: u32) -> std::io::Result<String> {
+    let (_sock, answer, fds) = client::command(name, gateway_uid, "stats")?;
     match (answer.starts_with("ok"), fds.first()) {
         (true, Some(fd)) => Ok(stats::read(fd)?.unwrap_or_default()),
         _ => Err(std::io::Error::other(format!(
@@ -140,17 +147,39 @@ pub fn read_stats(name: &str) -> std::io::Result<String> {
 /// Sends one raw command line (`attach NAME`, `stats`, `clear-halt BUCKET`) to
 /// the gateway `name`: the socket, the answer line and the descriptors it
 /// carried, unmapped. For tools and tests that look at what a gateway hands out
-/// (as a hostile client would); strategies use [`ShmClient`].
+/// (as a hostile client would); strategies use [`ShmClient`]. The gateway must
+/// run as this process's own effective uid ([`raw_command_uid`]).
 pub fn raw_command(
     name: &str,
     cmd: &str,
 ) -> std::io::Result<(std::os::fd::OwnedFd, String, Vec<std::os::fd::OwnedFd>)> {
-    client::command(name, cmd)
+    raw_command_uid(name, os::euid(), cmd)
+}
+
+/// [`raw_command`] to a gateway that runs as `gateway_uid`.
+pub fn raw_command_uid(
+    name: &str,
+    gateway_uid: u32,
+    cmd: &str,
+) -> std::io::Result<(std::os::fd::OwnedFd, String, Vec<std::os::fd::OwnedFd>)> {
+    client::command(name, gateway_uid, cmd)
 }
 
 /// Asks the gateway `name` to clear the halt of `bucket` (a person's command,
-/// after looking at the ban); the gateway's answer line.
+/// after looking at the ban); the gateway's answer line. The gateway must run
+/// as this process's own effective uid ([`clear_halt_uid`]).
 pub fn clear_halt(name: &str, bucket: &str) -> std::io::Result<String> {
-    let (_sock, answer, _) = client::command(name, &format!("clear-halt {bucket}"))?;
+    clear_halt_uid(name, os::euid(), bucket)
+}
+
+/// [`clear_halt`] at a gateway that runs as `gateway_uid`: a process of any
+/// other uid under the name is refused, naming its uid, and told nothing.
+pub fn clear_halt_uid(name: &str, gateway_uid: u32, bucket: &str) -> std::io::Result<String> {
+    let (_sock, answer, _) = client::command(name, gateway_uid, &format!("clear-halt {bucket}"))?;
     Ok(answer)
+}
+
+/// The effective uid of this process: the gateway uid a client expects by default.
+pub fn own_uid() -> u32 {
+    os::euid()
 }

@@ -179,6 +179,7 @@ pub fn run_role(args: &[&str], as_user: Option<(u32, u32)>) -> Value {
     let mut cmd = Command::new(std::env::current_exe().expect("exe"));
     cmd.args(["--ignored", "--exact", "role", "--nocapture", "--quiet"])
         .env("ERGON_SEC_ROLE", args.join(" "))
+        .env("ERGON_SEC_GW_UID", shm::own_uid().to_string())
         .stdout(Stdio::piped());
     if let Some((uid, gid)) = as_user {
         cmd.uid(uid).gid(gid).current_dir("/");
@@ -194,6 +195,64 @@ pub fn run_role(args: &[&str], as_user: Option<(u32, u32)>) -> Value {
     }
     let status = child.wait().expect("wait");
     result.unwrap_or_else(|| panic!("role {args:?} printed no result ({status})"))
+}
+
+/// The uid the gateways of the test run as (the test's own), as a role process
+/// run as another uid learns it.
+pub fn gateway_uid() -> u32 {
+    std::env::var("ERGON_SEC_GW_UID")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(shm::own_uid)
+}
+
+/// Starts this binary's `role` with `args` as `uid`/`gid` when given, without
+/// waiting for it: the child (killed when dropped) once it printed `line`.
+pub fn spawn_role(args: &[&str], as_user: Option<(u32, u32)>, line: &str) -> Role {
+    let mut cmd = Command::new(std::env::current_exe().expect("exe"));
+    cmd.args(["--ignored", "--exact", "role", "--nocapture", "--quiet"])
+        .env("ERGON_SEC_ROLE", args.join(" "))
+        .env("ERGON_SEC_GW_UID", shm::own_uid().to_string())
+        .stdout(Stdio::piped());
+    if let Some((uid, gid)) = as_user {
+        cmd.uid(uid).gid(gid).current_dir("/");
+    }
+    let mut child = cmd.spawn().expect("spawn role");
+    let mut out = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut l = String::new();
+    while l.trim() != line {
+        l.clear();
+        if out.read_line(&mut l).expect("read") == 0 {
+            panic!("role {args:?} ended before saying {line:?}");
+        }
+    }
+    Role { child, out }
+}
+
+/// A role process started by [`spawn_role`]: killed and reaped when dropped.
+pub struct Role {
+    /// The process.
+    pub child: Child,
+    /// Its standard output after the line waited for.
+    pub out: BufReader<ChildStdout>,
+}
+
+impl Role {
+    /// Kills it and returns everything it printed after the line waited for.
+    pub fn finish(mut self) -> String {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let mut rest = String::new();
+        let _ = self.out.read_to_string(&mut rest);
+        rest
+    }
+}
+
+impl Drop for Role {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
 
 /// The gateway's stats text, read as the owner, polled until `pred` holds

@@ -1,0 +1,243 @@
+//! `ergon-gateway` as a security boundary, second pass (issue 41): the server's
+//! side of the socket. Clients authenticate the server; nothing a client does
+//! to what it holds blocks the gateway; holding connections keeps nobody out.
+//! Real processes: the gateway binary against the venue emulator (in this
+//! process), attackers as a second uid (this test binary again, in `role`).
+//!
+//! No test sleeps to let time pass for a verdict: each waits on a line, a
+//! process's exit, or polls with a bounded deadline.
+
+#[path = "common/ready.rs"]
+mod ready;
+#[path = "common/sec.rs"]
+mod sec;
+use sec::*;
+
+use std::io::Write;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::process::{Command, Stdio};
+
+use ergon_gateway::shm::{self, ShmClient};
+
+/// The gateway binary's exit status, stdout and stderr for `args`.
+fn control(args: &[&str]) -> (bool, String, String) {
+    let o = Command::new(env!("CARGO_BIN_EXE_ergon-gateway"))
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run ergon-gateway");
+    (
+        o.status.success(),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+// ---- item 1: a client authenticates the server ----
+
+#[test]
+fn an_impostor_holding_the_name_is_refused_by_every_client_and_told_nothing() {
+    let Some(att) = attacker() else { return };
+    let s = sim();
+    let dir = Scratch::new("impostor");
+    let name = unique("impostor");
+    // The attacker takes both names first and answers everything with forgeries.
+    let imp = spawn_role(&["impostor", &name, "both"], Some(att), "listening");
+    let uid = format!("uid {}", att.0);
+
+    // clear-halt: on main, root's `clear-halt` printed the impostor's `ok cleared`.
+    let (ok, out, err) = control(&["clear-halt", "orders_1s", "--name", &name]);
+    assert!(
+        !ok && !out.contains("ok"),
+        "clear-halt believed it: {out}{err}"
+    );
+    assert!(
+        err.contains(&uid),
+        "clear-halt names the uid it found: {err}"
+    );
+    // --stats: on main, it showed the impostor's text.
+    let (ok, out, err) = control(&["--stats", "--once", "--name", &name]);
+    assert!(
+        !ok && !out.contains("forged"),
+        "--stats believed it: {out}{err}"
+    );
+    assert!(err.contains(&uid), "--stats names the uid it found: {err}");
+    // A strategy: on main, it attached to the impostor (and sent it its orders).
+    let e = ShmClient::attach(&name, "victim", false).expect_err("attached to an impostor");
+    assert!(e.to_string().contains(&uid), "{e}");
+    // A client told to expect the attacker's uid does talk to it: the check is
+    // the uid, not something else that failed.
+    let (_, answer, _) = shm::raw_command_uid(&name, att.0, "stats").expect("expected uid");
+    assert_eq!(answer, "ok stats");
+    // The real gateway cannot take its name, and says who holds it.
+    let (mut child, stderr) = spawn_gateway(
+        &s,
+        &name,
+        &dir.0,
+        Opts {
+            extra: journal_args(&dir.0),
+            secret_by_flag: true,
+            ..Opts::default()
+        },
+    );
+    let r = ready::ready(&mut child, &name);
+    let gw_err = std::fs::read_to_string(&stderr).unwrap_or_default();
+    assert!(r.is_err(), "a gateway started beside an impostor");
+    assert!(gw_err.contains(&format!("held by {uid}")), "{gw_err}");
+
+    let heard = imp.finish();
+    let heard: Vec<&str> = heard.lines().filter(|l| l.starts_with("heard")).collect();
+    assert_eq!(
+        heard,
+        ["heard stats"],
+        "the impostor heard a command other than the one sent to it on purpose"
+    );
+    assert_eq!(s.report().executions, 0);
+}
+
+#[test]
+fn a_squatted_health_name_neither_stops_the_gateway_nor_feeds_stats() {
+    let Some(att) = attacker() else { return };
+    let s = sim();
+    let dir = Scratch::new("squat");
+    let name = unique("squat");
+    let imp = spawn_role(&["impostor", &name, "health"], Some(att), "listening");
+    // On main, the gateway exited "Address already in use".
+    let gw = gateway(
+        &s,
+        &name,
+        &dir.0,
+        Opts {
+            extra: journal_args(&dir.0),
+            secret_by_flag: true,
+            ..Opts::default()
+        },
+    );
+    let me = run_role(&["order", &name, "owner"], None);
+    assert_eq!(me["applied"], 1, "{me}");
+    stats_until(&name, |t| t.contains("client owner"));
+    let (ok, out, err) = control(&["--stats", "--once", "--name", &name]);
+    assert!(ok, "{err}");
+    assert!(out.contains("client owner"), "{out}");
+    assert!(
+        !out.contains("forged"),
+        "--stats printed the squatter's lines: {out}"
+    );
+    drop(imp);
+    let (_, err) = gw.finish();
+    assert!(
+        err.contains(&format!("is taken by uid {}", att.0)),
+        "the gateway says who holds its health name: {err}"
+    );
+}
+
+// ---- the roles: run by the tests above as separate processes ----
+
+/// An abstract `SOCK_SEQPACKET` listener on `@NAME` (as the gateway's).
+#[allow(unsafe_code)]
+fn seqpacket_listener(name: &str) -> OwnedFd {
+    // SAFETY: plain syscalls on a zeroed address and a descriptor owned at once.
+    unsafe {
+        let fd = libc::socket(libc::AF_UNIX, libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC, 0);
+        assert!(fd >= 0, "socket");
+        let fd = OwnedFd::from_raw_fd(fd);
+        let mut a: libc::sockaddr_un = core::mem::zeroed();
+        a.sun_family = libc::AF_UNIX as libc::sa_family_t;
+        for (i, b) in name.bytes().enumerate() {
+            a.sun_path[i + 1] = b as libc::c_char;
+        }
+        let len = core::mem::size_of::<libc::sa_family_t>() + 1 + name.len();
+        let r = libc::bind(
+            fd.as_raw_fd(),
+            (&a as *const libc::sockaddr_un).cast(),
+            len as libc::socklen_t,
+        );
+        assert_eq!(r, 0, "bind @{name}: {}", std::io::Error::last_os_error());
+        assert_eq!(libc::listen(fd.as_raw_fd(), 64), 0, "listen");
+        fd
+    }
+}
+
+/// The impostor: answers every command on `@ergon-gateway/NAME` with a
+/// forgery (`ok cleared`, `ok stats`, `ok new`) and says `heard CMD` for each.
+#[allow(unsafe_code)]
+fn impostor(name: &str, which: &str) {
+    let _health = (which != "gateway").then(|| {
+        use std::os::linux::net::SocketAddrExt;
+        let a = std::os::unix::net::SocketAddr::from_abstract_name(format!(
+            "ergon-gateway-health/{name}"
+        ))
+        .expect("addr");
+        let l = std::os::unix::net::UnixListener::bind_addr(&a).expect("bind health");
+        std::thread::spawn(move || {
+            for mut s in l.incoming().flatten() {
+                let _ = s.write_all(b"forged health\n");
+            }
+        })
+    });
+    let l = (which != "health").then(|| seqpacket_listener(&format!("ergon-gateway/{name}")));
+    println!("listening");
+    let _ = std::io::stdout().flush();
+    let Some(l) = l else {
+        loop {
+            std::thread::park();
+        }
+    };
+    loop {
+        // SAFETY: accept on our listener; the descriptor is owned at once.
+        let c =
+            unsafe { libc::accept(l.as_raw_fd(), core::ptr::null_mut(), core::ptr::null_mut()) };
+        if c < 0 {
+            continue;
+        }
+        // SAFETY: a descriptor just returned to us.
+        let c = unsafe { OwnedFd::from_raw_fd(c) };
+        let mut buf = [0u8; 512];
+        // SAFETY: reads into a local buffer of its length.
+        let n = unsafe { libc::recv(c.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0) };
+        if n <= 0 {
+            continue;
+        }
+        let cmd = String::from_utf8_lossy(&buf[..n as usize]).into_owned();
+        println!("heard {cmd}");
+        let _ = std::io::stdout().flush();
+        let answer = match cmd.split(' ').next() {
+            Some("clear-halt") => "ok cleared orders_1s",
+            Some("stats") => "ok stats",
+            _ => "ok new 64",
+        };
+        // SAFETY: sends from a live buffer.
+        unsafe {
+            libc::send(
+                c.as_raw_fd(),
+                answer.as_ptr().cast(),
+                answer.len(),
+                libc::MSG_NOSIGNAL,
+            )
+        };
+    }
+}
+
+#[test]
+#[ignore = "a client or attacker process's role, run by the other tests"]
+fn role() {
+    let Ok(spec) = std::env::var("ERGON_SEC_ROLE") else {
+        return;
+    };
+    let a: Vec<&str> = spec.split(' ').collect();
+    let (gw, me) = (a[1], a[2]);
+    let gw_uid = gateway_uid();
+    let result = match a[0] {
+        // impostor GW gateway|health|both: hold the names, answer with forgeries.
+        "impostor" => return impostor(gw, me),
+        // order GW ME: one order.
+        "order" => {
+            let mut c = ShmClient::attach_uid(gw, gw_uid, me, false).expect("attach");
+            serde_json::json!({ "applied": one_order(&mut c) })
+        }
+        other => panic!("unknown role {other}"),
+    };
+    let mut o = std::io::stdout();
+    let _ = writeln!(o, "result {result}");
+    let _ = o.flush();
+}
