@@ -950,7 +950,7 @@ fn not_dumpable() {
 }
 
 /// Raises the soft limit of open descriptors to the hard one: every client holds
-/// a connection, a region and an eventfd, and the venue's sockets need theirs.
+/// a connection and a region, and the venue's sockets need theirs.
 #[allow(unsafe_code)]
 fn raise_nofile() {
     let mut l = libc::rlimit {

@@ -423,7 +423,11 @@ fn a_client_cannot_resize_its_region_or_write_the_stats_and_the_gateway_lives_on
     // under the gateway's mapping (a SIGBUS at the gateway's next write, on main).
     let (_sock, answer, mut fds) = shm::raw_command(&name, "attach hostile").expect("attach");
     assert!(answer.starts_with("ok new"), "{answer}");
-    assert_eq!(fds.len(), 3);
+    assert_eq!(
+        fds.len(),
+        1,
+        "the region alone (wake-ups go over the connection)"
+    );
     let region = std::fs::File::from(fds.remove(0));
     let len = region.metadata().expect("fstat").len();
     assert!(region.set_len(0).is_err(), "the region shrank");
@@ -860,37 +864,41 @@ fn each_client_has_its_own_doorbell_and_a_thief_draining_one_steals_no_wake_up()
             ..Opts::default()
         },
     );
-    // The thief: attached, it reads the descriptors it was handed instead of
-    // using them (each read of an eventfd empties it).
+    // The thief: attached, it reads its connection instead of using it (where
+    // wake-ups arrive since issue 41; before, from the eventfds it was handed,
+    // each read of which emptied them).
     let (_tsock, answer, tfds) = shm::raw_command(&name, "attach thief").expect("attach");
     assert!(answer.starts_with("ok new"), "{answer}");
     let (_osock, answer, ofds) = shm::raw_command(&name, "attach other").expect("attach");
     assert!(answer.starts_with("ok new"), "{answer}");
-    assert_eq!((tfds.len(), ofds.len()), (3, 3));
-    assert!(
-        !same_file(&tfds[1], &ofds[1]),
-        "two clients were handed one doorbell"
+    assert_eq!(
+        (tfds.len(), ofds.len()),
+        (1, 1),
+        "a region each, no eventfd"
     );
     assert!(
-        !same_file(&tfds[2], &ofds[2]),
-        "two clients were handed one wake"
+        !same_file(&tfds[0], &ofds[0]),
+        "two clients were handed one region"
+    );
+    assert!(
+        !same_file(&_tsock, &_osock),
+        "two clients were handed one connection"
     );
     let stop = Arc::new(AtomicBool::new(false));
     let stolen = Arc::new(AtomicU64::new(0));
     let thief = {
         let (stop, stolen) = (stop.clone(), stolen.clone());
-        let fds: Vec<i32> = tfds.iter().skip(1).map(|f| f.as_raw_fd()).collect();
+        let fd = _tsock.as_raw_fd();
         std::thread::spawn(move || {
-            let mut v = 0u64;
+            let mut v = [0u8; 64];
             while !stop.load(Ordering::Relaxed) {
-                for &fd in &fds {
-                    // SAFETY: reads 8 bytes into a u64 from a descriptor the test
-                    // keeps open until this thread is joined.
-                    #[allow(unsafe_code)]
-                    let n = unsafe { libc::read(fd, (&mut v as *mut u64).cast(), 8) };
-                    if n == 8 {
-                        stolen.fetch_add(1, Ordering::Relaxed);
-                    }
+                // SAFETY: reads into a local buffer from a descriptor the test
+                // keeps open until this thread is joined; never blocks.
+                #[allow(unsafe_code)]
+                let n =
+                    unsafe { libc::recv(fd, v.as_mut_ptr().cast(), v.len(), libc::MSG_DONTWAIT) };
+                if n > 0 {
+                    stolen.fetch_add(1, Ordering::Relaxed);
                 }
                 std::hint::spin_loop();
             }

@@ -16,6 +16,7 @@ use sec::*;
 use std::io::Write;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 use ergon_gateway::shm::{self, ShmClient};
 
@@ -131,6 +132,61 @@ fn a_squatted_health_name_neither_stops_the_gateway_nor_feeds_stats() {
     );
 }
 
+// ---- item 2: nothing a client does to what it holds blocks the gateway ----
+
+/// Waits up to `secs` for `child` to exit; its status, None if it did not.
+fn exited(child: &mut std::process::Child, secs: u64) -> Option<std::process::ExitStatus> {
+    let until = Instant::now() + Duration::from_secs(secs);
+    while Instant::now() < until {
+        if let Some(st) = child.try_wait().expect("try_wait") {
+            return Some(st);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    None
+}
+
+#[test]
+fn a_client_that_blocks_and_fills_what_it_holds_freezes_nothing() {
+    let Some(att) = attacker() else { return };
+    let s = sim();
+    let dir = Scratch::new("freeze");
+    let name = unique("freeze");
+    let mut extra = journal_args(&dir.0);
+    extra.extend(["--allow-uid".into(), att.0.to_string()]);
+    let mut gw = gateway(
+        &s,
+        &name,
+        &dir.0,
+        Opts {
+            extra,
+            secret_by_flag: true,
+            ..Opts::default()
+        },
+    );
+    // The attacker, an allowed uid: every descriptor it was handed made
+    // blocking, a wake eventfd (on main) filled to its maximum, its sleeping flag
+    // set; then one call, whose answer needs a wake-up. On main the gateway's
+    // loop then blocked in eventfd_write for good.
+    let att_role = spawn_role(&["freeze", &name, "attacker"], Some(att), "frozen");
+    let me = run_role(&["order", &name, "victim"], None);
+    assert_eq!(me["applied"], 1, "another client is served: {me}");
+    let (ok, out, err) = control(&["--stats", "--once", "--name", &name]);
+    assert!(ok && out.contains("client attacker"), "--stats: {out}{err}");
+    // Even after the attacker is gone.
+    drop(att_role);
+    let me = run_role(&["order", &name, "victim2"], None);
+    assert_eq!(me["applied"], 1, "{me}");
+    // SIGTERM is heard: the gateway settles and exits 0.
+    // SAFETY: a signal to our own child.
+    #[allow(unsafe_code)]
+    unsafe {
+        libc::kill(gw.child.id() as i32, libc::SIGTERM)
+    };
+    let st = exited(&mut gw.child, 20).expect("the gateway did not exit after SIGTERM");
+    assert!(st.success(), "{st}");
+}
+
 // ---- the roles: run by the tests above as separate processes ----
 
 /// An abstract `SOCK_SEQPACKET` listener on `@NAME` (as the gateway's).
@@ -218,6 +274,79 @@ fn impostor(name: &str, which: &str) {
     }
 }
 
+/// The freezer: attached, it makes every descriptor it holds blocking, fills
+/// each eventfd but the first (its doorbell on main; none is handed out now) to
+/// the maximum, announces a wait in its region's header, and sends one call
+/// whose final event needs a wake-up. Says `frozen` once that event is in its
+/// ring (the gateway's wake-up came after), then holds everything.
+#[allow(unsafe_code)]
+fn freeze(gw: &str, me: &str) {
+    use ergon_core::Class;
+    use ergon_gateway::shm::{Call, ShmEvent};
+    use ergon_venues::endpoint::Symbol;
+    let mut c = ShmClient::attach_uid(gw, gateway_uid(), me, false).expect("attach");
+    let mut eventfds = Vec::new();
+    let mut header: *mut u8 = core::ptr::null_mut();
+    for e in std::fs::read_dir("/proc/self/fd").expect("fds").flatten() {
+        let Ok(fd) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let what = std::fs::read_link(e.path()).unwrap_or_default();
+        let what = what.to_string_lossy();
+        if what.contains("eventfd") || what.starts_with("socket:") || what.starts_with("/memfd:") {
+            // SAFETY: fcntl on a descriptor of this process.
+            unsafe {
+                let fl = libc::fcntl(fd, libc::F_GETFL);
+                libc::fcntl(fd, libc::F_SETFL, fl & !libc::O_NONBLOCK);
+            }
+        }
+        if what.contains("eventfd") {
+            eventfds.push(fd);
+        }
+    }
+    // Its region as the client library mapped it (read-write: the header is
+    // the client's to write).
+    let maps = std::fs::read_to_string("/proc/self/maps").expect("maps");
+    if let Some(l) = maps
+        .lines()
+        .find(|l| l.contains(&format!("memfd:ergon-gateway-{me} ")))
+    {
+        let start = l.split('-').next().unwrap_or("0");
+        header = usize::from_str_radix(start, 16).unwrap_or(0) as *mut u8;
+    }
+    assert!(!header.is_null(), "no region found");
+    eventfds.sort_unstable();
+    for &fd in eventfds.iter().skip(1) {
+        let max: u64 = u64::MAX - 1;
+        // SAFETY: writes 8 bytes from a local.
+        unsafe { libc::write(fd, (&max as *const u64).cast(), 8) };
+    }
+    // The header's client_sleeping flag (offset 256, a u32).
+    // SAFETY: inside the mapped first page; an atomic store as the gateway's loads.
+    unsafe {
+        (*header.add(256).cast::<std::sync::atomic::AtomicU32>())
+            .store(1, std::sync::atomic::Ordering::SeqCst)
+    };
+    let symbol = Symbol::new("BTCUSDT").expect("symbol");
+    c.submit(&Call::Book { symbol, depth: 5 }, Class::Normal, 1)
+        .expect("submit");
+    let until = Instant::now() + Duration::from_secs(20);
+    'wait: while Instant::now() < until {
+        while let Some((ev, _)) = c.poll() {
+            if ev.is_final() {
+                assert!(!matches!(ev, ShmEvent::Lost { .. }), "gateway gone");
+                break 'wait;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    println!("frozen");
+    let _ = std::io::stdout().flush();
+    loop {
+        std::thread::park();
+    }
+}
+
 #[test]
 #[ignore = "a client or attacker process's role, run by the other tests"]
 fn role() {
@@ -230,6 +359,8 @@ fn role() {
     let result = match a[0] {
         // impostor GW gateway|health|both: hold the names, answer with forgeries.
         "impostor" => return impostor(gw, me),
+        // freeze GW ME: attach and make the gateway's next wake-up block.
+        "freeze" => return freeze(gw, me),
         // order GW ME: one order.
         "order" => {
             let mut c = ShmClient::attach_uid(gw, gw_uid, me, false).expect("attach");

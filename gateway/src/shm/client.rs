@@ -68,8 +68,6 @@ pub struct ShmClient {
     region: Region,
     submit: ShmProducer,
     events: ShmConsumer,
-    doorbell: OwnedFd,
-    wake: OwnedFd,
     busy: bool,
     gone: bool,
     lost: Vec<Tag>,
@@ -197,12 +195,10 @@ impl ShmClient {
         let Some(rest) = answer.strip_prefix("ok ") else {
             return Err(bad(format!("gateway refused: {answer}")));
         };
-        if fds.len() != 3 {
+        if fds.len() != 1 {
             return Err(bad("gateway sent no region"));
         }
-        let wake = fds.pop().expect("3");
-        let doorbell = fds.pop().expect("3");
-        let memfd = fds.pop().expect("3");
+        let memfd = fds.pop().expect("1");
         let ids = id_block(rest)?;
         let region = Region::open(&memfd)?;
         let submit = region.submit_producer()?;
@@ -211,8 +207,6 @@ impl ShmClient {
             sock,
             submit,
             events,
-            doorbell,
-            wake,
             busy,
             gone: false,
             lost: Vec::new(),
@@ -300,7 +294,7 @@ impl ShmClient {
         // Pairs with the gateway's fence after it announces a park.
         fence(Ordering::SeqCst);
         if h.gw_sleeping.load(Ordering::Relaxed) != 0 {
-            os::signal(self.doorbell.as_raw_fd());
+            os::wake(self.sock.as_raw_fd());
         }
         Ok(())
     }
@@ -395,15 +389,17 @@ impl ShmClient {
             .header()
             .client_sleeping
             .store(0, Ordering::Relaxed);
-        os::drain(self.wake.as_raw_fd());
+        if !os::drain_wakes(self.sock.as_raw_fd()) {
+            self.gone = true;
+        }
         ready || self.events.ready()
     }
 
-    /// Polls the wake eventfd and the socket for `timeout_ms`; true if the socket
-    /// hung up (the gateway is gone).
+    /// Waits on the socket for `timeout_ms` (a wake-up, or the gateway's
+    /// hang-up) and reads the wake-ups; true if the gateway is gone.
     fn hung_up(&mut self, timeout_ms: i32) -> bool {
-        let r = os::poll_fds([self.wake.as_raw_fd(), self.sock.as_raw_fd()], timeout_ms);
-        if r[1] != 0 {
+        let r = os::poll_fds([self.sock.as_raw_fd()], timeout_ms);
+        if r[0] != 0 && !os::drain_wakes(self.sock.as_raw_fd()) {
             self.gone = true;
         }
         self.gone

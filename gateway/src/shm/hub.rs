@@ -1,13 +1,14 @@
 //! The gateway's side: a [`Strategy`] that serves strategy processes over shared
-//! memory. It owns the listening socket, one region per client name with the
-//! client's own two eventfds (its doorbell, which it writes when the loop is
-//! parked, and its wake, which the gateway writes when it waits), and the stats
-//! region that `ergon-gateway --stats` reads. No descriptor is shared between
-//! clients: one that reads (drains) or floods what it was handed touches its own
-//! wake-ups only.
+//! memory. It owns the listening socket, one region per client name, and the
+//! stats region that `ergon-gateway --stats` reads. Wake-ups go over each
+//! client's own connection (a one-byte message each way: the client's doorbell
+//! when the loop is parked, the gateway's wake when the client waits), sent
+//! with `MSG_DONTWAIT` on the gateway's own end: nothing a client does to a
+//! descriptor it holds can make the loop block, and no descriptor is shared
+//! between clients.
 
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{fence, AtomicBool, Ordering};
 
 use arrayvec::ArrayVec;
@@ -33,9 +34,9 @@ pub const HUB_TOKEN: u64 = (1 << 62) + 2;
 const LISTENER: u64 = 0;
 /// The tag bit of the queries of what a dead gateway left in flight.
 const RECOVER: u64 = 1 << 47;
-/// Client `k`'s doorbell is watched under `DOORBELL0 + k`.
-const DOORBELL0: u64 = 1 << 32;
 const CONN0: u64 = 16;
+/// Messages read from one connection per readiness.
+const MSGS_PER_CALL: usize = 16;
 const MS: i64 = 1_000_000;
 /// Client order ids handed to a client at each attach (2^32: more than it can
 /// place in one life).
@@ -168,11 +169,9 @@ struct Client {
     /// generation (an index is reused by later connections; the generation is not).
     conn: Option<(usize, u64)>,
     memfd: OwnedFd,
-    /// Its doorbell: it writes it after a push when the loop is parked; the
-    /// hub's epoll watches it (under `DOORBELL0 + k`). Its own, so another client
-    /// cannot drain (steal) the wake-ups of its submits.
-    doorbell: OwnedFd,
-    wake: OwnedFd,
+    /// The connection it is attached on (-1: detached): its wake-ups go there,
+    /// never blocking. Owned by that connection; set and cleared with `conn`.
+    sock: RawFd,
     region: Region,
     submit: ShmConsumer,
     events: ShmProducer,
@@ -221,10 +220,10 @@ impl Client {
             Ok(()) => {}
             Err(PushError::Full | PushError::Corrupt) => self.stats.lost_events += 1,
         }
-        if self.conn.is_some() {
+        if self.sock >= 0 {
             fence(Ordering::SeqCst);
             if self.region.header().client_sleeping.load(Ordering::Relaxed) != 0 {
-                os::signal(self.wake.as_raw_fd());
+                os::wake(self.sock);
             }
         }
     }
@@ -308,7 +307,7 @@ fn owned_msg(e: &dyn core::fmt::Display) -> io::Error {
 }
 
 impl Hub {
-    /// Binds `@ergon-gateway/NAME` and sets up the doorbell and the stats region.
+    /// Binds `@ergon-gateway/NAME` and sets up the stats region.
     /// `stop`: a flag (set by a SIGTERM handler) after which the hub stops
     /// accepting, settles what is in flight, and stops the loop.
     pub fn bind(mut cfg: HubConfig, stop: Option<&'static AtomicBool>) -> io::Result<Hub> {
@@ -543,24 +542,34 @@ impl Hub {
                     .filter(|cl| cl.conn == Some((i, c.gen)))
                 {
                     cl.conn = None;
+                    cl.sock = -1;
                     cl.detached_at = Some(now);
                 }
             }
         }
     }
 
+    /// Reads what connection `i` sent: at most [`MSGS_PER_CALL`] messages
+    /// (wake-ups or commands), so that a client flooding its doorbell costs a
+    /// few reads a turn.
     fn on_conn<E: Account>(&mut self, api: &mut Api<'_, '_, E>, i: usize) {
+        for _ in 0..MSGS_PER_CALL {
+            let mut buf = [0u8; 256];
+            let r = match self.conns.get(i).and_then(Option::as_ref) {
+                Some(c) => os::recv_fds(c.fd.as_raw_fd(), &mut buf),
+                None => return,
+            };
+            let n = match r {
+                Ok(Recv::Msg(n, _)) => n,
+                Ok(Recv::Empty) => return,
+                Ok(Recv::Closed) | Err(_) => return self.close(i, api.now()),
+            };
+            self.on_message(api, i, &buf[..n]);
+        }
+    }
+
+    fn on_message<E: Account>(&mut self, api: &mut Api<'_, '_, E>, i: usize, msg: &[u8]) {
         let now = api.now();
-        let mut buf = [0u8; 256];
-        let r = match self.conns.get(i).and_then(Option::as_ref) {
-            Some(c) => os::recv_fds(c.fd.as_raw_fd(), &mut buf),
-            None => return,
-        };
-        let n = match r {
-            Ok(Recv::Msg(n, _)) => n,
-            Ok(Recv::Empty) => return,
-            Ok(Recv::Closed) | Err(_) => return self.close(i, now),
-        };
         if let Some(c) = self.conns[i].as_mut() {
             c.heard = true;
         }
@@ -568,7 +577,11 @@ impl Hub {
             self.answer(i, &why);
             return self.close(i, now);
         }
-        let text = String::from_utf8_lossy(&buf[..n]).into_owned();
+        if msg == os::WAKE {
+            // A doorbell: this turn takes the client's submits.
+            return;
+        }
+        let text = String::from_utf8_lossy(msg).into_owned();
         let mut words = text.split_whitespace();
         match (words.next(), words.next()) {
             (Some("attach"), Some(name)) if !self.stopping => self.attach_client(api, i, name),
@@ -647,6 +660,7 @@ impl Hub {
             return;
         };
         c.conn = Some((i, conn_gen));
+        c.sock = self.conns[i].as_ref().map_or(-1, |c| c.fd.as_raw_fd());
         c.detached_at = None;
         c.stats.attaches += 1;
         // A fresh block of ids at every attach: a client that restarted under
@@ -678,19 +692,13 @@ impl Hub {
             Self::reply(
                 &conn.fd,
                 &format!("ok {word} {}{ids}", c.region.in_flight),
-                &[
-                    c.memfd.as_raw_fd(),
-                    c.doorbell.as_raw_fd(),
-                    c.wake.as_raw_fd(),
-                ],
+                &[c.memfd.as_raw_fd()],
             );
         }
     }
 
     fn new_client(&mut self, k: usize, name: &str) -> io::Result<Client> {
         let (memfd, region) = Region::create(name, self.cfg.in_flight)?;
-        let doorbell = os::eventfd()?;
-        self.ep.add(doorbell.as_raw_fd(), DOORBELL0 + k as u64)?;
         // 15 bits: bit 47 of a tag is RECOVER.
         self.gens[k] = (self.gens[k] + 1) & 0x7fff;
         Ok(Client {
@@ -698,8 +706,7 @@ impl Hub {
             gen: self.gens[k],
             conn: None,
             memfd,
-            doorbell,
-            wake: os::eventfd()?,
+            sock: -1,
             submit: region.submit_consumer()?,
             events: region.event_producer()?,
             tags: vec![None; self.cfg.in_flight],
@@ -1386,12 +1393,7 @@ impl Hub {
                     && c.detached_at.is_some_and(|t| now - t >= self.cfg.keep_ns)
             });
             if drop {
-                // Out of the epoll set before it closes: the client may still
-                // hold the doorbell, and a registration outliving our descriptor
-                // would report it under the slot's next client.
-                if let Some(c) = slot.take() {
-                    self.ep.remove(c.doorbell.as_raw_fd());
-                }
+                *slot = None;
             }
         }
     }
@@ -1489,12 +1491,6 @@ impl<E: Account> Strategy<E> for Hub {
             let token = e.u64;
             match token {
                 LISTENER => self.accept(api.now()),
-                t if t >= DOORBELL0 => {
-                    let k = (t - DOORBELL0) as usize;
-                    if let Some(c) = self.clients.get(k).and_then(Option::as_ref) {
-                        os::drain(c.doorbell.as_raw_fd());
-                    }
-                }
                 t => self.on_conn(api, (t - CONN0) as usize),
             }
         }

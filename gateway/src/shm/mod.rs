@@ -9,14 +9,16 @@
 //! restarted gateway binds again at once). A client sends `attach CLIENT`; the
 //! gateway answers `ok new N` or `ok reattached N` (followed, when the gateway has
 //! a boot epoch, by `ids FORM EPOCH FROM END`: a fresh block of client order ids
-//! for this attach, [`ShmClient::next_client_order_id`]) with three descriptors
-//! (SCM_RIGHTS): the client's region (a memfd, laid out as below),
-//! the client's doorbell eventfd (it writes it when the gateway's loop is
-//! parked) and its wake eventfd (the gateway writes it when the client waits).
-//! Both are the client's own: no descriptor is shared between clients, so one
-//! that reads the other end of its eventfds, or floods them, can neither steal
-//! another's wake-up nor be woken by another's events. The connection then stays open for the client's
-//! life: its hang-up is how each side learns the other is gone.
+//! for this attach, [`ShmClient::next_client_order_id`]) with one descriptor
+//! (SCM_RIGHTS): the client's region (a memfd, laid out as below). The
+//! connection then stays open for the client's life: it carries the wake-ups
+//! (a one-byte message: the client's doorbell when the gateway's loop is parked,
+//! the gateway's wake when the client waits), and its hang-up is how each side
+//! learns the other is gone. The gateway sends with `MSG_DONTWAIT` on its own
+//! end of the connection, whose flags no client can change, and reads at most
+//! a few messages per turn: nothing a client does to what it holds (clearing
+//! `O_NONBLOCK`, never reading, flooding) can block the loop, and no descriptor
+//! is shared between clients, so none can steal another's wake-up.
 //!
 //! ```text
 //! 0     header: magic, geometry, gateway-sleeping and client-sleeping flags,
@@ -33,7 +35,7 @@
 //! Reconciling, a final one, an open-orders broadcast) is never full.
 //!
 //! Wake-ups: a side that is about to sleep sets its flag, fences, and looks at
-//! its ring once more; a side that pushed fences and writes the other's eventfd
+//! its ring once more; a side that pushed fences and sends the other a wake-up
 //! only if the flag is set. With `busy` ([`ShmClient::attach`]) the client spins
 //! instead; the gateway's loop busy-polls with its own `busy_poll` setting.
 //!

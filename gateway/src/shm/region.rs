@@ -45,10 +45,11 @@ pub(crate) struct Header {
     /// submit slots, submit slot bytes, event slots, event slot bytes.
     pub(crate) geometry: [AtomicU32; 4],
     _p0: UnsafeCell<[u8; 104]>,
-    /// The gateway's loop announced a park: a client that pushed writes the doorbell.
+    /// The gateway's loop announced a park: a client that pushed rings the
+    /// doorbell (a wake-up message on its connection).
     pub(crate) gw_sleeping: AtomicU32,
     _p1: UnsafeCell<[u8; 124]>,
-    /// The client announced a wait: the gateway writes the client's eventfd.
+    /// The client announced a wait: the gateway sends a wake-up on its connection.
     pub(crate) client_sleeping: AtomicU32,
     _p2: UnsafeCell<[u8; 124]>,
     /// The gateway's epoch (bumped by every gateway that serves this region).
