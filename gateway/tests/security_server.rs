@@ -171,6 +171,7 @@ fn a_client_that_blocks_and_fills_what_it_holds_freezes_nothing() {
     let att_role = spawn_role(&["freeze", &name, "attacker"], Some(att), "frozen");
     let me = run_role(&["order", &name, "victim"], None);
     assert_eq!(me["applied"], 1, "another client is served: {me}");
+    stats_until(&name, |t| t.contains("client attacker"));
     let (ok, out, err) = control(&["--stats", "--once", "--name", &name]);
     assert!(ok && out.contains("client attacker"), "--stats: {out}{err}");
     // Even after the attacker is gone.
@@ -185,6 +186,59 @@ fn a_client_that_blocks_and_fills_what_it_holds_freezes_nothing() {
     };
     let st = exited(&mut gw.child, 20).expect("the gateway did not exit after SIGTERM");
     assert!(st.success(), "{st}");
+}
+
+// ---- item 3: holding connections keeps nobody out ----
+
+#[test]
+fn connections_held_open_by_an_allowed_uid_keep_no_attach_out() {
+    let Some(att) = attacker() else { return };
+    let s = sim();
+    let dir = Scratch::new("hold");
+    let name = unique("hold");
+    let mut extra = journal_args(&dir.0);
+    extra.extend(["--allow-uid".into(), att.0.to_string()]);
+    let _gw = gateway(
+        &s,
+        &name,
+        &dir.0,
+        Opts {
+            extra,
+            secret_by_flag: true,
+            ..Opts::default()
+        },
+    );
+    // The holder, an allowed uid: connection after connection, each says
+    // `stats` once and is kept open, without end. On main, 48 of them kept
+    // every later attach unanswered for as long as they were held.
+    let holder = spawn_role(&["hold", &name, "holder"], Some(att), "holding");
+    eprintln!("holder: {}", holder.said);
+    let t0 = Instant::now();
+    let me = run_role(&["order", &name, "owner"], None);
+    let took = t0.elapsed();
+    eprintln!("the owner's attach and order under it: {took:?}");
+    assert_eq!(me["applied"], 1, "{me}");
+    assert!(
+        took < Duration::from_secs(5),
+        "the owner's attach and order took {took:?}"
+    );
+    stats_until(&name, |t| t.contains("client owner"));
+    let (ok, out, err) = control(&["--stats", "--once", "--name", &name]);
+    assert!(ok && out.contains("client owner"), "{out}{err}");
+    // Of the holder's connections, at most its cap are open at any time: each
+    // new one closed its oldest.
+    let open: usize = holder
+        .said
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("open="))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(usize::MAX);
+    assert!(
+        open <= ergon_gateway::shm::PENDING_PER_UID,
+        "{}",
+        holder.said
+    );
+    drop(holder);
 }
 
 // ---- the roles: run by the tests above as separate processes ----
@@ -347,6 +401,58 @@ fn freeze(gw: &str, me: &str) {
     }
 }
 
+/// The holder: opens connection after connection to the gateway, says
+/// `stats` on each and keeps it (the newest 400), without end. After 200
+/// connections or 2 s, says `holding open=N` (how many of those it keeps the
+/// gateway has not closed) and the first refusal it got, and goes on.
+fn hold(gw: &str) {
+    let uid = gateway_uid();
+    let mut kept = std::collections::VecDeque::new();
+    let (mut n, mut first_err) = (0u64, None::<String>);
+    let (t0, mut said) = (Instant::now(), false);
+    loop {
+        n += 1;
+        match shm::raw_command_uid(gw, uid, "stats") {
+            Ok((sock, answer, fds)) => {
+                if !answer.starts_with("ok") && first_err.is_none() {
+                    first_err = Some(answer);
+                }
+                kept.push_back((sock, fds));
+            }
+            Err(e) => {
+                if first_err.is_none() {
+                    first_err = Some(e.to_string());
+                }
+            }
+        }
+        if kept.len() > 400 {
+            kept.pop_front();
+        }
+        if !said && (n >= 200 || t0.elapsed() > Duration::from_secs(2)) {
+            said = true;
+            let open = kept
+                .iter()
+                .filter(|(s, _)| {
+                    let mut p = libc::pollfd {
+                        fd: s.as_raw_fd(),
+                        events: libc::POLLIN,
+                        revents: 0,
+                    };
+                    // SAFETY: one live pollfd.
+                    #[allow(unsafe_code)]
+                    let r = unsafe { libc::poll(&mut p, 1, 0) };
+                    r == 0 || p.revents & (libc::POLLHUP | libc::POLLRDHUP) == 0
+                })
+                .count();
+            println!(
+                "holding open={open} {}",
+                first_err.as_deref().unwrap_or("none refused")
+            );
+            let _ = std::io::stdout().flush();
+        }
+    }
+}
+
 #[test]
 #[ignore = "a client or attacker process's role, run by the other tests"]
 fn role() {
@@ -361,6 +467,8 @@ fn role() {
         "impostor" => return impostor(gw, me),
         // freeze GW ME: attach and make the gateway's next wake-up block.
         "freeze" => return freeze(gw, me),
+        // hold GW ME: hold connections that said `stats`, without end.
+        "hold" => return hold(gw),
         // order GW ME: one order.
         "order" => {
             let mut c = ShmClient::attach_uid(gw, gw_uid, me, false).expect("attach");

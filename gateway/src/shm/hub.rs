@@ -35,6 +35,8 @@ const LISTENER: u64 = 0;
 /// The tag bit of the queries of what a dead gateway left in flight.
 const RECOVER: u64 = 1 << 47;
 const CONN0: u64 = 16;
+/// Connections accepted per readiness of the listener.
+const ACCEPTS_PER_CALL: usize = 64;
 /// Messages read from one connection per readiness.
 const MSGS_PER_CALL: usize = 16;
 const MS: i64 = 1_000_000;
@@ -240,14 +242,22 @@ struct Conn {
     /// This connection's generation: unique for the hub's life.
     gen: u64,
     /// When it was accepted, and whether it has said anything since: a
-    /// connection silent for [`SILENT_CONN_NS`] is closed.
+    /// connection not attached [`SILENT_CONN_NS`] after it was accepted is
+    /// closed, whatever it said.
     opened_at: i64,
     heard: bool,
 }
 
-/// A connection that sends nothing this long after it was accepted is closed:
-/// idle connections must not hold the descriptors attaches need.
+/// The deadline of a connection's whole exchange: one not attached this long
+/// after it was accepted is closed, whether it said nothing or a command (a
+/// `stats` said once does not keep it open). Connections held open must not
+/// keep the descriptors and the room attaches need.
 pub const SILENT_CONN_NS: i64 = 1_000_000_000;
+/// Connections not attached (still to say who they are, or that only read the
+/// stats or cleared a halt) one uid may hold at once: a further one closes that
+/// uid's oldest, so a uid holding connections open keeps out nobody, not even
+/// itself.
+pub const PENDING_PER_UID: usize = 8;
 /// After the listener fails for want of descriptors (`EMFILE`, `ENFILE`), it is
 /// left alone this long, instead of waking the loop for ever.
 const ACCEPT_BACKOFF_NS: i64 = 100_000_000;
@@ -297,8 +307,13 @@ pub struct Hub {
     listen_paused_until: Option<i64>,
     /// Connections closed for saying nothing within `SILENT_CONN_NS` (1 s).
     pub silent_closed: u64,
-    /// Times the listener was paused (connections at their cap, or no
-    /// descriptor left).
+    /// Connections that said something but were not attached within
+    /// `SILENT_CONN_NS` (1 s), closed then.
+    pub expired: u64,
+    /// Connections closed for a newer one of their uid over [`PENDING_PER_UID`],
+    /// or for another uid's at the cap of connections, or refused at that cap.
+    pub capped: u64,
+    /// Times the listener was paused (no descriptor left).
     pub accept_pauses: u64,
 }
 
@@ -396,6 +411,8 @@ impl Hub {
             next_conn_gen: 1,
             listen_paused_until: None,
             silent_closed: 0,
+            expired: 0,
+            capped: 0,
             accept_pauses: 0,
         })
     }
@@ -430,9 +447,8 @@ impl Hub {
         2 * self.cfg.max_clients + 16
     }
 
-    /// Stops watching the listener until `until` (or until a connection closes,
-    /// for a pause at the cap): a listener the loop cannot drain would wake it for
-    /// ever.
+    /// Stops watching the listener until `until` (no descriptor left): a
+    /// listener the loop cannot drain would wake it for ever.
     fn pause_listener(&mut self, until: i64) {
         if self.listen_paused_until.is_none() {
             if let Some(l) = &self.listener {
@@ -443,11 +459,9 @@ impl Hub {
         self.listen_paused_until = Some(until);
     }
 
-    /// Watches the listener again once its pause is over and there is room.
+    /// Watches the listener again once its pause is over.
     fn resume_listener(&mut self, now: i64) {
-        let over = self.listen_paused_until.is_some_and(|t| now >= t);
-        let room = self.conns.iter().flatten().count() < self.max_conns();
-        if over && room {
+        if self.listen_paused_until.is_some_and(|t| now >= t) {
             if let Some(l) = &self.listener {
                 let _ = self.ep.add(l.as_raw_fd(), LISTENER);
             }
@@ -455,25 +469,65 @@ impl Hub {
         }
     }
 
-    /// Closes the connections that said nothing within [`SILENT_CONN_NS`].
+    /// Closes the connections not attached within [`SILENT_CONN_NS`] of their
+    /// accept.
     fn close_silent(&mut self, now: i64) {
         for i in 0..self.conns.len() {
-            let silent = self.conns[i]
+            let over = self.conns[i]
                 .as_ref()
-                .is_some_and(|c| !c.heard && now - c.opened_at >= SILENT_CONN_NS);
-            if silent {
-                self.silent_closed += 1;
-                self.close(i, now);
+                .filter(|c| c.client.is_none() && now - c.opened_at >= SILENT_CONN_NS)
+                .map(|c| c.heard);
+            match over {
+                Some(false) => self.silent_closed += 1,
+                Some(true) => self.expired += 1,
+                None => continue,
             }
+            self.close(i, now);
         }
     }
 
-    fn accept(&mut self, now: i64) {
-        loop {
-            if self.conns.iter().flatten().count() >= self.max_conns() {
-                // Until one closes (or the silent ones are dropped).
-                return self.pause_listener(now);
+    /// Connections not attached that `uid` holds.
+    fn pending_of(&self, uid: u32) -> usize {
+        self.conns
+            .iter()
+            .flatten()
+            .filter(|c| c.client.is_none() && c.uid == uid)
+            .count()
+    }
+
+    /// Closes the oldest connection not attached whose uid `pick` takes, to
+    /// make room for a new one. False if there is none.
+    fn evict(&mut self, pick: impl Fn(u32) -> bool, now: i64) -> bool {
+        let oldest = self
+            .conns
+            .iter()
+            .enumerate()
+            .filter_map(|(i, c)| c.as_ref().map(|c| (i, c)))
+            .filter(|(_, c)| c.client.is_none() && pick(c.uid))
+            .min_by_key(|(_, c)| (c.opened_at, c.gen))
+            .map(|(i, _)| i);
+        match oldest {
+            Some(i) => {
+                self.capped += 1;
+                self.close(i, now);
+                true
             }
+            None => false,
+        }
+    }
+
+    /// Answers `why` on a connection about to be dropped at accept, after
+    /// reading what it already sent (closing with it unread would reset the
+    /// connection before the answer could be read).
+    fn turn_away(&mut self, fd: OwnedFd, why: &str) {
+        self.capped += 1;
+        let _ = os::drain_wakes(fd.as_raw_fd());
+        Self::reply(&fd, why, &[]);
+    }
+
+    fn accept(&mut self, now: i64) {
+        // Bounded: a peer connecting without end costs a few accepts a turn.
+        for _ in 0..ACCEPTS_PER_CALL {
             let r = match &self.listener {
                 Some(l) => os::accept(l),
                 None => return,
@@ -502,6 +556,18 @@ impl Hub {
             };
             self.refused += u64::from(refusal.is_some());
             let uid = peer.as_ref().map_or(u32::MAX, |p| p.uid);
+            if self.pending_of(uid) >= PENDING_PER_UID {
+                self.evict(|u| u == uid, now);
+            }
+            // At the cap, another uid's oldest goes (never the owner's): whoever
+            // holds connections open, the owner and every other uid get theirs.
+            let owner = self.owner;
+            if self.conns.iter().flatten().count() >= self.max_conns()
+                && !self.evict(|u| u != uid && u != owner, now)
+            {
+                self.turn_away(fd, "err too many connections");
+                continue;
+            }
             let i = match self.conns.iter().position(Option::is_none) {
                 Some(i) => i,
                 None => {

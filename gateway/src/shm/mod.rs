@@ -123,7 +123,7 @@ pub use codec::{
     decode_call, decode_event, encode_call, encode_event, BadMessage, Call, ShmEvent, ORDER_UPDATE,
 };
 pub use halts::{Halt, HaltLog};
-pub use hub::{ClientStats, Hub, HubConfig, HUB_TOKEN};
+pub use hub::{ClientStats, Hub, HubConfig, HUB_TOKEN, PENDING_PER_UID, SILENT_CONN_NS};
 pub use journal::{check as check_journal, JournalOwner};
 pub use region::{EVENTS_PER_REQUEST, EVENT_SLOT, SUBMIT_SLOT};
 pub use stats::STATS_BYTES;

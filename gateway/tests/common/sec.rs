@@ -207,7 +207,8 @@ pub fn gateway_uid() -> u32 {
 }
 
 /// Starts this binary's `role` with `args` as `uid`/`gid` when given, without
-/// waiting for it: the child (killed when dropped) once it printed `line`.
+/// waiting for it: the child (killed when dropped) once it printed a line that
+/// starts with `line` (kept in [`Role::said`]).
 pub fn spawn_role(args: &[&str], as_user: Option<(u32, u32)>, line: &str) -> Role {
     let mut cmd = Command::new(std::env::current_exe().expect("exe"));
     cmd.args(["--ignored", "--exact", "role", "--nocapture", "--quiet"])
@@ -220,13 +221,17 @@ pub fn spawn_role(args: &[&str], as_user: Option<(u32, u32)>, line: &str) -> Rol
     let mut child = cmd.spawn().expect("spawn role");
     let mut out = BufReader::new(child.stdout.take().expect("stdout"));
     let mut l = String::new();
-    while l.trim() != line {
+    while !l.trim().starts_with(line) {
         l.clear();
         if out.read_line(&mut l).expect("read") == 0 {
             panic!("role {args:?} ended before saying {line:?}");
         }
     }
-    Role { child, out }
+    Role {
+        child,
+        out,
+        said: l.trim().to_string(),
+    }
 }
 
 /// A role process started by [`spawn_role`]: killed and reaped when dropped.
@@ -235,6 +240,8 @@ pub struct Role {
     pub child: Child,
     /// Its standard output after the line waited for.
     pub out: BufReader<ChildStdout>,
+    /// The line waited for.
+    pub said: String,
 }
 
 impl Role {
