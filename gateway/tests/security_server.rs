@@ -241,6 +241,58 @@ fn connections_held_open_by_an_allowed_uid_keep_no_attach_out() {
     drop(holder);
 }
 
+// ---- item 4: a name belongs to the uid that first held it ----
+
+#[test]
+fn another_uid_cannot_attach_under_a_detached_clients_name_in_this_life_or_the_next() {
+    let Some(att) = attacker() else { return };
+    let s = sim();
+    let dir = Scratch::new("names");
+    let name = unique("names");
+    let mut extra = journal_args(&dir.0);
+    extra.extend(["--allow-uid".into(), att.0.to_string()]);
+    let start = |extra: Vec<String>| {
+        gateway(
+            &s,
+            &name,
+            &dir.0,
+            Opts {
+                extra,
+                secret_by_flag: true,
+                ..Opts::default()
+            },
+        )
+    };
+    let gw = start(extra.clone());
+    // The victim (the owner's uid) places an order and goes away: detached.
+    let me = run_role(&["order", &name, "victim"], None);
+    assert_eq!(me["applied"], 1, "{me}");
+    // On main, the allowed uid attached under its name, got its region and
+    // events, and could cancel its order.
+    let r = run_role(&["steal", &name, "victim"], Some(att));
+    let said = r["attach"].as_str().unwrap_or_default();
+    assert!(said.contains("belongs to uid 0"), "{r}");
+    // The attacker's own name is its own; the victim cannot take it either.
+    let r = run_role(&["steal", &name, "mine"], Some(att));
+    assert_eq!(r["attach"], "attached", "{r}");
+    let e = ShmClient::attach(&name, "mine", false).expect_err("took another uid's name");
+    assert!(
+        e.to_string().contains(&format!("belongs to uid {}", att.0)),
+        "{e}"
+    );
+    // The next life reads the binding from the owners file.
+    drop(gw);
+    let _gw = start(extra);
+    let r = run_role(&["steal", &name, "victim"], Some(att));
+    let said = r["attach"].as_str().unwrap_or_default();
+    assert!(said.contains("belongs to uid 0"), "after a restart: {r}");
+    let me = run_role(&["order", &name, "victim"], None);
+    assert_eq!(
+        me["applied"], 1,
+        "the owner of the name attaches again: {me}"
+    );
+}
+
 // ---- the roles: run by the tests above as separate processes ----
 
 /// An abstract `SOCK_SEQPACKET` listener on `@NAME` (as the gateway's).
@@ -469,6 +521,14 @@ fn role() {
         "freeze" => return freeze(gw, me),
         // hold GW ME: hold connections that said `stats`, without end.
         "hold" => return hold(gw),
+        // steal GW NAME: attach under NAME, say how that went.
+        "steal" => {
+            let attach = match ShmClient::attach_uid(gw, gw_uid, me, false) {
+                Ok(_) => "attached".to_string(),
+                Err(e) => e.to_string(),
+            };
+            serde_json::json!({ "attach": attach })
+        }
         // order GW ME: one order.
         "order" => {
             let mut c = ShmClient::attach_uid(gw, gw_uid, me, false).expect("attach");

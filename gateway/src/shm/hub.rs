@@ -166,6 +166,9 @@ pub struct ClientStats {
 
 struct Client {
     name: String,
+    /// The uid its name is bound to (the first that held it): no other may
+    /// attach under it.
+    uid: u32,
     gen: u16,
     /// The connection it is attached on: its index and that connection's
     /// generation (an index is reused by later connections; the generation is not).
@@ -699,17 +702,32 @@ impl Hub {
         if self.conns[i].as_ref().is_some_and(|c| c.client.is_some()) {
             return self.answer(i, "err already attached on this connection");
         }
+        let Some(uid) = self.conns[i].as_ref().map(|c| c.uid) else {
+            return;
+        };
         let found = self
             .clients
             .iter()
             .position(|c| c.as_ref().is_some_and(|c| c.name == name));
+        // A name is a capability (its region, its events, its orders): bound to
+        // the uid that first held it, here or in the owners file.
+        let bound = match found.and_then(|k| self.clients[k].as_ref()) {
+            Some(c) => Some(c.uid),
+            None => self.owners.as_ref().and_then(|o| o.uid_of(name)),
+        };
+        if let Some(b) = bound.filter(|&b| b != uid) {
+            return self.answer(
+                i,
+                &format!("err the client name {name} belongs to uid {b}, not uid {uid}"),
+            );
+        }
         let (k, again) = match found {
             Some(k) if self.clients[k].as_ref().is_some_and(|c| c.conn.is_some()) => {
                 return self.answer(i, "err a client of that name is attached");
             }
             Some(k) => (k, true),
             None => match self.clients.iter().position(Option::is_none) {
-                Some(k) => match self.new_client(k, name) {
+                Some(k) => match self.new_client(k, name, uid) {
                     Ok(c) => {
                         self.clients[k] = Some(c);
                         (k, false)
@@ -740,7 +758,7 @@ impl Hub {
                 }
                 c.blocks.push_back((from, end));
                 if let Some(log) = &mut self.owners {
-                    if let Err(e) = log.record(&c.name, b.epoch(), from, end) {
+                    if let Err(e) = log.record(&c.name, c.uid, b.epoch(), from, end) {
                         eprintln!(
                             "ergon-gateway: warning: owners file: {e}: after a restart, any client may act on {}'s orders",
                             c.name
@@ -763,12 +781,13 @@ impl Hub {
         }
     }
 
-    fn new_client(&mut self, k: usize, name: &str) -> io::Result<Client> {
+    fn new_client(&mut self, k: usize, name: &str, uid: u32) -> io::Result<Client> {
         let (memfd, region) = Region::create(name, self.cfg.in_flight)?;
         // 15 bits: bit 47 of a tag is RECOVER.
         self.gens[k] = (self.gens[k] + 1) & 0x7fff;
         Ok(Client {
             name: name.to_string(),
+            uid,
             gen: self.gens[k],
             conn: None,
             memfd,

@@ -48,7 +48,17 @@
 //! may use it; any other peer's first command is answered `err not allowed: ...`
 //! and its connection closed, before it can attach, read the stats or clear a
 //! halt. `clear-halt` is the owner's alone (same uid as the gateway), listed uids
-//! and gids included. The socket stays abstract: the peer check is the access
+//! and gids included. A client name belongs to the uid that first attached
+//! under it (kept in the owners file beside the journal, so across restarts
+//! too): another uid's `attach NAME` is answered `err the client name NAME
+//! belongs to uid U, not uid V`, so no allowed uid can take another's region,
+//! events or orders by its name.
+//!
+//! Clients authenticate the server too: the name of an abstract socket is
+//! anyone's to take first, so [`ShmClient::attach`], [`read_stats`] and
+//! [`clear_halt`] check the uid the kernel recorded for the listening process
+//! (`SO_PEERCRED`) against the one they expect (their own; the `*_uid`
+//! variants and `--gateway-uid` name another) and send nothing to any other. The socket stays abstract: the peer check is the access
 //! control (an abstract socket has no file permissions to rely on), and no file
 //! is left behind to be raced or pre-created by another user.
 //!
