@@ -129,8 +129,7 @@ struct Args {
     guard_ms: i64,
     stats: bool,
     once: bool,
-    /// `--gateway-uid`: the uid `--stats` and `clear-halt` expect the gateway
-    /// to run as (None: their own effective uid).
+    /// `--gateway-uid`: the uid `--stats` and `clear-halt` expect the gateway's to be.
     gateway_uid: Option<u32>,
     clear_halt: Option<String>,
     /// `release-host HOST`: the host whose safe shares to release in etcd.
@@ -272,11 +271,11 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
             "--stats" => a.stats = true,
             "--once" => a.once = true,
             "--gateway-uid" => {
-                let v = value()?;
                 a.gateway_uid = Some(
-                    v.parse::<u32>()
-                        .map_err(|_| format!("--gateway-uid {v:?}: expected a numeric uid"))?,
-                );
+                    value()?
+                        .parse()
+                        .map_err(|_| "--gateway-uid: a numeric uid")?,
+                )
             }
             "clear-halt" => a.clear_halt = Some(value()?),
             "release-host" => a.release_host = Some(value()?),
@@ -376,7 +375,12 @@ fn serve<E: Account>(
     // The dead man's switch: armed before the strategies can attach.
     let machine = Protection::for_gateway(a.protection, &gw, a.protection_timeout_ms, lp.now())
         .map_err(|e| e.to_string())?;
-    let status = protection_path(a.runtime_dir.as_deref(), &name)?;
+    // Held open and written relative to its descriptor (openat, O_NOFOLLOW):
+    // a swapped directory or a planted symlink redirects nothing.
+    let status = Arc::new(
+        shm::PrivateDir::open(&runtime_dir(a.runtime_dir.as_deref(), &name)?)
+            .map_err(|e| format!("runtime directory: {e}"))?,
+    );
     let sym = gw.symbol().as_str().to_string();
     let symbol = ergon_venues::endpoint::Symbol::new(&sym).map_err(|e| format!("{e:?}"))?;
     // Bybit's DCP: armed by a private WebSocket of the gateway's own.
@@ -423,7 +427,9 @@ fn serve<E: Account>(
         }
         _ => machine,
     };
-    write_status(&status, &machine, lp.now());
+    if let Err(e) = write_status(&status, &machine, lp.now()) {
+        eprintln!("ergon-gateway: warning: protection file: {e}: --stats shows no protection line");
+    }
     gw.poll_open_orders(500 * MS);
     let cfg = HubConfig {
         name: name.clone(),
@@ -464,7 +470,7 @@ fn serve<E: Account>(
         .with_link(link)
         .with_lane()
         .on_change(move |m, now| {
-            write_status(&st, m, now);
+            let _ = write_status(&st, m, now);
             published.set(m.published());
         });
     let d = gateway::run(&mut lp, gw, pool, served, Arc::new(Control::default()))
@@ -477,7 +483,7 @@ fn serve<E: Account>(
             .with_link(link)
             .with_lane()
             .disarm_when(Shutdown::ready_to_disarm)
-            .on_change(move |m, now| write_status(&st, m, now));
+            .on_change(move |m, now| drop(write_status(&st, m, now)));
         let d = gateway::run(&mut lp, gw, pool, last, Arc::new(Control::default()))
             .map_err(|e| e.to_string())?;
         let m = &d.strategy.machine;
@@ -490,7 +496,7 @@ fn serve<E: Account>(
             );
         }
     }
-    let _ = std::fs::remove_file(&status);
+    let _ = status.remove("protection");
     metrics.stop();
     // A clean stop settled everything in flight: the journal holds nothing for a
     // successor to query, and it stays for its boot epoch (a successor's ids start
@@ -564,9 +570,9 @@ fn protection_path(
     Ok(runtime_dir(dir, name)?.join("protection"))
 }
 
-/// Writes the switch's state line, its deadline as UTC ms (the loop's `now` taken
-/// as the wall clock's now).
-fn write_status(path: &std::path::Path, m: &Protection, now: i64) {
+/// Writes the switch's state line into `dir`'s `protection` file, its deadline
+/// as UTC ms (the loop's `now` taken as the wall clock's now).
+fn write_status(dir: &shm::PrivateDir, m: &Protection, now: i64) -> std::io::Result<()> {
     let wall_ms = wall::ms();
     let mut line = format!(
         "protection {} timeout_ms={} lapses={}",
@@ -583,7 +589,7 @@ fn write_status(path: &std::path::Path, m: &Protection, now: i64) {
     if let Some(left) = m.fires_left() {
         line.push_str(&format!(" fires_left={left}"));
     }
-    let _ = std::fs::write(path, line + "\n");
+    dir.write("protection", &(line + "\n"))
 }
 
 /// The gateway's private runtime directory, created 0750 if absent and refused
@@ -644,6 +650,8 @@ fn runtime_dir(flag: Option<&std::path::Path>, name: &str) -> Result<std::path::
             m.mode() & 0o7777
         ));
     }
+    // Its parents too: one another uid can write lets it swap this directory.
+    shm::check_dir(&dir).map_err(|e| format!("runtime directory {shown}: {e}"))?;
     Ok(dir)
 }
 
