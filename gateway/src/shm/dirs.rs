@@ -166,6 +166,67 @@ impl PrivateDir {
     }
 }
 
+/// The gateway's private runtime directory, created 0750 if absent and refused
+/// unless a directory (not a symlink) of this uid that no other user can write:
+/// `--runtime-dir`, else systemd's `$RUNTIME_DIRECTORY` (its first entry), else
+/// `/run/ergon-gateway/NAME` as root, `$XDG_RUNTIME_DIR/ergon-gateway/NAME`
+/// otherwise; its parents checked with [`check_dir`].
+pub fn runtime_dir(flag: Option<&Path>, name: &str) -> Result<PathBuf, String> {
+    use std::os::unix::fs::DirBuilderExt;
+    let me = os::euid();
+    let dir = match flag {
+        Some(d) => d.to_path_buf(),
+        None => match std::env::var_os("RUNTIME_DIRECTORY") {
+            Some(v) => {
+                let first = v.to_string_lossy().split(':').next().unwrap_or("").to_string();
+                PathBuf::from(first)
+            }
+            None if me == 0 => Path::new("/run/ergon-gateway").join(name),
+            None => match std::env::var_os("XDG_RUNTIME_DIR") {
+                Some(x) => Path::new(&x).join("ergon-gateway").join(name),
+                None => {
+                    return Err(
+                        "no runtime directory: give --runtime-dir DIR (or --journal PATH), or set RUNTIME_DIRECTORY or XDG_RUNTIME_DIR".into(),
+                    )
+                }
+            },
+        },
+    };
+    let shown = dir.display();
+    if dir.as_os_str().is_empty() || dir.is_relative() {
+        return Err(format!(
+            "runtime directory {shown:?}: an absolute path, please"
+        ));
+    }
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o750)
+        .create(&dir)
+        .map_err(|e| format!("runtime directory {shown}: {e}"))?;
+    let m =
+        std::fs::symlink_metadata(&dir).map_err(|e| format!("runtime directory {shown}: {e}"))?;
+    if !m.file_type().is_dir() {
+        return Err(format!(
+            "runtime directory {shown}: not a directory (a symlink?)"
+        ));
+    }
+    if m.uid() != me {
+        return Err(format!(
+            "runtime directory {shown}: owned by uid {}, not by the gateway's uid {me}",
+            m.uid()
+        ));
+    }
+    if m.mode() & 0o022 != 0 {
+        return Err(format!(
+            "runtime directory {shown}: mode {:04o}: other users may write it (chmod 0750)",
+            m.mode() & 0o7777
+        ));
+    }
+    // Its parents too: one another uid can write lets it swap this directory.
+    check_dir(&dir).map_err(|e| format!("runtime directory {shown}: {e}"))?;
+    Ok(dir)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

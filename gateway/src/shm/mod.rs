@@ -133,7 +133,7 @@ pub use client::{ShmClient, ShmSubmitError};
 pub use codec::{
     decode_call, decode_event, encode_call, encode_event, BadMessage, Call, ShmEvent, ORDER_UPDATE,
 };
-pub use dirs::{check_dir, PrivateDir};
+pub use dirs::{check_dir, runtime_dir, PrivateDir};
 pub use halts::{Halt, HaltLog};
 pub use hub::{ClientStats, Hub, HubConfig, HUB_TOKEN, PENDING_PER_UID, SILENT_CONN_NS};
 pub use journal::{check as check_journal, JournalOwner};
