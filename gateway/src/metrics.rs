@@ -524,6 +524,12 @@ pub fn health_socket(name: &str) -> String {
 /// Starts the thread: `/metrics` and `/health` on `addr` if given, and the health
 /// lines for `--stats` on `@ergon-gateway-health/NAME`.
 pub fn spawn(name: &str, addr: Option<SocketAddr>, src: Source) -> io::Result<MetricsThread> {
+    if addr.is_some_and(|a| a.ip().is_unspecified()) {
+        eprintln!(
+            "ergon-gateway: warning: --metrics on {}: every host that reaches this port reads the client names and usage in /metrics; bind a loopback or private address",
+            addr.map(|a| a.to_string()).unwrap_or_default()
+        );
+    }
     let tcp = addr.map(TcpListener::bind).transpose()?;
     let bound = tcp.as_ref().map(TcpListener::local_addr).transpose()?;
     let unix = {
@@ -678,6 +684,13 @@ fn respond(s: &mut TcpStream, status: &str, ctype: &str, body: &str) -> io::Resu
     s.flush()
 }
 
+/// Sets `s`'s read timeout to what is left until `deadline`: false if nothing
+/// is (a read then never outlasts the connection's deadline).
+fn until(s: &TcpStream, deadline: Instant) -> bool {
+    let left = deadline.saturating_duration_since(Instant::now());
+    !left.is_zero() && s.set_read_timeout(Some(left)).is_ok()
+}
+
 fn answer(mut s: TcpStream, st: &mut State) -> io::Result<()> {
     s.set_read_timeout(Some(IO_TIMEOUT))?;
     s.set_write_timeout(Some(IO_TIMEOUT))?;
@@ -691,14 +704,22 @@ fn answer(mut s: TcpStream, st: &mut State) -> io::Result<()> {
             Ok(None) => {}
             Err(()) => {
                 respond(&mut s, "400 Bad Request", text, "bad request\n")?;
-                // Read what the peer still sends (bounded) so that closing does not
-                // reset the connection before it reads the answer.
+                // Read what the peer still sends, bounded in bytes and by the
+                // connection's deadline (a peer trickling bytes once held this
+                // thread, and /health with it, for 40 s), so that closing does
+                // not reset the connection before it reads the answer.
                 let _ = s.shutdown(std::net::Shutdown::Write);
-                let _ = (&mut s).take(1 << 20).read_to_end(&mut head);
+                let mut left = MAX_REQUEST * 8;
+                while left > 0 && until(&s, deadline) {
+                    match s.read(&mut buf) {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => left = left.saturating_sub(n),
+                    }
+                }
                 return Ok(());
             }
         }
-        if Instant::now() >= deadline {
+        if !until(&s, deadline) {
             return Ok(());
         }
         let n = s.read(&mut buf)?;

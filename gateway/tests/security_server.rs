@@ -293,6 +293,93 @@ fn another_uid_cannot_attach_under_a_detached_clients_name_in_this_life_or_the_n
     );
 }
 
+// ---- item 7: the metrics listener ----
+
+/// A free loopback port (bound, then let go).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port()
+}
+
+/// `GET path` on `port`: the status line, and how long the answer took.
+fn get(port: u16, path: &str) -> (String, Duration) {
+    use std::io::Read;
+    let t0 = Instant::now();
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(60)))
+        .expect("timeout");
+    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes())
+        .expect("write");
+    let mut text = String::new();
+    let _ = s.read_to_string(&mut text);
+    (text.lines().next().unwrap_or("").to_string(), t0.elapsed())
+}
+
+#[test]
+fn a_slowloris_on_the_bad_request_path_does_not_hold_health() {
+    let s = sim();
+    let dir = Scratch::new("loris");
+    let name = unique("loris");
+    let port = free_port();
+    let mut extra = journal_args(&dir.0);
+    extra.extend(["--metrics".into(), format!("127.0.0.1:{port}")]);
+    let _gw = gateway(
+        &s,
+        &name,
+        &dir.0,
+        Opts {
+            extra,
+            secret_by_flag: true,
+            ..Opts::default()
+        },
+    );
+    assert!(get(port, "/health").0.starts_with("HTTP/1.1"), "no /health");
+    // A bad request, then a byte every 100 ms for 8 s: on main the listener read
+    // it all (read_to_end, 1 s per read), and /health waited behind it.
+    let loris = std::thread::spawn(move || {
+        let mut c = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
+        let _ = c.write_all(b"\x00garbage\r\n\r\n");
+        let until = Instant::now() + Duration::from_secs(8);
+        while Instant::now() < until && c.write_all(b"x").is_ok() {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    let (status, took) = get(port, "/health");
+    assert!(status.starts_with("HTTP/1.1"), "{status}");
+    assert!(
+        took < Duration::from_secs(3),
+        "/health took {took:?} behind a slowloris"
+    );
+    loris.join().expect("loris");
+}
+
+#[test]
+fn metrics_on_every_address_warns() {
+    let s = sim();
+    let dir = Scratch::new("anyaddr");
+    let name = unique("anyaddr");
+    let mut extra = journal_args(&dir.0);
+    extra.extend(["--metrics".into(), format!("0.0.0.0:{}", free_port())]);
+    let gw = gateway(
+        &s,
+        &name,
+        &dir.0,
+        Opts {
+            extra,
+            secret_by_flag: true,
+            ..Opts::default()
+        },
+    );
+    let (_, err) = gw.finish();
+    assert!(
+        err.contains("warning: --metrics on 0.0.0.0") && err.contains("client names"),
+        "{err}"
+    );
+}
+
 // ---- the roles: run by the tests above as separate processes ----
 
 /// An abstract `SOCK_SEQPACKET` listener on `@NAME` (as the gateway's).
