@@ -774,13 +774,34 @@ fn run(a: &Args) -> Result<(), String> {
     }
 }
 
+/// Overwrites the value of the environment variable `name` where it lies, then
+/// removes it: `remove_var` alone leaves its bytes in the block that
+/// `/proc/PID/environ` shows.
+#[allow(unsafe_code)]
+fn scrub_env(name: &str) {
+    if let Ok(c) = std::ffi::CString::new(name) {
+        // SAFETY: getenv points at the NUL-terminated value inside the
+        // environment block, which is writable; called at start-up, before any
+        // other thread that could read the environment exists.
+        unsafe {
+            let p = libc::getenv(c.as_ptr());
+            if !p.is_null() {
+                for i in 0..libc::strlen(p) {
+                    core::ptr::write_volatile(p.add(i), 0);
+                }
+            }
+        }
+    }
+    std::env::remove_var(name);
+}
+
 /// Reads the API secret from where the command line says: a file only this uid
 /// can read, standard input, [`SECRET_ENV`], or (deprecated, with a warning) the
 /// command line itself.
 fn load_secret(from: Option<&SecretFrom>) -> Result<Secret, String> {
     let env = std::env::var_os(SECRET_ENV);
     // Out of the environment at once: a child process or a dump of it never sees it.
-    std::env::remove_var(SECRET_ENV);
+    scrub_env(SECRET_ENV);
     let env = env.map(|v| Secret::new(std::os::unix::ffi::OsStringExt::into_vec(v)));
     match (from, env) {
         (Some(_), Some(_)) => Err(format!(
@@ -816,7 +837,7 @@ fn load_secret(from: Option<&SecretFrom>) -> Result<Secret, String> {
 fn load_passphrase(from: Option<&PassphraseFrom>) -> Result<Option<Secret>, String> {
     let env = std::env::var_os(PASSPHRASE_ENV);
     // Out of the environment at once: a child process or a dump of it never sees it.
-    std::env::remove_var(PASSPHRASE_ENV);
+    scrub_env(PASSPHRASE_ENV);
     let env = env.map(|v| {
         Secret::new(std::os::unix::ffi::OsStringExt::into_vec(v))
             .map_err(|_| format!("{PASSPHRASE_ENV} is empty"))

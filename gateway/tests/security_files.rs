@@ -137,3 +137,40 @@ fn a_symlink_planted_at_the_protection_file_is_not_followed() {
         "{err}"
     );
 }
+
+// ---- item 9: what is left behind ----
+
+#[test]
+fn the_secret_from_the_environment_is_gone_from_proc_environ() {
+    let s = sim();
+    let dir = Scratch::new("environ");
+    let name = unique("environ");
+    let secret = s.config().accounts[0].secret.clone();
+    let gw = gateway(
+        &s,
+        &name,
+        &dir.0,
+        Opts {
+            extra: journal_args(&dir.0),
+            env: vec![("ERGON_API_SECRET", secret.clone())],
+            ..Opts::default()
+        },
+    );
+    // On main, remove_var left the bytes where /proc/PID/environ shows them.
+    let environ = std::fs::read(format!("/proc/{}/environ", gw.child.id())).expect("environ");
+    assert!(
+        !environ
+            .windows(secret.len())
+            .any(|w| w == secret.as_bytes()),
+        "the secret is still in /proc/PID/environ"
+    );
+    // It signed with it: the owner's order goes through.
+    let me = run_role_order(&name);
+    assert_eq!(me, 1);
+}
+
+/// One order through the gateway `name`, from this process.
+fn run_role_order(name: &str) -> u64 {
+    let mut c = ergon_gateway::shm::ShmClient::attach(name, "owner", false).expect("attach");
+    one_order(&mut c)
+}
