@@ -174,3 +174,70 @@ fn run_role_order(name: &str) -> u64 {
     let mut c = ergon_gateway::shm::ShmClient::attach(name, "owner", false).expect("attach");
     one_order(&mut c)
 }
+
+// ---- item 5: whose an id is comes from the journal of the gateway that issued it ----
+
+/// The final event of `tag` on `c` (bounded wait).
+fn final_of(
+    c: &mut ergon_gateway::shm::ShmClient,
+    tag: u64,
+) -> Option<ergon_gateway::shm::ShmEvent> {
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while std::time::Instant::now() < until {
+        c.wait(100);
+        while let Some((ev, _)) = c.poll() {
+            if ev.is_final() && ev.tag() == tag {
+                return Some(ev);
+            }
+        }
+    }
+    None
+}
+
+#[test]
+fn a_second_gateway_on_the_account_cannot_act_on_the_first_ones_orders() {
+    use ergon_core::Class;
+    use ergon_gateway::shm::{Call, ShmClient, ShmEvent};
+    use ergon_venues::endpoint::{OrderRef, Symbol};
+    let s = sim();
+    let (da, db) = (Scratch::new("first"), Scratch::new("second"));
+    let (na, nb) = (unique("first"), unique("second"));
+    let start = |name: &str, dir: &Path| {
+        gateway(
+            &s,
+            name,
+            dir,
+            Opts {
+                extra: journal_args(dir),
+                secret_by_flag: true,
+                ..Opts::default()
+            },
+        )
+    };
+    let _ga = start(&na, &da.0);
+    let symbol = Symbol::new("BTCUSDT").expect("symbol");
+    let mut a = ShmClient::attach(&na, "a", false).expect("attach");
+    let id = a.next_client_order_id().expect("id");
+    a.submit(&Call::NewOrder(order(symbol, id)), Class::Normal, 1)
+        .expect("submit");
+    assert_eq!(final_of(&mut a, 1), Some(ShmEvent::Applied { tag: 1 }));
+    // A second gateway on the same account, its own journal, started later
+    // (its boot epoch is newer): on main its client cancelled the first one's
+    // order, an id of "an earlier life" that its owners file did not name.
+    let _gb = start(&nb, &db.0);
+    let mut b = ShmClient::attach(&nb, "b", false).expect("attach");
+    let theirs = OrderRef {
+        symbol,
+        client_order_id: id,
+    };
+    b.submit(&Call::Query(theirs), Class::Normal, 2)
+        .expect("submit");
+    assert_eq!(final_of(&mut b, 2), Some(ShmEvent::NotYours { tag: 2 }));
+    b.submit(&Call::Cancel(theirs), Class::Normal, 3)
+        .expect("submit");
+    assert_eq!(final_of(&mut b, 3), Some(ShmEvent::NotYours { tag: 3 }));
+    // Its owner still can.
+    a.submit(&Call::Cancel(theirs), Class::Normal, 4)
+        .expect("submit");
+    assert_eq!(final_of(&mut a, 4), Some(ShmEvent::Applied { tag: 4 }));
+}

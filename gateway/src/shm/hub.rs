@@ -53,9 +53,12 @@ const BLOCKS_KEPT: usize = 64;
 enum Owner {
     /// In a block issued to client `k` in this gateway's life.
     Client(usize),
-    /// An id of an earlier gateway's life (its boot epoch is older) that no
-    /// block in the owners file names (none was kept: a journal from before the
-    /// file, or a failed write), so nobody can be told its owner.
+    /// An id of an earlier life of this journal's gateway (its boot epoch is
+    /// older, and this journal holds it: an order that life left in flight)
+    /// that no block in the owners file names (none was kept: a journal from
+    /// before the file, or a failed write), so nobody can be told its owner.
+    /// An older id this journal does not hold is `Nobody`'s: another gateway
+    /// on the account issued it (issue 41, item 5).
     Earlier,
     /// Not an id this gateway or an earlier one issued, or of no block kept.
     Nobody,
@@ -834,7 +837,8 @@ impl Hub {
                     .iter()
                     .position(|c| c.as_ref().is_some_and(|c| c.name == name))
                     .map_or(Owner::Nobody, Owner::Client),
-                None => Owner::Earlier,
+                None if self.journal.as_ref().is_some_and(|j| j.holds(id)) => Owner::Earlier,
+                None => Owner::Nobody,
             },
             Some((e, seq)) if e == epoch => self
                 .clients

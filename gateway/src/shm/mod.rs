@@ -109,8 +109,11 @@
 //! final, nothing charged or sent. Order updates, the open-orders polls and the
 //! answers to its own open-orders calls carry its own orders only. The blocks
 //! are kept by client name beside the journal (`JOURNAL.owners`), so an earlier
-//! gateway life's ids stay their owner's; only ids that file does not name stay
-//! open to every client.
+//! gateway life's ids stay their owner's; only ids that file does not name but
+//! this journal holds (left in flight by an earlier life) stay open to every
+//! client. An id of another gateway on the account (an older epoch this
+//! journal does not hold) is nobody's: [`ShmEvent::NotYours`], its updates to
+//! no client.
 //! [`HubConfig::class_ceiling`]: a call of a more privileged class than the
 //! ceiling is charged as the ceiling (a strategy cannot reach the headroom kept
 //! for protective closes).
