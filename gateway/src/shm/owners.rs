@@ -26,6 +26,12 @@ const HEADER: &str = "ergon-gateway owners 2";
 const HEADER_V1: &str = "ergon-gateway owners 1";
 /// The most blocks kept for one name (across lives): one per attach.
 pub const KEPT_PER_NAME: usize = 64;
+/// The most names kept for one uid: a new one past this forgets the uid's
+/// oldest (its binding and its blocks: its earlier lives' ids are then
+/// nobody's), so the file stays bounded however many names a uid attaches
+/// under (issue 41, item 8: 15.5k names grew it to 4.4 MB, over [`MAX_BYTES`],
+/// and the gateway then refused to start).
+pub const NAMES_PER_UID: usize = 64;
 /// The most bytes read: a file bigger than this is not ours.
 const MAX_BYTES: u64 = 4 << 20;
 
@@ -84,6 +90,12 @@ impl OwnerLog {
     ) -> io::Result<()> {
         if self.uid_of(name).is_none() {
             self.uids.push((name.to_string(), uid));
+            if self.uids.iter().filter(|(_, u)| *u == uid).count() > NAMES_PER_UID {
+                if let Some(i) = self.uids.iter().position(|(_, u)| *u == uid) {
+                    let (old, _) = self.uids.remove(i);
+                    self.blocks.retain(|b| b.name != old);
+                }
+            }
         }
         let mine = self.blocks.iter().filter(|b| b.name == name).count();
         if mine >= KEPT_PER_NAME {
@@ -233,6 +245,31 @@ mod tests {
             let e = OwnerLog::open(&p).unwrap_err().to_string();
             assert!(e.contains(line), "{text:?}: {e}");
         }
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn a_uid_keeps_its_latest_names_and_the_file_stays_bounded() {
+        let d = dir("names");
+        let p = d.join("j.owners");
+        let mut log = OwnerLog::open(&p).unwrap();
+        log.record("other", 2, 7, 0, 10).unwrap();
+        // On main every name stayed: 15.5k of them grew the file past MAX_BYTES.
+        for i in 0..300u64 {
+            log.record(&format!("n{i}"), 1, 7, 10 + i * 10, 20 + i * 10)
+                .unwrap();
+        }
+        let len = std::fs::metadata(&p).unwrap().len();
+        assert!(len < 4 * 1024, "{len} bytes");
+        let log = OwnerLog::open(&p).unwrap();
+        assert_eq!(log.uid_of("n299"), Some(1));
+        assert_eq!(log.uid_of(&format!("n{}", 300 - NAMES_PER_UID)), Some(1));
+        assert_eq!(log.uid_of(&format!("n{}", 299 - NAMES_PER_UID)), None);
+        assert_eq!(log.owner(7, 15), None, "an expired name's ids are nobody's");
+        assert_eq!(
+            (log.uid_of("other"), log.owner(7, 5)),
+            (Some(2), Some("other"))
+        );
         let _ = std::fs::remove_dir_all(&d);
     }
 
