@@ -6,7 +6,7 @@ use super::Summary;
 /// The usage line `--help` and a bad argument print.
 pub const USAGE: &str = "usage: mm_loop [--venue binance-spot|bybit|okx|hyperliquid] [--base URL] \
 [--duration SECS] [--demand X] [--cpu N] [--api-key K --api-secret S] [--json] [--no-stream] [--record FILE] \
-[--order-entry ws|rest] [--ws-api URL] [--labels SECS] [--gateway NAME] \
+[--order-entry ws|rest] [--ws-api URL] [--labels SECS] [--gateway NAME [--gateway-uid UID]] \
 [--protection auto|required|off] [--protection-timeout SECS] \
 [--etcd URL[,URL...] --account NAME --safe-share PCT [--host NAME] [--lease-ttl SECS]]";
 
@@ -47,6 +47,9 @@ pub struct Options {
     pub labels: Option<f64>,
     /// Run through this running `ergon-gateway` instead of own connections.
     pub gateway: Option<String>,
+    /// `--gateway-uid`: the uid that gateway must run as (None: this process's
+    /// own); a process of any other uid under its name is refused.
+    pub gateway_uid: Option<u32>,
     /// `--protection`: the venue's dead man's switch (default auto).
     pub protection: ergon_gateway::protection::Mode,
     /// `--protection-timeout`, ms (None: the venue's recommended timeout).
@@ -76,6 +79,7 @@ impl Default for Options {
             ws_api: None,
             labels: None,
             gateway: None,
+            gateway_uid: None,
             protection: ergon_gateway::protection::Mode::Auto,
             protection_timeout_ms: None,
             lease: Default::default(),
@@ -159,6 +163,13 @@ pub fn parse_args(mut it: impl Iterator<Item = String>) -> Result<Options, Strin
             "--ws-api" => o.ws_api = Some(value()?),
             "--labels" => o.labels = Some(positive(value()?, "positive seconds")?),
             "--gateway" => o.gateway = Some(value()?),
+            "--gateway-uid" => {
+                let v = value()?;
+                o.gateway_uid = Some(
+                    v.parse::<u32>()
+                        .map_err(|_| format!("--gateway-uid {v:?}: expected a numeric uid"))?,
+                );
+            }
             "--protection" => {
                 let v = value()?;
                 o.protection = ergon_gateway::protection::Mode::parse(&v)

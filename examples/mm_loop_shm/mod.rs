@@ -25,6 +25,8 @@ const KIND: u64 = 0xff << 56;
 struct Remote<'s> {
     c: ShmClient,
     gateway: &'s str,
+    /// The uid the gateway must run as.
+    gateway_uid: u32,
     me: String,
     symbol: Symbol<'s>,
     quotes: [Quote; 2],
@@ -290,7 +292,7 @@ impl Remote<'_> {
         self.drain(now);
         let until = Instant::now() + Duration::from_secs(30);
         self.c = loop {
-            match ShmClient::attach(self.gateway, &self.me, false) {
+            match ShmClient::attach_uid(self.gateway, self.gateway_uid, &self.me, false) {
                 Ok(c) => break c,
                 Err(e) if Instant::now() > until => return Err(format!("gateway lost: {e}")),
                 Err(_) => std::thread::sleep(Duration::from_millis(50)),
@@ -330,9 +332,11 @@ pub fn run(o: &Options, gateway: &str) -> Result<Summary, String> {
         _ => "BTCUSDT",
     };
     let me = format!("mm_loop-{}", std::process::id());
-    let c = ShmClient::attach(gateway, &me, false).map_err(|e| e.to_string())?;
+    let gateway_uid = o.gateway_uid.unwrap_or_else(ergon_gateway::shm::own_uid);
+    let c = ShmClient::attach_uid(gateway, gateway_uid, &me, false).map_err(|e| e.to_string())?;
     let mut r = Remote {
         c,
+        gateway_uid,
         gateway,
         me,
         symbol: Symbol::new(symbol).map_err(|e| e.to_string())?,

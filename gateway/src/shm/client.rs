@@ -68,8 +68,6 @@ pub struct ShmClient {
     region: Region,
     submit: ShmProducer,
     events: ShmConsumer,
-    doorbell: OwnedFd,
-    wake: OwnedFd,
     busy: bool,
     gone: bool,
     lost: Vec<Tag>,
@@ -93,14 +91,39 @@ fn bad(what: impl Into<String>) -> io::Error {
     io::Error::other(what.into())
 }
 
-/// Sends one text command to the gateway `name` and returns its one-line answer
-/// and the descriptors it carried.
-pub(crate) fn command(name: &str, cmd: &str) -> io::Result<(OwnedFd, String, Vec<OwnedFd>)> {
+/// Connects to the gateway `name` and checks that the process listening there
+/// runs as `gateway_uid` (the uid the kernel recorded for it, `SO_PEERCRED`):
+/// an abstract socket's name is anyone's to take first, so a process of another
+/// uid there is an impostor and is told nothing.
+pub(crate) fn connect_checked(name: &str, gateway_uid: u32) -> io::Result<OwnedFd> {
     let sock = os::connect(name).map_err(|e| {
         bad(format!(
             "no gateway named {name:?} (abstract socket @ergon-gateway/{name}): {e}"
         ))
     })?;
+    let peer = os::peer_cred(&sock)
+        .map_err(|e| bad(format!("gateway {name:?}: no peer credentials: {e}")))?;
+    if peer.uid != gateway_uid {
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!(
+                "refusing gateway {name:?}: its socket is held by uid {} (pid {}), not uid {gateway_uid} (an impostor, or give --gateway-uid)",
+                peer.uid, peer.pid
+            ),
+        ));
+    }
+    Ok(sock)
+}
+
+/// Sends one text command to the gateway `name`, served by `gateway_uid`
+/// ([`connect_checked`]), and returns its one-line answer and the descriptors
+/// it carried.
+pub(crate) fn command(
+    name: &str,
+    gateway_uid: u32,
+    cmd: &str,
+) -> io::Result<(OwnedFd, String, Vec<OwnedFd>)> {
+    let sock = connect_checked(name, gateway_uid)?;
     // A gateway that refused this peer at accept may have answered and closed
     // before the command went out: its answer is still there to read.
     let sent = os::send_fds(sock.as_raw_fd(), cmd.as_bytes(), &[]);
@@ -150,20 +173,32 @@ impl ShmClient {
     /// Attaches to the gateway `gateway` as `client` (a name that identifies this
     /// strategy across restarts: attaching again under it finds the outcomes of
     /// what it had in flight). `busy`: [`ShmClient::wait`] spins instead of sleeping.
+    /// The gateway must run as this process's own effective uid
+    /// ([`ShmClient::attach_uid`] names another).
     pub fn attach(gateway: &str, client: &str, busy: bool) -> io::Result<ShmClient> {
+        Self::attach_uid(gateway, os::euid(), client, busy)
+    }
+
+    /// [`ShmClient::attach`] to a gateway that runs as `gateway_uid`: a process
+    /// of any other uid listening under the name is refused (the error names
+    /// the uid it runs as) and is sent nothing but the connection.
+    pub fn attach_uid(
+        gateway: &str,
+        gateway_uid: u32,
+        client: &str,
+        busy: bool,
+    ) -> io::Result<ShmClient> {
         if client.is_empty() || client.len() > 64 || client.contains(char::is_whitespace) {
             return Err(bad("client name: 1 to 64 characters, no spaces"));
         }
-        let (sock, answer, mut fds) = command(gateway, &format!("attach {client}"))?;
+        let (sock, answer, mut fds) = command(gateway, gateway_uid, &format!("attach {client}"))?;
         let Some(rest) = answer.strip_prefix("ok ") else {
             return Err(bad(format!("gateway refused: {answer}")));
         };
-        if fds.len() != 3 {
+        if fds.len() != 1 {
             return Err(bad("gateway sent no region"));
         }
-        let wake = fds.pop().expect("3");
-        let doorbell = fds.pop().expect("3");
-        let memfd = fds.pop().expect("3");
+        let memfd = fds.pop().expect("1");
         let ids = id_block(rest)?;
         let region = Region::open(&memfd)?;
         let submit = region.submit_producer()?;
@@ -172,8 +207,6 @@ impl ShmClient {
             sock,
             submit,
             events,
-            doorbell,
-            wake,
             busy,
             gone: false,
             lost: Vec::new(),
@@ -261,7 +294,7 @@ impl ShmClient {
         // Pairs with the gateway's fence after it announces a park.
         fence(Ordering::SeqCst);
         if h.gw_sleeping.load(Ordering::Relaxed) != 0 {
-            os::signal(self.doorbell.as_raw_fd());
+            os::wake(self.sock.as_raw_fd());
         }
         Ok(())
     }
@@ -356,15 +389,17 @@ impl ShmClient {
             .header()
             .client_sleeping
             .store(0, Ordering::Relaxed);
-        os::drain(self.wake.as_raw_fd());
+        if !os::drain_wakes(self.sock.as_raw_fd()) {
+            self.gone = true;
+        }
         ready || self.events.ready()
     }
 
-    /// Polls the wake eventfd and the socket for `timeout_ms`; true if the socket
-    /// hung up (the gateway is gone).
+    /// Waits on the socket for `timeout_ms` (a wake-up, or the gateway's
+    /// hang-up) and reads the wake-ups; true if the gateway is gone.
     fn hung_up(&mut self, timeout_ms: i32) -> bool {
-        let r = os::poll_fds([self.wake.as_raw_fd(), self.sock.as_raw_fd()], timeout_ms);
-        if r[1] != 0 {
+        let r = os::poll_fds([self.sock.as_raw_fd()], timeout_ms);
+        if r[0] != 0 && !os::drain_wakes(self.sock.as_raw_fd()) {
             self.gone = true;
         }
         self.gone

@@ -9,14 +9,16 @@
 //! restarted gateway binds again at once). A client sends `attach CLIENT`; the
 //! gateway answers `ok new N` or `ok reattached N` (followed, when the gateway has
 //! a boot epoch, by `ids FORM EPOCH FROM END`: a fresh block of client order ids
-//! for this attach, [`ShmClient::next_client_order_id`]) with three descriptors
-//! (SCM_RIGHTS): the client's region (a memfd, laid out as below),
-//! the client's doorbell eventfd (it writes it when the gateway's loop is
-//! parked) and its wake eventfd (the gateway writes it when the client waits).
-//! Both are the client's own: no descriptor is shared between clients, so one
-//! that reads the other end of its eventfds, or floods them, can neither steal
-//! another's wake-up nor be woken by another's events. The connection then stays open for the client's
-//! life: its hang-up is how each side learns the other is gone.
+//! for this attach, [`ShmClient::next_client_order_id`]) with one descriptor
+//! (SCM_RIGHTS): the client's region (a memfd, laid out as below). The
+//! connection then stays open for the client's life: it carries the wake-ups
+//! (a one-byte message: the client's doorbell when the gateway's loop is parked,
+//! the gateway's wake when the client waits), and its hang-up is how each side
+//! learns the other is gone. The gateway sends with `MSG_DONTWAIT` on its own
+//! end of the connection, whose flags no client can change, and reads at most
+//! a few messages per turn: nothing a client does to what it holds (clearing
+//! `O_NONBLOCK`, never reading, flooding) can block the loop, and no descriptor
+//! is shared between clients, so none can steal another's wake-up.
 //!
 //! ```text
 //! 0     header: magic, geometry, gateway-sleeping and client-sleeping flags,
@@ -33,7 +35,7 @@
 //! Reconciling, a final one, an open-orders broadcast) is never full.
 //!
 //! Wake-ups: a side that is about to sleep sets its flag, fences, and looks at
-//! its ring once more; a side that pushed fences and writes the other's eventfd
+//! its ring once more; a side that pushed fences and sends the other a wake-up
 //! only if the flag is set. With `busy` ([`ShmClient::attach`]) the client spins
 //! instead; the gateway's loop busy-polls with its own `busy_poll` setting.
 //!
@@ -46,7 +48,17 @@
 //! may use it; any other peer's first command is answered `err not allowed: ...`
 //! and its connection closed, before it can attach, read the stats or clear a
 //! halt. `clear-halt` is the owner's alone (same uid as the gateway), listed uids
-//! and gids included. The socket stays abstract: the peer check is the access
+//! and gids included. A client name belongs to the uid that first attached
+//! under it (kept in the owners file beside the journal, so across restarts
+//! too): another uid's `attach NAME` is answered `err the client name NAME
+//! belongs to uid U, not uid V`, so no allowed uid can take another's region,
+//! events or orders by its name.
+//!
+//! Clients authenticate the server too: the name of an abstract socket is
+//! anyone's to take first, so [`ShmClient::attach`], [`read_stats`] and
+//! [`clear_halt`] check the uid the kernel recorded for the listening process
+//! (`SO_PEERCRED`) against the one they expect (their own; the `*_uid`
+//! variants and `--gateway-uid` name another) and send nothing to any other. The socket stays abstract: the peer check is the access
 //! control (an abstract socket has no file permissions to rely on), and no file
 //! is left behind to be raced or pre-created by another user.
 //!
@@ -97,8 +109,11 @@
 //! final, nothing charged or sent. Order updates, the open-orders polls and the
 //! answers to its own open-orders calls carry its own orders only. The blocks
 //! are kept by client name beside the journal (`JOURNAL.owners`), so an earlier
-//! gateway life's ids stay their owner's; only ids that file does not name stay
-//! open to every client.
+//! gateway life's ids stay their owner's; only ids that file does not name but
+//! this journal holds (left in flight by an earlier life) stay open to every
+//! client. An id of another gateway on the account (an older epoch this
+//! journal does not hold) is nobody's: [`ShmEvent::NotYours`], its updates to
+//! no client.
 //! [`HubConfig::class_ceiling`]: a call of a more privileged class than the
 //! ceiling is charged as the ceiling (a strategy cannot reach the headroom kept
 //! for protective closes).
@@ -120,9 +135,16 @@ pub use codec::{
 pub use region::{EVENTS_PER_REQUEST, EVENT_SLOT, PROTOCOL, SUBMIT_SLOT};
 pub use stats::STATS_BYTES;
 
-/// Reads the stats snapshot of the gateway `name` (`ergon-gateway --stats`).
+/// Reads the stats snapshot of the gateway `name` (`ergon-gateway --stats`),
+/// served by this process's own effective uid ([`read_stats_uid`]).
 pub fn read_stats(name: &str) -> std::io::Result<String> {
-    let (_sock, answer, fds) = client::command(name, "stats")?;
+    read_stats_uid(name, os::euid())
+}
+
+/// [`read_stats`] of a gateway that runs as `gateway_uid`: a process of any
+/// other uid under the name is refused, naming its uid.
+pub fn read_stats_uid(name: &str, gateway_uid: u32) -> std::io::Result<String> {
+    let (_sock, answer, fds) = client::command(name, gateway_uid, "stats")?;
     match (answer.starts_with("ok"), fds.first()) {
         (true, Some(fd)) => Ok(stats::read(fd)?.unwrap_or_default()),
         _ => Err(std::io::Error::other(format!(
@@ -134,17 +156,39 @@ pub fn read_stats(name: &str) -> std::io::Result<String> {
 /// Sends one raw command line (`attach NAME`, `stats`, `clear-halt BUCKET`) to
 /// the gateway `name`: the socket, the answer line and the descriptors it
 /// carried, unmapped. For tools and tests that look at what a gateway hands out
-/// (as a hostile client would); strategies use [`ShmClient`].
+/// (as a hostile client would); strategies use [`ShmClient`]. The gateway must
+/// run as this process's own effective uid ([`raw_command_uid`]).
 pub fn raw_command(
     name: &str,
     cmd: &str,
 ) -> std::io::Result<(std::os::fd::OwnedFd, String, Vec<std::os::fd::OwnedFd>)> {
-    client::command(name, cmd)
+    raw_command_uid(name, os::euid(), cmd)
+}
+
+/// [`raw_command`] to a gateway that runs as `gateway_uid`.
+pub fn raw_command_uid(
+    name: &str,
+    gateway_uid: u32,
+    cmd: &str,
+) -> std::io::Result<(std::os::fd::OwnedFd, String, Vec<std::os::fd::OwnedFd>)> {
+    client::command(name, gateway_uid, cmd)
 }
 
 /// Asks the gateway `name` to clear the halt of `bucket` (a person's command,
-/// after looking at the ban); the gateway's answer line.
+/// after looking at the ban); the gateway's answer line. The gateway must run
+/// as this process's own effective uid ([`clear_halt_uid`]).
 pub fn clear_halt(name: &str, bucket: &str) -> std::io::Result<String> {
-    let (_sock, answer, _) = client::command(name, &format!("clear-halt {bucket}"))?;
+    clear_halt_uid(name, os::euid(), bucket)
+}
+
+/// [`clear_halt`] at a gateway that runs as `gateway_uid`: a process of any
+/// other uid under the name is refused, naming its uid, and told nothing.
+pub fn clear_halt_uid(name: &str, gateway_uid: u32, bucket: &str) -> std::io::Result<String> {
+    let (_sock, answer, _) = client::command(name, gateway_uid, &format!("clear-halt {bucket}"))?;
     Ok(answer)
+}
+
+/// The effective uid of this process: the gateway uid a client expects by default.
+pub fn own_uid() -> u32 {
+    os::euid()
 }

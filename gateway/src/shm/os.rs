@@ -1,6 +1,6 @@
 //! The system calls of the shared-memory gateway: a memfd and its shared mapping,
 //! an abstract-namespace `SOCK_SEQPACKET` Unix socket that carries descriptors
-//! (SCM_RIGHTS), and eventfds.
+//! (SCM_RIGHTS) and wake-ups over it that never block.
 #![allow(unsafe_code)] // System calls through libc.
 
 use std::io;
@@ -119,29 +119,45 @@ pub fn seal(fd: &OwnedFd, seals: libc::c_int) -> io::Result<()> {
     Ok(())
 }
 
-/// A non-blocking eventfd.
-pub fn eventfd() -> io::Result<OwnedFd> {
-    // SAFETY: plain syscall.
-    let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
-    if fd < 0 {
-        return Err(last());
+/// The one-byte message of a wake-up on a client's connection: the client's
+/// doorbell to the gateway's loop, and the gateway's wake to a waiting client.
+pub const WAKE: &[u8] = &[0];
+
+/// Sends [`WAKE`] on `sock` without ever blocking (`MSG_DONTWAIT`: whatever the
+/// flags of the descriptor, which only its own side can change). A full
+/// socket drops it: the other side has unread wake-ups already.
+pub fn wake(sock: RawFd) {
+    // SAFETY: sends one byte from a static.
+    unsafe {
+        libc::send(
+            sock,
+            WAKE.as_ptr().cast(),
+            WAKE.len(),
+            libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+        )
+    };
+}
+
+/// Reads the wake-ups waiting on `sock` (at most 64 messages, never
+/// blocking; descriptors sent along are closed by the kernel). False if the
+/// peer hung up.
+pub fn drain_wakes(sock: RawFd) -> bool {
+    let mut b = [0u8; 64];
+    for _ in 0..64 {
+        // SAFETY: reads into a local buffer of its length.
+        let n = unsafe { libc::recv(sock, b.as_mut_ptr().cast(), b.len(), libc::MSG_DONTWAIT) };
+        if n == 0 {
+            return false;
+        }
+        if n < 0 {
+            let e = last();
+            return !matches!(
+                e.raw_os_error(),
+                Some(libc::ECONNRESET | libc::ENOTCONN | libc::EPIPE)
+            );
+        }
     }
-    // SAFETY: a descriptor just returned to us.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-}
-
-/// Adds one to an eventfd (a wake-up).
-pub fn signal(fd: RawFd) {
-    let one: u64 = 1;
-    // SAFETY: writes 8 bytes from a local.
-    unsafe { libc::write(fd, (&one as *const u64).cast(), 8) };
-}
-
-/// Reads an eventfd back to zero.
-pub fn drain(fd: RawFd) {
-    let mut v: u64 = 0;
-    // SAFETY: reads 8 bytes into a local; non-blocking.
-    unsafe { libc::read(fd, (&mut v as *mut u64).cast(), 8) };
+    true
 }
 
 /// Waits until one of `fds` is readable or hung up, or `timeout_ms` passes (-1:

@@ -53,10 +53,11 @@ pub struct Header {
     /// [`PROTOCOL`] of the gateway that made the region (0: before it was kept).
     pub protocol: AtomicU32,
     _p0: UnsafeCell<[u8; 100]>,
-    /// The gateway's loop announced a park: a client that pushed writes the doorbell.
+    /// The gateway's loop announced a park: a client that pushed rings the
+    /// doorbell (a wake-up message on its connection).
     pub gw_sleeping: AtomicU32,
     _p1: UnsafeCell<[u8; 124]>,
-    /// The client announced a wait: the gateway writes the client's eventfd.
+    /// The client announced a wait: the gateway sends a wake-up on its connection.
     pub client_sleeping: AtomicU32,
     _p2: UnsafeCell<[u8; 124]>,
     /// The gateway's epoch (bumped by every gateway that serves this region).

@@ -219,15 +219,45 @@ pub fn parse(path: &str, text: &str) -> Result<Vec<Setting>, ConfigError> {
     Ok(file.settings(text))
 }
 
-/// Reads and parses a config file.
+/// Reads and parses a config file. One that holds a secret itself
+/// (`api-secret`, `passphrase`) is refused, naming that key, unless it is a
+/// regular file of this process's uid with no group or other bits (as
+/// `--api-secret-file` is): a file mode 0644 shows the key to every user.
 pub fn load(path: &str) -> Result<Vec<Setting>, ConfigError> {
-    let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+    use std::io::Read;
+    use std::os::unix::fs::MetadataExt;
+    let err = |line, key: Option<&str>, message: String| ConfigError {
         path: path.to_string(),
-        line: None,
-        key: None,
-        message: e.to_string(),
-    })?;
-    parse(path, &text)
+        line,
+        key: key.map(str::to_string),
+        message,
+    };
+    let mut f = std::fs::File::open(path).map_err(|e| err(None, None, e.to_string()))?;
+    let m = f.metadata().map_err(|e| err(None, None, e.to_string()))?;
+    let mut text = String::new();
+    f.read_to_string(&mut text)
+        .map_err(|e| err(None, None, e.to_string()))?;
+    let settings = parse(path, &text)?;
+    // SAFETY: geteuid cannot fail.
+    #[allow(unsafe_code)]
+    let me = unsafe { libc::geteuid() };
+    let private = m.file_type().is_file() && m.uid() == me && m.mode() & 0o077 == 0;
+    match settings
+        .iter()
+        .find(|s| matches!(s.key, "api-secret" | "passphrase"))
+    {
+        Some(s) if !private => Err(err(
+            Some(s.line),
+            Some(s.key),
+            format!(
+                "a secret in a file of uid {} mode {:04o}: other users may read it (chown to uid {me}, chmod 0600, or use {}-file)",
+                m.uid(),
+                m.mode() & 0o7777,
+                s.key
+            ),
+        )),
+        _ => Ok(settings),
+    }
 }
 
 /// The command line with `--config PATH` replaced by the file's settings, put
@@ -345,6 +375,33 @@ mod tests {
         })
         .unwrap_err();
         assert!(e.contains(":2: key `share`: "), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_secret_in_a_file_others_can_read_is_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("ergon-config-s-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("g.toml");
+        std::fs::write(&p, "name = \"main\"\napi-secret = \"s3cret\"\n").unwrap();
+        let path = p.to_str().unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644)).unwrap();
+        // On main it was accepted.
+        let e = load(path).unwrap_err();
+        assert_eq!(
+            (e.line, e.key.as_deref()),
+            (Some(2), Some("api-secret")),
+            "{e}"
+        );
+        assert!(e.message.contains("mode 0644"), "{e}");
+        assert!(!e.to_string().contains("s3cret"), "{e}");
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
+        assert!(load(path).is_ok());
+        // A file without a secret may be read by others.
+        std::fs::write(&p, "name = \"main\"\n").unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644)).unwrap();
+        assert!(load(path).is_ok());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -13,7 +13,7 @@ use ergon_gateway::shm::{self, ChargeLog, Recent};
 use ergon_gateway::wall;
 use ergon_gateway::{self as gateway, Account, Control, Gateway, Keys, Start, WsApiStart};
 use ergon_gatewayd::metrics::{self, MetricsThread};
-use ergon_gatewayd::shm::{self as hub, Halt, HaltLog, Hub, HubConfig};
+use ergon_gatewayd::shm::{self as hub, runtime_dir, Halt, HaltLog, Hub, HubConfig};
 use ergon_io::core::Class;
 use ergon_venues::binance_futures::BinanceFutures;
 use ergon_venues::binance_spot::BinanceSpot;
@@ -42,8 +42,9 @@ const USAGE: &str = "usage:
                 [--account-address 0x..]   (the master account an API wallet trades for)
                 [--vault-address 0x..] [--testnet] [--symbol COIN]   (and the flags above)
   ergon-gateway --config gateway.toml [flags]   (every flag as a key; flags override the file)
-  ergon-gateway --stats --name NAME [--once]
-  ergon-gateway clear-halt BUCKET --name NAME
+  ergon-gateway --stats --name NAME [--once] [--gateway-uid UID]
+  ergon-gateway clear-halt BUCKET --name NAME [--gateway-uid UID]
+                (both refuse a gateway that does not run as UID, default their own uid)
   ergon-gateway release-host HOST --etcd URL[,URL...] --account NAME
                 (gives back the safe shares etcd reserves for HOST, a host stopped for good)";
 
@@ -133,6 +134,8 @@ struct Args {
     guard_ms: i64,
     stats: bool,
     once: bool,
+    /// `--gateway-uid`: the uid `--stats` and `clear-halt` expect the gateway's to be.
+    gateway_uid: Option<u32>,
     clear_halt: Option<String>,
     /// `release-host HOST`: the host whose safe shares to release in etcd.
     release_host: Option<String>,
@@ -279,6 +282,13 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
             "--busy" => a.busy = true,
             "--stats" => a.stats = true,
             "--once" => a.once = true,
+            "--gateway-uid" => {
+                a.gateway_uid = Some(
+                    value()?
+                        .parse()
+                        .map_err(|_| "--gateway-uid: a numeric uid")?,
+                )
+            }
             "clear-halt" => a.clear_halt = Some(value()?),
             "release-host" => a.release_host = Some(value()?),
             "-h" | "--help" => return Err(String::new()),
@@ -395,7 +405,12 @@ fn serve_with<E: Account>(
     // The dead man's switch: armed before the strategies can attach.
     let machine = Protection::for_gateway(a.protection, &gw, a.protection_timeout_ms, lp.now())
         .map_err(|e| e.to_string())?;
-    let status = protection_path(a.runtime_dir.as_deref(), &name)?;
+    // Held open and written relative to its descriptor (openat, O_NOFOLLOW):
+    // a swapped directory or a planted symlink redirects nothing.
+    let status = Arc::new(
+        hub::PrivateDir::open(&runtime_dir(a.runtime_dir.as_deref(), &name)?)
+            .map_err(|e| format!("runtime directory: {e}"))?,
+    );
     let sym = gw.symbol().as_str().to_string();
     let symbol = ergon_venues::endpoint::Symbol::new(&sym).map_err(|e| format!("{e:?}"))?;
     // Bybit's DCP: armed by a private WebSocket of the gateway's own.
@@ -442,7 +457,9 @@ fn serve_with<E: Account>(
         }
         _ => machine,
     };
-    write_status(&status, &machine, lp.now());
+    if let Err(e) = write_status(&status, &machine, lp.now()) {
+        eprintln!("ergon-gateway: warning: protection file: {e}: --stats shows no protection line");
+    }
     // Hyperliquid's openOrders weighs 20 of its 1200 a minute: every 5 s is a
     // fifth of the minute, every 500 ms would be twice all of it.
     let poll_every = match a.venue.as_deref() {
@@ -489,7 +506,7 @@ fn serve_with<E: Account>(
         .with_link(link)
         .with_lane()
         .on_change(move |m, now| {
-            write_status(&st, m, now);
+            let _ = write_status(&st, m, now);
             published.set(m.published());
         });
     let d = gateway::run(&mut lp, gw, pool, served, Arc::new(Control::default()))
@@ -502,7 +519,7 @@ fn serve_with<E: Account>(
             .with_link(link)
             .with_lane()
             .disarm_when(Shutdown::ready_to_disarm)
-            .on_change(move |m, now| write_status(&st, m, now));
+            .on_change(move |m, now| drop(write_status(&st, m, now)));
         let d = gateway::run(&mut lp, gw, pool, last, Arc::new(Control::default()))
             .map_err(|e| e.to_string())?;
         let m = &d.strategy.machine;
@@ -515,7 +532,7 @@ fn serve_with<E: Account>(
             );
         }
     }
-    let _ = std::fs::remove_file(&status);
+    let _ = status.remove("protection");
     metrics.stop();
     // A clean stop settled everything in flight: the journal holds nothing for a
     // successor to query, and it stays for its boot epoch (a successor's ids start
@@ -589,9 +606,9 @@ fn protection_path(
     Ok(runtime_dir(dir, name)?.join("protection"))
 }
 
-/// Writes the switch's state line, its deadline as UTC ms (the loop's `now` taken
-/// as the wall clock's now).
-fn write_status(path: &std::path::Path, m: &Protection, now: i64) {
+/// Writes the switch's state line into `dir`'s `protection` file, its deadline
+/// as UTC ms (the loop's `now` taken as the wall clock's now).
+fn write_status(dir: &hub::PrivateDir, m: &Protection, now: i64) -> std::io::Result<()> {
     let wall_ms = wall::ms();
     let mut line = format!(
         "protection {} timeout_ms={} lapses={}",
@@ -608,68 +625,7 @@ fn write_status(path: &std::path::Path, m: &Protection, now: i64) {
     if let Some(left) = m.fires_left() {
         line.push_str(&format!(" fires_left={left}"));
     }
-    let _ = std::fs::write(path, line + "\n");
-}
-
-/// The gateway's private runtime directory, created 0750 if absent and refused
-/// unless a directory (not a symlink) of this uid that no other user can write:
-/// `--runtime-dir`, else systemd's `$RUNTIME_DIRECTORY` (its first entry), else
-/// `/run/ergon-gateway/NAME` as root, `$XDG_RUNTIME_DIR/ergon-gateway/NAME`
-/// otherwise.
-#[allow(unsafe_code)]
-fn runtime_dir(flag: Option<&std::path::Path>, name: &str) -> Result<std::path::PathBuf, String> {
-    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
-    // SAFETY: plain syscall, cannot fail.
-    let me = unsafe { libc::geteuid() };
-    let dir = match flag {
-        Some(d) => d.to_path_buf(),
-        None => match std::env::var_os("RUNTIME_DIRECTORY") {
-            Some(v) => {
-                let first = v.to_string_lossy().split(':').next().unwrap_or("").to_string();
-                std::path::PathBuf::from(first)
-            }
-            None if me == 0 => std::path::Path::new("/run/ergon-gateway").join(name),
-            None => match std::env::var_os("XDG_RUNTIME_DIR") {
-                Some(x) => std::path::Path::new(&x).join("ergon-gateway").join(name),
-                None => {
-                    return Err(
-                        "no runtime directory: give --runtime-dir DIR (or --journal PATH), or set RUNTIME_DIRECTORY or XDG_RUNTIME_DIR".into(),
-                    )
-                }
-            },
-        },
-    };
-    let shown = dir.display();
-    if dir.as_os_str().is_empty() || dir.is_relative() {
-        return Err(format!(
-            "runtime directory {shown:?}: an absolute path, please"
-        ));
-    }
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o750)
-        .create(&dir)
-        .map_err(|e| format!("runtime directory {shown}: {e}"))?;
-    let m =
-        std::fs::symlink_metadata(&dir).map_err(|e| format!("runtime directory {shown}: {e}"))?;
-    if !m.file_type().is_dir() {
-        return Err(format!(
-            "runtime directory {shown}: not a directory (a symlink?)"
-        ));
-    }
-    if m.uid() != me {
-        return Err(format!(
-            "runtime directory {shown}: owned by uid {}, not by the gateway's uid {me}",
-            m.uid()
-        ));
-    }
-    if m.mode() & 0o022 != 0 {
-        return Err(format!(
-            "runtime directory {shown}: mode {:04o}: other users may write it (chmod 0750)",
-            m.mode() & 0o7777
-        ));
-    }
-    Ok(dir)
+    dir.write("protection", &(line + "\n"))
 }
 
 /// The charges file beside the journal and what a previous gateway left in it.
@@ -766,8 +722,9 @@ fn run(a: &Args) -> Result<(), String> {
         return Ok(());
     }
     let name = a.name.as_deref().unwrap_or_default();
+    let gateway_uid = a.gateway_uid.unwrap_or_else(shm::own_uid);
     if let Some(bucket) = &a.clear_halt {
-        let answer = shm::clear_halt(name, bucket).map_err(|e| e.to_string())?;
+        let answer = shm::clear_halt_uid(name, gateway_uid, bucket).map_err(|e| e.to_string())?;
         println!("{answer}");
         return if answer.starts_with("ok") {
             Ok(())
@@ -777,7 +734,7 @@ fn run(a: &Args) -> Result<(), String> {
     }
     if a.stats {
         loop {
-            let text = shm::read_stats(name).map_err(|e| e.to_string())?;
+            let text = shm::read_stats_uid(name, gateway_uid).map_err(|e| e.to_string())?;
             print!("{text}");
             // The dead man's switch, as the serving gateway last wrote it.
             if let Some(p) = protection_path(a.runtime_dir.as_deref(), name)
@@ -786,7 +743,7 @@ fn run(a: &Args) -> Result<(), String> {
             {
                 print!("{p}");
             }
-            if let Some(health) = metrics::read_health(name) {
+            if let Some(health) = metrics::read_health(name, gateway_uid) {
                 print!("{health}");
             }
             if a.once {
@@ -869,13 +826,34 @@ fn run(a: &Args) -> Result<(), String> {
     }
 }
 
+/// Overwrites the value of the environment variable `name` where it lies, then
+/// removes it: `remove_var` alone leaves its bytes in the block that
+/// `/proc/PID/environ` shows.
+#[allow(unsafe_code)]
+fn scrub_env(name: &str) {
+    if let Ok(c) = std::ffi::CString::new(name) {
+        // SAFETY: getenv points at the NUL-terminated value inside the
+        // environment block, which is writable; called at start-up, before any
+        // other thread that could read the environment exists.
+        unsafe {
+            let p = libc::getenv(c.as_ptr());
+            if !p.is_null() {
+                for i in 0..libc::strlen(p) {
+                    core::ptr::write_volatile(p.add(i), 0);
+                }
+            }
+        }
+    }
+    std::env::remove_var(name);
+}
+
 /// Reads the API secret from where the command line says: a file only this uid
 /// can read, standard input, [`SECRET_ENV`], or (deprecated, with a warning) the
 /// command line itself.
 fn load_secret(from: Option<&SecretFrom>) -> Result<Secret, String> {
     let env = std::env::var_os(SECRET_ENV);
     // Out of the environment at once: a child process or a dump of it never sees it.
-    std::env::remove_var(SECRET_ENV);
+    scrub_env(SECRET_ENV);
     let env = env.map(|v| Secret::new(std::os::unix::ffi::OsStringExt::into_vec(v)));
     match (from, env) {
         (Some(_), Some(_)) => Err(format!(
@@ -911,7 +889,7 @@ fn load_secret(from: Option<&SecretFrom>) -> Result<Secret, String> {
 fn load_passphrase(from: Option<&PassphraseFrom>) -> Result<Option<Secret>, String> {
     let env = std::env::var_os(PASSPHRASE_ENV);
     // Out of the environment at once: a child process or a dump of it never sees it.
-    std::env::remove_var(PASSPHRASE_ENV);
+    scrub_env(PASSPHRASE_ENV);
     let env = env.map(|v| {
         Secret::new(std::os::unix::ffi::OsStringExt::into_vec(v))
             .map_err(|_| format!("{PASSPHRASE_ENV} is empty"))
@@ -990,7 +968,7 @@ fn not_dumpable() {
 }
 
 /// Raises the soft limit of open descriptors to the hard one: every client holds
-/// a connection, a region and an eventfd, and the venue's sockets need theirs.
+/// a connection and a region, and the venue's sockets need theirs.
 #[allow(unsafe_code)]
 fn raise_nofile() {
     let mut l = libc::rlimit {

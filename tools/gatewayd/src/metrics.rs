@@ -612,12 +612,31 @@ pub fn health_socket(name: &str) -> String {
 /// Starts the thread: `/metrics` and `/health` on `addr` if given, and the health
 /// lines for `--stats` on `@ergon-gateway-health/NAME`.
 pub fn spawn(name: &str, addr: Option<SocketAddr>, src: Source) -> io::Result<MetricsThread> {
+    if addr.is_some_and(|a| a.ip().is_unspecified()) {
+        eprintln!(
+            "ergon-gateway: warning: --metrics on {}: every host that reaches this port reads the client names and usage in /metrics; bind a loopback or private address",
+            addr.map(|a| a.to_string()).unwrap_or_default()
+        );
+    }
     let tcp = addr.map(TcpListener::bind).transpose()?;
     let bound = tcp.as_ref().map(TcpListener::local_addr).transpose()?;
     let unix = {
         use std::os::linux::net::SocketAddrExt;
         let a = std::os::unix::net::SocketAddr::from_abstract_name(health_socket(name))?;
-        UnixListener::bind_addr(&a)?
+        match UnixListener::bind_addr(&a) {
+            Ok(l) => Some(l),
+            // Anyone can take an abstract name first: that must not keep the
+            // gateway from trading. `--stats` refuses a holder of another uid.
+            Err(e) if e.kind() == io::ErrorKind::AddrInUse => {
+                eprintln!(
+                    "ergon-gateway: warning: @{} is taken{}: --stats shows no health lines",
+                    health_socket(name),
+                    holder(&a).map_or(String::new(), |u| format!(" by uid {u}"))
+                );
+                None
+            }
+            Err(e) => return Err(e),
+        }
     };
     let stop = Arc::new(AtomicBool::new(false));
     let flag = Arc::clone(&stop);
@@ -640,9 +659,10 @@ pub fn spawn(name: &str, addr: Option<SocketAddr>, src: Source) -> io::Result<Me
     })
 }
 
-fn serve(tcp: Option<TcpListener>, unix: UnixListener, mut st: State, stop: &AtomicBool) {
+fn serve(tcp: Option<TcpListener>, unix: Option<UnixListener>, mut st: State, stop: &AtomicBool) {
+    // A listener not bound is polled as -1: never ready.
     let mut fds = vec![libc::pollfd {
-        fd: unix.as_raw_fd(),
+        fd: unix.as_ref().map_or(-1, |u| u.as_raw_fd()),
         events: libc::POLLIN,
         revents: 0,
     }];
@@ -669,7 +689,7 @@ fn serve(tcp: Option<TcpListener>, unix: UnixListener, mut st: State, stop: &Ato
         if n <= 0 {
             continue;
         }
-        if fds[0].revents != 0 {
+        if let (Some(unix), true) = (&unix, fds[0].revents != 0) {
             let peer = unix.accept().ok().filter(|(s, _)| same_user(s));
             if let Some((mut s, _)) = peer {
                 st.sample();
@@ -689,8 +709,21 @@ fn serve(tcp: Option<TcpListener>, unix: UnixListener, mut st: State, stop: &Ato
 
 /// Whether the peer of `s` runs as this process's user (the health lines are for
 /// the gateway's owner, as `--stats` is).
-#[allow(unsafe_code)]
 fn same_user(s: &UnixStream) -> bool {
+    // SAFETY: geteuid cannot fail.
+    #[allow(unsafe_code)]
+    let me = unsafe { libc::geteuid() };
+    peer_uid(s) == Some(me)
+}
+
+/// The uid of the process listening on the abstract address `a`, if one is.
+fn holder(a: &std::os::unix::net::SocketAddr) -> Option<u32> {
+    peer_uid(&UnixStream::connect_addr(a).ok()?)
+}
+
+/// The uid the kernel recorded for the peer of `s` (`SO_PEERCRED`).
+#[allow(unsafe_code)]
+fn peer_uid(s: &UnixStream) -> Option<u32> {
     let mut cred = libc::ucred {
         pid: 0,
         uid: u32::MAX,
@@ -707,8 +740,7 @@ fn same_user(s: &UnixStream) -> bool {
             &mut len,
         )
     };
-    // SAFETY: geteuid cannot fail.
-    r == 0 && cred.uid == unsafe { libc::geteuid() }
+    (r == 0).then_some(cred.uid)
 }
 
 /// The request line's method and path, once the head is complete; `Err` on a
@@ -740,6 +772,13 @@ fn respond(s: &mut TcpStream, status: &str, ctype: &str, body: &str) -> io::Resu
     s.flush()
 }
 
+/// Sets `s`'s read timeout to what is left until `deadline`: false if nothing
+/// is (a read then never outlasts the connection's deadline).
+fn until(s: &TcpStream, deadline: Instant) -> bool {
+    let left = deadline.saturating_duration_since(Instant::now());
+    !left.is_zero() && s.set_read_timeout(Some(left)).is_ok()
+}
+
 fn answer(mut s: TcpStream, st: &mut State) -> io::Result<()> {
     s.set_read_timeout(Some(IO_TIMEOUT))?;
     s.set_write_timeout(Some(IO_TIMEOUT))?;
@@ -753,14 +792,22 @@ fn answer(mut s: TcpStream, st: &mut State) -> io::Result<()> {
             Ok(None) => {}
             Err(()) => {
                 respond(&mut s, "400 Bad Request", text, "bad request\n")?;
-                // Read what the peer still sends (bounded) so that closing does not
-                // reset the connection before it reads the answer.
+                // Read what the peer still sends, bounded in bytes and by the
+                // connection's deadline (a peer trickling bytes once held this
+                // thread, and /health with it, for 40 s), so that closing does
+                // not reset the connection before it reads the answer.
                 let _ = s.shutdown(std::net::Shutdown::Write);
-                let _ = (&mut s).take(1 << 20).read_to_end(&mut head);
+                let mut left = MAX_REQUEST * 8;
+                while left > 0 && until(&s, deadline) {
+                    match s.read(&mut buf) {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => left = left.saturating_sub(n),
+                    }
+                }
                 return Ok(());
             }
         }
-        if Instant::now() >= deadline {
+        if !until(&s, deadline) {
             return Ok(());
         }
         let n = s.read(&mut buf)?;
@@ -794,12 +841,16 @@ fn answer(mut s: TcpStream, st: &mut State) -> io::Result<()> {
     }
 }
 
-/// The health lines of the gateway `name` for `--stats` (each `health ...`), or
-/// None if it serves none (an older gateway, or none running).
-pub fn read_health(name: &str) -> Option<String> {
+/// The health lines of the gateway `name`, run by `gateway_uid`, for `--stats`
+/// (each `health ...`), or None if it serves none (an older gateway, none
+/// running, or a process of another uid holding the name: nothing of it is read).
+pub fn read_health(name: &str, gateway_uid: u32) -> Option<String> {
     use std::os::linux::net::SocketAddrExt;
     let a = std::os::unix::net::SocketAddr::from_abstract_name(health_socket(name)).ok()?;
     let s = UnixStream::connect_addr(&a).ok()?;
+    if peer_uid(&s) != Some(gateway_uid) {
+        return None;
+    }
     s.set_read_timeout(Some(IO_TIMEOUT)).ok()?;
     let mut text = String::new();
     s.take(64 * 1024).read_to_string(&mut text).ok()?;

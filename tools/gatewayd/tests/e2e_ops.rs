@@ -79,6 +79,9 @@ fn gateway(s: &Server, name: &str) -> Gw {
         dir.join("journal").display()
     );
     std::fs::write(&file, toml).expect("write");
+    // It holds the secret: the gateway refuses it unless private.
+    std::fs::set_permissions(&file, std::os::unix::fs::PermissionsExt::from_mode(0o600))
+        .expect("chmod");
     let mut child = Command::new(env!("CARGO_BIN_EXE_ergon-gateway"))
         .args(["--config", file.to_str().expect("path"), "--name", name])
         .stdout(Stdio::piped())

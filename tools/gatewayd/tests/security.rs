@@ -10,209 +10,19 @@
 
 #[path = "common/ready.rs"]
 mod ready;
+#[path = "common/sec.rs"]
+mod sec;
+use sec::*;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
-use std::os::unix::process::CommandExt;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdout, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use ergon_core::Class;
 use ergon_gateway::shm::{self, Call, ShmClient, ShmEvent};
 use ergon_venue_sim::{Config, Fault, Server};
-use ergon_venues::endpoint::{
-    CancelReplace, ClientOrderId, Decimal, NewOrder, OrderRef, OrderState, OrderType, Side, Symbol,
-    TimeInForce,
-};
-use serde_json::Value;
-
-const ATTACKER: &str = "ergon-test-attacker";
-
-fn sim() -> Server {
-    Server::start(Config::binance_spot()).expect("emulator")
-}
-
-fn unique(test: &str) -> String {
-    format!("sec-{test}-{}", std::process::id())
-}
-
-/// A private scratch directory of this test (removed at drop).
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(test: &str) -> Scratch {
-        let p = std::env::temp_dir().join(unique(test));
-        let _ = std::fs::remove_dir_all(&p);
-        std::fs::create_dir_all(&p).expect("scratch dir");
-        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-        Scratch(p)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn is_root() -> bool {
-    std::fs::metadata("/proc/self").map(|m| m.uid()).ok() == Some(0)
-}
-
-/// The attacker's (uid, gid), the user created if absent; None (test skipped)
-/// when not root.
-fn attacker() -> Option<(u32, u32)> {
-    if !is_root() {
-        eprintln!("SKIPPED: needs root to run an attacker as a second uid (CI runs as root)");
-        return None;
-    }
-    let id = |flag: &str| -> Option<u32> {
-        let o = Command::new("id").args([flag, ATTACKER]).output().ok()?;
-        String::from_utf8(o.stdout).ok()?.trim().parse().ok()
-    };
-    if id("-u").is_none() {
-        // Two tests may race here: the loser's "already exists" is fine.
-        let _ = Command::new("useradd")
-            .args(["-M", "-r", ATTACKER])
-            .status();
-    }
-    Some((
-        id("-u").expect("attacker uid"),
-        id("-g").expect("attacker gid"),
-    ))
-}
-
-/// How a gateway is started.
-#[derive(Default)]
-struct Opts<'a> {
-    extra: Vec<String>,
-    env: Vec<(&'a str, String)>,
-    stdin: Option<String>,
-    /// Give the secret with `--api-secret` (the deprecated way) unless false.
-    secret_by_flag: bool,
-    /// Start under this limit of open descriptors (soft and hard), if given.
-    nofile: Option<u32>,
-}
-
-/// A gateway process, its stdout, and its stderr in a file.
-struct Gw {
-    child: Child,
-    out: BufReader<ChildStdout>,
-    stderr: PathBuf,
-}
-
-impl Drop for Gw {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Gw {
-    /// Everything it wrote, after it exits (or is killed): stdout, stderr.
-    fn finish(mut self) -> (String, String) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let mut out = String::new();
-        let _ = self.out.read_to_string(&mut out);
-        let err = std::fs::read_to_string(&self.stderr).unwrap_or_default();
-        (out, err)
-    }
-}
-
-fn spawn_gateway(s: &Server, name: &str, dir: &Path, o: Opts<'_>) -> (Child, PathBuf) {
-    let c = s.config();
-    let a = &c.accounts[0];
-    let stderr = dir.join(format!("{name}.stderr"));
-    let mut cmd = match o.nofile {
-        // `ulimit -n` in sh sets both limits; exec keeps the pid.
-        Some(n) => {
-            let mut c = Command::new("sh");
-            c.arg("-c")
-                .arg(format!("ulimit -n {n} && exec \"$0\" \"$@\""))
-                .arg(env!("CARGO_BIN_EXE_ergon-gateway"));
-            c
-        }
-        None => Command::new(env!("CARGO_BIN_EXE_ergon-gateway")),
-    };
-    cmd.args(["--venue", "binance-spot", "--base"])
-        .arg(format!("http://{}", s.addr()))
-        .args(["--api-key", &a.api_key, "--name", name]);
-    if o.secret_by_flag {
-        cmd.args(["--api-secret", &a.secret]);
-    }
-    cmd.args(&o.extra)
-        .env_remove("ERGON_API_SECRET")
-        .env_remove("RUNTIME_DIRECTORY")
-        .envs(o.env.iter().map(|(k, v)| (*k, v.as_str())))
-        .stdin(if o.stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(std::fs::File::create(&stderr).expect("stderr file"));
-    let mut child = cmd.spawn().expect("spawn ergon-gateway");
-    if let Some(text) = o.stdin {
-        let mut i = child.stdin.take().expect("stdin");
-        i.write_all(text.as_bytes()).expect("write stdin");
-    }
-    (child, stderr)
-}
-
-/// Starts a gateway and waits for its `ready NAME`.
-fn gateway(s: &Server, name: &str, dir: &Path, o: Opts<'_>) -> Gw {
-    let (mut child, stderr) = spawn_gateway(s, name, dir, o);
-    let out = ready::ready(&mut child, name).unwrap_or_else(|e| {
-        let err = std::fs::read_to_string(&stderr).unwrap_or_default();
-        panic!("the gateway did not start: {e:?}; stderr: {err}")
-    });
-    Gw { child, out, stderr }
-}
-
-/// The gateway's journal in a test's scratch directory.
-fn journal_args(dir: &Path) -> Vec<String> {
-    vec![
-        "--journal".into(),
-        dir.join("journal").to_string_lossy().into_owned(),
-    ]
-}
-
-/// Runs this binary's `role` with `args`, as `uid`/`gid` when given; its
-/// `result` line as JSON.
-fn run_role(args: &[&str], as_user: Option<(u32, u32)>) -> Value {
-    let mut cmd = Command::new(std::env::current_exe().expect("exe"));
-    cmd.args(["--ignored", "--exact", "role", "--nocapture", "--quiet"])
-        .env("ERGON_SEC_ROLE", args.join(" "))
-        .stdout(Stdio::piped());
-    if let Some((uid, gid)) = as_user {
-        cmd.uid(uid).gid(gid).current_dir("/");
-    }
-    let mut child = cmd.spawn().expect("spawn role");
-    let out = BufReader::new(child.stdout.take().expect("stdout"));
-    let mut result = None;
-    for l in out.lines() {
-        let l = l.expect("read");
-        if let Some(rest) = l.trim().strip_prefix("result ") {
-            result = Some(serde_json::from_str(rest).expect("json"));
-        }
-    }
-    let status = child.wait().expect("wait");
-    result.unwrap_or_else(|| panic!("role {args:?} printed no result ({status})"))
-}
-
-/// The gateway's stats text, read as the owner, polled until `pred` holds
-/// (bounded: the gateway publishes every 100 ms).
-fn stats_until(name: &str, pred: impl Fn(&str) -> bool) -> String {
-    let until = Instant::now() + Duration::from_secs(20);
-    loop {
-        let t = shm::read_stats(name).unwrap_or_default();
-        if pred(&t) || Instant::now() > until {
-            return t;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
+use ergon_venues::endpoint::{CancelReplace, ClientOrderId, OrderRef, OrderState, Symbol};
 
 // ---- item 1: access ----
 
@@ -613,7 +423,11 @@ fn a_client_cannot_resize_its_region_or_write_the_stats_and_the_gateway_lives_on
     // under the gateway's mapping (a SIGBUS at the gateway's next write, on main).
     let (_sock, answer, mut fds) = shm::raw_command(&name, "attach hostile").expect("attach");
     assert!(answer.starts_with("ok new"), "{answer}");
-    assert_eq!(fds.len(), 3);
+    assert_eq!(
+        fds.len(),
+        1,
+        "the region alone (wake-ups go over the connection)"
+    );
     let region = std::fs::File::from(fds.remove(0));
     let len = region.metadata().expect("fstat").len();
     assert!(region.set_len(0).is_err(), "the region shrank");
@@ -1050,37 +864,41 @@ fn each_client_has_its_own_doorbell_and_a_thief_draining_one_steals_no_wake_up()
             ..Opts::default()
         },
     );
-    // The thief: attached, it reads the descriptors it was handed instead of
-    // using them (each read of an eventfd empties it).
+    // The thief: attached, it reads its connection instead of using it (where
+    // wake-ups arrive since issue 41; before, from the eventfds it was handed,
+    // each read of which emptied them).
     let (_tsock, answer, tfds) = shm::raw_command(&name, "attach thief").expect("attach");
     assert!(answer.starts_with("ok new"), "{answer}");
     let (_osock, answer, ofds) = shm::raw_command(&name, "attach other").expect("attach");
     assert!(answer.starts_with("ok new"), "{answer}");
-    assert_eq!((tfds.len(), ofds.len()), (3, 3));
-    assert!(
-        !same_file(&tfds[1], &ofds[1]),
-        "two clients were handed one doorbell"
+    assert_eq!(
+        (tfds.len(), ofds.len()),
+        (1, 1),
+        "a region each, no eventfd"
     );
     assert!(
-        !same_file(&tfds[2], &ofds[2]),
-        "two clients were handed one wake"
+        !same_file(&tfds[0], &ofds[0]),
+        "two clients were handed one region"
+    );
+    assert!(
+        !same_file(&_tsock, &_osock),
+        "two clients were handed one connection"
     );
     let stop = Arc::new(AtomicBool::new(false));
     let stolen = Arc::new(AtomicU64::new(0));
     let thief = {
         let (stop, stolen) = (stop.clone(), stolen.clone());
-        let fds: Vec<i32> = tfds.iter().skip(1).map(|f| f.as_raw_fd()).collect();
+        let fd = _tsock.as_raw_fd();
         std::thread::spawn(move || {
-            let mut v = 0u64;
+            let mut v = [0u8; 64];
             while !stop.load(Ordering::Relaxed) {
-                for &fd in &fds {
-                    // SAFETY: reads 8 bytes into a u64 from a descriptor the test
-                    // keeps open until this thread is joined.
-                    #[allow(unsafe_code)]
-                    let n = unsafe { libc::read(fd, (&mut v as *mut u64).cast(), 8) };
-                    if n == 8 {
-                        stolen.fetch_add(1, Ordering::Relaxed);
-                    }
+                // SAFETY: reads into a local buffer from a descriptor the test
+                // keeps open until this thread is joined; never blocks.
+                #[allow(unsafe_code)]
+                let n =
+                    unsafe { libc::recv(fd, v.as_mut_ptr().cast(), v.len(), libc::MSG_DONTWAIT) };
+                if n > 0 {
+                    stolen.fetch_add(1, Ordering::Relaxed);
                 }
                 std::hint::spin_loop();
             }
@@ -1127,36 +945,6 @@ fn each_client_has_its_own_doorbell_and_a_thief_draining_one_steals_no_wake_up()
 
 // ---- the roles: run by the tests above as separate processes ----
 
-fn order(symbol: Symbol<'_>, id: ClientOrderId) -> NewOrder<'_> {
-    NewOrder {
-        symbol,
-        side: Side::Buy,
-        order_type: OrderType::Limit(TimeInForce::Gtc),
-        price: Decimal::new("49000.00").ok(),
-        quantity: Decimal::new("0.001").expect("decimal"),
-        client_order_id: id,
-        reduce_only: false,
-    }
-}
-
-/// One order through `c`; 1 if it was applied, 0 otherwise (bounded wait).
-fn one_order(c: &mut ShmClient) -> u64 {
-    let symbol = Symbol::new("BTCUSDT").expect("symbol");
-    let id = c.next_client_order_id().expect("id");
-    c.submit(&Call::NewOrder(order(symbol, id)), Class::Normal, 1)
-        .expect("submit");
-    let until = Instant::now() + Duration::from_secs(20);
-    while Instant::now() < until {
-        c.wait(100);
-        while let Some((ev, _)) = c.poll() {
-            if ev.is_final() {
-                return u64::from(matches!(ev, ShmEvent::Applied { .. }));
-            }
-        }
-    }
-    0
-}
-
 #[test]
 #[ignore = "a client or attacker process's role, run by the other tests"]
 fn role() {
@@ -1165,18 +953,20 @@ fn role() {
     };
     let a: Vec<&str> = spec.split(' ').collect();
     let (gw, me) = (a[1], a[2]);
+    // The gateway runs as the test's uid, not necessarily this role's.
+    let gw_uid = gateway_uid();
     let result = match a[0] {
         // attack GW ME: attach and trade, clear a halt, read the stats.
         "attack" => {
-            let (attach, applied) = match ShmClient::attach(gw, me, false) {
+            let (attach, applied) = match ShmClient::attach_uid(gw, gw_uid, me, false) {
                 Ok(mut c) => ("attached".to_string(), one_order(&mut c)),
                 Err(e) => (e.to_string(), 0),
             };
-            let clear = match shm::clear_halt(gw, "orders_1s") {
+            let clear = match shm::clear_halt_uid(gw, gw_uid, "orders_1s") {
                 Ok(a) => a,
                 Err(e) => e.to_string(),
             };
-            let stats = match shm::read_stats(gw) {
+            let stats = match shm::read_stats_uid(gw, gw_uid) {
                 Ok(_) => "read".to_string(),
                 Err(e) => e.to_string(),
             };
@@ -1186,7 +976,7 @@ fn role() {
         }
         // spam GW ME: orders without end; says "spamming" after the first applied.
         "spam" => {
-            let mut c = ShmClient::attach(gw, me, false).expect("attach");
+            let mut c = ShmClient::attach_uid(gw, gw_uid, me, false).expect("attach");
             let symbol = Symbol::new("BTCUSDT").expect("symbol");
             let (mut seq, mut said) = (0u64, false);
             while !c.is_gone() {
@@ -1207,7 +997,7 @@ fn role() {
         }
         // order GW ME: one order.
         "order" => {
-            let mut c = ShmClient::attach(gw, me, false).expect("attach");
+            let mut c = ShmClient::attach_uid(gw, gw_uid, me, false).expect("attach");
             serde_json::json!({ "applied": one_order(&mut c) })
         }
         other => panic!("unknown role {other}"),

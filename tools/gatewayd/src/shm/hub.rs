@@ -1,13 +1,14 @@
 //! The gateway's side: a [`Strategy`] that serves strategy processes over shared
-//! memory. It owns the listening socket, one region per client name with the
-//! client's own two eventfds (its doorbell, which it writes when the loop is
-//! parked, and its wake, which the gateway writes when it waits), and the stats
-//! region that `ergon-gateway --stats` reads. No descriptor is shared between
-//! clients: one that reads (drains) or floods what it was handed touches its own
-//! wake-ups only.
+//! memory. It owns the listening socket, one region per client name, and the
+//! stats region that `ergon-gateway --stats` reads. Wake-ups go over each
+//! client's own connection (a one-byte message each way: the client's doorbell
+//! when the loop is parked, the gateway's wake when the client waits), sent
+//! with `MSG_DONTWAIT` on the gateway's own end: nothing a client does to a
+//! descriptor it holds can make the loop block, and no descriptor is shared
+//! between clients.
 
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{fence, AtomicBool, Ordering};
 
 use arrayvec::ArrayVec;
@@ -36,9 +37,11 @@ pub const HUB_TOKEN: u64 = (1 << 62) + 2;
 const LISTENER: u64 = 0;
 /// The tag bit of the queries of what a dead gateway left in flight.
 const RECOVER: u64 = 1 << 47;
-/// Client `k`'s doorbell is watched under `DOORBELL0 + k`.
-const DOORBELL0: u64 = 1 << 32;
 const CONN0: u64 = 16;
+/// Connections accepted per readiness of the listener.
+const ACCEPTS_PER_CALL: usize = 64;
+/// Messages read from one connection per readiness.
+const MSGS_PER_CALL: usize = 16;
 const MS: i64 = 1_000_000;
 /// Client order ids handed to a client at each attach (2^32: more than it can
 /// place in one life).
@@ -53,9 +56,12 @@ const BLOCKS_KEPT: usize = 64;
 enum Owner {
     /// In a block issued to client `k` in this gateway's life.
     Client(usize),
-    /// An id of an earlier gateway's life (its boot epoch is older) that no
-    /// block in the owners file names (none was kept: a journal from before the
-    /// file, or a failed write), so nobody can be told its owner.
+    /// An id of an earlier life of this journal's gateway (its boot epoch is
+    /// older, and this journal holds it: an order that life left in flight)
+    /// that no block in the owners file names (none was kept: a journal from
+    /// before the file, or a failed write), so nobody can be told its owner.
+    /// An older id this journal does not hold is `Nobody`'s: another gateway
+    /// on the account issued it (issue 41, item 5).
     Earlier,
     /// Not an id this gateway or an earlier one issued, or of no block kept.
     Nobody,
@@ -139,16 +145,17 @@ impl Default for HubConfig {
 
 struct Client {
     name: String,
+    /// The uid its name is bound to (the first that held it): no other may
+    /// attach under it.
+    uid: u32,
     gen: u16,
     /// The connection it is attached on: its index and that connection's
     /// generation (an index is reused by later connections; the generation is not).
     conn: Option<(usize, u64)>,
     memfd: OwnedFd,
-    /// Its doorbell: it writes it after a push when the loop is parked; the
-    /// hub's epoll watches it (under `DOORBELL0 + k`). Its own, so another client
-    /// cannot drain (steal) the wake-ups of its submits.
-    doorbell: OwnedFd,
-    wake: OwnedFd,
+    /// The connection it is attached on (-1: detached): its wake-ups go there,
+    /// never blocking. Owned by that connection; set and cleared with `conn`.
+    sock: RawFd,
     region: Region,
     submit: ShmConsumer,
     events: ShmProducer,
@@ -200,10 +207,10 @@ impl Client {
             Ok(()) => {}
             Err(PushError::Full | PushError::Corrupt) => self.stats.lost_events += 1,
         }
-        if self.conn.is_some() {
+        if self.sock >= 0 {
             fence(Ordering::SeqCst);
             if self.region.header().client_sleeping.load(Ordering::Relaxed) != 0 {
-                os::signal(self.wake.as_raw_fd());
+                os::wake(self.sock);
             }
         }
     }
@@ -220,14 +227,22 @@ struct Conn {
     /// This connection's generation: unique for the hub's life.
     gen: u64,
     /// When it was accepted, and whether it has said anything since: a
-    /// connection silent for [`SILENT_CONN_NS`] is closed.
+    /// connection not attached [`SILENT_CONN_NS`] after it was accepted is
+    /// closed, whatever it said.
     opened_at: i64,
     heard: bool,
 }
 
-/// A connection that sends nothing this long after it was accepted is closed:
-/// idle connections must not hold the descriptors attaches need.
+/// The deadline of a connection's whole exchange: one not attached this long
+/// after it was accepted is closed, whether it said nothing or a command (a
+/// `stats` said once does not keep it open). Connections held open must not
+/// keep the descriptors and the room attaches need.
 pub const SILENT_CONN_NS: i64 = 1_000_000_000;
+/// Connections not attached (still to say who they are, or that only read the
+/// stats or cleared a halt) one uid may hold at once: a further one closes that
+/// uid's oldest, so a uid holding connections open keeps out nobody, not even
+/// itself.
+pub const PENDING_PER_UID: usize = 8;
 /// After the listener fails for want of descriptors (`EMFILE`, `ENFILE`), it is
 /// left alone this long, instead of waking the loop for ever.
 const ACCEPT_BACKOFF_NS: i64 = 100_000_000;
@@ -277,8 +292,13 @@ pub struct Hub {
     listen_paused_until: Option<i64>,
     /// Connections closed for saying nothing within `SILENT_CONN_NS` (1 s).
     pub silent_closed: u64,
-    /// Times the listener was paused (connections at their cap, or no
-    /// descriptor left).
+    /// Connections that said something but were not attached within
+    /// `SILENT_CONN_NS` (1 s), closed then.
+    pub expired: u64,
+    /// Connections closed for a newer one of their uid over [`PENDING_PER_UID`],
+    /// or for another uid's at the cap of connections, or refused at that cap.
+    pub capped: u64,
+    /// Times the listener was paused (no descriptor left).
     pub accept_pauses: u64,
 }
 
@@ -287,7 +307,7 @@ fn owned_msg(e: &dyn core::fmt::Display) -> io::Error {
 }
 
 impl Hub {
-    /// Binds `@ergon-gateway/NAME` and sets up the doorbell and the stats region.
+    /// Binds `@ergon-gateway/NAME` and sets up the stats region.
     /// `stop`: a flag (set by a SIGTERM handler) after which the hub stops
     /// accepting, settles what is in flight, and stops the loop.
     pub fn bind(mut cfg: HubConfig, stop: Option<&'static AtomicBool>) -> io::Result<Hub> {
@@ -300,8 +320,16 @@ impl Hub {
             }
         }
         let listener = os::listen(&cfg.name).map_err(|e| {
+            // Who holds the name: another uid there is an impostor, which the
+            // clients refuse (they check the server's uid) but which keeps this
+            // gateway from starting until it is gone.
+            let holder = os::connect(&cfg.name)
+                .and_then(|s| os::peer_cred(&s))
+                .map_or(String::new(), |p| {
+                    format!(", held by uid {} pid {}", p.uid, p.pid)
+                });
             owned_msg(&format!(
-                "cannot listen on @ergon-gateway/{}: {e} (another gateway of that name?)",
+                "cannot listen on @ergon-gateway/{}: {e}{holder} (another gateway of that name?)",
                 cfg.name
             ))
         })?;
@@ -368,6 +396,8 @@ impl Hub {
             next_conn_gen: 1,
             listen_paused_until: None,
             silent_closed: 0,
+            expired: 0,
+            capped: 0,
             accept_pauses: 0,
         })
     }
@@ -402,9 +432,8 @@ impl Hub {
         2 * self.cfg.max_clients + 16
     }
 
-    /// Stops watching the listener until `until` (or until a connection closes,
-    /// for a pause at the cap): a listener the loop cannot drain would wake it for
-    /// ever.
+    /// Stops watching the listener until `until` (no descriptor left): a
+    /// listener the loop cannot drain would wake it for ever.
     fn pause_listener(&mut self, until: i64) {
         if self.listen_paused_until.is_none() {
             if let Some(l) = &self.listener {
@@ -415,11 +444,9 @@ impl Hub {
         self.listen_paused_until = Some(until);
     }
 
-    /// Watches the listener again once its pause is over and there is room.
+    /// Watches the listener again once its pause is over.
     fn resume_listener(&mut self, now: i64) {
-        let over = self.listen_paused_until.is_some_and(|t| now >= t);
-        let room = self.conns.iter().flatten().count() < self.max_conns();
-        if over && room {
+        if self.listen_paused_until.is_some_and(|t| now >= t) {
             if let Some(l) = &self.listener {
                 let _ = self.ep.add(l.as_raw_fd(), LISTENER);
             }
@@ -427,25 +454,65 @@ impl Hub {
         }
     }
 
-    /// Closes the connections that said nothing within [`SILENT_CONN_NS`].
+    /// Closes the connections not attached within [`SILENT_CONN_NS`] of their
+    /// accept.
     fn close_silent(&mut self, now: i64) {
         for i in 0..self.conns.len() {
-            let silent = self.conns[i]
+            let over = self.conns[i]
                 .as_ref()
-                .is_some_and(|c| !c.heard && now - c.opened_at >= SILENT_CONN_NS);
-            if silent {
-                self.silent_closed += 1;
-                self.close(i, now);
+                .filter(|c| c.client.is_none() && now - c.opened_at >= SILENT_CONN_NS)
+                .map(|c| c.heard);
+            match over {
+                Some(false) => self.silent_closed += 1,
+                Some(true) => self.expired += 1,
+                None => continue,
             }
+            self.close(i, now);
         }
     }
 
-    fn accept(&mut self, now: i64) {
-        loop {
-            if self.conns.iter().flatten().count() >= self.max_conns() {
-                // Until one closes (or the silent ones are dropped).
-                return self.pause_listener(now);
+    /// Connections not attached that `uid` holds.
+    fn pending_of(&self, uid: u32) -> usize {
+        self.conns
+            .iter()
+            .flatten()
+            .filter(|c| c.client.is_none() && c.uid == uid)
+            .count()
+    }
+
+    /// Closes the oldest connection not attached whose uid `pick` takes, to
+    /// make room for a new one. False if there is none.
+    fn evict(&mut self, pick: impl Fn(u32) -> bool, now: i64) -> bool {
+        let oldest = self
+            .conns
+            .iter()
+            .enumerate()
+            .filter_map(|(i, c)| c.as_ref().map(|c| (i, c)))
+            .filter(|(_, c)| c.client.is_none() && pick(c.uid))
+            .min_by_key(|(_, c)| (c.opened_at, c.gen))
+            .map(|(i, _)| i);
+        match oldest {
+            Some(i) => {
+                self.capped += 1;
+                self.close(i, now);
+                true
             }
+            None => false,
+        }
+    }
+
+    /// Answers `why` on a connection about to be dropped at accept, after
+    /// reading what it already sent (closing with it unread would reset the
+    /// connection before the answer could be read).
+    fn turn_away(&mut self, fd: OwnedFd, why: &str) {
+        self.capped += 1;
+        let _ = os::drain_wakes(fd.as_raw_fd());
+        Self::reply(&fd, why, &[]);
+    }
+
+    fn accept(&mut self, now: i64) {
+        // Bounded: a peer connecting without end costs a few accepts a turn.
+        for _ in 0..ACCEPTS_PER_CALL {
             let r = match &self.listener {
                 Some(l) => os::accept(l),
                 None => return,
@@ -474,6 +541,18 @@ impl Hub {
             };
             self.refused += u64::from(refusal.is_some());
             let uid = peer.as_ref().map_or(u32::MAX, |p| p.uid);
+            if self.pending_of(uid) >= PENDING_PER_UID {
+                self.evict(|u| u == uid, now);
+            }
+            // At the cap, another uid's oldest goes (never the owner's): whoever
+            // holds connections open, the owner and every other uid get theirs.
+            let owner = self.owner;
+            if self.conns.iter().flatten().count() >= self.max_conns()
+                && !self.evict(|u| u != uid && u != owner, now)
+            {
+                self.turn_away(fd, "err too many connections");
+                continue;
+            }
             let i = match self.conns.iter().position(Option::is_none) {
                 Some(i) => i,
                 None => {
@@ -514,24 +593,34 @@ impl Hub {
                     .filter(|cl| cl.conn == Some((i, c.gen)))
                 {
                     cl.conn = None;
+                    cl.sock = -1;
                     cl.detached_at = Some(now);
                 }
             }
         }
     }
 
+    /// Reads what connection `i` sent: at most [`MSGS_PER_CALL`] messages
+    /// (wake-ups or commands), so that a client flooding its doorbell costs a
+    /// few reads a turn.
     fn on_conn<E: Account>(&mut self, api: &mut Api<'_, '_, E>, i: usize) {
+        for _ in 0..MSGS_PER_CALL {
+            let mut buf = [0u8; 256];
+            let r = match self.conns.get(i).and_then(Option::as_ref) {
+                Some(c) => os::recv_fds(c.fd.as_raw_fd(), &mut buf),
+                None => return,
+            };
+            let n = match r {
+                Ok(Recv::Msg(n, _)) => n,
+                Ok(Recv::Empty) => return,
+                Ok(Recv::Closed) | Err(_) => return self.close(i, api.now()),
+            };
+            self.on_message(api, i, &buf[..n]);
+        }
+    }
+
+    fn on_message<E: Account>(&mut self, api: &mut Api<'_, '_, E>, i: usize, msg: &[u8]) {
         let now = api.now();
-        let mut buf = [0u8; 256];
-        let r = match self.conns.get(i).and_then(Option::as_ref) {
-            Some(c) => os::recv_fds(c.fd.as_raw_fd(), &mut buf),
-            None => return,
-        };
-        let n = match r {
-            Ok(Recv::Msg(n, _)) => n,
-            Ok(Recv::Empty) => return,
-            Ok(Recv::Closed) | Err(_) => return self.close(i, now),
-        };
         if let Some(c) = self.conns[i].as_mut() {
             c.heard = true;
         }
@@ -539,7 +628,11 @@ impl Hub {
             self.answer(i, &why);
             return self.close(i, now);
         }
-        let text = String::from_utf8_lossy(&buf[..n]).into_owned();
+        if msg == os::WAKE {
+            // A doorbell: this turn takes the client's submits.
+            return;
+        }
+        let text = String::from_utf8_lossy(msg).into_owned();
         let mut words = text.split_whitespace();
         match (words.next(), words.next()) {
             (Some("attach"), Some(name)) if !self.stopping => self.attach_client(api, i, name),
@@ -591,17 +684,32 @@ impl Hub {
         if self.conns[i].as_ref().is_some_and(|c| c.client.is_some()) {
             return self.answer(i, "err already attached on this connection");
         }
+        let Some(uid) = self.conns[i].as_ref().map(|c| c.uid) else {
+            return;
+        };
         let found = self
             .clients
             .iter()
             .position(|c| c.as_ref().is_some_and(|c| c.name == name));
+        // A name is a capability (its region, its events, its orders): bound to
+        // the uid that first held it, here or in the owners file.
+        let bound = match found.and_then(|k| self.clients[k].as_ref()) {
+            Some(c) => Some(c.uid),
+            None => self.owners.as_ref().and_then(|o| o.uid_of(name)),
+        };
+        if let Some(b) = bound.filter(|&b| b != uid) {
+            return self.answer(
+                i,
+                &format!("err the client name {name} belongs to uid {b}, not uid {uid}"),
+            );
+        }
         let (k, again) = match found {
             Some(k) if self.clients[k].as_ref().is_some_and(|c| c.conn.is_some()) => {
                 return self.answer(i, "err a client of that name is attached");
             }
             Some(k) => (k, true),
             None => match self.clients.iter().position(Option::is_none) {
-                Some(k) => match self.new_client(k, name) {
+                Some(k) => match self.new_client(k, name, uid) {
                     Ok(c) => {
                         self.clients[k] = Some(c);
                         (k, false)
@@ -618,6 +726,7 @@ impl Hub {
             return;
         };
         c.conn = Some((i, conn_gen));
+        c.sock = self.conns[i].as_ref().map_or(-1, |c| c.fd.as_raw_fd());
         c.detached_at = None;
         c.stats.attaches += 1;
         // A fresh block of ids at every attach: a client that restarted under
@@ -631,7 +740,7 @@ impl Hub {
                 }
                 c.blocks.push_back((from, end));
                 if let Some(log) = &mut self.owners {
-                    if let Err(e) = log.record(&c.name, b.epoch(), from, end) {
+                    if let Err(e) = log.record(&c.name, c.uid, b.epoch(), from, end) {
                         eprintln!(
                             "ergon-gateway: warning: owners file: {e}: after a restart, any client may act on {}'s orders",
                             c.name
@@ -649,28 +758,22 @@ impl Hub {
             Self::reply(
                 &conn.fd,
                 &format!("ok {word} {}{ids}", c.region.in_flight),
-                &[
-                    c.memfd.as_raw_fd(),
-                    c.doorbell.as_raw_fd(),
-                    c.wake.as_raw_fd(),
-                ],
+                &[c.memfd.as_raw_fd()],
             );
         }
     }
 
-    fn new_client(&mut self, k: usize, name: &str) -> io::Result<Client> {
+    fn new_client(&mut self, k: usize, name: &str, uid: u32) -> io::Result<Client> {
         let (memfd, region) = Region::create(name, self.cfg.in_flight)?;
-        let doorbell = os::eventfd()?;
-        self.ep.add(doorbell.as_raw_fd(), DOORBELL0 + k as u64)?;
         // 15 bits: bit 47 of a tag is RECOVER.
         self.gens[k] = (self.gens[k] + 1) & 0x7fff;
         Ok(Client {
             name: name.to_string(),
+            uid,
             gen: self.gens[k],
             conn: None,
             memfd,
-            doorbell,
-            wake: os::eventfd()?,
+            sock: -1,
             submit: region.submit_consumer()?,
             events: region.event_producer()?,
             tags: vec![None; self.cfg.in_flight],
@@ -717,7 +820,8 @@ impl Hub {
                     .iter()
                     .position(|c| c.as_ref().is_some_and(|c| c.name == name))
                     .map_or(Owner::Nobody, Owner::Client),
-                None => Owner::Earlier,
+                None if self.journal.as_ref().is_some_and(|j| j.holds(id)) => Owner::Earlier,
+                None => Owner::Nobody,
             },
             Some((e, seq)) if e == epoch => self
                 .clients
@@ -1380,12 +1484,7 @@ impl Hub {
                     && c.detached_at.is_some_and(|t| now - t >= self.cfg.keep_ns)
             });
             if drop {
-                // Out of the epoll set before it closes: the client may still
-                // hold the doorbell, and a registration outliving our descriptor
-                // would report it under the slot's next client.
-                if let Some(c) = slot.take() {
-                    self.ep.remove(c.doorbell.as_raw_fd());
-                }
+                *slot = None;
             }
         }
     }
@@ -1483,12 +1582,6 @@ impl<E: Account> Strategy<E> for Hub {
             let token = e.u64;
             match token {
                 LISTENER => self.accept(api.now()),
-                t if t >= DOORBELL0 => {
-                    let k = (t - DOORBELL0) as usize;
-                    if let Some(c) = self.clients.get(k).and_then(Option::as_ref) {
-                        os::drain(c.doorbell.as_raw_fd());
-                    }
-                }
                 t => self.on_conn(api, (t - CONN0) as usize),
             }
         }

@@ -201,6 +201,17 @@ pub(crate) struct Journal {
     disk: bool,
 }
 
+/// Checks the directory `path` is in ([`super::dirs::check_dir`]): no other uid
+/// may write it or a parent (it could delete the owners file, or swap the
+/// directory).
+pub(super) fn check_parent(path: &Path) -> io::Result<()> {
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    super::dirs::check_dir(dir)
+}
+
 /// The bytes of a journal of `cap` entries after a header of `head`; None if
 /// that overflows.
 fn bytes_for(cap: usize, head: usize) -> Option<usize> {
@@ -284,6 +295,7 @@ impl Old {
 /// is refused, not a journal, or holds live entries of another account. Called
 /// at start, before anything is sent on `owner`'s behalf.
 pub fn check(path: &Path, owner: &JournalOwner) -> io::Result<()> {
+    check_parent(path)?;
     match open_file(path, false) {
         Ok(f) => Journal::read_old(path, &OwnedFd::from(f))?.owned_by(path, owner),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
@@ -307,6 +319,7 @@ impl Journal {
         wall_ms: u64,
         owner: &JournalOwner,
     ) -> io::Result<(Journal, Vec<(u32, Found)>)> {
+        check_parent(path)?;
         let len = bytes_for(cap, HEAD)
             .filter(|_| u32::try_from(cap).is_ok())
             .ok_or_else(|| bad_data(path, format_args!("{cap} entries do not fit memory")))?;

@@ -3,12 +3,14 @@
 //! gateway's event loop, the journal of orders in flight, the owners of client
 //! order id blocks, the halts file and the clients' fair shares.
 
+mod dirs;
 mod halts;
 mod hub;
 mod journal;
 mod owners;
 mod share;
 
+pub use dirs::{check_dir, runtime_dir, PrivateDir};
 pub use halts::{Halt, HaltLog};
-pub use hub::{Hub, HubConfig, HUB_TOKEN};
+pub use hub::{Hub, HubConfig, HUB_TOKEN, PENDING_PER_UID, SILENT_CONN_NS};
 pub use journal::{check as check_journal, JournalOwner};

@@ -4,9 +4,15 @@
 //! from another's (issue 27, item 6). Without it an id of an earlier life had no
 //! owner: any client could cancel or query it, and its updates went to all.
 //!
-//! One line a block, `block NAME EPOCH FROM END`, under a header, written whole
-//! to a new file, synced and renamed over the old one at each attach (a rare
-//! event). The file is refused like the journal (a symlink, another owner, a
+//! It also binds each name to the uid that first held it (issue 41, item 4): a
+//! name is a capability (its region, its events, its orders), so another uid
+//! attaching under it is refused, in this life and the next.
+//!
+//! One line a block, `block NAME EPOCH FROM END`, and one a name, `uid NAME
+//! UID`, under a header, written whole to a new file, synced and renamed over
+//! the old one at each attach (a rare event). A file of version 1 (no uid
+//! lines) is read; its names are bound to the first uid that attaches under
+//! them. The file is refused like the journal (a symlink, another owner, a
 //! second link); a line that does not parse is an error naming the file and the
 //! line.
 
@@ -15,9 +21,17 @@ use std::path::{Path, PathBuf};
 
 use ergon_gateway::shm::files::{open_file, replace_file};
 
-const HEADER: &str = "ergon-gateway owners 1";
+const HEADER: &str = "ergon-gateway owners 2";
+/// The header of the files written before names had uids.
+const HEADER_V1: &str = "ergon-gateway owners 1";
 /// The most blocks kept for one name (across lives): one per attach.
 pub const KEPT_PER_NAME: usize = 64;
+/// The most names kept for one uid: a new one past this forgets the uid's
+/// oldest (its binding and its blocks: its earlier lives' ids are then
+/// nobody's), so the file stays bounded however many names a uid attaches
+/// under (issue 41, item 8: 15.5k names grew it to 4.4 MB, over [`MAX_BYTES`],
+/// and the gateway then refused to start).
+pub const NAMES_PER_UID: usize = 64;
 /// The most bytes read: a file bigger than this is not ours.
 const MAX_BYTES: u64 = 4 << 20;
 
@@ -30,31 +44,59 @@ struct Block {
     end: u64,
 }
 
+/// Names and the uids they are bound to, in the order first bound.
+type Bindings = Vec<(String, u32)>;
+
 /// The owners file and the blocks it holds.
 #[derive(Debug)]
 pub struct OwnerLog {
     path: PathBuf,
     blocks: Vec<Block>,
+    /// Each name's uid.
+    uids: Bindings,
 }
 
 impl OwnerLog {
     /// Reads the owners file at `path` (none there: no block known). An error for
     /// a file that is refused or not an owners file; it is left as it is.
     pub fn open(path: &Path) -> io::Result<OwnerLog> {
-        let blocks = match open_file(path, false) {
+        let (blocks, uids) = match open_file(path, false) {
             Ok(f) => read(path, f)?,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Vec::new(),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => (Vec::new(), Vec::new()),
             Err(e) => return Err(e),
         };
         Ok(OwnerLog {
             path: path.to_path_buf(),
             blocks,
+            uids,
         })
     }
 
-    /// Records that `name` was issued the ids `from..end` of boot epoch `epoch`
-    /// (keeping its latest [`KEPT_PER_NAME`]), and writes the file.
-    pub fn record(&mut self, name: &str, epoch: u64, from: u64, end: u64) -> io::Result<()> {
+    /// The uid `name` is bound to, if the file binds it.
+    pub fn uid_of(&self, name: &str) -> Option<u32> {
+        self.uids.iter().find(|(n, _)| n == name).map(|(_, u)| *u)
+    }
+
+    /// Records that `name`, held by `uid`, was issued the ids `from..end` of
+    /// boot epoch `epoch` (keeping its latest [`KEPT_PER_NAME`]), binds the name
+    /// to `uid` if it is not bound yet, and writes the file.
+    pub fn record(
+        &mut self,
+        name: &str,
+        uid: u32,
+        epoch: u64,
+        from: u64,
+        end: u64,
+    ) -> io::Result<()> {
+        if self.uid_of(name).is_none() {
+            self.uids.push((name.to_string(), uid));
+            if self.uids.iter().filter(|(_, u)| *u == uid).count() > NAMES_PER_UID {
+                if let Some(i) = self.uids.iter().position(|(_, u)| *u == uid) {
+                    let (old, _) = self.uids.remove(i);
+                    self.blocks.retain(|b| b.name != old);
+                }
+            }
+        }
         let mine = self.blocks.iter().filter(|b| b.name == name).count();
         if mine >= KEPT_PER_NAME {
             if let Some(i) = self.blocks.iter().position(|b| b.name == name) {
@@ -68,6 +110,9 @@ impl OwnerLog {
             end,
         });
         let mut text = format!("{HEADER}\n");
+        for (n, u) in &self.uids {
+            text += &format!("uid {n} {u}\n");
+        }
         for b in &self.blocks {
             text += &format!("block {} {} {} {}\n", b.name, b.epoch, b.from, b.end);
         }
@@ -85,8 +130,9 @@ impl OwnerLog {
     }
 }
 
-/// The blocks of an opened file; an error naming the line for anything else.
-fn read(path: &Path, f: std::fs::File) -> io::Result<Vec<Block>> {
+/// The blocks and the names' uids of an opened file; an error naming the line
+/// for anything else.
+fn read(path: &Path, f: std::fs::File) -> io::Result<(Vec<Block>, Bindings)> {
     let bad = |line: usize, what: &str| {
         io::Error::new(
             io::ErrorKind::InvalidData,
@@ -104,13 +150,20 @@ fn read(path: &Path, f: std::fs::File) -> io::Result<Vec<Block>> {
     let text = String::from_utf8(bytes).map_err(|_| bad(0, "not text"))?;
     let mut lines = text.lines().enumerate().map(|(i, l)| (i + 1, l));
     match lines.next() {
-        Some((_, HEADER)) => {}
+        Some((_, HEADER | HEADER_V1)) => {}
         _ => return Err(bad(1, "not an ergon-gateway owners file")),
     }
-    let mut blocks = Vec::new();
+    let (mut blocks, mut uids) = (Vec::new(), Bindings::new());
     for (n, line) in lines {
         let words: Vec<&str> = line.split(' ').collect();
         match words.as_slice() {
+            ["uid", name, uid] => {
+                let uid = uid.parse::<u32>().map_err(|_| bad(n, "a bad uid"))?;
+                if name.is_empty() || uids.iter().any(|(m, _)| m == name) {
+                    return Err(bad(n, "a name bound twice"));
+                }
+                uids.push(((*name).to_string(), uid));
+            }
             ["block", name, epoch, from, end] => {
                 let num = |w: &str| w.parse::<u64>().map_err(|_| bad(n, "a bad number"));
                 let (epoch, from, end) = (num(epoch)?, num(from)?, num(end)?);
@@ -124,7 +177,7 @@ fn read(path: &Path, f: std::fs::File) -> io::Result<Vec<Block>> {
                     end,
                 });
             }
-            ["end", count] if count.parse() == Ok(blocks.len()) => return Ok(blocks),
+            ["end", count] if count.parse() == Ok(blocks.len()) => return Ok((blocks, uids)),
             _ => return Err(bad(n, "not a block line")),
         }
     }
@@ -148,15 +201,22 @@ mod tests {
         let p = d.join("j.owners");
         let mut log = OwnerLog::open(&p).unwrap();
         assert_eq!(log.owner(7, 5), None);
-        log.record("a", 7, 0, 100).unwrap();
-        log.record("b", 7, 100, 200).unwrap();
+        log.record("a", 1, 7, 0, 100).unwrap();
+        log.record("b", 2, 7, 100, 200).unwrap();
+        log.record("b", 3, 8, 200, 300).unwrap();
         let mut log = OwnerLog::open(&p).unwrap();
         assert_eq!(log.owner(7, 5), Some("a"));
+        assert_eq!(
+            (log.uid_of("a"), log.uid_of("b"), log.uid_of("c")),
+            (Some(1), Some(2), None),
+            "each name bound to its first uid"
+        );
         assert_eq!(log.owner(7, 150), Some("b"));
         assert_eq!(log.owner(8, 5), None, "another life's");
         assert_eq!(log.owner(7, 200), None);
         for i in 0..KEPT_PER_NAME as u64 {
-            log.record("a", 9, 1_000 + i * 10, 1_010 + i * 10).unwrap();
+            log.record("a", 1, 9, 1_000 + i * 10, 1_010 + i * 10)
+                .unwrap();
         }
         assert_eq!(log.owner(7, 5), None, "a's oldest block dropped");
         assert_eq!(log.owner(7, 150), Some("b"), "b's kept");
@@ -172,6 +232,11 @@ mod tests {
             ("ergon-gateway owners 1\nblock a 1 5\nend 1\n", "line 2"),
             ("ergon-gateway owners 1\nblock a 1 9 5\nend 1\n", "line 2"),
             ("ergon-gateway owners 1\nblock a 1 0 5\n", "cut short"),
+            ("ergon-gateway owners 2\nuid a x\nend 0\n", "line 2"),
+            (
+                "ergon-gateway owners 2\nuid a 1\nuid a 2\nend 0\n",
+                "line 3",
+            ),
         ] {
             let _ = std::fs::remove_file(&p);
             std::fs::write(&p, text).unwrap();
@@ -180,6 +245,46 @@ mod tests {
             let e = OwnerLog::open(&p).unwrap_err().to_string();
             assert!(e.contains(line), "{text:?}: {e}");
         }
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn a_uid_keeps_its_latest_names_and_the_file_stays_bounded() {
+        let d = dir("names");
+        let p = d.join("j.owners");
+        let mut log = OwnerLog::open(&p).unwrap();
+        log.record("other", 2, 7, 0, 10).unwrap();
+        // On main every name stayed: 15.5k of them grew the file past MAX_BYTES.
+        for i in 0..300u64 {
+            log.record(&format!("n{i}"), 1, 7, 10 + i * 10, 20 + i * 10)
+                .unwrap();
+        }
+        let len = std::fs::metadata(&p).unwrap().len();
+        assert!(len < 4 * 1024, "{len} bytes");
+        let log = OwnerLog::open(&p).unwrap();
+        assert_eq!(log.uid_of("n299"), Some(1));
+        assert_eq!(log.uid_of(&format!("n{}", 300 - NAMES_PER_UID)), Some(1));
+        assert_eq!(log.uid_of(&format!("n{}", 299 - NAMES_PER_UID)), None);
+        assert_eq!(log.owner(7, 15), None, "an expired name's ids are nobody's");
+        assert_eq!(
+            (log.uid_of("other"), log.owner(7, 5)),
+            (Some(2), Some("other"))
+        );
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn a_file_of_version_1_is_read_and_its_names_bound_at_their_next_attach() {
+        let d = dir("v1");
+        let p = d.join("j.owners");
+        std::fs::write(&p, "ergon-gateway owners 1\nblock a 7 0 100\nend 1\n").unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let mut log = OwnerLog::open(&p).unwrap();
+        assert_eq!((log.owner(7, 5), log.uid_of("a")), (Some("a"), None));
+        log.record("a", 5, 8, 0, 100).unwrap();
+        let log = OwnerLog::open(&p).unwrap();
+        assert_eq!((log.owner(7, 5), log.uid_of("a")), (Some("a"), Some(5)));
         let _ = std::fs::remove_dir_all(&d);
     }
 }

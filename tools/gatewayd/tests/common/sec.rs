@@ -1,0 +1,306 @@
+//! What the security tests share (`security.rs`, `security_*.rs`): the
+//! attacker's second uid, a scratch directory, a gateway process against the
+//! emulator, this binary's `role` run as another process (each binary that
+//! includes this has its own `role` test). Included by path
+//! (`#[path = "common/sec.rs"] mod sec;`) next to `mod ready;`.
+#![allow(dead_code)] // Each binary uses its own part.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::ready;
+use ergon_core::Class;
+use ergon_gateway::shm::{self, Call, ShmClient, ShmEvent};
+use ergon_venue_sim::{Config, Server};
+use ergon_venues::endpoint::{
+    ClientOrderId, Decimal, NewOrder, OrderType, Side, Symbol, TimeInForce,
+};
+use serde_json::Value;
+
+pub const ATTACKER: &str = "ergon-test-attacker";
+
+pub fn sim() -> Server {
+    Server::start(Config::binance_spot()).expect("emulator")
+}
+
+pub fn unique(test: &str) -> String {
+    format!("sec-{test}-{}", std::process::id())
+}
+
+/// A private scratch directory of this test (removed at drop).
+pub struct Scratch(pub PathBuf);
+
+impl Scratch {
+    pub fn new(test: &str) -> Scratch {
+        let p = std::env::temp_dir().join(unique(test));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).expect("scratch dir");
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        Scratch(p)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+pub fn is_root() -> bool {
+    std::fs::metadata("/proc/self").map(|m| m.uid()).ok() == Some(0)
+}
+
+/// The attacker's (uid, gid), the user created if absent; None (test skipped)
+/// when not root.
+pub fn attacker() -> Option<(u32, u32)> {
+    if !is_root() {
+        eprintln!("SKIPPED: needs root to run an attacker as a second uid (CI runs as root)");
+        return None;
+    }
+    let id = |flag: &str| -> Option<u32> {
+        let o = Command::new("id").args([flag, ATTACKER]).output().ok()?;
+        String::from_utf8(o.stdout).ok()?.trim().parse().ok()
+    };
+    if id("-u").is_none() {
+        // Two tests may race here: the loser's "already exists" is fine.
+        let _ = Command::new("useradd")
+            .args(["-M", "-r", ATTACKER])
+            .status();
+    }
+    Some((
+        id("-u").expect("attacker uid"),
+        id("-g").expect("attacker gid"),
+    ))
+}
+
+/// How a gateway is started.
+#[derive(Default)]
+pub struct Opts<'a> {
+    pub extra: Vec<String>,
+    pub env: Vec<(&'a str, String)>,
+    pub stdin: Option<String>,
+    /// Give the secret with `--api-secret` (the deprecated way) unless false.
+    pub secret_by_flag: bool,
+    /// Start under this limit of open descriptors (soft and hard), if given.
+    pub nofile: Option<u32>,
+}
+
+/// A gateway process, its stdout, and its stderr in a file.
+pub struct Gw {
+    pub child: Child,
+    pub out: BufReader<ChildStdout>,
+    pub stderr: PathBuf,
+}
+
+impl Drop for Gw {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Gw {
+    /// Everything it wrote, after it exits (or is killed): stdout, stderr.
+    pub fn finish(mut self) -> (String, String) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let mut out = String::new();
+        let _ = self.out.read_to_string(&mut out);
+        let err = std::fs::read_to_string(&self.stderr).unwrap_or_default();
+        (out, err)
+    }
+}
+
+pub fn spawn_gateway(s: &Server, name: &str, dir: &Path, o: Opts<'_>) -> (Child, PathBuf) {
+    let c = s.config();
+    let a = &c.accounts[0];
+    let stderr = dir.join(format!("{name}.stderr"));
+    let mut cmd = match o.nofile {
+        // `ulimit -n` in sh sets both limits; exec keeps the pid.
+        Some(n) => {
+            let mut c = Command::new("sh");
+            c.arg("-c")
+                .arg(format!("ulimit -n {n} && exec \"$0\" \"$@\""))
+                .arg(env!("CARGO_BIN_EXE_ergon-gateway"));
+            c
+        }
+        None => Command::new(env!("CARGO_BIN_EXE_ergon-gateway")),
+    };
+    cmd.args(["--venue", "binance-spot", "--base"])
+        .arg(format!("http://{}", s.addr()))
+        .args(["--api-key", &a.api_key, "--name", name]);
+    if o.secret_by_flag {
+        cmd.args(["--api-secret", &a.secret]);
+    }
+    cmd.args(&o.extra)
+        .env_remove("ERGON_API_SECRET")
+        .env_remove("RUNTIME_DIRECTORY")
+        .envs(o.env.iter().map(|(k, v)| (*k, v.as_str())))
+        .stdin(if o.stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(&stderr).expect("stderr file"));
+    let mut child = cmd.spawn().expect("spawn ergon-gateway");
+    if let Some(text) = o.stdin {
+        let mut i = child.stdin.take().expect("stdin");
+        i.write_all(text.as_bytes()).expect("write stdin");
+    }
+    (child, stderr)
+}
+
+/// Starts a gateway and waits for its `ready NAME`.
+pub fn gateway(s: &Server, name: &str, dir: &Path, o: Opts<'_>) -> Gw {
+    let (mut child, stderr) = spawn_gateway(s, name, dir, o);
+    let out = ready::ready(&mut child, name).unwrap_or_else(|e| {
+        let err = std::fs::read_to_string(&stderr).unwrap_or_default();
+        panic!("the gateway did not start: {e:?}; stderr: {err}")
+    });
+    Gw { child, out, stderr }
+}
+
+/// The gateway's journal in a test's scratch directory.
+pub fn journal_args(dir: &Path) -> Vec<String> {
+    vec![
+        "--journal".into(),
+        dir.join("journal").to_string_lossy().into_owned(),
+    ]
+}
+
+/// Runs this binary's `role` with `args`, as `uid`/`gid` when given; its
+/// `result` line as JSON.
+pub fn run_role(args: &[&str], as_user: Option<(u32, u32)>) -> Value {
+    let mut cmd = Command::new(std::env::current_exe().expect("exe"));
+    cmd.args(["--ignored", "--exact", "role", "--nocapture", "--quiet"])
+        .env("ERGON_SEC_ROLE", args.join(" "))
+        .env("ERGON_SEC_GW_UID", shm::own_uid().to_string())
+        .stdout(Stdio::piped());
+    if let Some((uid, gid)) = as_user {
+        cmd.uid(uid).gid(gid).current_dir("/");
+    }
+    let mut child = cmd.spawn().expect("spawn role");
+    let out = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut result = None;
+    for l in out.lines() {
+        let l = l.expect("read");
+        if let Some(rest) = l.trim().strip_prefix("result ") {
+            result = Some(serde_json::from_str(rest).expect("json"));
+        }
+    }
+    let status = child.wait().expect("wait");
+    result.unwrap_or_else(|| panic!("role {args:?} printed no result ({status})"))
+}
+
+/// The uid the gateways of the test run as (the test's own), as a role process
+/// run as another uid learns it.
+pub fn gateway_uid() -> u32 {
+    std::env::var("ERGON_SEC_GW_UID")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(shm::own_uid)
+}
+
+/// Starts this binary's `role` with `args` as `uid`/`gid` when given, without
+/// waiting for it: the child (killed when dropped) once it printed a line that
+/// starts with `line` (kept in [`Role::said`]).
+pub fn spawn_role(args: &[&str], as_user: Option<(u32, u32)>, line: &str) -> Role {
+    let mut cmd = Command::new(std::env::current_exe().expect("exe"));
+    cmd.args(["--ignored", "--exact", "role", "--nocapture", "--quiet"])
+        .env("ERGON_SEC_ROLE", args.join(" "))
+        .env("ERGON_SEC_GW_UID", shm::own_uid().to_string())
+        .stdout(Stdio::piped());
+    if let Some((uid, gid)) = as_user {
+        cmd.uid(uid).gid(gid).current_dir("/");
+    }
+    let mut child = cmd.spawn().expect("spawn role");
+    let mut out = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut l = String::new();
+    while !l.trim().starts_with(line) {
+        l.clear();
+        if out.read_line(&mut l).expect("read") == 0 {
+            panic!("role {args:?} ended before saying {line:?}");
+        }
+    }
+    Role {
+        child,
+        out,
+        said: l.trim().to_string(),
+    }
+}
+
+/// A role process started by [`spawn_role`]: killed and reaped when dropped.
+pub struct Role {
+    /// The process.
+    pub child: Child,
+    /// Its standard output after the line waited for.
+    pub out: BufReader<ChildStdout>,
+    /// The line waited for.
+    pub said: String,
+}
+
+impl Role {
+    /// Kills it and returns everything it printed after the line waited for.
+    pub fn finish(mut self) -> String {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let mut rest = String::new();
+        let _ = self.out.read_to_string(&mut rest);
+        rest
+    }
+}
+
+impl Drop for Role {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The gateway's stats text, read as the owner, polled until `pred` holds
+/// (bounded: the gateway publishes every 100 ms).
+pub fn stats_until(name: &str, pred: impl Fn(&str) -> bool) -> String {
+    let until = Instant::now() + Duration::from_secs(20);
+    loop {
+        let t = shm::read_stats(name).unwrap_or_default();
+        if pred(&t) || Instant::now() > until {
+            return t;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+pub fn order(symbol: Symbol<'_>, id: ClientOrderId) -> NewOrder<'_> {
+    NewOrder {
+        symbol,
+        side: Side::Buy,
+        order_type: OrderType::Limit(TimeInForce::Gtc),
+        price: Decimal::new("49000.00").ok(),
+        quantity: Decimal::new("0.001").expect("decimal"),
+        client_order_id: id,
+        reduce_only: false,
+    }
+}
+
+/// One order through `c`; 1 if it was applied, 0 otherwise (bounded wait).
+pub fn one_order(c: &mut ShmClient) -> u64 {
+    let symbol = Symbol::new("BTCUSDT").expect("symbol");
+    let id = c.next_client_order_id().expect("id");
+    c.submit(&Call::NewOrder(order(symbol, id)), Class::Normal, 1)
+        .expect("submit");
+    let until = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < until {
+        c.wait(100);
+        while let Some((ev, _)) = c.poll() {
+            if ev.is_final() {
+                return u64::from(matches!(ev, ShmEvent::Applied { .. }));
+            }
+        }
+    }
+    0
+}
