@@ -480,7 +480,7 @@ fn schedule_cancel_needs_five_seconds_fires_and_empties_the_book_ten_times_a_day
         ));
         assert_eq!(v["status"], "ok", "{v}");
         t.s.advance_clock(5_001);
-        until(Duration::from_secs(2), || {
+        until(Duration::from_secs(10), || {
             t.s.switches().is_empty().then_some(())
         })
         .expect("the switch fired");
