@@ -1,0 +1,216 @@
+//! The gateway's events routed to the client whose request they end, and the
+//! journal's orders recovered at start.
+
+use ergon_gateway::shm::{fate_bytes, item_fates, ShmEvent, FATE_BYTES};
+use ergon_gateway::{Account, Api, Event, ItemFate, OPEN_ORDERS};
+use ergon_venues::endpoint::{ClientOrderId, OrderRef, Symbol};
+
+use super::{Hub, RECOVER};
+
+impl Hub {
+    /// Delivers one gateway event to the client whose request it is about.
+    pub(super) fn route<E: Account>(&mut self, api: &mut Api<'_, '_, E>, ev: Event<'_>) {
+        let gtag = ev.tag();
+        if gtag == OPEN_ORDERS {
+            if let Event::OpenOrders {
+                sent_at_ns, body, ..
+            } = ev
+            {
+                let age_ns = api.now() - sent_at_ns;
+                // Each client hears of its own orders only (and of an earlier
+                // gateway life's, that the owners file does not name).
+                for k in 0..self.clients.len() {
+                    self.own_ids(api, k, body);
+                    let Some(c) = self.clients[k].as_mut() else {
+                        continue;
+                    };
+                    // Only into room beyond what its requests in flight may need
+                    // (three events each): a client that does not read misses
+                    // polls, never an event of its own.
+                    if c.conn.is_some() && c.events.free() > 3 * c.tags.len() {
+                        c.push(&ShmEvent::OpenOrders { age_ns }, &self.ids);
+                    }
+                }
+            }
+            return;
+        }
+        if gtag & RECOVER != 0 && gtag != OPEN_ORDERS {
+            if ev.is_final() {
+                // Only a definite answer clears the entry (found, or NotFound under
+                // the venue's bound); any other end leaves it for the next start.
+                if let (Some(j), Event::Reconciled { .. }) = (&mut self.journal, &ev) {
+                    j.clear(gtag as u32);
+                }
+                self.recover_in_flight = self.recover_in_flight.saturating_sub(1);
+                self.recovered.0 += 1;
+                let found = match ev {
+                    Event::Applied { .. } => true,
+                    Event::Reconciled { found, .. } => found.is_some(),
+                    _ => false,
+                };
+                self.recovered.1 += u64::from(found);
+            }
+            return;
+        }
+        let now = api.now();
+        let rel = |at: i64| if at == i64::MAX { at } else { at - now };
+        let (k, gen, l) = ((gtag >> 48) as usize, (gtag >> 32) as u16, gtag as u32);
+        // The answer to a client's own open-orders call lists the account's
+        // orders: it gets the ids it may see, as the polls do, not the body.
+        let listing = self
+            .clients
+            .get(k)
+            .and_then(Option::as_ref)
+            .is_some_and(|c| c.gen == gen && c.lists.get(l as usize) == Some(&true));
+        if let (true, Event::Applied { body, .. }) = (listing, &ev) {
+            self.own_ids(api, k, body);
+        }
+        let Some(c) = self.clients.get_mut(k).and_then(Option::as_mut) else {
+            return;
+        };
+        if c.gen != gen {
+            return;
+        }
+        if let Event::Late { found, .. } = ev {
+            // Its local id may serve another request by now: routed by the
+            // gateway's tag it had, at most once.
+            if let Some(i) = c.unresolved.iter().position(|&(g, _)| g == gtag) {
+                if let Some((_, tag)) = c.unresolved.remove(i) {
+                    c.push(&ShmEvent::Late { tag, found }, &[]);
+                }
+            }
+            return;
+        }
+        let Some(Some(tag)) = c.tags.get(l as usize).copied() else {
+            return;
+        };
+        // Its parts' fates, the body of its final BatchSettled (given back below).
+        let settled = match ev {
+            Event::BatchSettled { .. } => core::mem::take(&mut c.parts[l as usize]),
+            _ => Vec::new(),
+        };
+        let (sev, body): (ShmEvent, &[u8]) = match ev {
+            Event::Applied { .. } if listing => (ShmEvent::Applied { tag }, &self.ids[..]),
+            Event::Applied { body, .. } => (ShmEvent::Applied { tag }, body),
+            Event::Rejected { .. } => (ShmEvent::Rejected { tag }, &[]),
+            Event::DuplicateId { .. } => (ShmEvent::DuplicateId { tag }, &[]),
+            Event::Limited {
+                why, ready_at_ns, ..
+            } => {
+                c.stats.limited += 1;
+                let ready_in_ns = rel(ready_at_ns);
+                (
+                    ShmEvent::Limited {
+                        tag,
+                        why,
+                        ready_in_ns,
+                    },
+                    &[],
+                )
+            }
+            Event::Retrying { at_ns, .. } => (
+                ShmEvent::Retrying {
+                    tag,
+                    in_ns: rel(at_ns),
+                },
+                &[],
+            ),
+            Event::Expired { .. } => (ShmEvent::Expired { tag }, &[]),
+            Event::Reconciling { .. } => (ShmEvent::Reconciling { tag }, &[]),
+            Event::Reconciled { found, .. } => (ShmEvent::Reconciled { tag, found }, &[]),
+            Event::Unresolved { .. } => {
+                if c.unresolved.len() == c.tags.len() {
+                    c.unresolved.pop_front();
+                }
+                c.unresolved.push_back((gtag, tag));
+                (ShmEvent::Unresolved { tag }, &[])
+            }
+            Event::Late { .. } => return, // routed above
+            Event::Halted { bucket, .. } => (
+                ShmEvent::Halted {
+                    tag,
+                    bucket: bucket.index(),
+                },
+                &[],
+            ),
+            Event::OpenOrders { .. } => return,
+            // A part's fate waits for its request's final event, which carries
+            // them all (it always has room in the ring; a step may not).
+            Event::Item { item, fate, .. } => {
+                let kept = &mut c.parts[l as usize];
+                if kept.len() + FATE_BYTES <= kept.capacity() {
+                    kept.extend_from_slice(&fate_bytes(item, fate));
+                }
+                return;
+            }
+            Event::BatchSettled { .. } => (ShmEvent::BatchSettled { tag }, &settled[..]),
+            // The switch's notes are the gateway's own (its --stats shows them).
+            Event::Protection { .. } | Event::ProtectionFired => return,
+        };
+        if sev.is_final() {
+            // An order whose outcome stays unknown keeps its entry: the next start
+            // queries it (its id stays held here meanwhile); a part's too.
+            let unknown = matches!(sev, ShmEvent::Unresolved { .. })
+                || item_fates(&settled).any(|f| f == Ok((0, ItemFate::Unresolved)));
+            if let (Some(j), Some(e), false) =
+                (&mut self.journal, c.journal[l as usize].take(), unknown)
+            {
+                j.clear(e);
+            }
+            c.tags[l as usize] = None;
+            c.retrying[l as usize] = false;
+            c.lists[l as usize] = false;
+            c.free.push(l);
+            c.stats.finals += 1;
+        } else {
+            let repeat = matches!(sev, ShmEvent::Retrying { .. }) && c.retrying[l as usize];
+            if repeat || !c.room_for_steps() {
+                c.stats.merged_steps += 1;
+                return;
+            }
+            c.retrying[l as usize] = matches!(sev, ShmEvent::Retrying { .. });
+        }
+        c.push(&sev, body);
+        if settled.capacity() != 0 {
+            let mut kept = settled;
+            kept.clear();
+            c.parts[l as usize] = kept;
+        }
+    }
+
+    /// Queries each order a dead gateway left in flight (by client order id). One
+    /// whose query cannot be prepared stays in the journal for the next start.
+    pub(super) fn recover<E: Account>(&mut self, api: &mut Api<'_, '_, E>) {
+        while let Some((i, f)) = self.recover.pop() {
+            let now = api.now();
+            let (Ok(symbol), Ok(id)) = (Symbol::new(&f.symbol), ClientOrderId::new(&f.id)) else {
+                continue;
+            };
+            let it = OrderRef {
+                symbol,
+                client_order_id: id,
+            };
+            if api
+                .venue_mut()
+                .query_order(&mut self.req, &it, now)
+                .is_err()
+            {
+                continue;
+            }
+            // Reconciled under the gateway's rule: NotFound only after the venue's
+            // bound, else Unresolved (never "it never ran" from one early query).
+            match api.recover(&mut self.req, RECOVER | u64::from(i)) {
+                Ok(()) => self.recover_in_flight += 1,
+                Err(Event::Limited { .. }) => {
+                    // No room now: again next turn.
+                    self.recover.push((i, f));
+                    return;
+                }
+                Err(ev) => {
+                    self.recover_in_flight += 1;
+                    self.route(api, ev);
+                }
+            }
+        }
+    }
+}
