@@ -5,19 +5,31 @@
 //! The reference is the venue's: it counts the account's orders across every host
 //! and key (Binance: "order rate limits are counted against each account",
 //! https://developers.binance.com/docs/binance-spot-api-docs/rest-api/limits), and a
-//! host's budget keeps its window's count when its limit moves, so in any window it
-//! spends at most the largest limit (safe share plus usable grant) it had during that
-//! window. A host's claim at `t` is therefore the largest limit it had at any instant
-//! of `(t - W, t]`; the claims must never sum above the account limit. The claims
-//! only rise when some host's limit rises (an event), so checking at every event is
-//! checking at every instant.
+//! budget keeps its window's count when its limit moves, so in any window it spends
+//! at most the largest limit (safe share plus usable grant) it had during that window.
+//!
+//! Issue 40: the unit that spends is a **process**, not a host name. Each process
+//! has its own budget (a restarted process starts empty), so two processes of one
+//! name sum. A request charged at `t` may be written up to [`DELAY`] later (the
+//! bound between charge and write), so it counts at the venue until `t + W +
+//! DELAY`. A process's claim at `t` is therefore the largest limit it had at any
+//! instant of `(t - W - DELAY, t]`, and the claims of every process, live or dead,
+//! must never sum above the account limit. The claims only rise when some
+//! process's limit rises (an event), so checking at every event is checking at
+//! every instant.
+//!
+//! A process spends on its own clock, whatever the allocator sees of it: cut off
+//! from etcd, it goes on with what its last reads allow (`Cut`); a second process
+//! started under a name whose first one still runs leaves the first running on
+//! what it last read (`Start` of a running host); an operator releases a host's
+//! safe share whenever etcd shows no lease of its name (`Release`, as
+//! `release-host` checks), stopped or only cut off.
 //!
 //! Hosts come and go: a fourth host, which the account's limit was not planned for,
 //! may join at any time (its safe share is reserved only from free units); a host
-//! may stop for good, and an operator may then release its safe share (`Release`,
-//! `ergon-gateway release-host`), and it may start again later.
+//! may stop for good, and be released, and start again later.
 //!
-//! Time jumps: `Advance` stops at each host's renewal deadline
+//! Time jumps: `Advance` stops at each process's own deadlines
 //! ([`Host::poll_timeout`]), as the lease thread would.
 //!
 //! The store is a model of etcd's: leases with an expiry, the demand keys attached
@@ -31,6 +43,9 @@ use std::collections::BTreeMap;
 const W: i64 = 1_000; // the window
 const TTL: i64 = 3_000;
 const MARGIN: i64 = 300;
+/// The longest a request charged at `t` may wait before it is written: it counts at
+/// the venue until `t + W + DELAY`. At most the margin.
+const DELAY: i64 = 100;
 const POOL: u64 = 100;
 /// The hosts the directed tests run.
 const HOSTS: usize = 3;
@@ -58,10 +73,12 @@ enum Op {
     Crash(usize),
     /// The host's process stops for good (its lease lives on until it expires).
     Stop(usize),
-    /// An operator releases a stopped host's safe share (refused while its lease
-    /// lives, as `release_host` refuses).
+    /// An operator releases a host's safe share (refused while a lease of its name
+    /// lives, as `release_host` refuses), whether its process stopped or is only
+    /// cut off.
     Release(usize),
-    /// A stopped host starts again.
+    /// A new process starts under the host's name; one still running goes on, on
+    /// what it last read, unreachable (an operator's second start).
     Start(usize),
 }
 
@@ -115,7 +132,11 @@ struct Node {
 struct Sim {
     now: i64,
     store: Store,
+    /// The newest process of each name.
     nodes: Vec<Node>,
+    /// Processes replaced by a newer one of their name: dead, or still running on
+    /// what they last read. Their units count until they leave the window.
+    past: Vec<Node>,
     allocators: Vec<(Allocator, Option<Snapshot>)>,
 }
 
@@ -130,6 +151,7 @@ impl Sim {
             now: 0,
             store: Store::default(),
             nodes: (0..NODES).map(Node::fresh).collect(),
+            past: Vec::new(),
             allocators: (0..2)
                 .map(|_| (Allocator::new(config).unwrap(), None))
                 .collect(),
@@ -235,19 +257,18 @@ impl Sim {
             }
             Op::Cut(h, cut) => self.nodes[h].cut = cut,
             Op::Crash(h) => {
-                // The process dies (its lease lives on until it expires); a new one starts.
-                let used = std::mem::take(&mut self.nodes[h].used);
-                self.nodes[h] = Node {
-                    used,
-                    ..Node::fresh(h)
-                };
+                // The process dies (its lease lives on until it expires); a new one
+                // starts with an empty budget.
+                let mut old = std::mem::replace(&mut self.nodes[h], Node::fresh(h));
+                old.stopped = true;
+                self.past.push(old);
             }
             Op::Stop(h) => self.nodes[h].stopped = true,
             Op::Release(h) => {
                 let name = format!("host-{h}");
                 let s = &mut self.store;
                 let running = s.demand.get(&name).is_some_and(|&(l, ..)| s.alive(l, now));
-                if self.nodes[h].stopped && !running {
+                if !running {
                     if let Some(t) = s.table.release(&name) {
                         s.revision += 1;
                         s.table_revision = s.revision;
@@ -256,22 +277,20 @@ impl Sim {
                 }
             }
             Op::Start(h) => {
-                if self.nodes[h].stopped {
-                    let used = std::mem::take(&mut self.nodes[h].used);
-                    self.nodes[h] = Node {
-                        used,
-                        ..Node::fresh(h)
-                    };
-                }
+                let old = std::mem::replace(&mut self.nodes[h], Node::fresh(h));
+                self.past.push(old);
             }
         }
         self.check()
     }
 
-    /// Records what each host can use now, then checks the claims.
+    /// Records what each process can use now, then checks the claims.
     fn check(&mut self) -> Result<(), String> {
         let now = self.now;
-        for n in &mut self.nodes {
+        // A stopped process whose last units left the window counts no more.
+        self.past
+            .retain(|n| !n.stopped || n.used.last().is_some_and(|l| l.0 > now - W - DELAY));
+        for n in self.nodes.iter_mut().chain(self.past.iter_mut()) {
             let g = if n.stopped { 0 } else { n.host.limit(now) };
             match n.used.last_mut() {
                 Some(last) if last.2 == g => {}
@@ -285,10 +304,11 @@ impl Sim {
         let claims: Vec<u64> = self
             .nodes
             .iter()
+            .chain(&self.past)
             .map(|n| {
                 n.used
                     .iter()
-                    .filter(|&&(start, end, _)| start <= now && end > now - W)
+                    .filter(|&&(start, end, _)| start <= now && end > now - W - DELAY)
                     .map(|s| s.2)
                     .max()
                     .unwrap_or(0)
@@ -297,7 +317,8 @@ impl Sim {
         let sum: u64 = claims.iter().sum();
         if sum > ACCOUNT {
             return Err(format!(
-                "at {now}: claims {claims:?} sum to {sum} > account {ACCOUNT}; table {:?}",
+                "at {now}: claims {claims:?} (newest process of each name, then the \
+                 others) sum to {sum} > account {ACCOUNT}; table {:?}",
                 self.store.table
             ));
         }
