@@ -153,6 +153,44 @@ fn a_limit_of_zero_closes_the_bucket_and_a_new_limit_opens_it() {
         .is_ok());
 }
 
+/// Issue 40: a limit set until an instant closes the bucket at that instant, at the
+/// charge, without another call: a leased grant's deadline holds at admission, not
+/// only when the loop next applies a limit.
+#[test]
+fn a_limit_set_until_an_instant_closes_at_that_instant() {
+    let (mut budget, ids) = budget();
+    for (k, id) in ids[..4].iter().enumerate() {
+        let t = 100 * SEC * k as i64; // each on its own span of the budget's clock
+        budget
+            .set_limit_until(*id, 50, t + 5 * SEC, t + SEC)
+            .unwrap();
+        let ok = budget.try_charge(&[Part::new(*id, 1)], Class::Urgent, t + 5 * SEC - 1);
+        assert!(ok.is_ok(), "{id:?} before its end");
+        let l = budget
+            .try_charge(&[Part::new(*id, 1)], Class::Urgent, t + 5 * SEC)
+            .unwrap_err();
+        assert_eq!(
+            (l.bucket, l.why, l.ready_at_ns),
+            (*id, Why::Closed, i64::MAX)
+        );
+        budget.set_limit(*id, 50, t + 6 * SEC).unwrap();
+        assert!(budget
+            .try_charge(&[Part::new(*id, 1)], Class::Urgent, t + 6 * SEC)
+            .is_ok());
+    }
+    // A shape, charged through its lane from before the end: refused at the end.
+    let s = ids[0];
+    let shape = budget.shape(&[Part::new(s, 1)]).unwrap();
+    let t = 1_000 * SEC;
+    budget.set_limit_until(s, 100, t + 20 * SEC, t).unwrap();
+    assert!(budget.try_charge_shape(shape, Class::Urgent, t).is_ok());
+    assert!(budget.poll_timeout(t).is_some_and(|e| e <= t + 20 * SEC));
+    let l = budget
+        .try_charge_shape(shape, Class::Urgent, t + 20 * SEC)
+        .unwrap_err();
+    assert_eq!((l.bucket, l.why), (s, Why::Closed));
+}
+
 #[test]
 fn bad_input_is_refused_and_changes_nothing() {
     let (mut budget, [s, _, t, _, g]) = budget();

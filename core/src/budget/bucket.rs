@@ -109,6 +109,9 @@ pub(super) struct Bucket {
     pub(super) halted: bool,
     /// A limit of zero: nothing passes (see [`Why::Closed`]).
     pub(super) closed: bool,
+    /// The limit holds before this instant only; from it on the bucket is closed
+    /// until a limit is set again (`i64::MAX`: no end).
+    pub(super) closes_at_ns: i64,
     pub(super) name: ArrayString<MAX_NAME>,
     /// As declared (for [`super::Budget::spec`]).
     pub(super) spec: Spec,
@@ -149,6 +152,7 @@ impl Bucket {
             refusal_cache: None,
             halted: false,
             closed: false,
+            closes_at_ns: i64::MAX,
             name,
             spec: *spec,
             stats: Stats {
@@ -211,7 +215,7 @@ impl Bucket {
     /// a charge needs the full check.
     pub(super) fn open_lane(&mut self, lane: &mut Lane, room: &mut u64, now: i64, seq: u64) {
         let limit = self.allowances[0];
-        let steady = if self.halted || self.closed || now < self.hold_until_ns {
+        let steady = if self.halted || self.is_closed(now) || now < self.hold_until_ns {
             None
         } else {
             match &self.state {
@@ -233,7 +237,7 @@ impl Bucket {
                 } else {
                     limit - used + 1
                 };
-                lane.until_ns = until;
+                lane.until_ns = until.min(self.closes_at_ns);
             }
             _ => {
                 *room = 0;
@@ -255,7 +259,7 @@ impl Bucket {
     /// Whether `cost` passes at `now` for `class`. The bucket must be advanced.
     #[inline]
     pub(super) fn admits(&self, cost: u64, class: Class, now: i64) -> bool {
-        if self.halted || self.closed || now < self.hold_until_ns {
+        if self.halted || self.is_closed(now) || now < self.hold_until_ns {
             return false;
         }
         let allowance = self.allowances[class.index()];
@@ -273,7 +277,7 @@ impl Bucket {
         if self.halted {
             return Some((Why::Halted, i64::MAX));
         }
-        if self.closed {
+        if self.is_closed(now) {
             return Some((Why::Closed, i64::MAX));
         }
         let allowance = self.allowances[class.index()];
@@ -412,7 +416,21 @@ impl Bucket {
     /// a token bucket, whose room grows continuously: a refusal's `ready_at` says
     /// when).
     pub(super) fn next_event(&self, lane: &Lane, room: u64, now: i64) -> Option<i64> {
-        if self.halted || self.closed {
+        let own = self.own_event(lane, room, now);
+        if now < self.closes_at_ns && self.closes_at_ns != i64::MAX {
+            return Some(own.map_or(self.closes_at_ns, |t| t.min(self.closes_at_ns)));
+        }
+        own
+    }
+
+    /// Whether the bucket refuses everything at `now` (see [`Why::Closed`]).
+    #[inline]
+    pub(super) fn is_closed(&self, now: i64) -> bool {
+        self.closed || now >= self.closes_at_ns
+    }
+
+    fn own_event(&self, lane: &Lane, room: u64, now: i64) -> Option<i64> {
+        if self.halted || self.is_closed(now) {
             return None;
         }
         if now < self.hold_until_ns {

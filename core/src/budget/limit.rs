@@ -32,6 +32,24 @@ impl Budget {
         limit: u64,
         now_ns: i64,
     ) -> Result<(), ConfigError> {
+        self.set_limit_until(bucket, limit, i64::MAX, now_ns)
+    }
+
+    /// [`Budget::set_limit`], for a limit that holds only before `until_ns` (on the
+    /// budget's clock): from then on the bucket is closed ([`Why::Closed`]) until a
+    /// limit is set again, whether or not the caller got to set it. A leased limit
+    /// is a grant with a deadline (`ergon-lease`): the deadline holds at every
+    /// charge, not only when the loop next applies a limit; it costs the send path
+    /// nothing (the bucket's lane ends there).
+    ///
+    /// [`Why::Closed`]: crate::Why::Closed
+    pub fn set_limit_until(
+        &mut self,
+        bucket: BucketId,
+        limit: u64,
+        until_ns: i64,
+        now_ns: i64,
+    ) -> Result<(), ConfigError> {
         let old = self
             .own(bucket)
             .map_err(|_| ConfigError::UnknownBucket)?
@@ -47,6 +65,7 @@ impl Budget {
             b.allowances = spec.allowances();
             b.stats.limit = limit;
             b.closed = limit == 0;
+            b.closes_at_ns = until_ns;
         })
         .map_err(|_| ConfigError::UnknownBucket)
     }
