@@ -167,6 +167,11 @@ impl LeaseFlags {
             host: self.host.clone().unwrap_or_else(|| host.to_owned()),
             ttl,
             margin: ttl / 5,
+            // A host cut off from etcd keeps its safe share this long after its
+            // last read, then stops; a released reservation, or one whose process
+            // went (a restart under the same name), passes on this plus a window
+            // and the margin after the allocator saw it.
+            hold: ttl * HOLD_TTLS,
             // Ten rounds a TTL: a grant moves after about six rounds plus one
             // window (demand published, shrink written, read and acknowledged,
             // the acknowledgement seen, the units freed, the raise read), so at
@@ -191,6 +196,9 @@ impl LeaseFlags {
 
 /// The first element of every key the gateways write in etcd.
 const PREFIX: &str = "ergon";
+
+/// The reservation's hold, in TTLs (60 s at the default TTL of 10 s).
+pub const HOLD_TTLS: u32 = 6;
 
 /// `ergon-gateway release-host HOST`: gives back the safe shares etcd reserves for
 /// `host` in every leased limit of `--account` (a host stopped for good; refused

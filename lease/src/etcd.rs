@@ -81,6 +81,9 @@ pub enum Compare {
     Absent(Vec<u8>),
     /// `value(key) == value`.
     Value(Vec<u8>, Vec<u8>),
+    /// `lease(key) == lease`: the key is attached to that lease (an absent key
+    /// compares as lease 0).
+    Lease(Vec<u8>, i64),
 }
 
 /// An operation of a transaction.
@@ -217,6 +220,9 @@ impl Client {
                 Compare::Value(k, v) => json!({
                     "key": B64.encode(k), "target": "VALUE", "result": "EQUAL",
                     "value": B64.encode(v) }),
+                Compare::Lease(k, l) => json!({
+                    "key": B64.encode(k), "target": "LEASE", "result": "EQUAL",
+                    "lease": l.to_string() }),
             })
             .collect();
         let success: Vec<Value> = ops

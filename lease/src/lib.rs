@@ -47,6 +47,7 @@
 //!         host: "host-a".into(),
 //!         ttl: Duration::from_secs(10),
 //!         margin: Duration::from_secs(1),
+//!         hold: Duration::from_secs(60),
 //!         period: Duration::from_secs(2),
 //!         timeout: Duration::from_millis(500),
 //!         buckets: vec![BucketLease {

@@ -44,8 +44,16 @@ pub struct LeaseConfig {
     pub host: String,
     /// The lease's TTL, whole seconds (etcd's unit), at least 1.
     pub ttl: Duration,
-    /// Subtracted from the renewal deadline: clock rate differences, the loop's turn.
+    /// Subtracted from the renewal deadline and from the reservation's hold, and
+    /// added to every wait before units are freed: clock rate differences, the
+    /// loop's turn, the delay between a charge and its write.
     pub margin: Duration,
+    /// How long this host may go on using its safe share after the last grant
+    /// table it read that reserved it ([`crate::Config::hold_ns`]); the same on
+    /// every host of the account. A host cut off from etcd this long stops
+    /// sending; a released reservation, or one whose process went, returns to
+    /// others hold + window + margin after the allocator saw it. At least the TTL.
+    pub hold: Duration,
     /// How often to renew, publish and allocate.
     pub period: Duration,
     /// Each request to etcd is given up on one endpoint after this.
@@ -140,6 +148,9 @@ impl LeaseThread {
         if config.period.is_zero() || config.period * 2 > config.ttl.saturating_sub(config.margin) {
             return bad("the period must be above 0 and at most half of TTL minus margin");
         }
+        if config.hold < config.ttl {
+            return bad("the hold must be at least the TTL");
+        }
         if config.buckets.is_empty() {
             return bad("no leased bucket");
         }
@@ -158,10 +169,18 @@ impl LeaseThread {
                 limit: b.limit,
                 window_ns: dur_ns(b.window),
                 floor: b.floor,
+                margin_ns: dur_ns(config.margin),
+                hold_ns: dur_ns(config.hold),
             })
             .map_err(LeaseError::Rule)?;
-            let host = Host::new(&config.host, b.limit, b.safe, dur_ns(config.margin))
-                .map_err(LeaseError::Rule)?;
+            let host = Host::new(
+                &config.host,
+                b.limit,
+                b.safe,
+                dur_ns(config.margin),
+                dur_ns(config.hold),
+            )
+            .map_err(LeaseError::Rule)?;
             buckets.push(Lane {
                 prefix: format!("/{}/{}/{}/", config.prefix, config.account, b.name),
                 shared: Shared::new(b.safe, origin),
@@ -223,9 +242,12 @@ impl LeaseThread {
             }
             if start.elapsed() >= limit {
                 let s = self.status();
-                let why = s
-                    .last_error
-                    .unwrap_or_else(|| "the pool has no free units for it yet".into());
+                let why = s.last_error.unwrap_or_else(|| {
+                    "the pool has no free units for it yet, or the name's reservation \
+                         still belongs to a previous process of this name (it passes to \
+                         this one hold + window + margin after that one's lease went)"
+                        .into()
+                });
                 return Err(LeaseError::Config(format!(
                     "no safe share reserved in etcd within {limit:?} ({} rounds): {why}",
                     s.rounds
@@ -261,6 +283,16 @@ impl Drop for LeaseThread {
     fn drop(&mut self) {
         self.halt();
     }
+}
+
+/// The error of a process whose name another live process holds in etcd.
+fn taken(host: &str, theirs: i64, their_pid: i64, ours: i64, pid: Option<i64>) -> EtcdError {
+    EtcdError::BadAnswer(format!(
+        "host name {host:?} is held by another running process (pid {their_pid:x}, lease \
+         {theirs:x}); this process (pid {:x}, lease {ours:x}) uses nothing under that name: \
+         stop one of them, or give each host its own --host",
+        pid.unwrap_or(ours)
+    ))
 }
 
 fn dur_ns(d: Duration) -> i64 {
@@ -409,8 +441,18 @@ impl Worker {
         let lane = &mut self.lanes[i];
         let read = store::read_bucket(&mut self.client, &lane.prefix)?;
         let mut snap = read.snapshot;
+        // Another live process under this name: use nothing, say who.
+        if let Some(r) = snap
+            .reports
+            .iter()
+            .find(|r| r.host == host && r.lease != lease)
+        {
+            lane.host.on_name_taken();
+            lane.repost();
+            return Err(taken(&host, r.lease, r.pid, lease, lane.host.pid()));
+        }
         // Apply the table; acknowledge once the loop uses it.
-        if let Some(epoch) = lane.host.on_table(&snap.table) {
+        if let Some(epoch) = lane.host.on_table(&snap.table, now_ns) {
             let seq = lane.repost();
             // One entry per new epoch: a loop that stops polling leaves a short list.
             if lane.acks.last().map_or(lane.acked, |&(_, e)| e) < epoch {
@@ -438,8 +480,19 @@ impl Worker {
             }
             None => lane.last_counters = Some((now_ns, admitted, refused)),
         }
-        let report = rule::encode_report(lane.demand, lane.acked, lane.host.safe());
-        store::write_demand(&mut self.client, &lane.prefix, &host, &report, lease)?;
+        let pid = lane.host.pid().unwrap_or(lease);
+        let report = rule::encode_report(lane.demand, lane.acked, lane.host.safe(), pid);
+        match store::publish_demand(&mut self.client, &lane.prefix, &host, &report, lease)? {
+            store::Published::Written => lane.host.on_published(),
+            store::Published::Taken {
+                lease: theirs,
+                pid: their_pid,
+            } => {
+                lane.host.on_name_taken();
+                lane.repost();
+                return Err(taken(&host, theirs, their_pid, lease, Some(pid)));
+            }
+        }
         // The allocator key: ours, someone else's, or free.
         lane.is_allocator = match read.allocator {
             Some((holder, l)) => holder == host && l == lease,
@@ -452,6 +505,7 @@ impl Worker {
                 r.acked = lane.acked;
                 r.lease = lease;
                 r.safe = lane.host.safe();
+                r.pid = pid;
             } else {
                 snap.reports.push(rule::Report {
                     host: host.clone(),
@@ -459,6 +513,7 @@ impl Worker {
                     demand: lane.demand,
                     acked: lane.acked,
                     safe: lane.host.safe(),
+                    pid,
                 });
             }
             if let Some(w) = lane.allocator.allocate(&snap, now_ns) {
@@ -481,9 +536,11 @@ impl Worker {
             let lane = &mut self.lanes[i];
             let before = lane.acked;
             lane.collect_acks();
-            if lane.acked != before {
-                let report = rule::encode_report(lane.demand, lane.acked, lane.host.safe());
-                let _ = store::write_demand(
+            if lane.acked != before && !lane.host.name_taken() {
+                let pid = lane.host.pid().unwrap_or(lease);
+                let report = rule::encode_report(lane.demand, lane.acked, lane.host.safe(), pid);
+                // Only under this process's own key: a name taken shows next round.
+                let _ = store::publish_demand(
                     &mut self.client,
                     &lane.prefix,
                     &self.config.host,
@@ -537,7 +594,8 @@ impl Lane {
     /// Posts the host's reservation, limit and deadline to the loop; the post's
     /// sequence number.
     fn repost(&mut self) -> u64 {
-        self.shared.reserve(self.host.safe_share());
+        self.shared
+            .reserve_until(self.host.safe_share(), self.host.reserve_until());
         let limit = self.host.safe_share().saturating_add(self.host.grant());
         let deadline = if self.host.lease().is_some() {
             self.host.deadline()

@@ -255,12 +255,21 @@ fn two_allocators_racing_from_one_snapshot_write_once() {
             used: wants,
             refused: 0,
         };
-        write_demand(&mut c, prefix, host, &encode_report(demand, 0, 0), lease).unwrap();
+        write_demand(
+            &mut c,
+            prefix,
+            host,
+            &encode_report(demand, 0, 0, lease),
+            lease,
+        )
+        .unwrap();
     }
     let config = Config {
         limit: 100,
         window_ns: 1_000_000_000,
         floor: 5,
+        margin_ns: 0,
+        hold_ns: 10_000_000_000,
     };
     let mut one = Allocator::new(config).unwrap();
     let mut two = Allocator::new(config).unwrap();
@@ -284,7 +293,14 @@ fn two_allocators_racing_from_one_snapshot_write_once() {
         used: 90,
         refused: 0,
     };
-    write_demand(&mut c, prefix, "b", &encode_report(demand, 0, 0), lease).unwrap();
+    write_demand(
+        &mut c,
+        prefix,
+        "b",
+        &encode_report(demand, 0, 0, lease),
+        lease,
+    )
+    .unwrap();
     let fresh = read_bucket(&mut c, prefix).unwrap().snapshot;
     let w3 = two.allocate(&fresh, 1).expect("a new table");
     assert!(write_table(&mut c, prefix, &w3).unwrap());

@@ -20,6 +20,8 @@ pub use cluster::{etcd_or_skip, wait_for, Cluster};
 pub const WINDOW: Duration = Duration::from_secs(1);
 pub const TTL: Duration = Duration::from_secs(2);
 pub const SAFE: u64 = 10;
+/// The reservation's hold: six TTLs, as the gateway takes.
+pub const HOLD: Duration = Duration::from_secs(12);
 
 /// One host: its lease thread and a loop thread charging one leased bucket.
 pub struct Node {
@@ -108,6 +110,7 @@ impl Node {
             host: host.to_owned(),
             ttl: TTL,
             margin: Duration::from_millis(500),
+            hold: HOLD,
             period: Duration::from_millis(200),
             timeout: Duration::from_millis(300),
             buckets: vec![BucketLease {
