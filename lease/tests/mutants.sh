@@ -55,7 +55,9 @@ run free-at-lowering "                e.grant = target;
                 e.since = epoch;"
 run free-gone-at-once "if now >= gone.saturating_add(after) {" "if now >= gone {"
 run use-past-expiry "if self.lease.is_some() && now < self.deadline {" "if self.lease.is_some() {"
-run deadline-past-expiry-by-margin "            .saturating_sub(self.margin_ns)" "            .saturating_add(self.margin_ns)"
+run deadline-past-expiry-by-margin "            .saturating_add(ttl_ns)
+            .saturating_sub(self.margin_ns)" "            .saturating_add(ttl_ns)
+            .saturating_add(self.margin_ns)"
 run reserve-without-free-units "            if held.saturating_add(reserved).saturating_add(more) <= limit {" "            if true {"
 run safe-share-without-reservation "        self.safe.min(self.reserved)" "        self.safe"
 run release-at-once "                held: units,
