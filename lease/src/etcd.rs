@@ -1,5 +1,6 @@
 //! A small blocking etcd v3 client over etcd's JSON gRPC gateway (`/v3/...`), on
-//! std's `TcpStream`: one HTTP/1.1 request per connection, with a deadline.
+//! std's `TcpStream`: HTTP/1.1 on one kept-alive connection per endpoint, one
+//! request at a time, each with a deadline.
 //!
 //! Only what the lease thread needs: lease grant, keepalive and revoke, range,
 //! put and transactions. Keys and values are base64 in the JSON; 64-bit numbers are
@@ -101,12 +102,17 @@ pub enum Op {
 }
 
 /// A blocking client over a list of endpoints; a failed endpoint passes the request
-/// to the next one.
+/// to the next one. Each endpoint's connection is kept alive between calls; a kept
+/// connection the server closed meanwhile is replaced once, when the call failed
+/// before any byte of an answer came.
 #[derive(Debug)]
 pub struct Client {
     endpoints: Vec<(String, SocketAddr)>,
+    conns: Vec<Option<TcpStream>>,
     current: usize,
     timeout: Duration,
+    calls: u64,
+    connects: u64,
 }
 
 impl Client {
@@ -135,10 +141,18 @@ impl Client {
             return Err(EtcdError::BadEndpoint("a timeout of zero".into()));
         }
         Ok(Client {
+            conns: out.iter().map(|_| None).collect(),
             endpoints: out,
             current: 0,
             timeout,
+            calls: 0,
+            connects: 0,
         })
+    }
+
+    /// Calls made and TCP connections opened, over the client's life.
+    pub fn counts(&self) -> (u64, u64) {
+        (self.calls, self.connects)
     }
 
     /// POSTs `body` to `path` on the current endpoint, then on each other one until
@@ -147,10 +161,11 @@ impl Client {
     pub fn call(&mut self, path: &str, body: &Value) -> Result<Value, EtcdError> {
         let body = body.to_string();
         let mut last = String::new();
+        self.calls += 1;
         for i in 0..self.endpoints.len() {
             let at = (self.current + i) % self.endpoints.len();
-            let (host, addr) = &self.endpoints[at];
-            match post(*addr, host, path, &body, self.timeout) {
+            let host = self.endpoints[at].0.clone();
+            match self.post(at, path, &body) {
                 Ok((200, v)) => {
                     self.current = at;
                     return Ok(v);
@@ -183,6 +198,19 @@ impl Client {
     pub fn keepalive(&mut self, id: i64) -> Result<i64, EtcdError> {
         let v = self.call("/v3/lease/keepalive", &json!({ "ID": id.to_string() }))?;
         int(&v["result"]["TTL"])
+    }
+
+    /// Compacts the store's history below `revision` (every key's, etcd keeps one
+    /// history): the current value of each key stays. A revision already compacted
+    /// is no error.
+    pub fn compact(&mut self, revision: i64) -> Result<(), EtcdError> {
+        match self.call(
+            "/v3/kv/compaction",
+            &json!({ "revision": revision.to_string() }),
+        ) {
+            Err(EtcdError::Server { message, .. }) if message.contains("compacted") => Ok(()),
+            other => other.map(|_| ()),
+        }
     }
 
     /// Revokes lease `id`: its keys go at once.
@@ -298,52 +326,96 @@ fn kvs(v: &Value) -> Result<(Vec<Kv>, i64), EtcdError> {
     Ok((out, revision))
 }
 
-/// One POST on a fresh connection: the status and the JSON body.
-fn post(
-    addr: SocketAddr,
-    host: &str,
-    path: &str,
-    body: &str,
-    timeout: Duration,
-) -> Result<(u16, Value), String> {
-    let deadline = Instant::now() + timeout;
-    let mut s = TcpStream::connect_timeout(&addr, timeout).map_err(|e| format!("connect: {e}"))?;
+impl Client {
+    /// One POST to endpoint `at` on its kept connection (or a new one): the status
+    /// and the JSON body. A kept connection that fails before any byte of an answer
+    /// (the server closed it while idle) is replaced once.
+    fn post(&mut self, at: usize, path: &str, body: &str) -> Result<(u16, Value), String> {
+        let (host, addr) = self.endpoints[at].clone();
+        let request = format!(
+            "POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n\
+             Content-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        for _ in 0..2 {
+            let (mut s, kept) = match self.conns[at].take() {
+                Some(s) => (s, true),
+                None => {
+                    self.connects += 1;
+                    (connect(addr, self.timeout)?, false)
+                }
+            };
+            match exchange(&mut s, request.as_bytes(), self.timeout) {
+                Ok((status, v, close)) => {
+                    if !close {
+                        self.conns[at] = Some(s);
+                    }
+                    return Ok((status, v));
+                }
+                Err((e, false)) if kept => {
+                    let _ = e; // stale: once more on a new connection
+                }
+                Err((e, _)) => return Err(e),
+            }
+        }
+        Err("the kept connection and a new one both failed".into())
+    }
+}
+
+fn connect(addr: SocketAddr, timeout: Duration) -> Result<TcpStream, String> {
+    let s = TcpStream::connect_timeout(&addr, timeout).map_err(|e| format!("connect: {e}"))?;
     s.set_nodelay(true).ok();
     s.set_write_timeout(Some(timeout))
         .map_err(|e| e.to_string())?;
-    let request = format!(
-        "POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n\
-         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    s.write_all(request.as_bytes())
-        .map_err(|e| format!("write: {e}"))?;
+    Ok(s)
+}
+
+/// Writes `request` and reads one answer: (status, body, whether the server closes
+/// the connection after it). An error says whether any byte of an answer came.
+fn exchange(
+    s: &mut TcpStream,
+    request: &[u8],
+    timeout: Duration,
+) -> Result<(u16, Value, bool), (String, bool)> {
+    let deadline = Instant::now() + timeout;
+    s.write_all(request)
+        .map_err(|e| (format!("write: {e}"), false))?;
     let mut answer = Vec::new();
     let mut buf = [0u8; 8192];
+    let mut closed = false;
     loop {
+        let got = !answer.is_empty();
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
-            return Err("timed out".into());
+            return Err(("timed out".into(), got));
         }
-        s.set_read_timeout(Some(left)).map_err(|e| e.to_string())?;
+        s.set_read_timeout(Some(left))
+            .map_err(|e| (e.to_string(), got))?;
         match s.read(&mut buf) {
-            Ok(0) => break,
+            Ok(0) if !got => return Err(("closed before answering".into(), false)),
+            Ok(0) => {
+                closed = true;
+                break;
+            }
             Ok(n) => {
                 answer.extend_from_slice(&buf[..n]);
                 if answer.len() > MAX_ANSWER {
-                    return Err("answer too long".into());
+                    return Err(("answer too long".into(), true));
                 }
                 if complete(&answer) {
                     break;
                 }
             }
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(format!("read: {e}")),
+            Err(e) => return Err((format!("read: {e}"), got)),
         }
     }
-    let (status, body) = parse_response(&answer)?;
-    let v = serde_json::from_slice(&body).map_err(|e| format!("json: {e}"))?;
-    Ok((status, v))
+    let (status, body) = parse_response(&answer).map_err(|e| (e, true))?;
+    let v = serde_json::from_slice(&body).map_err(|e| (format!("json: {e}"), true))?;
+    let end = find(&answer, b"\r\n\r\n").unwrap_or(0);
+    let head = String::from_utf8_lossy(&answer[..end]).to_ascii_lowercase();
+    let close = closed || header(&head, "connection").is_some_and(|v| v.contains("close"));
+    Ok((status, v, close))
 }
 
 /// Whether `answer` holds a whole response (by its length or its last chunk).

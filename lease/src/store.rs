@@ -22,17 +22,22 @@ pub struct BucketRead {
     pub snapshot: Snapshot,
     /// Who holds the allocator key (host, lease), if anyone.
     pub allocator: Option<(String, i64)>,
+    /// The store's revision at the read.
+    pub revision: i64,
 }
 
 /// Reads every key of the bucket under `prefix` (ending in `/`) in one range. A
 /// table that does not parse is an error; a demand key that does not parse is
 /// skipped (that host gets no grant until it writes a good one).
 pub fn read_bucket(client: &mut Client, prefix: &str) -> Result<BucketRead, EtcdError> {
-    let (kvs, _) = client.range_prefix(prefix.as_bytes())?;
+    let (kvs, revision) = client.range_prefix(prefix.as_bytes())?;
     let table_key = format!("{prefix}table");
     let demand_prefix = format!("{prefix}demand/");
     let alloc_key = format!("{prefix}allocator");
-    let mut out = BucketRead::default();
+    let mut out = BucketRead {
+        revision,
+        ..BucketRead::default()
+    };
     for kv in &kvs {
         let key = String::from_utf8_lossy(&kv.key);
         let value = String::from_utf8_lossy(&kv.value);
@@ -49,6 +54,37 @@ pub fn read_bucket(client: &mut Client, prefix: &str) -> Result<BucketRead, Etcd
         }
     }
     Ok(out)
+}
+
+/// Revisions of history written between two compactions.
+pub const COMPACT_EVERY: i64 = 10_000;
+/// Revisions of history kept below the current one at a compaction.
+pub const COMPACT_KEEP: i64 = 1_000;
+
+/// Keeps etcd's history short: every write adds a revision (about 110 bytes each
+/// for these keys), and etcd keeps them all until compacted, then refuses every
+/// write past its quota (NOSPACE: 2 GiB by default, a few days of a fleet's
+/// rounds). Whoever holds the allocator key of an account's first leased bucket
+/// calls [`Compactor::after`] with each read's revision: every
+/// [`COMPACT_EVERY`] revisions it compacts all but the last [`COMPACT_KEEP`].
+/// Nothing here reads history: the compares are on the keys' current revisions.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Compactor {
+    done: i64,
+}
+
+impl Compactor {
+    /// Compacts below `revision - COMPACT_KEEP` if [`COMPACT_EVERY`] revisions were
+    /// written since the last compaction; the revision compacted to, if it did.
+    pub fn after(&mut self, client: &mut Client, revision: i64) -> Result<Option<i64>, EtcdError> {
+        if revision.saturating_sub(self.done) < COMPACT_EVERY {
+            return Ok(None);
+        }
+        let to = revision - COMPACT_KEEP;
+        client.compact(to)?;
+        self.done = to;
+        Ok(Some(to))
+    }
 }
 
 /// Writes `write.table` in one transaction that applies only if the table key is

@@ -118,6 +118,13 @@ pub struct Status {
     pub last_error: Option<String>,
     /// Rounds run.
     pub rounds: u64,
+    /// Calls made to etcd, over the thread's life.
+    pub etcd_calls: u64,
+    /// TCP connections opened to etcd, over the thread's life (kept alive
+    /// between calls).
+    pub etcd_connects: u64,
+    /// The revision etcd's history was last compacted to by this host (0: never).
+    pub compacted: i64,
 }
 
 /// The running lease thread. Dropping it stops the thread and revokes the lease.
@@ -204,6 +211,9 @@ impl LeaseThread {
             renewed_at: None,
             lanes: buckets,
             status: status.clone(),
+            revision: 0,
+            compactor: store::Compactor::default(),
+            compacted: 0,
         };
         let revoke = Arc::new(AtomicBool::new(true));
         let (stop2, revoke2) = (stop.clone(), revoke.clone());
@@ -323,6 +333,10 @@ struct Worker {
     renewed_at: Option<Instant>,
     lanes: Vec<Lane>,
     status: Arc<Mutex<Status>>,
+    /// The store's revision at the last read.
+    revision: i64,
+    compactor: store::Compactor,
+    compacted: i64,
 }
 
 impl Worker {
@@ -378,6 +392,16 @@ impl Worker {
         for i in 0..self.lanes.len() {
             if let Err(e) = self.bucket_round(i) {
                 first_error.get_or_insert(e);
+            }
+        }
+        // One compactor per account: the first bucket's allocator.
+        if self.lanes[0].is_allocator {
+            match self.compactor.after(&mut self.client, self.revision) {
+                Ok(Some(to)) => self.compacted = to,
+                Ok(None) => {}
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                }
             }
         }
         first_error.map_or(Ok(()), Err)
@@ -440,6 +464,7 @@ impl Worker {
         let window_ns = dur_ns(self.config.buckets[i].window);
         let lane = &mut self.lanes[i];
         let read = store::read_bucket(&mut self.client, &lane.prefix)?;
+        self.revision = self.revision.max(read.revision);
         let mut snap = read.snapshot;
         // Another live process under this name: use nothing, say who.
         if let Some(r) = snap
@@ -583,6 +608,9 @@ impl Worker {
                 .collect(),
             last_error: error,
             rounds,
+            etcd_calls: self.client.counts().0,
+            etcd_connects: self.client.counts().1,
+            compacted: self.compacted,
         };
         if let Ok(mut s) = self.status.lock() {
             *s = status;

@@ -57,14 +57,19 @@ pub struct Cluster {
 impl Cluster {
     /// Three members, healthy (etcd installed first if it is missing).
     pub fn start() -> Cluster {
+        Cluster::start_with(3, std::env::temp_dir(), &[])
+    }
+
+    /// `n` members with their data under `base` and `extra` flags each, healthy.
+    pub fn start_with(n: usize, base: PathBuf, extra: &[&str]) -> Cluster {
         etcd_bin::ensure_etcd();
-        let dir = std::env::temp_dir().join(format!(
+        let dir = base.join(format!(
             "ergon-lease-etcd-{}-{}",
             std::process::id(),
             free_port()
         ));
         std::fs::create_dir_all(&dir).unwrap();
-        let ports: Vec<(u16, u16)> = (0..3).map(|_| (free_port(), free_port())).collect();
+        let ports: Vec<(u16, u16)> = (0..n).map(|_| (free_port(), free_port())).collect();
         let initial: Vec<String> = ports
             .iter()
             .enumerate()
@@ -86,6 +91,7 @@ impl Cluster {
                 .args(["--initial-cluster", &initial.join(",")])
                 .args(["--initial-cluster-token", &token])
                 .args(["--initial-cluster-state", "new"])
+                .args(extra)
                 .stdout(Stdio::null())
                 .stderr(log)
                 .spawn()
