@@ -295,6 +295,12 @@ impl Drop for LeaseThread {
     }
 }
 
+/// Whether a demand moved enough to be written again: by more than an eighth of
+/// the larger, or by more than one unit.
+fn moved(old: u64, new: u64) -> bool {
+    old.abs_diff(new) > (old.max(new) / 8).max(1)
+}
+
 /// The error of a process whose name another live process holds in etcd.
 fn taken(host: &str, theirs: i64, their_pid: i64, ours: i64, pid: Option<i64>) -> EtcdError {
     EtcdError::BadAnswer(format!(
@@ -506,8 +512,27 @@ impl Worker {
             None => lane.last_counters = Some((now_ns, admitted, refused)),
         }
         let pid = lane.host.pid().unwrap_or(lease);
+        // Demand is soft state: written when it moved by more than a step, or when
+        // what the allocator must know exactly (the acknowledged epoch, the safe
+        // share, the pid) changed, or when the key is not there under this lease.
+        // A fleet's writes then grow with its changes, not with its hosts.
+        let due = snap
+            .reports
+            .iter()
+            .find(|r| r.host == host && r.lease == lease)
+            .is_none_or(|r| {
+                r.acked != lane.acked
+                    || r.safe != lane.host.safe()
+                    || r.pid != pid
+                    || moved(r.demand.wants(), lane.demand.wants())
+            });
         let report = rule::encode_report(lane.demand, lane.acked, lane.host.safe(), pid);
-        match store::publish_demand(&mut self.client, &lane.prefix, &host, &report, lease)? {
+        let published = if due {
+            store::publish_demand(&mut self.client, &lane.prefix, &host, &report, lease)?
+        } else {
+            store::Published::Written
+        };
+        match published {
             store::Published::Written => lane.host.on_published(),
             store::Published::Taken {
                 lease: theirs,
