@@ -34,7 +34,9 @@ const USAGE: &str = "usage:
                 [--protection auto|required|off] [--protection-timeout SECS]
                 [--private-ws URL]   (bybit: the private stream DCP's connection uses)
                 [--etcd URL[,URL...] --account NAME --safe-share PCT
-                 [--host NAME] [--lease-ttl SECS]]
+                 [--host NAME] [--lease-ttl SECS]
+                 [--etcd-ca PEM --etcd-cert PEM --etcd-key PEM]   (https:// endpoints)
+                 [--etcd-user NAME --etcd-password-file FILE]]
                 [--metrics ADDR:PORT] [--degraded-pct P] [--degraded-secs S] [--unreachable-secs S]
   ergon-gateway --config gateway.toml [flags]   (every flag as a key; flags override the file)
   ergon-gateway --stats --name NAME [--once]

@@ -19,6 +19,8 @@ use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine as _;
 use serde_json::{json, Value};
 
+use crate::secure::{Conn, Ready, Security};
+
 /// The longest answer read: a range over one bucket's prefix is a few KiB.
 const MAX_ANSWER: usize = 4 << 20;
 
@@ -26,8 +28,10 @@ const MAX_ANSWER: usize = 4 << 20;
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum EtcdError {
-    /// An endpoint is not `http://host:port` (TLS is not supported).
+    /// An endpoint is not `http://host:port` (or `https://host:port` with TLS).
     BadEndpoint(String),
+    /// A TLS file or the user's password file cannot be used; the text names it.
+    Security(String),
     /// No endpoint answered within its timeout; the last cause.
     Unreachable(String),
     /// etcd answered with an error (HTTP status and its message).
@@ -44,9 +48,12 @@ pub enum EtcdError {
 impl fmt::Display for EtcdError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            EtcdError::BadEndpoint(e) => {
-                write!(f, "bad etcd endpoint {e:?}: expected http://host:port")
-            }
+            EtcdError::BadEndpoint(e) => write!(
+                f,
+                "bad etcd endpoint {e:?}: expected http://host:port, or https://host:port \
+                 with TLS files"
+            ),
+            EtcdError::Security(e) => write!(f, "etcd TLS or user: {e}"),
             EtcdError::Unreachable(e) => write!(f, "no etcd endpoint answered: {e}"),
             EtcdError::Server { status, message } => {
                 write!(f, "etcd answered {status}: {message}")
@@ -105,25 +112,54 @@ pub enum Op {
 /// to the next one. Each endpoint's connection is kept alive between calls; a kept
 /// connection the server closed meanwhile is replaced once, when the call failed
 /// before any byte of an answer came.
-#[derive(Debug)]
 pub struct Client {
     endpoints: Vec<(String, SocketAddr)>,
-    conns: Vec<Option<TcpStream>>,
+    conns: Vec<Option<Conn>>,
     current: usize,
     timeout: Duration,
     calls: u64,
     connects: u64,
+    security: Ready,
+    /// The user's token, once authenticated.
+    token: Option<String>,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never the token.
+        f.debug_struct("Client")
+            .field("endpoints", &self.endpoints)
+            .field("current", &self.current)
+            .field("security", &self.security)
+            .finish()
+    }
 }
 
 impl Client {
     /// A client for `endpoints` (`http://host:port`, comma-separated lists are split
     /// by the caller), each request given up on one endpoint after `timeout`.
     pub fn new<S: AsRef<str>>(endpoints: &[S], timeout: Duration) -> Result<Self, EtcdError> {
+        Client::with_security(endpoints, timeout, &Security::default())
+    }
+
+    /// [`Client::new`] with TLS (`https://host:port` endpoints, every one) and an
+    /// etcd user, as `security` says; its files are read now.
+    pub fn with_security<S: AsRef<str>>(
+        endpoints: &[S],
+        timeout: Duration,
+        security: &Security,
+    ) -> Result<Self, EtcdError> {
+        let ready = security.ready()?;
+        let scheme = if ready.tls.is_some() {
+            "https://"
+        } else {
+            "http://"
+        };
         let mut out = Vec::new();
         for e in endpoints {
             let e = e.as_ref();
             let hostport = e
-                .strip_prefix("http://")
+                .strip_prefix(scheme)
                 .map(|h| h.trim_end_matches('/'))
                 .filter(|h| !h.is_empty() && !h.contains('/'))
                 .ok_or_else(|| EtcdError::BadEndpoint(e.to_owned()))?;
@@ -147,6 +183,8 @@ impl Client {
             timeout,
             calls: 0,
             connects: 0,
+            security: ready,
+            token: None,
         })
     }
 
@@ -158,7 +196,43 @@ impl Client {
     /// POSTs `body` to `path` on the current endpoint, then on each other one until
     /// one answers. An answer with an error status from etcd is returned as is (the
     /// next endpoint would say the same), except 5xx (a member without a leader).
+    /// With a user, the first call authenticates, and a call refused for its token
+    /// (expired) authenticates again once.
     pub fn call(&mut self, path: &str, body: &Value) -> Result<Value, EtcdError> {
+        if self.security.user.is_some() && self.token.is_none() {
+            self.authenticate()?;
+        }
+        match self.call_once(path, body) {
+            Err(EtcdError::Server { status, message })
+                if self.security.user.is_some()
+                    && (status == 401 || message.contains("auth token")) =>
+            {
+                self.authenticate()?;
+                self.call_once(path, body)
+            }
+            other => other,
+        }
+    }
+
+    /// Trades the user's name and password for a token.
+    fn authenticate(&mut self) -> Result<(), EtcdError> {
+        let Some((name, password)) = self.security.user.clone() else {
+            return Ok(());
+        };
+        self.token = None;
+        let v = self.call_once(
+            "/v3/auth/authenticate",
+            &json!({ "name": name, "password": password }),
+        )?;
+        let token = v["token"]
+            .as_str()
+            .filter(|t| !t.is_empty())
+            .ok_or_else(|| EtcdError::BadAnswer("authenticate: no token".into()))?;
+        self.token = Some(token.to_owned());
+        Ok(())
+    }
+
+    fn call_once(&mut self, path: &str, body: &Value) -> Result<Value, EtcdError> {
         let body = body.to_string();
         let mut last = String::new();
         self.calls += 1;
@@ -332,9 +406,13 @@ impl Client {
     /// (the server closed it while idle) is replaced once.
     fn post(&mut self, at: usize, path: &str, body: &str) -> Result<(u16, Value), String> {
         let (host, addr) = self.endpoints[at].clone();
+        let auth = self
+            .token
+            .as_ref()
+            .map_or(String::new(), |t| format!("Authorization: {t}\r\n"));
         let request = format!(
             "POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n\
-             Content-Length: {}\r\n\r\n{body}",
+             {auth}Content-Length: {}\r\n\r\n{body}",
             body.len()
         );
         for _ in 0..2 {
@@ -342,7 +420,8 @@ impl Client {
                 Some(s) => (s, true),
                 None => {
                     self.connects += 1;
-                    (connect(addr, self.timeout)?, false)
+                    let tcp = connect(addr, self.timeout)?;
+                    (Conn::new(tcp, &host, self.security.tls.as_ref())?, false)
                 }
             };
             match exchange(&mut s, request.as_bytes(), self.timeout) {
@@ -373,7 +452,7 @@ fn connect(addr: SocketAddr, timeout: Duration) -> Result<TcpStream, String> {
 /// Writes `request` and reads one answer: (status, body, whether the server closes
 /// the connection after it). An error says whether any byte of an answer came.
 fn exchange(
-    s: &mut TcpStream,
+    s: &mut Conn,
     request: &[u8],
     timeout: Duration,
 ) -> Result<(u16, Value, bool), (String, bool)> {
@@ -389,7 +468,8 @@ fn exchange(
         if left.is_zero() {
             return Err(("timed out".into(), got));
         }
-        s.set_read_timeout(Some(left))
+        s.tcp()
+            .set_read_timeout(Some(left))
             .map_err(|e| (e.to_string(), got))?;
         match s.read(&mut buf) {
             Ok(0) if !got => return Err(("closed before answering".into(), false)),
@@ -411,7 +491,10 @@ fn exchange(
         }
     }
     let (status, body) = parse_response(&answer).map_err(|e| (e, true))?;
-    let v = serde_json::from_slice(&body).map_err(|e| (format!("json: {e}"), true))?;
+    let v = serde_json::from_slice(&body).map_err(|e| {
+        let text = String::from_utf8_lossy(&body[..body.len().min(200)]).into_owned();
+        (format!("json: {e}: status {status}, {text:?}"), true)
+    })?;
     let end = find(&answer, b"\r\n\r\n").unwrap_or(0);
     let head = String::from_utf8_lossy(&answer[..end]).to_ascii_lowercase();
     let close = closed || header(&head, "connection").is_some_and(|v| v.contains("close"));

@@ -42,6 +42,7 @@
 //! let lease = LeaseThread::spawn(
 //!     LeaseConfig {
 //!         endpoints: vec!["http://10.0.0.1:2379".into(), "http://10.0.0.2:2379".into()],
+//!         security: Default::default(),
 //!         prefix: "ergon".into(),
 //!         account: "main".into(),
 //!         host: "host-a".into(),
@@ -78,6 +79,7 @@
 pub mod etcd;
 pub mod handoff;
 pub mod rule;
+pub mod secure;
 pub mod store;
 mod sync;
 // The lease thread shares std `Arc`s with the loop; under loom only the hand-off

@@ -34,8 +34,10 @@ pub struct BucketLease {
 /// The lease thread's configuration.
 #[derive(Clone, Debug)]
 pub struct LeaseConfig {
-    /// etcd endpoints, `http://host:port`.
+    /// etcd endpoints, `http://host:port` (`https://host:port` with TLS).
     pub endpoints: Vec<String>,
+    /// TLS files and an etcd user (none by default: plain HTTP, no auth).
+    pub security: crate::secure::Security,
     /// The first path element of every key.
     pub prefix: String,
     /// The venue account.
@@ -169,7 +171,8 @@ impl LeaseThread {
                 return bad("each bucket: a safe share below the account's limit");
             }
         }
-        let client = Client::new(&config.endpoints, config.timeout).map_err(LeaseError::Etcd)?;
+        let client = Client::with_security(&config.endpoints, config.timeout, &config.security)
+            .map_err(LeaseError::Etcd)?;
         let mut buckets = Vec::new();
         for b in &config.buckets {
             let allocator = Allocator::new(Config {
@@ -520,7 +523,7 @@ impl Worker {
             .reports
             .iter()
             .find(|r| r.host == host && r.lease == lease)
-            .is_none_or(|r| {
+            .map_or(true, |r| {
                 r.acked != lane.acked
                     || r.safe != lane.host.safe()
                     || r.pid != pid

@@ -32,6 +32,7 @@ fn measure(urls: &[String], hosts: usize) -> (f64, f64) {
         .map(|h| {
             let config = LeaseConfig {
                 endpoints: urls.to_vec(),
+                security: Default::default(),
                 prefix: prefix.clone(),
                 account: "acct".into(),
                 host: format!("host-{h}"),
