@@ -1092,10 +1092,10 @@ fn leased_grants_follow_demand_survive_a_killed_gateway_and_etcd_failures() {
 ///    grant; resumed, it re-reads its grant on a fresh clock before charging and
 ///    sends nothing on the grant it had;
 /// 2. host 0's gateway SIGKILLed and started again at once under the same
-///    `--host`: the new process gets the name's reservations only hold + window
-///    + margin after the allocator last saw the old process (a day for the
-///    leased ORDERS_1D), so old and new never spend in one window: within its
-///    start timeout it sends nothing, and says why.
+///    `--host`: the new process gets the name's reservations only the hold, a
+///    window and the margin after the allocator last saw the old process (a day
+///    for the leased ORDERS_1D), so old and new never spend in one window:
+///    within its start timeout it sends nothing, and says why.
 ///
 /// Throughout, the emulator counts no window above the limit and answers no 429.
 #[test]
