@@ -331,7 +331,8 @@ fn connections_are_kept_alive_calls_per_round_counted() {
             s.etcd_connects <= 3,
             "a connection per call, not kept alive: {s:?}"
         );
-        assert!(s.etcd_calls >= 3 * s.rounds, "{s:?}");
+        // A keepalive and a read a round at least; writes only on change.
+        assert!(s.etcd_calls >= 2 * s.rounds, "{s:?}");
     }
     fleet.assert_never_over();
 }
