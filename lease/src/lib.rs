@@ -19,13 +19,16 @@
 //! # Wiring it into a loop
 //!
 //! Each host names the account's limit (the same on every host) and its own safe
-//! share. The allocator reserves the safe share for the host by name in the grant
-//! table, from units nobody holds, and divides the rest (the pool) by demand. The
-//! host uses nothing before its reservation is in a table it read: declare the
-//! bucket at the safe share and start sending after
-//! [`LeaseThread::wait_reserved`]. From then on the safe share is usable whether
-//! etcd answers or not; a host stopped for good gives it back with
-//! [`store::release_host`] (`ergon-gateway release-host`).
+//! share. The allocator reserves the safe share for the host's process (its name
+//! and its first lease) in the grant table, from units nobody holds, and divides
+//! the rest (the pool) by demand. The host uses nothing before its reservation is
+//! in a table it read: declare the bucket at the safe share and start sending
+//! after [`LeaseThread::wait_reserved`]. From then on the safe share is usable
+//! whether etcd answers or not, for the hold ([`LeaseConfig::hold`]) after the last
+//! table read that showed it; a host stopped for good gives it back with
+//! [`store::release_host`] (`ergon-gateway release-host`). A process restarted
+//! under the same name gets the reservation only hold + window + margin after the
+//! previous one was last seen; a second live process of a name gets nothing.
 //!
 //! ```no_run
 //! use std::time::{Duration, Instant};
