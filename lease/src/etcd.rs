@@ -149,7 +149,7 @@ impl Client {
         timeout: Duration,
         security: &Security,
     ) -> Result<Self, EtcdError> {
-        let ready = security.ready()?;
+        let ready = security.ready().map_err(EtcdError::Security)?;
         let scheme = if ready.tls.is_some() {
             "https://"
         } else {

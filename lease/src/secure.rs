@@ -16,8 +16,6 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use rustls::{ClientConfig, ClientConnection, RootCertStore, StreamOwned};
 
-use crate::etcd::EtcdError;
-
 /// The files of a TLS client to etcd: the CA that signed etcd's certificates, and
 /// this host's certificate and key (etcd's `--client-cert-auth`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -67,13 +65,13 @@ impl std::fmt::Debug for Ready {
     }
 }
 
-fn bad(path: &Path, what: &str) -> EtcdError {
-    EtcdError::Security(format!("{}: {what}", path.display()))
+fn bad(path: &Path, what: &str) -> String {
+    format!("{}: {what}", path.display())
 }
 
 /// Reads a file that must not be a symbolic link; a secret must also be ours and
 /// readable by nobody else.
-fn read_file(path: &Path, secret: bool) -> Result<Vec<u8>, EtcdError> {
+fn read_file(path: &Path, secret: bool) -> Result<Vec<u8>, String> {
     let link = std::fs::symlink_metadata(path).map_err(|e| bad(path, &e.to_string()))?;
     if link.file_type().is_symlink() || !link.is_file() {
         return Err(bad(path, "not a regular file (a symbolic link is refused)"));
@@ -106,8 +104,8 @@ fn read_file(path: &Path, secret: bool) -> Result<Vec<u8>, EtcdError> {
 }
 
 impl Security {
-    /// Reads and checks the files.
-    pub(crate) fn ready(&self) -> Result<Ready, EtcdError> {
+    /// Reads and checks the files; the error names the file and what is wrong.
+    pub(crate) fn ready(&self) -> Result<Ready, String> {
         let tls = match &self.tls {
             None => None,
             Some(t) => {
@@ -135,7 +133,7 @@ impl Security {
                 let provider = Arc::new(rustls::crypto::ring::default_provider());
                 let config = ClientConfig::builder_with_provider(provider)
                     .with_safe_default_protocol_versions()
-                    .map_err(|e| EtcdError::Security(format!("TLS: {e}")))?
+                    .map_err(|e| format!("TLS: {e}"))?
                     .with_root_certificates(roots)
                     .with_client_auth_cert(chain, key)
                     .map_err(|e| bad(&t.key, &format!("does not match the certificate: {e}")))?;
