@@ -298,8 +298,9 @@ impl Drop for LeaseThread {
     }
 }
 
-/// Whether a demand moved enough to be written again: by more than an eighth of
-/// the larger, or by more than one unit.
+/// Whether a demand's count (used, or refused: each is read, the split as much as
+/// the sum) moved enough to be written again: by more than an eighth of the
+/// larger, or by more than one unit.
 fn moved(old: u64, new: u64) -> bool {
     old.abs_diff(new) > (old.max(new) / 8).max(1)
 }
@@ -527,7 +528,8 @@ impl Worker {
                 r.acked != lane.acked
                     || r.safe != lane.host.safe()
                     || r.pid != pid
-                    || moved(r.demand.wants(), lane.demand.wants())
+                    || moved(r.demand.used, lane.demand.used)
+                    || moved(r.demand.refused, lane.demand.refused)
             });
         let report = rule::encode_report(lane.demand, lane.acked, lane.host.safe(), pid);
         let published = if due {
