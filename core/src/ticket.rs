@@ -117,6 +117,12 @@ pub enum Why {
     /// The cost is above what this class may ever use in this bucket: it can never
     /// pass, split the request. `ready_at_ns` is `i64::MAX`.
     TooBig,
+    /// The bucket is closed: its limit was set to zero
+    /// ([`Budget::set_limit`](crate::Budget::set_limit)), as a leased limit is when
+    /// its host may use nothing. Nothing passes until a limit above zero is set;
+    /// `ready_at_ns` is `i64::MAX`. Counted in the bucket's `full` refusals (it has
+    /// no room).
+    Closed,
     /// The charge names a bucket (or is a shape) of another budget: a caller's
     /// mistake, it can never pass here. `ready_at_ns` is `i64::MAX`.
     Foreign,

@@ -104,17 +104,101 @@ fn headroom_is_kept_under_a_new_limit() {
     );
 }
 
+/// Issue 40: a limit of zero closes the bucket, whatever its kind: every charge and
+/// every shape naming it is refused as `Closed` (never "the old limit stays"), the
+/// count is kept, and a limit above zero opens it again.
+#[test]
+fn a_limit_of_zero_closes_the_bucket_and_a_new_limit_opens_it() {
+    let (mut budget, ids) = budget();
+    for id in &ids[..4] {
+        let _kept = budget
+            .try_charge(&[Part::new(*id, 1)], Class::Urgent, SEC)
+            .unwrap();
+        budget.set_limit(*id, 0, SEC).unwrap();
+        let full_before = budget.stats(*id).unwrap().refusals.full;
+        for class in [Class::Urgent, Class::Normal, Class::Bulk] {
+            let l = budget
+                .try_charge(&[Part::new(*id, 1)], class, 2 * SEC)
+                .unwrap_err();
+            assert_eq!(
+                (l.bucket, l.why, l.ready_at_ns),
+                (*id, Why::Closed, i64::MAX)
+            );
+        }
+        let st = budget.stats(*id).unwrap();
+        assert_eq!(st.limit, 0, "{id:?}");
+        assert_eq!(st.refusals.full, full_before + 3, "counted as no room");
+        // Far later, still closed: no window or refill opens it.
+        let l = budget
+            .try_charge(&[Part::new(*id, 1)], Class::Urgent, 1_000 * SEC)
+            .unwrap_err();
+        assert_eq!(l.why, Why::Closed);
+        budget.set_limit(*id, 5, 1_000 * SEC).unwrap();
+        assert!(
+            fill(&mut budget, *id, Class::Urgent, 1_000 * SEC) >= 1,
+            "{id:?}"
+        );
+    }
+    // A shape naming a closed bucket is refused too.
+    let s = ids[0];
+    let shape = budget.shape(&[Part::new(s, 1)]).unwrap();
+    budget.set_limit(s, 0, 2_000 * SEC).unwrap();
+    let l = budget
+        .try_charge_shape(shape, Class::Urgent, 2_000 * SEC)
+        .unwrap_err();
+    assert_eq!((l.bucket, l.why), (s, Why::Closed));
+    budget.set_limit(s, 100, 2_000 * SEC).unwrap();
+    assert!(budget
+        .try_charge_shape(shape, Class::Urgent, 2_000 * SEC)
+        .is_ok());
+}
+
+/// Issue 40: a limit set until an instant closes the bucket at that instant, at the
+/// charge, without another call: a leased grant's deadline holds at admission, not
+/// only when the loop next applies a limit.
+#[test]
+fn a_limit_set_until_an_instant_closes_at_that_instant() {
+    let (mut budget, ids) = budget();
+    for (k, id) in ids[..4].iter().enumerate() {
+        let t = 100 * SEC * k as i64; // each on its own span of the budget's clock
+        budget
+            .set_limit_until(*id, 50, t + 5 * SEC, t + SEC)
+            .unwrap();
+        let ok = budget.try_charge(&[Part::new(*id, 1)], Class::Urgent, t + 5 * SEC - 1);
+        assert!(ok.is_ok(), "{id:?} before its end");
+        let l = budget
+            .try_charge(&[Part::new(*id, 1)], Class::Urgent, t + 5 * SEC)
+            .unwrap_err();
+        assert_eq!(
+            (l.bucket, l.why, l.ready_at_ns),
+            (*id, Why::Closed, i64::MAX)
+        );
+        budget.set_limit(*id, 50, t + 6 * SEC).unwrap();
+        assert!(budget
+            .try_charge(&[Part::new(*id, 1)], Class::Urgent, t + 6 * SEC)
+            .is_ok());
+    }
+    // A shape, charged through its lane from before the end: refused at the end.
+    let s = ids[0];
+    let shape = budget.shape(&[Part::new(s, 1)]).unwrap();
+    let t = 1_000 * SEC;
+    budget.set_limit_until(s, 100, t + 20 * SEC, t).unwrap();
+    assert!(budget.try_charge_shape(shape, Class::Urgent, t).is_ok());
+    assert!(budget.poll_timeout(t).is_some_and(|e| e <= t + 20 * SEC));
+    let l = budget
+        .try_charge_shape(shape, Class::Urgent, t + 20 * SEC)
+        .unwrap_err();
+    assert_eq!((l.bucket, l.why), (s, Why::Closed));
+}
+
 #[test]
 fn bad_input_is_refused_and_changes_nothing() {
-    let (mut budget, [s, f, t, i, g]) = budget();
+    let (mut budget, [s, _, t, _, g]) = budget();
     let _ticket = budget
         .try_charge(&[Part::new(s, 7)], Class::Urgent, SEC)
         .unwrap();
     let cases = [
-        (s, 0, ConfigError::ZeroLimit),
-        (f, 0, ConfigError::ZeroLimit),
-        (i, 0, ConfigError::ZeroLimit),
-        (t, 0, ConfigError::ZeroLimit),
+        (g, 0, ConfigError::OptionNotForKind),
         (s, u64::MAX, ConfigError::TooLong),
         (t, 1 << 62, ConfigError::TooLong),
         (g, 10, ConfigError::OptionNotForKind),

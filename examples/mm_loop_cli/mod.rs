@@ -8,7 +8,8 @@ pub const USAGE: &str = "usage: mm_loop [--venue binance-spot|bybit|okx|hyperliq
 [--duration SECS] [--demand X] [--cpu N] [--api-key K --api-secret S] [--json] [--no-stream] [--record FILE] \
 [--order-entry ws|rest] [--ws-api URL] [--labels SECS] [--gateway NAME [--gateway-uid UID]] \
 [--protection auto|required|off] [--protection-timeout SECS] \
-[--etcd URL[,URL...] --account NAME --safe-share PCT [--host NAME] [--lease-ttl SECS]]";
+[--etcd URL[,URL...] --account NAME --safe-share PCT [--host NAME] [--lease-ttl SECS] \
+[--etcd-ca PEM --etcd-cert PEM --etcd-key PEM] [--etcd-user NAME --etcd-password-file FILE]]";
 
 /// What to run.
 #[derive(Clone, Debug)]

@@ -234,6 +234,7 @@ impl Labels {
                 match why {
                     Why::Held => c.refused_held += 1,
                     Why::Halted => c.refused_halted += 1,
+                    Why::Closed => c.refused_full += 1,
                     Why::TooBig => c.refused_too_big += 1,
                     // Full, and a charge naming a foreign bucket (never the gateway's).
                     _ => c.refused_full += 1,

@@ -1,5 +1,6 @@
 //! A small blocking etcd v3 client over etcd's JSON gRPC gateway (`/v3/...`), on
-//! std's `TcpStream`: one HTTP/1.1 request per connection, with a deadline.
+//! std's `TcpStream`: HTTP/1.1 on one kept-alive connection per endpoint, one
+//! request at a time, each with a deadline.
 //!
 //! Only what the lease thread needs: lease grant, keepalive and revoke, range,
 //! put and transactions. Keys and values are base64 in the JSON; 64-bit numbers are
@@ -18,6 +19,8 @@ use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine as _;
 use serde_json::{json, Value};
 
+use crate::secure::{Conn, Ready, Security};
+
 /// The longest answer read: a range over one bucket's prefix is a few KiB.
 const MAX_ANSWER: usize = 4 << 20;
 
@@ -25,8 +28,10 @@ const MAX_ANSWER: usize = 4 << 20;
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum EtcdError {
-    /// An endpoint is not `http://host:port` (TLS is not supported).
+    /// An endpoint is not `http://host:port` (or `https://host:port` with TLS).
     BadEndpoint(String),
+    /// A TLS file or the user's password file cannot be used; the text names it.
+    Security(String),
     /// No endpoint answered within its timeout; the last cause.
     Unreachable(String),
     /// etcd answered with an error (HTTP status and its message).
@@ -43,9 +48,12 @@ pub enum EtcdError {
 impl fmt::Display for EtcdError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            EtcdError::BadEndpoint(e) => {
-                write!(f, "bad etcd endpoint {e:?}: expected http://host:port")
-            }
+            EtcdError::BadEndpoint(e) => write!(
+                f,
+                "bad etcd endpoint {e:?}: expected http://host:port, or https://host:port \
+                 with TLS files"
+            ),
+            EtcdError::Security(e) => write!(f, "etcd TLS or user: {e}"),
             EtcdError::Unreachable(e) => write!(f, "no etcd endpoint answered: {e}"),
             EtcdError::Server { status, message } => {
                 write!(f, "etcd answered {status}: {message}")
@@ -81,6 +89,9 @@ pub enum Compare {
     Absent(Vec<u8>),
     /// `value(key) == value`.
     Value(Vec<u8>, Vec<u8>),
+    /// `lease(key) == lease`: the key is attached to that lease (an absent key
+    /// compares as lease 0).
+    Lease(Vec<u8>, i64),
 }
 
 /// An operation of a transaction.
@@ -98,23 +109,57 @@ pub enum Op {
 }
 
 /// A blocking client over a list of endpoints; a failed endpoint passes the request
-/// to the next one.
-#[derive(Debug)]
+/// to the next one. Each endpoint's connection is kept alive between calls; a kept
+/// connection the server closed meanwhile is replaced once, when the call failed
+/// before any byte of an answer came.
 pub struct Client {
     endpoints: Vec<(String, SocketAddr)>,
+    conns: Vec<Option<Conn>>,
     current: usize,
     timeout: Duration,
+    calls: u64,
+    connects: u64,
+    security: Ready,
+    /// The user's token, once authenticated.
+    token: Option<String>,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never the token.
+        f.debug_struct("Client")
+            .field("endpoints", &self.endpoints)
+            .field("current", &self.current)
+            .field("security", &self.security)
+            .finish()
+    }
 }
 
 impl Client {
     /// A client for `endpoints` (`http://host:port`, comma-separated lists are split
     /// by the caller), each request given up on one endpoint after `timeout`.
     pub fn new<S: AsRef<str>>(endpoints: &[S], timeout: Duration) -> Result<Self, EtcdError> {
+        Client::with_security(endpoints, timeout, &Security::default())
+    }
+
+    /// [`Client::new`] with TLS (`https://host:port` endpoints, every one) and an
+    /// etcd user, as `security` says; its files are read now.
+    pub fn with_security<S: AsRef<str>>(
+        endpoints: &[S],
+        timeout: Duration,
+        security: &Security,
+    ) -> Result<Self, EtcdError> {
+        let ready = security.ready().map_err(EtcdError::Security)?;
+        let scheme = if ready.tls.is_some() {
+            "https://"
+        } else {
+            "http://"
+        };
         let mut out = Vec::new();
         for e in endpoints {
             let e = e.as_ref();
             let hostport = e
-                .strip_prefix("http://")
+                .strip_prefix(scheme)
                 .map(|h| h.trim_end_matches('/'))
                 .filter(|h| !h.is_empty() && !h.contains('/'))
                 .ok_or_else(|| EtcdError::BadEndpoint(e.to_owned()))?;
@@ -132,22 +177,69 @@ impl Client {
             return Err(EtcdError::BadEndpoint("a timeout of zero".into()));
         }
         Ok(Client {
+            conns: out.iter().map(|_| None).collect(),
             endpoints: out,
             current: 0,
             timeout,
+            calls: 0,
+            connects: 0,
+            security: ready,
+            token: None,
         })
+    }
+
+    /// Calls made and TCP connections opened, over the client's life.
+    pub fn counts(&self) -> (u64, u64) {
+        (self.calls, self.connects)
     }
 
     /// POSTs `body` to `path` on the current endpoint, then on each other one until
     /// one answers. An answer with an error status from etcd is returned as is (the
     /// next endpoint would say the same), except 5xx (a member without a leader).
+    /// With a user, the first call authenticates, and a call refused for its token
+    /// (expired) authenticates again once.
     pub fn call(&mut self, path: &str, body: &Value) -> Result<Value, EtcdError> {
+        if self.security.user.is_some() && self.token.is_none() {
+            self.authenticate()?;
+        }
+        match self.call_once(path, body) {
+            Err(EtcdError::Server { status, message })
+                if self.security.user.is_some()
+                    && (status == 401 || message.contains("auth token")) =>
+            {
+                self.authenticate()?;
+                self.call_once(path, body)
+            }
+            other => other,
+        }
+    }
+
+    /// Trades the user's name and password for a token.
+    fn authenticate(&mut self) -> Result<(), EtcdError> {
+        let Some((name, password)) = self.security.user.clone() else {
+            return Ok(());
+        };
+        self.token = None;
+        let v = self.call_once(
+            "/v3/auth/authenticate",
+            &json!({ "name": name, "password": password }),
+        )?;
+        let token = v["token"]
+            .as_str()
+            .filter(|t| !t.is_empty())
+            .ok_or_else(|| EtcdError::BadAnswer("authenticate: no token".into()))?;
+        self.token = Some(token.to_owned());
+        Ok(())
+    }
+
+    fn call_once(&mut self, path: &str, body: &Value) -> Result<Value, EtcdError> {
         let body = body.to_string();
         let mut last = String::new();
+        self.calls += 1;
         for i in 0..self.endpoints.len() {
             let at = (self.current + i) % self.endpoints.len();
-            let (host, addr) = &self.endpoints[at];
-            match post(*addr, host, path, &body, self.timeout) {
+            let host = self.endpoints[at].0.clone();
+            match self.post(at, path, &body) {
                 Ok((200, v)) => {
                     self.current = at;
                     return Ok(v);
@@ -180,6 +272,19 @@ impl Client {
     pub fn keepalive(&mut self, id: i64) -> Result<i64, EtcdError> {
         let v = self.call("/v3/lease/keepalive", &json!({ "ID": id.to_string() }))?;
         int(&v["result"]["TTL"])
+    }
+
+    /// Compacts the store's history below `revision` (every key's, etcd keeps one
+    /// history): the current value of each key stays. A revision already compacted
+    /// is no error.
+    pub fn compact(&mut self, revision: i64) -> Result<(), EtcdError> {
+        match self.call(
+            "/v3/kv/compaction",
+            &json!({ "revision": revision.to_string() }),
+        ) {
+            Err(EtcdError::Server { message, .. }) if message.contains("compacted") => Ok(()),
+            other => other.map(|_| ()),
+        }
     }
 
     /// Revokes lease `id`: its keys go at once.
@@ -217,6 +322,9 @@ impl Client {
                 Compare::Value(k, v) => json!({
                     "key": B64.encode(k), "target": "VALUE", "result": "EQUAL",
                     "value": B64.encode(v) }),
+                Compare::Lease(k, l) => json!({
+                    "key": B64.encode(k), "target": "LEASE", "result": "EQUAL",
+                    "lease": l.to_string() }),
             })
             .collect();
         let success: Vec<Value> = ops
@@ -292,52 +400,105 @@ fn kvs(v: &Value) -> Result<(Vec<Kv>, i64), EtcdError> {
     Ok((out, revision))
 }
 
-/// One POST on a fresh connection: the status and the JSON body.
-fn post(
-    addr: SocketAddr,
-    host: &str,
-    path: &str,
-    body: &str,
-    timeout: Duration,
-) -> Result<(u16, Value), String> {
-    let deadline = Instant::now() + timeout;
-    let mut s = TcpStream::connect_timeout(&addr, timeout).map_err(|e| format!("connect: {e}"))?;
+impl Client {
+    /// One POST to endpoint `at` on its kept connection (or a new one): the status
+    /// and the JSON body. A kept connection that fails before any byte of an answer
+    /// (the server closed it while idle) is replaced once.
+    fn post(&mut self, at: usize, path: &str, body: &str) -> Result<(u16, Value), String> {
+        let (host, addr) = self.endpoints[at].clone();
+        let auth = self
+            .token
+            .as_ref()
+            .map_or(String::new(), |t| format!("Authorization: {t}\r\n"));
+        let request = format!(
+            "POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n\
+             {auth}Content-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        for _ in 0..2 {
+            let (mut s, kept) = match self.conns[at].take() {
+                Some(s) => (s, true),
+                None => {
+                    self.connects += 1;
+                    let tcp = connect(addr, self.timeout)?;
+                    (Conn::new(tcp, &host, self.security.tls.as_ref())?, false)
+                }
+            };
+            match exchange(&mut s, request.as_bytes(), self.timeout) {
+                Ok((status, v, close)) => {
+                    if !close {
+                        self.conns[at] = Some(s);
+                    }
+                    return Ok((status, v));
+                }
+                Err((e, false)) if kept => {
+                    let _ = e; // stale: once more on a new connection
+                }
+                Err((e, _)) => return Err(e),
+            }
+        }
+        Err("the kept connection and a new one both failed".into())
+    }
+}
+
+fn connect(addr: SocketAddr, timeout: Duration) -> Result<TcpStream, String> {
+    let s = TcpStream::connect_timeout(&addr, timeout).map_err(|e| format!("connect: {e}"))?;
     s.set_nodelay(true).ok();
     s.set_write_timeout(Some(timeout))
         .map_err(|e| e.to_string())?;
-    let request = format!(
-        "POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n\
-         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    s.write_all(request.as_bytes())
-        .map_err(|e| format!("write: {e}"))?;
+    Ok(s)
+}
+
+/// Writes `request` and reads one answer: (status, body, whether the server closes
+/// the connection after it). An error says whether any byte of an answer came.
+fn exchange(
+    s: &mut Conn,
+    request: &[u8],
+    timeout: Duration,
+) -> Result<(u16, Value, bool), (String, bool)> {
+    let deadline = Instant::now() + timeout;
+    s.write_all(request)
+        .map_err(|e| (format!("write: {e}"), false))?;
     let mut answer = Vec::new();
     let mut buf = [0u8; 8192];
+    let mut closed = false;
     loop {
+        let got = !answer.is_empty();
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
-            return Err("timed out".into());
+            return Err(("timed out".into(), got));
         }
-        s.set_read_timeout(Some(left)).map_err(|e| e.to_string())?;
+        s.tcp()
+            .set_read_timeout(Some(left))
+            .map_err(|e| (e.to_string(), got))?;
         match s.read(&mut buf) {
-            Ok(0) => break,
+            Ok(0) if !got => return Err(("closed before answering".into(), false)),
+            Ok(0) => {
+                closed = true;
+                break;
+            }
             Ok(n) => {
                 answer.extend_from_slice(&buf[..n]);
                 if answer.len() > MAX_ANSWER {
-                    return Err("answer too long".into());
+                    return Err(("answer too long".into(), true));
                 }
                 if complete(&answer) {
                     break;
                 }
             }
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(format!("read: {e}")),
+            Err(e) => return Err((format!("read: {e}"), got)),
         }
     }
-    let (status, body) = parse_response(&answer)?;
-    let v = serde_json::from_slice(&body).map_err(|e| format!("json: {e}"))?;
-    Ok((status, v))
+    let (status, body) = parse_response(&answer).map_err(|e| (e, true))?;
+    let v = serde_json::from_slice(&body).map_err(|e| {
+        let text = String::from_utf8_lossy(&body[..body.len().min(200)]).into_owned();
+        (format!("json: {e}: status {status}, {text:?}"), true)
+    })?;
+    let end = find(&answer, b"\r\n\r\n").unwrap_or(0);
+    let head = String::from_utf8_lossy(&answer[..end]).to_ascii_lowercase();
+    let close = closed || header(&head, "connection").is_some_and(|v| v.contains("close"));
+    Ok((status, v, close))
 }
 
 /// Whether `answer` holds a whole response (by its length or its last chunk).

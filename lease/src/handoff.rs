@@ -3,11 +3,15 @@
 //!
 //! The lease thread posts the bucket's limit (safe share plus grant) and the instant
 //! until which it holds (its renewal deadline), and the safe share reserved for the
-//! host once a table shows it; the loop, once per turn, applies the limit with
-//! [`Budget::set_limit`], and falls back to the reserved safe share by itself when
-//! the deadline passes, even if the lease thread is stuck in a call to etcd. The loop
-//! publishes what it applied (the lease thread acknowledges a lowered grant only
-//! after that) and its counters (the demand).
+//! host once a table shows it, with the instant its hold ends; the loop, once per
+//! turn, applies the limit with [`Budget::set_limit_until`], so that the budget
+//! itself closes the bucket at the next deadline, at any charge, even one made
+//! before the loop's next turn (a process stopped between its turn and its
+//! submits). At its next turn the loop falls back to the reserved safe share by
+//! itself, even if the lease thread is stuck in a call to etcd, and to nothing
+//! once the hold ends: a limit of zero closes the bucket. The loop publishes what
+//! it applied (the lease thread acknowledges a lowered grant only after that) and
+//! its counters (the demand).
 //!
 //! The posted pair is a seqlock on atomics (Boehm, "Can seqlocks get along with
 //! programming language memory models?"): one writer (the lease thread); a reader
@@ -27,6 +31,8 @@ pub struct Shared {
     safe: u64,
     /// The safe share the table reserves for the host (0 until one does).
     reserved: AtomicU64,
+    /// The reservation is usable before this instant (its hold's end).
+    reserved_until: AtomicI64,
     /// Even when no post is under way.
     seq: AtomicU64,
     limit: AtomicU64,
@@ -78,6 +84,7 @@ impl Shared {
             origin,
             safe,
             reserved: AtomicU64::new(0),
+            reserved_until: AtomicI64::new(i64::MIN),
             seq: AtomicU64::new(0),
             limit: AtomicU64::new(0),
             deadline_ns: AtomicI64::new(i64::MIN),
@@ -105,15 +112,39 @@ impl Shared {
     }
 
     /// Lease thread: the table reserves `units` for this host (0: none, or none any
-    /// more). Without a grant the loop uses at most the smaller of this and the
-    /// safe share.
+    /// more), with no end ([`Shared::reserve_until`] with `i64::MAX`).
     pub fn reserve(&self, units: u64) {
-        self.reserved.store(units, Ordering::Relaxed);
+        self.reserve_until(units, i64::MAX);
     }
 
-    /// Any thread: the safe share the loop may use without a grant.
+    /// Lease thread: the table reserves `units` for this host's process, usable
+    /// before `until_ns` (the end of its hold, on this origin's clock). Without a
+    /// grant the loop uses at most the smaller of this and the safe share, and
+    /// nothing from `until_ns` on.
+    pub fn reserve_until(&self, units: u64, until_ns: i64) {
+        // A reader that sees these units sees this end (release/acquire); one that
+        // sees the old units with this end sees less than it may use, as units only
+        // drop to 0, with an end of i64::MIN.
+        let until_ns = if units == 0 { i64::MIN } else { until_ns };
+        self.reserved_until.store(until_ns, Ordering::Relaxed);
+        self.reserved.store(units, Ordering::Release);
+    }
+
+    /// Any thread: the safe share the loop may use without a grant (while its hold
+    /// lasts).
     pub fn safe_share(&self) -> u64 {
-        self.safe.min(self.reserved.load(Ordering::Relaxed))
+        self.safe.min(self.reserved.load(Ordering::Acquire))
+    }
+
+    /// Any thread: the safe share usable at `now_ns`, and the end of its hold.
+    fn safe_share_at(&self, now_ns: i64) -> (u64, i64) {
+        let units = self.safe_share();
+        let until = self.reserved_until.load(Ordering::Relaxed);
+        if now_ns < until {
+            (units, until)
+        } else {
+            (0, i64::MIN)
+        }
     }
 
     /// Lease thread: posts `limit`, usable before `deadline_ns`. Returns the post's
@@ -206,13 +237,16 @@ pub struct Leased {
     limit: u64,
     deadline_ns: i64,
     in_force: u64,
+    /// The instant (origin clock) the limit in force drops on its own.
+    in_force_until: i64,
 }
 
 impl Leased {
     /// The loop's side of `bucket` in a budget, sharing `shared` with the lease
-    /// thread. The bucket keeps its declared limit until the lease thread posts a
-    /// reservation or a grant: declare it at the safe share, and start sending only
-    /// once [`Shared::safe_share`] is above 0.
+    /// thread. The bucket keeps its declared limit until the first
+    /// [`Leased::poll`], which closes it if the lease thread posted no reservation
+    /// or grant yet: declare it at the safe share, and start sending only once
+    /// [`Shared::safe_share`] is above 0.
     pub fn new(shared: Arc<Shared>, bucket: BucketId) -> Self {
         Leased {
             shared,
@@ -220,15 +254,20 @@ impl Leased {
             seen: 0,
             limit: 0,
             deadline_ns: i64::MIN,
-            in_force: 0,
+            // Unknown: the first poll applies whatever it finds, zero included.
+            in_force: u64::MAX,
+            in_force_until: i64::MIN,
         }
     }
 
     /// Applies the posted limit, or the reserved safe share once its deadline
-    /// passed, at `now` (the instant the loop read this turn) and `budget_now_ns`
-    /// (the budget's clock). Returns the limit in force. Never blocks, allocates or
-    /// calls the system; a refused limit (zero, not above the class headroom)
-    /// leaves the last one in force and is returned as the error.
+    /// passed, or nothing (a closed bucket) once the reservation's hold ended or
+    /// before anything is reserved, at `now` (the instant the loop read) and
+    /// `budget_now_ns` (the budget's clock at that instant). The limit is set until
+    /// the instant it would drop on its own ([`Budget::set_limit_until`]), so the
+    /// budget refuses past it at any charge. Returns the limit in force. Never
+    /// blocks, allocates or calls the system; a limit the budget refuses (not above
+    /// the class headroom) closes the bucket and is returned as the error.
     pub fn poll(
         &mut self,
         budget: &mut Budget,
@@ -242,19 +281,38 @@ impl Leased {
                 self.deadline_ns = deadline;
             }
         }
-        let want = if self.shared.ns(now) < self.deadline_ns {
-            self.limit
+        let now_ns = self.shared.ns(now);
+        let (safe, safe_until) = self.shared.safe_share_at(now_ns);
+        let reserved = self.shared.safe_share();
+        let (want, until) = if now_ns < self.deadline_ns {
+            // The grant and the reservation (part of the posted limit), each until
+            // its own end.
+            if safe > 0 {
+                (self.limit, self.deadline_ns.min(safe_until))
+            } else {
+                (self.limit.saturating_sub(reserved), self.deadline_ns)
+            }
         } else {
-            self.limit.min(self.shared.safe_share())
+            (self.limit.min(safe), safe_until)
         };
-        if want == 0 {
-            // Nothing reserved nor granted yet (or no more): the budget takes no
-            // zero limit, and the caller must not be sending.
-            return Err(ConfigError::ZeroLimit);
-        }
-        if want != self.in_force {
-            budget.set_limit(self.bucket, want, budget_now_ns)?;
+        if want != self.in_force || until != self.in_force_until {
+            // The end on the budget's clock: the same span from this instant.
+            let left = until.saturating_sub(now_ns);
+            let end = if until == i64::MAX {
+                i64::MAX
+            } else {
+                budget_now_ns.saturating_add(left)
+            };
+            if let Err(e) = budget.set_limit_until(self.bucket, want, end, budget_now_ns) {
+                // Never the old limit: closed until a limit the budget takes.
+                let _ = budget.set_limit(self.bucket, 0, budget_now_ns);
+                self.in_force = 0;
+                self.in_force_until = i64::MIN;
+                self.shared.in_force.store(0, Ordering::Relaxed);
+                return Err(e);
+            }
             self.in_force = want;
+            self.in_force_until = until;
             self.shared.in_force.store(want, Ordering::Relaxed);
         }
         // After set_limit: the lease thread may now acknowledge what was posted.

@@ -19,13 +19,16 @@
 //! # Wiring it into a loop
 //!
 //! Each host names the account's limit (the same on every host) and its own safe
-//! share. The allocator reserves the safe share for the host by name in the grant
-//! table, from units nobody holds, and divides the rest (the pool) by demand. The
-//! host uses nothing before its reservation is in a table it read: declare the
-//! bucket at the safe share and start sending after
-//! [`LeaseThread::wait_reserved`]. From then on the safe share is usable whether
-//! etcd answers or not; a host stopped for good gives it back with
-//! [`store::release_host`] (`ergon-gateway release-host`).
+//! share. The allocator reserves the safe share for the host's process (its name
+//! and its first lease) in the grant table, from units nobody holds, and divides
+//! the rest (the pool) by demand. The host uses nothing before its reservation is
+//! in a table it read: declare the bucket at the safe share and start sending
+//! after [`LeaseThread::wait_reserved`]. From then on the safe share is usable
+//! whether etcd answers or not, for the hold ([`LeaseConfig::hold`]) after the last
+//! table read that showed it; a host stopped for good gives it back with
+//! [`store::release_host`] (`ergon-gateway release-host`). A process restarted
+//! under the same name gets the reservation only hold + window + margin after the
+//! previous one was last seen; a second live process of a name gets nothing.
 //!
 //! ```no_run
 //! use std::time::{Duration, Instant};
@@ -42,11 +45,13 @@
 //! let lease = LeaseThread::spawn(
 //!     LeaseConfig {
 //!         endpoints: vec!["http://10.0.0.1:2379".into(), "http://10.0.0.2:2379".into()],
+//!         security: Default::default(),
 //!         prefix: "ergon".into(),
 //!         account: "main".into(),
 //!         host: "host-a".into(),
 //!         ttl: Duration::from_secs(10),
 //!         margin: Duration::from_secs(1),
+//!         hold: Duration::from_secs(60),
 //!         period: Duration::from_secs(2),
 //!         timeout: Duration::from_millis(500),
 //!         buckets: vec![BucketLease {
@@ -77,6 +82,7 @@
 pub mod etcd;
 pub mod handoff;
 pub mod rule;
+pub mod secure;
 pub mod store;
 mod sync;
 // The lease thread shares std `Arc`s with the loop; under loom only the hand-off

@@ -13,21 +13,32 @@
 //!   that changes on its own (the renewal deadline).
 //!
 //! The account's limit is split in two: each host's **safe share**, reserved for it
-//! by name in the table and usable with or without etcd, and the **pool**, the
-//! rest, divided among the live hosts by demand as grants. A host asks for its safe
-//! share in its report; the allocator reserves it only from units nobody holds, and
-//! the host uses nothing before it reads its reservation. A reservation is never
-//! dropped by the allocator (a host cut off from etcd goes on using it, however
-//! long): only [`Table::release`], for a host that is stopped, frees it, one window
-//! later.
+//! by name in the table, for one process of that name at a time, and usable with or
+//! without etcd for the hold ([`Config::hold_ns`]) after the last table read that
+//! showed it; and the **pool**, the rest, divided among the live hosts by demand as
+//! grants. A host asks for its safe share in its report; the allocator reserves it
+//! only from units nobody holds, and the host uses nothing before it reads its
+//! reservation. A reservation is never dropped by the allocator: only
+//! [`Table::release`] frees it, hold + window + margin after the allocator saw the
+//! release (the host may be cut off rather than stopped).
+//!
+//! The unit that spends is a **process**, not a host name: a restarted process
+//! starts with an empty budget, so its name's reservation passes to it only hold +
+//! window + margin after the allocator last saw the previous process report, and a
+//! process whose name another live lease holds uses nothing
+//! ([`Host::on_name_taken`]).
 //!
 //! The invariants, which the property test (`tests/allocation.rs`) checks against a
 //! reference of what each host could have spent in any window:
 //! - Every table written keeps `Σ held + Σ reserved ≤ limit`; a host's grant is at
 //!   most its held.
 //! - A grant is raised only with units no host holds.
-//! - A lowered grant stays held (others cannot get its units) until one window after
-//!   the allocator saw the host acknowledge it, or saw the host's lease gone.
+//! - A lowered grant stays held (others cannot get its units) until one window plus
+//!   the margin after the allocator saw the host acknowledge it, or saw the host's
+//!   lease gone: a request charged before may be written up to the margin later.
+//! - A reservation is usable by its process only (its pid), for at most the hold
+//!   after the last table read that showed it; released, or left by its process,
+//!   it passes on only hold + window + margin after the allocator saw that.
 //! - A host uses a grant only until its renewal deadline: the send time of its last
 //!   successful renewal plus the TTL etcd answered, minus a margin. etcd cannot expire
 //!   the lease before that.
@@ -49,15 +60,42 @@ pub struct Config {
     /// Each live host's grant is at least this (or an equal split of the pool when
     /// the floors do not fit).
     pub floor: u64,
+    /// Added to every wait before units are freed (a shrink one window after its
+    /// acknowledgement, a gone host's grant one window after its lease): at least
+    /// the hosts' renewal margin, and at least the longest a request charged
+    /// before a shrink may wait before it is written (it counts at the venue one
+    /// window from its write, not its charge).
+    pub margin_ns: i64,
+    /// How long a process may go on using its safe share after the last table it
+    /// read that reserved it for that process ([`Host::safe_share`]): a host cut off
+    /// from etcd keeps sending this long, then stops. A reservation its process
+    /// no longer reports under, or released by an operator, returns only `hold +
+    /// window + margin` after the allocator first saw that, since its process may
+    /// be cut off rather than stopped. Every host of an account uses the same.
+    pub hold_ns: i64,
 }
 
 impl Config {
-    /// Checks the parameters: a window above zero.
+    /// Checks the parameters: a window above zero, a margin and a hold at least 0.
     pub fn validate(&self) -> Result<(), RuleError> {
         if self.window_ns <= 0 {
             return Err(RuleError::ZeroWindow);
         }
+        if self.margin_ns < 0 || self.hold_ns < 0 {
+            return Err(RuleError::Malformed(format!(
+                "a negative margin ({}) or hold ({})",
+                self.margin_ns, self.hold_ns
+            )));
+        }
         Ok(())
+    }
+
+    /// How long after the allocator first saw a reservation's process gone (or a
+    /// release) its units may go to another process: hold + window + margin.
+    fn orphan_wait(&self) -> i64 {
+        self.hold_ns
+            .saturating_add(self.window_ns)
+            .saturating_add(self.margin_ns)
     }
 }
 
@@ -111,6 +149,9 @@ pub struct Report {
     pub acked: u64,
     /// The safe share the host asks to have reserved.
     pub safe: u64,
+    /// The process: the id of the first lease it held. A process keeps it across
+    /// the new leases it takes after losing one; a restarted process has another.
+    pub pid: i64,
 }
 
 /// One host's row of the grant table.
@@ -130,13 +171,18 @@ pub struct Entry {
     pub since: u64,
 }
 
-/// A safe share reserved for a host, by name: it outlives the host's leases.
+/// A safe share reserved for a host by name, for one process of that name at a
+/// time: it outlives the process's leases.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Reserve {
     /// The host's name.
     pub host: String,
     /// Units per window the host may use without a grant, with or without etcd.
     pub units: u64,
+    /// The process that may use it ([`Report::pid`]); 0 for none (a table written
+    /// before processes were told apart). Another process of the name gets it only
+    /// [`Config::hold_ns`] + window + margin after the allocator saw this one gone.
+    pub pid: i64,
 }
 
 /// The grant table: one key in etcd, written only by the allocator (or by
@@ -174,7 +220,7 @@ impl Table {
         self.reserves.iter().map(|r| r.units).sum()
     }
 
-    /// The safe share reserved for `host` (0 for none).
+    /// The safe share reserved for `host` (0 for none), whichever its process.
     pub fn reserve(&self, host: &str) -> u64 {
         self.reserves
             .iter()
@@ -182,10 +228,21 @@ impl Table {
             .map_or(0, |r| r.units)
     }
 
-    /// The table after an operator released the safe share of `host`, a host that
-    /// is stopped (a running host cut off from etcd would go on using it). Its units
-    /// stay held under lease 0, which no host holds, so the allocator frees them
-    /// one window after it sees the table. `None` if `host` has no reservation.
+    /// The safe share reserved for process `pid` of `host` (0 for none, or for
+    /// another process of the name).
+    pub fn reserve_for(&self, host: &str, pid: i64) -> u64 {
+        self.reserves
+            .iter()
+            .find(|r| r.host == host && r.pid == pid)
+            .map_or(0, |r| r.units)
+    }
+
+    /// The table after an operator released the safe share of `host`. Its units
+    /// stay held under lease 0, which no host holds, and the allocator frees them
+    /// only [`Config::hold_ns`] + window + margin after it sees the table: the
+    /// host's process may be cut off from etcd rather than stopped, and it uses its
+    /// reservation until `hold` after the last table it read. `None` if `host` has
+    /// no reservation.
     pub fn release(&self, host: &str) -> Option<Table> {
         let units = self.reserve(host);
         if units == 0 {
@@ -213,7 +270,7 @@ impl Table {
     }
 
     /// The text stored in etcd: a first line `epoch N limit L`, then one line per row
-    /// `host lease grant held since`, then one per reservation `safe host units`.
+    /// `host lease grant held since`, then one per reservation `safe host units pid`.
     /// Host names have no whitespace ([`valid_host`]).
     pub fn encode(&self) -> String {
         let mut s = format!("epoch {} limit {}\n", self.epoch, self.limit);
@@ -224,12 +281,13 @@ impl Table {
             ));
         }
         for r in &self.reserves {
-            s.push_str(&format!("safe {} {}\n", r.host, r.units));
+            s.push_str(&format!("safe {} {} {}\n", r.host, r.units, r.pid));
         }
         s
     }
 
-    /// Parses [`Table::encode`]'s text.
+    /// Parses [`Table::encode`]'s text. A reservation without a pid (`safe host
+    /// units`, as written before processes were told apart) belongs to no process.
     pub fn decode(text: &str) -> Result<Table, RuleError> {
         let bad = |what: &str| RuleError::Malformed(format!("grant table: {what}"));
         let mut lines = text.lines();
@@ -247,10 +305,18 @@ impl Table {
                 s.parse::<u64>()
                     .map_err(|_| bad(&format!("{s:?} in {line:?}")))
             };
-            if let ["safe", host, units] = f[..] {
+            if let ["safe", host, units, ref pid @ ..] = f[..] {
+                let pid = match pid {
+                    [] => 0,
+                    [p] => p
+                        .parse()
+                        .map_err(|_| bad(&format!("pid {p:?} in {line:?}")))?,
+                    _ => return Err(bad(&format!("reservation {line:?}"))),
+                };
                 let r = Reserve {
                     host: host.to_owned(),
                     units: num(units)?,
+                    pid,
                 };
                 if !valid_host(host) || reserves.iter().any(|o| o.host == host) {
                     return Err(bad(&format!("reservation {line:?}")));
@@ -298,27 +364,38 @@ pub fn valid_host(name: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
 }
 
-/// A host's demand key: `used refused acked safe`.
-pub fn encode_report(demand: Demand, acked: u64, safe: u64) -> String {
-    format!("{} {} {} {}", demand.used, demand.refused, acked, safe)
+/// A host's demand key: `used refused acked safe pid`.
+pub fn encode_report(demand: Demand, acked: u64, safe: u64, pid: i64) -> String {
+    format!(
+        "{} {} {} {} {}",
+        demand.used, demand.refused, acked, safe, pid
+    )
 }
 
-/// Parses [`encode_report`]'s text into a [`Report`] for `host` under `lease`.
+/// Parses [`encode_report`]'s text into a [`Report`] for `host` under `lease`. A
+/// report without a pid (four fields, an earlier version) names its lease.
 pub fn decode_report(host: &str, lease: i64, text: &str) -> Result<Report, RuleError> {
     let bad = || RuleError::Malformed(format!("demand of {host}: {text:?}"));
-    let f: Vec<u64> = text
-        .split(' ')
+    let f: Vec<&str> = text.split(' ').collect();
+    let (nums, pid) = match f[..] {
+        [a, b, c, d] => ([a, b, c, d], lease),
+        [a, b, c, d, p] => ([a, b, c, d], p.parse().map_err(|_| bad())?),
+        _ => return Err(bad()),
+    };
+    let n: Vec<u64> = nums
+        .iter()
         .map(|n| n.parse().map_err(|_| bad()))
         .collect::<Result<_, _>>()?;
-    let [used, refused, acked, safe] = f[..] else {
-        return Err(bad());
-    };
     Ok(Report {
         host: host.to_owned(),
         lease,
-        demand: Demand { used, refused },
-        acked,
-        safe,
+        demand: Demand {
+            used: n[0],
+            refused: n[1],
+        },
+        acked: n[2],
+        safe: n[3],
+        pid,
     })
 }
 
@@ -371,6 +448,8 @@ struct Seen {
 pub struct Allocator {
     config: Config,
     seen: BTreeMap<(String, i64), Seen>,
+    /// Reservations whose process it does not see report: host → (pid, since when).
+    orphans: BTreeMap<String, (i64, i64)>,
 }
 
 impl Allocator {
@@ -380,6 +459,7 @@ impl Allocator {
         Ok(Allocator {
             config,
             seen: BTreeMap::new(),
+            orphans: BTreeMap::new(),
         })
     }
 
@@ -388,20 +468,35 @@ impl Allocator {
         self.config
     }
 
-    /// The earliest instant a held shrink or a gone host's units can be released.
+    /// The earliest instant a held shrink, a gone host's units or a reservation
+    /// can pass on.
     pub fn poll_timeout(&self) -> Option<i64> {
-        let w = self.config.window_ns;
-        self.seen
+        let wait = self.config.window_ns.saturating_add(self.config.margin_ns);
+        let orphan = self.config.orphan_wait();
+        let rows = self
+            .seen
+            .iter()
+            .flat_map(|((_, lease), s)| {
+                let gone = if *lease == 0 { orphan } else { wait };
+                [
+                    s.acked_at.map(|(_, t)| t.saturating_add(wait)),
+                    s.gone_at.map(|t| t.saturating_add(gone)),
+                ]
+            })
+            .flatten();
+        let reserves = self
+            .orphans
             .values()
-            .flat_map(|s| [s.acked_at.map(|(_, t)| t), s.gone_at])
-            .flatten()
-            .map(|t| t.saturating_add(w))
-            .min()
+            .map(|&(_, t)| t.saturating_add(orphan));
+        rows.chain(reserves).min()
     }
 
     /// The table to write after `snap` at `now`, or `None` if nothing changes.
     pub fn allocate(&mut self, snap: &Snapshot, now: i64) -> Option<Write> {
-        let w = self.config.window_ns;
+        // Units spent under a shrunk grant, or by a host whose lease went, count at
+        // the venue one window from their write: the margin covers charge to write.
+        let wait = self.config.window_ns.saturating_add(self.config.margin_ns);
+        let orphan_wait = self.config.orphan_wait();
         let alive = |e: &Entry| {
             snap.reports
                 .iter()
@@ -418,7 +513,10 @@ impl Allocator {
             match alive(&e) {
                 None => {
                     let gone = *seen.gone_at.get_or_insert(now);
-                    if now >= gone.saturating_add(w) {
+                    // Lease 0: a released reservation, whose process may be cut
+                    // off rather than stopped, and uses it up to its hold.
+                    let after = if e.lease == 0 { orphan_wait } else { wait };
+                    if now >= gone.saturating_add(after) {
                         continue; // its units count nowhere any more
                     }
                 }
@@ -431,7 +529,7 @@ impl Allocator {
                                 _ => now,
                             };
                             seen.acked_at = Some((e.since, at));
-                            if now >= at.saturating_add(w) {
+                            if now >= at.saturating_add(wait) {
                                 e.held = e.grant;
                                 seen.acked_at = None;
                             }
@@ -467,11 +565,37 @@ impl Allocator {
         let held: u64 = rows.iter().map(|e| e.held).sum();
         let mut reserved: u64 = reserves.iter().map(|r| r.units).sum();
         let mut waiting = 0u64;
-        for r in &snap.reports {
-            let have = reserves
+        // A reservation passes to another process of its name only once the one it
+        // was for has not reported for hold + window + margin: it may be cut off,
+        // not stopped, and go on using it until its hold ends.
+        let mut orphans = BTreeMap::new();
+        for x in &mut reserves {
+            if snap
+                .reports
                 .iter()
-                .find(|x| x.host == r.host)
-                .map_or(0, |x| x.units);
+                .any(|r| r.host == x.host && r.pid == x.pid)
+            {
+                continue;
+            }
+            let since = match self.orphans.get(&x.host) {
+                Some(&(pid, at)) if pid == x.pid => at,
+                _ => now,
+            };
+            let next = snap.reports.iter().find(|r| r.host == x.host);
+            match next {
+                Some(r) if now >= since.saturating_add(orphan_wait) => x.pid = r.pid,
+                _ => {
+                    orphans.insert(x.host.clone(), (x.pid, since));
+                }
+            }
+        }
+        self.orphans = orphans;
+        for r in &snap.reports {
+            let have = match reserves.iter().find(|x| x.host == r.host) {
+                Some(x) if x.pid != r.pid => continue, // another process's, for now
+                Some(x) => x.units,
+                None => 0,
+            };
             let more = r.safe.saturating_sub(have);
             if more == 0 {
                 continue;
@@ -483,6 +607,7 @@ impl Allocator {
                     None => reserves.push(Reserve {
                         host: r.host.clone(),
                         units: r.safe,
+                        pid: r.pid,
                     }),
                 }
             } else {
@@ -602,21 +727,34 @@ pub fn share(pool: u64, floor: u64, wants: &[u64]) -> Vec<u64> {
 /// creating a lease call [`Host::on_lease`]; after each successful keepalive
 /// [`Host::on_renewed`] with the instant the keepalive was *sent*; when etcd says
 /// the lease is gone, [`Host::on_lease_lost`]; for each table read,
-/// [`Host::on_table`], then apply [`Host::limit`] to the budget and acknowledge the
-/// epoch it returns only once the budget uses it. At [`Host::poll_timeout`] the
-/// limit drops to the safe share on its own: re-read [`Host::limit`] then.
+/// [`Host::on_table`] with the instant the read was sent, then apply
+/// [`Host::limit`] to the budget and acknowledge the epoch it returns only once the
+/// budget uses it. When etcd shows the host's name held by another process's lease,
+/// [`Host::on_name_taken`]; once its own demand is written, [`Host::on_published`].
+/// At [`Host::poll_timeout`] the limit drops on its own: re-read [`Host::limit`]
+/// then.
 ///
-/// The safe share is usable once a table read reserves it ([`Host::safe_share`]),
-/// and from then on whether etcd answers or not; before that the host may use
-/// nothing.
+/// The safe share is usable once a table read reserves it for this process
+/// ([`Host::safe_share`]), and from then on whether etcd answers or not, for at
+/// most the hold after the last read that showed it ([`Host::reserve_until`]):
+/// past that, a host cut off from etcd uses nothing, so that an operator's
+/// release, or another process of its name, is safe after a bounded wait. Before
+/// a read reserves it, the host may use nothing.
 #[derive(Clone, Debug)]
 pub struct Host {
     name: String,
     limit: u64,
     safe: u64,
-    /// The safe share reserved for this host in the last table read.
+    /// The safe share reserved for this process in the last table read.
     reserved: u64,
+    /// The reservation may be used before this instant (host clock).
+    reserve_until: i64,
     margin_ns: i64,
+    hold_ns: i64,
+    /// The process: its first lease.
+    pid: Option<i64>,
+    /// etcd shows the name held by another process's lease.
+    taken: bool,
     /// The limit of the last table read, when it was not ours.
     mismatch: Option<u64>,
     lease: Option<i64>,
@@ -628,10 +766,16 @@ pub struct Host {
 
 impl Host {
     /// A host named `name`, configured with the account's `limit`, a safe share of
-    /// `safe` units per window (reserved for it outside the pool) and a renewal
+    /// `safe` units per window (reserved for it outside the pool), a renewal
     /// margin of `margin_ns` (clock rate differences, the keepalive's transit, the
-    /// loop's turn).
-    pub fn new(name: &str, limit: u64, safe: u64, margin_ns: i64) -> Result<Self, RuleError> {
+    /// loop's turn) and the account's hold ([`Config::hold_ns`]).
+    pub fn new(
+        name: &str,
+        limit: u64,
+        safe: u64,
+        margin_ns: i64,
+        hold_ns: i64,
+    ) -> Result<Self, RuleError> {
         if !valid_host(name) {
             return Err(RuleError::Malformed(format!(
                 "host name {name:?}: 1 to 64 bytes of A-Z a-z 0-9 . _ -"
@@ -642,7 +786,11 @@ impl Host {
             limit,
             safe,
             reserved: 0,
+            reserve_until: i64::MIN,
             margin_ns: margin_ns.max(0),
+            hold_ns: hold_ns.max(0),
+            pid: None,
+            taken: false,
             mismatch: None,
             lease: None,
             deadline: i64::MIN,
@@ -661,10 +809,16 @@ impl Host {
         self.lease
     }
 
+    /// The process's id in etcd ([`Report::pid`]): its first lease; `None` before.
+    pub fn pid(&self) -> Option<i64> {
+        self.pid
+    }
+
     /// A new lease `id` was granted with `ttl_ns`, asked at `sent_at`. No grant
-    /// belongs to it yet.
+    /// belongs to it yet. The first names the process.
     pub fn on_lease(&mut self, id: i64, ttl_ns: i64, sent_at: i64) {
         self.lease = Some(id);
+        self.pid.get_or_insert(id);
         self.grant = 0;
         self.epoch = 0;
         self.deadline = self.deadline_after(sent_at, ttl_ns);
@@ -692,15 +846,42 @@ impl Host {
         self.deadline = i64::MIN;
     }
 
-    /// A table was read. Returns the epoch to acknowledge (once the budget uses
-    /// [`Host::limit`]), or `None` for a table older than one already applied.
-    pub fn on_table(&mut self, table: &Table) -> Option<u64> {
+    /// etcd shows this host's name held by another process's live lease: this
+    /// process uses nothing (neither grant nor reservation) until its own demand
+    /// is written again ([`Host::on_published`]).
+    pub fn on_name_taken(&mut self) {
+        self.taken = true;
+        self.reserved = 0;
+        self.grant = 0;
+    }
+
+    /// This process's demand key was written: the name is its own.
+    pub fn on_published(&mut self) {
+        self.taken = false;
+    }
+
+    /// Whether etcd showed the name held by another process, last.
+    pub fn name_taken(&self) -> bool {
+        self.taken
+    }
+
+    /// A table was read, the read sent at `sent_at`. Returns the epoch to
+    /// acknowledge (once the budget uses [`Host::limit`]), or `None` for a table
+    /// older than one already applied (or while the name is another process's).
+    pub fn on_table(&mut self, table: &Table, sent_at: i64) -> Option<u64> {
         let lease = self.lease?;
-        if table.epoch < self.epoch {
+        let pid = self.pid?;
+        if table.epoch < self.epoch || self.taken {
             return None;
         }
         self.epoch = table.epoch;
-        self.reserved = table.reserve(&self.name);
+        self.reserved = table.reserve_for(&self.name, pid);
+        if self.reserved > 0 {
+            // The table was current at some instant after the send.
+            self.reserve_until = sent_at
+                .saturating_add(self.hold_ns)
+                .saturating_sub(self.margin_ns);
+        }
         // A table divided from another limit than ours: no grant from it (its
         // reservation for us is counted in it, and stays usable).
         let used = !table.entries.is_empty() || !table.reserves.is_empty();
@@ -723,10 +904,29 @@ impl Host {
         self.safe
     }
 
-    /// The safe share it may use: as configured, once a table read reserves it;
-    /// 0 before.
+    /// The safe share reserved for this process in the last table read (as
+    /// configured, at most); usable before [`Host::reserve_until`] only.
     pub fn safe_share(&self) -> u64 {
         self.safe.min(self.reserved)
+    }
+
+    /// The instant the reservation stops being usable unless a table read shows
+    /// it again: the last such read's send time plus the hold, minus the margin.
+    pub fn reserve_until(&self) -> i64 {
+        if self.safe_share() > 0 {
+            self.reserve_until
+        } else {
+            i64::MIN
+        }
+    }
+
+    /// The safe share it may use at `now`.
+    pub fn usable_safe(&self, now: i64) -> u64 {
+        if now < self.reserve_until() {
+            self.safe_share()
+        } else {
+            0
+        }
     }
 
     /// The grant as last read (whether usable or not).
@@ -743,14 +943,17 @@ impl Host {
         }
     }
 
-    /// The bucket's limit at `now`: the reserved safe share plus the usable grant.
+    /// The bucket's limit at `now`: the usable safe share plus the usable grant.
     pub fn limit(&self, now: i64) -> u64 {
-        self.safe_share().saturating_add(self.usable(now))
+        self.usable_safe(now).saturating_add(self.usable(now))
     }
 
-    /// The instant the usable grant drops to 0 unless renewed, while it is not 0.
+    /// The next instant the limit drops on its own (the grant at the renewal
+    /// deadline, the safe share at the end of its hold), while either is usable.
     pub fn poll_timeout(&self, now: i64) -> Option<i64> {
-        (self.usable(now) > 0).then_some(self.deadline)
+        let grant = (self.usable(now) > 0).then_some(self.deadline);
+        let safe = (self.usable_safe(now) > 0).then_some(self.reserve_until());
+        grant.into_iter().chain(safe).min()
     }
 
     /// The instant of the renewal deadline (`i64::MIN` without a lease).

@@ -5,8 +5,10 @@
 //!   the allocator (and by [`release_host`]), in one transaction comparing its
 //!   `mod_revision`; attached to no lease, so a dead host's held units and its
 //!   reservation outlive it.
-//! - `demand/<host>`: `used refused acked safe` ([`crate::rule::encode_report`]), attached
-//!   to the host's lease, so it goes when the lease expires.
+//! - `demand/<host>`: `used refused acked safe pid` ([`crate::rule::encode_report`]),
+//!   attached to the host's lease, so it goes when the lease expires; one process
+//!   per name: written only while absent or attached to the writer's own lease
+//!   ([`publish_demand`]).
 //! - `allocator`: the allocator's host name, attached to its lease; taken with a
 //!   transaction `create_revision == 0`.
 
@@ -20,17 +22,22 @@ pub struct BucketRead {
     pub snapshot: Snapshot,
     /// Who holds the allocator key (host, lease), if anyone.
     pub allocator: Option<(String, i64)>,
+    /// The store's revision at the read.
+    pub revision: i64,
 }
 
 /// Reads every key of the bucket under `prefix` (ending in `/`) in one range. A
 /// table that does not parse is an error; a demand key that does not parse is
 /// skipped (that host gets no grant until it writes a good one).
 pub fn read_bucket(client: &mut Client, prefix: &str) -> Result<BucketRead, EtcdError> {
-    let (kvs, _) = client.range_prefix(prefix.as_bytes())?;
+    let (kvs, revision) = client.range_prefix(prefix.as_bytes())?;
     let table_key = format!("{prefix}table");
     let demand_prefix = format!("{prefix}demand/");
     let alloc_key = format!("{prefix}allocator");
-    let mut out = BucketRead::default();
+    let mut out = BucketRead {
+        revision,
+        ..BucketRead::default()
+    };
     for kv in &kvs {
         let key = String::from_utf8_lossy(&kv.key);
         let value = String::from_utf8_lossy(&kv.value);
@@ -47,6 +54,37 @@ pub fn read_bucket(client: &mut Client, prefix: &str) -> Result<BucketRead, Etcd
         }
     }
     Ok(out)
+}
+
+/// Revisions of history written between two compactions.
+pub const COMPACT_EVERY: i64 = 10_000;
+/// Revisions of history kept below the current one at a compaction.
+pub const COMPACT_KEEP: i64 = 1_000;
+
+/// Keeps etcd's history short: every write adds a revision (about 110 bytes each
+/// for these keys), and etcd keeps them all until compacted, then refuses every
+/// write past its quota (NOSPACE: 2 GiB by default, a few days of a fleet's
+/// rounds). Whoever holds the allocator key of an account's first leased bucket
+/// calls [`Compactor::after`] with each read's revision: every
+/// [`COMPACT_EVERY`] revisions it compacts all but the last [`COMPACT_KEEP`].
+/// Nothing here reads history: the compares are on the keys' current revisions.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Compactor {
+    done: i64,
+}
+
+impl Compactor {
+    /// Compacts below `revision - COMPACT_KEEP` if [`COMPACT_EVERY`] revisions were
+    /// written since the last compaction; the revision compacted to, if it did.
+    pub fn after(&mut self, client: &mut Client, revision: i64) -> Result<Option<i64>, EtcdError> {
+        if revision.saturating_sub(self.done) < COMPACT_EVERY {
+            return Ok(None);
+        }
+        let to = revision - COMPACT_KEEP;
+        client.compact(to)?;
+        self.done = to;
+        Ok(Some(to))
+    }
 }
 
 /// Writes `write.table` in one transaction that applies only if the table key is
@@ -82,7 +120,64 @@ pub fn take_allocator(
     )
 }
 
-/// Writes the host's demand key, attached to its lease.
+/// What [`publish_demand`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Published {
+    /// The demand key is written, attached to the caller's lease.
+    Written,
+    /// The key is attached to another live lease: another process of the name.
+    Taken {
+        /// Its lease.
+        lease: i64,
+        /// Its pid, as its report says (its lease if unreadable).
+        pid: i64,
+    },
+}
+
+/// Writes the host's demand key, attached to `lease`, only if the key is absent or
+/// already attached to `lease` (each in one transaction): a second process under
+/// the same name is told, never overwritten.
+pub fn publish_demand(
+    client: &mut Client,
+    prefix: &str,
+    host: &str,
+    report: &str,
+    lease: i64,
+) -> Result<Published, EtcdError> {
+    let key = format!("{prefix}demand/{host}").into_bytes();
+    let put = Op::Put {
+        key: key.clone(),
+        value: report.as_bytes().to_vec(),
+        lease,
+    };
+    if client.txn(
+        &[Compare::Lease(key.clone(), lease)],
+        std::slice::from_ref(&put),
+    )? {
+        return Ok(Published::Written);
+    }
+    if client.txn(&[Compare::Absent(key.clone())], &[put])? {
+        return Ok(Published::Written);
+    }
+    let (kvs, _) = client.range_prefix(&key)?;
+    match kvs.iter().find(|kv| kv.key == key) {
+        Some(kv) if kv.lease != lease => {
+            let text = String::from_utf8_lossy(&kv.value);
+            let pid = rule::decode_report(host, kv.lease, &text).map_or(kv.lease, |r| r.pid);
+            Ok(Published::Taken {
+                lease: kv.lease,
+                pid,
+            })
+        }
+        // Gone or ours between the compares: the next round writes it.
+        _ => Err(EtcdError::BadAnswer(format!(
+            "the demand key of {host} moved under the write; written next round"
+        ))),
+    }
+}
+
+/// Writes the host's demand key, attached to its lease, whatever holds it (tests
+/// and tools; the lease thread uses [`publish_demand`]).
 pub fn write_demand(
     client: &mut Client,
     prefix: &str,
@@ -128,10 +223,17 @@ impl std::fmt::Display for ReleaseError {
 impl std::error::Error for ReleaseError {}
 
 /// Releases the safe share reserved for `host` under `prefix` (ending in `/`), a
-/// host whose gateway is stopped for good: its units stay held for one more window
-/// (they may have been spent in the last one), then return to the pool. Refused
-/// while the host's demand key lives (its lease). The units released.
+/// host whose gateway is stopped for good. Its process may instead be cut off from
+/// etcd and still sending: it goes on using the reservation until the hold after
+/// the last table it read ([`crate::Config::hold_ns`]), so the units stay held
+/// until hold + window + margin after the allocator saw the release, then return
+/// to the pool. Refused while the host's demand key lives (its lease); the write
+/// applies only if the table and the demand key are as read (a host that starts
+/// between the read and the write makes it fail, and the next try refuses). The
+/// units released.
 pub fn release_host(client: &mut Client, prefix: &str, host: &str) -> Result<u64, ReleaseError> {
+    let demand_key = format!("{prefix}demand/{host}").into_bytes();
+    let table_key = format!("{prefix}table").into_bytes();
     for _ in 0..5 {
         let read = read_bucket(client, prefix).map_err(ReleaseError::Etcd)?;
         let snap = read.snapshot;
@@ -140,11 +242,20 @@ pub fn release_host(client: &mut Client, prefix: &str, host: &str) -> Result<u64
         }
         let units = snap.table.reserve(host);
         let table = snap.table.release(host).ok_or(ReleaseError::NotReserved)?;
-        let write = Write {
-            revision: snap.revision,
-            table,
-        };
-        if write_table(client, prefix, &write).map_err(ReleaseError::Etcd)? {
+        let applied = client
+            .txn(
+                &[
+                    Compare::ModRevision(table_key.clone(), snap.revision),
+                    Compare::Absent(demand_key.clone()),
+                ],
+                &[Op::Put {
+                    key: table_key.clone(),
+                    value: table.encode().into_bytes(),
+                    lease: 0,
+                }],
+            )
+            .map_err(ReleaseError::Etcd)?;
+        if applied {
             return Ok(units);
         }
     }

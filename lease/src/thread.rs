@@ -34,8 +34,10 @@ pub struct BucketLease {
 /// The lease thread's configuration.
 #[derive(Clone, Debug)]
 pub struct LeaseConfig {
-    /// etcd endpoints, `http://host:port`.
+    /// etcd endpoints, `http://host:port` (`https://host:port` with TLS).
     pub endpoints: Vec<String>,
+    /// TLS files and an etcd user (none by default: plain HTTP, no auth).
+    pub security: crate::secure::Security,
     /// The first path element of every key.
     pub prefix: String,
     /// The venue account.
@@ -44,8 +46,16 @@ pub struct LeaseConfig {
     pub host: String,
     /// The lease's TTL, whole seconds (etcd's unit), at least 1.
     pub ttl: Duration,
-    /// Subtracted from the renewal deadline: clock rate differences, the loop's turn.
+    /// Subtracted from the renewal deadline and from the reservation's hold, and
+    /// added to every wait before units are freed: clock rate differences, the
+    /// loop's turn, the delay between a charge and its write.
     pub margin: Duration,
+    /// How long this host may go on using its safe share after the last grant
+    /// table it read that reserved it ([`crate::Config::hold_ns`]); the same on
+    /// every host of the account. A host cut off from etcd this long stops
+    /// sending; a released reservation, or one whose process went, returns to
+    /// others hold + window + margin after the allocator saw it. At least the TTL.
+    pub hold: Duration,
     /// How often to renew, publish and allocate.
     pub period: Duration,
     /// Each request to etcd is given up on one endpoint after this.
@@ -110,6 +120,13 @@ pub struct Status {
     pub last_error: Option<String>,
     /// Rounds run.
     pub rounds: u64,
+    /// Calls made to etcd, over the thread's life.
+    pub etcd_calls: u64,
+    /// TCP connections opened to etcd, over the thread's life (kept alive
+    /// between calls).
+    pub etcd_connects: u64,
+    /// The revision etcd's history was last compacted to by this host (0: never).
+    pub compacted: i64,
 }
 
 /// The running lease thread. Dropping it stops the thread and revokes the lease.
@@ -140,6 +157,9 @@ impl LeaseThread {
         if config.period.is_zero() || config.period * 2 > config.ttl.saturating_sub(config.margin) {
             return bad("the period must be above 0 and at most half of TTL minus margin");
         }
+        if config.hold < config.ttl {
+            return bad("the hold must be at least the TTL");
+        }
         if config.buckets.is_empty() {
             return bad("no leased bucket");
         }
@@ -151,17 +171,26 @@ impl LeaseThread {
                 return bad("each bucket: a safe share below the account's limit");
             }
         }
-        let client = Client::new(&config.endpoints, config.timeout).map_err(LeaseError::Etcd)?;
+        let client = Client::with_security(&config.endpoints, config.timeout, &config.security)
+            .map_err(LeaseError::Etcd)?;
         let mut buckets = Vec::new();
         for b in &config.buckets {
             let allocator = Allocator::new(Config {
                 limit: b.limit,
                 window_ns: dur_ns(b.window),
                 floor: b.floor,
+                margin_ns: dur_ns(config.margin),
+                hold_ns: dur_ns(config.hold),
             })
             .map_err(LeaseError::Rule)?;
-            let host = Host::new(&config.host, b.limit, b.safe, dur_ns(config.margin))
-                .map_err(LeaseError::Rule)?;
+            let host = Host::new(
+                &config.host,
+                b.limit,
+                b.safe,
+                dur_ns(config.margin),
+                dur_ns(config.hold),
+            )
+            .map_err(LeaseError::Rule)?;
             buckets.push(Lane {
                 prefix: format!("/{}/{}/{}/", config.prefix, config.account, b.name),
                 shared: Shared::new(b.safe, origin),
@@ -185,6 +214,9 @@ impl LeaseThread {
             renewed_at: None,
             lanes: buckets,
             status: status.clone(),
+            revision: 0,
+            compactor: store::Compactor::default(),
+            compacted: 0,
         };
         let revoke = Arc::new(AtomicBool::new(true));
         let (stop2, revoke2) = (stop.clone(), revoke.clone());
@@ -223,9 +255,12 @@ impl LeaseThread {
             }
             if start.elapsed() >= limit {
                 let s = self.status();
-                let why = s
-                    .last_error
-                    .unwrap_or_else(|| "the pool has no free units for it yet".into());
+                let why = s.last_error.unwrap_or_else(|| {
+                    "the pool has no free units for it yet, or the name's reservation \
+                         still belongs to a previous process of this name (it passes to \
+                         this one hold + window + margin after that one's lease went)"
+                        .into()
+                });
                 return Err(LeaseError::Config(format!(
                     "no safe share reserved in etcd within {limit:?} ({} rounds): {why}",
                     s.rounds
@@ -263,6 +298,23 @@ impl Drop for LeaseThread {
     }
 }
 
+/// Whether a demand's count (used, or refused: each is read, the split as much as
+/// the sum) moved enough to be written again: by more than an eighth of the
+/// larger, or by more than one unit.
+fn moved(old: u64, new: u64) -> bool {
+    old.abs_diff(new) > (old.max(new) / 8).max(1)
+}
+
+/// The error of a process whose name another live process holds in etcd.
+fn taken(host: &str, theirs: i64, their_pid: i64, ours: i64, pid: Option<i64>) -> EtcdError {
+    EtcdError::BadAnswer(format!(
+        "host name {host:?} is held by another running process (pid {their_pid:x}, lease \
+         {theirs:x}); this process (pid {:x}, lease {ours:x}) uses nothing under that name: \
+         stop one of them, or give each host its own --host",
+        pid.unwrap_or(ours)
+    ))
+}
+
 fn dur_ns(d: Duration) -> i64 {
     i64::try_from(d.as_nanos()).unwrap_or(i64::MAX)
 }
@@ -291,6 +343,10 @@ struct Worker {
     renewed_at: Option<Instant>,
     lanes: Vec<Lane>,
     status: Arc<Mutex<Status>>,
+    /// The store's revision at the last read.
+    revision: i64,
+    compactor: store::Compactor,
+    compacted: i64,
 }
 
 impl Worker {
@@ -346,6 +402,16 @@ impl Worker {
         for i in 0..self.lanes.len() {
             if let Err(e) = self.bucket_round(i) {
                 first_error.get_or_insert(e);
+            }
+        }
+        // One compactor per account: the first bucket's allocator.
+        if self.lanes[0].is_allocator {
+            match self.compactor.after(&mut self.client, self.revision) {
+                Ok(Some(to)) => self.compacted = to,
+                Ok(None) => {}
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                }
             }
         }
         first_error.map_or(Ok(()), Err)
@@ -408,9 +474,20 @@ impl Worker {
         let window_ns = dur_ns(self.config.buckets[i].window);
         let lane = &mut self.lanes[i];
         let read = store::read_bucket(&mut self.client, &lane.prefix)?;
+        self.revision = self.revision.max(read.revision);
         let mut snap = read.snapshot;
+        // Another live process under this name: use nothing, say who.
+        if let Some(r) = snap
+            .reports
+            .iter()
+            .find(|r| r.host == host && r.lease != lease)
+        {
+            lane.host.on_name_taken();
+            lane.repost();
+            return Err(taken(&host, r.lease, r.pid, lease, lane.host.pid()));
+        }
         // Apply the table; acknowledge once the loop uses it.
-        if let Some(epoch) = lane.host.on_table(&snap.table) {
+        if let Some(epoch) = lane.host.on_table(&snap.table, now_ns) {
             let seq = lane.repost();
             // One entry per new epoch: a loop that stops polling leaves a short list.
             if lane.acks.last().map_or(lane.acked, |&(_, e)| e) < epoch {
@@ -438,8 +515,39 @@ impl Worker {
             }
             None => lane.last_counters = Some((now_ns, admitted, refused)),
         }
-        let report = rule::encode_report(lane.demand, lane.acked, lane.host.safe());
-        store::write_demand(&mut self.client, &lane.prefix, &host, &report, lease)?;
+        let pid = lane.host.pid().unwrap_or(lease);
+        // Demand is soft state: written when it moved by more than a step, or when
+        // what the allocator must know exactly (the acknowledged epoch, the safe
+        // share, the pid) changed, or when the key is not there under this lease.
+        // A fleet's writes then grow with its changes, not with its hosts.
+        let due = snap
+            .reports
+            .iter()
+            .find(|r| r.host == host && r.lease == lease)
+            .map_or(true, |r| {
+                r.acked != lane.acked
+                    || r.safe != lane.host.safe()
+                    || r.pid != pid
+                    || moved(r.demand.used, lane.demand.used)
+                    || moved(r.demand.refused, lane.demand.refused)
+            });
+        let report = rule::encode_report(lane.demand, lane.acked, lane.host.safe(), pid);
+        let published = if due {
+            store::publish_demand(&mut self.client, &lane.prefix, &host, &report, lease)?
+        } else {
+            store::Published::Written
+        };
+        match published {
+            store::Published::Written => lane.host.on_published(),
+            store::Published::Taken {
+                lease: theirs,
+                pid: their_pid,
+            } => {
+                lane.host.on_name_taken();
+                lane.repost();
+                return Err(taken(&host, theirs, their_pid, lease, Some(pid)));
+            }
+        }
         // The allocator key: ours, someone else's, or free.
         lane.is_allocator = match read.allocator {
             Some((holder, l)) => holder == host && l == lease,
@@ -452,6 +560,7 @@ impl Worker {
                 r.acked = lane.acked;
                 r.lease = lease;
                 r.safe = lane.host.safe();
+                r.pid = pid;
             } else {
                 snap.reports.push(rule::Report {
                     host: host.clone(),
@@ -459,6 +568,7 @@ impl Worker {
                     demand: lane.demand,
                     acked: lane.acked,
                     safe: lane.host.safe(),
+                    pid,
                 });
             }
             if let Some(w) = lane.allocator.allocate(&snap, now_ns) {
@@ -481,9 +591,11 @@ impl Worker {
             let lane = &mut self.lanes[i];
             let before = lane.acked;
             lane.collect_acks();
-            if lane.acked != before {
-                let report = rule::encode_report(lane.demand, lane.acked, lane.host.safe());
-                let _ = store::write_demand(
+            if lane.acked != before && !lane.host.name_taken() {
+                let pid = lane.host.pid().unwrap_or(lease);
+                let report = rule::encode_report(lane.demand, lane.acked, lane.host.safe(), pid);
+                // Only under this process's own key: a name taken shows next round.
+                let _ = store::publish_demand(
                     &mut self.client,
                     &lane.prefix,
                     &self.config.host,
@@ -526,6 +638,9 @@ impl Worker {
                 .collect(),
             last_error: error,
             rounds,
+            etcd_calls: self.client.counts().0,
+            etcd_connects: self.client.counts().1,
+            compacted: self.compacted,
         };
         if let Ok(mut s) = self.status.lock() {
             *s = status;
@@ -537,7 +652,8 @@ impl Lane {
     /// Posts the host's reservation, limit and deadline to the loop; the post's
     /// sequence number.
     fn repost(&mut self) -> u64 {
-        self.shared.reserve(self.host.safe_share());
+        self.shared
+            .reserve_until(self.host.safe_share(), self.host.reserve_until());
         let limit = self.host.safe_share().saturating_add(self.host.grant());
         let deadline = if self.host.lease().is_some() {
             self.host.deadline()

@@ -255,12 +255,21 @@ fn two_allocators_racing_from_one_snapshot_write_once() {
             used: wants,
             refused: 0,
         };
-        write_demand(&mut c, prefix, host, &encode_report(demand, 0, 0), lease).unwrap();
+        write_demand(
+            &mut c,
+            prefix,
+            host,
+            &encode_report(demand, 0, 0, lease),
+            lease,
+        )
+        .unwrap();
     }
     let config = Config {
         limit: 100,
         window_ns: 1_000_000_000,
         floor: 5,
+        margin_ns: 0,
+        hold_ns: 10_000_000_000,
     };
     let mut one = Allocator::new(config).unwrap();
     let mut two = Allocator::new(config).unwrap();
@@ -284,10 +293,128 @@ fn two_allocators_racing_from_one_snapshot_write_once() {
         used: 90,
         refused: 0,
     };
-    write_demand(&mut c, prefix, "b", &encode_report(demand, 0, 0), lease).unwrap();
+    write_demand(
+        &mut c,
+        prefix,
+        "b",
+        &encode_report(demand, 0, 0, lease),
+        lease,
+    )
+    .unwrap();
     let fresh = read_bucket(&mut c, prefix).unwrap().snapshot;
     let w3 = two.allocate(&fresh, 1).expect("a new table");
     assert!(write_table(&mut c, prefix, &w3).unwrap());
     let t: Table = read_bucket(&mut c, prefix).unwrap().snapshot.table;
     assert!(t.held() <= 100, "{t:?}");
+}
+
+/// Issue 40: each host keeps its connection to etcd alive. Three hosts for a few
+/// seconds: the calls a round makes, and the connections each host opened (one per
+/// endpoint it used, not one per call).
+#[test]
+fn connections_are_kept_alive_calls_per_round_counted() {
+    if !etcd_or_skip() {
+        return;
+    }
+    let cluster = Cluster::start();
+    let fleet = Fleet::start(&cluster.urls(), "conns", 300, 3);
+    std::thread::sleep(Duration::from_secs(3));
+    for n in &fleet.nodes {
+        let s = n.lease.as_ref().unwrap().status();
+        let per_round = s.etcd_calls as f64 / s.rounds.max(1) as f64;
+        eprintln!(
+            "{} rounds, {} calls ({per_round:.1} a round), {} connections",
+            s.rounds, s.etcd_calls, s.etcd_connects
+        );
+        assert!(s.rounds >= 5, "{s:?}");
+        assert!(
+            s.etcd_connects <= 3,
+            "a connection per call, not kept alive: {s:?}"
+        );
+        // A keepalive and a read a round at least; writes only on change.
+        assert!(s.etcd_calls >= 2 * s.rounds, "{s:?}");
+    }
+    fleet.assert_never_over();
+}
+
+/// Issue 40: etcd keeps every revision until compacted and refuses every write past
+/// its quota (NOSPACE). Rounds of 20 simulated hosts (each: a read of the bucket, its
+/// demand written, the allocator's table when it changes, the compaction check, the
+/// calls the lease thread makes) against a 4 MiB quota: twice the revisions the
+/// quota holds uncompacted, and no NOSPACE. Uncompacted, these rounds write about
+/// 210 bytes a revision (a 2 MiB quota refused the write at revision 10,023 when
+/// the compaction came too late: `NOSPACE` at round 9,629). `ERGON_LEASE_ROUNDS`
+/// sets the rounds (default 40,000; 100,000 by hand).
+#[test]
+fn many_rounds_against_a_small_quota_never_run_out_of_space() {
+    use ergon_lease::rule::encode_report;
+    use ergon_lease::store::{publish_demand, read_bucket, write_table, Compactor, Published};
+    use ergon_lease::{Allocator, Config, Demand};
+
+    if !etcd_or_skip() {
+        return;
+    }
+    const QUOTA: i64 = 4 << 20;
+    let rounds: i64 = std::env::var("ERGON_LEASE_ROUNDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(40_000);
+    // On tmpfs when there is one: etcd fsyncs every write.
+    let shm = std::path::PathBuf::from("/dev/shm");
+    let base = if shm.is_dir() {
+        shm
+    } else {
+        std::env::temp_dir()
+    };
+    let quota = QUOTA.to_string();
+    let cluster = Cluster::start_with(1, base, &["--quota-backend-bytes", &quota]);
+    let mut c = Client::new(&cluster.urls(), Duration::from_secs(2)).unwrap();
+    let prefix = "/quota/acct/orders/";
+    let hosts: Vec<(String, i64)> = (0..20)
+        .map(|h| (format!("host-{h}"), c.lease_grant(600).unwrap().0))
+        .collect();
+    let config = Config {
+        limit: 1_000,
+        window_ns: 1_000_000_000,
+        floor: 5,
+        margin_ns: 0,
+        hold_ns: 0,
+    };
+    let mut alloc = Allocator::new(config).unwrap();
+    let mut compactor = Compactor::default();
+    let (mut compactions, mut revision) = (0, 0);
+    let started = Instant::now();
+    for r in 0..rounds {
+        let (host, lease) = &hosts[(r % 20) as usize];
+        let read = read_bucket(&mut c, prefix).expect("a read");
+        revision = read.revision;
+        let demand = Demand {
+            used: (r % 97) as u64,
+            refused: 0,
+        };
+        let report = encode_report(demand, read.snapshot.table.epoch, 10, *lease);
+        let w = publish_demand(&mut c, prefix, host, &report, *lease)
+            .unwrap_or_else(|e| panic!("round {r}, revision {revision}: {e}"));
+        assert_eq!(w, Published::Written);
+        if r % 20 == 0 {
+            if let Some(w) = alloc.allocate(&read.snapshot, r) {
+                write_table(&mut c, prefix, &w)
+                    .unwrap_or_else(|e| panic!("round {r}, revision {revision}: {e}"));
+            }
+            if compactor.after(&mut c, revision).unwrap().is_some() {
+                compactions += 1;
+            }
+        }
+    }
+    let took = started.elapsed();
+    let (calls, connects) = c.counts();
+    eprintln!(
+        "{rounds} rounds in {took:?}: revision {revision}, {compactions} compactions, \
+         {calls} calls on {connects} connections"
+    );
+    assert!(
+        revision >= 2 * QUOTA / 210,
+        "the quota would have held these revisions uncompacted: not a test"
+    );
+    assert!(compactions >= 2);
 }

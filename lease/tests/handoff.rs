@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ergon_core::{Budget, Class, ConfigError, Part, Spec};
+use ergon_core::{Budget, Class, ConfigError, Part, Spec, Why};
 use ergon_lease::{Leased, Shared};
 
 const SEC: i64 = 1_000_000_000;
@@ -32,11 +32,11 @@ fn at(origin: Instant, ns: i64) -> Instant {
 #[test]
 fn the_safe_share_first_then_the_grant_until_its_deadline() {
     let (mut budget, id, shared, mut leased, origin) = setup();
-    // Nothing reserved yet: no limit to apply, nothing acknowledged.
-    assert_eq!(
-        leased.poll(&mut budget, origin, 0),
-        Err(ConfigError::ZeroLimit)
-    );
+    // Nothing reserved yet: the bucket is closed (issue 40: it was left at its
+    // declared limit, with Err(ZeroLimit)), nothing acknowledged.
+    assert_eq!(leased.poll(&mut budget, origin, 0), Ok(0));
+    let refused = budget.try_charge(&[Part::new(id, 1)], Class::Urgent, 0);
+    assert_eq!(refused.map_err(|l| l.why).err(), Some(Why::Closed));
     assert_eq!(shared.applied(), 0);
     assert_eq!(shared.safe_share(), 0);
     // The lease thread read the reservation: it posts it, with no grant.
@@ -104,15 +104,80 @@ fn a_refused_limit_is_not_acknowledged() {
     let ok = shared.post(80, 10 * SEC);
     leased.poll(&mut budget, origin, 0).unwrap();
     assert_eq!(shared.applied(), ok);
-    // Not above Bulk's headroom: the budget refuses it, the last limit stays, and
-    // the lease thread must not acknowledge the post.
+    // Not above Bulk's headroom: the budget refuses it, the bucket closes (issue
+    // 40: the last limit, 80, stayed in force), and the lease thread must not
+    // acknowledge the post.
     let bad = shared.post(30, 10 * SEC);
     assert_eq!(
         leased.poll(&mut budget, origin, 0),
         Err(ConfigError::BadHeadroom)
     );
     assert!(shared.applied() < bad);
-    assert_eq!(budget.stats(id).unwrap().limit, 80);
+    assert_eq!(budget.stats(id).unwrap().limit, 0);
+}
+
+/// Issue 40, item 2: when the host may use nothing (its reservation released or
+/// another process's, no grant), the bucket is closed, never left at its last limit.
+#[test]
+fn a_limit_of_zero_closes_the_bucket() {
+    let (mut budget, id, shared, mut leased, origin) = setup();
+    shared.reserve(10);
+    shared.post(60, 10 * SEC);
+    assert_eq!(leased.poll(&mut budget, origin, 0), Ok(60));
+    shared.reserve(0);
+    let seq = shared.post(0, 10 * SEC);
+    assert_eq!(leased.poll(&mut budget, at(origin, 1), 1), Ok(0));
+    assert_eq!(shared.applied(), seq, "a closed bucket is applied");
+    let l = budget
+        .try_charge(&[Part::new(id, 1)], Class::Urgent, 2)
+        .unwrap_err();
+    assert_eq!((l.bucket, l.why), (id, Why::Closed));
+    assert_eq!(budget.stats(id).unwrap().limit, 0);
+}
+
+/// Issue 40, item 4: the grant's deadline holds at every charge, not only at the
+/// loop's next poll: a process stopped between its turn and its submits charges
+/// nothing past the deadline.
+#[test]
+fn a_grant_is_refused_at_admission_past_its_deadline() {
+    let (mut budget, id, shared, mut leased, origin) = setup();
+    shared.reserve(10);
+    shared.post(60, 2 * SEC);
+    assert_eq!(leased.poll(&mut budget, at(origin, SEC), SEC), Ok(60));
+    let before = budget.try_charge(&[Part::new(id, 1)], Class::Urgent, 2 * SEC - 1);
+    assert!(before.is_ok(), "before the deadline");
+    // No poll: the loop was stopped. The budget refuses on its own.
+    let l = budget
+        .try_charge(&[Part::new(id, 1)], Class::Urgent, 2 * SEC)
+        .unwrap_err();
+    assert_eq!((l.bucket, l.why), (id, Why::Closed));
+    // The next poll falls back to the safe share.
+    assert_eq!(
+        leased.poll(&mut budget, at(origin, 2 * SEC), 2 * SEC),
+        Ok(10)
+    );
+}
+
+/// Issue 40, item 1, the loop's side: the reservation is usable only until its
+/// hold ends (the host cut off from etcd stops), at admission too.
+#[test]
+fn a_reservation_past_its_hold_closes_the_bucket() {
+    let (mut budget, id, shared, mut leased, origin) = setup();
+    shared.reserve_until(10, 5 * SEC);
+    shared.post(10, i64::MIN);
+    assert_eq!(leased.poll(&mut budget, at(origin, SEC), SEC), Ok(10));
+    let l = budget
+        .try_charge(&[Part::new(id, 1)], Class::Urgent, 5 * SEC)
+        .unwrap_err();
+    assert_eq!(
+        l.why,
+        Why::Closed,
+        "closed at the hold's end, without a poll"
+    );
+    assert_eq!(
+        leased.poll(&mut budget, at(origin, 5 * SEC), 5 * SEC),
+        Ok(0)
+    );
 }
 
 #[test]

@@ -11,13 +11,20 @@
 # a liveness mutant: it never over-admits, the host just never gets its share).
 # With the committed regression seeds the failures replay first; to check that the
 # generator alone finds them, move tests/allocation.proptest-regressions aside.
+#
+# Issue 40 adds one or more mutants for each of its five fixes, each marked with
+# its item; those in lease/src/handoff.rs run tests/handoff.rs, those in ergon-core
+# run core/tests/set_limit.rs. Each mutant undoes its fix to main's behaviour.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
+for f in lease/src/rule.rs lease/src/handoff.rs core/src/budget/bucket.rs core/src/budget/limit.rs; do
+  if ! git diff --quiet -- "$f"; then
+    echo "uncommitted changes in $f: commit or stash them first" >&2
+    exit 2
+  fi
+done
 file=lease/src/rule.rs
-if ! git diff --quiet -- "$file"; then
-  echo "uncommitted changes in $file: commit or stash them first" >&2
-  exit 2
-fi
+tests=(-p ergon-lease --test allocation)
 run() {
   name="$1"; old="$2"; new="$3"
   python3 - "$file" "$old" "$new" <<'PY'
@@ -29,7 +36,7 @@ if s.count(old) != 1:
 open(p, 'w').write(s.replace(old, new))
 PY
   [ $? -eq 0 ] || { echo "MUTANT $name: NOT APPLIED"; return; }
-  out=$(cargo test -q -p ergon-lease --release --test allocation 2>&1)
+  out=$(cargo test -q --release "${tests[@]}" 2>&1)
   if echo "$out" | grep -q "could not compile"; then
     echo "MUTANT $name: DOES NOT COMPILE"
   elif echo "$out" | grep -q "limits_never_sum_above_the_account ... FAILED\|test limits_never.*FAILED\|claims .* > account"; then
@@ -41,14 +48,16 @@ PY
   fi
   git checkout -q -- "$file"
 }
-run free-on-ack "if now >= at.saturating_add(w) {" "if now >= at {"
+run free-on-ack "if now >= at.saturating_add(wait) {" "if now >= at {"
 run free-at-lowering "                e.grant = target;
                 e.since = epoch;" "                e.grant = target;
                 e.held = target;
                 e.since = epoch;"
-run free-gone-at-once "if now >= gone.saturating_add(w) {" "if now >= gone {"
+run free-gone-at-once "if now >= gone.saturating_add(after) {" "if now >= gone {"
 run use-past-expiry "if self.lease.is_some() && now < self.deadline {" "if self.lease.is_some() {"
-run deadline-past-expiry-by-margin "            .saturating_sub(self.margin_ns)" "            .saturating_add(self.margin_ns)"
+run deadline-past-expiry-by-margin "            .saturating_add(ttl_ns)
+            .saturating_sub(self.margin_ns)" "            .saturating_add(ttl_ns)
+            .saturating_add(self.margin_ns)"
 run reserve-without-free-units "            if held.saturating_add(reserved).saturating_add(more) <= limit {" "            if true {"
 run safe-share-without-reservation "        self.safe.min(self.reserved)" "        self.safe"
 run release-at-once "                held: units,
@@ -57,3 +66,32 @@ run release-at-once "                held: units,
 run no-room-for-a-waiting-reservation "        let pool = limit.saturating_sub(reserved).saturating_sub(waiting);" "        let pool = limit.saturating_sub(reserved);"
 run no-revision-compare "        current == self.revision" "        let _ = current;
         true"
+# Issue 40, item 1: release-host on a host only cut off from etcd.
+run 40.1-safe-share-without-end "        if now < self.reserve_until() {" "        if true {"
+run 40.1-release-freed-after-a-window "let after = if e.lease == 0 { orphan_wait } else { wait };" "let after = wait;"
+# Issue 40, item 3: a process, not a name.
+run 40.3-reservation-by-name "        self.reserved = table.reserve_for(&self.name, pid);" "        self.reserved = table.reserve(&self.name);"
+run 40.3-passes-at-once "                Some(r) if now >= since.saturating_add(orphan_wait) => x.pid = r.pid," "                Some(r) => x.pid = r.pid,"
+run 40.3-second-process-not-refused "        self.taken = true;
+        self.reserved = 0;
+        self.grant = 0;" "        let _ = self.taken;"
+# Issue 40, item 5: the margin on the acknowledgement path.
+run 40.5-no-margin "        // the venue one window from their write: the margin covers charge to write.
+        let wait = self.config.window_ns.saturating_add(self.config.margin_ns);" "        let wait = self.config.window_ns;"
+# Issue 40, items 2 and 4, the loop's side.
+file=lease/src/handoff.rs
+tests=(-p ergon-lease --test handoff)
+run 40.2-zero-keeps-the-old-limit "        if want != self.in_force || until != self.in_force_until {" "        if want == 0 {
+            return Err(ConfigError::ZeroLimit);
+        }
+        if want != self.in_force || until != self.in_force_until {"
+run 40.4-deadline-only-at-the-turn "budget.set_limit_until(self.bucket, want, end, budget_now_ns)" "budget.set_limit_until(self.bucket, want, i64::MAX, budget_now_ns)"
+# Issue 40, items 2 and 4, the budget's side.
+file=core/src/budget/bucket.rs
+tests=(-p ergon-core --test set_limit)
+run 40.2-closed-admits "        self.closed || now >= self.closes_at_ns
+    }" "        now >= self.closes_at_ns
+    }"
+run 40.4-no-end-at-admission "        self.closed || now >= self.closes_at_ns
+    }" "        self.closed
+    }"

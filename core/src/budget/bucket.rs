@@ -107,6 +107,11 @@ pub(super) struct Bucket {
     /// answers the same.
     refusal_cache: Option<(u64, Class, Refusal)>,
     pub(super) halted: bool,
+    /// A limit of zero: nothing passes (see [`Why::Closed`]).
+    pub(super) closed: bool,
+    /// The limit holds before this instant only; from it on the bucket is closed
+    /// until a limit is set again (`i64::MAX`: no end).
+    pub(super) closes_at_ns: i64,
     pub(super) name: ArrayString<MAX_NAME>,
     /// As declared (for [`super::Budget::spec`]).
     pub(super) spec: Spec,
@@ -146,6 +151,8 @@ impl Bucket {
             max_wait_ns: 0,
             refusal_cache: None,
             halted: false,
+            closed: false,
+            closes_at_ns: i64::MAX,
             name,
             spec: *spec,
             stats: Stats {
@@ -208,7 +215,7 @@ impl Bucket {
     /// a charge needs the full check.
     pub(super) fn open_lane(&mut self, lane: &mut Lane, room: &mut u64, now: i64, seq: u64) {
         let limit = self.allowances[0];
-        let steady = if self.halted || now < self.hold_until_ns {
+        let steady = if self.halted || self.is_closed(now) || now < self.hold_until_ns {
             None
         } else {
             match &self.state {
@@ -230,7 +237,7 @@ impl Bucket {
                 } else {
                     limit - used + 1
                 };
-                lane.until_ns = until;
+                lane.until_ns = until.min(self.closes_at_ns);
             }
             _ => {
                 *room = 0;
@@ -252,7 +259,7 @@ impl Bucket {
     /// Whether `cost` passes at `now` for `class`. The bucket must be advanced.
     #[inline]
     pub(super) fn admits(&self, cost: u64, class: Class, now: i64) -> bool {
-        if self.halted || now < self.hold_until_ns {
+        if self.halted || self.is_closed(now) || now < self.hold_until_ns {
             return false;
         }
         let allowance = self.allowances[class.index()];
@@ -269,6 +276,9 @@ impl Bucket {
     pub(super) fn refusal(&self, cost: u64, class: Class, now: i64) -> Option<(Why, i64)> {
         if self.halted {
             return Some((Why::Halted, i64::MAX));
+        }
+        if self.is_closed(now) {
+            return Some((Why::Closed, i64::MAX));
         }
         let allowance = self.allowances[class.index()];
         if cost > allowance && !matches!(self.state, State::Gate) {
@@ -406,7 +416,21 @@ impl Bucket {
     /// a token bucket, whose room grows continuously: a refusal's `ready_at` says
     /// when).
     pub(super) fn next_event(&self, lane: &Lane, room: u64, now: i64) -> Option<i64> {
-        if self.halted {
+        let own = self.own_event(lane, room, now);
+        if now < self.closes_at_ns && self.closes_at_ns != i64::MAX {
+            return Some(own.map_or(self.closes_at_ns, |t| t.min(self.closes_at_ns)));
+        }
+        own
+    }
+
+    /// Whether the bucket refuses everything at `now` (see [`Why::Closed`]).
+    #[inline]
+    pub(super) fn is_closed(&self, now: i64) -> bool {
+        self.closed || now >= self.closes_at_ns
+    }
+
+    fn own_event(&self, lane: &Lane, room: u64, now: i64) -> Option<i64> {
+        if self.halted || self.is_closed(now) {
             return None;
         }
         if now < self.hold_until_ns {
@@ -430,7 +454,7 @@ impl Bucket {
 /// Adds `n` refusals for `why` to `refusals`.
 pub(super) fn add_refusals(refusals: &mut Refusals, why: Why, n: u64) {
     let count = match why {
-        Why::Full => &mut refusals.full,
+        Why::Full | Why::Closed => &mut refusals.full,
         Why::Held => &mut refusals.held,
         Why::Halted => &mut refusals.halted,
         Why::TooBig => &mut refusals.too_big,

@@ -16,7 +16,7 @@ pub(super) fn rank(why: Why) -> u8 {
         // Never asked of a bucket: a full table of lists is met after every
         // bucket admitted.
         Why::Foreign | Why::Receipts => 3,
-        Why::Halted => 2,
+        Why::Halted | Why::Closed => 2,
         Why::TooBig => 1,
         Why::Full | Why::Held => 0,
     }

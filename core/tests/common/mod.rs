@@ -964,6 +964,7 @@ impl Driver {
                 assert_eq!(l.ready_at_ns, self.hold_until[b]);
             }
             Why::Foreign => panic!("an own id refused as foreign: {l:?}"),
+            Why::Closed => panic!("the model never sets a limit of zero: {l:?}"),
             Why::Receipts => panic!(
                 "the model never holds {} lists: {l:?}",
                 ergon_core::MAX_LISTS

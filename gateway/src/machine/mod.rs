@@ -694,7 +694,7 @@ impl<E: Account> Gateway<E> {
 
     fn count_limited(&mut self, why: Why) {
         match why {
-            Why::Full => self.stats.limited_full += 1,
+            Why::Full | Why::Closed => self.stats.limited_full += 1,
             Why::Held => self.stats.limited_held += 1,
             Why::Halted => self.stats.limited_halted += 1,
             Why::TooBig | Why::Foreign | Why::Receipts => self.stats.limited_too_big += 1,

@@ -531,6 +531,7 @@ fn why_byte(w: Why) -> u8 {
         Why::TooBig => 3,
         Why::Foreign => 4,
         Why::Receipts => 5,
+        Why::Closed => 6,
     }
 }
 
@@ -720,6 +721,7 @@ pub fn decode_event(b: &[u8]) -> Result<(ShmEvent, &[u8], bool), BadMessage> {
                 3 => Why::TooBig,
                 4 => Why::Foreign,
                 5 => Why::Receipts,
+                6 => Why::Closed,
                 _ => return Err(BadMessage::Why),
             },
             ready_in_ns: a,

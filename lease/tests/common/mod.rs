@@ -11,6 +11,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use ergon_core::{Budget, Class, Part, Spec};
+use ergon_lease::secure::Security;
 use ergon_lease::{BucketLease, LeaseConfig, LeaseThread, Leased};
 
 #[path = "../support/cluster.rs"]
@@ -20,6 +21,8 @@ pub use cluster::{etcd_or_skip, wait_for, Cluster};
 pub const WINDOW: Duration = Duration::from_secs(1);
 pub const TTL: Duration = Duration::from_secs(2);
 pub const SAFE: u64 = 10;
+/// The reservation's hold: six TTLs, as the gateway takes.
+pub const HOLD: Duration = Duration::from_secs(12);
 
 /// One host: its lease thread and a loop thread charging one leased bucket.
 pub struct Node {
@@ -42,9 +45,29 @@ pub struct Fleet {
 impl Fleet {
     /// `hosts` hosts on `urls` sharing `account` units per window, each with [`SAFE`].
     pub fn start(urls: &[String], prefix: &str, account: u64, hosts: usize) -> Fleet {
+        Fleet::start_secure(urls, prefix, account, hosts, &Security::default())
+    }
+
+    /// [`Fleet::start`], reaching etcd as `security` says.
+    pub fn start_secure(
+        urls: &[String],
+        prefix: &str,
+        account: u64,
+        hosts: usize,
+        security: &Security,
+    ) -> Fleet {
         let origin = Instant::now();
         let nodes = (0..hosts)
-            .map(|i| Node::start(urls, prefix, &format!("host-{i}"), account, origin))
+            .map(|i| {
+                Node::start(
+                    urls,
+                    security,
+                    prefix,
+                    &format!("host-{i}"),
+                    account,
+                    origin,
+                )
+            })
             .collect();
         Fleet {
             origin,
@@ -100,14 +123,23 @@ impl Fleet {
 impl Node {
     /// A host of an account of `account` units per window, charging once its safe
     /// share is reserved.
-    pub fn start(urls: &[String], prefix: &str, host: &str, account: u64, origin: Instant) -> Node {
+    pub fn start(
+        urls: &[String],
+        security: &Security,
+        prefix: &str,
+        host: &str,
+        account: u64,
+        origin: Instant,
+    ) -> Node {
         let config = LeaseConfig {
             endpoints: urls.to_vec(),
+            security: security.clone(),
             prefix: prefix.to_owned(),
             account: "acct".into(),
             host: host.to_owned(),
             ttl: TTL,
             margin: Duration::from_millis(500),
+            hold: HOLD,
             period: Duration::from_millis(200),
             timeout: Duration::from_millis(300),
             buckets: vec![BucketLease {

@@ -11,6 +11,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use ergon_lease::etcd::Client;
+use ergon_lease::secure::Security;
 
 #[path = "etcd_bin.rs"]
 mod etcd_bin;
@@ -52,19 +53,37 @@ pub struct Member {
 pub struct Cluster {
     pub members: Vec<Member>,
     dir: PathBuf,
+    /// How the test's clients reach the members.
+    pub security: Security,
 }
 
 impl Cluster {
     /// Three members, healthy (etcd installed first if it is missing).
     pub fn start() -> Cluster {
+        Cluster::start_with(3, std::env::temp_dir(), &[])
+    }
+
+    /// `n` members with their data under `base` and `extra` flags each, healthy.
+    pub fn start_with(n: usize, base: PathBuf, extra: &[&str]) -> Cluster {
+        Cluster::start_secure(n, base, extra, Security::default())
+    }
+
+    /// [`Cluster::start_with`], clients on `https://` when `security` has TLS files
+    /// (the TLS flags are among `extra`), answering clients that use `security`.
+    pub fn start_secure(n: usize, base: PathBuf, extra: &[&str], security: Security) -> Cluster {
+        let scheme = if security.tls.is_some() {
+            "https"
+        } else {
+            "http"
+        };
         etcd_bin::ensure_etcd();
-        let dir = std::env::temp_dir().join(format!(
+        let dir = base.join(format!(
             "ergon-lease-etcd-{}-{}",
             std::process::id(),
             free_port()
         ));
         std::fs::create_dir_all(&dir).unwrap();
-        let ports: Vec<(u16, u16)> = (0..3).map(|_| (free_port(), free_port())).collect();
+        let ports: Vec<(u16, u16)> = (0..n).map(|_| (free_port(), free_port())).collect();
         let initial: Vec<String> = ports
             .iter()
             .enumerate()
@@ -73,7 +92,7 @@ impl Cluster {
         let token = dir.file_name().unwrap().to_string_lossy().into_owned();
         let mut members = Vec::new();
         for (i, (c, p)) in ports.iter().enumerate() {
-            let client_url = format!("http://127.0.0.1:{c}");
+            let client_url = format!("{scheme}://127.0.0.1:{c}");
             let peer_url = format!("http://127.0.0.1:{p}");
             let log = std::fs::File::create(dir.join(format!("m{i}.log"))).unwrap();
             let child = Command::new("etcd")
@@ -86,6 +105,7 @@ impl Cluster {
                 .args(["--initial-cluster", &initial.join(",")])
                 .args(["--initial-cluster-token", &token])
                 .args(["--initial-cluster-state", "new"])
+                .args(extra)
                 .stdout(Stdio::null())
                 .stderr(log)
                 .spawn()
@@ -96,15 +116,25 @@ impl Cluster {
                 child: Some(child),
             });
         }
-        let cluster = Cluster { members, dir };
+        let cluster = Cluster {
+            members,
+            dir,
+            security,
+        };
         for url in cluster.urls() {
             wait_for("an etcd member answers", Duration::from_secs(60), || {
-                Client::new(&[&url], Duration::from_millis(500))
+                cluster
+                    .client(&[&url])
                     .and_then(|mut c| c.range_prefix(b"/health-check/"))
                     .is_ok()
             });
         }
         cluster
+    }
+
+    /// A client of `urls` as the test's clients reach the members.
+    pub fn client(&self, urls: &[&str]) -> Result<Client, ergon_lease::etcd::EtcdError> {
+        Client::with_security(urls, Duration::from_millis(500), &self.security)
     }
 
     pub fn urls(&self) -> Vec<String> {
@@ -117,7 +147,7 @@ impl Cluster {
             if m.child.is_none() {
                 continue;
             }
-            let Ok(mut c) = Client::new(&[&m.client_url], Duration::from_millis(500)) else {
+            let Ok(mut c) = self.client(&[&m.client_url]) else {
                 continue;
             };
             let Ok(v) = c.call("/v3/maintenance/status", &serde_json::json!({})) else {

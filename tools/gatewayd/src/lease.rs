@@ -36,6 +36,13 @@ pub struct LeaseFlags {
     pub host: Option<String>,
     /// `--lease-ttl`, seconds (default 10).
     pub ttl_s: u64,
+    /// `--etcd-ca`, `--etcd-cert`, `--etcd-key` (PEM files: TLS with a client
+    /// certificate, for `https://` endpoints; all three or none), `--etcd-user`
+    /// and `--etcd-password-file` (etcd's auth; both or none). The key and the
+    /// password file follow the secrets' rule: ours, mode 0600, no link.
+    pub tls: [Option<String>; 3],
+    /// `--etcd-user` and `--etcd-password-file`.
+    pub user: [Option<String>; 2],
 }
 
 impl Default for LeaseFlags {
@@ -47,6 +54,8 @@ impl Default for LeaseFlags {
             hosts: None,
             host: None,
             ttl_s: 10,
+            tls: [None, None, None],
+            user: [None, None],
         }
     }
 }
@@ -59,7 +68,17 @@ impl LeaseFlags {
     pub fn takes(flag: &str) -> bool {
         matches!(
             flag,
-            "--etcd" | "--account" | "--safe-share" | "--hosts" | "--host" | "--lease-ttl"
+            "--etcd"
+                | "--account"
+                | "--safe-share"
+                | "--hosts"
+                | "--host"
+                | "--lease-ttl"
+                | "--etcd-ca"
+                | "--etcd-cert"
+                | "--etcd-key"
+                | "--etcd-user"
+                | "--etcd-password-file"
         )
     }
 
@@ -73,6 +92,11 @@ impl LeaseFlags {
             "--hosts" => self.hosts = Some(num(1.0, 64.0)? as u64),
             "--host" => self.host = Some(v.to_owned()),
             "--lease-ttl" => self.ttl_s = num(2.0, 300.0)? as u64,
+            "--etcd-ca" => self.tls[0] = Some(v.to_owned()),
+            "--etcd-cert" => self.tls[1] = Some(v.to_owned()),
+            "--etcd-key" => self.tls[2] = Some(v.to_owned()),
+            "--etcd-user" => self.user[0] = Some(v.to_owned()),
+            "--etcd-password-file" => self.user[1] = Some(v.to_owned()),
             _ => return Err(format!("unknown argument {flag:?}")),
         }
         Ok(())
@@ -81,6 +105,13 @@ impl LeaseFlags {
     /// Checks that the flags go together: `--account`, `--safe-share` (and the old
     /// `--hosts`) only with `--etcd`, and `--etcd` only with both.
     pub fn check(&self) -> Result<(), String> {
+        self.security()?;
+        let secured = self.tls.iter().chain(&self.user).any(Option::is_some);
+        if secured && self.etcd.is_none() {
+            return Err("--etcd-ca, --etcd-cert, --etcd-key, --etcd-user and \
+                        --etcd-password-file go with --etcd"
+                .into());
+        }
         let any = self.account.is_some() || self.safe_share.is_some() || self.hosts.is_some();
         let all = self.account.is_some() && self.safe_share.is_some();
         match (&self.etcd, any, all) {
@@ -88,6 +119,30 @@ impl LeaseFlags {
             (Some(_), _, false) => Err("--etcd needs --account NAME and --safe-share PCT".into()),
             _ => Ok(()),
         }
+    }
+
+    /// How to reach etcd: TLS and a user as the flags say, or why they do not go
+    /// together.
+    pub fn security(&self) -> Result<ergon_lease::secure::Security, String> {
+        use ergon_lease::secure::{Security, TlsFiles, User};
+        let tls = match &self.tls {
+            [None, None, None] => None,
+            [Some(ca), Some(cert), Some(key)] => Some(TlsFiles {
+                ca: ca.into(),
+                cert: cert.into(),
+                key: key.into(),
+            }),
+            _ => return Err("--etcd-ca, --etcd-cert and --etcd-key go together".into()),
+        };
+        let user = match &self.user {
+            [None, None] => None,
+            [Some(name), Some(file)] => Some(User {
+                name: name.clone(),
+                password_file: file.into(),
+            }),
+            _ => return Err("--etcd-user and --etcd-password-file go together".into()),
+        };
+        Ok(Security { tls, user })
     }
 
     /// The etcd endpoints and the account `release-host` needs, or why not.
@@ -162,11 +217,17 @@ impl LeaseFlags {
         let ttl = Duration::from_secs(self.ttl_s);
         let config = LeaseConfig {
             endpoints: etcd.clone(),
+            security: self.security()?,
             prefix: PREFIX.into(),
             account: account.clone(),
             host: self.host.clone().unwrap_or_else(|| host.to_owned()),
             ttl,
             margin: ttl / 5,
+            // A host cut off from etcd keeps its safe share this long after its
+            // last read, then stops; a released reservation, or one whose process
+            // went (a restart under the same name), passes on this plus a window
+            // and the margin after the allocator saw it.
+            hold: ttl * HOLD_TTLS,
             // Ten rounds a TTL: a grant moves after about six rounds plus one
             // window (demand published, shrink written, read and acknowledged,
             // the acknowledgement seen, the units freed, the raise read), so at
@@ -192,6 +253,9 @@ impl LeaseFlags {
 /// The first element of every key the gateways write in etcd.
 const PREFIX: &str = "ergon";
 
+/// The reservation's hold, in TTLs (60 s at the default TTL of 10 s).
+pub const HOLD_TTLS: u32 = 6;
+
 /// `ergon-gateway release-host HOST`: gives back the safe shares etcd reserves for
 /// `host` in every leased limit of `--account` (a host stopped for good; refused
 /// while its lease lives). Each (bucket, units) released; the units stay held one
@@ -203,8 +267,9 @@ pub fn release_host(flags: &LeaseFlags, host: &str) -> Result<Vec<(String, u64)>
             "release-host {host:?} --account {account:?}: 1 to 64 bytes of A-Z a-z 0-9 . _ -"
         ));
     }
-    let mut client = ergon_lease::etcd::Client::new(etcd, Duration::from_secs(2))
-        .map_err(|e| format!("--etcd: {e}"))?;
+    let mut client =
+        ergon_lease::etcd::Client::with_security(etcd, Duration::from_secs(2), &flags.security()?)
+            .map_err(|e| format!("--etcd: {e}"))?;
     ergon_lease::store::release_account(&mut client, &format!("/{PREFIX}/{account}/"), host)
         .map_err(|e| format!("release-host {host}: {e}"))
 }

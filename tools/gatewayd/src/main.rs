@@ -35,7 +35,9 @@ const USAGE: &str = "usage:
                 [--protection auto|required|off] [--protection-timeout SECS]
                 [--private-ws URL]   (bybit: the private stream DCP's connection uses)
                 [--etcd URL[,URL...] --account NAME --safe-share PCT
-                 [--host NAME] [--lease-ttl SECS]]
+                 [--host NAME] [--lease-ttl SECS]
+                 [--etcd-ca PEM --etcd-cert PEM --etcd-key PEM]   (https:// endpoints)
+                 [--etcd-user NAME --etcd-password-file FILE]]
                 [--metrics ADDR:PORT] [--degraded-pct P] [--degraded-secs S] [--unreachable-secs S]
   ergon-gateway --venue hyperliquid --base URL --name NAME
                 (--private-key-file PATH | env ERGON_API_SECRET)   (the account's key or an API wallet's)

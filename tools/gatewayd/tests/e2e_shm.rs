@@ -1058,8 +1058,10 @@ fn leased_grants_follow_demand_survive_a_killed_gateway_and_etcd_failures() {
     }
 
     // 5. An operator gives back host 0's safe share (its gateway stopped for
-    // good): refused for a live host; for host 0, its units go to the pool one
-    // window later, and the two hosts left share it.
+    // good): refused for a live host; for host 0, its units go to the pool once
+    // the hold (6 TTLs: host 0 might only be cut off from etcd and still use it),
+    // a window and the margin passed since the allocator saw the release (issue
+    // 40; it was one window), and the two hosts left share it.
     let release = |host: &str| {
         Command::new(env!("CARGO_BIN_EXE_ergon-gateway"))
             .args(["release-host", host, "--etcd", &cluster.urls().join(",")])
@@ -1079,10 +1081,107 @@ fn leased_grants_follow_demand_survive_a_killed_gateway_and_etcd_failures() {
             .any(|l| l == format!("released h0 ORDERS_1S {SAFE}")),
         "{out}"
     );
-    let grown = wait_leases(&live, "host 0's safe share to the pool", 6 * WINDOW, |l| {
-        l.iter().all(|&(g, _)| g + 1 >= (POOL + SAFE) / 2)
-    });
+    let hold = TTL * ergon_gatewayd::lease::HOLD_TTLS;
+    let grown = wait_leases(
+        &live,
+        "host 0's safe share to the pool",
+        hold + 6 * WINDOW,
+        |l| l.iter().all(|&(g, _)| g + 1 >= (POOL + SAFE) / 2),
+    );
     eprintln!("host 0 released: its safe share in the pool after {grown:?}");
+    assert!(
+        grown >= hold,
+        "released units back before the hold: {grown:?}"
+    );
     leased_windows(&s);
     drop(clients);
+}
+
+/// Issue 40, end to end (one etcd cluster, one emulator, three flooded gateways,
+/// TTL 2 s, window 1 s):
+/// 1. SIGSTOP of host 1's gateway for longer than its lease: the others get its
+///    grant; resumed, it re-reads its grant on a fresh clock before charging and
+///    sends nothing on the grant it had;
+/// 2. host 0's gateway SIGKILLed and started again at once under the same
+///    `--host`: the new process gets the name's reservations only the hold, a
+///    window and the margin after the allocator last saw the old process (a day
+///    for the leased ORDERS_1D), so old and new never spend in one window:
+///    within its start timeout it sends nothing, and says why.
+///
+/// Throughout, the emulator counts no window above the limit and answers no 429.
+#[test]
+fn a_stopped_or_restarted_gateway_never_goes_over() {
+    let _machine = machine::alone();
+    let cluster = cluster::Cluster::start();
+    let s = lease_sim();
+    let mut gws = lease_gateways(&s, &cluster, "fence");
+    let equal = POOL / 3;
+    let all: Vec<&Gw> = gws.iter().collect();
+    let _clients: Vec<Client> = gws
+        .iter()
+        .enumerate()
+        .map(|(i, g)| client(&["flood", &g.name, &format!("c{i}"), "600000", "0", "urgent"]))
+        .collect();
+    wait_leases(&all, "an equal share each", Duration::from_secs(30), |l| {
+        l.iter().all(|&(g, _)| g + 1 >= equal)
+    });
+
+    // 1. SIGSTOP of host 1 past its lease, then SIGCONT.
+    let pid = gws[1].child.id().to_string();
+    let signal = |sig: &str| {
+        let ok = Command::new("kill")
+            .args([sig, &pid])
+            .status()
+            .is_ok_and(|st| st.success());
+        assert!(ok, "kill {sig} {pid}");
+    };
+    signal("-STOP");
+    std::thread::sleep(TTL + 2 * WINDOW);
+    signal("-CONT");
+    let back = wait_leases(&all, "host 1 back to a grant", 10 * WINDOW + TTL, |l| {
+        l[1].0 > 0
+    });
+    eprintln!(
+        "host 1 stopped {:?}, a grant again {back:?} after",
+        TTL + 2 * WINDOW
+    );
+    leased_windows(&s);
+
+    // 2. Host 0 killed and started again at once, same --host. The account's
+    // ORDERS_1D is leased too: its window is a day, and the old process may have
+    // spent its day's safe share, which the new one (an empty budget on another
+    // machine) cannot know. So the new process gets the name's reservations only
+    // hold + window + margin after the old one went: a day for ORDERS_1D. Within
+    // its start timeout it sends nothing and says why.
+    let killed = Instant::now();
+    sigkill(&mut gws[0].child);
+    let etcd = cluster.urls().join(",");
+    let c = s.config();
+    let a = &c.accounts[0];
+    let out = Command::new(env!("CARGO_BIN_EXE_ergon-gateway"))
+        .args(["--venue", "binance-spot", "--base"])
+        .arg(format!("http://{}", s.addr()))
+        .args(["--api-key", &a.api_key, "--api-secret", &a.secret])
+        .args(["--name", &unique("fence0b"), "--start-timeout", "20"])
+        .args(["--etcd", &etcd, "--account", "acct", "--safe-share", "25"])
+        .args(["--host", "h0", "--lease-ttl", "2"])
+        .output()
+        .expect("run");
+    let err = String::from_utf8_lossy(&out.stderr);
+    eprintln!(
+        "host 0 restarted under its name, {:?} after the kill: {err}",
+        killed.elapsed()
+    );
+    assert_ne!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("belongs to a previous process of this name"),
+        "{err}"
+    );
+    // The others carry on, and the venue never counted over the account.
+    let live: Vec<&Gw> = vec![&gws[1], &gws[2]];
+    wait_leases(&live, "a grant each", 10 * WINDOW, |l| {
+        l.iter().all(|&(g, _)| g > 0)
+    });
+    let w = leased_windows(&s);
+    eprintln!("orders windows {w:?}");
 }

@@ -34,7 +34,7 @@ macro_rules! marks {
                 let $f = |p| EmptyElement::at(p) + TriangleMarker::new((0, 0), 5, color.filled());
                 $body
             }
-            Why::Halted => {
+            Why::Halted | Why::Closed => {
                 let $f = |p| EmptyElement::at(p) + Circle::new((0, 0), 4, color.filled());
                 $body
             }
@@ -527,7 +527,7 @@ fn mark_color(why: Why) -> RGBColor {
     match why {
         Why::Full => HALT,
         Why::Held => HOLD,
-        Why::Halted => BLACK,
+        Why::Halted | Why::Closed => BLACK,
         Why::TooBig | Why::Foreign | Why::Receipts => TOO_BIG,
     }
 }
@@ -540,6 +540,7 @@ fn why_name(why: Why) -> &'static str {
         Why::TooBig => "too big",
         Why::Foreign => "foreign",
         Why::Receipts => "receipts",
+        Why::Closed => "closed",
     }
 }
 

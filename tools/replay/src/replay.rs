@@ -324,6 +324,7 @@ impl Replay {
                             Why::TooBig => "too_big",
                             Why::Foreign => "foreign",
                             Why::Receipts => "receipts",
+                            Why::Closed => "closed",
                         };
                         let ready_at = match limited.ready_at_ns {
                             i64::MAX => Value::Null,

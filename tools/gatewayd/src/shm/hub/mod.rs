@@ -539,6 +539,21 @@ impl Hub {
         }))
     }
 
+    /// Applies each leased bucket's limit at a fresh instant (the grant, the safe
+    /// share past the renewal deadline, or nothing past the reservation's hold);
+    /// a limit the budget refuses closes the bucket and is kept for the stats.
+    fn repoll_leases<E: Account>(&mut self, api: &mut Api<'_, '_, E>) {
+        if self.leased.is_empty() {
+            return;
+        }
+        let (at, now) = (std::time::Instant::now(), api.now());
+        for l in &mut self.leased {
+            if let Err(e) = l.poll(api.budget(), at, now) {
+                self.lease_error = Some(e);
+            }
+        }
+    }
+
     /// Brings the halts file up to date when the budget's halts changed; a file
     /// that cannot be written is said on stderr (the halt itself stands).
     fn sync_halts<E: Account>(&mut self, api: &mut Api<'_, '_, E>) {
@@ -604,16 +619,9 @@ impl<E: Account> Strategy<E> for Hub {
     }
 
     fn on_turn(&mut self, api: &mut Api<'_, '_, E>) {
-        if !self.leased.is_empty() {
-            // The grants the lease thread posted, or the safe share past the
-            // renewal deadline: before any submit of this turn.
-            let (at, now) = (std::time::Instant::now(), api.now());
-            for l in &mut self.leased {
-                if let Err(e) = l.poll(api.budget(), at, now) {
-                    self.lease_error = Some(e);
-                }
-            }
-        }
+        // The grants the lease thread posted, or the safe share past the renewal
+        // deadline, or nothing: before any submit of this turn.
+        self.repoll_leases(api);
         for c in self.clients.iter().flatten() {
             c.region.header().gw_sleeping.store(0, Ordering::Relaxed);
         }
@@ -626,6 +634,11 @@ impl<E: Account> Strategy<E> for Hub {
         for j in 0..n {
             let k = (self.next_client + j) % n;
             if self.clients[k].is_some() {
+                // The grants again, on a fresh instant, right before the charges:
+                // a loop stopped since the turn began (SIGSTOP, a VM pause) must
+                // not charge a grant past its deadline (issue 40, item 4). One
+                // clock read per client batch, none per submit.
+                self.repoll_leases(api);
                 self.take_submits(api, k);
             }
         }
