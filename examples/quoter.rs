@@ -36,8 +36,9 @@ use quoting::{Counts, Desk, Fate, Quoter};
 const SEC: i64 = 1_000_000_000;
 /// The loop timer that re-quotes (any token but the gateway's own).
 const REQUOTE: u64 = 1;
-/// Quotes either side of 370.00 USDT, 0.05 apart, 0.010 a quote.
-const MID_CENTS: u64 = 37_000;
+/// Quotes either side of 37,000.00 USDT, 0.05 apart, 0.010 a quote (370 USDT:
+/// above Binance Spot's 5 USDT minimum notional, which the emulator enforces).
+const MID_CENTS: u64 = 3_700_000;
 const SPREAD_CENTS: u64 = 5;
 const QTY: &str = "0.010";
 
