@@ -14,7 +14,7 @@
 //!
 //! Hooks for features other engineers add: [`Observed::set_protection`] (the dead
 //! man's switch) and [`Observed::set_lease`] (the etcd lease) put their state into
-//! the publication; [`crate::health`] turns `Lapsed` and `Lost` into reasons.
+//! the publication; the daemon's `health` (ergon-gatewayd) turns `Lapsed` and `Lost` into reasons.
 
 use ergon_io::boundary::seqlock::{seqlock, SeqReader, SeqWriter};
 use ergon_io::boundary::stats::{stats_channel, ClientCounters, StatsPublisher, StatsReader};
@@ -192,7 +192,7 @@ pub struct ClientStats {
     /// Events that found its event ring full (must stay 0).
     pub lost_events: u64,
     /// Calls refused because a client order id they name is not in its blocks
-    /// ([`ShmEvent::NotYours`]).
+    /// ([`crate::shm::ShmEvent::NotYours`]).
     pub not_yours: u64,
     /// Attaches under its name.
     pub attaches: u64,

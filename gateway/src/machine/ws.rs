@@ -26,7 +26,7 @@ pub enum WsIn<'f> {
 }
 
 /// Order entry and the order stream over the WebSocket API (see
-/// [`super::ws_api`]): the connection's reports go through the same ledger and
+/// [`crate::ws_api`]): the connection's reports go through the same ledger and
 /// settle rule as HTTP's.
 impl<E: Account> Gateway<E> {
     /// Sends every request with a WebSocket API twin over `lane` while it is open

@@ -44,7 +44,7 @@
 //! The gateway signs with the account's key for whoever attaches, so every
 //! connection is checked at accept by the uid and gid the kernel recorded for the
 //! peer (`SO_PEERCRED`; nothing the peer says): the gateway's own effective uid,
-//! [`HubConfig::allow_uids`] and [`HubConfig::allow_gids`] (the peer's primary gid)
+//! `HubConfig::allow_uids` and `HubConfig::allow_gids` (ergon-gatewayd) (the peer's primary gid)
 //! may use it; any other peer's first command is answered `err not allowed: ...`
 //! and its connection closed, before it can attach, read the stats or clear a
 //! halt. `clear-halt` is the owner's alone (same uid as the gateway), listed uids
@@ -70,7 +70,7 @@
 //!   the events into the region. Calls it pushed before dying are still taken and
 //!   sent (it sent them). Attaching again under the same name hands back the same
 //!   region: the events wait in the ring and the flight table lists the tags that
-//!   were in flight. A region nobody re-attaches is dropped [`HubConfig::keep_ns`]
+//!   were in flight. A region nobody re-attaches is dropped `HubConfig::keep_ns`
 //!   after its last request settled.
 //! - **The gateway dies**: every client's socket hangs up at once
 //!   ([`ShmClient::wait`] sleeps on it too; [`ShmClient::check_gateway`] looks
@@ -78,13 +78,13 @@
 //!   then one [`ShmEvent::Lost`] per request in flight: its outcome is unknown,
 //!   to be queried by client order id ([`Call::Query`]) through a new gateway,
 //!   never re-sent. The gateway itself writes each new order's symbol and client
-//!   order id into its journal ([`HubConfig::journal`], a file mapped shared)
+//!   order id into its journal (`HubConfig::journal`, a file mapped shared)
 //!   before sending it and clears it at the final event; a gateway started on the
 //!   same journal queries every order left in it before it takes any new submit.
 //!
 //! # Stopping
 //!
-//! After SIGTERM (the `stop` flag of [`Hub::bind`]) the hub accepts no
+//! After SIGTERM (the `stop` flag of `Hub::bind` (ergon-gatewayd)) the hub accepts no
 //! connection and sends nothing new: each submit taken from then on is answered
 //! at once with [`ShmEvent::Limited`] `{ why: Why::Halted, ready_in_ns: i64::MAX }`
 //! (final, nothing charged or sent); what was in flight settles, then the loop
@@ -92,7 +92,7 @@
 //!
 //! # Fair shares
 //!
-//! [`HubConfig::share`]: each client may use at most this fraction of what every
+//! `HubConfig::share` (ergon-gatewayd): each client may use at most this fraction of what every
 //! bucket can give the clients (its limit less the units it counts beyond the
 //! clients' own: another sender on the IP, a venue figure above the local count)
 //! in any window of the bucket's length (a sliding window of the client's own
@@ -114,7 +114,7 @@
 //! client. An id of another gateway on the account (an older epoch this
 //! journal does not hold) is nobody's: [`ShmEvent::NotYours`], its updates to
 //! no client.
-//! [`HubConfig::class_ceiling`]: a call of a more privileged class than the
+//! `HubConfig::class_ceiling` (ergon-gatewayd): a call of a more privileged class than the
 //! ceiling is charged as the ceiling (a strategy cannot reach the headroom kept
 //! for protective closes).
 

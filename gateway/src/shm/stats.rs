@@ -77,7 +77,7 @@ impl StatsWriter {
 const READ_FOR: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Reads one whole snapshot from a stats region (retrying while the gateway
-/// writes, for [`READ_FOR`] at most); None if no snapshot was ever written.
+/// writes, for a second at most); None if no snapshot was ever written.
 pub fn read(fd: &OwnedFd) -> io::Result<Option<String>> {
     let map = Mapping::map_read_only(fd, LEN)?;
     let b = block(&map);

@@ -73,7 +73,7 @@ struct Args {
     venue: Option<String>,
     base: Option<String>,
     api_key: Option<String>,
-    /// Where the secret comes from (None: the environment, [`SECRET_ENV`]).
+    /// Where the secret comes from (None: the environment, [`secret::SECRET_ENV`]).
     api_secret: Option<SecretFrom>,
     passphrase: Option<PassphraseFrom>,
     name: Option<String>,

@@ -23,7 +23,7 @@
 //! 10 cancels a second, 50 s of quoting), nor any closed order of a unified account after
 //! a Bybit server release or restart ("should only be queried through order
 //! history"), nor a closed order of a classic account's spot ("classic account
-//! spot can return open orders only"). [`Endpoints::query_closed_order`] asks `GET
+//! spot can return open orders only"). [`crate::endpoint::Endpoints::query_closed_order`] asks `GET
 //! /v5/order/history` by `orderLinkId`, which finds those: on a unified account
 //! (except UTA 1.0 inverse) closed orders only, a fully cancelled, rejected or
 //! deactivated one for 24 hours, any other for 7 days, one with fills for 2 years;

@@ -11,7 +11,7 @@ use ergon_core::{BucketId, Part};
 /// /v5/order/disconnected-cancel-all` (`product` `OPTIONS` by default,
 /// `DERIVATIVES` or `SPOT`; `timeWindow` 3 to 300 s, an integer) sets how long
 /// after the account's private WebSockets subscribed to the DCP topic
-/// (`dcp.future`, `dcp.spot`, `dcp.option`; [`dcp_topic`]) have all gone
+/// (`dcp.future`, `dcp.spot`, `dcp.option`; [`super::dcp_topic`]) have all gone
 /// that every active order of the product is cancelled. The answer carries
 /// nothing but `retCode` 0 ("Response Parameters: None"); it takes effect after
 /// "a certain time" (query or set again after 10 s). It must be enabled for the

@@ -12,7 +12,7 @@ use super::{ClientOrderId, Label, Method, Symbol, MAX_BATCH, MAX_HEADERS};
 /// A request prepared by an adapter, ready to charge and to send: see the module
 /// doc. Only adapters fill it; the caller reads it.
 ///
-/// Drive order: an [`Endpoints`] method fills it → `Budget::try_charge(parts())`
+/// Drive order: an [`super::Endpoints`] method fills it → `Budget::try_charge(parts())`
 /// → write `method() target()`, `headers()`, `body()` → `Venue::on_response(kind(),
 /// answer)` → `Budget::resend(verdict, parts(), class, deadline_ns(), now)` if it
 /// did not run. After a failed preparation it is empty ([`Prepared::is_empty`]):

@@ -22,7 +22,7 @@ use super::{KrakenSpot, ERROR_BYTES};
 /// engine comes back). It is a private call like any other: +1 on the REST call
 /// counter (only AddOrder and CancelOrder are on the trading counter), which the
 /// adapter carves the switch's share out of (see [`KrakenSpot::new`]): one call
-/// every [`SWITCH_EVERY_NS`], so the shortest timeout taken is 60 s (refreshed
+/// every [`super::SWITCH_EVERY_NS`], so the shortest timeout taken is 60 s (refreshed
 /// every quarter of it). The longest is 86,399 s: the WebSocket v2 page says
 /// "less than 86400 seconds"; the REST page states no bound.
 ///

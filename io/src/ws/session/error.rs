@@ -4,7 +4,7 @@ use ergon_core::{ConfigError, Limited};
 
 use crate::culprit::Culprit;
 
-/// Why a [`Session`] could not be built.
+/// Why a [`super::Session`] could not be built.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum SetupError {
@@ -42,17 +42,17 @@ pub enum ConnectError {
     /// The budget refused the connect parts: nothing was charged, no socket should
     /// be opened.
     Limited(Limited),
-    /// A connection is still in progress (not [`State::Idle`] or [`State::Closed`]),
+    /// A connection is still in progress (not [`super::State::Idle`] or [`super::State::Closed`]),
     /// or the events of the last one were not all polled. [`Culprit::Caller`]:
-    /// the state is the caller's to see ([`Session::state`]).
+    /// the state is the caller's to see ([`super::Session::state`]).
     Busy,
     /// The request has a line break, a path without `/`, a bad header name, one of
     /// our own WebSocket headers, or does not fit the send buffer.
     BadRequest,
-    /// No session with this id in the [`WsClient`](super::WsClient).
+    /// No session with this id in the [`WsClient`](crate::ws::WsClient).
     UnknownSession,
-    /// The [`WsClient`](super::WsClient) is not attached to a loop
-    /// ([`WsClient::attach`](super::WsClient::attach)): no socket of it could be
+    /// The [`WsClient`](crate::ws::WsClient) is not attached to a loop
+    /// ([`WsClient::attach`](crate::ws::WsClient::attach)): no socket of it could be
     /// watched. Nothing was charged.
     Unattached,
     /// The session's egress lane was refused for good: a connect bound to
@@ -113,9 +113,9 @@ impl std::error::Error for ConnectError {}
 pub enum SendError {
     /// The budget refused: send it later (at `ready_at_ns`) or not at all.
     Limited(Limited),
-    /// Not [`State::Open`]. [`Culprit::Caller`]: the state changes only inside
+    /// Not [`super::State::Open`]. [`Culprit::Caller`]: the state changes only inside
     /// calls the caller makes, and each change is an event it polls (a server
-    /// that closed is [`WsEvent::Closed`] first).
+    /// that closed is [`super::WsEvent::Closed`] first).
     NotOpen,
     /// The send buffer or its frame queue is full: write out first.
     /// [`Culprit::Policy`]: a bound, waited out by writing.

@@ -124,7 +124,7 @@ impl Session {
 
     /// Queues a request (a venue's WebSocket API call) as a text message, charging the
     /// message parts and `parts` together, all or none. Call [`Session::resolve`]
-    /// when its answer arrives; if the connection ends first, [`WsEvent::Outcome`] says
+    /// when its answer arrives; if the connection ends first, [`super::WsEvent::Outcome`] says
     /// NotRun (never written, refunded) or Unknown (written: reconcile).
     pub fn send_request(
         &mut self,
@@ -158,7 +158,7 @@ impl Session {
     /// Queues a request under a charge the caller already made: `ticket` covers
     /// the frame (the request's parts, with [`Session::message_parts`] if the venue
     /// counts frames). Otherwise as [`Session::send_request`]: [`Session::resolve`]
-    /// on its answer; if the connection ends first, [`WsEvent::Outcome`] says NotRun
+    /// on its answer; if the connection ends first, [`super::WsEvent::Outcome`] says NotRun
     /// (never written: the session refunds `ticket`) or Unknown (written:
     /// reconcile). On `Err` nothing was queued and `ticket` comes back, unsent.
     pub fn send_request_charged(
@@ -196,7 +196,7 @@ impl Session {
 
     /// Starts the close handshake: queues a close frame with `code` and `reason`
     /// (at most 123 bytes), charged like any frame. The server's answer ends the
-    /// connection ([`Cause::Local`]); none within the close timeout, [`Cause::Timeout`].
+    /// connection ([`super::Cause::Local`]); none within the close timeout, [`super::Cause::Timeout`].
     pub fn close(
         &mut self,
         code: u16,
