@@ -10,7 +10,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{etcd_or_skip, wait_for, Cluster, Fleet, SAFE, TTL, WINDOW};
+use common::{etcd_or_skip, wait_for, Cluster, Fleet, Node, SAFE, TTL, WINDOW};
 use ergon_lease::etcd::{Client, Compare, Op};
 
 #[test]
@@ -318,7 +318,11 @@ fn connections_are_kept_alive_calls_per_round_counted() {
     }
     let cluster = Cluster::start();
     let fleet = Fleet::start(&cluster.urls(), "conns", 300, 3);
-    std::thread::sleep(Duration::from_secs(3));
+    // Until every host has done five rounds (each on the lease thread's own clock).
+    let rounds = |n: &Node| n.lease.as_ref().map_or(0, |l| l.status().rounds);
+    wait_for("five rounds a host", Duration::from_secs(20), || {
+        fleet.nodes.iter().all(|n| rounds(n) >= 5)
+    });
     for n in &fleet.nodes {
         let s = n.lease.as_ref().unwrap().status();
         let per_round = s.etcd_calls as f64 / s.rounds.max(1) as f64;

@@ -338,15 +338,18 @@ fn a_slowloris_on_the_bad_request_path_does_not_hold_health() {
     assert!(get(port, "/health").0.starts_with("HTTP/1.1"), "no /health");
     // A bad request, then a byte every 100 ms for 8 s: on main the listener read
     // it all (read_to_end, 1 s per read), and /health waited behind it.
+    let (sent, bad_request_sent) = std::sync::mpsc::channel();
     let loris = std::thread::spawn(move || {
         let mut c = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
         let _ = c.write_all(b"\x00garbage\r\n\r\n");
+        let _ = sent.send(());
         let until = Instant::now() + Duration::from_secs(8);
         while Instant::now() < until && c.write_all(b"x").is_ok() {
             std::thread::sleep(Duration::from_millis(100));
         }
     });
-    std::thread::sleep(Duration::from_millis(300));
+    // The loris connected and sent its bad request; its bytes keep coming.
+    bad_request_sent.recv().expect("the loris connected");
     let (status, took) = get(port, "/health");
     assert!(status.starts_with("HTTP/1.1"), "{status}");
     assert!(
