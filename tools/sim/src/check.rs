@@ -3,7 +3,7 @@
 //! final event agrees with what the venue holds, no client order id ran twice,
 //! and the venue never counted more than its limits.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use ergon_gateway::{Event, ItemFate, OrderState};
 use ergon_venue_sim::report::{OrderView, Report};
@@ -96,12 +96,28 @@ struct Req {
     lates: u32,
 }
 
+/// A place or replace whose first final event says it ran.
+fn ran(r: &Req) -> bool {
+    matches!(r.kind, Kind::Place | Kind::Replace)
+        && matches!(
+            r.finals.first(),
+            Some(What::Applied | What::Reconciled(Some(_)))
+        )
+}
+
 /// The strategy's requests and their events.
 #[derive(Default)]
 pub struct Ledger {
     next: u64,
     reqs: BTreeMap<u64, Req>,
-    cancelled: Vec<String>,
+    /// Orders a cancel or a replace was submitted for (a set: a lookup per request
+    /// each time the strategy picks an order, so not a list).
+    cancelled: HashSet<String>,
+    /// Placed orders by client order id (places and replaces).
+    by_cid: HashMap<String, u64>,
+    /// The tags [`Ledger::pick_resting`] picks from, in tag order: placed, ran,
+    /// not cancelled. Kept as events come, so a pick does not scan every request.
+    resting: BTreeSet<u64>,
 }
 
 impl Ledger {
@@ -123,7 +139,13 @@ impl Ledger {
             _ => old,
         };
         if let Some(c) = cancels {
-            self.cancelled.push(c.to_string());
+            self.cancelled.insert(c.to_string());
+            if let Some(t) = self.by_cid.get(c) {
+                self.resting.remove(t);
+            }
+        }
+        if matches!(kind, Kind::Place | Kind::Replace) {
+            self.by_cid.insert(cid.to_string(), tag);
         }
         let (finals, lates, cid) = (Vec::new(), 0, cid.to_string());
         let (old, items) = (old.map(str::to_string), Vec::new());
@@ -146,30 +168,27 @@ impl Ledger {
                 _ => r.old.as_ref(),
             };
             if let Some(c) = c {
-                self.cancelled.retain(|x| x != c);
+                self.cancelled.remove(c);
+                if let Some(&t) = self.by_cid.get(c) {
+                    if self.reqs.get(&t).is_some_and(ran) {
+                        self.resting.insert(t);
+                    }
+                }
+            }
+            if matches!(r.kind, Kind::Place | Kind::Replace) {
+                self.by_cid.remove(&r.cid);
             }
         }
     }
 
     /// A placed order the strategy may believe rests (ran, not yet cancelled).
     pub fn pick_resting(&mut self, rng: &mut Rng) -> Option<String> {
-        let live: Vec<&Req> = self
-            .reqs
-            .values()
-            .filter(|r| {
-                matches!(r.kind, Kind::Place | Kind::Replace)
-                    && matches!(
-                        r.finals.first(),
-                        Some(What::Applied | What::Reconciled(Some(_)))
-                    )
-                    && !self.cancelled.contains(&r.cid)
-            })
-            .collect();
-        if live.is_empty() {
+        if self.resting.is_empty() {
             return None;
         }
-        let i = rng.range(0, live.len() as i64) as usize;
-        Some(live[i].cid.clone())
+        let i = rng.range(0, self.resting.len() as i64) as usize;
+        let tag = self.resting.iter().nth(i)?;
+        self.reqs.get(tag).map(|r| r.cid.clone())
     }
 
     /// One event, checked: one final event per request, a Late only after an
@@ -207,6 +226,9 @@ impl Ledger {
         }
         debug_assert!(f.what.is_final());
         r.finals.push(f.what);
+        if r.finals.len() == 1 && ran(r) && !self.cancelled.contains(&r.cid) {
+            self.resting.insert(f.tag);
+        }
         match r.finals.len() {
             1 => Ok(()),
             _ => Err(format!(
