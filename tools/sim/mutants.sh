@@ -8,8 +8,7 @@
 #
 # Not here, because the simulator does not drive what they break yet: a dropped
 # WebSocket drop outcome (no WebSocket lane in the simulation), a journal entry
-# cleared before Reconciled (no daemon, no restart), a lost Late (the strategy
-# does not poll open orders, so no Late is owed).
+# cleared before Reconciled (no daemon, no restart).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 seeds="${1:-10000}"
@@ -61,6 +60,9 @@ run ban-not-halting core/src/budget/bucket.rs \
         self.stats.bans += 1;" \
   "        self.halted = false;
         self.stats.bans += 1;"
+run a-lost-late gateway/src/machine/reconcile.rs \
+  ".position(|w| w.until_ns > now && w.id.as_str().as_bytes() == id);" \
+  ".position(|w| w.until_ns < now && w.id.as_str().as_bytes() == id);"
 # Main before issue 39, restored one fix at a time: the simulator must find each
 # within 100,000 seeds (it found both there first; see the book's simulation
 # chapter). Run with the seed count given, at least 100,000.

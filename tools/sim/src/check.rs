@@ -118,6 +118,8 @@ pub struct Ledger {
     /// The tags [`Ledger::pick_resting`] picks from, in tag order: placed, ran,
     /// not cancelled. Kept as events come, so a pick does not scan every request.
     resting: BTreeSet<u64>,
+    /// When the last request ended Unresolved (0: none did).
+    last_unresolved_ns: i64,
 }
 
 impl Ledger {
@@ -229,6 +231,9 @@ impl Ledger {
         if r.finals.len() == 1 && ran(r) && !self.cancelled.contains(&r.cid) {
             self.resting.insert(f.tag);
         }
+        if f.what == What::Unresolved {
+            self.last_unresolved_ns = self.last_unresolved_ns.max(now);
+        }
         match r.finals.len() {
             1 => Ok(()),
             _ => Err(format!(
@@ -254,6 +259,49 @@ impl Ledger {
             }
         }
         t
+    }
+
+    /// When the last request ended Unresolved (0: none did).
+    pub fn last_unresolved_ns(&self) -> i64 {
+        self.last_unresolved_ns
+    }
+
+    /// The requests owed a [`What::Late`]: places that ended Unresolved whose order
+    /// rests at the venue (`orders`), and no Late came yet.
+    pub fn owed_late(&self, orders: &[OrderView]) -> Vec<u64> {
+        self.reqs
+            .iter()
+            .filter(|(_, r)| r.kind == Kind::Place && r.finals.first() == Some(&What::Unresolved))
+            .filter(|(_, r)| r.lates == 0)
+            .filter(|(_, r)| {
+                orders
+                    .iter()
+                    .any(|o| o.client_id == r.cid && o.status == "NEW")
+            })
+            .map(|(tag, _)| *tag)
+            .collect()
+    }
+
+    /// Whether request `tag` had its [`What::Late`].
+    pub fn has_late(&self, tag: u64) -> bool {
+        self.reqs.get(&tag).is_some_and(|r| r.lates > 0)
+    }
+
+    /// `owed`: each order whose request ended Unresolved and that rests at the
+    /// venue was owed a Late (the gateway polled open orders through its watch).
+    pub fn lates_owed(&self, orders: &[OrderView], owed: bool) -> Vec<String> {
+        if !owed {
+            return Vec::new();
+        }
+        self.owed_late(orders)
+            .into_iter()
+            .map(|tag| {
+                format!(
+                    "tag {tag} (Place {}): Unresolved, rests at the venue, and no Late came through the watch",
+                    self.reqs[&tag].cid
+                )
+            })
+            .collect()
     }
 
     /// The checks at the end, against the venue's truth.

@@ -9,7 +9,7 @@ use std::collections::BinaryHeap;
 use std::net::{IpAddr, Ipv4Addr};
 
 use ergon_core::{Budget, Class, Flight, Ticket};
-use ergon_gateway::{Gateway, Prepared, Wire};
+use ergon_gateway::{Gateway, Prepared, Wire, WATCH_NS};
 use ergon_io::client::{Refused, RequestId, Sent};
 use ergon_io::http::Request;
 use ergon_venue_sim::http::Response as SimResponse;
@@ -35,6 +35,12 @@ const T0: i64 = 1_000 * SEC;
 const VENUE_MS0: i64 = 1_700_000_000_000;
 /// After the strategy stops, how long every request has to end.
 pub const DRAIN_NS: i64 = 600 * SEC;
+/// How often a polling run reads the venue's open orders (the daemon polls
+/// every 500 ms; every 5 s keeps the simulation fast, an answer holding every
+/// resting order, and the watch, 120 s, still sees 24 polls).
+const POLL_EVERY_NS: i64 = 5 * SEC;
+/// Mixed into the seed for the polling draw (a stream of its own).
+const POLLS_STREAM: u64 = 0x0b5e_55ed_1a7e_0000;
 const IP: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
 
 /// What one run does.
@@ -569,7 +575,18 @@ pub fn run(seed: u64, p: &Params) -> Outcome {
             sim.at(clear, Step::ClearHalts);
         }
     }
+    // Half the runs poll the venue's open orders as the daemon does: an order whose
+    // request ended Unresolved and that rests at the venue is then owed a Late
+    // within the watch. Drawn from its own stream of the seed, so the runs that do
+    // not poll stay what they were.
+    let polls = p.faults && Rng::new(seed ^ POLLS_STREAM).chance(500);
+    if polls {
+        sim.gw.poll_open_orders(POLL_EVERY_NS);
+    }
+    let uncleared_ban = ban.is_some_and(|(_, _, cleared)| !cleared);
     let stop_at = sim.end_at + DRAIN_NS;
+    let mut settled = false;
+    let mut awaiting: Option<Vec<u64>> = None;
     loop {
         let next_q = sim.queue.peek().map(|Reverse((t, _))| *t);
         let next_g = sim.gw.poll_timeout();
@@ -594,7 +611,22 @@ pub fn run(seed: u64, p: &Params) -> Outcome {
             _ => sim.drain_gateway(),
         }
         if sim.gw.in_flight() == 0 && sim.queue.is_empty() && sim.net.now >= sim.end_at {
-            break;
+            // With polls, on while a Late may still be owed: an order that ended
+            // Unresolved rests at the venue and its watch has not had its time.
+            let watched_until = sim
+                .ledger
+                .last_unresolved_ns()
+                .saturating_add(WATCH_NS + SEC);
+            // Which orders are owed one is read from the venue once, at the drain.
+            let owed = match (polls, &awaiting) {
+                (false, _) => &[][..],
+                (true, Some(tags)) => &tags[..],
+                (true, None) => awaiting.insert(sim.ledger.owed_late(&sim.venue.orders())),
+            };
+            if sim.net.now >= watched_until || owed.iter().all(|&t| sim.ledger.has_late(t)) {
+                settled = true;
+                break;
+            }
         }
     }
     let mut out = sim.out;
@@ -604,5 +636,10 @@ pub fn run(seed: u64, p: &Params) -> Outcome {
         sim.ledger
             .at_end(&report, &orders, sim.gw.in_flight(), out.bans),
     );
+    // A Late is owed where nothing excused it: the gateway polled, no ban stayed
+    // uncleared (its halt keeps the watch and refuses the polls), no watch was
+    // dropped for room, and the run lasted past every watch.
+    let owed = polls && !uncleared_ban && sim.gw.stats().watch_dropped == 0 && settled;
+    out.violations.extend(sim.ledger.lates_owed(&orders, owed));
     out
 }
