@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use ergon_gateway::{Event, ItemFate, OrderState};
 use ergon_venue_sim::report::{OrderView, Report};
+use ergon_venue_sim::LimitType;
 
 use crate::rng::Rng;
 
@@ -305,13 +306,16 @@ impl Ledger {
     }
 
     /// The checks at the end, against the venue's truth.
-    /// `injected`: bans the run itself made (not the gateway's doing).
+    /// `injected`: bans the run itself made (not the gateway's doing); `shared`:
+    /// another sender used the IP's weight (its 429s and the windows it filled
+    /// are not the gateway's doing either; the order limits are the account's).
     pub fn at_end(
         &self,
         report: &Report,
         orders: &[OrderView],
         in_flight: usize,
         injected: u64,
+        shared: bool,
     ) -> Vec<String> {
         let mut v = Vec::new();
         if report.duplicates > 0 {
@@ -325,14 +329,19 @@ impl Ledger {
                 "{in_flight} requests still in the ledger after the drain"
             ));
         }
-        if report.throttled > 0 || report.order_rate_limited > 0 || report.bans > injected {
+        let throttled = match shared {
+            true => 0,
+            false => report.throttled,
+        };
+        if throttled > 0 || report.order_rate_limited > 0 || report.bans > injected {
             v.push(format!(
                 "the venue answered 429 {} times ({} order-rate), banned {} times",
                 report.throttled, report.order_rate_limited, report.bans
             ));
         }
         for l in &report.limits {
-            if l.windows_over > 0 {
+            let weight = l.rate_limit.kind == LimitType::RequestWeight;
+            if l.windows_over > 0 && !(shared && weight) {
                 v.push(format!(
                     "the venue counted over {:?}: {} windows",
                     l.rate_limit, l.windows_over

@@ -63,6 +63,12 @@ fn main() -> ExitCode {
             o.writes,
             o.violations.len()
         );
+        if o.other_reads > 0 {
+            println!(
+                "  another sender on the IP read the book {} times; the gateway was answered 429 {} times",
+                o.other_reads, o.throttled
+            );
+        }
         for (k, n) in &o.tally {
             println!("  {n:6}  {k}");
         }

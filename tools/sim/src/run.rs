@@ -41,6 +41,8 @@ pub const DRAIN_NS: i64 = 600 * SEC;
 const POLL_EVERY_NS: i64 = 5 * SEC;
 /// Mixed into the seed for the polling draw (a stream of its own).
 const POLLS_STREAM: u64 = 0x0b5e_55ed_1a7e_0000;
+/// Mixed into the seed for the other sender on the IP.
+const OTHERS_STREAM: u64 = 0x07e3_5e4d_e500_0000;
 const IP: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
 
 /// What one run does.
@@ -84,6 +86,10 @@ pub struct Outcome {
     pub violations: Vec<String>,
     /// Bans the run injected.
     pub bans: u64,
+    /// Book reads another sender on the IP made (0: it had none).
+    pub other_reads: u64,
+    /// 429s the gateway was answered.
+    pub throttled: u64,
     /// Requests by kind and final event (`Place Applied`, `Cancel Rejected` ...).
     pub tally: std::collections::BTreeMap<String, u64>,
 }
@@ -98,6 +104,8 @@ enum Step {
     Execute(usize, Box<Admitted>),
     Reply(usize, SimResponse),
     Fail(usize),
+    /// Another sender on the gateway's IP reads the book (weight 5).
+    Other,
 }
 
 /// One request as the network holds it.
@@ -174,6 +182,8 @@ struct Sim {
     clock: VenueClock,
     /// The gateway has heard a ban (a 418) and no person has cleared it since.
     ban_heard: bool,
+    /// Another sender on the IP reads the book this often (0: there is none).
+    other_every: i64,
 }
 
 /// How the venue's clock moves against ours.
@@ -478,8 +488,35 @@ impl Sim {
             }
             Step::Reply(i, r) => self.reply(i, &r),
             Step::Fail(i) => self.fail(i),
+            Step::Other => self.other(),
         }
         self.drain_gateway();
+    }
+
+    /// Another sender on the IP (a second process, a script) reads the book: it
+    /// spends the IP's weight the gateway shares, and backs off as the venue says
+    /// when refused (so a ban is never its doing). It stops with the strategy.
+    fn other(&mut self) {
+        let now_ms = self.venue_ms();
+        let raw = b"GET /api/v3/depth?symbol=BTCUSDT&limit=5 HTTP/1.1\r\nHost: sim\r\n\r\n";
+        let wait = match self.venue.admit(raw, IP, now_ms) {
+            Received::Answer(r) => {
+                let after = r
+                    .headers
+                    .iter()
+                    .find(|(k, _)| k.eq_ignore_ascii_case("retry-after"));
+                after.and_then(|(_, v)| v.parse::<i64>().ok()).unwrap_or(1) * SEC
+            }
+            Received::Run(a) => {
+                self.out.other_reads += 1;
+                self.venue.execute(a, now_ms);
+                self.other_every
+            }
+        };
+        let t = self.net.now + wait.max(self.other_every);
+        if t < self.end_at {
+            self.at(t, Step::Other);
+        }
     }
 }
 
@@ -530,6 +567,7 @@ pub fn run(seed: u64, p: &Params) -> Outcome {
         end_at: T0 + p.seconds * SEC,
         clock: VenueClock::default(),
         ban_heard: false,
+        other_every: 0,
     };
     // The venue's clock drifts up to 200 ppm either way (4 ms over 20 s); in a
     // fifth of the runs it also steps by up to 20 ms: offset and one-way latency
@@ -583,6 +621,14 @@ pub fn run(seed: u64, p: &Params) -> Outcome {
     if polls {
         sim.gw.poll_open_orders(POLL_EVERY_NS);
     }
+    // A quarter of the runs share the IP with another sender reading the book
+    // every 100 to 500 ms: 10 to 50 of the IP's 60 weight a second. The gateway
+    // may meet 429s it did not cause then, never a ban.
+    let mut others = Rng::new(seed ^ OTHERS_STREAM);
+    if p.faults && others.chance(250) {
+        sim.other_every = others.range(100 * MS, 500 * MS);
+        sim.at(T0 + others.range(0, SEC), Step::Other);
+    }
     let uncleared_ban = ban.is_some_and(|(_, _, cleared)| !cleared);
     let stop_at = sim.end_at + DRAIN_NS;
     let mut settled = false;
@@ -629,13 +675,17 @@ pub fn run(seed: u64, p: &Params) -> Outcome {
             }
         }
     }
+    sim.out.throttled = sim.gw.stats().throttled;
     let mut out = sim.out;
     out.tally = sim.ledger.tally();
     let (report, orders) = (sim.venue.report(), sim.venue.orders());
-    out.violations.extend(
-        sim.ledger
-            .at_end(&report, &orders, sim.gw.in_flight(), out.bans),
-    );
+    out.violations.extend(sim.ledger.at_end(
+        &report,
+        &orders,
+        sim.gw.in_flight(),
+        out.bans,
+        sim.other_every > 0,
+    ));
     // A Late is owed where nothing excused it: the gateway polled, no ban stayed
     // uncleared (its halt keeps the watch and refuses the polls), no watch was
     // dropped for room, and the run lasted past every watch.
