@@ -7,7 +7,8 @@ use std::sync::atomic::{fence, Ordering};
 
 use ergon_core::Class;
 
-use super::codec::{decode_event, encode_call, Call, ShmEvent};
+use super::codec::{decode_event, encode_call, Call};
+use super::event::ShmEvent;
 use super::os;
 use super::region::{Region, EVENT_SLOT, SUBMIT_SLOT};
 use crate::ids::{IdError, IdIssuer};

@@ -121,6 +121,7 @@
 mod charges;
 mod client;
 mod codec;
+mod event;
 pub mod files;
 pub mod os;
 pub mod region;
@@ -130,8 +131,9 @@ pub use charges::{ChargeLog, Charged, Recent, SLOTS};
 pub use client::{ShmClient, ShmSubmitError};
 pub use codec::{
     decode_call, decode_event, encode_call, encode_event, fate_bytes, item_fates, BadMessage, Call,
-    ShmEvent, FATE_BYTES, ORDER_UPDATE,
+    FATE_BYTES, ORDER_UPDATE,
 };
+pub use event::ShmEvent;
 pub use region::{EVENTS_PER_REQUEST, EVENT_SLOT, PROTOCOL, SUBMIT_SLOT};
 pub use stats::STATS_BYTES;
 
