@@ -11,10 +11,7 @@ use ergon_venues::endpoint::{
 use ergon_venues::binance_spot_ws::Execution;
 
 use super::event::ShmEvent;
-use crate::{ItemFate, Tag};
-
-/// The tag of [`ShmEvent::OrderUpdate`] (no request's: clients do not use it).
-pub const ORDER_UPDATE: Tag = Tag::MAX - 1;
+use crate::events::{Expiry, ItemFate, Tag, OPEN_ORDERS, ORDER_UPDATE, PROTECTION};
 
 /// One typed endpoint call, as a strategy process asks for it; the gateway
 /// prepares (stamps, signs) it with the account's endpoints.
@@ -90,6 +87,8 @@ pub enum BadMessage {
     EventKind,
     /// A part's fate in a BatchSettled body that is not one.
     Fate,
+    /// An Expired event's reason byte out of range.
+    Expiry,
 }
 
 impl BadMessage {
@@ -117,6 +116,7 @@ impl BadMessage {
             BadMessage::Bucket => "bucket",
             BadMessage::EventKind => "event kind",
             BadMessage::Fate => "part fate",
+            BadMessage::Expiry => "expiry",
         }
     }
 
@@ -145,7 +145,8 @@ impl BadMessage {
             | BadMessage::Why
             | BadMessage::Bucket
             | BadMessage::EventKind
-            | BadMessage::Fate => ergon_io::Culprit::Peer,
+            | BadMessage::Fate
+            | BadMessage::Expiry => ergon_io::Culprit::Peer,
         }
     }
 }
@@ -426,19 +427,29 @@ pub fn item_fates(body: &[u8]) -> impl Iterator<Item = Result<(u8, ItemFate), Ba
     let whole = body.len() % FATE_BYTES == 0;
     let bad = (!whole).then_some(Err(BadMessage::Fate));
     body.chunks_exact(FATE_BYTES)
-        .map(|c| {
-            let fate = match (c[1], c[2]) {
-                (0, 0) => ItemFate::Applied,
-                (1, 0) => ItemFate::Rejected,
-                (2, 0) => ItemFate::NotRun,
-                (3, s) => ItemFate::Found(state_of(s)?.ok_or(BadMessage::OrderState)?),
-                (4, 0) => ItemFate::NeverRan,
-                (5, 0) => ItemFate::Unresolved,
-                _ => return Err(BadMessage::Fate),
-            };
-            Ok((c[0], fate))
-        })
+        .map(|c| Ok((c[0], fate_of(c[1], c[2])?)))
         .chain(bad)
+}
+
+/// A fate and its order state as [`fate_bytes`] writes them.
+fn fate_of(f: u8, state: u8) -> Result<ItemFate, BadMessage> {
+    Ok(match (f, state) {
+        (0, 0) => ItemFate::Applied,
+        (1, 0) => ItemFate::Rejected,
+        (2, 0) => ItemFate::NotRun,
+        (3, s) => ItemFate::Found(state_of(s)?.ok_or(BadMessage::OrderState)?),
+        (4, 0) => ItemFate::NeverRan,
+        (5, 0) => ItemFate::Unresolved,
+        _ => return Err(BadMessage::Fate),
+    })
+}
+
+fn expiry_byte(e: Expiry) -> u8 {
+    match e {
+        Expiry::Deadline => 0,
+        Expiry::Resends => 1,
+        Expiry::Unsigned => 2,
+    }
 }
 
 /// Header bytes of an encoded event before its body.
@@ -461,17 +472,23 @@ pub fn encode_event(ev: &ShmEvent, body: &[u8], out: &mut [u8]) -> usize {
             ready_in_ns,
         } => (3, tag, ready_in_ns, why_byte(why)),
         ShmEvent::Retrying { tag, in_ns } => (4, tag, in_ns, 0),
-        ShmEvent::Expired { tag } => (5, tag, 0, 0),
+        ShmEvent::Expired { tag, why } => (5, tag, 0, expiry_byte(why)),
         ShmEvent::Reconciling { tag } => (6, tag, 0, 0),
         ShmEvent::Reconciled { tag, found } => (7, tag, 0, state_byte(found)),
-        ShmEvent::OpenOrders { age_ns } => (8, crate::OPEN_ORDERS, age_ns, 0),
-        ShmEvent::Halted { tag, bucket } => (9, tag, bucket as i64, 0),
+        ShmEvent::OpenOrders { age_ns } => (8, OPEN_ORDERS, age_ns, 0),
+        ShmEvent::Halted { tag, bucket } => (9, tag, i64::try_from(bucket).unwrap_or(-1), 0),
         ShmEvent::Lost { tag } => (10, tag, 0, 0),
         ShmEvent::Unresolved { tag } => (12, tag, 0, 0),
         ShmEvent::Late { tag, found } => (13, tag, 0, state_byte(Some(found))),
         ShmEvent::DuplicateId { tag } => (14, tag, 0, 0),
         ShmEvent::NotYours { tag } => (15, tag, 0, 0),
         ShmEvent::BatchSettled { tag } => (16, tag, 0, 0),
+        ShmEvent::Item { tag, item, fate } => {
+            let [item, f, state] = fate_bytes(item, fate);
+            (17, tag, i64::from(item) | i64::from(state) << 8, f)
+        }
+        ShmEvent::Protection { fires_in_ns } => (18, PROTECTION, fires_in_ns, 0),
+        ShmEvent::ProtectionFired => (19, PROTECTION, 0, 0),
         ShmEvent::OrderUpdate(_) => return 0,
     };
     if out.len() < EVENT_HEAD {
@@ -578,7 +595,15 @@ pub fn decode_event(b: &[u8]) -> Result<(ShmEvent, &[u8], bool), BadMessage> {
             ready_in_ns: a,
         },
         4 => ShmEvent::Retrying { tag, in_ns: a },
-        5 => ShmEvent::Expired { tag },
+        5 => ShmEvent::Expired {
+            tag,
+            why: match x {
+                0 => Expiry::Deadline,
+                1 => Expiry::Resends,
+                2 => Expiry::Unsigned,
+                _ => return Err(BadMessage::Expiry),
+            },
+        },
         6 => ShmEvent::Reconciling { tag },
         7 => ShmEvent::Reconciled {
             tag,
@@ -602,6 +627,19 @@ pub fn decode_event(b: &[u8]) -> Result<(ShmEvent, &[u8], bool), BadMessage> {
         14 => ShmEvent::DuplicateId { tag },
         15 => ShmEvent::NotYours { tag },
         16 => ShmEvent::BatchSettled { tag },
+        17 => {
+            let (item, state) = match u16::try_from(a) {
+                Ok(v) => (v as u8, (v >> 8) as u8),
+                Err(_) => return Err(BadMessage::Fate),
+            };
+            ShmEvent::Item {
+                tag,
+                item,
+                fate: fate_of(x, state)?,
+            }
+        }
+        18 => ShmEvent::Protection { fires_in_ns: a },
+        19 => ShmEvent::ProtectionFired,
         _ => return Err(BadMessage::EventKind),
     };
     Ok((ev, &b[EVENT_HEAD..], b[18] != 0))

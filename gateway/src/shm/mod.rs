@@ -123,17 +123,20 @@ mod client;
 mod codec;
 mod event;
 pub mod files;
+mod opts;
 pub mod os;
 pub mod region;
 pub mod stats;
 
+pub use crate::events::ORDER_UPDATE;
 pub use charges::{ChargeLog, Charged, Recent, SLOTS};
 pub use client::{ShmClient, ShmSubmitError};
 pub use codec::{
     decode_call, decode_event, encode_call, encode_event, fate_bytes, item_fates, BadMessage, Call,
-    FATE_BYTES, ORDER_UPDATE,
+    FATE_BYTES,
 };
 pub use event::ShmEvent;
+pub use opts::{read_attach_words, Asked, AttachOptions};
 pub use region::{EVENTS_PER_REQUEST, EVENT_SLOT, PROTOCOL, SUBMIT_SLOT};
 pub use stats::STATS_BYTES;
 
