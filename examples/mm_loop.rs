@@ -374,12 +374,10 @@ impl<E: Account> Strategy<E> for Mm {
                 };
                 self.settle_quote(api, slot, rests);
             }
-            (
-                _,
-                Event::OpenOrders {
-                    sent_at_ns, body, ..
-                },
-            ) => self.on_poll(api, sent_at_ns, body),
+            (_, Event::OpenOrders { age_ns, body }) => {
+                let sent_at = api.now() - age_ns;
+                self.on_poll(api, sent_at, body)
+            }
             _ => {}
         }
     }

@@ -90,7 +90,8 @@ pub fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Options, Str
 }
 
 // ANCHOR: fate
-/// An in-process event as the core's [`Fate`]; None for a step (Retrying,
+/// An event as the core's [`Fate`], in either mode (over shared memory,
+/// [`ShmEvent::event`] gives the same [`Event`]); None for a step (Retrying,
 /// Reconciling) or an event that is not a request's end.
 fn fate(ev: &Event<'_>) -> Option<(u64, Fate)> {
     Some(match *ev {
@@ -232,21 +233,17 @@ impl Desk for Remote {
     }
 }
 
-/// A shared-memory event as the core's [`Fate`].
-fn shm_fate(ev: &ShmEvent) -> Option<(u64, Fate)> {
-    Some(match *ev {
-        ShmEvent::Applied { tag } => (tag, Fate::Ran),
-        ShmEvent::Rejected { tag }
-        | ShmEvent::Limited { tag, .. }
-        | ShmEvent::Expired { tag }
-        | ShmEvent::DuplicateId { tag }
-        | ShmEvent::NotYours { tag }
-        | ShmEvent::Halted { tag, .. } => (tag, Fate::DidNotRun),
-        ShmEvent::Reconciled { tag, found } => (tag, found.map_or(Fate::DidNotRun, |_| Fate::Ran)),
-        // Lost: the gateway went away with it in flight.
-        ShmEvent::Unresolved { tag } | ShmEvent::Lost { tag } => (tag, Fate::Unknown),
-        _ => return None,
-    })
+/// A shared-memory event as the core's [`Fate`]: the in-process vocabulary's
+/// [`fate`], and the two ends only a process apart meets.
+fn shm_fate(ev: &ShmEvent, body: &[u8]) -> Option<(u64, Fate)> {
+    match (ev.event(body), *ev) {
+        (Some(e), _) => fate(&e),
+        // An id not from this client's blocks: refused, nothing sent.
+        (None, ShmEvent::NotYours { tag }) => Some((tag, Fate::DidNotRun)),
+        // The gateway went away with it in flight.
+        (None, ShmEvent::Lost { tag }) => Some((tag, Fate::Unknown)),
+        (None, _) => None,
+    }
 }
 
 /// Quotes through the running gateway `name`, attached as `client`, for `seconds`.
@@ -271,8 +268,8 @@ pub fn through_daemon(name: &str, client: &str, seconds: u64) -> Result<Counts, 
             }
             second += 1;
         }
-        while let Some((ev, _body)) = desk.client.poll() {
-            if let Some((tag, fate)) = shm_fate(&ev) {
+        while let Some((ev, body)) = desk.client.poll() {
+            if let Some((tag, fate)) = shm_fate(&ev, body) {
                 quoter.on_final(tag, fate);
             }
         }

@@ -65,9 +65,10 @@ impl PlaceCancel {
         match api.submit(&mut self.req, Class::Normal, self.step) {
             Ok(()) => {}
             // The budget has no room yet (Bybit's per-second limits): try then.
-            Err(Event::Limited { ready_at_ns, .. }) => {
+            Err(Event::Limited { ready_in_ns, .. }) => {
                 self.waiting = false;
-                api.set_timer(1, ready_at_ns).unwrap();
+                let at = now.saturating_add(ready_in_ns);
+                api.set_timer(1, at).unwrap();
             }
             Err(e) => panic!("refused: {e:?}"),
         }

@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use ergon_gateway::shm::{item_fates, Call, ShmClient, ShmEvent};
+use ergon_gateway::shm::{item_fates, AttachOptions, Call, ShmClient, ShmEvent};
 use ergon_gateway::ItemFate;
 
 use super::*;
@@ -40,6 +40,13 @@ struct Remote<'s> {
 }
 
 impl Remote<'_> {
+    /// It reads the polls of open orders (they are opt-in).
+    fn attach_options(&self) -> AttachOptions {
+        AttachOptions::new()
+            .gateway_uid(self.gateway_uid)
+            .open_orders(true)
+    }
+
     fn tag(&mut self, kind: u64) -> u64 {
         self.seq += 1;
         kind | self.seq
@@ -157,7 +164,12 @@ impl Remote<'_> {
             // Its outcome stays unknown: kept with the lost ones, asked again.
             ShmEvent::Unresolved { .. } => g.unknown += 1,
             // An unresolved order showed up: the polls and the stream manage it.
-            ShmEvent::Late { .. } => return,
+            // A part's fate: read with its BatchSettled's body, below. The
+            // switch's notes: the polls tell which quotes it cancelled.
+            ShmEvent::Late { .. }
+            | ShmEvent::Item { .. }
+            | ShmEvent::Protection { .. }
+            | ShmEvent::ProtectionFired => return,
             ShmEvent::OpenOrders { age_ns } => {
                 g.polls += 1;
                 // On this process's clock, a millisecond early for the hand-over.
@@ -292,7 +304,7 @@ impl Remote<'_> {
         self.drain(now);
         let until = Instant::now() + Duration::from_secs(30);
         self.c = loop {
-            match ShmClient::attach_uid(self.gateway, self.gateway_uid, &self.me, false) {
+            match ShmClient::attach_with(self.gateway, &self.me, self.attach_options()) {
                 Ok(c) => break c,
                 Err(e) if Instant::now() > until => return Err(format!("gateway lost: {e}")),
                 Err(_) => std::thread::sleep(Duration::from_millis(50)),
@@ -333,7 +345,12 @@ pub fn run(o: &Options, gateway: &str) -> Result<Summary, String> {
     };
     let me = format!("mm_loop-{}", std::process::id());
     let gateway_uid = o.gateway_uid.unwrap_or_else(ergon_gateway::shm::own_uid);
-    let c = ShmClient::attach_uid(gateway, gateway_uid, &me, false).map_err(|e| e.to_string())?;
+    // The polls of open orders are opt-in: this loop reads them to tell which
+    // quotes ended.
+    let with = AttachOptions::new()
+        .gateway_uid(gateway_uid)
+        .open_orders(true);
+    let c = ShmClient::attach_with(gateway, &me, with).map_err(|e| e.to_string())?;
     let mut r = Remote {
         c,
         gateway_uid,

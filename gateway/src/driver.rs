@@ -107,6 +107,18 @@ impl<E: Account> Api<'_, '_, E> {
         self.gw.poll_open_orders_once(now);
     }
 
+    /// Whether the periodic open-orders poll is wanted
+    /// ([`Gateway::want_open_orders`]).
+    pub fn want_open_orders(&mut self, wanted: bool) {
+        self.gw.want_open_orders(wanted);
+    }
+
+    /// The units the open-orders polls charged so far, by bucket
+    /// ([`Gateway::open_orders_spent`]).
+    pub fn open_orders_spent(&self) -> &[(ergon_core::BucketId, u64)] {
+        self.gw.open_orders_spent()
+    }
+
     /// The venue's endpoints.
     pub fn venue(&self) -> &E {
         self.gw.venue()

@@ -1,7 +1,7 @@
 //! What the gateway tells its caller: one typed event per step of a request, each
 //! carrying the caller's tag.
 
-use ergon_core::{BucketId, Why};
+use ergon_core::Why;
 use ergon_venues::endpoint::OrderState;
 
 /// The caller's name for a request, given at submit and carried by its events.
@@ -9,6 +9,35 @@ pub type Tag = u64;
 
 /// The tag of [`Event::OpenOrders`]: the gateway's own polls of open orders.
 pub const OPEN_ORDERS: Tag = Tag::MAX;
+
+/// A tag as a person reads it: the gateway's own tags by name
+/// ([`OPEN_ORDERS`] prints `open-orders`, [`PROTECTION`] `protection`, the
+/// shared-memory order updates' `order-update`), a caller's as its number.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct TagName(pub Tag);
+
+impl core::fmt::Display for TagName {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self.0 {
+            OPEN_ORDERS => f.write_str("open-orders"),
+            PROTECTION => f.write_str("protection"),
+            ORDER_UPDATE => f.write_str("order-update"),
+            t => write!(f, "{t}"),
+        }
+    }
+}
+
+/// A wait as the events carry it: from `now` until `at` on the same clock, in
+/// nanoseconds (never negative; `i64::MAX` stays "never by itself"). A duration,
+/// not a deadline, so that a strategy in another process (whose clock has its own
+/// origin) reads it the same way as one in the gateway's.
+pub(crate) fn wait_ns(at: i64, now: i64) -> i64 {
+    if at == i64::MAX {
+        i64::MAX
+    } else {
+        at.saturating_sub(now).max(0)
+    }
+}
 
 /// Why a request that surely did not run is not sent again ([`Event::Expired`]).
 #[non_exhaustive]
@@ -27,6 +56,11 @@ pub enum Expiry {
 /// The tag of the gateway's own dead man's switch calls, and of
 /// [`Event::Protection`] and [`Event::ProtectionFired`].
 pub const PROTECTION: Tag = Tag::MAX - 1;
+
+/// The tag of [`ShmEvent::OrderUpdate`](crate::shm::ShmEvent::OrderUpdate) (no
+/// request's). The gateway's own tags ([`OPEN_ORDERS`], [`PROTECTION`], this)
+/// are the top three: a caller's tags stay below them.
+pub const ORDER_UPDATE: Tag = Tag::MAX - 2;
 
 /// The fate of one part of a request of several, in an [`Event::Item`]: an item
 /// of a batch, or a part of a two-step cancel-replace (item 0 its new order, item
@@ -93,16 +127,23 @@ pub enum Event<'a> {
         tag: Tag,
         /// Why the budget refused.
         why: Why,
-        /// When the same charge would pass (`i64::MAX` for a halt).
-        ready_at_ns: i64,
+        /// In how long from this event the same charge would pass (`i64::MAX`:
+        /// never by itself, a halt). A duration: see [`Event::Retrying`].
+        ready_in_ns: i64,
     },
     /// It surely did not run and is sent again, under [`ergon_core::Budget::resend`],
-    /// at `at_ns` (now, or when the budget has room), inside its deadline.
+    /// in `in_ns` from this event (0: now; later when the budget has room),
+    /// inside its deadline.
+    ///
+    /// Every time an event carries is a duration from the event, never a
+    /// deadline on the gateway's clock: a strategy attached over shared memory
+    /// runs on a clock of another origin, and a duration means the same in both
+    /// modes (read there a little after it was made, it ends late, never early).
     Retrying {
         /// The caller's tag.
         tag: Tag,
-        /// When it is sent again.
-        at_ns: i64,
+        /// In how long it is sent again.
+        in_ns: i64,
     },
     /// It surely did not run, and it is not sent again: `why` says why.
     Expired {
@@ -174,31 +215,37 @@ pub enum Event<'a> {
     },
     /// The answer to the gateway's own poll of open orders (see
     /// [`Gateway::poll_open_orders`](super::Gateway::poll_open_orders)): read it with
-    /// [`Account::open_ids`](super::Account::open_ids). `tag` is [`OPEN_ORDERS`].
+    /// [`Account::open_ids`](super::Account::open_ids). Its tag
+    /// ([`Event::tag`]) is [`OPEN_ORDERS`]. Over shared memory the body is the
+    /// client's own open client order ids, one a line, and only a client that
+    /// asked for the polls gets them.
     OpenOrders {
-        /// [`OPEN_ORDERS`].
-        tag: Tag,
-        /// When the poll was sent: an order that rested before this and is not
-        /// listed has ended.
-        sent_at_ns: i64,
+        /// How long before this event the poll was sent: an order that rested
+        /// before then and is not listed has ended.
+        age_ns: i64,
         /// The answer's body.
         body: &'a [u8],
     },
-    /// The venue banned a scope: it did not run, and nothing that charges `bucket`
-    /// leaves until a person clears the halt.
+    /// The venue banned a scope: it did not run, and nothing that charges
+    /// `bucket` leaves until a person clears the halt
+    /// (`ergon-gateway clear-halt NAME`).
     Halted {
         /// The caller's tag.
         tag: Tag,
-        /// The halted scope.
-        bucket: BucketId,
+        /// The halted bucket, by its index in the gateway's budget (the order
+        /// its buckets were added: [`BucketId::index`](ergon_core::BucketId::index); its name is
+        /// [`Budget::name`](ergon_core::Budget::name) of
+        /// [`Budget::ids`](ergon_core::Budget::ids)`().nth(bucket)`, as `--stats`
+        /// lists it). An index, so that it reads the same in another process.
+        bucket: usize,
     },
-    /// The venue's dead man's switch is armed until `armed_until_ns`, and the
+    /// The venue's dead man's switch is armed for `fires_in_ns` more, and the
     /// budget cannot fit a refresh before then (a long hold, a ban): unless sending
     /// is allowed again in time, every open order of its scope is cancelled then.
     /// Not about a request: its tag is [`PROTECTION`].
     Protection {
-        /// When the switch fires, on the gateway's clock (a lower bound).
-        armed_until_ns: i64,
+        /// In how long from this event the switch fires (a lower bound).
+        fires_in_ns: i64,
     },
     /// The switch's deadline passed without a refresh: the venue cancelled (or is
     /// cancelling) every open order of its scope. Treat them as cancelled-unknown
@@ -223,8 +270,8 @@ impl Event<'_> {
             | Event::Late { tag, .. }
             | Event::Item { tag, .. }
             | Event::BatchSettled { tag }
-            | Event::OpenOrders { tag, .. }
             | Event::Halted { tag, .. } => tag,
+            Event::OpenOrders { .. } => OPEN_ORDERS,
             Event::Protection { .. } | Event::ProtectionFired => PROTECTION,
         }
     }
@@ -270,15 +317,14 @@ mod tests {
         // final: a remote handle freed a slot for each, and could then overfill
         // its queues.
         let not = [
-            Event::Retrying { tag: 1, at_ns: 0 },
+            Event::Retrying { tag: 1, in_ns: 0 },
             Event::Reconciling { tag: 1 },
             Event::Late {
                 tag: 1,
                 found: OrderState::New,
             },
             Event::OpenOrders {
-                tag: OPEN_ORDERS,
-                sent_at_ns: 0,
+                age_ns: 0,
                 body: b"[]",
             },
             Event::Item {

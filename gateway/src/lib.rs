@@ -107,7 +107,7 @@ pub use bootstrap::{open_ws_api, run, Start, StartError, WsProbe, IP_GATE};
 pub use driver::{Api, Control, Driver, Strategy, GATEWAY_TIMER};
 pub use endpoints::NOT_FOUND_MARGIN_NS;
 pub use endpoints::{Account, AddressBudget, Boot, DcpSpec, DeclareError, Keys};
-pub use events::{Event, Expiry, ItemFate, Tag, OPEN_ORDERS, PROTECTION};
+pub use events::{Event, Expiry, ItemFate, Tag, TagName, OPEN_ORDERS, ORDER_UPDATE, PROTECTION};
 pub use ledger::{Entry, Key, Ledger, Stage};
 pub use load::binding;
 pub use machine::{

@@ -160,33 +160,24 @@ impl Remote {
     fn deliver(&mut self, ev: Event<'_>) {
         let (event, body) = match ev {
             Event::Applied { tag, body } => (Event::Applied { tag, body: &[] }, body.to_vec()),
-            Event::OpenOrders {
-                tag,
-                sent_at_ns,
-                body,
-            } => (
-                Event::OpenOrders {
-                    tag,
-                    sent_at_ns,
-                    body: &[],
-                },
-                body.to_vec(),
-            ),
+            Event::OpenOrders { age_ns, body } => {
+                (Event::OpenOrders { age_ns, body: &[] }, body.to_vec())
+            }
             Event::Rejected { tag } => (Event::Rejected { tag }, Vec::new()),
             Event::DuplicateId { tag } => (Event::DuplicateId { tag }, Vec::new()),
             Event::Limited {
                 tag,
                 why,
-                ready_at_ns,
+                ready_in_ns,
             } => (
                 Event::Limited {
                     tag,
                     why,
-                    ready_at_ns,
+                    ready_in_ns,
                 },
                 Vec::new(),
             ),
-            Event::Retrying { tag, at_ns } => (Event::Retrying { tag, at_ns }, Vec::new()),
+            Event::Retrying { tag, in_ns } => (Event::Retrying { tag, in_ns }, Vec::new()),
             Event::Expired { tag, why } => (Event::Expired { tag, why }, Vec::new()),
             Event::Reconciling { tag } => (Event::Reconciling { tag }, Vec::new()),
             Event::Reconciled { tag, found } => (Event::Reconciled { tag, found }, Vec::new()),
@@ -195,9 +186,7 @@ impl Remote {
             Event::Item { tag, item, fate } => (Event::Item { tag, item, fate }, Vec::new()),
             Event::BatchSettled { tag } => (Event::BatchSettled { tag }, Vec::new()),
             Event::Halted { tag, bucket } => (Event::Halted { tag, bucket }, Vec::new()),
-            Event::Protection { armed_until_ns } => {
-                (Event::Protection { armed_until_ns }, Vec::new())
-            }
+            Event::Protection { fires_in_ns } => (Event::Protection { fires_in_ns }, Vec::new()),
             Event::ProtectionFired => (Event::ProtectionFired, Vec::new()),
         };
         if self.events.push(Delivered { event, body }).is_err() {

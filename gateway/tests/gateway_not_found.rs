@@ -411,6 +411,62 @@ fn without_a_venue_bound_not_found_ends_unresolved_and_a_late_order_is_reported(
     assert_eq!(gw.stats().late, 1);
 }
 
+/// Issue 47: polls the caller does not want (the daemon while no client asked)
+/// are not sent, and cost nothing; but while the gateway watches an unresolved
+/// order's id they go out all the same, for its Late.
+#[test]
+fn unwanted_polls_go_out_only_while_an_id_is_watched() {
+    let (mut gw, mut w) = bybit_gw();
+    gw.set_unresolved_after_ns(3 * SEC);
+    gw.set_watch_ns(60 * SEC);
+    gw.poll_open_orders(SEC);
+    gw.want_open_orders(false);
+    assert_eq!(gw.poll_timeout(), None, "no poll wanted, no id watched");
+    w.now += 10 * SEC;
+    gw.poll(&mut w);
+    assert!(w.sent.is_empty(), "nothing sent");
+    assert!(gw.open_orders_spent().is_empty());
+    place_unknown(&mut gw, &mut w, "by1", 5);
+    let empty = br#"{"retCode":0,"retMsg":"OK","result":{"list":[],"category":"linear"},"time":1700000000000}"#;
+    let mut end = None;
+    for _ in 0..50 {
+        let (qid, target, qf, _) = w.last();
+        assert!(
+            target.contains("orderLinkId="),
+            "a query, never a poll: {target}"
+        );
+        w.now += MS;
+        if let Some(ev) = gw.on_response(&mut w, qid, answer(200, empty), qf) {
+            end = Some(ev);
+            break;
+        }
+        next_write(&mut gw, &mut w, 10);
+    }
+    assert_eq!(end, Some(Event::Unresolved { tag: 5 }));
+    // Its id is watched: the poll goes out though nobody wants it.
+    w.now += 10 * SEC;
+    gw.poll(&mut w);
+    let (pid, target, pf, _) = w.last();
+    assert!(
+        target.contains("/v5/order/realtime") && !target.contains("orderLinkId="),
+        "{target}"
+    );
+    let open = br#"{"retCode":0,"retMsg":"OK","result":{"list":[{"orderLinkId":"by1"}]},"time":1700000010000}"#;
+    let ev = gw.on_response(&mut w, pid, answer(200, open), pf);
+    assert!(matches!(ev, Some(Event::OpenOrders { .. })), "{ev:?}");
+    assert_eq!(
+        gw.poll_event(),
+        Some(Event::Late {
+            tag: 5,
+            found: OrderState::Other
+        })
+    );
+    assert!(
+        !gw.open_orders_spent().is_empty(),
+        "the poll's units are counted"
+    );
+}
+
 /// Journal recovery follows the same rule: an order a dead gateway left in flight
 /// is not "never ran" from one query at restart (on main the hub submitted the
 /// query as a plain read, and its -2013 ended the recovery at once), only from a

@@ -4,7 +4,7 @@
 use super::reconcile::{items_of, seen_in};
 use super::{widen, Gateway, MAX_RESENDS, SKEWS_TO_REANCHOR};
 use crate::endpoints::Account;
-use crate::events::{Event, Expiry, OPEN_ORDERS};
+use crate::events::{Event, Expiry};
 use crate::ledger::{Key, Stage};
 use crate::wire::Wire;
 use arrayvec::ArrayVec;
@@ -55,8 +55,7 @@ impl<E: Account> Gateway<E> {
                         });
                     }
                     return Some(Event::OpenOrders {
-                        tag: OPEN_ORDERS,
-                        sent_at_ns,
+                        age_ns: now.saturating_sub(sent_at_ns).max(0),
                         body: r.body,
                     });
                 }

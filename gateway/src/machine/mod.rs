@@ -183,6 +183,11 @@ pub struct Gateway<E> {
     time: Option<(RequestId, i64)>,
     /// Open orders polled this often (None: not at all).
     open_every: Option<i64>,
+    /// Whether the periodic poll is wanted besides the gateway's own watch
+    /// ([`Gateway::want_open_orders`]).
+    open_wanted: bool,
+    /// The units the polls of open orders charged, by bucket.
+    open_spent: ArrayVec<(BucketId, u64), MAX_BUCKETS>,
     next_open: i64,
     /// A one-off poll of open orders due at this time
     /// ([`Gateway::poll_open_orders_once`]).
@@ -236,6 +241,8 @@ impl<E: Account> Gateway<E> {
             skews: 0,
             time: None,
             open_every: None,
+            open_wanted: true,
+            open_spent: ArrayVec::new(),
             next_open: i64::MIN,
             open_once: None,
             open: None,
@@ -439,6 +446,26 @@ impl<E: Account> Gateway<E> {
         self.open_every = Some(every_ns.max(1));
     }
 
+    /// Whether the periodic poll of [`Gateway::poll_open_orders`] is wanted by
+    /// the caller (by default it is). When it is not, the gateway polls only
+    /// while it watches the id of an order that ended [`Event::Unresolved`]
+    /// (what its [`Event::Late`] needs), and spends nothing on polls otherwise.
+    /// The daemon wants them only while a client asked for them.
+    pub fn want_open_orders(&mut self, wanted: bool) {
+        self.open_wanted = wanted;
+    }
+
+    /// Whether the periodic poll runs now: wanted, or an id is watched.
+    fn open_needed(&self) -> bool {
+        self.open_every.is_some() && (self.open_wanted || !self.watch.is_empty())
+    }
+
+    /// The units the polls of open orders charged so far, by bucket (the
+    /// weight a quiet strategy did not ask for; `--stats` shows it).
+    pub fn open_orders_spent(&self) -> &[(BucketId, u64)] {
+        &self.open_spent
+    }
+
     /// Polls the venue's open orders once, at `now_ns` or as soon as the budget
     /// has room (besides any [`Gateway::poll_open_orders`]): its answer comes as
     /// one [`Event::OpenOrders`]. After the venue's dead man's switch fired, that
@@ -450,8 +477,8 @@ impl<E: Account> Gateway<E> {
     /// The earliest time its due work (a re-send, a query, a poll) wants a
     /// [`Gateway::poll`].
     pub fn poll_timeout(&self) -> Option<i64> {
-        let open = match (self.open_every, self.open) {
-            (Some(_), None) => self.next_open,
+        let open = match (self.open_needed(), self.open) {
+            (true, None) => self.next_open,
             _ => i64::MAX,
         };
         let once = match self.open {
@@ -467,7 +494,7 @@ impl<E: Account> Gateway<E> {
     /// Sends the open-orders poll if it is due.
     fn poll_open<W: Wire>(&mut self, w: &mut W) {
         let now = w.now();
-        let periodic = self.open_every.is_some() && now >= self.next_open;
+        let periodic = self.open_needed() && now >= self.next_open;
         let once = self.open_once.is_some_and(|at| now >= at);
         if self.open.is_some() || !(periodic || once) {
             return;
@@ -523,6 +550,14 @@ impl<E: Account> Gateway<E> {
         match sent.flatten() {
             Some(Ok(id)) => {
                 self.stats.sent += 1;
+                for p in self.open_req.parts() {
+                    match self.open_spent.iter_mut().find(|(b, _)| *b == p.bucket) {
+                        Some((_, n)) => *n += u64::from(p.cost),
+                        None => {
+                            let _ = self.open_spent.try_push((p.bucket, u64::from(p.cost)));
+                        }
+                    }
+                }
                 self.open = Some((id, now));
                 self.trace.open = tid;
                 self.open_once = None;

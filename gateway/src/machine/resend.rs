@@ -4,7 +4,7 @@
 use super::reconcile::parts_of;
 use super::{Gateway, RESEND_BACKOFF_MAX_NS, RESEND_BACKOFF_NS};
 use crate::endpoints::Account;
-use crate::events::{Event, Expiry};
+use crate::events::{wait_ns, Event, Expiry};
 use crate::ledger::{Key, Stage};
 use crate::wire::Wire;
 use ergon_core::{Limited, Resend, Verdict, Why};
@@ -48,7 +48,7 @@ impl<E: Account> Gateway<E> {
                     .ledger
                     .get(key)
                     .is_some_and(|e| e.stage == Stage::Retry);
-                (announce && !waiting).then_some(Event::Retrying { tag, at_ns: now })
+                (announce && !waiting).then_some(Event::Retrying { tag, in_ns: 0 })
             }
             Resend::Wait(Limited {
                 why: Why::Halted,
@@ -57,7 +57,10 @@ impl<E: Account> Gateway<E> {
             }) => {
                 self.ledger.remove(key);
                 self.stats.halted += 1;
-                Some(Event::Halted { tag, bucket })
+                Some(Event::Halted {
+                    tag,
+                    bucket: bucket.index(),
+                })
             }
             Resend::Wait(l) if l.ready_at_ns < e.resend_until => {
                 e.stage = Stage::Retry;
@@ -65,7 +68,7 @@ impl<E: Account> Gateway<E> {
                 self.next_due = self.next_due.min(e.at_ns);
                 announce.then_some(Event::Retrying {
                     tag,
-                    at_ns: e.at_ns,
+                    in_ns: wait_ns(e.at_ns, now),
                 })
             }
             Resend::Wait(_) | Resend::Stale | Resend::Final => {
@@ -131,6 +134,6 @@ impl<E: Account> Gateway<E> {
         e.at_ns = at;
         let tag = e.tag;
         self.next_due = self.next_due.min(at);
-        Some(Event::Retrying { tag, at_ns: at })
+        Some(Event::Retrying { tag, in_ns: gap })
     }
 }

@@ -2,7 +2,7 @@
 
 use super::{Gateway, QUERY_CLASS, RETRY_GAP_NS};
 use crate::endpoints::Account;
-use crate::events::{Event, Expiry, Tag};
+use crate::events::{wait_ns, Event, Expiry, Tag};
 use crate::ledger::{Key, Stage};
 use crate::wire::{encode, Wire};
 use crate::ws_api::{Unsent, WS_BIT};
@@ -56,7 +56,7 @@ impl<E: Account> Gateway<E> {
                 return Err(Event::Limited {
                     tag,
                     why: l.why,
-                    ready_at_ns: l.ready_at_ns,
+                    ready_in_ns: wait_ns(l.ready_at_ns, now),
                 });
             }
         };
@@ -68,7 +68,7 @@ impl<E: Account> Gateway<E> {
             return Err(Event::Limited {
                 tag,
                 why: Why::Full,
-                ready_at_ns: now + RETRY_GAP_NS,
+                ready_in_ns: RETRY_GAP_NS,
             });
         };
         self.trace.set(key, tid);
@@ -100,7 +100,7 @@ impl<E: Account> Gateway<E> {
             return Err(Event::Limited {
                 tag,
                 why: Why::Full,
-                ready_at_ns: now + RETRY_GAP_NS,
+                ready_in_ns: RETRY_GAP_NS,
             });
         };
         if let Some(e) = self.ledger.get_mut(key) {
@@ -196,7 +196,10 @@ impl<E: Account> Gateway<E> {
             e.stage = Stage::Retry;
             e.verdict = Verdict::NotRun;
             let tag = e.tag;
-            self.push(Event::Retrying { tag, at_ns: at });
+            self.push(Event::Retrying {
+                tag,
+                in_ns: RETRY_GAP_NS,
+            });
         }
         self.next_due = self.next_due.min(at);
     }

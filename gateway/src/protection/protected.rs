@@ -12,7 +12,7 @@ use super::{Due, Note, Protection, State, PROTECTION, PROTECTION_TIMER};
 use crate::dcp::{DcpLink, LinkState, DCP_LINK};
 use crate::driver::{Api, Strategy};
 use crate::endpoints::Account;
-use crate::events::Event;
+use crate::events::{wait_ns, Event};
 use crate::ws_api::WsState;
 
 /// What [`Protected::on_change`] calls.
@@ -184,9 +184,9 @@ impl<S> Protected<S> {
             }
             match api.submit(&mut self.req, Class::Urgent, PROTECTION) {
                 Ok(()) => self.machine.on_sent(due, now),
-                Err(Event::Limited { ready_at_ns, .. }) => {
-                    self.machine.on_blocked(now, ready_at_ns)
-                }
+                Err(Event::Limited { ready_in_ns, .. }) => self
+                    .machine
+                    .on_blocked(now, now.saturating_add(ready_in_ns)),
                 Err(_) => {
                     self.machine.on_sent(due, now);
                     self.machine.on_answer(None, now);
@@ -199,7 +199,9 @@ impl<S> Protected<S> {
         }
         while let Some(n) = self.machine.poll_note() {
             let ev = match n {
-                Note::AtRisk { armed_until_ns } => Event::Protection { armed_until_ns },
+                Note::AtRisk { armed_until_ns } => Event::Protection {
+                    fires_in_ns: wait_ns(armed_until_ns, api.now()),
+                },
                 Note::Fired => Event::ProtectionFired,
             };
             self.inner.on_event(api, ev);

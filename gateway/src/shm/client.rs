@@ -7,7 +7,9 @@ use std::sync::atomic::{fence, Ordering};
 
 use ergon_core::Class;
 
-use super::codec::{decode_event, encode_call, Call, ShmEvent};
+use super::codec::{decode_event, encode_call, item_fates, Call, FATE_BYTES};
+use super::event::ShmEvent;
+use super::opts::AttachOptions;
 use super::os;
 use super::region::{Region, EVENT_SLOT, SUBMIT_SLOT};
 use crate::ids::{IdError, IdIssuer};
@@ -76,6 +78,10 @@ pub struct ShmClient {
     reattached: bool,
     /// The block of client order ids the gateway handed out at this attach.
     ids: Option<IdIssuer>,
+    /// A `BatchSettled` polled whose parts' fates are being handed out as
+    /// `Item` events first, and how many are handed out; its body in `fates`.
+    settling: Option<(ShmEvent, usize)>,
+    fates: Vec<u8>,
 }
 
 impl core::fmt::Debug for ShmClient {
@@ -176,22 +182,19 @@ impl ShmClient {
     /// The gateway must run as this process's own effective uid
     /// ([`ShmClient::attach_uid`] names another).
     pub fn attach(gateway: &str, client: &str, busy: bool) -> io::Result<ShmClient> {
-        Self::attach_uid(gateway, os::euid(), client, busy)
+        Self::attach_with(gateway, client, AttachOptions::new().busy(busy))
     }
 
-    /// [`ShmClient::attach`] to a gateway that runs as `gateway_uid`: a process
-    /// of any other uid listening under the name is refused (the error names
-    /// the uid it runs as) and is sent nothing but the connection.
-    pub fn attach_uid(
-        gateway: &str,
-        gateway_uid: u32,
-        client: &str,
-        busy: bool,
-    ) -> io::Result<ShmClient> {
+    /// [`ShmClient::attach`] with options: whether it busy-polls, whether it
+    /// hears the gateway's open-orders polls (off unless asked), the uid the
+    /// gateway must run as.
+    pub fn attach_with(gateway: &str, client: &str, o: AttachOptions) -> io::Result<ShmClient> {
+        let uid = o.gateway_uid.unwrap_or_else(os::euid);
         if client.is_empty() || client.len() > 64 || client.contains(char::is_whitespace) {
             return Err(bad("client name: 1 to 64 characters, no spaces"));
         }
-        let (sock, answer, mut fds) = command(gateway, gateway_uid, &format!("attach {client}"))?;
+        let cmd = format!("attach {client} {}", o.words());
+        let (sock, answer, mut fds) = command(gateway, uid, &cmd)?;
         let Some(rest) = answer.strip_prefix("ok ") else {
             return Err(bad(format!("gateway refused: {answer}")));
         };
@@ -207,7 +210,7 @@ impl ShmClient {
             sock,
             submit,
             events,
-            busy,
+            busy: o.busy,
             gone: false,
             lost: Vec::new(),
             body: Vec::with_capacity(EVENT_SLOT),
@@ -215,7 +218,25 @@ impl ShmClient {
             reattached: rest.starts_with("reattached"),
             region,
             ids,
+            settling: None,
+            fates: Vec::with_capacity(EVENT_SLOT),
         })
+    }
+
+    /// [`ShmClient::attach`] to a gateway that runs as `gateway_uid`: a process
+    /// of any other uid listening under the name is refused (the error names
+    /// the uid it runs as) and is sent nothing but the connection.
+    pub fn attach_uid(
+        gateway: &str,
+        gateway_uid: u32,
+        client: &str,
+        busy: bool,
+    ) -> io::Result<ShmClient> {
+        Self::attach_with(
+            gateway,
+            client,
+            AttachOptions::new().busy(busy).gateway_uid(gateway_uid),
+        )
     }
 
     /// A client order id no earlier one carried, from the block the gateway
@@ -311,8 +332,31 @@ impl ShmClient {
 
     /// The next event and its body (an answer's body, or for
     /// [`ShmEvent::OpenOrders`] the open client order ids, one a line), if one is
-    /// waiting. Never blocks.
+    /// waiting. Never blocks. A request of several parts gives one
+    /// [`ShmEvent::Item`] per part, then its [`ShmEvent::BatchSettled`] (whose
+    /// body still holds every fate), as in-process.
     pub fn poll(&mut self) -> Option<(ShmEvent, &[u8])> {
+        if let Some((settled, next)) = self.settling {
+            let at = next * FATE_BYTES;
+            let part = self.fates.get(at..at + FATE_BYTES).unwrap_or(&[]);
+            let next_fate = item_fates(part).next();
+            match next_fate {
+                Some(Ok((item, fate))) => {
+                    self.settling = Some((settled, next + 1));
+                    self.body.clear();
+                    let tag = settled.tag();
+                    return Some((ShmEvent::Item { tag, item, fate }, &self.body));
+                }
+                // The end, or bytes that are not a fate, end the hand-out (the
+                // body, given with the BatchSettled, says what they were).
+                _ => {
+                    self.settling = None;
+                    core::mem::swap(&mut self.body, &mut self.fates);
+                    self.settle(settled.tag());
+                    return Some((settled, &self.body));
+                }
+            }
+        }
         loop {
             let (body, truncated) = (&mut self.body, &mut self.truncated);
             let got = self.events.pop(|b| {
@@ -324,6 +368,12 @@ impl ShmClient {
                 })
             });
             match got {
+                Ok(Some(Ok(ev @ ShmEvent::BatchSettled { .. }))) if !self.body.is_empty() => {
+                    // Its parts' fates first, each an Item; it last.
+                    core::mem::swap(&mut self.body, &mut self.fates);
+                    self.settling = Some((ev, 0));
+                    return self.poll();
+                }
                 Ok(Some(Ok(ev))) => {
                     if ev.is_final() {
                         self.settle(ev.tag());

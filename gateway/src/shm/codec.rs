@@ -10,10 +10,8 @@ use ergon_venues::endpoint::{
 
 use ergon_venues::binance_spot_ws::Execution;
 
-use crate::{ItemFate, Tag};
-
-/// The tag of [`ShmEvent::OrderUpdate`] (no request's: clients do not use it).
-pub const ORDER_UPDATE: Tag = Tag::MAX - 1;
+use super::event::ShmEvent;
+use crate::events::{Expiry, ItemFate, Tag, OPEN_ORDERS, ORDER_UPDATE, PROTECTION};
 
 /// One typed endpoint call, as a strategy process asks for it; the gateway
 /// prepares (stamps, signs) it with the account's endpoints.
@@ -41,156 +39,6 @@ pub enum Call<'a> {
     },
     /// [`Endpoints::account`](ergon_venues::endpoint::Endpoints::account).
     Account,
-}
-
-/// An event as a strategy process receives it: [`Event`](crate::Event)
-/// with the body (Applied, OpenOrders) beside it, a halted bucket by its index,
-/// and one more case, [`ShmEvent::Lost`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ShmEvent {
-    /// The venue ran it (the answer is the body).
-    Applied {
-        /// The tag.
-        tag: Tag,
-    },
-    /// The venue refused it for a business reason.
-    Rejected {
-        /// The tag.
-        tag: Tag,
-    },
-    /// Refused by the gateway, nothing charged or sent: a client order id it
-    /// places is live there (see [`Event::DuplicateId`](crate::Event::DuplicateId)).
-    DuplicateId {
-        /// The tag.
-        tag: Tag,
-    },
-    /// Refused by the gateway, nothing charged or sent: a client order id the
-    /// call names is not in a block this client was issued
-    /// ([`ShmClient::next_client_order_id`](crate::shm::ShmClient::next_client_order_id)):
-    /// another client's order, or an id the gateway did not issue. Final.
-    NotYours {
-        /// The tag.
-        tag: Tag,
-    },
-    /// Refused by the budget or the client's share, nothing sent.
-    Limited {
-        /// The tag.
-        tag: Tag,
-        /// Why.
-        why: Why,
-        /// In how long (from the event) the same charge would pass (`i64::MAX`:
-        /// never by itself). Relative: each process's clock has its own origin.
-        ready_in_ns: i64,
-    },
-    /// Surely not run, sent again in `in_ns` (from the event).
-    Retrying {
-        /// The tag.
-        tag: Tag,
-        /// In how long.
-        in_ns: i64,
-    },
-    /// Surely not run, its deadline passed.
-    Expired {
-        /// The tag.
-        tag: Tag,
-    },
-    /// Unknown outcome, being queried.
-    Reconciling {
-        /// The tag.
-        tag: Tag,
-    },
-    /// The query settled it.
-    Reconciled {
-        /// The tag.
-        tag: Tag,
-        /// The order as the venue has it (None: it never ran).
-        found: Option<OrderState>,
-    },
-    /// Its outcome stays unknown (see [`Event::Unresolved`](crate::Event::Unresolved)):
-    /// do not assume it never ran.
-    Unresolved {
-        /// The tag.
-        tag: Tag,
-    },
-    /// An unresolved order showed up after all (see [`Event::Late`](crate::Event::Late)).
-    Late {
-        /// The tag.
-        tag: Tag,
-        /// Its state as seen.
-        found: OrderState,
-    },
-    /// The gateway's poll of open orders: the body lists the open orders' client
-    /// order ids, one per line.
-    OpenOrders {
-        /// How long before this event the poll was sent: an order that rested
-        /// before that and is not listed has ended.
-        age_ns: i64,
-    },
-    /// A ban halted a bucket (by its index in the gateway's budget).
-    Halted {
-        /// The tag.
-        tag: Tag,
-        /// The bucket's index.
-        bucket: usize,
-    },
-    /// The gateway went away before this request's final event: its outcome is
-    /// unknown (query it by client order id through a gateway; never re-send it).
-    Lost {
-        /// The tag.
-        tag: Tag,
-    },
-    /// Every part of a request of several (a two-step cancel-replace: item 0 its
-    /// new order, item 1 its cancel; a batch's items) has its fate: the
-    /// request's final event, as [`Event::BatchSettled`](crate::Event::BatchSettled).
-    /// Its body holds each part's fate, in the order the parts settled (see
-    /// [`item_fates`]): they travel with the final event, which always has room
-    /// in the ring, so none is merged away.
-    BatchSettled {
-        /// The tag.
-        tag: Tag,
-    },
-    /// An order update of the gateway's user data stream
-    /// ([`Strategy::on_order_update`](crate::Strategy::on_order_update)),
-    /// fixed size, to the client whose block its client order id (or, for a
-    /// cancel, the cancelled order's) comes from, and to no other. Tag
-    /// [`ORDER_UPDATE`].
-    OrderUpdate(Execution),
-}
-
-impl ShmEvent {
-    /// The tag of its request.
-    pub fn tag(&self) -> Tag {
-        match *self {
-            ShmEvent::Applied { tag }
-            | ShmEvent::Rejected { tag }
-            | ShmEvent::DuplicateId { tag }
-            | ShmEvent::NotYours { tag }
-            | ShmEvent::Limited { tag, .. }
-            | ShmEvent::Retrying { tag, .. }
-            | ShmEvent::Expired { tag }
-            | ShmEvent::Reconciling { tag }
-            | ShmEvent::Reconciled { tag, .. }
-            | ShmEvent::Unresolved { tag }
-            | ShmEvent::Late { tag, .. }
-            | ShmEvent::Halted { tag, .. }
-            | ShmEvent::BatchSettled { tag }
-            | ShmEvent::Lost { tag } => tag,
-            ShmEvent::OpenOrders { .. } => crate::OPEN_ORDERS,
-            ShmEvent::OrderUpdate(_) => ORDER_UPDATE,
-        }
-    }
-
-    /// Whether it ends its request.
-    pub fn is_final(&self) -> bool {
-        !matches!(
-            self,
-            ShmEvent::Retrying { .. }
-                | ShmEvent::Reconciling { .. }
-                | ShmEvent::Late { .. }
-                | ShmEvent::OpenOrders { .. }
-                | ShmEvent::OrderUpdate(_)
-        )
-    }
 }
 
 /// A slot that does not decode: what in it was wrong.
@@ -239,6 +87,8 @@ pub enum BadMessage {
     EventKind,
     /// A part's fate in a BatchSettled body that is not one.
     Fate,
+    /// An Expired event's reason byte out of range.
+    Expiry,
 }
 
 impl BadMessage {
@@ -266,6 +116,7 @@ impl BadMessage {
             BadMessage::Bucket => "bucket",
             BadMessage::EventKind => "event kind",
             BadMessage::Fate => "part fate",
+            BadMessage::Expiry => "expiry",
         }
     }
 
@@ -294,7 +145,8 @@ impl BadMessage {
             | BadMessage::Why
             | BadMessage::Bucket
             | BadMessage::EventKind
-            | BadMessage::Fate => ergon_io::Culprit::Peer,
+            | BadMessage::Fate
+            | BadMessage::Expiry => ergon_io::Culprit::Peer,
         }
     }
 }
@@ -575,19 +427,29 @@ pub fn item_fates(body: &[u8]) -> impl Iterator<Item = Result<(u8, ItemFate), Ba
     let whole = body.len() % FATE_BYTES == 0;
     let bad = (!whole).then_some(Err(BadMessage::Fate));
     body.chunks_exact(FATE_BYTES)
-        .map(|c| {
-            let fate = match (c[1], c[2]) {
-                (0, 0) => ItemFate::Applied,
-                (1, 0) => ItemFate::Rejected,
-                (2, 0) => ItemFate::NotRun,
-                (3, s) => ItemFate::Found(state_of(s)?.ok_or(BadMessage::OrderState)?),
-                (4, 0) => ItemFate::NeverRan,
-                (5, 0) => ItemFate::Unresolved,
-                _ => return Err(BadMessage::Fate),
-            };
-            Ok((c[0], fate))
-        })
+        .map(|c| Ok((c[0], fate_of(c[1], c[2])?)))
         .chain(bad)
+}
+
+/// A fate and its order state as [`fate_bytes`] writes them.
+fn fate_of(f: u8, state: u8) -> Result<ItemFate, BadMessage> {
+    Ok(match (f, state) {
+        (0, 0) => ItemFate::Applied,
+        (1, 0) => ItemFate::Rejected,
+        (2, 0) => ItemFate::NotRun,
+        (3, s) => ItemFate::Found(state_of(s)?.ok_or(BadMessage::OrderState)?),
+        (4, 0) => ItemFate::NeverRan,
+        (5, 0) => ItemFate::Unresolved,
+        _ => return Err(BadMessage::Fate),
+    })
+}
+
+fn expiry_byte(e: Expiry) -> u8 {
+    match e {
+        Expiry::Deadline => 0,
+        Expiry::Resends => 1,
+        Expiry::Unsigned => 2,
+    }
 }
 
 /// Header bytes of an encoded event before its body.
@@ -610,17 +472,23 @@ pub fn encode_event(ev: &ShmEvent, body: &[u8], out: &mut [u8]) -> usize {
             ready_in_ns,
         } => (3, tag, ready_in_ns, why_byte(why)),
         ShmEvent::Retrying { tag, in_ns } => (4, tag, in_ns, 0),
-        ShmEvent::Expired { tag } => (5, tag, 0, 0),
+        ShmEvent::Expired { tag, why } => (5, tag, 0, expiry_byte(why)),
         ShmEvent::Reconciling { tag } => (6, tag, 0, 0),
         ShmEvent::Reconciled { tag, found } => (7, tag, 0, state_byte(found)),
-        ShmEvent::OpenOrders { age_ns } => (8, crate::OPEN_ORDERS, age_ns, 0),
-        ShmEvent::Halted { tag, bucket } => (9, tag, bucket as i64, 0),
+        ShmEvent::OpenOrders { age_ns } => (8, OPEN_ORDERS, age_ns, 0),
+        ShmEvent::Halted { tag, bucket } => (9, tag, i64::try_from(bucket).unwrap_or(-1), 0),
         ShmEvent::Lost { tag } => (10, tag, 0, 0),
         ShmEvent::Unresolved { tag } => (12, tag, 0, 0),
         ShmEvent::Late { tag, found } => (13, tag, 0, state_byte(Some(found))),
         ShmEvent::DuplicateId { tag } => (14, tag, 0, 0),
         ShmEvent::NotYours { tag } => (15, tag, 0, 0),
         ShmEvent::BatchSettled { tag } => (16, tag, 0, 0),
+        ShmEvent::Item { tag, item, fate } => {
+            let [item, f, state] = fate_bytes(item, fate);
+            (17, tag, i64::from(item) | i64::from(state) << 8, f)
+        }
+        ShmEvent::Protection { fires_in_ns } => (18, PROTECTION, fires_in_ns, 0),
+        ShmEvent::ProtectionFired => (19, PROTECTION, 0, 0),
         ShmEvent::OrderUpdate(_) => return 0,
     };
     if out.len() < EVENT_HEAD {
@@ -727,7 +595,15 @@ pub fn decode_event(b: &[u8]) -> Result<(ShmEvent, &[u8], bool), BadMessage> {
             ready_in_ns: a,
         },
         4 => ShmEvent::Retrying { tag, in_ns: a },
-        5 => ShmEvent::Expired { tag },
+        5 => ShmEvent::Expired {
+            tag,
+            why: match x {
+                0 => Expiry::Deadline,
+                1 => Expiry::Resends,
+                2 => Expiry::Unsigned,
+                _ => return Err(BadMessage::Expiry),
+            },
+        },
         6 => ShmEvent::Reconciling { tag },
         7 => ShmEvent::Reconciled {
             tag,
@@ -751,6 +627,19 @@ pub fn decode_event(b: &[u8]) -> Result<(ShmEvent, &[u8], bool), BadMessage> {
         14 => ShmEvent::DuplicateId { tag },
         15 => ShmEvent::NotYours { tag },
         16 => ShmEvent::BatchSettled { tag },
+        17 => {
+            let (item, state) = match u16::try_from(a) {
+                Ok(v) => (v as u8, (v >> 8) as u8),
+                Err(_) => return Err(BadMessage::Fate),
+            };
+            ShmEvent::Item {
+                tag,
+                item,
+                fate: fate_of(x, state)?,
+            }
+        }
+        18 => ShmEvent::Protection { fires_in_ns: a },
+        19 => ShmEvent::ProtectionFired,
         _ => return Err(BadMessage::EventKind),
     };
     Ok((ev, &b[EVENT_HEAD..], b[18] != 0))

@@ -6,8 +6,12 @@
 //!
 //! The gateway listens on the **abstract** Unix socket `@ergon-gateway/NAME`
 //! (`SOCK_SEQPACKET`; abstract: no file to clean up, gone with the process, so a
-//! restarted gateway binds again at once). A client sends `attach CLIENT`; the
-//! gateway answers `ok new N` or `ok reattached N` (followed, when the gateway has
+//! restarted gateway binds again at once). A client sends `attach CLIENT
+//! protocol=3`, and the word `open-orders` if it wants the gateway's polls of
+//! open orders ([`AttachOptions`]; a gateway polls for that purpose only while
+//! such a client is attached); an attach of another protocol, or naming none
+//! (every client of 2 or older), is answered `err` naming both versions and
+//! given no region. Otherwise the gateway answers `ok new N` or `ok reattached N` (followed, when the gateway has
 //! a boot epoch, by `ids FORM EPOCH FROM END`: a fresh block of client order ids
 //! for this attach, [`ShmClient::next_client_order_id`]) with one descriptor
 //! (SCM_RIGHTS): the client's region (a memfd, laid out as below). The
@@ -121,17 +125,22 @@
 mod charges;
 mod client;
 mod codec;
+mod event;
 pub mod files;
+mod opts;
 pub mod os;
 pub mod region;
 pub mod stats;
 
+pub use crate::events::ORDER_UPDATE;
 pub use charges::{ChargeLog, Charged, Recent, SLOTS};
 pub use client::{ShmClient, ShmSubmitError};
 pub use codec::{
     decode_call, decode_event, encode_call, encode_event, fate_bytes, item_fates, BadMessage, Call,
-    ShmEvent, FATE_BYTES, ORDER_UPDATE,
+    FATE_BYTES,
 };
+pub use event::ShmEvent;
+pub use opts::{read_attach_words, Asked, AttachOptions};
 pub use region::{EVENTS_PER_REQUEST, EVENT_SLOT, PROTOCOL, SUBMIT_SLOT};
 pub use stats::STATS_BYTES;
 

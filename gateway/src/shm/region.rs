@@ -27,9 +27,15 @@ use ergon_io::boundary::shm_ring::{Indices, Keep, ShmConsumer, ShmProducer};
 pub const MAGIC: u64 = u64::from_le_bytes(*b"ergonshm");
 /// The version of the slots' bytes the gateway writes in the region's header: 1
 /// (written as 0 by gateways before it was recorded) has no `BatchSettled` event;
-/// 2 adds it (kind 16, its parts' fates in its body). A client reads every
-/// version up to its own, and refuses a newer one by name.
-pub const PROTOCOL: u32 = 2;
+/// 2 adds it (kind 16, its parts' fates in its body); 3 makes the events the
+/// in-process vocabulary (an `Expired` says why, `Item`, `Protection`,
+/// `ProtectionFired`; the order updates' tag moves to `u64::MAX - 2`) and the
+/// open-orders polls opt-in. A client of 3 reads 3 only, and refuses any other
+/// by name (an event of 2 would read as an expiry without its reason); a
+/// client of 2 refuses a region of 3 by name; and the gateway of 3 refuses at
+/// attach a client that does not say it speaks 3
+/// ([`read_attach_words`](super::read_attach_words)).
+pub const PROTOCOL: u32 = 3;
 /// Where the submit slots start.
 pub const SLOTS_AT: usize = 4096;
 /// Bytes of a submit slot.
@@ -148,9 +154,9 @@ impl Region {
             return Err(bad("region geometry of another version"));
         }
         let protocol = h.protocol.load(Acquire);
-        if protocol > PROTOCOL {
+        if protocol != PROTOCOL {
             return Err(bad(&format!(
-                "region of protocol {protocol}: this client reads up to {PROTOCOL}"
+                "region of protocol {protocol}: this client reads protocol {PROTOCOL} only (use a client of the gateway's version)"
             )));
         }
         drop(head);
@@ -249,5 +255,31 @@ impl Region {
             )
         }
         .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::Ordering::Release;
+
+    /// A region of another protocol is refused by name, both versions in the
+    /// message, before anything in it is read as events.
+    #[test]
+    fn a_region_of_another_protocol_is_refused_naming_both() {
+        let (fd, r) = Region::create("protocol-test", 2).unwrap();
+        assert!(Region::open(&fd).is_ok());
+        for other in [0, 2, PROTOCOL + 1] {
+            r.header().protocol.store(other, Release);
+            let Err(e) = Region::open(&fd) else {
+                panic!("a region of protocol {other} opened");
+            };
+            let e = e.to_string();
+            assert!(
+                e.contains(&format!("protocol {other}"))
+                    && e.contains(&format!("protocol {PROTOCOL}")),
+                "{e}"
+            );
+        }
     }
 }

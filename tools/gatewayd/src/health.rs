@@ -18,7 +18,10 @@
 //!   for [`HealthConfig::unreachable_secs`] (default 10 s; `--unreachable-secs`) the
 //!   loop handed requests to the transport or refunded them unwritten (no connection)
 //!   and no answer of any kind came back. The binary polls
-//!   open orders every 500 ms, so a live gateway always has traffic to judge.
+//!   open orders every 500 ms while a client asks for them (or an unresolved
+//!   order's id is watched), so such a gateway always has traffic to judge; one
+//!   with no traffic at all is not judged here (a venue that refuses its
+//!   connections shows as `reconnecting`, below).
 //! - `reconnecting: N connects to the venue failed in a row, backing off: next
 //!   attempt in X s`: from the second connect failure in a row (the transport's
 //!   reconnect delay doubles per failure, with jitter, up to its cap: see

@@ -154,7 +154,10 @@ fn a_ban_survives_a_restart_until_clear_halt() {
     let dir = Dir::new("ban");
     let name = format!("halts-ban-{}", std::process::id());
     let mut first = gateway(&s, &name, &dir.0);
-    // Banned 3 s: the gateway's open-orders poll meets the 418.
+    // Banned 3 s: the gateway's open-orders poll meets the 418. The polls are
+    // opt-in since issue 47: a client that asks for them makes the gateway poll.
+    let asks = ergon_gateway::shm::AttachOptions::new().open_orders(true);
+    let _client = ergon_gateway::shm::ShmClient::attach_with(&name, "asks", asks).expect("attach");
     s.ban(LOOPBACK, 3_000);
     ip_stats(&name, |l| l.contains("halted=true"));
     let text = std::fs::read_to_string(dir.halts()).expect("the halts file");

@@ -333,7 +333,10 @@ fn metrics_and_health_follow_a_429_a_refusal_flood_a_ban_and_a_dead_venue() {
     );
     assert!(stats_text(&name).contains("\nhealth ok\n"));
 
-    let mut c = ShmClient::attach(&name, "quoter\"1", false).expect("attach");
+    // It asks for the open-orders polls (opt-in since issue 47): they are the
+    // traffic that tells, at the end, that the venue is gone.
+    let asks = ergon_gateway::shm::AttachOptions::new().open_orders(true);
+    let mut c = ShmClient::attach_with(&name, "quoter\"1", asks).expect("attach");
     let mut n = 0;
     assert!(!one_order(&mut c, &mut n), "the first order is sent");
 
@@ -438,10 +441,11 @@ fn metrics_and_health_follow_a_429_a_refusal_flood_a_ban_and_a_dead_venue() {
         "{shares:?}"
     );
 
-    // The venue gone: requests go out, nothing answers.
-    drop(c);
+    // The venue gone: requests go out (the polls the client asked for),
+    // nothing answers.
     s.stop();
     health_with(&gw, 503, "venue unreachable: ");
+    drop(c);
     // And the transport backs off: connects fail in a row, each wait about
     // double the last (it retried every 20 ms: 486 attempts in 10 s). Once the
     // next attempt is half a second away, only a handful have failed.

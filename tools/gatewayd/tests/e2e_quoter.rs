@@ -78,6 +78,16 @@ fn the_quoter_quotes_through_the_daemon_and_stops_clean() {
     let _gateway = proc::Proc { child, _out: out };
     let counts = quoter::through_daemon(&name, "quoter", SECONDS).expect("quoter");
     quoted_and_left_clean(&s, &counts);
+    // Issue 47: the quoter asks for no open-orders polls, so none is sent for it
+    // (on main the daemon polled twice a second for nobody).
+    let polls = s
+        .report()
+        .by_endpoint
+        .get("GET /api/v3/openOrders")
+        .copied();
+    assert_eq!(polls, None, "{:?}", s.report().by_endpoint);
+    let stats = ergon_gateway::shm::read_stats(&name).expect("stats");
+    assert!(stats.contains("open_orders polls=0 asked_by=0"), "{stats}");
     for ext in ["", ".owners"] {
         let _ = std::fs::remove_file(format!("{}{ext}", journal.display()));
     }

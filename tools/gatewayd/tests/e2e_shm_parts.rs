@@ -51,12 +51,22 @@ fn order(id: ClientOrderId) -> NewOrder<'static> {
 
 /// The final event of `tag` and its body (the other events on the way are skipped).
 fn final_of(c: &mut ShmClient, tag: u64) -> (ShmEvent, Vec<u8>) {
+    let (ev, body, _) = final_and_items(c, tag);
+    (ev, body)
+}
+
+/// The final event of `tag`, its body, and the `Item` events of `tag` before it.
+fn final_and_items(c: &mut ShmClient, tag: u64) -> (ShmEvent, Vec<u8>, Vec<ShmEvent>) {
     let until = Instant::now() + Duration::from_secs(20);
+    let mut items = Vec::new();
     while Instant::now() < until {
         c.wait(50);
         while let Some((ev, body)) = c.poll() {
+            if ev.tag() == tag && matches!(ev, ShmEvent::Item { .. }) {
+                items.push(ev);
+            }
             if ev.tag() == tag && ev.is_final() {
-                return (ev, body.to_vec());
+                return (ev, body.to_vec(), items);
             }
         }
     }
@@ -81,7 +91,7 @@ fn gateway(s: &Server, name: &str) -> (Gw, std::io::BufReader<std::process::Chil
 
 #[test]
 fn a_cancel_replace_over_shared_memory_ends_with_each_parts_fate() {
-    assert_eq!(PROTOCOL, 2);
+    assert_eq!(PROTOCOL, 3);
     let s = Server::start(Config::binance_spot()).expect("emulator");
     let name = format!("parts-{}", std::process::id());
     let (_gw, _out) = gateway(&s, &name);
@@ -103,8 +113,14 @@ fn a_cancel_replace_over_shared_memory_ends_with_each_parts_fate() {
     };
     c.submit(&Call::CancelReplace(cr), Class::Normal, 3)
         .expect("submit");
-    let (ev, body) = final_of(&mut c, 3);
+    let (ev, body, items) = final_and_items(&mut c, 3);
     assert_eq!(ev, ShmEvent::BatchSettled { tag: 3 });
+    // Issue 47: as in-process, one Item per part before the BatchSettled.
+    let item = |item, fate| ShmEvent::Item { tag: 3, item, fate };
+    assert_eq!(
+        items,
+        [item(0, ItemFate::Rejected), item(1, ItemFate::Applied)]
+    );
     let fates: Vec<_> = item_fates(&body).collect();
     assert_eq!(
         fates,

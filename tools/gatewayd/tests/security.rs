@@ -421,7 +421,8 @@ fn a_client_cannot_resize_its_region_or_write_the_stats_and_the_gateway_lives_on
     );
     // A hostile client takes its region's descriptor and tries to shrink it
     // under the gateway's mapping (a SIGBUS at the gateway's next write, on main).
-    let (_sock, answer, mut fds) = shm::raw_command(&name, "attach hostile").expect("attach");
+    let (_sock, answer, mut fds) =
+        shm::raw_command(&name, "attach hostile protocol=3").expect("attach");
     assert!(answer.starts_with("ok new"), "{answer}");
     assert_eq!(
         fds.len(),
@@ -553,10 +554,10 @@ fn a_second_attach_on_one_connection_is_refused_and_the_first_detaches_at_hang_u
             ..Opts::default()
         },
     );
-    let (sock, answer, _fds) = shm::raw_command(&name, "attach first").expect("attach");
+    let (sock, answer, _fds) = shm::raw_command(&name, "attach first protocol=3").expect("attach");
     assert!(answer.starts_with("ok new"), "{answer}");
     let mut sock = std::fs::File::from(sock);
-    sock.write_all(b"attach second").expect("send");
+    sock.write_all(b"attach second protocol=3").expect("send");
     let mut buf = [0u8; 512];
     let n = sock.read(&mut buf).expect("answer");
     let answer = String::from_utf8_lossy(&buf[..n]).into_owned();
@@ -867,9 +868,11 @@ fn each_client_has_its_own_doorbell_and_a_thief_draining_one_steals_no_wake_up()
     // The thief: attached, it reads its connection instead of using it (where
     // wake-ups arrive since issue 41; before, from the eventfds it was handed,
     // each read of which emptied them).
-    let (_tsock, answer, tfds) = shm::raw_command(&name, "attach thief").expect("attach");
+    let (_tsock, answer, tfds) =
+        shm::raw_command(&name, "attach thief protocol=3").expect("attach");
     assert!(answer.starts_with("ok new"), "{answer}");
-    let (_osock, answer, ofds) = shm::raw_command(&name, "attach other").expect("attach");
+    let (_osock, answer, ofds) =
+        shm::raw_command(&name, "attach other protocol=3").expect("attach");
     assert!(answer.starts_with("ok new"), "{answer}");
     assert_eq!(
         (tfds.len(), ofds.len()),

@@ -50,6 +50,7 @@ impl Venue {
     /// Step 1: everything the venue decides at receipt (see each profile).
     pub(crate) fn admit(&mut self, req: &Request, ip: IpAddr, now: i64) -> Admission<Op> {
         self.report.requests += 1;
+        self.report.count_endpoint(&req.method, &req.path);
         self.now_hint = now;
         self.expire_switches(now);
         match self.cfg.profile {

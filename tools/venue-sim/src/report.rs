@@ -63,6 +63,9 @@ pub struct LimitUsage {
     pub windows: Vec<(i64, u64)>,
 }
 
+/// Distinct `METHOD /path` keys [`Report::by_endpoint`] counts apart.
+pub const MAX_ENDPOINTS: usize = 256;
+
 /// Everything the emulator counted.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Report {
@@ -72,6 +75,9 @@ pub struct Report {
     pub connections: u64,
     /// Complete requests received (parsed, whatever happened next).
     pub requests: u64,
+    /// The same, by `METHOD /path` (the first [`MAX_ENDPOINTS`] seen; the
+    /// rest under `other`): what a client spent on what.
+    pub by_endpoint: BTreeMap<String, u64>,
     /// Byte streams that were not acceptable HTTP requests.
     pub malformed: u64,
     /// Responses written, by status code.
@@ -232,6 +238,17 @@ pub struct OrderView {
 }
 
 impl Report {
+    /// Counts one request of `method` to `path` in [`Report::by_endpoint`].
+    pub fn count_endpoint(&mut self, method: &str, path: &str) {
+        let key = format!("{method} {path}");
+        let key =
+            match self.by_endpoint.contains_key(&key) || self.by_endpoint.len() < MAX_ENDPOINTS {
+                true => key,
+                false => "other".to_string(),
+            };
+        *self.by_endpoint.entry(key).or_default() += 1;
+    }
+
     /// The report as one JSON value.
     pub fn to_json(&self) -> Value {
         let responses: serde_json::Map<String, Value> = self
@@ -263,6 +280,7 @@ impl Report {
             "profile": self.profile,
             "connections": self.connections,
             "requests": self.requests,
+            "byEndpoint": self.by_endpoint,
             "malformed": self.malformed,
             "responses": responses,
             "throttled429": self.throttled,

@@ -6,7 +6,7 @@ use std::os::fd::AsRawFd;
 
 use ergon_gateway::observe::ClientStats;
 use ergon_gateway::shm::region::Region;
-use ergon_gateway::shm::{Call, FATE_BYTES};
+use ergon_gateway::shm::{Asked, Call, FATE_BYTES};
 use ergon_gateway::{Account, Api, Tag};
 use ergon_venues::endpoint::{ClientOrderId, MAX_BATCH};
 
@@ -18,6 +18,7 @@ impl Hub {
         api: &mut Api<'_, '_, E>,
         i: usize,
         name: &str,
+        asked: Asked,
     ) {
         // One client per connection: a second attach would leave the first one
         // "attached" for ever (its hang-up detaches only one).
@@ -66,6 +67,7 @@ impl Hub {
             return;
         };
         c.conn = Some((i, conn_gen));
+        c.open_orders = asked.open_orders;
         c.sock = self.conns[i].as_ref().map_or(-1, |c| c.fd.as_raw_fd());
         c.detached_at = None;
         c.stats.attaches += 1;
@@ -131,6 +133,7 @@ impl Hub {
             blocks: std::collections::VecDeque::with_capacity(BLOCKS_KEPT),
             used: Vec::new(),
             stats: ClientStats::default(),
+            open_orders: false,
         })
     }
 

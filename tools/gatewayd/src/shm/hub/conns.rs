@@ -5,6 +5,7 @@ use std::os::fd::AsRawFd;
 use std::os::fd::OwnedFd;
 
 use ergon_gateway::shm::os::{self, Recv};
+use ergon_gateway::shm::read_attach_words;
 use ergon_gateway::{Account, Api};
 
 use super::{
@@ -231,7 +232,11 @@ impl Hub {
         let text = String::from_utf8_lossy(msg).into_owned();
         let mut words = text.split_whitespace();
         match (words.next(), words.next()) {
-            (Some("attach"), Some(name)) if !self.stopping => self.attach_client(api, i, name),
+            // The words after the name: the client's protocol and wishes.
+            (Some("attach"), Some(name)) if !self.stopping => match read_attach_words(words) {
+                Ok(asked) => self.attach_client(api, i, name, asked),
+                Err(e) => self.answer(i, &format!("err {e}")),
+            },
             (Some("attach"), _) => self.answer(i, "err stopping or no name"),
             (Some("stats"), _) => {
                 if let Some(c) = self.conns[i].as_ref() {

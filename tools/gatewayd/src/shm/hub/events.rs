@@ -3,6 +3,12 @@
 
 use ergon_gateway::shm::{fate_bytes, item_fates, ShmEvent, FATE_BYTES};
 use ergon_gateway::{Account, Api, Event, ItemFate, OPEN_ORDERS};
+
+/// Events a client's ring takes beside its own: only into room beyond what its
+/// requests in flight may need (three events each).
+fn room_beyond_own(c: &super::Client) -> bool {
+    c.conn.is_some() && c.events.free() > 3 * c.tags.len()
+}
 use ergon_venues::endpoint::{ClientOrderId, OrderRef, Symbol};
 
 use super::{Hub, RECOVER};
@@ -11,25 +17,32 @@ impl Hub {
     /// Delivers one gateway event to the client whose request it is about.
     pub(super) fn route<E: Account>(&mut self, api: &mut Api<'_, '_, E>, ev: Event<'_>) {
         let gtag = ev.tag();
-        if gtag == OPEN_ORDERS {
-            if let Event::OpenOrders {
-                sent_at_ns, body, ..
-            } = ev
-            {
-                let age_ns = api.now() - sent_at_ns;
-                // Each client hears of its own orders only (and of an earlier
-                // gateway life's, that the owners file does not name).
-                for k in 0..self.clients.len() {
-                    self.own_ids(api, k, body);
-                    let Some(c) = self.clients[k].as_mut() else {
-                        continue;
-                    };
-                    // Only into room beyond what its requests in flight may need
-                    // (three events each): a client that does not read misses
-                    // polls, never an event of its own.
-                    if c.conn.is_some() && c.events.free() > 3 * c.tags.len() {
-                        c.push(&ShmEvent::OpenOrders { age_ns }, &self.ids);
-                    }
+        if let Event::OpenOrders { age_ns, body } = ev {
+            // Only to the clients that asked for the polls; each hears of its
+            // own orders only (and of an earlier gateway life's, that the
+            // owners file does not name).
+            for k in 0..self.clients.len() {
+                if !self.clients[k].as_ref().is_some_and(|c| c.open_orders) {
+                    continue;
+                }
+                self.own_ids(api, k, body);
+                let Some(c) = self.clients[k].as_mut() else {
+                    continue;
+                };
+                // A client that does not read misses polls, never an event of
+                // its own.
+                if room_beyond_own(c) {
+                    c.push(&ShmEvent::OpenOrders { age_ns }, &self.ids);
+                }
+            }
+            return;
+        }
+        if let Event::Protection { .. } | Event::ProtectionFired = ev {
+            // The switch is every client's: its orders are the ones it cancels.
+            let (note, _) = ShmEvent::of(&ev);
+            for c in self.clients.iter_mut().flatten() {
+                if room_beyond_own(c) {
+                    c.push(&note, &[]);
                 }
             }
             return;
@@ -52,8 +65,6 @@ impl Hub {
             }
             return;
         }
-        let now = api.now();
-        let rel = |at: i64| if at == i64::MAX { at } else { at - now };
         let (k, gen, l) = ((gtag >> 48) as usize, (gtag >> 32) as u16, gtag as u32);
         // The answer to a client's own open-orders call lists the account's
         // orders: it gets the ids it may see, as the polls do, not the body.
@@ -89,35 +100,24 @@ impl Hub {
             Event::BatchSettled { .. } => core::mem::take(&mut c.parts[l as usize]),
             _ => Vec::new(),
         };
+        // The same event (ShmEvent::of), under the client's own tag.
         let (sev, body): (ShmEvent, &[u8]) = match ev {
             Event::Applied { .. } if listing => (ShmEvent::Applied { tag }, &self.ids[..]),
-            Event::Applied { body, .. } => (ShmEvent::Applied { tag }, body),
-            Event::Rejected { .. } => (ShmEvent::Rejected { tag }, &[]),
-            Event::DuplicateId { .. } => (ShmEvent::DuplicateId { tag }, &[]),
-            Event::Limited {
-                why, ready_at_ns, ..
-            } => {
+            Event::Limited { .. } => {
                 c.stats.limited += 1;
-                let ready_in_ns = rel(ready_at_ns);
-                (
-                    ShmEvent::Limited {
-                        tag,
-                        why,
-                        ready_in_ns,
-                    },
-                    &[],
-                )
+                (ShmEvent::of(&ev).0.with_tag(tag), &[])
             }
-            Event::Retrying { at_ns, .. } => (
-                ShmEvent::Retrying {
-                    tag,
-                    in_ns: rel(at_ns),
-                },
-                &[],
-            ),
-            Event::Expired { .. } => (ShmEvent::Expired { tag }, &[]),
-            Event::Reconciling { .. } => (ShmEvent::Reconciling { tag }, &[]),
-            Event::Reconciled { found, .. } => (ShmEvent::Reconciled { tag, found }, &[]),
+            Event::Applied { .. }
+            | Event::Rejected { .. }
+            | Event::DuplicateId { .. }
+            | Event::Retrying { .. }
+            | Event::Expired { .. }
+            | Event::Reconciling { .. }
+            | Event::Reconciled { .. }
+            | Event::Halted { .. } => {
+                let (sev, body) = ShmEvent::of(&ev);
+                (sev.with_tag(tag), body)
+            }
             Event::Unresolved { .. } => {
                 if c.unresolved.len() == c.tags.len() {
                     c.unresolved.pop_front();
@@ -125,15 +125,8 @@ impl Hub {
                 c.unresolved.push_back((gtag, tag));
                 (ShmEvent::Unresolved { tag }, &[])
             }
-            Event::Late { .. } => return, // routed above
-            Event::Halted { bucket, .. } => (
-                ShmEvent::Halted {
-                    tag,
-                    bucket: bucket.index(),
-                },
-                &[],
-            ),
-            Event::OpenOrders { .. } => return,
+            // Routed above.
+            Event::Late { .. } | Event::OpenOrders { .. } => return,
             // A part's fate waits for its request's final event, which carries
             // them all (it always has room in the ring; a step may not).
             Event::Item { item, fate, .. } => {
@@ -144,8 +137,7 @@ impl Hub {
                 return;
             }
             Event::BatchSettled { .. } => (ShmEvent::BatchSettled { tag }, &settled[..]),
-            // The switch's notes are the gateway's own (its --stats shows them).
-            Event::Protection { .. } | Event::ProtectionFired => return,
+            Event::Protection { .. } | Event::ProtectionFired => return, // routed above
         };
         if sev.is_final() {
             // An order whose outcome stays unknown keeps its entry: the next start

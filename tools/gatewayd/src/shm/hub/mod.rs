@@ -189,6 +189,8 @@ struct Client {
     /// their sum.
     used: Vec<Use>,
     stats: ClientStats,
+    /// It asked, at its last attach, for the open-orders polls.
+    open_orders: bool,
 }
 
 impl Client {
@@ -468,6 +470,14 @@ impl Hub {
                 v.reserved,
             );
         }
+        let asked = self.clients.iter().flatten();
+        let asked = asked.filter(|c| c.open_orders && c.conn.is_some()).count();
+        text += &format!("open_orders polls={} asked_by={asked}", g.polls);
+        let spent: Vec<_> = api.open_orders_spent().to_vec();
+        for (id, units) in spent {
+            text += &format!(" {}={units}", api.budget().name(id).unwrap_or("?"));
+        }
+        text.push('\n');
         let b = api.budget();
         let ids: Vec<BucketId> = b.ids().collect();
         for &id in &ids {
@@ -626,6 +636,14 @@ impl<E: Account> Strategy<E> for Hub {
             c.region.header().gw_sleeping.store(0, Ordering::Relaxed);
         }
         self.recover(api);
+        // The open-orders polls only while a client that asked is attached (the
+        // gateway still polls while it watches an unresolved order's id).
+        let wanted = self
+            .clients
+            .iter()
+            .flatten()
+            .any(|c| c.open_orders && c.conn.is_some());
+        api.want_open_orders(wanted);
         let n = self.clients.len();
         // New submits go on while what a dead gateway left in flight is settled:
         // waiting (up to the venue's NotFound bound) would not make a strategy any
