@@ -79,6 +79,7 @@
 //! The venue's own account-wide counters (Binance's `X-MBX-ORDER-COUNT-10S`) count
 //! every host: they must not raise a leased bucket's count through
 //! `Budget::observe_used`; compare them with the account limit instead.
+pub mod clean_stop;
 pub mod etcd;
 pub mod handoff;
 pub mod rule;
@@ -95,4 +96,6 @@ pub use rule::{
     Allocator, Config, Demand, Entry, Host, Report, Reserve, RuleError, Snapshot, Table, Write,
 };
 #[cfg(not(ergon_loom))]
-pub use thread::{BucketLease, BucketStatus, LeaseConfig, LeaseError, LeaseThread, Status};
+pub use thread::{
+    BucketLease, BucketStatus, HandedOver, LeaseConfig, LeaseError, LeaseThread, Status,
+};

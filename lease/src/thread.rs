@@ -11,6 +11,8 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use ergon_core::{BucketId, Budget};
+
 use crate::etcd::{Client, EtcdError};
 use crate::handoff::Shared;
 use crate::rule::{self, Allocator, Config, Demand, Host, RuleError};
@@ -129,14 +131,22 @@ pub struct Status {
     pub compacted: i64,
 }
 
+/// What a clean stop handed over, per bucket in the configuration's order: the
+/// units left reserved for the next process of the name, or `None` where nothing
+/// was handed over (that bucket's reservation passes on as after a crash).
+pub type HandedOver = Vec<Option<u64>>;
+
 /// The running lease thread. Dropping it stops the thread and revokes the lease.
 #[derive(Debug)]
 pub struct LeaseThread {
     stop: Arc<AtomicBool>,
     revoke: Arc<AtomicBool>,
+    /// Set by [`LeaseThread::hand_over`]: each bucket's units counted in the last
+    /// window, its budget closed.
+    handover: Arc<Mutex<Option<Vec<u64>>>>,
     status: Arc<Mutex<Status>>,
     shared: Vec<Arc<Shared>>,
-    join: Option<JoinHandle<()>>,
+    join: Option<JoinHandle<Option<Result<HandedOver, EtcdError>>>>,
 }
 
 impl LeaseThread {
@@ -219,14 +229,16 @@ impl LeaseThread {
             compacted: 0,
         };
         let revoke = Arc::new(AtomicBool::new(true));
-        let (stop2, revoke2) = (stop.clone(), revoke.clone());
+        let handover = Arc::new(Mutex::new(None));
+        let (stop2, revoke2, handover2) = (stop.clone(), revoke.clone(), handover.clone());
         let join = std::thread::Builder::new()
             .name("ergon-lease".into())
-            .spawn(move || worker.run(&stop2, &revoke2))
+            .spawn(move || worker.run(&stop2, &revoke2, &handover2))
             .map_err(|e| LeaseError::Config(format!("cannot start the thread: {e}")))?;
         Ok(LeaseThread {
             stop,
             revoke,
+            handover,
             status,
             shared,
             join: Some(join),
@@ -282,6 +294,58 @@ impl LeaseThread {
     pub fn crash(mut self) {
         self.revoke.store(false, Ordering::Relaxed);
         self.halt();
+    }
+
+    /// A clean stop that hands this process's reservations over, so that the next
+    /// process of its name gets them at once rather than hold + window + margin
+    /// later ([`crate::clean_stop`]). Call once this process sends nothing more
+    /// (its loop returned, everything in flight answered or given up): it closes
+    /// each leased bucket of `budget` (`buckets[i]` is the configuration's bucket
+    /// `i`) at `now_ns` so that nothing more can be charged, reads what each
+    /// counted in its window, writes the hand-over guarded by this process's lease,
+    /// and revokes the lease. A bucket not handed over (etcd unreachable, the lease
+    /// gone) passes on as after a crash.
+    pub fn hand_over(
+        mut self,
+        budget: &mut Budget,
+        buckets: &[BucketId],
+        now_ns: i64,
+    ) -> Result<HandedOver, LeaseError> {
+        if buckets.len() != self.shared.len() {
+            return Err(LeaseError::Config(format!(
+                "hand-over: {} buckets given for {} leased",
+                buckets.len(),
+                self.shared.len()
+            )));
+        }
+        let mut used = Vec::with_capacity(buckets.len());
+        for &id in buckets {
+            let closed = budget.set_limit(id, 0, now_ns).and_then(|()| {
+                budget
+                    .stats(id)
+                    .map_err(|_| ergon_core::ConfigError::UnknownBucket)
+            });
+            match closed {
+                Ok(s) => used.push(s.used),
+                Err(e) => {
+                    return Err(LeaseError::Config(format!(
+                        "hand-over: a leased bucket cannot be closed ({e}); the \
+                         reservation passes on as after a crash"
+                    )))
+                }
+            }
+        }
+        if let Ok(mut h) = self.handover.lock() {
+            *h = Some(used);
+        }
+        self.stop.store(true, Ordering::Relaxed);
+        match self.join.take().map(JoinHandle::join) {
+            Some(Ok(Some(Ok(handed)))) => Ok(handed),
+            Some(Ok(Some(Err(e)))) => Err(LeaseError::Etcd(e)),
+            _ => Err(LeaseError::Config(
+                "hand-over: the lease thread ended without it".into(),
+            )),
+        }
     }
 
     fn halt(&mut self) {
@@ -350,7 +414,12 @@ struct Worker {
 }
 
 impl Worker {
-    fn run(&mut self, stop: &AtomicBool, revoke: &AtomicBool) {
+    fn run(
+        &mut self,
+        stop: &AtomicBool,
+        revoke: &AtomicBool,
+        handover: &Mutex<Option<Vec<u64>>>,
+    ) -> Option<Result<HandedOver, EtcdError>> {
         let mut rounds = 0;
         while !stop.load(Ordering::Relaxed) {
             let started = Instant::now();
@@ -364,6 +433,9 @@ impl Worker {
                 std::thread::sleep(Duration::from_millis(10).min(self.config.period));
                 self.post_acks_only();
             }
+        }
+        if let Some(used) = handover.lock().ok().and_then(|mut h| h.take()) {
+            return Some(self.hand_over(&used));
         }
         if let Some(id) = self.lease.filter(|_| revoke.load(Ordering::Relaxed)) {
             // A revoked lease frees this host's units one window later, but the
@@ -389,6 +461,37 @@ impl Worker {
             if applied {
                 let _ = self.client.lease_revoke(id);
             }
+        }
+        None
+    }
+
+    /// The budget refuses every leased charge and counted `used[i]` of bucket `i`
+    /// in its window: hands each reservation over, then revokes the lease (its
+    /// grants return a window plus the margin after the allocator sees it gone).
+    fn hand_over(&mut self, used: &[u64]) -> Result<HandedOver, EtcdError> {
+        let Some(lease) = self.lease else {
+            return Ok(vec![None; self.lanes.len()]);
+        };
+        let mut out = Vec::new();
+        let mut first_error = None;
+        for (lane, &used) in self.lanes.iter().zip(used) {
+            let Some(pid) = lane.host.pid() else {
+                out.push(None);
+                continue;
+            };
+            let host = &self.config.host;
+            match store::hand_over(&mut self.client, &lane.prefix, host, lease, pid, used) {
+                Ok(left) => out.push(left),
+                Err(e) => {
+                    out.push(None);
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        let revoked = self.client.lease_revoke(lease);
+        match first_error {
+            Some(e) => Err(e),
+            None => revoked.map(|()| out),
         }
     }
 
