@@ -772,3 +772,63 @@ fn a_clean_stop_hands_its_reservation_over_without_the_hold() {
     );
     assert_eq!(sim.nodes[0].host.safe_share(), SAFE);
 }
+
+/// The hand-over's bounds at the rule, which the property cannot see (its
+/// processes count their whole limit, so a hand-over always leaves the whole
+/// reservation held a window): an idle process hands over all of it; the
+/// allocator never gives it back to the process that handed it (its lease may
+/// still be live for a moment), and gives it to the next process of the name only
+/// the margin after it first saw the hand-over (a request charged before the
+/// stop may be written up to the margin later).
+#[test]
+fn a_handed_over_reservation_passes_after_the_margin_never_back() {
+    let config = Config {
+        limit: ACCOUNT,
+        window_ns: W,
+        floor: 5,
+        margin_ns: MARGIN,
+        hold_ns: HOLD,
+    };
+    let mut alloc = Allocator::new(config).unwrap();
+    let held = Table {
+        epoch: 1,
+        limit: ACCOUNT,
+        entries: Vec::new(),
+        reserves: vec![ergon_lease::Reserve {
+            host: "a".into(),
+            units: SAFE,
+            pid: 7,
+        }],
+    };
+    let table = held.hand_over("a", 7, 0).unwrap();
+    assert_eq!(
+        table.reserve("a"),
+        SAFE,
+        "nothing counted: all of it passes"
+    );
+    let report = |lease: i64, pid: i64| Report {
+        host: "a".into(),
+        lease,
+        demand: Demand::default(),
+        acked: 0,
+        safe: SAFE,
+        pid,
+    };
+    let snap = |reports: Vec<Report>, table: &Table| Snapshot {
+        revision: 1,
+        table: table.clone(),
+        reports,
+    };
+    let pid_after = |alloc: &mut Allocator, reports: Vec<Report>, now: i64| {
+        let w = alloc.allocate(&snap(reports, &table), now);
+        w.map_or(table.reserves[0].pid, |w| w.table.reserves[0].pid)
+    };
+    // The handing process's lease is still live: never back to it.
+    assert_eq!(pid_after(&mut alloc, vec![report(7, 7)], 0), -7);
+    assert_eq!(pid_after(&mut alloc, vec![report(7, 7)], 10 * HOLD), -7);
+    // The next process: the margin after the allocator first saw the hand-over.
+    let mut alloc = Allocator::new(config).unwrap();
+    assert_eq!(pid_after(&mut alloc, vec![report(9, 9)], 0), -7);
+    assert_eq!(pid_after(&mut alloc, vec![report(9, 9)], MARGIN - 1), -7);
+    assert_eq!(pid_after(&mut alloc, vec![report(9, 9)], MARGIN), 9);
+}

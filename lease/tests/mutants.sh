@@ -74,7 +74,10 @@ run 40.3-reservation-by-name "        self.reserved = table.reserve_for(&self.na
 run 40.3-passes-at-once "                Some(r) if now >= since.saturating_add(self.config.pass_wait(x.pid)) => {
                     x.pid = r.pid
                 }" "                Some(r) => x.pid = r.pid,"
-# Issue 40 (the rest): a clean stop hands its reservation over.
+# Issue 40 (the rest): a clean stop hands its reservation over. The first two are
+# caught by a_handed_over_reservation_passes_after_the_margin_never_back (the
+# property counts a process's whole limit, so a hand-over always keeps the whole
+# reservation held a window), the third by the property.
 run 40.3-handed-over-at-once "        if pid < 0 {
             self.margin_ns" "        if pid < 0 {
             0"
