@@ -274,6 +274,44 @@ pub fn release_host(flags: &LeaseFlags, host: &str) -> Result<Vec<(String, u64)>
         .map_err(|e| format!("release-host {host}: {e}"))
 }
 
+/// A clean stop (SIGTERM, everything in flight settled): hands this process's
+/// reservations over ([`LeaseThread::hand_over`]), so that a gateway started
+/// again under the same `--host` gets them at once, less what this one counted in
+/// the window, rather than hold + window + margin later as after a crash. `leased`
+/// are the leased buckets as [`LeaseFlags::start`] returned them; `now_ns` the
+/// budget's clock. One line for the log: what passed on, per bucket.
+pub fn hand_over(
+    thread: LeaseThread,
+    budget: &mut Budget,
+    leased: &[BucketId],
+    now_ns: i64,
+) -> String {
+    let names: Vec<String> = leased
+        .iter()
+        .map(|&id| lease_name(budget.name(id).unwrap_or("?")))
+        .collect();
+    match thread.hand_over(budget, leased, now_ns) {
+        Ok(handed) => {
+            let each: Vec<String> = names
+                .iter()
+                .zip(&handed)
+                .map(|(b, h)| match h {
+                    Some(units) => format!("{b} {units} now"),
+                    None => format!("{b} after hold + window + margin"),
+                })
+                .collect();
+            format!(
+                "reservations handed over to the next process of this --host: {}",
+                each.join(", ")
+            )
+        }
+        Err(e) => format!(
+            "reservations not handed over ({e}): the next process of this --host \
+             waits hold + window + margin, as after a crash"
+        ),
+    }
+}
+
 /// The etcd key part of a bucket named `bucket` (`ergon-lease` takes letters,
 /// digits, `.`, `_` and `-`): an endpoint's path with its slashes as dots
 /// (`/v5/order/create` → `v5.order.create`); `ORDERS_10S` as it is.

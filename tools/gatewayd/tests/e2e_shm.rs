@@ -1106,7 +1106,12 @@ fn leased_grants_follow_demand_survive_a_killed_gateway_and_etcd_failures() {
 ///    `--host`: the new process gets the name's reservations only the hold, a
 ///    window and the margin after the allocator last saw the old process (a day
 ///    for the leased ORDERS_1D), so old and new never spend in one window:
-///    within its start timeout it sends nothing, and says why.
+///    within its start timeout it sends nothing, and says why;
+/// 3. host 2's gateway stopped cleanly (SIGTERM) and started again at once under
+///    the same `--host`: it handed its reservations over (less what it counted in
+///    the window, held a window and the margin), so the new process is ready and
+///    trading long before the hold a crash waits (before issue 40's rest it
+///    waited hold + window + margin, ≈ 13.4 s here, a day for ORDERS_1D).
 ///
 /// Throughout, the emulator counts no window above the limit and answers no 429.
 #[test]
@@ -1182,6 +1187,44 @@ fn a_stopped_or_restarted_gateway_never_goes_over() {
     wait_leases(&live, "a grant each", 10 * WINDOW, |l| {
         l.iter().all(|&(g, _)| g > 0)
     });
+    leased_windows(&s);
+
+    // 3. Host 2 stopped cleanly and started again at once, same --host: ready
+    // within a few seconds, where a crash waits the hold (the restart above).
+    let term = Command::new("kill")
+        .args(["-TERM", &gws[2].child.id().to_string()])
+        .status();
+    assert!(term.is_ok_and(|st| st.success()), "kill -TERM");
+    let stopped = gws[2].child.wait().expect("wait");
+    assert!(stopped.success(), "SIGTERM: {stopped:?}");
+    let exited = Instant::now();
+    let flags = [
+        "--etcd",
+        &etcd,
+        "--account",
+        "acct",
+        "--safe-share",
+        "25",
+        "--host",
+        "h2",
+        "--lease-ttl",
+        "2",
+    ];
+    let again = gateway(&s, &unique("fence2b"), &flags);
+    let ready = exited.elapsed();
+    let hold = TTL * ergon_gatewayd::lease::HOLD_TTLS;
+    eprintln!("host 2 stopped cleanly, started again under its name: ready {ready:?} after");
+    assert!(
+        ready < hold,
+        "ready {ready:?} after a clean stop: not before the hold {hold:?} (as after a crash)"
+    );
+    let _flood = client(&["flood", &again.name, "c2b", "600000", "0", "urgent"]);
+    gws[2] = again;
+    let live: Vec<&Gw> = vec![&gws[1], &gws[2]];
+    let traded = wait_leases(&live, "host 2 trading on a grant again", 10 * WINDOW, |l| {
+        l.iter().all(|&(g, limit)| g > 0 && limit > g)
+    });
+    eprintln!("host 2's new process on its safe share and a grant {traded:?} after ready");
     let w = leased_windows(&s);
     eprintln!("orders windows {w:?}");
 }
