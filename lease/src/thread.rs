@@ -107,6 +107,9 @@ pub struct BucketStatus {
     pub allocator: bool,
     /// The safe share the table reserves for this host (0 until it does).
     pub reserved: u64,
+    /// While nothing is reserved for this process: what it waits for, and until
+    /// about when.
+    pub waiting: Option<String>,
 }
 
 /// What a monitor sees of the lease thread.
@@ -211,6 +214,7 @@ impl LeaseThread {
                 last_counters: None,
                 demand: Demand::default(),
                 is_allocator: false,
+                other: None,
             });
         }
         let shared = buckets.iter().map(|l| l.shared.clone()).collect();
@@ -267,12 +271,18 @@ impl LeaseThread {
             }
             if start.elapsed() >= limit {
                 let s = self.status();
-                let why = s.last_error.unwrap_or_else(|| {
-                    "the pool has no free units for it yet, or the name's reservation \
-                         still belongs to a previous process of this name (it passes to \
-                         this one hold + window + margin after that one's lease went)"
-                        .into()
-                });
+                let waiting: Vec<String> =
+                    s.buckets.into_iter().filter_map(|b| b.waiting).collect();
+                let why = match (s.last_error, waiting.is_empty()) {
+                    (Some(e), true) => e,
+                    (Some(e), false) => format!("{}; etcd: {e}", waiting.join("; ")),
+                    (None, false) => waiting.join("; "),
+                    (None, true) => "the pool has no free units for it yet, or the name's \
+                         reservation still belongs to a previous process of this name (it \
+                         passes to this one hold + window + margin after that one's lease \
+                         went)"
+                        .into(),
+                };
                 return Err(LeaseError::Config(format!(
                     "no safe share reserved in etcd within {limit:?} ({} rounds): {why}",
                     s.rounds
@@ -280,6 +290,17 @@ impl LeaseThread {
             }
             std::thread::sleep(Duration::from_millis(10));
         }
+    }
+
+    /// What each bucket whose safe share is not reserved for this process yet waits
+    /// for, and until about when (empty once every one is reserved).
+    /// etcd's last error, if the last round had one, comes last.
+    pub fn waiting(&self) -> Vec<String> {
+        let s = self.status();
+        let waiting = s.buckets.into_iter().filter_map(|b| b.waiting);
+        waiting
+            .chain(s.last_error.map(|e| format!("etcd: {e}")))
+            .collect()
     }
 
     /// Stops the thread: the loop falls to the safe share at its next poll, and once
@@ -397,6 +418,9 @@ struct Lane {
     last_counters: Option<(i64, u64, u64)>,
     demand: Demand,
     is_allocator: bool,
+    /// The process the table reserves this name's share for, when not this one
+    /// (negative: handed over at a clean stop), and when this one first saw it.
+    other: Option<(i64, Instant)>,
 }
 
 struct Worker {
@@ -579,6 +603,18 @@ impl Worker {
         let read = store::read_bucket(&mut self.client, &lane.prefix)?;
         self.revision = self.revision.max(read.revision);
         let mut snap = read.snapshot;
+        let mine = lane.host.pid();
+        let other = snap
+            .table
+            .reserves
+            .iter()
+            .find(|r| r.host == host && Some(r.pid) != mine)
+            .map(|r| r.pid);
+        lane.other = match (other, lane.other) {
+            (Some(p), Some((q, at))) if p == q => Some((q, at)),
+            (Some(p), _) => Some((p, now)),
+            (None, _) => None,
+        };
         // Another live process under this name: use nothing, say who.
         if let Some(r) = snap
             .reports
@@ -737,6 +773,7 @@ impl Worker {
                     epoch: l.acked,
                     allocator: l.is_allocator,
                     reserved: l.host.safe_share(),
+                    waiting: (l.host.safe_share() == 0).then(|| self.waiting(b, l)),
                 })
                 .collect(),
             last_error: error,
@@ -748,6 +785,66 @@ impl Worker {
         if let Ok(mut s) = self.status.lock() {
             *s = status;
         }
+    }
+}
+
+impl Worker {
+    /// What `lane` (of `bucket`) waits for before its safe share is reserved for
+    /// this process, and until about when.
+    fn waiting(&self, bucket: &BucketLease, lane: &Lane) -> String {
+        let host = &self.config.host;
+        let (margin, hold, window) = (self.config.margin, self.config.hold, bucket.window);
+        let name = &bucket.name;
+        let Some((pid, seen)) = lane.other else {
+            return format!(
+                "{name}: no free units for its safe share yet (the others' grants \
+                 shrink first, and their units age one window, {window:?})"
+            );
+        };
+        // The allocator sees what this process saw within about a period.
+        let (what, wait) = if pid < 0 {
+            (
+                format!(
+                    "was handed over at a clean stop by the previous process of this name \
+                     (pid {:x}); what it counted in its last window returns a window and \
+                     the margin after the allocator saw it",
+                    pid.saturating_neg()
+                ),
+                window + margin,
+            )
+        } else {
+            (
+                format!(
+                    "still belongs to a previous process of this name (pid {pid:x}), which \
+                     may still be spending it (crashed, or cut off from etcd); it passes to \
+                     this one hold + window + margin after the allocator saw that one gone"
+                ),
+                hold + window + margin,
+            )
+        };
+        let at = seen + wait + self.config.period;
+        let left = at.saturating_duration_since(Instant::now());
+        format!(
+            "{name}: the reservation of {host} {what} ({wait:?}): at about {}, in {:.0?}",
+            utc(std::time::SystemTime::now() + left),
+            left
+        )
+    }
+}
+
+/// `HH:MM:SS UTC` of `t`, and how many days after today's date.
+fn utc(t: std::time::SystemTime) -> String {
+    let secs = |t: std::time::SystemTime| {
+        t.duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs())
+    };
+    let s = secs(t);
+    let days = (s / 86_400).saturating_sub(secs(std::time::SystemTime::now()) / 86_400);
+    let clock = format!("{:02}:{:02}:{:02} UTC", s / 3600 % 24, s / 60 % 60, s % 60);
+    match days {
+        0 => clock,
+        1 => format!("{clock} tomorrow"),
+        d => format!("{clock} in {d} days"),
     }
 }
 
