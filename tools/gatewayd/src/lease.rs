@@ -237,9 +237,20 @@ impl LeaseFlags {
             buckets,
         };
         let lease = LeaseThread::spawn(config, Instant::now()).map_err(|e| e.to_string())?;
-        lease.wait_reserved(wait).map_err(|e| {
+        // Said at once when it waits: for what, and until about when (a restart
+        // after a crash waits the hold, longer than the default --start-timeout).
+        let first = wait.min(Duration::from_secs(1));
+        let reserved = lease.wait_reserved(first).or_else(|_| {
+            eprintln!(
+                "ergon-gateway: waiting for etcd to reserve this host's safe share (at most \
+                 --start-timeout {wait:?}): {}",
+                lease.waiting().join("; ")
+            );
+            lease.wait_reserved(wait.saturating_sub(first))
+        });
+        reserved.map_err(|e| {
             format!(
-                "--etcd: {e}. A host joining an account whose pool is in use waits until \
+                "--etcd: --start-timeout {wait:?}: {e}. A host joining an account whose pool is in use waits until \
                  the others' grants shrank and aged one window of each leased limit; \
                  `ergon-gateway release-host` gives back the share of a host stopped for good"
             )

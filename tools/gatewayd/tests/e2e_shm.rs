@@ -1106,7 +1106,8 @@ fn leased_grants_follow_demand_survive_a_killed_gateway_and_etcd_failures() {
 ///    `--host`: the new process gets the name's reservations only the hold, a
 ///    window and the margin after the allocator last saw the old process (a day
 ///    for the leased ORDERS_1D), so old and new never spend in one window:
-///    within its start timeout it sends nothing, and says why;
+///    within its start timeout it sends nothing, and says at once what it waits
+///    for and until about when;
 /// 3. host 2's gateway stopped cleanly (SIGTERM) and started again at once under
 ///    the same `--host`: it handed its reservations over (less what it counted in
 ///    the window, held a window and the margin), so the new process is ready and
@@ -1167,7 +1168,7 @@ fn a_stopped_or_restarted_gateway_never_goes_over() {
         .args(["--venue", "binance-spot", "--base"])
         .arg(format!("http://{}", s.addr()))
         .args(["--api-key", &a.api_key, "--api-secret", &a.secret])
-        .args(["--name", &unique("fence0b"), "--start-timeout", "20"])
+        .args(["--name", &unique("fence0b"), "--start-timeout", "5"])
         .args(["--etcd", &etcd, "--account", "acct", "--safe-share", "25"])
         .args(["--host", "h0", "--lease-ttl", "2"])
         .output()
@@ -1180,6 +1181,19 @@ fn a_stopped_or_restarted_gateway_never_goes_over() {
     assert_ne!(out.status.code(), Some(0), "{err}");
     assert!(
         err.contains("belongs to a previous process of this name"),
+        "{err}"
+    );
+    // It says at once what it waits for and until about when: the hold, a window
+    // and the margin (TTL 2 s: 12 s + 1 s + 0.4 s; a day more for ORDERS_1D).
+    for (line, wait) in [
+        ("waiting for etcd", "13.4s"),
+        ("--start-timeout 5s", "86412.4s"),
+    ] {
+        let l = err.lines().find(|l| l.contains(line)).unwrap_or_default();
+        assert!(l.contains(&format!("({wait}): at about ")), "{line}: {err}");
+    }
+    assert!(
+        err.contains("ORDERS_1D: the reservation of h0 still belongs to a previous process"),
         "{err}"
     );
     // The others carry on, and the venue never counted over the account.
