@@ -794,24 +794,25 @@ fn lease_sim() -> Server {
 /// Three gateways on one account (hosts `h0`..`h2`), leasing through `etcd`.
 fn lease_gateways(s: &Server, cluster: &cluster::Cluster, test: &str) -> Vec<Gw> {
     let etcd = cluster.urls().join(",");
-    (0..3)
-        .map(|i| {
-            let host = format!("h{i}");
-            let flags = [
-                "--etcd",
-                &etcd,
-                "--account",
-                "acct",
-                "--safe-share",
-                "25",
-                "--host",
-                &host,
-                "--lease-ttl",
-                "2",
-            ];
-            gateway(s, &unique(&format!("{test}{i}")), &flags)
-        })
-        .collect()
+    (0..3).map(|i| lease_gateway(s, &etcd, i, test)).collect()
+}
+
+/// Host `hI` of the account, reaching etcd at `etcd` (URLs, comma-separated).
+fn lease_gateway(s: &Server, etcd: &str, i: usize, test: &str) -> Gw {
+    let host = format!("h{i}");
+    let flags = [
+        "--etcd",
+        etcd,
+        "--account",
+        "acct",
+        "--safe-share",
+        "25",
+        "--host",
+        &host,
+        "--lease-ttl",
+        "2",
+    ];
+    gateway(s, &unique(&format!("{test}{i}")), &flags)
 }
 
 /// A gateway's `--stats` text.
@@ -1239,6 +1240,105 @@ fn a_stopped_or_restarted_gateway_never_goes_over() {
         l.iter().all(|&(g, limit)| g > 0 && limit > g)
     });
     eprintln!("host 2's new process on its safe share and a grant {traded:?} after ready");
+    let w = leased_windows(&s);
+    eprintln!("orders windows {w:?}");
+}
+
+#[path = "common/blackhole.rs"]
+mod blackhole;
+
+/// Issue 40, item 1, end to end: host 2's gateway cut off from etcd (a proxy
+/// between it and every member, black-holed as a firewall would) but not from
+/// the venue, its client still flooding; once its lease ran out an operator runs
+/// `release-host h2`, which succeeds. Host 2 goes on using its safe share until
+/// its hold ends, so the released units return to the two others only hold + a
+/// window + the margin after the allocator saw the release (before issue 40: one
+/// window, and the account went over by host 2's safe share for as long as the
+/// partition lasted). The emulator counts no window over the limit and answers no
+/// 429 throughout.
+#[test]
+fn release_host_on_a_gateway_cut_off_from_etcd_never_goes_over() {
+    let _machine = machine::alone();
+    let cluster = cluster::Cluster::start();
+    let s = lease_sim();
+    let proxies: Vec<blackhole::Blackhole> = cluster
+        .urls()
+        .iter()
+        .map(|u| blackhole::Blackhole::to(u))
+        .collect();
+    let etcd = cluster.urls().join(",");
+    let behind: Vec<&str> = proxies.iter().map(|p| p.url.as_str()).collect();
+    let gws = [
+        lease_gateway(&s, &etcd, 0, "cut"),
+        lease_gateway(&s, &etcd, 1, "cut"),
+        lease_gateway(&s, &behind.join(","), 2, "cut"),
+    ];
+    let _clients: Vec<Client> = gws
+        .iter()
+        .enumerate()
+        .map(|(i, g)| client(&["flood", &g.name, &format!("c{i}"), "600000", "0", "urgent"]))
+        .collect();
+    let all: Vec<&Gw> = gws.iter().collect();
+    let equal = POOL / 3;
+    wait_leases(&all, "an equal share each", Duration::from_secs(30), |l| {
+        l.iter().all(|&(g, _)| g + 1 >= equal)
+    });
+
+    // Host 2 cut off from etcd; the operator releases it once etcd shows no
+    // lease of its name (refused before).
+    for p in &proxies {
+        p.cut();
+    }
+    let cut = Instant::now();
+    let release = || {
+        Command::new(env!("CARGO_BIN_EXE_ergon-gateway"))
+            .args(["release-host", "h2", "--etcd", &etcd, "--account", "acct"])
+            .output()
+            .expect("run")
+    };
+    let first = release();
+    assert_eq!(first.status.code(), Some(1), "released at once: {first:?}");
+    let out = loop {
+        let o = release();
+        if o.status.success() {
+            break String::from_utf8_lossy(&o.stdout).into_owned();
+        }
+        assert!(cut.elapsed() < 3 * TTL, "never released: {o:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let released = Instant::now();
+    assert!(
+        out.lines()
+            .any(|l| l == format!("released h2 ORDERS_1S {SAFE}")),
+        "{out}"
+    );
+    let live: Vec<&Gw> = vec![&gws[0], &gws[1]];
+    // Host 2 stops sending at the end of its hold, on its own; the others get its
+    // safe share a window and the margin after that, not before.
+    let hold = TTL * ergon_gatewayd::lease::HOLD_TTLS;
+    let mut stopped = None;
+    let grown = wait_leases(
+        &live,
+        "host 2's safe share to the pool",
+        hold + 6 * WINDOW,
+        |l| {
+            if stopped.is_none() && leased(&gws[2].name).1 == 0 {
+                stopped = Some(cut.elapsed());
+            }
+            l.iter().all(|&(g, _)| g + 1 >= (POOL + SAFE) / 2)
+        },
+    );
+    let stopped = stopped.expect("host 2 never stopped sending on its safe share");
+    eprintln!(
+        "host 2 cut off: released {:?} after the cut, stopped sending {stopped:?} after \
+         the cut, its safe share in the pool {grown:?} after the release",
+        released - cut
+    );
+    assert!(stopped <= hold, "host 2 sent past its hold: {stopped:?}");
+    assert!(
+        grown >= hold,
+        "released units back before the hold: {grown:?}"
+    );
     let w = leased_windows(&s);
     eprintln!("orders windows {w:?}");
 }
