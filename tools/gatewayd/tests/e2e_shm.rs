@@ -1328,6 +1328,15 @@ fn release_host_on_a_gateway_cut_off_from_etcd_never_goes_over() {
             l.iter().all(|&(g, _)| g + 1 >= (POOL + SAFE) / 2)
         },
     );
+    while stopped.is_none() && cut.elapsed() < hold + 2 * WINDOW {
+        if leased(&gws[2].name).1 == 0 {
+            stopped = Some(cut.elapsed());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // The venue first: with the released units back while host 2 still sent on
+    // its safe share, it would count over the account and answer 429s.
+    let w = leased_windows(&s);
     let stopped = stopped.expect("host 2 never stopped sending on its safe share");
     eprintln!(
         "host 2 cut off: released {:?} after the cut, stopped sending {stopped:?} after \
@@ -1339,6 +1348,5 @@ fn release_host_on_a_gateway_cut_off_from_etcd_never_goes_over() {
         grown >= hold,
         "released units back before the hold: {grown:?}"
     );
-    let w = leased_windows(&s);
     eprintln!("orders windows {w:?}");
 }
