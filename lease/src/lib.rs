@@ -28,7 +28,9 @@
 //! table read that showed it; a host stopped for good gives it back with
 //! [`store::release_host`] (`ergon-gateway release-host`). A process restarted
 //! under the same name gets the reservation only hold + window + margin after the
-//! previous one was last seen; a second live process of a name gets nothing.
+//! previous one was last seen, unless that one stopped cleanly and handed it over
+//! ([`LeaseThread::hand_over`], [`clean_stop`]): then at once, less what it counted
+//! in its last window; a second live process of a name gets nothing.
 //!
 //! ```no_run
 //! use std::time::{Duration, Instant};
