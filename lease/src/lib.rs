@@ -28,7 +28,9 @@
 //! table read that showed it; a host stopped for good gives it back with
 //! [`store::release_host`] (`ergon-gateway release-host`). A process restarted
 //! under the same name gets the reservation only hold + window + margin after the
-//! previous one was last seen; a second live process of a name gets nothing.
+//! previous one was last seen, unless that one stopped cleanly and handed it over
+//! ([`LeaseThread::hand_over`], [`clean_stop`]): then at once, less what it counted
+//! in its last window; a second live process of a name gets nothing.
 //!
 //! ```no_run
 //! use std::time::{Duration, Instant};
@@ -79,6 +81,7 @@
 //! The venue's own account-wide counters (Binance's `X-MBX-ORDER-COUNT-10S`) count
 //! every host: they must not raise a leased bucket's count through
 //! `Budget::observe_used`; compare them with the account limit instead.
+pub mod clean_stop;
 pub mod etcd;
 pub mod handoff;
 pub mod rule;
@@ -95,4 +98,6 @@ pub use rule::{
     Allocator, Config, Demand, Entry, Host, Report, Reserve, RuleError, Snapshot, Table, Write,
 };
 #[cfg(not(ergon_loom))]
-pub use thread::{BucketLease, BucketStatus, LeaseConfig, LeaseError, LeaseThread, Status};
+pub use thread::{
+    BucketLease, BucketStatus, HandedOver, LeaseConfig, LeaseError, LeaseThread, Status,
+};

@@ -97,6 +97,17 @@ impl Config {
             .saturating_add(self.window_ns)
             .saturating_add(self.margin_ns)
     }
+
+    /// How long after the allocator first saw reservation `pid`'s process gone it
+    /// may pass on: the margin for one handed over at a clean stop (a negative
+    /// pid, [`Table::hand_over`]), else [`Config::orphan_wait`].
+    fn pass_wait(&self, pid: i64) -> i64 {
+        if pid < 0 {
+            self.margin_ns
+        } else {
+            self.orphan_wait()
+        }
+    }
 }
 
 /// A configuration or a table the rule cannot use. Every variant says what to fix.
@@ -352,7 +363,7 @@ impl Table {
 }
 
 /// Sorts a table's rows as it stores them: by host name, then lease.
-fn sort_rows(rows: &mut [Entry]) {
+pub(crate) fn sort_rows(rows: &mut [Entry]) {
     rows.sort_by(|a, b| (&a.host, a.lease).cmp(&(&b.host, b.lease)));
 }
 
@@ -487,7 +498,7 @@ impl Allocator {
         let reserves = self
             .orphans
             .values()
-            .map(|&(_, t)| t.saturating_add(orphan));
+            .map(|&(pid, t)| t.saturating_add(self.config.pass_wait(pid)));
         rows.chain(reserves).min()
     }
 
@@ -581,9 +592,16 @@ impl Allocator {
                 Some(&(pid, at)) if pid == x.pid => at,
                 _ => now,
             };
-            let next = snap.reports.iter().find(|r| r.host == x.host);
+            // Handed over at a clean stop (a negative pid): never back to the
+            // process that handed it, to the next one after the margin.
+            let next = snap
+                .reports
+                .iter()
+                .find(|r| r.host == x.host && r.pid != x.pid.saturating_neg());
             match next {
-                Some(r) if now >= since.saturating_add(orphan_wait) => x.pid = r.pid,
+                Some(r) if now >= since.saturating_add(self.config.pass_wait(x.pid)) => {
+                    x.pid = r.pid
+                }
                 _ => {
                     orphans.insert(x.host.clone(), (x.pid, since));
                 }

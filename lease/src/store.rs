@@ -305,3 +305,50 @@ pub fn release_account(
     }
     Ok(out)
 }
+
+/// Hands the reservation of process `pid` of `host` over at a clean stop
+/// ([`Table::hand_over`]): written only if the table is as read and the host's
+/// demand key is still attached to `lease` (this process's, alive), in one
+/// transaction. Call only once the process's budget refuses every charge of the
+/// bucket (closed) and `used` is what it counted in its last window. The units
+/// left reserved for the next process of the name, or `None` if there is nothing
+/// to hand over (then the next process waits as after a crash).
+pub fn hand_over(
+    client: &mut Client,
+    prefix: &str,
+    host: &str,
+    lease: i64,
+    pid: i64,
+    used: u64,
+) -> Result<Option<u64>, EtcdError> {
+    let demand_key = format!("{prefix}demand/{host}").into_bytes();
+    let table_key = format!("{prefix}table").into_bytes();
+    for _ in 0..5 {
+        let snap = read_bucket(client, prefix)?.snapshot;
+        // The lease gone (its demand key with it): nothing proves who spends.
+        let ours = snap
+            .reports
+            .iter()
+            .any(|r| r.host == host && r.lease == lease);
+        let Some(table) = snap.table.hand_over(host, pid, used).filter(|_| ours) else {
+            return Ok(None);
+        };
+        let applied = client.txn(
+            &[
+                Compare::ModRevision(table_key.clone(), snap.revision),
+                Compare::Lease(demand_key.clone(), lease),
+            ],
+            &[Op::Put {
+                key: table_key.clone(),
+                value: table.encode().into_bytes(),
+                lease: 0,
+            }],
+        )?;
+        if applied {
+            return Ok(Some(table.reserve(host)));
+        }
+    }
+    Err(EtcdError::BadAnswer(format!(
+        "{prefix}table kept changing under the hand-over"
+    )))
+}

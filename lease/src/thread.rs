@@ -11,6 +11,8 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use ergon_core::{BucketId, Budget};
+
 use crate::etcd::{Client, EtcdError};
 use crate::handoff::Shared;
 use crate::rule::{self, Allocator, Config, Demand, Host, RuleError};
@@ -105,6 +107,9 @@ pub struct BucketStatus {
     pub allocator: bool,
     /// The safe share the table reserves for this host (0 until it does).
     pub reserved: u64,
+    /// While nothing is reserved for this process: what it waits for, and until
+    /// about when.
+    pub waiting: Option<String>,
 }
 
 /// What a monitor sees of the lease thread.
@@ -129,14 +134,22 @@ pub struct Status {
     pub compacted: i64,
 }
 
+/// What a clean stop handed over, per bucket in the configuration's order: the
+/// units left reserved for the next process of the name, or `None` where nothing
+/// was handed over (that bucket's reservation passes on as after a crash).
+pub type HandedOver = Vec<Option<u64>>;
+
 /// The running lease thread. Dropping it stops the thread and revokes the lease.
 #[derive(Debug)]
 pub struct LeaseThread {
     stop: Arc<AtomicBool>,
     revoke: Arc<AtomicBool>,
+    /// Set by [`LeaseThread::hand_over`]: each bucket's units counted in the last
+    /// window, its budget closed.
+    handover: Arc<Mutex<Option<Vec<u64>>>>,
     status: Arc<Mutex<Status>>,
     shared: Vec<Arc<Shared>>,
-    join: Option<JoinHandle<()>>,
+    join: Option<JoinHandle<Option<Result<HandedOver, EtcdError>>>>,
 }
 
 impl LeaseThread {
@@ -201,6 +214,7 @@ impl LeaseThread {
                 last_counters: None,
                 demand: Demand::default(),
                 is_allocator: false,
+                other: None,
             });
         }
         let shared = buckets.iter().map(|l| l.shared.clone()).collect();
@@ -219,14 +233,16 @@ impl LeaseThread {
             compacted: 0,
         };
         let revoke = Arc::new(AtomicBool::new(true));
-        let (stop2, revoke2) = (stop.clone(), revoke.clone());
+        let handover = Arc::new(Mutex::new(None));
+        let (stop2, revoke2, handover2) = (stop.clone(), revoke.clone(), handover.clone());
         let join = std::thread::Builder::new()
             .name("ergon-lease".into())
-            .spawn(move || worker.run(&stop2, &revoke2))
+            .spawn(move || worker.run(&stop2, &revoke2, &handover2))
             .map_err(|e| LeaseError::Config(format!("cannot start the thread: {e}")))?;
         Ok(LeaseThread {
             stop,
             revoke,
+            handover,
             status,
             shared,
             join: Some(join),
@@ -255,12 +271,18 @@ impl LeaseThread {
             }
             if start.elapsed() >= limit {
                 let s = self.status();
-                let why = s.last_error.unwrap_or_else(|| {
-                    "the pool has no free units for it yet, or the name's reservation \
-                         still belongs to a previous process of this name (it passes to \
-                         this one hold + window + margin after that one's lease went)"
-                        .into()
-                });
+                let waiting: Vec<String> =
+                    s.buckets.into_iter().filter_map(|b| b.waiting).collect();
+                let why = match (s.last_error, waiting.is_empty()) {
+                    (Some(e), true) => e,
+                    (Some(e), false) => format!("{}; etcd: {e}", waiting.join("; ")),
+                    (None, false) => waiting.join("; "),
+                    (None, true) => "the pool has no free units for it yet, or the name's \
+                         reservation still belongs to a previous process of this name (it \
+                         passes to this one hold + window + margin after that one's lease \
+                         went)"
+                        .into(),
+                };
                 return Err(LeaseError::Config(format!(
                     "no safe share reserved in etcd within {limit:?} ({} rounds): {why}",
                     s.rounds
@@ -268,6 +290,17 @@ impl LeaseThread {
             }
             std::thread::sleep(Duration::from_millis(10));
         }
+    }
+
+    /// What each bucket whose safe share is not reserved for this process yet waits
+    /// for, and until about when (empty once every one is reserved).
+    /// etcd's last error, if the last round had one, comes last.
+    pub fn waiting(&self) -> Vec<String> {
+        let s = self.status();
+        let waiting = s.buckets.into_iter().filter_map(|b| b.waiting);
+        waiting
+            .chain(s.last_error.map(|e| format!("etcd: {e}")))
+            .collect()
     }
 
     /// Stops the thread: the loop falls to the safe share at its next poll, and once
@@ -282,6 +315,58 @@ impl LeaseThread {
     pub fn crash(mut self) {
         self.revoke.store(false, Ordering::Relaxed);
         self.halt();
+    }
+
+    /// A clean stop that hands this process's reservations over, so that the next
+    /// process of its name gets them at once rather than hold + window + margin
+    /// later ([`crate::clean_stop`]). Call once this process sends nothing more
+    /// (its loop returned, everything in flight answered or given up): it closes
+    /// each leased bucket of `budget` (`buckets[i]` is the configuration's bucket
+    /// `i`) at `now_ns` so that nothing more can be charged, reads what each
+    /// counted in its window, writes the hand-over guarded by this process's lease,
+    /// and revokes the lease. A bucket not handed over (etcd unreachable, the lease
+    /// gone) passes on as after a crash.
+    pub fn hand_over(
+        mut self,
+        budget: &mut Budget,
+        buckets: &[BucketId],
+        now_ns: i64,
+    ) -> Result<HandedOver, LeaseError> {
+        if buckets.len() != self.shared.len() {
+            return Err(LeaseError::Config(format!(
+                "hand-over: {} buckets given for {} leased",
+                buckets.len(),
+                self.shared.len()
+            )));
+        }
+        let mut used = Vec::with_capacity(buckets.len());
+        for &id in buckets {
+            let closed = budget.set_limit(id, 0, now_ns).and_then(|()| {
+                budget
+                    .stats(id)
+                    .map_err(|_| ergon_core::ConfigError::UnknownBucket)
+            });
+            match closed {
+                Ok(s) => used.push(s.used),
+                Err(e) => {
+                    return Err(LeaseError::Config(format!(
+                        "hand-over: a leased bucket cannot be closed ({e}); the \
+                         reservation passes on as after a crash"
+                    )))
+                }
+            }
+        }
+        if let Ok(mut h) = self.handover.lock() {
+            *h = Some(used);
+        }
+        self.stop.store(true, Ordering::Relaxed);
+        match self.join.take().map(JoinHandle::join) {
+            Some(Ok(Some(Ok(handed)))) => Ok(handed),
+            Some(Ok(Some(Err(e)))) => Err(LeaseError::Etcd(e)),
+            _ => Err(LeaseError::Config(
+                "hand-over: the lease thread ended without it".into(),
+            )),
+        }
     }
 
     fn halt(&mut self) {
@@ -333,6 +418,9 @@ struct Lane {
     last_counters: Option<(i64, u64, u64)>,
     demand: Demand,
     is_allocator: bool,
+    /// The process the table reserves this name's share for, when not this one
+    /// (negative: handed over at a clean stop), and when this one first saw it.
+    other: Option<(i64, Instant)>,
 }
 
 struct Worker {
@@ -350,7 +438,12 @@ struct Worker {
 }
 
 impl Worker {
-    fn run(&mut self, stop: &AtomicBool, revoke: &AtomicBool) {
+    fn run(
+        &mut self,
+        stop: &AtomicBool,
+        revoke: &AtomicBool,
+        handover: &Mutex<Option<Vec<u64>>>,
+    ) -> Option<Result<HandedOver, EtcdError>> {
         let mut rounds = 0;
         while !stop.load(Ordering::Relaxed) {
             let started = Instant::now();
@@ -364,6 +457,9 @@ impl Worker {
                 std::thread::sleep(Duration::from_millis(10).min(self.config.period));
                 self.post_acks_only();
             }
+        }
+        if let Some(used) = handover.lock().ok().and_then(|mut h| h.take()) {
+            return Some(self.hand_over(&used));
         }
         if let Some(id) = self.lease.filter(|_| revoke.load(Ordering::Relaxed)) {
             // A revoked lease frees this host's units one window later, but the
@@ -389,6 +485,37 @@ impl Worker {
             if applied {
                 let _ = self.client.lease_revoke(id);
             }
+        }
+        None
+    }
+
+    /// The budget refuses every leased charge and counted `used[i]` of bucket `i`
+    /// in its window: hands each reservation over, then revokes the lease (its
+    /// grants return a window plus the margin after the allocator sees it gone).
+    fn hand_over(&mut self, used: &[u64]) -> Result<HandedOver, EtcdError> {
+        let Some(lease) = self.lease else {
+            return Ok(vec![None; self.lanes.len()]);
+        };
+        let mut out = Vec::new();
+        let mut first_error = None;
+        for (lane, &used) in self.lanes.iter().zip(used) {
+            let Some(pid) = lane.host.pid() else {
+                out.push(None);
+                continue;
+            };
+            let host = &self.config.host;
+            match store::hand_over(&mut self.client, &lane.prefix, host, lease, pid, used) {
+                Ok(left) => out.push(left),
+                Err(e) => {
+                    out.push(None);
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        let revoked = self.client.lease_revoke(lease);
+        match first_error {
+            Some(e) => Err(e),
+            None => revoked.map(|()| out),
         }
     }
 
@@ -476,6 +603,18 @@ impl Worker {
         let read = store::read_bucket(&mut self.client, &lane.prefix)?;
         self.revision = self.revision.max(read.revision);
         let mut snap = read.snapshot;
+        let mine = lane.host.pid();
+        let other = snap
+            .table
+            .reserves
+            .iter()
+            .find(|r| r.host == host && Some(r.pid) != mine)
+            .map(|r| r.pid);
+        lane.other = match (other, lane.other) {
+            (Some(p), Some((q, at))) if p == q => Some((q, at)),
+            (Some(p), _) => Some((p, now)),
+            (None, _) => None,
+        };
         // Another live process under this name: use nothing, say who.
         if let Some(r) = snap
             .reports
@@ -634,6 +773,7 @@ impl Worker {
                     epoch: l.acked,
                     allocator: l.is_allocator,
                     reserved: l.host.safe_share(),
+                    waiting: (l.host.safe_share() == 0).then(|| self.waiting(b, l)),
                 })
                 .collect(),
             last_error: error,
@@ -645,6 +785,66 @@ impl Worker {
         if let Ok(mut s) = self.status.lock() {
             *s = status;
         }
+    }
+}
+
+impl Worker {
+    /// What `lane` (of `bucket`) waits for before its safe share is reserved for
+    /// this process, and until about when.
+    fn waiting(&self, bucket: &BucketLease, lane: &Lane) -> String {
+        let host = &self.config.host;
+        let (margin, hold, window) = (self.config.margin, self.config.hold, bucket.window);
+        let name = &bucket.name;
+        let Some((pid, seen)) = lane.other else {
+            return format!(
+                "{name}: no free units for its safe share yet (the others' grants \
+                 shrink first, and their units age one window, {window:?})"
+            );
+        };
+        // The allocator sees what this process saw within about a period.
+        let (what, wait) = if pid < 0 {
+            (
+                format!(
+                    "was handed over at a clean stop by the previous process of this name \
+                     (pid {:x}); what it counted in its last window returns a window and \
+                     the margin after the allocator saw it",
+                    pid.saturating_neg()
+                ),
+                window + margin,
+            )
+        } else {
+            (
+                format!(
+                    "still belongs to a previous process of this name (pid {pid:x}), which \
+                     may still be spending it (crashed, or cut off from etcd); it passes to \
+                     this one hold + window + margin after the allocator saw that one gone"
+                ),
+                hold + window + margin,
+            )
+        };
+        let at = seen + wait + self.config.period;
+        let left = at.saturating_duration_since(Instant::now());
+        format!(
+            "{name}: the reservation of {host} {what} ({wait:?}): at about {}, in {:.0?}",
+            utc(std::time::SystemTime::now() + left),
+            left
+        )
+    }
+}
+
+/// `HH:MM:SS UTC` of `t`, and how many days after today's date.
+fn utc(t: std::time::SystemTime) -> String {
+    let secs = |t: std::time::SystemTime| {
+        t.duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs())
+    };
+    let s = secs(t);
+    let days = (s / 86_400).saturating_sub(secs(std::time::SystemTime::now()) / 86_400);
+    let clock = format!("{:02}:{:02}:{:02} UTC", s / 3600 % 24, s / 60 % 60, s % 60);
+    match days {
+        0 => clock,
+        1 => format!("{clock} tomorrow"),
+        d => format!("{clock} in {d} days"),
     }
 }
 

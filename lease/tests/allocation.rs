@@ -25,6 +25,11 @@
 //! safe share whenever etcd shows no lease of its name (`Release`, as
 //! `release-host` checks), stopped or only cut off.
 //!
+//! A process may instead stop cleanly (`Handover`): its budget closed, it hands its
+//! reservation over in etcd, less what it counted in its last window, and the next
+//! process of its name need not wait the hold; a process that could not write the
+//! hand-over (cut off, its lease gone) leaves its name to wait as after a crash.
+//!
 //! Hosts come and go: a fourth host, which the account's limit was not planned for,
 //! may join at any time (its safe share is reserved only from free units); a host
 //! may stop for good, and be released, and start again later.
@@ -83,6 +88,11 @@ enum Op {
     /// A new process starts under the host's name; one still running goes on, on
     /// what it last read, unreachable (an operator's second start).
     Start(usize),
+    /// The host's process stops cleanly and hands its reservation over: its budget
+    /// closed, it writes [`Table::hand_over`] with what it counted in its last
+    /// window (at most the largest limit it had in it), if etcd shows its lease
+    /// and its demand key (else it only stops), then revokes its lease.
+    Handover(usize),
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -99,7 +109,8 @@ fn op() -> impl Strategy<Value = Op> {
         1 => h.clone().prop_map(Op::Crash),
         1 => h.clone().prop_map(Op::Stop),
         1 => h.clone().prop_map(Op::Release),
-        1 => h.prop_map(Op::Start),
+        1 => h.clone().prop_map(Op::Start),
+        1 => h.prop_map(Op::Handover),
     ]
 }
 
@@ -167,7 +178,7 @@ impl Sim {
         let now = self.now;
         let idle = |op: &Op| match *op {
             Op::Renew(h) | Op::Poll(h) | Op::Demand(h, ..) | Op::Cut(h, _) => Some(h),
-            Op::Crash(h) | Op::Stop(h) => Some(h),
+            Op::Crash(h) | Op::Stop(h) | Op::Handover(h) => Some(h),
             _ => None,
         };
         if idle(op).is_some_and(|h| self.nodes[h].stopped) {
@@ -297,6 +308,31 @@ impl Sim {
             Op::Start(h) => {
                 let old = std::mem::replace(&mut self.nodes[h], Node::fresh(h));
                 self.past.push(old);
+            }
+            Op::Handover(h) => {
+                let node = &mut self.nodes[h];
+                node.stopped = true;
+                let s = &mut self.store;
+                let name = node.host.name().to_owned();
+                let lease = node.host.lease().filter(|&l| s.alive(l, now));
+                let ours = lease.filter(|&l| s.demand.get(&name).is_some_and(|d| d.0 == l));
+                if let (Some(l), Some(pid), false) = (ours, node.host.pid(), node.cut) {
+                    // What its budget counted in its last window: at most the
+                    // largest limit it had in it.
+                    let counted = node
+                        .used
+                        .iter()
+                        .filter(|&&(start, end, _)| start <= now && end > now - W)
+                        .map(|u| u.2)
+                        .max()
+                        .unwrap_or(0);
+                    if let Some(t) = s.table.hand_over(&name, pid, counted) {
+                        s.revision += 1;
+                        s.table_revision = s.revision;
+                        s.table = t;
+                    }
+                    s.leases.remove(&l);
+                }
             }
         }
         self.check()
@@ -705,4 +741,94 @@ fn a_shrink_frees_its_units_a_window_and_the_margin_after_the_ack() {
         freed >= acked + W + MARGIN,
         "freed at {freed}, ack seen at {acked}"
     );
+}
+
+/// Issue 40 (the rest), item 3: a process that stops cleanly hands its
+/// reservation over. The units its budget counted in its last window stay held a
+/// window and the margin, the rest passes to the next process of its name the
+/// margin after the allocator saw the hand-over: the restart has its safe share
+/// long before the hold a crash waits (see the test above), never over.
+#[test]
+fn a_clean_stop_hands_its_reservation_over_without_the_hold() {
+    let mut sim = busy_account();
+    sim.apply(&Op::Handover(0)).unwrap();
+    let handed = sim.now;
+    assert!(sim.store.table.reserves[0].pid < 0, "{:?}", sim.store.table);
+    sim.apply(&Op::Start(0)).unwrap();
+    let mut usable_at = None;
+    while sim.now < handed + 4 * W {
+        sim.apply(&Op::Advance(W / 10)).unwrap();
+        round(&mut sim, &[0, 1, 2]);
+        if usable_at.is_none() && sim.nodes[0].host.safe_share() > 0 {
+            usable_at = Some(sim.now);
+        }
+    }
+    let at = usable_at.expect("the next process never got the reservation");
+    // It spent its whole limit in the window: all of its reservation stayed held a
+    // window and the margin.
+    assert!(
+        at >= handed + W + MARGIN && at < handed + 3 * W,
+        "reservation passed at {at}, handed over at {handed}"
+    );
+    assert_eq!(sim.nodes[0].host.safe_share(), SAFE);
+}
+
+/// The hand-over's bounds at the rule, which the property cannot see (its
+/// processes count their whole limit, so a hand-over always leaves the whole
+/// reservation held a window): an idle process hands over all of it; the
+/// allocator never gives it back to the process that handed it (its lease may
+/// still be live for a moment), and gives it to the next process of the name only
+/// the margin after it first saw the hand-over (a request charged before the
+/// stop may be written up to the margin later).
+#[test]
+fn a_handed_over_reservation_passes_after_the_margin_never_back() {
+    let config = Config {
+        limit: ACCOUNT,
+        window_ns: W,
+        floor: 5,
+        margin_ns: MARGIN,
+        hold_ns: HOLD,
+    };
+    let mut alloc = Allocator::new(config).unwrap();
+    let held = Table {
+        epoch: 1,
+        limit: ACCOUNT,
+        entries: Vec::new(),
+        reserves: vec![ergon_lease::Reserve {
+            host: "a".into(),
+            units: SAFE,
+            pid: 7,
+        }],
+    };
+    let table = held.hand_over("a", 7, 0).unwrap();
+    assert_eq!(
+        table.reserve("a"),
+        SAFE,
+        "nothing counted: all of it passes"
+    );
+    let report = |lease: i64, pid: i64| Report {
+        host: "a".into(),
+        lease,
+        demand: Demand::default(),
+        acked: 0,
+        safe: SAFE,
+        pid,
+    };
+    let snap = |reports: Vec<Report>, table: &Table| Snapshot {
+        revision: 1,
+        table: table.clone(),
+        reports,
+    };
+    let pid_after = |alloc: &mut Allocator, reports: Vec<Report>, now: i64| {
+        let w = alloc.allocate(&snap(reports, &table), now);
+        w.map_or(table.reserves[0].pid, |w| w.table.reserves[0].pid)
+    };
+    // The handing process's lease is still live: never back to it.
+    assert_eq!(pid_after(&mut alloc, vec![report(7, 7)], 0), -7);
+    assert_eq!(pid_after(&mut alloc, vec![report(7, 7)], 10 * HOLD), -7);
+    // The next process: the margin after the allocator first saw the hand-over.
+    let mut alloc = Allocator::new(config).unwrap();
+    assert_eq!(pid_after(&mut alloc, vec![report(9, 9)], 0), -7);
+    assert_eq!(pid_after(&mut alloc, vec![report(9, 9)], MARGIN - 1), -7);
+    assert_eq!(pid_after(&mut alloc, vec![report(9, 9)], MARGIN), 9);
 }

@@ -237,9 +237,20 @@ impl LeaseFlags {
             buckets,
         };
         let lease = LeaseThread::spawn(config, Instant::now()).map_err(|e| e.to_string())?;
-        lease.wait_reserved(wait).map_err(|e| {
+        // Said at once when it waits: for what, and until about when (a restart
+        // after a crash waits the hold, longer than the default --start-timeout).
+        let first = wait.min(Duration::from_secs(1));
+        let reserved = lease.wait_reserved(first).or_else(|_| {
+            eprintln!(
+                "ergon-gateway: waiting for etcd to reserve this host's safe share (at most \
+                 --start-timeout {wait:?}): {}",
+                lease.waiting().join("; ")
+            );
+            lease.wait_reserved(wait.saturating_sub(first))
+        });
+        reserved.map_err(|e| {
             format!(
-                "--etcd: {e}. A host joining an account whose pool is in use waits until \
+                "--etcd: --start-timeout {wait:?}: {e}. A host joining an account whose pool is in use waits until \
                  the others' grants shrank and aged one window of each leased limit; \
                  `ergon-gateway release-host` gives back the share of a host stopped for good"
             )
@@ -272,6 +283,44 @@ pub fn release_host(flags: &LeaseFlags, host: &str) -> Result<Vec<(String, u64)>
             .map_err(|e| format!("--etcd: {e}"))?;
     ergon_lease::store::release_account(&mut client, &format!("/{PREFIX}/{account}/"), host)
         .map_err(|e| format!("release-host {host}: {e}"))
+}
+
+/// A clean stop (SIGTERM, everything in flight settled): hands this process's
+/// reservations over ([`LeaseThread::hand_over`]), so that a gateway started
+/// again under the same `--host` gets them at once, less what this one counted in
+/// the window, rather than hold + window + margin later as after a crash. `leased`
+/// are the leased buckets as [`LeaseFlags::start`] returned them; `now_ns` the
+/// budget's clock. One line for the log: what passed on, per bucket.
+pub fn hand_over(
+    thread: LeaseThread,
+    budget: &mut Budget,
+    leased: &[BucketId],
+    now_ns: i64,
+) -> String {
+    let names: Vec<String> = leased
+        .iter()
+        .map(|&id| lease_name(budget.name(id).unwrap_or("?")))
+        .collect();
+    match thread.hand_over(budget, leased, now_ns) {
+        Ok(handed) => {
+            let each: Vec<String> = names
+                .iter()
+                .zip(&handed)
+                .map(|(b, h)| match h {
+                    Some(units) => format!("{b} {units} now"),
+                    None => format!("{b} after hold + window + margin"),
+                })
+                .collect();
+            format!(
+                "reservations handed over to the next process of this --host: {}",
+                each.join(", ")
+            )
+        }
+        Err(e) => format!(
+            "reservations not handed over ({e}): the next process of this --host \
+             waits hold + window + margin, as after a crash"
+        ),
+    }
 }
 
 /// The etcd key part of a bucket named `bucket` (`ergon-lease` takes letters,

@@ -344,8 +344,9 @@ fn serve_with<E: Account>(
         }
     }
     let name = a.name.clone().unwrap_or_default();
-    // Kept until the loop returns: dropping it stops the lease thread.
-    let (_lease, leases) = a
+    // Kept until the loop returns: dropping it stops the lease thread; a clean
+    // stop hands the reservations over.
+    let (lease_thread, leases) = a
         .lease
         .start(
             lp.budget_mut(),
@@ -355,6 +356,7 @@ fn serve_with<E: Account>(
         )?
         .unzip();
     let leases = leases.unwrap_or_default();
+    let leased: Vec<_> = leases.iter().map(|(id, _)| *id).collect();
     // The dead man's switch: armed before the strategies can attach.
     let machine = Protection::for_gateway(a.protection, &gw, a.protection_timeout_ms, lp.now())
         .map_err(|e| e.to_string())?;
@@ -487,6 +489,14 @@ fn serve_with<E: Account>(
     }
     let _ = status.remove("protection");
     metrics.stop();
+    // Nothing more is sent: the next process of this --host need not wait the hold.
+    if let Some(t) = lease_thread {
+        let now = lp.now();
+        eprintln!(
+            "ergon-gateway: {}",
+            ergon_gatewayd::lease::hand_over(t, lp.budget_mut(), &leased, now)
+        );
+    }
     // A clean stop settled everything in flight: the journal holds nothing for a
     // successor to query, and it stays for its boot epoch (a successor's ids start
     // above it even if the clock stepped back).

@@ -794,24 +794,25 @@ fn lease_sim() -> Server {
 /// Three gateways on one account (hosts `h0`..`h2`), leasing through `etcd`.
 fn lease_gateways(s: &Server, cluster: &cluster::Cluster, test: &str) -> Vec<Gw> {
     let etcd = cluster.urls().join(",");
-    (0..3)
-        .map(|i| {
-            let host = format!("h{i}");
-            let flags = [
-                "--etcd",
-                &etcd,
-                "--account",
-                "acct",
-                "--safe-share",
-                "25",
-                "--host",
-                &host,
-                "--lease-ttl",
-                "2",
-            ];
-            gateway(s, &unique(&format!("{test}{i}")), &flags)
-        })
-        .collect()
+    (0..3).map(|i| lease_gateway(s, &etcd, i, test)).collect()
+}
+
+/// Host `hI` of the account, reaching etcd at `etcd` (URLs, comma-separated).
+fn lease_gateway(s: &Server, etcd: &str, i: usize, test: &str) -> Gw {
+    let host = format!("h{i}");
+    let flags = [
+        "--etcd",
+        etcd,
+        "--account",
+        "acct",
+        "--safe-share",
+        "25",
+        "--host",
+        &host,
+        "--lease-ttl",
+        "2",
+    ];
+    gateway(s, &unique(&format!("{test}{i}")), &flags)
 }
 
 /// A gateway's `--stats` text.
@@ -1106,7 +1107,13 @@ fn leased_grants_follow_demand_survive_a_killed_gateway_and_etcd_failures() {
 ///    `--host`: the new process gets the name's reservations only the hold, a
 ///    window and the margin after the allocator last saw the old process (a day
 ///    for the leased ORDERS_1D), so old and new never spend in one window:
-///    within its start timeout it sends nothing, and says why.
+///    within its start timeout it sends nothing, and says at once what it waits
+///    for and until about when;
+/// 3. host 2's gateway stopped cleanly (SIGTERM) and started again at once under
+///    the same `--host`: it handed its reservations over (less what it counted in
+///    the window, held a window and the margin), so the new process is ready and
+///    trading long before the hold a crash waits (before issue 40's rest it
+///    waited hold + window + margin, ≈ 13.4 s here, a day for ORDERS_1D).
 ///
 /// Throughout, the emulator counts no window above the limit and answers no 429.
 #[test]
@@ -1162,7 +1169,7 @@ fn a_stopped_or_restarted_gateway_never_goes_over() {
         .args(["--venue", "binance-spot", "--base"])
         .arg(format!("http://{}", s.addr()))
         .args(["--api-key", &a.api_key, "--api-secret", &a.secret])
-        .args(["--name", &unique("fence0b"), "--start-timeout", "20"])
+        .args(["--name", &unique("fence0b"), "--start-timeout", "5"])
         .args(["--etcd", &etcd, "--account", "acct", "--safe-share", "25"])
         .args(["--host", "h0", "--lease-ttl", "2"])
         .output()
@@ -1177,11 +1184,169 @@ fn a_stopped_or_restarted_gateway_never_goes_over() {
         err.contains("belongs to a previous process of this name"),
         "{err}"
     );
+    // It says at once what it waits for and until about when: the hold, a window
+    // and the margin (TTL 2 s: 12 s + 1 s + 0.4 s; a day more for ORDERS_1D).
+    for (line, wait) in [
+        ("waiting for etcd", "13.4s"),
+        ("--start-timeout 5s", "86412.4s"),
+    ] {
+        let l = err.lines().find(|l| l.contains(line)).unwrap_or_default();
+        assert!(l.contains(&format!("({wait}): at about ")), "{line}: {err}");
+    }
+    assert!(
+        err.contains("ORDERS_1D: the reservation of h0 still belongs to a previous process"),
+        "{err}"
+    );
     // The others carry on, and the venue never counted over the account.
     let live: Vec<&Gw> = vec![&gws[1], &gws[2]];
     wait_leases(&live, "a grant each", 10 * WINDOW, |l| {
         l.iter().all(|&(g, _)| g > 0)
     });
+    leased_windows(&s);
+
+    // 3. Host 2 stopped cleanly and started again at once, same --host: ready
+    // within a few seconds, where a crash waits the hold (the restart above).
+    let term = Command::new("kill")
+        .args(["-TERM", &gws[2].child.id().to_string()])
+        .status();
+    assert!(term.is_ok_and(|st| st.success()), "kill -TERM");
+    let stopped = gws[2].child.wait().expect("wait");
+    assert!(stopped.success(), "SIGTERM: {stopped:?}");
+    let exited = Instant::now();
+    let flags = [
+        "--etcd",
+        &etcd,
+        "--account",
+        "acct",
+        "--safe-share",
+        "25",
+        "--host",
+        "h2",
+        "--lease-ttl",
+        "2",
+    ];
+    let again = gateway(&s, &unique("fence2b"), &flags);
+    let ready = exited.elapsed();
+    let hold = TTL * ergon_gatewayd::lease::HOLD_TTLS;
+    eprintln!("host 2 stopped cleanly, started again under its name: ready {ready:?} after");
+    assert!(
+        ready < hold,
+        "ready {ready:?} after a clean stop: not before the hold {hold:?} (as after a crash)"
+    );
+    let _flood = client(&["flood", &again.name, "c2b", "600000", "0", "urgent"]);
+    gws[2] = again;
+    let live: Vec<&Gw> = vec![&gws[1], &gws[2]];
+    let traded = wait_leases(&live, "host 2 trading on a grant again", 10 * WINDOW, |l| {
+        l.iter().all(|&(g, limit)| g > 0 && limit > g)
+    });
+    eprintln!("host 2's new process on its safe share and a grant {traded:?} after ready");
     let w = leased_windows(&s);
+    eprintln!("orders windows {w:?}");
+}
+
+#[path = "common/blackhole.rs"]
+mod blackhole;
+
+/// Issue 40, item 1, end to end: host 2's gateway cut off from etcd (a proxy
+/// between it and every member, black-holed as a firewall would) but not from
+/// the venue, its client still flooding; once its lease ran out an operator runs
+/// `release-host h2`, which succeeds. Host 2 goes on using its safe share until
+/// its hold ends, so the released units return to the two others only hold + a
+/// window + the margin after the allocator saw the release (before issue 40: one
+/// window, and the account went over by host 2's safe share for as long as the
+/// partition lasted). The emulator counts no window over the limit and answers no
+/// 429 throughout.
+#[test]
+fn release_host_on_a_gateway_cut_off_from_etcd_never_goes_over() {
+    let _machine = machine::alone();
+    let cluster = cluster::Cluster::start();
+    let s = lease_sim();
+    let proxies: Vec<blackhole::Blackhole> = cluster
+        .urls()
+        .iter()
+        .map(|u| blackhole::Blackhole::to(u))
+        .collect();
+    let etcd = cluster.urls().join(",");
+    let behind: Vec<&str> = proxies.iter().map(|p| p.url.as_str()).collect();
+    let gws = [
+        lease_gateway(&s, &etcd, 0, "cut"),
+        lease_gateway(&s, &etcd, 1, "cut"),
+        lease_gateway(&s, &behind.join(","), 2, "cut"),
+    ];
+    let _clients: Vec<Client> = gws
+        .iter()
+        .enumerate()
+        .map(|(i, g)| client(&["flood", &g.name, &format!("c{i}"), "600000", "0", "urgent"]))
+        .collect();
+    let all: Vec<&Gw> = gws.iter().collect();
+    let equal = POOL / 3;
+    wait_leases(&all, "an equal share each", Duration::from_secs(30), |l| {
+        l.iter().all(|&(g, _)| g + 1 >= equal)
+    });
+
+    // Host 2 cut off from etcd; the operator releases it once etcd shows no
+    // lease of its name (refused before).
+    for p in &proxies {
+        p.cut();
+    }
+    let cut = Instant::now();
+    let release = || {
+        Command::new(env!("CARGO_BIN_EXE_ergon-gateway"))
+            .args(["release-host", "h2", "--etcd", &etcd, "--account", "acct"])
+            .output()
+            .expect("run")
+    };
+    let first = release();
+    assert_eq!(first.status.code(), Some(1), "released at once: {first:?}");
+    let out = loop {
+        let o = release();
+        if o.status.success() {
+            break String::from_utf8_lossy(&o.stdout).into_owned();
+        }
+        assert!(cut.elapsed() < 3 * TTL, "never released: {o:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let released = Instant::now();
+    assert!(
+        out.lines()
+            .any(|l| l == format!("released h2 ORDERS_1S {SAFE}")),
+        "{out}"
+    );
+    let live: Vec<&Gw> = vec![&gws[0], &gws[1]];
+    // Host 2 stops sending at the end of its hold, on its own; the others get its
+    // safe share a window and the margin after that, not before.
+    let hold = TTL * ergon_gatewayd::lease::HOLD_TTLS;
+    let mut stopped = None;
+    let grown = wait_leases(
+        &live,
+        "host 2's safe share to the pool",
+        hold + 6 * WINDOW,
+        |l| {
+            if stopped.is_none() && leased(&gws[2].name).1 == 0 {
+                stopped = Some(cut.elapsed());
+            }
+            l.iter().all(|&(g, _)| g + 1 >= (POOL + SAFE) / 2)
+        },
+    );
+    while stopped.is_none() && cut.elapsed() < hold + 2 * WINDOW {
+        if leased(&gws[2].name).1 == 0 {
+            stopped = Some(cut.elapsed());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // The venue first: with the released units back while host 2 still sent on
+    // its safe share, it would count over the account and answer 429s.
+    let w = leased_windows(&s);
+    let stopped = stopped.expect("host 2 never stopped sending on its safe share");
+    eprintln!(
+        "host 2 cut off: released {:?} after the cut, stopped sending {stopped:?} after \
+         the cut, its safe share in the pool {grown:?} after the release",
+        released - cut
+    );
+    assert!(stopped <= hold, "host 2 sent past its hold: {stopped:?}");
+    assert!(
+        grown >= hold,
+        "released units back before the hold: {grown:?}"
+    );
     eprintln!("orders windows {w:?}");
 }
