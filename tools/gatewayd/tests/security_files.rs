@@ -138,6 +138,50 @@ fn a_symlink_planted_at_the_protection_file_is_not_followed() {
     );
 }
 
+#[test]
+fn a_journal_directory_swapped_for_a_symlink_after_the_start_redirects_no_write() {
+    let s = sim();
+    let dir = Scratch::new("swap");
+    let name = unique("swap");
+    let (held, elsewhere) = (dir.0.join("j"), dir.0.join("elsewhere"));
+    for d in [&held, &elsewhere] {
+        std::fs::create_dir_all(d).expect("mkdir");
+        std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o700)).expect("chmod");
+    }
+    let _gw = gateway(
+        &s,
+        &name,
+        &dir.0,
+        Opts {
+            extra: journal_args(&held),
+            secret_by_flag: true,
+            ..Opts::default()
+        },
+    );
+    // The swap after the checks (as the owner racing: the checks keep every
+    // other uid out of these directories): the journal's directory renamed
+    // away and a symlink put in its place. On main the owners file of the next
+    // attach was written through it, into the other directory.
+    let moved = dir.0.join("j.moved");
+    std::fs::rename(&held, &moved).expect("rename");
+    std::os::unix::fs::symlink(&elsewhere, &held).expect("symlink");
+    let mut c = ergon_gateway::shm::ShmClient::attach(&name, "after-swap", false).expect("attach");
+    assert_eq!(one_order(&mut c), 1);
+    let owners = std::fs::read_to_string(moved.join("journal.owners")).unwrap_or_default();
+    assert!(
+        owners.contains("after-swap"),
+        "the owners file the gateway holds names the new client: {owners:?}"
+    );
+    let planted: Vec<_> = std::fs::read_dir(&elsewhere)
+        .expect("ls")
+        .map(|e| e.expect("entry").file_name())
+        .collect();
+    assert!(
+        planted.is_empty(),
+        "written through the symlink: {planted:?}"
+    );
+}
+
 // ---- item 9: what is left behind ----
 
 #[test]

@@ -17,9 +17,9 @@
 //! line.
 
 use std::io::{self, Read};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use ergon_gateway::shm::files::{open_file, replace_file};
+use ergon_gateway::shm::files::Dir;
 
 const HEADER: &str = "ergon-gateway owners 2";
 /// The header of the files written before names had uids.
@@ -50,7 +50,9 @@ type Bindings = Vec<(String, u32)>;
 /// The owners file and the blocks it holds.
 #[derive(Debug)]
 pub struct OwnerLog {
-    path: PathBuf,
+    /// Its directory, held open: written there whatever its path becomes.
+    dir: Dir,
+    name: String,
     blocks: Vec<Block>,
     /// Each name's uid.
     uids: Bindings,
@@ -60,13 +62,15 @@ impl OwnerLog {
     /// Reads the owners file at `path` (none there: no block known). An error for
     /// a file that is refused or not an owners file; it is left as it is.
     pub fn open(path: &Path) -> io::Result<OwnerLog> {
-        let (blocks, uids) = match open_file(path, false) {
+        let (dir, name) = Dir::of(path)?;
+        let (blocks, uids) = match dir.open_file(&name, false) {
             Ok(f) => read(path, f)?,
             Err(e) if e.kind() == io::ErrorKind::NotFound => (Vec::new(), Vec::new()),
             Err(e) => return Err(e),
         };
         Ok(OwnerLog {
-            path: path.to_path_buf(),
+            dir,
+            name,
             blocks,
             uids,
         })
@@ -117,7 +121,7 @@ impl OwnerLog {
             text += &format!("block {} {} {} {}\n", b.name, b.epoch, b.from, b.end);
         }
         text += &format!("end {}\n", self.blocks.len());
-        replace_file(&self.path, &text)
+        self.dir.replace(&self.name, &text)
     }
 
     /// The client name the id of sequence `seq` in boot epoch `epoch` was issued
@@ -187,6 +191,7 @@ fn read(path: &Path, f: std::fs::File) -> io::Result<(Vec<Block>, Bindings)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::PathBuf;
 
     fn dir(test: &str) -> PathBuf {
         let d = std::env::temp_dir().join(format!("ergon-owners-{test}-{}", std::process::id()));
