@@ -360,6 +360,51 @@ fn a_slowloris_on_the_bad_request_path_does_not_hold_health() {
 }
 
 #[test]
+fn twenty_slow_header_connections_do_not_delay_health() {
+    let s = sim();
+    let dir = Scratch::new("loris20");
+    let name = unique("loris20");
+    let port = free_port();
+    let mut extra = journal_args(&dir.0);
+    extra.extend(["--metrics".into(), format!("127.0.0.1:{port}")]);
+    let _gw = gateway(
+        &s,
+        &name,
+        &dir.0,
+        Opts {
+            extra,
+            secret_by_flag: true,
+            ..Opts::default()
+        },
+    );
+    assert!(get(port, "/health").0.starts_with("HTTP/1.1"), "no /health");
+    // 20 connections that each send half a request head and then nothing: on
+    // main the listener served one connection at a time, each up to its 1 s
+    // deadline, so /health waited up to 20 s behind them.
+    let loris: Vec<_> = (0..20)
+        .map(|_| {
+            let mut c = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
+            c.write_all(b"GET /health HTTP/1.1\r\nHost: x\r\n")
+                .expect("write");
+            c
+        })
+        .collect();
+    let mut worst = Duration::ZERO;
+    for _ in 0..5 {
+        let (status, took) = get(port, "/health");
+        assert!(status.starts_with("HTTP/1.1"), "{status}");
+        worst = worst.max(took);
+    }
+    eprintln!("/health behind 20 slow-header connections: worst of 5 in {worst:?}");
+    // ~100 ms asked; a margin for a loaded 2-core CI machine.
+    assert!(
+        worst < Duration::from_millis(250),
+        "/health took {worst:?} behind 20 slow-header connections"
+    );
+    drop(loris);
+}
+
+#[test]
 fn metrics_on_every_address_warns() {
     let s = sim();
     let dir = Scratch::new("anyaddr");
