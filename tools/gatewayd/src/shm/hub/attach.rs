@@ -47,8 +47,14 @@ impl Hub {
             Some(k) if self.clients[k].as_ref().is_some_and(|c| c.conn.is_some()) => {
                 return self.answer(i, "err a client of that name is attached");
             }
+            Some(k) if self.clients[k].as_ref().is_some_and(|c| c.broken) => {
+                return self.answer(
+                    i,
+                    &format!("err the client {name} wrote its submit ring out of range: it is dropped once its requests in flight end; attach again then"),
+                );
+            }
             Some(k) => (k, true),
-            None => match self.clients.iter().position(Option::is_none) {
+            None => match self.free_slot() {
                 Some(k) => match self.new_client(k, name, uid) {
                     Ok(c) => {
                         self.clients[k] = Some(c);
@@ -103,6 +109,27 @@ impl Hub {
         }
     }
 
+    /// A slot for a new client name: an empty one, else the one of the client
+    /// detached longest with nothing in flight (its unread events go; its ids
+    /// stay its name's in the owners file), so that names whose processes are
+    /// gone hold no slot another attach needs (issue 41, item 9). None when every
+    /// slot is attached or has requests in flight.
+    fn free_slot(&mut self) -> Option<usize> {
+        if let Some(k) = self.clients.iter().position(Option::is_none) {
+            return Some(k);
+        }
+        let k = self
+            .clients
+            .iter()
+            .enumerate()
+            .filter_map(|(k, c)| c.as_ref().map(|c| (k, c)))
+            .filter(|(_, c)| c.conn.is_none() && c.in_flight() == 0)
+            .min_by_key(|(_, c)| c.detached_at)
+            .map(|(k, _)| k)?;
+        self.clients[k] = None;
+        Some(k)
+    }
+
     pub(super) fn new_client(&mut self, k: usize, name: &str, uid: u32) -> io::Result<Client> {
         let (memfd, region) = Region::create(name, self.cfg.in_flight)?;
         // 15 bits: bit 47 of a tag is RECOVER.
@@ -128,6 +155,7 @@ impl Hub {
             unresolved: std::collections::VecDeque::with_capacity(self.cfg.in_flight),
             region,
             detached_at: None,
+            broken: false,
             blocks: std::collections::VecDeque::with_capacity(BLOCKS_KEPT),
             used: Vec::new(),
             stats: ClientStats::default(),

@@ -181,6 +181,10 @@ struct Client {
     /// `tags`).
     unresolved: std::collections::VecDeque<(Tag, Tag)>,
     detached_at: Option<i64>,
+    /// Its submit ring was found corrupt (an index or a length out of range,
+    /// written by the client): never read again, never a reason not to park,
+    /// and the slot freed as soon as nothing of it is in flight.
+    broken: bool,
     /// The blocks of client order ids issued to it in this gateway's life
     /// (sequences `from..end` of the hub's epoch), the latest [`BLOCKS_KEPT`].
     blocks: std::collections::VecDeque<(u64, u64)>,
@@ -576,7 +580,7 @@ impl Hub {
             let drop = slot.as_ref().is_some_and(|c| {
                 c.conn.is_none()
                     && c.in_flight() == 0
-                    && c.detached_at.is_some_and(|t| now - t >= self.cfg.keep_ns)
+                    && (c.broken || c.detached_at.is_some_and(|t| now - t >= self.cfg.keep_ns))
             });
             if drop {
                 *slot = None;
@@ -686,7 +690,12 @@ impl<E: Account> Strategy<E> for Hub {
         }
         // Pairs with the client's fence after its push.
         fence(Ordering::SeqCst);
-        let pending = self.clients.iter().flatten().any(|c| c.submit.ready());
+        // A broken ring looks ready for ever: it must not keep the loop awake.
+        let pending = self
+            .clients
+            .iter()
+            .flatten()
+            .any(|c| !c.broken && c.submit.ready());
         if pending {
             for c in self.clients.iter().flatten() {
                 c.region.header().gw_sleeping.store(0, Ordering::Relaxed);
