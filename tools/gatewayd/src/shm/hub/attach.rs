@@ -86,7 +86,9 @@ impl Hub {
                 }
                 c.blocks.push_back((from, end));
                 if let Some(log) = &mut self.owners {
-                    if let Err(e) = log.record(&c.name, c.uid, b.epoch(), from, end) {
+                    let now_ms = ergon_gateway::wall::ms();
+                    log.expire(now_ms, self.cfg.forget_names_ms);
+                    if let Err(e) = log.record(&c.name, c.uid, b.epoch(), (from, end), now_ms) {
                         eprintln!(
                             "ergon-gateway: warning: owners file: {e}: after a restart, any client may act on {}'s orders",
                             c.name

@@ -90,6 +90,9 @@ pub struct HubConfig {
     /// How long the outcomes of a client that went away are kept for it to
     /// attach again under its name, after its last request settled.
     pub keep_ns: i64,
+    /// How long a client name not attached stays in the owners file (its uid
+    /// binding and its id blocks), ms (`--forget-names DAYS`).
+    pub forget_names_ms: i64,
     /// Each client's ceiling, as a fraction of every bucket's limit per window.
     /// None: the fair share, one over the number of clients attached at the
     /// time of the call, rounded up (a lone client may use everything; with two, neither
@@ -134,6 +137,7 @@ impl Default for HubConfig {
             keep_ns: 300_000 * MS,
             share: None,
             per_turn: 16,
+            forget_names_ms: i64::from(super::owners::FORGET_NAMES_DAYS) * 86_400_000,
             class_ceiling: None,
             journal: None,
             journal_owner: None,
@@ -362,7 +366,11 @@ impl Hub {
                 let mut p = path.as_os_str().to_owned();
                 p.push(".owners");
                 let p = std::path::PathBuf::from(p);
-                Some(OwnerLog::open(&p).map_err(|e| owned_msg(&format!("owners file {e}")))?)
+                let now_ms = ergon_gateway::wall::ms();
+                let mut log = OwnerLog::open(&p, now_ms)
+                    .map_err(|e| owned_msg(&format!("owners file {e}")))?;
+                log.expire(now_ms, cfg.forget_names_ms);
+                Some(log)
             }
             None => None,
         };
