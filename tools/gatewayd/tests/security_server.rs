@@ -408,6 +408,51 @@ fn names_whose_processes_are_gone_hold_no_slot_a_new_name_needs() {
     assert!(e.to_string().contains("--max-clients"), "{e}");
 }
 
+// ---- item 8: a name not attached for --forget-names leaves the owners file ----
+
+#[test]
+fn a_name_past_forget_names_leaves_the_owners_file_and_its_binding_with_it() {
+    let Some(att) = attacker() else { return };
+    let s = sim();
+    let dir = Scratch::new("forget");
+    let name = unique("forget");
+    let mut extra = journal_args(&dir.0);
+    // Forget a name at once, keep no detached client: the binding's age alone
+    // decides (30 days by default, the unit tests jump that clock).
+    extra.extend([
+        "--allow-uid".into(),
+        att.0.to_string(),
+        "--forget-names".into(),
+        "0".into(),
+        "--keep".into(),
+        "0".into(),
+    ]);
+    let _gw = gateway(
+        &s,
+        &name,
+        &dir.0,
+        Opts {
+            extra,
+            secret_by_flag: true,
+            ..Opts::default()
+        },
+    );
+    let me = run_role(&["order", &name, "once"], None);
+    assert_eq!(me["applied"], 1, "{me}");
+    stats_until(&name, |t| !t.contains("client once"));
+    let owners = std::fs::read_to_string(dir.0.join("journal.owners")).unwrap_or_default();
+    assert!(owners.contains("uid once 0 "), "{owners}");
+    // The next attach forgets it: another uid may take the name, and the file
+    // no longer names it.
+    let r = run_role(&["steal", &name, "once"], Some(att));
+    assert_eq!(r["attach"], "attached", "{r}");
+    let owners = std::fs::read_to_string(dir.0.join("journal.owners")).unwrap_or_default();
+    assert!(
+        owners.contains(&format!("uid once {} ", att.0)) && !owners.contains("uid once 0 "),
+        "{owners}"
+    );
+}
+
 // ---- item 7: the metrics listener ----
 
 /// A free loopback port (bound, then let go).

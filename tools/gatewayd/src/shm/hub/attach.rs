@@ -27,6 +27,10 @@ impl Hub {
         let Some(uid) = self.conns[i].as_ref().map(|c| c.uid) else {
             return;
         };
+        // Names past --forget-names go first: theirs is no binding any more.
+        if let Some(log) = &mut self.owners {
+            log.expire(ergon_gateway::wall::ms(), self.cfg.forget_names_ms);
+        }
         let found = self
             .clients
             .iter()
@@ -87,7 +91,6 @@ impl Hub {
                 c.blocks.push_back((from, end));
                 if let Some(log) = &mut self.owners {
                     let now_ms = ergon_gateway::wall::ms();
-                    log.expire(now_ms, self.cfg.forget_names_ms);
                     if let Err(e) = log.record(&c.name, c.uid, b.epoch(), (from, end), now_ms) {
                         eprintln!(
                             "ergon-gateway: warning: owners file: {e}: after a restart, any client may act on {}'s orders",
