@@ -149,6 +149,12 @@ impl<E: Account> Api<'_, '_, E> {
         self.gw.stats()
     }
 
+    /// What the venue said rejecting the request of `tag`, if it is the last
+    /// one rejected ([`Gateway::rejected`]).
+    pub fn rejected(&self, tag: crate::events::Tag) -> Option<&str> {
+        self.gw.rejected(tag)
+    }
+
     /// Publishes the counters by label at once (where a reader was taken): for a
     /// strategy that publishes the budget's counters, so that a reader of both
     /// never sees the labels older than the counters.

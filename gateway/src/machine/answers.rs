@@ -154,6 +154,7 @@ impl<E: Account> Gateway<E> {
             Verdict::Rejected => {
                 self.ledger.remove(key);
                 self.stats.rejected += 1;
+                self.note_rejected(tag, r.body);
                 Some(Event::Rejected { tag })
             }
             _ => {

@@ -168,6 +168,9 @@ struct Watched {
     halted: Option<BucketId>,
 }
 
+/// The bytes of a rejection's body kept for [`Gateway::rejected`].
+pub const REJECTED_WORDS: usize = 128;
+
 /// One venue account on one egress lane. See [the crate](crate) for the
 /// drive order and the settle rule.
 #[derive(Debug)]
@@ -179,6 +182,9 @@ pub struct Gateway<E> {
     due: Vec<Key>,
     next_due: i64,
     skews: u32,
+    /// The last request the venue rejected: its tag and the venue's words
+    /// ([`Gateway::rejected`]).
+    rejected: (Tag, ArrayString<REJECTED_WORDS>),
     /// The gateway's own time read on the wire: its id and when it was sent.
     time: Option<(RequestId, i64)>,
     /// Open orders polled this often (None: not at all).
@@ -239,6 +245,7 @@ impl<E: Account> Gateway<E> {
             due: Vec::with_capacity(capacity),
             next_due: i64::MAX,
             skews: 0,
+            rejected: (0, ArrayString::new()),
             time: None,
             open_every: None,
             open_wanted: true,
@@ -432,6 +439,30 @@ impl<E: Account> Gateway<E> {
     /// What it did so far.
     pub fn stats(&self) -> &Stats {
         &self.stats
+    }
+
+    /// What the venue said when it rejected the request of `tag`, if that is the
+    /// last request it rejected: the start of its answer's body, printable ASCII
+    /// only, at most [`REJECTED_WORDS`] bytes (OKX's `{"code":"50105","msg":"Request
+    /// header OK-ACCESS-PASSPHRASE incorrect.",...`). For a message that names the
+    /// venue's reason where an event carries none.
+    pub fn rejected(&self, tag: Tag) -> Option<&str> {
+        (self.rejected.0 == tag && !self.rejected.1.is_empty()).then_some(self.rejected.1.as_str())
+    }
+
+    /// Keeps what the venue said rejecting `tag` (a copy of at most
+    /// [`REJECTED_WORDS`] bytes: no allocation).
+    fn note_rejected(&mut self, tag: Tag, body: &[u8]) {
+        self.rejected.0 = tag;
+        self.rejected.1.clear();
+        for &b in body.iter().take(REJECTED_WORDS) {
+            let c = if (0x20..0x7f).contains(&b) {
+                b as char
+            } else {
+                ' '
+            };
+            let _ = self.rejected.1.try_push(c);
+        }
     }
 
     /// The requests accepted and not yet settled.

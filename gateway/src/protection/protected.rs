@@ -13,6 +13,7 @@ use crate::dcp::{DcpLink, LinkState, DCP_LINK};
 use crate::driver::{Api, Strategy};
 use crate::endpoints::Account;
 use crate::events::{wait_ns, Event};
+use crate::machine::REJECTED_WORDS;
 use crate::ws_api::WsState;
 
 /// What [`Protected::on_change`] calls.
@@ -35,6 +36,9 @@ pub struct Protected<S> {
     on_change: Option<OnChange>,
     disarm_when: Option<fn(&S) -> bool>,
     shown: (State, Option<i64>),
+    /// What the venue said when it last rejected a switch call (its reason: a
+    /// wrong passphrase reads as such, not only as "refused").
+    venue_said: ArrayString<REJECTED_WORDS>,
 }
 
 impl<S> Protected<S> {
@@ -54,6 +58,7 @@ impl<S> Protected<S> {
             on_change: None,
             disarm_when: None,
             shown: (State::Off, None),
+            venue_said: ArrayString::new(),
         }
     }
 
@@ -110,10 +115,14 @@ impl<S> Protected<S> {
     /// Why the switch is not armed, in words, with what the link saw where it
     /// is the reason (a private stream not served, a refused key).
     pub fn not_armed(&self) -> String {
-        match self.link.as_ref().and_then(DcpLink::why) {
+        let mut why = match self.link.as_ref().and_then(DcpLink::why) {
             Some(link) => format!("{} ({link})", self.machine.not_armed()),
             None => self.machine.not_armed(),
+        };
+        if self.machine.state() == State::Refused && !self.venue_said.is_empty() {
+            why += &format!("; the venue said: {}", self.venue_said.trim_end());
         }
+        why
     }
 
     /// Ends the loop once the first arm is answered (the start-up phase).
@@ -273,7 +282,13 @@ impl<E: Account, S: Strategy<E>> Strategy<E> for Protected<S> {
                 };
                 api.venue_mut().switch_mut().map(|s| s.read_switch(&r))
             }
-            Event::Rejected { .. } => Some(SwitchAnswer::Refused(Refusal::Code(0))),
+            Event::Rejected { tag } => {
+                self.venue_said.clear();
+                let _ = self
+                    .venue_said
+                    .try_push_str(api.rejected(tag).unwrap_or(""));
+                Some(SwitchAnswer::Refused(Refusal::Code(0)))
+            }
             Event::Retrying { .. } => return,
             _ => None,
         };

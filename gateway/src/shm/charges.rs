@@ -30,7 +30,7 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
 use ergon_core::{Budget, Kind, Part};
 
-use super::files::{bad_data, open_file};
+use super::files::{bad_data, Dir};
 use super::os::Mapping;
 
 const MAGIC: u64 = u64::from_le_bytes(*b"ergonchg");
@@ -144,7 +144,8 @@ impl ChargeLog {
     /// [`Recent::found`] false. An error (the file left as it is) for a file that
     /// is refused or not in its form.
     pub fn read(path: &Path, now_ns: i64, wall_ns: i64) -> io::Result<Recent> {
-        let f = match open_file(path, false) {
+        let (dir, name) = Dir::of(path)?;
+        let f = match dir.open_file(&name, false) {
             Ok(f) => f,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Recent::default()),
             Err(e) => return Err(e),
@@ -247,15 +248,8 @@ impl ChargeLog {
     ) -> io::Result<ChargeLog> {
         let ids: Vec<_> = budget.ids().collect();
         let len = HEAD + ids.len() * REC;
-        let mut new = path.as_os_str().to_owned();
-        new.push(".new");
-        let new = std::path::PathBuf::from(new);
-        // A stale one of a start that died here (a symlink is removed, not followed).
-        match std::fs::remove_file(&new) {
-            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
-            _ => {}
-        }
-        let f = open_file(&new, true)?;
+        let (dir, name) = Dir::of(path)?;
+        let f = dir.create_new(&name)?;
         f.set_len(len as u64)?;
         let fd = OwnedFd::from(f);
         let map = Mapping::map(&fd, len)?;
@@ -298,12 +292,7 @@ impl ChargeLog {
         h[2].store(ids.len() as u64, Ordering::Relaxed);
         h[0].store(MAGIC, Ordering::Release);
         std::fs::File::from(fd.try_clone()?).sync_all()?;
-        std::fs::rename(&new, path)?;
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            if let Ok(d) = std::fs::File::open(dir) {
-                let _ = d.sync_all();
-            }
-        }
+        dir.commit_new(&name)?;
         Ok(ChargeLog {
             map,
             slot_ns,

@@ -15,6 +15,7 @@
 pub mod config;
 pub mod exposition;
 pub mod health;
+mod http;
 pub mod lease;
 pub mod metrics;
 pub mod shm;

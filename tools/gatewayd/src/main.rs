@@ -33,7 +33,7 @@ const USAGE: &str = "usage:
                  | --passphrase P, deprecated: visible to every user in ps]
                 [--cpu N] [--max-clients N] [--symbol S] [--in-flight N]
                 [--share PCT] [--keep SECS] [--busy] [--guard-ms MS] [--journal PATH]
-                [--runtime-dir DIR] [--start-timeout SECS]
+                [--runtime-dir DIR] [--start-timeout SECS] [--forget-names DAYS]
                 [--class-ceiling urgent|normal|bulk] [--order-entry ws|rest] [--ws-api URL]
                 [--no-stream] [--allow-uid UID[,UID..]]... [--allow-gid GID[,GID..]]...
                 [--protection auto|required|off] [--protection-timeout SECS]
@@ -83,6 +83,9 @@ struct Args {
     in_flight: usize,
     share: Option<f64>,
     keep_s: f64,
+    /// `--forget-names DAYS`: a client name not attached this long leaves the
+    /// owners file.
+    forget_names_days: f64,
     busy: bool,
     guard_ms: i64,
     stats: bool,
@@ -142,6 +145,7 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
         max_clients: 16,
         in_flight: 64,
         keep_s: 300.0,
+        forget_names_days: f64::from(hub::FORGET_NAMES_DAYS),
         guard_ms: 30,
         stream: true,
         start_timeout_s: 60.0,
@@ -187,6 +191,7 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
             "--in-flight" => a.in_flight = num(value()?, 1.0, 4096.0)? as usize,
             "--share" => a.share = Some(num(value()?, 1.0, 100.0)? / 100.0),
             "--keep" => a.keep_s = num(value()?, 0.0, 1e6)?,
+            "--forget-names" => a.forget_names_days = num(value()?, 0.0, 36_500.0)?,
             "--guard-ms" => a.guard_ms = num(value()?, 0.0, 10_000.0)? as i64,
             "--journal" => a.journal = Some(value()?.into()),
             "--runtime-dir" => a.runtime_dir = Some(value()?.into()),
@@ -427,6 +432,7 @@ fn serve_with<E: Account>(
         max_clients: a.max_clients,
         in_flight: a.in_flight,
         keep_ns: (a.keep_s * 1e9) as i64,
+        forget_names_ms: (a.forget_names_days * 86_400_000.0) as i64,
         share: a.share,
         class_ceiling: a.class_ceiling,
         journal: Some(match &a.journal {

@@ -38,16 +38,17 @@
 //! | `healthy`, `health_reason` | kind, bucket | 1 when `/health` is 200; one series per reason |
 //! | `snapshot_age_seconds` | | since the loop last published (a stuck loop shows here) |
 //!
-//! The HTTP side is deliberately small: one connection at a time, a request read
-//! bounded in bytes ([`MAX_REQUEST`]) and time ([`IO_TIMEOUT`]), `GET /metrics` and
-//! `GET /health` only (anything else 404), `Connection: close`. Bad input is an
+//! The HTTP side is deliberately small (`crate::http`): many connections at once on
+//! one thread, none able to hold it, each request bounded in bytes
+//! ([`MAX_REQUEST`]) and its whole exchange in time ([`IO_TIMEOUT`]), `GET /metrics`
+//! and `GET /health` only (anything else 404), `Connection: close`. Bad input is an
 //! answer or a closed connection, never a panic.
 //!
 //! What this must never do: touch the loop, its budget or its gateway; block the
 //! loop (it only reads seqlocks, which never stop the writer).
 
 use std::io::{self, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpListener};
 use std::os::fd::AsRawFd;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -64,13 +65,11 @@ use prometheus_client::registry::Registry;
 
 use crate::exposition::{self, Format};
 use crate::health::{self, HealthConfig, HealthMonitor, Reason};
+use crate::http;
 use ergon_gateway::labels::{LabelReader, LabelSnapshot};
 use ergon_gateway::observe::{ObservedReader, OpsSnapshot, Protection};
 
-/// Longest request head read, bytes.
-pub const MAX_REQUEST: usize = 8 * 1024;
-/// Read and write timeout of one connection.
-pub const IO_TIMEOUT: Duration = Duration::from_secs(1);
+pub use crate::http::{IO_TIMEOUT, MAX_REQUEST};
 /// How often the thread takes a snapshot for health when nobody asks.
 pub const SAMPLE_EVERY: Duration = Duration::from_millis(100);
 
@@ -569,6 +568,32 @@ impl State {
         self.reasons = self.monitor.observe(mono, wall, &self.buckets, &self.ops);
     }
 
+    /// The answer to a complete HTTP request.
+    fn answer(&mut self, ask: http::Ask<'_>) -> http::Answer {
+        let text = "text/plain; charset=utf-8";
+        match ask {
+            http::Ask::Metrics(head) => {
+                let format = Format::negotiate(exposition::header(head, "accept"));
+                let body = self.metrics();
+                let body = match format {
+                    Format::OpenMetrics => body,
+                    Format::Classic => exposition::to_classic(&body),
+                };
+                ("200 OK", format.content_type(), body)
+            }
+            http::Ask::Health => {
+                self.sample();
+                let status = if self.reasons.is_empty() {
+                    "200 OK"
+                } else {
+                    "503 Service Unavailable"
+                };
+                (status, text, health::body(&self.reasons))
+            }
+            http::Ask::NotFound => ("404 Not Found", text, "not found\n".to_string()),
+        }
+    }
+
     fn metrics(&mut self) -> String {
         self.sample();
         let labels = self.src.labels.as_ref().map(LabelReader::read);
@@ -660,25 +685,33 @@ pub fn spawn(name: &str, addr: Option<SocketAddr>, src: Source) -> io::Result<Me
 }
 
 fn serve(tcp: Option<TcpListener>, unix: Option<UnixListener>, mut st: State, stop: &AtomicBool) {
-    // A listener not bound is polled as -1: never ready.
-    let mut fds = vec![libc::pollfd {
-        fd: unix.as_ref().map_or(-1, |u| u.as_raw_fd()),
-        events: libc::POLLIN,
-        revents: 0,
-    }];
-    if let Some(t) = &tcp {
+    let mut http = match tcp.map(http::Server::new).transpose() {
+        Ok(h) => h,
+        Err(e) => {
+            eprintln!("ergon-gateway: warning: --metrics: {e}: /metrics is not served");
+            None
+        }
+    };
+    let mut fds = Vec::with_capacity(2 + http::MAX_CONNS);
+    let mut next = Instant::now();
+    while !stop.load(Ordering::SeqCst) {
+        fds.clear();
+        // A listener not bound is polled as -1: never ready.
         fds.push(libc::pollfd {
-            fd: t.as_raw_fd(),
+            fd: unix.as_ref().map_or(-1, |u| u.as_raw_fd()),
             events: libc::POLLIN,
             revents: 0,
         });
-    }
-    let mut next = Instant::now();
-    while !stop.load(Ordering::SeqCst) {
-        for p in &mut fds {
-            p.revents = 0;
+        if let Some(h) = &http {
+            h.poll_fds(&mut fds);
         }
-        let ms = SAMPLE_EVERY.as_millis() as libc::c_int;
+        // Until the next sample, or the next connection's deadline if sooner.
+        let now = Instant::now();
+        let wake = http
+            .as_ref()
+            .and_then(http::Server::next_deadline)
+            .map_or(next, |d| d.min(next));
+        let ms = wake.saturating_duration_since(now).as_millis().min(1000) as libc::c_int;
         // SAFETY: `fds` is a live array of pollfd of the length passed.
         #[allow(unsafe_code)]
         let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
@@ -686,10 +719,7 @@ fn serve(tcp: Option<TcpListener>, unix: Option<UnixListener>, mut st: State, st
             st.sample();
             next = Instant::now() + SAMPLE_EVERY;
         }
-        if n <= 0 {
-            continue;
-        }
-        if let (Some(unix), true) = (&unix, fds[0].revents != 0) {
+        if let (Some(unix), true) = (&unix, n > 0 && fds[0].revents != 0) {
             let peer = unix.accept().ok().filter(|(s, _)| same_user(s));
             if let Some((mut s, _)) = peer {
                 st.sample();
@@ -697,12 +727,9 @@ fn serve(tcp: Option<TcpListener>, unix: Option<UnixListener>, mut st: State, st
                 let _ = s.write_all(health::body(&st.reasons).as_bytes());
             }
         }
-        if let (Some(t), Some(p)) = (&tcp, fds.get(1)) {
-            if p.revents != 0 {
-                if let Ok((s, _)) = t.accept() {
-                    let _ = answer(s, &mut st);
-                }
-            }
+        if let Some(h) = &mut http {
+            // Deadlines pass without readiness too: handled on every turn.
+            h.handle(&fds[1..], Instant::now(), &mut |ask| st.answer(ask));
         }
     }
 }
@@ -741,104 +768,6 @@ fn peer_uid(s: &UnixStream) -> Option<u32> {
         )
     };
     (r == 0).then_some(cred.uid)
-}
-
-/// The request line's method and path, once the head is complete; `Err` on a
-/// head that is not HTTP/1.x or too long.
-fn request_line(head: &[u8]) -> Result<Option<(&str, &str)>, ()> {
-    let Some(end) = head.windows(4).position(|w| w == b"\r\n\r\n") else {
-        return if head.len() >= MAX_REQUEST {
-            Err(())
-        } else {
-            Ok(None)
-        };
-    };
-    let line = head[..end].split(|&b| b == b'\r').next().unwrap_or(&[]);
-    let line = core::str::from_utf8(line).map_err(drop)?;
-    let mut parts = line.split(' ');
-    match (parts.next(), parts.next(), parts.next(), parts.next()) {
-        (Some(m), Some(p), Some(v), None) if v.starts_with("HTTP/1.") => Ok(Some((m, p))),
-        _ => Err(()),
-    }
-}
-
-fn respond(s: &mut TcpStream, status: &str, ctype: &str, body: &str) -> io::Result<()> {
-    let head = format!(
-        "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    );
-    s.write_all(head.as_bytes())?;
-    s.write_all(body.as_bytes())?;
-    s.flush()
-}
-
-/// Sets `s`'s read timeout to what is left until `deadline`: false if nothing
-/// is (a read then never outlasts the connection's deadline).
-fn until(s: &TcpStream, deadline: Instant) -> bool {
-    let left = deadline.saturating_duration_since(Instant::now());
-    !left.is_zero() && s.set_read_timeout(Some(left)).is_ok()
-}
-
-fn answer(mut s: TcpStream, st: &mut State) -> io::Result<()> {
-    s.set_read_timeout(Some(IO_TIMEOUT))?;
-    s.set_write_timeout(Some(IO_TIMEOUT))?;
-    let deadline = Instant::now() + IO_TIMEOUT;
-    let mut head = Vec::with_capacity(1024);
-    let mut buf = [0u8; 1024];
-    let text = "text/plain; charset=utf-8";
-    let (method, path) = loop {
-        match request_line(&head) {
-            Ok(Some((m, p))) => break (m.to_string(), p.to_string()),
-            Ok(None) => {}
-            Err(()) => {
-                respond(&mut s, "400 Bad Request", text, "bad request\n")?;
-                // Read what the peer still sends, bounded in bytes and by the
-                // connection's deadline (a peer trickling bytes once held this
-                // thread, and /health with it, for 40 s), so that closing does
-                // not reset the connection before it reads the answer.
-                let _ = s.shutdown(std::net::Shutdown::Write);
-                let mut left = MAX_REQUEST * 8;
-                while left > 0 && until(&s, deadline) {
-                    match s.read(&mut buf) {
-                        Ok(0) | Err(_) => break,
-                        Ok(n) => left = left.saturating_sub(n),
-                    }
-                }
-                return Ok(());
-            }
-        }
-        if !until(&s, deadline) {
-            return Ok(());
-        }
-        let n = s.read(&mut buf)?;
-        if n == 0 {
-            return Ok(());
-        }
-        let room = MAX_REQUEST - head.len().min(MAX_REQUEST);
-        head.extend_from_slice(&buf[..n.min(room)]);
-    };
-    let path = path.split('?').next().unwrap_or("");
-    match (method.as_str(), path) {
-        ("GET", "/metrics") => {
-            let format = Format::negotiate(exposition::header(&head, "accept"));
-            let body = st.metrics();
-            let body = match format {
-                Format::OpenMetrics => body,
-                Format::Classic => exposition::to_classic(&body),
-            };
-            respond(&mut s, "200 OK", format.content_type(), &body)
-        }
-        ("GET", "/health") => {
-            st.sample();
-            let status = if st.reasons.is_empty() {
-                "200 OK"
-            } else {
-                "503 Service Unavailable"
-            };
-            respond(&mut s, status, text, &health::body(&st.reasons))
-        }
-        _ => respond(&mut s, "404 Not Found", text, "not found\n"),
-    }
 }
 
 /// The health lines of the gateway `name`, run by `gateway_uid`, for `--stats`
@@ -897,18 +826,6 @@ impl OpsFlags {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_request_line_is_complete_partial_or_bad() {
-        assert_eq!(
-            request_line(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n"),
-            Ok(Some(("GET", "/metrics")))
-        );
-        assert_eq!(request_line(b"GET /metrics HTTP/1.1\r\n"), Ok(None));
-        assert_eq!(request_line(b"GARBAGE\r\n\r\n"), Err(()));
-        assert_eq!(request_line(b"\xff\xfe /x HTTP/1.1\r\n\r\n"), Err(()));
-        assert_eq!(request_line(&[b'a'; MAX_REQUEST]), Err(()));
-    }
 
     #[test]
     fn label_values_are_escaped() {

@@ -493,7 +493,16 @@ fn the_http_side_answers_only_metrics_and_health_and_survives_bad_input() {
     let mut text = String::new();
     let _ = st.read_to_string(&mut text);
     assert!(text.starts_with("HTTP/1.1 400"), "{text}");
-    // A client that connects and says nothing does not stop the others for long.
+    // The buckets are there once the loop published (the idle connection below
+    // used to hold the answer for a second, long enough for that, on the code
+    // that served one connection at a time).
+    until(10, "a first publication", || {
+        get(gw.metrics, "/metrics")
+            .1
+            .contains("ergon_bucket_used")
+            .then_some(())
+    });
+    // A client that connects and says nothing does not stop the others.
     let _idle = TcpStream::connect(gw.metrics).expect("connect");
     let (code, body) = http(
         gw.metrics,

@@ -381,6 +381,14 @@ fn the_passphrase_comes_from_a_file_or_the_environment_and_is_in_no_argv_and_no_
         !line.contains("ready") && status == Some(1),
         "{line} {status:?} {err}"
     );
+    // In the venue's words: OKX answers 50105 "OK-ACCESS-PASSPHRASE incorrect"
+    // (https://www.okx.com/docs-v5/en/#error-code-rest-api-authentication). On
+    // main the operator read only "the switch is not armed (refused)".
+    eprintln!("a wrong passphrase: {err}");
+    assert!(
+        err.contains("50105") && err.contains("PASSPHRASE"),
+        "the venue's reason: {err}"
+    );
     // A file other users may read is refused, before anything is signed.
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).expect("chmod");
     let (line, status, err, _) = okx_start(&s, &dir.0, &unique("passopen"), &by_file, None);

@@ -293,6 +293,166 @@ fn another_uid_cannot_attach_under_a_detached_clients_name_in_this_life_or_the_n
     );
 }
 
+// ---- item 9: a scribbled ring spins nothing; names gone hold no slot ----
+
+/// Where the submit ring's tail lies in a client's region: the header is
+/// `repr(C)` (magic 8, geometry 16, protocol 4, padding 100; gw_sleeping 4 and
+/// 124; client_sleeping 4 and 124; epoch 8 and 120), then the submit indices,
+/// the tail first.
+const SUBMIT_TAIL_AT: u64 = 512;
+
+/// CPU time (user + system, clock ticks) process `pid` has used so far.
+fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("stat");
+    // Fields after the command name (which may hold spaces): utime is the 12th.
+    let rest = &stat[stat.rfind(')').expect("comm") + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    f[11].parse::<u64>().expect("utime") + f[12].parse::<u64>().expect("stime")
+}
+
+#[test]
+fn a_scribbled_submit_tail_spins_nothing_after_its_client_left() {
+    let Some(att) = attacker() else { return };
+    let s = sim();
+    let dir = Scratch::new("scribble");
+    let name = unique("scribble");
+    let mut extra = journal_args(&dir.0);
+    extra.extend(["--allow-uid".into(), att.0.to_string()]);
+    let gw = gateway(
+        &s,
+        &name,
+        &dir.0,
+        Opts {
+            extra,
+            secret_by_flag: true,
+            ..Opts::default()
+        },
+    );
+    // An allowed uid puts its submit ring's tail out of range and leaves: on
+    // main the ring looked ready for ever, the loop never parked, and the
+    // gateway spun a core for --keep (300 s by default).
+    let r = run_role(&["scribble", &name, "scribbler"], Some(att));
+    assert!(
+        r["attach"]
+            .as_str()
+            .is_some_and(|a| a.starts_with("ok new")),
+        "{r}"
+    );
+    let t = stats_until(&name, |t| !t.contains("client scribbler"));
+    let pid = gw.child.id();
+    let before = cpu_ticks(pid);
+    let t0 = Instant::now();
+    // A wait for time to pass is the measurement itself here: CPU per second.
+    std::thread::sleep(Duration::from_secs(1));
+    let spent = cpu_ticks(pid) - before;
+    let wall = t0.elapsed();
+    // SAFETY: sysconf with a constant.
+    #[allow(unsafe_code)]
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+    eprintln!("the gateway used {spent} of {hz} ticks in {wall:?} after the scribble");
+    // An idle gateway uses 0 ticks; the spin used a whole core on an idle
+    // machine, 19 ticks of 100 at a load average of 12 on 2 cores.
+    assert!(
+        spent * 10 < hz,
+        "the gateway used {spent} of {hz} ticks in {wall:?} after a client scribbled its ring; stats: {t}"
+    );
+    // Its slot was freed at once (nothing of it in flight), and the gateway serves.
+    assert!(!t.contains("client scribbler"), "{t}");
+    let me = run_role(&["order", &name, "owner"], None);
+    assert_eq!(me["applied"], 1, "{me}");
+}
+
+#[test]
+fn names_whose_processes_are_gone_hold_no_slot_a_new_name_needs() {
+    let Some(att) = attacker() else { return };
+    let s = sim();
+    let dir = Scratch::new("slots");
+    let name = unique("slots");
+    let mut extra = journal_args(&dir.0);
+    extra.extend([
+        "--allow-uid".into(),
+        att.0.to_string(),
+        "--max-clients".into(),
+        "2".into(),
+    ]);
+    let _gw = gateway(
+        &s,
+        &name,
+        &dir.0,
+        Opts {
+            extra,
+            secret_by_flag: true,
+            ..Opts::default()
+        },
+    );
+    // An allowed uid fills every slot with names and exits: on main each slot
+    // stayed held for --keep (300 s), and every other attach was refused
+    // `--max-clients reached`.
+    for n in ["gone-1", "gone-2"] {
+        let r = run_role(&["order", &name, n], Some(att));
+        assert_eq!(r["applied"], 1, "{r}");
+    }
+    let me = run_role(&["order", &name, "owner"], None);
+    assert_eq!(
+        me["applied"], 1,
+        "the owner's attach after the names left: {me}"
+    );
+    // A slot with a client attached is never taken.
+    let _held = [
+        ShmClient::attach(&name, "held-1", false).expect("attach held-1"),
+        ShmClient::attach(&name, "held-2", false).expect("attach held-2"),
+    ];
+    let e = ShmClient::attach(&name, "third", false)
+        .map(|_| ())
+        .expect_err("a third attached client");
+    assert!(e.to_string().contains("--max-clients"), "{e}");
+}
+
+// ---- item 8: a name not attached for --forget-names leaves the owners file ----
+
+#[test]
+fn a_name_past_forget_names_leaves_the_owners_file_and_its_binding_with_it() {
+    let Some(att) = attacker() else { return };
+    let s = sim();
+    let dir = Scratch::new("forget");
+    let name = unique("forget");
+    let mut extra = journal_args(&dir.0);
+    // Forget a name at once, keep no detached client: the binding's age alone
+    // decides (30 days by default, the unit tests jump that clock).
+    extra.extend([
+        "--allow-uid".into(),
+        att.0.to_string(),
+        "--forget-names".into(),
+        "0".into(),
+        "--keep".into(),
+        "0".into(),
+    ]);
+    let _gw = gateway(
+        &s,
+        &name,
+        &dir.0,
+        Opts {
+            extra,
+            secret_by_flag: true,
+            ..Opts::default()
+        },
+    );
+    let me = run_role(&["order", &name, "once"], None);
+    assert_eq!(me["applied"], 1, "{me}");
+    stats_until(&name, |t| !t.contains("client once"));
+    let owners = std::fs::read_to_string(dir.0.join("journal.owners")).unwrap_or_default();
+    assert!(owners.contains("uid once 0 "), "{owners}");
+    // The next attach forgets it: another uid may take the name, and the file
+    // no longer names it.
+    let r = run_role(&["steal", &name, "once"], Some(att));
+    assert_eq!(r["attach"], "attached", "{r}");
+    let owners = std::fs::read_to_string(dir.0.join("journal.owners")).unwrap_or_default();
+    assert!(
+        owners.contains(&format!("uid once {} ", att.0)) && !owners.contains("uid once 0 "),
+        "{owners}"
+    );
+}
+
 // ---- item 7: the metrics listener ----
 
 /// A free loopback port (bound, then let go).
@@ -357,6 +517,51 @@ fn a_slowloris_on_the_bad_request_path_does_not_hold_health() {
         "/health took {took:?} behind a slowloris"
     );
     loris.join().expect("loris");
+}
+
+#[test]
+fn twenty_slow_header_connections_do_not_delay_health() {
+    let s = sim();
+    let dir = Scratch::new("loris20");
+    let name = unique("loris20");
+    let port = free_port();
+    let mut extra = journal_args(&dir.0);
+    extra.extend(["--metrics".into(), format!("127.0.0.1:{port}")]);
+    let _gw = gateway(
+        &s,
+        &name,
+        &dir.0,
+        Opts {
+            extra,
+            secret_by_flag: true,
+            ..Opts::default()
+        },
+    );
+    assert!(get(port, "/health").0.starts_with("HTTP/1.1"), "no /health");
+    // 20 connections that each send half a request head and then nothing: on
+    // main the listener served one connection at a time, each up to its 1 s
+    // deadline, so /health waited up to 20 s behind them.
+    let loris: Vec<_> = (0..20)
+        .map(|_| {
+            let mut c = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
+            c.write_all(b"GET /health HTTP/1.1\r\nHost: x\r\n")
+                .expect("write");
+            c
+        })
+        .collect();
+    let mut worst = Duration::ZERO;
+    for _ in 0..5 {
+        let (status, took) = get(port, "/health");
+        assert!(status.starts_with("HTTP/1.1"), "{status}");
+        worst = worst.max(took);
+    }
+    eprintln!("/health behind 20 slow-header connections: worst of 5 in {worst:?}");
+    // ~100 ms asked; a margin for a loaded 2-core CI machine.
+    assert!(
+        worst < Duration::from_millis(250),
+        "/health took {worst:?} behind 20 slow-header connections"
+    );
+    drop(loris);
 }
 
 #[test]
@@ -611,6 +816,30 @@ fn role() {
         "freeze" => return freeze(gw, me),
         // hold GW ME: hold connections that said `stats`, without end.
         "hold" => return hold(gw),
+        // scribble GW ME: attach, put the submit ring's tail out of range, ring
+        // the doorbell, and leave.
+        "scribble" => {
+            use std::os::unix::fs::FileExt;
+            let (sock, answer, mut fds) =
+                shm::raw_command_uid(gw, gw_uid, &format!("attach {me}")).expect("attach");
+            assert!(answer.starts_with("ok new"), "{answer}");
+            let region = std::fs::File::from(fds.remove(0));
+            region
+                .write_at(&(1u64 << 40).to_le_bytes(), SUBMIT_TAIL_AT)
+                .expect("scribble");
+            // The doorbell: one byte on the connection.
+            // SAFETY: a one-byte send on a descriptor of this process.
+            #[allow(unsafe_code)]
+            unsafe {
+                libc::send(
+                    sock.as_raw_fd(),
+                    b"w".as_ptr().cast(),
+                    1,
+                    libc::MSG_DONTWAIT,
+                )
+            };
+            serde_json::json!({ "attach": answer })
+        }
         // steal GW NAME: attach under NAME, say how that went.
         "steal" => {
             let attach = match ShmClient::attach_uid(gw, gw_uid, me, false) {

@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 
 use ergon_core::{BucketId, Budget};
 
-use ergon_gateway::shm::files::{bad_data, open_file, replace_file, sync_dir};
+use ergon_gateway::shm::files::{bad_data, Dir};
 
 const HEADER: &str = "ergon-halts 1";
 /// Larger than any file of [`MAX_HALTS`] halts.
@@ -69,6 +69,9 @@ impl Halt {
 #[derive(Clone, Debug)]
 pub struct HaltLog {
     path: PathBuf,
+    /// Its directory, held open: written there whatever its path becomes.
+    dir: Dir,
+    name: String,
     halts: Vec<Halt>,
     /// The budget's halted buckets when the file was last brought up to date.
     seen: Vec<BucketId>,
@@ -78,13 +81,16 @@ impl HaltLog {
     /// Reads the halts file at `path` (none there: no halt). An error for a file
     /// that is refused or not a halts file; it is left as it is.
     pub fn open(path: &Path) -> io::Result<HaltLog> {
-        let halts = match open_file(path, false) {
+        let (dir, name) = Dir::of(path)?;
+        let halts = match dir.open_file(&name, false) {
             Ok(f) => read(path, f)?,
             Err(e) if e.kind() == io::ErrorKind::NotFound => Vec::new(),
             Err(e) => return Err(e),
         };
         Ok(HaltLog {
             path: path.to_path_buf(),
+            dir,
+            name,
             halts,
             seen: Vec::new(),
         })
@@ -169,11 +175,8 @@ impl HaltLog {
     /// Replaces the file with the halts held (removes it when there is none).
     fn write(&self) -> io::Result<()> {
         if self.halts.is_empty() {
-            match std::fs::remove_file(&self.path) {
-                Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
-                _ => {}
-            }
-            sync_dir(&self.path);
+            self.dir.remove(&self.name)?;
+            self.dir.sync();
             return Ok(());
         }
         let mut text = format!("{HEADER}\n");
@@ -184,7 +187,7 @@ impl HaltLog {
             );
         }
         text += &format!("end {}\n", self.halts.len());
-        replace_file(&self.path, &text)
+        self.dir.replace(&self.name, &text)
     }
 }
 

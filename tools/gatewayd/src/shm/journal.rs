@@ -39,7 +39,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use ergon_gateway::ids::boot_epoch;
-use ergon_gateway::shm::files::{bad_data, open_file};
+use ergon_gateway::shm::files::{bad_data, Dir};
 use ergon_gateway::shm::os::Mapping;
 use ergon_venues::endpoint::ClientOrderId;
 
@@ -296,7 +296,8 @@ impl Old {
 /// at start, before anything is sent on `owner`'s behalf.
 pub fn check(path: &Path, owner: &JournalOwner) -> io::Result<()> {
     check_parent(path)?;
-    match open_file(path, false) {
+    let (dir, name) = Dir::of(path)?;
+    match dir.open_file(&name, false) {
         Ok(f) => Journal::read_old(path, &OwnedFd::from(f))?.owned_by(path, owner),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(e),
@@ -323,7 +324,8 @@ impl Journal {
         let len = bytes_for(cap, HEAD)
             .filter(|_| u32::try_from(cap).is_ok())
             .ok_or_else(|| bad_data(path, format_args!("{cap} entries do not fit memory")))?;
-        let old = match open_file(path, false) {
+        let (dir, name) = Dir::of(path)?;
+        let old = match dir.open_file(&name, false) {
             Ok(f) => Self::read_old(path, &OwnedFd::from(f))?,
             Err(e) if e.kind() == io::ErrorKind::NotFound => Old {
                 live: Vec::new(),
@@ -343,15 +345,7 @@ impl Journal {
                 ),
             ));
         }
-        let mut new = path.as_os_str().to_owned();
-        new.push(".new");
-        let new = std::path::PathBuf::from(new);
-        // A stale one of a start that died here (a symlink is removed, not followed).
-        match std::fs::remove_file(&new) {
-            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
-            _ => {}
-        }
-        let f = open_file(&new, true)?;
+        let f = dir.create_new(&name)?;
         f.set_len(len as u64)?;
         let fd = OwnedFd::from(f);
         let map = Mapping::map(&fd, len)?;
@@ -382,12 +376,7 @@ impl Journal {
         }
         // On disk before it replaces the old one (fsync writes the mapping's pages).
         std::fs::File::from(fd.try_clone()?).sync_all()?;
-        std::fs::rename(&new, path)?;
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            if let Ok(d) = std::fs::File::open(dir) {
-                let _ = d.sync_all();
-            }
-        }
+        dir.commit_new(&name)?;
         j.disk = disk;
         Ok((j, live))
     }

@@ -14,3 +14,4 @@ pub use dirs::{check_dir, runtime_dir, PrivateDir};
 pub use halts::{Halt, HaltLog};
 pub use hub::{Hub, HubConfig, HUB_TOKEN, PENDING_PER_UID, SILENT_CONN_NS};
 pub use journal::{check as check_journal, JournalOwner};
+pub use owners::FORGET_NAMES_DAYS;

@@ -28,6 +28,10 @@ impl Hub {
         let Some(uid) = self.conns[i].as_ref().map(|c| c.uid) else {
             return;
         };
+        // Names past --forget-names go first: theirs is no binding any more.
+        if let Some(log) = &mut self.owners {
+            log.expire(ergon_gateway::wall::ms(), self.cfg.forget_names_ms);
+        }
         let found = self
             .clients
             .iter()
@@ -48,8 +52,14 @@ impl Hub {
             Some(k) if self.clients[k].as_ref().is_some_and(|c| c.conn.is_some()) => {
                 return self.answer(i, "err a client of that name is attached");
             }
+            Some(k) if self.clients[k].as_ref().is_some_and(|c| c.broken) => {
+                return self.answer(
+                    i,
+                    &format!("err the client {name} wrote its submit ring out of range: it is dropped once its requests in flight end; attach again then"),
+                );
+            }
             Some(k) => (k, true),
-            None => match self.clients.iter().position(Option::is_none) {
+            None => match self.free_slot() {
                 Some(k) => match self.new_client(k, name, uid) {
                     Ok(c) => {
                         self.clients[k] = Some(c);
@@ -82,7 +92,8 @@ impl Hub {
                 }
                 c.blocks.push_back((from, end));
                 if let Some(log) = &mut self.owners {
-                    if let Err(e) = log.record(&c.name, c.uid, b.epoch(), from, end) {
+                    let now_ms = ergon_gateway::wall::ms();
+                    if let Err(e) = log.record(&c.name, c.uid, b.epoch(), (from, end), now_ms) {
                         eprintln!(
                             "ergon-gateway: warning: owners file: {e}: after a restart, any client may act on {}'s orders",
                             c.name
@@ -103,6 +114,27 @@ impl Hub {
                 &[c.memfd.as_raw_fd()],
             );
         }
+    }
+
+    /// A slot for a new client name: an empty one, else the one of the client
+    /// detached longest with nothing in flight (its unread events go; its ids
+    /// stay its name's in the owners file), so that names whose processes are
+    /// gone hold no slot another attach needs (issue 41, item 9). None when every
+    /// slot is attached or has requests in flight.
+    fn free_slot(&mut self) -> Option<usize> {
+        if let Some(k) = self.clients.iter().position(Option::is_none) {
+            return Some(k);
+        }
+        let k = self
+            .clients
+            .iter()
+            .enumerate()
+            .filter_map(|(k, c)| c.as_ref().map(|c| (k, c)))
+            .filter(|(_, c)| c.conn.is_none() && c.in_flight() == 0)
+            .min_by_key(|(_, c)| c.detached_at)
+            .map(|(k, _)| k)?;
+        self.clients[k] = None;
+        Some(k)
     }
 
     pub(super) fn new_client(&mut self, k: usize, name: &str, uid: u32) -> io::Result<Client> {
@@ -130,6 +162,7 @@ impl Hub {
             unresolved: std::collections::VecDeque::with_capacity(self.cfg.in_flight),
             region,
             detached_at: None,
+            broken: false,
             blocks: std::collections::VecDeque::with_capacity(BLOCKS_KEPT),
             used: Vec::new(),
             stats: ClientStats::default(),

@@ -120,7 +120,7 @@ impl Hub {
 
     pub(super) fn take_submits<E: Account>(&mut self, api: &mut Api<'_, '_, E>, k: usize) {
         for _ in 0..self.cfg.per_turn {
-            let Some(c) = self.clients[k].as_mut() else {
+            let Some(c) = self.clients[k].as_mut().filter(|c| !c.broken) else {
                 return;
             };
             let buf = &mut self.buf;
@@ -132,8 +132,10 @@ impl Hub {
                 Ok(Some(n)) => n,
                 Ok(None) => return,
                 Err(_) => {
-                    // A corrupt ring: this client cannot be served any more.
+                    // A corrupt ring: this client cannot be served any more
+                    // (and its ring, ready for ever, is not read again).
                     c.stats.bad += 1;
+                    c.broken = true;
                     // Its own connection only (checked by generation in close).
                     if let Some((i, g)) = c.conn {
                         if self

@@ -90,6 +90,9 @@ pub struct HubConfig {
     /// How long the outcomes of a client that went away are kept for it to
     /// attach again under its name, after its last request settled.
     pub keep_ns: i64,
+    /// How long a client name not attached stays in the owners file (its uid
+    /// binding and its id blocks), ms (`--forget-names DAYS`).
+    pub forget_names_ms: i64,
     /// Each client's ceiling, as a fraction of every bucket's limit per window.
     /// None: the fair share, one over the number of clients attached at the
     /// time of the call, rounded up (a lone client may use everything; with two, neither
@@ -134,6 +137,7 @@ impl Default for HubConfig {
             keep_ns: 300_000 * MS,
             share: None,
             per_turn: 16,
+            forget_names_ms: i64::from(super::owners::FORGET_NAMES_DAYS) * 86_400_000,
             class_ceiling: None,
             journal: None,
             journal_owner: None,
@@ -181,6 +185,10 @@ struct Client {
     /// `tags`).
     unresolved: std::collections::VecDeque<(Tag, Tag)>,
     detached_at: Option<i64>,
+    /// Its submit ring was found corrupt (an index or a length out of range,
+    /// written by the client): never read again, never a reason not to park,
+    /// and the slot freed as soon as nothing of it is in flight.
+    broken: bool,
     /// The blocks of client order ids issued to it in this gateway's life
     /// (sequences `from..end` of the hub's epoch), the latest [`BLOCKS_KEPT`].
     blocks: std::collections::VecDeque<(u64, u64)>,
@@ -360,7 +368,11 @@ impl Hub {
                 let mut p = path.as_os_str().to_owned();
                 p.push(".owners");
                 let p = std::path::PathBuf::from(p);
-                Some(OwnerLog::open(&p).map_err(|e| owned_msg(&format!("owners file {e}")))?)
+                let now_ms = ergon_gateway::wall::ms();
+                let mut log = OwnerLog::open(&p, now_ms)
+                    .map_err(|e| owned_msg(&format!("owners file {e}")))?;
+                log.expire(now_ms, cfg.forget_names_ms);
+                Some(log)
             }
             None => None,
         };
@@ -586,7 +598,7 @@ impl Hub {
             let drop = slot.as_ref().is_some_and(|c| {
                 c.conn.is_none()
                     && c.in_flight() == 0
-                    && c.detached_at.is_some_and(|t| now - t >= self.cfg.keep_ns)
+                    && (c.broken || c.detached_at.is_some_and(|t| now - t >= self.cfg.keep_ns))
             });
             if drop {
                 *slot = None;
@@ -704,7 +716,12 @@ impl<E: Account> Strategy<E> for Hub {
         }
         // Pairs with the client's fence after its push.
         fence(Ordering::SeqCst);
-        let pending = self.clients.iter().flatten().any(|c| c.submit.ready());
+        // A broken ring looks ready for ever: it must not keep the loop awake.
+        let pending = self
+            .clients
+            .iter()
+            .flatten()
+            .any(|c| !c.broken && c.submit.ready());
         if pending {
             for c in self.clients.iter().flatten() {
                 c.region.header().gw_sleeping.store(0, Ordering::Relaxed);
