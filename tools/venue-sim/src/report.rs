@@ -119,6 +119,10 @@ pub struct Report {
     pub bybit_private: BybitPrivateCounts,
     /// Deribit's JSON-RPC WebSocket (`/ws/api/v2`).
     pub deribit_ws: DeribitWsCounts,
+    /// Hyperliquid: requests bought with `reserveRequestWeight`, all accounts.
+    pub reserved_requests: u64,
+    /// Hyperliquid: what they cost, USDC in units of 1e-8.
+    pub reserve_paid_e8: u128,
 }
 
 /// What Deribit's JSON-RPC WebSocket (`/ws/api/v2`) saw.

@@ -594,3 +594,27 @@ fn the_open_order_cap_refuses_the_order_past_it() {
         (2, 0, 1)
     );
 }
+
+/// `reserveRequestWeight` costs 0.0005 USDC a request, paid from the account's
+/// value, and is refused whole when the account cannot pay
+/// (<https://hyperliquid.gitbook.io/hyperliquid-docs/for-developers/api/exchange-endpoint#reserve-additional-actions>).
+#[test]
+fn reserve_request_weight_costs_five_ten_thousandths_of_a_usdc_a_request() {
+    let mut cfg = Config::hyperliquid();
+    cfg.hyperliquid.account_value_usdc = 1;
+    let mut t = Session::new(cfg);
+    let v = t.exchange(r#"{"type":"reserveRequestWeight","weight":1500}"#);
+    assert_eq!(v["status"], "ok", "{v}");
+    // 1500 × 0.0005 = 0.75 USDC of the 1: 500 more would be 1.00, 501 is over.
+    let v = t.exchange(r#"{"type":"reserveRequestWeight","weight":501}"#);
+    assert_eq!(v["status"], "err", "{v}");
+    let v = t.exchange(r#"{"type":"reserveRequestWeight","weight":500}"#);
+    assert_eq!(v["status"], "ok", "{v}");
+    let r = t.info(&user("userRateLimit")).json();
+    assert_eq!(r["nRequestsSurplus"], 2_000, "{r}");
+    let report = t.s.stop();
+    assert_eq!(
+        (report.reserved_requests, report.reserve_paid_e8),
+        (2_000, 100_000_000)
+    );
+}

@@ -14,6 +14,8 @@ pub(crate) struct AddressState {
     pub(crate) volume_e8: u128,
     /// Requests bought with `reserveRequestWeight`.
     pub(crate) surplus: u64,
+    /// What those cost, USDC in units of 1e-8.
+    pub(crate) paid_e8: u128,
     /// When the last request went through on the exhausted rate (venue ms).
     pub(crate) last_exhausted_ms: Option<i64>,
     /// The switch armed last: when it fires (venue ms), if it has not yet been

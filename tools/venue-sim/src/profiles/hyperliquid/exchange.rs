@@ -370,9 +370,21 @@ impl Venue {
                 self.addresses.accounts[a].switch_at = Some(t);
                 default()
             }
+            // 0.0005 USDC a request, paid from the account's value: refused
+            // whole when the account cannot pay
+            // (<https://hyperliquid.gitbook.io/hyperliquid-docs/for-developers/api/exchange-endpoint#reserve-additional-actions>).
             Action::Reserve(w) => {
+                let cfg = &self.cfg.hyperliquid;
+                let cost = u128::from(w) * u128::from(cfg.reserve_price_e8);
+                let value = u128::from(cfg.account_value_usdc) * 100_000_000;
                 let st = &mut self.addresses.accounts[a];
+                if st.paid_e8.saturating_add(cost) > value {
+                    return err("Insufficient balance to reserve request weight.");
+                }
+                st.paid_e8 += cost;
                 st.surplus = st.surplus.saturating_add(w);
+                self.report.reserved_requests = self.report.reserved_requests.saturating_add(w);
+                self.report.reserve_paid_e8 += cost;
                 default()
             }
             Action::Noop | Action::UpdateLeverage => default(),

@@ -18,7 +18,8 @@
 //!   exist."; `expiresAfter` in the past refuses the action; the nonce rules of
 //!   the signer apply.
 //! - The address budget: 10,000 requests plus one per USDC traded plus those
-//!   bought (`reserveRequestWeight`); each order of a batch counts one; once
+//!   bought (`reserveRequestWeight`, 0.0005 USDC a request from the account's
+//!   value, refused whole past it); each order of a batch counts one; once
 //!   spent, one request per 10 s; cancels may go on to `min(cap + 100000,
 //!   cap × 2)`. Refusals answer `{"status":"err","response":"Too many
 //!   cumulative requests sent ..."}`.
