@@ -2,7 +2,10 @@
 //! ([`Account::sync_request`]: Hyperliquid's `userRateLimit`, the address
 //! budget): at most every [`Account::sync_every_ns`], at [`Class::Bulk`] (the
 //! class that never takes the headroom, so never inside a burst), its answer
-//! read by the adapter alone. Nothing retries it but the next period.
+//! read by the adapter alone. Nothing retries it but the next period. The
+//! account may put an action of its own in the same slot (Hyperliquid's
+//! `reserveRequestWeight`) and ask for the next read at once
+//! ([`Account::sync_again`]).
 
 use ergon_core::Class;
 use ergon_io::client::RequestId;
@@ -75,6 +78,7 @@ impl<E: Account> Gateway<E> {
             // No room at Bulk (a burst, or the higher classes' headroom): again
             // when the budget says, at least a second on, at most a period.
             Err(l) => {
+                self.venue.sync_unsent();
                 self.sync.next_at = l
                     .ready_at_ns
                     .clamp(now.saturating_add(1_000_000_000), self.sync.next_at);
@@ -95,12 +99,14 @@ impl<E: Account> Gateway<E> {
             Some(Err(refused)) => {
                 // Not written (no connection ready): again shortly.
                 let _ = w.budget().refund(refused.into_ticket(), now);
+                self.venue.sync_unsent();
                 self.sync.next_at = now.saturating_add(RETRY_GAP_NS);
             }
             None => {
                 if let Some(t) = ticket {
                     let _ = w.budget().refund(t, now);
                 }
+                self.venue.sync_unsent();
             }
         }
     }
@@ -122,6 +128,9 @@ impl<E: Account> Gateway<E> {
         let kind = self.sync.req.kind().unwrap_or(Kind::Read(0));
         let _ = self.venue.on_response(kind, r, w.budget(), now);
         let _ = w.budget().complete(flight, now);
+        if self.venue.sync_again() {
+            self.sync.next_at = now;
+        }
         Ok(())
     }
 
