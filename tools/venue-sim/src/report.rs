@@ -123,6 +123,10 @@ pub struct Report {
     pub reserved_requests: u64,
     /// Hyperliquid: what they cost, USDC in units of 1e-8.
     pub reserve_paid_e8: u128,
+    /// Hyperliquid: orders admitted with a `cloid` the venue had admitted
+    /// before in another order action (ran or not): a client sent again what
+    /// the venue had taken.
+    pub resubmitted: u64,
 }
 
 /// What Deribit's JSON-RPC WebSocket (`/ws/api/v2`) saw.

@@ -472,14 +472,16 @@ fn schedule_cancel_needs_five_seconds_fires_and_empties_the_book_ten_times_a_day
     // Disarmed: it never fires.
     assert_eq!(t.exchange(r#"{"type":"scheduleCancel"}"#)["status"], "ok");
     assert!(t.s.switches().is_empty());
+    // 100 ms over the least lead: the venue's clock moves on between reading
+    // it here and the request's arrival (exactly 5 s drew a rare "too early").
     let fire = |t: &mut Session| {
         let now = t.s.clock().now_ms();
         let v = t.exchange(&format!(
             r#"{{"type":"scheduleCancel","time":{}}}"#,
-            now + 5_000
+            now + 5_100
         ));
         assert_eq!(v["status"], "ok", "{v}");
-        t.s.advance_clock(5_001);
+        t.s.advance_clock(5_101);
         until(Duration::from_secs(10), || {
             t.s.switches().is_empty().then_some(())
         })
@@ -617,4 +619,20 @@ fn reserve_request_weight_costs_five_ten_thousandths_of_a_usdc_a_request() {
         (report.reserved_requests, report.reserve_paid_e8),
         (2_000, 100_000_000)
     );
+}
+
+/// The report counts an order whose `cloid` the venue admitted before (a client
+/// sending again what the venue took); a refused request is not admitted.
+#[test]
+fn an_order_admitted_twice_by_cloid_is_counted_resubmitted() {
+    let mut t = Session::new(Config::hyperliquid());
+    t.exchange(&order(&cloid(1), "49000", "Gtc"));
+    t.exchange(&order(&cloid(2), "49000", "Gtc"));
+    assert_eq!(t.s.report().resubmitted, 0);
+    let v = t.exchange(&order(&cloid(1), "49000", "Gtc"));
+    assert_eq!(
+        v["response"]["data"]["statuses"][0]["error"], "Duplicate cloid.",
+        "{v}"
+    );
+    assert_eq!(t.s.stop().resubmitted, 1);
 }

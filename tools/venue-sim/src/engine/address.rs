@@ -3,7 +3,7 @@
 //! requests, volume, purchased requests and dead man's switch triggers. Plain
 //! data: the rules that read and write it live in the profile.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 /// One account's address budget and switch count.
 #[derive(Clone, Debug, Default)]
@@ -32,6 +32,8 @@ pub(crate) struct AddressBook {
     pub(crate) nonces: HashMap<[u8; 20], BTreeSet<u64>>,
     /// Per account index.
     pub(crate) accounts: Vec<AddressState>,
+    /// Every `(account, cloid)` of an order action admitted so far.
+    pub(crate) admitted_cloids: HashSet<(usize, String)>,
 }
 
 impl AddressBook {
@@ -39,6 +41,7 @@ impl AddressBook {
         AddressBook {
             nonces: HashMap::new(),
             accounts: vec![AddressState::default(); accounts],
+            admitted_cloids: HashSet::new(),
         }
     }
 }

@@ -235,6 +235,13 @@ impl Venue {
             return Err(err(&text));
         }
         self.hl_spend(account, &action, now)?;
+        if let Action::Order(orders) = &action {
+            for c in orders.iter().filter_map(|o| o.cloid.clone()) {
+                if !self.addresses.admitted_cloids.insert((account, c)) {
+                    self.report.resubmitted += 1;
+                }
+            }
+        }
         Ok(ExchangeOp { account, action })
     }
 
