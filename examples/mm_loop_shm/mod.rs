@@ -29,6 +29,9 @@ struct Remote<'s> {
     gateway_uid: u32,
     me: String,
     symbol: Symbol<'s>,
+    /// Book levels read: 20 on Hyperliquid (its l2Book has no other depth),
+    /// 100 elsewhere.
+    depth: u32,
     quotes: [Quote; 2],
     /// Orders in flight by tag, for a query if the gateway is lost.
     orders: HashMap<u64, ClientOrderId>,
@@ -112,8 +115,8 @@ impl Remote<'_> {
             let gtc = OrderType::Limit(TimeInForce::Gtc);
             self.order(QUOTE | (slot << 48), side, gtc, Some(&price), "0.010");
         }
-        let (symbol, read) = (self.symbol, self.tag(READ));
-        self.submit(&Call::Book { symbol, depth: 100 }, Normal, read);
+        let (symbol, depth, read) = (self.symbol, self.depth, self.tag(READ));
+        self.submit(&Call::Book { symbol, depth }, Normal, read);
         if self.cycle % ACCOUNT_EVERY == 0 {
             let t = self.tag(READ);
             self.submit(&Call::Account, Bulk, t);
@@ -340,6 +343,7 @@ pub fn run(o: &Options, gateway: &str) -> Result<Summary, String> {
         gateway,
         me,
         symbol: Symbol::new(symbol).map_err(|e| e.to_string())?,
+        depth: if o.venue == "hyperliquid" { 20 } else { 100 },
         quotes: Default::default(),
         orders: HashMap::new(),
         unknown: Vec::new(),
