@@ -12,8 +12,8 @@ use std::net::TcpStream;
 use std::time::Duration;
 
 use ergon_core::Budget;
-use ergon_gateway::Account;
 use ergon_gateway::observe::OpsSnapshot;
+use ergon_gateway::Account;
 use ergon_gatewayd::metrics::{render, View};
 use ergon_venue_sim::{Config, Server, HYPERLIQUID_TEST_ADDRESS, HYPERLIQUID_TEST_KEY};
 use ergon_venues::adapt::{Clock, Request, Venue};
