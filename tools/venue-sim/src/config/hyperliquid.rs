@@ -65,6 +65,11 @@ pub struct Hyperliquid {
     /// The account's value, USDC (`clearinghouseState`'s `accountValue`):
     /// what purchases may spend in all.
     pub account_value_usdc: u64,
+    /// Users an IP's WebSocket subscriptions may track (10).
+    pub ws_users_per_ip: usize,
+    /// A user no connection tracks any more keeps its slot this long for the
+    /// IP's other connections (60 s, measured).
+    pub ws_user_release_ms: i64,
 }
 
 impl Default for Hyperliquid {
@@ -84,6 +89,8 @@ impl Default for Hyperliquid {
             initial_volume_usdc: 0,
             reserve_price_e8: 50_000,
             account_value_usdc: 100_000,
+            ws_users_per_ip: 10,
+            ws_user_release_ms: 60_000,
         }
     }
 }
