@@ -1,7 +1,9 @@
 //! The venue's account figures the gateway reads on its own
 //! ([`Account::sync_request`]: Hyperliquid's `userRateLimit`, the address
 //! budget): at most every [`Account::sync_every_ns`], at [`Class::Bulk`] (the
-//! class that never takes the headroom, so never inside a burst), its answer
+//! class that never takes the headroom, so never inside a burst; at
+//! [`Class::Normal`] once two periods went without an answer, so strategies
+//! that keep the budget full cannot starve it), its answer
 //! read by the adapter alone. Nothing retries it but the next period. The
 //! account may put an action of its own in the same slot (Hyperliquid's
 //! `reserveRequestWeight`) and ask for the next read at once
@@ -24,6 +26,8 @@ pub(super) struct Sync {
     on_wire: Option<(RequestId, i64)>,
     next_at: i64,
     req: Prepared,
+    /// When the last answer came (or the first attempt was made).
+    since: Option<i64>,
 }
 
 impl Default for Sync {
@@ -32,6 +36,7 @@ impl Default for Sync {
             on_wire: None,
             next_at: i64::MIN,
             req: Prepared::with_capacity(256),
+            since: None,
         }
     }
 }
@@ -67,12 +72,22 @@ impl<E: Account> Gateway<E> {
             return;
         }
         self.sync.next_at = now.saturating_add(every.max(1));
+        // At Bulk: never inside a burst. But strategies that keep the budget
+        // full below Bulk's headroom would starve it (the address budget never
+        // read again, no forecast): two periods without an answer, it goes at
+        // Normal.
+        let since = *self.sync.since.get_or_insert(now);
+        let class = if now.saturating_sub(since) >= every.saturating_mul(2) {
+            Class::Normal
+        } else {
+            Class::Bulk
+        };
         if self.venue.sync_request(&mut self.sync.req, now).is_err() {
             return;
         }
         let ticket = match self
             .shapes
-            .charge(w.budget(), self.sync.req.parts(), Class::Bulk, now)
+            .charge(w.budget(), self.sync.req.parts(), class, now)
         {
             Ok(t) => t,
             // No room at Bulk (a burst, or the higher classes' headroom): again
@@ -125,6 +140,7 @@ impl<E: Account> Gateway<E> {
         }
         self.sync.on_wire = None;
         let now = w.now();
+        self.sync.since = Some(now);
         let kind = self.sync.req.kind().unwrap_or(Kind::Read(0));
         let _ = self.venue.on_response(kind, r, w.budget(), now);
         let _ = w.budget().complete(flight, now);
