@@ -274,9 +274,14 @@ fn three_clients_near_the_limits_with_faults_then_the_switch_empties_the_book() 
         used < cap,
         "the address budget never spent: {used} of {cap}"
     );
-    if let Some(h) = value("ergon_address_budget_forecast_hours") {
-        eprintln!("the budget lasts ~{h:.2} h at this pace");
-        assert!(h > 0.0);
+    match value("ergon_address_budget_forecast_hours") {
+        Some(h) => {
+            eprintln!("the budget lasts ~{h:.2} h at this pace");
+            assert!(h > 0.0);
+        }
+        // Two readings a minute apart (the second not starved by the full
+        // budget) by the end of a run of 75 s or more.
+        None => assert!(secs < 75, "no forecast after {secs} s: {text}"),
     }
 
     // The quotes rest; the gateway is killed; its switch fires on the venue's
