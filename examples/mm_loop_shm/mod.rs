@@ -360,7 +360,11 @@ pub fn run(o: &Options, gateway: &str) -> Result<Summary, String> {
     let end = (o.duration_s * SEC as f64) as i64;
     let period = ((SEC as f64 / (CYCLES_PER_S * o.demand)) as i64).max(1);
     let (mut next, mut progress) = (0i64, SEC);
-    while now() < end || (r.c.in_flight() > 0 && now() < end + 3 * SEC) {
+    // Requests still in flight at the end are waited for: 3 s, or on
+    // Hyperliquid 10 s (a lost action is found or not found only after its
+    // `expiresAfter`, 5 s, and the gateway's margin).
+    let grace = if o.venue == "hyperliquid" { 10 } else { 3 } * SEC;
+    while now() < end || (r.c.in_flight() > 0 && now() < end + grace) {
         let t = now();
         if r.c.is_gone() {
             r.recover(t)?;

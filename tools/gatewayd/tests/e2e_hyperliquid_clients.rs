@@ -45,9 +45,10 @@ fn secs() -> u32 {
 }
 
 /// Faults by order number (every 8th order request the venue admits, each kind
-/// in turn) until 5 s before the end, so that each one's reconcile (a "not
-/// found" is final only after the action's `expiresAfter`, 5 s) ends while
-/// the strategies still run: at about 15 order requests a second.
+/// in turn) until about 5 s before the end, so that each one's reconcile (a
+/// "not found" is final only after the action's `expiresAfter`, 5 s) ends
+/// before the strategies leave: at least 5 order requests a second, more in
+/// the first seconds (the strategies wait 10 s more for what is in flight).
 fn sim(secs: u32) -> Server {
     const KINDS: [Fault; 5] = [
         Fault::ServerErrorAfterExecute,
@@ -57,7 +58,7 @@ fn sim(secs: u32) -> Server {
         Fault::Delay,
     ];
     let mut c = Config::hyperliquid();
-    let last = u64::from(secs.saturating_sub(5).max(3)) * 15;
+    let last = (u64::from(secs.saturating_sub(5)) * 5).max(40);
     c.faults.script = (1..)
         .map(|k| k * 8)
         .take_while(|&n| n <= last)
