@@ -29,6 +29,9 @@ struct Remote<'s> {
     gateway_uid: u32,
     me: String,
     symbol: Symbol<'s>,
+    /// Book levels read: 20 on Hyperliquid (its l2Book has no other depth),
+    /// 100 elsewhere.
+    depth: u32,
     quotes: [Quote; 2],
     /// Orders in flight by tag, for a query if the gateway is lost.
     orders: HashMap<u64, ClientOrderId>,
@@ -119,8 +122,8 @@ impl Remote<'_> {
             let gtc = OrderType::Limit(TimeInForce::Gtc);
             self.order(QUOTE | (slot << 48), side, gtc, Some(&price), "0.010");
         }
-        let (symbol, read) = (self.symbol, self.tag(READ));
-        self.submit(&Call::Book { symbol, depth: 100 }, Normal, read);
+        let (symbol, depth, read) = (self.symbol, self.depth, self.tag(READ));
+        self.submit(&Call::Book { symbol, depth }, Normal, read);
         if self.cycle % ACCOUNT_EVERY == 0 {
             let t = self.tag(READ);
             self.submit(&Call::Account, Bulk, t);
@@ -357,6 +360,7 @@ pub fn run(o: &Options, gateway: &str) -> Result<Summary, String> {
         gateway,
         me,
         symbol: Symbol::new(symbol).map_err(|e| e.to_string())?,
+        depth: if o.venue == "hyperliquid" { 20 } else { 100 },
         quotes: Default::default(),
         orders: HashMap::new(),
         unknown: Vec::new(),
@@ -373,7 +377,11 @@ pub fn run(o: &Options, gateway: &str) -> Result<Summary, String> {
     let end = (o.duration_s * SEC as f64) as i64;
     let period = ((SEC as f64 / (CYCLES_PER_S * o.demand)) as i64).max(1);
     let (mut next, mut progress) = (0i64, SEC);
-    while now() < end || (r.c.in_flight() > 0 && now() < end + 3 * SEC) {
+    // Requests still in flight at the end are waited for: 3 s, or on
+    // Hyperliquid 10 s (a lost action is found or not found only after its
+    // `expiresAfter`, 5 s, and the gateway's margin).
+    let grace = if o.venue == "hyperliquid" { 10 } else { 3 } * SEC;
+    while now() < end || (r.c.in_flight() > 0 && now() < end + grace) {
         let t = now();
         if r.c.is_gone() {
             r.recover(t)?;

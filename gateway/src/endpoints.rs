@@ -168,6 +168,18 @@ pub trait Account: Endpoints + ClientIds + Sized {
         Err(adapt::Error::Unsupported)
     }
 
+    /// After a sync answer: whether the next sync request is due at once (an
+    /// account action it decided on, such as Hyperliquid's purchase of address
+    /// requests, or the reading after one). False by default.
+    fn sync_again(&self) -> bool {
+        false
+    }
+
+    /// The last [`Account::sync_request`] was never written (no room in the
+    /// budget, no connection): whatever it counted is given back. Nothing by
+    /// default.
+    fn sync_unsent(&mut self) {}
+
     /// What a time read ([`Account::time_request`]) charges: a read of weight 1
     /// by default.
     fn time_kind() -> adapt::Request<'static> {

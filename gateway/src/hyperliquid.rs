@@ -125,12 +125,33 @@ impl Account for Exchange<Wallet> {
         Some(SYNC_EVERY_NS)
     }
 
+    /// A purchase of address requests if [`hyperliquid::reserve`] decided one
+    /// on the last reading (`--reserve-budget`), else `userRateLimit`.
     fn sync_request<'p>(
         &mut self,
         out: &'p mut Prepared,
         now: i64,
     ) -> Result<&'p Prepared, adapt::Error> {
+        let ms = self.venue.utc_ms(now);
+        if let Some(weight) = self.venue.reserve.take(ms) {
+            return match self.reserve_request_weight(out, weight, now) {
+                Ok(p) => Ok(p),
+                Err(e) => {
+                    self.venue.reserve.unsent();
+                    Err(e)
+                }
+            };
+        }
         self.user_rate_limit(out, now)
+    }
+
+    /// A purchase decided (sent next), or made (read the budget after it).
+    fn sync_again(&self) -> bool {
+        self.venue.reserve.wants_sync()
+    }
+
+    fn sync_unsent(&mut self) {
+        self.venue.reserve.unsent();
     }
 
     /// The last `userRateLimit` reading, with the requests sent since.

@@ -1,8 +1,13 @@
 //! The venue's account figures the gateway reads on its own
 //! ([`Account::sync_request`]: Hyperliquid's `userRateLimit`, the address
 //! budget): at most every [`Account::sync_every_ns`], at [`Class::Bulk`] (the
-//! class that never takes the headroom, so never inside a burst), its answer
-//! read by the adapter alone. Nothing retries it but the next period.
+//! class that never takes the headroom, so never inside a burst; at
+//! [`Class::Normal`] once two periods went without an answer, so strategies
+//! that keep the budget full cannot starve it), its answer
+//! read by the adapter alone. Nothing retries it but the next period. The
+//! account may put an action of its own in the same slot (Hyperliquid's
+//! `reserveRequestWeight`) and ask for the next read at once
+//! ([`Account::sync_again`]).
 
 use ergon_core::Class;
 use ergon_io::client::RequestId;
@@ -21,6 +26,8 @@ pub(super) struct Sync {
     on_wire: Option<(RequestId, i64)>,
     next_at: i64,
     req: Prepared,
+    /// When the last answer came (or the first attempt was made).
+    since: Option<i64>,
 }
 
 impl Default for Sync {
@@ -29,6 +36,7 @@ impl Default for Sync {
             on_wire: None,
             next_at: i64::MIN,
             req: Prepared::with_capacity(256),
+            since: None,
         }
     }
 }
@@ -64,17 +72,28 @@ impl<E: Account> Gateway<E> {
             return;
         }
         self.sync.next_at = now.saturating_add(every.max(1));
+        // At Bulk: never inside a burst. But strategies that keep the budget
+        // full below Bulk's headroom would starve it (the address budget never
+        // read again, no forecast): two periods without an answer, it goes at
+        // Normal.
+        let since = *self.sync.since.get_or_insert(now);
+        let class = if now.saturating_sub(since) >= every.saturating_mul(2) {
+            Class::Normal
+        } else {
+            Class::Bulk
+        };
         if self.venue.sync_request(&mut self.sync.req, now).is_err() {
             return;
         }
         let ticket = match self
             .shapes
-            .charge(w.budget(), self.sync.req.parts(), Class::Bulk, now)
+            .charge(w.budget(), self.sync.req.parts(), class, now)
         {
             Ok(t) => t,
             // No room at Bulk (a burst, or the higher classes' headroom): again
             // when the budget says, at least a second on, at most a period.
             Err(l) => {
+                self.venue.sync_unsent();
                 self.sync.next_at = l
                     .ready_at_ns
                     .clamp(now.saturating_add(1_000_000_000), self.sync.next_at);
@@ -95,12 +114,14 @@ impl<E: Account> Gateway<E> {
             Some(Err(refused)) => {
                 // Not written (no connection ready): again shortly.
                 let _ = w.budget().refund(refused.into_ticket(), now);
+                self.venue.sync_unsent();
                 self.sync.next_at = now.saturating_add(RETRY_GAP_NS);
             }
             None => {
                 if let Some(t) = ticket {
                     let _ = w.budget().refund(t, now);
                 }
+                self.venue.sync_unsent();
             }
         }
     }
@@ -119,9 +140,13 @@ impl<E: Account> Gateway<E> {
         }
         self.sync.on_wire = None;
         let now = w.now();
+        self.sync.since = Some(now);
         let kind = self.sync.req.kind().unwrap_or(Kind::Read(0));
         let _ = self.venue.on_response(kind, r, w.budget(), now);
         let _ = w.budget().complete(flight, now);
+        if self.venue.sync_again() {
+            self.sync.next_at = now;
+        }
         Ok(())
     }
 

@@ -174,6 +174,7 @@ keys! {
     account_address: String => "account-address",
     vault_address: String => "vault-address",
     testnet: bool => "testnet",
+    reserve_budget: f64 => "reserve-budget",
 }
 
 /// The 1-based line of byte `at` in `text`.

@@ -21,6 +21,7 @@ use ergon_venues::bybit::Bybit;
 use ergon_venues::deribit::Deribit;
 use ergon_venues::okx::Okx;
 
+mod reserve;
 mod secret;
 
 use secret::{load_passphrase, load_secret, PassphraseFrom, Secret, SecretFrom, PASSPHRASE_ENV};
@@ -47,6 +48,7 @@ const USAGE: &str = "usage:
                 (--private-key-file PATH | env ERGON_API_SECRET)   (the account's key or an API wallet's)
                 [--account-address 0x..]   (the master account an API wallet trades for)
                 [--vault-address 0x..] [--testnet] [--symbol COIN]   (and the flags above)
+                [--reserve-budget USDC_PER_DAY]   (buy address requests when the forecast runs short)
   ergon-gateway --config gateway.toml [flags]   (every flag as a key; flags override the file)
   ergon-gateway --stats --name NAME [--once] [--gateway-uid UID]
   ergon-gateway clear-halt BUCKET --name NAME [--gateway-uid UID]
@@ -127,6 +129,9 @@ struct Args {
     hl_account: Option<String>,
     hl_vault: Option<String>,
     testnet: bool,
+    /// `--reserve-budget`: micro-USDC a day the gateway may spend on address
+    /// requests (None: buys none).
+    reserve_micro: Option<u64>,
 }
 
 impl Args {
@@ -185,6 +190,7 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
             "--account-address" => a.hl_account = Some(value()?),
             "--vault-address" => a.hl_vault = Some(value()?),
             "--testnet" => a.testnet = true,
+            "--reserve-budget" => a.reserve_micro = Some(reserve::parse_usdc(&value()?)?),
             "--symbol" => a.symbol = Some(value()?),
             "--cpu" => a.cpu = Some(num(value()?, 0.0, 4095.0)? as usize),
             "--max-clients" => a.max_clients = num(value()?, 1.0, 255.0)? as usize,
@@ -298,8 +304,16 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
             "--order-entry ws: only binance-spot and deribit have a WebSocket API here".into(),
         );
     }
-    if !hl && (a.hl_account.is_some() || a.hl_vault.is_some() || a.testnet) {
-        return Err("--account-address, --vault-address, --testnet: hyperliquid only".into());
+    if !hl
+        && (a.hl_account.is_some()
+            || a.hl_vault.is_some()
+            || a.testnet
+            || a.reserve_micro.is_some())
+    {
+        return Err(
+            "--account-address, --vault-address, --testnet, --reserve-budget: hyperliquid only"
+                .into(),
+        );
     }
     if a.private_ws.is_some() && a.venue.as_deref() != Some("bybit") {
         return Err("--private-ws: only bybit's DCP uses a private stream".into());
@@ -783,8 +797,21 @@ fn run(a: &Args) -> Result<(), String> {
                 account: a.hl_account.as_deref(),
                 vault: a.hl_vault.as_deref(),
             };
-            let declare =
-                |boot: &gateway::Boot, b: &mut _| ergon_gateway::hyperliquid::declare(boot, b, &hl);
+            let reserve = match a.reserve_micro {
+                Some(cap) => {
+                    let name = a.name.as_deref().unwrap_or_default();
+                    let dir = runtime_dir(a.runtime_dir.as_deref(), name)?;
+                    Some(reserve::policy(&dir, cap)?)
+                }
+                None => None,
+            };
+            let declare = |boot: &gateway::Boot, b: &mut _| {
+                let mut e = ergon_gateway::hyperliquid::declare(boot, b, &hl)?;
+                if let Some(r) = reserve {
+                    e.venue.reserve = r;
+                }
+                Ok(e)
+            };
             serve_with(a, &start, declare, &symbol, halts, charges)
         }
         "bybit" => serve::<Bybit>(a, &start, &keys, &symbol, halts, charges),

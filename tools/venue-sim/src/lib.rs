@@ -135,7 +135,7 @@ pub use config::{
 pub use config::{Hyperliquid, HYPERLIQUID_LIMITS, HYPERLIQUID_TEST_ADDRESS, HYPERLIQUID_TEST_KEY};
 pub use engine::switch::SwitchView;
 pub use report::{
-    BybitPrivateCounts, CreditUsage, DeribitWsCounts, FaultCounts, LimitUsage, OrderView, Report,
-    WsCounts,
+    BybitPrivateCounts, CreditUsage, DeribitWsCounts, FaultCounts, HlWsCounts, LimitUsage,
+    OrderView, Report, WsCounts,
 };
 pub use server::{Server, StartError};

@@ -125,6 +125,29 @@ pub struct Report {
     pub bybit_private: BybitPrivateCounts,
     /// Deribit's JSON-RPC WebSocket (`/ws/api/v2`).
     pub deribit_ws: DeribitWsCounts,
+    /// Hyperliquid: requests bought with `reserveRequestWeight`, all accounts.
+    pub reserved_requests: u64,
+    /// Hyperliquid: what they cost, USDC in units of 1e-8.
+    pub reserve_paid_e8: u128,
+    /// Hyperliquid: orders admitted with a `cloid` the venue had admitted
+    /// before in another order action (ran or not): a client sent again what
+    /// the venue had taken.
+    pub resubmitted: u64,
+    /// Hyperliquid's WebSocket (`/ws`).
+    pub hl_ws: HlWsCounts,
+}
+
+/// What Hyperliquid's WebSocket (`/ws`) saw.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct HlWsCounts {
+    /// Upgrades accepted.
+    pub connects: u64,
+    /// Connections over (their users freed).
+    pub ends: u64,
+    /// `post` requests received.
+    pub posts: u64,
+    /// Subscriptions refused for the IP's tracked-user limit.
+    pub users_refused: u64,
 }
 
 /// What Deribit's JSON-RPC WebSocket (`/ws/api/v2`) saw.
@@ -341,6 +364,15 @@ impl Report {
                 "closesByRateLimit": self.deribit_ws.closes_by_rate_limit,
                 "logouts": self.deribit_ws.logouts,
                 "disconnects": self.deribit_ws.disconnects,
+            },
+            "reservedRequests": self.reserved_requests,
+            "reservePaidE8": self.reserve_paid_e8.to_string(),
+            "resubmitted": self.resubmitted,
+            "hyperliquidWs": {
+                "connects": self.hl_ws.connects,
+                "ends": self.hl_ws.ends,
+                "posts": self.hl_ws.posts,
+                "usersRefused": self.hl_ws.users_refused,
             },
         })
     }

@@ -472,14 +472,16 @@ fn schedule_cancel_needs_five_seconds_fires_and_empties_the_book_ten_times_a_day
     // Disarmed: it never fires.
     assert_eq!(t.exchange(r#"{"type":"scheduleCancel"}"#)["status"], "ok");
     assert!(t.s.switches().is_empty());
+    // 100 ms over the least lead: the venue's clock moves on between reading
+    // it here and the request's arrival (exactly 5 s drew a rare "too early").
     let fire = |t: &mut Session| {
         let now = t.s.clock().now_ms();
         let v = t.exchange(&format!(
             r#"{{"type":"scheduleCancel","time":{}}}"#,
-            now + 5_000
+            now + 5_100
         ));
         assert_eq!(v["status"], "ok", "{v}");
-        t.s.advance_clock(5_001);
+        t.s.advance_clock(5_101);
         until(Duration::from_secs(10), || {
             t.s.switches().is_empty().then_some(())
         })
@@ -593,4 +595,44 @@ fn the_open_order_cap_refuses_the_order_past_it() {
         ),
         (2, 0, 1)
     );
+}
+
+/// `reserveRequestWeight` costs 0.0005 USDC a request, paid from the account's
+/// value, and is refused whole when the account cannot pay
+/// (<https://hyperliquid.gitbook.io/hyperliquid-docs/for-developers/api/exchange-endpoint#reserve-additional-actions>).
+#[test]
+fn reserve_request_weight_costs_five_ten_thousandths_of_a_usdc_a_request() {
+    let mut cfg = Config::hyperliquid();
+    cfg.hyperliquid.account_value_usdc = 1;
+    let mut t = Session::new(cfg);
+    let v = t.exchange(r#"{"type":"reserveRequestWeight","weight":1500}"#);
+    assert_eq!(v["status"], "ok", "{v}");
+    // 1500 × 0.0005 = 0.75 USDC of the 1: 500 more would be 1.00, 501 is over.
+    let v = t.exchange(r#"{"type":"reserveRequestWeight","weight":501}"#);
+    assert_eq!(v["status"], "err", "{v}");
+    let v = t.exchange(r#"{"type":"reserveRequestWeight","weight":500}"#);
+    assert_eq!(v["status"], "ok", "{v}");
+    let r = t.info(&user("userRateLimit")).json();
+    assert_eq!(r["nRequestsSurplus"], 2_000, "{r}");
+    let report = t.s.stop();
+    assert_eq!(
+        (report.reserved_requests, report.reserve_paid_e8),
+        (2_000, 100_000_000)
+    );
+}
+
+/// The report counts an order whose `cloid` the venue admitted before (a client
+/// sending again what the venue took); a refused request is not admitted.
+#[test]
+fn an_order_admitted_twice_by_cloid_is_counted_resubmitted() {
+    let mut t = Session::new(Config::hyperliquid());
+    t.exchange(&order(&cloid(1), "49000", "Gtc"));
+    t.exchange(&order(&cloid(2), "49000", "Gtc"));
+    assert_eq!(t.s.report().resubmitted, 0);
+    let v = t.exchange(&order(&cloid(1), "49000", "Gtc"));
+    assert_eq!(
+        v["response"]["data"]["statuses"][0]["error"], "Duplicate cloid.",
+        "{v}"
+    );
+    assert_eq!(t.s.stop().resubmitted, 1);
 }

@@ -110,10 +110,10 @@ impl Address {
         self.last
     }
 
-    /// Hours until the address budget runs out at the pace between the last two
-    /// readings (requests used, less requests earned by volume and bought). `None`
-    /// without two readings, or if the budget is not shrinking.
-    pub fn hours_to_exhaustion(&self) -> Option<f64> {
+    /// Requests the budget loses an hour between the last two readings: used,
+    /// less earned by volume and bought. `None` without two readings, or if
+    /// the budget is not shrinking.
+    pub fn requests_per_hour(&self) -> Option<f64> {
         let (a, b) = (self.before?, self.last?);
         let hours = (b.at_ns - a.at_ns) as f64 / HOUR as f64;
         if hours <= 0.0 {
@@ -121,9 +121,14 @@ impl Address {
         }
         let burned = b.remaining() as f64 - a.remaining() as f64;
         let per_hour = -burned / hours;
-        if per_hour <= 0.0 {
-            return None;
-        }
-        Some(b.remaining() as f64 / per_hour)
+        (per_hour > 0.0).then_some(per_hour)
+    }
+
+    /// Hours until the address budget runs out at the pace between the last two
+    /// readings ([`Address::requests_per_hour`]). `None` without two readings,
+    /// or if the budget is not shrinking.
+    pub fn hours_to_exhaustion(&self) -> Option<f64> {
+        let per_hour = self.requests_per_hour()?;
+        Some(self.last?.remaining() as f64 / per_hour)
     }
 }

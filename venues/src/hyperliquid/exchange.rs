@@ -37,6 +37,8 @@ pub enum Action<'a> {
     /// `scheduleCancel`: the dead man's switch, armed to fire at `time` (UTC ms),
     /// or disarmed (`None`: the action carries no `time`).
     ScheduleCancel(Option<u64>),
+    /// `reserveRequestWeight`: buys this many address requests.
+    ReserveRequestWeight(u64),
 }
 
 /// Signs Hyperliquid actions. Hyperliquid signs the msgpack of the action with the
@@ -284,6 +286,37 @@ impl<S: Signer> Exchange<S> {
         let at = Self::start_exchange(&mut w);
         w.s("{\"type\":\"noop\"}");
         self.exchange(w, at, Action::Noop, Request::Cancel, now)
+    }
+}
+
+impl<S: Signer> Exchange<S> {
+    /// A `reserveRequestWeight` action: buys `weight` address requests at
+    /// 0.0005 USDC each, paid from the account
+    /// (<https://hyperliquid.gitbook.io/hyperliquid-docs/for-developers/api/exchange-endpoint#reserve-additional-actions>).
+    /// Weight 1 on the IP; not counted in, nor held by, the address budget it
+    /// buys (an exhausted address can still buy its way back).
+    pub fn reserve_request_weight<'p>(
+        &mut self,
+        out: &'p mut Prepared,
+        weight: u64,
+        now: i64,
+    ) -> Result<&'p Prepared, Error> {
+        let weight = i64::try_from(weight).map_err(|_| Error::BadArgument("weight"))?;
+        let mut w = Writer::start(out);
+        let at = Self::start_exchange(&mut w);
+        w.s("{\"type\":\"reserveRequestWeight\",\"weight\":");
+        w.int(weight);
+        w.s("}");
+        let nonce = self.nonce(now);
+        let parts = self.venue.weight_parts(1, false);
+        self.signed_exchange(
+            w,
+            at,
+            Action::ReserveRequestWeight(weight.unsigned_abs()),
+            Request::Read(1),
+            nonce,
+            Some(parts),
+        )
     }
 }
 

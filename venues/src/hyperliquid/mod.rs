@@ -13,6 +13,7 @@
 
 mod address;
 mod exchange;
+pub mod reserve;
 pub mod sign;
 mod switch;
 
@@ -119,6 +120,8 @@ pub struct Hyperliquid {
     pub address_gate: BucketId,
     /// The address budget.
     pub address: Address,
+    /// Buying requests when the address budget runs short (off by default).
+    pub reserve: reserve::Reserve,
     items: ArrayVec<Verdict, MAX_ITEMS>,
 }
 
@@ -152,8 +155,14 @@ impl Hyperliquid {
             )?,
             address_gate: builder.add("address", Spec::gate())?,
             address: Address::default(),
+            reserve: reserve::Reserve::default(),
             items: ArrayVec::new(),
         })
+    }
+
+    /// The venue's UTC ms at `now` on the caller's clock.
+    pub fn utc_ms(&self, now: i64) -> i64 {
+        self.clock.utc_ms(now)
     }
 
     /// The deadline of an action sent with `expiresAfter` (UTC ms).
@@ -279,7 +288,11 @@ impl Venue for Hyperliquid {
                     }
                     if kind == "userRateLimit" {
                         match Reading::parse(r.body, now) {
-                            Ok(reading) => self.address.read(reading),
+                            Ok(reading) => {
+                                self.address.read(reading);
+                                let ms = self.clock.utc_ms(now);
+                                self.reserve.on_reading(&self.address, ms);
+                            }
                             // Not the documented answer: the address budget is
                             // not known from it.
                             Err(_) => return adapt::finish(Verdict::Unknown, bad),

@@ -164,6 +164,42 @@ impl PrivateDir {
         f.set_len(0)?;
         f.write_all(text.as_bytes())
     }
+
+    /// The contents of its file `name` (at most `max` bytes, UTF-8), opened
+    /// like [`PrivateDir::write`]'s; `None` if there is none.
+    pub fn read(&self, name: &str, max: usize) -> io::Result<Option<String>> {
+        use std::io::Read;
+        let c = CString::new(name).map_err(|_| io::ErrorKind::InvalidInput)?;
+        let flags = libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK;
+        // SAFETY: a valid C string relative to our directory descriptor.
+        let fd = unsafe { libc::openat(self.fd.as_raw_fd(), c.as_ptr(), flags) };
+        let shown = self.path.join(name);
+        if fd < 0 {
+            let e = io::Error::last_os_error();
+            return match e.raw_os_error() {
+                Some(libc::ENOENT) => Ok(None),
+                Some(libc::ELOOP) => Err(refused(&shown, "a symlink, refused")),
+                _ => Err(refused(&shown, e)),
+            };
+        }
+        // SAFETY: a descriptor just returned to us.
+        let f = std::fs::File::from(unsafe { OwnedFd::from_raw_fd(fd) });
+        let m = f.metadata()?;
+        if !m.file_type().is_file() || m.uid() != os::euid() || m.nlink() != 1 {
+            return Err(refused(
+                &shown,
+                "not a regular file of the gateway's uid with one link",
+            ));
+        }
+        let mut bytes = Vec::new();
+        f.take(max as u64 + 1).read_to_end(&mut bytes)?;
+        if bytes.len() > max {
+            return Err(refused(&shown, format_args!("longer than {max} bytes")));
+        }
+        String::from_utf8(bytes)
+            .map(Some)
+            .map_err(|_| refused(&shown, "not UTF-8"))
+    }
 }
 
 /// The gateway's private runtime directory, created 0750 if absent and refused

@@ -4,7 +4,8 @@
 //!
 //! Defaults from <https://hyperliquid.gitbook.io/hyperliquid-docs/for-developers/api/rate-limits-and-user-limits>,
 //! <https://hyperliquid.gitbook.io/hyperliquid-docs/for-developers/api/nonces-and-api-wallets> and
-//! <https://hyperliquid.gitbook.io/hyperliquid-docs/for-developers/api/exchange-endpoint#schedule-cancel-dead-mans-switch>
+//! <https://hyperliquid.gitbook.io/hyperliquid-docs/for-developers/api/exchange-endpoint#schedule-cancel-dead-mans-switch>,
+//! <https://hyperliquid.gitbook.io/hyperliquid-docs/for-developers/api/exchange-endpoint#reserve-additional-actions>
 //! (checked 2026-12-06), except the short burst window, which the venue enforces
 //! without documenting it (the seed's measurement: a 240-weight burst drew a
 //! 429): it is a setting.
@@ -58,6 +59,17 @@ pub struct Hyperliquid {
     /// Cumulative volume, USDC, every account starts with (so tests can open
     /// the budget without trading).
     pub initial_volume_usdc: u64,
+    /// `reserveRequestWeight`: the price of one request, USDC in units of 1e-8
+    /// (0.0005 USDC: 50,000), paid from the account's value.
+    pub reserve_price_e8: u64,
+    /// The account's value, USDC (`clearinghouseState`'s `accountValue`):
+    /// what purchases may spend in all.
+    pub account_value_usdc: u64,
+    /// Users an IP's WebSocket subscriptions may track (10).
+    pub ws_users_per_ip: usize,
+    /// A user no connection tracks any more keeps its slot this long for the
+    /// IP's other connections (60 s, measured).
+    pub ws_user_release_ms: i64,
 }
 
 impl Default for Hyperliquid {
@@ -75,6 +87,10 @@ impl Default for Hyperliquid {
             switch_min_lead_ms: 5_000,
             switch_fires_per_day: 10,
             initial_volume_usdc: 0,
+            reserve_price_e8: 50_000,
+            account_value_usdc: 100_000,
+            ws_users_per_ip: 10,
+            ws_user_release_ms: 60_000,
         }
     }
 }

@@ -4,6 +4,7 @@
 //! `/ws-api/v3`) or `bybit_private_conn` (Bybit's `/v5/private`, on the `bybit`
 //! profile while [`crate::Config::bybit_private_ws`] holds; otherwise that
 //! path is an ordinary request, which Bybit's router answers 404) or
+//! `hl_ws_conn` (Hyperliquid's `/ws`, on the `hyperliquid` profile) or
 //! `deribit_ws_conn` (Deribit's `/ws/api/v2`, on the `deribit` profile; on any
 //! other profile an ordinary request).
 
@@ -20,8 +21,9 @@ use crate::profiles::binance::admit::valid_until_ms;
 use crate::profiles::binance::ws_api::WS_API_PATH;
 use crate::profiles::bybit::private::PRIVATE_PATH;
 use crate::profiles::deribit::ws::WS_PATH as DERIBIT_WS_PATH;
+use crate::profiles::hyperliquid::ws::WS_PATH as HL_WS_PATH;
 use crate::server::shared::{sleep_unless_stopped, Shared, POLL};
-use crate::server::{bybit_private_conn, deribit_ws_conn, ws_api_conn};
+use crate::server::{bybit_private_conn, deribit_ws_conn, hl_ws_conn, ws_api_conn};
 use crate::ws::frame;
 
 /// How long a connection may sit idle before the emulator closes it.
@@ -58,6 +60,13 @@ pub(crate) fn serve(mut stream: TcpStream, shared: Arc<Shared>) {
                     && shared.venue().config().profile == Profile::Deribit
                 {
                     deribit_ws_upgrade(stream, peer.ip(), &req, buf, &shared);
+                    return;
+                }
+                if frame::is_upgrade(&req)
+                    && req.path == HL_WS_PATH
+                    && shared.venue().config().profile == Profile::Hyperliquid
+                {
+                    hl_ws_upgrade(stream, peer.ip(), &req, buf, &shared);
                     return;
                 }
                 if !handle(&mut stream, peer.ip(), &req, &shared) || req.close {
@@ -250,6 +259,21 @@ fn deribit_ws_upgrade(
     let admitted = shared.venue().admit_deribit_ws(req, ip, now);
     answer_upgrade(stream, admitted, shared, |s, session| {
         deribit_ws_conn::serve(s, rest, session, shared)
+    });
+}
+
+/// A Hyperliquid WebSocket upgrade: the handshake checked, then served.
+fn hl_ws_upgrade(
+    stream: TcpStream,
+    ip: IpAddr,
+    req: &http::Request,
+    rest: Vec<u8>,
+    shared: &Shared,
+) {
+    let admitted =
+        frame::check_handshake(req).map(|accept| (accept, shared.venue().hl_ws_session(ip)));
+    answer_upgrade(stream, admitted, shared, |s, session| {
+        hl_ws_conn::serve(s, rest, session, shared)
     });
 }
 

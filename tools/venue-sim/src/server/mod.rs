@@ -7,6 +7,7 @@
 
 mod bybit_private_conn;
 mod deribit_ws_conn;
+mod hl_ws_conn;
 mod http_conn;
 pub(crate) mod shared;
 pub(crate) mod ws_api_conn;

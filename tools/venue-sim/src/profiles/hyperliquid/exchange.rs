@@ -155,7 +155,7 @@ impl Venue {
     pub(super) fn admit_exchange(
         &mut self,
         body: &Map<String, Value>,
-        ip: IpAddr,
+        ip: Option<IpAddr>,
         now: i64,
     ) -> Result<ExchangeOp, Response> {
         let action_v = body.get("action").ok_or_else(unreadable)?;
@@ -180,7 +180,8 @@ impl Venue {
             Some(v) => Some(v.as_u64().ok_or_else(unreadable)?),
         };
         // 1 + floor(n / 40) for the IP, whatever the signer.
-        if !self.hl_charge_ip(ip, 1 + action.items() / 40, now) {
+        // (None: a WebSocket post, not counted in the REST weight.)
+        if ip.is_some_and(|ip| !self.hl_charge_ip(ip, 1 + action.items() / 40, now)) {
             return Err(self.hl_throttled());
         }
         let cfg = self.cfg.hyperliquid.clone();
@@ -235,6 +236,13 @@ impl Venue {
             return Err(err(&text));
         }
         self.hl_spend(account, &action, now)?;
+        if let Action::Order(orders) = &action {
+            for c in orders.iter().filter_map(|o| o.cloid.clone()) {
+                if !self.addresses.admitted_cloids.insert((account, c)) {
+                    self.report.resubmitted += 1;
+                }
+            }
+        }
         Ok(ExchangeOp { account, action })
     }
 
@@ -370,9 +378,21 @@ impl Venue {
                 self.addresses.accounts[a].switch_at = Some(t);
                 default()
             }
+            // 0.0005 USDC a request, paid from the account's value: refused
+            // whole when the account cannot pay
+            // (<https://hyperliquid.gitbook.io/hyperliquid-docs/for-developers/api/exchange-endpoint#reserve-additional-actions>).
             Action::Reserve(w) => {
+                let cfg = &self.cfg.hyperliquid;
+                let cost = u128::from(w) * u128::from(cfg.reserve_price_e8);
+                let value = u128::from(cfg.account_value_usdc) * 100_000_000;
                 let st = &mut self.addresses.accounts[a];
+                if st.paid_e8.saturating_add(cost) > value {
+                    return err("Insufficient balance to reserve request weight.");
+                }
+                st.paid_e8 += cost;
                 st.surplus = st.surplus.saturating_add(w);
+                self.report.reserved_requests = self.report.reserved_requests.saturating_add(w);
+                self.report.reserve_paid_e8 += cost;
                 default()
             }
             Action::Noop | Action::UpdateLeverage => default(),

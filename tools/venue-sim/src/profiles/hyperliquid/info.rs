@@ -17,8 +17,9 @@ pub(crate) struct InfoOp {
     pub(crate) kind: InfoKind,
     /// The account of `user` (None: no such account, or no `user`).
     pub(crate) account: Option<usize>,
-    /// Where it came from: `userFills` charges its size after the answer.
-    pub(crate) ip: IpAddr,
+    /// Where it came from: `userFills` charges its size after the answer
+    /// (None: a WebSocket post, not counted in the REST weight).
+    pub(crate) ip: Option<IpAddr>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -67,13 +68,13 @@ impl Venue {
     pub(super) fn admit_info(
         &mut self,
         body: &Map<String, Value>,
-        ip: IpAddr,
+        ip: Option<IpAddr>,
         now: i64,
     ) -> Result<InfoOp, Response> {
         let Some(kind) = body.get("type").and_then(Value::as_str) else {
             return Err(unreadable());
         };
-        if !self.hl_charge_ip(ip, info_weight(kind), now) {
+        if ip.is_some_and(|ip| !self.hl_charge_ip(ip, info_weight(kind), now)) {
             return Err(self.hl_throttled());
         }
         let user = body.get("user").and_then(Value::as_str);
@@ -222,8 +223,8 @@ impl Venue {
                     .collect();
                 // One more weight per 20 items returned, counted after the answer.
                 let extra = list.len() as u64 / 20;
-                if extra > 0 {
-                    self.hl_charge_ip(op.ip, extra, now);
+                if let Some(ip) = op.ip.filter(|_| extra > 0) {
+                    self.hl_charge_ip(ip, extra, now);
                 }
                 ok(Value::Array(list))
             }

@@ -18,7 +18,8 @@
 //!   exist."; `expiresAfter` in the past refuses the action; the nonce rules of
 //!   the signer apply.
 //! - The address budget: 10,000 requests plus one per USDC traded plus those
-//!   bought (`reserveRequestWeight`); each order of a batch counts one; once
+//!   bought (`reserveRequestWeight`, 0.0005 USDC a request from the account's
+//!   value, refused whole past it); each order of a batch counts one; once
 //!   spent, one request per 10 s; cancels may go on to `min(cap + 100000,
 //!   cap × 2)`. Refusals answer `{"status":"err","response":"Too many
 //!   cumulative requests sent ..."}`.
@@ -30,8 +31,10 @@
 //!   action is `{"status":"err","response":TEXT}`; a body that does not parse is
 //!   HTTP 422. A 5xx fault answers 502 (the venue's proxy says nothing of
 //!   whether the action ran).
-//! - Not emulated: the WebSocket `post` channel and user-tracking slots; the
-//!   volume an account needs before `scheduleCancel` is allowed.
+//! - The WebSocket (`/ws`): the `post` channel (info and actions, run as the
+//!   endpoints run them) and the IP's tracked-user slots ([`ws`]).
+//! - Not emulated: the volume an account needs before `scheduleCancel` is
+//!   allowed.
 //!
 //! Sources (checked 2026-12-06):
 //! <https://hyperliquid.gitbook.io/hyperliquid-docs/for-developers/api/rate-limits-and-user-limits>,
@@ -45,6 +48,7 @@
 mod exchange;
 mod info;
 mod verify;
+pub(crate) mod ws;
 
 use std::net::IpAddr;
 
@@ -143,9 +147,10 @@ impl Venue {
             return Admission::Final(unreadable());
         };
         let admitted = if req.path == "/info" {
-            self.admit_info(&body, ip, now).map(HlOp::Info)
+            self.admit_info(&body, Some(ip), now).map(HlOp::Info)
         } else {
-            self.admit_exchange(&body, ip, now).map(HlOp::Exchange)
+            self.admit_exchange(&body, Some(ip), now)
+                .map(HlOp::Exchange)
         };
         let op = match admitted {
             Ok(op) => op,
