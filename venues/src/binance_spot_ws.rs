@@ -55,7 +55,8 @@ use arrayvec::{ArrayString, ArrayVec};
 use ergon_core::{Budget, Verdict};
 
 use crate::adapt::{self, Error, Parts, Request, Venue};
-use crate::binance_spot::{self, order_state, BinanceSpot, Counts, DEFAULT_RECV_WINDOW_MS};
+use crate::binance_auth::DEFAULT_RECV_WINDOW_MS;
+use crate::binance_spot::{self, order_state, BinanceSpot, Counts};
 use crate::endpoint::{
     json_text, ApiKey, ClientOrderId, HmacKey, Lookup, Method, NewOrder, OrderRef, OrderState,
     OrderType, Placed, Prepared, Side, Symbol, TimeInForce,
