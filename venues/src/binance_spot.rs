@@ -20,12 +20,12 @@
 
 use crate::adapt::{self, Clock, Error, Parts, Request, Venue};
 use crate::binance_auth::{restamp, sign};
-pub use crate::binance_auth::{Auth, DEFAULT_RECV_WINDOW_MS};
+pub use crate::binance_auth::{signature, Auth, DEFAULT_RECV_WINDOW_MS};
 use crate::binance_replace::{Replace, ReplaceMode};
 use crate::endpoint::{
-    self, ApiKey, CancelReplace, ClientIds, Endpoints, HmacKey, IdFormat, Lookup, Method, NewOrder,
-    OrderInfo, OrderRef, OrderState, OrderType, Placed, Prepared, Side, Symbol, TimeInForce,
-    Writer,
+    self, ApiKey, CancelReplace, ClientIds, Endpoints, IdFormat, Lookup, Method, NewOrder,
+    OrderInfo, OrderRef, OrderState, OrderType, Placed, Prepared, Side, SignKey, Symbol,
+    TimeInForce, Writer,
 };
 use crate::json::{self, Value};
 use crate::response::Response;
@@ -558,7 +558,7 @@ impl BinanceSpot {
     }
 
     /// Its key, signing key and receive window (for its WebSocket API session).
-    pub(crate) fn credentials(&self) -> (Option<ApiKey>, Option<HmacKey>, i64) {
+    pub(crate) fn credentials(&self) -> (Option<ApiKey>, Option<SignKey>, i64) {
         (
             self.auth.api_key,
             self.auth.key.clone(),

@@ -59,7 +59,7 @@ use crate::binance_auth::DEFAULT_RECV_WINDOW_MS;
 use crate::binance_spot::BinanceSpot;
 use crate::endpoint::{
     ApiKey, ClientOrderId, HmacKey, Method, NewOrder, OrderRef, OrderState, OrderType, Prepared,
-    Side, Symbol, TimeInForce,
+    Side, SignKey, Symbol, TimeInForce,
 };
 use crate::inflight::{Slot, Table};
 use crate::json::JsonError;
@@ -97,6 +97,16 @@ pub enum Call<'a> {
     Subscribe,
     /// `userDataStream.unsubscribe` of one subscription, or all: weight 2.
     Unsubscribe(Option<u64>),
+    /// `session.logon` with the session's Ed25519 key: weight 2. Once its answer
+    /// says so ([`read_logon`], [`Session::set_logged_on`]), signed calls go
+    /// without `apiKey` and `signature`, and [`Call::Subscribe`] is
+    /// `userDataStream.subscribe`.
+    Logon,
+    /// `session.status`: which key (if any) the connection is logged on with:
+    /// weight 2.
+    SessionStatus,
+    /// `session.logout`: weight 2.
+    Logout,
 }
 
 impl Call<'_> {
@@ -113,6 +123,9 @@ impl Call<'_> {
             Call::Account => "account.status",
             Call::Subscribe => "userDataStream.subscribe.signature",
             Call::Unsubscribe(_) => "userDataStream.unsubscribe",
+            Call::Logon => "session.logon",
+            Call::SessionStatus => "session.status",
+            Call::Logout => "session.logout",
         }
     }
 
@@ -127,14 +140,22 @@ impl Call<'_> {
             Call::Status(_) => Request::Read(4),
             Call::OpenOrders(Some(_)) => Request::Read(6),
             Call::OpenOrders(None) => Request::Read(80),
-            Call::Subscribe | Call::Unsubscribe(_) => Request::Read(2),
+            Call::Subscribe
+            | Call::Unsubscribe(_)
+            | Call::Logon
+            | Call::SessionStatus
+            | Call::Logout => Request::Read(2),
         }
     }
 
     fn signed(&self) -> bool {
         !matches!(
             self,
-            Call::Time | Call::ExchangeInfo(_) | Call::Unsubscribe(_)
+            Call::Time
+                | Call::ExchangeInfo(_)
+                | Call::Unsubscribe(_)
+                | Call::SessionStatus
+                | Call::Logout
         )
     }
 }
@@ -235,6 +256,11 @@ pub enum Incoming {
     /// Another user data stream event (`outboundAccountPosition`,
     /// `eventStreamTerminated` ...), of this subscription.
     OtherEvent(u64),
+    /// The venue revoked the connection's `session.logon` (an error with `"id":
+    /// null`, -2015, when the key became invalid: "Session Authentication",
+    /// "Regarding API key revocation"): the session is no longer logged on and
+    /// orders over it would be refused; the code is the venue's.
+    Revoked(i64),
 }
 
 pub use crate::inflight::Fate;
@@ -247,9 +273,12 @@ pub use read::{as_response, read_order, read_placed};
 pub struct Session {
     adapter: BinanceSpot,
     api_key: Option<ApiKey>,
-    key: Option<HmacKey>,
+    key: Option<SignKey>,
     recv_window_ms: i64,
     slots: Table<()>,
+    /// The connection is logged on (`session.logon` answered): signed calls go
+    /// without `apiKey` and `signature`.
+    logged_on: bool,
 }
 
 /// A parameter value: text (already checked: no character to escape) or a number.
@@ -370,6 +399,66 @@ pub fn signature(
     Ok(())
 }
 
+/// The `signature` parameter of a signature payload (the sorted `name=value`
+/// pairs, see [`signature`]) as the WebSocket API takes it for `key`: the
+/// HMAC-SHA256 in lower-case hex ("SIGNED request example (HMAC)"), or the
+/// Ed25519 signature in base64 ("SIGNED request example (Ed25519)"; JSON carries
+/// it as it is, not URL-encoded).
+///
+/// ```
+/// use ergon_venues::binance_spot_ws::signature_text;
+/// use ergon_venues::endpoint::{Ed25519Key, SignKey};
+/// let key = SignKey::Ed25519(Ed25519Key::from_seed(&[1; 32]));
+/// assert_eq!(signature_text(&key, b"apiKey=k&timestamp=1").len(), 88);
+/// ```
+pub fn signature_text(key: &SignKey, payload: &[u8]) -> ArrayString<88> {
+    use base64::Engine;
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut s = ArrayString::new();
+    match key {
+        SignKey::Hmac(k) => {
+            for b in k.sign(&[payload]) {
+                s.push(char::from(HEX[usize::from(b >> 4)]));
+                s.push(char::from(HEX[usize::from(b & 15)]));
+            }
+        }
+        SignKey::Ed25519(k) => {
+            let mut b64 = [0u8; 88];
+            let engine = base64::engine::general_purpose::STANDARD;
+            let n = engine.encode_slice(k.sign(payload), &mut b64).unwrap_or(0);
+            // base64 is ASCII.
+            s.push_str(core::str::from_utf8(&b64[..n]).unwrap_or(""));
+        }
+    }
+    s
+}
+
+/// Whether the answer to [`Call::Logon`] says the connection is logged on: a
+/// 200 whose `result.apiKey` is `api_key`. `Err` carries the answer's error code
+/// (0 if it has none or is not an answer).
+pub fn read_logon(frame: &[u8], api_key: &str) -> Result<(), i64> {
+    let v = crate::json::parse(frame).map_err(|_| 0)?;
+    let code = v
+        .path("error.code")
+        .ok()
+        .flatten()
+        .and_then(|c| c.as_i64().ok());
+    if let Some(c) = code {
+        return Err(c);
+    }
+    let ok = v.get("status").ok().flatten().and_then(|s| s.as_u64().ok()) == Some(200)
+        && v.path("result.apiKey")
+            .ok()
+            .flatten()
+            .and_then(|k| k.str_eq(api_key).ok())
+            == Some(true);
+    if ok {
+        Ok(())
+    } else {
+        Err(0)
+    }
+}
+
 impl Session {
     /// A session over `adapter` (its limits, its clock, its reading of answers),
     /// signing with `api_key`/`secret` (or none: signed calls are then refused with
@@ -387,7 +476,7 @@ impl Session {
             return Err(Error::BadArgument("capacity (at least 1)"));
         }
         let (api_key, key) = match credentials {
-            Some((k, s)) => (Some(ApiKey::new(k)?), Some(HmacKey::new(s))),
+            Some((k, s)) => (Some(ApiKey::new(k)?), Some(SignKey::Hmac(HmacKey::new(s)))),
             None => (None, None),
         };
         Ok(Session {
@@ -396,6 +485,7 @@ impl Session {
             key,
             recv_window_ms,
             slots: Table::new(capacity),
+            logged_on: false,
         })
     }
 
@@ -413,7 +503,30 @@ impl Session {
             key,
             recv_window_ms,
             slots: Table::new(capacity),
+            logged_on: false,
         })
+    }
+
+    /// Whether the session's key is an Ed25519 key (what `session.logon` takes).
+    pub fn can_log_on(&self) -> bool {
+        self.api_key.is_some() && self.key.as_ref().is_some_and(SignKey::is_ed25519)
+    }
+
+    /// The API key, if any.
+    pub fn api_key(&self) -> Option<&str> {
+        self.api_key.as_ref().map(ApiKey::as_str)
+    }
+
+    /// Whether signed calls go without `apiKey` and `signature`.
+    pub fn logged_on(&self) -> bool {
+        self.logged_on
+    }
+
+    /// Says whether the connection is logged on: true once the answer to
+    /// [`Call::Logon`] said so ([`read_logon`]); [`Session::on_disconnect`] and a
+    /// revocation ([`Incoming::Revoked`]) make it false again.
+    pub fn set_logged_on(&mut self, on: bool) {
+        self.logged_on = on;
     }
 
     /// A session with the default receive window (5000 ms).
@@ -491,7 +604,13 @@ impl Session {
         let mut p: ArrayVec<(&'static str, Val<'_>), MAX_PARAMS> = ArrayVec::new();
         let mut cid = None;
         match call {
-            Call::Time | Call::Account | Call::Subscribe | Call::Unsubscribe(None) => {}
+            Call::Time
+            | Call::Account
+            | Call::Subscribe
+            | Call::Unsubscribe(None)
+            | Call::Logon
+            | Call::SessionStatus
+            | Call::Logout => {}
             Call::ExchangeInfo(s) | Call::OpenOrders(s) => {
                 if let Some(s) = s {
                     p.push(("symbol", Val::Str(s.as_str())));
@@ -524,19 +643,31 @@ impl Session {
             p.push(("omitZeroBalances", Val::Str("true")));
         }
         let clock = &self.adapter.limits.clock;
-        let mut mac = None;
-        let deadline = if call.signed() {
+        let mut sig = None;
+        // Logged on, the user data stream needs no signature.
+        let unsigned_subscribe = self.logged_on && matches!(call, Call::Subscribe);
+        let deadline = if call.signed() && !unsigned_subscribe {
             let (Some(api_key), Some(key)) = (&self.api_key, &self.key) else {
                 return Err(Error::NoKey);
             };
+            if matches!(call, Call::Logon) && !key.is_ed25519() {
+                return Err(Error::BadArgument(
+                    "session.logon takes only an Ed25519 key",
+                ));
+            }
             let ts = clock.utc_ms(now);
-            p.push(("apiKey", Val::Str(api_key.as_str())));
+            let sign = !self.logged_on || matches!(call, Call::Logon);
+            if sign {
+                p.push(("apiKey", Val::Str(api_key.as_str())));
+            }
             p.push(("recvWindow", Val::Int(self.recv_window_ms)));
             p.push(("timestamp", Val::Int(ts)));
             p.sort_unstable_by_key(|(n, _)| *n);
-            payload(out, &p);
-            mac = Some(key.sign(&[out.as_slice()]));
-            out.clear();
+            if sign {
+                payload(out, &p);
+                sig = Some(signature_text(key, out));
+                out.clear();
+            }
             clock.now_ns_at(ts.saturating_add(self.recv_window_ms))
         } else {
             p.sort_unstable_by_key(|(n, _)| *n);
@@ -546,7 +677,11 @@ impl Session {
         // Writing a number into a Vec cannot fail.
         let _ = write!(out, "{id}");
         out.extend_from_slice(b",\"method\":\"");
-        out.extend_from_slice(call.method().as_bytes());
+        out.extend_from_slice(if unsigned_subscribe {
+            b"userDataStream.subscribe"
+        } else {
+            call.method().as_bytes()
+        });
         out.push(b'"');
         if !p.is_empty() {
             out.extend_from_slice(b",\"params\":{");
@@ -559,9 +694,9 @@ impl Session {
                 out.extend_from_slice(b"\":");
                 put_val(out, *v, true);
             }
-            if let Some(mac) = mac {
+            if let Some(sig) = sig {
                 out.extend_from_slice(b",\"signature\":\"");
-                hex(out, &mac);
+                out.extend_from_slice(sig.as_bytes());
                 out.push(b'"');
             }
             out.push(b'}');
@@ -612,7 +747,9 @@ impl Session {
                 return Err(bad("a parameter the WebSocket API cannot carry"));
             }
         }
-        if signed {
+        // Logged on, the connection's key signs for every request.
+        let sign = signed && !self.logged_on;
+        if sign {
             let Some(k) = &api_key else {
                 return Err(PrepareError::Bad(Error::NoKey));
             };
@@ -621,7 +758,7 @@ impl Session {
             }
         }
         params.sort_unstable_by_key(|(n, _)| *n);
-        let mac = match (&self.key, signed) {
+        let sig = match (&self.key, sign) {
             (Some(key), true) => {
                 for (i, (name, value)) in params.iter().enumerate() {
                     if i > 0 {
@@ -631,9 +768,9 @@ impl Session {
                     out.push(b'=');
                     out.extend_from_slice(value.as_bytes());
                 }
-                let mac = key.sign(&[out.as_slice()]);
+                let sig = signature_text(key, out);
                 out.clear();
-                Some(mac)
+                Some(sig)
             }
             (None, true) => return Err(PrepareError::Bad(Error::NoKey)),
             _ => None,
@@ -657,9 +794,9 @@ impl Session {
                     && value.bytes().all(|c| c.is_ascii_digit());
                 put_val(out, Val::Str(value), !number);
             }
-            if let Some(mac) = mac {
+            if let Some(sig) = sig {
                 out.extend_from_slice(b",\"signature\":\"");
-                hex(out, &mac);
+                out.extend_from_slice(sig.as_bytes());
                 out.push(b'"');
             }
             out.push(b'}');
@@ -708,6 +845,7 @@ impl Session {
     /// [`Fate::NotWritten`]: refund its `Ticket` (`Budget::refund`), the venue never
     /// saw it.
     pub fn on_disconnect(&mut self) -> impl Iterator<Item = Fate> + '_ {
+        self.logged_on = false;
         self.slots.drain()
     }
 }

@@ -41,8 +41,17 @@ impl Session {
         if let (Some(sub), Some(event)) = (v.get("subscriptionId")?, v.get("event")?) {
             return read_event(sub, event);
         }
-        let id = v
-            .get("id")?
+        let id_field = v.get("id")?;
+        if id_field.map_or(true, |i| i.kind() == Kind::Null) {
+            // "Regarding API key revocation": `{"id":null,"status":401,"error":
+            // {"code":-2015,..}}` after the next request once the key is invalid.
+            let code = v.path("error.code")?.and_then(|c| c.as_i64().ok());
+            if let Some(code @ -2015) = code {
+                self.logged_on = false;
+                return Ok(Incoming::Revoked(code));
+            }
+        }
+        let id = id_field
             .and_then(|i| i.as_u64().ok())
             .ok_or(FrameError::NoId)?;
         let Some(slot) = self.slots.get(id) else {
