@@ -115,6 +115,7 @@
 mod clock;
 pub mod config;
 mod dispatch;
+pub mod ed25519;
 mod engine;
 pub mod http;
 mod limits;

@@ -68,7 +68,8 @@ fn parse_form(s: &str) -> Result<Vec<(String, String)>, String> {
     Ok(out)
 }
 
-fn decode(s: &str) -> Option<String> {
+/// Percent-decodes `s` (`+` is a space), as a form value.
+pub(crate) fn decode(s: &str) -> Option<String> {
     let b = s.as_bytes();
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
@@ -99,7 +100,7 @@ pub enum SignatureError {
 }
 
 /// Splits a trailing `signature=...` off one part.
-fn split_signature(part: &str) -> (&str, Option<&str>) {
+pub(crate) fn split_signature(part: &str) -> (&str, Option<&str>) {
     let idx = if part.starts_with("signature=") {
         Some(0)
     } else {

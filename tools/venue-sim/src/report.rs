@@ -214,6 +214,10 @@ pub struct WsCounts {
     pub api_requests: u64,
     /// WebSocket API user data stream subscriptions started.
     pub api_subscriptions: u64,
+    /// WebSocket API `session.logon` requests that logged a connection on.
+    pub api_logons: u64,
+    /// WebSocket API sessions revoked (their key became invalid).
+    pub api_revocations: u64,
 }
 
 /// One order of the registry, as the venue holds it.
@@ -299,6 +303,8 @@ impl Report {
                 "apiConnects": self.ws.api_connects,
                 "apiRequests": self.ws.api_requests,
                 "apiSubscriptions": self.ws.api_subscriptions,
+                "apiLogons": self.ws.api_logons,
+                "apiRevocations": self.ws.api_revocations,
             },
             "bybitPrivate": {
                 "connects": self.bybit_private.connects,

@@ -200,13 +200,17 @@ impl Default for Faults {
     }
 }
 
-/// One API key and its HMAC secret.
+/// One API key and its HMAC secret, or its Ed25519 public key.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Account {
     /// Sent by the client in `X-MBX-APIKEY`.
     pub api_key: String,
     /// The HMAC-SHA256 key.
     pub secret: String,
+    /// Binance: the key is an Ed25519 key with this public key (its signatures
+    /// are checked with it, `secret` is not used), the only kind
+    /// `session.logon` takes.
+    pub ed25519_public_key: Option<[u8; 32]>,
 }
 
 /// The emulator's configuration. Start from [`Config::binance_spot`].
@@ -366,6 +370,7 @@ impl Config {
             accounts: vec![Account {
                 api_key: DEFAULT_API_KEY.to_string(),
                 secret: DEFAULT_API_SECRET.to_string(),
+                ed25519_public_key: None,
             }],
             other_sender_weight_per_s: 0,
             symbol: "BTCUSDT".to_string(),
@@ -443,6 +448,7 @@ impl Config {
             accounts: vec![Account {
                 api_key: HYPERLIQUID_TEST_ADDRESS.to_string(),
                 secret: HYPERLIQUID_TEST_KEY.to_string(),
+                ed25519_public_key: None,
             }],
             ..Config::binance_spot()
         }
