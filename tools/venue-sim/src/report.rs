@@ -218,6 +218,9 @@ pub struct WsCounts {
     pub api_logons: u64,
     /// WebSocket API sessions revoked (their key became invalid).
     pub api_revocations: u64,
+    /// WebSocket API requests to signed endpoints without `apiKey` on a
+    /// logged-on connection (no signature needed).
+    pub api_unsigned: u64,
 }
 
 /// One order of the registry, as the venue holds it.
@@ -305,6 +308,7 @@ impl Report {
                 "apiSubscriptions": self.ws.api_subscriptions,
                 "apiLogons": self.ws.api_logons,
                 "apiRevocations": self.ws.api_revocations,
+                "apiUnsigned": self.ws.api_unsigned,
             },
             "bybitPrivate": {
                 "connects": self.bybit_private.connects,

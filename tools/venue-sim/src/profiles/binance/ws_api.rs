@@ -264,6 +264,9 @@ impl Venue {
             .as_deref()
             .and_then(|k| self.cfg.accounts.iter().position(|a| a.api_key == k));
         let endpoint = route(&method);
+        if matches!(signing, Signing::Session) && endpoint.is_some_and(Endpoint::signed) {
+            self.report.ws.api_unsigned += 1;
+        }
         let orders = endpoint.is_some_and(Endpoint::places_order);
         let call = Call {
             endpoint,
