@@ -189,3 +189,94 @@ pub(crate) fn read_secret_file(path: &std::path::Path, flag: &str) -> Result<Sec
         .map_err(|e| format!("{flag} {shown}: {e}"))?;
     Secret::new(core::mem::take(&mut *buf)).map_err(|_| format!("{flag} {shown}: empty"))
 }
+
+/// `--key-type`: the kind of key the secret must be.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum KeyType {
+    /// An HMAC-SHA256 secret.
+    Hmac,
+    /// An Ed25519 private key, PKCS#8 PEM (Binance).
+    Ed25519,
+}
+
+impl core::str::FromStr for KeyType {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "hmac" => Ok(KeyType::Hmac),
+            "ed25519" => Ok(KeyType::Ed25519),
+            v => Err(format!("--key-type {v:?}: hmac or ed25519")),
+        }
+    }
+}
+
+/// Checks the secret against `--key-type` (None: detected from the secret, a
+/// PEM private key being Ed25519) and `venue`: an Ed25519 key is Binance's
+/// (Spot, USD-M) only, and must read as a PKCS#8 PEM private key. The error
+/// names what is wrong, never the secret.
+pub(crate) fn check_key_type(
+    want: Option<KeyType>,
+    venue: &str,
+    secret: &Secret,
+) -> Result<(), String> {
+    use ergon_venues::endpoint::{is_pem_private_key, SignKey};
+    let pem = is_pem_private_key(&secret.0);
+    let binance = matches!(venue, "binance-spot" | "binance-futures");
+    match (want, pem) {
+        (Some(KeyType::Ed25519), false) => Err(
+            "--key-type ed25519: the API secret is not a PKCS#8 PEM private key (-----BEGIN PRIVATE KEY-----, as `openssl genpkey -algorithm ed25519` and Binance's key generator write it)".into(),
+        ),
+        (Some(KeyType::Hmac), true) => Err(
+            "--key-type hmac: the API secret is a PEM private key (an Ed25519 key: --key-type ed25519)".into(),
+        ),
+        (_, true) if !binance => Err(format!(
+            "the API secret is a PEM private key: Ed25519 keys are Binance's (binance-spot, binance-futures), not {venue}'s"
+        )),
+        (_, true) => SignKey::detect(&secret.0)
+            .map(|_| ())
+            .map_err(|_| "the API secret is a PEM private key but not an unencrypted Ed25519 PKCS#8 one".into()),
+        (_, false) => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PEM: &str = "-----BEGIN PRIVATE KEY-----
+MC4CAQAwBQYDK2VwBCIEIOphjDnj177uXH0N7VA8AvzH1KwCiMvsNlT6fbyHUhAr
+-----END PRIVATE KEY-----";
+
+    fn s(b: &str) -> Secret {
+        Secret::new(b.as_bytes().to_vec()).unwrap()
+    }
+
+    #[test]
+    fn the_key_type_is_detected_and_a_wrong_flag_named() {
+        let (pem, hmac) = (s(PEM), s("NhqPtmdSJYdKjVHjA7PZj4Mge3R5YNiP"));
+        assert_eq!(check_key_type(None, "binance-spot", &pem), Ok(()));
+        assert_eq!(
+            check_key_type(Some(KeyType::Ed25519), "binance-futures", &pem),
+            Ok(())
+        );
+        assert_eq!(check_key_type(None, "bybit", &hmac), Ok(()));
+        assert_eq!(
+            check_key_type(Some(KeyType::Hmac), "binance-spot", &hmac),
+            Ok(())
+        );
+        let e = check_key_type(Some(KeyType::Ed25519), "binance-spot", &hmac).unwrap_err();
+        assert!(e.starts_with("--key-type ed25519"), "{e}");
+        let e = check_key_type(Some(KeyType::Hmac), "binance-spot", &pem).unwrap_err();
+        assert!(e.starts_with("--key-type hmac"), "{e}");
+        let e = check_key_type(None, "okx", &pem).unwrap_err();
+        assert!(e.contains("okx"), "{e}");
+        let broken = s("-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----");
+        assert!(check_key_type(None, "binance-spot", &broken).is_err());
+        assert!("rsa"
+            .parse::<KeyType>()
+            .unwrap_err()
+            .contains("hmac or ed25519"));
+        // Never the secret in an error.
+        assert!(!e.contains("MC4CAQ"));
+    }
+}
