@@ -21,9 +21,7 @@ use ergon_venues::bybit::Bybit;
 use ergon_venues::deribit::Deribit;
 use ergon_venues::okx::Okx;
 
-mod secret;
-
-use secret::{
+use ergon_gatewayd::secret::{
     check_key_type, load_passphrase, load_secret, KeyType, PassphraseFrom, Secret, SecretFrom,
     PASSPHRASE_ENV,
 };
@@ -78,7 +76,7 @@ struct Args {
     venue: Option<String>,
     base: Option<String>,
     api_key: Option<String>,
-    /// Where the secret comes from (None: the environment, [`secret::SECRET_ENV`]).
+    /// Where the secret comes from (None: the environment, [`ergon_gatewayd::secret::SECRET_ENV`]).
     api_secret: Option<SecretFrom>,
     /// `--key-type`: the kind the secret must be (None: detected).
     key_type: Option<KeyType>,
