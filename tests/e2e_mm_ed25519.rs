@@ -11,40 +11,25 @@ use std::os::unix::fs::PermissionsExt;
 use std::sync::Arc;
 
 use ergon_gatewayd::secret::KeyType;
-use ergon_venue_sim::{Account, Config, Server};
+use ergon_venue_sim::{Account, Config, Server, ED25519_TEST_API_KEY, ED25519_TEST_PRIVATE_PEM};
 use mm_loop::{run, Control, Options};
-
-const PRIVATE_PEM: &str = "-----BEGIN PRIVATE KEY-----
-MC4CAQAwBQYDK2VwBCIEIOphjDnj177uXH0N7VA8AvzH1KwCiMvsNlT6fbyHUhAr
------END PRIVATE KEY-----
-";
-const PUBLIC_PEM: &str = "-----BEGIN PUBLIC KEY-----
-MCowBQYDK2VwAyEAny3I38iivRKuGGf8RcAq5jE4+qqOpU1Lw7CMdMY0mbk=
------END PUBLIC KEY-----
-";
 
 #[test]
 fn mm_loop_trades_with_an_ed25519_key_file_over_a_logged_on_connection() {
     let mut c = Config::binance_spot();
-    c.accounts = vec![Account {
-        api_key: "ergon-ed25519-key".into(),
-        secret: String::new(),
-        ed25519_public_key: Some(
-            ergon_venue_sim::ed25519::public_key_from_pem(PUBLIC_PEM).unwrap(),
-        ),
-    }];
+    c.accounts = vec![Account::ed25519_test()];
     let server = Arc::new(Server::start(c).unwrap());
     let dir = std::env::temp_dir().join(format!("mm-ed25519-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("key.pem");
-    std::fs::write(&file, PRIVATE_PEM).unwrap();
+    std::fs::write(&file, ED25519_TEST_PRIVATE_PEM).unwrap();
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
     let mut o = Options {
         duration_s: 1.0,
         demand: 1.0,
         quiet: true,
         base: Some(server.base_url()),
-        api_key: Some("ergon-ed25519-key".into()),
+        api_key: Some(ED25519_TEST_API_KEY.into()),
         api_secret_file: Some(file.clone()),
         key_type: Some(KeyType::Ed25519),
         ws: Some(true),

@@ -11,39 +11,26 @@
 use std::sync::Arc;
 
 use ergon_core::{Class, Why};
-use ergon_gateway::{self as gateway, Account, Api, Boot, Event, Gateway, Keys, Prepared};
-use ergon_gateway::{Start, Strategy, WsApiStart, WsState};
+use ergon_gateway::{self as gateway, Api, Event, Gateway, Keys, Prepared, Strategy};
 use ergon_io::client::PoolId;
 use ergon_io::event_loop::EventLoop;
-use ergon_venue_sim::{Account as SimAccount, Config, Fault, Server};
+use ergon_venue_sim::{
+    Account as SimAccount, Config, Fault, Server, ED25519_TEST_API_KEY, ED25519_TEST_PRIVATE_PEM,
+};
 use ergon_venues::binance_spot::BinanceSpot;
 use ergon_venues::endpoint::{
     ClientOrderId, Decimal, Endpoints, NewOrder, OrderType, Side, Symbol, TimeInForce,
 };
 
+#[allow(dead_code)] // open and open_silent_after serve the other binaries
+mod ws_gateway;
+
 const MS: i64 = 1_000_000;
-/// A throwaway test key (`openssl genpkey -algorithm ed25519`) and its public
-/// key (`openssl pkey -pubout`).
-const PRIVATE_PEM: &str = "-----BEGIN PRIVATE KEY-----
-MC4CAQAwBQYDK2VwBCIEIOphjDnj177uXH0N7VA8AvzH1KwCiMvsNlT6fbyHUhAr
------END PRIVATE KEY-----
-";
-const PUBLIC_PEM: &str = "-----BEGIN PUBLIC KEY-----
-MCowBQYDK2VwAyEAny3I38iivRKuGGf8RcAq5jE4+qqOpU1Lw7CMdMY0mbk=
------END PUBLIC KEY-----
-";
-const API_KEY: &str = "ergon-ed25519-key";
 
 /// The emulator with one account, an Ed25519 key.
 fn sim() -> Config {
     let mut c = Config::binance_spot();
-    c.accounts = vec![SimAccount {
-        api_key: API_KEY.into(),
-        secret: String::new(),
-        ed25519_public_key: Some(
-            ergon_venue_sim::ed25519::public_key_from_pem(PUBLIC_PEM).unwrap(),
-        ),
-    }];
+    c.accounts = vec![SimAccount::ed25519_test()];
     c
 }
 
@@ -51,20 +38,20 @@ fn sim() -> Config {
 /// opened with the stream: both must be ready (logged on, subscribed).
 fn open(server: &Server) -> (EventLoop, Gateway<BinanceSpot>, PoolId) {
     let keys = Keys {
-        api_key: API_KEY,
-        secret: PRIVATE_PEM.as_bytes(),
+        api_key: ED25519_TEST_API_KEY,
+        secret: ED25519_TEST_PRIVATE_PEM.as_bytes(),
         passphrase: None,
     };
-    let mut start = Start::new(server.addr(), server.addr().to_string());
-    start.ws_api = Some(WsApiStart::of(&start, None, true).expect("ws api"));
-    let declare = |boot: &Boot, b: &mut _| BinanceSpot::declare(boot, b, &keys, 30_000_000);
-    let (mut lp, gw, pool) = Gateway::start(&start, "BTCUSDT", declare).expect("gateway");
-    let (gw, probe) = gateway::open_ws_api(&mut lp, gw, pool, 3_000_000_000);
-    assert!(probe.order_entry && probe.stream, "{probe:?}");
-    (lp, gw, pool)
+    ws_gateway::open_with(server, &keys, gateway::SILENT_NS)
 }
 
-fn place(req: &mut Prepared, api: &mut Api<'_, '_, BinanceSpot>, cid: &str, tag: u64) {
+/// `cid` placed with tag `tag`; the submit's refusal, if any.
+fn place(
+    req: &mut Prepared,
+    api: &mut Api<'_, '_, BinanceSpot>,
+    cid: &str,
+    tag: u64,
+) -> Option<Event<'static>> {
     let o = NewOrder {
         symbol: Symbol::new("BTCUSDT").unwrap(),
         side: Side::Buy,
@@ -76,16 +63,7 @@ fn place(req: &mut Prepared, api: &mut Api<'_, '_, BinanceSpot>, cid: &str, tag:
     };
     let now = api.now();
     api.venue_mut().new_order(req, &o, now).unwrap();
-    if let Err(e) = api.submit(req, Class::Normal, tag) {
-        panic!("refused locally: {e:?}");
-    }
-}
-
-fn text(ev: &Event<'_>) -> String {
-    match ev {
-        Event::Applied { tag, .. } => format!("Applied {tag}"),
-        other => format!("{other:?}"),
-    }
+    api.submit(req, Class::Normal, tag).err()
 }
 
 /// Places `drop-1` (the venue executes it and drops the connection before the
@@ -111,16 +89,21 @@ impl Strategy<BinanceSpot> for DropProbe {
         let now = api.now();
         if self.step == 0 {
             self.step = 1;
-            place(&mut self.req, api, "drop-1", 1);
+            assert_eq!(place(&mut self.req, api, "drop-1", 1), None);
         }
-        let ready = api
-            .ws_api()
-            .is_some_and(|l| l.state() == WsState::Open && l.ready() && l.streaming());
+        let ready = api.ws_api().is_some_and(|l| l.ready() && l.streaming());
         if self.step == 2 && ready {
             self.step = 20;
-            place(&mut self.req, api, "after-1", 2);
+            assert_eq!(place(&mut self.req, api, "after-1", 2), None);
         }
         let _ = api.set_timer(1, now + 10 * MS);
+    }
+}
+
+fn text(ev: &Event<'_>) -> String {
+    match ev {
+        Event::Applied { tag, .. } => format!("Applied {tag}"),
+        other => format!("{other:?}"),
     }
 }
 
@@ -177,8 +160,8 @@ impl Strategy<BinanceSpot> for RevokeProbe {
     fn on_event(&mut self, api: &mut Api<'_, '_, BinanceSpot>, ev: Event<'_>) {
         self.events.push(text(&ev));
         if ev.is_final() && ev.tag() == 1 {
-            assert!(self.server.revoke_api_key(API_KEY));
-            place(&mut self.req, api, "rv-2", 2);
+            assert!(self.server.revoke_api_key(ED25519_TEST_API_KEY));
+            assert_eq!(place(&mut self.req, api, "rv-2", 2), None);
         }
     }
 
@@ -186,23 +169,13 @@ impl Strategy<BinanceSpot> for RevokeProbe {
         let now = api.now();
         if self.step == 0 {
             self.step = 1;
-            place(&mut self.req, api, "rv-1", 1);
+            assert_eq!(place(&mut self.req, api, "rv-1", 1), None);
         }
         let why = api.ws_api().and_then(|l| l.why()).map(str::to_string);
         if self.step == 1 && why.is_some() {
             self.step = 2;
             self.why = why;
-            let o = NewOrder {
-                symbol: Symbol::new("BTCUSDT").unwrap(),
-                side: Side::Buy,
-                order_type: OrderType::Limit(TimeInForce::Gtc),
-                price: Some(Decimal::new("49000").unwrap()),
-                quantity: Decimal::new("0.01").unwrap(),
-                client_order_id: ClientOrderId::new("rv-3").unwrap(),
-                reduce_only: false,
-            };
-            api.venue_mut().new_order(&mut self.req, &o, now).unwrap();
-            self.third = api.submit(&mut self.req, Class::Normal, 3).err();
+            self.third = place(&mut self.req, api, "rv-3", 3);
             api.stop();
         }
         let _ = api.set_timer(1, now + 10 * MS);

@@ -16,33 +16,18 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use ergon_gateway::shm::ShmClient;
-use ergon_venue_sim::{Account, Config, Server};
-
-const PRIVATE_PEM: &str = "-----BEGIN PRIVATE KEY-----
-MC4CAQAwBQYDK2VwBCIEIOphjDnj177uXH0N7VA8AvzH1KwCiMvsNlT6fbyHUhAr
------END PRIVATE KEY-----
-";
-const PUBLIC_PEM: &str = "-----BEGIN PUBLIC KEY-----
-MCowBQYDK2VwAyEAny3I38iivRKuGGf8RcAq5jE4+qqOpU1Lw7CMdMY0mbk=
------END PUBLIC KEY-----
-";
+use ergon_venue_sim::{Account, Config, Server, ED25519_TEST_PRIVATE_PEM};
 
 /// The emulator whose one account is an Ed25519 key.
 fn ed_sim() -> Server {
     let mut c = Config::binance_spot();
-    c.accounts = vec![Account {
-        api_key: "ergon-ed25519-key".into(),
-        secret: String::new(),
-        ed25519_public_key: Some(
-            ergon_venue_sim::ed25519::public_key_from_pem(PUBLIC_PEM).expect("pem"),
-        ),
-    }];
+    c.accounts = vec![Account::ed25519_test()];
     Server::start(c).expect("emulator")
 }
 
 fn key_file(dir: &Path) -> PathBuf {
     let p = dir.join("ed25519.pem");
-    std::fs::write(&p, PRIVATE_PEM).expect("write key");
+    std::fs::write(&p, ED25519_TEST_PRIVATE_PEM).expect("write key");
     std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).expect("chmod");
     p
 }

@@ -14,7 +14,7 @@
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
 
-use crate::params::{sorted_payload, split_signature, Params, SignatureError};
+use crate::params::{signed_parts, sorted_payload, Params, SignatureError};
 
 /// The DER prefix of an Ed25519 SubjectPublicKeyInfo (RFC 8410 §4): the 32-byte
 /// key follows it.
@@ -65,14 +65,7 @@ fn verify(public_key: &[u8; 32], message: &[u8], sig_b64: &str) -> Result<(), Si
 /// Checks a REST request's `signature` (URL-encoded base64) against the account's
 /// Ed25519 `public_key`.
 pub fn verify_rest(query: &str, body: &[u8], public_key: &[u8; 32]) -> Result<(), SignatureError> {
-    let body = std::str::from_utf8(body).map_err(|_| SignatureError::Invalid)?;
-    let (q, qs) = split_signature(query);
-    let (b, bs) = split_signature(body);
-    let (q, b, sig) = match (qs, bs) {
-        (Some(s), _) => (q, body, s),
-        (None, Some(s)) => (q, b, s),
-        (None, None) => return Err(SignatureError::Missing),
-    };
+    let (q, b, sig) = signed_parts(query, body)?;
     let sig = crate::params::decode(sig).ok_or(SignatureError::Invalid)?;
     let message = [q.as_bytes(), b.as_bytes()].concat();
     verify(public_key, &message, &sig)

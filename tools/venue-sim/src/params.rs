@@ -100,7 +100,7 @@ pub enum SignatureError {
 }
 
 /// Splits a trailing `signature=...` off one part.
-pub(crate) fn split_signature(part: &str) -> (&str, Option<&str>) {
+fn split_signature(part: &str) -> (&str, Option<&str>) {
     let idx = if part.starts_with("signature=") {
         Some(0)
     } else {
@@ -120,17 +120,26 @@ pub(crate) fn split_signature(part: &str) -> (&str, Option<&str>) {
     }
 }
 
-/// Checks the request's signature against `secret`.
-pub fn verify(query: &str, body: &[u8], secret: &str) -> Result<(), SignatureError> {
+/// A REST request's signed payload (query string, then body) and its
+/// `signature` as sent: `totalParams` without the signature.
+pub(crate) fn signed_parts<'a>(
+    query: &'a str,
+    body: &'a [u8],
+) -> Result<(&'a str, &'a str, &'a str), SignatureError> {
     let body = std::str::from_utf8(body).map_err(|_| SignatureError::Invalid)?;
     let (q, qs) = split_signature(query);
     let (b, bs) = split_signature(body);
     // The query string wins when the signature is sent in both parts.
-    let (q, b, sig) = match (qs, bs) {
-        (Some(s), _) => (q, body, s),
-        (None, Some(s)) => (q, b, s),
-        (None, None) => return Err(SignatureError::Missing),
-    };
+    match (qs, bs) {
+        (Some(s), _) => Ok((q, body, s)),
+        (None, Some(s)) => Ok((q, b, s)),
+        (None, None) => Err(SignatureError::Missing),
+    }
+}
+
+/// Checks the request's signature against `secret`.
+pub fn verify(query: &str, body: &[u8], secret: &str) -> Result<(), SignatureError> {
+    let (q, b, sig) = signed_parts(query, body)?;
     if sig.is_empty() {
         return Err(SignatureError::Missing);
     }

@@ -16,37 +16,24 @@ use base64::Engine;
 use common::ws::{upgrade, RawWs, KEY};
 use common::{order_params, Client};
 use ergon_venue_sim::params::{sign, sorted_payload, Params};
-use ergon_venue_sim::{Account, Config, Server, DEFAULT_API_KEY, DEFAULT_API_SECRET};
+use ergon_venue_sim::{
+    Account, Config, Server, DEFAULT_API_KEY, DEFAULT_API_SECRET, ED25519_TEST_API_KEY,
+    ED25519_TEST_PRIVATE_PEM,
+};
 use ergon_venues::endpoint::Ed25519Key;
 use serde_json::{json, Value};
 
 const WAIT: Duration = Duration::from_secs(10);
-/// A throwaway test key (`openssl genpkey -algorithm ed25519`) and its public
-/// key (`openssl pkey -pubout`).
-const PRIVATE_PEM: &str = "-----BEGIN PRIVATE KEY-----
-MC4CAQAwBQYDK2VwBCIEIOphjDnj177uXH0N7VA8AvzH1KwCiMvsNlT6fbyHUhAr
------END PRIVATE KEY-----
-";
-const PUBLIC_PEM: &str = "-----BEGIN PUBLIC KEY-----
-MCowBQYDK2VwAyEAny3I38iivRKuGGf8RcAq5jE4+qqOpU1Lw7CMdMY0mbk=
------END PUBLIC KEY-----
-";
-const ED_KEY: &str = "ergon-sim-ed25519-key";
+const ED_KEY: &str = ED25519_TEST_API_KEY;
 
 fn key() -> Ed25519Key {
-    Ed25519Key::from_pkcs8_pem(PRIVATE_PEM).unwrap()
+    Ed25519Key::from_pkcs8_pem(ED25519_TEST_PRIVATE_PEM).unwrap()
 }
 
 /// The default HMAC account and an Ed25519 one.
 fn server() -> Server {
     let mut c = Config::binance_spot();
-    c.accounts.push(Account {
-        api_key: ED_KEY.into(),
-        secret: String::new(),
-        ed25519_public_key: Some(
-            ergon_venue_sim::ed25519::public_key_from_pem(PUBLIC_PEM).unwrap(),
-        ),
-    });
+    c.accounts.push(Account::ed25519_test());
     Server::start(c).unwrap()
 }
 
