@@ -19,6 +19,7 @@ use ergon_gateway::{
     self as gateway, Account, Api, Event, Gateway, ItemFate, Keys, Label, Prepared, Start, Stats,
     Strategy, WsApiStart,
 };
+use ergon_gatewayd::secret;
 use ergon_venue_sim::Server;
 use ergon_venues::adapt::Error as VenueError;
 use ergon_venues::binance_spot::BinanceSpot;
@@ -491,16 +492,27 @@ pub fn run(
     };
     (start.loop_cfg.cpu, start.record) = (o.cpu, o.record.clone());
     start.labels = LABELS.map(String::from).to_vec();
-    let (key, sec, pass) = match (&o.api_key, &o.api_secret, &sim) {
-        (Some(k), Some(s), _) => (k.clone(), s.clone(), None),
+    let file = match &o.api_secret_file {
+        Some(path) => Some(secret::read_secret_file(path, "--api-secret-file")?),
+        None => None,
+    };
+    let given = match (&o.api_secret, file) {
+        (Some(_), Some(_)) => return Err("--api-secret and --api-secret-file: give one".into()),
+        (Some(s), None) => Some(secret::Secret::new(s.clone().into_bytes())?),
+        (None, f) => f,
+    };
+    let (key, sec, pass) = match (&o.api_key, given, &sim) {
+        (Some(k), Some(s), _) => (k.clone(), s, None),
         (None, None, Some(s)) => {
             let c = s.config();
             let a = &c.accounts[0];
-            (a.api_key.clone(), a.secret.clone(), Some(c.passphrase))
+            let sec = secret::Secret::new(a.secret.clone().into_bytes())?;
+            (a.api_key.clone(), sec, Some(c.passphrase))
         }
         (None, None, None) => return Err("--base needs --api-key and --api-secret".into()),
         _ => return Err("--api-key and --api-secret go together".into()),
     };
+    secret::check_key_type(o.key_type, &o.venue, &sec)?;
     let s = Summary::default();
     if o.ws != Some(false) {
         let ws = WsApiStart::of(&start, o.ws_api.as_deref(), o.stream);
@@ -508,7 +520,7 @@ pub fn run(
     }
     let keys = Keys {
         api_key: &key,
-        secret: sec.as_bytes(),
+        secret: &sec.0,
         passphrase: pass.as_deref(),
     };
     let mut s = match o.venue.as_str() {

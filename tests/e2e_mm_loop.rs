@@ -208,6 +208,7 @@ fn against_an_external_base_it_signs_with_the_given_key() {
     let _machine = machine::shared();
     let mut c = sim();
     c.accounts = vec![ergon_venue_sim::Account {
+        ed25519_public_key: None,
         api_key: "external-key".into(),
         secret: "external-secret".into(),
     }];

@@ -5,7 +5,8 @@ use super::Summary;
 
 /// The usage line `--help` and a bad argument print.
 pub const USAGE: &str = "usage: mm_loop [--venue binance-spot|bybit|okx|hyperliquid] [--base URL] \
-[--duration SECS] [--demand X] [--cpu N] [--api-key K --api-secret S] [--json] [--no-stream] [--record FILE] \
+[--duration SECS] [--demand X] [--cpu N] [--api-key K (--api-secret S | --api-secret-file PATH) \
+[--key-type hmac|ed25519]] [--json] [--no-stream] [--record FILE] \
 [--order-entry ws|rest] [--ws-api URL] [--labels SECS] [--gateway NAME [--gateway-uid UID]] \
 [--protection auto|required|off] [--protection-timeout SECS] \
 [--etcd URL[,URL...] --account NAME --safe-share PCT [--host NAME] [--lease-ttl SECS] \
@@ -26,8 +27,15 @@ pub struct Options {
     pub cpu: Option<usize>,
     /// API key (needed with `--base`).
     pub api_key: Option<String>,
-    /// HMAC secret (needed with `--base`).
+    /// HMAC secret (needed with `--base`, or `--api-secret-file`).
     pub api_secret: Option<String>,
+    /// `--api-secret-file`: the secret (an HMAC secret, or a Binance Ed25519
+    /// key's PKCS#8 PEM), read by `ergon-gateway`'s rules (0600, ours, no
+    /// symlink, zeroized).
+    pub api_secret_file: Option<std::path::PathBuf>,
+    /// `--key-type`: the kind the secret must be (None: detected, a PEM private
+    /// key being Ed25519).
+    pub key_type: Option<ergon_gatewayd::secret::KeyType>,
     /// One JSON object instead of the table; progress to stderr.
     pub json: bool,
     /// Print no progress and no table (tests).
@@ -70,6 +78,8 @@ impl Default for Options {
             cpu: None,
             api_key: None,
             api_secret: None,
+            api_secret_file: None,
+            key_type: None,
             json: false,
             quiet: false,
             guard_ms: 30,
@@ -153,6 +163,8 @@ pub fn parse_args(mut it: impl Iterator<Item = String>) -> Result<Options, Strin
             }
             "--api-key" => o.api_key = Some(value()?),
             "--api-secret" => o.api_secret = Some(value()?),
+            "--api-secret-file" => o.api_secret_file = Some(value()?.into()),
+            "--key-type" => o.key_type = Some(value()?.parse()?),
             "--json" => o.json = true,
             "--no-stream" => o.stream = false,
             "--record" => o.record = Some(value()?.into()),

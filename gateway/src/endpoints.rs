@@ -28,7 +28,8 @@ pub struct Boot {
 pub struct Keys<'a> {
     /// The API key.
     pub api_key: &'a str,
-    /// The HMAC secret.
+    /// The secret: an HMAC secret, or (Binance) an Ed25519 private key's
+    /// PKCS#8 PEM (`-----BEGIN PRIVATE KEY-----`), told apart by its PEM block.
     pub secret: &'a [u8],
     /// The passphrase (OKX).
     pub passphrase: Option<&'a str>,

@@ -3,8 +3,13 @@
 //! twin frame, the answers read by the REST rules, the setup after each open,
 //! and the table of requests in flight. Two venues implement it here:
 //!
-//! - Binance Spot's WebSocket API ([`binance_spot_ws::Session`]): the user data
-//!   stream subscribed after the open; orders go at once.
+//! - Binance Spot's WebSocket API ([`binance_spot_ws::Session`]): with an
+//!   Ed25519 key, `session.logon` after the open (`session.status` if its answer
+//!   leaves a doubt), then the user data stream (`userDataStream.subscribe`), and
+//!   orders only then, without `apiKey` or `signature`; a revocation of the
+//!   logon (-2015 with a null id) halts order entry ([`LaneApi::halt_order_entry`]).
+//!   With an HMAC key: the stream (`userDataStream.subscribe.signature`) after
+//!   the open; orders go at once, each signed.
 //! - Deribit's JSON-RPC over WebSocket ([`DeribitLane`]): `public/auth` after
 //!   the open, then cancel-on-disconnect enabled for the connection and its
 //!   heartbeat set; orders go only once that is done (an order over it before
@@ -13,6 +18,7 @@
 
 use ergon_core::{Budget, Verdict};
 use ergon_venues::adapt::{self, Clock, Parts, Request as Kind, Venue};
+use ergon_venues::binance_spot::Counts;
 use ergon_venues::binance_spot_ws::{self, Call, Execution, Incoming};
 use ergon_venues::deribit::{self, CodCall, CodScope, Deribit};
 use ergon_venues::deribit_ws;
@@ -49,6 +55,10 @@ pub enum LaneIn {
     /// The venue asks for a sign of life (Deribit's heartbeat `test_request`):
     /// answer with [`LaneApi::test_reply`] or the connection is closed.
     TestRequest,
+    /// The venue revoked the connection's authentication (Binance: -2015 with
+    /// a null id after `session.logon`, when the key became invalid): the
+    /// venue's code.
+    Revoked(i64),
     /// Anything else of the connection's (another stream event, a heartbeat).
     Other,
 }
@@ -107,8 +117,23 @@ pub trait LaneApi: core::fmt::Debug + Send {
     /// the setup is done. `stream`: the order stream is wanted.
     fn setup(&mut self, step: u8, stream: bool, out: &mut Vec<u8>, now: i64) -> Option<Framed>;
 
+    /// Whether setup `step` has nothing to send now and is passed over (a
+    /// `session.status` that only a doubt calls for). Default: none is.
+    fn setup_skip(&self, step: u8) -> bool {
+        let _ = step;
+        false
+    }
+
     /// Reads the answer to setup `step`: Ok to go on, or why the setup stops.
     fn setup_answer(&mut self, step: u8, verdict: Verdict, frame: &[u8]) -> Result<(), String>;
+
+    /// The venue revoked the connection's authentication ([`LaneIn::Revoked`]):
+    /// halts what would be refused from now on in `budget` (a halt only a person
+    /// clears), and says what. Default: nothing halted.
+    fn halt_order_entry(&mut self, budget: &mut Budget, now: i64) -> String {
+        let _ = (budget, now);
+        String::new()
+    }
 
     /// Whether orders may go before the setup is done (Binance: yes; a venue
     /// that authenticates the connection first: no).
@@ -184,6 +209,7 @@ impl LaneApi for binance_spot_ws::Session {
                 verdict: a.verdict,
             }),
             Ok(Incoming::Execution(x)) => Ok(LaneIn::Execution(x)),
+            Ok(Incoming::Revoked(code)) => Ok(LaneIn::Revoked(code)),
             Ok(_) => Ok(LaneIn::Other),
             Err(_) => Err(Unreadable),
         }
@@ -197,13 +223,19 @@ impl LaneApi for binance_spot_ws::Session {
         self.adapter().batch_items()
     }
 
-    /// The user data stream's subscription (`userDataStream.subscribe.signature`,
-    /// weight 2), once, if wanted.
+    /// With an Ed25519 key, `session.logon` (step 0, weight 2), `session.status`
+    /// if the logon's answer left a doubt (1, weight 2); then the user data
+    /// stream's subscription, if wanted (2, weight 2:
+    /// `userDataStream.subscribe` once logged on, else
+    /// `userDataStream.subscribe.signature`).
     fn setup(&mut self, step: u8, stream: bool, out: &mut Vec<u8>, now: i64) -> Option<Framed> {
-        if step > 0 || !stream {
-            return None;
-        }
-        let p = self.prepare(&Call::Subscribe, out, now).ok()?;
+        let call = match step {
+            0 => Call::Logon,
+            1 => Call::SessionStatus,
+            2 if stream => Call::Subscribe,
+            _ => return None,
+        };
+        let p = self.prepare(&call, out, now).ok()?;
         Some(Framed {
             id: p.id,
             parts: p.parts,
@@ -211,7 +243,30 @@ impl LaneApi for binance_spot_ws::Session {
         })
     }
 
-    fn setup_answer(&mut self, _step: u8, verdict: Verdict, frame: &[u8]) -> Result<(), String> {
+    /// No logon with an HMAC key; no `session.status` once the logon's answer
+    /// said the key is logged on.
+    fn setup_skip(&self, step: u8) -> bool {
+        match step {
+            0 => !self.can_log_on(),
+            1 => !self.can_log_on() || self.logged_on(),
+            _ => false,
+        }
+    }
+
+    fn setup_answer(&mut self, step: u8, verdict: Verdict, frame: &[u8]) -> Result<(), String> {
+        let text = || String::from_utf8_lossy(&frame[..frame.len().min(200)]).into_owned();
+        let key = self.api_key().unwrap_or("").to_string();
+        match (step, binance_spot_ws::read_logon(frame, &key)) {
+            (0 | 1, Ok(())) => {
+                self.set_logged_on(true);
+                return Ok(());
+            }
+            // No code and no logon: in doubt, `session.status` says.
+            (0, Err(0)) => return Ok(()),
+            (0, Err(code)) => return Err(format!("session.logon refused ({code}): {}", text())),
+            (1, Err(_)) => return Err(format!("session.status: not logged on: {}", text())),
+            _ => {}
+        }
         let subscribed = binance_spot_ws::as_response(frame)
             .filter(|_| verdict == Verdict::Done)
             .and_then(|(_, body)| {
@@ -224,15 +279,30 @@ impl LaneApi for binance_spot_ws::Session {
             });
         match subscribed {
             Some(_) => Ok(()),
-            None => {
-                let text = String::from_utf8_lossy(&frame[..frame.len().min(200)]);
-                Err(format!("userDataStream.subscribe.signature: {text}"))
-            }
+            None if self.logged_on() => Err(format!("userDataStream.subscribe: {}", text())),
+            None => Err(format!("userDataStream.subscribe.signature: {}", text())),
         }
     }
 
+    /// With an HMAC key, every order is signed: it goes at once. With an Ed25519
+    /// key, orders wait for the logon and go without signature.
     fn orders_before_setup(&self) -> bool {
-        true
+        !self.can_log_on()
+    }
+
+    /// Halts the account's order counts (`ORDERS` buckets): no new order leaves,
+    /// over the lane or REST, until a person clears the halts; cancels and
+    /// queries are still tried.
+    fn halt_order_entry(&mut self, budget: &mut Budget, now: i64) -> String {
+        let mut n = 0;
+        for l in self.adapter().limits.of(Counts::Orders) {
+            if budget.banned(l.bucket, i64::MAX, now).is_ok() {
+                n += 1;
+            }
+        }
+        format!(
+            "the venue revoked the WebSocket API session (session.logon, -2015: the API key is no longer valid): order entry halted ({n} order-count buckets) until a person clears the halts"
+        )
     }
 
     /// Binance pings at the WebSocket level: nothing to answer here.

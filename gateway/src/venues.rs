@@ -13,7 +13,7 @@ use super::endpoints::{Account, DeclareError, Keys};
 use super::endpoints::{Boot, NOT_FOUND_MARGIN_NS};
 use super::lane_api::DeribitLane;
 use ergon_venues::adapt::Request as Kind;
-use ergon_venues::endpoint::Prepared;
+use ergon_venues::endpoint::{Prepared, SignKey};
 
 const SEC: i64 = 1_000_000_000;
 
@@ -41,6 +41,13 @@ pub(crate) fn each_string(body: &[u8], path: &str, key: &str, f: &mut dyn FnMut(
     }
 }
 
+/// A Binance key: an Ed25519 key if the secret is a PKCS#8 PEM private key
+/// (Binance's recommended type), else an HMAC-SHA256 secret; a 2 s recvWindow.
+fn binance_auth(k: &Keys<'_>) -> Result<binance_spot::Auth, DeclareError> {
+    let key = SignKey::detect(k.secret).map_err(DeclareError::Keys)?;
+    binance_spot::Auth::with_key(k.api_key, key, 2_000).map_err(DeclareError::Keys)
+}
+
 impl Account for BinanceSpot {
     /// Limits from `exchangeInfo`; signed with a 2 s recvWindow.
     fn declare(
@@ -50,8 +57,7 @@ impl Account for BinanceSpot {
         guard_ns: i64,
     ) -> Result<Self, DeclareError> {
         let info = boot.limits.as_deref().unwrap_or_default();
-        let auth = binance_spot::Auth::new(k.api_key, k.secret, 2_000);
-        let auth = auth.map_err(DeclareError::Keys)?;
+        let auth = binance_auth(k)?;
         let v = BinanceSpot::from_exchange_info(info, b, boot.clock, guard_ns);
         Ok(v.map_err(DeclareError::Limits)?.with_auth(auth))
     }
@@ -126,8 +132,7 @@ impl Account for BinanceFutures {
         k: &Keys<'_>,
         guard_ns: i64,
     ) -> Result<Self, DeclareError> {
-        let auth = binance_spot::Auth::new(k.api_key, k.secret, 2_000);
-        let auth = auth.map_err(DeclareError::Keys)?;
+        let auth = binance_auth(k)?;
         let read = match boot.limits.as_deref() {
             Some(info) => binance_spot::Limits::table_from_exchange_info(info)
                 .map_err(DeclareError::Limits)?,

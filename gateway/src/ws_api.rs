@@ -122,8 +122,11 @@ pub struct WsApiStats {
     pub to_http: u64,
     /// Answers read.
     pub answers: u64,
-    /// Setups the venue confirmed (Binance: the user data stream subscribed).
+    /// Setups the venue confirmed (Binance: the logon, the user data stream
+    /// subscribed).
     pub subscribed: u64,
+    /// Authentications the venue revoked (Binance: `session.logon`, -2015).
+    pub revoked: u64,
     /// Setup requests the budget refused, tried again when it had room.
     pub setup_retries: u64,
     /// `executionReport` events delivered.
@@ -305,6 +308,8 @@ pub struct WsLane {
     setup_step: u8,
     /// The setup of the open connection is done.
     set_up: bool,
+    /// The venue confirmed a setup request of the open connection.
+    confirmed: bool,
     /// A heartbeat answer on the wire ([`LaneApi::test_reply`]).
     pub(crate) test_req: Option<u64>,
     /// A setup request the budget refused is tried again at this time.
@@ -390,6 +395,7 @@ impl WsLane {
             sub_req: None,
             setup_step: 0,
             set_up: false,
+            confirmed: false,
             test_req: None,
             setup_retry_at: None,
             why: None,
@@ -693,6 +699,7 @@ impl WsLane {
         self.stats.opens += 1;
         self.setup_step = 0;
         self.set_up = false;
+        self.confirmed = false;
         self.setup_retry_at = None;
         self.next_setup(budget, now)
     }
@@ -711,6 +718,9 @@ impl WsLane {
 
     /// Sends the setup request due, or marks the setup done if none is.
     fn next_setup(&mut self, budget: &mut Budget, now: i64) -> SubCharge {
+        while self.setup_step < u8::MAX && self.api.setup_skip(self.setup_step) {
+            self.setup_step += 1;
+        }
         match self
             .api
             .setup(self.setup_step, self.stream, &mut self.frame, now)
@@ -731,7 +741,7 @@ impl WsLane {
             }
             None => {
                 self.set_up = true;
-                if self.setup_step > 0 {
+                if self.confirmed {
                     self.stats.subscribed += 1;
                 }
                 SubCharge::None
@@ -786,6 +796,7 @@ impl WsLane {
         self.sub_req = None;
         match self.api.setup_answer(self.setup_step, verdict, frame) {
             Ok(()) => {
+                self.confirmed = true;
                 self.setup_step = self.setup_step.saturating_add(1);
                 self.next_setup(budget, now)
             }
@@ -794,6 +805,21 @@ impl WsLane {
                 SubCharge::None
             }
         }
+    }
+
+    /// The venue revoked the connection's authentication: no order goes over
+    /// it ([`WsLane::ready`] is false until the next open's setup, and the venue's
+    /// order entry is halted by [`LaneApi::halt_order_entry`]); [`WsLane::why`]
+    /// names the reason.
+    pub(crate) fn on_revoked(&mut self, code: i64, budget: &mut Budget, now: i64) {
+        self.set_up = false;
+        self.stats.revoked += 1;
+        let what = self.api.halt_order_entry(budget, now);
+        self.why = Some(if what.is_empty() {
+            format!("the venue revoked the connection's authentication ({code})")
+        } else {
+            what
+        });
     }
 
     /// The venue asked for a sign of life: its answer (what became of its

@@ -24,11 +24,21 @@ pub fn open_silent_after(
         secret: cfg.accounts[0].secret.as_bytes(),
         passphrase: None,
     };
+    open_with(server, &keys, silent_ns)
+}
+
+/// [`open`] with `keys` (an Ed25519 key's PEM as the secret: the lane logs on),
+/// the connection given up after `silent_ns` without a frame.
+pub fn open_with(
+    server: &Server,
+    keys: &Keys<'_>,
+    silent_ns: i64,
+) -> (EventLoop, Gateway<BinanceSpot>, PoolId) {
     let mut start = Start::new(server.addr(), server.addr().to_string());
     let mut ws = WsApiStart::of(&start, None, true).expect("ws api");
     ws.silent_ns = silent_ns;
     start.ws_api = Some(ws);
-    let declare = |boot: &Boot, b: &mut _| BinanceSpot::declare(boot, b, &keys, 30_000_000);
+    let declare = |boot: &Boot, b: &mut _| BinanceSpot::declare(boot, b, keys, 30_000_000);
     let (mut lp, gw, pool) = Gateway::start(&start, "BTCUSDT", declare).expect("gateway");
     let (gw, probe) = gateway::open_ws_api(&mut lp, gw, pool, 3_000_000_000);
     assert!(probe.order_entry && probe.stream, "{probe:?}");

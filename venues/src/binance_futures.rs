@@ -18,7 +18,8 @@ use crate::response::Response;
 use arrayvec::ArrayVec;
 use ergon_core::{BucketId, Budget, Builder, Spec, Verdict};
 
-use crate::binance_spot::{self as spot, Auth, Counts, Limits, Msg, PostOnly};
+use crate::binance_auth::{self, Auth};
+use crate::binance_spot::{self as spot, Counts, Limits, Msg, PostOnly};
 
 const SEC: i64 = 1_000_000_000;
 
@@ -189,7 +190,7 @@ impl ClientIds for BinanceFutures {
 impl Endpoints for BinanceFutures {
     /// A fresh `timestamp` and signature on the same request (signed as Spot's).
     fn restamp(&mut self, p: &mut Prepared, now: i64) -> Result<(), Error> {
-        spot::restamp(p, &self.auth, &self.limits.clock, now)
+        binance_auth::restamp(p, &self.auth, &self.limits.clock, now)
     }
 
     /// `POST /fapi/v1/order`: one order on the 10 s and 1 min order limits, IP weight 0.
@@ -204,7 +205,8 @@ impl Endpoints for BinanceFutures {
         let q = spot::begin(&mut w, "/fapi/v1/order");
         let mut first = true;
         self.order_params(&mut w, &mut first, o)?;
-        let deadline = spot::sign(&mut w, &mut first, &self.auth, &self.limits.clock, q, now)?;
+        let deadline =
+            binance_auth::sign(&mut w, &mut first, &self.auth, &self.limits.clock, q, now)?;
         w.finish(self, Request::Order, Method::Post, deadline)
     }
 
@@ -227,7 +229,8 @@ impl Endpoints for BinanceFutures {
             o.client_order_id.as_str(),
         );
         w.id(o.client_order_id)?;
-        let deadline = spot::sign(&mut w, &mut first, &self.auth, &self.limits.clock, q, now)?;
+        let deadline =
+            binance_auth::sign(&mut w, &mut first, &self.auth, &self.limits.clock, q, now)?;
         w.finish(self, Request::Cancel, Method::Delete, deadline)
     }
 
@@ -261,7 +264,8 @@ impl Endpoints for BinanceFutures {
             a.order.client_order_id.as_str(),
         );
         w.id(a.order.client_order_id)?;
-        let deadline = spot::sign(&mut w, &mut first, &self.auth, &self.limits.clock, q, now)?;
+        let deadline =
+            binance_auth::sign(&mut w, &mut first, &self.auth, &self.limits.clock, q, now)?;
         w.finish(self, Request::CancelReplace, Method::Put, deadline)
     }
 
@@ -284,7 +288,8 @@ impl Endpoints for BinanceFutures {
             o.client_order_id.as_str(),
         );
         w.id(o.client_order_id)?;
-        let deadline = spot::sign(&mut w, &mut first, &self.auth, &self.limits.clock, q, now)?;
+        let deadline =
+            binance_auth::sign(&mut w, &mut first, &self.auth, &self.limits.clock, q, now)?;
         w.finish(self, Request::Read(1), Method::Get, deadline)
     }
 
@@ -302,7 +307,8 @@ impl Endpoints for BinanceFutures {
         if let Some(s) = symbol {
             spot::param(&mut w, &mut first, "symbol", s.as_str());
         }
-        let deadline = spot::sign(&mut w, &mut first, &self.auth, &self.limits.clock, q, now)?;
+        let deadline =
+            binance_auth::sign(&mut w, &mut first, &self.auth, &self.limits.clock, q, now)?;
         let weight = if symbol.is_some() { 1 } else { 40 };
         w.finish(self, Request::Read(weight), Method::Get, deadline)
     }
@@ -333,7 +339,8 @@ impl Endpoints for BinanceFutures {
         let mut w = Writer::start(out);
         let q = spot::begin(&mut w, "/fapi/v3/account");
         let mut first = true;
-        let deadline = spot::sign(&mut w, &mut first, &self.auth, &self.limits.clock, q, now)?;
+        let deadline =
+            binance_auth::sign(&mut w, &mut first, &self.auth, &self.limits.clock, q, now)?;
         w.finish(self, Request::Read(5), Method::Get, deadline)
     }
 
@@ -364,7 +371,8 @@ impl Endpoints for BinanceFutures {
         }
         w.enc("]");
         let mut first = false;
-        let deadline = spot::sign(&mut w, &mut first, &self.auth, &self.limits.clock, q, now)?;
+        let deadline =
+            binance_auth::sign(&mut w, &mut first, &self.auth, &self.limits.clock, q, now)?;
         // orders.len() <= 5: the cast cannot truncate.
         w.finish(
             self,
@@ -591,7 +599,8 @@ impl BinanceFutures {
         spot::param(&mut w, &mut first, "symbol", symbol.as_str());
         w.s("&countdownTime=");
         w.int(i64::from(timeout_ms));
-        let deadline = spot::sign(&mut w, &mut first, &self.auth, &self.limits.clock, q, now)?;
+        let deadline =
+            binance_auth::sign(&mut w, &mut first, &self.auth, &self.limits.clock, q, now)?;
         let mut parts = Parts::new();
         parts.push(ergon_core::Part::new(self.limits.ip, 0));
         parts.push(ergon_core::Part::new(self.switch, SWITCH_WEIGHT));

@@ -18,7 +18,7 @@
 //! [`BinanceSpot`]'s [`Venue::on_response`] (the `error` object as the body, the
 //! status as the status, `retryAfter` as the wait), so a 429 holds and a 418 halts
 //! the IP gate by the REST rules. The `rateLimits` array is fed to
-//! [`Budget::observe_used`] the way the `X-MBX-USED-WEIGHT-*` and
+//! [`Budget::observe_used`](ergon_core::Budget::observe_used) the way the `X-MBX-USED-WEIGHT-*` and
 //! `X-MBX-ORDER-COUNT-*` headers are.
 //!
 //! Drive order (one connection):
@@ -52,20 +52,19 @@
 use std::io::Write as _;
 
 use arrayvec::{ArrayString, ArrayVec};
-use ergon_core::{Budget, Verdict};
+use ergon_core::Verdict;
 
-use crate::adapt::{self, Error, Parts, Request, Venue};
-use crate::binance_spot::{self, order_state, BinanceSpot, Counts, DEFAULT_RECV_WINDOW_MS};
+use crate::adapt::{Error, Parts, Request, Venue};
+use crate::binance_auth::DEFAULT_RECV_WINDOW_MS;
+use crate::binance_spot::BinanceSpot;
 use crate::endpoint::{
-    json_text, ApiKey, ClientOrderId, HmacKey, Lookup, Method, NewOrder, OrderRef, OrderState,
-    OrderType, Placed, Prepared, Side, Symbol, TimeInForce,
+    ApiKey, ClientOrderId, HmacKey, Method, NewOrder, OrderRef, OrderState, OrderType, Prepared,
+    Side, SignKey, Symbol, TimeInForce,
 };
 use crate::inflight::{Slot, Table};
-use crate::json::{self, JsonError, Kind, Value};
-use crate::response::{Header, Response};
+use crate::json::JsonError;
 
 const MS: i64 = 1_000_000;
-const SEC: i64 = 1_000 * MS;
 /// Most parameters one request carries (a cancel-replace: 12).
 const MAX_PARAMS: usize = 16;
 
@@ -98,6 +97,16 @@ pub enum Call<'a> {
     Subscribe,
     /// `userDataStream.unsubscribe` of one subscription, or all: weight 2.
     Unsubscribe(Option<u64>),
+    /// `session.logon` with the session's Ed25519 key: weight 2. Once its answer
+    /// says so ([`read_logon`], [`Session::set_logged_on`]), signed calls go
+    /// without `apiKey` and `signature`, and [`Call::Subscribe`] is
+    /// `userDataStream.subscribe`.
+    Logon,
+    /// `session.status`: which key (if any) the connection is logged on with:
+    /// weight 2.
+    SessionStatus,
+    /// `session.logout`: weight 2.
+    Logout,
 }
 
 impl Call<'_> {
@@ -114,6 +123,9 @@ impl Call<'_> {
             Call::Account => "account.status",
             Call::Subscribe => "userDataStream.subscribe.signature",
             Call::Unsubscribe(_) => "userDataStream.unsubscribe",
+            Call::Logon => "session.logon",
+            Call::SessionStatus => "session.status",
+            Call::Logout => "session.logout",
         }
     }
 
@@ -128,14 +140,22 @@ impl Call<'_> {
             Call::Status(_) => Request::Read(4),
             Call::OpenOrders(Some(_)) => Request::Read(6),
             Call::OpenOrders(None) => Request::Read(80),
-            Call::Subscribe | Call::Unsubscribe(_) => Request::Read(2),
+            Call::Subscribe
+            | Call::Unsubscribe(_)
+            | Call::Logon
+            | Call::SessionStatus
+            | Call::Logout => Request::Read(2),
         }
     }
 
     fn signed(&self) -> bool {
         !matches!(
             self,
-            Call::Time | Call::ExchangeInfo(_) | Call::Unsubscribe(_)
+            Call::Time
+                | Call::ExchangeInfo(_)
+                | Call::Unsubscribe(_)
+                | Call::SessionStatus
+                | Call::Logout
         )
     }
 }
@@ -236,18 +256,29 @@ pub enum Incoming {
     /// Another user data stream event (`outboundAccountPosition`,
     /// `eventStreamTerminated` ...), of this subscription.
     OtherEvent(u64),
+    /// The venue revoked the connection's `session.logon` (an error with `"id":
+    /// null`, -2015, when the key became invalid: "Session Authentication",
+    /// "Regarding API key revocation"): the session is no longer logged on and
+    /// orders over it would be refused; the code is the venue's.
+    Revoked(i64),
 }
 
 pub use crate::inflight::Fate;
+
+mod read;
+pub use read::{as_response, read_order, read_placed};
 
 /// A Binance Spot WebSocket API session: see the module doc for the drive order.
 #[derive(Clone, Debug)]
 pub struct Session {
     adapter: BinanceSpot,
     api_key: Option<ApiKey>,
-    key: Option<HmacKey>,
+    key: Option<SignKey>,
     recv_window_ms: i64,
     slots: Table<()>,
+    /// The connection is logged on (`session.logon` answered): signed calls go
+    /// without `apiKey` and `signature`.
+    logged_on: bool,
 }
 
 /// A parameter value: text (already checked: no character to escape) or a number.
@@ -368,14 +399,64 @@ pub fn signature(
     Ok(())
 }
 
-fn interval_ns(word: &str) -> Option<i64> {
-    Some(match word {
-        "SECOND" => SEC,
-        "MINUTE" => 60 * SEC,
-        "HOUR" => 3600 * SEC,
-        "DAY" => 86_400 * SEC,
-        _ => return None,
-    })
+/// The `signature` parameter of a signature payload (the sorted `name=value`
+/// pairs, see [`signature`]) as the WebSocket API takes it for `key`: the
+/// HMAC-SHA256 in lower-case hex ("SIGNED request example (HMAC)"), or the
+/// Ed25519 signature in base64 ("SIGNED request example (Ed25519)"; JSON carries
+/// it as it is, not URL-encoded).
+///
+/// ```
+/// use ergon_venues::binance_spot_ws::signature_text;
+/// use ergon_venues::endpoint::{Ed25519Key, SignKey};
+/// let key = SignKey::Ed25519(Ed25519Key::from_seed(&[1; 32]));
+/// assert_eq!(signature_text(&key, b"apiKey=k&timestamp=1").len(), 88);
+/// ```
+pub fn signature_text(key: &SignKey, payload: &[u8]) -> ArrayString<88> {
+    use base64::Engine;
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut s = ArrayString::new();
+    match key {
+        SignKey::Hmac(k) => {
+            for b in k.sign(&[payload]) {
+                s.push(char::from(HEX[usize::from(b >> 4)]));
+                s.push(char::from(HEX[usize::from(b & 15)]));
+            }
+        }
+        SignKey::Ed25519(k) => {
+            let mut b64 = [0u8; 88];
+            let engine = base64::engine::general_purpose::STANDARD;
+            let n = engine.encode_slice(k.sign(payload), &mut b64).unwrap_or(0);
+            // base64 is ASCII.
+            s.push_str(core::str::from_utf8(&b64[..n]).unwrap_or(""));
+        }
+    }
+    s
+}
+
+/// Whether the answer to [`Call::Logon`] says the connection is logged on: a
+/// 200 whose `result.apiKey` is `api_key`. `Err` carries the answer's error code
+/// (0 if it has none or is not an answer).
+pub fn read_logon(frame: &[u8], api_key: &str) -> Result<(), i64> {
+    let v = crate::json::parse(frame).map_err(|_| 0)?;
+    let code = v
+        .path("error.code")
+        .ok()
+        .flatten()
+        .and_then(|c| c.as_i64().ok());
+    if let Some(c) = code {
+        return Err(c);
+    }
+    let ok = v.get("status").ok().flatten().and_then(|s| s.as_u64().ok()) == Some(200)
+        && v.path("result.apiKey")
+            .ok()
+            .flatten()
+            .and_then(|k| k.str_eq(api_key).ok())
+            == Some(true);
+    if ok {
+        Ok(())
+    } else {
+        Err(0)
+    }
 }
 
 impl Session {
@@ -395,7 +476,7 @@ impl Session {
             return Err(Error::BadArgument("capacity (at least 1)"));
         }
         let (api_key, key) = match credentials {
-            Some((k, s)) => (Some(ApiKey::new(k)?), Some(HmacKey::new(s))),
+            Some((k, s)) => (Some(ApiKey::new(k)?), Some(SignKey::Hmac(HmacKey::new(s)))),
             None => (None, None),
         };
         Ok(Session {
@@ -404,6 +485,7 @@ impl Session {
             key,
             recv_window_ms,
             slots: Table::new(capacity),
+            logged_on: false,
         })
     }
 
@@ -421,7 +503,30 @@ impl Session {
             key,
             recv_window_ms,
             slots: Table::new(capacity),
+            logged_on: false,
         })
+    }
+
+    /// Whether the session's key is an Ed25519 key (what `session.logon` takes).
+    pub fn can_log_on(&self) -> bool {
+        self.api_key.is_some() && self.key.as_ref().is_some_and(SignKey::is_ed25519)
+    }
+
+    /// The API key, if any.
+    pub fn api_key(&self) -> Option<&str> {
+        self.api_key.as_ref().map(ApiKey::as_str)
+    }
+
+    /// Whether signed calls go without `apiKey` and `signature`.
+    pub fn logged_on(&self) -> bool {
+        self.logged_on
+    }
+
+    /// Says whether the connection is logged on: true once the answer to
+    /// [`Call::Logon`] said so ([`read_logon`]); [`Session::on_disconnect`] and a
+    /// revocation ([`Incoming::Revoked`]) make it false again.
+    pub fn set_logged_on(&mut self, on: bool) {
+        self.logged_on = on;
     }
 
     /// A session with the default receive window (5000 ms).
@@ -499,7 +604,13 @@ impl Session {
         let mut p: ArrayVec<(&'static str, Val<'_>), MAX_PARAMS> = ArrayVec::new();
         let mut cid = None;
         match call {
-            Call::Time | Call::Account | Call::Subscribe | Call::Unsubscribe(None) => {}
+            Call::Time
+            | Call::Account
+            | Call::Subscribe
+            | Call::Unsubscribe(None)
+            | Call::Logon
+            | Call::SessionStatus
+            | Call::Logout => {}
             Call::ExchangeInfo(s) | Call::OpenOrders(s) => {
                 if let Some(s) = s {
                     p.push(("symbol", Val::Str(s.as_str())));
@@ -532,19 +643,31 @@ impl Session {
             p.push(("omitZeroBalances", Val::Str("true")));
         }
         let clock = &self.adapter.limits.clock;
-        let mut mac = None;
-        let deadline = if call.signed() {
+        let mut sig = None;
+        // Logged on, the user data stream needs no signature.
+        let unsigned_subscribe = self.logged_on && matches!(call, Call::Subscribe);
+        let deadline = if call.signed() && !unsigned_subscribe {
             let (Some(api_key), Some(key)) = (&self.api_key, &self.key) else {
                 return Err(Error::NoKey);
             };
+            if matches!(call, Call::Logon) && !key.is_ed25519() {
+                return Err(Error::BadArgument(
+                    "session.logon takes only an Ed25519 key",
+                ));
+            }
             let ts = clock.utc_ms(now);
-            p.push(("apiKey", Val::Str(api_key.as_str())));
+            let sign = !self.logged_on || matches!(call, Call::Logon);
+            if sign {
+                p.push(("apiKey", Val::Str(api_key.as_str())));
+            }
             p.push(("recvWindow", Val::Int(self.recv_window_ms)));
             p.push(("timestamp", Val::Int(ts)));
             p.sort_unstable_by_key(|(n, _)| *n);
-            payload(out, &p);
-            mac = Some(key.sign(&[out.as_slice()]));
-            out.clear();
+            if sign {
+                payload(out, &p);
+                sig = Some(signature_text(key, out));
+                out.clear();
+            }
             clock.now_ns_at(ts.saturating_add(self.recv_window_ms))
         } else {
             p.sort_unstable_by_key(|(n, _)| *n);
@@ -554,7 +677,11 @@ impl Session {
         // Writing a number into a Vec cannot fail.
         let _ = write!(out, "{id}");
         out.extend_from_slice(b",\"method\":\"");
-        out.extend_from_slice(call.method().as_bytes());
+        out.extend_from_slice(if unsigned_subscribe {
+            b"userDataStream.subscribe"
+        } else {
+            call.method().as_bytes()
+        });
         out.push(b'"');
         if !p.is_empty() {
             out.extend_from_slice(b",\"params\":{");
@@ -567,9 +694,9 @@ impl Session {
                 out.extend_from_slice(b"\":");
                 put_val(out, *v, true);
             }
-            if let Some(mac) = mac {
+            if let Some(sig) = sig {
                 out.extend_from_slice(b",\"signature\":\"");
-                hex(out, &mac);
+                out.extend_from_slice(sig.as_bytes());
                 out.push(b'"');
             }
             out.push(b'}');
@@ -620,7 +747,9 @@ impl Session {
                 return Err(bad("a parameter the WebSocket API cannot carry"));
             }
         }
-        if signed {
+        // Logged on, the connection's key signs for every request.
+        let sign = signed && !self.logged_on;
+        if sign {
             let Some(k) = &api_key else {
                 return Err(PrepareError::Bad(Error::NoKey));
             };
@@ -629,7 +758,7 @@ impl Session {
             }
         }
         params.sort_unstable_by_key(|(n, _)| *n);
-        let mac = match (&self.key, signed) {
+        let sig = match (&self.key, sign) {
             (Some(key), true) => {
                 for (i, (name, value)) in params.iter().enumerate() {
                     if i > 0 {
@@ -639,9 +768,9 @@ impl Session {
                     out.push(b'=');
                     out.extend_from_slice(value.as_bytes());
                 }
-                let mac = key.sign(&[out.as_slice()]);
+                let sig = signature_text(key, out);
                 out.clear();
-                Some(mac)
+                Some(sig)
             }
             (None, true) => return Err(PrepareError::Bad(Error::NoKey)),
             _ => None,
@@ -665,9 +794,9 @@ impl Session {
                     && value.bytes().all(|c| c.is_ascii_digit());
                 put_val(out, Val::Str(value), !number);
             }
-            if let Some(mac) = mac {
+            if let Some(sig) = sig {
                 out.extend_from_slice(b",\"signature\":\"");
-                hex(out, &mac);
+                out.extend_from_slice(sig.as_bytes());
                 out.push(b'"');
             }
             out.push(b'}');
@@ -716,200 +845,8 @@ impl Session {
     /// [`Fate::NotWritten`]: refund its `Ticket` (`Budget::refund`), the venue never
     /// saw it.
     pub fn on_disconnect(&mut self) -> impl Iterator<Item = Fate> + '_ {
+        self.logged_on = false;
         self.slots.drain()
-    }
-
-    /// Reads one text frame from the venue: an answer (its verdict by the REST
-    /// rules, its holds and halts applied to `budget`, its `rateLimits` fed to
-    /// [`Budget::observe_used`]) or a user data stream event. A frame that cannot be
-    /// read is an `Err` and changes nothing.
-    pub fn on_frame(
-        &mut self,
-        frame: &[u8],
-        budget: &mut Budget,
-        now: i64,
-    ) -> Result<Incoming, FrameError> {
-        let v = json::parse(frame)?;
-        if v.kind() != Kind::Object {
-            return Err(FrameError::NoId);
-        }
-        if let (Some(sub), Some(event)) = (v.get("subscriptionId")?, v.get("event")?) {
-            return read_event(sub, event);
-        }
-        let id = v
-            .get("id")?
-            .and_then(|i| i.as_u64().ok())
-            .ok_or(FrameError::NoId)?;
-        let Some(slot) = self.slots.get(id) else {
-            return Err(FrameError::UnknownId(id));
-        };
-        let status = v
-            .get("status")?
-            .and_then(|s| s.as_u64().ok())
-            .and_then(|s| u16::try_from(s).ok())
-            .unwrap_or(0);
-        // Every read that can fail comes before the first change.
-        let (error, result, rate_limits) =
-            (v.get("error")?, v.get("result")?, v.get("rateLimits")?);
-        self.slots.take(id);
-        let code = error
-            .and_then(|e| e.get("code").ok().flatten())
-            .and_then(|c| c.as_i64().ok());
-        let body = match (status, result, error) {
-            (200..=299, Some(r), _) => r.raw(),
-            (_, _, Some(e)) => e.raw(),
-            _ => &[],
-        };
-        // retryAfter is a UTC ms timestamp; the REST reader takes a Retry-After in
-        // seconds, so the wait is rounded up (never shorter than the venue's).
-        let mut bad = None;
-        let mut secs = ArrayString::<24>::new();
-        let retry = error
-            .and_then(|e| e.path("data.retryAfter").ok().flatten())
-            .map(|r| r.as_i64());
-        match retry {
-            Some(Ok(ms)) => {
-                let wait = self
-                    .adapter
-                    .limits
-                    .clock
-                    .now_ns_at(ms)
-                    .saturating_sub(now)
-                    .max(0);
-                let s = wait / SEC + i64::from(wait % SEC != 0);
-                let _ = core::fmt::Write::write_fmt(&mut secs, format_args!("{s}"));
-            }
-            Some(Err(_)) => bad = Some("error.data.retryAfter"),
-            None => {}
-        }
-        let headers = [Header {
-            name: b"Retry-After",
-            value: secs.as_bytes(),
-        }];
-        let r = Response {
-            status,
-            headers: if secs.is_empty() { &[] } else { &headers },
-            body,
-        };
-        let verdict = match self.adapter.on_response(slot.kind, &r, budget, now) {
-            Ok(v) => v,
-            Err(Error::BadHeader { verdict, header }) => {
-                bad = bad.or(Some(header));
-                verdict
-            }
-            Err(_) => Verdict::Unknown,
-        };
-        if let Some(limits) = rate_limits {
-            // An order's result stamps the venue's time of it (`transactTime`).
-            let stamp = result
-                .and_then(|r| r.get("transactTime").ok().flatten())
-                .and_then(|t| t.as_i64().ok());
-            let counted = self.adapter.limits.counted_at(stamp, now);
-            if self.observe(limits, budget, counted, now).is_err() {
-                bad = bad.or(Some("rateLimits"));
-            }
-        }
-        Ok(Incoming::Answer(Answer {
-            id,
-            kind: slot.kind,
-            client_order_id: slot.client_order_id,
-            status,
-            code,
-            verdict: adapt::finish(verdict, bad),
-        }))
-    }
-
-    /// Feeds each `{rateLimitType, interval, intervalNum, count}` to the limit of
-    /// that kind and window, as counted by the venue at `counted`; an interval the
-    /// budget does not declare is skipped.
-    #[allow(clippy::result_unit_err)] // the caller names the field
-    fn observe(
-        &self,
-        limits: Value<'_>,
-        budget: &mut Budget,
-        counted: i64,
-        now: i64,
-    ) -> Result<(), ()> {
-        let mut bad = false;
-        let mut buf = [0u8; 32];
-        for item in limits.items().map_err(|_| ())? {
-            let one = (|| {
-                let counts = match item.get("rateLimitType").ok()??.decode_str(&mut buf).ok()? {
-                    "REQUEST_WEIGHT" => Counts::Weight,
-                    "ORDERS" => Counts::Orders,
-                    "RAW_REQUESTS" => Counts::Raw,
-                    _ => return Some(None),
-                };
-                let unit = interval_ns(item.get("interval").ok()??.decode_str(&mut buf).ok()?)?;
-                let num = i64::try_from(item.get("intervalNum").ok()??.as_u64().ok()?).ok()?;
-                let count = item.get("count").ok()??.as_u64().ok()?;
-                Some(Some((counts, num.checked_mul(unit)?, count)))
-            })();
-            match one {
-                Some(Some((counts, window, count))) => {
-                    let limit = self
-                        .adapter
-                        .limits
-                        .of(counts)
-                        .find(|l| l.window_ns == window && !l.leased);
-                    if let Some(l) = limit {
-                        if budget
-                            .observe_used_at(l.bucket, count, counted, now)
-                            .is_err()
-                        {
-                            bad = true;
-                        }
-                    }
-                }
-                Some(None) => {}
-                None => bad = true,
-            }
-        }
-        if bad {
-            Err(())
-        } else {
-            Ok(())
-        }
-    }
-}
-
-/// An answer as the REST readers see it: its `status`, and its `result` (2xx) or
-/// `error` object as the body; `None` if the frame is not an answer.
-pub fn as_response(frame: &[u8]) -> Option<(u16, &[u8])> {
-    let v = json::parse(frame).ok()?;
-    let status = v.get("status").ok()??.as_u64().ok()?;
-    let status = u16::try_from(status).ok()?;
-    let body = match (status, v.get("result").ok()?, v.get("error").ok()?) {
-        (200..=299, Some(r), _) => r.raw(),
-        (_, _, Some(e)) => e.raw(),
-        _ => &[],
-    };
-    Some((status, body))
-}
-
-/// Reads the answer frame to [`Call::Status`] for reconcile, by the REST reader:
-/// the order, [`Lookup::NotFound`] on -2013, else [`Lookup::Unknown`].
-pub fn read_order(frame: &[u8]) -> Lookup {
-    match as_response(frame) {
-        Some((status, body)) => binance_spot::read_order(&Response {
-            status,
-            headers: &[],
-            body,
-        }),
-        None => Lookup::Unknown,
-    }
-}
-
-/// Reads the answer frame to [`Call::Place`] by the REST reader: accepted with the
-/// venue's order id, refused by a code that says it did not run, or unknown.
-pub fn read_placed(frame: &[u8]) -> Placed {
-    match as_response(frame) {
-        Some((status, body)) => binance_spot::read_placed(&Response {
-            status,
-            headers: &[],
-            body,
-        }),
-        None => Placed::Unknown,
     }
 }
 
@@ -925,46 +862,4 @@ fn rest_twin(m: Method, path: &str) -> Option<&'static str> {
         (Method::Get, "/api/v3/time") => "time",
         _ => return None,
     })
-}
-
-fn read_event(sub: Value<'_>, event: Value<'_>) -> Result<Incoming, FrameError> {
-    let subscription_id = sub
-        .as_u64()
-        .map_err(|_| FrameError::BadEvent("subscriptionId"))?;
-    let field = |name: &'static str| -> Result<Value<'_>, FrameError> {
-        event
-            .get(name)
-            .ok()
-            .flatten()
-            .ok_or(FrameError::BadEvent(name))
-    };
-    if !field("e")?.str_eq("executionReport").unwrap_or(false) {
-        return Ok(Incoming::OtherEvent(subscription_id));
-    }
-    let mut buf = [0u8; 64];
-    let cid = |v: Value<'_>, buf: &mut [u8]| -> Option<ClientOrderId> {
-        ClientOrderId::new(v.decode_str(buf).ok()?).ok()
-    };
-    let client_order_id = cid(field("c")?, &mut buf).ok_or(FrameError::BadEvent("c"))?;
-    let orig_client_order_id = match event.get("C").ok().flatten() {
-        Some(c) if c.kind() == Kind::String && !c.str_eq("").unwrap_or(true) => {
-            Some(cid(c, &mut buf).ok_or(FrameError::BadEvent("C"))?)
-        }
-        _ => None,
-    };
-    let state = order_state(
-        field("X")?
-            .decode_str(&mut buf)
-            .map_err(|_| FrameError::BadEvent("X"))?,
-    );
-    let filled = json_text(field("z")?).ok_or(FrameError::BadEvent("z"))?;
-    let venue_order_id = json_text(field("i")?).ok_or(FrameError::BadEvent("i"))?;
-    Ok(Incoming::Execution(Execution {
-        subscription_id,
-        client_order_id,
-        orig_client_order_id,
-        state,
-        filled,
-        venue_order_id,
-    }))
 }

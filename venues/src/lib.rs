@@ -24,6 +24,7 @@
 //! crate's version moves with the tables; ergon-core's does not.
 
 pub mod adapt;
+mod binance_auth;
 pub mod binance_futures;
 pub mod binance_replace;
 pub mod binance_spot;

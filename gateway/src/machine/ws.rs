@@ -204,6 +204,10 @@ impl<E: Account> Gateway<E> {
                         self.trace_own(c, now);
                         return None;
                     }
+                    Ok(LaneIn::Revoked(code)) => {
+                        lane.on_revoked(code, w.budget(), now);
+                        return None;
+                    }
                     Ok(LaneIn::Other) => return None,
                     Err(_) => {
                         lane.stats.bad_frames += 1;

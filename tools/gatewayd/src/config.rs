@@ -132,6 +132,7 @@ keys! {
     api_secret: String => "api-secret",
     api_secret_file: String => "api-secret-file",
     api_secret_stdin: bool => "api-secret-stdin",
+    key_type: String => "key-type",
     passphrase: String => "passphrase",
     passphrase_file: String => "passphrase-file",
     name: String => "name",

@@ -4,10 +4,12 @@
 //! and the files beside it) with the client that [`ergon_gateway::shm`] holds.
 //! Around the hub: the configuration file ([`config`]), `/metrics` and `/health`
 //! ([`metrics`], [`health`]) and the account limits leased through etcd
-//! ([`lease`]). The order path itself is the library, `ergon_gateway`.
+//! ([`lease`]), and the account's secrets ([`secret`]: files only this uid can
+//! read, zeroized). The order path itself is the library, `ergon_gateway`.
 
 // Unsafe only where it is needed, each module saying why: shm::journal (a
-// typed view of its mapping) and main (the signal handler, process settings).
+// typed view of its mapping), secret (scrubbing the environment, the owner's
+// uid) and main (the signal handler, process settings).
 // Every unsafe block states its SAFETY reason.
 #![deny(unsafe_code)]
 #![warn(clippy::undocumented_unsafe_blocks)]
@@ -18,4 +20,5 @@ pub mod health;
 mod http;
 pub mod lease;
 pub mod metrics;
+pub mod secret;
 pub mod shm;

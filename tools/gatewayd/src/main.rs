@@ -22,14 +22,18 @@ use ergon_venues::deribit::Deribit;
 use ergon_venues::okx::Okx;
 
 mod reserve;
-mod secret;
 
-use secret::{load_passphrase, load_secret, PassphraseFrom, Secret, SecretFrom, PASSPHRASE_ENV};
+use ergon_gatewayd::secret::{
+    check_key_type, load_passphrase, load_secret, KeyType, PassphraseFrom, Secret, SecretFrom,
+    PASSPHRASE_ENV,
+};
 
 const USAGE: &str = "usage:
   ergon-gateway --venue binance-spot|binance-futures|bybit|okx|deribit --base URL --api-key K --name NAME
                 (--api-secret-file PATH | --api-secret-stdin | env ERGON_API_SECRET
                  | --api-secret S, deprecated: visible to every user in ps)
+                [--key-type hmac|ed25519]   (Binance: an Ed25519 key is the PKCS#8 PEM private key
+                 in the secret file, and is detected without the flag; HMAC otherwise)
                 [--passphrase-file PATH | env ERGON_PASSPHRASE
                  | --passphrase P, deprecated: visible to every user in ps]
                 [--cpu N] [--max-clients N] [--symbol S] [--in-flight N]
@@ -75,8 +79,10 @@ struct Args {
     venue: Option<String>,
     base: Option<String>,
     api_key: Option<String>,
-    /// Where the secret comes from (None: the environment, [`secret::SECRET_ENV`]).
+    /// Where the secret comes from (None: the environment, [`ergon_gatewayd::secret::SECRET_ENV`]).
     api_secret: Option<SecretFrom>,
+    /// `--key-type`: the kind the secret must be (None: detected).
+    key_type: Option<KeyType>,
     passphrase: Option<PassphraseFrom>,
     name: Option<String>,
     symbol: Option<String>,
@@ -186,6 +192,7 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
                     _ => PassphraseFrom::File(value()?.into()),
                 });
             }
+            "--key-type" => a.key_type = Some(value()?.parse()?),
             "--name" => a.name = Some(value()?),
             "--account-address" => a.hl_account = Some(value()?),
             "--vault-address" => a.hl_vault = Some(value()?),
@@ -773,6 +780,7 @@ fn run(a: &Args) -> Result<(), String> {
     });
     let key = a.api_key.clone().unwrap_or_default();
     let secret = load_secret(a.api_secret.as_ref())?;
+    check_key_type(a.key_type, venue, &secret)?;
     let passphrase = load_passphrase(a.passphrase.as_ref())?;
     let passphrase = match &passphrase {
         Some(p) => Some(

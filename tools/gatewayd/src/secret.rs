@@ -6,14 +6,14 @@ use std::io::{BufRead, Read};
 
 /// The environment variable the API secret may come from (removed from the
 /// environment once read).
-pub(crate) const SECRET_ENV: &str = "ERGON_API_SECRET";
+pub const SECRET_ENV: &str = "ERGON_API_SECRET";
 
 /// The environment variable the API passphrase (OKX) may come from (removed
 /// from the environment once read).
-pub(crate) const PASSPHRASE_ENV: &str = "ERGON_PASSPHRASE";
+pub const PASSPHRASE_ENV: &str = "ERGON_PASSPHRASE";
 
 /// The API secret, wiped from memory when dropped, never printed.
-pub(crate) struct Secret(pub(crate) zeroize::Zeroizing<Vec<u8>>);
+pub struct Secret(pub zeroize::Zeroizing<Vec<u8>>);
 
 impl core::fmt::Debug for Secret {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
@@ -23,7 +23,7 @@ impl core::fmt::Debug for Secret {
 
 impl Secret {
     /// Takes `bytes`, without the line end a file or a pipe usually adds.
-    pub(crate) fn new(mut bytes: Vec<u8>) -> Result<Secret, String> {
+    pub fn new(mut bytes: Vec<u8>) -> Result<Secret, String> {
         while bytes.last().is_some_and(|b| *b == b'\n' || *b == b'\r') {
             bytes.pop();
         }
@@ -37,7 +37,7 @@ impl Secret {
 
 /// Where the API secret comes from.
 #[derive(Debug)]
-pub(crate) enum SecretFrom {
+pub enum SecretFrom {
     /// `--api-secret-file PATH`.
     File(std::path::PathBuf),
     /// `--api-secret-stdin`: the first line of standard input.
@@ -49,7 +49,7 @@ pub(crate) enum SecretFrom {
 /// Where the API passphrase comes from (None: the environment,
 /// [`PASSPHRASE_ENV`], if set).
 #[derive(Debug)]
-pub(crate) enum PassphraseFrom {
+pub enum PassphraseFrom {
     /// `--passphrase-file PATH`.
     File(std::path::PathBuf),
     /// `--passphrase P` (deprecated on the command line: in /proc/PID/cmdline
@@ -61,7 +61,7 @@ pub(crate) enum PassphraseFrom {
 /// removes it: `remove_var` alone leaves its bytes in the block that
 /// `/proc/PID/environ` shows.
 #[allow(unsafe_code)]
-pub(crate) fn scrub_env(name: &str) {
+pub fn scrub_env(name: &str) {
     if let Ok(c) = std::ffi::CString::new(name) {
         // SAFETY: getenv points at the NUL-terminated value inside the
         // environment block, which is writable; called at start-up, before any
@@ -81,7 +81,7 @@ pub(crate) fn scrub_env(name: &str) {
 /// Reads the API secret from where the command line says: a file only this uid
 /// can read, standard input, [`SECRET_ENV`], or (deprecated, with a warning) the
 /// command line itself.
-pub(crate) fn load_secret(from: Option<&SecretFrom>) -> Result<Secret, String> {
+pub fn load_secret(from: Option<&SecretFrom>) -> Result<Secret, String> {
     let env = std::env::var_os(SECRET_ENV);
     // Out of the environment at once: a child process or a dump of it never sees it.
     scrub_env(SECRET_ENV);
@@ -117,7 +117,7 @@ pub(crate) fn load_secret(from: Option<&SecretFrom>) -> Result<Secret, String> {
 /// Reads the API passphrase (OKX) from where the command line says: a file only
 /// this uid can read, [`PASSPHRASE_ENV`], a config file's `passphrase`, or
 /// (deprecated, with a warning) the command line itself. None: not given.
-pub(crate) fn load_passphrase(from: Option<&PassphraseFrom>) -> Result<Option<Secret>, String> {
+pub fn load_passphrase(from: Option<&PassphraseFrom>) -> Result<Option<Secret>, String> {
     let env = std::env::var_os(PASSPHRASE_ENV);
     // Out of the environment at once: a child process or a dump of it never sees it.
     scrub_env(PASSPHRASE_ENV);
@@ -150,7 +150,7 @@ pub(crate) fn load_passphrase(from: Option<&PassphraseFrom>) -> Result<Option<Se
 /// it is a regular file (not a symlink) owned by this process's uid that no
 /// other user can read or write.
 #[allow(unsafe_code)]
-pub(crate) fn read_secret_file(path: &std::path::Path, flag: &str) -> Result<Secret, String> {
+pub fn read_secret_file(path: &std::path::Path, flag: &str) -> Result<Secret, String> {
     use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
     let shown = path.display();
     let f = std::fs::OpenOptions::new()
@@ -188,4 +188,91 @@ pub(crate) fn read_secret_file(path: &std::path::Path, flag: &str) -> Result<Sec
         .read_to_end(&mut buf)
         .map_err(|e| format!("{flag} {shown}: {e}"))?;
     Secret::new(core::mem::take(&mut *buf)).map_err(|_| format!("{flag} {shown}: empty"))
+}
+
+/// `--key-type`: the kind of key the secret must be.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeyType {
+    /// An HMAC-SHA256 secret.
+    Hmac,
+    /// An Ed25519 private key, PKCS#8 PEM (Binance).
+    Ed25519,
+}
+
+impl core::str::FromStr for KeyType {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "hmac" => Ok(KeyType::Hmac),
+            "ed25519" => Ok(KeyType::Ed25519),
+            v => Err(format!("--key-type {v:?}: hmac or ed25519")),
+        }
+    }
+}
+
+/// Checks the secret against `--key-type` (None: detected from the secret, a
+/// PEM private key being Ed25519) and `venue`: an Ed25519 key is Binance's
+/// (Spot, USD-M) only, and must read as a PKCS#8 PEM private key. The error
+/// names what is wrong, never the secret.
+pub fn check_key_type(want: Option<KeyType>, venue: &str, secret: &Secret) -> Result<(), String> {
+    use ergon_venues::endpoint::{is_pem_private_key, SignKey};
+    let pem = is_pem_private_key(&secret.0);
+    let binance = matches!(venue, "binance-spot" | "binance-futures");
+    match (want, pem) {
+        (Some(KeyType::Ed25519), false) => Err(
+            "--key-type ed25519: the API secret is not a PKCS#8 PEM private key (-----BEGIN PRIVATE KEY-----, as `openssl genpkey -algorithm ed25519` and Binance's key generator write it)".into(),
+        ),
+        (Some(KeyType::Hmac), true) => Err(
+            "--key-type hmac: the API secret is a PEM private key (an Ed25519 key: --key-type ed25519)".into(),
+        ),
+        (_, true) if !binance => Err(format!(
+            "the API secret is a PEM private key: Ed25519 keys are Binance's (binance-spot, binance-futures), not {venue}'s"
+        )),
+        (_, true) => SignKey::detect(&secret.0)
+            .map(|_| ())
+            .map_err(|_| "the API secret is a PEM private key but not an unencrypted Ed25519 PKCS#8 one".into()),
+        (_, false) => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PEM: &str = "-----BEGIN PRIVATE KEY-----
+MC4CAQAwBQYDK2VwBCIEIOphjDnj177uXH0N7VA8AvzH1KwCiMvsNlT6fbyHUhAr
+-----END PRIVATE KEY-----";
+
+    fn s(b: &str) -> Secret {
+        Secret::new(b.as_bytes().to_vec()).unwrap()
+    }
+
+    #[test]
+    fn the_key_type_is_detected_and_a_wrong_flag_named() {
+        let (pem, hmac) = (s(PEM), s("NhqPtmdSJYdKjVHjA7PZj4Mge3R5YNiP"));
+        assert_eq!(check_key_type(None, "binance-spot", &pem), Ok(()));
+        assert_eq!(
+            check_key_type(Some(KeyType::Ed25519), "binance-futures", &pem),
+            Ok(())
+        );
+        assert_eq!(check_key_type(None, "bybit", &hmac), Ok(()));
+        assert_eq!(
+            check_key_type(Some(KeyType::Hmac), "binance-spot", &hmac),
+            Ok(())
+        );
+        let e = check_key_type(Some(KeyType::Ed25519), "binance-spot", &hmac).unwrap_err();
+        assert!(e.starts_with("--key-type ed25519"), "{e}");
+        let e = check_key_type(Some(KeyType::Hmac), "binance-spot", &pem).unwrap_err();
+        assert!(e.starts_with("--key-type hmac"), "{e}");
+        let e = check_key_type(None, "okx", &pem).unwrap_err();
+        assert!(e.contains("okx"), "{e}");
+        let broken = s("-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----");
+        assert!(check_key_type(None, "binance-spot", &broken).is_err());
+        assert!("rsa"
+            .parse::<KeyType>()
+            .unwrap_err()
+            .contains("hmac or ed25519"));
+        // Never the secret in an error.
+        assert!(!e.contains("MC4CAQ"));
+    }
 }

@@ -115,6 +115,7 @@
 mod clock;
 pub mod config;
 mod dispatch;
+pub mod ed25519;
 mod engine;
 pub mod http;
 mod limits;
@@ -130,7 +131,7 @@ pub use config::{
     Account, BanPolicy, Config, ConfigError, Credits, Fault, FaultScope, Faults, Interval,
     LimitType, Profile, RateLimit, WsLimits, BINANCE_FUTURES_LIMITS, BINANCE_SPOT_LIMITS,
     BYBIT_CLOSED_KEPT, BYBIT_LIMITS, DEFAULT_API_KEY, DEFAULT_API_SECRET, DEFAULT_PASSPHRASE,
-    OKX_LIMITS,
+    ED25519_TEST_API_KEY, ED25519_TEST_PRIVATE_PEM, ED25519_TEST_PUBLIC_PEM, OKX_LIMITS,
 };
 pub use config::{Hyperliquid, HYPERLIQUID_LIMITS, HYPERLIQUID_TEST_ADDRESS, HYPERLIQUID_TEST_KEY};
 pub use engine::switch::SwitchView;

@@ -11,7 +11,7 @@ use std::time::Duration;
 use ergon_venue_sim::{Account, Config, Fault, FaultScope, Profile, RateLimit, Server};
 
 const USAGE: &str = "usage: ergon-venue-sim [--profile binance-spot|binance-futures|bybit|okx|deribit|hyperliquid] [--listen 127.0.0.1:PORT]
-  [--clock-offset-ms MS] [--limit TYPE:INTERVAL:NUM:LIMIT]... [--api-key K --api-secret S]
+  [--clock-offset-ms MS] [--limit TYPE:INTERVAL:NUM:LIMIT]... [--api-key K --api-secret S | --api-key K --api-ed25519-public-key FILE]
   [--ban-after N] [--ban-first-ms MS] [--ban-max-ms MS]
   [--fault KIND:PROBABILITY]... [--fault-at N:KIND]... [--fault-delay-ms MS]
   [--fault-scope orders|all] [--seed N] [--other-sender-weight PER_SECOND]
@@ -26,6 +26,9 @@ bybit: --bybit-dcp enables DCP (disconnected-cancel-all) for the accounts; --no-
 defaults: --profile binance-spot on 127.0.0.1:0 (a free port: the first line of stdout names it),
   the profile's published limits, one account with --api-key ergon-sim-key --api-secret ergon-sim-secret
   (OKX's passphrase: ergon-sim-passphrase), no faults
+keys: --api-secret S makes the key an HMAC-SHA256 key; --api-ed25519-public-key FILE (the PEM
+  `openssl pkey -pubout` writes) makes it an Ed25519 key (Binance): its REST and WebSocket API
+  signatures are verified with that public key, and it is the only kind session.logon takes
 ends: after --duration SECS, or without it when stdin closes (Ctrl-D); then prints its report, one
   JSON line, to stdout (or --report FILE). A line to paste into the quoter goes to stderr at start";
 
@@ -50,6 +53,7 @@ fn parse(it: impl Iterator<Item = String>) -> Result<Args, String> {
     let mut limits: Vec<RateLimit> = Vec::new();
     let mut key = None;
     let mut secret = None;
+    let mut public_key = None;
     let mut duration = None;
     let mut report = None;
     while let Some(flag) = it.next() {
@@ -75,6 +79,14 @@ fn parse(it: impl Iterator<Item = String>) -> Result<Args, String> {
             "--limit" => limits.push(value()?.parse().map_err(|e| format!("{e}"))?),
             "--api-key" => key = Some(value()?),
             "--api-secret" => secret = Some(value()?),
+            "--api-ed25519-public-key" => {
+                let path = value()?;
+                let text = std::fs::read_to_string(&path)
+                    .map_err(|e| format!("--api-ed25519-public-key {path}: {e}"))?;
+                let key = ergon_venue_sim::ed25519::public_key_from_pem(&text)
+                    .map_err(|e| format!("--api-ed25519-public-key {path}: {e}"))?;
+                public_key = Some(key);
+            }
             "--ban-after" => {
                 config.ban.after_violations = u32::try_from(num(value()?)?)
                     .map_err(|_| "--ban-after: out of range".to_string())?
@@ -169,15 +181,26 @@ fn parse(it: impl Iterator<Item = String>) -> Result<Args, String> {
     if !limits.is_empty() {
         config.rate_limits = limits;
     }
-    match (key, secret) {
-        (Some(k), Some(s)) => {
+    match (key, secret, public_key) {
+        (Some(k), Some(s), None) => {
             config.accounts = vec![Account {
                 api_key: k,
                 secret: s,
+                ed25519_public_key: None,
             }]
         }
-        (None, None) => {}
-        _ => return Err("--api-key and --api-secret go together".into()),
+        (Some(k), None, Some(pk)) => {
+            config.accounts = vec![Account {
+                api_key: k,
+                secret: String::new(),
+                ed25519_public_key: Some(pk),
+            }]
+        }
+        (None, None, None) => {}
+        _ => return Err(
+            "--api-key goes together with one of --api-secret (HMAC) or --api-ed25519-public-key (Ed25519)"
+                .into(),
+        ),
     }
     config.validate().map_err(|e| e.to_string())?;
     Ok(Args {
@@ -266,6 +289,38 @@ mod tests {
         assert_eq!(a.config.faults.script, vec![(3, Fault::ExecuteThenClose)]);
         assert_eq!(a.config.clock_offset_ms, -200);
         assert_eq!(a.duration, Some(Duration::from_millis(1500)));
+    }
+
+    #[test]
+    fn an_ed25519_key_is_read_from_its_public_pem() {
+        let path = std::env::temp_dir().join(format!("sim-ed25519-{}.pem", std::process::id()));
+        let pem = "-----BEGIN PUBLIC KEY-----\nMCowBQYDK2VwAyEAny3I38iivRKuGGf8RcAq5jE4+qqOpU1Lw7CMdMY0mbk=\n-----END PUBLIC KEY-----\n";
+        std::fs::write(&path, pem).unwrap();
+        let a = args(&format!(
+            "--api-key k --api-ed25519-public-key {}",
+            path.display()
+        ))
+        .unwrap();
+        let acct = &a.config.accounts[0];
+        assert_eq!(acct.api_key, "k");
+        assert_eq!(acct.ed25519_public_key.map(|k| k[0]), Some(0x9f));
+        let both = format!(
+            "--api-key k --api-secret s --api-ed25519-public-key {}",
+            path.display()
+        );
+        assert!(args(&both).unwrap_err().contains("one of"));
+        std::fs::write(&path, "not a key").unwrap();
+        let e = args(&format!(
+            "--api-key k --api-ed25519-public-key {}",
+            path.display()
+        ))
+        .unwrap_err();
+        assert!(
+            e.contains("--api-ed25519-public-key") && e.contains("PEM"),
+            "{e}"
+        );
+        let _ = std::fs::remove_file(&path);
+        assert!(USAGE.contains("--api-ed25519-public-key FILE"));
     }
 
     #[test]

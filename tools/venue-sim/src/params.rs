@@ -68,7 +68,8 @@ fn parse_form(s: &str) -> Result<Vec<(String, String)>, String> {
     Ok(out)
 }
 
-fn decode(s: &str) -> Option<String> {
+/// Percent-decodes `s` (`+` is a space), as a form value.
+pub(crate) fn decode(s: &str) -> Option<String> {
     let b = s.as_bytes();
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
@@ -119,17 +120,26 @@ fn split_signature(part: &str) -> (&str, Option<&str>) {
     }
 }
 
-/// Checks the request's signature against `secret`.
-pub fn verify(query: &str, body: &[u8], secret: &str) -> Result<(), SignatureError> {
+/// A REST request's signed payload (query string, then body) and its
+/// `signature` as sent: `totalParams` without the signature.
+pub(crate) fn signed_parts<'a>(
+    query: &'a str,
+    body: &'a [u8],
+) -> Result<(&'a str, &'a str, &'a str), SignatureError> {
     let body = std::str::from_utf8(body).map_err(|_| SignatureError::Invalid)?;
     let (q, qs) = split_signature(query);
     let (b, bs) = split_signature(body);
     // The query string wins when the signature is sent in both parts.
-    let (q, b, sig) = match (qs, bs) {
-        (Some(s), _) => (q, body, s),
-        (None, Some(s)) => (q, b, s),
-        (None, None) => return Err(SignatureError::Missing),
-    };
+    match (qs, bs) {
+        (Some(s), _) => Ok((q, body, s)),
+        (None, Some(s)) => Ok((q, b, s)),
+        (None, None) => Err(SignatureError::Missing),
+    }
+}
+
+/// Checks the request's signature against `secret`.
+pub fn verify(query: &str, body: &[u8], secret: &str) -> Result<(), SignatureError> {
+    let (q, b, sig) = signed_parts(query, body)?;
     if sig.is_empty() {
         return Err(SignatureError::Missing);
     }

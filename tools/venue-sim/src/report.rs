@@ -243,6 +243,13 @@ pub struct WsCounts {
     pub api_requests: u64,
     /// WebSocket API user data stream subscriptions started.
     pub api_subscriptions: u64,
+    /// WebSocket API `session.logon` requests that logged a connection on.
+    pub api_logons: u64,
+    /// WebSocket API sessions revoked (their key became invalid).
+    pub api_revocations: u64,
+    /// WebSocket API requests to signed endpoints without `apiKey` on a
+    /// logged-on connection (no signature needed).
+    pub api_unsigned: u64,
 }
 
 /// One order of the registry, as the venue holds it.
@@ -340,6 +347,9 @@ impl Report {
                 "apiConnects": self.ws.api_connects,
                 "apiRequests": self.ws.api_requests,
                 "apiSubscriptions": self.ws.api_subscriptions,
+                "apiLogons": self.ws.api_logons,
+                "apiRevocations": self.ws.api_revocations,
+                "apiUnsigned": self.ws.api_unsigned,
             },
             "bybitPrivate": {
                 "connects": self.bybit_private.connects,

@@ -207,6 +207,7 @@ fn a_registered_agent_trades_for_its_account_and_a_vault_for_its_own() {
     let vault = "0x1719884eb866cb12b2287399b15f7db5e7d775ea";
     let mut cfg = Config::hyperliquid();
     cfg.accounts.push(ergon_venue_sim::Account {
+        ed25519_public_key: None,
         api_key: vault.to_string(),
         secret: String::new(),
     });

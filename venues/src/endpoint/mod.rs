@@ -34,7 +34,7 @@ use crate::response::Response;
 mod keys;
 mod prepared;
 
-pub use keys::{ApiKey, HmacKey};
+pub use keys::{is_pem_private_key, ApiKey, Ed25519Key, HmacKey, SignKey};
 pub use prepared::Prepared;
 pub(crate) use prepared::Writer;
 

@@ -200,13 +200,17 @@ impl Default for Faults {
     }
 }
 
-/// One API key and its HMAC secret.
+/// One API key and its HMAC secret, or its Ed25519 public key.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Account {
     /// Sent by the client in `X-MBX-APIKEY`.
     pub api_key: String,
     /// The HMAC-SHA256 key.
     pub secret: String,
+    /// Binance: the key is an Ed25519 key with this public key (its signatures
+    /// are checked with it, `secret` is not used), the only kind
+    /// `session.logon` takes.
+    pub ed25519_public_key: Option<[u8; 32]>,
 }
 
 /// The emulator's configuration. Start from [`Config::binance_spot`].
@@ -349,6 +353,32 @@ pub const DEFAULT_PASSPHRASE: &str = "ergon-sim-passphrase";
 
 /// Default API key of the embedded emulator (no real venue accepts it).
 pub const DEFAULT_API_KEY: &str = "ergon-sim-key";
+/// A throwaway Ed25519 private key for test clients (`openssl genpkey -algorithm
+/// ed25519`), the PKCS#8 PEM Binance's key generator writes too.
+pub const ED25519_TEST_PRIVATE_PEM: &str = "-----BEGIN PRIVATE KEY-----
+MC4CAQAwBQYDK2VwBCIEIOphjDnj177uXH0N7VA8AvzH1KwCiMvsNlT6fbyHUhAr
+-----END PRIVATE KEY-----
+";
+/// The public key of [`ED25519_TEST_PRIVATE_PEM`] (`openssl pkey -pubout`).
+pub const ED25519_TEST_PUBLIC_PEM: &str = "-----BEGIN PUBLIC KEY-----
+MCowBQYDK2VwAyEAny3I38iivRKuGGf8RcAq5jE4+qqOpU1Lw7CMdMY0mbk=
+-----END PUBLIC KEY-----
+";
+/// The API key of [`Account::ed25519_test`].
+pub const ED25519_TEST_API_KEY: &str = "ergon-sim-ed25519-key";
+
+impl Account {
+    /// An Ed25519 account: [`ED25519_TEST_API_KEY`] with the public key of
+    /// [`ED25519_TEST_PRIVATE_PEM`].
+    pub fn ed25519_test() -> Account {
+        Account {
+            api_key: ED25519_TEST_API_KEY.into(),
+            secret: String::new(),
+            ed25519_public_key: crate::ed25519::public_key_from_pem(ED25519_TEST_PUBLIC_PEM).ok(),
+        }
+    }
+}
+
 /// Default HMAC secret of the embedded emulator.
 pub const DEFAULT_API_SECRET: &str = "ergon-sim-secret";
 
@@ -366,6 +396,7 @@ impl Config {
             accounts: vec![Account {
                 api_key: DEFAULT_API_KEY.to_string(),
                 secret: DEFAULT_API_SECRET.to_string(),
+                ed25519_public_key: None,
             }],
             other_sender_weight_per_s: 0,
             symbol: "BTCUSDT".to_string(),
@@ -443,6 +474,7 @@ impl Config {
             accounts: vec![Account {
                 api_key: HYPERLIQUID_TEST_ADDRESS.to_string(),
                 secret: HYPERLIQUID_TEST_KEY.to_string(),
+                ed25519_public_key: None,
             }],
             ..Config::binance_spot()
         }

@@ -100,6 +100,9 @@ pub(crate) struct Venue {
     pub(crate) deribit_cod: Vec<bool>,
     /// Hyperliquid's per-signer nonces and per-address budgets.
     pub(crate) addresses: crate::engine::address::AddressBook,
+    /// Per account: its API key was revoked ([`crate::Server::revoke_api_key`]):
+    /// every request with it is refused -2015.
+    pub(crate) revoked: Vec<bool>,
 }
 
 impl Venue {
@@ -141,6 +144,7 @@ impl Venue {
             deribit_cod: vec![false; n_accounts],
             switches: Vec::new(),
             addresses: crate::engine::address::AddressBook::new(n_accounts),
+            revoked: vec![false; n_accounts],
         }
     }
 

@@ -180,6 +180,19 @@ impl Server {
         self.shared.deribit_cuts.fetch_add(1, Ordering::SeqCst);
     }
 
+    /// Revokes the API key `api_key` (as a user deleting it, or an IP whitelist
+    /// change, would): every request with it is refused -2015 from now on, and a
+    /// WebSocket API connection logged on with it is told `{"id":null,..,-2015}`
+    /// at its next request. Whether the key is one of the accounts'.
+    pub fn revoke_api_key(&self, api_key: &str) -> bool {
+        let mut v = self.shared.venue();
+        let Some(i) = v.cfg.accounts.iter().position(|a| a.api_key == api_key) else {
+            return false;
+        };
+        v.revoked[i] = true;
+        true
+    }
+
     /// Adds `weight` to `ip`'s current REQUEST_WEIGHT windows: another sender on the
     /// same IP that the client does not know about.
     pub fn add_weight(&self, ip: IpAddr, weight: u64) {

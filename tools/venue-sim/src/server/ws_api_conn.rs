@@ -57,7 +57,7 @@ pub(crate) fn serve(
     let _ = stream.set_read_timeout(Some(TICK));
     let _ = stream.set_write_timeout(Some(WRITE_TIMEOUT));
     let (tx, events) = mpsc::channel();
-    let mut session = ApiSession::new(tx, rate_limits);
+    let mut session = ApiSession::new(tx, rate_limits, shared.now_ms());
     let mut buf = rest;
     let mut chunk = [0u8; 8192];
     let mut next_ping = shared.now_ms() + lim.api_ping_interval_ms;
@@ -149,7 +149,7 @@ fn run_op(
     admitted: i64,
 ) -> Response {
     if run.op.on_session() {
-        venue.ws_api_session(&run.op, run.account, session)
+        venue.ws_api_session(&run.op, run.account, session, now)
     } else {
         venue.execute_binance(run.op.clone(), run.account, now, admitted)
     }

@@ -4,6 +4,7 @@
 use std::net::IpAddr;
 
 use crate::config::LimitType;
+use crate::ed25519;
 use crate::engine::state::{Admission, Venue};
 use crate::http::{Request, Response};
 use crate::limits::Key;
@@ -43,6 +44,10 @@ pub(crate) enum Signing<'a> {
     Rest { query: &'a str, body: &'a [u8] },
     /// WebSocket API: the signature over the sorted parameters.
     Sorted,
+    /// WebSocket API on a connection logged on (`session.logon`) with this
+    /// account's key, the request carrying no `apiKey`: no signature, the
+    /// timestamp still checked ("Session Authentication").
+    Session,
 }
 
 /// One Binance call, from REST or the WebSocket API.
@@ -280,7 +285,8 @@ impl Venue {
             self.report.api_key_rejects += 1;
             return Err(err(401, -2014, "API-key format invalid."));
         };
-        let Some(account) = self.cfg.accounts.iter().position(|a| a.api_key == key) else {
+        let account = self.cfg.accounts.iter().position(|a| a.api_key == key);
+        let Some(account) = account.filter(|&a| !self.revoked[a]) else {
             self.report.api_key_rejects += 1;
             return Err(err(
                 401,
@@ -306,9 +312,12 @@ impl Venue {
             },
         };
         let secret = &self.cfg.accounts[account].secret;
-        let verdict = match signing {
-            Signing::Rest { query, body } => params::verify(query, body, secret),
-            Signing::Sorted => params::verify_sorted(p, secret),
+        let verdict = match (signing, &self.cfg.accounts[account].ed25519_public_key) {
+            (Signing::Session, _) => Ok(()),
+            (Signing::Rest { query, body }, Some(k)) => ed25519::verify_rest(query, body, k),
+            (Signing::Sorted, Some(k)) => ed25519::verify_sorted(p, k),
+            (Signing::Rest { query, body }, None) => params::verify(query, body, secret),
+            (Signing::Sorted, None) => params::verify_sorted(p, secret),
         };
         match verdict {
             Ok(()) => {}

@@ -52,6 +52,14 @@ pub(crate) enum Endpoint {
     StreamUnsubscribe,
     /// WebSocket API only: `session.subscriptions`.
     StreamSubscriptions,
+    /// WebSocket API only: `session.logon` (Ed25519 keys only).
+    SessionLogon,
+    /// WebSocket API only: `session.status`.
+    SessionStatus,
+    /// WebSocket API only: `session.logout`.
+    SessionLogout,
+    /// WebSocket API only: `userDataStream.subscribe`, on a logged-on connection.
+    StreamSubscribeLoggedOn,
     /// Spot `GET /sapi/v1/capital/config/getall`: the account's coins.
     CapitalConfig,
     /// Spot `GET /sapi/v1/margin/allPairs`: the cross-margin pairs.
@@ -130,6 +138,9 @@ impl Endpoint {
                 | Endpoint::AvgPrice
                 | Endpoint::StreamUnsubscribe
                 | Endpoint::StreamSubscriptions
+                | Endpoint::SessionStatus
+                | Endpoint::SessionLogout
+                | Endpoint::StreamSubscribeLoggedOn
                 | Endpoint::MarginPairs
         )
     }
@@ -173,7 +184,11 @@ impl Endpoint {
                 Endpoint::RateLimitOrder => 40,
                 Endpoint::StreamSubscribe
                 | Endpoint::StreamUnsubscribe
-                | Endpoint::StreamSubscriptions => 2,
+                | Endpoint::StreamSubscriptions
+                | Endpoint::SessionLogon
+                | Endpoint::SessionStatus
+                | Endpoint::SessionLogout
+                | Endpoint::StreamSubscribeLoggedOn => 2,
                 // The /sapi weights, counted here on the same IP weight (Binance
                 // keeps a separate /sapi IP limit: not emulated).
                 Endpoint::CapitalConfig | Endpoint::IsolatedPairs => 10,

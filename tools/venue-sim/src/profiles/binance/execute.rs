@@ -79,7 +79,9 @@ impl Venue {
             // Only the WebSocket API routes these, and its session runs them.
             BinanceOp::StreamSubscribe
             | BinanceOp::StreamUnsubscribe(_)
-            | BinanceOp::StreamSubscriptions => {
+            | BinanceOp::StreamSubscriptions
+            | BinanceOp::Session(_)
+            | BinanceOp::StreamSubscribeLoggedOn => {
                 Response::error(400, -1020, "This operation is not supported.")
             }
             BinanceOp::Ping => Response::json(200, "{}".into()),

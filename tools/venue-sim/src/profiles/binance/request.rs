@@ -132,12 +132,27 @@ pub(crate) enum BinanceOp {
     StreamUnsubscribe(Option<u64>),
     /// WebSocket API: this connection's subscriptions.
     StreamSubscriptions,
+    /// WebSocket API: `session.logon`, `session.status`, `session.logout`.
+    Session(SessionCall),
+    /// WebSocket API: `userDataStream.subscribe` on a logged-on connection.
+    StreamSubscribeLoggedOn,
     /// `capital/config/getall`.
     CapitalConfig,
     /// `margin/allPairs` (`false`) or `margin/isolated/allPairs` (`true`).
     MarginPairs {
         isolated: bool,
     },
+}
+
+/// A WebSocket API session request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SessionCall {
+    /// `session.logon`.
+    Logon,
+    /// `session.status`.
+    Status,
+    /// `session.logout`.
+    Logout,
 }
 
 impl BinanceOp {
@@ -148,6 +163,8 @@ impl BinanceOp {
             BinanceOp::StreamSubscribe
                 | BinanceOp::StreamUnsubscribe(_)
                 | BinanceOp::StreamSubscriptions
+                | BinanceOp::Session(_)
+                | BinanceOp::StreamSubscribeLoggedOn
         )
     }
 
@@ -393,6 +410,10 @@ impl Venue {
                 BinanceOp::StreamUnsubscribe(Self::opt_id(p, "subscriptionId")?)
             }
             Endpoint::StreamSubscriptions => BinanceOp::StreamSubscriptions,
+            Endpoint::SessionLogon => BinanceOp::Session(SessionCall::Logon),
+            Endpoint::SessionStatus => BinanceOp::Session(SessionCall::Status),
+            Endpoint::SessionLogout => BinanceOp::Session(SessionCall::Logout),
+            Endpoint::StreamSubscribeLoggedOn => BinanceOp::StreamSubscribeLoggedOn,
             Endpoint::CapitalConfig => BinanceOp::CapitalConfig,
             Endpoint::MarginPairs => BinanceOp::MarginPairs { isolated: false },
             Endpoint::IsolatedPairs => BinanceOp::MarginPairs { isolated: true },

@@ -26,9 +26,23 @@
 //!   account's events, pushed as `{"subscriptionId":N,"event":{..}}`; one
 //!   subscription per account per connection (-2035), `userDataStream.unsubscribe`
 //!   with an unknown id is -2036 ("User Data Stream subscription not active.").
+//! - `session.logon`, `session.status`, `session.logout`, weight 2 each
+//!   ("Authentication requests",
+//!   <https://developers.binance.com/docs/binance-spot-api-docs/websocket-api/authentication-requests>,
+//!   and "Session Authentication",
+//!   <https://developers.binance.com/docs/binance-spot-api-docs/websocket-api/session-authentication>,
+//!   checked 2026-12-06): only Ed25519 keys log on; one key per connection (a
+//!   second logon replaces the first); once logged on, a request without
+//!   `apiKey` is the key's, needs no `signature` but still its `timestamp`;
+//!   `userDataStream.subscribe` subscribes a logged-on connection; a key that
+//!   becomes invalid revokes the session "after the next request" with
+//!   `{"id":null,"status":401,"error":{"code":-2015,..}}`.
 //!
 //! Readings where the docs say nothing: an unknown method is 400 -1020 ("This
-//! operation is not supported."), a frame that is not a JSON request is 400
+//! operation is not supported."), a logon with an HMAC key and
+//! `userDataStream.subscribe` on a connection not logged on are 401 -1002 ("You
+//! are not authorized to execute this request."), the request that finds its
+//! session revoked is answered -2015 under its own id too, a frame that is not a JSON request is 400
 //! -1000 with `id` null; numbers in `params` are signed as serde_json writes them.
 //! This module never touches a socket or reads a clock.
 
@@ -44,7 +58,7 @@ use crate::limits::Key;
 use crate::params::Params;
 use crate::profiles::binance::admit::{Call, Signing};
 use crate::profiles::binance::endpoint::Endpoint;
-use crate::profiles::binance::request::{err, BinanceOp};
+use crate::profiles::binance::request::{err, BinanceOp, SessionCall};
 use crate::ws::frame;
 
 /// Where the WebSocket API is served.
@@ -79,6 +93,10 @@ fn route(method: &str) -> Option<Endpoint> {
         "userDataStream.subscribe.signature" => Endpoint::StreamSubscribe,
         "userDataStream.unsubscribe" => Endpoint::StreamUnsubscribe,
         "session.subscriptions" => Endpoint::StreamSubscriptions,
+        "session.logon" => Endpoint::SessionLogon,
+        "session.status" => Endpoint::SessionStatus,
+        "session.logout" => Endpoint::SessionLogout,
+        "userDataStream.subscribe" => Endpoint::StreamSubscribeLoggedOn,
         _ => return None,
     })
 }
@@ -92,16 +110,22 @@ pub(crate) struct ApiSession {
     next_id: u64,
     /// `returnRateLimits` of the connection URL (default true).
     pub(crate) rate_limits: bool,
+    /// The account logged on (`session.logon`) and since when (venue ms).
+    logon: Option<(usize, i64)>,
+    /// When the connection opened (venue ms).
+    connected_since: i64,
 }
 
 impl ApiSession {
-    /// A session whose events go to `tx`.
-    pub(crate) fn new(tx: Sender<String>, rate_limits: bool) -> Self {
+    /// A session whose events go to `tx`, opened at `now` (venue ms).
+    pub(crate) fn new(tx: Sender<String>, rate_limits: bool, now: i64) -> Self {
         ApiSession {
             tx,
             subs: Vec::new(),
             next_id: 0,
             rate_limits,
+            logon: None,
+            connected_since: now,
         }
     }
 }
@@ -187,7 +211,7 @@ impl Venue {
         text_frame: &[u8],
         ip: IpAddr,
         now: i64,
-        session: &ApiSession,
+        session: &mut ApiSession,
     ) -> ApiAdmission {
         self.report.ws.api_requests += 1;
         self.now_hint = now;
@@ -218,17 +242,37 @@ impl Venue {
             Some("true") => true,
             _ => session.rate_limits,
         };
-        let api_key = params.get("apiKey").map(str::to_string);
+        let mut api_key = params.get("apiKey").map(str::to_string);
+        // Logged on, a request without `apiKey` is the session key's.
+        let mut signing = Signing::Sorted;
+        if let (Some((a, _)), None) = (session.logon, &api_key) {
+            api_key = Some(self.cfg.accounts[a].api_key.clone());
+            signing = Signing::Session;
+            if self.revoked[a] {
+                // "after the next request the session will be revoked".
+                session.logon = None;
+                let revoked = json!({
+                    "id": null,
+                    "status": 401,
+                    "error": { "code": -2015, "msg": "Invalid API-key, IP, or permissions for action." },
+                });
+                let _ = session.tx.send(revoked.to_string());
+                self.report.ws.api_revocations += 1;
+            }
+        }
         let account_hint = api_key
             .as_deref()
             .and_then(|k| self.cfg.accounts.iter().position(|a| a.api_key == k));
         let endpoint = route(&method);
+        if matches!(signing, Signing::Session) && endpoint.is_some_and(Endpoint::signed) {
+            self.report.ws.api_unsigned += 1;
+        }
         let orders = endpoint.is_some_and(Endpoint::places_order);
         let call = Call {
             endpoint,
             params: Ok(params),
             api_key: api_key.as_deref(),
-            signing: Signing::Sorted,
+            signing,
         };
         let r = match self.admit_call(call, ip, now) {
             Err(_) => err(400, -1020, "This operation is not supported."),
@@ -272,9 +316,49 @@ impl Venue {
         op: &BinanceOp,
         account: usize,
         session: &mut ApiSession,
+        now: i64,
     ) -> Response {
+        let not_authorized = || {
+            err(
+                401,
+                -1002,
+                "You are not authorized to execute this request.",
+            )
+        };
+        let account = match *op {
+            BinanceOp::StreamSubscribeLoggedOn => match session.logon {
+                Some((a, _)) => a,
+                None => return not_authorized(),
+            },
+            _ => account,
+        };
         match *op {
-            BinanceOp::StreamSubscribe => {
+            BinanceOp::Session(call) => {
+                if call == SessionCall::Logon {
+                    // "Only Ed25519 keys are supported for this feature."
+                    if self.cfg.accounts[account].ed25519_public_key.is_none() {
+                        return not_authorized();
+                    }
+                    session.logon = Some((account, now));
+                    self.report.ws.api_logons += 1;
+                } else if call == SessionCall::Logout {
+                    session.logon = None;
+                }
+                let (key, since) = match session.logon {
+                    Some((a, t)) => (json!(self.cfg.accounts[a].api_key), json!(t)),
+                    None => (Value::Null, Value::Null),
+                };
+                let result = json!({
+                    "apiKey": key,
+                    "authorizedSince": since,
+                    "connectedSince": session.connected_since,
+                    "returnRateLimits": session.rate_limits,
+                    "serverTime": now,
+                    "userDataStream": !session.subs.is_empty(),
+                });
+                Response::json(200, result.to_string())
+            }
+            BinanceOp::StreamSubscribe | BinanceOp::StreamSubscribeLoggedOn => {
                 if session.subs.iter().any(|&(_, a, _)| a == account) {
                     return err(400, -2035, "User Data Stream subscription already active.");
                 }
