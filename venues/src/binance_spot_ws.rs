@@ -64,6 +64,9 @@ use crate::inflight::{Slot, Table};
 use crate::json::{self, JsonError, Kind, Value};
 use crate::response::{Header, Response};
 
+mod template;
+pub use template::{FrameTemplate, Signing};
+
 const MS: i64 = 1_000_000;
 const SEC: i64 = 1_000 * MS;
 /// Most parameters one request carries (a cancel-replace: 12).

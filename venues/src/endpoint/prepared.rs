@@ -207,33 +207,8 @@ impl<'p> Writer<'p> {
     /// the same buffer: one append (a 13-digit timestamp took ~140 instructions a
     /// digit at a time and two appends for a negative number).
     pub(crate) fn int(&mut self, n: i64) {
-        const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
-            2021222324252627282930313233343536373839\
-            4041424344454647484950515253545556575859\
-            6061626364656667686970717273747576777879\
-            8081828384858687888990919293949596979899";
         let mut buf = [0u8; 20];
-        let mut i = buf.len();
-        let mut v = n.unsigned_abs();
-        while v >= 100 {
-            let pair = usize::from((v % 100) as u8) * 2;
-            v /= 100;
-            i -= 2;
-            buf[i..i + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
-        }
-        if v >= 10 {
-            let pair = usize::from(v as u8) * 2;
-            i -= 2;
-            buf[i..i + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
-        } else {
-            i -= 1;
-            buf[i] = b'0' + v as u8;
-        }
-        if n < 0 {
-            i -= 1;
-            buf[i] = b'-';
-        }
-        self.put(&buf[i..]);
+        self.put(super::decimal(n, &mut buf));
     }
 
     /// Appends lower-case hex of `bytes`, 32 bytes (a MAC) in one append: a
@@ -358,6 +333,12 @@ impl<'p> Writer<'p> {
             // A Symbol is at most 32 bytes: it always fits.
             let _ = self.p.symbol.try_push_str(s.as_str());
         }
+    }
+
+    /// Records the symbol the request names, from text a [`Symbol`] was checked
+    /// into before (a template's).
+    pub(crate) fn symbol_text(&mut self, symbol: &ArrayString<32>) {
+        self.p.symbol = *symbol;
     }
 
     /// Records a client order id.
