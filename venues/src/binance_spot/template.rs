@@ -83,7 +83,7 @@ impl BinanceSpot {
         let mut buf = [0u8; 20];
         let window = decimal(self.auth.recv_window_ms, &mut buf);
         runs.lit("&recvWindow=");
-        runs.lit(core::str::from_utf8(window).unwrap_or("0"));
+        runs.lit(window);
         runs.lit("&timestamp=");
         ok &= runs.field(Field::Timestamp);
         if !ok {
@@ -135,17 +135,17 @@ impl BinanceSpot {
             price,
             quantity: fill.quantity.as_str(),
             timestamp: decimal(ts, &mut stamp),
-            request_id: &[],
+            request_id: "",
         };
         w.open();
         let start = w.pos();
-        t.runs.emit(&values, |b| w.put(b));
+        t.runs.emit(&values, |b| w.s(b));
         let end = w.pos();
         let mac = key.sign(&[w.bytes(start + t.query_at..end)]);
         w.s("&signature=");
         w.hex(&mac);
         w.close_target();
-        w.header("X-MBX-APIKEY", api_key.as_str().as_bytes())?;
+        w.header_str("X-MBX-APIKEY", api_key.as_str())?;
         w.id(fill.client_order_id)?;
         let deadline = clock.now_ns_at(ts.saturating_add(self.auth.recv_window_ms));
         w.finish(self, Request::Order, Method::Post, deadline)

@@ -150,7 +150,8 @@ impl Session {
         })
     }
 
-    /// Writes one `order.place` frame of template `t` into `out` (cleared first)
+    /// Writes one `order.place` frame of template `t` into `out` (cleared first; text,
+    /// so that the WebSocket session takes it as it is, with no UTF-8 check per send)
     /// with `fill`'s price, quantity and client order id, stamped (and, for
     /// [`Signing::PerRequest`], signed) at the venue's UTC of `now`, and reserves
     /// its slot, as [`Session::prepare`] does for `Call::Place`. A price on a
@@ -161,7 +162,7 @@ impl Session {
         &mut self,
         t: &FrameTemplate,
         fill: &Fill<'_>,
-        out: &mut Vec<u8>,
+        out: &mut String,
         now: i64,
     ) -> Result<Pending, PrepareError> {
         out.clear();
@@ -196,17 +197,19 @@ impl Session {
             timestamp: decimal(ts, &mut stamp),
             request_id: decimal(i64::try_from(id).unwrap_or(i64::MAX), &mut number),
         };
-        t.frame.emit(&values, |b| out.extend_from_slice(b));
+        t.frame.emit(&values, |b| out.push_str(b));
         if let (Some(payload), Some(key)) = (&t.payload, key) {
             let end = out.len();
-            payload.emit(&values, |b| out.extend_from_slice(b));
-            let mac = key.sign(&[out.get(end..).unwrap_or_default()]);
+            payload.emit(&values, |b| out.push_str(b));
+            let mac = key.sign(&[out.as_bytes().get(end..).unwrap_or_default()]);
             out.truncate(end);
-            out.extend_from_slice(b",\"signature\":\"");
-            super::hex(out, &mac);
-            out.push(b'"');
+            out.push_str(",\"signature\":\"");
+            let mut hex = [0u8; 64];
+            super::hex_into(&mac, &mut hex);
+            out.push_str(core::str::from_utf8(&hex).unwrap_or_default());
+            out.push('"');
         }
-        out.extend_from_slice(b"}}");
+        out.push_str("}}");
         let deadline_ns = clock.now_ns_at(ts.saturating_add(self.recv_window_ms));
         let client_order_id = Some(fill.client_order_id);
         self.slots.reserve(Slot::prepared(

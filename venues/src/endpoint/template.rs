@@ -60,8 +60,8 @@ pub(crate) struct Values<'a> {
     pub(crate) id: &'a str,
     pub(crate) price: &'a str,
     pub(crate) quantity: &'a str,
-    pub(crate) timestamp: &'a [u8],
-    pub(crate) request_id: &'a [u8],
+    pub(crate) timestamp: &'a str,
+    pub(crate) request_id: &'a str,
 }
 
 impl Runs {
@@ -86,28 +86,28 @@ impl Runs {
 
     /// Writes the template with `v` through `put`, a copy per run and per field.
     #[inline]
-    pub(crate) fn emit(&self, v: &Values<'_>, mut put: impl FnMut(&[u8])) {
-        let text = self.text.as_bytes();
+    pub(crate) fn emit(&self, v: &Values<'_>, mut put: impl FnMut(&str)) {
+        let text = self.text.as_str();
         let mut from = 0;
         for &(end, field) in &self.runs {
             let end = usize::from(end);
-            put(text.get(from..end).unwrap_or(&[]));
+            put(text.get(from..end).unwrap_or_default());
             from = end;
             match field {
-                Some(Field::Id) => put(v.id.as_bytes()),
-                Some(Field::Price) => put(v.price.as_bytes()),
-                Some(Field::Quantity) => put(v.quantity.as_bytes()),
+                Some(Field::Id) => put(v.id),
+                Some(Field::Price) => put(v.price),
+                Some(Field::Quantity) => put(v.quantity),
                 Some(Field::Timestamp) => put(v.timestamp),
                 Some(Field::RequestId) => put(v.request_id),
                 None => {}
             }
         }
-        put(text.get(from..).unwrap_or(&[]));
+        put(text.get(from..).unwrap_or_default());
     }
 }
 
 /// `n` in decimal into `buf`, two digits a step from a table: the digits written.
-pub(crate) fn decimal(n: i64, buf: &mut [u8; 20]) -> &[u8] {
+pub(crate) fn decimal(n: i64, buf: &mut [u8; 20]) -> &str {
     const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
         2021222324252627282930313233343536373839\
         4041424344454647484950515253545556575859\
@@ -133,7 +133,8 @@ pub(crate) fn decimal(n: i64, buf: &mut [u8; 20]) -> &[u8] {
         i -= 1;
         buf[i] = b'-';
     }
-    &buf[i..]
+    // ASCII digits: the check is a short scan, and never fails.
+    core::str::from_utf8(&buf[i..]).unwrap_or("0")
 }
 
 #[cfg(test)]
@@ -155,7 +156,7 @@ mod tests {
             i64::MAX,
             i64::MIN,
         ] {
-            assert_eq!(decimal(n, &mut buf), n.to_string().as_bytes());
+            assert_eq!(decimal(n, &mut buf), n.to_string());
         }
     }
 
@@ -167,15 +168,15 @@ mod tests {
         r.lit("&b=");
         assert!(r.field(Field::Timestamp));
         r.lit("!");
-        let mut out = Vec::new();
+        let mut out = String::new();
         let v = Values {
             id: "i",
             price: "p",
             quantity: "q",
-            timestamp: b"12",
-            request_id: b"",
+            timestamp: "12",
+            request_id: "",
         };
-        r.emit(&v, |b| out.extend_from_slice(b));
-        assert_eq!(out, b"a=q&b=12!");
+        r.emit(&v, |b| out.push_str(b));
+        assert_eq!(out, "a=q&b=12!");
     }
 }
