@@ -1,15 +1,16 @@
-//! A prepared `POST /api/v3/order`: [`OrderTemplate`] keeps the bytes of an order
-//! that do not change (path, `symbol`, `side`, `type`, `timeInForce`, `recvWindow`);
-//! [`BinanceSpot::new_order_from`] writes one order from it with only the price,
-//! quantity, client order id, timestamp and signature filled in. The request is
-//! byte for byte the one [`Endpoints::new_order`](crate::endpoint::Endpoints::new_order) writes for the same order (a
-//! property test holds the two to it), so the venue sees exactly what it saw
-//! before.
+//! A prepared Binance order (`POST /api/v3/order`, and USD-M's `POST /fapi/v1/order`
+//! through `BinanceFutures::order_template`): [`OrderTemplate`] keeps the bytes of
+//! an order that do not change (path, `symbol`, `side`, `type`, `timeInForce`,
+//! `reduceOnly`, `recvWindow`); [`BinanceSpot::new_order_from`] writes one order from
+//! it with only the price, quantity, client order id, timestamp and signature filled
+//! in. The request is byte for byte the one the adapter's `new_order` writes for the
+//! same order (property tests hold the two to it), so the venue sees exactly what it
+//! saw before.
 
 use arrayvec::ArrayString;
 
-use super::{order_params, BinanceSpot, PostOnly};
-use crate::adapt::{Error, Request};
+use super::{order_params, Auth, BinanceSpot, PostOnly};
+use crate::adapt::{Clock, Error, Request, Venue};
 use crate::endpoint::{
     decimal, ClientOrderId, Decimal, Field, Fill, Method, NewOrder, OrderType, Prepared, Runs,
     Side, Symbol, Values, Writer,
@@ -29,17 +30,20 @@ pub struct OrderTemplate {
     recv_window_ms: i64,
 }
 
-impl BinanceSpot {
-    /// The template of `symbol`'s `side` orders of `order_type`: the same checks as
-    /// [`Endpoints::new_order`](crate::endpoint::Endpoints::new_order) (a post-only order is `LIMIT_MAKER`), made once.
-    pub fn order_template(
-        &self,
-        symbol: Symbol<'_>,
-        side: Side,
-        order_type: OrderType,
+impl OrderTemplate {
+    /// The template of `path`'s orders of `symbol`, `side`, `order_type` (and
+    /// `reduce_only`), whose parameters `params` writes as the venue's builder does
+    /// (`symbol`, `side`, `type`, `timeInForce`, `quantity`, `price`,
+    /// `newClientOrderId`, then anything fixed after it), for requests signed
+    /// with `auth`. The builder runs once, on placeholder values, and its text is
+    /// cut where they stand.
+    pub(crate) fn build(
+        path: &str,
+        o: (Symbol<'_>, Side, OrderType, bool),
+        auth: &Auth,
+        params: impl FnOnce(&mut Writer<'_>, &mut bool, &NewOrder<'_>) -> Result<(), Error>,
     ) -> Result<OrderTemplate, Error> {
-        // The fixed parameters as the builder writes them, from an order whose
-        // open fields are placeholders; the text is cut where they stand.
+        let (symbol, side, order_type, reduce_only) = o;
         let priced = !matches!(order_type, OrderType::Market);
         let placeholder = Decimal::new("1")?;
         let o = NewOrder {
@@ -49,28 +53,21 @@ impl BinanceSpot {
             price: priced.then_some(placeholder),
             quantity: placeholder,
             client_order_id: ClientOrderId::new("x")?,
-            reduce_only: false,
+            reduce_only,
         };
         let mut scratch = Prepared::default();
         let mut w = Writer::start(&mut scratch);
         let mut first = true;
-        order_params(
-            &mut w,
-            &mut first,
-            &o,
-            "newClientOrderId",
-            PostOnly::LimitMaker,
-        )?;
+        params(&mut w, &mut first, &o)?;
         let end = w.pos();
         let text =
             core::str::from_utf8(w.bytes(0..end)).map_err(|_| Error::BadArgument("symbol"))?;
-        let fixed = text
-            .split_once("&quantity=")
-            .map(|(fixed, _)| fixed)
-            .ok_or(Error::BadArgument("order type"))?;
+        let bad = Error::BadArgument("order template");
+        let (fixed, rest) = text.split_once("&quantity=").ok_or(bad)?;
+        let (_, after) = rest.split_once("&newClientOrderId=x").ok_or(bad)?;
         let mut runs = Runs::default();
-        let path = "/api/v3/order?";
         runs.lit(path);
+        runs.lit("?");
         runs.lit(fixed);
         runs.lit("&quantity=");
         let mut ok = runs.field(Field::Quantity);
@@ -80,54 +77,51 @@ impl BinanceSpot {
         }
         runs.lit("&newClientOrderId=");
         ok &= runs.field(Field::Id);
+        runs.lit(after);
         let mut buf = [0u8; 20];
-        let window = decimal(self.auth.recv_window_ms, &mut buf);
         runs.lit("&recvWindow=");
-        runs.lit(window);
+        runs.lit(decimal(auth.recv_window_ms, &mut buf));
         runs.lit("&timestamp=");
         ok &= runs.field(Field::Timestamp);
         if !ok {
-            return Err(Error::BadArgument("order template"));
+            return Err(bad);
         }
         let mut sym = ArrayString::new();
         sym.try_push_str(symbol.as_str())
             .map_err(|_| Error::BadArgument("symbol"))?;
         Ok(OrderTemplate {
             runs,
-            query_at: path.len(),
+            query_at: path.len() + 1,
             priced,
             symbol: sym,
-            recv_window_ms: self.auth.recv_window_ms,
+            recv_window_ms: auth.recv_window_ms,
         })
     }
 
-    /// One order of template `t` into `out`: what [`Endpoints::new_order`](crate::endpoint::Endpoints::new_order) writes
-    /// for the template's order with `fill`'s price, quantity and client order id,
-    /// stamped and signed at `now`. A price on a market template, or none on a
-    /// priced one, a template of an adapter with another receive window, or no key:
-    /// `Err`, and `out` is left empty.
-    pub fn new_order_from<'p>(
+    /// One order of this template into `out`, stamped at `now` on `clock` and
+    /// signed with `auth` as `sign` signs; its parts asked of `venue`. See
+    /// [`BinanceSpot::new_order_from`].
+    pub(crate) fn fill<'p, V: Venue>(
         &self,
-        t: &OrderTemplate,
         out: &'p mut Prepared,
         fill: &Fill<'_>,
+        (venue, auth, clock): (&V, &Auth, &Clock),
         now: i64,
     ) -> Result<&'p Prepared, Error> {
         let mut w = Writer::start(out);
-        let price = match (t.priced, fill.price) {
+        let price = match (self.priced, fill.price) {
             (true, Some(p)) => p.as_str(),
             (false, None) => "",
             (false, Some(_)) => return Err(Error::BadArgument("price of a market order")),
             (true, None) => return Err(Error::BadArgument("price of a limit order")),
         };
-        if t.recv_window_ms != self.auth.recv_window_ms {
+        if self.recv_window_ms != auth.recv_window_ms {
             return Err(Error::BadArgument("a template of another receive window"));
         }
-        let (Some(api_key), Some(key)) = (&self.auth.api_key, &self.auth.key) else {
+        let (Some(api_key), Some(key)) = (&auth.api_key, &auth.key) else {
             return Err(Error::NoKey);
         };
-        w.symbol_text(&t.symbol);
-        let clock = &self.limits.clock;
+        w.symbol_text(&self.symbol);
         let ts = clock.utc_ms(now);
         let mut stamp = [0u8; 20];
         let values = Values {
@@ -139,16 +133,51 @@ impl BinanceSpot {
         };
         w.open();
         let start = w.pos();
-        t.runs.emit(&values, |b| w.s(b));
+        self.runs.emit(&values, |b| w.s(b));
         let end = w.pos();
-        let mac = key.sign(&[w.bytes(start + t.query_at..end)]);
+        let mac = key.sign(&[w.bytes(start + self.query_at..end)]);
         w.s("&signature=");
         w.hex(&mac);
         w.close_target();
         w.header_str("X-MBX-APIKEY", api_key.as_str())?;
         w.id(fill.client_order_id)?;
-        let deadline = clock.now_ns_at(ts.saturating_add(self.auth.recv_window_ms));
-        w.finish(self, Request::Order, Method::Post, deadline)
+        let deadline = clock.now_ns_at(ts.saturating_add(auth.recv_window_ms));
+        w.finish(venue, Request::Order, Method::Post, deadline)
+    }
+}
+
+impl BinanceSpot {
+    /// The template of `symbol`'s `side` orders of `order_type`: the same checks as
+    /// [`Endpoints::new_order`](crate::endpoint::Endpoints::new_order) (a post-only
+    /// order is `LIMIT_MAKER`), made once.
+    pub fn order_template(
+        &self,
+        symbol: Symbol<'_>,
+        side: Side,
+        order_type: OrderType,
+    ) -> Result<OrderTemplate, Error> {
+        OrderTemplate::build(
+            "/api/v3/order",
+            (symbol, side, order_type, false),
+            &self.auth,
+            |w, first, o| order_params(w, first, o, "newClientOrderId", PostOnly::LimitMaker),
+        )
+    }
+
+    /// One order of template `t` into `out`: what
+    /// [`Endpoints::new_order`](crate::endpoint::Endpoints::new_order) writes for
+    /// the template's order with `fill`'s price, quantity and client order id,
+    /// stamped and signed at `now`. A price on a market template, or none on a
+    /// priced one, a template of an adapter with another receive window, or no key:
+    /// `Err`, and `out` is left empty.
+    pub fn new_order_from<'p>(
+        &self,
+        t: &OrderTemplate,
+        out: &'p mut Prepared,
+        fill: &Fill<'_>,
+        now: i64,
+    ) -> Result<&'p Prepared, Error> {
+        t.fill(out, fill, (self, &self.auth, &self.limits.clock), now)
     }
 }
 
