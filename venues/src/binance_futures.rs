@@ -633,3 +633,6 @@ impl BinanceFutures {
         w.finish_with(parts, Request::Read(0), Method::Post, deadline)
     }
 }
+
+#[cfg(test)]
+mod template_tests;

@@ -182,4 +182,4 @@ impl BinanceSpot {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

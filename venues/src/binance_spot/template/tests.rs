@@ -5,27 +5,25 @@ use proptest::prelude::*;
 use super::*;
 use crate::adapt::Clock;
 use crate::binance_spot::Auth;
-use crate::classify::SPOT_EXCHANGE_INFO;
 use crate::endpoint::{Endpoints, TimeInForce};
 
-const SEC: i64 = 1_000_000_000;
-const API_KEY: &str = "vmPUZE6mv9SD5VNHk4HlWFsOr6aKE2zvsw0MuIgwCIPy6utIco14y7Ju91duEh8A";
-const SECRET: &[u8] = b"NhqPtmdSJYdKjVHjA7PZj4Mge3R5YNiP1e3UZjInClVN65XAbvqqM6A7H5fATj0j";
+pub(crate) const SEC: i64 = 1_000_000_000;
+pub(crate) const API_KEY: &str = "vmPUZE6mv9SD5VNHk4HlWFsOr6aKE2zvsw0MuIgwCIPy6utIco14y7Ju91duEh8A";
+pub(crate) const SECRET: &[u8] =
+    b"NhqPtmdSJYdKjVHjA7PZj4Mge3R5YNiP1e3UZjInClVN65XAbvqqM6A7H5fATj0j";
+
+/// Binance Spot's limits as `exchangeInfo` lists them (its `rateLimits`).
+const INFO: &[u8] = br#"{"rateLimits":[{"rateLimitType":"REQUEST_WEIGHT","interval":"MINUTE","intervalNum":1,"limit":6000},{"rateLimitType":"ORDERS","interval":"SECOND","intervalNum":10,"limit":100},{"rateLimitType":"RAW_REQUESTS","interval":"MINUTE","intervalNum":5,"limit":61000}]}"#;
 
 fn spot(recv_window_ms: i64) -> BinanceSpot {
     let mut b = ergon_core::Budget::builder();
-    BinanceSpot::from_exchange_info(
-        SPOT_EXCHANGE_INFO,
-        &mut b,
-        Clock::anchor(10 * SEC, 1_499_827_319_559),
-        0,
-    )
-    .unwrap()
-    .with_auth(Auth::new(API_KEY, SECRET, recv_window_ms).unwrap())
+    BinanceSpot::from_exchange_info(INFO, &mut b, Clock::anchor(10 * SEC, 1_499_827_319_559), 0)
+        .unwrap()
+        .with_auth(Auth::new(API_KEY, SECRET, recv_window_ms).unwrap())
 }
 
 /// Everything a `Prepared` says, as owned values.
-fn seen(p: &Prepared) -> impl PartialEq + core::fmt::Debug {
+pub(crate) fn seen(p: &Prepared) -> impl PartialEq + core::fmt::Debug {
     (
         p.kind(),
         p.method(),
@@ -42,7 +40,7 @@ fn seen(p: &Prepared) -> impl PartialEq + core::fmt::Debug {
     )
 }
 
-fn order_type() -> impl Strategy<Value = OrderType> {
+pub(crate) fn order_type() -> impl Strategy<Value = OrderType> {
     prop_oneof![
         Just(OrderType::Limit(TimeInForce::Gtc)),
         Just(OrderType::Limit(TimeInForce::Ioc)),
@@ -163,9 +161,7 @@ fn bad_fills_leave_the_request_empty() {
     assert!(p.is_empty());
     // No key.
     let mut b = ergon_core::Budget::builder();
-    let keyless =
-        BinanceSpot::from_exchange_info(SPOT_EXCHANGE_INFO, &mut b, Clock::anchor(0, 0), 0)
-            .unwrap();
+    let keyless = BinanceSpot::from_exchange_info(INFO, &mut b, Clock::anchor(0, 0), 0).unwrap();
     assert_eq!(
         keyless
             .new_order_from(&limit, &mut p, &priced, 0)
@@ -173,62 +169,4 @@ fn bad_fills_leave_the_request_empty() {
         Error::NoKey
     );
     assert!(p.is_empty());
-}
-
-fn futures(recv_window_ms: i64) -> crate::binance_futures::BinanceFutures {
-    let mut b = ergon_core::Budget::builder();
-    crate::binance_futures::BinanceFutures::new(
-        &mut b,
-        Clock::anchor(10 * SEC, 1_499_827_319_559),
-        0,
-        crate::binance_futures::DEFAULT_TABLE,
-    )
-    .unwrap()
-    .with_auth(Auth::new(API_KEY, SECRET, recv_window_ms).unwrap())
-}
-
-proptest! {
-    #![proptest_config(ProptestConfig::with_cases(512))]
-
-    /// USD-M futures: the same template machinery, its own path, `GTX` for a
-    /// post-only order and `reduceOnly` after the client order id.
-    #[test]
-    fn the_futures_template_writes_what_futures_new_order_writes(
-        symbol in "[A-Z0-9]{2,20}",
-        buy in any::<bool>(),
-        reduce_only in any::<bool>(),
-        order_type in order_type(),
-        price in "[0-9]{1,8}(\\.[0-9]{1,8})?",
-        quantity in "[0-9]{1,8}(\\.[0-9]{1,8})?",
-        id in "[a-zA-Z0-9._:/-]{1,36}",
-        now in 0i64..1_000_000 * SEC,
-        recv_window in 1i64..=60_000,
-    ) {
-        let mut fut = futures(recv_window);
-        let symbol = Symbol::new(&symbol).unwrap();
-        let side = if buy { Side::Buy } else { Side::Sell };
-        let priced = !matches!(order_type, OrderType::Market);
-        let price = priced.then(|| Decimal::new(&price).unwrap());
-        let fill = Fill {
-            price,
-            quantity: Decimal::new(&quantity).unwrap(),
-            client_order_id: ClientOrderId::new(&id).unwrap(),
-        };
-        let order = NewOrder {
-            symbol,
-            side,
-            order_type,
-            price,
-            quantity: fill.quantity,
-            client_order_id: fill.client_order_id,
-            reduce_only,
-        };
-        let t = fut.order_template(symbol, side, order_type, reduce_only).unwrap();
-        let mut a = Prepared::default();
-        let mut b = Prepared::with_capacity(1024);
-        fut.new_order(&mut a, &order, now).unwrap();
-        fut.new_order_from(&t, &mut b, &fill, now).unwrap();
-        prop_assert_eq!(seen(&a), seen(&b));
-        prop_assert!(b.target().starts_with("/fapi/v1/order?"));
-    }
 }

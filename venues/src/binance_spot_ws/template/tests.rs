@@ -7,17 +7,19 @@ use super::*;
 use crate::adapt::Clock;
 use crate::binance_spot::BinanceSpot;
 use crate::binance_spot_ws::Call;
-use crate::classify::SPOT_EXCHANGE_INFO;
 use crate::endpoint::TimeInForce;
 
 const SEC: i64 = 1_000_000_000;
 const API_KEY: &str = "vmPUZE6mv9SD5VNHk4HlWFsOr6aKE2zvsw0MuIgwCIPy6utIco14y7Ju91duEh8A";
 const SECRET: &[u8] = b"NhqPtmdSJYdKjVHjA7PZj4Mge3R5YNiP1e3UZjInClVN65XAbvqqM6A7H5fATj0j";
 
+/// Binance Spot's limits as `exchangeInfo` lists them (its `rateLimits`).
+const INFO: &[u8] = br#"{"rateLimits":[{"rateLimitType":"REQUEST_WEIGHT","interval":"MINUTE","intervalNum":1,"limit":6000},{"rateLimitType":"ORDERS","interval":"SECOND","intervalNum":10,"limit":100},{"rateLimitType":"RAW_REQUESTS","interval":"MINUTE","intervalNum":5,"limit":61000}]}"#;
+
 fn session(recv_window_ms: i64, keyed: bool) -> Session {
     let mut b = ergon_core::Budget::builder();
     let spot = BinanceSpot::from_exchange_info(
-        SPOT_EXCHANGE_INFO,
+        INFO,
         &mut b,
         Clock::anchor(10 * SEC, 1_499_827_319_559),
         0,
