@@ -58,10 +58,14 @@ pub use verdict::{Resend, Verdict};
 pub const MAX_BUCKETS: usize = 32;
 /// Most parts one charge may name.
 pub const MAX_PARTS: usize = 8;
-/// Most distinct part lists that outstanding tickets and flights of
-/// [`Budget::try_charge`] may hold at once: the budget keeps each list once for all
-/// its tickets, and refuses a new list with [`Why::Receipts`] while every entry it may
-/// take is held. Shapes ([`Budget::try_charge_shape`]) do not count.
+/// Entries of the table in which a [`Budget`] keeps the part lists of the tickets of
+/// [`Budget::try_charge`] (one per distinct list, shared by all its tickets). A full
+/// table never refuses a list that charges no in-flight bucket: the least recently
+/// charged such list gives its entry up, and a refund of one of its older tickets
+/// then gives nothing back (an over-count until its windows pass). A new list is
+/// refused with [`Why::Receipts`] only while every entry holds a list that charges an
+/// in-flight bucket and has tickets or flights outstanding. Shapes
+/// ([`Budget::try_charge_shape`]) do not count.
 pub const MAX_LISTS: usize = 64;
 /// Most [`Shape`]s one [`Budget`] registers.
 pub const MAX_SHAPES: usize = 32;

@@ -127,9 +127,11 @@ pub enum Why {
     /// mistake, it can never pass here. `ready_at_ns` is `i64::MAX`.
     Foreign,
     /// A part list charged with [`Budget::try_charge`](crate::Budget::try_charge) is
-    /// kept in the budget for its tickets (a [`Ticket`] names it, small), and every
-    /// entry it may take holds another list with tickets or flights outstanding
-    /// ([`MAX_LISTS`](crate::MAX_LISTS) distinct lists at most). Nothing was charged.
+    /// kept in the budget for its tickets (a [`Ticket`] names it, small), the list
+    /// charges an in-flight bucket, and every entry holds another such list with
+    /// tickets or flights outstanding ([`MAX_LISTS`](crate::MAX_LISTS) distinct
+    /// in-flight lists at once; a list that charges no in-flight bucket never meets
+    /// it). Nothing was charged.
     /// It passes once some of those tickets come back ([`Budget::refund`](crate::Budget::refund),
     /// [`Budget::complete`](crate::Budget::complete)), not at a time: `ready_at_ns` is
     /// `i64::MAX`. A registered [`Shape`] never meets it. `bucket` is the list's

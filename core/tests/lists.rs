@@ -1,6 +1,8 @@
 //! The table of part lists behind small tickets: a ticket of `try_charge` names an
-//! entry of its budget's table, one per distinct list; at `MAX_LISTS` lists held by
-//! outstanding tickets, a new list is refused as `Why::Receipts`, all or none.
+//! entry of its budget's table, one per distinct list. At `MAX_LISTS` lists held by
+//! outstanding tickets, a new list takes the entry of the least recently charged list
+//! that charges no in-flight bucket; only when every entry holds a list that charges
+//! one is a new list refused as `Why::Receipts`, all or none.
 
 use ergon_core::{BucketId, Budget, Class, Flight, ForeignId, Part, Spec, Ticket, Why, MAX_LISTS};
 
@@ -47,12 +49,18 @@ fn tickets_of_one_list_share_one_entry() {
     assert_eq!(budget.receipts_outstanding(), 0);
 }
 
-/// Fills the table with `MAX_LISTS` distinct lists, one ticket each, at `now`.
-fn fill(budget: &mut Budget, w: BucketId, ip: BucketId, now: i64) -> Vec<Ticket> {
+/// The `k`-th distinct list that charges the in-flight bucket `f`.
+fn flying(w: BucketId, f: BucketId, ip: BucketId, k: u32) -> [Part; 3] {
+    [Part::new(w, k + 1), Part::new(f, 1), Part::new(ip, 0)]
+}
+
+/// Fills the table with `MAX_LISTS` distinct lists that charge the in-flight bucket
+/// `f`, one ticket each, at `now`.
+fn fill(budget: &mut Budget, w: BucketId, f: BucketId, ip: BucketId, now: i64) -> Vec<Ticket> {
     let held: Vec<Ticket> = (0..MAX_LISTS as u32)
         .map(|k| {
             budget
-                .try_charge(&list(w, ip, k), Class::Normal, now)
+                .try_charge(&flying(w, f, ip, k), Class::Normal, now)
                 .unwrap()
         })
         .collect();
@@ -61,12 +69,12 @@ fn fill(budget: &mut Budget, w: BucketId, ip: BucketId, now: i64) -> Vec<Ticket>
 }
 
 #[test]
-fn a_new_list_is_refused_when_every_entry_is_held_and_nothing_is_charged() {
-    let (mut budget, w, _f, ip) = budget();
-    let held = fill(&mut budget, w, ip, 1);
+fn a_new_list_is_refused_when_every_entry_holds_an_in_flight_list_and_nothing_is_charged() {
+    let (mut budget, w, f, ip) = budget();
+    let held = fill(&mut budget, w, f, ip, 1);
     let before = budget.stats(w).unwrap();
     let outstanding = budget.receipts_outstanding();
-    let new = list(w, ip, MAX_LISTS as u32);
+    let new = flying(w, f, ip, MAX_LISTS as u32);
     // Through the lanes (same slot) and past them (a new slot: the full path).
     for now in [1, SEC / 2] {
         let mut b = budget.clone();
@@ -80,8 +88,15 @@ fn a_new_list_is_refused_when_every_entry_is_held_and_nothing_is_charged() {
         assert_eq!(b.receipts_outstanding(), outstanding);
         assert_eq!(b.lists_held(), MAX_LISTS);
         // A list already held still passes, and so does a shape.
-        let again = b.try_charge(&list(w, ip, 3), Class::Normal, now).unwrap();
-        assert_eq!(b.ticket_parts(&again).unwrap(), &list(w, ip, 3));
+        let again = b
+            .try_charge(&flying(w, f, ip, 3), Class::Normal, now)
+            .unwrap();
+        assert_eq!(b.ticket_parts(&again).unwrap(), &flying(w, f, ip, 3));
+        // A list that charges no in-flight bucket finds no entry to take either.
+        let rate = b
+            .try_charge(&list(w, ip, 7), Class::Normal, now)
+            .unwrap_err();
+        assert_eq!(rate.why, Why::Receipts);
         let shape = b.shape(&new).unwrap();
         let t = b.try_charge_shape(shape, Class::Normal, now).unwrap();
         b.refund(t, now).unwrap();
@@ -107,22 +122,123 @@ fn a_new_list_is_refused_when_every_entry_is_held_and_nothing_is_charged() {
 }
 
 #[test]
-fn a_dropped_ticket_keeps_its_entry() {
-    let (mut budget, w, _f, ip) = budget();
+fn a_dropped_ticket_of_an_in_flight_list_keeps_its_entry() {
+    let (mut budget, w, f, ip) = budget();
     for k in 0..MAX_LISTS as u32 {
+        let _dropped = budget
+            .try_charge(&flying(w, f, ip, k), Class::Normal, 1)
+            .unwrap();
+    }
+    assert_eq!(budget.lists_held(), MAX_LISTS);
+    // The lists held still pass; no other does, and none panics.
+    assert!(budget
+        .try_charge(&flying(w, f, ip, 0), Class::Normal, 1)
+        .is_ok());
+    for k in MAX_LISTS as u32..MAX_LISTS as u32 + 100 {
+        let l = budget
+            .try_charge(&flying(w, f, ip, k), Class::Normal, 1)
+            .unwrap_err();
+        assert_eq!(l.why, Why::Receipts);
+    }
+}
+
+#[test]
+fn dropped_tickets_of_rate_lists_block_nothing() {
+    let (mut budget, w, _f, ip) = budget();
+    for k in 0..MAX_LISTS as u32 + 500 {
         let _dropped = budget
             .try_charge(&list(w, ip, k), Class::Normal, 1)
             .unwrap();
     }
     assert_eq!(budget.lists_held(), MAX_LISTS);
-    // The lists held still pass; no other does, and none panics.
-    assert!(budget.try_charge(&list(w, ip, 0), Class::Normal, 1).is_ok());
-    for k in MAX_LISTS as u32..MAX_LISTS as u32 + 100 {
-        let l = budget
-            .try_charge(&list(w, ip, k), Class::Normal, 1)
-            .unwrap_err();
-        assert_eq!(l.why, Why::Receipts);
+}
+
+#[test]
+fn a_given_up_list_gives_nothing_back_and_the_kept_ones_stay_exact() {
+    let (mut budget, w, f, ip) = budget();
+    // One in-flight list, then more rate lists than entries, all held at once.
+    let pinned = budget
+        .try_charge(&flying(w, f, ip, 0), Class::Normal, 1)
+        .unwrap();
+    let n = MAX_LISTS as u32 + 10;
+    let tickets: Vec<Ticket> = (1..=n)
+        .map(|k| {
+            budget
+                .try_charge(&list(w, ip, k), Class::Normal, 1)
+                .unwrap()
+        })
+        .collect();
+    let used = budget.stats(w).unwrap().used;
+    // The 11 charged least recently (the in-flight list's entry is kept) lost their
+    // entries: their refunds give nothing back, and are not refused.
+    let mut tickets = tickets.into_iter();
+    for k in 1..=11u32 {
+        let t = tickets.next().unwrap();
+        assert_eq!(budget.ticket_parts(&t), Err(ForeignId), "list {k}");
+        budget.refund(t, 2).unwrap();
+        assert_eq!(budget.stats(w).unwrap().used, used);
     }
+    // The rest give back exactly what they charged.
+    let mut expect = used;
+    for (k, t) in (12..=n).zip(tickets) {
+        assert_eq!(budget.ticket_parts(&t).unwrap(), &list(w, ip, k));
+        budget.refund(t, 2).unwrap();
+        expect -= u64::from(k) + 1;
+        assert_eq!(budget.stats(w).unwrap().used, expect);
+    }
+    // The in-flight list was never given up: its flight releases its unit.
+    assert_eq!(budget.stats(f).unwrap().used, 1);
+    budget.complete(pinned.sent(), 3).unwrap();
+    assert_eq!(budget.stats(f).unwrap().used, 0);
+    assert_eq!(budget.receipts_outstanding(), 0);
+}
+
+/// Binance's Spot limits as the gateway declares them (request weight 6000/min,
+/// raw requests 61000/5 min, orders 100/10 s and 200000/day, the IP gate).
+fn binance() -> (Budget, [BucketId; 5]) {
+    let mut b = Budget::builder();
+    let weight = b.add("weight", Spec::sliding(6000, 60 * SEC, 60)).unwrap();
+    let raw = b.add("raw", Spec::sliding(61_000, 300 * SEC, 60)).unwrap();
+    let orders = b
+        .add("orders", Spec::fixed(100, 10 * SEC).guard(20_000_000))
+        .unwrap();
+    let day = b
+        .add("day", Spec::fixed(200_000, 86_400 * SEC).guard(20_000_000))
+        .unwrap();
+    let ip = b.add("ip", Spec::gate()).unwrap();
+    (b.build(0).unwrap(), [weight, raw, orders, day, ip])
+}
+
+#[test]
+fn more_concurrent_distinct_charges_than_entries_within_the_venues_limits_all_pass() {
+    let (mut budget, [weight, raw, orders, day, ip]) = binance();
+    // 300 requests in flight at once, 300 distinct part lists (every weight from 1
+    // to 10, with or without an order, ten raw-request costs), over 15 ms: 1,650
+    // weight, 1,650 raw requests and 100 orders, inside every limit, so the venue
+    // takes every one.
+    let mut flights = Vec::new();
+    let mut charged = 0u64;
+    for k in 0..300u32 {
+        let w = k % 10 + 1;
+        let mut parts = vec![Part::new(weight, w), Part::new(raw, k / 30 + 1)];
+        if k % 3 == 0 {
+            parts.push(Part::new(orders, 1));
+            parts.push(Part::new(day, 1));
+        }
+        parts.push(Part::new(ip, 0));
+        let now = SEC + i64::from(k) * 50_000;
+        let t = budget
+            .try_charge(&parts, Class::Normal, now)
+            .unwrap_or_else(|l| panic!("charge {k} refused: {l:?}"));
+        charged += u64::from(w);
+        flights.push(t.sent());
+    }
+    assert_eq!(budget.stats(weight).unwrap().used, charged);
+    assert_eq!(budget.stats(orders).unwrap().used, 100);
+    for f in flights {
+        budget.complete(f, 2 * SEC).unwrap();
+    }
+    assert_eq!(budget.receipts_outstanding(), 0);
 }
 
 #[test]

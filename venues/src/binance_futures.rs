@@ -10,8 +10,8 @@
 
 use crate::adapt::{self, Batch, Clock, Error, Parts, Request, Venue, MAX_ITEMS};
 use crate::endpoint::{
-    Amend, ClientIds, Endpoints, IdFormat, Lookup, Method, NewOrder, OrderRef, OrderType, Placed,
-    Prepared, Side, Symbol, Writer,
+    Amend, ClientIds, Endpoints, Fill, IdFormat, Lookup, Method, NewOrder, OrderRef, OrderType,
+    Placed, Prepared, Side, Symbol, Writer,
 };
 use crate::json;
 use crate::response::Response;
@@ -19,6 +19,7 @@ use arrayvec::ArrayVec;
 use ergon_core::{BucketId, Budget, Builder, Spec, Verdict};
 
 use crate::binance_auth::{self, Auth};
+use crate::binance_spot::template::OrderTemplate;
 use crate::binance_spot::{self as spot, Counts, Limits, Msg, PostOnly};
 
 const SEC: i64 = 1_000_000_000;
@@ -185,6 +186,40 @@ impl ClientIds for BinanceFutures {
     /// (<https://developers.binance.com/docs/derivatives/usds-margined-futures/trade/rest-api>,
     /// "New Order"): 32 hex digits fit.
     const ID_FORMAT: IdFormat = IdFormat::Hex;
+}
+
+impl BinanceFutures {
+    /// The template of `symbol`'s `side` orders of `order_type`, `reduce_only` or
+    /// not: the same checks as [`Endpoints::new_order`] (a post-only order is
+    /// `LIMIT` with `GTX`), made once. See [`OrderTemplate`].
+    pub fn order_template(
+        &self,
+        symbol: Symbol<'_>,
+        side: Side,
+        order_type: OrderType,
+        reduce_only: bool,
+    ) -> Result<OrderTemplate, Error> {
+        OrderTemplate::build(
+            "/fapi/v1/order",
+            (symbol, side, order_type, reduce_only),
+            &self.auth,
+            |w, first, o| self.order_params(w, first, o),
+        )
+    }
+
+    /// One order of template `t` into `out`: what [`Endpoints::new_order`] writes
+    /// for the template's order with `fill`'s price, quantity and client order id,
+    /// stamped and signed at `now`; `Err` (and `out` empty) as Spot's
+    /// `new_order_from`.
+    pub fn new_order_from<'p>(
+        &self,
+        t: &OrderTemplate,
+        out: &'p mut Prepared,
+        fill: &Fill<'_>,
+        now: i64,
+    ) -> Result<&'p Prepared, Error> {
+        t.fill(out, fill, (self, &self.auth, &self.limits.clock), now)
+    }
 }
 
 impl Endpoints for BinanceFutures {
@@ -607,3 +642,6 @@ impl BinanceFutures {
         w.finish_with(parts, Request::Read(0), Method::Post, deadline)
     }
 }
+
+#[cfg(test)]
+mod template_tests;

@@ -30,6 +30,7 @@ use crate::endpoint::{
 use crate::json::{self, Value};
 use crate::response::Response;
 use ergon_core::{BucketId, Budget, Builder, ConfigError, Part, Spec, Verdict};
+pub mod template;
 
 const MS: i64 = 1_000_000;
 const SEC: i64 = 1_000 * MS;

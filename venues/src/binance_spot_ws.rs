@@ -64,6 +64,9 @@ use crate::endpoint::{
 use crate::inflight::{Slot, Table};
 use crate::json::JsonError;
 
+mod template;
+pub use template::{FrameTemplate, Signing};
+
 const MS: i64 = 1_000_000;
 /// Most parameters one request carries (a cancel-replace: 12).
 const MAX_PARAMS: usize = 16;
@@ -355,11 +358,18 @@ fn payload(out: &mut Vec<u8>, params: &[(&'static str, Val<'_>)]) {
     }
 }
 
-fn hex(out: &mut Vec<u8>, bytes: &[u8]) {
+fn hex(out: &mut Vec<u8>, mac: &[u8; 32]) {
+    let mut text = [0u8; 64];
+    hex_into(mac, &mut text);
+    out.extend_from_slice(&text);
+}
+
+/// Lower-case hex of a MAC into `out`.
+fn hex_into(mac: &[u8; 32], out: &mut [u8; 64]) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
-    for b in bytes {
-        out.push(HEX[usize::from(b >> 4)]);
-        out.push(HEX[usize::from(b & 15)]);
+    for (o, b) in out.chunks_exact_mut(2).zip(mac) {
+        o[0] = HEX[usize::from(b >> 4)];
+        o[1] = HEX[usize::from(b & 15)];
     }
 }
 

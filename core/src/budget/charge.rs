@@ -4,7 +4,7 @@
 //! Never allocates, locks, logs or reads a clock.
 
 use super::bucket::State;
-use super::lists;
+use super::lists::{self, Taken};
 use super::Budget;
 use crate::ticket::{BucketId, Class, ForeignId, Limited, Part, Ticket, Why, NO_LIST, NO_SHAPE};
 use crate::{MAX_BUCKETS, MAX_PARTS};
@@ -52,10 +52,13 @@ impl Budget {
     /// [`Budget::validate_parts`], or register them as a [`Shape`](crate::Shape).
     ///
     /// The budget keeps the part list for the ticket (one entry per distinct list,
-    /// shared by all its tickets). A charge that every bucket admits is still
-    /// refused, as [`Why::Receipts`], if its list is new and
-    /// [`MAX_LISTS`](crate::MAX_LISTS) other lists are held by tickets or flights
-    /// not yet given back: nothing is charged, and it passes once some come back.
+    /// shared by all its tickets). With [`MAX_LISTS`](crate::MAX_LISTS) distinct
+    /// lists held, a new list takes the entry of the least recently charged list
+    /// that charges no in-flight bucket (a refund of one of that list's tickets
+    /// then gives nothing back); only if every entry holds a list that charges an
+    /// in-flight bucket, with tickets or flights outstanding, is a new list refused
+    /// as [`Why::Receipts`] after every bucket admitted it: nothing is charged, and
+    /// it passes once some come back.
     ///
     /// ```
     /// # use ergon_core::{Budget, Class, Part, Spec, Why};
@@ -102,7 +105,7 @@ impl Budget {
             }
             if reserved == parts.len() {
                 // A full table of lists takes the full path, which refuses.
-                if let Some((list, gen)) = self.lists.hold(parts, h) {
+                if let Some((list, gen)) = self.lists.hold(parts, h, self.seq) {
                     self.seq += 1;
                     return Ok(self.ticket(now, self.seq, list, gen));
                 }
@@ -299,7 +302,7 @@ impl Budget {
             return Ok((NO_LIST, 0));
         }
         self.lists
-            .hold(parts, lists::hash(parts))
+            .hold(parts, lists::hash(parts), self.seq)
             .ok_or_else(|| Limited {
                 bucket: parts.first().map_or(
                     BucketId {
@@ -378,7 +381,10 @@ impl Budget {
     /// counts anyway). A token bucket gets its units back only if no other charge
     /// came after this one: anything else could mint budget. A rate bucket whose
     /// count `observe_used` raised after this charge keeps it: the server's figure
-    /// never included this request, so taking it off would undercount.
+    /// never included this request, so taking it off would undercount. A ticket of
+    /// a part list the budget gave up for another (see
+    /// [`MAX_LISTS`](crate::MAX_LISTS)) gives nothing back: its units stay counted
+    /// until their windows pass, as if it had been sent.
     ///
     /// A ticket of another budget (or of a clone of this one, charged after the
     /// clone was made) is refused with [`ForeignId`], changing nothing.
@@ -406,8 +412,15 @@ impl Budget {
         if ticket.shape != NO_SHAPE {
             return self.refund_shape(ticket, now_ns);
         }
-        let Some((parts, n)) = self.lists.take(ticket.list, ticket.gen) else {
-            return Err(ForeignId);
+        let (parts, n) = match self.lists.take(ticket.list, ticket.gen) {
+            Taken::Parts(parts, n) => (parts, n),
+            // Its list was given up for another (see `lists`): the request counts
+            // as if it had been sent, until its windows pass.
+            Taken::GivenUp => {
+                self.returned += 1;
+                return Ok(());
+            }
+            Taken::Unknown => return Err(ForeignId),
         };
         let parts = &parts[..n];
         if ticket.seq > self.last_settle_seq {

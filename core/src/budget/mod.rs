@@ -44,7 +44,7 @@ mod shape;
 use bucket::{Back, Bucket, Lane, State};
 use builder::validate_parts;
 pub use builder::{Builder, DEFAULT_HOLD_GUARD_NS};
-use lists::Lists;
+use lists::{Lists, Taken};
 use shape::merge;
 use shape::ShapeRow;
 
@@ -119,7 +119,11 @@ impl Budget {
         let mut lanes = [Lane::closed(); MAX_BUCKETS];
         let mut rooms = [0; ROOMS];
         let mut buckets = ArrayVec::new();
+        let mut in_flight = 0u32;
         for (i, (name, spec)) in specs.iter().enumerate().take(MAX_BUCKETS) {
+            if matches!(spec.kind(), crate::spec::Kind::InFlight { .. }) {
+                in_flight |= 1 << i;
+            }
             let (bucket, lane, room) = Bucket::new(*name, spec, now_ns);
             buckets.push(bucket);
             lanes[i] = lane;
@@ -140,7 +144,7 @@ impl Budget {
             epoch: 0,
             shapes: [ShapeRow::EMPTY; MAX_SHAPES],
             shape_count: 0,
-            lists: Lists::default(),
+            lists: Lists::new(in_flight),
         };
         budget.lanes_changed();
         budget
@@ -256,7 +260,9 @@ impl Budget {
     ///
     /// Every flight must come back here, once: a flight dropped instead keeps its
     /// in-flight units for good, and shows in [`Budget::receipts_outstanding`] (and
-    /// a part list's keeps its entry held: see [`Budget::lists_held`]). A flight of
+    /// a part list's keeps its entry held until another list needs it: see
+    /// [`Budget::lists_held`]). A flight whose list the budget gave up for another
+    /// (one that charged no in-flight bucket) has nothing to release. A flight of
     /// another budget, or of a clone of this one charged after the clone was made,
     /// is refused with [`ForeignId`], changing nothing.
     pub fn complete(&mut self, flight: Flight, now_ns: i64) -> Result<(), ForeignId> {
@@ -265,8 +271,14 @@ impl Budget {
         }
         let (parts, n) = if flight.shape == NO_SHAPE {
             match self.lists.take(flight.list, flight.gen) {
-                Some(taken) => taken,
-                None => return Err(ForeignId),
+                Taken::Parts(parts, n) => (parts, n),
+                // Given up for another list: it charged no in-flight bucket, so
+                // there is nothing to release.
+                Taken::GivenUp => {
+                    self.returned += 1;
+                    return Ok(());
+                }
+                Taken::Unknown => return Err(ForeignId),
             }
         } else {
             self.shapes[usize::from(flight.shape) % MAX_SHAPES].parts_array()
@@ -591,8 +603,9 @@ impl Budget {
 
     /// Distinct part lists held by outstanding tickets and flights of
     /// [`Budget::try_charge`], at most [`MAX_LISTS`](crate::MAX_LISTS): at that
-    /// figure a charge of another list is refused with
-    /// [`Why::Receipts`](crate::Why::Receipts) until some come back.
+    /// figure another list takes the entry of the least recently charged one that
+    /// charges no in-flight bucket, or is refused with
+    /// [`Why::Receipts`](crate::Why::Receipts) if every list held charges one.
     pub fn lists_held(&self) -> usize {
         self.lists.held()
     }
@@ -601,7 +614,8 @@ impl Budget {
     /// [`Budget::try_charge`], its shape's parts as registered
     /// ([`Budget::shape_parts`]) for one of [`Budget::try_charge_shape`].
     /// [`ForeignId`] for a ticket of another budget (or of a clone, charged after
-    /// the clone was made).
+    /// the clone was made), and for a ticket whose list the budget gave up for
+    /// another (see [`MAX_LISTS`](crate::MAX_LISTS)).
     pub fn ticket_parts(&self, ticket: &Ticket) -> Result<&[Part], ForeignId> {
         self.receipt_parts(ticket.budget, ticket.shape, ticket.list, ticket.gen)
     }

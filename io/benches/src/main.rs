@@ -25,6 +25,7 @@
 mod cases;
 mod stats;
 mod wire;
+mod wire_ws;
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -232,6 +233,7 @@ fn main() -> ExitCode {
     let clock = TscClock::new();
     let mut all = cases::all(&clock);
     all.extend(wire::all());
+    all.extend(wire_ws::all());
     if args.list {
         for c in &all {
             println!("{:<16} {}", c.name(), c.what());
@@ -451,7 +453,7 @@ fn icount(mut case: Box<dyn Case>, calls: u64, batch: usize) -> ExitCode {
 /// The cases `--callgrind` counts, with the calls it runs of each: the four shape
 /// cases, one and four governor checks, and the decision-to-wire stages (fewer
 /// calls: each is thousands of instructions).
-pub const CALLGRIND_CASES: [(&str, u64); 14] = [
+pub const CALLGRIND_CASES: [(&str, u64); 17] = [
     ("gov1", 640_000),
     ("gov4", 640_000),
     ("shape4", 640_000),
@@ -466,6 +468,9 @@ pub const CALLGRIND_CASES: [(&str, u64); 14] = [
     ("wire_encode", 12_800),
     ("wire_write", 12_800),
     ("wire_floor", 12_800),
+    ("wire_prepare_builder", 12_800),
+    ("wire_ws", 12_800),
+    ("wire_ws_floor", 12_800),
 ];
 
 /// The "Collected : N" figure of callgrind's summary on stderr.
@@ -558,6 +563,7 @@ fn print_stages(unit: &str, get: &dyn Fn(&str) -> Option<f64>, gov1: f64) -> Exi
     let Some(rows) = wire::stages(get) else {
         return ExitCode::SUCCESS;
     };
+    wire_ws::print(unit, get);
     println!("decision to wire, {unit} per order (a Binance LIMIT order, Gateway::submit, the pool, write(2) to a pipe):");
     for r in &rows {
         println!("  {:<42} {:>9.1}   {}", r.stage, r.cost, r.how);
@@ -775,6 +781,7 @@ mod tests {
         let mut all: Vec<Box<dyn Case>> = cases::all(&clock);
         // The decision-to-wire path too: prepare, sign, submit, encode, write.
         all.extend(wire::all());
+        all.extend(wire_ws::all());
         all.push(Box::new(Allocating));
         let records = run(&mut all, &clock, 50, 8);
         for (case, r) in all.iter().zip(&records) {

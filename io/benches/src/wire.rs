@@ -10,7 +10,8 @@
 //! |---|---|
 //! | `wire_sign` | the signature alone: `HmacKey::sign` of the order's query (the key's ipad and opad blocks hashed once, at start) |
 //! | `wire_sign_naive` | the same MAC keyed on every call (`Hmac::<Sha256>::new_from_slice`) |
-//! | `wire_prepare` | `BinanceSpot::new_order` into a reused `Prepared`: format and signature |
+//! | `wire_prepare` | `BinanceSpot::new_order_from` (the order's prepared template) into a reused `Prepared`: format and signature |
+//! | `wire_prepare_builder` | the same order from `BinanceSpot::new_order` (parameter by parameter), as before the template |
 //! | `wire_charge` | `Budget::try_charge_shape` of the order's shape (the gateway's charge) |
 //! | `wire_ledger` | prepare, then `Gateway::submit` to a transport that only takes the ticket |
 //! | `wire_encode` | prepare, submit, and the pool's `request` (the bytes encoded into the connection's buffer), the bytes marked written without a syscall |
@@ -30,9 +31,11 @@ use ergon_io::client::{PoolConfig, PoolId, Refused, RequestId};
 use ergon_io::http::{Headers, Request};
 use ergon_io::pool::{Pool, PoolEvent, Transmit};
 use ergon_venues::adapt::Clock;
+use ergon_venues::binance_spot::template::OrderTemplate;
 use ergon_venues::binance_spot::{Auth, BinanceSpot};
 use ergon_venues::endpoint::{
-    ClientOrderId, Decimal, Endpoints, HmacKey, NewOrder, OrderType, Side, Symbol, TimeInForce,
+    ClientOrderId, Decimal, Endpoints, Fill, HmacKey, NewOrder, OrderType, Side, Symbol,
+    TimeInForce,
 };
 use ergon_venues::response::Response;
 use hmac::{Hmac, Mac};
@@ -42,12 +45,12 @@ use crate::cases::{Case, Expect, MAX_BATCH};
 
 const SEC: i64 = 1_000_000_000;
 /// The loop's clock for every order (a fake clock: the path reads none).
-const T0: i64 = 1_000 * SEC;
+pub(crate) const T0: i64 = 1_000 * SEC;
 /// Binance Spot's limits (`exchangeInfo`), as in the gateway's tests, but for
 /// orders: 200 per 10 s instead of 100, so that a batch of [`MAX_BATCH`] orders fits
 /// what [`Class::Normal`] may use (the headroom above it is Urgent's). The limit's
 /// value changes nothing on the path.
-const INFO: &[u8] = br#"{"rateLimits":[{"rateLimitType":"REQUEST_WEIGHT","interval":"MINUTE","intervalNum":1,"limit":6000},{"rateLimitType":"ORDERS","interval":"SECOND","intervalNum":10,"limit":200},{"rateLimitType":"RAW_REQUESTS","interval":"MINUTE","intervalNum":5,"limit":61000}]}"#;
+pub(crate) const INFO: &[u8] = br#"{"rateLimits":[{"rateLimitType":"REQUEST_WEIGHT","interval":"MINUTE","intervalNum":1,"limit":6000},{"rateLimitType":"ORDERS","interval":"SECOND","intervalNum":10,"limit":200},{"rateLimitType":"RAW_REQUESTS","interval":"MINUTE","intervalNum":5,"limit":61000}]}"#;
 /// The secret of Binance's documented signature example (see [`tests`]).
 pub const SECRET: &[u8] = b"NhqPtmdSJYdKjVHjA7PZj4Mge3R5YNiP1e3UZjInClVN65XAbvqqM6A7H5fATj0j";
 /// One answer, Applied by the gateway.
@@ -62,6 +65,7 @@ enum Stage {
     Sign,
     SignNaive,
     Prepare,
+    PrepareBuilder,
     Charge,
     Ledger,
     Encode,
@@ -126,14 +130,14 @@ impl Wire for Transport {
 
 /// `write(2)` of `bytes` to `fd`; what it wrote (0 on an error: the run then fails
 /// its check that every order was answered).
-fn write(fd: &OwnedFd, bytes: &[u8]) -> usize {
+pub(crate) fn write(fd: &OwnedFd, bytes: &[u8]) -> usize {
     // SAFETY: `bytes` is a live slice of `bytes.len()` bytes, `fd` an open descriptor.
     let n = unsafe { libc::write(fd.as_raw_fd(), bytes.as_ptr().cast(), bytes.len()) };
     usize::try_from(n).unwrap_or(0)
 }
 
 /// A pipe with room for the largest batch, non-blocking on both ends.
-fn pipe() -> (OwnedFd, OwnedFd) {
+pub(crate) fn pipe() -> (OwnedFd, OwnedFd) {
     use std::os::fd::FromRawFd;
     let mut fds = [0; 2];
     // SAFETY: `fds` has room for the two descriptors pipe2 writes.
@@ -160,6 +164,9 @@ pub struct WireCase {
     /// One order per ledger slot, each with its own client order id (built once:
     /// the strategy's side, not the path's).
     orders: Vec<NewOrder<'static>>,
+    /// The orders' template, and what each order fills in.
+    template: OrderTemplate,
+    fills: Vec<Fill<'static>>,
     /// `wire_sign*` and `wire_floor`: the query signed and the request's bytes, of
     /// the first order.
     query: Vec<u8>,
@@ -216,7 +223,7 @@ impl WireCase {
             }
         }
         while pool.poll_event().is_some() {}
-        let orders = (0..SLOTS)
+        let orders: Vec<NewOrder<'static>> = (0..SLOTS)
             .map(|i| order(ClientOrderId::new(&format!("mm-{i:06}")).expect("an id")))
             .collect();
         let mut gateway = Gateway::new(venue, "LTCBTC", SLOTS, 1024).expect("a gateway");
@@ -229,6 +236,19 @@ impl WireCase {
                 T0,
             )
             .expect("an order");
+        let first = order(ClientOrderId::new("x").expect("id"));
+        let template = gateway
+            .venue()
+            .order_template(first.symbol, first.side, first.order_type)
+            .expect("a template");
+        let fills = orders
+            .iter()
+            .map(|o: &NewOrder<'static>| Fill {
+                price: o.price,
+                quantity: o.quantity,
+                client_order_id: o.client_order_id,
+            })
+            .collect();
         let mut fresh = fresh;
         let shape = fresh.shape(req.parts()).expect("the order's shape");
         assert_eq!(
@@ -268,6 +288,8 @@ impl WireCase {
             },
             req,
             orders,
+            template,
+            fills,
             query,
             bytes,
             key: HmacKey::new(SECRET),
@@ -324,12 +346,12 @@ impl WireCase {
         self.submitted = 0;
     }
 
-    /// The order of slot `i`, prepared into the case's buffer.
+    /// The order of slot `i`, prepared from its template into the case's buffer.
     #[inline(always)]
     fn prepare_order(&mut self, i: usize) -> bool {
         self.gateway
-            .venue_mut()
-            .new_order(&mut self.req, &self.orders[i], T0)
+            .venue()
+            .new_order_from(&self.template, &mut self.req, &self.fills[i], T0)
             .is_ok()
     }
 }
@@ -340,6 +362,7 @@ impl Case for WireCase {
             Stage::Sign => "wire_sign",
             Stage::SignNaive => "wire_sign_naive",
             Stage::Prepare => "wire_prepare",
+            Stage::PrepareBuilder => "wire_prepare_builder",
             Stage::Charge => "wire_charge",
             Stage::Ledger => "wire_ledger",
             Stage::Encode => "wire_encode",
@@ -354,7 +377,10 @@ impl Case for WireCase {
                 "HMAC-SHA256 of a Binance order's query, key state precomputed (HmacKey::sign)"
             }
             Stage::SignNaive => "the same MAC keyed on every call (Hmac::new_from_slice)",
-            Stage::Prepare => "BinanceSpot::new_order into a reused Prepared: format + signature",
+            Stage::Prepare => {
+                "BinanceSpot::new_order_from (a prepared template) into a reused Prepared: format + signature"
+            }
+            Stage::PrepareBuilder => "the same order from BinanceSpot::new_order (param by param)",
             Stage::Charge => "Budget::try_charge_shape of the order's shape (the gateway's charge)",
             Stage::Ledger => {
                 "prepare + Gateway::submit (checks, charge, ledger), transport takes the ticket"
@@ -400,6 +426,16 @@ impl Case for WireCase {
                     refused += u64::from(!self.prepare_order(i));
                 }
             }
+            Stage::PrepareBuilder => {
+                for i in 0..n {
+                    let ok = self
+                        .gateway
+                        .venue_mut()
+                        .new_order(&mut self.req, &self.orders[i], T0)
+                        .is_ok();
+                    refused += u64::from(!ok);
+                }
+            }
             Stage::Charge => {
                 for _ in 0..n {
                     match self
@@ -443,6 +479,7 @@ pub fn all() -> Vec<Box<dyn Case>> {
         Stage::Sign,
         Stage::SignNaive,
         Stage::Prepare,
+        Stage::PrepareBuilder,
         Stage::Charge,
         Stage::Ledger,
         Stage::Encode,
@@ -475,7 +512,7 @@ pub fn stages(get: impl Fn(&str) -> Option<f64>) -> Option<Vec<Row>> {
     let encode = get("wire_encode")?;
     let write = get("wire_write")?;
     let floor = get("wire_floor")?;
-    Some(vec![
+    let mut rows = vec![
         Row {
             stage: "prepare: format",
             cost: prepare - sign,
@@ -521,7 +558,15 @@ pub fn stages(get: impl Fn(&str) -> Option<f64>) -> Option<Vec<Row>> {
             cost: floor,
             how: "wire_floor",
         },
-    ])
+    ];
+    if let Some(builder) = get("wire_prepare_builder") {
+        rows.push(Row {
+            stage: "format with the builder (before the template)",
+            cost: builder - sign,
+            how: "wire_prepare_builder - wire_sign",
+        });
+    }
+    Some(rows)
 }
 
 #[cfg(test)]

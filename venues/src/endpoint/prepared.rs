@@ -22,7 +22,10 @@ pub struct Prepared {
     kind: Option<Request<'static>>,
     parts: Parts,
     method: Option<Method>,
-    bytes: Vec<u8>,
+    /// Text only (every adapter writes ASCII), so that the target and headers are
+    /// handed out as `&str` without a UTF-8 check per read: the gateway reads them
+    /// on every send.
+    bytes: String,
     target: Range<usize>,
     headers: ArrayVec<(&'static str, Range<usize>), MAX_HEADERS>,
     body: Range<usize>,
@@ -37,7 +40,7 @@ impl Prepared {
     /// holds any single order; a 20-order batch body needs about 4 KiB).
     pub fn with_capacity(capacity: usize) -> Self {
         Prepared {
-            bytes: Vec::with_capacity(capacity),
+            bytes: String::with_capacity(capacity),
             ..Prepared::default()
         }
     }
@@ -83,7 +86,7 @@ impl Prepared {
 
     /// The body (empty for most GET and DELETE requests).
     pub fn body(&self) -> &[u8] {
-        self.bytes.get(self.body.clone()).unwrap_or(&[])
+        self.bytes.as_bytes().get(self.body.clone()).unwrap_or(&[])
     }
 
     /// The end of the venue's acceptance window (timestamp + recvWindow, OKX
@@ -148,11 +151,8 @@ impl Prepared {
     }
 
     fn text(&self, at: Range<usize>) -> &str {
-        // Adapters write ASCII only (every argument is checked), so this never fails.
-        self.bytes
-            .get(at)
-            .and_then(|b| core::str::from_utf8(b).ok())
-            .unwrap_or("")
+        // Spans end on ASCII bytes, so this is a bounds check, not a UTF-8 scan.
+        self.bytes.get(at).unwrap_or("")
     }
 }
 
@@ -174,6 +174,9 @@ fn swap_used<T, const N: usize>(a: &mut ArrayVec<T, N>, b: &mut ArrayVec<T, N>) 
 pub(crate) struct Writer<'p> {
     p: &'p mut Prepared,
     mark: usize,
+    /// Bytes that were not UTF-8 were offered (and left out): the request is
+    /// refused at [`Writer::finish`], never sent with a hole in it.
+    not_text: bool,
 }
 
 impl<'p> Writer<'p> {
@@ -190,50 +193,33 @@ impl<'p> Writer<'p> {
         p.ids.clear();
         p.symbol.clear();
         p.label = Label::NONE;
-        Writer { p, mark: 0 }
+        Writer {
+            p,
+            mark: 0,
+            not_text: false,
+        }
     }
 
-    /// Appends raw bytes.
+    /// Appends bytes made here (digits, hex, base64: ASCII), checked as UTF-8; any
+    /// other makes the request fail at [`Writer::finish`].
     pub(crate) fn put(&mut self, b: &[u8]) {
-        self.p.bytes.extend_from_slice(b);
+        match core::str::from_utf8(b) {
+            Ok(s) => self.p.bytes.push_str(s),
+            Err(_) => self.not_text = true,
+        }
     }
 
     /// Appends a string.
     pub(crate) fn s(&mut self, s: &str) {
-        self.put(s.as_bytes());
+        self.p.bytes.push_str(s);
     }
 
     /// Appends a decimal integer, two digits a step from a table and the sign in
     /// the same buffer: one append (a 13-digit timestamp took ~140 instructions a
     /// digit at a time and two appends for a negative number).
     pub(crate) fn int(&mut self, n: i64) {
-        const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
-            2021222324252627282930313233343536373839\
-            4041424344454647484950515253545556575859\
-            6061626364656667686970717273747576777879\
-            8081828384858687888990919293949596979899";
         let mut buf = [0u8; 20];
-        let mut i = buf.len();
-        let mut v = n.unsigned_abs();
-        while v >= 100 {
-            let pair = usize::from((v % 100) as u8) * 2;
-            v /= 100;
-            i -= 2;
-            buf[i..i + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
-        }
-        if v >= 10 {
-            let pair = usize::from(v as u8) * 2;
-            i -= 2;
-            buf[i..i + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
-        } else {
-            i -= 1;
-            buf[i] = b'0' + v as u8;
-        }
-        if n < 0 {
-            i -= 1;
-            buf[i] = b'-';
-        }
-        self.put(&buf[i..]);
+        self.s(super::decimal(n, &mut buf));
     }
 
     /// Appends lower-case hex of `bytes`, 32 bytes (a MAC) in one append: a
@@ -312,7 +298,7 @@ impl<'p> Writer<'p> {
 
     /// The bytes written in `at`.
     pub(crate) fn bytes(&self, at: Range<usize>) -> &[u8] {
-        self.p.bytes.get(at).unwrap_or(&[])
+        self.p.bytes.as_bytes().get(at).unwrap_or(&[])
     }
 
     /// Starts a span (target, header value or body) at the current position.
@@ -341,6 +327,13 @@ impl<'p> Writer<'p> {
         self.close_header(name)
     }
 
+    /// Writes a whole header whose value is text already (no UTF-8 check).
+    pub(crate) fn header_str(&mut self, name: &'static str, value: &str) -> Result<(), Error> {
+        self.open();
+        self.s(value);
+        self.close_header(name)
+    }
+
     /// Ends the body span.
     pub(crate) fn close_body(&mut self) {
         self.p.body = self.mark..self.pos();
@@ -358,6 +351,12 @@ impl<'p> Writer<'p> {
             // A Symbol is at most 32 bytes: it always fits.
             let _ = self.p.symbol.try_push_str(s.as_str());
         }
+    }
+
+    /// Records the symbol the request names, from text a [`Symbol`] was checked
+    /// into before (a template's).
+    pub(crate) fn symbol_text(&mut self, symbol: &ArrayString<32>) {
+        self.p.symbol = *symbol;
     }
 
     /// Records a client order id.
@@ -378,6 +377,9 @@ impl<'p> Writer<'p> {
         method: Method,
         deadline_ns: i64,
     ) -> Result<&'p Prepared, Error> {
+        if self.not_text {
+            return Err(Error::BadArgument("bytes that are not text"));
+        }
         self.p.parts = parts;
         self.p.kind = Some(kind);
         self.p.method = Some(method);
@@ -395,6 +397,9 @@ impl<'p> Writer<'p> {
         method: Method,
         deadline_ns: i64,
     ) -> Result<&'p Prepared, Error> {
+        if self.not_text {
+            return Err(Error::BadArgument("bytes that are not text"));
+        }
         let parts = venue.parts(kind)?;
         self.p.parts = parts;
         self.p.kind = Some(kind);

@@ -126,3 +126,24 @@ fn arguments_are_checked() {
     assert!(ApiKey::new("key with space").is_err());
     assert_eq!(format!("{:?}", HmacKey::new(b"secret")), "HmacKey(..)");
 }
+
+/// A request is text: bytes that are not UTF-8 never reach it, and the request
+/// they were offered to is refused at the end instead of sent with a hole in it.
+#[test]
+fn bytes_that_are_not_text_fail_the_request() {
+    let mut p = Prepared::default();
+    let mut w = Writer::start(&mut p);
+    w.open();
+    w.s("/a?b=");
+    w.put(&[0xff, b'c']);
+    w.put(b"d");
+    w.close_target();
+    let parts = crate::adapt::Parts::new();
+    assert_eq!(
+        w.finish_with(parts, crate::adapt::Request::Order, Method::Post, 0)
+            .unwrap_err(),
+        Error::BadArgument("bytes that are not text")
+    );
+    assert!(p.is_empty());
+    assert_eq!(p.target(), "/a?b=d");
+}

@@ -1,0 +1,196 @@
+//! A prepared Binance order (`POST /api/v3/order`, and USD-M's `POST /fapi/v1/order`
+//! through `BinanceFutures::order_template`): [`OrderTemplate`] keeps the bytes of
+//! an order that do not change (path, `symbol`, `side`, `type`, `timeInForce`,
+//! `reduceOnly`, `recvWindow`); [`BinanceSpot::new_order_from`] writes one order from
+//! it with only the price, quantity, client order id, timestamp and signature filled
+//! in. The request is byte for byte the one the adapter's `new_order` writes for the
+//! same order (property tests hold the two to it), so the venue sees exactly what it
+//! saw before.
+
+use arrayvec::ArrayString;
+
+use super::{order_params, Auth, BinanceSpot, PostOnly};
+use crate::adapt::{Clock, Error, Request, Venue};
+use crate::binance_auth::signature;
+use crate::endpoint::{
+    decimal, ClientOrderId, Decimal, Field, Fill, Method, NewOrder, OrderType, Prepared, Runs,
+    Side, SignKey, Symbol, Values, Writer,
+};
+
+/// The fixed bytes of one kind of Binance Spot order: see the module docs. Made by
+/// [`BinanceSpot::order_template`]; good for the adapter that made it (its receive
+/// window is written in).
+#[derive(Clone, Debug)]
+pub struct OrderTemplate {
+    runs: Runs,
+    /// Where the signed query starts: after `/api/v3/order?`.
+    query_at: usize,
+    /// Whether the order type carries a price (all but MARKET).
+    priced: bool,
+    symbol: ArrayString<32>,
+    recv_window_ms: i64,
+}
+
+impl OrderTemplate {
+    /// The template of `path`'s orders of `symbol`, `side`, `order_type` (and
+    /// `reduce_only`), whose parameters `params` writes as the venue's builder does
+    /// (`symbol`, `side`, `type`, `timeInForce`, `quantity`, `price`,
+    /// `newClientOrderId`, then anything fixed after it), for requests signed
+    /// with `auth`. The builder runs once, on placeholder values, and its text is
+    /// cut where they stand.
+    pub(crate) fn build(
+        path: &str,
+        o: (Symbol<'_>, Side, OrderType, bool),
+        auth: &Auth,
+        params: impl FnOnce(&mut Writer<'_>, &mut bool, &NewOrder<'_>) -> Result<(), Error>,
+    ) -> Result<OrderTemplate, Error> {
+        let (symbol, side, order_type, reduce_only) = o;
+        let priced = !matches!(order_type, OrderType::Market);
+        let placeholder = Decimal::new("1")?;
+        let o = NewOrder {
+            symbol,
+            side,
+            order_type,
+            price: priced.then_some(placeholder),
+            quantity: placeholder,
+            client_order_id: ClientOrderId::new("x")?,
+            reduce_only,
+        };
+        let mut scratch = Prepared::default();
+        let mut w = Writer::start(&mut scratch);
+        let mut first = true;
+        params(&mut w, &mut first, &o)?;
+        let end = w.pos();
+        let text =
+            core::str::from_utf8(w.bytes(0..end)).map_err(|_| Error::BadArgument("symbol"))?;
+        let bad = Error::BadArgument("order template");
+        let (fixed, rest) = text.split_once("&quantity=").ok_or(bad)?;
+        let (_, after) = rest.split_once("&newClientOrderId=x").ok_or(bad)?;
+        let mut runs = Runs::default();
+        runs.lit(path);
+        runs.lit("?");
+        runs.lit(fixed);
+        runs.lit("&quantity=");
+        let mut ok = runs.field(Field::Quantity);
+        if priced {
+            runs.lit("&price=");
+            ok &= runs.field(Field::Price);
+        }
+        runs.lit("&newClientOrderId=");
+        ok &= runs.field(Field::Id);
+        runs.lit(after);
+        let mut buf = [0u8; 20];
+        runs.lit("&recvWindow=");
+        runs.lit(decimal(auth.recv_window_ms, &mut buf));
+        runs.lit("&timestamp=");
+        ok &= runs.field(Field::Timestamp);
+        if !ok {
+            return Err(bad);
+        }
+        let mut sym = ArrayString::new();
+        sym.try_push_str(symbol.as_str())
+            .map_err(|_| Error::BadArgument("symbol"))?;
+        Ok(OrderTemplate {
+            runs,
+            query_at: path.len() + 1,
+            priced,
+            symbol: sym,
+            recv_window_ms: auth.recv_window_ms,
+        })
+    }
+
+    /// One order of this template into `out`, stamped at `now` on `clock` and
+    /// signed with `auth` as `sign` signs; its parts asked of `venue`. See
+    /// [`BinanceSpot::new_order_from`].
+    pub(crate) fn fill<'p, V: Venue>(
+        &self,
+        out: &'p mut Prepared,
+        fill: &Fill<'_>,
+        (venue, auth, clock): (&V, &Auth, &Clock),
+        now: i64,
+    ) -> Result<&'p Prepared, Error> {
+        let mut w = Writer::start(out);
+        let price = match (self.priced, fill.price) {
+            (true, Some(p)) => p.as_str(),
+            (false, None) => "",
+            (false, Some(_)) => return Err(Error::BadArgument("price of a market order")),
+            (true, None) => return Err(Error::BadArgument("price of a limit order")),
+        };
+        if self.recv_window_ms != auth.recv_window_ms {
+            return Err(Error::BadArgument("a template of another receive window"));
+        }
+        let (Some(api_key), Some(key)) = (&auth.api_key, &auth.key) else {
+            return Err(Error::NoKey);
+        };
+        w.symbol_text(&self.symbol);
+        let ts = clock.utc_ms(now);
+        let mut stamp = [0u8; 20];
+        let values = Values {
+            id: fill.client_order_id.as_str(),
+            price,
+            quantity: fill.quantity.as_str(),
+            timestamp: decimal(ts, &mut stamp),
+            request_id: "",
+        };
+        w.open();
+        let start = w.pos();
+        self.runs.emit(&values, |b| w.s(b));
+        let end = w.pos();
+        match key {
+            SignKey::Hmac(k) => {
+                let mac = k.sign(&[w.bytes(start + self.query_at..end)]);
+                w.s("&signature=");
+                w.hex(&mac);
+            }
+            SignKey::Ed25519(_) => {
+                let mut text = ArrayString::new();
+                signature(key, w.bytes(start + self.query_at..end), &mut text);
+                w.s("&signature=");
+                w.s(&text);
+            }
+        }
+        w.close_target();
+        w.header_str("X-MBX-APIKEY", api_key.as_str())?;
+        w.id(fill.client_order_id)?;
+        let deadline = clock.now_ns_at(ts.saturating_add(auth.recv_window_ms));
+        w.finish(venue, Request::Order, Method::Post, deadline)
+    }
+}
+
+impl BinanceSpot {
+    /// The template of `symbol`'s `side` orders of `order_type`: the same checks as
+    /// [`Endpoints::new_order`](crate::endpoint::Endpoints::new_order) (a post-only
+    /// order is `LIMIT_MAKER`), made once.
+    pub fn order_template(
+        &self,
+        symbol: Symbol<'_>,
+        side: Side,
+        order_type: OrderType,
+    ) -> Result<OrderTemplate, Error> {
+        OrderTemplate::build(
+            "/api/v3/order",
+            (symbol, side, order_type, false),
+            &self.auth,
+            |w, first, o| order_params(w, first, o, "newClientOrderId", PostOnly::LimitMaker),
+        )
+    }
+
+    /// One order of template `t` into `out`: what
+    /// [`Endpoints::new_order`](crate::endpoint::Endpoints::new_order) writes for
+    /// the template's order with `fill`'s price, quantity and client order id,
+    /// stamped and signed at `now`. A price on a market template, or none on a
+    /// priced one, a template of an adapter with another receive window, or no key:
+    /// `Err`, and `out` is left empty.
+    pub fn new_order_from<'p>(
+        &self,
+        t: &OrderTemplate,
+        out: &'p mut Prepared,
+        fill: &Fill<'_>,
+        now: i64,
+    ) -> Result<&'p Prepared, Error> {
+        t.fill(out, fill, (self, &self.auth, &self.limits.clock), now)
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests;
