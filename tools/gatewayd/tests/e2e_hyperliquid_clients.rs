@@ -286,7 +286,14 @@ fn three_clients_near_the_limits_with_faults_then_the_switch_empties_the_book() 
     }
 
     // The quotes rest; the gateway is killed; its switch fires on the venue's
-    // clock, jumped.
+    // clock, jumped. A delayed action still asleep in the venue would run on
+    // the jumped clock, after the switch fired: the jump waits for it (at most
+    // the delay; which request the script delays depends on how many came first).
+    let end = Instant::now() + Duration::from_millis(s.config().faults.delay_ms + 2_000);
+    while s.report().faults.delay_settled < s.report().faults.delay {
+        assert!(Instant::now() < end, "a delayed request never settled");
+        std::thread::sleep(Duration::from_millis(20));
+    }
     let resting = open(&s);
     assert!(resting > 0, "quotes rest: {:?}", s.orders());
     gw.child.kill().expect("kill");

@@ -235,7 +235,8 @@ fn names_attached_without_end_keep_the_owners_file_bounded_and_a_restart_starts(
     for i in 0..n {
         let t = Instant::now();
         let (_sock, answer, _fds) =
-            ergon_gateway::shm::raw_command(&name, &format!("attach pid-{i}")).expect("attach");
+            ergon_gateway::shm::raw_command(&name, &format!("attach pid-{i} protocol=3"))
+                .expect("attach");
         took.push(t.elapsed());
         assert!(answer.starts_with("ok new"), "attach {i}: {answer}");
     }

@@ -821,7 +821,8 @@ fn role() {
         "scribble" => {
             use std::os::unix::fs::FileExt;
             let (sock, answer, mut fds) =
-                shm::raw_command_uid(gw, gw_uid, &format!("attach {me}")).expect("attach");
+                shm::raw_command_uid(gw, gw_uid, &format!("attach {me} protocol=3"))
+                    .expect("attach");
             assert!(answer.starts_with("ok new"), "{answer}");
             let region = std::fs::File::from(fds.remove(0));
             region

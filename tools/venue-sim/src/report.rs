@@ -19,6 +19,10 @@ pub struct FaultCounts {
     pub execute_then_close: u64,
     /// [`Fault::Delay`].
     pub delay: u64,
+    /// ... of which the wait ended and the request was answered (a test that
+    /// jumps the venue's clock waits for these to equal `delay` first: a delayed
+    /// action still asleep would run on the jumped clock).
+    pub delay_settled: u64,
     /// [`Fault::ServerErrorAfterExecute`].
     pub server_error_after_execute: u64,
     /// [`Fault::ServerErrorNoExecute`].

@@ -499,7 +499,7 @@ fn schedule_cancel_needs_five_seconds_fires_and_empties_the_book_ten_times_a_day
     let now = t.s.clock().now_ms();
     let v = t.exchange(&format!(
         r#"{{"type":"scheduleCancel","time":{}}}"#,
-        now + 5_000
+        now + 5_100
     ));
     assert!(
         v["response"].as_str().unwrap().starts_with("Too many"),

@@ -182,6 +182,11 @@ impl Venue {
         *self.report.responses.entry(status).or_insert(0) += 1;
     }
 
+    /// A delayed request's wait ended ([`crate::report::FaultCounts::delay_settled`]).
+    pub(crate) fn note_delay_settled(&mut self) {
+        self.report.faults.delay_settled += 1;
+    }
+
     /// A connection from `ip` was accepted: whether it may stay (the profile's
     /// limit on connections open at once per IP, Deribit's).
     pub(crate) fn note_connection(&mut self, ip: IpAddr) -> bool {

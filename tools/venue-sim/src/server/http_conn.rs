@@ -162,6 +162,7 @@ fn handle(stream: &mut TcpStream, ip: IpAddr, req: &http::Request, shared: &Shar
             sleep_unless_stopped(delay, shared);
             let later = shared.now_ms();
             let mut venue = shared.venue();
+            venue.note_delay_settled();
             // Binance's matching engine refuses a request past its recvWindow.
             if valid_until.is_some_and(|t| later > t) {
                 venue.not_executed(&op, account, now);

@@ -217,6 +217,7 @@ fn request(
             sleep_unless_stopped(delay, shared);
             let later = shared.now_ms();
             let mut venue = shared.venue();
+            venue.note_delay_settled();
             // The matching engine refuses a request past its recvWindow, over the
             // WebSocket API as over REST ("Timing security",
             // https://developers.binance.com/docs/binance-spot-api-docs/websocket-api/request-security).
