@@ -5,7 +5,7 @@ use proptest::prelude::*;
 use super::*;
 use crate::adapt::Clock;
 use crate::binance_spot::Auth;
-use crate::endpoint::{Endpoints, TimeInForce};
+use crate::endpoint::{Ed25519Key, Endpoints, TimeInForce};
 
 pub(crate) const SEC: i64 = 1_000_000_000;
 pub(crate) const API_KEY: &str = "vmPUZE6mv9SD5VNHk4HlWFsOr6aKE2zvsw0MuIgwCIPy6utIco14y7Ju91duEh8A";
@@ -16,10 +16,14 @@ pub(crate) const SECRET: &[u8] =
 const INFO: &[u8] = br#"{"rateLimits":[{"rateLimitType":"REQUEST_WEIGHT","interval":"MINUTE","intervalNum":1,"limit":6000},{"rateLimitType":"ORDERS","interval":"SECOND","intervalNum":10,"limit":100},{"rateLimitType":"RAW_REQUESTS","interval":"MINUTE","intervalNum":5,"limit":61000}]}"#;
 
 fn spot(recv_window_ms: i64) -> BinanceSpot {
+    spot_with(Auth::new(API_KEY, SECRET, recv_window_ms).unwrap())
+}
+
+fn spot_with(auth: Auth) -> BinanceSpot {
     let mut b = ergon_core::Budget::builder();
     BinanceSpot::from_exchange_info(INFO, &mut b, Clock::anchor(10 * SEC, 1_499_827_319_559), 0)
         .unwrap()
-        .with_auth(Auth::new(API_KEY, SECRET, recv_window_ms).unwrap())
+        .with_auth(auth)
 }
 
 /// Everything a `Prepared` says, as owned values.
@@ -63,8 +67,16 @@ proptest! {
         id in "[a-zA-Z0-9._:/-]{1,36}",
         now in 0i64..1_000_000 * SEC,
         recv_window in 1i64..=60_000,
+        ed25519 in any::<bool>(),
     ) {
-        let mut spot = spot(recv_window);
+        // Either key type: an Ed25519 signature (URL-encoded base64) is written
+        // as the builder writes it, as is HMAC's hex.
+        let mut spot = match ed25519 {
+            false => spot(recv_window),
+            true => spot_with(
+                Auth::ed25519(API_KEY, Ed25519Key::from_seed(&[7; 32]), recv_window).unwrap(),
+            ),
+        };
         let symbol = Symbol::new(&symbol).unwrap();
         let side = if buy { Side::Buy } else { Side::Sell };
         let priced = !matches!(order_type, OrderType::Market);
