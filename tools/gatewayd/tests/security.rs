@@ -29,19 +29,7 @@ use ergon_venues::endpoint::{CancelReplace, ClientOrderId, OrderRef, OrderState,
 #[test]
 fn another_uid_is_refused_at_accept_and_nothing_is_signed() {
     let Some(att) = attacker() else { return };
-    let s = sim();
-    let dir = Scratch::new("refused");
-    let name = unique("refused");
-    let gw = gateway(
-        &s,
-        &name,
-        &dir.0,
-        Opts {
-            extra: journal_args(&dir.0),
-            secret_by_flag: true,
-            ..Opts::default()
-        },
-    );
+    let (s, _dir, name, gw) = start_gateway("refused", vec![]);
     let r = run_role(&["attack", &name, "victim"], Some(att));
     let attach = r["attach"].as_str().unwrap();
     assert!(attach.contains("not allowed"), "attach as another uid: {r}");
@@ -72,21 +60,8 @@ fn another_uid_is_refused_at_accept_and_nothing_is_signed() {
 #[test]
 fn an_allowed_uid_trades_but_only_the_owner_clears_a_halt() {
     let Some(att) = attacker() else { return };
-    let s = sim();
-    let dir = Scratch::new("allowed");
-    let name = unique("allowed");
-    let mut extra = journal_args(&dir.0);
-    extra.extend(["--allow-uid".into(), att.0.to_string()]);
-    let _gw = gateway(
-        &s,
-        &name,
-        &dir.0,
-        Opts {
-            extra,
-            secret_by_flag: true,
-            ..Opts::default()
-        },
-    );
+    let (_s, _dir, name, _gw) =
+        start_gateway("allowed", vec!["--allow-uid".into(), att.0.to_string()]);
     let r = run_role(&["attack", &name, "listed"], Some(att));
     assert_eq!(r["attach"], "attached", "{r}");
     assert_eq!(r["applied"], 1, "{r}");
@@ -209,19 +184,7 @@ fn a_secret_from_the_environment_or_stdin_signs() {
 
 #[test]
 fn the_secret_flag_still_works_with_one_deprecation_warning() {
-    let s = sim();
-    let dir = Scratch::new("secretflag");
-    let name = unique("secretflag");
-    let gw = gateway(
-        &s,
-        &name,
-        &dir.0,
-        Opts {
-            extra: journal_args(&dir.0),
-            secret_by_flag: true,
-            ..Opts::default()
-        },
-    );
+    let (_s, _dir, name, gw) = start_gateway("secretflag", vec![]);
     let me = run_role(&["order", &name, "flag"], None);
     assert_eq!(me["applied"], 1, "{me}");
     let (_, err) = gw.finish();
@@ -414,19 +377,7 @@ fn the_passphrase_comes_from_a_file_or_the_environment_and_is_in_no_argv_and_no_
 
 #[test]
 fn a_client_cannot_resize_its_region_or_write_the_stats_and_the_gateway_lives_on() {
-    let s = sim();
-    let dir = Scratch::new("sealed");
-    let name = unique("sealed");
-    let mut gw = gateway(
-        &s,
-        &name,
-        &dir.0,
-        Opts {
-            extra: journal_args(&dir.0),
-            secret_by_flag: true,
-            ..Opts::default()
-        },
-    );
+    let (_s, _dir, name, mut gw) = start_gateway("sealed", vec![]);
     // A hostile client takes its region's descriptor and tries to shrink it
     // under the gateway's mapping (a SIGBUS at the gateway's next write, on main).
     let (_sock, answer, mut fds) =
@@ -549,19 +500,7 @@ fn the_journal_lives_in_a_private_runtime_directory() {
 
 #[test]
 fn a_second_attach_on_one_connection_is_refused_and_the_first_detaches_at_hang_up() {
-    let s = sim();
-    let dir = Scratch::new("twice");
-    let name = unique("twice");
-    let _gw = gateway(
-        &s,
-        &name,
-        &dir.0,
-        Opts {
-            extra: journal_args(&dir.0),
-            secret_by_flag: true,
-            ..Opts::default()
-        },
-    );
+    let (_s, _dir, name, _gw) = start_gateway("twice", vec![]);
     let (sock, answer, _fds) = shm::raw_command(&name, "attach first protocol=3").expect("attach");
     assert!(answer.starts_with("ok new"), "{answer}");
     let mut sock = std::fs::File::from(sock);
@@ -656,22 +595,8 @@ fn events_until(c: &mut ShmClient, pred: impl Fn(&ShmEvent) -> bool) -> Vec<(Shm
 
 #[test]
 fn a_client_can_neither_cancel_nor_query_anothers_order_nor_hear_its_updates() {
-    let s = sim();
-    let dir = Scratch::new("owners");
-    let name = unique("owners");
-    let mut extra = journal_args(&dir.0);
     // Over the WebSocket API, with its user data stream: order updates flow.
-    extra.extend(["--order-entry".into(), "ws".into()]);
-    let gw = gateway(
-        &s,
-        &name,
-        &dir.0,
-        Opts {
-            extra,
-            secret_by_flag: true,
-            ..Opts::default()
-        },
-    );
+    let (s, _dir, name, gw) = start_gateway("owners", vec!["--order-entry".into(), "ws".into()]);
     let symbol = Symbol::new("BTCUSDT").expect("symbol");
     let mut a = ShmClient::attach(&name, "owner", false).expect("attach");
     let mut b = ShmClient::attach(&name, "other", false).expect("attach");
@@ -860,19 +785,7 @@ fn each_client_has_its_own_doorbell_and_a_thief_draining_one_steals_no_wake_up()
     use std::os::fd::AsRawFd;
     use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
     use std::sync::Arc;
-    let s = sim();
-    let dir = Scratch::new("doorbell");
-    let name = unique("doorbell");
-    let _gw = gateway(
-        &s,
-        &name,
-        &dir.0,
-        Opts {
-            extra: journal_args(&dir.0),
-            secret_by_flag: true,
-            ..Opts::default()
-        },
-    );
+    let (_s, _dir, name, _gw) = start_gateway("doorbell", vec![]);
     // The thief: attached, it reads its connection instead of using it (where
     // wake-ups arrive since issue 41; before, from the eventfds it was handed,
     // each read of which emptied them).

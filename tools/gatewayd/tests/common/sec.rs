@@ -165,6 +165,29 @@ pub fn gateway(s: &Server, name: &str, dir: &Path, o: Opts<'_>) -> Gw {
     Gw { child, out, stderr }
 }
 
+/// The start most tests share: the emulator, the scratch directory and the
+/// gateway name of `test`, and the gateway, started with its journal in that
+/// directory, the secret by flag, and `extra` after the journal's flags. Bound
+/// in this order, they drop in the reverse one (the gateway first).
+pub fn start_gateway(test: &str, extra: Vec<String>) -> (Server, Scratch, String, Gw) {
+    let s = sim();
+    let dir = Scratch::new(test);
+    let name = unique(test);
+    let mut all = journal_args(&dir.0);
+    all.extend(extra);
+    let gw = gateway(
+        &s,
+        &name,
+        &dir.0,
+        Opts {
+            extra: all,
+            secret_by_flag: true,
+            ..Opts::default()
+        },
+    );
+    (s, dir, name, gw)
+}
+
 /// The gateway's journal in a test's scratch directory.
 pub fn journal_args(dir: &Path) -> Vec<String> {
     vec![
