@@ -752,13 +752,8 @@ fn role() {
             serde_json::json!({ "attach": attach })
         }
         // order GW ME: one order.
-        "order" => {
-            let mut c = ShmClient::attach_uid(gw, gw_uid, me, false).expect("attach");
-            serde_json::json!({ "applied": one_order(&mut c) })
-        }
+        "order" => order_role(gw, gw_uid, me),
         other => panic!("unknown role {other}"),
     };
-    let mut o = std::io::stdout();
-    let _ = writeln!(o, "result {result}");
-    let _ = o.flush();
+    say_result(&result);
 }

@@ -196,9 +196,9 @@ pub fn journal_args(dir: &Path) -> Vec<String> {
     ]
 }
 
-/// Runs this binary's `role` with `args`, as `uid`/`gid` when given; its
-/// `result` line as JSON.
-pub fn run_role(args: &[&str], as_user: Option<(u32, u32)>) -> Value {
+/// The command that runs this binary's `role` with `args` (the gateway's uid
+/// told in `ERGON_SEC_GW_UID`), as `uid`/`gid` when given, stdout piped.
+fn role_command(args: &[&str], as_user: Option<(u32, u32)>) -> Command {
     let mut cmd = Command::new(std::env::current_exe().expect("exe"));
     cmd.args(["--ignored", "--exact", "role", "--nocapture", "--quiet"])
         .env("ERGON_SEC_ROLE", args.join(" "))
@@ -207,7 +207,27 @@ pub fn run_role(args: &[&str], as_user: Option<(u32, u32)>) -> Value {
     if let Some((uid, gid)) = as_user {
         cmd.uid(uid).gid(gid).current_dir("/");
     }
-    let mut child = cmd.spawn().expect("spawn role");
+    cmd
+}
+
+/// The role `order GW ME` every `role` test plays: attach to gateway `gw`
+/// (run as `gw_uid`) as `me`, one order; its result.
+pub fn order_role(gw: &str, gw_uid: u32, me: &str) -> Value {
+    let mut c = ShmClient::attach_uid(gw, gw_uid, me, false).expect("attach");
+    serde_json::json!({ "applied": one_order(&mut c) })
+}
+
+/// Prints a role's `result` line, which [`run_role`] reads.
+pub fn say_result(result: &Value) {
+    let mut o = std::io::stdout();
+    let _ = writeln!(o, "result {result}");
+    let _ = o.flush();
+}
+
+/// Runs this binary's `role` with `args`, as `uid`/`gid` when given; its
+/// `result` line as JSON.
+pub fn run_role(args: &[&str], as_user: Option<(u32, u32)>) -> Value {
+    let mut child = role_command(args, as_user).spawn().expect("spawn role");
     let out = BufReader::new(child.stdout.take().expect("stdout"));
     let mut result = None;
     for l in out.lines() {
@@ -233,15 +253,7 @@ pub fn gateway_uid() -> u32 {
 /// waiting for it: the child (killed when dropped) once it printed a line that
 /// starts with `line` (kept in [`Role::said`]).
 pub fn spawn_role(args: &[&str], as_user: Option<(u32, u32)>, line: &str) -> Role {
-    let mut cmd = Command::new(std::env::current_exe().expect("exe"));
-    cmd.args(["--ignored", "--exact", "role", "--nocapture", "--quiet"])
-        .env("ERGON_SEC_ROLE", args.join(" "))
-        .env("ERGON_SEC_GW_UID", shm::own_uid().to_string())
-        .stdout(Stdio::piped());
-    if let Some((uid, gid)) = as_user {
-        cmd.uid(uid).gid(gid).current_dir("/");
-    }
-    let mut child = cmd.spawn().expect("spawn role");
+    let mut child = role_command(args, as_user).spawn().expect("spawn role");
     let mut out = BufReader::new(child.stdout.take().expect("stdout"));
     let mut l = String::new();
     while !l.trim().starts_with(line) {
