@@ -171,11 +171,8 @@ impl Client {
 
 /// Waits until the emulator's report says `done`.
 fn venue_until(s: &Server, what: &str, done: impl Fn(&ergon_venue_sim::Report) -> bool) {
-    let until = Instant::now() + Duration::from_secs(30);
-    while !done(&s.report()) {
-        assert!(Instant::now() < until, "{what}: {:?}", s.report());
-        std::thread::sleep(Duration::from_millis(1));
-    }
+    let r = s.wait_report(Duration::from_secs(30), &done);
+    assert!(done(&r), "{what}: {r:?}");
 }
 
 #[test]
