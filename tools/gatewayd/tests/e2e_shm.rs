@@ -242,11 +242,11 @@ fn a_killed_gateway_is_seen_at_once_and_every_unknown_is_reconciled_by_a_new_one
     let mut c = client(&["survive", &name, "s", "4"]);
     assert_eq!(c.line("submitted "), "4");
     // The four orders are at the venue (held there): in the gateway's journal.
-    let until = Instant::now() + Duration::from_secs(30);
-    while s.report().faults.delay < 4 {
-        assert!(Instant::now() < until, "the orders never reached the venue");
-        std::thread::sleep(Duration::from_millis(1));
-    }
+    let r = s.wait_report(Duration::from_secs(30), |r| r.faults.delay >= 4);
+    assert!(
+        r.faults.delay >= 4,
+        "the orders never reached the venue: {r:?}"
+    );
     let killed = Instant::now();
     sigkill(&mut gw.child);
     let lost = c.json("lost ");
@@ -297,11 +297,11 @@ fn a_restarted_gateway_finds_the_orders_the_venue_still_held() {
     let mut gw = gateway(&s, &name, &[]);
     let mut c = client(&["survive", &name, "s", "4"]);
     assert_eq!(c.line("submitted "), "4");
-    let until = Instant::now() + Duration::from_secs(30);
-    while s.report().faults.delay < 4 {
-        assert!(Instant::now() < until, "the orders never reached the venue");
-        std::thread::sleep(Duration::from_millis(1));
-    }
+    let r = s.wait_report(Duration::from_secs(30), |r| r.faults.delay >= 4);
+    assert!(
+        r.faults.delay >= 4,
+        "the orders never reached the venue: {r:?}"
+    );
     let killed = Instant::now();
     sigkill(&mut gw.child);
     let _ = c.json("lost ");
@@ -319,11 +319,8 @@ fn a_restarted_gateway_finds_the_orders_the_venue_still_held() {
         std::thread::sleep(Duration::from_millis(10));
     };
     eprintln!("{stats} after {:?}", killed.elapsed());
-    // Read the venue once its 1.5 s hold is surely over.
-    while killed.elapsed() < Duration::from_millis(2_000) {
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    let r = s.report();
+    // Read the venue once its 1.5 s hold is over: the four held orders settled.
+    let r = s.wait_report(Duration::from_secs(30), |r| r.faults.delay_settled >= 4);
     assert_eq!(r.executions, 4, "the held orders ran: {r:?}");
     assert_eq!(r.duplicates, 0, "{r:?}");
     assert!(stats.contains(" recovered=4 "), "{stats}");

@@ -8,6 +8,8 @@
 //! No test sleeps to let time pass for a verdict: each waits on `ready NAME`, on a
 //! process's output lines or exit, or polls with a bounded deadline.
 
+#[path = "common/exit.rs"]
+mod exit;
 #[path = "common/ready.rs"]
 mod ready;
 #[path = "common/sec.rs"]
@@ -555,16 +557,7 @@ fn sigterm_finishes_while_a_client_keeps_submitting() {
         .status()
         .expect("kill")
         .success());
-    let until = Instant::now() + Duration::from_secs(30);
-    let status = loop {
-        if let Some(st) = gw.child.try_wait().expect("try_wait") {
-            break Some(st);
-        }
-        if Instant::now() > until {
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let status = exit::exited(&mut gw.child, Duration::from_secs(30));
     let _ = spam.kill();
     let _ = spam.wait();
     assert_eq!(

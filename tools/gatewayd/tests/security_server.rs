@@ -7,6 +7,8 @@
 //! No test sleeps to let time pass for a verdict: each waits on a line, a
 //! process's exit, or polls with a bounded deadline.
 
+#[path = "common/exit.rs"]
+mod exit;
 #[path = "common/ready.rs"]
 mod ready;
 #[path = "common/sec.rs"]
@@ -134,18 +136,6 @@ fn a_squatted_health_name_neither_stops_the_gateway_nor_feeds_stats() {
 
 // ---- item 2: nothing a client does to what it holds blocks the gateway ----
 
-/// Waits up to `secs` for `child` to exit; its status, None if it did not.
-fn exited(child: &mut std::process::Child, secs: u64) -> Option<std::process::ExitStatus> {
-    let until = Instant::now() + Duration::from_secs(secs);
-    while Instant::now() < until {
-        if let Some(st) = child.try_wait().expect("try_wait") {
-            return Some(st);
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    None
-}
-
 #[test]
 fn a_client_that_blocks_and_fills_what_it_holds_freezes_nothing() {
     let Some(att) = attacker() else { return };
@@ -171,7 +161,8 @@ fn a_client_that_blocks_and_fills_what_it_holds_freezes_nothing() {
     unsafe {
         libc::kill(gw.child.id() as i32, libc::SIGTERM)
     };
-    let st = exited(&mut gw.child, 20).expect("the gateway did not exit after SIGTERM");
+    let st = exit::exited(&mut gw.child, Duration::from_secs(20))
+        .expect("the gateway did not exit after SIGTERM");
     assert!(st.success(), "{st}");
 }
 
