@@ -31,6 +31,7 @@ fn until<T>(limit: Duration, mut f: impl FnMut() -> Option<T>) -> Option<T> {
         if Instant::now() > end {
             return None;
         }
+        // Polls /metrics: the gateway's reading of the venue gives no hand-off.
         std::thread::sleep(Duration::from_millis(10));
     }
 }

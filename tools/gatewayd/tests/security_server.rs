@@ -422,6 +422,7 @@ fn a_slowloris_on_the_bad_request_path_does_not_hold_health() {
         let _ = sent.send(());
         let until = Instant::now() + Duration::from_secs(8);
         while Instant::now() < until && c.write_all(b"x").is_ok() {
+            // The attack's own pace: a byte every 100 ms.
             std::thread::sleep(Duration::from_millis(100));
         }
     });
@@ -632,6 +633,7 @@ fn freeze(gw: &str, me: &str) {
                 break 'wait;
             }
         }
+        // This role filled its own doorbells (above): its wait would not sleep; poll.
         std::thread::sleep(Duration::from_millis(5));
     }
     println!("frozen");

@@ -306,6 +306,7 @@ pub fn stats_until(name: &str, pred: impl Fn(&str) -> bool) -> String {
         if pred(&t) || Instant::now() > until {
             return t;
         }
+        // No hand-off: the gateway publishes its stats every 100 ms; poll them.
         std::thread::sleep(Duration::from_millis(20));
     }
 }
