@@ -865,14 +865,11 @@ fn each_client_has_its_own_doorbell_and_a_thief_draining_one_steals_no_wake_up()
 #[test]
 #[ignore = "a client or attacker process's role, run by the other tests"]
 fn role() {
-    let Ok(spec) = std::env::var("ERGON_SEC_ROLE") else {
+    let Some((a, gw_uid)) = role_spec() else {
         return;
     };
-    let a: Vec<&str> = spec.split(' ').collect();
-    let (gw, me) = (a[1], a[2]);
-    // The gateway runs as the test's uid, not necessarily this role's.
-    let gw_uid = gateway_uid();
-    let result = match a[0] {
+    let (gw, me) = (a[1].as_str(), a[2].as_str());
+    let result = match a[0].as_str() {
         // attack GW ME: attach and trade, clear a halt, read the stats.
         "attack" => {
             let (attach, applied) = match ShmClient::attach_uid(gw, gw_uid, me, false) {

@@ -698,13 +698,11 @@ fn hold(gw: &str) {
 #[test]
 #[ignore = "a client or attacker process's role, run by the other tests"]
 fn role() {
-    let Ok(spec) = std::env::var("ERGON_SEC_ROLE") else {
+    let Some((a, gw_uid)) = role_spec() else {
         return;
     };
-    let a: Vec<&str> = spec.split(' ').collect();
-    let (gw, me) = (a[1], a[2]);
-    let gw_uid = gateway_uid();
-    let result = match a[0] {
+    let (gw, me) = (a[1].as_str(), a[2].as_str());
+    let result = match a[0].as_str() {
         // impostor GW gateway|health|both: hold the names, answer with forgeries.
         "impostor" => return impostor(gw, me),
         // freeze GW ME: attach and make the gateway's next wake-up block.

@@ -240,6 +240,14 @@ pub fn run_role(args: &[&str], as_user: Option<(u32, u32)>) -> Value {
     result.unwrap_or_else(|| panic!("role {args:?} printed no result ({status})"))
 }
 
+/// A role process's words (`ROLE GW ME ...`, from `ERGON_SEC_ROLE`, which
+/// [`run_role`] and [`spawn_role`] set) and the uid its gateway runs as (the
+/// test's, not necessarily this role's); None outside a role process.
+pub fn role_spec() -> Option<(Vec<String>, u32)> {
+    let spec = std::env::var("ERGON_SEC_ROLE").ok()?;
+    Some((spec.split(' ').map(str::to_string).collect(), gateway_uid()))
+}
+
 /// The uid the gateways of the test run as (the test's own), as a role process
 /// run as another uid learns it.
 pub fn gateway_uid() -> u32 {
