@@ -150,7 +150,7 @@ impl Server {
     /// Waits until `done` holds of the report, looked at now and after each
     /// change of the venue's state (no polling: the change wakes the wait), or
     /// until `limit` has passed; the last report either way, for the caller to
-    /// assert on.
+    /// assert on. `done` runs with the venue locked: it must not call the server.
     pub fn wait_report(&self, limit: Duration, mut done: impl FnMut(&Report) -> bool) -> Report {
         let mut last = None;
         self.shared.wait(limit, |v| {
