@@ -948,15 +948,6 @@ fn idle_connection(name: &str) -> Option<std::os::fd::OwnedFd> {
     }
 }
 
-/// CPU time (user + system, clock ticks) process `pid` has used so far.
-fn cpu_ticks(pid: u32) -> u64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("stat");
-    // Fields after the command name (which may hold spaces): utime is the 12th.
-    let rest = &stat[stat.rfind(')').expect("comm") + 2..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    f[11].parse::<u64>().expect("utime") + f[12].parse::<u64>().expect("stime")
-}
-
 #[test]
 fn idle_connections_neither_spin_the_loop_nor_keep_a_client_out() {
     let s = sim();

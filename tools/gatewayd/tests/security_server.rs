@@ -266,15 +266,6 @@ fn another_uid_cannot_attach_under_a_detached_clients_name_in_this_life_or_the_n
 /// the tail first.
 const SUBMIT_TAIL_AT: u64 = 512;
 
-/// CPU time (user + system, clock ticks) process `pid` has used so far.
-fn cpu_ticks(pid: u32) -> u64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("stat");
-    // Fields after the command name (which may hold spaces): utime is the 12th.
-    let rest = &stat[stat.rfind(')').expect("comm") + 2..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    f[11].parse::<u64>().expect("utime") + f[12].parse::<u64>().expect("stime")
-}
-
 #[test]
 fn a_scribbled_submit_tail_spins_nothing_after_its_client_left() {
     let Some(att) = attacker() else { return };

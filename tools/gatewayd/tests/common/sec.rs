@@ -305,6 +305,15 @@ impl Drop for Role {
     }
 }
 
+/// CPU time (user + system, clock ticks) process `pid` has used so far.
+pub fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("stat");
+    // Fields after the command name (which may hold spaces): utime is the 12th.
+    let rest = &stat[stat.rfind(')').expect("comm") + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    f[11].parse::<u64>().expect("utime") + f[12].parse::<u64>().expect("stime")
+}
+
 /// The gateway's stats text, read as the owner, polled until `pred` holds
 /// (bounded: the gateway publishes every 100 ms).
 pub fn stats_until(name: &str, pred: impl Fn(&str) -> bool) -> String {
