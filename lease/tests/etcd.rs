@@ -202,6 +202,7 @@ fn leader_killed_then_cluster_stopped_hosts_fall_back_and_resume() {
 
     let leader = cluster.leader().expect("a leader");
     cluster.kill(leader);
+    // Real etcd's lease TTL runs on its clock, not ours: waited out.
     std::thread::sleep(TTL);
     wait_for(
         "grants after the leader's death",
@@ -219,6 +220,7 @@ fn leader_killed_then_cluster_stopped_hosts_fall_back_and_resume() {
     );
     eprintln!("fell back {fell:?} after SIGSTOP");
     // Still sending, within the safe shares.
+    // A venue window of sends on real time (the fleet runs on it): waited out.
     std::thread::sleep(WINDOW + WINDOW / 2);
     let (_, recent) = fleet.venue_count();
     assert!(
@@ -226,6 +228,7 @@ fn leader_killed_then_cluster_stopped_hosts_fall_back_and_resume() {
         "{recent} in the last window"
     );
     while stopped.elapsed() < TTL + Duration::from_secs(1) {
+        // Real etcd's TTL must pass on its clock: no hand-off, waited out.
         std::thread::sleep(Duration::from_millis(50));
     }
     cluster.signal_all("CONT");

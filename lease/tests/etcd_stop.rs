@@ -100,6 +100,7 @@ fn a_process_stopped_between_its_turn_and_its_submits_sends_nothing_on_a_gone_gr
         let s = budget.stats(id).unwrap();
         leased.report(s.admitted, s.refusals.full);
         assert!(start.elapsed() < Duration::from_secs(20), "no grant: {l}");
+        // One send turn on real time; the grant comes from real etcd (no hand-off).
         std::thread::sleep(Duration::from_millis(2));
     };
 

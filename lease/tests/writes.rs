@@ -108,6 +108,7 @@ fn measure(urls: &[String], hosts: usize) -> (f64, f64) {
                     }
                 }
                 turn += 1;
+                // A host's pace on real time: real etcd's leases run on it.
                 std::thread::sleep(Duration::from_millis(5));
             }
         })
@@ -121,10 +122,12 @@ fn measure(urls: &[String], hosts: usize) -> (f64, f64) {
             .and_then(|s| s.parse().ok())
             .unwrap_or(10),
     );
+    // The figure is per real second of etcd writes: the span is the measurement.
     std::thread::sleep(span);
     let rounds0: u64 = threads.iter().map(|t| t.status().rounds).sum();
     let calls0: u64 = threads.iter().map(|t| t.status().etcd_calls).sum();
     let (r0, t0) = (revision(&mut c), Instant::now());
+    // The measured span.
     std::thread::sleep(span);
     let (r1, t1) = (revision(&mut c), Instant::now());
     let rounds1: u64 = threads.iter().map(|t| t.status().rounds).sum();

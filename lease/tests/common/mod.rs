@@ -185,6 +185,7 @@ impl Node {
                     }
                     let s = budget.stats(id).unwrap();
                     leased.report(s.admitted, s.refusals.full);
+                    // A host's pace on real time: real etcd's leases run on it, nothing to jump.
                     std::thread::sleep(Duration::from_millis(2));
                 }
             })

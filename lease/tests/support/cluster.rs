@@ -39,6 +39,7 @@ pub fn wait_for(what: &str, limit: Duration, mut f: impl FnMut() -> bool) -> Dur
     let start = Instant::now();
     while !f() {
         assert!(start.elapsed() < limit, "{what}: not within {limit:?}");
+        // Real etcd members and hosts give no hand-off for these states: poll.
         std::thread::sleep(Duration::from_millis(20));
     }
     start.elapsed()

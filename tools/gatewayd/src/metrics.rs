@@ -67,7 +67,9 @@ use crate::exposition::{self, Format};
 use crate::health::{self, HealthConfig, HealthMonitor, Reason};
 use crate::http;
 use ergon_gateway::labels::{LabelReader, LabelSnapshot};
-use ergon_gateway::observe::{ObservedReader, OpsSnapshot, Protection};
+use ergon_gateway::observe::{
+    ClientStats, ObservedReader, OpsSnapshot, Protection, PublishedClient,
+};
 
 pub use crate::http::{IO_TIMEOUT, MAX_REQUEST};
 /// How often the thread takes a snapshot for health when nobody asks.
@@ -121,44 +123,50 @@ impl Fams<'_> {
         rows.len() == 1 && rows[0].0.is_empty()
     }
 
-    fn gauge(&mut self, name: &str, help: &str, rows: &[(Labels, i64)]) {
+    /// One family of `M` from `rows`, each value put in by `set`.
+    fn rows<M, V: Copy>(&mut self, name: &str, help: &str, rows: &[(Labels, V)], set: fn(&M, V))
+    where
+        M: prometheus_client::registry::Metric + Default,
+        Family<Labels, M>: prometheus_client::registry::Metric,
+    {
         if Self::bare(rows) {
-            let g = Gauge::<i64>::default();
-            g.set(rows[0].1);
-            return self.register(name, help, g);
+            let m = M::default();
+            set(&m, rows[0].1);
+            return self.register(name, help, m);
         }
-        let f = Family::<Labels, Gauge>::default();
+        let f = Family::<Labels, M>::default();
         for (k, v) in rows {
-            f.get_or_create(k).set(*v);
+            set(&f.get_or_create(k), *v);
         }
         self.register(name, help, f);
+    }
+
+    fn gauge(&mut self, name: &str, help: &str, rows: &[(Labels, i64)]) {
+        self.rows::<Gauge, _>(name, help, rows, |g, v| {
+            g.set(v);
+        });
     }
 
     fn gauge_f(&mut self, name: &str, help: &str, rows: &[(Labels, f64)]) {
-        type GaugeF = Gauge<f64, std::sync::atomic::AtomicU64>;
-        if Self::bare(rows) {
-            let g = GaugeF::default();
-            g.set(rows[0].1);
-            return self.register(name, help, g);
-        }
-        let f = Family::<Labels, GaugeF>::default();
-        for (k, v) in rows {
-            f.get_or_create(k).set(*v);
-        }
-        self.register(name, help, f);
+        self.rows::<Gauge<f64, std::sync::atomic::AtomicU64>, _>(name, help, rows, |g, v| {
+            g.set(v);
+        });
     }
 
     fn counter(&mut self, name: &str, help: &str, rows: &[(Labels, u64)]) {
-        if Self::bare(rows) {
-            let c = Counter::<u64>::default();
-            c.inc_by(rows[0].1);
-            return self.register(name, help, c);
-        }
-        let f = Family::<Labels, Counter>::default();
-        for (k, v) in rows {
-            f.get_or_create(k).inc_by(*v);
-        }
-        self.register(name, help, f);
+        self.rows::<Counter, _>(name, help, rows, |c, v| {
+            c.inc_by(v);
+        });
+    }
+
+    /// One gauge without labels.
+    fn gauge1(&mut self, name: &str, help: &str, v: i64) {
+        self.gauge(name, help, &[(Labels::new(), v)]);
+    }
+
+    /// One counter without labels.
+    fn counter1(&mut self, name: &str, help: &str, v: u64) {
+        self.counter(name, help, &[(Labels::new(), v)]);
     }
 }
 
@@ -181,39 +189,58 @@ pub struct View<'a> {
     pub share: Option<f64>,
 }
 
+/// The two gauges of the dead man's switch: name and help.
+const ARMED: (&str, &str) = (
+    "protection_armed",
+    "1 while the dead man's switch is armed.",
+);
+const LAPSED: (&str, &str) = (
+    "protection_lapsed",
+    "1 when the switch could not be refreshed in time.",
+);
+
+/// One row per bucket of `v`, labelled with its name, valued by `get`.
+fn per_bucket<T>(v: &View<'_>, get: fn(&BucketStats) -> T) -> Vec<(Labels, T)> {
+    v.buckets
+        .iter()
+        .enumerate()
+        .map(|(i, b)| (l(&[("bucket", &bucket_name(v, i))]), get(b)))
+        .collect()
+}
+
+/// Bucket `i`'s name, `#i` where `v` names none.
+fn bucket_name(v: &View<'_>, i: usize) -> String {
+    v.names.get(i).cloned().unwrap_or_else(|| format!("#{i}"))
+}
+
+/// One row per published client of `o`, labelled with its name, valued by `get`.
+fn per_client<T>(o: &OpsSnapshot, get: impl Fn(&PublishedClient) -> T) -> Vec<(Labels, T)> {
+    o.clients
+        .iter()
+        .map(|c| (l(&[("client", &c.name)]), get(c)))
+        .collect()
+}
+
 /// The OpenMetrics text of `v` (ends with `# EOF`).
 pub fn render(v: &View<'_>) -> String {
     let mut reg = Registry::with_prefix("ergon");
     let mut f = Fams { reg: &mut reg };
-    let name = |i: usize| v.names.get(i).cloned().unwrap_or_else(|| format!("#{i}"));
-    let per = |get: &dyn Fn(&BucketStats) -> i64| -> Vec<(Labels, i64)> {
-        v.buckets
-            .iter()
-            .enumerate()
-            .map(|(i, b)| (l(&[("bucket", &name(i))]), get(b)))
-            .collect()
-    };
-    let per_c = |get: &dyn Fn(&BucketStats) -> u64| -> Vec<(Labels, u64)> {
-        v.buckets
-            .iter()
-            .enumerate()
-            .map(|(i, b)| (l(&[("bucket", &name(i))]), get(b)))
-            .collect()
-    };
+    let per = |get: fn(&BucketStats) -> i64| per_bucket(v, get);
+    let per_c = |get: fn(&BucketStats) -> u64| per_bucket(v, get);
     f.gauge(
         "bucket_used",
         "Units the bucket counts now.",
-        &per(&|b| b.used as i64),
+        &per(|b| b.used as i64),
     );
     f.gauge(
         "bucket_limit",
         "The bucket's limit.",
-        &per(&|b| b.limit as i64),
+        &per(|b| b.limit as i64),
     );
     f.counter(
         "bucket_admitted",
         "Charges admitted.",
-        &per_c(&|b| b.admitted),
+        &per_c(|b| b.admitted),
     );
     let mut refusals = Vec::new();
     for (i, b) in v.buckets.iter().enumerate() {
@@ -224,7 +251,7 @@ pub fn render(v: &View<'_>) -> String {
             ("halted", r.halted),
             ("too_big", r.too_big),
         ] {
-            refusals.push((l(&[("bucket", &name(i)), ("reason", why)]), n));
+            refusals.push((l(&[("bucket", &bucket_name(v, i)), ("reason", why)]), n));
         }
     }
     f.counter("bucket_refusals", "Charges refused, by reason.", &refusals);
@@ -232,28 +259,24 @@ pub fn render(v: &View<'_>) -> String {
     f.gauge(
         "bucket_held",
         "1 while a throttle holds the bucket.",
-        &per(&held),
+        &per(held),
     );
+    let throttles = |b: &BucketStats| u64::from(b.throttles);
     f.counter(
         "bucket_throttles",
         "Throttles (holds) received.",
-        &per_c(&|b| u64::from(b.throttles)),
+        &per_c(throttles),
     );
     f.counter(
         "bucket_bans",
         "Bans received.",
-        &per_c(&|b| u64::from(b.bans)),
+        &per_c(|b| u64::from(b.bans)),
     );
-    f.gauge(
-        "bucket_halted",
-        "1 while a ban halts the bucket (until clear-halt).",
-        &per(&|b| i64::from(b.halted)),
-    );
-    f.gauge(
-        "bucket_drift",
-        "The venue's last figure minus the local count at that moment.",
-        &per(&|b| b.drift),
-    );
+    let halted = |b: &BucketStats| i64::from(b.halted);
+    let help = "1 while a ban halts the bucket (until clear-halt).";
+    f.gauge("bucket_halted", help, &per(halted));
+    let help = "The venue's last figure minus the local count at that moment.";
+    f.gauge("bucket_drift", help, &per(|b| b.drift));
     if let Some(ls) = v.labels.filter(|s| s.now_ns != 0) {
         let (mut req, mut weight, mut refused, mut answers) = (vec![], vec![], vec![], vec![]);
         for (label, c, _) in &ls.rows {
@@ -291,37 +314,20 @@ pub fn render(v: &View<'_>) -> String {
     }
     if let Some(o) = v.ops.filter(|o| o.now_ns != 0) {
         let g = &o.gateway;
-        let one = |n: u64| vec![(Labels::new(), n)];
-        f.gauge(
+        f.gauge1(
             "ledger_in_flight",
             "Requests in the ledger.",
-            &[(Labels::new(), o.in_flight as i64)],
+            o.in_flight as i64,
         );
-        f.counter(
-            "requests_sent",
-            "Requests handed to the transport.",
-            &one(g.sent),
-        );
-        f.counter(
-            "resends",
-            "Re-sends of what surely did not run.",
-            &one(g.resent),
-        );
-        f.counter(
-            "expired",
-            "Requests whose deadline passed.",
-            &one(g.expired),
-        );
-        f.counter(
-            "unknown",
-            "Writes whose outcome was unknown.",
-            &one(g.unknown),
-        );
-        f.counter(
-            "reconcile_queries",
-            "Reconcile queries sent.",
-            &one(g.queries),
-        );
+        for (name, help, n) in [
+            ("requests_sent", "Requests handed to the transport.", g.sent),
+            ("resends", "Re-sends of what surely did not run.", g.resent),
+            ("expired", "Requests whose deadline passed.", g.expired),
+            ("unknown", "Writes whose outcome was unknown.", g.unknown),
+            ("reconcile_queries", "Reconcile queries sent.", g.queries),
+        ] {
+            f.counter1(name, help, n);
+        }
         f.counter(
             "reconciles",
             "Unknown outcomes settled by a query.",
@@ -333,16 +339,10 @@ pub fn render(v: &View<'_>) -> String {
                 ),
             ],
         );
-        f.counter(
-            "unresolved",
-            "Unknown outcomes the venue's answers could not settle (Unresolved)",
-            &one(g.unresolved),
-        );
-        f.counter(
-            "late",
-            "Unresolved orders that appeared after all (Late)",
-            &one(g.late),
-        );
+        let help = "Unknown outcomes the venue's answers could not settle (Unresolved)";
+        f.counter1("unresolved", help, g.unresolved);
+        let help = "Unresolved orders that appeared after all (Late)";
+        f.counter1("late", help, g.late);
         f.counter(
             "answers",
             "The gateway's answers by verdict.",
@@ -354,75 +354,55 @@ pub fn render(v: &View<'_>) -> String {
                 (l(&[("verdict", "clock_skew")]), g.clock_skew),
             ],
         );
-        let cl = |get: &dyn Fn(&ergon_gateway::observe::ClientStats) -> u64| -> Vec<(Labels, u64)> {
-            o.clients
-                .iter()
-                .map(|c| (l(&[("client", &c.name)]), get(&c.stats)))
-                .collect()
-        };
-        let attached: Vec<_> = o
-            .clients
-            .iter()
-            .map(|c| (l(&[("client", &c.name)]), i64::from(c.attached)))
-            .collect();
+        let attached = per_client(o, |c| i64::from(c.attached));
         f.gauge(
             "client_attached",
             "1 while the client is attached.",
             &attached,
         );
-        let share: Vec<_> = o
-            .clients
-            .iter()
-            .map(|c| (l(&[("client", &c.name)]), v.share.unwrap_or(1.0)))
-            .collect();
-        f.gauge_f(
-            "client_share_ratio",
-            "The most of each bucket the client may use in a window.",
-            &share,
-        );
-        f.counter(
-            "client_submits",
-            "Calls taken from its ring.",
-            &cl(&|s| s.submitted),
-        );
-        f.counter("client_accepted", "Calls accepted.", &cl(&|s| s.accepted));
-        f.counter(
-            "client_limited",
-            "Calls the budget refused.",
-            &cl(&|s| s.limited),
-        );
-        f.counter(
-            "client_over_share",
-            "Calls refused by its share.",
-            &cl(&|s| s.over_share),
-        );
-        f.counter(
-            "client_finals",
-            "Final events delivered.",
-            &cl(&|s| s.finals),
-        );
-        f.counter(
-            "client_events_dropped",
-            "Events that found its ring full (must stay 0).",
-            &cl(&|s| s.lost_events),
-        );
+        let share = per_client(o, |_| v.share.unwrap_or(1.0));
+        let help = "The most of each bucket the client may use in a window.";
+        f.gauge_f("client_share_ratio", help, &share);
+        type Get = fn(&ClientStats) -> u64;
+        let calls: [(&str, &str, Get); 6] = [
+            ("client_submits", "Calls taken from its ring.", |s| {
+                s.submitted
+            }),
+            ("client_accepted", "Calls accepted.", |s| s.accepted),
+            ("client_limited", "Calls the budget refused.", |s| s.limited),
+            ("client_over_share", "Calls refused by its share.", |s| {
+                s.over_share
+            }),
+            ("client_finals", "Final events delivered.", |s| s.finals),
+            (
+                "client_events_dropped",
+                "Events that found its ring full (must stay 0).",
+                |s| s.lost_events,
+            ),
+        ];
+        for (name, help, get) in calls {
+            f.counter(name, help, &per_client(o, |c| get(&c.stats)));
+        }
         if let Some(a) = o.address {
-            let one = |v: u64| [(Labels::new(), i64::try_from(v).unwrap_or(i64::MAX))];
-            f.gauge(
-                "address_requests_used",
-                "Requests counted against the address.",
-                &one(a.used),
-            );
-            f.gauge(
-                "address_requests_cap",
-                "The address's cap, earned by volume.",
-                &one(a.cap),
-            );
-            f.gauge(
-                "address_requests_surplus",
-                "Requests bought for the address.",
-                &one(a.surplus),
-            );
+            for (name, help, n) in [
+                (
+                    "address_requests_used",
+                    "Requests counted against the address.",
+                    a.used,
+                ),
+                (
+                    "address_requests_cap",
+                    "The address's cap, earned by volume.",
+                    a.cap,
+                ),
+                (
+                    "address_requests_surplus",
+                    "Requests bought for the address.",
+                    a.surplus,
+                ),
+            ] {
+                f.gauge1(name, help, i64::try_from(n).unwrap_or(i64::MAX));
+            }
             if let Some(h) = a.forecast_hours {
                 f.gauge_f(
                     "address_budget_forecast_hours",
@@ -432,14 +412,8 @@ pub fn render(v: &View<'_>) -> String {
             }
         }
         if o.lease != ergon_gateway::observe::Lease::Absent {
-            f.gauge(
-                "lease_lost",
-                "1 when the etcd lease is lost.",
-                &[(
-                    Labels::new(),
-                    i64::from(o.lease == ergon_gateway::observe::Lease::Lost),
-                )],
-            );
+            let lost = i64::from(o.lease == ergon_gateway::observe::Lease::Lost);
+            f.gauge1("lease_lost", "1 when the etcd lease is lost.", lost);
         }
     }
     // The dead man's switch, on every gateway: where none publishes (a venue
@@ -457,29 +431,13 @@ pub fn render(v: &View<'_>) -> String {
                 "not_published"
             };
             let zero = [(l(&[("why", why)]), 0)];
-            f.gauge(
-                "protection_armed",
-                "1 while the dead man's switch is armed.",
-                &zero,
-            );
-            f.gauge(
-                "protection_lapsed",
-                "1 when the switch could not be refreshed in time.",
-                &zero,
-            );
+            f.gauge(ARMED.0, ARMED.1, &zero);
+            f.gauge(LAPSED.0, LAPSED.1, &zero);
         }
         Protection::Armed { armed_until_ns } | Protection::Lapsed { armed_until_ns } => {
             let lapsed = matches!(protection, Protection::Lapsed { .. });
-            f.gauge(
-                "protection_armed",
-                "1 while the dead man's switch is armed.",
-                &[(Labels::new(), i64::from(!lapsed))],
-            );
-            f.gauge(
-                "protection_lapsed",
-                "1 when the switch could not be refreshed in time.",
-                &[(Labels::new(), i64::from(lapsed))],
-            );
+            f.gauge1(ARMED.0, ARMED.1, i64::from(!lapsed));
+            f.gauge1(LAPSED.0, LAPSED.1, i64::from(lapsed));
             f.gauge_f(
                 "protection_armed_until_seconds",
                 "The switch's end on the loop's clock.",
@@ -487,11 +445,8 @@ pub fn render(v: &View<'_>) -> String {
             );
         }
     }
-    f.gauge(
-        "healthy",
-        "1 when /health answers 200.",
-        &[(Labels::new(), i64::from(v.reasons.is_empty()))],
-    );
+    let healthy = i64::from(v.reasons.is_empty());
+    f.gauge1("healthy", "1 when /health answers 200.", healthy);
     let reasons: Vec<_> = v
         .reasons
         .iter()

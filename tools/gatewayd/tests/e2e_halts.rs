@@ -139,6 +139,7 @@ fn ip_stats(name: &str, ok: impl Fn(&str) -> bool) -> String {
             Instant::now() < until,
             "--stats never satisfied the check: {stats}"
         );
+        // No hand-off: the gateway publishes its stats every 100 ms; poll them.
         std::thread::sleep(Duration::from_millis(20));
     }
 }

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use ergon_core::Class;
 use ergon_gateway::shm::{Call, ShmClient, ShmEvent};
-use ergon_venue_sim::{Config, Server, HYPERLIQUID_TEST_KEY};
+use ergon_venue_sim::{Config, OrderView, Server, HYPERLIQUID_TEST_KEY};
 use ergon_venues::endpoint::{
     ClientOrderId, Decimal, NewOrder, OrderType, Side, Symbol, TimeInForce,
 };
@@ -31,6 +31,7 @@ fn until<T>(limit: Duration, mut f: impl FnMut() -> Option<T>) -> Option<T> {
         if Instant::now() > end {
             return None;
         }
+        // Polls /metrics: the gateway's reading of the venue gives no hand-off.
         std::thread::sleep(Duration::from_millis(10));
     }
 }
@@ -68,8 +69,8 @@ fn order(symbol: Symbol<'_>, id: ClientOrderId) -> NewOrder<'_> {
     }
 }
 
-fn open(s: &Server) -> usize {
-    s.orders().iter().filter(|o| o.status == "NEW").count()
+fn open(orders: &[OrderView]) -> usize {
+    orders.iter().filter(|o| o.status == "NEW").count()
 }
 
 #[test]
@@ -80,10 +81,8 @@ fn a_killed_hyperliquid_gateway_leaves_schedule_cancel_to_empty_the_book() {
     let sw = s.switches();
     assert_eq!(sw.len(), 1, "scheduleCancel armed before ready: {sw:?}");
 
-    let mut c = until(Duration::from_secs(20), || {
-        ShmClient::attach(&name, "mm", false).ok()
-    })
-    .expect("attach");
+    // `ready NAME` came: the gateway serves attaches.
+    let mut c = ShmClient::attach(&name, "mm", false).expect("attach");
     let symbol = Symbol::new("BTC").expect("symbol");
     for tag in 1..=3 {
         let id = c.next_client_order_id().expect("id");
@@ -107,7 +106,7 @@ fn a_killed_hyperliquid_gateway_leaves_schedule_cancel_to_empty_the_book() {
             }
         }
     }
-    assert_eq!(open(&s), 3);
+    assert_eq!(open(&s.orders()), 3);
     let r = s.report();
     assert_eq!(
         (r.signature_rejects, r.timestamp_rejects, r.throttled),
@@ -120,10 +119,10 @@ fn a_killed_hyperliquid_gateway_leaves_schedule_cancel_to_empty_the_book() {
     assert_eq!(sw.len(), 1, "still armed after the kill: {sw:?}");
     let fires = sw[0].fires_at_ms;
     s.advance_clock(fires - 500 - s.clock().now_ms());
-    assert_eq!(open(&s), 3, "fired early: {:?}", s.orders());
+    assert_eq!(open(&s.orders()), 3, "fired early: {:?}", s.orders());
     s.advance_clock(fires + 1_000 - s.clock().now_ms());
-    until(Duration::from_secs(5), || (open(&s) == 0).then_some(()))
-        .unwrap_or_else(|| panic!("quotes still open: {:?}", s.orders()));
+    let orders = s.wait_orders(Duration::from_secs(5), |o| open(o) == 0);
+    assert_eq!(open(&orders), 0, "quotes still open: {orders:?}");
     let r = s.stop();
     assert_eq!((r.switch_fires, r.duplicates), (1, 0));
     let _ = std::fs::remove_file(journal(&name));

@@ -33,7 +33,7 @@ use std::process::{Child, ChildStdout, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ergon_venue_sim::{Config, Fault, Server, HYPERLIQUID_TEST_KEY};
+use ergon_venue_sim::{Config, Fault, OrderView, Server, HYPERLIQUID_TEST_KEY};
 use serde_json::Value;
 
 fn secs() -> u32 {
@@ -146,8 +146,8 @@ fn get(addr: &str, path: &str) -> String {
     text
 }
 
-fn open(s: &Server) -> usize {
-    s.orders().iter().filter(|o| o.status == "NEW").count()
+fn open(orders: &[OrderView]) -> usize {
+    orders.iter().filter(|o| o.status == "NEW").count()
 }
 
 fn n(v: &Value, path: &str) -> u64 {
@@ -289,12 +289,13 @@ fn three_clients_near_the_limits_with_faults_then_the_switch_empties_the_book() 
     // clock, jumped. A delayed action still asleep in the venue would run on
     // the jumped clock, after the switch fired: the jump waits for it (at most
     // the delay; which request the script delays depends on how many came first).
-    let end = Instant::now() + Duration::from_millis(s.config().faults.delay_ms + 2_000);
-    while s.report().faults.delay_settled < s.report().faults.delay {
-        assert!(Instant::now() < end, "a delayed request never settled");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let resting = open(&s);
+    let limit = Duration::from_millis(s.config().faults.delay_ms + 2_000);
+    let r = s.wait_report(limit, |r| r.faults.delay_settled >= r.faults.delay);
+    assert!(
+        r.faults.delay_settled >= r.faults.delay,
+        "a delayed request never settled"
+    );
+    let resting = open(&s.orders());
     assert!(resting > 0, "quotes rest: {:?}", s.orders());
     gw.child.kill().expect("kill");
     gw.child.wait().expect("wait");
@@ -302,11 +303,8 @@ fn three_clients_near_the_limits_with_faults_then_the_switch_empties_the_book() 
     assert_eq!(sw.len(), 1, "still armed after the kill: {sw:?}");
     let fires = sw[0].fires_at_ms;
     s.advance_clock(fires + 1_000 - s.clock().now_ms());
-    let end = Instant::now() + Duration::from_secs(5);
-    while open(&s) > 0 {
-        assert!(Instant::now() < end, "quotes still open: {:?}", s.orders());
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    let orders = s.wait_orders(Duration::from_secs(5), |o| open(o) == 0);
+    assert_eq!(open(&orders), 0, "quotes still open: {orders:?}");
     let r = s.stop();
     assert_eq!((r.switch_fires, r.duplicates), (1, 0), "{r:?}");
     eprintln!("{resting} quotes resting at the kill, cancelled by scheduleCancel");

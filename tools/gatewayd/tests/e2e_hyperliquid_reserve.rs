@@ -13,22 +13,9 @@ mod ready;
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use ergon_venue_sim::{Config, Server, HYPERLIQUID_TEST_KEY};
-
-fn until<T>(limit: Duration, mut f: impl FnMut() -> Option<T>) -> Option<T> {
-    let end = Instant::now() + limit;
-    loop {
-        if let Some(t) = f() {
-            return Some(t);
-        }
-        if Instant::now() > end {
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
 
 /// A private directory of the test's own (0700).
 fn private_dir(tag: &str) -> PathBuf {
@@ -71,10 +58,8 @@ fn gateway(s: &Server, name: &str, dir: &Path, reserve: Option<&str>) -> proc::P
 
 /// exchangeStatus, meta, scheduleCancel, then the first userRateLimit.
 fn read_the_budget(s: &Server) {
-    until(Duration::from_secs(10), || {
-        (s.report().requests >= 4).then_some(())
-    })
-    .unwrap_or_else(|| panic!("no userRateLimit read: {:?}", s.report()));
+    let r = s.wait_report(Duration::from_secs(10), |r| r.requests >= 4);
+    assert!(r.requests >= 4, "no userRateLimit read: {r:?}");
 }
 
 #[test]
@@ -85,7 +70,7 @@ fn off_by_default_nothing_is_bought() {
     let _gw = gateway(&s, &name, &dir, None);
     read_the_budget(&s);
     // A purchase follows its reading at once when it is on (below): give it
-    // as long again as that takes.
+    // as long again as that takes. (A sleep: that nothing comes has no hand-off.)
     std::thread::sleep(Duration::from_millis(500));
     let r = s.stop();
     assert_eq!((r.reserved_requests, r.reserve_paid_e8), (0, 0), "{r:?}");
@@ -102,10 +87,8 @@ fn on_it_buys_before_the_budget_runs_out_and_the_day_cap_holds_across_a_restart(
     let mut gw = gateway(&s, &name, &dir, Some("1.5"));
     // 499 of 500 left (the switch's arm took one): under the low water of
     // 1,000, no forecast yet: the least purchase, 2,000 requests, 1 USDC.
-    until(Duration::from_secs(10), || {
-        (s.report().reserved_requests > 0).then_some(())
-    })
-    .unwrap_or_else(|| panic!("nothing bought: {:?}", s.report()));
+    let r = s.wait_report(Duration::from_secs(10), |r| r.reserved_requests > 0);
+    assert!(r.reserved_requests > 0, "nothing bought: {r:?}");
     let day = s.clock().now_ms().div_euclid(86_400_000);
     gw.child.kill().expect("kill");
     gw.child.wait().expect("wait");
@@ -122,10 +105,8 @@ fn on_it_buys_before_the_budget_runs_out_and_the_day_cap_holds_across_a_restart(
     // of the day's 1.5, 1,000 requests, where it would buy 2,000.
     let s = nearly_spent();
     let _gw = gateway(&s, &name, &dir, Some("1.5"));
-    until(Duration::from_secs(10), || {
-        (s.report().reserved_requests > 0).then_some(())
-    })
-    .unwrap_or_else(|| panic!("nothing bought: {:?}", s.report()));
+    let r = s.wait_report(Duration::from_secs(10), |r| r.reserved_requests > 0);
+    assert!(r.reserved_requests > 0, "nothing bought: {r:?}");
     let r = s.report();
     assert_eq!(
         (r.reserved_requests, r.reserve_paid_e8),

@@ -136,6 +136,7 @@ fn stats_until(name: &str, done: impl Fn(&str) -> bool) -> String {
         if done(&line) || Instant::now() > until {
             return line;
         }
+        // No hand-off: the gateway publishes its stats every 100 ms; poll them.
         std::thread::sleep(Duration::from_millis(10));
     }
 }
@@ -171,11 +172,8 @@ impl Client {
 
 /// Waits until the emulator's report says `done`.
 fn venue_until(s: &Server, what: &str, done: impl Fn(&ergon_venue_sim::Report) -> bool) {
-    let until = Instant::now() + Duration::from_secs(30);
-    while !done(&s.report()) {
-        assert!(Instant::now() < until, "{what}: {:?}", s.report());
-        std::thread::sleep(Duration::from_millis(1));
-    }
+    let r = s.wait_report(Duration::from_secs(30), &done);
+    assert!(done(&r), "{what}: {r:?}");
 }
 
 #[test]
@@ -343,6 +341,7 @@ fn killed_after_a_window(test: &str, kept: bool) {
     let mut gw = gateway(&s, "binance-spot", &name, &dir);
     // At the start of a venue window (the emulator's clock is the wall clock).
     while wall_ms() % WINDOW_MS > 300 {
+        // A phase of the wall clock, which the gateway (a real process) reads too: no jump.
         std::thread::sleep(Duration::from_millis(5));
     }
     let window = wall_ms() / WINDOW_MS;
@@ -386,6 +385,7 @@ fn killed_after_a_window(test: &str, kept: bool) {
     }
     // The next window: it sends again.
     while wall_ms() / WINDOW_MS == window || wall_ms() % WINDOW_MS < 200 {
+        // A phase of the wall clock, which the gateway (a real process) reads too: no jump.
         std::thread::sleep(Duration::from_millis(5));
     }
     let mut third = client(&["flood", &name, "mm3", "3"]);
@@ -408,6 +408,7 @@ fn the_usage_figures_of_the_bootstrap_seed_the_budget() {
     let a = s.config().accounts[0].clone();
     // Not in a minute's last 10 s: the venue's figure must be this minute's.
     while wall_ms() % 60_000 > 50_000 {
+        // A phase of the wall clock, which the gateway (a real process) reads too: no jump.
         std::thread::sleep(Duration::from_millis(50));
     }
     s.add_weight(std::net::Ipv4Addr::LOCALHOST.into(), 5_000);
@@ -443,13 +444,8 @@ fn role() {
     let a: Vec<&str> = spec.split(' ').collect();
     let (what, gw, me, n): (&str, &str, &str, usize) = (a[0], a[1], a[2], a[3].parse().expect("n"));
     let until = Instant::now() + Duration::from_secs(60);
-    let mut c = loop {
-        match ShmClient::attach(gw, me, false) {
-            Ok(c) => break c,
-            Err(e) if Instant::now() > until => panic!("attach: {e}"),
-            Err(_) => std::thread::sleep(Duration::from_millis(20)),
-        }
-    };
+    // The tests start a role once its gateway said `ready NAME`: no retry.
+    let mut c = ShmClient::attach(gw, me, false).expect("attach");
     let symbol = Symbol::new("BTCUSDT").expect("symbol");
     let mut out = std::io::stdout();
     match what {

@@ -243,6 +243,7 @@ fn a_gateway_restarted_into_a_429_holds_and_the_strategies_trade_again() {
     // then in flight, for the new gateway to recover. At most one window's wait,
     // on the emulator's own clock.
     while !(150..250).contains(&s.clock().now_ms().rem_euclid(1_000)) {
+        // A phase of the wall clock, which the gateway (a real process) reads too: no jump.
         std::thread::sleep(std::time::Duration::from_millis(1));
     }
     gw.kill();

@@ -257,6 +257,7 @@ fn until<T>(secs: u64, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
             return t;
         }
         assert!(Instant::now() < end, "timed out waiting for {what}");
+        // What it polls (/metrics, /health, the venue) is published on its own time: no hand-off.
         std::thread::sleep(Duration::from_millis(20));
     }
 }

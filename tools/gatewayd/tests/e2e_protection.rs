@@ -24,6 +24,8 @@
 //! WebSocket subscribed to `dcp.future`, whose close (the kill, or the clean
 //! stop after the cancels) starts the venue's window.
 
+#[path = "common/exit.rs"]
+mod exit;
 #[path = "common/proc.rs"]
 mod proc;
 #[path = "common/ready.rs"]
@@ -570,10 +572,8 @@ fn sigterm(v: Venue) {
         .status()
         .expect("kill")
         .success());
-    let status = until(Duration::from_secs(15), || {
-        gw.child.try_wait().expect("wait")
-    })
-    .expect("no exit after SIGTERM");
+    let status =
+        exit::exited(&mut gw.child, Duration::from_secs(15)).expect("no exit after SIGTERM");
     assert!(status.success(), "{status:?}");
     assert_eq!(open(&s), 0, "{:?}", s.orders());
     if v.by_connection {

@@ -242,11 +242,11 @@ fn a_killed_gateway_is_seen_at_once_and_every_unknown_is_reconciled_by_a_new_one
     let mut c = client(&["survive", &name, "s", "4"]);
     assert_eq!(c.line("submitted "), "4");
     // The four orders are at the venue (held there): in the gateway's journal.
-    let until = Instant::now() + Duration::from_secs(30);
-    while s.report().faults.delay < 4 {
-        assert!(Instant::now() < until, "the orders never reached the venue");
-        std::thread::sleep(Duration::from_millis(1));
-    }
+    let r = s.wait_report(Duration::from_secs(30), |r| r.faults.delay >= 4);
+    assert!(
+        r.faults.delay >= 4,
+        "the orders never reached the venue: {r:?}"
+    );
     let killed = Instant::now();
     sigkill(&mut gw.child);
     let lost = c.json("lost ");
@@ -274,6 +274,7 @@ fn a_killed_gateway_is_seen_at_once_and_every_unknown_is_reconciled_by_a_new_one
         if text.contains(" recovering=0 ") || Instant::now() > until {
             break text;
         }
+        // No hand-off: the gateway publishes its stats every 100 ms; poll them.
         std::thread::sleep(Duration::from_millis(10));
     };
     eprintln!("{stats}");
@@ -297,11 +298,11 @@ fn a_restarted_gateway_finds_the_orders_the_venue_still_held() {
     let mut gw = gateway(&s, &name, &[]);
     let mut c = client(&["survive", &name, "s", "4"]);
     assert_eq!(c.line("submitted "), "4");
-    let until = Instant::now() + Duration::from_secs(30);
-    while s.report().faults.delay < 4 {
-        assert!(Instant::now() < until, "the orders never reached the venue");
-        std::thread::sleep(Duration::from_millis(1));
-    }
+    let r = s.wait_report(Duration::from_secs(30), |r| r.faults.delay >= 4);
+    assert!(
+        r.faults.delay >= 4,
+        "the orders never reached the venue: {r:?}"
+    );
     let killed = Instant::now();
     sigkill(&mut gw.child);
     let _ = c.json("lost ");
@@ -316,14 +317,12 @@ fn a_restarted_gateway_finds_the_orders_the_venue_still_held() {
         if text.contains(" recovered=4 ") || Instant::now() > until {
             break text;
         }
+        // No hand-off: the gateway publishes its stats every 100 ms; poll them.
         std::thread::sleep(Duration::from_millis(10));
     };
     eprintln!("{stats} after {:?}", killed.elapsed());
-    // Read the venue once its 1.5 s hold is surely over.
-    while killed.elapsed() < Duration::from_millis(2_000) {
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    let r = s.report();
+    // Read the venue once its 1.5 s hold is over: the four held orders settled.
+    let r = s.wait_report(Duration::from_secs(30), |r| r.faults.delay_settled >= 4);
     assert_eq!(r.executions, 4, "the held orders ran: {r:?}");
     assert_eq!(r.duplicates, 0, "{r:?}");
     assert!(stats.contains(" recovered=4 "), "{stats}");
@@ -373,6 +372,7 @@ fn fair(flags: &[&str], test: &str) {
         .contains("client calm attached")
     {
         assert!(Instant::now() < until, "the calm client did not attach");
+        // No hand-off: the gateway publishes its stats every 100 ms; poll them.
         std::thread::sleep(Duration::from_millis(10));
     }
     let mut hog = client(&["flood", &name, "hog", "5000", "0"]);
@@ -855,6 +855,7 @@ fn wait_leases(
             start.elapsed() < limit,
             "{what}: not within {limit:?}; (grant, limit) {now:?}"
         );
+        // Grants come from real etcd on its own time: no hand-off, poll.
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -1009,6 +1010,7 @@ fn leased_grants_follow_demand_survive_a_killed_gateway_and_etcd_failures() {
         for g in &live {
             least = least.min(leased(&g.name).1);
         }
+        // Real etcd's TTL runs on its clock: the whole TTL is watched.
         std::thread::sleep(Duration::from_millis(20));
     }
     let back = wait_leases(&live, "grants after the leader's death", 10 * WINDOW, |l| {
@@ -1033,6 +1035,7 @@ fn leased_grants_follow_demand_survive_a_killed_gateway_and_etcd_failures() {
     while venue_ms() < first + 1000 + 50 || stopped.elapsed() < TTL + WINDOW {
         let l: Vec<(u64, u64)> = live.iter().map(|g| leased(&g.name)).collect();
         assert!(l.iter().all(|&(_, limit)| limit == SAFE), "{l:?}");
+        // Real etcd's TTL and a real venue window must pass: watched, not jumped.
         std::thread::sleep(Duration::from_millis(20));
     }
     let cont = venue_ms();
@@ -1143,6 +1146,7 @@ fn a_stopped_or_restarted_gateway_never_goes_over() {
         assert!(ok, "kill {sig} {pid}");
     };
     signal("-STOP");
+    // Real etcd's TTL must pass while the gateway is stopped: waited out.
     std::thread::sleep(TTL + 2 * WINDOW);
     signal("-CONT");
     let back = wait_leases(&all, "host 1 back to a grant", 10 * WINDOW + TTL, |l| {
@@ -1304,6 +1308,7 @@ fn release_host_on_a_gateway_cut_off_from_etcd_never_goes_over() {
             break String::from_utf8_lossy(&o.stdout).into_owned();
         }
         assert!(cut.elapsed() < 3 * TTL, "never released: {o:?}");
+        // Real etcd's TTL must pass before the release: no hand-off, poll.
         std::thread::sleep(Duration::from_millis(100));
     };
     let released = Instant::now();
@@ -1332,6 +1337,7 @@ fn release_host_on_a_gateway_cut_off_from_etcd_never_goes_over() {
         if leased(&gws[2].name).1 == 0 {
             stopped = Some(cut.elapsed());
         }
+        // Real etcd's lease must lapse on its clock: watched.
         std::thread::sleep(Duration::from_millis(20));
     }
     // The venue first: with the released units back while host 2 still sent on

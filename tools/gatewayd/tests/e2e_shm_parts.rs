@@ -13,6 +13,8 @@
 //! refused by the halt every 100 ms for ever, the request held its slot, and the
 //! stop waited for `in_flight() == 0` for ever.
 
+#[path = "common/exit.rs"]
+mod exit;
 #[path = "common/ready.rs"]
 mod ready;
 
@@ -165,17 +167,8 @@ fn a_reconcile_under_a_ban_ends_and_sigterm_during_the_ban_exits() {
     let pid = gw.0.id() as libc::pid_t;
     // SAFETY: a signal to our own child, still running.
     assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
-    let t1 = Instant::now();
-    let status = loop {
-        if let Some(st) = gw.0.try_wait().expect("wait") {
-            break st;
-        }
-        assert!(
-            t1.elapsed() < Duration::from_secs(20),
-            "SIGTERM during a ban did not stop the gateway"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let status = exit::exited(&mut gw.0, Duration::from_secs(20))
+        .expect("SIGTERM during a ban did not stop the gateway");
     assert!(status.success(), "{status:?}");
     let r = s.stop();
     assert_eq!((r.executions, r.duplicates), (0, 0), "{r:?}");

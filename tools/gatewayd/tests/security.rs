@@ -8,6 +8,8 @@
 //! No test sleeps to let time pass for a verdict: each waits on `ready NAME`, on a
 //! process's output lines or exit, or polls with a bounded deadline.
 
+#[path = "common/exit.rs"]
+mod exit;
 #[path = "common/ready.rs"]
 mod ready;
 #[path = "common/sec.rs"]
@@ -29,19 +31,7 @@ use ergon_venues::endpoint::{CancelReplace, ClientOrderId, OrderRef, OrderState,
 #[test]
 fn another_uid_is_refused_at_accept_and_nothing_is_signed() {
     let Some(att) = attacker() else { return };
-    let s = sim();
-    let dir = Scratch::new("refused");
-    let name = unique("refused");
-    let gw = gateway(
-        &s,
-        &name,
-        &dir.0,
-        Opts {
-            extra: journal_args(&dir.0),
-            secret_by_flag: true,
-            ..Opts::default()
-        },
-    );
+    let (s, _dir, name, gw) = start_gateway("refused", vec![]);
     let r = run_role(&["attack", &name, "victim"], Some(att));
     let attach = r["attach"].as_str().unwrap();
     assert!(attach.contains("not allowed"), "attach as another uid: {r}");
@@ -72,21 +62,8 @@ fn another_uid_is_refused_at_accept_and_nothing_is_signed() {
 #[test]
 fn an_allowed_uid_trades_but_only_the_owner_clears_a_halt() {
     let Some(att) = attacker() else { return };
-    let s = sim();
-    let dir = Scratch::new("allowed");
-    let name = unique("allowed");
-    let mut extra = journal_args(&dir.0);
-    extra.extend(["--allow-uid".into(), att.0.to_string()]);
-    let _gw = gateway(
-        &s,
-        &name,
-        &dir.0,
-        Opts {
-            extra,
-            secret_by_flag: true,
-            ..Opts::default()
-        },
-    );
+    let (_s, _dir, name, _gw) =
+        start_gateway("allowed", vec!["--allow-uid".into(), att.0.to_string()]);
     let r = run_role(&["attack", &name, "listed"], Some(att));
     assert_eq!(r["attach"], "attached", "{r}");
     assert_eq!(r["applied"], 1, "{r}");
@@ -209,19 +186,7 @@ fn a_secret_from_the_environment_or_stdin_signs() {
 
 #[test]
 fn the_secret_flag_still_works_with_one_deprecation_warning() {
-    let s = sim();
-    let dir = Scratch::new("secretflag");
-    let name = unique("secretflag");
-    let gw = gateway(
-        &s,
-        &name,
-        &dir.0,
-        Opts {
-            extra: journal_args(&dir.0),
-            secret_by_flag: true,
-            ..Opts::default()
-        },
-    );
+    let (_s, _dir, name, gw) = start_gateway("secretflag", vec![]);
     let me = run_role(&["order", &name, "flag"], None);
     assert_eq!(me["applied"], 1, "{me}");
     let (_, err) = gw.finish();
@@ -414,19 +379,7 @@ fn the_passphrase_comes_from_a_file_or_the_environment_and_is_in_no_argv_and_no_
 
 #[test]
 fn a_client_cannot_resize_its_region_or_write_the_stats_and_the_gateway_lives_on() {
-    let s = sim();
-    let dir = Scratch::new("sealed");
-    let name = unique("sealed");
-    let mut gw = gateway(
-        &s,
-        &name,
-        &dir.0,
-        Opts {
-            extra: journal_args(&dir.0),
-            secret_by_flag: true,
-            ..Opts::default()
-        },
-    );
+    let (_s, _dir, name, mut gw) = start_gateway("sealed", vec![]);
     // A hostile client takes its region's descriptor and tries to shrink it
     // under the gateway's mapping (a SIGBUS at the gateway's next write, on main).
     let (_sock, answer, mut fds) =
@@ -549,19 +502,7 @@ fn the_journal_lives_in_a_private_runtime_directory() {
 
 #[test]
 fn a_second_attach_on_one_connection_is_refused_and_the_first_detaches_at_hang_up() {
-    let s = sim();
-    let dir = Scratch::new("twice");
-    let name = unique("twice");
-    let _gw = gateway(
-        &s,
-        &name,
-        &dir.0,
-        Opts {
-            extra: journal_args(&dir.0),
-            secret_by_flag: true,
-            ..Opts::default()
-        },
-    );
+    let (_s, _dir, name, _gw) = start_gateway("twice", vec![]);
     let (sock, answer, _fds) = shm::raw_command(&name, "attach first protocol=3").expect("attach");
     assert!(answer.starts_with("ok new"), "{answer}");
     let mut sock = std::fs::File::from(sock);
@@ -616,16 +557,7 @@ fn sigterm_finishes_while_a_client_keeps_submitting() {
         .status()
         .expect("kill")
         .success());
-    let until = Instant::now() + Duration::from_secs(30);
-    let status = loop {
-        if let Some(st) = gw.child.try_wait().expect("try_wait") {
-            break Some(st);
-        }
-        if Instant::now() > until {
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let status = exit::exited(&mut gw.child, Duration::from_secs(30));
     let _ = spam.kill();
     let _ = spam.wait();
     assert_eq!(
@@ -656,22 +588,8 @@ fn events_until(c: &mut ShmClient, pred: impl Fn(&ShmEvent) -> bool) -> Vec<(Shm
 
 #[test]
 fn a_client_can_neither_cancel_nor_query_anothers_order_nor_hear_its_updates() {
-    let s = sim();
-    let dir = Scratch::new("owners");
-    let name = unique("owners");
-    let mut extra = journal_args(&dir.0);
     // Over the WebSocket API, with its user data stream: order updates flow.
-    extra.extend(["--order-entry".into(), "ws".into()]);
-    let gw = gateway(
-        &s,
-        &name,
-        &dir.0,
-        Opts {
-            extra,
-            secret_by_flag: true,
-            ..Opts::default()
-        },
-    );
+    let (s, _dir, name, gw) = start_gateway("owners", vec!["--order-entry".into(), "ws".into()]);
     let symbol = Symbol::new("BTCUSDT").expect("symbol");
     let mut a = ShmClient::attach(&name, "owner", false).expect("attach");
     let mut b = ShmClient::attach(&name, "other", false).expect("attach");
@@ -860,19 +778,7 @@ fn each_client_has_its_own_doorbell_and_a_thief_draining_one_steals_no_wake_up()
     use std::os::fd::AsRawFd;
     use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
     use std::sync::Arc;
-    let s = sim();
-    let dir = Scratch::new("doorbell");
-    let name = unique("doorbell");
-    let _gw = gateway(
-        &s,
-        &name,
-        &dir.0,
-        Opts {
-            extra: journal_args(&dir.0),
-            secret_by_flag: true,
-            ..Opts::default()
-        },
-    );
+    let (_s, _dir, name, _gw) = start_gateway("doorbell", vec![]);
     // The thief: attached, it reads its connection instead of using it (where
     // wake-ups arrive since issue 41; before, from the eventfds it was handed,
     // each read of which emptied them).
@@ -959,14 +865,11 @@ fn each_client_has_its_own_doorbell_and_a_thief_draining_one_steals_no_wake_up()
 #[test]
 #[ignore = "a client or attacker process's role, run by the other tests"]
 fn role() {
-    let Ok(spec) = std::env::var("ERGON_SEC_ROLE") else {
+    let Some((a, gw_uid)) = role_spec() else {
         return;
     };
-    let a: Vec<&str> = spec.split(' ').collect();
-    let (gw, me) = (a[1], a[2]);
-    // The gateway runs as the test's uid, not necessarily this role's.
-    let gw_uid = gateway_uid();
-    let result = match a[0] {
+    let (gw, me) = (a[1].as_str(), a[2].as_str());
+    let result = match a[0].as_str() {
         // attack GW ME: attach and trade, clear a halt, read the stats.
         "attack" => {
             let (attach, applied) = match ShmClient::attach_uid(gw, gw_uid, me, false) {
@@ -1007,15 +910,10 @@ fn role() {
             serde_json::json!({ "sent": seq })
         }
         // order GW ME: one order.
-        "order" => {
-            let mut c = ShmClient::attach_uid(gw, gw_uid, me, false).expect("attach");
-            serde_json::json!({ "applied": one_order(&mut c) })
-        }
+        "order" => order_role(gw, gw_uid, me),
         other => panic!("unknown role {other}"),
     };
-    let mut o = std::io::stdout();
-    let _ = writeln!(o, "result {result}");
-    let _ = o.flush();
+    say_result(&result);
 }
 
 /// Opens a connection to `@ergon-gateway/NAME` that never says anything (a
@@ -1050,15 +948,6 @@ fn idle_connection(name: &str) -> Option<std::os::fd::OwnedFd> {
     }
 }
 
-/// CPU time (user + system, clock ticks) process `pid` has used so far.
-fn cpu_ticks(pid: u32) -> u64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("stat");
-    // Fields after the command name (which may hold spaces): utime is the 12th.
-    let rest = &stat[stat.rfind(')').expect("comm") + 2..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    f[11].parse::<u64>().expect("utime") + f[12].parse::<u64>().expect("stime")
-}
-
 #[test]
 fn idle_connections_neither_spin_the_loop_nor_keep_a_client_out() {
     let s = sim();
@@ -1082,6 +971,7 @@ fn idle_connections_neither_spin_the_loop_nor_keep_a_client_out() {
     assert!(idle.len() > 64, "only {} connections opened", idle.len());
     let pid = gw.child.id();
     let before = cpu_ticks(pid);
+    // A wait for time to pass is the measurement itself here: CPU per second.
     std::thread::sleep(Duration::from_secs(1));
     let spent = cpu_ticks(pid) - before;
     // SAFETY: sysconf with a constant.

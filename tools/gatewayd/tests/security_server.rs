@@ -7,6 +7,8 @@
 //! No test sleeps to let time pass for a verdict: each waits on a line, a
 //! process's exit, or polls with a bounded deadline.
 
+#[path = "common/exit.rs"]
+mod exit;
 #[path = "common/ready.rs"]
 mod ready;
 #[path = "common/sec.rs"]
@@ -134,36 +136,11 @@ fn a_squatted_health_name_neither_stops_the_gateway_nor_feeds_stats() {
 
 // ---- item 2: nothing a client does to what it holds blocks the gateway ----
 
-/// Waits up to `secs` for `child` to exit; its status, None if it did not.
-fn exited(child: &mut std::process::Child, secs: u64) -> Option<std::process::ExitStatus> {
-    let until = Instant::now() + Duration::from_secs(secs);
-    while Instant::now() < until {
-        if let Some(st) = child.try_wait().expect("try_wait") {
-            return Some(st);
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    None
-}
-
 #[test]
 fn a_client_that_blocks_and_fills_what_it_holds_freezes_nothing() {
     let Some(att) = attacker() else { return };
-    let s = sim();
-    let dir = Scratch::new("freeze");
-    let name = unique("freeze");
-    let mut extra = journal_args(&dir.0);
-    extra.extend(["--allow-uid".into(), att.0.to_string()]);
-    let mut gw = gateway(
-        &s,
-        &name,
-        &dir.0,
-        Opts {
-            extra,
-            secret_by_flag: true,
-            ..Opts::default()
-        },
-    );
+    let (_s, _dir, name, mut gw) =
+        start_gateway("freeze", vec!["--allow-uid".into(), att.0.to_string()]);
     // The attacker, an allowed uid: every descriptor it was handed made
     // blocking, a wake eventfd (on main) filled to its maximum, its sleeping flag
     // set; then one call, whose answer needs a wake-up. On main the gateway's
@@ -184,7 +161,8 @@ fn a_client_that_blocks_and_fills_what_it_holds_freezes_nothing() {
     unsafe {
         libc::kill(gw.child.id() as i32, libc::SIGTERM)
     };
-    let st = exited(&mut gw.child, 20).expect("the gateway did not exit after SIGTERM");
+    let st = exit::exited(&mut gw.child, Duration::from_secs(20))
+        .expect("the gateway did not exit after SIGTERM");
     assert!(st.success(), "{st}");
 }
 
@@ -193,21 +171,8 @@ fn a_client_that_blocks_and_fills_what_it_holds_freezes_nothing() {
 #[test]
 fn connections_held_open_by_an_allowed_uid_keep_no_attach_out() {
     let Some(att) = attacker() else { return };
-    let s = sim();
-    let dir = Scratch::new("hold");
-    let name = unique("hold");
-    let mut extra = journal_args(&dir.0);
-    extra.extend(["--allow-uid".into(), att.0.to_string()]);
-    let _gw = gateway(
-        &s,
-        &name,
-        &dir.0,
-        Opts {
-            extra,
-            secret_by_flag: true,
-            ..Opts::default()
-        },
-    );
+    let (_s, _dir, name, _gw) =
+        start_gateway("hold", vec!["--allow-uid".into(), att.0.to_string()]);
     // The holder, an allowed uid: connection after connection, each says
     // `stats` once and is kept open, without end. On main, 48 of them kept
     // every later attach unanswered for as long as they were held.
@@ -301,33 +266,11 @@ fn another_uid_cannot_attach_under_a_detached_clients_name_in_this_life_or_the_n
 /// the tail first.
 const SUBMIT_TAIL_AT: u64 = 512;
 
-/// CPU time (user + system, clock ticks) process `pid` has used so far.
-fn cpu_ticks(pid: u32) -> u64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("stat");
-    // Fields after the command name (which may hold spaces): utime is the 12th.
-    let rest = &stat[stat.rfind(')').expect("comm") + 2..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    f[11].parse::<u64>().expect("utime") + f[12].parse::<u64>().expect("stime")
-}
-
 #[test]
 fn a_scribbled_submit_tail_spins_nothing_after_its_client_left() {
     let Some(att) = attacker() else { return };
-    let s = sim();
-    let dir = Scratch::new("scribble");
-    let name = unique("scribble");
-    let mut extra = journal_args(&dir.0);
-    extra.extend(["--allow-uid".into(), att.0.to_string()]);
-    let gw = gateway(
-        &s,
-        &name,
-        &dir.0,
-        Opts {
-            extra,
-            secret_by_flag: true,
-            ..Opts::default()
-        },
-    );
+    let (_s, _dir, name, gw) =
+        start_gateway("scribble", vec!["--allow-uid".into(), att.0.to_string()]);
     // An allowed uid puts its submit ring's tail out of range and leaves: on
     // main the ring looked ready for ever, the loop never parked, and the
     // gateway spun a core for --keep (300 s by default).
@@ -365,25 +308,14 @@ fn a_scribbled_submit_tail_spins_nothing_after_its_client_left() {
 #[test]
 fn names_whose_processes_are_gone_hold_no_slot_a_new_name_needs() {
     let Some(att) = attacker() else { return };
-    let s = sim();
-    let dir = Scratch::new("slots");
-    let name = unique("slots");
-    let mut extra = journal_args(&dir.0);
-    extra.extend([
-        "--allow-uid".into(),
-        att.0.to_string(),
-        "--max-clients".into(),
-        "2".into(),
-    ]);
-    let _gw = gateway(
-        &s,
-        &name,
-        &dir.0,
-        Opts {
-            extra,
-            secret_by_flag: true,
-            ..Opts::default()
-        },
+    let (_s, _dir, name, _gw) = start_gateway(
+        "slots",
+        vec![
+            "--allow-uid".into(),
+            att.0.to_string(),
+            "--max-clients".into(),
+            "2".into(),
+        ],
     );
     // An allowed uid fills every slot with names and exits: on main each slot
     // stayed held for --keep (300 s), and every other attach was refused
@@ -413,29 +345,18 @@ fn names_whose_processes_are_gone_hold_no_slot_a_new_name_needs() {
 #[test]
 fn a_name_past_forget_names_leaves_the_owners_file_and_its_binding_with_it() {
     let Some(att) = attacker() else { return };
-    let s = sim();
-    let dir = Scratch::new("forget");
-    let name = unique("forget");
-    let mut extra = journal_args(&dir.0);
     // Forget a name at once, keep no detached client: the binding's age alone
     // decides (30 days by default, the unit tests jump that clock).
-    extra.extend([
-        "--allow-uid".into(),
-        att.0.to_string(),
-        "--forget-names".into(),
-        "0".into(),
-        "--keep".into(),
-        "0".into(),
-    ]);
-    let _gw = gateway(
-        &s,
-        &name,
-        &dir.0,
-        Opts {
-            extra,
-            secret_by_flag: true,
-            ..Opts::default()
-        },
+    let (_s, dir, name, _gw) = start_gateway(
+        "forget",
+        vec![
+            "--allow-uid".into(),
+            att.0.to_string(),
+            "--forget-names".into(),
+            "0".into(),
+            "--keep".into(),
+            "0".into(),
+        ],
     );
     let me = run_role(&["order", &name, "once"], None);
     assert_eq!(me["applied"], 1, "{me}");
@@ -479,22 +400,9 @@ fn get(port: u16, path: &str) -> (String, Duration) {
 
 #[test]
 fn a_slowloris_on_the_bad_request_path_does_not_hold_health() {
-    let s = sim();
-    let dir = Scratch::new("loris");
-    let name = unique("loris");
     let port = free_port();
-    let mut extra = journal_args(&dir.0);
-    extra.extend(["--metrics".into(), format!("127.0.0.1:{port}")]);
-    let _gw = gateway(
-        &s,
-        &name,
-        &dir.0,
-        Opts {
-            extra,
-            secret_by_flag: true,
-            ..Opts::default()
-        },
-    );
+    let metrics = vec!["--metrics".into(), format!("127.0.0.1:{port}")];
+    let (_s, _dir, _name, _gw) = start_gateway("loris", metrics);
     assert!(get(port, "/health").0.starts_with("HTTP/1.1"), "no /health");
     // A bad request, then a byte every 100 ms for 8 s: on main the listener read
     // it all (read_to_end, 1 s per read), and /health waited behind it.
@@ -505,6 +413,7 @@ fn a_slowloris_on_the_bad_request_path_does_not_hold_health() {
         let _ = sent.send(());
         let until = Instant::now() + Duration::from_secs(8);
         while Instant::now() < until && c.write_all(b"x").is_ok() {
+            // The attack's own pace: a byte every 100 ms.
             std::thread::sleep(Duration::from_millis(100));
         }
     });
@@ -521,22 +430,9 @@ fn a_slowloris_on_the_bad_request_path_does_not_hold_health() {
 
 #[test]
 fn twenty_slow_header_connections_do_not_delay_health() {
-    let s = sim();
-    let dir = Scratch::new("loris20");
-    let name = unique("loris20");
     let port = free_port();
-    let mut extra = journal_args(&dir.0);
-    extra.extend(["--metrics".into(), format!("127.0.0.1:{port}")]);
-    let _gw = gateway(
-        &s,
-        &name,
-        &dir.0,
-        Opts {
-            extra,
-            secret_by_flag: true,
-            ..Opts::default()
-        },
-    );
+    let metrics = vec!["--metrics".into(), format!("127.0.0.1:{port}")];
+    let (_s, _dir, _name, _gw) = start_gateway("loris20", metrics);
     assert!(get(port, "/health").0.starts_with("HTTP/1.1"), "no /health");
     // 20 connections that each send half a request head and then nothing: on
     // main the listener served one connection at a time, each up to its 1 s
@@ -566,20 +462,9 @@ fn twenty_slow_header_connections_do_not_delay_health() {
 
 #[test]
 fn metrics_on_every_address_warns() {
-    let s = sim();
-    let dir = Scratch::new("anyaddr");
-    let name = unique("anyaddr");
-    let mut extra = journal_args(&dir.0);
-    extra.extend(["--metrics".into(), format!("0.0.0.0:{}", free_port())]);
-    let gw = gateway(
-        &s,
-        &name,
-        &dir.0,
-        Opts {
-            extra,
-            secret_by_flag: true,
-            ..Opts::default()
-        },
+    let (_s, _dir, _name, gw) = start_gateway(
+        "anyaddr",
+        vec!["--metrics".into(), format!("0.0.0.0:{}", free_port())],
     );
     let (_, err) = gw.finish();
     assert!(
@@ -739,6 +624,7 @@ fn freeze(gw: &str, me: &str) {
                 break 'wait;
             }
         }
+        // This role filled its own doorbells (above): its wait would not sleep; poll.
         std::thread::sleep(Duration::from_millis(5));
     }
     println!("frozen");
@@ -803,13 +689,11 @@ fn hold(gw: &str) {
 #[test]
 #[ignore = "a client or attacker process's role, run by the other tests"]
 fn role() {
-    let Ok(spec) = std::env::var("ERGON_SEC_ROLE") else {
+    let Some((a, gw_uid)) = role_spec() else {
         return;
     };
-    let a: Vec<&str> = spec.split(' ').collect();
-    let (gw, me) = (a[1], a[2]);
-    let gw_uid = gateway_uid();
-    let result = match a[0] {
+    let (gw, me) = (a[1].as_str(), a[2].as_str());
+    let result = match a[0].as_str() {
         // impostor GW gateway|health|both: hold the names, answer with forgeries.
         "impostor" => return impostor(gw, me),
         // freeze GW ME: attach and make the gateway's next wake-up block.
@@ -850,13 +734,8 @@ fn role() {
             serde_json::json!({ "attach": attach })
         }
         // order GW ME: one order.
-        "order" => {
-            let mut c = ShmClient::attach_uid(gw, gw_uid, me, false).expect("attach");
-            serde_json::json!({ "applied": one_order(&mut c) })
-        }
+        "order" => order_role(gw, gw_uid, me),
         other => panic!("unknown role {other}"),
     };
-    let mut o = std::io::stdout();
-    let _ = writeln!(o, "result {result}");
-    let _ = o.flush();
+    say_result(&result);
 }

@@ -189,14 +189,8 @@ fn an_ip_tracks_ten_users_and_a_freed_slot_waits_a_minute_for_the_others() {
     assert_eq!(b.subscribe(&user(11))["channel"], "subscriptionResponse");
     // A connection gone frees its users (3 to 6), held 60 s too.
     drop(a);
-    let end = std::time::Instant::now() + WAIT;
-    while s.report().hl_ws.ends == 0 {
-        assert!(
-            std::time::Instant::now() < end,
-            "a's end never reached the venue"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    let r = s.wait_report(WAIT, |r| r.hl_ws.ends > 0);
+    assert!(r.hl_ws.ends > 0, "a's end never reached the venue");
     let mut c = connect(&s);
     assert_eq!(c.subscribe(&user(12))["channel"], "error");
     s.advance_clock(59_000);

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{order_params, Client};
+use common::{order_params, Client, Resp};
 use ergon_venue_sim::{Config, LimitType, Server};
 
 fn start() -> (Server, Client) {
@@ -15,9 +15,7 @@ fn start() -> (Server, Client) {
 #[test]
 fn place_query_cancel_in_documented_shapes() {
     let (s, mut c) = start();
-    let r = c
-        .signed(&s, "POST", "/api/v3/order", &order_params("mm-1"))
-        .unwrap();
+    let r = place(&mut c, &s, &order_params("mm-1"));
     assert_eq!(r.status, 200, "{}", r.body);
     let v = r.json();
     for k in [
@@ -47,25 +45,15 @@ fn place_query_cancel_in_documented_shapes() {
     assert!(r.header("X-MBX-ORDER-COUNT-1D").is_some());
     let id = v["orderId"].as_u64().unwrap();
 
-    let ack = c
-        .signed(
-            &s,
-            "POST",
-            "/api/v3/order",
-            &format!("{}&newOrderRespType=ACK", order_params("mm-2")),
-        )
-        .unwrap()
-        .json();
+    let ack = place(
+        &mut c,
+        &s,
+        &format!("{}&newOrderRespType=ACK", order_params("mm-2")),
+    )
+    .json();
     assert_eq!(ack.as_object().unwrap().len(), 5, "ACK shape: {ack}");
 
-    let q = c
-        .signed(
-            &s,
-            "GET",
-            "/api/v3/order",
-            "symbol=BTCUSDT&origClientOrderId=mm-1",
-        )
-        .unwrap();
+    let q = query(&mut c, &s, "symbol=BTCUSDT&origClientOrderId=mm-1");
     assert_eq!(q.status, 200);
     let qv = q.json();
     assert_eq!(qv["orderId"].as_u64(), Some(id));
@@ -101,40 +89,17 @@ fn place_query_cancel_in_documented_shapes() {
         )
         .unwrap();
     assert_eq!((again.status, again.code()), (400, -2011));
-    let q = c
-        .signed(
-            &s,
-            "GET",
-            "/api/v3/order",
-            "symbol=BTCUSDT&origClientOrderId=mm-1",
-        )
-        .unwrap();
+    let q = query(&mut c, &s, "symbol=BTCUSDT&origClientOrderId=mm-1");
     assert_eq!(
         q.json()["status"],
         "CANCELED",
         "a canceled order can still be queried"
     );
-    let q = c
-        .signed(
-            &s,
-            "GET",
-            "/api/v3/order",
-            "symbol=BTCUSDT&origClientOrderId=never",
-        )
-        .unwrap();
+    let q = query(&mut c, &s, "symbol=BTCUSDT&origClientOrderId=never");
     assert_eq!((q.status, q.code()), (400, -2013));
-    let q = c
-        .signed(&s, "GET", "/api/v3/order", "symbol=BTCUSDT")
-        .unwrap();
+    let q = query(&mut c, &s, "symbol=BTCUSDT");
     assert_eq!(q.code(), -1102, "needs orderId or origClientOrderId");
-    let q = c
-        .signed(
-            &s,
-            "GET",
-            "/api/v3/order",
-            "symbol=ETHUSDT&origClientOrderId=mm-1",
-        )
-        .unwrap();
+    let q = query(&mut c, &s, "symbol=ETHUSDT&origClientOrderId=mm-1");
     assert_eq!(q.code(), -1121);
 
     let open = c
@@ -149,16 +114,9 @@ fn place_query_cancel_in_documented_shapes() {
 #[test]
 fn duplicates_are_counted_by_client_order_id() {
     let (s, mut c) = start();
-    assert_eq!(
-        c.signed(&s, "POST", "/api/v3/order", &order_params("dup"))
-            .unwrap()
-            .status,
-        200
-    );
+    assert_eq!(place(&mut c, &s, &order_params("dup")).status, 200);
     // A re-send while the first is open: the venue refuses it, the report says so.
-    let r = c
-        .signed(&s, "POST", "/api/v3/order", &order_params("dup"))
-        .unwrap();
+    let r = place(&mut c, &s, &order_params("dup"));
     assert_eq!((r.status, r.code()), (400, -2010));
     // Once the first is gone, a re-send executes a second time: a duplicate.
     c.signed(
@@ -168,18 +126,8 @@ fn duplicates_are_counted_by_client_order_id() {
         "symbol=BTCUSDT&origClientOrderId=dup",
     )
     .unwrap();
-    assert_eq!(
-        c.signed(&s, "POST", "/api/v3/order", &order_params("dup"))
-            .unwrap()
-            .status,
-        200
-    );
-    assert_eq!(
-        c.signed(&s, "POST", "/api/v3/order", &order_params("other"))
-            .unwrap()
-            .status,
-        200
-    );
+    assert_eq!(place(&mut c, &s, &order_params("dup")).status, 200);
+    assert_eq!(place(&mut c, &s, &order_params("other")).status, 200);
     let rep = s.stop();
     assert_eq!(rep.executions, 3);
     assert_eq!(rep.duplicates, 1);
@@ -189,8 +137,7 @@ fn duplicates_are_counted_by_client_order_id() {
 #[test]
 fn cancel_replace_succeeds_fails_and_partially_fails_as_documented() {
     let (s, mut c) = start();
-    c.signed(&s, "POST", "/api/v3/order", &order_params("q1"))
-        .unwrap();
+    place(&mut c, &s, &order_params("q1"));
     // A signed cancel-replace of `cancel` by `new`, in `mode`.
     let mut cr = |cancel: &str, new: &str, mode: &str| {
         let params = format!("symbol=BTCUSDT&side=BUY&type=LIMIT&timeInForce=GTC&quantity=0.01&price=49001&cancelReplaceMode={mode}&cancelOrigClientOrderId={cancel}&newClientOrderId={new}");
@@ -253,17 +200,14 @@ fn bad_orders_are_refused_with_their_codes() {
         ),
     ];
     for (p, code) in cases {
-        let r = c.signed(&s, "POST", "/api/v3/order", p).unwrap();
+        let r = place(&mut c, &s, p);
         assert_eq!((r.status, r.code()), (400, code), "{p}: {}", r.body);
     }
-    let m = c
-        .signed(
-            &s,
-            "POST",
-            "/api/v3/order",
-            "symbol=BTCUSDT&side=SELL&type=MARKET&quantity=0.5&newClientOrderId=m1",
-        )
-        .unwrap();
+    let m = place(
+        &mut c,
+        &s,
+        "symbol=BTCUSDT&side=SELL&type=MARKET&quantity=0.5&newClientOrderId=m1",
+    );
     let v = m.json();
     assert_eq!(v["status"], "FILLED");
     assert_eq!(v["fills"].as_array().unwrap().len(), 1);
@@ -288,6 +232,16 @@ fn depth_and_account_have_their_shapes() {
     assert_eq!(a["canTrade"], true);
     let r = c.get("/api/v3/nothing");
     assert_eq!(r.status, 404);
+}
+
+/// A signed `POST /api/v3/order` of `params`.
+fn place(c: &mut Client, s: &Server, params: &str) -> Resp {
+    c.signed(s, "POST", "/api/v3/order", params).unwrap()
+}
+
+/// A signed `GET /api/v3/order` of `params`.
+fn query(c: &mut Client, s: &Server, params: &str) -> Resp {
+    c.signed(s, "GET", "/api/v3/order", params).unwrap()
 }
 
 /// A signed LIMIT GTC order of `qty` at `price`.
@@ -323,52 +277,26 @@ fn orders_outside_the_filters_or_the_balance_are_refused_as_binance_does() {
     assert_eq!(filter("NOTIONAL")["minNotional"], "5.00000000");
     assert_eq!(filter("MAX_NUM_ORDERS")["maxNumOrders"], 200);
 
+    let (price, lot) = ("Filter failure: PRICE_FILTER", "Filter failure: LOT_SIZE");
+    let funds = "Account has insufficient balance for requested action.";
     let refused = [
-        (
-            limit("BUY", "1", "2000000"),
-            -1013,
-            "Filter failure: PRICE_FILTER",
-        ),
-        (
-            limit("BUY", "1", "49000.001"),
-            -1013,
-            "Filter failure: PRICE_FILTER",
-        ),
-        (
-            limit("BUY", "10000", "49000"),
-            -1013,
-            "Filter failure: LOT_SIZE",
-        ),
-        (
-            limit("BUY", "0.000001", "49000"),
-            -1013,
-            "Filter failure: LOT_SIZE",
-        ),
-        (
-            limit("BUY", "0.000015", "49000"),
-            -1013,
-            "Filter failure: LOT_SIZE",
-        ),
+        (limit("BUY", "1", "2000000"), -1013, price),
+        (limit("BUY", "1", "49000.001"), -1013, price),
+        (limit("BUY", "10000", "49000"), -1013, lot),
+        (limit("BUY", "0.000001", "49000"), -1013, lot),
+        (limit("BUY", "0.000015", "49000"), -1013, lot),
         (
             limit("BUY", "0.00001", "100"),
             -1013,
             "Filter failure: NOTIONAL",
         ),
         // 2,500 BTC at 49,000: 122.5 M USDT against 100 M.
-        (
-            limit("BUY", "2500", "49000"),
-            -2010,
-            "Account has insufficient balance for requested action.",
-        ),
+        (limit("BUY", "2500", "49000"), -2010, funds),
         // 1,001 BTC against 1,000.
-        (
-            limit("SELL", "1001", "51000"),
-            -2010,
-            "Account has insufficient balance for requested action.",
-        ),
+        (limit("SELL", "1001", "51000"), -2010, funds),
     ];
     for (params, code, msg) in refused {
-        let r = c.signed(&s, "POST", "/api/v3/order", &params).unwrap();
+        let r = place(&mut c, &s, &params);
         assert_eq!((r.status, r.code()), (400, code), "{params}: {}", r.body);
         assert_eq!(r.json()["msg"], msg, "{params}");
     }
@@ -378,24 +306,16 @@ fn orders_outside_the_filters_or_the_balance_are_refused_as_binance_does() {
 
     // Funds held by open orders count: 2,000 BTC bought at 49,000 holds 98 M USDT,
     // so another 50 BTC (2.45 M) no longer fits.
-    let r = c
-        .signed(&s, "POST", "/api/v3/order", &limit("BUY", "2000", "49000"))
-        .unwrap();
+    let r = place(&mut c, &s, &limit("BUY", "2000", "49000"));
     assert_eq!(r.status, 200, "{}", r.body);
-    let r = c
-        .signed(&s, "POST", "/api/v3/order", &limit("BUY", "50", "49000"))
-        .unwrap();
+    let r = place(&mut c, &s, &limit("BUY", "50", "49000"));
     assert_eq!(r.code(), -2010, "{}", r.body);
     // The open-order cap: 200 open, the 201st refused.
     for i in 1..200 {
-        let r = c
-            .signed(&s, "POST", "/api/v3/order", &limit("BUY", "0.001", "49000"))
-            .unwrap();
+        let r = place(&mut c, &s, &limit("BUY", "0.001", "49000"));
         assert_eq!(r.status, 200, "order {i}: {}", r.body);
     }
-    let r = c
-        .signed(&s, "POST", "/api/v3/order", &limit("BUY", "0.001", "49000"))
-        .unwrap();
+    let r = place(&mut c, &s, &limit("BUY", "0.001", "49000"));
     assert_eq!((r.status, r.code()), (400, -2010), "{}", r.body);
     assert_eq!(r.json()["msg"], "Filter failure: MAX_NUM_ORDERS");
 }
@@ -408,19 +328,13 @@ fn immediate_orders_fill_or_expire_and_never_rest() {
     let ioc = |side: &str, price: &str| {
         format!("symbol=BTCUSDT&side={side}&type=LIMIT&timeInForce=IOC&quantity=0.01&price={price}&newOrderRespType=RESULT")
     };
-    let r = c
-        .signed(&s, "POST", "/api/v3/order", &ioc("BUY", "49000"))
-        .unwrap();
+    let r = place(&mut c, &s, &ioc("BUY", "49000"));
     assert_eq!(r.json()["status"], "EXPIRED", "{}", r.body);
     assert_eq!(r.json()["executedQty"], "0.00000000");
-    let r = c
-        .signed(&s, "POST", "/api/v3/order", &ioc("BUY", "50000.01"))
-        .unwrap();
+    let r = place(&mut c, &s, &ioc("BUY", "50000.01"));
     assert_eq!(r.json()["status"], "FILLED", "{}", r.body);
     assert_eq!(r.json()["executedQty"], "0.01000000");
-    let r = c
-        .signed(&s, "POST", "/api/v3/order", &ioc("SELL", "50000"))
-        .unwrap();
+    let r = place(&mut c, &s, &ioc("SELL", "50000"));
     assert_eq!(r.json()["status"], "EXPIRED", "{}", r.body);
     let open = c.signed(&s, "GET", "/api/v3/openOrders", "").unwrap();
     assert_eq!(open.json().as_array().unwrap().len(), 0);

@@ -165,6 +165,29 @@ pub fn gateway(s: &Server, name: &str, dir: &Path, o: Opts<'_>) -> Gw {
     Gw { child, out, stderr }
 }
 
+/// The start most tests share: the emulator, the scratch directory and the
+/// gateway name of `test`, and the gateway, started with its journal in that
+/// directory, the secret by flag, and `extra` after the journal's flags. Bound
+/// in this order, they drop in the reverse one (the gateway first).
+pub fn start_gateway(test: &str, extra: Vec<String>) -> (Server, Scratch, String, Gw) {
+    let s = sim();
+    let dir = Scratch::new(test);
+    let name = unique(test);
+    let mut all = journal_args(&dir.0);
+    all.extend(extra);
+    let gw = gateway(
+        &s,
+        &name,
+        &dir.0,
+        Opts {
+            extra: all,
+            secret_by_flag: true,
+            ..Opts::default()
+        },
+    );
+    (s, dir, name, gw)
+}
+
 /// The gateway's journal in a test's scratch directory.
 pub fn journal_args(dir: &Path) -> Vec<String> {
     vec![
@@ -173,9 +196,9 @@ pub fn journal_args(dir: &Path) -> Vec<String> {
     ]
 }
 
-/// Runs this binary's `role` with `args`, as `uid`/`gid` when given; its
-/// `result` line as JSON.
-pub fn run_role(args: &[&str], as_user: Option<(u32, u32)>) -> Value {
+/// The command that runs this binary's `role` with `args` (the gateway's uid
+/// told in `ERGON_SEC_GW_UID`), as `uid`/`gid` when given, stdout piped.
+fn role_command(args: &[&str], as_user: Option<(u32, u32)>) -> Command {
     let mut cmd = Command::new(std::env::current_exe().expect("exe"));
     cmd.args(["--ignored", "--exact", "role", "--nocapture", "--quiet"])
         .env("ERGON_SEC_ROLE", args.join(" "))
@@ -184,7 +207,27 @@ pub fn run_role(args: &[&str], as_user: Option<(u32, u32)>) -> Value {
     if let Some((uid, gid)) = as_user {
         cmd.uid(uid).gid(gid).current_dir("/");
     }
-    let mut child = cmd.spawn().expect("spawn role");
+    cmd
+}
+
+/// The role `order GW ME` every `role` test plays: attach to gateway `gw`
+/// (run as `gw_uid`) as `me`, one order; its result.
+pub fn order_role(gw: &str, gw_uid: u32, me: &str) -> Value {
+    let mut c = ShmClient::attach_uid(gw, gw_uid, me, false).expect("attach");
+    serde_json::json!({ "applied": one_order(&mut c) })
+}
+
+/// Prints a role's `result` line, which [`run_role`] reads.
+pub fn say_result(result: &Value) {
+    let mut o = std::io::stdout();
+    let _ = writeln!(o, "result {result}");
+    let _ = o.flush();
+}
+
+/// Runs this binary's `role` with `args`, as `uid`/`gid` when given; its
+/// `result` line as JSON.
+pub fn run_role(args: &[&str], as_user: Option<(u32, u32)>) -> Value {
+    let mut child = role_command(args, as_user).spawn().expect("spawn role");
     let out = BufReader::new(child.stdout.take().expect("stdout"));
     let mut result = None;
     for l in out.lines() {
@@ -195,6 +238,14 @@ pub fn run_role(args: &[&str], as_user: Option<(u32, u32)>) -> Value {
     }
     let status = child.wait().expect("wait");
     result.unwrap_or_else(|| panic!("role {args:?} printed no result ({status})"))
+}
+
+/// A role process's words (`ROLE GW ME ...`, from `ERGON_SEC_ROLE`, which
+/// [`run_role`] and [`spawn_role`] set) and the uid its gateway runs as (the
+/// test's, not necessarily this role's); None outside a role process.
+pub fn role_spec() -> Option<(Vec<String>, u32)> {
+    let spec = std::env::var("ERGON_SEC_ROLE").ok()?;
+    Some((spec.split(' ').map(str::to_string).collect(), gateway_uid()))
 }
 
 /// The uid the gateways of the test run as (the test's own), as a role process
@@ -210,15 +261,7 @@ pub fn gateway_uid() -> u32 {
 /// waiting for it: the child (killed when dropped) once it printed a line that
 /// starts with `line` (kept in [`Role::said`]).
 pub fn spawn_role(args: &[&str], as_user: Option<(u32, u32)>, line: &str) -> Role {
-    let mut cmd = Command::new(std::env::current_exe().expect("exe"));
-    cmd.args(["--ignored", "--exact", "role", "--nocapture", "--quiet"])
-        .env("ERGON_SEC_ROLE", args.join(" "))
-        .env("ERGON_SEC_GW_UID", shm::own_uid().to_string())
-        .stdout(Stdio::piped());
-    if let Some((uid, gid)) = as_user {
-        cmd.uid(uid).gid(gid).current_dir("/");
-    }
-    let mut child = cmd.spawn().expect("spawn role");
+    let mut child = role_command(args, as_user).spawn().expect("spawn role");
     let mut out = BufReader::new(child.stdout.take().expect("stdout"));
     let mut l = String::new();
     while !l.trim().starts_with(line) {
@@ -262,6 +305,15 @@ impl Drop for Role {
     }
 }
 
+/// CPU time (user + system, clock ticks) process `pid` has used so far.
+pub fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("stat");
+    // Fields after the command name (which may hold spaces): utime is the 12th.
+    let rest = &stat[stat.rfind(')').expect("comm") + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    f[11].parse::<u64>().expect("utime") + f[12].parse::<u64>().expect("stime")
+}
+
 /// The gateway's stats text, read as the owner, polled until `pred` holds
 /// (bounded: the gateway publishes every 100 ms).
 pub fn stats_until(name: &str, pred: impl Fn(&str) -> bool) -> String {
@@ -271,6 +323,7 @@ pub fn stats_until(name: &str, pred: impl Fn(&str) -> bool) -> String {
         if pred(&t) || Instant::now() > until {
             return t;
         }
+        // No hand-off: the gateway publishes its stats every 100 ms; poll them.
         std::thread::sleep(Duration::from_millis(20));
     }
 }

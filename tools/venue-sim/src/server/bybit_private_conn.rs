@@ -6,20 +6,13 @@
 //! (continuations and binary frames are ignored).
 
 use std::collections::VecDeque;
-use std::io::Write;
 use std::net::{Shutdown, TcpStream};
 use std::sync::atomic::Ordering;
-use std::time::Duration;
 
 use crate::profiles::bybit::private::{End, PrivateSession};
 use crate::server::shared::Shared;
-use crate::server::ws_control::{control, read_more, Step};
-use crate::ws::frame::{encode, parse, Parsed, OP_CLOSE, OP_PING, OP_TEXT};
-
-/// How long a read waits before the loop looks at the clock and the stop flag.
-const TICK: Duration = Duration::from_millis(2);
-/// Longest a write to a client may block.
-const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
+use crate::server::ws_control::{close, control, read_more, send_text, set_timeouts, Step};
+use crate::ws::frame::{parse, Parsed, OP_PING, OP_TEXT};
 
 /// Serves one upgraded private connection until it ends. `rest` holds the bytes
 /// read after the upgrade request.
@@ -29,8 +22,7 @@ pub(crate) fn serve(
     mut session: PrivateSession,
     shared: &Shared,
 ) {
-    let _ = stream.set_read_timeout(Some(TICK));
-    let _ = stream.set_write_timeout(Some(WRITE_TIMEOUT));
+    set_timeouts(&stream);
     let mut buf = rest;
     let mut chunk = [0u8; 8192];
     // The server never pings here, so no pong is ever awaited.
@@ -41,19 +33,19 @@ pub(crate) fn serve(
             break (End::Closed, shared.now_ms());
         }
         if shared.stop.load(Ordering::SeqCst) {
-            let _ = stream.write_all(&encode(OP_CLOSE, &1001u16.to_be_bytes()));
+            close(&mut stream, 1001);
             break (End::Stopped, shared.now_ms());
         }
         let now = shared.now_ms();
         if now >= session.cut_at() {
-            let _ = stream.write_all(&encode(OP_CLOSE, &1000u16.to_be_bytes()));
+            close(&mut stream, 1000);
             break (End::Idle, session.cut_at());
         }
         loop {
             match parse(&buf) {
                 Parsed::Partial => break,
                 Parsed::Bad(code) => {
-                    let _ = stream.write_all(&encode(OP_CLOSE, &code.to_be_bytes()));
+                    close(&mut stream, code);
                     break 'conn (End::Closed, now);
                 }
                 Parsed::Frame(f, used) => {
@@ -65,9 +57,9 @@ pub(crate) fn serve(
                                 shared
                                     .venue()
                                     .bybit_private_text(&mut session, &f.payload, now);
-                            match stream.write_all(&encode(OP_TEXT, text.as_bytes())) {
-                                Ok(()) => Step::Open,
-                                Err(_) => Step::Failed,
+                            match send_text(&mut stream, &text) {
+                                true => Step::Open,
+                                false => Step::Failed,
                             }
                         }
                         op => {

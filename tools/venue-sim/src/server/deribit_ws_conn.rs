@@ -7,30 +7,14 @@
 //! ignored).
 
 use std::collections::VecDeque;
-use std::io::Write;
 use std::net::{Shutdown, TcpStream};
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use crate::profiles::deribit::ws::{DeribitSession, End, WsPoll, WsStep};
 use crate::server::shared::{sleep_unless_stopped, Shared};
-use crate::server::ws_control::{control, read_more, Step};
-use crate::ws::frame::{encode, parse, Parsed, OP_CLOSE, OP_TEXT};
-
-/// How long a read waits before the loop looks at the clock and the stop flag.
-const TICK: Duration = Duration::from_millis(2);
-/// Longest a write to a client may block.
-const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// Writes a close frame with `code` (a failure is the end anyway).
-fn close(stream: &mut TcpStream, code: u16) {
-    let _ = stream.write_all(&encode(OP_CLOSE, &code.to_be_bytes()));
-}
-
-/// Writes a text frame; whether it went.
-fn send(stream: &mut TcpStream, text: &str) -> bool {
-    stream.write_all(&encode(OP_TEXT, text.as_bytes())).is_ok()
-}
+use crate::server::ws_control::{close, control, read_more, send_text, set_timeouts, Step};
+use crate::ws::frame::{parse, Parsed, OP_TEXT};
 
 /// Serves one upgraded connection until it ends. `rest` holds the bytes read
 /// after the upgrade request.
@@ -40,8 +24,7 @@ pub(crate) fn serve(
     mut session: DeribitSession,
     shared: &Shared,
 ) {
-    let _ = stream.set_read_timeout(Some(TICK));
-    let _ = stream.set_write_timeout(Some(WRITE_TIMEOUT));
+    set_timeouts(&stream);
     let mut buf = rest;
     let mut chunk = [0u8; 8192];
     // The server never sends WebSocket pings here, so no pong is awaited.
@@ -62,7 +45,7 @@ pub(crate) fn serve(
                 match polled {
                     WsPoll::Wait => break,
                     WsPoll::Send(text) => {
-                        if !send(&mut stream, &text) {
+                        if !send_text(&mut stream, &text) {
                             break 'conn (End::Closed, now);
                         }
                     }
@@ -96,7 +79,7 @@ pub(crate) fn serve(
                     let text = match step {
                         WsStep::Answer(text) => text,
                         WsStep::AnswerThenEnd(text, end) => {
-                            send(&mut stream, &text);
+                            send_text(&mut stream, &text);
                             close(&mut stream, 1008);
                             break 'conn (end, now);
                         }
@@ -110,7 +93,7 @@ pub(crate) fn serve(
                             shared.venue().deribit_ws_delayed(op, account, later)
                         }
                     };
-                    if !send(&mut stream, &text) {
+                    if !send_text(&mut stream, &text) {
                         break 'conn (End::Closed, now);
                     }
                 }

@@ -6,20 +6,13 @@
 //! ignored).
 
 use std::collections::VecDeque;
-use std::io::Write;
 use std::net::{Shutdown, TcpStream};
 use std::sync::atomic::Ordering;
-use std::time::Duration;
 
 use crate::profiles::hyperliquid::ws::HlWsSession;
 use crate::server::shared::Shared;
-use crate::server::ws_control::{control, read_more, Step};
-use crate::ws::frame::{encode, parse, Parsed, OP_CLOSE, OP_TEXT};
-
-/// How long a read waits before the loop looks at the stop flag.
-const TICK: Duration = Duration::from_millis(2);
-/// Longest a write to a client may block.
-const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
+use crate::server::ws_control::{close, control, read_more, send_text, set_timeouts, Step};
+use crate::ws::frame::{parse, Parsed, OP_TEXT};
 
 /// Serves one upgraded connection until it ends. `rest` holds the bytes read
 /// after the upgrade request.
@@ -29,22 +22,21 @@ pub(crate) fn serve(
     mut session: HlWsSession,
     shared: &Shared,
 ) {
-    let _ = stream.set_read_timeout(Some(TICK));
-    let _ = stream.set_write_timeout(Some(WRITE_TIMEOUT));
+    set_timeouts(&stream);
     let mut buf = rest;
     let mut chunk = [0u8; 8192];
     // The server sends no WebSocket pings, so no pong is awaited.
     let mut awaiting: VecDeque<(Vec<u8>, i64)> = VecDeque::new();
     'conn: loop {
         if shared.stop.load(Ordering::SeqCst) {
-            let _ = stream.write_all(&encode(OP_CLOSE, &1001u16.to_be_bytes()));
+            close(&mut stream, 1001);
             break;
         }
         loop {
             match parse(&buf) {
                 Parsed::Partial => break,
                 Parsed::Bad(code) => {
-                    let _ = stream.write_all(&encode(OP_CLOSE, &code.to_be_bytes()));
+                    close(&mut stream, code);
                     break 'conn;
                 }
                 Parsed::Frame(f, used) => {
@@ -57,7 +49,7 @@ pub(crate) fn serve(
                     }
                     let now = shared.now_ms();
                     let text = shared.venue().hl_ws_text(&mut session, &f.payload, now);
-                    if stream.write_all(&encode(OP_TEXT, text.as_bytes())).is_err() {
+                    if !send_text(&mut stream, &text) {
                         break 'conn;
                     }
                 }

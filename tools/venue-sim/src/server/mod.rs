@@ -79,6 +79,8 @@ impl Server {
         let shared = Arc::new(Shared {
             offset_ms: AtomicI64::new(config.clock_offset_ms),
             venue: Mutex::new(Venue::new(config)),
+            changed: std::sync::Condvar::new(),
+            waiters: std::sync::atomic::AtomicUsize::new(0),
             stop: AtomicBool::new(false),
             conns: Mutex::new(Vec::new()),
             private_cuts: std::sync::atomic::AtomicU64::new(0),
@@ -143,6 +145,38 @@ impl Server {
     /// The report so far.
     pub fn report(&self) -> Report {
         self.shared.venue().report()
+    }
+
+    /// Waits until `done` holds of the report, looked at now and after each
+    /// change of the venue's state (no polling: the change wakes the wait), or
+    /// until `limit` has passed; the last report either way, for the caller to
+    /// assert on. `done` runs with the venue locked: it must not call the server.
+    pub fn wait_report(&self, limit: Duration, mut done: impl FnMut(&Report) -> bool) -> Report {
+        let mut last = None;
+        self.shared.wait(limit, |v| {
+            let r = v.report();
+            let held = done(&r);
+            last = Some(r);
+            held
+        });
+        last.unwrap_or_else(|| self.report())
+    }
+
+    /// Waits like [`Server::wait_report`] until `done` holds of the orders
+    /// (every order the engine accepted, oldest first); the last orders.
+    pub fn wait_orders(
+        &self,
+        limit: Duration,
+        mut done: impl FnMut(&[crate::report::OrderView]) -> bool,
+    ) -> Vec<crate::report::OrderView> {
+        let mut last = None;
+        self.shared.wait(limit, |v| {
+            let o = v.orders();
+            let held = done(&o);
+            last = Some(o);
+            held
+        });
+        last.unwrap_or_else(|| self.orders())
     }
 
     /// Bans `ip` now for `duration_ms`, as an automatic ban would (418 with

@@ -23,13 +23,8 @@ use crate::engine::state::Venue;
 use crate::http::Response;
 use crate::profiles::binance::ws_api::{ApiAdmission, ApiRun, ApiSession};
 use crate::server::shared::{sleep_unless_stopped, Shared};
-use crate::server::ws_control::{control, read_more, Step};
-use crate::ws::frame::{encode, parse, Parsed, OP_CLOSE, OP_PING, OP_TEXT};
-
-/// How long a read waits before the loop looks at events, pings and the stop flag.
-const TICK: Duration = Duration::from_millis(2);
-/// Longest a write to a client may block.
-const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
+use crate::server::ws_control::{close, control, read_more, send_text, set_timeouts, Step};
+use crate::ws::frame::{encode, parse, Parsed, OP_PING, OP_TEXT};
 
 /// Why a connection ended (for the report).
 enum End {
@@ -54,8 +49,7 @@ pub(crate) fn serve(
     shared: &Shared,
 ) {
     let lim = shared.venue().config().ws;
-    let _ = stream.set_read_timeout(Some(TICK));
-    let _ = stream.set_write_timeout(Some(WRITE_TIMEOUT));
+    set_timeouts(&stream);
     let (tx, events) = mpsc::channel();
     let mut session = ApiSession::new(tx, rate_limits, shared.now_ms());
     let mut buf = rest;
@@ -64,12 +58,12 @@ pub(crate) fn serve(
     let mut awaiting: VecDeque<(Vec<u8>, i64)> = VecDeque::new();
     let end = 'conn: loop {
         if shared.stop.load(Ordering::SeqCst) {
-            let _ = stream.write_all(&encode(OP_CLOSE, &1001u16.to_be_bytes()));
+            close(&mut stream, 1001);
             break End::Normal;
         }
         // The session holds a sender, so the channel never disconnects.
         while let Ok(ev) = events.try_recv() {
-            if stream.write_all(&encode(OP_TEXT, ev.as_bytes())).is_err() {
+            if !send_text(&mut stream, &ev) {
                 break 'conn End::Io;
             }
         }
@@ -93,7 +87,7 @@ pub(crate) fn serve(
             match parse(&buf) {
                 Parsed::Partial => break,
                 Parsed::Bad(code) => {
-                    let _ = stream.write_all(&encode(OP_CLOSE, &code.to_be_bytes()));
+                    close(&mut stream, code);
                     break 'conn End::Protocol;
                 }
                 Parsed::Frame(f, used) => {
@@ -238,12 +232,12 @@ fn request(
     }
 }
 
-fn send(stream: &mut TcpStream, text: &str, close: bool) -> Keep {
-    if stream.write_all(&encode(OP_TEXT, text.as_bytes())).is_err() {
+fn send(stream: &mut TcpStream, text: &str, then_close: bool) -> Keep {
+    if !send_text(stream, text) {
         return Keep::Failed;
     }
-    if close {
-        let _ = stream.write_all(&encode(OP_CLOSE, &1008u16.to_be_bytes()));
+    if then_close {
+        close(stream, 1008);
         return Keep::Close;
     }
     Keep::Open

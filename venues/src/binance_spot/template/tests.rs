@@ -13,7 +13,7 @@ pub(crate) const SECRET: &[u8] =
     b"NhqPtmdSJYdKjVHjA7PZj4Mge3R5YNiP1e3UZjInClVN65XAbvqqM6A7H5fATj0j";
 
 /// Binance Spot's limits as `exchangeInfo` lists them (its `rateLimits`).
-const INFO: &[u8] = br#"{"rateLimits":[{"rateLimitType":"REQUEST_WEIGHT","interval":"MINUTE","intervalNum":1,"limit":6000},{"rateLimitType":"ORDERS","interval":"SECOND","intervalNum":10,"limit":100},{"rateLimitType":"RAW_REQUESTS","interval":"MINUTE","intervalNum":5,"limit":61000}]}"#;
+pub(crate) const INFO: &[u8] = br#"{"rateLimits":[{"rateLimitType":"REQUEST_WEIGHT","interval":"MINUTE","intervalNum":1,"limit":6000},{"rateLimitType":"ORDERS","interval":"SECOND","intervalNum":10,"limit":100},{"rateLimitType":"RAW_REQUESTS","interval":"MINUTE","intervalNum":5,"limit":61000}]}"#;
 
 fn spot(recv_window_ms: i64) -> BinanceSpot {
     spot_with(Auth::new(API_KEY, SECRET, recv_window_ms).unwrap())
@@ -54,54 +54,91 @@ pub(crate) fn order_type() -> impl Strategy<Value = OrderType> {
     ]
 }
 
+/// One order the template property tests (Spot REST, Spot WebSocket, USD-M
+/// REST) write both ways, with the time and the receive window: the generated
+/// values, owned (the order and its fill borrow them).
+#[derive(Clone, Debug)]
+pub(crate) struct Case {
+    symbol: String,
+    pub(crate) side: Side,
+    pub(crate) order_type: OrderType,
+    price: String,
+    quantity: String,
+    id: String,
+    pub(crate) now: i64,
+    pub(crate) recv_window: i64,
+}
+
+impl Case {
+    /// The case as an order (`reduce_only` as given) and as a template's fill.
+    pub(crate) fn order(&self, reduce_only: bool) -> (NewOrder<'_>, Fill<'_>) {
+        let priced = !matches!(self.order_type, OrderType::Market);
+        let price = priced.then(|| Decimal::new(&self.price).unwrap());
+        let fill = Fill {
+            price,
+            quantity: Decimal::new(&self.quantity).unwrap(),
+            client_order_id: ClientOrderId::new(&self.id).unwrap(),
+        };
+        let order = NewOrder {
+            symbol: Symbol::new(&self.symbol).unwrap(),
+            side: self.side,
+            order_type: self.order_type,
+            price,
+            quantity: fill.quantity,
+            client_order_id: fill.client_order_id,
+            reduce_only,
+        };
+        (order, fill)
+    }
+}
+
+/// Any order of any symbol, side and type, at any time, with any receive window.
+pub(crate) fn case() -> impl Strategy<Value = Case> {
+    (
+        "[A-Z0-9]{2,20}",
+        any::<bool>(),
+        order_type(),
+        "[0-9]{1,8}(\\.[0-9]{1,8})?",
+        "[0-9]{1,8}(\\.[0-9]{1,8})?",
+        "[a-zA-Z0-9._:/-]{1,36}",
+        0i64..1_000_000 * SEC,
+        1i64..=60_000,
+    )
+        .prop_map(
+            |(symbol, buy, order_type, price, quantity, id, now, recv_window)| Case {
+                symbol,
+                side: if buy { Side::Buy } else { Side::Sell },
+                order_type,
+                price,
+                quantity,
+                id,
+                now,
+                recv_window,
+            },
+        )
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(512))]
 
     #[test]
-    fn the_template_writes_what_new_order_writes(
-        symbol in "[A-Z0-9]{2,20}",
-        buy in any::<bool>(),
-        order_type in order_type(),
-        price in "[0-9]{1,8}(\\.[0-9]{1,8})?",
-        quantity in "[0-9]{1,8}(\\.[0-9]{1,8})?",
-        id in "[a-zA-Z0-9._:/-]{1,36}",
-        now in 0i64..1_000_000 * SEC,
-        recv_window in 1i64..=60_000,
-        ed25519 in any::<bool>(),
-    ) {
+    fn the_template_writes_what_new_order_writes(c in case(), ed25519 in any::<bool>()) {
         // Either key type: an Ed25519 signature (URL-encoded base64) is written
         // as the builder writes it, as is HMAC's hex.
         let mut spot = match ed25519 {
-            false => spot(recv_window),
+            false => spot(c.recv_window),
             true => spot_with(
-                Auth::ed25519(API_KEY, Ed25519Key::from_seed(&[7; 32]), recv_window).unwrap(),
+                Auth::ed25519(API_KEY, Ed25519Key::from_seed(&[7; 32]), c.recv_window).unwrap(),
             ),
         };
-        let symbol = Symbol::new(&symbol).unwrap();
-        let side = if buy { Side::Buy } else { Side::Sell };
-        let priced = !matches!(order_type, OrderType::Market);
-        let price = priced.then(|| Decimal::new(&price).unwrap());
-        let fill = Fill {
-            price,
-            quantity: Decimal::new(&quantity).unwrap(),
-            client_order_id: ClientOrderId::new(&id).unwrap(),
-        };
-        let order = NewOrder {
-            symbol,
-            side,
-            order_type,
-            price,
-            quantity: fill.quantity,
-            client_order_id: fill.client_order_id,
-            reduce_only: false,
-        };
-        let t = spot.order_template(symbol, side, order_type).unwrap();
+        let (order, fill) = c.order(false);
+        let t = spot.order_template(order.symbol, c.side, c.order_type).unwrap();
         let mut a = Prepared::default();
         let mut b = Prepared::with_capacity(1024);
-        spot.new_order(&mut a, &order, now).unwrap();
+        spot.new_order(&mut a, &order, c.now).unwrap();
         // Twice into the same request: a reused one holds nothing of the last.
-        spot.new_order_from(&t, &mut b, &fill, now / 2).unwrap();
-        spot.new_order_from(&t, &mut b, &fill, now).unwrap();
+        spot.new_order_from(&t, &mut b, &fill, c.now / 2).unwrap();
+        spot.new_order_from(&t, &mut b, &fill, c.now).unwrap();
         prop_assert_eq!(seen(&a), seen(&b));
     }
 }

@@ -5,16 +5,10 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::adapt::Clock;
+use crate::binance_spot::template::tests::{case, API_KEY, INFO, SEC, SECRET};
 use crate::binance_spot::BinanceSpot;
 use crate::binance_spot_ws::Call;
 use crate::endpoint::TimeInForce;
-
-const SEC: i64 = 1_000_000_000;
-const API_KEY: &str = "vmPUZE6mv9SD5VNHk4HlWFsOr6aKE2zvsw0MuIgwCIPy6utIco14y7Ju91duEh8A";
-const SECRET: &[u8] = b"NhqPtmdSJYdKjVHjA7PZj4Mge3R5YNiP1e3UZjInClVN65XAbvqqM6A7H5fATj0j";
-
-/// Binance Spot's limits as `exchangeInfo` lists them (its `rateLimits`).
-const INFO: &[u8] = br#"{"rateLimits":[{"rateLimitType":"REQUEST_WEIGHT","interval":"MINUTE","intervalNum":1,"limit":6000},{"rateLimitType":"ORDERS","interval":"SECOND","intervalNum":10,"limit":100},{"rateLimitType":"RAW_REQUESTS","interval":"MINUTE","intervalNum":5,"limit":61000}]}"#;
 
 fn session(recv_window_ms: i64, keyed: bool) -> Session {
     let mut b = ergon_core::Budget::builder();
@@ -27,16 +21,6 @@ fn session(recv_window_ms: i64, keyed: bool) -> Session {
     .unwrap();
     let key = keyed.then_some((API_KEY, SECRET));
     Session::new(spot, key, recv_window_ms, 4).unwrap()
-}
-
-fn order_type() -> impl Strategy<Value = OrderType> {
-    prop_oneof![
-        Just(OrderType::Limit(TimeInForce::Gtc)),
-        Just(OrderType::Limit(TimeInForce::Ioc)),
-        Just(OrderType::Limit(TimeInForce::Fok)),
-        Just(OrderType::PostOnly),
-        Just(OrderType::Market),
-    ]
 }
 
 /// `frame` without its `"apiKey":"..."` parameter and its signature: the form of a
@@ -58,35 +42,10 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(512))]
 
     #[test]
-    fn the_template_writes_what_prepare_writes(
-        symbol in "[A-Z0-9]{2,20}",
-        buy in any::<bool>(),
-        order_type in order_type(),
-        price in "[0-9]{1,8}(\\.[0-9]{1,8})?",
-        quantity in "[0-9]{1,8}(\\.[0-9]{1,8})?",
-        id in "[a-zA-Z0-9._:/-]{1,36}",
-        now in 0i64..1_000_000 * SEC,
-        recv_window in 1i64..=60_000,
-        earlier in 0usize..3,
-    ) {
-        let symbol = Symbol::new(&symbol).unwrap();
-        let side = if buy { Side::Buy } else { Side::Sell };
-        let priced = !matches!(order_type, OrderType::Market);
-        let price = priced.then(|| Decimal::new(&price).unwrap());
-        let fill = Fill {
-            price,
-            quantity: Decimal::new(&quantity).unwrap(),
-            client_order_id: ClientOrderId::new(&id).unwrap(),
-        };
-        let order = NewOrder {
-            symbol,
-            side,
-            order_type,
-            price,
-            quantity: fill.quantity,
-            client_order_id: fill.client_order_id,
-            reduce_only: false,
-        };
+    fn the_template_writes_what_prepare_writes(c in case(), earlier in 0usize..3) {
+        let (order, fill) = c.order(false);
+        let (symbol, side, order_type, now) = (order.symbol, c.side, c.order_type, c.now);
+        let recv_window = c.recv_window;
         let (mut a, mut b, mut c) = (
             session(recv_window, true),
             session(recv_window, true),
