@@ -130,6 +130,7 @@ pub mod files;
 mod opts;
 pub mod os;
 pub mod region;
+pub mod rundir;
 pub mod stats;
 
 pub use crate::events::ORDER_UPDATE;

@@ -203,31 +203,13 @@ impl PrivateDir {
 }
 
 /// The gateway's private runtime directory, created 0750 if absent and refused
-/// unless a directory (not a symlink) of this uid that no other user can write:
-/// `--runtime-dir`, else systemd's `$RUNTIME_DIRECTORY` (its first entry), else
-/// `/run/ergon-gateway/NAME` as root, `$XDG_RUNTIME_DIR/ergon-gateway/NAME`
-/// otherwise; its parents checked with [`check_dir`].
+/// unless a directory (not a symlink) of this uid that no other user can write,
+/// where [`ergon_gateway::shm::rundir::runtime_dir`] says; its parents checked
+/// with [`check_dir`].
 pub fn runtime_dir(flag: Option<&Path>, name: &str) -> Result<PathBuf, String> {
     use std::os::unix::fs::DirBuilderExt;
     let me = os::euid();
-    let dir = match flag {
-        Some(d) => d.to_path_buf(),
-        None => match std::env::var_os("RUNTIME_DIRECTORY") {
-            Some(v) => {
-                let first = v.to_string_lossy().split(':').next().unwrap_or("").to_string();
-                PathBuf::from(first)
-            }
-            None if me == 0 => Path::new("/run/ergon-gateway").join(name),
-            None => match std::env::var_os("XDG_RUNTIME_DIR") {
-                Some(x) => Path::new(&x).join("ergon-gateway").join(name),
-                None => {
-                    return Err(
-                        "no runtime directory: give --runtime-dir DIR (or --journal PATH), or set RUNTIME_DIRECTORY or XDG_RUNTIME_DIR".into(),
-                    )
-                }
-            },
-        },
-    };
+    let dir = ergon_gateway::shm::rundir::runtime_dir(flag, name)?;
     let shown = dir.display();
     if dir.as_os_str().is_empty() || dir.is_relative() {
         return Err(format!(
