@@ -154,7 +154,17 @@ pub fn read_stats(name: &str) -> std::io::Result<String> {
 /// [`read_stats`] of a gateway that runs as `gateway_uid`: a process of any
 /// other uid under the name is refused, naming its uid.
 pub fn read_stats_uid(name: &str, gateway_uid: u32) -> std::io::Result<String> {
-    let (_sock, answer, fds) = client::command(name, gateway_uid, "stats")?;
+    read_stats_in(None, name, gateway_uid)
+}
+
+/// [`read_stats_uid`] of the gateway whose runtime directory is `runtime_dir`
+/// (None: as [`ShmClient::attach_in`] looks for it).
+pub fn read_stats_in(
+    runtime_dir: Option<&std::path::Path>,
+    name: &str,
+    gateway_uid: u32,
+) -> std::io::Result<String> {
+    let (_sock, answer, fds) = client::command(name, gateway_uid, runtime_dir, "stats")?;
     match (answer.starts_with("ok"), fds.first()) {
         (true, Some(fd)) => Ok(stats::read(fd)?.unwrap_or_default()),
         _ => Err(std::io::Error::other(format!(
@@ -181,7 +191,7 @@ pub fn raw_command_uid(
     gateway_uid: u32,
     cmd: &str,
 ) -> std::io::Result<(std::os::fd::OwnedFd, String, Vec<std::os::fd::OwnedFd>)> {
-    client::command(name, gateway_uid, cmd)
+    client::command(name, gateway_uid, None, cmd)
 }
 
 /// Asks the gateway `name` to clear the halt of `bucket` (a person's command,
@@ -194,7 +204,19 @@ pub fn clear_halt(name: &str, bucket: &str) -> std::io::Result<String> {
 /// [`clear_halt`] at a gateway that runs as `gateway_uid`: a process of any
 /// other uid under the name is refused, naming its uid, and told nothing.
 pub fn clear_halt_uid(name: &str, gateway_uid: u32, bucket: &str) -> std::io::Result<String> {
-    let (_sock, answer, _) = client::command(name, gateway_uid, &format!("clear-halt {bucket}"))?;
+    clear_halt_in(None, name, gateway_uid, bucket)
+}
+
+/// [`clear_halt_uid`] at the gateway whose runtime directory is `runtime_dir`
+/// (None: as [`ShmClient::attach_in`] looks for it).
+pub fn clear_halt_in(
+    runtime_dir: Option<&std::path::Path>,
+    name: &str,
+    gateway_uid: u32,
+    bucket: &str,
+) -> std::io::Result<String> {
+    let cmd = format!("clear-halt {bucket}");
+    let (_sock, answer, _) = client::command(name, gateway_uid, runtime_dir, &cmd)?;
     Ok(answer)
 }
 
