@@ -118,6 +118,47 @@ impl PrivateDir {
         &self.path
     }
 
+    /// Its descriptor, to name its files relative to.
+    pub fn fd(&self) -> std::os::fd::RawFd {
+        self.fd.as_raw_fd()
+    }
+
+    /// Makes room for the gateway's socket file `name`: nothing is there, or a
+    /// stale socket of the gateway's uid that nobody listens on (an earlier
+    /// life's, removed). Anything else is refused, naming it: a socket someone
+    /// answers on (another gateway of that name), a symlink, another uid's
+    /// file, a file that is not a socket. Nothing is followed.
+    pub fn clear_socket(&self, name: &str) -> io::Result<()> {
+        let shown = self.path.join(name);
+        let Some((mode, uid)) = os::stat_at(self.fd(), name)? else {
+            return Ok(());
+        };
+        if mode & libc::S_IFMT == libc::S_IFLNK {
+            return Err(refused(&shown, "a symlink where the gateway's socket goes"));
+        }
+        if mode & libc::S_IFMT != libc::S_IFSOCK {
+            return Err(refused(
+                &shown,
+                "not a socket, where the gateway's socket goes",
+            ));
+        }
+        if uid != os::euid() {
+            return Err(refused(&shown, format_args!("a socket of uid {uid}")));
+        }
+        match os::connect_at(self.fd(), name) {
+            Err(e) if matches!(e.raw_os_error(), Some(libc::ECONNREFUSED | libc::ENOENT)) => {
+                self.remove(name)
+            }
+            _ => Err(io::Error::new(
+                io::ErrorKind::AddrInUse,
+                format!(
+                    "{}: a process of this uid listens there (another gateway of that name?)",
+                    shown.display()
+                ),
+            )),
+        }
+    }
+
     /// Removes its entry `name` (`unlinkat`: the entry itself, a symlink
     /// included, never what it points at).
     pub fn remove(&self, name: &str) -> io::Result<()> {
