@@ -4,9 +4,13 @@
 //!
 //! # How a client attaches
 //!
-//! The gateway listens on the **abstract** Unix socket `@ergon-gateway/NAME`
-//! (`SOCK_SEQPACKET`; abstract: no file to clean up, gone with the process, so a
-//! restarted gateway binds again at once). A client sends `attach CLIENT
+//! The gateway listens on a socket file in its private runtime directory,
+//! [`rundir::socket_file`] (`gateway-NAME.sock`, mode 0660, in the directory
+//! [`rundir::runtime_dir`] names; no other uid can write there, so none can
+//! take or replace it), and on the **abstract** Unix socket
+//! `@ergon-gateway/NAME` for older clients (no file; but any uid can take the
+//! name first, which costs the gateway only a warning). Both are
+//! `SOCK_SEQPACKET`. A client sends `attach CLIENT
 //! protocol=3`, and the word `open-orders` if it wants the gateway's polls of
 //! open orders ([`AttachOptions`]; a gateway polls for that purpose only while
 //! such a client is attached); an attach of another protocol, or naming none
@@ -58,13 +62,17 @@
 //! belongs to uid U, not uid V`, so no allowed uid can take another's region,
 //! events or orders by its name.
 //!
-//! Clients authenticate the server too: the name of an abstract socket is
-//! anyone's to take first, so [`ShmClient::attach`], [`read_stats`] and
-//! [`clear_halt`] check the uid the kernel recorded for the listening process
-//! (`SO_PEERCRED`) against the one they expect (their own; the `*_uid`
-//! variants and `--gateway-uid` name another) and send nothing to any other. The socket stays abstract: the peer check is the access
-//! control (an abstract socket has no file permissions to rely on), and no file
-//! is left behind to be raced or pre-created by another user.
+//! Clients authenticate the server too: [`ShmClient::attach`], [`read_stats`]
+//! and [`clear_halt`] look for the socket file first ([`rundir::client_dirs`]:
+//! the directory [`rundir::RUNTIME_DIR_ENV`] or the `*_in` variants name, else
+//! the rule's places), believed only if a socket (not a symlink) owned by the
+//! uid they expect; then the abstract name, whose name is anyone's to take
+//! first. At either they check the uid the kernel recorded for the listening
+//! process (`SO_PEERCRED`) against the one they expect (their own; the `*_uid`
+//! variants and `--gateway-uid` name another) and send nothing to any other. A
+//! client of another uid reaches the socket file only if the directory's group
+//! lets it in (`RuntimeDirectoryMode=0750` and the gateway's group); otherwise
+//! it uses the abstract name, checked the same way.
 //!
 //! # Crash cases
 //!

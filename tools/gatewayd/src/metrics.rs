@@ -640,7 +640,8 @@ fn health_file_listener(dir: &std::path::Path, name: &str) -> io::Result<UnixLis
     let shown = dir.join(&file);
     let fail = |e: io::Error| io::Error::new(e.kind(), format!("{}: {e}", shown.display()));
     let pd = crate::shm::PrivateDir::open(dir).map_err(fail)?;
-    pd.clear_socket(&file).map_err(fail)?;
+    // Its errors name the path already.
+    pd.clear_socket(&file)?;
     let l = UnixListener::bind(ergon_gateway::shm::os::at_path(pd.fd(), &file)).map_err(fail)?;
     ergon_gateway::shm::os::chmod_at(pd.fd(), &file, 0o600).map_err(fail)?;
     Ok(l)

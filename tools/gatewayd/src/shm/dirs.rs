@@ -311,4 +311,36 @@ mod tests {
         assert!(e.contains("symlink"), "{e}");
         let _ = std::fs::remove_dir_all(&d);
     }
+
+    #[test]
+    fn a_stale_socket_of_ours_goes_and_anything_else_at_its_path_stays() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = std::env::temp_dir().join(format!("ergon-sock-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir(&d).unwrap();
+        std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o700)).unwrap();
+        let p = PrivateDir::open(&d).unwrap();
+        p.clear_socket("s").unwrap(); // nothing there
+        let live = os::listen_at(p.fd(), "s", 0o600).unwrap();
+        let e = p.clear_socket("s").unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::AddrInUse, "{e}");
+        drop(live); // stale now: nobody listens
+        p.clear_socket("s").unwrap();
+        assert!(std::fs::symlink_metadata(d.join("s")).is_err(), "removed");
+        std::os::unix::fs::symlink("/etc/hostname", d.join("l")).unwrap();
+        let e = p.clear_socket("l").unwrap_err().to_string();
+        assert!(e.contains("a symlink"), "{e}");
+        std::fs::write(d.join("f"), "x").unwrap();
+        let e = p.clear_socket("f").unwrap_err().to_string();
+        assert!(e.contains("not a socket"), "{e}");
+        if os::euid() == 0 {
+            drop(os::listen_at(p.fd(), "o", 0o600).unwrap());
+            std::os::unix::fs::lchown(d.join("o"), Some(65534), None).unwrap();
+            let e = p.clear_socket("o").unwrap_err().to_string();
+            assert!(e.contains("a socket of uid 65534"), "{e}");
+            assert!(std::fs::symlink_metadata(d.join("o")).is_ok(), "left alone");
+        }
+        assert!(std::fs::symlink_metadata(d.join("l")).is_ok(), "left alone");
+        let _ = std::fs::remove_dir_all(&d);
+    }
 }

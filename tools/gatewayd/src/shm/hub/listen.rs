@@ -31,7 +31,8 @@ pub(super) fn listeners(name: &str, dir: Option<&Path>) -> io::Result<Vec<OwnedF
             )
         };
         let pd = PrivateDir::open(d).map_err(fail)?;
-        pd.clear_socket(&file).map_err(fail)?;
+        // Its errors name the path already.
+        pd.clear_socket(&file)?;
         out.push(os::listen_at(pd.fd(), &file, SOCKET_MODE).map_err(fail)?);
         at = Some(shown);
     }
