@@ -3,6 +3,7 @@
 
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::Path;
 use std::sync::atomic::{fence, Ordering};
 
 use ergon_core::Class;
@@ -12,6 +13,7 @@ use super::event::ShmEvent;
 use super::opts::AttachOptions;
 use super::os;
 use super::region::{Region, EVENT_SLOT, SUBMIT_SLOT};
+use super::rundir;
 use crate::ids::{IdError, IdIssuer};
 use crate::Tag;
 use ergon_io::boundary::shm_ring::{PushError, ShmConsumer, ShmProducer, LEN_BYTES};
@@ -98,27 +100,98 @@ fn bad(what: impl Into<String>) -> io::Error {
 }
 
 /// Connects to the gateway `name` and checks that the process listening there
-/// runs as `gateway_uid` (the uid the kernel recorded for it, `SO_PEERCRED`):
-/// an abstract socket's name is anyone's to take first, so a process of another
-/// uid there is an impostor and is told nothing.
-pub(crate) fn connect_checked(name: &str, gateway_uid: u32) -> io::Result<OwnedFd> {
-    let sock = os::connect(name).map_err(|e| {
-        bad(format!(
-            "no gateway named {name:?} (abstract socket @ergon-gateway/{name}): {e}"
-        ))
-    })?;
-    let peer = os::peer_cred(&sock)
+/// runs as `gateway_uid` (the uid the kernel recorded for it, `SO_PEERCRED`).
+/// Its socket in its runtime directory first ([`rundir::client_dirs`]: `dir`,
+/// else [`rundir::RUNTIME_DIR_ENV`], else the rule's places), which no other
+/// uid can take; else, from an older gateway or a client the directory keeps
+/// out, the abstract socket `@ergon-gateway/NAME`, whose name is anyone's to
+/// take first. A process of another uid at either is an impostor and is told
+/// nothing.
+pub(crate) fn connect_checked(
+    name: &str,
+    gateway_uid: u32,
+    dir: Option<&Path>,
+) -> io::Result<OwnedFd> {
+    // What was refused on the way, said if nothing better is found: another
+    // place may still hold the real gateway (each is checked on its own).
+    let mut refused = None;
+    for d in rundir::client_dirs(name, gateway_uid, dir) {
+        match connect_in(&d, name, gateway_uid) {
+            Ok(Some(sock)) => return Ok(sock),
+            Ok(None) => {}
+            Err(e) => refused = refused.or(Some(e)),
+        }
+    }
+    let found = os::connect(name)
+        .map_err(|e| {
+            bad(format!(
+                "no gateway named {name:?} (abstract socket @ergon-gateway/{name}): {e}"
+            ))
+        })
+        .and_then(|sock| {
+            check_peer(&sock, name, gateway_uid, &format!("@ergon-gateway/{name}"))?;
+            Ok(sock)
+        });
+    match (found, refused) {
+        (Ok(sock), _) => Ok(sock),
+        (Err(e), Some(r)) => Err(io::Error::new(r.kind(), format!("{r}; and {e}"))),
+        (Err(e), None) => Err(e),
+    }
+}
+
+fn check_peer(sock: &OwnedFd, name: &str, gateway_uid: u32, at: &str) -> io::Result<()> {
+    let peer = os::peer_cred(sock)
         .map_err(|e| bad(format!("gateway {name:?}: no peer credentials: {e}")))?;
     if peer.uid != gateway_uid {
         return Err(io::Error::new(
             io::ErrorKind::PermissionDenied,
             format!(
-                "refusing gateway {name:?}: its socket is held by uid {} (pid {}), not uid {gateway_uid} (an impostor, or give --gateway-uid)",
+                "refusing gateway {name:?}: its socket is held by uid {} (pid {}), not uid {gateway_uid} (an impostor, or give --gateway-uid) ({at})",
                 peer.uid, peer.pid
             ),
         ));
     }
-    Ok(sock)
+    Ok(())
+}
+
+/// The gateway's socket in the directory `dir`, checked: None if there is
+/// none this process can reach (no such directory or socket, a directory that
+/// keeps this uid out, a socket nobody listens on); an error if what is there
+/// is not a socket of `gateway_uid` (a symlink, another uid's socket: never
+/// followed, never spoken to) or its listener runs as another uid.
+fn connect_in(dir: &Path, name: &str, gateway_uid: u32) -> io::Result<Option<OwnedFd>> {
+    let file = rundir::socket_file(name);
+    let Ok(d) = os::open_dir(dir) else {
+        return Ok(None);
+    };
+    let shown = dir.join(&file);
+    let refuse = |why: String| {
+        io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!("refusing gateway {name:?}: {}: {why}", shown.display()),
+        )
+    };
+    let (mode, uid) = match os::stat_at(d.as_raw_fd(), &file) {
+        Ok(Some(m)) => m,
+        Ok(None) | Err(_) => return Ok(None),
+    };
+    match mode & libc::S_IFMT {
+        libc::S_IFSOCK => {}
+        libc::S_IFLNK => return Err(refuse("a symlink, not the gateway's socket".into())),
+        _ => return Err(refuse("not a socket".into())),
+    }
+    if uid != gateway_uid {
+        return Err(refuse(format!(
+            "owned by uid {uid}, not uid {gateway_uid} (an impostor, or give --gateway-uid)"
+        )));
+    }
+    let sock = match os::connect_at(d.as_raw_fd(), &file) {
+        Ok(s) => s,
+        // Stale (no gateway), or the socket's mode keeps this uid out.
+        Err(_) => return Ok(None),
+    };
+    check_peer(&sock, name, gateway_uid, &shown.display().to_string())?;
+    Ok(Some(sock))
 }
 
 /// Sends one text command to the gateway `name`, served by `gateway_uid`
@@ -127,9 +200,10 @@ pub(crate) fn connect_checked(name: &str, gateway_uid: u32) -> io::Result<OwnedF
 pub(crate) fn command(
     name: &str,
     gateway_uid: u32,
+    dir: Option<&Path>,
     cmd: &str,
 ) -> io::Result<(OwnedFd, String, Vec<OwnedFd>)> {
-    let sock = connect_checked(name, gateway_uid)?;
+    let sock = connect_checked(name, gateway_uid, dir)?;
     // A gateway that refused this peer at accept may have answered and closed
     // before the command went out: its answer is still there to read.
     let sent = os::send_fds(sock.as_raw_fd(), cmd.as_bytes(), &[]);
@@ -189,12 +263,26 @@ impl ShmClient {
     /// hears the gateway's open-orders polls (off unless asked), the uid the
     /// gateway must run as.
     pub fn attach_with(gateway: &str, client: &str, o: AttachOptions) -> io::Result<ShmClient> {
+        Self::attach_in(None, gateway, client, o)
+    }
+
+    /// [`ShmClient::attach_with`] to the gateway whose runtime directory
+    /// (`--runtime-dir`) is `runtime_dir`: its socket there is the one looked
+    /// for, then the abstract name (an older gateway). None: the directory
+    /// [`ERGON_GATEWAY_RUNTIME_DIR`](crate::shm::rundir::RUNTIME_DIR_ENV) names,
+    /// else the places of [`client_dirs`](crate::shm::rundir::client_dirs).
+    pub fn attach_in(
+        runtime_dir: Option<&Path>,
+        gateway: &str,
+        client: &str,
+        o: AttachOptions,
+    ) -> io::Result<ShmClient> {
         let uid = o.gateway_uid.unwrap_or_else(os::euid);
         if client.is_empty() || client.len() > 64 || client.contains(char::is_whitespace) {
             return Err(bad("client name: 1 to 64 characters, no spaces"));
         }
         let cmd = format!("attach {client} {}", o.words());
-        let (sock, answer, mut fds) = command(gateway, uid, &cmd)?;
+        let (sock, answer, mut fds) = command(gateway, uid, runtime_dir, &cmd)?;
         let Some(rest) = answer.strip_prefix("ok ") else {
             return Err(bad(format!("gateway refused: {answer}")));
         };

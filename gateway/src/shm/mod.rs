@@ -4,9 +4,13 @@
 //!
 //! # How a client attaches
 //!
-//! The gateway listens on the **abstract** Unix socket `@ergon-gateway/NAME`
-//! (`SOCK_SEQPACKET`; abstract: no file to clean up, gone with the process, so a
-//! restarted gateway binds again at once). A client sends `attach CLIENT
+//! The gateway listens on a socket file in its private runtime directory,
+//! [`rundir::socket_file`] (`gateway-NAME.sock`, mode 0660, in the directory
+//! [`rundir::runtime_dir`] names; no other uid can write there, so none can
+//! take or replace it), and on the **abstract** Unix socket
+//! `@ergon-gateway/NAME` for older clients (no file; but any uid can take the
+//! name first, which costs the gateway only a warning). Both are
+//! `SOCK_SEQPACKET`. A client sends `attach CLIENT
 //! protocol=3`, and the word `open-orders` if it wants the gateway's polls of
 //! open orders ([`AttachOptions`]; a gateway polls for that purpose only while
 //! such a client is attached); an attach of another protocol, or naming none
@@ -58,13 +62,17 @@
 //! belongs to uid U, not uid V`, so no allowed uid can take another's region,
 //! events or orders by its name.
 //!
-//! Clients authenticate the server too: the name of an abstract socket is
-//! anyone's to take first, so [`ShmClient::attach`], [`read_stats`] and
-//! [`clear_halt`] check the uid the kernel recorded for the listening process
-//! (`SO_PEERCRED`) against the one they expect (their own; the `*_uid`
-//! variants and `--gateway-uid` name another) and send nothing to any other. The socket stays abstract: the peer check is the access
-//! control (an abstract socket has no file permissions to rely on), and no file
-//! is left behind to be raced or pre-created by another user.
+//! Clients authenticate the server too: [`ShmClient::attach`], [`read_stats`]
+//! and [`clear_halt`] look for the socket file first ([`rundir::client_dirs`]:
+//! the directory [`rundir::RUNTIME_DIR_ENV`] or the `*_in` variants name, else
+//! the rule's places), believed only if a socket (not a symlink) owned by the
+//! uid they expect; then the abstract name, whose name is anyone's to take
+//! first. At either they check the uid the kernel recorded for the listening
+//! process (`SO_PEERCRED`) against the one they expect (their own; the `*_uid`
+//! variants and `--gateway-uid` name another) and send nothing to any other. A
+//! client of another uid reaches the socket file only if the directory's group
+//! lets it in (`RuntimeDirectoryMode=0750` and the gateway's group); otherwise
+//! it uses the abstract name, checked the same way.
 //!
 //! # Crash cases
 //!
@@ -130,6 +138,7 @@ pub mod files;
 mod opts;
 pub mod os;
 pub mod region;
+pub mod rundir;
 pub mod stats;
 
 pub use crate::events::ORDER_UPDATE;
@@ -153,7 +162,17 @@ pub fn read_stats(name: &str) -> std::io::Result<String> {
 /// [`read_stats`] of a gateway that runs as `gateway_uid`: a process of any
 /// other uid under the name is refused, naming its uid.
 pub fn read_stats_uid(name: &str, gateway_uid: u32) -> std::io::Result<String> {
-    let (_sock, answer, fds) = client::command(name, gateway_uid, "stats")?;
+    read_stats_in(None, name, gateway_uid)
+}
+
+/// [`read_stats_uid`] of the gateway whose runtime directory is `runtime_dir`
+/// (None: as [`ShmClient::attach_in`] looks for it).
+pub fn read_stats_in(
+    runtime_dir: Option<&std::path::Path>,
+    name: &str,
+    gateway_uid: u32,
+) -> std::io::Result<String> {
+    let (_sock, answer, fds) = client::command(name, gateway_uid, runtime_dir, "stats")?;
     match (answer.starts_with("ok"), fds.first()) {
         (true, Some(fd)) => Ok(stats::read(fd)?.unwrap_or_default()),
         _ => Err(std::io::Error::other(format!(
@@ -180,7 +199,7 @@ pub fn raw_command_uid(
     gateway_uid: u32,
     cmd: &str,
 ) -> std::io::Result<(std::os::fd::OwnedFd, String, Vec<std::os::fd::OwnedFd>)> {
-    client::command(name, gateway_uid, cmd)
+    client::command(name, gateway_uid, None, cmd)
 }
 
 /// Asks the gateway `name` to clear the halt of `bucket` (a person's command,
@@ -193,7 +212,19 @@ pub fn clear_halt(name: &str, bucket: &str) -> std::io::Result<String> {
 /// [`clear_halt`] at a gateway that runs as `gateway_uid`: a process of any
 /// other uid under the name is refused, naming its uid, and told nothing.
 pub fn clear_halt_uid(name: &str, gateway_uid: u32, bucket: &str) -> std::io::Result<String> {
-    let (_sock, answer, _) = client::command(name, gateway_uid, &format!("clear-halt {bucket}"))?;
+    clear_halt_in(None, name, gateway_uid, bucket)
+}
+
+/// [`clear_halt_uid`] at the gateway whose runtime directory is `runtime_dir`
+/// (None: as [`ShmClient::attach_in`] looks for it).
+pub fn clear_halt_in(
+    runtime_dir: Option<&std::path::Path>,
+    name: &str,
+    gateway_uid: u32,
+    bucket: &str,
+) -> std::io::Result<String> {
+    let cmd = format!("clear-halt {bucket}");
+    let (_sock, answer, _) = client::command(name, gateway_uid, runtime_dir, &cmd)?;
     Ok(answer)
 }
 

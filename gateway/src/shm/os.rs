@@ -440,3 +440,109 @@ impl Epoll {
         n.max(0) as usize
     }
 }
+
+/// Opens the directory `dir` to name files relative to it (`O_PATH |
+/// O_DIRECTORY`): whatever its path names later, these files stay its.
+pub fn open_dir(dir: &std::path::Path) -> io::Result<OwnedFd> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(dir.as_os_str().as_bytes())
+        .map_err(|_| io::ErrorKind::InvalidInput)?;
+    let flags = libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC;
+    // SAFETY: a valid C string; the descriptor is owned at once.
+    let fd = unsafe { libc::open(c.as_ptr(), flags) };
+    if fd < 0 {
+        return Err(last());
+    }
+    // SAFETY: a descriptor just returned to us.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// What is at `file` in the directory `dir`, not following a symlink: its
+/// type and mode bits (`st_mode`) and its owner, or None if there is nothing.
+pub fn stat_at(dir: RawFd, file: &str) -> io::Result<Option<(u32, u32)>> {
+    let c = std::ffi::CString::new(file).map_err(|_| io::ErrorKind::InvalidInput)?;
+    // SAFETY: a zeroed stat is valid.
+    let mut st: libc::stat = unsafe { core::mem::zeroed() };
+    // SAFETY: a valid C string relative to a directory descriptor; fills `st`.
+    if unsafe { libc::fstatat(dir, c.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) } != 0 {
+        let e = last();
+        return match e.raw_os_error() {
+            Some(libc::ENOENT) => Ok(None),
+            _ => Err(e),
+        };
+    }
+    Ok(Some((st.st_mode, st.st_uid)))
+}
+
+/// The path of `file` in the directory `dir` through this process's own
+/// descriptor (`/proc/self/fd/DIR/FILE`): short whatever the directory's path
+/// (a socket's path fits 107 bytes), and the directory checked, not its path.
+pub fn at_path(dir: RawFd, file: &str) -> std::path::PathBuf {
+    std::path::PathBuf::from(format!("/proc/self/fd/{dir}/{file}"))
+}
+
+fn path_addr(dir: RawFd, file: &str) -> io::Result<(libc::sockaddr_un, libc::socklen_t)> {
+    // SAFETY: a zeroed sockaddr_un is valid.
+    let mut a: libc::sockaddr_un = unsafe { core::mem::zeroed() };
+    a.sun_family = libc::AF_UNIX as libc::sa_family_t;
+    let path = at_path(dir, file);
+    let path = path.to_string_lossy();
+    if path.len() + 1 > a.sun_path.len() {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "name too long"));
+    }
+    for (i, b) in path.bytes().enumerate() {
+        a.sun_path[i] = b as libc::c_char;
+    }
+    let len = core::mem::size_of::<libc::sa_family_t>() + path.len() + 1;
+    Ok((a, len as libc::socklen_t))
+}
+
+/// Changes the mode of `file` in the directory `dir` (a socket just made).
+pub fn chmod_at(dir: RawFd, file: &str, mode: u32) -> io::Result<()> {
+    let c = std::ffi::CString::new(file).map_err(|_| io::ErrorKind::InvalidInput)?;
+    // SAFETY: a valid C string relative to a directory descriptor.
+    if unsafe { libc::fchmodat(dir, c.as_ptr(), mode as libc::mode_t, 0) } != 0 {
+        return Err(last());
+    }
+    Ok(())
+}
+
+/// Removes the entry `file` of the directory `dir` (`unlinkat`: a symlink
+/// itself, never what it points at).
+pub fn unlink_at(dir: RawFd, file: &str) -> io::Result<()> {
+    let c = std::ffi::CString::new(file).map_err(|_| io::ErrorKind::InvalidInput)?;
+    // SAFETY: a valid C string relative to a directory descriptor.
+    if unsafe { libc::unlinkat(dir, c.as_ptr(), 0) } != 0 {
+        return Err(last());
+    }
+    Ok(())
+}
+
+/// Listens (non-blocking) on a new socket file `file` in the directory `dir`,
+/// of mode `mode` (`0660`: the owner and the directory's group): an error if
+/// anything is there already.
+pub fn listen_at(dir: RawFd, file: &str, mode: u32) -> io::Result<OwnedFd> {
+    let fd = socket(true)?;
+    let (a, len) = path_addr(dir, file)?;
+    // SAFETY: a valid address of `len` bytes.
+    if unsafe { libc::bind(fd.as_raw_fd(), (&a as *const libc::sockaddr_un).cast(), len) } != 0 {
+        return Err(last());
+    }
+    chmod_at(dir, file, mode)?;
+    // SAFETY: plain syscall.
+    if unsafe { libc::listen(fd.as_raw_fd(), 64) } != 0 {
+        return Err(last());
+    }
+    Ok(fd)
+}
+
+/// Connects (blocking socket) to the socket file `file` in the directory `dir`.
+pub fn connect_at(dir: RawFd, file: &str) -> io::Result<OwnedFd> {
+    let fd = socket(false)?;
+    let (a, len) = path_addr(dir, file)?;
+    // SAFETY: a valid address of `len` bytes.
+    if unsafe { libc::connect(fd.as_raw_fd(), (&a as *const libc::sockaddr_un).cast(), len) } != 0 {
+        return Err(last());
+    }
+    Ok(fd)
+}

@@ -450,6 +450,9 @@ fn serve_with<E: Account>(
     gw.poll_open_orders(poll_every);
     let cfg = HubConfig {
         name: name.clone(),
+        // Its socket file there: no other uid can take it (the abstract name
+        // anyone can).
+        socket_dir: Some(runtime_dir(a.runtime_dir.as_deref(), &name)?),
         max_clients: a.max_clients,
         in_flight: a.in_flight,
         keep_ns: (a.keep_s * 1e9) as i64,
@@ -551,6 +554,7 @@ fn observed<E: Account>(
         names,
         health: a.ops.health,
         share: a.share,
+        runtime_dir: Some(runtime_dir(a.runtime_dir.as_deref(), name)?),
     };
     let t = metrics::spawn(name, a.ops.metrics, src).map_err(|e| format!("--metrics: {e}"))?;
     if let Some(addr) = t.addr {
@@ -714,7 +718,8 @@ fn run(a: &Args) -> Result<(), String> {
     let name = a.name.as_deref().unwrap_or_default();
     let gateway_uid = a.gateway_uid.unwrap_or_else(shm::own_uid);
     if let Some(bucket) = &a.clear_halt {
-        let answer = shm::clear_halt_uid(name, gateway_uid, bucket).map_err(|e| e.to_string())?;
+        let answer = shm::clear_halt_in(a.runtime_dir.as_deref(), name, gateway_uid, bucket)
+            .map_err(|e| e.to_string())?;
         println!("{answer}");
         return if answer.starts_with("ok") {
             Ok(())
@@ -724,7 +729,8 @@ fn run(a: &Args) -> Result<(), String> {
     }
     if a.stats {
         loop {
-            let text = shm::read_stats_uid(name, gateway_uid).map_err(|e| e.to_string())?;
+            let text = shm::read_stats_in(a.runtime_dir.as_deref(), name, gateway_uid)
+                .map_err(|e| e.to_string())?;
             print!("{text}");
             // The dead man's switch, as the serving gateway last wrote it.
             if let Some(p) = protection_path(a.runtime_dir.as_deref(), name)
@@ -733,7 +739,8 @@ fn run(a: &Args) -> Result<(), String> {
             {
                 print!("{p}");
             }
-            if let Some(health) = metrics::read_health(name, gateway_uid) {
+            let dir = a.runtime_dir.as_deref();
+            if let Some(health) = metrics::read_health_in(dir, name, gateway_uid) {
                 print!("{health}");
             }
             if a.once {

@@ -487,6 +487,10 @@ pub struct Source {
     pub health: HealthConfig,
     /// Each client's share ceiling (`--share`), if any.
     pub share: Option<f64>,
+    /// The gateway's private runtime directory: the health socket file goes
+    /// there (`ergon_gateway::shm::rundir::health_file`). None: the abstract
+    /// name only.
+    pub runtime_dir: Option<std::path::PathBuf>,
 }
 
 impl core::fmt::Debug for Source {
@@ -584,6 +588,20 @@ impl MetricsThread {
     }
 }
 
+/// The health socket file in the runtime directory `dir` (its owner's alone,
+/// 0600), a stale one of this uid replaced, anything else refused.
+fn health_file_listener(dir: &std::path::Path, name: &str) -> io::Result<UnixListener> {
+    let file = ergon_gateway::shm::rundir::health_file(name);
+    let shown = dir.join(&file);
+    let fail = |e: io::Error| io::Error::new(e.kind(), format!("{}: {e}", shown.display()));
+    let pd = crate::shm::PrivateDir::open(dir).map_err(fail)?;
+    // Its errors name the path already.
+    pd.clear_socket(&file)?;
+    let l = UnixListener::bind(ergon_gateway::shm::os::at_path(pd.fd(), &file)).map_err(fail)?;
+    ergon_gateway::shm::os::chmod_at(pd.fd(), &file, 0o600).map_err(fail)?;
+    Ok(l)
+}
+
 /// The abstract socket name `--stats` asks for the health lines.
 pub fn health_socket(name: &str) -> String {
     format!("ergon-gateway-health/{name}")
@@ -600,24 +618,32 @@ pub fn spawn(name: &str, addr: Option<SocketAddr>, src: Source) -> io::Result<Me
     }
     let tcp = addr.map(TcpListener::bind).transpose()?;
     let bound = tcp.as_ref().map(TcpListener::local_addr).transpose()?;
-    let unix = {
+    let mut unix = Vec::with_capacity(2);
+    if let Some(dir) = &src.runtime_dir {
+        unix.push(health_file_listener(dir, name)?);
+    }
+    {
         use std::os::linux::net::SocketAddrExt;
         let a = std::os::unix::net::SocketAddr::from_abstract_name(health_socket(name))?;
         match UnixListener::bind_addr(&a) {
-            Ok(l) => Some(l),
+            Ok(l) => unix.push(l),
             // Anyone can take an abstract name first: that must not keep the
-            // gateway from trading. `--stats` refuses a holder of another uid.
+            // gateway from trading. `--stats` refuses a holder of another uid,
+            // and finds the socket file first.
             Err(e) if e.kind() == io::ErrorKind::AddrInUse => {
+                let served = match src.runtime_dir.is_some() {
+                    true => "--stats reads the health lines from the runtime directory's socket",
+                    false => "--stats shows no health lines",
+                };
                 eprintln!(
-                    "ergon-gateway: warning: @{} is taken{}: --stats shows no health lines",
+                    "ergon-gateway: warning: @{} is taken{}: {served}",
                     health_socket(name),
                     holder(&a).map_or(String::new(), |u| format!(" by uid {u}"))
                 );
-                None
             }
             Err(e) => return Err(e),
         }
-    };
+    }
     let stop = Arc::new(AtomicBool::new(false));
     let flag = Arc::clone(&stop);
     let state = State {
@@ -639,7 +665,7 @@ pub fn spawn(name: &str, addr: Option<SocketAddr>, src: Source) -> io::Result<Me
     })
 }
 
-fn serve(tcp: Option<TcpListener>, unix: Option<UnixListener>, mut st: State, stop: &AtomicBool) {
+fn serve(tcp: Option<TcpListener>, unix: Vec<UnixListener>, mut st: State, stop: &AtomicBool) {
     let mut http = match tcp.map(http::Server::new).transpose() {
         Ok(h) => h,
         Err(e) => {
@@ -651,12 +677,11 @@ fn serve(tcp: Option<TcpListener>, unix: Option<UnixListener>, mut st: State, st
     let mut next = Instant::now();
     while !stop.load(Ordering::SeqCst) {
         fds.clear();
-        // A listener not bound is polled as -1: never ready.
-        fds.push(libc::pollfd {
-            fd: unix.as_ref().map_or(-1, |u| u.as_raw_fd()),
+        fds.extend(unix.iter().map(|u| libc::pollfd {
+            fd: u.as_raw_fd(),
             events: libc::POLLIN,
             revents: 0,
-        });
+        }));
         if let Some(h) = &http {
             h.poll_fds(&mut fds);
         }
@@ -674,8 +699,11 @@ fn serve(tcp: Option<TcpListener>, unix: Option<UnixListener>, mut st: State, st
             st.sample();
             next = Instant::now() + SAMPLE_EVERY;
         }
-        if let (Some(unix), true) = (&unix, n > 0 && fds[0].revents != 0) {
-            let peer = unix.accept().ok().filter(|(s, _)| same_user(s));
+        for (u, p) in unix.iter().zip(&fds) {
+            if n <= 0 || p.revents == 0 {
+                continue;
+            }
+            let peer = u.accept().ok().filter(|(s, _)| same_user(s));
             if let Some((mut s, _)) = peer {
                 st.sample();
                 let _ = s.set_write_timeout(Some(IO_TIMEOUT));
@@ -684,7 +712,9 @@ fn serve(tcp: Option<TcpListener>, unix: Option<UnixListener>, mut st: State, st
         }
         if let Some(h) = &mut http {
             // Deadlines pass without readiness too: handled on every turn.
-            h.handle(&fds[1..], Instant::now(), &mut |ask| st.answer(ask));
+            h.handle(&fds[unix.len()..], Instant::now(), &mut |ask| {
+                st.answer(ask)
+            });
         }
     }
 }
@@ -729,9 +759,37 @@ fn peer_uid(s: &UnixStream) -> Option<u32> {
 /// (each `health ...`), or None if it serves none (an older gateway, none
 /// running, or a process of another uid holding the name: nothing of it is read).
 pub fn read_health(name: &str, gateway_uid: u32) -> Option<String> {
+    read_health_in(None, name, gateway_uid)
+}
+
+/// [`read_health`] of the gateway whose runtime directory is `dir`: its health
+/// socket file there first (None: where the clients look,
+/// `ergon_gateway::shm::rundir::client_dirs`), if a socket of `gateway_uid`;
+/// then the abstract name.
+pub fn read_health_in(
+    dir: Option<&std::path::Path>,
+    name: &str,
+    gateway_uid: u32,
+) -> Option<String> {
+    use ergon_gateway::shm::{os, rundir};
     use std::os::linux::net::SocketAddrExt;
-    let a = std::os::unix::net::SocketAddr::from_abstract_name(health_socket(name)).ok()?;
-    let s = UnixStream::connect_addr(&a).ok()?;
+    let file = rundir::health_file(name);
+    let in_dir = rundir::client_dirs(name, gateway_uid, dir)
+        .into_iter()
+        .find_map(|d| {
+            let d = os::open_dir(&d).ok()?;
+            let (mode, uid) = os::stat_at(d.as_raw_fd(), &file).ok()??;
+            (mode & libc::S_IFMT == libc::S_IFSOCK && uid == gateway_uid).then_some(())?;
+            UnixStream::connect(os::at_path(d.as_raw_fd(), &file)).ok()
+        })
+        .filter(|s| peer_uid(s) == Some(gateway_uid));
+    let s = match in_dir {
+        Some(s) => s,
+        None => {
+            let a = std::os::unix::net::SocketAddr::from_abstract_name(health_socket(name)).ok()?;
+            UnixStream::connect_addr(&a).ok()?
+        }
+    };
     if peer_uid(&s) != Some(gateway_uid) {
         return None;
     }

@@ -118,6 +118,47 @@ impl PrivateDir {
         &self.path
     }
 
+    /// Its descriptor, to name its files relative to.
+    pub fn fd(&self) -> std::os::fd::RawFd {
+        self.fd.as_raw_fd()
+    }
+
+    /// Makes room for the gateway's socket file `name`: nothing is there, or a
+    /// stale socket of the gateway's uid that nobody listens on (an earlier
+    /// life's, removed). Anything else is refused, naming it: a socket someone
+    /// answers on (another gateway of that name), a symlink, another uid's
+    /// file, a file that is not a socket. Nothing is followed.
+    pub fn clear_socket(&self, name: &str) -> io::Result<()> {
+        let shown = self.path.join(name);
+        let Some((mode, uid)) = os::stat_at(self.fd(), name)? else {
+            return Ok(());
+        };
+        if mode & libc::S_IFMT == libc::S_IFLNK {
+            return Err(refused(&shown, "a symlink where the gateway's socket goes"));
+        }
+        if mode & libc::S_IFMT != libc::S_IFSOCK {
+            return Err(refused(
+                &shown,
+                "not a socket, where the gateway's socket goes",
+            ));
+        }
+        if uid != os::euid() {
+            return Err(refused(&shown, format_args!("a socket of uid {uid}")));
+        }
+        match os::connect_at(self.fd(), name) {
+            Err(e) if matches!(e.raw_os_error(), Some(libc::ECONNREFUSED | libc::ENOENT)) => {
+                self.remove(name)
+            }
+            _ => Err(io::Error::new(
+                io::ErrorKind::AddrInUse,
+                format!(
+                    "{}: a process of this uid listens there (another gateway of that name?)",
+                    shown.display()
+                ),
+            )),
+        }
+    }
+
     /// Removes its entry `name` (`unlinkat`: the entry itself, a symlink
     /// included, never what it points at).
     pub fn remove(&self, name: &str) -> io::Result<()> {
@@ -203,31 +244,13 @@ impl PrivateDir {
 }
 
 /// The gateway's private runtime directory, created 0750 if absent and refused
-/// unless a directory (not a symlink) of this uid that no other user can write:
-/// `--runtime-dir`, else systemd's `$RUNTIME_DIRECTORY` (its first entry), else
-/// `/run/ergon-gateway/NAME` as root, `$XDG_RUNTIME_DIR/ergon-gateway/NAME`
-/// otherwise; its parents checked with [`check_dir`].
+/// unless a directory (not a symlink) of this uid that no other user can write,
+/// where [`ergon_gateway::shm::rundir::runtime_dir`] says; its parents checked
+/// with [`check_dir`].
 pub fn runtime_dir(flag: Option<&Path>, name: &str) -> Result<PathBuf, String> {
     use std::os::unix::fs::DirBuilderExt;
     let me = os::euid();
-    let dir = match flag {
-        Some(d) => d.to_path_buf(),
-        None => match std::env::var_os("RUNTIME_DIRECTORY") {
-            Some(v) => {
-                let first = v.to_string_lossy().split(':').next().unwrap_or("").to_string();
-                PathBuf::from(first)
-            }
-            None if me == 0 => Path::new("/run/ergon-gateway").join(name),
-            None => match std::env::var_os("XDG_RUNTIME_DIR") {
-                Some(x) => Path::new(&x).join("ergon-gateway").join(name),
-                None => {
-                    return Err(
-                        "no runtime directory: give --runtime-dir DIR (or --journal PATH), or set RUNTIME_DIRECTORY or XDG_RUNTIME_DIR".into(),
-                    )
-                }
-            },
-        },
-    };
+    let dir = ergon_gateway::shm::rundir::runtime_dir(flag, name)?;
     let shown = dir.display();
     if dir.as_os_str().is_empty() || dir.is_relative() {
         return Err(format!(
@@ -286,6 +309,38 @@ mod tests {
         std::os::unix::fs::symlink("/etc/hostname", d.join("l")).unwrap();
         let e = p.write("l", "x").unwrap_err().to_string();
         assert!(e.contains("symlink"), "{e}");
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn a_stale_socket_of_ours_goes_and_anything_else_at_its_path_stays() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = std::env::temp_dir().join(format!("ergon-sock-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir(&d).unwrap();
+        std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o700)).unwrap();
+        let p = PrivateDir::open(&d).unwrap();
+        p.clear_socket("s").unwrap(); // nothing there
+        let live = os::listen_at(p.fd(), "s", 0o600).unwrap();
+        let e = p.clear_socket("s").unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::AddrInUse, "{e}");
+        drop(live); // stale now: nobody listens
+        p.clear_socket("s").unwrap();
+        assert!(std::fs::symlink_metadata(d.join("s")).is_err(), "removed");
+        std::os::unix::fs::symlink("/etc/hostname", d.join("l")).unwrap();
+        let e = p.clear_socket("l").unwrap_err().to_string();
+        assert!(e.contains("a symlink"), "{e}");
+        std::fs::write(d.join("f"), "x").unwrap();
+        let e = p.clear_socket("f").unwrap_err().to_string();
+        assert!(e.contains("not a socket"), "{e}");
+        if os::euid() == 0 {
+            drop(os::listen_at(p.fd(), "o", 0o600).unwrap());
+            std::os::unix::fs::lchown(d.join("o"), Some(65534), None).unwrap();
+            let e = p.clear_socket("o").unwrap_err().to_string();
+            assert!(e.contains("a socket of uid 65534"), "{e}");
+            assert!(std::fs::symlink_metadata(d.join("o")).is_ok(), "left alone");
+        }
+        assert!(std::fs::symlink_metadata(d.join("l")).is_ok(), "left alone");
         let _ = std::fs::remove_dir_all(&d);
     }
 }

@@ -28,7 +28,7 @@ impl Hub {
     /// listener the loop cannot drain would wake it for ever.
     pub(super) fn pause_listener(&mut self, until: i64) {
         if self.listen_paused_until.is_none() {
-            if let Some(l) = &self.listener {
+            for l in &self.listeners {
                 self.ep.remove(l.as_raw_fd());
             }
             self.accept_pauses += 1;
@@ -39,8 +39,8 @@ impl Hub {
     /// Watches the listener again once its pause is over.
     pub(super) fn resume_listener(&mut self, now: i64) {
         if self.listen_paused_until.is_some_and(|t| now >= t) {
-            if let Some(l) = &self.listener {
-                let _ = self.ep.add(l.as_raw_fd(), LISTENER);
+            for (i, l) in self.listeners.iter().enumerate() {
+                let _ = self.ep.add(l.as_raw_fd(), LISTENER + i as u64);
             }
             self.listen_paused_until = None;
         }
@@ -105,10 +105,14 @@ impl Hub {
     pub(super) fn accept(&mut self, now: i64) {
         // Bounded: a peer connecting without end costs a few accepts a turn.
         for _ in 0..ACCEPTS_PER_CALL {
-            let r = match &self.listener {
-                Some(l) => os::accept(l),
-                None => return,
-            };
+            // Each listener in turn, until none has a connection waiting.
+            let mut r = Ok(None);
+            for l in &self.listeners {
+                r = os::accept(l);
+                if !matches!(r, Ok(None)) {
+                    break;
+                }
+            }
             let fd = match r {
                 Ok(Some(fd)) => fd,
                 Ok(None) => return,

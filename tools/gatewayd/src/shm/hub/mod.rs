@@ -32,6 +32,7 @@ mod attach;
 mod calls;
 mod conns;
 mod events;
+mod listen;
 
 /// The token under which [`Hub::attach`] watches the hub's epoll set.
 pub const HUB_TOKEN: u64 = (1 << 62) + 2;
@@ -81,8 +82,13 @@ fn id_form_word(f: IdFormat) -> &'static str {
 /// How a hub serves its clients.
 #[derive(Clone, Debug)]
 pub struct HubConfig {
-    /// The gateway's name: its socket is `@ergon-gateway/NAME` (abstract).
+    /// The gateway's name: its sockets are `@ergon-gateway/NAME` (abstract) and
+    /// `gateway-NAME.sock` in [`HubConfig::socket_dir`].
     pub name: String,
+    /// The gateway's private runtime directory, where its socket file goes
+    /// (`ergon_gateway::shm::rundir::socket_file`). None: the abstract name
+    /// only, and another uid holding it keeps the hub from starting.
+    pub socket_dir: Option<std::path::PathBuf>,
     /// Client names served at once (attached or keeping outcomes).
     pub max_clients: usize,
     /// Requests one client may have in flight (its submit ring's slots).
@@ -132,6 +138,7 @@ impl Default for HubConfig {
     fn default() -> Self {
         HubConfig {
             name: "ergon".into(),
+            socket_dir: None,
             max_clients: 16,
             in_flight: 64,
             keep_ns: 300_000 * MS,
@@ -262,7 +269,9 @@ const ACCEPT_BACKOFF_NS: i64 = 100_000_000;
 /// The loop side of the shared-memory gateway: a [`Strategy`] over the gateway.
 pub struct Hub {
     cfg: HubConfig,
-    listener: Option<OwnedFd>,
+    /// The listening sockets (none once stopping): the socket file, then the
+    /// abstract name (`listen::listeners`).
+    listeners: Vec<OwnedFd>,
     ep: Epoll,
     conns: Vec<Option<Conn>>,
     clients: Vec<Option<Client>>,
@@ -319,7 +328,8 @@ fn owned_msg(e: &dyn core::fmt::Display) -> io::Error {
 }
 
 impl Hub {
-    /// Binds `@ergon-gateway/NAME` and sets up the stats region.
+    /// Listens on its socket file in [`HubConfig::socket_dir`] and on
+    /// `@ergon-gateway/NAME` (`listen::listeners`), and sets up the stats region.
     /// `stop`: a flag (set by a SIGTERM handler) after which the hub stops
     /// accepting, settles what is in flight, and stops the loop.
     pub fn bind(mut cfg: HubConfig, stop: Option<&'static AtomicBool>) -> io::Result<Hub> {
@@ -331,22 +341,12 @@ impl Hub {
                 return Err(owned_msg(&"a share must be in (0, 1]"));
             }
         }
-        let listener = os::listen(&cfg.name).map_err(|e| {
-            // Who holds the name: another uid there is an impostor, which the
-            // clients refuse (they check the server's uid) but which keeps this
-            // gateway from starting until it is gone.
-            let holder = os::connect(&cfg.name)
-                .and_then(|s| os::peer_cred(&s))
-                .map_or(String::new(), |p| {
-                    format!(", held by uid {} pid {}", p.uid, p.pid)
-                });
-            owned_msg(&format!(
-                "cannot listen on @ergon-gateway/{}: {e}{holder} (another gateway of that name?)",
-                cfg.name
-            ))
-        })?;
+        let listeners =
+            listen::listeners(&cfg.name, cfg.socket_dir.as_deref()).map_err(|e| owned_msg(&e))?;
         let ep = Epoll::new()?;
-        ep.add(listener.as_raw_fd(), LISTENER)?;
+        for (i, l) in listeners.iter().enumerate() {
+            ep.add(l.as_raw_fd(), LISTENER + i as u64)?;
+        }
         let stats = StatsWriter::create(&cfg.name)?;
         let (journal, recover) = match &cfg.journal {
             Some(path) => {
@@ -389,7 +389,7 @@ impl Hub {
             clients: (0..cfg.max_clients).map(|_| None).collect(),
             gens: vec![0; cfg.max_clients],
             cfg,
-            listener: Some(listener),
+            listeners,
             ep,
             conns: Vec::new(),
             req: Prepared::with_capacity(1024),
@@ -681,7 +681,7 @@ impl<E: Account> Strategy<E> for Hub {
         self.publish(api);
         if !self.stopping && self.stop.is_some_and(|s| s.load(Ordering::SeqCst)) {
             self.stopping = true;
-            if let Some(l) = self.listener.take() {
+            for l in self.listeners.drain(..) {
                 self.ep.remove(l.as_raw_fd());
             }
         }
@@ -704,7 +704,7 @@ impl<E: Account> Strategy<E> for Hub {
         for e in &evs[..n] {
             let token = e.u64;
             match token {
-                LISTENER => self.accept(api.now()),
+                t if t < CONN0 => self.accept(api.now()),
                 t => self.on_conn(api, (t - CONN0) as usize),
             }
         }
