@@ -8,6 +8,7 @@ mod halts;
 mod hub;
 mod journal;
 mod owners;
+mod recovery;
 mod share;
 
 pub use dirs::{check_dir, runtime_dir, PrivateDir};
