@@ -351,8 +351,11 @@ impl<E: Account> ClientHandler for Read<E> {
 
 /// Builds the budget at the oldest of `recent` (or `now`) and books each of them
 /// at its time (never after `now`), oldest first: the budget's clock never goes
-/// back, and each charge leaves its window when it would have.
-fn replay(
+/// back, and each charge leaves its window when it would have. What
+/// [`Gateway::start`] does with [`Start::recent`]; public for a caller that
+/// builds its gateway itself on a charges file ([`crate::shm::ChargeLog`]), as
+/// the simulator's restarts do.
+pub fn replay_charges(
     builder: Builder,
     recent: &[crate::shm::Charged],
     now: i64,
@@ -458,7 +461,7 @@ impl<E: Account> Gateway<E> {
             None => None,
         };
         let now = ergon_io::clock::now_ns();
-        let mut budget = replay(builder, &s.recent, now).map_err(|e| err(&e))?;
+        let mut budget = replay_charges(builder, &s.recent, now).map_err(|e| err(&e))?;
         for p in venue.bootstrap_parts() {
             // The venue's own ids: never refused.
             let _ = budget.charge_after(p.bucket, p.cost, now);
