@@ -5,9 +5,10 @@
 //! a definite answer (`Reconciled`); any other end leaves it for the next start.
 //!
 //! Sans-IO: it drives whatever [`Recoverer`] it is given (the daemon's loop,
-//! [`Api`]), and reads no clock.
+//! [`Api`]; or a caller that drives a [`Gateway`] on its own [`Wire`], as the
+//! simulator does), and reads no clock.
 
-use ergon_gateway::{Account, Api, Event, Prepared, Tag, OPEN_ORDERS};
+use ergon_gateway::{Account, Api, Event, Gateway, Prepared, Tag, Wire, OPEN_ORDERS};
 use ergon_venues::endpoint::{ClientOrderId, OrderRef, Symbol};
 
 use super::journal::{Found, Journal};
@@ -17,13 +18,13 @@ use super::journal::{Found, Journal};
 pub const RECOVER: u64 = 1 << 47;
 
 /// What [`Recovery`] needs of a gateway: its time, its venue (to prepare each
-/// query) and `Gateway::recover`.
+/// query) and [`Gateway::recover`].
 pub trait Recoverer<E: Account> {
     /// This turn's time.
     fn now(&self) -> i64;
     /// The gateway's venue adapter.
     fn venue_mut(&mut self) -> &mut E;
-    /// `Gateway::recover`: `query` enters the ledger under `tag`.
+    /// [`Gateway::recover`]: `query` enters the ledger under `tag`.
     fn recover(&mut self, query: &mut Prepared, tag: Tag) -> Result<(), Event<'static>>;
 }
 
@@ -38,6 +39,28 @@ impl<E: Account> Recoverer<E> for Api<'_, '_, E> {
 
     fn recover(&mut self, query: &mut Prepared, tag: Tag) -> Result<(), Event<'static>> {
         Api::recover(self, query, tag)
+    }
+}
+
+/// A gateway and the wire its caller drives it on (no event loop of ours).
+pub struct Driven<'a, E, W> {
+    /// The gateway.
+    pub gw: &'a mut Gateway<E>,
+    /// Its transport and budget.
+    pub wire: &'a mut W,
+}
+
+impl<E: Account, W: Wire> Recoverer<E> for Driven<'_, E, W> {
+    fn now(&self) -> i64 {
+        self.wire.now()
+    }
+
+    fn venue_mut(&mut self) -> &mut E {
+        self.gw.venue_mut()
+    }
+
+    fn recover(&mut self, query: &mut Prepared, tag: Tag) -> Result<(), Event<'static>> {
+        self.gw.recover(self.wire, query, tag)
     }
 }
 
