@@ -89,6 +89,12 @@ impl Recovery {
         self.left.len() + self.in_flight
     }
 
+    /// Orders not queried yet (the gateway had no room: [`Recovery::step`] again
+    /// on a later turn).
+    pub fn to_query(&self) -> usize {
+        self.left.len()
+    }
+
     /// Whether `tag` is one of a recovery's queries (its events go to
     /// [`Recovery::on_event`]).
     pub fn owns(tag: Tag) -> bool {
