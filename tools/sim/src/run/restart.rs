@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use ergon_core::Budget;
 use ergon_gateway::shm::{ChargeLog, Recent};
 use ergon_gateway::{start_budget, Event, Gateway, ItemFate, Prepared, IP_GATE};
-use ergon_gatewayd::shm::{Driven, HaltLog, Journal, JournalOwner, Recovery};
+use ergon_gatewayd::shm::{Driven, Halt, HaltLog, Journal, JournalOwner, Recovery};
 use ergon_venue_sim::sansio::Received;
 use ergon_venues::binance_replace::ReplaceMode;
 use ergon_venues::response::Header;
@@ -268,7 +268,7 @@ impl Sim {
         };
         let (_, charges, halts) = files(&p.dir);
         // As the daemon starts: nothing sent into a ban its halts file records.
-        let halts = HaltLog::open(&halts).map_err(|e| format!("halts: {e}"))?;
+        let mut halts = HaltLog::open(&halts).map_err(|e| format!("halts: {e}"))?;
         let wall = wall_ms(now);
         let ban_end = halts
             .halts()
@@ -286,10 +286,25 @@ impl Sim {
         let raw = b"GET /api/v3/exchangeInfo HTTP/1.1\r\nHost: sim\r\n\r\n";
         let info = match self.venue.admit(raw, IP, venue_ms) {
             Received::Run(a) => self.venue.execute(a, venue_ms),
-            Received::Answer(_) => {
-                // Refused: the daemon's bootstrap holds and tries again.
+            Received::Answer(r) => {
+                // Refused: the daemon's bootstrap holds for the venue's wait and
+                // tries again; a ban ends the start, recorded in the halts file
+                // (the next start waits for its end and comes up halted).
                 p.boot_refused += 1;
-                self.at(now + SEC, Step::Restart);
+                let wait_s = r
+                    .headers
+                    .iter()
+                    .find(|(k, _)| k.eq_ignore_ascii_case("retry-after"))
+                    .and_then(|(_, v)| v.parse::<i64>().ok())
+                    .unwrap_or(1)
+                    .max(1);
+                if r.status == 418 {
+                    let until_ms = wall + wait_s * 1_000;
+                    halts
+                        .record(Halt::new(IP_GATE, until_ms, "bootstrap: IP banned"))
+                        .map_err(|e| format!("halts: {e}"))?;
+                }
+                self.at(now + wait_s * SEC, Step::Restart);
                 return Ok(());
             }
         };
