@@ -352,7 +352,7 @@ impl<E: Account> ClientHandler for Read<E> {
 /// Builds the budget at the oldest of `recent` (or `now`) and books each of them
 /// at its time (never after `now`), oldest first: the budget's clock never goes
 /// back, and each charge leaves its window when it would have.
-fn replay(
+fn replay_charges(
     builder: Builder,
     recent: &[crate::shm::Charged],
     now: i64,
@@ -369,6 +369,38 @@ fn replay(
         }
     }
     budget.tick(now);
+    Ok(budget)
+}
+
+/// The budget a gateway starts with, at `now`: `builder`'s buckets with the
+/// charges a previous gateway left (`recent`, [`Start::recent`]) replayed, the
+/// bootstrap's own reads charged ([`Account::bootstrap_parts`]), and the venue's
+/// usage figures in the bootstrap's last answer (`headers`) booked. What
+/// [`Gateway::start`] does after its bootstrap; public for a caller that builds
+/// its gateway itself on a charges file ([`crate::shm::ChargeLog`]), as the
+/// simulator's restarts do.
+pub fn start_budget<E: Account>(
+    builder: Builder,
+    venue: &mut E,
+    recent: &[crate::shm::Charged],
+    headers: &[ergon_venues::response::Header<'_>],
+    now: i64,
+) -> Result<Budget, ergon_core::ConfigError> {
+    let mut budget = replay_charges(builder, recent, now)?;
+    for p in venue.bootstrap_parts() {
+        // The venue's own ids: never refused.
+        let _ = budget.charge_after(p.bucket, p.cost, now);
+    }
+    // The venue's usage figures in the bootstrap's last answer (a gateway
+    // killed a moment ago, another process on the IP): booked before the
+    // first send, read by the adapter as any answer's. Its verdict (a 200 of
+    // an unsigned read) says nothing more.
+    let seen = Response {
+        status: 200,
+        headers,
+        body: b"{}",
+    };
+    let _ = venue.on_response(Kind::Read(0), &seen, &mut budget, now);
     Ok(budget)
 }
 
@@ -458,26 +490,13 @@ impl<E: Account> Gateway<E> {
             None => None,
         };
         let now = ergon_io::clock::now_ns();
-        let mut budget = replay(builder, &s.recent, now).map_err(|e| err(&e))?;
-        for p in venue.bootstrap_parts() {
-            // The venue's own ids: never refused.
-            let _ = budget.charge_after(p.bucket, p.cost, now);
-        }
-        // The venue's usage figures in the bootstrap's last answer (a gateway
-        // killed a moment ago, another process on the IP): booked before the
-        // first send, read by the adapter as any answer's. Its verdict (a 200 of
-        // an unsigned read) says nothing more.
         let headers: Vec<ergon_venues::response::Header<'_>> = read
             .headers
             .iter()
             .map(|(name, value)| ergon_venues::response::Header { name, value })
             .collect();
-        let seen = Response {
-            status: 200,
-            headers: &headers,
-            body: b"{}",
-        };
-        let _ = venue.on_response(Kind::Read(0), &seen, &mut budget, now);
+        let budget =
+            start_budget(builder, &mut venue, &s.recent, &headers, now).map_err(|e| err(&e))?;
         let mut lp = EventLoop::new(s.loop_cfg, budget)?;
         let mut pc = pool_cfg(s);
         pc.connections = s.connections.max(1);

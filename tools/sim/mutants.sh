@@ -6,9 +6,8 @@
 # uncommitted changes in a mutated file (the restore would lose them).
 # Run from anywhere: tools/sim/mutants.sh [SEEDS].
 #
-# Not here, because the simulator does not drive what they break yet: a dropped
-# WebSocket drop outcome (no WebSocket lane in the simulation), a journal entry
-# cleared before Reconciled (no daemon, no restart).
+# Not here, because the simulator does not drive what it breaks yet: a dropped
+# WebSocket drop outcome (no WebSocket lane in the simulation).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 seeds="${1:-10000}"
@@ -63,6 +62,16 @@ run ban-not-halting core/src/budget/bucket.rs \
 run a-lost-late gateway/src/machine/reconcile.rs \
   ".position(|w| w.until_ns > now && w.id.as_str().as_bytes() == id);" \
   ".position(|w| w.until_ns < now && w.id.as_str().as_bytes() == id);"
+# The daemon's clear of a recovered order's journal entry, moved from its
+# Reconciled to the moment its query is sent (the later clear finds it gone).
+run journal-entry-cleared-before-reconciled tools/gatewayd/src/shm/recovery.rs \
+  "                Ok(()) => self.in_flight += 1," \
+  "                Ok(()) => {
+                    self.in_flight += 1;
+                    if let Some(j) = journal.as_deref_mut() {
+                        j.clear(i);
+                    }
+                }"
 # Main before issue 39, restored one fix at a time: the simulator must find each
 # within 100,000 seeds (it found both there first; see the book's simulation
 # chapter). Run with the seed count given, at least 100,000.

@@ -95,6 +95,9 @@ struct Req {
     items: Vec<(u8, ItemFate)>,
     finals: Vec<What>,
     lates: u32,
+    /// In flight when the gateway was killed, and not in its journal (a
+    /// cancel): the daemon promises it nothing, so it is owed no final event.
+    lost: bool,
 }
 
 /// A place or replace whose first final event says it ran.
@@ -159,6 +162,7 @@ impl Ledger {
             items,
             finals,
             lates,
+            lost: false,
         };
         self.reqs.insert(tag, r);
     }
@@ -228,6 +232,12 @@ impl Ledger {
             };
         }
         debug_assert!(f.what.is_final());
+        if r.lost {
+            return Err(format!(
+                "t={now}: tag {} ({:?} {}): a final event {:?} after it died with the gateway",
+                f.tag, r.kind, r.cid, f.what
+            ));
+        }
         r.finals.push(f.what);
         if r.finals.len() == 1 && ran(r) && !self.cancelled.contains(&r.cid) {
             self.resting.insert(f.tag);
@@ -244,6 +254,53 @@ impl Ledger {
         }
     }
 
+    /// The request that placed `cid` (a place or a replace).
+    pub fn tag_of(&self, cid: &str) -> Option<u64> {
+        self.by_cid.get(cid).copied()
+    }
+
+    /// The order request `tag` places (a place, or a replace's new order).
+    pub fn placed_cid(&self, tag: u64) -> Option<&str> {
+        self.reqs
+            .get(&tag)
+            .filter(|r| matches!(r.kind, Kind::Place | Kind::Replace))
+            .map(|r| r.cid.as_str())
+    }
+
+    /// What request `tag` is for.
+    pub fn kind_of(&self, tag: u64) -> Option<Kind> {
+        self.reqs.get(&tag).map(|r| r.kind)
+    }
+
+    /// Request `tag`'s first final event, if it had one.
+    pub fn first_final(&self, tag: u64) -> Option<What> {
+        self.reqs.get(&tag).and_then(|r| r.finals.first().copied())
+    }
+
+    /// Whether request `tag` has had a fate for part `item`.
+    pub fn has_item(&self, tag: u64, item: u8) -> bool {
+        self.reqs
+            .get(&tag)
+            .is_some_and(|r| r.items.iter().any(|(i, _)| *i == item))
+    }
+
+    /// The requests without a final event yet, in tag order.
+    pub fn open_tags(&self) -> Vec<u64> {
+        self.reqs
+            .iter()
+            .filter(|(_, r)| r.finals.is_empty() && !r.lost)
+            .map(|(t, _)| *t)
+            .collect()
+    }
+
+    /// Request `tag` died with the gateway and no journal keeps it: it is owed
+    /// no final event (and none may come).
+    pub fn lost_with_process(&mut self, tag: u64) {
+        if let Some(r) = self.reqs.get_mut(&tag) {
+            r.lost = true;
+        }
+    }
+
     /// How many requests ended with each kind of final event, by name.
     pub fn tally(&self) -> BTreeMap<String, u64> {
         let mut t = BTreeMap::new();
@@ -252,6 +309,7 @@ impl Ledger {
                 Some(What::Reconciled(Some(_))) => "Reconciled(found)".to_string(),
                 Some(What::Reconciled(None)) => "Reconciled(never ran)".to_string(),
                 Some(w) => format!("{w:?}"),
+                None if r.lost => "lost with the process".to_string(),
                 None => "none".to_string(),
             };
             *t.entry(format!("{:?} {name}", r.kind)).or_insert(0) += 1;
@@ -351,6 +409,9 @@ impl Ledger {
         let find = |cid: &str| orders.iter().find(|o| o.client_id == cid);
         for (tag, r) in &self.reqs {
             let Some(first) = r.finals.first() else {
+                if r.lost {
+                    continue;
+                }
                 v.push(format!(
                     "tag {tag} ({:?} {}): no final event",
                     r.kind, r.cid

@@ -11,9 +11,18 @@
 //! The venue's clock drifts and steps inside the gateway's guard, and a third
 //! of the runs meet a ban (cleared by a person after it ends, or never).
 //!
-//! What it does not simulate (yet): the WebSocket lanes, batches and
-//! cancel-replace, the shared-memory daemon and its restarts, venue clock steps
-//! beyond the guard, other senders on the IP.
+//! Process faults: in a quarter of the runs (`Params::kills_per_mille`) the
+//! gateway keeps the daemon's journal, charges and halts files
+//! (`ergon_gatewayd::shm`), is killed at a random step (its gateway, ledger and
+//! budget dropped; what it wrote still meets its fate at the venue) and
+//! restarts as the daemon does: a fresh budget with the charges replayed, the
+//! halts restored, the journal's orders recovered by the daemon's own
+//! `Recovery`. A new order in flight at a kill ends by its recovery and is
+//! checked against the venue like any other; a cancel dies with the process.
+//!
+//! What it does not simulate (yet): the WebSocket lanes, batches, the
+//! shared-memory hub and its clients (a client killed mid-request), venue clock
+//! steps beyond the guard.
 
 pub mod check;
 pub mod net;

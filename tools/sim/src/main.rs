@@ -1,7 +1,7 @@
 //! `ergon-sim`: runs seeds of the deterministic simulator.
 //!
 //! ```text
-//! ergon-sim --seeds N [--from S] [--jobs J] [--seconds T] [--no-faults] [--no-bans]   # N seeds from S, J threads
+//! ergon-sim --seeds N [--from S] [--jobs J] [--seconds T] [--no-faults] [--no-bans] [--kills PER_MILLE]   # N seeds from S, J threads
 //! ergon-sim --seed S [--actions N] [--seconds T]                # one seed (a replay)
 //! ```
 //! Prints the throughput (seeds/s, steps/s) at the end; on a failure, the seed,
@@ -14,8 +14,9 @@ use std::time::Instant;
 use ergon_sim::{run, shrink, Params};
 
 const USAGE: &str =
-    "usage: ergon-sim --seeds N [--from S] [--jobs J] [--seconds T] [--no-faults] [--no-bans]
-       ergon-sim --seed S [--actions N] [--seconds T] [--no-faults] [--no-bans]";
+    "usage: ergon-sim --seeds N [--from S] [--jobs J] [--seconds T] [--no-faults] [--no-bans] [--kills PER_MILLE]
+       ergon-sim --seed S [--actions N] [--seconds T] [--no-faults] [--no-bans] [--kills PER_MILLE]
+  --kills: runs, per mille, whose gateway is killed and restarted (default 250; 0: none)";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -35,6 +36,7 @@ fn main() -> ExitCode {
             "--seed" => num().map(|n| one = Some(n)),
             "--actions" => num().map(|n| p.max_actions = n),
             "--seconds" => num().map(|n| p.seconds = n as i64),
+            "--kills" => num().map(|n| p.kills_per_mille = n.min(1_000)),
             "--no-bans" => {
                 p.bans = false;
                 Ok(())
@@ -63,6 +65,12 @@ fn main() -> ExitCode {
             o.writes,
             o.violations.len()
         );
+        if o.kills > 0 {
+            println!(
+                "  the gateway was killed {} times and restarted on its files",
+                o.kills
+            );
+        }
         if o.other_reads > 0 {
             println!(
                 "  another sender on the IP read the book {} times; the gateway was answered 429 {} times",

@@ -8,8 +8,8 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::net::{IpAddr, Ipv4Addr};
 
-use ergon_core::{Budget, Class, Flight, Ticket};
-use ergon_gateway::{Gateway, Prepared, Wire, WATCH_NS};
+use ergon_core::{Budget, Builder, Class, Flight, Ticket};
+use ergon_gateway::{Event, Gateway, Prepared, Wire, WATCH_NS};
 use ergon_io::client::{Refused, RequestId, Sent};
 use ergon_io::http::Request;
 use ergon_venue_sim::http::Response as SimResponse;
@@ -27,6 +27,8 @@ use ergon_venues::response::{Header, Response};
 use crate::check::{Final, Kind, Ledger};
 use crate::net::{encode, Fate};
 use crate::rng::Rng;
+
+mod restart;
 
 const MS: i64 = 1_000_000;
 const SEC: i64 = 1_000 * MS;
@@ -59,6 +61,9 @@ pub struct Params {
     /// A ban in every run instead: from this second of the run, for this many
     /// seconds, and whether a person clears the halt after it (a directed test).
     pub force_ban: Option<(i64, i64, bool)>,
+    /// Runs, per mille, whose gateway is killed and restarted on the daemon's
+    /// journal, charges and halts files (with faults on; 1,000: every run).
+    pub kills_per_mille: u64,
 }
 
 impl Default for Params {
@@ -69,6 +74,7 @@ impl Default for Params {
             max_actions: u64::MAX,
             bans: true,
             force_ban: None,
+            kills_per_mille: 250,
         }
     }
 }
@@ -90,6 +96,10 @@ pub struct Outcome {
     pub other_reads: u64,
     /// 429s the gateway was answered.
     pub throttled: u64,
+    /// Times the gateway was killed (and restarted).
+    pub kills: u64,
+    /// Orders a restarted gateway's journal held, queried (and of them, found).
+    pub recovered: (u64, u64),
     /// Requests by kind and final event (`Place Applied`, `Cancel Rejected` ...).
     pub tally: std::collections::BTreeMap<String, u64>,
 }
@@ -106,6 +116,12 @@ enum Step {
     Fail(usize),
     /// Another sender on the gateway's IP reads the book (weight 5).
     Other,
+    /// The gateway's process dies.
+    Kill,
+    /// A new gateway process starts on the dead one's files.
+    Restart,
+    /// A turn of the loop with nothing else to do (a recovery waiting for room).
+    Turn,
 }
 
 /// One request as the network holds it.
@@ -184,6 +200,8 @@ struct Sim {
     ban_heard: bool,
     /// Another sender on the IP reads the book this often (0: there is none).
     other_every: i64,
+    /// The process faults, in the runs that have them.
+    proc: Option<Box<restart::Proc>>,
 }
 
 /// How the venue's clock moves against ours.
@@ -331,9 +349,9 @@ impl Sim {
             headers: &headers,
             body: r.body.as_bytes(),
         };
-        let ev = self.gw.on_response(&mut self.net, id, resp, flight);
-        let ev = ev.map(|e| Final::of(&e));
-        self.take(ev);
+        if let Some(e) = self.gw.on_response(&mut self.net, id, resp, flight) {
+            self.on_event(&e);
+        }
     }
 
     fn fail(&mut self, i: usize) {
@@ -348,9 +366,9 @@ impl Sim {
             (None, None) => return,
         };
         let id = o.id;
-        let ev = self.gw.on_error(&mut self.net, id, sent);
-        let ev = ev.map(|e| Final::of(&e));
-        self.take(ev);
+        if let Some(e) = self.gw.on_error(&mut self.net, id, sent) {
+            self.on_event(&e);
+        }
     }
 
     /// An event the gateway returned or queued, checked as it comes.
@@ -362,13 +380,22 @@ impl Sim {
         }
     }
 
+    /// An event of the gateway: the process faults' bookkeeping, then the checks.
+    fn on_event(&mut self, e: &Event<'_>) {
+        self.see(e);
+        self.take(Some(Final::of(e)));
+    }
+
     fn drain_gateway(&mut self) {
+        if self.dead() {
+            return;
+        }
         if self.gw.poll_timeout().is_some_and(|t| t <= self.net.now) {
             self.gw.poll(&mut self.net);
         }
+        self.proc_turn();
         while let Some(e) = self.gw.poll_event() {
-            let f = Final::of(&e);
-            self.take(Some(f));
+            self.on_event(&e);
         }
         self.schedule_fresh();
     }
@@ -399,8 +426,13 @@ impl Sim {
         if self.net.now >= self.end_at || self.out.actions >= self.p.max_actions {
             return;
         }
-        self.out.actions += 1;
         let now = self.net.now;
+        if self.dead() {
+            // The strategy waits for the gateway to come back.
+            self.at(now + 10 * MS, Step::Tick);
+            return;
+        }
+        self.out.actions += 1;
         let t = now + self.net.rng.range(MS, 60 * MS);
         self.at(t, Step::Tick);
         let roll = self.net.rng.next_u64() % 100;
@@ -458,12 +490,14 @@ impl Sim {
             self.ledger.unprepared(tag);
             return;
         }
+        if !self.journal_new(tag) {
+            return;
+        }
         if let Err(e) = self
             .gw
             .submit(&mut self.net, &mut self.req, Class::Normal, tag)
         {
-            let f = Final::of(&e);
-            self.take(Some(f));
+            self.on_event(&e);
         }
     }
 
@@ -474,6 +508,10 @@ impl Sim {
                 self.out.bans += 1;
                 let now_ms = self.venue_ms();
                 self.venue.ban(IP, ms, now_ms);
+            }
+            Step::ClearHalts if self.dead() => {
+                // The person waits for the gateway to come back.
+                self.at(self.net.now + SEC, Step::ClearHalts);
             }
             Step::ClearHalts => {
                 self.ban_heard = false;
@@ -489,6 +527,9 @@ impl Sim {
             Step::Reply(i, r) => self.reply(i, &r),
             Step::Fail(i) => self.fail(i),
             Step::Other => self.other(),
+            Step::Kill => self.kill(),
+            Step::Restart => self.restart(),
+            Step::Turn => {}
         }
         self.drain_gateway();
     }
@@ -520,6 +561,21 @@ impl Sim {
     }
 }
 
+/// The gateway's Binance Spot account: its limits from the venue's `info`
+/// (exchangeInfo) into `b`, its clock anchored at `now` on the venue's
+/// `venue_ms`, signed with `keys` (API key, secret).
+fn spot(
+    info: &str,
+    keys: &(String, String),
+    b: &mut Builder,
+    now: i64,
+    venue_ms: i64,
+) -> BinanceSpot {
+    BinanceSpot::from_exchange_info(info.as_bytes(), b, Clock::anchor(now, venue_ms), 30 * MS)
+        .expect("the venue's exchangeInfo")
+        .with_auth(Auth::new(&keys.0, keys.1.as_bytes(), 5_000).expect("keys"))
+}
+
 /// Runs `seed` under `p`.
 pub fn run(seed: u64, p: &Params) -> Outcome {
     let cfg = venue_config();
@@ -534,14 +590,8 @@ pub fn run(seed: u64, p: &Params) -> Outcome {
         Received::Run(a) => venue.execute(a, VENUE_MS0).body,
     };
     let mut b = Budget::builder();
-    let acct = BinanceSpot::from_exchange_info(
-        info.as_bytes(),
-        &mut b,
-        Clock::anchor(T0, VENUE_MS0),
-        30 * MS,
-    )
-    .expect("the venue's exchangeInfo")
-    .with_auth(Auth::new(&account.api_key, account.secret.as_bytes(), 5_000).expect("keys"));
+    let keys = (account.api_key.clone(), account.secret.clone());
+    let acct = spot(&info, &keys, &mut b, T0, VENUE_MS0);
     let budget = b.build(T0).expect("budget");
     let mut gw = Gateway::new(acct, "BTCUSDT", 64, 1024).expect("gateway");
     gw.set_seed(seed);
@@ -568,6 +618,7 @@ pub fn run(seed: u64, p: &Params) -> Outcome {
         clock: VenueClock::default(),
         ban_heard: false,
         other_every: 0,
+        proc: None,
     };
     // The venue's clock drifts up to 200 ppm either way (4 ms over 20 s); in a
     // fifth of the runs it also steps by up to 20 ms: offset and one-way latency
@@ -589,7 +640,8 @@ pub fn run(seed: u64, p: &Params) -> Outcome {
     }
     // Half the runs cancel-replace with ALLOW_FAILURE (the new order is tried
     // whether the cancel ran or not), half with the default STOP_ON_FAILURE.
-    if sim.net.rng.chance(500) {
+    let allow_failure = sim.net.rng.chance(500);
+    if allow_failure {
         sim.gw
             .venue_mut()
             .set_replace_mode(ReplaceMode::AllowFailure);
@@ -629,13 +681,23 @@ pub fn run(seed: u64, p: &Params) -> Outcome {
         sim.other_every = others.range(100 * MS, 500 * MS);
         sim.at(T0 + others.range(0, SEC), Step::Other);
     }
+    // A share of the runs kill the gateway and restart it on the daemon's files.
+    let start = restart::Start {
+        keys,
+        allow_failure,
+        polls,
+    };
+    sim.arm_kills(seed, start);
     let uncleared_ban = ban.is_some_and(|(_, _, cleared)| !cleared);
     let stop_at = sim.end_at + DRAIN_NS;
     let mut settled = false;
     let mut awaiting: Option<Vec<u64>> = None;
     loop {
         let next_q = sim.queue.peek().map(|Reverse((t, _))| *t);
-        let next_g = sim.gw.poll_timeout();
+        let next_g = match sim.dead() {
+            true => None,
+            false => sim.gw.poll_timeout(),
+        };
         let next = match (next_q, next_g) {
             (Some(a), Some(b)) => a.min(b),
             (a, b) => match a.or(b) {
@@ -676,6 +738,10 @@ pub fn run(seed: u64, p: &Params) -> Outcome {
         }
     }
     sim.out.throttled = sim.gw.stats().throttled;
+    let kills = sim.proc.as_ref().map_or(0, |p| p.kills);
+    sim.out.throttled += sim.proc.as_ref().map_or(0, |p| p.throttled);
+    sim.out.kills = kills;
+    sim.out.recovered = sim.proc.as_ref().map_or((0, 0), |p| p.recovered());
     let mut out = sim.out;
     out.tally = sim.ledger.tally();
     let (report, orders) = (sim.venue.report(), sim.venue.orders());
@@ -684,12 +750,15 @@ pub fn run(seed: u64, p: &Params) -> Outcome {
         &orders,
         sim.gw.in_flight(),
         out.bans,
-        sim.other_every > 0,
+        // A restart's bootstrap the venue refused used the IP's weight too.
+        sim.other_every > 0 || sim.proc.as_ref().is_some_and(|p| p.boot_refused > 0),
     ));
     // A Late is owed where nothing excused it: the gateway polled, no ban stayed
     // uncleared (its halt keeps the watch and refuses the polls), no watch was
     // dropped for room, and the run lasted past every watch.
-    let owed = polls && !uncleared_ban && sim.gw.stats().watch_dropped == 0 && settled;
+    // A kill drops the watches (the next life queries what its journal kept).
+    let owed =
+        polls && !uncleared_ban && sim.gw.stats().watch_dropped == 0 && settled && kills == 0;
     out.violations.extend(sim.ledger.lates_owed(&orders, owed));
     out
 }

@@ -181,13 +181,17 @@ const _: () = assert!(core::mem::size_of::<Entry>() == ENTRY);
 
 /// One order found in flight in a journal.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Found {
-    pub(crate) symbol: String,
-    pub(crate) id: String,
+pub struct Found {
+    /// The order's symbol.
+    pub symbol: String,
+    /// Its client order id.
+    pub id: String,
 }
 
-/// The mapped journal.
-pub(crate) struct Journal {
+/// The mapped journal. The daemon's [`crate::shm::Hub`] writes it; public so
+/// that a caller driving a gateway itself (the simulator's restarts) keeps the
+/// same file with the same code.
+pub struct Journal {
     map: Mapping,
     cap: usize,
     free: Vec<u32>,
@@ -314,7 +318,7 @@ impl Journal {
     /// new one is written beside it (`PATH.new`), synced and renamed over it,
     /// with `owner` and this boot's epoch (from `wall_ms`, the wall clock's
     /// milliseconds, and the old journal's epoch; [`Journal::epoch`]).
-    pub(crate) fn open(
+    pub fn open(
         path: &Path,
         cap: usize,
         wall_ms: u64,
@@ -444,18 +448,18 @@ impl Journal {
     }
 
     /// This boot's epoch, on disk since [`Journal::open`] returned.
-    pub(crate) fn epoch(&self) -> u64 {
+    pub fn epoch(&self) -> u64 {
         self.epoch
     }
 
     /// Whether a live entry holds `id`.
-    pub(crate) fn holds(&self, id: &ClientOrderId) -> bool {
+    pub fn holds(&self, id: &ClientOrderId) -> bool {
         self.ids.contains_key(id)
     }
 
     /// Writes an order about to be sent; its entry, None if the journal is full
     /// (or, on a disk-backed file, its page could not be written out).
-    pub(crate) fn record(&mut self, symbol: &str, id: &str) -> Option<u32> {
+    pub fn record(&mut self, symbol: &str, id: &str) -> Option<u32> {
         if symbol.len() > 32 || id.len() > 36 {
             return None;
         }
@@ -501,7 +505,7 @@ impl Journal {
     }
 
     /// The order of entry `i` has a definite answer: its entry is freed.
-    pub(crate) fn clear(&mut self, i: u32) {
+    pub fn clear(&mut self, i: u32) {
         if let Some(e) = entries(&self.map, HEAD, self.cap).get(i as usize) {
             if e.live.swap(0, Ordering::Release) != 0 {
                 self.free.push(i);
@@ -518,7 +522,7 @@ impl Journal {
     }
 
     /// Entries live now.
-    pub(crate) fn live(&self) -> usize {
+    pub fn live(&self) -> usize {
         self.cap - self.free.len()
     }
 }

@@ -1,17 +1,16 @@
 //! The gateway's events routed to the client whose request they end, and the
-//! journal's orders recovered at start.
+//! journal's orders recovered at start ([`Recovery`]).
 
 use ergon_gateway::shm::{fate_bytes, item_fates, ShmEvent, FATE_BYTES};
-use ergon_gateway::{Account, Api, Event, ItemFate, OPEN_ORDERS};
+use ergon_gateway::{Account, Api, Event, ItemFate};
 
 /// Events a client's ring takes beside its own: only into room beyond what its
 /// requests in flight may need (three events each).
 fn room_beyond_own(c: &super::Client) -> bool {
     c.conn.is_some() && c.events.free() > 3 * c.tags.len()
 }
-use ergon_venues::endpoint::{ClientOrderId, OrderRef, Symbol};
-
-use super::{Hub, RECOVER};
+use super::Hub;
+use crate::shm::recovery::Recovery;
 
 impl Hub {
     /// Delivers one gateway event to the client whose request it is about.
@@ -47,22 +46,8 @@ impl Hub {
             }
             return;
         }
-        if gtag & RECOVER != 0 && gtag != OPEN_ORDERS {
-            if ev.is_final() {
-                // Only a definite answer clears the entry (found, or NotFound under
-                // the venue's bound); any other end leaves it for the next start.
-                if let (Some(j), Event::Reconciled { .. }) = (&mut self.journal, &ev) {
-                    j.clear(gtag as u32);
-                }
-                self.recover_in_flight = self.recover_in_flight.saturating_sub(1);
-                self.recovered.0 += 1;
-                let found = match ev {
-                    Event::Applied { .. } => true,
-                    Event::Reconciled { found, .. } => found.is_some(),
-                    _ => false,
-                };
-                self.recovered.1 += u64::from(found);
-            }
+        if Recovery::owns(gtag) {
+            self.recovery.on_event(self.journal.as_mut(), &ev);
             return;
         }
         let (k, gen, l) = ((gtag >> 48) as usize, (gtag >> 32) as u16, gtag as u32);
@@ -167,42 +152,6 @@ impl Hub {
             let mut kept = settled;
             kept.clear();
             c.parts[l as usize] = kept;
-        }
-    }
-
-    /// Queries each order a dead gateway left in flight (by client order id). One
-    /// whose query cannot be prepared stays in the journal for the next start.
-    pub(super) fn recover<E: Account>(&mut self, api: &mut Api<'_, '_, E>) {
-        while let Some((i, f)) = self.recover.pop() {
-            let now = api.now();
-            let (Ok(symbol), Ok(id)) = (Symbol::new(&f.symbol), ClientOrderId::new(&f.id)) else {
-                continue;
-            };
-            let it = OrderRef {
-                symbol,
-                client_order_id: id,
-            };
-            if api
-                .venue_mut()
-                .query_order(&mut self.req, &it, now)
-                .is_err()
-            {
-                continue;
-            }
-            // Reconciled under the gateway's rule: NotFound only after the venue's
-            // bound, else Unresolved (never "it never ran" from one early query).
-            match api.recover(&mut self.req, RECOVER | u64::from(i)) {
-                Ok(()) => self.recover_in_flight += 1,
-                Err(Event::Limited { .. }) => {
-                    // No room now: again next turn.
-                    self.recover.push((i, f));
-                    return;
-                }
-                Err(ev) => {
-                    self.recover_in_flight += 1;
-                    self.route(api, ev);
-                }
-            }
         }
     }
 }

@@ -16,8 +16,9 @@ use ergon_venues::binance_spot_ws::Execution;
 use ergon_venues::endpoint::{IdFormat, Prepared};
 
 use super::halts::HaltLog;
-use super::journal::{Found, Journal, JournalOwner};
+use super::journal::{Journal, JournalOwner};
 use super::owners::OwnerLog;
+use super::recovery::Recovery;
 use super::share::Use;
 use ergon_gateway::observe::{ClientStats, Lease, PublishClients};
 use ergon_gateway::shm::os::{self, Epoll};
@@ -38,8 +39,6 @@ mod listen;
 pub const HUB_TOKEN: u64 = (1 << 62) + 2;
 
 const LISTENER: u64 = 0;
-/// The tag bit of the queries of what a dead gateway left in flight.
-const RECOVER: u64 = 1 << 47;
 const CONN0: u64 = 16;
 /// Connections accepted per readiness of the listener.
 const ACCEPTS_PER_CALL: usize = 64;
@@ -293,11 +292,8 @@ pub struct Hub {
     /// The blocks of ids each client name was issued, kept beside the journal
     /// across lives ([`OwnerLog`]).
     owners: Option<OwnerLog>,
-    /// Orders a dead gateway left in flight, still to query (entry, order).
-    recover: Vec<(u32, Found)>,
-    recover_in_flight: usize,
-    /// Orders of a dead gateway queried (and of them, found at the venue).
-    pub recovered: (u64, u64),
+    /// Orders a dead gateway left in flight, on their way to a definite answer.
+    recovery: Recovery,
     /// The loop's side of each leased bucket (from [`HubConfig::leases`]).
     leased: Vec<ergon_lease::Leased>,
     /// The last refusal of a leased limit by the budget, for the stats.
@@ -404,9 +400,7 @@ impl Hub {
             next_client: 0,
             timer_at: 0,
             journal,
-            recover,
-            recover_in_flight: 0,
-            recovered: (0, 0),
+            recovery: Recovery::new(recover),
             owner: os::euid(),
             refused: 0,
             next_conn_gen: 1,
@@ -450,9 +444,9 @@ impl Hub {
             "gateway {} journal_live={} recovering={} recovered={} recovered_found={} in_flight={} sent={} applied={} rejected={} unknown={} reconciled={} throttled={} banned={} refused={}\n",
             self.cfg.name,
             self.journal.as_ref().map_or(0, Journal::live),
-            self.recover.len() + self.recover_in_flight,
-            self.recovered.0,
-            self.recovered.1,
+            self.recovery.pending(),
+            self.recovery.recovered.0,
+            self.recovery.recovered.1,
             api.in_flight(),
             g.sent,
             g.applied,
@@ -647,7 +641,8 @@ impl<E: Account> Strategy<E> for Hub {
         for c in self.clients.iter().flatten() {
             c.region.header().gw_sleeping.store(0, Ordering::Relaxed);
         }
-        self.recover(api);
+        self.recovery
+            .step(api, &mut self.req, self.journal.as_mut());
         // The open-orders polls only while a client that asked is attached (the
         // gateway still polls while it watches an unresolved order's id).
         let wanted = self
