@@ -18,7 +18,7 @@ use arrayvec::ArrayVec;
 use super::{order_params, put_val, Pending, PrepareError, Session, Val, MAX_PARAMS};
 use crate::adapt::{Error, Request, Venue};
 use crate::endpoint::{
-    decimal, ClientOrderId, Decimal, Field, Fill, NewOrder, OrderType, Runs, Side, Symbol, Values,
+    ClientOrderId, Decimal, Field, Fill, NewOrder, OrderType, Runs, Side, Symbol, Text, Values,
 };
 use crate::inflight::Slot;
 
@@ -150,19 +150,20 @@ impl Session {
         })
     }
 
-    /// Writes one `order.place` frame of template `t` into `out` (cleared first; text,
-    /// so that the WebSocket session takes it as it is, with no UTF-8 check per send)
+    /// Writes one `order.place` frame of template `t` into `out` (cleared first; a
+    /// [`Text`], which a transport takes as text with no UTF-8 check per send, and
+    /// into which the request id and timestamp go as digits with no check either)
     /// with `fill`'s price, quantity and client order id, stamped (and, for
     /// [`Signing::PerRequest`], signed) at the venue's UTC of `now`, and reserves
     /// its slot, as [`Session::prepare`] does for `Call::Place`. A price on a
     /// market template or none on a priced one, a template of another receive
     /// window, or a per-request template on a session without a key: `Err`, `out`
     /// empty and nothing reserved.
-    pub fn prepare_from(
+    pub fn prepare_frame(
         &mut self,
         t: &FrameTemplate,
         fill: &Fill<'_>,
-        out: &mut String,
+        out: &mut Text,
         now: i64,
     ) -> Result<Pending, PrepareError> {
         out.clear();
@@ -189,23 +190,22 @@ impl Session {
         };
         let clock = &self.adapter.limits.clock;
         let ts = clock.utc_ms(now);
-        let (mut stamp, mut number) = ([0u8; 20], [0u8; 20]);
         let values = Values {
             id: fill.client_order_id.as_str(),
             price,
             quantity: fill.quantity.as_str(),
-            timestamp: decimal(ts, &mut stamp),
-            request_id: decimal(i64::try_from(id).unwrap_or(i64::MAX), &mut number),
+            timestamp: ts,
+            request_id: i64::try_from(id).unwrap_or(i64::MAX),
         };
-        t.frame.emit(&values, |b| out.push_str(b));
+        t.frame.emit(&values, out);
         if let (Some(payload), Some(key)) = (&t.payload, key) {
             let end = out.len();
-            payload.emit(&values, |b| out.push_str(b));
+            payload.emit(&values, out);
             let sig = super::signature_text(key, out.as_bytes().get(end..).unwrap_or_default());
-            out.truncate(end);
+            out.truncate_to_mark(end);
             out.push_str(",\"signature\":\"");
             out.push_str(&sig);
-            out.push('"');
+            out.push_str("\"");
         }
         out.push_str("}}");
         let deadline_ns = clock.now_ns_at(ts.saturating_add(self.recv_window_ms));
@@ -224,6 +224,23 @@ impl Session {
             deadline_ns,
             client_order_id,
         })
+    }
+
+    /// [`Session::prepare_frame`] into a `String`: the same frame, the same slot
+    /// (the string's buffer is reused as it is; one UTF-8 scan of the frame when
+    /// it is handed back). For callers that take `&str`; the send path takes the
+    /// [`Text`].
+    pub fn prepare_from(
+        &mut self,
+        t: &FrameTemplate,
+        fill: &Fill<'_>,
+        out: &mut String,
+        now: i64,
+    ) -> Result<Pending, PrepareError> {
+        let mut text = Text::from(core::mem::take(out));
+        let r = self.prepare_frame(t, fill, &mut text, now);
+        *out = String::from(text);
+        r
     }
 }
 

@@ -55,13 +55,32 @@ pub(crate) struct Runs {
     open_from: u16,
 }
 
-/// The values of one order's fields, as text.
+/// The values of one order's fields: text, and the two integers.
 pub(crate) struct Values<'a> {
     pub(crate) id: &'a str,
     pub(crate) price: &'a str,
     pub(crate) quantity: &'a str,
-    pub(crate) timestamp: &'a str,
-    pub(crate) request_id: &'a str,
+    pub(crate) timestamp: i64,
+    pub(crate) request_id: i64,
+}
+
+/// Where a template is written: text appended as it is, integers in decimal.
+pub(crate) trait Sink {
+    /// Appends `s`.
+    fn text(&mut self, s: &str);
+    /// Appends `n` in decimal.
+    fn int(&mut self, n: i64);
+}
+
+impl Sink for String {
+    fn text(&mut self, s: &str) {
+        self.push_str(s);
+    }
+
+    fn int(&mut self, n: i64) {
+        let mut buf = [0u8; 20];
+        self.push_str(decimal(n, &mut buf));
+    }
 }
 
 impl Runs {
@@ -84,30 +103,38 @@ impl Runs {
         true
     }
 
-    /// Writes the template with `v` through `put`, a copy per run and per field.
+    /// Writes the template with `v` into `out`, a copy per run and per field.
     #[inline]
-    pub(crate) fn emit(&self, v: &Values<'_>, mut put: impl FnMut(&str)) {
+    pub(crate) fn emit(&self, v: &Values<'_>, out: &mut impl Sink) {
         let text = self.text.as_str();
         let mut from = 0;
         for &(end, field) in &self.runs {
             let end = usize::from(end);
-            put(text.get(from..end).unwrap_or_default());
+            out.text(text.get(from..end).unwrap_or_default());
             from = end;
             match field {
-                Some(Field::Id) => put(v.id),
-                Some(Field::Price) => put(v.price),
-                Some(Field::Quantity) => put(v.quantity),
-                Some(Field::Timestamp) => put(v.timestamp),
-                Some(Field::RequestId) => put(v.request_id),
+                Some(Field::Id) => out.text(v.id),
+                Some(Field::Price) => out.text(v.price),
+                Some(Field::Quantity) => out.text(v.quantity),
+                Some(Field::Timestamp) => out.int(v.timestamp),
+                Some(Field::RequestId) => out.int(v.request_id),
                 None => {}
             }
         }
-        put(text.get(from..).unwrap_or_default());
+        out.text(text.get(from..).unwrap_or_default());
     }
 }
 
-/// `n` in decimal into `buf`, two digits a step from a table: the digits written.
+/// `n` in decimal into `buf`, checked as text: the digits written. See [`digits`].
 pub(crate) fn decimal(n: i64, buf: &mut [u8; 20]) -> &str {
+    // ASCII digits: the check is a short scan, and never fails.
+    core::str::from_utf8(digits(n, buf)).unwrap_or("0")
+}
+
+/// `n` in decimal into `buf`, two digits a step from a table: the bytes written
+/// (`-` and ASCII digits).
+#[inline]
+pub(crate) fn digits(n: i64, buf: &mut [u8; 20]) -> &[u8] {
     const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
         2021222324252627282930313233343536373839\
         4041424344454647484950515253545556575859\
@@ -133,8 +160,7 @@ pub(crate) fn decimal(n: i64, buf: &mut [u8; 20]) -> &str {
         i -= 1;
         buf[i] = b'-';
     }
-    // ASCII digits: the check is a short scan, and never fails.
-    core::str::from_utf8(&buf[i..]).unwrap_or("0")
+    &buf[i..]
 }
 
 #[cfg(test)]
@@ -168,15 +194,15 @@ mod tests {
         r.lit("&b=");
         assert!(r.field(Field::Timestamp));
         r.lit("!");
-        let mut out = String::new();
         let v = Values {
             id: "i",
             price: "p",
             quantity: "q",
-            timestamp: "12",
-            request_id: "",
+            timestamp: 12,
+            request_id: 0,
         };
-        r.emit(&v, |b| out.push_str(b));
+        let mut out = String::new();
+        r.emit(&v, &mut out);
         assert_eq!(out, "a=q&b=12!");
     }
 }
