@@ -224,11 +224,10 @@ pub fn encode(
     Some(total)
 }
 
-/// The masking key repeated over 8 bytes.
+/// The masking key repeated over 8 bytes (both halves the key: the same in
+/// either byte order).
 fn wide_key(key: [u8; 4]) -> u64 {
-    u64::from_ne_bytes([
-        key[0], key[1], key[2], key[3], key[0], key[1], key[2], key[3],
-    ])
+    u64::from(u32::from_ne_bytes(key)) * 0x1_0000_0001
 }
 
 /// `out` = `payload` XOR the repeated masking key (RFC 6455 §5.3), in one pass: 32

@@ -13,10 +13,12 @@
 //! connection that is not logged on is refused by the venue (-1022 / -2014):
 //! the lane's logon decides which form it uses.
 
+use core::sync::atomic::{AtomicU64, Ordering};
+
 use arrayvec::ArrayVec;
 
 use super::{order_params, put_val, Pending, PrepareError, Session, Val, MAX_PARAMS};
-use crate::adapt::{Error, Request, Venue};
+use crate::adapt::{Error, Parts, Request, Venue};
 use crate::endpoint::{
     ClientOrderId, Decimal, Field, Fill, NewOrder, OrderType, Runs, Side, Symbol, Text, Values,
 };
@@ -41,6 +43,19 @@ pub struct FrameTemplate {
     payload: Option<Runs>,
     priced: bool,
     recv_window_ms: i64,
+    /// What an order charges, asked of the adapter once, and the limits it was
+    /// asked of (the session's `limits_id` then): another session's, or limits
+    /// changed since through `adapter_mut`, and the parts are asked again.
+    parts: Parts,
+    limits_id: u64,
+}
+
+/// A number no session's limits had before: a session takes one when it is made and
+/// whenever its adapter is handed out to change, so a template's parts are used
+/// only with the limits they were asked of.
+pub(super) fn limits_id() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    NEXT.fetch_add(1, Ordering::Relaxed)
 }
 
 /// A parameter of the template: fixed text or number, or a field left open.
@@ -139,6 +154,9 @@ impl Session {
                 }
             }
         }
+        if signing == Signing::Session {
+            frame.lit("}}");
+        }
         if !ok {
             return Err(Error::BadArgument("order template"));
         }
@@ -147,6 +165,8 @@ impl Session {
             payload: (signing == Signing::PerRequest).then_some(payload),
             priced,
             recv_window_ms: self.recv_window_ms,
+            parts: self.adapter.parts(Request::Order)?,
+            limits_id: self.limits_id,
         })
     }
 
@@ -184,9 +204,13 @@ impl Session {
             (Some(_), None) => return bad(Error::NoKey),
             (_, key) => key,
         };
-        let parts = match self.adapter.parts(Request::Order) {
-            Ok(p) => p,
-            Err(e) => return bad(e),
+        let parts = if t.limits_id == self.limits_id {
+            t.parts.clone()
+        } else {
+            match self.adapter.parts(Request::Order) {
+                Ok(p) => p,
+                Err(e) => return bad(e),
+            }
         };
         let clock = &self.adapter.limits.clock;
         let ts = clock.utc_ms(now);
@@ -205,9 +229,8 @@ impl Session {
             out.truncate_to_mark(end);
             out.push_str(",\"signature\":\"");
             out.push_str(&sig);
-            out.push_str("\"");
+            out.push_str("\"}}");
         }
-        out.push_str("}}");
         let deadline_ns = clock.now_ns_at(ts.saturating_add(self.recv_window_ms));
         let client_order_id = Some(fill.client_order_id);
         self.slots.reserve(Slot::prepared(
