@@ -73,6 +73,8 @@ pub(crate) trait Sink {
     fn int(&mut self, n: i64);
 }
 
+/// A `String` sink, for the tests that hold a `Text` to what a `String` gets.
+#[cfg(test)]
 impl Sink for String {
     fn text(&mut self, s: &str) {
         self.push_str(s);
