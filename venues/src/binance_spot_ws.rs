@@ -282,6 +282,10 @@ pub struct Session {
     /// The connection is logged on (`session.logon` answered): signed calls go
     /// without `apiKey` and `signature`.
     logged_on: bool,
+    /// Which limits the adapter holds, for the parts a template keeps
+    /// ([`template::limits_id`]): new with the session and with every
+    /// [`Session::adapter_mut`].
+    limits_id: u64,
 }
 
 /// A parameter value: text (already checked: no character to escape) or a number.
@@ -496,6 +500,7 @@ impl Session {
             recv_window_ms,
             slots: Table::new(capacity),
             logged_on: false,
+            limits_id: template::limits_id(),
         })
     }
 
@@ -514,6 +519,7 @@ impl Session {
             recv_window_ms,
             slots: Table::new(capacity),
             logged_on: false,
+            limits_id: template::limits_id(),
         })
     }
 
@@ -555,6 +561,7 @@ impl Session {
 
     /// The adapter, to read an answer that is not a frame (a refused upgrade).
     pub fn adapter_mut(&mut self) -> &mut BinanceSpot {
+        self.limits_id = template::limits_id();
         &mut self.adapter
     }
 

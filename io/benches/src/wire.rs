@@ -10,6 +10,8 @@
 //! |---|---|
 //! | `wire_sign` | the signature alone: `HmacKey::sign` of the order's query (the key's ipad and opad blocks hashed once, at start) |
 //! | `wire_sign_naive` | the same MAC keyed on every call (`Hmac::<Sha256>::new_from_slice`) |
+//! | `wire_sign_hmac_text` | the REST signature as sent: `binance_spot::signature` of the query with the HMAC key (the MAC and its hex) |
+//! | `wire_sign_ed25519` | the same with an Ed25519 key (`SignKey::Ed25519`): the signature, its base64, URL-encoded |
 //! | `wire_prepare` | `BinanceSpot::new_order_from` (the order's prepared template) into a reused `Prepared`: format and signature |
 //! | `wire_prepare_builder` | the same order from `BinanceSpot::new_order` (parameter by parameter), as before the template |
 //! | `wire_charge` | `Budget::try_charge_shape` of the order's shape (the gateway's charge) |
@@ -32,10 +34,10 @@ use ergon_io::http::{Headers, Request};
 use ergon_io::pool::{Pool, PoolEvent, Transmit};
 use ergon_venues::adapt::Clock;
 use ergon_venues::binance_spot::template::OrderTemplate;
-use ergon_venues::binance_spot::{Auth, BinanceSpot};
+use ergon_venues::binance_spot::{signature, Auth, BinanceSpot};
 use ergon_venues::endpoint::{
-    ClientOrderId, Decimal, Endpoints, Fill, HmacKey, NewOrder, OrderType, Side, Symbol,
-    TimeInForce,
+    ClientOrderId, Decimal, Ed25519Key, Endpoints, Fill, HmacKey, NewOrder, OrderType, Side,
+    SignKey, Symbol, TimeInForce,
 };
 use ergon_venues::response::Response;
 use hmac::{Hmac, Mac};
@@ -53,6 +55,8 @@ pub(crate) const T0: i64 = 1_000 * SEC;
 pub(crate) const INFO: &[u8] = br#"{"rateLimits":[{"rateLimitType":"REQUEST_WEIGHT","interval":"MINUTE","intervalNum":1,"limit":6000},{"rateLimitType":"ORDERS","interval":"SECOND","intervalNum":10,"limit":200},{"rateLimitType":"RAW_REQUESTS","interval":"MINUTE","intervalNum":5,"limit":61000}]}"#;
 /// The secret of Binance's documented signature example (see [`tests`]).
 pub const SECRET: &[u8] = b"NhqPtmdSJYdKjVHjA7PZj4Mge3R5YNiP1e3UZjInClVN65XAbvqqM6A7H5fATj0j";
+/// The Ed25519 key of the `wire_sign_ed25519` case (any key signs at the same cost).
+const ED25519_SEED: [u8; 32] = [7; 32];
 /// One answer, Applied by the gateway.
 const REPLY: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 13\r\n\r\n{\"orderId\":1}";
 /// Ledger slots and connections: one per order of the largest batch, so every order
@@ -64,6 +68,8 @@ const SLOTS: usize = MAX_BATCH + 1;
 enum Stage {
     Sign,
     SignNaive,
+    SignHmacText,
+    SignEd25519,
     Prepare,
     PrepareBuilder,
     Charge,
@@ -172,6 +178,8 @@ pub struct WireCase {
     query: Vec<u8>,
     bytes: Vec<u8>,
     key: HmacKey,
+    /// The REST signature's keys, as `binance_spot::signature` takes them.
+    keys: [SignKey; 2],
     /// Orders submitted in this batch (to answer in `prepare`).
     submitted: usize,
     /// Orders answered (Applied) in all.
@@ -293,6 +301,10 @@ impl WireCase {
             query,
             bytes,
             key: HmacKey::new(SECRET),
+            keys: [
+                SignKey::Hmac(HmacKey::new(SECRET)),
+                SignKey::Ed25519(Ed25519Key::from_seed(&ED25519_SEED)),
+            ],
             submitted: 0,
             applied: 0,
         }
@@ -361,6 +373,8 @@ impl Case for WireCase {
         match self.stage {
             Stage::Sign => "wire_sign",
             Stage::SignNaive => "wire_sign_naive",
+            Stage::SignHmacText => "wire_sign_hmac_text",
+            Stage::SignEd25519 => "wire_sign_ed25519",
             Stage::Prepare => "wire_prepare",
             Stage::PrepareBuilder => "wire_prepare_builder",
             Stage::Charge => "wire_charge",
@@ -377,6 +391,8 @@ impl Case for WireCase {
                 "HMAC-SHA256 of a Binance order's query, key state precomputed (HmacKey::sign)"
             }
             Stage::SignNaive => "the same MAC keyed on every call (Hmac::new_from_slice)",
+            Stage::SignHmacText => "the REST signature as sent, HMAC key (binance_spot::signature)",
+            Stage::SignEd25519 => "the REST signature as sent, Ed25519 key (base64, URL-encoded)",
             Stage::Prepare => {
                 "BinanceSpot::new_order_from (a prepared template) into a reused Prepared: format + signature"
             }
@@ -419,6 +435,14 @@ impl Case for WireCase {
                     };
                     mac.update(black_box(&self.query[..]));
                     black_box(<[u8; 32]>::from(mac.finalize().into_bytes()));
+                }
+            }
+            Stage::SignHmacText | Stage::SignEd25519 => {
+                let key = &self.keys[usize::from(self.stage == Stage::SignEd25519)];
+                let mut out = arrayvec::ArrayString::new();
+                for _ in 0..n {
+                    signature(key, black_box(&self.query[..]), &mut out);
+                    black_box(&out);
                 }
             }
             Stage::Prepare => {
@@ -478,6 +502,8 @@ pub fn all() -> Vec<Box<dyn Case>> {
     [
         Stage::Sign,
         Stage::SignNaive,
+        Stage::SignHmacText,
+        Stage::SignEd25519,
         Stage::Prepare,
         Stage::PrepareBuilder,
         Stage::Charge,
@@ -559,6 +585,20 @@ pub fn stages(get: impl Fn(&str) -> Option<f64>) -> Option<Vec<Row>> {
             how: "wire_floor",
         },
     ];
+    for (stage, how) in [
+        (
+            "signature as sent, HMAC-SHA256 (MAC and hex)",
+            "wire_sign_hmac_text",
+        ),
+        (
+            "signature as sent, Ed25519 (signature, base64, URL-encoded)",
+            "wire_sign_ed25519",
+        ),
+    ] {
+        if let Some(cost) = get(how) {
+            rows.push(Row { stage, cost, how });
+        }
+    }
     if let Some(builder) = get("wire_prepare_builder") {
         rows.push(Row {
             stage: "format with the builder (before the template)",
@@ -588,6 +628,26 @@ mod tests {
         let mut mac = Hmac::<Sha256>::new_from_slice(SECRET).unwrap();
         mac.update(QUERY);
         assert_eq!(hex(&mac.finalize().into_bytes()), SIGNATURE);
+    }
+
+    #[test]
+    fn the_signature_cases_sign_the_query_as_binance_takes_it() {
+        use base64::Engine as _;
+        let c = WireCase::new(Stage::SignEd25519);
+        let mut out = arrayvec::ArrayString::new();
+        signature(&c.keys[0], &c.query, &mut out);
+        assert_eq!(out.as_str(), hex(&c.key.sign(&[&c.query[..]])));
+        signature(&c.keys[1], &c.query, &mut out);
+        // Ed25519: base64 of the 64-byte signature over the query, URL-encoded.
+        let b64 = out
+            .replace("%2B", "+")
+            .replace("%2F", "/")
+            .replace("%3D", "=");
+        let raw = base64::engine::general_purpose::STANDARD
+            .decode(b64)
+            .unwrap();
+        let key = Ed25519Key::from_seed(&ED25519_SEED);
+        assert_eq!(raw, key.sign(&c.query).to_vec());
     }
 
     #[test]

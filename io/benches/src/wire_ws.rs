@@ -5,7 +5,7 @@
 //!
 //! | case | what its calls do, per order |
 //! |---|---|
-//! | `wire_ws` | `binance_spot_ws::Session::prepare_from` (the frame from its template, a slot reserved), `Budget::try_charge_shape` of the order's parts with the connection's message parts (the lane's charge), `ws::Session::send_request_charged` (framed, masked into the connection's buffer), `write(2)` of it to a pipe, `handle_written` |
+//! | `wire_ws` | `binance_spot_ws::Session::prepare_frame` (the frame from its template as `Text`, a slot reserved), `Budget::try_charge_shape` of the order's parts with the connection's message parts (the lane's charge), `ws::Session::send_request_text_charged` (framed, masked into the connection's buffer), `write(2)` of it to a pipe, `handle_written` |
 //! | `wire_ws_floor` | `write(2)` of the same masked frame's bytes alone |
 //!
 //! Not in `wire_ws`: the gateway's ledger (`Gateway::submit`'s checks, record and
@@ -25,7 +25,9 @@ use ergon_io::ws::{Session as Ws, Upgrade, WsConfig, WsEvent};
 use ergon_venues::adapt::{Clock, Request, Venue};
 use ergon_venues::binance_spot::BinanceSpot;
 use ergon_venues::binance_spot_ws::{FrameTemplate, Session as Api, Signing};
-use ergon_venues::endpoint::{ClientOrderId, Decimal, Fill, OrderType, Side, Symbol, TimeInForce};
+use ergon_venues::endpoint::{
+    ClientOrderId, Decimal, Fill, OrderType, Side, Symbol, Text, TimeInForce,
+};
 use sha1::{Digest, Sha1};
 
 use crate::cases::{Case, Expect, MAX_BATCH};
@@ -40,6 +42,9 @@ const CONNS: usize = MAX_BATCH.div_ceil(PER_CONN);
 /// requests) and the transport's (framing, masking, the budget's tickets).
 struct Conn {
     api: Api,
+    /// This connection's order template (a template is good for the session
+    /// that made it: it keeps the parts it asked that session's adapter for).
+    template: FrameTemplate,
     ws: Ws,
     /// Request ids written in this batch, to answer.
     sent: Vec<u64>,
@@ -49,12 +54,11 @@ struct Conn {
 pub struct WsCase {
     floor: bool,
     conns: Vec<Conn>,
-    template: FrameTemplate,
     fills: Vec<Fill<'static>>,
     shape: Shape,
     budget: Budget,
     fresh: Budget,
-    frame: String,
+    frame: Text,
     /// The first order's bytes as written (framed and masked): the floor's.
     bytes: Vec<u8>,
     pipe: (OwnedFd, OwnedFd),
@@ -130,21 +134,21 @@ impl WsCase {
             )
             .expect("a WebSocket session");
             open(&mut ws, &mut budget);
+            let template = api
+                .order_template(
+                    Symbol::new("LTCBTC").expect("a symbol"),
+                    Side::Buy,
+                    OrderType::Limit(TimeInForce::Gtc),
+                    Signing::Session,
+                )
+                .expect("a template");
             conns.push(Conn {
                 api,
+                template,
                 ws,
                 sent: Vec::with_capacity(PER_CONN),
             });
         }
-        let template = conns[0]
-            .api
-            .order_template(
-                Symbol::new("LTCBTC").expect("a symbol"),
-                Side::Buy,
-                OrderType::Limit(TimeInForce::Gtc),
-                Signing::Session,
-            )
-            .expect("a template");
         let fills = (0..MAX_BATCH)
             .map(|i| Fill {
                 price: Some(Decimal::new("0.1").expect("a price")),
@@ -156,12 +160,11 @@ impl WsCase {
         let mut case = WsCase {
             floor,
             conns,
-            template,
             fills,
             shape,
             budget,
             fresh,
-            frame: String::with_capacity(1024),
+            frame: Text::with_capacity(1024),
             bytes: Vec::new(),
             pipe: pipe(),
             written: 0,
@@ -185,7 +188,7 @@ impl WsCase {
             let conn = &mut self.conns[(i / PER_CONN) % CONNS];
             let Ok(p) = conn
                 .api
-                .prepare_from(&self.template, &self.fills[i], &mut self.frame, T0)
+                .prepare_frame(&conn.template, &self.fills[i], &mut self.frame, T0)
             else {
                 refused += 1;
                 continue;
@@ -197,7 +200,7 @@ impl WsCase {
             };
             if conn
                 .ws
-                .send_request_charged(p.id, &self.frame, ticket)
+                .send_request_text_charged(p.id, &self.frame, ticket)
                 .is_err()
             {
                 conn.api.unsent(p.id);

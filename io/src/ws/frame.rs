@@ -217,18 +217,51 @@ pub fn encode(
         out[at..at + 4].copy_from_slice(&key);
         at += 4;
     }
-    out[at..].copy_from_slice(payload);
-    if let Some(key) = mask {
-        apply_mask(&mut out[at..], key);
+    match mask {
+        Some(key) => copy_masked(&mut out[at..], payload, key),
+        None => out[at..].copy_from_slice(payload),
     }
     Some(total)
 }
 
+/// The masking key repeated over 8 bytes (both halves the key: the same in
+/// either byte order).
+fn wide_key(key: [u8; 4]) -> u64 {
+    u64::from(u32::from_ne_bytes(key)) * 0x1_0000_0001
+}
+
+/// `out` = `payload` XOR the repeated masking key (RFC 6455 §5.3), in one pass: 32
+/// bytes a step as four words (the compiler makes vector XORs of them), then 8,
+/// then a byte at a time. Every step starts at a multiple of 8 bytes, so the key's
+/// phase is that of the byte-at-a-time rule everywhere. `out` is as long as
+/// `payload` (the caller cut it so); a longer one keeps its tail.
+fn copy_masked(out: &mut [u8], payload: &[u8], key: [u8; 4]) {
+    let wide = wide_key(key);
+    let mut out32 = out.chunks_exact_mut(32);
+    let mut in32 = payload.chunks_exact(32);
+    for (o, p) in (&mut out32).zip(&mut in32) {
+        for (o, p) in o.chunks_exact_mut(8).zip(p.chunks_exact(8)) {
+            let mut raw = [0u8; 8];
+            raw.copy_from_slice(p);
+            o.copy_from_slice(&(u64::from_ne_bytes(raw) ^ wide).to_ne_bytes());
+        }
+    }
+    let mut out8 = out32.into_remainder().chunks_exact_mut(8);
+    let mut in8 = in32.remainder().chunks_exact(8);
+    for (o, p) in (&mut out8).zip(&mut in8) {
+        let mut raw = [0u8; 8];
+        raw.copy_from_slice(p);
+        o.copy_from_slice(&(u64::from_ne_bytes(raw) ^ wide).to_ne_bytes());
+    }
+    let tail = out8.into_remainder().iter_mut().zip(in8.remainder());
+    for (i, (o, p)) in tail.enumerate() {
+        *o = p ^ key[i & 3];
+    }
+}
+
 /// XORs `buf` with the repeated masking key (RFC 6455 §5.3); its own inverse.
 pub fn apply_mask(buf: &mut [u8], key: [u8; 4]) {
-    let wide = u64::from_ne_bytes([
-        key[0], key[1], key[2], key[3], key[0], key[1], key[2], key[3],
-    ]);
+    let wide = wide_key(key);
     let mut chunks = buf.chunks_exact_mut(8);
     for chunk in &mut chunks {
         let mut raw = [0u8; 8];
@@ -267,6 +300,47 @@ mod tests {
             for cut in 0..hl {
                 assert_eq!(parse_header(&out[..cut], Role::Server, u64::MAX), Ok(None));
             }
+        }
+    }
+
+    /// RFC 6455 §5.3 as written: byte `i` XOR key byte `i mod 4`.
+    fn masked_by_the_rule(payload: &[u8], key: [u8; 4]) -> Vec<u8> {
+        payload
+            .iter()
+            .enumerate()
+            .map(|(i, b)| b ^ key[i % 4])
+            .collect()
+    }
+
+    proptest::proptest! {
+        /// Word-at-a-time masking, fused with the copy and alone, is the byte-at-a-time
+        /// rule for every length (all the 32-, 8- and 1-byte steps and their seams)
+        /// and every alignment of the source and the destination.
+        #[test]
+        fn masking_is_the_byte_at_a_time_rule_at_every_length_and_offset(
+            payload in proptest::collection::vec(proptest::num::u8::ANY, 0..300),
+            key in proptest::array::uniform4(proptest::num::u8::ANY),
+            src_at in 0usize..16,
+            dst_at in 0usize..16,
+        ) {
+            let want = masked_by_the_rule(&payload, key);
+            let mut src = vec![0u8; src_at];
+            src.extend_from_slice(&payload);
+            let src = &src[src_at..];
+            let mut dst = vec![0xA5u8; dst_at + payload.len() + 3];
+            copy_masked(&mut dst[dst_at..dst_at + payload.len()], src, key);
+            proptest::prop_assert_eq!(&dst[dst_at..dst_at + payload.len()], &want[..]);
+            proptest::prop_assert!(dst[..dst_at].iter().all(|&b| b == 0xA5));
+            proptest::prop_assert_eq!(&dst[dst_at + payload.len()..], &[0xA5u8; 3][..]);
+            let mut inplace = vec![0u8; dst_at];
+            inplace.extend_from_slice(&payload);
+            apply_mask(&mut inplace[dst_at..], key);
+            proptest::prop_assert_eq!(&inplace[dst_at..], &want[..]);
+            let mut frame = vec![0u8; frame_len(payload.len(), true) + dst_at];
+            let n = encode(&mut frame[dst_at..], true, Opcode::Text, src, Some(key));
+            proptest::prop_assert_eq!(n, Some(frame_len(payload.len(), true)));
+            let body = &frame[frame.len() - payload.len()..];
+            proptest::prop_assert_eq!(body, &want[..]);
         }
     }
 

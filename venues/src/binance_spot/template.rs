@@ -124,17 +124,16 @@ impl OrderTemplate {
         };
         w.symbol_text(&self.symbol);
         let ts = clock.utc_ms(now);
-        let mut stamp = [0u8; 20];
         let values = Values {
             id: fill.client_order_id.as_str(),
             price,
             quantity: fill.quantity.as_str(),
-            timestamp: decimal(ts, &mut stamp),
-            request_id: "",
+            timestamp: ts,
+            request_id: 0,
         };
         w.open();
         let start = w.pos();
-        self.runs.emit(&values, |b| w.s(b));
+        self.runs.emit(&values, &mut w);
         let end = w.pos();
         match key {
             SignKey::Hmac(k) => {

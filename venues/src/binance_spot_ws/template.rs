@@ -13,12 +13,14 @@
 //! connection that is not logged on is refused by the venue (-1022 / -2014):
 //! the lane's logon decides which form it uses.
 
+use core::sync::atomic::{AtomicU64, Ordering};
+
 use arrayvec::ArrayVec;
 
 use super::{order_params, put_val, Pending, PrepareError, Session, Val, MAX_PARAMS};
-use crate::adapt::{Error, Request, Venue};
+use crate::adapt::{Error, Parts, Request, Venue};
 use crate::endpoint::{
-    decimal, ClientOrderId, Decimal, Field, Fill, NewOrder, OrderType, Runs, Side, Symbol, Values,
+    ClientOrderId, Decimal, Field, Fill, NewOrder, OrderType, Runs, Side, Symbol, Text, Values,
 };
 use crate::inflight::Slot;
 
@@ -41,6 +43,19 @@ pub struct FrameTemplate {
     payload: Option<Runs>,
     priced: bool,
     recv_window_ms: i64,
+    /// What an order charges, asked of the adapter once, and the limits it was
+    /// asked of (the session's `limits_id` then): another session's, or limits
+    /// changed since through `adapter_mut`, and the parts are asked again.
+    parts: Parts,
+    limits_id: u64,
+}
+
+/// A number no session's limits had before: a session takes one when it is made and
+/// whenever its adapter is handed out to change, so a template's parts are used
+/// only with the limits they were asked of.
+pub(super) fn limits_id() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    NEXT.fetch_add(1, Ordering::Relaxed)
 }
 
 /// A parameter of the template: fixed text or number, or a field left open.
@@ -139,6 +154,9 @@ impl Session {
                 }
             }
         }
+        if signing == Signing::Session {
+            frame.lit("}}");
+        }
         if !ok {
             return Err(Error::BadArgument("order template"));
         }
@@ -147,22 +165,25 @@ impl Session {
             payload: (signing == Signing::PerRequest).then_some(payload),
             priced,
             recv_window_ms: self.recv_window_ms,
+            parts: self.adapter.parts(Request::Order)?,
+            limits_id: self.limits_id,
         })
     }
 
-    /// Writes one `order.place` frame of template `t` into `out` (cleared first; text,
-    /// so that the WebSocket session takes it as it is, with no UTF-8 check per send)
+    /// Writes one `order.place` frame of template `t` into `out` (cleared first; a
+    /// [`Text`], which a transport takes as text with no UTF-8 check per send, and
+    /// into which the request id and timestamp go as digits with no check either)
     /// with `fill`'s price, quantity and client order id, stamped (and, for
     /// [`Signing::PerRequest`], signed) at the venue's UTC of `now`, and reserves
     /// its slot, as [`Session::prepare`] does for `Call::Place`. A price on a
     /// market template or none on a priced one, a template of another receive
     /// window, or a per-request template on a session without a key: `Err`, `out`
     /// empty and nothing reserved.
-    pub fn prepare_from(
+    pub fn prepare_frame(
         &mut self,
         t: &FrameTemplate,
         fill: &Fill<'_>,
-        out: &mut String,
+        out: &mut Text,
         now: i64,
     ) -> Result<Pending, PrepareError> {
         out.clear();
@@ -183,31 +204,33 @@ impl Session {
             (Some(_), None) => return bad(Error::NoKey),
             (_, key) => key,
         };
-        let parts = match self.adapter.parts(Request::Order) {
-            Ok(p) => p,
-            Err(e) => return bad(e),
+        let parts = if t.limits_id == self.limits_id {
+            t.parts.clone()
+        } else {
+            match self.adapter.parts(Request::Order) {
+                Ok(p) => p,
+                Err(e) => return bad(e),
+            }
         };
         let clock = &self.adapter.limits.clock;
         let ts = clock.utc_ms(now);
-        let (mut stamp, mut number) = ([0u8; 20], [0u8; 20]);
         let values = Values {
             id: fill.client_order_id.as_str(),
             price,
             quantity: fill.quantity.as_str(),
-            timestamp: decimal(ts, &mut stamp),
-            request_id: decimal(i64::try_from(id).unwrap_or(i64::MAX), &mut number),
+            timestamp: ts,
+            request_id: i64::try_from(id).unwrap_or(i64::MAX),
         };
-        t.frame.emit(&values, |b| out.push_str(b));
+        t.frame.emit(&values, out);
         if let (Some(payload), Some(key)) = (&t.payload, key) {
             let end = out.len();
-            payload.emit(&values, |b| out.push_str(b));
+            payload.emit(&values, out);
             let sig = super::signature_text(key, out.as_bytes().get(end..).unwrap_or_default());
-            out.truncate(end);
+            out.truncate_to_mark(end);
             out.push_str(",\"signature\":\"");
             out.push_str(&sig);
-            out.push('"');
+            out.push_str("\"}}");
         }
-        out.push_str("}}");
         let deadline_ns = clock.now_ns_at(ts.saturating_add(self.recv_window_ms));
         let client_order_id = Some(fill.client_order_id);
         self.slots.reserve(Slot::prepared(
@@ -224,6 +247,23 @@ impl Session {
             deadline_ns,
             client_order_id,
         })
+    }
+
+    /// [`Session::prepare_frame`] into a `String`: the same frame, the same slot
+    /// (the string's buffer is reused as it is; one UTF-8 scan of the frame when
+    /// it is handed back). For callers that take `&str`; the send path takes the
+    /// [`Text`].
+    pub fn prepare_from(
+        &mut self,
+        t: &FrameTemplate,
+        fill: &Fill<'_>,
+        out: &mut String,
+        now: i64,
+    ) -> Result<Pending, PrepareError> {
+        let mut text = Text::from(core::mem::take(out));
+        let r = self.prepare_frame(t, fill, &mut text, now);
+        *out = String::from(text);
+        r
     }
 }
 

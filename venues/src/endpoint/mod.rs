@@ -34,12 +34,14 @@ use crate::response::Response;
 mod keys;
 mod prepared;
 mod template;
+mod text;
 
 pub use keys::{is_pem_private_key, ApiKey, Ed25519Key, HmacKey, SignKey};
 pub use prepared::Prepared;
 pub(crate) use prepared::Writer;
 pub use template::Fill;
 pub(crate) use template::{decimal, Field, Runs, Values};
+pub use text::Text;
 
 /// Most orders one prepared batch carries (OKX and Bybit allow 20 per request).
 pub const MAX_BATCH: usize = 20;

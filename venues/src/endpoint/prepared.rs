@@ -7,6 +7,7 @@ use arrayvec::{ArrayString, ArrayVec};
 
 use crate::adapt::{Error, Parts, Request, Venue};
 
+use super::template::Sink;
 use super::{ClientOrderId, Label, Method, Symbol, MAX_BATCH, MAX_HEADERS};
 
 /// A request prepared by an adapter, ready to charge and to send: see the module
@@ -177,6 +178,16 @@ pub(crate) struct Writer<'p> {
     /// Bytes that were not UTF-8 were offered (and left out): the request is
     /// refused at [`Writer::finish`], never sent with a hole in it.
     not_text: bool,
+}
+
+impl Sink for Writer<'_> {
+    fn text(&mut self, s: &str) {
+        self.s(s);
+    }
+
+    fn int(&mut self, n: i64) {
+        Writer::int(self, n);
+    }
 }
 
 impl<'p> Writer<'p> {

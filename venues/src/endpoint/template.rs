@@ -44,87 +44,116 @@ pub(crate) enum Field {
 /// Most runs of one template (a WebSocket frame: seven).
 const MAX_RUNS: usize = 12;
 
-/// A template's text: literal runs, each followed by an open field or by nothing.
+/// A template's text: literal runs, each followed by an open field, then the
+/// literal after the last field. Each run is its own string, so filling one copies
+/// it as it is (no slicing of a shared text, with its bounds and character
+/// boundary checks, per run per order).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Runs {
-    text: String,
-    /// Each run: the end of its literal in `text` (it starts where the run before
-    /// it ended), then the field after it.
-    runs: ArrayVec<(u16, Option<Field>), MAX_RUNS>,
-    /// The literal after the last field.
-    open_from: u16,
+    /// Each run: its literal, then the field after it.
+    runs: ArrayVec<(String, Field), MAX_RUNS>,
+    /// The literal after the last field (so far: the one being written).
+    tail: String,
 }
 
-/// The values of one order's fields, as text.
+/// The values of one order's fields: text, and the two integers.
 pub(crate) struct Values<'a> {
     pub(crate) id: &'a str,
     pub(crate) price: &'a str,
     pub(crate) quantity: &'a str,
-    pub(crate) timestamp: &'a str,
-    pub(crate) request_id: &'a str,
+    pub(crate) timestamp: i64,
+    pub(crate) request_id: i64,
+}
+
+/// Where a template is written: text appended as it is, integers in decimal.
+pub(crate) trait Sink {
+    /// Appends `s`.
+    fn text(&mut self, s: &str);
+    /// Appends `n` in decimal.
+    fn int(&mut self, n: i64);
+}
+
+/// A `String` sink, for the tests that hold a `Text` to what a `String` gets.
+#[cfg(test)]
+impl Sink for String {
+    fn text(&mut self, s: &str) {
+        self.push_str(s);
+    }
+
+    fn int(&mut self, n: i64) {
+        let mut buf = [0u8; 20];
+        self.push_str(decimal(n, &mut buf));
+    }
 }
 
 impl Runs {
     /// Appends literal text.
     pub(crate) fn lit(&mut self, s: &str) {
-        self.text.push_str(s);
+        self.tail.push_str(s);
     }
 
     /// Closes the literal so far and leaves `field` open after it. `false` if the
     /// template has no room for another field (a template of [`MAX_RUNS`] fields
     /// is far more than an order has).
     pub(crate) fn field(&mut self, field: Field) -> bool {
-        let Ok(end) = u16::try_from(self.text.len()) else {
-            return false;
-        };
-        if self.runs.try_push((end, Some(field))).is_err() {
+        if self.runs.is_full() {
             return false;
         }
-        self.open_from = end;
+        self.runs.push((core::mem::take(&mut self.tail), field));
         true
     }
 
-    /// Writes the template with `v` through `put`, a copy per run and per field.
+    /// Writes the template with `v` into `out`, a copy per run and per field.
     #[inline]
-    pub(crate) fn emit(&self, v: &Values<'_>, mut put: impl FnMut(&str)) {
-        let text = self.text.as_str();
-        let mut from = 0;
-        for &(end, field) in &self.runs {
-            let end = usize::from(end);
-            put(text.get(from..end).unwrap_or_default());
-            from = end;
+    pub(crate) fn emit(&self, v: &Values<'_>, out: &mut impl Sink) {
+        for (run, field) in &self.runs {
+            out.text(run);
             match field {
-                Some(Field::Id) => put(v.id),
-                Some(Field::Price) => put(v.price),
-                Some(Field::Quantity) => put(v.quantity),
-                Some(Field::Timestamp) => put(v.timestamp),
-                Some(Field::RequestId) => put(v.request_id),
-                None => {}
+                Field::Id => out.text(v.id),
+                Field::Price => out.text(v.price),
+                Field::Quantity => out.text(v.quantity),
+                Field::Timestamp => out.int(v.timestamp),
+                Field::RequestId => out.int(v.request_id),
             }
         }
-        put(text.get(from..).unwrap_or_default());
+        out.text(&self.tail);
     }
 }
 
-/// `n` in decimal into `buf`, two digits a step from a table: the digits written.
+/// `n` in decimal into `buf`, checked as text: the digits written. See [`digits`].
 pub(crate) fn decimal(n: i64, buf: &mut [u8; 20]) -> &str {
-    const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
-        2021222324252627282930313233343536373839\
-        4041424344454647484950515253545556575859\
-        6061626364656667686970717273747576777879\
-        8081828384858687888990919293949596979899";
+    // ASCII digits: the check is a short scan, and never fails.
+    core::str::from_utf8(digits(n, buf)).unwrap_or("0")
+}
+
+/// `n` in decimal into `buf`, two digits a step from a table: the bytes written
+/// (`-` and ASCII digits).
+#[inline]
+pub(crate) fn digits(n: i64, buf: &mut [u8; 20]) -> &[u8] {
     let mut i = buf.len();
     let mut v = n.unsigned_abs();
+    // Eight digits at a time in 32-bit arithmetic, four pairs each (a millisecond
+    // timestamp is 13 digits: one such step, then five), while more than eight
+    // are left.
+    while v >= 100_000_000 {
+        let low = (v % 100_000_000) as u32;
+        v /= 100_000_000;
+        let (high4, low4) = (low / 10_000, low % 10_000);
+        i -= 8;
+        put_pair(buf, i, high4 / 100);
+        put_pair(buf, i + 2, high4 % 100);
+        put_pair(buf, i + 4, low4 / 100);
+        put_pair(buf, i + 6, low4 % 100);
+    }
+    let mut v = v as u32;
     while v >= 100 {
-        let pair = usize::from((v % 100) as u8) * 2;
-        v /= 100;
         i -= 2;
-        buf[i..i + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
+        put_pair(buf, i, v % 100);
+        v /= 100;
     }
     if v >= 10 {
-        let pair = usize::from(v as u8) * 2;
         i -= 2;
-        buf[i..i + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
+        put_pair(buf, i, v);
     } else {
         i -= 1;
         buf[i] = b'0' + v as u8;
@@ -133,8 +162,19 @@ pub(crate) fn decimal(n: i64, buf: &mut [u8; 20]) -> &str {
         i -= 1;
         buf[i] = b'-';
     }
-    // ASCII digits: the check is a short scan, and never fails.
-    core::str::from_utf8(&buf[i..]).unwrap_or("0")
+    &buf[i..]
+}
+
+/// The two digits of `pair` (< 100) at `buf[at..at + 2]`, from a table.
+#[inline(always)]
+fn put_pair(buf: &mut [u8; 20], at: usize, pair: u32) {
+    const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
+        2021222324252627282930313233343536373839\
+        4041424344454647484950515253545556575859\
+        6061626364656667686970717273747576777879\
+        8081828384858687888990919293949596979899";
+    let p = pair as usize * 2;
+    buf[at..at + 2].copy_from_slice(&PAIRS[p..p + 2]);
 }
 
 #[cfg(test)]
@@ -151,12 +191,35 @@ mod tests {
             99,
             100,
             1_499_827_319_559,
+            99_999_999,
+            100_000_000,
+            100_000_001,
+            9_999_999_999_999_999,
+            10_000_000_000_000_000,
+            -100_000_000,
             -1,
             -10,
             i64::MAX,
             i64::MIN,
         ] {
             assert_eq!(decimal(n, &mut buf), n.to_string());
+        }
+        // Every length and a spread of digits at every position.
+        let mut state: u64 = 1;
+        for _ in 0..200_000 {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            // A random value of a random length (0 to 63 bits), either sign.
+            let n = ((state >> 1) >> (state % 64)) as i64;
+            assert_eq!(digits(n, &mut buf), n.to_string().as_bytes());
+            assert_eq!(digits(-n, &mut buf), (-n).to_string().as_bytes());
+        }
+        for k in 0..19 {
+            let p = 10i64.pow(k);
+            for n in [p - 1, p, p + 1] {
+                assert_eq!(digits(n, &mut buf), n.to_string().as_bytes());
+            }
         }
     }
 
@@ -168,15 +231,15 @@ mod tests {
         r.lit("&b=");
         assert!(r.field(Field::Timestamp));
         r.lit("!");
-        let mut out = String::new();
         let v = Values {
             id: "i",
             price: "p",
             quantity: "q",
-            timestamp: "12",
-            request_id: "",
+            timestamp: 12,
+            request_id: 0,
         };
-        r.emit(&v, |b| out.push_str(b));
+        let mut out = String::new();
+        r.emit(&v, &mut out);
         assert_eq!(out, "a=q&b=12!");
     }
 }

@@ -3,6 +3,7 @@
 
 use arrayvec::ArrayVec;
 use ergon_core::{Budget, Class, Part, Ticket, MAX_PARTS};
+use ergon_venues::endpoint::Text;
 
 use super::{Queued, SendError, Session, State, What, HALT_RETRY_NS, MAX_PENDING, MAX_REASON};
 use crate::ws::frame::{self, close_code_valid, frame_len, Opcode, MAX_CONTROL};
@@ -167,6 +168,27 @@ impl Session {
         text: &str,
         ticket: Ticket,
     ) -> Result<(), (SendError, Ticket)> {
+        self.send_text_charged(id, text.as_bytes(), ticket)
+    }
+
+    /// [`Session::send_request_charged`] of a frame a venue adapter wrote as
+    /// [`Text`] (text by construction: no UTF-8 scan here either).
+    pub fn send_request_text_charged(
+        &mut self,
+        id: u64,
+        text: &Text,
+        ticket: Ticket,
+    ) -> Result<(), (SendError, Ticket)> {
+        self.send_text_charged(id, text.as_bytes(), ticket)
+    }
+
+    /// Both of the above: `text` is UTF-8, as their types say.
+    fn send_text_charged(
+        &mut self,
+        id: u64,
+        text: &[u8],
+        ticket: Ticket,
+    ) -> Result<(), (SendError, Ticket)> {
         if self.state != State::Open {
             return Err((SendError::NotOpen, ticket));
         }
@@ -184,7 +206,7 @@ impl Session {
         if self.queue.is_full() || !self.make_room(need) {
             return Err((SendError::Full, ticket));
         }
-        self.push_frame(Opcode::Text, text.as_bytes(), What::Request(id), ticket);
+        self.push_frame(Opcode::Text, text, What::Request(id), ticket);
         self.requests_queued += 1;
         Ok(())
     }

@@ -67,6 +67,17 @@ proptest! {
         prop_assert_eq!(&fa[..], fb.as_bytes());
         prop_assert_eq!(same(&pa), same(&pb));
         prop_assert_eq!(same(&pa), same(&pc));
+        // The send path's `Text`, on a fourth session at the same point: the same
+        // bytes as the `String`, the same pending request, and text.
+        let mut d = session(recv_window, true);
+        let mut fd = Text::default();
+        for _ in 0..earlier {
+            d.prepare_frame(&unsigned, &fill, &mut fd, now).unwrap();
+        }
+        let pd = d.prepare_frame(&unsigned, &fill, &mut fd, now).unwrap();
+        prop_assert_eq!(fd.as_bytes(), fc.as_bytes());
+        prop_assert_eq!(core::str::from_utf8(fd.as_bytes()), Ok(fc.as_str()));
+        prop_assert_eq!(same(&pd), same(&pc));
         let fa = String::from_utf8(fa).unwrap();
         prop_assert_eq!(logged_on(&fa), fc);
         prop_assert_eq!(
@@ -153,4 +164,49 @@ fn bad_fills_change_nothing() {
         (0, 0, 0)
     );
     assert!(out.is_empty());
+}
+
+#[test]
+fn a_template_asks_for_its_parts_again_once_the_limits_may_have_changed() {
+    let mut s = session(5_000, true);
+    let t = s
+        .order_template(
+            Symbol::new("LTCBTC").unwrap(),
+            Side::Buy,
+            OrderType::Limit(TimeInForce::Gtc),
+            Signing::Session,
+        )
+        .unwrap();
+    let fill = Fill {
+        price: Some(Decimal::new("0.1").unwrap()),
+        quantity: Decimal::new("1").unwrap(),
+        client_order_id: ClientOrderId::new("a").unwrap(),
+    };
+    let mut out = Text::default();
+    let before = s.prepare_frame(&t, &fill, &mut out, 0).unwrap();
+    assert_eq!(before.parts, s.adapter().parts(Request::Order).unwrap());
+    assert_eq!(
+        before.parts.len(),
+        4,
+        "the IP gate, weight, orders, raw requests"
+    );
+    // The orders limit taken away through `adapter_mut`: the template's kept parts
+    // are stale, and the frame charges what the adapter says now.
+    s.adapter_mut()
+        .limits
+        .limits
+        .retain(|l| l.counts != crate::binance_spot::Counts::Orders);
+    let after = s.prepare_frame(&t, &fill, &mut out, 0).unwrap();
+    assert_eq!(after.parts, s.adapter().parts(Request::Order).unwrap());
+    assert_eq!(after.parts.len(), 3);
+    // Another session's template: its own adapter's parts, not the template's.
+    let mut other = session(5_000, true);
+    other
+        .adapter_mut()
+        .limits
+        .limits
+        .retain(|l| l.counts != crate::binance_spot::Counts::Raw);
+    let p = other.prepare_frame(&t, &fill, &mut out, 0).unwrap();
+    assert_eq!(p.parts, other.adapter().parts(Request::Order).unwrap());
+    assert_eq!(p.parts.len(), 3);
 }
