@@ -96,6 +96,12 @@ pub struct Outcome {
     pub other_reads: u64,
     /// 429s the gateway was answered.
     pub throttled: u64,
+    /// Of the venue's 429s, the ones no gateway could have avoided (weight,
+    /// orders): to a request that reached the venue after its clock stepped and
+    /// was written before any answer the venue sent after the step came back.
+    pub blind_throttled: (u64, u64),
+    /// Bans answered to such requests (each excuses at most one ban).
+    pub blind_bans: u64,
     /// Requests by kind and final event (`Place Applied`, `Cancel Rejected` ...).
     pub tally: std::collections::BTreeMap<String, u64>,
 }
@@ -125,6 +131,32 @@ struct Out {
     /// The transport has reported on it (answer or error): nothing more reaches
     /// the gateway.
     reported: bool,
+    /// When the gateway wrote it, and when it reached the venue.
+    written_at: i64,
+    arrived_at: Option<i64>,
+}
+
+/// What the gateway could know of the venue clock's step: nothing until the
+/// answer to a request written after the step, stamped with the venue's time
+/// (`transactTime`, `serverTime`), comes back. The venue's other answers (errors,
+/// queries of orders) carry no time of its own, a usage figure read in one does
+/// not say where the venue's window starts, and a stamp on a request written
+/// before the step (queued, answered seconds later) dates nothing: its round
+/// trip spans both clocks. A request written before that and
+/// reaching the venue after the step met windows no evidence had moved yet: its
+/// 429 is the step's doing, not the gateway's (each later one is the gateway's).
+#[derive(Clone, Copy, Default)]
+struct Blind {
+    /// When the first stamped answer to a request written after the step
+    /// reached the gateway.
+    seen_at: Option<i64>,
+    /// 429s to requests written blind: weight (-1003), orders (-1015).
+    throttled: u64,
+    orders: u64,
+    /// 418s to requests written blind: a burst written at once, blind, that
+    /// reaches the venue inside a 429's Retry-After is banned before its first
+    /// answer comes back.
+    bans: u64,
 }
 
 /// The gateway's transport: each write gets a fate; nothing is sent twice.
@@ -167,6 +199,8 @@ impl Wire for Net {
             ticket,
             flight,
             reported: false,
+            written_at: self.now,
+            arrived_at: None,
         });
         self.fresh.push(self.outs.len() - 1);
         Ok(id)
@@ -186,6 +220,7 @@ struct Sim {
     out: Outcome,
     end_at: i64,
     clock: VenueClock,
+    blind: Blind,
     /// The gateway has heard a ban (a 418) and no person has cleared it since.
     ban_heard: bool,
     /// Another sender on the IP reads the book this often (0: there is none).
@@ -276,6 +311,7 @@ impl Sim {
     }
 
     fn arrive(&mut self, i: usize) {
+        self.net.outs[i].arrived_at = Some(self.net.now);
         let now_ms = self.venue_ms();
         let fate = self.net.outs[i].fate;
         let a = match self.venue.admit(&self.net.outs[i].raw, IP, now_ms) {
@@ -323,6 +359,7 @@ impl Sim {
         o.reported = true;
         let (id, flight) = (o.id, o.flight.take().expect("a written request"));
         self.ban_heard |= r.status == 418;
+        self.see_step(i, r);
         let mut hs: Vec<(String, String)> = r.headers.clone();
         hs.push(("Content-Type".into(), r.content_type.into()));
         let headers: Vec<Header<'_>> = hs
@@ -357,6 +394,30 @@ impl Sim {
         let ev = self.gw.on_error(&mut self.net, id, sent);
         let ev = ev.map(|e| Final::of(&e));
         self.take(ev);
+    }
+
+    /// Tracks what the gateway could know of the venue clock's step (`Blind`)
+    /// as answer `i` reaches it.
+    fn see_step(&mut self, i: usize, r: &SimResponse) {
+        let Some((step_at, _)) = self.clock.jump else {
+            return;
+        };
+        let o = &self.net.outs[i];
+        let seen = self.blind.seen_at.unwrap_or(i64::MAX);
+        let blind = o.arrived_at.is_some_and(|t| t >= step_at) && o.written_at < seen;
+        if r.status == 418 && blind {
+            self.blind.bans += 1;
+        }
+        if r.status == 429 && blind {
+            match r.body.contains("-1015") {
+                true => self.blind.orders += 1,
+                false => self.blind.throttled += 1,
+            }
+        }
+        let stamped = r.body.contains("\"transactTime\"") || r.body.contains("\"serverTime\"");
+        if stamped && o.written_at >= step_at {
+            self.blind.seen_at.get_or_insert(self.net.now);
+        }
     }
 
     /// An event the gateway returned or queued, checked as it comes.
@@ -572,6 +633,7 @@ pub fn run(seed: u64, p: &Params) -> Outcome {
         out: Outcome::default(),
         end_at: T0 + p.seconds * SEC,
         clock: VenueClock::default(),
+        blind: Blind::default(),
         ban_heard: false,
         other_every: 0,
     };
@@ -696,6 +758,8 @@ pub fn run(seed: u64, p: &Params) -> Outcome {
         }
     }
     sim.out.throttled = sim.gw.stats().throttled;
+    sim.out.blind_throttled = (sim.blind.throttled, sim.blind.orders);
+    sim.out.blind_bans = sim.blind.bans;
     let mut out = sim.out;
     out.tally = sim.ledger.tally();
     let (report, orders) = (sim.venue.report(), sim.venue.orders());
@@ -703,12 +767,14 @@ pub fn run(seed: u64, p: &Params) -> Outcome {
         &report,
         &orders,
         sim.gw.in_flight(),
-        out.bans,
+        out.bans + out.blind_bans,
         sim.other_every > 0,
+        out.blind_throttled,
     ));
     // A Late is owed where nothing excused it: the gateway polled, no ban stayed
     // uncleared (its halt keeps the watch and refuses the polls), no watch was
     // dropped for room, and the run lasted past every watch.
+    let uncleared_ban = uncleared_ban || sim.ban_heard;
     let owed = polls && !uncleared_ban && sim.gw.stats().watch_dropped == 0 && settled;
     out.violations.extend(sim.ledger.lates_owed(&orders, owed));
     out
