@@ -89,6 +89,11 @@ impl Windows {
         self.phase_ns
     }
 
+    /// The guard around each boundary.
+    pub(crate) fn guard_ns(&self) -> i64 {
+        self.guard_ns
+    }
+
     fn index_of(&self, t: i64) -> i64 {
         t.saturating_sub(self.phase_ns).div_euclid(self.window_ns)
     }

@@ -133,6 +133,18 @@ pub trait Account: Endpoints + ClientIds + Sized {
     /// The venue's time (UTC ms) in that answer.
     fn read_time(body: &[u8]) -> Option<i64>;
 
+    /// The venue's own time stamped on the answer to a write (UTC ms: Binance
+    /// Spot's `transactTime`, when its engine handled the order or cancel), with
+    /// the clock the adapter reads the venue's time on: the evidence the gateway
+    /// checks that clock against on every answer ([`Clock::narrowed`]), so that a
+    /// step of the venue's clock moves the fixed windows at once. Only a time the
+    /// venue wrote while handling this very request will do (never an order's
+    /// creation time on a query). None by default: the venue stamps none, or the
+    /// adapter does not read it.
+    fn answer_time(&self, _body: &[u8]) -> Option<(Clock, i64)> {
+        None
+    }
+
     /// The unsigned path of the venue's published limits (Binance `exchangeInfo`),
     /// if it publishes them.
     fn limits_path() -> Option<&'static str>;

@@ -86,6 +86,10 @@ pub struct Entry {
     pub items: u32,
     /// The item of [`Entry::items`] whose query is due or on the wire.
     pub item: u8,
+    /// When its request (or query) was last handed to the transport: no byte of
+    /// it left before, so the venue handled it after (the clock check of
+    /// [`Account::answer_time`](crate::Account::answer_time)).
+    pub sent_ns: i64,
 }
 
 #[derive(Debug)]
@@ -139,6 +143,7 @@ impl Ledger {
                     resend_until: 0,
                     items: 0,
                     item: 0,
+                    sent_ns: 0,
                 },
             })
             .collect();

@@ -89,6 +89,13 @@ impl Account for BinanceSpot {
             .ok()
     }
 
+    /// `transactTime`: an order's, a cancel's answer (Spot's queries carry
+    /// `time` and `updateTime`, never it; a cancel-replace nests it).
+    fn answer_time(&self, body: &[u8]) -> Option<(Clock, i64)> {
+        let v = json::parse(body).ok()?.get("transactTime").ok()??;
+        Some((self.limits.clock, v.as_i64().ok()?))
+    }
+
     fn limits_path() -> Option<&'static str> {
         Some("/api/v3/exchangeInfo")
     }

@@ -433,6 +433,58 @@ fn repeated_clock_skew_reanchors_the_venue_clock_and_realigns_fixed_windows() {
     }
 }
 
+/// Issue 43: the venue's clock steps 120 ms back (beyond the 30 ms guard). The
+/// first answer to a write stamped with its time (`transactTime`) re-anchors the
+/// clock, by as much as the stamp proves and no more, and realigns every fixed
+/// bucket's windows; an answer read seconds after its write (queued) proves
+/// nothing and moves nothing, nor does an error within half the guard.
+#[test]
+fn a_stamped_answer_reanchors_a_stepped_venue_clock_at_once() {
+    let (mut gw, mut w) = setup();
+    let before: std::collections::HashMap<_, _> = ids_and_phases(&w.budget)
+        .into_iter()
+        .map(|(id, _, phase)| (id, phase))
+        .collect();
+    // The venue's time at our `now`: the anchor's, 120 ms back after the step.
+    let venue_ms = |now: i64| 1_700_000_000_000 + (now - T0) / MS - 120;
+    let body = |ms: i64| format!(r#"{{"orderId":1,"transactTime":{ms}}}"#);
+    w.now += 5 * SEC;
+    place(&mut gw, &mut w, "k1", 1);
+    let (id, _, f) = w.last();
+    // Handled 1 ms after the write, read 2 ms after it.
+    let b = body(venue_ms(w.now + MS));
+    w.now += 2 * MS;
+    let ev = gw.on_response(&mut w, id, answer(200, &[], b.as_bytes()), f);
+    assert!(matches!(ev, Some(Event::Applied { tag: 1, .. })), "{ev:?}");
+    assert_eq!(gw.stats().reanchors, 1);
+    let c = gw.venue().limits.clock;
+    // Now within the round trip of the venue's time, never past it.
+    let err = c.utc_ms(w.now) - venue_ms(w.now);
+    assert!((0..=2).contains(&err), "{err} ms off");
+    for (id, window, phase) in ids_and_phases(&w.budget) {
+        assert_eq!(phase, c.phase_ns(window), "bucket {id:?}");
+        assert_ne!(phase, before[&id], "bucket {id:?} did not move");
+    }
+    // Queued: written now, handled 2.9 s later, read at 3 s. The stamp says the
+    // venue is 1 ms behind; the round trip allows 3 s either way: nothing moves.
+    place(&mut gw, &mut w, "k2", 2);
+    let (id, _, f) = w.last();
+    let b = body(venue_ms(w.now + 2_900 * MS) - err - 1);
+    w.now += 3 * SEC;
+    let ev = gw.on_response(&mut w, id, answer(200, &[], b.as_bytes()), f);
+    assert!(matches!(ev, Some(Event::Applied { tag: 2, .. })), "{ev:?}");
+    assert_eq!(gw.stats().reanchors, 1);
+    assert_eq!(gw.venue().limits.clock, c);
+    // 10 ms off, read at once: within half the 30 ms guard, left to the guard.
+    place(&mut gw, &mut w, "k3", 3);
+    let (id, _, f) = w.last();
+    let b = body(c.utc_ms(w.now) - 10);
+    w.now += MS;
+    let ev = gw.on_response(&mut w, id, answer(200, &[], b.as_bytes()), f);
+    assert!(matches!(ev, Some(Event::Applied { tag: 3, .. })), "{ev:?}");
+    assert_eq!((gw.stats().reanchors, gw.venue().limits.clock), (1, c));
+}
+
 /// Each fixed bucket of `budget` with its window and phase.
 fn ids_and_phases(budget: &Budget) -> Vec<(BucketId, i64, i64)> {
     budget

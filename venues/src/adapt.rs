@@ -158,6 +158,48 @@ impl Clock {
         self.offset_ns.saturating_neg().rem_euclid(window_ns)
     }
 
+    /// This clock checked against a stamp of the venue's own time: `utc_ms`,
+    /// written while the venue handled a request the caller wrote at `sent_ns`
+    /// and whose answer it read at `read_ns` (its clock), so at some instant in
+    /// between. The offsets that stamp allows are `[utc_ms − read_ns,
+    /// utc_ms + 1 ms − sent_ns]` (the stamp is truncated to the ms). `None` when
+    /// this clock's offset is inside that range widened by `slack_ns` each side
+    /// (nothing proven beyond the error the caller tolerates); else the clock at
+    /// the range's nearest end: the least move the stamp proves, never past the
+    /// venue's true offset whatever the latency. A late answer (queued, slow)
+    /// only widens the range; it cannot move the clock the wrong way, as a
+    /// midpoint estimate from one answer would. `None` too for `sent_ns` after
+    /// `read_ns` (no such answer).
+    ///
+    /// ```
+    /// use ergon_venues::adapt::Clock;
+    /// let ms = 1_000_000;
+    /// // We think the venue's time is 1_700_000_000_000 at 10 s; it stepped 99 ms back.
+    /// let clock = Clock::anchor(10_000 * ms, 1_700_000_000_000);
+    /// // Written at 20 s, answered at 20.002 s, stamped 1_700_000_009_902.
+    /// let fixed = clock.narrowed(1_700_000_009_902, 20_000 * ms, 20_002 * ms, 5 * ms);
+    /// let fixed = fixed.expect("99 ms off is beyond 5 ms of slack");
+    /// // Moved 97 ms back: as far as the stamp proves (it may have been written
+    /// // as late as the read, 2 ms after the write), not the 99 ms of the step.
+    /// assert_eq!(fixed.utc_ms(20_000 * ms), 1_700_000_009_903);
+    /// assert_eq!(fixed.narrowed(1_700_000_009_902, 20_000 * ms, 20_002 * ms, 0), None);
+    /// ```
+    pub fn narrowed(&self, utc_ms: i64, sent_ns: i64, read_ns: i64, slack_ns: i64) -> Option<Self> {
+        if sent_ns > read_ns {
+            return None;
+        }
+        let stamp_ns = utc_ms.saturating_mul(NS_PER_MS);
+        let lo = stamp_ns.saturating_sub(read_ns);
+        let hi = stamp_ns.saturating_add(NS_PER_MS).saturating_sub(sent_ns);
+        let slack = slack_ns.max(0);
+        let offset_ns = match self.offset_ns {
+            o if o < lo.saturating_sub(slack) => lo,
+            o if o > hi.saturating_add(slack) => hi,
+            _ => return None,
+        };
+        Some(Clock { offset_ns })
+    }
+
     /// Time from `now_ns` to the end of the UTC-aligned window of `window_ns` it is
     /// in: how long a fixed window the venue says is full stays full.
     pub fn to_boundary_ns(&self, window_ns: i64, now_ns: i64) -> i64 {
@@ -760,6 +802,58 @@ mod tests {
         assert_eq!(clock.utc_ms(phase) % 60_000, 0);
         assert_eq!(clock.to_boundary_ns(minute, 3 * NS_PER_S), 40 * NS_PER_S);
         assert_eq!(clock.to_boundary_ns(minute, phase), minute);
+    }
+
+    #[test]
+    fn a_stamp_narrows_the_clock_only_as_far_as_it_proves() {
+        const MS: i64 = 1_000_000;
+        let venue0 = 1_700_000_000_000;
+        // Our estimate: venue0 at 10 s. Each case: the venue's true time at 10 s
+        // (its step), the write, the read, and the stamp it wrote in between.
+        let clock = Clock::anchor(10_000 * MS, venue0);
+        let stamp = |step: i64, at_ms: i64| venue0 + step + (at_ms - 10_000);
+        // The venue stepped 99 ms back: written at 20 s, stamped at 20.001 s of
+        // ours, read at 20.003 s. The clock moves back to the range's end, its
+        // error then at most the round trip (3 ms), never past the truth.
+        let c = clock
+            .narrowed(stamp(-99, 20_001), 20_000 * MS, 20_003 * MS, 5 * MS)
+            .expect("99 ms behind is proven");
+        let err = |c: Clock| c.utc_ms(20_001 * MS) - stamp(-99, 20_001);
+        assert!((0..=3).contains(&err(c)), "{}", err(c));
+        // It stepped 250 ms ahead: the clock moves forward, as little as proven.
+        let c = clock
+            .narrowed(stamp(250, 20_001), 20_000 * MS, 20_003 * MS, 5 * MS)
+            .expect("250 ms ahead is proven");
+        let err = c.utc_ms(20_001 * MS) - stamp(250, 20_001);
+        assert!((-3..=0).contains(&err), "{err}");
+        // Within the slack, or consistent: nothing proven, nothing moves.
+        let s = 5 * MS;
+        assert_eq!(
+            clock.narrowed(stamp(-4, 20_001), 20_000 * MS, 20_001 * MS, s),
+            None
+        );
+        assert_eq!(
+            clock.narrowed(stamp(0, 20_001), 20_000 * MS, 20_003 * MS, 0),
+            None
+        );
+        // A late answer: stamped 40 ms after its write on a venue clock 30 ms
+        // ahead, read 6 s later (queued). The range allows any offset from 5.93 s
+        // behind ours to 71 ms ahead: it proves nothing, and a midpoint of the
+        // round trip (3 s off) would have moved the clock the wrong way.
+        assert_eq!(
+            clock.narrowed(stamp(30, 20_040), 20_000 * MS, 26_000 * MS, s),
+            None
+        );
+        // The same stamp read at once proves the venue ahead: the clock moves
+        // forward, to 30 ms ahead at most, never beyond the truth.
+        let c = clock.narrowed(stamp(30, 20_040), 20_000 * MS, 20_041 * MS, s);
+        let c = c.expect("30 ms ahead is proven");
+        assert!((-1..=0).contains(&(c.utc_ms(20_040 * MS) - stamp(30, 20_040))));
+        // No such answer (read before written): nothing.
+        assert_eq!(
+            clock.narrowed(stamp(-99, 20_001), 20_003 * MS, 20_000 * MS, s),
+            None
+        );
     }
 
     #[test]

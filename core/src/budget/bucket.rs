@@ -390,6 +390,14 @@ impl Bucket {
         }
     }
 
+    /// The guard of a fixed-window bucket.
+    pub(super) fn fixed_guard(&self) -> Option<i64> {
+        match &self.state {
+            State::Fixed(windows) => Some(windows.guard_ns()),
+            _ => None,
+        }
+    }
+
     pub(super) fn counts_in(&self, now: i64) -> Option<CountsIn> {
         match &self.state {
             State::Fixed(windows) => Some(windows.counts_in(now)),

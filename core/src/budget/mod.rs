@@ -560,6 +560,21 @@ impl Budget {
         Ok(self.own(bucket)?.fixed_window())
     }
 
+    /// The guard of a fixed-window bucket: how far from a boundary a charge
+    /// counts on both sides of it, the clock error plus one-way latency its
+    /// windows absorb; `None` for other buckets.
+    ///
+    /// ```
+    /// use ergon_core::{Budget, Spec};
+    /// let mut b = Budget::builder();
+    /// let orders = b.add("orders_1s", Spec::fixed(10, 1_000).guard(30)).unwrap();
+    /// let budget = b.build(0).unwrap();
+    /// assert_eq!(budget.fixed_guard(orders).unwrap(), Some(30));
+    /// ```
+    pub fn fixed_guard(&self, bucket: BucketId) -> Result<Option<i64>, ForeignId> {
+        Ok(self.own(bucket)?.fixed_guard())
+    }
+
     /// The fixed windows of `bucket` a charge at `now_ns` counts in (within the
     /// guard of a boundary, both sides of it), for a caller that splits the
     /// bucket among its users and must count their shares as the bucket counts;

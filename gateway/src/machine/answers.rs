@@ -80,6 +80,11 @@ impl<E: Account> Gateway<E> {
             e.req.kind()
         };
         let kind = kind.unwrap_or(Kind::Read(0));
+        // Before the adapter reads the answer: its usage figures are then mapped
+        // on the corrected clock.
+        if stage != Stage::Query && kind.is_write() {
+            self.check_clock(w, key, r.body, now);
+        }
         let verdict = match self.venue.on_response(kind, &r, w.budget(), now) {
             Ok(v) => v,
             Err(adapt::Error::BadHeader { verdict, .. }) => verdict,

@@ -54,6 +54,11 @@ pub const RESEND_BACKOFF_MAX_NS: i64 = 1_000_000_000;
 /// Clock-skew answers in a row after which the gateway re-anchors the venue clock.
 pub const SKEWS_TO_REANCHOR: u32 = 2;
 
+/// The clock error tolerated before an answer's stamp re-anchors the venue
+/// clock, where the budget has no fixed window (with them: half the narrowest
+/// guard; see [`Account::answer_time`]).
+pub const CLOCK_SLACK_NS: i64 = 5_000_000;
+
 /// Reconcile queries of one request, at most, that may come back without settling
 /// it; past them it ends [`Event::Unresolved`].
 pub const MAX_QUERIES: u8 = 32;
@@ -122,7 +127,8 @@ pub struct Stats {
     pub banned: u64,
     /// Answers refused for their timestamp.
     pub clock_skew: u64,
-    /// Re-anchors of the venue clock after repeated skew.
+    /// Re-anchors of the venue clock: after repeated skew, or on an answer
+    /// whose stamp proved it off ([`Account::answer_time`]).
     pub reanchors: u64,
     /// Re-sends under `Budget::resend` (only what surely did not run).
     pub resent: u64,
@@ -734,23 +740,58 @@ impl<E: Account> Gateway<E> {
     fn on_time<W: Wire>(&mut self, w: &mut W, sent_at: i64, now: i64, r: &Response<'_>) {
         if let Some(server_ms) = E::read_time(r.body).filter(|_| r.status == 200) {
             let clock = Clock::anchor(sent_at + (now - sent_at) / 2, server_ms);
-            self.venue.set_clock(clock);
-            if let Some(lane) = self.ws.as_mut() {
-                lane.api.set_clock(clock);
-            }
-            let budget = w.budget();
-            let ids: ArrayVec<BucketId, MAX_BUCKETS> = budget.ids().collect();
-            for id in ids {
-                // The budget's own ids: never foreign.
-                if let Ok(Some((window, _))) = budget.fixed_window(id) {
-                    let phase_ns = clock.phase_ns(window);
-                    let _ = budget.set_phase(id, phase_ns, now);
-                    self.trace.phase(now, id, phase_ns);
-                }
-            }
-            self.stats.reanchors += 1;
+            self.set_venue_clock(w, clock, now);
             self.skews = 0;
         }
+    }
+
+    /// Checks the venue clock against the venue's own time stamped on the
+    /// answer to `key`'s write, read at `now` ([`Account::answer_time`]), and
+    /// re-anchors it there when the stamp proves it off by more than half the
+    /// budget's narrowest guard ([`Clock::narrowed`]): the first sound evidence of
+    /// a step of the venue's clock (an NTP correction, a failover) realigns the
+    /// fixed windows, before a window the venue counts as full draws 429s. The
+    /// stamp was written between the write and `now`, so the move is the least
+    /// the stamp proves and never goes past the truth, however late the answer
+    /// came; an error under the slack is the guard's to absorb, and leaves the
+    /// windows (each realignment holds their counts longer) alone.
+    pub(super) fn check_clock<W: Wire>(&mut self, w: &mut W, key: Key, body: &[u8], now: i64) {
+        let Some((clock, stamp_ms)) = self.venue.answer_time(body) else {
+            return;
+        };
+        let Some(sent_ns) = self.ledger.get(key).map(|e| e.sent_ns) else {
+            return;
+        };
+        let budget = w.budget();
+        let guard = budget
+            .ids()
+            .filter_map(|id| budget.fixed_guard(id).ok().flatten())
+            .min();
+        let slack = guard.map_or(CLOCK_SLACK_NS, |g| g / 2);
+        if let Some(clock) = clock.narrowed(stamp_ms, sent_ns, now, slack) {
+            self.set_venue_clock(w, clock, now);
+        }
+    }
+
+    /// Sets the venue clock everywhere it is read (the adapter, the WebSocket
+    /// lane) and realigns every fixed bucket's windows to it
+    /// ([`Budget::set_phase`](ergon_core::Budget::set_phase), never minting).
+    fn set_venue_clock<W: Wire>(&mut self, w: &mut W, clock: Clock, now: i64) {
+        self.venue.set_clock(clock);
+        if let Some(lane) = self.ws.as_mut() {
+            lane.api.set_clock(clock);
+        }
+        let budget = w.budget();
+        let ids: ArrayVec<BucketId, MAX_BUCKETS> = budget.ids().collect();
+        for id in ids {
+            // The budget's own ids: never foreign.
+            if let Ok(Some((window, _))) = budget.fixed_window(id) {
+                let phase_ns = clock.phase_ns(window);
+                let _ = budget.set_phase(id, phase_ns, now);
+                self.trace.phase(now, id, phase_ns);
+            }
+        }
+        self.stats.reanchors += 1;
     }
 
     fn push(&mut self, ev: Event<'static>) {

@@ -135,6 +135,7 @@ impl<E: Account> Gateway<E> {
                     if !query {
                         e.stage = Stage::Wire;
                     }
+                    e.sent_ns = now;
                     self.ledger.bind(key, RequestId(WS_BIT | id));
                     return;
                 }
@@ -166,6 +167,7 @@ impl<E: Account> Gateway<E> {
                 if !query {
                     e.stage = Stage::Wire;
                 }
+                e.sent_ns = now;
                 self.ledger.bind(key, id);
             }
             Err(refused) => self.handed_back(w, key, refused.into_ticket(), tid),

@@ -364,9 +364,13 @@ impl Ledger {
     }
 
     /// The checks at the end, against the venue's truth.
-    /// `injected`: bans the run itself made (not the gateway's doing); `shared`:
+    /// `injected`: bans the run itself made or a burst written blind to a venue
+    /// clock step drew (not the gateway's doing); `shared`:
     /// another sender used the IP's weight (its 429s and the windows it filled
-    /// are not the gateway's doing either; the order limits are the account's).
+    /// are not the gateway's doing either; the order limits are the account's);
+    /// `blind`: 429s (weight, orders) to requests written before the gateway
+    /// could know of a venue clock step (each excuses itself and at most the
+    /// one window it found full).
     pub fn at_end(
         &self,
         report: &Report,
@@ -374,6 +378,7 @@ impl Ledger {
         in_flight: usize,
         injected: u64,
         shared: bool,
+        blind: (u64, u64),
     ) -> Vec<String> {
         let mut v = Vec::new();
         if report.duplicates > 0 {
@@ -391,15 +396,20 @@ impl Ledger {
             true => 0,
             false => report.throttled,
         };
-        if throttled > 0 || report.order_rate_limited > 0 || report.bans > injected {
+        let unexcused =
+            throttled.saturating_sub(blind.0) + report.order_rate_limited.saturating_sub(blind.1);
+        if unexcused > 0 || report.bans > injected {
             v.push(format!(
                 "the venue answered 429 {} times ({} order-rate), banned {} times",
                 report.throttled, report.order_rate_limited, report.bans
             ));
         }
+        let mut blind_windows = blind.0 + blind.1;
         for l in &report.limits {
             let weight = l.rate_limit.kind == LimitType::RequestWeight;
-            if l.windows_over > 0 && !(shared && weight) {
+            let excused = blind_windows.min(l.windows_over);
+            blind_windows -= excused;
+            if l.windows_over > excused && !(shared && weight) {
                 v.push(format!(
                     "the venue counted over {:?}: {} windows",
                     l.rate_limit, l.windows_over

@@ -45,6 +45,10 @@ const POLL_EVERY_NS: i64 = 5 * SEC;
 const POLLS_STREAM: u64 = 0x0b5e_55ed_1a7e_0000;
 /// Mixed into the seed for the other sender on the IP.
 const OTHERS_STREAM: u64 = 0x07e3_5e4d_e500_0000;
+/// The gateway's guard around fixed windows' boundaries, ms.
+const GUARD_MS: i64 = 30;
+/// Mixed into the seed for a venue clock step beyond the guard.
+const STEP_STREAM: u64 = 0x5e9c_10c4_57e9_0000;
 const IP: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
 
 /// What one run does.
@@ -64,6 +68,9 @@ pub struct Params {
     /// Runs, per mille, whose gateway is killed and restarted on the daemon's
     /// journal, charges and halts files (with faults on; 1,000: every run).
     pub kills_per_mille: u64,
+    /// A venue clock step in every run instead: at this ms of the run, by this
+    /// many ms (a directed test).
+    pub force_step: Option<(i64, i64)>,
 }
 
 impl Default for Params {
@@ -75,6 +82,7 @@ impl Default for Params {
             bans: true,
             force_ban: None,
             kills_per_mille: 250,
+            force_step: None,
         }
     }
 }
@@ -100,6 +108,12 @@ pub struct Outcome {
     pub kills: u64,
     /// Orders a restarted gateway's journal held, queried (and of them, found).
     pub recovered: (u64, u64),
+    /// Of the venue's 429s, the ones no gateway could have avoided (weight,
+    /// orders): to a request that reached the venue after its clock stepped and
+    /// was written before any answer the venue sent after the step came back.
+    pub blind_throttled: (u64, u64),
+    /// Bans answered to such requests (each excuses at most one ban).
+    pub blind_bans: u64,
     /// Requests by kind and final event (`Place Applied`, `Cancel Rejected` ...).
     pub tally: std::collections::BTreeMap<String, u64>,
 }
@@ -135,6 +149,32 @@ struct Out {
     /// The transport has reported on it (answer or error): nothing more reaches
     /// the gateway.
     reported: bool,
+    /// When the gateway wrote it, and when it reached the venue.
+    written_at: i64,
+    arrived_at: Option<i64>,
+}
+
+/// What the gateway could know of the venue clock's step: nothing until the
+/// answer to a request written after the step, stamped with the venue's time
+/// (`transactTime`, `serverTime`), comes back. The venue's other answers (errors,
+/// queries of orders) carry no time of its own, a usage figure read in one does
+/// not say where the venue's window starts, and a stamp on a request written
+/// before the step (queued, answered seconds later) dates nothing: its round
+/// trip spans both clocks. A request written before that and
+/// reaching the venue after the step met windows no evidence had moved yet: its
+/// 429 is the step's doing, not the gateway's (each later one is the gateway's).
+#[derive(Clone, Copy, Default)]
+struct Blind {
+    /// When the first stamped answer to a request written after the step
+    /// reached the gateway.
+    seen_at: Option<i64>,
+    /// 429s to requests written blind: weight (-1003), orders (-1015).
+    throttled: u64,
+    orders: u64,
+    /// 418s to requests written blind: a burst written at once, blind, that
+    /// reaches the venue inside a 429's Retry-After is banned before its first
+    /// answer comes back.
+    bans: u64,
 }
 
 /// The gateway's transport: each write gets a fate; nothing is sent twice.
@@ -177,6 +217,8 @@ impl Wire for Net {
             ticket,
             flight,
             reported: false,
+            written_at: self.now,
+            arrived_at: None,
         });
         self.fresh.push(self.outs.len() - 1);
         Ok(id)
@@ -196,6 +238,7 @@ struct Sim {
     out: Outcome,
     end_at: i64,
     clock: VenueClock,
+    blind: Blind,
     /// The gateway has heard a ban (a 418) and no person has cleared it since.
     ban_heard: bool,
     /// Another sender on the IP reads the book this often (0: there is none).
@@ -288,6 +331,7 @@ impl Sim {
     }
 
     fn arrive(&mut self, i: usize) {
+        self.net.outs[i].arrived_at = Some(self.net.now);
         let now_ms = self.venue_ms();
         let fate = self.net.outs[i].fate;
         let a = match self.venue.admit(&self.net.outs[i].raw, IP, now_ms) {
@@ -335,6 +379,7 @@ impl Sim {
         o.reported = true;
         let (id, flight) = (o.id, o.flight.take().expect("a written request"));
         self.ban_heard |= r.status == 418;
+        self.see_step(i, r);
         let mut hs: Vec<(String, String)> = r.headers.clone();
         hs.push(("Content-Type".into(), r.content_type.into()));
         let headers: Vec<Header<'_>> = hs
@@ -368,6 +413,31 @@ impl Sim {
         let id = o.id;
         if let Some(e) = self.gw.on_error(&mut self.net, id, sent) {
             self.on_event(&e);
+        }
+    }
+
+    /// Tracks what the gateway could know of the venue clock's step (`Blind`)
+    /// as answer `i` reaches it.
+    fn see_step(&mut self, i: usize, r: &SimResponse) {
+        // A step inside the guard is the budget's to absorb: no excuse.
+        let Some((step_at, _)) = self.clock.jump.filter(|&(_, by)| by.abs() >= GUARD_MS) else {
+            return;
+        };
+        let o = &self.net.outs[i];
+        let seen = self.blind.seen_at.unwrap_or(i64::MAX);
+        let blind = o.arrived_at.is_some_and(|t| t >= step_at) && o.written_at < seen;
+        if r.status == 418 && blind {
+            self.blind.bans += 1;
+        }
+        if r.status == 429 && blind {
+            match r.body.contains("-1015") {
+                true => self.blind.orders += 1,
+                false => self.blind.throttled += 1,
+            }
+        }
+        let stamped = r.body.contains("\"transactTime\"") || r.body.contains("\"serverTime\"");
+        if stamped && o.written_at >= step_at {
+            self.blind.seen_at.get_or_insert(self.net.now);
         }
     }
 
@@ -571,9 +641,14 @@ fn spot(
     now: i64,
     venue_ms: i64,
 ) -> BinanceSpot {
-    BinanceSpot::from_exchange_info(info.as_bytes(), b, Clock::anchor(now, venue_ms), 30 * MS)
-        .expect("the venue's exchangeInfo")
-        .with_auth(Auth::new(&keys.0, keys.1.as_bytes(), 5_000).expect("keys"))
+    BinanceSpot::from_exchange_info(
+        info.as_bytes(),
+        b,
+        Clock::anchor(now, venue_ms),
+        GUARD_MS * MS,
+    )
+    .expect("the venue's exchangeInfo")
+    .with_auth(Auth::new(&keys.0, keys.1.as_bytes(), 5_000).expect("keys"))
 }
 
 /// Runs `seed` under `p`.
@@ -616,17 +691,23 @@ pub fn run(seed: u64, p: &Params) -> Outcome {
         out: Outcome::default(),
         end_at: T0 + p.seconds * SEC,
         clock: VenueClock::default(),
+        blind: Blind::default(),
         ban_heard: false,
         other_every: 0,
         proc: None,
     };
     // The venue's clock drifts up to 200 ppm either way (4 ms over 20 s); in a
-    // fifth of the runs it also steps by up to 20 ms: offset and one-way latency
-    // (up to 3 ms) stay inside the gateway's 30 ms guard, the envelope the budget
-    // promises. Beyond it the venue's fixed windows move away from the budget's
-    // until the gateway re-anchors, which it does only on repeated clock-skew
-    // answers: a -99 ms step drew 429s (seed 278), and so did -29 ms with -162 ppm
-    // of drift (seed 1050, 30.5 ms off plus the latency).
+    // fifth of the runs it also steps by up to 20 ms, inside the gateway's 30 ms
+    // guard. Binance counts every interval by its own server time ("a 1 MINUTE
+    // interval starts every minute", developers.binance.com/docs/
+    // binance-spot-api-docs/rest-api/limits) and states no bound on how that
+    // clock moves against UTC or ours (it publishes it, `GET /api/v3/time`
+    // `serverTime`, and refuses a `timestamp` 1000 ms ahead of it or older than
+    // `recvWindow`: .../rest-api/request-security). NTP corrections, leap smears
+    // and a failover to another matching engine step it, so in a tenth of the
+    // runs (a stream of its own: the other runs stay what they were) the step is
+    // 30 to 250 ms either way instead: beyond the guard, where the venue's
+    // windows move away from the budget's until the gateway re-anchors.
     if p.faults {
         let r = &mut sim.net.rng;
         sim.clock.drift_ppm = r.range(-200, 201);
@@ -637,6 +718,15 @@ pub fn run(seed: u64, p: &Params) -> Outcome {
         if by != 0 {
             sim.clock.jump = Some((T0 + r.range(0, p.seconds * SEC), by));
         }
+        let mut steps = Rng::new(seed ^ STEP_STREAM);
+        if steps.chance(100) {
+            let by = steps.range(30, 251);
+            let by = if steps.chance(500) { -by } else { by };
+            sim.clock.jump = Some((T0 + steps.range(0, p.seconds * SEC), by));
+        }
+    }
+    if let Some((at_ms, by)) = p.force_step {
+        sim.clock.jump = Some((T0 + at_ms * MS, by));
     }
     // Half the runs cancel-replace with ALLOW_FAILURE (the new order is tried
     // whether the cancel ran or not), half with the default STOP_ON_FAILURE.
@@ -742,6 +832,8 @@ pub fn run(seed: u64, p: &Params) -> Outcome {
     sim.out.throttled += sim.proc.as_ref().map_or(0, |p| p.throttled);
     sim.out.kills = kills;
     sim.out.recovered = sim.proc.as_ref().map_or((0, 0), |p| p.recovered());
+    sim.out.blind_throttled = (sim.blind.throttled, sim.blind.orders);
+    sim.out.blind_bans = sim.blind.bans;
     let mut out = sim.out;
     out.tally = sim.ledger.tally();
     let (report, orders) = (sim.venue.report(), sim.venue.orders());
@@ -749,14 +841,17 @@ pub fn run(seed: u64, p: &Params) -> Outcome {
         &report,
         &orders,
         sim.gw.in_flight(),
-        out.bans,
+        out.bans + out.blind_bans,
         // A restart's bootstrap the venue refused used the IP's weight too.
         sim.other_every > 0 || sim.proc.as_ref().is_some_and(|p| p.boot_refused > 0),
+        out.blind_throttled,
     ));
     // A Late is owed where nothing excused it: the gateway polled, no ban stayed
-    // uncleared (its halt keeps the watch and refuses the polls), no watch was
+    // uncleared (its halt keeps the watch and refuses the polls; a ban the
+    // gateway heard and nobody cleared, as an injected one), no watch was
     // dropped for room, and the run lasted past every watch.
     // A kill drops the watches (the next life queries what its journal kept).
+    let uncleared_ban = uncleared_ban || sim.ban_heard;
     let owed =
         polls && !uncleared_ban && sim.gw.stats().watch_dropped == 0 && settled && kills == 0;
     out.violations.extend(sim.ledger.lates_owed(&orders, owed));

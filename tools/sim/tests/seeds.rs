@@ -73,3 +73,35 @@ fn regression_a_reconcile_under_a_ban_ends() {
         assert!(o.violations.is_empty(), "seed {seed}: {:?}", o.violations);
     }
 }
+
+/// Found by the simulator once the venue's clock could step beyond the 30 ms
+/// guard (eb669eb; issue 43): the gateway kept its fixed windows on the old
+/// phase until repeated -1021 answers, which a step of a few hundred ms never
+/// draws, and met 429s and bans in the windows it misplaced (86 of seeds 0..3000
+/// on 11f4415's checker). Pinned as six of the seeds it found and as a step in
+/// every run, mid-run, both ways (-99 ms was the book's seed 278). Without the
+/// re-anchor on a stamped answer the six seeds fail, and 12 of the 20 backward
+/// steps; the forward ones (the venue's windows end early, ours count on) met
+/// no full window on 11f4415 either and stay as that direction's check.
+#[test]
+fn regression_a_venue_clock_step_beyond_the_guard_moves_the_windows() {
+    let p = Params::default();
+    for seed in [21, 24, 162, 179, 250, 385] {
+        let o = run(seed, &p);
+        assert!(o.violations.is_empty(), "seed {seed}: {:?}", o.violations);
+    }
+    for by in [-250, -99, 120, 250] {
+        for seed in 0..10 {
+            let p = Params {
+                force_step: Some((4_000 + 733 * seed as i64, by)),
+                ..Params::default()
+            };
+            let o = run(seed, &p);
+            assert!(
+                o.violations.is_empty(),
+                "seed {seed}, {by} ms: {:?}",
+                o.violations
+            );
+        }
+    }
+}
