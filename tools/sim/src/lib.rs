@@ -19,6 +19,7 @@ pub mod check;
 pub mod net;
 pub mod rng;
 pub mod run;
+mod ws;
 
 pub use run::{run, Outcome, Params};
 

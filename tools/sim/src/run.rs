@@ -27,6 +27,7 @@ use ergon_venues::response::{Header, Response};
 use crate::check::{Final, Kind, Ledger};
 use crate::net::{encode, Fate};
 use crate::rng::Rng;
+use crate::ws::{self, Lane, WsStep};
 
 const MS: i64 = 1_000_000;
 const SEC: i64 = 1_000 * MS;
@@ -43,6 +44,8 @@ const POLL_EVERY_NS: i64 = 5 * SEC;
 const POLLS_STREAM: u64 = 0x0b5e_55ed_1a7e_0000;
 /// Mixed into the seed for the other sender on the IP.
 const OTHERS_STREAM: u64 = 0x07e3_5e4d_e500_0000;
+/// Mixed into the seed for the WebSocket lane's draw and network.
+const WS_STREAM: u64 = 0x5eb5_0c6e_7000_0000;
 const IP: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
 
 /// What one run does.
@@ -106,6 +109,10 @@ enum Step {
     Fail(usize),
     /// Another sender on the gateway's IP reads the book (weight 5).
     Other,
+    /// The WebSocket lane's network ([`crate::ws`]).
+    Ws(WsStep),
+    /// The WebSocket API connection drops, whatever it holds.
+    WsDrop,
 }
 
 /// One request as the network holds it.
@@ -184,6 +191,8 @@ struct Sim {
     ban_heard: bool,
     /// Another sender on the IP reads the book this often (0: there is none).
     other_every: i64,
+    /// The WebSocket lane, in the runs that have one.
+    ws: Option<Lane>,
 }
 
 /// How the venue's clock moves against ours.
@@ -366,11 +375,61 @@ impl Sim {
         if self.gw.poll_timeout().is_some_and(|t| t <= self.net.now) {
             self.gw.poll(&mut self.net);
         }
+        self.drive_ws();
         while let Some(e) = self.gw.poll_event() {
             let f = Final::of(&e);
             self.take(Some(f));
         }
         self.schedule_fresh();
+    }
+
+    /// Drives the WebSocket lane, if the run has one: its events are checked,
+    /// what it wrote goes on its way.
+    fn drive_ws(&mut self) {
+        let Some(mut lane) = self.ws.take() else {
+            return;
+        };
+        let (mut got, mut sched) = (Vec::new(), Vec::new());
+        let take = &mut |f| got.push(f);
+        lane.drive(
+            &mut self.gw,
+            &mut self.net,
+            self.ban_heard,
+            take,
+            &mut sched,
+        );
+        self.ws = Some(lane);
+        for f in got {
+            self.take(Some(f));
+        }
+        for (t, s) in sched {
+            self.at(t, Step::Ws(s));
+        }
+    }
+
+    /// One step of the WebSocket lane's network.
+    fn ws_step(&mut self, s: Option<WsStep>) {
+        let Some(mut lane) = self.ws.take() else {
+            return;
+        };
+        let (now, now_ms) = (self.net.now, self.venue_ms());
+        let mut sched = Vec::new();
+        match s {
+            Some(s) => lane.step(
+                s,
+                &mut self.gw,
+                &mut self.venue,
+                (now, now_ms),
+                &mut self.ban_heard,
+                &mut sched,
+                &mut self.out.violations,
+            ),
+            None => lane.random_drop(now, &mut sched),
+        }
+        self.ws = Some(lane);
+        for (t, s) in sched {
+            self.at(t, Step::Ws(s));
+        }
     }
 
     /// The strategy: places near the book, cancels what it believes rests.
@@ -489,6 +548,8 @@ impl Sim {
             Step::Reply(i, r) => self.reply(i, &r),
             Step::Fail(i) => self.fail(i),
             Step::Other => self.other(),
+            Step::Ws(s) => self.ws_step(Some(s)),
+            Step::WsDrop => self.ws_step(None),
         }
         self.drain_gateway();
     }
@@ -542,8 +603,16 @@ pub fn run(seed: u64, p: &Params) -> Outcome {
     )
     .expect("the venue's exchangeInfo")
     .with_auth(Auth::new(&account.api_key, account.secret.as_bytes(), 5_000).expect("keys"));
+    // Half the runs send over the WebSocket API lane as the daemon does (HTTP
+    // while it is down), drawn from a stream of their own.
+    let mut ws_rng = Rng::new(seed ^ WS_STREAM);
+    let ws_connects = ws_rng.chance(500).then(|| ws::declare(&mut b));
     let budget = b.build(T0).expect("budget");
+    let lane = ws_connects.map(|c| ws::lane(&acct, c, &budget, seed));
     let mut gw = Gateway::new(acct, "BTCUSDT", 64, 1024).expect("gateway");
+    if let Some(lane) = lane {
+        gw.set_ws_api(lane);
+    }
     gw.set_seed(seed);
     gw.set_boot_epoch(1).expect("epoch");
     let net = Net {
@@ -568,6 +637,7 @@ pub fn run(seed: u64, p: &Params) -> Outcome {
         clock: VenueClock::default(),
         ban_heard: false,
         other_every: 0,
+        ws: ws_connects.map(|_| Lane::new(ws_rng.next_u64(), p.faults, IP)),
     };
     // The venue's clock drifts up to 200 ppm either way (4 ms over 20 s); in a
     // fifth of the runs it also steps by up to 20 ms: offset and one-way latency
@@ -629,13 +699,28 @@ pub fn run(seed: u64, p: &Params) -> Outcome {
         sim.other_every = others.range(100 * MS, 500 * MS);
         sim.at(T0 + others.range(0, SEC), Step::Other);
     }
+    // The WebSocket API connection drops up to twice at random, whatever it
+    // holds in flight.
+    if let Some(lane) = sim.ws.as_mut() {
+        let n = ws_rng.next_u64() % 3;
+        let drops: Vec<i64> = (0..n)
+            .filter_map(|_| lane.drop_at(T0, p.seconds * SEC))
+            .collect();
+        for t in drops {
+            sim.at(t, Step::WsDrop);
+        }
+    }
     let uncleared_ban = ban.is_some_and(|(_, _, cleared)| !cleared);
     let stop_at = sim.end_at + DRAIN_NS;
     let mut settled = false;
     let mut awaiting: Option<Vec<u64>> = None;
     loop {
         let next_q = sim.queue.peek().map(|Reverse((t, _))| *t);
-        let next_g = sim.gw.poll_timeout();
+        let next_w = sim.ws.as_ref().and(sim.gw.ws_deadline());
+        let next_g = match (sim.gw.poll_timeout(), next_w) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         let next = match (next_q, next_g) {
             (Some(a), Some(b)) => a.min(b),
             (a, b) => match a.or(b) {
