@@ -95,6 +95,8 @@ pub struct Outcome {
     pub throttled: u64,
     /// Requests by kind and final event (`Place Applied`, `Cancel Rejected` ...).
     pub tally: std::collections::BTreeMap<String, u64>,
+    /// What the WebSocket API lane did, in the runs that have one.
+    pub ws: Option<ergon_gateway::WsApiStats>,
 }
 
 enum Step {
@@ -763,6 +765,7 @@ pub fn run(seed: u64, p: &Params) -> Outcome {
     sim.out.throttled = sim.gw.stats().throttled;
     let mut out = sim.out;
     out.tally = sim.ledger.tally();
+    out.ws = sim.gw.ws_api().map(|l| *l.stats());
     let (report, orders) = (sim.venue.report(), sim.venue.orders());
     out.violations.extend(sim.ledger.at_end(
         &report,
