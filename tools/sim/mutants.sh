@@ -6,8 +6,7 @@
 # uncommitted changes in a mutated file (the restore would lose them).
 # Run from anywhere: tools/sim/mutants.sh [SEEDS].
 #
-# Not here, because the simulator does not drive what they break yet: a dropped
-# WebSocket drop outcome (no WebSocket lane in the simulation), a journal entry
+# Not here, because the simulator does not drive what they break yet: a journal entry
 # cleared before Reconciled (no daemon, no restart).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -63,6 +62,12 @@ run ban-not-halting core/src/budget/bucket.rs \
 run a-lost-late gateway/src/machine/reconcile.rs \
   ".position(|w| w.until_ns > now && w.id.as_str().as_bytes() == id);" \
   ".position(|w| w.until_ns < now && w.id.as_str().as_bytes() == id);"
+# The WebSocket API lane forgets the requests in flight when its connection
+# drops: the session reports each one's outcome (never written: refunded;
+# written: Unknown), and the lane no longer hands them to the gateway.
+run a-dropped-websocket-drop-outcome gateway/src/ws_api.rs \
+  "ws::WsEvent::Outcome(o) => report.items.push(Item::Outcome(o.id, o.verdict, o.flight))," \
+  "ws::WsEvent::Outcome(_) => {}"
 # Main before issue 39, restored one fix at a time: the simulator must find each
 # within 100,000 seeds (it found both there first; see the book's simulation
 # chapter). Run with the seed count given, at least 100,000.
