@@ -68,6 +68,11 @@ run a-lost-late gateway/src/machine/reconcile.rs \
 run a-dropped-websocket-drop-outcome gateway/src/ws_api.rs \
   "ws::WsEvent::Outcome(o) => report.items.push(Item::Outcome(o.id, o.verdict, o.flight))," \
   "ws::WsEvent::Outcome(_) => {}"
+# The gateway reads a request's Unknown outcome at a WebSocket drop as "did not
+# run" (and sends it again).
+run a-websocket-drop-read-as-not-run gateway/src/machine/ws.rs \
+  "let ev = self.failed(w, key, verdict == Verdict::Unknown)?;" \
+  "let ev = self.failed(w, key, verdict != Verdict::Unknown)?;"
 # Main before issue 39, restored one fix at a time: the simulator must find each
 # within 100,000 seeds (it found both there first; see the book's simulation
 # chapter). Run with the seed count given, at least 100,000.
