@@ -7,7 +7,7 @@
 //! Nothing here reads a clock or touches a socket.
 
 /// The in-memory transport of one session. See the module doc.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Pipe {
     /// A transport is up (from a connect to its end).
     connected: bool,
@@ -18,6 +18,21 @@ pub struct Pipe {
     /// The peer or the network ended the transport; the session settles at
     /// its next drive.
     cut: bool,
+    /// Bytes the transport takes before it blocks (a full send buffer); the
+    /// rest waits in the session.
+    room: usize,
+}
+
+impl Default for Pipe {
+    fn default() -> Self {
+        Pipe {
+            connected: false,
+            out: Vec::new(),
+            inbox: Vec::new(),
+            cut: false,
+            room: usize::MAX,
+        }
+    }
 }
 
 impl Pipe {
@@ -46,6 +61,14 @@ impl Pipe {
         if self.connected {
             self.cut = true;
         }
+    }
+
+    /// From now on the transport takes `bytes` more before it blocks, as a full
+    /// send buffer does (`usize::MAX`: never blocks); what it does not take
+    /// waits in the session, unwritten, until a drive after more room. A frame
+    /// partly taken counts as written.
+    pub fn set_room(&mut self, bytes: usize) {
+        self.room = bytes;
     }
 
     /// A connect starts a transport: nothing of the last one remains.
@@ -78,8 +101,12 @@ impl Pipe {
         self.inbox.drain(..n);
     }
 
-    /// The session wrote `bytes`.
-    pub(crate) fn write(&mut self, bytes: &[u8]) {
-        self.out.extend_from_slice(bytes);
+    /// The session writes `bytes`: how many the transport took (0: it
+    /// blocks).
+    pub(crate) fn write(&mut self, bytes: &[u8]) -> usize {
+        let n = bytes.len().min(self.room);
+        self.out.extend_from_slice(&bytes[..n]);
+        self.room = self.room.saturating_sub(n);
+        n
     }
 }

@@ -613,8 +613,10 @@ impl WsClient {
                 return;
             }
             while let Some(bytes) = c.session.poll_transmit() {
-                p.write(bytes);
-                let n = bytes.len();
+                let n = p.write(bytes);
+                if n == 0 {
+                    break;
+                }
                 c.session.handle_written(n, budget, now);
             }
             if c.session.is_finished() {

@@ -9,11 +9,15 @@
 //! actions that still fail it ([`shrink`]) and replays bit for bit from its seed.
 //!
 //! The venue's clock drifts and steps inside the gateway's guard, and a third
-//! of the runs meet a ban (cleared by a person after it ends, or never).
+//! of the runs meet a ban (cleared by a person after it ends, or never). Half
+//! the runs also have the gateway's own WebSocket API lane (its session over an
+//! in-memory pipe, driven by [`ergon_gateway::Gateway::drive_ws`]) against the
+//! emulator's sans-IO WebSocket API ([`ergon_venue_sim::sansio_ws`]), whose
+//! connection loses frames and answers, delays requests and drops with requests
+//! in flight (`ws`).
 //!
-//! What it does not simulate (yet): the WebSocket lanes, batches and
-//! cancel-replace, the shared-memory daemon and its restarts, venue clock steps
-//! beyond the guard, other senders on the IP.
+//! What it does not simulate (yet): other venues' WebSocket lanes, batches, the
+//! shared-memory daemon and its restarts, venue clock steps beyond the guard.
 
 pub mod check;
 pub mod net;

@@ -74,6 +74,8 @@ pub(crate) enum WsStep {
     Deliver { gen: usize, bytes: Vec<u8> },
     /// Connection `gen` dies, for both ends.
     Cut(usize),
+    /// The gateway's transport takes bytes again (its send buffer drained).
+    Room,
     /// A held request of connection `gen` runs; its answer is sent if `answer`.
     Execute {
         gen: usize,
@@ -188,6 +190,15 @@ impl Lane {
             _ => {}
         }
         let bytes = pipe.take_written();
+        // One time in ten the send buffer fills: the next frames are written
+        // in part or not at all until it drains 1-50 ms later (a drop before
+        // then leaves them unwritten: refunded, sent again).
+        if self.faults && !bytes.is_empty() && self.rng.chance(100) {
+            let room = self.rng.range(0, 300) as usize;
+            pipe.set_room(room);
+            let t = now + self.rng.range(MS, 50 * MS);
+            sched.push((t, WsStep::Room));
+        }
         if !bytes.is_empty() && self.client_up {
             let gen = self.conns.len();
             let t = now + self.leg();
@@ -230,6 +241,11 @@ impl Lane {
                 *ban_heard |= contains(&bytes, b"\"status\":418");
                 if let Some(p) = gw.ws_api_mut().and_then(WsLane::pipe_mut) {
                     p.deliver(&bytes);
+                }
+            }
+            WsStep::Room => {
+                if let Some(p) = gw.ws_api_mut().and_then(WsLane::pipe_mut) {
+                    p.set_room(usize::MAX);
                 }
             }
             WsStep::Cut(gen) => {
