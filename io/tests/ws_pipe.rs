@@ -16,15 +16,7 @@ fn open(client: &mut WsClient, id: WsId, b: &mut Budget) -> Vec<Ev> {
     assert!(pipe.is_connected());
     let request = String::from_utf8(pipe.take_written()).unwrap();
     assert!(request.starts_with("GET "), "{request}");
-    let key = request
-        .lines()
-        .find_map(|l| l.strip_prefix("Sec-WebSocket-Key: "))
-        .unwrap();
-    let answer = format!(
-        "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\
-         Connection: Upgrade\r\nSec-WebSocket-Accept: {}\r\n\r\n",
-        accept_key(key)
-    );
+    let answer = switching(&request);
     pipe.deliver(answer.as_bytes());
     let mut evs = Vec::new();
     client.handle_timeout(b, 1, &mut |_, e: WsEvent<'_>, _: &mut Budget| {

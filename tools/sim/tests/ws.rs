@@ -23,9 +23,15 @@ fn half_the_runs_send_over_the_lane_and_its_drops_are_reconciled() {
         found += n("Place Reconciled(found)") + n("Cancel Reconciled(found)");
         never_ran += n("Place Reconciled(never ran)") + n("Cancel Reconciled(never ran)");
     }
-    assert!((20..=40).contains(&lanes), "{lanes} of 60 runs had the lane");
+    assert!(
+        (20..=40).contains(&lanes),
+        "{lanes} of 60 runs had the lane"
+    );
     // Orders go over it, are answered, and the user data stream reports them.
-    assert!(requests > 1_000 && answers > 500, "{requests} sent, {answers} answered");
+    assert!(
+        requests > 1_000 && answers > 500,
+        "{requests} sent, {answers} answered"
+    );
     assert!(executions > 200, "{executions} executionReports");
     // Its connection drops (a frame lost, an answer lost, a delay cut, at
     // random), and what was in flight is reconciled both ways.
@@ -60,7 +66,10 @@ fn without_faults_the_lane_opens_once_and_never_drops() {
         let Some(w) = o.ws else { continue };
         lanes += 1;
         assert_eq!((w.opens, w.drops), (1, 0), "seed {seed}: {w:?}");
-        assert!(w.requests > 0 && w.answers == w.requests + w.subscribed, "seed {seed}: {w:?}");
+        assert!(
+            w.requests > 0 && w.answers == w.requests + w.subscribed,
+            "seed {seed}: {w:?}"
+        );
     }
     assert!(lanes > 0);
 }
