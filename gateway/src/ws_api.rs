@@ -458,6 +458,22 @@ impl WsLane {
         self.why.as_deref()
     }
 
+    /// Puts the connection on an in-memory transport ([`ws::Pipe`]) instead of
+    /// a socket, before its first connect: no loop watches it; a deterministic
+    /// simulation moves its bytes ([`WsLane::pipe_mut`]) and drives it with
+    /// [`Gateway::drive_ws`](crate::Gateway::drive_ws), the same code the
+    /// loop's driver runs.
+    pub fn use_pipe(&mut self) {
+        // Its own id: always known.
+        let _ = self.client.use_pipe(self.id);
+        self.watched = true;
+    }
+
+    /// The in-memory transport, if the connection is on one.
+    pub fn pipe_mut(&mut self) -> Option<&mut ws::Pipe> {
+        self.client.pipe_mut(self.id)
+    }
+
     /// Lets the loop watch the connection's socket under [`WS_API`].
     pub(crate) fn attach(&mut self, registry: Registry) {
         self.client.attach(registry, WS_API);

@@ -6,8 +6,8 @@
 # uncommitted changes in a mutated file (the restore would lose them).
 # Run from anywhere: tools/sim/mutants.sh [SEEDS].
 #
-# Not here, because the simulator does not drive what it breaks yet: a dropped
-# WebSocket drop outcome (no WebSocket lane in the simulation).
+# Not here: a shared-memory client killed mid-request (the hub is not sans-IO;
+# tools/gatewayd/tests/e2e_shm.rs checks that promise end to end).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 seeds="${1:-10000}"
@@ -72,6 +72,17 @@ run journal-entry-cleared-before-reconciled tools/gatewayd/src/shm/recovery.rs \
                         j.clear(i);
                     }
                 }"
+# The WebSocket API lane forgets the requests in flight when its connection
+# drops: the session reports each one's outcome (never written: refunded;
+# written: Unknown), and the lane no longer hands them to the gateway.
+run a-dropped-websocket-drop-outcome gateway/src/ws_api.rs \
+  "ws::WsEvent::Outcome(o) => report.items.push(Item::Outcome(o.id, o.verdict, o.flight))," \
+  "ws::WsEvent::Outcome(_) => {}"
+# The gateway reads a request's Unknown outcome at a WebSocket drop as "did not
+# run" (and sends it again).
+run a-websocket-drop-read-as-not-run gateway/src/machine/ws.rs \
+  "let ev = self.failed(w, key, verdict == Verdict::Unknown)?;" \
+  "let ev = self.failed(w, key, verdict != Verdict::Unknown)?;"
 # Main before issue 39, restored one fix at a time: the simulator must find each
 # within 100,000 seeds (it found both there first; see the book's simulation
 # chapter). Run with the seed count given, at least 100,000.

@@ -45,6 +45,31 @@ impl<E: Account> Gateway<E> {
         self.ws.take()
     }
 
+    /// The WebSocket API connection, to move the bytes of its in-memory
+    /// transport ([`WsLane::pipe_mut`]).
+    pub fn ws_api_mut(&mut self) -> Option<&mut WsLane> {
+        self.ws.as_mut()
+    }
+
+    /// One drive of the WebSocket API connection, as the loop's driver makes it
+    /// (connect if due, setup, read, timeouts, write), each item it reported
+    /// handed to the gateway in order and what that made to `on`; for a driver
+    /// without the loop (a simulation over [`WsLane::use_pipe`]). Events the
+    /// items queued come out of [`Gateway::poll_event`] after.
+    pub fn drive_ws<W: Wire>(&mut self, w: &mut W, on: &mut dyn FnMut(WsIn<'_>)) {
+        let Some(mut report) = self.ws_drive(w, None) else {
+            return;
+        };
+        let mut items = core::mem::take(&mut report.items);
+        for item in items.drain(..) {
+            if let Some(got) = self.ws_item(w, item, &report.bytes) {
+                on(got);
+            }
+        }
+        report.items = items;
+        self.ws_restore(report);
+    }
+
     /// Lets the loop watch the lane's socket, once: `registry` is asked only
     /// while the lane is not watched yet (and tried again on the next drive if it
     /// fails).

@@ -19,10 +19,12 @@
 mod accept;
 pub mod frame;
 mod handshake;
+mod pipe;
 mod session;
 mod tcp;
 
 pub use handshake::{HandshakeError, Upgrade};
+pub use pipe::Pipe;
 pub use session::{
     Cause, Closed, ConnectError, SendError, Session, SetupError, State, WsConfig, WsEvent,
     WsOutcome, WsStats, MAX_PENDING,

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use ergon_core::{Budget, Class};
 
-use super::{ConnectError, Session, State, Upgrade, WsEvent};
+use super::{ConnectError, Pipe, Session, State, Upgrade, WsEvent};
 use crate::handler::{Interest, Readiness, Registry};
 use crate::sys;
 use crate::tls::{Fault, Input, Plain, Session as Tls};
@@ -60,6 +60,8 @@ struct Conn {
     local_addr: Option<SocketAddr>,
     /// Set when the lane was refused for good (an ignored binding).
     refused: Option<ConnectError>,
+    /// The transport is in memory instead of a socket ([`WsClient::use_pipe`]).
+    pipe: Option<Pipe>,
 }
 
 /// WebSocket sessions over non-blocking TCP sockets, on the [`event_loop`].
@@ -212,6 +214,7 @@ impl WsClient {
             tls: None,
             local_addr: None,
             refused: None,
+            pipe: None,
         });
         WsId {
             client: self.tag,
@@ -254,6 +257,24 @@ impl WsClient {
         self.index(id).and_then(|i| self.conns[i].refused)
     }
 
+    /// Puts session `id` on an in-memory transport ([`Pipe`]) instead of a
+    /// socket: from its next connect on, no socket is opened and no loop is
+    /// needed; the caller moves the bytes ([`WsClient::pipe_mut`]) and drives
+    /// the session with [`WsClient::handle_timeout`], which reads what the peer
+    /// delivered and settles a transport the peer cut. For a deterministic
+    /// simulation of the code that drives the client.
+    pub fn use_pipe(&mut self, id: WsId) -> Result<(), ConnectError> {
+        let i = self.index(id).ok_or(ConnectError::UnknownSession)?;
+        self.conns[i].pipe = Some(Pipe::default());
+        Ok(())
+    }
+
+    /// Session `id`'s in-memory transport, if it is on one.
+    pub fn pipe_mut(&mut self, id: WsId) -> Option<&mut Pipe> {
+        let i = self.index(id)?;
+        self.conns[i].pipe.as_mut()
+    }
+
     /// Adds a `wss://` session that connects to `addr` and runs TLS over it,
     /// verified as `tls` says ([`TlsConfig::webpki_roots`] for a venue), before the
     /// upgrade request (setup time: may allocate).
@@ -292,6 +313,16 @@ impl WsClient {
         now_ns: i64,
     ) -> Result<(), ConnectError> {
         let i = self.index(id).ok_or(ConnectError::UnknownSession)?;
+        if self.conns[i].pipe.is_some() {
+            let c = &mut self.conns[i];
+            c.session.connect(req, class, budget, now_ns)?;
+            c.close();
+            if let Some(p) = c.pipe.as_mut() {
+                p.start();
+            }
+            self.write(i, budget, now_ns);
+            return Ok(());
+        }
         let Some((registry, base)) = self.watch.as_ref() else {
             return Err(ConnectError::Unattached);
         };
@@ -354,6 +385,7 @@ impl WsClient {
         on_event: &mut dyn FnMut(WsId, WsEvent<'_>, &mut Budget),
     ) {
         for i in 0..self.conns.len() {
+            self.pipe_in(i, budget, now_ns, on_event);
             let c = &mut self.conns[i];
             if c.session.poll_timeout().is_some_and(|t| t <= now_ns) {
                 c.session.handle_timeout(budget, now_ns);
@@ -576,6 +608,23 @@ impl WsClient {
 
     fn write(&mut self, i: usize, budget: &mut Budget, now: i64) {
         let c = &mut self.conns[i];
+        if let Some(p) = c.pipe.as_mut() {
+            if !p.is_connected() {
+                return;
+            }
+            while let Some(bytes) = c.session.poll_transmit() {
+                let n = p.write(bytes);
+                if n == 0 {
+                    break;
+                }
+                c.session.handle_written(n, budget, now);
+            }
+            if c.session.is_finished() {
+                c.close();
+                c.session.handle_transport_closed(budget, now);
+            }
+            return;
+        }
         let Some(fd) = c.fd else { return };
         if c.connecting {
             return;
@@ -745,6 +794,36 @@ impl WsClient {
         match e {}
     }
 
+    /// Session `i`'s in-memory transport, if any: reads what the peer
+    /// delivered (events out as they come), then settles a transport the peer
+    /// cut.
+    fn pipe_in(
+        &mut self,
+        i: usize,
+        budget: &mut Budget,
+        now: i64,
+        on_event: &mut dyn FnMut(WsId, WsEvent<'_>, &mut Budget),
+    ) {
+        loop {
+            let c = &mut self.conns[i];
+            let Some(p) = c.pipe.as_mut() else { return };
+            if p.inbox().is_empty() {
+                break;
+            }
+            let n = c.session.handle_input(p.inbox());
+            p.consumed(n);
+            self.events_out(i, budget, now, on_event);
+            if n == 0 && self.conns[i].session.read_buf().is_empty() {
+                break;
+            }
+        }
+        self.write(i, budget, now);
+        if self.conns[i].pipe.as_ref().is_some_and(Pipe::is_cut) {
+            self.lost(i, budget, now);
+            self.events_out(i, budget, now, on_event);
+        }
+    }
+
     /// The transport of session `i` ended: close it, settle the session.
     fn lost(&mut self, i: usize, budget: &mut Budget, now: i64) {
         let c = &mut self.conns[i];
@@ -760,6 +839,9 @@ impl Conn {
     fn close(&mut self) {
         self.fd = None;
         self.sock = None;
+        if let Some(p) = self.pipe.as_mut() {
+            p.end();
+        }
     }
 
     /// Closes the socket and forgets the transport's state (TLS, a connect in

@@ -491,6 +491,20 @@ pub fn driver() -> (Driver, Limits) {
     driver_with(WsConfig::default(), 100, 1000)
 }
 
+/// The server's 101 answer to the upgrade `request` (with its key's accept
+/// key).
+pub fn switching(request: &str) -> String {
+    let key = request
+        .lines()
+        .find_map(|l| l.strip_prefix("Sec-WebSocket-Key: "))
+        .unwrap();
+    format!(
+        "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\
+         Connection: Upgrade\r\nSec-WebSocket-Accept: {}\r\n\r\n",
+        accept_key(key)
+    )
+}
+
 /// A session past a good handshake, all in memory (no socket), at time 0.
 pub fn open_in_memory(config: WsConfig, budget: &mut Budget, limits: &Limits) -> Session {
     open_in_memory_with(
@@ -512,15 +526,7 @@ pub fn open_in_memory_with(
     s.connect(&REQ, Class::Normal, budget, 0).unwrap();
     let request = String::from_utf8(s.poll_transmit().unwrap().to_vec()).unwrap();
     s.handle_written(request.len(), budget, 0);
-    let key = request
-        .lines()
-        .find_map(|l| l.strip_prefix("Sec-WebSocket-Key: "))
-        .unwrap();
-    let answer = format!(
-        "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\
-         Connection: Upgrade\r\nSec-WebSocket-Accept: {}\r\n\r\n",
-        accept_key(key)
-    );
+    let answer = switching(&request);
     assert_eq!(s.handle_input(answer.as_bytes()), answer.len());
     assert_eq!(s.poll_event(budget, 0), Some(WsEvent::Open));
     s

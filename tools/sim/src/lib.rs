@@ -8,8 +8,14 @@
 //! events come and at the end; a failure is shrunk to the fewest strategy
 //! actions that still fail it ([`shrink`]) and replays bit for bit from its seed.
 //!
-//! The venue's clock drifts and steps inside the gateway's guard, and a third
-//! of the runs meet a ban (cleared by a person after it ends, or never).
+//! The venue's clock drifts and steps (inside the gateway's guard, and in a
+//! tenth of the runs by 30 to 250 ms, beyond it), and a third
+//! of the runs meet a ban (cleared by a person after it ends, or never). Half
+//! the runs also have the gateway's own WebSocket API lane (its session over an
+//! in-memory pipe, driven by [`ergon_gateway::Gateway::drive_ws`]) against the
+//! emulator's sans-IO WebSocket API ([`ergon_venue_sim::sansio_ws`]), whose
+//! connection loses frames and answers, delays requests and drops with requests
+//! in flight (`ws`).
 //!
 //! Process faults: in a quarter of the runs (`Params::kills_per_mille`) the
 //! gateway keeps the daemon's journal, charges and halts files
@@ -20,14 +26,18 @@
 //! `Recovery`. A new order in flight at a kill ends by its recovery and is
 //! checked against the venue like any other; a cancel dies with the process.
 //!
-//! What it does not simulate (yet): the WebSocket lanes, batches, the
-//! shared-memory hub and its clients (a client killed mid-request), venue clock
-//! steps beyond the guard.
+//! The two are drawn in separate runs: a run with the WebSocket lane has no
+//! kills.
+//!
+//! What it does not simulate (yet): other venues' WebSocket lanes, kills in
+//! the runs with a WebSocket lane, batches, the shared-memory hub and its
+//! clients (a client killed mid-request).
 
 pub mod check;
 pub mod net;
 pub mod rng;
 pub mod run;
+mod ws;
 
 pub use run::{run, Outcome, Params};
 

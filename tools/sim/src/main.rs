@@ -77,6 +77,12 @@ fn main() -> ExitCode {
                 o.other_reads, o.throttled
             );
         }
+        if let Some(w) = o.ws {
+            println!(
+                "  WebSocket API: {} opens, {} drops, {} requests, {} answers, {} executions, {} deadlines",
+                w.opens, w.drops, w.requests, w.answers, w.executions, w.deadlines
+            );
+        }
         for (k, n) in &o.tally {
             println!("  {n:6}  {k}");
         }

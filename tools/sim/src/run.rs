@@ -27,6 +27,7 @@ use ergon_venues::response::{Header, Response};
 use crate::check::{Final, Kind, Ledger};
 use crate::net::{encode, Fate};
 use crate::rng::Rng;
+use crate::ws::{self, Lane, WsStep};
 
 mod restart;
 
@@ -49,6 +50,8 @@ const OTHERS_STREAM: u64 = 0x07e3_5e4d_e500_0000;
 const GUARD_MS: i64 = 30;
 /// Mixed into the seed for a venue clock step beyond the guard.
 const STEP_STREAM: u64 = 0x5e9c_10c4_57e9_0000;
+/// Mixed into the seed for the WebSocket lane's draw and network.
+const WS_STREAM: u64 = 0x5eb5_0c6e_7000_0000;
 const IP: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
 
 /// What one run does.
@@ -71,6 +74,10 @@ pub struct Params {
     /// A venue clock step in every run instead: at this ms of the run, by this
     /// many ms (a directed test).
     pub force_step: Option<(i64, i64)>,
+    /// The WebSocket API lane in this run or not, instead of the seed's draw (a
+    /// directed test; the draw is made either way, so the rest of the run is the
+    /// seed's).
+    pub ws_lane: Option<bool>,
 }
 
 impl Default for Params {
@@ -83,6 +90,7 @@ impl Default for Params {
             force_ban: None,
             kills_per_mille: 250,
             force_step: None,
+            ws_lane: None,
         }
     }
 }
@@ -116,6 +124,8 @@ pub struct Outcome {
     pub blind_bans: u64,
     /// Requests by kind and final event (`Place Applied`, `Cancel Rejected` ...).
     pub tally: std::collections::BTreeMap<String, u64>,
+    /// What the WebSocket API lane did, in the runs that have one.
+    pub ws: Option<ergon_gateway::WsApiStats>,
 }
 
 enum Step {
@@ -136,6 +146,10 @@ enum Step {
     Restart,
     /// A turn of the loop with nothing else to do (a recovery waiting for room).
     Turn,
+    /// The WebSocket lane's network ([`crate::ws`]).
+    Ws(WsStep),
+    /// The WebSocket API connection drops, whatever it holds.
+    WsDrop,
 }
 
 /// One request as the network holds it.
@@ -245,6 +259,8 @@ struct Sim {
     other_every: i64,
     /// The process faults, in the runs that have them.
     proc: Option<Box<restart::Proc>>,
+    /// The WebSocket lane, in the runs that have one.
+    ws: Option<Lane>,
 }
 
 /// How the venue's clock moves against ours.
@@ -464,10 +480,60 @@ impl Sim {
             self.gw.poll(&mut self.net);
         }
         self.proc_turn();
+        self.drive_ws();
         while let Some(e) = self.gw.poll_event() {
             self.on_event(&e);
         }
         self.schedule_fresh();
+    }
+
+    /// Drives the WebSocket lane, if the run has one: its events are checked,
+    /// what it wrote goes on its way.
+    fn drive_ws(&mut self) {
+        let Some(mut lane) = self.ws.take() else {
+            return;
+        };
+        let (mut got, mut sched) = (Vec::new(), Vec::new());
+        let take = &mut |f| got.push(f);
+        lane.drive(
+            &mut self.gw,
+            &mut self.net,
+            self.ban_heard,
+            take,
+            &mut sched,
+        );
+        self.ws = Some(lane);
+        for f in got {
+            self.take(Some(f));
+        }
+        for (t, s) in sched {
+            self.at(t, Step::Ws(s));
+        }
+    }
+
+    /// One step of the WebSocket lane's network.
+    fn ws_step(&mut self, s: Option<WsStep>) {
+        let Some(mut lane) = self.ws.take() else {
+            return;
+        };
+        let (now, now_ms) = (self.net.now, self.venue_ms());
+        let mut sched = Vec::new();
+        match s {
+            Some(s) => lane.step(
+                s,
+                &mut self.gw,
+                &mut self.venue,
+                (now, now_ms),
+                &mut self.ban_heard,
+                &mut sched,
+                &mut self.out.violations,
+            ),
+            None => lane.random_drop(now, &mut sched),
+        }
+        self.ws = Some(lane);
+        for (t, s) in sched {
+            self.at(t, Step::Ws(s));
+        }
     }
 
     /// The strategy: places near the book, cancels what it believes rests.
@@ -600,6 +666,8 @@ impl Sim {
             Step::Kill => self.kill(),
             Step::Restart => self.restart(),
             Step::Turn => {}
+            Step::Ws(s) => self.ws_step(Some(s)),
+            Step::WsDrop => self.ws_step(None),
         }
         self.drain_gateway();
     }
@@ -667,8 +735,17 @@ pub fn run(seed: u64, p: &Params) -> Outcome {
     let mut b = Budget::builder();
     let keys = (account.api_key.clone(), account.secret.clone());
     let acct = spot(&info, &keys, &mut b, T0, VENUE_MS0);
+    // Half the runs send over the WebSocket API lane as the daemon does (HTTP
+    // while it is down), drawn from a stream of their own.
+    let mut ws_rng = Rng::new(seed ^ WS_STREAM);
+    let drawn = ws_rng.chance(500);
+    let ws_connects = p.ws_lane.unwrap_or(drawn).then(|| ws::declare(&mut b));
     let budget = b.build(T0).expect("budget");
+    let lane = ws_connects.map(|c| ws::lane(&acct, c, &budget, seed));
     let mut gw = Gateway::new(acct, "BTCUSDT", 64, 1024).expect("gateway");
+    if let Some(lane) = lane {
+        gw.set_ws_api(lane);
+    }
     gw.set_seed(seed);
     gw.set_boot_epoch(1).expect("epoch");
     let net = Net {
@@ -695,6 +772,7 @@ pub fn run(seed: u64, p: &Params) -> Outcome {
         ban_heard: false,
         other_every: 0,
         proc: None,
+        ws: ws_connects.map(|_| Lane::new(ws_rng.next_u64(), p.faults, IP)),
     };
     // The venue's clock drifts up to 200 ppm either way (4 ms over 20 s); in a
     // fifth of the runs it also steps by up to 20 ms, inside the gateway's 30 ms
@@ -718,8 +796,11 @@ pub fn run(seed: u64, p: &Params) -> Outcome {
         if by != 0 {
             sim.clock.jump = Some((T0 + r.range(0, p.seconds * SEC), by));
         }
+        // Not in the runs with the WebSocket lane: the gateway re-anchors on the
+        // stamps of HTTP answers only, and there orders go over the lane (said in
+        // the book's "does not simulate").
         let mut steps = Rng::new(seed ^ STEP_STREAM);
-        if steps.chance(100) {
+        if steps.chance(100) && sim.ws.is_none() {
             let by = steps.range(30, 251);
             let by = if steps.chance(500) { -by } else { by };
             sim.clock.jump = Some((T0 + steps.range(0, p.seconds * SEC), by));
@@ -771,22 +852,41 @@ pub fn run(seed: u64, p: &Params) -> Outcome {
         sim.other_every = others.range(100 * MS, 500 * MS);
         sim.at(T0 + others.range(0, SEC), Step::Other);
     }
-    // A share of the runs kill the gateway and restart it on the daemon's files.
-    let start = restart::Start {
-        keys,
-        allow_failure,
-        polls,
-    };
-    sim.arm_kills(seed, start);
+    // A share of the runs kill the gateway and restart it on the daemon's files;
+    // not those with the WebSocket lane (a restarted gateway has no lane: the
+    // two faults are drawn in separate runs).
+    if sim.ws.is_none() {
+        let start = restart::Start {
+            keys,
+            allow_failure,
+            polls,
+        };
+        sim.arm_kills(seed, start);
+    }
+    // The WebSocket API connection drops up to twice at random, whatever it
+    // holds in flight.
+    if let Some(lane) = sim.ws.as_mut() {
+        let n = ws_rng.next_u64() % 3;
+        let drops: Vec<i64> = (0..n)
+            .filter_map(|_| lane.drop_at(T0, p.seconds * SEC))
+            .collect();
+        for t in drops {
+            sim.at(t, Step::WsDrop);
+        }
+    }
     let uncleared_ban = ban.is_some_and(|(_, _, cleared)| !cleared);
     let stop_at = sim.end_at + DRAIN_NS;
     let mut settled = false;
     let mut awaiting: Option<Vec<u64>> = None;
     loop {
         let next_q = sim.queue.peek().map(|Reverse((t, _))| *t);
+        let next_w = sim.ws.as_ref().and(sim.gw.ws_deadline());
         let next_g = match sim.dead() {
             true => None,
-            false => sim.gw.poll_timeout(),
+            false => match (sim.gw.poll_timeout(), next_w) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            },
         };
         let next = match (next_q, next_g) {
             (Some(a), Some(b)) => a.min(b),
@@ -836,6 +936,7 @@ pub fn run(seed: u64, p: &Params) -> Outcome {
     sim.out.blind_bans = sim.blind.bans;
     let mut out = sim.out;
     out.tally = sim.ledger.tally();
+    out.ws = sim.gw.ws_api().map(|l| *l.stats());
     let (report, orders) = (sim.venue.report(), sim.venue.orders());
     out.violations.extend(sim.ledger.at_end(
         &report,

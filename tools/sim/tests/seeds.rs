@@ -85,7 +85,12 @@ fn regression_a_reconcile_under_a_ban_ends() {
 /// no full window on 11f4415 either and stay as that direction's check.
 #[test]
 fn regression_a_venue_clock_step_beyond_the_guard_moves_the_windows() {
-    let p = Params::default();
+    // Without the WebSocket lane, as the seeds were found: the re-anchor reads
+    // the stamps of HTTP answers only (the book's "does not simulate").
+    let p = Params {
+        ws_lane: Some(false),
+        ..Params::default()
+    };
     for seed in [21, 24, 162, 179, 250, 385] {
         let o = run(seed, &p);
         assert!(o.violations.is_empty(), "seed {seed}: {:?}", o.violations);
@@ -94,7 +99,7 @@ fn regression_a_venue_clock_step_beyond_the_guard_moves_the_windows() {
         for seed in 0..10 {
             let p = Params {
                 force_step: Some((4_000 + 733 * seed as i64, by)),
-                ..Params::default()
+                ..p
             };
             let o = run(seed, &p);
             assert!(

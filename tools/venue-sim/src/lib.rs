@@ -123,6 +123,7 @@ pub mod params;
 mod profiles;
 pub mod report;
 pub mod sansio;
+pub mod sansio_ws;
 mod server;
 mod ws;
 

@@ -20,7 +20,7 @@ use crate::report::{OrderView, Report};
 
 /// The venue, driven by hand.
 pub struct SansIo {
-    venue: Venue,
+    pub(crate) venue: Venue,
 }
 
 /// A request the venue admitted, waiting to run.

@@ -185,13 +185,6 @@ fn handle(stream: &mut TcpStream, ip: IpAddr, req: &http::Request, shared: &Shar
     }
 }
 
-/// The 101 answer to an upgrade.
-fn switching(accept: &str) -> String {
-    format!(
-        "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {accept}\r\n\r\n"
-    )
-}
-
 /// Answers an upgrade as it was admitted under the lock: the refusal, or the
 /// 101 and then `serve` on this thread until the connection ends.
 fn answer_upgrade<S>(
@@ -208,7 +201,10 @@ fn answer_upgrade<S>(
         }
         Ok((accept, session)) => {
             shared.venue().note_status(101);
-            if stream.write_all(switching(&accept).as_bytes()).is_ok() {
+            if stream
+                .write_all(frame::switching(&accept).as_bytes())
+                .is_ok()
+            {
                 serve(stream, session);
             }
         }

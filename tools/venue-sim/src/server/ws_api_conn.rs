@@ -21,7 +21,7 @@ use std::time::Duration;
 use crate::config::Fault;
 use crate::engine::state::Venue;
 use crate::http::Response;
-use crate::profiles::binance::ws_api::{ApiAdmission, ApiRun, ApiSession};
+use crate::profiles::binance::ws_api::{ApiAdmission, ApiSession};
 use crate::server::shared::{sleep_unless_stopped, Shared};
 use crate::server::ws_control::{close, control, read_more, send_text, set_timeouts, Step};
 use crate::ws::frame::{encode, parse, Parsed, OP_PING, OP_TEXT};
@@ -134,21 +134,6 @@ enum Keep {
     Failed,
 }
 
-/// Runs `run`'s operation: the session's own (subscriptions) or the venue's.
-fn run_op(
-    venue: &mut Venue,
-    run: &ApiRun,
-    session: &mut ApiSession,
-    now: i64,
-    admitted: i64,
-) -> Response {
-    if run.op.on_session() {
-        venue.ws_api_session(&run.op, run.account, session, now)
-    } else {
-        venue.execute_binance(run.op.clone(), run.account, now, admitted)
-    }
-}
-
 /// Handles one request frame, faults included.
 fn request(
     stream: &mut TcpStream,
@@ -178,7 +163,7 @@ fn request(
         )
     };
     let Some(fault) = run.fault else {
-        let r = run_op(&mut venue, &run, session, now, now);
+        let r = venue.ws_api_run(&run, session, now, now);
         let text = answer(&venue, &r, now);
         drop(venue);
         return send(stream, &text, false);
@@ -190,13 +175,13 @@ fn request(
             Keep::Close
         }
         Fault::ExecuteThenClose => {
-            run_op(&mut venue, &run, session, now, now);
+            venue.ws_api_run(&run, session, now, now);
             Keep::Close
         }
         Fault::ServerErrorAfterExecute | Fault::ServerErrorNoExecute => {
             let executed = fault == Fault::ServerErrorAfterExecute;
             if executed {
-                run_op(&mut venue, &run, session, now, now);
+                venue.ws_api_run(&run, session, now, now);
             } else {
                 venue.binance_not_executed(&run.op, run.account, now);
             }
@@ -223,7 +208,7 @@ fn request(
                     "Timestamp for this request is outside of the recvWindow.",
                 )
             } else {
-                run_op(&mut venue, &run, session, later, now)
+                venue.ws_api_run(&run, session, later, now)
             };
             let text = answer(&venue, &r, later);
             drop(venue);

@@ -57,6 +57,13 @@ pub(crate) fn check_handshake(req: &Request) -> Result<String, Response> {
     Ok(base64::engine::general_purpose::STANDARD.encode(h.finalize()))
 }
 
+/// The 101 answer to an upgrade whose accept key is `accept`.
+pub(crate) fn switching(accept: &str) -> String {
+    format!(
+        "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {accept}\r\n\r\n"
+    )
+}
+
 /// A server frame (never masked).
 pub(crate) fn encode(opcode: u8, payload: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(payload.len() + 10);

@@ -396,6 +396,23 @@ impl Venue {
         }
     }
 
+    /// Runs `run`'s operation at `now`, admitted at `admitted`: the session's
+    /// own (subscriptions, logon) or the venue's. The connection thread and the
+    /// sans-IO driver ([`crate::sansio`]) both run requests through it.
+    pub(crate) fn ws_api_run(
+        &mut self,
+        run: &ApiRun,
+        session: &mut ApiSession,
+        now: i64,
+        admitted: i64,
+    ) -> Response {
+        if run.op.on_session() {
+            self.ws_api_session(&run.op, run.account, session, now)
+        } else {
+            self.execute_binance(run.op.clone(), run.account, now, admitted)
+        }
+    }
+
     /// Ends every subscription of a closed connection.
     pub(crate) fn ws_api_end(&mut self, session: &mut ApiSession) {
         for (_, _, hub_id) in session.subs.drain(..) {

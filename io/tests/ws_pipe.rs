@@ -1,0 +1,83 @@
+//! A `WsClient` session on an in-memory transport (`WsClient::use_pipe`): it
+//! connects without a loop, writes the upgrade into the pipe, opens on the
+//! peer's 101, writes whole frames, blocks when the pipe has no room, and at a
+//! cut reports each request in flight as the socket shell does: written (even in
+//! part) Unknown, never written NotRun (refunded).
+
+mod ws_common;
+
+use ergon_io::core::{Budget, Class, Part, Verdict};
+use ergon_io::ws::{Cause, Session, WsClient, WsConfig, WsEvent, WsId};
+use ws_common::*;
+
+fn open(client: &mut WsClient, id: WsId, b: &mut Budget) -> Vec<Ev> {
+    client.connect(id, &REQ, Class::Normal, b, 0).unwrap();
+    let pipe = client.pipe_mut(id).unwrap();
+    assert!(pipe.is_connected());
+    let request = String::from_utf8(pipe.take_written()).unwrap();
+    assert!(request.starts_with("GET "), "{request}");
+    let answer = switching(&request);
+    pipe.deliver(answer.as_bytes());
+    let mut evs = Vec::new();
+    client.handle_timeout(b, 1, &mut |_, e: WsEvent<'_>, _: &mut Budget| {
+        evs.push(Ev::of(e))
+    });
+    evs
+}
+
+fn request(client: &mut WsClient, id: WsId, rid: u64, text: &str, b: &mut Budget, parts: &[Part]) {
+    let t = b.try_charge(parts, Class::Normal, 2).unwrap();
+    let s = client.session_mut(id).unwrap();
+    s.send_request_charged(rid, text, t).unwrap();
+    client.flush(id, b, 2);
+}
+
+#[test]
+fn a_pipe_carries_the_session_and_a_cut_settles_what_it_held() {
+    let (mut b, limits) = budget(100, 1000);
+    let session: Session = Session::new(
+        WsConfig::default(),
+        &b,
+        &limits.connect_parts(),
+        &limits.message_parts(),
+        7,
+    )
+    .unwrap();
+    let mut client = WsClient::new(1);
+    let id = client.add(session, "127.0.0.1:9".parse().unwrap());
+    client.use_pipe(id).unwrap();
+    // No loop attached: a socket connect would be refused as Unattached.
+    assert_eq!(open(&mut client, id, &mut b), vec![Ev::Open]);
+    let parts = limits.message_parts();
+    request(&mut client, id, 1, "{\"id\":1}", &mut b, &parts);
+    let mut written = client.pipe_mut(id).unwrap().take_written();
+    let f = parse_client_frame(&mut written).unwrap();
+    assert_eq!((f.opcode, &f.payload[..]), (0x1, &b"{\"id\":1}"[..]));
+    assert!(written.is_empty());
+    // Room for 3 bytes: request 2 goes out in part, request 3 not at all.
+    client.pipe_mut(id).unwrap().set_room(3);
+    request(&mut client, id, 2, "{\"id\":2}", &mut b, &parts);
+    request(&mut client, id, 3, "{\"id\":3}", &mut b, &parts);
+    assert_eq!(client.pipe_mut(id).unwrap().take_written().len(), 3);
+    client.pipe_mut(id).unwrap().cut();
+    let mut evs = Vec::new();
+    client.handle_timeout(&mut b, 3, &mut |_, e: WsEvent<'_>, _: &mut Budget| {
+        evs.push(Ev::of(e))
+    });
+    assert_eq!(
+        evs,
+        vec![
+            Ev::Outcome(3, Verdict::NotRun),
+            Ev::Outcome(1, Verdict::Unknown),
+            Ev::Outcome(2, Verdict::Unknown),
+            Ev::Closed(Cause::Transport, None, String::new()),
+        ]
+    );
+    let pipe = client.pipe_mut(id).unwrap();
+    assert!(!pipe.is_connected());
+    // Nothing arrives on a transport that is down.
+    pipe.deliver(b"late");
+    pipe.set_room(usize::MAX);
+    // It connects again on a fresh transport.
+    assert_eq!(open(&mut client, id, &mut b), vec![Ev::Open]);
+}

@@ -1,0 +1,428 @@
+//! The WebSocket lane of a run: the gateway's own WebSocket API connection
+//! ([`WsLane`], its [`ergon_io::ws::Session`], driven by [`Gateway::drive_ws`],
+//! the code the loop's driver runs) over an in-memory transport
+//! ([`ergon_io::ws::Pipe`]), against the emulator's own WebSocket API engine
+//! ([`ergon_venue_sim::sansio_ws`]), through a network that loses frames, runs
+//! requests and loses their answers, delays them, and drops the connection with
+//! requests in flight.
+//!
+//! TCP does not lose one frame and carry the next: a frame lost before the venue,
+//! or an answer lost after the venue ran it, is a connection that died there, so
+//! both cut the connection (every request written on it ends Unknown at the
+//! gateway: reconciled, never re-sent). The connection also drops at random
+//! times. Each connection has a generation: bytes of an older one die with it.
+//! The venue does not ping (the gateway's own pings, every 5 s, keep the
+//! connection heard); its user data stream's events are delivered like answers.
+
+use std::net::IpAddr;
+
+use ergon_core::{BucketId, Budget, Builder, Part, Spec};
+use ergon_gateway::ws_api::CONNECTS_PER_5MIN;
+use ergon_gateway::{Account, Gateway, Wire, WsApiStart, WsIn, WsLane, SILENT_NS};
+use ergon_venue_sim::sansio::SansIo;
+use ergon_venue_sim::sansio_ws::{pong, ClientFrame, Upgraded, WsAdmitted, WsApiConn, WsReceived};
+use ergon_venues::binance_spot::BinanceSpot;
+
+use crate::check::Final;
+use crate::rng::Rng;
+
+const MS: i64 = 1_000_000;
+const SEC: i64 = 1_000 * MS;
+
+/// What the network does with one request frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Fate {
+    /// Runs, answered.
+    Delivered,
+    /// Lost before the venue: the connection died (cut soon after).
+    LostBefore,
+    /// Runs; the connection dies before its answer.
+    AnswerLost,
+    /// Held in the venue's queue, then runs (or is refused past its
+    /// recvWindow) and is answered, maybe after the gateway gave up on it.
+    Delayed,
+    /// Held in the venue's queue; the connection dies before it runs, and it
+    /// still runs later (within its recvWindow).
+    DelayedCut,
+}
+
+impl Fate {
+    fn draw(rng: &mut Rng, faults: bool) -> Fate {
+        if !faults {
+            return Fate::Delivered;
+        }
+        match rng.next_u64() % 100 {
+            0..=79 => Fate::Delivered,
+            80..=84 => Fate::LostBefore,
+            85..=89 => Fate::AnswerLost,
+            90..=95 => Fate::Delayed,
+            _ => Fate::DelayedCut,
+        }
+    }
+}
+
+/// A step of the lane's network, scheduled by the run.
+pub(crate) enum WsStep {
+    /// The gateway's bytes of connection `gen` reach the venue (`after_ban`: it
+    /// wrote them after it heard a ban no person cleared).
+    Arrive {
+        gen: usize,
+        bytes: Vec<u8>,
+        after_ban: bool,
+    },
+    /// The venue's bytes of connection `gen` reach the gateway.
+    Deliver { gen: usize, bytes: Vec<u8> },
+    /// Connection `gen` dies, for both ends.
+    Cut(usize),
+    /// The gateway's transport takes bytes again (its send buffer drained).
+    Room,
+    /// A held request of connection `gen` runs; its answer is sent if `answer`.
+    Execute {
+        gen: usize,
+        admitted: Box<WsAdmitted>,
+        answer: bool,
+    },
+}
+
+/// The venue's end of the lane and the network's state.
+pub(crate) struct Lane {
+    rng: Rng,
+    faults: bool,
+    ip: IpAddr,
+    /// The venue's end of each connection, by generation - 1 (None: the
+    /// upgrade is not read yet, or was refused).
+    conns: Vec<Option<Box<WsApiConn>>>,
+    /// Connection generations the venue saw end.
+    ended: Vec<bool>,
+    /// The gateway's transport is up on the newest generation.
+    client_up: bool,
+}
+
+/// The lane, built as the daemon's bootstrap builds it: the venue's session's
+/// connect parts plus one on the connects bucket, its message parts.
+pub(crate) fn declare(b: &mut Builder) -> BucketId {
+    b.add(
+        "WS_API_CONNECTS_5M",
+        Spec::sliding(CONNECTS_PER_5MIN, 300 * SEC, 60),
+    )
+    .expect("the connects bucket")
+}
+
+/// The gateway's WebSocket API lane for `acct` on an in-memory transport.
+pub(crate) fn lane(acct: &BinanceSpot, connects: BucketId, budget: &Budget, seed: u64) -> WsLane {
+    let api = acct.ws_api(1024).expect("Binance Spot has a WebSocket API");
+    let mut connect = api.connect_parts().expect("connect parts");
+    connect
+        .try_push(Part::new(connects, 1))
+        .expect("room for the connects part");
+    let message = api.message_parts().expect("message parts");
+    let at = WsApiStart {
+        addr: "127.0.0.1:9".parse().expect("an address"),
+        host: "sim".into(),
+        path: "/ws-api/v3".into(),
+        stream: true,
+        silent_ns: SILENT_NS,
+    };
+    let mut lane = WsLane::new(api, &at, budget, &connect, &message, None, seed).expect("lane");
+    lane.use_pipe();
+    lane
+}
+
+impl Lane {
+    /// The network of a run from `seed` (`faults` off: nothing is lost).
+    pub(crate) fn new(seed: u64, faults: bool, ip: IpAddr) -> Lane {
+        Lane {
+            rng: Rng::new(seed),
+            faults,
+            ip,
+            conns: Vec::new(),
+            ended: Vec::new(),
+            client_up: false,
+        }
+    }
+
+    /// A random drop at some time in `0..span` from `now`, if faults are on.
+    pub(crate) fn drop_at(&mut self, now: i64, span: i64) -> Option<i64> {
+        match self.faults {
+            true => Some(now + self.rng.range(0, span)),
+            false => None,
+        }
+    }
+
+    /// Latency of one leg, 0.2 to 3 ms.
+    fn leg(&mut self) -> i64 {
+        self.rng.range(200_000, 3 * MS)
+    }
+
+    /// Drives the gateway's lane once (what it reported goes to `take`), then
+    /// sends what it wrote on its way.
+    pub(crate) fn drive<W: Wire>(
+        &mut self,
+        gw: &mut Gateway<BinanceSpot>,
+        w: &mut W,
+        ban_heard: bool,
+        take: &mut dyn FnMut(Option<Final>),
+        sched: &mut Vec<(i64, WsStep)>,
+    ) {
+        let now = w.now();
+        gw.drive_ws(w, &mut |got| {
+            if let WsIn::Event(e) = got {
+                take(Final::of(&e));
+            }
+        });
+        let Some(pipe) = gw.ws_api_mut().and_then(WsLane::pipe_mut) else {
+            return;
+        };
+        match (pipe.is_connected(), self.client_up) {
+            (true, false) => {
+                self.conns.push(None);
+                self.ended.push(false);
+                self.client_up = true;
+            }
+            (false, true) => {
+                // The gateway gave the connection up (a deadline, silence): its
+                // socket closes, and the venue sees it end.
+                self.client_up = false;
+                let gen = self.conns.len();
+                let t = now + self.leg();
+                sched.push((t, WsStep::Cut(gen)));
+            }
+            _ => {}
+        }
+        let bytes = pipe.take_written();
+        // One time in ten the send buffer fills: the next frames are written
+        // in part or not at all until it drains 1-50 ms later (a drop before
+        // then leaves them unwritten: refunded, sent again).
+        if self.faults && !bytes.is_empty() && self.rng.chance(100) {
+            let room = self.rng.range(0, 300) as usize;
+            pipe.set_room(room);
+            let t = now + self.rng.range(MS, 50 * MS);
+            sched.push((t, WsStep::Room));
+        }
+        if !bytes.is_empty() && self.client_up {
+            let gen = self.conns.len();
+            let t = now + self.leg();
+            sched.push((
+                t,
+                WsStep::Arrive {
+                    gen,
+                    bytes,
+                    after_ban: ban_heard,
+                },
+            ));
+        }
+    }
+
+    /// One step of the lane's network at our `now` and the venue's `now_ms`.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn step(
+        &mut self,
+        s: WsStep,
+        gw: &mut Gateway<BinanceSpot>,
+        venue: &mut SansIo,
+        (now, now_ms): (i64, i64),
+        ban_heard: &mut bool,
+        sched: &mut Vec<(i64, WsStep)>,
+        violations: &mut Vec<String>,
+    ) {
+        match s {
+            WsStep::Arrive {
+                gen,
+                bytes,
+                after_ban,
+            } => self.arrive(
+                gen, &bytes, after_ban, venue, now, now_ms, sched, violations,
+            ),
+            WsStep::Deliver { gen, bytes } => {
+                if gen != self.conns.len() || !self.client_up {
+                    return;
+                }
+                // A ban's 418 reaches the gateway with this frame.
+                *ban_heard |= contains(&bytes, b"\"status\":418");
+                if let Some(p) = gw.ws_api_mut().and_then(WsLane::pipe_mut) {
+                    p.deliver(&bytes);
+                }
+            }
+            WsStep::Room => {
+                if let Some(p) = gw.ws_api_mut().and_then(WsLane::pipe_mut) {
+                    p.set_room(usize::MAX);
+                }
+            }
+            WsStep::Cut(gen) => {
+                self.end(gen, venue);
+                if gen == self.conns.len() && self.client_up {
+                    if let Some(p) = gw.ws_api_mut().and_then(WsLane::pipe_mut) {
+                        p.cut();
+                    }
+                }
+            }
+            WsStep::Execute {
+                gen,
+                admitted,
+                answer,
+            } => {
+                let Some(c) = self.conns.get_mut(gen - 1).and_then(Option::as_mut) else {
+                    venue.ws_api_drop_unexecuted(*admitted);
+                    return;
+                };
+                let frame = venue.ws_api_execute(c, *admitted, now_ms);
+                if answer {
+                    self.send(gen, frame, now, sched);
+                }
+                self.events(gen, now, sched);
+            }
+        }
+    }
+
+    /// The venue's end of `gen` ends (its subscriptions with it).
+    fn end(&mut self, gen: usize, venue: &mut SansIo) {
+        if gen == 0 || self.ended[gen - 1] {
+            return;
+        }
+        self.ended[gen - 1] = true;
+        if let Some(c) = self.conns[gen - 1].as_mut() {
+            venue.ws_api_close(c);
+        }
+    }
+
+    /// Sends the venue's `frame` on `gen`, unless that connection ended.
+    fn send(&mut self, gen: usize, frame: Vec<u8>, now: i64, sched: &mut Vec<(i64, WsStep)>) {
+        if self.ended[gen - 1] {
+            return;
+        }
+        let t = now + self.leg();
+        sched.push((t, WsStep::Deliver { gen, bytes: frame }));
+    }
+
+    /// Sends the user data stream's events pushed to `gen`.
+    fn events(&mut self, gen: usize, now: i64, sched: &mut Vec<(i64, WsStep)>) {
+        let frames = match self.conns.get(gen - 1).and_then(Option::as_ref) {
+            Some(c) => c.events(),
+            None => return,
+        };
+        for f in frames {
+            self.send(gen, f, now, sched);
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn arrive(
+        &mut self,
+        gen: usize,
+        bytes: &[u8],
+        after_ban: bool,
+        venue: &mut SansIo,
+        now: i64,
+        now_ms: i64,
+        sched: &mut Vec<(i64, WsStep)>,
+        violations: &mut Vec<String>,
+    ) {
+        if self.ended[gen - 1] {
+            return;
+        }
+        if self.conns[gen - 1].is_none() {
+            // The upgrade request: the first bytes of a connection.
+            match venue.ws_api_upgrade(bytes, self.ip, now_ms) {
+                Upgraded::Open(c, answer) => {
+                    self.conns[gen - 1] = Some(c);
+                    self.send(gen, answer, now, sched);
+                }
+                Upgraded::Refused(answer) => {
+                    self.send(gen, answer, now, sched);
+                    let t = now + 5 * MS;
+                    sched.push((t, WsStep::Cut(gen)));
+                }
+            }
+            return;
+        }
+        let frames = match self.conns[gen - 1].as_mut() {
+            Some(c) => c.read(bytes),
+            None => return,
+        };
+        for f in frames {
+            let text = match f {
+                ClientFrame::Ping(p) => {
+                    self.send(gen, pong(&p), now, sched);
+                    continue;
+                }
+                ClientFrame::Close => {
+                    let t = now + self.leg();
+                    sched.push((t, WsStep::Cut(gen)));
+                    return;
+                }
+                ClientFrame::Text(t) => t,
+            };
+            if after_ban && contains(&text, b"\"order.") {
+                violations.push(format!(
+                    "t={now}: an order request written over the WebSocket API after the gateway heard a ban, before a person cleared it"
+                ));
+            }
+            let fate = Fate::draw(&mut self.rng, self.faults);
+            if fate == Fate::LostBefore {
+                // This frame and every later one die with the connection.
+                let t = now + self.rng.range(MS, 200 * MS);
+                sched.push((t, WsStep::Cut(gen)));
+                self.end(gen, venue);
+                return;
+            }
+            let Some(c) = self.conns[gen - 1].as_mut() else {
+                return;
+            };
+            let admitted = match venue.ws_api_admit(c, &text, now_ms) {
+                WsReceived::Answer { frame, close } => {
+                    self.send(gen, frame, now, sched);
+                    if close {
+                        let t = now + 5 * MS;
+                        sched.push((t, WsStep::Cut(gen)));
+                        self.end(gen, venue);
+                        return;
+                    }
+                    continue;
+                }
+                WsReceived::Run(a) => a,
+            };
+            match fate {
+                Fate::AnswerLost => {
+                    let _ = venue.ws_api_execute(c, admitted, now_ms);
+                    self.events(gen, now, sched);
+                    let t = now + self.leg();
+                    sched.push((t, WsStep::Cut(gen)));
+                    self.end(gen, venue);
+                    return;
+                }
+                Fate::Delayed | Fate::DelayedCut => {
+                    let t = now + self.rng.range(10 * MS, 8 * SEC);
+                    let answer = fate == Fate::Delayed;
+                    sched.push((
+                        t,
+                        WsStep::Execute {
+                            gen,
+                            admitted: Box::new(admitted),
+                            answer,
+                        },
+                    ));
+                    if !answer {
+                        let t = now + self.leg();
+                        sched.push((t, WsStep::Cut(gen)));
+                    }
+                }
+                Fate::Delivered | Fate::LostBefore => {
+                    let frame = venue.ws_api_execute(c, admitted, now_ms);
+                    self.send(gen, frame, now, sched);
+                    self.events(gen, now, sched);
+                }
+            }
+        }
+    }
+
+    /// Cuts the newest connection now (a random drop), if the gateway's is up.
+    pub(crate) fn random_drop(&mut self, now: i64, sched: &mut Vec<(i64, WsStep)>) {
+        if self.client_up {
+            sched.push((now, WsStep::Cut(self.conns.len())));
+        }
+    }
+}
+
+fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle)
+}
