@@ -64,7 +64,9 @@ use crate::endpoint::{
 use crate::inflight::{Slot, Table};
 use crate::json::JsonError;
 
+mod from_rest;
 mod template;
+pub use from_rest::MAX_TEMPLATES;
 pub use template::{FrameTemplate, Signing};
 
 const MS: i64 = 1_000_000;
@@ -282,6 +284,8 @@ pub struct Session {
     /// The connection is logged on (`session.logon` answered): signed calls go
     /// without `apiKey` and `signature`.
     logged_on: bool,
+    /// The order templates of [`Session::prepare_rest_order`].
+    templates: from_rest::Templates,
 }
 
 /// A parameter value: text (already checked: no character to escape) or a number.
@@ -496,6 +500,7 @@ impl Session {
             recv_window_ms,
             slots: Table::new(capacity),
             logged_on: false,
+            templates: from_rest::Templates::default(),
         })
     }
 
@@ -514,6 +519,7 @@ impl Session {
             recv_window_ms,
             slots: Table::new(capacity),
             logged_on: false,
+            templates: from_rest::Templates::default(),
         })
     }
 

@@ -18,7 +18,8 @@ use arrayvec::ArrayVec;
 use super::{order_params, put_val, Pending, PrepareError, Session, Val, MAX_PARAMS};
 use crate::adapt::{Error, Request, Venue};
 use crate::endpoint::{
-    decimal, ClientOrderId, Decimal, Field, Fill, NewOrder, OrderType, Runs, Side, Symbol, Values,
+    decimal, ClientOrderId, Decimal, Field, Fill, NewOrder, OrderType, Runs, Side, SignKey, Symbol,
+    Values,
 };
 use crate::inflight::Slot;
 
@@ -41,6 +42,34 @@ pub struct FrameTemplate {
     payload: Option<Runs>,
     priced: bool,
     recv_window_ms: i64,
+}
+
+impl FrameTemplate {
+    /// Appends the frame with `values` to `out`, signed with `key` if the template
+    /// signs per request.
+    pub(super) fn write(&self, values: &Values<'_>, key: Option<&SignKey>, out: &mut String) {
+        self.frame.emit(values, |b| out.push_str(b));
+        if let (Some(payload), Some(key)) = (&self.payload, key) {
+            let end = out.len();
+            payload.emit(values, |b| out.push_str(b));
+            let sig = super::signature_text(key, out.as_bytes().get(end..).unwrap_or_default());
+            out.truncate(end);
+            out.push_str(",\"signature\":\"");
+            out.push_str(&sig);
+            out.push('"');
+        }
+        out.push_str("}}");
+    }
+
+    /// Whether its frames carry a price.
+    pub(super) fn priced(&self) -> bool {
+        self.priced
+    }
+
+    /// Whether its frames carry `apiKey` and a signature.
+    pub(super) fn signs(&self) -> bool {
+        self.payload.is_some()
+    }
 }
 
 /// A parameter of the template: fixed text or number, or a field left open.
@@ -197,17 +226,7 @@ impl Session {
             timestamp: decimal(ts, &mut stamp),
             request_id: decimal(i64::try_from(id).unwrap_or(i64::MAX), &mut number),
         };
-        t.frame.emit(&values, |b| out.push_str(b));
-        if let (Some(payload), Some(key)) = (&t.payload, key) {
-            let end = out.len();
-            payload.emit(&values, |b| out.push_str(b));
-            let sig = super::signature_text(key, out.as_bytes().get(end..).unwrap_or_default());
-            out.truncate(end);
-            out.push_str(",\"signature\":\"");
-            out.push_str(&sig);
-            out.push('"');
-        }
-        out.push_str("}}");
+        t.write(&values, key.as_ref(), out);
         let deadline_ns = clock.now_ns_at(ts.saturating_add(self.recv_window_ms));
         let client_order_id = Some(fill.client_order_id);
         self.slots.reserve(Slot::prepared(
