@@ -129,6 +129,14 @@ fn signed(server: &Server, mut params: Value, key: Option<(&str, &Ed25519Key)>) 
     params
 }
 
+/// `session.logon`'s parameters signed with the default account's HMAC key.
+fn hmac_logon(server: &Server) -> Value {
+    let ts = server.clock().now_ms();
+    let payload = format!("apiKey={DEFAULT_API_KEY}&timestamp={ts}");
+    json!({"apiKey": DEFAULT_API_KEY, "timestamp": ts,
+           "signature": sign(&payload, DEFAULT_API_SECRET)})
+}
+
 fn order(cid: &str) -> Value {
     json!({"symbol":"BTCUSDT","side":"BUY","type":"LIMIT","timeInForce":"GTC",
            "quantity":"0.01","price":"49000","newClientOrderId":cid})
@@ -228,11 +236,7 @@ fn logon_takes_an_ed25519_key_and_orders_then_go_unsigned() {
 fn an_hmac_key_cannot_log_on() {
     let server = server();
     let mut ws = Ws::open(&server);
-    let ts = server.clock().now_ms();
-    let payload = format!("apiKey={DEFAULT_API_KEY}&timestamp={ts}");
-    let params = json!({"apiKey": DEFAULT_API_KEY, "timestamp": ts,
-                        "signature": sign(&payload, DEFAULT_API_SECRET)});
-    let r = ws.call("session.logon", params);
+    let r = ws.call("session.logon", hmac_logon(&server));
     assert_eq!((r["status"].as_u64(), code(&r)), (Some(401), -1002), "{r}");
     let r = ws.call("userDataStream.subscribe", json!({}));
     assert_eq!(code(&r), -1002, "{r}");
@@ -289,11 +293,7 @@ fn usdm_futures_serve_the_websocket_api_with_logon_at_ws_fapi() {
     assert_eq!(status, 404);
     let mut ws = Ws::open_at(&server, "/ws-fapi/v1");
     // Only Ed25519 keys log on.
-    let ts = server.clock().now_ms();
-    let payload = format!("apiKey={DEFAULT_API_KEY}&timestamp={ts}");
-    let params = json!({"apiKey": DEFAULT_API_KEY, "timestamp": ts,
-                        "signature": sign(&payload, DEFAULT_API_SECRET)});
-    let r = ws.call("session.logon", params);
+    let r = ws.call("session.logon", hmac_logon(&server));
     assert_eq!((r["status"].as_u64(), code(&r)), (Some(401), -1002), "{r}");
     // Not logged on, an order without apiKey and signature is refused.
     let r = ws.call("order.place", signed(&server, order("fm-0"), None));

@@ -7,13 +7,10 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::adapt::Clock;
+use crate::binance_spot::template::tests::{order_type, API_KEY, SEC, SECRET};
 use crate::binance_spot::{Auth, BinanceSpot};
 use crate::binance_spot_ws::Call;
 use crate::endpoint::{ClientOrderId, Decimal, Ed25519Key, Endpoints, NewOrder, OrderRef};
-
-const SEC: i64 = 1_000_000_000;
-const API_KEY: &str = "vmPUZE6mv9SD5VNHk4HlWFsOr6aKE2zvsw0MuIgwCIPy6utIco14y7Ju91duEh8A";
-const SECRET: &[u8] = b"NhqPtmdSJYdKjVHjA7PZj4Mge3R5YNiP1e3UZjInClVN65XAbvqqM6A7H5fATj0j";
 
 /// Binance Spot's limits as `exchangeInfo` lists them (its `rateLimits`).
 const INFO: &[u8] = br#"{"rateLimits":[{"rateLimitType":"REQUEST_WEIGHT","interval":"MINUTE","intervalNum":1,"limit":6000},{"rateLimitType":"ORDERS","interval":"SECOND","intervalNum":10,"limit":100},{"rateLimitType":"RAW_REQUESTS","interval":"MINUTE","intervalNum":5,"limit":61000}]}"#;
@@ -27,16 +24,6 @@ fn spot(recv_window_ms: i64, ed25519: bool) -> BinanceSpot {
     BinanceSpot::from_exchange_info(INFO, &mut b, Clock::anchor(10 * SEC, 1_499_827_319_559), 0)
         .unwrap()
         .with_auth(auth.unwrap())
-}
-
-fn order_type() -> impl Strategy<Value = OrderType> {
-    prop_oneof![
-        Just(OrderType::Limit(TimeInForce::Gtc)),
-        Just(OrderType::Limit(TimeInForce::Ioc)),
-        Just(OrderType::Limit(TimeInForce::Fok)),
-        Just(OrderType::PostOnly),
-        Just(OrderType::Market),
-    ]
 }
 
 /// A pending request, its parts by bucket index.
