@@ -182,3 +182,35 @@ fn logging_on_and_off_switches_the_form_of_the_same_kind() {
     }
     assert_eq!(s.templates(), 2);
 }
+
+/// By hand (`cargo test --release -p ergon-venues --lib from_rest -- --ignored
+/// --nocapture`): ns per frame, the template's path beside the builder's, for the
+/// same logged-on new order.
+#[test]
+#[ignore]
+fn time_the_template_beside_the_builder() {
+    const N: u32 = 200_000;
+    let mut rest = spot(5000, true);
+    let mut req = Prepared::with_capacity(512);
+    rest.new_order(&mut req, &order("BTCUSDT", Side::Buy, "t-1"), 10 * SEC)
+        .unwrap();
+    let mut s = Session::over(rest, 4).unwrap();
+    s.set_logged_on(true);
+    let (mut text, mut bytes) = (String::with_capacity(512), Vec::with_capacity(512));
+    let t = std::time::Instant::now();
+    for _ in 0..N {
+        let p = s.prepare_rest_order(&req, &mut text).unwrap().unwrap();
+        s.unsent(p.id);
+    }
+    let template = t.elapsed().as_nanos() / u128::from(N);
+    let t = std::time::Instant::now();
+    for _ in 0..N {
+        let p = s.prepare_rest(&req, &mut bytes).unwrap();
+        let _ = std::hint::black_box(core::str::from_utf8(&bytes));
+        s.unsent(p.id);
+    }
+    let builder = t.elapsed().as_nanos() / u128::from(N);
+    println!("ns per frame: template {template}, builder + from_utf8 {builder}");
+    // The last frames differ only in their request ids.
+    assert_eq!(text.len(), bytes.len());
+}
