@@ -4,6 +4,8 @@
 //! data stream's `executionReport` on the same connection) and delivered as an
 //! Applied event and an order update, after a warm-up, counted by an allocator
 //! that counts on this thread only (the emulator's threads allocate freely).
+//! Twice: with an HMAC key (each frame from its template, signed), and with an
+//! Ed25519 key (the lane logs on; each frame from its template, unsigned).
 
 mod ws_gateway;
 
@@ -12,8 +14,11 @@ use std::cell::Cell;
 use std::sync::Arc;
 
 use ergon_core::Class;
-use ergon_gateway::{self as gateway, Api, Event, Prepared, Strategy, WsState};
-use ergon_venue_sim::{Config, Interval, LimitType, RateLimit, Server};
+use ergon_gateway::{self as gateway, Api, Event, Keys, Prepared, Strategy, WsState};
+use ergon_venue_sim::{
+    Account as SimAccount, Config, Interval, LimitType, RateLimit, Server, ED25519_TEST_API_KEY,
+    ED25519_TEST_PRIVATE_PEM,
+};
 use ergon_venues::binance_spot::BinanceSpot;
 use ergon_venues::binance_spot_ws::Execution;
 use ergon_venues::endpoint::{
@@ -117,14 +122,38 @@ impl Strategy<BinanceSpot> for Orders {
 
 #[test]
 fn the_websocket_api_steady_state_allocates_nothing_on_the_loop_thread() {
+    steady_state(false);
+}
+
+/// The same with an Ed25519 key: the lane logs on, and every order goes from its
+/// template without `apiKey` or `signature`.
+#[test]
+fn logged_on_orders_from_their_template_allocate_nothing_on_the_loop_thread() {
+    steady_state(true);
+}
+
+fn steady_state(ed25519: bool) {
     let mut c = Config::binance_spot();
     c.rate_limits = vec![
         RateLimit::new(LimitType::RequestWeight, Interval::Minute, 1, 10_000_000),
         RateLimit::new(LimitType::Orders, Interval::Second, 10, 10_000_000),
         RateLimit::new(LimitType::RawRequests, Interval::Minute, 5, 10_000_000),
     ];
+    if ed25519 {
+        c.accounts = vec![SimAccount::ed25519_test()];
+    }
     let server = Server::start(c).unwrap();
-    let (mut lp, gw, pool) = ws_gateway::open(&server);
+    let (mut lp, gw, pool) = match ed25519 {
+        false => ws_gateway::open(&server),
+        true => {
+            let keys = Keys {
+                api_key: ED25519_TEST_API_KEY,
+                secret: ED25519_TEST_PRIVATE_PEM.as_bytes(),
+                passphrase: None,
+            };
+            ws_gateway::open_with(&server, &keys, gateway::SILENT_NS)
+        }
+    };
     let s = Orders {
         req: Prepared::with_capacity(1024),
         started: false,
@@ -145,6 +174,12 @@ fn the_websocket_api_steady_state_allocates_nothing_on_the_loop_thread() {
         "{:?}",
         lane.stats()
     );
+    assert_eq!(
+        lane.stats().templated,
+        WARMUP + MEASURED,
+        "every order from its template: {:?}",
+        lane.stats()
+    );
     assert!(
         o.updates > MEASURED,
         "execution reports delivered: {}",
@@ -158,4 +193,7 @@ fn the_websocket_api_steady_state_allocates_nothing_on_the_loop_thread() {
     );
     let r = server.stop();
     assert_eq!((r.throttled, r.bans, r.duplicates), (0, 0, 0));
+    assert_eq!(r.signature_rejects, 0);
+    let unsigned = if ed25519 { WARMUP + MEASURED } else { 0 };
+    assert_eq!(r.ws.api_unsigned, unsigned, "{:?}", r.ws);
 }

@@ -132,6 +132,7 @@ fn orders_go_unsigned_after_logon_and_a_reconnect_logs_on_again() {
     // Each open: the logon and the stream, both confirmed.
     assert_eq!((st.opens, st.drops, st.subscribed), (2, 1, 2), "{st:?}");
     assert_eq!(st.requests, 2, "drop-1 and after-1 as frames: {st:?}");
+    assert_eq!(st.templated, 2, "both from their template: {st:?}");
     let r = server.stop();
     assert_eq!(r.ws.api_logons, 2, "logged on at each open: {:?}", r.ws);
     assert_eq!(r.ws.api_subscriptions, 2, "{:?}", r.ws);

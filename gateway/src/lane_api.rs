@@ -6,7 +6,8 @@
 //! - Binance Spot's WebSocket API ([`binance_spot_ws::Session`]): with an
 //!   Ed25519 key, `session.logon` after the open (`session.status` if its answer
 //!   leaves a doubt), then the user data stream (`userDataStream.subscribe`), and
-//!   orders only then, without `apiKey` or `signature`; a revocation of the
+//!   orders only then, without `apiKey` or `signature`, each new order written
+//!   from the template of its symbol, side and type; a revocation of the
 //!   logon (-2015 with a null id) halts order entry ([`LaneApi::halt_order_entry`]).
 //!   With an HMAC key: the stream (`userDataStream.subscribe.signature`) after
 //!   the open; orders go at once, each signed.
@@ -69,6 +70,19 @@ pub trait LaneApi: core::fmt::Debug + Send {
     /// and reserves its slot: its id. Err if it has no twin or the table is
     /// full (it goes over HTTP, or waits).
     fn prepare_rest(&mut self, req: &Prepared, out: &mut Vec<u8>) -> Result<u64, Unprepared>;
+
+    /// Writes `req`'s twin frame from a template prepared once for its kind, as
+    /// text, into `out` and reserves its slot: its id; `Ok(None)` if no template
+    /// covers it (nothing reserved: [`LaneApi::prepare_rest`] writes it). Byte for
+    /// byte what [`LaneApi::prepare_rest`] writes. Default: none covers any.
+    fn prepare_text(
+        &mut self,
+        req: &Prepared,
+        out: &mut String,
+    ) -> Result<Option<u64>, Unprepared> {
+        let _ = (req, out);
+        Ok(None)
+    }
 
     /// Request `id` was written.
     fn sent(&mut self, id: u64);
@@ -160,6 +174,21 @@ impl LaneApi for binance_spot_ws::Session {
     fn prepare_rest(&mut self, req: &Prepared, out: &mut Vec<u8>) -> Result<u64, Unprepared> {
         match binance_spot_ws::Session::prepare_rest(self, req, out) {
             Ok(p) => Ok(p.id),
+            Err(binance_spot_ws::PrepareError::Full) => Err(Unprepared::Busy),
+            Err(_) => Err(Unprepared::Elsewhere),
+        }
+    }
+
+    /// A new order, from the template of its symbol, side and type
+    /// ([`binance_spot_ws::Session::prepare_rest_order`]): unsigned once logged
+    /// on, else signed per request.
+    fn prepare_text(
+        &mut self,
+        req: &Prepared,
+        out: &mut String,
+    ) -> Result<Option<u64>, Unprepared> {
+        match self.prepare_rest_order(req, out) {
+            Ok(p) => Ok(p.map(|p| p.id)),
             Err(binance_spot_ws::PrepareError::Full) => Err(Unprepared::Busy),
             Err(_) => Err(Unprepared::Elsewhere),
         }

@@ -13,6 +13,11 @@
 //! the drop); written → completed; the answer read by the adapter by the REST rules
 //! (holds, halts, `rateLimits` raising the buckets); a drop after the frame left →
 //! Unknown → reconciled by client order id (here or over HTTP), never re-sent.
+//! A new order is written from a template its venue session prepared once for its
+//! kind ([`LaneApi::prepare_text`]: Binance fills in only the request id, price,
+//! quantity, client order id and the REST timestamp, unsigned once logged on),
+//! as text the connection takes without a UTF-8 check; other requests by the
+//! builder ([`LaneApi::prepare_rest`]).
 //!
 //! On every open the connection is set up ([`LaneApi::setup`]): Binance
 //! subscribes it to the user data stream (`userDataStream.subscribe.signature`,
@@ -117,6 +122,9 @@ pub struct WsApiStats {
     pub drops: u64,
     /// Requests written as frames (first sends, re-sends and queries).
     pub requests: u64,
+    /// Of them, new orders written from their kind's prepared template (the rest
+    /// by the builder).
+    pub templated: u64,
     /// Requests handed to HTTP while the lane said open: the connection had just
     /// dropped, or the request could not go as a frame.
     pub to_http: u64,
@@ -317,6 +325,8 @@ pub struct WsLane {
     /// Why the stream or the connection is not available, once.
     pub(crate) why: Option<String>,
     frame: Vec<u8>,
+    /// The frame of a new order written from its template.
+    text: String,
     report: Option<WsReport>,
     pub(crate) stats: WsApiStats,
     /// What the setup or heartbeat request charged last.
@@ -400,6 +410,7 @@ impl WsLane {
             setup_retry_at: None,
             why: None,
             frame: Vec::with_capacity(2048),
+            text: String::with_capacity(2048),
             report: Some(WsReport {
                 bytes: Vec::with_capacity(256 << 10),
                 items: Vec::with_capacity(512),
@@ -528,15 +539,27 @@ impl WsLane {
             self.stats.busy += 1;
             return Err(Unsent::Busy(ticket));
         }
-        let id = match self.api.prepare_rest(req, &mut self.frame) {
-            Ok(id) => id,
+        // A new order from its template, as text; anything else by the builder.
+        let prepared = match self.api.prepare_text(req, &mut self.text) {
+            Ok(Some(id)) => Ok((id, true)),
+            Ok(None) => self
+                .api
+                .prepare_rest(req, &mut self.frame)
+                .map(|id| (id, false)),
+            Err(e) => Err(e),
+        };
+        let (id, templated) = match prepared {
+            Ok(x) => x,
             Err(Unprepared::Busy) => {
                 self.stats.busy += 1;
                 return Err(Unsent::Busy(ticket));
             }
             Err(Unprepared::Elsewhere) => return Err(Unsent::Elsewhere(ticket)),
         };
-        let text = core::str::from_utf8(&self.frame).unwrap_or("");
+        let text = match templated {
+            true => self.text.as_str(),
+            false => core::str::from_utf8(&self.frame).unwrap_or(""),
+        };
         // The lane's id is its own client's: never None, refused like a full queue.
         let sent = match self.client.session_mut(self.id) {
             Some(session) => session.send_request_charged(id, text, ticket),
@@ -549,6 +572,7 @@ impl WsLane {
                 let _ = self.deadlines.try_push((id, req.deadline_ns()));
                 self.client.flush(self.id, budget, now);
                 self.stats.requests += 1;
+                self.stats.templated += u64::from(templated);
                 Ok(id)
             }
             Err((ws::SendError::Full | ws::SendError::TooManyPending, t)) => {

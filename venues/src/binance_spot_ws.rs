@@ -64,7 +64,9 @@ use crate::endpoint::{
 use crate::inflight::{Slot, Table};
 use crate::json::JsonError;
 
+mod from_rest;
 mod template;
+pub use from_rest::MAX_TEMPLATES;
 pub use template::{FrameTemplate, Signing};
 
 const MS: i64 = 1_000_000;
@@ -286,6 +288,8 @@ pub struct Session {
     /// ([`template::limits_id`]): new with the session and with every
     /// [`Session::adapter_mut`].
     limits_id: u64,
+    /// The order templates of [`Session::prepare_rest_order`].
+    templates: from_rest::Templates,
 }
 
 /// A parameter value: text (already checked: no character to escape) or a number.
@@ -501,6 +505,7 @@ impl Session {
             slots: Table::new(capacity),
             logged_on: false,
             limits_id: template::limits_id(),
+            templates: from_rest::Templates::default(),
         })
     }
 
@@ -520,6 +525,7 @@ impl Session {
             slots: Table::new(capacity),
             logged_on: false,
             limits_id: template::limits_id(),
+            templates: from_rest::Templates::default(),
         })
     }
 

@@ -63,7 +63,9 @@
 //!   same connection (`profiles::binance::ws_api` has the rules and sources), with
 //!   Binance's WebSocket limits ([`WsLimits`]: 5 incoming frames a second per
 //!   connection, 300 connects per 5 minutes per IP, server pings that must be
-//!   answered), counted in [`Report::ws`];
+//!   answered), counted in [`Report::ws`]; on the USD-M futures profile at
+//!   `/ws-fapi/v1`: order entry (`order.place`, `order.modify`, `order.cancel`,
+//!   `order.status`) and `session.logon` with USD-M's weights;
 //! - the removed listenKey endpoints (`/api/v3/userDataStream`, any method)
 //!   answer 410 Gone, as Binance has since 2026-02-20.
 //!

@@ -44,7 +44,11 @@ struct Ws {
 
 impl Ws {
     fn open(server: &Server) -> Ws {
-        let (code, raw) = upgrade(server.addr(), "/ws-api/v3", Some(KEY), WAIT);
+        Ws::open_at(server, "/ws-api/v3")
+    }
+
+    fn open_at(server: &Server, path: &str) -> Ws {
+        let (code, raw) = upgrade(server.addr(), path, Some(KEY), WAIT);
         assert_eq!(code, 101);
         Ws {
             raw: raw.unwrap(),
@@ -123,6 +127,14 @@ fn signed(server: &Server, mut params: Value, key: Option<(&str, &Ed25519Key)>) 
         );
     }
     params
+}
+
+/// `session.logon`'s parameters signed with the default account's HMAC key.
+fn hmac_logon(server: &Server) -> Value {
+    let ts = server.clock().now_ms();
+    let payload = format!("apiKey={DEFAULT_API_KEY}&timestamp={ts}");
+    json!({"apiKey": DEFAULT_API_KEY, "timestamp": ts,
+           "signature": sign(&payload, DEFAULT_API_SECRET)})
 }
 
 fn order(cid: &str) -> Value {
@@ -224,11 +236,7 @@ fn logon_takes_an_ed25519_key_and_orders_then_go_unsigned() {
 fn an_hmac_key_cannot_log_on() {
     let server = server();
     let mut ws = Ws::open(&server);
-    let ts = server.clock().now_ms();
-    let payload = format!("apiKey={DEFAULT_API_KEY}&timestamp={ts}");
-    let params = json!({"apiKey": DEFAULT_API_KEY, "timestamp": ts,
-                        "signature": sign(&payload, DEFAULT_API_SECRET)});
-    let r = ws.call("session.logon", params);
+    let r = ws.call("session.logon", hmac_logon(&server));
     assert_eq!((r["status"].as_u64(), code(&r)), (Some(401), -1002), "{r}");
     let r = ws.call("userDataStream.subscribe", json!({}));
     assert_eq!(code(&r), -1002, "{r}");
@@ -258,4 +266,72 @@ fn a_revoked_key_ends_the_session_at_the_next_request() {
     assert_eq!(r["result"]["apiKey"], Value::Null, "{r}");
     assert!(server.orders().is_empty());
     assert_eq!(server.report().ws.api_revocations, 1);
+}
+
+/// The REQUEST_WEIGHT count and the ORDERS counts an answer's `rateLimits` lists.
+fn counts(r: &Value) -> (u64, Vec<u64>) {
+    let list = r["rateLimits"].as_array().cloned().unwrap_or_default();
+    let of = |kind: &str| -> Vec<u64> {
+        list.iter()
+            .filter(|l| l["rateLimitType"] == kind)
+            .filter_map(|l| l["count"].as_u64())
+            .collect()
+    };
+    (
+        of("REQUEST_WEIGHT").first().copied().unwrap_or(0),
+        of("ORDERS"),
+    )
+}
+
+#[test]
+fn usdm_futures_serve_the_websocket_api_with_logon_at_ws_fapi() {
+    let mut c = Config::binance_futures();
+    c.accounts.push(Account::ed25519_test());
+    let server = Server::start(c).unwrap();
+    // Spot's path is not USD-M's.
+    let (status, _) = upgrade(server.addr(), "/ws-api/v3", Some(KEY), WAIT);
+    assert_eq!(status, 404);
+    let mut ws = Ws::open_at(&server, "/ws-fapi/v1");
+    // Only Ed25519 keys log on.
+    let r = ws.call("session.logon", hmac_logon(&server));
+    assert_eq!((r["status"].as_u64(), code(&r)), (Some(401), -1002), "{r}");
+    // Not logged on, an order without apiKey and signature is refused.
+    let r = ws.call("order.place", signed(&server, order("fm-0"), None));
+    assert_eq!(code(&r), -2014, "{r}");
+    let k = key();
+    let r = ws.call(
+        "session.logon",
+        signed(&server, json!({}), Some((ED_KEY, &k))),
+    );
+    assert_eq!(r["status"], 200, "{r}");
+    assert_eq!(r["result"]["apiKey"], ED_KEY);
+    let (logon_weight, _) = counts(&r);
+    // order.place: 0 on the IP's weight, 1 on each ORDERS limit; unsigned.
+    let r = ws.call("order.place", signed(&server, order("fm-1"), None));
+    assert_eq!(r["status"], 200, "{r}");
+    assert_eq!(counts(&r), (logon_weight, vec![1, 1]), "{r}");
+    // order.modify: the same weights.
+    let modify = json!({"symbol":"BTCUSDT","side":"BUY","quantity":"0.02",
+                        "price":"48000","origClientOrderId":"fm-1"});
+    let r = ws.call("order.modify", signed(&server, modify, None));
+    assert_eq!(r["status"], 200, "{r}");
+    assert_eq!(counts(&r), (logon_weight, vec![2, 2]), "{r}");
+    // order.cancel: 1 on the IP's weight.
+    let cancel = json!({"symbol":"BTCUSDT","origClientOrderId":"fm-1"});
+    let r = ws.call("order.cancel", signed(&server, cancel, None));
+    assert_eq!(r["status"], 200, "{r}");
+    assert_eq!(counts(&r).0, logon_weight + 1, "{r}");
+    // Spot's methods are not USD-M's.
+    for method in ["order.cancelReplace", "userDataStream.subscribe"] {
+        let r = ws.call(method, signed(&server, order("fm-2"), None));
+        assert_eq!(code(&r), -1020, "{method}: {r}");
+    }
+    let rep = server.report();
+    assert_eq!(
+        (rep.ws.api_logons, rep.ws.api_unsigned),
+        (1, 3),
+        "{:?}",
+        rep.ws
+    );
+    assert_eq!(server.orders().len(), 1);
 }

@@ -20,7 +20,8 @@ use arrayvec::ArrayVec;
 use super::{order_params, put_val, Pending, PrepareError, Session, Val, MAX_PARAMS};
 use crate::adapt::{Error, Parts, Request, Venue};
 use crate::endpoint::{
-    ClientOrderId, Decimal, Field, Fill, NewOrder, OrderType, Runs, Side, Symbol, Text, Values,
+    ClientOrderId, Decimal, Field, Fill, NewOrder, OrderType, Runs, Side, SignKey, Symbol, Text,
+    Values,
 };
 use crate::inflight::Slot;
 
@@ -56,6 +57,33 @@ pub struct FrameTemplate {
 pub(super) fn limits_id() -> u64 {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+impl FrameTemplate {
+    /// Appends the frame with `values` to `out`, signed with `key` if the template
+    /// signs per request.
+    pub(super) fn write(&self, values: &Values<'_>, key: Option<&SignKey>, out: &mut Text) {
+        self.frame.emit(values, out);
+        if let (Some(payload), Some(key)) = (&self.payload, key) {
+            let end = out.len();
+            payload.emit(values, out);
+            let sig = super::signature_text(key, out.as_bytes().get(end..).unwrap_or_default());
+            out.truncate_to_mark(end);
+            out.push_str(",\"signature\":\"");
+            out.push_str(&sig);
+            out.push_str("\"}}");
+        }
+    }
+
+    /// Whether its frames carry a price.
+    pub(super) fn priced(&self) -> bool {
+        self.priced
+    }
+
+    /// Whether its frames carry `apiKey` and a signature.
+    pub(super) fn signs(&self) -> bool {
+        self.payload.is_some()
+    }
 }
 
 /// A parameter of the template: fixed text or number, or a field left open.
@@ -221,16 +249,7 @@ impl Session {
             timestamp: ts,
             request_id: i64::try_from(id).unwrap_or(i64::MAX),
         };
-        t.frame.emit(&values, out);
-        if let (Some(payload), Some(key)) = (&t.payload, key) {
-            let end = out.len();
-            payload.emit(&values, out);
-            let sig = super::signature_text(key, out.as_bytes().get(end..).unwrap_or_default());
-            out.truncate_to_mark(end);
-            out.push_str(",\"signature\":\"");
-            out.push_str(&sig);
-            out.push_str("\"}}");
-        }
+        t.write(&values, key.as_ref(), out);
         let deadline_ns = clock.now_ns_at(ts.saturating_add(self.recv_window_ms));
         let client_order_id = Some(fill.client_order_id);
         self.slots.reserve(Slot::prepared(

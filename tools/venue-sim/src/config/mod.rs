@@ -418,6 +418,14 @@ impl Config {
         Config {
             profile: Profile::BinanceFutures,
             rate_limits: BINANCE_FUTURES_LIMITS.to_vec(),
+            // "Websocket server will send a ping frame every 3 minutes", and drops
+            // a connection without a pong "within a 10 minute period" (USD-M
+            // "WebSocket API General Info").
+            ws: WsLimits {
+                api_ping_interval_ms: 180_000,
+                api_pong_timeout_ms: 600_000,
+                ..WsLimits::default()
+            },
             ..Config::binance_spot()
         }
     }

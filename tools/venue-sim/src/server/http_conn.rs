@@ -18,7 +18,7 @@ use crate::config::{Fault, Profile};
 use crate::engine::state::Admission;
 use crate::http::{self, Parsed, Response};
 use crate::profiles::binance::admit::valid_until_ms;
-use crate::profiles::binance::ws_api::WS_API_PATH;
+use crate::profiles::binance::ws_api::{WS_API_PATH, WS_FAPI_PATH};
 use crate::profiles::bybit::private::PRIVATE_PATH;
 use crate::profiles::deribit::ws::WS_PATH as DERIBIT_WS_PATH;
 use crate::profiles::hyperliquid::ws::WS_PATH as HL_WS_PATH;
@@ -44,7 +44,9 @@ pub(crate) fn serve(mut stream: TcpStream, shared: Arc<Shared>) {
             Parsed::Complete(req, used) => {
                 buf.drain(..used);
                 idle = Duration::ZERO;
-                if frame::is_upgrade(&req) && req.path == WS_API_PATH {
+                if frame::is_upgrade(&req)
+                    && [WS_API_PATH, WS_FAPI_PATH].contains(&req.path.as_str())
+                {
                     upgrade(stream, peer.ip(), &req, buf, &shared);
                     return;
                 }

@@ -204,6 +204,8 @@ impl Endpoint {
                 Endpoint::NewOrder | Endpoint::Modify | Endpoint::CancelReplace => 0,
                 Endpoint::CancelOrder | Endpoint::QueryOrder => 1,
                 Endpoint::Countdown => 10,
+                // The WebSocket API's session requests, as Spot's.
+                Endpoint::SessionLogon | Endpoint::SessionStatus | Endpoint::SessionLogout => 2,
                 // Not routed for futures.
                 _ => 1,
             },

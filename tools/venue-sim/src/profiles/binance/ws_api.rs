@@ -38,6 +38,22 @@
 //!   becomes invalid revokes the session "after the next request" with
 //!   `{"id":null,"status":401,"error":{"code":-2015,..}}`.
 //!
+//!
+//! USD-M futures (profile `binance-futures`) serve their WebSocket API at
+//! `/ws-fapi/v1` ("WebSocket API General Info",
+//! <https://developers.binance.com/docs/derivatives/usds-margined-futures/websocket-api-general-info>,
+//! checked 2026-12-06: base endpoint `wss://ws-fapi.binance.com/ws-fapi/v1`, a ping
+//! every 3 minutes and a connection dropped after 10 minutes without a pong, the
+//! signature payload every parameter but `signature` sorted by name, the user
+//! data stream on a separate connection), through the same admission with USD-M's
+//! weights (its "Trade" methods, as Binance's generated connector documents them:
+//! `order.place` 0 on the IP and 1 on each ORDERS limit, `order.modify` the same,
+//! `order.cancel` 1, `order.status` 1): `order.place`, `order.modify`,
+//! `order.cancel`, `order.status`, `ping`, `time`, and `session.logon`,
+//! `session.status`, `session.logout` as Spot's (weight 2, Ed25519 keys only, one
+//! key per connection); every other method, Spot's included, is -1020 there, and
+//! each profile's path is 404 on the other.
+//!
 //! Readings where the docs say nothing: an unknown method is 400 -1020 ("This
 //! operation is not supported."), a logon with an HMAC key and
 //! `userDataStream.subscribe` on a connection not logged on are 401 -1002 ("You
@@ -61,8 +77,37 @@ use crate::profiles::binance::endpoint::Endpoint;
 use crate::profiles::binance::request::{err, BinanceOp, SessionCall};
 use crate::ws::frame;
 
-/// Where the WebSocket API is served.
+/// Where Spot's WebSocket API is served.
 pub(crate) const WS_API_PATH: &str = "/ws-api/v3";
+/// Where USD-M futures' WebSocket API is served (`wss://ws-fapi.binance.com/ws-fapi/v1`).
+pub(crate) const WS_FAPI_PATH: &str = "/ws-fapi/v1";
+
+/// The WebSocket API path of `profile`, if it has one.
+pub(crate) fn api_path(profile: Profile) -> Option<&'static str> {
+    match profile {
+        Profile::BinanceSpot => Some(WS_API_PATH),
+        Profile::BinanceFutures => Some(WS_FAPI_PATH),
+        _ => None,
+    }
+}
+
+/// The endpoint a USD-M futures method asks for: order entry and the session
+/// requests; the rest of the USD-M WebSocket API (market data, account, the
+/// listen key) is not emulated, and Spot's methods do not exist there.
+fn route_futures(method: &str) -> Option<Endpoint> {
+    Some(match method {
+        "ping" => Endpoint::Ping,
+        "time" => Endpoint::Time,
+        "order.place" => Endpoint::NewOrder,
+        "order.modify" => Endpoint::Modify,
+        "order.cancel" => Endpoint::CancelOrder,
+        "order.status" => Endpoint::QueryOrder,
+        "session.logon" => Endpoint::SessionLogon,
+        "session.status" => Endpoint::SessionStatus,
+        "session.logout" => Endpoint::SessionLogout,
+        _ => return None,
+    })
+}
 /// The weight of a connect.
 const CONNECT_WEIGHT: u64 = 2;
 
@@ -176,8 +221,12 @@ impl Venue {
         now: i64,
     ) -> Result<String, Response> {
         self.now_hint = now;
-        if self.cfg.profile != Profile::BinanceSpot {
-            return Err(err(404, -1000, "No WebSocket API in this profile."));
+        if api_path(self.cfg.profile) != Some(req.path.as_str()) {
+            return Err(err(
+                404,
+                -1000,
+                "No WebSocket API at this path in this profile.",
+            ));
         }
         self.admit_upgrade(ip, now)?;
         let accept = frame::check_handshake(req)?;
@@ -263,7 +312,10 @@ impl Venue {
         let account_hint = api_key
             .as_deref()
             .and_then(|k| self.cfg.accounts.iter().position(|a| a.api_key == k));
-        let endpoint = route(&method);
+        let endpoint = match self.cfg.profile {
+            Profile::BinanceFutures => route_futures(&method),
+            _ => route(&method),
+        };
         if matches!(signing, Signing::Session) && endpoint.is_some_and(Endpoint::signed) {
             self.report.ws.api_unsigned += 1;
         }
