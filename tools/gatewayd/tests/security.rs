@@ -529,16 +529,7 @@ fn sigterm_finishes_while_a_client_keeps_submitting() {
     let s = Server::start(cfg).expect("emulator");
     let dir = Scratch::new("stop");
     let name = unique("stop");
-    let mut gw = gateway(
-        &s,
-        &name,
-        &dir.0,
-        Opts {
-            extra: journal_args(&dir.0),
-            secret_by_flag: true,
-            ..Opts::default()
-        },
-    );
+    let mut gw = journaled_gateway(&s, &name, &dir.0, Vec::new());
     let mut spam = Command::new(std::env::current_exe().expect("exe"))
         .args(["--ignored", "--exact", "role", "--nocapture", "--quiet"])
         .env("ERGON_SEC_ROLE", format!("spam {name} spammer"))
@@ -691,18 +682,7 @@ fn after_a_restart_another_client_still_cannot_cancel_an_earlier_order() {
     let s = sim();
     let dir = Scratch::new("owners-restart");
     let name = unique("owners-restart");
-    let start = || {
-        gateway(
-            &s,
-            &name,
-            &dir.0,
-            Opts {
-                extra: journal_args(&dir.0),
-                secret_by_flag: true,
-                ..Opts::default()
-            },
-        )
-    };
+    let start = || journaled_gateway(&s, &name, &dir.0, Vec::new());
     let gw = start();
     let symbol = Symbol::new("BTCUSDT").expect("symbol");
     let mut a = ShmClient::attach(&name, "owner", false).expect("attach");

@@ -217,18 +217,7 @@ fn names_attached_without_end_keep_the_owners_file_bounded_and_a_restart_starts(
         Scratch::new("names")
     };
     let name = unique("names");
-    let start = || {
-        gateway(
-            &s,
-            &name,
-            &dir.0,
-            Opts {
-                extra: journal_args(&dir.0),
-                secret_by_flag: true,
-                ..Opts::default()
-            },
-        )
-    };
+    let start = || journaled_gateway(&s, &name, &dir.0, Vec::new());
     let gw = start();
     let t0 = Instant::now();
     let mut took = Vec::with_capacity(n);

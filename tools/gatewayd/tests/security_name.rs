@@ -57,16 +57,7 @@ fn an_impostor_on_both_abstract_names_neither_stops_the_gateway_nor_hears_a_word
     let imp = spawn_role(&["impostor", &name, "-"], Some(att), "listening");
     // On 1799dd3 the gateway exited here: "cannot listen on
     // @ergon-gateway/NAME: Address already in use (os error 98), held by uid U".
-    let gw = gateway(
-        &s,
-        &name,
-        &dir.0,
-        Opts {
-            extra: journal_args(&dir.0),
-            secret_by_flag: true,
-            ..Opts::default()
-        },
-    );
+    let gw = journaled_gateway(&s, &name, &dir.0, Vec::new());
     // A strategy attaches and trades (through the socket file).
     let mut c = ShmClient::attach(&name, "owner", false).expect("attach the real gateway");
     assert_eq!(one_order(&mut c), 1, "the order went through");

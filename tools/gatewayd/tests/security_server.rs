@@ -75,16 +75,7 @@ fn an_impostor_holding_the_name_is_refused_by_every_client_and_told_nothing() {
     // The real gateway cannot take its abstract name, says who holds it, and
     // serves on its socket file (before issue 41's socket file it exited:
     // `security_name.rs` tests that it serves).
-    let gw = gateway(
-        &s,
-        &name,
-        &dir.0,
-        Opts {
-            extra: journal_args(&dir.0),
-            secret_by_flag: true,
-            ..Opts::default()
-        },
-    );
+    let gw = journaled_gateway(&s, &name, &dir.0, Vec::new());
     let (_, gw_err) = gw.finish();
     assert!(gw_err.contains(&format!("held by {uid}")), "{gw_err}");
     let _ = std::fs::remove_dir_all(std::path::Path::new("/run/ergon-gateway").join(&name));
@@ -107,16 +98,7 @@ fn a_squatted_health_name_neither_stops_the_gateway_nor_feeds_stats() {
     let name = unique("squat");
     let imp = spawn_role(&["impostor", &name, "health"], Some(att), "listening");
     // On main, the gateway exited "Address already in use".
-    let gw = gateway(
-        &s,
-        &name,
-        &dir.0,
-        Opts {
-            extra: journal_args(&dir.0),
-            secret_by_flag: true,
-            ..Opts::default()
-        },
-    );
+    let gw = journaled_gateway(&s, &name, &dir.0, Vec::new());
     let me = run_role(&["order", &name, "owner"], None);
     assert_eq!(me["applied"], 1, "{me}");
     stats_until(&name, |t| t.contains("client owner"));

@@ -166,26 +166,31 @@ pub fn gateway(s: &Server, name: &str, dir: &Path, o: Opts<'_>) -> Gw {
 }
 
 /// The start most tests share: the emulator, the scratch directory and the
-/// gateway name of `test`, and the gateway, started with its journal in that
-/// directory, the secret by flag, and `extra` after the journal's flags. Bound
-/// in this order, they drop in the reverse one (the gateway first).
+/// gateway name of `test`, and the gateway ([`journaled_gateway`]). Bound in
+/// this order, they drop in the reverse one (the gateway first).
 pub fn start_gateway(test: &str, extra: Vec<String>) -> (Server, Scratch, String, Gw) {
     let s = sim();
     let dir = Scratch::new(test);
     let name = unique(test);
-    let mut all = journal_args(&dir.0);
+    let gw = journaled_gateway(&s, &name, &dir.0, extra);
+    (s, dir, name, gw)
+}
+
+/// A gateway started with its journal in `dir`, the secret by flag, and `extra`
+/// after the journal's flags; waited for until `ready NAME`.
+pub fn journaled_gateway(s: &Server, name: &str, dir: &Path, extra: Vec<String>) -> Gw {
+    let mut all = journal_args(dir);
     all.extend(extra);
-    let gw = gateway(
-        &s,
-        &name,
-        &dir.0,
+    gateway(
+        s,
+        name,
+        dir,
         Opts {
             extra: all,
             secret_by_flag: true,
             ..Opts::default()
         },
-    );
-    (s, dir, name, gw)
+    )
 }
 
 /// The gateway's journal in a test's scratch directory.
