@@ -277,6 +277,12 @@ impl Ledger {
         self.reqs.get(&tag).and_then(|r| r.finals.first().copied())
     }
 
+    /// What request `tag` heard of part `item`, if anything.
+    pub fn item_fate(&self, tag: u64, item: u8) -> Option<ItemFate> {
+        let r = self.reqs.get(&tag)?;
+        r.items.iter().find(|(i, _)| *i == item).map(|(_, f)| *f)
+    }
+
     /// Whether request `tag` has had a fate for part `item`.
     pub fn has_item(&self, tag: u64, item: u8) -> bool {
         self.reqs

@@ -71,3 +71,15 @@ fn without_kills_a_run_is_what_it_was() {
         }
     }
 }
+
+/// Found after the merge with the WebSocket lane and the clock steps (seeds
+/// 0..20,170): a replace whose part 0 was heard found before a kill, its
+/// recovery first unresolved (the request settled with part 0's known fate)
+/// then found: the simulator's restatement of the hub's rule gave it a `Late`,
+/// which only a part left unresolved is owed. Seed 15169 (two kills).
+#[test]
+fn regression_a_replace_part_heard_before_a_kill_is_owed_no_late() {
+    let o = run(15169, &Params::default());
+    assert!(o.kills > 0, "a run with kills");
+    assert!(o.violations.is_empty(), "{:?}", o.violations);
+}

@@ -471,9 +471,14 @@ impl Sim {
                 Some(f) => self.take(ev(What::Reconciled(f))),
                 None => self.take(ev(What::Unresolved)),
             },
-            // It ended Unresolved before: found now, that is its Late.
+            // It ended Unresolved before (a replace: its part 0 left unresolved;
+            // a part 0 heard before the kill is known, not owed a Late): found
+            // now, that is its Late.
             Some(What::Unresolved | What::BatchSettled)
-                if matches!(found, Some(Some(_))) && !self.ledger.has_late(tag) =>
+                if matches!(found, Some(Some(_)))
+                    && !self.ledger.has_late(tag)
+                    && (kind != Some(Kind::Replace)
+                        || self.ledger.item_fate(tag, 0) == Some(ItemFate::Unresolved)) =>
             {
                 self.take(ev(What::Late));
             }
