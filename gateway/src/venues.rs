@@ -89,10 +89,18 @@ impl Account for BinanceSpot {
             .ok()
     }
 
-    /// `transactTime`: an order's, a cancel's answer (Spot's queries carry
-    /// `time` and `updateTime`, never it; a cancel-replace nests it).
+    /// `transactTime`: an order's, a cancel's answer, and a cancel-replace's,
+    /// which nests it in its parts (its new order's, else its cancel's: each was
+    /// stamped between the request's write and its answer's read). Spot's
+    /// queries carry `time` and `updateTime`, never it.
     fn answer_time(&self, body: &[u8]) -> Option<(Clock, i64)> {
-        let v = json::parse(body).ok()?.get("transactTime").ok()??;
+        let root = json::parse(body).ok()?;
+        let v = match root.get("transactTime").ok()? {
+            Some(v) => v,
+            None => ["newOrderResponse", "cancelResponse"]
+                .into_iter()
+                .find_map(|part| root.get(part).ok()??.get("transactTime").ok()?)?,
+        };
         Some((self.limits.clock, v.as_i64().ok()?))
     }
 

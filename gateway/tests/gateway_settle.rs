@@ -3,7 +3,7 @@
 //! refunds, re-sends, queries), and that an unknown write is never sent twice.
 
 use ergon_core::{BucketId, Budget, Class, Flight, Ticket, Why};
-use ergon_gateway::{Event, Gateway, OrderState, Prepared, Wire, RETRY_GAP_NS};
+use ergon_gateway::{Account, Event, Gateway, OrderState, Prepared, Wire, RETRY_GAP_NS};
 use ergon_io::client::{Refused, RequestId, Sent};
 use ergon_io::http::Request;
 use ergon_venues::adapt::Clock;
@@ -483,6 +483,22 @@ fn a_stamped_answer_reanchors_a_stepped_venue_clock_at_once() {
     let ev = gw.on_response(&mut w, id, answer(200, &[], b.as_bytes()), f);
     assert!(matches!(ev, Some(Event::Applied { tag: 3, .. })), "{ev:?}");
     assert_eq!((gw.stats().reanchors, gw.venue().limits.clock), (1, c));
+}
+
+/// A cancel-replace's answer carries the venue's time in its parts (found by
+/// the simulator, seed 6626: a -181 ms step whose first stamped answer was a
+/// cancel-replace's, unread, and a burst half a second later drew five 429s):
+/// its new order's stamp, else its cancel's; a query's answer has none.
+#[test]
+fn a_cancel_replace_answer_is_stamped_by_its_parts() {
+    let (gw, _) = setup();
+    let at = |b: &str| gw.venue().answer_time(b.as_bytes()).map(|(_, ms)| ms);
+    let both = r#"{"cancelResult":"SUCCESS","newOrderResult":"SUCCESS","cancelResponse":{"orderId":1,"transactTime":5},"newOrderResponse":{"orderId":2,"transactTime":7}}"#;
+    assert_eq!(at(both), Some(7));
+    let cancel_only = r#"{"cancelResult":"SUCCESS","newOrderResult":"FAILURE","cancelResponse":{"orderId":1,"transactTime":5},"newOrderResponse":{"code":-2010,"msg":"x"}}"#;
+    assert_eq!(at(cancel_only), Some(5));
+    assert_eq!(at(r#"{"orderId":1,"transactTime":9}"#), Some(9));
+    assert_eq!(at(r#"{"orderId":1,"time":9,"updateTime":9}"#), None);
 }
 
 /// Each fixed bucket of `budget` with its window and phase.
