@@ -77,6 +77,11 @@ fn main() -> ExitCode {
                 o.other_reads, o.throttled
             );
         }
+        if let Some((kills, again, twins)) = o.clients {
+            println!(
+                "  shared-memory hub: {kills} client processes killed, {again} attached again, {twins} second processes of a live name refused"
+            );
+        }
         if let Some(w) = o.ws {
             println!(
                 "  WebSocket API: {} opens, {} drops, {} requests, {} answers, {} executions, {} deadlines",
