@@ -77,9 +77,10 @@ fn main() -> ExitCode {
                 o.other_reads, o.throttled
             );
         }
-        if let Some((kills, again, twins)) = o.clients {
+        if let Some(h) = o.clients {
             println!(
-                "  shared-memory hub: {kills} client processes killed, {again} attached again, {twins} second processes of a live name refused"
+                "  shared-memory hub: {} client processes killed, {} attached again, {} second processes of a live name refused, {} final events read while another client's process was dead, {} killed halfway through a submit ({} of their slots seen taken by the next)",
+                h.kills, h.again, h.twins, h.served_while_other_dead, h.torn.0, h.torn.1
             );
         }
         if let Some(w) = o.ws {

@@ -29,7 +29,7 @@ use crate::net::{encode, Fate};
 use crate::rng::Rng;
 use crate::ws::{self, Lane, WsStep};
 
-mod hub;
+pub mod hub;
 mod restart;
 
 const MS: i64 = 1_000_000;
@@ -132,9 +132,9 @@ pub struct Outcome {
     pub tally: std::collections::BTreeMap<String, u64>,
     /// What the WebSocket API lane did, in the runs that have one.
     pub ws: Option<ergon_gateway::WsApiStats>,
-    /// In the runs with the shared-memory hub: client processes killed, attached
-    /// again, and second processes of a live name refused.
-    pub clients: Option<(u64, u64, u64)>,
+    /// What the shared-memory hub's client processes went through, in the runs
+    /// that have it.
+    pub clients: Option<hub::HubRun>,
 }
 
 enum Step {
@@ -970,7 +970,7 @@ pub fn run(seed: u64, p: &Params) -> Outcome {
     let mut out = std::mem::take(&mut sim.out);
     out.tally = sim.ledger.tally();
     out.ws = sim.gw.ws_api().map(|l| *l.stats());
-    out.clients = sim.shm.as_ref().map(|s| (s.kills, s.reattaches, s.twins));
+    out.clients = sim.shm.as_ref().map(|s| s.stats);
     let (report, orders) = (sim.venue.report(), sim.venue.orders());
     out.violations.extend(sim.ledger.at_end(
         &report,
@@ -989,7 +989,7 @@ pub fn run(seed: u64, p: &Params) -> Outcome {
     let uncleared_ban = uncleared_ban || sim.ban_heard;
     // A client process killed may have missed the polls while no client that
     // asked for them was attached (the gateway polls only for one).
-    let client_kills = out.clients.map_or(0, |c| c.0);
+    let client_kills = out.clients.map_or(0, |c| c.kills);
     let owed = polls
         && !uncleared_ban
         && sim.gw.stats().watch_dropped == 0

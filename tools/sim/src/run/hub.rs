@@ -21,8 +21,11 @@
 //!
 //! Process faults: a client process dies at a random step (everything it held
 //! dropped: its mapping, its descriptors): at once, right after its next
-//! submit (before the hub took it), or at the next turn the hub routed it an
-//! event (outcomes waiting in its ring); sometimes with requests at the venue.
+//! submit (before the hub took it), at the next turn the hub routed it an
+//! event (outcomes waiting in its ring), or halfway through writing its next
+//! submit (the slot at its ring's published tail holds the message's length
+//! and half its bytes, written into the region's memfd where the documented
+//! layout puts it; the tail never advanced); often with requests at the venue.
 //! Later a new process of the same name attaches again. Checked: it is told
 //! `reattached`; the flight table it finds holds exactly the requests its name
 //! submitted whose final event no process read; each of them ends with
@@ -30,10 +33,9 @@
 //! per request, none lost, each agreeing with the venue); the other client's
 //! orders keep flowing. A second process attaching under a name whose process
 //! lives is refused (`err a client of that name is attached`) and the first
-//! keeps its requests.
-//!
-//! Not simulated: a process killed halfway through writing a submit slot (the
-//! ring's `push` writes and publishes in one call; see the book).
+//! keeps its requests. A submit written halfway never runs and is never
+//! answered, and the name's next submit takes its slot (checked by reading the
+//! slot back: the torn write was where the ring writes).
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
@@ -41,9 +43,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use ergon_core::Class;
-use ergon_gateway::shm::{AttachOptions, Call, ShmClient, ShmEvent, ShmSubmitError};
+use ergon_gateway::shm::region::{SLOTS_AT, SUBMIT_SLOT};
+use ergon_gateway::shm::{encode_call, AttachOptions, Call, ShmClient, ShmEvent, ShmSubmitError};
 use ergon_gateway::{Api, Control, Event, Host, Strategy};
 use ergon_gatewayd::shm::{Hub, HubConfig, HUB_TOKEN};
+use ergon_io::boundary::shm_ring::LEN_BYTES;
 use ergon_io::event_loop::Readiness;
 use ergon_venues::endpoint::{CancelReplace, ClientOrderId, Decimal, OrderRef, Symbol};
 
@@ -78,6 +82,9 @@ pub(super) enum Death {
     AfterSubmit,
     /// At the next turn the hub routed it an event, before it reads it.
     Unread,
+    /// Halfway through writing its next submit into its ring's slot, before
+    /// it published it.
+    Torn,
 }
 
 /// One client name and its process.
@@ -93,6 +100,11 @@ struct Client {
     routed: bool,
     /// Processes of it that attached so far.
     lives: u32,
+    /// Submits its processes pushed (its submit ring's published tail).
+    pushed: u64,
+    /// A process of it died halfway through a submit: the next one's submit
+    /// must land in that slot (the torn write's place checked).
+    torn_slot: bool,
 }
 
 /// The hub and its clients in a run that has them.
@@ -104,11 +116,28 @@ pub(super) struct Shm {
     clients: Vec<Client>,
     /// Each placed order's client.
     owner: HashMap<String, usize>,
+    /// Submits written halfway, never published (their tags and client order
+    /// ids): never to run, never to be answered.
+    torn: Vec<(u64, String)>,
     rng: Rng,
-    /// Client processes killed, attaches again, twins refused.
-    pub(super) kills: u64,
-    pub(super) reattaches: u64,
-    pub(super) twins: u64,
+    /// What its processes went through.
+    pub(super) stats: HubRun,
+}
+
+/// What the hub's client processes went through in a run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HubRun {
+    /// Client processes killed.
+    pub kills: u64,
+    /// Processes that attached under a name whose earlier process died.
+    pub again: u64,
+    /// Second processes of a live name, refused.
+    pub twins: u64,
+    /// Final events a client read while another client's process was dead.
+    pub served_while_other_dead: u64,
+    /// Processes killed halfway through writing a submit, and of them, those
+    /// whose slot the name's next submit was seen to take.
+    pub torn: (u64, u64),
 }
 
 impl Drop for Shm {
@@ -175,12 +204,14 @@ impl Sim {
         let n = rng.range(1, 3) as usize;
         let clients = (0..n)
             .map(|c| Client {
-                name: format!("c{c}"),
+                name: format!("c{c}-{pid}-{run}"),
                 live: None,
                 open: BTreeSet::new(),
                 dying: None,
                 routed: false,
                 lives: 0,
+                pushed: 0,
+                torn_slot: false,
             })
             .collect();
         self.shm = Some(Box::new(Shm {
@@ -190,10 +221,9 @@ impl Sim {
             dir,
             clients,
             owner: HashMap::new(),
+            torn: Vec::new(),
             rng,
-            kills: 0,
-            reattaches: 0,
-            twins: 0,
+            stats: HubRun::default(),
         }));
         self.hub_open_orders = open_orders;
         for c in 0..n {
@@ -206,10 +236,11 @@ impl Sim {
         if let Some(s) = self.shm.as_mut() {
             for c in 0..n {
                 for _ in 0..s.rng.range(0, 4) {
-                    let death = match s.rng.next_u64() % 3 {
+                    let death = match s.rng.next_u64() % 4 {
                         0 => Death::Now,
                         1 => Death::AfterSubmit,
-                        _ => Death::Unread,
+                        2 => Death::Unread,
+                        _ => Death::Torn,
                     };
                     sched.push((s.rng.range(0, span), HubStep::Kill(c, death)));
                 }
@@ -251,7 +282,7 @@ impl Sim {
             return;
         }
         cl.dying = None;
-        s.kills += 1;
+        s.stats.kills += 1;
         let t = self.net.now + s.rng.range(MS, 3 * SEC);
         self.hub_poll_fds();
         self.at(t, Step::Hub(HubStep::Attach(c)));
@@ -318,7 +349,7 @@ impl Sim {
             return;
         };
         if again {
-            s.reattaches += 1;
+            s.stats.again += 1;
             if !client.reattached() {
                 self.out.violations.push(format!(
                     "t={now}: client {} attached again and was told it is new (its outcomes not kept)",
@@ -356,7 +387,7 @@ impl Sim {
             )),
             Some(Err(e)) if e.to_string().contains("a client of that name is attached") => {
                 if let Some(s) = self.shm.as_mut() {
-                    s.twins += 1;
+                    s.stats.twins += 1;
                 }
             }
             Some(Err(e)) => self.out.violations.push(format!(
@@ -406,6 +437,11 @@ impl Sim {
         let now = self.net.now;
         let mut got = Vec::new();
         let Some(s) = self.shm.as_mut() else { return };
+        let other_dead = s
+            .clients
+            .iter()
+            .enumerate()
+            .any(|(o, cl)| o != c && cl.live.is_none());
         let cl = &mut s.clients[c];
         cl.routed = false;
         let Some(client) = cl.live.as_mut() else {
@@ -435,8 +471,15 @@ impl Sim {
                 _ => continue,
             };
             let tag = ev.tag();
+            if s.torn.iter().any(|(t, _)| *t == tag) {
+                self.out.violations.push(format!(
+                    "t={now}: client {}: {ev:?} for a submit written halfway and never published",
+                    cl.name
+                ));
+            }
             if ev.is_final() {
                 cl.open.remove(&tag);
+                s.stats.served_while_other_dead += u64::from(other_dead);
             }
             got.push(Final { tag, what });
         }
@@ -507,11 +550,42 @@ impl Sim {
         };
         let Some(s) = self.shm.as_mut() else { return };
         let cl = &mut s.clients[c];
+        if cl.dying == Some(Death::Torn) {
+            self.ledger.unprepared(tag);
+            if let Some(id) = placed {
+                s.torn.push((tag, id.as_str().to_string()));
+            }
+            match torn_write(cl, &call, tag) {
+                Ok(()) => {
+                    s.stats.torn.0 += 1;
+                    cl.torn_slot = true;
+                }
+                Err(e) => self
+                    .out
+                    .violations
+                    .push(format!("t={now}: client {}: the torn write: {e}", cl.name)),
+            }
+            return self.hub_kill(c);
+        }
         let Some(client) = cl.live.as_mut() else {
             return;
         };
         match client.submit(&call, Class::Normal, tag) {
             Ok(()) => {
+                if std::mem::take(&mut cl.torn_slot) {
+                    match slot_holds(cl, &call, tag) {
+                        Ok(true) => s.stats.torn.1 += 1,
+                        Ok(false) => self.out.violations.push(format!(
+                            "t={now}: client {}: its submit after a torn write is not in the torn slot (the simulator's model of the ring)",
+                            cl.name
+                        )),
+                        Err(e) => self
+                            .out
+                            .violations
+                            .push(format!("t={now}: client {}: {e}", cl.name)),
+                    }
+                }
+                cl.pushed += 1;
                 cl.open.insert(tag);
                 if let Some(id) = placed {
                     s.owner.insert(id.as_str().to_string(), c);
@@ -536,9 +610,17 @@ impl Sim {
     }
 
     /// At the end: every client's process alive, nothing left in its flight
-    /// table (each request's final event read).
+    /// table (each request's final event read); no submit written halfway ran.
     pub(super) fn hub_end(&mut self) {
         let Some(s) = self.shm.as_ref() else { return };
+        let orders = self.venue.orders();
+        for (tag, cid) in &s.torn {
+            if orders.iter().any(|o| &o.client_id == cid) {
+                self.out.violations.push(format!(
+                    "tag {tag} ({cid}): written halfway into its slot, never published, and it ran at the venue"
+                ));
+            }
+        }
         for cl in &s.clients {
             match &cl.live {
                 None => self
@@ -557,4 +639,49 @@ impl Sim {
             }
         }
     }
+}
+
+/// The memfd of client `cl`'s region, as this process (the hub) holds it.
+fn region_file(cl: &Client) -> std::io::Result<std::fs::File> {
+    let want = format!("/memfd:ergon-gateway-{} (deleted)", cl.name);
+    for e in std::fs::read_dir("/proc/self/fd")? {
+        let path = e?.path();
+        if std::fs::read_link(&path).is_ok_and(|l| l.as_os_str() == want.as_str()) {
+            return std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open(&path);
+        }
+    }
+    Err(std::io::Error::other(format!("no region {want}")))
+}
+
+/// Whether the slot at client `cl`'s published tail holds `call` (`tag`) as a
+/// submit encodes it, length first.
+fn slot_holds(cl: &Client, call: &Call<'_>, tag: u64) -> std::io::Result<bool> {
+    use std::os::unix::fs::FileExt;
+    let mut msg = [0u8; SUBMIT_SLOT - LEN_BYTES];
+    let n = encode_call(call, Class::Normal, tag, &mut msg)
+        .ok_or_else(|| std::io::Error::other("a call too big for a slot"))?;
+    let at = SLOTS_AT + (cl.pushed % IN_FLIGHT as u64) as usize * SUBMIT_SLOT;
+    let mut got = [0u8; SUBMIT_SLOT];
+    region_file(cl)?.read_exact_at(&mut got, at as u64)?;
+    Ok(got[..LEN_BYTES] == (n as u32).to_le_bytes() && got[LEN_BYTES..LEN_BYTES + n] == msg[..n])
+}
+
+/// What a process killed halfway through a submit leaves: the slot at its
+/// ring's published tail holds the message's length and the first half of its
+/// bytes (the rest what an earlier message left), and the tail is never
+/// advanced. Written into the region's memfd at the slot's place in its
+/// documented layout ([`SLOTS_AT`], [`SUBMIT_SLOT`]), as the client's mapping
+/// would.
+fn torn_write(cl: &Client, call: &Call<'_>, tag: u64) -> std::io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    let mut msg = [0u8; SUBMIT_SLOT - LEN_BYTES];
+    let n = encode_call(call, Class::Normal, tag, &mut msg)
+        .ok_or_else(|| std::io::Error::other("a call too big for a slot"))?;
+    let at = SLOTS_AT + (cl.pushed % IN_FLIGHT as u64) as usize * SUBMIT_SLOT;
+    let f = region_file(cl)?;
+    f.write_all_at(&(n as u32).to_le_bytes(), at as u64)?;
+    f.write_all_at(&msg[..n / 2], (at + LEN_BYTES) as u64)
 }
