@@ -80,8 +80,7 @@ pub struct Params {
     /// seed's).
     pub ws_lane: Option<bool>,
     /// The shared-memory hub and its client processes in this run or not,
-    /// instead of the seed's draw (a directed test; a run with the hub has no
-    /// WebSocket lane and no gateway kills).
+    /// instead of the seed's draw (a directed test; `hub::draw`).
     pub hub: Option<bool>,
 }
 
@@ -274,8 +273,6 @@ struct Sim {
     ws: Option<Lane>,
     /// The shared-memory hub and its clients, in the runs that have them.
     shm: Option<Box<hub::Shm>>,
-    /// The hub's clients ask for the open-orders polls.
-    hub_open_orders: bool,
 }
 
 /// How the venue's clock moves against ours.
@@ -762,10 +759,7 @@ pub fn run(seed: u64, p: &Params) -> Outcome {
     // while it is down), drawn from a stream of their own.
     let mut ws_rng = Rng::new(seed ^ WS_STREAM);
     let drawn = ws_rng.chance(500);
-    // An eighth of the runs serve the strategy through the shared-memory hub
-    // (from a stream of their own; such a run has no WebSocket lane).
-    let mut hub_rng = Rng::new(seed ^ hub::HUB_STREAM);
-    let hub_on = p.hub.unwrap_or(hub_rng.chance(125));
+    let (hub_on, hub_rng) = hub::draw(seed, p);
     let ws_on = p.ws_lane.unwrap_or(drawn) && !hub_on;
     let ws_connects = ws_on.then(|| ws::declare(&mut b));
     let budget = b.build(T0).expect("budget");
@@ -801,7 +795,6 @@ pub fn run(seed: u64, p: &Params) -> Outcome {
         other_every: 0,
         proc: None,
         shm: None,
-        hub_open_orders: false,
         ws: ws_connects.map(|_| Lane::new(ws_rng.next_u64(), p.faults, IP)),
     };
     // The venue's clock drifts up to 200 ppm either way (4 ms over 20 s); in a
@@ -987,15 +980,10 @@ pub fn run(seed: u64, p: &Params) -> Outcome {
     // dropped for room, and the run lasted past every watch.
     // A kill drops the watches (the next life queries what its journal kept).
     let uncleared_ban = uncleared_ban || sim.ban_heard;
-    // A client process killed may have missed the polls while no client that
-    // asked for them was attached (the gateway polls only for one).
-    let client_kills = out.clients.map_or(0, |c| c.kills);
-    let owed = polls
-        && !uncleared_ban
-        && sim.gw.stats().watch_dropped == 0
-        && settled
-        && kills == 0
-        && client_kills == 0;
+    // So does a hub client's (the gateway polls only while one that asked is on).
+    let kills = kills + out.clients.map_or(0, |c| c.kills);
+    let owed =
+        polls && !uncleared_ban && sim.gw.stats().watch_dropped == 0 && settled && kills == 0;
     out.violations.extend(sim.ledger.lates_owed(&orders, owed));
     out
 }

@@ -51,15 +51,24 @@ use ergon_io::boundary::shm_ring::LEN_BYTES;
 use ergon_io::event_loop::Readiness;
 use ergon_venues::endpoint::{CancelReplace, ClientOrderId, Decimal, OrderRef, Symbol};
 
-use super::{Net, Sim, Step, MS, SEC};
+use super::{Net, Params, Sim, Step, MS, SEC};
 use crate::check::{Final, Kind, What};
 use crate::rng::Rng;
 
 /// Mixed into the seed for the hub's draw and its faults (a stream of its own:
 /// the runs without the hub stay what they were).
-pub(super) const HUB_STREAM: u64 = 0x5b0b_c11e_a700_0000;
+const HUB_STREAM: u64 = 0x5b0b_c11e_a700_0000;
 /// Runs of this process so far: names of their own for two runs of one seed.
 static RUNS: AtomicU64 = AtomicU64::new(0);
+/// Whether run `seed` serves its strategy through the hub (an eighth of the
+/// runs, from a stream of their own, or as `p.hub` says; such a run has no
+/// WebSocket lane and no gateway kills), and the stream for its faults.
+pub(super) fn draw(seed: u64, p: &Params) -> (bool, Rng) {
+    let mut rng = Rng::new(seed ^ HUB_STREAM);
+    let drawn = rng.chance(125);
+    (p.hub.unwrap_or(drawn), rng)
+}
+
 /// Requests one client may have in flight (its ring's slots).
 const IN_FLIGHT: usize = 64;
 
@@ -122,6 +131,8 @@ pub(super) struct Shm {
     rng: Rng,
     /// What its processes went through.
     pub(super) stats: HubRun,
+    /// Its clients ask for the open-orders polls.
+    open_orders: bool,
 }
 
 /// What the hub's client processes went through in a run.
@@ -222,10 +233,10 @@ impl Sim {
             clients,
             owner: HashMap::new(),
             torn: Vec::new(),
+            open_orders,
             rng,
             stats: HubRun::default(),
         }));
-        self.hub_open_orders = open_orders;
         for c in 0..n {
             self.hub_attach(c);
         }
@@ -301,7 +312,7 @@ impl Sim {
         let s = self.shm.as_mut()?;
         let (dir, gateway) = (s.dir.clone(), s.gateway.clone());
         let name = s.clients.get(c)?.name.clone();
-        let opts = AttachOptions::new().open_orders(self.hub_open_orders);
+        let opts = AttachOptions::new().open_orders(s.open_orders);
         let (gw, net) = (&mut self.gw, &mut self.net);
         let got = std::thread::scope(|sc| {
             let h = sc.spawn(|| ShmClient::attach_in(Some(&dir), &gateway, &name, opts));
