@@ -10,7 +10,7 @@ use ergon_venues::response::Response;
 use super::endpoints::Account;
 use super::events::{Event, Tag};
 use super::machine::{Gateway, Stats, WsIn};
-use super::wire::LoopWire;
+use super::wire::{LoopWire, Wire};
 use super::ws_api::{WsLane, WS_API};
 use ergon_io::client::{ClientHandler, Error, PoolId, RequestId, Sent};
 use ergon_io::event_loop::{Context, LoopError, Readiness};
@@ -44,9 +44,72 @@ impl Control {
 /// What a strategy does with the gateway, from inside a loop call.
 pub struct Api<'a, 'c, E> {
     gw: &'a mut Gateway<E>,
-    cx: &'a mut Context<'c>,
-    pool: PoolId,
+    cx: Cx<'a, 'c>,
     control: &'a Control,
+}
+
+/// What drives a strategy outside the event loop (the deterministic
+/// simulator): the gateway's transport on its own clock, and the loop's timers
+/// and stop. No descriptor can be watched through it ([`Api::registry`] is None).
+pub trait Host: Wire {
+    /// Sets the strategy's timer `token` at `at_ns`.
+    fn set_timer(&mut self, token: u64, at_ns: i64);
+    /// Ends the drive after this turn.
+    fn stop(&mut self);
+}
+
+/// Where an [`Api`]'s calls go: the event loop's context on the gateway's pool,
+/// or a [`Host`].
+enum Cx<'a, 'c> {
+    Loop(LoopWire<'a, 'c>),
+    Host(&'a mut dyn Host),
+}
+
+impl Wire for Cx<'_, '_> {
+    fn now(&self) -> i64 {
+        match self {
+            Cx::Loop(w) => w.now(),
+            Cx::Host(h) => h.now(),
+        }
+    }
+
+    fn budget(&mut self) -> &mut Budget {
+        match self {
+            Cx::Loop(w) => w.budget(),
+            Cx::Host(h) => h.budget(),
+        }
+    }
+
+    fn send(
+        &mut self,
+        req: &ergon_io::http::Request<'_>,
+        ticket: ergon_core::Ticket,
+        deadline_ns: i64,
+    ) -> Result<RequestId, ergon_io::client::Refused> {
+        match self {
+            Cx::Loop(w) => w.send(req, ticket, deadline_ns),
+            Cx::Host(h) => h.send(req, ticket, deadline_ns),
+        }
+    }
+
+    fn connects(&self) -> (u64, u64) {
+        match self {
+            Cx::Loop(w) => w.connects(),
+            Cx::Host(h) => h.connects(),
+        }
+    }
+}
+
+impl<'a, E: Account> Api<'a, 'static, E> {
+    /// The [`Api`] a strategy is given by a [`Host`] instead of the event loop:
+    /// what it submits goes to `host`'s transport, on `host`'s clock.
+    pub fn hosted(gw: &'a mut Gateway<E>, host: &'a mut dyn Host, control: &'a Control) -> Self {
+        Api {
+            gw,
+            cx: Cx::Host(host),
+            control,
+        }
+    }
 }
 
 impl<E: Account> Api<'_, '_, E> {
@@ -58,8 +121,13 @@ impl<E: Account> Api<'_, '_, E> {
     /// The transport's reconnect backoff: connect failures in a row of the slot
     /// that failed last (0: connected), and when it tries again (0: not waiting).
     pub fn reconnect(&self) -> (u32, i64) {
-        let c = self.cx.client().counters();
-        (c.failing_in_row, c.retry_at_ns)
+        match &self.cx {
+            Cx::Loop(w) => {
+                let c = w.cx.client().counters();
+                (c.failing_in_row, c.retry_at_ns)
+            }
+            Cx::Host(_) => (0, 0),
+        }
     }
 
     /// Submits a prepared request (see [`Gateway::submit`]); `req` comes back empty.
@@ -69,21 +137,13 @@ impl<E: Account> Api<'_, '_, E> {
         class: Class,
         tag: Tag,
     ) -> Result<(), Event<'static>> {
-        let mut w = LoopWire {
-            cx: self.cx,
-            pool: self.pool,
-        };
-        self.gw.submit(&mut w, req, class, tag)
+        self.gw.submit(&mut self.cx, req, class, tag)
     }
 
     /// Reconciles an order a previous gateway left in flight (see
     /// [`Gateway::recover`]); `query` comes back empty.
     pub fn recover(&mut self, query: &mut Prepared, tag: Tag) -> Result<(), Event<'static>> {
-        let mut w = LoopWire {
-            cx: self.cx,
-            pool: self.pool,
-        };
-        self.gw.recover(&mut w, query, tag)
+        self.gw.recover(&mut self.cx, query, tag)
     }
 
     /// A client order id no earlier one carried (see
@@ -170,17 +230,16 @@ impl<E: Account> Api<'_, '_, E> {
 
     /// Clears every halt: a person's action, after looking at the ban.
     pub fn clear_halts(&mut self) -> usize {
-        let mut w = LoopWire {
-            cx: self.cx,
-            pool: self.pool,
-        };
-        self.gw.clear_halts(&mut w)
+        self.gw.clear_halts(&mut self.cx)
     }
 
     /// The loop's registry, to watch a descriptor under a strategy's token
     /// ([`Strategy::on_fd`]); None if the loop cannot give one.
     pub fn registry(&self) -> Option<ergon_io::event_loop::Registry> {
-        self.cx.registry().ok()
+        match &self.cx {
+            Cx::Loop(w) => w.cx.registry().ok(),
+            Cx::Host(_) => None,
+        }
     }
 
     /// The venue's adapter and the budget together (a connection that writes
@@ -191,12 +250,21 @@ impl<E: Account> Api<'_, '_, E> {
 
     /// Sets the strategy's timer `token` (not [`GATEWAY_TIMER`]).
     pub fn set_timer(&mut self, token: u64, at_ns: i64) -> Result<(), LoopError> {
-        self.cx.set_timer(token, at_ns)
+        match &mut self.cx {
+            Cx::Loop(w) => w.cx.set_timer(token, at_ns),
+            Cx::Host(h) => {
+                h.set_timer(token, at_ns);
+                Ok(())
+            }
+        }
     }
 
     /// Ends the loop after this turn.
     pub fn stop(&mut self) {
-        self.cx.stop();
+        match &mut self.cx {
+            Cx::Loop(w) => w.cx.stop(),
+            Cx::Host(h) => h.stop(),
+        }
     }
 
     /// Whether a person asked to stop ([`Control::stop`]).
@@ -259,8 +327,10 @@ impl<E: Account, S: Strategy<E>> Driver<E, S> {
         while let Some(ev) = self.gateway.poll_event() {
             let mut api = Api {
                 gw: &mut self.gateway,
-                cx,
-                pool: self.pool,
+                cx: Cx::Loop(LoopWire {
+                    cx,
+                    pool: self.pool,
+                }),
                 control: &self.control,
             };
             self.strategy.on_event(&mut api, ev);
@@ -279,8 +349,10 @@ impl<E: Account, S: Strategy<E>> Driver<E, S> {
         if let Some(ev) = ev {
             let mut api = Api {
                 gw: &mut self.gateway,
-                cx,
-                pool: self.pool,
+                cx: Cx::Loop(LoopWire {
+                    cx,
+                    pool: self.pool,
+                }),
                 control: &self.control,
             };
             self.strategy.on_event(&mut api, ev);
@@ -310,8 +382,10 @@ impl<E: Account, S: Strategy<E>> Driver<E, S> {
             let got = self.gateway.ws_item(&mut w, item, &report.bytes);
             let mut api = Api {
                 gw: &mut self.gateway,
-                cx,
-                pool: self.pool,
+                cx: Cx::Loop(LoopWire {
+                    cx,
+                    pool: self.pool,
+                }),
                 control: &self.control,
             };
             match got {
@@ -383,8 +457,10 @@ impl<E: Account, S: Strategy<E>> ClientHandler for Driver<E, S> {
         }
         let mut api = Api {
             gw: &mut self.gateway,
-            cx,
-            pool: self.pool,
+            cx: Cx::Loop(LoopWire {
+                cx,
+                pool: self.pool,
+            }),
             control: &self.control,
         };
         self.strategy.on_timer(&mut api, token);
@@ -400,8 +476,10 @@ impl<E: Account, S: Strategy<E>> ClientHandler for Driver<E, S> {
         }
         let mut api = Api {
             gw: &mut self.gateway,
-            cx,
-            pool: self.pool,
+            cx: Cx::Loop(LoopWire {
+                cx,
+                pool: self.pool,
+            }),
             control: &self.control,
         };
         self.strategy.on_fd(&mut api, token, ready);
@@ -411,8 +489,10 @@ impl<E: Account, S: Strategy<E>> ClientHandler for Driver<E, S> {
     fn before_park(&mut self, cx: &mut Context<'_>) -> bool {
         let mut api = Api {
             gw: &mut self.gateway,
-            cx,
-            pool: self.pool,
+            cx: Cx::Loop(LoopWire {
+                cx,
+                pool: self.pool,
+            }),
             control: &self.control,
         };
         self.strategy.before_park(&mut api)
@@ -434,8 +514,10 @@ impl<E: Account, S: Strategy<E>> ClientHandler for Driver<E, S> {
         self.poll(cx);
         let mut api = Api {
             gw: &mut self.gateway,
-            cx,
-            pool: self.pool,
+            cx: Cx::Loop(LoopWire {
+                cx,
+                pool: self.pool,
+            }),
             control: &self.control,
         };
         self.strategy.on_turn(&mut api);

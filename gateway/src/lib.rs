@@ -104,7 +104,7 @@ mod wire;
 pub mod ws_api;
 
 pub use bootstrap::{open_ws_api, run, start_budget, Start, StartError, WsProbe, IP_GATE};
-pub use driver::{Api, Control, Driver, Strategy, GATEWAY_TIMER};
+pub use driver::{Api, Control, Driver, Host, Strategy, GATEWAY_TIMER};
 pub use endpoints::NOT_FOUND_MARGIN_NS;
 pub use endpoints::{Account, AddressBudget, Boot, DcpSpec, DeclareError, Keys};
 pub use events::{Event, Expiry, ItemFate, Tag, TagName, OPEN_ORDERS, ORDER_UPDATE, PROTECTION};

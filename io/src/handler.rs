@@ -171,6 +171,10 @@ impl Interest {
 pub struct Readiness(pub(crate) u32);
 
 impl Readiness {
+    /// Readable: what a driver outside the event loop (the deterministic
+    /// simulator) reports for a descriptor set it polls itself.
+    pub const READABLE: Readiness = Readiness(libc::EPOLLIN as u32);
+
     /// Data (or an end of stream) to read.
     pub fn readable(self) -> bool {
         self.0 & (libc::EPOLLIN | libc::EPOLLRDHUP | libc::EPOLLHUP) as u32 != 0

@@ -6,8 +6,8 @@
 # uncommitted changes in a mutated file (the restore would lose them).
 # Run from anywhere: tools/sim/mutants.sh [SEEDS].
 #
-# Not here: a shared-memory client killed mid-request (the hub is not sans-IO;
-# tools/gatewayd/tests/e2e_shm.rs checks that promise end to end).
+# The shared-memory hub's mutants are caught in the eighth of the runs that
+# serve the strategy through it (tools/sim/src/run/hub.rs).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 seeds="${1:-10000}"
@@ -83,6 +83,25 @@ run a-dropped-websocket-drop-outcome gateway/src/ws_api.rs \
 run a-websocket-drop-read-as-not-run gateway/src/machine/ws.rs \
   "let ev = self.failed(w, key, verdict == Verdict::Unknown)?;" \
   "let ev = self.failed(w, key, verdict != Verdict::Unknown)?;"
+# The hub drops an outcome for a client whose process died, instead of keeping
+# it in its event ring for the next process of the name.
+run a-dead-clients-outcome-dropped tools/gatewayd/src/shm/hub/events.rs \
+  "        c.push(&sev, body);
+        if settled.capacity() != 0 {" \
+  "        if c.conn.is_some() {
+            c.push(&sev, body);
+        }
+        if settled.capacity() != 0 {"
+# A second process attaches under a name whose process lives (and takes its
+# region, its events and its orders).
+run a-twin-attached tools/gatewayd/src/shm/hub/attach.rs \
+  "            Some(k) if self.clients[k].as_ref().is_some_and(|c| c.conn.is_some()) => {" \
+  "            Some(k) if false && self.clients[k].as_ref().is_some_and(|c| c.conn.is_some()) => {"
+# A ring's new consumer (a client attached again) starts at the producer's
+# tail: the outcomes its dead process left unread are skipped.
+run a-returning-client-skips-unread-outcomes io/src/boundary/shm_ring.rs \
+  "        let head = raw.head().load(Ordering::Relaxed);" \
+  "        let head = raw.tail().load(Ordering::Relaxed);"
 # Main before issue 39, restored one fix at a time: the simulator must find each
 # within 100,000 seeds (it found both there first; see the book's simulation
 # chapter). Run with the seed count given, at least 100,000.

@@ -29,9 +29,17 @@
 //! The two are drawn in separate runs: a run with the WebSocket lane has no
 //! kills.
 //!
+//! In an eighth of the runs (`Params::hub`; no WebSocket lane, no gateway
+//! kills there) the strategy's orders come from one or two client processes
+//! through the real `ShmClient` and the daemon's real `Hub`, driven through
+//! `ergon_gateway::Api::hosted` on the simulated clock; a client's process is
+//! killed mid-request (at once, after a submit the hub has not taken, with
+//! outcomes unread in its ring, halfway through writing a submit slot) and a
+//! new one attaches under its name, which must find every outcome kept
+//! (`run/hub.rs`).
+//!
 //! What it does not simulate (yet): other venues' WebSocket lanes, kills in
-//! the runs with a WebSocket lane, batches, the shared-memory hub and its
-//! clients (a client killed mid-request).
+//! the runs with a WebSocket lane, batches, the hub's files and doorbells.
 
 pub mod check;
 pub mod net;

@@ -77,6 +77,12 @@ fn main() -> ExitCode {
                 o.other_reads, o.throttled
             );
         }
+        if let Some(h) = o.clients {
+            println!(
+                "  shared-memory hub: {} client processes killed, {} attached again, {} second processes of a live name refused, {} final events read while another client's process was dead, {} killed halfway through a submit ({} of their slots seen taken by the next)",
+                h.kills, h.again, h.twins, h.served_while_other_dead, h.torn.0, h.torn.1
+            );
+        }
         if let Some(w) = o.ws {
             println!(
                 "  WebSocket API: {} opens, {} drops, {} requests, {} answers, {} executions, {} deadlines",

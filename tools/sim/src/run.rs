@@ -29,6 +29,7 @@ use crate::net::{encode, Fate};
 use crate::rng::Rng;
 use crate::ws::{self, Lane, WsStep};
 
+pub mod hub;
 mod restart;
 
 const MS: i64 = 1_000_000;
@@ -78,6 +79,9 @@ pub struct Params {
     /// directed test; the draw is made either way, so the rest of the run is the
     /// seed's).
     pub ws_lane: Option<bool>,
+    /// The shared-memory hub and its client processes in this run or not,
+    /// instead of the seed's draw (a directed test; `hub::draw`).
+    pub hub: Option<bool>,
 }
 
 impl Default for Params {
@@ -91,6 +95,7 @@ impl Default for Params {
             kills_per_mille: 250,
             force_step: None,
             ws_lane: None,
+            hub: None,
         }
     }
 }
@@ -126,6 +131,9 @@ pub struct Outcome {
     pub tally: std::collections::BTreeMap<String, u64>,
     /// What the WebSocket API lane did, in the runs that have one.
     pub ws: Option<ergon_gateway::WsApiStats>,
+    /// What the shared-memory hub's client processes went through, in the runs
+    /// that have it.
+    pub clients: Option<hub::HubRun>,
 }
 
 enum Step {
@@ -150,6 +158,8 @@ enum Step {
     Ws(WsStep),
     /// The WebSocket API connection drops, whatever it holds.
     WsDrop,
+    /// The hub's client processes ([`hub`]).
+    Hub(hub::HubStep),
 }
 
 /// One request as the network holds it.
@@ -261,6 +271,8 @@ struct Sim {
     proc: Option<Box<restart::Proc>>,
     /// The WebSocket lane, in the runs that have one.
     ws: Option<Lane>,
+    /// The shared-memory hub and its clients, in the runs that have them.
+    shm: Option<Box<hub::Shm>>,
 }
 
 /// How the venue's clock moves against ours.
@@ -468,6 +480,9 @@ impl Sim {
 
     /// An event of the gateway: the process faults' bookkeeping, then the checks.
     fn on_event(&mut self, e: &Event<'_>) {
+        if self.hub_run() {
+            return self.hub_event(*e);
+        }
         self.see(e);
         self.take(Some(Final::of(e)));
     }
@@ -484,6 +499,7 @@ impl Sim {
         while let Some(e) = self.gw.poll_event() {
             self.on_event(&e);
         }
+        self.hub_turn();
         self.schedule_fresh();
     }
 
@@ -571,6 +587,9 @@ impl Sim {
         self.out.actions += 1;
         let t = now + self.net.rng.range(MS, 60 * MS);
         self.at(t, Step::Tick);
+        if self.hub_run() {
+            return self.hub_tick();
+        }
         let roll = self.net.rng.next_u64() % 100;
         let target = match roll < 50 {
             true => self.ledger.pick_resting(&mut self.net.rng),
@@ -668,6 +687,7 @@ impl Sim {
             Step::Turn => {}
             Step::Ws(s) => self.ws_step(Some(s)),
             Step::WsDrop => self.ws_step(None),
+            Step::Hub(s) => self.hub_step(s),
         }
         self.drain_gateway();
     }
@@ -739,7 +759,9 @@ pub fn run(seed: u64, p: &Params) -> Outcome {
     // while it is down), drawn from a stream of their own.
     let mut ws_rng = Rng::new(seed ^ WS_STREAM);
     let drawn = ws_rng.chance(500);
-    let ws_connects = p.ws_lane.unwrap_or(drawn).then(|| ws::declare(&mut b));
+    let (hub_on, hub_rng) = hub::draw(seed, p);
+    let ws_on = p.ws_lane.unwrap_or(drawn) && !hub_on;
+    let ws_connects = ws_on.then(|| ws::declare(&mut b));
     let budget = b.build(T0).expect("budget");
     let lane = ws_connects.map(|c| ws::lane(&acct, c, &budget, seed));
     let mut gw = Gateway::new(acct, "BTCUSDT", 64, 1024).expect("gateway");
@@ -772,6 +794,7 @@ pub fn run(seed: u64, p: &Params) -> Outcome {
         ban_heard: false,
         other_every: 0,
         proc: None,
+        shm: None,
         ws: ws_connects.map(|_| Lane::new(ws_rng.next_u64(), p.faults, IP)),
     };
     // The venue's clock drifts up to 200 ppm either way (4 ms over 20 s); in a
@@ -855,7 +878,9 @@ pub fn run(seed: u64, p: &Params) -> Outcome {
     // A share of the runs kill the gateway and restart it on the daemon's files;
     // not those with the WebSocket lane (a restarted gateway has no lane: the
     // two faults are drawn in separate runs).
-    if sim.ws.is_none() {
+    if hub_on {
+        sim.arm_hub(seed, hub_rng, polls);
+    } else if sim.ws.is_none() {
         let start = restart::Start {
             keys,
             allow_failure,
@@ -934,9 +959,11 @@ pub fn run(seed: u64, p: &Params) -> Outcome {
     sim.out.recovered = sim.proc.as_ref().map_or((0, 0), |p| p.recovered());
     sim.out.blind_throttled = (sim.blind.throttled, sim.blind.orders);
     sim.out.blind_bans = sim.blind.bans;
-    let mut out = sim.out;
+    sim.hub_end();
+    let mut out = std::mem::take(&mut sim.out);
     out.tally = sim.ledger.tally();
     out.ws = sim.gw.ws_api().map(|l| *l.stats());
+    out.clients = sim.shm.as_ref().map(|s| s.stats);
     let (report, orders) = (sim.venue.report(), sim.venue.orders());
     out.violations.extend(sim.ledger.at_end(
         &report,
@@ -953,6 +980,8 @@ pub fn run(seed: u64, p: &Params) -> Outcome {
     // dropped for room, and the run lasted past every watch.
     // A kill drops the watches (the next life queries what its journal kept).
     let uncleared_ban = uncleared_ban || sim.ban_heard;
+    // So does a hub client's (the gateway polls only while one that asked is on).
+    let kills = kills + out.clients.map_or(0, |c| c.kills);
     let owed =
         polls && !uncleared_ban && sim.gw.stats().watch_dropped == 0 && settled && kills == 0;
     out.violations.extend(sim.ledger.lates_owed(&orders, owed));

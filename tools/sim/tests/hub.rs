@@ -1,0 +1,83 @@
+//! The shared-memory hub in the simulator: the strategy's orders come through
+//! the real `ShmClient`s and the daemon's real `Hub`; client processes are
+//! killed mid-request and attach again under their names; every promise holds,
+//! and a run replays bit for bit.
+
+use ergon_sim::{run, Params};
+
+fn hub() -> Params {
+    Params {
+        hub: Some(true),
+        ..Params::default()
+    }
+}
+
+#[test]
+fn client_processes_killed_mid_request_find_every_outcome_when_they_attach_again() {
+    let p = hub();
+    let (mut kills, mut again, mut twins, mut applied) = (0, 0, 0, 0);
+    let (mut flowed, mut torn) = (0, (0, 0));
+    for seed in 0..30 {
+        let o = run(seed, &p);
+        assert!(o.violations.is_empty(), "seed {seed}: {:?}", o.violations);
+        let h = o.clients.expect("a run with the hub");
+        assert_eq!(
+            h.kills, h.again,
+            "seed {seed}: each killed process's name attached again"
+        );
+        kills += h.kills;
+        again += h.again;
+        twins += h.twins;
+        flowed += h.served_while_other_dead;
+        torn = (torn.0 + h.torn.0, torn.1 + h.torn.1);
+        applied += o.tally.get("Place Applied").copied().unwrap_or(0);
+    }
+    // The faults happen: processes die (and come back), twins are refused, and
+    // orders flow through the hub.
+    assert!(
+        kills > 20 && again == kills,
+        "{kills} kills, {again} attaches again"
+    );
+    assert!(twins > 5, "{twins} second processes refused");
+    assert!(applied > 1_000, "{applied} places applied");
+    // A dead process blocks nobody: the other client's requests keep ending.
+    assert!(
+        flowed > 100,
+        "{flowed} final events while the other was dead"
+    );
+    // Processes die halfway through a submit (never run, checked in each run),
+    // and the torn write is where the ring's next submit goes.
+    assert!(
+        torn.0 > 5 && torn.1 > 5,
+        "{torn:?} torn submits (slots seen)"
+    );
+}
+
+#[test]
+fn an_eighth_of_the_runs_have_the_hub_and_only_those() {
+    let n = (0..64u64)
+        .filter(|&s| {
+            let o = run(
+                s,
+                &Params {
+                    seconds: 1,
+                    ..Params::default()
+                },
+            );
+            assert!(o.violations.is_empty(), "seed {s}: {:?}", o.violations);
+            o.clients.is_some()
+        })
+        .count();
+    assert!((3..=16).contains(&n), "{n} of 64 runs had the hub");
+}
+
+#[test]
+fn a_hub_seed_replays_bit_for_bit() {
+    let p = hub();
+    let (a, b) = (run(25, &p), run(25, &p));
+    assert_eq!(
+        (a.steps, a.actions, a.writes, &a.tally, a.clients),
+        (b.steps, b.actions, b.writes, &b.tally, b.clients)
+    );
+    assert!(a.clients.is_some_and(|c| c.kills > 0), "{:?}", a.clients);
+}
