@@ -61,7 +61,9 @@ impl Venue {
         trade: i64,
         now: i64,
     ) {
-        if !self.spot() {
+        // Nobody subscribed: nobody would take the event (publishing it would
+        // count nothing), so it is not built.
+        if !self.spot() || !self.hub.has_subscriber(self.orders[idx].account) {
             return;
         }
         let o = &self.orders[idx];
