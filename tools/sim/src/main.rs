@@ -16,6 +16,10 @@ use std::time::Instant;
 
 use ergon_sim::{run, shrink, Params};
 
+/// The binary's allocator (see Cargo.toml).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const USAGE: &str =
     "usage: ergon-sim --seeds N [--from S] [--jobs J] [--seconds T] [--no-faults] [--no-bans] [--kills PER_MILLE] [--digest]
        ergon-sim --seed S [--actions N] [--seconds T] [--no-faults] [--no-bans] [--kills PER_MILLE] [--digest]
