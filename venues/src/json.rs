@@ -207,6 +207,8 @@ fn hex4(b: &[u8], i: usize) -> Option<u32> {
 fn scan_string(b: &[u8], i: usize) -> Result<usize, JsonError> {
     let bad = JsonError::BadString { at: i };
     let mut j = i + 1;
+    // Any byte of 0x80 or above: only then can the UTF-8 be wrong (ASCII is UTF-8).
+    let mut wide = false;
     loop {
         match b.get(j) {
             None => return Err(JsonError::Syntax { at: j }),
@@ -233,11 +235,16 @@ fn scan_string(b: &[u8], i: usize) -> Result<usize, JsonError> {
                 _ => return Err(bad),
             },
             Some(c) if *c < 0x20 => return Err(bad),
-            Some(_) => j += 1,
+            Some(c) => {
+                wide |= *c >= 0x80;
+                j += 1;
+            }
         }
     }
-    let inner = b.get(i + 1..j).ok_or(bad)?;
-    str::from_utf8(inner).map_err(|_| bad)?;
+    if wide {
+        let inner = b.get(i + 1..j).ok_or(bad)?;
+        str::from_utf8(inner).map_err(|_| bad)?;
+    }
     Ok(j + 1)
 }
 
@@ -801,11 +808,22 @@ mod tests {
             (b"\"\\udc00\"", JsonError::BadString { at: 0 }),
             (b"\"\x01\"", JsonError::BadString { at: 0 }),
             (b"\"\xff\"", JsonError::BadString { at: 0 }),
+            (b"\"ab\xc3(\"", JsonError::BadString { at: 0 }),
+            (b"\"\xe2\x82\"", JsonError::BadString { at: 0 }),
+            (b"[\"a\",\"\xed\xa0\x80\"]", JsonError::BadString { at: 5 }),
             (b"\"abc", JsonError::Syntax { at: 4 }),
             (b"<html>", JsonError::Syntax { at: 0 }),
         ] {
             assert_eq!(parse(body), Err(err), "{:?}", core::str::from_utf8(body));
         }
+    }
+
+    #[test]
+    fn non_ascii_strings_are_utf8_checked() {
+        let v = parse("[\"caf\u{e9}\",\"\u{20ac}\u{1f600}\"]".as_bytes()).unwrap();
+        let mut items = v.items().unwrap();
+        assert_eq!(items.next().unwrap().str_eq("caf\u{e9}"), Ok(true));
+        assert_eq!(items.next().unwrap().str_eq("\u{20ac}\u{1f600}"), Ok(true));
     }
 
     #[test]

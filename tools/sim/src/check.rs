@@ -23,7 +23,7 @@ pub enum Kind {
 }
 
 /// An event, owned, reduced to what the checks read.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Final {
     /// The request's tag.
     pub tag: u64,
@@ -32,7 +32,7 @@ pub struct Final {
 }
 
 /// What an event says of its request.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum What {
     /// The venue ran it.
     Applied,

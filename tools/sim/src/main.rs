@@ -1,11 +1,14 @@
 //! `ergon-sim`: runs seeds of the deterministic simulator.
 //!
 //! ```text
-//! ergon-sim --seeds N [--from S] [--jobs J] [--seconds T] [--no-faults] [--no-bans] [--kills PER_MILLE]   # N seeds from S, J threads
-//! ergon-sim --seed S [--actions N] [--seconds T]                # one seed (a replay)
+//! ergon-sim --seeds N [--from S] [--jobs J] [--seconds T] [--no-faults] [--no-bans] [--kills PER_MILLE] [--digest]   # N seeds from S, J threads
+//! ergon-sim --seed S [--actions N] [--seconds T] [--digest]     # one seed (a replay)
 //! ```
 //! Prints the throughput (seeds/s, steps/s) at the end; on a failure, the seed,
-//! its broken promises and the shortest failing prefix, and exits 1.
+//! its broken promises and the shortest failing prefix, and exits 1. With
+//! `--digest`, each seed's digest and steps too (`seed S: digest H, N steps`,
+//! in seed order): two builds that print the same lines ran every seed the same
+//! way.
 
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -13,15 +16,20 @@ use std::time::Instant;
 
 use ergon_sim::{run, shrink, Params};
 
+/// The binary's allocator (see Cargo.toml).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const USAGE: &str =
-    "usage: ergon-sim --seeds N [--from S] [--jobs J] [--seconds T] [--no-faults] [--no-bans] [--kills PER_MILLE]
-       ergon-sim --seed S [--actions N] [--seconds T] [--no-faults] [--no-bans] [--kills PER_MILLE]
-  --kills: runs, per mille, whose gateway is killed and restarted (default 250; 0: none)";
+    "usage: ergon-sim --seeds N [--from S] [--jobs J] [--seconds T] [--no-faults] [--no-bans] [--kills PER_MILLE] [--digest]
+       ergon-sim --seed S [--actions N] [--seconds T] [--no-faults] [--no-bans] [--kills PER_MILLE] [--digest]
+  --kills: runs, per mille, whose gateway is killed and restarted (default 250; 0: none)
+  --digest: print each seed's digest (a hash of its steps, writes, answers and events)";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut p = Params::default();
-    let (mut seeds, mut from, mut one) = (None, 0u64, None);
+    let (mut seeds, mut from, mut one, mut digest) = (None, 0u64, None, false);
     let mut jobs = std::thread::available_parallelism().map_or(1, |n| n.get() as u64);
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -37,6 +45,10 @@ fn main() -> ExitCode {
             "--actions" => num().map(|n| p.max_actions = n),
             "--seconds" => num().map(|n| p.seconds = n as i64),
             "--kills" => num().map(|n| p.kills_per_mille = n.min(1_000)),
+            "--digest" => {
+                digest = true;
+                Ok(())
+            }
             "--no-bans" => {
                 p.bans = false;
                 Ok(())
@@ -65,6 +77,9 @@ fn main() -> ExitCode {
             o.writes,
             o.violations.len()
         );
+        if digest {
+            println!("  digest {:016x}", o.digest);
+        }
         if o.kills > 0 {
             println!(
                 "  the gateway was killed {} times and restarted on its files",
@@ -111,21 +126,38 @@ fn main() -> ExitCode {
     let next = AtomicU64::new(from);
     let end = from.saturating_add(n);
     let (steps, failed) = (AtomicU64::new(0), AtomicU64::new(u64::MAX));
-    std::thread::scope(|sc| {
-        for _ in 0..jobs {
-            sc.spawn(|| loop {
-                let seed = next.fetch_add(1, Ordering::Relaxed);
-                if seed >= end || seed > failed.load(Ordering::Relaxed) {
-                    return;
-                }
-                let o = run(seed, &p);
-                steps.fetch_add(o.steps, Ordering::Relaxed);
-                if !o.violations.is_empty() {
-                    failed.fetch_min(seed, Ordering::Relaxed);
-                }
-            });
-        }
+    // With --digest each thread keeps its seeds' digests, printed in seed order.
+    let mut digests: Vec<(u64, u64, u64)> = std::thread::scope(|sc| {
+        let threads: Vec<_> = (0..jobs)
+            .map(|_| {
+                sc.spawn(|| {
+                    let mut mine = Vec::new();
+                    loop {
+                        let seed = next.fetch_add(1, Ordering::Relaxed);
+                        if seed >= end || seed > failed.load(Ordering::Relaxed) {
+                            return mine;
+                        }
+                        let o = run(seed, &p);
+                        steps.fetch_add(o.steps, Ordering::Relaxed);
+                        if digest {
+                            mine.push((seed, o.digest, o.steps));
+                        }
+                        if !o.violations.is_empty() {
+                            failed.fetch_min(seed, Ordering::Relaxed);
+                        }
+                    }
+                })
+            })
+            .collect();
+        threads
+            .into_iter()
+            .flat_map(|t| t.join().expect("a simulation thread"))
+            .collect()
     });
+    digests.sort_unstable();
+    for (seed, d, steps) in digests {
+        println!("seed {seed}: digest {d:016x}, {steps} steps");
+    }
     let failed = failed.into_inner();
     if failed != u64::MAX {
         let (k, short) = shrink(failed, &p).expect("it failed once");

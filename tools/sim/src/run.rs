@@ -30,7 +30,10 @@ use crate::rng::Rng;
 use crate::ws::{self, Lane, WsStep};
 
 pub mod hub;
+mod digest;
 mod restart;
+
+use digest::Digest;
 
 const MS: i64 = 1_000_000;
 const SEC: i64 = 1_000 * MS;
@@ -134,6 +137,9 @@ pub struct Outcome {
     /// What the shared-memory hub's client processes went through, in the runs
     /// that have it.
     pub clients: Option<hub::HubRun>,
+    /// A hash of what the run did, in order (its steps, the bytes written, the
+    /// answers read, the events heard): equal digests, the same run.
+    pub digest: u64,
 }
 
 enum Step {
@@ -273,6 +279,8 @@ struct Sim {
     ws: Option<Lane>,
     /// The shared-memory hub and its clients, in the runs that have them.
     shm: Option<Box<hub::Shm>>,
+    /// What the run did so far, hashed.
+    digest: Digest,
 }
 
 /// How the venue's clock moves against ours.
@@ -330,6 +338,8 @@ impl Sim {
                 ));
             }
             let now = self.net.now;
+            self.digest.word(self.net.outs[i].fate as u64);
+            self.digest.bytes(&self.net.outs[i].raw);
             match self.net.outs[i].fate {
                 Fate::NotWritten => {
                     let t = now + self.leg();
@@ -407,6 +417,8 @@ impl Sim {
         o.reported = true;
         let (id, flight) = (o.id, o.flight.take().expect("a written request"));
         self.ban_heard |= r.status == 418;
+        self.digest.word(u64::from(r.status));
+        self.digest.bytes(r.body.as_bytes());
         self.see_step(i, r);
         let mut hs: Vec<(String, String)> = r.headers.clone();
         hs.push(("Content-Type".into(), r.content_type.into()));
@@ -472,6 +484,7 @@ impl Sim {
     /// An event the gateway returned or queued, checked as it comes.
     fn take(&mut self, ev: Option<Option<Final>>) {
         if let Some(Some(f)) = ev {
+            self.digest.event(&f);
             if let Err(v) = self.ledger.on_event(f, self.net.now) {
                 self.out.violations.push(v);
             }
@@ -796,6 +809,7 @@ pub fn run(seed: u64, p: &Params) -> Outcome {
         proc: None,
         shm: None,
         ws: ws_connects.map(|_| Lane::new(ws_rng.next_u64(), p.faults, IP)),
+        digest: Digest::default(),
     };
     // The venue's clock drifts up to 200 ppm either way (4 ms over 20 s); in a
     // fifth of the runs it also steps by up to 20 ms, inside the gateway's 30 ms
@@ -929,9 +943,13 @@ pub fn run(seed: u64, p: &Params) -> Outcome {
             Some(t) if t <= sim.net.now => {
                 let Reverse((_, k)) = sim.queue.pop().expect("peeked");
                 let s = sim.steps[k as usize].take().expect("each step once");
+                sim.digest.step(sim.net.now, Some(&s));
                 sim.step(s);
             }
-            _ => sim.drain_gateway(),
+            _ => {
+                sim.digest.step(sim.net.now, None);
+                sim.drain_gateway();
+            }
         }
         if sim.gw.in_flight() == 0 && sim.queue.is_empty() && sim.net.now >= sim.end_at {
             // With polls, on while a Late may still be owed: an order that ended
@@ -961,6 +979,7 @@ pub fn run(seed: u64, p: &Params) -> Outcome {
     sim.out.blind_bans = sim.blind.bans;
     sim.hub_end();
     let mut out = std::mem::take(&mut sim.out);
+    out.digest = sim.digest.value();
     out.tally = sim.ledger.tally();
     out.ws = sim.gw.ws_api().map(|l| *l.stats());
     out.clients = sim.shm.as_ref().map(|s| s.stats);

@@ -35,6 +35,22 @@ fn a_seed_replays_bit_for_bit() {
     );
 }
 
+/// The digest (`ergon-sim --digest`) is the run's: the same seed gives the same
+/// one, another seed or a shorter run another, so two builds whose digests
+/// agree ran each seed the same way.
+#[test]
+fn a_digest_tells_runs_apart() {
+    let p = Params::default();
+    let a = run(42, &p).digest;
+    assert_eq!(a, run(42, &p).digest);
+    assert_ne!(a, run(43, &p).digest);
+    let short = Params {
+        max_actions: 100,
+        ..p
+    };
+    assert_ne!(a, run(42, &short).digest);
+}
+
 #[test]
 fn without_faults_nothing_is_unknown() {
     let p = Params {

@@ -91,6 +91,12 @@ impl WsHub {
         self.subs.retain(|s| s.id != id);
     }
 
+    /// Whether any connection is subscribed to `account`'s events (else an
+    /// event need not be built: nobody would take it).
+    pub(crate) fn has_subscriber(&self, account: usize) -> bool {
+        self.subs.iter().any(|s| s.account == account)
+    }
+
     /// Sends `event` to every connection of `account`; returns how many took it.
     pub(crate) fn publish(&mut self, account: usize, event: &str) -> u64 {
         let mut n = 0;
