@@ -194,7 +194,7 @@ impl Sim {
         self.gw
             .set_boot_epoch(j.epoch())
             .map_err(|e| format!("epoch: {e:?}"))?;
-        self.gw.keep_charges(log);
+        self.gw.keep_charges(log, now);
         let mut recovering = BTreeMap::new();
         for (i, f) in &live {
             if let Some(tag) = self.ledger.tag_of(&f.id) {
