@@ -5,8 +5,10 @@
 //! ([`HaltLog`]), in a directory of its own on a tmpfs. A kill drops everything
 //! the process held (the gateway, its ledger and budget; nothing it held is
 //! asked again), while what it wrote stays on the network and meets its fate.
-//! The next life builds a fresh budget with the charges file replayed into it
-//! ([`replay_charges`]), restores the halts, opens the journal (a new boot
+//! The next life waits until the dead one's charges leave room for its
+//! bootstrap's reads in the limits the file kept ([`boot_room`], as
+//! `Gateway::start` does), builds a fresh budget with the charges file replayed
+//! into it ([`start_budget`]), restores the halts, opens the journal (a new boot
 //! epoch for its ids) and queries each order the journal still holds under the
 //! gateway's rule ([`Recovery`], the daemon's code).
 //!
@@ -23,7 +25,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use ergon_core::Budget;
 use ergon_gateway::shm::{ChargeLog, Recent};
-use ergon_gateway::{start_budget, Event, Gateway, ItemFate, Prepared, IP_GATE};
+use ergon_gateway::{boot_room, start_budget, Event, Gateway, ItemFate, Prepared, IP_GATE};
 use ergon_gatewayd::shm::{Driven, Halt, HaltLog, Journal, JournalOwner, Recovery};
 use ergon_venue_sim::sansio::Received;
 use ergon_venues::binance_replace::ReplaceMode;
@@ -282,6 +284,13 @@ impl Sim {
         }
         let recent =
             ChargeLog::read(&charges, now, wall * MS).map_err(|e| format!("charges: {e}"))?;
+        // As `Gateway::start`: nothing read before the dead process's charges
+        // leave room for the bootstrap's reads in its limits.
+        let room = boot_room(recent.limits(), recent.charged(), now);
+        if room > now {
+            self.at(room, Step::Restart);
+            return Ok(());
+        }
         // The bootstrap's read of the venue's limits, which the venue counts.
         let raw = b"GET /api/v3/exchangeInfo HTTP/1.1\r\nHost: sim\r\n\r\n";
         let info = match self.venue.admit(raw, IP, venue_ms) {
