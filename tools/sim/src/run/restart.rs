@@ -89,8 +89,8 @@ pub(super) struct Proc {
     pub(super) throttled: u64,
     /// Orders earlier lives recovered (and of them, found).
     recovered: (u64, u64),
-    /// Bootstrap reads of a restart the venue refused (the windows the dead
-    /// process filled): the daemon's bootstrap holds and tries again, but the
+    /// Bootstrap reads of a restart the venue refused (a failure but for a ban
+    /// the run injected): the daemon's bootstrap holds and tries again, but the
     /// venue counted the refusal.
     pub(super) boot_refused: u64,
 }
@@ -300,6 +300,20 @@ impl Sim {
                 // tries again; a ban ends the start, recorded in the halts file
                 // (the next start waits for its end and comes up halted).
                 p.boot_refused += 1;
+                // The hold before it left room for it in the dead process's
+                // windows and past its holds: a 429 or a ban is a failure, but
+                // for another sender on the IP (its use and its own 429's
+                // Retry-After, inside which the venue bans, are no gateway's
+                // to know before an answer) and for a ban the run injected
+                // (one the dead process never heard is met first by whatever
+                // the next process sends).
+                let excused = self.other_every > 0 || (r.status == 418 && self.out.bans > 0);
+                if !excused {
+                    self.out.violations.push(format!(
+                        "t={now}: a restart's bootstrap read (exchangeInfo) was answered {}",
+                        r.status
+                    ));
+                }
                 let wait_s = r
                     .headers
                     .iter()
