@@ -26,7 +26,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use ergon_core::Budget;
 use ergon_gateway::shm::{ChargeLog, Recent};
 use ergon_gateway::{boot_room, start_budget, Event, Gateway, ItemFate, Prepared, IP_GATE};
-use ergon_gatewayd::shm::{Driven, Halt, HaltLog, Journal, JournalOwner, Recovery};
+use ergon_gatewayd::shm::{
+    outcome_unknown, Driven, Halt, HaltLog, Journal, JournalOwner, Recovery,
+};
 use ergon_venue_sim::sansio::Received;
 use ergon_venues::binance_replace::ReplaceMode;
 use ergon_venues::response::Header;
@@ -461,12 +463,11 @@ impl Sim {
             return;
         }
         // The hub's rule: an order whose outcome stays unknown keeps its entry.
-        let part0 = p.part0_unresolved.remove(&tag);
-        let unknown = match e {
-            Event::Unresolved { .. } => true,
-            Event::BatchSettled { .. } => part0,
-            _ => false,
-        };
+        let part0 = p
+            .part0_unresolved
+            .remove(&tag)
+            .then_some(ItemFate::Unresolved);
+        let unknown = outcome_unknown(e, part0);
         if let Some(entry) = p.entries.remove(&tag) {
             if !unknown {
                 life.journal.clear(entry);
@@ -494,14 +495,18 @@ impl Sim {
                 Some(f) => self.take(ev(What::Reconciled(f))),
                 None => self.take(ev(What::Unresolved)),
             },
-            // It ended Unresolved before (a replace: its part 0 left unresolved;
-            // a part 0 heard before the kill is known, not owed a Late): found
-            // now, that is its Late.
-            Some(What::Unresolved | What::BatchSettled)
+            // It ended with its outcome unknown before (the hub's rule, which
+            // kept its entry): found now, that is its Late.
+            Some(first @ (What::Unresolved | What::BatchSettled))
                 if matches!(found, Some(Some(_)))
                     && !self.ledger.has_late(tag)
-                    && (kind != Some(Kind::Replace)
-                        || self.ledger.item_fate(tag, 0) == Some(ItemFate::Unresolved)) =>
+                    && outcome_unknown(
+                        &match first {
+                            What::Unresolved => Event::Unresolved { tag },
+                            _ => Event::BatchSettled { tag },
+                        },
+                        self.ledger.item_fate(tag, 0),
+                    ) =>
             {
                 self.take(ev(What::Late));
             }
