@@ -34,6 +34,11 @@ const SEC: i64 = 1_000_000_000;
 /// halts, and the one a ban met during the bootstrap is recorded under.
 pub const IP_GATE: &str = "ip";
 
+/// How long past a recorded ban's end a start waits before sending anything:
+/// the end was read from a `Retry-After` of whole seconds, on the venue's clock,
+/// and a request that meets the ban again is banned again, for longer.
+pub const BAN_END_MARGIN_NS: i64 = SEC;
+
 /// A ban whose answer names no end is taken to last this long (Binance's
 /// shortest ban, 2 minutes).
 const BAN_WITHOUT_END_NS: i64 = 120 * SEC;
@@ -499,7 +504,8 @@ impl<E: Account> Gateway<E> {
             let _ = budget.throttled(any, Some(room - now), now);
         }
         let timeout_ns = s.timeout_ns.saturating_add(room - now);
-        if let Some(until_ns) = s.ban_until_ns.filter(|&u| u > now) {
+        let ban_until = s.ban_until_ns.map(|u| u.saturating_add(BAN_END_MARGIN_NS));
+        if let Some(until_ns) = ban_until.filter(|&u| u > now) {
             if until_ns > now.saturating_add(timeout_ns) {
                 let ends = crate::wall::utc(crate::wall::ms() + (until_ns - now) / 1_000_000);
                 // Already recorded: not a new ban to record again.

@@ -25,7 +25,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use ergon_core::Budget;
 use ergon_gateway::shm::{ChargeLog, Recent};
-use ergon_gateway::{boot_room, start_budget, Event, Gateway, ItemFate, Prepared, IP_GATE};
+use ergon_gateway::{
+    boot_room, start_budget, Event, Gateway, ItemFate, Prepared, BAN_END_MARGIN_NS, IP_GATE,
+};
 use ergon_gatewayd::shm::{
     outcome_unknown, Driven, Halt, HaltLog, Journal, JournalOwner, Recovery,
 };
@@ -274,14 +276,20 @@ impl Sim {
         // As the daemon starts: nothing sent into a ban its halts file records.
         let mut halts = HaltLog::open(&halts).map_err(|e| format!("halts: {e}"))?;
         let wall = wall_ms(now);
+        // And past the ban's end by the daemon's margin.
         let ban_end = halts
             .halts()
             .iter()
-            .filter(|h| h.bucket == IP_GATE && h.until_ms > wall)
-            .map(|h| h.until_ms)
+            .filter(|h| h.bucket == IP_GATE)
+            .map(|h| {
+                h.until_ms
+                    .saturating_mul(MS)
+                    .saturating_add(BAN_END_MARGIN_NS)
+            })
+            .filter(|&end_ns| end_ns > wall * MS)
             .max();
-        if let Some(end) = ban_end {
-            self.at(now + (end - wall) * MS, Step::Restart);
+        if let Some(end_ns) = ban_end {
+            self.at(now + (end_ns - wall * MS), Step::Restart);
             return Ok(());
         }
         let recent =
