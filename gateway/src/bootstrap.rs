@@ -34,6 +34,11 @@ const SEC: i64 = 1_000_000_000;
 /// halts, and the one a ban met during the bootstrap is recorded under.
 pub const IP_GATE: &str = "ip";
 
+/// How long past a recorded ban's end a start waits before sending anything:
+/// the end was read from a `Retry-After` of whole seconds, on the venue's clock,
+/// and a request that meets the ban again is banned again, for longer.
+pub const BAN_END_MARGIN_NS: i64 = SEC;
+
 /// A ban whose answer names no end is taken to last this long (Binance's
 /// shortest ban, 2 minutes).
 const BAN_WITHOUT_END_NS: i64 = 120 * SEC;
@@ -77,6 +82,11 @@ pub struct Start {
     /// the oldest and books each at its time ([`ergon_core::Budget::charge_after`]),
     /// so that they count in their windows. Buckets this budget lacks are skipped.
     pub recent: Vec<crate::shm::Charged>,
+    /// The limits the previous gateway's budget declared and what its bootstrap
+    /// reads count on them ([`Recent::limits`](crate::shm::Recent::limits)):
+    /// with [`Start::recent`], the bootstrap sends nothing before the dead
+    /// gateway's charges leave room for its reads ([`boot_room`]).
+    pub kept_limits: Vec<crate::shm::KeptLimit>,
 }
 
 impl Start {
@@ -96,6 +106,7 @@ impl Start {
             labels: Vec::new(),
             boot_epoch: None,
             recent: Vec::new(),
+            kept_limits: Vec::new(),
         }
     }
 }
@@ -372,6 +383,58 @@ fn replay_charges(
     Ok(budget)
 }
 
+/// When a restarted gateway's bootstrap reads fit in the windows the dead one
+/// spent in, at `now` or later: each limit it kept (`limits`, the charges
+/// file's [`Recent::limits`](crate::shm::Recent::limits)) as a sliding window
+/// (never shorter than a fixed one), its charges (`recent`) replayed at their
+/// times, and the reads' documented units on each ([`KeptLimit::boot`]) charged
+/// at the first instant they all pass, never before the venue's last hold of
+/// those buckets ends (a 429's wait the dead gateway was told: the venue bans
+/// what comes inside it). `now` when nothing was kept, or when the
+/// reads could never fit (more units than a limit: the venue decides, and its
+/// 429 is obeyed). The bootstrap, [`Gateway::start`], holds until then; a
+/// caller that reads the venue itself (the simulator's restarts) does too.
+///
+/// [`KeptLimit::boot`]: crate::shm::KeptLimit::boot
+pub fn boot_room(
+    limits: &[crate::shm::KeptLimit],
+    recent: &[crate::shm::Charged],
+    now: i64,
+) -> i64 {
+    let mut b = Budget::builder();
+    let mut parts = Vec::new();
+    for l in limits.iter().filter(|l| l.boot > 0 && l.window_ns > 0) {
+        let slots = if l.window_ns % 20 == 0 { 20 } else { 1 };
+        let Ok(id) = b.add(&l.bucket, Spec::sliding(l.limit, l.window_ns, slots)) else {
+            return now; // a name twice or a bad spec: not a file this gateway wrote
+        };
+        parts.push(Part::new(id, u32::try_from(l.boot).unwrap_or(u32::MAX)));
+    }
+    if parts.is_empty() {
+        return now;
+    }
+    let Ok(mut budget) = replay_charges(b, recent, now) else {
+        return now;
+    };
+
+    // Not before the venue's last hold of what they count ends.
+    let mut at = limits
+        .iter()
+        .filter(|l| l.boot > 0)
+        .filter_map(|l| l.held_until_ns)
+        .fold(now, i64::max);
+    // Each refusal names the time its bucket has room; another may still lack
+    // it then: a few rounds at most (one per bucket).
+    for _ in 0..=parts.len() {
+        match budget.try_charge(&parts, Class::Urgent, at) {
+            Ok(_) => return at,
+            Err(l) if l.why == ergon_core::Why::Full && l.ready_at_ns > at => at = l.ready_at_ns,
+            Err(_) => return now,
+        }
+    }
+    at
+}
+
 /// The budget a gateway starts with, at `now`: `builder`'s buckets with the
 /// charges a previous gateway left (`recent`, [`Start::recent`]) replayed, the
 /// bootstrap's own reads charged ([`Account::bootstrap_parts`]), and the venue's
@@ -433,8 +496,17 @@ impl<E: Account> Gateway<E> {
             .add("bootstrap", Spec::sliding(10, SEC, 1))
             .map_err(|e| err(&e))?;
         let mut budget = b.build(now).map_err(|e| err(&e))?;
-        if let Some(until_ns) = s.ban_until_ns.filter(|&u| u > now) {
-            if until_ns > now.saturating_add(s.timeout_ns) {
+        // The dead gateway's charges leave room for these reads first: the
+        // venue counts them in the windows it spent in. The start deadline
+        // runs from then.
+        let room = boot_room(&s.kept_limits, &s.recent, now);
+        if room > now {
+            let _ = budget.throttled(any, Some(room - now), now);
+        }
+        let timeout_ns = s.timeout_ns.saturating_add(room - now);
+        let ban_until = s.ban_until_ns.map(|u| u.saturating_add(BAN_END_MARGIN_NS));
+        if let Some(until_ns) = ban_until.filter(|&u| u > now) {
+            if until_ns > now.saturating_add(timeout_ns) {
                 let ends = crate::wall::utc(crate::wall::ms() + (until_ns - now) / 1_000_000);
                 // Already recorded: not a new ban to record again.
                 return Err(StartError::new(
@@ -455,7 +527,7 @@ impl<E: Account> Gateway<E> {
             step: 0,
             in_flight: false,
             sent_at: 0,
-            deadline: now + s.timeout_ns,
+            deadline: now.saturating_add(timeout_ns),
             anchor: None,
             limits: None,
             headers: Vec::new(),

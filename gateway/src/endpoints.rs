@@ -208,6 +208,27 @@ pub trait Account: Endpoints + ClientIds + Sized {
         Vec::new()
     }
 
+    /// What a read of the limits document ([`Account::limits_request`]) charges,
+    /// by the venue's documentation: a read of weight 1 by default.
+    fn limits_kind() -> adapt::Request<'static> {
+        adapt::Request::Read(1)
+    }
+
+    /// The parts the bootstrap's own reads ([`Account::time_request`], then
+    /// [`Account::limits_request`] if any) count on the venue, by its
+    /// documentation: kept in the charges file
+    /// ([`ChargeLog::boot_reads`](crate::shm::ChargeLog::boot_reads)) so that a
+    /// restart holds its bootstrap until the dead process's charges leave room
+    /// for them ([`crate::boot_room`]).
+    fn boot_reads(&self) -> Vec<Part> {
+        let limits = Self::limits_request().map(|_| Self::limits_kind());
+        core::iter::once(Self::time_kind())
+            .chain(limits)
+            .filter_map(|k| self.parts(k).ok())
+            .flat_map(|p| p.to_vec())
+            .collect()
+    }
+
     /// The request of the document [`Boot::limits`] holds: a GET of
     /// [`Account::limits_path`] by default; Hyperliquid's `meta` (its asset
     /// table) is a POST.

@@ -210,6 +210,11 @@ impl Account for Exchange<Wallet> {
         })
     }
 
+    /// `meta` weighs 20.
+    fn limits_kind() -> Kind<'static> {
+        Kind::Info("meta")
+    }
+
     fn set_clock(&mut self, clock: Clock) {
         Exchange::set_clock(self, clock);
     }

@@ -103,7 +103,10 @@ pub mod wall;
 mod wire;
 pub mod ws_api;
 
-pub use bootstrap::{open_ws_api, run, start_budget, Start, StartError, WsProbe, IP_GATE};
+pub use bootstrap::{
+    boot_room, open_ws_api, run, start_budget, Start, StartError, WsProbe, BAN_END_MARGIN_NS,
+    IP_GATE,
+};
 pub use driver::{Api, Control, Driver, Host, Strategy, GATEWAY_TIMER};
 pub use endpoints::NOT_FOUND_MARGIN_NS;
 pub use endpoints::{Account, AddressBudget, Boot, DcpSpec, DeclareError, Keys};

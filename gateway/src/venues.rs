@@ -108,6 +108,12 @@ impl Account for BinanceSpot {
         Some("/api/v3/exchangeInfo")
     }
 
+    /// `exchangeInfo` weighs 20 ("Request Weight: 20",
+    /// <https://developers.binance.com/docs/binance-spot-api-docs/rest-api/general-endpoints#exchange-information>).
+    fn limits_kind() -> adapt::Request<'static> {
+        adapt::Request::Read(20)
+    }
+
     fn set_clock(&mut self, clock: Clock) {
         self.limits.clock = clock;
     }

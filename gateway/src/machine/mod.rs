@@ -415,7 +415,15 @@ impl<E: Account> Gateway<E> {
     /// Keeps every charge the gateway's budget admits from here in `log` (mapped
     /// from a file a restarted gateway reads back: [`ChargeLog`]), before the
     /// request leaves.
-    pub fn keep_charges(&mut self, log: ChargeLog) {
+    /// What the venue's bootstrap reads count ([`Account::boot_reads`]) is
+    /// recorded in it too, for the next start's hold, and this start's own
+    /// reads are kept as charged at `booted_at_ns` (the loop's clock, after
+    /// they were answered): the venue counts them, and a gateway killed again
+    /// within their window must find them.
+    pub fn keep_charges(&mut self, log: ChargeLog, booted_at_ns: i64) {
+        let reads = self.venue.boot_reads();
+        log.boot_reads(&reads);
+        log.add(&reads, booted_at_ns);
         self.trace.charges = Some(log);
     }
 

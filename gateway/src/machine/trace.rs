@@ -136,7 +136,11 @@ impl Trace {
     }
 
     /// Records a throttle or ban the verdict says the budget took.
+    /// A hold is kept in the charges file too, for the next start.
     pub(super) fn verdict(&self, now: i64, v: &Verdict) {
+        if let (Some(log), Verdict::Throttled { bucket, until_ns }) = (&self.charges, *v) {
+            log.hold(bucket, until_ns);
+        }
         let Some(r) = &self.recorder else {
             return;
         };

@@ -17,6 +17,13 @@
 //! replayed at its slot's end (never earlier than it was made), so it counts at
 //! most one slot longer than the venue counts it.
 //!
+//! After the buckets' records, each bucket's limit and the units the bootstrap's
+//! own reads count on it (their documented weights, [`crate::Account::boot_reads`],
+//! written by [`ChargeLog::boot_reads`]), flagged in the header: a restarted
+//! gateway holds its bootstrap until the dead one's charges leave room for its
+//! reads in those limits ([`crate::boot_room`]), before it has read the venue's
+//! limits again. A file without them (an older gateway's) holds nothing.
+//!
 //! The file is opened like the journal (no symlink, this uid, 0600, one link), read
 //! whole and checked (a file cut short or not in its form is an error naming it,
 //! never a start without it), and replaced: written beside it, synced, renamed over
@@ -34,11 +41,16 @@ use super::files::{bad_data, Dir};
 use super::os::Mapping;
 
 const MAGIC: u64 = u64::from_le_bytes(*b"ergonchg");
+/// In the header's fourth word: the limits section follows the records.
+const LIMITS: u64 = u64::from_le_bytes(*b"ergonlim");
 const HEAD: usize = 64;
 /// Slots per bucket: a window's 20 and the one being filled.
 pub const SLOTS: usize = 21;
 /// A bucket's record: name (length and 31 bytes), window, slot width, slots.
 const REC: usize = 32 + 16 + SLOTS * 16;
+/// A bucket's limits record, after every bucket's record: limit, boot units,
+/// the end of the venue's last hold of it (wall-clock ns; 0: none).
+const LIM: usize = 24;
 /// More buckets than a budget has.
 const MAX_BUCKETS: usize = 256;
 
@@ -61,6 +73,23 @@ pub struct Charged {
     pub units: u64,
 }
 
+/// A counted bucket's limit as a previous gateway's budget declared it, and what
+/// that gateway's bootstrap reads count on it by the venue's documentation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KeptLimit {
+    /// The bucket's name in the budget.
+    pub bucket: String,
+    /// Its window (a token bucket's: the time its burst takes to drain).
+    pub window_ns: i64,
+    /// Units per window (a token bucket's burst).
+    pub limit: u64,
+    /// Units the bootstrap's reads count on it (0: none).
+    pub boot: u64,
+    /// The end of the venue's last hold of it (a 429's wait), on this
+    /// process's clock, if it has not ended: nothing it counts is sent before.
+    pub held_until_ns: Option<i64>,
+}
+
 /// One bucket of an old file.
 #[derive(Clone, Debug)]
 struct OldBucket {
@@ -78,6 +107,8 @@ pub struct Recent {
     buckets: Option<Vec<OldBucket>>,
     /// The charges still inside their windows, on this process's clock.
     charged: Vec<Charged>,
+    /// Each counted bucket's limit and bootstrap units (none in an older file).
+    limits: Vec<KeptLimit>,
 }
 
 impl Recent {
@@ -90,11 +121,18 @@ impl Recent {
     pub fn charged(&self) -> &[Charged] {
         &self.charged
     }
+
+    /// The limits of the previous gateway's counted buckets and what its
+    /// bootstrap's reads count on them ([`crate::Start::kept_limits`]); empty if
+    /// the file did not record them.
+    pub fn limits(&self) -> &[KeptLimit] {
+        &self.limits
+    }
 }
 
-fn head(map: &Mapping) -> &[AtomicU64; 3] {
-    // SAFETY: the first 24 bytes of the page-aligned mapping (HEAD is 64).
-    unsafe { &*(map.ptr() as *const [AtomicU64; 3]) }
+fn head(map: &Mapping) -> &[AtomicU64; 4] {
+    // SAFETY: the first 32 bytes of the page-aligned mapping (HEAD is 64).
+    unsafe { &*(map.ptr() as *const [AtomicU64; 4]) }
 }
 
 fn slots(map: &Mapping, i: usize) -> &[Slot] {
@@ -106,6 +144,22 @@ fn slots(map: &Mapping, i: usize) -> &[Slot] {
 fn words(map: &Mapping, i: usize) -> &[AtomicU64; 6] {
     // SAFETY: as for `slots`: the record's first 48 bytes.
     unsafe { &*(map.ptr().add(HEAD + i * REC) as *const [AtomicU64; 6]) }
+}
+
+/// Bucket `i`'s limit, boot units and hold's end, of a file of `n` buckets.
+fn limit_words(map: &Mapping, n: usize, i: usize) -> &[AtomicU64; 3] {
+    // SAFETY: callers checked the mapping holds HEAD + n * (REC + LIM) bytes and
+    // i < n; the section starts 8-aligned (REC and HEAD are multiples of 8).
+    unsafe { &*(map.ptr().add(HEAD + n * REC + i * LIM) as *const [AtomicU64; 3]) }
+}
+
+/// A bucket's limit as the file keeps it: units per window, a token bucket's burst.
+fn limit_of(kind: Kind) -> u64 {
+    match kind {
+        Kind::Sliding { limit, .. } | Kind::Fixed { limit, .. } => limit,
+        Kind::Token { burst, .. } => burst,
+        _ => 0,
+    }
 }
 
 /// A bucket's window as the file keeps it (None: nothing counted over time).
@@ -176,6 +230,8 @@ impl ChargeLog {
             })?;
         let mut buckets = Vec::with_capacity(n);
         let mut charged = Vec::new();
+        let mut limits = Vec::new();
+        let with_limits = h[3].load(Ordering::Relaxed) == LIMITS && HEAD + n * (REC + LIM) <= size;
         for i in 0..n {
             let w = words(&map, i);
             let mut name = [0u8; 32];
@@ -198,6 +254,22 @@ impl ChargeLog {
                     path,
                     format_args!("bucket {name}: a window of {window_ns} ns in slots of {slot_ns}"),
                 ));
+            }
+            if with_limits {
+                let l = limit_words(&map, n, i);
+                let (limit, boot) = (l[0].load(Ordering::Relaxed), l[1].load(Ordering::Relaxed));
+                let held = l[2].load(Ordering::Relaxed) as i64;
+                let held_until_ns =
+                    (held > wall_ns).then(|| now_ns.saturating_add(held.saturating_sub(wall_ns)));
+                if limit > 0 {
+                    limits.push(KeptLimit {
+                        bucket: name.clone(),
+                        window_ns,
+                        limit,
+                        boot,
+                        held_until_ns,
+                    });
+                }
             }
             let mut kept = Vec::new();
             for slot in slots(&map, i) {
@@ -232,6 +304,7 @@ impl ChargeLog {
         Ok(Recent {
             buckets: Some(buckets),
             charged,
+            limits,
         })
     }
 
@@ -247,7 +320,8 @@ impl ChargeLog {
         wall_ns: i64,
     ) -> io::Result<ChargeLog> {
         let ids: Vec<_> = budget.ids().collect();
-        let len = HEAD + ids.len() * REC;
+        let n = ids.len();
+        let len = HEAD + n * (REC + LIM);
         let (dir, name) = Dir::of(path)?;
         let f = dir.create_new(&name)?;
         f.set_len(len as u64)?;
@@ -266,6 +340,8 @@ impl ChargeLog {
             };
             let w = window_ns / 20;
             slot_ns[i] = w;
+            let limit = budget.spec(id).map_or(0, |s| limit_of(s.kind()));
+            limit_words(&map, n, i)[0].store(limit, Ordering::Relaxed);
             let mut b = [0u8; 32];
             let n = name.len().min(31);
             b[0] = n as u8;
@@ -289,7 +365,8 @@ impl ChargeLog {
         }
         let h = head(&map);
         h[1].store(SLOTS as u64, Ordering::Relaxed);
-        h[2].store(ids.len() as u64, Ordering::Relaxed);
+        h[2].store(n as u64, Ordering::Relaxed);
+        h[3].store(LIMITS, Ordering::Relaxed);
         h[0].store(MAGIC, Ordering::Release);
         std::fs::File::from(fd.try_clone()?).sync_all()?;
         dir.commit_new(&name)?;
@@ -298,6 +375,37 @@ impl ChargeLog {
             slot_ns,
             wall_minus_now: wall_ns.saturating_sub(now_ns),
         })
+    }
+
+    /// Records what the bootstrap's reads count (`parts`: their documented
+    /// weights, [`crate::Account::boot_reads`]) on each kept bucket, for the next
+    /// start to wait room for ([`crate::boot_room`]). Replaces what was recorded.
+    pub fn boot_reads(&self, parts: &[Part]) {
+        let n = self.slot_ns.len();
+        for i in 0..n {
+            let units: u64 = parts
+                .iter()
+                .filter(|p| p.bucket.index() == i)
+                .map(|p| u64::from(p.cost))
+                .sum();
+            limit_words(&self.map, n, i)[1].store(units, Ordering::Relaxed);
+        }
+    }
+
+    /// Keeps the end of the venue's hold of `bucket` (`until_ns`, the loop's
+    /// clock: a 429's wait as the budget took it), the latest of those kept:
+    /// a restart sends nothing it counts before ([`crate::boot_room`]). Two
+    /// stores into the mapping; buckets not kept are skipped.
+    pub fn hold(&self, bucket: ergon_core::BucketId, until_ns: i64) {
+        let (n, i) = (self.slot_ns.len(), bucket.index());
+        if !matches!(self.slot_ns.get(i), Some(&w) if w > 0) {
+            return;
+        }
+        let wall = until_ns.saturating_add(self.wall_minus_now).max(0) as u64;
+        let w = &limit_words(&self.map, n, i)[2];
+        if w.load(Ordering::Relaxed) < wall {
+            w.store(wall, Ordering::Relaxed);
+        }
     }
 
     /// Adds an admitted charge of `parts` at `now_ns` (the loop's clock): per part,
@@ -336,6 +444,7 @@ mod tests {
     use ergon_core::{Class, Spec};
 
     const SEC: i64 = 1_000_000_000;
+    const MS: i64 = 1_000_000;
 
     fn scratch(test: &str) -> std::path::PathBuf {
         let d = std::env::temp_dir().join(format!("ergon-chg-{test}-{}", std::process::id()));
@@ -401,6 +510,55 @@ mod tests {
         assert_eq!(again.charged().iter().map(|c| c.units).sum::<u64>(), 9);
         let later = ChargeLog::read(&path, 0, wall0 + 13 * SEC).unwrap();
         assert!(later.charged().is_empty(), "{:?}", later.charged());
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    /// The file keeps each counted bucket's limit, what the bootstrap's reads
+    /// count on it and the venue's last hold; from them a restart's bootstrap
+    /// waits until the dead gateway's charges leave room for its reads, and
+    /// until the hold ends (on main it read at once, into a full window).
+    #[test]
+    fn a_restart_waits_room_for_its_bootstrap_reads_in_the_kept_limits() {
+        let d = scratch("room");
+        let path = d.join("charges");
+        let wall0 = 1_000_000 * SEC;
+        let mut b = Budget::builder();
+        let _gate = b.add("ip", Spec::gate()).unwrap();
+        let weight = b
+            .add("REQUEST_WEIGHT_1S", Spec::sliding(60, SEC, 20))
+            .unwrap();
+        let mut b = b.build(0).unwrap();
+        let log = ChargeLog::create(&path, &b, &Recent::default(), 0, wall0).unwrap();
+        log.boot_reads(&[Part::new(weight, 1), Part::new(weight, 20)]);
+        // 50 of 60 used at 0.5 s (slot end: 0.55 s).
+        let parts = [Part::new(weight, 50)];
+        let _t = b.try_charge(&parts, Class::Normal, SEC / 2).unwrap();
+        log.add(&parts, SEC / 2);
+        drop(log);
+        // The next process, 100 ms later on the wall; its clock starts at 7.
+        let now = 7;
+        let recent = ChargeLog::read(&path, now, wall0 + 600 * MS).unwrap();
+        let l = recent.limits();
+        assert_eq!(l.len(), 1, "{l:?}");
+        assert_eq!((l[0].limit, l[0].boot, l[0].held_until_ns), (60, 21, None));
+        let room = crate::boot_room(l, recent.charged(), now);
+        // 21 fit once the 50 leave: their slot's end plus the window, 950 ms on.
+        assert!(room > now, "{room}");
+        assert!(room <= now + 950 * MS + 50 * MS, "{room}");
+        // Nothing kept, nothing held.
+        assert_eq!(crate::boot_room(&[], recent.charged(), now), now);
+        // A hold the venue gave (a 429's wait to 3 s) is kept and waited out.
+        let log = ChargeLog::create(&path, &b, &recent, 0, wall0).unwrap();
+        log.boot_reads(&[Part::new(weight, 21)]);
+        log.hold(weight, 3 * SEC);
+        drop(log);
+        let recent = ChargeLog::read(&path, now, wall0 + 2 * SEC).unwrap();
+        let held = recent.limits()[0].held_until_ns;
+        assert_eq!(held, Some(now + SEC), "{:?}", recent.limits());
+        assert_eq!(
+            crate::boot_room(recent.limits(), recent.charged(), now),
+            now + SEC
+        );
         let _ = std::fs::remove_dir_all(&d);
     }
 

@@ -142,7 +142,7 @@ pub mod rundir;
 pub mod stats;
 
 pub use crate::events::ORDER_UPDATE;
-pub use charges::{ChargeLog, Charged, Recent, SLOTS};
+pub use charges::{ChargeLog, Charged, KeptLimit, Recent, SLOTS};
 pub use client::{ShmClient, ShmSubmitError};
 pub use codec::{
     decode_call, decode_event, encode_call, encode_event, fate_bytes, item_fates, BadMessage, Call,

@@ -697,7 +697,7 @@ fn keep_charges<E: Account>(
     }
     let log = ChargeLog::create(&kept.path, lp.budget(), &kept.recent, now, wall_ns)
         .map_err(|e| format!("charges file {}: {e}", kept.path.display()))?;
-    gw.keep_charges(log);
+    gw.keep_charges(log, now);
     Ok(())
 }
 
@@ -757,6 +757,7 @@ fn run(a: &Args) -> Result<(), String> {
     let halts = HaltLog::open(&halts).map_err(|e| format!("halts file {e}"))?;
     let charges = read_charges(a, name)?;
     start.recent = charges.recent.charged().to_vec();
+    start.kept_limits = charges.recent.limits().to_vec();
     // A ban of the IP still running: nothing is sent before its end.
     let now = ergon_io::clock::now_ns();
     start.ban_until_ns = halts

@@ -19,6 +19,10 @@
 //! 4. The venue's usage figures in the bootstrap's answers seed the budget: a
 //!    gateway started on an IP whose weight another process (or a gateway just
 //!    killed) used counts that use before its first send. On main it started at 0.
+//! 5. A gateway SIGKILLed after filling the IP's weight window and restarted at
+//!    once sends its bootstrap reads only once the dead one's charges leave
+//!    room for them (issue 43's simulator finding): no 429, no ban. On main
+//!    they went out at once and drew a 429.
 //!
 //! No test sleeps to let time pass for a verdict: each waits on `ready NAME`, on
 //! the client's output lines, on the emulator's report, the gateway's stats or
@@ -392,6 +396,58 @@ fn killed_after_a_window(test: &str, kept: bool) {
     let next = third.line("result ");
     eprintln!("next window: {next} at {}", wall_ms() % WINDOW_MS);
     assert!(next.starts_with("applied=3 "), "{next}");
+}
+
+/// The IP's weight limit of the next test: 60 per 5 s (fixed windows on the
+/// venue clock, as Binance counts them; a short window keeps the test short).
+const WEIGHT_5S: u64 = 60;
+const WEIGHT_WINDOW_MS: u128 = 5_000;
+
+/// A gateway that fills the IP's weight window and is SIGKILLed, restarted at
+/// once: its bootstrap reads (`time` and `exchangeInfo`, 21 weight by Binance's
+/// documentation) wait until the dead one's charges, kept in the charges file
+/// with their limits, leave room for them; the venue answers no 429 and bans
+/// nothing. On main they went out at once into the full window: a 429 (and a
+/// venue that bans what keeps coming inside its Retry-After).
+#[test]
+fn a_restart_into_a_full_weight_window_reads_nothing_before_there_is_room() {
+    let mut c = Config::binance_spot();
+    c.rate_limits = vec![
+        RateLimit::new(LimitType::RequestWeight, Interval::Second, 5, WEIGHT_5S),
+        RateLimit::new(LimitType::Orders, Interval::Second, 10, 1_000),
+        RateLimit::new(LimitType::Orders, Interval::Day, 1, 1_000_000),
+        RateLimit::new(LimitType::RawRequests, Interval::Minute, 5, 1_000_000),
+    ];
+    let s = Server::start(c).expect("emulator");
+    let name = format!("jnlboot-{}", std::process::id());
+    let dir = Dir::new("boot");
+    let mut gw = gateway(&s, "binance-spot", &name, &dir);
+    // At the start of a venue window (the emulator's clock is the wall clock).
+    while wall_ms() % WEIGHT_WINDOW_MS > 300 {
+        // A phase of the wall clock, which the gateway (a real process) reads too: no jump.
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let window = wall_ms() / WEIGHT_WINDOW_MS;
+    // More orders than the window's weight: the gateway fills it and refuses the rest.
+    let mut first = client(&["flood", &name, "mm", &WEIGHT_5S.to_string()]);
+    let used = first.line("result ");
+    sigkill(&mut gw);
+    drop(first);
+    let killed = wall_ms() / WEIGHT_WINDOW_MS;
+    let _gw2 = gateway(&s, "binance-spot", &name, &dir);
+    let r = s.report();
+    eprintln!("first life: {used}; {r:?}");
+    assert_eq!(
+        killed, window,
+        "the machine took longer than a window: nothing to conclude"
+    );
+    assert!(
+        !used.contains(" limited=0 "),
+        "the window was not filled: {used}"
+    );
+    assert_eq!(r.throttled, 0, "429s: {r:?}");
+    assert_eq!(r.responses.get(&429).copied().unwrap_or(0), 0, "{r:?}");
+    assert_eq!(r.responses.get(&418).copied().unwrap_or(0), 0, "{r:?}");
 }
 
 #[test]

@@ -154,17 +154,7 @@ fn a_symlink_or_another_uids_socket_at_the_path_is_never_spoken_to() {
 /// command with a forgery, saying `heard CMD` for each.
 fn impostor(name: &str, dir: &str) {
     let l = if dir == "-" {
-        use std::os::linux::net::SocketAddrExt;
-        let a = std::os::unix::net::SocketAddr::from_abstract_name(format!(
-            "ergon-gateway-health/{name}"
-        ))
-        .expect("addr");
-        let h = std::os::unix::net::UnixListener::bind_addr(&a).expect("bind health");
-        std::thread::spawn(move || {
-            for mut s in h.incoming().flatten() {
-                let _ = s.write_all(b"forged health\n");
-            }
-        });
+        forge_health(name);
         os::listen(name).expect("bind @ergon-gateway/NAME")
     } else {
         let d = os::open_dir(Path::new(dir)).expect("open dir");
@@ -185,12 +175,7 @@ fn impostor(name: &str, dir: &str) {
         let cmd = String::from_utf8_lossy(&buf[..n]).into_owned();
         println!("heard {cmd}");
         let _ = std::io::stdout().flush();
-        let answer = match cmd.split(' ').next() {
-            Some("clear-halt") => "ok cleared orders_1s",
-            Some("stats") => "ok stats",
-            _ => "ok new 64",
-        };
-        let _ = os::send_fds(c.as_raw_fd(), answer.as_bytes(), &[]);
+        let _ = os::send_fds(c.as_raw_fd(), forged_answer(&cmd).as_bytes(), &[]);
     }
 }
 

@@ -487,19 +487,7 @@ fn seqpacket_listener(name: &str) -> OwnedFd {
 /// forgery (`ok cleared`, `ok stats`, `ok new`) and says `heard CMD` for each.
 #[allow(unsafe_code)]
 fn impostor(name: &str, which: &str) {
-    let _health = (which != "gateway").then(|| {
-        use std::os::linux::net::SocketAddrExt;
-        let a = std::os::unix::net::SocketAddr::from_abstract_name(format!(
-            "ergon-gateway-health/{name}"
-        ))
-        .expect("addr");
-        let l = std::os::unix::net::UnixListener::bind_addr(&a).expect("bind health");
-        std::thread::spawn(move || {
-            for mut s in l.incoming().flatten() {
-                let _ = s.write_all(b"forged health\n");
-            }
-        })
-    });
+    let _health = (which != "gateway").then(|| forge_health(name));
     let l = (which != "health").then(|| seqpacket_listener(&format!("ergon-gateway/{name}")));
     println!("listening");
     let _ = std::io::stdout().flush();
@@ -526,11 +514,7 @@ fn impostor(name: &str, which: &str) {
         let cmd = String::from_utf8_lossy(&buf[..n as usize]).into_owned();
         println!("heard {cmd}");
         let _ = std::io::stdout().flush();
-        let answer = match cmd.split(' ').next() {
-            Some("clear-halt") => "ok cleared orders_1s",
-            Some("stats") => "ok stats",
-            _ => "ok new 64",
-        };
+        let answer = forged_answer(&cmd);
         // SAFETY: sends from a live buffer.
         unsafe {
             libc::send(

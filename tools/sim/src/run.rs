@@ -989,8 +989,9 @@ pub fn run(seed: u64, p: &Params) -> Outcome {
         &orders,
         sim.gw.in_flight(),
         out.bans + out.blind_bans,
-        // A restart's bootstrap the venue refused used the IP's weight too.
-        sim.other_every > 0 || sim.proc.as_ref().is_some_and(|p| p.boot_refused > 0),
+        // A restart's bootstrap holds until the dead process's charges leave
+        // it room: a refusal is a failure of its own, never an excuse.
+        sim.other_every > 0,
         out.blind_throttled,
     ));
     // A Late is owed where nothing excused it: the gateway polled, no ban stayed

@@ -18,4 +18,4 @@ pub use halts::{Halt, HaltLog};
 pub use hub::{Hub, HubConfig, HUB_TOKEN, PENDING_PER_UID, SILENT_CONN_NS};
 pub use journal::{check as check_journal, Found, Journal, JournalOwner};
 pub use owners::FORGET_NAMES_DAYS;
-pub use recovery::{Driven, Recoverer, Recovery, RECOVER};
+pub use recovery::{outcome_unknown, Driven, Recoverer, Recovery, RECOVER};

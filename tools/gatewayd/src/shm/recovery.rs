@@ -8,7 +8,7 @@
 //! [`Api`]; or a caller that drives a [`Gateway`] on its own [`Wire`], as the
 //! simulator does), and reads no clock.
 
-use ergon_gateway::{Account, Api, Event, Gateway, Prepared, Tag, Wire, OPEN_ORDERS};
+use ergon_gateway::{Account, Api, Event, Gateway, ItemFate, Prepared, Tag, Wire, OPEN_ORDERS};
 use ergon_venues::endpoint::{ClientOrderId, OrderRef, Symbol};
 
 use super::journal::{Found, Journal};
@@ -61,6 +61,21 @@ impl<E: Account, W: Wire> Recoverer<E> for Driven<'_, E, W> {
 
     fn recover(&mut self, query: &mut Prepared, tag: Tag) -> Result<(), Event<'static>> {
         self.gw.recover(self.wire, query, tag)
+    }
+}
+
+/// The hub's journal rule, stated once (the hub and the simulator's restarts
+/// call it): a request's final event `ev` leaves its new order's outcome
+/// unknown when it is `Unresolved`, or a `BatchSettled` whose part 0 (a
+/// replace's new order) ended `Unresolved` (`part0`: the fate the request heard
+/// for its part 0, if any). Only such an order keeps its journal entry, for the
+/// next start to query; and only such an order, found by a later start's
+/// recovery, is owed a `Late` (a part 0 heard before a kill is known).
+pub fn outcome_unknown(ev: &Event<'_>, part0: Option<ItemFate>) -> bool {
+    match ev {
+        Event::Unresolved { .. } => true,
+        Event::BatchSettled { .. } => part0 == Some(ItemFate::Unresolved),
+        _ => false,
     }
 }
 

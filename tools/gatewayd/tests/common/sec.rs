@@ -362,3 +362,28 @@ pub fn one_order(c: &mut ShmClient) -> u64 {
     }
     0
 }
+
+/// An impostor's health name: binds `@ergon-gateway-health/NAME` first and
+/// answers every connection with `forged health`, on a thread of its own.
+pub fn forge_health(name: &str) -> std::thread::JoinHandle<()> {
+    use std::os::linux::net::SocketAddrExt;
+    let a =
+        std::os::unix::net::SocketAddr::from_abstract_name(format!("ergon-gateway-health/{name}"))
+            .expect("addr");
+    let l = std::os::unix::net::UnixListener::bind_addr(&a).expect("bind health");
+    std::thread::spawn(move || {
+        for mut s in l.incoming().flatten() {
+            let _ = s.write_all(b"forged health\n");
+        }
+    })
+}
+
+/// An impostor's forged answer to a control command `cmd` (`clear-halt`,
+/// `stats`, else an attach).
+pub fn forged_answer(cmd: &str) -> &'static str {
+    match cmd.split(' ').next() {
+        Some("clear-halt") => "ok cleared orders_1s",
+        Some("stats") => "ok stats",
+        _ => "ok new 64",
+    }
+}

@@ -5,8 +5,10 @@
 //! ([`HaltLog`]), in a directory of its own on a tmpfs. A kill drops everything
 //! the process held (the gateway, its ledger and budget; nothing it held is
 //! asked again), while what it wrote stays on the network and meets its fate.
-//! The next life builds a fresh budget with the charges file replayed into it
-//! ([`replay_charges`]), restores the halts, opens the journal (a new boot
+//! The next life waits until the dead one's charges leave room for its
+//! bootstrap's reads in the limits the file kept ([`boot_room`], as
+//! `Gateway::start` does), builds a fresh budget with the charges file replayed
+//! into it ([`start_budget`]), restores the halts, opens the journal (a new boot
 //! epoch for its ids) and queries each order the journal still holds under the
 //! gateway's rule ([`Recovery`], the daemon's code).
 //!
@@ -23,8 +25,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use ergon_core::Budget;
 use ergon_gateway::shm::{ChargeLog, Recent};
-use ergon_gateway::{start_budget, Event, Gateway, ItemFate, Prepared, IP_GATE};
-use ergon_gatewayd::shm::{Driven, Halt, HaltLog, Journal, JournalOwner, Recovery};
+use ergon_gateway::{
+    boot_room, start_budget, Event, Gateway, ItemFate, Prepared, BAN_END_MARGIN_NS, IP_GATE,
+};
+use ergon_gatewayd::shm::{
+    outcome_unknown, Driven, Halt, HaltLog, Journal, JournalOwner, Recovery,
+};
 use ergon_venue_sim::sansio::Received;
 use ergon_venues::binance_replace::ReplaceMode;
 use ergon_venues::response::Header;
@@ -87,8 +93,8 @@ pub(super) struct Proc {
     pub(super) throttled: u64,
     /// Orders earlier lives recovered (and of them, found).
     recovered: (u64, u64),
-    /// Bootstrap reads of a restart the venue refused (the windows the dead
-    /// process filled): the daemon's bootstrap holds and tries again, but the
+    /// Bootstrap reads of a restart the venue refused (a failure but for a ban
+    /// the run injected): the daemon's bootstrap holds and tries again, but the
     /// venue counted the refusal.
     pub(super) boot_refused: u64,
 }
@@ -194,7 +200,7 @@ impl Sim {
         self.gw
             .set_boot_epoch(j.epoch())
             .map_err(|e| format!("epoch: {e:?}"))?;
-        self.gw.keep_charges(log);
+        self.gw.keep_charges(log, now);
         let mut recovering = BTreeMap::new();
         for (i, f) in &live {
             if let Some(tag) = self.ledger.tag_of(&f.id) {
@@ -270,18 +276,31 @@ impl Sim {
         // As the daemon starts: nothing sent into a ban its halts file records.
         let mut halts = HaltLog::open(&halts).map_err(|e| format!("halts: {e}"))?;
         let wall = wall_ms(now);
+        // And past the ban's end by the daemon's margin.
         let ban_end = halts
             .halts()
             .iter()
-            .filter(|h| h.bucket == IP_GATE && h.until_ms > wall)
-            .map(|h| h.until_ms)
+            .filter(|h| h.bucket == IP_GATE)
+            .map(|h| {
+                h.until_ms
+                    .saturating_mul(MS)
+                    .saturating_add(BAN_END_MARGIN_NS)
+            })
+            .filter(|&end_ns| end_ns > wall * MS)
             .max();
-        if let Some(end) = ban_end {
-            self.at(now + (end - wall) * MS, Step::Restart);
+        if let Some(end_ns) = ban_end {
+            self.at(now + (end_ns - wall * MS), Step::Restart);
             return Ok(());
         }
         let recent =
             ChargeLog::read(&charges, now, wall * MS).map_err(|e| format!("charges: {e}"))?;
+        // As `Gateway::start`: nothing read before the dead process's charges
+        // leave room for the bootstrap's reads in its limits.
+        let room = boot_room(recent.limits(), recent.charged(), now);
+        if room > now {
+            self.at(room, Step::Restart);
+            return Ok(());
+        }
         // The bootstrap's read of the venue's limits, which the venue counts.
         let raw = b"GET /api/v3/exchangeInfo HTTP/1.1\r\nHost: sim\r\n\r\n";
         let info = match self.venue.admit(raw, IP, venue_ms) {
@@ -291,6 +310,20 @@ impl Sim {
                 // tries again; a ban ends the start, recorded in the halts file
                 // (the next start waits for its end and comes up halted).
                 p.boot_refused += 1;
+                // The hold before it left room for it in the dead process's
+                // windows and past its holds: a 429 or a ban is a failure, but
+                // for another sender on the IP (its use and its own 429's
+                // Retry-After, inside which the venue bans, are no gateway's
+                // to know before an answer) and for a ban the run injected
+                // (one the dead process never heard is met first by whatever
+                // the next process sends).
+                let excused = self.other_every > 0 || (r.status == 418 && self.out.bans > 0);
+                if !excused {
+                    self.out.violations.push(format!(
+                        "t={now}: a restart's bootstrap read (exchangeInfo) was answered {}",
+                        r.status
+                    ));
+                }
                 let wait_s = r
                     .headers
                     .iter()
@@ -438,12 +471,11 @@ impl Sim {
             return;
         }
         // The hub's rule: an order whose outcome stays unknown keeps its entry.
-        let part0 = p.part0_unresolved.remove(&tag);
-        let unknown = match e {
-            Event::Unresolved { .. } => true,
-            Event::BatchSettled { .. } => part0,
-            _ => false,
-        };
+        let part0 = p
+            .part0_unresolved
+            .remove(&tag)
+            .then_some(ItemFate::Unresolved);
+        let unknown = outcome_unknown(e, part0);
         if let Some(entry) = p.entries.remove(&tag) {
             if !unknown {
                 life.journal.clear(entry);
@@ -471,14 +503,18 @@ impl Sim {
                 Some(f) => self.take(ev(What::Reconciled(f))),
                 None => self.take(ev(What::Unresolved)),
             },
-            // It ended Unresolved before (a replace: its part 0 left unresolved;
-            // a part 0 heard before the kill is known, not owed a Late): found
-            // now, that is its Late.
-            Some(What::Unresolved | What::BatchSettled)
+            // It ended with its outcome unknown before (the hub's rule, which
+            // kept its entry): found now, that is its Late.
+            Some(first @ (What::Unresolved | What::BatchSettled))
                 if matches!(found, Some(Some(_)))
                     && !self.ledger.has_late(tag)
-                    && (kind != Some(Kind::Replace)
-                        || self.ledger.item_fate(tag, 0) == Some(ItemFate::Unresolved)) =>
+                    && outcome_unknown(
+                        &match first {
+                            What::Unresolved => Event::Unresolved { tag },
+                            _ => Event::BatchSettled { tag },
+                        },
+                        self.ledger.item_fate(tag, 0),
+                    ) =>
             {
                 self.take(ev(What::Late));
             }

@@ -10,7 +10,7 @@ fn room_beyond_own(c: &super::Client) -> bool {
     c.conn.is_some() && c.events.free() > 3 * c.tags.len()
 }
 use super::Hub;
-use crate::shm::recovery::Recovery;
+use crate::shm::recovery::{outcome_unknown, Recovery};
 
 impl Hub {
     /// Delivers one gateway event to the client whose request it is about.
@@ -127,8 +127,10 @@ impl Hub {
         if sev.is_final() {
             // An order whose outcome stays unknown keeps its entry: the next start
             // queries it (its id stays held here meanwhile); a part's too.
-            let unknown = matches!(sev, ShmEvent::Unresolved { .. })
-                || item_fates(&settled).any(|f| f == Ok((0, ItemFate::Unresolved)));
+            let part0 = item_fates(&settled)
+                .any(|f| f == Ok((0, ItemFate::Unresolved)))
+                .then_some(ItemFate::Unresolved);
+            let unknown = outcome_unknown(&ev, part0);
             if let (Some(j), Some(e), false) =
                 (&mut self.journal, c.journal[l as usize].take(), unknown)
             {
