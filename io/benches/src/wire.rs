@@ -30,8 +30,8 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use ergon_core::{Budget, Class, Flight, Shape, Ticket};
 use ergon_gateway::{Event, Gateway, Prepared, Wire};
 use ergon_io::client::{PoolConfig, PoolId, Refused, RequestId};
-use ergon_io::http::{Headers, Request};
-use ergon_io::pool::{Pool, PoolEvent, Transmit};
+use ergon_io::http::{with_prepared, Headers, InvalidRequest, Request};
+use ergon_io::pool::{ConnId, Pool, PoolEvent, Transmit};
 use ergon_venues::adapt::Clock;
 use ergon_venues::binance_spot::template::OrderTemplate;
 use ergon_venues::binance_spot::{signature, Auth, BinanceSpot};
@@ -123,6 +123,36 @@ impl Wire for Transport {
         let (id, conn) = self
             .pool
             .request(pool, req, ticket, deadline_ns, T0, |_| true)?;
+        Ok(self.write(id, conn))
+    }
+
+    /// As the loop's `Context::request_prepared`: a request its adapter wrote as
+    /// HTTP/1.1 already (the template's order) is copied into the connection's
+    /// buffer as it is.
+    fn send_prepared(
+        &mut self,
+        req: &Prepared,
+        ticket: Ticket,
+        deadline_ns: i64,
+    ) -> Result<RequestId, Refused> {
+        let Some(h) = req.http().filter(|_| self.stage != Stage::Ledger) else {
+            return with_prepared(req, ticket, |r, t| self.send(r, t, deadline_ns))
+                .unwrap_or_else(|t| Err(Refused::Invalid(t, InvalidRequest::Method)));
+        };
+        let pool = self.pools[self.next_pool];
+        self.next_pool += 1;
+        let (id, conn) = self
+            .pool
+            .request_http(pool, &h, ticket, deadline_ns, T0, |_| true)?;
+        Ok(self.write(id, conn))
+    }
+}
+
+impl Transport {
+    /// Hands `conn`'s bytes to `write(2)` (or, before the write stage, marks them
+    /// written): request `id`.
+    #[inline(always)]
+    fn write(&mut self, id: RequestId, conn: ConnId) -> RequestId {
         let out = self.pool.transmit(conn);
         let n = if self.stage == Stage::Write {
             write(&self.pipe.0, out)
@@ -130,7 +160,7 @@ impl Wire for Transport {
             out.len()
         };
         self.pool.handle_written(conn, n);
-        Ok(id)
+        id
     }
 }
 
@@ -327,7 +357,7 @@ impl WireCase {
         t.kept = Vec::with_capacity(SLOTS);
         if matches!(self.stage, Stage::Encode | Stage::Write) {
             for &pool in &t.pools[..self.submitted] {
-                let conn = ergon_io::pool::ConnId::new(pool.index());
+                let conn = ConnId::new(pool.index());
                 let buf = t.pool.recv_buf(conn);
                 let n = REPLY.len().min(buf.len());
                 buf[..n].copy_from_slice(&REPLY[..n]);
