@@ -4,13 +4,12 @@
 //! The event loop's [`Context`] is the transport in production; tests drive the
 //! gateway through a scripted one on jumped time.
 
-use arrayvec::ArrayVec;
 use ergon_core::{Budget, Ticket};
-use ergon_venues::endpoint::{Prepared, MAX_HEADERS};
+use ergon_venues::endpoint::Prepared;
 
 use ergon_io::client::{PoolId, Refused, RequestId};
 use ergon_io::event_loop::Context;
-use ergon_io::http::Request;
+use ergon_io::http::{with_prepared, InvalidRequest, Request};
 
 /// A transport for the gateway's requests.
 pub trait Wire {
@@ -25,6 +24,21 @@ pub trait Wire {
         ticket: Ticket,
         deadline_ns: i64,
     ) -> Result<RequestId, Refused>;
+    /// Sends the prepared `req` now with its `ticket`, or hands the ticket back
+    /// unsent, as [`Wire::send`] does with `req` encoded. Default: `req` encoded
+    /// from its method, target, headers and body through [`Wire::send`] (an empty
+    /// one refused, [`InvalidRequest::Method`]); a transport on the pool overrides
+    /// it to copy out a request its adapter wrote as HTTP/1.1 already
+    /// ([`Prepared::http`]).
+    fn send_prepared(
+        &mut self,
+        req: &Prepared,
+        ticket: Ticket,
+        deadline_ns: i64,
+    ) -> Result<RequestId, Refused> {
+        with_prepared(req, ticket, |r, t| self.send(r, t, deadline_ns))
+            .unwrap_or_else(|t| Err(Refused::Invalid(t, InvalidRequest::Method)))
+    }
     /// The transport's connect charges so far, for the record: (admitted, and the
     /// connect left; refused by the budget). A connect refunded because it never
     /// left is in neither (it changed nothing). Default: a transport that charges
@@ -60,6 +74,18 @@ impl Wire for LoopWire<'_, '_> {
         self.cx.request(self.pool, req, ticket, deadline_ns)
     }
 
+    /// Through [`Context::request_prepared`]: a request written as HTTP/1.1
+    /// already is copied out as it is.
+    fn send_prepared(
+        &mut self,
+        req: &Prepared,
+        ticket: Ticket,
+        deadline_ns: i64,
+    ) -> Result<RequestId, Refused> {
+        self.cx
+            .request_prepared(self.pool, req, ticket, deadline_ns)
+    }
+
     /// The client's pools together (a gateway's loop has its one pool).
     fn connects(&self) -> (u64, u64) {
         let c = self.cx.client().counters();
@@ -69,17 +95,5 @@ impl Wire for LoopWire<'_, '_> {
 
 /// Calls `f` with `p` as the client encodes it (None: `p` is empty).
 pub(crate) fn encode<R>(p: &Prepared, f: impl FnOnce(&Request<'_>) -> R) -> Option<R> {
-    let method = p.method()?;
-    let mut h: ArrayVec<(&str, &str), MAX_HEADERS> = ArrayVec::new();
-    for kv in p.headers() {
-        if h.try_push(kv).is_err() {
-            break;
-        }
-    }
-    Some(f(&Request {
-        method: method.as_str(),
-        target: p.target(),
-        headers: &h,
-        body: p.body(),
-    }))
+    with_prepared(p, (), |r, ()| f(r)).ok()
 }

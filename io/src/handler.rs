@@ -13,6 +13,7 @@ use std::os::raw::c_int;
 
 use arrayvec::ArrayVec;
 use ergon_core::{Budget, Flight, Ticket};
+use ergon_venues::endpoint::Prepared;
 use ergon_venues::response::Response;
 
 use crate::culprit::Culprit;
@@ -346,6 +347,20 @@ impl<'a> Context<'a> {
     ) -> Result<RequestId, Refused> {
         self.client
             .request(pool, req, ticket, deadline_ns, self.now)
+    }
+
+    /// Sends a prepared request on `pool` now, or hands the ticket back (see
+    /// [`Client::request_prepared`]: copied out as it is when its adapter wrote it
+    /// as HTTP/1.1).
+    pub fn request_prepared(
+        &mut self,
+        pool: PoolId,
+        req: &Prepared,
+        ticket: Ticket,
+        deadline_ns: i64,
+    ) -> Result<RequestId, Refused> {
+        self.client
+            .request_prepared(pool, req, ticket, deadline_ns, self.now)
     }
 
     /// Calls [`ClientHandler::on_timer`] with `token` once `at_ns` has passed;

@@ -34,10 +34,11 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::raw::c_int;
 
 use ergon_core::{Budget, Ticket};
+use ergon_venues::endpoint::Prepared;
 use ergon_venues::response::Response;
 
 use crate::curl::{CurlTransport, Finished};
-use crate::http::{Headers, ParseError, Request};
+use crate::http::{with_prepared, Headers, InvalidRequest, ParseError, Request};
 use crate::pool::{
     ConnId, Counters, Error, Pool, PoolConfig, PoolError, PoolEvent, PoolId, Refused, RequestId,
     Transmit,
@@ -189,16 +190,35 @@ impl Client {
         let socks = &mut self.socks;
         let (id, conn) = self
             .pool
-            .request(pool, req, ticket, deadline_ns, now, |c| {
-                let Some(s) = socks.get_mut(c.0) else {
-                    return false;
-                };
-                let fd = s.fd;
-                match s.tls.as_mut() {
-                    None => matches!(sys::peek(fd), Ok(Read::WouldBlock)),
-                    Some(t) => tls_idle_ok(t, fd),
-                }
-            })?;
+            .request(pool, req, ticket, deadline_ns, now, |c| idle_open(socks, c))?;
+        if let Err(e) = self.flush(conn) {
+            self.pool.handle_error(conn, Error::os(e), now);
+        }
+        Ok(id)
+    }
+
+    /// Sends a prepared request as [`Client::request`] does: copied out as it is
+    /// when its adapter wrote it as HTTP/1.1 ([`Prepared::http`]) and the pool is
+    /// ours, else encoded from its method, target, headers and body. An empty
+    /// `req` is refused ([`InvalidRequest::Method`]).
+    pub fn request_prepared(
+        &mut self,
+        pool: PoolId,
+        req: &Prepared,
+        ticket: Ticket,
+        deadline_ns: i64,
+        now: i64,
+    ) -> Result<RequestId, Refused> {
+        let Some(h) = req.http().filter(|_| !self.curl.carries(pool)) else {
+            return with_prepared(req, ticket, |r, t| {
+                self.request(pool, r, t, deadline_ns, now)
+            })
+            .unwrap_or_else(|t| Err(Refused::Invalid(t, InvalidRequest::Method)));
+        };
+        let socks = &mut self.socks;
+        let (id, conn) = self
+            .pool
+            .request_http(pool, &h, ticket, deadline_ns, now, |c| idle_open(socks, c))?;
         if let Err(e) = self.flush(conn) {
             self.pool.handle_error(conn, Error::os(e), now);
         }
@@ -691,6 +711,19 @@ fn start_tls(_: &PoolConfig) -> Result<Option<Session>, Error> {
 
 /// Whether an idle TLS connection is still usable: records that carry no data
 /// (session tickets, key updates) are taken in; data, a close or an error end it.
+/// Whether the idle connection `c` may be written to: its socket has nothing to
+/// read and was not closed (a peek), or its TLS session is idle and open.
+fn idle_open(socks: &mut [Sock], c: ConnId) -> bool {
+    let Some(s) = socks.get_mut(c.0) else {
+        return false;
+    };
+    let fd = s.fd;
+    match s.tls.as_mut() {
+        None => matches!(sys::peek(fd), Ok(Read::WouldBlock)),
+        Some(t) => tls_idle_ok(t, fd),
+    }
+}
+
 fn tls_idle_ok(t: &mut Session, fd: c_int) -> bool {
     // Bounded: a peer sending records without end is not idle.
     for _ in 0..16 {

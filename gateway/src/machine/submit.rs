@@ -4,7 +4,7 @@ use super::{Gateway, QUERY_CLASS, RETRY_GAP_NS};
 use crate::endpoints::Account;
 use crate::events::{wait_ns, Event, Expiry, Tag};
 use crate::ledger::{Key, Stage};
-use crate::wire::{encode, Wire};
+use crate::wire::Wire;
 use crate::ws_api::{Unsent, WS_BIT};
 use ergon_core::{Class, Verdict, Why};
 use ergon_io::client::RequestId;
@@ -147,20 +147,8 @@ impl<E: Account> Gateway<E> {
             },
             None => ticket,
         };
-        let mut ticket = Some(ticket);
-        let sent = encode(req, |r| match ticket.take() {
-            Some(t) => w.send(r, t, deadline),
-            None => unreachable!("encode calls once"),
-        });
+        let sent = w.send_prepared(req, ticket, deadline);
         self.trace.connects(&*w, &self.venue);
-        let sent = match (sent, ticket) {
-            (Some(s), _) => s,
-            (None, Some(t)) => Err(ergon_io::client::Refused::Invalid(
-                t,
-                ergon_io::http::InvalidRequest::Method,
-            )),
-            (None, None) => return,
-        };
         match sent {
             Ok(id) => {
                 self.stats.sent += 1;

@@ -16,7 +16,7 @@
 //! | `wire_prepare_builder` | the same order from `BinanceSpot::new_order` (parameter by parameter), as before the template |
 //! | `wire_charge` | `Budget::try_charge_shape` of the order's shape (the gateway's charge) |
 //! | `wire_ledger` | prepare, then `Gateway::submit` to a transport that only takes the ticket |
-//! | `wire_encode` | prepare, submit, and the pool's `request` (the bytes encoded into the connection's buffer), the bytes marked written without a syscall |
+//! | `wire_encode` | prepare, submit, and the pool's `request_http` (the order, written as HTTP/1.1 by its template, copied into the connection's buffer with the `Host` line, as the loop's `Context::request_prepared` does), the bytes marked written without a syscall |
 //! | `wire_write` | the whole path: the same, with the bytes handed to `write(2)` (a pipe) |
 //! | `wire_floor` | `write(2)` of the same bytes alone |
 //!
@@ -30,8 +30,8 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use ergon_core::{Budget, Class, Flight, Shape, Ticket};
 use ergon_gateway::{Event, Gateway, Prepared, Wire};
 use ergon_io::client::{PoolConfig, PoolId, Refused, RequestId};
-use ergon_io::http::{Headers, Request};
-use ergon_io::pool::{Pool, PoolEvent, Transmit};
+use ergon_io::http::{with_prepared, Headers, InvalidRequest, Request};
+use ergon_io::pool::{ConnId, Pool, PoolEvent, Transmit};
 use ergon_venues::adapt::Clock;
 use ergon_venues::binance_spot::template::OrderTemplate;
 use ergon_venues::binance_spot::{signature, Auth, BinanceSpot};
@@ -123,6 +123,36 @@ impl Wire for Transport {
         let (id, conn) = self
             .pool
             .request(pool, req, ticket, deadline_ns, T0, |_| true)?;
+        Ok(self.write(id, conn))
+    }
+
+    /// As the loop's `Context::request_prepared`: a request its adapter wrote as
+    /// HTTP/1.1 already (the template's order) is copied into the connection's
+    /// buffer as it is.
+    fn send_prepared(
+        &mut self,
+        req: &Prepared,
+        ticket: Ticket,
+        deadline_ns: i64,
+    ) -> Result<RequestId, Refused> {
+        let Some(h) = req.http().filter(|_| self.stage != Stage::Ledger) else {
+            return with_prepared(req, ticket, |r, t| self.send(r, t, deadline_ns))
+                .unwrap_or_else(|t| Err(Refused::Invalid(t, InvalidRequest::Method)));
+        };
+        let pool = self.pools[self.next_pool];
+        self.next_pool += 1;
+        let (id, conn) = self
+            .pool
+            .request_http(pool, &h, ticket, deadline_ns, T0, |_| true)?;
+        Ok(self.write(id, conn))
+    }
+}
+
+impl Transport {
+    /// Hands `conn`'s bytes to `write(2)` (or, before the write stage, marks them
+    /// written): request `id`.
+    #[inline(always)]
+    fn write(&mut self, id: RequestId, conn: ConnId) -> RequestId {
         let out = self.pool.transmit(conn);
         let n = if self.stage == Stage::Write {
             write(&self.pipe.0, out)
@@ -130,7 +160,7 @@ impl Wire for Transport {
             out.len()
         };
         self.pool.handle_written(conn, n);
-        Ok(id)
+        id
     }
 }
 
@@ -327,7 +357,7 @@ impl WireCase {
         t.kept = Vec::with_capacity(SLOTS);
         if matches!(self.stage, Stage::Encode | Stage::Write) {
             for &pool in &t.pools[..self.submitted] {
-                let conn = ergon_io::pool::ConnId::new(pool.index());
+                let conn = ConnId::new(pool.index());
                 let buf = t.pool.recv_buf(conn);
                 let n = REPLY.len().min(buf.len());
                 buf[..n].copy_from_slice(&REPLY[..n]);
@@ -402,7 +432,7 @@ impl Case for WireCase {
                 "prepare + Gateway::submit (checks, charge, ledger), transport takes the ticket"
             }
             Stage::Encode => {
-                "prepare + submit + the pool's request (encoded into the connection), no syscall"
+                "prepare + submit + the pool's request_http (copied into the connection), no syscall"
             }
             Stage::Write => "the whole path: prepare + submit + encode + write(2) to a pipe",
             Stage::Floor => "write(2) of the same request bytes to a pipe alone",

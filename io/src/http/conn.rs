@@ -4,10 +4,11 @@
 //! it never offers a written byte again, and never accepts a request while one is
 //! in flight or after an error.
 
+use ergon_venues::endpoint::Http;
 use ergon_venues::response::{Header, Response};
 
 use super::decode::{Decoder, Step};
-use super::encode::{encode, InvalidRequest, Request};
+use super::encode::{encode, encode_http, InvalidRequest, Request};
 use super::{Headers, Limits, ParseError, MAX_HEADERS};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -102,6 +103,22 @@ impl Conn {
         self.tx_pos = 0;
         self.rx_len = 0;
         self.dec.reset(req.method == "HEAD");
+        self.state = State::Active;
+        Ok(())
+    }
+
+    /// Copies `req`, a request encoded already but for its `Host` line, into the
+    /// send buffer with `Host: host`: the bytes [`Conn::send`] writes for the same
+    /// request, with no encoding or check per byte (see [`Http`]). Only on an idle
+    /// connection; nothing is written yet.
+    pub fn send_http(&mut self, req: &Http<'_>, host: &str) -> Result<(), InvalidRequest> {
+        if self.state != State::Idle {
+            return Err(InvalidRequest::NotIdle);
+        }
+        encode_http(req, host, &mut self.tx)?;
+        self.tx_pos = 0;
+        self.rx_len = 0;
+        self.dec.reset(req.line().starts_with(b"HEAD "));
         self.state = State::Active;
         Ok(())
     }

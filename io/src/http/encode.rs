@@ -3,6 +3,13 @@
 //! The client owns framing: callers may not set Host, Content-Length,
 //! Transfer-Encoding or Connection, so a request can never carry two framings.
 //! Encoding never grows the buffer; a request that does not fit is refused.
+//!
+//! A request its adapter wrote as HTTP/1.1 already ([`Http`], valid on the wire by
+//! construction) is copied in as it is, with the `Host` line after its request line:
+//! no second encoding, no check per byte per send.
+
+use arrayvec::ArrayVec;
+use ergon_venues::endpoint::{Http, Prepared, MAX_HEADERS};
 
 /// One request as the caller describes it. Nothing is copied until it is encoded.
 #[derive(Clone, Copy, Debug)]
@@ -221,6 +228,52 @@ pub(crate) fn encode(
     out.extend_from_slice(req.body);
     debug_assert_eq!(out.len(), len);
     Ok(())
+}
+
+/// Copies `req` (a request encoded but for its `Host` line) for `host` into `out`
+/// (cleared first), never beyond its capacity: the request line, `Host`, the rest.
+/// The bytes are the ones [`encode`] writes for the same request (valid by
+/// construction: see [`Http`]); only their size is checked.
+pub(crate) fn encode_http(
+    req: &Http<'_>,
+    host: &str,
+    out: &mut Vec<u8>,
+) -> Result<(), InvalidRequest> {
+    out.clear();
+    if req.len_with_host(host.len()) > out.capacity() {
+        return Err(InvalidRequest::TooLarge);
+    }
+    out.extend_from_slice(req.line());
+    out.extend_from_slice(b"Host: ");
+    out.extend_from_slice(host.as_bytes());
+    out.extend_from_slice(b"\r\n");
+    out.extend_from_slice(req.rest());
+    Ok(())
+}
+
+/// Calls `f` with `p` as a [`Request`] (its method, target, headers and body, to
+/// encode) and `x`; `Err(x)` (and `f` not called) when `p` is empty.
+pub fn with_prepared<T, R>(
+    p: &Prepared,
+    x: T,
+    f: impl FnOnce(&Request<'_>, T) -> R,
+) -> Result<R, T> {
+    let Some(method) = p.method() else {
+        return Err(x);
+    };
+    let mut h: ArrayVec<(&str, &str), MAX_HEADERS> = ArrayVec::new();
+    for kv in p.headers() {
+        if h.try_push(kv).is_err() {
+            break;
+        }
+    }
+    let req = Request {
+        method: method.as_str(),
+        target: p.target(),
+        headers: &h,
+        body: p.body(),
+    };
+    Ok(f(&req, x))
 }
 
 #[cfg(test)]

@@ -5,7 +5,11 @@
 //! it with only the price, quantity, client order id, timestamp and signature filled
 //! in. The request is byte for byte the one the adapter's `new_order` writes for the
 //! same order (property tests hold the two to it), so the venue sees exactly what it
-//! saw before.
+//! saw before. It is written as HTTP/1.1 sends it but for the `Host` line
+//! ([`Prepared::http`]), so a transport copies it out as it is: the template's
+//! literals are checked for the wire when it is built, and the fields (a
+//! [`Decimal`], a [`ClientOrderId`], digits, the signature's hex or URL-encoded
+//! base64, an [`ApiKey`](crate::endpoint::ApiKey)) admit no other bytes.
 
 use arrayvec::ArrayString;
 
@@ -23,7 +27,9 @@ use crate::endpoint::{
 #[derive(Clone, Debug)]
 pub struct OrderTemplate {
     runs: Runs,
-    /// Where the signed query starts: after `/api/v3/order?`.
+    /// Where the target starts: after `POST `.
+    target_at: usize,
+    /// Where the signed query starts: after `POST /api/v3/order?`.
     query_at: usize,
     /// Whether the order type carries a price (all but MARKET).
     priced: bool,
@@ -66,7 +72,11 @@ impl OrderTemplate {
         let bad = Error::BadArgument("order template");
         let (fixed, rest) = text.split_once("&quantity=").ok_or(bad)?;
         let (_, after) = rest.split_once("&newClientOrderId=x").ok_or(bad)?;
+        if !on_the_wire(path) || !on_the_wire(fixed) || !on_the_wire(after) {
+            return Err(bad);
+        }
         let mut runs = Runs::default();
+        runs.lit(REQUEST);
         runs.lit(path);
         runs.lit("?");
         runs.lit(fixed);
@@ -92,7 +102,8 @@ impl OrderTemplate {
             .map_err(|_| Error::BadArgument("symbol"))?;
         Ok(OrderTemplate {
             runs,
-            query_at: path.len() + 1,
+            target_at: REQUEST.len(),
+            query_at: REQUEST.len() + path.len() + 1,
             priced,
             symbol: sym,
             recv_window_ms: auth.recv_window_ms,
@@ -131,7 +142,6 @@ impl OrderTemplate {
             timestamp: ts,
             request_id: 0,
         };
-        w.open();
         let start = w.pos();
         self.runs.emit(&values, &mut w);
         let end = w.pos();
@@ -148,12 +158,32 @@ impl OrderTemplate {
                 w.s(&text);
             }
         }
-        w.close_target();
+        w.target_at(start + self.target_at..w.pos());
+        w.s(VERSION);
+        let line_end = w.pos();
+        w.s("X-MBX-APIKEY: ");
         w.header_str("X-MBX-APIKEY", api_key.as_str())?;
+        w.s(END);
+        w.http(line_end);
         w.id(fill.client_order_id)?;
         let deadline = clock.now_ns_at(ts.saturating_add(auth.recv_window_ms));
         w.finish(venue, Request::Order, Method::Post, deadline)
     }
+}
+
+/// The request line's method and the space after it (every order is a POST with
+/// its parameters in the query).
+const REQUEST: &str = "POST ";
+/// The request line's end.
+const VERSION: &str = " HTTP/1.1\r\n";
+/// After the key's header: the framing an HTTP/1.1 encoder writes for a POST with
+/// no body, and the blank line.
+const END: &str = "\r\nContent-Length: 0\r\n\r\n";
+
+/// Whether `s` may stand in a request target as it is: no space, control byte,
+/// DEL or `#` (the checks a transport makes of a target it encodes).
+fn on_the_wire(s: &str) -> bool {
+    s.bytes().all(|b| b > 0x20 && b != 0x7f && b != b'#')
 }
 
 impl BinanceSpot {

@@ -37,8 +37,8 @@ mod template;
 mod text;
 
 pub use keys::{is_pem_private_key, ApiKey, Ed25519Key, HmacKey, SignKey};
-pub use prepared::Prepared;
 pub(crate) use prepared::Writer;
+pub use prepared::{Http, Prepared};
 pub use template::Fill;
 pub(crate) use template::{decimal, Field, Runs, Values};
 pub use text::Text;

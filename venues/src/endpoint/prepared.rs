@@ -30,6 +30,9 @@ pub struct Prepared {
     target: Range<usize>,
     headers: ArrayVec<(&'static str, Range<usize>), MAX_HEADERS>,
     body: Range<usize>,
+    /// Where the request line ends when `bytes` are the request as HTTP/1.1 sends
+    /// it but for its `Host` line ([`Prepared::http`]); 0 when they are not.
+    http_line: usize,
     deadline_ns: i64,
     ids: ArrayVec<ClientOrderId, MAX_BATCH>,
     symbol: ArrayString<32>,
@@ -90,6 +93,19 @@ impl Prepared {
         self.bytes.as_bytes().get(self.body.clone()).unwrap_or(&[])
     }
 
+    /// The request as HTTP/1.1 sends it, but for the `Host` line the connection
+    /// adds: `Some` only when the adapter wrote it so (a template's order), and then
+    /// valid on the wire by construction (see [`Http`]). `None`: encode it from
+    /// [`Prepared::method`], [`Prepared::target`], [`Prepared::headers`] and
+    /// [`Prepared::body`].
+    pub fn http(&self) -> Option<Http<'_>> {
+        if self.http_line == 0 || self.kind.is_none() {
+            return None;
+        }
+        let (line, rest) = self.bytes.as_bytes().split_at_checked(self.http_line)?;
+        Some(Http { line, rest })
+    }
+
     /// The end of the venue's acceptance window (timestamp + recvWindow, OKX
     /// `expTime`, Hyperliquid's nonce window) on the caller's clock: never re-send
     /// after it. For unsigned reads: `now_ns` + the adapter's receive window.
@@ -145,6 +161,7 @@ impl Prepared {
         core::mem::swap(&mut self.target, &mut other.target);
         swap_used(&mut self.headers, &mut other.headers);
         core::mem::swap(&mut self.body, &mut other.body);
+        core::mem::swap(&mut self.http_line, &mut other.http_line);
         core::mem::swap(&mut self.deadline_ns, &mut other.deadline_ns);
         swap_used(&mut self.ids, &mut other.ids);
         core::mem::swap(&mut self.symbol, &mut other.symbol);
@@ -156,6 +173,51 @@ impl Prepared {
         self.bytes.get(at).unwrap_or("")
     }
 }
+
+/// A request encoded as HTTP/1.1 sends it, but for the `Host` line, which the
+/// connection writes after the request line: `line()`, then `Host: {host}\r\n`,
+/// then `rest()` are the request's bytes on the wire, exactly as an encoder of its
+/// method, target, headers and body writes them.
+///
+/// Only [`Prepared::http`] makes one, and only for a request its adapter wrote
+/// with bytes valid on the wire by construction: the method a token, the target
+/// in origin form with no space, control byte or `#`, header names tokens and
+/// values free of CR, LF and other controls, the framing (`Content-Length`) the
+/// encoder's. So a transport sends it without checking it again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Http<'a> {
+    line: &'a [u8],
+    rest: &'a [u8],
+}
+
+impl<'a> Http<'a> {
+    /// The request line, `METHOD target HTTP/1.1\r\n`.
+    pub fn line(&self) -> &'a [u8] {
+        self.line
+    }
+
+    /// The header lines after `Host`, the blank line and the body.
+    pub fn rest(&self) -> &'a [u8] {
+        self.rest
+    }
+
+    /// Its length on the wire with a `Host` line of `host_len` bytes.
+    pub fn len_with_host(&self, host_len: usize) -> usize {
+        self.line.len() + 6 + host_len + 2 + self.rest.len()
+    }
+}
+
+/// The two lower-case hex digits of every byte.
+const HEX_PAIRS: [[u8; 2]; 256] = {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut t = [[0u8; 2]; 256];
+    let mut b = 0;
+    while b < 256 {
+        t[b] = [HEX[b >> 4], HEX[b & 15]];
+        b += 1;
+    }
+    t
+};
 
 /// Exchanges the elements of `a` and `b`, touching only those in use.
 fn swap_used<T, const N: usize>(a: &mut ArrayVec<T, N>, b: &mut ArrayVec<T, N>) {
@@ -200,6 +262,7 @@ impl<'p> Writer<'p> {
         p.target = 0..0;
         p.headers.clear();
         p.body = 0..0;
+        p.http_line = 0;
         p.deadline_ns = 0;
         p.ids.clear();
         p.symbol.clear();
@@ -236,13 +299,14 @@ impl<'p> Writer<'p> {
     /// Appends lower-case hex of `bytes`, 32 bytes (a MAC) in one append: a
     /// signature is on every signed request's path, and an append per byte cost
     /// ~15 instructions a byte in capacity checks and calls.
+    ///
+    /// Both digits of a byte come from one table entry: two lookups and two
+    /// stores a byte took ~8 instructions a byte (256 for a MAC).
     pub(crate) fn hex(&mut self, bytes: &[u8]) {
-        const HEX: &[u8; 16] = b"0123456789abcdef";
         for chunk in bytes.chunks(32) {
             let mut out = [0u8; 64];
             for (o, &b) in out.chunks_exact_mut(2).zip(chunk) {
-                o[0] = HEX[usize::from(b >> 4)];
-                o[1] = HEX[usize::from(b & 15)];
+                o.copy_from_slice(&HEX_PAIRS[usize::from(b)]);
             }
             self.put(&out[..2 * chunk.len()]);
         }
@@ -320,6 +384,20 @@ impl<'p> Writer<'p> {
     /// Ends the target span.
     pub(crate) fn close_target(&mut self) {
         self.p.target = self.mark..self.pos();
+    }
+
+    /// The target span is `at` (written in one run with what precedes it).
+    pub(crate) fn target_at(&mut self, at: Range<usize>) {
+        self.p.target = at;
+    }
+
+    /// Marks the bytes written as the whole request as HTTP/1.1 sends it but for
+    /// its `Host` line, whose request line ends at `line_end` ([`Prepared::http`]).
+    /// Only a writer whose every byte is valid on the wire by construction calls
+    /// this (a template whose literals were checked when it was built, and fields of
+    /// types that admit only such bytes).
+    pub(crate) fn http(&mut self, line_end: usize) {
+        self.p.http_line = line_end;
     }
 
     /// Ends a header value span, named `name`.

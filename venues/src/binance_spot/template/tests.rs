@@ -140,6 +140,21 @@ proptest! {
         spot.new_order_from(&t, &mut b, &fill, c.now / 2).unwrap();
         spot.new_order_from(&t, &mut b, &fill, c.now).unwrap();
         prop_assert_eq!(seen(&a), seen(&b));
+        // Written as HTTP/1.1 sends it (RFC 9112 §3: the request line, then the
+        // header lines, Host first, then the blank line): the bytes of the request
+        // it describes, as `ergon_io`'s encoder writes them (its own test holds
+        // the two byte for byte through the pool).
+        prop_assert!(a.http().is_none());
+        let h = b.http().unwrap();
+        let mut wire = h.line().to_vec();
+        wire.extend_from_slice(b"Host: api.binance.com\r\n");
+        wire.extend_from_slice(h.rest());
+        prop_assert_eq!(wire.len(), h.len_with_host("api.binance.com".len()));
+        let want = format!(
+            "POST {} HTTP/1.1\r\nHost: api.binance.com\r\nX-MBX-APIKEY: {API_KEY}\r\nContent-Length: 0\r\n\r\n",
+            b.target()
+        );
+        prop_assert_eq!(String::from_utf8(wire).unwrap(), want);
     }
 }
 
@@ -197,7 +212,7 @@ fn bad_fills_leave_the_request_empty() {
             .unwrap_err(),
         Error::BadArgument("price of a limit order")
     );
-    assert!(p.is_empty() && p.target().is_empty());
+    assert!(p.is_empty() && p.target().is_empty() && p.http().is_none());
     assert_eq!(
         spot.new_order_from(&market, &mut p, &priced, 0)
             .unwrap_err(),
@@ -217,5 +232,28 @@ fn bad_fills_leave_the_request_empty() {
             .unwrap_err(),
         Error::NoKey
     );
-    assert!(p.is_empty());
+    assert!(p.is_empty() && p.http().is_none());
+}
+
+/// A template refuses literals that could not stand in a request target as they
+/// are (the fields admit no such bytes by their types): nothing it writes needs
+/// checking again on the way out.
+#[test]
+fn a_template_checks_its_literals_for_the_wire() {
+    let auth = Auth::new(API_KEY, SECRET, 5000).unwrap();
+    let symbol = Symbol::new("LTCBTC").unwrap();
+    let o = (symbol, Side::Buy, OrderType::Limit(TimeInForce::Gtc), false);
+    for bad in ["/a b", "/a#b", "/a\r\nX: y", "/a\u{7f}"] {
+        let r = OrderTemplate::build(bad, o, &auth, |w, first, o| {
+            crate::binance_spot::order_params(
+                w,
+                first,
+                o,
+                "newClientOrderId",
+                crate::binance_spot::PostOnly::LimitMaker,
+            )
+        });
+        assert!(r.is_err(), "{bad:?}");
+    }
+    assert!(super::on_the_wire("/api/v3/order") && !super::on_the_wire("a b"));
 }

@@ -105,7 +105,7 @@ fn swap_with_is_a_swap() {
 #[test]
 fn hex_of_every_length_across_its_steps() {
     let src: Vec<u8> = (0..=255u8).rev().collect();
-    for n in [0, 1, 31, 32, 33, 64, 65, 100] {
+    for n in [0, 1, 31, 32, 33, 64, 65, 100, 256] {
         let mut p = Prepared::default();
         let mut w = Writer::start(&mut p);
         w.hex(&src[..n]);

@@ -1,0 +1,199 @@
+//! A request its adapter wrote as HTTP/1.1 already (`Prepared::http`, a Binance
+//! order from its template) goes on the wire byte for byte as the pool's encoder
+//! writes the same request from its method, target, headers and body: for any
+//! order, through the real pool, both ways. And as the adapter's builder's order
+//! does (the bytes Binance saw before the template).
+
+use ergon_core::{Budget, Class};
+use ergon_io::client::PoolConfig;
+use ergon_io::http::{with_prepared, InvalidRequest, Limits};
+use ergon_io::pool::{Pool, Refused, Transmit};
+use ergon_venues::adapt::Clock;
+use ergon_venues::binance_spot::{Auth, BinanceSpot};
+use ergon_venues::endpoint::{
+    ClientOrderId, Decimal, Ed25519Key, Endpoints, Fill, NewOrder, OrderType, Prepared, Side,
+    Symbol, TimeInForce,
+};
+use proptest::prelude::*;
+
+const SEC: i64 = 1_000_000_000;
+const T0: i64 = 10 * SEC;
+const API_KEY: &str = "vmPUZE6mv9SD5VNHk4HlWFsOr6aKE2zvsw0MuIgwCIPy6utIco14y7Ju91duEh8A";
+const SECRET: &[u8] = b"NhqPtmdSJYdKjVHjA7PZj4Mge3R5YNiP1e3UZjInClVN65XAbvqqM6A7H5fATj0j";
+const INFO: &[u8] = br#"{"rateLimits":[{"rateLimitType":"REQUEST_WEIGHT","interval":"MINUTE","intervalNum":1,"limit":6000},{"rateLimitType":"ORDERS","interval":"SECOND","intervalNum":10,"limit":100},{"rateLimitType":"RAW_REQUESTS","interval":"MINUTE","intervalNum":5,"limit":61000}]}"#;
+
+/// An adapter with `auth`, and the budget its orders are charged in.
+fn spot(auth: Auth) -> (BinanceSpot, Budget) {
+    let mut b = Budget::builder();
+    let spot =
+        BinanceSpot::from_exchange_info(INFO, &mut b, Clock::anchor(T0, 1_499_827_319_559), 0)
+            .unwrap()
+            .with_auth(auth);
+    (spot, b.build(T0).unwrap())
+}
+
+/// A pool of one connected connection to `host`, its send buffer `max_request`.
+fn pool(host: &str, budget: &mut Budget, max_request: usize) -> (Pool, ergon_io::client::PoolId) {
+    let mut pool = Pool::new();
+    let mut cfg = PoolConfig::new("127.0.0.1:443".parse().unwrap(), host);
+    cfg.limits = Limits {
+        max_request,
+        ..Limits::default()
+    };
+    let id = pool.add_pool(cfg, T0).unwrap();
+    pool.handle_timeout(budget, T0);
+    while let Some(t) = pool.poll_transmit() {
+        if let Transmit::Connect { conn, .. } = t {
+            pool.handle_connect_started(conn, budget, T0);
+            pool.handle_connected(conn, T0);
+        }
+    }
+    while pool.poll_event().is_some() {}
+    (pool, id)
+}
+
+/// The bytes the pool puts on the wire for `p`: copied out as written
+/// (`http`), or encoded from its method, target, headers and body.
+fn on_the_wire(p: &Prepared, budget: &mut Budget, http: bool) -> Result<Vec<u8>, InvalidRequest> {
+    let (mut pool, id) = pool("api.binance.com", budget, 64 * 1024);
+    let ticket = budget.try_charge(p.parts(), Class::Normal, T0).unwrap();
+    let deadline = p.deadline_ns();
+    let sent = if http {
+        let h = p.http().expect("written as HTTP/1.1");
+        pool.request_http(id, &h, ticket, deadline, T0, |_| true)
+    } else {
+        with_prepared(p, ticket, |r, t| {
+            pool.request(id, r, t, deadline, T0, |_| true)
+        })
+        .unwrap_or_else(|_| panic!("a prepared request"))
+    };
+    match sent {
+        Ok((_, conn)) => Ok(pool.transmit(conn).to_vec()),
+        Err(Refused::Invalid(t, e)) => {
+            let _ = budget.refund(t, T0);
+            Err(e)
+        }
+        Err(e) => panic!("refused: {e:?}"),
+    }
+}
+
+fn order_type() -> impl Strategy<Value = OrderType> {
+    prop_oneof![
+        Just(OrderType::Limit(TimeInForce::Gtc)),
+        Just(OrderType::Limit(TimeInForce::Ioc)),
+        Just(OrderType::Limit(TimeInForce::Fok)),
+        Just(OrderType::PostOnly),
+        Just(OrderType::Market),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    #[test]
+    fn a_template_order_goes_out_as_the_encoder_writes_it(
+        symbol in "[A-Z0-9]{2,20}",
+        buy in any::<bool>(),
+        order_type in order_type(),
+        price in "[0-9]{1,8}(\\.[0-9]{1,8})?",
+        quantity in "[0-9]{1,8}(\\.[0-9]{1,8})?",
+        id in "[a-zA-Z0-9._:/-]{1,36}",
+        later in 0i64..1_000_000 * SEC,
+        recv_window in 1i64..=60_000,
+        ed25519 in any::<bool>(),
+    ) {
+        let auth = match ed25519 {
+            false => Auth::new(API_KEY, SECRET, recv_window).unwrap(),
+            true => Auth::ed25519(API_KEY, Ed25519Key::from_seed(&[7; 32]), recv_window).unwrap(),
+        };
+        let (mut spot, mut budget) = spot(auth);
+        let priced = !matches!(order_type, OrderType::Market);
+        let price = priced.then(|| Decimal::new(&price).unwrap());
+        let fill = Fill {
+            price,
+            quantity: Decimal::new(&quantity).unwrap(),
+            client_order_id: ClientOrderId::new(&id).unwrap(),
+        };
+        let side = if buy { Side::Buy } else { Side::Sell };
+        let symbol = Symbol::new(&symbol).unwrap();
+        let t = spot.order_template(symbol, side, order_type).unwrap();
+        let now = T0 + later;
+        let mut p = Prepared::with_capacity(1024);
+        spot.new_order_from(&t, &mut p, &fill, now).unwrap();
+        let copied = on_the_wire(&p, &mut budget, true).unwrap();
+        let encoded = on_the_wire(&p, &mut budget, false).unwrap();
+        prop_assert_eq!(&copied, &encoded);
+        // The builder's order, encoded: what went out before the template.
+        let order = NewOrder {
+            symbol,
+            side,
+            order_type,
+            price,
+            quantity: fill.quantity,
+            client_order_id: fill.client_order_id,
+            reduce_only: false,
+        };
+        let mut b = Prepared::default();
+        spot.new_order(&mut b, &order, now).unwrap();
+        prop_assert!(b.http().is_none());
+        prop_assert_eq!(&on_the_wire(&b, &mut budget, false).unwrap(), &copied);
+    }
+}
+
+/// What the pool refuses of a request encoded already, it refuses as it does the
+/// same request encoded: too large for the send buffer, or a busy connection; and
+/// the ticket comes back.
+#[test]
+fn a_written_request_is_refused_where_an_encoded_one_is() {
+    let (spot, mut budget) = spot(Auth::new(API_KEY, SECRET, 5_000).unwrap());
+    let t = spot
+        .order_template(
+            Symbol::new("LTCBTC").unwrap(),
+            Side::Buy,
+            OrderType::Limit(TimeInForce::Gtc),
+        )
+        .unwrap();
+    let fill = Fill {
+        price: Some(Decimal::new("0.1").unwrap()),
+        quantity: Decimal::new("1").unwrap(),
+        client_order_id: ClientOrderId::new("x1").unwrap(),
+    };
+    let mut p = Prepared::default();
+    spot.new_order_from(&t, &mut p, &fill, T0).unwrap();
+    let h = p.http().unwrap();
+    let len = h.len_with_host("api.binance.com".len());
+    // One byte short of the request: TooLarge both ways; exactly its size: sent.
+    for (max, ok) in [(len - 1, false), (len, true)] {
+        for http in [true, false] {
+            let (mut pool, id) = pool("api.binance.com", &mut budget, max.max(64));
+            let ticket = budget.try_charge(p.parts(), Class::Normal, T0).unwrap();
+            let sent = if http {
+                pool.request_http(id, &h, ticket, p.deadline_ns(), T0, |_| true)
+            } else {
+                with_prepared(&p, ticket, |r, t| {
+                    pool.request(id, r, t, p.deadline_ns(), T0, |_| true)
+                })
+                .unwrap_or_else(|_| panic!("a prepared request"))
+            };
+            match sent {
+                Ok((_, conn)) => {
+                    assert!(ok, "{max} {http}");
+                    assert_eq!(pool.transmit(conn).len(), len);
+                    // The connection is busy now: the next is refused (no idle one).
+                    let ticket = budget.try_charge(p.parts(), Class::Normal, T0).unwrap();
+                    let again = pool.request_http(id, &h, ticket, p.deadline_ns(), T0, |_| true);
+                    let Err(Refused::Busy(t)) = again else {
+                        panic!("a busy connection took a request: {again:?}");
+                    };
+                    let _ = budget.refund(t, T0);
+                }
+                Err(Refused::Invalid(t, e)) => {
+                    assert!(!ok, "{max} {http}");
+                    assert_eq!(e, InvalidRequest::TooLarge);
+                    let _ = budget.refund(t, T0);
+                }
+                Err(e) => panic!("{e:?}"),
+            }
+        }
+    }
+}
