@@ -103,7 +103,10 @@ pub mod wall;
 mod wire;
 pub mod ws_api;
 
-pub use bootstrap::{open_ws_api, run, start_budget, Start, StartError, WsProbe, IP_GATE};
+pub use bootstrap::{
+    declare_ws_connects, open_ws_api, run, start_budget, ws_lane_of, Start, StartError, WsProbe,
+    IP_GATE,
+};
 pub use driver::{Api, Control, Driver, Strategy, GATEWAY_TIMER};
 pub use endpoints::NOT_FOUND_MARGIN_NS;
 pub use endpoints::{Account, AddressBudget, Boot, DcpSpec, DeclareError, Keys};

@@ -16,9 +16,10 @@
 
 use std::net::IpAddr;
 
-use ergon_core::{BucketId, Budget, Builder, Part, Spec};
-use ergon_gateway::ws_api::CONNECTS_PER_5MIN;
-use ergon_gateway::{Account, Gateway, Wire, WsApiStart, WsIn, WsLane, SILENT_NS};
+use ergon_core::{BucketId, Budget, Builder};
+use ergon_gateway::{
+    declare_ws_connects, ws_lane_of, Gateway, Wire, WsApiStart, WsIn, WsLane, SILENT_NS,
+};
 use ergon_venue_sim::sansio::SansIo;
 use ergon_venue_sim::sansio_ws::{pong, ClientFrame, Upgraded, WsAdmitted, WsApiConn, WsReceived};
 use ergon_venues::binance_spot::BinanceSpot;
@@ -98,24 +99,15 @@ pub(crate) struct Lane {
     client_up: bool,
 }
 
-/// The lane, built as the daemon's bootstrap builds it: the venue's session's
-/// connect parts plus one on the connects bucket, its message parts.
+/// The lane's connects bucket, declared as the daemon's start declares it
+/// ([`declare_ws_connects`]).
 pub(crate) fn declare(b: &mut Builder) -> BucketId {
-    b.add(
-        "WS_API_CONNECTS_5M",
-        Spec::sliding(CONNECTS_PER_5MIN, 300 * SEC, 60),
-    )
-    .expect("the connects bucket")
+    declare_ws_connects(b).expect("the connects bucket")
 }
 
-/// The gateway's WebSocket API lane for `acct` on an in-memory transport.
+/// The gateway's WebSocket API lane for `acct` on an in-memory transport, built
+/// as the daemon's start builds it ([`ws_lane_of`]).
 pub(crate) fn lane(acct: &BinanceSpot, connects: BucketId, budget: &Budget, seed: u64) -> WsLane {
-    let api = acct.ws_api(1024).expect("Binance Spot has a WebSocket API");
-    let mut connect = api.connect_parts().expect("connect parts");
-    connect
-        .try_push(Part::new(connects, 1))
-        .expect("room for the connects part");
-    let message = api.message_parts().expect("message parts");
     let at = WsApiStart {
         addr: "127.0.0.1:9".parse().expect("an address"),
         host: "sim".into(),
@@ -123,7 +115,9 @@ pub(crate) fn lane(acct: &BinanceSpot, connects: BucketId, budget: &Budget, seed
         stream: true,
         silent_ns: SILENT_NS,
     };
-    let mut lane = WsLane::new(api, &at, budget, &connect, &message, None, seed).expect("lane");
+    let mut lane = ws_lane_of(acct, 1024, &at, connects, budget, None, seed)
+        .expect("lane")
+        .expect("Binance Spot has a WebSocket API");
     lane.use_pipe();
     lane
 }
