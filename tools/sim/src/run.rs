@@ -494,7 +494,7 @@ impl Sim {
             return;
         };
         let (mut got, mut sched) = (Vec::new(), Vec::new());
-        let take = &mut |f| got.push(f);
+        let take = &mut |e| got.push(e);
         lane.drive(
             &mut self.gw,
             &mut self.net,
@@ -503,8 +503,21 @@ impl Sim {
             &mut sched,
         );
         self.ws = Some(lane);
-        for f in got {
-            self.take(Some(f));
+        // As the daemon's driver hands the lane's events to its hub: the
+        // process's bookkeeping (journal, recovery), then the checks.
+        for e in got {
+            self.on_event(&e);
+        }
+        for (t, s) in sched {
+            self.at(t, Step::Ws(s));
+        }
+    }
+
+    /// The gateway's process died with its WebSocket lane, if the run has one.
+    fn ws_process_died(&mut self) {
+        let mut sched = Vec::new();
+        if let Some(lane) = self.ws.as_mut() {
+            lane.process_died(self.net.now, &mut sched);
         }
         for (t, s) in sched {
             self.at(t, Step::Ws(s));
@@ -663,7 +676,10 @@ impl Sim {
             Step::Reply(i, r) => self.reply(i, &r),
             Step::Fail(i) => self.fail(i),
             Step::Other => self.other(),
-            Step::Kill => self.kill(),
+            Step::Kill => {
+                self.kill();
+                self.ws_process_died();
+            }
             Step::Restart => self.restart(),
             Step::Turn => {}
             Step::Ws(s) => self.ws_step(Some(s)),
@@ -853,8 +869,8 @@ pub fn run(seed: u64, p: &Params) -> Outcome {
         sim.at(T0 + others.range(0, SEC), Step::Other);
     }
     // A share of the runs kill the gateway and restart it on the daemon's files;
-    // not those with the WebSocket lane (a restarted gateway has no lane: the
-    // two faults are drawn in separate runs).
+    // not those with the WebSocket lane (drawn apart until a restarted gateway
+    // had its lane back).
     if sim.ws.is_none() {
         let start = restart::Start {
             keys,

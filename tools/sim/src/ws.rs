@@ -18,13 +18,12 @@ use std::net::IpAddr;
 
 use ergon_core::{BucketId, Budget, Builder};
 use ergon_gateway::{
-    declare_ws_connects, ws_lane_of, Gateway, Wire, WsApiStart, WsIn, WsLane, SILENT_NS,
+    declare_ws_connects, ws_lane_of, Event, Gateway, Wire, WsApiStart, WsIn, WsLane, SILENT_NS,
 };
 use ergon_venue_sim::sansio::SansIo;
 use ergon_venue_sim::sansio_ws::{pong, ClientFrame, Upgraded, WsAdmitted, WsApiConn, WsReceived};
 use ergon_venues::binance_spot::BinanceSpot;
 
-use crate::check::Final;
 use crate::rng::Rng;
 
 const MS: i64 = 1_000_000;
@@ -155,13 +154,16 @@ impl Lane {
         gw: &mut Gateway<BinanceSpot>,
         w: &mut W,
         ban_heard: bool,
-        take: &mut dyn FnMut(Option<Final>),
+        take: &mut dyn FnMut(Event<'static>),
         sched: &mut Vec<(i64, WsStep)>,
     ) {
         let now = w.now();
         gw.drive_ws(w, &mut |got| {
-            if let WsIn::Event(e) = got {
-                take(Final::of(&e));
+            if let Some(e) = match got {
+                WsIn::Event(e) => detached(&e),
+                _ => None,
+            } {
+                take(e);
             }
         });
         let Some(pipe) = gw.ws_api_mut().and_then(WsLane::pipe_mut) else {
@@ -409,12 +411,53 @@ impl Lane {
         }
     }
 
+    /// The gateway's process died: its socket closes with it (the venue sees
+    /// the connection end a leg later, and nothing reaches the dead process);
+    /// the next life's lane opens a connection of its own.
+    pub(crate) fn process_died(&mut self, now: i64, sched: &mut Vec<(i64, WsStep)>) {
+        if self.client_up {
+            self.client_up = false;
+            let t = now + self.leg();
+            sched.push((t, WsStep::Cut(self.conns.len())));
+        }
+    }
+
     /// Cuts the newest connection now (a random drop), if the gateway's is up.
     pub(crate) fn random_drop(&mut self, now: i64, sched: &mut Vec<(i64, WsStep)>) {
         if self.client_up {
             sched.push((now, WsStep::Cut(self.conns.len())));
         }
     }
+}
+
+/// `e` without the answer's bytes (neither the checks nor the process's
+/// bookkeeping read them), to hand on after the lane's drive; None for what
+/// neither hears (an open-orders answer, a protection's).
+fn detached(e: &Event<'_>) -> Option<Event<'static>> {
+    Some(match *e {
+        Event::Applied { tag, .. } => Event::Applied { tag, body: &[] },
+        Event::Rejected { tag } => Event::Rejected { tag },
+        Event::DuplicateId { tag } => Event::DuplicateId { tag },
+        Event::Limited {
+            tag,
+            why,
+            ready_in_ns,
+        } => Event::Limited {
+            tag,
+            why,
+            ready_in_ns,
+        },
+        Event::Retrying { tag, in_ns } => Event::Retrying { tag, in_ns },
+        Event::Expired { tag, why } => Event::Expired { tag, why },
+        Event::Reconciling { tag } => Event::Reconciling { tag },
+        Event::Reconciled { tag, found } => Event::Reconciled { tag, found },
+        Event::Unresolved { tag } => Event::Unresolved { tag },
+        Event::Item { tag, item, fate } => Event::Item { tag, item, fate },
+        Event::BatchSettled { tag } => Event::BatchSettled { tag },
+        Event::Late { tag, found } => Event::Late { tag, found },
+        Event::Halted { tag, bucket } => Event::Halted { tag, bucket },
+        _ => return None,
+    })
 }
 
 fn contains(hay: &[u8], needle: &[u8]) -> bool {
