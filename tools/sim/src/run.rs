@@ -177,8 +177,13 @@ struct Out {
 /// trip spans both clocks. A request written before that and
 /// reaching the venue after the step met windows no evidence had moved yet: its
 /// 429 is the step's doing, not the gateway's (each later one is the gateway's).
+/// Over HTTP and the WebSocket API lane alike: the gateway learns the step from
+/// either.
 #[derive(Clone, Copy, Default)]
-struct Blind {
+pub(crate) struct Blind {
+    /// When the venue's clock stepped beyond the guard, and by how many ms, if
+    /// it did (a step inside the guard is the budget's to absorb: no excuse).
+    step: Option<(i64, i64)>,
     /// When the first stamped answer to a request written after the step
     /// reached the gateway.
     seen_at: Option<i64>,
@@ -189,6 +194,44 @@ struct Blind {
     /// reaches the venue inside a 429's Retry-After is banned before its first
     /// answer comes back.
     bans: u64,
+}
+
+impl Blind {
+    /// Whether a request written at `written_at` that reached the venue at
+    /// `arrived_at` met the step blind.
+    pub(crate) fn blind(&self, written_at: i64, arrived_at: i64) -> bool {
+        let seen = self.seen_at.unwrap_or(i64::MAX);
+        self.step.is_some_and(|(t, _)| arrived_at >= t) && written_at < seen
+    }
+
+    /// Whether a stamped answer to a request written at `written_at` and read
+    /// at `read_at` dates the step: written after it, and read soon enough
+    /// that the stamp proves the clock off (the venue stamped it between the
+    /// write and the read, so a round trip longer than the step less half the
+    /// guard, [`Clock::narrowed`]'s slack, and the drift's few ms, may prove
+    /// nothing: found at seed 4066, a -40 ms step whose first stamp after it
+    /// came back 434 ms after its write).
+    pub(crate) fn dates(&self, written_at: i64, read_at: i64) -> bool {
+        self.step.is_some_and(|(t, by)| {
+            written_at >= t && read_at - written_at < (by.abs() - GUARD_MS / 2 - 5) * MS
+        })
+    }
+
+    /// The venue answered a request met blind `status` (`orders`: an
+    /// order-rate 429).
+    pub(crate) fn refused(&mut self, status: u16, orders: bool) {
+        match (status, orders) {
+            (418, _) => self.bans += 1,
+            (429, true) => self.orders += 1,
+            (429, false) => self.throttled += 1,
+            _ => {}
+        }
+    }
+
+    /// A stamped answer dating the step reached the gateway at `now`.
+    pub(crate) fn seen(&mut self, now: i64) {
+        self.seen_at.get_or_insert(now);
+    }
 }
 
 /// The gateway's transport: each write gets a fate; nothing is sent twice.
@@ -435,25 +478,15 @@ impl Sim {
     /// Tracks what the gateway could know of the venue clock's step (`Blind`)
     /// as answer `i` reaches it.
     fn see_step(&mut self, i: usize, r: &SimResponse) {
-        // A step inside the guard is the budget's to absorb: no excuse.
-        let Some((step_at, _)) = self.clock.jump.filter(|&(_, by)| by.abs() >= GUARD_MS) else {
-            return;
-        };
         let o = &self.net.outs[i];
-        let seen = self.blind.seen_at.unwrap_or(i64::MAX);
-        let blind = o.arrived_at.is_some_and(|t| t >= step_at) && o.written_at < seen;
-        if r.status == 418 && blind {
-            self.blind.bans += 1;
-        }
-        if r.status == 429 && blind {
-            match r.body.contains("-1015") {
-                true => self.blind.orders += 1,
-                false => self.blind.throttled += 1,
-            }
+        if o.arrived_at
+            .is_some_and(|t| self.blind.blind(o.written_at, t))
+        {
+            self.blind.refused(r.status, r.body.contains("-1015"));
         }
         let stamped = r.body.contains("\"transactTime\"") || r.body.contains("\"serverTime\"");
-        if stamped && o.written_at >= step_at {
-            self.blind.seen_at.get_or_insert(self.net.now);
+        if stamped && self.blind.dates(o.written_at, self.net.now) {
+            self.blind.seen(self.net.now);
         }
     }
 
@@ -538,6 +571,7 @@ impl Sim {
                 &mut self.venue,
                 (now, now_ms),
                 &mut self.ban_heard,
+                &mut self.blind,
                 &mut sched,
                 &mut self.out.violations,
             ),
@@ -812,11 +846,8 @@ pub fn run(seed: u64, p: &Params) -> Outcome {
         if by != 0 {
             sim.clock.jump = Some((T0 + r.range(0, p.seconds * SEC), by));
         }
-        // Not in the runs with the WebSocket lane: the gateway re-anchors on the
-        // stamps of HTTP answers only, and there orders go over the lane (said in
-        // the book's "does not simulate").
         let mut steps = Rng::new(seed ^ STEP_STREAM);
-        if steps.chance(100) && sim.ws.is_none() {
+        if steps.chance(100) {
             let by = steps.range(30, 251);
             let by = if steps.chance(500) { -by } else { by };
             sim.clock.jump = Some((T0 + steps.range(0, p.seconds * SEC), by));
@@ -825,6 +856,7 @@ pub fn run(seed: u64, p: &Params) -> Outcome {
     if let Some((at_ms, by)) = p.force_step {
         sim.clock.jump = Some((T0 + at_ms * MS, by));
     }
+    sim.blind.step = sim.clock.jump.filter(|&(_, by)| by.abs() >= GUARD_MS);
     // Half the runs cancel-replace with ALLOW_FAILURE (the new order is tried
     // whether the cancel ran or not), half with the default STOP_ON_FAILURE.
     let allow_failure = sim.net.rng.chance(500);
@@ -868,17 +900,14 @@ pub fn run(seed: u64, p: &Params) -> Outcome {
         sim.other_every = others.range(100 * MS, 500 * MS);
         sim.at(T0 + others.range(0, SEC), Step::Other);
     }
-    // A share of the runs kill the gateway and restart it on the daemon's files;
-    // not those with the WebSocket lane (drawn apart until a restarted gateway
-    // had its lane back).
-    if sim.ws.is_none() {
-        let start = restart::Start {
-            keys,
-            allow_failure,
-            polls,
-        };
-        sim.arm_kills(seed, start);
-    }
+    // A share of the runs kill the gateway and restart it on the daemon's files
+    // (with its WebSocket lane, in the runs that have one).
+    let start = restart::Start {
+        keys,
+        allow_failure,
+        polls,
+    };
+    sim.arm_kills(seed, start);
     // The WebSocket API connection drops up to twice at random, whatever it
     // holds in flight.
     if let Some(lane) = sim.ws.as_mut() {

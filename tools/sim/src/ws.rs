@@ -25,6 +25,7 @@ use ergon_venue_sim::sansio_ws::{pong, ClientFrame, Upgraded, WsAdmitted, WsApiC
 use ergon_venues::binance_spot::BinanceSpot;
 
 use crate::rng::Rng;
+use crate::run::Blind;
 
 const MS: i64 = 1_000_000;
 const SEC: i64 = 1_000 * MS;
@@ -69,9 +70,15 @@ pub(crate) enum WsStep {
         gen: usize,
         bytes: Vec<u8>,
         after_ban: bool,
+        written_at: i64,
     },
-    /// The venue's bytes of connection `gen` reach the gateway.
-    Deliver { gen: usize, bytes: Vec<u8> },
+    /// The venue's bytes of connection `gen` reach the gateway (`stamped`: an
+    /// answer stamped with the venue's time, to a request written then).
+    Deliver {
+        gen: usize,
+        bytes: Vec<u8>,
+        stamped: Option<i64>,
+    },
     /// Connection `gen` dies, for both ends.
     Cut(usize),
     /// The gateway's transport takes bytes again (its send buffer drained).
@@ -81,6 +88,9 @@ pub(crate) enum WsStep {
         gen: usize,
         admitted: Box<WsAdmitted>,
         answer: bool,
+        /// Written blind to the venue clock's step ([`Blind`]), at this time.
+        blind: bool,
+        written_at: i64,
     },
 }
 
@@ -204,6 +214,7 @@ impl Lane {
                     gen,
                     bytes,
                     after_ban: ban_heard,
+                    written_at: now,
                 },
             ));
         }
@@ -218,6 +229,7 @@ impl Lane {
         venue: &mut SansIo,
         (now, now_ms): (i64, i64),
         ban_heard: &mut bool,
+        blind: &mut Blind,
         sched: &mut Vec<(i64, WsStep)>,
         violations: &mut Vec<String>,
     ) {
@@ -226,15 +238,29 @@ impl Lane {
                 gen,
                 bytes,
                 after_ban,
-            } => self.arrive(
-                gen, &bytes, after_ban, venue, now, now_ms, sched, violations,
-            ),
-            WsStep::Deliver { gen, bytes } => {
+                written_at,
+            } => {
+                let at = Arrival {
+                    now,
+                    now_ms,
+                    written_at,
+                    after_ban,
+                };
+                self.arrive(gen, &bytes, at, venue, blind, sched, violations)
+            }
+            WsStep::Deliver {
+                gen,
+                bytes,
+                stamped,
+            } => {
                 if gen != self.conns.len() || !self.client_up {
                     return;
                 }
                 // A ban's 418 reaches the gateway with this frame.
                 *ban_heard |= contains(&bytes, b"\"status\":418");
+                if stamped.is_some_and(|w| blind.dates(w, now)) {
+                    blind.seen(now);
+                }
                 if let Some(p) = gw.ws_api_mut().and_then(WsLane::pipe_mut) {
                     p.deliver(&bytes);
                 }
@@ -256,14 +282,17 @@ impl Lane {
                 gen,
                 admitted,
                 answer,
+                blind: was_blind,
+                written_at,
             } => {
                 let Some(c) = self.conns.get_mut(gen - 1).and_then(Option::as_mut) else {
                     venue.ws_api_drop_unexecuted(*admitted);
                     return;
                 };
                 let frame = venue.ws_api_execute(c, *admitted, now_ms);
+                let stamped = seen_by(&frame, was_blind, written_at, blind);
                 if answer {
-                    self.send(gen, frame, now, sched);
+                    self.send(gen, frame, now, stamped, sched);
                 }
                 self.events(gen, now, sched);
             }
@@ -282,12 +311,27 @@ impl Lane {
     }
 
     /// Sends the venue's `frame` on `gen`, unless that connection ended.
-    fn send(&mut self, gen: usize, frame: Vec<u8>, now: i64, sched: &mut Vec<(i64, WsStep)>) {
+    fn send(
+        &mut self,
+        gen: usize,
+        frame: Vec<u8>,
+        now: i64,
+        stamped: Option<i64>,
+        sched: &mut Vec<(i64, WsStep)>,
+    ) {
         if self.ended[gen - 1] {
             return;
         }
         let t = now + self.leg();
-        sched.push((t, WsStep::Deliver { gen, bytes: frame }));
+        let bytes = frame;
+        sched.push((
+            t,
+            WsStep::Deliver {
+                gen,
+                bytes,
+                stamped,
+            },
+        ));
     }
 
     /// Sends the user data stream's events pushed to `gen`.
@@ -297,7 +341,7 @@ impl Lane {
             None => return,
         };
         for f in frames {
-            self.send(gen, f, now, sched);
+            self.send(gen, f, now, None, sched);
         }
     }
 
@@ -306,13 +350,19 @@ impl Lane {
         &mut self,
         gen: usize,
         bytes: &[u8],
-        after_ban: bool,
+        at: Arrival,
         venue: &mut SansIo,
-        now: i64,
-        now_ms: i64,
+        blind: &mut Blind,
         sched: &mut Vec<(i64, WsStep)>,
         violations: &mut Vec<String>,
     ) {
+        let Arrival {
+            now,
+            now_ms,
+            written_at,
+            after_ban,
+        } = at;
+        let was_blind = blind.blind(written_at, now);
         if self.ended[gen - 1] {
             return;
         }
@@ -321,10 +371,18 @@ impl Lane {
             match venue.ws_api_upgrade(bytes, self.ip, now_ms) {
                 Upgraded::Open(c, answer) => {
                     self.conns[gen - 1] = Some(c);
-                    self.send(gen, answer, now, sched);
+                    self.send(gen, answer, now, None, sched);
                 }
                 Upgraded::Refused(answer) => {
-                    self.send(gen, answer, now, sched);
+                    // The upgrade charges the IP's weight too: its 429 or 418
+                    // (an HTTP answer) is the step's doing if written blind.
+                    for status in [418, 429] {
+                        if was_blind && answer.starts_with(format!("HTTP/1.1 {status} ").as_bytes())
+                        {
+                            blind.refused(status, false);
+                        }
+                    }
+                    self.send(gen, answer, now, None, sched);
                     let t = now + 5 * MS;
                     sched.push((t, WsStep::Cut(gen)));
                 }
@@ -338,7 +396,7 @@ impl Lane {
         for f in frames {
             let text = match f {
                 ClientFrame::Ping(p) => {
-                    self.send(gen, pong(&p), now, sched);
+                    self.send(gen, pong(&p), now, None, sched);
                     continue;
                 }
                 ClientFrame::Close => {
@@ -366,7 +424,8 @@ impl Lane {
             };
             let admitted = match venue.ws_api_admit(c, &text, now_ms) {
                 WsReceived::Answer { frame, close } => {
-                    self.send(gen, frame, now, sched);
+                    let stamped = seen_by(&frame, was_blind, written_at, blind);
+                    self.send(gen, frame, now, stamped, sched);
                     if close {
                         let t = now + 5 * MS;
                         sched.push((t, WsStep::Cut(gen)));
@@ -379,7 +438,8 @@ impl Lane {
             };
             match fate {
                 Fate::AnswerLost => {
-                    let _ = venue.ws_api_execute(c, admitted, now_ms);
+                    let frame = venue.ws_api_execute(c, admitted, now_ms);
+                    seen_by(&frame, was_blind, written_at, blind);
                     self.events(gen, now, sched);
                     let t = now + self.leg();
                     sched.push((t, WsStep::Cut(gen)));
@@ -395,6 +455,8 @@ impl Lane {
                             gen,
                             admitted: Box::new(admitted),
                             answer,
+                            blind: was_blind,
+                            written_at,
                         },
                     ));
                     if !answer {
@@ -404,7 +466,8 @@ impl Lane {
                 }
                 Fate::Delivered | Fate::LostBefore => {
                     let frame = venue.ws_api_execute(c, admitted, now_ms);
-                    self.send(gen, frame, now, sched);
+                    let stamped = seen_by(&frame, was_blind, written_at, blind);
+                    self.send(gen, frame, now, stamped, sched);
                     self.events(gen, now, sched);
                 }
             }
@@ -428,6 +491,33 @@ impl Lane {
             sched.push((now, WsStep::Cut(self.conns.len())));
         }
     }
+}
+
+/// When and how one write of the gateway reached the venue.
+#[derive(Clone, Copy)]
+struct Arrival {
+    now: i64,
+    now_ms: i64,
+    written_at: i64,
+    /// Written after the gateway heard a ban no person cleared.
+    after_ban: bool,
+}
+
+/// The venue's answer `frame` to a request written at `written_at`, blind to
+/// its clock's step (`was_blind`) or not: a refusal of a blind one is counted
+/// ([`Blind`]); if it is stamped with the venue's time (an order's or a
+/// cancel's `result.transactTime`, what the gateway re-anchors on), the
+/// request's write time, for [`Blind::dates`] when it reaches the gateway.
+fn seen_by(frame: &[u8], was_blind: bool, written_at: i64, blind: &mut Blind) -> Option<i64> {
+    if was_blind {
+        for status in [418, 429] {
+            if contains(frame, format!("\"status\":{status},").as_bytes()) {
+                blind.refused(status, contains(frame, b"-1015"));
+            }
+        }
+    }
+    let stamped = contains(frame, b"\"status\":200,") && contains(frame, b"\"transactTime\"");
+    stamped.then_some(written_at)
 }
 
 /// `e` without the answer's bytes (neither the checks nor the process's
