@@ -106,6 +106,11 @@ pub(crate) struct Lane {
     ended: Vec<bool>,
     /// The gateway's transport is up on the newest generation.
     client_up: bool,
+    /// When the last bytes each way were scheduled to arrive: TCP delivers a
+    /// connection's bytes in order, so a later write never overtakes an
+    /// earlier one (a frame written in two parts stays whole).
+    up_at: i64,
+    down_at: i64,
 }
 
 /// The lane's connects bucket, declared as the daemon's start declares it
@@ -141,6 +146,8 @@ impl Lane {
             conns: Vec::new(),
             ended: Vec::new(),
             client_up: false,
+            up_at: 0,
+            down_at: 0,
         }
     }
 
@@ -207,7 +214,8 @@ impl Lane {
         }
         if !bytes.is_empty() && self.client_up {
             let gen = self.conns.len();
-            let t = now + self.leg();
+            let t = (now + self.leg()).max(self.up_at);
+            self.up_at = t;
             sched.push((
                 t,
                 WsStep::Arrive {
@@ -322,7 +330,8 @@ impl Lane {
         if self.ended[gen - 1] {
             return;
         }
-        let t = now + self.leg();
+        let t = (now + self.leg()).max(self.down_at);
+        self.down_at = t;
         let bytes = frame;
         sched.push((
             t,
