@@ -14,13 +14,15 @@ use ergon_io::client::{Refused, RequestId, Sent};
 use ergon_io::http::Request;
 use ergon_venue_sim::http::Response as SimResponse;
 use ergon_venue_sim::sansio::{Admitted, Received, SansIo};
-use ergon_venue_sim::{Config, Interval, LimitType, RateLimit};
+use ergon_venue_sim::{
+    Account as SimAccount, Config, Interval, LimitType, RateLimit, ED25519_TEST_PRIVATE_PEM,
+};
 use ergon_venues::adapt::Clock;
 use ergon_venues::binance_replace::ReplaceMode;
 use ergon_venues::binance_spot::{Auth, BinanceSpot};
 use ergon_venues::endpoint::{
-    CancelReplace, ClientOrderId, Decimal, Endpoints, NewOrder, OrderRef, OrderType, Side, Symbol,
-    TimeInForce,
+    is_pem_private_key, CancelReplace, ClientOrderId, Decimal, Ed25519Key, Endpoints, NewOrder,
+    OrderRef, OrderType, Side, Symbol, TimeInForce,
 };
 use ergon_venues::response::{Header, Response};
 
@@ -52,6 +54,9 @@ const GUARD_MS: i64 = 30;
 const STEP_STREAM: u64 = 0x5e9c_10c4_57e9_0000;
 /// Mixed into the seed for the WebSocket lane's draw and network.
 const WS_STREAM: u64 = 0x5eb5_0c6e_7000_0000;
+/// Mixed into the seed for the Ed25519 key's draw (a stream of its own: the
+/// other runs stay what they were).
+const LOGON_STREAM: u64 = 0x106e_d255_1900_0000;
 const IP: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
 
 /// What one run does.
@@ -78,6 +83,10 @@ pub struct Params {
     /// directed test; the draw is made either way, so the rest of the run is the
     /// seed's).
     pub ws_lane: Option<bool>,
+    /// The account's key is Ed25519 (the lane logs on with `session.logon`
+    /// and sends orders unsigned) or HMAC, instead of the seed's draw (half the
+    /// lane runs; a directed test).
+    pub ed25519: Option<bool>,
 }
 
 impl Default for Params {
@@ -91,6 +100,7 @@ impl Default for Params {
             kills_per_mille: 250,
             force_step: None,
             ws_lane: None,
+            ed25519: None,
         }
     }
 }
@@ -126,6 +136,9 @@ pub struct Outcome {
     pub tally: std::collections::BTreeMap<String, u64>,
     /// What the WebSocket API lane did, in the runs that have one.
     pub ws: Option<ergon_gateway::WsApiStats>,
+    /// Over the lane, `session.logon` requests and order requests without a
+    /// signature that reached the venue (an Ed25519 key's runs).
+    pub ws_logons: (u64, u64),
 }
 
 enum Step {
@@ -751,7 +764,8 @@ impl Sim {
 
 /// The gateway's Binance Spot account: its limits from the venue's `info`
 /// (exchangeInfo) into `b`, its clock anchored at `now` on the venue's
-/// `venue_ms`, signed with `keys` (API key, secret).
+/// `venue_ms`, signed with `keys` (API key, and an HMAC secret or an Ed25519
+/// private key's PKCS#8 PEM).
 fn spot(
     info: &str,
     keys: &(String, String),
@@ -766,12 +780,30 @@ fn spot(
         GUARD_MS * MS,
     )
     .expect("the venue's exchangeInfo")
-    .with_auth(Auth::new(&keys.0, keys.1.as_bytes(), 5_000).expect("keys"))
+    .with_auth(match is_pem_private_key(keys.1.as_bytes()) {
+        true => {
+            let key = Ed25519Key::from_pkcs8_pem(&keys.1).expect("an Ed25519 key");
+            Auth::ed25519(&keys.0, key, 5_000).expect("keys")
+        }
+        false => Auth::new(&keys.0, keys.1.as_bytes(), 5_000).expect("keys"),
+    })
 }
 
 /// Runs `seed` under `p`.
 pub fn run(seed: u64, p: &Params) -> Outcome {
-    let cfg = venue_config();
+    // Half the runs send over the WebSocket API lane as the daemon does (HTTP
+    // while it is down), drawn from a stream of their own.
+    let mut ws_rng = Rng::new(seed ^ WS_STREAM);
+    let drawn = ws_rng.chance(500);
+    let has_lane = p.ws_lane.unwrap_or(drawn);
+    // Half the lane runs sign with an Ed25519 key (the emulator's test key,
+    // its public key given to the venue): the lane logs on before its user
+    // data subscription, on every connection, and sends orders unsigned.
+    let logon = Rng::new(seed ^ LOGON_STREAM).chance(500);
+    let mut cfg = venue_config();
+    if p.ed25519.unwrap_or(has_lane && logon) {
+        cfg.accounts = vec![SimAccount::ed25519_test()];
+    }
     let account = cfg.accounts[0].clone();
     let mut venue = SansIo::new(cfg);
     let info = match venue.admit(
@@ -783,13 +815,13 @@ pub fn run(seed: u64, p: &Params) -> Outcome {
         Received::Run(a) => venue.execute(a, VENUE_MS0).body,
     };
     let mut b = Budget::builder();
-    let keys = (account.api_key.clone(), account.secret.clone());
+    let secret = match account.ed25519_public_key {
+        Some(_) => ED25519_TEST_PRIVATE_PEM.to_string(),
+        None => account.secret.clone(),
+    };
+    let keys = (account.api_key.clone(), secret);
     let acct = spot(&info, &keys, &mut b, T0, VENUE_MS0);
-    // Half the runs send over the WebSocket API lane as the daemon does (HTTP
-    // while it is down), drawn from a stream of their own.
-    let mut ws_rng = Rng::new(seed ^ WS_STREAM);
-    let drawn = ws_rng.chance(500);
-    let ws_connects = p.ws_lane.unwrap_or(drawn).then(|| ws::declare(&mut b));
+    let ws_connects = has_lane.then(|| ws::declare(&mut b));
     let budget = b.build(T0).expect("budget");
     let lane = ws_connects.map(|c| ws::lane(&acct, c, &budget, seed));
     let mut gw = Gateway::new(acct, "BTCUSDT", 64, 1024).expect("gateway");
@@ -982,6 +1014,10 @@ pub fn run(seed: u64, p: &Params) -> Outcome {
     let mut out = sim.out;
     out.tally = sim.ledger.tally();
     out.ws = sim.gw.ws_api().map(|l| *l.stats());
+    out.ws_logons = sim
+        .ws
+        .as_ref()
+        .map_or((0, 0), |l| (l.logons, l.unsigned_orders));
     let (report, orders) = (sim.venue.report(), sim.venue.orders());
     out.violations.extend(sim.ledger.at_end(
         &report,

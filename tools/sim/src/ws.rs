@@ -111,6 +111,11 @@ pub(crate) struct Lane {
     /// earlier one (a frame written in two parts stays whole).
     up_at: i64,
     down_at: i64,
+    /// `session.logon` requests that reached the venue.
+    pub(crate) logons: u64,
+    /// Order requests that reached the venue without a signature (the
+    /// connection's logon authenticates them).
+    pub(crate) unsigned_orders: u64,
 }
 
 /// The lane's connects bucket, declared as the daemon's start declares it
@@ -148,6 +153,8 @@ impl Lane {
             client_up: false,
             up_at: 0,
             down_at: 0,
+            logons: 0,
+            unsigned_orders: 0,
         }
     }
 
@@ -415,7 +422,10 @@ impl Lane {
                 }
                 ClientFrame::Text(t) => t,
             };
-            if after_ban && contains(&text, b"\"order.") {
+            self.logons += u64::from(contains(&text, b"\"session.logon\""));
+            let order = contains(&text, b"\"order.");
+            self.unsigned_orders += u64::from(order && !contains(&text, b"\"signature\""));
+            if after_ban && order {
                 violations.push(format!(
                     "t={now}: an order request written over the WebSocket API after the gateway heard a ban, before a person cleared it"
                 ));

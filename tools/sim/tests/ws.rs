@@ -68,9 +68,12 @@ fn without_faults_the_lane_opens_once_and_never_drops() {
         let Some(w) = o.ws else { continue };
         lanes += 1;
         assert_eq!((w.opens, w.drops), (1, 0), "seed {seed}: {w:?}");
+        // Each request and setup request answered: the subscription, and the
+        // logon before it with an Ed25519 key.
         assert!(
-            w.requests > 0 && w.answers == w.requests + w.subscribed,
-            "seed {seed}: {w:?}"
+            w.requests > 0 && w.answers == w.requests + w.subscribed + o.ws_logons.0,
+            "seed {seed}: {w:?} {:?}",
+            o.ws_logons
         );
     }
     assert!(lanes > 0);
@@ -139,4 +142,36 @@ fn regression_a_venue_clock_step_in_a_lane_run_moves_the_windows() {
             );
         }
     }
+}
+
+/// An Ed25519 key (half the lane runs by the seed's draw; here every one):
+/// the lane logs on with `session.logon` (again after each drop) and sends
+/// orders unsigned, which the venue (the emulator's engine, given the key's
+/// public half) takes; with an HMAC key it never logs on and signs every
+/// order. Every promise holds either way.
+#[test]
+fn an_ed25519_key_logs_the_lane_on_and_sends_orders_unsigned() {
+    let mut seen = [(0u64, 0u64, 0u64, 0u64); 2];
+    for (k, ed25519) in [false, true].into_iter().enumerate() {
+        let p = Params {
+            ws_lane: Some(true),
+            ed25519: Some(ed25519),
+            ..Params::default()
+        };
+        for seed in 0..15 {
+            let o = run(seed, &p);
+            assert!(o.violations.is_empty(), "seed {seed}: {:?}", o.violations);
+            let w = o.ws.expect("the lane");
+            let applied = o.tally.get("Place Applied").copied().unwrap_or(0);
+            seen[k].0 += o.ws_logons.0;
+            seen[k].1 += o.ws_logons.1;
+            seen[k].2 += w.opens;
+            seen[k].3 += applied;
+        }
+    }
+    let [(hmac_logons, hmac_unsigned, _, _), (logons, unsigned, opens, applied)] = seen;
+    assert_eq!((hmac_logons, hmac_unsigned), (0, 0), "HMAC: {seen:?}");
+    // A logon on most opens (a drop may come before it), re-logons included.
+    assert!(logons * 2 > opens && logons > 15, "Ed25519: {seen:?}");
+    assert!(unsigned > 100 && applied > 50, "Ed25519: {seen:?}");
 }
