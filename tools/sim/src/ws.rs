@@ -25,7 +25,7 @@ use ergon_venue_sim::sansio_ws::{pong, ClientFrame, Upgraded, WsAdmitted, WsApiC
 use ergon_venues::binance_spot::BinanceSpot;
 
 use crate::rng::Rng;
-use crate::run::Blind;
+use crate::run::blind::Blind;
 
 const MS: i64 = 1_000_000;
 const SEC: i64 = 1_000 * MS;
