@@ -33,6 +33,7 @@
 //! the runs with a WebSocket lane, batches, the shared-memory hub and its
 //! clients (a client killed mid-request).
 
+mod blind;
 pub mod check;
 pub mod net;
 pub mod rng;

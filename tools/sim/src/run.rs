@@ -26,13 +26,12 @@ use ergon_venues::endpoint::{
 };
 use ergon_venues::response::{Header, Response};
 
-use self::blind::Blind;
+use crate::blind::Blind;
 use crate::check::{Final, Kind, Ledger};
 use crate::net::{encode, Fate};
 use crate::rng::Rng;
 use crate::ws::{self, Lane, WsStep};
 
-pub(crate) mod blind;
 mod restart;
 
 const MS: i64 = 1_000_000;
@@ -824,7 +823,7 @@ pub fn run(seed: u64, p: &Params) -> Outcome {
     if let Some((at_ms, by)) = p.force_step {
         sim.clock.jump = Some((T0 + at_ms * MS, by));
     }
-    sim.blind.step = sim.clock.jump.filter(|&(_, by)| by.abs() >= GUARD_MS);
+    sim.blind = Blind::new(sim.clock.jump, GUARD_MS);
     // Half the runs cancel-replace with ALLOW_FAILURE (the new order is tried
     // whether the cancel ran or not), half with the default STOP_ON_FAILURE.
     let allow_failure = sim.net.rng.chance(500);

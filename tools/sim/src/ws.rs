@@ -24,8 +24,8 @@ use ergon_venue_sim::sansio::SansIo;
 use ergon_venue_sim::sansio_ws::{pong, ClientFrame, Upgraded, WsAdmitted, WsApiConn, WsReceived};
 use ergon_venues::binance_spot::BinanceSpot;
 
+use crate::blind::Blind;
 use crate::rng::Rng;
-use crate::run::blind::Blind;
 
 const MS: i64 = 1_000_000;
 const SEC: i64 = 1_000 * MS;

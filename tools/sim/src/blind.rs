@@ -1,7 +1,7 @@
 //! The checker's model of what the gateway can know of a venue clock step
 //! ([`Blind`]), fed by the run's HTTP answers and the WebSocket lane's.
 
-use super::{GUARD_MS, MS};
+const MS: i64 = 1_000_000;
 
 /// What the gateway could know of the venue clock's step: nothing until the
 /// answer to a request written after the step, stamped with the venue's time
@@ -18,20 +18,33 @@ use super::{GUARD_MS, MS};
 pub(crate) struct Blind {
     /// When the venue's clock stepped beyond the guard, and by how many ms, if
     /// it did (a step inside the guard is the budget's to absorb: no excuse).
-    pub(super) step: Option<(i64, i64)>,
+    step: Option<(i64, i64)>,
+    /// The gateway's guard around fixed windows' boundaries, ms.
+    guard_ms: i64,
     /// When the first stamped answer to a request written after the step
     /// reached the gateway.
     seen_at: Option<i64>,
     /// 429s to requests written blind: weight (-1003), orders (-1015).
-    pub(super) throttled: u64,
-    pub(super) orders: u64,
+    pub(crate) throttled: u64,
+    pub(crate) orders: u64,
     /// 418s to requests written blind: a burst written at once, blind, that
     /// reaches the venue inside a 429's Retry-After is banned before its first
     /// answer comes back.
-    pub(super) bans: u64,
+    pub(crate) bans: u64,
 }
 
 impl Blind {
+    /// The model of a run whose venue clock steps at our `at` by `by` ms (if
+    /// it does), against a gateway whose guard is `guard_ms`: only a step
+    /// beyond the guard is one (inside it, it is the budget's to absorb).
+    pub(crate) fn new(step: Option<(i64, i64)>, guard_ms: i64) -> Blind {
+        Blind {
+            step: step.filter(|&(_, by)| by.abs() >= guard_ms),
+            guard_ms,
+            ..Blind::default()
+        }
+    }
+
     /// Whether a request written at `written_at` that reached the venue at
     /// `arrived_at` met the step blind.
     pub(crate) fn blind(&self, written_at: i64, arrived_at: i64) -> bool {
@@ -48,7 +61,7 @@ impl Blind {
     /// came back 434 ms after its write).
     pub(crate) fn dates(&self, written_at: i64, read_at: i64) -> bool {
         self.step.is_some_and(|(t, by)| {
-            written_at >= t && read_at - written_at < (by.abs() - GUARD_MS / 2 - 5) * MS
+            written_at >= t && read_at - written_at < (by.abs() - self.guard_ms / 2 - 5) * MS
         })
     }
 
