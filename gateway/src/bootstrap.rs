@@ -551,14 +551,7 @@ impl<E: Account> Gateway<E> {
         let mut builder = Budget::builder();
         let mut venue = declare(&boot, &mut builder).map_err(|e| err(&e))?;
         let ws_connects = match &s.ws_api {
-            Some(_) => Some(
-                builder
-                    .add(
-                        "WS_API_CONNECTS_5M",
-                        Spec::sliding(CONNECTS_PER_5MIN, 300 * SEC, 60),
-                    )
-                    .map_err(|e| err(&e))?,
-            ),
+            Some(_) => Some(declare_ws_connects(&mut builder).map_err(|e| err(&e))?),
             None => None,
         };
         let now = ergon_io::clock::now_ns();
@@ -602,11 +595,46 @@ impl<E: Account> Gateway<E> {
     }
 }
 
-/// The WebSocket order lane of `venue` at `at`, if the venue has one: its
-/// connects charge what the venue's session says (Binance: the IP gate and
-/// weight 2 on every weight limit; Deribit: a connection and a session) and one
-/// on `connects`; its frames charge the IP gate (requests charge their own
-/// parts).
+/// Declares the WebSocket API lane's own bucket on `b`, before the budget is
+/// built: the venue's connection attempts, 300 per 5 minutes
+/// ([`CONNECTS_PER_5MIN`]). The daemon's start and every restart (a new
+/// process, the same start) declare it so; a driver of its own (the
+/// simulator) calls this to build the same lane.
+pub fn declare_ws_connects(b: &mut Builder) -> Result<BucketId, ergon_core::ConfigError> {
+    b.add(
+        "WS_API_CONNECTS_5M",
+        Spec::sliding(CONNECTS_PER_5MIN, 300 * SEC, 60),
+    )
+}
+
+/// The WebSocket order lane of `venue` at `at`, if the venue has one, as the
+/// daemon builds it at every start: its connects charge what the venue's
+/// session says (Binance: the IP gate and weight 2 on every weight limit;
+/// Deribit: a connection and a session) and one on `connects`
+/// ([`declare_ws_connects`]); its frames charge the IP gate (requests charge
+/// their own parts). `capacity`: requests in flight on it; `local_addr`: the
+/// egress lane's address; `seed`: the session's (its WebSocket masks).
+pub fn ws_lane_of<E: Account>(
+    venue: &E,
+    capacity: usize,
+    at: &WsApiStart,
+    connects: BucketId,
+    budget: &Budget,
+    local_addr: Option<SocketAddr>,
+    seed: u64,
+) -> Result<Option<WsLane>, WsLaneError> {
+    let Some(api) = venue.ws_api(capacity) else {
+        return Ok(None);
+    };
+    let mut connect = api.connect_parts().map_err(WsLaneError::Parts)?;
+    connect
+        .try_push(Part::new(connects, 1))
+        .map_err(|_| WsLaneError::TooManyParts)?;
+    let message = api.message_parts().map_err(WsLaneError::Parts)?;
+    WsLane::new(api, at, budget, &connect, &message, local_addr, seed).map(Some)
+}
+
+/// The daemon's lane ([`ws_lane_of`]), seeded from the clock and the process.
 fn ws_lane<E: Account>(
     venue: &E,
     s: &Start,
@@ -614,19 +642,9 @@ fn ws_lane<E: Account>(
     connects: ergon_core::BucketId,
     budget: &Budget,
 ) -> Result<Option<WsLane>, StartError> {
-    let err = StartError::caller;
-    let Some(api) = venue.ws_api(s.capacity) else {
-        return Ok(None);
-    };
-    let parts_err = |e| err(&WsLaneError::Parts(e));
-    let mut connect = api.connect_parts().map_err(parts_err)?;
-    connect
-        .try_push(Part::new(connects, 1))
-        .map_err(|_| err(&"WebSocket API connect: too many parts"))?;
-    let message = api.message_parts().map_err(parts_err)?;
     let seed = ergon_io::clock::now_ns() as u64 ^ u64::from(std::process::id()) << 32;
-    let lane = WsLane::new(api, at, budget, &connect, &message, s.local_addr, seed);
-    lane.map(Some).map_err(|e| err(&e))
+    ws_lane_of(venue, s.capacity, at, connects, budget, s.local_addr, seed)
+        .map_err(|e| StartError::caller(&e))
 }
 
 /// What [`open_ws_api`] found.

@@ -266,6 +266,18 @@ impl Ledger {
         true
     }
 
+    /// The entry `id` is bound to, left bound (an answer read before it settles).
+    pub fn bound(&self, id: RequestId) -> Option<Key> {
+        let mut h = home(id.0, self.mask);
+        loop {
+            match self.index[h] {
+                None => return None,
+                Some((k, slot)) if k == id.0 => return Some(Key(slot)),
+                Some(_) => h = (h + 1) & self.mask,
+            }
+        }
+    }
+
     /// The entry `id` was bound to, now unbound (the transport reported on it).
     pub fn unbind(&mut self, id: RequestId) -> Option<Key> {
         let mut h = home(id.0, self.mask);

@@ -104,8 +104,8 @@ mod wire;
 pub mod ws_api;
 
 pub use bootstrap::{
-    boot_room, open_ws_api, run, start_budget, Start, StartError, WsProbe, BAN_END_MARGIN_NS,
-    IP_GATE,
+    boot_room, declare_ws_connects, open_ws_api, run, start_budget, ws_lane_of, Start, StartError,
+    WsProbe, BAN_END_MARGIN_NS, IP_GATE,
 };
 pub use driver::{Api, Control, Driver, Host, Strategy, GATEWAY_TIMER};
 pub use endpoints::NOT_FOUND_MARGIN_NS;

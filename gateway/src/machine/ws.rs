@@ -14,6 +14,7 @@ use ergon_io::client::RequestId;
 use ergon_io::event_loop::{Readiness, Registry};
 use ergon_venues::adapt;
 use ergon_venues::endpoint::Label;
+use ergon_venues::json;
 use ergon_venues::response::Response;
 
 /// What one item of the WebSocket API connection made.
@@ -156,6 +157,31 @@ impl<E: Account> Gateway<E> {
         }
     }
 
+    /// Checks the venue clock against the venue's time stamped on a lane answer
+    /// to a write (its `result`'s `transactTime`, read as the REST adapter reads
+    /// an HTTP body), as [`Gateway::on_response`] does over HTTP: the write's
+    /// time and this read's bound the offset.
+    fn check_lane_clock<W: Wire>(&mut self, w: &mut W, frame: &[u8], now: i64) {
+        let Some(lane) = self.ws.as_ref() else { return };
+        let Some((_, body)) = lane.api.as_response(frame) else {
+            return;
+        };
+        let id = json::parse(frame)
+            .ok()
+            .and_then(|v| v.get("id").ok().flatten())
+            .and_then(|i| i.as_u64().ok());
+        let Some(key) = id.and_then(|id| self.ledger.bound(RequestId(WS_BIT | id))) else {
+            return;
+        };
+        let write = self
+            .ledger
+            .get(key)
+            .is_some_and(|e| e.stage != Stage::Query && e.req.kind().is_some_and(|k| k.is_write()));
+        if write {
+            self.check_clock(w, key, body, now);
+        }
+    }
+
     /// One item the connection reported: an answer (the adapter's verdict, then the
     /// settle rule), a request's fate at a drop (refunded by the session if never
     /// written; Unknown → reconciled), an execution, the open or the drop.
@@ -212,6 +238,10 @@ impl<E: Account> Gateway<E> {
             }
             Item::Text(a, b) => {
                 let frame = bytes.get(a..b)?;
+                // Before the session reads the answer: its usage figures are then
+                // mapped on the corrected clock, as over HTTP.
+                self.check_lane_clock(w, frame, now);
+                let lane = self.ws.as_mut()?;
                 let incoming = lane.api.on_frame(frame, w.budget(), now);
                 let (id, status, verdict) = match incoming {
                     Ok(LaneIn::Answer {

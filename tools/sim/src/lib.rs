@@ -41,6 +41,7 @@
 //! What it does not simulate (yet): other venues' WebSocket lanes, kills in
 //! the runs with a WebSocket lane, batches, the hub's files and doorbells.
 
+mod blind;
 pub mod check;
 pub mod net;
 pub mod rng;

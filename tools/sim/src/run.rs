@@ -14,16 +14,19 @@ use ergon_io::client::{Refused, RequestId, Sent};
 use ergon_io::http::Request;
 use ergon_venue_sim::http::Response as SimResponse;
 use ergon_venue_sim::sansio::{Admitted, Received, SansIo};
-use ergon_venue_sim::{Config, Interval, LimitType, RateLimit};
+use ergon_venue_sim::{
+    Account as SimAccount, Config, Interval, LimitType, RateLimit, ED25519_TEST_PRIVATE_PEM,
+};
 use ergon_venues::adapt::Clock;
 use ergon_venues::binance_replace::ReplaceMode;
 use ergon_venues::binance_spot::{Auth, BinanceSpot};
 use ergon_venues::endpoint::{
-    CancelReplace, ClientOrderId, Decimal, Endpoints, NewOrder, OrderRef, OrderType, Side, Symbol,
-    TimeInForce,
+    is_pem_private_key, CancelReplace, ClientOrderId, Decimal, Ed25519Key, Endpoints, NewOrder,
+    OrderRef, OrderType, Side, Symbol, TimeInForce,
 };
 use ergon_venues::response::{Header, Response};
 
+use crate::blind::Blind;
 use crate::check::{Final, Kind, Ledger};
 use crate::net::{encode, Fate};
 use crate::rng::Rng;
@@ -56,6 +59,9 @@ const GUARD_MS: i64 = 30;
 const STEP_STREAM: u64 = 0x5e9c_10c4_57e9_0000;
 /// Mixed into the seed for the WebSocket lane's draw and network.
 const WS_STREAM: u64 = 0x5eb5_0c6e_7000_0000;
+/// Mixed into the seed for the Ed25519 key's draw (a stream of its own: the
+/// other runs stay what they were).
+const LOGON_STREAM: u64 = 0x106e_d255_1900_0000;
 const IP: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
 
 /// What one run does.
@@ -85,6 +91,10 @@ pub struct Params {
     /// The shared-memory hub and its client processes in this run or not,
     /// instead of the seed's draw (a directed test; `hub::draw`).
     pub hub: Option<bool>,
+    /// The account's key is Ed25519 (the lane logs on with `session.logon`
+    /// and sends orders unsigned) or HMAC, instead of the seed's draw (one
+    /// lane run in twenty; a directed test).
+    pub ed25519: Option<bool>,
 }
 
 impl Default for Params {
@@ -99,6 +109,7 @@ impl Default for Params {
             force_step: None,
             ws_lane: None,
             hub: None,
+            ed25519: None,
         }
     }
 }
@@ -140,6 +151,9 @@ pub struct Outcome {
     /// A hash of what the run did, in order (its steps, the bytes written, the
     /// answers read, the events heard): equal digests, the same run.
     pub digest: u64,
+    /// Over the lane, `session.logon` requests and order requests without a
+    /// signature that reached the venue (an Ed25519 key's runs).
+    pub ws_logons: (u64, u64),
 }
 
 enum Step {
@@ -182,29 +196,6 @@ struct Out {
     /// When the gateway wrote it, and when it reached the venue.
     written_at: i64,
     arrived_at: Option<i64>,
-}
-
-/// What the gateway could know of the venue clock's step: nothing until the
-/// answer to a request written after the step, stamped with the venue's time
-/// (`transactTime`, `serverTime`), comes back. The venue's other answers (errors,
-/// queries of orders) carry no time of its own, a usage figure read in one does
-/// not say where the venue's window starts, and a stamp on a request written
-/// before the step (queued, answered seconds later) dates nothing: its round
-/// trip spans both clocks. A request written before that and
-/// reaching the venue after the step met windows no evidence had moved yet: its
-/// 429 is the step's doing, not the gateway's (each later one is the gateway's).
-#[derive(Clone, Copy, Default)]
-struct Blind {
-    /// When the first stamped answer to a request written after the step
-    /// reached the gateway.
-    seen_at: Option<i64>,
-    /// 429s to requests written blind: weight (-1003), orders (-1015).
-    throttled: u64,
-    orders: u64,
-    /// 418s to requests written blind: a burst written at once, blind, that
-    /// reaches the venue inside a 429's Retry-After is banned before its first
-    /// answer comes back.
-    bans: u64,
 }
 
 /// The gateway's transport: each write gets a fate; nothing is sent twice.
@@ -459,25 +450,15 @@ impl Sim {
     /// Tracks what the gateway could know of the venue clock's step (`Blind`)
     /// as answer `i` reaches it.
     fn see_step(&mut self, i: usize, r: &SimResponse) {
-        // A step inside the guard is the budget's to absorb: no excuse.
-        let Some((step_at, _)) = self.clock.jump.filter(|&(_, by)| by.abs() >= GUARD_MS) else {
-            return;
-        };
         let o = &self.net.outs[i];
-        let seen = self.blind.seen_at.unwrap_or(i64::MAX);
-        let blind = o.arrived_at.is_some_and(|t| t >= step_at) && o.written_at < seen;
-        if r.status == 418 && blind {
-            self.blind.bans += 1;
-        }
-        if r.status == 429 && blind {
-            match r.body.contains("-1015") {
-                true => self.blind.orders += 1,
-                false => self.blind.throttled += 1,
-            }
+        if o.arrived_at
+            .is_some_and(|t| self.blind.blind(o.written_at, t))
+        {
+            self.blind.refused(r.status, r.body.contains("-1015"));
         }
         let stamped = r.body.contains("\"transactTime\"") || r.body.contains("\"serverTime\"");
-        if stamped && o.written_at >= step_at {
-            self.blind.seen_at.get_or_insert(self.net.now);
+        if stamped && self.blind.dates(o.written_at, self.net.now) {
+            self.blind.seen(self.net.now);
         }
     }
 
@@ -523,7 +504,7 @@ impl Sim {
             return;
         };
         let (mut got, mut sched) = (Vec::new(), Vec::new());
-        let take = &mut |f| got.push(f);
+        let take = &mut |e| got.push(e);
         lane.drive(
             &mut self.gw,
             &mut self.net,
@@ -532,8 +513,21 @@ impl Sim {
             &mut sched,
         );
         self.ws = Some(lane);
-        for f in got {
-            self.take(Some(f));
+        // As the daemon's driver hands the lane's events to its hub: the
+        // process's bookkeeping (journal, recovery), then the checks.
+        for e in got {
+            self.on_event(&e);
+        }
+        for (t, s) in sched {
+            self.at(t, Step::Ws(s));
+        }
+    }
+
+    /// The gateway's process died with its WebSocket lane, if the run has one.
+    fn ws_process_died(&mut self) {
+        let mut sched = Vec::new();
+        if let Some(lane) = self.ws.as_mut() {
+            lane.process_died(self.net.now, &mut sched);
         }
         for (t, s) in sched {
             self.at(t, Step::Ws(s));
@@ -554,6 +548,7 @@ impl Sim {
                 &mut self.venue,
                 (now, now_ms),
                 &mut self.ban_heard,
+                &mut self.blind,
                 &mut sched,
                 &mut self.out.violations,
             ),
@@ -695,7 +690,10 @@ impl Sim {
             Step::Reply(i, r) => self.reply(i, &r),
             Step::Fail(i) => self.fail(i),
             Step::Other => self.other(),
-            Step::Kill => self.kill(),
+            Step::Kill => {
+                self.kill();
+                self.ws_process_died();
+            }
             Step::Restart => self.restart(),
             Step::Turn => {}
             Step::Ws(s) => self.ws_step(Some(s)),
@@ -734,7 +732,8 @@ impl Sim {
 
 /// The gateway's Binance Spot account: its limits from the venue's `info`
 /// (exchangeInfo) into `b`, its clock anchored at `now` on the venue's
-/// `venue_ms`, signed with `keys` (API key, secret).
+/// `venue_ms`, signed with `keys` (API key, and an HMAC secret or an Ed25519
+/// private key's PKCS#8 PEM).
 fn spot(
     info: &str,
     keys: &(String, String),
@@ -749,12 +748,35 @@ fn spot(
         GUARD_MS * MS,
     )
     .expect("the venue's exchangeInfo")
-    .with_auth(Auth::new(&keys.0, keys.1.as_bytes(), 5_000).expect("keys"))
+    .with_auth(match is_pem_private_key(keys.1.as_bytes()) {
+        true => {
+            let key = Ed25519Key::from_pkcs8_pem(&keys.1).expect("an Ed25519 key");
+            Auth::ed25519(&keys.0, key, 5_000).expect("keys")
+        }
+        false => Auth::new(&keys.0, keys.1.as_bytes(), 5_000).expect("keys"),
+    })
 }
 
 /// Runs `seed` under `p`.
 pub fn run(seed: u64, p: &Params) -> Outcome {
-    let cfg = venue_config();
+    // Half the runs send over the WebSocket API lane as the daemon does (HTTP
+    // while it is down), drawn from a stream of their own.
+    let mut ws_rng = Rng::new(seed ^ WS_STREAM);
+    let drawn = ws_rng.chance(500);
+    // An eighth of the runs drive the shared-memory hub instead (no lane).
+    let (hub_on, hub_rng) = hub::draw(seed, p);
+    let has_lane = p.ws_lane.unwrap_or(drawn) && !hub_on;
+    // One lane run in twenty signs with an Ed25519 key (the emulator's test
+    // key, its public key given to the venue): the lane logs on before its
+    // user data subscription, on every connection, and sends orders unsigned.
+    // Few, because such a run costs about five times the CPU of an HMAC one
+    // (every request is still signed, and verified, with Ed25519 as a REST
+    // request first): in half the lane runs it doubled the simulator's CPU.
+    let logon = Rng::new(seed ^ LOGON_STREAM).chance(50);
+    let mut cfg = venue_config();
+    if p.ed25519.unwrap_or(has_lane && logon) {
+        cfg.accounts = vec![SimAccount::ed25519_test()];
+    }
     let account = cfg.accounts[0].clone();
     let mut venue = SansIo::new(cfg);
     let info = match venue.admit(
@@ -766,15 +788,13 @@ pub fn run(seed: u64, p: &Params) -> Outcome {
         Received::Run(a) => venue.execute(a, VENUE_MS0).body,
     };
     let mut b = Budget::builder();
-    let keys = (account.api_key.clone(), account.secret.clone());
+    let secret = match account.ed25519_public_key {
+        Some(_) => ED25519_TEST_PRIVATE_PEM.to_string(),
+        None => account.secret.clone(),
+    };
+    let keys = (account.api_key.clone(), secret);
     let acct = spot(&info, &keys, &mut b, T0, VENUE_MS0);
-    // Half the runs send over the WebSocket API lane as the daemon does (HTTP
-    // while it is down), drawn from a stream of their own.
-    let mut ws_rng = Rng::new(seed ^ WS_STREAM);
-    let drawn = ws_rng.chance(500);
-    let (hub_on, hub_rng) = hub::draw(seed, p);
-    let ws_on = p.ws_lane.unwrap_or(drawn) && !hub_on;
-    let ws_connects = ws_on.then(|| ws::declare(&mut b));
+    let ws_connects = has_lane.then(|| ws::declare(&mut b));
     let budget = b.build(T0).expect("budget");
     let lane = ws_connects.map(|c| ws::lane(&acct, c, &budget, seed));
     let mut gw = Gateway::new(acct, "BTCUSDT", 64, 1024).expect("gateway");
@@ -833,11 +853,8 @@ pub fn run(seed: u64, p: &Params) -> Outcome {
         if by != 0 {
             sim.clock.jump = Some((T0 + r.range(0, p.seconds * SEC), by));
         }
-        // Not in the runs with the WebSocket lane: the gateway re-anchors on the
-        // stamps of HTTP answers only, and there orders go over the lane (said in
-        // the book's "does not simulate").
         let mut steps = Rng::new(seed ^ STEP_STREAM);
-        if steps.chance(100) && sim.ws.is_none() {
+        if steps.chance(100) {
             let by = steps.range(30, 251);
             let by = if steps.chance(500) { -by } else { by };
             sim.clock.jump = Some((T0 + steps.range(0, p.seconds * SEC), by));
@@ -846,6 +863,7 @@ pub fn run(seed: u64, p: &Params) -> Outcome {
     if let Some((at_ms, by)) = p.force_step {
         sim.clock.jump = Some((T0 + at_ms * MS, by));
     }
+    sim.blind = Blind::new(sim.clock.jump, GUARD_MS);
     // Half the runs cancel-replace with ALLOW_FAILURE (the new order is tried
     // whether the cancel ran or not), half with the default STOP_ON_FAILURE.
     let allow_failure = sim.net.rng.chance(500);
@@ -889,12 +907,12 @@ pub fn run(seed: u64, p: &Params) -> Outcome {
         sim.other_every = others.range(100 * MS, 500 * MS);
         sim.at(T0 + others.range(0, SEC), Step::Other);
     }
-    // A share of the runs kill the gateway and restart it on the daemon's files;
-    // not those with the WebSocket lane (a restarted gateway has no lane: the
-    // two faults are drawn in separate runs).
+    // A share of the runs run the shared-memory hub and its client processes;
+    // the others may kill the gateway and restart it on the daemon's files
+    // (with its WebSocket lane, in the runs that have one).
     if hub_on {
         sim.arm_hub(seed, hub_rng, polls);
-    } else if sim.ws.is_none() {
+    } else {
         let start = restart::Start {
             keys,
             allow_failure,
@@ -983,6 +1001,10 @@ pub fn run(seed: u64, p: &Params) -> Outcome {
     out.tally = sim.ledger.tally();
     out.ws = sim.gw.ws_api().map(|l| *l.stats());
     out.clients = sim.shm.as_ref().map(|s| s.stats);
+    out.ws_logons = sim
+        .ws
+        .as_ref()
+        .map_or((0, 0), |l| (l.logons, l.unsigned_orders));
     let (report, orders) = (sim.venue.report(), sim.venue.orders());
     out.violations.extend(sim.ledger.at_end(
         &report,

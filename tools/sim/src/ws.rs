@@ -16,14 +16,15 @@
 
 use std::net::IpAddr;
 
-use ergon_core::{BucketId, Budget, Builder, Part, Spec};
-use ergon_gateway::ws_api::CONNECTS_PER_5MIN;
-use ergon_gateway::{Account, Gateway, Wire, WsApiStart, WsIn, WsLane, SILENT_NS};
+use ergon_core::{BucketId, Budget, Builder};
+use ergon_gateway::{
+    declare_ws_connects, ws_lane_of, Event, Gateway, Wire, WsApiStart, WsIn, WsLane, SILENT_NS,
+};
 use ergon_venue_sim::sansio::SansIo;
 use ergon_venue_sim::sansio_ws::{pong, ClientFrame, Upgraded, WsAdmitted, WsApiConn, WsReceived};
 use ergon_venues::binance_spot::BinanceSpot;
 
-use crate::check::Final;
+use crate::blind::Blind;
 use crate::rng::Rng;
 
 const MS: i64 = 1_000_000;
@@ -69,9 +70,15 @@ pub(crate) enum WsStep {
         gen: usize,
         bytes: Vec<u8>,
         after_ban: bool,
+        written_at: i64,
     },
-    /// The venue's bytes of connection `gen` reach the gateway.
-    Deliver { gen: usize, bytes: Vec<u8> },
+    /// The venue's bytes of connection `gen` reach the gateway (`stamped`: an
+    /// answer stamped with the venue's time, to a request written then).
+    Deliver {
+        gen: usize,
+        bytes: Vec<u8>,
+        stamped: Option<i64>,
+    },
     /// Connection `gen` dies, for both ends.
     Cut(usize),
     /// The gateway's transport takes bytes again (its send buffer drained).
@@ -81,6 +88,9 @@ pub(crate) enum WsStep {
         gen: usize,
         admitted: Box<WsAdmitted>,
         answer: bool,
+        /// Written blind to the venue clock's step ([`Blind`]), at this time.
+        blind: bool,
+        written_at: i64,
     },
 }
 
@@ -96,26 +106,27 @@ pub(crate) struct Lane {
     ended: Vec<bool>,
     /// The gateway's transport is up on the newest generation.
     client_up: bool,
+    /// When the last bytes each way were scheduled to arrive: TCP delivers a
+    /// connection's bytes in order, so a later write never overtakes an
+    /// earlier one (a frame written in two parts stays whole).
+    up_at: i64,
+    down_at: i64,
+    /// `session.logon` requests that reached the venue.
+    pub(crate) logons: u64,
+    /// Order requests that reached the venue without a signature (the
+    /// connection's logon authenticates them).
+    pub(crate) unsigned_orders: u64,
 }
 
-/// The lane, built as the daemon's bootstrap builds it: the venue's session's
-/// connect parts plus one on the connects bucket, its message parts.
+/// The lane's connects bucket, declared as the daemon's start declares it
+/// ([`declare_ws_connects`]).
 pub(crate) fn declare(b: &mut Builder) -> BucketId {
-    b.add(
-        "WS_API_CONNECTS_5M",
-        Spec::sliding(CONNECTS_PER_5MIN, 300 * SEC, 60),
-    )
-    .expect("the connects bucket")
+    declare_ws_connects(b).expect("the connects bucket")
 }
 
-/// The gateway's WebSocket API lane for `acct` on an in-memory transport.
+/// The gateway's WebSocket API lane for `acct` on an in-memory transport, built
+/// as the daemon's start builds it ([`ws_lane_of`]).
 pub(crate) fn lane(acct: &BinanceSpot, connects: BucketId, budget: &Budget, seed: u64) -> WsLane {
-    let api = acct.ws_api(1024).expect("Binance Spot has a WebSocket API");
-    let mut connect = api.connect_parts().expect("connect parts");
-    connect
-        .try_push(Part::new(connects, 1))
-        .expect("room for the connects part");
-    let message = api.message_parts().expect("message parts");
     let at = WsApiStart {
         addr: "127.0.0.1:9".parse().expect("an address"),
         host: "sim".into(),
@@ -123,7 +134,9 @@ pub(crate) fn lane(acct: &BinanceSpot, connects: BucketId, budget: &Budget, seed
         stream: true,
         silent_ns: SILENT_NS,
     };
-    let mut lane = WsLane::new(api, &at, budget, &connect, &message, None, seed).expect("lane");
+    let mut lane = ws_lane_of(acct, 1024, &at, connects, budget, None, seed)
+        .expect("lane")
+        .expect("Binance Spot has a WebSocket API");
     lane.use_pipe();
     lane
 }
@@ -138,6 +151,10 @@ impl Lane {
             conns: Vec::new(),
             ended: Vec::new(),
             client_up: false,
+            up_at: 0,
+            down_at: 0,
+            logons: 0,
+            unsigned_orders: 0,
         }
     }
 
@@ -161,13 +178,16 @@ impl Lane {
         gw: &mut Gateway<BinanceSpot>,
         w: &mut W,
         ban_heard: bool,
-        take: &mut dyn FnMut(Option<Final>),
+        take: &mut dyn FnMut(Event<'static>),
         sched: &mut Vec<(i64, WsStep)>,
     ) {
         let now = w.now();
         gw.drive_ws(w, &mut |got| {
-            if let WsIn::Event(e) = got {
-                take(Final::of(&e));
+            if let Some(e) = match got {
+                WsIn::Event(e) => detached(&e),
+                _ => None,
+            } {
+                take(e);
             }
         });
         let Some(pipe) = gw.ws_api_mut().and_then(WsLane::pipe_mut) else {
@@ -201,13 +221,15 @@ impl Lane {
         }
         if !bytes.is_empty() && self.client_up {
             let gen = self.conns.len();
-            let t = now + self.leg();
+            let t = (now + self.leg()).max(self.up_at);
+            self.up_at = t;
             sched.push((
                 t,
                 WsStep::Arrive {
                     gen,
                     bytes,
                     after_ban: ban_heard,
+                    written_at: now,
                 },
             ));
         }
@@ -222,6 +244,7 @@ impl Lane {
         venue: &mut SansIo,
         (now, now_ms): (i64, i64),
         ban_heard: &mut bool,
+        blind: &mut Blind,
         sched: &mut Vec<(i64, WsStep)>,
         violations: &mut Vec<String>,
     ) {
@@ -230,15 +253,29 @@ impl Lane {
                 gen,
                 bytes,
                 after_ban,
-            } => self.arrive(
-                gen, &bytes, after_ban, venue, now, now_ms, sched, violations,
-            ),
-            WsStep::Deliver { gen, bytes } => {
+                written_at,
+            } => {
+                let at = Arrival {
+                    now,
+                    now_ms,
+                    written_at,
+                    after_ban,
+                };
+                self.arrive(gen, &bytes, at, venue, blind, sched, violations)
+            }
+            WsStep::Deliver {
+                gen,
+                bytes,
+                stamped,
+            } => {
                 if gen != self.conns.len() || !self.client_up {
                     return;
                 }
                 // A ban's 418 reaches the gateway with this frame.
                 *ban_heard |= contains(&bytes, b"\"status\":418");
+                if stamped.is_some_and(|w| blind.dates(w, now)) {
+                    blind.seen(now);
+                }
                 if let Some(p) = gw.ws_api_mut().and_then(WsLane::pipe_mut) {
                     p.deliver(&bytes);
                 }
@@ -260,14 +297,17 @@ impl Lane {
                 gen,
                 admitted,
                 answer,
+                blind: was_blind,
+                written_at,
             } => {
                 let Some(c) = self.conns.get_mut(gen - 1).and_then(Option::as_mut) else {
                     venue.ws_api_drop_unexecuted(*admitted);
                     return;
                 };
                 let frame = venue.ws_api_execute(c, *admitted, now_ms);
+                let stamped = seen_by(&frame, was_blind, written_at, blind);
                 if answer {
-                    self.send(gen, frame, now, sched);
+                    self.send(gen, frame, now, stamped, sched);
                 }
                 self.events(gen, now, sched);
             }
@@ -286,12 +326,28 @@ impl Lane {
     }
 
     /// Sends the venue's `frame` on `gen`, unless that connection ended.
-    fn send(&mut self, gen: usize, frame: Vec<u8>, now: i64, sched: &mut Vec<(i64, WsStep)>) {
+    fn send(
+        &mut self,
+        gen: usize,
+        frame: Vec<u8>,
+        now: i64,
+        stamped: Option<i64>,
+        sched: &mut Vec<(i64, WsStep)>,
+    ) {
         if self.ended[gen - 1] {
             return;
         }
-        let t = now + self.leg();
-        sched.push((t, WsStep::Deliver { gen, bytes: frame }));
+        let t = (now + self.leg()).max(self.down_at);
+        self.down_at = t;
+        let bytes = frame;
+        sched.push((
+            t,
+            WsStep::Deliver {
+                gen,
+                bytes,
+                stamped,
+            },
+        ));
     }
 
     /// Sends the user data stream's events pushed to `gen`.
@@ -301,7 +357,7 @@ impl Lane {
             None => return,
         };
         for f in frames {
-            self.send(gen, f, now, sched);
+            self.send(gen, f, now, None, sched);
         }
     }
 
@@ -310,13 +366,19 @@ impl Lane {
         &mut self,
         gen: usize,
         bytes: &[u8],
-        after_ban: bool,
+        at: Arrival,
         venue: &mut SansIo,
-        now: i64,
-        now_ms: i64,
+        blind: &mut Blind,
         sched: &mut Vec<(i64, WsStep)>,
         violations: &mut Vec<String>,
     ) {
+        let Arrival {
+            now,
+            now_ms,
+            written_at,
+            after_ban,
+        } = at;
+        let was_blind = blind.blind(written_at, now);
         if self.ended[gen - 1] {
             return;
         }
@@ -325,10 +387,18 @@ impl Lane {
             match venue.ws_api_upgrade(bytes, self.ip, now_ms) {
                 Upgraded::Open(c, answer) => {
                     self.conns[gen - 1] = Some(c);
-                    self.send(gen, answer, now, sched);
+                    self.send(gen, answer, now, None, sched);
                 }
                 Upgraded::Refused(answer) => {
-                    self.send(gen, answer, now, sched);
+                    // The upgrade charges the IP's weight too: its 429 or 418
+                    // (an HTTP answer) is the step's doing if written blind.
+                    for status in [418, 429] {
+                        if was_blind && answer.starts_with(format!("HTTP/1.1 {status} ").as_bytes())
+                        {
+                            blind.refused(status, false);
+                        }
+                    }
+                    self.send(gen, answer, now, None, sched);
                     let t = now + 5 * MS;
                     sched.push((t, WsStep::Cut(gen)));
                 }
@@ -342,7 +412,7 @@ impl Lane {
         for f in frames {
             let text = match f {
                 ClientFrame::Ping(p) => {
-                    self.send(gen, pong(&p), now, sched);
+                    self.send(gen, pong(&p), now, None, sched);
                     continue;
                 }
                 ClientFrame::Close => {
@@ -352,7 +422,10 @@ impl Lane {
                 }
                 ClientFrame::Text(t) => t,
             };
-            if after_ban && contains(&text, b"\"order.") {
+            self.logons += u64::from(contains(&text, b"\"session.logon\""));
+            let order = contains(&text, b"\"order.");
+            self.unsigned_orders += u64::from(order && !contains(&text, b"\"signature\""));
+            if after_ban && order {
                 violations.push(format!(
                     "t={now}: an order request written over the WebSocket API after the gateway heard a ban, before a person cleared it"
                 ));
@@ -370,7 +443,8 @@ impl Lane {
             };
             let admitted = match venue.ws_api_admit(c, &text, now_ms) {
                 WsReceived::Answer { frame, close } => {
-                    self.send(gen, frame, now, sched);
+                    let stamped = seen_by(&frame, was_blind, written_at, blind);
+                    self.send(gen, frame, now, stamped, sched);
                     if close {
                         let t = now + 5 * MS;
                         sched.push((t, WsStep::Cut(gen)));
@@ -383,7 +457,8 @@ impl Lane {
             };
             match fate {
                 Fate::AnswerLost => {
-                    let _ = venue.ws_api_execute(c, admitted, now_ms);
+                    let frame = venue.ws_api_execute(c, admitted, now_ms);
+                    seen_by(&frame, was_blind, written_at, blind);
                     self.events(gen, now, sched);
                     let t = now + self.leg();
                     sched.push((t, WsStep::Cut(gen)));
@@ -399,6 +474,8 @@ impl Lane {
                             gen,
                             admitted: Box::new(admitted),
                             answer,
+                            blind: was_blind,
+                            written_at,
                         },
                     ));
                     if !answer {
@@ -408,10 +485,22 @@ impl Lane {
                 }
                 Fate::Delivered | Fate::LostBefore => {
                     let frame = venue.ws_api_execute(c, admitted, now_ms);
-                    self.send(gen, frame, now, sched);
+                    let stamped = seen_by(&frame, was_blind, written_at, blind);
+                    self.send(gen, frame, now, stamped, sched);
                     self.events(gen, now, sched);
                 }
             }
+        }
+    }
+
+    /// The gateway's process died: its socket closes with it (the venue sees
+    /// the connection end a leg later, and nothing reaches the dead process);
+    /// the next life's lane opens a connection of its own.
+    pub(crate) fn process_died(&mut self, now: i64, sched: &mut Vec<(i64, WsStep)>) {
+        if self.client_up {
+            self.client_up = false;
+            let t = now + self.leg();
+            sched.push((t, WsStep::Cut(self.conns.len())));
         }
     }
 
@@ -421,6 +510,63 @@ impl Lane {
             sched.push((now, WsStep::Cut(self.conns.len())));
         }
     }
+}
+
+/// When and how one write of the gateway reached the venue.
+#[derive(Clone, Copy)]
+struct Arrival {
+    now: i64,
+    now_ms: i64,
+    written_at: i64,
+    /// Written after the gateway heard a ban no person cleared.
+    after_ban: bool,
+}
+
+/// The venue's answer `frame` to a request written at `written_at`, blind to
+/// its clock's step (`was_blind`) or not: a refusal of a blind one is counted
+/// ([`Blind`]); if it is stamped with the venue's time (an order's or a
+/// cancel's `result.transactTime`, what the gateway re-anchors on), the
+/// request's write time, for [`Blind::dates`] when it reaches the gateway.
+fn seen_by(frame: &[u8], was_blind: bool, written_at: i64, blind: &mut Blind) -> Option<i64> {
+    if was_blind {
+        for status in [418, 429] {
+            if contains(frame, format!("\"status\":{status},").as_bytes()) {
+                blind.refused(status, contains(frame, b"-1015"));
+            }
+        }
+    }
+    let stamped = contains(frame, b"\"status\":200,") && contains(frame, b"\"transactTime\"");
+    stamped.then_some(written_at)
+}
+
+/// `e` without the answer's bytes (neither the checks nor the process's
+/// bookkeeping read them), to hand on after the lane's drive; None for what
+/// neither hears (an open-orders answer, a protection's).
+fn detached(e: &Event<'_>) -> Option<Event<'static>> {
+    Some(match *e {
+        Event::Applied { tag, .. } => Event::Applied { tag, body: &[] },
+        Event::Rejected { tag } => Event::Rejected { tag },
+        Event::DuplicateId { tag } => Event::DuplicateId { tag },
+        Event::Limited {
+            tag,
+            why,
+            ready_in_ns,
+        } => Event::Limited {
+            tag,
+            why,
+            ready_in_ns,
+        },
+        Event::Retrying { tag, in_ns } => Event::Retrying { tag, in_ns },
+        Event::Expired { tag, why } => Event::Expired { tag, why },
+        Event::Reconciling { tag } => Event::Reconciling { tag },
+        Event::Reconciled { tag, found } => Event::Reconciled { tag, found },
+        Event::Unresolved { tag } => Event::Unresolved { tag },
+        Event::Item { tag, item, fate } => Event::Item { tag, item, fate },
+        Event::BatchSettled { tag } => Event::BatchSettled { tag },
+        Event::Late { tag, found } => Event::Late { tag, found },
+        Event::Halted { tag, bucket } => Event::Halted { tag, bucket },
+        _ => return None,
+    })
 }
 
 fn contains(hay: &[u8], needle: &[u8]) -> bool {

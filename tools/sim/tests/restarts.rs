@@ -9,7 +9,8 @@ use ergon_sim::{run, Params};
 fn every_run_kills() -> Params {
     Params {
         kills_per_mille: 1_000,
-        // Kills are drawn only in the runs without the WebSocket lane.
+        // Without the WebSocket lane, as these runs were pinned (the lane's
+        // kills: tests/ws.rs).
         ws_lane: Some(false),
         ..Params::default()
     }

@@ -101,8 +101,8 @@ fn regression_a_reconcile_under_a_ban_ends() {
 /// no full window on 11f4415 either and stay as that direction's check.
 #[test]
 fn regression_a_venue_clock_step_beyond_the_guard_moves_the_windows() {
-    // Without the WebSocket lane, as the seeds were found: the re-anchor reads
-    // the stamps of HTTP answers only (the book's "does not simulate").
+    // Without the WebSocket lane, as the seeds were found (the lane's steps:
+    // tests/ws.rs).
     let p = Params {
         ws_lane: Some(false),
         ..Params::default()

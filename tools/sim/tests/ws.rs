@@ -1,7 +1,9 @@
 //! The WebSocket lane of the simulator: half the runs send over the gateway's own
 //! WebSocket API lane, its connection drops with requests in flight, those end
 //! reconciled (found and never ran), every promise holds, and a run replays bit
-//! for bit.
+//! for bit; the gateway killed in a lane run comes back with its lane and
+//! recovers what it had in flight, and a venue clock step is read from the
+//! lane's answers.
 
 use ergon_sim::{run, Params};
 
@@ -66,10 +68,110 @@ fn without_faults_the_lane_opens_once_and_never_drops() {
         let Some(w) = o.ws else { continue };
         lanes += 1;
         assert_eq!((w.opens, w.drops), (1, 0), "seed {seed}: {w:?}");
+        // Each request and setup request answered: the subscription, and the
+        // logon before it with an Ed25519 key.
         assert!(
-            w.requests > 0 && w.answers == w.requests + w.subscribed,
-            "seed {seed}: {w:?}"
+            w.requests > 0 && w.answers == w.requests + w.subscribed + o.ws_logons.0,
+            "seed {seed}: {w:?} {:?}",
+            o.ws_logons
         );
     }
     assert!(lanes > 0);
+}
+
+/// Kills in the runs with the lane: the restarted gateway is built with its
+/// lane as the daemon's start builds it (it opens again, orders go over it),
+/// and the journal's orders, written over the lane too, are recovered by the
+/// next life both ways.
+#[test]
+fn a_killed_gateway_comes_back_with_its_lane_and_recovers_its_orders() {
+    // The seeds' own lane draw (half the runs), a kill in every run.
+    let p = Params {
+        kills_per_mille: 1_000,
+        ..Params::default()
+    };
+    let (mut lanes, mut kills, mut recovered, mut found, mut reopened) = (0, 0, 0, 0, 0);
+    for seed in 0..60 {
+        let o = run(seed, &p);
+        assert!(o.violations.is_empty(), "seed {seed}: {:?}", o.violations);
+        // The last life's lane (a restart into a ban nobody cleared never
+        // connects: its connects are refused by the halt).
+        let Some(w) = o.ws else { continue };
+        lanes += 1;
+        kills += o.kills;
+        recovered += o.recovered.0;
+        found += o.recovered.1;
+        reopened += u64::from(o.kills > 0 && w.opens > 0 && w.requests > 0);
+    }
+    assert!(kills >= lanes, "kills {kills} in {lanes} lane runs");
+    assert!(
+        reopened * 3 >= lanes * 2,
+        "{reopened} of {lanes} last lives opened the lane"
+    );
+    assert!(
+        found > 0 && recovered > found,
+        "recovered {recovered}, found {found}"
+    );
+}
+
+/// A venue clock step beyond the guard in the runs with the lane: the gateway
+/// re-anchors on its orders' answers over the lane (`result.transactTime`).
+/// Seed 95 met such a step and drew 429s and a ban before it did; the directed
+/// steps are the HTTP runs' (tests/seeds.rs), over the lane.
+#[test]
+fn regression_a_venue_clock_step_in_a_lane_run_moves_the_windows() {
+    let p = Params::default();
+    let o = run(95, &p);
+    assert!(o.ws.is_some(), "seed 95 has the lane");
+    assert!(o.violations.is_empty(), "seed 95: {:?}", o.violations);
+    let p = Params {
+        ws_lane: Some(true),
+        ..p
+    };
+    for by in [-250, -99, 120, 250] {
+        for seed in 0..10 {
+            let p = Params {
+                force_step: Some((4_000 + 733 * seed as i64, by)),
+                ..p
+            };
+            let o = run(seed, &p);
+            assert!(
+                o.violations.is_empty(),
+                "seed {seed}, {by} ms: {:?}",
+                o.violations
+            );
+        }
+    }
+}
+
+/// An Ed25519 key (half the lane runs by the seed's draw; here every one):
+/// the lane logs on with `session.logon` (again after each drop) and sends
+/// orders unsigned, which the venue (the emulator's engine, given the key's
+/// public half) takes; with an HMAC key it never logs on and signs every
+/// order. Every promise holds either way.
+#[test]
+fn an_ed25519_key_logs_the_lane_on_and_sends_orders_unsigned() {
+    let mut seen = [(0u64, 0u64, 0u64, 0u64); 2];
+    for (k, ed25519) in [false, true].into_iter().enumerate() {
+        let p = Params {
+            ws_lane: Some(true),
+            ed25519: Some(ed25519),
+            ..Params::default()
+        };
+        for seed in 0..15 {
+            let o = run(seed, &p);
+            assert!(o.violations.is_empty(), "seed {seed}: {:?}", o.violations);
+            let w = o.ws.expect("the lane");
+            let applied = o.tally.get("Place Applied").copied().unwrap_or(0);
+            seen[k].0 += o.ws_logons.0;
+            seen[k].1 += o.ws_logons.1;
+            seen[k].2 += w.opens;
+            seen[k].3 += applied;
+        }
+    }
+    let [(hmac_logons, hmac_unsigned, _, _), (logons, unsigned, opens, applied)] = seen;
+    assert_eq!((hmac_logons, hmac_unsigned), (0, 0), "HMAC: {seen:?}");
+    // A logon on most opens (a drop may come before it), re-logons included.
+    assert!(logons * 2 > opens && logons > 15, "Ed25519: {seen:?}");
+    assert!(unsigned > 100 && applied > 50, "Ed25519: {seen:?}");
 }

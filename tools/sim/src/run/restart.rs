@@ -343,6 +343,8 @@ impl Sim {
         };
         let mut b = Budget::builder();
         let mut acct = spot(&info.body, &p.keys, &mut b, now, venue_ms);
+        // The WebSocket API lane, as the daemon's start builds it.
+        let ws_connects = self.ws.is_some().then(|| crate::ws::declare(&mut b));
         if p.allow_failure {
             acct.set_replace_mode(ReplaceMode::AllowFailure);
         }
@@ -356,7 +358,12 @@ impl Sim {
             .collect();
         let budget = start_budget(b, &mut acct, recent.charged(), &headers, now)
             .map_err(|e| format!("{e:?}"))?;
+        let lane_seed = p.seed.wrapping_add(p.kills);
+        let lane = ws_connects.map(|c| crate::ws::lane(&acct, c, &budget, lane_seed));
         let mut gw = Gateway::new(acct, "BTCUSDT", 64, 1024).map_err(|e| format!("{e:?}"))?;
+        if let Some(lane) = lane {
+            gw.set_ws_api(lane);
+        }
         gw.set_seed(p.seed.wrapping_add(p.kills));
         if p.polls {
             gw.poll_open_orders(super::POLL_EVERY_NS);
