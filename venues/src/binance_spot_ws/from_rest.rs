@@ -20,9 +20,9 @@
 
 use arrayvec::{ArrayString, ArrayVec};
 
-use super::{Pending, PrepareError, Session, Signing};
+use super::{Pending, PrepareError, Session, Signing, WsVenue};
 use crate::adapt::Request;
-use crate::endpoint::{Method, OrderType, Prepared, Side, Symbol, Text, TimeInForce, Values};
+use crate::endpoint::{Method, OrderType, Prepared, Side, Symbol, Text, Values};
 use crate::inflight::Slot;
 
 use super::FrameTemplate;
@@ -62,13 +62,14 @@ struct RestOrder<'a> {
 }
 
 impl<'a> RestOrder<'a> {
-    /// The order `p` places, if it is a `POST /api/v3/order` whose query carries
-    /// exactly what a template does, each value one a JSON string may carry as it is.
-    fn read(p: &'a Prepared) -> Option<Self> {
+    /// The order `p` places, if it is a `POST` to `path` (the venue's new order)
+    /// whose query carries exactly what a template does, each value one a JSON
+    /// string may carry as it is.
+    fn read(p: &'a Prepared, path: &str) -> Option<Self> {
         if p.kind() != Some(Request::Order) || p.method() != Some(Method::Post) {
             return None;
         }
-        let query = p.target().strip_prefix("/api/v3/order?")?;
+        let query = p.target().strip_prefix(path)?.strip_prefix('?')?;
         let mut o = RestOrder::default();
         for kv in query.split('&') {
             let (name, value) = kv.split_once('=')?;
@@ -104,20 +105,13 @@ impl<'a> RestOrder<'a> {
         (complete && digits(o.timestamp) && digits(o.recv_window)).then_some(o)
     }
 
-    /// The order's type as the template takes it, if the venue's names are ours.
-    fn order_type(&self) -> Option<OrderType> {
-        Some(match (self.order_type, self.time_in_force) {
-            ("LIMIT", Some("GTC")) => OrderType::Limit(TimeInForce::Gtc),
-            ("LIMIT", Some("IOC")) => OrderType::Limit(TimeInForce::Ioc),
-            ("LIMIT", Some("FOK")) => OrderType::Limit(TimeInForce::Fok),
-            ("LIMIT_MAKER", None) => OrderType::PostOnly,
-            ("MARKET", None) => OrderType::Market,
-            _ => return None,
-        })
+    /// The order's type as the template takes it, if venue `V`'s names are ours.
+    fn order_type<V: WsVenue>(&self) -> Option<OrderType> {
+        V::order_type(self.order_type, self.time_in_force)
     }
 }
 
-impl Session {
+impl<V: WsVenue> Session<V> {
     /// Writes the WebSocket API twin of `p` from the template of its kind into
     /// `out` (cleared first) and reserves its slot, as [`Session::prepare_rest`]
     /// does and byte for byte what it writes (see the module doc); the parts,
@@ -130,11 +124,11 @@ impl Session {
         out: &mut String,
     ) -> Result<Option<Pending>, PrepareError> {
         out.clear();
-        let Some(o) = RestOrder::read(p) else {
+        let Some(o) = RestOrder::read(p, V::ORDER_PATH) else {
             return Ok(None);
         };
         let same_window = o.recv_window.parse::<i64>().ok() == Some(self.recv_window_ms);
-        let Some(order_type) = o.order_type().filter(|_| same_window) else {
+        let Some(order_type) = o.order_type::<V>().filter(|_| same_window) else {
             return Ok(None);
         };
         let side = match o.side {

@@ -10,6 +10,7 @@ use crate::adapt::Clock;
 use crate::binance_spot::template::tests::{order_type, API_KEY, SEC, SECRET};
 use crate::binance_spot::{Auth, BinanceSpot};
 use crate::binance_spot_ws::Call;
+use crate::endpoint::TimeInForce;
 use crate::endpoint::{ClientOrderId, Decimal, Ed25519Key, Endpoints, NewOrder, OrderRef};
 
 /// Binance Spot's limits as `exchangeInfo` lists them (its `rateLimits`).
