@@ -58,15 +58,15 @@ use crate::adapt::{Error, Parts, Request};
 use crate::binance_auth::DEFAULT_RECV_WINDOW_MS;
 use crate::binance_spot::BinanceSpot;
 use crate::endpoint::{
-    ApiKey, ClientOrderId, HmacKey, NewOrder, OrderRef, OrderState, OrderType, Prepared, Side,
-    SignKey, Symbol, TimeInForce,
+    Amend, ApiKey, ClientOrderId, HmacKey, NewOrder, OrderRef, OrderState, OrderType, Prepared,
+    Side, SignKey, Symbol, TimeInForce,
 };
 use crate::inflight::{Slot, Table};
 use crate::json::JsonError;
 
 mod from_rest;
 mod template;
-mod venue;
+pub(crate) mod venue;
 pub use from_rest::MAX_TEMPLATES;
 pub use template::{FrameTemplate, Signing};
 pub use venue::WsVenue;
@@ -114,6 +114,10 @@ pub enum Call<'a> {
     SessionStatus,
     /// `session.logout`: weight 2.
     Logout,
+    /// `order.modify` of USD-M futures (price and quantity of an open order, by
+    /// `origClientOrderId`; both required): as a new order on the ORDERS limits,
+    /// weight 0. Spot has none ([`Error::Unsupported`]).
+    Modify(Amend<'a>),
 }
 
 impl Call<'_> {
@@ -133,12 +137,15 @@ impl Call<'_> {
             Call::Logon => "session.logon",
             Call::SessionStatus => "session.status",
             Call::Logout => "session.logout",
+            Call::Modify(_) => "order.modify",
         }
     }
 
-    /// The request kind: what the REST twin charges and how its answer is read.
+    /// The request kind: what the REST twin charges and how its answer is read
+    /// (Spot's weights; a venue's session asks [`WsVenue::call_kind`]).
     pub fn kind(&self) -> Request<'static> {
         match self {
+            Call::Modify(_) => Request::CancelReplace,
             Call::Time => Request::Read(1),
             Call::ExchangeInfo(_) | Call::Account => Request::Read(20),
             Call::Place(_) => Request::Order,
@@ -637,6 +644,8 @@ impl<V: WsVenue> Session<V> {
         out: &mut Vec<u8>,
         now: i64,
     ) -> Result<(Request<'static>, i64, Option<ClientOrderId>), Error> {
+        // A method the venue does not serve is refused before its arguments.
+        let kind = V::call_kind(call)?;
         let mut p: ArrayVec<(&'static str, Val<'_>), MAX_PARAMS> = ArrayVec::new();
         let mut cid = None;
         match call {
@@ -668,6 +677,20 @@ impl<V: WsVenue> Session<V> {
                 p.push(("cancelOrigClientOrderId", Val::Str(cancel.as_str())));
                 cid = Some(new.client_order_id);
             }
+            Call::Modify(a) => {
+                let (Some(price), Some(quantity)) = (a.price, a.quantity) else {
+                    return Err(Error::BadArgument("modify needs both price and quantity"));
+                };
+                p.push(("symbol", Val::Str(a.order.symbol.as_str())));
+                p.push(("side", Val::Str(side(a.side))));
+                p.push(("quantity", Val::Str(quantity.as_str())));
+                p.push(("price", Val::Str(price.as_str())));
+                p.push((
+                    "origClientOrderId",
+                    Val::Str(a.order.client_order_id.as_str()),
+                ));
+                cid = Some(a.order.client_order_id);
+            }
             Call::Unsubscribe(Some(n)) => {
                 let n = i64::try_from(*n).map_err(|_| Error::BadArgument("subscriptionId"))?;
                 p.push(("subscriptionId", Val::Int(n)));
@@ -676,7 +699,6 @@ impl<V: WsVenue> Session<V> {
         if matches!(call, Call::Account) {
             p.push(("omitZeroBalances", Val::Str("true")));
         }
-        let kind = V::call_kind(call)?;
         let clock = &self.adapter.limits().clock;
         let mut sig = None;
         // Logged on, the user data stream needs no signature.

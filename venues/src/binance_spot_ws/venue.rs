@@ -90,9 +90,12 @@ impl WsVenue for BinanceSpot {
         &mut self.limits
     }
 
-    /// [`Call::kind`]: Spot's weights.
+    /// [`Call::kind`]: Spot's weights; `order.modify` is USD-M's.
     fn call_kind(call: &Call<'_>) -> Result<Request<'static>, Error> {
-        Ok(call.kind())
+        match call {
+            Call::Modify(_) => Err(Error::Unsupported),
+            c => Ok(c.kind()),
+        }
     }
 
     fn replace_mode(&self) -> Option<&'static str> {
