@@ -3,14 +3,16 @@
 //! twin frame, the answers read by the REST rules, the setup after each open,
 //! and the table of requests in flight. Two venues implement it here:
 //!
-//! - Binance Spot's WebSocket API ([`binance_spot_ws::Session`]): with an
+//! - Binance's WebSocket API ([`binance_spot_ws::Session`], Spot's `/ws-api/v3`
+//!   and USD-M futures' `/ws-fapi/v1`, [`ergon_venues::binance_futures_ws`]): with an
 //!   Ed25519 key, `session.logon` after the open (`session.status` if its answer
 //!   leaves a doubt), then the user data stream (`userDataStream.subscribe`), and
 //!   orders only then, without `apiKey` or `signature`, each new order written
 //!   from the template of its symbol, side and type; a revocation of the
 //!   logon (-2015 with a null id) halts order entry ([`LaneApi::halt_order_entry`]).
 //!   With an HMAC key: the stream (`userDataStream.subscribe.signature`) after
-//!   the open; orders go at once, each signed.
+//!   the open; orders go at once, each signed. USD-M's user data stream is not on
+//!   this connection ([`WsVenue::STREAM`]): its setup is the logon alone.
 //! - Deribit's JSON-RPC over WebSocket ([`DeribitLane`]): `public/auth` after
 //!   the open, then cancel-on-disconnect enabled for the connection and its
 //!   heartbeat set; orders go only once that is done (an order over it before
@@ -20,7 +22,7 @@
 use ergon_core::{Budget, Verdict};
 use ergon_venues::adapt::{self, Clock, Parts, Request as Kind, Venue};
 use ergon_venues::binance_spot::Counts;
-use ergon_venues::binance_spot_ws::{self, Call, Execution, Incoming};
+use ergon_venues::binance_spot_ws::{self, Call, Execution, Incoming, WsVenue};
 use ergon_venues::deribit::{self, CodCall, CodScope, Deribit};
 use ergon_venues::deribit_ws;
 use ergon_venues::endpoint::Prepared;
@@ -170,9 +172,9 @@ pub enum Unprepared {
     Elsewhere,
 }
 
-impl LaneApi for binance_spot_ws::Session {
+impl<V: WsVenue> LaneApi for binance_spot_ws::Session<V> {
     fn prepare_rest(&mut self, req: &Prepared, out: &mut Vec<u8>) -> Result<u64, Unprepared> {
-        match binance_spot_ws::Session::prepare_rest(self, req, out) {
+        match binance_spot_ws::Session::<V>::prepare_rest(self, req, out) {
             Ok(p) => Ok(p.id),
             Err(binance_spot_ws::PrepareError::Full) => Err(Unprepared::Busy),
             Err(_) => Err(Unprepared::Elsewhere),
@@ -195,15 +197,15 @@ impl LaneApi for binance_spot_ws::Session {
     }
 
     fn sent(&mut self, id: u64) {
-        binance_spot_ws::Session::sent(self, id);
+        binance_spot_ws::Session::<V>::sent(self, id);
     }
 
     fn unsent(&mut self, id: u64) {
-        binance_spot_ws::Session::unsent(self, id);
+        binance_spot_ws::Session::<V>::unsent(self, id);
     }
 
     fn on_disconnect(&mut self) {
-        for _ in binance_spot_ws::Session::on_disconnect(self) {}
+        for _ in binance_spot_ws::Session::<V>::on_disconnect(self) {}
     }
 
     fn on_refused_upgrade(&mut self, r: &Response<'_>, budget: &mut Budget, now: i64) {
@@ -213,7 +215,7 @@ impl LaneApi for binance_spot_ws::Session {
     }
 
     fn set_clock(&mut self, clock: Clock) {
-        binance_spot_ws::Session::set_clock(self, clock);
+        binance_spot_ws::Session::<V>::set_clock(self, clock);
     }
 
     /// "Connecting to WebSocket API costs 2 weight", on every weight limit.
@@ -231,7 +233,7 @@ impl LaneApi for binance_spot_ws::Session {
         budget: &mut Budget,
         now: i64,
     ) -> Result<LaneIn, Unreadable> {
-        match binance_spot_ws::Session::on_frame(self, frame, budget, now) {
+        match binance_spot_ws::Session::<V>::on_frame(self, frame, budget, now) {
             Ok(Incoming::Answer(a)) => Ok(LaneIn::Answer {
                 id: a.id,
                 status: a.status,
@@ -261,7 +263,7 @@ impl LaneApi for binance_spot_ws::Session {
         let call = match step {
             0 => Call::Logon,
             1 => Call::SessionStatus,
-            2 if stream => Call::Subscribe,
+            2 if stream && V::STREAM => Call::Subscribe,
             _ => return None,
         };
         let p = self.prepare(&call, out, now).ok()?;
@@ -324,7 +326,7 @@ impl LaneApi for binance_spot_ws::Session {
     /// queries are still tried.
     fn halt_order_entry(&mut self, budget: &mut Budget, now: i64) -> String {
         let mut n = 0;
-        for l in self.adapter().limits.of(Counts::Orders) {
+        for l in self.adapter().limits().of(Counts::Orders) {
             if budget.banned(l.bucket, i64::MAX, now).is_ok() {
                 n += 1;
             }
