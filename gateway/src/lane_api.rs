@@ -25,7 +25,7 @@ use ergon_venues::binance_spot::Counts;
 use ergon_venues::binance_spot_ws::{self, Call, Execution, Incoming, WsVenue};
 use ergon_venues::deribit::{self, CodCall, CodScope, Deribit};
 use ergon_venues::deribit_ws;
-use ergon_venues::endpoint::Prepared;
+use ergon_venues::endpoint::{Prepared, Text};
 use ergon_venues::response::Response;
 
 /// A request of the lane's own written (see [`LaneApi::setup`], [`LaneApi::test_reply`]).
@@ -74,14 +74,11 @@ pub trait LaneApi: core::fmt::Debug + Send {
     fn prepare_rest(&mut self, req: &Prepared, out: &mut Vec<u8>) -> Result<u64, Unprepared>;
 
     /// Writes `req`'s twin frame from a template prepared once for its kind, as
-    /// text, into `out` and reserves its slot: its id; `Ok(None)` if no template
-    /// covers it (nothing reserved: [`LaneApi::prepare_rest`] writes it). Byte for
-    /// byte what [`LaneApi::prepare_rest`] writes. Default: none covers any.
-    fn prepare_text(
-        &mut self,
-        req: &Prepared,
-        out: &mut String,
-    ) -> Result<Option<u64>, Unprepared> {
+    /// [`Text`] (which the connection takes with no UTF-8 scan), into `out` and
+    /// reserves its slot: its id; `Ok(None)` if no template covers it (nothing
+    /// reserved: [`LaneApi::prepare_rest`] writes it). Byte for byte what
+    /// [`LaneApi::prepare_rest`] writes. Default: none covers any.
+    fn prepare_text(&mut self, req: &Prepared, out: &mut Text) -> Result<Option<u64>, Unprepared> {
         let _ = (req, out);
         Ok(None)
     }
@@ -182,14 +179,10 @@ impl<V: WsVenue> LaneApi for binance_spot_ws::Session<V> {
     }
 
     /// A new order, from the template of its symbol, side and type
-    /// ([`binance_spot_ws::Session::prepare_rest_order`]): unsigned once logged
+    /// ([`binance_spot_ws::Session::prepare_rest_text`]): unsigned once logged
     /// on, else signed per request.
-    fn prepare_text(
-        &mut self,
-        req: &Prepared,
-        out: &mut String,
-    ) -> Result<Option<u64>, Unprepared> {
-        match self.prepare_rest_order(req, out) {
+    fn prepare_text(&mut self, req: &Prepared, out: &mut Text) -> Result<Option<u64>, Unprepared> {
+        match self.prepare_rest_text(req, out) {
             Ok(p) => Ok(p.map(|p| p.id)),
             Err(binance_spot_ws::PrepareError::Full) => Err(Unprepared::Busy),
             Err(_) => Err(Unprepared::Elsewhere),

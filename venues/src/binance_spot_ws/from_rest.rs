@@ -10,8 +10,12 @@
 //! as [`Session::prepare_rest`] signs it ([`Signing::PerRequest`]).
 //!
 //! Byte for byte what [`Session::prepare_rest`] writes for the same request (a
-//! property test holds the two to it), into a `String`: the caller's WebSocket
-//! session takes it as text with no UTF-8 check per send. A request this does not
+//! property test holds the two to it), into a [`Text`]
+//! ([`Session::prepare_rest_text`]): the caller's WebSocket session takes its
+//! bytes as text with no UTF-8 scan per send (ergon-io's
+//! `send_request_text_charged`); [`Session::prepare_rest_order`] writes the same
+//! into a `String` for callers that take `&str` (one scan when it is handed
+//! back). A request this does not
 //! cover (another method, a parameter the template does not carry, another
 //! receive window) is left to [`Session::prepare_rest`].
 //!
@@ -112,16 +116,31 @@ impl<'a> RestOrder<'a> {
 }
 
 impl<V: WsVenue> Session<V> {
+    /// [`Session::prepare_rest_text`] into a `String`: the same frame, the same
+    /// slot (the string's buffer is lent to a [`Text`] and handed back: one UTF-8
+    /// scan of the frame). For callers that take `&str`; the send path takes the
+    /// [`Text`].
+    pub fn prepare_rest_order(
+        &mut self,
+        p: &Prepared,
+        out: &mut String,
+    ) -> Result<Option<Pending>, PrepareError> {
+        let mut text = Text::from(core::mem::take(out));
+        let r = self.prepare_rest_text(p, &mut text);
+        *out = String::from(text);
+        r
+    }
+
     /// Writes the WebSocket API twin of `p` from the template of its kind into
     /// `out` (cleared first) and reserves its slot, as [`Session::prepare_rest`]
     /// does and byte for byte what it writes (see the module doc); the parts,
     /// deadline and client order id are `p`'s. `Ok(None)`: `p` is not a new order
     /// the templates cover, `out` is empty and nothing is reserved: write it with
     /// [`Session::prepare_rest`]. `Err(Full)`: the table is full.
-    pub fn prepare_rest_order(
+    pub fn prepare_rest_text(
         &mut self,
         p: &Prepared,
-        out: &mut String,
+        out: &mut Text,
     ) -> Result<Option<Pending>, PrepareError> {
         out.clear();
         let Some(o) = RestOrder::read(p, V::ORDER_PATH) else {
@@ -177,11 +196,7 @@ impl<V: WsVenue> Session<V> {
             request_id: i64::try_from(id).unwrap_or(i64::MAX),
         };
         let key = if t.signs() { self.key.as_ref() } else { None };
-        // The template writes into a `Text` (no UTF-8 check per piece); the
-        // string's buffer is lent to it and handed back (one scan).
-        let mut text = Text::from(core::mem::take(out));
-        t.write(&values, key, &mut text);
-        *out = String::from(text);
+        t.write(&values, key, out);
         let client_order_id = p.client_order_id().copied();
         self.slots.reserve(Slot::prepared(
             id,
