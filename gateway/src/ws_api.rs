@@ -1,9 +1,10 @@
 //! Order entry over the venue's WebSocket, inside the gateway: one connection on
 //! the same event loop, budget and egress lane as the gateway's HTTP pool, whose
-//! requests live in the same ledger. Two venues have one
+//! requests live in the same ledger. Three venues have one
 //! ([`crate::lane_api`]): Binance Spot's WebSocket API (`/ws-api/v3`, with the
-//! order stream) and Deribit's JSON-RPC over WebSocket (`/ws/api/v2`, where
-//! cancel-on-disconnect covers the orders sent over it).
+//! order stream), Binance USD-M futures' (`/ws-fapi/v1`, order entry only) and
+//! Deribit's JSON-RPC over WebSocket (`/ws/api/v2`, where cancel-on-disconnect
+//! covers the orders sent over it).
 //!
 //! A request the venue's REST adapter prepared goes over this connection as its
 //! WebSocket twin ([`LaneApi::prepare_rest`]: the same parameters and deadline,
