@@ -16,10 +16,7 @@ use std::io::{BufRead, BufReader};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use std::time::{Duration, Instant};
-
-use ergon_core::Class;
-use ergon_gateway::shm::{Call, ShmClient, ShmEvent};
+use ergon_gateway::shm::ShmClient;
 use ergon_venue_sim::{Account, Config, Server, ED25519_TEST_PRIVATE_PEM};
 use ergon_venues::endpoint::{Decimal, Symbol};
 
@@ -85,18 +82,7 @@ fn usdm_order(c: &mut ShmClient) -> u64 {
     let id = c.next_client_order_id().expect("id");
     let mut o = order(Symbol::new("BTCUSDT").expect("symbol"), id);
     o.quantity = Decimal::new("0.01").expect("decimal");
-    c.submit(&Call::NewOrder(o), Class::Normal, 1)
-        .expect("submit");
-    let until = Instant::now() + Duration::from_secs(20);
-    while Instant::now() < until {
-        c.wait(100);
-        while let Some((ev, _)) = c.poll() {
-            if ev.is_final() {
-                return u64::from(matches!(ev, ShmEvent::Applied { .. }));
-            }
-        }
-    }
-    0
+    applied(c, o)
 }
 
 #[test]
