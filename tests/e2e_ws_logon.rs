@@ -10,7 +10,7 @@
 
 use std::sync::Arc;
 
-use ergon_core::{Class, Why};
+use ergon_core::Class;
 use ergon_gateway::{self as gateway, Api, Event, Gateway, Keys, Prepared, Strategy};
 use ergon_io::client::PoolId;
 use ergon_io::event_loop::EventLoop;
@@ -26,6 +26,10 @@ use ergon_venues::endpoint::{
 mod ws_gateway;
 
 const MS: i64 = 1_000_000;
+
+#[path = "ws_gateway/revoke.rs"]
+mod revoke;
+use revoke::text;
 
 /// The emulator with one account, an Ed25519 key.
 fn sim() -> Config {
@@ -100,13 +104,6 @@ impl Strategy<BinanceSpot> for DropProbe {
     }
 }
 
-fn text(ev: &Event<'_>) -> String {
-    match ev {
-        Event::Applied { tag, .. } => format!("Applied {tag}"),
-        other => format!("{other:?}"),
-    }
-}
-
 #[test]
 fn orders_go_unsigned_after_logon_and_a_reconnect_logs_on_again() {
     let mut c = sim();
@@ -146,86 +143,9 @@ fn orders_go_unsigned_after_logon_and_a_reconnect_logs_on_again() {
     assert_eq!(r.signature_rejects, 0);
 }
 
-/// Places `rv-1`; once it is applied, the venue revokes the key and `rv-2` meets
-/// it; once the lane says why, `rv-3` is tried and must be refused locally.
-struct RevokeProbe {
-    server: Arc<Server>,
-    req: Prepared,
-    step: u8,
-    events: Vec<String>,
-    third: Option<Event<'static>>,
-    why: Option<String>,
-}
-
-impl Strategy<BinanceSpot> for RevokeProbe {
-    fn on_event(&mut self, api: &mut Api<'_, '_, BinanceSpot>, ev: Event<'_>) {
-        self.events.push(text(&ev));
-        if ev.is_final() && ev.tag() == 1 {
-            assert!(self.server.revoke_api_key(ED25519_TEST_API_KEY));
-            assert_eq!(place(&mut self.req, api, "rv-2", 2), None);
-        }
-    }
-
-    fn on_turn(&mut self, api: &mut Api<'_, '_, BinanceSpot>) {
-        let now = api.now();
-        if self.step == 0 {
-            self.step = 1;
-            assert_eq!(place(&mut self.req, api, "rv-1", 1), None);
-        }
-        let why = api.ws_api().and_then(|l| l.why()).map(str::to_string);
-        if self.step == 1 && why.is_some() {
-            self.step = 2;
-            self.why = why;
-            self.third = place(&mut self.req, api, "rv-3", 3);
-            api.stop();
-        }
-        let _ = api.set_timer(1, now + 10 * MS);
-    }
-}
-
 #[test]
 fn a_revoked_logon_halts_order_entry_with_its_reason() {
     let server = Arc::new(Server::start(sim()).unwrap());
-    let (mut lp, gw, pool) = open(&server);
-    let strategy = RevokeProbe {
-        server: Arc::clone(&server),
-        req: Prepared::with_capacity(1024),
-        step: 0,
-        events: Vec::new(),
-        third: None,
-        why: None,
-    };
-    let control = Arc::new(gateway::Control::default());
-    let d = gateway::run(&mut lp, gw, pool, strategy, control).unwrap();
-    let st = &d.strategy;
-    assert_eq!(st.events.first().map(String::as_str), Some("Applied 1"));
-    assert_eq!(
-        st.events.get(1).map(String::as_str),
-        Some("Rejected { tag: 2 }"),
-        "{:?}",
-        st.events
-    );
-    let why = st.why.as_deref().unwrap_or("");
-    assert!(
-        why.contains("revoked") && why.contains("session.logon") && why.contains("halted"),
-        "{why}"
-    );
-    assert!(
-        matches!(
-            st.third,
-            Some(Event::Limited {
-                tag: 3,
-                why: Why::Halted,
-                ..
-            })
-        ),
-        "{:?}",
-        st.third
-    );
-    let lane = d.gateway.ws_api().unwrap();
-    assert_eq!(lane.stats().revoked, 1);
-    assert!(!lane.ready(), "no order over a revoked session");
-    let r = server.report();
-    assert_eq!(r.ws.api_revocations, 1);
-    assert_eq!(r.executions, 1, "rv-1 only");
+    let started = open(&server);
+    revoke::a_revoked_logon_halts_order_entry(&server, started, place);
 }

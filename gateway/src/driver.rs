@@ -370,32 +370,22 @@ impl<E: Account, S: Strategy<E>> Driver<E, S> {
             cx,
             pool: self.pool,
         };
-        let Some(mut report) = self.gateway.ws_drive(&mut w, ready) else {
-            return;
-        };
-        let mut items = core::mem::take(&mut report.items);
-        for item in items.drain(..) {
-            let mut w = LoopWire {
-                cx,
-                pool: self.pool,
-            };
-            let got = self.gateway.ws_item(&mut w, item, &report.bytes);
-            let mut api = Api {
-                gw: &mut self.gateway,
-                cx: Cx::Loop(LoopWire {
-                    cx,
-                    pool: self.pool,
-                }),
-                control: &self.control,
-            };
-            match got {
-                Some(WsIn::Event(ev)) => self.strategy.on_event(&mut api, ev),
-                Some(WsIn::Execution(x)) => self.strategy.on_order_update(&mut api, &x),
-                None => {}
-            }
-        }
-        report.items = items;
-        self.gateway.ws_restore(report);
+        let (strategy, control, pool) = (&mut self.strategy, &*self.control, self.pool);
+        self.gateway
+            .drive_ws_then(&mut w, ready, &mut |gw, w, got| {
+                let mut api = Api {
+                    gw,
+                    cx: Cx::Loop(LoopWire {
+                        cx: &mut *w.cx,
+                        pool,
+                    }),
+                    control,
+                };
+                match got {
+                    WsIn::Event(ev) => strategy.on_event(&mut api, ev),
+                    WsIn::Execution(x) => strategy.on_order_update(&mut api, &x),
+                }
+            });
         // What the items queued (a Late, an Unresolved): delivered in the same turn.
         self.drain(cx);
         match self.gateway.ws_deadline() {

@@ -3,14 +3,16 @@
 //! twin frame, the answers read by the REST rules, the setup after each open,
 //! and the table of requests in flight. Two venues implement it here:
 //!
-//! - Binance Spot's WebSocket API ([`binance_spot_ws::Session`]): with an
+//! - Binance's WebSocket API ([`binance_spot_ws::Session`], Spot's `/ws-api/v3`
+//!   and USD-M futures' `/ws-fapi/v1`, [`ergon_venues::binance_futures_ws`]): with an
 //!   Ed25519 key, `session.logon` after the open (`session.status` if its answer
 //!   leaves a doubt), then the user data stream (`userDataStream.subscribe`), and
 //!   orders only then, without `apiKey` or `signature`, each new order written
 //!   from the template of its symbol, side and type; a revocation of the
 //!   logon (-2015 with a null id) halts order entry ([`LaneApi::halt_order_entry`]).
 //!   With an HMAC key: the stream (`userDataStream.subscribe.signature`) after
-//!   the open; orders go at once, each signed.
+//!   the open; orders go at once, each signed. USD-M's user data stream is not on
+//!   this connection ([`WsVenue::STREAM`]): its setup is the logon alone.
 //! - Deribit's JSON-RPC over WebSocket ([`DeribitLane`]): `public/auth` after
 //!   the open, then cancel-on-disconnect enabled for the connection and its
 //!   heartbeat set; orders go only once that is done (an order over it before
@@ -20,10 +22,10 @@
 use ergon_core::{Budget, Verdict};
 use ergon_venues::adapt::{self, Clock, Parts, Request as Kind, Venue};
 use ergon_venues::binance_spot::Counts;
-use ergon_venues::binance_spot_ws::{self, Call, Execution, Incoming};
+use ergon_venues::binance_spot_ws::{self, Call, Execution, Incoming, WsVenue};
 use ergon_venues::deribit::{self, CodCall, CodScope, Deribit};
 use ergon_venues::deribit_ws;
-use ergon_venues::endpoint::Prepared;
+use ergon_venues::endpoint::{Prepared, Text};
 use ergon_venues::response::Response;
 
 /// A request of the lane's own written (see [`LaneApi::setup`], [`LaneApi::test_reply`]).
@@ -72,14 +74,11 @@ pub trait LaneApi: core::fmt::Debug + Send {
     fn prepare_rest(&mut self, req: &Prepared, out: &mut Vec<u8>) -> Result<u64, Unprepared>;
 
     /// Writes `req`'s twin frame from a template prepared once for its kind, as
-    /// text, into `out` and reserves its slot: its id; `Ok(None)` if no template
-    /// covers it (nothing reserved: [`LaneApi::prepare_rest`] writes it). Byte for
-    /// byte what [`LaneApi::prepare_rest`] writes. Default: none covers any.
-    fn prepare_text(
-        &mut self,
-        req: &Prepared,
-        out: &mut String,
-    ) -> Result<Option<u64>, Unprepared> {
+    /// [`Text`] (which the connection takes with no UTF-8 scan), into `out` and
+    /// reserves its slot: its id; `Ok(None)` if no template covers it (nothing
+    /// reserved: [`LaneApi::prepare_rest`] writes it). Byte for byte what
+    /// [`LaneApi::prepare_rest`] writes. Default: none covers any.
+    fn prepare_text(&mut self, req: &Prepared, out: &mut Text) -> Result<Option<u64>, Unprepared> {
         let _ = (req, out);
         Ok(None)
     }
@@ -170,9 +169,9 @@ pub enum Unprepared {
     Elsewhere,
 }
 
-impl LaneApi for binance_spot_ws::Session {
+impl<V: WsVenue> LaneApi for binance_spot_ws::Session<V> {
     fn prepare_rest(&mut self, req: &Prepared, out: &mut Vec<u8>) -> Result<u64, Unprepared> {
-        match binance_spot_ws::Session::prepare_rest(self, req, out) {
+        match binance_spot_ws::Session::<V>::prepare_rest(self, req, out) {
             Ok(p) => Ok(p.id),
             Err(binance_spot_ws::PrepareError::Full) => Err(Unprepared::Busy),
             Err(_) => Err(Unprepared::Elsewhere),
@@ -180,14 +179,10 @@ impl LaneApi for binance_spot_ws::Session {
     }
 
     /// A new order, from the template of its symbol, side and type
-    /// ([`binance_spot_ws::Session::prepare_rest_order`]): unsigned once logged
+    /// ([`binance_spot_ws::Session::prepare_rest_text`]): unsigned once logged
     /// on, else signed per request.
-    fn prepare_text(
-        &mut self,
-        req: &Prepared,
-        out: &mut String,
-    ) -> Result<Option<u64>, Unprepared> {
-        match self.prepare_rest_order(req, out) {
+    fn prepare_text(&mut self, req: &Prepared, out: &mut Text) -> Result<Option<u64>, Unprepared> {
+        match self.prepare_rest_text(req, out) {
             Ok(p) => Ok(p.map(|p| p.id)),
             Err(binance_spot_ws::PrepareError::Full) => Err(Unprepared::Busy),
             Err(_) => Err(Unprepared::Elsewhere),
@@ -195,15 +190,15 @@ impl LaneApi for binance_spot_ws::Session {
     }
 
     fn sent(&mut self, id: u64) {
-        binance_spot_ws::Session::sent(self, id);
+        binance_spot_ws::Session::<V>::sent(self, id);
     }
 
     fn unsent(&mut self, id: u64) {
-        binance_spot_ws::Session::unsent(self, id);
+        binance_spot_ws::Session::<V>::unsent(self, id);
     }
 
     fn on_disconnect(&mut self) {
-        for _ in binance_spot_ws::Session::on_disconnect(self) {}
+        for _ in binance_spot_ws::Session::<V>::on_disconnect(self) {}
     }
 
     fn on_refused_upgrade(&mut self, r: &Response<'_>, budget: &mut Budget, now: i64) {
@@ -213,7 +208,7 @@ impl LaneApi for binance_spot_ws::Session {
     }
 
     fn set_clock(&mut self, clock: Clock) {
-        binance_spot_ws::Session::set_clock(self, clock);
+        binance_spot_ws::Session::<V>::set_clock(self, clock);
     }
 
     /// "Connecting to WebSocket API costs 2 weight", on every weight limit.
@@ -231,7 +226,7 @@ impl LaneApi for binance_spot_ws::Session {
         budget: &mut Budget,
         now: i64,
     ) -> Result<LaneIn, Unreadable> {
-        match binance_spot_ws::Session::on_frame(self, frame, budget, now) {
+        match binance_spot_ws::Session::<V>::on_frame(self, frame, budget, now) {
             Ok(Incoming::Answer(a)) => Ok(LaneIn::Answer {
                 id: a.id,
                 status: a.status,
@@ -261,7 +256,7 @@ impl LaneApi for binance_spot_ws::Session {
         let call = match step {
             0 => Call::Logon,
             1 => Call::SessionStatus,
-            2 if stream => Call::Subscribe,
+            2 if stream && V::STREAM => Call::Subscribe,
             _ => return None,
         };
         let p = self.prepare(&call, out, now).ok()?;
@@ -324,7 +319,7 @@ impl LaneApi for binance_spot_ws::Session {
     /// queries are still tried.
     fn halt_order_entry(&mut self, budget: &mut Budget, now: i64) -> String {
         let mut n = 0;
-        for l in self.adapter().limits.of(Counts::Orders) {
+        for l in self.adapter().limits().of(Counts::Orders) {
             if budget.banned(l.bucket, i64::MAX, now).is_ok() {
                 n += 1;
             }

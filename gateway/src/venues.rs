@@ -207,6 +207,14 @@ impl Account for BinanceFutures {
         Some(req.deadline_ns().saturating_add(NOT_FOUND_MARGIN_NS))
     }
 
+    /// Over `/ws-fapi/v1`, with the REST adapter's limits, clock and key
+    /// ([`ergon_venues::binance_futures_ws`]): orders, cancels, modifies and
+    /// queries; no user data stream on it.
+    fn ws_api(&self, capacity: usize) -> Option<Box<dyn crate::lane_api::LaneApi>> {
+        let s = ergon_venues::binance_futures_ws::Session::over(self.clone(), capacity).ok()?;
+        Some(Box::new(s))
+    }
+
     /// The query's deadline plus the margin (assumes the dead gateway signed
     /// with the same window).
     fn lost_not_found_after(&self, query: &Prepared) -> Option<i64> {

@@ -1,9 +1,10 @@
 //! Order entry over the venue's WebSocket, inside the gateway: one connection on
 //! the same event loop, budget and egress lane as the gateway's HTTP pool, whose
-//! requests live in the same ledger. Two venues have one
+//! requests live in the same ledger. Three venues have one
 //! ([`crate::lane_api`]): Binance Spot's WebSocket API (`/ws-api/v3`, with the
-//! order stream) and Deribit's JSON-RPC over WebSocket (`/ws/api/v2`, where
-//! cancel-on-disconnect covers the orders sent over it).
+//! order stream), Binance USD-M futures' (`/ws-fapi/v1`, order entry only) and
+//! Deribit's JSON-RPC over WebSocket (`/ws/api/v2`, where cancel-on-disconnect
+//! covers the orders sent over it).
 //!
 //! A request the venue's REST adapter prepared goes over this connection as its
 //! WebSocket twin ([`LaneApi::prepare_rest`]: the same parameters and deadline,
@@ -59,7 +60,7 @@ use std::net::SocketAddr;
 use arrayvec::ArrayVec;
 
 use ergon_core::{Budget, Class, Flight, Part, Ticket, Verdict};
-use ergon_venues::endpoint::Prepared;
+use ergon_venues::endpoint::{Prepared, Text};
 use ergon_venues::response::Header;
 
 use crate::lane_api::{Framed, LaneApi, Unprepared};
@@ -325,8 +326,9 @@ pub struct WsLane {
     /// Why the stream or the connection is not available, once.
     pub(crate) why: Option<String>,
     frame: Vec<u8>,
-    /// The frame of a new order written from its template.
-    text: String,
+    /// The frame of a new order written from its template: handed to the
+    /// connection as it is (text by construction, no UTF-8 scan).
+    text: Text,
     report: Option<WsReport>,
     pub(crate) stats: WsApiStats,
     /// What the setup or heartbeat request charged last.
@@ -410,7 +412,7 @@ impl WsLane {
             setup_retry_at: None,
             why: None,
             frame: Vec::with_capacity(2048),
-            text: String::with_capacity(2048),
+            text: Text::with_capacity(2048),
             report: Some(WsReport {
                 bytes: Vec::with_capacity(256 << 10),
                 items: Vec::with_capacity(512),
@@ -556,14 +558,15 @@ impl WsLane {
             }
             Err(Unprepared::Elsewhere) => return Err(Unsent::Elsewhere(ticket)),
         };
-        let text = match templated {
-            true => self.text.as_str(),
-            false => core::str::from_utf8(&self.frame).unwrap_or(""),
-        };
         // The lane's id is its own client's: never None, refused like a full queue.
-        let sent = match self.client.session_mut(self.id) {
-            Some(session) => session.send_request_charged(id, text, ticket),
-            None => Err((ws::SendError::NotOpen, ticket)),
+        let sent = match (self.client.session_mut(self.id), templated) {
+            // The template's frame is text by construction: no scan.
+            (Some(session), true) => session.send_request_text_charged(id, &self.text, ticket),
+            (Some(session), false) => {
+                let text = core::str::from_utf8(&self.frame).unwrap_or("");
+                session.send_request_charged(id, text, ticket)
+            }
+            (None, _) => Err((ws::SendError::NotOpen, ticket)),
         };
         match sent {
             Ok(()) => {

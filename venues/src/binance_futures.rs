@@ -121,6 +121,21 @@ impl BinanceFutures {
         self
     }
 
+    /// Its key, signing key and receive window (for its WebSocket API session).
+    pub(crate) fn credentials(
+        &self,
+    ) -> (
+        Option<crate::endpoint::ApiKey>,
+        Option<crate::endpoint::SignKey>,
+        i64,
+    ) {
+        (
+            self.auth.api_key,
+            self.auth.key.clone(),
+            self.auth.recv_window_ms,
+        )
+    }
+
     fn order_params(
         &self,
         w: &mut Writer<'_>,

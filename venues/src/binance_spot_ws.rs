@@ -54,11 +54,11 @@ use std::io::Write as _;
 use arrayvec::{ArrayString, ArrayVec};
 use ergon_core::Verdict;
 
-use crate::adapt::{Error, Parts, Request, Venue};
+use crate::adapt::{Error, Parts, Request};
 use crate::binance_auth::DEFAULT_RECV_WINDOW_MS;
 use crate::binance_spot::BinanceSpot;
 use crate::endpoint::{
-    ApiKey, ClientOrderId, HmacKey, Method, NewOrder, OrderRef, OrderState, OrderType, Prepared,
+    Amend, ApiKey, ClientOrderId, HmacKey, NewOrder, OrderRef, OrderState, OrderType, Prepared,
     Side, SignKey, Symbol, TimeInForce,
 };
 use crate::inflight::{Slot, Table};
@@ -66,8 +66,10 @@ use crate::json::JsonError;
 
 mod from_rest;
 mod template;
+pub(crate) mod venue;
 pub use from_rest::MAX_TEMPLATES;
 pub use template::{FrameTemplate, Signing};
+pub use venue::WsVenue;
 
 const MS: i64 = 1_000_000;
 /// Most parameters one request carries (a cancel-replace: 12).
@@ -112,6 +114,10 @@ pub enum Call<'a> {
     SessionStatus,
     /// `session.logout`: weight 2.
     Logout,
+    /// `order.modify` of USD-M futures (price and quantity of an open order, by
+    /// `origClientOrderId`; both required): as a new order on the ORDERS limits,
+    /// weight 0. Spot has none ([`Error::Unsupported`]).
+    Modify(Amend<'a>),
 }
 
 impl Call<'_> {
@@ -131,12 +137,15 @@ impl Call<'_> {
             Call::Logon => "session.logon",
             Call::SessionStatus => "session.status",
             Call::Logout => "session.logout",
+            Call::Modify(_) => "order.modify",
         }
     }
 
-    /// The request kind: what the REST twin charges and how its answer is read.
+    /// The request kind: what the REST twin charges and how its answer is read
+    /// (Spot's weights; a venue's session asks [`WsVenue::call_kind`]).
     pub fn kind(&self) -> Request<'static> {
         match self {
+            Call::Modify(_) => Request::CancelReplace,
             Call::Time => Request::Read(1),
             Call::ExchangeInfo(_) | Call::Account => Request::Read(20),
             Call::Place(_) => Request::Order,
@@ -273,10 +282,11 @@ pub use crate::inflight::Fate;
 mod read;
 pub use read::{as_response, read_order, read_placed};
 
-/// A Binance Spot WebSocket API session: see the module doc for the drive order.
+/// A Binance WebSocket API session: see the module doc for the drive order. Spot's
+/// by default; USD-M futures' is [`crate::binance_futures_ws::Session`].
 #[derive(Clone, Debug)]
-pub struct Session {
-    adapter: BinanceSpot,
+pub struct Session<V: WsVenue = BinanceSpot> {
+    adapter: V,
     api_key: Option<ApiKey>,
     key: Option<SignKey>,
     recv_window_ms: i64,
@@ -306,11 +316,12 @@ fn side(s: Side) -> &'static str {
     }
 }
 
-fn order_params<'a>(
+/// The parameters of new order `o` as venue `V` names them.
+fn order_params<'a, V: WsVenue>(
     p: &mut ArrayVec<(&'static str, Val<'a>), MAX_PARAMS>,
     o: &'a NewOrder<'a>,
 ) -> Result<(), Error> {
-    if o.reduce_only {
+    if o.reduce_only && !V::REDUCE_ONLY {
         return Err(Error::BadArgument("reduce_only (Spot has no positions)"));
     }
     p.push(("symbol", Val::Str(o.symbol.as_str())));
@@ -325,7 +336,13 @@ fn order_params<'a>(
             };
             p.push(("timeInForce", Val::Str(tif)));
         }
-        OrderType::PostOnly => p.push(("type", Val::Str("LIMIT_MAKER"))),
+        OrderType::PostOnly => {
+            let (kind, tif) = V::POST_ONLY;
+            p.push(("type", Val::Str(kind)));
+            if let Some(tif) = tif {
+                p.push(("timeInForce", Val::Str(tif)));
+            }
+        }
         OrderType::Market => p.push(("type", Val::Str("MARKET"))),
     }
     p.push(("quantity", Val::Str(o.quantity.as_str())));
@@ -336,6 +353,9 @@ fn order_params<'a>(
         (_, None) => return Err(Error::BadArgument("price of a limit order")),
     }
     p.push(("newClientOrderId", Val::Str(o.client_order_id.as_str())));
+    if o.reduce_only {
+        p.push(("reduceOnly", Val::Str("true")));
+    }
     Ok(())
 }
 
@@ -477,12 +497,12 @@ pub fn read_logon(frame: &[u8], api_key: &str) -> Result<(), i64> {
     }
 }
 
-impl Session {
+impl<V: WsVenue> Session<V> {
     /// A session over `adapter` (its limits, its clock, its reading of answers),
     /// signing with `api_key`/`secret` (or none: signed calls are then refused with
     /// [`Error::NoKey`]), at most `capacity` requests in flight (at least 1).
     pub fn new(
-        adapter: BinanceSpot,
+        adapter: V,
         credentials: Option<(&str, &[u8])>,
         recv_window_ms: i64,
         capacity: usize,
@@ -512,7 +532,7 @@ impl Session {
     /// A session over `adapter` signing with the adapter's own key and receive
     /// window (the REST adapter's `with_auth`), at most `capacity` requests in
     /// flight (at least 1).
-    pub fn over(adapter: BinanceSpot, capacity: usize) -> Result<Self, Error> {
+    pub fn over(adapter: V, capacity: usize) -> Result<Self, Error> {
         let (api_key, key, recv_window_ms) = adapter.credentials();
         if capacity == 0 {
             return Err(Error::BadArgument("capacity (at least 1)"));
@@ -553,7 +573,7 @@ impl Session {
 
     /// A session with the default receive window (5000 ms).
     pub fn with_defaults(
-        adapter: BinanceSpot,
+        adapter: V,
         credentials: Option<(&str, &[u8])>,
         capacity: usize,
     ) -> Result<Self, Error> {
@@ -561,12 +581,12 @@ impl Session {
     }
 
     /// The adapter (its limits and clock).
-    pub fn adapter(&self) -> &BinanceSpot {
+    pub fn adapter(&self) -> &V {
         &self.adapter
     }
 
     /// The adapter, to read an answer that is not a frame (a refused upgrade).
-    pub fn adapter_mut(&mut self) -> &mut BinanceSpot {
+    pub fn adapter_mut(&mut self) -> &mut V {
         self.limits_id = template::limits_id();
         &mut self.adapter
     }
@@ -624,6 +644,8 @@ impl Session {
         out: &mut Vec<u8>,
         now: i64,
     ) -> Result<(Request<'static>, i64, Option<ClientOrderId>), Error> {
+        // A method the venue does not serve is refused before its arguments.
+        let kind = V::call_kind(call)?;
         let mut p: ArrayVec<(&'static str, Val<'_>), MAX_PARAMS> = ArrayVec::new();
         let mut cid = None;
         match call {
@@ -640,7 +662,7 @@ impl Session {
                 }
             }
             Call::Place(o) => {
-                order_params(&mut p, o)?;
+                order_params::<V>(&mut p, o)?;
                 cid = Some(o.client_order_id);
             }
             Call::Cancel(o) | Call::Status(o) => {
@@ -649,13 +671,25 @@ impl Session {
                 cid = Some(o.client_order_id);
             }
             Call::CancelReplace { cancel, new } => {
-                order_params(&mut p, new)?;
-                p.push((
-                    "cancelReplaceMode",
-                    Val::Str(self.adapter.replace.mode.as_str()),
-                ));
+                order_params::<V>(&mut p, new)?;
+                let mode = self.adapter.replace_mode().ok_or(Error::Unsupported)?;
+                p.push(("cancelReplaceMode", Val::Str(mode)));
                 p.push(("cancelOrigClientOrderId", Val::Str(cancel.as_str())));
                 cid = Some(new.client_order_id);
+            }
+            Call::Modify(a) => {
+                let (Some(price), Some(quantity)) = (a.price, a.quantity) else {
+                    return Err(Error::BadArgument("modify needs both price and quantity"));
+                };
+                p.push(("symbol", Val::Str(a.order.symbol.as_str())));
+                p.push(("side", Val::Str(side(a.side))));
+                p.push(("quantity", Val::Str(quantity.as_str())));
+                p.push(("price", Val::Str(price.as_str())));
+                p.push((
+                    "origClientOrderId",
+                    Val::Str(a.order.client_order_id.as_str()),
+                ));
+                cid = Some(a.order.client_order_id);
             }
             Call::Unsubscribe(Some(n)) => {
                 let n = i64::try_from(*n).map_err(|_| Error::BadArgument("subscriptionId"))?;
@@ -665,7 +699,7 @@ impl Session {
         if matches!(call, Call::Account) {
             p.push(("omitZeroBalances", Val::Str("true")));
         }
-        let clock = &self.adapter.limits.clock;
+        let clock = &self.adapter.limits().clock;
         let mut sig = None;
         // Logged on, the user data stream needs no signature.
         let unsigned_subscribe = self.logged_on && matches!(call, Call::Subscribe);
@@ -725,7 +759,7 @@ impl Session {
             out.push(b'}');
         }
         out.push(b'}');
-        Ok((call.kind(), deadline, cid))
+        Ok((kind, deadline, cid))
     }
 
     /// Writes the WebSocket API twin of a request the REST adapter prepared (the
@@ -754,7 +788,7 @@ impl Session {
             return Err(bad("an empty request"));
         };
         let (path, query) = p.target().split_once('?').unwrap_or((p.target(), ""));
-        let method = rest_twin(m, path).ok_or(bad("a request without a WebSocket API twin"))?;
+        let method = V::rest_twin(m, path).ok_or(bad("a request without a WebSocket API twin"))?;
         let api_key = self.api_key;
         let mut params: ArrayVec<(&str, &str), MAX_PARAMS> = ArrayVec::new();
         let mut signed = false;
@@ -845,7 +879,7 @@ impl Session {
     /// Re-anchors the venue clock the session reads `retryAfter` and stamps its
     /// own calls with.
     pub fn set_clock(&mut self, clock: crate::adapt::Clock) {
-        self.adapter.limits.clock = clock;
+        self.adapter.limits_mut().clock = clock;
     }
 
     /// Marks request `id` written (its frame went to the socket); `false` if `id`
@@ -871,18 +905,4 @@ impl Session {
         self.logged_on = false;
         self.slots.drain()
     }
-}
-
-/// The WebSocket API method of a REST request (see [`Session::prepare_rest`]).
-fn rest_twin(m: Method, path: &str) -> Option<&'static str> {
-    Some(match (m, path) {
-        (Method::Post, "/api/v3/order") => "order.place",
-        (Method::Delete, "/api/v3/order") => "order.cancel",
-        (Method::Post, "/api/v3/order/cancelReplace") => "order.cancelReplace",
-        (Method::Get, "/api/v3/order") => "order.status",
-        (Method::Get, "/api/v3/openOrders") => "openOrders.status",
-        (Method::Get, "/api/v3/account") => "account.status",
-        (Method::Get, "/api/v3/time") => "time",
-        _ => return None,
-    })
 }

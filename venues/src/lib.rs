@@ -11,6 +11,8 @@
 //!   Kraken derivatives and Coinbase Exchange; [`waits`] holds the firewall block
 //!   the last four share, and
 //!   [`sign`] their request signatures;
+//! - [`binance_spot_ws`] and [`binance_futures_ws`]: Binance order entry over the
+//!   WebSocket API (Spot's `/ws-api/v3`, USD-M's `/ws-fapi/v1`; `session.logon`);
 //! - [`deribit_ws`]: Deribit order entry over its WebSocket (the REST requests' twins);
 //! - [`endpoint`]: typed endpoints: a request prepared from typed arguments, with
 //!   the parts it charges, its signed target, headers and body, its deadline and
@@ -26,6 +28,7 @@
 pub mod adapt;
 mod binance_auth;
 pub mod binance_futures;
+pub mod binance_futures_ws;
 pub mod binance_replace;
 pub mod binance_spot;
 pub mod binance_spot_ws;

@@ -58,13 +58,25 @@ impl<E: Account> Gateway<E> {
     /// without the loop (a simulation over [`WsLane::use_pipe`]). Events the
     /// items queued come out of [`Gateway::poll_event`] after.
     pub fn drive_ws<W: Wire>(&mut self, w: &mut W, on: &mut dyn FnMut(WsIn<'_>)) {
-        let Some(mut report) = self.ws_drive(w, None) else {
+        self.drive_ws_then(w, None, &mut |_, _, got| on(got));
+    }
+
+    /// [`Gateway::drive_ws`] with the socket's readiness `ready` (as the loop
+    /// reported it), `on` given the gateway and the wire back with each item's
+    /// outcome (the loop's driver hands them to the strategy's `Api`).
+    pub(crate) fn drive_ws_then<W: Wire>(
+        &mut self,
+        w: &mut W,
+        ready: Option<Readiness>,
+        on: &mut dyn FnMut(&mut Self, &mut W, WsIn<'_>),
+    ) {
+        let Some(mut report) = self.ws_drive(w, ready) else {
             return;
         };
         let mut items = core::mem::take(&mut report.items);
         for item in items.drain(..) {
             if let Some(got) = self.ws_item(w, item, &report.bytes) {
-                on(got);
+                on(self, w, got);
             }
         }
         report.items = items;

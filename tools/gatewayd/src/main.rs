@@ -306,9 +306,15 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
     if a.ws_api.is_some() && a.order_entry_ws == Some(false) {
         return Err("--ws-api goes with --order-entry ws".into());
     }
-    if a.ws() && !matches!(a.venue.as_deref(), Some("binance-spot" | "deribit")) {
+    if a.ws()
+        && !matches!(
+            a.venue.as_deref(),
+            Some("binance-spot" | "binance-futures" | "deribit")
+        )
+    {
         return Err(
-            "--order-entry ws: only binance-spot and deribit have a WebSocket API here".into(),
+            "--order-entry ws: only binance-spot, binance-futures and deribit have a WebSocket API here"
+                .into(),
         );
     }
     if !hl
@@ -770,9 +776,14 @@ fn run(a: &Args) -> Result<(), String> {
     start.loop_cfg.busy_poll = a.busy;
     let venue = a.venue.as_deref().unwrap_or_default();
     if a.ws() {
-        // Deribit's JSON-RPC over WebSocket has no order stream here.
+        // Deribit's JSON-RPC over WebSocket has no order stream here, and USD-M's
+        // user data stream is not on its WebSocket API's connection.
         let ws = match venue {
             "deribit" => WsApiStart::of_path(&start, a.ws_api.as_deref(), "/ws/api/v2", false),
+            "binance-futures" => {
+                let path = ergon_venues::binance_futures_ws::PATH;
+                WsApiStart::of_path(&start, a.ws_api.as_deref(), path, false)
+            }
             _ => WsApiStart::of(&start, a.ws_api.as_deref(), a.stream),
         };
         start.ws_api = Some(ws.map_err(|e| e.to_string())?);

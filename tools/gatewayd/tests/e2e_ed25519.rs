@@ -3,7 +3,8 @@
 //! file (0600, ours), detected without a flag or named by `--key-type ed25519`;
 //! an order through shared memory signed with it and run by the venue; a
 //! `--key-type` that does not match the file refused at start, naming the flag
-//! and never the key.
+//! and never the key; a USD-M account's orders over `/ws-fapi/v1` after
+//! `session.logon`, unsigned.
 
 #[path = "common/ready.rs"]
 mod ready;
@@ -17,6 +18,7 @@ use std::path::{Path, PathBuf};
 
 use ergon_gateway::shm::ShmClient;
 use ergon_venue_sim::{Account, Config, Server, ED25519_TEST_PRIVATE_PEM};
+use ergon_venues::endpoint::{Decimal, Symbol};
 
 /// The emulator whose one account is an Ed25519 key.
 fn ed_sim() -> Server {
@@ -33,6 +35,11 @@ fn key_file(dir: &Path) -> PathBuf {
 }
 
 fn order_with(s: &Server, test: &str, flags: &[&str]) -> u64 {
+    order_placing(s, test, flags, one_order)
+}
+
+/// [`order_with`], the order placed by `place` (1 if applied).
+fn order_placing(s: &Server, test: &str, flags: &[&str], place: fn(&mut ShmClient) -> u64) -> u64 {
     let dir = Scratch::new(test);
     let name = unique(test);
     let file = key_file(&dir.0);
@@ -49,7 +56,7 @@ fn order_with(s: &Server, test: &str, flags: &[&str]) -> u64 {
         },
     );
     let mut c = ShmClient::attach(&name, "owner", false).expect("attach");
-    let applied = one_order(&mut c);
+    let applied = place(&mut c);
     drop(c);
     let (out, err) = gw.finish();
     assert!(
@@ -67,6 +74,28 @@ fn an_ed25519_key_file_signs_orders_detected_or_named() {
     let r = s.stop();
     assert_eq!(r.signature_rejects, 0);
     assert_eq!(r.executions, 2);
+}
+
+/// One USD-M order through `c` (0.01 BTC: above USD-M's minimum notional),
+/// 1 if it was applied.
+fn usdm_order(c: &mut ShmClient) -> u64 {
+    let id = c.next_client_order_id().expect("id");
+    let mut o = order(Symbol::new("BTCUSDT").expect("symbol"), id);
+    o.quantity = Decimal::new("0.01").expect("decimal");
+    applied(c, o)
+}
+
+#[test]
+fn a_usdm_account_sends_its_orders_over_the_websocket_api_logged_on() {
+    let mut c = Config::binance_futures();
+    c.accounts = vec![Account::ed25519_test()];
+    let s = Server::start(c).expect("emulator");
+    let flags = ["--venue", "binance-futures", "--order-entry", "ws"];
+    assert_eq!(order_placing(&s, "ed-usdm", &flags, usdm_order), 1);
+    let r = s.stop();
+    assert_eq!(r.ws.api_logons, 1, "{:?}", r.ws);
+    assert_eq!(r.ws.api_unsigned, 1, "the order, unsigned: {:?}", r.ws);
+    assert_eq!((r.executions, r.signature_rejects), (1, 0));
 }
 
 #[test]

@@ -10,8 +10,12 @@
 //! as [`Session::prepare_rest`] signs it ([`Signing::PerRequest`]).
 //!
 //! Byte for byte what [`Session::prepare_rest`] writes for the same request (a
-//! property test holds the two to it), into a `String`: the caller's WebSocket
-//! session takes it as text with no UTF-8 check per send. A request this does not
+//! property test holds the two to it), into a [`Text`]
+//! ([`Session::prepare_rest_text`]): the caller's WebSocket session takes its
+//! bytes as text with no UTF-8 scan per send (ergon-io's
+//! `send_request_text_charged`); [`Session::prepare_rest_order`] writes the same
+//! into a `String` for callers that take `&str` (one scan when it is handed
+//! back). A request this does not
 //! cover (another method, a parameter the template does not carry, another
 //! receive window) is left to [`Session::prepare_rest`].
 //!
@@ -20,9 +24,9 @@
 
 use arrayvec::{ArrayString, ArrayVec};
 
-use super::{Pending, PrepareError, Session, Signing};
+use super::{Pending, PrepareError, Session, Signing, WsVenue};
 use crate::adapt::Request;
-use crate::endpoint::{Method, OrderType, Prepared, Side, Symbol, Text, TimeInForce, Values};
+use crate::endpoint::{Method, OrderType, Prepared, Side, Symbol, Text, Values};
 use crate::inflight::Slot;
 
 use super::FrameTemplate;
@@ -62,13 +66,14 @@ struct RestOrder<'a> {
 }
 
 impl<'a> RestOrder<'a> {
-    /// The order `p` places, if it is a `POST /api/v3/order` whose query carries
-    /// exactly what a template does, each value one a JSON string may carry as it is.
-    fn read(p: &'a Prepared) -> Option<Self> {
+    /// The order `p` places, if it is a `POST` to `path` (the venue's new order)
+    /// whose query carries exactly what a template does, each value one a JSON
+    /// string may carry as it is.
+    fn read(p: &'a Prepared, path: &str) -> Option<Self> {
         if p.kind() != Some(Request::Order) || p.method() != Some(Method::Post) {
             return None;
         }
-        let query = p.target().strip_prefix("/api/v3/order?")?;
+        let query = p.target().strip_prefix(path)?.strip_prefix('?')?;
         let mut o = RestOrder::default();
         for kv in query.split('&') {
             let (name, value) = kv.split_once('=')?;
@@ -104,37 +109,45 @@ impl<'a> RestOrder<'a> {
         (complete && digits(o.timestamp) && digits(o.recv_window)).then_some(o)
     }
 
-    /// The order's type as the template takes it, if the venue's names are ours.
-    fn order_type(&self) -> Option<OrderType> {
-        Some(match (self.order_type, self.time_in_force) {
-            ("LIMIT", Some("GTC")) => OrderType::Limit(TimeInForce::Gtc),
-            ("LIMIT", Some("IOC")) => OrderType::Limit(TimeInForce::Ioc),
-            ("LIMIT", Some("FOK")) => OrderType::Limit(TimeInForce::Fok),
-            ("LIMIT_MAKER", None) => OrderType::PostOnly,
-            ("MARKET", None) => OrderType::Market,
-            _ => return None,
-        })
+    /// The order's type as the template takes it, if venue `V`'s names are ours.
+    fn order_type<V: WsVenue>(&self) -> Option<OrderType> {
+        V::order_type(self.order_type, self.time_in_force)
     }
 }
 
-impl Session {
+impl<V: WsVenue> Session<V> {
+    /// [`Session::prepare_rest_text`] into a `String`: the same frame, the same
+    /// slot (the string's buffer is lent to a [`Text`] and handed back: one UTF-8
+    /// scan of the frame). For callers that take `&str`; the send path takes the
+    /// [`Text`].
+    pub fn prepare_rest_order(
+        &mut self,
+        p: &Prepared,
+        out: &mut String,
+    ) -> Result<Option<Pending>, PrepareError> {
+        let mut text = Text::from(core::mem::take(out));
+        let r = self.prepare_rest_text(p, &mut text);
+        *out = String::from(text);
+        r
+    }
+
     /// Writes the WebSocket API twin of `p` from the template of its kind into
     /// `out` (cleared first) and reserves its slot, as [`Session::prepare_rest`]
     /// does and byte for byte what it writes (see the module doc); the parts,
     /// deadline and client order id are `p`'s. `Ok(None)`: `p` is not a new order
     /// the templates cover, `out` is empty and nothing is reserved: write it with
     /// [`Session::prepare_rest`]. `Err(Full)`: the table is full.
-    pub fn prepare_rest_order(
+    pub fn prepare_rest_text(
         &mut self,
         p: &Prepared,
-        out: &mut String,
+        out: &mut Text,
     ) -> Result<Option<Pending>, PrepareError> {
         out.clear();
-        let Some(o) = RestOrder::read(p) else {
+        let Some(o) = RestOrder::read(p, V::ORDER_PATH) else {
             return Ok(None);
         };
         let same_window = o.recv_window.parse::<i64>().ok() == Some(self.recv_window_ms);
-        let Some(order_type) = o.order_type().filter(|_| same_window) else {
+        let Some(order_type) = o.order_type::<V>().filter(|_| same_window) else {
             return Ok(None);
         };
         let side = match o.side {
@@ -183,11 +196,7 @@ impl Session {
             request_id: i64::try_from(id).unwrap_or(i64::MAX),
         };
         let key = if t.signs() { self.key.as_ref() } else { None };
-        // The template writes into a `Text` (no UTF-8 check per piece); the
-        // string's buffer is lent to it and handed back (one scan).
-        let mut text = Text::from(core::mem::take(out));
-        t.write(&values, key, &mut text);
-        *out = String::from(text);
+        t.write(&values, key, out);
         let client_order_id = p.client_order_id().copied();
         self.slots.reserve(Slot::prepared(
             id,

@@ -4,8 +4,8 @@
 use arrayvec::ArrayString;
 use ergon_core::{Budget, Verdict};
 
-use super::{Answer, Execution, FrameError, Incoming, Session};
-use crate::adapt::{self, Error, Venue};
+use super::{Answer, Execution, FrameError, Incoming, Session, WsVenue};
+use crate::adapt::{self, Error};
 use crate::binance_spot::{self, order_state, Counts};
 use crate::endpoint::{json_text, ClientOrderId, Lookup, Placed};
 use crate::json::{self, Kind, Value};
@@ -23,7 +23,7 @@ fn interval_ns(word: &str) -> Option<i64> {
     })
 }
 
-impl Session {
+impl<V: WsVenue> Session<V> {
     /// Reads one text frame from the venue: an answer (its verdict by the REST
     /// rules, its holds and halts applied to `budget`, its `rateLimits` fed to
     /// [`Budget::observe_used`]) or a user data stream event. A frame that cannot be
@@ -85,7 +85,7 @@ impl Session {
             Some(Ok(ms)) => {
                 let wait = self
                     .adapter
-                    .limits
+                    .limits()
                     .clock
                     .now_ns_at(ms)
                     .saturating_sub(now)
@@ -118,7 +118,7 @@ impl Session {
             let stamp = result
                 .and_then(|r| r.get("transactTime").ok().flatten())
                 .and_then(|t| t.as_i64().ok());
-            let counted = self.adapter.limits.counted_at(stamp, now);
+            let counted = self.adapter.limits().counted_at(stamp, now);
             if self.observe(limits, budget, counted, now).is_err() {
                 bad = bad.or(Some("rateLimits"));
             }
@@ -163,7 +163,7 @@ impl Session {
                 Some(Some((counts, window, count))) => {
                     let limit = self
                         .adapter
-                        .limits
+                        .limits()
                         .of(counts)
                         .find(|l| l.window_ns == window && !l.leased);
                     if let Some(l) = limit {

@@ -17,8 +17,8 @@ use core::sync::atomic::{AtomicU64, Ordering};
 
 use arrayvec::ArrayVec;
 
-use super::{order_params, put_val, Pending, PrepareError, Session, Val, MAX_PARAMS};
-use crate::adapt::{Error, Parts, Request, Venue};
+use super::{order_params, put_val, Pending, PrepareError, Session, Val, WsVenue, MAX_PARAMS};
+use crate::adapt::{Error, Parts, Request};
 use crate::endpoint::{
     ClientOrderId, Decimal, Field, Fill, NewOrder, OrderType, Runs, Side, SignKey, Symbol, Text,
     Values,
@@ -93,7 +93,7 @@ enum Param<'a> {
     Open(Field),
 }
 
-impl Session {
+impl<V: WsVenue> Session<V> {
     /// The template of `symbol`'s `side` `order.place` frames of `order_type`,
     /// authenticated as `signing` says: the same checks as [`Session::prepare`],
     /// made once. [`Signing::PerRequest`] needs the session's key
@@ -117,7 +117,7 @@ impl Session {
             reduce_only: false,
         };
         let mut fixed: ArrayVec<(&'static str, Val<'_>), MAX_PARAMS> = ArrayVec::new();
-        order_params(&mut fixed, &o)?;
+        order_params::<V>(&mut fixed, &o)?;
         let mut params: ArrayVec<(&'static str, Param<'_>), MAX_PARAMS> = fixed
             .iter()
             .map(|&(name, v)| {
@@ -240,7 +240,7 @@ impl Session {
                 Err(e) => return bad(e),
             }
         };
-        let clock = &self.adapter.limits.clock;
+        let clock = &self.adapter.limits().clock;
         let ts = clock.utc_ms(now);
         let values = Values {
             id: fill.client_order_id.as_str(),

@@ -349,7 +349,12 @@ pub fn order(symbol: Symbol<'_>, id: ClientOrderId) -> NewOrder<'_> {
 pub fn one_order(c: &mut ShmClient) -> u64 {
     let symbol = Symbol::new("BTCUSDT").expect("symbol");
     let id = c.next_client_order_id().expect("id");
-    c.submit(&Call::NewOrder(order(symbol, id)), Class::Normal, 1)
+    applied(c, order(symbol, id))
+}
+
+/// `o` through `c`; 1 if it was applied, 0 otherwise (bounded wait).
+pub fn applied(c: &mut ShmClient, o: NewOrder<'_>) -> u64 {
+    c.submit(&Call::NewOrder(o), Class::Normal, 1)
         .expect("submit");
     let until = Instant::now() + Duration::from_secs(20);
     while Instant::now() < until {

@@ -10,6 +10,7 @@ use crate::adapt::Clock;
 use crate::binance_spot::template::tests::{order_type, API_KEY, SEC, SECRET};
 use crate::binance_spot::{Auth, BinanceSpot};
 use crate::binance_spot_ws::Call;
+use crate::endpoint::TimeInForce;
 use crate::endpoint::{ClientOrderId, Decimal, Ed25519Key, Endpoints, NewOrder, OrderRef};
 
 /// Binance Spot's limits as `exchangeInfo` lists them (its `rateLimits`).
@@ -75,17 +76,21 @@ proptest! {
         let mut req = Prepared::with_capacity(512);
         rest.new_order(&mut req, &o, now).unwrap();
         let s = Session::over(rest, 4).unwrap();
-        let (mut a, mut b, mut c) = (s.clone(), s.clone(), s);
-        for s in [&mut a, &mut b, &mut c] {
+        let (mut a, mut b, mut c, mut d) = (s.clone(), s.clone(), s.clone(), s);
+        for s in [&mut a, &mut b, &mut c, &mut d] {
             s.set_logged_on(logged_on);
         }
         let (mut fa, mut fb, mut fc) = (Vec::new(), String::new(), Vec::new());
+        let mut fd = Text::default();
         // `earlier` orders of the same kind before it: the ids move on alike, the
         // template is made once.
         for _ in 0..=earlier {
             let pa = a.prepare_rest(&req, &mut fa).unwrap();
             let pb = b.prepare_rest_order(&req, &mut fb).unwrap().unwrap();
             let pc = c.prepare(&Call::Place(o), &mut fc, now).unwrap();
+            let pd = d.prepare_rest_text(&req, &mut fd).unwrap().unwrap();
+            prop_assert_eq!(fd.as_bytes(), fb.as_bytes());
+            prop_assert_eq!(same(&pd), same(&pb));
             prop_assert_eq!(&fa[..], fb.as_bytes());
             prop_assert_eq!(&fc[..], fb.as_bytes());
             prop_assert_eq!(same(&pa), same(&pb));
@@ -210,7 +215,49 @@ fn time_the_template_beside_the_builder() {
         s.unsent(p.id);
     }
     let builder = t.elapsed().as_nanos() / u128::from(N);
-    println!("ns per frame: template {template}, builder + from_utf8 {builder}");
+    let mut kept = Text::with_capacity(512);
+    let t = std::time::Instant::now();
+    for _ in 0..N {
+        let p = s.prepare_rest_text(&req, &mut kept).unwrap().unwrap();
+        s.unsent(p.id);
+    }
+    let as_text = t.elapsed().as_nanos() / u128::from(N);
+    println!(
+        "ns per frame: template into a String {template}, into a Text {as_text}, builder + from_utf8 {builder}"
+    );
     // The last frames differ only in their request ids.
     assert_eq!(text.len(), bytes.len());
+    assert_eq!(kept.as_bytes(), text.as_bytes());
+}
+
+/// By hand, under callgrind: `LANE_FRAMES=N LANE_INTO=string|text valgrind
+/// --tool=callgrind TESTBIN --ignored --exact
+/// binance_spot_ws::from_rest::tests::count_the_lane_frames`, the instructions
+/// of N logged-on new-order frames written as the lane writes them (into a
+/// `Text`, handed to the connection as it is) or as it wrote them before (into
+/// a `String`, one UTF-8 scan); less those of N=0, over N.
+#[test]
+#[ignore]
+fn count_the_lane_frames() {
+    let n: u32 = std::env::var("LANE_FRAMES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1000);
+    let into_string = std::env::var("LANE_INTO").as_deref() == Ok("string");
+    let mut rest = spot(5000, true);
+    let mut req = Prepared::with_capacity(512);
+    rest.new_order(&mut req, &order("BTCUSDT", Side::Buy, "t-1"), 10 * SEC)
+        .unwrap();
+    let mut s = Session::over(rest, 4).unwrap();
+    s.set_logged_on(true);
+    let (mut string, mut text) = (String::with_capacity(512), Text::with_capacity(512));
+    for _ in 0..n {
+        let p = match into_string {
+            true => s.prepare_rest_order(&req, &mut string),
+            false => s.prepare_rest_text(&req, &mut text),
+        };
+        let p = p.unwrap().unwrap();
+        std::hint::black_box((string.as_bytes(), text.as_bytes()));
+        s.unsent(p.id);
+    }
 }

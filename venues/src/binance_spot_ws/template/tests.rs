@@ -4,7 +4,7 @@
 use proptest::prelude::*;
 
 use super::*;
-use crate::adapt::Clock;
+use crate::adapt::{Clock, Venue};
 use crate::binance_spot::template::tests::{case, API_KEY, INFO, SEC, SECRET};
 use crate::binance_spot::BinanceSpot;
 use crate::binance_spot_ws::Call;
