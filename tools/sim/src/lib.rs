@@ -37,6 +37,7 @@ pub mod check;
 pub mod net;
 pub mod rng;
 pub mod run;
+pub mod venue;
 mod ws;
 
 pub use run::{run, Outcome, Params};

@@ -1,8 +1,8 @@
 //! `ergon-sim`: runs seeds of the deterministic simulator.
 //!
 //! ```text
-//! ergon-sim --seeds N [--from S] [--jobs J] [--seconds T] [--no-faults] [--no-bans] [--kills PER_MILLE]   # N seeds from S, J threads
-//! ergon-sim --seed S [--actions N] [--seconds T]                # one seed (a replay)
+//! ergon-sim --seeds N [--from S] [--jobs J] [--seconds T] [--no-faults] [--no-bans] [--kills PER_MILLE] [--venue spot|bybit]   # N seeds from S, J threads
+//! ergon-sim --seed S [--actions N] [--seconds T] [--venue spot|bybit]   # one seed (a replay)
 //! ```
 //! Prints the throughput (seeds/s, steps/s) at the end; on a failure, the seed,
 //! its broken promises and the shortest failing prefix, and exits 1.
@@ -11,12 +11,14 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
+use ergon_sim::venue::Profile;
 use ergon_sim::{run, shrink, Params};
 
 const USAGE: &str =
-    "usage: ergon-sim --seeds N [--from S] [--jobs J] [--seconds T] [--no-faults] [--no-bans] [--kills PER_MILLE]
-       ergon-sim --seed S [--actions N] [--seconds T] [--no-faults] [--no-bans] [--kills PER_MILLE]
-  --kills: runs, per mille, whose gateway is killed and restarted (default 250; 0: none)";
+    "usage: ergon-sim --seeds N [--from S] [--jobs J] [--seconds T] [--no-faults] [--no-bans] [--kills PER_MILLE] [--venue V]
+       ergon-sim --seed S [--actions N] [--seconds T] [--no-faults] [--no-bans] [--kills PER_MILLE] [--venue V]
+  --kills: runs, per mille, whose gateway is killed and restarted (default 250; 0: none)
+  --venue spot|bybit: every run plays this venue (default: the seed picks, Bybit in one run of five)";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -37,6 +39,14 @@ fn main() -> ExitCode {
             "--actions" => num().map(|n| p.max_actions = n),
             "--seconds" => num().map(|n| p.seconds = n as i64),
             "--kills" => num().map(|n| p.kills_per_mille = n.min(1_000)),
+            "--venue" => match it.next().map(|v| (v, Profile::parse(v))) {
+                Some((_, Some(v))) => {
+                    p.venue = Some(v);
+                    Ok(())
+                }
+                Some((v, None)) => Err(format!("--venue {v:?}: spot or bybit")),
+                None => Err("--venue needs a value".into()),
+            },
             "--no-bans" => {
                 p.bans = false;
                 Ok(())
@@ -58,8 +68,9 @@ fn main() -> ExitCode {
     }
     if let Some(s) = one {
         let o = run(s, &p);
+        let venue = p.venue.unwrap_or_else(|| Profile::draw(s));
         println!(
-            "seed {s}: {} steps, {} actions, {} writes, {} violations",
+            "seed {s} ({venue:?}): {} steps, {} actions, {} writes, {} violations",
             o.steps,
             o.actions,
             o.writes,
@@ -127,8 +138,13 @@ fn main() -> ExitCode {
         for v in &short.violations {
             println!("  {v}");
         }
+        let venue = match p.venue {
+            Some(Profile::Bybit) => " --venue bybit",
+            Some(Profile::Spot) => " --venue spot",
+            None => "",
+        };
         println!(
-            "replay: ergon-sim --seed {failed} --actions {k} --seconds {}",
+            "replay: ergon-sim --seed {failed} --actions {k} --seconds {}{venue}",
             p.seconds
         );
         return ExitCode::FAILURE;

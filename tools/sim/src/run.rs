@@ -78,6 +78,9 @@ pub struct Params {
     /// directed test; the draw is made either way, so the rest of the run is the
     /// seed's).
     pub ws_lane: Option<bool>,
+    /// The venue this run plays, instead of the seed's draw
+    /// ([`crate::venue::Profile::draw`]).
+    pub venue: Option<crate::venue::Profile>,
 }
 
 impl Default for Params {
@@ -91,6 +94,7 @@ impl Default for Params {
             kills_per_mille: 250,
             force_step: None,
             ws_lane: None,
+            venue: None,
         }
     }
 }
@@ -721,6 +725,10 @@ fn spot(
 
 /// Runs `seed` under `p`.
 pub fn run(seed: u64, p: &Params) -> Outcome {
+    use crate::venue::{bybit, Profile};
+    if p.venue.unwrap_or_else(|| Profile::draw(seed)) == Profile::Bybit {
+        return bybit::run(seed, p);
+    }
     let cfg = venue_config();
     let account = cfg.accounts[0].clone();
     let mut venue = SansIo::new(cfg);
