@@ -60,6 +60,8 @@ const MAX_BATCH: i64 = bybit::MAX_BATCH_ORDERS as i64;
 const OFF_TICK_PER_MILLE: u64 = 40;
 /// Batches that repeat an earlier item's client order id, per mille.
 const REPEAT_PER_MILLE: u64 = 50;
+/// The daemon's default `--guard-ms`: rolling windows kept this much longer.
+const GUARD_NS: i64 = 30 * MS;
 const IP: std::net::IpAddr = std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST);
 
 /// The venue's limits: Bybit's documented ones ([`BYBIT_LIMITS`]) with the IP's
@@ -508,7 +510,8 @@ pub fn run(seed: u64, p: &Params) -> Outcome {
         ..bybit::Config::default()
     };
     let clock = Clock::anchor(T0, VENUE_MS0);
-    let acct = Bybit::new(&mut b, clock, limits)
+    // The daemon's default guard (`--guard-ms 30`), as its declare passes it.
+    let acct = Bybit::guarded(&mut b, clock, limits, GUARD_NS)
         .expect("buckets")
         .with_auth(Auth::new(&account.api_key, account.secret.as_bytes(), 5_000).expect("keys"));
     let budget = b.build(T0).expect("budget");
