@@ -448,6 +448,14 @@ impl Ledger {
             }
         }
         let find = |cid: &str| orders.iter().find(|o| o.client_id == cid);
+        // The venue's orders by client order id, for the batches' items (built
+        // only in the runs that sent batches).
+        let mut held: HashMap<&str, usize> = HashMap::new();
+        if self.reqs.values().any(|r| r.kind == Kind::Batch) {
+            for o in orders {
+                *held.entry(o.client_id.as_str()).or_insert(0) += 1;
+            }
+        }
         for (tag, r) in &self.reqs {
             let Some(first) = r.finals.first() else {
                 if r.lost {
@@ -478,7 +486,7 @@ impl Ledger {
                     replace_wrong(*first, &r.items, at_venue.is_some(), cancelled)
                 }
                 (Kind::Batch, _) => {
-                    let count = |cid: &str| orders.iter().filter(|o| o.client_id == cid).count();
+                    let count = |cid: &str| held.get(cid).copied().unwrap_or(0);
                     if let Some(w) = batch_wrong(*first, &r.items, &r.batch, count) {
                         v.push(format!("tag {tag} (Batch {:?}): {w}", r.batch));
                     }

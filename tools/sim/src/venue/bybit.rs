@@ -321,10 +321,10 @@ impl Sim {
             What::Item(i, ItemFate::Applied | ItemFate::Found(_)) => self.ledger.item_cid(f.tag, i),
             _ => None,
         };
+        // Each order is heard placed once (a batch repeating an id is refused
+        // before it is sent).
         if let Some(cid) = placed {
-            if !self.resting.iter().any(|c| c == cid) {
-                self.resting.push(cid.to_string());
-            }
+            self.resting.push(cid.to_string());
         }
         if let Err(v) = self.ledger.on_event(f, self.net.now) {
             self.out.violations.push(v);
