@@ -4,13 +4,16 @@
 //! the venue's limits kept), the runs exercise what they claim to, and a run
 //! with kills replays bit for bit.
 
+use ergon_sim::venue::Profile;
 use ergon_sim::{run, Params};
 
 fn every_run_kills() -> Params {
     Params {
         kills_per_mille: 1_000,
-        // Kills are drawn only in the runs without the WebSocket lane.
+        // Kills are drawn only in the runs without the WebSocket lane, on
+        // Binance Spot (the Bybit runs have none).
         ws_lane: Some(false),
+        venue: Some(Profile::Spot),
         ..Params::default()
     }
 }
