@@ -11,7 +11,7 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
-use ergon_sim::venue::Profile;
+use ergon_sim::profile::Profile;
 use ergon_sim::{run, shrink, Params};
 
 const USAGE: &str =

@@ -79,8 +79,8 @@ pub struct Params {
     /// seed's).
     pub ws_lane: Option<bool>,
     /// The venue this run plays, instead of the seed's draw
-    /// ([`crate::venue::Profile::draw`]).
-    pub venue: Option<crate::venue::Profile>,
+    /// ([`crate::profile::Profile::draw`]).
+    pub venue: Option<crate::profile::Profile>,
 }
 
 impl Default for Params {
@@ -725,10 +725,6 @@ fn spot(
 
 /// Runs `seed` under `p`.
 pub fn run(seed: u64, p: &Params) -> Outcome {
-    use crate::venue::{bybit, Profile};
-    if p.venue.unwrap_or_else(|| Profile::draw(seed)) == Profile::Bybit {
-        return bybit::run(seed, p);
-    }
     let cfg = venue_config();
     let account = cfg.accounts[0].clone();
     let mut venue = SansIo::new(cfg);

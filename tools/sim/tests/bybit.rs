@@ -1,7 +1,7 @@
 //! The Bybit profile's runs (issue 43): batches, their items' fates checked
 //! against the venue, and the seeds that found bugs.
 
-use ergon_sim::venue::Profile;
+use ergon_sim::profile::Profile;
 use ergon_sim::{run, Params};
 
 fn bybit() -> Params {

@@ -4,7 +4,7 @@
 //! the venue's limits kept), the runs exercise what they claim to, and a run
 //! with kills replays bit for bit.
 
-use ergon_sim::venue::Profile;
+use ergon_sim::profile::Profile;
 use ergon_sim::{run, Params};
 
 fn every_run_kills() -> Params {

@@ -2,7 +2,7 @@
 //! under network faults, and the runs exercise what they claim to (unknown
 //! outcomes reconciled both ways), and replay bit for bit.
 
-use ergon_sim::venue::Profile;
+use ergon_sim::profile::Profile;
 use ergon_sim::{run, shrink, Params};
 
 #[test]
