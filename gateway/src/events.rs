@@ -114,8 +114,10 @@ pub enum Event<'a> {
     /// Refused locally, nothing charged or sent: a client order id the request
     /// places is live in the gateway (a request in its ledger names it, in flight
     /// or being reconciled; it ended Unresolved and is still watched; or, over
-    /// shared memory, its journal holds it). Placing it again could run a second
-    /// order under the same id, or make a reconcile read the wrong one.
+    /// shared memory, its journal holds it), or another order of the same batch
+    /// places it too. Placing it again could run a second order under the same
+    /// id, or make a reconcile read the wrong one (both items of a batch would
+    /// find the one order the venue placed).
     DuplicateId {
         /// The caller's tag.
         tag: Tag,

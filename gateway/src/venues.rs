@@ -261,15 +261,17 @@ impl Account for Bybit {
         self.leave_to_lease(bucket)
     }
 
-    /// The adapter's documented limits ([`bybit::Config::default`]); a 5 s recvWindow.
+    /// The adapter's documented limits ([`bybit::Config::default`]), each rolling
+    /// window kept `guard` longer than the venue's ([`Bybit::guarded`]); a 5 s
+    /// recvWindow.
     fn declare(
         boot: &Boot,
         b: &mut Builder,
         k: &Keys<'_>,
-        _guard: i64,
+        guard: i64,
     ) -> Result<Self, DeclareError> {
         let auth = bybit::Auth::new(k.api_key, k.secret, 5_000).map_err(DeclareError::Keys)?;
-        let v = Bybit::new(b, boot.clock, bybit::Config::default());
+        let v = Bybit::guarded(b, boot.clock, bybit::Config::default(), guard);
         let v = v.map_err(DeclareError::Buckets)?;
         Ok(v.with_auth(auth))
     }

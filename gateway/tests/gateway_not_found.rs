@@ -636,6 +636,28 @@ fn a_lost_batch_answer_queries_every_item_by_its_own_id() {
     assert_eq!(gw.in_flight(), 0);
 }
 
+/// A batch whose orders repeat a client order id is refused DuplicateId, nothing
+/// charged or sent (issue 43, found by the simulator at seed 0 --venue bybit):
+/// Bybit placed the first, refused the second (110072), the answer was lost,
+/// and the query of each item by its own id found the one order for both: two
+/// items said they ran. Before, the batch went out.
+#[test]
+fn a_batch_repeating_a_client_order_id_is_refused_before_it_is_sent() {
+    let (mut gw, mut w) = bybit_gw();
+    let orders = [new_order("rp1"), new_order("rp2"), new_order("rp1")];
+    let mut p = Prepared::with_capacity(2048);
+    gw.venue_mut().batch_orders(&mut p, &orders, w.now).unwrap();
+    assert_eq!(
+        gw.submit(&mut w, &mut p, Class::Normal, 23),
+        Err(Event::DuplicateId { tag: 23 })
+    );
+    assert!(w.sent.is_empty(), "nothing written");
+    assert_eq!(gw.in_flight(), 0);
+    // The batch of distinct ids that follows goes out.
+    let (_, _) = submit_batch(&mut gw, &mut w, 24);
+    assert_eq!(w.sent.len(), 1);
+}
+
 /// After the venue's dead man's switch fired and was armed again (issue 28), the
 /// gateway asks the venue once what still rests: one open-orders poll, at once
 /// or when the budget has room, answered as one OpenOrders event, then nothing

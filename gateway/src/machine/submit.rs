@@ -18,7 +18,8 @@ impl<E: Account> Gateway<E> {
     /// `Err` is the request's one and final event, at once: [`Event::Limited`]
     /// (nothing sent, nothing charged), [`Event::Expired`] (its deadline has passed),
     /// [`Event::DuplicateId`] (an order it places has a client order id that is
-    /// live here: nothing charged or sent) or [`Event::Rejected`] (the adapter has
+    /// live here, or that another order of the same batch places: nothing
+    /// charged or sent; a reconcile by that id could not tell the two apart) or [`Event::Rejected`] (the adapter has
     /// no parts for it). On `Ok` its events come later.
     pub fn submit<W: Wire>(
         &mut self,
@@ -39,7 +40,9 @@ impl<E: Account> Gateway<E> {
                 why: Expiry::Deadline,
             });
         }
-        if placed(req).iter().any(|id| self.id_is_live(id, now)) {
+        let ids = placed(req);
+        let repeated = ids.iter().enumerate().any(|(i, id)| ids[..i].contains(id));
+        if repeated || ids.iter().any(|id| self.id_is_live(id, now)) {
             self.stats.duplicate_ids += 1;
             return Err(Event::DuplicateId { tag });
         }

@@ -20,6 +20,9 @@ pub enum Kind {
     Cancel,
     /// A cancel-replace: the cancel of `old` (part 1), a new order (part 0).
     Replace,
+    /// A batch of new orders, item `i` placing `batch[i]` (two items may name
+    /// one client order id: the venue refuses the second).
+    Batch,
 }
 
 /// An event, owned, reduced to what the checks read.
@@ -92,6 +95,8 @@ struct Req {
     cid: String,
     /// A replace's cancelled order.
     old: Option<String>,
+    /// A batch's items' client order ids, in the request's order.
+    batch: Vec<String>,
     items: Vec<(u8, ItemFate)>,
     finals: Vec<What>,
     lates: u32,
@@ -159,12 +164,27 @@ impl Ledger {
             kind,
             cid,
             old,
+            batch: Vec::new(),
             items,
             finals,
             lates,
             lost: false,
         };
         self.reqs.insert(tag, r);
+    }
+
+    /// Batch `tag` is submitted: its items place `cids`, in order.
+    pub fn submitted_batch(&mut self, tag: u64, cids: Vec<String>) {
+        self.submitted(tag, Kind::Batch, "");
+        if let Some(r) = self.reqs.get_mut(&tag) {
+            r.batch = cids;
+        }
+    }
+
+    /// The client order id item `item` of batch `tag` places.
+    pub fn item_cid(&self, tag: u64, item: u8) -> Option<&str> {
+        let r = self.reqs.get(&tag)?;
+        r.batch.get(usize::from(item)).map(String::as_str)
     }
 
     /// Request `tag` could not be prepared: it never existed.
@@ -322,6 +342,11 @@ impl Ledger {
             if r.lates > 0 {
                 *t.entry(format!("{:?} Late", r.kind)).or_insert(0) += 1;
             }
+            if r.kind == Kind::Batch {
+                for (_, f) in &r.items {
+                    *t.entry(format!("Batch item {f:?}")).or_insert(0) += 1;
+                }
+            }
         }
         t
     }
@@ -423,6 +448,14 @@ impl Ledger {
             }
         }
         let find = |cid: &str| orders.iter().find(|o| o.client_id == cid);
+        // The venue's orders by client order id, for the batches' items (built
+        // only in the runs that sent batches).
+        let mut held: HashMap<&str, usize> = HashMap::new();
+        if self.reqs.values().any(|r| r.kind == Kind::Batch) {
+            for o in orders {
+                *held.entry(o.client_id.as_str()).or_insert(0) += 1;
+            }
+        }
         for (tag, r) in &self.reqs {
             let Some(first) = r.finals.first() else {
                 if r.lost {
@@ -451,6 +484,13 @@ impl Ledger {
                     let old = r.old.as_deref().and_then(find);
                     let cancelled = old.is_some_and(|o| o.status == "CANCELED");
                     replace_wrong(*first, &r.items, at_venue.is_some(), cancelled)
+                }
+                (Kind::Batch, _) => {
+                    let count = |cid: &str| held.get(cid).copied().unwrap_or(0);
+                    if let Some(w) = batch_wrong(*first, &r.items, &r.batch, count) {
+                        v.push(format!("tag {tag} (Batch {:?}): {w}", r.batch));
+                    }
+                    false
                 }
                 _ => false,
             };
@@ -498,4 +538,69 @@ fn replace_wrong(first: What, items: &[(u8, ItemFate)], placed: bool, cancelled:
         }
     };
     said(0).is_some_and(|ran| ran != placed) || said(1).is_some_and(|ran| ran != cancelled)
+}
+
+/// What a batch item's events say of it: ran (`Some(true)`), did not
+/// (`Some(false)`), or not known (None). Its own [`Event::Item`] if it had one,
+/// else the batch's one final event (which then holds for every item).
+fn item_said(first: What, items: &[(u8, ItemFate)], item: u8) -> Option<bool> {
+    if let Some((_, f)) = items.iter().find(|(i, _)| *i == item) {
+        return match f {
+            ItemFate::Applied | ItemFate::Found(_) => Some(true),
+            ItemFate::Rejected | ItemFate::NotRun | ItemFate::NeverRan => Some(false),
+            ItemFate::Unresolved => None,
+        };
+    }
+    match first {
+        What::Applied | What::Reconciled(Some(_)) => Some(true),
+        What::Rejected
+        | What::DuplicateId
+        | What::Limited
+        | What::Expired
+        | What::Halted
+        | What::Reconciled(None) => Some(false),
+        _ => None,
+    }
+}
+
+/// Whether a batch's events say other than the venue, item by item: for each
+/// client order id its items place (`cids`, two items may name one), the items
+/// that say it ran are at most the orders the venue holds under it (`count`),
+/// and those orders at most the items that ran or may have (so an item refused
+/// at the venue, or never sent, placed nothing; and no two items claim one
+/// order). A BatchSettled owes every item its own fate.
+fn batch_wrong(
+    first: What,
+    items: &[(u8, ItemFate)],
+    cids: &[String],
+    count: impl Fn(&str) -> usize,
+) -> Option<String> {
+    if first == What::BatchSettled {
+        if let Some(i) = (0..cids.len()).find(|&i| !items.iter().any(|(j, _)| usize::from(*j) == i))
+        {
+            return Some(format!("BatchSettled without item {i}'s fate ({items:?})"));
+        }
+    }
+    let mut seen: Vec<&str> = Vec::new();
+    for cid in cids {
+        if seen.contains(&cid.as_str()) {
+            continue;
+        }
+        seen.push(cid);
+        let (mut ran, mut maybe) = (0, 0);
+        for (i, _) in cids.iter().enumerate().filter(|(_, c)| *c == cid) {
+            match item_said(first, items, i as u8) {
+                Some(true) => ran += 1,
+                Some(false) => {}
+                None => maybe += 1,
+            }
+        }
+        let held = count(cid);
+        if ran > held || held > ran + maybe {
+            return Some(format!(
+                "final {first:?}, items {items:?}: {ran} items say {cid} ran, {maybe} may have, the venue holds {held} orders under it"
+            ));
+        }
+    }
+    None
 }

@@ -26,8 +26,10 @@
 //! `Recovery`. A new order in flight at a kill ends by its recovery and is
 //! checked against the venue like any other; a cancel dies with the process.
 //!
-//! The two are drawn in separate runs: a run with the WebSocket lane has no
-//! kills.
+//! A run with the WebSocket lane may have kills and clock steps too: the
+//! restarted gateway gets its lane back as the daemon's start builds it, and
+//! the lane's answers re-anchor the venue clock. One lane run in twenty signs
+//! with an Ed25519 key and logs on with `session.logon`.
 //!
 //! In an eighth of the runs (`Params::hub`; no WebSocket lane, no gateway
 //! kills there) the strategy's orders come from one or two client processes
@@ -38,17 +40,41 @@
 //! new one attaches under its name, which must find every outcome kept
 //! (`run/hub.rs`).
 //!
-//! What it does not simulate (yet): other venues' WebSocket lanes, kills in
-//! the runs with a WebSocket lane, batches, the hub's files and doorbells.
+//! A fifth of the seeds play Bybit v5 linear instead ([`venue::bybit`], picked by
+//! [`profile::Profile::draw`] from a stream of its own, so a Binance Spot run is
+//! what it was; [`Params::venue`] forces one): the gateway with the Bybit
+//! adapter against the emulator's Bybit profile through the same sans-IO engine
+//! and network faults, its strategy sending batches of 1 to 20 orders
+//! (`create-batch`, some items refused alone by the venue) with single orders and
+//! cancels near the create limit, each batch item's fate checked against the
+//! venue ([`check`]).
+//!
+//! What it does not simulate (yet): other venues' WebSocket lanes, the hub's
+//! files and doorbells, on Bybit kills, polls, clock steps, cancel-replace and
+//! batch cancels.
 
 mod blind;
 pub mod check;
 pub mod net;
+pub mod profile;
 pub mod rng;
 pub mod run;
+pub mod venue;
 mod ws;
 
-pub use run::{run, Outcome, Params};
+pub use run::{Outcome, Params};
+
+use profile::Profile;
+
+/// Runs `seed` under `p` on the venue the seed picks ([`Profile::draw`]) or
+/// `p.venue` names: Binance Spot ([`run::run`]) or Bybit
+/// ([`venue::bybit::run`]).
+pub fn run(seed: u64, p: &Params) -> Outcome {
+    match p.venue.unwrap_or_else(|| Profile::draw(seed)) {
+        Profile::Spot => run::run(seed, p),
+        Profile::Bybit => venue::bybit::run(seed, p),
+    }
+}
 
 /// The fewest strategy actions with which `seed` still fails under `p`, and that
 /// run's outcome; None if `seed` passes.

@@ -1,8 +1,8 @@
 //! `ergon-sim`: runs seeds of the deterministic simulator.
 //!
 //! ```text
-//! ergon-sim --seeds N [--from S] [--jobs J] [--seconds T] [--no-faults] [--no-bans] [--kills PER_MILLE] [--digest]   # N seeds from S, J threads
-//! ergon-sim --seed S [--actions N] [--seconds T] [--digest]     # one seed (a replay)
+//! ergon-sim --seeds N [--from S] [--jobs J] [--seconds T] [--no-faults] [--no-bans] [--kills PER_MILLE] [--venue spot|bybit] [--digest]   # N seeds from S, J threads
+//! ergon-sim --seed S [--actions N] [--seconds T] [--venue spot|bybit] [--digest]   # one seed (a replay)
 //! ```
 //! Prints the throughput (seeds/s, steps/s) at the end; on a failure, the seed,
 //! its broken promises and the shortest failing prefix, and exits 1. With
@@ -14,6 +14,7 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
+use ergon_sim::profile::Profile;
 use ergon_sim::{run, shrink, Params};
 
 /// The binary's allocator (see Cargo.toml).
@@ -21,9 +22,10 @@ use ergon_sim::{run, shrink, Params};
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 const USAGE: &str =
-    "usage: ergon-sim --seeds N [--from S] [--jobs J] [--seconds T] [--no-faults] [--no-bans] [--kills PER_MILLE] [--digest]
-       ergon-sim --seed S [--actions N] [--seconds T] [--no-faults] [--no-bans] [--kills PER_MILLE] [--digest]
+    "usage: ergon-sim --seeds N [--from S] [--jobs J] [--seconds T] [--no-faults] [--no-bans] [--kills PER_MILLE] [--venue V] [--digest]
+       ergon-sim --seed S [--actions N] [--seconds T] [--no-faults] [--no-bans] [--kills PER_MILLE] [--venue V] [--digest]
   --kills: runs, per mille, whose gateway is killed and restarted (default 250; 0: none)
+  --venue spot|bybit: every run plays this venue (default: the seed picks, Bybit in one run of five)
   --digest: print each seed's digest (a hash of its steps, writes, answers and events)";
 
 fn main() -> ExitCode {
@@ -49,6 +51,14 @@ fn main() -> ExitCode {
                 digest = true;
                 Ok(())
             }
+            "--venue" => match it.next().map(|v| (v, Profile::parse(v))) {
+                Some((_, Some(v))) => {
+                    p.venue = Some(v);
+                    Ok(())
+                }
+                Some((v, None)) => Err(format!("--venue {v:?}: spot or bybit")),
+                None => Err("--venue needs a value".into()),
+            },
             "--no-bans" => {
                 p.bans = false;
                 Ok(())
@@ -70,8 +80,9 @@ fn main() -> ExitCode {
     }
     if let Some(s) = one {
         let o = run(s, &p);
+        let venue = p.venue.unwrap_or_else(|| Profile::draw(s));
         println!(
-            "seed {s}: {} steps, {} actions, {} writes, {} violations",
+            "seed {s} ({venue:?}): {} steps, {} actions, {} writes, {} violations",
             o.steps,
             o.actions,
             o.writes,
@@ -165,8 +176,13 @@ fn main() -> ExitCode {
         for v in &short.violations {
             println!("  {v}");
         }
+        let venue = match p.venue {
+            Some(Profile::Bybit) => " --venue bybit",
+            Some(Profile::Spot) => " --venue spot",
+            None => "",
+        };
         println!(
-            "replay: ergon-sim --seed {failed} --actions {k} --seconds {}",
+            "replay: ergon-sim --seed {failed} --actions {k} --seconds {}{venue}",
             p.seconds
         );
         return ExitCode::FAILURE;

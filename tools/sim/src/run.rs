@@ -95,6 +95,9 @@ pub struct Params {
     /// and sends orders unsigned) or HMAC, instead of the seed's draw (one
     /// lane run in twenty; a directed test).
     pub ed25519: Option<bool>,
+    /// The venue this run plays, instead of the seed's draw
+    /// ([`crate::profile::Profile::draw`]).
+    pub venue: Option<crate::profile::Profile>,
 }
 
 impl Default for Params {
@@ -110,6 +113,7 @@ impl Default for Params {
             ws_lane: None,
             hub: None,
             ed25519: None,
+            venue: None,
         }
     }
 }
