@@ -675,6 +675,8 @@ pub fn run(seed: u64, p: &Params) -> Outcome {
     let drawn = ws_rng.chance(500);
     // An eighth of the runs drive the shared-memory hub instead (no lane).
     let (hub_on, hub_rng) = hub::draw(seed, p);
+    // A lane a directed test asks for wins over a hub the seed drew.
+    let hub_on = hub_on && (p.hub.is_some() || p.ws_lane != Some(true));
     let has_lane = p.ws_lane.unwrap_or(drawn) && !hub_on;
     // One lane run in twenty signs with an Ed25519 key (the emulator's test
     // key, its public key given to the venue): the lane logs on before its

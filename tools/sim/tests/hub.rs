@@ -3,11 +3,14 @@
 //! killed mid-request and attach again under their names; every promise holds,
 //! and a run replays bit for bit.
 
+use ergon_sim::profile::Profile;
 use ergon_sim::{run, Params};
 
 fn hub() -> Params {
     Params {
         hub: Some(true),
+        // The hub runs on Binance Spot (a Bybit run has no hub).
+        venue: Some(Profile::Spot),
         ..Params::default()
     }
 }

@@ -5,6 +5,7 @@
 //! recovers what it had in flight, and a venue clock step is read from the
 //! lane's answers.
 
+use ergon_sim::profile::Profile;
 use ergon_sim::{run, Params};
 
 #[test]
@@ -126,6 +127,7 @@ fn regression_a_venue_clock_step_in_a_lane_run_moves_the_windows() {
     assert!(o.violations.is_empty(), "seed 95: {:?}", o.violations);
     let p = Params {
         ws_lane: Some(true),
+        venue: Some(Profile::Spot),
         ..p
     };
     for by in [-250, -99, 120, 250] {
@@ -156,6 +158,8 @@ fn an_ed25519_key_logs_the_lane_on_and_sends_orders_unsigned() {
         let p = Params {
             ws_lane: Some(true),
             ed25519: Some(ed25519),
+            // The lane is Binance Spot's.
+            venue: Some(Profile::Spot),
             ..Params::default()
         };
         for seed in 0..15 {
