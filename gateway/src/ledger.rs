@@ -86,6 +86,10 @@ pub struct Entry {
     pub items: u32,
     /// The item of [`Entry::items`] whose query is due or on the wire.
     pub item: u8,
+    /// The `(closed, item)` whose query [`Entry::query`] holds when the budget
+    /// refused it: the next try of the same query charges these parts first and
+    /// writes (signs, stamps) it again only once charged. None otherwise.
+    pub query_refused: Option<(bool, u8)>,
     /// When its request (or query) was last handed to the transport: no byte of
     /// it left before, so the venue handled it after (the clock check of
     /// [`Account::answer_time`](crate::Account::answer_time)).
@@ -143,6 +147,7 @@ impl Ledger {
                     resend_until: 0,
                     items: 0,
                     item: 0,
+                    query_refused: None,
                     sent_ns: 0,
                 },
             })
@@ -200,6 +205,7 @@ impl Ledger {
         e.resend_until = e.req.deadline_ns();
         e.items = 0;
         e.item = 0;
+        e.query_refused = None;
         slot.ids.clear();
         for id in e.req.client_order_ids() {
             // At most MAX_BATCH ids in a Prepared: the push cannot fail.

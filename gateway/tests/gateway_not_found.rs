@@ -16,7 +16,7 @@ use ergon_venues::adapt::{Clock, Request as Kind, Venue};
 use ergon_venues::binance_spot::{Auth, BinanceSpot};
 use ergon_venues::bybit::{self, Bybit};
 use ergon_venues::endpoint::{
-    ClientOrderId, Decimal, Endpoints, NewOrder, OrderType, Side, Symbol, TimeInForce,
+    ClientOrderId, Decimal, Endpoints, NewOrder, OrderRef, OrderType, Side, Symbol, TimeInForce,
 };
 use ergon_venues::response::{Header, Response};
 
@@ -792,6 +792,62 @@ fn a_reconcile_whose_queries_stay_refused_ends_in_bounded_time() {
         (w.now - start) / MS
     );
     assert_eq!(w.queries(), 1);
+}
+
+/// A query the budget refuses (no room outside the Urgent headroom) is charged
+/// first on each try after, and written (signed) only once charged (issue 43: a
+/// refused try signs nothing); the one that goes out is written then: its bytes
+/// are the adapter's query stamped at its send time, not the first try's, and it
+/// settles the order.
+#[test]
+fn a_query_the_budget_refused_goes_out_stamped_when_sent_and_settles() {
+    let (mut gw, mut w) = binance();
+    // As the_query_of_an_urgent_order_waits_outside_the_urgent_headroom: room for
+    // the Urgent order, none for a Normal query until the weight window slides.
+    let fill = gw.venue().parts(Kind::Read(5_890)).unwrap();
+    let _ = w
+        .budget
+        .try_charge(&fill, Class::Urgent, w.now)
+        .expect("filled")
+        .sent();
+    place_unknown(&mut gw, &mut w, "held2", 12);
+    assert_eq!(w.queries(), 0, "no query out of the Urgent headroom");
+    let first_try = w.now;
+    let mut tries = 0;
+    while w.queries() == 0 && tries < 2_000 {
+        let at = gw.poll_timeout().expect("the query is due again");
+        w.now = w.now.max(at);
+        gw.poll(&mut w);
+        tries += 1;
+    }
+    assert!(tries > 2, "{tries} polls: the budget refused no try");
+    assert_eq!(w.queries(), 1);
+    let (qid, target, qf, sent_at) = w.last();
+    assert!(
+        sent_at > first_try + SEC,
+        "sent {} ms after the first try",
+        (sent_at - first_try) / MS
+    );
+    // The adapter's own query for the order, written at the time it went out.
+    let mut fresh = Prepared::with_capacity(512);
+    let order = OrderRef {
+        symbol: Symbol::new("BTCUSDT").unwrap(),
+        client_order_id: ClientOrderId::new("held2").unwrap(),
+    };
+    gw.venue_mut()
+        .query_order(&mut fresh, &order, sent_at)
+        .unwrap();
+    assert_eq!(target, fresh.target());
+    w.now += MS;
+    let filled = br#"{"symbol":"BTCUSDT","orderId":13,"clientOrderId":"held2","status":"FILLED","executedQty":"0.01000000"}"#;
+    assert_eq!(
+        gw.on_response(&mut w, qid, answer(200, filled), qf),
+        Some(Event::Reconciled {
+            tag: 12,
+            found: Some(OrderState::Filled)
+        })
+    );
+    assert_eq!(gw.in_flight(), 0);
 }
 
 /// A batch answer whose items met different fates, none run (one refused for its

@@ -151,6 +151,7 @@ impl<E: Account> Gateway<E> {
         let Some(e) = self.ledger.get_mut(key) else {
             return false;
         };
+        e.query_refused = None;
         // The request's own symbol; the gateway's for one that names none.
         let symbol = match e.req.symbol() {
             Some(s) => Ok(s),
@@ -173,10 +174,20 @@ impl<E: Account> Gateway<E> {
     /// Sends `key`'s query by client order id, or schedules it.
     pub(super) fn query<W: Wire>(&mut self, w: &mut W, key: Key) {
         let now = w.now();
-        let written = self.write_query(key, now);
+        // The same query the budget refused last time (same order, same kind):
+        // its parts are known, so the budget is asked first and the query is
+        // written (signed, stamped now) only once charged. A refused try signs
+        // nothing: under a throttle most tries are refused, and each signature
+        // (an Ed25519 one above all) was spent for nothing.
+        let again = self
+            .ledger
+            .get(key)
+            .is_some_and(|e| e.query_refused == Some((e.closed, e.item)));
+        let written = again || self.write_query(key, now);
         let Some(e) = self.ledger.get_mut(key) else {
             return;
         };
+        e.query_refused = None;
         // A write that names no order (a cancel-all) cannot be asked about by id:
         // it ends Unresolved at once, never a loop of queries that cannot be written.
         if !written && e.req.client_order_id().is_none() {
@@ -188,8 +199,20 @@ impl<E: Account> Gateway<E> {
         // Its own class, never the request's Urgent (see QUERY_CLASS).
         let class = QUERY_CLASS;
         let charged = match written {
-            true => {
+            true => 'charge: {
                 let charged = self.shapes.charge(w.budget(), e.query.parts(), class, now);
+                // Written now that it is charged: the same order and endpoint as
+                // the write that succeeded, so this one does too; were it ever to
+                // fail, the charge is given back and it is looked at again later.
+                if again && charged.is_ok() && !self.write_query(key, now) {
+                    if let Ok(t) = charged {
+                        let _ = w.budget().refund(t, now);
+                    }
+                    break 'charge Err((Why::Full, None, now + 5 * RETRY_GAP_NS));
+                }
+                let Some(e) = self.ledger.get(key) else {
+                    return;
+                };
                 let tid =
                     self.trace
                         .charge(now, e.query.parts(), class, e.req.label(), charged.is_ok());
@@ -201,6 +224,9 @@ impl<E: Account> Gateway<E> {
             }
             // A query that cannot be written settles nothing: look again later.
             _ => Err((Why::Full, None, now + 5 * RETRY_GAP_NS)),
+        };
+        let Some(e) = self.ledger.get_mut(key) else {
+            return;
         };
         match charged {
             Ok(ticket) => {
@@ -227,6 +253,8 @@ impl<E: Account> Gateway<E> {
                     }
                     return;
                 }
+                // Written and refused by the budget: the next try charges first.
+                e.query_refused = bucket.map(|_| (e.closed, e.item));
                 e.at_ns = ready_at.clamp(now + 1, now + 5 * RETRY_GAP_NS);
                 e.stage = Stage::Reconcile;
                 self.next_due = self.next_due.min(e.at_ns);

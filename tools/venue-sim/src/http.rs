@@ -148,6 +148,13 @@ pub struct Response {
     pub close: bool,
 }
 
+/// A JSON value's compact text, byte for byte what its `Display` writes,
+/// serialized straight into the string (`Display` goes through a formatter for
+/// every piece: about twice the instructions, on every answer the emulator writes).
+pub fn json_text(v: &serde_json::Value) -> String {
+    serde_json::to_string(v).unwrap_or_else(|_| v.to_string())
+}
+
 impl Response {
     /// A JSON response.
     pub fn json(status: u16, body: String) -> Self {
@@ -267,5 +274,24 @@ mod tests {
         let mut r = Response::json(403, String::new()).to_bytes(false);
         r.truncate(30);
         assert!(String::from_utf8_lossy(&r).starts_with("HTTP/1.1 403 Forbidden\r\n"));
+    }
+
+    /// json_text is the Display text byte for byte: escapes, control and non-ASCII
+    /// characters, nesting, numbers of every kind, empty containers.
+    #[test]
+    fn json_text_is_the_display_text() {
+        let v = serde_json::json!({
+            "s": "q\"b\\c\u{1}d\u{e9}\u{1F600}/",
+            "n": [0, -1, 18446744073709551615u64, 1.5, -0.000001, 1e300],
+            "o": {"a": null, "b": true, "c": false, "e": {}, "f": []},
+        });
+        for v in [
+            v.clone(),
+            v["n"].clone(),
+            v["s"].clone(),
+            serde_json::json!(null),
+        ] {
+            assert_eq!(json_text(&v), v.to_string());
+        }
     }
 }

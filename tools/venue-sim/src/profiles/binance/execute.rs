@@ -6,7 +6,7 @@ use serde_json::{json, Value};
 
 use crate::engine::book::{fmt_e8, quote, Placement, Status};
 use crate::engine::state::Venue;
-use crate::http::Response;
+use crate::http::{json_text, Response};
 use crate::profiles::binance::request::{BinanceOp, NewOrder, OrderRef, ReplaceMode};
 use crate::profiles::instruments::{binance_refusal, rules};
 
@@ -74,7 +74,7 @@ impl Venue {
                         Err((status, code, msg)) => return Response::error(status, code, &msg),
                     }
                 }
-                Response::json(200, Value::Array(list).to_string())
+                Response::json(200, json_text(&Value::Array(list)))
             }
             // Only the WebSocket API routes these, and its session runs them.
             BinanceOp::StreamSubscribe
@@ -94,10 +94,10 @@ impl Venue {
                     .open_orders(account)
                     .map(|o| self.order_json(o, true))
                     .collect();
-                Response::json(200, Value::Array(list).to_string())
+                Response::json(200, json_text(&Value::Array(list)))
             }
             BinanceOp::NewOrder(n) => match self.place(account, n, now) {
-                Ok(v) => Response::json(200, v.to_string()),
+                Ok(v) => Response::json(200, json_text(&v)),
                 Err((status, code, msg)) => {
                     // Spot: refused by the engine is not a successful placement.
                     if self.spot() {
@@ -132,14 +132,14 @@ impl Venue {
                     return Response::error(400, code, &msg);
                 }
                 self.amend_order(i, Some(qty_e8), Some(price_e8), now);
-                Response::json(200, self.order_json(&self.orders[i], false).to_string())
+                Response::json(200, json_text(&self.order_json(&self.orders[i], false)))
             }
             BinanceOp::Cancel(r, cid) => match self.cancel(account, &r, cid, now) {
-                Ok(v) => Response::json(200, v.to_string()),
+                Ok(v) => Response::json(200, json_text(&v)),
                 Err((status, code, msg)) => Response::error(status, code, &msg),
             },
             BinanceOp::Query(r) => match self.find(account, &r) {
-                Some(i) => Response::json(200, self.order_json(&self.orders[i], true).to_string()),
+                Some(i) => Response::json(200, json_text(&self.order_json(&self.orders[i], true))),
                 None => Response::error(400, -2013, "Order does not exist."),
             },
             BinanceOp::CancelReplace {
@@ -318,7 +318,7 @@ impl Venue {
             "newOrderResponse": new_v,
         });
         match (c_ok, n_ok) {
-            (true, true) => Response::json(200, data.to_string()),
+            (true, true) => Response::json(200, json_text(&data)),
             (false, false) => Response::json(
                 400,
                 json!({ "code": -2022, "msg": "Order cancel-replace failed.", "data": data }).to_string(),

@@ -69,7 +69,7 @@ use serde_json::{json, Map, Value};
 
 use crate::config::{Fault, LimitType, Profile};
 use crate::engine::state::{Admission, Venue};
-use crate::http::{Request, Response};
+use crate::http::{json_text, Request, Response};
 use crate::limits::Key;
 use crate::params::Params;
 use crate::profiles::binance::admit::{Call, Signing};
@@ -408,7 +408,7 @@ impl Venue {
                     "serverTime": now,
                     "userDataStream": !session.subs.is_empty(),
                 });
-                Response::json(200, result.to_string())
+                Response::json(200, json_text(&result))
             }
             BinanceOp::StreamSubscribe | BinanceOp::StreamSubscribeLoggedOn => {
                 if session.subs.iter().any(|&(_, a, _)| a == account) {
@@ -442,7 +442,7 @@ impl Venue {
                     .iter()
                     .map(|&(id, _, _)| json!({ "subscriptionId": id }))
                     .collect();
-                Response::json(200, Value::Array(list).to_string())
+                Response::json(200, json_text(&Value::Array(list)))
             }
             _ => err(400, -1020, "This operation is not supported."),
         }
@@ -516,7 +516,7 @@ impl Venue {
                 Value::Array(self.ws_rate_limits(ip, account.filter(|_| orders), now)),
             );
         }
-        Value::Object(out).to_string()
+        json_text(&Value::Object(out))
     }
 
     /// When every ORDERS limit `account` is at has a new window.

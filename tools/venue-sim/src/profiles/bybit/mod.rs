@@ -70,7 +70,7 @@ use serde_json::{json, Map, Value};
 use crate::config::{LimitType, Profile};
 use crate::engine::book::{fmt_e8, quote, OrdType, Side, Status};
 use crate::engine::state::{Admission, Venue};
-use crate::http::{Request, Response};
+use crate::http::{json_text, Request, Response};
 use crate::limits::Key;
 use crate::profiles::instruments::{bybit_refusal, rules};
 
@@ -275,14 +275,13 @@ impl Endpoint {
 
 /// Bybit's envelope.
 fn envelope(code: i64, msg: &str, result: Value, now: i64) -> String {
-    json!({
+    json_text(&json!({
         "retCode": code,
         "retMsg": msg,
         "result": result,
         "retExtInfo": {},
         "time": now,
-    })
-    .to_string()
+    }))
 }
 
 fn fail(code: i64, msg: &str, now: i64) -> Response {
