@@ -591,6 +591,13 @@ impl WsLane {
         }
     }
 
+    /// When the last byte of request `id`'s frame was written to the socket or
+    /// pipe, while it awaits its answer ([`ws::Session::written_at`]): `None` if
+    /// part of it still waits in the session's send buffer, or it is not pending.
+    pub fn written_at(&self, id: u64) -> Option<i64> {
+        self.client.session(self.id)?.written_at(id)
+    }
+
     /// Request `id` ended (answered, or its fate reported at a drop): its deadline
     /// no longer applies.
     pub(crate) fn forget(&mut self, id: u64) {

@@ -219,3 +219,47 @@ fn a_lane_answer_reanchors_a_stepped_venue_clock_at_once() {
     );
     assert_eq!((gw.stats().reanchors, gw.venue().limits.clock), (1, c));
 }
+
+/// A write whose frame waited in a full send buffer left when its last byte
+/// was written, not when the gateway handed it to the lane: the round trip
+/// that bounds the venue's stamp starts there. Counted from the hand-over
+/// (200 ms earlier), a 120 ms step hides inside the round trip and the
+/// windows stay misaligned until some later stamp; counted from the write,
+/// the first answer re-anchors at once, within the real 2 ms round trip.
+#[test]
+fn a_lane_write_held_in_a_full_send_buffer_counts_its_round_trip_from_the_write() {
+    let (mut gw, mut w, mut v) = setup();
+    pump(&mut gw, &mut w, &mut v, MS);
+    assert!(gw.ws_api().unwrap().ready(), "the lane is up");
+    v.step_ms = -120;
+    w.now += 5 * SEC;
+    let pipe = gw.ws_api_mut().and_then(WsLane::pipe_mut).unwrap();
+    pipe.set_room(0);
+    place(&mut gw, &mut w, "held1", 1);
+    let evs = pump(&mut gw, &mut w, &mut v, MS);
+    assert!(evs.is_empty(), "nothing left yet: {evs:?}");
+    let id = 0..1_000u64;
+    assert!(
+        id.clone()
+            .all(|i| gw.ws_api().unwrap().written_at(i).is_none()),
+        "a frame still in the send buffer is not written"
+    );
+    // The socket drains 200 ms later: the frame leaves now.
+    w.now += 200 * MS;
+    let left = w.now;
+    let pipe = gw.ws_api_mut().and_then(WsLane::pipe_mut).unwrap();
+    pipe.set_room(usize::MAX);
+    // One drive writes the frame; its write time is the drive's.
+    gw.drive_ws(&mut w, &mut |_| {});
+    let written = id.clone().find_map(|i| gw.ws_api().unwrap().written_at(i));
+    let evs = pump(&mut gw, &mut w, &mut v, MS);
+    assert_eq!(written, Some(left));
+    assert!(
+        evs.iter().any(|e| e.starts_with("Applied { tag: 1")),
+        "{evs:?}"
+    );
+    assert_eq!(w.sent, 0, "the order went over the lane");
+    assert_eq!(gw.stats().reanchors, 1, "re-anchored on the first stamp");
+    let err = gw.venue().limits.clock.utc_ms(w.now) - v.ms(w.now);
+    assert!((0..=2).contains(&err), "{err} ms off");
+}

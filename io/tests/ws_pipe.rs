@@ -81,3 +81,42 @@ fn a_pipe_carries_the_session_and_a_cut_settles_what_it_held() {
     // It connects again on a fresh transport.
     assert_eq!(open(&mut client, id, &mut b), vec![Ev::Open]);
 }
+
+/// A request is sent when its frame's last byte is written: one written
+/// whole at once is sent then; one partly written (pending, its first byte
+/// counted by the venue) is not sent until the rest leaves, at that drive's
+/// time; one still queued is not sent at all.
+#[test]
+fn a_request_is_written_when_its_last_byte_leaves() {
+    let (mut b, limits) = budget(100, 1000);
+    let session: Session = Session::new(
+        WsConfig::default(),
+        &b,
+        &limits.connect_parts(),
+        &limits.message_parts(),
+        7,
+    )
+    .unwrap();
+    let mut client = WsClient::new(1);
+    let id = client.add(session, "127.0.0.1:9".parse().unwrap());
+    client.use_pipe(id).unwrap();
+    assert_eq!(open(&mut client, id, &mut b), vec![Ev::Open]);
+    let parts = limits.message_parts();
+    request(&mut client, id, 1, "{\"id\":1}", &mut b, &parts);
+    let s = client.session(id).unwrap();
+    assert_eq!(s.written_at(1), Some(2), "flushed whole at 2");
+    client.pipe_mut(id).unwrap().set_room(3);
+    request(&mut client, id, 2, "{\"id\":2}", &mut b, &parts);
+    request(&mut client, id, 3, "{\"id\":3}", &mut b, &parts);
+    let s = client.session(id).unwrap();
+    assert_eq!(s.pending_requests(), 2, "requests 1 and 2 (in part) left");
+    assert_eq!((s.written_at(2), s.written_at(3)), (None, None));
+    // The socket drains at 50: the rest of both leaves then.
+    client.pipe_mut(id).unwrap().set_room(usize::MAX);
+    client.flush(id, &mut b, 50);
+    let s = client.session(id).unwrap();
+    assert_eq!((s.written_at(2), s.written_at(3)), (Some(50), Some(50)));
+    assert!(client.session_mut(id).unwrap().resolve(2, &mut b, 60));
+    let s = client.session(id).unwrap();
+    assert_eq!((s.written_at(1), s.written_at(2)), (Some(2), None));
+}

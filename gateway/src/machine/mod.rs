@@ -764,10 +764,22 @@ impl<E: Account> Gateway<E> {
     /// came; an error under the slack is the guard's to absorb, and leaves the
     /// windows (each realignment holds their counts longer) alone.
     pub(super) fn check_clock<W: Wire>(&mut self, w: &mut W, key: Key, body: &[u8], now: i64) {
+        if let Some(sent_ns) = self.ledger.get(key).map(|e| e.sent_ns) {
+            self.check_clock_since(w, sent_ns, body, now);
+        }
+    }
+
+    /// [`Gateway::check_clock`] of an answer to a write whose last byte left at
+    /// `sent_ns` (the lane's session knows it: a frame that waited in its send
+    /// buffer left later than its hand-over).
+    pub(super) fn check_clock_since<W: Wire>(
+        &mut self,
+        w: &mut W,
+        sent_ns: i64,
+        body: &[u8],
+        now: i64,
+    ) {
         let Some((clock, stamp_ms)) = self.venue.answer_time(body) else {
-            return;
-        };
-        let Some(sent_ns) = self.ledger.get(key).map(|e| e.sent_ns) else {
             return;
         };
         let budget = w.budget();

@@ -171,8 +171,9 @@ impl<E: Account> Gateway<E> {
 
     /// Checks the venue clock against the venue's time stamped on a lane answer
     /// to a write (its `result`'s `transactTime`, read as the REST adapter reads
-    /// an HTTP body), as [`Gateway::on_response`] does over HTTP: the write's
-    /// time and this read's bound the offset.
+    /// an HTTP body), as [`Gateway::on_response`] does over HTTP: the time the
+    /// write's last byte left ([`WsLane::written_at`]) and this read's bound the
+    /// offset.
     fn check_lane_clock<W: Wire>(&mut self, w: &mut W, frame: &[u8], now: i64) {
         let Some(lane) = self.ws.as_ref() else { return };
         let Some((_, body)) = lane.api.as_response(frame) else {
@@ -182,15 +183,19 @@ impl<E: Account> Gateway<E> {
             .ok()
             .and_then(|v| v.get("id").ok().flatten())
             .and_then(|i| i.as_u64().ok());
-        let Some(key) = id.and_then(|id| self.ledger.bound(RequestId(WS_BIT | id))) else {
+        let Some(id) = id else { return };
+        let Some(key) = self.ledger.bound(RequestId(WS_BIT | id)) else {
             return;
         };
         let write = self
             .ledger
             .get(key)
             .is_some_and(|e| e.stage != Stage::Query && e.req.kind().is_some_and(|k| k.is_write()));
-        if write {
-            self.check_clock(w, key, body, now);
+        // From when its frame's last byte left, not its hand-over to the lane
+        // (the frame may have waited in a full send buffer): the venue cannot
+        // have stamped it earlier.
+        if let Some(sent_ns) = lane.written_at(id).filter(|_| write) {
+            self.check_clock_since(w, sent_ns, body, now);
         }
     }
 

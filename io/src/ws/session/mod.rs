@@ -203,8 +203,22 @@ pub struct WsStats {
 struct Queued {
     /// Offset of its first byte in the stream of bytes ever queued.
     start: u64,
+    /// Offset just past its last byte.
+    end: u64,
     what: What,
     ticket: Ticket,
+}
+
+/// A request whose first byte was written, awaiting [`Session::resolve`].
+#[derive(Debug)]
+struct Pending {
+    id: u64,
+    flight: Flight,
+    /// Offset just past its last byte in the stream of bytes ever queued.
+    end: u64,
+    /// When its last byte was written (`i64::MAX`: part of it still waits in
+    /// the send buffer).
+    written_ns: i64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -352,7 +366,7 @@ pub struct Session {
     tx_written: u64,
     queue: ArrayVec<Queued, MAX_QUEUED>,
     requests_queued: usize,
-    pending: ArrayVec<(u64, Flight), MAX_PENDING>,
+    pending: ArrayVec<Pending, MAX_PENDING>,
     outcomes: ArrayVec<WsOutcome, { MAX_QUEUED + MAX_PENDING }>,
     key: [u8; KEY_LEN],
     /// The handshake or close deadline.
@@ -580,6 +594,7 @@ impl Session {
         // full queue is refused rather than a panic on the loop thread.
         if let Err(e) = self.queue.try_push(Queued {
             start: self.tx_queued,
+            end: self.tx_queued + n as u64,
             what: What::Handshake,
             ticket,
         }) {

@@ -310,11 +310,11 @@ impl Session {
         now: i64,
     ) {
         self.drop_unsent(budget, now);
-        for (id, flight) in self.pending.drain(..) {
+        for p in self.pending.drain(..) {
             self.outcomes.push(WsOutcome {
-                id,
+                id: p.id,
                 verdict: Verdict::Unknown,
-                flight: Some(flight),
+                flight: Some(p.flight),
             });
         }
         if self.pong.take().is_some() {

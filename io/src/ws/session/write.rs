@@ -5,7 +5,9 @@ use arrayvec::ArrayVec;
 use ergon_core::{Budget, Class, Part, Ticket, MAX_PARTS};
 use ergon_venues::endpoint::Text;
 
-use super::{Queued, SendError, Session, State, What, HALT_RETRY_NS, MAX_PENDING, MAX_REASON};
+use super::{
+    Pending, Queued, SendError, Session, State, What, HALT_RETRY_NS, MAX_PENDING, MAX_REASON,
+};
 use crate::ws::frame::{self, close_code_valid, frame_len, Opcode, MAX_CONTROL};
 
 impl Session {
@@ -14,9 +16,10 @@ impl Session {
         (self.tx_start < self.tx_end).then(|| &self.tx[self.tx_start..self.tx_end])
     }
 
-    /// `n` bytes of [`Session::poll_transmit`] were written. A frame whose first
-    /// byte left is now counted by the venue: its charge is kept, and a request
-    /// becomes pending until [`Session::resolve`].
+    /// `n` bytes of [`Session::poll_transmit`] were written at `now_ns`. A frame
+    /// whose first byte left is now counted by the venue: its charge is kept, and
+    /// a request becomes pending until [`Session::resolve`]; a request whose last
+    /// byte left now is sent as of `now_ns` ([`Session::written_at`]).
     pub fn handle_written(&mut self, n: usize, budget: &mut Budget, now_ns: i64) {
         let n = n.min(self.tx_end - self.tx_start);
         self.tx_start += n;
@@ -39,8 +42,18 @@ impl Session {
                 }
                 What::Request(id) => {
                     self.requests_queued -= 1;
-                    self.pending.push((id, flight));
+                    self.pending.push(Pending {
+                        id,
+                        flight,
+                        end: q.end,
+                        written_ns: i64::MAX,
+                    });
                 }
+            }
+        }
+        for p in self.pending.iter_mut() {
+            if p.written_ns == i64::MAX && p.end <= self.tx_written {
+                p.written_ns = now_ns;
             }
         }
         // Owed frames waiting for space may fit now.
@@ -55,15 +68,27 @@ impl Session {
     /// The answer to request `id` arrived: releases its in-flight limits. `false` if
     /// no written request has this id (it may not have left yet).
     pub fn resolve(&mut self, id: u64, budget: &mut Budget, now_ns: i64) -> bool {
-        match self.pending.iter().position(|(i, _)| *i == id) {
+        match self.pending.iter().position(|p| p.id == id) {
             Some(at) => {
-                let (_, flight) = self.pending.swap_remove(at);
+                let flight = self.pending.swap_remove(at).flight;
                 let own = budget.complete(flight, now_ns);
                 debug_assert!(own.is_ok(), "a session is driven with one budget");
                 true
             }
             None => false,
         }
+    }
+
+    /// When the last byte of request `id`'s frame was written (the time passed to
+    /// [`Session::handle_written`]), while it awaits [`Session::resolve`]: the
+    /// earliest the peer can have read all of it. `None` if it is not pending or
+    /// part of it still waits in the send buffer.
+    pub fn written_at(&self, id: u64) -> Option<i64> {
+        self.pending
+            .iter()
+            .find(|p| p.id == id)
+            .map(|p| p.written_ns)
+            .filter(|&t| t != i64::MAX)
     }
 
     /// Queues a text message, charging the message parts.
@@ -140,7 +165,7 @@ impl Session {
             return Err(SendError::TooManyPending);
         }
         let queued = self.queue.iter().any(|q| q.what == What::Request(id));
-        if queued || self.pending.iter().any(|(i, _)| *i == id) {
+        if queued || self.pending.iter().any(|p| p.id == id) {
             return Err(SendError::DuplicateId);
         }
         self.send(
@@ -196,7 +221,7 @@ impl Session {
             return Err((SendError::TooManyPending, ticket));
         }
         let queued = self.queue.iter().any(|q| q.what == What::Request(id));
-        if queued || self.pending.iter().any(|(i, _)| *i == id) {
+        if queued || self.pending.iter().any(|p| p.id == id) {
             return Err((SendError::DuplicateId, ticket));
         }
         let need = frame_len(text.len(), true);
@@ -330,6 +355,7 @@ impl Session {
         debug_assert_eq!(n, need, "make_room guaranteed the space");
         self.queue.push(Queued {
             start: self.tx_queued,
+            end: self.tx_queued + n as u64,
             what,
             ticket,
         });
