@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The mutants the simulator must find: each is planted in the real code, the
 # simulator runs seeds 0..SEEDS (default 10,000) on every CPU, and the file is
-# restored from git. Each line says "caught at seed S" (with the broken promise
-# and the shortest failing prefix) or "SURVIVED". Refuses to run with
-# uncommitted changes in a mutated file (the restore would lose them).
+# restored from git. Each line says "caught at seed S" (with the seeds it
+# searched, the broken promise and the shortest failing prefix) or "SURVIVED".
+# Refuses to run with uncommitted changes in a mutated file (the restore would
+# lose them).
 # Run from anywhere: tools/sim/mutants.sh [SEEDS].
 #
 # The shared-memory hub's mutants are caught in the eighth of the runs that
@@ -31,7 +32,7 @@ PY
   else
     out=$(target/release/ergon-sim --seeds "$seeds" 2>&1)
     if echo "$out" | grep -q " fails "; then
-      echo "MUTANT $name: caught at $(echo "$out" | grep -m1 -o 'seed [0-9]* fails ([0-9]* actions suffice)'): $(echo "$out" | sed -n 2p | cut -c3-160)"
+      echo "MUTANT $name: caught at $(echo "$out" | grep -m1 -o 'seed [0-9]* fails ([0-9]* actions suffice)'), searching seeds 0..$seeds: $(echo "$out" | sed -n 2p | cut -c3-160)"
     else
       echo "MUTANT $name: SURVIVED ($out)"
     fi
