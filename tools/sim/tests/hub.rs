@@ -20,6 +20,7 @@ fn client_processes_killed_mid_request_find_every_outcome_when_they_attach_again
     let p = hub();
     let (mut kills, mut again, mut twins, mut applied) = (0, 0, 0, 0);
     let (mut flowed, mut torn) = (0, (0, 0));
+    let (mut untabled, mut untabled_read) = ((0, 0), 0);
     for seed in 0..30 {
         let o = run(seed, &p);
         assert!(o.violations.is_empty(), "seed {seed}: {:?}", o.violations);
@@ -33,6 +34,8 @@ fn client_processes_killed_mid_request_find_every_outcome_when_they_attach_again
         twins += h.twins;
         flowed += h.served_while_other_dead;
         torn = (torn.0 + h.torn.0, torn.1 + h.torn.1);
+        untabled = (untabled.0 + h.untabled.0, untabled.1 + h.untabled.1);
+        untabled_read += h.untabled_read;
         applied += o.tally.get("Place Applied").copied().unwrap_or(0);
     }
     // The faults happen: processes die (and come back), twins are refused, and
@@ -53,6 +56,19 @@ fn client_processes_killed_mid_request_find_every_outcome_when_they_attach_again
     assert!(
         torn.0 > 5 && torn.1 > 5,
         "{torn:?} torn submits (slots seen)"
+    );
+    // Processes die between a push and its flight-table entry, before the hub
+    // took the request and after; the request is in no flight table the next
+    // process finds (checked at each attach), yet its final event is read by
+    // that process, once (each run's ledger), every one of them.
+    assert!(
+        untabled.0 > 5 && untabled.1 > 5,
+        "{untabled:?} killed between a push and its entry"
+    );
+    assert_eq!(
+        untabled_read,
+        untabled.0 + untabled.1,
+        "each such request's final event read by the name's next process"
     );
 }
 

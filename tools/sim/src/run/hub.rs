@@ -25,10 +25,14 @@
 //! event (outcomes waiting in its ring), or halfway through writing its next
 //! submit (the slot at its ring's published tail holds the message's length
 //! and half its bytes, written into the region's memfd where the documented
-//! layout puts it; the tail never advanced); often with requests at the venue.
-//! Later a new process of the same name attaches again. Checked: it is told
+//! layout puts it; the tail never advanced), or between its next submit's
+//! push and its entry in its flight table (the one call `ShmClient::submit`
+//! makes of both; the entry undone through the memfd), the hub having taken
+//! the request before it heard the hang-up or not; often with requests at the
+//! venue. Later a new process of the same name attaches again. Checked: it is told
 //! `reattached`; the flight table it finds holds exactly the requests its name
-//! submitted whose final event no process read; each of them ends with
+//! submitted whose final event no process read, but those pushed by a process
+//! that died before their entry; each of them (those too) ends with
 //! exactly one final event, read by the new process (the ledger's checks: once
 //! per request, none lost, each agreeing with the venue); the other client's
 //! orders keep flowing. A second process attaching under a name whose process
@@ -43,7 +47,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use ergon_core::Class;
-use ergon_gateway::shm::region::{SLOTS_AT, SUBMIT_SLOT};
+use ergon_gateway::shm::region::{
+    FlightEntry, EVENTS_PER_REQUEST, EVENT_SLOT, SLOTS_AT, SUBMIT_SLOT,
+};
 use ergon_gateway::shm::{encode_call, AttachOptions, Call, ShmClient, ShmEvent, ShmSubmitError};
 use ergon_gateway::{Api, Control, Event, Host, Strategy};
 use ergon_gatewayd::shm::{Hub, HubConfig, HUB_TOKEN};
@@ -94,6 +100,13 @@ pub(super) enum Death {
     /// Halfway through writing its next submit into its ring's slot, before
     /// it published it.
     Torn,
+    /// Between its next submit's push (published in the ring) and its entry
+    /// in its flight table (the one call `ShmClient::submit` makes of both):
+    /// the hub takes it after it heard the hang-up.
+    Pushed,
+    /// As `Pushed`, but the hub took the request (and routed what it queued)
+    /// before the process died: the mirror order.
+    Taken,
 }
 
 /// One client name and its process.
@@ -114,6 +127,10 @@ struct Client {
     /// A process of it died halfway through a submit: the next one's submit
     /// must land in that slot (the torn write's place checked).
     torn_slot: bool,
+    /// Of `open`, the requests pushed by a process that died before their
+    /// flight-table entry: in no flight table a later process finds, yet
+    /// their final event is its to read.
+    untabled: BTreeSet<u64>,
 }
 
 /// The hub and its clients in a run that has them.
@@ -149,6 +166,11 @@ pub struct HubRun {
     /// Processes killed halfway through writing a submit, and of them, those
     /// whose slot the name's next submit was seen to take.
     pub torn: (u64, u64),
+    /// Processes killed between a submit's push and its flight-table entry:
+    /// before the hub took it, and after (`Death::Pushed`, `Death::Taken`).
+    pub untabled: (u64, u64),
+    /// Final events of such requests read by a later process of the name.
+    pub untabled_read: u64,
 }
 
 impl Drop for Shm {
@@ -223,6 +245,7 @@ impl Sim {
                 lives: 0,
                 pushed: 0,
                 torn_slot: false,
+                untabled: BTreeSet::new(),
             })
             .collect();
         self.shm = Some(Box::new(Shm {
@@ -247,11 +270,13 @@ impl Sim {
         if let Some(s) = self.shm.as_mut() {
             for c in 0..n {
                 for _ in 0..s.rng.range(0, 4) {
-                    let death = match s.rng.next_u64() % 4 {
+                    let death = match s.rng.next_u64() % 6 {
                         0 => Death::Now,
                         1 => Death::AfterSubmit,
                         2 => Death::Unread,
-                        _ => Death::Torn,
+                        3 => Death::Torn,
+                        4 => Death::Pushed,
+                        _ => Death::Taken,
                     };
                     sched.push((s.rng.range(0, span), HubStep::Kill(c, death)));
                 }
@@ -369,10 +394,11 @@ impl Sim {
             }
         }
         let table: BTreeSet<u64> = client.in_flight_tags().collect();
-        if table != cl.open {
+        let tabled: BTreeSet<u64> = cl.open.difference(&cl.untabled).copied().collect();
+        if table != tabled {
             self.out.violations.push(format!(
-                "t={now}: client {} attached again: its flight table holds {table:?}, its requests without a final event read are {:?}",
-                cl.name, cl.open
+                "t={now}: client {} attached again: its flight table holds {table:?}, its requests without a final event read are {:?} (of them {:?} pushed by a process that died before their entry)",
+                cl.name, cl.open, cl.untabled
             ));
         }
         cl.live = Some(client);
@@ -490,6 +516,7 @@ impl Sim {
             }
             if ev.is_final() {
                 cl.open.remove(&tag);
+                s.stats.untabled_read += u64::from(cl.untabled.remove(&tag));
                 s.stats.served_while_other_dead += u64::from(other_dead);
             }
             got.push(Final { tag, what });
@@ -601,6 +628,22 @@ impl Sim {
                 if let Some(id) = placed {
                     s.owner.insert(id.as_str().to_string(), c);
                 }
+                if matches!(cl.dying, Some(Death::Pushed | Death::Taken)) {
+                    // Dead before its flight-table entry: undone where the
+                    // client wrote it, as if never written.
+                    match unentry(cl, tag) {
+                        Ok(true) => {}
+                        Ok(false) => self.out.violations.push(format!(
+                            "t={now}: client {}: its submit {tag} is not in its flight table",
+                            cl.name
+                        )),
+                        Err(e) => self
+                            .out
+                            .violations
+                            .push(format!("t={now}: client {}: {e}", cl.name)),
+                    }
+                    cl.untabled.insert(tag);
+                }
             }
             Err(ShmSubmitError::Busy | ShmSubmitError::Full) => {
                 self.ledger.unprepared(tag);
@@ -615,8 +658,29 @@ impl Sim {
                 return;
             }
         }
-        if cl.dying == Some(Death::AfterSubmit) {
-            self.hub_kill(c);
+        match cl.dying {
+            Some(Death::AfterSubmit) => self.hub_kill(c),
+            Some(Death::Pushed) => {
+                s.stats.untabled.0 += 1;
+                self.hub_kill(c);
+            }
+            Some(Death::Taken) => {
+                s.stats.untabled.1 += 1;
+                self.hub_take();
+                self.hub_kill(c);
+            }
+            _ => {}
+        }
+    }
+
+    /// The hub's turn between a client's push and that client's next step (it
+    /// takes what was pushed): what the turn queued is routed, nothing read.
+    fn hub_take(&mut self) {
+        let Some(s) = self.shm.as_mut() else { return };
+        let mut api = Api::hosted(&mut self.gw, self.net.host(), &s.control);
+        s.hub.on_turn(&mut api);
+        while let Some(e) = self.gw.poll_event() {
+            self.hub_event(e);
         }
     }
 
@@ -678,6 +742,27 @@ fn slot_holds(cl: &Client, call: &Call<'_>, tag: u64) -> std::io::Result<bool> {
     let mut got = [0u8; SUBMIT_SLOT];
     region_file(cl)?.read_exact_at(&mut got, at as u64)?;
     Ok(got[..LEN_BYTES] == (n as u32).to_le_bytes() && got[LEN_BYTES..LEN_BYTES + n] == msg[..n])
+}
+
+/// Undoes request `tag`'s entry in client `cl`'s flight table (at the end of
+/// the region, [`FlightEntry`]'s 16 bytes each: tag, used), through the
+/// region's memfd: what a process that died after its push and before the
+/// entry leaves. False if no entry in use holds `tag`.
+fn unentry(cl: &Client, tag: u64) -> std::io::Result<bool> {
+    use std::os::unix::fs::FileExt;
+    let table = SLOTS_AT + IN_FLIGHT * (SUBMIT_SLOT + EVENTS_PER_REQUEST * EVENT_SLOT);
+    let entry = std::mem::size_of::<FlightEntry>();
+    let f = region_file(cl)?;
+    let mut got = vec![0u8; IN_FLIGHT * entry];
+    f.read_exact_at(&mut got, table as u64)?;
+    for (i, e) in got.chunks_exact(entry).enumerate() {
+        let (t, used) = e.split_at(8);
+        if t == tag.to_le_bytes() && used != [0; 8] {
+            f.write_all_at(&[0; 16], (table + i * entry) as u64)?;
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 /// What a process killed halfway through a submit leaves: the slot at its
