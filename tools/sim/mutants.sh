@@ -102,6 +102,17 @@ run a-twin-attached tools/gatewayd/src/shm/hub/attach.rs \
 run a-returning-client-skips-unread-outcomes io/src/boundary/shm_ring.rs \
   "        let head = raw.head().load(Ordering::Relaxed);" \
   "        let head = raw.tail().load(Ordering::Relaxed);"
+# A client drops a final event whose tag its flight table does not hold (a
+# "stale event" filter): the request a dead process pushed before writing its
+# entry ends unheard by the name's next process (issue 43, session 16).
+run a-final-outside-the-flight-table-dropped gateway/src/shm/client.rs \
+  "                Ok(Some(Ok(ev))) => {
+                    if ev.is_final() {" \
+  "                Ok(Some(Ok(ev))) => {
+                    if ev.is_final() && !self.in_flight_tags().any(|t| t == ev.tag()) {
+                        continue;
+                    }
+                    if ev.is_final() {"
 # A batch ends as one request (issue 43): the gateway no longer reads a batch
 # as parts, so its answer's items are dropped and the batch's one fate is
 # every item's (a batch with an item refused alone ends Applied; a lost one is
