@@ -131,6 +131,15 @@ struct Client {
     /// flight-table entry: in no flight table a later process finds, yet
     /// their final event is its to read.
     untabled: BTreeSet<u64>,
+    /// When its last process died.
+    died_at: i64,
+    /// When the hub was last handed a final event of one of its requests.
+    settled_at: i64,
+    /// The hub's generation of it (from its requests' gateway tags), and the
+    /// generation the hub dropped at an expiry: no request of that one may
+    /// end after it (its outcome would reach nobody).
+    gen: Option<u16>,
+    expired_gen: Option<u16>,
 }
 
 /// The hub and its clients in a run that has them.
@@ -150,6 +159,11 @@ pub(super) struct Shm {
     pub(super) stats: HubRun,
     /// Its clients ask for the open-orders polls.
     open_orders: bool,
+    /// The hub's `keep_ns` (`--keep`): how long a dead client's outcomes wait
+    /// for it after its last request settled.
+    keep_ns: i64,
+    /// When the hub last turned (its expiry runs in its turn).
+    turned_at: i64,
 }
 
 /// What the hub's client processes went through in a run.
@@ -171,6 +185,9 @@ pub struct HubRun {
     pub untabled: (u64, u64),
     /// Final events of such requests read by a later process of the name.
     pub untabled_read: u64,
+    /// Names whose outcomes the hub dropped after `--keep` (the next process
+    /// told `new`), and the requests whose final event went with them.
+    pub expired: (u64, u64),
 }
 
 impl Drop for Shm {
@@ -218,11 +235,20 @@ impl Sim {
             self.out.violations.push(format!("{}: {e}", dir.display()));
             return;
         }
+        // Half the runs keep a dead client's outcomes 0.2 to 3 s (a process
+        // returns 1 ms to 3 s after it died, so some return after it); the
+        // others the daemon's default, 300 s.
+        let mut rng = rng;
+        let keep_ns = match rng.chance(500) {
+            true => rng.range(200 * MS, 3 * SEC),
+            false => HubConfig::default().keep_ns,
+        };
         let cfg = HubConfig {
             name: gateway.clone(),
             socket_dir: Some(dir.clone()),
             max_clients: 4,
             in_flight: IN_FLIGHT,
+            keep_ns,
             ..HubConfig::default()
         };
         let hub = match Hub::bind(cfg, None) {
@@ -233,7 +259,6 @@ impl Sim {
                 return;
             }
         };
-        let mut rng = rng;
         let n = rng.range(1, 3) as usize;
         let clients = (0..n)
             .map(|c| Client {
@@ -246,6 +271,10 @@ impl Sim {
                 pushed: 0,
                 torn_slot: false,
                 untabled: BTreeSet::new(),
+                died_at: 0,
+                settled_at: 0,
+                gen: None,
+                expired_gen: None,
             })
             .collect();
         self.shm = Some(Box::new(Shm {
@@ -259,6 +288,8 @@ impl Sim {
             open_orders,
             rng,
             stats: HubRun::default(),
+            keep_ns,
+            turned_at: 0,
         }));
         for c in 0..n {
             self.hub_attach(c);
@@ -318,6 +349,7 @@ impl Sim {
             return;
         }
         cl.dying = None;
+        cl.died_at = self.net.now;
         s.stats.kills += 1;
         let t = self.net.now + s.rng.range(MS, 3 * SEC);
         self.hub_poll_fds();
@@ -386,11 +418,34 @@ impl Sim {
         };
         if again {
             s.stats.again += 1;
-            if !client.reattached() {
-                self.out.violations.push(format!(
-                    "t={now}: client {} attached again and was told it is new (its outcomes not kept)",
-                    cl.name
-                ));
+            // Its outcomes are kept `--keep` after its last request settled
+            // (docs/book/src/daemon.md, "Crash cases"; `HubConfig::keep_ns`),
+            // then dropped at a turn of the hub: told `new` only after a turn
+            // past that, its unread final events gone with the name (owed
+            // none now, and none may come).
+            let kept_until = cl.died_at.max(cl.settled_at) + s.keep_ns;
+            match (client.reattached(), s.turned_at >= kept_until) {
+                (true, _) => {}
+                (false, false) => self.out.violations.push(format!(
+                    "t={now}: client {} attached again and was told it is new (its outcomes not kept): died at {}, last request settled at {}, kept until {kept_until} (--keep {} ms)",
+                    cl.name, cl.died_at, cl.settled_at, s.keep_ns / MS
+                )),
+                (false, true) => {
+                    s.stats.expired.0 += 1;
+                    s.stats.expired.1 += cl.open.len() as u64;
+                    for &tag in &cl.open {
+                        self.ledger.lost_with_process(tag);
+                    }
+                    cl.open.clear();
+                    cl.untabled.clear();
+                    cl.expired_gen = cl.gen.take();
+                    // A new region: its rings start at 0, a torn slot gone with the old.
+                    cl.pushed = 0;
+                    cl.torn_slot = false;
+                    // Its earlier processes' orders are no longer the name's
+                    // (their ids' blocks went with it): the strategy leaves them.
+                    s.owner.retain(|_, o| *o != c);
+                }
             }
         }
         let table: BTreeSet<u64> = client.in_flight_tags().collect();
@@ -438,8 +493,20 @@ impl Sim {
     pub(super) fn hub_event(&mut self, e: Event<'_>) {
         let Some(s) = self.shm.as_mut() else { return };
         let k = (e.tag() >> 48) as usize;
+        let gen = (e.tag() >> 32) as u16 & 0x7fff;
         if let Some(cl) = s.clients.get_mut(k) {
             cl.routed = true;
+            if e.is_final() && !matches!(e, Event::OpenOrders { .. }) {
+                if cl.expired_gen == Some(gen) {
+                    let now = self.net.now;
+                    self.out.violations.push(format!(
+                        "t={now}: client {}: a request of a life the hub dropped after --keep ended now: its outcome reaches nobody",
+                        cl.name
+                    ));
+                }
+                cl.gen = Some(gen);
+                cl.settled_at = self.net.now;
+            }
         }
         let mut api = Api::hosted(&mut self.gw, self.net.host(), &s.control);
         s.hub.on_event(&mut api, e);
@@ -451,6 +518,7 @@ impl Sim {
         let Some(s) = self.shm.as_mut() else { return };
         let mut api = Api::hosted(&mut self.gw, self.net.host(), &s.control);
         s.hub.on_turn(&mut api);
+        s.turned_at = self.net.now;
         let n = s.clients.len();
         // What its submits queued, routed in the same turn (the driver's drain).
         while let Some(e) = self.gw.poll_event() {
@@ -679,6 +747,7 @@ impl Sim {
         let Some(s) = self.shm.as_mut() else { return };
         let mut api = Api::hosted(&mut self.gw, self.net.host(), &s.control);
         s.hub.on_turn(&mut api);
+        s.turned_at = self.net.now;
         while let Some(e) = self.gw.poll_event() {
             self.hub_event(e);
         }
