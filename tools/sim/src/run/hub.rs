@@ -235,12 +235,12 @@ impl Sim {
             self.out.violations.push(format!("{}: {e}", dir.display()));
             return;
         }
-        // Half the runs keep a dead client's outcomes 0.2 to 3 s (a process
+        // Half the runs keep a dead client's outcomes 50 ms to 2 s (a process
         // returns 1 ms to 3 s after it died, so some return after it); the
         // others the daemon's default, 300 s.
         let mut rng = rng;
         let keep_ns = match rng.chance(500) {
-            true => rng.range(200 * MS, 3 * SEC),
+            true => rng.range(50 * MS, 2 * SEC),
             false => HubConfig::default().keep_ns,
         };
         let cfg = HubConfig {
@@ -351,7 +351,12 @@ impl Sim {
         cl.dying = None;
         cl.died_at = self.net.now;
         s.stats.kills += 1;
-        let t = self.net.now + s.rng.range(MS, 3 * SEC);
+        // A new process 1 ms to 3 s later, or (one in four) 3 to 10 s.
+        let t = self.net.now
+            + match s.rng.chance(250) {
+                true => s.rng.range(3 * SEC, 10 * SEC),
+                false => s.rng.range(MS, 3 * SEC),
+            };
         self.hub_poll_fds();
         self.at(t, Step::Hub(HubStep::Attach(c)));
     }
