@@ -191,6 +191,10 @@ struct Client {
     /// `tags`).
     unresolved: std::collections::VecDeque<(Tag, Tag)>,
     detached_at: Option<i64>,
+    /// When the last of its requests settled (its final event routed): a
+    /// detached client's outcomes are kept `keep_ns` after the later of this
+    /// and its detach, so one that settles after `keep_ns` still waits for it.
+    settled_at: i64,
     /// Its submit ring was found corrupt (an index or a length out of range,
     /// written by the client): never read again, never a reason not to park,
     /// and the slot freed as soon as nothing of it is in flight.
@@ -592,7 +596,9 @@ impl Hub {
             let drop = slot.as_ref().is_some_and(|c| {
                 c.conn.is_none()
                     && c.in_flight() == 0
-                    && (c.broken || c.detached_at.is_some_and(|t| now - t >= self.cfg.keep_ns))
+                    && (c.broken
+                        || c.detached_at
+                            .is_some_and(|t| now - t.max(c.settled_at) >= self.cfg.keep_ns))
             });
             if drop {
                 *slot = None;
