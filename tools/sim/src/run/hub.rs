@@ -185,6 +185,9 @@ pub struct HubRun {
     pub untabled: (u64, u64),
     /// Final events of such requests read by a later process of the name.
     pub untabled_read: u64,
+    /// Such requests whose final event went with their name, dropped after
+    /// `--keep` before a process of it came back.
+    pub untabled_expired: u64,
     /// Names whose outcomes the hub dropped after `--keep` (the next process
     /// told `new`), and the requests whose final event went with them.
     pub expired: (u64, u64),
@@ -442,6 +445,7 @@ impl Sim {
                         self.ledger.lost_with_process(tag);
                     }
                     cl.open.clear();
+                    s.stats.untabled_expired += cl.untabled.len() as u64;
                     cl.untabled.clear();
                     cl.expired_gen = cl.gen.take();
                     // A new region: its rings start at 0, a torn slot gone with the old.
