@@ -135,11 +135,8 @@ struct Client {
     died_at: i64,
     /// When the hub was last handed a final event of one of its requests.
     settled_at: i64,
-    /// The hub's generation of it (from its requests' gateway tags), and the
-    /// generation the hub dropped at an expiry: no request of that one may
-    /// end after it (its outcome would reach nobody).
-    gen: Option<u16>,
-    expired_gen: Option<u16>,
+    /// The hub's slot and generation of it (from its requests' gateway tags).
+    gen: Option<(usize, u16)>,
 }
 
 /// The hub and its clients in a run that has them.
@@ -164,6 +161,9 @@ pub(super) struct Shm {
     keep_ns: i64,
     /// When the hub last turned (its expiry runs in its turn).
     turned_at: i64,
+    /// The (slot, generation) of the lives the hub dropped after `--keep`: no
+    /// request of one may end after it (its outcome would reach nobody).
+    dropped: Vec<(usize, u16)>,
 }
 
 /// What the hub's client processes went through in a run.
@@ -277,7 +277,6 @@ impl Sim {
                 died_at: 0,
                 settled_at: 0,
                 gen: None,
-                expired_gen: None,
             })
             .collect();
         self.shm = Some(Box::new(Shm {
@@ -293,6 +292,7 @@ impl Sim {
             stats: HubRun::default(),
             keep_ns,
             turned_at: 0,
+            dropped: Vec::new(),
         }));
         for c in 0..n {
             self.hub_attach(c);
@@ -447,7 +447,7 @@ impl Sim {
                     cl.open.clear();
                     s.stats.untabled_expired += cl.untabled.len() as u64;
                     cl.untabled.clear();
-                    cl.expired_gen = cl.gen.take();
+                    s.dropped.extend(cl.gen.take());
                     // A new region: its rings start at 0, a torn slot gone with the old.
                     cl.pushed = 0;
                     cl.torn_slot = false;
@@ -503,17 +503,23 @@ impl Sim {
         let Some(s) = self.shm.as_mut() else { return };
         let k = (e.tag() >> 48) as usize;
         let gen = (e.tag() >> 32) as u16 & 0x7fff;
-        if let Some(cl) = s.clients.get_mut(k) {
+        let fin = e.is_final() && !matches!(e, Event::OpenOrders { .. });
+        if fin && s.dropped.contains(&(k, gen)) {
+            let now = self.net.now;
+            self.out.violations.push(format!(
+                "t={now}: a request of a client life (slot {k}) the hub dropped after --keep ended now: its outcome reaches nobody"
+            ));
+        }
+        // The name in that slot (a name dropped and attached again may hold
+        // another slot than its first).
+        let c = s
+            .clients
+            .iter()
+            .position(|cl| s.hub.slot_of(&cl.name) == Some(k));
+        if let Some(cl) = c.and_then(|c| s.clients.get_mut(c)) {
             cl.routed = true;
-            if e.is_final() && !matches!(e, Event::OpenOrders { .. }) {
-                if cl.expired_gen == Some(gen) {
-                    let now = self.net.now;
-                    self.out.violations.push(format!(
-                        "t={now}: client {}: a request of a life the hub dropped after --keep ended now: its outcome reaches nobody",
-                        cl.name
-                    ));
-                }
-                cl.gen = Some(gen);
+            if fin {
+                cl.gen = Some((k, gen));
                 cl.settled_at = self.net.now;
             }
         }

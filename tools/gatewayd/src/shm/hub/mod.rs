@@ -428,6 +428,15 @@ impl Hub {
         self.journal.as_ref().map(Journal::epoch)
     }
 
+    /// The slot client `name` holds (the top bits of its requests' gateway
+    /// tags), if the hub serves it: a name dropped and attached again may
+    /// hold another.
+    pub fn slot_of(&self, name: &str) -> Option<usize> {
+        self.clients
+            .iter()
+            .position(|c| c.as_ref().is_some_and(|c| c.name == name))
+    }
+
     /// Each client's name, whether it is attached, and its counts.
     pub fn clients(&self) -> impl Iterator<Item = (&str, bool, ClientStats)> + '_ {
         self.clients
