@@ -111,8 +111,8 @@ fn main() -> ExitCode {
         }
         if let Some(h) = o.clients {
             println!(
-                "  shared-memory hub: {} client processes killed, {} attached again, {} second processes of a live name refused, {} final events read while another client's process was dead, {} killed halfway through a submit ({} of their slots seen taken by the next), {} killed between a push and its flight-table entry before the hub took it and {} after ({} of their final events read by the next), {} names dropped after --keep ({} unread final events gone with them)",
-                h.kills, h.again, h.twins, h.served_while_other_dead, h.torn.0, h.torn.1, h.untabled.0, h.untabled.1, h.untabled_read, h.expired.0, h.expired.1
+                "  shared-memory hub: {} client processes killed, {} attached again, {} second processes of a live name refused, {} final events read while another client's process was dead, {} killed halfway through a submit ({} of their slots seen taken by the next), {} killed between a push and its flight-table entry before the hub took it and {} after ({} of their final events read by the next), {} names dropped after --keep ({} unread final events gone with them), {} names read slowly (at most {} final events waiting at one read)",
+                h.kills, h.again, h.twins, h.served_while_other_dead, h.torn.0, h.torn.1, h.untabled.0, h.untabled.1, h.untabled_read, h.expired.0, h.expired.1, h.slow.0, h.slow.1
             );
         }
         if let Some(w) = o.ws {

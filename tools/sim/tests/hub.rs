@@ -22,6 +22,7 @@ fn client_processes_killed_mid_request_find_every_outcome_when_they_attach_again
     let (mut flowed, mut torn) = (0, (0, 0));
     let (mut untabled, mut untabled_read) = ((0, 0), 0);
     let mut untabled_expired = 0;
+    let (mut slow, mut backlog) = (0, 0);
     let mut expired = (0, 0);
     for seed in 0..30 {
         let o = run(seed, &p);
@@ -39,6 +40,8 @@ fn client_processes_killed_mid_request_find_every_outcome_when_they_attach_again
         untabled = (untabled.0 + h.untabled.0, untabled.1 + h.untabled.1);
         untabled_read += h.untabled_read;
         untabled_expired += h.untabled_expired;
+        slow += h.slow.0;
+        backlog = backlog.max(h.slow.1);
         expired = (expired.0 + h.expired.0, expired.1 + h.expired.1);
         applied += o.tally.get("Place Applied").copied().unwrap_or(0);
     }
@@ -56,9 +59,11 @@ fn client_processes_killed_mid_request_find_every_outcome_when_they_attach_again
         "{flowed} final events while the other was dead"
     );
     // Processes die halfway through a submit (never run, checked in each run),
-    // and the torn write is where the ring's next submit goes.
+    // and the torn write is where the ring's next submit goes (seen unless
+    // the name was dropped after --keep first: its next process has a new
+    // region).
     assert!(
-        torn.0 > 5 && torn.1 > 5,
+        torn.0 > 5 && torn.1 > 3,
         "{torn:?} torn submits (slots seen)"
     );
     // Processes die between a push and its flight-table entry, before the hub
@@ -79,6 +84,12 @@ fn client_processes_killed_mid_request_find_every_outcome_when_they_attach_again
     // Processes return after --keep (half the runs keep 50 ms to 2 s): the hub
     // drops the name, the next process is told new (each checked: only after
     // a turn --keep past its last request's settling).
+    // Half the names' processes read every 1 to 100 ms: the hub turns several
+    // times between two reads, and their finals wait for them in the ring.
+    assert!(
+        slow > 10 && backlog > 3,
+        "{slow} names read slowly, at most {backlog} finals at one read"
+    );
     assert!(
         expired.0 > 2 && expired.1 > 0,
         "{expired:?} names dropped after --keep (unread finals gone with them)"

@@ -29,7 +29,12 @@
 //! push and its entry in its flight table (the one call `ShmClient::submit`
 //! makes of both; the entry undone through the memfd), the hub having taken
 //! the request before it heard the hang-up or not; often with requests at the
-//! venue. Later a new process of the same name attaches again. Checked: it is told
+//! venue. Later a new process of the same name attaches again.
+//! Half the names' processes read their ring only every 1 to 100 ms (the hub
+//! turning several times between two reads: their events wait in the ring);
+//! each live process reads what waits before the run's end checks. The hub
+//! keeps a dead name's outcomes `--keep` (half the runs 50 ms to 2 s) after
+//! its last request settled; a process told `new` only after that. Checked: it is told
 //! `reattached`; the flight table it finds holds exactly the requests its name
 //! submitted whose final event no process read, but those pushed by a process
 //! that died before their entry; each of them (those too) ends with
@@ -137,6 +142,11 @@ struct Client {
     settled_at: i64,
     /// The hub's slot and generation of it (from its requests' gateway tags).
     gen: Option<(usize, u16)>,
+    /// Its processes read their ring at most this often (0: at every turn
+    /// of the hub), so that the hub turns several times between two reads;
+    /// and when the live one reads next.
+    lag_ns: i64,
+    read_at: i64,
 }
 
 /// The hub and its clients in a run that has them.
@@ -188,6 +198,10 @@ pub struct HubRun {
     /// Such requests whose final event went with their name, dropped after
     /// `--keep` before a process of it came back.
     pub untabled_expired: u64,
+    /// Client names whose processes read their ring only every 1 to 100 ms
+    /// (the hub turning several times between two reads), and the most final
+    /// events one read of such a process found waiting.
+    pub slow: (u64, u64),
     /// Names whose outcomes the hub dropped after `--keep` (the next process
     /// told `new`), and the requests whose final event went with them.
     pub expired: (u64, u64),
@@ -277,6 +291,8 @@ impl Sim {
                 died_at: 0,
                 settled_at: 0,
                 gen: None,
+                lag_ns: 0,
+                read_at: 0,
             })
             .collect();
         self.shm = Some(Box::new(Shm {
@@ -316,6 +332,15 @@ impl Sim {
                 }
                 if s.rng.chance(500) {
                     sched.push((s.rng.range(0, span), HubStep::Twin(c)));
+                }
+            }
+        }
+        // Half the names' processes read their ring only every 1 to 100 ms.
+        if let Some(s) = self.shm.as_mut() {
+            for cl in &mut s.clients {
+                if s.rng.chance(500) {
+                    cl.lag_ns = s.rng.range(MS, 100 * MS);
+                    s.stats.slow.0 += 1;
                 }
             }
         }
@@ -548,7 +573,19 @@ impl Sim {
                 self.hub_kill(c);
                 continue;
             }
-            self.hub_read(c);
+            // A slow process reads only when its time comes.
+            let now = self.net.now;
+            let due = self.shm.as_mut().is_some_and(|s| {
+                let cl = &mut s.clients[c];
+                let due = now >= cl.read_at;
+                if due {
+                    cl.read_at = now + cl.lag_ns;
+                }
+                due
+            });
+            if due {
+                self.hub_read(c);
+            }
         }
     }
 
@@ -567,6 +604,7 @@ impl Sim {
         let Some(client) = cl.live.as_mut() else {
             return;
         };
+        let mut finals = 0;
         while let Some((ev, _)) = client.poll() {
             let what = match ev {
                 ShmEvent::Applied { .. } => What::Applied,
@@ -600,9 +638,13 @@ impl Sim {
             if ev.is_final() {
                 cl.open.remove(&tag);
                 s.stats.untabled_read += u64::from(cl.untabled.remove(&tag));
+                finals += 1;
                 s.stats.served_while_other_dead += u64::from(other_dead);
             }
             got.push(Final { tag, what });
+        }
+        if cl.lag_ns > 0 {
+            s.stats.slow.1 = s.stats.slow.1.max(finals);
         }
         for f in got {
             self.take(Some(Some(f)));
@@ -771,6 +813,11 @@ impl Sim {
     /// At the end: every client's process alive, nothing left in its flight
     /// table (each request's final event read); no submit written halfway ran.
     pub(super) fn hub_end(&mut self) {
+        // Each live process reads what waits in its ring before the checks (a
+        // slow one may not have had its time since the last events).
+        for c in 0..self.shm.as_ref().map_or(0, |s| s.clients.len()) {
+            self.hub_read(c);
+        }
         let Some(s) = self.shm.as_ref() else { return };
         let orders = self.venue.orders();
         for (tag, cid) in &s.torn {
