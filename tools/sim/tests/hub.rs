@@ -125,15 +125,16 @@ fn a_hub_seed_replays_bit_for_bit() {
     assert!(a.clients.is_some_and(|c| c.kills > 0), "{:?}", a.clients);
 }
 
-/// Seed 21 (session 16; a hub run of the default draws): with the hub's
+/// Seed 961 (session 16; a hub run of the default draws): with the hub's
 /// `--keep` counted from a client's detach (the hub before this session), a
 /// request of a dead process settled past `--keep` after the death, the hub
 /// dropped the name at that very turn, and the process that attached next was
-/// told new: the outcome reached nobody. The hub keeps a client's outcomes
-/// `--keep` after its last request settled, as its documentation says.
+/// told new: the outcome reached nobody (`mutants.sh`'s
+/// `keep-counted-from-the-detach`, 84 actions). The hub keeps a client's
+/// outcomes `--keep` after its last request settled, as its documentation says.
 #[test]
-fn seed_21_an_outcome_that_settles_past_keep_still_waits_keep_for_its_client() {
-    let o = run(21, &Params::default());
+fn seed_961_an_outcome_that_settles_past_keep_still_waits_keep_for_its_client() {
+    let o = run(961, &Params::default());
     assert!(o.violations.is_empty(), "{:?}", o.violations);
     let h = o.clients.expect("a run with the hub");
     assert_eq!(h.kills, h.again, "{h:?}");
