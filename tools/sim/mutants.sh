@@ -103,6 +103,29 @@ run a-twin-attached tools/gatewayd/src/shm/hub/attach.rs \
 run a-returning-client-skips-unread-outcomes io/src/boundary/shm_ring.rs \
   "        let head = raw.head().load(Ordering::Relaxed);" \
   "        let head = raw.tail().load(Ordering::Relaxed);"
+# A client drops a final event whose tag its flight table does not hold (a
+# "stale event" filter): the request a dead process pushed before writing its
+# entry ends unheard by the name's next process (issue 43, session 16).
+run a-final-outside-the-flight-table-dropped gateway/src/shm/client.rs \
+  "                Ok(Some(Ok(ev))) => {
+                    if ev.is_final() {" \
+  "                Ok(Some(Ok(ev))) => {
+                    if ev.is_final() && !self.in_flight_tags().any(|t| t == ev.tag()) {
+                        continue;
+                    }
+                    if ev.is_final() {"
+# The hub counts --keep from a dead client's detach, not from its last
+# request's settling (the hub before session 16): an outcome that settles past
+# --keep after the process died is dropped at that very turn, unread.
+run keep-counted-from-the-detach tools/gatewayd/src/shm/hub/mod.rs \
+  ".is_some_and(|t| now - t.max(c.settled_at) >= self.cfg.keep_ns)" \
+  ".is_some_and(|t| now - t >= self.cfg.keep_ns)"
+# The hub drops a dead client's name after --keep with requests in flight:
+# their outcomes reach nobody.
+run expired-with-requests-in-flight tools/gatewayd/src/shm/hub/mod.rs \
+  "                    && c.in_flight() == 0
+                    && (c.broken" \
+  "                    && (c.broken"
 # A batch ends as one request (issue 43): the gateway no longer reads a batch
 # as parts, so its answer's items are dropped and the batch's one fate is
 # every item's (a batch with an item refused alone ends Applied; a lost one is

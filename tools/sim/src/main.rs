@@ -1,8 +1,8 @@
 //! `ergon-sim`: runs seeds of the deterministic simulator.
 //!
 //! ```text
-//! ergon-sim --seeds N [--from S] [--jobs J] [--seconds T] [--no-faults] [--no-bans] [--kills PER_MILLE] [--venue spot|bybit] [--digest]   # N seeds from S, J threads
-//! ergon-sim --seed S [--actions N] [--seconds T] [--venue spot|bybit] [--digest]   # one seed (a replay)
+//! ergon-sim --seeds N [--from S] [--jobs J] [--seconds T] [--no-faults] [--no-bans] [--kills PER_MILLE] [--venue spot|bybit] [--hub] [--digest]   # N seeds from S, J threads
+//! ergon-sim --seed S [--actions N] [--seconds T] [--venue spot|bybit] [--hub] [--digest]   # one seed (a replay)
 //! ```
 //! Prints the throughput (seeds/s, steps/s) at the end; on a failure, the seed,
 //! its broken promises and the shortest failing prefix, and exits 1. With
@@ -22,10 +22,11 @@ use ergon_sim::{run, shrink, Params};
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 const USAGE: &str =
-    "usage: ergon-sim --seeds N [--from S] [--jobs J] [--seconds T] [--no-faults] [--no-bans] [--kills PER_MILLE] [--venue V] [--digest]
-       ergon-sim --seed S [--actions N] [--seconds T] [--no-faults] [--no-bans] [--kills PER_MILLE] [--venue V] [--digest]
+    "usage: ergon-sim --seeds N [--from S] [--jobs J] [--seconds T] [--no-faults] [--no-bans] [--kills PER_MILLE] [--venue V] [--hub] [--digest]
+       ergon-sim --seed S [--actions N] [--seconds T] [--no-faults] [--no-bans] [--kills PER_MILLE] [--venue V] [--hub] [--digest]
   --kills: runs, per mille, whose gateway is killed and restarted (default 250; 0: none)
   --venue spot|bybit: every run plays this venue (default: the seed picks, Bybit in one run of five)
+  --hub: every run serves its strategy through the shared-memory hub (on Binance Spot; default: one run in eight)
   --digest: print each seed's digest (a hash of its steps, writes, answers and events)";
 
 fn main() -> ExitCode {
@@ -59,6 +60,11 @@ fn main() -> ExitCode {
                 Some((v, None)) => Err(format!("--venue {v:?}: spot or bybit")),
                 None => Err("--venue needs a value".into()),
             },
+            "--hub" => {
+                p.hub = Some(true);
+                p.venue = Some(Profile::Spot);
+                Ok(())
+            }
             "--no-bans" => {
                 p.bans = false;
                 Ok(())
@@ -105,8 +111,8 @@ fn main() -> ExitCode {
         }
         if let Some(h) = o.clients {
             println!(
-                "  shared-memory hub: {} client processes killed, {} attached again, {} second processes of a live name refused, {} final events read while another client's process was dead, {} killed halfway through a submit ({} of their slots seen taken by the next)",
-                h.kills, h.again, h.twins, h.served_while_other_dead, h.torn.0, h.torn.1
+                "  shared-memory hub: {} client processes killed, {} attached again, {} second processes of a live name refused, {} final events read while another client's process was dead, {} killed halfway through a submit ({} of their slots seen taken by the next), {} killed between a push and its flight-table entry before the hub took it and {} after ({} of their final events read by the next), {} names dropped after --keep ({} unread final events gone with them), {} names read slowly (at most {} final events waiting at one read)",
+                h.kills, h.again, h.twins, h.served_while_other_dead, h.torn.0, h.torn.1, h.untabled.0, h.untabled.1, h.untabled_read, h.expired.0, h.expired.1, h.slow.0, h.slow.1
             );
         }
         if let Some(w) = o.ws {

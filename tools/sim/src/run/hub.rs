@@ -25,10 +25,19 @@
 //! event (outcomes waiting in its ring), or halfway through writing its next
 //! submit (the slot at its ring's published tail holds the message's length
 //! and half its bytes, written into the region's memfd where the documented
-//! layout puts it; the tail never advanced); often with requests at the venue.
-//! Later a new process of the same name attaches again. Checked: it is told
+//! layout puts it; the tail never advanced), or between its next submit's
+//! push and its entry in its flight table (the one call `ShmClient::submit`
+//! makes of both; the entry undone through the memfd), the hub having taken
+//! the request before it heard the hang-up or not; often with requests at the
+//! venue. Later a new process of the same name attaches again.
+//! Half the names' processes read their ring only every 1 to 100 ms (the hub
+//! turning several times between two reads: their events wait in the ring);
+//! each live process reads what waits before the run's end checks. The hub
+//! keeps a dead name's outcomes `--keep` (half the runs 50 ms to 2 s) after
+//! its last request settled; a process told `new` only after that. Checked: it is told
 //! `reattached`; the flight table it finds holds exactly the requests its name
-//! submitted whose final event no process read; each of them ends with
+//! submitted whose final event no process read, but those pushed by a process
+//! that died before their entry; each of them (those too) ends with
 //! exactly one final event, read by the new process (the ledger's checks: once
 //! per request, none lost, each agreeing with the venue); the other client's
 //! orders keep flowing. A second process attaching under a name whose process
@@ -43,7 +52,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use ergon_core::Class;
-use ergon_gateway::shm::region::{SLOTS_AT, SUBMIT_SLOT};
+use ergon_gateway::shm::region::{
+    FlightEntry, EVENTS_PER_REQUEST, EVENT_SLOT, SLOTS_AT, SUBMIT_SLOT,
+};
 use ergon_gateway::shm::{encode_call, AttachOptions, Call, ShmClient, ShmEvent, ShmSubmitError};
 use ergon_gateway::{Api, Control, Event, Host, Strategy};
 use ergon_gatewayd::shm::{Hub, HubConfig, HUB_TOKEN};
@@ -94,6 +105,13 @@ pub(super) enum Death {
     /// Halfway through writing its next submit into its ring's slot, before
     /// it published it.
     Torn,
+    /// Between its next submit's push (published in the ring) and its entry
+    /// in its flight table (the one call `ShmClient::submit` makes of both):
+    /// the hub takes it after it heard the hang-up.
+    Pushed,
+    /// As `Pushed`, but the hub took the request (and routed what it queued)
+    /// before the process died: the mirror order.
+    Taken,
 }
 
 /// One client name and its process.
@@ -114,6 +132,21 @@ struct Client {
     /// A process of it died halfway through a submit: the next one's submit
     /// must land in that slot (the torn write's place checked).
     torn_slot: bool,
+    /// Of `open`, the requests pushed by a process that died before their
+    /// flight-table entry: in no flight table a later process finds, yet
+    /// their final event is its to read.
+    untabled: BTreeSet<u64>,
+    /// When its last process died.
+    died_at: i64,
+    /// When the hub was last handed a final event of one of its requests.
+    settled_at: i64,
+    /// The hub's slot and generation of it (from its requests' gateway tags).
+    gen: Option<(usize, u16)>,
+    /// Its processes read their ring at most this often (0: at every turn
+    /// of the hub), so that the hub turns several times between two reads;
+    /// and when the live one reads next.
+    lag_ns: i64,
+    read_at: i64,
 }
 
 /// The hub and its clients in a run that has them.
@@ -133,6 +166,14 @@ pub(super) struct Shm {
     pub(super) stats: HubRun,
     /// Its clients ask for the open-orders polls.
     open_orders: bool,
+    /// The hub's `keep_ns` (`--keep`): how long a dead client's outcomes wait
+    /// for it after its last request settled.
+    keep_ns: i64,
+    /// When the hub last turned (its expiry runs in its turn).
+    turned_at: i64,
+    /// The (slot, generation) of the lives the hub dropped after `--keep`: no
+    /// request of one may end after it (its outcome would reach nobody).
+    dropped: Vec<(usize, u16)>,
 }
 
 /// What the hub's client processes went through in a run.
@@ -149,6 +190,21 @@ pub struct HubRun {
     /// Processes killed halfway through writing a submit, and of them, those
     /// whose slot the name's next submit was seen to take.
     pub torn: (u64, u64),
+    /// Processes killed between a submit's push and its flight-table entry:
+    /// before the hub took it, and after (`Death::Pushed`, `Death::Taken`).
+    pub untabled: (u64, u64),
+    /// Final events of such requests read by a later process of the name.
+    pub untabled_read: u64,
+    /// Such requests whose final event went with their name, dropped after
+    /// `--keep` before a process of it came back.
+    pub untabled_expired: u64,
+    /// Client names whose processes read their ring only every 1 to 100 ms
+    /// (the hub turning several times between two reads), and the most final
+    /// events one read of such a process found waiting.
+    pub slow: (u64, u64),
+    /// Names whose outcomes the hub dropped after `--keep` (the next process
+    /// told `new`), and the requests whose final event went with them.
+    pub expired: (u64, u64),
 }
 
 impl Drop for Shm {
@@ -196,11 +252,20 @@ impl Sim {
             self.out.violations.push(format!("{}: {e}", dir.display()));
             return;
         }
+        // Half the runs keep a dead client's outcomes 50 ms to 2 s (a process
+        // returns 1 ms to 3 s after it died, so some return after it); the
+        // others the daemon's default, 300 s.
+        let mut rng = rng;
+        let keep_ns = match rng.chance(500) {
+            true => rng.range(50 * MS, 2 * SEC),
+            false => HubConfig::default().keep_ns,
+        };
         let cfg = HubConfig {
             name: gateway.clone(),
             socket_dir: Some(dir.clone()),
             max_clients: 4,
             in_flight: IN_FLIGHT,
+            keep_ns,
             ..HubConfig::default()
         };
         let hub = match Hub::bind(cfg, None) {
@@ -211,7 +276,6 @@ impl Sim {
                 return;
             }
         };
-        let mut rng = rng;
         let n = rng.range(1, 3) as usize;
         let clients = (0..n)
             .map(|c| Client {
@@ -223,6 +287,12 @@ impl Sim {
                 lives: 0,
                 pushed: 0,
                 torn_slot: false,
+                untabled: BTreeSet::new(),
+                died_at: 0,
+                settled_at: 0,
+                gen: None,
+                lag_ns: 0,
+                read_at: 0,
             })
             .collect();
         self.shm = Some(Box::new(Shm {
@@ -236,6 +306,9 @@ impl Sim {
             open_orders,
             rng,
             stats: HubRun::default(),
+            keep_ns,
+            turned_at: 0,
+            dropped: Vec::new(),
         }));
         for c in 0..n {
             self.hub_attach(c);
@@ -247,16 +320,27 @@ impl Sim {
         if let Some(s) = self.shm.as_mut() {
             for c in 0..n {
                 for _ in 0..s.rng.range(0, 4) {
-                    let death = match s.rng.next_u64() % 4 {
+                    let death = match s.rng.next_u64() % 6 {
                         0 => Death::Now,
                         1 => Death::AfterSubmit,
                         2 => Death::Unread,
-                        _ => Death::Torn,
+                        3 => Death::Torn,
+                        4 => Death::Pushed,
+                        _ => Death::Taken,
                     };
                     sched.push((s.rng.range(0, span), HubStep::Kill(c, death)));
                 }
                 if s.rng.chance(500) {
                     sched.push((s.rng.range(0, span), HubStep::Twin(c)));
+                }
+            }
+        }
+        // Half the names' processes read their ring only every 1 to 100 ms.
+        if let Some(s) = self.shm.as_mut() {
+            for cl in &mut s.clients {
+                if s.rng.chance(500) {
+                    cl.lag_ns = s.rng.range(MS, 100 * MS);
+                    s.stats.slow.0 += 1;
                 }
             }
         }
@@ -293,8 +377,14 @@ impl Sim {
             return;
         }
         cl.dying = None;
+        cl.died_at = self.net.now;
         s.stats.kills += 1;
-        let t = self.net.now + s.rng.range(MS, 3 * SEC);
+        // A new process 1 ms to 3 s later, or (one in four) 3 to 10 s.
+        let t = self.net.now
+            + match s.rng.chance(250) {
+                true => s.rng.range(3 * SEC, 10 * SEC),
+                false => s.rng.range(MS, 3 * SEC),
+            };
         self.hub_poll_fds();
         self.at(t, Step::Hub(HubStep::Attach(c)));
     }
@@ -361,18 +451,43 @@ impl Sim {
         };
         if again {
             s.stats.again += 1;
-            if !client.reattached() {
-                self.out.violations.push(format!(
-                    "t={now}: client {} attached again and was told it is new (its outcomes not kept)",
-                    cl.name
-                ));
+            // Its outcomes are kept `--keep` after its last request settled
+            // (docs/book/src/daemon.md, "Crash cases"; `HubConfig::keep_ns`),
+            // then dropped at a turn of the hub: told `new` only after a turn
+            // past that, its unread final events gone with the name (owed
+            // none now, and none may come).
+            let kept_until = cl.died_at.max(cl.settled_at) + s.keep_ns;
+            match (client.reattached(), s.turned_at >= kept_until) {
+                (true, _) => {}
+                (false, false) => self.out.violations.push(format!(
+                    "t={now}: client {} attached again and was told it is new (its outcomes not kept): died at {}, last request settled at {}, kept until {kept_until} (--keep {} ms)",
+                    cl.name, cl.died_at, cl.settled_at, s.keep_ns / MS
+                )),
+                (false, true) => {
+                    s.stats.expired.0 += 1;
+                    s.stats.expired.1 += cl.open.len() as u64;
+                    for &tag in &cl.open {
+                        self.ledger.lost_with_process(tag);
+                    }
+                    cl.open.clear();
+                    s.stats.untabled_expired += cl.untabled.len() as u64;
+                    cl.untabled.clear();
+                    s.dropped.extend(cl.gen.take());
+                    // A new region: its rings start at 0, a torn slot gone with the old.
+                    cl.pushed = 0;
+                    cl.torn_slot = false;
+                    // Its earlier processes' orders are no longer the name's
+                    // (their ids' blocks went with it): the strategy leaves them.
+                    s.owner.retain(|_, o| *o != c);
+                }
             }
         }
         let table: BTreeSet<u64> = client.in_flight_tags().collect();
-        if table != cl.open {
+        let tabled: BTreeSet<u64> = cl.open.difference(&cl.untabled).copied().collect();
+        if table != tabled {
             self.out.violations.push(format!(
-                "t={now}: client {} attached again: its flight table holds {table:?}, its requests without a final event read are {:?}",
-                cl.name, cl.open
+                "t={now}: client {} attached again: its flight table holds {table:?}, its requests without a final event read are {:?} (of them {:?} pushed by a process that died before their entry)",
+                cl.name, cl.open, cl.untabled
             ));
         }
         cl.live = Some(client);
@@ -412,8 +527,26 @@ impl Sim {
     pub(super) fn hub_event(&mut self, e: Event<'_>) {
         let Some(s) = self.shm.as_mut() else { return };
         let k = (e.tag() >> 48) as usize;
-        if let Some(cl) = s.clients.get_mut(k) {
+        let gen = (e.tag() >> 32) as u16 & 0x7fff;
+        let fin = e.is_final() && !matches!(e, Event::OpenOrders { .. });
+        if fin && s.dropped.contains(&(k, gen)) {
+            let now = self.net.now;
+            self.out.violations.push(format!(
+                "t={now}: a request of a client life (slot {k}) the hub dropped after --keep ended now: its outcome reaches nobody"
+            ));
+        }
+        // The name in that slot (a name dropped and attached again may hold
+        // another slot than its first).
+        let c = s
+            .clients
+            .iter()
+            .position(|cl| s.hub.slot_of(&cl.name) == Some(k));
+        if let Some(cl) = c.and_then(|c| s.clients.get_mut(c)) {
             cl.routed = true;
+            if fin {
+                cl.gen = Some((k, gen));
+                cl.settled_at = self.net.now;
+            }
         }
         let mut api = Api::hosted(&mut self.gw, self.net.host(), &s.control);
         s.hub.on_event(&mut api, e);
@@ -425,6 +558,7 @@ impl Sim {
         let Some(s) = self.shm.as_mut() else { return };
         let mut api = Api::hosted(&mut self.gw, self.net.host(), &s.control);
         s.hub.on_turn(&mut api);
+        s.turned_at = self.net.now;
         let n = s.clients.len();
         // What its submits queued, routed in the same turn (the driver's drain).
         while let Some(e) = self.gw.poll_event() {
@@ -439,7 +573,19 @@ impl Sim {
                 self.hub_kill(c);
                 continue;
             }
-            self.hub_read(c);
+            // A slow process reads only when its time comes.
+            let now = self.net.now;
+            let due = self.shm.as_mut().is_some_and(|s| {
+                let cl = &mut s.clients[c];
+                let due = now >= cl.read_at;
+                if due {
+                    cl.read_at = now + cl.lag_ns;
+                }
+                due
+            });
+            if due {
+                self.hub_read(c);
+            }
         }
     }
 
@@ -458,6 +604,7 @@ impl Sim {
         let Some(client) = cl.live.as_mut() else {
             return;
         };
+        let mut finals = 0;
         while let Some((ev, _)) = client.poll() {
             let what = match ev {
                 ShmEvent::Applied { .. } => What::Applied,
@@ -490,9 +637,14 @@ impl Sim {
             }
             if ev.is_final() {
                 cl.open.remove(&tag);
+                s.stats.untabled_read += u64::from(cl.untabled.remove(&tag));
+                finals += 1;
                 s.stats.served_while_other_dead += u64::from(other_dead);
             }
             got.push(Final { tag, what });
+        }
+        if cl.lag_ns > 0 {
+            s.stats.slow.1 = s.stats.slow.1.max(finals);
         }
         for f in got {
             self.take(Some(Some(f)));
@@ -601,6 +753,22 @@ impl Sim {
                 if let Some(id) = placed {
                     s.owner.insert(id.as_str().to_string(), c);
                 }
+                if matches!(cl.dying, Some(Death::Pushed | Death::Taken)) {
+                    // Dead before its flight-table entry: undone where the
+                    // client wrote it, as if never written.
+                    match unentry(cl, tag) {
+                        Ok(true) => {}
+                        Ok(false) => self.out.violations.push(format!(
+                            "t={now}: client {}: its submit {tag} is not in its flight table",
+                            cl.name
+                        )),
+                        Err(e) => self
+                            .out
+                            .violations
+                            .push(format!("t={now}: client {}: {e}", cl.name)),
+                    }
+                    cl.untabled.insert(tag);
+                }
             }
             Err(ShmSubmitError::Busy | ShmSubmitError::Full) => {
                 self.ledger.unprepared(tag);
@@ -615,14 +783,41 @@ impl Sim {
                 return;
             }
         }
-        if cl.dying == Some(Death::AfterSubmit) {
-            self.hub_kill(c);
+        match cl.dying {
+            Some(Death::AfterSubmit) => self.hub_kill(c),
+            Some(Death::Pushed) => {
+                s.stats.untabled.0 += 1;
+                self.hub_kill(c);
+            }
+            Some(Death::Taken) => {
+                s.stats.untabled.1 += 1;
+                self.hub_take();
+                self.hub_kill(c);
+            }
+            _ => {}
+        }
+    }
+
+    /// The hub's turn between a client's push and that client's next step (it
+    /// takes what was pushed): what the turn queued is routed, nothing read.
+    fn hub_take(&mut self) {
+        let Some(s) = self.shm.as_mut() else { return };
+        let mut api = Api::hosted(&mut self.gw, self.net.host(), &s.control);
+        s.hub.on_turn(&mut api);
+        s.turned_at = self.net.now;
+        while let Some(e) = self.gw.poll_event() {
+            self.hub_event(e);
         }
     }
 
     /// At the end: every client's process alive, nothing left in its flight
     /// table (each request's final event read); no submit written halfway ran.
     pub(super) fn hub_end(&mut self) {
+        // Each live process reads what waits in its ring before the checks (a
+        // slow one may not have had its time since the last events).
+        for c in 0..self.shm.as_ref().map_or(0, |s| s.clients.len()) {
+            self.hub_read(c);
+        }
         let Some(s) = self.shm.as_ref() else { return };
         let orders = self.venue.orders();
         for (tag, cid) in &s.torn {
@@ -678,6 +873,27 @@ fn slot_holds(cl: &Client, call: &Call<'_>, tag: u64) -> std::io::Result<bool> {
     let mut got = [0u8; SUBMIT_SLOT];
     region_file(cl)?.read_exact_at(&mut got, at as u64)?;
     Ok(got[..LEN_BYTES] == (n as u32).to_le_bytes() && got[LEN_BYTES..LEN_BYTES + n] == msg[..n])
+}
+
+/// Undoes request `tag`'s entry in client `cl`'s flight table (at the end of
+/// the region, [`FlightEntry`]'s 16 bytes each: tag, used), through the
+/// region's memfd: what a process that died after its push and before the
+/// entry leaves. False if no entry in use holds `tag`.
+fn unentry(cl: &Client, tag: u64) -> std::io::Result<bool> {
+    use std::os::unix::fs::FileExt;
+    let table = SLOTS_AT + IN_FLIGHT * (SUBMIT_SLOT + EVENTS_PER_REQUEST * EVENT_SLOT);
+    let entry = std::mem::size_of::<FlightEntry>();
+    let f = region_file(cl)?;
+    let mut got = vec![0u8; IN_FLIGHT * entry];
+    f.read_exact_at(&mut got, table as u64)?;
+    for (i, e) in got.chunks_exact(entry).enumerate() {
+        let (t, used) = e.split_at(8);
+        if t == tag.to_le_bytes() && used != [0; 8] {
+            f.write_all_at(&[0; 16], (table + i * entry) as u64)?;
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 /// What a process killed halfway through a submit leaves: the slot at its

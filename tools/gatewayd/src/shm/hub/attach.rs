@@ -162,6 +162,7 @@ impl Hub {
             unresolved: std::collections::VecDeque::with_capacity(self.cfg.in_flight),
             region,
             detached_at: None,
+            settled_at: 0,
             broken: false,
             blocks: std::collections::VecDeque::with_capacity(BLOCKS_KEPT),
             used: Vec::new(),

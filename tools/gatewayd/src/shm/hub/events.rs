@@ -141,6 +141,7 @@ impl Hub {
             c.lists[l as usize] = false;
             c.free.push(l);
             c.stats.finals += 1;
+            c.settled_at = api.now();
         } else {
             let repeat = matches!(sev, ShmEvent::Retrying { .. }) && c.retrying[l as usize];
             if repeat || !c.room_for_steps() {

@@ -191,6 +191,10 @@ struct Client {
     /// `tags`).
     unresolved: std::collections::VecDeque<(Tag, Tag)>,
     detached_at: Option<i64>,
+    /// When the last of its requests settled (its final event routed): a
+    /// detached client's outcomes are kept `keep_ns` after the later of this
+    /// and its detach, so one that settles after `keep_ns` still waits for it.
+    settled_at: i64,
     /// Its submit ring was found corrupt (an index or a length out of range,
     /// written by the client): never read again, never a reason not to park,
     /// and the slot freed as soon as nothing of it is in flight.
@@ -424,6 +428,15 @@ impl Hub {
         self.journal.as_ref().map(Journal::epoch)
     }
 
+    /// The slot client `name` holds (the top bits of its requests' gateway
+    /// tags), if the hub serves it: a name dropped and attached again may
+    /// hold another.
+    pub fn slot_of(&self, name: &str) -> Option<usize> {
+        self.clients
+            .iter()
+            .position(|c| c.as_ref().is_some_and(|c| c.name == name))
+    }
+
     /// Each client's name, whether it is attached, and its counts.
     pub fn clients(&self) -> impl Iterator<Item = (&str, bool, ClientStats)> + '_ {
         self.clients
@@ -592,7 +605,9 @@ impl Hub {
             let drop = slot.as_ref().is_some_and(|c| {
                 c.conn.is_none()
                     && c.in_flight() == 0
-                    && (c.broken || c.detached_at.is_some_and(|t| now - t >= self.cfg.keep_ns))
+                    && (c.broken
+                        || c.detached_at
+                            .is_some_and(|t| now - t.max(c.settled_at) >= self.cfg.keep_ns))
             });
             if drop {
                 *slot = None;
