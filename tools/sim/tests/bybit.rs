@@ -78,3 +78,16 @@ fn the_seed_picks_bybit_in_a_fifth_of_the_runs() {
         assert_eq!((a.steps, &a.tally), (b.steps, &b.tally), "seed {seed}");
     }
 }
+
+/// The Bybit runs feed the digest (`--digest`; it printed 0 for them before the
+/// one driver): a seed's digest is the same run after run, and two seeds'
+/// differ.
+#[test]
+fn a_bybit_seeds_digest_is_stable_and_its_own() {
+    let (a, b) = (run(4, &bybit()), run(4, &bybit()));
+    assert_ne!(a.digest, 0);
+    assert_eq!((a.digest, a.steps), (b.digest, b.steps));
+    let c = run(5, &bybit());
+    assert_ne!(c.digest, 0);
+    assert_ne!(a.digest, c.digest);
+}
