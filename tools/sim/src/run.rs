@@ -168,7 +168,7 @@ pub(crate) struct Sim<A: Adapter = BinanceSpot> {
     pub(crate) p: Params,
     pub(crate) out: Outcome,
     pub(crate) end_at: i64,
-    pub(crate) clock: VenueClock,
+    clock: VenueClock,
     blind: Blind,
     /// The gateway has heard a ban and no person has cleared it since.
     ban_heard: bool,
@@ -189,9 +189,9 @@ pub(crate) struct Sim<A: Adapter = BinanceSpot> {
 
 /// How the venue's clock moves against ours.
 #[derive(Clone, Copy, Default)]
-pub(crate) struct VenueClock {
+struct VenueClock {
     /// Drift, in parts per million (ms of venue per ms of ours, minus one).
-    pub(crate) drift_ppm: i64,
+    drift_ppm: i64,
     /// One step: at our time, by this many ms.
     jump: Option<(i64, i64)>,
 }
@@ -459,7 +459,11 @@ impl<A: Adapter> Sim<A> {
                     None => return false,
                 },
             };
-            if next > stop_at {
+            // A gateway down at the drain's end waits for its restart: the
+            // daemon starts again only past a ban its halts file records (Bybit's
+            // 403: 10 minutes, longer than the drain), and the orders its journal
+            // keeps end in that next life.
+            if next > stop_at && !self.dead() {
                 return false;
             }
             self.net.now = self.net.now.max(next);

@@ -16,10 +16,19 @@
 //! batch) refused alone. Bybit states no time after which a request it accepted
 //! can no longer run: an unknown outcome found nowhere ends Unresolved.
 //!
-//! Not here (the Binance Spot runs have them): kills and restarts, the
-//! WebSocket lanes, another sender on the IP, open-orders polls, venue clock
-//! steps (the clock drifts), cancel-replace (Bybit's is an amend in place) and
-//! batch cancels (the emulator has no `/v5/order/cancel-batch` yet).
+//! Faults as on Binance Spot, from the same driver: the network's fates, bans
+//! (Bybit's 403), the venue's clock drifting and, in a fifth of the runs,
+//! stepping inside the guard; in half the runs open-orders polls
+//! (`/v5/order/realtime`, so a Late is owed for an order left Unresolved that
+//! rests); in a quarter the gateway killed and restarted on the daemon's
+//! journal, charges and halts files (its bootstrap reads `/v5/market/time`;
+//! the journal keeps single orders, as the daemon's hub does, not batches).
+//!
+//! Not here (the Binance Spot runs have them): the WebSocket lanes and the
+//! hub, another sender on the IP, venue clock steps beyond the guard (the
+//! blind model reads Binance's stamps), cancel-replace (Bybit's is an amend in
+//! place) and batch cancels (the emulator has no `/v5/order/cancel-batch`
+//! yet).
 
 use ergon_core::{Budget, Builder, Class};
 use ergon_gateway::{Gateway, ItemFate};
@@ -33,6 +42,7 @@ use ergon_venues::endpoint::{
 
 use crate::check::{Final, Kind, What};
 use crate::run::adapter::Adapter;
+use crate::run::restart::Start;
 use crate::run::{Outcome, Params, Sim, Step, GUARD_MS, MS, T0, VENUE_MS0};
 
 /// The IP's requests in any 5 s, the venue's and the adapter's.
@@ -189,6 +199,11 @@ fn act(sim: &mut Sim<Bybit>) {
         sim.ledger.unprepared(tag);
         return;
     }
+    // A single order goes in the daemon's journal first (a batch does not:
+    // the daemon's hub journals new orders and cancel-replaces only).
+    if !sim.journal_new(tag) {
+        return;
+    }
     if let Err(e) = sim
         .gw
         .submit(&mut sim.net, &mut sim.req, Class::Normal, tag)
@@ -245,11 +260,23 @@ pub fn run(seed: u64, p: &Params) -> Outcome {
     let budget = b.build(T0).expect("budget");
     let gw = Gateway::new(acct, "BTCUSDT", 64, Bybit::REQUEST_BYTES).expect("gateway");
     let mut sim = Sim::new(gw, budget, venue, seed, p);
-    if p.faults {
-        sim.clock.drift_ppm = sim.net.rng.range(-200, 201);
-    }
+    // The venue's clock drifts, and in a fifth of the runs steps inside the
+    // guard (Bybit counts its rolling windows on its own clock; the adapter's
+    // are the guard longer).
+    sim.arm_clock(seed, false);
     sim.at(T0, Step::Tick);
     let ban = sim.arm_ban();
-    let settled = sim.drive(false);
-    sim.finish(false, ban, settled)
+    // Half the runs poll the open orders (`/v5/order/realtime`): a Late is
+    // owed for an order left Unresolved that rests.
+    let polls = sim.arm_polls(seed);
+    // A quarter of the runs kill the gateway and restart it on the daemon's
+    // journal, charges and halts files.
+    let start = Start {
+        keys,
+        allow_failure: false,
+        polls,
+    };
+    sim.arm_kills(seed, start);
+    let settled = sim.drive(polls);
+    sim.finish(polls, ban, settled)
 }
