@@ -84,7 +84,8 @@ pub enum ItemFate {
     /// a cancel: the venue has no such order.
     NeverRan,
     /// Its outcome stays unknown (as [`Event::Unresolved`]); its id is watched and
-    /// an [`Event::Late`] with the batch's tag follows if it shows up.
+    /// an [`Event::Late`] with the batch's tag follows if it shows up (never
+    /// before the batch's [`Event::BatchSettled`]).
     Unresolved,
 }
 

@@ -240,6 +240,23 @@ impl Ledger {
         false
     }
 
+    /// Whether request `tag`'s live entry names `id` (its request is still in
+    /// flight: a batch or cancel-replace whose other parts are being settled).
+    pub fn holds_tag_id(&self, tag: Tag, id: &ClientOrderId) -> bool {
+        let h = id_hash(id);
+        let mut at = home(h, self.ids_mask);
+        while let Some((other, slot)) = self.ids[at] {
+            if other == h {
+                let e = &self.slots[slot as usize].entry;
+                if e.tag == tag && e.req.client_order_ids().contains(id) {
+                    return true;
+                }
+            }
+            at = (at + 1) & self.ids_mask;
+        }
+        false
+    }
+
     /// The entry in `key`'s slot, if it is live.
     pub fn get(&self, key: Key) -> Option<&Entry> {
         self.slots

@@ -876,3 +876,89 @@ fn a_partial_batch_answer_is_never_resent_whole() {
     gw.poll(&mut w);
     assert_eq!(w.sent.len(), 1, "written once");
 }
+
+/// The first request written whose target passes `is`, not answered yet: its
+/// id and flight (to answer it).
+fn take_sent(w: &mut Script, is: impl Fn(&str) -> bool) -> Option<(RequestId, Flight)> {
+    let s = w.sent.iter_mut().find(|s| s.3.is_some() && is(&s.2))?;
+    Some((s.0, s.3.take()?))
+}
+
+/// A batch item left Unresolved is watched at once, while the batch settles its
+/// other items; an open-orders poll that lists it then gives no Late: every Late
+/// comes about a request no longer in flight (its final event out first, as the
+/// daemon's hub routes a Late only to a request that ended). The watch stays,
+/// and the poll after the BatchSettled gives it. Found by the simulator (seed 25
+/// `--venue bybit`, polls on): a Late before its batch's BatchSettled.
+#[test]
+fn a_batch_items_late_waits_for_its_batch_settled() {
+    let (mut gw, mut w) = bybit_gw();
+    gw.set_unresolved_after_ns(3 * SEC);
+    gw.set_watch_ns(60 * SEC);
+    let (id, f) = submit_batch(&mut gw, &mut w, 25);
+    assert_eq!(
+        gw.on_error(&mut w, id, Sent::Maybe(f)),
+        Some(Event::Reconciling { tag: 25 })
+    );
+    let empty = br#"{"retCode":0,"retMsg":"OK","result":{"list":[],"category":"linear"},"time":1700000000000}"#;
+    let mut events = Vec::new();
+    for _ in 0..50 {
+        let (qid, target, qf, _) = w.last();
+        assert!(target.contains("orderLinkId=bt1"), "{target}");
+        w.now += MS;
+        assert_eq!(gw.on_response(&mut w, qid, answer(200, empty), qf), None);
+        events.extend(drain(&mut gw));
+        if !events.is_empty() {
+            break;
+        }
+        next_write(&mut gw, &mut w, 10);
+    }
+    assert_eq!(events, [item(25, 0, ItemFate::Unresolved)]);
+    // bt1 rested after all: a poll lists it while bt2 is asked about.
+    gw.poll_open_orders(SEC);
+    let is_poll = |t: &str| t.contains("/v5/order/realtime") && !t.contains("orderLinkId=");
+    let open = br#"{"retCode":0,"retMsg":"OK","result":{"list":[{"orderLinkId":"bt1"}]},"time":1700000010000}"#;
+    let (pid, pf) = loop {
+        match take_sent(&mut w, is_poll) {
+            Some(p) => break p,
+            None => next_write(&mut gw, &mut w, 10),
+        }
+    };
+    assert_eq!(gw.in_flight(), 1, "the batch is in flight");
+    let ev = gw.on_response(&mut w, pid, answer(200, open), pf);
+    assert!(matches!(ev, Some(Event::OpenOrders { .. })), "{ev:?}");
+    assert_eq!(drain(&mut gw), [], "no Late while its batch is in flight");
+    for cid in ["bt2", "bt3"] {
+        let is_query = |t: &str| t.contains(&format!("orderLinkId={cid}"));
+        let (qid, qf) = loop {
+            match take_sent(&mut w, is_query) {
+                Some(q) => break q,
+                None => next_write(&mut gw, &mut w, 10),
+            }
+        };
+        w.now += MS;
+        assert_eq!(
+            gw.on_response(&mut w, qid, answer(200, &bybit_found(cid)), qf),
+            None
+        );
+        events.extend(drain(&mut gw));
+    }
+    assert_eq!(events.last(), Some(&Event::BatchSettled { tag: 25 }));
+    assert_eq!(gw.in_flight(), 0);
+    // The next poll that lists it gives its Late, once.
+    let (pid, pf) = loop {
+        match take_sent(&mut w, is_poll) {
+            Some(p) => break p,
+            None => next_write(&mut gw, &mut w, 10),
+        }
+    };
+    let ev = gw.on_response(&mut w, pid, answer(200, open), pf);
+    assert!(matches!(ev, Some(Event::OpenOrders { .. })), "{ev:?}");
+    assert_eq!(
+        drain(&mut gw),
+        [Event::Late {
+            tag: 25,
+            found: OrderState::Other
+        }]
+    );
+}

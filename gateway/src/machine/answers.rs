@@ -47,11 +47,15 @@ impl<E: Account> Gateway<E> {
                     }
                     self.stats.polls += 1;
                     if !self.watch.is_empty() {
-                        let (watch, pending, stats) =
-                            (&mut self.watch, &mut self.pending, &mut self.stats);
+                        let (ledger, watch, pending, stats) = (
+                            &self.ledger,
+                            &mut self.watch,
+                            &mut self.pending,
+                            &mut self.stats,
+                        );
                         self.venue.open_ids(r.body, &mut |id| {
                             // Open: it rests on the book, filled in part or not.
-                            seen_in(watch, pending, stats, id, OrderState::Other, now);
+                            seen_in(ledger, watch, pending, stats, id, OrderState::Other, now);
                         });
                     }
                     return Some(Event::OpenOrders {

@@ -7,7 +7,7 @@ use super::{
 };
 use crate::endpoints::Account;
 use crate::events::{Event, ItemFate};
-use crate::ledger::{Entry, Key, Stage};
+use crate::ledger::{Entry, Key, Ledger, Stage};
 use crate::wire::Wire;
 use arrayvec::ArrayVec;
 use ergon_core::{BucketId, Verdict, Why};
@@ -133,9 +133,11 @@ impl<E: Account> Gateway<E> {
     }
 
     /// An order `id` seen at the venue in `state` at `now`: if it is watched, an
-    /// [`Event::Late`] is queued and the watch ends.
+    /// [`Event::Late`] is queued and the watch ends (not while its request is in
+    /// flight: see [`seen_in`]).
     pub(super) fn seen(&mut self, id: &[u8], state: OrderState, now: i64) {
         seen_in(
+            &self.ledger,
             &mut self.watch,
             &mut self.pending,
             &mut self.stats,
@@ -367,7 +369,12 @@ impl<E: Account> Gateway<E> {
 }
 
 /// [`Gateway::seen`] on the gateway's fields (callable while the venue is borrowed).
+/// A part of a batch or cancel-replace left Unresolved is watched at once, while
+/// its request settles its other parts: its Late waits until the request's
+/// final event ([`Event::BatchSettled`]) is out, as every Late comes about a
+/// request no longer in flight (the watch stays; a later sighting gives it).
 pub(super) fn seen_in(
+    ledger: &Ledger,
     watch: &mut Vec<Watched>,
     pending: &mut VecDeque<Event<'static>>,
     stats: &mut Stats,
@@ -375,9 +382,9 @@ pub(super) fn seen_in(
     state: OrderState,
     now: i64,
 ) {
-    let hit = watch
-        .iter()
-        .position(|w| w.until_ns > now && w.id.as_str().as_bytes() == id);
+    let hit = watch.iter().position(|w| {
+        w.until_ns > now && w.id.as_str().as_bytes() == id && !ledger.holds_tag_id(w.tag, &w.id)
+    });
     if let Some(i) = hit {
         let w = watch.swap_remove(i);
         stats.late += 1;

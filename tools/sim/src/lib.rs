@@ -43,15 +43,17 @@
 //! A fifth of the seeds play Bybit v5 linear instead ([`venue::bybit`], picked by
 //! [`profile::Profile::draw`] from a stream of its own, so a Binance Spot run is
 //! what it was; [`Params::venue`] forces one): the gateway with the Bybit
-//! adapter against the emulator's Bybit profile through the same sans-IO engine
-//! and network faults, its strategy sending batches of 1 to 20 orders
+//! adapter against the emulator's Bybit profile through the same driver
+//! ([`run`]'s `Sim`, generic over the adapter) and its faults (the network,
+//! bans, clock steps inside the guard, open-orders polls, kills and restarts),
+//! its strategy sending batches of 1 to 20 orders
 //! (`create-batch`, some items refused alone by the venue) with single orders and
 //! cancels near the create limit, each batch item's fate checked against the
 //! venue ([`check`]).
 //!
 //! What it does not simulate (yet): other venues' WebSocket lanes, the hub's
-//! files and doorbells, on Bybit kills, polls, clock steps, cancel-replace and
-//! batch cancels.
+//! files and doorbells, on Bybit clock steps beyond the guard, another sender
+//! on the IP, cancel-replace (its amend) and batch cancels.
 
 mod blind;
 pub mod check;

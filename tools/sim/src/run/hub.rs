@@ -84,7 +84,7 @@ pub(super) fn draw(seed: u64, p: &Params) -> (bool, Rng) {
 const IN_FLIGHT: usize = 64;
 
 /// A step of the hub's processes.
-pub(super) enum HubStep {
+pub(crate) enum HubStep {
     /// Client `c`'s process dies, as `Death` says.
     Kill(usize, Death),
     /// A new process of client `c` attaches.
@@ -95,7 +95,7 @@ pub(super) enum HubStep {
 
 /// When a dying process dies.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Death {
+pub(crate) enum Death {
     /// At once.
     Now,
     /// Right after its next submit, before the hub takes it.

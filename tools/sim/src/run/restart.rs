@@ -32,10 +32,10 @@ use ergon_gatewayd::shm::{
     outcome_unknown, Driven, Halt, HaltLog, Journal, JournalOwner, Recovery,
 };
 use ergon_venue_sim::sansio::Received;
-use ergon_venues::binance_replace::ReplaceMode;
 use ergon_venues::response::Header;
 
-use super::{spot, Sim, Step, IP, MS, SEC, T0, VENUE_MS0};
+use super::adapter::Adapter;
+use super::{Sim, Step, IP, MS, SEC, T0, VENUE_MS0};
 use crate::check::{Final, Kind, What};
 use crate::rng::Rng;
 
@@ -51,13 +51,13 @@ const TURN_NS: i64 = 100 * MS;
 static RUNS: AtomicU64 = AtomicU64::new(0);
 
 /// How the run started its gateway: each restart starts it so again.
-pub(super) struct Start {
+pub(crate) struct Start {
     /// The account's API key and secret.
-    pub(super) keys: (String, String),
+    pub(crate) keys: (String, String),
     /// Cancel-replaces with ALLOW_FAILURE.
-    pub(super) allow_failure: bool,
+    pub(crate) allow_failure: bool,
     /// The open-orders polls on.
-    pub(super) polls: bool,
+    pub(crate) polls: bool,
 }
 
 /// The files of one life and what it is recovering.
@@ -126,7 +126,7 @@ fn files(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
     )
 }
 
-impl Sim {
+impl<A: Adapter> Sim<A> {
     /// Whether the gateway is dead (between a kill and its restart).
     pub(super) fn dead(&self) -> bool {
         self.proc.as_ref().is_some_and(|p| p.life.is_none())
@@ -134,7 +134,7 @@ impl Sim {
 
     /// Decides whether run `seed` kills its gateway; if so, opens the daemon's
     /// files for the first life and schedules the first kill.
-    pub(super) fn arm_kills(&mut self, seed: u64, start: Start) {
+    pub(crate) fn arm_kills(&mut self, seed: u64, start: Start) {
         let mut rng = Rng::new(seed ^ KILLS_STREAM);
         if !self.p.faults || !rng.chance(self.p.kills_per_mille) {
             return;
@@ -151,7 +151,7 @@ impl Sim {
             self.out.violations.push(format!("{}: {e}", dir.display()));
             return;
         }
-        let owner = JournalOwner::new("binance-spot", "http://sim", &start.keys.0);
+        let owner = JournalOwner::new(A::NAME, "http://sim", &start.keys.0);
         let kills_left = rng.range(1, 4) as u32;
         let first = T0 + rng.range(0, self.p.seconds * SEC);
         self.proc = Some(Box::new(Proc {
@@ -302,8 +302,7 @@ impl Sim {
             return Ok(());
         }
         // The bootstrap's read of the venue's limits, which the venue counts.
-        let raw = b"GET /api/v3/exchangeInfo HTTP/1.1\r\nHost: sim\r\n\r\n";
-        let info = match self.venue.admit(raw, IP, venue_ms) {
+        let info = match self.venue.admit(A::BOOT_READ, IP, venue_ms) {
             Received::Run(a) => self.venue.execute(a, venue_ms),
             Received::Answer(r) => {
                 // Refused: the daemon's bootstrap holds for the venue's wait and
@@ -317,7 +316,8 @@ impl Sim {
                 // to know before an answer) and for a ban the run injected
                 // (one the dead process never heard is met first by whatever
                 // the next process sends).
-                let excused = self.other_every > 0 || (r.status == 418 && self.out.bans > 0);
+                let excused =
+                    self.other_every > 0 || (r.status == A::BAN_STATUS && self.out.bans > 0);
                 if !excused {
                     self.out.violations.push(format!(
                         "t={now}: a restart's bootstrap read (exchangeInfo) was answered {}",
@@ -331,7 +331,7 @@ impl Sim {
                     .and_then(|(_, v)| v.parse::<i64>().ok())
                     .unwrap_or(1)
                     .max(1);
-                if r.status == 418 {
+                if r.status == A::BAN_STATUS {
                     let until_ms = wall + wait_s * 1_000;
                     halts
                         .record(Halt::new(IP_GATE, until_ms, "bootstrap: IP banned"))
@@ -342,12 +342,9 @@ impl Sim {
             }
         };
         let mut b = Budget::builder();
-        let mut acct = spot(&info.body, &p.keys, &mut b, now, venue_ms);
+        let mut acct = A::open_account(&info.body, &p.keys, p.allow_failure, &mut b, now, venue_ms);
         // The WebSocket API lane, as the daemon's start builds it.
         let ws_connects = self.ws.is_some().then(|| crate::ws::declare(&mut b));
-        if p.allow_failure {
-            acct.set_replace_mode(ReplaceMode::AllowFailure);
-        }
         let headers: Vec<Header<'_>> = info
             .headers
             .iter()
@@ -359,8 +356,9 @@ impl Sim {
         let budget = start_budget(b, &mut acct, recent.charged(), &headers, now)
             .map_err(|e| format!("{e:?}"))?;
         let lane_seed = p.seed.wrapping_add(p.kills);
-        let lane = ws_connects.map(|c| crate::ws::lane(&acct, c, &budget, lane_seed));
-        let mut gw = Gateway::new(acct, "BTCUSDT", 64, 1024).map_err(|e| format!("{e:?}"))?;
+        let lane = ws_connects.and_then(|c| A::lane(&acct, c, &budget, lane_seed));
+        let mut gw =
+            Gateway::new(acct, "BTCUSDT", 64, A::REQUEST_BYTES).map_err(|e| format!("{e:?}"))?;
         if let Some(lane) = lane {
             gw.set_ws_api(lane);
         }
@@ -390,7 +388,7 @@ impl Sim {
     /// A new order about to be submitted is written in the journal first, as
     /// the daemon's hub does; false (and its final event given) if the journal
     /// holds its id already.
-    pub(super) fn journal_new(&mut self, tag: u64) -> bool {
+    pub(crate) fn journal_new(&mut self, tag: u64) -> bool {
         let Some(p) = self.proc.as_mut() else {
             return true;
         };
