@@ -35,6 +35,12 @@ pub struct OrderTemplate {
     priced: bool,
     symbol: ArrayString<32>,
     recv_window_ms: i64,
+    /// What follows the signature, written once: the request line's end, the key's
+    /// header and the framing ([`VERSION`], `X-MBX-APIKEY: {key}`, [`END`]) for the
+    /// key the template was made with; empty if it had none.
+    tail: String,
+    /// The key's span in `tail`.
+    key_at: core::ops::Range<usize>,
 }
 
 impl OrderTemplate {
@@ -97,6 +103,15 @@ impl OrderTemplate {
         if !ok {
             return Err(bad);
         }
+        let mut tail = String::new();
+        let mut key_at = 0..0;
+        if let Some(k) = &auth.api_key {
+            tail.push_str(VERSION);
+            tail.push_str(KEY_HEADER);
+            key_at = tail.len()..tail.len() + k.as_str().len();
+            tail.push_str(k.as_str());
+            tail.push_str(END);
+        }
         let mut sym = ArrayString::new();
         sym.try_push_str(symbol.as_str())
             .map_err(|_| Error::BadArgument("symbol"))?;
@@ -107,6 +122,8 @@ impl OrderTemplate {
             priced,
             symbol: sym,
             recv_window_ms: auth.recv_window_ms,
+            tail,
+            key_at,
         })
     }
 
@@ -148,8 +165,7 @@ impl OrderTemplate {
         match key {
             SignKey::Hmac(k) => {
                 let mac = k.sign(&[w.bytes(start + self.query_at..end)]);
-                w.s("&signature=");
-                w.hex(&mac);
+                w.mac_hex("&signature=", &mac);
             }
             SignKey::Ed25519(_) => {
                 let mut text = ArrayString::new();
@@ -158,12 +174,20 @@ impl OrderTemplate {
                 w.s(&text);
             }
         }
-        w.target_at(start + self.target_at..w.pos());
-        w.s(VERSION);
-        let line_end = w.pos();
-        w.s("X-MBX-APIKEY: ");
-        w.header_str("X-MBX-APIKEY", api_key.as_str())?;
-        w.s(END);
+        let target_end = w.pos();
+        w.target_at(start + self.target_at..target_end);
+        let line_end = target_end + VERSION.len();
+        if self.tail.get(self.key_at.clone()) == Some(api_key.as_str()) {
+            // The key the template was made with: the rest in one append.
+            w.s(&self.tail);
+            let at = target_end + self.key_at.start..target_end + self.key_at.end;
+            w.header_at("X-MBX-APIKEY", at)?;
+        } else {
+            w.s(VERSION);
+            w.s(KEY_HEADER);
+            w.header_str("X-MBX-APIKEY", api_key.as_str())?;
+            w.s(END);
+        }
         w.http(line_end);
         w.id(fill.client_order_id)?;
         let deadline = clock.now_ns_at(ts.saturating_add(auth.recv_window_ms));
@@ -176,6 +200,8 @@ impl OrderTemplate {
 const REQUEST: &str = "POST ";
 /// The request line's end.
 const VERSION: &str = " HTTP/1.1\r\n";
+/// The key's header, before the key.
+const KEY_HEADER: &str = "X-MBX-APIKEY: ";
 /// After the key's header: the framing an HTTP/1.1 encoder writes for a POST with
 /// no body, and the blank line.
 const END: &str = "\r\nContent-Length: 0\r\n\r\n";

@@ -140,6 +140,14 @@ proptest! {
         spot.new_order_from(&t, &mut b, &fill, c.now / 2).unwrap();
         spot.new_order_from(&t, &mut b, &fill, c.now).unwrap();
         prop_assert_eq!(seen(&a), seen(&b));
+        // A template made by an adapter with another API key (its key is written
+        // in the template's tail): the filling adapter's key is sent.
+        let other = spot_with(Auth::new("another-key", SECRET, c.recv_window).unwrap());
+        let t2 = other.order_template(order.symbol, c.side, c.order_type).unwrap();
+        let mut d = Prepared::with_capacity(1024);
+        spot.new_order_from(&t2, &mut d, &fill, c.now).unwrap();
+        prop_assert_eq!(seen(&a), seen(&d));
+        prop_assert_eq!(b.http(), d.http());
         // Written as HTTP/1.1 sends it (RFC 9112 §3: the request line, then the
         // header lines, Host first, then the blank line): the bytes of the request
         // it describes, as `ergon_io`'s encoder writes them (its own test holds
