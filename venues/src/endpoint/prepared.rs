@@ -528,6 +528,30 @@ impl<'p> Writer<'p> {
         Ok(self.p)
     }
 
+    /// Marks the request ready like [`Writer::finish_with`], with parts kept from
+    /// an earlier ask of the adapter (a template's: copied in one piece, no list
+    /// built per request).
+    pub(crate) fn finish_parts(
+        self,
+        parts: &[ergon_core::Part],
+        kind: Request<'static>,
+        method: Method,
+        deadline_ns: i64,
+    ) -> Result<&'p Prepared, Error> {
+        if self.not_text {
+            return Err(Error::BadArgument("bytes that are not text"));
+        }
+        self.p.parts.clear();
+        self.p
+            .parts
+            .try_extend_from_slice(parts)
+            .map_err(|_| Error::Config(ergon_core::ConfigError::TooManyParts))?;
+        self.p.kind = Some(kind);
+        self.p.method = Some(method);
+        self.p.deadline_ns = deadline_ns;
+        Ok(self.p)
+    }
+
     /// Marks the request ready: its kind, the parts `venue` charges for it, its
     /// method and deadline. The parts are asked of the venue here, from the kind
     /// the same call wrote the target for.
