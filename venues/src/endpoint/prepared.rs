@@ -518,14 +518,11 @@ impl<'p> Writer<'p> {
         method: Method,
         deadline_ns: i64,
     ) -> Result<&'p Prepared, Error> {
-        if self.not_text {
-            return Err(Error::BadArgument("bytes that are not text"));
-        }
-        self.p.parts = parts;
-        self.p.kind = Some(kind);
-        self.p.method = Some(method);
-        self.p.deadline_ns = deadline_ns;
-        Ok(self.p)
+        let set = |p: &mut Parts| {
+            *p = parts;
+            Ok(())
+        };
+        self.ready(set, (kind, method, deadline_ns))
     }
 
     /// Marks the request ready like [`Writer::finish_with`], with parts kept from
@@ -538,18 +535,12 @@ impl<'p> Writer<'p> {
         method: Method,
         deadline_ns: i64,
     ) -> Result<&'p Prepared, Error> {
-        if self.not_text {
-            return Err(Error::BadArgument("bytes that are not text"));
-        }
-        self.p.parts.clear();
-        self.p
-            .parts
-            .try_extend_from_slice(parts)
-            .map_err(|_| Error::Config(ergon_core::ConfigError::TooManyParts))?;
-        self.p.kind = Some(kind);
-        self.p.method = Some(method);
-        self.p.deadline_ns = deadline_ns;
-        Ok(self.p)
+        let copy = |p: &mut Parts| {
+            p.clear();
+            p.try_extend_from_slice(parts)
+                .map_err(|_| Error::Config(ergon_core::ConfigError::TooManyParts))
+        };
+        self.ready(copy, (kind, method, deadline_ns))
     }
 
     /// Marks the request ready: its kind, the parts `venue` charges for it, its
@@ -562,11 +553,25 @@ impl<'p> Writer<'p> {
         method: Method,
         deadline_ns: i64,
     ) -> Result<&'p Prepared, Error> {
+        let ask = |p: &mut Parts| {
+            *p = venue.parts(kind)?;
+            Ok(())
+        };
+        self.ready(ask, (kind, method, deadline_ns))
+    }
+
+    /// Refuses a request offered bytes that are not text; else sets its parts with
+    /// `parts` (which may refuse it too) and marks it ready.
+    #[inline]
+    fn ready(
+        self,
+        parts: impl FnOnce(&mut Parts) -> Result<(), Error>,
+        (kind, method, deadline_ns): (Request<'static>, Method, i64),
+    ) -> Result<&'p Prepared, Error> {
         if self.not_text {
             return Err(Error::BadArgument("bytes that are not text"));
         }
-        let parts = venue.parts(kind)?;
-        self.p.parts = parts;
+        parts(&mut self.p.parts)?;
         self.p.kind = Some(kind);
         self.p.method = Some(method);
         self.p.deadline_ns = deadline_ns;
