@@ -365,11 +365,27 @@ fn home(k: u64, mask: usize) -> usize {
     (k.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as usize & mask
 }
 
-/// FNV-1a over a client order id's bytes.
+/// A client order id's hash: its length, then its bytes eight at a time (FNV's
+/// multiply and a rotation a word), the last few one at a time. On every submit
+/// twice (the duplicate check and the insert); a byte at a time it was ~5
+/// instructions a byte. Only an index's probe start: equal hashes are told apart
+/// by comparing the ids.
 fn id_hash(id: &ClientOrderId) -> u64 {
-    id.as_str().bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    })
+    const PRIME: u64 = 0x0100_0000_01b3;
+    let b = id.as_str().as_bytes();
+    let mut h = 0xcbf2_9ce4_8422_2325 ^ b.len() as u64;
+    let mut words = b.chunks_exact(8);
+    for w in &mut words {
+        let mut x = [0u8; 8];
+        x.copy_from_slice(w);
+        h = (h ^ u64::from_le_bytes(x))
+            .wrapping_mul(PRIME)
+            .rotate_left(29);
+    }
+    words
+        .remainder()
+        .iter()
+        .fold(h, |h, &c| (h ^ u64::from(c)).wrapping_mul(PRIME))
 }
 
 /// Backward-shift removal from an open-addressed index: no tombstones, so
@@ -470,6 +486,26 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Ids of every length up to the longest, differing in one byte anywhere, all
+    /// hash apart (equal hashes would only cost a probe: the ids are compared).
+    #[test]
+    fn id_hashes_tell_ids_apart() {
+        let mut seen = std::collections::HashSet::new();
+        for len in 1..=ergon_venues::endpoint::MAX_CLIENT_ORDER_ID {
+            for at in 0..len {
+                for c in [b'a', b'b', b'0', b'-'] {
+                    let mut s = vec![b'x'; len];
+                    s[at] = c;
+                    let id = ClientOrderId::new(std::str::from_utf8(&s).unwrap()).unwrap();
+                    seen.insert((id, id_hash(&id)));
+                }
+            }
+        }
+        let ids: std::collections::HashSet<_> = seen.iter().map(|(id, _)| *id).collect();
+        let hashes: std::collections::HashSet<_> = seen.iter().map(|(_, h)| *h).collect();
+        assert_eq!(ids.len(), hashes.len(), "no two of these ids hash alike");
     }
 
     #[test]

@@ -218,7 +218,7 @@ impl Client {
         let socks = &mut self.socks;
         let (id, conn) = self
             .pool
-            .request_http(pool, &h, ticket, deadline_ns, now, |c| idle_open(socks, c))?;
+            .request(pool, &h, ticket, deadline_ns, now, |c| idle_open(socks, c))?;
         if let Err(e) = self.flush(conn) {
             self.pool.handle_error(conn, Error::os(e), now);
         }

@@ -60,7 +60,7 @@ fn on_the_wire(p: &Prepared, budget: &mut Budget, http: bool) -> Result<Vec<u8>,
     let deadline = p.deadline_ns();
     let sent = if http {
         let h = p.http().expect("written as HTTP/1.1");
-        pool.request_http(id, &h, ticket, deadline, T0, |_| true)
+        pool.request(id, &h, ticket, deadline, T0, |_| true)
     } else {
         with_prepared(p, ticket, |r, t| {
             pool.request(id, r, t, deadline, T0, |_| true)
@@ -168,7 +168,7 @@ fn a_written_request_is_refused_where_an_encoded_one_is() {
             let (mut pool, id) = pool("api.binance.com", &mut budget, max.max(64));
             let ticket = budget.try_charge(p.parts(), Class::Normal, T0).unwrap();
             let sent = if http {
-                pool.request_http(id, &h, ticket, p.deadline_ns(), T0, |_| true)
+                pool.request(id, &h, ticket, p.deadline_ns(), T0, |_| true)
             } else {
                 with_prepared(&p, ticket, |r, t| {
                     pool.request(id, r, t, p.deadline_ns(), T0, |_| true)
@@ -181,7 +181,7 @@ fn a_written_request_is_refused_where_an_encoded_one_is() {
                     assert_eq!(pool.transmit(conn).len(), len);
                     // The connection is busy now: the next is refused (no idle one).
                     let ticket = budget.try_charge(p.parts(), Class::Normal, T0).unwrap();
-                    let again = pool.request_http(id, &h, ticket, p.deadline_ns(), T0, |_| true);
+                    let again = pool.request(id, &h, ticket, p.deadline_ns(), T0, |_| true);
                     let Err(Refused::Busy(t)) = again else {
                         panic!("a busy connection took a request: {again:?}");
                     };

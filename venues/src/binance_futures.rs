@@ -217,7 +217,7 @@ impl BinanceFutures {
         OrderTemplate::build(
             "/fapi/v1/order",
             (symbol, side, order_type, reduce_only),
-            &self.auth,
+            (self, &self.auth, &self.limits),
             |w, first, o| self.order_params(w, first, o),
         )
     }
@@ -233,7 +233,7 @@ impl BinanceFutures {
         fill: &Fill<'_>,
         now: i64,
     ) -> Result<&'p Prepared, Error> {
-        t.fill(out, fill, (self, &self.auth, &self.limits.clock), now)
+        t.fill(out, fill, (self, &self.auth, &self.limits), now)
     }
 }
 

@@ -16,7 +16,7 @@
 //! | `wire_prepare_builder` | the same order from `BinanceSpot::new_order` (parameter by parameter), as before the template |
 //! | `wire_charge` | `Budget::try_charge_shape` of the order's shape (the gateway's charge) |
 //! | `wire_ledger` | prepare, then `Gateway::submit` to a transport that only takes the ticket |
-//! | `wire_encode` | prepare, submit, and the pool's `request_http` (the order, written as HTTP/1.1 by its template, copied into the connection's buffer with the `Host` line, as the loop's `Context::request_prepared` does), the bytes marked written without a syscall |
+//! | `wire_encode` | prepare, submit, and the pool's `request` (the order, written as HTTP/1.1 by its template, copied into the connection's buffer with the `Host` line, as the loop's `Context::request_prepared` does), the bytes marked written without a syscall |
 //! | `wire_write` | the whole path: the same, with the bytes handed to `write(2)` (a pipe) |
 //! | `wire_floor` | `write(2)` of the same bytes alone |
 //!
@@ -143,7 +143,7 @@ impl Wire for Transport {
         self.next_pool += 1;
         let (id, conn) = self
             .pool
-            .request_http(pool, &h, ticket, deadline_ns, T0, |_| true)?;
+            .request(pool, &h, ticket, deadline_ns, T0, |_| true)?;
         Ok(self.write(id, conn))
     }
 }
@@ -432,7 +432,7 @@ impl Case for WireCase {
                 "prepare + Gateway::submit (checks, charge, ledger), transport takes the ticket"
             }
             Stage::Encode => {
-                "prepare + submit + the pool's request_http (copied into the connection), no syscall"
+                "prepare + submit + the pool's request (copied into the connection), no syscall"
             }
             Stage::Write => "the whole path: prepare + submit + encode + write(2) to a pipe",
             Stage::Floor => "write(2) of the same request bytes to a pipe alone",

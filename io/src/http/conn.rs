@@ -11,6 +11,29 @@ use super::decode::{Decoder, Step};
 use super::encode::{encode, encode_http, InvalidRequest, Request};
 use super::{Headers, Limits, ParseError, MAX_HEADERS};
 
+/// A request a connection puts in its send buffer: one described by its parts
+/// ([`Request`]: encoded and checked, [`Conn::send`]) or one its adapter wrote as
+/// HTTP/1.1 already ([`Http`]: copied, [`Conn::send_http`]). What
+/// [`Pool::request`](crate::pool::Pool::request) takes.
+pub trait Outgoing {
+    /// Puts it in `conn`'s send buffer with `Host: host`, as [`Conn::send`] does.
+    fn put_on(&self, conn: &mut Conn, host: &str) -> Result<(), InvalidRequest>;
+}
+
+impl Outgoing for Request<'_> {
+    #[inline]
+    fn put_on(&self, conn: &mut Conn, host: &str) -> Result<(), InvalidRequest> {
+        conn.send(self, host)
+    }
+}
+
+impl Outgoing for Http<'_> {
+    #[inline]
+    fn put_on(&self, conn: &mut Conn, host: &str) -> Result<(), InvalidRequest> {
+        conn.send_http(self, host)
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {
     /// No request: ready for [`Conn::send`].

@@ -13,7 +13,7 @@ mod conn;
 mod decode;
 mod encode;
 
-pub use conn::{Conn, Progress};
+pub use conn::{Conn, Outgoing, Progress};
 pub use decode::MAX_HEADERS;
 
 /// Room for one response's headers while it is read: the caller makes it empty

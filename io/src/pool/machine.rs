@@ -4,11 +4,10 @@ use std::collections::VecDeque;
 use std::net::SocketAddr;
 
 use ergon_core::{Budget, Flight, Ticket};
-use ergon_venues::endpoint::Http;
 use ergon_venues::response::Response;
 
 use super::{Counters, Error, PoolConfig, PoolError, PoolId, Refused, RequestId, Sent};
-use crate::http::{Conn, Headers, InvalidRequest, ParseError, Progress, Request};
+use crate::http::{Conn, Headers, Outgoing, ParseError, Progress};
 
 /// One connection slot, numbered across every pool in the order they were added.
 /// A slot keeps its number while its transport connection comes and goes.
@@ -312,6 +311,9 @@ impl Pool {
     }
 
     /// Puts `req` on an idle connection of `pool`, or hands the ticket back.
+    /// `req` is a [`Request`](crate::http::Request) (encoded) or an [`Http`](ergon_venues::endpoint::Http)
+    /// (a request its adapter wrote as HTTP/1.1 already, valid on the wire by
+    /// construction: copied with the pool's `Host` line, the same bytes).
     /// `is_open` is the driver's look at an idle connection's transport (a peek:
     /// false when the server closed it or sent bytes unasked, and it is then
     /// dropped as stale instead of written to). On success the request waits in
@@ -321,45 +323,14 @@ impl Pool {
     /// when it passes before the response is complete, the request fails with
     /// [`Error::Timeout`] and its connection is closed.
     #[inline]
-    pub fn request(
+    pub fn request<R: Outgoing + ?Sized>(
         &mut self,
         pool: PoolId,
-        req: &Request<'_>,
+        req: &R,
         ticket: Ticket,
         deadline_ns: i64,
         now: i64,
-        is_open: impl FnMut(ConnId) -> bool,
-    ) -> Result<(RequestId, ConnId), Refused> {
-        let at = (pool, deadline_ns, now);
-        self.place(at, ticket, is_open, |conn, host| conn.send(req, host))
-    }
-
-    /// [`Pool::request`] for a request its adapter wrote as HTTP/1.1 already
-    /// ([`Http`]: valid on the wire by construction): copied into the connection's
-    /// buffer with the pool's `Host` line, the same bytes `request` writes for it.
-    #[inline]
-    pub fn request_http(
-        &mut self,
-        pool: PoolId,
-        req: &Http<'_>,
-        ticket: Ticket,
-        deadline_ns: i64,
-        now: i64,
-        is_open: impl FnMut(ConnId) -> bool,
-    ) -> Result<(RequestId, ConnId), Refused> {
-        let at = (pool, deadline_ns, now);
-        self.place(at, ticket, is_open, |conn, host| conn.send_http(req, host))
-    }
-
-    /// The idle connection a request of `pool` goes on, and the request put in
-    /// its buffer by `send`: see [`Pool::request`].
-    #[inline(always)]
-    fn place(
-        &mut self,
-        (pool, deadline_ns, now): (PoolId, i64, i64),
-        ticket: Ticket,
         mut is_open: impl FnMut(ConnId) -> bool,
-        send: impl FnOnce(&mut Conn, &str) -> Result<(), InvalidRequest>,
     ) -> Result<(RequestId, ConnId), Refused> {
         let Some(o) = self.origins.get(pool.index()) else {
             return Err(Refused::UnknownPool(ticket));
@@ -398,7 +369,7 @@ impl Pool {
         };
         let host = &self.origins[pool.index()].cfg.host;
         let s = &mut self.slots[i];
-        if let Err(e) = send(&mut s.conn, host) {
+        if let Err(e) = req.put_on(&mut s.conn, host) {
             return Err(Refused::Invalid(ticket, e));
         }
         let id = RequestId(self.next_id);

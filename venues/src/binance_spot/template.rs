@@ -13,8 +13,12 @@
 
 use arrayvec::ArrayString;
 
-use super::{order_params, Auth, BinanceSpot, PostOnly};
-use crate::adapt::{Clock, Error, Request, Venue};
+use core::any::TypeId;
+
+use ergon_core::{BucketId, Part};
+
+use super::{order_params, Auth, BinanceSpot, Counts, Limits, PostOnly};
+use crate::adapt::{Clock, Error, Parts, Request, Venue};
 use crate::binance_auth::signature;
 use crate::endpoint::{
     decimal, ClientOrderId, Decimal, Field, Fill, Method, NewOrder, OrderType, Prepared, Runs,
@@ -35,6 +39,61 @@ pub struct OrderTemplate {
     priced: bool,
     symbol: ArrayString<32>,
     recv_window_ms: i64,
+    /// What follows the signature, written once: the request line's end, the key's
+    /// header and the framing ([`VERSION`], `X-MBX-APIKEY: {key}`, [`END`]) for the
+    /// key the template was made with; empty if it had none.
+    tail: String,
+    /// The key's span in `tail`.
+    key_at: core::ops::Range<usize>,
+    /// The parts of the adapter that made it, for an order, and what they were
+    /// computed from.
+    parts: CachedParts,
+}
+
+/// An order's parts as its adapter computed them when the template was made, with
+/// everything they are computed from: the adapter's type, its IP gate and, of each
+/// of its limits, what it counts, its bucket and its window. A fill whose adapter
+/// matches all of it charges these parts without asking the adapter (~140
+/// instructions an order: `Limits` is a public field, so a change cannot be
+/// signalled, only seen); any difference (a limit added, removed or rebound, another
+/// adapter type) and the adapter is asked, as before.
+#[derive(Clone, Debug)]
+struct CachedParts {
+    venue: TypeId,
+    ip: BucketId,
+    limits: Vec<(Counts, BucketId, i64)>,
+    /// None if the adapter had none (it is asked again, and says why).
+    parts: Option<Parts>,
+}
+
+impl CachedParts {
+    fn new<V: Venue + 'static>(venue: &V, limits: &Limits) -> CachedParts {
+        CachedParts {
+            venue: TypeId::of::<V>(),
+            ip: limits.ip,
+            limits: limits
+                .limits
+                .iter()
+                .map(|l| (l.counts, l.bucket, l.window_ns))
+                .collect(),
+            parts: venue.parts(Request::Order).ok(),
+        }
+    }
+
+    /// The parts kept, if `venue` and its `limits` are what they were computed
+    /// from; else None: ask the adapter.
+    #[inline]
+    fn of<V: Venue + 'static>(&self, limits: &Limits) -> Option<&[Part]> {
+        let same = self.venue == TypeId::of::<V>()
+            && self.ip == limits.ip
+            && self.limits.len() == limits.limits.len()
+            && self
+                .limits
+                .iter()
+                .zip(&limits.limits)
+                .all(|(c, l)| *c == (l.counts, l.bucket, l.window_ns));
+        self.parts.as_deref().filter(|_| same)
+    }
 }
 
 impl OrderTemplate {
@@ -44,10 +103,10 @@ impl OrderTemplate {
     /// `newClientOrderId`, then anything fixed after it), for requests signed
     /// with `auth`. The builder runs once, on placeholder values, and its text is
     /// cut where they stand.
-    pub(crate) fn build(
+    pub(crate) fn build<V: Venue + 'static>(
         path: &str,
         o: (Symbol<'_>, Side, OrderType, bool),
-        auth: &Auth,
+        (venue, auth, limits): (&V, &Auth, &Limits),
         params: impl FnOnce(&mut Writer<'_>, &mut bool, &NewOrder<'_>) -> Result<(), Error>,
     ) -> Result<OrderTemplate, Error> {
         let (symbol, side, order_type, reduce_only) = o;
@@ -97,6 +156,15 @@ impl OrderTemplate {
         if !ok {
             return Err(bad);
         }
+        let mut tail = String::new();
+        let mut key_at = 0..0;
+        if let Some(k) = &auth.api_key {
+            tail.push_str(VERSION);
+            tail.push_str(KEY_HEADER);
+            key_at = tail.len()..tail.len() + k.as_str().len();
+            tail.push_str(k.as_str());
+            tail.push_str(END);
+        }
         let mut sym = ArrayString::new();
         sym.try_push_str(symbol.as_str())
             .map_err(|_| Error::BadArgument("symbol"))?;
@@ -107,19 +175,23 @@ impl OrderTemplate {
             priced,
             symbol: sym,
             recv_window_ms: auth.recv_window_ms,
+            tail,
+            key_at,
+            parts: CachedParts::new(venue, limits),
         })
     }
 
-    /// One order of this template into `out`, stamped at `now` on `clock` and
-    /// signed with `auth` as `sign` signs; its parts asked of `venue`. See
-    /// [`BinanceSpot::new_order_from`].
-    pub(crate) fn fill<'p, V: Venue>(
+    /// One order of this template into `out`, stamped at `now` on `limits`' clock
+    /// and signed with `auth` as `sign` signs; its parts `venue`'s (see
+    /// [`CachedParts`]). See [`BinanceSpot::new_order_from`].
+    pub(crate) fn fill<'p, V: Venue + 'static>(
         &self,
         out: &'p mut Prepared,
         fill: &Fill<'_>,
-        (venue, auth, clock): (&V, &Auth, &Clock),
+        (venue, auth, limits): (&V, &Auth, &Limits),
         now: i64,
     ) -> Result<&'p Prepared, Error> {
+        let clock: &Clock = &limits.clock;
         let mut w = Writer::start(out);
         let price = match (self.priced, fill.price) {
             (true, Some(p)) => p.as_str(),
@@ -148,8 +220,7 @@ impl OrderTemplate {
         match key {
             SignKey::Hmac(k) => {
                 let mac = k.sign(&[w.bytes(start + self.query_at..end)]);
-                w.s("&signature=");
-                w.hex(&mac);
+                w.mac_hex("&signature=", &mac);
             }
             SignKey::Ed25519(_) => {
                 let mut text = ArrayString::new();
@@ -158,16 +229,27 @@ impl OrderTemplate {
                 w.s(&text);
             }
         }
-        w.target_at(start + self.target_at..w.pos());
-        w.s(VERSION);
-        let line_end = w.pos();
-        w.s("X-MBX-APIKEY: ");
-        w.header_str("X-MBX-APIKEY", api_key.as_str())?;
-        w.s(END);
+        let target_end = w.pos();
+        w.target_at(start + self.target_at..target_end);
+        let line_end = target_end + VERSION.len();
+        if self.tail.get(self.key_at.clone()) == Some(api_key.as_str()) {
+            // The key the template was made with: the rest in one append.
+            w.s(&self.tail);
+            let at = target_end + self.key_at.start..target_end + self.key_at.end;
+            w.header_at("X-MBX-APIKEY", at)?;
+        } else {
+            w.s(VERSION);
+            w.s(KEY_HEADER);
+            w.header_str("X-MBX-APIKEY", api_key.as_str())?;
+            w.s(END);
+        }
         w.http(line_end);
         w.id(fill.client_order_id)?;
         let deadline = clock.now_ns_at(ts.saturating_add(auth.recv_window_ms));
-        w.finish(venue, Request::Order, Method::Post, deadline)
+        match self.parts.of::<V>(limits) {
+            Some(parts) => w.finish_parts(parts, Request::Order, Method::Post, deadline),
+            None => w.finish(venue, Request::Order, Method::Post, deadline),
+        }
     }
 }
 
@@ -176,6 +258,8 @@ impl OrderTemplate {
 const REQUEST: &str = "POST ";
 /// The request line's end.
 const VERSION: &str = " HTTP/1.1\r\n";
+/// The key's header, before the key.
+const KEY_HEADER: &str = "X-MBX-APIKEY: ";
 /// After the key's header: the framing an HTTP/1.1 encoder writes for a POST with
 /// no body, and the blank line.
 const END: &str = "\r\nContent-Length: 0\r\n\r\n";
@@ -199,7 +283,7 @@ impl BinanceSpot {
         OrderTemplate::build(
             "/api/v3/order",
             (symbol, side, order_type, false),
-            &self.auth,
+            (self, &self.auth, &self.limits),
             |w, first, o| order_params(w, first, o, "newClientOrderId", PostOnly::LimitMaker),
         )
     }
@@ -217,7 +301,7 @@ impl BinanceSpot {
         fill: &Fill<'_>,
         now: i64,
     ) -> Result<&'p Prepared, Error> {
-        t.fill(out, fill, (self, &self.auth, &self.limits.clock), now)
+        t.fill(out, fill, (self, &self.auth, &self.limits), now)
     }
 }
 

@@ -7,7 +7,7 @@ use arrayvec::{ArrayString, ArrayVec};
 
 use crate::adapt::{Error, Parts, Request, Venue};
 
-use super::template::Sink;
+use super::template::{digits, Sink};
 use super::{ClientOrderId, Label, Method, Symbol, MAX_BATCH, MAX_HEADERS};
 
 /// A request prepared by an adapter, ready to charge and to send: see the module
@@ -23,10 +23,13 @@ pub struct Prepared {
     kind: Option<Request<'static>>,
     parts: Parts,
     method: Option<Method>,
-    /// Text only (every adapter writes ASCII), so that the target and headers are
-    /// handed out as `&str` without a UTF-8 check per read: the gateway reads them
-    /// on every send.
-    bytes: String,
+    /// Text by construction: only whole strings, bytes checked as UTF-8 and the
+    /// ASCII the writer makes from its own tables (digits, hex, base64,
+    /// percent-encoding) are appended, so what it makes needs no UTF-8 check per
+    /// append (the timestamp's digits and a MAC's hex were ~170 instructions an
+    /// order). A template's order is read as bytes ([`Prepared::http`]); the target
+    /// and headers are read as `&str` with one check of their span.
+    bytes: Vec<u8>,
     target: Range<usize>,
     headers: ArrayVec<(&'static str, Range<usize>), MAX_HEADERS>,
     body: Range<usize>,
@@ -44,7 +47,7 @@ impl Prepared {
     /// holds any single order; a 20-order batch body needs about 4 KiB).
     pub fn with_capacity(capacity: usize) -> Self {
         Prepared {
-            bytes: String::with_capacity(capacity),
+            bytes: Vec::with_capacity(capacity),
             ..Prepared::default()
         }
     }
@@ -90,7 +93,7 @@ impl Prepared {
 
     /// The body (empty for most GET and DELETE requests).
     pub fn body(&self) -> &[u8] {
-        self.bytes.as_bytes().get(self.body.clone()).unwrap_or(&[])
+        self.bytes.get(self.body.clone()).unwrap_or(&[])
     }
 
     /// The request as HTTP/1.1 sends it, but for the `Host` line the connection
@@ -102,7 +105,7 @@ impl Prepared {
         if self.http_line == 0 || self.kind.is_none() {
             return None;
         }
-        let (line, rest) = self.bytes.as_bytes().split_at_checked(self.http_line)?;
+        let (line, rest) = self.bytes.split_at_checked(self.http_line)?;
         Some(Http { line, rest })
     }
 
@@ -169,8 +172,13 @@ impl Prepared {
     }
 
     fn text(&self, at: Range<usize>) -> &str {
-        // Spans end on ASCII bytes, so this is a bounds check, not a UTF-8 scan.
-        self.bytes.get(at).unwrap_or("")
+        // The bytes are text and spans end on ASCII bytes, so this never fails; it
+        // is a scan of the span (the price of a buffer the writer appends to
+        // without a check: see the field's doc).
+        self.bytes
+            .get(at)
+            .and_then(|b| core::str::from_utf8(b).ok())
+            .unwrap_or("")
     }
 }
 
@@ -274,26 +282,38 @@ impl<'p> Writer<'p> {
         }
     }
 
-    /// Appends bytes made here (digits, hex, base64: ASCII), checked as UTF-8; any
-    /// other makes the request fail at [`Writer::finish`].
+    /// Appends bytes an adapter hands over, checked as UTF-8; any other makes the
+    /// request fail at [`Writer::finish`].
     pub(crate) fn put(&mut self, b: &[u8]) {
         match core::str::from_utf8(b) {
-            Ok(s) => self.p.bytes.push_str(s),
+            Ok(s) => self.s(s),
             Err(_) => self.not_text = true,
         }
     }
 
     /// Appends a string.
+    #[inline]
     pub(crate) fn s(&mut self, s: &str) {
-        self.p.bytes.push_str(s);
+        self.p.bytes.extend_from_slice(s.as_bytes());
+    }
+
+    /// Appends ASCII this writer made from its own tables (digits, hex, base64,
+    /// percent-encoding): text by construction, so not checked. Private to this
+    /// file, which is what keeps [`Prepared`]'s bytes text.
+    #[inline]
+    fn ascii(&mut self, b: &[u8]) {
+        debug_assert!(b.is_ascii());
+        self.p.bytes.extend_from_slice(b);
     }
 
     /// Appends a decimal integer, two digits a step from a table and the sign in
     /// the same buffer: one append (a 13-digit timestamp took ~140 instructions a
-    /// digit at a time and two appends for a negative number).
+    /// digit at a time and two appends for a negative number), and no UTF-8 check
+    /// of the digits (~110 instructions for a timestamp's).
+    #[inline]
     pub(crate) fn int(&mut self, n: i64) {
         let mut buf = [0u8; 20];
-        self.s(super::decimal(n, &mut buf));
+        self.ascii(digits(n, &mut buf));
     }
 
     /// Appends lower-case hex of `bytes`, 32 bytes (a MAC) in one append: a
@@ -308,8 +328,40 @@ impl<'p> Writer<'p> {
             for (o, &b) in out.chunks_exact_mut(2).zip(chunk) {
                 o.copy_from_slice(&HEX_PAIRS[usize::from(b)]);
             }
-            self.put(&out[..2 * chunk.len()]);
+            self.ascii(&out[..2 * chunk.len()]);
         }
+    }
+
+    /// Appends `lead` (a short literal: `&signature=`) and the lower-case hex of a
+    /// MAC in one append: the signature of every HMAC-signed template order.
+    #[inline]
+    pub(crate) fn mac_hex(&mut self, lead: &'static str, mac: &[u8; 32]) {
+        const LEAD: usize = 16;
+        let Some(head) = lead
+            .as_bytes()
+            .get(..LEAD.min(lead.len()))
+            .filter(|h| h.len() == lead.len())
+        else {
+            self.s(lead);
+            self.hex(mac);
+            return;
+        };
+        let mut out = [0u8; LEAD + 64];
+        out[..head.len()].copy_from_slice(head);
+        for (o, &b) in out[head.len()..].chunks_exact_mut(2).zip(mac) {
+            o.copy_from_slice(&HEX_PAIRS[usize::from(b)]);
+        }
+        // `lead` whole (text) and hex digits (ASCII).
+        self.p.bytes.extend_from_slice(&out[..head.len() + 64]);
+    }
+
+    /// Records a header named `name` whose value was written at `at` (with the
+    /// text around it, in one run).
+    pub(crate) fn header_at(&mut self, name: &'static str, at: Range<usize>) -> Result<(), Error> {
+        self.p
+            .headers
+            .try_push((name, at))
+            .map_err(|_| Error::BadArgument("too many headers"))
     }
 
     /// Appends `s` percent-encoded: every byte but `A-Z a-z 0-9 - . _ ~` as `%XX`
@@ -318,9 +370,9 @@ impl<'p> Writer<'p> {
         const HEX: &[u8; 16] = b"0123456789ABCDEF";
         for &c in s.as_bytes() {
             if c.is_ascii_alphanumeric() || b"-._~".contains(&c) {
-                self.put(&[c]);
+                self.ascii(&[c]);
             } else {
-                self.put(&[b'%', HEX[usize::from(c >> 4)], HEX[usize::from(c & 15)]]);
+                self.ascii(&[b'%', HEX[usize::from(c >> 4)], HEX[usize::from(c & 15)]]);
             }
         }
     }
@@ -362,7 +414,7 @@ impl<'p> Writer<'p> {
                     b'='
                 },
             ];
-            self.put(&out);
+            self.ascii(&out);
         }
     }
 
@@ -373,7 +425,7 @@ impl<'p> Writer<'p> {
 
     /// The bytes written in `at`.
     pub(crate) fn bytes(&self, at: Range<usize>) -> &[u8] {
-        self.p.bytes.as_bytes().get(at).unwrap_or(&[])
+        self.p.bytes.get(at).unwrap_or(&[])
     }
 
     /// Starts a span (target, header value or body) at the current position.
@@ -466,14 +518,29 @@ impl<'p> Writer<'p> {
         method: Method,
         deadline_ns: i64,
     ) -> Result<&'p Prepared, Error> {
-        if self.not_text {
-            return Err(Error::BadArgument("bytes that are not text"));
-        }
-        self.p.parts = parts;
-        self.p.kind = Some(kind);
-        self.p.method = Some(method);
-        self.p.deadline_ns = deadline_ns;
-        Ok(self.p)
+        let set = |p: &mut Parts| {
+            *p = parts;
+            Ok(())
+        };
+        self.ready(set, (kind, method, deadline_ns))
+    }
+
+    /// Marks the request ready like [`Writer::finish_with`], with parts kept from
+    /// an earlier ask of the adapter (a template's: copied in one piece, no list
+    /// built per request).
+    pub(crate) fn finish_parts(
+        self,
+        parts: &[ergon_core::Part],
+        kind: Request<'static>,
+        method: Method,
+        deadline_ns: i64,
+    ) -> Result<&'p Prepared, Error> {
+        let copy = |p: &mut Parts| {
+            p.clear();
+            p.try_extend_from_slice(parts)
+                .map_err(|_| Error::Config(ergon_core::ConfigError::TooManyParts))
+        };
+        self.ready(copy, (kind, method, deadline_ns))
     }
 
     /// Marks the request ready: its kind, the parts `venue` charges for it, its
@@ -486,11 +553,25 @@ impl<'p> Writer<'p> {
         method: Method,
         deadline_ns: i64,
     ) -> Result<&'p Prepared, Error> {
+        let ask = |p: &mut Parts| {
+            *p = venue.parts(kind)?;
+            Ok(())
+        };
+        self.ready(ask, (kind, method, deadline_ns))
+    }
+
+    /// Refuses a request offered bytes that are not text; else sets its parts with
+    /// `parts` (which may refuse it too) and marks it ready.
+    #[inline]
+    fn ready(
+        self,
+        parts: impl FnOnce(&mut Parts) -> Result<(), Error>,
+        (kind, method, deadline_ns): (Request<'static>, Method, i64),
+    ) -> Result<&'p Prepared, Error> {
         if self.not_text {
             return Err(Error::BadArgument("bytes that are not text"));
         }
-        let parts = venue.parts(kind)?;
-        self.p.parts = parts;
+        parts(&mut self.p.parts)?;
         self.p.kind = Some(kind);
         self.p.method = Some(method);
         self.p.deadline_ns = deadline_ns;

@@ -140,6 +140,14 @@ proptest! {
         spot.new_order_from(&t, &mut b, &fill, c.now / 2).unwrap();
         spot.new_order_from(&t, &mut b, &fill, c.now).unwrap();
         prop_assert_eq!(seen(&a), seen(&b));
+        // A template made by an adapter with another API key (its key is written
+        // in the template's tail): the filling adapter's key is sent.
+        let other = spot_with(Auth::new("another-key", SECRET, c.recv_window).unwrap());
+        let t2 = other.order_template(order.symbol, c.side, c.order_type).unwrap();
+        let mut d = Prepared::with_capacity(1024);
+        spot.new_order_from(&t2, &mut d, &fill, c.now).unwrap();
+        prop_assert_eq!(seen(&a), seen(&d));
+        prop_assert_eq!(b.http(), d.http());
         // Written as HTTP/1.1 sends it (RFC 9112 §3: the request line, then the
         // header lines, Host first, then the blank line): the bytes of the request
         // it describes, as `ergon_io`'s encoder writes them (its own test holds
@@ -241,10 +249,11 @@ fn bad_fills_leave_the_request_empty() {
 #[test]
 fn a_template_checks_its_literals_for_the_wire() {
     let auth = Auth::new(API_KEY, SECRET, 5000).unwrap();
+    let spot = spot(5000);
     let symbol = Symbol::new("LTCBTC").unwrap();
     let o = (symbol, Side::Buy, OrderType::Limit(TimeInForce::Gtc), false);
     for bad in ["/a b", "/a#b", "/a\r\nX: y", "/a\u{7f}"] {
-        let r = OrderTemplate::build(bad, o, &auth, |w, first, o| {
+        let r = OrderTemplate::build(bad, o, (&spot, &auth, &spot.limits), |w, first, o| {
             crate::binance_spot::order_params(
                 w,
                 first,
@@ -256,4 +265,75 @@ fn a_template_checks_its_literals_for_the_wire() {
         assert!(r.is_err(), "{bad:?}");
     }
     assert!(super::on_the_wire("/api/v3/order") && !super::on_the_wire("a b"));
+}
+
+/// The parts a template keeps are the adapter's as long as what they are computed
+/// from is unchanged; a limit added, removed or rebound after the template was made
+/// (its `limits` is a public field) and the fill charges the adapter's new parts,
+/// as the builder does.
+#[test]
+fn a_change_of_the_limits_is_charged_by_the_templates_orders() {
+    use crate::binance_spot::{Counts, Limit};
+    let mut spot = spot(5000);
+    let symbol = Symbol::new("LTCBTC").unwrap();
+    let order_type = OrderType::Limit(TimeInForce::Gtc);
+    let t = spot.order_template(symbol, Side::Buy, order_type).unwrap();
+    let id = ClientOrderId::new("x1").unwrap();
+    let fill = Fill {
+        price: Some(Decimal::new("0.1").unwrap()),
+        quantity: Decimal::new("1").unwrap(),
+        client_order_id: id,
+    };
+    let order = NewOrder {
+        symbol,
+        side: Side::Buy,
+        order_type,
+        price: fill.price,
+        quantity: fill.quantity,
+        client_order_id: id,
+        reduce_only: false,
+    };
+    let parts = |spot: &mut BinanceSpot| {
+        let (mut a, mut b) = (Prepared::default(), Prepared::default());
+        spot.new_order(&mut a, &order, 10 * SEC).unwrap();
+        spot.new_order_from(&t, &mut b, &fill, 10 * SEC).unwrap();
+        assert_eq!(seen(&a), seen(&b));
+        b.parts().to_vec()
+    };
+    let before = parts(&mut spot);
+    assert_eq!(before.len(), 4, "the IP gate, weight, orders, raw requests");
+    // A second order limit (a daily one, say), on a bucket of its own.
+    let orders = spot.limits.of(Counts::Orders).next().unwrap().clone();
+    let raw = spot.limits.of(Counts::Raw).next().unwrap().bucket;
+    spot.limits.limits.push(Limit {
+        bucket: raw,
+        window_ns: 86_400 * SEC,
+        ..orders.clone()
+    });
+    let added = parts(&mut spot);
+    assert_eq!(added.len(), 5);
+    // The order limit rebound to another bucket, in place.
+    spot.limits.limits.pop();
+    let weight = spot.limits.of(Counts::Weight).next().unwrap().bucket;
+    for l in spot
+        .limits
+        .limits
+        .iter_mut()
+        .filter(|l| l.counts == Counts::Orders)
+    {
+        l.bucket = weight;
+    }
+    let rebound = parts(&mut spot);
+    assert_ne!(rebound, before);
+    assert_eq!(rebound[2].bucket, weight);
+    // The limits as they were: the kept parts again.
+    for l in spot
+        .limits
+        .limits
+        .iter_mut()
+        .filter(|l| l.counts == Counts::Orders)
+    {
+        l.bucket = orders.bucket;
+    }
+    assert_eq!(parts(&mut spot), before);
 }
