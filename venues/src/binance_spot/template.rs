@@ -222,4 +222,6 @@ impl BinanceSpot {
 }
 
 #[cfg(test)]
+pub(crate) mod case;
+#[cfg(test)]
 pub(crate) mod tests;

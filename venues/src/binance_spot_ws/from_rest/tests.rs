@@ -7,7 +7,8 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::adapt::Clock;
-use crate::binance_spot::template::tests::{order_type, API_KEY, SEC, SECRET};
+use crate::binance_spot::template::case::order_type;
+use crate::binance_spot::template::tests::{API_KEY, SEC, SECRET};
 use crate::binance_spot::{Auth, BinanceSpot};
 use crate::binance_spot_ws::Call;
 use crate::endpoint::TimeInForce;
