@@ -18,19 +18,23 @@ mod machine;
 #[path = "../examples/mm_loop.rs"]
 mod mm_loop;
 
+#[path = "ws_gateway/chain.rs"]
+mod chain;
 mod ws_gateway;
 
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
 
+use chain::{place, run_chain, Place};
 use common::{go, no_429_no_ban, venue_utilization};
 use ergon_core::{Class, Why};
-use ergon_gateway::{self as gateway, Api, Event, Prepared, Strategy, WsApiStats, WsState};
+use ergon_gateway::{self as gateway, Api, Event, Gateway, Prepared, Strategy, WsApiStats};
+use ergon_gateway::{WsLane, WsState};
+use ergon_io::client::PoolId;
+use ergon_io::event_loop::EventLoop;
 use ergon_venue_sim::{Config, Fault, Interval, LimitType, RateLimit, Server};
 use ergon_venues::binance_spot::BinanceSpot;
-use ergon_venues::endpoint::{
-    ClientOrderId, Decimal, Endpoints, NewOrder, OrderType, Side, Symbol, TimeInForce,
-};
+use ergon_venues::endpoint::{Endpoints, Symbol};
 use mm_loop::{run, Control, Options};
 
 const ORDERS_1S: RateLimit = RateLimit::new(LimitType::Orders, Interval::Second, 1, 20);
@@ -165,17 +169,7 @@ impl Strategy<BinanceSpot> for BanProbe {
         let now = api.now();
         if !self.placed {
             self.placed = true;
-            let o = NewOrder {
-                symbol: Symbol::new("BTCUSDT").unwrap(),
-                side: Side::Buy,
-                order_type: OrderType::Limit(TimeInForce::Gtc),
-                price: Some(Decimal::new("49000").unwrap()),
-                quantity: Decimal::new("0.01").unwrap(),
-                client_order_id: ClientOrderId::new("ban-1").unwrap(),
-                reduce_only: false,
-            };
-            api.venue_mut().new_order(&mut self.req, &o, now).unwrap();
-            if let Err(e) = api.submit(&mut self.req, Class::Normal, 1) {
+            if let Some(e) = place(&mut self.req, api, "ban-1", 1) {
                 panic!("refused locally: {e:?}");
             }
         }
@@ -255,62 +249,15 @@ fn a_ban_first_seen_on_a_websocket_answer_halts_rest_too() {
     assert_eq!(r.ws.api_connects, before.ws.api_connects);
 }
 
-/// Places `drop-1` once; when it has settled, waits for the connection to be open
-/// and streaming again, then places `after-1`.
-struct DropProbe {
-    req: Prepared,
-    step: u8,
-    events: Vec<String>,
-}
-
-impl DropProbe {
-    fn place(&mut self, api: &mut Api<'_, '_, BinanceSpot>, cid: &str, tag: u64) {
-        let o = NewOrder {
-            symbol: Symbol::new("BTCUSDT").unwrap(),
-            side: Side::Buy,
-            order_type: OrderType::Limit(TimeInForce::Gtc),
-            price: Some(Decimal::new("49000").unwrap()),
-            quantity: Decimal::new("0.01").unwrap(),
-            client_order_id: ClientOrderId::new(cid).unwrap(),
-            reduce_only: false,
-        };
-        let now = api.now();
-        api.venue_mut().new_order(&mut self.req, &o, now).unwrap();
-        if let Err(e) = api.submit(&mut self.req, Class::Normal, tag) {
-            panic!("refused locally: {e:?}");
-        }
-    }
-}
-
-impl Strategy<BinanceSpot> for DropProbe {
-    fn on_event(&mut self, api: &mut Api<'_, '_, BinanceSpot>, ev: Event<'_>) {
-        let text = match ev {
-            Event::Applied { tag, .. } => format!("Applied {tag}"),
-            other => format!("{other:?}"),
-        };
-        self.events.push(text);
-        match (ev.is_final(), ev.tag()) {
-            (true, 1) => self.step = 2,
-            (true, _) => api.stop(),
-            _ => {}
-        }
-    }
-
-    fn on_turn(&mut self, api: &mut Api<'_, '_, BinanceSpot>) {
-        let now = api.now();
-        if self.step == 0 {
-            self.step = 1;
-            self.place(api, "drop-1", 1);
-        }
-        let streaming = api
-            .ws_api()
-            .is_some_and(|l| l.state() == WsState::Open && l.streaming());
-        if self.step == 2 && streaming {
-            self.step = 20;
-            self.place(api, "after-1", 2);
-        }
-        let _ = api.set_timer(1, now + 10 * MS);
-    }
+/// `drop-1` once; when it has settled and the connection is open and streaming
+/// again, `after-1`: run through the gateway `started`.
+fn drop_then_after(
+    started: (EventLoop, Gateway<BinanceSpot>, PoolId),
+) -> (Vec<String>, WsApiStats, EventLoop, gateway::Stats) {
+    let calls: Vec<(Place<_>, _)> = vec![(place, "drop-1"), (place, "after-1")];
+    let back = |l: &WsLane| l.state() == WsState::Open && l.streaming();
+    let (events, st, lp, d) = run_chain(started, calls, back);
+    (events, st, lp, *d.gateway.stats())
 }
 
 #[test]
@@ -320,16 +267,9 @@ fn a_drop_after_the_venue_executed_is_reconciled_and_never_sent_again() {
     // The first order is executed, then its connection drops before the answer.
     c.faults.script = vec![(1, Fault::ExecuteThenClose)];
     let server = Server::start(c).unwrap();
-    let (mut lp, gw, pool) = ws_gateway::open(&server);
-    let strategy = DropProbe {
-        req: Prepared::with_capacity(1024),
-        step: 0,
-        events: Vec::new(),
-    };
-    let control = Arc::new(gateway::Control::default());
-    let d = gateway::run(&mut lp, gw, pool, strategy, control).unwrap();
+    let (events, st, lp, g) = drop_then_after(ws_gateway::open(&server));
     assert_eq!(
-        d.strategy.events,
+        events,
         [
             "Reconciling { tag: 1 }",
             "Reconciled { tag: 1, found: Some(New) }",
@@ -341,8 +281,6 @@ fn a_drop_after_the_venue_executed_is_reconciled_and_never_sent_again() {
     let b = lp.budget();
     let connects = b.stats(b.bucket("WS_API_CONNECTS_5M").unwrap()).unwrap();
     assert_eq!(connects.admitted, 2, "{connects:?}");
-    let lane = d.gateway.ws_api().unwrap();
-    let st = *lane.stats();
     assert_eq!((st.opens, st.drops, st.subscribed), (2, 1, 2), "{st:?}");
     // The query went while the connection was down: over HTTP, same ledger.
     assert_eq!(
@@ -350,7 +288,6 @@ fn a_drop_after_the_venue_executed_is_reconciled_and_never_sent_again() {
         (2, 1),
         "drop-1 and after-1 as frames, the order.status query over HTTP: {st:?}"
     );
-    let g = d.gateway.stats();
     assert_eq!((g.unknown, g.reconciled, g.reconciled_found), (1, 1, 1));
     let r = server.stop();
     assert_eq!(r.faults.execute_then_close, 1);
@@ -368,27 +305,19 @@ fn held_by_a_silent_venue(silent_ns: i64) -> (Vec<String>, WsApiStats, gateway::
     c.faults.script = vec![(1, Fault::Delay)];
     c.faults.delay_ms = 8_000;
     let server = Server::start(c).unwrap();
-    let (mut lp, gw, pool) = ws_gateway::open_silent_after(&server, silent_ns);
-    let strategy = DropProbe {
-        req: Prepared::with_capacity(1024),
-        step: 0,
-        events: Vec::new(),
-    };
-    let control = Arc::new(gateway::Control::default());
-    let d = gateway::run(&mut lp, gw, pool, strategy, control).unwrap();
-    let ev = d.strategy.events;
+    let started = ws_gateway::open_silent_after(&server, silent_ns);
+    let (ev, st, _, g) = drop_then_after(started);
     assert_eq!(
         ev.first().map(String::as_str),
         Some("Reconciling { tag: 1 }"),
         "unanswered: Unknown, reconciled: {ev:?}"
     );
     assert_eq!(ev.last().map(String::as_str), Some("Applied 2"), "{ev:?}");
-    let st = *d.gateway.ws_api().unwrap().stats();
     let r = server.stop();
     assert_eq!(r.faults.delay, 1);
     assert_eq!(r.executions, 1, "after-1 only: drop-1 never ran");
     assert_eq!((r.duplicates, r.duplicate_rejects), (0, 0));
-    (ev, st, *d.gateway.stats())
+    (ev, st, g)
 }
 
 #[test]

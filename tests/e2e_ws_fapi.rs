@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use ergon_core::Class;
 use ergon_gateway::{self as gateway, Account, Api, Boot, Event, Gateway, Keys, Prepared};
-use ergon_gateway::{Start, Strategy, WsApiStart};
+use ergon_gateway::{Start, WsApiStart, WsLane};
 use ergon_io::client::PoolId;
 use ergon_io::event_loop::EventLoop;
 use ergon_venue_sim::{
@@ -25,15 +25,15 @@ use ergon_venue_sim::{
 };
 use ergon_venues::binance_futures::BinanceFutures;
 use ergon_venues::binance_futures_ws::PATH;
-use ergon_venues::endpoint::{
-    ClientOrderId, Decimal, Endpoints, NewOrder, OrderRef, OrderType, Side, Symbol, TimeInForce,
-};
+use ergon_venues::endpoint::{ClientOrderId, Endpoints, OrderRef, Symbol};
 
 const MS: i64 = 1_000_000;
 
+#[path = "ws_gateway/chain.rs"]
+mod chain;
 #[path = "ws_gateway/revoke.rs"]
 mod revoke;
-use revoke::text;
+use chain::{place, run_chain, Place};
 
 /// The USD-M emulator with one account, an Ed25519 key.
 fn sim() -> Config {
@@ -60,30 +60,6 @@ fn open(server: &Server) -> (EventLoop, Gateway<BinanceFutures>, PoolId) {
     (lp, gw, pool)
 }
 
-fn order(cid: &str) -> NewOrder<'_> {
-    NewOrder {
-        symbol: Symbol::new("BTCUSDT").unwrap(),
-        side: Side::Buy,
-        order_type: OrderType::Limit(TimeInForce::Gtc),
-        price: Some(Decimal::new("49000").unwrap()),
-        quantity: Decimal::new("0.01").unwrap(),
-        client_order_id: ClientOrderId::new(cid).unwrap(),
-        reduce_only: false,
-    }
-}
-
-/// `cid` placed with tag `tag`; the submit's refusal, if any.
-fn place(
-    req: &mut Prepared,
-    api: &mut Api<'_, '_, BinanceFutures>,
-    cid: &str,
-    tag: u64,
-) -> Option<Event<'static>> {
-    let now = api.now();
-    api.venue_mut().new_order(req, &order(cid), now).unwrap();
-    api.submit(req, Class::Normal, tag).err()
-}
-
 /// `cid` cancelled with tag `tag`; the submit's refusal, if any.
 fn cancel(
     req: &mut Prepared,
@@ -100,58 +76,22 @@ fn cancel(
     api.submit(req, Class::Normal, tag).err()
 }
 
-/// Places `fa-1`, cancels it, places `drop-1` (the venue runs it and drops the
-/// connection before the answer); once that settled and the lane is logged on
-/// again, places `after-1`.
-struct Probe {
-    req: Prepared,
-    step: u8,
-    events: Vec<String>,
-}
-
-impl Strategy<BinanceFutures> for Probe {
-    fn on_event(&mut self, api: &mut Api<'_, '_, BinanceFutures>, ev: Event<'_>) {
-        self.events.push(text(&ev));
-        match (ev.is_final(), ev.tag()) {
-            (true, 1) => assert_eq!(cancel(&mut self.req, api, "fa-1", 2), None),
-            (true, 2) => assert_eq!(place(&mut self.req, api, "drop-1", 3), None),
-            (true, 3) => self.step = 2,
-            (true, _) => api.stop(),
-            _ => {}
-        }
-    }
-
-    fn on_turn(&mut self, api: &mut Api<'_, '_, BinanceFutures>) {
-        let now = api.now();
-        if self.step == 0 {
-            self.step = 1;
-            assert_eq!(place(&mut self.req, api, "fa-1", 1), None);
-        }
-        let ready = api.ws_api().is_some_and(|l| l.ready());
-        if self.step == 2 && ready {
-            self.step = 20;
-            assert_eq!(place(&mut self.req, api, "after-1", 4), None);
-        }
-        let _ = api.set_timer(1, now + 10 * MS);
-    }
-}
-
 #[test]
 fn usdm_orders_and_a_cancel_go_unsigned_after_logon_and_a_reconnect_logs_on_again() {
     let mut c = sim();
     // The third order-changing request: drop-1.
     c.faults.script = vec![(3, Fault::ExecuteThenClose)];
     let server = Server::start(c).unwrap();
-    let (mut lp, gw, pool) = open(&server);
-    let strategy = Probe {
-        req: Prepared::with_capacity(1024),
-        step: 0,
-        events: Vec::new(),
-    };
-    let control = Arc::new(gateway::Control::default());
-    let d = gateway::run(&mut lp, gw, pool, strategy, control).unwrap();
+    // fa-1 placed and cancelled, drop-1 placed; after-1 once logged on again.
+    let calls: Vec<(Place<_>, _)> = vec![
+        (place, "fa-1"),
+        (cancel, "fa-1"),
+        (place, "drop-1"),
+        (place, "after-1"),
+    ];
+    let (events, st, _, _) = run_chain(open(&server), calls, WsLane::ready);
     assert_eq!(
-        d.strategy.events,
+        events,
         [
             "Applied 1",
             "Applied 2",
@@ -160,7 +100,6 @@ fn usdm_orders_and_a_cancel_go_unsigned_after_logon_and_a_reconnect_logs_on_agai
             "Applied 4",
         ]
     );
-    let st = *d.gateway.ws_api().unwrap().stats();
     // Each open: the logon, confirmed; no stream on USD-M's connection.
     assert_eq!((st.opens, st.drops, st.subscribed), (2, 1, 2), "{st:?}");
     assert!(

@@ -10,26 +10,22 @@
 
 use std::sync::Arc;
 
-use ergon_core::Class;
-use ergon_gateway::{self as gateway, Api, Event, Gateway, Keys, Prepared, Strategy};
+use ergon_gateway::{self as gateway, Gateway, Keys, WsLane};
 use ergon_io::client::PoolId;
 use ergon_io::event_loop::EventLoop;
 use ergon_venue_sim::{
     Account as SimAccount, Config, Fault, Server, ED25519_TEST_API_KEY, ED25519_TEST_PRIVATE_PEM,
 };
 use ergon_venues::binance_spot::BinanceSpot;
-use ergon_venues::endpoint::{
-    ClientOrderId, Decimal, Endpoints, NewOrder, OrderType, Side, Symbol, TimeInForce,
-};
 
 #[allow(dead_code)] // open and open_silent_after serve the other binaries
 mod ws_gateway;
 
-const MS: i64 = 1_000_000;
-
+#[path = "ws_gateway/chain.rs"]
+mod chain;
 #[path = "ws_gateway/revoke.rs"]
 mod revoke;
-use revoke::text;
+use chain::{place, run_chain, Place};
 
 /// The emulator with one account, an Ed25519 key.
 fn sim() -> Config {
@@ -49,83 +45,23 @@ fn open(server: &Server) -> (EventLoop, Gateway<BinanceSpot>, PoolId) {
     ws_gateway::open_with(server, &keys, gateway::SILENT_NS)
 }
 
-/// `cid` placed with tag `tag`; the submit's refusal, if any.
-fn place(
-    req: &mut Prepared,
-    api: &mut Api<'_, '_, BinanceSpot>,
-    cid: &str,
-    tag: u64,
-) -> Option<Event<'static>> {
-    let o = NewOrder {
-        symbol: Symbol::new("BTCUSDT").unwrap(),
-        side: Side::Buy,
-        order_type: OrderType::Limit(TimeInForce::Gtc),
-        price: Some(Decimal::new("49000").unwrap()),
-        quantity: Decimal::new("0.01").unwrap(),
-        client_order_id: ClientOrderId::new(cid).unwrap(),
-        reduce_only: false,
-    };
-    let now = api.now();
-    api.venue_mut().new_order(req, &o, now).unwrap();
-    api.submit(req, Class::Normal, tag).err()
-}
-
-/// Places `drop-1` (the venue executes it and drops the connection before the
-/// answer); once it settled and the lane is logged on and streaming again,
-/// places `after-1`.
-struct DropProbe {
-    req: Prepared,
-    step: u8,
-    events: Vec<String>,
-}
-
-impl Strategy<BinanceSpot> for DropProbe {
-    fn on_event(&mut self, api: &mut Api<'_, '_, BinanceSpot>, ev: Event<'_>) {
-        self.events.push(text(&ev));
-        match (ev.is_final(), ev.tag()) {
-            (true, 1) => self.step = 2,
-            (true, _) => api.stop(),
-            _ => {}
-        }
-    }
-
-    fn on_turn(&mut self, api: &mut Api<'_, '_, BinanceSpot>) {
-        let now = api.now();
-        if self.step == 0 {
-            self.step = 1;
-            assert_eq!(place(&mut self.req, api, "drop-1", 1), None);
-        }
-        let ready = api.ws_api().is_some_and(|l| l.ready() && l.streaming());
-        if self.step == 2 && ready {
-            self.step = 20;
-            assert_eq!(place(&mut self.req, api, "after-1", 2), None);
-        }
-        let _ = api.set_timer(1, now + 10 * MS);
-    }
-}
-
 #[test]
 fn orders_go_unsigned_after_logon_and_a_reconnect_logs_on_again() {
     let mut c = sim();
     c.faults.script = vec![(1, Fault::ExecuteThenClose)];
     let server = Server::start(c).unwrap();
-    let (mut lp, gw, pool) = open(&server);
-    let strategy = DropProbe {
-        req: Prepared::with_capacity(1024),
-        step: 0,
-        events: Vec::new(),
-    };
-    let control = Arc::new(gateway::Control::default());
-    let d = gateway::run(&mut lp, gw, pool, strategy, control).unwrap();
+    // drop-1; after-1 once logged on and streaming again.
+    let calls: Vec<(Place<_>, _)> = vec![(place, "drop-1"), (place, "after-1")];
+    let back = |l: &WsLane| l.ready() && l.streaming();
+    let (events, st, _, _) = run_chain(open(&server), calls, back);
     assert_eq!(
-        d.strategy.events,
+        events,
         [
             "Reconciling { tag: 1 }",
             "Reconciled { tag: 1, found: Some(New) }",
             "Applied 2",
         ]
     );
-    let st = *d.gateway.ws_api().unwrap().stats();
     // Each open: the logon and the stream, both confirmed.
     assert_eq!((st.opens, st.drops, st.subscribed), (2, 1, 2), "{st:?}");
     assert_eq!(st.requests, 2, "drop-1 and after-1 as frames: {st:?}");

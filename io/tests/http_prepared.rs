@@ -11,10 +11,15 @@ use ergon_io::pool::{Pool, Refused, Transmit};
 use ergon_venues::adapt::Clock;
 use ergon_venues::binance_spot::{Auth, BinanceSpot};
 use ergon_venues::endpoint::{
-    ClientOrderId, Decimal, Ed25519Key, Endpoints, Fill, NewOrder, OrderType, Prepared, Side,
-    Symbol, TimeInForce,
+    ClientOrderId, Decimal, Ed25519Key, Endpoints, Fill, OrderType, Prepared, Side, Symbol,
+    TimeInForce,
 };
 use proptest::prelude::*;
+
+/// The venues crate's order generator, shared by path.
+#[path = "../../venues/src/binance_spot/template/case.rs"]
+mod case;
+use case::case;
 
 const SEC: i64 = 1_000_000_000;
 const T0: i64 = 10 * SEC;
@@ -77,62 +82,26 @@ fn on_the_wire(p: &Prepared, budget: &mut Budget, http: bool) -> Result<Vec<u8>,
     }
 }
 
-fn order_type() -> impl Strategy<Value = OrderType> {
-    prop_oneof![
-        Just(OrderType::Limit(TimeInForce::Gtc)),
-        Just(OrderType::Limit(TimeInForce::Ioc)),
-        Just(OrderType::Limit(TimeInForce::Fok)),
-        Just(OrderType::PostOnly),
-        Just(OrderType::Market),
-    ]
-}
-
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(512))]
 
     #[test]
-    fn a_template_order_goes_out_as_the_encoder_writes_it(
-        symbol in "[A-Z0-9]{2,20}",
-        buy in any::<bool>(),
-        order_type in order_type(),
-        price in "[0-9]{1,8}(\\.[0-9]{1,8})?",
-        quantity in "[0-9]{1,8}(\\.[0-9]{1,8})?",
-        id in "[a-zA-Z0-9._:/-]{1,36}",
-        later in 0i64..1_000_000 * SEC,
-        recv_window in 1i64..=60_000,
-        ed25519 in any::<bool>(),
-    ) {
+    fn a_template_order_goes_out_as_the_encoder_writes_it(c in case(), ed25519 in any::<bool>()) {
         let auth = match ed25519 {
-            false => Auth::new(API_KEY, SECRET, recv_window).unwrap(),
-            true => Auth::ed25519(API_KEY, Ed25519Key::from_seed(&[7; 32]), recv_window).unwrap(),
+            false => Auth::new(API_KEY, SECRET, c.recv_window).unwrap(),
+            true => Auth::ed25519(API_KEY, Ed25519Key::from_seed(&[7; 32]), c.recv_window).unwrap(),
         };
         let (mut spot, mut budget) = spot(auth);
-        let priced = !matches!(order_type, OrderType::Market);
-        let price = priced.then(|| Decimal::new(&price).unwrap());
-        let fill = Fill {
-            price,
-            quantity: Decimal::new(&quantity).unwrap(),
-            client_order_id: ClientOrderId::new(&id).unwrap(),
-        };
-        let side = if buy { Side::Buy } else { Side::Sell };
-        let symbol = Symbol::new(&symbol).unwrap();
-        let t = spot.order_template(symbol, side, order_type).unwrap();
-        let now = T0 + later;
+        // The order, and the same order as its template's fill.
+        let (order, fill) = c.order(false);
+        let t = spot.order_template(order.symbol, c.side, c.order_type).unwrap();
+        let now = T0 + c.now;
         let mut p = Prepared::with_capacity(1024);
         spot.new_order_from(&t, &mut p, &fill, now).unwrap();
         let copied = on_the_wire(&p, &mut budget, true).unwrap();
         let encoded = on_the_wire(&p, &mut budget, false).unwrap();
         prop_assert_eq!(&copied, &encoded);
         // The builder's order, encoded: what went out before the template.
-        let order = NewOrder {
-            symbol,
-            side,
-            order_type,
-            price,
-            quantity: fill.quantity,
-            client_order_id: fill.client_order_id,
-            reduce_only: false,
-        };
         let mut b = Prepared::default();
         spot.new_order(&mut b, &order, now).unwrap();
         prop_assert!(b.http().is_none());

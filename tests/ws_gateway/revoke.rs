@@ -11,18 +11,9 @@ use ergon_io::client::PoolId;
 use ergon_io::event_loop::EventLoop;
 use ergon_venue_sim::{Server, ED25519_TEST_API_KEY};
 
+use crate::chain::{text, Place};
+
 const MS: i64 = 1_000_000;
-
-/// Places an order with a client order id and a tag: the submit's refusal, if any.
-pub type Place<E> = fn(&mut Prepared, &mut Api<'_, '_, E>, &str, u64) -> Option<Event<'static>>;
-
-/// An event as the tests compare them.
-pub fn text(ev: &Event<'_>) -> String {
-    match ev {
-        Event::Applied { tag, .. } => format!("Applied {tag}"),
-        other => format!("{other:?}"),
-    }
-}
 
 /// Places `rv-1`; once it is applied, the venue revokes the key and `rv-2` meets
 /// it; once the lane says why, `rv-3` is tried and must be refused locally.

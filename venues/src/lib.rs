@@ -25,6 +25,11 @@
 //! publishes them (Binance `exchangeInfo`), and documented defaults otherwise. This
 //! crate's version moves with the tables; ergon-core's does not.
 
+// The unit tests' order generator is shared with ergon-io's tests by path, and
+// names this crate as they do.
+#[cfg(test)]
+extern crate self as ergon_venues;
+
 pub mod adapt;
 mod binance_auth;
 pub mod binance_futures;

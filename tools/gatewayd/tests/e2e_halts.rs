@@ -11,6 +11,10 @@
 //! 3. A gateway started into a ban (418) stops at once, naming the ban's end, and
 //!    records the halt; started again while the ban runs, it stops without a
 //!    request.
+//! 4. A recorded ban's end is the venue's word, on the venue's clock: with that
+//!    clock a fraction of a second behind ours, a start waits past the end by
+//!    `BAN_END_MARGIN_NS` and draws no 418 (issue 43's simulator finding; with
+//!    the margin 0 it sent at the recorded end and was banned again).
 //!
 //! No test sleeps for a verdict: each waits on `ready NAME`, on process exit, or
 //! polls `--stats` with a deadline.
@@ -240,4 +244,34 @@ fn a_ban_at_start_up_stops_it_and_is_recorded() {
         "a request sent into the ban"
     );
     assert_eq!(std::fs::read_to_string(dir.halts()).expect("kept"), text);
+}
+
+/// How far the venue's clock runs behind ours in the next test: under a second,
+/// as a venue's clock may (the margin is 1 s).
+const BEHIND_MS: i64 = 700;
+
+#[test]
+fn a_start_waits_past_a_recorded_ban_end_the_venues_clock_has_not_reached() {
+    use ergon_gatewayd::shm::{Halt, HaltLog};
+    let s = sim_with_offset(
+        RateLimit::new(LimitType::RequestWeight, Interval::Second, 1, 1000),
+        -BEHIND_MS,
+    );
+    let dir = Dir::new("ban-end");
+    let name = format!("halts-end-{}", std::process::id());
+    // Banned for 2 s from the venue's now: what it says the ban's end is (its
+    // 418: "IP banned until T"), recorded as a gateway records it. On our
+    // clock the venue reaches T only BEHIND_MS after T.
+    let t = s.clock().now_ms() + 2_000;
+    s.ban(LOOPBACK, 2_000);
+    let mut halts = HaltLog::open(&dir.halts()).expect("the halts file");
+    let why = "the venue banned it while the gateway served (bans=1)";
+    halts.record(Halt::new("ip", t, why)).expect("recorded");
+    // Started on that record: nothing before the end and its margin, then a
+    // bootstrap the venue answers (a 418 stops start-up: `gateway` panics).
+    let _gw = gateway(&s, &name, &dir.0);
+    let r = s.report();
+    assert_eq!(r.banned_requests, 0, "a request sent into the ban: {r:?}");
+    let line = ip_stats(&name, |l| !l.is_empty());
+    assert!(line.contains("halted=true"), "{line}");
 }

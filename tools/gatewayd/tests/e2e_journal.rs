@@ -304,16 +304,23 @@ fn an_order_that_ends_unresolved_stays_in_the_journal_for_the_next_start() {
     assert_eq!(s.report().executions, 0);
 }
 
-/// The account's order limit of this test: 20 orders per 20 s window (fixed
+/// The account's order limit of this test: 20 orders per 10 s window (fixed
 /// windows on the venue clock, as Binance counts them).
-const ORDERS_20S: u64 = 20;
-const WINDOW_MS: u128 = 20_000;
+const ORDERS_10S: u64 = 20;
+const WINDOW_MS: i64 = 10_000;
 
-fn wall_ms() -> u128 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .expect("after 1970")
-        .as_millis()
+/// Jumps the venue's clock ([`Server::advance_clock`]) to the start of one of
+/// its `window_ms` windows, before any gateway reads it (a gateway anchors its
+/// clock on the venue's `time` at start): the test starts in a fresh window
+/// without waiting for one on the wall clock.
+fn to_a_window_start(s: &Server, window_ms: i64) {
+    let now = s.clock().now_ms();
+    s.advance_clock(window_ms - now.rem_euclid(window_ms));
+}
+
+/// The venue's clock now, UTC ms (the wall clock plus what the test jumped).
+fn venue_ms(s: &Server) -> i64 {
+    s.clock().now_ms()
 }
 
 #[test]
@@ -335,24 +342,21 @@ fn killed_after_a_window(test: &str, kept: bool) {
     let mut c = Config::binance_spot();
     c.rate_limits = vec![
         RateLimit::new(LimitType::RequestWeight, Interval::Minute, 1, 100_000),
-        RateLimit::new(LimitType::Orders, Interval::Second, 20, ORDERS_20S),
+        RateLimit::new(LimitType::Orders, Interval::Second, 10, ORDERS_10S),
         RateLimit::new(LimitType::Orders, Interval::Day, 1, 1_000_000),
         RateLimit::new(LimitType::RawRequests, Interval::Minute, 5, 1_000_000),
     ];
     let s = Server::start(c).expect("emulator");
     let name = format!("jnl{test}-{}", std::process::id());
     let dir = Dir::new(test);
+    // At the start of a venue window: the gateway starts and floods in it.
+    to_a_window_start(&s, WINDOW_MS);
+    let window = venue_ms(&s) / WINDOW_MS;
     let mut gw = gateway(&s, "binance-spot", &name, &dir);
-    // At the start of a venue window (the emulator's clock is the wall clock).
-    while wall_ms() % WINDOW_MS > 300 {
-        // A phase of the wall clock, which the gateway (a real process) reads too: no jump.
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    let window = wall_ms() / WINDOW_MS;
-    let mut first = client(&["flood", &name, "mm", &ORDERS_20S.to_string()]);
+    let mut first = client(&["flood", &name, "mm", &ORDERS_10S.to_string()]);
     let used = first.line("result ");
     assert!(
-        used.starts_with(&format!("applied={ORDERS_20S} ")),
+        used.starts_with(&format!("applied={ORDERS_10S} ")),
         "{used}"
     );
     sigkill(&mut gw);
@@ -364,8 +368,11 @@ fn killed_after_a_window(test: &str, kept: bool) {
     let _gw2 = gateway(&s, "binance-spot", &name, &dir);
     let mut second = client(&["flood", &name, "mm2", "4"]);
     let after = second.line("result ");
-    let done = wall_ms();
-    eprintln!("first life: {used}; second: {after}");
+    let done = venue_ms(&s);
+    eprintln!(
+        "first life: {used}; second: {after}, {} ms into the window",
+        done % WINDOW_MS
+    );
     assert_eq!(
         done / WINDOW_MS,
         window,
@@ -377,31 +384,31 @@ fn killed_after_a_window(test: &str, kept: bool) {
     assert_eq!(r.responses.get(&429).copied().unwrap_or(0), 0, "{r:?}");
     assert!(after.starts_with("applied=0 limited=4 "), "{after}");
     // Refused until the window's end, not for good.
-    let ready: u128 = after
+    let ready: i64 = after
         .split(' ')
         .find_map(|w| w.strip_prefix("ready_in_ms="))
         .and_then(|v| v.parse().ok())
         .expect("ready_in_ms");
     assert!(ready <= WINDOW_MS + 1_000, "{after}");
-    assert_eq!(r.executions, ORDERS_20S, "{r:?}");
+    assert_eq!(r.executions, ORDERS_10S, "{r:?}");
     if !kept {
         return; // held a window from its start: into the venue's next one
     }
-    // The next window: it sends again.
-    while wall_ms() / WINDOW_MS == window || wall_ms() % WINDOW_MS < 200 {
-        // A phase of the wall clock, which the gateway (a real process) reads too: no jump.
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    // The next window: it sends again. The gateway, a real process, reads the
+    // real clock: that window comes only as time passes.
+    let next_window_ms = (window + 1) * WINDOW_MS + 200;
+    let wait_ms = next_window_ms - venue_ms(&s);
+    std::thread::sleep(Duration::from_millis(wait_ms.max(0).unsigned_abs()));
     let mut third = client(&["flood", &name, "mm3", "3"]);
     let next = third.line("result ");
-    eprintln!("next window: {next} at {}", wall_ms() % WINDOW_MS);
+    eprintln!("next window: {next} at {}", venue_ms(&s) % WINDOW_MS);
     assert!(next.starts_with("applied=3 "), "{next}");
 }
 
 /// The IP's weight limit of the next test: 60 per 5 s (fixed windows on the
 /// venue clock, as Binance counts them; a short window keeps the test short).
 const WEIGHT_5S: u64 = 60;
-const WEIGHT_WINDOW_MS: u128 = 5_000;
+const WEIGHT_WINDOW_MS: i64 = 5_000;
 
 /// A gateway that fills the IP's weight window and is SIGKILLed, restarted at
 /// once: its bootstrap reads (`time` and `exchangeInfo`, 21 weight by Binance's
@@ -421,19 +428,16 @@ fn a_restart_into_a_full_weight_window_reads_nothing_before_there_is_room() {
     let s = Server::start(c).expect("emulator");
     let name = format!("jnlboot-{}", std::process::id());
     let dir = Dir::new("boot");
+    // At the start of a venue window: the gateway starts and fills it.
+    to_a_window_start(&s, WEIGHT_WINDOW_MS);
+    let window = venue_ms(&s) / WEIGHT_WINDOW_MS;
     let mut gw = gateway(&s, "binance-spot", &name, &dir);
-    // At the start of a venue window (the emulator's clock is the wall clock).
-    while wall_ms() % WEIGHT_WINDOW_MS > 300 {
-        // A phase of the wall clock, which the gateway (a real process) reads too: no jump.
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    let window = wall_ms() / WEIGHT_WINDOW_MS;
     // More orders than the window's weight: the gateway fills it and refuses the rest.
     let mut first = client(&["flood", &name, "mm", &WEIGHT_5S.to_string()]);
     let used = first.line("result ");
     sigkill(&mut gw);
     drop(first);
-    let killed = wall_ms() / WEIGHT_WINDOW_MS;
+    let killed = venue_ms(&s) / WEIGHT_WINDOW_MS;
     let _gw2 = gateway(&s, "binance-spot", &name, &dir);
     let r = s.report();
     eprintln!("first life: {used}; {r:?}");
@@ -462,11 +466,8 @@ fn the_usage_figures_of_the_bootstrap_seed_the_budget() {
     ];
     let s = Server::start(c).expect("emulator");
     let a = s.config().accounts[0].clone();
-    // Not in a minute's last 10 s: the venue's figure must be this minute's.
-    while wall_ms() % 60_000 > 50_000 {
-        // A phase of the wall clock, which the gateway (a real process) reads too: no jump.
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    // At a minute's start: the venue's figure is this minute's when the gateway reads it.
+    to_a_window_start(&s, 60_000);
     s.add_weight(std::net::Ipv4Addr::LOCALHOST.into(), 5_000);
     let start = Start::from_base(&format!("http://{}", s.addr())).expect("start");
     let keys = Keys {

@@ -17,6 +17,7 @@
 use std::net::IpAddr;
 
 use ergon_core::{BucketId, Budget, Builder};
+use ergon_gateway::shm::ShmEvent;
 use ergon_gateway::{
     declare_ws_connects, ws_lane_of, Event, Gateway, Wire, WsApiStart, WsIn, WsLane, SILENT_NS,
 };
@@ -541,32 +542,14 @@ fn seen_by(frame: &[u8], was_blind: bool, written_at: i64, blind: &mut Blind) ->
 
 /// `e` without the answer's bytes (neither the checks nor the process's
 /// bookkeeping read them), to hand on after the lane's drive; None for what
-/// neither hears (an open-orders answer, a protection's).
+/// neither hears (an open-orders answer, a protection's). The shared-memory
+/// codec's own map of the variants ([`ShmEvent::of`], then [`ShmEvent::event`]
+/// with no body), so that one map serves both.
 fn detached(e: &Event<'_>) -> Option<Event<'static>> {
-    Some(match *e {
-        Event::Applied { tag, .. } => Event::Applied { tag, body: &[] },
-        Event::Rejected { tag } => Event::Rejected { tag },
-        Event::DuplicateId { tag } => Event::DuplicateId { tag },
-        Event::Limited {
-            tag,
-            why,
-            ready_in_ns,
-        } => Event::Limited {
-            tag,
-            why,
-            ready_in_ns,
-        },
-        Event::Retrying { tag, in_ns } => Event::Retrying { tag, in_ns },
-        Event::Expired { tag, why } => Event::Expired { tag, why },
-        Event::Reconciling { tag } => Event::Reconciling { tag },
-        Event::Reconciled { tag, found } => Event::Reconciled { tag, found },
-        Event::Unresolved { tag } => Event::Unresolved { tag },
-        Event::Item { tag, item, fate } => Event::Item { tag, item, fate },
-        Event::BatchSettled { tag } => Event::BatchSettled { tag },
-        Event::Late { tag, found } => Event::Late { tag, found },
-        Event::Halted { tag, bucket } => Event::Halted { tag, bucket },
-        _ => return None,
-    })
+    match e {
+        Event::OpenOrders { .. } | Event::Protection { .. } | Event::ProtectionFired => None,
+        _ => ShmEvent::of(e).0.event(&[]),
+    }
 }
 
 fn contains(hay: &[u8], needle: &[u8]) -> bool {

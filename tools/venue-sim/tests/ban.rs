@@ -4,7 +4,6 @@
 mod common;
 
 use std::net::{IpAddr, Ipv4Addr};
-use std::time::Duration;
 
 use common::{at_window_start, order_params, Client, Resp};
 use ergon_venue_sim::{BanPolicy, Config, Interval, LimitType, RateLimit, Server};
@@ -59,7 +58,8 @@ fn sending_into_a_429_is_banned_and_bans_escalate() {
         .unwrap();
     assert_eq!(o.status, 418);
 
-    std::thread::sleep(Duration::from_millis(1_300));
+    // Past the first ban's end, on the venue's clock.
+    s.advance_clock(1_300);
     let (r, before) = flood_until_banned(&s, &mut c);
     let second = banned_until(&r) - before;
     assert!(
@@ -88,7 +88,7 @@ fn a_forced_ban_refuses_everything_until_it_ends() {
         .signed(&s, "POST", "/api/v3/order", &order_params("f1"))
         .unwrap();
     assert_eq!(o.status, 418);
-    std::thread::sleep(Duration::from_millis(900));
+    s.advance_clock(900);
     assert_eq!(c.get("/api/v3/ping").status, 200);
     let rep = s.stop();
     assert_eq!(rep.bans, 1);

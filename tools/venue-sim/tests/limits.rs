@@ -4,7 +4,6 @@
 mod common;
 
 use std::net::{IpAddr, Ipv4Addr};
-use std::time::Duration;
 
 use common::{at_window_start, order_params, Client};
 use ergon_venue_sim::{Config, Interval, LimitType, RateLimit, Server};
@@ -214,7 +213,7 @@ fn weight_from_another_sender_on_the_ip_shows_in_the_headers() {
     let mut c = Client::connect(s.addr());
     at_window_start(&s, 2_000);
     let a = c.get("/api/v3/ping").header_u64("X-MBX-USED-WEIGHT-2S");
-    std::thread::sleep(Duration::from_millis(300));
+    s.advance_clock(300);
     let b = c.get("/api/v3/ping").header_u64("X-MBX-USED-WEIGHT-2S");
     // 1 for the ping plus about 300 from the other sender.
     assert!(b - a >= 250, "a {a} b {b}");

@@ -5,7 +5,8 @@ use proptest::prelude::*;
 
 use super::BinanceFutures;
 use crate::adapt::Clock;
-use crate::binance_spot::template::tests::{case, seen, API_KEY, SEC, SECRET};
+use crate::binance_spot::template::case::case;
+use crate::binance_spot::template::tests::{seen, API_KEY, SEC, SECRET};
 use crate::binance_spot::Auth;
 use crate::endpoint::{Endpoints, Prepared};
 

@@ -9,7 +9,8 @@ use super::*;
 use crate::adapt::{Clock, Venue};
 use crate::binance_auth::Auth;
 use crate::binance_futures::DEFAULT_TABLE;
-use crate::binance_spot::template::tests::{order_type, API_KEY, SEC, SECRET};
+use crate::binance_spot::template::case::order_type;
+use crate::binance_spot::template::tests::{API_KEY, SEC, SECRET};
 use crate::binance_spot_ws::{Pending, PrepareError};
 use crate::endpoint::{
     Amend, ClientOrderId, Decimal, Ed25519Key, Endpoints, NewOrder, OrderRef, OrderType, Prepared,

@@ -306,4 +306,6 @@ impl BinanceSpot {
 }
 
 #[cfg(test)]
+pub(crate) mod case;
+#[cfg(test)]
 pub(crate) mod tests;

@@ -176,12 +176,14 @@ pub fn order_params(cid: &str) -> String {
     format!("symbol=BTCUSDT&side=BUY&type=LIMIT&timeInForce=GTC&quantity=0.01&price=49000&newClientOrderId={cid}")
 }
 
-/// Sleeps until just after the start of the next window of `window_ms` on the venue
-/// clock, so a short sequence of requests lands in one window.
+/// Jumps the venue clock ([`Server::advance_clock`]) to just after the start of
+/// the next window of `window_ms`, so a short sequence of requests lands in one
+/// window, without waiting for it: the emulator's clock is the only one these
+/// tests' requests are judged by (the client stamps them with it).
 pub fn at_window_start(server: &Server, window_ms: i64) {
     let now = server.clock().now_ms();
     let next = (now.div_euclid(window_ms) + 1) * window_ms;
-    std::thread::sleep(Duration::from_millis((next - now + 20) as u64));
+    server.advance_clock(next - now + 20);
 }
 
 /// The report's order counts: (executions, cancels, modifies, duplicate rejects).

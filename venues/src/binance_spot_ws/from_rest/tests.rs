@@ -7,7 +7,8 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::adapt::Clock;
-use crate::binance_spot::template::tests::{order_type, API_KEY, SEC, SECRET};
+use crate::binance_spot::template::case::case;
+use crate::binance_spot::template::tests::{API_KEY, SEC, SECRET};
 use crate::binance_spot::{Auth, BinanceSpot};
 use crate::binance_spot_ws::Call;
 use crate::endpoint::TimeInForce;
@@ -50,29 +51,14 @@ proptest! {
 
     #[test]
     fn the_template_twin_is_what_the_builders_write(
-        symbol in "[A-Z0-9]{2,20}",
-        buy in any::<bool>(),
-        order_type in order_type(),
-        price in "[0-9]{1,8}(\\.[0-9]{1,8})?",
-        quantity in "[0-9]{1,8}(\\.[0-9]{1,8})?",
-        id in "[a-zA-Z0-9._:/-]{1,36}",
-        now in 0i64..1_000_000 * SEC,
-        recv_window in 1i64..=60_000,
+        c in case(),
         ed25519 in any::<bool>(),
         logged_on in any::<bool>(),
         earlier in 0usize..3,
     ) {
-        let priced = !matches!(order_type, OrderType::Market);
-        let o = NewOrder {
-            symbol: Symbol::new(&symbol).unwrap(),
-            side: if buy { Side::Buy } else { Side::Sell },
-            order_type,
-            price: priced.then(|| Decimal::new(&price).unwrap()),
-            quantity: Decimal::new(&quantity).unwrap(),
-            client_order_id: ClientOrderId::new(&id).unwrap(),
-            reduce_only: false,
-        };
-        let mut rest = spot(recv_window, ed25519);
+        let (o, _) = c.order(false);
+        let now = c.now;
+        let mut rest = spot(c.recv_window, ed25519);
         let mut req = Prepared::with_capacity(512);
         rest.new_order(&mut req, &o, now).unwrap();
         let s = Session::over(rest, 4).unwrap();

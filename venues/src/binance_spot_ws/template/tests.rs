@@ -5,7 +5,8 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::adapt::{Clock, Venue};
-use crate::binance_spot::template::tests::{case, API_KEY, INFO, SEC, SECRET};
+use crate::binance_spot::template::case::case;
+use crate::binance_spot::template::tests::{API_KEY, INFO, SEC, SECRET};
 use crate::binance_spot::BinanceSpot;
 use crate::binance_spot_ws::Call;
 use crate::endpoint::TimeInForce;
