@@ -111,7 +111,8 @@ impl OrderTemplate {
     }
 
     /// One order of this template into `out`, stamped at `now` on `clock` and
-    /// signed with `auth` as `sign` signs; its parts asked of `venue`. See
+    /// signed with `auth` as `sign` signs (its signature left pending with
+    /// `auth`'s signatures deferred); its parts asked of `venue`. See
     /// [`BinanceSpot::new_order_from`].
     pub(crate) fn fill<'p, V: Venue>(
         &self,
@@ -146,6 +147,8 @@ impl OrderTemplate {
         self.runs.emit(&values, &mut w);
         let end = w.pos();
         match key {
+            // For a WebSocket API lane: signed only if it goes over HTTP after all.
+            _ if auth.defer => w.defer_signature(start + self.query_at..end),
             SignKey::Hmac(k) => {
                 let mac = k.sign(&[w.bytes(start + self.query_at..end)]);
                 w.s("&signature=");
