@@ -25,11 +25,14 @@ pub const T0: i64 = 1_000 * SEC;
 pub const VENUE_MS0: i64 = 1_700_000_000_000;
 pub const IP: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
 
-/// The HTTP side: nothing goes over it in this test (every write is the lane's).
+/// The HTTP side: counts what goes over it (the clock tests expect nothing) and
+/// keeps each request as written (HTTP/1.1, with a `Host: sim` line) with its id
+/// and flight, for a test to answer.
 pub struct NoHttp {
     pub budget: Budget,
     pub now: i64,
     pub sent: u64,
+    pub written: Vec<(RequestId, Vec<u8>, Flight)>,
 }
 
 impl Wire for NoHttp {
@@ -39,11 +42,24 @@ impl Wire for NoHttp {
     fn budget(&mut self) -> &mut Budget {
         &mut self.budget
     }
-    fn send(&mut self, _r: &Request<'_>, t: Ticket, _deadline: i64) -> Result<RequestId, Refused> {
+    fn send(&mut self, r: &Request<'_>, t: Ticket, _deadline: i64) -> Result<RequestId, Refused> {
         self.sent += 1;
-        let _f: Flight = t.sent();
-        Ok(RequestId(self.sent))
+        let id = RequestId(self.sent);
+        self.written.push((id, http_bytes(r), t.sent()));
+        Ok(id)
     }
+}
+
+/// `r` as an HTTP/1.1 client writes it to the emulator (`Host: sim`).
+pub fn http_bytes(r: &Request<'_>) -> Vec<u8> {
+    let mut out = format!("{} {} HTTP/1.1\r\nHost: sim\r\n", r.method, r.target);
+    for (k, v) in r.headers {
+        out.push_str(&format!("{k}: {v}\r\n"));
+    }
+    out.push_str(&format!("Content-Length: {}\r\n\r\n", r.body.len()));
+    let mut out = out.into_bytes();
+    out.extend_from_slice(r.body);
+    out
 }
 
 /// The venue, its clock `step_ms` off ours from the start of the test.
@@ -103,6 +119,7 @@ pub fn setup() -> (Gateway<BinanceSpot>, NoHttp, Venue) {
         budget,
         now: T0,
         sent: 0,
+        written: Vec::new(),
     };
     let venue = Venue {
         engine,
@@ -163,8 +180,9 @@ pub fn pump(gw: &mut Gateway<BinanceSpot>, w: &mut NoHttp, v: &mut Venue, leg: i
     events
 }
 
-pub fn place(gw: &mut Gateway<BinanceSpot>, w: &mut NoHttp, cid: &str, tag: u64) {
-    let o = NewOrder {
+/// A buy of 0.010 BTCUSDT at 29995.00, client order id `cid`.
+pub fn order(cid: &str) -> NewOrder<'_> {
+    NewOrder {
         symbol: Symbol::new("BTCUSDT").unwrap(),
         side: Side::Buy,
         order_type: OrderType::Limit(TimeInForce::Gtc),
@@ -172,8 +190,20 @@ pub fn place(gw: &mut Gateway<BinanceSpot>, w: &mut NoHttp, cid: &str, tag: u64)
         quantity: Decimal::new("0.010").unwrap(),
         client_order_id: ClientOrderId::new(cid).unwrap(),
         reduce_only: false,
-    };
+    }
+}
+
+/// [`order`] `cid`, as the gateway's adapter prepares it now.
+pub fn prepare(gw: &mut Gateway<BinanceSpot>, w: &NoHttp, cid: &str) -> Prepared {
     let mut p = Prepared::with_capacity(512);
-    gw.venue_mut().new_order(&mut p, &o, w.now).unwrap();
+    gw.venue_mut()
+        .new_order(&mut p, &order(cid), w.now)
+        .unwrap();
+    p
+}
+
+/// [`prepare`]s `cid` and submits it under `tag`.
+pub fn place(gw: &mut Gateway<BinanceSpot>, w: &mut NoHttp, cid: &str, tag: u64) {
+    let mut p = prepare(gw, w, cid);
     gw.submit(w, &mut p, Class::Normal, tag).expect("submitted");
 }
