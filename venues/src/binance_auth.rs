@@ -32,8 +32,8 @@ pub struct Auth {
     pub(crate) api_key: Option<ApiKey>,
     pub(crate) key: Option<SignKey>,
     pub(crate) recv_window_ms: i64,
-    /// New orders, cancels, cancel-replaces (and USD-M's modifies) are written
-    /// with their signature pending ([`Auth::defer_signatures`]).
+    /// New orders, cancels, cancel-replaces (USD-M: modifies) and order queries
+    /// are written with their signature pending ([`Auth::defer_signatures`]).
     pub(crate) defer: bool,
 }
 
@@ -95,8 +95,8 @@ impl Auth {
         self.recv_window_ms
     }
 
-    /// Whether the orders, cancels and cancel-replaces (USD-M: modifies) it
-    /// signs are written with their signature pending, for a WebSocket API lane
+    /// Whether the orders, cancels, cancel-replaces (USD-M: modifies) and order
+    /// queries it signs are written with their signature pending, for a WebSocket API lane
     /// that never sends it (see
     /// [`Endpoints::defer_signatures`](crate::endpoint::Endpoints::defer_signatures));
     /// off by default.
@@ -121,7 +121,7 @@ pub(crate) fn sign(
 }
 
 /// [`sign`] for the requests a WebSocket API lane carries (new orders, cancels,
-/// cancel-replaces, USD-M modifies): with [`Auth::defer_signatures`] on, the
+/// cancel-replaces, USD-M modifies, order queries): with [`Auth::defer_signatures`] on, the
 /// same request but for `&signature=…`, left pending
 /// ([`Prepared::signature_pending`]) for [`sign_pending`].
 pub(crate) fn sign_order(

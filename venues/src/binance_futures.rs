@@ -243,7 +243,7 @@ impl Endpoints for BinanceFutures {
         binance_auth::restamp(p, &self.auth, &self.limits.clock, now)
     }
 
-    /// New orders (builder and template), cancels and modifies.
+    /// New orders (builder and template), cancels, modifies and order queries.
     fn defer_signatures(&mut self, on: bool) {
         self.auth.defer_signatures(on);
     }
@@ -349,7 +349,7 @@ impl Endpoints for BinanceFutures {
         );
         w.id(o.client_order_id)?;
         let deadline =
-            binance_auth::sign(&mut w, &mut first, &self.auth, &self.limits.clock, q, now)?;
+            binance_auth::sign_order(&mut w, &mut first, &self.auth, &self.limits.clock, q, now)?;
         w.finish(self, Request::Read(1), Method::Get, deadline)
     }
 

@@ -625,7 +625,8 @@ impl Endpoints for BinanceSpot {
         restamp(p, &self.auth, &self.limits.clock, now)
     }
 
-    /// New orders (builder and template), cancels and cancel-replaces.
+    /// New orders (builder and template), cancels, cancel-replaces and order
+    /// queries.
     fn defer_signatures(&mut self, on: bool) {
         self.auth.defer_signatures(on);
     }
@@ -754,7 +755,7 @@ impl Endpoints for BinanceSpot {
             o.client_order_id.as_str(),
         );
         w.id(o.client_order_id)?;
-        let deadline = sign(&mut w, &mut first, &self.auth, &self.limits.clock, q, now)?;
+        let deadline = sign_order(&mut w, &mut first, &self.auth, &self.limits.clock, q, now)?;
         w.finish(self, Request::Read(4), Method::Get, deadline)
     }
 

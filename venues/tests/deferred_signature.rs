@@ -1,8 +1,9 @@
 //! A request prepared with its signature deferred (for a WebSocket API lane that
 //! never sends the REST signature) and signed later is byte for byte the request
 //! a signing preparation writes at the same time: every Binance kind a lane
-//! carries (Spot's new order from the builder and from a template, cancel and
-//! cancel-replace; USD-M's new order, cancel and modify), HMAC and Ed25519 keys.
+//! carries (Spot's new order from the builder and from a template, cancel,
+//! cancel-replace and order query; USD-M's new order, cancel, modify and order
+//! query), HMAC and Ed25519 keys.
 //! Until signed it carries no signature and says so; what a lane does not carry
 //! is signed at once whatever the setting; signing allocates nothing.
 
@@ -95,22 +96,38 @@ enum Call {
     SpotTemplate,
     SpotCancel,
     SpotReplace,
+    SpotQuery,
     UsdmOrder,
     UsdmTemplate,
     UsdmCancel,
     UsdmModify,
+    UsdmQuery,
 }
 
-const CALLS: [Call; 8] = [
+const CALLS: [Call; 10] = [
     Call::SpotOrder,
     Call::SpotTemplate,
     Call::SpotCancel,
     Call::SpotReplace,
+    Call::SpotQuery,
     Call::UsdmOrder,
     Call::UsdmTemplate,
     Call::UsdmCancel,
     Call::UsdmModify,
+    Call::UsdmQuery,
 ];
+
+/// Whether `c` is Spot's.
+fn spot_call(c: Call) -> bool {
+    matches!(
+        c,
+        Call::SpotOrder
+            | Call::SpotTemplate
+            | Call::SpotCancel
+            | Call::SpotReplace
+            | Call::SpotQuery
+    )
+}
 
 /// The generated values of one case, owned.
 #[derive(Clone, Debug)]
@@ -168,7 +185,7 @@ impl Case {
         };
         let now = self.now;
         match self.call {
-            Call::SpotOrder | Call::SpotTemplate | Call::SpotCancel | Call::SpotReplace => {
+            c if spot_call(c) => {
                 let v = s;
                 v.defer_signatures(defer);
                 match self.call {
@@ -178,6 +195,7 @@ impl Case {
                         v.new_order_from(&t, out, &fill, now).map(drop)
                     }
                     Call::SpotCancel => v.cancel(out, &r, now).map(drop),
+                    Call::SpotQuery => v.query_order(out, &r, now).map(drop),
                     _ => {
                         let a = CancelReplace {
                             cancel: ClientOrderId::new("old-1").unwrap(),
@@ -197,6 +215,7 @@ impl Case {
                         v.new_order_from(&t, out, &fill, now).map(drop)
                     }
                     Call::UsdmCancel => v.cancel(out, &r, now).map(drop),
+                    Call::UsdmQuery => v.query_order(out, &r, now).map(drop),
                     _ => {
                         let a = Amend {
                             order: r,
@@ -213,11 +232,9 @@ impl Case {
 
     /// Signs `p` with the case's adapter.
     fn sign(&self, (s, f): &(BinanceSpot, BinanceFutures), p: &mut Prepared) -> Result<(), Error> {
-        match self.call {
-            Call::SpotOrder | Call::SpotTemplate | Call::SpotCancel | Call::SpotReplace => {
-                s.sign_pending(p)
-            }
-            _ => f.sign_pending(p),
+        match spot_call(self.call) {
+            true => s.sign_pending(p),
+            false => f.sign_pending(p),
         }
     }
 }
@@ -299,8 +316,6 @@ fn what_a_lane_does_not_carry_is_signed_whatever_the_setting() {
         client_order_id: ClientOrderId::new("q-1").unwrap(),
     };
     let mut p = Prepared::default();
-    v.query_order(&mut p, &r, 11 * SEC).unwrap();
-    assert!(!p.signature_pending() && p.target().contains("&signature="));
     v.open_orders(&mut p, Some(r.symbol), 11 * SEC).unwrap();
     assert!(!p.signature_pending() && p.target().contains("&signature="));
     v.cancel_all(&mut p, r.symbol, 11 * SEC).unwrap();

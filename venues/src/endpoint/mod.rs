@@ -548,7 +548,7 @@ pub trait Endpoints: Venue {
     }
 
     /// Writes, from now on, the requests a WebSocket API lane carries in place of
-    /// REST (new orders, cancels, cancel-replaces, amends) with their signature
+    /// REST (new orders, cancels, cancel-replaces, amends, order queries) with their signature
     /// pending ([`Prepared::signature_pending`]), while `on`: a gateway whose lane
     /// is ready turns it on, so an order the lane sends is never signed for
     /// REST, and signs one that goes over HTTP after all with
