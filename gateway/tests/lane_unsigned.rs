@@ -62,6 +62,29 @@ fn a_lane_order_is_prepared_unsigned_and_never_signed() {
 }
 
 #[test]
+fn a_query_over_the_lane_is_never_signed_either() {
+    let (mut gw, mut w, mut v) = ready();
+    place(&mut gw, &mut w, "q-0", 0);
+    pump(&mut gw, &mut w, &mut v, MS);
+    let r = ergon_venues::endpoint::OrderRef {
+        symbol: order("q-0").symbol,
+        client_order_id: order("q-0").client_order_id,
+    };
+    let mut q = Prepared::with_capacity(512);
+    gw.venue_mut().query_order(&mut q, &r, w.now).unwrap();
+    assert!(q.signature_pending());
+    forget_key(&mut gw);
+    gw.submit(&mut w, &mut q, Class::Normal, 4)
+        .expect("submitted");
+    let evs = pump(&mut gw, &mut w, &mut v, MS);
+    assert!(
+        evs.iter().any(|e| e.starts_with("Applied { tag: 4")),
+        "{evs:?}"
+    );
+    assert_eq!(w.sent, 0, "nothing over HTTP");
+}
+
+#[test]
 fn a_lane_order_that_goes_over_http_after_all_is_signed_as_before_and_settles() {
     let (mut gw, mut w, mut v) = ready();
     let mut p = prepare(&mut gw, &w, "http-1");
