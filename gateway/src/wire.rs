@@ -9,7 +9,7 @@ use ergon_venues::endpoint::Prepared;
 
 use ergon_io::client::{PoolId, Refused, RequestId};
 use ergon_io::event_loop::Context;
-use ergon_io::http::{with_prepared, InvalidRequest, Request};
+use ergon_io::http::{unsendable, with_prepared, Request};
 
 /// A transport for the gateway's requests.
 pub trait Wire {
@@ -27,7 +27,8 @@ pub trait Wire {
     /// Sends the prepared `req` now with its `ticket`, or hands the ticket back
     /// unsent, as [`Wire::send`] does with `req` encoded. Default: `req` encoded
     /// from its method, target, headers and body through [`Wire::send`] (an empty
-    /// one refused, [`InvalidRequest::Method`]); a transport on the pool overrides
+    /// one refused, [`InvalidRequest::Method`](ergon_io::http::InvalidRequest::Method); one whose signature is pending,
+    /// [`InvalidRequest::Unsigned`](ergon_io::http::InvalidRequest::Unsigned)); a transport on the pool overrides
     /// it to copy out a request its adapter wrote as HTTP/1.1 already
     /// ([`Prepared::http`]).
     fn send_prepared(
@@ -37,7 +38,7 @@ pub trait Wire {
         deadline_ns: i64,
     ) -> Result<RequestId, Refused> {
         with_prepared(req, ticket, |r, t| self.send(r, t, deadline_ns))
-            .unwrap_or_else(|t| Err(Refused::Invalid(t, InvalidRequest::Method)))
+            .unwrap_or_else(|t| Err(Refused::Invalid(t, unsendable(req))))
     }
     /// The transport's connect charges so far, for the record: (admitted, and the
     /// connect left; refused by the budget). A connect refunded because it never

@@ -38,7 +38,7 @@ use ergon_venues::endpoint::Prepared;
 use ergon_venues::response::Response;
 
 use crate::curl::{CurlTransport, Finished};
-use crate::http::{with_prepared, Headers, InvalidRequest, ParseError, Request};
+use crate::http::{unsendable, with_prepared, Headers, ParseError, Request};
 use crate::pool::{
     ConnId, Counters, Error, Pool, PoolConfig, PoolError, PoolEvent, PoolId, Refused, RequestId,
     Transmit,
@@ -200,7 +200,8 @@ impl Client {
     /// Sends a prepared request as [`Client::request`] does: copied out as it is
     /// when its adapter wrote it as HTTP/1.1 ([`Prepared::http`]) and the pool is
     /// ours, else encoded from its method, target, headers and body. An empty
-    /// `req` is refused ([`InvalidRequest::Method`]).
+    /// `req` is refused ([`InvalidRequest::Method`](crate::http::InvalidRequest::Method)), one whose signature is
+    /// pending too ([`InvalidRequest::Unsigned`](crate::http::InvalidRequest::Unsigned)).
     pub fn request_prepared(
         &mut self,
         pool: PoolId,
@@ -209,11 +210,12 @@ impl Client {
         deadline_ns: i64,
         now: i64,
     ) -> Result<RequestId, Refused> {
-        let Some(h) = req.http().filter(|_| !self.curl.carries(pool)) else {
+        let http = req.http().filter(|_| !req.signature_pending());
+        let Some(h) = http.filter(|_| !self.curl.carries(pool)) else {
             return with_prepared(req, ticket, |r, t| {
                 self.request(pool, r, t, deadline_ns, now)
             })
-            .unwrap_or_else(|t| Err(Refused::Invalid(t, InvalidRequest::Method)));
+            .unwrap_or_else(|t| Err(Refused::Invalid(t, unsendable(req))));
         };
         let socks = &mut self.socks;
         let (id, conn) = self

@@ -6,7 +6,7 @@
 
 use ergon_core::{Budget, Class};
 use ergon_io::client::PoolConfig;
-use ergon_io::http::{with_prepared, InvalidRequest, Limits};
+use ergon_io::http::{unsendable, with_prepared, InvalidRequest, Limits};
 use ergon_io::pool::{Pool, Refused, Transmit};
 use ergon_venues::adapt::Clock;
 use ergon_venues::binance_spot::{Auth, BinanceSpot};
@@ -165,4 +165,40 @@ fn a_written_request_is_refused_where_an_encoded_one_is() {
             }
         }
     }
+}
+
+/// A request prepared with its signature pending (for a WebSocket API lane) is
+/// never encoded as it is: refused, with the reason named
+/// ([`InvalidRequest::Unsigned`]); once its adapter signed it, it goes on the wire
+/// as the request signed at once does, byte for byte.
+#[test]
+fn a_request_whose_signature_is_pending_is_refused_until_signed() {
+    let (mut spot, mut budget) = spot(Auth::new(API_KEY, SECRET, 5_000).unwrap());
+    let o = NewOrder {
+        symbol: Symbol::new("LTCBTC").unwrap(),
+        side: Side::Buy,
+        order_type: OrderType::Limit(TimeInForce::Gtc),
+        price: Some(Decimal::new("0.1").unwrap()),
+        quantity: Decimal::new("1").unwrap(),
+        client_order_id: ClientOrderId::new("x1").unwrap(),
+        reduce_only: false,
+    };
+    let mut signed = Prepared::default();
+    spot.new_order(&mut signed, &o, T0).unwrap();
+    let mut p = Prepared::default();
+    spot.defer_signatures(true);
+    spot.new_order(&mut p, &o, T0).unwrap();
+    assert!(p.signature_pending());
+    assert_eq!(with_prepared(&p, 7, |_, x| x), Err(7));
+    assert_eq!(unsendable(&p), InvalidRequest::Unsigned);
+    assert_eq!(unsendable(&Prepared::default()), InvalidRequest::Method);
+    assert_eq!(
+        InvalidRequest::Unsigned.culprit(),
+        ergon_io::Culprit::Caller
+    );
+    spot.sign_pending(&mut p).unwrap();
+    assert_eq!(
+        on_the_wire(&p, &mut budget, false),
+        on_the_wire(&signed, &mut budget, false)
+    );
 }

@@ -32,6 +32,9 @@ pub struct Auth {
     pub(crate) api_key: Option<ApiKey>,
     pub(crate) key: Option<SignKey>,
     pub(crate) recv_window_ms: i64,
+    /// New orders, cancels, cancel-replaces (USD-M: modifies) and order queries
+    /// are written with their signature pending ([`Auth::defer_signatures`]).
+    pub(crate) defer: bool,
 }
 
 impl Default for Auth {
@@ -40,6 +43,7 @@ impl Default for Auth {
             api_key: None,
             key: None,
             recv_window_ms: DEFAULT_RECV_WINDOW_MS,
+            defer: false,
         }
     }
 }
@@ -54,6 +58,7 @@ impl Auth {
             api_key: Some(ApiKey::new(api_key)?),
             key: Some(SignKey::Hmac(HmacKey::new(secret))),
             recv_window_ms,
+            defer: false,
         })
     }
 
@@ -71,6 +76,7 @@ impl Auth {
             api_key: Some(ApiKey::new(api_key)?),
             key: Some(key),
             recv_window_ms,
+            defer: false,
         })
     }
 
@@ -88,6 +94,15 @@ impl Auth {
     pub fn recv_window_ms(&self) -> i64 {
         self.recv_window_ms
     }
+
+    /// Whether the orders, cancels, cancel-replaces (USD-M: modifies) and order
+    /// queries it signs are written with their signature pending, for a WebSocket API lane
+    /// that never sends it (see
+    /// [`Endpoints::defer_signatures`](crate::endpoint::Endpoints::defer_signatures));
+    /// off by default.
+    pub fn defer_signatures(&mut self, on: bool) {
+        self.defer = on;
+    }
 }
 
 /// Ends a Binance signed request: appends `recvWindow` and `timestamp` (the UTC of
@@ -102,6 +117,33 @@ pub(crate) fn sign(
     query_at: usize,
     now: i64,
 ) -> Result<i64, Error> {
+    end_signed(w, first, auth, clock, (query_at, false), now)
+}
+
+/// [`sign`] for the requests a WebSocket API lane carries (new orders, cancels,
+/// cancel-replaces, USD-M modifies, order queries): with [`Auth::defer_signatures`] on, the
+/// same request but for `&signature=…`, left pending
+/// ([`Prepared::signature_pending`]) for [`sign_pending`].
+pub(crate) fn sign_order(
+    w: &mut Writer<'_>,
+    first: &mut bool,
+    auth: &Auth,
+    clock: &Clock,
+    query_at: usize,
+    now: i64,
+) -> Result<i64, Error> {
+    end_signed(w, first, auth, clock, (query_at, auth.defer), now)
+}
+
+/// [`sign`], its signature left pending when `defer`.
+fn end_signed(
+    w: &mut Writer<'_>,
+    first: &mut bool,
+    auth: &Auth,
+    clock: &Clock,
+    (query_at, defer): (usize, bool),
+    now: i64,
+) -> Result<i64, Error> {
     let (Some(api_key), Some(key)) = (&auth.api_key, &auth.key) else {
         return Err(Error::NoKey);
     };
@@ -114,21 +156,42 @@ pub(crate) fn sign(
     w.s("&timestamp=");
     w.int(ts);
     let end = w.pos();
-    w.s("&signature=");
-    match key {
-        SignKey::Hmac(k) => {
-            let mac = k.sign(&[w.bytes(query_at..end)]);
-            w.hex(&mac);
-        }
-        SignKey::Ed25519(_) => {
-            let mut text = arrayvec::ArrayString::new();
-            signature(key, w.bytes(query_at..end), &mut text);
-            w.s(&text);
+    if defer {
+        w.defer_signature(query_at..end);
+    } else {
+        w.s("&signature=");
+        match key {
+            SignKey::Hmac(k) => {
+                let mac = k.sign(&[w.bytes(query_at..end)]);
+                w.hex(&mac);
+            }
+            SignKey::Ed25519(_) => {
+                let mut text = arrayvec::ArrayString::new();
+                signature(key, w.bytes(query_at..end), &mut text);
+                w.s(&text);
+            }
         }
     }
     w.close_target();
     w.header("X-MBX-APIKEY", api_key.as_str().as_bytes())?;
     Ok(clock.now_ns_at(ts.saturating_add(auth.recv_window_ms)))
+}
+
+/// Signs a request whose signature is pending ([`sign_order`], or a template's
+/// order with signatures deferred) with `auth`'s key: byte for byte the request
+/// a signing preparation writes (the same timestamp, so the same deadline).
+/// Nothing pending: `Ok`, nothing changed. No key: [`Error::NoKey`], `p` left as
+/// it was. Allocates nothing.
+pub(crate) fn sign_pending(p: &mut Prepared, auth: &Auth) -> Result<(), Error> {
+    let Some(payload) = p.unsigned_payload() else {
+        return Ok(());
+    };
+    let Some(key) = &auth.key else {
+        return Err(Error::NoKey);
+    };
+    let mut text = arrayvec::ArrayString::new();
+    signature(key, payload, &mut text);
+    p.insert_signature(&text)
 }
 
 /// Re-signs a request [`sign`] ended: the same path and parameters, then a fresh

@@ -243,6 +243,16 @@ impl Endpoints for BinanceFutures {
         binance_auth::restamp(p, &self.auth, &self.limits.clock, now)
     }
 
+    /// New orders (builder and template), cancels, modifies and order queries.
+    fn defer_signatures(&mut self, on: bool) {
+        self.auth.defer_signatures(on);
+    }
+
+    /// With this adapter's key, as Binance signs a REST request.
+    fn sign_pending(&self, p: &mut Prepared) -> Result<(), Error> {
+        binance_auth::sign_pending(p, &self.auth)
+    }
+
     /// `POST /fapi/v1/order`: one order on the 10 s and 1 min order limits, IP weight 0.
     fn new_order<'p>(
         &mut self,
@@ -256,7 +266,7 @@ impl Endpoints for BinanceFutures {
         let mut first = true;
         self.order_params(&mut w, &mut first, o)?;
         let deadline =
-            binance_auth::sign(&mut w, &mut first, &self.auth, &self.limits.clock, q, now)?;
+            binance_auth::sign_order(&mut w, &mut first, &self.auth, &self.limits.clock, q, now)?;
         w.finish(self, Request::Order, Method::Post, deadline)
     }
 
@@ -280,7 +290,7 @@ impl Endpoints for BinanceFutures {
         );
         w.id(o.client_order_id)?;
         let deadline =
-            binance_auth::sign(&mut w, &mut first, &self.auth, &self.limits.clock, q, now)?;
+            binance_auth::sign_order(&mut w, &mut first, &self.auth, &self.limits.clock, q, now)?;
         w.finish(self, Request::Cancel, Method::Delete, deadline)
     }
 
@@ -315,7 +325,7 @@ impl Endpoints for BinanceFutures {
         );
         w.id(a.order.client_order_id)?;
         let deadline =
-            binance_auth::sign(&mut w, &mut first, &self.auth, &self.limits.clock, q, now)?;
+            binance_auth::sign_order(&mut w, &mut first, &self.auth, &self.limits.clock, q, now)?;
         w.finish(self, Request::CancelReplace, Method::Put, deadline)
     }
 
@@ -339,7 +349,7 @@ impl Endpoints for BinanceFutures {
         );
         w.id(o.client_order_id)?;
         let deadline =
-            binance_auth::sign(&mut w, &mut first, &self.auth, &self.limits.clock, q, now)?;
+            binance_auth::sign_order(&mut w, &mut first, &self.auth, &self.limits.clock, q, now)?;
         w.finish(self, Request::Read(1), Method::Get, deadline)
     }
 

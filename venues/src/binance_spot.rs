@@ -19,7 +19,7 @@
 //! allocates.
 
 use crate::adapt::{self, Clock, Error, Parts, Request, Venue};
-use crate::binance_auth::{restamp, sign};
+use crate::binance_auth::{restamp, sign, sign_order, sign_pending};
 pub use crate::binance_auth::{signature, Auth, DEFAULT_RECV_WINDOW_MS};
 use crate::binance_replace::{Replace, ReplaceMode};
 use crate::endpoint::{
@@ -625,6 +625,17 @@ impl Endpoints for BinanceSpot {
         restamp(p, &self.auth, &self.limits.clock, now)
     }
 
+    /// New orders (builder and template), cancels, cancel-replaces and order
+    /// queries.
+    fn defer_signatures(&mut self, on: bool) {
+        self.auth.defer_signatures(on);
+    }
+
+    /// With this adapter's key, as Binance signs a REST request.
+    fn sign_pending(&self, p: &mut Prepared) -> Result<(), Error> {
+        sign_pending(p, &self.auth)
+    }
+
     /// `POST /api/v3/order`: weight 1, one order on every `ORDERS` limit.
     fn new_order<'p>(
         &mut self,
@@ -646,7 +657,7 @@ impl Endpoints for BinanceSpot {
             "newClientOrderId",
             PostOnly::LimitMaker,
         )?;
-        let deadline = sign(&mut w, &mut first, &self.auth, &self.limits.clock, q, now)?;
+        let deadline = sign_order(&mut w, &mut first, &self.auth, &self.limits.clock, q, now)?;
         w.finish(self, Request::Order, Method::Post, deadline)
     }
 
@@ -669,7 +680,7 @@ impl Endpoints for BinanceSpot {
             o.client_order_id.as_str(),
         );
         w.id(o.client_order_id)?;
-        let deadline = sign(&mut w, &mut first, &self.auth, &self.limits.clock, q, now)?;
+        let deadline = sign_order(&mut w, &mut first, &self.auth, &self.limits.clock, q, now)?;
         w.finish(self, Request::Cancel, Method::Delete, deadline)
     }
 
@@ -721,7 +732,7 @@ impl Endpoints for BinanceSpot {
             a.cancel.as_str(),
         );
         w.id(a.cancel)?;
-        let deadline = sign(&mut w, &mut first, &self.auth, &self.limits.clock, q, now)?;
+        let deadline = sign_order(&mut w, &mut first, &self.auth, &self.limits.clock, q, now)?;
         w.finish(self, Request::CancelReplace, Method::Post, deadline)
     }
 
@@ -744,7 +755,7 @@ impl Endpoints for BinanceSpot {
             o.client_order_id.as_str(),
         );
         w.id(o.client_order_id)?;
-        let deadline = sign(&mut w, &mut first, &self.auth, &self.limits.clock, q, now)?;
+        let deadline = sign_order(&mut w, &mut first, &self.auth, &self.limits.clock, q, now)?;
         w.finish(self, Request::Read(4), Method::Get, deadline)
     }
 

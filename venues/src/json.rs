@@ -294,6 +294,66 @@ fn scan_object(b: &[u8], i: usize, depth: usize) -> Result<usize, JsonError> {
     }
 }
 
+/// The end of the string starting at the quote `i` of text [`parse`] checked:
+/// its closing quote found, nothing checked again (an escape is two bytes, a
+/// `\u` escape's hex digits are never a quote). Past the end: `b.len()`.
+fn skip_string(b: &[u8], i: usize) -> usize {
+    let mut j = i + 1;
+    while let Some(&c) = b.get(j) {
+        match c {
+            b'"' => return j + 1,
+            b'\\' => j += 2,
+            _ => j += 1,
+        }
+    }
+    b.len()
+}
+
+/// The end of the value starting at `i` (not whitespace) of text [`parse`]
+/// checked: walks its structure only (brackets, strings' quotes), since the
+/// grammar, escapes, UTF-8 and depth were checked once. A lookup walks past every
+/// member before the one it asks for, so checking them again on each lookup cost
+/// a full validation of the body per key read. Never reads past `b`, never
+/// panics, whatever `b` holds.
+fn skip_value(b: &[u8], i: usize) -> usize {
+    match b.get(i) {
+        Some(b'"') => skip_string(b, i),
+        Some(b'{' | b'[') => {
+            let mut depth = 0usize;
+            let mut j = i;
+            while let Some(&c) = b.get(j) {
+                match c {
+                    b'"' => {
+                        j = skip_string(b, j);
+                        continue;
+                    }
+                    b'{' | b'[' => depth += 1,
+                    b'}' | b']' => {
+                        depth = depth.saturating_sub(1);
+                        if depth == 0 {
+                            return j + 1;
+                        }
+                    }
+                    _ => {}
+                }
+                j += 1;
+            }
+            b.len()
+        }
+        // A number or a literal: up to the delimiter after it.
+        _ => {
+            let mut j = i;
+            while let Some(c) = b.get(j) {
+                if matches!(c, b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r') {
+                    break;
+                }
+                j += 1;
+            }
+            j
+        }
+    }
+}
+
 /// The items of an array, in order.
 #[derive(Clone, Debug)]
 pub struct Items<'a> {
@@ -309,9 +369,8 @@ impl<'a> Iterator for Items<'a> {
         if matches!(self.src.get(start), None | Some(b']')) {
             return None;
         }
-        // The text was checked by `parse`; an error here cannot happen, and ends
-        // the walk rather than panicking if it ever did.
-        let end = scan_value(self.src, start, 0).ok()?;
+        // The text was checked by `parse`: its structure is all there is to walk.
+        let end = skip_value(self.src, start);
         let value = self.src.get(start..end)?;
         let after = skip_ws(self.src, end);
         self.pos = match self.src.get(after) {
@@ -337,11 +396,12 @@ impl<'a> Iterator for Members<'a> {
         if self.src.get(start) != Some(&b'"') {
             return None;
         }
-        let key_end = scan_string(self.src, start).ok()?;
+        // Checked by `parse`, as for `Items`.
+        let key_end = skip_string(self.src, start);
         let key = self.src.get(start..key_end)?;
         let colon = skip_ws(self.src, key_end);
         let v_start = skip_ws(self.src, colon + 1);
-        let v_end = scan_value(self.src, v_start, 0).ok()?;
+        let v_end = skip_value(self.src, v_start);
         let value = self.src.get(v_start..v_end)?;
         let after = skip_ws(self.src, v_end);
         self.pos = match self.src.get(after) {
@@ -627,6 +687,12 @@ impl<'a> Value<'a> {
 
     /// Whether this string, decoded, equals `s`; compared in place.
     pub fn str_eq(&self, s: &str) -> Result<bool, JsonError> {
+        let inner = self.string_inner()?;
+        // Without an escape the text is its decoding: one slice comparison (a
+        // lookup compares every key before the one it asks for).
+        if !inner.contains(&b'\\') {
+            return Ok(inner == s.as_bytes());
+        }
         Ok(self.str_bytes()?.eq(s.bytes()))
     }
 

@@ -9,6 +9,7 @@ use crate::endpoints::Account;
 use crate::events::{Event, ItemFate};
 use crate::ledger::{Entry, Key, Ledger, Stage};
 use crate::wire::Wire;
+use crate::ws_api::WsLane;
 use arrayvec::ArrayVec;
 use ergon_core::{BucketId, Verdict, Why};
 use ergon_venues::adapt::Request as Kind;
@@ -150,6 +151,10 @@ impl<E: Account> Gateway<E> {
     /// Writes `key`'s query by client order id (its query of closed orders if
     /// [`Entry::closed`](crate::ledger::Entry::closed)); whether it could.
     pub(super) fn write_query(&mut self, key: Key, now: i64) -> bool {
+        // Over the lane when it is ready: its REST signature is made only if it
+        // goes over HTTP after all ([`Gateway::send`]).
+        let lane = self.ws.as_ref().is_some_and(WsLane::ready);
+        self.venue.defer_signatures(lane);
         let Some(e) = self.ledger.get_mut(key) else {
             return false;
         };

@@ -128,7 +128,7 @@ impl<E: Account> Gateway<E> {
             return;
         };
         let query = e.stage == Stage::Query;
-        let req = if query { &e.query } else { &e.req };
+        let req = if query { &mut e.query } else { &mut e.req };
         let deadline = req.deadline_ns();
         // Over the WebSocket API when it is open and the request has a twin there.
         let ticket = match self.ws.as_mut() {
@@ -150,6 +150,12 @@ impl<E: Account> Gateway<E> {
             },
             None => ticket,
         };
+        // Prepared for the lane, it goes over HTTP after all: signed now, the
+        // bytes a signing preparation writes (the same timestamp).
+        if req.signature_pending() && self.venue.sign_pending(req).is_err() {
+            self.unsignable(w, key, ticket, tid);
+            return;
+        }
         let sent = w.send_prepared(req, ticket, deadline);
         self.trace.connects(&*w, &self.venue);
         match sent {
@@ -163,6 +169,26 @@ impl<E: Account> Gateway<E> {
             }
             Err(refused) => self.handed_back(w, key, refused.into_ticket(), tid),
         }
+    }
+
+    /// `key`'s request, prepared with its signature pending, cannot be signed
+    /// by this gateway's adapter (another adapter's, or no key): refunded, and
+    /// never sent. A request ends [`Event::Rejected`] (it never ran); a query
+    /// (never written pending by the gateway) goes back to reconciling.
+    fn unsignable<W: Wire>(&mut self, w: &mut W, key: Key, ticket: ergon_core::Ticket, tid: u64) {
+        let Some(e) = self.ledger.get(key) else {
+            return;
+        };
+        if e.stage == Stage::Query {
+            self.handed_back(w, key, ticket, tid);
+            return;
+        }
+        let (tag, now) = (e.tag, w.now());
+        let _ = w.budget().refund(ticket, now);
+        self.trace.refund(now, tid);
+        self.ledger.remove(key);
+        self.stats.rejected += 1;
+        self.push(Event::Rejected { tag });
     }
 
     /// The transport handed `key`'s request back unsent (busy): refunded, and

@@ -60,6 +60,10 @@ pub enum InvalidRequest {
     TooLarge,
     /// The connection is not idle (a request is already in flight on it).
     NotIdle,
+    /// A prepared request whose signature is still pending (written for a
+    /// WebSocket API lane, `Prepared::signature_pending`): its adapter's
+    /// `Endpoints::sign_pending` signs it before it may go over HTTP.
+    Unsigned,
 }
 
 impl core::fmt::Display for InvalidRequest {
@@ -72,6 +76,7 @@ impl core::fmt::Display for InvalidRequest {
             InvalidRequest::ReservedHeader => "header set by the client itself",
             InvalidRequest::TooLarge => "request larger than the send buffer",
             InvalidRequest::NotIdle => "connection not idle",
+            InvalidRequest::Unsigned => "prepared request not signed yet (signature pending)",
         };
         f.write_str(s)
     }
@@ -91,7 +96,8 @@ impl InvalidRequest {
             | InvalidRequest::HeaderValue
             | InvalidRequest::ReservedHeader
             | InvalidRequest::TooLarge
-            | InvalidRequest::NotIdle => crate::Culprit::Caller,
+            | InvalidRequest::NotIdle
+            | InvalidRequest::Unsigned => crate::Culprit::Caller,
         }
     }
 }
@@ -252,13 +258,15 @@ pub(crate) fn encode_http(
 }
 
 /// Calls `f` with `p` as a [`Request`] (its method, target, headers and body, to
-/// encode) and `x`; `Err(x)` (and `f` not called) when `p` is empty.
+/// encode) and `x`; `Err(x)` (and `f` not called) when `p` is empty or its
+/// signature is pending ([`Prepared::signature_pending`]: it must not go out as it
+/// is; [`unsendable`] says which).
 pub fn with_prepared<T, R>(
     p: &Prepared,
     x: T,
     f: impl FnOnce(&Request<'_>, T) -> R,
 ) -> Result<R, T> {
-    let Some(method) = p.method() else {
+    let Some(method) = p.method().filter(|_| !p.signature_pending()) else {
         return Err(x);
     };
     let mut h: ArrayVec<(&str, &str), MAX_HEADERS> = ArrayVec::new();
@@ -274,6 +282,15 @@ pub fn with_prepared<T, R>(
         body: p.body(),
     };
     Ok(f(&req, x))
+}
+
+/// Why [`with_prepared`] refused `p`: [`InvalidRequest::Unsigned`] when its
+/// signature is pending, else [`InvalidRequest::Method`] (it is empty).
+pub fn unsendable(p: &Prepared) -> InvalidRequest {
+    match p.signature_pending() {
+        true => InvalidRequest::Unsigned,
+        false => InvalidRequest::Method,
+    }
 }
 
 #[cfg(test)]

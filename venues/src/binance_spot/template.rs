@@ -182,8 +182,9 @@ impl OrderTemplate {
     }
 
     /// One order of this template into `out`, stamped at `now` on `limits`' clock
-    /// and signed with `auth` as `sign` signs; its parts `venue`'s (see
-    /// [`CachedParts`]). See [`BinanceSpot::new_order_from`].
+    /// and signed with `auth` as `sign` signs (its signature left pending with
+    /// `auth`'s signatures deferred); its parts `venue`'s (see [`CachedParts`]).
+    /// See [`BinanceSpot::new_order_from`].
     pub(crate) fn fill<'p, V: Venue + 'static>(
         &self,
         out: &'p mut Prepared,
@@ -218,6 +219,8 @@ impl OrderTemplate {
         self.runs.emit(&values, &mut w);
         let end = w.pos();
         match key {
+            // For a WebSocket API lane: signed only if it goes over HTTP after all.
+            _ if auth.defer => w.defer_signature(start + self.query_at..end),
             SignKey::Hmac(k) => {
                 let mac = k.sign(&[w.bytes(start + self.query_at..end)]);
                 w.mac_hex("&signature=", &mac);

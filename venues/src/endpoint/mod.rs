@@ -547,6 +547,29 @@ pub trait Endpoints: Venue {
         Err(Error::Unsupported)
     }
 
+    /// Writes, from now on, the requests a WebSocket API lane carries in place of
+    /// REST (new orders, cancels, cancel-replaces, amends, order queries) with their signature
+    /// pending ([`Prepared::signature_pending`]), while `on`: a gateway whose lane
+    /// is ready turns it on, so an order the lane sends is never signed for
+    /// REST, and signs one that goes over HTTP after all with
+    /// [`Endpoints::sign_pending`]. Everything else is written as before. The
+    /// default does nothing: the adapter always signs.
+    fn defer_signatures(&mut self, on: bool) {
+        let _ = on;
+    }
+
+    /// Signs `p`, prepared by this adapter with its signature pending: byte for
+    /// byte the request it would have written signing at once (the same
+    /// timestamp and deadline), allocating nothing. Nothing pending: `Ok`, `p`
+    /// unchanged. `Err` (and `p` left pending, never to be sent over HTTP) if the
+    /// adapter cannot: the default, for adapters that never defer, or no key.
+    fn sign_pending(&self, p: &mut Prepared) -> Result<(), Error> {
+        match p.signature_pending() {
+            true => Err(Error::Unsupported),
+            false => Ok(()),
+        }
+    }
+
     /// Reads the answer to [`Endpoints::query_order`] or
     /// [`Endpoints::query_closed_order`].
     fn read_order(&self, answer: &Response<'_>) -> Lookup;

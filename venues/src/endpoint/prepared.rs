@@ -40,7 +40,15 @@ pub struct Prepared {
     ids: ArrayVec<ClientOrderId, MAX_BATCH>,
     symbol: ArrayString<32>,
     label: Label,
+    /// The signed payload whose `&signature=` is still to be written at its end
+    /// ([`Prepared::signature_pending`]); `None` when signed or unsigned by
+    /// nature.
+    unsigned: Option<Range<usize>>,
 }
+
+/// Room a deferred signature needs: `&signature=` and the longest signature text
+/// (Ed25519's base64, URL-encoded: at most 120 bytes).
+const SIGNATURE_ROOM: usize = 11 + 120;
 
 impl Prepared {
     /// An empty request whose buffer holds `capacity` bytes before it grows (1 KiB
@@ -169,6 +177,69 @@ impl Prepared {
         swap_used(&mut self.ids, &mut other.ids);
         core::mem::swap(&mut self.symbol, &mut other.symbol);
         core::mem::swap(&mut self.label, &mut other.label);
+        core::mem::swap(&mut self.unsigned, &mut other.unsigned);
+    }
+
+    /// Whether the request's signature is still to be written: its adapter
+    /// prepared it with signatures deferred
+    /// ([`Endpoints::defer_signatures`](super::Endpoints::defer_signatures)), for
+    /// a gateway whose WebSocket API lane sends it without the REST signature.
+    /// Such a request must not go over HTTP as it is (the transports refuse it):
+    /// [`Endpoints::sign_pending`](super::Endpoints::sign_pending) signs it,
+    /// giving byte for byte the request a signing preparation writes.
+    pub fn signature_pending(&self) -> bool {
+        self.unsigned.is_some() && self.kind.is_some()
+    }
+
+    /// The payload a pending signature signs; `None` if none is pending.
+    pub(crate) fn unsigned_payload(&self) -> Option<&[u8]> {
+        let at = self.unsigned.clone()?;
+        self.bytes.get(at)
+    }
+
+    /// Writes the pending signature, `&signature=` and `sig`, at the end of its
+    /// payload, and moves every span after it: the request is then the one a
+    /// signing preparation writes. Allocates nothing (the room was reserved when
+    /// the signature was deferred); nothing is pending after it. `Err` (and `self`
+    /// left as it was) if none is pending or `sig` is longer than a signature.
+    pub(crate) fn insert_signature(&mut self, sig: &str) -> Result<(), Error> {
+        let at = self.unsigned.as_ref().ok_or(Error::Unsupported)?.end;
+        let mut piece = ArrayString::<SIGNATURE_ROOM>::new();
+        piece
+            .try_push_str("&signature=")
+            .and_then(|()| piece.try_push_str(sig))
+            .map_err(|_| Error::BadArgument("signature"))?;
+        // The bytes stay text: ASCII goes in only where a character starts.
+        if self
+            .bytes
+            .get(at)
+            .map_or(at != self.bytes.len(), |b| b & 0xC0 == 0x80)
+        {
+            return Err(Error::BadArgument("signature"));
+        }
+        let n = piece.len();
+        let old = self.bytes.len();
+        self.bytes.resize(old + n, 0);
+        self.bytes.copy_within(at..old, at + n);
+        self.bytes[at..at + n].copy_from_slice(piece.as_bytes());
+        let shift = |r: &mut Range<usize>| {
+            if r.start >= at && r.start != r.end {
+                r.start += n;
+            }
+            if r.end >= at && r.start != r.end {
+                r.end += n;
+            }
+        };
+        shift(&mut self.target);
+        shift(&mut self.body);
+        for (_, r) in &mut self.headers {
+            shift(r);
+        }
+        if self.http_line >= at && self.http_line != 0 {
+            self.http_line += n;
+        }
+        self.unsigned = None;
+        Ok(())
     }
 
     fn text(&self, at: Range<usize>) -> &str {
@@ -275,6 +346,7 @@ impl<'p> Writer<'p> {
         p.ids.clear();
         p.symbol.clear();
         p.label = Label::NONE;
+        p.unsigned = None;
         Writer {
             p,
             mark: 0,
@@ -433,6 +505,13 @@ impl<'p> Writer<'p> {
         self.mark = self.pos();
     }
 
+    /// Leaves the signature of the bytes in `payload` to be written later, at
+    /// `payload.end` ([`Prepared::insert_signature`]); finishing reserves its
+    /// room, so that writing it allocates nothing.
+    pub(crate) fn defer_signature(&mut self, payload: Range<usize>) {
+        self.p.unsigned = Some(payload);
+    }
+
     /// Ends the target span.
     pub(crate) fn close_target(&mut self) {
         self.p.target = self.mark..self.pos();
@@ -570,6 +649,9 @@ impl<'p> Writer<'p> {
     ) -> Result<&'p Prepared, Error> {
         if self.not_text {
             return Err(Error::BadArgument("bytes that are not text"));
+        }
+        if self.p.unsigned.is_some() {
+            self.p.bytes.reserve(SIGNATURE_ROOM);
         }
         parts(&mut self.p.parts)?;
         self.p.kind = Some(kind);
