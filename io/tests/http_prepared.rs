@@ -11,8 +11,8 @@ use ergon_io::pool::{Pool, Refused, Transmit};
 use ergon_venues::adapt::Clock;
 use ergon_venues::binance_spot::{Auth, BinanceSpot};
 use ergon_venues::endpoint::{
-    ClientOrderId, Decimal, Ed25519Key, Endpoints, Fill, OrderType, Prepared, Side, Symbol,
-    TimeInForce,
+    ClientOrderId, Decimal, Ed25519Key, Endpoints, Fill, NewOrder, OrderType, Prepared, Side,
+    Symbol, TimeInForce,
 };
 use proptest::prelude::*;
 
