@@ -95,6 +95,17 @@ pub const WATCH_NS: i64 = 120_000_000_000;
 /// cleared (a person's `clear-halt` reaches the budget, not the gateway).
 const HALT_CHECK_NS: i64 = 1_000_000_000;
 
+/// The most pages one poll of a paged venue's open orders walks (Bybit: 10
+/// pages of 50, 500 orders, Bybit's cap of open orders a symbol). A walk that
+/// would need more stops there: the orders past it are not seen by that poll,
+/// and a watched one among them waits for its `Late` (a poll never reads an
+/// order's absence).
+pub const OPEN_PAGES: usize = 10;
+
+/// The longest page cursor kept (Bybit's are about 70 bytes); a longer one
+/// ends the walk.
+const MAX_CURSOR: usize = 256;
+
 /// What the gateway did, counted since it started.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Stats {
@@ -207,6 +218,10 @@ pub struct Gateway<E> {
     /// The poll on the wire: its id and when it was sent.
     open: Option<(RequestId, i64)>,
     open_req: Prepared,
+    /// The page walk of a paged venue's open orders, for the watch: the next
+    /// page's cursor and number (0: the next poll asks the first page).
+    open_cursor: ArrayVec<u8, MAX_CURSOR>,
+    open_page: usize,
     /// The venue's account figures read on the gateway's own (`sync`).
     sync: sync::Sync,
     stats: Stats,
@@ -260,6 +275,8 @@ impl<E: Account> Gateway<E> {
             open_once: None,
             open: None,
             open_req: Prepared::with_capacity(bytes),
+            open_cursor: ArrayVec::new(),
+            open_page: 0,
             sync: sync::Sync::default(),
             stats: Stats::default(),
             trace: Trace {
@@ -551,15 +568,23 @@ impl<E: Account> Gateway<E> {
         }
         let Ok(symbol) = Symbol::new(self.symbol.as_str()) else {
             self.open_once = None;
+            self.open_page = 0;
             return;
         };
-        if self
-            .venue
-            .open_orders(&mut self.open_req, Some(symbol), now)
-            .is_err()
-        {
+        let prepared = match self.open_page {
+            0 => self
+                .venue
+                .open_orders(&mut self.open_req, Some(symbol), now),
+            _ => {
+                let cursor = &self.open_cursor;
+                self.venue
+                    .open_orders_after(&mut self.open_req, Some(symbol), cursor, now)
+            }
+        };
+        if prepared.is_err() {
             // Nothing the venue can be asked: no retry loop.
             self.open_once = None;
+            self.open_page = 0;
             return;
         }
         let charged = self
