@@ -154,8 +154,9 @@ fn unresolved(gw: &mut Gateway<Bybit>, w: &mut Script) {
     panic!("never Unresolved");
 }
 
-#[test]
-fn an_unresolved_order_behind_59_newer_gets_its_late_over_two_pages() {
+/// A Bybit gateway whose order `by1` ended Unresolved (its id watched), and the
+/// venue's 60 open orders, `by1` the oldest.
+fn watching() -> (Gateway<Bybit>, Script, Vec<String>) {
     let mut b = Builder::default();
     let clock = Clock::anchor(T0, 1_700_000_000_000);
     let acct = Bybit::new(&mut b, clock, bybit::Config::default())
@@ -170,10 +171,56 @@ fn an_unresolved_order_behind_59_newer_gets_its_late_over_two_pages() {
     gw.set_unresolved_after_ns(3 * SEC);
     gw.set_watch_ns(600 * SEC);
     unresolved(&mut gw, &mut w);
-    // by1 rests, the oldest of 60 open orders.
     let open: Vec<String> = core::iter::once("by1".to_string())
         .chain((0..59).map(|n| format!("o{n}")))
         .collect();
+    (gw, w, open)
+}
+
+/// Sends the next poll request; returns its target, id and flight.
+fn next_poll(gw: &mut Gateway<Bybit>, w: &mut Script) -> (String, RequestId, Flight) {
+    let n = w.sent.len();
+    for _ in 0..10 {
+        w.now = w.now.max(gw.poll_timeout().expect("a poll is due"));
+        gw.poll(w);
+        if w.sent.len() > n {
+            let (id, target, f) = w.last();
+            assert!(target.starts_with("/v5/order/realtime?"), "{target}");
+            return (target, id, f);
+        }
+    }
+    panic!("no poll written");
+}
+
+/// A one-off poll asked in the middle of a walk is a first page, whose answer
+/// makes the event its caller waits for (the protection reads it after the
+/// switch fired); the walk starts again from there.
+#[test]
+fn a_one_off_poll_during_a_walk_asks_the_first_page_and_gets_its_event() {
+    let (mut gw, mut w, open) = watching();
+    let mut open = open;
+    open.retain(|o| o != "by1");
+    gw.poll_open_orders(10 * SEC);
+    let (target, id, f) = next_poll(&mut gw, &mut w);
+    let body = page(&open, &target);
+    let ev = gw.on_response(&mut w, id, answer(body.as_bytes()), f);
+    assert!(matches!(ev, Some(Event::OpenOrders { .. })), "{ev:?}");
+    // The walk's second page is on the wire when the one-off poll is asked.
+    let (target, id, f) = next_poll(&mut gw, &mut w);
+    assert!(target.contains("&cursor="), "{target}");
+    gw.poll_open_orders_once(w.now);
+    let body = page(&open, &target);
+    assert_eq!(gw.on_response(&mut w, id, answer(body.as_bytes()), f), None);
+    let (target, id, f) = next_poll(&mut gw, &mut w);
+    assert!(!target.contains("&cursor="), "a first page: {target}");
+    let body = page(&open, &target);
+    let ev = gw.on_response(&mut w, id, answer(body.as_bytes()), f);
+    assert!(matches!(ev, Some(Event::OpenOrders { .. })), "{ev:?}");
+}
+
+#[test]
+fn an_unresolved_order_behind_59_newer_gets_its_late_over_two_pages() {
+    let (mut gw, mut w, open) = watching();
     gw.poll_open_orders(10 * SEC);
     let spent =
         |gw: &Gateway<Bybit>| -> u64 { gw.open_orders_spent().iter().map(|(_, n)| n).sum() };

@@ -102,6 +102,10 @@ const HALT_CHECK_NS: i64 = 1_000_000_000;
 /// order's absence).
 pub const OPEN_PAGES: usize = 10;
 
+/// How many times in a row a walk asks a page that failed (a transport error
+/// or an error answer) before it starts again from the first page.
+pub const OPEN_PAGE_TRIES: u8 = 5;
+
 /// The longest page cursor kept (Bybit's are about 70 bytes); a longer one
 /// ends the walk.
 const MAX_CURSOR: usize = 256;
@@ -222,6 +226,11 @@ pub struct Gateway<E> {
     /// page's cursor and number (0: the next poll asks the first page).
     open_cursor: ArrayVec<u8, MAX_CURSOR>,
     open_page: usize,
+    /// The failures of the walk's current page in a row.
+    open_fails: u8,
+    /// A one-off poll was asked: the next request is a first page (its answer
+    /// makes the event the caller waits for), whatever walk was under way.
+    open_restart: bool,
     /// The venue's account figures read on the gateway's own (`sync`).
     sync: sync::Sync,
     stats: Stats,
@@ -277,6 +286,8 @@ impl<E: Account> Gateway<E> {
             open_req: Prepared::with_capacity(bytes),
             open_cursor: ArrayVec::new(),
             open_page: 0,
+            open_fails: 0,
+            open_restart: false,
             sync: sync::Sync::default(),
             stats: Stats::default(),
             trace: Trace {
@@ -534,6 +545,7 @@ impl<E: Account> Gateway<E> {
     /// answer says which quotes still rest.
     pub fn poll_open_orders_once(&mut self, now_ns: i64) {
         self.open_once = Some(self.open_once.map_or(now_ns, |at| at.min(now_ns)));
+        self.open_restart = true;
     }
 
     /// The earliest time its due work (a re-send, a query, a poll) wants a
@@ -568,9 +580,13 @@ impl<E: Account> Gateway<E> {
         }
         let Ok(symbol) = Symbol::new(self.symbol.as_str()) else {
             self.open_once = None;
-            self.open_page = 0;
+            (self.open_page, self.open_fails) = (0, 0);
             return;
         };
+        if self.open_restart {
+            self.open_restart = false;
+            (self.open_page, self.open_fails) = (0, 0);
+        }
         let prepared = match self.open_page {
             0 => self
                 .venue
@@ -584,7 +600,7 @@ impl<E: Account> Gateway<E> {
         if prepared.is_err() {
             // Nothing the venue can be asked: no retry loop.
             self.open_once = None;
-            self.open_page = 0;
+            (self.open_page, self.open_fails) = (0, 0);
             return;
         }
         let charged = self
