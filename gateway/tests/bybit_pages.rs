@@ -271,3 +271,31 @@ fn an_unresolved_order_behind_59_newer_gets_its_late_over_two_pages() {
     assert_eq!(spent(&gw), 2 * first, "each page charged as the first");
     assert!(first > 0);
 }
+
+/// A page lost on the wire is asked again by the same cursor at the next poll
+/// (the walk does not start over, which the network's faults would repeat
+/// before the oldest orders: seed 1011 `--venue bybit`); after
+/// `OPEN_PAGE_TRIES` failures in a row the walk starts again from the first.
+#[test]
+fn a_failed_page_is_asked_again_by_its_cursor() {
+    let (mut gw, mut w, open) = watching();
+    gw.poll_open_orders(10 * SEC);
+    let (target, id, f) = next_poll(&mut gw, &mut w);
+    let body = page(&open, &target);
+    gw.on_response(&mut w, id, answer(body.as_bytes()), f);
+    let mut cursors = Vec::new();
+    for _ in 0..ergon_gateway::OPEN_PAGE_TRIES {
+        let (target, id, f) = next_poll(&mut gw, &mut w);
+        cursors.push(param(&target, "cursor"));
+        assert_eq!(gw.on_error(&mut w, id, Sent::Maybe(f)), None);
+    }
+    assert_eq!(cursors.len(), 5);
+    assert!(
+        cursors
+            .iter()
+            .all(|c| *c == Some("page_args%3Do9%26".into())),
+        "{cursors:?}"
+    );
+    let (target, _, _) = next_poll(&mut gw, &mut w);
+    assert_eq!(param(&target, "cursor"), None, "then the first page");
+}
