@@ -96,7 +96,7 @@ pub const WATCH_NS: i64 = 120_000_000_000;
 const HALT_CHECK_NS: i64 = 1_000_000_000;
 
 /// The most pages one poll of a paged venue's open orders walks (Bybit: 10
-/// pages of 50, 500 orders, Bybit's cap of open orders a symbol). A walk that
+/// pages of 50, 500 orders, the emulator's cap of active orders for Bybit). A walk that
 /// would need more stops there: the orders past it are not seen by that poll,
 /// and a watched one among them waits for its `Late` (a poll never reads an
 /// order's absence).
