@@ -244,6 +244,14 @@ pub trait Account: Endpoints + ClientIds + Sized {
     /// [`Endpoints::open_orders`] lists.
     fn open_ids(&self, body: &[u8], f: &mut dyn FnMut(&[u8]));
 
+    /// The cursor of the page after this answer to [`Endpoints::open_orders`]
+    /// (or [`Endpoints::open_orders_after`]) where the venue answers that list
+    /// by pages and another follows; None (the default) on the last page, or
+    /// where one answer lists every open order.
+    fn next_page<'b>(&self, _body: &'b [u8]) -> Option<&'b [u8]> {
+        None
+    }
+
     /// The time (the gateway's clock) after which the venue can no longer run
     /// `req`: a query sent after it that finds nothing proves the request never
     /// ran. None where the venue states no such bound: an unknown outcome then

@@ -313,6 +313,19 @@ impl Account for Bybit {
         each_string(body, "result.list", "orderLinkId", f);
     }
 
+    /// `result.nextPageCursor` when not empty: Bybit's open orders come by
+    /// pages (<https://bybit-exchange.github.io/docs/v5/order/open-order>). A
+    /// cursor with a JSON escape in it is not followed.
+    fn next_page<'b>(&self, body: &'b [u8]) -> Option<&'b [u8]> {
+        let raw = json::parse(body)
+            .ok()?
+            .path("result.nextPageCursor")
+            .ok()??
+            .raw();
+        let c = raw.strip_prefix(b"\"")?.strip_suffix(b"\"")?;
+        (!c.is_empty() && !c.contains(&b'\\')).then_some(c)
+    }
+
     /// DCP's window call. A taken window arms nothing by itself: the gateway's
     /// private WebSocket subscribed to `dcp` ([`Account::dcp_link`]) does.
     fn switch_mut(&mut self) -> Option<&mut dyn ergon_venues::switch::Switch> {

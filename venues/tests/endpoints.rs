@@ -603,11 +603,26 @@ fn bybit_parts_equal_the_documented_limits() {
     }
     v.query_order(&mut p, &r, 0).unwrap();
     assert_eq!(named(&p, &budget), parts("read", 1));
+    // Bybit's page: at most 50 orders, 20 unless asked; the next page by the
+    // last one's nextPageCursor, sent percent-encoded, and charged as a read
+    // (https://bybit-exchange.github.io/docs/v5/order/open-order).
     v.open_orders(&mut p, None, 0).unwrap();
     assert_eq!(
         p.target(),
-        "/v5/order/realtime?category=linear&settleCoin=USDT"
+        "/v5/order/realtime?category=linear&settleCoin=USDT&limit=50"
     );
+    let cursor = b"page_args%3Dfd4300ae-7847-404e-b947-b46980a4d140%26symbol%3D6%26";
+    v.open_orders_after(&mut p, Some(sym("BTCUSDT")), cursor, 0)
+        .unwrap();
+    assert_eq!(
+        (p.target(), named(&p, &budget)),
+        (
+            "/v5/order/realtime?category=linear&symbol=BTCUSDT&limit=50\
+             &cursor=page_args%253Dfd4300ae-7847-404e-b947-b46980a4d140%2526symbol%253D6%2526",
+            parts("read", 1)
+        )
+    );
+    assert!(v.open_orders_after(&mut p, None, b"", 0).is_err());
     v.book(&mut p, sym("BTCUSDT"), 500, 0).unwrap();
     assert_eq!(
         (named(&p, &budget), p.header("X-BAPI-SIGN")),

@@ -95,6 +95,21 @@ pub const WATCH_NS: i64 = 120_000_000_000;
 /// cleared (a person's `clear-halt` reaches the budget, not the gateway).
 const HALT_CHECK_NS: i64 = 1_000_000_000;
 
+/// The most pages one poll of a paged venue's open orders walks (Bybit: 10
+/// pages of 50, 500 orders, the emulator's cap of active orders for Bybit). A walk that
+/// would need more stops there: the orders past it are not seen by that poll,
+/// and a watched one among them waits for its `Late` (a poll never reads an
+/// order's absence).
+pub const OPEN_PAGES: usize = 10;
+
+/// How many times in a row a walk asks a page that failed (a transport error
+/// or an error answer) before it starts again from the first page.
+pub const OPEN_PAGE_TRIES: u8 = 5;
+
+/// The longest page cursor kept (Bybit's are about 70 bytes); a longer one
+/// ends the walk.
+const MAX_CURSOR: usize = 256;
+
 /// What the gateway did, counted since it started.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Stats {
@@ -207,6 +222,15 @@ pub struct Gateway<E> {
     /// The poll on the wire: its id and when it was sent.
     open: Option<(RequestId, i64)>,
     open_req: Prepared,
+    /// The page walk of a paged venue's open orders, for the watch: the next
+    /// page's cursor and number (0: the next poll asks the first page).
+    open_cursor: ArrayVec<u8, MAX_CURSOR>,
+    open_page: usize,
+    /// The failures of the walk's current page in a row.
+    open_fails: u8,
+    /// A one-off poll was asked: the next request is a first page (its answer
+    /// makes the event the caller waits for), whatever walk was under way.
+    open_restart: bool,
     /// The venue's account figures read on the gateway's own (`sync`).
     sync: sync::Sync,
     stats: Stats,
@@ -260,6 +284,10 @@ impl<E: Account> Gateway<E> {
             open_once: None,
             open: None,
             open_req: Prepared::with_capacity(bytes),
+            open_cursor: ArrayVec::new(),
+            open_page: 0,
+            open_fails: 0,
+            open_restart: false,
             sync: sync::Sync::default(),
             stats: Stats::default(),
             trace: Trace {
@@ -528,6 +556,7 @@ impl<E: Account> Gateway<E> {
     /// answer says which quotes still rest.
     pub fn poll_open_orders_once(&mut self, now_ns: i64) {
         self.open_once = Some(self.open_once.map_or(now_ns, |at| at.min(now_ns)));
+        self.open_restart = true;
     }
 
     /// The earliest time its due work (a re-send, a query, a poll) wants a
@@ -562,15 +591,27 @@ impl<E: Account> Gateway<E> {
         }
         let Ok(symbol) = Symbol::new(self.symbol.as_str()) else {
             self.open_once = None;
+            (self.open_page, self.open_fails) = (0, 0);
             return;
         };
-        if self
-            .venue
-            .open_orders(&mut self.open_req, Some(symbol), now)
-            .is_err()
-        {
+        if self.open_restart {
+            self.open_restart = false;
+            (self.open_page, self.open_fails) = (0, 0);
+        }
+        let prepared = match self.open_page {
+            0 => self
+                .venue
+                .open_orders(&mut self.open_req, Some(symbol), now),
+            _ => {
+                let cursor = &self.open_cursor;
+                self.venue
+                    .open_orders_after(&mut self.open_req, Some(symbol), cursor, now)
+            }
+        };
+        if prepared.is_err() {
             // Nothing the venue can be asked: no retry loop.
             self.open_once = None;
+            (self.open_page, self.open_fails) = (0, 0);
             return;
         }
         let charged = self

@@ -522,3 +522,73 @@ fn the_catalog_and_cancel_all_answer_in_v5_shapes() {
     assert_eq!(links, ["ca-1", "ca-2"]);
     assert_eq!(s.report().cancels, 2);
 }
+
+/// Bybit's open orders come by pages, newest first: `limit` 1 to 50, 20 by
+/// default, and `nextPageCursor` the `cursor` of the next page, empty on the
+/// last (<https://bybit-exchange.github.io/docs/v5/order/open-order>). An order
+/// that closes while a client pages does not shift the next page.
+#[test]
+fn open_orders_come_by_pages_of_limit_newest_first_with_a_cursor() {
+    let mut cfg = Config::bybit();
+    for l in &mut cfg.rate_limits {
+        l.limit = 1_000_000;
+    }
+    let s = Server::start(cfg).unwrap();
+    let mut c = Client::connect(s.addr());
+    for n in 0..55 {
+        let r = v5(
+            &mut c,
+            &s,
+            "POST",
+            "/v5/order/create",
+            &create(&format!("p{n}")),
+        );
+        assert_eq!(ret_code(&r), 0, "{}", r.body);
+        s.advance_clock(1);
+    }
+    let page = |c: &mut Client, q: &str| {
+        let r = v5(c, &s, "GET", "/v5/order/realtime", q);
+        assert_eq!(ret_code(&r), 0, "{q}: {}", r.body);
+        let v = r.json();
+        let links: Vec<String> = v["result"]["list"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| o["orderLinkId"].as_str().unwrap().to_string())
+            .collect();
+        (
+            links,
+            v["result"]["nextPageCursor"].as_str().unwrap().to_string(),
+        )
+    };
+    let names =
+        |r: core::ops::Range<usize>| -> Vec<String> { r.rev().map(|n| format!("p{n}")).collect() };
+    let q = "category=linear&symbol=BTCUSDT";
+    let (first, cursor) = page(&mut c, q);
+    assert_eq!(first, names(35..55), "20 by default, the newest first");
+    assert!(!cursor.is_empty());
+
+    // The last order of the first page closes: the next page is still the next.
+    let x = r#"{"category":"linear","symbol":"BTCUSDT","orderLinkId":"p35"}"#;
+    assert_eq!(ret_code(&v5(&mut c, &s, "POST", "/v5/order/cancel", x)), 0);
+    let enc = cursor.replace('%', "%25");
+    let (second, cursor) = page(&mut c, &format!("{q}&limit=30&cursor={enc}"));
+    assert_eq!(second, names(5..35));
+    let enc = cursor.replace('%', "%25");
+    let (last, cursor) = page(&mut c, &format!("{q}&limit=30&cursor={enc}"));
+    assert_eq!((last, cursor.as_str()), (names(0..5), ""), "the last page");
+
+    let (all, cursor) = page(&mut c, &format!("{q}&limit=50"));
+    assert_eq!((all.len(), cursor.is_empty()), (50, false), "at most 50");
+    for bad in ["limit=0", "limit=51", "cursor=nonsense"] {
+        let r = v5(
+            &mut c,
+            &s,
+            "GET",
+            "/v5/order/realtime",
+            &format!("{q}&{bad}"),
+        );
+        assert_eq!(ret_code(&r), 10001, "{bad}: {}", r.body);
+    }
+    s.stop();
+}

@@ -1,6 +1,6 @@
 //! The adapter's endpoints: the bodies it signs and the answers it reads.
 
-use super::{Bybit, HISTORY, MAX_BATCH_ORDERS};
+use super::{Bybit, HISTORY, MAX_BATCH_ORDERS, OPEN_PAGE};
 use crate::adapt::{Error, Parts, Request};
 use crate::endpoint::{
     self, Amend, ClientIds, Endpoints, IdFormat, Lookup, Method, NewOrder, OrderInfo, OrderRef,
@@ -242,29 +242,34 @@ impl Endpoints for Bybit {
         })
     }
 
-    /// `GET /v5/order/realtime` of a symbol, or of every USDT-settled one: one read.
+    /// `GET /v5/order/realtime` of a symbol, or of every USDT-settled one: one
+    /// read, the first page of [`OPEN_PAGE`] orders, the newest first. Bybit
+    /// answers this list by pages ("limit: Limit for data size per page. [1,
+    /// 50]. Default: 20"); [`Endpoints::open_orders_after`] asks the next.
+    /// <https://bybit-exchange.github.io/docs/v5/order/open-order>
     fn open_orders<'p>(
         &mut self,
         out: &'p mut Prepared,
         symbol: Option<Symbol<'_>>,
         now: i64,
     ) -> Result<&'p Prepared, Error> {
-        let mut w = Writer::start(out);
-        w.symbol(symbol);
-        self.get(
-            w,
-            "/v5/order/realtime",
-            Request::Read(1),
-            now,
-            false,
-            |w| match symbol {
-                Some(s) => {
-                    w.s("&symbol=");
-                    w.s(s.as_str());
-                }
-                None => w.s("&settleCoin=USDT"),
-            },
-        )
+        self.open_page(out, symbol, b"", now)
+    }
+
+    /// The page after `cursor` (the `nextPageCursor` of the page before,
+    /// percent-encoded here as a query value): one read, charged as the first.
+    fn open_orders_after<'p>(
+        &mut self,
+        out: &'p mut Prepared,
+        symbol: Option<Symbol<'_>>,
+        cursor: &[u8],
+        now: i64,
+    ) -> Result<&'p Prepared, Error> {
+        if cursor.is_empty() {
+            Writer::start(out);
+            return Err(Error::BadArgument("cursor (empty)"));
+        }
+        self.open_page(out, symbol, cursor, now)
     }
 
     /// `GET /v5/market/orderbook`, depth 1 to 500 (linear): one read, unsigned.
@@ -407,5 +412,43 @@ impl Endpoints for Bybit {
             Some((10000 | 10016 | 170007 | 170146, _)) | Some((0, None)) | None => Placed::Unknown,
             Some(_) => Placed::Refused,
         }
+    }
+}
+
+impl Bybit {
+    /// A page of `GET /v5/order/realtime`: [`OPEN_PAGE`] orders, after `cursor`
+    /// when it is not empty. The cursor is written percent-encoded (every byte
+    /// but the unreserved ones), so the query signed is the query sent.
+    fn open_page<'p>(
+        &mut self,
+        out: &'p mut Prepared,
+        symbol: Option<Symbol<'_>>,
+        cursor: &[u8],
+        now: i64,
+    ) -> Result<&'p Prepared, Error> {
+        let mut w = Writer::start(out);
+        w.symbol(symbol);
+        self.get(w, "/v5/order/realtime", Request::Read(1), now, false, |w| {
+            match symbol {
+                Some(s) => {
+                    w.s("&symbol=");
+                    w.s(s.as_str());
+                }
+                None => w.s("&settleCoin=USDT"),
+            }
+            w.s("&limit=");
+            w.int(OPEN_PAGE);
+            if !cursor.is_empty() {
+                w.s("&cursor=");
+                for &b in cursor {
+                    if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+                        w.put(&[b]);
+                    } else {
+                        const HEX: &[u8; 16] = b"0123456789ABCDEF";
+                        w.put(&[b'%', HEX[usize::from(b >> 4)], HEX[usize::from(b & 15)]]);
+                    }
+                }
+            }
+        })
     }
 }

@@ -52,6 +52,11 @@ mod switch;
 const MS: i64 = 1_000_000;
 const SEC: i64 = 1_000 * MS;
 
+/// The orders a page of `GET /v5/order/realtime` asks for: Bybit's most ("limit:
+/// Limit for data size per page. [1, 50]. Default: 20",
+/// <https://bybit-exchange.github.io/docs/v5/order/open-order>).
+pub const OPEN_PAGE: i64 = 50;
+
 /// "Wait for at least 10 minutes. The ban will be lifted automatically."
 pub const BAN_NS: i64 = 600 * SEC;
 

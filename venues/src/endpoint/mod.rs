@@ -488,6 +488,22 @@ pub trait Endpoints: Venue {
         now_ns: i64,
     ) -> Result<&'p Prepared, Error>;
 
+    /// The page after `cursor` of [`Endpoints::open_orders`], where the venue
+    /// answers that list by pages; `cursor` is the venue's token as its previous
+    /// page gave it. [`Error::Unsupported`] (the default) where one answer lists
+    /// every open order.
+    fn open_orders_after<'p>(
+        &mut self,
+        out: &'p mut Prepared,
+        symbol: Option<Symbol<'_>>,
+        cursor: &[u8],
+        now_ns: i64,
+    ) -> Result<&'p Prepared, Error> {
+        let _ = (symbol, cursor, now_ns);
+        Writer::start(out);
+        Err(Error::Unsupported)
+    }
+
     /// The order book of `symbol`, `depth` levels a side (the weight follows it).
     fn book<'p>(
         &mut self,

@@ -24,7 +24,14 @@
 //!   orderLinkId"); without either it lists the open orders (`openOnly=0`, the
 //!   default) or those closed ones (`openOnly=1`). The account played is a
 //!   unified one (UTA 2.0): `openOnly=2` (UTA 1.0 inverse, classic accounts) is
-//!   refused as a params error. `order/history` finds an order by `orderId` or
+//!   refused as a params error. Those lists come by pages, newest first:
+//!   `limit` 1 to 50 (20 by default; out of range, 10001), `nextPageCursor` the
+//!   cursor of the next page ("" on the last one), which `cursor` asks
+//!   (<https://bybit-exchange.github.io/docs/v5/order/open-order>). The
+//!   emulator's cursor, like Bybit's, is percent-encoded text
+//!   (`page_args%3D<orderId>%26`) and names the page's last order, so an order
+//!   that closes while a client pages does not shift the next page.
+//!   `order/history` finds an order by `orderId` or
 //!   `orderLinkId` however long ago it closed.
 //! - Market data (`market/tickers`, `kline`, `recent-trade`, `orderbook`) counts
 //!   only against the IP limit; `execution/list` and `order/history` have their
@@ -136,11 +143,14 @@ pub(crate) enum BybitOp {
     Cancel(Target),
     /// `/v5/order/create-batch`: each item a `Create` (see `batch.rs`).
     CreateBatch(Vec<BybitOp>),
-    /// `/v5/order/realtime`: one order by id, or the open orders (the recently
-    /// closed ones with `openOnly=1`).
+    /// `/v5/order/realtime`: one order by id, or a page of `limit` open orders
+    /// (the recently closed ones with `openOnly=1`), newest first, after the
+    /// order `cursor` names (`orders.rs`).
     Realtime {
         target: Option<Target>,
         closed: bool,
+        limit: usize,
+        cursor: Option<u64>,
     },
     Wallet,
     /// `/v5/market/tickers`.
@@ -546,25 +556,31 @@ impl Venue {
                 let o = &self.orders[i];
                 ok(json!({ "orderId": o.order_id.to_string(), "orderLinkId": o.client_id }))
             }
-            BybitOp::Realtime { target, closed } => {
-                let list: Vec<Value> = match (target, closed) {
-                    (Some(t), _) => self
-                        .find_bybit(account, &t)
-                        .filter(|&i| self.realtime_keeps(i))
-                        .map(|i| self.bybit_order_json(&self.orders[i]))
-                        .into_iter()
-                        .collect(),
-                    (None, false) => self
-                        .open_orders(account)
-                        .map(|o| self.bybit_order_json(o))
-                        .collect(),
-                    (None, true) => self
-                        .recently_closed(account)
-                        .into_iter()
-                        .map(|i| self.bybit_order_json(&self.orders[i]))
-                        .collect(),
-                };
+            BybitOp::Realtime {
+                target: Some(t), ..
+            } => {
+                let list: Vec<Value> = self
+                    .find_bybit(account, &t)
+                    .filter(|&i| self.realtime_keeps(i))
+                    .map(|i| self.bybit_order_json(&self.orders[i]))
+                    .into_iter()
+                    .collect();
                 ok(json!({ "list": list, "nextPageCursor": "", "category": "linear" }))
+            }
+            BybitOp::Realtime {
+                target: None,
+                closed,
+                limit,
+                cursor,
+            } => {
+                let Some((page, next)) = self.realtime_page(account, closed, limit, cursor) else {
+                    return fail(10001, "params error: cursor invalid", now);
+                };
+                let list: Vec<Value> = page
+                    .into_iter()
+                    .map(|i| self.bybit_order_json(&self.orders[i]))
+                    .collect();
+                ok(json!({ "list": list, "nextPageCursor": next, "category": "linear" }))
             }
             BybitOp::Tickers => {
                 let mid = self.cfg.mid_price_e8;

@@ -29,6 +29,46 @@ impl Venue {
             || self.recently_closed(self.orders[i].account).contains(&i)
     }
 
+    /// A page of `order/realtime`'s list (the open orders, or with `closed` the
+    /// recently closed ones), newest first: at most `limit` orders after the
+    /// order `cursor` names, and the cursor of the next page ("" when none is
+    /// left). The list is ordered by (time, index), the open ones by creation
+    /// and the closed by their close, so a page starts after the cursor's order
+    /// whether or not that order is still in the list. None: `cursor` names no
+    /// order of the account.
+    pub(super) fn realtime_page(
+        &self,
+        account: usize,
+        closed: bool,
+        limit: usize,
+        cursor: Option<u64>,
+    ) -> Option<(Vec<usize>, String)> {
+        let key = |i: usize| {
+            let o = &self.orders[i];
+            (if closed { o.update_time } else { o.time }, i)
+        };
+        let mut list: Vec<usize> = if closed {
+            self.recently_closed(account)
+        } else {
+            (0..self.orders.len())
+                .filter(|&i| self.orders[i].account == account)
+                .filter(|&i| self.orders[i].status == Status::New)
+                .collect()
+        };
+        list.sort_by_key(|&i| core::cmp::Reverse(key(i)));
+        if let Some(c) = cursor {
+            let after = (0..self.orders.len())
+                .find(|&i| self.orders[i].order_id == c && self.orders[i].account == account)?;
+            list.retain(|&i| key(i) < key(after));
+        }
+        let next = match list.get(limit) {
+            Some(_) => format!("page_args%3D{}%26", self.orders[list[limit - 1]].order_id),
+            None => String::new(),
+        };
+        list.truncate(limit);
+        Some((list, next))
+    }
+
     pub(super) fn bybit_order_json(&self, o: &Order) -> Value {
         let status = match o.status {
             Status::New => "New",

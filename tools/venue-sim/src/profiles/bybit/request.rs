@@ -145,9 +145,20 @@ impl Venue {
                     Some("1") => true,
                     Some(_) => return Err("openOnly invalid (0 or 1 on a unified account)".into()),
                 };
+                let cursor = match f.get("cursor").as_deref() {
+                    None | Some("") => None,
+                    Some(c) => Some(
+                        c.strip_prefix("page_args%3D")
+                            .and_then(|c| c.strip_suffix("%26"))
+                            .and_then(|c| c.parse::<u64>().ok())
+                            .ok_or("cursor invalid")?,
+                    ),
+                };
                 BybitOp::Realtime {
                     target: target(f).ok(),
                     closed,
+                    limit: limit(f, 20, 50)?,
+                    cursor,
                 }
             }
             Endpoint::Tickers => {
