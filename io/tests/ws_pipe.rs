@@ -25,16 +25,11 @@ fn open(client: &mut WsClient, id: WsId, b: &mut Budget) -> Vec<Ev> {
     evs
 }
 
-fn request(client: &mut WsClient, id: WsId, rid: u64, text: &str, b: &mut Budget, parts: &[Part]) {
-    let t = b.try_charge(parts, Class::Normal, 2).unwrap();
-    let s = client.session_mut(id).unwrap();
-    s.send_request_charged(rid, text, t).unwrap();
-    client.flush(id, b, 2);
-}
-
-#[test]
-fn a_pipe_carries_the_session_and_a_cut_settles_what_it_held() {
-    let (mut b, limits) = budget(100, 1000);
+/// A budget of 100 messages a second, a session in it on a pipe (no loop attached:
+/// a socket connect would be refused as Unattached), not yet open; and the parts
+/// each of its messages is charged.
+fn piped() -> (Budget, [Part; 2], WsClient, WsId) {
+    let (b, limits) = budget(100, 1000);
     let session: Session = Session::new(
         WsConfig::default(),
         &b,
@@ -46,9 +41,20 @@ fn a_pipe_carries_the_session_and_a_cut_settles_what_it_held() {
     let mut client = WsClient::new(1);
     let id = client.add(session, "127.0.0.1:9".parse().unwrap());
     client.use_pipe(id).unwrap();
-    // No loop attached: a socket connect would be refused as Unattached.
+    (b, limits.message_parts(), client, id)
+}
+
+fn request(client: &mut WsClient, id: WsId, rid: u64, text: &str, b: &mut Budget, parts: &[Part]) {
+    let t = b.try_charge(parts, Class::Normal, 2).unwrap();
+    let s = client.session_mut(id).unwrap();
+    s.send_request_charged(rid, text, t).unwrap();
+    client.flush(id, b, 2);
+}
+
+#[test]
+fn a_pipe_carries_the_session_and_a_cut_settles_what_it_held() {
+    let (mut b, parts, mut client, id) = piped();
     assert_eq!(open(&mut client, id, &mut b), vec![Ev::Open]);
-    let parts = limits.message_parts();
     request(&mut client, id, 1, "{\"id\":1}", &mut b, &parts);
     let mut written = client.pipe_mut(id).unwrap().take_written();
     let f = parse_client_frame(&mut written).unwrap();
@@ -88,20 +94,8 @@ fn a_pipe_carries_the_session_and_a_cut_settles_what_it_held() {
 /// time; one still queued is not sent at all.
 #[test]
 fn a_request_is_written_when_its_last_byte_leaves() {
-    let (mut b, limits) = budget(100, 1000);
-    let session: Session = Session::new(
-        WsConfig::default(),
-        &b,
-        &limits.connect_parts(),
-        &limits.message_parts(),
-        7,
-    )
-    .unwrap();
-    let mut client = WsClient::new(1);
-    let id = client.add(session, "127.0.0.1:9".parse().unwrap());
-    client.use_pipe(id).unwrap();
+    let (mut b, parts, mut client, id) = piped();
     assert_eq!(open(&mut client, id, &mut b), vec![Ev::Open]);
-    let parts = limits.message_parts();
     request(&mut client, id, 1, "{\"id\":1}", &mut b, &parts);
     let s = client.session(id).unwrap();
     assert_eq!(s.written_at(1), Some(2), "flushed whole at 2");
