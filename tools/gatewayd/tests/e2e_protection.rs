@@ -130,8 +130,23 @@ fn gateway(s: &Server, v: Venue, name: &str) -> Gw {
     Gw { child, _out: out }
 }
 
+/// The test's gateway name, with nothing left under it: a name is the test's
+/// and this process's id, and an earlier process of the same id (another run)
+/// may have left its runtime directory (`--stats`, the halts file) and its
+/// journal's files. A halts file left by the ban test held the IP gate halted at
+/// the next start of that name: its switch call never went, and start-up failed
+/// "not armed (arming)" after 5 s (a flake of CI, once a pid came round again).
 fn unique(test: &str) -> String {
-    format!("{test}-{}", std::process::id())
+    let name = format!("{test}-{}", std::process::id());
+    if let Ok(dir) = ergon_gateway::shm::rundir::runtime_dir(None, &name) {
+        let _ = std::fs::remove_dir_all(dir);
+    }
+    for end in ["", ".charges", ".owners"] {
+        let mut p = journal(&name).into_os_string();
+        p.push(end);
+        let _ = std::fs::remove_file(p);
+    }
+    name
 }
 
 fn order(symbol: Symbol<'_>, id: ClientOrderId) -> NewOrder<'_> {
@@ -765,3 +780,4 @@ fn bybit_dcp_taken_but_without_its_websocket_is_unavailable() {
         "other-connection",
     );
 }
+
