@@ -781,3 +781,37 @@ fn bybit_dcp_taken_but_without_its_websocket_is_unavailable() {
     );
 }
 
+/// A Bybit gateway started on a halts file that holds the IP gate halted (a ban
+/// recorded by an earlier process of its name, long over at the venue: only a
+/// person's clear-halt lifts a halt) cannot send its DCP window call: with
+/// `--protection required` it stops at once and says which halt holds it back,
+/// instead of waiting out the start-up window to say "not armed (arming)".
+#[test]
+fn a_bybit_gateway_started_on_a_recorded_ip_halt_says_what_holds_its_switch_back() {
+    use ergon_gatewayd::shm::{Halt, HaltLog};
+    let s = Server::start((BYBIT.config)()).expect("emulator");
+    let name = unique("dms-halted-bybit");
+    let dir = ergon_gatewayd::shm::runtime_dir(None, &name).expect("runtime dir");
+    let mut halts = HaltLog::open(&dir.join("halts")).expect("the halts file");
+    let why = "the venue banned it while the gateway served (bans=1)";
+    let ended_ms = s.clock().now_ms() - 60_000;
+    halts
+        .record(Halt::new("ip", ended_ms, why))
+        .expect("recorded");
+    let started = Instant::now();
+    let o = command(&s, BYBIT.name, &name, "required")
+        .output()
+        .expect("run");
+    let took = started.elapsed();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("--protection required: ")
+            && err.contains("not armed (arming): its call is held back by the halt of bucket ip"),
+        "{err}"
+    );
+    // The start-up window is 5 s: the answer comes without waiting it out.
+    assert!(took < Duration::from_secs(4), "{took:?}: {err}");
+    assert_eq!(s.report().bybit_private.connects, 0);
+    let _ = std::fs::remove_dir_all(dir);
+}
