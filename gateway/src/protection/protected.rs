@@ -39,6 +39,9 @@ pub struct Protected<S> {
     /// What the venue said when it last rejected a switch call (its reason: a
     /// wrong passphrase reads as such, not only as "refused").
     venue_said: ArrayString<REJECTED_WORDS>,
+    /// The bucket whose halt holds the switch's call back (a ban the halts file
+    /// recorded, restored at start): only a person's `clear-halt` lifts it.
+    halted_on: Option<ArrayString<32>>,
 }
 
 impl<S> Protected<S> {
@@ -59,6 +62,7 @@ impl<S> Protected<S> {
             disarm_when: None,
             shown: (State::Off, None),
             venue_said: ArrayString::new(),
+            halted_on: None,
         }
     }
 
@@ -122,10 +126,16 @@ impl<S> Protected<S> {
         if self.machine.state() == State::Refused && !self.venue_said.is_empty() {
             why += &format!("; the venue said: {}", self.venue_said.trim_end());
         }
+        if let (State::Arming, Some(b)) = (self.machine.state(), self.halted_on) {
+            why += &format!(
+                ": its call is held back by the halt of bucket {b}, which only a person's clear-halt lifts"
+            );
+        }
         why
     }
 
-    /// Ends the loop once the first arm is answered (the start-up phase).
+    /// Ends the loop once the first arm is answered (the start-up phase), or
+    /// at once if a halt holds its call back: no time passing lifts a halt.
     pub fn stop_when_answered(mut self) -> Self {
         self.stop_when_answered = true;
         self
@@ -160,10 +170,15 @@ impl<S> Protected<S> {
         }
         self.machine.handle_timeout(now);
         while let Some(due) = self.machine.poll_send(now) {
-            if let Some(ready_at) = guard_hold(api) {
+            if let Some((ready_at, bucket)) = guard_hold(api) {
+                if ready_at == i64::MAX {
+                    let name = api.budget().name(bucket).unwrap_or("?");
+                    self.halted_on = ArrayString::from(name).ok();
+                }
                 self.machine.on_blocked(now, ready_at);
                 continue;
             }
+            self.halted_on = None;
             if due == Due::Disarm && (self.link.is_some() || self.lane) {
                 // Nothing to call: closing the connection is the disarm (the
                 // strategy's orders are cancelled by now); the order lane closes
@@ -218,11 +233,13 @@ impl<S> Protected<S> {
         if self.stop_when_disarmed && self.machine.stopped() {
             api.stop();
         }
+        let held = self.machine.state() == State::Arming && self.halted_on.is_some();
         if self.stop_when_answered
-            && matches!(
-                self.machine.state(),
-                State::Armed | State::Refused | State::Unavailable
-            )
+            && (held
+                || matches!(
+                    self.machine.state(),
+                    State::Armed | State::Refused | State::Unavailable
+                ))
         {
             api.stop();
         }
@@ -245,22 +262,22 @@ impl<S> Protected<S> {
 }
 
 /// The end of a hold (or `i64::MAX` for a halt) on a bucket the switch's call is
-/// counted on, if one is in force.
-fn guard_hold<E: Account>(api: &mut Api<'_, '_, E>) -> Option<i64> {
+/// counted on, if one is in force, with its bucket (the latest end's).
+fn guard_hold<E: Account>(api: &mut Api<'_, '_, E>) -> Option<(i64, ergon_core::BucketId)> {
     let guards = api.venue_mut().switch_mut()?.switch_guards();
     let now = api.now();
     let budget = api.budget();
     guards
         .iter()
-        .filter_map(|b| budget.stats(*b).ok())
-        .filter_map(|s| {
+        .filter_map(|b| budget.stats(*b).ok().map(|s| (*b, s)))
+        .filter_map(|(b, s)| {
             if s.halted {
-                Some(i64::MAX)
+                Some((i64::MAX, b))
             } else {
-                s.held_until_ns.filter(|u| *u > now)
+                s.held_until_ns.filter(|u| *u > now).map(|u| (u, b))
             }
         })
-        .max()
+        .max_by_key(|(at, _)| *at)
 }
 
 impl<E: Account, S: Strategy<E>> Strategy<E> for Protected<S> {

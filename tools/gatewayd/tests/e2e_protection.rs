@@ -130,8 +130,23 @@ fn gateway(s: &Server, v: Venue, name: &str) -> Gw {
     Gw { child, _out: out }
 }
 
+/// The test's gateway name, with nothing left under it: a name is the test's
+/// and this process's id, and an earlier process of the same id (another run)
+/// may have left its runtime directory (`--stats`, the halts file) and its
+/// journal's files. A halts file left by the ban test held the IP gate halted at
+/// the next start of that name: its switch call never went, and start-up failed
+/// "not armed (arming)" after 5 s (a flake of CI, once a pid came round again).
 fn unique(test: &str) -> String {
-    format!("{test}-{}", std::process::id())
+    let name = format!("{test}-{}", std::process::id());
+    if let Ok(dir) = ergon_gateway::shm::rundir::runtime_dir(None, &name) {
+        let _ = std::fs::remove_dir_all(dir);
+    }
+    for end in ["", ".charges", ".owners"] {
+        let mut p = journal(&name).into_os_string();
+        p.push(end);
+        let _ = std::fs::remove_file(p);
+    }
+    name
 }
 
 fn order(symbol: Symbol<'_>, id: ClientOrderId) -> NewOrder<'_> {
@@ -764,4 +779,39 @@ fn bybit_dcp_taken_but_without_its_websocket_is_unavailable() {
         "fires only when a connection of its own closes",
         "other-connection",
     );
+}
+
+/// A Bybit gateway started on a halts file that holds the IP gate halted (a ban
+/// recorded by an earlier process of its name, long over at the venue: only a
+/// person's clear-halt lifts a halt) cannot send its DCP window call: with
+/// `--protection required` it stops at once and says which halt holds it back,
+/// instead of waiting out the start-up window to say "not armed (arming)".
+#[test]
+fn a_bybit_gateway_started_on_a_recorded_ip_halt_says_what_holds_its_switch_back() {
+    use ergon_gatewayd::shm::{Halt, HaltLog};
+    let s = Server::start((BYBIT.config)()).expect("emulator");
+    let name = unique("dms-halted-bybit");
+    let dir = ergon_gatewayd::shm::runtime_dir(None, &name).expect("runtime dir");
+    let mut halts = HaltLog::open(&dir.join("halts")).expect("the halts file");
+    let why = "the venue banned it while the gateway served (bans=1)";
+    let ended_ms = s.clock().now_ms() - 60_000;
+    halts
+        .record(Halt::new("ip", ended_ms, why))
+        .expect("recorded");
+    let started = Instant::now();
+    let o = command(&s, BYBIT.name, &name, "required")
+        .output()
+        .expect("run");
+    let took = started.elapsed();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("--protection required: ")
+            && err.contains("not armed (arming): its call is held back by the halt of bucket ip"),
+        "{err}"
+    );
+    // The start-up window is 5 s: the answer comes without waiting it out.
+    assert!(took < Duration::from_secs(4), "{took:?}: {err}");
+    assert_eq!(s.report().bybit_private.connects, 0);
+    let _ = std::fs::remove_dir_all(dir);
 }

@@ -142,6 +142,11 @@ fn a_reconcile_under_a_ban_ends_and_sigterm_during_the_ban_exits() {
     cfg.faults.script = vec![(1, Fault::CloseBeforeExecute)];
     let s = Server::start(cfg).expect("emulator");
     let name = format!("banrec-{}", std::process::id());
+    // An earlier process of this id (another run) left the ban below recorded
+    // in its runtime directory's halts file: a start on it is halted.
+    if let Ok(dir) = ergon_gateway::shm::rundir::runtime_dir(None, &name) {
+        let _ = std::fs::remove_dir_all(dir);
+    }
     let (mut gw, _out) = gateway(&s, &name);
     let mut c = ShmClient::attach(&name, "banrec", false).expect("attach");
     let id = c.next_client_order_id().expect("id");
