@@ -421,13 +421,16 @@ fn reconcile_until(e: &Entry) -> i64 {
 }
 
 /// How many parts `req` has, each with its own fate and client order id: a
-/// batch's orders; a cancel-replace of two steps (it names two ids: the new
-/// order's, then the cancelled one's) its new order and its cancel; 0 for a
-/// request of one part (an amend in place names one id).
+/// batch's orders; a batch cancel's orders (a cancel naming several ids, Bybit
+/// `cancel-batch`, OKX `cancel-batch-orders`); a cancel-replace of two steps
+/// (it names two ids: the new order's, then the cancelled one's) its new order
+/// and its cancel; 0 for a request of one part (an amend in place names one
+/// id).
 pub(super) fn parts_of(req: &Prepared) -> usize {
     let n = req.client_order_ids().len().min(MAX_BATCH);
     match req.kind() {
         Some(Kind::Batch(_)) => n,
+        Some(Kind::Cancel) if n >= 2 => n,
         Some(Kind::CancelReplace) if n >= 2 => 2,
         _ => 0,
     }
