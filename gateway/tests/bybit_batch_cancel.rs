@@ -184,3 +184,61 @@ fn a_lost_batch_cancel_queries_each_order_by_its_own_id() {
     );
     assert_eq!(gw.in_flight(), 0);
 }
+
+/// A lost batch cancel whose order is found open has not been shown not to
+/// run: Bybit states no time after which a queued request can no longer run,
+/// so the cancel may still be in its queue. The order is asked about again
+/// (found cancelled later: its cancel ran), and one that stays open ends
+/// Unresolved, never "it did not run". On the previous commit the first find
+/// of an open order settled the item Found(New). Found by the simulator (seed
+/// 33 `--venue bybit`: a batch cancel cut in the venue's queue, its order found
+/// New, then cancelled by it).
+#[test]
+fn a_cancel_whose_order_is_found_open_is_asked_again_then_unresolved() {
+    let (mut gw, mut w) = bybit_gw();
+    gw.set_unresolved_after_ns(3 * SEC);
+    let (id, f) = cancel_batch(&mut gw, &mut w, &["qc1", "qc2"], 11);
+    assert_eq!(
+        gw.on_error(&mut w, id, Sent::Maybe(f)),
+        Some(Event::Reconciling { tag: 11 })
+    );
+    let mut events = Vec::new();
+    let mut asked = [0, 0];
+    for _ in 0..200 {
+        let l = w.sent.iter_mut().find(|s| s.2.is_some());
+        let Some(l) = l else {
+            if gw.in_flight() == 0 {
+                break;
+            }
+            let at = gw.poll_timeout().expect("something is due");
+            w.now = w.now.max(at);
+            gw.poll(&mut w);
+            continue;
+        };
+        let (qid, qf, target) = (l.0, l.2.take().unwrap(), l.1.clone());
+        let k = usize::from(target.contains("orderLinkId=qc2"));
+        asked[k] += 1;
+        // qc1's cancel runs after its second query; qc2 stays open.
+        let status = match (k, asked[k]) {
+            (0, n) if n >= 3 => "Cancelled",
+            _ => "New",
+        };
+        let cid = ["qc1", "qc2"][k];
+        w.now += MS;
+        let body = found(cid, status);
+        let ev = gw.on_response(&mut w, qid, answer(&body), qf);
+        assert_eq!(ev, None);
+        events.extend(drain(&mut gw));
+    }
+    assert_eq!(
+        events,
+        [
+            item(11, 0, ItemFate::Found(OrderState::Canceled)),
+            item(11, 1, ItemFate::Unresolved),
+            Event::BatchSettled { tag: 11 },
+        ]
+    );
+    assert_eq!(asked[0], 3, "qc1 asked until found cancelled");
+    assert!(asked[1] >= 2, "qc2 asked again: {asked:?}");
+    assert_eq!(gw.in_flight(), 0);
+}

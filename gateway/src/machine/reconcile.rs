@@ -316,6 +316,20 @@ impl<E: Account> Gateway<E> {
         let e = self.ledger.get(key)?;
         let batch = e.items != 0;
         let found = match lookup {
+            // A cancel's order found live says the cancel did not run only from
+            // a query sent once the venue could no longer run it: before that
+            // (or where the venue states no bound) the cancel may still be in
+            // its queue, and is asked about again like a NotFound.
+            Lookup::Found(info)
+                if cancels(e)
+                    && matches!(
+                        info.state,
+                        OrderState::New | OrderState::PartiallyFilled | OrderState::Pending
+                    )
+                    && !e.not_found_after.is_some_and(|b| e.query_sent_ns >= b) =>
+            {
+                return self.requery(key, now, now, true);
+            }
             Lookup::Found(info) => Some(info.state),
             // "Not found" is "never ran" only from a query sent once the venue
             // could no longer run the request.
@@ -407,6 +421,16 @@ pub(super) fn queried_id(e: &Entry) -> Option<&ClientOrderId> {
     match e.items {
         0 => e.req.client_order_id(),
         _ => e.req.client_order_ids().get(usize::from(e.item)),
+    }
+}
+
+/// Whether `e`'s query is about a cancel: a cancel's (a batch cancel's every
+/// order), or a two-step cancel-replace's part 1 (the cancelled order).
+fn cancels(e: &Entry) -> bool {
+    match e.req.kind() {
+        Some(Kind::Cancel) => true,
+        Some(Kind::CancelReplace) => e.items != 0 && e.item == 1,
+        _ => false,
     }
 }
 
