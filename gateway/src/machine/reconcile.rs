@@ -316,17 +316,19 @@ impl<E: Account> Gateway<E> {
         let e = self.ledger.get(key)?;
         let batch = e.items != 0;
         let found = match lookup {
-            // A cancel's order found live says the cancel did not run only from
-            // a query sent once the venue could no longer run it: before that
-            // (or where the venue states no bound) the cancel may still be in
-            // its queue, and is asked about again like a NotFound.
+            // A cancel's order found live says the cancel did not run only if
+            // the venue can no longer run it: where the venue states no such
+            // bound (Bybit) the cancel may still be in its queue, so it is asked
+            // about again like a NotFound, and ends Unresolved if it stays live.
+            // (Where the venue states one, the find is taken at once, as before:
+            // see the book's simulation chapter.)
             Lookup::Found(info)
                 if cancels(e)
                     && matches!(
                         info.state,
                         OrderState::New | OrderState::PartiallyFilled | OrderState::Pending
                     )
-                    && !e.not_found_after.is_some_and(|b| e.query_sent_ns >= b) =>
+                    && e.not_found_after.is_none() =>
             {
                 return self.requery(key, now, now, true);
             }
