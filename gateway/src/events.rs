@@ -77,7 +77,10 @@ pub enum ItemFate {
     NotRun,
     /// Its outcome was unknown; a query by its own client order id found it. For
     /// a cancel, the order it cancels: CANCELED (the cancel ran, or the order
-    /// ended so), or a state of a live or filled order (it did not run).
+    /// ended so), or a state of a live or filled order (it did not run). Where
+    /// the venue states no time after which a request can no longer run
+    /// (Bybit), a live order is asked about again, and a cancel whose order
+    /// stays live ends [`ItemFate::Unresolved`]: it may still run.
     Found(OrderState),
     /// Its outcome was unknown; a query sent after the venue could no longer run
     /// it found nothing: it never ran (as [`Event::Reconciled`] with None). For
@@ -162,6 +165,9 @@ pub enum Event<'a> {
         tag: Tag,
     },
     /// The query settled it: `found` is the order's state, None if it never ran.
+    /// For a cancel, a live state (New, PartiallyFilled, Pending) says it did
+    /// not run; where the venue states no bound (Bybit) it is not said at all:
+    /// a cancel whose order stays live ends [`Event::Unresolved`].
     ///
     /// None is said only once the venue can no longer accept the request (its
     /// venue-side validity, [`Account::not_found_after`](super::Account::not_found_after),

@@ -316,6 +316,22 @@ impl<E: Account> Gateway<E> {
         let e = self.ledger.get(key)?;
         let batch = e.items != 0;
         let found = match lookup {
+            // A cancel's order found live says the cancel did not run only if
+            // the venue can no longer run it: where the venue states no such
+            // bound (Bybit) the cancel may still be in its queue, so it is asked
+            // about again like a NotFound, and ends Unresolved if it stays live.
+            // (Where the venue states one, the find is taken at once, as before:
+            // see the book's simulation chapter.)
+            Lookup::Found(info)
+                if cancels(e)
+                    && matches!(
+                        info.state,
+                        OrderState::New | OrderState::PartiallyFilled | OrderState::Pending
+                    )
+                    && e.not_found_after.is_none() =>
+            {
+                return self.requery(key, now, now, true);
+            }
             Lookup::Found(info) => Some(info.state),
             // "Not found" is "never ran" only from a query sent once the venue
             // could no longer run the request.
@@ -410,6 +426,16 @@ pub(super) fn queried_id(e: &Entry) -> Option<&ClientOrderId> {
     }
 }
 
+/// Whether `e`'s query is about a cancel: a cancel's (a batch cancel's every
+/// order), or a two-step cancel-replace's part 1 (the cancelled order).
+fn cancels(e: &Entry) -> bool {
+    match e.req.kind() {
+        Some(Kind::Cancel) => true,
+        Some(Kind::CancelReplace) => e.items != 0 && e.item == 1,
+        _ => false,
+    }
+}
+
 /// When a reconcile whose queries the budget keeps refusing (a hold, no idle
 /// connection, a query it cannot write) ends Unresolved: [`REFUSED_QUERIES_NS`]
 /// after the venue's bound where it states one, else after its outcome became
@@ -421,13 +447,16 @@ fn reconcile_until(e: &Entry) -> i64 {
 }
 
 /// How many parts `req` has, each with its own fate and client order id: a
-/// batch's orders; a cancel-replace of two steps (it names two ids: the new
-/// order's, then the cancelled one's) its new order and its cancel; 0 for a
-/// request of one part (an amend in place names one id).
+/// batch's orders; a batch cancel's orders (a cancel naming several ids, Bybit
+/// `cancel-batch`, OKX `cancel-batch-orders`); a cancel-replace of two steps
+/// (it names two ids: the new order's, then the cancelled one's) its new order
+/// and its cancel; 0 for a request of one part (an amend in place names one
+/// id).
 pub(super) fn parts_of(req: &Prepared) -> usize {
     let n = req.client_order_ids().len().min(MAX_BATCH);
     match req.kind() {
         Some(Kind::Batch(_)) => n,
+        Some(Kind::Cancel) if n >= 2 => n,
         Some(Kind::CancelReplace) if n >= 2 => 2,
         _ => 0,
     }

@@ -23,6 +23,9 @@ pub enum Kind {
     /// A batch of new orders, item `i` placing `batch[i]` (two items may name
     /// one client order id: the venue refuses the second).
     Batch,
+    /// A batch of cancels (Bybit's `cancel-batch`), item `i` cancelling
+    /// `batch[i]` (each order cancelled by this request only).
+    BatchCancel,
 }
 
 /// An event, owned, reduced to what the checks read.
@@ -95,7 +98,8 @@ struct Req {
     cid: String,
     /// A replace's cancelled order.
     old: Option<String>,
-    /// A batch's items' client order ids, in the request's order.
+    /// A batch's (or a batch cancel's) items' client order ids, in the
+    /// request's order.
     batch: Vec<String>,
     items: Vec<(u8, ItemFate)>,
     finals: Vec<What>,
@@ -181,20 +185,35 @@ impl Ledger {
         }
     }
 
+    /// Batch cancel `tag` is submitted: its items cancel `cids`, in order.
+    pub fn submitted_batch_cancel(&mut self, tag: u64, cids: Vec<String>) {
+        self.submitted(tag, Kind::BatchCancel, "");
+        for c in &cids {
+            self.cancelled.insert(c.clone());
+            if let Some(t) = self.by_cid.get(c) {
+                self.resting.remove(t);
+            }
+        }
+        if let Some(r) = self.reqs.get_mut(&tag) {
+            r.batch = cids;
+        }
+    }
+
     /// The client order id item `item` of batch `tag` places.
     pub fn item_cid(&self, tag: u64, item: u8) -> Option<&str> {
-        let r = self.reqs.get(&tag)?;
+        let r = self.reqs.get(&tag).filter(|r| r.kind == Kind::Batch)?;
         r.batch.get(usize::from(item)).map(String::as_str)
     }
 
     /// Request `tag` could not be prepared: it never existed.
     pub fn unprepared(&mut self, tag: u64) {
         if let Some(r) = self.reqs.remove(&tag) {
-            let c = match r.kind {
-                Kind::Cancel => Some(&r.cid),
-                _ => r.old.as_ref(),
+            let cs: Vec<&String> = match r.kind {
+                Kind::Cancel => vec![&r.cid],
+                Kind::BatchCancel => r.batch.iter().collect(),
+                _ => r.old.iter().collect(),
             };
-            if let Some(c) = c {
+            for c in cs {
                 self.cancelled.remove(c);
                 if let Some(&t) = self.by_cid.get(c) {
                     if self.reqs.get(&t).is_some_and(ran) {
@@ -342,9 +361,9 @@ impl Ledger {
             if r.lates > 0 {
                 *t.entry(format!("{:?} Late", r.kind)).or_insert(0) += 1;
             }
-            if r.kind == Kind::Batch {
+            if matches!(r.kind, Kind::Batch | Kind::BatchCancel) {
                 for (_, f) in &r.items {
-                    *t.entry(format!("Batch item {f:?}")).or_insert(0) += 1;
+                    *t.entry(format!("{:?} item {f:?}", r.kind)).or_insert(0) += 1;
                 }
             }
         }
@@ -492,6 +511,13 @@ impl Ledger {
                     }
                     false
                 }
+                (Kind::BatchCancel, _) => {
+                    let cancelled = |cid: &str| find(cid).is_some_and(|o| o.status == "CANCELED");
+                    if let Some(w) = cancels_wrong(*first, &r.items, &r.batch, cancelled) {
+                        v.push(format!("tag {tag} (BatchCancel {:?}): {w}", r.batch));
+                    }
+                    false
+                }
                 _ => false,
             };
             if wrong {
@@ -599,6 +625,59 @@ fn batch_wrong(
         if ran > held || held > ran + maybe {
             return Some(format!(
                 "final {first:?}, items {items:?}: {ran} items say {cid} ran, {maybe} may have, the venue holds {held} orders under it"
+            ));
+        }
+    }
+    None
+}
+
+/// Whether a batch cancel's events say other than the venue, item by item:
+/// an item that says its cancel ran (Applied, or its order found cancelled)
+/// finds its order CANCELED at the venue, and one that says it did not
+/// (Rejected, not run, never ran, its order found in another state) finds it
+/// not CANCELED (no other request cancels it). An item's own [`Event::Item`]
+/// speaks for it, else the request's one final event speaks for every item
+/// (Applied, or Reconciled found cancelled: each cancel ran). Unresolved is the
+/// only "don't know". A BatchSettled owes every item its own fate.
+fn cancels_wrong(
+    first: What,
+    items: &[(u8, ItemFate)],
+    cids: &[String],
+    cancelled: impl Fn(&str) -> bool,
+) -> Option<String> {
+    if first == What::BatchSettled {
+        if let Some(i) = (0..cids.len()).find(|&i| !items.iter().any(|(j, _)| usize::from(*j) == i))
+        {
+            return Some(format!("BatchSettled without item {i}'s fate ({items:?})"));
+        }
+    }
+    for (i, cid) in cids.iter().enumerate() {
+        let own = items
+            .iter()
+            .find(|(j, _)| usize::from(*j) == i)
+            .map(|(_, f)| *f);
+        let said = match (own, first) {
+            (Some(ItemFate::Applied), _) => Some(true),
+            (Some(ItemFate::Found(s)), _) => Some(s == OrderState::Canceled),
+            (Some(ItemFate::Rejected | ItemFate::NotRun | ItemFate::NeverRan), _) => Some(false),
+            (Some(ItemFate::Unresolved), _) => None,
+            (None, What::Applied) => Some(true),
+            (None, What::Reconciled(Some(s))) => Some(s == OrderState::Canceled),
+            (
+                None,
+                What::Rejected
+                | What::DuplicateId
+                | What::Limited
+                | What::Expired
+                | What::Halted
+                | What::Reconciled(None),
+            ) => Some(false),
+            (None, _) => None,
+        };
+        let held = cancelled(cid);
+        if said.is_some_and(|ran| ran != held) {
+            return Some(format!(
+                "final {first:?}, items {items:?}: item {i} says its cancel of {cid} ran: {said:?}, the venue holds it cancelled: {held}"
             ));
         }
     }

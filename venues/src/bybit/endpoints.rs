@@ -135,9 +135,13 @@ impl Endpoints for Bybit {
     }
 
     /// `POST /v5/order/cancel-batch` by `orderLinkId`, 1 to 20 orders of one
-    /// symbol: the cancel limit once per order. It answers as one cancel (`retCode`
-    /// 0 is Done; an order already gone fails alone in `retExtInfo.list`, and a
-    /// cancel may be sent again).
+    /// symbol: the cancel limit once per order (Bybit gives batch cancels a
+    /// limit of their own, orders counted alike: charging the single cancel's
+    /// is the conservative reading). Each order has its own fate: `retCode` 0
+    /// carries each one's code in `retExtInfo.list`, in the request's order (an
+    /// order not open fails alone, 110001; the part over the limit, 10006), read
+    /// as the items of a batch ([`Venue::batch_items`](crate::adapt::Venue::batch_items)).
+    /// <https://bybit-exchange.github.io/docs/v5/order/batch-cancel>
     fn batch_cancel<'p>(
         &mut self,
         out: &'p mut Prepared,

@@ -493,6 +493,15 @@ impl Bybit {
     }
 }
 
+/// Whether `v` has a `retExtInfo.list` of at least one item (the answer of a
+/// batch endpoint).
+fn listed(v: Value<'_>) -> bool {
+    match v.path("retExtInfo.list") {
+        Ok(Some(list)) => list.items().is_ok_and(|mut i| i.next().is_some()),
+        _ => false,
+    }
+}
+
 impl Venue for Bybit {
     fn parts(&self, request: Request<'_>) -> Result<Parts, Error> {
         let mut p = Parts::new();
@@ -528,7 +537,12 @@ impl Venue for Bybit {
             // "403, access too frequent" (not a retCode body): stop every session,
             // at least 10 minutes.
             (403, None, _) => adapt::ban(budget, self.ip, now.saturating_add(BAN_NS), now),
-            (_, Some(0), Some(v)) if matches!(request, Request::Batch(_)) => {
+            // A batch, or a batch cancel (a cancel answered with an item list:
+            // each order's own code; a single cancel's `retExtInfo` is empty).
+            (_, Some(0), Some(v))
+                if matches!(request, Request::Batch(_))
+                    || (request == Request::Cancel && listed(v)) =>
+            {
                 let batch = self.batch(v, request, r, budget, now, &mut bad);
                 let verdict = batch.verdict().unwrap_or(Verdict::Unknown);
                 self.items = batch.into_items();

@@ -1,7 +1,10 @@
 //! A run on Bybit v5 (linear): the real [`Gateway`] with the Bybit adapter, its
 //! batches (`POST /v5/order/create-batch`, up to 20 orders, each placed or
-//! refused on its own and each counted on the create limit), single orders and
-//! cancels, against the emulator's Bybit profile driven without sockets
+//! refused on its own and each counted on the create limit), its batch cancels
+//! (`POST /v5/order/cancel-batch`, up to 10 orders here, each cancelled or
+//! refused on its own; some name an order never placed, which the venue
+//! refuses alone with 110001), single orders and cancels, against the
+//! emulator's Bybit profile driven without sockets
 //! ([`SansIo`]), through the same driver, faulty network and checks as the
 //! Binance Spot runs ([`Sim`], [`Adapter`]), from one seed.
 //!
@@ -24,11 +27,14 @@
 //! journal, charges and halts files (its bootstrap reads `/v5/market/time`;
 //! the journal keeps single orders, as the daemon's hub does, not batches).
 //!
+//! The network's faults apply to a batch cancel as to any request; each of its
+//! items' final events is checked against the venue's truth
+//! ([`crate::check`]'s `cancels_wrong`).
+//!
 //! Not here (the Binance Spot runs have them): the WebSocket lanes and the
 //! hub, another sender on the IP, venue clock steps beyond the guard (the
-//! blind model reads Binance's stamps), cancel-replace (Bybit's is an amend in
-//! place) and batch cancels (the emulator has no `/v5/order/cancel-batch`
-//! yet).
+//! blind model reads Binance's stamps), and cancel-replace (Bybit's is an
+//! amend in place).
 
 use ergon_core::{Budget, Builder, Class};
 use ergon_gateway::{Gateway, ItemFate};
@@ -57,6 +63,14 @@ const MAX_BATCH: i64 = bybit::MAX_BATCH_ORDERS as i64;
 const OFF_TICK_PER_MILLE: u64 = 40;
 /// Batches that repeat an earlier item's client order id, per mille.
 const REPEAT_PER_MILLE: u64 = 50;
+/// Most orders in one batch cancel here: the account's cancel limit (the
+/// adapter charges a batch cancel on it, one per order; Bybit's own batch
+/// cancel limit is 10 orders a second too).
+const MAX_CANCELS: usize = 10;
+/// Cancels (single or batch) that are batch cancels, per mille.
+const BATCH_CANCEL_PER_MILLE: u64 = 400;
+/// Batch cancels with an item naming an order never placed, per mille.
+const UNKNOWN_ITEM_PER_MILLE: u64 = 300;
 
 /// The venue's limits: Bybit's documented ones ([`BYBIT_LIMITS`]) with the IP's
 /// lowered to [`IP_PER_5S`] and the create limit raised to [`CREATE_PER_S`].
@@ -119,6 +133,7 @@ impl Adapter for Bybit {
                 Some(Kind::Place) => sim.ledger.placed_cid(f.tag),
                 _ => None,
             },
+            // A batch's item (`item_cid` names none of a batch cancel's).
             What::Item(i, ItemFate::Applied | ItemFate::Found(_)) => sim.ledger.item_cid(f.tag, i),
             _ => None,
         };
@@ -171,6 +186,9 @@ fn act(sim: &mut Sim<Bybit>) {
     let roll = sim.net.rng.next_u64() % 100;
     let tag = sim.ledger.next_tag();
     let prepared = match roll {
+        0..=29 if !sim.resting.is_empty() && sim.net.rng.chance(BATCH_CANCEL_PER_MILLE) => {
+            prepare_cancels(sim, tag)
+        }
         0..=29 if !sim.resting.is_empty() => {
             let i = sim.net.rng.range(0, sim.resting.len() as i64) as usize;
             let cid = sim.resting.swap_remove(i);
@@ -247,6 +265,45 @@ fn prepare_batch(sim: &mut Sim<Bybit>, tag: u64) -> bool {
         .venue_mut()
         .batch_orders(&mut sim.req, &orders, now)
         .is_ok()
+}
+
+/// Prepares a batch cancel under `tag` of 1 to [`MAX_CANCELS`] orders the
+/// strategy believes rest, one of them in some batches an order never placed
+/// (the venue refuses that item alone).
+fn prepare_cancels(sim: &mut Sim<Bybit>, tag: u64) -> bool {
+    let most = sim.resting.len().min(MAX_CANCELS) as i64;
+    let n = sim.net.rng.range(1, most + 1) as usize;
+    let mut names = Vec::with_capacity(n + 1);
+    for _ in 0..n {
+        let i = sim.net.rng.range(0, sim.resting.len() as i64) as usize;
+        names.push(sim.resting.swap_remove(i));
+    }
+    if n < MAX_CANCELS && sim.net.rng.chance(UNKNOWN_ITEM_PER_MILLE) {
+        if let Ok(never) = sim.gw.next_client_order_id() {
+            let at = sim.net.rng.range(0, n as i64 + 1) as usize;
+            names.insert(at, never.as_str().to_string());
+        }
+    }
+    let mut cids = Vec::with_capacity(names.len());
+    for name in &names {
+        cids.push(ClientOrderId::new(name).expect("an id we issued"));
+    }
+    let refs: Vec<OrderRef<'_>> = cids
+        .iter()
+        .map(|&client_order_id| OrderRef {
+            symbol: Symbol::new("BTCUSDT").expect("symbol"),
+            client_order_id,
+        })
+        .collect();
+    let now = sim.net.now;
+    let ok = sim
+        .gw
+        .venue_mut()
+        .batch_cancel(&mut sim.req, &refs, now)
+        .is_ok();
+    drop(refs);
+    sim.ledger.submitted_batch_cancel(tag, names);
+    ok
 }
 
 /// Runs `seed` under `p` on Bybit.

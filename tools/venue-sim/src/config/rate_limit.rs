@@ -40,6 +40,9 @@ pub enum LimitType {
     BybitExecution,
     /// Bybit, per UID: `/v5/order/history`.
     BybitHistory,
+    /// Bybit, per UID: `/v5/order/cancel-batch`, counted per order (its own
+    /// limit, not the single cancel's).
+    BybitCancelBatch,
     /// OKX, per IP: `GET /api/v5/market/ticker`.
     OkxTicker,
     /// OKX, per IP: `GET /api/v5/market/candles`.
@@ -72,6 +75,7 @@ impl LimitType {
             LimitType::OkxBooks => "/api/v5/market/books",
             LimitType::BybitExecution => "/v5/execution/list",
             LimitType::BybitHistory => "/v5/order/history",
+            LimitType::BybitCancelBatch => "/v5/order/cancel-batch",
             LimitType::OkxTicker => "/api/v5/market/ticker",
             LimitType::OkxCandles => "/api/v5/market/candles",
             LimitType::OkxTrades => "/api/v5/market/trades",
@@ -237,6 +241,7 @@ impl FromStr for RateLimit {
             "/api/v5/market/books" => LimitType::OkxBooks,
             "/v5/execution/list" => LimitType::BybitExecution,
             "/v5/order/history" => LimitType::BybitHistory,
+            "/v5/order/cancel-batch" => LimitType::BybitCancelBatch,
             "/api/v5/market/ticker" => LimitType::OkxTicker,
             "/api/v5/market/candles" => LimitType::OkxCandles,
             "/api/v5/market/trades" => LimitType::OkxTrades,
@@ -279,9 +284,12 @@ pub const BINANCE_FUTURES_LIMITS: [RateLimit; 3] = [
 /// Bybit v5's documented defaults: 600 requests per IP in any 5 s, and per UID per
 /// rolling second 10 creates, 10 amends, 10 cancels (linear, VIP 0) and 50 reads
 /// of each read endpoint (`order/realtime`, `account/wallet-balance`,
-/// `execution/list`, `order/history`); market data counts only against the IP
-/// limit (<https://bybit-exchange.github.io/docs/v5/rate-limit>).
-pub const BYBIT_LIMITS: [RateLimit; 8] = [
+/// `execution/list`, `order/history`), and 10 orders a second in batch cancels
+/// (`order/cancel-batch`: the batch endpoints have their own limit, "does not
+/// share it with single requests", and count "the actual number of orders");
+/// market data counts only against the IP limit
+/// (<https://bybit-exchange.github.io/docs/v5/rate-limit>).
+pub const BYBIT_LIMITS: [RateLimit; 9] = [
     RateLimit::new(LimitType::RawRequests, Interval::Second, 5, 600).rolling(),
     RateLimit::new(LimitType::BybitCreate, Interval::Second, 1, 10).rolling(),
     RateLimit::new(LimitType::BybitAmend, Interval::Second, 1, 10).rolling(),
@@ -290,6 +298,7 @@ pub const BYBIT_LIMITS: [RateLimit; 8] = [
     RateLimit::new(LimitType::BybitWallet, Interval::Second, 1, 50).rolling(),
     RateLimit::new(LimitType::BybitExecution, Interval::Second, 1, 50).rolling(),
     RateLimit::new(LimitType::BybitHistory, Interval::Second, 1, 50).rolling(),
+    RateLimit::new(LimitType::BybitCancelBatch, Interval::Second, 1, 10).rolling(),
 ];
 
 /// OKX v5's documented limits, all per 2 s: 60 places, 60 cancels, 60 amends and 60

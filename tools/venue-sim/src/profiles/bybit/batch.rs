@@ -23,7 +23,7 @@ const MAX_ITEMS: usize = 20;
 /// What a request of `endpoint` counts on its limit: a batch, each order.
 pub(super) fn batch_len(endpoint: Endpoint, f: &Fields) -> u64 {
     match endpoint {
-        Endpoint::CreateBatch => f
+        Endpoint::CreateBatch | Endpoint::CancelBatch => f
             .body
             .get("request")
             .and_then(Value::as_array)

@@ -15,6 +15,8 @@
 //!   strings, `orderLinkId` must be unique (110072), an order that is not open
 //!   cannot be amended or canceled (110001). `order/create-batch` places up to 20
 //!   orders each on its own, each counted on the create limit (`batch.rs`).
+//!   `order/cancel-batch` cancels up to 20 orders each on its own, counted per
+//!   order on the batch cancel's own limit (`cancel_batch.rs`).
 //! - Faults: the 5xx faults answer HTTP 500 with `retCode` 10016 after executing
 //!   and 10000 "Server Timeout" without; Bybit documents neither as "not run".
 //!
@@ -83,6 +85,7 @@ use crate::profiles::instruments::{bybit_refusal, rules};
 
 mod auth;
 mod batch;
+mod cancel_batch;
 mod catalog;
 mod orders;
 
@@ -143,6 +146,12 @@ pub(crate) enum BybitOp {
     Cancel(Target),
     /// `/v5/order/create-batch`: each item a `Create` (see `batch.rs`).
     CreateBatch(Vec<BybitOp>),
+    /// `/v5/order/cancel-batch`: each item a cancel; the first `room` fit the
+    /// limit, the rest are refused alone (see `cancel_batch.rs`).
+    CancelBatch {
+        targets: Vec<Target>,
+        room: usize,
+    },
     /// `/v5/order/realtime`: one order by id, or a page of `limit` open orders
     /// (the recently closed ones with `openOnly=1`), newest first, after the
     /// order `cursor` names (`orders.rs`).
@@ -194,6 +203,7 @@ impl BybitOp {
             self,
             BybitOp::Create { .. }
                 | BybitOp::CreateBatch(_)
+                | BybitOp::CancelBatch { .. }
                 | BybitOp::Amend { .. }
                 | BybitOp::Cancel(_)
                 | BybitOp::CancelAll
@@ -214,6 +224,7 @@ enum Endpoint {
     Orderbook,
     Create,
     CreateBatch,
+    CancelBatch,
     Amend,
     Cancel,
     Realtime,
@@ -238,6 +249,7 @@ impl Endpoint {
             ("GET", "/v5/market/orderbook") => Endpoint::Orderbook,
             ("POST", "/v5/order/create") => Endpoint::Create,
             ("POST", "/v5/order/create-batch") => Endpoint::CreateBatch,
+            ("POST", "/v5/order/cancel-batch") => Endpoint::CancelBatch,
             ("POST", "/v5/order/amend") => Endpoint::Amend,
             ("POST", "/v5/order/cancel") => Endpoint::Cancel,
             ("GET", "/v5/order/realtime") => Endpoint::Realtime,
@@ -277,6 +289,7 @@ impl Endpoint {
             Endpoint::Create | Endpoint::CreateBatch => LimitType::BybitCreate,
             Endpoint::Amend => LimitType::BybitAmend,
             Endpoint::Cancel => LimitType::BybitCancel,
+            Endpoint::CancelBatch => LimitType::BybitCancelBatch,
             Endpoint::Realtime => LimitType::BybitRealtime,
             Endpoint::Wallet => LimitType::BybitWallet,
         })
@@ -400,6 +413,7 @@ impl Venue {
 
         let mut account = 0;
         let mut headers = Vec::new();
+        let mut room = u64::MAX;
         let signed = matches!(
             endpoint,
             Endpoint::Dcp | Endpoint::Coins | Endpoint::ApiKey | Endpoint::AccountInfo
@@ -415,8 +429,11 @@ impl Venue {
             let Some(l) = self.limits.iter_mut().find(|l| l.spec.kind == kind) else {
                 return Admission::Final(fail(10001, "endpoint not configured", now));
             };
-            let used = l.charge(Key::Account(account), batch_len(endpoint, &f), now);
+            let n = batch_len(endpoint, &f);
+            let used = l.charge(Key::Account(account), n, now);
             let limit = l.spec.limit;
+            // The orders of a batch cancel that still fit run (`cancel_batch.rs`).
+            room = limit.saturating_sub(used.saturating_sub(n));
             let reset = if used > limit {
                 l.window_end_for(Key::Account(account), now)
             } else {
@@ -431,7 +448,7 @@ impl Venue {
                 "X-Bapi-Limit-Reset-Timestamp".to_string(),
                 reset.to_string(),
             ));
-            if used > limit {
+            if used > limit && (endpoint != Endpoint::CancelBatch || room == 0) {
                 self.report.throttled += 1;
                 let mut r = fail(10006, "Too many visits!", now);
                 r.headers = headers;
@@ -439,6 +456,10 @@ impl Venue {
             }
         }
         let op = match self.bybit_op(endpoint, &f) {
+            Ok(BybitOp::CancelBatch { targets, .. }) => BybitOp::CancelBatch {
+                room: usize::try_from(room).unwrap_or(usize::MAX),
+                targets,
+            },
             Ok(op) => op,
             Err(msg) => {
                 let mut r = fail(10001, &format!("params error: {msg}"), now);
@@ -524,6 +545,9 @@ impl Venue {
                 Err((code, msg)) => fail(code, msg, now),
             },
             BybitOp::CreateBatch(ops) => self.create_batch(ops, account, now),
+            BybitOp::CancelBatch { targets, room } => {
+                self.cancel_batch(&targets, room, account, now)
+            }
             BybitOp::Amend {
                 target,
                 qty_e8,

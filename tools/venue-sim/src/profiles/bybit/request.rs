@@ -124,6 +124,7 @@ impl Venue {
                 }
             }
             Endpoint::CreateBatch => self.batch_op(f)?,
+            Endpoint::CancelBatch => self.cancel_batch_op(f)?,
             Endpoint::Amend => {
                 category_ok(f)?;
                 symbol_ok(f)?;
