@@ -103,6 +103,16 @@ impl Runs {
         true
     }
 
+    /// Each field, after the length of the literal before it.
+    pub(crate) fn fields(&self) -> impl Iterator<Item = (usize, Field)> + '_ {
+        self.runs.iter().map(|(run, field)| (run.len(), *field))
+    }
+
+    /// The length of the literal after the last field.
+    pub(crate) fn tail_len(&self) -> usize {
+        self.tail.len()
+    }
+
     /// Writes the template with `v` into `out`, a copy per run and per field.
     #[inline]
     pub(crate) fn emit(&self, v: &Values<'_>, out: &mut impl Sink) {
