@@ -136,19 +136,38 @@ pub(crate) fn decimal(n: i64, buf: &mut [u8; 20]) -> &str {
     core::str::from_utf8(digits(n, buf)).unwrap_or("0")
 }
 
-/// `n` in decimal into `buf`: the bytes written (`-` and ASCII digits, as
-/// `Display` writes it). Up to 16 digits (every millisecond timestamp, every
-/// request id) are made at once ([`sixteen`]); longer ones two digits a step from a
-/// table.
+/// `n` in decimal into `buf`, two digits a step from a table: the bytes written
+/// (`-` and ASCII digits).
 #[inline]
 pub(crate) fn digits(n: i64, buf: &mut [u8; 20]) -> &[u8] {
-    let v = n.unsigned_abs();
-    let mut i = if let Some((text, len)) = sixteen(v) {
-        buf[4..].copy_from_slice(&text.to_le_bytes());
-        buf.len() - len
+    let mut i = buf.len();
+    let mut v = n.unsigned_abs();
+    // Eight digits at a time in 32-bit arithmetic, four pairs each (a millisecond
+    // timestamp is 13 digits: one such step, then five), while more than eight
+    // are left.
+    while v >= 100_000_000 {
+        let low = (v % 100_000_000) as u32;
+        v /= 100_000_000;
+        let (high4, low4) = (low / 10_000, low % 10_000);
+        i -= 8;
+        put_pair(buf, i, high4 / 100);
+        put_pair(buf, i + 2, high4 % 100);
+        put_pair(buf, i + 4, low4 / 100);
+        put_pair(buf, i + 6, low4 % 100);
+    }
+    let mut v = v as u32;
+    while v >= 100 {
+        i -= 2;
+        put_pair(buf, i, v % 100);
+        v /= 100;
+    }
+    if v >= 10 {
+        i -= 2;
+        put_pair(buf, i, v);
     } else {
-        long_digits(v, buf)
-    };
+        i -= 1;
+        buf[i] = b'0' + v as u8;
+    }
     if n < 0 {
         i -= 1;
         buf[i] = b'-';
@@ -195,27 +214,6 @@ fn eight(v: u32) -> u64 {
     let y = hundreds | ((x - hundreds * 100) << 16);
     let tens = ((y * 103) >> 10) & 0x000F_000F_000F_000F;
     tens | ((y - tens * 10) << 8)
-}
-
-/// The digits of `v` (from 10^16) right-aligned in `buf`, two a step from a table:
-/// where they start.
-fn long_digits(v: u64, buf: &mut [u8; 20]) -> usize {
-    let mut i = buf.len();
-    let mut v = v;
-    while v >= 100 {
-        i -= 2;
-        put_pair(buf, i, (v % 100) as u32);
-        v /= 100;
-    }
-    let v = v as u32;
-    if v >= 10 {
-        i -= 2;
-        put_pair(buf, i, v);
-    } else {
-        i -= 1;
-        buf[i] = b'0' + v as u8;
-    }
-    i
 }
 
 /// The two digits of `pair` (< 100) at `buf[at..at + 2]`, from a table.
