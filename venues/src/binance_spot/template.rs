@@ -14,6 +14,7 @@
 use arrayvec::ArrayString;
 
 use core::any::TypeId;
+use core::sync::atomic::{AtomicU64, Ordering};
 
 use ergon_core::{BucketId, Part};
 
@@ -21,8 +22,8 @@ use super::{order_params, Auth, BinanceSpot, Counts, Limits, PostOnly};
 use crate::adapt::{Clock, Error, Parts, Request, Venue};
 use crate::binance_auth::signature;
 use crate::endpoint::{
-    decimal, ClientOrderId, Decimal, Field, Fill, Method, NewOrder, OrderType, Prepared, Runs,
-    Side, SignKey, Symbol, Values, Writer,
+    decimal, ApiKey, ClientOrderId, Decimal, Field, Fill, HmacKey, Method, NewOrder, OrderType,
+    Prepared, Runs, Side, SignKey, Symbol, Values, Writer,
 };
 
 /// The fixed bytes of one kind of Binance Spot order: see the module docs. Made by
@@ -30,6 +31,10 @@ use crate::endpoint::{
 /// window is written in).
 #[derive(Clone, Debug)]
 pub struct OrderTemplate {
+    /// A number no other template has (its clones share it): part of the layout
+    /// a request holding one of its orders is marked with
+    /// ([`OrderTemplate::layout`]).
+    id: u64,
     runs: Runs,
     /// Where the target starts: after `POST `.
     target_at: usize,
@@ -169,6 +174,7 @@ impl OrderTemplate {
         sym.try_push_str(symbol.as_str())
             .map_err(|_| Error::BadArgument("symbol"))?;
         Ok(OrderTemplate {
+            id: template_id(),
             runs,
             target_at: REQUEST.len(),
             query_at: REQUEST.len() + path.len() + 1,
@@ -193,7 +199,62 @@ impl OrderTemplate {
         now: i64,
     ) -> Result<&'p Prepared, Error> {
         let clock: &Clock = &limits.clock;
-        let mut w = Writer::start(out);
+        let checked = self.check(fill, auth);
+        let (price, api_key, key) = match checked {
+            Ok(c) => c,
+            Err(e) => {
+                Writer::start(out);
+                return Err(e);
+            }
+        };
+        let ts = clock.utc_ms(now);
+        let values = Values {
+            id: fill.client_order_id.as_str(),
+            price,
+            quantity: fill.quantity.as_str(),
+            timestamp: ts,
+            request_id: 0,
+        };
+        // The key the template was made with (written in its tail).
+        let same_key = self.tail.get(self.key_at.clone()) == Some(api_key.as_str());
+        let layout = match key {
+            SignKey::Hmac(_) if same_key && !auth.defer => self.layout(&values),
+            _ => 0,
+        };
+        let (mut w, target_end) = match (key, out.holds(layout)) {
+            (SignKey::Hmac(k), true) => self.over(out, &values, k, layout)?,
+            _ => self.write(out, &values, (auth, key, same_key))?,
+        };
+        w.symbol_text(&self.symbol);
+        w.target_at(self.target_at..target_end);
+        let line_end = target_end + VERSION.len();
+        if same_key {
+            let at = target_end + self.key_at.start..target_end + self.key_at.end;
+            w.header_at("X-MBX-APIKEY", at)?;
+        } else {
+            w.s(VERSION);
+            w.s(KEY_HEADER);
+            w.header_str("X-MBX-APIKEY", api_key.as_str())?;
+            w.s(END);
+        }
+        w.http(line_end);
+        w.id(fill.client_order_id)?;
+        w.layout(layout);
+        let deadline = clock.now_ns_at(ts.saturating_add(auth.recv_window_ms));
+        match self.parts.of::<V>(limits) {
+            Some(parts) => w.finish_parts(parts, Request::Order, Method::Post, deadline),
+            None => w.finish(venue, Request::Order, Method::Post, deadline),
+        }
+    }
+
+    /// The fill's price text, and the adapter's key and signing key; `Err` for a
+    /// price on a market template or none on a priced one, another receive window,
+    /// or no key.
+    fn check<'a>(
+        &self,
+        fill: &Fill<'a>,
+        auth: &'a Auth,
+    ) -> Result<(&'a str, &'a ApiKey, &'a SignKey), Error> {
         let price = match (self.priced, fill.price) {
             (true, Some(p)) => p.as_str(),
             (false, None) => "",
@@ -206,54 +267,101 @@ impl OrderTemplate {
         let (Some(api_key), Some(key)) = (&auth.api_key, &auth.key) else {
             return Err(Error::NoKey);
         };
-        w.symbol_text(&self.symbol);
-        let ts = clock.utc_ms(now);
-        let values = Values {
-            id: fill.client_order_id.as_str(),
-            price,
-            quantity: fill.quantity.as_str(),
-            timestamp: ts,
-            request_id: 0,
-        };
-        let start = w.pos();
-        self.runs.emit(&values, &mut w);
+        Ok((price, api_key, key))
+    }
+
+    /// The layout of an order of this template with `v`'s fields: the template
+    /// and each field's length (what a request holding such an order must match
+    /// for [`OrderTemplate::over`]); 0 for none: only orders stamped with a
+    /// 13-digit timestamp (from 2001-09-09 to 2286) have one.
+    fn layout(&self, v: &Values<'_>) -> u128 {
+        if !(TS13).contains(&v.timestamp) {
+            return 0;
+        }
+        // Each length is under 256: a price and a quantity are at most 32
+        // bytes, a client order id 36.
+        let len = |n: usize| u128::from(n as u8);
+        (u128::from(self.id) << 64)
+            | len(v.quantity.len())
+            | (len(v.price.len()) << 8)
+            | (len(v.id.len()) << 16)
+    }
+
+    /// The order written from the start, into `out` emptied: its writer and where
+    /// its target ends (before ` HTTP/1.1`).
+    fn write<'p>(
+        &self,
+        out: &'p mut Prepared,
+        values: &Values<'_>,
+        (auth, key, same_key): (&Auth, &SignKey, bool),
+    ) -> Result<(Writer<'p>, usize), Error> {
+        let mut w = Writer::start(out);
+        self.runs.emit(values, &mut w);
         let end = w.pos();
         match key {
             // For a WebSocket API lane: signed only if it goes over HTTP after all.
-            _ if auth.defer => w.defer_signature(start + self.query_at..end),
+            _ if auth.defer => w.defer_signature(self.query_at..end),
             SignKey::Hmac(k) => {
-                let mac = k.sign(&[w.bytes(start + self.query_at..end)]);
-                w.mac_hex("&signature=", &mac);
+                let mac = k.sign(&[w.bytes(self.query_at..end)]);
+                w.mac_hex(SIGNATURE, &mac);
             }
             SignKey::Ed25519(_) => {
                 let mut text = ArrayString::new();
-                signature(key, w.bytes(start + self.query_at..end), &mut text);
-                w.s("&signature=");
+                signature(key, w.bytes(self.query_at..end), &mut text);
+                w.s(SIGNATURE);
                 w.s(&text);
             }
         }
         let target_end = w.pos();
-        w.target_at(start + self.target_at..target_end);
-        let line_end = target_end + VERSION.len();
-        if self.tail.get(self.key_at.clone()) == Some(api_key.as_str()) {
-            // The key the template was made with: the rest in one append.
+        if same_key {
+            // The rest in one append.
             w.s(&self.tail);
-            let at = target_end + self.key_at.start..target_end + self.key_at.end;
-            w.header_at("X-MBX-APIKEY", at)?;
-        } else {
-            w.s(VERSION);
-            w.s(KEY_HEADER);
-            w.header_str("X-MBX-APIKEY", api_key.as_str())?;
-            w.s(END);
         }
-        w.http(line_end);
-        w.id(fill.client_order_id)?;
-        let deadline = clock.now_ns_at(ts.saturating_add(auth.recv_window_ms));
-        match self.parts.of::<V>(limits) {
-            Some(parts) => w.finish_parts(parts, Request::Order, Method::Post, deadline),
-            None => w.finish(venue, Request::Order, Method::Post, deadline),
-        }
+        Ok((w, target_end))
     }
+
+    /// The order written over the one of the same `layout` that `out` holds
+    /// ([`Prepared::holds`]): its literals, its signature's lead and its tail are
+    /// where they are, so only the fields and the signature's hex are written, in
+    /// place. Its writer and where its target ends.
+    fn over<'p>(
+        &self,
+        out: &'p mut Prepared,
+        values: &Values<'_>,
+        k: &HmacKey,
+        layout: u128,
+    ) -> Result<(Writer<'p>, usize), Error> {
+        let mut w = Writer::resume(out, layout).ok_or(Error::BadArgument("order template"))?;
+        let mut at = 0;
+        for (literal, field) in self.runs.fields() {
+            at += literal;
+            at += match field {
+                Field::Id => w.over(at, values.id)?,
+                Field::Price => w.over(at, values.price)?,
+                Field::Quantity => w.over(at, values.quantity)?,
+                // 13 digits: the layout says so.
+                Field::Timestamp => w.over_ts13(at, values.timestamp)?,
+                Field::RequestId => w.over_int(at, values.request_id)?,
+            };
+        }
+        let end = at + self.runs.tail_len();
+        let mac = k.sign(&[w.bytes(self.query_at..end)]);
+        let hex_at = end + SIGNATURE.len();
+        w.over_mac_hex(hex_at, &mac)?;
+        Ok((w, hex_at + 64))
+    }
+}
+
+/// The UTC milliseconds written in 13 digits.
+const TS13: core::ops::Range<i64> = 1_000_000_000_000..10_000_000_000_000;
+
+/// The lead of an HMAC signature in the query.
+const SIGNATURE: &str = "&signature=";
+
+/// A number no template had before (from 1: a layout of 0 is none).
+fn template_id() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
 }
 
 /// The request line's method and the space after it (every order is a POST with

@@ -7,7 +7,7 @@ use arrayvec::{ArrayString, ArrayVec};
 
 use crate::adapt::{Error, Parts, Request, Venue};
 
-use super::template::{digits, Sink};
+use super::template::{digits, sixteen, Sink};
 use super::{ClientOrderId, Label, Method, Symbol, MAX_BATCH, MAX_HEADERS};
 
 /// A request prepared by an adapter, ready to charge and to send: see the module
@@ -44,6 +44,11 @@ pub struct Prepared {
     /// ([`Prepared::signature_pending`]); `None` when signed or unsigned by
     /// nature.
     unsigned: Option<Range<usize>>,
+    /// The layout of a template's order its bytes hold, whole, since they were
+    /// written (the template and the length of each field: see
+    /// [`Writer::resume`]); 0 for none. Anything that writes the bytes otherwise
+    /// resets it.
+    layout: u128,
 }
 
 /// Room a deferred signature needs: `&signature=` and the longest signature text
@@ -154,6 +159,12 @@ impl Prepared {
         Symbol::new(self.symbol.as_str()).ok()
     }
 
+    /// Whether its bytes are a whole order of `layout` (not 0), written by a
+    /// template and not changed since ([`Writer::resume`]).
+    pub(crate) fn holds(&self, layout: u128) -> bool {
+        layout != 0 && self.layout == layout
+    }
+
     /// Replaces what a prepared request charges (a batch cancel: the cancel
     /// limit once per order).
     pub(crate) fn set_parts(&mut self, parts: Parts) {
@@ -178,6 +189,7 @@ impl Prepared {
         core::mem::swap(&mut self.symbol, &mut other.symbol);
         core::mem::swap(&mut self.label, &mut other.label);
         core::mem::swap(&mut self.unsigned, &mut other.unsigned);
+        core::mem::swap(&mut self.layout, &mut other.layout);
     }
 
     /// Whether the request's signature is still to be written: its adapter
@@ -239,6 +251,7 @@ impl Prepared {
             self.http_line += n;
         }
         self.unsigned = None;
+        self.layout = 0;
         Ok(())
     }
 
@@ -334,10 +347,15 @@ impl Sink for Writer<'_> {
 impl<'p> Writer<'p> {
     /// Empties `p` and starts a request.
     pub(crate) fn start(p: &'p mut Prepared) -> Self {
+        p.bytes.clear();
+        Writer::keeping_bytes(p)
+    }
+
+    /// Empties `p` but for its bytes, and starts a request.
+    fn keeping_bytes(p: &'p mut Prepared) -> Self {
         p.kind = None;
         p.method = None;
         p.parts.clear();
-        p.bytes.clear();
         p.target = 0..0;
         p.headers.clear();
         p.body = 0..0;
@@ -347,11 +365,86 @@ impl<'p> Writer<'p> {
         p.symbol.clear();
         p.label = Label::NONE;
         p.unsigned = None;
+        p.layout = 0;
         Writer {
             p,
             mark: 0,
             not_text: false,
         }
+    }
+
+    /// Starts a request over the bytes `p` holds if they are a whole order of
+    /// `layout` (a template's, with fields of the same lengths: set by
+    /// [`Writer::layout`] when it was written); else `None`, and `p` is untouched.
+    /// Everything else is emptied as [`Writer::start`] empties it; the bytes stay,
+    /// for the fields to be written over in place ([`Writer::over`]): the
+    /// template's literals are where they were, with no copy.
+    pub(crate) fn resume(p: &'p mut Prepared, layout: u128) -> Option<Self> {
+        if !p.holds(layout) {
+            return None;
+        }
+        Some(Writer::keeping_bytes(p))
+    }
+
+    /// Marks the bytes written as a whole order of `layout` (see
+    /// [`Writer::resume`]).
+    pub(crate) fn layout(&mut self, layout: u128) {
+        self.p.layout = layout;
+    }
+
+    /// Writes `s` over the bytes at `at` (as long as `s`): a field of a resumed
+    /// template order. How many it wrote; `Err` if they are not there.
+    #[inline]
+    pub(crate) fn over(&mut self, at: usize, s: &str) -> Result<usize, Error> {
+        self.over_ascii(at, s.as_bytes())?;
+        Ok(s.len())
+    }
+
+    /// Writes `n` in decimal over the bytes at `at`: how many it wrote.
+    #[inline]
+    pub(crate) fn over_int(&mut self, at: usize, n: i64) -> Result<usize, Error> {
+        let mut buf = [0u8; 20];
+        let d = digits(n, &mut buf);
+        self.over_ascii(at, d)?;
+        Ok(d.len())
+    }
+
+    /// Writes `ts` over the 13 bytes at `at` if it has 13 digits (a millisecond
+    /// timestamp from 2001 to 2286), in one fixed-size copy: 13.
+    #[inline]
+    pub(crate) fn over_ts13(&mut self, at: usize, ts: i64) -> Result<usize, Error> {
+        let text = u64::try_from(ts)
+            .ok()
+            .and_then(sixteen)
+            .filter(|&(_, len)| len == 13)
+            .ok_or(Error::BadArgument("a timestamp of 13 digits"))?;
+        let digits = text.0.to_le_bytes();
+        self.over_ascii(at, &digits[3..])?;
+        Ok(13)
+    }
+
+    /// Writes the lower-case hex of `mac` over the 64 bytes at `at`.
+    #[inline]
+    pub(crate) fn over_mac_hex(&mut self, at: usize, mac: &[u8; 32]) -> Result<(), Error> {
+        let mut hex = [0u8; 64];
+        for (o, &b) in hex.chunks_exact_mut(2).zip(mac) {
+            o.copy_from_slice(&HEX_PAIRS[usize::from(b)]);
+        }
+        self.over_ascii(at, &hex)
+    }
+
+    /// Writes `b` (text: a `&str`'s bytes, digits, hex) over the bytes at `at`.
+    /// Every byte it replaces is ASCII (a resumed order's field), so the bytes
+    /// stay text.
+    #[inline(always)]
+    fn over_ascii(&mut self, at: usize, b: &[u8]) -> Result<(), Error> {
+        let slot = self
+            .p
+            .bytes
+            .get_mut(at..at + b.len())
+            .ok_or(Error::BadArgument("a template order's layout"))?;
+        slot.copy_from_slice(b);
+        Ok(())
     }
 
     /// Appends bytes an adapter hands over, checked as UTF-8; any other makes the

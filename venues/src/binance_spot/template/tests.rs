@@ -264,3 +264,135 @@ fn a_change_of_the_limits_is_charged_by_the_templates_orders() {
     }
     assert_eq!(parts(&mut spot), before);
 }
+
+/// One step of a reused request's life: a template's order (of the first or the
+/// second template, from the first or a second adapter with another key), or a
+/// builder's order written into it.
+#[derive(Clone, Debug)]
+struct Step {
+    /// 0, 1: the first or second template of the first adapter; 2: the first
+    /// adapter's builder; 3: the first template filled by the adapter with another
+    /// key.
+    how: u8,
+    price: String,
+    quantity: String,
+    id: String,
+    now: i64,
+}
+
+/// Steps whose fields often have the lengths of the step before (so that the
+/// request is written over in place), and sometimes not.
+fn steps() -> impl Strategy<Value = Vec<Step>> {
+    let step = (
+        prop_oneof![6 => Just(0u8), 2 => Just(1u8), 1 => Just(2u8), 1 => Just(3u8)],
+        "[1-9]\\.[0-9]{1,2}",
+        "[1-9]{1,2}",
+        "[a-z0-9]{3,4}",
+        // 13-digit timestamps, and now and then 12 (before 2001-09-09).
+        prop_oneof![9 => 10 * SEC..20 * SEC, 1 => -(1_499 * SEC)..-(1_498 * SEC)],
+    )
+        .prop_map(|(how, price, quantity, id, now)| Step {
+            how,
+            price,
+            quantity,
+            id,
+            now,
+        });
+    prop::collection::vec(step, 1..24)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// A request reused for order after order (as the gateway's ledger hands its
+    /// requests back) holds each as a fresh request does, byte for byte, whether
+    /// its fields were written over the last order's in place or the order was
+    /// written whole.
+    #[test]
+    fn a_reused_request_holds_each_order_as_a_fresh_one_does(steps in steps()) {
+        let mut spot = spot(5_000);
+        let other = spot_with(Auth::new("another-key", SECRET, 5_000).unwrap());
+        let symbol = Symbol::new("LTCBTC").unwrap();
+        let ty = OrderType::Limit(TimeInForce::Gtc);
+        let t = [
+            spot.order_template(symbol, Side::Buy, ty).unwrap(),
+            spot.order_template(symbol, Side::Sell, ty).unwrap(),
+        ];
+        let mut reused = Prepared::with_capacity(1024);
+        for s in &steps {
+            let fill = Fill {
+                price: Some(Decimal::new(&s.price).unwrap()),
+                quantity: Decimal::new(&s.quantity).unwrap(),
+                client_order_id: ClientOrderId::new(&s.id).unwrap(),
+            };
+            let mut fresh = Prepared::default();
+            match s.how {
+                0 | 1 => {
+                    let t = &t[usize::from(s.how)];
+                    spot.new_order_from(t, &mut reused, &fill, s.now).unwrap();
+                    spot.new_order_from(t, &mut fresh, &fill, s.now).unwrap();
+                }
+                2 => {
+                    let order = NewOrder {
+                        symbol,
+                        side: Side::Buy,
+                        order_type: ty,
+                        price: fill.price,
+                        quantity: fill.quantity,
+                        client_order_id: fill.client_order_id,
+                        reduce_only: false,
+                    };
+                    spot.new_order(&mut reused, &order, s.now).unwrap();
+                    spot.new_order(&mut fresh, &order, s.now).unwrap();
+                }
+                _ => {
+                    other.new_order_from(&t[0], &mut reused, &fill, s.now).unwrap();
+                    other.new_order_from(&t[0], &mut fresh, &fill, s.now).unwrap();
+                }
+            }
+            prop_assert_eq!(seen(&reused), seen(&fresh));
+            prop_assert_eq!(reused.http(), fresh.http());
+        }
+    }
+}
+
+/// Two orders of the same template with fields of the same lengths: the second is
+/// written over the first in place (the request holds the first's layout), and is
+/// what a fresh request gets; a field of another length, and it is written whole.
+#[test]
+fn an_order_of_the_same_layout_is_written_in_place() {
+    let spot = spot(5_000);
+    let symbol = Symbol::new("LTCBTC").unwrap();
+    let t = spot
+        .order_template(symbol, Side::Buy, OrderType::Limit(TimeInForce::Gtc))
+        .unwrap();
+    let fill = |price, id| Fill {
+        price: Some(Decimal::new(price).unwrap()),
+        quantity: Decimal::new("1").unwrap(),
+        client_order_id: ClientOrderId::new(id).unwrap(),
+    };
+    let mut reused = Prepared::default();
+    let mut fresh = Prepared::default();
+    let values = |price, id| Values {
+        id,
+        price,
+        quantity: "1",
+        timestamp: 1_499_827_319_559,
+        request_id: 0,
+    };
+    spot.new_order_from(&t, &mut reused, &fill("0.1", "mm-1"), 10 * SEC)
+        .unwrap();
+    assert!(reused.holds(t.layout(&values("0.2", "mm-2"))));
+    spot.new_order_from(&t, &mut reused, &fill("0.2", "mm-2"), 11 * SEC)
+        .unwrap();
+    spot.new_order_from(&t, &mut fresh, &fill("0.2", "mm-2"), 11 * SEC)
+        .unwrap();
+    assert_eq!(reused.http(), fresh.http());
+    assert!(reused.target().contains("price=0.2&newClientOrderId=mm-2&"));
+    assert!(!reused.holds(t.layout(&values("0.25", "mm-2"))));
+    spot.new_order_from(&t, &mut reused, &fill("0.25", "mm-2"), 11 * SEC)
+        .unwrap();
+    spot.new_order_from(&t, &mut fresh, &fill("0.25", "mm-2"), 11 * SEC)
+        .unwrap();
+    assert_eq!(reused.http(), fresh.http());
+}
