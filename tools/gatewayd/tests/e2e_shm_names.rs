@@ -9,6 +9,12 @@
 //! they did not: `Hub::owner` looked this gateway life's ids up in the served
 //! clients' blocks only, so the name's next process got `NotYours` for a cancel
 //! of its own resting order, and that order's updates went to no one.
+//!
+//! And a `Late` for a cancel-replace left unresolved reaches its client name
+//! (issue 43, item 3): the request ends `BatchSettled` with parts left
+//! `Unresolved`, and on main the hub kept only a whole request's `Unresolved`
+//! for a `Late`, so the part's `Late` was dropped; a dropped name's unresolved
+//! requests went with it too. Now the name's next process hears it.
 
 #[path = "common/ready.rs"]
 mod ready;
@@ -17,10 +23,14 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use ergon_core::Class;
-use ergon_gateway::shm::{read_stats, Call, ShmClient, ShmEvent};
-use ergon_venue_sim::{Config, Server};
+use std::net::{IpAddr, Ipv4Addr};
+
+use ergon_gateway::shm::{clear_halt, read_stats, Call, ShmClient, ShmEvent};
+use ergon_gateway::ItemFate;
+use ergon_venue_sim::{Config, Fault, Server};
 use ergon_venues::endpoint::{
-    ClientOrderId, Decimal, NewOrder, OrderRef, OrderState, OrderType, Side, Symbol, TimeInForce,
+    CancelReplace, ClientOrderId, Decimal, NewOrder, OrderRef, OrderState, OrderType, Side, Symbol,
+    TimeInForce,
 };
 
 struct Gw(Child);
@@ -191,4 +201,114 @@ fn a_dropped_names_orders_stay_its_own_in_whichever_slot_it_comes_back() {
     drop((alice, carol));
     let r = s.stop();
     assert_eq!((r.executions, r.duplicates, r.cancels), (1, 0, 1), "{r:?}");
+}
+
+/// Clears every bucket the gateway's stats say is halted (as the owner would,
+/// `ergon-gateway clear-halt BUCKET`); how many.
+fn clear_halts(name: &str) -> usize {
+    let t = read_stats(name).unwrap_or_default();
+    let halted: Vec<&str> = t
+        .lines()
+        .filter(|l| l.starts_with("bucket ") && l.contains(" halted=true"))
+        .filter_map(|l| l.split(' ').nth(1))
+        .collect();
+    for b in &halted {
+        let answer = clear_halt(name, b).expect("clear-halt");
+        assert!(answer.starts_with("ok"), "clear-halt {b}: {answer}");
+    }
+    halted.len()
+}
+
+#[test]
+fn a_late_of_a_cancel_replace_left_unresolved_reaches_its_names_next_process() {
+    let mut cfg = Config::binance_spot();
+    // The second order request, the cancel-replace, is read, counted and its
+    // connection closed unexecuted: its outcome is unknown.
+    cfg.faults.script = vec![(2, Fault::CloseBeforeExecute)];
+    let s = Server::start(cfg).expect("emulator");
+    let name = format!("names-late-{}", std::process::id());
+    let (_gw, _out) = gateway(&s, &name, &["--max-clients", "1"]);
+    let mut alice = ShmClient::attach(&name, "alice", false).expect("attach alice");
+    let (old, new) = (
+        alice.next_client_order_id().expect("id"),
+        alice.next_client_order_id().expect("id"),
+    );
+    alice
+        .submit(&Call::NewOrder(order(old)), Class::Normal, 1)
+        .expect("submit");
+    assert_eq!(final_of(&mut alice, 1), ShmEvent::Applied { tag: 1 });
+    let cr = CancelReplace {
+        cancel: old,
+        new: order(new),
+    };
+    alice
+        .submit(&Call::CancelReplace(cr), Class::Normal, 2)
+        .expect("submit");
+    // Being reconciled (the venue's bound is seconds away) when a ban starts:
+    // its queries are refused by the halt, and its parts end Unresolved.
+    let until = Instant::now() + Duration::from_secs(20);
+    let mut reconciling = false;
+    while !reconciling && Instant::now() < until {
+        alice.wait(50);
+        while let Some((ev, _)) = alice.poll() {
+            reconciling |= ev == ShmEvent::Reconciling { tag: 2 };
+        }
+    }
+    assert!(reconciling, "the cancel-replace's outcome is unknown");
+    let ban_ms = 2_000;
+    s.ban(IpAddr::V4(Ipv4Addr::LOCALHOST), ban_ms);
+    let banned_at = Instant::now();
+    let seen = until_final(&mut alice, 2);
+    assert_eq!(
+        seen.last(),
+        Some(&ShmEvent::BatchSettled { tag: 2 }),
+        "{seen:?}"
+    );
+    let unresolved = seen
+        .iter()
+        .filter(|ev| {
+            matches!(
+                ev,
+                ShmEvent::Item {
+                    tag: 2,
+                    fate: ItemFate::Unresolved,
+                    ..
+                }
+            )
+        })
+        .count();
+    assert!(unresolved > 0, "a part left Unresolved: {seen:?}");
+    // alice's process goes; bob takes its slot (alice's name dropped), goes;
+    // alice's next process is told new.
+    drop(alice);
+    stats_until(&name, |t| t.contains("client alice detached"));
+    let bob = ShmClient::attach(&name, "bob", false).expect("attach bob");
+    drop(bob);
+    stats_until(&name, |t| t.contains("client bob detached"));
+    let mut alice = ShmClient::attach(&name, "alice", false).expect("attach alice again");
+    assert!(!alice.reattached(), "alice's name was dropped for bob");
+    // Once the venue's ban is over, the owner clears the halt: the gateway's
+    // polls of open orders resume and see a watched id of the request.
+    std::thread::sleep(Duration::from_millis(ban_ms as u64).saturating_sub(banned_at.elapsed()));
+    let t0 = Instant::now();
+    while clear_halts(&name) == 0 && t0.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let until = Instant::now() + Duration::from_secs(10);
+    let mut late = Vec::new();
+    while late.is_empty() && Instant::now() < until {
+        alice.wait(50);
+        while let Some((ev, _)) = alice.poll() {
+            if matches!(ev, ShmEvent::Late { .. }) {
+                late.push(ev);
+            }
+        }
+    }
+    assert!(
+        matches!(late.first(), Some(ShmEvent::Late { tag: 2, .. })),
+        "no Late for the cancel-replace reached alice's next process: {late:?}"
+    );
+    drop(alice);
+    let r = s.stop();
+    assert_eq!(r.duplicates, 0, "{r:?}");
 }

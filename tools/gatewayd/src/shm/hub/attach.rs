@@ -63,6 +63,7 @@ impl Hub {
                 Some(k) => match self.new_client(k, name, uid) {
                     Ok(c) => {
                         self.clients[k] = Some(c);
+                        self.adopt(k);
                         (k, false)
                     }
                     Err(e) => return self.answer(i, &format!("err {e}")),
@@ -133,7 +134,7 @@ impl Hub {
             .filter(|(_, c)| c.conn.is_none() && c.in_flight() == 0)
             .min_by_key(|(_, c)| c.detached_at)
             .map(|(k, _)| k)?;
-        self.clients[k] = None;
+        self.drop_client(k);
         Some(k)
     }
 

@@ -9,6 +9,7 @@ use ergon_gateway::{Account, Api, Event, ItemFate};
 fn room_beyond_own(c: &super::Client) -> bool {
     c.conn.is_some() && c.events.free() > 3 * c.tags.len()
 }
+use super::late::{keep, Unresolved};
 use super::Hub;
 use crate::shm::recovery::{outcome_unknown, Recovery};
 
@@ -50,6 +51,11 @@ impl Hub {
             self.recovery.on_event(self.journal.as_mut(), &ev);
             return;
         }
+        if let Event::Late { found, .. } = ev {
+            // Its local id may serve another request by now, and its name
+            // another process or slot: routed by the gateway's tag it had.
+            return self.route_late(gtag, found);
+        }
         let (k, gen, l) = ((gtag >> 48) as usize, (gtag >> 32) as u16, gtag as u32);
         // The answer to a client's own open-orders call lists the account's
         // orders: it gets the ids it may see, as the polls do, not the body.
@@ -65,16 +71,6 @@ impl Hub {
             return;
         };
         if c.gen != gen {
-            return;
-        }
-        if let Event::Late { found, .. } = ev {
-            // Its local id may serve another request by now: routed by the
-            // gateway's tag it had, at most once.
-            if let Some(i) = c.unresolved.iter().position(|&(g, _)| g == gtag) {
-                if let Some((_, tag)) = c.unresolved.remove(i) {
-                    c.push(&ShmEvent::Late { tag, found }, &[]);
-                }
-            }
             return;
         }
         let Some(Some(tag)) = c.tags.get(l as usize).copied() else {
@@ -104,10 +100,8 @@ impl Hub {
                 (sev.with_tag(tag), body)
             }
             Event::Unresolved { .. } => {
-                if c.unresolved.len() == c.tags.len() {
-                    c.unresolved.pop_front();
-                }
-                c.unresolved.push_back((gtag, tag));
+                let u = Unresolved { gtag, tag, left: 1 };
+                keep(&mut c.unresolved, c.tags.len(), u);
                 (ShmEvent::Unresolved { tag }, &[])
             }
             // Routed above.
@@ -121,7 +115,22 @@ impl Hub {
                 }
                 return;
             }
-            Event::BatchSettled { .. } => (ShmEvent::BatchSettled { tag }, &settled[..]),
+            Event::BatchSettled { .. } => {
+                // Each part left Unresolved may still turn up Late, under the
+                // request's tag (on main its Late was dropped: only a whole
+                // request's Unresolved was kept for one).
+                let left = item_fates(&settled)
+                    .filter(|f| matches!(f, Ok((_, ItemFate::Unresolved))))
+                    .count();
+                if let Ok(left @ 1..) = u8::try_from(left) {
+                    keep(
+                        &mut c.unresolved,
+                        c.tags.len(),
+                        Unresolved { gtag, tag, left },
+                    );
+                }
+                (ShmEvent::BatchSettled { tag }, &settled[..])
+            }
             Event::Protection { .. } | Event::ProtectionFired => return, // routed above
         };
         if sev.is_final() {

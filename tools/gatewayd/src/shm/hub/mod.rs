@@ -33,6 +33,7 @@ mod attach;
 mod calls;
 mod conns;
 mod events;
+mod late;
 mod listen;
 
 /// The token under which [`Hub::attach`] watches the hub's epoll set.
@@ -189,7 +190,7 @@ struct Client {
     /// gateway's tag and the client's, oldest first, at most `in_flight` (their
     /// local ids are reused at once, so a `Late` is routed by this, never by
     /// `tags`).
-    unresolved: std::collections::VecDeque<(Tag, Tag)>,
+    unresolved: std::collections::VecDeque<late::Unresolved>,
     detached_at: Option<i64>,
     /// When the last of its requests settled (its final event routed): a
     /// detached client's outcomes are kept `keep_ns` after the later of this
@@ -298,6 +299,9 @@ pub struct Hub {
     owners: Option<OwnerLog>,
     /// Orders a dead gateway left in flight, on their way to a definite answer.
     recovery: Recovery,
+    /// Dropped names' requests that ended unresolved, for their next process
+    /// (at most `max_clients × in_flight`, the oldest going first).
+    orphans: std::collections::VecDeque<late::Orphan>,
     /// The loop's side of each leased bucket (from [`HubConfig::leases`]).
     leased: Vec<ergon_lease::Leased>,
     /// The last refusal of a leased limit by the budget, for the stats.
@@ -405,6 +409,7 @@ impl Hub {
             timer_at: 0,
             journal,
             recovery: Recovery::new(recover),
+            orphans: std::collections::VecDeque::new(),
             owner: os::euid(),
             refused: 0,
             next_conn_gen: 1,
@@ -601,8 +606,8 @@ impl Hub {
     }
 
     fn expire(&mut self, now: i64) {
-        for slot in &mut self.clients {
-            let drop = slot.as_ref().is_some_and(|c| {
+        for k in 0..self.clients.len() {
+            let drop = self.clients[k].as_ref().is_some_and(|c| {
                 c.conn.is_none()
                     && c.in_flight() == 0
                     && (c.broken
@@ -610,7 +615,7 @@ impl Hub {
                             .is_some_and(|t| now - t.max(c.settled_at) >= self.cfg.keep_ns))
             });
             if drop {
-                *slot = None;
+                self.drop_client(k);
             }
         }
     }
