@@ -169,6 +169,7 @@ impl Hub {
             used: Vec::new(),
             stats: ClientStats::default(),
             open_orders: false,
+            listing: super::Listing::new(),
         })
     }
 

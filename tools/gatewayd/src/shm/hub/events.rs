@@ -2,7 +2,7 @@
 //! journal's orders recovered at start ([`Recovery`]).
 
 use ergon_gateway::shm::{fate_bytes, item_fates, ShmEvent, FATE_BYTES};
-use ergon_gateway::{Account, Api, Event, ItemFate};
+use ergon_gateway::{Account, Api, Event, ItemFate, OPEN_PAGES};
 
 /// Events a client's ring takes beside its own: only into room beyond what its
 /// requests in flight may need (three events each).
@@ -17,10 +17,16 @@ impl Hub {
     /// Delivers one gateway event to the client whose request it is about.
     pub(super) fn route<E: Account>(&mut self, api: &mut Api<'_, '_, E>, ev: Event<'_>) {
         let gtag = ev.tag();
-        if let Event::OpenOrders { age_ns, body } = ev {
+        if let Event::OpenOrders {
+            age_ns,
+            body,
+            page,
+            more,
+        } = ev
+        {
             // Only to the clients that asked for the polls; each hears of its
             // own orders only (and of an earlier gateway life's, that the
-            // owners file does not name).
+            // owners file does not name), every page of a poll in one event.
             for k in 0..self.clients.len() {
                 if !self.clients[k].as_ref().is_some_and(|c| c.open_orders) {
                     continue;
@@ -29,10 +35,19 @@ impl Hub {
                 let Some(c) = self.clients[k].as_mut() else {
                     continue;
                 };
+                if !c.listing.add(page, &self.ids) {
+                    continue; // a page of a walk whose start it missed
+                }
+                // The last page, or the last the walk asks (`OPEN_PAGES`).
+                if more && usize::from(page) + 1 < OPEN_PAGES {
+                    continue;
+                }
                 // A client that does not read misses polls, never an event of
                 // its own.
                 if room_beyond_own(c) {
-                    c.push(&ShmEvent::OpenOrders { age_ns }, &self.ids);
+                    let ids = core::mem::take(&mut c.listing.ids);
+                    c.push(&ShmEvent::OpenOrders { age_ns }, &ids);
+                    c.listing.ids = ids;
                 }
             }
             return;

@@ -210,6 +210,45 @@ struct Client {
     stats: ClientStats,
     /// It asked, at its last attach, for the open-orders polls.
     open_orders: bool,
+    /// Its own ids of the poll's pages so far (a paged venue's poll comes as
+    /// one event a page; a client hears one a poll).
+    listing: Listing,
+}
+
+/// A client's own open ids of one poll's pages so far, one a line: at most
+/// what one event slot carries (pre-sized; never grows).
+struct Listing {
+    ids: Vec<u8>,
+    /// The last page added (None: no poll's first page yet).
+    page: Option<u8>,
+}
+
+impl Listing {
+    fn new() -> Listing {
+        Listing {
+            ids: Vec::with_capacity(ergon_gateway::shm::region::EVENT_SLOT),
+            page: None,
+        }
+    }
+
+    /// Adds page `page`'s `ids` (page 0 starts a poll afresh); false for a page
+    /// that does not follow the last one added (a walk whose start was missed).
+    /// Ids past the slot's room are left out (the event would cut them).
+    fn add(&mut self, page: u8, ids: &[u8]) -> bool {
+        match page {
+            0 => self.ids.clear(),
+            p if self.page != Some(p - 1) => return false,
+            _ => {}
+        }
+        self.page = Some(page);
+        for line in ids.split_inclusive(|&b| b == b'\n') {
+            if self.ids.len() + line.len() > self.ids.capacity() {
+                break;
+            }
+            self.ids.extend_from_slice(line);
+        }
+        true
+    }
 }
 
 impl Client {
@@ -758,5 +797,28 @@ impl PublishClients for Hub {
             true => Lease::Held,
             false => Lease::Lost,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Listing;
+
+    #[test]
+    fn a_polls_pages_are_listed_together_from_its_first_page_only() {
+        let mut l = Listing::new();
+        assert!(!l.add(1, b"x\n"), "a walk whose first page was missed");
+        assert!(l.add(0, b"a\nb\n"));
+        assert!(l.add(1, b"c\n"));
+        assert_eq!(l.ids, b"a\nb\nc\n");
+        assert!(!l.add(3, b"d\n"), "a page skipped");
+        assert!(l.add(0, b"e\n"), "a new poll starts afresh");
+        assert_eq!(l.ids, b"e\n");
+        // Never past one event slot, and whole ids only.
+        let cap = l.ids.capacity();
+        let many = b"0123456789abcdef\n".repeat(cap / 17 + 10);
+        assert!(l.add(1, &many));
+        assert!(l.ids.len() <= cap && l.ids.ends_with(b"\n"));
+        assert_eq!(l.ids.capacity(), cap, "never grows");
     }
 }
