@@ -375,7 +375,17 @@ impl<E: Account> Strategy<E> for Mm {
                 };
                 self.settle_quote(api, slot, rests);
             }
-            (_, Event::OpenOrders { age_ns, body }) => {
+            // A poll of one page only: a paged one's first page is not the
+            // whole list (absence from it says nothing).
+            (
+                _,
+                Event::OpenOrders {
+                    age_ns,
+                    body,
+                    page: 0,
+                    more: false,
+                },
+            ) => {
                 let sent_at = api.now() - age_ns;
                 self.on_poll(api, sent_at, body)
             }

@@ -228,12 +228,25 @@ pub enum Event<'a> {
     /// ([`Event::tag`]) is [`OPEN_ORDERS`]. Over shared memory the body is the
     /// client's own open client order ids, one a line, and only a client that
     /// asked for the polls gets them.
+    ///
+    /// A venue that answers by pages (Bybit: 50 orders a page) gives one event
+    /// a page of the same poll, `page` 0 first: the poll's list is the union of
+    /// its pages' events, complete at the one with `more` false. An event with
+    /// `more` true not followed by page `page + 1` (the next event is a page 0:
+    /// the walk stopped at [`OPEN_PAGES`](super::OPEN_PAGES) or started over) is
+    /// a partial list: absence from it says nothing. Over shared memory the
+    /// hub gives one event a poll, the pages' ids together.
     OpenOrders {
-        /// How long before this event the poll was sent: an order that rested
-        /// before then and is not listed has ended.
+        /// How long before this event the poll (its first page) was sent: an
+        /// order that rested before then and is not listed in the poll has ended.
         age_ns: i64,
-        /// The answer's body.
+        /// The answer's body (this page's).
         body: &'a [u8],
+        /// This page's number in the poll (0: the first; always 0 where one
+        /// answer lists every open order).
+        page: u8,
+        /// The venue says a next page follows this one.
+        more: bool,
     },
     /// The venue banned a scope: it did not run, and nothing that charges
     /// `bucket` leaves until a person clears the halt
@@ -335,6 +348,8 @@ mod tests {
             Event::OpenOrders {
                 age_ns: 0,
                 body: b"[]",
+                page: 0,
+                more: false,
             },
             Event::Item {
                 tag: 1,

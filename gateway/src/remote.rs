@@ -160,9 +160,20 @@ impl Remote {
     fn deliver(&mut self, ev: Event<'_>) {
         let (event, body) = match ev {
             Event::Applied { tag, body } => (Event::Applied { tag, body: &[] }, body.to_vec()),
-            Event::OpenOrders { age_ns, body } => {
-                (Event::OpenOrders { age_ns, body: &[] }, body.to_vec())
-            }
+            Event::OpenOrders {
+                age_ns,
+                body,
+                page,
+                more,
+            } => (
+                Event::OpenOrders {
+                    age_ns,
+                    body: &[],
+                    page,
+                    more,
+                },
+                body.to_vec(),
+            ),
             Event::Rejected { tag } => (Event::Rejected { tag }, Vec::new()),
             Event::DuplicateId { tag } => (Event::DuplicateId { tag }, Vec::new()),
             Event::Limited {

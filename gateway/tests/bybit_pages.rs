@@ -210,7 +210,12 @@ fn a_one_off_poll_during_a_walk_asks_the_first_page_and_gets_its_event() {
     assert!(target.contains("&cursor="), "{target}");
     gw.poll_open_orders_once(w.now);
     let body = page(&open, &target);
-    assert_eq!(gw.on_response(&mut w, id, answer(body.as_bytes()), f), None);
+    // Its page's event (issue 43: every page makes one; it was None).
+    let ev = gw.on_response(&mut w, id, answer(body.as_bytes()), f);
+    assert!(
+        matches!(ev, Some(Event::OpenOrders { page: 1, .. })),
+        "{ev:?}"
+    );
     let (target, id, f) = next_poll(&mut gw, &mut w);
     assert!(!target.contains("&cursor="), "a first page: {target}");
     let body = page(&open, &target);
@@ -267,7 +272,8 @@ fn an_unresolved_order_behind_59_newer_gets_its_late_over_two_pages() {
         pages[1].contains("&cursor=page_args%253Do9%2526"),
         "{pages:#?}"
     );
-    assert_eq!(lists, 1, "one OpenOrders event a poll: the first page's");
+    // Issue 43: one OpenOrders event a page (it was 1, the first page's).
+    assert_eq!(lists, 2, "one OpenOrders event a page");
     assert_eq!(spent(&gw), 2 * first, "each page charged as the first");
     assert!(first > 0);
 }

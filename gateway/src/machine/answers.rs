@@ -34,8 +34,7 @@ impl<E: Account> Gateway<E> {
             if let Some((open_id, sent_at_ns)) = self.open {
                 if open_id == id {
                     self.open = None;
-                    // The page this answers (0: the first, which alone makes
-                    // the event).
+                    // The page this answers (0: the first).
                     let page = self.open_page;
                     let kind = self.open_req.kind().unwrap_or(Kind::Read(0));
                     let v = self.venue.on_response(kind, &r, w.budget(), now);
@@ -52,6 +51,7 @@ impl<E: Account> Gateway<E> {
                     (self.open_page, self.open_fails) = (0, 0);
                     if page == 0 {
                         self.stats.polls += 1;
+                        self.open_walk_at = sent_at_ns;
                     }
                     if !self.watch.is_empty() {
                         let (ledger, watch, pending, stats) = (
@@ -64,14 +64,17 @@ impl<E: Account> Gateway<E> {
                             // Open: it rests on the book, filled in part or not.
                             seen_in(ledger, watch, pending, stats, id, OrderState::Other, now);
                         });
-                        self.next_open_page(r.body, page, now);
                     }
-                    if page > 0 {
-                        return None;
-                    }
+                    // Every page of the poll is the caller's (on main only the
+                    // first was: a client reading the event missed every order
+                    // behind the 50 newest on Bybit).
+                    let more = self.venue.next_page(r.body).is_some();
+                    self.next_open_page(r.body, page, now);
                     return Some(Event::OpenOrders {
-                        age_ns: now.saturating_sub(sent_at_ns).max(0),
+                        age_ns: now.saturating_sub(self.open_walk_at).max(0),
                         body: r.body,
+                        page: u8::try_from(page).unwrap_or(u8::MAX),
+                        more,
                     });
                 }
             }
@@ -272,9 +275,8 @@ impl<E: Account> Gateway<E> {
 }
 
 impl<E: Account> Gateway<E> {
-    /// After page `page` of a poll of open orders, read while an id is watched:
-    /// the next page is due now if the venue says one follows and the walk is
-    /// within [`OPEN_PAGES`]. Each page is its own request, charged as the
+    /// After page `page` of a poll of open orders: the next page is due now if
+    /// the venue says one follows and the walk is within [`OPEN_PAGES`]. Each page is its own request, charged as the
     /// first. Pages only add sightings: an order that moves between pages while
     /// the walk runs is at worst not seen by this poll, never read as gone.
     fn next_open_page(&mut self, body: &[u8], page: usize, now: i64) {

@@ -97,9 +97,9 @@ const HALT_CHECK_NS: i64 = 1_000_000_000;
 
 /// The most pages one poll of a paged venue's open orders walks (Bybit: 10
 /// pages of 50, 500 orders, the emulator's cap of active orders for Bybit). A walk that
-/// would need more stops there: the orders past it are not seen by that poll,
-/// and a watched one among them waits for its `Late` (a poll never reads an
-/// order's absence).
+/// would need more stops there: the orders past it are not seen by that poll
+/// (its last event says `more`: a partial list), and a watched one among them
+/// waits for its `Late` (a poll never reads an order's absence).
 pub const OPEN_PAGES: usize = 10;
 
 /// How many times in a row a walk asks a page that failed (a transport error
@@ -222,10 +222,12 @@ pub struct Gateway<E> {
     /// The poll on the wire: its id and when it was sent.
     open: Option<(RequestId, i64)>,
     open_req: Prepared,
-    /// The page walk of a paged venue's open orders, for the watch: the next
-    /// page's cursor and number (0: the next poll asks the first page).
+    /// The page walk of a paged venue's open orders: the next page's cursor
+    /// and number (0: the next poll asks the first page).
     open_cursor: ArrayVec<u8, MAX_CURSOR>,
     open_page: usize,
+    /// When the current walk's first page was sent (the age of its events).
+    open_walk_at: i64,
     /// The failures of the walk's current page in a row.
     open_fails: u8,
     /// A one-off poll was asked: the next request is a first page (its answer
@@ -286,6 +288,7 @@ impl<E: Account> Gateway<E> {
             open_req: Prepared::with_capacity(bytes),
             open_cursor: ArrayVec::new(),
             open_page: 0,
+            open_walk_at: 0,
             open_fails: 0,
             open_restart: false,
             sync: sync::Sync::default(),

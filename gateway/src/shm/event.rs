@@ -251,7 +251,7 @@ impl ShmEvent {
             Event::Item { tag, item, fate } => (ShmEvent::Item { tag, item, fate }, none),
             Event::BatchSettled { tag } => (ShmEvent::BatchSettled { tag }, none),
             Event::Late { tag, found } => (ShmEvent::Late { tag, found }, none),
-            Event::OpenOrders { age_ns, body } => (ShmEvent::OpenOrders { age_ns }, body),
+            Event::OpenOrders { age_ns, body, .. } => (ShmEvent::OpenOrders { age_ns }, body),
             Event::Halted { tag, bucket } => (ShmEvent::Halted { tag, bucket }, none),
             Event::Protection { fires_in_ns } => (ShmEvent::Protection { fires_in_ns }, none),
             Event::ProtectionFired => (ShmEvent::ProtectionFired, none),
@@ -284,7 +284,13 @@ impl ShmEvent {
             ShmEvent::Item { tag, item, fate } => Event::Item { tag, item, fate },
             ShmEvent::BatchSettled { tag } => Event::BatchSettled { tag },
             ShmEvent::Late { tag, found } => Event::Late { tag, found },
-            ShmEvent::OpenOrders { age_ns } => Event::OpenOrders { age_ns, body },
+            // The hub gives a poll's pages as one event.
+            ShmEvent::OpenOrders { age_ns } => Event::OpenOrders {
+                age_ns,
+                body,
+                page: 0,
+                more: false,
+            },
             ShmEvent::Halted { tag, bucket } => Event::Halted { tag, bucket },
             ShmEvent::Protection { fires_in_ns } => Event::Protection { fires_in_ns },
             ShmEvent::ProtectionFired => Event::ProtectionFired,

@@ -139,3 +139,16 @@ fn seed_961_an_outcome_that_settles_past_keep_still_waits_keep_for_its_client() 
     let h = o.clients.expect("a run with the hub");
     assert_eq!(h.kills, h.again, "{h:?}");
 }
+
+/// Seed 26 with the hub (`ergon-sim --hub --seed 26`): its name is dropped
+/// after `--keep`, and its next process cancels an order its earlier process
+/// placed in the same gateway life. On the hub before issue 43's fix
+/// (`Hub::owner` asked the served clients' blocks only) the cancel was
+/// `NotYours` and never ran (311 actions); the owners file keeps the name's ids.
+#[test]
+fn seed_26_a_dropped_names_next_process_cancels_its_earlier_order() {
+    let o = run(26, &hub());
+    assert!(o.violations.is_empty(), "{:?}", o.violations);
+    let h = o.clients.expect("a run with the hub");
+    assert!(h.expired.0 > 0, "a name dropped after --keep: {h:?}");
+}

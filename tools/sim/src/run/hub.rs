@@ -266,6 +266,9 @@ impl Sim {
             max_clients: 4,
             in_flight: IN_FLIGHT,
             keep_ns,
+            // The daemon's files: its journal, and beside it the owners file,
+            // which keeps a dropped name's ids its own.
+            journal: Some(dir.join("journal")),
             ..HubConfig::default()
         };
         let hub = match Hub::bind(cfg, None) {
@@ -476,9 +479,10 @@ impl Sim {
                     // A new region: its rings start at 0, a torn slot gone with the old.
                     cl.pushed = 0;
                     cl.torn_slot = false;
-                    // Its earlier processes' orders are no longer the name's
-                    // (their ids' blocks went with it): the strategy leaves them.
-                    s.owner.retain(|_, o| *o != c);
+                    // Its earlier processes' orders stay the name's (the
+                    // owners file keeps their blocks): the strategy goes on
+                    // cancelling and replacing them through the new process,
+                    // and a `NotYours` is a violation.
                 }
             }
         }

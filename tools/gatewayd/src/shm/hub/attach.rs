@@ -63,6 +63,7 @@ impl Hub {
                 Some(k) => match self.new_client(k, name, uid) {
                     Ok(c) => {
                         self.clients[k] = Some(c);
+                        self.adopt(k);
                         (k, false)
                     }
                     Err(e) => return self.answer(i, &format!("err {e}")),
@@ -133,7 +134,7 @@ impl Hub {
             .filter(|(_, c)| c.conn.is_none() && c.in_flight() == 0)
             .min_by_key(|(_, c)| c.detached_at)
             .map(|(k, _)| k)?;
-        self.clients[k] = None;
+        self.drop_client(k);
         Some(k)
     }
 
@@ -168,6 +169,7 @@ impl Hub {
             used: Vec::new(),
             stats: ClientStats::default(),
             open_orders: false,
+            listing: super::Listing::new(),
         })
     }
 
@@ -176,14 +178,17 @@ impl Hub {
         ((k as u64) << 48) | (u64::from(gen) << 32) | u64::from(l)
     }
 
-    /// The client name the owners file says an earlier life's id (boot epoch
-    /// `epoch`, sequence `seq`) was issued to.
-    pub(super) fn earlier_owner(&self, epoch: u64, seq: u64) -> Option<&str> {
+    /// The client name the owners file says an id (boot epoch `epoch`,
+    /// sequence `seq`) was issued to: of an earlier life, or of this one to a
+    /// name the hub has dropped since (for `--keep` or `--max-clients`).
+    pub(super) fn named_owner(&self, epoch: u64, seq: u64) -> Option<&str> {
         self.owners.as_ref()?.owner(epoch, seq)
     }
 
     /// Whose `id` is: the client whose block holds it, an earlier gateway life's,
-    /// or nobody's.
+    /// or nobody's. An id of this life issued to a name the hub dropped since
+    /// stays that name's (the owners file keeps its blocks): the client now
+    /// serving the name, in whichever slot, owns it; nobody while none does.
     pub(super) fn owner(&self, id: &ClientOrderId) -> Owner {
         let Some((format, epoch)) = self.id_space else {
             return Owner::Nobody;
@@ -191,7 +196,7 @@ impl Hub {
         match ergon_gateway::ids::read_id(format, id) {
             // An earlier life's: the client of the name its block was issued to
             // (nobody while it is not attached), if the owners file says.
-            Some((e, seq)) if e < epoch => match self.earlier_owner(e, seq) {
+            Some((e, seq)) if e < epoch => match self.named_owner(e, seq) {
                 Some(name) => self
                     .clients
                     .iter()
@@ -209,6 +214,11 @@ impl Hub {
                             .iter()
                             .any(|&(from, end)| (from..end).contains(&seq))
                     })
+                })
+                .or_else(|| {
+                    // Issued to a name dropped since: still the name's.
+                    let name = self.named_owner(e, seq)?;
+                    self.slot_of(name)
                 })
                 .map_or(Owner::Nobody, Owner::Client),
             _ => Owner::Nobody,

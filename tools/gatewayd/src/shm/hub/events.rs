@@ -2,13 +2,14 @@
 //! journal's orders recovered at start ([`Recovery`]).
 
 use ergon_gateway::shm::{fate_bytes, item_fates, ShmEvent, FATE_BYTES};
-use ergon_gateway::{Account, Api, Event, ItemFate};
+use ergon_gateway::{Account, Api, Event, ItemFate, OPEN_PAGES};
 
 /// Events a client's ring takes beside its own: only into room beyond what its
 /// requests in flight may need (three events each).
 fn room_beyond_own(c: &super::Client) -> bool {
     c.conn.is_some() && c.events.free() > 3 * c.tags.len()
 }
+use super::late::{keep, Unresolved};
 use super::Hub;
 use crate::shm::recovery::{outcome_unknown, Recovery};
 
@@ -16,10 +17,16 @@ impl Hub {
     /// Delivers one gateway event to the client whose request it is about.
     pub(super) fn route<E: Account>(&mut self, api: &mut Api<'_, '_, E>, ev: Event<'_>) {
         let gtag = ev.tag();
-        if let Event::OpenOrders { age_ns, body } = ev {
+        if let Event::OpenOrders {
+            age_ns,
+            body,
+            page,
+            more,
+        } = ev
+        {
             // Only to the clients that asked for the polls; each hears of its
             // own orders only (and of an earlier gateway life's, that the
-            // owners file does not name).
+            // owners file does not name), every page of a poll in one event.
             for k in 0..self.clients.len() {
                 if !self.clients[k].as_ref().is_some_and(|c| c.open_orders) {
                     continue;
@@ -28,10 +35,19 @@ impl Hub {
                 let Some(c) = self.clients[k].as_mut() else {
                     continue;
                 };
+                if !c.listing.add(page, &self.ids) {
+                    continue; // a page of a walk whose start it missed
+                }
+                // The last page, or the last the walk asks (`OPEN_PAGES`).
+                if more && usize::from(page) + 1 < OPEN_PAGES {
+                    continue;
+                }
                 // A client that does not read misses polls, never an event of
                 // its own.
                 if room_beyond_own(c) {
-                    c.push(&ShmEvent::OpenOrders { age_ns }, &self.ids);
+                    let ids = core::mem::take(&mut c.listing.ids);
+                    c.push(&ShmEvent::OpenOrders { age_ns }, &ids);
+                    c.listing.ids = ids;
                 }
             }
             return;
@@ -50,6 +66,11 @@ impl Hub {
             self.recovery.on_event(self.journal.as_mut(), &ev);
             return;
         }
+        if let Event::Late { found, .. } = ev {
+            // Its local id may serve another request by now, and its name
+            // another process or slot: routed by the gateway's tag it had.
+            return self.route_late(gtag, found);
+        }
         let (k, gen, l) = ((gtag >> 48) as usize, (gtag >> 32) as u16, gtag as u32);
         // The answer to a client's own open-orders call lists the account's
         // orders: it gets the ids it may see, as the polls do, not the body.
@@ -65,16 +86,6 @@ impl Hub {
             return;
         };
         if c.gen != gen {
-            return;
-        }
-        if let Event::Late { found, .. } = ev {
-            // Its local id may serve another request by now: routed by the
-            // gateway's tag it had, at most once.
-            if let Some(i) = c.unresolved.iter().position(|&(g, _)| g == gtag) {
-                if let Some((_, tag)) = c.unresolved.remove(i) {
-                    c.push(&ShmEvent::Late { tag, found }, &[]);
-                }
-            }
             return;
         }
         let Some(Some(tag)) = c.tags.get(l as usize).copied() else {
@@ -104,10 +115,8 @@ impl Hub {
                 (sev.with_tag(tag), body)
             }
             Event::Unresolved { .. } => {
-                if c.unresolved.len() == c.tags.len() {
-                    c.unresolved.pop_front();
-                }
-                c.unresolved.push_back((gtag, tag));
+                let u = Unresolved { gtag, tag, left: 1 };
+                keep(&mut c.unresolved, c.tags.len(), u);
                 (ShmEvent::Unresolved { tag }, &[])
             }
             // Routed above.
@@ -121,7 +130,22 @@ impl Hub {
                 }
                 return;
             }
-            Event::BatchSettled { .. } => (ShmEvent::BatchSettled { tag }, &settled[..]),
+            Event::BatchSettled { .. } => {
+                // Each part left Unresolved may still turn up Late, under the
+                // request's tag (on main its Late was dropped: only a whole
+                // request's Unresolved was kept for one).
+                let left = item_fates(&settled)
+                    .filter(|f| matches!(f, Ok((_, ItemFate::Unresolved))))
+                    .count();
+                if let Ok(left @ 1..) = u8::try_from(left) {
+                    keep(
+                        &mut c.unresolved,
+                        c.tags.len(),
+                        Unresolved { gtag, tag, left },
+                    );
+                }
+                (ShmEvent::BatchSettled { tag }, &settled[..])
+            }
             Event::Protection { .. } | Event::ProtectionFired => return, // routed above
         };
         if sev.is_final() {

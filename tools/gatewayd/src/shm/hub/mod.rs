@@ -33,6 +33,7 @@ mod attach;
 mod calls;
 mod conns;
 mod events;
+mod late;
 mod listen;
 
 /// The token under which [`Hub::attach`] watches the hub's epoll set.
@@ -189,7 +190,7 @@ struct Client {
     /// gateway's tag and the client's, oldest first, at most `in_flight` (their
     /// local ids are reused at once, so a `Late` is routed by this, never by
     /// `tags`).
-    unresolved: std::collections::VecDeque<(Tag, Tag)>,
+    unresolved: std::collections::VecDeque<late::Unresolved>,
     detached_at: Option<i64>,
     /// When the last of its requests settled (its final event routed): a
     /// detached client's outcomes are kept `keep_ns` after the later of this
@@ -209,6 +210,45 @@ struct Client {
     stats: ClientStats,
     /// It asked, at its last attach, for the open-orders polls.
     open_orders: bool,
+    /// Its own ids of the poll's pages so far (a paged venue's poll comes as
+    /// one event a page; a client hears one a poll).
+    listing: Listing,
+}
+
+/// A client's own open ids of one poll's pages so far, one a line: at most
+/// what one event slot carries (pre-sized; never grows).
+struct Listing {
+    ids: Vec<u8>,
+    /// The last page added (None: no poll's first page yet).
+    page: Option<u8>,
+}
+
+impl Listing {
+    fn new() -> Listing {
+        Listing {
+            ids: Vec::with_capacity(ergon_gateway::shm::region::EVENT_SLOT),
+            page: None,
+        }
+    }
+
+    /// Adds page `page`'s `ids` (page 0 starts a poll afresh); false for a page
+    /// that does not follow the last one added (a walk whose start was missed).
+    /// Ids past the slot's room are left out (the event would cut them).
+    fn add(&mut self, page: u8, ids: &[u8]) -> bool {
+        match page {
+            0 => self.ids.clear(),
+            p if self.page != Some(p - 1) => return false,
+            _ => {}
+        }
+        self.page = Some(page);
+        for line in ids.split_inclusive(|&b| b == b'\n') {
+            if self.ids.len() + line.len() > self.ids.capacity() {
+                break;
+            }
+            self.ids.extend_from_slice(line);
+        }
+        true
+    }
 }
 
 impl Client {
@@ -298,6 +338,9 @@ pub struct Hub {
     owners: Option<OwnerLog>,
     /// Orders a dead gateway left in flight, on their way to a definite answer.
     recovery: Recovery,
+    /// Dropped names' requests that ended unresolved, for their next process
+    /// (at most `max_clients × in_flight`, the oldest going first).
+    orphans: std::collections::VecDeque<late::Orphan>,
     /// The loop's side of each leased bucket (from [`HubConfig::leases`]).
     leased: Vec<ergon_lease::Leased>,
     /// The last refusal of a leased limit by the budget, for the stats.
@@ -405,6 +448,7 @@ impl Hub {
             timer_at: 0,
             journal,
             recovery: Recovery::new(recover),
+            orphans: std::collections::VecDeque::new(),
             owner: os::euid(),
             refused: 0,
             next_conn_gen: 1,
@@ -601,8 +645,8 @@ impl Hub {
     }
 
     fn expire(&mut self, now: i64) {
-        for slot in &mut self.clients {
-            let drop = slot.as_ref().is_some_and(|c| {
+        for k in 0..self.clients.len() {
+            let drop = self.clients[k].as_ref().is_some_and(|c| {
                 c.conn.is_none()
                     && c.in_flight() == 0
                     && (c.broken
@@ -610,7 +654,7 @@ impl Hub {
                             .is_some_and(|t| now - t.max(c.settled_at) >= self.cfg.keep_ns))
             });
             if drop {
-                *slot = None;
+                self.drop_client(k);
             }
         }
     }
@@ -753,5 +797,28 @@ impl PublishClients for Hub {
             true => Lease::Held,
             false => Lease::Lost,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Listing;
+
+    #[test]
+    fn a_polls_pages_are_listed_together_from_its_first_page_only() {
+        let mut l = Listing::new();
+        assert!(!l.add(1, b"x\n"), "a walk whose first page was missed");
+        assert!(l.add(0, b"a\nb\n"));
+        assert!(l.add(1, b"c\n"));
+        assert_eq!(l.ids, b"a\nb\nc\n");
+        assert!(!l.add(3, b"d\n"), "a page skipped");
+        assert!(l.add(0, b"e\n"), "a new poll starts afresh");
+        assert_eq!(l.ids, b"e\n");
+        // Never past one event slot, and whole ids only.
+        let cap = l.ids.capacity();
+        let many = b"0123456789abcdef\n".repeat(cap / 17 + 10);
+        assert!(l.add(1, &many));
+        assert!(l.ids.len() <= cap && l.ids.ends_with(b"\n"));
+        assert_eq!(l.ids.capacity(), cap, "never grows");
     }
 }
