@@ -44,6 +44,8 @@ pub struct Prepared {
     /// ([`Prepared::signature_pending`]); `None` when signed or unsigned by
     /// nature.
     unsigned: Option<Range<usize>>,
+    /// [`Prepared::parts_key`].
+    parts_key: u64,
 }
 
 /// Room a deferred signature needs: `&signature=` and the longest signature text
@@ -154,10 +156,21 @@ impl Prepared {
         Symbol::new(self.symbol.as_str()).ok()
     }
 
+    /// Names the part list of [`Prepared::parts`] when they were kept with a
+    /// template: two requests with the same non-zero key charge the same parts
+    /// (the key is new, process-wide, for each list a template keeps), so a
+    /// caller that maps parts to something of its own (the gateway's budget
+    /// shapes) may look the key up instead of comparing the lists. 0: no key
+    /// (compare the parts).
+    pub fn parts_key(&self) -> u64 {
+        self.parts_key
+    }
+
     /// Replaces what a prepared request charges (a batch cancel: the cancel
     /// limit once per order).
     pub(crate) fn set_parts(&mut self, parts: Parts) {
         self.parts = parts;
+        self.parts_key = 0;
     }
 
     /// Exchanges the two requests, as `core::mem::swap` does, moving only the
@@ -178,6 +191,7 @@ impl Prepared {
         core::mem::swap(&mut self.symbol, &mut other.symbol);
         core::mem::swap(&mut self.label, &mut other.label);
         core::mem::swap(&mut self.unsigned, &mut other.unsigned);
+        core::mem::swap(&mut self.parts_key, &mut other.parts_key);
     }
 
     /// Whether the request's signature is still to be written: its adapter
@@ -351,6 +365,7 @@ impl<'p> Writer<'p> {
         p.symbol.clear();
         p.label = Label::NONE;
         p.unsigned = None;
+        p.parts_key = 0;
         Writer {
             p,
             mark: 0,
@@ -606,6 +621,12 @@ impl<'p> Writer<'p> {
             Ok(())
         };
         self.ready(set, (kind, method, deadline_ns))
+    }
+
+    /// Names the parts [`Writer::finish_parts`] sets ([`Prepared::parts_key`]):
+    /// `key` must be given to no other list.
+    pub(crate) fn parts_key(&mut self, key: u64) {
+        self.p.parts_key = key;
     }
 
     /// Marks the request ready like [`Writer::finish_with`], with parts kept from
