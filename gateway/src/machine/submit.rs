@@ -46,7 +46,9 @@ impl<E: Account> Gateway<E> {
             self.stats.duplicate_ids += 1;
             return Err(Event::DuplicateId { tag });
         }
-        let charged = self.shapes.charge(w.budget(), req.parts(), class, now);
+        let charged = self
+            .shapes
+            .charge(w.budget(), req.parts(), req.parts_key(), class, now);
         let tid = self
             .trace
             .charge(now, req.parts(), class, req.label(), charged.is_ok());
