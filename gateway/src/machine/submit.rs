@@ -50,9 +50,13 @@ impl<E: Account> Gateway<E> {
         let charged = self
             .shapes
             .charge(w.budget(), req.parts(), req.parts_key(), class, now);
-        let tid = self
-            .trace
-            .charge(now, req.parts(), class, req.label(), charged.is_ok());
+        let tid = if self.trace.keeps_charges() {
+            let admitted = charged.is_ok();
+            self.trace
+                .charge(now, req.parts(), class, req.label(), admitted)
+        } else {
+            0
+        };
         let refused = charged.as_ref().err().map(|l| (l.why, l.bucket.index()));
         self.labels.submitted(req.label(), req.parts(), refused);
         let ticket = match charged {

@@ -38,25 +38,7 @@ impl Trace {
     /// Records a charge of `parts` at `class` under `label`; its trace id (0: not
     /// recording).
     /// `admitted` is what the live budget decided (the line's `"live"`).
-    /// Inlined to its first test: with neither a charge log nor a recorder (the
-    /// usual gateway) a submit pays two loads, not a call.
-    #[inline]
     pub(super) fn charge(
-        &mut self,
-        now: i64,
-        parts: &[Part],
-        class: Class,
-        label: Label,
-        admitted: bool,
-    ) -> u64 {
-        if self.charges.is_none() && self.recorder.is_none() {
-            return 0;
-        }
-        self.charge_kept(now, parts, class, label, admitted)
-    }
-
-    /// [`Trace::charge`] with a charge log or a recorder.
-    fn charge_kept(
         &mut self,
         now: i64,
         parts: &[Part],
@@ -81,6 +63,14 @@ impl Trace {
         let label = label.index().unwrap_or(NO_LABEL);
         r.push(Record::charge(now, self.next, class, label, &p[..n]).live(admitted));
         self.next
+    }
+
+    /// Whether [`Trace::charge`] has anything to do (a charge log or a
+    /// recorder): the submit asks first, and with neither (the usual gateway)
+    /// pays two loads, not a call.
+    #[inline]
+    pub(super) fn keeps_charges(&self) -> bool {
+        self.charges.is_some() || self.recorder.is_some()
     }
 
     /// Records the transport's connect charges since the last call (see
