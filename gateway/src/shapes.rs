@@ -9,6 +9,11 @@
 //! first charged (or found registered: [`Budget::find_shape`]); once the budget
 //! has no shape left (its owner registers its own too) or [`MAX_CACHED`] are
 //! kept, a new list is charged as a list, as before.
+//!
+//! A template's request names its list with a key
+//! ([`Prepared::parts_key`](ergon_venues::endpoint::Prepared::parts_key)): a key
+//! seen before finds its shape at once, with no comparison of the lists (~60
+//! instructions an order).
 
 use arrayvec::ArrayVec;
 use ergon_core::{Budget, Class, ConfigError, Limited, Part, Shape, Ticket, Why, MAX_PARTS};
@@ -16,26 +21,42 @@ use ergon_core::{Budget, Class, ConfigError, Limited, Part, Shape, Ticket, Why, 
 /// Part lists kept with their shape.
 pub const MAX_CACHED: usize = 16;
 
+/// Part-list keys kept with their list's shape (the newest replacing the oldest).
+pub const MAX_KEYS: usize = 4;
+
 /// The shapes registered for the part lists charged so far.
 #[derive(Debug, Default)]
 pub struct Shapes {
     rows: ArrayVec<(ArrayVec<Part, MAX_PARTS>, Shape), MAX_CACHED>,
     /// The budget refused a shape for want of room: no more are asked for.
     full: bool,
+    /// Keys of part lists seen, with their list's shape (a key names one list).
+    keys: ArrayVec<(u64, Shape), MAX_KEYS>,
+    /// Where the next key goes once `keys` is full.
+    next_key: usize,
 }
 
 impl Shapes {
     /// Charges `parts` to `budget`, all or none: with its shape where it has one
     /// (registered now if it is new and there is room), else as a list. The
-    /// answers are [`Budget::try_charge`]'s.
+    /// answers are [`Budget::try_charge`]'s. `key` names the list (0: no key;
+    /// a non-zero key must name no other list): a key seen before finds its
+    /// shape without comparing lists.
     pub fn charge(
         &mut self,
         budget: &mut Budget,
         parts: &[Part],
+        key: u64,
         class: Class,
         now: i64,
     ) -> Result<Ticket, Limited> {
-        let Some(shape) = self.shape_of(budget, parts) else {
+        let Some(shape) = self.keyed(key).or_else(|| {
+            let shape = self.shape_of(budget, parts)?;
+            if key != 0 {
+                self.remember(key, shape);
+            }
+            Some(shape)
+        }) else {
             return budget.try_charge(parts, class, now);
         };
         match budget.try_charge_shape(shape, class, now) {
@@ -43,10 +64,27 @@ impl Shapes {
             // them and charge the list.
             Err(l) if l.why == Why::Foreign => {
                 self.rows.clear();
+                self.keys.clear();
                 self.full = false;
                 budget.try_charge(parts, class, now)
             }
             charged => charged,
+        }
+    }
+
+    /// The shape of the list `key` names, if the key was seen (never for 0).
+    fn keyed(&self, key: u64) -> Option<Shape> {
+        match key {
+            0 => None,
+            k => self.keys.iter().find(|(x, _)| *x == k).map(|(_, s)| *s),
+        }
+    }
+
+    /// Keeps `key`'s shape, in place of the oldest key when full.
+    fn remember(&mut self, key: u64, shape: Shape) {
+        if self.keys.try_push((key, shape)).is_err() {
+            self.keys[self.next_key % MAX_KEYS] = (key, shape);
+            self.next_key = (self.next_key + 1) % MAX_KEYS;
         }
     }
 
@@ -100,7 +138,7 @@ mod tests {
         let mut listed = shaped.clone();
         let mut shapes = Shapes::default();
         for t in 0..5 {
-            let a = shapes.charge(&mut shaped, &[w, o], Class::Normal, t);
+            let a = shapes.charge(&mut shaped, &[w, o], 0, Class::Normal, t);
             let b = listed.try_charge(&[w, o], Class::Normal, t);
             match (a, b) {
                 (Ok(a), Ok(b)) => {
@@ -112,7 +150,7 @@ mod tests {
             }
         }
         let _ = shapes
-            .charge(&mut shaped, &[w], Class::Normal, 6)
+            .charge(&mut shaped, &[w], 0, Class::Normal, 6)
             .unwrap()
             .sent();
         assert_eq!(shapes.rows.len(), 2);
@@ -132,17 +170,17 @@ mod tests {
         let mut shapes = Shapes::default();
         let mut first = fresh.clone();
         let _ = shapes
-            .charge(&mut first, &[w, o], Class::Normal, 0)
+            .charge(&mut first, &[w, o], 0, Class::Normal, 0)
             .unwrap()
             .sent();
         let mut again = fresh.clone();
         let t = shapes
-            .charge(&mut again, &[w, o], Class::Normal, 1)
+            .charge(&mut again, &[w, o], 0, Class::Normal, 1)
             .unwrap();
         assert_eq!(again.ticket_parts(&t).unwrap(), [w, o]);
         let _ = t.sent();
         let _ = shapes
-            .charge(&mut again, &[w, o], Class::Normal, 2)
+            .charge(&mut again, &[w, o], 0, Class::Normal, 2)
             .unwrap()
             .sent();
         assert_eq!(again.find_shape(&[w, o]), shapes.rows.first().map(|r| r.1));
@@ -150,7 +188,7 @@ mod tests {
         let shape = registered.shape(&[w, o]).unwrap();
         let mut found = Shapes::default();
         let _ = found
-            .charge(&mut registered, &[w, o], Class::Normal, 0)
+            .charge(&mut registered, &[w, o], 0, Class::Normal, 0)
             .unwrap()
             .sent();
         assert_eq!(found.rows[0].1, shape);
@@ -166,10 +204,49 @@ mod tests {
         }
         let mut shapes = Shapes::default();
         let t = shapes
-            .charge(&mut budget, &[w, o], Class::Normal, 0)
+            .charge(&mut budget, &[w, o], 0, Class::Normal, 0)
             .unwrap();
         assert!(shapes.full && shapes.rows.is_empty());
         assert_eq!(budget.ticket_parts(&t).unwrap(), [w, o]);
         let _ = t.sent();
+    }
+
+    /// A key finds its own list's shape among several, the oldest key gives way
+    /// when more are seen than kept, and a budget of another builder (shapes of
+    /// the old one are foreign to it) is charged the list, keys forgotten.
+    #[test]
+    fn a_key_finds_its_lists_shape() {
+        let (mut first, w, o) = budget();
+        let mut shapes = Shapes::default();
+        let lists: [&[Part]; 2] = [&[w, o], &[w]];
+        for t in 0..(3 * MAX_KEYS as i64) {
+            // Keys 1..=2*MAX_KEYS: more than are kept; key k names list k % 2.
+            let key = 1 + (t as u64 % (2 * MAX_KEYS as u64));
+            let list = lists[(key % 2) as usize];
+            let ticket = shapes
+                .charge(&mut first, list, key, Class::Normal, t * 1_000)
+                .unwrap();
+            assert_eq!(first.ticket_parts(&ticket).unwrap(), list, "key {key}");
+            let _ = ticket.sent();
+        }
+        assert_eq!(shapes.keys.len(), MAX_KEYS);
+        assert_eq!(first.lists_held(), 0, "every charge was a shape");
+        // Key 2 is kept (with this budget's shape): on another budget it is
+        // foreign, the list is charged, and the keys are forgotten.
+        let (mut other, w2, o2) = budget();
+        assert_ne!(
+            other.find_shape(&[w2, o2]),
+            shapes.keyed(2),
+            "another budget"
+        );
+        for t in 0..2 {
+            let ticket = shapes
+                .charge(&mut other, &[w2, o2], 2, Class::Normal, t)
+                .unwrap();
+            assert_eq!(other.ticket_parts(&ticket).unwrap(), [w2, o2]);
+            let _ = ticket.sent();
+        }
+        assert_eq!(shapes.keyed(2), other.find_shape(&[w2, o2]));
+        assert_eq!(shapes.keys.len(), 1);
     }
 }

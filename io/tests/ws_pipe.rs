@@ -7,7 +7,7 @@
 mod ws_common;
 
 use ergon_io::core::{Budget, Class, Part, Verdict};
-use ergon_io::ws::{Cause, Session, WsClient, WsConfig, WsEvent, WsId};
+use ergon_io::ws::{Cause, SendError, Session, WsClient, WsConfig, WsEvent, WsId};
 use ws_common::*;
 
 fn open(client: &mut WsClient, id: WsId, b: &mut Budget) -> Vec<Ev> {
@@ -113,4 +113,90 @@ fn a_request_is_written_when_its_last_byte_leaves() {
     assert!(client.session_mut(id).unwrap().resolve(2, &mut b, 60));
     let s = client.session(id).unwrap();
     assert_eq!((s.written_at(1), s.written_at(2)), (Some(2), None));
+}
+
+/// The requests still to be stamped are counted, not searched for: a request
+/// answered after its last byte left does not take one out of that count, one
+/// answered before (a venue may answer early) or cut does, and the requests
+/// written in part around them are stamped when their last byte leaves.
+#[test]
+fn a_request_answered_or_cut_before_its_last_byte_leaves_others_are_stamped() {
+    let (mut b, parts, mut client, id) = piped();
+    assert_eq!(open(&mut client, id, &mut b), vec![Ev::Open]);
+    request(&mut client, id, 1, "{\"id\":1}", &mut b, &parts);
+    client.pipe_mut(id).unwrap().set_room(3);
+    request(&mut client, id, 2, "{\"id\":2}", &mut b, &parts);
+    // 1 (written whole) is answered while 2 waits in part.
+    assert!(client.session_mut(id).unwrap().resolve(1, &mut b, 5));
+    client.pipe_mut(id).unwrap().set_room(usize::MAX);
+    client.flush(id, &mut b, 20);
+    assert_eq!(client.session(id).unwrap().written_at(2), Some(20));
+    // 3 is answered while part of it still waits; 4, written in part after it,
+    // is stamped when its rest leaves.
+    let _ = client.pipe_mut(id).unwrap().take_written();
+    client.pipe_mut(id).unwrap().set_room(3);
+    request(&mut client, id, 3, "{\"id\":3}", &mut b, &parts);
+    assert!(client.session_mut(id).unwrap().resolve(3, &mut b, 21));
+    client.pipe_mut(id).unwrap().set_room(usize::MAX);
+    client.flush(id, &mut b, 22);
+    let _ = client.pipe_mut(id).unwrap().take_written();
+    client.pipe_mut(id).unwrap().set_room(3);
+    request(&mut client, id, 4, "{\"id\":4}", &mut b, &parts);
+    client.pipe_mut(id).unwrap().set_room(usize::MAX);
+    client.flush(id, &mut b, 30);
+    assert_eq!(client.session(id).unwrap().written_at(4), Some(30));
+    // A cut with a request written in part; on the next connection a request
+    // written in part is stamped when the rest leaves.
+    client.pipe_mut(id).unwrap().set_room(3);
+    request(&mut client, id, 5, "{\"id\":5}", &mut b, &parts);
+    client.pipe_mut(id).unwrap().cut();
+    client.handle_timeout(&mut b, 40, &mut |_, _: WsEvent<'_>, _: &mut Budget| {});
+    client.pipe_mut(id).unwrap().set_room(usize::MAX);
+    assert_eq!(open(&mut client, id, &mut b), vec![Ev::Open]);
+    client.pipe_mut(id).unwrap().set_room(3);
+    request(&mut client, id, 6, "{\"id\":6}", &mut b, &parts);
+    assert_eq!(client.session(id).unwrap().written_at(6), None);
+    client.pipe_mut(id).unwrap().set_room(usize::MAX);
+    client.flush(id, &mut b, 70);
+    assert_eq!(client.session(id).unwrap().written_at(6), Some(70));
+}
+
+/// An id is refused while it is queued or pending, whatever the order ids come
+/// in: one above every id queued so far is taken without a look, one below is
+/// looked for (and refused only if it is there), one resolved is free again.
+#[test]
+fn a_request_id_is_refused_while_queued_or_pending_in_any_order() {
+    let (mut b, parts, mut client, id) = piped();
+    assert_eq!(open(&mut client, id, &mut b), vec![Ev::Open]);
+    let send = |client: &mut WsClient, b: &mut Budget, rid: u64| {
+        let t = b.try_charge(&parts, Class::Normal, 2).unwrap();
+        let s = client.session_mut(id).unwrap();
+        match s.send_request_charged(rid, "{}", t) {
+            Ok(()) => Ok(()),
+            Err((e, t)) => {
+                let _ = b.refund(t, 2);
+                Err(e)
+            }
+        }
+    };
+    // 9 stays queued (no room), 5 and 7 go out.
+    assert_eq!(send(&mut client, &mut b, 5), Ok(()));
+    assert_eq!(send(&mut client, &mut b, 7), Ok(()));
+    client.flush(id, &mut b, 2);
+    client.pipe_mut(id).unwrap().set_room(0);
+    assert_eq!(send(&mut client, &mut b, 9), Ok(()));
+    client.flush(id, &mut b, 2);
+    for taken in [5, 7, 9] {
+        assert_eq!(
+            send(&mut client, &mut b, taken),
+            Err(SendError::DuplicateId),
+            "{taken}"
+        );
+    }
+    // Below the highest, not taken: accepted (and then taken).
+    assert_eq!(send(&mut client, &mut b, 6), Ok(()));
+    assert_eq!(send(&mut client, &mut b, 6), Err(SendError::DuplicateId));
+    assert!(client.session_mut(id).unwrap().resolve(5, &mut b, 3));
+    assert_eq!(send(&mut client, &mut b, 5), Ok(()));
+    assert_eq!(send(&mut client, &mut b, 10), Ok(()));
 }

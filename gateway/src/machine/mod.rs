@@ -619,7 +619,7 @@ impl<E: Account> Gateway<E> {
         }
         let charged = self
             .shapes
-            .charge(w.budget(), self.open_req.parts(), Class::Normal, now);
+            .charge(w.budget(), self.open_req.parts(), 0, Class::Normal, now);
         let tid = self.trace.charge(
             now,
             self.open_req.parts(),
@@ -774,7 +774,9 @@ impl<E: Account> Gateway<E> {
         let Ok(parts) = self.venue.parts(E::time_kind()) else {
             return;
         };
-        let charged = self.shapes.charge(w.budget(), &parts, Class::Urgent, now);
+        let charged = self
+            .shapes
+            .charge(w.budget(), &parts, 0, Class::Urgent, now);
         let tid = self
             .trace
             .charge(now, &parts, Class::Urgent, Label::NONE, charged.is_ok());

@@ -207,7 +207,13 @@ impl<E: Account> Gateway<E> {
         let class = QUERY_CLASS;
         let charged = match written {
             true => 'charge: {
-                let charged = self.shapes.charge(w.budget(), e.query.parts(), class, now);
+                let charged = self.shapes.charge(
+                    w.budget(),
+                    e.query.parts(),
+                    e.query.parts_key(),
+                    class,
+                    now,
+                );
                 // Written now that it is charged: the same order and endpoint as
                 // the write that succeeded, so this one does too; were it ever to
                 // fail, the charge is given back and it is looked at again later.

@@ -41,15 +41,22 @@ impl<E: Account> Gateway<E> {
             });
         }
         let ids = placed(req);
-        let repeated = ids.iter().enumerate().any(|(i, id)| ids[..i].contains(id));
+        // One id (an order) repeats nothing: no walk for it.
+        let repeated = ids.len() > 1 && ids.iter().enumerate().any(|(i, id)| ids[..i].contains(id));
         if repeated || ids.iter().any(|id| self.id_is_live(id, now)) {
             self.stats.duplicate_ids += 1;
             return Err(Event::DuplicateId { tag });
         }
-        let charged = self.shapes.charge(w.budget(), req.parts(), class, now);
-        let tid = self
-            .trace
-            .charge(now, req.parts(), class, req.label(), charged.is_ok());
+        let charged = self
+            .shapes
+            .charge(w.budget(), req.parts(), req.parts_key(), class, now);
+        let tid = if self.trace.keeps_charges() {
+            let admitted = charged.is_ok();
+            self.trace
+                .charge(now, req.parts(), class, req.label(), admitted)
+        } else {
+            0
+        };
         let refused = charged.as_ref().err().map(|l| (l.why, l.bucket.index()));
         self.labels.submitted(req.label(), req.parts(), refused);
         let ticket = match charged {

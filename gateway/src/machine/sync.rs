@@ -87,7 +87,7 @@ impl<E: Account> Gateway<E> {
         }
         let ticket = match self
             .shapes
-            .charge(w.budget(), self.sync.req.parts(), class, now)
+            .charge(w.budget(), self.sync.req.parts(), 0, class, now)
         {
             Ok(t) => t,
             // No room at Bulk (a burst, or the higher classes' headroom): again

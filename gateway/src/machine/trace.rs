@@ -65,6 +65,14 @@ impl Trace {
         self.next
     }
 
+    /// Whether [`Trace::charge`] has anything to do (a charge log or a
+    /// recorder): the submit asks first, and with neither (the usual gateway)
+    /// pays two loads, not a call.
+    #[inline]
+    pub(super) fn keeps_charges(&self) -> bool {
+        self.charges.is_some() || self.recorder.is_some()
+    }
+
     /// Records the transport's connect charges since the last call (see
     /// [`Gateway::note_connects`]), at `venue`'s connect parts, Urgent (the pool's).
     pub(super) fn connects<W: Wire, E: Account>(&mut self, w: &W, venue: &E) {

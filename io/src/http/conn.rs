@@ -8,7 +8,7 @@ use ergon_venues::endpoint::Http;
 use ergon_venues::response::{Header, Response};
 
 use super::decode::{Decoder, Step};
-use super::encode::{encode, encode_http, InvalidRequest, Request};
+use super::encode::{encode, encode_http, HostLine, InvalidRequest, Request};
 use super::{Headers, Limits, ParseError, MAX_HEADERS};
 
 /// A request a connection puts in its send buffer: one described by its parts
@@ -16,20 +16,20 @@ use super::{Headers, Limits, ParseError, MAX_HEADERS};
 /// HTTP/1.1 already ([`Http`]: copied, [`Conn::send_http`]). What
 /// [`Pool::request`](crate::pool::Pool::request) takes.
 pub trait Outgoing {
-    /// Puts it in `conn`'s send buffer with `Host: host`, as [`Conn::send`] does.
-    fn put_on(&self, conn: &mut Conn, host: &str) -> Result<(), InvalidRequest>;
+    /// Puts it in `conn`'s send buffer with `host`'s line, as [`Conn::send`] does.
+    fn put_on(&self, conn: &mut Conn, host: &HostLine) -> Result<(), InvalidRequest>;
 }
 
 impl Outgoing for Request<'_> {
     #[inline]
-    fn put_on(&self, conn: &mut Conn, host: &str) -> Result<(), InvalidRequest> {
-        conn.send(self, host)
+    fn put_on(&self, conn: &mut Conn, host: &HostLine) -> Result<(), InvalidRequest> {
+        conn.send(self, host.host())
     }
 }
 
 impl Outgoing for Http<'_> {
     #[inline]
-    fn put_on(&self, conn: &mut Conn, host: &str) -> Result<(), InvalidRequest> {
+    fn put_on(&self, conn: &mut Conn, host: &HostLine) -> Result<(), InvalidRequest> {
         conn.send_http(self, host)
     }
 }
@@ -131,10 +131,10 @@ impl Conn {
     }
 
     /// Copies `req`, a request encoded already but for its `Host` line, into the
-    /// send buffer with `Host: host`: the bytes [`Conn::send`] writes for the same
-    /// request, with no encoding or check per byte (see [`Http`]). Only on an idle
-    /// connection; nothing is written yet.
-    pub fn send_http(&mut self, req: &Http<'_>, host: &str) -> Result<(), InvalidRequest> {
+    /// send buffer with `host`'s line: the bytes [`Conn::send`] writes for the same
+    /// request and host, with no encoding or check per byte (see [`Http`]). Only on
+    /// an idle connection; nothing is written yet.
+    pub fn send_http(&mut self, req: &Http<'_>, host: &HostLine) -> Result<(), InvalidRequest> {
         if self.state != State::Idle {
             return Err(InvalidRequest::NotIdle);
         }

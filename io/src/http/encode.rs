@@ -236,24 +236,56 @@ pub(crate) fn encode(
     Ok(())
 }
 
-/// Copies `req` (a request encoded but for its `Host` line) for `host` into `out`
-/// (cleared first), never beyond its capacity: the request line, `Host`, the rest.
-/// The bytes are the ones [`encode`] writes for the same request (valid by
+/// A pool's `Host` header line, `Host: {host}\r\n`, written once when the pool is
+/// added: a request its adapter wrote as HTTP/1.1 ([`Http`]) is copied out with it
+/// in one piece (it was three: the name, the host, the line's end).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HostLine {
+    host: Box<str>,
+    line: Box<[u8]>,
+}
+
+impl HostLine {
+    /// The line of `host` (`name` or `name:port`); None if it is empty or has a
+    /// byte that is not visible ASCII. Allocates: setup time.
+    pub fn new(host: &str) -> Option<HostLine> {
+        if host.is_empty() || !host.bytes().all(|b| b > 0x20 && b < 0x7f) {
+            return None;
+        }
+        Some(HostLine {
+            host: host.into(),
+            line: [b"Host: ", host.as_bytes(), b"\r\n"].concat().into(),
+        })
+    }
+
+    /// The host, as given.
+    pub fn host(&self) -> &str {
+        &self.host
+    }
+
+    /// The whole line, `Host: {host}\r\n`.
+    pub fn line(&self) -> &[u8] {
+        &self.line
+    }
+}
+
+/// Copies `req` (a request encoded but for its `Host` line) with `host`'s line into
+/// `out` (cleared first), never beyond its capacity: the request line, `Host`, the
+/// rest. The bytes are the ones [`encode`] writes for the same request (valid by
 /// construction: see [`Http`]); only their size is checked.
 pub(crate) fn encode_http(
     req: &Http<'_>,
-    host: &str,
+    host: &HostLine,
     out: &mut Vec<u8>,
 ) -> Result<(), InvalidRequest> {
     out.clear();
-    if req.len_with_host(host.len()) > out.capacity() {
+    let (line, rest) = (req.line(), req.rest());
+    if line.len() + host.line.len() + rest.len() > out.capacity() {
         return Err(InvalidRequest::TooLarge);
     }
-    out.extend_from_slice(req.line());
-    out.extend_from_slice(b"Host: ");
-    out.extend_from_slice(host.as_bytes());
-    out.extend_from_slice(b"\r\n");
-    out.extend_from_slice(req.rest());
+    out.extend_from_slice(line);
+    out.extend_from_slice(&host.line);
+    out.extend_from_slice(rest);
     Ok(())
 }
 

@@ -22,7 +22,7 @@ pub use decode::MAX_HEADERS;
 pub type Headers<'a> = arrayvec::ArrayVec<ergon_venues::response::Header<'a>, MAX_HEADERS>;
 #[cfg(feature = "curl")]
 pub(crate) use encode::encode;
-pub use encode::{unsendable, with_prepared, InvalidRequest, Request};
+pub use encode::{unsendable, with_prepared, HostLine, InvalidRequest, Request};
 
 /// Bounds on what one connection accepts and buffers.
 ///

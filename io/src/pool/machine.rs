@@ -7,7 +7,7 @@ use ergon_core::{Budget, Flight, Ticket};
 use ergon_venues::response::Response;
 
 use super::{Counters, Error, PoolConfig, PoolError, PoolId, Refused, RequestId, Sent};
-use crate::http::{Conn, Headers, Outgoing, ParseError, Progress};
+use crate::http::{Conn, Headers, HostLine, Outgoing, ParseError, Progress};
 
 /// One connection slot, numbered across every pool in the order they were added.
 /// A slot keeps its number while its transport connection comes and goes.
@@ -130,6 +130,8 @@ struct Slot {
 #[derive(Debug)]
 struct Origin {
     cfg: PoolConfig,
+    /// `cfg.host`'s header line.
+    host: HostLine,
     slots: core::ops::Range<usize>,
     /// Set when the pool was refused for good (an ignored local binding).
     refused: Option<Error>,
@@ -213,9 +215,7 @@ impl Pool {
         if cfg.connections == 0 {
             return Err(PoolError::NoConnections);
         }
-        if cfg.host.is_empty() || !cfg.host.bytes().all(|b| b > 0x20 && b < 0x7f) {
-            return Err(PoolError::BadHost);
-        }
+        let host = HostLine::new(&cfg.host).ok_or(PoolError::BadHost)?;
         if cfg.limits.max_response < 64 || cfg.limits.max_request < 64 {
             return Err(PoolError::BuffersTooSmall);
         }
@@ -243,6 +243,7 @@ impl Pool {
             .reserve(room.saturating_sub(self.transmits.capacity()));
         self.origins.push(Origin {
             cfg,
+            host,
             slots: start..self.slots.len(),
             refused: None,
         });
@@ -367,7 +368,7 @@ impl Pool {
             self.counters.busy += 1;
             return Err(Refused::Busy(ticket));
         };
-        let host = &self.origins[pool.index()].cfg.host;
+        let host = &self.origins[pool.index()].host;
         let s = &mut self.slots[i];
         if let Err(e) = req.put_on(&mut s.conn, host) {
             return Err(Refused::Invalid(ticket, e));

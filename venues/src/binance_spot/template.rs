@@ -69,7 +69,13 @@ struct CachedParts {
     limits: Vec<(Counts, BucketId, i64)>,
     /// None if the adapter had none (it is asked again, and says why).
     parts: Option<Parts>,
+    /// Names `parts` ([`Prepared::parts_key`]): new for each `CachedParts`
+    /// made, and a clone's parts are the same.
+    key: u64,
 }
+
+/// The next [`CachedParts::key`] (0 is no key).
+static NEXT_PARTS_KEY: AtomicU64 = AtomicU64::new(1);
 
 impl CachedParts {
     fn new<V: Venue + 'static>(venue: &V, limits: &Limits) -> CachedParts {
@@ -82,6 +88,7 @@ impl CachedParts {
                 .map(|l| (l.counts, l.bucket, l.window_ns))
                 .collect(),
             parts: venue.parts(Request::Order).ok(),
+            key: NEXT_PARTS_KEY.fetch_add(1, Ordering::Relaxed),
         }
     }
 
@@ -242,7 +249,10 @@ impl OrderTemplate {
         w.layout(layout);
         let deadline = clock.now_ns_at(ts.saturating_add(auth.recv_window_ms));
         match self.parts.of::<V>(limits) {
-            Some(parts) => w.finish_parts(parts, Request::Order, Method::Post, deadline),
+            Some(parts) => {
+                w.parts_key(self.parts.key);
+                w.finish_parts(parts, Request::Order, Method::Post, deadline)
+            }
             None => w.finish(venue, Request::Order, Method::Post, deadline),
         }
     }

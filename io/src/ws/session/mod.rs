@@ -367,6 +367,13 @@ pub struct Session {
     queue: ArrayVec<Queued, MAX_QUEUED>,
     requests_queued: usize,
     pending: ArrayVec<Pending, MAX_PENDING>,
+    /// How many of `pending` still have bytes in the send buffer (`written_ns`
+    /// is `i64::MAX`): [`Session::handle_written`] looks for them only when
+    /// there are some.
+    unwritten: usize,
+    /// The highest request id ever queued (none yet: `None`): a higher one is
+    /// neither queued nor pending ([`Session::is_taken`]).
+    highest_id: Option<u64>,
     outcomes: ArrayVec<WsOutcome, { MAX_QUEUED + MAX_PENDING }>,
     key: [u8; KEY_LEN],
     /// The handshake or close deadline.
@@ -434,6 +441,8 @@ impl Session {
             queue: ArrayVec::new(),
             requests_queued: 0,
             pending: ArrayVec::new(),
+            unwritten: 0,
+            highest_id: None,
             outcomes: ArrayVec::new(),
             key: [0; KEY_LEN],
             deadline_ns: i64::MAX,

@@ -310,6 +310,7 @@ impl Session {
         now: i64,
     ) {
         self.drop_unsent(budget, now);
+        self.unwritten = 0;
         for p in self.pending.drain(..) {
             self.outcomes.push(WsOutcome {
                 id: p.id,

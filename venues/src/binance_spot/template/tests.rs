@@ -395,4 +395,62 @@ fn an_order_of_the_same_layout_is_written_in_place() {
     spot.new_order_from(&t, &mut fresh, &fill("0.25", "mm-2"), 11 * SEC)
         .unwrap();
     assert_eq!(reused.http(), fresh.http());
+
+/// A template's orders carry a key of their parts: the same for every order of
+/// it (and of its clone), another for another template; none for an order whose
+/// adapter's limits changed (its parts were asked again), for the builder's order,
+/// or once a request is prepared again.
+#[test]
+fn a_templates_orders_name_their_parts_with_a_key() {
+    use crate::binance_spot::{Counts, Limit};
+    let mut spot = spot(5000);
+    let symbol = Symbol::new("LTCBTC").unwrap();
+    let order_type = OrderType::Limit(TimeInForce::Gtc);
+    let buy = spot.order_template(symbol, Side::Buy, order_type).unwrap();
+    let sell = spot.order_template(symbol, Side::Sell, order_type).unwrap();
+    let fill = |id: &str| Fill {
+        price: Some(Decimal::new("0.1").unwrap()),
+        quantity: Decimal::new("1").unwrap(),
+        client_order_id: ClientOrderId::new(id).unwrap(),
+    };
+    let mut p = Prepared::default();
+    let key = |spot: &BinanceSpot, t: &OrderTemplate, p: &mut Prepared, id: &str| {
+        spot.new_order_from(t, p, &fill(id), 10 * SEC).unwrap();
+        (p.parts_key(), p.parts().to_vec())
+    };
+    let (k1, parts) = key(&spot, &buy, &mut p, "a1");
+    assert_ne!(k1, 0);
+    assert_eq!(key(&spot, &buy, &mut p, "a2"), (k1, parts.clone()));
+    assert_eq!(key(&spot, &buy.clone(), &mut p, "a3"), (k1, parts.clone()));
+    let (k2, _) = key(&spot, &sell, &mut p, "a4");
+    assert!(k2 != 0 && k2 != k1, "{k1} {k2}");
+    // The limits changed: the parts are asked again, and carry no key.
+    let orders = spot.limits.of(Counts::Orders).next().unwrap().clone();
+    spot.limits.limits.push(Limit {
+        window_ns: 86_400 * SEC,
+        ..orders
+    });
+    let (k3, changed) = key(&spot, &buy, &mut p, "a5");
+    assert_eq!(k3, 0);
+    assert_ne!(changed, parts);
+    spot.limits.limits.pop();
+    assert_eq!(key(&spot, &buy, &mut p, "a6"), (k1, parts.clone()));
+    let mut q = Prepared::default();
+    q.swap_with(&mut p);
+    assert_eq!(
+        (q.parts_key(), p.parts_key()),
+        (k1, 0),
+        "swapped with the rest"
+    );
+    let order = NewOrder {
+        symbol,
+        side: Side::Buy,
+        order_type,
+        price: Some(Decimal::new("0.1").unwrap()),
+        quantity: Decimal::new("1").unwrap(),
+        client_order_id: ClientOrderId::new("a7").unwrap(),
+        reduce_only: false,
+    };
+    spot.new_order(&mut q, &order, 10 * SEC).unwrap();
+    assert_eq!(q.parts_key(), 0, "the builder's order");
 }
