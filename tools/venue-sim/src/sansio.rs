@@ -13,6 +13,7 @@ use std::net::IpAddr;
 
 use crate::config::{Config, Profile};
 use crate::dispatch::Op;
+use crate::engine::hashing::Hashing;
 use crate::engine::state::{Admission, Venue};
 use crate::http::{parse_request, Parsed, Response};
 use crate::profiles::binance::admit::valid_until_ms;
@@ -46,7 +47,7 @@ impl SansIo {
         config.faults.chances.clear();
         config.faults.script.clear();
         SansIo {
-            venue: Venue::new(config),
+            venue: Venue::new(config, Hashing::fixed()),
         }
     }
 
