@@ -18,6 +18,7 @@ use crate::engine::hashing::{Hashing, Map};
 use crate::engine::hub::WsHub;
 use crate::http::Response;
 use crate::limits::{window_start, Key, LimitState};
+use crate::params::MacKey;
 use crate::report::{OrderView, Report, WsCounts};
 
 /// What a profile decided about a request at receipt; `O` is the profile's own
@@ -100,6 +101,9 @@ pub(crate) struct Venue {
     pub(crate) deribit_cod: Vec<bool>,
     /// Hyperliquid's per-signer nonces and per-address budgets.
     pub(crate) addresses: crate::engine::address::AddressBook,
+    /// Per account: its HMAC secret made ready ([`MacKey`]), the signatures'
+    /// key (the account's `secret` never changes after the venue is made).
+    pub(crate) macs: Vec<MacKey>,
     /// Per account: its API key was revoked ([`crate::Server::revoke_api_key`]):
     /// every request with it is refused -2015.
     pub(crate) revoked: Vec<bool>,
@@ -117,6 +121,11 @@ impl Venue {
         script.extend(cfg.faults.script.iter().copied());
         let rng = SplitMix(cfg.faults.seed);
         let n_accounts = cfg.accounts.len();
+        let macs = cfg
+            .accounts
+            .iter()
+            .map(|a| MacKey::new(&a.secret))
+            .collect();
         let report = Report {
             profile: cfg.profile.name().to_string(),
             ..Report::default()
@@ -147,6 +156,7 @@ impl Venue {
             switches: Vec::new(),
             addresses: crate::engine::address::AddressBook::new(n_accounts),
             revoked: vec![false; n_accounts],
+            macs,
         }
     }
 
