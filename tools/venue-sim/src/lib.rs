@@ -120,6 +120,7 @@ mod dispatch;
 pub mod ed25519;
 mod engine;
 pub mod http;
+mod json_write;
 mod limits;
 pub mod params;
 mod profiles;
