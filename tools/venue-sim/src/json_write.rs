@@ -47,6 +47,13 @@ impl<'a> Obj<'a> {
         self
     }
 
+    /// An unsigned integer field.
+    pub(crate) fn uint(&mut self, key: &str, v: u64) -> &mut Self {
+        let out = self.key(key);
+        uint_into(out, v);
+        self
+    }
+
     /// A string field holding an unsigned integer's digits (`"123"`).
     pub(crate) fn uint_str(&mut self, key: &str, v: u64) -> &mut Self {
         let out = self.key(key);
@@ -83,6 +90,18 @@ impl<'a> Obj<'a> {
     pub(crate) fn end(&mut self) {
         self.out.push('}');
     }
+}
+
+/// `items`, each JSON text already, as an array.
+pub(crate) fn array_into(out: &mut String, items: &[String]) {
+    out.push('[');
+    for (i, item) in items.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(item);
+    }
+    out.push(']');
 }
 
 /// `s` as a JSON string, escaped as serde_json escapes it: `"` and `\`
@@ -201,17 +220,21 @@ mod tests {
         let mut o = Obj::new(&mut out);
         o.str("a\"", "x\n")
             .int("b", -3)
+            .uint("c", 18_446_744_073_709_551_615)
             .uint_str("d", 42)
             .int_str("d2", -42)
             .bool("e", true)
             .bool("f", false)
             .raw("g", "[1,{}]");
         o.end();
+        let mut list = String::new();
+        array_into(&mut list, &[out.clone(), "{}".to_string()]);
         let want = json!({
-            "a\"": "x\n", "b": -3, "d": "42", "d2": "-42",
+            "a\"": "x\n", "b": -3, "c": 18_446_744_073_709_551_615u64, "d": "42", "d2": "-42",
             "e": true, "f": false, "g": [1, {}],
         });
         assert_eq!(out, want.to_string());
+        assert_eq!(list, json!([want, {}]).to_string());
         let mut empty = String::new();
         Obj::new(&mut empty).end();
         assert_eq!(empty, "{}");
