@@ -119,6 +119,7 @@ pub mod config;
 mod dispatch;
 pub mod ed25519;
 mod engine;
+mod hashing;
 pub mod http;
 mod json_write;
 mod limits;

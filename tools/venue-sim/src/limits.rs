@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::net::IpAddr;
 
 use crate::config::RateLimit;
-use crate::engine::hashing::{Hashing, Map};
+use crate::hashing::{Hashing, Map};
 use crate::report::LimitUsage;
 
 /// Who a count belongs to.

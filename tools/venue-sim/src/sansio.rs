@@ -13,8 +13,8 @@ use std::net::IpAddr;
 
 use crate::config::{Config, Profile};
 use crate::dispatch::Op;
-use crate::engine::hashing::Hashing;
 use crate::engine::state::{Admission, Venue};
+use crate::hashing::Hashing;
 use crate::http::{parse_request, Parsed, Response};
 use crate::profiles::binance::admit::valid_until_ms;
 use crate::report::{OrderView, Report};

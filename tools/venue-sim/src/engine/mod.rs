@@ -5,7 +5,6 @@
 pub(crate) mod address;
 pub(crate) mod book;
 pub(crate) mod credits;
-pub(crate) mod hashing;
 pub(crate) mod hub;
 pub(crate) mod rules;
 pub(crate) mod state;

@@ -22,8 +22,8 @@ use std::time::Duration;
 
 use crate::clock::VenueClock;
 use crate::config::{Config, ConfigError};
-use crate::engine::hashing::Hashing;
 use crate::engine::state::Venue;
+use crate::hashing::Hashing;
 use crate::http::Response;
 use crate::report::Report;
 use shared::Shared;

@@ -375,7 +375,7 @@ mod tests {
     use super::*;
     use crate::config::Config;
     use crate::engine::book::Side;
-    use crate::engine::hashing::Hashing;
+    use crate::hashing::Hashing;
 
     // The `json!` maps the answers were built from before (the reference).
     fn order_ack_json(v: &mut Venue, idx: usize, resp: RespType, now: i64) -> Value {

@@ -366,7 +366,7 @@ mod tests {
     use super::*;
     use crate::config::Config;
     use crate::engine::book::{OrdType, Side};
-    use crate::engine::hashing::Hashing;
+    use crate::hashing::Hashing;
     use crate::profiles::binance::request::RespType;
 
     /// The cancel answer's `json!` map as it was (Spot), from the order after

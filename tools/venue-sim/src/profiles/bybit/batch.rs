@@ -154,7 +154,7 @@ mod tests {
     use super::*;
     use crate::config::Config;
     use crate::engine::book::{OrdType, Side};
-    use crate::engine::hashing::Hashing;
+    use crate::hashing::Hashing;
     use crate::http::json_text;
 
     /// The batch's answer as it was built before: `json!` maps, the envelope

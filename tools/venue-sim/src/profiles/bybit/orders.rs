@@ -158,7 +158,7 @@ mod tests {
 
     use super::*;
     use crate::config::Config;
-    use crate::engine::hashing::Hashing;
+    use crate::hashing::Hashing;
 
     /// The `json!` map the order was written from before (the reference).
     fn bybit_order_json(v: &Venue, o: &Order) -> Value {

@@ -521,7 +521,7 @@ impl Venue {
 mod tests {
     use super::*;
     use crate::config::Config;
-    use crate::engine::hashing::Hashing;
+    use crate::hashing::Hashing;
     use std::net::Ipv4Addr;
 
     fn session(v: &mut Venue, now: i64) -> DeribitSession {
