@@ -12,7 +12,7 @@ use ergon_venue_sim::LimitType;
 use crate::rng::Rng;
 
 /// What a request was for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Kind {
     /// A new order.
     Place,
@@ -351,24 +351,44 @@ impl Ledger {
 
     /// How many requests ended with each kind of final event, by name.
     pub fn tally(&self) -> BTreeMap<String, u64> {
-        let mut t = BTreeMap::new();
+        /// A line of the tally before its name is written: counted by value,
+        /// each name written once (a `format!` a request was 1 % of a run).
+        #[derive(Clone, Copy, PartialEq, Eq, Hash)]
+        enum Line {
+            Final(Kind, Option<What>, bool),
+            Late(Kind),
+            Item(Kind, ItemFate),
+        }
+        let mut n: HashMap<Line, u64> = HashMap::new();
         for r in self.reqs.values() {
-            let name = match r.finals.first() {
-                Some(What::Reconciled(Some(_))) => "Reconciled(found)".to_string(),
-                Some(What::Reconciled(None)) => "Reconciled(never ran)".to_string(),
-                Some(w) => format!("{w:?}"),
-                None if r.lost => "lost with the process".to_string(),
-                None => "none".to_string(),
-            };
-            *t.entry(format!("{:?} {name}", r.kind)).or_insert(0) += 1;
+            let first = r.finals.first().copied();
+            *n.entry(Line::Final(r.kind, first, r.lost)).or_insert(0) += 1;
             if r.lates > 0 {
-                *t.entry(format!("{:?} Late", r.kind)).or_insert(0) += 1;
+                *n.entry(Line::Late(r.kind)).or_insert(0) += 1;
             }
             if matches!(r.kind, Kind::Batch | Kind::BatchCancel) {
                 for (_, f) in &r.items {
-                    *t.entry(format!("{:?} item {f:?}", r.kind)).or_insert(0) += 1;
+                    *n.entry(Line::Item(r.kind, *f)).or_insert(0) += 1;
                 }
             }
+        }
+        let mut t = BTreeMap::new();
+        for (line, count) in n {
+            let key = match line {
+                Line::Final(kind, first, lost) => {
+                    let name = match first {
+                        Some(What::Reconciled(Some(_))) => "Reconciled(found)".to_string(),
+                        Some(What::Reconciled(None)) => "Reconciled(never ran)".to_string(),
+                        Some(w) => format!("{w:?}"),
+                        None if lost => "lost with the process".to_string(),
+                        None => "none".to_string(),
+                    };
+                    format!("{kind:?} {name}")
+                }
+                Line::Late(kind) => format!("{kind:?} Late"),
+                Line::Item(kind, f) => format!("{kind:?} item {f:?}"),
+            };
+            *t.entry(key).or_insert(0) += count;
         }
         t
     }
@@ -381,15 +401,18 @@ impl Ledger {
     /// The requests owed a [`What::Late`]: places that ended Unresolved whose order
     /// rests at the venue (`orders`), and no Late came yet.
     pub fn owed_late(&self, orders: &[OrderView]) -> Vec<u64> {
+        // The resting orders' ids once (a scan of the orders a request was
+        // quadratic in the run's length).
+        let resting: HashSet<&str> = orders
+            .iter()
+            .filter(|o| o.status == "NEW")
+            .map(|o| o.client_id.as_str())
+            .collect();
         self.reqs
             .iter()
             .filter(|(_, r)| r.kind == Kind::Place && r.finals.first() == Some(&What::Unresolved))
             .filter(|(_, r)| r.lates == 0)
-            .filter(|(_, r)| {
-                orders
-                    .iter()
-                    .any(|o| o.client_id == r.cid && o.status == "NEW")
-            })
+            .filter(|(_, r)| resting.contains(r.cid.as_str()))
             .map(|(tag, _)| *tag)
             .collect()
     }
@@ -469,7 +492,13 @@ impl Ledger {
                 ));
             }
         }
-        let find = |cid: &str| orders.iter().find(|o| o.client_id == cid);
+        // The first order of each client order id (as a scan from the oldest
+        // finds it), indexed once: a scan a request was quadratic.
+        let mut first: HashMap<&str, &OrderView> = HashMap::with_capacity(orders.len());
+        for o in orders {
+            first.entry(o.client_id.as_str()).or_insert(o);
+        }
+        let find = |cid: &str| first.get(cid).copied();
         // The venue's orders by client order id, for the batches' items (built
         // only in the runs that sent batches).
         let mut held: HashMap<&str, usize> = HashMap::new();

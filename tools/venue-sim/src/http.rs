@@ -177,7 +177,11 @@ impl Response {
 
     /// Binance's error payload `{"code":..,"msg":..}`.
     pub fn error(status: u16, code: i32, msg: &str) -> Self {
-        let body = serde_json::json!({ "code": code, "msg": msg }).to_string();
+        let mut body = String::with_capacity(msg.len() + 24);
+        crate::json_write::Obj::new(&mut body)
+            .int("code", i64::from(code))
+            .str("msg", msg)
+            .end();
         Response::json(status, body)
     }
 
@@ -278,6 +282,18 @@ mod tests {
 
     /// json_text is the Display text byte for byte: escapes, control and non-ASCII
     /// characters, nesting, numbers of every kind, empty containers.
+    #[test]
+    fn errors_are_the_maps_text() {
+        for (status, code, msg) in [
+            (400, -2013, "Order does not exist."),
+            (418, 0, "q\"\n\u{1}é"),
+        ] {
+            let r = Response::error(status, code, msg);
+            let want = serde_json::json!({ "code": code, "msg": msg }).to_string();
+            assert_eq!((r.status, r.body), (status, want));
+        }
+    }
+
     #[test]
     fn json_text_is_the_display_text() {
         let v = serde_json::json!({

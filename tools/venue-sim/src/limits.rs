@@ -7,10 +7,11 @@
 //! stays for exactly W after its receipt. Nothing here reads a clock: `now_ms` is
 //! the venue time of receipt.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::net::IpAddr;
 
 use crate::config::RateLimit;
+use crate::hashing::{Hashing, Map};
 use crate::report::LimitUsage;
 
 /// Who a count belongs to.
@@ -36,7 +37,7 @@ struct Counter {
 
 pub(crate) struct LimitState {
     pub(crate) spec: RateLimit,
-    counters: HashMap<Key, Counter>,
+    counters: Map<Key, Counter>,
     peak: u64,
     windows_over: u64,
     history: BTreeMap<i64, u64>,
@@ -44,10 +45,11 @@ pub(crate) struct LimitState {
 }
 
 impl LimitState {
-    pub(crate) fn new(spec: RateLimit, history_cap: usize) -> Self {
+    /// No counts yet; the counters hash with `hashing`.
+    pub(crate) fn new(spec: RateLimit, history_cap: usize, hashing: &Hashing) -> Self {
         LimitState {
             spec,
-            counters: HashMap::new(),
+            counters: hashing.map(),
             peak: 0,
             windows_over: 0,
             history: BTreeMap::new(),
@@ -153,7 +155,7 @@ mod tests {
     #[test]
     fn windows_align_on_the_clock_and_reset() {
         let spec = RateLimit::new(LimitType::RequestWeight, Interval::Second, 1, 10);
-        let mut l = LimitState::new(spec, 100);
+        let mut l = LimitState::new(spec, 100, &Hashing::keyed());
         let k = Key::Account(0);
         assert_eq!(l.charge(k, 6, 1_999), 6);
         assert_eq!(l.charge(k, 6, 1_999), 12);
@@ -171,7 +173,7 @@ mod tests {
     #[test]
     fn rolling_windows_keep_each_count_for_exactly_one_window() {
         let spec = RateLimit::new(LimitType::BybitCreate, Interval::Second, 1, 3).rolling();
-        let mut l = LimitState::new(spec, 100);
+        let mut l = LimitState::new(spec, 100, &Hashing::keyed());
         let k = Key::Account(0);
         assert_eq!(l.charge(k, 1, 1_900), 1);
         assert_eq!(l.charge(k, 1, 2_100), 2, "no reset at the second");

@@ -14,6 +14,7 @@ use std::net::IpAddr;
 use crate::config::{Config, Profile};
 use crate::dispatch::Op;
 use crate::engine::state::{Admission, Venue};
+use crate::hashing::Hashing;
 use crate::http::{parse_request, Parsed, Response};
 use crate::profiles::binance::admit::valid_until_ms;
 use crate::report::{OrderView, Report};
@@ -46,7 +47,7 @@ impl SansIo {
         config.faults.chances.clear();
         config.faults.script.clear();
         SansIo {
-            venue: Venue::new(config),
+            venue: Venue::new(config, Hashing::fixed()),
         }
     }
 

@@ -7,7 +7,6 @@
 //! their venue decides; this module knows no venue's rules and never calls into a
 //! profile. It never touches a socket or reads a clock: `now` is always a parameter.
 
-use std::collections::HashMap;
 use std::net::IpAddr;
 
 use serde_json::Value;
@@ -16,8 +15,10 @@ use crate::config::{Config, Fault, FaultScope, LimitType, Profile};
 use crate::engine::book::{fate, fmt_e8, Order, Placement, Status};
 use crate::engine::credits::CreditPool;
 use crate::engine::hub::WsHub;
+use crate::hashing::{Hashing, Map};
 use crate::http::Response;
 use crate::limits::{window_start, Key, LimitState};
+use crate::params::MacKey;
 use crate::report::{OrderView, Report, WsCounts};
 
 /// What a profile decided about a request at receipt; `O` is the profile's own
@@ -66,28 +67,28 @@ impl SplitMix {
 pub(crate) struct Venue {
     pub(crate) cfg: Config,
     pub(crate) limits: Vec<LimitState>,
-    pub(crate) ips: HashMap<IpAddr, IpState>,
+    pub(crate) ips: Map<IpAddr, IpState>,
     pub(crate) orders: Vec<Order>,
-    pub(crate) by_client: HashMap<(usize, String), usize>,
-    pub(crate) by_id: HashMap<u64, usize>,
-    pub(crate) executed: HashMap<(usize, String), u32>,
+    pub(crate) by_client: Map<(usize, String), usize>,
+    pub(crate) by_id: Map<u64, usize>,
+    pub(crate) executed: Map<(usize, String), u32>,
     pub(crate) next_order_id: u64,
     pub(crate) next_trade_id: u64,
     pub(crate) next_cancel_id: u64,
     pub(crate) rng: SplitMix,
     pub(crate) fault_seq: u64,
-    pub(crate) script: HashMap<u64, Fault>,
+    pub(crate) script: Map<u64, Fault>,
     pub(crate) report: Report,
     /// The venue time of the latest receipt (for answers built without one).
     pub(crate) now_hint: i64,
     /// Listen keys and stream subscribers.
     pub(crate) hub: WsHub,
     /// Credit pools by owner and kind (`true`: matching engine).
-    pub(crate) pools: HashMap<(Key, bool), CreditPool>,
+    pub(crate) pools: Map<(Key, bool), CreditPool>,
     /// Bearer tokens handed out: their account and expiry (venue ms).
-    pub(crate) tokens: HashMap<String, (usize, i64)>,
+    pub(crate) tokens: Map<String, (usize, i64)>,
     /// Connections open now, by IP.
-    pub(crate) open: HashMap<IpAddr, u32>,
+    pub(crate) open: Map<IpAddr, u32>,
     /// The armed dead man's switches (driven by `crate::engine::switch`).
     pub(crate) switches: Vec<Countdown>,
     /// Per account, per disconnect-armed scope (Bybit's DCP products, indexed
@@ -100,21 +101,31 @@ pub(crate) struct Venue {
     pub(crate) deribit_cod: Vec<bool>,
     /// Hyperliquid's per-signer nonces and per-address budgets.
     pub(crate) addresses: crate::engine::address::AddressBook,
+    /// Per account: its HMAC secret made ready ([`MacKey`]), the signatures'
+    /// key (the account's `secret` never changes after the venue is made).
+    pub(crate) macs: Vec<MacKey>,
     /// Per account: its API key was revoked ([`crate::Server::revoke_api_key`]):
     /// every request with it is refused -2015.
     pub(crate) revoked: Vec<bool>,
 }
 
 impl Venue {
-    pub(crate) fn new(cfg: Config) -> Self {
+    /// A venue of `cfg` whose maps hash with `hashing` (keyed behind sockets).
+    pub(crate) fn new(cfg: Config, hashing: Hashing) -> Self {
         let limits = cfg
             .rate_limits
             .iter()
-            .map(|l| LimitState::new(*l, cfg.history_cap))
+            .map(|l| LimitState::new(*l, cfg.history_cap, &hashing))
             .collect();
-        let script = cfg.faults.script.iter().copied().collect();
+        let mut script = hashing.map();
+        script.extend(cfg.faults.script.iter().copied());
         let rng = SplitMix(cfg.faults.seed);
         let n_accounts = cfg.accounts.len();
+        let macs = cfg
+            .accounts
+            .iter()
+            .map(|a| MacKey::new(&a.secret))
+            .collect();
         let report = Report {
             profile: cfg.profile.name().to_string(),
             ..Report::default()
@@ -122,11 +133,11 @@ impl Venue {
         Venue {
             cfg,
             limits,
-            ips: HashMap::new(),
+            ips: hashing.map(),
             orders: Vec::new(),
-            by_client: HashMap::new(),
-            by_id: HashMap::new(),
-            executed: HashMap::new(),
+            by_client: hashing.map(),
+            by_id: hashing.map(),
+            executed: hashing.map(),
             next_order_id: 1,
             next_trade_id: 1,
             next_cancel_id: 1,
@@ -136,15 +147,16 @@ impl Venue {
             report,
             now_hint: 0,
             hub: WsHub::default(),
-            pools: HashMap::new(),
-            tokens: HashMap::new(),
-            open: HashMap::new(),
+            pools: hashing.map(),
+            tokens: hashing.map(),
+            open: hashing.map(),
             held: vec![[HeldScope::default(); 3]; n_accounts],
             next_conn_id: 0,
             deribit_cod: vec![false; n_accounts],
             switches: Vec::new(),
             addresses: crate::engine::address::AddressBook::new(n_accounts),
             revoked: vec![false; n_accounts],
+            macs,
         }
     }
 

@@ -23,6 +23,7 @@ use std::time::Duration;
 use crate::clock::VenueClock;
 use crate::config::{Config, ConfigError};
 use crate::engine::state::Venue;
+use crate::hashing::Hashing;
 use crate::http::Response;
 use crate::report::Report;
 use shared::Shared;
@@ -78,7 +79,7 @@ impl Server {
         }
         let shared = Arc::new(Shared {
             offset_ms: AtomicI64::new(config.clock_offset_ms),
-            venue: Mutex::new(Venue::new(config)),
+            venue: Mutex::new(Venue::new(config, Hashing::keyed())),
             changed: std::sync::Condvar::new(),
             waiters: std::sync::atomic::AtomicUsize::new(0),
             stop: AtomicBool::new(false),

@@ -311,13 +311,13 @@ impl Venue {
                 None => return Err(illegal("recvWindow")),
             },
         };
-        let secret = &self.cfg.accounts[account].secret;
+        let mac = &self.macs[account];
         let verdict = match (signing, &self.cfg.accounts[account].ed25519_public_key) {
             (Signing::Session, _) => Ok(()),
             (Signing::Rest { query, body }, Some(k)) => ed25519::verify_rest(query, body, k),
             (Signing::Sorted, Some(k)) => ed25519::verify_sorted(p, k),
-            (Signing::Rest { query, body }, None) => params::verify(query, body, secret),
-            (Signing::Sorted, None) => params::verify_sorted(p, secret),
+            (Signing::Rest { query, body }, None) => params::verify_with(query, body, mac),
+            (Signing::Sorted, None) => params::verify_sorted_with(p, mac),
         };
         match verdict {
             Ok(()) => {}

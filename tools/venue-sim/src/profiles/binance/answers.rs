@@ -8,127 +8,155 @@ use crate::engine::book::{base_asset, fmt_e8, quote, quote_asset, OrdType, Order
 use crate::engine::rules::Funds;
 use crate::engine::state::Venue;
 use crate::http::Response;
+use crate::json_write::Obj;
 use crate::profiles::binance::request::RespType;
 use crate::profiles::instruments::{dec, rules};
 
 impl Venue {
-    pub(crate) fn order_ack_json(&mut self, idx: usize, resp: RespType, now: i64) -> Value {
-        let o = self.orders[idx].clone();
-        let mut v = json!({
-            "symbol": self.cfg.symbol,
-            "orderId": o.order_id,
-            "orderListId": -1,
-            "clientOrderId": o.client_id,
-            "transactTime": now,
-        });
+    /// A Spot placement's answer, of `resp`'s shape (ACK, RESULT or FULL; a
+    /// FULL answer with a fill takes the next trade id).
+    pub(crate) fn order_ack_text(&mut self, idx: usize, resp: RespType, now: i64) -> String {
+        let mut out = String::with_capacity(512);
+        let o = &self.orders[idx];
+        let mut m = Obj::new(&mut out);
+        m.str("symbol", &self.cfg.symbol)
+            .uint("orderId", o.order_id)
+            .int("orderListId", -1)
+            .str("clientOrderId", &o.client_id)
+            .int("transactTime", now);
         if resp == RespType::Ack {
-            return v;
+            m.end();
+            return out;
         }
-        if let Value::Object(m) = &mut v {
-            m.insert(
-                "price".into(),
-                json!(fmt_e8(if o.kind == OrdType::Market {
-                    0
-                } else {
-                    o.price_e8
-                })),
-            );
-            m.insert("origQty".into(), json!(fmt_e8(o.qty_e8)));
-            m.insert("executedQty".into(), json!(fmt_e8(o.executed_e8)));
-            m.insert("origQuoteOrderQty".into(), json!(fmt_e8(0)));
-            m.insert(
-                "cummulativeQuoteQty".into(),
-                json!(fmt_e8(quote(o.price_e8, o.executed_e8))),
-            );
-            m.insert("status".into(), json!(o.status.name()));
-            m.insert("timeInForce".into(), json!(o.tif));
-            m.insert("type".into(), json!(o.kind.name()));
-            m.insert("side".into(), json!(o.side.name()));
-            m.insert("workingTime".into(), json!(now));
-            m.insert("selfTradePreventionMode".into(), json!("EXPIRE_MAKER"));
-            if resp == RespType::Full {
-                let fills = if o.executed_e8 > 0 {
-                    let t = self.next_trade_id;
-                    self.next_trade_id += 1;
-                    vec![json!({
-                        "price": fmt_e8(o.price_e8),
-                        "qty": fmt_e8(o.executed_e8),
-                        "commission": fmt_e8(0),
-                        "commissionAsset": quote_asset(&self.cfg.symbol),
-                        "tradeId": t,
-                    })]
-                } else {
-                    Vec::new()
-                };
-                m.insert("fills".into(), Value::Array(fills));
+        m.str(
+            "price",
+            &fmt_e8(if o.kind == OrdType::Market {
+                0
+            } else {
+                o.price_e8
+            }),
+        )
+        .str("origQty", &fmt_e8(o.qty_e8))
+        .str("executedQty", &fmt_e8(o.executed_e8))
+        .str("origQuoteOrderQty", &fmt_e8(0))
+        .str(
+            "cummulativeQuoteQty",
+            &fmt_e8(quote(o.price_e8, o.executed_e8)),
+        )
+        .str("status", o.status.name())
+        .str("timeInForce", o.tif)
+        .str("type", o.kind.name())
+        .str("side", o.side.name())
+        .int("workingTime", now)
+        .str("selfTradePreventionMode", "EXPIRE_MAKER");
+        if resp == RespType::Full {
+            let mut fills = String::new();
+            if o.executed_e8 > 0 {
+                let t = self.next_trade_id;
+                self.next_trade_id += 1;
+                fills.push('[');
+                Obj::new(&mut fills)
+                    .str("price", &fmt_e8(o.price_e8))
+                    .str("qty", &fmt_e8(o.executed_e8))
+                    .str("commission", &fmt_e8(0))
+                    .str("commissionAsset", quote_asset(&self.cfg.symbol))
+                    .uint("tradeId", t)
+                    .end();
+                fills.push(']');
+            } else {
+                fills.push_str("[]");
             }
+            m.raw("fills", &fills);
         }
-        v
+        m.end();
+        out
     }
 
     /// The order as a query answers it (`with_time`) or as a futures place, modify
     /// or cancel answers it.
-    pub(crate) fn order_json(&self, o: &Order, with_time: bool) -> Value {
+    pub(crate) fn order_text(&self, o: &Order, with_time: bool) -> String {
         if self.spot() {
-            return self.order_query_json(o);
+            return self.order_query_text(o);
         }
-        let mut v = json!({
-            "orderId": o.order_id,
-            "symbol": self.cfg.symbol,
-            "status": o.status.name(),
-            "clientOrderId": o.client_id,
-            "price": fmt_e8(if o.kind == OrdType::Market { 0 } else { o.price_e8 }),
-            "avgPrice": fmt_e8(if o.executed_e8 > 0 { o.price_e8 } else { 0 }),
-            "origQty": fmt_e8(o.qty_e8),
-            "executedQty": fmt_e8(o.executed_e8),
-            "cumQty": fmt_e8(o.executed_e8),
-            "cumQuote": fmt_e8(quote(o.price_e8, o.executed_e8)),
-            "timeInForce": o.tif,
-            "type": o.kind.name(),
-            "reduceOnly": false,
-            "closePosition": false,
-            "side": o.side.name(),
-            "positionSide": "BOTH",
-            "stopPrice": fmt_e8(0),
-            "workingType": "CONTRACT_PRICE",
-            "priceProtect": false,
-            "origType": o.kind.name(),
-            "priceMatch": "NONE",
-            "selfTradePreventionMode": "EXPIRE_MAKER",
-            "goodTillDate": 0,
-            "updateTime": o.update_time,
-        });
+        let mut out = String::with_capacity(640);
+        let mut m = Obj::new(&mut out);
+        m.uint("orderId", o.order_id)
+            .str("symbol", &self.cfg.symbol)
+            .str("status", o.status.name())
+            .str("clientOrderId", &o.client_id)
+            .str(
+                "price",
+                &fmt_e8(if o.kind == OrdType::Market {
+                    0
+                } else {
+                    o.price_e8
+                }),
+            )
+            .str(
+                "avgPrice",
+                &fmt_e8(if o.executed_e8 > 0 { o.price_e8 } else { 0 }),
+            )
+            .str("origQty", &fmt_e8(o.qty_e8))
+            .str("executedQty", &fmt_e8(o.executed_e8))
+            .str("cumQty", &fmt_e8(o.executed_e8))
+            .str("cumQuote", &fmt_e8(quote(o.price_e8, o.executed_e8)))
+            .str("timeInForce", o.tif)
+            .str("type", o.kind.name())
+            .bool("reduceOnly", false)
+            .bool("closePosition", false)
+            .str("side", o.side.name())
+            .str("positionSide", "BOTH")
+            .str("stopPrice", &fmt_e8(0))
+            .str("workingType", "CONTRACT_PRICE")
+            .bool("priceProtect", false)
+            .str("origType", o.kind.name())
+            .str("priceMatch", "NONE")
+            .str("selfTradePreventionMode", "EXPIRE_MAKER")
+            .int("goodTillDate", 0)
+            .int("updateTime", o.update_time);
         if with_time {
-            if let Value::Object(m) = &mut v {
-                m.insert("time".into(), json!(o.time));
-            }
+            m.int("time", o.time);
         }
-        v
+        m.end();
+        out
     }
 
-    pub(crate) fn order_query_json(&self, o: &Order) -> Value {
-        json!({
-            "symbol": self.cfg.symbol,
-            "orderId": o.order_id,
-            "orderListId": -1,
-            "clientOrderId": o.client_id,
-            "price": fmt_e8(if o.kind == OrdType::Market { 0 } else { o.price_e8 }),
-            "origQty": fmt_e8(o.qty_e8),
-            "executedQty": fmt_e8(o.executed_e8),
-            "cummulativeQuoteQty": fmt_e8(quote(o.price_e8, o.executed_e8)),
-            "status": o.status.name(),
-            "timeInForce": o.tif,
-            "type": o.kind.name(),
-            "side": o.side.name(),
-            "stopPrice": fmt_e8(0),
-            "icebergQty": fmt_e8(0),
-            "time": o.time,
-            "updateTime": o.update_time,
-            "isWorking": o.status == Status::New,
-            "workingTime": o.time,
-            "origQuoteOrderQty": fmt_e8(0),
-            "selfTradePreventionMode": "EXPIRE_MAKER",
-        })
+    /// A Spot order as its query answers it.
+    pub(crate) fn order_query_text(&self, o: &Order) -> String {
+        let mut out = String::with_capacity(640);
+        Obj::new(&mut out)
+            .str("symbol", &self.cfg.symbol)
+            .uint("orderId", o.order_id)
+            .int("orderListId", -1)
+            .str("clientOrderId", &o.client_id)
+            .str(
+                "price",
+                &fmt_e8(if o.kind == OrdType::Market {
+                    0
+                } else {
+                    o.price_e8
+                }),
+            )
+            .str("origQty", &fmt_e8(o.qty_e8))
+            .str("executedQty", &fmt_e8(o.executed_e8))
+            .str(
+                "cummulativeQuoteQty",
+                &fmt_e8(quote(o.price_e8, o.executed_e8)),
+            )
+            .str("status", o.status.name())
+            .str("timeInForce", o.tif)
+            .str("type", o.kind.name())
+            .str("side", o.side.name())
+            .str("stopPrice", &fmt_e8(0))
+            .str("icebergQty", &fmt_e8(0))
+            .int("time", o.time)
+            .int("updateTime", o.update_time)
+            .bool("isWorking", o.status == Status::New)
+            .int("workingTime", o.time)
+            .str("origQuoteOrderQty", &fmt_e8(0))
+            .str("selfTradePreventionMode", "EXPIRE_MAKER")
+            .end();
+        out
     }
 
     /// The 503 of a 5xx fault. Spot documents every 5xx as unknown and has two
@@ -337,5 +365,197 @@ impl Venue {
             "permissions": ["SPOT"],
             "uid": 1
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{json, Value};
+
+    use super::*;
+    use crate::config::Config;
+    use crate::engine::book::Side;
+    use crate::hashing::Hashing;
+
+    // The `json!` maps the answers were built from before (the reference).
+    fn order_ack_json(v: &mut Venue, idx: usize, resp: RespType, now: i64) -> Value {
+        let o = v.orders[idx].clone();
+        let mut j = json!({
+            "symbol": v.cfg.symbol,
+            "orderId": o.order_id,
+            "orderListId": -1,
+            "clientOrderId": o.client_id,
+            "transactTime": now,
+        });
+        if resp == RespType::Ack {
+            return j;
+        }
+        if let Value::Object(m) = &mut j {
+            m.insert(
+                "price".into(),
+                json!(fmt_e8(if o.kind == OrdType::Market {
+                    0
+                } else {
+                    o.price_e8
+                })),
+            );
+            m.insert("origQty".into(), json!(fmt_e8(o.qty_e8)));
+            m.insert("executedQty".into(), json!(fmt_e8(o.executed_e8)));
+            m.insert("origQuoteOrderQty".into(), json!(fmt_e8(0)));
+            m.insert(
+                "cummulativeQuoteQty".into(),
+                json!(fmt_e8(quote(o.price_e8, o.executed_e8))),
+            );
+            m.insert("status".into(), json!(o.status.name()));
+            m.insert("timeInForce".into(), json!(o.tif));
+            m.insert("type".into(), json!(o.kind.name()));
+            m.insert("side".into(), json!(o.side.name()));
+            m.insert("workingTime".into(), json!(now));
+            m.insert("selfTradePreventionMode".into(), json!("EXPIRE_MAKER"));
+            if resp == RespType::Full {
+                let fills = if o.executed_e8 > 0 {
+                    let t = v.next_trade_id;
+                    v.next_trade_id += 1;
+                    vec![json!({
+                        "price": fmt_e8(o.price_e8),
+                        "qty": fmt_e8(o.executed_e8),
+                        "commission": fmt_e8(0),
+                        "commissionAsset": quote_asset(&v.cfg.symbol),
+                        "tradeId": t,
+                    })]
+                } else {
+                    Vec::new()
+                };
+                m.insert("fills".into(), Value::Array(fills));
+            }
+        }
+        j
+    }
+
+    /// The order as a query answers it (`with_time`) or as a futures place, modify
+    /// or cancel answers it.
+    fn order_json(v: &Venue, o: &Order, with_time: bool) -> Value {
+        if v.spot() {
+            return order_query_json(v, o);
+        }
+        let mut j = json!({
+            "orderId": o.order_id,
+            "symbol": v.cfg.symbol,
+            "status": o.status.name(),
+            "clientOrderId": o.client_id,
+            "price": fmt_e8(if o.kind == OrdType::Market { 0 } else { o.price_e8 }),
+            "avgPrice": fmt_e8(if o.executed_e8 > 0 { o.price_e8 } else { 0 }),
+            "origQty": fmt_e8(o.qty_e8),
+            "executedQty": fmt_e8(o.executed_e8),
+            "cumQty": fmt_e8(o.executed_e8),
+            "cumQuote": fmt_e8(quote(o.price_e8, o.executed_e8)),
+            "timeInForce": o.tif,
+            "type": o.kind.name(),
+            "reduceOnly": false,
+            "closePosition": false,
+            "side": o.side.name(),
+            "positionSide": "BOTH",
+            "stopPrice": fmt_e8(0),
+            "workingType": "CONTRACT_PRICE",
+            "priceProtect": false,
+            "origType": o.kind.name(),
+            "priceMatch": "NONE",
+            "selfTradePreventionMode": "EXPIRE_MAKER",
+            "goodTillDate": 0,
+            "updateTime": o.update_time,
+        });
+        if with_time {
+            if let Value::Object(m) = &mut j {
+                m.insert("time".into(), json!(o.time));
+            }
+        }
+        j
+    }
+
+    fn order_query_json(v: &Venue, o: &Order) -> Value {
+        json!({
+            "symbol": v.cfg.symbol,
+            "orderId": o.order_id,
+            "orderListId": -1,
+            "clientOrderId": o.client_id,
+            "price": fmt_e8(if o.kind == OrdType::Market { 0 } else { o.price_e8 }),
+            "origQty": fmt_e8(o.qty_e8),
+            "executedQty": fmt_e8(o.executed_e8),
+            "cummulativeQuoteQty": fmt_e8(quote(o.price_e8, o.executed_e8)),
+            "status": o.status.name(),
+            "timeInForce": o.tif,
+            "type": o.kind.name(),
+            "side": o.side.name(),
+            "stopPrice": fmt_e8(0),
+            "icebergQty": fmt_e8(0),
+            "time": o.time,
+            "updateTime": o.update_time,
+            "isWorking": o.status == Status::New,
+            "workingTime": o.time,
+            "origQuoteOrderQty": fmt_e8(0),
+            "selfTradePreventionMode": "EXPIRE_MAKER",
+        })
+    }
+
+    /// Random orders of every status, side, type and tif, ids JSON escapes:
+    /// every answer's text is its map's, on Spot and on USD-M.
+    #[test]
+    fn answers_are_the_maps_text() {
+        let ids = ["a", "", "q\"b\\c", "x\u{1}y", "é€", "cid-123_ABC"];
+        let kinds = [OrdType::Limit, OrdType::LimitMaker, OrdType::Market];
+        let resps = [RespType::Ack, RespType::Result, RespType::Full];
+        for cfg in [Config::binance_spot(), Config::binance_futures()] {
+            let mut new = Venue::new(cfg.clone(), Hashing::fixed());
+            let mut old = Venue::new(cfg, Hashing::keyed());
+            let mut seed = 9u64;
+            let mut next = || {
+                seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+                seed >> 11
+            };
+            for n in 0..600 {
+                let qty = next() % 10_000_000_000 + 1;
+                let o = Order {
+                    account: 0,
+                    order_id: next() >> (next() % 50),
+                    client_id: ids[n % ids.len()].to_string(),
+                    side: if next() % 2 == 0 {
+                        Side::Buy
+                    } else {
+                        Side::Sell
+                    },
+                    kind: kinds[n % 3],
+                    tif: ["GTC", "IOC", "FOK"][n % 3],
+                    qty_e8: qty,
+                    price_e8: next() % 10_000_000_000_000,
+                    executed_e8: if next() % 2 == 0 { 0 } else { next() % qty },
+                    status: [
+                        Status::New,
+                        Status::Filled,
+                        Status::Canceled,
+                        Status::Expired,
+                    ][n % 4],
+                    time: (next() % 2_000_000_000_000) as i64 - 1_000,
+                    update_time: (next() % 2_000_000_000_000) as i64,
+                    conn: None,
+                };
+                for t in [false, true] {
+                    assert_eq!(new.order_text(&o, t), order_json(&new, &o, t).to_string());
+                }
+                assert_eq!(
+                    new.order_query_text(&o),
+                    order_query_json(&new, &o).to_string()
+                );
+                new.orders.push(o.clone());
+                old.orders.push(o);
+                let (resp, now) = (resps[n % 3], (next() % 2_000_000_000_000) as i64);
+                let text = new.order_ack_text(n, resp, now);
+                assert_eq!(
+                    text,
+                    order_ack_json(&mut old, n, resp, now).to_string(),
+                    "{n}"
+                );
+                assert_eq!(new.next_trade_id, old.next_trade_id);
+            }
+        }
     }
 }

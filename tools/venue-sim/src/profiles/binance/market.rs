@@ -15,6 +15,7 @@ use crate::config::LimitType;
 use crate::engine::book::{fmt_e8, quote, Order, Side};
 use crate::engine::state::Venue;
 use crate::http::Response;
+use crate::json_write::array_into;
 use crate::limits::Key;
 use crate::profiles::binance::request::BinanceOp;
 
@@ -120,15 +121,17 @@ impl Venue {
                 Value::Array(mine[from..].to_vec())
             }
             BinanceOp::AllOrders { order_id, limit } => {
-                let list: Vec<Value> = self
+                let list: Vec<String> = self
                     .orders
                     .iter()
                     .filter(|o| o.account == account)
                     .filter(|o| order_id.map_or(true, |id| o.order_id >= id))
                     .take(limit)
-                    .map(|o| self.order_json(o, true))
+                    .map(|o| self.order_text(o, true))
                     .collect();
-                Value::Array(list)
+                let mut body = String::new();
+                array_into(&mut body, &list);
+                return Response::json(200, body);
             }
             BinanceOp::RateLimitOrder => {
                 let list: Vec<Value> = self

@@ -3,10 +3,12 @@
 //! `timestamp + key + recv_window + payload`
 //! (<https://bybit-exchange.github.io/docs/v5/guide>).
 
+use std::borrow::Cow;
+
 use super::{fail, DEFAULT_RECV_WINDOW};
 use crate::engine::state::Venue;
 use crate::http::{Request, Response};
-use crate::params::sign;
+use crate::params::sign_parts;
 
 impl Venue {
     /// The account a signed request is from, or the venue's refusal: an
@@ -40,18 +42,18 @@ impl Venue {
             ));
         };
         let payload = if req.method == "GET" {
-            req.query.clone()
+            Cow::Borrowed(req.query.as_str())
         } else {
-            String::from_utf8_lossy(&req.body).into_owned()
+            String::from_utf8_lossy(&req.body)
         };
-        let origin = format!("{ts_text}{key}{recv_text}{payload}");
-        let expected = sign(&origin, &self.cfg.accounts[account].secret);
+        let origin = [ts_text, key, recv_text, &payload].map(str::as_bytes);
+        let expected = sign_parts(&origin, &self.macs[account]);
         let given = req.header("x-bapi-sign").unwrap_or("");
         if !constant_time_eq_ignore_case(expected.as_bytes(), given.as_bytes()) {
             self.report.signature_rejects += 1;
             return Err(fail(
                 10004,
-                &format!("error sign! origin_string[{origin}]"),
+                &format!("error sign! origin_string[{ts_text}{key}{recv_text}{payload}]"),
                 now,
             ));
         }

@@ -80,6 +80,7 @@ use crate::config::{LimitType, Profile};
 use crate::engine::book::{fmt_e8, quote, OrdType, Side, Status};
 use crate::engine::state::{Admission, Venue};
 use crate::http::{json_text, Request, Response};
+use crate::json_write::Obj;
 use crate::limits::Key;
 use crate::profiles::instruments::{bybit_refusal, rules};
 
@@ -296,19 +297,27 @@ impl Endpoint {
     }
 }
 
-/// Bybit's envelope.
-fn envelope(code: i64, msg: &str, result: Value, now: i64) -> String {
-    json_text(&json!({
-        "retCode": code,
-        "retMsg": msg,
-        "result": result,
-        "retExtInfo": {},
-        "time": now,
-    }))
+/// Bybit's envelope around `result`, JSON text (written as the `json!` map
+/// `{"retCode","retMsg","result","retExtInfo":{},"time"}` was).
+fn envelope(code: i64, msg: &str, result: &str, now: i64) -> String {
+    envelope_ext(code, msg, result, "{}", now)
+}
+
+/// [`envelope`] with `retExtInfo` (JSON text too).
+fn envelope_ext(code: i64, msg: &str, result: &str, ext: &str, now: i64) -> String {
+    let mut out = String::with_capacity(result.len() + ext.len() + msg.len() + 64);
+    Obj::new(&mut out)
+        .int("retCode", code)
+        .str("retMsg", msg)
+        .raw("result", result)
+        .raw("retExtInfo", ext)
+        .int("time", now)
+        .end();
+    out
 }
 
 fn fail(code: i64, msg: &str, now: i64) -> Response {
-    Response::json(200, envelope(code, msg, json!({}), now))
+    Response::json(200, envelope(code, msg, "{}", now))
 }
 
 /// The answer to a banned IP. It is the front server's, not the API's: plain
@@ -327,7 +336,7 @@ pub(crate) fn server_error(executed: bool, now: i64) -> Response {
     } else {
         (10000, "Server Timeout")
     };
-    Response::json(500, envelope(code, msg, json!({}), now))
+    Response::json(500, envelope(code, msg, "{}", now))
 }
 
 /// Bybit writes decimals without trailing zeros.
@@ -485,6 +494,18 @@ impl Venue {
         }
     }
 
+    /// `{"orderId","orderLinkId"}` of order `i`: what a place, amend or cancel
+    /// answers.
+    fn bybit_ids(&self, i: usize) -> String {
+        let o = &self.orders[i];
+        let mut out = String::with_capacity(48 + o.client_id.len());
+        Obj::new(&mut out)
+            .uint_str("orderId", o.order_id)
+            .str("orderLinkId", &o.client_id)
+            .end();
+        out
+    }
+
     fn find_bybit(&self, account: usize, t: &Target) -> Option<usize> {
         let i = match t {
             Target::Id(id) => *self.by_id.get(&id.parse::<u64>().ok()?)?,
@@ -495,7 +516,8 @@ impl Venue {
 
     /// Runs an admitted Bybit request.
     pub(crate) fn execute_bybit(&mut self, op: BybitOp, account: usize, now: i64) -> Response {
-        let ok = |result: Value| Response::json(200, envelope(0, "OK", result, now));
+        let ok = |result: Value| Response::json(200, envelope(0, "OK", &json_text(&result), now));
+        let ok_text = |result: String| Response::json(200, envelope(0, "OK", &result, now));
         match op {
             BybitOp::Instruments(listed) => ok(self.bybit_instruments(listed)),
             BybitOp::Coins => ok(self.bybit_coins()),
@@ -541,7 +563,7 @@ impl Venue {
                 "coin": [{ "coin": "USDT", "equity": "100000", "walletBalance": "100000", "locked": "0" }]
             }]})),
             op @ BybitOp::Create { .. } => match self.create_one(op, account, now) {
-                Ok(placed) => ok(placed),
+                Ok(i) => ok_text(self.bybit_ids(i)),
                 Err((code, msg)) => fail(code, msg, now),
             },
             BybitOp::CreateBatch(ops) => self.create_batch(ops, account, now),
@@ -566,8 +588,7 @@ impl Venue {
                     return fail(code, msg, now);
                 }
                 self.amend_order(i, qty_e8, price_e8, now);
-                let o = &self.orders[i];
-                ok(json!({ "orderId": o.order_id.to_string(), "orderLinkId": o.client_id }))
+                ok_text(self.bybit_ids(i))
             }
             BybitOp::Cancel(target) => {
                 let Some(i) = self
@@ -577,19 +598,15 @@ impl Venue {
                     return fail(110001, "order not exists or too late to cancel", now);
                 };
                 self.cancel_order(i, now);
-                let o = &self.orders[i];
-                ok(json!({ "orderId": o.order_id.to_string(), "orderLinkId": o.client_id }))
+                ok_text(self.bybit_ids(i))
             }
             BybitOp::Realtime {
                 target: Some(t), ..
             } => {
-                let list: Vec<Value> = self
+                let found = self
                     .find_bybit(account, &t)
-                    .filter(|&i| self.realtime_keeps(i))
-                    .map(|i| self.bybit_order_json(&self.orders[i]))
-                    .into_iter()
-                    .collect();
-                ok(json!({ "list": list, "nextPageCursor": "", "category": "linear" }))
+                    .filter(|&i| self.realtime_keeps(i));
+                ok_text(self.bybit_order_list(found, "", true))
             }
             BybitOp::Realtime {
                 target: None,
@@ -600,11 +617,7 @@ impl Venue {
                 let Some((page, next)) = self.realtime_page(account, closed, limit, cursor) else {
                     return fail(10001, "params error: cursor invalid", now);
                 };
-                let list: Vec<Value> = page
-                    .into_iter()
-                    .map(|i| self.bybit_order_json(&self.orders[i]))
-                    .collect();
-                ok(json!({ "list": list, "nextPageCursor": next, "category": "linear" }))
+                ok_text(self.bybit_order_list(page, &next, true))
             }
             BybitOp::Tickers => {
                 let mid = self.cfg.mid_price_e8;
@@ -686,7 +699,7 @@ impl Venue {
             }
             BybitOp::History { limit, target } => {
                 let one = target.map(|t| self.find_bybit(account, &t));
-                let list: Vec<Value> = self
+                let list = self
                     .orders
                     .iter()
                     .enumerate()
@@ -696,9 +709,8 @@ impl Venue {
                         Some(found) => found == Some(i),
                     })
                     .take(limit)
-                    .map(|(_, o)| self.bybit_order_json(o))
-                    .collect();
-                ok(json!({ "category": "linear", "list": list, "nextPageCursor": "" }))
+                    .map(|(i, _)| i);
+                ok_text(self.bybit_order_list(list, "", false))
             }
         }
     }
@@ -707,6 +719,32 @@ impl Venue {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The envelope's text is the `json!` map's it was.
+    #[test]
+    fn envelopes_are_the_maps_text() {
+        let results = [
+            "{}",
+            r#"{"list":[{"a":"b\"c"}],"nextPageCursor":"","category":"linear"}"#,
+            "[]",
+        ];
+        for (code, msg) in [
+            (0, "OK"),
+            (10001, "params error: \"x\"\n\u{1}"),
+            (110_072, "é€"),
+        ] {
+            for result in results {
+                for now in [0, 1_700_000_000_000, -5] {
+                    let r: Value = serde_json::from_str(result).unwrap();
+                    let want = json!({
+                        "retCode": code, "retMsg": msg, "result": r, "retExtInfo": {}, "time": now,
+                    });
+                    assert_eq!(envelope(code, msg, result, now), json_text(&want));
+                    assert_eq!(fail(code, msg, now).body, envelope(code, msg, "{}", now));
+                }
+            }
+        }
+    }
 
     #[test]
     fn decimals_lose_trailing_zeros() {

@@ -521,6 +521,7 @@ impl Venue {
 mod tests {
     use super::*;
     use crate::config::Config;
+    use crate::hashing::Hashing;
     use std::net::Ipv4Addr;
 
     fn session(v: &mut Venue, now: i64) -> DeribitSession {
@@ -547,7 +548,7 @@ mod tests {
 
     #[test]
     fn heartbeat_sends_then_closes_unanswered_at_the_deadline() {
-        let mut v = Venue::new(Config::deribit());
+        let mut v = Venue::new(Config::deribit(), Hashing::keyed());
         let mut s = session(&mut v, 0);
         let req =
             br#"{"jsonrpc":"2.0","id":1,"method":"public/set_heartbeat","params":{"interval":10}}"#;
@@ -576,7 +577,7 @@ mod tests {
 
     #[test]
     fn inactivity_closes_after_ten_minutes_without_a_frame() {
-        let mut v = Venue::new(Config::deribit());
+        let mut v = Venue::new(Config::deribit(), Hashing::keyed());
         let mut s = session(&mut v, 0);
         s.heard(5_000);
         assert_eq!(v.deribit_ws_poll(&mut s, 604_999), WsPoll::Wait);
@@ -588,7 +589,7 @@ mod tests {
 
     #[test]
     fn bad_frames_are_answered_not_fatal() {
-        let mut v = Venue::new(Config::deribit());
+        let mut v = Venue::new(Config::deribit(), Hashing::keyed());
         let mut s = session(&mut v, 0);
         for (req, code) in [
             (&b"not json"[..], -32700),
