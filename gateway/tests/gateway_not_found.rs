@@ -828,15 +828,17 @@ fn a_query_the_budget_refused_goes_out_stamped_when_sent_and_settles() {
         "sent {} ms after the first try",
         (sent_at - first_try) / MS
     );
-    // The adapter's own query for the order, written at the time it went out.
+    // The adapter's own query for the order, written (signed at once: the
+    // adapter `venue_mut` lends leaves a signature to `submit`) at the time it
+    // went out.
     let mut fresh = Prepared::with_capacity(512);
     let order = OrderRef {
         symbol: Symbol::new("BTCUSDT").unwrap(),
         client_order_id: ClientOrderId::new("held2").unwrap(),
     };
-    gw.venue_mut()
-        .query_order(&mut fresh, &order, sent_at)
-        .unwrap();
+    let mut at_once = gw.venue().clone();
+    at_once.defer_signatures(false);
+    at_once.query_order(&mut fresh, &order, sent_at).unwrap();
     assert_eq!(target, fresh.target());
     w.now += MS;
     let filled = br#"{"symbol":"BTCUSDT","orderId":13,"clientOrderId":"held2","status":"FILLED","executedQty":"0.01000000"}"#;

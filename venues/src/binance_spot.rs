@@ -341,16 +341,28 @@ pub struct Msg<'a> {
 }
 
 impl<'a> Msg<'a> {
-    /// Reads `body`.
+    /// Reads `body`: its members walked once for both fields (the first of
+    /// each name, as [`Value::get`] finds them), where a success's answer has
+    /// neither.
     pub fn read(body: &'a [u8]) -> Self {
         let Ok(json) = json::parse(body) else {
             return Msg::default();
         };
-        let field = |name| json.get(name).ok().flatten();
+        let (mut code, mut msg) = (None, None);
+        for (k, v) in json.members().into_iter().flatten() {
+            if code.is_none() && k.str_eq("code") == Ok(true) {
+                code = Some(v);
+            } else if msg.is_none() && k.str_eq("msg") == Ok(true) {
+                msg = Some(v);
+            }
+            if code.is_some() && msg.is_some() {
+                break;
+            }
+        }
         Msg {
             json: Some(json),
-            code: field("code").and_then(|c| c.as_i64().ok()),
-            msg: field("msg").filter(|m| m.kind() == json::Kind::String),
+            code: code.and_then(|c| c.as_i64().ok()),
+            msg: msg.filter(|m| m.kind() == json::Kind::String),
         }
     }
 

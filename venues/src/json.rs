@@ -202,6 +202,49 @@ fn hex4(b: &[u8], i: usize) -> Option<u32> {
     Some(v)
 }
 
+/// Eight copies of the byte `c`, one a lane of a `u64`.
+const fn lanes(c: u8) -> u64 {
+    0x0101_0101_0101_0101 * c as u64
+}
+
+/// The high bit of each lane of `w` (eight bytes, little-endian) whose byte is
+/// below `n` (at most 0x80) and has its own high bit clear. The lowest lane
+/// flagged is exactly the first such byte; lanes above it may be flagged
+/// wrongly (the subtraction's borrow), so only the lowest is ever used.
+const fn below(w: u64, n: u8) -> u64 {
+    w.wrapping_sub(lanes(n)) & !w & lanes(0x80)
+}
+
+/// The lane of the first byte of `w` that is `a` or `b`, or 8 if none is. The
+/// first flagged lane of each test is exact (see [`below`]), so that of their
+/// union is too.
+fn first_of(w: u64, a: u8, b: u8) -> usize {
+    let m = below(w ^ lanes(a), 1) | below(w ^ lanes(b), 1);
+    (m.trailing_zeros() / 8) as usize
+}
+
+/// From `j`, the first byte of `b` a string's scan must look at: a quote, a
+/// backslash, a control character or a byte of 0x80 or above (all else is a
+/// plain ASCII character of the string), else the start of its last seven
+/// bytes. Eight bytes a step: the same stops as reading byte by byte.
+fn to_string_stop(b: &[u8], mut j: usize) -> usize {
+    while let Some(chunk) = b.get(j..j + 8) {
+        let Ok(eight) = <[u8; 8]>::try_from(chunk) else {
+            break;
+        };
+        let w = u64::from_le_bytes(eight);
+        let m = below(w ^ lanes(b'"'), 1)
+            | below(w ^ lanes(b'\\'), 1)
+            | below(w, 0x20)
+            | (w & lanes(0x80));
+        if m != 0 {
+            return j + (m.trailing_zeros() / 8) as usize;
+        }
+        j += 8;
+    }
+    j
+}
+
 /// The end of the string starting at the quote `i`: escapes, control characters,
 /// surrogate pairs and UTF-8 are all checked here, so decoding never fails later.
 fn scan_string(b: &[u8], i: usize) -> Result<usize, JsonError> {
@@ -210,6 +253,7 @@ fn scan_string(b: &[u8], i: usize) -> Result<usize, JsonError> {
     // Any byte of 0x80 or above: only then can the UTF-8 be wrong (ASCII is UTF-8).
     let mut wide = false;
     loop {
+        j = to_string_stop(b, j);
         match b.get(j) {
             None => return Err(JsonError::Syntax { at: j }),
             Some(b'"') => break,
@@ -299,14 +343,25 @@ fn scan_object(b: &[u8], i: usize, depth: usize) -> Result<usize, JsonError> {
 /// `\u` escape's hex digits are never a quote). Past the end: `b.len()`.
 fn skip_string(b: &[u8], i: usize) -> usize {
     let mut j = i + 1;
-    while let Some(&c) = b.get(j) {
-        match c {
-            b'"' => return j + 1,
-            b'\\' => j += 2,
-            _ => j += 1,
+    loop {
+        // To the next quote or backslash, eight bytes a step.
+        while let Some(chunk) = b.get(j..j + 8) {
+            let Ok(eight) = <[u8; 8]>::try_from(chunk) else {
+                break;
+            };
+            let at = first_of(u64::from_le_bytes(eight), b'"', b'\\');
+            j += at;
+            if at < 8 {
+                break;
+            }
+        }
+        match b.get(j) {
+            None => return b.len(),
+            Some(b'"') => return j + 1,
+            Some(b'\\') => j += 2,
+            Some(_) => j += 1,
         }
     }
-    b.len()
 }
 
 /// The end of the value starting at `i` (not whitespace) of text [`parse`]

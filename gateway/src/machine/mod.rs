@@ -425,17 +425,20 @@ impl<E: Account> Gateway<E> {
 
     /// The venue's endpoints, to prepare requests (signing may keep state).
     ///
-    /// While the WebSocket API lane is ready to take orders, the adapter writes
-    /// the requests the lane carries with their REST signature pending
-    /// ([`Endpoints::defer_signatures`]): the lane never sends it, and
-    /// [`Gateway::submit`] signs one that goes over HTTP after all (the same bytes
-    /// as signed at once). Such a request is for this gateway's `submit`: the
+    /// An adapter that can ([`Endpoints::defer_signatures`]: Binance's) writes
+    /// the requests a strategy submits (new orders, cancels, cancel-replaces,
+    /// amends, order queries) with their signature pending, and
+    /// [`Gateway::submit`] signs one only once the budget charged it and it goes
+    /// over HTTP (the same bytes as signed at once: the timestamp, so the
+    /// deadline, is the preparation's). An order the budget refuses
+    /// ([`Event::Limited`]) or the WebSocket API lane carries is never signed for
+    /// REST; the signature a sent order needs is made all the same, in `submit`
+    /// rather than here. Such a request is for this gateway's `submit`: the
     /// transports refuse to send it unsigned.
     ///
     /// [`Endpoints::defer_signatures`]: ergon_venues::endpoint::Endpoints::defer_signatures
     pub fn venue_mut(&mut self) -> &mut E {
-        let lane = self.ws.as_ref().is_some_and(WsLane::ready);
-        self.venue.defer_signatures(lane);
+        self.venue.defer_signatures(true);
         &mut self.venue
     }
 
