@@ -395,6 +395,7 @@ fn an_order_of_the_same_layout_is_written_in_place() {
     spot.new_order_from(&t, &mut fresh, &fill("0.25", "mm-2"), 11 * SEC)
         .unwrap();
     assert_eq!(reused.http(), fresh.http());
+}
 
 /// A template's orders carry a key of their parts: the same for every order of
 /// it (and of its clone), another for another template; none for an order whose
