@@ -61,8 +61,8 @@ run ban-not-halting core/src/budget/bucket.rs \
   "        self.halted = false;
         self.stats.bans += 1;"
 run a-lost-late gateway/src/machine/reconcile.rs \
-  ".position(|w| w.until_ns > now && w.id.as_str().as_bytes() == id);" \
-  ".position(|w| w.until_ns < now && w.id.as_str().as_bytes() == id);"
+  "w.until_ns > now && w.id.as_str().as_bytes() == id && !ledger.holds_tag_id(w.tag, &w.id)" \
+  "w.until_ns < now && w.id.as_str().as_bytes() == id && !ledger.holds_tag_id(w.tag, &w.id)"
 # The daemon's clear of a recovered order's journal entry, moved from its
 # Reconciled to the moment its query is sent (the later clear finds it gone).
 run journal-entry-cleared-before-reconciled tools/gatewayd/src/shm/recovery.rs \
