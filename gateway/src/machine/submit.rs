@@ -157,8 +157,9 @@ impl<E: Account> Gateway<E> {
             },
             None => ticket,
         };
-        // Prepared for the lane, it goes over HTTP after all: signed now, the
-        // bytes a signing preparation writes (the same timestamp).
+        // Prepared with its signature pending (every Binance request lent by
+        // `venue_mut`: signed only once charged), it goes over HTTP: signed now,
+        // the bytes a signing preparation writes (the same timestamp).
         if req.signature_pending() && self.venue.sign_pending(req).is_err() {
             self.unsignable(w, key, ticket, tid);
             return;
