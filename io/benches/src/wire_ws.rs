@@ -10,7 +10,7 @@
 //!
 //! Not in `wire_ws`: the gateway's ledger (`Gateway::submit`'s checks, record and
 //! ledger, the `wire_ledger` stage of the REST path), since the WebSocket lane's
-//! session logon is wired by part A of the issue; see `io/benches/README.md`.
+//! session logon is wired by part A of the issue; see `io/benches/wire.md`.
 //!
 //! Between batches, untimed, every request is answered (the venue's table freed,
 //! each io session's pending request resolved), the pipe drained and the budget
