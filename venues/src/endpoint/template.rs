@@ -103,12 +103,8 @@ impl Runs {
         true
     }
 
-    /// Each field, after the length of the literal before it.
-    pub(crate) fn fields(&self) -> impl Iterator<Item = (usize, Field)> + '_ {
-        self.runs.iter().map(|(run, field)| (run.len(), *field))
-    }
-
-    /// The length of the literal after the last field.
+    /// The length of the literal after the last field (so far: of the one being
+    /// written).
     pub(crate) fn tail_len(&self) -> usize {
         self.tail.len()
     }
@@ -175,25 +171,25 @@ pub(crate) fn digits(n: i64, buf: &mut [u8; 20]) -> &[u8] {
     &buf[i..]
 }
 
-/// The decimal digits of `v` if it has at most 16, right-aligned in 16 bytes
-/// (`to_le_bytes` writes them in order, leading zeros first), and how many there
-/// are; `None` from 10^16.
+/// The 13 decimal digits of `v` if it has 13 (a millisecond timestamp from
+/// 2001-09-09 to 2286); `None` otherwise.
 ///
-/// Both halves of eight digits are split into pairs and then digits by multiplying
-/// with fixed-point reciprocals, every lane of a word at once ([`eight`]): a
-/// 13-digit timestamp in ~30 instructions with no table and no loop (it took ~65
-/// two digits a step), the count from the zero bytes before the first digit.
+/// Both parts, the five digits above 10^8 and the eight below, are split into
+/// pairs and then digits by multiplying with fixed-point reciprocals, every lane of
+/// a word at once ([`eight`]): no table and no loop (it took ~65 two digits a
+/// step), and no count of the digits (the range says 13).
 #[inline]
-pub(crate) fn sixteen(v: u64) -> Option<(u128, usize)> {
-    if v >= 10_000_000_000_000_000 {
-        return None;
-    }
+pub(crate) fn thirteen(v: i64) -> Option<[u8; 13]> {
+    let v = u64::try_from(v)
+        .ok()
+        .filter(|v| (1_000_000_000_000..10_000_000_000_000).contains(v))?;
     let high = eight((v / 100_000_000) as u32);
     let low = eight((v % 100_000_000) as u32);
-    let w = u128::from(high) | (u128::from(low) << 64);
-    // Leading zeros are zero bytes at the low end; 0 itself keeps one digit.
-    let zeros = (w.trailing_zeros() / 8).min(15) as usize;
-    Some((w + ASCII_ZEROS, 16 - zeros))
+    // The high part's three leading zeros are its lowest bytes: left out.
+    let w = (u128::from(high) | (u128::from(low) << 64)) + ASCII_ZEROS;
+    let mut digits = [0u8; 13];
+    digits.copy_from_slice(&w.to_le_bytes()[3..]);
+    Some(digits)
 }
 
 /// `b'0'` in each of 16 bytes.
@@ -275,10 +271,11 @@ mod tests {
     }
 
     /// Every value of each four-digit lane, against the other lane's extremes and
-    /// a spread (the lanes cannot carry into each other: see [`eight`]), and the
-    /// count of digits at every power of ten up to 16 digits.
+    /// a spread (the lanes cannot carry into each other: see [`eight`]), and
+    /// `thirteen` at every power of ten's neighbours (13 digits and no other) and
+    /// across its range.
     #[test]
-    fn eight_and_sixteen_write_every_lane_value() {
+    fn eight_and_thirteen_write_every_lane_value() {
         for a in 0..10_000u32 {
             for b in [0, a, 9_999 - a, 9_999, (a * 7_919) % 10_000] {
                 for v in [a * 10_000 + b, b * 10_000 + a] {
@@ -287,17 +284,23 @@ mod tests {
                 }
             }
         }
-        for k in 0..16 {
-            let p = 10u64.pow(k);
-            for v in [p - 1, p, p + 1, 2 * p - 1] {
-                let (text, len) = sixteen(v).expect("16 digits or fewer");
-                let text = text.to_le_bytes();
-                assert_eq!(&text[16 - len..], v.to_string().as_bytes(), "{v}");
-                assert!(text[..16 - len].iter().all(|&c| c == b'0'), "{v}");
+        for k in 0..19 {
+            let p = 10i64.pow(k);
+            for v in [p - 1, p, p + 1, 2 * p - 1, -p] {
+                let want = (v > 0 && v.to_string().len() == 13).then(|| v.to_string());
+                let got = thirteen(v).map(|d| String::from_utf8(d.to_vec()).unwrap());
+                assert_eq!(got, want, "{v}");
             }
         }
-        assert_eq!(sixteen(9_999_999_999_999_999).map(|(_, n)| n), Some(16));
-        assert_eq!(sixteen(10_000_000_000_000_000), None);
+        // A spread of 13-digit values.
+        let mut v: i64 = 1_000_000_000_000;
+        while v < 10_000_000_000_000 {
+            let got = thirteen(v).map(|d| String::from_utf8(d.to_vec()).unwrap());
+            assert_eq!(got, Some(v.to_string()), "{v}");
+            v += 7_777_777_777;
+        }
+        assert_eq!(thirteen(i64::MAX), None);
+        assert_eq!(thirteen(i64::MIN), None);
     }
 
     #[test]
