@@ -472,11 +472,11 @@ impl<'p> Writer<'p> {
     /// 13 digits (a millisecond timestamp from 2001 to 2286), each after a literal
     /// of the length `literals` gives (the fifth: the literal after the
     /// timestamp). The places follow from the lengths (fixed by the order's
-    /// layout): no walk over the template's runs, and one bounds check for them
-    /// all (the sums are checked for overflow, so each place is within the
-    /// last). An empty text writes nothing. `Err` if the timestamp has another
-    /// length or the bytes are shorter.
-    #[inline]
+    /// layout): no walk over the template's runs; the bytes are cut in turn at
+    /// each literal's and field's end (a compare a cut, no sum to check). An
+    /// empty text writes nothing. `Err` if the timestamp has another length or
+    /// the bytes are shorter.
+    #[inline(always)]
     pub(crate) fn over_fields(
         &mut self,
         literals: [usize; 5],
@@ -485,22 +485,23 @@ impl<'p> Writer<'p> {
     ) -> Result<usize, Error> {
         let bad = Error::BadArgument("a template order's layout");
         let digits = thirteen(ts).ok_or(Error::BadArgument("a timestamp of 13 digits"))?;
-        let mut places = [0..0, 0..0, 0..0];
-        let mut at = 0usize;
-        for ((place, lit), text) in places.iter_mut().zip(literals).zip(texts) {
-            let start = at.checked_add(lit).ok_or(bad)?;
-            at = start.checked_add(text.len()).ok_or(bad)?;
-            *place = start..at;
+        let [first, second, third, before_ts, after_ts] = literals;
+        let len = self.p.bytes.len();
+        let mut rest = self.p.bytes.as_mut_slice();
+        for (lit, text) in [first, second, third].into_iter().zip(texts) {
+            let (field, after) = rest
+                .get_mut(lit..)
+                .and_then(|r| r.split_at_mut_checked(text.len()))
+                .ok_or(bad)?;
+            put_short(field, text.as_bytes());
+            rest = after;
         }
-        let ts_at = at.checked_add(literals[3]).ok_or(bad)?;
-        let end = ts_at.checked_add(13).ok_or(bad)?;
-        let bytes = self.p.bytes.get_mut(..end).ok_or(bad)?;
-        for (place, text) in places.into_iter().zip(texts) {
-            put_short(bytes.get_mut(place).ok_or(bad)?, text.as_bytes());
-        }
-        let slot = bytes.get_mut(ts_at..end).ok_or(bad)?;
-        slot.copy_from_slice(&digits);
-        end.checked_add(literals[4]).ok_or(bad)
+        let (slot, after) = rest
+            .get_mut(before_ts..)
+            .and_then(|r| r.split_first_chunk_mut::<13>())
+            .ok_or(bad)?;
+        *slot = digits;
+        (len - after.len()).checked_add(after_ts).ok_or(bad)
     }
 
     /// Writes the lower-case hex of `mac` over the 64 bytes at `at`.
