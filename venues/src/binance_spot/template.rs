@@ -307,18 +307,22 @@ impl OrderTemplate {
         Ok((price, api_key, key))
     }
 
-    /// The layout of an order of this template with `v`'s fields: the template
-    /// and each field's length (what a request holding such an order must match
-    /// for [`OrderTemplate::over`]); 0 for none: only orders stamped with a
+    /// The layout of an order of this template with `v`'s fields: the template,
+    /// each field's length and the timestamp's five digits above its last eight
+    /// (what a request holding such an order must match for
+    /// [`OrderTemplate::over`], which writes only the last eight: the five
+    /// change once in ~28 hours); 0 for none: only orders stamped with a
     /// 13-digit timestamp (from 2001-09-09 to 2286) have one.
     fn layout(&self, v: &Values<'_>) -> u128 {
         if !(TS13).contains(&v.timestamp) {
             return 0;
         }
         // Each length is under 256: a price and a quantity are at most 32
-        // bytes, a client order id 36.
+        // bytes, a client order id 36; the five digits are under 2^17.
         let len = |n: usize| u128::from(n as u8);
+        let high = v.timestamp.unsigned_abs() / TS_LOW;
         (u128::from(self.id) << 64)
+            | (u128::from(high) << 24)
             | len(v.quantity.len())
             | (len(v.price.len()) << 8)
             | (len(v.id.len()) << 16)
@@ -387,6 +391,9 @@ impl OrderTemplate {
 
 /// The UTC milliseconds written in 13 digits.
 const TS13: core::ops::Range<i64> = 1_000_000_000_000..10_000_000_000_000;
+
+/// 10^8: a timestamp's last eight digits are its remainder by it.
+const TS_LOW: u64 = 100_000_000;
 
 /// The lead of an HMAC signature in the query.
 const SIGNATURE: &str = "&signature=";

@@ -7,7 +7,7 @@ use arrayvec::{ArrayString, ArrayVec};
 
 use crate::adapt::{Error, Parts, Request, Venue};
 
-use super::template::{digits, thirteen, Sink};
+use super::template::{digits, eight_digits, Sink};
 use super::{ClientOrderId, Label, Method, Symbol, MAX_BATCH, MAX_HEADERS};
 
 /// A request prepared by an adapter, ready to charge and to send: see the module
@@ -473,11 +473,13 @@ impl<'p> Writer<'p> {
     /// says where the literal after them ends: three texts, then a timestamp of
     /// 13 digits (a millisecond timestamp from 2001 to 2286), each after a literal
     /// of the length `literals` gives (the fifth: the literal after the
-    /// timestamp). The places follow from the lengths (fixed by the order's
-    /// layout): no walk over the template's runs; the bytes are cut in turn at
-    /// each literal's and field's end (a compare a cut, no sum to check). An
-    /// empty text writes nothing. `Err` if the timestamp has another length or
-    /// the bytes are shorter.
+    /// timestamp). Only the timestamp's last eight digits are written: the five
+    /// before them are the resumed order's, the same by its layout (see
+    /// `OrderTemplate::layout`). The places follow from the lengths (fixed by
+    /// the order's layout): no walk over the template's runs; the bytes are cut
+    /// in turn at each literal's and field's end (a compare a cut, no sum to
+    /// check). An empty text writes nothing. `Err` if the timestamp has another
+    /// length or the bytes are shorter.
     #[inline(always)]
     pub(crate) fn over_fields(
         &mut self,
@@ -486,7 +488,11 @@ impl<'p> Writer<'p> {
         ts: i64,
     ) -> Result<usize, Error> {
         let bad = Error::BadArgument("a template order's layout");
-        let digits = thirteen(ts).ok_or(Error::BadArgument("a timestamp of 13 digits"))?;
+        let low = u64::try_from(ts)
+            .ok()
+            .filter(|ts| (1_000_000_000_000..10_000_000_000_000).contains(ts))
+            .ok_or(Error::BadArgument("a timestamp of 13 digits"))?
+            % 100_000_000;
         let [first, second, third, before_ts, after_ts] = literals;
         let len = self.p.bytes.len();
         let mut rest = self.p.bytes.as_mut_slice();
@@ -499,10 +505,10 @@ impl<'p> Writer<'p> {
             rest = after;
         }
         let (slot, after) = rest
-            .get_mut(before_ts..)
-            .and_then(|r| r.split_first_chunk_mut::<13>())
+            .get_mut(before_ts + 5..)
+            .and_then(|r| r.split_first_chunk_mut::<8>())
             .ok_or(bad)?;
-        *slot = digits;
+        *slot = eight_digits(low as u32);
         (len - after.len()).checked_add(after_ts).ok_or(bad)
     }
 

@@ -171,29 +171,20 @@ pub(crate) fn digits(n: i64, buf: &mut [u8; 20]) -> &[u8] {
     &buf[i..]
 }
 
-/// The 13 decimal digits of `v` if it has 13 (a millisecond timestamp from
-/// 2001-09-09 to 2286); `None` otherwise.
+/// The eight decimal digits of `v` (< 10^8, with leading zeros), as ASCII: a
+/// timestamp's last eight, which change from one order to the next.
 ///
-/// Both parts, the five digits above 10^8 and the eight below, are split into
-/// pairs and then digits by multiplying with fixed-point reciprocals, every lane of
-/// a word at once ([`eight`]): no table and no loop (it took ~65 two digits a
-/// step), and no count of the digits (the range says 13).
-#[inline]
-pub(crate) fn thirteen(v: i64) -> Option<[u8; 13]> {
-    let v = u64::try_from(v)
-        .ok()
-        .filter(|v| (1_000_000_000_000..10_000_000_000_000).contains(v))?;
-    let high = eight((v / 100_000_000) as u32);
-    let low = eight((v % 100_000_000) as u32);
-    // The high part's three leading zeros are its lowest bytes: left out.
-    let w = (u128::from(high) | (u128::from(low) << 64)) + ASCII_ZEROS;
-    let mut digits = [0u8; 13];
-    digits.copy_from_slice(&w.to_le_bytes()[3..]);
-    Some(digits)
+/// The two halves of four digits are split into pairs and then digits by
+/// multiplying with fixed-point reciprocals, every lane of a word at once
+/// ([`eight`]): no table and no loop (a 13-digit timestamp took ~65 two digits
+/// a step).
+#[inline(always)]
+pub(crate) fn eight_digits(v: u32) -> [u8; 8] {
+    (eight(v) + ASCII_ZEROS).to_le_bytes()
 }
 
-/// `b'0'` in each of 16 bytes.
-const ASCII_ZEROS: u128 = 0x3030_3030_3030_3030_3030_3030_3030_3030;
+/// `b'0'` in each of 8 bytes.
+const ASCII_ZEROS: u64 = 0x3030_3030_3030_3030;
 
 /// The eight decimal digits of `v` (< 10^8, with leading zeros) as values 0-9, one
 /// a byte, the first in the lowest byte.
@@ -272,10 +263,9 @@ mod tests {
 
     /// Every value of each four-digit lane, against the other lane's extremes and
     /// a spread (the lanes cannot carry into each other: see [`eight`]), and
-    /// `thirteen` at every power of ten's neighbours (13 digits and no other) and
-    /// across its range.
+    /// `eight_digits` across its range as `format!` writes it.
     #[test]
-    fn eight_and_thirteen_write_every_lane_value() {
+    fn eight_and_eight_digits_write_every_lane_value() {
         for a in 0..10_000u32 {
             for b in [0, a, 9_999 - a, 9_999, (a * 7_919) % 10_000] {
                 for v in [a * 10_000 + b, b * 10_000 + a] {
@@ -284,23 +274,12 @@ mod tests {
                 }
             }
         }
-        for k in 0..19 {
-            let p = 10i64.pow(k);
-            for v in [p - 1, p, p + 1, 2 * p - 1, -p] {
-                let want = (v > 0 && v.to_string().len() == 13).then(|| v.to_string());
-                let got = thirteen(v).map(|d| String::from_utf8(d.to_vec()).unwrap());
-                assert_eq!(got, want, "{v}");
-            }
+        for v in (0..100_000_000)
+            .step_by(7_919)
+            .chain([99_999_999, 10_000_000, 9_999_999])
+        {
+            assert_eq!(eight_digits(v), *format!("{v:08}").as_bytes(), "{v}");
         }
-        // A spread of 13-digit values.
-        let mut v: i64 = 1_000_000_000_000;
-        while v < 10_000_000_000_000 {
-            let got = thirteen(v).map(|d| String::from_utf8(d.to_vec()).unwrap());
-            assert_eq!(got, Some(v.to_string()), "{v}");
-            v += 7_777_777_777;
-        }
-        assert_eq!(thirteen(i64::MAX), None);
-        assert_eq!(thirteen(i64::MIN), None);
     }
 
     #[test]

@@ -372,7 +372,8 @@ struct Sized {
 }
 
 /// Steps of every field length a price, a quantity (1 to 32) and a client order
-/// id (1 to 36) may have, mostly of the last step's lengths.
+/// id (1 to 36) may have, mostly of the last step's lengths, stamped now and then
+/// on either side of a change of the timestamp's first five digits.
 fn sized_steps() -> impl Strategy<Value = Vec<Sized>> {
     let step = (
         prop_oneof![3 => Just(false), 1 => Just(true)],
@@ -381,7 +382,12 @@ fn sized_steps() -> impl Strategy<Value = Vec<Sized>> {
         "[a-zA-Z0-9._:/-]{36}",
         (1..=32usize, 1..=32usize, 1..=36usize),
         prop_oneof![3 => Just(true), 1 => Just(false)],
-        10 * SEC..20 * SEC,
+        // Now and then across a change of the timestamp's five digits above its
+        // last eight (1_499_9.. from 72,680.441 s after the clock's anchor).
+        prop_oneof![
+            3 => 10 * SEC..20 * SEC,
+            1 => 72_689 * SEC..72_692 * SEC,
+        ],
     )
         .prop_map(|(market, price, quantity, id, lengths, same, now)| Sized {
             market,
@@ -482,7 +488,7 @@ fn an_order_of_every_field_length_is_written_in_place() {
                     request_id: 0,
                 };
                 assert_eq!(reused.holds(t.layout(&values)), k == 1, "{n} {market}");
-                let now = (10 + k as i64) * SEC + n as i64;
+                let now = (10 + k as i64) * SEC + n as i64 * 1_000_000;
                 spot.new_order_from(t, &mut reused, &fill, now).unwrap();
                 let mut fresh = Prepared::default();
                 spot.new_order_from(t, &mut fresh, &fill, now).unwrap();
@@ -491,6 +497,33 @@ fn an_order_of_every_field_length_is_written_in_place() {
             }
         }
     }
+    // The same fields a millisecond apart, across a change of the timestamp's
+    // first five digits (1_499_899_999_999 to 1_499_900_000_000): the second
+    // order's layout is another, and it is written whole.
+    let fill = Fill {
+        price: Some(Decimal::new("0.1").unwrap()),
+        quantity: Decimal::new("1").unwrap(),
+        client_order_id: ClientOrderId::new("mm-1").unwrap(),
+    };
+    let before = 10 * SEC + (1_499_899_999_999 - 1_499_827_319_559) * 1_000_000;
+    let values = |ts| Values {
+        id: "mm-1",
+        price: "0.1",
+        quantity: "1",
+        timestamp: ts,
+        request_id: 0,
+    };
+    spot.new_order_from(&limit, &mut reused, &fill, before)
+        .unwrap();
+    assert!(reused.holds(limit.layout(&values(1_499_899_999_998))));
+    assert!(!reused.holds(limit.layout(&values(1_499_900_000_000))));
+    spot.new_order_from(&limit, &mut reused, &fill, before + 1_000_000)
+        .unwrap();
+    let mut fresh = Prepared::default();
+    spot.new_order_from(&limit, &mut fresh, &fill, before + 1_000_000)
+        .unwrap();
+    assert_eq!(reused.http(), fresh.http());
+    assert!(reused.target().contains("&timestamp=1499900000000&"));
 }
 
 /// Two orders of the same template with fields of the same lengths: the second is
