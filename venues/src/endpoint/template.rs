@@ -103,12 +103,8 @@ impl Runs {
         true
     }
 
-    /// Each field, after the length of the literal before it.
-    pub(crate) fn fields(&self) -> impl Iterator<Item = (usize, Field)> + '_ {
-        self.runs.iter().map(|(run, field)| (run.len(), *field))
-    }
-
-    /// The length of the literal after the last field.
+    /// The length of the literal after the last field (so far: of the one being
+    /// written).
     pub(crate) fn tail_len(&self) -> usize {
         self.tail.len()
     }
@@ -175,29 +171,20 @@ pub(crate) fn digits(n: i64, buf: &mut [u8; 20]) -> &[u8] {
     &buf[i..]
 }
 
-/// The decimal digits of `v` if it has at most 16, right-aligned in 16 bytes
-/// (`to_le_bytes` writes them in order, leading zeros first), and how many there
-/// are; `None` from 10^16.
+/// The eight decimal digits of `v` (< 10^8, with leading zeros), as ASCII: a
+/// timestamp's last eight, which change from one order to the next.
 ///
-/// Both halves of eight digits are split into pairs and then digits by multiplying
-/// with fixed-point reciprocals, every lane of a word at once ([`eight`]): a
-/// 13-digit timestamp in ~30 instructions with no table and no loop (it took ~65
-/// two digits a step), the count from the zero bytes before the first digit.
-#[inline]
-pub(crate) fn sixteen(v: u64) -> Option<(u128, usize)> {
-    if v >= 10_000_000_000_000_000 {
-        return None;
-    }
-    let high = eight((v / 100_000_000) as u32);
-    let low = eight((v % 100_000_000) as u32);
-    let w = u128::from(high) | (u128::from(low) << 64);
-    // Leading zeros are zero bytes at the low end; 0 itself keeps one digit.
-    let zeros = (w.trailing_zeros() / 8).min(15) as usize;
-    Some((w + ASCII_ZEROS, 16 - zeros))
+/// The two halves of four digits are split into pairs and then digits by
+/// multiplying with fixed-point reciprocals, every lane of a word at once
+/// ([`eight`]): no table and no loop (a 13-digit timestamp took ~65 two digits
+/// a step).
+#[inline(always)]
+pub(crate) fn eight_digits(v: u32) -> [u8; 8] {
+    (eight(v) + ASCII_ZEROS).to_le_bytes()
 }
 
-/// `b'0'` in each of 16 bytes.
-const ASCII_ZEROS: u128 = 0x3030_3030_3030_3030_3030_3030_3030_3030;
+/// `b'0'` in each of 8 bytes.
+const ASCII_ZEROS: u64 = 0x3030_3030_3030_3030;
 
 /// The eight decimal digits of `v` (< 10^8, with leading zeros) as values 0-9, one
 /// a byte, the first in the lowest byte.
@@ -275,10 +262,10 @@ mod tests {
     }
 
     /// Every value of each four-digit lane, against the other lane's extremes and
-    /// a spread (the lanes cannot carry into each other: see [`eight`]), and the
-    /// count of digits at every power of ten up to 16 digits.
+    /// a spread (the lanes cannot carry into each other: see [`eight`]), and
+    /// `eight_digits` across its range as `format!` writes it.
     #[test]
-    fn eight_and_sixteen_write_every_lane_value() {
+    fn eight_and_eight_digits_write_every_lane_value() {
         for a in 0..10_000u32 {
             for b in [0, a, 9_999 - a, 9_999, (a * 7_919) % 10_000] {
                 for v in [a * 10_000 + b, b * 10_000 + a] {
@@ -287,17 +274,12 @@ mod tests {
                 }
             }
         }
-        for k in 0..16 {
-            let p = 10u64.pow(k);
-            for v in [p - 1, p, p + 1, 2 * p - 1] {
-                let (text, len) = sixteen(v).expect("16 digits or fewer");
-                let text = text.to_le_bytes();
-                assert_eq!(&text[16 - len..], v.to_string().as_bytes(), "{v}");
-                assert!(text[..16 - len].iter().all(|&c| c == b'0'), "{v}");
-            }
+        for v in (0..100_000_000)
+            .step_by(7_919)
+            .chain([99_999_999, 10_000_000, 9_999_999])
+        {
+            assert_eq!(eight_digits(v), *format!("{v:08}").as_bytes(), "{v}");
         }
-        assert_eq!(sixteen(9_999_999_999_999_999).map(|(_, n)| n), Some(16));
-        assert_eq!(sixteen(10_000_000_000_000_000), None);
     }
 
     #[test]

@@ -356,6 +356,176 @@ proptest! {
     }
 }
 
+/// One order of a template into a reused request: the template (0: a limit
+/// order's, 1: a market order's), the field texts as long as they may be (cut to
+/// the step's lengths), those lengths, and whether to keep the last step's
+/// lengths instead (so that the order is written over the last one in place).
+#[derive(Clone, Debug)]
+struct Sized {
+    market: bool,
+    price: String,
+    quantity: String,
+    id: String,
+    lengths: (usize, usize, usize),
+    same: bool,
+    now: i64,
+}
+
+/// Steps of every field length a price, a quantity (1 to 32) and a client order
+/// id (1 to 36) may have, mostly of the last step's lengths, stamped now and then
+/// on either side of a change of the timestamp's first five digits.
+fn sized_steps() -> impl Strategy<Value = Vec<Sized>> {
+    let step = (
+        prop_oneof![3 => Just(false), 1 => Just(true)],
+        "[0-9]{32}",
+        "[0-9]{32}",
+        "[a-zA-Z0-9._:/-]{36}",
+        (1..=32usize, 1..=32usize, 1..=36usize),
+        prop_oneof![3 => Just(true), 1 => Just(false)],
+        // Now and then across a change of the timestamp's five digits above its
+        // last eight (1_499_9.. from 72,680.441 s after the clock's anchor).
+        prop_oneof![
+            3 => 10 * SEC..20 * SEC,
+            1 => 72_689 * SEC..72_692 * SEC,
+        ],
+    )
+        .prop_map(|(market, price, quantity, id, lengths, same, now)| Sized {
+            market,
+            price,
+            quantity,
+            id,
+            lengths,
+            same,
+            now,
+        });
+    prop::collection::vec(step, 1..24)
+}
+
+/// `digits` cut to `n`, with a point after the first digit when there is room.
+fn decimal_of(digits: &str, n: usize) -> String {
+    let mut d = digits[..n].to_string();
+    if n >= 3 {
+        d.replace_range(1..2, ".");
+    }
+    d
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// A request reused for orders of a limit and a market template, with fields
+    /// of every length (each a place in the bytes and a size of copy of its own),
+    /// holds each as a fresh request does, byte for byte, whether it was written
+    /// over the last in place or whole.
+    #[test]
+    fn a_reused_request_holds_fields_of_every_length(steps in sized_steps()) {
+        let spot = spot(5_000);
+        let symbol = Symbol::new("LTCBTC").unwrap();
+        let limit = spot
+            .order_template(symbol, Side::Buy, OrderType::Limit(TimeInForce::Gtc))
+            .unwrap();
+        let market = spot.order_template(symbol, Side::Sell, OrderType::Market).unwrap();
+        let mut reused = Prepared::with_capacity(1024);
+        let mut last = (1, 1, 1);
+        for s in &steps {
+            let (p, q, i) = if s.same { last } else { s.lengths };
+            last = (p, q, i);
+            let price = decimal_of(&s.price, p);
+            let quantity = decimal_of(&s.quantity, q);
+            let fill = Fill {
+                price: (!s.market).then(|| Decimal::new(&price).unwrap()),
+                quantity: Decimal::new(&quantity).unwrap(),
+                client_order_id: ClientOrderId::new(&s.id[..i]).unwrap(),
+            };
+            let t = if s.market { &market } else { &limit };
+            let mut fresh = Prepared::default();
+            spot.new_order_from(t, &mut reused, &fill, s.now).unwrap();
+            spot.new_order_from(t, &mut fresh, &fill, s.now).unwrap();
+            prop_assert_eq!(seen(&reused), seen(&fresh));
+            prop_assert_eq!(reused.http(), fresh.http());
+        }
+    }
+}
+
+/// Every length of each field, of a limit and a market template: the second of
+/// two orders of the same lengths is written over the first in place (the
+/// request holds its layout) and is what a fresh request gets.
+#[test]
+fn an_order_of_every_field_length_is_written_in_place() {
+    let spot = spot(5_000);
+    let symbol = Symbol::new("LTCBTC").unwrap();
+    let limit = spot
+        .order_template(symbol, Side::Buy, OrderType::Limit(TimeInForce::Gtc))
+        .unwrap();
+    let market = spot
+        .order_template(symbol, Side::Sell, OrderType::Market)
+        .unwrap();
+    let digits = [
+        "12345678901234567890123456789012",
+        "98765432109876543210987654321098",
+    ];
+    let ids = [
+        "abcdefghijklmnopqrstuvwxyz0123456789",
+        "ZYXWVUTSRQPONMLKJIHGFEDCBA-._:/98765",
+    ];
+    let mut reused = Prepared::default();
+    for n in 1..=36 {
+        let (p, q, i) = (n.min(32), (37 - n).min(32), n);
+        for (t, market) in [(&limit, false), (&market, true)] {
+            for k in 0..2 {
+                let price = decimal_of(digits[k], p);
+                let quantity = decimal_of(digits[1 - k], q);
+                let fill = Fill {
+                    price: (!market).then(|| Decimal::new(&price).unwrap()),
+                    quantity: Decimal::new(&quantity).unwrap(),
+                    client_order_id: ClientOrderId::new(&ids[k][..i]).unwrap(),
+                };
+                let values = Values {
+                    id: &ids[k][..i],
+                    price: if market { "" } else { &price },
+                    quantity: &quantity,
+                    timestamp: 1_499_827_319_559,
+                    request_id: 0,
+                };
+                assert_eq!(reused.holds(t.layout(&values)), k == 1, "{n} {market}");
+                let now = (10 + k as i64) * SEC + n as i64 * 1_000_000;
+                spot.new_order_from(t, &mut reused, &fill, now).unwrap();
+                let mut fresh = Prepared::default();
+                spot.new_order_from(t, &mut fresh, &fill, now).unwrap();
+                assert_eq!(seen(&reused), seen(&fresh), "{n} {market}");
+                assert_eq!(reused.http(), fresh.http(), "{n} {market}");
+            }
+        }
+    }
+    // The same fields a millisecond apart, across a change of the timestamp's
+    // first five digits (1_499_899_999_999 to 1_499_900_000_000): the second
+    // order's layout is another, and it is written whole.
+    let fill = Fill {
+        price: Some(Decimal::new("0.1").unwrap()),
+        quantity: Decimal::new("1").unwrap(),
+        client_order_id: ClientOrderId::new("mm-1").unwrap(),
+    };
+    let before = 10 * SEC + (1_499_899_999_999 - 1_499_827_319_559) * 1_000_000;
+    let values = |ts| Values {
+        id: "mm-1",
+        price: "0.1",
+        quantity: "1",
+        timestamp: ts,
+        request_id: 0,
+    };
+    spot.new_order_from(&limit, &mut reused, &fill, before)
+        .unwrap();
+    assert!(reused.holds(limit.layout(&values(1_499_899_999_998))));
+    assert!(!reused.holds(limit.layout(&values(1_499_900_000_000))));
+    spot.new_order_from(&limit, &mut reused, &fill, before + 1_000_000)
+        .unwrap();
+    let mut fresh = Prepared::default();
+    spot.new_order_from(&limit, &mut fresh, &fill, before + 1_000_000)
+        .unwrap();
+    assert_eq!(reused.http(), fresh.http());
+    assert!(reused.target().contains("&timestamp=1499900000000&"));
+}
+
 /// Two orders of the same template with fields of the same lengths: the second is
 /// written over the first in place (the request holds the first's layout), and is
 /// what a fresh request gets; a field of another length, and it is written whole.

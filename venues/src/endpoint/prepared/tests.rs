@@ -114,6 +114,47 @@ fn hex_of_every_length_across_its_steps() {
     }
 }
 
+/// The MAC's hex, made at once from its nibbles, is `format!`'s, each way it is
+/// written: appended after a lead, appended alone, written over a resumed order's
+/// 64 bytes (and not past the end).
+fn check_mac_hex(mac: &[u8; 32]) {
+    let want: String = mac.iter().map(|b| format!("{b:02x}")).collect();
+    assert_eq!(hex32(mac).as_slice(), want.as_bytes(), "{mac:?}");
+    let mut p = Prepared::default();
+    let mut w = Writer::start(&mut p);
+    w.mac_hex("&signature=", mac);
+    w.hex(mac);
+    w.s("!");
+    w.over_mac_hex(11 + 64, &[0; 32]).unwrap();
+    w.over_mac_hex(11, mac).unwrap();
+    let n = w.pos();
+    let zeros = "0".repeat(64);
+    assert_eq!(
+        w.bytes(0..n),
+        format!("&signature={want}{zeros}!").as_bytes()
+    );
+    assert!(w.over_mac_hex(n - 63, mac).is_err(), "past the end");
+}
+
+/// Every byte value at every position of a MAC.
+#[test]
+fn mac_hex_of_every_byte_at_every_place() {
+    for v in 0..=255u8 {
+        let mut mac = [0u8; 32];
+        for (i, b) in mac.iter_mut().enumerate() {
+            *b = v.wrapping_add((i as u8).wrapping_mul(97));
+        }
+        check_mac_hex(&mac);
+    }
+}
+
+proptest::proptest! {
+    #[test]
+    fn mac_hex_of_random_macs(mac in proptest::prelude::any::<[u8; 32]>()) {
+        check_mac_hex(&mac);
+    }
+}
+
 #[test]
 fn arguments_are_checked() {
     assert!(ClientOrderId::new(&"x".repeat(36)).is_ok());
