@@ -196,8 +196,8 @@ fn a_template_checks_its_literals_for_the_wire() {
 
 /// The parts a template keeps are the adapter's as long as what they are computed
 /// from is unchanged; a limit added, removed or rebound after the template was made
-/// (its `limits` is a public field) and the fill charges the adapter's new parts,
-/// as the builder does.
+/// (through `Limits::limits_mut`) and the fill charges the adapter's new parts, as
+/// the builder does.
 #[test]
 fn a_change_of_the_limits_is_charged_by_the_templates_orders() {
     use crate::binance_spot::{Counts, Limit};
@@ -232,7 +232,7 @@ fn a_change_of_the_limits_is_charged_by_the_templates_orders() {
     // A second order limit (a daily one, say), on a bucket of its own.
     let orders = spot.limits.of(Counts::Orders).next().unwrap().clone();
     let raw = spot.limits.of(Counts::Raw).next().unwrap().bucket;
-    spot.limits.limits.push(Limit {
+    spot.limits.limits_mut().push(Limit {
         bucket: raw,
         window_ns: 86_400 * SEC,
         ..orders.clone()
@@ -240,11 +240,11 @@ fn a_change_of_the_limits_is_charged_by_the_templates_orders() {
     let added = parts(&mut spot);
     assert_eq!(added.len(), 5);
     // The order limit rebound to another bucket, in place.
-    spot.limits.limits.pop();
+    spot.limits.limits_mut().pop();
     let weight = spot.limits.of(Counts::Weight).next().unwrap().bucket;
     for l in spot
         .limits
-        .limits
+        .limits_mut()
         .iter_mut()
         .filter(|l| l.counts == Counts::Orders)
     {
@@ -256,7 +256,7 @@ fn a_change_of_the_limits_is_charged_by_the_templates_orders() {
     // The limits as they were: the kept parts again.
     for l in spot
         .limits
-        .limits
+        .limits_mut()
         .iter_mut()
         .filter(|l| l.counts == Counts::Orders)
     {
@@ -427,14 +427,14 @@ fn a_templates_orders_name_their_parts_with_a_key() {
     assert!(k2 != 0 && k2 != k1, "{k1} {k2}");
     // The limits changed: the parts are asked again, and carry no key.
     let orders = spot.limits.of(Counts::Orders).next().unwrap().clone();
-    spot.limits.limits.push(Limit {
+    spot.limits.limits_mut().push(Limit {
         window_ns: 86_400 * SEC,
         ..orders
     });
     let (k3, changed) = key(&spot, &buy, &mut p, "a5");
     assert_eq!(k3, 0);
     assert_ne!(changed, parts);
-    spot.limits.limits.pop();
+    spot.limits.limits_mut().pop();
     assert_eq!(key(&spot, &buy, &mut p, "a6"), (k1, parts.clone()));
     let mut q = Prepared::default();
     q.swap_with(&mut p);
