@@ -237,7 +237,7 @@ impl Account for BinanceFutures {
 /// Each Binance limit's bucket and window (Spot and USD-M alike).
 fn binance_windows(limits: &binance_spot::Limits) -> Vec<(BucketId, i64)> {
     limits
-        .limits
+        .limits()
         .iter()
         .map(|l| (l.bucket, l.window_ns))
         .collect()
@@ -246,7 +246,7 @@ fn binance_windows(limits: &binance_spot::Limits) -> Vec<(BucketId, i64)> {
 /// Whether `bucket` is one of Binance's order-count limits.
 fn orders_limit(limits: &binance_spot::Limits, bucket: BucketId) -> bool {
     limits
-        .limits
+        .limits()
         .iter()
         .any(|l| l.bucket == bucket && l.counts == binance_spot::Counts::Orders)
 }
@@ -587,14 +587,17 @@ mod tests {
             let mut v = <BinanceFutures as Account>::declare(&boot, &mut b, &keys, 0).unwrap();
             let orders = v
                 .limits
-                .limits
+                .limits()
                 .iter()
                 .find(|l| l.suffix == "10S")
                 .map(|l| l.bucket)
                 .unwrap();
             assert!(<BinanceFutures as Account>::lease_bucket(&mut v, orders) || !leased);
             if !leased {
-                v.limits.limits.iter_mut().for_each(|l| l.leased = false);
+                v.limits
+                    .limits_mut()
+                    .iter_mut()
+                    .for_each(|l| l.leased = false);
             }
             let mut budget = b.build(SEC).unwrap();
             let parts = v.parts(Kind::Order).unwrap();
@@ -635,7 +638,7 @@ mod tests {
         let spot = <BinanceSpot as Account>::declare(&boot, &mut b, &keys, 0).unwrap();
         let wide: Vec<bool> = spot
             .limits
-            .limits
+            .limits()
             .iter()
             .map(|l| spot.account_wide(l.bucket))
             .collect();

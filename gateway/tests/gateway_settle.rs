@@ -112,7 +112,7 @@ fn owned(e: Option<Event<'_>>) -> Option<String> {
 }
 
 fn weight_used(gw: &Gw, w: &Script) -> u64 {
-    let l = gw.venue().limits.limits[0].bucket;
+    let l = gw.venue().limits.limits()[0].bucket;
     w.budget.stats(l).unwrap().used
 }
 
@@ -245,7 +245,7 @@ fn never_written_is_refunded_and_resent_inside_its_deadline() {
     drop(f);
     // Sent::No: the ticket of a request that never left.
     let t = {
-        let l = gw.venue().limits.limits[0].bucket;
+        let l = gw.venue().limits.limits()[0].bucket;
         w.budget
             .try_charge(&[ergon_core::Part::new(l, 0)], Class::Normal, w.now)
             .unwrap()
@@ -356,7 +356,7 @@ fn a_ban_halts_until_a_person_clears_it() {
         ),
         f,
     );
-    let ip = gw.venue().limits.ip;
+    let ip = gw.venue().limits.ip();
     assert_eq!(
         ev,
         Some(Event::Halted {

@@ -55,7 +55,7 @@ fn a_long_hold_warns_then_fires_and_a_flood_never_starves_the_refresh() {
     let (mut v, mut budget) = futures();
     let sym = Symbol::new("BTCUSDT").unwrap();
     let weight = budget.bucket("REQUEST_WEIGHT_1M").unwrap();
-    let ip = v.limits.ip;
+    let ip = v.limits.ip();
     let spec = v.switch_spec();
     let mut p = Protection::new(Mode::Required, Some(spec), Some(60_000), 0).unwrap();
     let mut req = Prepared::default();

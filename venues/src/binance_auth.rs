@@ -15,6 +15,8 @@
 //! <https://developers.binance.com/docs/derivatives/usds-margined-futures/general-info>).
 //! Nothing here allocates or reads a clock.
 
+use core::sync::atomic::{AtomicU64, Ordering};
+
 use crate::adapt::{Clock, Error, Parts};
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
@@ -35,6 +37,10 @@ pub struct Auth {
     /// New orders, cancels, cancel-replaces (USD-M: modifies) and order queries
     /// are written with their signature pending ([`Auth::defer_signatures`]).
     pub(crate) defer: bool,
+    /// A number no other `Auth` made has (its clones share it); 0 for none, with
+    /// no key. Its key, signing key and receive window never change, so a number
+    /// stands for them: a template compares it instead of the key's text.
+    pub(crate) id: u64,
 }
 
 impl Default for Auth {
@@ -44,8 +50,15 @@ impl Default for Auth {
             key: None,
             recv_window_ms: DEFAULT_RECV_WINDOW_MS,
             defer: false,
+            id: 0,
         }
     }
+}
+
+/// The next [`Auth::id`] (from 1: 0 is none).
+fn auth_id() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
 }
 
 impl Auth {
@@ -59,6 +72,7 @@ impl Auth {
             key: Some(SignKey::Hmac(HmacKey::new(secret))),
             recv_window_ms,
             defer: false,
+            id: auth_id(),
         })
     }
 
@@ -77,6 +91,7 @@ impl Auth {
             key: Some(key),
             recv_window_ms,
             defer: false,
+            id: auth_id(),
         })
     }
 

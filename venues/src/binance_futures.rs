@@ -543,7 +543,7 @@ impl Venue for BinanceFutures {
                 }
             }
             (400..=499, None) if m.json.is_none() && request.is_write() => Verdict::Unknown,
-            (s, _) => adapt::status_rule(s, budget, l.ip, wait, now),
+            (s, _) => adapt::status_rule(s, budget, l.ip(), wait, now),
         };
         // An order's answer stamps the venue's time of it (`updateTime`).
         let counted = l.counted_at(m.stamp_ms("updateTime"), now);
@@ -633,7 +633,7 @@ impl crate::switch::Switch for BinanceFutures {
 
     fn switch_guards(&self) -> ArrayVec<BucketId, { crate::switch::MAX_GUARDS }> {
         let mut g = ArrayVec::new();
-        g.push(self.limits.ip);
+        g.push(self.limits.ip());
         for l in self
             .limits
             .of(Counts::Weight)
@@ -662,7 +662,7 @@ impl BinanceFutures {
         let deadline =
             binance_auth::sign(&mut w, &mut first, &self.auth, &self.limits.clock, q, now)?;
         let mut parts = Parts::new();
-        parts.push(ergon_core::Part::new(self.limits.ip, 0));
+        parts.push(ergon_core::Part::new(self.limits.ip(), 0));
         parts.push(ergon_core::Part::new(self.switch, SWITCH_WEIGHT));
         w.finish_with(parts, Request::Read(0), Method::Post, deadline)
     }

@@ -29,6 +29,7 @@ use crate::endpoint::{
 };
 use crate::json::{self, Value};
 use crate::response::Response;
+use core::sync::atomic::{AtomicU64, Ordering};
 use ergon_core::{BucketId, Budget, Builder, ConfigError, Part, Spec, Verdict};
 pub mod template;
 
@@ -86,12 +87,25 @@ pub struct Limit {
 /// The Binance limits of one budget, and the IP gate.
 #[derive(Clone, Debug)]
 pub struct Limits {
-    /// Every declared limit.
-    pub limits: Vec<Limit>,
-    /// The IP gate every request and connect charges.
-    pub ip: BucketId,
+    /// Every declared limit ([`Limits::limits`]); changed only through
+    /// [`Limits::limits_mut`], which takes a new stamp.
+    limits: Vec<Limit>,
+    /// The IP gate every request and connect charges ([`Limits::ip`]); never
+    /// changed once declared.
+    ip: BucketId,
     /// The venue's UTC clock.
     pub clock: Clock,
+    /// A number no other `Limits` had with other `limits` or `ip` (a clone shares
+    /// it until either is changed): new when made and on every change, so an
+    /// order template sees in one comparison that the parts it kept are still
+    /// these limits' ([`Limits::stamp`]).
+    stamp: u64,
+}
+
+/// The next [`Limits::stamp`].
+fn limits_stamp() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
 }
 
 /// Normal (quotes, decision reads) may not use the last 1/50 of a limit, so protective
@@ -145,7 +159,12 @@ impl Limits {
                 leased: false,
             });
         }
-        let me = Limits { limits, ip, clock };
+        let me = Limits {
+            limits,
+            ip,
+            clock,
+            stamp: limits_stamp(),
+        };
         if me.narrowest(Counts::Weight).is_none() {
             return Err(Error::BadField("rateLimits: no REQUEST_WEIGHT limit"));
         }
@@ -184,12 +203,36 @@ impl Limits {
         Ok(table)
     }
 
+    /// Every declared limit.
+    pub fn limits(&self) -> &[Limit] {
+        &self.limits
+    }
+
+    /// Every declared limit, to change (add, remove, rebind, lease): the order
+    /// templates made before ask the adapter for their parts again if what they
+    /// are computed from changed.
+    pub fn limits_mut(&mut self) -> &mut Vec<Limit> {
+        self.stamp = limits_stamp();
+        &mut self.limits
+    }
+
+    /// The IP gate every request and connect charges.
+    pub fn ip(&self) -> BucketId {
+        self.ip
+    }
+
+    /// Names what the limits are now: two `Limits` with the same stamp have the
+    /// same [`Limits::limits`] and [`Limits::ip`] (the converse need not hold).
+    pub(crate) fn stamp(&self) -> u64 {
+        self.stamp
+    }
+
     /// Marks `bucket` leased (shared by several hosts through etcd): the venue's
     /// figures for it count the account, every host's, and no longer raise it.
     /// Whether `bucket` is one of these limits.
     pub fn leave_to_lease(&mut self, bucket: BucketId) -> bool {
         let mut found = false;
-        for l in self.limits.iter_mut().filter(|l| l.bucket == bucket) {
+        for l in self.limits_mut().iter_mut().filter(|l| l.bucket == bucket) {
             l.leased = true;
             found = true;
         }

@@ -406,7 +406,7 @@ fn scripted_answers_by_the_rest_rules() {
             p.id
         })
         .collect();
-    let ip = s.adapter().limits.ip;
+    let ip = s.adapter().limits.ip();
     let w = bucket(&budget, "REQUEST_WEIGHT_1M");
     let o10 = bucket(&budget, "ORDERS_10S");
     let o1d = bucket(&budget, "ORDERS_1D");

@@ -123,14 +123,14 @@ fn binance_switch_share_is_carved_out_of_the_weight_limit() {
     assert_eq!(budget.stats(v.switch).unwrap().limit, SWITCH_RESERVE_WEIGHT);
     // The guards: the IP gate and the weight limit, whose holds stop a refresh too.
     let guards = v.switch_guards();
-    assert!(guards.contains(&v.limits.ip) && guards.contains(&weight));
+    assert!(guards.contains(&v.limits.ip()) && guards.contains(&weight));
 }
 
 #[test]
 fn a_strategy_flooding_urgent_cannot_take_the_refresh() {
     let (mut v, mut budget) = futures();
     let weight = budget.bucket("REQUEST_WEIGHT_1M").unwrap();
-    let ip = v.limits.ip;
+    let ip = v.limits.ip();
     // Urgent may use a whole limit: flood it to the last unit.
     let mut now = 10 * SEC;
     let mut taken = 0;

@@ -35,6 +35,8 @@ pub struct OrderTemplate {
     /// a request holding one of its orders is marked with
     /// ([`OrderTemplate::layout`]).
     id: u64,
+    /// The number of the [`Auth`] it was made with ([`Auth::id`]).
+    auth: u64,
     runs: Runs,
     /// The length of the literal before each field, to find each field's place
     /// in an order from the lengths of the fields before it.
@@ -74,14 +76,17 @@ struct Places {
 /// everything they are computed from: the adapter's type, its IP gate and, of each
 /// of its limits, what it counts, its bucket and its window. A fill whose adapter
 /// matches all of it charges these parts without asking the adapter (~140
-/// instructions an order: `Limits` is a public field, so a change cannot be
-/// signalled, only seen); any difference (a limit added, removed or rebound, another
-/// adapter type) and the adapter is asked, as before.
+/// instructions an order); any difference (a limit added, removed or rebound,
+/// another adapter type) and the adapter is asked, as before. The limits' stamp
+/// ([`Limits::stamp`]) says they match in one comparison while they are not
+/// changed (~70 instructions an order: the comparison of each).
 #[derive(Clone, Debug)]
 struct CachedParts {
     venue: TypeId,
     ip: BucketId,
     limits: Vec<(Counts, BucketId, i64)>,
+    /// The stamp of the limits `ip` and `limits` were read from.
+    stamp: u64,
     /// None if the adapter had none (it is asked again, and says why).
     parts: Option<Parts>,
     /// Names `parts` ([`Prepared::parts_key`]): new for each `CachedParts`
@@ -96,12 +101,13 @@ impl CachedParts {
     fn new<V: Venue + 'static>(venue: &V, limits: &Limits) -> CachedParts {
         CachedParts {
             venue: TypeId::of::<V>(),
-            ip: limits.ip,
+            ip: limits.ip(),
             limits: limits
-                .limits
+                .limits()
                 .iter()
                 .map(|l| (l.counts, l.bucket, l.window_ns))
                 .collect(),
+            stamp: limits.stamp(),
             parts: venue.parts(Request::Order).ok(),
             key: NEXT_PARTS_KEY.fetch_add(1, Ordering::Relaxed),
         }
@@ -112,14 +118,21 @@ impl CachedParts {
     #[inline]
     fn of<V: Venue + 'static>(&self, limits: &Limits) -> Option<&[Part]> {
         let same = self.venue == TypeId::of::<V>()
-            && self.ip == limits.ip
-            && self.limits.len() == limits.limits.len()
+            && (self.stamp == limits.stamp() || self.same_limits(limits));
+        self.parts.as_deref().filter(|_| same)
+    }
+
+    /// Whether `limits` are the ones read, by their contents (their stamp
+    /// changed: they were changed, maybe back).
+    #[cold]
+    fn same_limits(&self, limits: &Limits) -> bool {
+        self.ip == limits.ip()
+            && self.limits.len() == limits.limits().len()
             && self
                 .limits
                 .iter()
-                .zip(&limits.limits)
-                .all(|(c, l)| *c == (l.counts, l.bucket, l.window_ns));
-        self.parts.as_deref().filter(|_| same)
+                .zip(limits.limits())
+                .all(|(c, l)| *c == (l.counts, l.bucket, l.window_ns))
     }
 }
 
@@ -208,6 +221,7 @@ impl OrderTemplate {
             .map_err(|_| Error::BadArgument("symbol"))?;
         Ok(OrderTemplate {
             id: template_id(),
+            auth: auth.id,
             runs,
             places,
             target_at: REQUEST.len(),
@@ -224,7 +238,11 @@ impl OrderTemplate {
     /// One order of this template into `out`, stamped at `now` on `limits`' clock
     /// and signed with `auth` as `sign` signs (its signature left pending with
     /// `auth`'s signatures deferred); its parts `venue`'s (see [`CachedParts`]).
-    /// See [`BinanceSpot::new_order_from`].
+    /// See [`BinanceSpot::new_order_from`]. An order of the layout of the one
+    /// `out` holds, with everything else the same ([`OrderTemplate::resumable`]),
+    /// is written over it in place and only its id, deadline and label are
+    /// recorded again (~200 instructions an order less than recording it whole);
+    /// any other is [`OrderTemplate::whole`].
     pub(crate) fn fill<'p, V: Venue + 'static>(
         &self,
         out: &'p mut Prepared,
@@ -233,6 +251,40 @@ impl OrderTemplate {
         now: i64,
     ) -> Result<&'p Prepared, Error> {
         let clock: &Clock = &limits.clock;
+        let ts = clock.utc_ms(now);
+        if let Ok(price) = self.price(fill) {
+            let values = Values {
+                id: fill.client_order_id.as_str(),
+                price,
+                quantity: fill.quantity.as_str(),
+                timestamp: ts,
+                request_id: 0,
+            };
+            if let Some((k, layout)) = self.resumable::<V>(out, &values, (auth, limits)) {
+                let (w, _) = self.over(out, &values, k, layout)?;
+                let deadline = clock.now_ns_at(ts.saturating_add(auth.recv_window_ms));
+                return w.again((Request::Order, layout), fill.client_order_id, deadline);
+            }
+        }
+        self.whole(out, fill, (venue, auth, limits), ts)
+    }
+
+    /// [`OrderTemplate::fill`] of an order not [`OrderTemplate::resumable`]:
+    /// written whole, or its fields over the last order's and the rest recorded
+    /// again; stamped `ts`.
+    #[inline(never)]
+    fn whole<'p, V: Venue + 'static>(
+        &self,
+        out: &'p mut Prepared,
+        fill: &Fill<'_>,
+        (venue, auth, limits): (&V, &Auth, &Limits),
+        ts: i64,
+    ) -> Result<&'p Prepared, Error> {
+        let deadline = || {
+            limits
+                .clock
+                .now_ns_at(ts.saturating_add(auth.recv_window_ms))
+        };
         let checked = self.check(fill, auth);
         let (price, api_key, key) = match checked {
             Ok(c) => c,
@@ -241,7 +293,6 @@ impl OrderTemplate {
                 return Err(e);
             }
         };
-        let ts = clock.utc_ms(now);
         let values = Values {
             id: fill.client_order_id.as_str(),
             price,
@@ -256,7 +307,12 @@ impl OrderTemplate {
             _ => 0,
         };
         let (mut w, target_end) = match (key, out.holds(layout)) {
-            (SignKey::Hmac(k), true) => self.over(out, &values, k, layout)?,
+            (SignKey::Hmac(k), true) => {
+                let (mut w, end) = self.over(out, &values, k, layout)?;
+                // Not resumable: what it recorded is recorded again.
+                w.clear_records();
+                (w, end)
+            }
             _ => self.write(out, &values, (auth, key, same_key))?,
         };
         w.symbol_text(&self.symbol);
@@ -274,13 +330,52 @@ impl OrderTemplate {
         w.http(line_end);
         w.id(fill.client_order_id)?;
         w.layout(layout);
-        let deadline = clock.now_ns_at(ts.saturating_add(auth.recv_window_ms));
         match self.parts.of::<V>(limits) {
             Some(parts) => {
                 w.parts_key(self.parts.key);
-                w.finish_parts(parts, Request::Order, Method::Post, deadline)
+                w.finish_parts(parts, Request::Order, Method::Post, deadline())
             }
-            None => w.finish(venue, Request::Order, Method::Post, deadline),
+            None => w.finish(venue, Request::Order, Method::Post, deadline()),
+        }
+    }
+
+    /// Whether `out` holds an order of this template that `v` may be written over
+    /// leaving all but its fields, signature, id and deadline as they are
+    /// ([`Writer::again`]): one this template wrote whole and ready, with the parts
+    /// this template keeps (and `limits` still give), with `auth` the one it was
+    /// made with or a clone (its number: the same key, signing key and receive
+    /// window), an HMAC key, signatures not deferred, and fields of the same
+    /// lengths. Then the HMAC key and the layout.
+    #[inline]
+    fn resumable<'a, V: Venue + 'static>(
+        &self,
+        out: &Prepared,
+        v: &Values<'_>,
+        (auth, limits): (&'a Auth, &Limits),
+    ) -> Option<(&'a HmacKey, u128)> {
+        if auth.id != self.auth || auth.defer || out.is_empty() {
+            return None;
+        }
+        if out.parts_key() != self.parts.key {
+            return None;
+        }
+        let Some(SignKey::Hmac(k)) = &auth.key else {
+            return None;
+        };
+        let layout = self.layout(v);
+        self.parts.of::<V>(limits)?;
+        out.holds(layout).then_some((k, layout))
+    }
+
+    /// The fill's price text; `Err` for a price on a market template or none on
+    /// a priced one.
+    #[inline]
+    fn price<'a>(&self, fill: &Fill<'a>) -> Result<&'a str, Error> {
+        match (self.priced, fill.price) {
+            (true, Some(p)) => Ok(p.as_str()),
+            (false, None) => Ok(""),
+            (false, Some(_)) => Err(Error::BadArgument("price of a market order")),
+            (true, None) => Err(Error::BadArgument("price of a limit order")),
         }
     }
 
@@ -292,12 +387,7 @@ impl OrderTemplate {
         fill: &Fill<'a>,
         auth: &'a Auth,
     ) -> Result<(&'a str, &'a ApiKey, &'a SignKey), Error> {
-        let price = match (self.priced, fill.price) {
-            (true, Some(p)) => p.as_str(),
-            (false, None) => "",
-            (false, Some(_)) => return Err(Error::BadArgument("price of a market order")),
-            (true, None) => return Err(Error::BadArgument("price of a limit order")),
-        };
+        let price = self.price(fill)?;
         if self.recv_window_ms != auth.recv_window_ms {
             return Err(Error::BadArgument("a template of another receive window"));
         }

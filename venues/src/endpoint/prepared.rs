@@ -429,6 +429,19 @@ impl<'p> Writer<'p> {
 
     /// Empties `p` but for its bytes, and starts a request.
     fn keeping_bytes(p: &'p mut Prepared) -> Self {
+        let mut w = Writer {
+            p,
+            mark: 0,
+            not_text: false,
+        };
+        w.clear_records();
+        w
+    }
+
+    /// Empties the request but for its bytes (what a resumed order recorded,
+    /// before it is recorded again).
+    pub(crate) fn clear_records(&mut self) {
+        let p = &mut *self.p;
         p.kind = None;
         p.method = None;
         p.parts.clear();
@@ -443,24 +456,54 @@ impl<'p> Writer<'p> {
         p.unsigned = None;
         p.layout = 0;
         p.parts_key = 0;
-        Writer {
-            p,
-            mark: 0,
-            not_text: false,
-        }
     }
 
-    /// Starts a request over the bytes `p` holds if they are a whole order of
+    /// Starts a request over the order `p` holds if its bytes are a whole order of
     /// `layout` (a template's, with fields of the same lengths: set by
     /// [`Writer::layout`] when it was written); else `None`, and `p` is untouched.
-    /// Everything else is emptied as [`Writer::start`] empties it; the bytes stay,
-    /// for the fields to be written over in place ([`Writer::over`]): the
-    /// template's literals are where they were, with no copy.
+    /// The bytes stay, for the fields to be written over in place
+    /// ([`Writer::over`]): the template's literals are where they were, with no
+    /// copy. So does everything else the order recorded (parts, spans, symbol,
+    /// id), for [`Writer::again`] to change only what differs; until then `p` is
+    /// empty ([`Prepared::is_empty`]) and holds no layout, so a resume that fails
+    /// half-way leaves nothing to send or to resume.
     pub(crate) fn resume(p: &'p mut Prepared, layout: u128) -> Option<Self> {
         if !p.holds(layout) {
             return None;
         }
-        Some(Writer::keeping_bytes(p))
+        p.kind = None;
+        p.layout = 0;
+        Some(Writer {
+            p,
+            mark: 0,
+            not_text: false,
+        })
+    }
+
+    /// Marks a resumed order ([`Writer::resume`]) ready as `kind` again, of
+    /// `layout`, with the client order id `id` (of the length of the one it
+    /// replaces) and `deadline_ns`, unlabeled. Everything else is what the order it
+    /// was resumed from recorded: the caller resumes only an order it wrote whole,
+    /// of the same template, key and parts, with fields of the same lengths, so
+    /// its method, parts, target, headers and symbol are this order's too. `Err`
+    /// (and the request left empty) if it names no order.
+    pub(crate) fn again(
+        self,
+        (kind, layout): (Request<'static>, u128),
+        id: ClientOrderId,
+        deadline_ns: i64,
+    ) -> Result<&'p Prepared, Error> {
+        let first = self
+            .p
+            .ids
+            .first_mut()
+            .ok_or(Error::BadArgument("a template order's layout"))?;
+        *first = id;
+        self.p.label = Label::NONE;
+        self.p.deadline_ns = deadline_ns;
+        self.p.layout = layout;
+        self.p.kind = Some(kind);
+        Ok(self.p)
     }
 
     /// Marks the bytes written as a whole order of `layout` (see

@@ -196,8 +196,8 @@ fn a_template_checks_its_literals_for_the_wire() {
 
 /// The parts a template keeps are the adapter's as long as what they are computed
 /// from is unchanged; a limit added, removed or rebound after the template was made
-/// (its `limits` is a public field) and the fill charges the adapter's new parts,
-/// as the builder does.
+/// (through `Limits::limits_mut`) and the fill charges the adapter's new parts, as
+/// the builder does.
 #[test]
 fn a_change_of_the_limits_is_charged_by_the_templates_orders() {
     use crate::binance_spot::{Counts, Limit};
@@ -232,7 +232,7 @@ fn a_change_of_the_limits_is_charged_by_the_templates_orders() {
     // A second order limit (a daily one, say), on a bucket of its own.
     let orders = spot.limits.of(Counts::Orders).next().unwrap().clone();
     let raw = spot.limits.of(Counts::Raw).next().unwrap().bucket;
-    spot.limits.limits.push(Limit {
+    spot.limits.limits_mut().push(Limit {
         bucket: raw,
         window_ns: 86_400 * SEC,
         ..orders.clone()
@@ -240,11 +240,11 @@ fn a_change_of_the_limits_is_charged_by_the_templates_orders() {
     let added = parts(&mut spot);
     assert_eq!(added.len(), 5);
     // The order limit rebound to another bucket, in place.
-    spot.limits.limits.pop();
+    spot.limits.limits_mut().pop();
     let weight = spot.limits.of(Counts::Weight).next().unwrap().bucket;
     for l in spot
         .limits
-        .limits
+        .limits_mut()
         .iter_mut()
         .filter(|l| l.counts == Counts::Orders)
     {
@@ -256,7 +256,7 @@ fn a_change_of_the_limits_is_charged_by_the_templates_orders() {
     // The limits as they were: the kept parts again.
     for l in spot
         .limits
-        .limits
+        .limits_mut()
         .iter_mut()
         .filter(|l| l.counts == Counts::Orders)
     {
@@ -267,51 +267,107 @@ fn a_change_of_the_limits_is_charged_by_the_templates_orders() {
 
 /// One step of a reused request's life: a template's order (of the first or the
 /// second template, from the first or a second adapter with another key), or a
-/// builder's order written into it.
+/// builder's order written into it; then, now and then, the request labeled (as
+/// the gateway labels it).
 #[derive(Clone, Debug)]
 struct Step {
     /// 0, 1: the first or second template of the first adapter; 2: the first
     /// adapter's builder; 3: the first template filled by the adapter with another
-    /// key.
+    /// key (and the first one's limits); 4: the first adapter's limits changed (a
+    /// daily order limit added or taken away again), then the first template; 5:
+    /// the first template filled by a clone of the first adapter (its `Auth`'s
+    /// clone) whose order limit is rebound; 6: the first template filled by the
+    /// first adapter with its key made again (another `Auth`, the same key); 7:
+    /// the same with the key and another secret; 8: the first template filled by
+    /// an adapter with another key, of another budget.
     how: u8,
     price: String,
     quantity: String,
     id: String,
     now: i64,
+    /// Labels the request after its order.
+    label: Option<u8>,
 }
 
 /// Steps whose fields often have the lengths of the step before (so that the
 /// request is written over in place), and sometimes not.
 fn steps() -> impl Strategy<Value = Vec<Step>> {
     let step = (
-        prop_oneof![6 => Just(0u8), 2 => Just(1u8), 1 => Just(2u8), 1 => Just(3u8)],
+        prop_oneof![
+            6 => Just(0u8),
+            2 => Just(1u8),
+            1 => Just(2u8),
+            1 => Just(3u8),
+            1 => Just(4u8),
+            1 => Just(5u8),
+            1 => Just(6u8),
+            1 => Just(7u8),
+            1 => Just(8u8)
+        ],
         "[1-9]\\.[0-9]{1,2}",
         "[1-9]{1,2}",
         "[a-z0-9]{3,4}",
         // 13-digit timestamps, and now and then 12 (before 2001-09-09).
         prop_oneof![9 => 10 * SEC..20 * SEC, 1 => -(1_499 * SEC)..-(1_498 * SEC)],
+        prop::option::weighted(0.3, 0..8u8),
     )
-        .prop_map(|(how, price, quantity, id, now)| Step {
+        .prop_map(|(how, price, quantity, id, now, label)| Step {
             how,
             price,
             quantity,
             id,
             now,
+            label,
         });
     prop::collection::vec(step, 1..24)
+}
+
+/// `spot`'s limits with a daily order limit added, if it has none, else taken
+/// away again.
+fn toggle_daily_orders_limit(spot: &mut BinanceSpot) {
+    use crate::binance_spot::{Counts, Limit};
+    let limits = spot.limits.limits_mut();
+    let daily = |l: &Limit| l.window_ns == 86_400 * SEC;
+    if limits.iter().any(daily) {
+        limits.retain(|l| !daily(l));
+    } else {
+        let orders = limits.iter().find(|l| l.counts == Counts::Orders).unwrap();
+        let raw = limits.iter().find(|l| l.counts == Counts::Raw).unwrap();
+        let l = Limit {
+            bucket: raw.bucket,
+            window_ns: 86_400 * SEC,
+            ..orders.clone()
+        };
+        limits.push(l);
+    }
 }
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
 
     /// A request reused for order after order (as the gateway's ledger hands its
-    /// requests back) holds each as a fresh request does, byte for byte, whether
-    /// its fields were written over the last order's in place or the order was
-    /// written whole.
+    /// requests back) holds each as a fresh request does, byte for byte and in
+    /// everything it records (parts and their key, spans, id, symbol, deadline,
+    /// label), whether its fields were written over the last order's in place
+    /// (and the rest kept) or the order was written whole: after another
+    /// template's order, another key's, another adapter's limits, a change of
+    /// the limits, a label.
     #[test]
     fn a_reused_request_holds_each_order_as_a_fresh_one_does(steps in steps()) {
+        use crate::binance_spot::Counts;
         let mut spot = spot(5_000);
-        let other = spot_with(Auth::new("another-key", SECRET, 5_000).unwrap());
+        let with = |auth| spot.clone().with_auth(auth);
+        let other = with(Auth::new("another-key", SECRET, 5_000).unwrap());
+        let twin = with(Auth::new(API_KEY, SECRET, 5_000).unwrap());
+        let resecret = with(Auth::new(API_KEY, b"another secret", 5_000).unwrap());
+        let apart = spot_with(Auth::new("another-key", SECRET, 5_000).unwrap());
+        let mut rebound = spot.clone();
+        let weight = rebound.limits.of(Counts::Weight).next().unwrap().bucket;
+        for l in rebound.limits.limits_mut().iter_mut() {
+            if l.counts == Counts::Orders {
+                l.bucket = weight;
+            }
+        }
         let symbol = Symbol::new("LTCBTC").unwrap();
         let ty = OrderType::Limit(TimeInForce::Gtc);
         let t = [
@@ -326,12 +382,18 @@ proptest! {
                 client_order_id: ClientOrderId::new(&s.id).unwrap(),
             };
             let mut fresh = Prepared::default();
+            if s.how == 4 {
+                toggle_daily_orders_limit(&mut spot);
+            }
+            let by = match s.how {
+                3 => &other,
+                5 => &rebound,
+                6 => &twin,
+                7 => &resecret,
+                8 => &apart,
+                _ => &spot,
+            };
             match s.how {
-                0 | 1 => {
-                    let t = &t[usize::from(s.how)];
-                    spot.new_order_from(t, &mut reused, &fill, s.now).unwrap();
-                    spot.new_order_from(t, &mut fresh, &fill, s.now).unwrap();
-                }
                 2 => {
                     let order = NewOrder {
                         symbol,
@@ -346,12 +408,19 @@ proptest! {
                     spot.new_order(&mut fresh, &order, s.now).unwrap();
                 }
                 _ => {
-                    other.new_order_from(&t[0], &mut reused, &fill, s.now).unwrap();
-                    other.new_order_from(&t[0], &mut fresh, &fill, s.now).unwrap();
+                    let t = &t[usize::from(s.how == 1)];
+                    by.new_order_from(t, &mut reused, &fill, s.now).unwrap();
+                    by.new_order_from(t, &mut fresh, &fill, s.now).unwrap();
                 }
             }
             prop_assert_eq!(seen(&reused), seen(&fresh));
             prop_assert_eq!(reused.http(), fresh.http());
+            prop_assert_eq!(reused.parts_key(), fresh.parts_key());
+            prop_assert_eq!(reused.client_order_id(), Some(&fill.client_order_id));
+            prop_assert!(!reused.is_empty() && !reused.signature_pending());
+            if let Some(l) = s.label {
+                reused.set_label(crate::endpoint::Label::new(l));
+            }
         }
     }
 }
@@ -559,6 +628,8 @@ fn an_order_of_the_same_layout_is_written_in_place() {
         .unwrap();
     assert_eq!(reused.http(), fresh.http());
     assert!(reused.target().contains("price=0.2&newClientOrderId=mm-2&"));
+    // Written over in place, it holds its layout still: the next is too.
+    assert!(reused.holds(t.layout(&values("0.3", "mm-3"))));
     assert!(!reused.holds(t.layout(&values("0.25", "mm-2"))));
     spot.new_order_from(&t, &mut reused, &fill("0.25", "mm-2"), 11 * SEC)
         .unwrap();
@@ -597,14 +668,14 @@ fn a_templates_orders_name_their_parts_with_a_key() {
     assert!(k2 != 0 && k2 != k1, "{k1} {k2}");
     // The limits changed: the parts are asked again, and carry no key.
     let orders = spot.limits.of(Counts::Orders).next().unwrap().clone();
-    spot.limits.limits.push(Limit {
+    spot.limits.limits_mut().push(Limit {
         window_ns: 86_400 * SEC,
         ..orders
     });
     let (k3, changed) = key(&spot, &buy, &mut p, "a5");
     assert_eq!(k3, 0);
     assert_ne!(changed, parts);
-    spot.limits.limits.pop();
+    spot.limits.limits_mut().pop();
     assert_eq!(key(&spot, &buy, &mut p, "a6"), (k1, parts.clone()));
     let mut q = Prepared::default();
     q.swap_with(&mut p);

@@ -195,7 +195,7 @@ fn a_template_asks_for_its_parts_again_once_the_limits_may_have_changed() {
     // are stale, and the frame charges what the adapter says now.
     s.adapter_mut()
         .limits
-        .limits
+        .limits_mut()
         .retain(|l| l.counts != crate::binance_spot::Counts::Orders);
     let after = s.prepare_frame(&t, &fill, &mut out, 0).unwrap();
     assert_eq!(after.parts, s.adapter().parts(Request::Order).unwrap());
@@ -205,7 +205,7 @@ fn a_template_asks_for_its_parts_again_once_the_limits_may_have_changed() {
     other
         .adapter_mut()
         .limits
-        .limits
+        .limits_mut()
         .retain(|l| l.counts != crate::binance_spot::Counts::Raw);
     let p = other.prepare_frame(&t, &fill, &mut out, 0).unwrap();
     assert_eq!(p.parts, other.adapter().parts(Request::Order).unwrap());
