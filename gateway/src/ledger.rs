@@ -185,6 +185,52 @@ impl Ledger {
     /// slot's old buffer back, to prepare the next request in). None if every slot
     /// is taken.
     pub fn insert(&mut self, tag: Tag, class: Class, req: &mut Prepared) -> Option<Key> {
+        self.insert_hashed(tag, class, req, None)
+    }
+
+    /// [`Ledger::insert`], with the hash of `req`'s first client order id when the
+    /// caller has it (the duplicate check made it).
+    pub(crate) fn insert_hashed(
+        &mut self,
+        tag: Tag,
+        class: Class,
+        req: &mut Prepared,
+        first: Option<IdHash>,
+    ) -> Option<Key> {
+        self.vacant()?.swap_with(req);
+        self.occupy_hashed(tag, class, first)
+    }
+
+    /// The request buffer of the free slot the next insert or [`Ledger::occupy`]
+    /// takes, lent to prepare a request in place (it holds that slot's last
+    /// request, or nothing); None if every slot is taken. The slot stays free
+    /// until it is occupied: whatever is written in it meanwhile is left there,
+    /// unread, for the next preparation to write over.
+    pub fn vacant(&mut self) -> Option<&mut Prepared> {
+        let i = *self.free.last()?;
+        Some(&mut self.slots[i as usize].entry.req)
+    }
+
+    /// The request prepared in the buffer [`Ledger::vacant`] lends, as it stands.
+    pub fn lent(&self) -> Option<&Prepared> {
+        let i = *self.free.last()?;
+        Some(&self.slots[i as usize].entry.req)
+    }
+
+    /// Takes the free slot whose buffer [`Ledger::vacant`] lent, with the request
+    /// prepared in it: no buffer changes hands. None if every slot is taken.
+    pub fn occupy(&mut self, tag: Tag, class: Class) -> Option<Key> {
+        self.occupy_hashed(tag, class, None)
+    }
+
+    /// [`Ledger::occupy`], with the hash of the slot's request's first client
+    /// order id when the caller has it (so it is not hashed twice).
+    pub(crate) fn occupy_hashed(
+        &mut self,
+        tag: Tag,
+        class: Class,
+        first: Option<IdHash>,
+    ) -> Option<Key> {
         let i = self.free.pop()?;
         let slot = &mut self.slots[i as usize];
         slot.live = true;
@@ -192,7 +238,6 @@ impl Ledger {
         let e = &mut slot.entry;
         e.tag = tag;
         e.class = class;
-        e.req.swap_with(req);
         e.stage = Stage::Wire;
         e.verdict = Verdict::Unknown;
         e.at_ns = 0;
@@ -207,9 +252,13 @@ impl Ledger {
         e.item = 0;
         e.query_refused = None;
         slot.ids.clear();
-        for id in e.req.client_order_ids() {
+        for (k, id) in e.req.client_order_ids().iter().enumerate() {
+            let h = match first {
+                Some(IdHash(h)) if k == 0 => h,
+                _ => IdHash::of(id).0,
+            };
             // At most MAX_BATCH ids in a Prepared: the push cannot fail.
-            let _ = slot.ids.try_push(id_hash(id));
+            let _ = slot.ids.try_push(h);
         }
         for k in 0..self.slots[i as usize].ids.len() {
             let h = self.slots[i as usize].ids[k];
@@ -226,7 +275,11 @@ impl Ledger {
     /// Whether a live entry names `id` (as the order it places, cancels, amends
     /// or queries).
     pub fn holds_id(&self, id: &ClientOrderId) -> bool {
-        let h = id_hash(id);
+        self.holds_id_hashed(id, IdHash::of(id))
+    }
+
+    /// [`Ledger::holds_id`], `h` being `id`'s hash.
+    pub(crate) fn holds_id_hashed(&self, id: &ClientOrderId, IdHash(h): IdHash) -> bool {
         let mut at = home(h, self.ids_mask);
         while let Some((other, slot)) = self.ids[at] {
             if other == h {
@@ -243,7 +296,7 @@ impl Ledger {
     /// Whether request `tag`'s live entry names `id` (its request is still in
     /// flight: a batch or cancel-replace whose other parts are being settled).
     pub fn holds_tag_id(&self, tag: Tag, id: &ClientOrderId) -> bool {
-        let h = id_hash(id);
+        let IdHash(h) = IdHash::of(id);
         let mut at = home(h, self.ids_mask);
         while let Some((other, slot)) = self.ids[at] {
             if other == h {
@@ -365,27 +418,35 @@ fn home(k: u64, mask: usize) -> usize {
     (k.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as usize & mask
 }
 
-/// A client order id's hash: its length, then its bytes eight at a time (FNV's
-/// multiply and a rotation a word), the last few one at a time. On every submit
-/// twice (the duplicate check and the insert); a byte at a time it was ~5
-/// instructions a byte. Only an index's probe start: equal hashes are told apart
-/// by comparing the ids.
-fn id_hash(id: &ClientOrderId) -> u64 {
-    const PRIME: u64 = 0x0100_0000_01b3;
-    let b = id.as_str().as_bytes();
-    let mut h = 0xcbf2_9ce4_8422_2325 ^ b.len() as u64;
-    let mut words = b.chunks_exact(8);
-    for w in &mut words {
-        let mut x = [0u8; 8];
-        x.copy_from_slice(w);
-        h = (h ^ u64::from_le_bytes(x))
-            .wrapping_mul(PRIME)
-            .rotate_left(29);
+/// A client order id's hash, as the ledger's id index keys it: its length, then
+/// its bytes eight at a time (FNV's multiply and a rotation a word), the last few
+/// one at a time. Made once a submit for an order's one id (the duplicate check's
+/// is the insert's); a byte at a time it was ~5 instructions a byte. Only an
+/// index's probe start: equal hashes are told apart by comparing the ids.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct IdHash(u64);
+
+impl IdHash {
+    /// `id`'s hash.
+    pub(crate) fn of(id: &ClientOrderId) -> Self {
+        const PRIME: u64 = 0x0100_0000_01b3;
+        let b = id.as_str().as_bytes();
+        let mut h = 0xcbf2_9ce4_8422_2325 ^ b.len() as u64;
+        let mut words = b.chunks_exact(8);
+        for w in &mut words {
+            let mut x = [0u8; 8];
+            x.copy_from_slice(w);
+            h = (h ^ u64::from_le_bytes(x))
+                .wrapping_mul(PRIME)
+                .rotate_left(29);
+        }
+        IdHash(
+            words
+                .remainder()
+                .iter()
+                .fold(h, |h, &c| (h ^ u64::from(c)).wrapping_mul(PRIME)),
+        )
     }
-    words
-        .remainder()
-        .iter()
-        .fold(h, |h, &c| (h ^ u64::from(c)).wrapping_mul(PRIME))
 }
 
 /// Backward-shift removal from an open-addressed index: no tombstones, so
@@ -416,6 +477,7 @@ mod tests {
     #[derive(Clone, Debug)]
     enum Op {
         Insert(u64),
+        Occupy(u64),
         Bind(usize),
         Unbind(usize),
         UnbindUnknown(u64),
@@ -425,6 +487,7 @@ mod tests {
     fn op() -> impl Strategy<Value = Op> {
         prop_oneof![
             3 => any::<u64>().prop_map(Op::Insert),
+            2 => any::<u64>().prop_map(Op::Occupy),
             3 => any::<usize>().prop_map(Op::Bind),
             3 => any::<usize>().prop_map(Op::Unbind),
             1 => any::<u64>().prop_map(Op::UnbindUnknown),
@@ -446,6 +509,17 @@ mod tests {
                     Op::Insert(tag) => {
                         let k = l.insert(tag, Class::Normal, &mut p);
                         prop_assert_eq!(k.is_some(), model.len() < cap);
+                        if let Some(k) = k {
+                            prop_assert!(model.insert(k, (tag, None)).is_none());
+                        }
+                    }
+                    Op::Occupy(tag) => {
+                        // Lent the free slot's buffer, then taken with it.
+                        let free = model.len() < cap;
+                        prop_assert_eq!(l.vacant().is_some(), free);
+                        prop_assert_eq!(l.lent().is_some(), free);
+                        let k = l.occupy(tag, Class::Normal);
+                        prop_assert_eq!(k.is_some(), free);
                         if let Some(k) = k {
                             prop_assert!(model.insert(k, (tag, None)).is_none());
                         }
@@ -499,7 +573,7 @@ mod tests {
                     let mut s = vec![b'x'; len];
                     s[at] = c;
                     let id = ClientOrderId::new(std::str::from_utf8(&s).unwrap()).unwrap();
-                    seen.insert((id, id_hash(&id)));
+                    seen.insert((id, IdHash::of(&id).0));
                 }
             }
         }

@@ -3,17 +3,19 @@
 use super::{Gateway, QUERY_CLASS, RETRY_GAP_NS};
 use crate::endpoints::Account;
 use crate::events::{wait_ns, Event, Expiry, Tag};
-use crate::ledger::{Key, Stage};
+use crate::ledger::{IdHash, Key, Stage};
 use crate::wire::Wire;
 use crate::ws_api::{Unsent, WS_BIT};
-use ergon_core::{Class, Verdict, Why};
+use ergon_core::{Class, Ticket, Verdict, Why};
 use ergon_io::client::RequestId;
-use ergon_venues::adapt::Request as Kind;
+use ergon_venues::adapt::{self, Request as Kind};
 use ergon_venues::endpoint::{ClientOrderId, Prepared};
 
 impl<E: Account> Gateway<E> {
     /// Charges and sends `req` at `class`, under `tag`. `req` is swapped into the
     /// ledger: the caller gets another buffer back to prepare the next request in.
+    /// [`Gateway::submit_with`] prepares in the ledger's own buffer instead (no
+    /// swap: the fast path).
     ///
     /// `Err` is the request's one and final event, at once: [`Event::Limited`]
     /// (nothing sent, nothing charged), [`Event::Expired`] (its deadline has passed),
@@ -33,44 +35,8 @@ impl<E: Account> Gateway<E> {
             self.stats.rejected += 1;
             return Err(Event::Rejected { tag });
         }
-        if now >= req.deadline_ns() {
-            self.stats.expired += 1;
-            return Err(Event::Expired {
-                tag,
-                why: Expiry::Deadline,
-            });
-        }
-        let ids = placed(req);
-        // One id (an order) repeats nothing: no walk for it.
-        let repeated = ids.len() > 1 && ids.iter().enumerate().any(|(i, id)| ids[..i].contains(id));
-        if repeated || ids.iter().any(|id| self.id_is_live(id, now)) {
-            self.stats.duplicate_ids += 1;
-            return Err(Event::DuplicateId { tag });
-        }
-        let charged = self
-            .shapes
-            .charge(w.budget(), req.parts(), req.parts_key(), class, now);
-        let tid = if self.trace.keeps_charges() {
-            let admitted = charged.is_ok();
-            self.trace
-                .charge(now, req.parts(), class, req.label(), admitted)
-        } else {
-            0
-        };
-        let refused = charged.as_ref().err().map(|l| (l.why, l.bucket.index()));
-        self.labels.submitted(req.label(), req.parts(), refused);
-        let ticket = match charged {
-            Ok(t) => t,
-            Err(l) => {
-                self.count_limited(l.why);
-                return Err(Event::Limited {
-                    tag,
-                    why: l.why,
-                    ready_in_ns: wait_ns(l.ready_at_ns, now),
-                });
-            }
-        };
-        let Some(key) = self.ledger.insert(tag, class, req) else {
+        let (ticket, tid, first) = self.admit(w, Some(req), class, tag, now)?;
+        let Some(key) = self.ledger.insert_hashed(tag, class, req, first) else {
             // The budget's own ticket: never foreign.
             let _ = w.budget().refund(ticket, now);
             self.trace.refund(now, tid);
@@ -84,6 +50,128 @@ impl<E: Account> Gateway<E> {
         self.trace.set(key, tid);
         self.send(w, key, ticket);
         Ok(())
+    }
+
+    /// [`Gateway::submit`] without a buffer of the caller's: `prepare` writes the
+    /// request straight into the buffer of the ledger slot it will take, given
+    /// the adapter as it stands (its signatures deferred if
+    /// [`Gateway::venue_mut`] was called) and that buffer. No request changes
+    /// buffers: the fast path from decision to wire, e.g.
+    /// `gw.submit_with(w, Class::Normal, tag, |venue, req| venue.new_order_from(&t, req, &fill, now))`.
+    ///
+    /// The buffer holds the slot's last request (so a template's order of the
+    /// same layout is rewritten in place): `prepare` must write a request into it
+    /// or fail, as every preparation of [`Endpoints`](ergon_venues::endpoint::Endpoints)
+    /// does (a failed one leaves it empty). An `Ok` that wrote nothing would
+    /// submit that last request again.
+    ///
+    /// `Err` is the request's one and final event, at once, as [`Gateway::submit`]'s,
+    /// but for two: [`Event::Limited`] with [`Why::Full`] when every slot is taken
+    /// is answered before `prepare` is called (so before any charge), and
+    /// [`Event::Rejected`] also when `prepare` fails. On any `Err` the slot stays
+    /// free and nothing else changed but the counts of the refusal (what
+    /// `prepare` wrote stays in the free slot's buffer, unread).
+    pub fn submit_with<W: Wire>(
+        &mut self,
+        w: &mut W,
+        class: Class,
+        tag: Tag,
+        prepare: impl for<'p> FnOnce(&mut E, &'p mut Prepared) -> Result<&'p Prepared, adapt::Error>,
+    ) -> Result<(), Event<'static>> {
+        let now = w.now();
+        let Some(req) = self.ledger.vacant() else {
+            self.stats.ledger_full += 1;
+            return Err(Event::Limited {
+                tag,
+                why: Why::Full,
+                ready_in_ns: RETRY_GAP_NS,
+            });
+        };
+        if prepare(&mut self.venue, req).is_err() || req.is_empty() {
+            self.stats.rejected += 1;
+            return Err(Event::Rejected { tag });
+        }
+        let (ticket, tid, first) = self.admit(w, None, class, tag, now)?;
+        // The slot `vacant` lent is still free: nothing took it since.
+        let Some(key) = self.ledger.occupy_hashed(tag, class, first) else {
+            let _ = w.budget().refund(ticket, now);
+            self.trace.refund(now, tid);
+            return Err(Event::Rejected { tag });
+        };
+        self.trace.set(key, tid);
+        self.send(w, key, ticket);
+        Ok(())
+    }
+
+    /// The checks and the charge of a submit, of `caller`'s request or, if None,
+    /// the one prepared in the ledger's vacant slot: its deadline, the client
+    /// order ids it places, the budget, counted by label and traced. `Ok` is the
+    /// ticket, the trace id and the hash of the one id an order places (made
+    /// once for the check and the ledger's index); `Err` the request's final
+    /// event, nothing charged.
+    #[inline(always)]
+    fn admit<W: Wire>(
+        &mut self,
+        w: &mut W,
+        caller: Option<&Prepared>,
+        class: Class,
+        tag: Tag,
+        now: i64,
+    ) -> Result<(Ticket, u64, Option<IdHash>), Event<'static>> {
+        let Some(req) = caller.or_else(|| self.ledger.lent()) else {
+            self.stats.rejected += 1;
+            return Err(Event::Rejected { tag });
+        };
+        if now >= req.deadline_ns() {
+            self.stats.expired += 1;
+            return Err(Event::Expired {
+                tag,
+                why: Expiry::Deadline,
+            });
+        }
+        let first = match placed(req) {
+            // One id (an order) repeats nothing: no walk for it, and its hash
+            // is the ledger's.
+            [id] => {
+                let h = IdHash::of(id);
+                if self.id_is_live_hashed(id, h, now) {
+                    self.stats.duplicate_ids += 1;
+                    return Err(Event::DuplicateId { tag });
+                }
+                Some(h)
+            }
+            ids => {
+                let repeated = ids.iter().enumerate().any(|(i, id)| ids[..i].contains(id));
+                if repeated || ids.iter().any(|id| self.id_is_live(id, now)) {
+                    self.stats.duplicate_ids += 1;
+                    return Err(Event::DuplicateId { tag });
+                }
+                None
+            }
+        };
+        let charged = self
+            .shapes
+            .charge(w.budget(), req.parts(), req.parts_key(), class, now);
+        let tid = if self.trace.keeps_charges() {
+            let admitted = charged.is_ok();
+            self.trace
+                .charge(now, req.parts(), class, req.label(), admitted)
+        } else {
+            0
+        };
+        let refused = charged.as_ref().err().map(|l| (l.why, l.bucket.index()));
+        self.labels.submitted(req.label(), req.parts(), refused);
+        match charged {
+            Ok(t) => Ok((t, tid, first)),
+            Err(l) => {
+                self.stats.count_limited(l.why);
+                Err(Event::Limited {
+                    tag,
+                    why: l.why,
+                    ready_in_ns: wait_ns(l.ready_at_ns, now),
+                })
+            }
+        }
     }
 
     /// Reconciles an order a previous gateway left in flight (its journal):
