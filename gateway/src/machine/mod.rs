@@ -342,6 +342,7 @@ impl<E: Account> Gateway<E> {
     }
 
     /// [`Gateway::id_is_live`], `h` being `id`'s hash.
+    #[inline(always)]
     fn id_is_live_hashed(&self, id: &ClientOrderId, h: IdHash, now: i64) -> bool {
         self.ledger.holds_id_hashed(id, h)
             || self.watch.iter().any(|w| w.until_ns > now && w.id == *id)

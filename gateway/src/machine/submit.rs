@@ -3,7 +3,7 @@
 use super::{Gateway, QUERY_CLASS, RETRY_GAP_NS};
 use crate::endpoints::Account;
 use crate::events::{wait_ns, Event, Expiry, Tag};
-use crate::ledger::{IdHash, Key, Stage};
+use crate::ledger::{IdHash, Key, Stage, Vacant};
 use crate::wire::Wire;
 use crate::ws_api::{Unsent, WS_BIT};
 use ergon_core::{Class, Ticket, Verdict, Why};
@@ -35,21 +35,23 @@ impl<E: Account> Gateway<E> {
             self.stats.rejected += 1;
             return Err(Event::Rejected { tag });
         }
-        let (ticket, tid, first) = self.admit(w, Some(req), class, tag, now)?;
-        let Some(key) = self.ledger.insert_hashed(tag, class, req, first) else {
-            // The budget's own ticket: never foreign.
-            let _ = w.budget().refund(ticket, now);
-            self.trace.refund(now, tid);
-            self.stats.ledger_full += 1;
-            return Err(Event::Limited {
-                tag,
-                why: Why::Full,
-                ready_in_ns: RETRY_GAP_NS,
-            });
-        };
-        self.trace.set(key, tid);
-        self.send(w, key, ticket);
-        Ok(())
+        self.admit(w, None, Some(req), class, tag, now, |gw, w, req, a| {
+            let Some(key) = req.and_then(|req| gw.ledger.insert_hashed(tag, class, req, a.first))
+            else {
+                // The budget's own ticket: never foreign.
+                let _ = w.budget().refund(a.ticket, now);
+                gw.trace.refund(now, a.tid);
+                gw.stats.ledger_full += 1;
+                return Err(Event::Limited {
+                    tag,
+                    why: Why::Full,
+                    ready_in_ns: RETRY_GAP_NS,
+                });
+            };
+            gw.trace.set(key, a.tid);
+            gw.send(w, key, a.ticket);
+            Ok(())
+        })
     }
 
     /// [`Gateway::submit`] without a buffer of the caller's: `prepare` writes the
@@ -79,7 +81,7 @@ impl<E: Account> Gateway<E> {
         prepare: impl for<'p> FnOnce(&mut E, &'p mut Prepared) -> Result<&'p Prepared, adapt::Error>,
     ) -> Result<(), Event<'static>> {
         let now = w.now();
-        let Some(req) = self.ledger.vacant() else {
+        let Some(slot) = self.ledger.vacant_slot() else {
             self.stats.ledger_full += 1;
             return Err(Event::Limited {
                 tag,
@@ -87,38 +89,44 @@ impl<E: Account> Gateway<E> {
                 ready_in_ns: RETRY_GAP_NS,
             });
         };
+        let req = self.ledger.lend(slot);
         if prepare(&mut self.venue, req).is_err() || req.is_empty() {
             self.stats.rejected += 1;
             return Err(Event::Rejected { tag });
         }
-        let (ticket, tid, first) = self.admit(w, None, class, tag, now)?;
-        // The slot `vacant` lent is still free: nothing took it since.
-        let Some(key) = self.ledger.occupy_hashed(tag, class, first) else {
-            let _ = w.budget().refund(ticket, now);
-            self.trace.refund(now, tid);
-            return Err(Event::Rejected { tag });
-        };
-        self.trace.set(key, tid);
-        self.send(w, key, ticket);
-        Ok(())
+        self.admit(w, Some(slot), None, class, tag, now, |gw, w, _, a| {
+            // The slot lent is still free: nothing took it since.
+            let key = gw.ledger.occupy_slot(slot, tag, class, a.first);
+            gw.trace.set(key, a.tid);
+            gw.send(w, key, a.ticket);
+            Ok(())
+        })
     }
 
-    /// The checks and the charge of a submit, of `caller`'s request or, if None,
-    /// the one prepared in the ledger's vacant slot: its deadline, the client
-    /// order ids it places, the budget, counted by label and traced. `Ok` is the
-    /// ticket, the trace id and the hash of the one id an order places (made
-    /// once for the check and the ledger's index); `Err` the request's final
-    /// event, nothing charged.
+    /// The checks and the charge of a submit, of the request prepared in the
+    /// ledger's free slot `lent` or else `caller`'s: its deadline, the client
+    /// order ids it places, the budget, counted by label and traced. Admitted,
+    /// `then` is given the gateway, `caller` and what was admitted (handed on,
+    /// not returned: the ticket is not copied out and back); `Err` is the
+    /// request's final event, nothing charged.
     #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
     fn admit<W: Wire>(
         &mut self,
         w: &mut W,
-        caller: Option<&Prepared>,
+        lent: Option<Vacant>,
+        caller: Option<&mut Prepared>,
         class: Class,
         tag: Tag,
         now: i64,
-    ) -> Result<(Ticket, u64, Option<IdHash>), Event<'static>> {
-        let Some(req) = caller.or_else(|| self.ledger.lent()) else {
+        then: impl FnOnce(
+            &mut Self,
+            &mut W,
+            Option<&mut Prepared>,
+            Admitted,
+        ) -> Result<(), Event<'static>>,
+    ) -> Result<(), Event<'static>> {
+        let Some(req) = lent.map(|i| self.ledger.lent_at(i)).or(caller.as_deref()) else {
             self.stats.rejected += 1;
             return Err(Event::Rejected { tag });
         };
@@ -159,11 +167,17 @@ impl<E: Account> Gateway<E> {
         } else {
             0
         };
-        let refused = charged.as_ref().err().map(|l| (l.why, l.bucket.index()));
-        self.labels.submitted(req.label(), req.parts(), refused);
         match charged {
-            Ok(t) => Ok((t, tid, first)),
+            Ok(ticket) => {
+                self.labels
+                    .admitted(req.label(), req.parts(), req.parts_key());
+                let a = Admitted { ticket, tid, first };
+                then(self, w, caller, a)
+            }
             Err(l) => {
+                let refused = Some((l.why, l.bucket.index()));
+                self.labels
+                    .submitted(req.label(), req.parts(), req.parts_key(), refused);
                 self.stats.count_limited(l.why);
                 Err(Event::Limited {
                     tag,
@@ -216,10 +230,10 @@ impl<E: Account> Gateway<E> {
     /// refunded and retried (it surely did not run).
     pub(super) fn send<W: Wire>(&mut self, w: &mut W, key: Key, ticket: ergon_core::Ticket) {
         let now = w.now();
-        let tid = self.trace.slot(key);
+        // The slot's trace id is read only where a refusal needs it.
         let Some(e) = self.ledger.get_mut(key) else {
             let _ = w.budget().refund(ticket, now);
-            self.trace.refund(now, tid);
+            self.trace.refund(now, self.trace.slot(key));
             return;
         };
         let query = e.stage == Stage::Query;
@@ -230,16 +244,12 @@ impl<E: Account> Gateway<E> {
             Some(lane) => match lane.try_send(req, ticket, w.budget(), now) {
                 Ok(id) => {
                     self.stats.sent += 1;
-                    if !query {
-                        e.stage = Stage::Wire;
-                    }
-                    e.sent_ns = now;
-                    self.ledger.bind(key, RequestId(WS_BIT | id));
+                    self.ledger.bind_sent(key, RequestId(WS_BIT | id), now);
                     return;
                 }
                 Err(Unsent::Elsewhere(t)) => t,
                 Err(Unsent::Busy(t)) => {
-                    self.handed_back(w, key, t, tid);
+                    self.handed_back(w, key, t, self.trace.slot(key));
                     return;
                 }
             },
@@ -249,7 +259,7 @@ impl<E: Account> Gateway<E> {
         // `venue_mut`: signed only once charged), it goes over HTTP: signed now,
         // the bytes a signing preparation writes (the same timestamp).
         if req.signature_pending() && self.venue.sign_pending(req).is_err() {
-            self.unsignable(w, key, ticket, tid);
+            self.unsignable(w, key, ticket, self.trace.slot(key));
             return;
         }
         let sent = w.send_prepared(req, ticket, deadline);
@@ -257,13 +267,12 @@ impl<E: Account> Gateway<E> {
         match sent {
             Ok(id) => {
                 self.stats.sent += 1;
-                if !query {
-                    e.stage = Stage::Wire;
-                }
-                e.sent_ns = now;
-                self.ledger.bind(key, id);
+                self.ledger.bind_sent(key, id, now);
             }
-            Err(refused) => self.handed_back(w, key, refused.into_ticket(), tid),
+            Err(refused) => {
+                let tid = self.trace.slot(key);
+                self.handed_back(w, key, refused.into_ticket(), tid);
+            }
         }
     }
 
@@ -318,6 +327,16 @@ impl<E: Account> Gateway<E> {
         }
         self.next_due = self.next_due.min(at);
     }
+}
+
+/// What a submit's checks and charge admitted ([`Gateway::admit`]).
+struct Admitted {
+    /// The budget's ticket.
+    ticket: Ticket,
+    /// The charge's trace id (0: not recording).
+    tid: u64,
+    /// The hash of the one client order id an order places.
+    first: Option<IdHash>,
 }
 
 /// The client order ids of the orders `req` places: a new order's, a
