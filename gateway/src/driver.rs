@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use ergon_core::{Budget, Class, Flight};
+use ergon_venues::adapt;
 use ergon_venues::response::Response;
 
 use super::endpoints::Account;
@@ -138,6 +139,17 @@ impl<E: Account> Api<'_, '_, E> {
         tag: Tag,
     ) -> Result<(), Event<'static>> {
         self.gw.submit(&mut self.cx, req, class, tag)
+    }
+
+    /// Submits a request `prepare` writes straight into the ledger slot it will
+    /// take (see [`Gateway::submit_with`]): the fast path, no buffer swapped.
+    pub fn submit_with(
+        &mut self,
+        class: Class,
+        tag: Tag,
+        prepare: impl for<'p> FnOnce(&mut E, &'p mut Prepared) -> Result<&'p Prepared, adapt::Error>,
+    ) -> Result<(), Event<'static>> {
+        self.gw.submit_with(&mut self.cx, class, tag, prepare)
     }
 
     /// Reconciles an order a previous gateway left in flight (see

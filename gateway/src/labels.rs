@@ -20,7 +20,7 @@
 //! construction (the table and the publication buffer are sized up front).
 
 use arrayvec::{ArrayString, ArrayVec};
-use ergon_core::{Part, Verdict, Why, MAX_BUCKETS};
+use ergon_core::{Part, Verdict, Why, MAX_BUCKETS, MAX_PARTS};
 use ergon_venues::endpoint::Label;
 
 use ergon_io::boundary::seqlock::{seqlock, SeqReader, SeqWriter};
@@ -34,6 +34,9 @@ pub const PUBLISH_EVERY_NS: i64 = 100_000_000;
 
 /// Rows of the table: one per label, and the last for unlabeled requests.
 const ROWS: usize = MAX_LABELS + 1;
+
+/// Keyed part lists whose charges are counted per list (see [`Labels::submitted`]).
+const MAX_LISTS: usize = 8;
 
 /// Why a label could not be registered.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -174,8 +177,19 @@ impl LabelCounts {
 pub struct Labels {
     names: ArrayVec<ArrayString<MAX_LABEL_NAME>, MAX_LABELS>,
     counts: [LabelCounts; ROWS],
+    /// Cost per bucket charged part by part.
     spent: [[u64; MAX_BUCKETS]; ROWS],
     refused_on: [u64; MAX_BUCKETS],
+    /// Part lists named by a key ([`Prepared::parts_key`]; 0: a free place),
+    /// with their parts and weight: a submit charging one counts it once in
+    /// `by_list`, and its cost per bucket is added to `spent`'s where the table
+    /// is read ([`Labels::spent`]).
+    ///
+    /// [`Prepared::parts_key`]: ergon_venues::endpoint::Prepared::parts_key
+    list_keys: [u64; MAX_LISTS],
+    list_parts: [ArrayVec<Part, MAX_PARTS>; MAX_LISTS],
+    list_weights: [u64; MAX_LISTS],
+    by_list: [[u64; MAX_LISTS]; ROWS],
 }
 
 impl Default for Labels {
@@ -185,6 +199,10 @@ impl Default for Labels {
             counts: [LabelCounts::default(); ROWS],
             spent: [[0; MAX_BUCKETS]; ROWS],
             refused_on: [0; MAX_BUCKETS],
+            list_keys: [0; MAX_LISTS],
+            list_parts: std::array::from_fn(|_| ArrayVec::new()),
+            list_weights: [0; MAX_LISTS],
+            by_list: [[0; MAX_LISTS]; ROWS],
         }
     }
 }
@@ -223,34 +241,60 @@ impl Labels {
     }
 
     /// A submit under `label` charging `parts`: admitted (`refused` None) or
-    /// refused for `why` on `bucket`.
-    pub fn submitted(&mut self, label: Label, parts: &[Part], refused: Option<(Why, usize)>) {
+    /// refused for `why` on `bucket`. `key` names the list as
+    /// [`Prepared::parts_key`] does (0: no key): an admitted list with a key is
+    /// counted once, not part by part (what it spent per bucket is the same).
+    ///
+    /// [`Prepared::parts_key`]: ergon_venues::endpoint::Prepared::parts_key
+    pub fn submitted(
+        &mut self,
+        label: Label,
+        parts: &[Part],
+        key: u64,
+        refused: Option<(Why, usize)>,
+    ) {
+        let Some((why, bucket)) = refused else {
+            self.admitted(label, parts, key);
+            return;
+        };
+        let c = &mut self.counts[row(label, self.names.len())];
+        c.requests += 1;
+        match why {
+            Why::Held => c.refused_held += 1,
+            Why::Halted => c.refused_halted += 1,
+            Why::Closed => c.refused_full += 1,
+            Why::TooBig => c.refused_too_big += 1,
+            // Full, and a charge naming a foreign bucket (never the gateway's).
+            _ => c.refused_full += 1,
+        }
+        if why == Why::Full {
+            if let Some(n) = self.refused_on.get_mut(bucket) {
+                *n += 1;
+            }
+        }
+    }
+
+    /// [`Labels::submitted`] of a submit the budget admitted.
+    #[inline]
+    pub fn admitted(&mut self, label: Label, parts: &[Part], key: u64) {
         let r = row(label, self.names.len());
         self.counts[r].requests += 1;
-        match refused {
-            None => self.charged(label, parts),
-            Some((why, bucket)) => {
-                let c = &mut self.counts[r];
-                match why {
-                    Why::Held => c.refused_held += 1,
-                    Why::Halted => c.refused_halted += 1,
-                    Why::Closed => c.refused_full += 1,
-                    Why::TooBig => c.refused_too_big += 1,
-                    // Full, and a charge naming a foreign bucket (never the gateway's).
-                    _ => c.refused_full += 1,
-                }
-                if why == Why::Full {
-                    if let Some(n) = self.refused_on.get_mut(bucket) {
-                        *n += 1;
-                    }
-                }
+        match self.list(key, parts) {
+            Some(i) => {
+                self.counts[r].weight += self.list_weights[i];
+                self.by_list[r][i] += 1;
             }
+            None => self.charge_parts(r, parts),
         }
     }
 
     /// A charge under `label` that passed (a first send, a re-send, a query).
     pub fn charged(&mut self, label: Label, parts: &[Part]) {
-        let r = row(label, self.names.len());
+        self.charge_parts(row(label, self.names.len()), parts);
+    }
+
+    /// `parts` charged under row `r`, part by part.
+    fn charge_parts(&mut self, r: usize, parts: &[Part]) {
         for p in parts {
             let cost = u64::from(p.cost);
             self.counts[r].weight += cost;
@@ -258,6 +302,43 @@ impl Labels {
                 *s += cost;
             }
         }
+    }
+
+    /// The index of the list `key` names (kept now if it is new and there is
+    /// room); None for key 0, or when every place is taken.
+    #[inline]
+    fn list(&mut self, key: u64, parts: &[Part]) -> Option<usize> {
+        if key == 0 {
+            return None;
+        }
+        match self.list_keys.iter().position(|&k| k == key) {
+            Some(i) => Some(i),
+            None => self.keep_list(key, parts),
+        }
+    }
+
+    /// Keeps the list `key` names in a free place, if there is one.
+    #[cold]
+    fn keep_list(&mut self, key: u64, parts: &[Part]) -> Option<usize> {
+        let i = self.list_keys.iter().position(|&k| k == 0)?;
+        self.list_parts[i] = ArrayVec::try_from(parts).ok()?;
+        self.list_weights[i] = parts.iter().map(|p| u64::from(p.cost)).sum();
+        self.list_keys[i] = key;
+        Some(i)
+    }
+
+    /// The cost row `r` charged per bucket: part by part, and each kept list
+    /// times the submits that charged it.
+    fn spent(&self, r: usize) -> [u64; MAX_BUCKETS] {
+        let mut spent = self.spent[r];
+        for (parts, &n) in self.list_parts.iter().zip(&self.by_list[r]) {
+            for p in parts {
+                if let Some(s) = spent.get_mut(p.bucket.index()) {
+                    *s += n * u64::from(p.cost);
+                }
+            }
+        }
+        spent
     }
 
     /// An answer (or a transport failure) under `label`, as its verdict.
@@ -355,7 +436,7 @@ impl LabelPublisher {
             }
             let c = HEAD_WORDS + r * ROW_WORDS + NAME_WORDS;
             w[c..c + COUNT_WORDS].copy_from_slice(&labels.counts[r].words());
-            w[c + COUNT_WORDS..c + COUNT_WORDS + MAX_BUCKETS].copy_from_slice(&labels.spent[r]);
+            w[c + COUNT_WORDS..c + COUNT_WORDS + MAX_BUCKETS].copy_from_slice(&labels.spent(r));
         }
         let at = HEAD_WORDS + ROWS * ROW_WORDS;
         w[at..].copy_from_slice(&labels.refused_on);
@@ -544,6 +625,44 @@ mod tests {
     use super::*;
     use ergon_core::{Budget, Spec};
 
+    proptest::proptest! {
+        /// Submits of keyed lists (more keys than are kept, and key 0) count
+        /// what submits of the same lists part by part count: every label's
+        /// counters and what each row spent per bucket, as published.
+        #[test]
+        fn a_keyed_list_counts_what_its_parts_count(
+            submits in proptest::collection::vec((0u8..3, 0u64..12, 0u8..4), 1..200),
+        ) {
+            let mut b = Budget::builder();
+            let ids: Vec<_> = (0..3)
+                .map(|i| b.add(&format!("b{i}"), Spec::fixed(100, 1_000)).unwrap())
+                .collect();
+            let lists = [
+                vec![Part::new(ids[0], 1), Part::new(ids[1], 1)],
+                vec![Part::new(ids[0], 5)],
+                vec![Part::new(ids[2], 2), Part::new(ids[0], 3), Part::new(ids[1], 1)],
+            ];
+            let (mut keyed, mut plain) = (Labels::default(), Labels::default());
+            for l in [&mut keyed, &mut plain] {
+                l.register("a").unwrap();
+                l.register("b").unwrap();
+            }
+            for (label, key, refused) in submits {
+                // A key names one list; label 2 is unregistered.
+                let parts = &lists[(key % 3) as usize];
+                let label = Label::new(label);
+                let refused = (refused == 3).then_some((Why::Full, 1));
+                keyed.submitted(label, parts, key, refused);
+                plain.submitted(label, parts, 0, refused);
+            }
+            for r in 0..ROWS {
+                proptest::prop_assert_eq!(keyed.counts[r], plain.counts[r]);
+                proptest::prop_assert_eq!(keyed.spent(r), plain.spent(r));
+            }
+            proptest::prop_assert_eq!(keyed.refused_on, plain.refused_on);
+        }
+    }
+
     #[test]
     fn registration_is_by_name_and_bounded() {
         let mut l = Labels::default();
@@ -583,14 +702,14 @@ mod tests {
         let place = [Part::new(w, 1), Part::new(o, 1)];
         let read = [Part::new(w, 5)];
         for _ in 0..3 {
-            l.submitted(order, &place, None);
+            l.submitted(order, &place, 0, None);
             l.answered(order, &Verdict::Done);
         }
-        l.submitted(book, &read, None);
+        l.submitted(book, &read, 0, None);
         l.answered(book, &Verdict::Unknown);
-        l.submitted(book, &read, Some((Why::Full, w.index())));
-        l.submitted(Label::NONE, &read, Some((Why::Held, w.index())));
-        l.submitted(Label::new(9), &read, None);
+        l.submitted(book, &read, 0, Some((Why::Full, w.index())));
+        l.submitted(Label::NONE, &read, 0, Some((Why::Held, w.index())));
+        l.submitted(Label::new(9), &read, 0, None);
         assert_eq!(l.counts(order).weight, 6);
         assert_eq!(
             (l.counts(book).requests, l.counts(book).refused_full),

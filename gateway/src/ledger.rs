@@ -12,10 +12,14 @@
 
 use arrayvec::ArrayVec;
 use ergon_core::{Class, Verdict};
-use ergon_venues::endpoint::{ClientOrderId, Prepared, MAX_BATCH};
+use ergon_venues::endpoint::{ClientOrderId, Prepared, MAX_BATCH, MAX_CLIENT_ORDER_ID};
 
 use super::events::Tag;
 use ergon_io::client::RequestId;
+
+/// A free slot of the ledger, the next one taken ([`Ledger::vacant_slot`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Vacant(u32);
 
 /// A slot of the ledger, valid until the entry is removed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -185,14 +189,84 @@ impl Ledger {
     /// slot's old buffer back, to prepare the next request in). None if every slot
     /// is taken.
     pub fn insert(&mut self, tag: Tag, class: Class, req: &mut Prepared) -> Option<Key> {
-        let i = self.free.pop()?;
+        self.insert_hashed(tag, class, req, None)
+    }
+
+    /// [`Ledger::insert`], with the hash of `req`'s first client order id when the
+    /// caller has it (the duplicate check made it).
+    pub(crate) fn insert_hashed(
+        &mut self,
+        tag: Tag,
+        class: Class,
+        req: &mut Prepared,
+        first: Option<IdHash>,
+    ) -> Option<Key> {
+        let i = self.vacant_slot()?;
+        self.lend(i).swap_with(req);
+        Some(self.occupy_slot(i, tag, class, first))
+    }
+
+    /// The request buffer of the free slot the next insert or [`Ledger::occupy`]
+    /// takes, lent to prepare a request in place (it holds that slot's last
+    /// request, or nothing); None if every slot is taken. The slot stays free
+    /// until it is occupied: whatever is written in it meanwhile is left there,
+    /// unread, for the next preparation to write over.
+    pub fn vacant(&mut self) -> Option<&mut Prepared> {
+        let i = self.vacant_slot()?;
+        Some(self.lend(i))
+    }
+
+    /// The request prepared in the buffer [`Ledger::vacant`] lends, as it stands.
+    pub fn lent(&self) -> Option<&Prepared> {
+        let i = self.vacant_slot()?;
+        Some(&self.slots[i.0 as usize].entry.req)
+    }
+
+    /// Takes the free slot whose buffer [`Ledger::vacant`] lent, with the request
+    /// prepared in it: no buffer changes hands. None if every slot is taken.
+    pub fn occupy(&mut self, tag: Tag, class: Class) -> Option<Key> {
+        let i = self.vacant_slot()?;
+        Some(self.occupy_slot(i, tag, class, None))
+    }
+
+    /// The free slot the next insert takes (the free list's top), if any: what
+    /// [`Ledger::lend`] and [`Ledger::occupy_slot`] take, valid until the ledger
+    /// changes otherwise.
+    #[inline]
+    pub(crate) fn vacant_slot(&self) -> Option<Vacant> {
+        self.free.last().map(|&i| Vacant(i))
+    }
+
+    /// The request buffer of the free slot `i` ([`Ledger::vacant`]).
+    #[inline]
+    pub(crate) fn lend(&mut self, i: Vacant) -> &mut Prepared {
+        &mut self.slots[i.0 as usize].entry.req
+    }
+
+    /// The request prepared in the free slot `i`.
+    #[inline]
+    pub(crate) fn lent_at(&self, i: Vacant) -> &Prepared {
+        &self.slots[i.0 as usize].entry.req
+    }
+
+    /// Takes the free slot `i` ([`Ledger::vacant_slot`], the ledger unchanged
+    /// since) with the request prepared in it. `first` is the hash of its first
+    /// client order id when the caller has it (so it is not hashed twice).
+    pub(crate) fn occupy_slot(
+        &mut self,
+        Vacant(i): Vacant,
+        tag: Tag,
+        class: Class,
+        first: Option<IdHash>,
+    ) -> Key {
+        debug_assert_eq!(self.free.last(), Some(&i), "the free list's top");
+        self.free.pop();
         let slot = &mut self.slots[i as usize];
         slot.live = true;
         slot.wire = None;
         let e = &mut slot.entry;
         e.tag = tag;
         e.class = class;
-        e.req.swap_with(req);
         e.stage = Stage::Wire;
         e.verdict = Verdict::Unknown;
         e.at_ns = 0;
@@ -207,12 +281,13 @@ impl Ledger {
         e.item = 0;
         e.query_refused = None;
         slot.ids.clear();
-        for id in e.req.client_order_ids() {
+        for (k, id) in e.req.client_order_ids().iter().enumerate() {
+            let h = match first {
+                Some(IdHash(h)) if k == 0 => h,
+                _ => IdHash::of(id).0,
+            };
             // At most MAX_BATCH ids in a Prepared: the push cannot fail.
-            let _ = slot.ids.try_push(id_hash(id));
-        }
-        for k in 0..self.slots[i as usize].ids.len() {
-            let h = self.slots[i as usize].ids[k];
+            let _ = slot.ids.try_push(h);
             let mut at = home(h, self.ids_mask);
             while self.ids[at].is_some() {
                 at = (at + 1) & self.ids_mask;
@@ -220,13 +295,18 @@ impl Ledger {
             self.ids[at] = Some((h, i));
         }
         self.len += 1;
-        Some(Key(i))
+        Key(i)
     }
 
     /// Whether a live entry names `id` (as the order it places, cancels, amends
     /// or queries).
     pub fn holds_id(&self, id: &ClientOrderId) -> bool {
-        let h = id_hash(id);
+        self.holds_id_hashed(id, IdHash::of(id))
+    }
+
+    /// [`Ledger::holds_id`], `h` being `id`'s hash.
+    #[inline]
+    pub(crate) fn holds_id_hashed(&self, id: &ClientOrderId, IdHash(h): IdHash) -> bool {
         let mut at = home(h, self.ids_mask);
         while let Some((other, slot)) = self.ids[at] {
             if other == h {
@@ -243,7 +323,7 @@ impl Ledger {
     /// Whether request `tag`'s live entry names `id` (its request is still in
     /// flight: a batch or cancel-replace whose other parts are being settled).
     pub fn holds_tag_id(&self, tag: Tag, id: &ClientOrderId) -> bool {
-        let h = id_hash(id);
+        let IdHash(h) = IdHash::of(id);
         let mut at = home(h, self.ids_mask);
         while let Some((other, slot)) = self.ids[at] {
             if other == h {
@@ -280,13 +360,39 @@ impl Ledger {
             Some(s) if s.live && s.wire.is_none() => s.wire = Some(id),
             _ => return false,
         }
+        self.index_bound(key, id);
+        true
+    }
+
+    /// `key`'s request (or query) handed to the transport at `now_ns` as `id`:
+    /// when, a request's stage [`Stage::Wire`] (a query's stays
+    /// [`Stage::Query`]), and [`Ledger::bind`], with one look-up of the slot.
+    /// False if the slot is not live (nothing changed) or is already bound (the
+    /// time and stage recorded all the same).
+    pub(crate) fn bind_sent(&mut self, key: Key, id: RequestId, now_ns: i64) -> bool {
+        let Some(s) = self.slots.get_mut(key.index()).filter(|s| s.live) else {
+            return false;
+        };
+        if s.entry.stage != Stage::Query {
+            s.entry.stage = Stage::Wire;
+        }
+        s.entry.sent_ns = now_ns;
+        if s.wire.is_some() {
+            return false;
+        }
+        s.wire = Some(id);
+        self.index_bound(key, id);
+        true
+    }
+
+    /// Enters `id` in the index of request ids, bound to `key`.
+    fn index_bound(&mut self, key: Key, id: RequestId) {
         let mut h = home(id.0, self.mask);
         while let Some((other, _)) = self.index[h] {
             debug_assert_ne!(other, id.0, "request ids are unique");
             h = (h + 1) & self.mask;
         }
         self.index[h] = Some((id.0, key.0));
-        true
     }
 
     /// The entry `id` is bound to, left bound (an answer read before it settles).
@@ -365,27 +471,63 @@ fn home(k: u64, mask: usize) -> usize {
     (k.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as usize & mask
 }
 
-/// A client order id's hash: its length, then its bytes eight at a time (FNV's
-/// multiply and a rotation a word), the last few one at a time. On every submit
-/// twice (the duplicate check and the insert); a byte at a time it was ~5
-/// instructions a byte. Only an index's probe start: equal hashes are told apart
-/// by comparing the ids.
-fn id_hash(id: &ClientOrderId) -> u64 {
-    const PRIME: u64 = 0x0100_0000_01b3;
-    let b = id.as_str().as_bytes();
-    let mut h = 0xcbf2_9ce4_8422_2325 ^ b.len() as u64;
-    let mut words = b.chunks_exact(8);
-    for w in &mut words {
-        let mut x = [0u8; 8];
-        x.copy_from_slice(w);
-        h = (h ^ u64::from_le_bytes(x))
-            .wrapping_mul(PRIME)
-            .rotate_left(29);
+/// A client order id's hash, as the ledger's id index keys it: its length, then
+/// its bytes eight at a time (a folded multiply a word), the last
+/// word ending at the id's end (overlapping the one before: no byte at a time);
+/// an id shorter than a word is one word, zero-padded. Made once a submit for an
+/// order's one id (the duplicate check's is the insert's); a byte at a time it
+/// was ~5 instructions a byte. Only an index's probe start: equal hashes are
+/// told apart by comparing the ids.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct IdHash(u64);
+
+/// [`IdHash`]'s start for each id length: the length mixed in on its own (xored
+/// into the first word, a length one apart would cancel a first byte that
+/// differs by as much), at compile time.
+const ID_SEEDS: [u64; MAX_CLIENT_ORDER_ID + 1] = {
+    let mut seeds = [0; MAX_CLIENT_ORDER_ID + 1];
+    let mut n = 0;
+    while n < seeds.len() {
+        seeds[n] = id_mix(0xcbf2_9ce4_8422_2325, n as u64);
+        n += 1;
     }
-    words
-        .remainder()
-        .iter()
-        .fold(h, |h, &c| (h ^ u64::from(c)).wrapping_mul(PRIME))
+    seeds
+};
+
+/// One word into [`IdHash`]'s state: a folded multiply (the 128-bit product's
+/// halves xored: every bit reaches every bit, one `mul`); a 64-bit multiply
+/// carries only upwards, and overlapping words cancelled in it.
+const fn id_mix(h: u64, w: u64) -> u64 {
+    // An odd multiplier with bits all over (the golden ratio's).
+    const K: u64 = 0x9E37_79B9_7F4A_7C15;
+    let p = (h ^ w) as u128 * K as u128;
+    p as u64 ^ (p >> 64) as u64
+}
+
+impl IdHash {
+    /// `id`'s hash.
+    #[inline]
+    pub(crate) fn of(id: &ClientOrderId) -> Self {
+        let b = id.as_str().as_bytes();
+        let h = ID_SEEDS.get(b.len()).copied().unwrap_or(0);
+        let Some(last) = b.len().checked_sub(8) else {
+            let mut x = [0u8; 8];
+            for (x, &c) in x.iter_mut().zip(b) {
+                *x = c;
+            }
+            return IdHash(id_mix(h, u64::from_le_bytes(x)));
+        };
+        let word = |w: &[u8]| {
+            let mut x = [0u8; 8];
+            x.copy_from_slice(&w[..8]);
+            u64::from_le_bytes(x)
+        };
+        // Every whole word that ends before the id does, then the last 8 bytes.
+        let h = b[..b.len() - 1]
+            .chunks_exact(8)
+            .fold(h, |h, w| id_mix(h, word(w)));
+        IdHash(id_mix(h, word(&b[last..])))
+    }
 }
 
 /// Backward-shift removal from an open-addressed index: no tombstones, so
@@ -416,6 +558,7 @@ mod tests {
     #[derive(Clone, Debug)]
     enum Op {
         Insert(u64),
+        Occupy(u64),
         Bind(usize),
         Unbind(usize),
         UnbindUnknown(u64),
@@ -425,6 +568,7 @@ mod tests {
     fn op() -> impl Strategy<Value = Op> {
         prop_oneof![
             3 => any::<u64>().prop_map(Op::Insert),
+            2 => any::<u64>().prop_map(Op::Occupy),
             3 => any::<usize>().prop_map(Op::Bind),
             3 => any::<usize>().prop_map(Op::Unbind),
             1 => any::<u64>().prop_map(Op::UnbindUnknown),
@@ -446,6 +590,17 @@ mod tests {
                     Op::Insert(tag) => {
                         let k = l.insert(tag, Class::Normal, &mut p);
                         prop_assert_eq!(k.is_some(), model.len() < cap);
+                        if let Some(k) = k {
+                            prop_assert!(model.insert(k, (tag, None)).is_none());
+                        }
+                    }
+                    Op::Occupy(tag) => {
+                        // Lent the free slot's buffer, then taken with it.
+                        let free = model.len() < cap;
+                        prop_assert_eq!(l.vacant().is_some(), free);
+                        prop_assert_eq!(l.lent().is_some(), free);
+                        let k = l.occupy(tag, Class::Normal);
+                        prop_assert_eq!(k.is_some(), free);
                         if let Some(k) = k {
                             prop_assert!(model.insert(k, (tag, None)).is_none());
                         }
@@ -488,18 +643,27 @@ mod tests {
         }
     }
 
-    /// Ids of every length up to the longest, differing in one byte anywhere, all
-    /// hash apart (equal hashes would only cost a probe: the ids are compared).
+    /// Ids of every length up to the longest, differing in one byte anywhere or
+    /// in two, all hash apart (equal hashes would only cost a probe: the ids are
+    /// compared).
     #[test]
     fn id_hashes_tell_ids_apart() {
         let mut seen = std::collections::HashSet::new();
+        let mut see = |s: &[u8]| {
+            let id = ClientOrderId::new(std::str::from_utf8(s).unwrap()).unwrap();
+            seen.insert((id, IdHash::of(&id).0));
+        };
         for len in 1..=ergon_venues::endpoint::MAX_CLIENT_ORDER_ID {
             for at in 0..len {
-                for c in [b'a', b'b', b'0', b'-'] {
+                for c in [b'a', b'b', b'0', b'-', b'9', b'_'] {
                     let mut s = vec![b'x'; len];
                     s[at] = c;
-                    let id = ClientOrderId::new(std::str::from_utf8(&s).unwrap()).unwrap();
-                    seen.insert((id, id_hash(&id)));
+                    see(&s);
+                    for (then, d) in (at + 1..len).zip([b'a', b'-'].into_iter().cycle()) {
+                        let mut t = s.clone();
+                        t[then] = d;
+                        see(&t);
+                    }
                 }
             }
         }

@@ -26,6 +26,12 @@
 //! fn on_event(&mut self, api, ev) { match ev { Event::Applied { tag, body } => .., .. } }
 //! ```
 //!
+//! The fast path prepares straight into the ledger slot the request will take,
+//! with no buffer of the caller's and none swapped ([`Gateway::submit_with`],
+//! [`Api::submit_with`]); with an order template it rewrites the slot's last
+//! order in place:
+//! `api.submit_with(Class::Normal, tag, |venue, req| venue.new_order_from(&t, req, &fill, now))`.
+//!
 //! # Drive order
 //!
 //! [`Gateway::submit`] (charge all or none → ledger → send) ·

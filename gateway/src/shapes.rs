@@ -34,6 +34,9 @@ pub struct Shapes {
     keys: ArrayVec<(u64, Shape), MAX_KEYS>,
     /// Where the next key goes once `keys` is full.
     next_key: usize,
+    /// The key charged last and its shape (one of `keys`): a steady order flow
+    /// charges one list, found with one compare.
+    last: Option<(u64, Shape)>,
 }
 
 impl Shapes {
@@ -42,7 +45,30 @@ impl Shapes {
     /// answers are [`Budget::try_charge`]'s. `key` names the list (0: no key;
     /// a non-zero key must name no other list): a key seen before finds its
     /// shape without comparing lists.
+    #[inline(always)]
     pub fn charge(
+        &mut self,
+        budget: &mut Budget,
+        parts: &[Part],
+        key: u64,
+        class: Class,
+        now: i64,
+    ) -> Result<Ticket, Limited> {
+        // The key charged last: its shape, charged inline (a steady flow).
+        match self.last {
+            Some((last, shape)) if last == key && key != 0 => {
+                match budget.try_charge_shape(shape, class, now) {
+                    Err(l) if l.why == Why::Foreign => self.foreign(budget, parts, class, now),
+                    charged => charged,
+                }
+            }
+            _ => self.charge_found(budget, parts, key, class, now),
+        }
+    }
+
+    /// [`Shapes::charge`] of a list whose key was not the last one charged.
+    #[inline(never)]
+    fn charge_found(
         &mut self,
         budget: &mut Budget,
         parts: &[Part],
@@ -60,28 +86,45 @@ impl Shapes {
             return budget.try_charge(parts, class, now);
         };
         match budget.try_charge_shape(shape, class, now) {
-            // Shapes of another budget (the gateway moved to a new one): forget
-            // them and charge the list.
-            Err(l) if l.why == Why::Foreign => {
-                self.rows.clear();
-                self.keys.clear();
-                self.full = false;
-                budget.try_charge(parts, class, now)
-            }
+            Err(l) if l.why == Why::Foreign => self.foreign(budget, parts, class, now),
             charged => charged,
         }
     }
 
+    /// Shapes of another budget (the gateway moved to a new one): forgets them
+    /// and charges the list.
+    #[cold]
+    fn foreign(
+        &mut self,
+        budget: &mut Budget,
+        parts: &[Part],
+        class: Class,
+        now: i64,
+    ) -> Result<Ticket, Limited> {
+        self.rows.clear();
+        self.keys.clear();
+        self.last = None;
+        self.full = false;
+        budget.try_charge(parts, class, now)
+    }
+
     /// The shape of the list `key` names, if the key was seen (never for 0).
-    fn keyed(&self, key: u64) -> Option<Shape> {
-        match key {
-            0 => None,
-            k => self.keys.iter().find(|(x, _)| *x == k).map(|(_, s)| *s),
+    #[inline]
+    fn keyed(&mut self, key: u64) -> Option<Shape> {
+        match (key, self.last) {
+            (0, _) => None,
+            (k, Some((last, shape))) if k == last => Some(shape),
+            (k, _) => {
+                let shape = self.keys.iter().find(|(x, _)| *x == k).map(|(_, s)| *s)?;
+                self.last = Some((k, shape));
+                Some(shape)
+            }
         }
     }
 
     /// Keeps `key`'s shape, in place of the oldest key when full.
     fn remember(&mut self, key: u64, shape: Shape) {
+        self.last = Some((key, shape));
         if self.keys.try_push((key, shape)).is_err() {
             self.keys[self.next_key % MAX_KEYS] = (key, shape);
             self.next_key = (self.next_key + 1) % MAX_KEYS;

@@ -13,7 +13,7 @@ use super::endpoints::Account;
 use super::events::{Event, Tag};
 use super::ids::{IdError, IdIssuer};
 use super::labels::{label_channel, LabelError, LabelPublisher, LabelReader, Labels};
-use super::ledger::{Key, Ledger, Stage};
+use super::ledger::{IdHash, Key, Ledger, Stage};
 use super::record::{self, Declarations, Kind as Rec, Record, Recorder, Writer, Written};
 use super::shapes::Shapes;
 use super::shm::ChargeLog;
@@ -338,7 +338,14 @@ impl<E: Account> Gateway<E> {
     /// Whether `id` is live here: a request in the ledger names it, or it ended
     /// Unresolved and is still watched at `now`.
     fn id_is_live(&self, id: &ClientOrderId, now: i64) -> bool {
-        self.ledger.holds_id(id) || self.watch.iter().any(|w| w.until_ns > now && w.id == *id)
+        self.id_is_live_hashed(id, IdHash::of(id), now)
+    }
+
+    /// [`Gateway::id_is_live`], `h` being `id`'s hash.
+    #[inline(always)]
+    fn id_is_live_hashed(&self, id: &ClientOrderId, h: IdHash, now: i64) -> bool {
+        self.ledger.holds_id_hashed(id, h)
+            || self.watch.iter().any(|w| w.until_ns > now && w.id == *id)
     }
 
     /// How long an [`Event::Unresolved`] request's client order id stays watched
@@ -879,21 +886,24 @@ impl<E: Account> Gateway<E> {
         self.pending.push_back(ev);
     }
 
-    fn count_limited(&mut self, why: Why) {
-        match why {
-            Why::Full | Why::Closed => self.stats.limited_full += 1,
-            Why::Held => self.stats.limited_held += 1,
-            Why::Halted => self.stats.limited_halted += 1,
-            Why::TooBig | Why::Foreign | Why::Receipts => self.stats.limited_too_big += 1,
-        }
-    }
-
     fn count_verdict(&mut self, v: &Verdict) {
         match v {
             Verdict::Throttled { .. } => self.stats.throttled += 1,
             Verdict::Banned { .. } => self.stats.banned += 1,
             Verdict::ClockSkew => self.stats.clock_skew += 1,
             _ => {}
+        }
+    }
+}
+
+impl Stats {
+    /// A refusal of the budget's, counted by its reason.
+    fn count_limited(&mut self, why: Why) {
+        match why {
+            Why::Full | Why::Closed => self.limited_full += 1,
+            Why::Held => self.limited_held += 1,
+            Why::Halted => self.limited_halted += 1,
+            Why::TooBig | Why::Foreign | Why::Receipts => self.limited_too_big += 1,
         }
     }
 }

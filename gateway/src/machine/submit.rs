@@ -3,17 +3,19 @@
 use super::{Gateway, QUERY_CLASS, RETRY_GAP_NS};
 use crate::endpoints::Account;
 use crate::events::{wait_ns, Event, Expiry, Tag};
-use crate::ledger::{Key, Stage};
+use crate::ledger::{IdHash, Key, Stage, Vacant};
 use crate::wire::Wire;
 use crate::ws_api::{Unsent, WS_BIT};
-use ergon_core::{Class, Verdict, Why};
+use ergon_core::{Class, Ticket, Verdict, Why};
 use ergon_io::client::RequestId;
-use ergon_venues::adapt::Request as Kind;
+use ergon_venues::adapt::{self, Request as Kind};
 use ergon_venues::endpoint::{ClientOrderId, Prepared};
 
 impl<E: Account> Gateway<E> {
     /// Charges and sends `req` at `class`, under `tag`. `req` is swapped into the
     /// ledger: the caller gets another buffer back to prepare the next request in.
+    /// [`Gateway::submit_with`] prepares in the ledger's own buffer instead (no
+    /// swap: the fast path).
     ///
     /// `Err` is the request's one and final event, at once: [`Event::Limited`]
     /// (nothing sent, nothing charged), [`Event::Expired`] (its deadline has passed),
@@ -33,6 +35,101 @@ impl<E: Account> Gateway<E> {
             self.stats.rejected += 1;
             return Err(Event::Rejected { tag });
         }
+        self.admit(w, None, Some(req), class, tag, now, |gw, w, req, a| {
+            let Some(key) = req.and_then(|req| gw.ledger.insert_hashed(tag, class, req, a.first))
+            else {
+                // The budget's own ticket: never foreign.
+                let _ = w.budget().refund(a.ticket, now);
+                gw.trace.refund(now, a.tid);
+                gw.stats.ledger_full += 1;
+                return Err(Event::Limited {
+                    tag,
+                    why: Why::Full,
+                    ready_in_ns: RETRY_GAP_NS,
+                });
+            };
+            gw.trace.set(key, a.tid);
+            gw.send(w, key, a.ticket);
+            Ok(())
+        })
+    }
+
+    /// [`Gateway::submit`] without a buffer of the caller's: `prepare` writes the
+    /// request straight into the buffer of the ledger slot it will take, given
+    /// the adapter as it stands (its signatures deferred if
+    /// [`Gateway::venue_mut`] was called) and that buffer. No request changes
+    /// buffers: the fast path from decision to wire, e.g.
+    /// `gw.submit_with(w, Class::Normal, tag, |venue, req| venue.new_order_from(&t, req, &fill, now))`.
+    ///
+    /// The buffer holds the slot's last request (so a template's order of the
+    /// same layout is rewritten in place): `prepare` must write a request into it
+    /// or fail, as every preparation of [`Endpoints`](ergon_venues::endpoint::Endpoints)
+    /// does (a failed one leaves it empty). An `Ok` that wrote nothing would
+    /// submit that last request again.
+    ///
+    /// `Err` is the request's one and final event, at once, as [`Gateway::submit`]'s,
+    /// but for two: [`Event::Limited`] with [`Why::Full`] when every slot is taken
+    /// is answered before `prepare` is called (so before any charge), and
+    /// [`Event::Rejected`] also when `prepare` fails. On any `Err` the slot stays
+    /// free and nothing else changed but the counts of the refusal (what
+    /// `prepare` wrote stays in the free slot's buffer, unread).
+    pub fn submit_with<W: Wire>(
+        &mut self,
+        w: &mut W,
+        class: Class,
+        tag: Tag,
+        prepare: impl for<'p> FnOnce(&mut E, &'p mut Prepared) -> Result<&'p Prepared, adapt::Error>,
+    ) -> Result<(), Event<'static>> {
+        let now = w.now();
+        let Some(slot) = self.ledger.vacant_slot() else {
+            self.stats.ledger_full += 1;
+            return Err(Event::Limited {
+                tag,
+                why: Why::Full,
+                ready_in_ns: RETRY_GAP_NS,
+            });
+        };
+        let req = self.ledger.lend(slot);
+        if prepare(&mut self.venue, req).is_err() || req.is_empty() {
+            self.stats.rejected += 1;
+            return Err(Event::Rejected { tag });
+        }
+        self.admit(w, Some(slot), None, class, tag, now, |gw, w, _, a| {
+            // The slot lent is still free: nothing took it since.
+            let key = gw.ledger.occupy_slot(slot, tag, class, a.first);
+            gw.trace.set(key, a.tid);
+            gw.send(w, key, a.ticket);
+            Ok(())
+        })
+    }
+
+    /// The checks and the charge of a submit, of the request prepared in the
+    /// ledger's free slot `lent` or else `caller`'s: its deadline, the client
+    /// order ids it places, the budget, counted by label and traced. Admitted,
+    /// `then` is given the gateway, `caller` and what was admitted (handed on,
+    /// not returned: the ticket is not copied out and back); `Err` is the
+    /// request's final event, nothing charged.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    fn admit<W: Wire>(
+        &mut self,
+        w: &mut W,
+        lent: Option<Vacant>,
+        caller: Option<&mut Prepared>,
+        class: Class,
+        tag: Tag,
+        now: i64,
+        then: impl FnOnce(
+            &mut Self,
+            &mut W,
+            Option<&mut Prepared>,
+            Admitted,
+        ) -> Result<(), Event<'static>>,
+    ) -> Result<(), Event<'static>> {
+        let Some(req) = lent.map(|i| self.ledger.lent_at(i)).or(caller.as_deref()) else {
+            self.stats.rejected += 1;
+            return Err(Event::Rejected { tag });
+        };
         if now >= req.deadline_ns() {
             self.stats.expired += 1;
             return Err(Event::Expired {
@@ -40,13 +137,26 @@ impl<E: Account> Gateway<E> {
                 why: Expiry::Deadline,
             });
         }
-        let ids = placed(req);
-        // One id (an order) repeats nothing: no walk for it.
-        let repeated = ids.len() > 1 && ids.iter().enumerate().any(|(i, id)| ids[..i].contains(id));
-        if repeated || ids.iter().any(|id| self.id_is_live(id, now)) {
-            self.stats.duplicate_ids += 1;
-            return Err(Event::DuplicateId { tag });
-        }
+        let first = match placed(req) {
+            // One id (an order) repeats nothing: no walk for it, and its hash
+            // is the ledger's.
+            [id] => {
+                let h = IdHash::of(id);
+                if self.id_is_live_hashed(id, h, now) {
+                    self.stats.duplicate_ids += 1;
+                    return Err(Event::DuplicateId { tag });
+                }
+                Some(h)
+            }
+            ids => {
+                let repeated = ids.iter().enumerate().any(|(i, id)| ids[..i].contains(id));
+                if repeated || ids.iter().any(|id| self.id_is_live(id, now)) {
+                    self.stats.duplicate_ids += 1;
+                    return Err(Event::DuplicateId { tag });
+                }
+                None
+            }
+        };
         let charged = self
             .shapes
             .charge(w.budget(), req.parts(), req.parts_key(), class, now);
@@ -57,33 +167,25 @@ impl<E: Account> Gateway<E> {
         } else {
             0
         };
-        let refused = charged.as_ref().err().map(|l| (l.why, l.bucket.index()));
-        self.labels.submitted(req.label(), req.parts(), refused);
-        let ticket = match charged {
-            Ok(t) => t,
+        match charged {
+            Ok(ticket) => {
+                self.labels
+                    .admitted(req.label(), req.parts(), req.parts_key());
+                let a = Admitted { ticket, tid, first };
+                then(self, w, caller, a)
+            }
             Err(l) => {
-                self.count_limited(l.why);
-                return Err(Event::Limited {
+                let refused = Some((l.why, l.bucket.index()));
+                self.labels
+                    .submitted(req.label(), req.parts(), req.parts_key(), refused);
+                self.stats.count_limited(l.why);
+                Err(Event::Limited {
                     tag,
                     why: l.why,
                     ready_in_ns: wait_ns(l.ready_at_ns, now),
-                });
+                })
             }
-        };
-        let Some(key) = self.ledger.insert(tag, class, req) else {
-            // The budget's own ticket: never foreign.
-            let _ = w.budget().refund(ticket, now);
-            self.trace.refund(now, tid);
-            self.stats.ledger_full += 1;
-            return Err(Event::Limited {
-                tag,
-                why: Why::Full,
-                ready_in_ns: RETRY_GAP_NS,
-            });
-        };
-        self.trace.set(key, tid);
-        self.send(w, key, ticket);
-        Ok(())
+        }
     }
 
     /// Reconciles an order a previous gateway left in flight (its journal):
@@ -128,10 +230,10 @@ impl<E: Account> Gateway<E> {
     /// refunded and retried (it surely did not run).
     pub(super) fn send<W: Wire>(&mut self, w: &mut W, key: Key, ticket: ergon_core::Ticket) {
         let now = w.now();
-        let tid = self.trace.slot(key);
+        // The slot's trace id is read only where a refusal needs it.
         let Some(e) = self.ledger.get_mut(key) else {
             let _ = w.budget().refund(ticket, now);
-            self.trace.refund(now, tid);
+            self.trace.refund(now, self.trace.slot(key));
             return;
         };
         let query = e.stage == Stage::Query;
@@ -142,16 +244,12 @@ impl<E: Account> Gateway<E> {
             Some(lane) => match lane.try_send(req, ticket, w.budget(), now) {
                 Ok(id) => {
                     self.stats.sent += 1;
-                    if !query {
-                        e.stage = Stage::Wire;
-                    }
-                    e.sent_ns = now;
-                    self.ledger.bind(key, RequestId(WS_BIT | id));
+                    self.ledger.bind_sent(key, RequestId(WS_BIT | id), now);
                     return;
                 }
                 Err(Unsent::Elsewhere(t)) => t,
                 Err(Unsent::Busy(t)) => {
-                    self.handed_back(w, key, t, tid);
+                    self.handed_back(w, key, t, self.trace.slot(key));
                     return;
                 }
             },
@@ -161,7 +259,7 @@ impl<E: Account> Gateway<E> {
         // `venue_mut`: signed only once charged), it goes over HTTP: signed now,
         // the bytes a signing preparation writes (the same timestamp).
         if req.signature_pending() && self.venue.sign_pending(req).is_err() {
-            self.unsignable(w, key, ticket, tid);
+            self.unsignable(w, key, ticket, self.trace.slot(key));
             return;
         }
         let sent = w.send_prepared(req, ticket, deadline);
@@ -169,13 +267,12 @@ impl<E: Account> Gateway<E> {
         match sent {
             Ok(id) => {
                 self.stats.sent += 1;
-                if !query {
-                    e.stage = Stage::Wire;
-                }
-                e.sent_ns = now;
-                self.ledger.bind(key, id);
+                self.ledger.bind_sent(key, id, now);
             }
-            Err(refused) => self.handed_back(w, key, refused.into_ticket(), tid),
+            Err(refused) => {
+                let tid = self.trace.slot(key);
+                self.handed_back(w, key, refused.into_ticket(), tid);
+            }
         }
     }
 
@@ -230,6 +327,16 @@ impl<E: Account> Gateway<E> {
         }
         self.next_due = self.next_due.min(at);
     }
+}
+
+/// What a submit's checks and charge admitted ([`Gateway::admit`]).
+struct Admitted {
+    /// The budget's ticket.
+    ticket: Ticket,
+    /// The charge's trace id (0: not recording).
+    tid: u64,
+    /// The hash of the one client order id an order places.
+    first: Option<IdHash>,
 }
 
 /// The client order ids of the orders `req` places: a new order's, a

@@ -1,5 +1,5 @@
 //! The decision-to-wire cases (issue 31): a strategy's Binance order from
-//! `new_order` (format and HMAC-SHA256 signature) through `Gateway::submit` (checks,
+//! `new_order` (format and HMAC-SHA256 signature) through `Gateway::submit_with` (checks,
 //! charge, ledger) and the sans-IO pool (encode into the connection's buffer) to the
 //! bytes handed to `write(2)`, measured stage by stage.
 //!
@@ -15,8 +15,8 @@
 //! | `wire_prepare` | `BinanceSpot::new_order_from` (the order's prepared template) into a reused `Prepared`: format and signature |
 //! | `wire_prepare_builder` | the same order from `BinanceSpot::new_order` (parameter by parameter), as before the template |
 //! | `wire_charge` | `Budget::try_charge_shape` of the order's shape (the gateway's charge) |
-//! | `wire_ledger` | prepare, then `Gateway::submit` to a transport that only takes the ticket |
-//! | `wire_encode` | prepare, submit, and the pool's `request` (the order, written as HTTP/1.1 by its template, copied into the connection's buffer with the `Host` line, as the loop's `Context::request_prepared` does), the bytes marked written without a syscall |
+//! | `wire_ledger` | `Gateway::submit_with`: the same preparation into the ledger slot's own buffer (the slot's last order rewritten in place, as `wire_prepare` rewrites its reused one), checks, charge, ledger, to a transport that only takes the ticket |
+//! | `wire_encode` | the same, and the pool's `request` (the order, written as HTTP/1.1 by its template, copied into the connection's buffer with the `Host` line, as the loop's `Context::request_prepared` does), the bytes marked written without a syscall |
 //! | `wire_write` | the whole path: the same, with the bytes handed to `write(2)` (a pipe) |
 //! | `wire_floor` | `write(2)` of the same bytes alone |
 //!
@@ -433,10 +433,10 @@ impl Case for WireCase {
             Stage::PrepareBuilder => "the same order from BinanceSpot::new_order (param by param)",
             Stage::Charge => "Budget::try_charge_shape of the order's shape (the gateway's charge)",
             Stage::Ledger => {
-                "prepare + Gateway::submit (checks, charge, ledger), transport takes the ticket"
+                "Gateway::submit_with (prepare in the slot, checks, charge, ledger), transport takes the ticket"
             }
             Stage::Encode => {
-                "prepare + submit + the pool's request (copied into the connection), no syscall"
+                "submit_with + the pool's request (copied into the connection), no syscall"
             }
             Stage::Write => "the whole path: prepare + submit + encode + write(2) to a pipe",
             Stage::Floor => "write(2) of the same request bytes to a pipe alone",
@@ -506,14 +506,16 @@ impl Case for WireCase {
             }
             Stage::Ledger | Stage::Encode | Stage::Write => {
                 for i in 0..n {
-                    if !self.prepare_order(i) {
-                        refused += 1;
-                        continue;
-                    }
-                    match self
-                        .gateway
-                        .submit(&mut self.t, &mut self.req, Class::Normal, i as u64)
-                    {
+                    // Prepared in the ledger slot's own buffer (the fast path):
+                    // the same format as `prepare_order`'s, into a buffer that
+                    // held that slot's last order.
+                    let (template, fill) = (&self.template, &self.fills[i]);
+                    match self.gateway.submit_with(
+                        &mut self.t,
+                        Class::Normal,
+                        i as u64,
+                        |venue, req| venue.new_order_from(template, req, fill, T0),
+                    ) {
                         Ok(()) => self.submitted += 1,
                         Err(_) => refused += 1,
                     }
