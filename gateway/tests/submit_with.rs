@@ -254,7 +254,11 @@ fn every_refusal_leaves_the_ledger_as_it_was() {
         Err(Error::BadArgument("the strategy's own"))
     });
     assert_eq!(r, Err(Event::Rejected { tag: 3 }));
-    assert_eq!(gw.stats().rejected, 2);
+    // A closure that says Ok and writes nothing: the slot's last request (it
+    // holds "written-then-failed", and before it "first") is not sent again.
+    let r = gw.submit_with(&mut w, Class::Normal, 31, |_, req| Ok(req));
+    assert_eq!(r, Err(Event::Rejected { tag: 31 }));
+    assert_eq!(gw.stats().rejected, 3);
     // Prepared before the deadline, submitted after it: Expired.
     let late = fill("late", "1", "1");
     w.now += 6 * SEC;

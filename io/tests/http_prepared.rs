@@ -202,3 +202,34 @@ fn a_request_whose_signature_is_pending_is_refused_until_signed() {
         on_the_wire(&signed, &mut budget, false)
     );
 }
+
+/// A request emptied ([`Prepared::clear`]: a buffer lent for the next
+/// preparation) is never encoded or copied out, though its bytes still hold it:
+/// refused as an empty one is.
+#[test]
+fn a_cleared_request_is_not_sent_though_its_bytes_hold_it() {
+    let (spot, _budget) = spot(Auth::new(API_KEY, SECRET, 5_000).unwrap());
+    let o = NewOrder {
+        symbol: Symbol::new("LTCBTC").unwrap(),
+        side: Side::Buy,
+        order_type: OrderType::Limit(TimeInForce::Gtc),
+        price: Some(Decimal::new("0.1").unwrap()),
+        quantity: Decimal::new("1").unwrap(),
+        client_order_id: ClientOrderId::new("x1").unwrap(),
+        reduce_only: false,
+    };
+    let t = spot.order_template(o.symbol, o.side, o.order_type).unwrap();
+    let fill = Fill {
+        price: o.price,
+        quantity: o.quantity,
+        client_order_id: o.client_order_id,
+    };
+    let mut p = Prepared::default();
+    spot.new_order_from(&t, &mut p, &fill, T0).unwrap();
+    assert!(p.http().is_some() && with_prepared(&p, 7, |_, x| x) == Ok(7));
+    p.clear();
+    assert!(p.is_empty());
+    assert!(p.http().is_none());
+    assert_eq!(with_prepared(&p, 7, |_, x| x), Err(7));
+    assert_eq!(unsendable(&p), InvalidRequest::Method);
+}

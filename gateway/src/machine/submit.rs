@@ -61,11 +61,10 @@ impl<E: Account> Gateway<E> {
     /// buffers: the fast path from decision to wire, e.g.
     /// `gw.submit_with(w, Class::Normal, tag, |venue, req| venue.new_order_from(&t, req, &fill, now))`.
     ///
-    /// The buffer holds the slot's last request (so a template's order of the
-    /// same layout is rewritten in place): `prepare` must write a request into it
-    /// or fail, as every preparation of [`Endpoints`](ergon_venues::endpoint::Endpoints)
-    /// does (a failed one leaves it empty). An `Ok` that wrote nothing would
-    /// submit that last request again.
+    /// The buffer's bytes hold the slot's last request (so a template's order of
+    /// the same layout is rewritten in place), but it is lent emptied
+    /// ([`Prepared::clear`]): a `prepare` that says `Ok` without writing a
+    /// request is [`Event::Rejected`], never a second send of that last request.
     ///
     /// `Err` is the request's one and final event, at once, as [`Gateway::submit`]'s,
     /// but for two: [`Event::Limited`] with [`Why::Full`] when every slot is taken
@@ -90,6 +89,10 @@ impl<E: Account> Gateway<E> {
             });
         };
         let req = self.ledger.lend(slot);
+        // The slot's last request stays in its bytes (to be written over in
+        // place), but is no longer one to send: a `prepare` that writes nothing
+        // and says Ok is Rejected, never a second send of that request.
+        req.clear();
         if prepare(&mut self.venue, req).is_err() || req.is_empty() {
             self.stats.rejected += 1;
             return Err(Event::Rejected { tag });

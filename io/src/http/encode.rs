@@ -298,7 +298,10 @@ pub fn with_prepared<T, R>(
     x: T,
     f: impl FnOnce(&Request<'_>, T) -> R,
 ) -> Result<R, T> {
-    let Some(method) = p.method().filter(|_| !p.signature_pending()) else {
+    let Some(method) = p
+        .method()
+        .filter(|_| !p.is_empty() && !p.signature_pending())
+    else {
         return Err(x);
     };
     let mut h: ArrayVec<(&str, &str), MAX_HEADERS> = ArrayVec::new();

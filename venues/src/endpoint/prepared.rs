@@ -67,9 +67,19 @@ impl Prepared {
         }
     }
 
-    /// Whether nothing is prepared (new, or the last preparation failed).
+    /// Whether nothing is prepared (new, emptied by [`Prepared::clear`], or the
+    /// last preparation failed).
     pub fn is_empty(&self) -> bool {
         self.kind.is_none()
+    }
+
+    /// Empties it: nothing to charge or send ([`Prepared::is_empty`]) until an
+    /// adapter prepares a request in it again. Its buffer, and the template order
+    /// its bytes hold, stay for the next preparation to write over in place. One
+    /// store: a buffer lent for a preparation is emptied first, so a preparation
+    /// that writes nothing leaves nothing to send (never the request it held).
+    pub fn clear(&mut self) {
+        self.kind = None;
     }
 
     /// The request kind, for [`Venue::on_response`]; `None` if empty.
