@@ -285,6 +285,9 @@ struct Step {
     quantity: String,
     id: String,
     now: i64,
+    /// The request emptied after the order ([`Prepared::clear`]: as the gateway
+    /// lends a ledger slot's buffer for the next preparation).
+    clear: bool,
     /// Labels the request after its order.
     label: Option<u8>,
 }
@@ -310,14 +313,16 @@ fn steps() -> impl Strategy<Value = Vec<Step>> {
         // 13-digit timestamps, and now and then 12 (before 2001-09-09).
         prop_oneof![9 => 10 * SEC..20 * SEC, 1 => -(1_499 * SEC)..-(1_498 * SEC)],
         prop::option::weighted(0.3, 0..8u8),
+        prop::bool::weighted(0.3),
     )
-        .prop_map(|(how, price, quantity, id, now, label)| Step {
+        .prop_map(|(how, price, quantity, id, now, label, clear)| Step {
             how,
             price,
             quantity,
             id,
             now,
             label,
+            clear,
         });
     prop::collection::vec(step, 1..24)
 }
@@ -420,6 +425,10 @@ proptest! {
             prop_assert!(!reused.is_empty() && !reused.signature_pending());
             if let Some(l) = s.label {
                 reused.set_label(crate::endpoint::Label::new(l));
+            }
+            if s.clear {
+                reused.clear();
+                prop_assert!(reused.is_empty() && reused.http().is_none());
             }
         }
     }
