@@ -8,7 +8,7 @@ use ergon_venues::endpoint::Http;
 use ergon_venues::response::{Header, Response};
 
 use super::decode::{Decoder, Step};
-use super::encode::{encode_http, encode_into, HostLine, InvalidRequest, Request};
+use super::encode::{copy_http, encode_into, HostLine, InvalidRequest, Request};
 use super::{Headers, Limits, ParseError, MAX_HEADERS};
 
 /// A request a connection puts in its send buffer: one described by its parts
@@ -151,11 +151,44 @@ impl Conn {
         if self.state != State::Idle {
             return Err(InvalidRequest::NotIdle);
         }
-        // Idle: nothing written or read yet, the decoder ready (`Conn::empty`).
-        self.tx_len = encode_http(req, host, &mut self.tx)?;
-        self.head = is_head(req.line());
+        self.send_http_with(req, host, |_| 0).map(|_| ())
+    }
+
+    /// Sends `req` with `host`'s line straight from where its bytes are: `write`
+    /// is offered the request line, the `Host` line and the rest, in order (the
+    /// bytes [`Conn::send_http`] copies), and says how many of them left (at most
+    /// their length). Only what did not leave is kept, the request copied into the
+    /// send buffer for [`transmit`](Self::transmit) to offer the rest: when all
+    /// left, nothing is copied. Returns how many bytes left. Only on an idle
+    /// connection, and only a request that fits the send buffer: both checked
+    /// before `write` is called (an error: nothing was offered).
+    #[inline]
+    pub fn send_http_with(
+        &mut self,
+        req: &Http<'_>,
+        host: &HostLine,
+        write: impl FnOnce([&[u8]; 3]) -> usize,
+    ) -> Result<usize, InvalidRequest> {
+        if self.state != State::Idle {
+            return Err(InvalidRequest::NotIdle);
+        }
+        let pieces = [req.line(), host.line(), req.rest()];
+        let len = pieces[0].len() + pieces[1].len() + pieces[2].len();
+        let Some(tx) = self.tx.get_mut(..len) else {
+            return Err(InvalidRequest::TooLarge);
+        };
+        let left = write(pieces).min(len);
+        if left < len {
+            copy_http(pieces, tx);
+        }
+        // Idle: nothing read yet, the decoder ready (`Conn::empty`). When all
+        // left, the buffer does not hold the request, but nothing reads it: the
+        // position is at its end.
+        self.tx_len = len;
+        self.tx_pos = left;
+        self.head = is_head(pieces[0]);
         self.state = State::Active;
-        Ok(())
+        Ok(left)
     }
 
     /// Bytes still to be written for the current request (empty when all left).
