@@ -350,8 +350,8 @@ impl<'a> Context<'a> {
     }
 
     /// Sends a prepared request on `pool` now, or hands the ticket back (see
-    /// [`Client::request_prepared`]: written straight from its bytes when its
-    /// adapter wrote it as HTTP/1.1).
+    /// [`Client::request_prepared`]: copied out as it is when its adapter wrote it
+    /// as HTTP/1.1).
     pub fn request_prepared(
         &mut self,
         pool: PoolId,

@@ -201,33 +201,6 @@ pub(crate) fn send(fd: c_int, buf: &[u8]) -> Result<usize, i32> {
     }
 }
 
-/// Writes `bufs`, in order, as [`send`] writes their bytes one after another:
-/// gathered by the kernel (`sendmsg`), no copy into one buffer first. `Ok(0)`
-/// means would block.
-pub(crate) fn send_vectored(fd: c_int, bufs: [&[u8]; 3]) -> Result<usize, i32> {
-    let iov = bufs.map(|b| libc::iovec {
-        iov_base: b.as_ptr() as *mut libc::c_void,
-        iov_len: b.len(),
-    });
-    // SAFETY: msghdr is plain old data; all-zero is a valid value (no address,
-    // no control data), and the fields set below are the only ones read.
-    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-    // sendmsg only reads through the vector and its buffers (the pointer is
-    // `*mut` by the C type alone).
-    msg.msg_iov = iov.as_ptr() as *mut libc::iovec;
-    msg.msg_iovlen = iov.len() as _;
-    // SAFETY: `msg` points at `iov`, three iovecs each describing a live slice of
-    // `bufs` (borrowed for this call), and `iov` outlives the call.
-    let n = unsafe { libc::sendmsg(fd, &msg, libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT) };
-    if n >= 0 {
-        return Ok(n as usize);
-    }
-    match errno() {
-        libc::EAGAIN | libc::EINTR => Ok(0),
-        e => Err(e),
-    }
-}
-
 /// What a read gave.
 pub(crate) enum Read {
     /// This many bytes.

@@ -40,8 +40,8 @@ use ergon_venues::response::Response;
 use crate::curl::{CurlTransport, Finished};
 use crate::http::{unsendable, with_prepared, Headers, ParseError, Request};
 use crate::pool::{
-    ConnId, Counters, Direct, Error, Pool, PoolConfig, PoolError, PoolEvent, PoolId, Refused,
-    RequestId, Transmit,
+    ConnId, Counters, Error, Pool, PoolConfig, PoolError, PoolEvent, PoolId, Refused, RequestId,
+    Transmit,
 };
 use crate::sys::{self, same_lane, Connecting, Read};
 use crate::tls::{Fault, Input, Plain, Session};
@@ -197,11 +197,9 @@ impl Client {
         Ok(id)
     }
 
-    /// Sends a prepared request as [`Client::request`] does: as it is when its
-    /// adapter wrote it as HTTP/1.1 ([`Prepared::http`]) and the pool is ours
-    /// (over plain TCP written straight from its bytes, [`Pool::request_direct`];
-    /// over TLS copied into the connection's buffer and encrypted from there),
-    /// else encoded from its method, target, headers and body. An empty
+    /// Sends a prepared request as [`Client::request`] does: copied out as it is
+    /// when its adapter wrote it as HTTP/1.1 ([`Prepared::http`]) and the pool is
+    /// ours, else encoded from its method, target, headers and body. An empty
     /// `req` is refused ([`InvalidRequest::Method`](crate::http::InvalidRequest::Method)), one whose signature is
     /// pending too ([`InvalidRequest::Unsigned`](crate::http::InvalidRequest::Unsigned)).
     pub fn request_prepared(
@@ -219,16 +217,11 @@ impl Client {
             })
             .unwrap_or_else(|t| Err(Refused::Invalid(t, unsendable(req))));
         };
-        let mut io = Socks {
-            socks: &mut self.socks,
-            error: None,
-        };
+        let socks = &mut self.socks;
         let (id, conn) = self
             .pool
-            .request_direct(pool, &h, ticket, deadline_ns, now, &mut io)?;
-        // What did not leave in the write (nothing, mostly) leaves from the
-        // connection's buffer, as any request's.
-        if let Err(e) = io.error.map_or_else(|| self.flush(conn), Err) {
+            .request(pool, &h, ticket, deadline_ns, now, |c| idle_open(socks, c))?;
+        if let Err(e) = self.flush(conn) {
             self.pool.handle_error(conn, Error::os(e), now);
         }
         Ok(id)
@@ -722,32 +715,6 @@ fn start_tls(_: &PoolConfig) -> Result<Option<Session>, Error> {
 /// (session tickets, key updates) are taken in; data, a close or an error end it.
 /// Whether the idle connection `c` may be written to: its socket has nothing to
 /// read and was not closed (a peek), or its TLS session is idle and open.
-/// The sockets as [`Pool::request_direct`] drives them: a request over plain TCP
-/// is written straight from its bytes (one `sendmsg` of its three pieces); over
-/// TLS nothing is written here (the pool copies the request, and the flush
-/// after it encrypts it as any request's).
-struct Socks<'a> {
-    socks: &'a mut [Sock],
-    /// The write's error, to report once the pool holds the request.
-    error: Option<i32>,
-}
-
-impl Direct for Socks<'_> {
-    fn is_open(&mut self, conn: ConnId) -> bool {
-        idle_open(self.socks, conn)
-    }
-
-    fn write(&mut self, conn: ConnId, pieces: [&[u8]; 3]) -> usize {
-        match self.socks.get(conn.0) {
-            Some(s) if s.tls.is_none() => sys::send_vectored(s.fd, pieces).unwrap_or_else(|e| {
-                self.error = Some(e);
-                0
-            }),
-            _ => 0,
-        }
-    }
-}
-
 fn idle_open(socks: &mut [Sock], c: ConnId) -> bool {
     let Some(s) = socks.get_mut(c.0) else {
         return false;

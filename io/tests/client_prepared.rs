@@ -1,7 +1,7 @@
 //! Prepared orders through the event loop (`Context::request_prepared`) to a
-//! loopback server: over plain TCP the order is written straight from its bytes
-//! (`Pool::request_direct`, one `sendmsg` of its three pieces), over TLS it is
-//! copied and encrypted; either way the server receives, order after order on one
+//! loopback server: each template order is copied as it is, with the pool's
+//! `Host` line, into the connection's buffer and written from there (encrypted
+//! over TLS); either way the server receives, order after order on one
 //! keep-alive connection, exactly the bytes the encoder writes for each.
 
 mod common;

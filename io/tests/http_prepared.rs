@@ -6,9 +6,8 @@
 
 use ergon_core::{Budget, Class};
 use ergon_io::client::PoolConfig;
-use ergon_io::client::Sent;
 use ergon_io::http::{unsendable, with_prepared, InvalidRequest, Limits};
-use ergon_io::pool::{ConnId, Direct, Pool, PoolEvent, Refused, Transmit};
+use ergon_io::pool::{ConnId, Pool, PoolEvent, Refused, Transmit};
 use ergon_venues::adapt::Clock;
 use ergon_venues::binance_spot::{Auth, BinanceSpot};
 use ergon_venues::endpoint::{
@@ -109,30 +108,6 @@ fn answer(pool: &mut Pool, conn: ConnId) {
     assert!(pool.is_idle(conn));
 }
 
-/// A driver whose transport takes the first `take` bytes offered (all when
-/// there are fewer) and records them; `open`: what it says of idle
-/// connections.
-struct Takes {
-    take: usize,
-    open: bool,
-    wrote: Vec<u8>,
-    calls: usize,
-}
-
-impl Direct for Takes {
-    fn is_open(&mut self, _: ConnId) -> bool {
-        self.open
-    }
-
-    fn write(&mut self, _: ConnId, pieces: [&[u8]; 3]) -> usize {
-        self.calls += 1;
-        let all = pieces.concat();
-        let n = self.take.min(all.len());
-        self.wrote.extend_from_slice(&all[..n]);
-        n
-    }
-}
-
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(512))]
 
@@ -189,115 +164,6 @@ proptest! {
             answer(&mut pool, conn);
         }
     }
-
-    /// Written straight from its bytes (`request_direct`), an order goes out as
-    /// the encoder writes it however much of it the transport takes at once:
-    /// what it took, then what the connection offers after, are those bytes. A
-    /// byte taken makes the request sent (a failure after it is `Sent::Maybe`);
-    /// none taken, it is not (`Sent::No`). The connection carries the next order
-    /// the same way.
-    #[test]
-    fn an_order_written_straight_goes_out_as_the_encoder_writes_it(
-        orders in prop::collection::vec((case(), any::<prop::sample::Index>()), 1..6),
-        fail_at in any::<prop::sample::Index>(),
-    ) {
-        let (spot, mut budget) = spot(Auth::new(API_KEY, SECRET, 5_000).unwrap());
-        let (mut pool, id) = pool("api.binance.com", &mut budget, 64 * 1024);
-        let fail_at = fail_at.index(orders.len());
-        let mut p = Prepared::with_capacity(1024);
-        for (k, (c, take)) in orders.iter().enumerate() {
-            let (order, fill) = c.order(false);
-            let t = spot.order_template(order.symbol, c.side, c.order_type).unwrap();
-            spot.new_order_from(&t, &mut p, &fill, T0 + c.now).unwrap();
-            let fresh = on_the_wire(&p, &mut budget, false).unwrap();
-            let ticket = budget.try_charge(p.parts(), Class::Normal, T0).unwrap();
-            let h = p.http().expect("written as HTTP/1.1");
-            // 0 ..= all of it, the ends as likely as any length between.
-            let take = take.index(fresh.len() + 3).saturating_sub(1).min(fresh.len());
-            let mut io = Takes { take, open: true, wrote: Vec::new(), calls: 0 };
-            let (_, conn) = pool.request_direct(id, &h, ticket, p.deadline_ns(), T0, &mut io).unwrap();
-            prop_assert_eq!(io.calls, 1);
-            prop_assert_eq!([&io.wrote[..], pool.transmit(conn)].concat(), fresh);
-            if k == fail_at {
-                pool.handle_error(conn, ergon_io::client::Error::Closed, T0);
-                let failed = pool.poll_event();
-                let Some(PoolEvent::Failed { sent, .. }) = failed else {
-                    panic!("not failed: {failed:?}");
-                };
-                prop_assert_eq!(sent.maybe(), take > 0);
-                match sent {
-                    Sent::No(t) => drop(budget.refund(t, T0)),
-                    Sent::Maybe(f) => drop(f),
-                }
-                return Ok(());
-            }
-            answer(&mut pool, conn);
-        }
-    }
-}
-
-/// `request_direct` refuses what `request` refuses before it offers a byte: a
-/// request too large for the send buffer, no idle connection, an idle one the
-/// driver finds closed (dropped as stale); the ticket comes back.
-#[test]
-fn a_request_written_straight_is_refused_before_a_byte_is_offered() {
-    let (spot, mut budget) = spot(Auth::new(API_KEY, SECRET, 5_000).unwrap());
-    let t = spot
-        .order_template(
-            Symbol::new("LTCBTC").unwrap(),
-            Side::Buy,
-            OrderType::Limit(TimeInForce::Gtc),
-        )
-        .unwrap();
-    let fill = Fill {
-        price: Some(Decimal::new("0.1").unwrap()),
-        quantity: Decimal::new("1").unwrap(),
-        client_order_id: ClientOrderId::new("x1").unwrap(),
-    };
-    let mut p = Prepared::default();
-    spot.new_order_from(&t, &mut p, &fill, T0).unwrap();
-    let h = p.http().unwrap();
-    let len = h.len_with_host("api.binance.com".len());
-    let mut io = Takes {
-        take: usize::MAX,
-        open: true,
-        wrote: Vec::new(),
-        calls: 0,
-    };
-    // One byte short: TooLarge, nothing offered; exactly its size: all of it.
-    let (mut small, id) = pool("api.binance.com", &mut budget, len - 1);
-    let ticket = budget.try_charge(p.parts(), Class::Normal, T0).unwrap();
-    let r = small.request_direct(id, &h, ticket, p.deadline_ns(), T0, &mut io);
-    let Err(Refused::Invalid(t, InvalidRequest::TooLarge)) = r else {
-        panic!("{r:?}");
-    };
-    let _ = budget.refund(t, T0);
-    assert_eq!(io.calls, 0);
-    let (mut pool, id) = pool("api.binance.com", &mut budget, len);
-    let ticket = budget.try_charge(p.parts(), Class::Normal, T0).unwrap();
-    let (_, conn) = pool
-        .request_direct(id, &h, ticket, p.deadline_ns(), T0, &mut io)
-        .unwrap();
-    assert_eq!((io.calls, io.wrote.len()), (1, len));
-    assert!(pool.transmit(conn).is_empty());
-    // Busy now: refused, nothing offered.
-    let ticket = budget.try_charge(p.parts(), Class::Normal, T0).unwrap();
-    let r = pool.request_direct(id, &h, ticket, p.deadline_ns(), T0, &mut io);
-    let Err(Refused::Busy(t)) = r else {
-        panic!("{r:?}");
-    };
-    let _ = budget.refund(t, T0);
-    assert_eq!(io.calls, 1);
-    answer(&mut pool, conn);
-    // Idle, but closed by the server: dropped as stale, refused, nothing offered.
-    io.open = false;
-    let ticket = budget.try_charge(p.parts(), Class::Normal, T0).unwrap();
-    let r = pool.request_direct(id, &h, ticket, p.deadline_ns(), T0, &mut io);
-    let Err(Refused::Busy(t)) = r else {
-        panic!("{r:?}");
-    };
-    let _ = budget.refund(t, T0);
-    assert_eq!((io.calls, pool.counters().stale), (1, 1));
 }
 
 /// What the pool refuses of a request encoded already, it refuses as it does the

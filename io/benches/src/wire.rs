@@ -16,8 +16,8 @@
 //! | `wire_prepare_builder` | the same order from `BinanceSpot::new_order` (parameter by parameter), as before the template |
 //! | `wire_charge` | `Budget::try_charge_shape` of the order's shape (the gateway's charge) |
 //! | `wire_ledger` | prepare, then `Gateway::submit` to a transport that only takes the ticket |
-//! | `wire_encode` | prepare, submit, and the pool's `request_direct` (the order, written as HTTP/1.1 by its template, offered with the `Host` line straight from its bytes, as the loop's `Context::request_prepared` does on a plain TCP connection), the bytes marked written without a syscall |
-//! | `wire_write` | the whole path: the same, with the pieces handed to `writev(2)` (a pipe; the loop's socket takes them by `sendmsg(2)`) |
+//! | `wire_encode` | prepare, submit, and the pool's `request` (the order, written as HTTP/1.1 by its template, copied into the connection's buffer with the `Host` line, as the loop's `Context::request_prepared` does), the bytes marked written without a syscall |
+//! | `wire_write` | the whole path: the same, with the bytes handed to `write(2)` (a pipe) |
 //! | `wire_floor` | `write(2)` of the same bytes alone |
 //!
 //! Between batches, untimed, every order of the batch is answered through the pool and
@@ -31,7 +31,7 @@ use ergon_core::{Budget, Class, Flight, Shape, Ticket};
 use ergon_gateway::{Event, Gateway, Prepared, Wire};
 use ergon_io::client::{PoolConfig, PoolId, Refused, RequestId};
 use ergon_io::http::{with_prepared, Headers, InvalidRequest, Request};
-use ergon_io::pool::{ConnId, Direct, Pool, PoolEvent, Transmit};
+use ergon_io::pool::{ConnId, Pool, PoolEvent, Transmit};
 use ergon_venues::adapt::Clock;
 use ergon_venues::binance_spot::template::OrderTemplate;
 use ergon_venues::binance_spot::{signature, Auth, BinanceSpot};
@@ -127,8 +127,8 @@ impl Wire for Transport {
     }
 
     /// As the loop's `Context::request_prepared`: a request its adapter wrote as
-    /// HTTP/1.1 already (the template's order) is written straight from its bytes
-    /// with the pool's `Host` line.
+    /// HTTP/1.1 already (the template's order) is copied into the connection's
+    /// buffer as it is.
     fn send_prepared(
         &mut self,
         req: &Prepared,
@@ -141,35 +141,10 @@ impl Wire for Transport {
         };
         let pool = self.pools[self.next_pool];
         self.next_pool += 1;
-        let mut io = Pipe {
-            fd: &self.pipe.0,
-            write: self.stage == Stage::Write,
-        };
-        let (id, _) = self
+        let (id, conn) = self
             .pool
-            .request_direct(pool, &h, ticket, deadline_ns, T0, &mut io)?;
-        Ok(id)
-    }
-}
-
-/// The pipe as the pool's [`Direct`] writer: every connection open, the pieces
-/// handed to `writev(2)` (or, before the write stage, marked written).
-struct Pipe<'a> {
-    fd: &'a OwnedFd,
-    write: bool,
-}
-
-impl Direct for Pipe<'_> {
-    fn is_open(&mut self, _: ConnId) -> bool {
-        true
-    }
-
-    #[inline(always)]
-    fn write(&mut self, _: ConnId, pieces: [&[u8]; 3]) -> usize {
-        match self.write {
-            true => writev(self.fd, pieces),
-            false => pieces.iter().map(|p| p.len()).sum(),
-        }
+            .request(pool, &h, ticket, deadline_ns, T0, |_| true)?;
+        Ok(self.write(id, conn))
     }
 }
 
@@ -194,17 +169,6 @@ impl Transport {
 pub(crate) fn write(fd: &OwnedFd, bytes: &[u8]) -> usize {
     // SAFETY: `bytes` is a live slice of `bytes.len()` bytes, `fd` an open descriptor.
     let n = unsafe { libc::write(fd.as_raw_fd(), bytes.as_ptr().cast(), bytes.len()) };
-    usize::try_from(n).unwrap_or(0)
-}
-
-/// `writev(2)` of `pieces` to `fd`; what it wrote (0 on an error, as [`write`]).
-fn writev(fd: &OwnedFd, pieces: [&[u8]; 3]) -> usize {
-    let iov = pieces.map(|p| libc::iovec {
-        iov_base: p.as_ptr() as *mut libc::c_void,
-        iov_len: p.len(),
-    });
-    // SAFETY: three iovecs, each a live slice of `pieces`; `fd` an open descriptor.
-    let n = unsafe { libc::writev(fd.as_raw_fd(), iov.as_ptr(), 3) };
     usize::try_from(n).unwrap_or(0)
 }
 
@@ -472,9 +436,9 @@ impl Case for WireCase {
                 "prepare + Gateway::submit (checks, charge, ledger), transport takes the ticket"
             }
             Stage::Encode => {
-                "prepare + submit + the pool's request_direct (from the order's bytes), no syscall"
+                "prepare + submit + the pool's request (copied into the connection), no syscall"
             }
-            Stage::Write => "the whole path: prepare + submit + encode + writev(2) to a pipe",
+            Stage::Write => "the whole path: prepare + submit + encode + write(2) to a pipe",
             Stage::Floor => "write(2) of the same request bytes to a pipe alone",
         }
     }

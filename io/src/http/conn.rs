@@ -8,7 +8,7 @@ use ergon_venues::endpoint::Http;
 use ergon_venues::response::{Header, Response};
 
 use super::decode::{Decoder, Step};
-use super::encode::{copy_http, encode_into, HostLine, InvalidRequest, Request};
+use super::encode::{encode_http, encode_into, HostLine, InvalidRequest, Request};
 use super::{Headers, Limits, ParseError, MAX_HEADERS};
 
 /// A request a connection puts in its send buffer: one described by its parts
@@ -81,8 +81,6 @@ pub struct Conn {
     tx: Box<[u8]>,
     tx_len: usize,
     tx_pos: usize,
-    /// The request is a HEAD: its answer has no body whatever its headers say.
-    head: bool,
     rx: Vec<u8>,
     rx_len: usize,
     dec: Decoder,
@@ -97,7 +95,6 @@ impl Conn {
             tx: vec![0; limits.max_request].into_boxed_slice(),
             tx_len: 0,
             tx_pos: 0,
-            head: false,
             rx: vec![0; limits.max_response],
             rx_len: 0,
             dec: Decoder::new(),
@@ -137,7 +134,6 @@ impl Conn {
         }
         // Idle: nothing written or read yet, the decoder ready (`Conn::empty`).
         self.tx_len = encode_into(req, host, &mut self.tx)?;
-        self.head = req.method == "HEAD";
         self.state = State::Active;
         Ok(())
     }
@@ -151,44 +147,10 @@ impl Conn {
         if self.state != State::Idle {
             return Err(InvalidRequest::NotIdle);
         }
-        self.send_http_with(req, host, |_| 0).map(|_| ())
-    }
-
-    /// Sends `req` with `host`'s line straight from where its bytes are: `write`
-    /// is offered the request line, the `Host` line and the rest, in order (the
-    /// bytes [`Conn::send_http`] copies), and says how many of them left (at most
-    /// their length). Only what did not leave is kept, the request copied into the
-    /// send buffer for [`transmit`](Self::transmit) to offer the rest: when all
-    /// left, nothing is copied. Returns how many bytes left. Only on an idle
-    /// connection, and only a request that fits the send buffer: both checked
-    /// before `write` is called (an error: nothing was offered).
-    #[inline]
-    pub fn send_http_with(
-        &mut self,
-        req: &Http<'_>,
-        host: &HostLine,
-        write: impl FnOnce([&[u8]; 3]) -> usize,
-    ) -> Result<usize, InvalidRequest> {
-        if self.state != State::Idle {
-            return Err(InvalidRequest::NotIdle);
-        }
-        let pieces = [req.line(), host.line(), req.rest()];
-        let len = pieces[0].len() + pieces[1].len() + pieces[2].len();
-        let Some(tx) = self.tx.get_mut(..len) else {
-            return Err(InvalidRequest::TooLarge);
-        };
-        let left = write(pieces).min(len);
-        if left < len {
-            copy_http(pieces, tx);
-        }
-        // Idle: nothing read yet, the decoder ready (`Conn::empty`). When all
-        // left, the buffer does not hold the request, but nothing reads it: the
-        // position is at its end.
-        self.tx_len = len;
-        self.tx_pos = left;
-        self.head = is_head(pieces[0]);
+        // Idle: nothing written or read yet, the decoder ready (`Conn::empty`).
+        self.tx_len = encode_http(req, host, &mut self.tx)?;
         self.state = State::Active;
-        Ok(left)
+        Ok(())
     }
 
     /// Bytes still to be written for the current request (empty when all left).
@@ -231,9 +193,12 @@ impl Conn {
             return Err(ParseError::Unsolicited);
         }
         self.rx_len = (self.rx_len + n).min(self.rx.len());
+        // The request, still in the send buffer, was a HEAD: its answer has no
+        // body whatever its headers say (read here, off the send path).
+        let head = self.tx.get(..self.tx_len).is_some_and(is_head);
         match self
             .dec
-            .advance(&mut self.rx, self.rx_len, &self.limits, self.head)
+            .advance(&mut self.rx, self.rx_len, &self.limits, head)
         {
             Ok(Step::Complete) => {
                 if self.dec.consumed() < self.rx_len || self.tx_pos < self.tx_len {
@@ -331,11 +296,9 @@ impl Conn {
     }
 }
 
-/// Whether a request `line` is a HEAD's (one test for every other method's first
-/// byte).
-#[inline]
-fn is_head(line: &[u8]) -> bool {
-    line.first() == Some(&b'H') && line.starts_with(b"HEAD ")
+/// Whether a request (its bytes from the request line on) is a HEAD.
+fn is_head(request: &[u8]) -> bool {
+    request.starts_with(b"HEAD ")
 }
 
 fn build<'h, 'a: 'h>(buf: &'a [u8], dec: &Decoder, headers: &'h mut Headers<'a>) -> Response<'h> {

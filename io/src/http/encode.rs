@@ -4,12 +4,12 @@
 //! Transfer-Encoding or Connection, so a request can never carry two framings.
 //! Encoding never grows the buffer; a request that does not fit is refused.
 //!
-//! A request its adapter wrote as HTTP/1.1 already ([`Http`](ergon_venues::endpoint::Http), valid on the wire by
+//! A request its adapter wrote as HTTP/1.1 already ([`Http`], valid on the wire by
 //! construction) is copied in as it is, with the `Host` line after its request line:
 //! no second encoding, no check per byte per send.
 
 use arrayvec::ArrayVec;
-use ergon_venues::endpoint::{Prepared, MAX_HEADERS};
+use ergon_venues::endpoint::{Http, Prepared, MAX_HEADERS};
 
 /// One request as the caller describes it. Nothing is copied until it is encoded.
 #[derive(Clone, Copy, Debug)]
@@ -267,7 +267,7 @@ fn encode_with(
 }
 
 /// A pool's `Host` header line, `Host: {host}\r\n`, written once when the pool is
-/// added: a request its adapter wrote as HTTP/1.1 ([`Http`](ergon_venues::endpoint::Http)) is copied out with it
+/// added: a request its adapter wrote as HTTP/1.1 ([`Http`]) is copied out with it
 /// in one piece (it was three: the name, the host, the line's end).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HostLine {
@@ -299,18 +299,28 @@ impl HostLine {
     }
 }
 
-/// Copies a request encoded but for its `Host` line, its `pieces` (the request
-/// line, the `Host` line, the rest), into `out`, exactly their length: the bytes
-/// [`encode_into`] writes for the same request (valid by construction: see
-/// [`Http`](ergon_venues::endpoint::Http)).
+/// Copies `req` (a request encoded but for its `Host` line) with `host`'s line into
+/// the front of `out`, never beyond it: the request line, `Host`, the rest; returns
+/// how many bytes it wrote. The bytes are the ones [`encode_into`] writes for the
+/// same request (valid by construction: see [`Http`]); only their size is checked,
+/// once.
 #[inline]
-pub(crate) fn copy_http(pieces: [&[u8]; 3], out: &mut [u8]) {
-    let [line, host, rest] = pieces;
-    let (to_line, out) = out.split_at_mut(line.len());
+pub(crate) fn encode_http(
+    req: &Http<'_>,
+    host: &HostLine,
+    out: &mut [u8],
+) -> Result<usize, InvalidRequest> {
+    let (line, host, rest) = (req.line(), host.line(), req.rest());
+    let (line_end, host_end) = (line.len(), line.len() + host.len());
+    let Some(out) = out.get_mut(..host_end + rest.len()) else {
+        return Err(InvalidRequest::TooLarge);
+    };
+    let (to_line, out) = out.split_at_mut(line_end);
     let (to_host, to_rest) = out.split_at_mut(host.len());
     to_line.copy_from_slice(line);
     to_host.copy_from_slice(host);
     to_rest.copy_from_slice(rest);
+    Ok(host_end + rest.len())
 }
 
 /// Calls `f` with `p` as a [`Request`] (its method, target, headers and body, to

@@ -4,10 +4,9 @@ use std::collections::VecDeque;
 use std::net::SocketAddr;
 
 use ergon_core::{Budget, Flight, Ticket};
-use ergon_venues::endpoint::Http;
 use ergon_venues::response::Response;
 
-use super::{Counters, Direct, Error, PoolConfig, PoolError, PoolId, Refused, RequestId, Sent};
+use super::{Counters, Error, PoolConfig, PoolError, PoolId, Refused, RequestId, Sent};
 use crate::http::{Conn, Headers, HostLine, Outgoing, ParseError, Progress};
 
 /// One connection slot, numbered across every pool in the order they were added.
@@ -313,7 +312,7 @@ impl Pool {
     }
 
     /// Puts `req` on an idle connection of `pool`, or hands the ticket back.
-    /// `req` is a [`Request`](crate::http::Request) (encoded) or an [`Http`]
+    /// `req` is a [`Request`](crate::http::Request) (encoded) or an [`Http`](ergon_venues::endpoint::Http)
     /// (a request its adapter wrote as HTTP/1.1 already, valid on the wire by
     /// construction: copied with the pool's `Host` line, the same bytes).
     /// `is_open` is the driver's look at an idle connection's transport (a peek:
@@ -332,64 +331,13 @@ impl Pool {
         ticket: Ticket,
         deadline_ns: i64,
         now: i64,
-        is_open: impl FnMut(ConnId) -> bool,
-    ) -> Result<(RequestId, ConnId), Refused> {
-        let i = match self.idle_slot(pool, deadline_ns, now, is_open) {
-            Ok(i) => i,
-            Err(refuse) => return Err(refuse(ticket)),
-        };
-        let host = &self.origins[pool.index()].host;
-        if let Err(e) = req.put_on(&mut self.slots[i].conn, host) {
-            return Err(Refused::Invalid(ticket, e));
-        }
-        Ok(self.accept(i, ticket, deadline_ns, false))
-    }
-
-    /// [`request`](Self::request) of an [`Http`] written straight from where its
-    /// bytes are: `io` writes them to the chosen connection's transport at once
-    /// ([`Direct::write`]), and only what it could not write is copied into the
-    /// connection's send buffer, for [`transmit`](Self::transmit) to offer: when
-    /// all left, the request is never copied. The bytes on the wire are
-    /// `request`'s; a byte that left turns the ticket into a flight, as
-    /// [`handle_written`](Self::handle_written) does.
-    #[inline]
-    pub fn request_direct(
-        &mut self,
-        pool: PoolId,
-        req: &Http<'_>,
-        ticket: Ticket,
-        deadline_ns: i64,
-        now: i64,
-        io: &mut impl Direct,
-    ) -> Result<(RequestId, ConnId), Refused> {
-        let i = match self.idle_slot(pool, deadline_ns, now, |c| io.is_open(c)) {
-            Ok(i) => i,
-            Err(refuse) => return Err(refuse(ticket)),
-        };
-        let host = &self.origins[pool.index()].host;
-        let conn = &mut self.slots[i].conn;
-        match conn.send_http_with(req, host, |pieces| io.write(ConnId(i), pieces)) {
-            Ok(left) => Ok(self.accept(i, ticket, deadline_ns, left > 0)),
-            Err(e) => Err(Refused::Invalid(ticket, e)),
-        }
-    }
-
-    /// An idle slot of `pool` whose transport is open (`is_open`), for a request
-    /// due by `deadline_ns`; else the refusal to make of the ticket. Slots idle
-    /// too long or too old, and those found closed, are dropped on the way.
-    #[inline]
-    fn idle_slot(
-        &mut self,
-        pool: PoolId,
-        deadline_ns: i64,
-        now: i64,
         mut is_open: impl FnMut(ConnId) -> bool,
-    ) -> Result<usize, fn(Ticket) -> Refused> {
+    ) -> Result<(RequestId, ConnId), Refused> {
         let Some(o) = self.origins.get(pool.index()) else {
-            return Err(Refused::UnknownPool);
+            return Err(Refused::UnknownPool(ticket));
         };
         if deadline_ns <= now {
-            return Err(Refused::Expired);
+            return Err(Refused::Expired(ticket));
         }
         let (range, idle_timeout, max_age, delay) = (
             o.slots.clone(),
@@ -397,6 +345,7 @@ impl Pool {
             o.cfg.max_age_ns,
             o.cfg.reconnect_delay_ns,
         );
+        let mut chosen = None;
         for i in range {
             let s = &self.slots[i];
             let Phase::Idle { since } = s.phase else {
@@ -407,37 +356,36 @@ impl Pool {
                 continue;
             }
             if is_open(ConnId(i)) {
-                return Ok(i);
+                chosen = Some(i);
+                break;
             }
             // Closed by the server (or talking unasked) while idle: never write
             // to it.
             self.counters.stale += 1;
             self.drop_conn(i, now + delay);
         }
-        self.counters.busy += 1;
-        Err(Refused::Busy)
-    }
-
-    /// Slot `i` carries the request now put on its connection (`sent`: a byte of
-    /// it left already): its id, its ticket, its deadline.
-    #[inline]
-    fn accept(
-        &mut self,
-        i: usize,
-        ticket: Ticket,
-        deadline_ns: i64,
-        sent: bool,
-    ) -> (RequestId, ConnId) {
+        let Some(i) = chosen else {
+            self.counters.busy += 1;
+            return Err(Refused::Busy(ticket));
+        };
+        let host = &self.origins[pool.index()].host;
+        let s = &mut self.slots[i];
+        if let Err(e) = req.put_on(&mut s.conn, host) {
+            return Err(Refused::Invalid(ticket, e));
+        }
         let id = RequestId(self.next_id);
         self.next_id += 1;
-        let s = &mut self.slots[i];
-        s.flight = Some(InFlight { id, ticket, sent });
+        s.flight = Some(InFlight {
+            id,
+            ticket,
+            sent: false,
+        });
         s.phase = Phase::Busy {
             deadline: deadline_ns,
         };
         self.wake_at(deadline_ns);
         self.counters.requests += 1;
-        (id, ConnId(i))
+        Ok((id, ConnId(i)))
     }
 
     /// The request bytes of `conn` still to be written (empty when all left).

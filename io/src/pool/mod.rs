@@ -21,23 +21,6 @@ mod machine;
 use crate::tls::{TlsConfig, TlsError};
 pub use machine::{ConnId, Pool, PoolEvent, Transmit};
 
-/// What a driver does for [`Pool::request_direct`]: it looks at an idle
-/// connection's transport, and writes a request to it straight from where the
-/// request's bytes are (no copy into the connection's send buffer first).
-pub trait Direct {
-    /// Whether idle `conn`'s transport is open: `Pool::request`'s `is_open`.
-    fn is_open(&mut self, conn: ConnId) -> bool;
-
-    /// Writes what it can of `pieces`, in order (the request line, the `Host`
-    /// line, the rest: one request), to `conn`'s transport now, without
-    /// blocking; returns how many bytes left. 0 when none did (the transport
-    /// would block, failed, or writes only through its send buffer: TLS): the
-    /// pool then keeps them all to [`transmit`](Pool::transmit). A failure is
-    /// the driver's to report after, with
-    /// [`handle_error`](Pool::handle_error).
-    fn write(&mut self, conn: ConnId, pieces: [&[u8]; 3]) -> usize;
-}
-
 /// What the client did, counted since it started.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Counters {
