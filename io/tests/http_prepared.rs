@@ -7,7 +7,7 @@
 use ergon_core::{Budget, Class};
 use ergon_io::client::PoolConfig;
 use ergon_io::http::{unsendable, with_prepared, InvalidRequest, Limits};
-use ergon_io::pool::{Pool, Refused, Transmit};
+use ergon_io::pool::{ConnId, Pool, PoolEvent, Refused, Transmit};
 use ergon_venues::adapt::Clock;
 use ergon_venues::binance_spot::{Auth, BinanceSpot};
 use ergon_venues::endpoint::{
@@ -82,6 +82,32 @@ fn on_the_wire(p: &Prepared, budget: &mut Budget, http: bool) -> Result<Vec<u8>,
     }
 }
 
+/// Writes all of `conn`'s request, answers it (200, no body) and gives the
+/// connection back to its pool, idle: the pool's next request reuses it.
+fn answer(pool: &mut Pool, conn: ConnId) {
+    let n = pool.transmit(conn).len();
+    pool.handle_written(conn, n);
+    let reply = b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+    pool.recv_buf(conn)[..reply.len()].copy_from_slice(reply);
+    pool.handle_recv(conn, reply.len(), T0);
+    let mut answered = false;
+    while let Some(ev) = pool.poll_event() {
+        if let PoolEvent::Response {
+            conn: c, flight, ..
+        } = ev
+        {
+            assert_eq!(c, conn);
+            drop(flight);
+            answered = true;
+        }
+    }
+    assert!(answered, "no answer");
+    let buf = pool.take_buffer(conn);
+    pool.release(conn, T0);
+    pool.restore_buffer(conn, buf);
+    assert!(pool.is_idle(conn));
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(512))]
 
@@ -106,6 +132,37 @@ proptest! {
         spot.new_order(&mut b, &order, now).unwrap();
         prop_assert!(b.http().is_none());
         prop_assert_eq!(&on_the_wire(&b, &mut budget, false).unwrap(), &copied);
+    }
+
+    /// One connection carries order after order, copied or encoded in any mix, of
+    /// any lengths: each goes out as a fresh connection's encoder writes it
+    /// (nothing of the request before it shows through: the send buffer holds
+    /// requests longer and shorter than the one it held).
+    #[test]
+    fn a_reused_connection_sends_each_order_as_a_fresh_one_does(
+        orders in prop::collection::vec((case(), any::<bool>()), 1..8),
+    ) {
+        let (spot, mut budget) = spot(Auth::new(API_KEY, SECRET, 5_000).unwrap());
+        let (mut pool, id) = pool("api.binance.com", &mut budget, 64 * 1024);
+        let mut p = Prepared::with_capacity(1024);
+        for (c, http) in &orders {
+            let (order, fill) = c.order(false);
+            let t = spot.order_template(order.symbol, c.side, c.order_type).unwrap();
+            spot.new_order_from(&t, &mut p, &fill, T0 + c.now).unwrap();
+            let fresh = on_the_wire(&p, &mut budget, false).unwrap();
+            let ticket = budget.try_charge(p.parts(), Class::Normal, T0).unwrap();
+            let deadline = p.deadline_ns();
+            let sent = if *http {
+                let h = p.http().expect("written as HTTP/1.1");
+                pool.request(id, &h, ticket, deadline, T0, |_| true)
+            } else {
+                with_prepared(&p, ticket, |r, t| pool.request(id, r, t, deadline, T0, |_| true))
+                    .unwrap_or_else(|_| panic!("a prepared request"))
+            };
+            let (_, conn) = sent.unwrap();
+            prop_assert_eq!(pool.transmit(conn), &fresh[..]);
+            answer(&mut pool, conn);
+        }
     }
 }
 

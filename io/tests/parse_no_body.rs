@@ -53,3 +53,49 @@ fn switching_protocols_is_refused() {
         Outcome::Error(ParseError::Upgrade)
     );
 }
+
+/// One connection, one request after another: each answer is read by its own
+/// request (a HEAD's has no body, a GET's has, whatever came before), from a
+/// decoder made ready when the exchange before it ended.
+#[test]
+fn a_reused_connection_reads_each_answer_by_its_own_request() {
+    use ergon_io::http::{Conn, Headers, Limits, Progress, Request};
+    let mut conn = Conn::new(Limits::default());
+    let exchanges: [(&str, &[u8], &[u8]); 4] = [
+        ("HEAD", b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n", b""),
+        (
+            "GET",
+            b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+            b"ok",
+        ),
+        (
+            "GET",
+            b"HTTP/1.1 201 OK\r\nContent-Length: 3\r\n\r\nabc",
+            b"abc",
+        ),
+        ("HEAD", b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\n", b""),
+    ];
+    for (method, answer, body) in exchanges {
+        let req = Request {
+            method,
+            target: "/",
+            headers: &[],
+            body: b"",
+        };
+        conn.send(&req, "h").unwrap();
+        assert!(conn.transmit().starts_with(method.as_bytes()));
+        conn.handle_written(conn.transmit().len());
+        conn.recv_buf()[..answer.len()].copy_from_slice(answer);
+        assert_eq!(
+            conn.handle_recv(answer.len()),
+            Ok(Progress::Complete),
+            "{method}"
+        );
+        let mut hs = Headers::new();
+        let r = conn.response(&mut hs).unwrap();
+        assert_eq!(r.body, body, "{method}");
+        assert_eq!(r.status, if body == b"abc" { 201 } else { 200 });
+        drop(hs);
+        assert!(conn.finish(), "{method}: reusable");
+    }
+}

@@ -8,7 +8,7 @@ use ergon_venues::endpoint::Http;
 use ergon_venues::response::{Header, Response};
 
 use super::decode::{Decoder, Step};
-use super::encode::{encode, encode_http, HostLine, InvalidRequest, Request};
+use super::encode::{encode_http, encode_into, HostLine, InvalidRequest, Request};
 use super::{Headers, Limits, ParseError, MAX_HEADERS};
 
 /// A request a connection puts in its send buffer: one described by its parts
@@ -76,7 +76,10 @@ pub enum Progress {
 pub struct Conn {
     limits: Limits,
     state: State,
-    tx: Vec<u8>,
+    /// The send buffer, `max_request` bytes: the current request is its first
+    /// `tx_len`.
+    tx: Box<[u8]>,
+    tx_len: usize,
     tx_pos: usize,
     rx: Vec<u8>,
     rx_len: usize,
@@ -89,7 +92,8 @@ impl Conn {
         Conn {
             limits,
             state: State::Idle,
-            tx: Vec::with_capacity(limits.max_request),
+            tx: vec![0; limits.max_request].into_boxed_slice(),
+            tx_len: 0,
             tx_pos: 0,
             rx: vec![0; limits.max_response],
             rx_len: 0,
@@ -100,10 +104,16 @@ impl Conn {
     /// Resets for a new transport connection, keeping the buffers.
     pub fn reset(&mut self) {
         self.state = State::Idle;
-        self.tx.clear();
+        self.empty();
+    }
+
+    /// Empties both buffers and makes the decoder ready for the next answer: what
+    /// [`State::Idle`] holds, so a send sets only what its request changes.
+    fn empty(&mut self) {
+        self.tx_len = 0;
         self.tx_pos = 0;
         self.rx_len = 0;
-        self.dec.reset(false);
+        self.dec.reset();
     }
 
     /// The limits this connection enforces.
@@ -122,10 +132,8 @@ impl Conn {
         if self.state != State::Idle {
             return Err(InvalidRequest::NotIdle);
         }
-        encode(req, host, &mut self.tx)?;
-        self.tx_pos = 0;
-        self.rx_len = 0;
-        self.dec.reset(req.method == "HEAD");
+        // Idle: nothing written or read yet, the decoder ready (`Conn::empty`).
+        self.tx_len = encode_into(req, host, &mut self.tx)?;
         self.state = State::Active;
         Ok(())
     }
@@ -134,30 +142,31 @@ impl Conn {
     /// send buffer with `host`'s line: the bytes [`Conn::send`] writes for the same
     /// request and host, with no encoding or check per byte (see [`Http`]). Only on
     /// an idle connection; nothing is written yet.
+    #[inline]
     pub fn send_http(&mut self, req: &Http<'_>, host: &HostLine) -> Result<(), InvalidRequest> {
         if self.state != State::Idle {
             return Err(InvalidRequest::NotIdle);
         }
-        encode_http(req, host, &mut self.tx)?;
-        self.tx_pos = 0;
-        self.rx_len = 0;
-        self.dec.reset(req.line().starts_with(b"HEAD "));
+        // Idle: nothing written or read yet, the decoder ready (`Conn::empty`).
+        self.tx_len = encode_http(req, host, &mut self.tx)?;
         self.state = State::Active;
         Ok(())
     }
 
     /// Bytes still to be written for the current request (empty when all left).
+    #[inline]
     pub fn transmit(&self) -> &[u8] {
         match self.state {
-            State::Active | State::Complete => self.tx.get(self.tx_pos..).unwrap_or(&[]),
+            State::Active | State::Complete => self.tx.get(self.tx_pos..self.tx_len).unwrap_or(&[]),
             State::Idle | State::Broken => &[],
         }
     }
 
     /// `n` bytes of [`transmit`](Self::transmit) were written. The position only
     /// moves forward: written bytes are never offered again.
+    #[inline]
     pub fn handle_written(&mut self, n: usize) {
-        self.tx_pos = (self.tx_pos + n).min(self.tx.len());
+        self.tx_pos = (self.tx_pos + n).min(self.tx_len);
     }
 
     /// Whether any byte of the current request was written.
@@ -184,9 +193,15 @@ impl Conn {
             return Err(ParseError::Unsolicited);
         }
         self.rx_len = (self.rx_len + n).min(self.rx.len());
-        match self.dec.advance(&mut self.rx, self.rx_len, &self.limits) {
+        // The request, still in the send buffer, was a HEAD: its answer has no
+        // body whatever its headers say (read here, off the send path).
+        let head = self.tx.get(..self.tx_len).is_some_and(is_head);
+        match self
+            .dec
+            .advance(&mut self.rx, self.rx_len, &self.limits, head)
+        {
             Ok(Step::Complete) => {
-                if self.dec.consumed() < self.rx_len || self.tx_pos < self.tx.len() {
+                if self.dec.consumed() < self.rx_len || self.tx_pos < self.tx_len {
                     // Bytes beyond the answer, or an answer before the whole request
                     // left: deliver it, but never reuse this connection.
                     self.dec.keep_alive = false;
@@ -249,9 +264,7 @@ impl Conn {
             return false;
         }
         let reusable = self.dec.keep_alive;
-        self.tx.clear();
-        self.tx_pos = 0;
-        self.rx_len = 0;
+        self.empty();
         self.state = if reusable { State::Idle } else { State::Broken };
         reusable
     }
@@ -281,6 +294,11 @@ impl Conn {
     pub fn is_complete(&self) -> bool {
         self.state == State::Complete
     }
+}
+
+/// Whether a request (its bytes from the request line on) is a HEAD.
+fn is_head(request: &[u8]) -> bool {
+    request.starts_with(b"HEAD ")
 }
 
 fn build<'h, 'a: 'h>(buf: &'a [u8], dec: &Decoder, headers: &'h mut Headers<'a>) -> Response<'h> {

@@ -66,8 +66,6 @@ pub(crate) struct Decoder {
     pub nheaders: usize,
     pub heads: [HeadRef; MAX_HEADERS],
     pub keep_alive: bool,
-    /// The request was HEAD: no body whatever the headers say.
-    pub head_request: bool,
 }
 
 impl Decoder {
@@ -82,11 +80,10 @@ impl Decoder {
             nheaders: 0,
             heads: [HeadRef::default(); MAX_HEADERS],
             keep_alive: true,
-            head_request: false,
         }
     }
 
-    pub fn reset(&mut self, head_request: bool) {
+    pub fn reset(&mut self) {
         self.phase = Phase::Head;
         self.head_start = 0;
         self.pos = 0;
@@ -95,7 +92,6 @@ impl Decoder {
         self.status = 0;
         self.nheaders = 0;
         self.keep_alive = true;
-        self.head_request = head_request;
     }
 
     /// Raw bytes consumed so far: what a complete response used of the buffer.
@@ -127,19 +123,21 @@ impl Decoder {
         filled
     }
 
-    /// Parses `buf[..filled]` as far as it goes.
+    /// Parses `buf[..filled]` as far as it goes: the answer to a HEAD request
+    /// when `head_request` (no body whatever the headers say).
     pub fn advance(
         &mut self,
         buf: &mut [u8],
         filled: usize,
         limits: &Limits,
+        head_request: bool,
     ) -> Result<Step, ParseError> {
         let filled = filled.min(buf.len());
         loop {
             match self.phase {
                 Phase::Done => return Ok(Step::Complete),
                 Phase::Head => {
-                    if !self.head(buf, filled, limits)? {
+                    if !self.head(buf, filled, limits, head_request)? {
                         return Ok(Step::Partial);
                     }
                 }
@@ -170,7 +168,13 @@ impl Decoder {
     }
 
     /// Returns Ok(true) when the phase moved on, Ok(false) when more bytes are needed.
-    fn head(&mut self, buf: &[u8], filled: usize, limits: &Limits) -> Result<bool, ParseError> {
+    fn head(
+        &mut self,
+        buf: &[u8],
+        filled: usize,
+        limits: &Limits,
+        head_request: bool,
+    ) -> Result<bool, ParseError> {
         let data = &buf[self.head_start..filled];
         let max_headers = limits.max_headers.min(MAX_HEADERS);
         // Uninitialised room: httparse writes the headers it finds, nothing
@@ -263,7 +267,7 @@ impl Decoder {
         self.pos = self.head_start + n;
         self.body_start = self.pos;
         self.body_end = self.pos;
-        self.phase = if self.head_request || status == 204 || status == 304 {
+        self.phase = if head_request || status == 204 || status == 304 {
             Phase::Done
         } else if has_te {
             if chunked {

@@ -177,11 +177,43 @@ fn decimal(mut n: usize, out: &mut [u8; 20]) -> &[u8] {
 }
 
 /// Encodes `req` for `host` into `out` (cleared first), never beyond its capacity.
+#[cfg(feature = "curl")]
 pub(crate) fn encode(
     req: &Request<'_>,
     host: &str,
     out: &mut Vec<u8>,
 ) -> Result<(), InvalidRequest> {
+    out.clear();
+    encode_with(req, host, out.capacity(), |b| out.extend_from_slice(b)).map(|_| ())
+}
+
+/// Encodes `req` for `host` into the front of `out`, never beyond it; returns how
+/// many bytes it wrote.
+pub(crate) fn encode_into(
+    req: &Request<'_>,
+    host: &str,
+    out: &mut [u8],
+) -> Result<usize, InvalidRequest> {
+    let mut at = 0;
+    let len = encode_with(req, host, out.len(), |b| {
+        // Always in bounds: the request's length was checked against `out`'s first.
+        if let Some(to) = out.get_mut(at..at + b.len()) {
+            to.copy_from_slice(b);
+        }
+        at += b.len();
+    })?;
+    debug_assert_eq!(at, len);
+    Ok(len)
+}
+
+/// Checks `req`, then hands its bytes for `host` to `put` piece by piece, in order,
+/// if they are at most `room`; returns their length.
+fn encode_with(
+    req: &Request<'_>,
+    host: &str,
+    room: usize,
+    mut put: impl FnMut(&[u8]),
+) -> Result<usize, InvalidRequest> {
     if !is_token(req.method) {
         return Err(InvalidRequest::Method);
     }
@@ -209,31 +241,29 @@ pub(crate) fn encode(
         len += 16 + cl.len() + 2;
     }
     len += 2 + req.body.len();
-    out.clear();
-    if len > out.capacity() {
+    if len > room {
         return Err(InvalidRequest::TooLarge);
     }
-    out.extend_from_slice(req.method.as_bytes());
-    out.push(b' ');
-    out.extend_from_slice(req.target.as_bytes());
-    out.extend_from_slice(b" HTTP/1.1\r\nHost: ");
-    out.extend_from_slice(host.as_bytes());
-    out.extend_from_slice(b"\r\n");
+    put(req.method.as_bytes());
+    put(b" ");
+    put(req.target.as_bytes());
+    put(b" HTTP/1.1\r\nHost: ");
+    put(host.as_bytes());
+    put(b"\r\n");
     for (name, value) in req.headers {
-        out.extend_from_slice(name.as_bytes());
-        out.extend_from_slice(b": ");
-        out.extend_from_slice(value.as_bytes());
-        out.extend_from_slice(b"\r\n");
+        put(name.as_bytes());
+        put(b": ");
+        put(value.as_bytes());
+        put(b"\r\n");
     }
     if send_length {
-        out.extend_from_slice(b"Content-Length: ");
-        out.extend_from_slice(cl);
-        out.extend_from_slice(b"\r\n");
+        put(b"Content-Length: ");
+        put(cl);
+        put(b"\r\n");
     }
-    out.extend_from_slice(b"\r\n");
-    out.extend_from_slice(req.body);
-    debug_assert_eq!(out.len(), len);
-    Ok(())
+    put(b"\r\n");
+    put(req.body);
+    Ok(len)
 }
 
 /// A pool's `Host` header line, `Host: {host}\r\n`, written once when the pool is
@@ -270,23 +300,27 @@ impl HostLine {
 }
 
 /// Copies `req` (a request encoded but for its `Host` line) with `host`'s line into
-/// `out` (cleared first), never beyond its capacity: the request line, `Host`, the
-/// rest. The bytes are the ones [`encode`] writes for the same request (valid by
-/// construction: see [`Http`]); only their size is checked.
+/// the front of `out`, never beyond it: the request line, `Host`, the rest; returns
+/// how many bytes it wrote. The bytes are the ones [`encode_into`] writes for the
+/// same request (valid by construction: see [`Http`]); only their size is checked,
+/// once.
+#[inline]
 pub(crate) fn encode_http(
     req: &Http<'_>,
     host: &HostLine,
-    out: &mut Vec<u8>,
-) -> Result<(), InvalidRequest> {
-    out.clear();
-    let (line, rest) = (req.line(), req.rest());
-    if line.len() + host.line.len() + rest.len() > out.capacity() {
+    out: &mut [u8],
+) -> Result<usize, InvalidRequest> {
+    let (line, host, rest) = (req.line(), host.line(), req.rest());
+    let (line_end, host_end) = (line.len(), line.len() + host.len());
+    let Some(out) = out.get_mut(..host_end + rest.len()) else {
         return Err(InvalidRequest::TooLarge);
-    }
-    out.extend_from_slice(line);
-    out.extend_from_slice(&host.line);
-    out.extend_from_slice(rest);
-    Ok(())
+    };
+    let (to_line, out) = out.split_at_mut(line_end);
+    let (to_host, to_rest) = out.split_at_mut(host.len());
+    to_line.copy_from_slice(line);
+    to_host.copy_from_slice(host);
+    to_rest.copy_from_slice(rest);
+    Ok(host_end + rest.len())
 }
 
 /// Calls `f` with `p` as a [`Request`] (its method, target, headers and body, to
@@ -333,8 +367,8 @@ mod tests {
     use super::*;
 
     fn enc(req: &Request<'_>) -> Result<Vec<u8>, InvalidRequest> {
-        let mut out = Vec::with_capacity(256);
-        encode(req, "h:1", &mut out).map(|()| out)
+        let mut out = [0; 256];
+        encode_into(req, "h:1", &mut out).map(|n| out[..n].to_vec())
     }
 
     /// The table against RFC 9110's definition, byte by byte.
@@ -459,9 +493,8 @@ mod tests {
     }
 
     #[test]
-    fn never_grows_the_buffer() {
-        let mut out = Vec::with_capacity(64);
-        let cap = out.capacity();
+    fn never_writes_beyond_the_buffer() {
+        let mut out = [b'z'; 96];
         let body = [b'x'; 40];
         let req = Request {
             method: "POST",
@@ -469,8 +502,13 @@ mod tests {
             headers: &[],
             body: &body,
         };
-        assert_eq!(encode(&req, "h", &mut out), Err(InvalidRequest::TooLarge));
-        encode(&Request::get("/"), "h", &mut out).unwrap();
-        assert_eq!(out.capacity(), cap);
+        // 88 bytes with a one-byte host: refused in 87, nothing written.
+        assert_eq!(
+            encode_into(&req, "h", &mut out[..87]),
+            Err(InvalidRequest::TooLarge)
+        );
+        assert_eq!(out, [b'z'; 96]);
+        assert_eq!(encode_into(&req, "h", &mut out[..88]), Ok(88));
+        assert!(out[..88].ends_with(&body) && out[88..] == [b'z'; 8]);
     }
 }

@@ -389,6 +389,7 @@ impl Pool {
     }
 
     /// The request bytes of `conn` still to be written (empty when all left).
+    #[inline]
     pub fn transmit(&self, conn: ConnId) -> &[u8] {
         self.slots.get(conn.0).map_or(&[], |s| s.conn.transmit())
     }
@@ -396,6 +397,7 @@ impl Pool {
     /// `n` bytes of [`transmit`](Self::transmit) left (or, over TLS, went into a
     /// record that left). The first byte out turns the ticket into a flight: no
     /// refund from here.
+    #[inline]
     pub fn handle_written(&mut self, conn: ConnId, n: usize) {
         let Some(s) = self.slots.get_mut(conn.0) else {
             return;

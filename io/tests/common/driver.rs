@@ -5,6 +5,7 @@ use ergon_io::client::{ClientHandler, Error, PoolConfig, PoolId, RequestId, Sent
 use ergon_io::core::{BucketId, Budget, Class, Flight, Part, Spec};
 use ergon_io::event_loop::{Context, EventLoop, LoopConfig};
 use ergon_io::http::Request;
+use ergon_venues::endpoint::Prepared;
 use ergon_venues::response::Response;
 use std::net::SocketAddr;
 
@@ -84,6 +85,15 @@ impl Driver {
     /// Sends `req` as soon as a connection is ready and runs the loop until it ends.
     /// Returns the answer and how many times the client said Busy first.
     pub fn send(&mut self, req: &Request<'_>, deadline_ns: i64) -> (Answer, u64) {
+        self.send_one(Req::Plain(req), deadline_ns)
+    }
+
+    /// [`Driver::send`] of a prepared request (`Context::request_prepared`).
+    pub fn send_prepared(&mut self, req: &Prepared, deadline_ns: i64) -> (Answer, u64) {
+        self.send_one(Req::Prepared(req), deadline_ns)
+    }
+
+    fn send_one(&mut self, req: Req<'_, '_>, deadline_ns: i64) -> (Answer, u64) {
         let mut h = One {
             pool: self.pool,
             parts: [Part::new(self.requests, 1)],
@@ -148,10 +158,17 @@ impl Driver {
     }
 }
 
+/// What [`One`] sends.
+#[derive(Clone, Copy)]
+enum Req<'r, 'a> {
+    Plain(&'r Request<'a>),
+    Prepared(&'r Prepared),
+}
+
 struct One<'r, 'a> {
     pool: PoolId,
     parts: [Part; 1],
-    req: &'r Request<'a>,
+    req: Req<'r, 'a>,
     deadline_ns: i64,
     id: Option<RequestId>,
     answer: Option<Answer>,
@@ -222,7 +239,12 @@ impl ClientHandler for One<'_, '_> {
             .budget()
             .try_charge(&self.parts, Class::Normal, now)
             .unwrap();
-        match cx.request(self.pool, self.req, ticket, now + self.deadline_ns) {
+        let deadline = now + self.deadline_ns;
+        let sent = match self.req {
+            Req::Plain(r) => cx.request(self.pool, r, ticket, deadline),
+            Req::Prepared(p) => cx.request_prepared(self.pool, p, ticket, deadline),
+        };
+        match sent {
             Ok(id) => self.id = Some(id),
             Err(refused) => {
                 self.busy += 1;
