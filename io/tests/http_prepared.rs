@@ -231,15 +231,7 @@ fn a_written_request_is_refused_where_an_encoded_one_is() {
 #[test]
 fn a_request_whose_signature_is_pending_is_refused_until_signed() {
     let (mut spot, mut budget) = spot(Auth::new(API_KEY, SECRET, 5_000).unwrap());
-    let o = NewOrder {
-        symbol: Symbol::new("LTCBTC").unwrap(),
-        side: Side::Buy,
-        order_type: OrderType::Limit(TimeInForce::Gtc),
-        price: Some(Decimal::new("0.1").unwrap()),
-        quantity: Decimal::new("1").unwrap(),
-        client_order_id: ClientOrderId::new("x1").unwrap(),
-        reduce_only: false,
-    };
+    let o = limit_order();
     let mut signed = Prepared::default();
     spot.new_order(&mut signed, &o, T0).unwrap();
     let mut p = Prepared::default();
@@ -266,15 +258,7 @@ fn a_request_whose_signature_is_pending_is_refused_until_signed() {
 #[test]
 fn a_cleared_request_is_not_sent_though_its_bytes_hold_it() {
     let (spot, _budget) = spot(Auth::new(API_KEY, SECRET, 5_000).unwrap());
-    let o = NewOrder {
-        symbol: Symbol::new("LTCBTC").unwrap(),
-        side: Side::Buy,
-        order_type: OrderType::Limit(TimeInForce::Gtc),
-        price: Some(Decimal::new("0.1").unwrap()),
-        quantity: Decimal::new("1").unwrap(),
-        client_order_id: ClientOrderId::new("x1").unwrap(),
-        reduce_only: false,
-    };
+    let o = limit_order();
     let t = spot.order_template(o.symbol, o.side, o.order_type).unwrap();
     let fill = Fill {
         price: o.price,
@@ -289,4 +273,17 @@ fn a_cleared_request_is_not_sent_though_its_bytes_hold_it() {
     assert!(p.http().is_none());
     assert_eq!(with_prepared(&p, 7, |_, x| x), Err(7));
     assert_eq!(unsendable(&p), InvalidRequest::Method);
+}
+
+/// A LIMIT order of `LTCBTC`, client order id `x1`.
+fn limit_order() -> NewOrder<'static> {
+    NewOrder {
+        symbol: Symbol::new("LTCBTC").unwrap(),
+        side: Side::Buy,
+        order_type: OrderType::Limit(TimeInForce::Gtc),
+        price: Some(Decimal::new("0.1").unwrap()),
+        quantity: Decimal::new("1").unwrap(),
+        client_order_id: ClientOrderId::new("x1").unwrap(),
+        reduce_only: false,
+    }
 }

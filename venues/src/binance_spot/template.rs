@@ -253,13 +253,7 @@ impl OrderTemplate {
         let clock: &Clock = &limits.clock;
         let ts = clock.utc_ms(now);
         if let Ok(price) = self.price(fill) {
-            let values = Values {
-                id: fill.client_order_id.as_str(),
-                price,
-                quantity: fill.quantity.as_str(),
-                timestamp: ts,
-                request_id: 0,
-            };
+            let values = order_values(fill, price, ts);
             if let Some((k, layout)) = self.resumable::<V>(out, &values, (auth, limits)) {
                 let (w, _) = self.over(out, &values, k, layout)?;
                 let deadline = clock.now_ns_at(ts.saturating_add(auth.recv_window_ms));
@@ -293,13 +287,7 @@ impl OrderTemplate {
                 return Err(e);
             }
         };
-        let values = Values {
-            id: fill.client_order_id.as_str(),
-            price,
-            quantity: fill.quantity.as_str(),
-            timestamp: ts,
-            request_id: 0,
-        };
+        let values = order_values(fill, price, ts);
         // The key the template was made with (written in its tail).
         let same_key = self.tail.get(self.key_at.clone()) == Some(api_key.as_str());
         let layout = match key {
@@ -478,6 +466,18 @@ impl OrderTemplate {
         let hex_at = end + SIGNATURE.len();
         w.over_mac_hex(hex_at, &mac)?;
         Ok((w, hex_at + 64))
+    }
+}
+
+/// The values of `fill`'s order with the price text `price`, stamped `ts`.
+#[inline(always)]
+fn order_values<'a>(fill: &'a Fill<'_>, price: &'a str, ts: i64) -> Values<'a> {
+    Values {
+        id: fill.client_order_id.as_str(),
+        price,
+        quantity: fill.quantity.as_str(),
+        timestamp: ts,
+        request_id: 0,
     }
 }
 
