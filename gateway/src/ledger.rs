@@ -353,6 +353,15 @@ impl Ledger {
             .map(|s| &mut s.entry)
     }
 
+    /// The entry in `key`'s slot, known live (the caller just looked it up or
+    /// occupied it).
+    #[inline]
+    pub(crate) fn live_mut(&mut self, key: Key) -> &mut Entry {
+        let s = &mut self.slots[key.index()];
+        debug_assert!(s.live, "a live slot");
+        &mut s.entry
+    }
+
     /// Records that `key`'s request (or query) is on the wire as `id`. False if the
     /// slot is not live or is already bound.
     pub fn bind(&mut self, key: Key, id: RequestId) -> bool {
