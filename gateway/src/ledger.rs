@@ -394,6 +394,20 @@ impl Ledger {
         true
     }
 
+    /// [`Ledger::bind_sent`] of the request in the slot `key` just occupied: live,
+    /// its stage [`Stage::Wire`] and not yet bound, so none of that is asked.
+    #[inline]
+    pub(crate) fn bind_fresh(&mut self, key: Key, id: RequestId, now_ns: i64) {
+        let s = &mut self.slots[key.index()];
+        debug_assert!(
+            s.live && s.wire.is_none() && s.entry.stage == Stage::Wire,
+            "a just-occupied slot"
+        );
+        s.entry.sent_ns = now_ns;
+        s.wire = Some(id);
+        self.index_bound(key, id);
+    }
+
     /// Enters `id` in the index of request ids, bound to `key`.
     fn index_bound(&mut self, key: Key, id: RequestId) {
         let mut h = home(id.0, self.mask);

@@ -240,7 +240,7 @@ impl<E: Account> Gateway<E> {
             return;
         };
         let query = e.stage == Stage::Query;
-        self.send_live(w, key, ticket, query, now);
+        self.send_live::<W, false>(w, key, ticket, query, now);
     }
 
     /// The first send of the request in the slot `key` just occupied
@@ -253,13 +253,13 @@ impl<E: Account> Gateway<E> {
             "a just-occupied slot"
         );
         let now = w.now();
-        self.send_live(w, key, ticket, false, now);
+        self.send_live::<W, true>(w, key, ticket, false, now);
     }
 
     /// [`Gateway::send`] of the live slot `key`: its query when `query`, else its
-    /// request.
+    /// request; `FRESH` when the slot was just occupied (not yet bound).
     #[inline(always)]
-    fn send_live<W: Wire>(
+    fn send_live<W: Wire, const FRESH: bool>(
         &mut self,
         w: &mut W,
         key: Key,
@@ -298,7 +298,11 @@ impl<E: Account> Gateway<E> {
         match sent {
             Ok(id) => {
                 self.stats.sent += 1;
-                self.ledger.bind_sent(key, id, now);
+                if FRESH {
+                    self.ledger.bind_fresh(key, id, now);
+                } else {
+                    self.ledger.bind_sent(key, id, now);
+                }
             }
             Err(refused) => {
                 let tid = self.trace.slot(key);
