@@ -353,6 +353,15 @@ impl Ledger {
             .map(|s| &mut s.entry)
     }
 
+    /// The entry in `key`'s slot, known live (the caller just looked it up or
+    /// occupied it).
+    #[inline]
+    pub(crate) fn live_mut(&mut self, key: Key) -> &mut Entry {
+        let s = &mut self.slots[key.index()];
+        debug_assert!(s.live, "a live slot");
+        &mut s.entry
+    }
+
     /// Records that `key`'s request (or query) is on the wire as `id`. False if the
     /// slot is not live or is already bound.
     pub fn bind(&mut self, key: Key, id: RequestId) -> bool {
@@ -383,6 +392,20 @@ impl Ledger {
         s.wire = Some(id);
         self.index_bound(key, id);
         true
+    }
+
+    /// [`Ledger::bind_sent`] of the request in the slot `key` just occupied: live,
+    /// its stage [`Stage::Wire`] and not yet bound, so none of that is asked.
+    #[inline]
+    pub(crate) fn bind_fresh(&mut self, key: Key, id: RequestId, now_ns: i64) {
+        let s = &mut self.slots[key.index()];
+        debug_assert!(
+            s.live && s.wire.is_none() && s.entry.stage == Stage::Wire,
+            "a just-occupied slot"
+        );
+        s.entry.sent_ns = now_ns;
+        s.wire = Some(id);
+        self.index_bound(key, id);
     }
 
     /// Enters `id` in the index of request ids, bound to `key`.

@@ -49,7 +49,7 @@ impl<E: Account> Gateway<E> {
                 });
             };
             gw.trace.set(key, a.tid);
-            gw.send(w, key, a.ticket);
+            gw.send_fresh(w, key, a.ticket);
             Ok(())
         })
     }
@@ -101,7 +101,7 @@ impl<E: Account> Gateway<E> {
             // The slot lent is still free: nothing took it since.
             let key = gw.ledger.occupy_slot(slot, tag, class, a.first);
             gw.trace.set(key, a.tid);
-            gw.send(w, key, a.ticket);
+            gw.send_fresh(w, key, a.ticket);
             Ok(())
         })
     }
@@ -240,6 +240,34 @@ impl<E: Account> Gateway<E> {
             return;
         };
         let query = e.stage == Stage::Query;
+        self.send_live::<W, false>(w, key, ticket, query, now);
+    }
+
+    /// The first send of the request in the slot `key` just occupied
+    /// ([`crate::Ledger`]'s `occupy_slot`): live, its stage [`Stage::Wire`], not
+    /// yet bound, so no look-up of the slot and no query to choose.
+    #[inline(always)]
+    fn send_fresh<W: Wire>(&mut self, w: &mut W, key: Key, ticket: ergon_core::Ticket) {
+        debug_assert!(
+            self.ledger.get(key).is_some_and(|e| e.stage == Stage::Wire),
+            "a just-occupied slot"
+        );
+        let now = w.now();
+        self.send_live::<W, true>(w, key, ticket, false, now);
+    }
+
+    /// [`Gateway::send`] of the live slot `key`: its query when `query`, else its
+    /// request; `FRESH` when the slot was just occupied (not yet bound).
+    #[inline(always)]
+    fn send_live<W: Wire, const FRESH: bool>(
+        &mut self,
+        w: &mut W,
+        key: Key,
+        ticket: ergon_core::Ticket,
+        query: bool,
+        now: i64,
+    ) {
+        let e = self.ledger.live_mut(key);
         let req = if query { &mut e.query } else { &mut e.req };
         let deadline = req.deadline_ns();
         // Over the WebSocket API when it is open and the request has a twin there.
@@ -270,7 +298,11 @@ impl<E: Account> Gateway<E> {
         match sent {
             Ok(id) => {
                 self.stats.sent += 1;
-                self.ledger.bind_sent(key, id, now);
+                if FRESH {
+                    self.ledger.bind_fresh(key, id, now);
+                } else {
+                    self.ledger.bind_sent(key, id, now);
+                }
             }
             Err(refused) => {
                 let tid = self.trace.slot(key);
