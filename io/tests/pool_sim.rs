@@ -277,6 +277,38 @@ fn an_idle_connection_expires_at_its_idle_timeout_and_reopens_at_once() {
     assert_eq!(sim.used(sim.connects), 1);
 }
 
+/// The request path checks an idle connection's expiry itself: a request that
+/// comes before the pool's timeout ran never goes on a connection idle too long
+/// or too old, and takes one a nanosecond short of either.
+#[test]
+fn a_request_never_takes_an_idle_connection_past_its_expiry() {
+    // (idle timeout, maximum age, when the connection opened at T0 expires)
+    for (idle, age, expiry) in [
+        (2 * SEC, 600 * SEC, T0 + 2 * SEC),
+        (60 * SEC, 10 * SEC, T0 + 10 * SEC),
+    ] {
+        for at in [expiry - 1, expiry] {
+            let (mut sim, pool) = Sim::new(|c, _| {
+                c.idle_timeout_ns = idle;
+                c.max_age_ns = age;
+            });
+            // No `jump`: the pool's timeout has not run at `at`.
+            sim.now = at;
+            let r = sim.request(pool, at + SEC);
+            if at < expiry {
+                assert!(r.is_ok(), "idle {idle}, age {age}, at {at}: {r:?}");
+                assert_eq!(sim.closes(), 0);
+            } else {
+                assert!(
+                    matches!(r, Err(Refused::Busy(_))),
+                    "idle {idle}, age {age}, at {at}: {r:?}"
+                );
+                assert_eq!(sim.closes(), 1);
+            }
+        }
+    }
+}
+
 #[test]
 fn a_connection_past_its_maximum_age_is_not_reused_after_its_answer() {
     let (mut sim, pool) = Sim::new(|c, _| {

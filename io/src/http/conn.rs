@@ -157,7 +157,9 @@ impl Conn {
     #[inline]
     pub fn transmit(&self) -> &[u8] {
         match self.state {
-            State::Active | State::Complete => self.tx.get(self.tx_pos..self.tx_len).unwrap_or(&[]),
+            // `tx_pos <= tx_len <= tx.len()`: a send sets `tx_len` to what it
+            // wrote into `tx`, `handle_written` keeps `tx_pos` at most `tx_len`.
+            State::Active | State::Complete => &self.tx[self.tx_pos..self.tx_len],
             State::Idle | State::Broken => &[],
         }
     }

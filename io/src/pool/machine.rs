@@ -91,8 +91,10 @@ enum Phase {
     Connecting {
         deadline: i64,
     },
+    /// Open and free until `expires`: idle too long or too old from then
+    /// (computed once, when it goes idle).
     Idle {
-        since: i64,
+        expires: i64,
     },
     Busy {
         deadline: i64,
@@ -339,19 +341,14 @@ impl Pool {
         if deadline_ns <= now {
             return Err(Refused::Expired(ticket));
         }
-        let (range, idle_timeout, max_age, delay) = (
-            o.slots.clone(),
-            o.cfg.idle_timeout_ns,
-            o.cfg.max_age_ns,
-            o.cfg.reconnect_delay_ns,
-        );
+        let (range, delay) = (o.slots.clone(), o.cfg.reconnect_delay_ns);
         let mut chosen = None;
         for i in range {
             let s = &self.slots[i];
-            let Phase::Idle { since } = s.phase else {
+            let Phase::Idle { expires } = s.phase else {
                 continue;
             };
-            if now - since >= idle_timeout || now - s.opened_at >= max_age {
+            if now >= expires {
                 self.drop_conn(i, now);
                 continue;
             }
@@ -547,7 +544,6 @@ impl Pool {
         if !matches!(s.phase, Phase::Connecting { .. }) {
             return;
         }
-        s.phase = Phase::Idle { since: now };
         s.opened_at = now;
         s.failures = 0;
         let pool = s.pool;
@@ -591,8 +587,6 @@ impl Pool {
     /// [`handle_timeout`](Self::handle_timeout)'s scan, once something is due.
     fn expire(&mut self, budget: &mut Budget, now: i64) {
         for i in 0..self.slots.len() {
-            let cfg = &self.origins[usize::from(self.slots[i].pool)].cfg;
-            let (idle_timeout, max_age) = (cfg.idle_timeout_ns, cfg.max_age_ns);
             match self.slots[i].phase {
                 Phase::Busy { deadline } if deadline <= now => {
                     self.counters.timeouts += 1;
@@ -606,9 +600,7 @@ impl Pool {
                     }
                     self.handle_connect_failed_at(i, Error::ConnectTimeout, now);
                 }
-                Phase::Idle { since }
-                    if now - since >= idle_timeout || now - self.slots[i].opened_at >= max_age =>
-                {
+                Phase::Idle { expires } if expires <= now => {
                     self.drop_conn(i, now);
                 }
                 _ => {}
@@ -626,16 +618,11 @@ impl Pool {
     pub fn poll_timeout(&self) -> Option<i64> {
         self.slots
             .iter()
-            .filter_map(|s| {
-                let cfg = &self.origins[usize::from(s.pool)].cfg;
-                match s.phase {
-                    Phase::Down { retry_at } => Some(retry_at),
-                    Phase::Connecting { deadline } | Phase::Busy { deadline } => Some(deadline),
-                    Phase::Idle { since } => {
-                        Some((since + cfg.idle_timeout_ns).min(s.opened_at + cfg.max_age_ns))
-                    }
-                    Phase::Answered => None,
-                }
+            .filter_map(|s| match s.phase {
+                Phase::Down { retry_at } => Some(retry_at),
+                Phase::Connecting { deadline } | Phase::Busy { deadline } => Some(deadline),
+                Phase::Idle { expires } => Some(expires),
+                Phase::Answered => None,
             })
             .min()
     }
@@ -709,7 +696,6 @@ impl Pool {
         let refused = o.refused.is_some();
         let reusable = s.conn.finish() && now - s.opened_at < o.cfg.max_age_ns && !refused;
         if reusable {
-            s.phase = Phase::Idle { since: now };
             self.wake_idle(conn.0, now);
         } else {
             self.drop_conn(conn.0, if refused { i64::MAX } else { now });
@@ -743,7 +729,6 @@ impl Pool {
     pub(crate) fn adopt(&mut self, conn: ConnId, now: i64) {
         if let Some(s) = self.slots.get_mut(conn.0) {
             s.conn.reset();
-            s.phase = Phase::Idle { since: now };
             s.opened_at = now;
             self.wake_idle(conn.0, now);
         }
@@ -755,14 +740,15 @@ impl Pool {
         self.wake = self.wake.min(at);
     }
 
-    /// Slot `i` went idle at `since`: it expires when idle too long or too old.
+    /// Slot `i` goes idle at `since`: it expires when idle too long or too old.
     fn wake_idle(&mut self, i: usize, since: i64) {
-        let s = &self.slots[i];
+        let s = &mut self.slots[i];
         let cfg = &self.origins[usize::from(s.pool)].cfg;
-        let at = since
+        let expires = since
             .saturating_add(cfg.idle_timeout_ns)
             .min(s.opened_at.saturating_add(cfg.max_age_ns));
-        self.wake_at(at);
+        s.phase = Phase::Idle { expires };
+        self.wake_at(expires);
     }
 
     fn delay(&self, i: usize) -> i64 {
