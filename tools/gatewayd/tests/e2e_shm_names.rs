@@ -131,6 +131,7 @@ fn stats_until(name: &str, pred: impl Fn(&str) -> bool) -> String {
         if pred(&t) || Instant::now() > until {
             return t;
         }
+        // Sleeps: the stats are a real daemon's, published on its own wall clock.
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -289,9 +290,12 @@ fn a_late_of_a_cancel_replace_left_unresolved_reaches_its_names_next_process() {
     assert!(!alice.reattached(), "alice's name was dropped for bob");
     // Once the venue's ban is over, the owner clears the halt: the gateway's
     // polls of open orders resume and see a watched id of the request.
+    // Sleeps: the ban's end is the emulator's wall clock and the daemon's margin
+    // after it its own (no clock seam reaches a real daemon yet).
     std::thread::sleep(Duration::from_millis(ban_ms as u64).saturating_sub(banned_at.elapsed()));
     let t0 = Instant::now();
     while clear_halts(&name) == 0 && t0.elapsed() < Duration::from_secs(5) {
+        // Sleeps: the halt clears on the daemon's wall clock (the same margin).
         std::thread::sleep(Duration::from_millis(50));
     }
     let until = Instant::now() + Duration::from_secs(10);

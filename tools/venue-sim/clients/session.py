@@ -261,6 +261,8 @@ def align(ex, window_ms):
         return
     left = window_ms - ex.fetch_time() % window_ms
     if left < min(window_ms * 4 // 5, 20_000):
+        # Sleeps: the emulator runs as a subprocess on the wall clock, which a
+        # third-party client's session cannot jump.
         time.sleep(left / 1000 + 0.05)
 
 
